@@ -1,0 +1,11 @@
+//! mutexlab: a multi-process lab for distributed mutual exclusion.
+//!
+//! A supervisor ([`supervisor`]) starts N worker processes ([`runtime`]) that talk over
+//! Unix domain sockets ([`wire`]). Each worker runs one algorithm, a sans-IO state
+//! machine ([`algorithm`], [`algos`]), and guards a real shared file ([`resource`]).
+//! After the run the auditor ([`audit`]) reads the file alone and says whether two
+//! workers were ever inside at once, whether updates were lost, and how long each
+//! worker waited.
+
+pub mod algorithm;
+pub mod algos;
