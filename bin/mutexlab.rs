@@ -1,1 +1,231 @@
-fn main(){}
+//! `mutexlab`: the command line. Argument parsing and glue only; the work lives in the
+//! library. Exit codes are decided in one place, `main`: 0 ok, 1 violation or failed
+//! run, 2 usage or input error, 130 interrupted.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use mutexlab::supervisor::{RunError, RunOpts};
+use mutexlab::{algos, audit, bench, report, runtime, supervisor};
+
+#[derive(Parser)]
+#[command(name = "mutexlab", version, about = "A multi-process lab for distributed mutual exclusion")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Start N worker processes running one algorithm over a shared file, then audit it.
+    Run(RunArgs),
+    /// List the algorithms.
+    Algorithms,
+    /// Audit a resource file: exit 0 clean, 1 violations, 2 unreadable or not a resource file.
+    Audit {
+        /// The resource file (resource.log in a run directory).
+        file: PathBuf,
+        /// Print one JSON object instead of the summary.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure message latency and algorithm throughput on this machine.
+    Bench {
+        /// Fewer, shorter runs (for a smoke test).
+        #[arg(long)]
+        quick: bool,
+    },
+    /// (internal) A worker process; started by `run`.
+    #[command(hide = true)]
+    Worker(WorkerArgs),
+    /// (internal) The echo end of the benchmark's ping-pong.
+    #[command(hide = true)]
+    Echo { socket: PathBuf },
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// Algorithm (see `mutexlab algorithms`).
+    #[arg(long, default_value = "centralized")]
+    algo: String,
+    /// Number of worker processes.
+    #[arg(long, short = 'n', default_value_t = 4)]
+    workers: u32,
+    /// Critical-section entries per worker.
+    #[arg(long, short = 'k', default_value_t = 25, conflicts_with = "duration")]
+    entries: u64,
+    /// Run for this many seconds instead of a fixed number of entries.
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Time spent inside the critical section, in milliseconds (fractions allowed).
+    #[arg(long, default_value_t = 1.0)]
+    cs_ms: f64,
+    /// Mean think time between entries, in milliseconds (uniform on [0, 2×mean]).
+    #[arg(long, default_value_t = 2.0)]
+    think_ms: f64,
+    /// Seed for think times and any randomness an algorithm uses.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Replicated coordinators for `voting` (default: every worker).
+    #[arg(long)]
+    replicas: Option<u32>,
+    /// Run directory (default: a fresh temporary directory).
+    #[arg(long)]
+    run_dir: Option<PathBuf>,
+    /// Keep the run directory even after a clean run.
+    #[arg(long)]
+    keep: bool,
+    /// End the run with a diagnosis after this long without progress.
+    #[arg(long, default_value_t = 5000)]
+    stall_ms: u64,
+    /// Print one JSON object on stdout instead of the summary.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
+struct WorkerArgs {
+    #[arg(long)]
+    id: u32,
+    #[arg(long)]
+    workers: u32,
+    #[arg(long)]
+    algo: String,
+    #[arg(long)]
+    run_dir: PathBuf,
+    #[arg(long, default_value_t = 0)]
+    incarnation: u32,
+    #[arg(long, default_value_t = 0)]
+    entries: u64,
+    #[arg(long)]
+    duration_ms: Option<u64>,
+    #[arg(long, default_value_t = 0.0)]
+    cs_ms: f64,
+    #[arg(long, default_value_t = 0.0)]
+    think_ms: f64,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    #[arg(long)]
+    replicas: Option<u32>,
+    #[arg(long)]
+    parent: Option<u32>,
+}
+
+fn ms(v: f64) -> Duration {
+    Duration::from_secs_f64(v.max(0.0) / 1000.0)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Run(a) => cmd_run(a),
+        Cmd::Algorithms => {
+            for a in algos::ALGORITHMS {
+                println!("{:<22} {:<11} {}", a.name, a.family, a.summary);
+            }
+            ExitCode::SUCCESS
+        }
+        Cmd::Audit { file, json } => cmd_audit(&file, json),
+        Cmd::Bench { quick } => match bench::run(&exe(), quick) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(1, &e.to_string()),
+        },
+        Cmd::Worker(w) => {
+            let opts = runtime::WorkerOpts {
+                id: w.id,
+                workers: w.workers,
+                algo: w.algo,
+                run_dir: w.run_dir,
+                incarnation: w.incarnation,
+                entries: w.entries,
+                duration: w.duration_ms.map(Duration::from_millis),
+                cs: ms(w.cs_ms),
+                think: ms(w.think_ms),
+                seed: w.seed,
+                replicas: w.replicas,
+                parent: w.parent,
+            };
+            let id = opts.id;
+            match runtime::run_worker(opts) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => fail(1, &format!("w{id}: {e:#}")),
+            }
+        }
+        Cmd::Echo { socket } => match bench::echo(&socket) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(1, &e.to_string()),
+        },
+    }
+}
+
+fn exe() -> PathBuf {
+    std::env::current_exe().unwrap_or_else(|_| PathBuf::from("mutexlab"))
+}
+
+fn fail(code: u8, msg: &str) -> ExitCode {
+    eprintln!("mutexlab: {msg}");
+    ExitCode::from(code)
+}
+
+fn cmd_run(a: RunArgs) -> ExitCode {
+    if let Some(d) = a.duration {
+        if !d.is_finite() || d <= 0.0 || d > 86_400.0 {
+            return fail(2, &format!("--duration must be between 0 and 86400 seconds, not {d}"));
+        }
+    }
+    let opts = RunOpts {
+        algo: a.algo,
+        workers: a.workers,
+        entries: a.entries,
+        duration: a.duration.map(Duration::from_secs_f64),
+        cs_ms: a.cs_ms,
+        think_ms: a.think_ms,
+        seed: a.seed,
+        replicas: a.replicas,
+        run_dir: a.run_dir,
+        keep: a.keep,
+        stall_ms: a.stall_ms,
+        progress: !a.json,
+        exe: exe(),
+    };
+    match supervisor::run(&opts) {
+        Ok(r) => {
+            if a.json {
+                println!("{}", serde_json::to_string_pretty(&r).expect("report serialises"));
+            } else {
+                print!("{}", report::run_summary(&r));
+            }
+            if let Some(f) = &r.failure {
+                eprintln!("mutexlab: run failed: {f}");
+            }
+            if r.ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(RunError::Usage(m)) => fail(2, &m),
+        Err(RunError::Interrupted) => fail(130, "interrupted; all workers stopped"),
+        Err(e @ RunError::Failed(_)) => fail(1, &e.to_string()),
+    }
+}
+
+fn cmd_audit(file: &std::path::Path, json: bool) -> ExitCode {
+    match audit::audit_file(file, &[]) {
+        Ok(r) => {
+            if json {
+                println!("{}", serde_json::to_string_pretty(&r).expect("report serialises"));
+            } else {
+                print!("{}", report::audit_summary(&file.display().to_string(), &r));
+            }
+            if r.ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => fail(2, &e.to_string()),
+    }
+}

@@ -9,3 +9,11 @@
 
 pub mod algorithm;
 pub mod algos;
+pub mod audit;
+pub mod resource;
+pub mod wire;
+pub mod control;
+pub mod report;
+pub mod runtime;
+pub mod supervisor;
+pub mod bench;

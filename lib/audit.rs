@@ -1,0 +1,410 @@
+//! The auditor: judges a run from the resource file alone.
+//!
+//! It never asks a worker anything, so it judges a student's worker exactly as it judges
+//! ours: by what reached the disk. Records are read in file order, which is the order
+//! in which the kernel applied the writes. Safety checks: two workers inside at once
+//! (overlap), an update computed from a stale counter (lost update), a fencing token
+//! that does not rise (stale token) or a write under an older token than the newest
+//! entry (stale writer), ENTER without EXIT and the reverse, and torn or corrupt lines.
+//! Liveness and fairness: requests never served, wait time from WANT to ENTER, how many
+//! entries overtook a waiting request (bypass), and Jain's index over entries.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::resource::{Fence, Record, HEADER};
+
+/// The auditor could not judge the file at all.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {err}")]
+    Unreadable { path: String, err: std::io::Error },
+    /// The file is not a mutexlab resource file.
+    #[error("{path} is not a mutexlab resource file (first line must start with {HEADER:?})")]
+    NotResource { path: String },
+}
+
+/// One thing that went wrong.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    /// A short stable name: `overlap`, `lost-update`, `stale-token`, `stale-writer`,
+    /// `enter-without-exit`, `exit-without-enter`, `unserved`, `corrupt-record`,
+    /// `torn-record`.
+    pub kind: &'static str,
+    /// The line it was found at (1-based), 0 for whole-file findings.
+    pub line: usize,
+    /// What happened, with the records involved.
+    pub detail: String,
+}
+
+/// Summary statistics of one set of wait times, in milliseconds.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct WaitStats {
+    pub count: usize,
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+    pub mean: f64,
+}
+
+impl WaitStats {
+    fn from_ns(waits: &mut [u64]) -> WaitStats {
+        if waits.is_empty() {
+            return WaitStats::default();
+        }
+        waits.sort_unstable();
+        let ms = |ns: u64| ns as f64 / 1e6;
+        let rank = |p: f64| waits[((p * waits.len() as f64).ceil() as usize).clamp(1, waits.len()) - 1];
+        WaitStats {
+            count: waits.len(),
+            p50: ms(rank(0.50)),
+            p99: ms(rank(0.99)),
+            max: ms(*waits.last().unwrap()),
+            mean: waits.iter().map(|&w| ms(w)).sum::<f64>() / waits.len() as f64,
+        }
+    }
+}
+
+/// A crash the supervisor caused, so the auditor can excuse an unfinished section.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Crash {
+    /// The worker killed.
+    pub worker: u32,
+    /// When (monotonic ns, the file's clock).
+    pub t: u64,
+}
+
+/// What the auditor found.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct AuditReport {
+    /// No violations.
+    pub ok: bool,
+    /// Algorithm and worker count from the header, if present.
+    pub algorithm: Option<String>,
+    pub workers: u32,
+    /// Records read.
+    pub records: usize,
+    /// Completed critical sections (EXIT records).
+    pub entries: u64,
+    /// Completed sections by worker id.
+    pub entries_by_worker: Vec<u64>,
+    /// The counter's final value.
+    pub final_value: u64,
+    /// Wait from WANT to ENTER over all workers.
+    pub wait_ms: WaitStats,
+    /// The same, by worker id.
+    pub wait_ms_by_worker: Vec<WaitStats>,
+    /// The most entries by others between one request and its entry.
+    pub max_bypass: u64,
+    /// Jain's fairness index over entries per worker (1 = perfectly even).
+    pub jain: f64,
+    /// Time from the first record to the last, seconds.
+    pub span_s: f64,
+    /// Every violation found (the first few hundred; `violation_count` has them all).
+    pub violations: Vec<Violation>,
+    pub violation_count: usize,
+}
+
+/// How many violations are kept in full; the rest are only counted.
+const KEEP: usize = 200;
+
+/// Audit the resource file at `path`.
+pub fn audit_file(path: &Path, crashes: &[Crash]) -> Result<AuditReport, AuditError> {
+    let bytes = std::fs::read(path)
+        .map_err(|err| AuditError::Unreadable { path: path.display().to_string(), err })?;
+    audit_bytes(&bytes, crashes)
+        .ok_or_else(|| AuditError::NotResource { path: path.display().to_string() })
+}
+
+/// Audit file contents; `None` if they are not a resource file.
+pub fn audit_bytes(bytes: &[u8], crashes: &[Crash]) -> Option<AuditReport> {
+    let mut a = Auditor::default();
+    let mut lines = bytes.split(|&b| b == b'\n').enumerate().peekable();
+    let header = std::str::from_utf8(lines.next()?.1).ok()?;
+    if !header.starts_with(HEADER) {
+        return None;
+    }
+    for field in header[HEADER.len()..].split_whitespace() {
+        match field.split_once('=') {
+            Some(("algo", v)) => a.report.algorithm = Some(v.to_string()),
+            Some(("workers", v)) => a.report.workers = v.parse().unwrap_or(0),
+            _ => {}
+        }
+    }
+    while let Some((i, raw)) = lines.next() {
+        let lineno = i + 1;
+        let last = lines.peek().is_none();
+        if raw.is_empty() && last {
+            break; // the end of the final newline
+        }
+        let text = String::from_utf8_lossy(raw);
+        if text.starts_with('#') {
+            continue;
+        }
+        match text.parse::<Record>() {
+            Ok(rec) => a.record(lineno, &text, rec),
+            Err(_) if last => a.flag("torn-record", lineno, format!("last line is cut short: {text:?}")),
+            Err(e) => a.flag("corrupt-record", lineno, format!("{e}: {text:?}")),
+        }
+    }
+    Some(a.finish(crashes))
+}
+
+#[derive(Debug, Clone)]
+struct Open {
+    line: usize,
+    text: String,
+    e: u64,
+    fence: Fence,
+    t: u64,
+}
+
+#[derive(Default)]
+struct Auditor {
+    report: AuditReport,
+    /// Sections entered and not yet left, by worker.
+    inside: BTreeMap<u32, Open>,
+    /// Requests not yet served: worker → (line, time, entries by others since).
+    waiting: BTreeMap<u32, (usize, u64, u64)>,
+    max_fence: Option<(Fence, usize)>,
+    committed: u64,
+    seen_values: std::collections::HashSet<u64>,
+    waits: BTreeMap<u32, Vec<u64>>,
+    first_t: Option<u64>,
+    last_t: u64,
+}
+
+impl Auditor {
+    fn flag(&mut self, kind: &'static str, line: usize, detail: String) {
+        self.report.violation_count += 1;
+        if self.report.violations.len() < KEEP {
+            self.report.violations.push(Violation { kind, line, detail });
+        }
+    }
+
+    fn count_entry(&mut self, w: u32) {
+        let i = w as usize;
+        if self.report.entries_by_worker.len() <= i {
+            self.report.entries_by_worker.resize(i + 1, 0);
+        }
+        self.report.entries_by_worker[i] += 1;
+    }
+
+    fn record(&mut self, line: usize, text: &str, rec: Record) {
+        self.report.records += 1;
+        let t = rec.time();
+        self.first_t.get_or_insert(t);
+        self.last_t = self.last_t.max(t);
+        match rec {
+            Record::Want { w, .. } => {
+                if let Some((l, _, _)) = self.waiting.get(&w) {
+                    let detail = format!("{text:?} while the request at line {l} is still unserved");
+                    self.flag("unserved", line, detail);
+                }
+                self.waiting.insert(w, (line, t, 0));
+            }
+            Record::Enter { w, e, fence, t } => self.enter(line, text, w, e, fence, t),
+            Record::Exit { w, e, fence, read, value, .. } => {
+                match self.inside.remove(&w) {
+                    Some(open) if open.e == e && open.fence == fence => {}
+                    Some(open) => self.flag(
+                        "exit-without-enter",
+                        line,
+                        format!("{text:?} does not match the open section at line {}: {:?}", open.line, open.text),
+                    ),
+                    None => self.flag("exit-without-enter", line, format!("{text:?} but w{w} is not inside")),
+                }
+                if let Some((max, at)) = self.max_fence {
+                    if fence < max {
+                        self.flag(
+                            "stale-writer",
+                            line,
+                            format!("{text:?} writes under fence {fence}, but fence {max} entered at line {at}"),
+                        );
+                    }
+                }
+                if read != self.committed || value != read + 1 || !self.seen_values.insert(value) {
+                    self.flag(
+                        "lost-update",
+                        line,
+                        format!("{text:?}: the last committed value was {}, so this write should read {} and write {}", self.committed, self.committed, self.committed + 1),
+                    );
+                }
+                self.committed = value;
+                self.report.entries += 1;
+                self.count_entry(w);
+            }
+        }
+    }
+
+    fn enter(&mut self, line: usize, text: &str, w: u32, e: u64, fence: Fence, t: u64) {
+        if let Some(prev) = self.inside.remove(&w) {
+            let detail = format!("{:?} has no EXIT before w{w} enters again at line {line}", prev.text);
+            self.flag("enter-without-exit", prev.line, detail);
+        }
+        for (other, open) in &self.inside {
+            let detail = format!("{text:?} while w{other} is inside since line {}: {:?}", open.line, open.text);
+            self.report.violation_count += 1;
+            if self.report.violations.len() < KEEP {
+                self.report.violations.push(Violation { kind: "overlap", line, detail });
+            }
+        }
+        match self.max_fence {
+            Some((max, at)) if fence <= max => self.flag(
+                "stale-token",
+                line,
+                format!("{text:?} enters with fence {fence}, not above fence {max} from line {at}"),
+            ),
+            _ => self.max_fence = Some((fence, line)),
+        }
+        match self.waiting.remove(&w) {
+            Some((_, want_t, _)) => {
+                self.waits.entry(w).or_default().push(t.saturating_sub(want_t));
+            }
+            None => self.flag("unserved", line, format!("{text:?} has no WANT before it")),
+        }
+        for (_, _, bypassed) in self.waiting.values_mut() {
+            *bypassed += 1;
+            self.report.max_bypass = self.report.max_bypass.max(*bypassed);
+        }
+        self.inside.insert(w, Open { line, text: text.to_string(), e, fence, t });
+    }
+
+    fn finish(mut self, crashes: &[Crash]) -> AuditReport {
+        let inside = std::mem::take(&mut self.inside);
+        for (w, open) in inside {
+            // A worker killed while inside never writes its EXIT: that alone is no fault.
+            let killed = crashes.iter().any(|c| c.worker == w && c.t >= open.t);
+            if !killed {
+                let detail = format!("{:?} has no EXIT by the end of the file", open.text);
+                self.flag("enter-without-exit", open.line, detail);
+            }
+        }
+        let waiting = std::mem::take(&mut self.waiting);
+        for (w, (line, t, bypassed)) in waiting {
+            let killed = crashes.iter().any(|c| c.worker == w && c.t >= t);
+            if !killed {
+                self.flag("unserved", line, format!("w{w}'s request was never served ({bypassed} entries by others since)"));
+            }
+        }
+        let r = &mut self.report;
+        r.final_value = self.committed;
+        let n = (r.workers as usize).max(r.entries_by_worker.len());
+        r.workers = n as u32;
+        r.entries_by_worker.resize(n, 0);
+        let mut all: Vec<u64> = self.waits.values().flatten().copied().collect();
+        r.wait_ms = WaitStats::from_ns(&mut all);
+        r.wait_ms_by_worker = (0..n as u32)
+            .map(|w| WaitStats::from_ns(self.waits.get_mut(&w).map_or(&mut [][..], |v| &mut v[..])))
+            .collect();
+        let sum: f64 = r.entries_by_worker.iter().map(|&x| x as f64).sum();
+        let sq: f64 = r.entries_by_worker.iter().map(|&x| (x as f64).powi(2)).sum();
+        r.jain = if sq > 0.0 { sum * sum / (n as f64 * sq) } else { 1.0 };
+        r.span_s = self.first_t.map_or(0.0, |f| (self.last_t - f) as f64 / 1e9);
+        r.ok = r.violation_count == 0;
+        self.report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(body: &str) -> Vec<u8> {
+        format!("{HEADER} algo=test workers=2\n{body}").into_bytes()
+    }
+
+    fn kinds(r: &AuditReport) -> Vec<&'static str> {
+        r.violations.iter().map(|v| v.kind).collect()
+    }
+
+    const CLEAN: &str = "\
+WANT w=0 e=1 t=10
+WANT w=1 e=1 t=11
+ENTER w=0 e=1 fence=1:0 t=20
+EXIT w=0 e=1 fence=1:0 read=0 value=1 t=30
+ENTER w=1 e=1 fence=3:1 t=40
+EXIT w=1 e=1 fence=3:1 read=1 value=2 t=50
+";
+
+    #[test]
+    fn a_clean_run_passes_with_stats() {
+        let r = audit_bytes(&file(CLEAN), &[]).unwrap();
+        assert!(r.ok, "{:?}", r.violations);
+        assert_eq!(r.entries, 2);
+        assert_eq!(r.entries_by_worker, vec![1, 1]);
+        assert_eq!(r.final_value, 2);
+        assert_eq!(r.max_bypass, 1);
+        assert_eq!(r.wait_ms.count, 2);
+        assert!((r.jain - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn overlap_and_lost_update_are_caught() {
+        let body = "\
+WANT w=0 e=1 t=10
+WANT w=1 e=1 t=11
+ENTER w=0 e=1 fence=1:0 t=20
+ENTER w=1 e=1 fence=1:1 t=21
+EXIT w=0 e=1 fence=1:0 read=0 value=1 t=30
+EXIT w=1 e=1 fence=1:1 read=0 value=1 t=31
+";
+        let r = audit_bytes(&file(body), &[]).unwrap();
+        assert!(!r.ok);
+        let k = kinds(&r);
+        assert!(k.contains(&"overlap"), "{k:?}");
+        assert!(k.contains(&"lost-update"), "{k:?}");
+        assert!(k.contains(&"stale-writer"), "{k:?}");
+        assert_eq!(r.violations[0].line, 5);
+        assert!(r.violations[0].detail.contains("since line 4"));
+    }
+
+    #[test]
+    fn backwards_fence_is_a_stale_token() {
+        let body = CLEAN.replace("fence=3:1", "fence=1:0").replace("fence=1:0 t=20", "fence=5:0 t=20");
+        let body = body.replace("EXIT w=0 e=1 fence=1:0", "EXIT w=0 e=1 fence=5:0");
+        let r = audit_bytes(&file(&body), &[]).unwrap();
+        assert!(kinds(&r).contains(&"stale-token"), "{:?}", r.violations);
+    }
+
+    #[test]
+    fn unfinished_section_is_flagged_unless_the_worker_was_killed() {
+        let body = "WANT w=0 e=1 t=10\nENTER w=0 e=1 fence=1:0 t=20\n";
+        let r = audit_bytes(&file(body), &[]).unwrap();
+        assert_eq!(kinds(&r), vec!["enter-without-exit"]);
+        let r = audit_bytes(&file(body), &[Crash { worker: 0, t: 25 }]).unwrap();
+        assert!(r.ok, "{:?}", r.violations);
+    }
+
+    #[test]
+    fn unserved_request_is_flagged() {
+        let r = audit_bytes(&file("WANT w=1 e=1 t=10\n"), &[]).unwrap();
+        assert_eq!(kinds(&r), vec!["unserved"]);
+    }
+
+    #[test]
+    fn corrupt_and_torn_lines_are_reported_with_line_numbers() {
+        let body = format!("{CLEAN}garbage here\nWANT w=0 e=2 t=");
+        let r = audit_bytes(&file(&body), &[]).unwrap();
+        assert_eq!(r.violations[0].kind, "corrupt-record");
+        assert_eq!(r.violations[0].line, 8);
+        assert_eq!(r.violations[1].kind, "torn-record");
+        assert_eq!(r.violations[1].line, 9);
+    }
+
+    #[test]
+    fn a_write_that_skips_a_value_is_a_lost_update() {
+        let body = CLEAN.replace("read=1 value=2", "read=1 value=3");
+        let r = audit_bytes(&file(&body), &[]).unwrap();
+        assert_eq!(kinds(&r), vec!["lost-update"]);
+    }
+
+    #[test]
+    fn a_foreign_file_is_not_audited() {
+        assert!(audit_bytes(b"hello\n", &[]).is_none());
+        assert!(audit_bytes(b"", &[]).is_none());
+    }
+}

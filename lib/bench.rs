@@ -1,0 +1,103 @@
+//! `mutexlab bench`: message latency and algorithm throughput on this machine.
+//!
+//! First a raw ping-pong between two processes over a Unix socket gives the one-way
+//! message time T. Then each algorithm runs with no think time and an empty critical
+//! section for several N, and its throughput is printed as CS/s and as a ratio to the
+//! message-bound ideal 1/(2T): under saturation every handoff of the centralized
+//! coordinator needs at least two messages in a row (RELEASE, then GRANT). Everything is
+//! measured in the same run, so the ratios compare like with like.
+
+use std::io::{Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::algos;
+use crate::supervisor::{self, RunOpts};
+
+/// The echo end of the ping-pong: connect and send back every 8-byte message.
+pub fn echo(socket: &Path) -> anyhow::Result<()> {
+    let mut s = UnixStream::connect(socket)?;
+    let mut buf = [0u8; 8];
+    loop {
+        match s.read_exact(&mut buf) {
+            Ok(()) => s.write_all(&buf)?,
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// One-way message time between two processes, from `rounds` round trips.
+pub fn ping_pong(exe: &Path, rounds: u32) -> anyhow::Result<Duration> {
+    let dir = tempfile::Builder::new().prefix("mutexlab-bench-").tempdir()?;
+    let path = dir.path().join("pingpong.sock");
+    let listener = UnixListener::bind(&path)?;
+    let mut child = Command::new(exe).arg("echo").arg(&path).stdin(Stdio::null()).spawn()?;
+    let result = (|| {
+        let (mut s, _) = listener.accept()?;
+        let mut buf = [0u8; 8];
+        let mut once = |i: u32| -> std::io::Result<()> {
+            s.write_all(&u64::from(i).to_le_bytes())?;
+            s.read_exact(&mut buf)
+        };
+        for i in 0..rounds / 10 {
+            once(i)?; // warm up
+        }
+        let t0 = Instant::now();
+        for i in 0..rounds {
+            once(i)?;
+        }
+        Ok::<_, anyhow::Error>(t0.elapsed() / (2 * rounds))
+    })();
+    drop(listener);
+    let _ = child.kill();
+    let _ = child.wait();
+    result
+}
+
+/// Run the whole benchmark and print it.
+pub fn run(exe: &Path, quick: bool) -> anyhow::Result<()> {
+    let rounds = if quick { 2_000 } else { 20_000 };
+    let t = ping_pong(exe, rounds)?;
+    let ideal = 1.0 / (2.0 * t.as_secs_f64());
+    println!("one-way message time T = {:.2} µs ({rounds} round trips between two processes)", t.as_secs_f64() * 1e6);
+    println!("message-bound ideal 1/(2T) = {ideal:.0} CS/s\n");
+    println!("{:<22} {:>4} {:>8} {:>11} {:>12} {:>10}", "algorithm", "N", "entries", "CS/s", "msgs/entry", "vs 1/(2T)");
+    let sizes: &[u32] = if quick { &[2, 8] } else { &[2, 8, 32] };
+    let total: u64 = if quick { 400 } else { 4_000 };
+    for info in algos::ALGORITHMS.iter().filter(|a| a.name != "none") {
+        for &n in sizes {
+            let opts = RunOpts {
+                algo: info.name.to_string(),
+                workers: n,
+                entries: (total / u64::from(n)).max(1),
+                duration: None,
+                cs_ms: 0.0,
+                think_ms: 0.0,
+                seed: 1,
+                replicas: None,
+                run_dir: None,
+                keep: false,
+                stall_ms: 10_000,
+                progress: false,
+                exe: PathBuf::from(exe),
+            };
+            match supervisor::run(&opts) {
+                Ok(r) => println!(
+                    "{:<22} {:>4} {:>8} {:>11.0} {:>12.2} {:>9.1}%{}",
+                    info.name,
+                    n,
+                    r.entries.total,
+                    r.throughput_per_s,
+                    r.messages.per_entry,
+                    100.0 * r.throughput_per_s / ideal,
+                    if r.ok { "" } else { "  (run not clean)" }
+                ),
+                Err(e) => println!("{:<22} {:>4} failed: {e}", info.name, n),
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,90 @@
+//! Rendering run and audit reports for people (a summary table) and programs (JSON).
+
+use std::fmt::Write as _;
+
+use crate::audit::{AuditReport, Violation};
+use crate::supervisor::RunReport;
+
+/// How many violations a human summary lists before it only counts.
+const SHOW: usize = 10;
+
+fn violations(out: &mut String, list: &[Violation], count: usize) {
+    for v in list.iter().take(SHOW) {
+        let at = if v.line > 0 { format!("line {}: ", v.line) } else { String::new() };
+        let _ = writeln!(out, "    {:<20} {at}{}", v.kind, v.detail);
+    }
+    if count > SHOW {
+        let _ = writeln!(out, "    … and {} more (see --json or the kept run directory)", count - SHOW);
+    }
+}
+
+/// The summary table `mutexlab run` prints.
+pub fn run_summary(r: &RunReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "mutexlab run: {}, {} workers, cs {} ms, think {} ms, seed {}",
+        r.algorithm, r.workers, r.cs_ms, r.think_ms, r.seed
+    );
+    let by: Vec<String> = r.entries.by_worker.iter().enumerate().map(|(i, e)| format!("w{i} {e}")).collect();
+    let by = if by.len() <= 8 { format!(" ({})", by.join(", ")) } else { String::new() };
+    let _ = writeln!(s, "  entries     {}{by}", r.entries.total);
+    let _ = writeln!(s, "  elapsed     {:.3} s, throughput {:.1} CS/s", r.elapsed_s, r.throughput_per_s);
+    let m = &r.messages;
+    let theory = match &r.theory {
+        Some(t) if t.per_entry_min == t.per_entry_max => format!(" (theory {:.2}: {})", t.per_entry_min, t.formula),
+        Some(t) if t.per_entry_max.is_finite() => {
+            format!(" (theory {:.2}–{:.2}: {})", t.per_entry_min, t.per_entry_max, t.formula)
+        }
+        Some(t) => format!(" (theory at least {:.2}: {})", t.per_entry_min, t.formula),
+        None => String::new(),
+    };
+    let _ = writeln!(s, "  messages    {} total, {:.2} per entry{theory}", m.total, m.per_entry);
+    if !m.by_type.is_empty() {
+        let types: Vec<String> = m.by_type.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let _ = writeln!(s, "              {}", types.join(", "));
+    }
+    if m.bad_frames + m.dropped_connections > 0 {
+        let _ = writeln!(s, "  bad input   {} frames dropped, {} connections dropped", m.bad_frames, m.dropped_connections);
+    }
+    let w = &r.wait_ms;
+    let _ = writeln!(
+        s,
+        "  wait (ms)   p50 {:.3}, p99 {:.3}, max {:.3}; max bypass {}; Jain {:.3}",
+        w.p50, w.p99, w.max, r.max_bypass, r.jain
+    );
+    if let Some(f) = &r.failure {
+        let _ = writeln!(s, "  run FAILED  {f}");
+    }
+    if r.violation_count == 0 {
+        let _ = writeln!(s, "  audit       OK: no violations");
+    } else {
+        let _ = writeln!(s, "  audit       {} VIOLATION(S)", r.violation_count);
+        violations(&mut s, &r.violations, r.violation_count);
+    }
+    if r.run_dir_kept {
+        let _ = writeln!(s, "  run dir     {} (kept)", r.run_dir);
+    }
+    s
+}
+
+/// The report `mutexlab audit` prints.
+pub fn audit_summary(path: &str, a: &AuditReport) -> String {
+    let mut s = String::new();
+    let algo = a.algorithm.as_deref().unwrap_or("?");
+    let _ = writeln!(s, "audit of {path}: algorithm {algo}, {} workers, {} records", a.workers, a.records);
+    let _ = writeln!(s, "  entries     {} completed, counter {}", a.entries, a.final_value);
+    let w = &a.wait_ms;
+    let _ = writeln!(
+        s,
+        "  wait (ms)   p50 {:.3}, p99 {:.3}, max {:.3}; max bypass {}; Jain {:.3}",
+        w.p50, w.p99, w.max, a.max_bypass, a.jain
+    );
+    if a.ok {
+        let _ = writeln!(s, "  verdict     OK: no violations");
+    } else {
+        let _ = writeln!(s, "  verdict     {} VIOLATION(S)", a.violation_count);
+        violations(&mut s, &a.violations, a.violation_count);
+    }
+    s
+}
