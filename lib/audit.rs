@@ -115,8 +115,7 @@ const KEEP: usize = 200;
 pub fn audit_file(path: &Path, crashes: &[Crash]) -> Result<AuditReport, AuditError> {
     let bytes = std::fs::read(path)
         .map_err(|err| AuditError::Unreadable { path: path.display().to_string(), err })?;
-    audit_bytes(&bytes, crashes)
-        .ok_or_else(|| AuditError::NotResource { path: path.display().to_string() })
+    audit_bytes(&bytes, crashes).ok_or_else(|| AuditError::NotResource { path: path.display().to_string() })
 }
 
 /// Audit file contents; `None` if they are not a resource file.
@@ -213,7 +212,10 @@ impl Auditor {
                     Some(open) => self.flag(
                         "exit-without-enter",
                         line,
-                        format!("{text:?} does not match the open section at line {}: {:?}", open.line, open.text),
+                        format!(
+                            "{text:?} does not match the open section at line {}: {:?}",
+                            open.line, open.text
+                        ),
                     ),
                     None => self.flag("exit-without-enter", line, format!("{text:?} but w{w} is not inside")),
                 }
@@ -222,7 +224,9 @@ impl Auditor {
                         self.flag(
                             "stale-writer",
                             line,
-                            format!("{text:?} writes under fence {fence}, but fence {max} entered at line {at}"),
+                            format!(
+                                "{text:?} writes under fence {fence}, but fence {max} entered at line {at}"
+                            ),
                         );
                     }
                 }
@@ -246,7 +250,8 @@ impl Auditor {
             self.flag("enter-without-exit", prev.line, detail);
         }
         for (other, open) in &self.inside {
-            let detail = format!("{text:?} while w{other} is inside since line {}: {:?}", open.line, open.text);
+            let detail =
+                format!("{text:?} while w{other} is inside since line {}: {:?}", open.line, open.text);
             self.report.violation_count += 1;
             if self.report.violations.len() < KEEP {
                 self.report.violations.push(Violation { kind: "overlap", line, detail });
@@ -287,7 +292,11 @@ impl Auditor {
         for (w, (line, t, bypassed)) in waiting {
             let killed = crashes.iter().any(|c| c.worker == w && c.t >= t);
             if !killed {
-                self.flag("unserved", line, format!("w{w}'s request was never served ({bypassed} entries by others since)"));
+                self.flag(
+                    "unserved",
+                    line,
+                    format!("w{w}'s request was never served ({bypassed} entries by others since)"),
+                );
             }
         }
         let r = &mut self.report;

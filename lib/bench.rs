@@ -62,9 +62,15 @@ pub fn run(exe: &Path, quick: bool) -> anyhow::Result<()> {
     let rounds = if quick { 2_000 } else { 20_000 };
     let t = ping_pong(exe, rounds)?;
     let ideal = 1.0 / (2.0 * t.as_secs_f64());
-    println!("one-way message time T = {:.2} µs ({rounds} round trips between two processes)", t.as_secs_f64() * 1e6);
+    println!(
+        "one-way message time T = {:.2} µs ({rounds} round trips between two processes)",
+        t.as_secs_f64() * 1e6
+    );
     println!("message-bound ideal 1/(2T) = {ideal:.0} CS/s\n");
-    println!("{:<22} {:>4} {:>8} {:>11} {:>12} {:>10}", "algorithm", "N", "entries", "CS/s", "msgs/entry", "vs 1/(2T)");
+    println!(
+        "{:<22} {:>4} {:>8} {:>11} {:>12} {:>10}",
+        "algorithm", "N", "entries", "CS/s", "msgs/entry", "vs 1/(2T)"
+    );
     let sizes: &[u32] = if quick { &[2, 8] } else { &[2, 8, 32] };
     let total: u64 = if quick { 400 } else { 4_000 };
     for info in algos::ALGORITHMS.iter().filter(|a| a.name != "none") {

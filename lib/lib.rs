@@ -10,10 +10,10 @@
 pub mod algorithm;
 pub mod algos;
 pub mod audit;
-pub mod resource;
-pub mod wire;
+pub mod bench;
 pub mod control;
 pub mod report;
+pub mod resource;
 pub mod runtime;
 pub mod supervisor;
-pub mod bench;
+pub mod wire;

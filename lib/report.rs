@@ -32,7 +32,9 @@ pub fn run_summary(r: &RunReport) -> String {
     let _ = writeln!(s, "  elapsed     {:.3} s, throughput {:.1} CS/s", r.elapsed_s, r.throughput_per_s);
     let m = &r.messages;
     let theory = match &r.theory {
-        Some(t) if t.per_entry_min == t.per_entry_max => format!(" (theory {:.2}: {})", t.per_entry_min, t.formula),
+        Some(t) if t.per_entry_min == t.per_entry_max => {
+            format!(" (theory {:.2}: {})", t.per_entry_min, t.formula)
+        }
         Some(t) if t.per_entry_max.is_finite() => {
             format!(" (theory {:.2}–{:.2}: {})", t.per_entry_min, t.per_entry_max, t.formula)
         }
@@ -45,7 +47,11 @@ pub fn run_summary(r: &RunReport) -> String {
         let _ = writeln!(s, "              {}", types.join(", "));
     }
     if m.bad_frames + m.dropped_connections > 0 {
-        let _ = writeln!(s, "  bad input   {} frames dropped, {} connections dropped", m.bad_frames, m.dropped_connections);
+        let _ = writeln!(
+            s,
+            "  bad input   {} frames dropped, {} connections dropped",
+            m.bad_frames, m.dropped_connections
+        );
     }
     let w = &r.wait_ms;
     let _ = writeln!(

@@ -126,14 +126,7 @@ impl FromStr for Record {
         Ok(match tag {
             "WANT" => Record::Want { w, e: num(1)?, t: num(2)? },
             "ENTER" => Record::Enter { w, e: num(1)?, fence: fence(2)?, t: num(3)? },
-            _ => Record::Exit {
-                w,
-                e: num(1)?,
-                fence: fence(2)?,
-                read: num(3)?,
-                value: num(4)?,
-                t: num(5)?,
-            },
+            _ => Record::Exit { w, e: num(1)?, fence: fence(2)?, read: num(3)?, value: num(4)?, t: num(5)? },
         })
     }
 }
@@ -212,7 +205,9 @@ impl Resource {
                 lines.pop();
             }
             for line in lines {
-                let Ok(s) = std::str::from_utf8(line) else { continue };
+                let Ok(s) = std::str::from_utf8(line) else {
+                    continue;
+                };
                 match s.parse::<Record>() {
                     Ok(Record::Exit { value, .. }) if !have_value => {
                         found.value = value;
@@ -277,8 +272,7 @@ mod tests {
         let f = |c| Fence { clock: c, id: 0 };
         for i in 0..300u64 {
             r.append(&Record::Enter { w: 0, e: i + 1, fence: f(i), t: i }).unwrap();
-            r.append(&Record::Exit { w: 0, e: i + 1, fence: f(i), read: i, value: i + 1, t: i })
-                .unwrap();
+            r.append(&Record::Exit { w: 0, e: i + 1, fence: f(i), read: i, value: i + 1, t: i }).unwrap();
         }
         // A long run of WANTs pushes the last EXIT beyond the first tail chunk.
         for i in 0..200 {

@@ -60,8 +60,7 @@ pub fn run_worker(opts: WorkerOpts) -> anyhow::Result<()> {
         }
     }
     let name = opts.algo.clone();
-    algos::dispatch(&name, Runner(opts))
-        .unwrap_or_else(|| Err(anyhow::anyhow!("unknown algorithm {name:?}")))
+    algos::dispatch(&name, Runner(opts)).unwrap_or_else(|| Err(anyhow::anyhow!("unknown algorithm {name:?}")))
 }
 
 struct Runner(WorkerOpts);
@@ -219,19 +218,16 @@ impl<A: Algorithm> Worker<A> {
         eprintln!("mutexlab: {}: {what}", self.me);
     }
 
-    fn to_supervisor(&mut self, msg: &ToSupervisor) -> io::Result<()> {
+    fn tell_supervisor(&mut self, msg: &ToSupervisor) -> io::Result<()> {
         self.scratch.clear();
         wire::encode(&mut self.scratch, msg);
         self.control.write_all(&self.scratch)
     }
 
     fn run(mut self) -> anyhow::Result<()> {
-        let ready = ToSupervisor::Ready {
-            id: self.me,
-            pid: std::process::id(),
-            incarnation: self.opts.incarnation,
-        };
-        self.to_supervisor(&ready)?;
+        let ready =
+            ToSupervisor::Ready { id: self.me, pid: std::process::id(), incarnation: self.opts.incarnation };
+        self.tell_supervisor(&ready)?;
         // Wait for Start on the blocking control stream: nothing else can happen yet.
         let dial = match wire::read_blocking::<ToWorker, _>(&mut self.control)? {
             Some(ToWorker::Start { dial }) => dial,
@@ -251,6 +247,8 @@ impl<A: Algorithm> Worker<A> {
         self.algo.on_start(&mut out);
         self.apply(&mut out)?;
         self.think();
+        self.run_local()?;
+        self.flush_all();
         self.event_loop()?;
         drop(source);
         Ok(())
@@ -296,11 +294,9 @@ impl<A: Algorithm> Worker<A> {
                 match ev.token() {
                     LISTENER => self.accept()?,
                     CONTROL => self.control_readable()?,
-                    SIGNALS => {
-                        if self.signals.pending().next().is_some() {
-                            self.log(format_args!("terminated by signal; leaving"));
-                            self.running = false;
-                        }
+                    SIGNALS if self.signals.pending().next().is_some() => {
+                        self.log(format_args!("terminated by signal; leaving"));
+                        self.running = false;
                     }
                     Token(t) if t >= PENDING_BASE => self.pending_readable(Token(t))?,
                     Token(t) if t >= PEER_BASE => {
@@ -313,6 +309,7 @@ impl<A: Algorithm> Worker<A> {
                 }
             }
             self.fire_timers()?;
+            self.run_local()?;
             self.flush_all();
         }
         Ok(())
@@ -338,7 +335,9 @@ impl<A: Algorithm> Worker<A> {
 
     /// A connection that has not said hello yet.
     fn pending_readable(&mut self, token: Token) -> anyhow::Result<()> {
-        let Some((stream, reader)) = self.pending_conns.get_mut(&token) else { return Ok(()) };
+        let Some((stream, reader)) = self.pending_conns.get_mut(&token) else {
+            return Ok(());
+        };
         let fill = reader.fill(stream);
         let hello = match reader.next_frame() {
             Ok(Some(body)) => Some(wire::decode::<Hello>(body)),
@@ -366,6 +365,16 @@ impl<A: Algorithm> Worker<A> {
             }
         };
         let idx = hello.from.index();
+        if self.peers[idx].stream.is_some() && hello.incarnation <= self.peers[idx].incarnation {
+            // Only a new incarnation may take over a live channel; anything else is an
+            // impostor or a confused student worker.
+            self.log(format_args!(
+                "dropping a second connection claiming to be {} (incarnation {}) while its channel is open",
+                hello.from, hello.incarnation
+            ));
+            self.stats.dropped_connections += 1;
+            return Ok(());
+        }
         let token = Token(PEER_BASE + idx);
         self.poll.registry().reregister(&mut stream, token, Interest::READABLE | Interest::WRITABLE)?;
         let came_back = {
@@ -397,7 +406,9 @@ impl<A: Algorithm> Worker<A> {
     fn peer_readable(&mut self, peer: PeerId) -> anyhow::Result<()> {
         let idx = peer.index();
         let p = &mut self.peers[idx];
-        let Some(stream) = p.stream.as_mut() else { return Ok(()) };
+        let Some(stream) = p.stream.as_mut() else {
+            return Ok(());
+        };
         let fill = p.reader.fill(stream);
         let mut inbox = Vec::new();
         let mut broken = None;
@@ -452,7 +463,9 @@ impl<A: Algorithm> Worker<A> {
 
     fn peer_down(&mut self, peer: PeerId) -> anyhow::Result<()> {
         let p = &mut self.peers[peer.index()];
-        let Some(mut stream) = p.stream.take() else { return Ok(()) };
+        let Some(mut stream) = p.stream.take() else {
+            return Ok(());
+        };
         let _ = self.poll.registry().deregister(&mut stream);
         p.reader = FrameReader::default();
         p.out.clear();
@@ -464,18 +477,15 @@ impl<A: Algorithm> Worker<A> {
 
     fn control_readable(&mut self) -> anyhow::Result<()> {
         let fill = self.control_reader.fill(&mut self.control)?;
-        loop {
-            let msg = match self.control_reader.next_frame()? {
-                Some(body) => wire::decode::<ToWorker>(body)?,
-                None => break,
-            };
+        while let Some(body) = self.control_reader.next_frame()? {
+            let msg = wire::decode::<ToWorker>(body)?;
             match msg {
                 ToWorker::Finish => {
                     self.stats.entries = self.entries;
                     let stats = ToSupervisor::Stats(self.stats.clone());
                     self.flush_all();
                     self.control.set_nonblocking(false)?;
-                    self.to_supervisor(&stats)?;
+                    self.tell_supervisor(&stats)?;
                     self.running = false;
                 }
                 ToWorker::Query => {
@@ -490,7 +500,7 @@ impl<A: Algorithm> Worker<A> {
                             .collect(),
                     };
                     self.control.set_nonblocking(false)?;
-                    self.to_supervisor(&ToSupervisor::Pending(state))?;
+                    self.tell_supervisor(&ToSupervisor::Pending(state))?;
                     self.control.set_nonblocking(true)?;
                 }
                 ToWorker::Start { .. } => self.log(format_args!("ignoring a second Start")),
@@ -585,7 +595,7 @@ impl<A: Algorithm> Worker<A> {
                         self.set_app(App::Done);
                         let entries = self.entries;
                         self.control.set_nonblocking(false)?;
-                        self.to_supervisor(&ToSupervisor::Done { entries })?;
+                        self.tell_supervisor(&ToSupervisor::Done { entries })?;
                         self.control.set_nonblocking(true)?;
                         continue;
                     }
@@ -616,7 +626,9 @@ impl<A: Algorithm> Worker<A> {
         self.set_app(App::Thinking);
         let mean = self.opts.think.as_secs_f64();
         if mean <= 0.0 {
-            self.local.push_back(Local::WantCs);
+            // Not inline: the loop must poll for messages between entries, or a worker
+            // with nothing to wait for would run all its entries without listening.
+            self.push_timer(Duration::ZERO, TimerKind::Think);
         } else {
             // Uniform on [0, 2·mean]: the mean is what the user asked for.
             let secs = self.rng.random_range(0.0..=2.0 * mean);
@@ -631,7 +643,10 @@ impl<A: Algorithm> Worker<A> {
     fn enter_cs(&mut self) -> anyhow::Result<()> {
         if self.app != App::Waiting {
             self.stats.unasked_grants += 1;
-            self.log(format_args!("the algorithm granted the section while the application was {}; ignored", self.app.name()));
+            self.log(format_args!(
+                "the algorithm granted the section while the application was {}; ignored",
+                self.app.name()
+            ));
             return Ok(());
         }
         self.clock += 1;
@@ -696,7 +711,9 @@ impl<A: Algorithm> Worker<A> {
             if p.written == p.out.len() {
                 continue;
             }
-            let Some(stream) = p.stream.as_mut() else { continue };
+            let Some(stream) = p.stream.as_mut() else {
+                continue;
+            };
             let mut failed = None;
             while p.written < p.out.len() {
                 match stream.write(&p.out[p.written..]) {
@@ -718,7 +735,10 @@ impl<A: Algorithm> Worker<A> {
             }
             if let Some(e) = failed {
                 let peer = PeerId(i as u32);
-                self.log(format_args!("writing to {peer} failed: {e}"));
+                // A peer that is gone shows as EPIPE or a reset: reading reports it down.
+                if !matches!(e.kind(), io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset) {
+                    self.log(format_args!("writing to {peer} failed: {e}"));
+                }
                 // Reading will see the EOF and report the peer down.
                 let _ = self.peer_readable(peer);
             }

@@ -173,14 +173,22 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
         RunError::Usage(format!("unknown algorithm {:?}; valid: {}", opts.algo, algos::names()))
     })?;
     if opts.workers == 0 || opts.workers > MAX_WORKERS {
-        return Err(RunError::Usage(format!("--workers must be between 1 and {MAX_WORKERS}, not {}", opts.workers)));
+        return Err(RunError::Usage(format!(
+            "--workers must be between 1 and {MAX_WORKERS}, not {}",
+            opts.workers
+        )));
     }
     if opts.duration.is_none() && (opts.entries == 0 || opts.entries > 10_000_000) {
-        return Err(RunError::Usage(format!("--entries must be between 1 and 10000000, not {}", opts.entries)));
+        return Err(RunError::Usage(format!(
+            "--entries must be between 1 and 10000000, not {}",
+            opts.entries
+        )));
     }
     for (name, v) in [("--cs-ms", opts.cs_ms), ("--think-ms", opts.think_ms)] {
         if !v.is_finite() || !(0.0..=600_000.0).contains(&v) {
-            return Err(RunError::Usage(format!("{name} must be between 0 and 600000 milliseconds, not {v}")));
+            return Err(RunError::Usage(format!(
+                "{name} must be between 0 and 600000 milliseconds, not {v}"
+            )));
         }
     }
     if let Some(d) = opts.duration {
@@ -190,7 +198,10 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
     }
     if let Some(m) = opts.replicas {
         if m == 0 || m > opts.workers {
-            return Err(RunError::Usage(format!("--replicas must be between 1 and --workers ({}), not {m}", opts.workers)));
+            return Err(RunError::Usage(format!(
+                "--replicas must be between 1 and --workers ({}), not {m}",
+                opts.workers
+            )));
         }
     }
     Ok(info)
@@ -245,8 +256,9 @@ impl RunDir {
     fn create(wanted: Option<&Path>) -> Result<RunDir, RunError> {
         match wanted {
             Some(p) => {
-                std::fs::create_dir_all(p)
-                    .map_err(|e| RunError::Usage(format!("cannot create run directory {}: {e}", p.display())))?;
+                std::fs::create_dir_all(p).map_err(|e| {
+                    RunError::Usage(format!("cannot create run directory {}: {e}", p.display()))
+                })?;
                 if p.join(control::RESOURCE_FILE).exists() {
                     return Err(RunError::Usage(format!(
                         "{} already holds a run; choose an empty directory",
@@ -283,9 +295,7 @@ impl RunDir {
             if self.ours {
                 let _ = std::fs::remove_dir_all(&self.path);
             } else {
-                for f in [control::RESOURCE_FILE] {
-                    let _ = std::fs::remove_file(self.path.join(f));
-                }
+                let _ = std::fs::remove_file(self.path.join(control::RESOURCE_FILE));
                 let _ = std::fs::remove_dir(&self.path);
             }
             false
@@ -387,13 +397,11 @@ impl<'a> Supervisor<'a> {
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit()).process_group(0);
         // SAFETY: between fork and exec we only make one async-signal-safe system call.
         unsafe {
-            cmd.pre_exec(|| {
-                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
-            });
+            cmd.pre_exec(|| nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from));
         }
-        let child = cmd
-            .spawn()
-            .map_err(|e| RunError::Failed(format!("cannot start worker {id} from {}: {e}", o.exe.display())))?;
+        let child = cmd.spawn().map_err(|e| {
+            RunError::Failed(format!("cannot start worker {id} from {}: {e}", o.exe.display()))
+        })?;
         // We reap by pid with waitpid; the Child handle is not used again.
         Ok(Pid::from_raw(child.id() as i32))
     }
@@ -401,7 +409,15 @@ impl<'a> Supervisor<'a> {
     fn drive(&mut self) -> Result<(), RunError> {
         for id in 0..self.opts.workers {
             let pid = self.spawn(id, 0)?;
-            self.slots.push(Slot { pid, life: Life::Running, conn: None, ready: false, done: false, stats: None, exit: None });
+            self.slots.push(Slot {
+                pid,
+                life: Life::Running,
+                conn: None,
+                ready: false,
+                done: false,
+                stats: None,
+                exit: None,
+            });
         }
         self.wait_until(|s| s.slots.iter().all(|w| w.ready), "starting")?;
         for id in 0..self.slots.len() {
@@ -418,8 +434,13 @@ impl<'a> Supervisor<'a> {
             self.send(id, &ToWorker::Finish)?;
         }
         self.wait_until(|s| s.slots.iter().all(|w| w.life == Life::Exited), "finishing")?;
-        let missing: Vec<String> =
-            self.slots.iter().enumerate().filter(|(_, s)| s.stats.is_none()).map(|(i, _)| format!("w{i}")).collect();
+        let missing: Vec<String> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.stats.is_none())
+            .map(|(i, _)| format!("w{i}"))
+            .collect();
         if !missing.is_empty() {
             return Err(RunError::Failed(format!("no final statistics from {}", missing.join(", "))));
         }
@@ -427,11 +448,14 @@ impl<'a> Supervisor<'a> {
     }
 
     fn send(&mut self, id: usize, msg: &ToWorker) -> Result<(), RunError> {
-        let conn = self.slots[id].conn.ok_or_else(|| RunError::Failed(format!("w{id} has no control link")))?;
+        let conn =
+            self.slots[id].conn.ok_or_else(|| RunError::Failed(format!("w{id} has no control link")))?;
         let mut buf = Vec::new();
         wire::encode(&mut buf, msg);
         match self.conns[conn].as_mut() {
-            Some(s) => (&**s).write_all(&buf).map_err(|e| RunError::Failed(format!("cannot reach w{id}: {e}"))),
+            Some(s) => {
+                (&**s).write_all(&buf).map_err(|e| RunError::Failed(format!("cannot reach w{id}: {e}")))
+            }
             None => Err(RunError::Failed(format!("w{id} has no control link"))),
         }
     }
@@ -452,7 +476,9 @@ impl<'a> Supervisor<'a> {
             match self.rx.recv_timeout(tick) {
                 Ok(ev) => self.handle(ev, phase)?,
                 Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return Err(RunError::Failed("event channel closed".into())),
+                Err(RecvTimeoutError::Disconnected) => {
+                    return Err(RunError::Failed("event channel closed".into()))
+                }
             }
             self.check_progress(phase)?;
         }
@@ -472,7 +498,9 @@ impl<'a> Supervisor<'a> {
             Event::Frame(conn, msg) => self.on_frame(conn, msg),
             Event::Closed(conn, err) => {
                 self.conns.get_mut(conn).map(|c| c.take());
-                let Some(id) = self.conn_owner.remove(&conn) else { return Ok(()) };
+                let Some(id) = self.conn_owner.remove(&conn) else {
+                    return Ok(());
+                };
                 self.slots[id].conn = None;
                 let status = self.reap(id);
                 if phase == "finishing" && self.slots[id].stats.is_some() {
@@ -497,7 +525,9 @@ impl<'a> Supervisor<'a> {
             }
             return Ok(());
         }
-        let Some(&id) = self.conn_owner.get(&conn) else { return Ok(()) };
+        let Some(&id) = self.conn_owner.get(&conn) else {
+            return Ok(());
+        };
         match msg {
             ToSupervisor::Done { .. } => self.slots[id].done = true,
             ToSupervisor::Stats(s) => self.slots[id].stats = Some(s),
@@ -545,7 +575,9 @@ impl<'a> Supervisor<'a> {
                 if let Ok(st) = waitpid(s.pid, Some(WaitPidFlag::WNOHANG)) {
                     if st != WaitStatus::StillAlive {
                         self.slots[id].life = Life::Exited;
-                        return Err(RunError::Failed(format!("worker w{id} exited before it was ready ({st:?})")));
+                        return Err(RunError::Failed(format!(
+                            "worker w{id} exited before it was ready ({st:?})"
+                        )));
                     }
                 }
             }
@@ -558,7 +590,9 @@ impl<'a> Supervisor<'a> {
                 if f.seek(SeekFrom::Start(self.tail_offset)).is_ok() && f.read_to_end(&mut buf).is_ok() {
                     // Count only whole lines; a partial last line waits for the next tick.
                     let whole = buf.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
-                    self.exits_seen += buf[..whole].split(|&b| b == b'\n').filter(|l| l.starts_with(b"EXIT ")).count() as u64;
+                    self.exits_seen +=
+                        buf[..whole].split(|&b| b == b'\n').filter(|l| l.starts_with(b"EXIT ")).count()
+                            as u64;
                     self.tail_offset += whole as u64;
                     self.bar.set_position(self.exits_seen);
                     self.last_progress = Instant::now();
@@ -568,7 +602,8 @@ impl<'a> Supervisor<'a> {
         if phase == "running" && self.last_progress.elapsed() > self.stall_window() {
             return Err(RunError::Failed(self.diagnose()));
         }
-        if phase != "running" && self.last_progress.elapsed() > self.stall_window() + Duration::from_secs(10) {
+        if phase != "running" && self.last_progress.elapsed() > self.stall_window() + Duration::from_secs(10)
+        {
             return Err(RunError::Failed(format!("workers did not respond while {phase}")));
         }
         Ok(())
@@ -610,7 +645,9 @@ impl<'a> Supervisor<'a> {
                     }
                     l
                 }
-                None if s.life == Life::Exited => format!("w{id}: dead ({})", s.exit.clone().unwrap_or_default()),
+                None if s.life == Life::Exited => {
+                    format!("w{id}: dead ({})", s.exit.clone().unwrap_or_default())
+                }
                 None => format!("w{id}: did not answer (paused or wedged)"),
             };
             lines.push(line);
@@ -625,7 +662,8 @@ impl<'a> Supervisor<'a> {
                 continue;
             }
             // A worker asked to finish may be exiting on its own; give it a moment.
-            let deadline = Instant::now() + Duration::from_millis(if slot.stats.is_some() { 1000 } else { 0 });
+            let deadline =
+                Instant::now() + Duration::from_millis(if slot.stats.is_some() { 1000 } else { 0 });
             loop {
                 match waitpid(slot.pid, Some(WaitPidFlag::WNOHANG)) {
                     Ok(WaitStatus::StillAlive) if Instant::now() < deadline => {
@@ -677,7 +715,11 @@ impl<'a> Supervisor<'a> {
             entries: Entries { total, by_worker: audit.entries_by_worker.clone() },
             messages,
             theory: (self.info.theory)(shape),
-            throughput_per_s: if elapsed.as_secs_f64() > 0.0 { total as f64 / elapsed.as_secs_f64() } else { 0.0 },
+            throughput_per_s: if elapsed.as_secs_f64() > 0.0 {
+                total as f64 / elapsed.as_secs_f64()
+            } else {
+                0.0
+            },
             wait_ms: audit.wait_ms.clone(),
             max_bypass: audit.max_bypass,
             jain: audit.jain,

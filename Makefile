@@ -1,0 +1,33 @@
+# mutexlab: common tasks. `make help` lists them.
+CARGO ?= cargo
+ARGS ?=
+
+.PHONY: help build run test bench lint fmt clean
+
+help:
+	@echo "make run    # a small run on defaults (add ARGS='--algo flock -n 8')"
+	@echo "make test   # the whole test suite"
+	@echo "make bench  # message latency and throughput on this machine (release build)"
+	@echo "make lint   # rustfmt check and clippy with warnings as errors"
+
+build:
+	$(CARGO) build --release
+
+run:
+	$(CARGO) run --release -- run $(ARGS)
+
+test:
+	$(CARGO) test
+
+bench:
+	$(CARGO) run --release -- bench $(ARGS)
+
+lint:
+	$(CARGO) fmt --check
+	$(CARGO) clippy --all-targets -- -D warnings
+
+fmt:
+	$(CARGO) fmt
+
+clean:
+	$(CARGO) clean

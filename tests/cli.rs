@@ -1,0 +1,304 @@
+//! The command line, end to end: real supervisor, real worker processes, real file.
+
+mod common;
+
+use common::*;
+use nix::sys::signal::Signal;
+
+#[test]
+fn default_run_is_clean_and_prints_a_summary() {
+    let out = run(&["run"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let s = stdout(&out);
+    assert!(s.contains("centralized, 4 workers"), "{s}");
+    assert!(s.contains("audit       OK"), "{s}");
+    assert!(s.contains("GRANT"), "{s}");
+}
+
+#[test]
+fn centralized_costs_exactly_three_messages_per_ordinary_entry() {
+    for n in [1u64, 2, 5, 16] {
+        let k = 12u64;
+        let out = run(&[
+            "run",
+            "--algo",
+            "centralized",
+            "-n",
+            &n.to_string(),
+            "-k",
+            &k.to_string(),
+            "--cs-ms",
+            "0.2",
+            "--think-ms",
+            "0.5",
+            "--json",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "N={n}: {}", stderr(&out));
+        let j = json(&out);
+        assert_eq!(j["ok"], true);
+        assert_eq!(j["entries"]["total"], n * k);
+        let by: Vec<u64> =
+            j["entries"]["by_worker"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+        assert_eq!(by, vec![k; n as usize]);
+        // Every entry by one of the N-1 ordinary workers costs REQUEST, GRANT, RELEASE.
+        let ordinary = (n - 1) * k;
+        assert_eq!(j["messages"]["total"], 3 * ordinary, "N={n}");
+        for t in ["REQUEST", "GRANT", "RELEASE"] {
+            if ordinary > 0 {
+                assert_eq!(j["messages"]["by_type"][t], ordinary, "N={n} {t}");
+            }
+        }
+        let per_entry = j["messages"]["per_entry"].as_f64().unwrap();
+        assert!((per_entry - 3.0 * (n - 1) as f64 / n as f64).abs() < 1e-9);
+        assert_eq!(j["theory"]["per_entry_min"].as_f64().unwrap(), per_entry);
+        assert_eq!(j["violations"].as_array().unwrap().len(), 0);
+        for key in ["throughput_per_s", "elapsed_s"] {
+            assert!(j[key].as_f64().unwrap() > 0.0, "{key}");
+        }
+        for key in ["p50", "p99", "max"] {
+            assert!(j["wait_ms"][key].as_f64().is_some(), "{key}");
+        }
+        assert!(j["run_dir"].is_string());
+    }
+}
+
+#[test]
+fn no_coordination_is_caught_by_the_auditor() {
+    // The negative control: without mutual exclusion, sections of 1 ms overlap.
+    let out =
+        run(&["run", "--algo", "none", "-n", "3", "-k", "10", "--cs-ms", "1", "--think-ms", "0.5", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let j = json(&out);
+    assert_eq!(j["ok"], false);
+    let kinds: Vec<&str> =
+        j["violations"].as_array().unwrap().iter().map(|v| v["kind"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"overlap"), "{kinds:?}");
+    assert!(kinds.contains(&"lost-update"), "{kinds:?}");
+    assert!(j["violations"][0]["detail"].as_str().unwrap().contains("ENTER"));
+    // A failed run keeps its directory for inspection, and says where.
+    let dir = std::path::PathBuf::from(j["run_dir"].as_str().unwrap());
+    assert_eq!(j["run_dir_kept"], true);
+    assert!(dir.join("resource.log").exists());
+    let audit = run(&["audit", dir.join("resource.log").to_str().unwrap()]);
+    assert_eq!(audit.status.code(), Some(1));
+    assert!(stdout(&audit).contains("overlap"));
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+#[test]
+fn flock_baseline_is_clean() {
+    let out = run(&[
+        "run",
+        "--algo",
+        "flock",
+        "-n",
+        "4",
+        "-k",
+        "20",
+        "--cs-ms",
+        "0.2",
+        "--think-ms",
+        "0.2",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let j = json(&out);
+    assert_eq!(j["ok"], true);
+    assert_eq!(j["entries"]["total"], 80);
+    assert_eq!(j["messages"]["total"], 0);
+}
+
+#[test]
+fn duration_runs_stop_on_time() {
+    let out = run(&["run", "-n", "3", "--duration", "0.3", "--cs-ms", "0.2", "--think-ms", "0.5", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let j = json(&out);
+    assert!(j["entries"]["total"].as_u64().unwrap() > 0);
+    assert!(j["elapsed_s"].as_f64().unwrap() >= 0.3);
+}
+
+#[test]
+fn clean_runs_remove_their_directory_unless_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let gone = tmp.path().join("gone");
+    let out = run(&["run", "-n", "2", "-k", "3", "--run-dir", gone.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!gone.exists());
+    let kept = tmp.path().join("kept");
+    let out = run(&["run", "-n", "2", "-k", "3", "--run-dir", kept.to_str().unwrap(), "--keep"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(kept.join("resource.log").exists());
+    assert!(Background::sockets(&kept).is_empty(), "sockets left behind");
+    // The kept file audits clean on its own.
+    let audit = run(&["audit", kept.join("resource.log").to_str().unwrap(), "--json"]);
+    assert_eq!(audit.status.code(), Some(0));
+    assert_eq!(json(&audit)["entries"], 6);
+    // A directory that already holds a run is refused.
+    let again = run(&["run", "--run-dir", kept.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(2));
+}
+
+fn assert_usage_error(args: &[&str], needle: &str) {
+    let out = run(args);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains(needle), "{args:?}: {err}");
+    assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "{err}");
+}
+
+#[test]
+fn bad_input_gets_one_clear_line_and_exit_2() {
+    assert_usage_error(&["run", "--algo", "bogus"], "valid: none, flock, centralized");
+    assert_usage_error(&["run", "--workers", "0"], "--workers must be between 1 and");
+    assert_usage_error(&["run", "--workers", "100000"], "--workers must be between 1 and");
+    assert_usage_error(&["run", "--entries", "0"], "--entries must be");
+    assert_usage_error(&["run", "--cs-ms=-3"], "--cs-ms");
+    assert_usage_error(&["run", "--think-ms", "NaN"], "--think-ms");
+    assert_usage_error(&["run", "--duration", "0"], "--duration");
+    assert_usage_error(&["run", "--run-dir", "/proc/no/such/dir"], "cannot create run directory");
+    assert_usage_error(&["run", "--workers", "many"], "invalid value");
+    let out = run(&["run", "--algo", "bogus"]);
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+}
+
+#[test]
+fn audit_rejects_what_is_not_a_resource_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("missing");
+    let out = run(&["audit", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("cannot read"));
+    let foreign = tmp.path().join("foreign");
+    std::fs::write(&foreign, "hello world\n").unwrap();
+    let out = run(&["audit", foreign.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("not a mutexlab resource file"));
+    let binary = tmp.path().join("binary");
+    std::fs::write(&binary, [0xff, 0xfe, 0x00, 0x12]).unwrap();
+    assert_eq!(run(&["audit", binary.to_str().unwrap()]).status.code(), Some(2));
+}
+
+#[test]
+fn audit_reports_corruption_with_line_numbers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("resource.log");
+    std::fs::write(
+        &f,
+        "# mutexlab resource v1 algo=x workers=1\nWANT w=0 e=1 t=1\n\u{1}garbage\nENTER w=0 e=1 fence=1:0 t=2\n\
+         EXIT w=0 e=1 fence=1:0 read=0 value=1 t=3\nWANT w=0 e=2",
+    )
+    .unwrap();
+    let out = run(&["audit", f.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(1));
+    let j = json(&out);
+    assert_eq!(j["violations"][0]["kind"], "corrupt-record");
+    assert_eq!(j["violations"][0]["line"], 3);
+    assert_eq!(j["violations"][1]["kind"], "torn-record");
+    assert_eq!(j["violations"][1]["line"], 6);
+}
+
+#[test]
+fn algorithms_are_listed() {
+    let out = run(&["algorithms"]);
+    assert!(out.status.success());
+    let s = stdout(&out);
+    for name in ["none", "flock", "centralized"] {
+        assert!(s.lines().any(|l| l.starts_with(name)), "{s}");
+    }
+}
+
+#[test]
+fn sigint_stops_every_worker_and_removes_sockets() {
+    let bg = Background::start(&["-n", "4", "--duration", "120", "--cs-ms", "0.5", "--think-ms", "1"]);
+    bg.wait_for_exits(5);
+    let workers = bg.workers();
+    assert_eq!(workers.len(), 4, "{workers:?}");
+    bg.signal(Signal::SIGINT);
+    let dir = bg.run_dir();
+    let out = bg.finish();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(stderr(&out).contains("interrupted"));
+    // The supervisor reaped its workers before exiting: none may be left.
+    assert_eq!(processes_mentioning(&dir.display().to_string()), Vec::<i32>::new());
+    assert!(Background::sockets(&dir).is_empty(), "{:?}", Background::sockets(&dir));
+}
+
+#[test]
+fn sigterm_behaves_like_sigint() {
+    let bg = Background::start(&["-n", "3", "--duration", "120", "--cs-ms", "0.5", "--think-ms", "1"]);
+    bg.wait_for_exits(3);
+    bg.signal(Signal::SIGTERM);
+    let dir = bg.run_dir();
+    let out = bg.finish();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert_eq!(processes_mentioning(&dir.display().to_string()), Vec::<i32>::new());
+}
+
+#[test]
+fn sigkill_of_the_supervisor_takes_the_workers_down() {
+    let bg = Background::start(&["-n", "4", "--duration", "120", "--cs-ms", "0.5", "--think-ms", "1"]);
+    bg.wait_for_exits(5);
+    assert_eq!(bg.workers().len(), 4);
+    bg.signal(Signal::SIGKILL);
+    let dir = bg.run_dir().display().to_string();
+    let _ = bg.finish();
+    // The parent-death signal kills each worker; they are reparented and reaped by init.
+    wait_for("workers to die with their supervisor", || processes_mentioning(&dir).is_empty());
+}
+
+#[test]
+fn a_worker_that_dies_ends_the_run_naming_it() {
+    let bg = Background::start(&["-n", "3", "--duration", "120", "--cs-ms", "0.5", "--think-ms", "1"]);
+    bg.wait_for_exits(3);
+    let victim = bg
+        .workers()
+        .into_iter()
+        .find(|&p| {
+            let cmd = std::fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+            String::from_utf8_lossy(&cmd).contains("--id\u{0}1\u{0}")
+        })
+        .expect("w1 is running");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(victim), Signal::SIGKILL).unwrap();
+    let dir = bg.run_dir();
+    let out = bg.finish();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("worker w1 died unexpectedly") && err.contains("SIGKILL"), "{err}");
+    assert!(processes_mentioning(&dir.display().to_string()).is_empty());
+    assert!(Background::sockets(&dir).is_empty());
+}
+
+#[test]
+fn garbage_from_a_stranger_is_dropped_and_the_run_goes_on() {
+    use std::io::Write;
+    use std::os::unix::net::UnixStream;
+    let bg = Background::start(&["-n", "3", "-k", "400", "--cs-ms", "0.2", "--think-ms", "1"]);
+    bg.wait_for_exits(3);
+    let sock = bg.run_dir().join("w0.0.sock");
+    // 1. A hello from a worker id that does not exist.
+    let mut hello = Vec::new();
+    mutexlab::wire::encode(
+        &mut hello,
+        &mutexlab::wire::Hello { from: mutexlab::algorithm::PeerId(99), incarnation: 0 },
+    );
+    UnixStream::connect(&sock).unwrap().write_all(&hello).unwrap();
+    // 2. A length header far beyond the cap.
+    UnixStream::connect(&sock).unwrap().write_all(&u32::MAX.to_be_bytes()).unwrap();
+    // 3. A body that is not MessagePack at all.
+    UnixStream::connect(&sock).unwrap().write_all(&[0, 0, 0, 4, 0xc1, 0xc1, 0xc1, 0xc1]).unwrap();
+    // 4. An impostor claiming to be w1 while w1's channel is open.
+    let mut fake = Vec::new();
+    mutexlab::wire::encode(
+        &mut fake,
+        &mutexlab::wire::Hello { from: mutexlab::algorithm::PeerId(1), incarnation: 0 },
+    );
+    UnixStream::connect(&sock).unwrap().write_all(&fake).unwrap();
+    let out = bg.finish();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("names a stranger (w99)"), "{err}");
+    assert!(err.contains("exceeds the 65536-byte cap"), "{err}");
+    assert!(err.contains("malformed frame body"), "{err}");
+    assert!(err.contains("second connection claiming to be w1"), "{err}");
+    assert!(stdout(&out).contains("audit       OK"));
+}
