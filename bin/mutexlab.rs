@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
+use mutexlab::faults::{self, Plan};
 use mutexlab::supervisor::{RunError, RunOpts};
 use mutexlab::{algos, audit, bench, report, runtime, supervisor};
 
@@ -27,6 +28,9 @@ enum Cmd {
     Audit {
         /// The resource file (resource.log in a run directory).
         file: PathBuf,
+        /// The supervisor's fault log (default: faults.log beside FILE, if present).
+        #[arg(long)]
+        faults: Option<PathBuf>,
         /// Print one JSON object instead of the summary.
         #[arg(long)]
         json: bool,
@@ -83,6 +87,27 @@ struct RunArgs {
     /// Print one JSON object on stdout instead of the summary.
     #[arg(long)]
     json: bool,
+    /// Fault plan, e.g. "kill 2 at 300ms; restart 2 at 600ms" (see README).
+    #[arg(long)]
+    faults: Option<String>,
+    /// Fault plan from a file (one step per line, # comments).
+    #[arg(long)]
+    faults_file: Option<PathBuf>,
+    /// Random faults from the seed: a list of kill, stop, restart, partition.
+    #[arg(long)]
+    nemesis: Option<String>,
+    /// Milliseconds between nemesis faults.
+    #[arg(long, default_value_t = 500)]
+    nemesis_interval: u64,
+    /// Delay added to every message, in milliseconds.
+    #[arg(long, default_value_t = 0.0)]
+    latency: f64,
+    /// Extra random delay per message, uniform on [0, jitter] ms (channels stay FIFO).
+    #[arg(long, default_value_t = 0.0)]
+    jitter: f64,
+    /// Probability that a message is lost.
+    #[arg(long, default_value_t = 0.0)]
+    drop: f64,
 }
 
 #[derive(Args)]
@@ -111,6 +136,14 @@ struct WorkerArgs {
     replicas: Option<u32>,
     #[arg(long)]
     parent: Option<u32>,
+    #[arg(long, default_value_t = 0)]
+    start_entry: u64,
+    #[arg(long, default_value_t = 0.0)]
+    latency_ms: f64,
+    #[arg(long, default_value_t = 0.0)]
+    jitter_ms: f64,
+    #[arg(long, default_value_t = 0.0)]
+    drop: f64,
 }
 
 fn ms(v: f64) -> Duration {
@@ -127,7 +160,7 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
-        Cmd::Audit { file, json } => cmd_audit(&file, json),
+        Cmd::Audit { file, faults, json } => cmd_audit(&file, faults, json),
         Cmd::Bench { quick } => match bench::run(&exe(), quick) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(1, &e.to_string()),
@@ -146,6 +179,10 @@ fn main() -> ExitCode {
                 seed: w.seed,
                 replicas: w.replicas,
                 parent: w.parent,
+                start_entry: w.start_entry,
+                latency: ms(w.latency_ms),
+                jitter: ms(w.jitter_ms),
+                drop: w.drop,
             };
             let id = opts.id;
             match runtime::run_worker(opts) {
@@ -175,7 +212,15 @@ fn cmd_run(a: RunArgs) -> ExitCode {
             return fail(2, &format!("--duration must be between 0 and 86400 seconds, not {d}"));
         }
     }
+    let plan = match build_plan(&a) {
+        Ok(p) => p,
+        Err(e) => return fail(2, &e),
+    };
     let opts = RunOpts {
+        plan,
+        latency_ms: a.latency,
+        jitter_ms: a.jitter,
+        drop: a.drop,
         algo: a.algo,
         workers: a.workers,
         entries: a.entries,
@@ -212,8 +257,40 @@ fn cmd_run(a: RunArgs) -> ExitCode {
     }
 }
 
-fn cmd_audit(file: &std::path::Path, json: bool) -> ExitCode {
-    match audit::audit_file(file, &[]) {
+/// The fault plan from `--faults`, `--faults-file` and `--nemesis`, in that order.
+fn build_plan(a: &RunArgs) -> Result<Plan, String> {
+    let mut text = String::new();
+    if let Some(f) = &a.faults {
+        text.push_str(f);
+        text.push('\n');
+    }
+    if let Some(path) = &a.faults_file {
+        let body =
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        text.push_str(&body);
+        text.push('\n');
+    }
+    let mut plan = Plan::parse(&text, a.workers).map_err(|e| e.to_string())?;
+    if let Some(list) = &a.nemesis {
+        let kinds = faults::parse_nemesis(list)?;
+        if a.nemesis_interval == 0 {
+            return Err("--nemesis-interval must be at least 1 ms".into());
+        }
+        let interval = Duration::from_millis(a.nemesis_interval);
+        // Entry-count runs get ten faults' worth of plan.
+        let horizon = a.duration.map_or(interval * 10, Duration::from_secs_f64);
+        plan.steps.extend(faults::nemesis(&kinds, interval, horizon, a.workers, a.seed).steps);
+    }
+    Ok(plan)
+}
+
+fn cmd_audit(file: &std::path::Path, faults: Option<PathBuf>, json: bool) -> ExitCode {
+    let crashes = match faults {
+        Some(f) if !f.is_file() => return fail(2, &format!("cannot read fault log {}", f.display())),
+        Some(f) => audit::crashes_from_log(&f),
+        None => audit::crashes_from_log(&file.with_file_name(mutexlab::control::FAULT_LOG)),
+    };
+    match audit::audit_file(file, &crashes) {
         Ok(r) => {
             if json {
                 println!("{}", serde_json::to_string_pretty(&r).expect("report serialises"));

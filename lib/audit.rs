@@ -108,6 +108,24 @@ pub struct AuditReport {
     pub violation_count: usize,
 }
 
+/// The crashes recorded in a supervisor's fault log (`kill` and `term` lines); an
+/// absent or unreadable log means none.
+pub fn crashes_from_log(path: &Path) -> Vec<Crash> {
+    let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
+    text.lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let t = fields.next()?.strip_prefix("t=")?.parse().ok()?;
+            let _at = fields.next()?;
+            if !matches!(fields.next()?, "kill" | "term") {
+                return None;
+            }
+            let worker = fields.next()?.strip_prefix("w=")?.parse().ok()?;
+            Some(Crash { worker, t })
+        })
+        .collect()
+}
+
 /// How many violations are kept in full; the rest are only counted.
 const KEEP: usize = 200;
 
@@ -120,7 +138,7 @@ pub fn audit_file(path: &Path, crashes: &[Crash]) -> Result<AuditReport, AuditEr
 
 /// Audit file contents; `None` if they are not a resource file.
 pub fn audit_bytes(bytes: &[u8], crashes: &[Crash]) -> Option<AuditReport> {
-    let mut a = Auditor::default();
+    let mut a = Auditor { crashes: crashes.to_vec(), ..Auditor::default() };
     let mut lines = bytes.split(|&b| b == b'\n').enumerate().peekable();
     let header = std::str::from_utf8(lines.next()?.1).ok()?;
     if !header.starts_with(HEADER) {
@@ -149,7 +167,7 @@ pub fn audit_bytes(bytes: &[u8], crashes: &[Crash]) -> Option<AuditReport> {
             Err(e) => a.flag("corrupt-record", lineno, format!("{e}: {text:?}")),
         }
     }
-    Some(a.finish(crashes))
+    Some(a.finish())
 }
 
 #[derive(Debug, Clone)]
@@ -174,6 +192,7 @@ struct Auditor {
     waits: BTreeMap<u32, Vec<u64>>,
     first_t: Option<u64>,
     last_t: u64,
+    crashes: Vec<Crash>,
 }
 
 impl Auditor {
@@ -199,6 +218,11 @@ impl Auditor {
         self.last_t = self.last_t.max(t);
         match rec {
             Record::Want { w, .. } => {
+                let killed =
+                    self.waiting.get(&w).is_some_and(|(_, want_t, _)| self.crashed_between(w, *want_t, t));
+                if killed {
+                    self.waiting.remove(&w);
+                }
                 if let Some((l, _, _)) = self.waiting.get(&w) {
                     let detail = format!("{text:?} while the request at line {l} is still unserved");
                     self.flag("unserved", line, detail);
@@ -244,7 +268,31 @@ impl Auditor {
         }
     }
 
+    /// Whether `w` was killed after `from` and no later than `to`.
+    fn crashed_between(&self, w: u32, from: u64, to: u64) -> bool {
+        self.crashes.iter().any(|c| c.worker == w && c.t >= from && c.t <= to)
+    }
+
     fn enter(&mut self, line: usize, text: &str, w: u32, e: u64, fence: Fence, t: u64) {
+        // A section whose holder was killed before this entry ended with the kill.
+        let ended: Vec<u32> = self
+            .inside
+            .iter()
+            .filter(|(&o, open)| self.crashed_between(o, open.t, t))
+            .map(|(&o, _)| o)
+            .collect();
+        for o in ended {
+            self.inside.remove(&o);
+        }
+        let unserved: Vec<u32> = self
+            .waiting
+            .iter()
+            .filter(|(&o, (_, want_t, _))| o != w && self.crashed_between(o, *want_t, t))
+            .map(|(&o, _)| o)
+            .collect();
+        for o in unserved {
+            self.waiting.remove(&o);
+        }
         if let Some(prev) = self.inside.remove(&w) {
             let detail = format!("{:?} has no EXIT before w{w} enters again at line {line}", prev.text);
             self.flag("enter-without-exit", prev.line, detail);
@@ -278,7 +326,8 @@ impl Auditor {
         self.inside.insert(w, Open { line, text: text.to_string(), e, fence, t });
     }
 
-    fn finish(mut self, crashes: &[Crash]) -> AuditReport {
+    fn finish(mut self) -> AuditReport {
+        let crashes = std::mem::take(&mut self.crashes);
         let inside = std::mem::take(&mut self.inside);
         for (w, open) in inside {
             // A worker killed while inside never writes its EXIT: that alone is no fault.
@@ -386,6 +435,42 @@ EXIT w=1 e=1 fence=1:1 read=0 value=1 t=31
         assert_eq!(kinds(&r), vec!["enter-without-exit"]);
         let r = audit_bytes(&file(body), &[Crash { worker: 0, t: 25 }]).unwrap();
         assert!(r.ok, "{:?}", r.violations);
+    }
+
+    #[test]
+    fn a_killed_holder_excuses_entries_after_the_kill_but_not_before() {
+        let body = "\
+WANT w=0 e=1 t=10
+ENTER w=0 e=1 fence=1:0 t=20
+WANT w=1 e=1 t=25
+ENTER w=1 e=1 fence=5:1 t=40
+EXIT w=1 e=1 fence=5:1 read=0 value=1 t=50
+WANT w=0 e=2 t=60
+ENTER w=0 e=2 fence=9:0 t=70
+EXIT w=0 e=2 fence=9:0 read=1 value=2 t=80
+";
+        // Killed at 30, before w1 entered at 40: no overlap, and w0's restarted
+        // incarnation may enter again.
+        let r = audit_bytes(&file(body), &[Crash { worker: 0, t: 30 }]).unwrap();
+        assert!(r.ok, "{:?}", r.violations);
+        // Killed at 45, after w1 entered: the overlap stands.
+        let r = audit_bytes(&file(body), &[Crash { worker: 0, t: 45 }]).unwrap();
+        assert_eq!(kinds(&r), vec!["overlap"]);
+    }
+
+    #[test]
+    fn fault_log_lines_give_crashes() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("faults.log");
+        std::fs::write(
+            &log,
+            "t=100 at=1.0ms kill w=2 inc=0 pid=9 signal=SIGKILL # kill 2 at 1ms\n\
+             t=200 at=2.0ms stop w=1 inc=0 pid=8 signal=SIGSTOP\n\
+             t=300 at=3.0ms term w=0 inc=1 pid=7 signal=SIGTERM\n",
+        )
+        .unwrap();
+        assert_eq!(crashes_from_log(&log), vec![Crash { worker: 2, t: 100 }, Crash { worker: 0, t: 300 }]);
+        assert!(crashes_from_log(&dir.path().join("absent")).is_empty());
     }
 
     #[test]

@@ -14,6 +14,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::algos;
+use crate::faults::Plan;
 use crate::supervisor::{self, RunOpts};
 
 /// The echo end of the ping-pong: connect and send back every 8-byte message.
@@ -89,6 +90,10 @@ pub fn run(exe: &Path, quick: bool) -> anyhow::Result<()> {
                 stall_ms: 10_000,
                 progress: false,
                 exe: PathBuf::from(exe),
+                plan: Plan::default(),
+                latency_ms: 0.0,
+                jitter_ms: 0.0,
+                drop: 0.0,
             };
             match supervisor::run(&opts) {
                 Ok(r) => println!(

@@ -24,6 +24,10 @@ use crate::algorithm::PeerId;
 pub const CONTROL_SOCKET: &str = "control.sock";
 /// The shared resource file, inside the run directory.
 pub const RESOURCE_FILE: &str = "resource.log";
+/// The supervisor's record of every fault it applied, inside the run directory.
+pub const FAULT_LOG: &str = "faults.log";
+/// The fault plan of the run, in the plan grammar, inside the run directory.
+pub const PLAN_FILE: &str = "plan.txt";
 
 /// The mesh socket of worker `id`, incarnation `inc`. A fresh name per incarnation, so a
 /// new listener never fights an old socket file.
@@ -53,6 +57,11 @@ pub enum ToWorker {
     Finish,
     /// Say what you are waiting for.
     Query,
+    /// Hold messages to workers outside your group until `Heal` (workers named in no
+    /// group form one more group together).
+    Partition { groups: Vec<Vec<u32>> },
+    /// Deliver everything held by a partition, in order, and hold nothing more.
+    Heal,
 }
 
 /// What a worker is doing, for stall diagnoses.
@@ -85,4 +94,6 @@ pub struct WorkerStats {
     pub dropped_connections: u64,
     /// Times the algorithm granted the section when the application had not asked.
     pub unasked_grants: u64,
+    /// Messages lost on purpose (`--drop`).
+    pub lost: u64,
 }

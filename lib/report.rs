@@ -59,6 +59,17 @@ pub fn run_summary(r: &RunReport) -> String {
         "  wait (ms)   p50 {:.3}, p99 {:.3}, max {:.3}; max bypass {}; Jain {:.3}",
         w.p50, w.p99, w.max, r.max_bypass, r.jain
     );
+    if r.lost_messages > 0 {
+        let _ = writeln!(s, "  lost        {} messages dropped on purpose (--drop)", r.lost_messages);
+    }
+    if !r.faults.is_empty() {
+        let _ = writeln!(s, "  faults      {} applied:", r.faults.len());
+        for f in &r.faults {
+            let who = f.worker.map(|w| format!(" w{w}")).unwrap_or_default();
+            let sig = f.signal.as_deref().map(|x| format!(" ({x})")).unwrap_or_default();
+            let _ = writeln!(s, "    {:>9.1} ms  {}{who}{sig}  {}", f.at_ms, f.action, f.note);
+        }
+    }
     if let Some(f) = &r.failure {
         let _ = writeln!(s, "  run FAILED  {f}");
     }

@@ -49,6 +49,12 @@ pub struct WorkerOpts {
     /// The supervisor's pid: if our parent is already someone else, it died before we
     /// could ask to be told, so we leave at once.
     pub parent: Option<u32>,
+    /// Entries this worker completed in earlier incarnations (numbering goes on).
+    pub start_entry: u64,
+    /// Message faults: fixed delay, extra uniform delay, and loss probability.
+    pub latency: Duration,
+    pub jitter: Duration,
+    pub drop: f64,
 }
 
 /// Run a worker to the end. Errors are fatal for this worker and are reported by the
@@ -87,6 +93,8 @@ enum TimerKind {
     CsDone,
     /// An algorithm timer (index into `algo_timers`, generation).
     Algo(usize, u64),
+    /// Delayed messages may be due.
+    Deliver,
 }
 
 /// The application's state.
@@ -159,6 +167,20 @@ struct Worker<A: Algorithm> {
     stats: WorkerStats,
     running: bool,
     scratch: Vec<u8>,
+    /// Message faults, applied on the send path.
+    net: NetFaults,
+}
+
+/// Latency, loss and partitions, applied to outgoing frames. Delays keep each channel
+/// FIFO: a frame is never released before one sent earlier on the same channel.
+struct NetFaults {
+    active: bool,
+    rng: ChaCha8Rng,
+    delayed: Vec<VecDeque<(Instant, Vec<u8>)>>,
+    /// Frames held back by a partition, per peer, in order.
+    held: Vec<Vec<u8>>,
+    /// Group number of each worker while partitioned.
+    groups: Option<Vec<usize>>,
 }
 
 impl<A: Algorithm> Worker<A> {
@@ -202,7 +224,6 @@ impl<A: Algorithm> Worker<A> {
             local: VecDeque::new(),
             app: App::Starting,
             app_since: resource::monotonic_ns(),
-            entries: 0,
             resource,
             lock_file,
             held_lock: None,
@@ -210,6 +231,14 @@ impl<A: Algorithm> Worker<A> {
             stats: WorkerStats { id: me, ..Default::default() },
             running: true,
             scratch: Vec::with_capacity(256),
+            net: NetFaults {
+                active: !opts.latency.is_zero() || !opts.jitter.is_zero() || opts.drop > 0.0,
+                rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6e65_7466_6175_6c74),
+                delayed: (0..n).map(|_| VecDeque::new()).collect(),
+                held: vec![Vec::new(); n],
+                groups: None,
+            },
+            entries: opts.start_entry,
             opts,
         })
     }
@@ -387,6 +416,8 @@ impl<A: Algorithm> Worker<A> {
                 // Whatever was queued was meant for the old incarnation.
                 p.out.clear();
                 p.written = 0;
+                self.net.held[idx].clear();
+                self.net.delayed[idx].clear();
             }
             p.stream = Some(stream);
             p.reader = reader;
@@ -470,6 +501,9 @@ impl<A: Algorithm> Worker<A> {
         p.reader = FrameReader::default();
         p.out.clear();
         p.written = 0;
+        // Messages to a crashed process are lost with it.
+        self.net.held[peer.index()].clear();
+        self.net.delayed[peer.index()].clear();
         let mut out = Out::new(self.now());
         self.algo.on_peer_down(peer, &mut out);
         self.apply(&mut out)
@@ -504,6 +538,8 @@ impl<A: Algorithm> Worker<A> {
                     self.control.set_nonblocking(true)?;
                 }
                 ToWorker::Start { .. } => self.log(format_args!("ignoring a second Start")),
+                ToWorker::Partition { groups } => self.partition(Some(groups)),
+                ToWorker::Heal => self.partition(None),
             }
         }
         if fill == Fill::Eof {
@@ -532,6 +568,7 @@ impl<A: Algorithm> Worker<A> {
             self.timers.pop();
             match kind {
                 TimerKind::Think => self.local.push_back(Local::WantCs),
+                TimerKind::Deliver => self.deliver_due(),
                 TimerKind::CsDone => self.local.push_back(Local::CsDone),
                 TimerKind::Algo(slot, gen) => {
                     let (timer, current) = self.algo_timers[slot];
@@ -701,8 +738,75 @@ impl<A: Algorithm> Worker<A> {
         self.clock += 1;
         let env = Envelope { from: self.me, to, clock: self.clock, msg: msg.clone() };
         *self.stats.sent.entry(msg.kind().to_string()).or_default() += 1;
-        let p = &mut self.peers[to.index()];
-        wire::encode(&mut p.out, &env);
+        if !self.net.active && self.net.groups.is_none() {
+            wire::encode(&mut self.peers[to.index()].out, &env);
+            return;
+        }
+        if self.opts.drop > 0.0 && self.net.rng.random_bool(self.opts.drop.min(1.0)) {
+            self.stats.lost += 1;
+            return;
+        }
+        let mut frame = Vec::new();
+        wire::encode(&mut frame, &env);
+        let delay = self.opts.latency
+            + if self.opts.jitter.is_zero() {
+                Duration::ZERO
+            } else {
+                self.opts.jitter.mul_f64(self.net.rng.random_range(0.0..1.0))
+            };
+        if delay.is_zero() && self.net.delayed[to.index()].is_empty() {
+            self.release(to, &frame);
+            return;
+        }
+        let q = &mut self.net.delayed[to.index()];
+        let due = (Instant::now() + delay).max(q.back().map_or(Instant::now(), |(t, _)| *t));
+        q.push_back((due, frame));
+        self.push_timer(due.saturating_duration_since(Instant::now()), TimerKind::Deliver);
+    }
+
+    /// Hand a frame to the peer's queue, or hold it if a partition is in the way.
+    fn release(&mut self, to: PeerId, frame: &[u8]) {
+        let cut = self.net.groups.as_ref().is_some_and(|g| g[to.index()] != g[self.me.index()]);
+        if cut {
+            self.net.held[to.index()].extend_from_slice(frame);
+        } else {
+            self.peers[to.index()].out.extend_from_slice(frame);
+        }
+    }
+
+    /// Release every delayed frame that is due.
+    fn deliver_due(&mut self) {
+        let now = Instant::now();
+        for i in 0..self.net.delayed.len() {
+            while self.net.delayed[i].front().is_some_and(|(t, _)| *t <= now) {
+                let (_, frame) = self.net.delayed[i].pop_front().expect("checked above");
+                self.release(PeerId(i as u32), &frame);
+            }
+        }
+    }
+
+    fn partition(&mut self, groups: Option<Vec<Vec<u32>>>) {
+        match groups {
+            Some(groups) => {
+                // Workers named in no group form one more group together.
+                let mut of = vec![groups.len(); self.opts.workers as usize];
+                for (g, members) in groups.iter().enumerate() {
+                    for &w in members {
+                        if let Some(slot) = of.get_mut(w as usize) {
+                            *slot = g;
+                        }
+                    }
+                }
+                self.net.groups = Some(of);
+            }
+            None => {
+                self.net.groups = None;
+                for i in 0..self.peers.len() {
+                    let held = std::mem::take(&mut self.net.held[i]);
+                    self.peers[i].out.extend_from_slice(&held);
+                }
+            }
+        }
     }
 
     fn flush_all(&mut self) {

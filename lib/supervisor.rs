@@ -14,7 +14,7 @@
 //! ends with a diagnosis rather than a hang.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -34,7 +34,9 @@ use crate::algorithm::PeerId;
 use crate::algos::{self, AlgoInfo, Shape, Theory};
 use crate::audit::{self, AuditReport, Violation, WaitStats};
 use crate::control::{self, PendingState, ToSupervisor, ToWorker, WorkerStats};
+use crate::faults::{Action, Plan, Step, Target, When};
 use crate::resource;
+use crate::tail::Tail;
 use crate::wire;
 
 /// Why a run could not be judged a success.
@@ -70,6 +72,12 @@ pub struct RunOpts {
     pub progress: bool,
     /// The `mutexlab` executable to start workers from.
     pub exe: PathBuf,
+    /// Process and partition faults to apply.
+    pub plan: Plan,
+    /// Message faults, applied by every worker on its send path.
+    pub latency_ms: f64,
+    pub jitter_ms: f64,
+    pub drop: f64,
 }
 
 /// Largest worker count accepted: each worker is a process with N-1 sockets.
@@ -115,6 +123,53 @@ pub struct RunReport {
     pub violation_count: usize,
     pub run_dir: String,
     pub run_dir_kept: bool,
+    /// The fault plan, in the plan grammar (replayable with `--faults-file`).
+    pub plan: String,
+    /// Faults actually applied, in order.
+    pub faults: Vec<AppliedFault>,
+    /// Messages lost on purpose (`--drop`).
+    pub lost_messages: u64,
+}
+
+/// One fault the supervisor applied, as written to `faults.log`.
+#[derive(Clone, Debug, Serialize)]
+pub struct AppliedFault {
+    /// Milliseconds since the run started.
+    pub at_ms: f64,
+    /// Monotonic ns: the resource file's clock.
+    pub t: u64,
+    /// `kill`, `term`, `stop`, `cont`, `restart`, `partition`, `heal`, or `skip`.
+    pub action: String,
+    /// The worker acted on, if any.
+    pub worker: Option<u32>,
+    pub incarnation: Option<u32>,
+    pub pid: Option<i32>,
+    pub signal: Option<String>,
+    /// Anything else: the plan step, whether the target was inside, why a step was skipped.
+    pub note: String,
+}
+
+impl AppliedFault {
+    /// The line in `faults.log`.
+    pub fn log_line(&self) -> String {
+        let mut l = format!("t={} at={:.3}ms {}", self.t, self.at_ms, self.action);
+        if let Some(w) = self.worker {
+            l += &format!(" w={w}");
+        }
+        if let Some(i) = self.incarnation {
+            l += &format!(" inc={i}");
+        }
+        if let Some(p) = self.pid {
+            l += &format!(" pid={p}");
+        }
+        if let Some(sig) = &self.signal {
+            l += &format!(" signal={sig}");
+        }
+        if !self.note.is_empty() {
+            l += &format!(" # {}", self.note);
+        }
+        l
+    }
 }
 
 /// What happens in a run, as seen by the supervisor's main loop.
@@ -154,17 +209,56 @@ fn install_signal_handler() -> Result<(), RunError> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Life {
     Running,
+    /// Stopped by SIGSTOP (confirmed by waitpid).
+    Stopped,
+    /// Reaped: never signal this pid again.
     Exited,
 }
 
 struct Slot {
     pid: Pid,
+    incarnation: u32,
     life: Life,
     conn: Option<usize>,
     ready: bool,
+    /// Sent Start (to this incarnation).
+    started: bool,
     done: bool,
     stats: Option<WorkerStats>,
     exit: Option<String>,
+    /// The supervisor ended this process on purpose: its exit is no failure.
+    planned_exit: bool,
+    /// Monotonic ns of the last life change (for diagnoses).
+    since: u64,
+}
+
+impl Slot {
+    fn new(pid: Pid, incarnation: u32) -> Slot {
+        Slot {
+            pid,
+            incarnation,
+            life: Life::Running,
+            conn: None,
+            ready: false,
+            started: false,
+            done: false,
+            stats: None,
+            exit: None,
+            planned_exit: false,
+            since: resource::monotonic_ns(),
+        }
+    }
+
+    fn alive(&self) -> bool {
+        self.life != Life::Exited
+    }
+}
+
+/// Something the plan asked to undo later.
+#[derive(Clone, Copy, Debug)]
+enum Undo {
+    Cont { worker: usize, incarnation: u32 },
+    Heal,
 }
 
 /// Check options that do not need the file system.
@@ -195,6 +289,17 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
         if d.is_zero() || d > Duration::from_secs(24 * 3600) {
             return Err(RunError::Usage("--duration must be between 0 and 86400 seconds".into()));
         }
+    }
+    for (name, v) in [("--latency", opts.latency_ms), ("--jitter", opts.jitter_ms)] {
+        if !v.is_finite() || !(0.0..=60_000.0).contains(&v) {
+            return Err(RunError::Usage(format!("{name} must be between 0 and 60000 milliseconds, not {v}")));
+        }
+    }
+    if !opts.drop.is_finite() || !(0.0..=1.0).contains(&opts.drop) {
+        return Err(RunError::Usage(format!(
+            "--drop must be a probability between 0 and 1, not {}",
+            opts.drop
+        )));
     }
     if let Some(m) = opts.replicas {
         if m == 0 || m > opts.workers {
@@ -227,6 +332,9 @@ pub fn run(opts: &RunOpts) -> Result<RunReport, RunError> {
     };
     *signal_slot().lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
     let result = sup.drive();
+    if matches!(result, Err(RunError::Failed(_))) {
+        sup.collect_stats();
+    }
     sup.stop_all();
     sup.stop_acceptor();
     *signal_slot().lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -240,7 +348,8 @@ pub fn run(opts: &RunOpts) -> Result<RunReport, RunError> {
             return Err(e);
         }
     };
-    let audit = audit::audit_file(&resource_path, &[]).map_err(|e| RunError::Failed(e.to_string()))?;
+    let crashes = audit::crashes_from_log(&dir.path.join(control::FAULT_LOG));
+    let audit = audit::audit_file(&resource_path, &crashes).map_err(|e| RunError::Failed(e.to_string()))?;
     let report = sup.report(audit, failure, &dir);
     let kept = dir.keep_or_remove(report.ok, opts.keep);
     Ok(RunReport { run_dir_kept: kept, ..report })
@@ -317,10 +426,14 @@ struct Supervisor<'a> {
     acceptor_stop: Arc<AtomicBool>,
     started: Option<Instant>,
     finished: Option<Instant>,
-    tail_offset: u64,
-    exits_seen: u64,
+    tail: Tail,
     last_progress: Instant,
     bar: indicatif::ProgressBar,
+    /// Plan steps not yet applied.
+    steps: Vec<Step>,
+    undo: Vec<(Instant, Undo)>,
+    applied: Vec<AppliedFault>,
+    fault_log: Option<std::fs::File>,
 }
 
 impl<'a> Supervisor<'a> {
@@ -366,14 +479,17 @@ impl<'a> Supervisor<'a> {
             acceptor_stop,
             started: None,
             finished: None,
-            tail_offset: 0,
-            exits_seen: 0,
+            tail: Tail::new(&dir.join(control::RESOURCE_FILE), opts.workers),
             last_progress: Instant::now(),
             bar,
+            steps: opts.plan.steps.clone(),
+            undo: Vec::new(),
+            applied: Vec::new(),
+            fault_log: None,
         })
     }
 
-    fn spawn(&mut self, id: u32, incarnation: u32) -> Result<Pid, RunError> {
+    fn spawn(&mut self, id: u32, incarnation: u32, start_entry: u64) -> Result<Pid, RunError> {
         let o = self.opts;
         let mut cmd = Command::new(&o.exe);
         cmd.arg("worker")
@@ -384,15 +500,23 @@ impl<'a> Supervisor<'a> {
             .arg(&self.dir)
             .args(["--incarnation", &incarnation.to_string()])
             .args(["--entries", &o.entries.to_string()])
+            .args(["--start-entry", &start_entry.to_string()])
             .args(["--cs-ms", &o.cs_ms.to_string()])
             .args(["--think-ms", &o.think_ms.to_string()])
             .args(["--seed", &o.seed.to_string()])
             .args(["--parent", &std::process::id().to_string()]);
         if let Some(d) = o.duration {
-            cmd.args(["--duration-ms", &d.as_millis().to_string()]);
+            // A restarted worker keeps the run's end, not a fresh duration.
+            let left = self.started.map_or(d, |s| d.saturating_sub(s.elapsed()));
+            cmd.args(["--duration-ms", &left.as_millis().max(1).to_string()]);
         }
         if let Some(m) = o.replicas {
             cmd.args(["--replicas", &m.to_string()]);
+        }
+        for (flag, v) in [("--latency-ms", o.latency_ms), ("--jitter-ms", o.jitter_ms), ("--drop", o.drop)] {
+            if v > 0.0 {
+                cmd.args([flag, &v.to_string()]);
+            }
         }
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit()).process_group(0);
         // SAFETY: between fork and exec we only make one async-signal-safe system call.
@@ -408,37 +532,42 @@ impl<'a> Supervisor<'a> {
 
     fn drive(&mut self) -> Result<(), RunError> {
         for id in 0..self.opts.workers {
-            let pid = self.spawn(id, 0)?;
-            self.slots.push(Slot {
-                pid,
-                life: Life::Running,
-                conn: None,
-                ready: false,
-                done: false,
-                stats: None,
-                exit: None,
-            });
+            let pid = self.spawn(id, 0, 0)?;
+            self.slots.push(Slot::new(pid, 0));
         }
         self.wait_until(|s| s.slots.iter().all(|w| w.ready), "starting")?;
-        for id in 0..self.slots.len() {
-            let dial: Vec<(PeerId, String)> =
-                (0..id as u32).map(|j| (PeerId(j), control::worker_socket(PeerId(j), 0))).collect();
-            self.send(id, &ToWorker::Start { dial })?;
+        if !self.steps.is_empty() {
+            let path = self.dir.join(control::FAULT_LOG);
+            let f = std::fs::File::create(&path)
+                .map_err(|e| RunError::Failed(format!("cannot create {}: {e}", path.display())))?;
+            self.fault_log = Some(f);
+            let _ = std::fs::write(self.dir.join(control::PLAN_FILE), self.opts.plan.to_string());
         }
         self.started = Some(Instant::now());
         self.last_progress = Instant::now();
-        self.wait_until(|s| s.slots.iter().all(|w| w.done), "running")?;
+        for id in 0..self.slots.len() {
+            self.start_worker(id)?;
+        }
+        self.wait_until(Self::all_done, "running")?;
         self.finished = Some(Instant::now());
         self.bar.finish_and_clear();
+        // Paused workers must run to report and exit.
         for id in 0..self.slots.len() {
-            self.send(id, &ToWorker::Finish)?;
+            if self.slots[id].life == Life::Stopped {
+                self.cont(id, "end of run");
+            }
+        }
+        for id in 0..self.slots.len() {
+            if self.slots[id].alive() {
+                self.send(id, &ToWorker::Finish)?;
+            }
         }
         self.wait_until(|s| s.slots.iter().all(|w| w.life == Life::Exited), "finishing")?;
         let missing: Vec<String> = self
             .slots
             .iter()
             .enumerate()
-            .filter(|(_, s)| s.stats.is_none())
+            .filter(|(_, s)| s.stats.is_none() && !s.planned_exit)
             .map(|(i, _)| format!("w{i}"))
             .collect();
         if !missing.is_empty() {
@@ -447,12 +576,33 @@ impl<'a> Supervisor<'a> {
         Ok(())
     }
 
+    /// Tell worker `id` to begin: it dials every live worker below it, or every live
+    /// worker at all if it is a restarted incarnation.
+    fn start_worker(&mut self, id: usize) -> Result<(), RunError> {
+        let restarted = self.slots[id].incarnation > 0;
+        let dial: Vec<(PeerId, String)> = (0..self.slots.len())
+            .filter(|&j| j != id && (restarted || j < id) && self.slots[j].alive())
+            .map(|j| (PeerId(j as u32), control::worker_socket(PeerId(j as u32), self.slots[j].incarnation)))
+            .collect();
+        self.slots[id].started = true;
+        self.send(id, &ToWorker::Start { dial })
+    }
+
+    /// Every worker finished its entries, or is dead with no restart to come.
+    fn all_done(&self) -> bool {
+        self.slots.iter().enumerate().all(|(id, s)| {
+            s.done
+                || (s.life == Life::Exited
+                    && !self.steps.iter().any(|st| st.action == Action::Restart(id as u32)))
+        })
+    }
+
     fn send(&mut self, id: usize, msg: &ToWorker) -> Result<(), RunError> {
         let conn =
             self.slots[id].conn.ok_or_else(|| RunError::Failed(format!("w{id} has no control link")))?;
         let mut buf = Vec::new();
         wire::encode(&mut buf, msg);
-        match self.conns[conn].as_mut() {
+        match self.conns.get(conn).and_then(|c| c.as_ref()) {
             Some(s) => {
                 (&**s).write_all(&buf).map_err(|e| RunError::Failed(format!("cannot reach w{id}: {e}")))
             }
@@ -463,17 +613,33 @@ impl<'a> Supervisor<'a> {
     /// The stall window: at least `--stall-ms`, and long enough for a few slow sections.
     fn stall_window(&self) -> Duration {
         let o = self.opts;
-        let floor = 3.0 * (o.cs_ms + 2.0 * o.think_ms);
+        let floor = 3.0 * (o.cs_ms + 2.0 * o.think_ms + o.latency_ms + o.jitter_ms);
         Duration::from_millis(o.stall_ms.max(floor.ceil() as u64))
     }
 
+    /// How long the main loop may sleep: briefly while a step waits for an entry count
+    /// (the holder is only inside for `--cs-ms`), else until the next timed event.
+    fn tick(&self) -> Duration {
+        let mut tick = Duration::from_millis(100);
+        let Some(start) = self.started else { return tick };
+        for st in &self.steps {
+            match st.when {
+                When::Entry(_) => tick = tick.min(Duration::from_millis(1)),
+                When::At(at) => tick = tick.min(at.saturating_sub(start.elapsed())),
+            }
+        }
+        for (at, _) in &self.undo {
+            tick = tick.min(at.saturating_duration_since(Instant::now()));
+        }
+        tick.max(Duration::from_micros(200))
+    }
+
     fn wait_until(&mut self, done: impl Fn(&Self) -> bool, phase: &str) -> Result<(), RunError> {
-        let tick = Duration::from_millis(100);
         while !done(self) {
             if INTERRUPTED.load(Ordering::SeqCst) {
                 return Err(RunError::Interrupted);
             }
-            match self.rx.recv_timeout(tick) {
+            match self.rx.recv_timeout(self.tick()) {
                 Ok(ev) => self.handle(ev, phase)?,
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
@@ -481,6 +647,9 @@ impl<'a> Supervisor<'a> {
                 }
             }
             self.check_progress(phase)?;
+            if phase == "running" {
+                self.apply_faults()?;
+            }
         }
         Ok(())
     }
@@ -498,12 +667,14 @@ impl<'a> Supervisor<'a> {
             Event::Frame(conn, msg) => self.on_frame(conn, msg),
             Event::Closed(conn, err) => {
                 self.conns.get_mut(conn).map(|c| c.take());
-                let Some(id) = self.conn_owner.remove(&conn) else {
-                    return Ok(());
-                };
+                let Some(id) = self.conn_owner.remove(&conn) else { return Ok(()) };
+                if self.slots[id].conn != Some(conn) {
+                    return Ok(()); // an earlier incarnation's link
+                }
                 self.slots[id].conn = None;
                 let status = self.reap(id);
-                if phase == "finishing" && self.slots[id].stats.is_some() {
+                let slot = &self.slots[id];
+                if slot.planned_exit || (phase == "finishing" && slot.stats.is_some()) {
                     return Ok(());
                 }
                 let why = err.map(|e| format!(" ({e})")).unwrap_or_default();
@@ -520,14 +691,16 @@ impl<'a> Supervisor<'a> {
                     s.conn = Some(conn);
                     s.ready = true;
                     self.conn_owner.insert(conn, i);
+                    // A restarted worker joins a run already under way.
+                    if self.started.is_some() && !self.slots[i].started {
+                        self.start_worker(i)?;
+                    }
                 }
                 _ => eprintln!("mutexlab: ignoring a control connection claiming to be {id} (pid {pid})"),
             }
             return Ok(());
         }
-        let Some(&id) = self.conn_owner.get(&conn) else {
-            return Ok(());
-        };
+        let Some(&id) = self.conn_owner.get(&conn) else { return Ok(()) };
         match msg {
             ToSupervisor::Done { .. } => self.slots[id].done = true,
             ToSupervisor::Stats(s) => self.slots[id].stats = Some(s),
@@ -555,14 +728,15 @@ impl<'a> Supervisor<'a> {
                     let _ = waitpid(slot.pid, None);
                     break "closed its control link without exiting; killed".to_string();
                 }
-                Ok(WaitStatus::Exited(_, 0)) => break "exited normally".to_string(),
-                Ok(WaitStatus::Exited(_, c)) => break format!("exited with status {c}"),
-                Ok(WaitStatus::Signaled(_, sig, _)) => break format!("killed by {sig}"),
-                Ok(_) => continue,
+                Ok(st) => match describe(st) {
+                    Some(d) => break d,
+                    None => continue,
+                },
                 Err(e) => break format!("cannot be waited for: {e}"),
             }
         };
         slot.life = Life::Exited;
+        slot.since = resource::monotonic_ns();
         slot.exit = Some(status.clone());
         status
     }
@@ -573,33 +747,22 @@ impl<'a> Supervisor<'a> {
             let s = &self.slots[id];
             if s.conn.is_none() && s.life == Life::Running && !s.ready {
                 if let Ok(st) = waitpid(s.pid, Some(WaitPidFlag::WNOHANG)) {
-                    if st != WaitStatus::StillAlive {
+                    if let Some(d) = describe(st) {
                         self.slots[id].life = Life::Exited;
+                        self.slots[id].exit = Some(d.clone());
                         return Err(RunError::Failed(format!(
-                            "worker w{id} exited before it was ready ({st:?})"
+                            "worker w{id} exited before it was ready: {d}"
                         )));
                     }
                 }
             }
         }
-        let path = self.dir.join(control::RESOURCE_FILE);
-        if let Ok(mut f) = std::fs::File::open(&path) {
-            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-            if len > self.tail_offset {
-                let mut buf = Vec::new();
-                if f.seek(SeekFrom::Start(self.tail_offset)).is_ok() && f.read_to_end(&mut buf).is_ok() {
-                    // Count only whole lines; a partial last line waits for the next tick.
-                    let whole = buf.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
-                    self.exits_seen +=
-                        buf[..whole].split(|&b| b == b'\n').filter(|l| l.starts_with(b"EXIT ")).count()
-                            as u64;
-                    self.tail_offset += whole as u64;
-                    self.bar.set_position(self.exits_seen);
-                    self.last_progress = Instant::now();
-                }
-            }
+        if self.tail.poll() {
+            self.bar.set_position(self.tail.exits);
+            self.last_progress = Instant::now();
         }
-        if phase == "running" && self.last_progress.elapsed() > self.stall_window() {
+        let stalled = self.last_progress.elapsed() > self.stall_window();
+        if phase == "running" && stalled {
             return Err(RunError::Failed(self.diagnose()));
         }
         if phase != "running" && self.last_progress.elapsed() > self.stall_window() + Duration::from_secs(10)
@@ -612,12 +775,15 @@ impl<'a> Supervisor<'a> {
     /// Ask every live worker what it waits for, and say who is stuck.
     fn diagnose(&mut self) -> String {
         let window = self.stall_window();
-        for id in 0..self.slots.len() {
+        let asked: Vec<usize> = (0..self.slots.len())
+            .filter(|&id| self.slots[id].life == Life::Running && self.slots[id].conn.is_some())
+            .collect();
+        for &id in &asked {
             let _ = self.send(id, &ToWorker::Query);
         }
         let mut states: BTreeMap<usize, PendingState> = BTreeMap::new();
         let deadline = Instant::now() + Duration::from_secs(1);
-        while states.len() < self.slots.iter().filter(|s| s.conn.is_some()).count() {
+        while states.len() < asked.len() {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.rx.recv_timeout(left) {
                 Ok(Event::Frame(conn, ToSupervisor::Pending(p))) => {
@@ -630,14 +796,32 @@ impl<'a> Supervisor<'a> {
             }
         }
         let now = resource::monotonic_ns();
+        let ago = |t: u64| now.saturating_sub(t) as f64 / 1e9;
+        // How each worker looks to the others, to annotate "waiting for … from wN".
+        let status: Vec<Option<String>> = self
+            .slots
+            .iter()
+            .map(|s| match s.life {
+                Life::Exited => Some(format!("dead for {:.2}s", ago(s.since))),
+                Life::Stopped => Some(format!("paused for {:.2}s", ago(s.since))),
+                Life::Running => None,
+            })
+            .collect();
         let mut lines = vec![format!("no progress for {:.1}s", window.as_secs_f64())];
         for (id, s) in self.slots.iter().enumerate() {
             let line = match states.get(&id) {
                 Some(p) => {
-                    let since = now.saturating_sub(p.since_ns) as f64 / 1e9;
-                    let mut l = format!("w{id}: {} for {since:.2}s after {} entries", p.app, p.entries);
+                    let mut l =
+                        format!("w{id}: {} for {:.2}s after {} entries", p.app, ago(p.since_ns), p.entries);
                     if !p.algorithm.is_empty() {
                         l += &format!("; {}", p.algorithm);
+                        let named: Vec<String> = (0..self.slots.len())
+                            .filter(|&j| p.algorithm.contains(&format!("w{j}")))
+                            .filter_map(|j| status[j].as_ref().map(|st| format!("w{j} {st}")))
+                            .collect();
+                        if !named.is_empty() {
+                            l += &format!(" ({})", named.join(", "));
+                        }
                     }
                     if !p.down.is_empty() {
                         let d: Vec<String> = p.down.iter().map(|x| x.to_string()).collect();
@@ -645,14 +829,44 @@ impl<'a> Supervisor<'a> {
                     }
                     l
                 }
-                None if s.life == Life::Exited => {
-                    format!("w{id}: dead ({})", s.exit.clone().unwrap_or_default())
-                }
-                None => format!("w{id}: did not answer (paused or wedged)"),
+                None => match s.life {
+                    Life::Exited => format!(
+                        "w{id}: {} ({})",
+                        status[id].clone().unwrap_or_default(),
+                        s.exit.clone().unwrap_or_default()
+                    ),
+                    Life::Stopped => format!("w{id}: {} (SIGSTOP)", status[id].clone().unwrap_or_default()),
+                    Life::Running => format!("w{id}: did not answer (wedged?)"),
+                },
             };
             lines.push(line);
         }
         lines.join("\n  ")
+    }
+
+    /// After a failed run, ask every running worker for its counters, so the report
+    /// still shows the messages sent (and lost) up to the failure.
+    fn collect_stats(&mut self) {
+        let asked: Vec<usize> = (0..self.slots.len())
+            .filter(|&id| {
+                let s = &self.slots[id];
+                s.life == Life::Running && s.conn.is_some() && s.stats.is_none()
+            })
+            .collect();
+        for &id in &asked {
+            let _ = self.send(id, &ToWorker::Finish);
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while asked.iter().any(|&id| self.slots[id].stats.is_none()) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(Event::Frame(conn, msg @ ToSupervisor::Stats(_))) => {
+                    let _ = self.on_frame(conn, msg);
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
     }
 
     /// Stop every worker that is still alive and reap it.
@@ -670,16 +884,192 @@ impl<'a> Supervisor<'a> {
                         std::thread::sleep(Duration::from_millis(2))
                     }
                     Ok(WaitStatus::StillAlive) => {
+                        // SIGKILL ends stopped processes too.
                         let _ = kill(slot.pid, Signal::SIGKILL);
                         let _ = waitpid(slot.pid, None);
                         break;
                     }
-                    Ok(WaitStatus::Exited(..)) | Ok(WaitStatus::Signaled(..)) | Err(_) => break,
+                    Ok(st) if describe(st).is_some() => break,
+                    Err(_) => break,
                     Ok(_) => {}
                 }
             }
             slot.life = Life::Exited;
         }
+    }
+
+    // ---- faults ----
+
+    fn record(&mut self, action: &str, worker: Option<usize>, signal: Option<Signal>, note: String) {
+        let t = resource::monotonic_ns();
+        let at_ms = self.started.map_or(0.0, |s| s.elapsed().as_secs_f64() * 1e3);
+        let slot = worker.map(|w| &self.slots[w]);
+        let f = AppliedFault {
+            at_ms,
+            t,
+            action: action.to_string(),
+            worker: worker.map(|w| w as u32),
+            incarnation: slot.map(|s| s.incarnation),
+            pid: slot.map(|s| s.pid.as_raw()),
+            signal: signal.map(|s| s.as_str().to_string()),
+            note,
+        };
+        if let Some(log) = self.fault_log.as_mut() {
+            let _ = writeln!(log, "{}", f.log_line());
+        }
+        self.applied.push(f);
+    }
+
+    fn apply_faults(&mut self) -> Result<(), RunError> {
+        let Some(start) = self.started else { return Ok(()) };
+        let now = Instant::now();
+        let due_undo: Vec<Undo> = {
+            let (due, keep): (Vec<_>, Vec<_>) = self.undo.drain(..).partition(|(at, _)| *at <= now);
+            self.undo = keep;
+            due.into_iter().map(|(_, u)| u).collect()
+        };
+        for u in due_undo {
+            match u {
+                Undo::Cont { worker, incarnation } => {
+                    if self.slots[worker].incarnation == incarnation
+                        && self.slots[worker].life == Life::Stopped
+                    {
+                        self.cont(worker, "pause over");
+                    }
+                }
+                Undo::Heal => self.heal("partition over"),
+            }
+        }
+        let elapsed = start.elapsed();
+        let entries = self.tail.enters;
+        let (due, later): (Vec<Step>, Vec<Step>) =
+            std::mem::take(&mut self.steps).into_iter().partition(|st| match st.when {
+                When::At(at) => elapsed >= at,
+                When::Entry(k) => entries >= k,
+            });
+        self.steps = later;
+        for st in due {
+            self.apply_step(&st)?;
+        }
+        Ok(())
+    }
+
+    fn resolve(&self, t: Target) -> Option<usize> {
+        match t {
+            Target::Worker(w) => Some(w as usize),
+            Target::Holder => self.tail.holder().map(|w| w as usize),
+            Target::Coordinator => Some(self.slots.len() - 1),
+        }
+    }
+
+    fn apply_step(&mut self, st: &Step) -> Result<(), RunError> {
+        let text = st.to_string();
+        let target = match &st.action {
+            Action::Kill(t) | Action::Term(t) | Action::Stop(t) => match self.resolve(*t) {
+                Some(w) => Some(w),
+                None => {
+                    self.record("skip", None, None, format!("{text}: nobody has entered yet"));
+                    return Ok(());
+                }
+            },
+            _ => None,
+        };
+        let inside =
+            |s: &Self, w: usize| if s.tail.inside.contains(&(w as u32)) { "inside" } else { "outside" };
+        match &st.action {
+            Action::Kill(_) | Action::Term(_) => {
+                let w = target.expect("resolved above");
+                if !self.slots[w].alive() {
+                    self.record("skip", Some(w), None, format!("{text}: w{w} is already dead"));
+                    return Ok(());
+                }
+                let kill_it = matches!(st.action, Action::Kill(_));
+                let sig = if kill_it { Signal::SIGKILL } else { Signal::SIGTERM };
+                let note = format!("{text}; w{w} {} the critical section", inside(self, w));
+                self.slots[w].planned_exit = true;
+                let pid = self.slots[w].pid;
+                let _ = kill(pid, sig);
+                if !kill_it && self.slots[w].life == Life::Stopped {
+                    let _ = kill(pid, Signal::SIGCONT); // a stopped process cannot leave
+                }
+                self.record(if kill_it { "kill" } else { "term" }, Some(w), Some(sig), note);
+                self.reap(w);
+                if let Some(conn) = self.slots[w].conn.take() {
+                    self.conn_owner.remove(&conn);
+                }
+                self.tail.crashed(w as u32);
+            }
+            Action::Stop(_) => {
+                let w = target.expect("resolved above");
+                if self.slots[w].life != Life::Running {
+                    self.record("skip", Some(w), None, format!("{text}: w{w} is not running"));
+                    return Ok(());
+                }
+                let note = format!("{text}; w{w} {} the critical section", inside(self, w));
+                let pid = self.slots[w].pid;
+                let _ = kill(pid, Signal::SIGSTOP);
+                // SIGSTOP lands asynchronously: wait until the kernel says it did.
+                match waitpid(pid, Some(WaitPidFlag::WUNTRACED)) {
+                    Ok(WaitStatus::Stopped(..)) => {
+                        self.slots[w].life = Life::Stopped;
+                        self.slots[w].since = resource::monotonic_ns();
+                        self.record("stop", Some(w), Some(Signal::SIGSTOP), note);
+                        if let Some(d) = st.duration {
+                            let incarnation = self.slots[w].incarnation;
+                            self.undo.push((Instant::now() + d, Undo::Cont { worker: w, incarnation }));
+                        }
+                    }
+                    Ok(other) => {
+                        // It died instead (reaped now): never signal this pid again.
+                        self.slots[w].life = Life::Exited;
+                        self.slots[w].exit = describe(other);
+                        self.record("skip", Some(w), None, format!("{text}: w{w} exited before it stopped"));
+                    }
+                    Err(e) => self.record("skip", Some(w), None, format!("{text}: waitpid failed: {e}")),
+                }
+            }
+            Action::Restart(w) => {
+                let w = *w as usize;
+                if self.slots[w].alive() {
+                    self.record("skip", Some(w), None, format!("{text}: w{w} is alive"));
+                    return Ok(());
+                }
+                let inc = self.slots[w].incarnation + 1;
+                let before = self.tail.exits_by_worker[w];
+                let pid = self.spawn(w as u32, inc, before)?;
+                self.slots[w] = Slot::new(pid, inc);
+                self.record("restart", Some(w), None, format!("{text}; resumes after entry {before}"));
+            }
+            Action::Partition(groups) => {
+                for id in 0..self.slots.len() {
+                    if self.slots[id].alive() && self.slots[id].started {
+                        let _ = self.send(id, &ToWorker::Partition { groups: groups.clone() });
+                    }
+                }
+                self.record("partition", None, None, text);
+                if let Some(d) = st.duration {
+                    self.undo.push((Instant::now() + d, Undo::Heal));
+                }
+            }
+            Action::Heal => self.heal(&text),
+        }
+        Ok(())
+    }
+
+    fn cont(&mut self, w: usize, why: &str) {
+        let _ = kill(self.slots[w].pid, Signal::SIGCONT);
+        self.slots[w].life = Life::Running;
+        self.slots[w].since = resource::monotonic_ns();
+        self.record("cont", Some(w), Some(Signal::SIGCONT), why.to_string());
+    }
+
+    fn heal(&mut self, why: &str) {
+        for id in 0..self.slots.len() {
+            if self.slots[id].alive() && self.slots[id].started {
+                let _ = self.send(id, &ToWorker::Heal);
+            }
+        }
+        self.record("heal", None, None, why.to_string());
     }
 
     fn stop_acceptor(&mut self) {
@@ -691,12 +1081,14 @@ impl<'a> Supervisor<'a> {
 
     fn report(&self, audit: AuditReport, failure: Option<String>, dir: &RunDir) -> RunReport {
         let mut messages = Messages::default();
+        let mut lost = 0;
         for s in self.slots.iter().filter_map(|s| s.stats.as_ref()) {
             for (k, v) in &s.sent {
                 *messages.by_type.entry(k.clone()).or_default() += v;
                 messages.total += v;
             }
             messages.bad_frames += s.bad_frames;
+            lost += s.lost;
             messages.dropped_connections += s.dropped_connections;
         }
         let elapsed = match (self.started, self.finished) {
@@ -731,6 +1123,9 @@ impl<'a> Supervisor<'a> {
             violation_count: audit.violation_count,
             run_dir: dir.path.display().to_string(),
             run_dir_kept: true,
+            plan: self.opts.plan.to_string(),
+            faults: self.applied.clone(),
+            lost_messages: lost,
         }
     }
 }
@@ -774,5 +1169,15 @@ fn read_control(id: usize, stream: Arc<LocalSocketStream>, tx: Sender<Event>) {
                 return;
             }
         }
+    }
+}
+
+/// How a waited-for process ended; `None` if it has not ended (stopped or continued).
+fn describe(st: WaitStatus) -> Option<String> {
+    match st {
+        WaitStatus::Exited(_, 0) => Some("exited normally".to_string()),
+        WaitStatus::Exited(_, c) => Some(format!("exited with status {c}")),
+        WaitStatus::Signaled(_, sig, _) => Some(format!("killed by {sig}")),
+        _ => None,
     }
 }

@@ -11,6 +11,13 @@
 //! coordinator is a single point of failure and a bottleneck: if it dies, nobody learns
 //! who held the section or who was waiting, and waiting nodes cannot tell a dead
 //! coordinator from a busy one.
+//!
+//! Crashes of other nodes the coordinator can survive here, because on one machine a
+//! closed channel means a dead process: it drops a dead node's queued request, and takes
+//! the section back from a dead holder. A *paused* holder closes nothing, so everyone
+//! waits for it. When a restarted coordinator (with no memory) comes back, a node still
+//! waiting asks again; a node that was inside when it died is unknown to the new one,
+//! which may then let a second node in: the auditor shows that as an overlap.
 
 use std::collections::VecDeque;
 
@@ -131,6 +138,22 @@ impl Algorithm for Centralized {
         }
     }
 
+    fn on_peer_down(&mut self, peer: PeerId, out: &mut Out<Msg, NoTimer>) {
+        if self.is_coordinator() {
+            self.queue.retain(|&p| p != peer);
+            if self.holder == Some(peer) {
+                self.release(out);
+            }
+        }
+    }
+
+    fn on_peer_up(&mut self, peer: PeerId, out: &mut Out<Msg, NoTimer>) {
+        // A restarted coordinator forgot our request.
+        if peer == self.coordinator && self.waiting {
+            out.send(self.coordinator, Msg::Request);
+        }
+    }
+
     fn pending(&self) -> String {
         match (self.waiting, self.is_coordinator()) {
             (true, false) => format!("waiting for GRANT from {}", self.coordinator),
@@ -227,6 +250,35 @@ mod tests {
         let mut o = out();
         w0.on_message(PeerId(1), Msg::Grant, &mut o);
         assert!(o.actions().is_empty());
+    }
+
+    #[test]
+    fn coordinator_takes_the_section_back_from_a_dead_holder() {
+        let mut c = Centralized::new(&Config::new(2, 3));
+        let mut o = out();
+        c.on_message(PeerId(0), Msg::Request, &mut o);
+        c.on_message(PeerId(1), Msg::Request, &mut o);
+        let mut o = out();
+        c.on_peer_down(PeerId(0), &mut o);
+        assert_eq!(o.actions(), &[Action::Send { to: PeerId(1), msg: Msg::Grant }]);
+        // A dead waiter just leaves the queue.
+        let mut c = Centralized::new(&Config::new(2, 3));
+        let mut o = out();
+        c.on_message(PeerId(0), Msg::Request, &mut o);
+        c.on_message(PeerId(1), Msg::Request, &mut o);
+        c.on_peer_down(PeerId(1), &mut out());
+        let mut o = out();
+        c.on_message(PeerId(0), Msg::Release, &mut o);
+        assert!(o.actions().is_empty(), "w1 is gone: nobody to grant");
+    }
+
+    #[test]
+    fn a_waiting_node_asks_a_restarted_coordinator_again() {
+        let mut w0 = Centralized::new(&Config::new(0, 2));
+        w0.on_want_cs(&mut out());
+        let mut o = out();
+        w0.on_peer_up(PeerId(1), &mut o);
+        assert_eq!(o.actions(), &[Action::Send { to: PeerId(1), msg: Msg::Request }]);
     }
 
     #[test]
