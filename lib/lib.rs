@@ -16,6 +16,7 @@ pub mod faults;
 pub mod report;
 pub mod resource;
 pub mod runtime;
+pub mod sim;
 pub mod supervisor;
 pub mod tail;
 pub mod wire;

@@ -1,0 +1,651 @@
+//! A deterministic in-process simulator that runs N copies of one algorithm and checks them.
+//!
+//! The simulator is a third driver of the sans-IO state machines (after the worker runtime
+//! and the hand-written unit tests). It keeps every node, every message in flight and
+//! every timer in one thread, and lets a seeded [`ChaCha8Rng`] decide, step by step, what
+//! happens next: which in-flight message is delivered, which application asks for the
+//! critical section, which one leaves it, or whether virtual time jumps to the next timer.
+//! The same seed always gives the same run, so any failure can be replayed exactly.
+//!
+//! ```
+//! use mutexlab::algos::centralized::Centralized;
+//! use mutexlab::sim::Sim;
+//!
+//! // Three nodes, seed 7, every node enters the critical section twice.
+//! let report = Sim::<Centralized>::new(3, 7).run(2).expect("no violation");
+//! assert_eq!(report.entries, 6);
+//! ```
+//!
+//! API in brief:
+//! - [`Sim::new`]`(n, seed)` builds the nodes with [`Config::new`] plus the seed;
+//!   [`Sim::with_config`] takes a closure that adjusts each node's [`Config`] first
+//!   (e.g. `replicas`).
+//! - Knobs, all optional: [`Sim::non_fifo`] lets any in-flight message on a channel
+//!   overtake the ones before it; [`Sim::stale_timers`] makes cancelled or reset timers
+//!   sometimes fire once anyway, as the driver contract allows; [`Sim::max_steps`] bounds
+//!   the run (a livelock shows up as [`Failure::StepLimit`]).
+//! - [`Sim::run`]`(entries_per_node)` drives the run until every application has been
+//!   inside `entries_per_node` times and no message is left in flight. It returns a
+//!   [`SimReport`] (entries, messages sent by kind, steps) or a [`SimError`] naming the
+//!   seed, the step and the failure, with the last events that led to it.
+//! - [`Sim::node`] gives read access to a node afterwards, for algorithm-specific counters.
+//!
+//! What a run checks:
+//! - safety: never two applications inside at once ([`Failure::Overlap`]);
+//! - the driver contract: no `EnterCs` for an application that did not ask
+//!   ([`Failure::UnaskedEnter`]), no message to oneself ([`Failure::SelfSend`]) or to a
+//!   node that does not exist ([`Failure::NoSuchPeer`]);
+//! - liveness: if nothing can happen (no message in flight, no timer set) while some
+//!   application still waits, the run is stuck ([`Failure::Deadlock`], with each waiting
+//!   node's [`Algorithm::pending`]); a run that keeps going without finishing hits the
+//!   step limit.
+//!
+//! Model of time: delivering a message or running an application step takes no virtual
+//! time; only timers move the clock. Each step picks uniformly among everything that can
+//! happen, and "fire the earliest timer" is one such choice, so messages may be
+//! arbitrarily slow compared with timers. Channels are FIFO per ordered pair unless
+//! [`Sim::non_fifo`] is set. Broadcasts count as one message per receiver, as on the
+//! wire. Nodes never crash here: crash scenarios are scripted in each algorithm's unit
+//! tests or run with real processes.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+use std::time::Duration;
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use crate::algorithm::{Action, Algorithm, Config, Message, Out, PeerId};
+
+/// How many recent events a [`SimError`] carries.
+const TRACE_LEN: usize = 40;
+
+/// What an application is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum App {
+    /// Outside the critical section, not asking.
+    Idle,
+    /// Asked and not yet let in.
+    Waiting,
+    /// Inside the critical section.
+    Inside,
+}
+
+/// A timer that is set (or a stale one that will fire once more).
+#[derive(Debug)]
+struct SetTimer<T> {
+    node: PeerId,
+    timer: T,
+    at: Duration,
+    /// Tie-break among timers due at the same time: the order they were set in.
+    seq: u64,
+    /// False for a cancelled or reset timer that is delivered once anyway.
+    live: bool,
+}
+
+/// One thing that can happen next.
+#[derive(Clone, Copy, Debug)]
+enum Event {
+    /// Deliver a message on the channel `from → to`.
+    Deliver { from: usize, to: usize },
+    /// Application `i` asks for the critical section.
+    Want(usize),
+    /// Application `i` leaves the critical section.
+    Leave(usize),
+    /// The earliest timer fires.
+    Timer,
+}
+
+/// Why a run failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Failure {
+    /// Two applications were inside the critical section at once.
+    #[error("mutual exclusion violated: {entering} entered while {inside} was inside")]
+    Overlap {
+        /// The one already inside.
+        inside: PeerId,
+        /// The one let in.
+        entering: PeerId,
+    },
+    /// The algorithm let in an application that had not asked (or was already inside).
+    #[error("{node} pushed EnterCs but its application was not waiting")]
+    UnaskedEnter {
+        /// The node.
+        node: PeerId,
+    },
+    /// The algorithm sent a message to its own node over the network.
+    #[error("{node} sent {kind} to itself")]
+    SelfSend {
+        /// The node.
+        node: PeerId,
+        /// The message kind.
+        kind: &'static str,
+    },
+    /// The algorithm sent a message to an id outside `0..n`.
+    #[error("{node} sent {kind} to {to}, which does not exist")]
+    NoSuchPeer {
+        /// The sender.
+        node: PeerId,
+        /// The bad address.
+        to: PeerId,
+        /// The message kind.
+        kind: &'static str,
+    },
+    /// Nothing can happen, but some applications still wait.
+    #[error("deadlock: nothing in flight, no timer set, and still waiting: {}", describe(waiting))]
+    Deadlock {
+        /// Each waiting node with what it says it waits for.
+        waiting: Vec<(PeerId, String)>,
+    },
+    /// The run went on for too long without finishing (livelock or starvation).
+    #[error("no completion after {steps} steps; still waiting: {}", describe(waiting))]
+    StepLimit {
+        /// The step limit.
+        steps: u64,
+        /// Each waiting node with what it says it waits for.
+        waiting: Vec<(PeerId, String)>,
+    },
+}
+
+fn describe(waiting: &[(PeerId, String)]) -> String {
+    let parts: Vec<String> = waiting
+        .iter()
+        .map(|(p, s)| if s.is_empty() { p.to_string() } else { format!("{p} ({s})") })
+        .collect();
+    parts.join(", ")
+}
+
+/// A failed run: what went wrong, when, and the seed that replays it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimError {
+    /// The seed of the run; `Sim::new(n, seed)` with the same knobs replays it.
+    pub seed: u64,
+    /// Number of nodes.
+    pub n: u32,
+    /// The step at which the failure was seen.
+    pub step: u64,
+    /// What went wrong.
+    pub failure: Failure,
+    /// The last events before the failure, oldest first.
+    pub trace: Vec<String>,
+}
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "seed {} (n = {}), step {}: {}", self.seed, self.n, self.step, self.failure)?;
+        writeln!(f, "replay with Sim::new({}, {}); last events:", self.n, self.seed)?;
+        for line in &self.trace {
+            writeln!(f, "  {line}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for SimError {}
+
+/// What a successful run did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimReport {
+    /// Number of nodes.
+    pub n: u32,
+    /// The seed of the run.
+    pub seed: u64,
+    /// Critical-section entries, all nodes together.
+    pub entries: u64,
+    /// Entries per node, by id.
+    pub entries_by_node: Vec<u64>,
+    /// Messages sent over the network, by kind (a broadcast counts once per receiver).
+    pub messages: BTreeMap<&'static str, u64>,
+    /// Scheduling steps taken.
+    pub steps: u64,
+    /// Virtual time at the end.
+    pub elapsed: Duration,
+}
+
+impl SimReport {
+    /// All messages sent.
+    pub fn total_messages(&self) -> u64 {
+        self.messages.values().sum()
+    }
+
+    /// Messages of one kind (0 if none was sent).
+    pub fn count(&self, kind: &str) -> u64 {
+        self.messages.get(kind).copied().unwrap_or(0)
+    }
+
+    /// Messages per critical-section entry, averaged over the run.
+    pub fn per_entry(&self) -> f64 {
+        if self.entries == 0 {
+            0.0
+        } else {
+            self.total_messages() as f64 / self.entries as f64
+        }
+    }
+}
+
+/// The simulator: N nodes of algorithm `A`, their applications, channels and timers.
+pub struct Sim<A: Algorithm> {
+    n: usize,
+    seed: u64,
+    rng: ChaCha8Rng,
+    nodes: Vec<A>,
+    fifo: bool,
+    stale_timers: bool,
+    max_steps: u64,
+    now: Duration,
+    /// Messages in flight, one queue per ordered pair, indexed `from * n + to`.
+    links: Vec<VecDeque<A::Msg>>,
+    timers: Vec<SetTimer<A::Timer>>,
+    timer_seq: u64,
+    apps: Vec<App>,
+    /// Entries each application still wants.
+    left: Vec<u32>,
+    entries: Vec<u64>,
+    inside: Option<PeerId>,
+    sent: BTreeMap<&'static str, u64>,
+    step: u64,
+    trace: VecDeque<String>,
+    out: Out<A::Msg, A::Timer>,
+}
+
+impl<A: Algorithm> Sim<A> {
+    /// `n` nodes with [`Config::new`] and the given seed.
+    pub fn new(n: u32, seed: u64) -> Self {
+        Self::with_config(n, seed, |_| {})
+    }
+
+    /// `n` nodes whose configurations `tweak` adjusts (after id, n and seed are set).
+    pub fn with_config(n: u32, seed: u64, tweak: impl Fn(&mut Config)) -> Self {
+        let nodes = (0..n)
+            .map(|i| {
+                let mut cfg = Config::new(i, n);
+                cfg.seed = seed;
+                tweak(&mut cfg);
+                A::new(&cfg)
+            })
+            .collect();
+        let n = n as usize;
+        Sim {
+            n,
+            seed,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            nodes,
+            fifo: true,
+            stale_timers: false,
+            max_steps: 200_000,
+            now: Duration::ZERO,
+            links: (0..n * n).map(|_| VecDeque::new()).collect(),
+            timers: Vec::new(),
+            timer_seq: 0,
+            apps: vec![App::Idle; n],
+            left: vec![0; n],
+            entries: vec![0; n],
+            inside: None,
+            sent: BTreeMap::new(),
+            step: 0,
+            trace: VecDeque::new(),
+            out: Out::new(Duration::ZERO),
+        }
+    }
+
+    /// Let any message in flight on a channel be delivered first, not only the oldest.
+    pub fn non_fifo(mut self) -> Self {
+        self.fifo = false;
+        self
+    }
+
+    /// When on, a cancelled or reset timer fires once anyway with probability 1/4.
+    pub fn stale_timers(mut self, on: bool) -> Self {
+        self.stale_timers = on;
+        self
+    }
+
+    /// Fail with [`Failure::StepLimit`] after this many steps (default 200 000).
+    pub fn max_steps(mut self, steps: u64) -> Self {
+        self.max_steps = steps;
+        self
+    }
+
+    /// Node `id`, to read its state after (or before) a run.
+    pub fn node(&self, id: u32) -> &A {
+        &self.nodes[id as usize]
+    }
+
+    /// Run until every application has entered `entries_per_node` times and no message is
+    /// in flight, checking safety and liveness on the way. Call once per `Sim`.
+    pub fn run(&mut self, entries_per_node: u32) -> Result<SimReport, SimError> {
+        self.left = vec![entries_per_node; self.n];
+        for i in 0..self.n {
+            self.out.reset(self.now);
+            self.nodes[i].on_start(&mut self.out);
+            self.apply(i)?;
+        }
+        loop {
+            let events = self.enabled();
+            let done = self.left.iter().all(|&l| l == 0) && self.apps.iter().all(|&a| a == App::Idle);
+            let in_flight = self.links.iter().any(|l| !l.is_empty());
+            if done && !in_flight {
+                break;
+            }
+            if events.is_empty() {
+                return Err(self.fail(Failure::Deadlock { waiting: self.waiting() }));
+            }
+            if self.step >= self.max_steps {
+                return Err(self.fail(Failure::StepLimit { steps: self.max_steps, waiting: self.waiting() }));
+            }
+            self.step += 1;
+            let ev = events[self.rng.random_range(0..events.len())];
+            self.execute(ev)?;
+        }
+        Ok(SimReport {
+            n: self.n as u32,
+            seed: self.seed,
+            entries: self.entries.iter().sum(),
+            entries_by_node: self.entries.clone(),
+            messages: self.sent.clone(),
+            steps: self.step,
+            elapsed: self.now,
+        })
+    }
+
+    /// Everything that could happen next, in a fixed order (so the seed decides).
+    fn enabled(&self) -> Vec<Event> {
+        let mut events = Vec::new();
+        for from in 0..self.n {
+            for to in 0..self.n {
+                if !self.links[from * self.n + to].is_empty() {
+                    events.push(Event::Deliver { from, to });
+                }
+            }
+        }
+        for i in 0..self.n {
+            match self.apps[i] {
+                App::Idle if self.left[i] > 0 => events.push(Event::Want(i)),
+                App::Inside => events.push(Event::Leave(i)),
+                _ => {}
+            }
+        }
+        if !self.timers.is_empty() {
+            events.push(Event::Timer);
+        }
+        events
+    }
+
+    fn execute(&mut self, ev: Event) -> Result<(), SimError> {
+        self.out.reset(self.now);
+        let node = match ev {
+            Event::Deliver { from, to } => {
+                let link = &mut self.links[from * self.n + to];
+                let k = if self.fifo { 0 } else { self.rng.random_range(0..link.len()) };
+                let msg = link.remove(k).expect("the link is not empty");
+                self.note(format!("{} -> {}: {:?}", PeerId(from as u32), PeerId(to as u32), msg));
+                self.nodes[to].on_message(PeerId(from as u32), msg, &mut self.out);
+                to
+            }
+            Event::Want(i) => {
+                self.note(format!("{} wants the critical section", PeerId(i as u32)));
+                self.apps[i] = App::Waiting;
+                self.nodes[i].on_want_cs(&mut self.out);
+                i
+            }
+            Event::Leave(i) => {
+                self.note(format!("{} leaves the critical section", PeerId(i as u32)));
+                self.apps[i] = App::Idle;
+                self.left[i] -= 1;
+                self.entries[i] += 1;
+                self.inside = None;
+                self.nodes[i].on_cs_done(&mut self.out);
+                i
+            }
+            Event::Timer => {
+                let k = (0..self.timers.len())
+                    .min_by_key(|&k| (self.timers[k].at, self.timers[k].seq))
+                    .expect("a timer is set");
+                let t = self.timers.remove(k);
+                self.now = self.now.max(t.at);
+                self.out.reset(self.now);
+                let stale = if t.live { "" } else { " (stale)" };
+                self.note(format!("{} timer {:?} fires{stale}", t.node, t.timer));
+                self.nodes[t.node.index()].on_timer(t.timer, &mut self.out);
+                t.node.index()
+            }
+        };
+        self.apply(node)
+    }
+
+    /// Carry out the actions node `i` pushed into the outbox.
+    fn apply(&mut self, i: usize) -> Result<(), SimError> {
+        let me = PeerId(i as u32);
+        let actions: Vec<_> = self.out.drain().collect();
+        for action in actions {
+            match action {
+                Action::Send { to, msg } => self.send(me, to, msg)?,
+                Action::Broadcast { msg } => {
+                    for to in 0..self.n as u32 {
+                        if to != me.0 {
+                            self.send(me, PeerId(to), msg.clone())?;
+                        }
+                    }
+                }
+                Action::SetTimer { timer, after } => {
+                    self.drop_timer(me, timer);
+                    self.timer_seq += 1;
+                    let at = self.now + after;
+                    self.timers.push(SetTimer { node: me, timer, at, seq: self.timer_seq, live: true });
+                }
+                Action::CancelTimer { timer } => self.drop_timer(me, timer),
+                Action::EnterCs => {
+                    if self.apps[i] != App::Waiting {
+                        return Err(self.fail(Failure::UnaskedEnter { node: me }));
+                    }
+                    if let Some(inside) = self.inside {
+                        return Err(self.fail(Failure::Overlap { inside, entering: me }));
+                    }
+                    self.note(format!("{me} enters the critical section"));
+                    self.apps[i] = App::Inside;
+                    self.inside = Some(me);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn send(&mut self, from: PeerId, to: PeerId, msg: A::Msg) -> Result<(), SimError> {
+        let kind = msg.kind();
+        if to == from {
+            return Err(self.fail(Failure::SelfSend { node: from, kind }));
+        }
+        if to.index() >= self.n {
+            return Err(self.fail(Failure::NoSuchPeer { node: from, to, kind }));
+        }
+        *self.sent.entry(kind).or_default() += 1;
+        self.links[from.index() * self.n + to.index()].push_back(msg);
+        Ok(())
+    }
+
+    /// Forget node `me`'s live `timer`, or with the stale-timer knob sometimes keep it as
+    /// a stale timer that still fires once.
+    fn drop_timer(&mut self, me: PeerId, timer: A::Timer) {
+        if let Some(k) = self.timers.iter().position(|t| t.live && t.node == me && t.timer == timer) {
+            if self.stale_timers && self.rng.random_bool(0.25) {
+                self.timers[k].live = false;
+            } else {
+                self.timers.remove(k);
+            }
+        }
+    }
+
+    fn waiting(&self) -> Vec<(PeerId, String)> {
+        (0..self.n)
+            .filter(|&i| self.apps[i] == App::Waiting)
+            .map(|i| (PeerId(i as u32), self.nodes[i].pending()))
+            .collect()
+    }
+
+    fn note(&mut self, line: String) {
+        if self.trace.len() == TRACE_LEN {
+            self.trace.pop_front();
+        }
+        self.trace.push_back(format!("#{} t={:?} {line}", self.step, self.now));
+    }
+
+    fn fail(&self, failure: Failure) -> SimError {
+        SimError {
+            seed: self.seed,
+            n: self.n as u32,
+            step: self.step,
+            failure,
+            trace: self.trace.iter().cloned().collect(),
+        }
+    }
+}
+
+/// Run `A` over `seeds` with every size in `sizes`, `entries` entries per node, and
+/// hand each report to `check`; panic with the replayable error of the first failure.
+/// A helper for the randomized tests.
+pub fn sweep<A: Algorithm>(
+    sizes: &[u32],
+    seeds: std::ops::Range<u64>,
+    entries: u32,
+    tweak: impl Fn(&mut Config) + Copy,
+    mut check: impl FnMut(&SimReport, &Sim<A>),
+) {
+    for &n in sizes {
+        for seed in seeds.clone() {
+            let mut sim = Sim::<A>::with_config(n, seed, tweak).stale_timers(true);
+            match sim.run(entries) {
+                Ok(report) => check(&report, &sim),
+                Err(e) => panic!("{e}"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algos::baseline::Immediate;
+    use crate::algos::centralized::Centralized;
+
+    #[test]
+    fn centralized_is_safe_and_costs_three_per_ordinary_entry() {
+        sweep::<Centralized>(
+            &[1, 2, 3, 5, 8],
+            0..200,
+            3,
+            |_| {},
+            |r, _| {
+                let coordinator = r.n as usize - 1;
+                let ordinary = r.entries - r.entries_by_node[coordinator];
+                assert_eq!(r.entries, 3 * u64::from(r.n), "seed {}", r.seed);
+                assert_eq!(r.total_messages(), 3 * ordinary, "seed {} n {}", r.seed, r.n);
+                assert_eq!(r.count("GRANT"), ordinary);
+            },
+        );
+    }
+
+    #[test]
+    fn the_checker_fires_on_the_none_baseline() {
+        for n in [2, 3, 5] {
+            let mut caught = 0;
+            for seed in 0..50 {
+                match Sim::<Immediate>::new(n, seed).run(3) {
+                    Err(SimError { failure: Failure::Overlap { .. }, .. }) => caught += 1,
+                    Err(e) => panic!("unexpected failure: {e}"),
+                    Ok(_) => {}
+                }
+            }
+            assert!(caught >= 40, "n = {n}: only {caught} of 50 runs caught the overlap");
+        }
+    }
+
+    #[test]
+    fn the_none_baseline_is_fine_alone() {
+        let r = Sim::<Immediate>::new(1, 3).run(5).unwrap();
+        assert_eq!(r.entries, 5);
+        assert_eq!(r.total_messages(), 0);
+    }
+
+    #[test]
+    fn same_seed_same_run() {
+        let a = Sim::<Centralized>::new(5, 42).run(4).unwrap();
+        let b = Sim::<Centralized>::new(5, 42).run(4).unwrap();
+        assert_eq!(a, b);
+        let c = Sim::<Centralized>::new(5, 43).run(4).unwrap();
+        assert_ne!(a.steps, 0);
+        assert_eq!(c.entries, a.entries);
+    }
+
+    #[test]
+    fn error_names_the_seed() {
+        let e = Sim::<Immediate>::new(2, 0).run(20).unwrap_err();
+        let text = e.to_string();
+        assert!(text.starts_with("seed 0 (n = 2)"), "{text}");
+        assert!(text.contains("Sim::new(2, 0)"), "{text}");
+        assert!(!e.trace.is_empty());
+    }
+
+    // Broken algorithms the checker must catch.
+
+    /// Enters when it wakes up, without being asked.
+    struct Eager;
+    impl Algorithm for Eager {
+        type Msg = crate::algos::baseline::Msg;
+        type Timer = crate::algorithm::NoTimer;
+        fn new(_cfg: &Config) -> Self {
+            Eager
+        }
+        fn on_start(&mut self, out: &mut Out<Self::Msg, Self::Timer>) {
+            out.enter_cs();
+        }
+        fn on_want_cs(&mut self, _out: &mut Out<Self::Msg, Self::Timer>) {}
+        fn on_message(&mut self, _from: PeerId, msg: Self::Msg, _out: &mut Out<Self::Msg, Self::Timer>) {
+            match msg {}
+        }
+        fn on_cs_done(&mut self, _out: &mut Out<Self::Msg, Self::Timer>) {}
+    }
+
+    #[test]
+    fn unasked_enter_is_caught() {
+        let e = Sim::<Eager>::new(2, 1).run(1).unwrap_err();
+        assert_eq!(e.failure, Failure::UnaskedEnter { node: PeerId(0) });
+    }
+
+    /// Asks for a grant nobody will ever give, and talks to itself.
+    #[derive(Debug)]
+    struct Stuck {
+        me: PeerId,
+        talk_to_self: bool,
+    }
+    impl Algorithm for Stuck {
+        type Msg = crate::algos::centralized::Msg;
+        type Timer = crate::algorithm::NoTimer;
+        fn new(cfg: &Config) -> Self {
+            Stuck { me: cfg.id, talk_to_self: cfg.seed == 99 }
+        }
+        fn on_want_cs(&mut self, out: &mut Out<Self::Msg, Self::Timer>) {
+            if self.talk_to_self {
+                out.send(self.me, crate::algos::centralized::Msg::Request);
+            }
+        }
+        fn on_message(&mut self, _from: PeerId, _msg: Self::Msg, _out: &mut Out<Self::Msg, Self::Timer>) {}
+        fn on_cs_done(&mut self, _out: &mut Out<Self::Msg, Self::Timer>) {}
+        fn pending(&self) -> String {
+            "waiting for nothing in particular".into()
+        }
+    }
+
+    #[test]
+    fn deadlock_and_self_send_are_caught() {
+        let e = Sim::<Stuck>::new(2, 5).run(1).unwrap_err();
+        match e.failure {
+            Failure::Deadlock { waiting } => {
+                assert!(!waiting.is_empty());
+                assert_eq!(waiting[0].1, "waiting for nothing in particular");
+            }
+            other => panic!("expected a deadlock, got {other}"),
+        }
+        let e = Sim::<Stuck>::new(2, 99).run(1).unwrap_err();
+        assert!(matches!(e.failure, Failure::SelfSend { kind: "REQUEST", .. }), "{e}");
+    }
+}
