@@ -280,6 +280,8 @@ fn build_plan(a: &RunArgs) -> Result<Plan, String> {
         // Entry-count runs get ten faults' worth of plan.
         let horizon = a.duration.map_or(interval * 10, Duration::from_secs_f64);
         plan.steps.extend(faults::nemesis(&kinds, interval, horizon, a.workers, a.seed).steps);
+        // The saved plan must replay: check the user's steps and the nemesis's together.
+        Plan::parse(&plan.to_string(), a.workers).map_err(|e| format!("with --nemesis: {e}"))?;
     }
     Ok(plan)
 }
