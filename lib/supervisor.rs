@@ -113,6 +113,8 @@ pub struct RunReport {
     pub theory: Option<Theory>,
     pub throughput_per_s: f64,
     pub wait_ms: WaitStats,
+    /// The same, by worker id.
+    pub wait_ms_by_worker: Vec<WaitStats>,
     pub max_bypass: u64,
     pub jain: f64,
     pub elapsed_s: f64,
@@ -1113,6 +1115,7 @@ impl<'a> Supervisor<'a> {
                 0.0
             },
             wait_ms: audit.wait_ms.clone(),
+            wait_ms_by_worker: audit.wait_ms_by_worker.clone(),
             max_bypass: audit.max_bypass,
             jain: audit.jain,
             elapsed_s: elapsed.as_secs_f64(),

@@ -153,6 +153,8 @@ fn no_coordination_is_still_flagged_under_the_same_plan() {
     ]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(kinds(&j).contains(&"overlap".to_string()));
+    // The paused holder wakes up and writes after others entered: a stale writer.
+    assert!(kinds(&j).contains(&"stale-writer".to_string()), "{:?}", kinds(&j));
 }
 
 #[test]
