@@ -145,7 +145,7 @@ fn no_coordination_is_still_flagged_under_the_same_plan() {
         "--algo",
         "none",
         "--cs-ms",
-        "20",
+        "50",
         "--think-ms",
         "1",
         "--faults",
