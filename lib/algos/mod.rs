@@ -7,6 +7,7 @@
 
 pub mod baseline;
 pub mod centralized;
+pub mod ricart_agrawala;
 
 use crate::algorithm::Algorithm;
 
@@ -86,6 +87,23 @@ pub static ALGORITHMS: &[AlgoInfo] = &[
             Theory::exact(3.0 * (n - 1.0) / n, "3(N-1)/N: 3 per entry, 0 for the coordinator's own")
         },
     },
+    AlgoInfo {
+        name: "ricart-agrawala",
+        family: "permission",
+        summary: "ask everyone with a ticket (highest seen + 1); deferred REPLYs serve as the release",
+        kernel_lock: false,
+        theory: |s| Theory::exact(2.0 * (f64::from(s.n.max(1)) - 1.0), "2(N-1)"),
+    },
+    AlgoInfo {
+        name: "ricart-agrawala-rc",
+        family: "permission",
+        summary: "Ricart-Agrawala keeping permissions until asked (Roucairol-Carvalho): re-entry can be free",
+        kernel_lock: false,
+        theory: |s| {
+            let max = 2.0 * (f64::from(s.n.max(1)) - 1.0);
+            Some(Theory { per_entry_min: 0.0, per_entry_max: max, formula: "0 to 2(N-1)".into() })
+        },
+    },
 ];
 
 /// Look an algorithm up by name.
@@ -104,6 +122,8 @@ pub fn dispatch<V: AlgoVisitor>(name: &str, v: V) -> Option<V::Output> {
     Some(match name {
         "none" | "flock" => v.visit::<baseline::Immediate>(info),
         "centralized" => v.visit::<centralized::Centralized>(info),
+        "ricart-agrawala" => v.visit::<ricart_agrawala::RicartAgrawala>(info),
+        "ricart-agrawala-rc" => v.visit::<ricart_agrawala::RoucairolCarvalho>(info),
         _ => unreachable!("algorithm {name} is registered but not dispatched"),
     })
 }
