@@ -64,10 +64,10 @@ struct RunArgs {
     #[arg(long)]
     duration: Option<f64>,
     /// Time spent inside the critical section, in milliseconds (fractions allowed).
-    #[arg(long, default_value_t = 1.0)]
+    #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     cs_ms: f64,
     /// Mean think time between entries, in milliseconds (uniform on [0, 2×mean]).
-    #[arg(long, default_value_t = 2.0)]
+    #[arg(long, default_value_t = 2.0, allow_negative_numbers = true)]
     think_ms: f64,
     /// Seed for think times and any randomness an algorithm uses.
     #[arg(long, default_value_t = 1)]

@@ -152,7 +152,7 @@ fn bad_input_gets_one_clear_line_and_exit_2() {
     assert_usage_error(&["run", "--workers", "0"], "--workers must be between 1 and");
     assert_usage_error(&["run", "--workers", "100000"], "--workers must be between 1 and");
     assert_usage_error(&["run", "--entries", "0"], "--entries must be");
-    assert_usage_error(&["run", "--cs-ms=-3"], "--cs-ms");
+    assert_usage_error(&["run", "--cs-ms", "-3"], "--cs-ms must be between 0 and");
     assert_usage_error(&["run", "--think-ms", "NaN"], "--think-ms");
     assert_usage_error(&["run", "--duration", "0"], "--duration");
     assert_usage_error(&["run", "--run-dir", "/proc/no/such/dir"], "cannot create run directory");
