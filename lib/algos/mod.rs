@@ -7,6 +7,7 @@
 
 pub mod baseline;
 pub mod centralized;
+pub mod lamport;
 pub mod ricart_agrawala;
 
 use crate::algorithm::Algorithm;
@@ -88,6 +89,14 @@ pub static ALGORITHMS: &[AlgoInfo] = &[
         },
     },
     AlgoInfo {
+        name: "lamport",
+        family: "permission",
+        summary:
+            "a request queue on every node with Lamport clocks: REQUEST, ACK, RELEASE to all (needs FIFO)",
+        kernel_lock: false,
+        theory: |s| Theory::exact(3.0 * (f64::from(s.n.max(1)) - 1.0), "3(N-1)"),
+    },
+    AlgoInfo {
         name: "ricart-agrawala",
         family: "permission",
         summary: "ask everyone with a ticket (highest seen + 1); deferred REPLYs serve as the release",
@@ -122,6 +131,7 @@ pub fn dispatch<V: AlgoVisitor>(name: &str, v: V) -> Option<V::Output> {
     Some(match name {
         "none" | "flock" => v.visit::<baseline::Immediate>(info),
         "centralized" => v.visit::<centralized::Centralized>(info),
+        "lamport" => v.visit::<lamport::Lamport>(info),
         "ricart-agrawala" => v.visit::<ricart_agrawala::RicartAgrawala>(info),
         "ricart-agrawala-rc" => v.visit::<ricart_agrawala::RoucairolCarvalho>(info),
         _ => unreachable!("algorithm {name} is registered but not dispatched"),
