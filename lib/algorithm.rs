@@ -217,6 +217,12 @@ pub trait Algorithm: Send + 'static {
     /// `peer` came back as a new incarnation with fresh state.
     fn on_peer_up(&mut self, _peer: PeerId, _out: &mut Out<Self::Msg, Self::Timer>) {}
 
+    /// Counters of the algorithm's own, summed over workers in the run report (e.g.
+    /// `("attempts", 12)` for an algorithm that may need several tries per entry).
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
+
     /// What this node is waiting for, in a few words, for stall diagnoses
     /// (e.g. `"waiting for GRANT from w3"`). Empty when it waits for nothing.
     fn pending(&self) -> String {

@@ -96,4 +96,6 @@ pub struct WorkerStats {
     pub unasked_grants: u64,
     /// Messages lost on purpose (`--drop`).
     pub lost: u64,
+    /// The algorithm's own counters (`Algorithm::counters`).
+    pub counters: BTreeMap<String, u64>,
 }

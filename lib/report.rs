@@ -46,6 +46,10 @@ pub fn run_summary(r: &RunReport) -> String {
         let types: Vec<String> = m.by_type.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(s, "              {}", types.join(", "));
     }
+    for (k, v) in &r.counters {
+        let per = if r.entries.total > 0 { *v as f64 / r.entries.total as f64 } else { 0.0 };
+        let _ = writeln!(s, "  {k:<11} {v} total, {per:.2} per entry");
+    }
     if m.bad_frames + m.dropped_connections > 0 {
         let _ = writeln!(
             s,

@@ -516,6 +516,8 @@ impl<A: Algorithm> Worker<A> {
             match msg {
                 ToWorker::Finish => {
                     self.stats.entries = self.entries;
+                    self.stats.counters =
+                        self.algo.counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
                     let stats = ToSupervisor::Stats(self.stats.clone());
                     self.flush_all();
                     self.control.set_nonblocking(false)?;

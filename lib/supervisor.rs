@@ -131,6 +131,8 @@ pub struct RunReport {
     pub faults: Vec<AppliedFault>,
     /// Messages lost on purpose (`--drop`).
     pub lost_messages: u64,
+    /// The algorithm's own counters, summed over workers (e.g. `attempts`).
+    pub counters: BTreeMap<String, u64>,
 }
 
 /// One fault the supervisor applied, as written to `faults.log`.
@@ -1084,6 +1086,7 @@ impl<'a> Supervisor<'a> {
     fn report(&self, audit: AuditReport, failure: Option<String>, dir: &RunDir) -> RunReport {
         let mut messages = Messages::default();
         let mut lost = 0;
+        let mut counters: BTreeMap<String, u64> = BTreeMap::new();
         for s in self.slots.iter().filter_map(|s| s.stats.as_ref()) {
             for (k, v) in &s.sent {
                 *messages.by_type.entry(k.clone()).or_default() += v;
@@ -1091,6 +1094,9 @@ impl<'a> Supervisor<'a> {
             }
             messages.bad_frames += s.bad_frames;
             lost += s.lost;
+            for (k, v) in &s.counters {
+                *counters.entry(k.clone()).or_default() += v;
+            }
             messages.dropped_connections += s.dropped_connections;
         }
         let elapsed = match (self.started, self.finished) {
@@ -1129,6 +1135,7 @@ impl<'a> Supervisor<'a> {
             plan: self.opts.plan.to_string(),
             faults: self.applied.clone(),
             lost_messages: lost,
+            counters,
         }
     }
 }
