@@ -8,6 +8,7 @@
 pub mod baseline;
 pub mod centralized;
 pub mod lamport;
+pub mod maekawa;
 pub mod ricart_agrawala;
 
 use crate::algorithm::Algorithm;
@@ -97,6 +98,21 @@ pub static ALGORITHMS: &[AlgoInfo] = &[
         theory: |s| Theory::exact(3.0 * (f64::from(s.n.max(1)) - 1.0), "3(N-1)"),
     },
     AlgoInfo {
+        name: "maekawa",
+        family: "permission",
+        summary:
+            "grid quorums of about 2√N-1 voters; INQUIRE/YIELD/FAILED take votes back so it cannot deadlock",
+        kernel_lock: false,
+        theory: |s| {
+            let (lo, hi) = maekawa::quorum_sizes(s.n.max(1));
+            Some(Theory {
+                per_entry_min: 3.0 * (lo as f64 - 1.0),
+                per_entry_max: 5.0 * (hi as f64 - 1.0),
+                formula: format!("3(K-1) to 5(K-1), quorum size K = {lo}..{hi}"),
+            })
+        },
+    },
+    AlgoInfo {
         name: "ricart-agrawala",
         family: "permission",
         summary: "ask everyone with a ticket (highest seen + 1); deferred REPLYs serve as the release",
@@ -132,6 +148,7 @@ pub fn dispatch<V: AlgoVisitor>(name: &str, v: V) -> Option<V::Output> {
         "none" | "flock" => v.visit::<baseline::Immediate>(info),
         "centralized" => v.visit::<centralized::Centralized>(info),
         "lamport" => v.visit::<lamport::Lamport>(info),
+        "maekawa" => v.visit::<maekawa::Maekawa>(info),
         "ricart-agrawala" => v.visit::<ricart_agrawala::RicartAgrawala>(info),
         "ricart-agrawala-rc" => v.visit::<ricart_agrawala::RoucairolCarvalho>(info),
         _ => unreachable!("algorithm {name} is registered but not dispatched"),
