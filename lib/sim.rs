@@ -42,11 +42,14 @@
 //!
 //! Model of time: delivering a message or running an application step takes no virtual
 //! time; only timers move the clock. Each step picks uniformly among everything that can
-//! happen, and "fire the earliest timer" is one such choice, so messages may be
-//! arbitrarily slow compared with timers. Channels are FIFO per ordered pair unless
-//! [`Sim::non_fifo`] is set. Broadcasts count as one message per receiver, as on the
-//! wire. Nodes never crash here: crash scenarios are scripted in each algorithm's unit
-//! tests or run with real processes.
+//! happen. "Fire the earliest timer" is always among the choices when no message is in
+//! flight, but only on one step in eight while some are: timers (back-offs, say) are
+//! meant to be long next to message delays, yet a timer may still race a message. With
+//! timers weighted like messages, no back-off could outlast a message in flight and
+//! back-off algorithms would livelock in the simulator only. Channels are FIFO per
+//! ordered pair unless [`Sim::non_fifo`] is set. Broadcasts count as one message per
+//! receiver, as on the wire. Nodes never crash here: crash scenarios are scripted in
+//! each algorithm's unit tests or run with real processes.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
@@ -59,6 +62,9 @@ use crate::algorithm::{Action, Algorithm, Config, Message, Out, PeerId};
 
 /// How many recent events a [`SimError`] carries.
 const TRACE_LEN: usize = 40;
+
+/// While messages are in flight, a timer may fire on one step in this many.
+const TIMER_RACE: u32 = 8;
 
 /// What an application is doing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -349,7 +355,7 @@ impl<A: Algorithm> Sim<A> {
     }
 
     /// Everything that could happen next, in a fixed order (so the seed decides).
-    fn enabled(&self) -> Vec<Event> {
+    fn enabled(&mut self) -> Vec<Event> {
         let mut events = Vec::new();
         for from in 0..self.n {
             for to in 0..self.n {
@@ -365,7 +371,10 @@ impl<A: Algorithm> Sim<A> {
                 _ => {}
             }
         }
-        if !self.timers.is_empty() {
+        // Timers are slow next to messages: with the network quiet the next timer is
+        // always a candidate, with messages in flight only on one step in TIMER_RACE.
+        let quiet = events.iter().all(|e| !matches!(e, Event::Deliver { .. }));
+        if !self.timers.is_empty() && (quiet || self.rng.random_range(0..TIMER_RACE) == 0) {
             events.push(Event::Timer);
         }
         events
