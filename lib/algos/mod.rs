@@ -10,6 +10,7 @@ pub mod centralized;
 pub mod lamport;
 pub mod maekawa;
 pub mod ricart_agrawala;
+pub mod voting;
 
 use crate::algorithm::Algorithm;
 
@@ -129,6 +130,24 @@ pub static ALGORITHMS: &[AlgoInfo] = &[
             Some(Theory { per_entry_min: 0.0, per_entry_max: max, formula: "0 to 2(N-1)".into() })
         },
     },
+    AlgoInfo {
+        name: "voting",
+        family: "permission",
+        summary:
+            "majority of m coordinators (--replicas, default N); DENY, release and random back-off on failure",
+        kernel_lock: false,
+        theory: |s| {
+            let n = f64::from(s.n.max(1));
+            let m = f64::from(s.replicas.unwrap_or(s.n).clamp(1, s.n.max(1)));
+            Some(Theory {
+                per_entry_min: 3.0 * m - 3.0 * m / n,
+                per_entry_max: f64::INFINITY,
+                formula:
+                    "at least 3m-3m/N (3 per coordinator, none for one's own vote); retries are unbounded"
+                        .into(),
+            })
+        },
+    },
 ];
 
 /// Look an algorithm up by name.
@@ -151,6 +170,7 @@ pub fn dispatch<V: AlgoVisitor>(name: &str, v: V) -> Option<V::Output> {
         "maekawa" => v.visit::<maekawa::Maekawa>(info),
         "ricart-agrawala" => v.visit::<ricart_agrawala::RicartAgrawala>(info),
         "ricart-agrawala-rc" => v.visit::<ricart_agrawala::RoucairolCarvalho>(info),
+        "voting" => v.visit::<voting::Voting>(info),
         _ => unreachable!("algorithm {name} is registered but not dispatched"),
     })
 }
