@@ -142,9 +142,7 @@ pub static ALGORITHMS: &[AlgoInfo] = &[
             Some(Theory {
                 per_entry_min: 3.0 * m - 3.0 * m / n,
                 per_entry_max: f64::INFINITY,
-                formula:
-                    "at least 3m-3m/N (3 per coordinator, none for one's own vote); retries are unbounded"
-                        .into(),
+                formula: "3m-3m/N with no contention (none for one's own vote); retries unbounded".into(),
             })
         },
     },
