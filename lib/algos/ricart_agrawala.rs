@@ -186,8 +186,10 @@ impl<const KEEP: bool> Algorithm for Ra<KEEP> {
 
     fn on_peer_up(&mut self, peer: PeerId, out: &mut Out<Msg, NoTimer>) {
         // The new incarnation knows nothing of us: any permission we had from the old
-        // one is void, so a node still waiting asks again.
+        // one is void, so a node still waiting asks again; a REQUEST we deferred came
+        // from the old incarnation and must not be answered to the new one.
         self.held.remove(&peer);
+        self.deferred.remove(&peer);
         if self.requesting && !self.inside && self.awaiting.insert(peer) {
             out.send(peer, Msg::Request { ticket: self.ticket });
         }
@@ -354,6 +356,10 @@ mod tests {
         let mut o = out();
         w0.on_peer_up(PeerId(1), &mut o);
         assert_eq!(o.actions(), &[send(1, req(1))]);
+        // A deferred REQUEST from w1's old incarnation gets no REPLY.
+        w0.on_message(PeerId(1), req(7), &mut out());
+        w0.on_peer_up(PeerId(1), &mut out());
+        assert!(w0.deferred.is_empty());
         // w2 dies: it will never answer, and it is not inside.
         let mut o = out();
         w0.on_peer_down(PeerId(2), &mut o);

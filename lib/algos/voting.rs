@@ -35,7 +35,8 @@
 //! this is rare when m is large and few coordinators reset within one critical section;
 //! the lab shows it is not impossible. A node that goes down is dropped from a
 //! coordinator's memory (a dead process is not inside), and a coordinator that goes
-//! down while a request waits for its answer counts as a DENY.
+//! down while a request waits for its answer counts as a DENY; one that comes back
+//! before answering is asked again.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::time::Duration;
@@ -287,6 +288,18 @@ impl Algorithm for Voting {
             self.check_failed(out);
         }
         self.run_local(out);
+    }
+
+    fn on_peer_up(&mut self, peer: PeerId, out: &mut Out<Msg, Timer>) {
+        // The new incarnation is not inside, whatever the old one held.
+        if self.voted.is_some_and(|(p, _)| p == peer) {
+            self.voted = None;
+        }
+        // A restarted coordinator lost our request if it had not answered: ask again.
+        let silent = peer.0 < self.m && !self.grants.contains(&peer) && !self.denies.contains(&peer);
+        if self.phase == Phase::Asking && silent {
+            out.send(peer, Msg::Request { attempt: self.attempts });
+        }
     }
 
     fn counters(&self) -> Vec<(&'static str, u64)> {
@@ -556,6 +569,23 @@ mod tests {
         w1.on_peer_down(PeerId(0), &mut o);
         assert!(retry_after(&o).is_some(), "two of three coordinators gone: the attempt fails");
         assert_eq!(w1.voted, None, "its own vote was released");
+    }
+
+    #[test]
+    fn a_restarted_coordinator_is_asked_again() {
+        // w0 already answered; w2 has not, so only w2 is asked again.
+        let mut w1 = Voting::new(&Config::new(1, 3));
+        w1.on_want_cs(&mut out());
+        let mut o = out();
+        w1.on_message(PeerId(0), Msg::Deny { attempt: 1 }, &mut o);
+        w1.on_peer_up(PeerId(0), &mut o);
+        w1.on_peer_up(PeerId(2), &mut o);
+        assert_eq!(o.actions(), &[send(2, Msg::Request { attempt: 1 })]);
+        // A coordinator forgets the vote it gave a requester that restarted.
+        let mut c = Voting::new(&Config::new(0, 3));
+        c.on_message(PeerId(2), Msg::Request { attempt: 4 }, &mut out());
+        c.on_peer_up(PeerId(2), &mut out());
+        assert_eq!(c.voted, None);
     }
 
     #[test]
