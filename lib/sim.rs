@@ -29,6 +29,8 @@
 //!   [`SimReport`] (entries, messages sent by kind, steps) or a [`SimError`] naming the
 //!   seed, the step and the failure, with the last events that led to it.
 //! - [`Sim::node`] gives read access to a node afterwards, for algorithm-specific counters.
+//! - [`sweep`] runs many sizes and seeds (stale timers on) and hands each report to a
+//!   check, panicking with the replayable error of the first failed run.
 //!
 //! What a run checks:
 //! - safety: never two applications inside at once ([`Failure::Overlap`]);
