@@ -53,9 +53,6 @@ fn roucairol_carvalho_never_costs_more_than_ricart_agrawala() {
         let j = run_algo("ricart-agrawala-rc", n, 6, &[]);
         assert!(per_entry(&j) <= 2.0 * (n - 1) as f64, "N={n}: {}", per_entry(&j));
     }
-    // With one worker busy and the rest quiet, it keeps its permissions: far fewer.
-    let j = run_algo("ricart-agrawala-rc", 2, 30, &["--think-ms", "0"]);
-    assert!(per_entry(&j) <= 2.0, "{}", per_entry(&j));
 }
 
 #[test]
