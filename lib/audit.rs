@@ -129,11 +129,25 @@ pub fn crashes_from_log(path: &Path) -> Vec<Crash> {
 /// How many violations are kept in full; the rest are only counted.
 const KEEP: usize = 200;
 
+/// Worker ids at or above this are corrupt: the auditor keeps per-worker arrays, and a
+/// garbage id must not make it allocate gigabytes.
+pub const MAX_WORKER_ID: u32 = 1 << 16;
+
 /// Audit the resource file at `path`.
 pub fn audit_file(path: &Path, crashes: &[Crash]) -> Result<AuditReport, AuditError> {
-    let bytes = std::fs::read(path)
-        .map_err(|err| AuditError::Unreadable { path: path.display().to_string(), err })?;
-    audit_bytes(&bytes, crashes).ok_or_else(|| AuditError::NotResource { path: path.display().to_string() })
+    use std::io::Read;
+    let shown = || path.display().to_string();
+    let unreadable = |err| AuditError::Unreadable { path: shown(), err };
+    let mut f = std::fs::File::open(path).map_err(unreadable)?;
+    // Check the header before reading the rest, so `audit /dev/zero` or a huge foreign
+    // file is refused at once instead of read into memory.
+    let mut bytes = Vec::new();
+    (&mut f).take(HEADER.len() as u64).read_to_end(&mut bytes).map_err(unreadable)?;
+    if bytes != HEADER.as_bytes() {
+        return Err(AuditError::NotResource { path: shown() });
+    }
+    f.read_to_end(&mut bytes).map_err(unreadable)?;
+    audit_bytes(&bytes, crashes).ok_or_else(|| AuditError::NotResource { path: shown() })
 }
 
 /// Audit file contents; `None` if they are not a resource file.
@@ -147,7 +161,10 @@ pub fn audit_bytes(bytes: &[u8], crashes: &[Crash]) -> Option<AuditReport> {
     for field in header[HEADER.len()..].split_whitespace() {
         match field.split_once('=') {
             Some(("algo", v)) => a.report.algorithm = Some(v.to_string()),
-            Some(("workers", v)) => a.report.workers = v.parse().unwrap_or(0),
+            Some(("workers", v)) => match v.parse() {
+                Ok(n) if n <= MAX_WORKER_ID => a.report.workers = n,
+                _ => a.flag("corrupt-record", 1, format!("header: workers={v} is not a worker count")),
+            },
             _ => {}
         }
     }
@@ -162,6 +179,9 @@ pub fn audit_bytes(bytes: &[u8], crashes: &[Crash]) -> Option<AuditReport> {
             continue;
         }
         match text.parse::<Record>() {
+            Ok(rec) if rec.worker() >= MAX_WORKER_ID => {
+                a.flag("corrupt-record", lineno, format!("worker id out of range: {text:?}"))
+            }
             Ok(rec) => a.record(lineno, &text, rec),
             Err(_) if last => a.flag("torn-record", lineno, format!("last line is cut short: {text:?}")),
             Err(e) => a.flag("corrupt-record", lineno, format!("{e}: {text:?}")),
@@ -254,11 +274,15 @@ impl Auditor {
                         );
                     }
                 }
-                if read != self.committed || value != read + 1 || !self.seen_values.insert(value) {
+                if read != self.committed
+                    || read.checked_add(1) != Some(value)
+                    || !self.seen_values.insert(value)
+                {
+                    let c = self.committed;
                     self.flag(
                         "lost-update",
                         line,
-                        format!("{text:?}: the last committed value was {}, so this write should read {} and write {}", self.committed, self.committed, self.committed + 1),
+                        format!("{text:?}: the last committed value was {c}, so this write should read {c} and write {}", c.wrapping_add(1)),
                     );
                 }
                 self.committed = value;
@@ -494,6 +518,33 @@ EXIT w=0 e=2 fence=9:0 read=1 value=2 t=80
         let body = CLEAN.replace("read=1 value=2", "read=1 value=3");
         let r = audit_bytes(&file(&body), &[]).unwrap();
         assert_eq!(kinds(&r), vec!["lost-update"]);
+    }
+
+    #[test]
+    fn absurd_ids_and_counters_are_findings_not_crashes() {
+        let huge = format!("{HEADER} algo=x workers=4000000000\nWANT w=4000000000 e=1 t=1\n");
+        let r = audit_bytes(huge.as_bytes(), &[]).unwrap();
+        assert_eq!(kinds(&r), vec!["corrupt-record", "corrupt-record"]);
+        assert_eq!((r.violations[0].line, r.violations[1].line), (1, 2));
+        let max = u64::MAX;
+        let body = format!(
+            "WANT w=0 e=1 t=1\nENTER w=0 e=1 fence=1:0 t=2\nEXIT w=0 e=1 fence=1:0 read=0 value={max} t=3\n\
+             WANT w=1 e=1 t=4\nENTER w=1 e=1 fence=2:1 t=5\nEXIT w=1 e=1 fence=2:1 read={max} value=0 t=6\n"
+        );
+        let r = audit_bytes(&file(&body), &[]).unwrap();
+        assert_eq!(kinds(&r), vec!["lost-update", "lost-update"]);
+    }
+
+    #[test]
+    fn the_header_is_checked_before_the_file_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("resource.log");
+        std::fs::write(&p, file(CLEAN)).unwrap();
+        assert!(audit_file(&p, &[]).unwrap().ok);
+        assert!(matches!(audit_file(Path::new("/dev/zero"), &[]), Err(AuditError::NotResource { .. })));
+        let short = dir.path().join("short");
+        std::fs::write(&short, "# mutex").unwrap();
+        assert!(matches!(audit_file(&short, &[]), Err(AuditError::NotResource { .. })));
     }
 
     #[test]
