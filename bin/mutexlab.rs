@@ -55,13 +55,19 @@ struct RunArgs {
     #[arg(long, default_value = "centralized")]
     algo: String,
     /// Number of worker processes.
-    #[arg(long, short = 'n', default_value_t = 4)]
+    #[arg(long, short = 'n', default_value_t = 4, allow_negative_numbers = true)]
     workers: u32,
     /// Critical-section entries per worker.
-    #[arg(long, short = 'k', default_value_t = 25, conflicts_with = "duration")]
+    #[arg(
+        long,
+        short = 'k',
+        default_value_t = 25,
+        conflicts_with = "duration",
+        allow_negative_numbers = true
+    )]
     entries: u64,
     /// Run for this many seconds instead of a fixed number of entries.
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     duration: Option<f64>,
     /// Time spent inside the critical section, in milliseconds (fractions allowed).
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
@@ -70,10 +76,10 @@ struct RunArgs {
     #[arg(long, default_value_t = 2.0, allow_negative_numbers = true)]
     think_ms: f64,
     /// Seed for think times and any randomness an algorithm uses.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     seed: u64,
     /// Replicated coordinators for `voting` (default: every worker).
-    #[arg(long)]
+    #[arg(long, allow_negative_numbers = true)]
     replicas: Option<u32>,
     /// Run directory (default: a fresh temporary directory).
     #[arg(long)]
@@ -82,7 +88,7 @@ struct RunArgs {
     #[arg(long)]
     keep: bool,
     /// End the run with a diagnosis after this long without progress.
-    #[arg(long, default_value_t = 5000)]
+    #[arg(long, default_value_t = 5000, allow_negative_numbers = true)]
     stall_ms: u64,
     /// Print one JSON object on stdout instead of the summary.
     #[arg(long)]
@@ -97,16 +103,16 @@ struct RunArgs {
     #[arg(long)]
     nemesis: Option<String>,
     /// Milliseconds between nemesis faults.
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = 500, allow_negative_numbers = true)]
     nemesis_interval: u64,
     /// Delay added to every message, in milliseconds.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     latency: f64,
     /// Extra random delay per message, uniform on [0, jitter] ms (channels stay FIFO).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     jitter: f64,
     /// Probability that a message is lost.
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     drop: f64,
 }
 
@@ -151,7 +157,10 @@ fn ms(v: f64) -> Duration {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
     match cli.cmd {
         Cmd::Run(a) => cmd_run(a),
         Cmd::Algorithms => {
@@ -195,6 +204,25 @@ fn main() -> ExitCode {
             Err(e) => fail(1, &e.to_string()),
         },
     }
+}
+
+/// Help and version go to stdout as clap writes them; any other parse error becomes one
+/// line on stderr and exit 2, like every other usage error.
+fn usage_error(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return ExitCode::SUCCESS;
+    }
+    if matches!(e.kind(), ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand)
+    {
+        let _ = e.print();
+        return ExitCode::from(2);
+    }
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or("invalid arguments");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    fail(2, &format!("{first} (see --help)"))
 }
 
 fn exe() -> PathBuf {

@@ -83,6 +83,10 @@ pub struct RunOpts {
 /// Largest worker count accepted: each worker is a process with N-1 sockets.
 pub const MAX_WORKERS: u32 = 256;
 
+/// Shortest stall window accepted: below this, a busy machine's scheduling hiccup would
+/// pass for a stuck algorithm.
+pub const MIN_STALL_MS: u64 = 100;
+
 /// Messages section of the report.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Messages {
@@ -303,6 +307,12 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
         return Err(RunError::Usage(format!(
             "--drop must be a probability between 0 and 1, not {}",
             opts.drop
+        )));
+    }
+    if opts.stall_ms < MIN_STALL_MS {
+        return Err(RunError::Usage(format!(
+            "--stall-ms must be at least {MIN_STALL_MS}, not {}",
+            opts.stall_ms
         )));
     }
     if let Some(m) = opts.replicas {

@@ -157,8 +157,14 @@ fn bad_input_gets_one_clear_line_and_exit_2() {
     assert_usage_error(&["run", "--duration", "0"], "--duration");
     assert_usage_error(&["run", "--run-dir", "/proc/no/such/dir"], "cannot create run directory");
     assert_usage_error(&["run", "--workers", "many"], "invalid value");
-    let out = run(&["run", "--algo", "bogus"]);
-    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert_usage_error(&["run", "--workers", "-1"], "'--workers <WORKERS>'");
+    assert_usage_error(&["run", "--stall-ms", "0"], "--stall-ms must be at least");
+    // Every usage error is one line, clap's own included.
+    for args in [&["run", "--algo", "bogus"][..], &["run", "--workers", "99999999999"], &["run", "--bogus"]] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert_eq!(stderr(&out).lines().count(), 1, "{args:?}: {}", stderr(&out));
+    }
 }
 
 #[test]
