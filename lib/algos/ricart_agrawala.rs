@@ -21,10 +21,17 @@
 //! *inside* the section always defers. Without faults the ticket rule already makes that
 //! so (whoever sends a REQUEST after letting us in has seen our ticket and picked a
 //! higher one), but a restarted peer has forgotten every ticket and may send a small one.
-//! For the same reason, when a peer comes back with fresh state, a node still waiting
-//! asks it again (its old REPLY came from a process that no longer exists), and a peer
-//! that goes down is treated as having answered: on one machine a closed channel means a
-//! dead process, and a dead process is not inside the section.
+//!
+//! Crashes. On one machine a closed channel means a dead process, and a dead process is
+//! not inside the section, so a node keeps a set of peers it knows to be down: it does
+//! not wait for them, neither in a request already under way (a peer that goes down
+//! counts as having answered) nor in a new one (it does not ask them at all). When a peer
+//! comes back it is a new process with fresh state that knows nothing of us, so a node
+//! that is still waiting asks it, whatever it knew of the old one: the REQUEST may never
+//! have reached it (sent while it was dead, or lost with it), and a REPLY from the old
+//! incarnation promised nothing on the new one's behalf. The fresh peer will itself ask
+//! before it enters, and a node that is inside defers it. A REQUEST deferred for the old
+//! incarnation is dropped: nobody is left to answer.
 //!
 //! # Roucairol-Carvalho (`ricart-agrawala-rc`)
 //!
@@ -36,6 +43,17 @@
 //! it again with a REQUEST of its own. Each REQUEST is still answered by exactly one
 //! REPLY and a node sends at most one REQUEST per peer per entry, so an entry costs
 //! between 0 and 2(N-1) messages: 0 when one node re-enters with no competition.
+//!
+//! Restarts, pair by pair. A permission this node keeps from a peer's old incarnation is
+//! still its own to use: the fresh peer holds no permission at all, so it must ask us
+//! before it enters, and its REQUEST takes the permission back the usual way (answered
+//! at once, or deferred while we are inside or ahead). The permission for the pair is
+//! in one place, with us, as before the crash. A permission the old incarnation kept
+//! from us (or a REPLY travelling to it) died with it; we do not hold it either, so for
+//! that pair both sides ask until a REPLY puts the permission on one side again, which
+//! is plain Ricart-Agrawala and just as safe. Hence on peer-up a node that is requesting
+//! and not inside asks the fresh peer unless it holds that peer's permission; a peer
+//! that went down answered nothing, so it is never added to the kept permissions.
 
 use std::collections::BTreeSet;
 
@@ -88,6 +106,8 @@ pub struct Ra<const KEEP: bool> {
     deferred: BTreeSet<PeerId>,
     /// Roucairol-Carvalho only: peers whose permission this node holds.
     held: BTreeSet<PeerId>,
+    /// Peers whose channel closed and that have not come back: dead, so not inside.
+    down: BTreeSet<PeerId>,
 }
 
 impl<const KEEP: bool> Ra<KEEP> {
@@ -139,13 +159,16 @@ impl<const KEEP: bool> Algorithm for Ra<KEEP> {
             awaiting: BTreeSet::new(),
             deferred: BTreeSet::new(),
             held: BTreeSet::new(),
+            down: BTreeSet::new(),
         }
     }
 
     fn on_want_cs(&mut self, out: &mut Out<Msg, NoTimer>) {
         self.requesting = true;
         self.ticket = self.highest + 1;
-        self.awaiting = self.cfg.others().filter(|p| !self.held.contains(p)).collect();
+        // A dead peer is not inside; if it comes back, on_peer_up asks the new one.
+        self.awaiting =
+            self.cfg.others().filter(|p| !self.held.contains(p) && !self.down.contains(p)).collect();
         for &p in &self.awaiting {
             out.send(p, Msg::Request { ticket: self.ticket });
         }
@@ -176,21 +199,24 @@ impl<const KEEP: bool> Algorithm for Ra<KEEP> {
     }
 
     fn on_peer_down(&mut self, peer: PeerId, out: &mut Out<Msg, NoTimer>) {
-        // A dead peer is not inside and will not answer: count it as a yes.
+        // A dead peer is not inside and will not answer: count it as a yes. A permission
+        // we keep from it stays ours (see the module doc).
+        self.down.insert(peer);
         self.deferred.remove(&peer);
-        self.held.remove(&peer);
         if self.awaiting.remove(&peer) {
             self.try_enter(out);
         }
     }
 
     fn on_peer_up(&mut self, peer: PeerId, out: &mut Out<Msg, NoTimer>) {
-        // The new incarnation knows nothing of us: any permission we had from the old
-        // one is void, so a node still waiting asks again; a REQUEST we deferred came
-        // from the old incarnation and must not be answered to the new one.
-        self.held.remove(&peer);
+        // The new incarnation knows nothing of us. A REQUEST we deferred came from the
+        // old one; whatever we asked the old one (or meant to ask while it was dead) is
+        // lost, so a node still waiting asks the new one, unless it holds the pair's
+        // permission, which the new one must ask us for.
+        self.down.remove(&peer);
         self.deferred.remove(&peer);
-        if self.requesting && !self.inside && self.awaiting.insert(peer) {
+        if self.requesting && !self.inside && !self.held.contains(&peer) {
+            self.awaiting.insert(peer);
             out.send(peer, Msg::Request { ticket: self.ticket });
         }
     }
@@ -370,6 +396,91 @@ mod tests {
     }
 
     #[test]
+    fn a_peer_known_down_is_not_waited_for_and_is_asked_when_it_comes_back() {
+        let mut w0 = Ra::<false>::new(&Config::new(0, 3));
+        w0.on_peer_down(PeerId(2), &mut out());
+        // A request made while w2 is dead does not wait for it.
+        let mut o = out();
+        w0.on_want_cs(&mut o);
+        assert_eq!(o.actions(), &[send(1, req(1))]);
+        assert_eq!(w0.pending(), "waiting for REPLY from w1 (ticket 1)");
+        // w2 comes back before w1 answers: the fresh process is asked, and waited for.
+        let mut o = out();
+        w0.on_peer_up(PeerId(2), &mut o);
+        assert_eq!(o.actions(), &[send(2, req(1))]);
+        assert_eq!(w0.pending(), "waiting for REPLY from w1, w2 (ticket 1)");
+        let mut o = out();
+        w0.on_message(PeerId(1), Msg::Reply, &mut o);
+        assert!(o.actions().is_empty());
+        w0.on_message(PeerId(2), Msg::Reply, &mut o);
+        assert_eq!(o.actions(), &[Action::EnterCs]);
+        // Inside, a peer coming back is not asked: it must ask us, and we defer it.
+        let mut o = out();
+        w0.on_peer_down(PeerId(1), &mut o);
+        w0.on_peer_up(PeerId(1), &mut o);
+        w0.on_message(PeerId(1), req(1), &mut o);
+        assert!(o.actions().is_empty());
+        let mut o = out();
+        w0.on_cs_done(&mut o);
+        assert_eq!(o.actions(), &[send(1, Msg::Reply)]);
+    }
+
+    #[test]
+    fn a_peer_still_awaited_is_asked_again_when_it_comes_back() {
+        // The REQUEST to w2 went to a process that is gone (or never got there); the
+        // runtime may even report the new incarnation before the old channel's EOF. The
+        // new one must be asked, though w2 was awaited all along.
+        let mut w0 = Ra::<false>::new(&Config::new(0, 3));
+        w0.on_want_cs(&mut out());
+        let mut o = out();
+        w0.on_peer_up(PeerId(2), &mut o);
+        assert_eq!(o.actions(), &[send(2, req(1))]);
+        assert_eq!(w0.pending(), "waiting for REPLY from w1, w2 (ticket 1)");
+    }
+
+    #[test]
+    fn a_restarted_peer_with_a_small_ticket_goes_first_and_nobody_overlaps() {
+        let mut w = nodes::<false>(3);
+        // Tickets climb to 5; then w0 asks with ticket 6 and w2 answers.
+        w[0].on_message(PeerId(1), req(5), &mut out());
+        let mut o = out();
+        w[0].on_want_cs(&mut o);
+        assert_eq!(o.actions(), &[send(1, req(6)), send(2, req(6))]);
+        w[0].on_message(PeerId(2), Msg::Reply, &mut out());
+        // w2 dies and comes back with no memory; w0 asks the new one.
+        w[0].on_peer_down(PeerId(2), &mut out());
+        w[2] = Ra::new(&Config::new(2, 3));
+        let mut o = out();
+        w[0].on_peer_up(PeerId(2), &mut o);
+        assert_eq!(o.actions(), &[send(2, req(6))]);
+        // The fresh w2 asks with ticket 1: older than w0's, so w0 lets it go first and
+        // w2 defers w0's request.
+        let mut o = out();
+        w[2].on_want_cs(&mut o);
+        assert_eq!(o.actions(), &[send(0, req(1)), send(1, req(1))]);
+        let mut o = out();
+        w[0].on_message(PeerId(2), req(1), &mut o);
+        assert_eq!(o.actions(), &[send(2, Msg::Reply)]);
+        let mut o = out();
+        w[2].on_message(PeerId(0), req(6), &mut o);
+        assert!(o.actions().is_empty());
+        // w1 is quiet and answers both: w2 enters, w0 still waits for w2.
+        let mut o = out();
+        w[0].on_message(PeerId(1), Msg::Reply, &mut o);
+        assert!(o.actions().is_empty(), "w0 must not count the old w2's REPLY");
+        let mut o = out();
+        w[2].on_message(PeerId(0), Msg::Reply, &mut o);
+        w[2].on_message(PeerId(1), Msg::Reply, &mut o);
+        assert_eq!(o.actions(), &[Action::EnterCs]);
+        let mut o = out();
+        w[2].on_cs_done(&mut o);
+        assert_eq!(o.actions(), &[send(0, Msg::Reply)]);
+        let mut o = out();
+        w[0].on_message(PeerId(2), Msg::Reply, &mut o);
+        assert_eq!(o.actions(), &[Action::EnterCs]);
+    }
+
+    #[test]
     fn single_node_enters_alone() {
         let mut w = Ra::<false>::new(&Config::new(0, 1));
         let mut o = out();
@@ -457,6 +568,79 @@ mod tests {
         w[1].on_message(PeerId(2), Msg::Reply, &mut o1);
         w[1].on_message(PeerId(0), Msg::Reply, &mut o1);
         assert_eq!(o1.actions(), &[Action::EnterCs]);
+    }
+
+    #[test]
+    fn rc_keeps_a_permission_across_the_peer_s_restart_and_the_fresh_peer_asks_for_it() {
+        let mut w = nodes::<true>(3);
+        // w0 enters once and keeps both permissions.
+        w[0].on_want_cs(&mut out());
+        w[1].on_message(PeerId(0), req(1), &mut out());
+        w[2].on_message(PeerId(0), req(1), &mut out());
+        w[0].on_message(PeerId(1), Msg::Reply, &mut out());
+        w[0].on_message(PeerId(2), Msg::Reply, &mut out());
+        w[0].on_cs_done(&mut out());
+        // w2 dies and restarts. w0 still holds the pair's permission: the fresh w2 holds
+        // none and will have to ask for it.
+        let mut o = out();
+        w[0].on_peer_down(PeerId(2), &mut o);
+        w[2] = Ra::new(&Config::new(2, 3));
+        w[0].on_peer_up(PeerId(2), &mut o);
+        assert!(o.actions().is_empty());
+        let mut o = out();
+        w[0].on_want_cs(&mut o);
+        assert_eq!(o.actions(), &[Action::EnterCs], "both permissions are still w0's");
+        // The fresh w2 asks everyone (ticket 1); w0 is inside and defers it.
+        let mut o = out();
+        w[2].on_want_cs(&mut o);
+        assert_eq!(o.actions(), &[send(0, req(1)), send(1, req(1))]);
+        let mut o = out();
+        w[0].on_message(PeerId(2), req(1), &mut o);
+        assert!(o.actions().is_empty());
+        let mut o = out();
+        w[1].on_message(PeerId(2), req(1), &mut o);
+        assert_eq!(o.actions(), &[send(2, Msg::Reply)]);
+        let mut o = out();
+        w[2].on_message(PeerId(1), Msg::Reply, &mut o);
+        assert!(o.actions().is_empty(), "w2 cannot enter while w0 is inside");
+        assert_eq!(w[2].pending(), "waiting for REPLY from w0 (ticket 1)");
+        // w0 leaves and hands the permission over; now w2 holds it and w0 must ask.
+        let mut o = out();
+        w[0].on_cs_done(&mut o);
+        assert_eq!(o.actions(), &[send(2, Msg::Reply)]);
+        let mut o = out();
+        w[2].on_message(PeerId(0), Msg::Reply, &mut o);
+        assert_eq!(o.actions(), &[Action::EnterCs]);
+        let mut o = out();
+        w[0].on_want_cs(&mut o);
+        assert_eq!(o.actions(), &[send(2, req(2))]);
+    }
+
+    #[test]
+    fn rc_asks_a_restarted_peer_whose_permission_it_does_not_hold() {
+        let mut w = nodes::<true>(3);
+        // w2 enters once and keeps both permissions; w0 holds none.
+        w[2].on_want_cs(&mut out());
+        w[0].on_message(PeerId(2), req(1), &mut out());
+        w[1].on_message(PeerId(2), req(1), &mut out());
+        w[2].on_message(PeerId(0), Msg::Reply, &mut out());
+        w[2].on_message(PeerId(1), Msg::Reply, &mut out());
+        w[2].on_cs_done(&mut out());
+        // w2 dies: w0's request made meanwhile skips it.
+        w[0].on_peer_down(PeerId(2), &mut out());
+        let mut o = out();
+        w[0].on_want_cs(&mut o);
+        assert_eq!(o.actions(), &[send(1, req(2))]);
+        // The permission w2 kept died with it; w0 does not hold it either, so it asks
+        // the fresh w2 and waits for its REPLY.
+        let mut o = out();
+        w[0].on_peer_up(PeerId(2), &mut o);
+        assert_eq!(o.actions(), &[send(2, req(2))]);
+        assert_eq!(w[0].pending(), "waiting for REPLY from w1, w2 (ticket 2)");
+        // Should w2 restart once more before answering, the newest one is asked too.
+        let mut o = out();
+        w[0].on_peer_up(PeerId(2), &mut o);
+        assert_eq!(o.actions(), &[send(2, req(2))]);
     }
 
     #[test]
