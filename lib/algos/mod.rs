@@ -20,15 +20,32 @@ use crate::algorithm::Algorithm;
 pub struct Theory {
     /// Fewest messages per entry on average over a run.
     pub per_entry_min: f64,
-    /// Most messages per entry on average over a run.
+    /// Most messages per entry on average over a run; infinite when theory gives no
+    /// bound, and then left out of the JSON (which has no infinity) and the formula says
+    /// so.
+    #[serde(skip_serializing_if = "unbounded")]
     pub per_entry_max: f64,
     /// The formula, in words, e.g. `"2(N-1)"`.
     pub formula: String,
+    /// Mean quorum size K over the nodes (`maekawa`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quorum_size: Option<f64>,
+    /// Number of replicated coordinators m (`voting`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<u32>,
+}
+
+fn unbounded(max: &f64) -> bool {
+    max.is_infinite()
 }
 
 impl Theory {
     fn exact(value: f64, formula: &str) -> Option<Theory> {
-        Some(Theory { per_entry_min: value, per_entry_max: value, formula: formula.into() })
+        Some(Theory::range(value, value, formula.into()))
+    }
+
+    fn range(per_entry_min: f64, per_entry_max: f64, formula: String) -> Theory {
+        Theory { per_entry_min, per_entry_max, formula, quorum_size: None, replicas: None }
     }
 }
 
@@ -105,11 +122,18 @@ pub static ALGORITHMS: &[AlgoInfo] = &[
             "grid quorums of about 2√N-1 voters; INQUIRE/YIELD/FAILED take votes back so it cannot deadlock",
         kernel_lock: false,
         theory: |s| {
-            let (lo, hi) = maekawa::quorum_sizes(s.n.max(1));
+            // Each node's entry costs 3(K-1) to 5(K-1) for its own quorum size K; over a
+            // run where nodes enter equally often, that averages out to the mean K.
+            let n = s.n.max(1);
+            let (lo, hi) = maekawa::quorum_sizes(n);
+            let k = maekawa::mean_quorum_size(n);
             Some(Theory {
-                per_entry_min: 3.0 * (lo as f64 - 1.0),
-                per_entry_max: 5.0 * (hi as f64 - 1.0),
-                formula: format!("3(K-1) to 5(K-1), quorum size K = {lo}..{hi}"),
+                quorum_size: Some(k),
+                ..Theory::range(
+                    3.0 * (k - 1.0),
+                    5.0 * (k - 1.0),
+                    format!("3(K-1) to 5(K-1) on average, K = mean quorum size {k:.2} ({lo}..{hi})"),
+                )
             })
         },
     },
@@ -127,7 +151,7 @@ pub static ALGORITHMS: &[AlgoInfo] = &[
         kernel_lock: false,
         theory: |s| {
             let max = 2.0 * (f64::from(s.n.max(1)) - 1.0);
-            Some(Theory { per_entry_min: 0.0, per_entry_max: max, formula: "0 to 2(N-1)".into() })
+            Some(Theory::range(0.0, max, "0 to 2(N-1)".into()))
         },
     },
     AlgoInfo {
@@ -137,12 +161,18 @@ pub static ALGORITHMS: &[AlgoInfo] = &[
             "majority of m coordinators (--replicas, default N); DENY, release and random back-off on failure",
         kernel_lock: false,
         theory: |s| {
-            let n = f64::from(s.n.max(1));
-            let m = f64::from(s.replicas.unwrap_or(s.n).clamp(1, s.n.max(1)));
+            let m = s.replicas.unwrap_or(s.n).clamp(1, s.n.max(1));
+            let (n, mf) = (f64::from(s.n.max(1)), f64::from(m));
             Some(Theory {
-                per_entry_min: 3.0 * m - 3.0 * m / n,
-                per_entry_max: f64::INFINITY,
-                formula: "3m-3m/N with no contention (none for one's own vote); retries unbounded".into(),
+                replicas: Some(m),
+                ..Theory::range(
+                    3.0 * mf - 3.0 * mf / n,
+                    f64::INFINITY,
+                    format!(
+                        "3m-3m/N with no contention, m = {m} (none for one's own vote); \
+                         unbounded above, as retries are"
+                    ),
+                )
             })
         },
     },
@@ -183,6 +213,35 @@ mod tests {
         fn visit<A: Algorithm>(self, info: &'static AlgoInfo) -> &'static str {
             info.name
         }
+    }
+
+    fn theory(name: &str, shape: Shape) -> Theory {
+        (info(name).unwrap().theory)(shape).unwrap()
+    }
+
+    #[test]
+    fn theory_carries_the_shape_and_serializes_without_infinity() {
+        let v = serde_json::to_value(theory("voting", Shape { n: 5, replicas: Some(3) })).unwrap();
+        assert_eq!(v["replicas"], 3);
+        assert!(v.get("per_entry_max").is_none(), "unbounded: left out, not null: {v}");
+        assert!(v.get("quorum_size").is_none());
+        assert!(v["formula"].as_str().unwrap().contains("unbounded"), "{v}");
+        assert_eq!(v["per_entry_min"].as_f64().unwrap(), 9.0 - 9.0 / 5.0);
+        // Without --replicas, every worker is a coordinator.
+        assert_eq!(theory("voting", Shape { n: 4, replicas: None }).replicas, Some(4));
+
+        // N = 5, three columns: w0 and w1 have quorums of 4, w2, w3 and w4 of 3.
+        let t = theory("maekawa", Shape { n: 5, replicas: None });
+        let k = 17.0 / 5.0;
+        assert_eq!(t.quorum_size, Some(k));
+        assert_eq!((t.per_entry_min, t.per_entry_max), (3.0 * (k - 1.0), 5.0 * (k - 1.0)));
+        assert!(t.formula.contains("on average"), "{}", t.formula);
+        let v = serde_json::to_value(&t).unwrap();
+        assert_eq!(v["quorum_size"].as_f64(), Some(k));
+        assert!(v.get("replicas").is_none());
+
+        let v = serde_json::to_value(theory("lamport", Shape { n: 3, replicas: None })).unwrap();
+        assert_eq!(v["per_entry_max"], 6.0, "a finite bound is kept");
     }
 
     #[test]
