@@ -206,7 +206,10 @@ struct Auditor {
     inside: BTreeMap<u32, Open>,
     /// Requests not yet served: worker → (line, time, entries by others since).
     waiting: BTreeMap<u32, (usize, u64, u64)>,
-    max_fence: Option<(Fence, usize)>,
+    /// The highest fence of a section that was closed by its EXIT, and its ENTER line.
+    /// A section a crash ended does not count: nothing carried the dead holder's clock
+    /// to whoever entered next, so a lower token after it is no fault.
+    closed_fence: Option<(Fence, usize)>,
     committed: u64,
     seen_values: std::collections::HashSet<u64>,
     waits: BTreeMap<u32, Vec<u64>>,
@@ -252,7 +255,9 @@ impl Auditor {
             Record::Enter { w, e, fence, t } => self.enter(line, text, w, e, fence, t),
             Record::Exit { w, e, fence, read, value, .. } => {
                 match self.inside.remove(&w) {
-                    Some(open) if open.e == e && open.fence == fence => {}
+                    Some(open) if open.e == e && open.fence == fence => {
+                        self.closed_fence = self.closed_fence.max(Some((fence, open.line)));
+                    }
                     Some(open) => self.flag(
                         "exit-without-enter",
                         line,
@@ -263,7 +268,8 @@ impl Auditor {
                     ),
                     None => self.flag("exit-without-enter", line, format!("{text:?} but w{w} is not inside")),
                 }
-                if let Some((max, at)) = self.max_fence {
+                let bound = self.fence_bound(t);
+                if let Some((max, at)) = bound {
                     if fence < max {
                         self.flag(
                             "stale-writer",
@@ -290,6 +296,17 @@ impl Auditor {
                 self.count_entry(w);
             }
         }
+    }
+
+    /// The highest fence a record at time `t` must respect: of the sections closed by
+    /// their EXIT, and of those still open whose holder was not killed by `t`.
+    fn fence_bound(&self, t: u64) -> Option<(Fence, usize)> {
+        let open = self
+            .inside
+            .iter()
+            .filter(|(&o, open)| !self.crashed_between(o, open.t, t))
+            .map(|(_, open)| (open.fence, open.line));
+        self.closed_fence.into_iter().chain(open).max()
     }
 
     /// Whether `w` was killed after `from` and no later than `to`.
@@ -329,13 +346,14 @@ impl Auditor {
                 self.report.violations.push(Violation { kind: "overlap", line, detail });
             }
         }
-        match self.max_fence {
-            Some((max, at)) if fence <= max => self.flag(
-                "stale-token",
-                line,
-                format!("{text:?} enters with fence {fence}, not above fence {max} from line {at}"),
-            ),
-            _ => self.max_fence = Some((fence, line)),
+        if let Some((max, at)) = self.fence_bound(t) {
+            if fence <= max {
+                self.flag(
+                    "stale-token",
+                    line,
+                    format!("{text:?} enters with fence {fence}, not above fence {max} from line {at}"),
+                );
+            }
         }
         match self.waiting.remove(&w) {
             Some((_, want_t, _)) => {
@@ -480,6 +498,31 @@ EXIT w=0 e=2 fence=9:0 read=1 value=2 t=80
         // Killed at 45, after w1 entered: the overlap stands.
         let r = audit_bytes(&file(body), &[Crash { worker: 0, t: 45 }]).unwrap();
         assert_eq!(kinds(&r), vec!["overlap"]);
+    }
+
+    #[test]
+    fn a_killed_holder_s_fence_does_not_bind_the_survivors() {
+        // w1 dies inside with fence 10:1; nothing carried its clock to w0, whose next
+        // token 7:0 is lower. That is no stale token, and w0's write is no stale writer.
+        let body = "\
+WANT w=0 e=1 t=1
+ENTER w=0 e=1 fence=3:0 t=2
+EXIT w=0 e=1 fence=3:0 read=0 value=1 t=3
+WANT w=1 e=1 t=4
+ENTER w=1 e=1 fence=10:1 t=5
+WANT w=0 e=2 t=6
+ENTER w=0 e=2 fence=7:0 t=20
+EXIT w=0 e=2 fence=7:0 read=1 value=2 t=21
+";
+        let r = audit_bytes(&file(body), &[Crash { worker: 1, t: 10 }]).unwrap();
+        assert!(r.ok, "{:?}", r.violations);
+        // Without the crash it is an overlap and a backwards token; the closed section's
+        // fence 3:0 still binds everyone.
+        let r = audit_bytes(&file(body), &[]).unwrap();
+        assert_eq!(kinds(&r), vec!["overlap", "stale-token", "stale-writer", "enter-without-exit"]);
+        let low = body.replace("fence=7:0", "fence=2:0");
+        let r = audit_bytes(&file(&low), &[Crash { worker: 1, t: 10 }]).unwrap();
+        assert_eq!(kinds(&r), vec!["stale-token", "stale-writer"]);
     }
 
     #[test]
