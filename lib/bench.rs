@@ -58,6 +58,39 @@ pub fn ping_pong(exe: &Path, rounds: u32) -> anyhow::Result<Duration> {
     result
 }
 
+/// The options of one benchmark run: no faults, a fresh temp dir, no progress bar.
+fn opts(exe: &Path, algo: &str, n: u32, entries: u64, think_ms: f64) -> RunOpts {
+    RunOpts {
+        algo: algo.to_string(),
+        workers: n,
+        entries,
+        duration: None,
+        cs_ms: 0.0,
+        think_ms,
+        seed: 1,
+        replicas: None,
+        run_dir: None,
+        keep: false,
+        stall_ms: 10_000,
+        progress: false,
+        exe: PathBuf::from(exe),
+        plan: Plan::default(),
+        latency_ms: 0.0,
+        jitter_ms: 0.0,
+        drop: 0.0,
+    }
+}
+
+/// The theory column: the expected messages per entry, or its range.
+fn theory(r: &supervisor::RunReport) -> String {
+    match &r.theory {
+        Some(t) if t.per_entry_min == t.per_entry_max => format!("{:.2}", t.per_entry_min),
+        Some(t) if t.per_entry_max.is_finite() => format!("{:.1}-{:.1}", t.per_entry_min, t.per_entry_max),
+        Some(t) => format!(">={:.2}", t.per_entry_min),
+        None => "-".into(),
+    }
+}
+
 /// Run the whole benchmark and print it.
 pub fn run(exe: &Path, quick: bool) -> anyhow::Result<()> {
     let rounds = if quick { 2_000 } else { 20_000 };
@@ -68,46 +101,50 @@ pub fn run(exe: &Path, quick: bool) -> anyhow::Result<()> {
         t.as_secs_f64() * 1e6
     );
     println!("message-bound ideal 1/(2T) = {ideal:.0} CS/s\n");
+    println!("Saturation: empty sections, no think time.");
     println!(
-        "{:<22} {:>4} {:>8} {:>11} {:>12} {:>10}",
-        "algorithm", "N", "entries", "CS/s", "msgs/entry", "vs 1/(2T)"
+        "{:<20} {:>4} {:>8} {:>9} {:>10} {:>11} {:>6} {:>10}",
+        "algorithm", "N", "entries", "CS/s", "msgs/entry", "theory", "Jain", "vs 1/(2T)"
     );
     let sizes: &[u32] = if quick { &[2, 8] } else { &[2, 8, 32] };
     let total: u64 = if quick { 400 } else { 4_000 };
     for info in algos::ALGORITHMS.iter().filter(|a| a.name != "none") {
         for &n in sizes {
-            let opts = RunOpts {
-                algo: info.name.to_string(),
-                workers: n,
-                entries: (total / u64::from(n)).max(1),
-                duration: None,
-                cs_ms: 0.0,
-                think_ms: 0.0,
-                seed: 1,
-                replicas: None,
-                run_dir: None,
-                keep: false,
-                stall_ms: 10_000,
-                progress: false,
-                exe: PathBuf::from(exe),
-                plan: Plan::default(),
-                latency_ms: 0.0,
-                jitter_ms: 0.0,
-                drop: 0.0,
-            };
-            match supervisor::run(&opts) {
+            match supervisor::run(&opts(exe, info.name, n, (total / u64::from(n)).max(1), 0.0)) {
                 Ok(r) => println!(
-                    "{:<22} {:>4} {:>8} {:>11.0} {:>12.2} {:>9.1}%{}",
+                    "{:<20} {:>4} {:>8} {:>9.0} {:>10.2} {:>11} {:>6.3} {:>9.1}%{}",
                     info.name,
                     n,
                     r.entries.total,
                     r.throughput_per_s,
                     r.messages.per_entry,
+                    theory(&r),
+                    r.jain,
                     100.0 * r.throughput_per_s / ideal,
                     if r.ok { "" } else { "  (run not clean)" }
                 ),
-                Err(e) => println!("{:<22} {:>4} failed: {e}", info.name, n),
+                Err(e) => println!("{:<20} {:>4} failed: {e}", info.name, n),
             }
+        }
+    }
+    // Under saturation every worker always wants in, so Roucairol-Carvalho can keep no
+    // permission; its saving shows when workers think between entries.
+    let (n, think) = (8, 2.0);
+    println!("\nLight load: N = {n}, empty sections, mean think time {think} ms.");
+    println!("{:<20} {:>4} {:>8} {:>10} {:>11}", "algorithm", "N", "entries", "msgs/entry", "theory");
+    for algo in ["ricart-agrawala", "ricart-agrawala-rc"] {
+        let entries = if quick { 25 } else { 100 };
+        match supervisor::run(&opts(exe, algo, n, entries, think)) {
+            Ok(r) => println!(
+                "{:<20} {:>4} {:>8} {:>10.2} {:>11}{}",
+                algo,
+                n,
+                r.entries.total,
+                r.messages.per_entry,
+                theory(&r),
+                if r.ok { "" } else { "  (run not clean)" }
+            ),
+            Err(e) => println!("{algo:<20} {n:>4} failed: {e}"),
         }
     }
     Ok(())
