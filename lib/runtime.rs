@@ -8,15 +8,82 @@
 //!
 //! One thread, one `mio` poll loop: sockets are non-blocking and every peer has its own
 //! outgoing queue, so a stopped or slow peer can never stall this worker. Timers live in
-//! a deadline heap whose head sets the poll timeout. A peer that sends garbage loses that
-//! frame (if the framing still holds) or its connection (if it does not), with a line on
-//! stderr saying so; the run goes on.
+//! a deadline heap whose head sets the poll timeout. Reads are budgeted
+//! ([`wire::FILL_BUDGET`]): a stream that still has bytes when its budget is spent is
+//! served again on the next turn of the loop, after everyone else, so a flooding peer
+//! can neither starve the others nor make a buffer grow without bound. The only
+//! blocking calls are the short writes to the supervisor on the control link and, under
+//! `flock`, the kernel lock itself (that algorithm *is* a blocking lock).
+//!
+//! # Connections
+//!
+//! Worker i dials every worker below it (a restarted worker dials every live worker);
+//! every connection opens with a [`Hello`] naming the caller and its incarnation.
+//!
+//! - A connection that has not said hello within [`HELLO_DEADLINE`] is dropped, with a
+//!   line on stderr. At most [`max_pending`] connections may be waiting for their hello;
+//!   connections beyond that are accepted and closed at once (counted in
+//!   `dropped_connections`, one line on stderr per burst), so idle callers cannot use up
+//!   this process's descriptors. When `accept` fails anyway (EMFILE, ENFILE, ENOBUFS…),
+//!   the worker says so once, leaves the callers in the backlog and tries again after
+//!   100 ms; ECONNABORTED is skipped. Accept errors never end the worker.
+//! - A hello from a stranger (an id outside the run, or our own), from an incarnation
+//!   older than the one we know, or a second connection for a channel that is already
+//!   open, is dropped with a line on stderr. One exception: when two workers dial each
+//!   other (both restarted at about the same time), each keeps writing on the
+//!   connection it dialed and reads from both, so neither direction loses or reorders a
+//!   message.
+//! - A dial that fails (the peer just died, or is not listening yet) is no error: the
+//!   peer is down for the algorithm, with a line on stderr, and it will dial us if it
+//!   starts again. A dial that finds the peer's backlog full is tried again, with
+//!   back-off, until it succeeds or the peer dials us.
+//!
+//! # What the algorithm is told about peers
+//!
+//! Every peer starts *up* (messages to one that has not connected yet are queued). The
+//! algorithm then sees, per peer, strictly alternating events, each exactly once:
+//! `on_peer_down` when the channel closes, a dial fails, or (for a restarted worker) the
+//! supervisor did not list the peer to dial (dead, or not started yet: either way it
+//! will dial us when it starts); `on_peer_up` when a peer that was down connects again.
+//! A hello from a newer incarnation than the one the algorithm knows is reported as
+//! `on_peer_down` (if it was not already) followed by `on_peer_up`: the peer has fresh
+//! state, whatever the algorithm believed. Messages to a peer that is down are counted
+//! as sent and discarded, so a new incarnation never receives what was meant for the
+//! old one.
+//!
+//! # Bad input
+//!
+//! A frame whose body does not decode, or that is misaddressed (wrong sender or
+//! receiver), is dropped and counted in `bad_frames`, with a line on stderr (the first
+//! [`BAD_FRAME_LINES`], then one line saying the rest are only counted); the length
+//! header kept the stream in step, so the connection is kept and the next frame is read
+//! normally. A length above [`wire::MAX_FRAME`] means the stream cannot be trusted any
+//! more: the connection is dropped (`dropped_connections`) with a line on stderr, and
+//! the peer is down for the algorithm. A stream that ends inside a frame loses that
+//! partial frame (a line on stderr) and is a closed channel like any other.
+//!
+//! # Leaving on SIGTERM or SIGINT
+//!
+//! The signal handler sets a flag that the worker checks just before it stamps a WANT or
+//! an ENTER, and at every step of its loop: once the kernel has delivered the signal, no
+//! WANT and no ENTER is written, no timer fires and no new event is handled. A worker that was
+//! outside the critical section writes nothing more. A worker *inside* it leaves in
+//! order, at once: it cuts the section short, writes its EXIT (the counter it read plus
+//! one, under its own fence, so the update is not lost), tells the algorithm it left
+//! (so a RELEASE or deferred REPLY is queued), makes one non-blocking attempt to send
+//! what is queued, and exits; what a stopped peer cannot take, and messages held back by
+//! `--latency` or a partition, are lost with the process, and peers see the channel
+//! close. Under `flock`, a worker blocked on the kernel lock notices the signal only
+//! when it gets the lock, and then gives it back without entering. The worker exits with
+//! status 0.
 
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::net::UnixStream as StdUnixStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mio::net::{UnixListener, UnixStream};
@@ -29,7 +96,7 @@ use crate::algorithm::{Action, Algorithm, Config, Message, Out, PeerId};
 use crate::algos::{self, AlgoInfo, AlgoVisitor};
 use crate::control::{self, PendingState, ToSupervisor, ToWorker, WorkerStats};
 use crate::resource::{self, Fence, Record, Resource};
-use crate::wire::{self, Envelope, Fill, FrameError, FrameReader, Hello};
+use crate::wire::{self, Envelope, Fill, FrameReader, Hello};
 
 /// Everything a worker process is told on its command line.
 #[derive(Clone, Debug)]
@@ -81,8 +148,36 @@ impl AlgoVisitor for Runner {
 const LISTENER: Token = Token(0);
 const CONTROL: Token = Token(1);
 const SIGNALS: Token = Token(2);
+/// A peer's channel: `PEER_BASE + id`.
 const PEER_BASE: usize = 1 << 20;
+/// A peer's second, read-only connection (both dialed each other): `EXTRA_BASE + id`.
+const EXTRA_BASE: usize = 1 << 22;
+/// A connection that has not said hello yet: `PENDING_BASE + n`.
 const PENDING_BASE: usize = 1 << 24;
+
+/// How long an accepted connection may stay silent before its hello.
+pub const HELLO_DEADLINE: Duration = Duration::from_secs(2);
+/// How soon to try `accept` again after it failed (EMFILE and the like).
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+/// Connections accepted in one go before the loop serves everyone else.
+const ACCEPT_BATCH: usize = 256;
+/// First and longest wait before dialing again a peer whose backlog was full.
+const REDIAL_FIRST: Duration = Duration::from_millis(20);
+const REDIAL_MAX: Duration = Duration::from_secs(1);
+/// Bad frames logged one by one; after that they are only counted.
+pub const BAD_FRAME_LINES: u64 = 20;
+
+/// How many accepted connections may wait for their hello at once: room for every peer
+/// to dial at the same moment, twice over.
+pub fn max_pending(workers: u32) -> usize {
+    2 * workers as usize + 16
+}
+
+/// The incarnation in a peer's socket name ([`control::worker_socket`]).
+fn incarnation_of(path: &Path, peer: PeerId) -> Option<u32> {
+    let name = path.file_name()?.to_str()?;
+    name.strip_prefix(&format!("w{}.", peer.0))?.strip_suffix(".sock")?.parse().ok()
+}
 
 /// Which timer a heap entry stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -95,6 +190,12 @@ enum TimerKind {
     Algo(usize, u64),
     /// Delayed messages may be due.
     Deliver,
+    /// A pending connection (`PENDING_BASE + n`) must have said hello by now.
+    HelloDue(usize),
+    /// Try `accept` again.
+    Accept,
+    /// Dial this peer again.
+    Redial(usize),
 }
 
 /// The application's state.
@@ -128,13 +229,28 @@ enum Local {
 
 #[derive(Default)]
 struct Peer {
+    /// The channel: we write on it and read from it.
     stream: Option<UnixStream>,
     reader: FrameReader,
     out: Vec<u8>,
     written: usize,
+    /// `stream` is a connection we dialed, not one we accepted.
+    dialed: bool,
+    /// When both sides dialed each other: the peer's own connection, which it writes
+    /// on; we only read from it.
+    extra: Option<(UnixStream, FrameReader)>,
+    /// The peer's incarnation as far as the algorithm knows.
     incarnation: u32,
-    /// We have heard from this peer at some point.
-    known: bool,
+    /// The algorithm was told this peer is down, and not since that it is back.
+    down: bool,
+    /// A dial that found the backlog full, to try again: the path and the next wait.
+    redial: Option<(PathBuf, Duration)>,
+}
+
+/// An accepted connection waiting for its hello.
+struct PendingConn {
+    stream: UnixStream,
+    reader: FrameReader,
 }
 
 struct Worker<A: Algorithm> {
@@ -147,9 +263,20 @@ struct Worker<A: Algorithm> {
     control: StdUnixStream,
     control_reader: FrameReader,
     signals: signal_hook_mio::v1_0::Signals,
+    /// Set by the SIGTERM/SIGINT handler itself, so it is seen even between two polls.
+    term: Arc<AtomicBool>,
     peers: Vec<Peer>,
-    pending_conns: HashMap<Token, (UnixStream, FrameReader)>,
+    pending_conns: HashMap<Token, PendingConn>,
     next_pending: usize,
+    max_pending: usize,
+    /// Sources whose read budget ran out: served again on the next turn of the loop.
+    again: Vec<Token>,
+    /// An `Accept` timer is set.
+    accept_retry: bool,
+    /// `accept` failures in a row (logged when the streak starts and when it ends).
+    accept_failures: u64,
+    /// Bad frames logged so far.
+    bad_logged: u64,
     clock: u64,
     started: Instant,
     deadline: Option<Instant>,
@@ -193,6 +320,10 @@ impl<A: Algorithm> Worker<A> {
         let mut listener = UnixListener::bind(&socket_path)
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", socket_path.display()))?;
         poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
+        let term = Arc::new(AtomicBool::new(false));
+        for sig in [SIGTERM, SIGINT] {
+            signal_hook::flag::register(sig, Arc::clone(&term))?;
+        }
         let mut signals = signal_hook_mio::v1_0::Signals::new([SIGTERM, SIGINT])?;
         poll.registry().register(&mut signals, SIGNALS, Interest::READABLE)?;
         let resource_path = opts.run_dir.join(control::RESOURCE_FILE);
@@ -212,9 +343,15 @@ impl<A: Algorithm> Worker<A> {
             control,
             control_reader: FrameReader::default(),
             signals,
+            term,
             peers: (0..n).map(|_| Peer::default()).collect(),
             pending_conns: HashMap::new(),
             next_pending: 0,
+            max_pending: max_pending(opts.workers),
+            again: Vec::new(),
+            accept_retry: false,
+            accept_failures: 0,
+            bad_logged: 0,
             clock: 0,
             started: Instant::now(),
             deadline: None,
@@ -253,6 +390,11 @@ impl<A: Algorithm> Worker<A> {
         self.control.write_all(&self.scratch)
     }
 
+    /// The worker was sent SIGTERM or SIGINT.
+    fn terminating(&self) -> bool {
+        self.term.load(Ordering::SeqCst)
+    }
+
     fn run(mut self) -> anyhow::Result<()> {
         let ready =
             ToSupervisor::Ready { id: self.me, pid: std::process::id(), incarnation: self.opts.incarnation };
@@ -263,46 +405,138 @@ impl<A: Algorithm> Worker<A> {
             Some(other) => anyhow::bail!("expected Start from the supervisor, got {other:?}"),
             None => return Ok(()), // the supervisor ended the run before it began
         };
+        if self.terminating() {
+            self.log(format_args!("terminated by signal before the run began; leaving"));
+            return Ok(());
+        }
         self.control.set_nonblocking(true)?;
         let fd = self.control.try_clone()?;
         let mut source = mio::net::UnixStream::from_std(fd);
         self.poll.registry().register(&mut source, CONTROL, Interest::READABLE)?;
+        let mut unreachable = Vec::new();
+        let listed: Vec<PeerId> = dial.iter().map(|(p, _)| *p).collect();
         for (peer, path) in dial {
-            self.dial(peer, &self.opts.run_dir.join(path))?;
+            if peer == self.me || peer.0 >= self.opts.workers {
+                self.log(format_args!("ignoring an order to dial {peer}, which is not a peer"));
+                continue;
+            }
+            let path = self.opts.run_dir.join(path);
+            if !self.dial(peer, path) {
+                unreachable.push(peer);
+            }
+        }
+        if self.opts.incarnation > 0 {
+            // A restarted worker is told to dial every live peer it can reach: the others
+            // are dead or not started yet, and will dial us when they start.
+            let dead: Vec<PeerId> =
+                (0..self.opts.workers).map(PeerId).filter(|p| *p != self.me && !listed.contains(p)).collect();
+            if !dead.is_empty() {
+                let names: Vec<String> = dead.iter().map(|p| p.to_string()).collect();
+                self.log(format_args!(
+                    "not listed at restart (dead or not started yet), down until they dial us: {}",
+                    names.join(", ")
+                ));
+            }
+            unreachable.extend(dead);
         }
         self.started = Instant::now();
         self.deadline = self.opts.duration.map(|d| self.started + d);
         let mut out = Out::new(Duration::ZERO);
         self.algo.on_start(&mut out);
         self.apply(&mut out)?;
+        for peer in unreachable {
+            self.lost(peer)?;
+        }
         self.think();
         self.run_local()?;
-        self.flush_all();
+        self.flush_all()?;
         self.event_loop()?;
         drop(source);
         Ok(())
     }
 
-    fn dial(&mut self, peer: PeerId, path: &std::path::Path) -> anyhow::Result<()> {
-        let std_stream = StdUnixStream::connect(path)
-            .map_err(|e| anyhow::anyhow!("cannot connect to {peer} at {}: {e}", path.display()))?;
-        std_stream.set_nonblocking(true)?;
-        let mut stream = UnixStream::from_std(std_stream);
+    /// Dial `peer` at `path` at startup. False if it cannot be reached: the caller then
+    /// tells the algorithm it is down (after `on_start`), and it will dial us when it
+    /// starts again. A full backlog is not failure: the dial is tried again later.
+    fn dial(&mut self, peer: PeerId, path: PathBuf) -> bool {
+        self.peers[peer.index()].incarnation = incarnation_of(&path, peer).unwrap_or(0);
+        match self.connect(peer, &path) {
+            Ok(()) => true,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                self.log(format_args!("{peer}'s backlog is full; dialing again shortly"));
+                self.peers[peer.index()].redial = Some((path, REDIAL_FIRST));
+                self.push_timer(REDIAL_FIRST, TimerKind::Redial(peer.index()));
+                true
+            }
+            Err(e) => {
+                self.log(format_args!(
+                    "cannot connect to {peer} at {}: {e}; it is down until it dials us",
+                    path.display()
+                ));
+                false
+            }
+        }
+    }
+
+    /// Connect to `peer` and make the connection its channel, hello first.
+    fn connect(&mut self, peer: PeerId, path: &Path) -> io::Result<()> {
+        let mut stream = UnixStream::connect(path)?;
+        let mut hello = Vec::new();
+        wire::encode(&mut hello, &Hello { from: self.me, incarnation: self.opts.incarnation });
+        // Say hello at once (a fresh socket has room for it): a listener drops callers
+        // that stay silent too long, and this worker might be paused before it flushes.
+        let mut sent = 0;
+        while sent < hello.len() {
+            match stream.write(&hello[sent..]) {
+                Ok(0) => break,
+                Ok(k) => sent += k,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
         self.poll.registry().register(
             &mut stream,
             Token(PEER_BASE + peer.index()),
             Interest::READABLE | Interest::WRITABLE,
         )?;
-        let mut hello = Vec::new();
-        wire::encode(&mut hello, &Hello { from: self.me, incarnation: self.opts.incarnation });
         let p = &mut self.peers[peer.index()];
-        // The hello must go first, ahead of anything queued for this peer.
-        hello.extend_from_slice(&p.out[p.written..]);
-        p.out = hello;
+        // The rest of the hello must go first, ahead of anything queued for this peer.
+        let mut out = hello[sent..].to_vec();
+        out.extend_from_slice(&p.out[p.written..]);
+        p.out = out;
         p.written = 0;
         p.stream = Some(stream);
-        p.known = true;
+        p.dialed = true;
+        p.redial = None;
         Ok(())
+    }
+
+    /// The `Redial` timer for `peer` fired.
+    fn redial(&mut self, peer: PeerId) -> anyhow::Result<()> {
+        let p = &mut self.peers[peer.index()];
+        let Some((path, wait)) = p.redial.take() else {
+            return Ok(());
+        };
+        if p.stream.is_some() || p.down {
+            return Ok(()); // it dialed us, or it died meanwhile
+        }
+        match self.connect(peer, &path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let next = (wait * 2).min(REDIAL_MAX);
+                self.peers[peer.index()].redial = Some((path, next));
+                self.push_timer(next, TimerKind::Redial(peer.index()));
+                Ok(())
+            }
+            Err(e) => {
+                self.log(format_args!(
+                    "cannot connect to {peer} at {}: {e}; it is down until it dials us",
+                    path.display()
+                ));
+                self.lost(peer)
+            }
+        }
     }
 
     fn now(&self) -> Duration {
@@ -312,7 +546,14 @@ impl<A: Algorithm> Worker<A> {
     fn event_loop(&mut self) -> anyhow::Result<()> {
         let mut events = Events::with_capacity(256);
         while self.running {
-            let timeout = self.timers.peek().map(|t| t.0 .0.saturating_duration_since(Instant::now()));
+            if self.terminating() {
+                return self.leave_on_signal();
+            }
+            let timeout = if self.again.is_empty() {
+                self.timers.peek().map(|t| t.0 .0.saturating_duration_since(Instant::now()))
+            } else {
+                Some(Duration::ZERO)
+            };
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
@@ -320,152 +561,320 @@ impl<A: Algorithm> Worker<A> {
                 return Err(e.into());
             }
             for ev in events.iter() {
-                match ev.token() {
-                    LISTENER => self.accept()?,
-                    CONTROL => self.control_readable()?,
-                    SIGNALS if self.signals.pending().next().is_some() => {
-                        self.log(format_args!("terminated by signal; leaving"));
-                        self.running = false;
-                    }
-                    Token(t) if t >= PENDING_BASE => self.pending_readable(Token(t))?,
-                    Token(t) if t >= PEER_BASE => {
-                        let peer = PeerId((t - PEER_BASE) as u32);
-                        if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
-                            self.peer_readable(peer)?;
-                        }
-                    }
-                    _ => {}
+                if !self.running || self.terminating() {
+                    break;
                 }
+                let token = ev.token();
+                let is_peer = (PEER_BASE..PENDING_BASE).contains(&token.0);
+                if is_peer && !(ev.is_readable() || ev.is_read_closed() || ev.is_error()) {
+                    continue; // writable: the flush below takes care of it
+                }
+                self.dispatch(token)?;
+            }
+            for token in std::mem::take(&mut self.again) {
+                if !self.running || self.terminating() {
+                    break;
+                }
+                self.dispatch(token)?;
+            }
+            if !self.running || self.terminating() {
+                continue;
             }
             self.fire_timers()?;
             self.run_local()?;
-            self.flush_all();
+            self.flush_all()?;
         }
         Ok(())
     }
 
-    fn accept(&mut self) -> anyhow::Result<()> {
-        loop {
-            match self.listener.accept() {
-                Ok((mut stream, _)) => {
-                    let token = Token(PENDING_BASE + self.next_pending);
-                    self.next_pending += 1;
-                    self.poll.registry().register(&mut stream, token, Interest::READABLE)?;
-                    self.pending_conns.insert(token, (stream, FrameReader::default()));
-                    // Data may already be waiting; edge-triggered polling would not say so.
-                    self.pending_readable(token)?;
+    /// Serve a readable source.
+    fn dispatch(&mut self, token: Token) -> anyhow::Result<()> {
+        match token {
+            LISTENER => self.accept(),
+            CONTROL => self.control_readable(),
+            SIGNALS => {
+                if self.signals.pending().next().is_some() {
+                    self.term.store(true, Ordering::SeqCst);
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e.into()),
+                Ok(())
             }
+            Token(t) if t >= PENDING_BASE => self.pending_readable(token),
+            Token(t) if t >= EXTRA_BASE => self.peer_readable(PeerId((t - EXTRA_BASE) as u32), true),
+            Token(t) if t >= PEER_BASE => self.peer_readable(PeerId((t - PEER_BASE) as u32), false),
+            _ => Ok(()),
+        }
+    }
+
+    /// SIGTERM or SIGINT: leave now (see the module documentation).
+    fn leave_on_signal(&mut self) -> anyhow::Result<()> {
+        self.running = false;
+        self.local.clear();
+        if !matches!(self.app, App::Inside { .. }) {
+            self.log(format_args!("terminated by signal while {}; leaving", self.app.name()));
+            return Ok(());
+        }
+        self.log(format_args!("terminated by signal inside the critical section; closing it and leaving"));
+        self.leave_cs()?;
+        let mut out = Out::new(self.now());
+        self.algo.on_cs_done(&mut out);
+        // Only messages come of this: nothing is entered or asked for any more.
+        self.apply(&mut out)?;
+        self.set_app(App::Done);
+        self.flush_all()?;
+        Ok(())
+    }
+
+    fn accept(&mut self) -> anyhow::Result<()> {
+        let mut refused = 0u64;
+        let mut more = true;
+        for _ in 0..ACCEPT_BATCH {
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    if self.accept_failures > 0 {
+                        let n = std::mem::take(&mut self.accept_failures);
+                        self.log(format_args!("accepting connections again after {n} failed tries"));
+                    }
+                    if self.pending_conns.len() >= self.max_pending {
+                        // Closed at once: idle callers must not use up our descriptors.
+                        refused += 1;
+                        self.stats.dropped_connections += 1;
+                        drop(stream);
+                        continue;
+                    }
+                    self.add_pending(stream)?;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    more = false;
+                    break;
+                }
+                Err(e)
+                    if matches!(e.kind(), io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted) => {}
+                Err(e) => {
+                    // EMFILE, ENFILE, ENOBUFS…: the callers stay in the backlog. Try again
+                    // shortly, when hello deadlines may have freed descriptors; a failing
+                    // accept must neither end the worker nor spin.
+                    if self.accept_failures == 0 {
+                        self.log(format_args!(
+                            "accepting a connection failed: {e}; trying again every {} ms",
+                            ACCEPT_RETRY.as_millis()
+                        ));
+                    }
+                    self.accept_failures += 1;
+                    if !self.accept_retry {
+                        self.accept_retry = true;
+                        self.push_timer(ACCEPT_RETRY, TimerKind::Accept);
+                    }
+                    more = false;
+                    break;
+                }
+            }
+        }
+        if more {
+            self.again.push(LISTENER);
+        }
+        if refused > 0 {
+            self.log(format_args!(
+                "refused {refused} connection(s): {} already waiting for their hello",
+                self.pending_conns.len()
+            ));
+        }
+        Ok(())
+    }
+
+    fn add_pending(&mut self, mut stream: UnixStream) -> anyhow::Result<()> {
+        let token = Token(PENDING_BASE + self.next_pending);
+        self.next_pending += 1;
+        if let Err(e) = self.poll.registry().register(&mut stream, token, Interest::READABLE) {
+            self.log(format_args!("dropping a connection that cannot be polled: {e}"));
+            self.stats.dropped_connections += 1;
+            return Ok(());
+        }
+        self.pending_conns.insert(token, PendingConn { stream, reader: FrameReader::default() });
+        self.push_timer(HELLO_DEADLINE, TimerKind::HelloDue(token.0));
+        // Data may already be waiting; edge-triggered polling would not say so.
+        self.pending_readable(token)
+    }
+
+    fn drop_pending(&mut self, token: Token, why: std::fmt::Arguments<'_>) {
+        if let Some(mut pc) = self.pending_conns.remove(&token) {
+            let _ = self.poll.registry().deregister(&mut pc.stream);
+            self.stats.dropped_connections += 1;
+            self.log(why);
         }
     }
 
     /// A connection that has not said hello yet.
     fn pending_readable(&mut self, token: Token) -> anyhow::Result<()> {
-        let Some((stream, reader)) = self.pending_conns.get_mut(&token) else {
+        let Some(pc) = self.pending_conns.get_mut(&token) else {
             return Ok(());
         };
-        let fill = reader.fill(stream);
-        let hello = match reader.next_frame() {
-            Ok(Some(body)) => Some(wire::decode::<Hello>(body)),
+        let fill = pc.reader.fill(&mut pc.stream);
+        let hello = match pc.reader.next_frame() {
+            Ok(Some(body)) => Some(wire::decode::<Hello>(body).map_err(|e| e.to_string())),
             Ok(None) => None,
-            Err(e) => Some(Err(e)),
+            Err(e) => Some(Err(e.to_string())),
         };
         let hello = match (hello, fill) {
-            (None, Ok(Fill::WouldBlock)) => return Ok(()),
-            (None, Ok(Fill::Eof)) => Err(FrameError::Truncated(reader.leftover())),
-            (None, Err(e)) => Err(e),
             (Some(h), _) => h,
+            (None, Ok(Fill::WouldBlock)) => return Ok(()),
+            (None, Ok(Fill::Budget)) => {
+                self.again.push(token);
+                return Ok(());
+            }
+            (None, Ok(Fill::Eof)) => match pc.reader.finish() {
+                Ok(()) => Err("it closed".to_string()),
+                Err(e) => Err(e.to_string()),
+            },
+            (None, Err(e)) => Err(e.to_string()),
         };
-        let (mut stream, reader) = self.pending_conns.remove(&token).expect("present above");
         let hello = match hello {
             Ok(h) if h.from.0 < self.opts.workers && h.from != self.me => h,
             Ok(h) => {
-                self.log(format_args!("dropping a connection whose hello names a stranger ({})", h.from));
-                self.stats.dropped_connections += 1;
+                let f = h.from;
+                self.drop_pending(
+                    token,
+                    format_args!("dropping a connection whose hello names a stranger ({f})"),
+                );
                 return Ok(());
             }
-            Err(e) => {
-                self.log(format_args!("dropping a connection before its hello: {e}"));
-                self.stats.dropped_connections += 1;
+            Err(why) => {
+                self.drop_pending(token, format_args!("dropping a connection before its hello: {why}"));
                 return Ok(());
             }
         };
-        let idx = hello.from.index();
-        if self.peers[idx].stream.is_some() && hello.incarnation <= self.peers[idx].incarnation {
-            // Only a new incarnation may take over a live channel; anything else is an
-            // impostor or a confused student worker.
-            self.log(format_args!(
-                "dropping a second connection claiming to be {} (incarnation {}) while its channel is open",
-                hello.from, hello.incarnation
-            ));
-            self.stats.dropped_connections += 1;
+        let Some(PendingConn { stream, reader }) = self.pending_conns.remove(&token) else {
+            return Ok(());
+        };
+        self.adopt(hello, stream, reader)
+    }
+
+    /// The `HelloDue` timer of a pending connection fired.
+    fn hello_overdue(&mut self, token: Token) {
+        let secs = HELLO_DEADLINE.as_secs_f64();
+        self.drop_pending(token, format_args!("dropping a connection that sent no hello within {secs} s"));
+    }
+
+    /// A connection said hello as `hello.from`: make it that peer's channel, or its
+    /// second connection, or drop it.
+    fn adopt(&mut self, hello: Hello, mut stream: UnixStream, reader: FrameReader) -> anyhow::Result<()> {
+        let peer = hello.from;
+        let idx = peer.index();
+        let (known, open, dialed, extra) = {
+            let p = &self.peers[idx];
+            (p.incarnation, p.stream.is_some(), p.dialed, p.extra.is_some())
+        };
+        let drop_it = |w: &mut Self, mut stream: UnixStream, why: std::fmt::Arguments<'_>| {
+            let _ = w.poll.registry().deregister(&mut stream);
+            w.stats.dropped_connections += 1;
+            w.log(why);
+        };
+        if hello.incarnation < known {
+            let h = hello.incarnation;
+            drop_it(
+                self,
+                stream,
+                format_args!("dropping a connection from {peer}'s incarnation {h}: it is {known} now"),
+            );
             return Ok(());
         }
+        if hello.incarnation == known && open {
+            if dialed && !extra {
+                // We dialed each other. Each side writes on the connection it dialed and
+                // reads both: no message is lost or overtaken, whoever noticed first.
+                let token = Token(EXTRA_BASE + idx);
+                if let Err(e) = self.poll.registry().reregister(&mut stream, token, Interest::READABLE) {
+                    drop_it(self, stream, format_args!("dropping {peer}'s second connection: {e}"));
+                    return Ok(());
+                }
+                self.peers[idx].extra = Some((stream, reader));
+                return self.peer_readable(peer, true);
+            }
+            let h = hello.incarnation;
+            drop_it(
+                self,
+                stream,
+                format_args!(
+                    "dropping a second connection claiming to be {peer} (incarnation {h}) while its channel is open"
+                ),
+            );
+            return Ok(());
+        }
+        if hello.incarnation > known {
+            // A new incarnation with fresh state: the old one is gone, whether or not its
+            // channel has closed yet, and so is everything queued for it.
+            self.lost(peer)?;
+        }
         let token = Token(PEER_BASE + idx);
-        self.poll.registry().reregister(&mut stream, token, Interest::READABLE | Interest::WRITABLE)?;
-        let came_back = {
-            let p = &mut self.peers[idx];
-            let came_back = p.known && hello.incarnation > p.incarnation;
-            if let Some(mut old) = p.stream.take() {
-                let _ = self.poll.registry().deregister(&mut old);
-            }
-            if came_back {
-                // Whatever was queued was meant for the old incarnation.
-                p.out.clear();
-                p.written = 0;
-                self.net.held[idx].clear();
-                self.net.delayed[idx].clear();
-            }
-            p.stream = Some(stream);
-            p.reader = reader;
-            p.incarnation = hello.incarnation;
-            p.known = true;
-            came_back
-        };
-        if came_back {
+        if let Err(e) =
+            self.poll.registry().reregister(&mut stream, token, Interest::READABLE | Interest::WRITABLE)
+        {
+            drop_it(self, stream, format_args!("dropping {peer}'s connection: {e}"));
+            return self.lost(peer);
+        }
+        let p = &mut self.peers[idx];
+        p.stream = Some(stream);
+        p.reader = reader;
+        p.dialed = false;
+        p.incarnation = hello.incarnation;
+        p.redial = None;
+        if std::mem::replace(&mut p.down, false) {
             let mut out = Out::new(self.now());
-            self.algo.on_peer_up(hello.from, &mut out);
+            self.algo.on_peer_up(peer, &mut out);
             self.apply(&mut out)?;
         }
         // Frames that arrived right behind the hello.
-        self.peer_readable(hello.from)
+        self.peer_readable(peer, false)
     }
 
-    fn peer_readable(&mut self, peer: PeerId) -> anyhow::Result<()> {
+    /// Read what `peer`'s channel (or its second connection) has and deliver it.
+    fn peer_readable(&mut self, peer: PeerId, second: bool) -> anyhow::Result<()> {
         let idx = peer.index();
         let p = &mut self.peers[idx];
-        let Some(stream) = p.stream.as_mut() else {
-            return Ok(());
+        let (stream, reader) = if second {
+            match p.extra.as_mut() {
+                Some((s, r)) => (s, r),
+                None => return Ok(()),
+            }
+        } else {
+            match p.stream.as_mut() {
+                Some(s) => (s, &mut p.reader),
+                None => return Ok(()),
+            }
         };
-        let fill = p.reader.fill(stream);
+        let fill = reader.fill(stream);
         let mut inbox = Vec::new();
+        let mut bad = Vec::new();
         let mut broken = None;
         loop {
-            match self.peers[idx].reader.next_frame() {
+            match reader.next_frame() {
                 Ok(Some(body)) => match wire::decode::<Envelope<A::Msg>>(body) {
                     Ok(env) if env.from == peer && env.to == self.me => inbox.push(env),
-                    Ok(env) => {
-                        self.stats.bad_frames += 1;
-                        let (from, to) = (env.from, env.to);
-                        self.log(format_args!("dropping a frame on {peer}'s channel addressed {from}→{to}"));
-                    }
-                    Err(e) => {
-                        self.stats.bad_frames += 1;
-                        self.log(format_args!("dropping a frame from {peer}: {e}"));
-                    }
+                    Ok(env) => bad.push(format!(
+                        "dropping a frame on {peer}'s channel addressed {}→{}",
+                        env.from, env.to
+                    )),
+                    Err(e) => bad.push(format!("dropping a frame from {peer}: {e}")),
                 },
                 Ok(None) => break,
                 Err(e) => {
-                    broken = Some(e.to_string());
+                    broken = Some(e);
                     break;
                 }
             }
         }
+        let cut_short = reader.finish().err();
+        for line in bad {
+            self.stats.bad_frames += 1;
+            self.bad_logged += 1;
+            if self.bad_logged <= BAD_FRAME_LINES {
+                self.log(format_args!("{line}"));
+            }
+            if self.bad_logged == BAD_FRAME_LINES {
+                self.log(format_args!("further bad frames are counted, not logged"));
+            }
+        }
         for env in inbox {
-            self.clock = self.clock.max(env.clock) + 1;
+            self.clock = self.clock.max(env.clock).saturating_add(1);
             *self.stats.received.entry(env.msg.kind().to_string()).or_default() += 1;
             let mut out = Out::new(self.now());
             self.algo.on_message(peer, env.msg, &mut out);
@@ -475,35 +884,49 @@ impl<A: Algorithm> Worker<A> {
             (Some(why), _) => {
                 self.stats.dropped_connections += 1;
                 self.log(format_args!("dropping the connection from {peer}: {why}"));
-                self.peer_down(peer)
+                self.lost(peer)
             }
             (None, Ok(Fill::Eof)) => {
-                let left = self.peers[idx].reader.leftover();
-                if left > 0 {
-                    self.log(format_args!("{peer}'s stream ended inside a frame ({left} bytes)"));
+                if let Some(e) = cut_short {
+                    self.log(format_args!("{peer}'s {e}"));
                 }
-                self.peer_down(peer)
+                self.lost(peer)
             }
             (None, Err(e)) => {
                 self.log(format_args!("reading from {peer} failed: {e}"));
-                self.peer_down(peer)
+                self.lost(peer)
+            }
+            (None, Ok(Fill::Budget)) => {
+                self.again.push(Token(if second { EXTRA_BASE } else { PEER_BASE } + idx));
+                Ok(())
             }
             (None, Ok(Fill::WouldBlock)) => Ok(()),
         }
     }
 
-    fn peer_down(&mut self, peer: PeerId) -> anyhow::Result<()> {
-        let p = &mut self.peers[peer.index()];
-        let Some(mut stream) = p.stream.take() else {
-            return Ok(());
-        };
-        let _ = self.poll.registry().deregister(&mut stream);
+    /// `peer` is gone (its channel closed, it cannot be dialed, or a new incarnation
+    /// replaces it): close its connections, forget what was queued for it, and tell the
+    /// algorithm, unless it was told already.
+    fn lost(&mut self, peer: PeerId) -> anyhow::Result<()> {
+        let idx = peer.index();
+        let p = &mut self.peers[idx];
+        if let Some(mut stream) = p.stream.take() {
+            let _ = self.poll.registry().deregister(&mut stream);
+        }
+        if let Some((mut stream, _)) = p.extra.take() {
+            let _ = self.poll.registry().deregister(&mut stream);
+        }
         p.reader = FrameReader::default();
         p.out.clear();
         p.written = 0;
+        p.dialed = false;
+        p.redial = None;
         // Messages to a crashed process are lost with it.
-        self.net.held[peer.index()].clear();
-        self.net.delayed[peer.index()].clear();
+        self.net.held[idx].clear();
+        self.net.delayed[idx].clear();
+        if std::mem::replace(&mut p.down, true) {
+            return Ok(());
+        }
         let mut out = Out::new(self.now());
         self.algo.on_peer_down(peer, &mut out);
         self.apply(&mut out)
@@ -519,10 +942,11 @@ impl<A: Algorithm> Worker<A> {
                     self.stats.counters =
                         self.algo.counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
                     let stats = ToSupervisor::Stats(self.stats.clone());
-                    self.flush_all();
+                    self.flush_all()?;
                     self.control.set_nonblocking(false)?;
                     self.tell_supervisor(&stats)?;
                     self.running = false;
+                    return Ok(());
                 }
                 ToWorker::Query => {
                     let state = PendingState {
@@ -544,9 +968,11 @@ impl<A: Algorithm> Worker<A> {
                 ToWorker::Heal => self.partition(None),
             }
         }
-        if fill == Fill::Eof {
+        match fill {
             // The supervisor is gone: nobody will audit or stop us, so stop now.
-            self.running = false;
+            Fill::Eof => self.running = false,
+            Fill::Budget => self.again.push(CONTROL),
+            Fill::WouldBlock => {}
         }
         Ok(())
     }
@@ -558,13 +984,16 @@ impl<A: Algorithm> Worker<A> {
 
     fn push_timer(&mut self, after: Duration, kind: TimerKind) {
         self.timer_seq += 1;
-        self.timers.push(std::cmp::Reverse((Instant::now() + after, self.timer_seq, kind)));
+        let now = Instant::now();
+        // An absurd duration (an algorithm's bug) means "never", not a panic.
+        let at = now.checked_add(after).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400));
+        self.timers.push(std::cmp::Reverse((at, self.timer_seq, kind)));
     }
 
     fn fire_timers(&mut self) -> anyhow::Result<()> {
         let now = Instant::now();
         while let Some(std::cmp::Reverse((at, _, kind))) = self.timers.peek().copied() {
-            if at > now {
+            if at > now || !self.running || self.terminating() {
                 break;
             }
             self.timers.pop();
@@ -572,6 +1001,12 @@ impl<A: Algorithm> Worker<A> {
                 TimerKind::Think => self.local.push_back(Local::WantCs),
                 TimerKind::Deliver => self.deliver_due(),
                 TimerKind::CsDone => self.local.push_back(Local::CsDone),
+                TimerKind::HelloDue(t) => self.hello_overdue(Token(t)),
+                TimerKind::Accept => {
+                    self.accept_retry = false;
+                    self.accept()?;
+                }
+                TimerKind::Redial(i) => self.redial(PeerId(i as u32))?,
                 TimerKind::Algo(slot, gen) => {
                     let (timer, current) = self.algo_timers[slot];
                     if current == gen {
@@ -627,6 +1062,11 @@ impl<A: Algorithm> Worker<A> {
 
     fn run_local(&mut self) -> anyhow::Result<()> {
         while let Some(ev) = self.local.pop_front() {
+            if self.terminating() {
+                // Nothing new after the signal (see `leave_on_signal`).
+                self.local.clear();
+                break;
+            }
             let mut out = Out::new(self.now());
             match ev {
                 Local::WantCs => {
@@ -688,15 +1128,25 @@ impl<A: Algorithm> Worker<A> {
             ));
             return Ok(());
         }
-        self.clock += 1;
+        if self.terminating() {
+            return Ok(()); // no ENTER after the signal
+        }
+        self.clock = self.clock.saturating_add(1);
         let mut fence = Fence { clock: self.clock, id: self.me.0 };
         if let Some(file) = self.lock_file.take() {
+            // Blocks until the kernel grants it: that is the `flock` algorithm.
             let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
                 .map_err(|(_, e)| anyhow::anyhow!("flock failed: {e}"))?;
+            if self.terminating() {
+                // The signal came while we waited: give the lock back without entering.
+                let file = lock.unlock().map_err(|(_, e)| anyhow::anyhow!("unlock failed: {e}"))?;
+                self.lock_file = Some(file);
+                return Ok(());
+            }
             self.held_lock = Some(lock);
             // Under the kernel lock the token comes from the file: one above the last.
             let last = self.resource.committed()?.last_fence;
-            fence.clock = last.map_or(1, |f| f.clock + 1);
+            fence.clock = last.map_or(1, |f| f.clock.saturating_add(1));
             self.clock = self.clock.max(fence.clock);
         }
         let e = self.entries + 1;
@@ -737,9 +1187,13 @@ impl<A: Algorithm> Worker<A> {
             self.log(format_args!("the algorithm sent {} to {to}, which is not a peer; dropped", msg.kind()));
             return;
         }
-        self.clock += 1;
+        self.clock = self.clock.saturating_add(1);
         let env = Envelope { from: self.me, to, clock: self.clock, msg: msg.clone() };
         *self.stats.sent.entry(msg.kind().to_string()).or_default() += 1;
+        if self.peers[to.index()].down {
+            // Nobody to deliver it to; a new incarnation starts afresh.
+            return;
+        }
         if !self.net.active && self.net.groups.is_none() {
             wire::encode(&mut self.peers[to.index()].out, &env);
             return;
@@ -811,7 +1265,8 @@ impl<A: Algorithm> Worker<A> {
         }
     }
 
-    fn flush_all(&mut self) {
+    /// One non-blocking pass over every outgoing queue.
+    fn flush_all(&mut self) -> anyhow::Result<()> {
         for i in 0..self.peers.len() {
             let p = &mut self.peers[i];
             if p.written == p.out.len() {
@@ -823,6 +1278,7 @@ impl<A: Algorithm> Worker<A> {
             let mut failed = None;
             while p.written < p.out.len() {
                 match stream.write(&p.out[p.written..]) {
+                    Ok(0) => break,
                     Ok(k) => p.written += k,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
@@ -845,15 +1301,41 @@ impl<A: Algorithm> Worker<A> {
                 if !matches!(e.kind(), io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset) {
                     self.log(format_args!("writing to {peer} failed: {e}"));
                 }
-                // Reading will see the EOF and report the peer down.
-                let _ = self.peer_readable(peer);
+                // Take what it sent before it went, then report it down.
+                self.peer_readable(peer, false)?;
+                self.peer_readable(peer, true)?;
+                self.lost(peer)?;
             }
         }
+        Ok(())
     }
 }
 
 impl<A: Algorithm> Drop for Worker<A> {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.socket_path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_incarnation_is_read_back_from_the_socket_name() {
+        for (id, inc) in [(0, 0), (3, 1), (255, 4_000_000_000)] {
+            let path = Path::new("/run").join(control::worker_socket(PeerId(id), inc));
+            assert_eq!(incarnation_of(&path, PeerId(id)), Some(inc));
+            assert_eq!(incarnation_of(&path, PeerId(id + 1)), None, "another worker's socket");
+        }
+        assert_eq!(incarnation_of(Path::new("/run/w1.x.sock"), PeerId(1)), None);
+        assert_eq!(incarnation_of(Path::new("/run/w1.2.sockx"), PeerId(1)), None);
+    }
+
+    #[test]
+    fn every_peer_may_dial_at_once_without_hitting_the_pending_cap() {
+        for n in 1..=256 {
+            assert!(max_pending(n) >= n as usize, "n = {n}");
+        }
     }
 }

@@ -5,6 +5,28 @@
 //! length, and the length is capped before anything is allocated. [`FrameReader`]
 //! collects frames from a non-blocking stream that may hand over any number of bytes at
 //! a time; [`encode`] appends one frame to an outgoing buffer.
+//!
+//! # Bad input
+//!
+//! Framing and decoding are separate steps, and so are their failures:
+//!
+//! - **A body that does not decode** ([`FrameError::Malformed`], from [`decode`]): the
+//!   length header still said where the frame ends, so the stream is still in step.
+//!   The reader has already moved past the frame; the caller drops that one frame,
+//!   counts it (`bad_frames` in the worker's statistics), says so on stderr and keeps
+//!   the connection. The next frame is read as if nothing had happened.
+//! - **A length above [`MAX_FRAME`]** ([`FrameError::Oversized`], from
+//!   [`FrameReader::next_frame`]): nothing after it can be trusted, since the header may
+//!   itself be garbage. The reader refuses it before allocating and keeps refusing it;
+//!   the caller drops the connection (`dropped_connections`), with a line on stderr.
+//! - **A stream that ends inside a frame** ([`FrameReader::finish`] gives
+//!   [`FrameError::Truncated`]): the partial frame is discarded, never delivered; the
+//!   connection is closed anyway, so it is reported like any other closed channel.
+//!
+//! [`FrameReader::fill`] reads at most about [`FILL_BUDGET`] bytes ahead of what has
+//! been taken out as frames, so a peer that floods a stream can neither make the reader
+//! buffer without bound nor keep one call busy for ever: the caller takes the frames out
+//! and calls again (when it gets [`Fill::Budget`]) after serving everyone else.
 
 use std::io::{self, Read};
 
@@ -16,6 +38,11 @@ use crate::algorithm::PeerId;
 /// The largest body a frame may have. Algorithm messages are tens of bytes; anything
 /// near this is garbage or an attack.
 pub const MAX_FRAME: usize = 64 * 1024;
+
+/// How many unconsumed bytes [`FrameReader::fill`] gathers before it stops and lets the
+/// caller take frames out: enough for several frames of the largest size, so it always
+/// makes progress.
+pub const FILL_BUDGET: usize = 4 * (MAX_FRAME + 4);
 
 /// What can be wrong with incoming bytes.
 #[derive(Debug, thiserror::Error)]
@@ -85,13 +112,21 @@ pub enum Fill {
     WouldBlock,
     /// The stream is closed.
     Eof,
+    /// The reader holds [`FILL_BUDGET`] bytes not yet taken out as frames: take them out,
+    /// then call again (the stream may still have more).
+    Budget,
 }
 
 impl FrameReader {
-    /// Read everything the stream has now (until it would block or ends).
+    /// Read what the stream has now: until it would block, ends, or the reader holds
+    /// [`FILL_BUDGET`] unconsumed bytes.
     pub fn fill<R: Read>(&mut self, r: &mut R) -> Result<Fill, FrameError> {
         let mut chunk = [0u8; 16 * 1024];
+        self.compact();
         loop {
+            if self.leftover() >= FILL_BUDGET {
+                return Ok(Fill::Budget);
+            }
             match r.read(&mut chunk) {
                 Ok(0) => return Ok(Fill::Eof),
                 Ok(k) => self.buf.extend_from_slice(&chunk[..k]),
@@ -128,9 +163,18 @@ impl FrameReader {
         Ok(Some(&self.buf[body]))
     }
 
-    /// Bytes received but not yet part of a complete frame.
+    /// Bytes received but not yet taken out as frames.
     pub fn leftover(&self) -> usize {
         self.buf.len() - self.start
+    }
+
+    /// The stream has ended: an error if it ended inside a frame. Call after
+    /// [`next_frame`](Self::next_frame) has taken out every complete frame.
+    pub fn finish(&self) -> Result<(), FrameError> {
+        match self.leftover() {
+            0 => Ok(()),
+            n => Err(FrameError::Truncated(n)),
+        }
     }
 
     fn compact(&mut self) {
@@ -204,6 +248,108 @@ mod tests {
         r.push(&[0, 0, 0, 3, 0xc1, 0xc1, 0xc1]);
         let body = r.next_frame().unwrap().unwrap();
         assert!(matches!(decode::<Hello>(body), Err(FrameError::Malformed(_))));
+    }
+
+    /// Every frame body the reader hands out, as `Ok(Hello)` or the decode error, and how
+    /// reading ended.
+    fn read_all(bytes: &[u8]) -> (Vec<Result<Hello, FrameError>>, Result<(), FrameError>) {
+        let mut r = FrameReader::default();
+        let mut src = bytes;
+        let mut got = Vec::new();
+        loop {
+            let fill = r.fill(&mut src).unwrap();
+            loop {
+                match r.next_frame() {
+                    Ok(Some(body)) => got.push(decode::<Hello>(body)),
+                    Ok(None) => break,
+                    Err(e) => return (got, Err(e)),
+                }
+            }
+            match fill {
+                Fill::Budget => continue,
+                Fill::Eof => return (got, r.finish()),
+                Fill::WouldBlock => unreachable!("a slice never blocks"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_bad_body_is_dropped_and_the_next_frame_still_arrives() {
+        let mut bytes = vec![0, 0, 0, 3, 0xc1, 0xc1, 0xc1];
+        // A well-formed MessagePack value of the wrong shape is just as bad.
+        encode(&mut bytes, &"not a hello");
+        encode(&mut bytes, &Hello { from: PeerId(2), incarnation: 1 });
+        let (got, end) = read_all(&bytes);
+        assert_eq!(got.len(), 3);
+        assert!(matches!(got[0], Err(FrameError::Malformed(_))), "{:?}", got[0]);
+        assert!(matches!(got[1], Err(FrameError::Malformed(_))), "{:?}", got[1]);
+        assert_eq!(got[2].as_ref().unwrap(), &Hello { from: PeerId(2), incarnation: 1 });
+        assert!(end.is_ok());
+    }
+
+    #[test]
+    fn a_frame_cut_short_by_the_end_of_stream_is_truncated_not_delivered() {
+        let mut bytes = Vec::new();
+        encode(&mut bytes, &Hello { from: PeerId(1), incarnation: 0 });
+        encode(&mut bytes, &Hello { from: PeerId(2), incarnation: 0 });
+        let whole = bytes.len();
+        for cut in whole / 2 + 1..whole {
+            let (got, end) = read_all(&bytes[..cut]);
+            assert_eq!(got.len(), 1, "cut at {cut}: only the complete frame is delivered");
+            assert!(matches!(end, Err(FrameError::Truncated(n)) if n == cut - whole / 2), "{end:?}");
+        }
+        // A header cut short is truncated too.
+        let (got, end) = read_all(&[0, 0]);
+        assert!(got.is_empty());
+        assert!(matches!(end, Err(FrameError::Truncated(2))));
+    }
+
+    #[test]
+    fn an_oversized_length_stops_the_stream_for_good() {
+        let mut bytes = Vec::new();
+        encode(&mut bytes, &Hello { from: PeerId(1), incarnation: 0 });
+        bytes.extend_from_slice(&((MAX_FRAME + 1) as u32).to_be_bytes());
+        // Whatever follows is never looked at, even a good frame.
+        encode(&mut bytes, &Hello { from: PeerId(2), incarnation: 0 });
+        let (got, end) = read_all(&bytes);
+        assert_eq!(got.len(), 1);
+        assert!(matches!(end, Err(FrameError::Oversized(n)) if n == MAX_FRAME + 1), "{end:?}");
+        // The largest allowed frame is fine.
+        let mut r = FrameReader::default();
+        r.push(&(MAX_FRAME as u32).to_be_bytes());
+        r.push(&vec![0xc0; MAX_FRAME]);
+        assert_eq!(r.next_frame().unwrap().unwrap().len(), MAX_FRAME);
+    }
+
+    #[test]
+    fn fill_stops_at_its_budget_and_keeps_every_frame() {
+        /// A stream that never runs dry.
+        struct Flood(Vec<u8>, usize);
+        impl Read for Flood {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let mut k = 0;
+                while k < buf.len() {
+                    buf[k] = self.0[self.1 % self.0.len()];
+                    self.1 += 1;
+                    k += 1;
+                }
+                Ok(k)
+            }
+        }
+        let mut one = Vec::new();
+        encode(&mut one, &Hello { from: PeerId(3), incarnation: 7 });
+        let mut flood = Flood(one.clone(), 0);
+        let mut r = FrameReader::default();
+        let mut frames = 0;
+        for _ in 0..3 {
+            assert_eq!(r.fill(&mut flood).unwrap(), Fill::Budget);
+            assert!(r.leftover() < FILL_BUDGET + 16 * 1024, "bounded: {}", r.leftover());
+            while let Some(body) = r.next_frame().unwrap() {
+                assert_eq!(decode::<Hello>(body).unwrap(), Hello { from: PeerId(3), incarnation: 7 });
+                frames += 1;
+            }
+        }
+        assert!(frames * one.len() >= 3 * (FILL_BUDGET - one.len()), "{frames} frames");
     }
 
     #[test]
