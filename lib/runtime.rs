@@ -245,6 +245,9 @@ struct Peer {
     down: bool,
     /// A dial that found the backlog full, to try again: the path and the next wait.
     redial: Option<(PathBuf, Duration)>,
+    /// `stream` is registered for WRITABLE too: only while `out` is backed up, because
+    /// every read by the peer would otherwise wake this process for nothing.
+    write_interest: bool,
 }
 
 /// An accepted connection waiting for its hello.
@@ -495,11 +498,7 @@ impl<A: Algorithm> Worker<A> {
                 Err(e) => return Err(e),
             }
         }
-        self.poll.registry().register(
-            &mut stream,
-            Token(PEER_BASE + peer.index()),
-            Interest::READABLE | Interest::WRITABLE,
-        )?;
+        self.poll.registry().register(&mut stream, Token(PEER_BASE + peer.index()), Interest::READABLE)?;
         let p = &mut self.peers[peer.index()];
         // The rest of the hello must go first, ahead of anything queued for this peer.
         let mut out = hello[sent..].to_vec();
@@ -507,6 +506,7 @@ impl<A: Algorithm> Worker<A> {
         p.out = out;
         p.written = 0;
         p.stream = Some(stream);
+        p.write_interest = false; // registered READABLE only
         p.dialed = true;
         p.redial = None;
         Ok(())
@@ -805,14 +805,13 @@ impl<A: Algorithm> Worker<A> {
             self.lost(peer)?;
         }
         let token = Token(PEER_BASE + idx);
-        if let Err(e) =
-            self.poll.registry().reregister(&mut stream, token, Interest::READABLE | Interest::WRITABLE)
-        {
+        if let Err(e) = self.poll.registry().reregister(&mut stream, token, Interest::READABLE) {
             drop_it(self, stream, format_args!("dropping {peer}'s connection: {e}"));
             return self.lost(peer);
         }
         let p = &mut self.peers[idx];
         p.stream = Some(stream);
+        p.write_interest = false; // registered READABLE only
         p.reader = reader;
         p.dialed = false;
         p.incarnation = hello.incarnation;
@@ -1294,6 +1293,17 @@ impl<A: Algorithm> Worker<A> {
             } else if p.written > 64 * 1024 {
                 p.out.drain(..p.written);
                 p.written = 0;
+            }
+            // Ask to hear of free space only while something waits for it.
+            let backed_up = !p.out.is_empty() && failed.is_none();
+            if backed_up != p.write_interest {
+                let interest =
+                    if backed_up { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
+                let token = Token(PEER_BASE + i);
+                match self.poll.registry().reregister(stream, token, interest) {
+                    Ok(()) => p.write_interest = backed_up,
+                    Err(e) => failed = Some(e),
+                }
             }
             if let Some(e) = failed {
                 let peer = PeerId(i as u32);

@@ -449,3 +449,38 @@ fn a_stopped_then_terminated_worker_is_clean_in_a_real_run() {
         assert!(out.status.success(), "{}", stderr(&out));
     }
 }
+
+#[test]
+fn a_peer_that_stops_reading_gets_everything_once_it_reads_again() {
+    // The test is the coordinator w1. It grants w0 one entry at a time but reads
+    // nothing, so w0's RELEASEs and REQUESTs back up far beyond the socket buffer and
+    // sit in w0's own queue. When the test finally reads, w0 must hear that there is
+    // room again (it asks only while backed up) and deliver every message, in order.
+    const K: usize = 800;
+    let lab = Lab::new("centralized", 2);
+    let k = K.to_string();
+    let mut w0 = lab.spawn(0, 0, &["--entries", &k, "--think-ms", "0", "--cs-ms", "0"], None);
+    w0.start(&[]);
+    let mut w1 = call(&lab.socket(0, 0), 1, 0);
+    let file = lab.path(control::RESOURCE_FILE);
+    let count = |want: bool| {
+        let text = std::fs::read_to_string(&file).unwrap();
+        text.matches(if want { "\nWANT " } else { "\nEXIT " }).count()
+    };
+    let deadline = Instant::now() + PATIENCE;
+    for i in 1..=K {
+        // Grant only a request the application has made (its WANT is in the file). A
+        // short poll: this waits 800 times on a fast worker.
+        while count(true) < i {
+            assert!(Instant::now() < deadline, "no WANT {i}:\n{}", w0.stderr());
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        send_msg(&mut w1, 1, 0, 10 * i as u64, Msg::Grant);
+    }
+    wait_for("the last EXIT", || count(false) >= K);
+    let kinds: Vec<Msg> = (0..2 * K).map(|_| recv_msg(&mut w1).msg).collect();
+    let expected: Vec<Msg> = (0..K).flat_map(|_| [Msg::Request, Msg::Release]).collect();
+    assert!(kinds == expected, "messages out of order or missing");
+    let stats = w0.finish();
+    assert_eq!(stats.entries, K as u64);
+}
