@@ -8,6 +8,21 @@ use crate::supervisor::RunReport;
 /// How many violations a human summary lists before it only counts.
 const SHOW: usize = 10;
 
+/// How many plan steps a human summary lists before it only counts.
+const SHOW_STEPS: usize = 20;
+
+/// A list of plan steps under a label, one per line, the first beside the label.
+fn steps<'a>(out: &mut String, label: &str, list: impl IntoIterator<Item = &'a str>) {
+    let list: Vec<&str> = list.into_iter().map(str::trim).filter(|l| !l.is_empty()).collect();
+    for (i, step) in list.iter().take(SHOW_STEPS).enumerate() {
+        let head = if i == 0 { label } else { "" };
+        let _ = writeln!(out, "  {head:<11} {step}");
+    }
+    if list.len() > SHOW_STEPS {
+        let _ = writeln!(out, "              … and {} more (see --json)", list.len() - SHOW_STEPS);
+    }
+}
+
 fn violations(out: &mut String, list: &[Violation], count: usize) {
     for v in list.iter().take(SHOW) {
         let at = if v.line > 0 { format!("line {}: ", v.line) } else { String::new() };
@@ -66,6 +81,7 @@ pub fn run_summary(r: &RunReport) -> String {
     if r.lost_messages > 0 {
         let _ = writeln!(s, "  lost        {} messages dropped on purpose (--drop)", r.lost_messages);
     }
+    steps(&mut s, "plan", r.plan.lines());
     if !r.faults.is_empty() {
         let _ = writeln!(s, "  faults      {} applied:", r.faults.len());
         for f in &r.faults {
@@ -74,6 +90,7 @@ pub fn run_summary(r: &RunReport) -> String {
             let _ = writeln!(s, "    {:>9.1} ms  {}{who}{sig}  {}", f.at_ms, f.action, f.note);
         }
     }
+    steps(&mut s, "never fired", r.never_fired.iter().map(String::as_str));
     if let Some(f) = &r.failure {
         let _ = writeln!(s, "  run FAILED  {f}");
     }

@@ -9,9 +9,15 @@
 //!
 //! The main thread spawns the workers and then waits on one channel that carries
 //! everything that can happen: control frames from workers (one reader thread per
-//! connection), closed connections, and SIGINT/SIGTERM (from `ctrlc`). Progress is read
+//! connection), closed connections, and SIGINT/SIGTERM (from `ctrlc`). It never writes to
+//! a worker itself: each connection has a writer thread with its own queue, so a paused
+//! or wedged worker that stops reading can never block the main loop. Progress is read
 //! from the resource file itself, so a run that stops growing it for the stall window
 //! ends with a diagnosis rather than a hang.
+//!
+//! A run is taken down in one order only: every worker is frozen (SIGSTOP, confirmed by
+//! `waitpid`) before any is killed, so no survivor can mistake a closing channel for a
+//! crash and enter the section while the others are being stopped.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -133,6 +139,8 @@ pub struct RunReport {
     pub plan: String,
     /// Faults actually applied, in order.
     pub faults: Vec<AppliedFault>,
+    /// Plan steps that never fired (the run ended first), in the plan grammar.
+    pub never_fired: Vec<String>,
     /// Messages lost on purpose (`--drop`).
     pub lost_messages: u64,
     /// The algorithm's own counters, summed over workers (e.g. `attempts`).
@@ -180,9 +188,18 @@ impl AppliedFault {
     }
 }
 
+/// What the main loop hands a connection's writer thread.
+enum Outgoing {
+    /// Bytes to write (whole frames).
+    Frame(Vec<u8>),
+    /// Say so once everything queued before this is written.
+    Flushed(Sender<()>),
+}
+
 /// What happens in a run, as seen by the supervisor's main loop.
 enum Event {
-    Connected(usize, Arc<LocalSocketStream>),
+    /// A control connection: the queue of its writer thread.
+    Connected(usize, Sender<Outgoing>),
     Frame(usize, ToSupervisor),
     Closed(usize, Option<String>),
     Signal,
@@ -238,6 +255,9 @@ struct Slot {
     planned_exit: bool,
     /// Monotonic ns of the last life change (for diagnoses).
     since: u64,
+    /// The partition this incarnation was last sent (its generation), `None` if it was
+    /// sent none or a heal since.
+    view: Option<u64>,
 }
 
 impl Slot {
@@ -254,6 +274,7 @@ impl Slot {
             exit: None,
             planned_exit: false,
             since: resource::monotonic_ns(),
+            view: None,
         }
     }
 
@@ -265,8 +286,14 @@ impl Slot {
 /// Something the plan asked to undo later.
 #[derive(Clone, Copy, Debug)]
 enum Undo {
-    Cont { worker: usize, incarnation: u32 },
-    Heal,
+    Cont {
+        worker: usize,
+        incarnation: u32,
+    },
+    /// Heal the partition of this generation, if it is still the one in force.
+    Heal {
+        generation: u64,
+    },
 }
 
 /// Check options that do not need the file system.
@@ -333,43 +360,48 @@ pub fn run(opts: &RunOpts) -> Result<RunReport, RunError> {
     let dir = RunDir::create(opts.run_dir.as_deref())?;
     let resource_path = dir.path.join(control::RESOURCE_FILE);
     if let Err(e) = resource::create(&resource_path, &opts.algo, opts.workers) {
-        dir.keep_or_remove(true, false);
+        dir.remove(&[]);
         return Err(RunError::Usage(format!("cannot create {}: {e}", resource_path.display())));
     }
     let (tx, rx) = mpsc::channel();
     let mut sup = match Supervisor::new(opts, info, &dir.path, tx.clone(), rx) {
         Ok(s) => s,
         Err(e) => {
-            dir.keep_or_remove(true, false);
+            dir.remove(&[dir.path.join(control::CONTROL_SOCKET)]);
             return Err(e);
         }
     };
     *signal_slot().lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
     let result = sup.drive();
+    sup.bar.finish_and_clear();
+    // Freeze everyone before anyone leaves (see the module documentation).
+    let frozen = sup.freeze_all();
     if matches!(result, Err(RunError::Failed(_))) {
-        sup.collect_stats();
+        sup.collect_stats(&frozen);
     }
     sup.stop_all();
     sup.stop_acceptor();
     *signal_slot().lock().unwrap_or_else(|e| e.into_inner()) = None;
-    dir.remove_sockets();
+    let sockets = sup.sockets();
+    dir.remove_sockets(&sockets);
 
     let failure = match result {
         Ok(()) => None,
         Err(RunError::Failed(why)) => Some(why),
         Err(e) => {
-            dir.keep_or_remove(false, true);
+            // Interrupted: what was written so far is the evidence; keep it and say where.
+            eprintln!("mutexlab: run directory kept: {}", dir.path.display());
             return Err(e);
         }
     };
     let crashes = audit::crashes_from_log(&dir.path.join(control::FAULT_LOG));
     let audit = audit::audit_file(&resource_path, &crashes).map_err(|e| RunError::Failed(e.to_string()))?;
     let report = sup.report(audit, failure, &dir);
-    let kept = dir.keep_or_remove(report.ok, opts.keep);
+    let kept = if report.ok && !opts.keep { dir.remove(&sockets) } else { true };
     Ok(RunReport { run_dir_kept: kept, ..report })
 }
 
-/// The run directory, made by us (a fresh temp dir) or named by the user.
+/// The run directory, made by us (a fresh temp dir) or named by the user (new or empty).
 struct RunDir {
     path: PathBuf,
     ours: bool,
@@ -379,14 +411,22 @@ impl RunDir {
     fn create(wanted: Option<&Path>) -> Result<RunDir, RunError> {
         match wanted {
             Some(p) => {
-                std::fs::create_dir_all(p).map_err(|e| {
-                    RunError::Usage(format!("cannot create run directory {}: {e}", p.display()))
-                })?;
-                if p.join(control::RESOURCE_FILE).exists() {
-                    return Err(RunError::Usage(format!(
-                        "{} already holds a run; choose an empty directory",
-                        p.display()
-                    )));
+                // Only a new or empty directory: everything in it is then this run's, and
+                // cleaning up can never touch anyone else's files.
+                if p.is_dir() {
+                    let mut entries = std::fs::read_dir(p).map_err(|e| {
+                        RunError::Usage(format!("cannot read run directory {}: {e}", p.display()))
+                    })?;
+                    if entries.next().is_some() {
+                        return Err(RunError::Usage(format!(
+                            "run directory {} is not empty; choose a new or empty directory",
+                            p.display()
+                        )));
+                    }
+                } else {
+                    std::fs::create_dir_all(p).map_err(|e| {
+                        RunError::Usage(format!("cannot create run directory {}: {e}", p.display()))
+                    })?;
                 }
                 let path = p.canonicalize().map_err(|e| RunError::Usage(format!("{}: {e}", p.display())))?;
                 Ok(RunDir { path, ours: false })
@@ -401,30 +441,26 @@ impl RunDir {
         }
     }
 
-    fn remove_sockets(&self) {
-        if let Ok(rd) = std::fs::read_dir(&self.path) {
-            for e in rd.flatten() {
-                if e.path().extension().is_some_and(|x| x == "sock") {
-                    let _ = std::fs::remove_file(e.path());
-                }
-            }
+    /// Remove the sockets this run created, and nothing else.
+    fn remove_sockets(&self, sockets: &[PathBuf]) {
+        for s in sockets {
+            let _ = std::fs::remove_file(s);
         }
     }
 
-    /// Remove the directory after a clean run unless asked to keep it; returns whether
-    /// it is kept.
-    fn keep_or_remove(&self, ok: bool, keep: bool) -> bool {
-        if ok && !keep {
-            if self.ours {
-                let _ = std::fs::remove_dir_all(&self.path);
-            } else {
-                let _ = std::fs::remove_file(self.path.join(control::RESOURCE_FILE));
-                let _ = std::fs::remove_dir(&self.path);
-            }
-            false
+    /// Remove every file this run created (the files it always makes, and `sockets`),
+    /// then the directory if that leaves it empty. Returns whether it is still there.
+    fn remove(&self, sockets: &[PathBuf]) -> bool {
+        if self.ours {
+            let _ = std::fs::remove_dir_all(&self.path);
         } else {
-            true
+            self.remove_sockets(sockets);
+            for f in [control::RESOURCE_FILE, control::FAULT_LOG, control::PLAN_FILE] {
+                let _ = std::fs::remove_file(self.path.join(f));
+            }
+            let _ = std::fs::remove_dir(&self.path);
         }
+        self.path.exists()
     }
 }
 
@@ -434,11 +470,14 @@ struct Supervisor<'a> {
     dir: PathBuf,
     rx: Receiver<Event>,
     slots: Vec<Slot>,
-    conns: Vec<Option<Arc<LocalSocketStream>>>,
+    /// Connection index → the queue of its writer thread, until the connection closes.
+    conns: Vec<Option<Sender<Outgoing>>>,
     /// Connection index → worker id, once the worker said Ready.
     conn_owner: BTreeMap<usize, usize>,
     acceptor_stop: Arc<AtomicBool>,
     started: Option<Instant>,
+    /// When the run ended: every worker done, or the moment a failure was detected (before
+    /// any diagnosis or collection of statistics).
     finished: Option<Instant>,
     tail: Tail,
     last_progress: Instant,
@@ -448,6 +487,10 @@ struct Supervisor<'a> {
     undo: Vec<(Instant, Undo)>,
     applied: Vec<AppliedFault>,
     fault_log: Option<std::fs::File>,
+    /// The partition in force (its generation and groups), if any.
+    partition: Option<(u64, Vec<Vec<u32>>)>,
+    /// Partitions applied so far: each gets the next generation.
+    partitions: u64,
 }
 
 impl<'a> Supervisor<'a> {
@@ -500,6 +543,8 @@ impl<'a> Supervisor<'a> {
             undo: Vec::new(),
             applied: Vec::new(),
             fault_log: None,
+            partition: None,
+            partitions: 0,
         })
     }
 
@@ -560,7 +605,7 @@ impl<'a> Supervisor<'a> {
         self.started = Some(Instant::now());
         self.last_progress = Instant::now();
         for id in 0..self.slots.len() {
-            self.start_worker(id)?;
+            self.start_worker(id);
         }
         self.wait_until(Self::all_done, "running")?;
         self.finished = Some(Instant::now());
@@ -573,7 +618,7 @@ impl<'a> Supervisor<'a> {
         }
         for id in 0..self.slots.len() {
             if self.slots[id].alive() {
-                self.send(id, &ToWorker::Finish)?;
+                self.send(id, &ToWorker::Finish);
             }
         }
         self.wait_until(|s| s.slots.iter().all(|w| w.life == Life::Exited), "finishing")?;
@@ -591,36 +636,114 @@ impl<'a> Supervisor<'a> {
     }
 
     /// Tell worker `id` to begin: it dials every live worker below it, or every live
-    /// worker at all if it is a restarted incarnation.
-    fn start_worker(&mut self, id: usize) -> Result<(), RunError> {
+    /// worker at all if it is a restarted incarnation; either way only workers that said
+    /// Ready, so every socket it is told to dial is listening. (A restarted worker not
+    /// ready yet dials this one itself when its turn comes.) Then it is told the
+    /// partition in force, if any.
+    fn start_worker(&mut self, id: usize) {
         let restarted = self.slots[id].incarnation > 0;
         let dial: Vec<(PeerId, String)> = (0..self.slots.len())
-            .filter(|&j| j != id && (restarted || j < id) && self.slots[j].alive())
+            .filter(|&j| j != id && (restarted || j < id) && self.slots[j].alive() && self.slots[j].ready)
             .map(|j| (PeerId(j as u32), control::worker_socket(PeerId(j as u32), self.slots[j].incarnation)))
             .collect();
         self.slots[id].started = true;
-        self.send(id, &ToWorker::Start { dial })
+        self.slots[id].view = None;
+        // One write for both: the partition is in the socket before Start can be read, so
+        // the worker applies it before its first entry.
+        let mut msgs = vec![ToWorker::Start { dial }];
+        msgs.extend(self.partition_update(id));
+        self.send_all(id, &msgs);
     }
 
-    /// Every worker finished its entries, or is dead with no restart to come.
+    /// Every live worker has finished its entries: only the plan can change anything now.
+    fn quiescent(&self) -> bool {
+        self.slots.iter().all(|s| s.done || s.life == Life::Exited)
+    }
+
+    /// A time-based restart is still to come (the only step that can bring a quiescent
+    /// run back to life).
+    fn timed_restart_pending(&self) -> bool {
+        self.steps.iter().any(|st| matches!((&st.action, st.when), (Action::Restart(_), When::At(_))))
+    }
+
+    /// Every worker finished its entries, or is dead with no restart to come. A restart at
+    /// `entry K` can no longer come once every live worker is done and no timed restart is
+    /// left: nobody will enter again.
     fn all_done(&self) -> bool {
+        let nothing_more = self.quiescent() && !self.timed_restart_pending();
         self.slots.iter().enumerate().all(|(id, s)| {
             s.done
                 || (s.life == Life::Exited
-                    && !self.steps.iter().any(|st| st.action == Action::Restart(id as u32)))
+                    && (nothing_more || !self.steps.iter().any(|st| st.action == Action::Restart(id as u32))))
         })
     }
 
-    fn send(&mut self, id: usize, msg: &ToWorker) -> Result<(), RunError> {
-        let conn =
-            self.slots[id].conn.ok_or_else(|| RunError::Failed(format!("w{id} has no control link")))?;
+    /// Queue a message for worker `id`'s control link. Never blocks: the link's writer
+    /// thread writes it. A worker with no link (dead, or not ready yet) gets nothing.
+    fn send(&mut self, id: usize, msg: &ToWorker) -> bool {
+        self.send_all(id, std::slice::from_ref(msg))
+    }
+
+    /// Queue messages for worker `id`, to be written with a single write.
+    fn send_all(&mut self, id: usize, msgs: &[ToWorker]) -> bool {
+        let Some(conn) = self.slots[id].conn else { return false };
+        let Some(Some(tx)) = self.conns.get(conn) else { return false };
         let mut buf = Vec::new();
-        wire::encode(&mut buf, msg);
-        match self.conns.get(conn).and_then(|c| c.as_ref()) {
-            Some(s) => {
-                (&**s).write_all(&buf).map_err(|e| RunError::Failed(format!("cannot reach w{id}: {e}")))
+        for msg in msgs {
+            wire::encode(&mut buf, msg);
+        }
+        tx.send(Outgoing::Frame(buf)).is_ok()
+    }
+
+    /// What worker `id` must be told to match the partition in force, if anything: only
+    /// a started, running worker is told (a paused one does not read; it is brought up
+    /// to date when continued). Counts it as told.
+    fn partition_update(&mut self, id: usize) -> Option<ToWorker> {
+        let s = &self.slots[id];
+        let current = self.partition.as_ref().map(|(g, _)| *g);
+        if !s.started || s.life != Life::Running || s.view == current {
+            return None;
+        }
+        self.slots[id].view = current;
+        Some(match &self.partition {
+            Some((_, groups)) => ToWorker::Partition { groups: groups.clone() },
+            None => ToWorker::Heal,
+        })
+    }
+
+    /// Bring worker `id` up to date with the partition in force (see
+    /// [`Self::partition_update`]); returns whether it was sent anything.
+    fn sync_partition(&mut self, id: usize) -> bool {
+        match self.partition_update(id) {
+            Some(msg) => self.send(id, &msg),
+            None => false,
+        }
+    }
+
+    /// Ask the writer threads of `ids` to say when all queued so far is written; the
+    /// receiver hears once per link that will answer.
+    fn flush_request(&self, ids: &[usize]) -> (Receiver<()>, usize) {
+        let (ack_tx, ack_rx) = mpsc::channel();
+        let mut asked = 0;
+        for &id in ids {
+            let link = self.slots[id].conn.and_then(|c| self.conns.get(c).and_then(|l| l.as_ref()));
+            if link.is_some_and(|l| l.send(Outgoing::Flushed(ack_tx.clone())).is_ok()) {
+                asked += 1;
             }
-            None => Err(RunError::Failed(format!("w{id} has no control link"))),
+        }
+        (ack_rx, asked)
+    }
+
+    /// Wait (at most `patience`) until everything queued for `ids` is in their sockets.
+    /// Only used for stopped workers, whose sockets were sent nothing while stopped, so
+    /// the writes complete at once; a link that does not answer in time is given up on.
+    fn flush(&self, ids: &[usize], patience: Duration) {
+        let (acks, asked) = self.flush_request(ids);
+        let deadline = Instant::now() + patience;
+        for _ in 0..asked {
+            if acks.recv_timeout(deadline.saturating_duration_since(Instant::now())).is_err() {
+                break;
+            }
         }
     }
 
@@ -649,6 +772,15 @@ impl<'a> Supervisor<'a> {
     }
 
     fn wait_until(&mut self, done: impl Fn(&Self) -> bool, phase: &str) -> Result<(), RunError> {
+        let result = self.wait_until_inner(done, phase);
+        if matches!(result, Err(RunError::Failed(_))) && self.started.is_some() {
+            // A failure detected here ends the run now, whatever is done about it after.
+            self.finished.get_or_insert_with(Instant::now);
+        }
+        result
+    }
+
+    fn wait_until_inner(&mut self, done: impl Fn(&Self) -> bool, phase: &str) -> Result<(), RunError> {
         while !done(self) {
             if INTERRUPTED.load(Ordering::SeqCst) {
                 return Err(RunError::Interrupted);
@@ -671,25 +803,32 @@ impl<'a> Supervisor<'a> {
     fn handle(&mut self, ev: Event, phase: &str) -> Result<(), RunError> {
         match ev {
             Event::Signal => Err(RunError::Interrupted),
-            Event::Connected(conn, half) => {
+            Event::Connected(conn, link) => {
                 if self.conns.len() <= conn {
                     self.conns.resize_with(conn + 1, || None);
                 }
-                self.conns[conn] = Some(half);
+                self.conns[conn] = Some(link);
                 Ok(())
             }
-            Event::Frame(conn, msg) => self.on_frame(conn, msg),
+            Event::Frame(conn, msg) => {
+                self.on_frame(conn, msg);
+                Ok(())
+            }
             Event::Closed(conn, err) => {
                 self.conns.get_mut(conn).map(|c| c.take());
                 let Some(id) = self.conn_owner.remove(&conn) else { return Ok(()) };
                 if self.slots[id].conn != Some(conn) {
                     return Ok(()); // an earlier incarnation's link
                 }
+                let detected = Instant::now();
                 self.slots[id].conn = None;
                 let status = self.reap(id);
                 let slot = &self.slots[id];
                 if slot.planned_exit || (phase == "finishing" && slot.stats.is_some()) {
                     return Ok(());
+                }
+                if self.started.is_some() {
+                    self.finished.get_or_insert(detected);
                 }
                 let why = err.map(|e| format!(" ({e})")).unwrap_or_default();
                 Err(RunError::Failed(format!("worker w{id} died unexpectedly while {phase}: {status}{why}")))
@@ -697,30 +836,31 @@ impl<'a> Supervisor<'a> {
         }
     }
 
-    fn on_frame(&mut self, conn: usize, msg: ToSupervisor) -> Result<(), RunError> {
+    fn on_frame(&mut self, conn: usize, msg: ToSupervisor) {
         if let ToSupervisor::Ready { id, pid, .. } = msg {
             let i = id.index();
             match self.slots.get_mut(i) {
-                Some(s) if s.pid.as_raw() as u32 == pid && s.conn.is_none() => {
+                Some(s) if s.pid.as_raw() as u32 == pid && s.conn.is_none() && s.alive() => {
                     s.conn = Some(conn);
                     s.ready = true;
                     self.conn_owner.insert(conn, i);
                     // A restarted worker joins a run already under way.
                     if self.started.is_some() && !self.slots[i].started {
-                        self.start_worker(i)?;
+                        self.start_worker(i);
                     }
                 }
+                // Killed by the plan before its Ready arrived: nothing to start.
+                Some(s) if s.pid.as_raw() as u32 == pid && !s.alive() => {}
                 _ => eprintln!("mutexlab: ignoring a control connection claiming to be {id} (pid {pid})"),
             }
-            return Ok(());
+            return;
         }
-        let Some(&id) = self.conn_owner.get(&conn) else { return Ok(()) };
+        let Some(&id) = self.conn_owner.get(&conn) else { return };
         match msg {
             ToSupervisor::Done { .. } => self.slots[id].done = true,
             ToSupervisor::Stats(s) => self.slots[id].stats = Some(s),
             ToSupervisor::Pending(_) | ToSupervisor::Ready { .. } => {}
         }
-        Ok(())
     }
 
     /// Wait for worker `id` to exit (its control link closed, so it is on its way out)
@@ -755,6 +895,14 @@ impl<'a> Supervisor<'a> {
         status
     }
 
+    /// Read what the file gained since the last look; any whole line is progress.
+    fn poll_tail(&mut self) {
+        if self.tail.poll() {
+            self.bar.set_position(self.tail.exits);
+            self.last_progress = Instant::now();
+        }
+    }
+
     fn check_progress(&mut self, phase: &str) -> Result<(), RunError> {
         // A worker that dies before its control link is up gives no Closed event.
         for id in 0..self.slots.len() {
@@ -771,19 +919,52 @@ impl<'a> Supervisor<'a> {
                 }
             }
         }
-        if self.tail.poll() {
-            self.bar.set_position(self.tail.exits);
+        self.poll_tail();
+        if phase == "running" && self.quiescent() && self.timed_restart_pending() {
+            // Nobody is stuck: every live worker is done and the supervisor itself waits
+            // for a restart in its plan. The stall clock starts when that worker runs.
             self.last_progress = Instant::now();
         }
-        let stalled = self.last_progress.elapsed() > self.stall_window();
-        if phase == "running" && stalled {
+        let idle = self.last_progress.elapsed();
+        if phase == "running" && idle > self.stall_window() {
+            self.finished.get_or_insert_with(Instant::now);
             return Err(RunError::Failed(self.diagnose()));
         }
-        if phase != "running" && self.last_progress.elapsed() > self.stall_window() + Duration::from_secs(10)
-        {
-            return Err(RunError::Failed(format!("workers did not respond while {phase}")));
+        if phase != "running" && idle > self.stall_window() + Duration::from_secs(10) {
+            return Err(RunError::Failed(format!(
+                "workers did not respond while {phase}: {}",
+                self.unresponsive(phase)
+            )));
         }
         Ok(())
+    }
+
+    /// The workers holding up `phase` (`starting`: not Ready; `finishing`: not exited),
+    /// each with its state.
+    fn unresponsive(&self, phase: &str) -> String {
+        let ago = |t: u64| resource::monotonic_ns().saturating_sub(t) as f64 / 1e9;
+        let late: Vec<String> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| if phase == "starting" { !s.ready } else { s.alive() })
+            .map(|(id, s)| {
+                let state = match s.life {
+                    Life::Exited => format!("dead: {}", s.exit.clone().unwrap_or_default()),
+                    Life::Stopped => format!("paused for {:.2}s", ago(s.since)),
+                    Life::Running if !s.ready => "running, never said Ready".to_string(),
+                    Life::Running if s.stats.is_some() => "sent its statistics but did not exit".to_string(),
+                    Life::Running if phase == "finishing" => "told to finish, sent no statistics".to_string(),
+                    Life::Running => "running".to_string(),
+                };
+                format!("w{id} (pid {}, incarnation {}, {state})", s.pid, s.incarnation)
+            })
+            .collect();
+        if late.is_empty() {
+            "none left (the control links are down)".to_string()
+        } else {
+            late.join(", ")
+        }
     }
 
     /// Ask every live worker what it waits for, and say who is stuck.
@@ -858,67 +1039,131 @@ impl<'a> Supervisor<'a> {
         lines.join("\n  ")
     }
 
-    /// After a failed run, ask every running worker for its counters, so the report
-    /// still shows the messages sent (and lost) up to the failure.
-    fn collect_stats(&mut self) {
-        let asked: Vec<usize> = (0..self.slots.len())
+    /// After a failed run, ask the workers `frozen` (stopped by [`Self::freeze_all`]) for
+    /// their counters, so the report still shows the messages sent (and lost) up to the
+    /// failure. Each is sent Finish while still frozen, and all are continued together
+    /// once it is written: each then finds Finish waiting ahead of any channel closed by
+    /// another's exit.
+    fn collect_stats(&mut self, frozen: &[usize]) {
+        let asked: Vec<usize> = frozen
+            .iter()
+            .copied()
             .filter(|&id| {
                 let s = &self.slots[id];
-                s.life == Life::Running && s.conn.is_some() && s.stats.is_none()
+                s.started && s.conn.is_some() && s.stats.is_none()
             })
             .collect();
         for &id in &asked {
-            let _ = self.send(id, &ToWorker::Finish);
+            self.send(id, &ToWorker::Finish);
+        }
+        self.flush(&asked, Duration::from_secs(1));
+        for &id in &asked {
+            if self.slots[id].life == Life::Stopped {
+                let _ = kill(self.slots[id].pid, Signal::SIGCONT);
+                self.slots[id].life = Life::Running;
+            }
         }
         let deadline = Instant::now() + Duration::from_secs(2);
         while asked.iter().any(|&id| self.slots[id].stats.is_none()) {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.rx.recv_timeout(left) {
-                Ok(Event::Frame(conn, msg @ ToSupervisor::Stats(_))) => {
-                    let _ = self.on_frame(conn, msg);
-                }
+                Ok(Event::Frame(conn, msg @ ToSupervisor::Stats(_))) => self.on_frame(conn, msg),
                 Ok(_) => {}
                 Err(_) => break,
             }
         }
     }
 
-    /// Stop every worker that is still alive and reap it.
-    fn stop_all(&mut self) {
-        for slot in &mut self.slots {
-            if slot.life == Life::Exited {
-                continue;
-            }
-            // A worker asked to finish may be exiting on its own; give it a moment.
-            let deadline =
-                Instant::now() + Duration::from_millis(if slot.stats.is_some() { 1000 } else { 0 });
+    /// SIGSTOP every running worker at once, then wait until the kernel confirms each
+    /// stop (`waitpid` with WUNTRACED). Returns the workers it stopped; one that turns out
+    /// to have exited is reaped instead and never signalled again.
+    fn freeze_all(&mut self) -> Vec<usize> {
+        let running: Vec<usize> =
+            (0..self.slots.len()).filter(|&id| self.slots[id].life == Life::Running).collect();
+        for &id in &running {
+            let _ = kill(self.slots[id].pid, Signal::SIGSTOP);
+        }
+        let mut frozen = Vec::new();
+        for id in running {
+            let slot = &mut self.slots[id];
             loop {
-                match waitpid(slot.pid, Some(WaitPidFlag::WNOHANG)) {
-                    Ok(WaitStatus::StillAlive) if Instant::now() < deadline => {
-                        std::thread::sleep(Duration::from_millis(2))
-                    }
-                    Ok(WaitStatus::StillAlive) => {
-                        // SIGKILL ends stopped processes too.
-                        let _ = kill(slot.pid, Signal::SIGKILL);
-                        let _ = waitpid(slot.pid, None);
+                match waitpid(slot.pid, Some(WaitPidFlag::WUNTRACED)) {
+                    Ok(WaitStatus::Stopped(..)) => {
+                        slot.life = Life::Stopped;
+                        frozen.push(id);
                         break;
                     }
-                    Ok(st) if describe(st).is_some() => break,
-                    Err(_) => break,
-                    Ok(_) => {}
+                    Ok(st) => {
+                        if let Some(d) = describe(st) {
+                            slot.life = Life::Exited;
+                            slot.exit.get_or_insert(d);
+                            break;
+                        }
+                    }
+                    Err(nix::errno::Errno::EINTR) => {}
+                    Err(_) => {
+                        // Not our child to wait for: never signal it again.
+                        slot.life = Life::Exited;
+                        break;
+                    }
                 }
             }
-            slot.life = Life::Exited;
         }
+        frozen
+    }
+
+    /// End every worker still alive: freeze them all first, then SIGKILL them (which
+    /// ends stopped processes too), then reap each.
+    fn stop_all(&mut self) {
+        self.freeze_all();
+        for slot in &self.slots {
+            if slot.life != Life::Exited {
+                let _ = kill(slot.pid, Signal::SIGKILL);
+            }
+        }
+        for slot in &mut self.slots {
+            while slot.life != Life::Exited {
+                match waitpid(slot.pid, None) {
+                    Ok(st) => {
+                        if let Some(d) = describe(st) {
+                            slot.exit.get_or_insert(d);
+                            slot.life = Life::Exited;
+                        }
+                    }
+                    Err(nix::errno::Errno::EINTR) => {}
+                    Err(_) => slot.life = Life::Exited,
+                }
+            }
+        }
+    }
+
+    /// Every socket this run created: the control socket and each incarnation's mesh
+    /// socket.
+    fn sockets(&self) -> Vec<PathBuf> {
+        let mut all = vec![self.dir.join(control::CONTROL_SOCKET)];
+        for (id, s) in self.slots.iter().enumerate() {
+            for inc in 0..=s.incarnation {
+                all.push(self.dir.join(control::worker_socket(PeerId(id as u32), inc)));
+            }
+        }
+        all
     }
 
     // ---- faults ----
 
-    fn record(&mut self, action: &str, worker: Option<usize>, signal: Option<Signal>, note: String) {
+    /// A fault, timestamped now. Take it *before* acting: the auditor excuses only what
+    /// happens after a fault's time, and the effect may be seen as soon as it is applied.
+    fn fault(
+        &self,
+        action: &str,
+        worker: Option<usize>,
+        signal: Option<Signal>,
+        note: String,
+    ) -> AppliedFault {
         let t = resource::monotonic_ns();
         let at_ms = self.started.map_or(0.0, |s| s.elapsed().as_secs_f64() * 1e3);
         let slot = worker.map(|w| &self.slots[w]);
-        let f = AppliedFault {
+        AppliedFault {
             at_ms,
             t,
             action: action.to_string(),
@@ -927,11 +1172,20 @@ impl<'a> Supervisor<'a> {
             pid: slot.map(|s| s.pid.as_raw()),
             signal: signal.map(|s| s.as_str().to_string()),
             note,
-        };
+        }
+    }
+
+    /// Write a fault to `faults.log` and the report.
+    fn log_fault(&mut self, f: AppliedFault) {
         if let Some(log) = self.fault_log.as_mut() {
             let _ = writeln!(log, "{}", f.log_line());
         }
         self.applied.push(f);
+    }
+
+    fn record(&mut self, action: &str, worker: Option<usize>, signal: Option<Signal>, note: String) {
+        let f = self.fault(action, worker, signal, note);
+        self.log_fault(f);
     }
 
     fn apply_faults(&mut self) -> Result<(), RunError> {
@@ -951,9 +1205,16 @@ impl<'a> Supervisor<'a> {
                         self.cont(worker, "pause over");
                     }
                 }
-                Undo::Heal => self.heal("partition over"),
+                // A later partition is not cut short by an earlier one's timer.
+                Undo::Heal { generation } => {
+                    if self.partition.as_ref().is_some_and(|(g, _)| *g == generation) {
+                        self.heal("partition over");
+                    }
+                }
             }
         }
+        // The entry count as of now, not as of the last look.
+        self.poll_tail();
         let elapsed = start.elapsed();
         let entries = self.tail.enters;
         let (due, later): (Vec<Step>, Vec<Step>) =
@@ -971,18 +1232,27 @@ impl<'a> Supervisor<'a> {
     fn resolve(&self, t: Target) -> Option<usize> {
         match t {
             Target::Worker(w) => Some(w as usize),
-            Target::Holder => self.tail.holder().map(|w| w as usize),
+            Target::Holder => self.tail.holder(|w| self.slots[w as usize].alive()).map(|w| w as usize),
             Target::Coordinator => Some(self.slots.len() - 1),
         }
     }
 
+    /// Worker `w` is dead and reaped, so everything it wrote is in the file: read it all,
+    /// then forget it was inside.
+    fn forget_dead(&mut self, w: usize) {
+        self.poll_tail();
+        self.tail.crashed(w as u32);
+    }
+
     fn apply_step(&mut self, st: &Step) -> Result<(), RunError> {
         let text = st.to_string();
+        // Who is inside now: an earlier step of this round may have taken a while.
+        self.poll_tail();
         let target = match &st.action {
             Action::Kill(t) | Action::Term(t) | Action::Stop(t) => match self.resolve(*t) {
                 Some(w) => Some(w),
                 None => {
-                    self.record("skip", None, None, format!("{text}: nobody has entered yet"));
+                    self.record("skip", None, None, format!("{text}: no live worker has entered yet"));
                     return Ok(());
                 }
             },
@@ -1000,18 +1270,20 @@ impl<'a> Supervisor<'a> {
                 let kill_it = matches!(st.action, Action::Kill(_));
                 let sig = if kill_it { Signal::SIGKILL } else { Signal::SIGTERM };
                 let note = format!("{text}; w{w} {} the critical section", inside(self, w));
+                let fault = self.fault(if kill_it { "kill" } else { "term" }, Some(w), Some(sig), note);
                 self.slots[w].planned_exit = true;
                 let pid = self.slots[w].pid;
                 let _ = kill(pid, sig);
                 if !kill_it && self.slots[w].life == Life::Stopped {
                     let _ = kill(pid, Signal::SIGCONT); // a stopped process cannot leave
                 }
-                self.record(if kill_it { "kill" } else { "term" }, Some(w), Some(sig), note);
+                self.log_fault(fault);
                 self.reap(w);
                 if let Some(conn) = self.slots[w].conn.take() {
                     self.conn_owner.remove(&conn);
+                    self.conns.get_mut(conn).map(|c| c.take());
                 }
-                self.tail.crashed(w as u32);
+                self.forget_dead(w);
             }
             Action::Stop(_) => {
                 let w = target.expect("resolved above");
@@ -1020,14 +1292,22 @@ impl<'a> Supervisor<'a> {
                     return Ok(());
                 }
                 let note = format!("{text}; w{w} {} the critical section", inside(self, w));
+                let fault = self.fault("stop", Some(w), Some(Signal::SIGSTOP), note);
                 let pid = self.slots[w].pid;
                 let _ = kill(pid, Signal::SIGSTOP);
                 // SIGSTOP lands asynchronously: wait until the kernel says it did.
-                match waitpid(pid, Some(WaitPidFlag::WUNTRACED)) {
+                let status = loop {
+                    match waitpid(pid, Some(WaitPidFlag::WUNTRACED)) {
+                        Err(nix::errno::Errno::EINTR) => {}
+                        Ok(st) if !matches!(st, WaitStatus::Stopped(..)) && describe(st).is_none() => {}
+                        other => break other,
+                    }
+                };
+                match status {
                     Ok(WaitStatus::Stopped(..)) => {
                         self.slots[w].life = Life::Stopped;
                         self.slots[w].since = resource::monotonic_ns();
-                        self.record("stop", Some(w), Some(Signal::SIGSTOP), note);
+                        self.log_fault(fault);
                         if let Some(d) = st.duration {
                             let incarnation = self.slots[w].incarnation;
                             self.undo.push((Instant::now() + d, Undo::Cont { worker: w, incarnation }));
@@ -1036,10 +1316,16 @@ impl<'a> Supervisor<'a> {
                     Ok(other) => {
                         // It died instead (reaped now): never signal this pid again.
                         self.slots[w].life = Life::Exited;
+                        self.slots[w].since = resource::monotonic_ns();
                         self.slots[w].exit = describe(other);
+                        self.forget_dead(w);
                         self.record("skip", Some(w), None, format!("{text}: w{w} exited before it stopped"));
                     }
-                    Err(e) => self.record("skip", Some(w), None, format!("{text}: waitpid failed: {e}")),
+                    Err(e) => {
+                        // Not our child any more: never signal it again.
+                        self.slots[w].life = Life::Exited;
+                        self.record("skip", Some(w), None, format!("{text}: waitpid failed: {e}"));
+                    }
                 }
             }
             Action::Restart(w) => {
@@ -1049,20 +1335,22 @@ impl<'a> Supervisor<'a> {
                     return Ok(());
                 }
                 let inc = self.slots[w].incarnation + 1;
+                // Every EXIT it wrote, in all its lives (the file was read just above).
                 let before = self.tail.exits_by_worker[w];
                 let pid = self.spawn(w as u32, inc, before)?;
                 self.slots[w] = Slot::new(pid, inc);
                 self.record("restart", Some(w), None, format!("{text}; resumes after entry {before}"));
             }
             Action::Partition(groups) => {
-                for id in 0..self.slots.len() {
-                    if self.slots[id].alive() && self.slots[id].started {
-                        let _ = self.send(id, &ToWorker::Partition { groups: groups.clone() });
-                    }
-                }
+                self.partitions += 1;
+                let generation = self.partitions;
+                self.partition = Some((generation, groups.clone()));
                 self.record("partition", None, None, text);
+                for id in 0..self.slots.len() {
+                    self.sync_partition(id);
+                }
                 if let Some(d) = st.duration {
-                    self.undo.push((Instant::now() + d, Undo::Heal));
+                    self.undo.push((Instant::now() + d, Undo::Heal { generation }));
                 }
             }
             Action::Heal => self.heal(&text),
@@ -1070,20 +1358,25 @@ impl<'a> Supervisor<'a> {
         Ok(())
     }
 
+    /// Continue a paused worker, first handing its socket the partition state it missed
+    /// while paused (nothing is sent to a paused worker: it does not read).
     fn cont(&mut self, w: usize, why: &str) {
-        let _ = kill(self.slots[w].pid, Signal::SIGCONT);
+        let fault = self.fault("cont", Some(w), Some(Signal::SIGCONT), why.to_string());
         self.slots[w].life = Life::Running;
+        if self.sync_partition(w) {
+            self.flush(&[w], Duration::from_secs(1));
+        }
+        let _ = kill(self.slots[w].pid, Signal::SIGCONT);
         self.slots[w].since = resource::monotonic_ns();
-        self.record("cont", Some(w), Some(Signal::SIGCONT), why.to_string());
+        self.log_fault(fault);
     }
 
     fn heal(&mut self, why: &str) {
-        for id in 0..self.slots.len() {
-            if self.slots[id].alive() && self.slots[id].started {
-                let _ = self.send(id, &ToWorker::Heal);
-            }
-        }
+        self.partition = None;
         self.record("heal", None, None, why.to_string());
+        for id in 0..self.slots.len() {
+            self.sync_partition(id);
+        }
     }
 
     fn stop_acceptor(&mut self) {
@@ -1144,13 +1437,15 @@ impl<'a> Supervisor<'a> {
             run_dir_kept: true,
             plan: self.opts.plan.to_string(),
             faults: self.applied.clone(),
+            never_fired: self.steps.iter().map(|st| st.to_string()).collect(),
             lost_messages: lost,
             counters,
         }
     }
 }
 
-/// Accept control connections until told to stop; one reader thread per connection.
+/// Accept control connections until told to stop; one reader and one writer thread per
+/// connection.
 fn spawn_acceptor(listener: LocalSocketListener, tx: Sender<Event>, stop: Arc<AtomicBool>) {
     std::thread::spawn(move || {
         let mut next = 0usize;
@@ -1162,13 +1457,34 @@ fn spawn_acceptor(listener: LocalSocketListener, tx: Sender<Event>, stop: Arc<At
             let stream = Arc::new(stream);
             let id = next;
             next += 1;
-            if tx.send(Event::Connected(id, stream.clone())).is_err() {
+            let (out_tx, out_rx) = mpsc::channel();
+            if tx.send(Event::Connected(id, out_tx)).is_err() {
                 break;
             }
+            let writer = stream.clone();
+            std::thread::spawn(move || write_control(writer, out_rx));
             let tx = tx.clone();
             std::thread::spawn(move || read_control(id, stream, tx));
         }
     });
+}
+
+/// Write what the main loop queued for one worker, in order. Only this thread blocks
+/// when the worker stops reading; it ends when the main loop drops the queue or the
+/// worker is gone (a write to a dead worker fails with EPIPE).
+fn write_control(stream: Arc<LocalSocketStream>, queue: Receiver<Outgoing>) {
+    for out in queue {
+        match out {
+            Outgoing::Frame(bytes) => {
+                if (&*stream).write_all(&bytes).is_err() {
+                    return;
+                }
+            }
+            Outgoing::Flushed(ack) => {
+                let _ = ack.send(());
+            }
+        }
+    }
 }
 
 fn read_control(id: usize, stream: Arc<LocalSocketStream>, tx: Sender<Event>) {

@@ -23,10 +23,12 @@ pub struct Tail {
     pub exits: u64,
     /// EXIT records by worker.
     pub exits_by_worker: Vec<u64>,
-    /// Workers whose last ENTER has no EXIT yet.
+    /// Workers whose last ENTER has no EXIT yet (minus those the supervisor said died).
     pub inside: BTreeSet<u32>,
     /// The worker that entered last.
     pub last_entered: Option<u32>,
+    /// By worker: the run's ENTER count at that worker's last ENTER (0: never entered).
+    last_enter: Vec<u64>,
 }
 
 impl Tail {
@@ -40,6 +42,7 @@ impl Tail {
             exits_by_worker: vec![0; workers as usize],
             inside: BTreeSet::new(),
             last_entered: None,
+            last_enter: vec![0; workers as usize],
         }
     }
 
@@ -62,6 +65,9 @@ impl Tail {
                     self.enters += 1;
                     self.inside.insert(w);
                     self.last_entered = Some(w);
+                    if let Some(at) = self.last_enter.get_mut(w as usize) {
+                        *at = self.enters;
+                    }
                 }
                 Record::Exit { w, .. } => {
                     self.exits += 1;
@@ -77,17 +83,27 @@ impl Tail {
         whole > 0
     }
 
-    /// Forget that `w` is inside (it crashed there).
+    /// Forget that `w` is inside, and that it ever entered: it died (there or
+    /// elsewhere). Call it after polling past everything the dead process wrote (it is
+    /// reaped, so its writes are all in the file), so no record of it read later can put
+    /// it back; only a new incarnation's ENTER can.
     pub fn crashed(&mut self, w: u32) {
         self.inside.remove(&w);
+        if let Some(at) = self.last_enter.get_mut(w as usize) {
+            *at = 0;
+        }
     }
 
-    /// The worker inside the critical section now, or if nobody is, the last to enter.
-    pub fn holder(&self) -> Option<u32> {
-        match self.last_entered {
-            Some(w) if self.inside.contains(&w) => Some(w),
-            _ => self.inside.iter().next().copied().or(self.last_entered),
-        }
+    /// The live worker inside the critical section now (the last to enter, if several
+    /// seem to be), or if no live worker is inside, the live worker that entered last.
+    /// `alive` says which workers are alive; a dead worker is never the holder.
+    pub fn holder(&self, alive: impl Fn(u32) -> bool) -> Option<u32> {
+        let latest = |ws: &mut dyn Iterator<Item = u32>| {
+            ws.filter(|&w| alive(w))
+                .filter(|&w| self.last_enter.get(w as usize).is_some_and(|&at| at > 0))
+                .max_by_key(|&w| self.last_enter[w as usize])
+        };
+        latest(&mut self.inside.iter().copied()).or_else(|| latest(&mut (0..self.last_enter.len() as u32)))
     }
 }
 
@@ -104,15 +120,40 @@ mod tests {
         writeln!(f, "# mutexlab resource v1").unwrap();
         let mut t = Tail::new(&path, 2);
         assert!(t.poll());
-        assert_eq!(t.holder(), None);
+        assert_eq!(t.holder(|_| true), None);
         write!(f, "WANT w=1 e=1 t=1\nENTER w=1 e=1 fence=1:1 t=2\nEXIT w=1 e=1 fen").unwrap();
         assert!(t.poll());
-        assert_eq!((t.enters, t.exits, t.holder()), (1, 0, Some(1)));
+        assert_eq!((t.enters, t.exits, t.holder(|_| true)), (1, 0, Some(1)));
         writeln!(f, "ce=1:1 read=0 value=1 t=3").unwrap();
         assert!(t.poll());
         assert_eq!((t.enters, t.exits, t.exits_by_worker.clone()), (1, 1, vec![0, 1]));
         assert!(t.inside.is_empty());
-        assert_eq!(t.holder(), Some(1), "nobody inside: the last to enter");
+        assert_eq!(t.holder(|_| true), Some(1), "nobody inside: the last to enter");
         assert!(!t.poll());
+    }
+
+    #[test]
+    fn a_dead_worker_is_never_the_holder() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r");
+        let mut f = File::create(&path).unwrap();
+        writeln!(f, "# mutexlab resource v1").unwrap();
+        writeln!(f, "ENTER w=0 e=1 fence=1:0 t=1\nEXIT w=0 e=1 fence=1:0 read=0 value=1 t=2").unwrap();
+        writeln!(f, "ENTER w=2 e=1 fence=2:2 t=3\nEXIT w=2 e=1 fence=2:2 read=1 value=2 t=4").unwrap();
+        writeln!(f, "ENTER w=1 e=1 fence=3:1 t=5").unwrap();
+        let mut t = Tail::new(&path, 3);
+        assert!(t.poll());
+        assert_eq!(t.holder(|_| true), Some(1));
+        // w1 died inside: the holder is the live worker that entered last.
+        t.crashed(1);
+        assert_eq!(t.holder(|w| w != 1), Some(2));
+        assert_eq!(t.holder(|w| w == 0), Some(0));
+        assert_eq!(t.holder(|_| false), None);
+        // Restarted, w1 is alive but has not entered in its new life.
+        assert_eq!(t.holder(|_| true), Some(2));
+        // A new incarnation of w1 enters: it is the holder again.
+        writeln!(f, "ENTER w=1 e=1 fence=4:1 t=6").unwrap();
+        assert!(t.poll());
+        assert_eq!(t.holder(|_| true), Some(1));
     }
 }

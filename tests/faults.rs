@@ -319,3 +319,319 @@ fn a_saved_plan_replays() {
     assert_eq!(out2.status.code(), Some(0), "{}", stderr(&out2));
     assert_eq!(json(&out)["plan"], json(&out2)["plan"]);
 }
+
+/// `t=` of every line of `faults.log` with this action, in order.
+fn fault_times(log: &str, action: &str) -> Vec<u64> {
+    log.lines()
+        .filter(|l| l.split_whitespace().nth(2) == Some(action))
+        .filter_map(|l| l.split_whitespace().next()?.strip_prefix("t=")?.parse().ok())
+        .collect()
+}
+
+/// `(w, t)` of every ENTER record in a resource file.
+fn enters(resource: &str) -> Vec<(u64, u64)> {
+    resource
+        .lines()
+        .filter(|l| l.starts_with("ENTER "))
+        .map(|l| {
+            let field = |k: &str| {
+                l.split_whitespace().find_map(|f| f.strip_prefix(k)).and_then(|v| v.parse().ok()).unwrap()
+            };
+            (field("w="), field("t="))
+        })
+        .collect()
+}
+
+#[test]
+fn terminating_a_worker_is_an_orderly_exit_and_survived() {
+    let (out, j) = run_faulty(&[
+        "-n",
+        "3",
+        "-k",
+        "30",
+        "--cs-ms",
+        "1",
+        "--think-ms",
+        "2",
+        "--stall-ms",
+        "3000",
+        "--faults",
+        "term 0 at entry 5",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(actions(&j), vec!["term"], "{err}");
+    assert_eq!(j["faults"][0]["signal"], "SIGTERM");
+    assert_eq!(j["faults"][0]["worker"], 0);
+    assert!(j["entries"]["by_worker"][0].as_u64().unwrap() < 30);
+    assert_eq!(j["entries"]["by_worker"][1], 30);
+    assert_eq!(j["entries"]["by_worker"][2], 30);
+}
+
+#[test]
+fn several_workers_restarted_at_once_all_rejoin() {
+    // Each restarted worker is told to dial only peers already listening; those that come
+    // up later dial it. The run must finish clean with every quota met.
+    let (out, j) = run_faulty(&[
+        "-n",
+        "6",
+        "--algo",
+        "ricart-agrawala",
+        "--stall-ms",
+        "5000",
+        "--faults",
+        "kill 0 at 50ms; kill 1 at 50ms; kill 2 at 50ms; kill 3 at 50ms; \
+         restart 0 at 100ms; restart 1 at 100ms; restart 2 at 100ms; restart 3 at 100ms",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(j["ok"], true, "{err}");
+    assert_eq!(actions(&j), ["kill"; 4].iter().chain(&["restart"; 4]).copied().collect::<Vec<_>>());
+    assert_eq!(j["entries"]["total"], 150, "{j}");
+    assert!(j["never_fired"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn a_worker_killed_again_before_it_is_ready_is_not_started() {
+    let (out, j) = run_faulty(&[
+        "-n",
+        "3",
+        "-k",
+        "200",
+        "--stall-ms",
+        "5000",
+        "--faults",
+        "kill 1 at 50ms; restart 1 at 100ms; kill 1 at 103ms",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(!err.contains("cannot reach"), "{err}");
+    assert_eq!(actions(&j), vec!["kill", "restart", "kill"], "{err}");
+    assert_eq!(j["faults"][2]["incarnation"], 1);
+    assert_eq!(j["entries"]["by_worker"][0], 200);
+    assert_eq!(j["entries"]["by_worker"][2], 200);
+}
+
+#[test]
+fn a_worker_restarted_during_a_partition_is_partitioned_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let out = run(&[
+        "run",
+        "--json",
+        "--keep",
+        "--run-dir",
+        dir.to_str().unwrap(),
+        "-n",
+        "3",
+        "-k",
+        "10",
+        "--stall-ms",
+        "5000",
+        "--faults",
+        "kill 0 at entry 2; partition 0|1,2 at entry 3; restart 0 at entry 4; heal at entry 12",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let j = json(&out);
+    assert_eq!(actions(&j), vec!["kill", "partition", "restart", "heal"], "{err}");
+    assert_eq!(j["entries"]["by_worker"][0], 10, "{j}");
+    // The new w0 is cut off from the coordinator until the heal: it enters only after.
+    let log = std::fs::read_to_string(dir.join("faults.log")).unwrap();
+    let restart = fault_times(&log, "restart")[0];
+    let heal = fault_times(&log, "heal")[0];
+    let resource = std::fs::read_to_string(dir.join("resource.log")).unwrap();
+    for (w, t) in enters(&resource) {
+        assert!(!(w == 0 && t > restart && t < heal), "w0 entered at {t} during the partition: {log}");
+    }
+    assert!(Background::sockets(&dir).is_empty());
+}
+
+#[test]
+fn an_earlier_partition_timer_does_not_heal_a_later_partition() {
+    let (out, j) = run_faulty(&[
+        "-n",
+        "3",
+        "--duration",
+        "2",
+        "--stall-ms",
+        "5000",
+        "--faults",
+        "partition 0|1,2 at 10ms for 100ms; partition 1|0,2 at 50ms for 1s",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    // One heal: the second partition's own, at least 1 s after it began.
+    assert_eq!(actions(&j), vec!["partition", "partition", "heal"], "{err}");
+    let f = j["faults"].as_array().unwrap();
+    assert!(f[2]["t"].as_u64().unwrap() - f[1]["t"].as_u64().unwrap() >= 1_000_000_000);
+}
+
+#[test]
+fn a_paused_worker_under_a_partition_nemesis_ends_in_a_diagnosis_not_a_hang() {
+    // Hundreds of partitions and heals while w0 is paused: nothing is sent to a paused
+    // worker, so the supervisor never blocks on its full socket. The pause outlasts the
+    // run, so the run ends in a stall diagnosis naming w0.
+    let (out, j) = run_faulty(&[
+        "-n",
+        "3",
+        "--duration",
+        "1.5",
+        "--stall-ms",
+        "1000",
+        "--faults",
+        "stop 0 at 100ms for 60s",
+        "--nemesis",
+        "partition",
+        "--nemesis-interval",
+        "4",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no progress") && err.contains("w0: paused for"), "{err}");
+    // The run lasts at least 1.1 s: over 250 partitions, each with its heal, while w0 was
+    // paused (a blocking write used to hang after about 270 messages).
+    assert!(actions(&j).iter().filter(|a| *a == "partition").count() > 200, "{err}");
+    assert!(!kinds(&j).contains(&"overlap".to_string()), "{:?}", kinds(&j));
+}
+
+#[test]
+fn a_pending_timed_restart_is_not_a_stall() {
+    // Everyone else finishes long before the restart: the supervisor waits for its own
+    // step instead of diagnosing a stall.
+    let (out, j) = run_faulty(&[
+        "-n",
+        "3",
+        "-k",
+        "10",
+        "--stall-ms",
+        "1000",
+        "--faults",
+        "kill 1 at entry 3; restart 1 at 3s",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(actions(&j), vec!["kill", "restart"], "{err}");
+    assert_eq!(j["entries"]["by_worker"][1], 10);
+}
+
+#[test]
+fn steps_that_never_fire_are_listed_and_the_run_ends() {
+    let out = run(&["run", "-n", "3", "-k", "5", "--faults", "kill 1 at entry 2; restart 1 at entry 500"]);
+    let s = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(s.contains("  plan        kill 1 at entry 2\n              restart 1 at entry 500\n"), "{s}");
+    assert!(s.contains("  never fired restart 1 at entry 500"), "{s}");
+}
+
+#[test]
+fn the_summary_prints_a_nemesis_plan_that_replays_from_plan_txt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("first");
+    let out = run(&[
+        "run",
+        "-n",
+        "4",
+        "--duration",
+        "0.6",
+        "--stall-ms",
+        "3000",
+        "--nemesis",
+        "stop,partition",
+        "--nemesis-interval",
+        "150",
+        "--seed",
+        "3",
+        "--keep",
+        "--run-dir",
+        dir.to_str().unwrap(),
+    ]);
+    let s = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let saved = std::fs::read_to_string(dir.join("plan.txt")).unwrap();
+    let steps: Vec<&str> = saved.lines().collect();
+    assert!(!steps.is_empty());
+    // Printed in the summary, one step a line, in order.
+    let printed: Vec<&str> = s
+        .lines()
+        .skip_while(|l| !l.starts_with("  plan "))
+        .take(steps.len())
+        .map(|l| l[14..].trim())
+        .collect();
+    assert_eq!(printed, steps, "{s}");
+    let again = tmp.path().join("again");
+    let out2 = run(&[
+        "run",
+        "-n",
+        "4",
+        "--duration",
+        "0.6",
+        "--stall-ms",
+        "3000",
+        "--json",
+        "--run-dir",
+        again.to_str().unwrap(),
+        "--faults-file",
+        dir.join("plan.txt").to_str().unwrap(),
+    ]);
+    assert_eq!(out2.status.code(), Some(0), "{}", stderr(&out2));
+    assert_eq!(json(&out2)["plan"].as_str().unwrap(), saved);
+}
+
+#[test]
+fn a_clean_faulted_run_removes_everything_it_created() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let out = run(&[
+        "run",
+        "--json",
+        "-n",
+        "3",
+        "-k",
+        "10",
+        "--run-dir",
+        dir.to_str().unwrap(),
+        "--faults",
+        "stop 1 at entry 3 for 50ms",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let j = json(&out);
+    assert_eq!(j["run_dir_kept"], false);
+    assert!(
+        !dir.exists(),
+        "{:?}",
+        std::fs::read_dir(&dir).map(|d| d.flatten().map(|e| e.path()).collect::<Vec<_>>())
+    );
+}
+
+#[test]
+fn a_run_directory_that_is_not_empty_is_refused_and_left_alone() {
+    let tmp = tempfile::tempdir().unwrap();
+    let foreign = tmp.path().join("someone-elses.sock");
+    std::fs::write(&foreign, "").unwrap();
+    let out = run(&["run", "-n", "2", "-k", "2", "--run-dir", tmp.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("not empty"), "{}", stderr(&out));
+    assert_eq!(stderr(&out).lines().count(), 1);
+    assert!(foreign.exists());
+    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
+}
+
+#[test]
+fn an_interrupted_run_keeps_its_directory_says_where_and_removes_only_its_sockets() {
+    let mut bg = Background::start(&["-n", "3", "--duration", "120", "--cs-ms", "0.5", "--think-ms", "1"]);
+    bg.wait_for_exits(3);
+    // Another program's socket appears in the directory while the run is on.
+    let dir = bg.run_dir();
+    let foreign = dir.join("foreign.sock");
+    let _listener = std::os::unix::net::UnixListener::bind(&foreign).unwrap();
+    bg.signal(nix::sys::signal::Signal::SIGTERM);
+    // Reap the supervisor but keep `bg`, and so its directory, until the checks are done.
+    let out = bg.child.take().unwrap().wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains(&dir.display().to_string()), "{err}");
+    assert!(dir.join("resource.log").exists());
+    assert_eq!(Background::sockets(&dir), vec![foreign]);
+    assert!(processes_mentioning(&dir.display().to_string()).is_empty());
+}
