@@ -280,7 +280,7 @@ fn cmd_run(a: RunArgs) -> ExitCode {
             }
         }
         Err(RunError::Usage(m)) => fail(2, &m),
-        Err(RunError::Interrupted) => fail(130, "interrupted; all workers stopped"),
+        Err(e @ RunError::Interrupted(_)) => fail(130, &e.to_string()),
         Err(e @ RunError::Failed(_)) => fail(1, &e.to_string()),
     }
 }

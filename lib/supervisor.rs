@@ -51,9 +51,10 @@ pub enum RunError {
     /// The user asked for something impossible: exit 2.
     #[error("{0}")]
     Usage(String),
-    /// The run was interrupted by SIGINT/SIGTERM: exit 130.
-    #[error("interrupted; workers stopped")]
-    Interrupted,
+    /// The run was interrupted by SIGINT/SIGTERM: exit 130. The run directory, kept as
+    /// the evidence of what happened so far, is named.
+    #[error("interrupted; all workers stopped; run directory kept: {}", .0.display())]
+    Interrupted(PathBuf),
     /// Something outside the algorithm failed (spawning, sockets): exit 1.
     #[error("{0}")]
     Failed(String),
@@ -388,11 +389,9 @@ pub fn run(opts: &RunOpts) -> Result<RunReport, RunError> {
     let failure = match result {
         Ok(()) => None,
         Err(RunError::Failed(why)) => Some(why),
-        Err(e) => {
-            // Interrupted: what was written so far is the evidence; keep it and say where.
-            eprintln!("mutexlab: run directory kept: {}", dir.path.display());
-            return Err(e);
-        }
+        // Interrupted: what was written so far is the evidence; the error names the
+        // directory, which is kept.
+        Err(e) => return Err(e),
     };
     let crashes = audit::crashes_from_log(&dir.path.join(control::FAULT_LOG));
     let audit = audit::audit_file(&resource_path, &crashes).map_err(|e| RunError::Failed(e.to_string()))?;
@@ -783,7 +782,7 @@ impl<'a> Supervisor<'a> {
     fn wait_until_inner(&mut self, done: impl Fn(&Self) -> bool, phase: &str) -> Result<(), RunError> {
         while !done(self) {
             if INTERRUPTED.load(Ordering::SeqCst) {
-                return Err(RunError::Interrupted);
+                return Err(RunError::Interrupted(self.dir.clone()));
             }
             match self.rx.recv_timeout(self.tick()) {
                 Ok(ev) => self.handle(ev, phase)?,
@@ -802,7 +801,7 @@ impl<'a> Supervisor<'a> {
 
     fn handle(&mut self, ev: Event, phase: &str) -> Result<(), RunError> {
         match ev {
-            Event::Signal => Err(RunError::Interrupted),
+            Event::Signal => Err(RunError::Interrupted(self.dir.clone())),
             Event::Connected(conn, link) => {
                 if self.conns.len() <= conn {
                     self.conns.resize_with(conn + 1, || None);

@@ -631,6 +631,7 @@ fn an_interrupted_run_keeps_its_directory_says_where_and_removes_only_its_socket
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(err.contains(&dir.display().to_string()), "{err}");
+    assert_eq!(err.lines().count(), 1, "one line says it all: {err}");
     assert!(dir.join("resource.log").exists());
     assert_eq!(Background::sockets(&dir), vec![foreign]);
     assert!(processes_mentioning(&dir.display().to_string()).is_empty());
