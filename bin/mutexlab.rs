@@ -40,6 +40,9 @@ enum Cmd {
         /// Fewer, shorter runs (for a smoke test).
         #[arg(long)]
         quick: bool,
+        /// Let the processes use every CPU (default: all on one CPU, for steady figures).
+        #[arg(long)]
+        all_cpus: bool,
     },
     /// (internal) A worker process; started by `run`.
     #[command(hide = true)]
@@ -170,7 +173,7 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Cmd::Audit { file, faults, json } => cmd_audit(&file, faults, json),
-        Cmd::Bench { quick } => match bench::run(&exe(), quick) {
+        Cmd::Bench { quick, all_cpus } => match bench::run(&exe(), quick, all_cpus) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(1, &e.to_string()),
         },

@@ -6,6 +6,12 @@
 //! message-bound ideal 1/(2T): under saturation every handoff of the centralized
 //! coordinator needs at least two messages in a row (RELEASE, then GRANT). Everything is
 //! measured in the same run, so the ratios compare like with like.
+//!
+//! By default the whole benchmark (ping-pong, supervisors, workers) runs on one CPU. On a
+//! virtual machine a message that wakes a process on an idle second CPU costs 5 to 25 µs
+//! depending on how deeply that CPU slept, so unpinned figures swing by a factor of three
+//! from one run to the next; on one CPU they hold still. `--all-cpus` lets the kernel
+//! spread the processes instead, to see what a second CPU buys on this machine.
 
 use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -91,8 +97,27 @@ fn theory(r: &supervisor::RunReport) -> String {
     }
 }
 
-/// Run the whole benchmark and print it.
-pub fn run(exe: &Path, quick: bool) -> anyhow::Result<()> {
+/// Keep this process, and every process it starts from now on, on its first allowed CPU.
+/// Returns that CPU.
+fn pin_to_one_cpu() -> anyhow::Result<usize> {
+    use nix::sched::{sched_getaffinity, sched_setaffinity, CpuSet};
+    let me = nix::unistd::Pid::from_raw(0);
+    let allowed = sched_getaffinity(me)?;
+    let first = (0..CpuSet::count()).find(|&c| allowed.is_set(c).unwrap_or(false)).unwrap_or(0);
+    let mut one = CpuSet::new();
+    one.set(first)?;
+    sched_setaffinity(me, &one)?;
+    Ok(first)
+}
+
+/// Run the whole benchmark and print it: on one CPU unless `all_cpus`.
+pub fn run(exe: &Path, quick: bool, all_cpus: bool) -> anyhow::Result<()> {
+    let placement = if all_cpus {
+        "processes free to use every CPU".to_string()
+    } else {
+        format!("every process on CPU {} (--all-cpus to spread them)", pin_to_one_cpu()?)
+    };
+    println!("{placement}");
     let rounds = if quick { 2_000 } else { 20_000 };
     let t = ping_pong(exe, rounds)?;
     let ideal = 1.0 / (2.0 * t.as_secs_f64());
