@@ -208,9 +208,11 @@ fn algorithms_are_listed() {
     let out = run(&["algorithms"]);
     assert!(out.status.success());
     let s = stdout(&out);
-    for name in ["none", "flock", "centralized"] {
-        assert!(s.lines().any(|l| l.starts_with(name)), "{s}");
+    // Every registered algorithm, each on a line of its own with its family.
+    for a in mutexlab::algos::ALGORITHMS {
+        assert!(s.lines().any(|l| l.starts_with(&format!("{} ", a.name)) && l.contains(a.family)), "{s}");
     }
+    assert_eq!(s.lines().count(), mutexlab::algos::ALGORITHMS.len());
 }
 
 #[test]
