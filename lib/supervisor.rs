@@ -2,8 +2,9 @@
 //!
 //! It owns the run directory (the resource file, the control socket, one mesh socket per
 //! worker), and every worker process: each is our own binary re-executed as the hidden
-//! `worker` subcommand, in a process group of its own (so a terminal's Ctrl-C reaches
-//! only the supervisor, which then stops them in order), with a parent-death signal so
+//! `worker` subcommand, all in one process group apart from the supervisor's (so a
+//! terminal's Ctrl-C reaches only the supervisor, which then stops them in order, and
+//! one signal reaches them all), with a parent-death signal so
 //! that no worker outlives a supervisor killed outright. Children are reaped by pid with
 //! `waitpid`, one strategy only, and never signalled after they were reaped.
 //!
@@ -469,6 +470,11 @@ struct Supervisor<'a> {
     dir: PathBuf,
     rx: Receiver<Event>,
     slots: Vec<Slot>,
+    /// The workers' process group: all of them share one, apart from the supervisor's
+    /// (so a terminal's Ctrl-C reaches only the supervisor), and it can be signalled as
+    /// one. Valid while any worker in it is unreaped; the first worker started when
+    /// none is alive founds a new one.
+    group: Option<Pid>,
     /// Connection index → the queue of its writer thread, until the connection closes.
     conns: Vec<Option<Sender<Outgoing>>>,
     /// Connection index → worker id, once the worker said Ready.
@@ -530,6 +536,7 @@ impl<'a> Supervisor<'a> {
             dir: dir.to_path_buf(),
             rx,
             slots: Vec::new(),
+            group: None,
             conns: Vec::new(),
             conn_owner: BTreeMap::new(),
             acceptor_stop,
@@ -576,7 +583,12 @@ impl<'a> Supervisor<'a> {
                 cmd.args([flag, &v.to_string()]);
             }
         }
-        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit()).process_group(0);
+        // Join the workers' group while one of them is unreaped (a pgid cannot be reused
+        // while a member exists); otherwise found a new group.
+        let live = self.slots.iter().any(|s| s.life != Life::Exited);
+        let join = self.group.filter(|_| live);
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
+        cmd.process_group(join.map_or(0, Pid::as_raw));
         // SAFETY: between fork and exec we only make one async-signal-safe system call.
         unsafe {
             cmd.pre_exec(|| nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from));
@@ -585,7 +597,11 @@ impl<'a> Supervisor<'a> {
             RunError::Failed(format!("cannot start worker {id} from {}: {e}", o.exe.display()))
         })?;
         // We reap by pid with waitpid; the Child handle is not used again.
-        Ok(Pid::from_raw(child.id() as i32))
+        let pid = Pid::from_raw(child.id() as i32);
+        if join.is_none() {
+            self.group = Some(pid);
+        }
+        Ok(pid)
     }
 
     fn drive(&mut self) -> Result<(), RunError> {
@@ -1079,6 +1095,12 @@ impl<'a> Supervisor<'a> {
     fn freeze_all(&mut self) -> Vec<usize> {
         let running: Vec<usize> =
             (0..self.slots.len()).filter(|&id| self.slots[id].life == Life::Running).collect();
+        // One signal to the group stops everyone at once; the group is valid because
+        // `running` workers are unreaped members. Each is also signalled by pid, which
+        // costs nothing and does not depend on the group.
+        if let (Some(g), false) = (self.group, running.is_empty()) {
+            let _ = nix::sys::signal::killpg(g, Signal::SIGSTOP);
+        }
         for &id in &running {
             let _ = kill(self.slots[id].pid, Signal::SIGSTOP);
         }

@@ -231,6 +231,27 @@ fn sigint_stops_every_worker_and_removes_sockets() {
     assert!(Background::sockets(&dir).is_empty(), "{:?}", Background::sockets(&dir));
 }
 
+/// The process group of `pid`, from /proc.
+fn pgid(pid: i32) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = stat.rsplit_once(") ").unwrap().1;
+    after.split_whitespace().nth(2).unwrap().parse().unwrap()
+}
+
+#[test]
+fn workers_share_one_process_group_apart_from_the_supervisor() {
+    let bg = Background::start(&["-n", "3", "--duration", "120", "--cs-ms", "0.5", "--think-ms", "1"]);
+    bg.wait_for_exits(3);
+    let workers = bg.workers();
+    assert_eq!(workers.len(), 3, "{workers:?}");
+    let groups: Vec<i32> = workers.iter().map(|&w| pgid(w)).collect();
+    assert!(groups.iter().all(|&g| g == groups[0]), "{groups:?}");
+    assert_ne!(groups[0], pgid(bg.pid()), "a terminal's Ctrl-C must reach only the supervisor");
+    assert!(workers.contains(&groups[0]), "the group is one of the workers'");
+    bg.signal(Signal::SIGINT);
+    assert_eq!(bg.finish().status.code(), Some(130));
+}
+
 #[test]
 fn sigterm_behaves_like_sigint() {
     let bg = Background::start(&["-n", "3", "--duration", "120", "--cs-ms", "0.5", "--think-ms", "1"]);
