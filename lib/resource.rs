@@ -184,6 +184,24 @@ impl Resource {
         Ok(())
     }
 
+    /// The highest fence clock of any ENTER in the file (0 if none): where a restarted
+    /// worker's Lamport clock resumes. The whole file is read; restarts are rare.
+    pub fn highest_fence_clock(&self) -> io::Result<u64> {
+        let len = self.file.metadata()?.len();
+        let mut buf = vec![0u8; len as usize];
+        self.file.read_exact_at(&mut buf, 0)?;
+        Ok(buf
+            .split(|&b| b == b'\n')
+            .filter(|l| l.starts_with(b"ENTER "))
+            .filter_map(|l| std::str::from_utf8(l).ok()?.parse::<Record>().ok())
+            .filter_map(|r| match r {
+                Record::Enter { fence, .. } => Some(fence.clock),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0))
+    }
+
     /// Find the counter and the last fence by scanning the file backwards from its end.
     /// A last line without its newline (a write still landing) is skipped.
     pub fn committed(&self) -> io::Result<Committed> {
@@ -234,6 +252,19 @@ impl Resource {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_highest_fence_is_found_wherever_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.log");
+        create(&path, "x", 2).unwrap();
+        let mut r = Resource::open(&path).unwrap();
+        assert_eq!(r.highest_fence_clock().unwrap(), 0);
+        for (w, clock) in [(0, 4), (1, 9), (0, 2)] {
+            r.append(&Record::Enter { w, e: 1, fence: Fence { clock, id: w }, t: 1 }).unwrap();
+        }
+        assert_eq!(r.highest_fence_clock().unwrap(), 9);
+    }
 
     #[test]
     fn records_round_trip() {

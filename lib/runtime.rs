@@ -333,6 +333,17 @@ impl<A: Algorithm> Worker<A> {
         let resource = Resource::open(&resource_path)
             .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", resource_path.display()))?;
         let lock_file = if info.kernel_lock { Some(File::open(&resource_path)?) } else { None };
+        // A restarted worker forgets everything but its Lamport clock, which it takes up
+        // above every fence in the file, as if it had kept it on disk. Otherwise, after
+        // every worker has restarted, fresh clocks would start fences below the old ones
+        // and every later section would look stale.
+        let clock = if opts.incarnation > 0 {
+            resource
+                .highest_fence_clock()
+                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", resource_path.display()))?
+        } else {
+            0
+        };
         let control = StdUnixStream::connect(opts.run_dir.join(control::CONTROL_SOCKET))
             .map_err(|e| anyhow::anyhow!("cannot reach the supervisor: {e}"))?;
         let seed = opts.seed ^ (u64::from(opts.id) << 32) ^ u64::from(opts.incarnation).rotate_left(16);
@@ -355,7 +366,7 @@ impl<A: Algorithm> Worker<A> {
             accept_retry: false,
             accept_failures: 0,
             bad_logged: 0,
-            clock: 0,
+            clock,
             started: Instant::now(),
             deadline: None,
             timers: BinaryHeap::new(),

@@ -392,6 +392,25 @@ fn several_workers_restarted_at_once_all_rejoin() {
 }
 
 #[test]
+fn every_worker_killed_and_restarted_keeps_fences_rising() {
+    // Nobody survives to carry a Lamport clock over; the restarted workers take theirs up
+    // from the file, so their tokens still rise and the audit is clean. Killed inside or
+    // outside the section, the kill itself is excused by the fault log.
+    let (out, j) = run_faulty(&[
+        "-n",
+        "2",
+        "-k",
+        "20",
+        "--faults",
+        "kill 0 at entry 3; kill 1 at entry 3; restart 0 at 100ms; restart 1 at 100ms",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}\n{j}");
+    assert_eq!(kinds(&j), Vec::<String>::new());
+    assert_eq!(actions(&j), ["kill", "kill", "restart", "restart"]);
+}
+
+#[test]
 fn a_worker_killed_again_before_it_is_ready_is_not_started() {
     let (out, j) = run_faulty(&[
         "-n",
