@@ -69,12 +69,26 @@ impl WaitStats {
 }
 
 /// A crash the supervisor caused, so the auditor can excuse an unfinished section.
+///
+/// A crash is an interval, not an instant: from the moment the supervisor decided to
+/// signal (`t`, taken before the signal) to the moment it reaped the process (`dead`).
+/// A survivor may enter as soon as the process is gone, before the reap; the dying
+/// process may still write a record after `t`, before the signal lands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Crash {
     /// The worker killed.
     pub worker: u32,
-    /// When (monotonic ns, the file's clock).
+    /// When the kill began (monotonic ns, the file's clock).
     pub t: u64,
+    /// When the process was known dead (reaped); `t` if the log does not say.
+    pub dead: u64,
+}
+
+impl Crash {
+    /// A crash known to the instant (for tests and hand-made logs).
+    pub fn at(worker: u32, t: u64) -> Crash {
+        Crash { worker, t, dead: t }
+    }
 }
 
 /// What the auditor found.
@@ -121,7 +135,11 @@ pub fn crashes_from_log(path: &Path) -> Vec<Crash> {
                 return None;
             }
             let worker = fields.next()?.strip_prefix("w=")?.parse().ok()?;
-            Some(Crash { worker, t })
+            let dead = fields
+                .take_while(|f| *f != "#")
+                .find_map(|f| f.strip_prefix("dead=")?.parse().ok())
+                .unwrap_or(t);
+            Some(Crash { worker, t, dead })
         })
         .collect()
 }
@@ -206,10 +224,11 @@ struct Auditor {
     inside: BTreeMap<u32, Open>,
     /// Requests not yet served: worker → (line, time, entries by others since).
     waiting: BTreeMap<u32, (usize, u64, u64)>,
-    /// The highest fence of a section that was closed by its EXIT, and its ENTER line.
-    /// A section a crash ended does not count: nothing carried the dead holder's clock
-    /// to whoever entered next, so a lower token after it is no fault.
-    closed_fence: Option<(Fence, usize)>,
+    /// By worker: the highest fence of a section it closed with its EXIT, that ENTER's
+    /// line, and the EXIT's time. Once that worker has crashed, its fences bind nobody:
+    /// the chain of messages that would carry its clock on may have died with it (a
+    /// section a crash cut short never counts either).
+    closed: BTreeMap<u32, (Fence, usize, u64)>,
     committed: u64,
     seen_values: std::collections::HashSet<u64>,
     waits: BTreeMap<u32, Vec<u64>>,
@@ -256,7 +275,13 @@ impl Auditor {
             Record::Exit { w, e, fence, read, value, .. } => {
                 match self.inside.remove(&w) {
                     Some(open) if open.e == e && open.fence == fence => {
-                        self.closed_fence = self.closed_fence.max(Some((fence, open.line)));
+                        let crashed = |c: &(Fence, usize, u64)| self.crashed_between(w, c.2, t);
+                        match self.closed.get(&w) {
+                            Some(c) if c.0 >= fence && !crashed(c) => {}
+                            _ => {
+                                self.closed.insert(w, (fence, open.line, t));
+                            }
+                        }
                     }
                     Some(open) => self.flag(
                         "exit-without-enter",
@@ -306,12 +331,18 @@ impl Auditor {
             .iter()
             .filter(|(&o, open)| !self.crashed_between(o, open.t, t))
             .map(|(_, open)| (open.fence, open.line));
-        self.closed_fence.into_iter().chain(open).max()
+        let closed = self
+            .closed
+            .iter()
+            .filter(|(&o, c)| !self.crashed_between(o, c.2, t))
+            .map(|(_, c)| (c.0, c.1));
+        closed.chain(open).max()
     }
 
-    /// Whether `w` was killed after `from` and no later than `to`.
+    /// Whether a kill of `w` overlaps `[from, to]`: it began no later than `to`, and
+    /// `w` was still alive at `from`.
     fn crashed_between(&self, w: u32, from: u64, to: u64) -> bool {
-        self.crashes.iter().any(|c| c.worker == w && c.t >= from && c.t <= to)
+        self.crashes.iter().any(|c| c.worker == w && c.dead >= from && c.t <= to)
     }
 
     fn enter(&mut self, line: usize, text: &str, w: u32, e: u64, fence: Fence, t: u64) {
@@ -373,7 +404,7 @@ impl Auditor {
         let inside = std::mem::take(&mut self.inside);
         for (w, open) in inside {
             // A worker killed while inside never writes its EXIT: that alone is no fault.
-            let killed = crashes.iter().any(|c| c.worker == w && c.t >= open.t);
+            let killed = crashes.iter().any(|c| c.worker == w && c.dead >= open.t);
             if !killed {
                 let detail = format!("{:?} has no EXIT by the end of the file", open.text);
                 self.flag("enter-without-exit", open.line, detail);
@@ -381,7 +412,7 @@ impl Auditor {
         }
         let waiting = std::mem::take(&mut self.waiting);
         for (w, (line, t, bypassed)) in waiting {
-            let killed = crashes.iter().any(|c| c.worker == w && c.t >= t);
+            let killed = crashes.iter().any(|c| c.worker == w && c.dead >= t);
             if !killed {
                 self.flag(
                     "unserved",
@@ -475,7 +506,7 @@ EXIT w=1 e=1 fence=1:1 read=0 value=1 t=31
         let body = "WANT w=0 e=1 t=10\nENTER w=0 e=1 fence=1:0 t=20\n";
         let r = audit_bytes(&file(body), &[]).unwrap();
         assert_eq!(kinds(&r), vec!["enter-without-exit"]);
-        let r = audit_bytes(&file(body), &[Crash { worker: 0, t: 25 }]).unwrap();
+        let r = audit_bytes(&file(body), &[Crash::at(0, 25)]).unwrap();
         assert!(r.ok, "{:?}", r.violations);
     }
 
@@ -493,10 +524,10 @@ EXIT w=0 e=2 fence=9:0 read=1 value=2 t=80
 ";
         // Killed at 30, before w1 entered at 40: no overlap, and w0's restarted
         // incarnation may enter again.
-        let r = audit_bytes(&file(body), &[Crash { worker: 0, t: 30 }]).unwrap();
+        let r = audit_bytes(&file(body), &[Crash::at(0, 30)]).unwrap();
         assert!(r.ok, "{:?}", r.violations);
         // Killed at 45, after w1 entered: the overlap stands.
-        let r = audit_bytes(&file(body), &[Crash { worker: 0, t: 45 }]).unwrap();
+        let r = audit_bytes(&file(body), &[Crash::at(0, 45)]).unwrap();
         assert_eq!(kinds(&r), vec!["overlap"]);
     }
 
@@ -514,15 +545,57 @@ WANT w=0 e=2 t=6
 ENTER w=0 e=2 fence=7:0 t=20
 EXIT w=0 e=2 fence=7:0 read=1 value=2 t=21
 ";
-        let r = audit_bytes(&file(body), &[Crash { worker: 1, t: 10 }]).unwrap();
+        let r = audit_bytes(&file(body), &[Crash::at(1, 10)]).unwrap();
         assert!(r.ok, "{:?}", r.violations);
         // Without the crash it is an overlap and a backwards token; the closed section's
         // fence 3:0 still binds everyone.
         let r = audit_bytes(&file(body), &[]).unwrap();
         assert_eq!(kinds(&r), vec!["overlap", "stale-token", "stale-writer", "enter-without-exit"]);
         let low = body.replace("fence=7:0", "fence=2:0");
-        let r = audit_bytes(&file(&low), &[Crash { worker: 1, t: 10 }]).unwrap();
+        let r = audit_bytes(&file(&low), &[Crash::at(1, 10)]).unwrap();
         assert_eq!(kinds(&r), vec!["stale-token", "stale-writer"]);
+    }
+
+    #[test]
+    fn a_worker_killed_after_its_exit_binds_nobody_with_its_fence() {
+        // w1 leaves with fence 75:1 and dies before anything carries its clock to w0
+        // (w0 counted the dead w1 as a yes): w0's 74:0 afterwards is no stale token.
+        let body = "\
+WANT w=1 e=1 t=1
+ENTER w=1 e=1 fence=75:1 t=2
+EXIT w=1 e=1 fence=75:1 read=0 value=1 t=3
+WANT w=0 e=1 t=10
+ENTER w=0 e=1 fence=74:0 t=11
+EXIT w=0 e=1 fence=74:0 read=1 value=2 t=12
+";
+        let r = audit_bytes(&file(body), &[Crash::at(1, 5)]).unwrap();
+        assert!(r.ok, "{:?}", r.violations);
+        // Alive, w1's fence binds: without a crash the token went backwards.
+        let r = audit_bytes(&file(body), &[]).unwrap();
+        assert_eq!(kinds(&r), vec!["stale-token", "stale-writer"]);
+        // A crash before w1's section does not excuse what came after it.
+        let r = audit_bytes(&file(body), &[Crash::at(1, 0)]).unwrap();
+        assert_eq!(kinds(&r), vec!["stale-token", "stale-writer"]);
+    }
+
+    #[test]
+    fn records_the_dying_worker_writes_after_the_kill_began_are_its_last() {
+        // The supervisor stamps the kill at 100 and reaps w1 at 110; w1 managed a WANT
+        // and an ENTER at 102 and 103 before the signal landed; w0 enters at 105, after
+        // w1's channel closed. None of that is a fault, and w1's request is excused.
+        let body = "\
+WANT w=1 e=1 t=102
+ENTER w=1 e=1 fence=5:1 t=103
+WANT w=0 e=1 t=104
+ENTER w=0 e=1 fence=6:0 t=105
+EXIT w=0 e=1 fence=6:0 read=0 value=1 t=106
+";
+        let r = audit_bytes(&file(body), &[Crash { worker: 1, t: 100, dead: 110 }]).unwrap();
+        assert!(r.ok, "{:?}", r.violations);
+        // Had w1 been reaped before it wrote them, those records would be another
+        // process's: the overlap stands.
+        let r = audit_bytes(&file(body), &[Crash { worker: 1, t: 100, dead: 101 }]).unwrap();
+        assert!(kinds(&r).contains(&"overlap"), "{:?}", r.violations);
     }
 
     #[test]
@@ -533,10 +606,13 @@ EXIT w=0 e=2 fence=7:0 read=1 value=2 t=21
             &log,
             "t=100 at=1.0ms kill w=2 inc=0 pid=9 signal=SIGKILL # kill 2 at 1ms\n\
              t=200 at=2.0ms stop w=1 inc=0 pid=8 signal=SIGSTOP\n\
-             t=300 at=3.0ms term w=0 inc=1 pid=7 signal=SIGTERM\n",
+             t=300 at=3.0ms term w=0 inc=1 pid=7 signal=SIGTERM dead=340 # dead=999 in a note\n",
         )
         .unwrap();
-        assert_eq!(crashes_from_log(&log), vec![Crash { worker: 2, t: 100 }, Crash { worker: 0, t: 300 }]);
+        assert_eq!(
+            crashes_from_log(&log),
+            vec![Crash::at(2, 100), Crash { worker: 0, t: 300, dead: 340 }]
+        );
         assert!(crashes_from_log(&dir.path().join("absent")).is_empty());
     }
 

@@ -163,6 +163,10 @@ pub struct AppliedFault {
     pub incarnation: Option<u32>,
     pub pid: Option<i32>,
     pub signal: Option<String>,
+    /// `kill` and `term`: when the process was reaped (monotonic ns). With `t`, taken
+    /// before the signal, it brackets the moment of death for the auditor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dead: Option<u64>,
     /// Anything else: the plan step, whether the target was inside, why a step was skipped.
     pub note: String,
 }
@@ -182,6 +186,9 @@ impl AppliedFault {
         }
         if let Some(sig) = &self.signal {
             l += &format!(" signal={sig}");
+        }
+        if let Some(d) = self.dead {
+            l += &format!(" dead={d}");
         }
         if !self.note.is_empty() {
             l += &format!(" # {}", self.note);
@@ -1192,6 +1199,7 @@ impl<'a> Supervisor<'a> {
             incarnation: slot.map(|s| s.incarnation),
             pid: slot.map(|s| s.pid.as_raw()),
             signal: signal.map(|s| s.as_str().to_string()),
+            dead: None,
             note,
         }
     }
@@ -1291,15 +1299,16 @@ impl<'a> Supervisor<'a> {
                 let kill_it = matches!(st.action, Action::Kill(_));
                 let sig = if kill_it { Signal::SIGKILL } else { Signal::SIGTERM };
                 let note = format!("{text}; w{w} {} the critical section", inside(self, w));
-                let fault = self.fault(if kill_it { "kill" } else { "term" }, Some(w), Some(sig), note);
+                let mut fault = self.fault(if kill_it { "kill" } else { "term" }, Some(w), Some(sig), note);
                 self.slots[w].planned_exit = true;
                 let pid = self.slots[w].pid;
                 let _ = kill(pid, sig);
                 if !kill_it && self.slots[w].life == Life::Stopped {
                     let _ = kill(pid, Signal::SIGCONT); // a stopped process cannot leave
                 }
-                self.log_fault(fault);
                 self.reap(w);
+                fault.dead = Some(self.slots[w].since);
+                self.log_fault(fault);
                 if let Some(conn) = self.slots[w].conn.take() {
                     self.conn_owner.remove(&conn);
                     self.conns.get_mut(conn).map(|c| c.take());
