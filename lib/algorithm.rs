@@ -64,12 +64,16 @@ pub struct Config {
     pub seed: u64,
     /// Number of replicated coordinators, for algorithms that use them (`voting`).
     pub replicas: Option<u32>,
+    /// 0 for a node's first life, more after each restart. A restarted node has
+    /// forgotten everything else, but it knows it is not starting the system: a token
+    /// algorithm must not make the initial token again.
+    pub incarnation: u32,
 }
 
 impl Config {
     /// A configuration with the given id and size, seed 0 and no extra parameters.
     pub fn new(id: u32, n: u32) -> Self {
-        Config { id: PeerId(id), n, seed: 0, replicas: None }
+        Config { id: PeerId(id), n, seed: 0, replicas: None, incarnation: 0 }
     }
 
     /// Every node, this one included, in id order.

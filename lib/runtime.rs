@@ -316,7 +316,13 @@ struct NetFaults {
 impl<A: Algorithm> Worker<A> {
     fn new(opts: WorkerOpts, info: &'static AlgoInfo) -> anyhow::Result<Self> {
         let me = PeerId(opts.id);
-        let cfg = Config { id: me, n: opts.workers, seed: opts.seed, replicas: opts.replicas };
+        let cfg = Config {
+            id: me,
+            n: opts.workers,
+            seed: opts.seed,
+            replicas: opts.replicas,
+            incarnation: opts.incarnation,
+        };
         let poll = Poll::new()?;
         let socket_path = opts.run_dir.join(control::worker_socket(me, opts.incarnation));
         let _ = std::fs::remove_file(&socket_path);
