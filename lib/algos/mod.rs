@@ -9,7 +9,11 @@ pub mod baseline;
 pub mod centralized;
 pub mod lamport;
 pub mod maekawa;
+pub mod neilsen_mizuno;
+pub mod raymond;
 pub mod ricart_agrawala;
+pub mod suzuki_kasami;
+pub mod token_ring;
 pub mod voting;
 
 use crate::algorithm::Algorithm;
@@ -176,6 +180,65 @@ pub static ALGORITHMS: &[AlgoInfo] = &[
             })
         },
     },
+    AlgoInfo {
+        name: "token-ring",
+        family: "token",
+        summary: "one TOKEN round a fixed ring 0→1→…→N-1→0; a token a full lap unused is held 1 ms per hop",
+        kernel_lock: false,
+        theory: |s| {
+            if s.n <= 1 {
+                return Theory::exact(0.0, "0: a lone node keeps the token");
+            }
+            Some(Theory::range(
+                1.0,
+                f64::INFINITY,
+                "1 at saturation (the exit pass), up to N when others decline the token; \
+                 unbounded above, as an idle ring keeps (slowly) passing it"
+                    .into(),
+            ))
+        },
+    },
+    AlgoInfo {
+        name: "suzuki-kasami",
+        family: "token",
+        summary:
+            "broadcast a numbered REQUEST; the TOKEN carries each node's last served request and a queue",
+        kernel_lock: false,
+        theory: |s| {
+            let n = s.n.max(1);
+            if n == 1 {
+                return Theory::exact(0.0, "0: a lone node keeps the token");
+            }
+            let formula = format!("0 (holder re-enters unasked) to N = {n} (N-1 REQUESTs + 1 TOKEN)");
+            Some(Theory::range(0.0, f64::from(n), formula))
+        },
+    },
+    AlgoInfo {
+        name: "raymond",
+        family: "token",
+        summary:
+            "a token on a fixed binary tree; REQUESTs climb towards it, per-node FIFO queues route it back",
+        kernel_lock: false,
+        theory: |s| {
+            let d = raymond::diameter(s.n.max(1));
+            let formula =
+                format!("0 (holder re-enters) to 2D = {}, D = {d} the binary tree's diameter", 2 * d);
+            Some(Theory::range(0.0, f64::from(2 * d), formula))
+        },
+    },
+    AlgoInfo {
+        name: "neilsen-mizuno",
+        family: "token",
+        summary:
+            "a token and a tree whose parent links follow the last requester; the TOKEN goes straight to it",
+        kernel_lock: false,
+        theory: |s| {
+            let d = neilsen_mizuno::diameter(s.n.max(1));
+            let formula =
+                format!("0 (holder re-enters) to D+1 = {}, D = {d} the initial chain's length", d + 1);
+            Some(Theory::range(0.0, f64::from(d + 1), formula))
+        },
+    },
 ];
 
 /// Look an algorithm up by name.
@@ -199,6 +262,10 @@ pub fn dispatch<V: AlgoVisitor>(name: &str, v: V) -> Option<V::Output> {
         "ricart-agrawala" => v.visit::<ricart_agrawala::RicartAgrawala>(info),
         "ricart-agrawala-rc" => v.visit::<ricart_agrawala::RoucairolCarvalho>(info),
         "voting" => v.visit::<voting::Voting>(info),
+        "token-ring" => v.visit::<token_ring::TokenRing>(info),
+        "suzuki-kasami" => v.visit::<suzuki_kasami::SuzukiKasami>(info),
+        "raymond" => v.visit::<raymond::Raymond>(info),
+        "neilsen-mizuno" => v.visit::<neilsen_mizuno::NeilsenMizuno>(info),
         _ => unreachable!("algorithm {name} is registered but not dispatched"),
     })
 }
