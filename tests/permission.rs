@@ -9,18 +9,7 @@ use serde_json::Value;
 const SIZES: [u64; 5] = [2, 3, 5, 8, 16];
 
 fn run_algo(algo: &str, n: u64, k: u64, extra: &[&str]) -> Value {
-    let n_s = n.to_string();
-    let k_s = k.to_string();
-    let mut args =
-        vec!["run", "--algo", algo, "-n", &n_s, "-k", &k_s, "--cs-ms", "0.3", "--think-ms", "0.5", "--json"];
-    args.extend_from_slice(extra);
-    let out = run(&args);
-    assert_eq!(out.status.code(), Some(0), "{algo} N={n}: {}\n{}", stderr(&out), stdout(&out));
-    let j = json(&out);
-    assert_eq!(j["ok"], true, "{algo} N={n}");
-    assert_eq!(j["entries"]["total"], n * k, "{algo} N={n}");
-    assert!(j["theory"].is_object(), "{algo} reports its theory");
-    j
+    run_clean(algo, n, k, ["0.3", "0.5"], extra)
 }
 
 fn per_entry(j: &Value) -> f64 {

@@ -6,33 +6,13 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-// ---- raymond and neilsen-mizuno (tree-based tokens) ----
+// ---- raymond and neilsen-mizuno (tree-based tokens), and crashes for all four ----
 
 const TREE_SIZES: [u64; 5] = [2, 3, 5, 8, 16];
 
 /// Run `algo` with N workers, `k` entries each, short sections; check the run is clean.
 fn run_tree_algo(algo: &str, n: u64, k: u64) -> Value {
-    let (n_s, k_s) = (n.to_string(), k.to_string());
-    let out = run(&[
-        "run",
-        "--algo",
-        algo,
-        "-n",
-        &n_s,
-        "-k",
-        &k_s,
-        "--cs-ms",
-        "0.3",
-        "--think-ms",
-        "0.5",
-        "--json",
-    ]);
-    assert_eq!(out.status.code(), Some(0), "{algo} N={n}: {}\n{}", stderr(&out), stdout(&out));
-    let j = json(&out);
-    assert_eq!(j["ok"], true, "{algo} N={n}");
-    assert_eq!(j["violations"].as_array().map(Vec::len), Some(0), "{algo} N={n}: {}", j["violations"]);
-    assert_eq!(j["entries"]["total"], n * k, "{algo} N={n}");
-    j
+    run_clean(algo, n, k, ["0.3", "0.5"], &[])
 }
 
 /// The per-entry message count lies within the theory's range, whose top is `max`.
@@ -74,10 +54,10 @@ fn neilsen_mizuno_is_clean_and_within_d_plus_one_per_entry() {
 }
 
 #[test]
-fn a_killed_token_holder_stalls_the_tree_algorithms_with_a_diagnosis() {
+fn a_killed_token_holder_stalls_every_token_algorithm_with_a_diagnosis() {
     // Crashes are outside the model: the token dies with its holder and nobody makes a
     // new one; the stall diagnosis shows each survivor waiting for the TOKEN.
-    for algo in ["raymond", "neilsen-mizuno"] {
+    for algo in ["token-ring", "suzuki-kasami", "raymond", "neilsen-mizuno"] {
         let mut inside = false;
         for seed in 1..=10 {
             let tmp = tempfile::Builder::new().prefix("mltok-").tempdir().unwrap();
@@ -114,7 +94,7 @@ fn a_killed_token_holder_stalls_the_tree_algorithms_with_a_diagnosis() {
             let err = stderr(&out);
             assert_eq!(out.status.code(), Some(1), "{algo} seed {seed}: {err}");
             assert!(err.contains("no progress"), "{algo}: {err}");
-            assert!(err.contains("waiting for the TOKEN; asked w"), "{algo}: {err}");
+            assert!(err.contains("waiting for the TOKEN"), "{algo}: {err}");
             assert!(j["failure"].as_str().unwrap().contains("no progress"), "{algo}");
             break;
         }
@@ -129,30 +109,8 @@ mod ring_and_broadcast {
 
     const SIZES: [u64; 5] = [2, 3, 5, 8, 16];
 
-    /// Run `algo` with N workers, `k` entries each; check the run is clean and complete.
     fn run_clean(algo: &str, n: u64, k: u64, timing: [&str; 2]) -> Value {
-        let (n_s, k_s) = (n.to_string(), k.to_string());
-        let [cs, think] = timing;
-        let out = run(&[
-            "run",
-            "--algo",
-            algo,
-            "-n",
-            &n_s,
-            "-k",
-            &k_s,
-            "--cs-ms",
-            cs,
-            "--think-ms",
-            think,
-            "--json",
-        ]);
-        assert_eq!(out.status.code(), Some(0), "{algo} N={n}: {}\n{}", stderr(&out), stdout(&out));
-        let j = json(&out);
-        assert_eq!(j["ok"], true, "{algo} N={n}");
-        assert_eq!(j["violations"].as_array().map(Vec::len), Some(0), "{algo} N={n}: {}", j["violations"]);
-        assert_eq!(j["entries"]["total"], n * k, "{algo} N={n}");
-        j
+        common::run_clean(algo, n, k, timing, &[])
     }
 
     fn count(j: &Value, key: &str) -> u64 {
@@ -236,54 +194,5 @@ mod ring_and_broadcast {
         let moved = n * k - counter(&j, "free_entries");
         assert_eq!(count(&j, "TOKEN"), moved, "{}", j["messages"]);
         assert_eq!(j["messages"]["total"].as_u64(), Some(n * moved));
-    }
-
-    #[test]
-    fn a_killed_token_holder_stalls_both_with_a_diagnosis() {
-        // Crashes are outside the model: the token dies with its holder and nobody makes
-        // a new one; the stall diagnosis shows the survivors waiting for the TOKEN.
-        for algo in ["token-ring", "suzuki-kasami"] {
-            let mut inside = false;
-            for seed in 1..=10 {
-                let tmp = tempfile::Builder::new().prefix("mltok-").tempdir().unwrap();
-                let dir = tmp.path().join("run");
-                let seed_s = seed.to_string();
-                let out = run(&[
-                    "run",
-                    "--json",
-                    "--run-dir",
-                    dir.to_str().unwrap(),
-                    "--algo",
-                    algo,
-                    "-n",
-                    "4",
-                    "-k",
-                    "30",
-                    "--cs-ms",
-                    "0.3",
-                    "--think-ms",
-                    "0.5",
-                    "--seed",
-                    &seed_s,
-                    "--stall-ms",
-                    "500",
-                    "--faults",
-                    "kill holder at entry 10",
-                ]);
-                let j = json(&out);
-                let note = j["faults"][0]["note"].as_str().unwrap_or_default().to_string();
-                if !note.contains("inside") || note.contains("outside") {
-                    continue;
-                }
-                inside = true;
-                let err = stderr(&out);
-                assert_eq!(out.status.code(), Some(1), "{algo} seed {seed}: {err}");
-                assert!(err.contains("no progress"), "{algo}: {err}");
-                assert!(err.contains("waiting for the TOKEN"), "{algo}: {err}");
-                assert!(j["failure"].as_str().unwrap().contains("no progress"), "{algo}");
-                break;
-            }
-            assert!(inside, "{algo}: the holder was never inside when killed, ten runs out of ten");
-        }
     }
 }

@@ -26,6 +26,25 @@ pub fn run(args: &[&str]) -> Output {
     c.output().expect("mutexlab runs")
 }
 
+/// Run `algo` with `n` workers, `k` entries each, the given `[cs_ms, think_ms]` and
+/// any `extra` flags, with `--json`; assert the run is clean and complete, and return
+/// its report.
+pub fn run_clean(algo: &str, n: u64, k: u64, timing: [&str; 2], extra: &[&str]) -> serde_json::Value {
+    let (n_s, k_s) = (n.to_string(), k.to_string());
+    let [cs, think] = timing;
+    let mut args = vec!["run", "--algo", algo, "-n", &n_s, "-k", &k_s, "--cs-ms", cs, "--think-ms", think];
+    args.push("--json");
+    args.extend_from_slice(extra);
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{algo} N={n}: {}\n{}", stderr(&out), stdout(&out));
+    let j = json(&out);
+    assert_eq!(j["ok"], true, "{algo} N={n}");
+    assert_eq!(j["violations"].as_array().map(Vec::len), Some(0), "{algo} N={n}: {}", j["violations"]);
+    assert_eq!(j["entries"]["total"], n * k, "{algo} N={n}");
+    assert!(j["theory"].is_object(), "{algo} reports its theory");
+    j
+}
+
 /// Parse `--json` output.
 pub fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
