@@ -331,11 +331,8 @@ impl Auditor {
             .iter()
             .filter(|(&o, open)| !self.crashed_between(o, open.t, t))
             .map(|(_, open)| (open.fence, open.line));
-        let closed = self
-            .closed
-            .iter()
-            .filter(|(&o, c)| !self.crashed_between(o, c.2, t))
-            .map(|(_, c)| (c.0, c.1));
+        let closed =
+            self.closed.iter().filter(|(&o, c)| !self.crashed_between(o, c.2, t)).map(|(_, c)| (c.0, c.1));
         closed.chain(open).max()
     }
 
@@ -609,10 +606,7 @@ EXIT w=0 e=1 fence=6:0 read=0 value=1 t=106
              t=300 at=3.0ms term w=0 inc=1 pid=7 signal=SIGTERM dead=340 # dead=999 in a note\n",
         )
         .unwrap();
-        assert_eq!(
-            crashes_from_log(&log),
-            vec![Crash::at(2, 100), Crash { worker: 0, t: 300, dead: 340 }]
-        );
+        assert_eq!(crashes_from_log(&log), vec![Crash::at(2, 100), Crash { worker: 0, t: 300, dead: 340 }]);
         assert!(crashes_from_log(&dir.path().join("absent")).is_empty());
     }
 
