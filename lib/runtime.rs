@@ -400,8 +400,11 @@ impl<A: Algorithm> Worker<A> {
         })
     }
 
+    /// One line on stderr, written with one `write` so that lines from several
+    /// workers sharing the terminal never interleave.
     fn log(&self, what: std::fmt::Arguments<'_>) {
-        eprintln!("mutexlab: {}: {what}", self.me);
+        let line = format!("mutexlab: {}: {what}\n", self.me);
+        let _ = io::stderr().lock().write_all(line.as_bytes());
     }
 
     fn tell_supervisor(&mut self, msg: &ToSupervisor) -> io::Result<()> {
@@ -909,7 +912,10 @@ impl<A: Algorithm> Worker<A> {
                 self.lost(peer)
             }
             (None, Err(e)) => {
-                self.log(format_args!("reading from {peer} failed: {e}"));
+                // A reset is how a killed peer's channel usually ends: as ordinary as EOF.
+                if !e.is_reset() {
+                    self.log(format_args!("reading from {peer} failed: {e}"));
+                }
                 self.lost(peer)
             }
             (None, Ok(Fill::Budget)) => {

@@ -917,7 +917,8 @@ impl<'a> Supervisor<'a> {
         status
     }
 
-    /// Read what the file gained since the last look; any whole line is progress.
+    /// Read what the file gained since the last look; an ENTER or an EXIT is progress (a
+    /// WANT is only a wish: a restarted worker asking is no sign that anyone gets in).
     fn poll_tail(&mut self) {
         if self.tail.poll() {
             self.bar.set_position(self.tail.exits);

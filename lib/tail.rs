@@ -46,7 +46,7 @@ impl Tail {
         }
     }
 
-    /// Read whatever whole lines were added; returns whether anything was.
+    /// Read whatever whole lines were added; returns whether any ENTER or EXIT was.
     pub fn poll(&mut self) -> bool {
         let Ok(mut f) = File::open(&self.path) else { return false };
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);
@@ -58,6 +58,7 @@ impl Tail {
             return false;
         }
         let whole = buf.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+        let before = (self.enters, self.exits);
         for line in buf[..whole].split(|&b| b == b'\n') {
             let Ok(rec) = std::str::from_utf8(line).unwrap_or("").parse::<Record>() else { continue };
             match rec {
@@ -80,7 +81,7 @@ impl Tail {
             }
         }
         self.offset += whole as u64;
-        whole > 0
+        (self.enters, self.exits) != before
     }
 
     /// Forget that `w` is inside, and that it ever entered: it died (there or
@@ -119,9 +120,11 @@ mod tests {
         let mut f = File::create(&path).unwrap();
         writeln!(f, "# mutexlab resource v1").unwrap();
         let mut t = Tail::new(&path, 2);
-        assert!(t.poll());
+        assert!(!t.poll(), "a header is no progress");
         assert_eq!(t.holder(|_| true), None);
-        write!(f, "WANT w=1 e=1 t=1\nENTER w=1 e=1 fence=1:1 t=2\nEXIT w=1 e=1 fen").unwrap();
+        writeln!(f, "WANT w=1 e=1 t=1").unwrap();
+        assert!(!t.poll(), "a WANT is no progress either");
+        write!(f, "ENTER w=1 e=1 fence=1:1 t=2\nEXIT w=1 e=1 fen").unwrap();
         assert!(t.poll());
         assert_eq!((t.enters, t.exits, t.holder(|_| true)), (1, 0, Some(1)));
         writeln!(f, "ce=1:1 read=0 value=1 t=3").unwrap();

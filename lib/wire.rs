@@ -61,6 +61,14 @@ pub enum FrameError {
     Io(#[from] io::Error),
 }
 
+impl FrameError {
+    /// The peer reset the connection: what a killed process's channel usually gives,
+    /// no more remarkable than EOF.
+    pub fn is_reset(&self) -> bool {
+        matches!(self, FrameError::Io(e) if e.kind() == io::ErrorKind::ConnectionReset)
+    }
+}
+
 /// The first frame on every connection between workers: who is calling.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hello {
@@ -360,5 +368,13 @@ mod tests {
         let err = read_blocking::<Hello, _>(&mut bytes.as_slice()).unwrap_err();
         assert!(matches!(err, FrameError::Truncated(_)), "{err}");
         assert!(read_blocking::<Hello, _>(&mut [].as_slice()).unwrap().is_none());
+    }
+
+    #[test]
+    fn only_a_reset_counts_as_a_reset() {
+        let reset = FrameError::Io(io::Error::from(io::ErrorKind::ConnectionReset));
+        assert!(reset.is_reset());
+        assert!(!FrameError::Io(io::Error::from(io::ErrorKind::PermissionDenied)).is_reset());
+        assert!(!FrameError::Truncated(3).is_reset());
     }
 }
