@@ -234,6 +234,36 @@ pub trait Algorithm: Send + 'static {
     }
 }
 
+/// Helpers for unit tests that script a group of nodes by hand: each calls one handler
+/// of node `i` at time zero and returns the actions it took.
+#[cfg(test)]
+pub(crate) mod script {
+    use super::*;
+
+    type Acts<A> = Vec<Action<<A as Algorithm>::Msg, <A as Algorithm>::Timer>>;
+
+    fn on<A: Algorithm>(node: &mut A, f: impl FnOnce(&mut A, &mut Out<A::Msg, A::Timer>)) -> Acts<A> {
+        let mut o = Out::new(Duration::ZERO);
+        f(node, &mut o);
+        o.actions().to_vec()
+    }
+
+    /// Node `i`'s application asks for the section.
+    pub fn want<A: Algorithm>(w: &mut [A], i: u32) -> Acts<A> {
+        on(&mut w[i as usize], |n, o| n.on_want_cs(o))
+    }
+
+    /// Node `i`'s application leaves the section.
+    pub fn done<A: Algorithm>(w: &mut [A], i: u32) -> Acts<A> {
+        on(&mut w[i as usize], |n, o| n.on_cs_done(o))
+    }
+
+    /// Deliver `msg` from `from` to `to`.
+    pub fn deliver<A: Algorithm>(w: &mut [A], from: u32, to: u32, msg: A::Msg) -> Acts<A> {
+        on(&mut w[to as usize], |n, o| n.on_message(PeerId(from), msg, o))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

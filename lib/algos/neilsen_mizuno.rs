@@ -208,6 +208,7 @@ impl Algorithm for NeilsenMizuno {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithm::script::{deliver, done, want};
     use crate::algorithm::Action;
     use crate::sim::{sweep, Sim};
     use std::time::Duration;
@@ -224,24 +225,6 @@ mod tests {
 
     fn token(to: u32) -> A {
         Action::Send { to: PeerId(to), msg: Msg::Token }
-    }
-
-    fn want(w: &mut [NeilsenMizuno], i: u32) -> Vec<A> {
-        let mut o = Out::new(Duration::ZERO);
-        w[i as usize].on_want_cs(&mut o);
-        o.actions().to_vec()
-    }
-
-    fn done(w: &mut [NeilsenMizuno], i: u32) -> Vec<A> {
-        let mut o = Out::new(Duration::ZERO);
-        w[i as usize].on_cs_done(&mut o);
-        o.actions().to_vec()
-    }
-
-    fn deliver(w: &mut [NeilsenMizuno], from: u32, to: u32, msg: Msg) -> Vec<A> {
-        let mut o = Out::new(Duration::ZERO);
-        w[to as usize].on_message(PeerId(from), msg, &mut o);
-        o.actions().to_vec()
     }
 
     fn request(originator: u32) -> Msg {

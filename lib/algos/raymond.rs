@@ -248,6 +248,7 @@ impl Algorithm for Raymond {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithm::script::{deliver, done, want};
     use crate::algorithm::Action;
     use crate::sim::{sweep, Sim};
     use std::time::Duration;
@@ -260,25 +261,6 @@ mod tests {
 
     fn send(to: u32, msg: Msg) -> A {
         Action::Send { to: PeerId(to), msg }
-    }
-
-    fn want(w: &mut [Raymond], i: u32) -> Vec<A> {
-        let mut o = Out::new(Duration::ZERO);
-        w[i as usize].on_want_cs(&mut o);
-        o.actions().to_vec()
-    }
-
-    fn done(w: &mut [Raymond], i: u32) -> Vec<A> {
-        let mut o = Out::new(Duration::ZERO);
-        w[i as usize].on_cs_done(&mut o);
-        o.actions().to_vec()
-    }
-
-    /// Deliver `msg` from `from` to `to` and return what `to` did.
-    fn deliver(w: &mut [Raymond], from: u32, to: u32, msg: Msg) -> Vec<A> {
-        let mut o = Out::new(Duration::ZERO);
-        w[to as usize].on_message(PeerId(from), msg, &mut o);
-        o.actions().to_vec()
     }
 
     #[test]

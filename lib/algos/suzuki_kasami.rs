@@ -295,6 +295,7 @@ impl Algorithm for SuzukiKasami {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithm::script::{deliver, done, want};
     use crate::algorithm::Action;
     use crate::sim::{sweep, Sim};
     use std::time::Duration;
@@ -327,25 +328,6 @@ mod tests {
             assert!(o.actions().is_empty(), "starting costs nothing");
         }
         w
-    }
-
-    /// Deliver `msg` from `from` to `to` and return what `to` did.
-    fn deliver(w: &mut [SuzukiKasami], from: u32, to: u32, msg: Msg) -> Vec<Action<Msg, NoTimer>> {
-        let mut o = out();
-        w[to as usize].on_message(PeerId(from), msg, &mut o);
-        o.actions().to_vec()
-    }
-
-    fn want(w: &mut [SuzukiKasami], i: u32) -> Vec<Action<Msg, NoTimer>> {
-        let mut o = out();
-        w[i as usize].on_want_cs(&mut o);
-        o.actions().to_vec()
-    }
-
-    fn done(w: &mut [SuzukiKasami], i: u32) -> Vec<Action<Msg, NoTimer>> {
-        let mut o = out();
-        w[i as usize].on_cs_done(&mut o);
-        o.actions().to_vec()
     }
 
     #[test]

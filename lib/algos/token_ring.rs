@@ -271,6 +271,7 @@ impl Algorithm for TokenRing {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithm::script::deliver;
     use crate::algorithm::Action;
     use crate::sim::sweep;
 
@@ -288,13 +289,6 @@ mod tests {
 
     fn nodes(n: u32) -> Vec<TokenRing> {
         (0..n).map(|i| TokenRing::new(&Config::new(i, n))).collect()
-    }
-
-    /// Deliver `msg` from `from` to `to` and return what `to` did.
-    fn deliver(w: &mut [TokenRing], from: u32, to: u32, msg: Msg) -> Vec<Action<Msg, Timer>> {
-        let mut o = out();
-        w[to as usize].on_message(PeerId(from), msg, &mut o);
-        o.actions().to_vec()
     }
 
     #[test]
