@@ -23,7 +23,9 @@
 //! - Knobs, all optional: [`Sim::non_fifo`] lets any in-flight message on a channel
 //!   overtake the ones before it; [`Sim::stale_timers`] makes cancelled or reset timers
 //!   sometimes fire once anyway, as the driver contract allows; [`Sim::max_steps`] bounds
-//!   the run (a livelock shows up as [`Failure::StepLimit`]).
+//!   the run (a livelock shows up as [`Failure::StepLimit`]); [`Sim::crashes`] lets up
+//!   to k nodes (of those a predicate allows) crash and restart, as the worker runtime
+//!   and the supervisor's faults make them.
 //! - [`Sim::run`]`(entries_per_node)` drives the run until every application has been
 //!   inside `entries_per_node` times and no message is left in flight. It returns a
 //!   [`SimReport`] (entries, messages sent by kind, steps) or a [`SimError`] naming the
@@ -50,8 +52,17 @@
 //! timers weighted like messages, no back-off could outlast a message in flight and
 //! back-off algorithms would livelock in the simulator only. Channels are FIFO per
 //! ordered pair unless [`Sim::non_fifo`] is set. Broadcasts count as one message per
-//! receiver, as on the wire. Nodes never crash here: crash scenarios are scripted in
-//! each algorithm's unit tests or run with real processes.
+//! receiver, as on the wire.
+//!
+//! Crashes (only with [`Sim::crashes`]), as the worker runtime presents them: a crashed
+//! node stops at once (its application's request or section is gone, its timers too);
+//! what it sent before is still delivered, and then each live peer is told
+//! `on_peer_down`; messages to it are lost. Some steps later it restarts as a fresh
+//! node (`Config::incarnation` one higher) that finishes the entries left; every live
+//! peer is told `on_peer_down` (if it has not been yet, and then the old incarnation's
+//! undelivered messages are dropped, as the runtime drops the old connection) and
+//! `on_peer_up`, and the fresh node is told `on_peer_down` for every peer that is dead
+//! then. A run ends only when every node is alive and done.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
@@ -67,6 +78,9 @@ const TRACE_LEN: usize = 40;
 
 /// While messages are in flight, a timer may fire on one step in this many.
 const TIMER_RACE: u32 = 8;
+
+/// A crash or a restart is a candidate on one step in this many.
+const CRASH_RARITY: u32 = 16;
 
 /// What an application is doing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,6 +116,12 @@ enum Event {
     Leave(usize),
     /// The earliest timer fires.
     Timer,
+    /// Node `i` crashes.
+    Crash(usize),
+    /// Crashed node `i` starts again with fresh state.
+    Restart(usize),
+    /// `to` learns that `from` is down (its channel has drained).
+    Down { from: usize, to: usize },
 }
 
 /// Why a run failed.
@@ -208,6 +228,8 @@ pub struct SimReport {
     pub steps: u64,
     /// Virtual time at the end.
     pub elapsed: Duration,
+    /// Crashes that happened (each followed by a restart).
+    pub crashes: u32,
 }
 
 impl SimReport {
@@ -254,6 +276,15 @@ pub struct Sim<A: Algorithm> {
     step: u64,
     trace: VecDeque<String>,
     out: Out<A::Msg, A::Timer>,
+    /// Each node's configuration, to build it again on a restart.
+    configs: Vec<Config>,
+    alive: Vec<bool>,
+    /// Crashes still allowed, and which nodes may crash.
+    crash_budget: u32,
+    may_crash: Vec<bool>,
+    /// `from * n + to`: `from` is dead and `to` is to hear so once the link drains.
+    down_due: Vec<bool>,
+    crashes_done: u32,
 }
 
 impl<A: Algorithm> Sim<A> {
@@ -264,14 +295,15 @@ impl<A: Algorithm> Sim<A> {
 
     /// `n` nodes whose configurations `tweak` adjusts (after id, n and seed are set).
     pub fn with_config(n: u32, seed: u64, tweak: impl Fn(&mut Config)) -> Self {
-        let nodes = (0..n)
+        let configs: Vec<Config> = (0..n)
             .map(|i| {
                 let mut cfg = Config::new(i, n);
                 cfg.seed = seed;
                 tweak(&mut cfg);
-                A::new(&cfg)
+                cfg
             })
             .collect();
+        let nodes = configs.iter().map(A::new).collect();
         let n = n as usize;
         Sim {
             n,
@@ -293,7 +325,21 @@ impl<A: Algorithm> Sim<A> {
             step: 0,
             trace: VecDeque::new(),
             out: Out::new(Duration::ZERO),
+            configs,
+            alive: vec![true; n],
+            crash_budget: 0,
+            may_crash: vec![false; n],
+            down_due: vec![false; n * n],
+            crashes_done: 0,
         }
+    }
+
+    /// Let up to `count` crashes happen, each to a node `eligible` allows, each followed
+    /// later by a restart of that node.
+    pub fn crashes(mut self, count: u32, eligible: impl Fn(PeerId) -> bool) -> Self {
+        self.crash_budget = count;
+        self.may_crash = (0..self.n).map(|i| eligible(PeerId(i as u32))).collect();
+        self
     }
 
     /// Let any message in flight on a channel be delivered first, not only the oldest.
@@ -330,7 +376,9 @@ impl<A: Algorithm> Sim<A> {
         }
         loop {
             let events = self.enabled();
-            let done = self.left.iter().all(|&l| l == 0) && self.apps.iter().all(|&a| a == App::Idle);
+            let done = self.left.iter().all(|&l| l == 0)
+                && self.apps.iter().all(|&a| a == App::Idle)
+                && self.alive.iter().all(|&a| a);
             let in_flight = self.links.iter().any(|l| !l.is_empty());
             if done && !in_flight {
                 break;
@@ -353,6 +401,7 @@ impl<A: Algorithm> Sim<A> {
             messages: self.sent.clone(),
             steps: self.step,
             elapsed: self.now,
+            crashes: self.crashes_done,
         })
     }
 
@@ -366,11 +415,33 @@ impl<A: Algorithm> Sim<A> {
                 }
             }
         }
+        for from in 0..self.n {
+            for to in 0..self.n {
+                let l = from * self.n + to;
+                if self.down_due[l] && self.links[l].is_empty() {
+                    events.push(Event::Down { from, to });
+                }
+            }
+        }
         for i in 0..self.n {
             match self.apps[i] {
+                _ if !self.alive[i] => {}
                 App::Idle if self.left[i] > 0 => events.push(Event::Want(i)),
                 App::Inside => events.push(Event::Leave(i)),
                 _ => {}
+            }
+        }
+        // Crashes and restarts are rare next to everything else. A dead node is always
+        // restarted eventually (when nothing else can happen, that is the only choice),
+        // but a crash never stands in for nothing happening: a deadlock stays one.
+        let stuck = events.is_empty();
+        let rare = self.crash_budget > 0 || self.alive.contains(&false);
+        let rare = rare && self.rng.random_range(0..CRASH_RARITY) == 0;
+        for i in 0..self.n {
+            if !self.alive[i] && (stuck || rare) {
+                events.push(Event::Restart(i));
+            } else if self.alive[i] && self.may_crash[i] && self.crash_budget > 0 && !stuck && rare {
+                events.push(Event::Crash(i));
             }
         }
         // Timers are slow next to messages: with the network quiet the next timer is
@@ -420,8 +491,71 @@ impl<A: Algorithm> Sim<A> {
                 self.nodes[t.node.index()].on_timer(t.timer, &mut self.out);
                 t.node.index()
             }
+            Event::Down { from, to } => {
+                self.down_due[from * self.n + to] = false;
+                self.note(format!("{} hears {} is down", PeerId(to as u32), PeerId(from as u32)));
+                self.nodes[to].on_peer_down(PeerId(from as u32), &mut self.out);
+                to
+            }
+            Event::Crash(i) => {
+                self.crash(i);
+                return Ok(());
+            }
+            Event::Restart(i) => return self.restart(i),
         };
         self.apply(node)
+    }
+
+    fn crash(&mut self, i: usize) {
+        let me = PeerId(i as u32);
+        self.note(format!("{me} crashes"));
+        self.crash_budget -= 1;
+        self.crashes_done += 1;
+        self.alive[i] = false;
+        if self.apps[i] == App::Inside {
+            self.inside = None;
+        }
+        self.apps[i] = App::Idle;
+        self.timers.retain(|t| t.node != me);
+        for j in 0..self.n {
+            // Nothing reaches a dead node, news of others' deaths included.
+            self.links[j * self.n + i].clear();
+            self.down_due[j * self.n + i] = false;
+            if j != i && self.alive[j] {
+                self.down_due[i * self.n + j] = true;
+            }
+        }
+    }
+
+    fn restart(&mut self, i: usize) -> Result<(), SimError> {
+        let me = PeerId(i as u32);
+        self.configs[i].incarnation += 1;
+        self.note(format!("{me} restarts (incarnation {})", self.configs[i].incarnation));
+        self.nodes[i] = A::new(&self.configs[i]);
+        self.alive[i] = true;
+        for j in (0..self.n).filter(|&j| j != i) {
+            if self.alive[j] {
+                let l = i * self.n + j;
+                if self.down_due[l] {
+                    // The runtime drops the old connection when the new one says hello.
+                    self.links[l].clear();
+                    self.down_due[l] = false;
+                    self.out.reset(self.now);
+                    self.nodes[j].on_peer_down(me, &mut self.out);
+                    self.apply(j)?;
+                }
+                self.out.reset(self.now);
+                self.nodes[j].on_peer_up(me, &mut self.out);
+                self.apply(j)?;
+            }
+        }
+        self.out.reset(self.now);
+        self.nodes[i].on_start(&mut self.out);
+        for j in (0..self.n).filter(|&j| j != i && !self.alive[j]) {
+            self.down_due[j * self.n + i] = false;
+            self.nodes[i].on_peer_down(PeerId(j as u32), &mut self.out);
+        }
+        self.apply(i)
     }
 
     /// Carry out the actions node `i` pushed into the outbox.
@@ -470,7 +604,10 @@ impl<A: Algorithm> Sim<A> {
             return Err(self.fail(Failure::NoSuchPeer { node: from, to, kind }));
         }
         *self.sent.entry(kind).or_default() += 1;
-        self.links[from.index() * self.n + to.index()].push_back(msg);
+        // Counted as sent, as the runtime counts it, but a dead process reads nothing.
+        if self.alive[to.index()] {
+            self.links[from.index() * self.n + to.index()].push_back(msg);
+        }
         Ok(())
     }
 
@@ -568,6 +705,49 @@ mod tests {
             }
             assert!(caught >= 40, "n = {n}: only {caught} of 50 runs caught the overlap");
         }
+    }
+
+    #[test]
+    fn centralized_survives_crashes_of_ordinary_nodes() {
+        for n in [2, 3, 5] {
+            let coordinator = PeerId(n - 1);
+            let mut crashes = 0;
+            for seed in 0..150 {
+                let mut sim =
+                    Sim::<Centralized>::new(n, seed).stale_timers(true).crashes(3, |p| p != coordinator);
+                let r = sim.run(4).unwrap_or_else(|e| panic!("{e}"));
+                assert!(r.entries >= u64::from(n) * 4, "every quota met, whatever a crash cut short");
+                crashes += r.crashes;
+            }
+            assert!(crashes >= 75, "n = {n}: only {crashes} crashes in 150 runs");
+        }
+    }
+
+    #[test]
+    fn a_restarted_coordinator_is_caught_letting_two_in() {
+        // The negative control for the crash machinery: a coordinator that forgets who
+        // holds the section must, on some seeds, let a second node in.
+        let mut caught = 0;
+        for seed in 0..300 {
+            match Sim::<Centralized>::new(3, seed).crashes(2, |p| p == PeerId(2)).run(6) {
+                Err(SimError { failure: Failure::Overlap { .. }, .. }) => caught += 1,
+                Err(e) => panic!("unexpected failure: {e}"),
+                Ok(_) => {}
+            }
+        }
+        assert!(caught > 0, "no seed out of 300 showed the amnesia overlap");
+    }
+
+    #[test]
+    fn crashes_replay_from_the_seed() {
+        let run = || {
+            let mut sim = Sim::<Centralized>::new(4, 9).crashes(3, |p| p != PeerId(3));
+            (sim.run(5).unwrap(), sim.trace.iter().cloned().collect::<Vec<_>>())
+        };
+        let (a, ta) = run();
+        let (b, tb) = run();
+        assert!(a.crashes > 0, "seed 9 was picked because it crashes");
+        assert_eq!((a.steps, a.messages, a.crashes, ta), (b.steps, b.messages, b.crashes, tb));
     }
 
     #[test]

@@ -690,4 +690,29 @@ mod tests {
         );
         assert!(cheaper > 100, "keeping permissions saved messages in only {cheaper} runs");
     }
+
+    /// Crashes and restarts anywhere, holders included: a dead node is not inside, and a
+    /// fresh one is asked again.
+    fn survives_crashes<const K: bool>() {
+        let mut crashes = 0;
+        for n in [2, 3, 5] {
+            for seed in 0..200 {
+                let mut sim = crate::sim::Sim::<Ra<K>>::new(n, seed).non_fifo().crashes(3, |_| true);
+                let r = sim.run(4).unwrap_or_else(|e| panic!("{e}"));
+                assert!(r.entries >= u64::from(n) * 4);
+                crashes += r.crashes;
+            }
+        }
+        assert!(crashes > 300, "only {crashes} crashes");
+    }
+
+    #[test]
+    fn sim_ricart_agrawala_survives_crashes_and_restarts() {
+        survives_crashes::<false>();
+    }
+
+    #[test]
+    fn sim_roucairol_carvalho_survives_crashes_and_restarts() {
+        survives_crashes::<true>();
+    }
 }

@@ -854,6 +854,23 @@ mod tests {
     }
 
     #[test]
+    fn sim_survives_crashes_of_nodes_that_hold_no_vote() {
+        // Requesters that are not coordinators may die and come back at any moment,
+        // holding votes or not: a coordinator takes back a dead voter's vote.
+        let mut crashes = 0;
+        for n in [4, 5, 8] {
+            for seed in 0..150 {
+                let sim = crate::sim::Sim::<Voting>::with_config(n, seed, |c| c.replicas = Some(3));
+                let mut sim = sim.non_fifo().crashes(3, |p| p.0 >= 3);
+                let r = sim.run(3).unwrap_or_else(|e| panic!("{e}"));
+                assert!(r.entries >= 3 * u64::from(n));
+                crashes += r.crashes;
+            }
+        }
+        assert!(crashes > 200, "only {crashes} crashes");
+    }
+
+    #[test]
     fn sim_needs_no_fifo() {
         for n in [2, 3, 5] {
             for seed in 0..100 {
