@@ -611,6 +611,19 @@ EXIT w=0 e=1 fence=6:0 read=0 value=1 t=106
     }
 
     #[test]
+    fn an_exit_that_closes_nothing_or_something_else_is_flagged() {
+        // No ENTER at all.
+        let r = audit_bytes(&file("EXIT w=0 e=1 fence=1:0 read=0 value=1 t=5\n"), &[]).unwrap();
+        assert_eq!(kinds(&r), vec!["exit-without-enter"]);
+        // An EXIT that names another section than the one open.
+        let body =
+            "WANT w=0 e=1 t=1\nENTER w=0 e=1 fence=1:0 t=2\nEXIT w=0 e=2 fence=1:0 read=0 value=1 t=3\n";
+        let r = audit_bytes(&file(body), &[]).unwrap();
+        assert_eq!(kinds(&r), vec!["exit-without-enter"]);
+        assert!(r.violations[0].detail.contains("line 3"), "{}", r.violations[0].detail);
+    }
+
+    #[test]
     fn unserved_request_is_flagged() {
         let r = audit_bytes(&file("WANT w=1 e=1 t=10\n"), &[]).unwrap();
         assert_eq!(kinds(&r), vec!["unserved"]);
