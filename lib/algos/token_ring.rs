@@ -262,6 +262,7 @@ impl Algorithm for TokenRing {
         };
         let last = match self.last_passed {
             Some(p) => format!("I last passed it to {p}"),
+            None if self.cfg.incarnation > 0 => "restarted: it has not come by since".to_string(),
             None => "never had it; w0 made it".to_string(),
         };
         format!("waiting for the TOKEN{from} ({last})")
@@ -491,6 +492,10 @@ mod tests {
         w0.on_start(&mut out());
         w0.on_want_cs(&mut out());
         assert_eq!(w0.pending(), "waiting for the TOKEN from w4 (I last passed it to w1)");
+        let mut w0 = TokenRing::new(&Config { incarnation: 1, ..Config::new(0, 5) });
+        w0.on_start(&mut out());
+        w0.on_want_cs(&mut out());
+        assert_eq!(w0.pending(), "waiting for the TOKEN from w4 (restarted: it has not come by since)");
     }
 
     #[test]
