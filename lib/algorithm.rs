@@ -234,10 +234,20 @@ pub trait Algorithm: Send + 'static {
     }
 }
 
-/// Helpers for unit tests that script a group of nodes by hand: each calls one handler
-/// of node `i` at time zero and returns the actions it took.
-#[cfg(test)]
-pub(crate) mod script {
+/// Helpers for tests that script a group of nodes by hand: each calls one handler of
+/// node `i` at time zero and returns the actions it took, so a test reads as a trace.
+///
+/// ```
+/// use mutexlab::algorithm::{script::*, Action, Algorithm, Config, PeerId};
+/// use mutexlab::algos::centralized::{Centralized, Msg};
+///
+/// let mut w: Vec<Centralized> = (0..2).map(|i| Centralized::new(&Config::new(i, 2))).collect();
+/// assert_eq!(want(&mut w, 0), [Action::Send { to: PeerId(1), msg: Msg::Request }]);
+/// assert_eq!(deliver(&mut w, 0, 1, Msg::Request), [Action::Send { to: PeerId(0), msg: Msg::Grant }]);
+/// assert_eq!(deliver(&mut w, 1, 0, Msg::Grant), [Action::EnterCs]);
+/// assert_eq!(done(&mut w, 0), [Action::Send { to: PeerId(1), msg: Msg::Release }]);
+/// ```
+pub mod script {
     use super::*;
 
     type Acts<A> = Vec<Action<<A as Algorithm>::Msg, <A as Algorithm>::Timer>>;
