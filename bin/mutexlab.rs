@@ -84,7 +84,7 @@ struct RunArgs {
     /// Replicated coordinators for `voting` (default: every worker).
     #[arg(long, allow_negative_numbers = true)]
     replicas: Option<u32>,
-    /// Run directory (default: a fresh temporary directory).
+    /// Run directory, new or empty (default: a fresh temporary directory).
     #[arg(long)]
     run_dir: Option<PathBuf>,
     /// Keep the run directory even after a clean run.
