@@ -152,7 +152,10 @@ mod ring_and_broadcast {
         let total = j["messages"]["total"].as_u64().unwrap() as f64;
         let ms = j["elapsed_s"].as_f64().unwrap() * 1000.0;
         assert!(ms >= 20.0, "{ms} ms");
-        assert!(total <= ms + 3.0 * 16.0, "{total} messages in {ms:.1} ms");
+        // About one per ms; a spinning ring would pass it every few microseconds, a
+        // hundred times more. The slack covers the stretch after the last entry, while
+        // the supervisor collects statistics, which `elapsed_s` does not include.
+        assert!(total <= 2.0 * ms + 200.0, "{total} messages in {ms:.1} ms");
         assert!(counter(&j, "idle_passes") > 0);
     }
 
