@@ -7,6 +7,7 @@
 
 pub mod baseline;
 pub mod centralized;
+pub mod centralized_bully;
 pub mod lamport;
 pub mod maekawa;
 pub mod neilsen_mizuno;
@@ -109,6 +110,23 @@ pub static ALGORITHMS: &[AlgoInfo] = &[
         theory: |s| {
             let n = f64::from(s.n.max(1));
             Theory::exact(3.0 * (n - 1.0) / n, "3(N-1)/N: 3 per entry, 0 for the coordinator's own")
+        },
+    },
+    AlgoInfo {
+        name: "centralized-bully",
+        family: "permission",
+        summary:
+            "centralized with heartbeats and a bully election; the new coordinator rebuilds its queue from STATE",
+        kernel_lock: false,
+        theory: |s| {
+            let n = f64::from(s.n.max(1));
+            Some(Theory::range(
+                3.0 * (n - 1.0) / n,
+                f64::INFINITY,
+                "3(N-1)/N as centralized, plus HEARTBEATs while anyone waits and elections; \
+                 unbounded above"
+                    .into(),
+            ))
         },
     },
     AlgoInfo {
@@ -257,6 +275,7 @@ pub fn dispatch<V: AlgoVisitor>(name: &str, v: V) -> Option<V::Output> {
     Some(match name {
         "none" | "flock" => v.visit::<baseline::Immediate>(info),
         "centralized" => v.visit::<centralized::Centralized>(info),
+        "centralized-bully" => v.visit::<centralized_bully::CentralizedBully>(info),
         "lamport" => v.visit::<lamport::Lamport>(info),
         "maekawa" => v.visit::<maekawa::Maekawa>(info),
         "ricart-agrawala" => v.visit::<ricart_agrawala::RicartAgrawala>(info),

@@ -1,0 +1,774 @@
+//! Centralized coordinator that survives its coordinator: a bully election picks a new
+//! one, and the survivors tell it what the old one knew.
+//!
+//! # Normal operation
+//!
+//! As in `centralized`: the coordinator (the highest live id) keeps a FIFO queue; a node
+//! sends REQUEST, waits for GRANT, and sends RELEASE when it leaves, three messages per
+//! entry of an ordinary node and none for the coordinator's own. Every one of those
+//! messages carries the *term* of the coordinator it belongs to, a pair (epoch, id of the
+//! coordinator) ordered epoch first, so two coordinators never share a term.
+//!
+//! # Noticing that the coordinator is gone
+//!
+//! On one machine a crashed process's socket gives EOF, so `on_peer_down(coordinator)`
+//! starts an election at once. A *paused* coordinator closes nothing, so the coordinator
+//! also sends HEARTBEAT to every other node every [`HEARTBEAT`] (50 ms), but only while
+//! somebody depends on it (a request is queued, someone holds the section, or it is still
+//! rebuilding its state); an idle system sends none. A node that waits for a GRANT and
+//! hears nothing from its coordinator for [`SUSPECT_AFTER`] (200 ms) suspects it and
+//! starts an election. HEARTBEAT is its own message kind, so its cost shows in the report.
+//!
+//! # Bully election
+//!
+//! A node that starts an election sends ELECTION to every higher id it does not know to
+//! be down; with none left it wins at once. A live higher node answers ANSWER and starts
+//! an election of its own (an active coordinator instead re-announces itself to the
+//! asker with COORDINATOR). A node that got no ANSWER within [`ELECTION_TIMEOUT`] wins;
+//! one that got an ANSWER but no COORDINATOR within [`COORDINATOR_TIMEOUT`] starts over.
+//! A node that hears ANSWER-less peers go down (EOF) does not wait for them. The winner
+//! takes the epoch one above every epoch it has seen. A node hearing COORDINATOR from a
+//! term older than its own replies STALE with its term, and the candidate declares again
+//! above it (a restarted node remembers no epoch). A node that accepts a COORDINATOR from
+//! a *lower* id starts an election itself: the highest live node always ends up in charge
+//! (a restarted or resumed high node takes over, which is the bully).
+//!
+//! A restarted node (`incarnation > 0`) never assumes anything: it starts an election
+//! from `on_start`, and learns the coordinator from the COORDINATOR that follows.
+//!
+//! # Recovery
+//!
+//! The COORDINATOR broadcast is also the state query: every node that accepts it adopts
+//! the new term, stops trusting anything of older terms, and answers STATE {inside,
+//! waiting}. The new coordinator grants nothing until it has a STATE from **every node
+//! not known to be down** (a node going down while it waits counts as answered). Then a
+//! node that said it is inside holds the section, and the waiting nodes are queued in
+//! the order their STATE replies (or REQUESTs sent to the new term) arrived: the STATE
+//! answer *is* the request, so nobody re-sends REQUEST. A STATE that arrives after
+//! recovery (from a node re-announced to later) is handled the same way.
+//!
+//! # What is safe, and what is not
+//!
+//! A node enters only on a GRANT of the term it currently follows, from that term's
+//! coordinator (or, as coordinator, by its own decision). A GRANT of an older term is
+//! ignored. Each node handles its events one at a time, so a GRANT of the old term that
+//! reaches it before the new COORDINATOR lets it in, and its STATE then says *inside*;
+//! one that arrives after is ignored. The old coordinator, once it accepts the newer
+//! term, steps down and grants nothing more. The new coordinator waits for every node
+//! that is not dead, the old coordinator included, so it never hands out the section
+//! while an old holder (the old coordinator itself, say, paused inside its section)
+//! still has it. On one machine "down" means dead, so excluding the down nodes is exact.
+//!
+//! The price is liveness under a **pause**: a SIGSTOPped coordinator is suspected and a
+//! new one is elected within a few hundred milliseconds, but that one waits for the
+//! paused node's STATE, so nobody enters until it is continued (or killed). Letting the
+//! others go on without it would be unsafe: a coordinator enters its own section without
+//! telling anyone, so a paused coordinator may be inside, and nobody can tell. (Making
+//! that safe would need the coordinator to announce its own entries to everyone and wait
+//! for acknowledgements before entering, 2(N-1) more messages per coordinator entry; not
+//! done here.) When the paused node wakes, it may still act as coordinator for a moment
+//! (even let itself in), which is harmless because the new coordinator has granted
+//! nothing yet; then it reads the newer COORDINATOR, answers STATE, and, being the
+//! highest id, takes over again with a newer term.
+//!
+//! What this does **not** survive: lost messages (`--drop`): a lost STATE or COORDINATOR
+//! leaves the new coordinator waiting for ever (safe, not live). It also needs FIFO
+//! channels for liveness (not for safety): a node's STATE {inside} overtaken by its own
+//! RELEASE would leave the coordinator believing it still holds the section. The
+//! simulator sweeps it with FIFO channels, crashes of any node and stale timers.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::fmt;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::algorithm::{Algorithm, Config, Message, Out, PeerId};
+
+/// How often a coordinator that someone depends on sends HEARTBEAT.
+pub const HEARTBEAT: Duration = Duration::from_millis(50);
+/// A waiting node that hears nothing from its coordinator for this long suspects it.
+pub const SUSPECT_AFTER: Duration = Duration::from_millis(200);
+/// A candidate that gets no ANSWER within this declares itself coordinator.
+pub const ELECTION_TIMEOUT: Duration = Duration::from_millis(100);
+/// A candidate that got an ANSWER but no COORDINATOR within this starts over.
+pub const COORDINATOR_TIMEOUT: Duration = Duration::from_millis(300);
+
+/// A coordinator's term: an epoch, ties (which a restart can cause) broken by the
+/// coordinator's id, so every coordinator has a term of its own.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Term {
+    /// Compared first.
+    pub epoch: u64,
+    /// The coordinator of this term.
+    pub id: u32,
+}
+
+impl fmt::Display for Term {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.epoch, self.id)
+    }
+}
+
+/// Messages of `centralized-bully`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Msg {
+    /// Node → coordinator of `term`: I want the section.
+    Request { term: Term },
+    /// Coordinator → node: it is yours.
+    Grant { term: Term },
+    /// Node → coordinator: I am out.
+    Release { term: Term },
+    /// Coordinator → all: I am alive (only while someone depends on it).
+    Heartbeat { term: Term },
+    /// Candidate → higher ids: I am holding an election.
+    Election,
+    /// Higher node → candidate: I am alive, stand down.
+    Answer,
+    /// Winner → all: I coordinate `term`; tell me your state (the STATE_QUERY).
+    Coordinator { term: Term },
+    /// Node → coordinator of `term`: my state when I accepted the term.
+    State { term: Term, inside: bool, waiting: bool },
+    /// Node → candidate: your term is older than mine, `term`.
+    Stale { term: Term },
+}
+
+impl Message for Msg {
+    fn kind(&self) -> &'static str {
+        match self {
+            Msg::Request { .. } => "REQUEST",
+            Msg::Grant { .. } => "GRANT",
+            Msg::Release { .. } => "RELEASE",
+            Msg::Heartbeat { .. } => "HEARTBEAT",
+            Msg::Election => "ELECTION",
+            Msg::Answer => "ANSWER",
+            Msg::Coordinator { .. } => "COORDINATOR",
+            Msg::State { .. } => "STATE",
+            Msg::Stale { .. } => "STALE",
+        }
+    }
+}
+
+/// Timers, each tagged with a generation so a stale firing is recognised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Timer {
+    /// Coordinator: time to send HEARTBEAT (if anyone depends on us).
+    Heartbeat,
+    /// Waiting node: the coordinator has been silent too long.
+    Suspect(u64),
+    /// Candidate: nobody higher answered.
+    Election(u64),
+    /// Candidate that got an ANSWER: no COORDINATOR came.
+    AwaitCoordinator(u64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum App {
+    Idle,
+    Waiting,
+    Inside,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Role {
+    /// Follows `coordinator` (if known) in `term`.
+    Follower,
+    /// Sent ELECTION to these higher ids and waits for an ANSWER.
+    Electing(BTreeSet<PeerId>),
+    /// Got an ANSWER; waits for a COORDINATOR.
+    AwaitCoordinator,
+    /// Coordinates `term`; with `Some(missing)` still waiting for their STATE.
+    Coordinator(Option<BTreeSet<PeerId>>),
+}
+
+/// One node of `centralized-bully`.
+#[derive(Debug)]
+pub struct CentralizedBully {
+    cfg: Config,
+    /// The newest term this node has accepted.
+    term: Term,
+    /// That term's coordinator, once known.
+    coordinator: Option<PeerId>,
+    /// The highest epoch seen in any message.
+    max_epoch: u64,
+    down: BTreeSet<PeerId>,
+    app: App,
+    role: Role,
+    /// Generation of the election timers.
+    gen: u64,
+    /// Generation of the suspicion timer.
+    suspect_gen: u64,
+    // Coordinator only.
+    holder: Option<PeerId>,
+    queue: VecDeque<PeerId>,
+    elections: u64,
+    terms: u64,
+}
+
+impl CentralizedBully {
+    fn me(&self) -> PeerId {
+        self.cfg.id
+    }
+
+    fn is_coordinator(&self) -> bool {
+        matches!(self.role, Role::Coordinator(_))
+    }
+
+    fn recovering(&self) -> bool {
+        matches!(self.role, Role::Coordinator(Some(_)))
+    }
+
+    fn note(&mut self, term: Term) {
+        self.max_epoch = self.max_epoch.max(term.epoch);
+    }
+
+    /// Start (or restart) a bully election.
+    fn start_election(&mut self, out: &mut Out<Msg, Timer>) {
+        self.elections += 1;
+        self.gen += 1;
+        self.stop_coordinating();
+        let higher: BTreeSet<PeerId> =
+            self.cfg.others().filter(|p| *p > self.me() && !self.down.contains(p)).collect();
+        if higher.is_empty() {
+            return self.declare(out);
+        }
+        for &p in &higher {
+            out.send(p, Msg::Election);
+        }
+        self.role = Role::Electing(higher);
+        out.set_timer(Timer::Election(self.gen), ELECTION_TIMEOUT);
+    }
+
+    /// Forget the coordinator's state (on losing or leaving the role).
+    fn stop_coordinating(&mut self) {
+        if self.is_coordinator() {
+            self.role = Role::Follower;
+        }
+        self.holder = None;
+        self.queue.clear();
+    }
+
+    /// Win: take a new term above every epoch seen and ask everyone for their state.
+    fn declare(&mut self, out: &mut Out<Msg, Timer>) {
+        self.gen += 1;
+        self.terms += 1;
+        self.max_epoch += 1;
+        self.term = Term { epoch: self.max_epoch, id: self.me().0 };
+        self.coordinator = Some(self.me());
+        self.holder = (self.app == App::Inside).then_some(self.me());
+        self.queue.clear();
+        if self.app == App::Waiting {
+            self.queue.push_back(self.me());
+        }
+        let missing: BTreeSet<PeerId> = self.cfg.others().filter(|p| !self.down.contains(p)).collect();
+        for &p in &missing {
+            out.send(p, Msg::Coordinator { term: self.term });
+        }
+        self.role = Role::Coordinator(Some(missing));
+        out.set_timer(Timer::Heartbeat, HEARTBEAT);
+        self.maybe_recovered(out);
+    }
+
+    /// Coordinator: once every live node has told its state, start granting.
+    fn maybe_recovered(&mut self, out: &mut Out<Msg, Timer>) {
+        if let Role::Coordinator(Some(missing)) = &self.role {
+            if missing.is_empty() {
+                self.role = Role::Coordinator(None);
+                self.grant_next(out);
+            }
+        }
+    }
+
+    /// Coordinator: `who` wants in.
+    fn enqueue(&mut self, who: PeerId, out: &mut Out<Msg, Timer>) {
+        if self.holder != Some(who) && !self.queue.contains(&who) {
+            self.queue.push_back(who);
+        }
+        self.grant_next(out);
+    }
+
+    /// Coordinator, not recovering: grant the head of the queue if nobody holds.
+    fn grant_next(&mut self, out: &mut Out<Msg, Timer>) {
+        if self.recovering() || self.holder.is_some() {
+            return;
+        }
+        if let Some(next) = self.queue.pop_front() {
+            self.holder = Some(next);
+            if next == self.me() {
+                self.app = App::Inside;
+                out.enter_cs();
+            } else {
+                out.send(next, Msg::Grant { term: self.term });
+            }
+        }
+    }
+
+    /// A waiting follower (re)arms its suspicion of the coordinator.
+    fn watch(&mut self, out: &mut Out<Msg, Timer>) {
+        if self.app == App::Waiting && self.role == Role::Follower && self.coordinator != Some(self.me()) {
+            self.suspect_gen += 1;
+            out.set_timer(Timer::Suspect(self.suspect_gen), SUSPECT_AFTER);
+        }
+    }
+
+    fn is_my_coordinator(&self, from: PeerId, term: Term) -> bool {
+        term == self.term && self.coordinator == Some(from)
+    }
+
+    fn on_coordinator(&mut self, from: PeerId, term: Term, out: &mut Out<Msg, Timer>) {
+        if term < self.term {
+            out.send(from, Msg::Stale { term: self.term });
+            return;
+        }
+        if term > self.term || self.coordinator != Some(from) {
+            // A newer term: whatever we coordinated or elected is over.
+            self.stop_coordinating();
+            self.term = term;
+            self.coordinator = Some(from);
+            self.role = Role::Follower;
+            self.gen += 1;
+        } else if !self.is_coordinator() {
+            self.role = Role::Follower;
+        }
+        out.send(
+            from,
+            Msg::State { term, inside: self.app == App::Inside, waiting: self.app == App::Waiting },
+        );
+        self.watch(out);
+        if from < self.me() {
+            // Bully: a live higher node takes over.
+            self.start_election(out);
+        }
+    }
+}
+
+impl Algorithm for CentralizedBully {
+    type Msg = Msg;
+    type Timer = Timer;
+
+    fn new(cfg: &Config) -> Self {
+        let first_life = cfg.incarnation == 0;
+        let highest = cfg.highest();
+        CentralizedBully {
+            cfg: cfg.clone(),
+            term: Term { epoch: 0, id: if first_life { highest.0 } else { 0 } },
+            coordinator: first_life.then_some(highest),
+            max_epoch: 0,
+            down: BTreeSet::new(),
+            app: App::Idle,
+            role: if first_life && cfg.id == highest { Role::Coordinator(None) } else { Role::Follower },
+            gen: 0,
+            suspect_gen: 0,
+            holder: None,
+            queue: VecDeque::new(),
+            elections: 0,
+            terms: 0,
+        }
+    }
+
+    fn on_start(&mut self, out: &mut Out<Msg, Timer>) {
+        if self.cfg.incarnation > 0 {
+            // A restarted node knows nothing: it asks by holding an election.
+            self.start_election(out);
+        } else if self.is_coordinator() {
+            out.set_timer(Timer::Heartbeat, HEARTBEAT);
+        }
+    }
+
+    fn on_want_cs(&mut self, out: &mut Out<Msg, Timer>) {
+        self.app = App::Waiting;
+        match (&self.role, self.coordinator) {
+            (Role::Coordinator(_), _) => self.enqueue(self.me(), out),
+            (Role::Follower, Some(c)) => {
+                out.send(c, Msg::Request { term: self.term });
+                self.watch(out);
+            }
+            // Electing: the STATE answer to the winner will carry the request.
+            _ => {}
+        }
+    }
+
+    fn on_message(&mut self, from: PeerId, msg: Msg, out: &mut Out<Msg, Timer>) {
+        match msg {
+            Msg::Request { term } | Msg::Release { term } | Msg::Grant { term } | Msg::Heartbeat { term } => {
+                self.note(term)
+            }
+            Msg::Coordinator { term } | Msg::State { term, .. } | Msg::Stale { term } => self.note(term),
+            Msg::Election | Msg::Answer => {}
+        }
+        match msg {
+            Msg::Request { term } if self.is_coordinator() && term == self.term => self.enqueue(from, out),
+            Msg::Release { term }
+                if self.is_coordinator() && term == self.term && self.holder == Some(from) =>
+            {
+                self.holder = None;
+                self.grant_next(out);
+            }
+            Msg::Grant { term } if self.is_my_coordinator(from, term) && self.app == App::Waiting => {
+                self.app = App::Inside;
+                out.enter_cs();
+            }
+            Msg::Heartbeat { term } if self.is_my_coordinator(from, term) => self.watch(out),
+            Msg::Election if from < self.me() => {
+                out.send(from, Msg::Answer);
+                match self.role {
+                    Role::Coordinator(_) => out.send(from, Msg::Coordinator { term: self.term }),
+                    Role::Follower => self.start_election(out),
+                    Role::Electing(_) | Role::AwaitCoordinator => {}
+                }
+            }
+            Msg::Answer if matches!(self.role, Role::Electing(_)) => {
+                self.gen += 1;
+                self.role = Role::AwaitCoordinator;
+                out.set_timer(Timer::AwaitCoordinator(self.gen), COORDINATOR_TIMEOUT);
+            }
+            Msg::Coordinator { term } => self.on_coordinator(from, term, out),
+            Msg::State { term, inside, waiting } if self.is_coordinator() && term == self.term => {
+                if inside && self.holder.is_none() {
+                    self.holder = Some(from);
+                }
+                if waiting && self.holder != Some(from) && !self.queue.contains(&from) {
+                    self.queue.push_back(from);
+                }
+                if let Role::Coordinator(Some(missing)) = &mut self.role {
+                    missing.remove(&from);
+                }
+                self.maybe_recovered(out);
+                self.grant_next(out);
+            }
+            // Someone follows a newer term than the one we declared or coordinate: stop
+            // granting and hold a new election (which we win above it if we are the
+            // highest live node).
+            Msg::Stale { term } if term > self.term && self.is_coordinator() => self.start_election(out),
+            // Stale terms, messages for a coordinator we are not, unasked GRANTs.
+            _ => {}
+        }
+    }
+
+    fn on_cs_done(&mut self, out: &mut Out<Msg, Timer>) {
+        self.app = App::Idle;
+        if self.is_coordinator() {
+            if self.holder == Some(self.me()) {
+                self.holder = None;
+            }
+            self.grant_next(out);
+        } else if let Some(c) = self.coordinator.filter(|&c| c != self.me()) {
+            out.send(c, Msg::Release { term: self.term });
+        }
+    }
+
+    fn on_timer(&mut self, timer: Timer, out: &mut Out<Msg, Timer>) {
+        match timer {
+            Timer::Heartbeat if self.is_coordinator() => {
+                if self.recovering() || self.holder.is_some() || !self.queue.is_empty() {
+                    for p in self.cfg.others().filter(|p| !self.down.contains(p)) {
+                        out.send(p, Msg::Heartbeat { term: self.term });
+                    }
+                }
+                out.set_timer(Timer::Heartbeat, HEARTBEAT);
+            }
+            Timer::Suspect(g)
+                if g == self.suspect_gen && self.app == App::Waiting && self.role == Role::Follower =>
+            {
+                self.start_election(out)
+            }
+            Timer::Election(g) if g == self.gen && matches!(self.role, Role::Electing(_)) => {
+                self.declare(out)
+            }
+            Timer::AwaitCoordinator(g) if g == self.gen && self.role == Role::AwaitCoordinator => {
+                self.start_election(out)
+            }
+            _ => {}
+        }
+    }
+
+    fn on_peer_down(&mut self, peer: PeerId, out: &mut Out<Msg, Timer>) {
+        self.down.insert(peer);
+        let me = self.me();
+        match &mut self.role {
+            Role::Coordinator(missing) => {
+                if let Some(m) = missing {
+                    m.remove(&peer);
+                }
+                self.queue.retain(|&p| p != peer);
+                if self.holder == Some(peer) {
+                    self.holder = None;
+                }
+                self.maybe_recovered(out);
+                self.grant_next(out);
+            }
+            Role::Electing(higher) => {
+                higher.remove(&peer);
+                if higher.is_empty() {
+                    self.declare(out);
+                }
+            }
+            Role::AwaitCoordinator if peer > me => self.start_election(out),
+            Role::Follower if self.coordinator == Some(peer) => self.start_election(out),
+            _ => {}
+        }
+    }
+
+    fn on_peer_up(&mut self, peer: PeerId, _out: &mut Out<Msg, Timer>) {
+        // The fresh node holds an election itself; a lower one reaches us with ELECTION
+        // (and we re-announce), a higher one takes over.
+        self.down.remove(&peer);
+    }
+
+    fn counters(&self) -> Vec<(&'static str, u64)> {
+        vec![("elections", self.elections), ("terms", self.terms)]
+    }
+
+    fn pending(&self) -> String {
+        let list = |s: &BTreeSet<PeerId>| s.iter().map(PeerId::to_string).collect::<Vec<_>>().join(", ");
+        match &self.role {
+            Role::Electing(higher) => format!("electing: waiting for ANSWER from {}", list(higher)),
+            Role::AwaitCoordinator => "electing: answered, waiting for COORDINATOR".into(),
+            Role::Coordinator(Some(missing)) => {
+                format!("new coordinator (term {}) waiting for STATE from {}", self.term, list(missing))
+            }
+            Role::Coordinator(None) if self.app == App::Waiting => match self.holder {
+                Some(h) => format!("coordinator (term {}) waiting for RELEASE from {h}", self.term),
+                None => format!("coordinator (term {}) waiting", self.term),
+            },
+            Role::Follower if self.app == App::Waiting => match self.coordinator {
+                Some(c) => format!("waiting for GRANT from {c} (term {})", self.term),
+                None => "waiting for a coordinator".into(),
+            },
+            _ => String::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::script::{deliver, done, want};
+    use crate::algorithm::Action;
+    use crate::sim::{sweep, Sim};
+
+    type A = Action<Msg, Timer>;
+
+    fn nodes(n: u32) -> Vec<CentralizedBully> {
+        (0..n).map(|i| CentralizedBully::new(&Config::new(i, n))).collect()
+    }
+
+    fn send(to: u32, msg: Msg) -> A {
+        Action::Send { to: PeerId(to), msg }
+    }
+
+    fn sends(acts: &[A]) -> Vec<(u32, Msg)> {
+        acts.iter()
+            .filter_map(|a| match a {
+                Action::Send { to, msg } => Some((to.0, msg.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn down(w: &mut [CentralizedBully], i: u32, peer: u32) -> Vec<A> {
+        let mut o = Out::new(Duration::ZERO);
+        w[i as usize].on_peer_down(PeerId(peer), &mut o);
+        o.actions().to_vec()
+    }
+
+    fn fire(w: &mut [CentralizedBully], i: u32, t: Timer) -> Vec<A> {
+        let mut o = Out::new(Duration::ZERO);
+        w[i as usize].on_timer(t, &mut o);
+        o.actions().to_vec()
+    }
+
+    const T0: Term = Term { epoch: 0, id: 2 };
+
+    #[test]
+    fn three_messages_for_an_ordinary_entry() {
+        let mut w = nodes(3);
+        let a = want(&mut w, 0);
+        assert_eq!(a[0], send(2, Msg::Request { term: T0 }));
+        assert!(matches!(a[1], Action::SetTimer { timer: Timer::Suspect(_), after: SUSPECT_AFTER }));
+        assert_eq!(deliver(&mut w, 0, 2, Msg::Request { term: T0 }), [send(0, Msg::Grant { term: T0 })]);
+        assert_eq!(deliver(&mut w, 2, 0, Msg::Grant { term: T0 }), [Action::EnterCs]);
+        assert_eq!(done(&mut w, 0), [send(2, Msg::Release { term: T0 })]);
+        assert!(deliver(&mut w, 0, 2, Msg::Release { term: T0 }).is_empty());
+        assert_eq!(w[2].holder, None);
+        // The coordinator's own entry costs nothing.
+        assert_eq!(want(&mut w, 2), [Action::EnterCs]);
+        assert!(done(&mut w, 2).is_empty());
+    }
+
+    #[test]
+    fn a_dead_coordinator_is_replaced_and_a_waiting_node_is_granted() {
+        let mut w = nodes(3);
+        want(&mut w, 0);
+        deliver(&mut w, 0, 2, Msg::Request { term: T0 }); // w2 grants w0 ...
+        want(&mut w, 1);
+        assert_eq!(w[1].pending(), "waiting for GRANT from w2 (term 0.2)");
+        // ... and dies before the GRANT or w1's REQUEST are handled. The GRANT was lost.
+        // w1 has nobody higher alive: it wins at once with epoch 1 and asks for states.
+        let t1 = Term { epoch: 1, id: 1 };
+        assert_eq!(sends(&down(&mut w, 1, 2)), [(0, Msg::Coordinator { term: t1 })]);
+        assert_eq!(w[1].term, t1);
+        assert_eq!(w[1].pending(), "new coordinator (term 1.1) waiting for STATE from w0");
+        // w0 hears of the death, elects: ELECTION to w1 (w2 is down).
+        let a = down(&mut w, 0, 2);
+        assert_eq!(sends(&a), [(1, Msg::Election)]);
+        assert_eq!(w[0].pending(), "electing: waiting for ANSWER from w1");
+        let a = deliver(&mut w, 0, 1, Msg::Election);
+        assert_eq!(sends(&a), [(0, Msg::Answer), (0, Msg::Coordinator { term: t1 })]);
+        deliver(&mut w, 1, 0, Msg::Answer);
+        assert_eq!(w[0].pending(), "electing: answered, waiting for COORDINATOR");
+        // w0 accepts the term and says it waits: that is its request.
+        let a = deliver(&mut w, 1, 0, Msg::Coordinator { term: t1 });
+        assert_eq!(sends(&a), [(1, Msg::State { term: t1, inside: false, waiting: true })]);
+        // The first COORDINATOR (from the broadcast) is answered again: harmless.
+        // w1 heard from everyone alive: it queued itself first, then w0.
+        let a = deliver(&mut w, 0, 1, Msg::State { term: t1, inside: false, waiting: true });
+        assert_eq!(a, [Action::EnterCs]);
+        let a = done(&mut w, 1);
+        assert_eq!(a, [send(0, Msg::Grant { term: t1 })]);
+        assert_eq!(deliver(&mut w, 1, 0, Msg::Grant { term: t1 }), [Action::EnterCs]);
+        assert_eq!(done(&mut w, 0), [send(1, Msg::Release { term: t1 })]);
+    }
+
+    #[test]
+    fn a_holder_keeps_the_section_and_the_new_coordinator_queues_others_behind_it() {
+        let mut w = nodes(4);
+        want(&mut w, 0);
+        deliver(&mut w, 0, 3, Msg::Request { term: Term { epoch: 0, id: 3 } });
+        deliver(&mut w, 3, 0, Msg::Grant { term: Term { epoch: 0, id: 3 } });
+        want(&mut w, 1);
+        // w3 dies; w2 is the highest left and declares.
+        let a = down(&mut w, 2, 3);
+        let t1 = Term { epoch: 1, id: 2 };
+        assert_eq!(sends(&a), [(0, Msg::Coordinator { term: t1 }), (1, Msg::Coordinator { term: t1 })]);
+        // w1 (waiting) answers first, then w0 (inside).
+        let a = deliver(&mut w, 2, 1, Msg::Coordinator { term: t1 });
+        assert_eq!(sends(&a), [(2, Msg::State { term: t1, inside: false, waiting: true })]);
+        assert!(deliver(&mut w, 1, 2, Msg::State { term: t1, inside: false, waiting: true }).is_empty());
+        let a = deliver(&mut w, 2, 0, Msg::Coordinator { term: t1 });
+        assert_eq!(sends(&a), [(2, Msg::State { term: t1, inside: true, waiting: false })]);
+        let a = deliver(&mut w, 0, 2, Msg::State { term: t1, inside: true, waiting: false });
+        assert!(a.is_empty(), "w0 still holds the section: nothing is granted");
+        assert_eq!(w[2].holder, Some(PeerId(0)));
+        // w2 wants in too: behind w1.
+        assert!(want(&mut w, 2).is_empty());
+        assert_eq!(done(&mut w, 0), [send(2, Msg::Release { term: t1 })]);
+        let a = deliver(&mut w, 0, 2, Msg::Release { term: t1 });
+        assert_eq!(a, [send(1, Msg::Grant { term: t1 })]);
+    }
+
+    #[test]
+    fn a_grant_from_an_old_term_is_ignored() {
+        let mut w = nodes(3);
+        want(&mut w, 0);
+        let t1 = Term { epoch: 1, id: 1 };
+        // w0 has moved on to w1's term (w2 was suspected) ...
+        deliver(&mut w, 1, 0, Msg::Coordinator { term: t1 });
+        // ... when the old coordinator, waking up, grants it: ignored.
+        assert!(deliver(&mut w, 2, 0, Msg::Grant { term: T0 }).is_empty());
+        assert_eq!(w[0].app, App::Waiting);
+        // The old coordinator, still unaware, may let itself in (w1 grants nothing before
+        // hearing from it); told of the newer term it steps down, says it is inside, and,
+        // being higher, bullies its way back with an election.
+        assert_eq!(want(&mut w, 2), [Action::EnterCs]);
+        let a = deliver(&mut w, 1, 2, Msg::Coordinator { term: t1 });
+        assert_eq!(sends(&a)[0], (1, Msg::State { term: t1, inside: true, waiting: false }));
+        assert!(matches!(w[2].role, Role::Coordinator(Some(_))), "w2 declared a newer term");
+        assert!(w[2].term > t1);
+        // A COORDINATOR of a term older than ours gets STALE.
+        assert_eq!(deliver(&mut w, 1, 0, Msg::Coordinator { term: T0 }), [send(1, Msg::Stale { term: t1 })]);
+    }
+
+    #[test]
+    fn a_restarted_node_holds_an_election_instead_of_coordinating() {
+        let mut cfg = Config::new(2, 3);
+        cfg.incarnation = 1;
+        let mut w2 = CentralizedBully::new(&cfg);
+        let mut o = Out::new(Duration::ZERO);
+        w2.on_start(&mut o);
+        // Nobody is higher: it declares, but grants nothing before hearing everyone.
+        assert_eq!(
+            sends(o.actions()),
+            [
+                (0, Msg::Coordinator { term: Term { epoch: 1, id: 2 } }),
+                (1, Msg::Coordinator { term: Term { epoch: 1, id: 2 } })
+            ]
+        );
+        let mut o = Out::new(Duration::ZERO);
+        w2.on_want_cs(&mut o);
+        assert!(!o.actions().contains(&Action::EnterCs), "no entry before the states are in");
+        // A follower that knows a newer term answers STALE; w2 declares above it.
+        let mut o = Out::new(Duration::ZERO);
+        w2.on_message(PeerId(0), Msg::Stale { term: Term { epoch: 4, id: 1 } }, &mut o);
+        assert_eq!(w2.term, Term { epoch: 5, id: 2 });
+        // A restarted lower node asks the higher ones first.
+        let mut cfg = Config::new(0, 3);
+        cfg.incarnation = 1;
+        let mut w0 = CentralizedBully::new(&cfg);
+        let mut o = Out::new(Duration::ZERO);
+        w0.on_start(&mut o);
+        assert_eq!(sends(o.actions()), [(1, Msg::Election), (2, Msg::Election)]);
+        assert!(!w0.is_coordinator());
+        // It may not ask for the section until it knows the coordinator.
+        let mut o = Out::new(Duration::ZERO);
+        w0.on_want_cs(&mut o);
+        assert!(o.actions().is_empty());
+    }
+
+    #[test]
+    fn a_silent_coordinator_is_suspected() {
+        let mut w = nodes(3);
+        want(&mut w, 0);
+        let g = w[0].suspect_gen;
+        let a = fire(&mut w, 0, Timer::Suspect(g));
+        assert_eq!(sends(&a), [(1, Msg::Election), (2, Msg::Election)]);
+        // An old suspicion timer means nothing.
+        let mut w = nodes(3);
+        want(&mut w, 0);
+        deliver(&mut w, 2, 0, Msg::Heartbeat { term: T0 });
+        assert!(fire(&mut w, 0, Timer::Suspect(1)).is_empty());
+    }
+
+    #[test]
+    fn heartbeats_only_while_someone_depends_on_the_coordinator() {
+        let mut w = nodes(3);
+        let a = fire(&mut w, 2, Timer::Heartbeat);
+        assert_eq!(sends(&a), []);
+        deliver(&mut w, 0, 2, Msg::Request { term: T0 });
+        let a = fire(&mut w, 2, Timer::Heartbeat);
+        assert_eq!(sends(&a), [(0, Msg::Heartbeat { term: T0 }), (1, Msg::Heartbeat { term: T0 })]);
+    }
+
+    #[test]
+    fn survives_crashes_of_any_node_coordinator_included() {
+        for n in [2, 3, 5] {
+            let mut crashes = 0;
+            let mut elections = 0;
+            for seed in 0..150 {
+                let mut sim = Sim::<CentralizedBully>::new(n, seed).stale_timers(true).crashes(3, |_| true);
+                let r = sim.run(4).unwrap_or_else(|e| panic!("{e}"));
+                assert!(r.entries >= u64::from(n) * 4, "every quota met, whatever a crash cut short");
+                crashes += r.crashes;
+                elections += r.count("COORDINATOR");
+            }
+            assert!(crashes >= 75, "n = {n}: only {crashes} crashes in 150 runs");
+            assert!(elections > 0, "n = {n}: no election in 150 runs");
+        }
+    }
+
+    #[test]
+    fn without_faults_it_costs_what_centralized_costs_plus_control_traffic() {
+        sweep::<CentralizedBully>(
+            &[1, 2, 3, 5],
+            0..150,
+            3,
+            |_| {},
+            |r, _| {
+                let coordinator = r.n as usize - 1;
+                let ordinary = r.entries - r.entries_by_node[coordinator];
+                assert_eq!(r.entries, 3 * u64::from(r.n));
+                assert!(r.total_messages() >= 3 * ordinary, "seed {} n {}", r.seed, r.n);
+            },
+        );
+    }
+}
