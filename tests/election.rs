@@ -8,18 +8,10 @@ use serde_json::Value;
 
 const ALGO: &str = "centralized-bully";
 
-/// A run with a fault plan in a fresh directory that is always removed; checks that no
-/// worker outlives the run and no socket is left behind.
-fn run_faulty(n: u64, k: u64, plan: &str) -> (std::process::Output, Value) {
-    let tmp = tempfile::Builder::new().prefix("mle-").tempdir().unwrap();
-    let dir = tmp.path().join("run");
+/// A run with short sections and a fault plan, through `common::run_faulty`.
+fn run_plan(n: u64, k: u64, plan: &str) -> (std::process::Output, Value) {
     let (n_s, k_s) = (n.to_string(), k.to_string());
-    let args = [
-        "run",
-        "--json",
-        "--keep",
-        "--run-dir",
-        dir.to_str().unwrap(),
+    run_faulty(&[
         "--algo",
         ALGO,
         "-n",
@@ -32,13 +24,7 @@ fn run_faulty(n: u64, k: u64, plan: &str) -> (std::process::Output, Value) {
         "0.5",
         "--faults",
         plan,
-    ];
-    let out = run(&args);
-    let needle = dir.canonicalize().unwrap_or(dir.clone()).display().to_string();
-    assert!(processes_mentioning(&needle).is_empty(), "workers outlived the run");
-    assert!(Background::sockets(&dir).is_empty(), "sockets left: {:?}", Background::sockets(&dir));
-    let j = json(&out);
-    (out, j)
+    ])
 }
 
 fn actions(j: &Value) -> Vec<&str> {
@@ -72,7 +58,7 @@ fn clean_runs_cost_at_least_what_centralized_costs() {
 
 #[test]
 fn a_killed_coordinator_is_replaced_and_the_survivors_finish() {
-    let (out, j) = run_faulty(4, 20, "kill coordinator at entry 10");
+    let (out, j) = run_plan(4, 20, "kill coordinator at entry 10");
     assert_eq!(actions(&j), vec!["kill"], "{}", stderr(&out));
     assert_eq!(j["faults"][0]["worker"], 3);
     assert_clean(&out, &j);
@@ -87,7 +73,7 @@ fn a_killed_coordinator_is_replaced_and_the_survivors_finish() {
 
 #[test]
 fn a_killed_and_restarted_coordinator_rejoins_and_everyone_finishes() {
-    let (out, j) = run_faulty(4, 30, "kill 3 at entry 10; restart 3 at entry 20");
+    let (out, j) = run_plan(4, 30, "kill 3 at entry 10; restart 3 at entry 20");
     assert_eq!(actions(&j), vec!["kill", "restart"], "{}", stderr(&out));
     assert_eq!(j["faults"][1]["incarnation"], 1);
     assert_clean(&out, &j);
@@ -101,7 +87,7 @@ fn a_paused_coordinator_is_suspected_and_replaced_and_the_run_stays_clean() {
     // 1 s of pause against a 200 ms heartbeat timeout: the waiting workers suspect w3
     // and elect w2, which grants nothing until w3 has told it its state (w3 might be
     // inside), so the run goes on after w3 wakes; w3 then takes over again.
-    let (out, j) = run_faulty(4, 20, "stop coordinator at entry 10 for 1s");
+    let (out, j) = run_plan(4, 20, "stop coordinator at entry 10 for 1s");
     assert_eq!(actions(&j), vec!["stop", "cont"], "{}", stderr(&out));
     assert_clean(&out, &j);
     assert_eq!(by_worker(&j), vec![20; 4]);

@@ -6,21 +6,6 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-/// Run in a fresh directory that is always removed, and check nothing is left running
-/// and no socket is left behind.
-fn run_faulty(args: &[&str]) -> (std::process::Output, Value) {
-    let tmp = tempfile::Builder::new().prefix("mlf-").tempdir().unwrap();
-    let dir = tmp.path().join("run");
-    let mut all: Vec<&str> = vec!["run", "--json", "--keep", "--run-dir", dir.to_str().unwrap()];
-    all.extend_from_slice(args);
-    let out = run(&all);
-    let needle = dir.canonicalize().unwrap_or(dir.clone()).display().to_string();
-    assert!(processes_mentioning(&needle).is_empty(), "workers outlived the run");
-    assert!(Background::sockets(&dir).is_empty(), "sockets left: {:?}", Background::sockets(&dir));
-    let j = json(&out);
-    (out, j)
-}
-
 fn kinds(j: &Value) -> Vec<String> {
     j["violations"].as_array().unwrap().iter().map(|v| v["kind"].as_str().unwrap().to_string()).collect()
 }

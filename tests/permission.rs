@@ -65,9 +65,8 @@ fn voting_is_safe_and_reports_its_cost() {
     assert!(per_entry(&j) > 0.0);
 }
 
-/// A run with a fault plan in a fresh directory that is always removed; checks that no
-/// worker outlives the run and no socket is left behind.
-fn run_faulty(
+/// A run of `algo` with short sections and a fault plan, through `common::run_faulty`.
+fn run_faulty_algo(
     algo: &str,
     n: u64,
     k: u64,
@@ -75,37 +74,11 @@ fn run_faulty(
     plan: &str,
     extra: &[&str],
 ) -> (std::process::Output, Value) {
-    let tmp = tempfile::Builder::new().prefix("mlp-").tempdir().unwrap();
-    let dir = tmp.path().join("run");
     let (n_s, k_s, seed_s) = (n.to_string(), k.to_string(), seed.to_string());
-    let mut args = vec![
-        "run",
-        "--json",
-        "--keep",
-        "--run-dir",
-        dir.to_str().unwrap(),
-        "--algo",
-        algo,
-        "-n",
-        &n_s,
-        "-k",
-        &k_s,
-        "--cs-ms",
-        "0.3",
-        "--think-ms",
-        "0.5",
-        "--seed",
-        &seed_s,
-        "--faults",
-        plan,
-    ];
+    let mut args = vec!["--algo", algo, "-n", &n_s, "-k", &k_s, "--cs-ms", "0.3", "--think-ms", "0.5"];
+    args.extend_from_slice(&["--seed", &seed_s, "--faults", plan]);
     args.extend_from_slice(extra);
-    let out = run(&args);
-    let needle = dir.canonicalize().unwrap_or(dir.clone()).display().to_string();
-    assert!(processes_mentioning(&needle).is_empty(), "workers outlived the run");
-    assert!(Background::sockets(&dir).is_empty(), "sockets left: {:?}", Background::sockets(&dir));
-    let j = json(&out);
-    (out, j)
+    run_faulty(&args)
 }
 
 /// Run `plan` (which kills w2 at some entry) with seed after seed until w2 was outside
@@ -114,7 +87,7 @@ fn run_faulty(
 /// fence the auditor cannot always excuse.
 fn run_killing_a_non_holder(algo: &str, n: u64, k: u64, plan: &str) -> (std::process::Output, Value) {
     for seed in 1..=10 {
-        let (out, j) = run_faulty(algo, n, k, seed, plan, &["--stall-ms", "2000"]);
+        let (out, j) = run_faulty_algo(algo, n, k, seed, plan, &["--stall-ms", "2000"]);
         let note = j["faults"][0]["note"].as_str().unwrap_or_default().to_string();
         if note.contains("outside") {
             return (out, j);
@@ -170,7 +143,7 @@ fn voting_with_a_majority_of_coordinators_dead_stalls_and_says_why() {
     // m = 4 needs 3 votes: with w2 and w3 dead no attempt can succeed, and the survivors
     // say so instead of waiting for answers that will never come.
     let (out, j) =
-        run_faulty("voting", 4, 30, 1, "kill 2 at entry 10; kill 3 at entry 14", &["--stall-ms", "500"]);
+        run_faulty_algo("voting", 4, 30, 1, "kill 2 at entry 10; kill 3 at entry 14", &["--stall-ms", "500"]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert_eq!(actions(&j), vec!["kill", "kill"], "{err}");

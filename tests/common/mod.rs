@@ -45,6 +45,21 @@ pub fn run_clean(algo: &str, n: u64, k: u64, timing: [&str; 2], extra: &[&str]) 
     j
 }
 
+/// `mutexlab run --json ARGS` in a fresh run directory that is always removed; checks
+/// that no worker outlives the run and no socket is left behind.
+pub fn run_faulty(args: &[&str]) -> (Output, serde_json::Value) {
+    let tmp = tempfile::Builder::new().prefix("mlf-").tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let mut all: Vec<&str> = vec!["run", "--json", "--keep", "--run-dir", dir.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    let needle = dir.canonicalize().unwrap_or(dir.clone()).display().to_string();
+    assert!(processes_mentioning(&needle).is_empty(), "workers outlived the run");
+    assert!(Background::sockets(&dir).is_empty(), "sockets left: {:?}", Background::sockets(&dir));
+    let j = json(&out);
+    (out, j)
+}
+
 /// Parse `--json` output.
 pub fn json(out: &Output) -> serde_json::Value {
     serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
