@@ -60,14 +60,8 @@ fn a_killed_token_holder_stalls_every_token_algorithm_with_a_diagnosis() {
     for algo in ["token-ring", "suzuki-kasami", "raymond", "neilsen-mizuno"] {
         let mut inside = false;
         for seed in 1..=10 {
-            let tmp = tempfile::Builder::new().prefix("mltok-").tempdir().unwrap();
-            let dir = tmp.path().join("run");
             let seed_s = seed.to_string();
-            let out = run(&[
-                "run",
-                "--json",
-                "--run-dir",
-                dir.to_str().unwrap(),
+            let (out, j) = run_faulty(&[
                 "--algo",
                 algo,
                 "-n",
@@ -85,7 +79,6 @@ fn a_killed_token_holder_stalls_every_token_algorithm_with_a_diagnosis() {
                 "--faults",
                 "kill holder at entry 10",
             ]);
-            let j = json(&out);
             let note = j["faults"][0]["note"].as_str().unwrap_or_default().to_string();
             if !note.contains("inside") || note.contains("outside") {
                 continue;
