@@ -57,6 +57,11 @@ pub fn run_summary(r: &RunReport) -> String {
         None => String::new(),
     };
     let _ = writeln!(s, "  messages    {} total, {:.2} per entry{theory}", m.total, m.per_entry);
+    let killed = r.faults.iter().filter(|f| f.action == "kill").count();
+    if killed > 0 {
+        // The counters of a killed worker die with it: the totals are the survivors'.
+        let _ = writeln!(s, "              (not counting what the {killed} killed incarnation(s) sent)");
+    }
     if !m.by_type.is_empty() {
         let types: Vec<String> = m.by_type.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(s, "              {}", types.join(", "));
