@@ -119,44 +119,15 @@ struct RunArgs {
     drop: f64,
 }
 
+/// A worker's command line only says who it is, for `ps`: its settings and the run's
+/// secret come on the control link it inherits (fd 3), read by the same code the
+/// supervisor wrote them with.
 #[derive(Args)]
 struct WorkerArgs {
     #[arg(long)]
-    id: u32,
-    #[arg(long)]
-    workers: u32,
-    #[arg(long)]
-    algo: String,
+    id: Option<u32>,
     #[arg(long)]
     run_dir: PathBuf,
-    #[arg(long, default_value_t = 0)]
-    incarnation: u32,
-    #[arg(long, default_value_t = 0)]
-    entries: u64,
-    #[arg(long)]
-    duration_ms: Option<u64>,
-    #[arg(long, default_value_t = 0.0)]
-    cs_ms: f64,
-    #[arg(long, default_value_t = 0.0)]
-    think_ms: f64,
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
-    #[arg(long)]
-    replicas: Option<u32>,
-    #[arg(long)]
-    parent: Option<u32>,
-    #[arg(long, default_value_t = 0)]
-    start_entry: u64,
-    #[arg(long, default_value_t = 0.0)]
-    latency_ms: f64,
-    #[arg(long, default_value_t = 0.0)]
-    jitter_ms: f64,
-    #[arg(long, default_value_t = 0.0)]
-    drop: f64,
-}
-
-fn ms(v: f64) -> Duration {
-    Duration::from_secs_f64(v.max(0.0) / 1000.0)
 }
 
 fn main() -> ExitCode {
@@ -177,31 +148,13 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(1, &e.to_string()),
         },
-        Cmd::Worker(w) => {
-            let opts = runtime::WorkerOpts {
-                id: w.id,
-                workers: w.workers,
-                algo: w.algo,
-                run_dir: w.run_dir,
-                incarnation: w.incarnation,
-                entries: w.entries,
-                duration: w.duration_ms.map(Duration::from_millis),
-                cs: ms(w.cs_ms),
-                think: ms(w.think_ms),
-                seed: w.seed,
-                replicas: w.replicas,
-                parent: w.parent,
-                start_entry: w.start_entry,
-                latency: ms(w.latency_ms),
-                jitter: ms(w.jitter_ms),
-                drop: w.drop,
-            };
-            let id = opts.id;
-            match runtime::run_worker(opts) {
-                Ok(()) => ExitCode::SUCCESS,
-                Err(e) => fail(1, &format!("w{id}: {e:#}")),
+        Cmd::Worker(w) => match runtime::run_worker(&w.run_dir, w.id) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                let who = w.id.map_or("worker".to_string(), |id| format!("w{id}"));
+                fail(1, &format!("{who}: {e:#}"))
             }
-        }
+        },
         Cmd::Echo { socket } => match bench::echo(&socket) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(1, &e.to_string()),
@@ -256,8 +209,9 @@ fn cmd_run(a: RunArgs) -> ExitCode {
         workers: a.workers,
         entries: a.entries,
         duration: a.duration.map(Duration::from_secs_f64),
-        cs_ms: a.cs_ms,
-        think_ms: a.think_ms,
+        // `-0` is zero, and is shown as 0.
+        cs_ms: a.cs_ms + 0.0,
+        think_ms: a.think_ms + 0.0,
         seed: a.seed,
         replicas: a.replicas,
         run_dir: a.run_dir,

@@ -1,27 +1,46 @@
 //! The control link between the supervisor and each worker.
 //!
-//! One Unix stream per worker, to the supervisor's `control.sock`, carrying the same
-//! length-prefixed MessagePack frames as the mesh. The conversation is short:
+//! One Unix socket pair per worker process, made by the supervisor before it spawns the
+//! worker and inherited by the worker as file descriptor [`LINK_FD`]. No path in the
+//! file system, so nobody outside the run can connect to it or pose as a worker on it.
+//! It carries the same length-prefixed MessagePack frames as the mesh. The conversation:
 //!
 //! ```text
+//! super  → WorkerSetup  (the settings and the run's secret: the first frame, always)
 //! worker → Ready        (listening on its mesh socket)
-//! super  → Start        (whom to dial; the run begins)
+//! super  → Start        (whom to dial, every worker's incarnation; the run begins)
+//! super  → Incarnation  (a worker was restarted: believe hellos from its new life)
 //! worker → Done         (finished its entries; keeps serving peers)
 //! super  → Finish       (everyone is done)
 //! worker → Stats        (then exits)
 //! ```
 //!
 //! At any time the supervisor may send `Query`; the worker answers with `Pending`,
-//! saying what its application and algorithm are waiting for.
+//! saying what its application and algorithm are waiting for. A worker that must give up
+//! sends `Fatal` with the reason before it exits, so the run's failure line can name it.
+//!
+//! The settings travel as one serialised value that both sides read with the same code
+//! ([`WorkerSettings::check`]), so the supervisor and a worker can never disagree on
+//! what a valid setting is (a command line parsed twice could).
 
 use std::collections::BTreeMap;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
 use crate::algorithm::PeerId;
+use crate::auth::Secret;
 
-/// The socket the supervisor listens on, inside the run directory.
-pub const CONTROL_SOCKET: &str = "control.sock";
+/// The file descriptor a worker finds its control link on.
+pub const LINK_FD: RawFd = 3;
+
+/// Largest worker count accepted: each worker is a process with N-1 sockets.
+pub const MAX_WORKERS: u32 = 256;
 /// The shared resource file, inside the run directory.
 pub const RESOURCE_FILE: &str = "resource.log";
 /// The supervisor's record of every fault it applied, inside the run directory.
@@ -35,11 +54,120 @@ pub fn worker_socket(id: PeerId, inc: u32) -> String {
     format!("w{}.{}.sock", id.0, inc)
 }
 
+/// Everything a worker is told before it starts: the first frame on its link.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WorkerSetup {
+    pub settings: WorkerSettings,
+    /// The run's secret, which every mesh hello must prove (see [`crate::auth`]).
+    pub secret: Secret,
+}
+
+/// A worker's settings.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WorkerSettings {
+    pub id: u32,
+    pub workers: u32,
+    pub algo: String,
+    /// 0 at first, one more each time this worker is restarted.
+    pub incarnation: u32,
+    /// Entries to complete; ignored when `duration` is set.
+    pub entries: u64,
+    /// Run until this long after the start (a restarted worker gets what is left).
+    pub duration: Option<Duration>,
+    pub cs: Duration,
+    pub think: Duration,
+    pub seed: u64,
+    pub replicas: Option<u32>,
+    /// The supervisor's pid: if our parent is already someone else, it died before we
+    /// could ask to be told, so we leave at once.
+    pub parent: Option<u32>,
+    /// Entries this worker completed in earlier incarnations (numbering goes on).
+    pub start_entry: u64,
+    /// Message faults: fixed delay, extra uniform delay, and loss probability.
+    pub latency: Duration,
+    pub jitter: Duration,
+    pub drop: f64,
+}
+
+impl WorkerSettings {
+    /// Whether a worker can run with these settings: the one check both the supervisor
+    /// (before it spawns) and the worker (when it reads them) apply.
+    pub fn check(&self) -> Result<(), String> {
+        if self.workers == 0 || self.workers > MAX_WORKERS {
+            return Err(format!("workers must be between 1 and {MAX_WORKERS}, not {}", self.workers));
+        }
+        if self.id >= self.workers {
+            return Err(format!("worker id {} is not below the worker count {}", self.id, self.workers));
+        }
+        if crate::algos::info(&self.algo).is_none() {
+            return Err(format!("unknown algorithm {:?}", self.algo));
+        }
+        if self.duration.is_none() && self.entries == 0 {
+            return Err("neither entries nor a duration".into());
+        }
+        if !self.drop.is_finite() || !(0.0..=1.0).contains(&self.drop) {
+            return Err(format!("drop must be a probability between 0 and 1, not {}", self.drop));
+        }
+        if let Some(m) = self.replicas {
+            if m == 0 || m > self.workers {
+                return Err(format!("replicas must be between 1 and {}, not {m}", self.workers));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Make a control link: our end, and the end to hand down with [`hand_down`].
+pub fn link_pair() -> io::Result<(UnixStream, UnixStream)> {
+    UnixStream::pair()
+}
+
+/// Have the process `cmd` spawns find `theirs` as its control link ([`LINK_FD`]). Drop
+/// `theirs` after the spawn, so the link closes when the child exits.
+pub fn hand_down(cmd: &mut Command, theirs: &UnixStream) {
+    let fd = theirs.as_raw_fd();
+    // SAFETY: between fork and exec only async-signal-safe calls: dup2 and fcntl.
+    unsafe {
+        cmd.pre_exec(move || {
+            if fd == LINK_FD {
+                // dup2 onto itself would keep close-on-exec set.
+                if nix::libc::fcntl(fd, nix::libc::F_SETFD, 0) == -1 {
+                    return Err(io::Error::last_os_error());
+                }
+            } else if nix::libc::dup2(fd, LINK_FD) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// In a worker: take the control link handed down as [`LINK_FD`]. An error if that
+/// descriptor is not an open socket (the worker was not started by a supervisor).
+pub fn take_link() -> io::Result<UnixStream> {
+    use nix::sys::stat::{fstat, SFlag};
+    // SAFETY: only borrowed for the check; ownership is taken below once it is known
+    // to be an open socket that nothing else in this process owns.
+    let borrowed = unsafe { std::os::fd::BorrowedFd::borrow_raw(LINK_FD) };
+    let st =
+        fstat(borrowed).map_err(|e| io::Error::other(format!("no control link on fd {LINK_FD}: {e}")))?;
+    if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT != SFlag::S_IFSOCK {
+        return Err(io::Error::other(format!("fd {LINK_FD} is not a socket, so not a control link")));
+    }
+    // SAFETY: fd 3 is open, is a socket, and nothing else in this process claims it.
+    let link = unsafe { UnixStream::from_raw_fd(LINK_FD) };
+    nix::fcntl::fcntl(&link, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::FD_CLOEXEC))
+        .map_err(io::Error::from)?;
+    Ok(link)
+}
+
 /// Worker → supervisor.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum ToSupervisor {
     /// Listening on the mesh socket, ready to start.
     Ready { id: PeerId, pid: u32, incarnation: u32 },
+    /// The worker cannot go on, and says why before it exits.
+    Fatal(String),
     /// Done with the entries asked for.
     Done { entries: u64 },
     /// Answer to `Query`.
@@ -51,8 +179,12 @@ pub enum ToSupervisor {
 /// Supervisor → worker.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum ToWorker {
-    /// Begin: dial these peers (id and socket path), then run the application.
-    Start { dial: Vec<(PeerId, String)> },
+    /// Begin: dial these peers (id and socket name), then run the application.
+    /// `incarnations[i]` is worker i's current incarnation: hellos from any other life
+    /// of it are not believed until an [`ToWorker::Incarnation`] announces it.
+    Start { dial: Vec<(PeerId, String)>, incarnations: Vec<u32> },
+    /// Worker `id` was restarted as `incarnation`.
+    Incarnation { id: PeerId, incarnation: u32 },
     /// Everyone is done: report stats and exit.
     Finish,
     /// Say what you are waiting for.

@@ -10,6 +10,7 @@
 pub mod algorithm;
 pub mod algos;
 pub mod audit;
+pub mod auth;
 pub mod bench;
 pub mod control;
 pub mod faults;

@@ -179,7 +179,17 @@ impl Resource {
         let _ = writeln!(self.line, "{rec}");
         let n = nix::unistd::write(&self.file, self.line.as_bytes()).map_err(io::Error::from)?;
         if n != self.line.len() {
-            return Err(io::Error::other(format!("short write: {n} of {} bytes", self.line.len())));
+            // The rest is not written: a second write could land after another worker's
+            // record. A short write on a full file system is how ENOSPC first shows:
+            // say so in the OS's words when that is the cause.
+            let len = self.line.len();
+            let full = nix::sys::statvfs::fstatvfs(&self.file).is_ok_and(|v| v.blocks_available() == 0);
+            let cause = if full {
+                format!(": {}", io::Error::from_raw_os_error(nix::libc::ENOSPC))
+            } else {
+                String::new()
+            };
+            return Err(io::Error::other(format!("short write ({n} of {len} bytes){cause}")));
         }
         Ok(())
     }

@@ -18,7 +18,9 @@
 //! # Connections
 //!
 //! Worker i dials every worker below it (a restarted worker dials every live worker);
-//! every connection opens with a [`Hello`] naming the caller and its incarnation.
+//! the supervisor orders the dials so that of any two workers only one dials the other.
+//! Every connection opens with a [`Hello`] from the caller that proves the run's secret
+//! ([`crate::auth`]): who is calling, whom, and as which incarnation.
 //!
 //! - A connection that has not said hello within [`HELLO_DEADLINE`] is dropped, with a
 //!   line on stderr. At most [`max_pending`] connections may be waiting for their hello;
@@ -27,12 +29,16 @@
 //!   this process's descriptors. When `accept` fails anyway (EMFILE, ENFILE, ENOBUFS…),
 //!   the worker says so once, leaves the callers in the backlog and tries again after
 //!   100 ms; ECONNABORTED is skipped. Accept errors never end the worker.
-//! - A hello from a stranger (an id outside the run, or our own), from an incarnation
-//!   older than the one we know, or a second connection for a channel that is already
-//!   open, is dropped with a line on stderr. One exception: when two workers dial each
-//!   other (both restarted at about the same time), each keeps writing on the
-//!   connection it dialed and reads from both, so neither direction loses or reorders a
-//!   message.
+//! - A hello that is not one, does not prove the secret, is meant for another worker,
+//!   or names a stranger (an id outside the run, or our own) is dropped with one line on
+//!   stderr naming what was wrong.
+//! - The supervisor is the authority on incarnations: `Start` says which life of each
+//!   worker is current, and `Incarnation` announces each restart. A hello from an older
+//!   life is dropped. A hello from a newer life than announced is held (it still counts
+//!   against the pending cap and its deadline) until the announcement arrives, since
+//!   the restarted worker's hello and the supervisor's notice travel on different
+//!   sockets and either may come first. A second connection claiming a peer whose
+//!   current life already has, or had, a channel is refused, never adopted.
 //! - A dial that fails (the peer just died, or is not listening yet) is no error: the
 //!   peer is down for the algorithm, with a line on stderr, and it will dial us if it
 //!   starts again. A dial that finds the peer's backlog full is tried again, with
@@ -45,9 +51,10 @@
 //! `on_peer_down` when the channel closes, a dial fails, or (for a restarted worker) the
 //! supervisor did not list the peer to dial (dead, or not started yet: either way it
 //! will dial us when it starts); `on_peer_up` when a peer that was down connects again.
-//! A hello from a newer incarnation than the one the algorithm knows is reported as
-//! `on_peer_down` (if it was not already) followed by `on_peer_up`: the peer has fresh
-//! state, whatever the algorithm believed. Messages to a peer that is down are counted
+//! An announced hello from a newer incarnation than the one the algorithm knows is
+//! reported as `on_peer_down` (if it was not already; what the old life sent is
+//! delivered first) followed by `on_peer_up`: the peer has fresh state, whatever the
+//! algorithm believed. Messages to a peer that is down are counted
 //! as sent and discarded, so a new incarnation never receives what was meant for the
 //! old one.
 //!
@@ -76,6 +83,13 @@
 //! close. Under `flock`, a worker blocked on the kernel lock notices the signal only
 //! when it gets the lock, and then gives it back without entering. The worker exits with
 //! status 0.
+//!
+//! # Giving up
+//!
+//! An error this worker cannot get past (the resource file cannot be written, say,
+//! because the disk is full) ends it with status 1, after it has told the supervisor
+//! why (`Fatal` on the control link), so the run's failure line names the worker, the
+//! file and the OS error.
 
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::fs::File;
@@ -94,54 +108,66 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 
 use crate::algorithm::{Action, Algorithm, Config, Message, Out, PeerId};
 use crate::algos::{self, AlgoInfo, AlgoVisitor};
-use crate::control::{self, PendingState, ToSupervisor, ToWorker, WorkerStats};
+use crate::auth::{Hello, Secret};
+use crate::control::{self, PendingState, ToSupervisor, ToWorker, WorkerSettings, WorkerSetup, WorkerStats};
 use crate::resource::{self, Fence, Record, Resource};
-use crate::wire::{self, Envelope, Fill, FrameReader, Hello};
+use crate::wire::{self, Envelope, Fill, FrameReader};
 
-/// Everything a worker process is told on its command line.
+/// Everything a worker runs with: its settings, where the run lives, and the secret.
 #[derive(Clone, Debug)]
 pub struct WorkerOpts {
-    pub id: u32,
-    pub workers: u32,
-    pub algo: String,
+    pub settings: WorkerSettings,
     pub run_dir: PathBuf,
-    pub incarnation: u32,
-    /// Entries to complete; 0 means run until `duration` is over.
-    pub entries: u64,
-    pub duration: Option<Duration>,
-    pub cs: Duration,
-    pub think: Duration,
-    pub seed: u64,
-    pub replicas: Option<u32>,
-    /// The supervisor's pid: if our parent is already someone else, it died before we
-    /// could ask to be told, so we leave at once.
-    pub parent: Option<u32>,
-    /// Entries this worker completed in earlier incarnations (numbering goes on).
-    pub start_entry: u64,
-    /// Message faults: fixed delay, extra uniform delay, and loss probability.
-    pub latency: Duration,
-    pub jitter: Duration,
-    pub drop: f64,
+    pub secret: Secret,
 }
 
-/// Run a worker to the end. Errors are fatal for this worker and are reported by the
-/// caller; the supervisor then sees the worker die.
-pub fn run_worker(opts: WorkerOpts) -> anyhow::Result<()> {
-    if let Some(parent) = opts.parent {
+/// Run a worker to the end: read the setup from the control link handed down by the
+/// supervisor ([`control::LINK_FD`]), then work. `cmdline_id`, the id on the worker's
+/// command line (there so `ps` shows who is who), must match the setup's. Errors are
+/// fatal for this worker; when the link is up the supervisor is told why first, and the
+/// caller reports them too.
+pub fn run_worker(run_dir: &Path, cmdline_id: Option<u32>) -> anyhow::Result<()> {
+    let mut link =
+        control::take_link().map_err(|e| anyhow::anyhow!("{e}; workers are started by `mutexlab run`"))?;
+    let result = setup(&mut link, run_dir, cmdline_id).and_then(|opts| {
+        let name = opts.settings.algo.clone();
+        algos::dispatch(&name, Runner(opts, link.try_clone()?))
+            .unwrap_or_else(|| Err(anyhow::anyhow!("unknown algorithm {name:?}")))
+    });
+    if let Err(e) = &result {
+        // Best effort: the supervisor may be gone, or the link broken.
+        let mut buf = Vec::new();
+        wire::encode(&mut buf, &ToSupervisor::Fatal(format!("{e:#}")));
+        let _ = link.write_all(&buf);
+    }
+    result
+}
+
+/// Read and check the setup frame.
+fn setup(link: &mut StdUnixStream, run_dir: &Path, cmdline_id: Option<u32>) -> anyhow::Result<WorkerOpts> {
+    let setup = match wire::read_blocking::<WorkerSetup, _>(link) {
+        Ok(Some(s)) => s,
+        Ok(None) => anyhow::bail!("the supervisor closed the control link before sending the setup"),
+        Err(e) => anyhow::bail!("bad setup on the control link: {e}"),
+    };
+    setup.settings.check().map_err(|e| anyhow::anyhow!("bad setup: {e}"))?;
+    if let Some(id) = cmdline_id.filter(|&id| id != setup.settings.id) {
+        anyhow::bail!("the command line says worker {id} but the setup says {}", setup.settings.id);
+    }
+    if let Some(parent) = setup.settings.parent {
         if nix::unistd::getppid().as_raw() as u32 != parent {
             anyhow::bail!("supervisor {parent} is gone");
         }
     }
-    let name = opts.algo.clone();
-    algos::dispatch(&name, Runner(opts)).unwrap_or_else(|| Err(anyhow::anyhow!("unknown algorithm {name:?}")))
+    Ok(WorkerOpts { settings: setup.settings, run_dir: run_dir.to_path_buf(), secret: setup.secret })
 }
 
-struct Runner(WorkerOpts);
+struct Runner(WorkerOpts, StdUnixStream);
 
 impl AlgoVisitor for Runner {
     type Output = anyhow::Result<()>;
     fn visit<A: Algorithm>(self, info: &'static AlgoInfo) -> anyhow::Result<()> {
-        Worker::<A>::new(self.0, info)?.run()
+        Worker::<A>::new(self.0, self.1, info)?.run()
     }
 }
 
@@ -150,8 +176,6 @@ const CONTROL: Token = Token(1);
 const SIGNALS: Token = Token(2);
 /// A peer's channel: `PEER_BASE + id`.
 const PEER_BASE: usize = 1 << 20;
-/// A peer's second, read-only connection (both dialed each other): `EXTRA_BASE + id`.
-const EXTRA_BASE: usize = 1 << 22;
 /// A connection that has not said hello yet: `PENDING_BASE + n`.
 const PENDING_BASE: usize = 1 << 24;
 
@@ -171,12 +195,6 @@ pub const BAD_FRAME_LINES: u64 = 20;
 /// to dial at the same moment, twice over.
 pub fn max_pending(workers: u32) -> usize {
     2 * workers as usize + 16
-}
-
-/// The incarnation in a peer's socket name ([`control::worker_socket`]).
-fn incarnation_of(path: &Path, peer: PeerId) -> Option<u32> {
-    let name = path.file_name()?.to_str()?;
-    name.strip_prefix(&format!("w{}.", peer.0))?.strip_suffix(".sock")?.parse().ok()
 }
 
 /// Which timer a heap entry stands for.
@@ -234,13 +252,11 @@ struct Peer {
     reader: FrameReader,
     out: Vec<u8>,
     written: usize,
-    /// `stream` is a connection we dialed, not one we accepted.
-    dialed: bool,
-    /// When both sides dialed each other: the peer's own connection, which it writes
-    /// on; we only read from it.
-    extra: Option<(UnixStream, FrameReader)>,
     /// The peer's incarnation as far as the algorithm knows.
     incarnation: u32,
+    /// That incarnation has had a channel (it may have closed since): a later
+    /// connection claiming it is refused.
+    had_channel: bool,
     /// The algorithm was told this peer is down, and not since that it is back.
     down: bool,
     /// A dial that found the backlog full, to try again: the path and the next wait.
@@ -254,10 +270,16 @@ struct Peer {
 struct PendingConn {
     stream: UnixStream,
     reader: FrameReader,
+    /// A proven hello from a life of its peer the supervisor has not announced yet.
+    held: Option<Hello>,
 }
 
 struct Worker<A: Algorithm> {
-    opts: WorkerOpts,
+    opts: WorkerSettings,
+    run_dir: PathBuf,
+    secret: Secret,
+    /// Each worker's current incarnation, as the supervisor announced it.
+    announced: Vec<u32>,
     me: PeerId,
     algo: A,
     poll: Poll,
@@ -291,6 +313,8 @@ struct Worker<A: Algorithm> {
     app_since: u64,
     entries: u64,
     resource: Resource,
+    /// Where `resource` lives, for error messages.
+    resource_path: PathBuf,
     lock_file: Option<File>,
     held_lock: Option<nix::fcntl::Flock<File>>,
     rng: ChaCha8Rng,
@@ -314,7 +338,8 @@ struct NetFaults {
 }
 
 impl<A: Algorithm> Worker<A> {
-    fn new(opts: WorkerOpts, info: &'static AlgoInfo) -> anyhow::Result<Self> {
+    fn new(opts: WorkerOpts, control: StdUnixStream, info: &'static AlgoInfo) -> anyhow::Result<Self> {
+        let WorkerOpts { settings: opts, run_dir, secret } = opts;
         let me = PeerId(opts.id);
         let cfg = Config {
             id: me,
@@ -324,7 +349,7 @@ impl<A: Algorithm> Worker<A> {
             incarnation: opts.incarnation,
         };
         let poll = Poll::new()?;
-        let socket_path = opts.run_dir.join(control::worker_socket(me, opts.incarnation));
+        let socket_path = run_dir.join(control::worker_socket(me, opts.incarnation));
         let _ = std::fs::remove_file(&socket_path);
         let mut listener = UnixListener::bind(&socket_path)
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", socket_path.display()))?;
@@ -335,7 +360,7 @@ impl<A: Algorithm> Worker<A> {
         }
         let mut signals = signal_hook_mio::v1_0::Signals::new([SIGTERM, SIGINT])?;
         poll.registry().register(&mut signals, SIGNALS, Interest::READABLE)?;
-        let resource_path = opts.run_dir.join(control::RESOURCE_FILE);
+        let resource_path = run_dir.join(control::RESOURCE_FILE);
         let resource = Resource::open(&resource_path)
             .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", resource_path.display()))?;
         let lock_file = if info.kernel_lock { Some(File::open(&resource_path)?) } else { None };
@@ -350,11 +375,13 @@ impl<A: Algorithm> Worker<A> {
         } else {
             0
         };
-        let control = StdUnixStream::connect(opts.run_dir.join(control::CONTROL_SOCKET))
-            .map_err(|e| anyhow::anyhow!("cannot reach the supervisor: {e}"))?;
         let seed = opts.seed ^ (u64::from(opts.id) << 32) ^ u64::from(opts.incarnation).rotate_left(16);
         let n = opts.workers as usize;
         Ok(Worker {
+            run_dir,
+            secret,
+            announced: vec![0; n],
+            resource_path,
             me,
             algo: A::new(&cfg),
             poll,
@@ -424,7 +451,12 @@ impl<A: Algorithm> Worker<A> {
         self.tell_supervisor(&ready)?;
         // Wait for Start on the blocking control stream: nothing else can happen yet.
         let dial = match wire::read_blocking::<ToWorker, _>(&mut self.control)? {
-            Some(ToWorker::Start { dial }) => dial,
+            Some(ToWorker::Start { dial, incarnations }) => {
+                for (p, inc) in incarnations.into_iter().enumerate().take(self.announced.len()) {
+                    self.announced[p] = inc;
+                }
+                dial
+            }
             Some(other) => anyhow::bail!("expected Start from the supervisor, got {other:?}"),
             None => return Ok(()), // the supervisor ended the run before it began
         };
@@ -443,7 +475,7 @@ impl<A: Algorithm> Worker<A> {
                 self.log(format_args!("ignoring an order to dial {peer}, which is not a peer"));
                 continue;
             }
-            let path = self.opts.run_dir.join(path);
+            let path = self.run_dir.join(path);
             if !self.dial(peer, path) {
                 unreachable.push(peer);
             }
@@ -482,7 +514,7 @@ impl<A: Algorithm> Worker<A> {
     /// tells the algorithm it is down (after `on_start`), and it will dial us when it
     /// starts again. A full backlog is not failure: the dial is tried again later.
     fn dial(&mut self, peer: PeerId, path: PathBuf) -> bool {
-        self.peers[peer.index()].incarnation = incarnation_of(&path, peer).unwrap_or(0);
+        self.peers[peer.index()].incarnation = self.announced[peer.index()];
         match self.connect(peer, &path) {
             Ok(()) => true,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
@@ -505,7 +537,7 @@ impl<A: Algorithm> Worker<A> {
     fn connect(&mut self, peer: PeerId, path: &Path) -> io::Result<()> {
         let mut stream = UnixStream::connect(path)?;
         let mut hello = Vec::new();
-        wire::encode(&mut hello, &Hello { from: self.me, incarnation: self.opts.incarnation });
+        wire::encode(&mut hello, &Hello::new(&self.secret, self.me, peer, self.opts.incarnation));
         // Say hello at once (a fresh socket has room for it): a listener drops callers
         // that stay silent too long, and this worker might be paused before it flushes.
         let mut sent = 0;
@@ -527,7 +559,7 @@ impl<A: Algorithm> Worker<A> {
         p.written = 0;
         p.stream = Some(stream);
         p.write_interest = false; // registered READABLE only
-        p.dialed = true;
+        p.had_channel = true;
         p.redial = None;
         Ok(())
     }
@@ -619,8 +651,7 @@ impl<A: Algorithm> Worker<A> {
                 Ok(())
             }
             Token(t) if t >= PENDING_BASE => self.pending_readable(token),
-            Token(t) if t >= EXTRA_BASE => self.peer_readable(PeerId((t - EXTRA_BASE) as u32), true),
-            Token(t) if t >= PEER_BASE => self.peer_readable(PeerId((t - PEER_BASE) as u32), false),
+            Token(t) if t >= PEER_BASE => self.peer_readable(PeerId((t - PEER_BASE) as u32)),
             _ => Ok(()),
         }
     }
@@ -709,7 +740,7 @@ impl<A: Algorithm> Worker<A> {
             self.stats.dropped_connections += 1;
             return Ok(());
         }
-        self.pending_conns.insert(token, PendingConn { stream, reader: FrameReader::default() });
+        self.pending_conns.insert(token, PendingConn { stream, reader: FrameReader::default(), held: None });
         self.push_timer(HELLO_DEADLINE, TimerKind::HelloDue(token.0));
         // Data may already be waiting; edge-triggered polling would not say so.
         self.pending_readable(token)
@@ -728,9 +759,16 @@ impl<A: Algorithm> Worker<A> {
         let Some(pc) = self.pending_conns.get_mut(&token) else {
             return Ok(());
         };
+        if pc.held.is_some() {
+            // Nothing more is read before the hello is believed: the frames behind it
+            // wait in the socket, in order.
+            return Ok(());
+        }
         let fill = pc.reader.fill(&mut pc.stream);
         let hello = match pc.reader.next_frame() {
-            Ok(Some(body)) => Some(wire::decode::<Hello>(body).map_err(|e| e.to_string())),
+            Ok(Some(body)) => {
+                Some(wire::decode::<Hello>(body).map_err(|e| format!("its first frame is not a hello ({e})")))
+            }
             Ok(None) => None,
             Err(e) => Some(Err(e.to_string())),
         };
@@ -748,93 +786,128 @@ impl<A: Algorithm> Worker<A> {
             (None, Err(e)) => Err(e.to_string()),
         };
         let hello = match hello {
-            Ok(h) if h.from.0 < self.opts.workers && h.from != self.me => h,
-            Ok(h) => {
-                let f = h.from;
-                self.drop_pending(
-                    token,
-                    format_args!("dropping a connection whose hello names a stranger ({f})"),
-                );
-                return Ok(());
-            }
+            Ok(h) => h,
             Err(why) => {
                 self.drop_pending(token, format_args!("dropping a connection before its hello: {why}"));
                 return Ok(());
             }
         };
-        let Some(PendingConn { stream, reader }) = self.pending_conns.remove(&token) else {
+        let (from, to, inc) = (hello.from, hello.to, hello.incarnation);
+        let wrong = if !hello.proves(&self.secret) {
+            Some(format!("claims to be {from} (incarnation {inc}) without the run's secret"))
+        } else if to != self.me {
+            Some(format!("from {from} is addressed to {to}"))
+        } else if from.0 >= self.opts.workers || from == self.me {
+            Some(format!("names {from}, which is not a peer"))
+        } else {
+            None
+        };
+        if let Some(why) = wrong {
+            self.drop_pending(token, format_args!("dropping a connection whose hello {why}"));
+            return Ok(());
+        }
+        self.consider(token, hello)
+    }
+
+    /// A proven hello arrived on pending connection `token`: adopt it, hold it until the
+    /// supervisor announces its incarnation, or refuse it.
+    fn consider(&mut self, token: Token, hello: Hello) -> anyhow::Result<()> {
+        let (peer, inc) = (hello.from, hello.incarnation);
+        let announced = self.announced[peer.index()];
+        let p = &self.peers[peer.index()];
+        if inc > announced {
+            // Its notice may still be on the way: wait for it (see `announce`).
+            if let Some(pc) = self.pending_conns.get_mut(&token) {
+                pc.held = Some(hello);
+            }
+            return Ok(());
+        }
+        let refusal = if inc < announced || inc < p.incarnation {
+            Some(format!("claims {peer}'s incarnation {inc}, but the supervisor announced {announced}"))
+        } else if inc == p.incarnation && p.had_channel {
+            let state = if p.stream.is_some() { "open" } else { "closed" };
+            Some(format!("claims {peer} (incarnation {inc}), whose channel is already {state}"))
+        } else {
+            None
+        };
+        if let Some(why) = refusal {
+            self.drop_pending(token, format_args!("refusing a connection whose hello {why}"));
+            return Ok(());
+        }
+        let Some(PendingConn { stream, reader, .. }) = self.pending_conns.remove(&token) else {
             return Ok(());
         };
         self.adopt(hello, stream, reader)
     }
 
+    /// The supervisor says worker `peer` now lives as `incarnation`: believe it, and
+    /// take up any hello from that life that was waiting for this.
+    fn announce(&mut self, peer: PeerId, incarnation: u32) -> anyhow::Result<()> {
+        if peer.index() >= self.announced.len() || peer == self.me {
+            self.log(format_args!("ignoring an announcement about {peer}, which is not a peer"));
+            return Ok(());
+        }
+        let slot = &mut self.announced[peer.index()];
+        *slot = (*slot).max(incarnation);
+        let waiting: Vec<Token> = self
+            .pending_conns
+            .iter()
+            .filter(|(_, pc)| {
+                pc.held.as_ref().is_some_and(|h| h.from == peer && h.incarnation <= incarnation)
+            })
+            .map(|(t, _)| *t)
+            .collect();
+        for token in waiting {
+            let hello = self.pending_conns.get_mut(&token).and_then(|pc| pc.held.take());
+            if let Some(hello) = hello {
+                self.consider(token, hello)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The `HelloDue` timer of a pending connection fired.
     fn hello_overdue(&mut self, token: Token) {
         let secs = HELLO_DEADLINE.as_secs_f64();
-        self.drop_pending(token, format_args!("dropping a connection that sent no hello within {secs} s"));
+        let held = self.pending_conns.get(&token).and_then(|pc| pc.held.clone());
+        match held {
+            Some(h) => self.drop_pending(
+                token,
+                format_args!(
+                    "dropping a connection whose hello claims {}'s incarnation {}, which the supervisor did not announce within {secs} s",
+                    h.from, h.incarnation
+                ),
+            ),
+            None => {
+                self.drop_pending(token, format_args!("dropping a connection that sent no hello within {secs} s"))
+            }
+        }
     }
 
-    /// A connection said hello as `hello.from`: make it that peer's channel, or its
-    /// second connection, or drop it.
+    /// A believed hello from `hello.from`: make its connection that peer's channel. A
+    /// newer life replaces the old one, whose last frames are delivered first.
     fn adopt(&mut self, hello: Hello, mut stream: UnixStream, reader: FrameReader) -> anyhow::Result<()> {
         let peer = hello.from;
         let idx = peer.index();
-        let (known, open, dialed, extra) = {
-            let p = &self.peers[idx];
-            (p.incarnation, p.stream.is_some(), p.dialed, p.extra.is_some())
-        };
-        let drop_it = |w: &mut Self, mut stream: UnixStream, why: std::fmt::Arguments<'_>| {
-            let _ = w.poll.registry().deregister(&mut stream);
-            w.stats.dropped_connections += 1;
-            w.log(why);
-        };
-        if hello.incarnation < known {
-            let h = hello.incarnation;
-            drop_it(
-                self,
-                stream,
-                format_args!("dropping a connection from {peer}'s incarnation {h}: it is {known} now"),
-            );
-            return Ok(());
-        }
-        if hello.incarnation == known && open {
-            if dialed && !extra {
-                // We dialed each other. Each side writes on the connection it dialed and
-                // reads both: no message is lost or overtaken, whoever noticed first.
-                let token = Token(EXTRA_BASE + idx);
-                if let Err(e) = self.poll.registry().reregister(&mut stream, token, Interest::READABLE) {
-                    drop_it(self, stream, format_args!("dropping {peer}'s second connection: {e}"));
-                    return Ok(());
-                }
-                self.peers[idx].extra = Some((stream, reader));
-                return self.peer_readable(peer, true);
-            }
-            let h = hello.incarnation;
-            drop_it(
-                self,
-                stream,
-                format_args!(
-                    "dropping a second connection claiming to be {peer} (incarnation {h}) while its channel is open"
-                ),
-            );
-            return Ok(());
-        }
-        if hello.incarnation > known {
+        if hello.incarnation > self.peers[idx].incarnation {
             // A new incarnation with fresh state: the old one is gone, whether or not its
             // channel has closed yet, and so is everything queued for it.
+            self.peer_readable(peer)?;
             self.lost(peer)?;
         }
         let token = Token(PEER_BASE + idx);
         if let Err(e) = self.poll.registry().reregister(&mut stream, token, Interest::READABLE) {
-            drop_it(self, stream, format_args!("dropping {peer}'s connection: {e}"));
+            let _ = self.poll.registry().deregister(&mut stream);
+            self.stats.dropped_connections += 1;
+            self.log(format_args!("dropping {peer}'s connection: {e}"));
             return self.lost(peer);
         }
         let p = &mut self.peers[idx];
         p.stream = Some(stream);
         p.write_interest = false; // registered READABLE only
         p.reader = reader;
-        p.dialed = false;
         p.incarnation = hello.incarnation;
+        p.had_channel = true;
         p.redial = None;
         if std::mem::replace(&mut p.down, false) {
             let mut out = Out::new(self.now());
@@ -842,23 +915,16 @@ impl<A: Algorithm> Worker<A> {
             self.apply(&mut out)?;
         }
         // Frames that arrived right behind the hello.
-        self.peer_readable(peer, false)
+        self.peer_readable(peer)
     }
 
-    /// Read what `peer`'s channel (or its second connection) has and deliver it.
-    fn peer_readable(&mut self, peer: PeerId, second: bool) -> anyhow::Result<()> {
+    /// Read what `peer`'s channel has and deliver it.
+    fn peer_readable(&mut self, peer: PeerId) -> anyhow::Result<()> {
         let idx = peer.index();
         let p = &mut self.peers[idx];
-        let (stream, reader) = if second {
-            match p.extra.as_mut() {
-                Some((s, r)) => (s, r),
-                None => return Ok(()),
-            }
-        } else {
-            match p.stream.as_mut() {
-                Some(s) => (s, &mut p.reader),
-                None => return Ok(()),
-            }
+        let (stream, reader) = match p.stream.as_mut() {
+            Some(s) => (s, &mut p.reader),
+            None => return Ok(()),
         };
         let fill = reader.fill(stream);
         let mut inbox = Vec::new();
@@ -919,7 +985,7 @@ impl<A: Algorithm> Worker<A> {
                 self.lost(peer)
             }
             (None, Ok(Fill::Budget)) => {
-                self.again.push(Token(if second { EXTRA_BASE } else { PEER_BASE } + idx));
+                self.again.push(Token(PEER_BASE + idx));
                 Ok(())
             }
             (None, Ok(Fill::WouldBlock)) => Ok(()),
@@ -935,13 +1001,9 @@ impl<A: Algorithm> Worker<A> {
         if let Some(mut stream) = p.stream.take() {
             let _ = self.poll.registry().deregister(&mut stream);
         }
-        if let Some((mut stream, _)) = p.extra.take() {
-            let _ = self.poll.registry().deregister(&mut stream);
-        }
         p.reader = FrameReader::default();
         p.out.clear();
         p.written = 0;
-        p.dialed = false;
         p.redial = None;
         // Messages to a crashed process are lost with it.
         self.net.held[idx].clear();
@@ -986,6 +1048,7 @@ impl<A: Algorithm> Worker<A> {
                     self.control.set_nonblocking(true)?;
                 }
                 ToWorker::Start { .. } => self.log(format_args!("ignoring a second Start")),
+                ToWorker::Incarnation { id, incarnation } => self.announce(id, incarnation)?,
                 ToWorker::Partition { groups } => self.partition(Some(groups)),
                 ToWorker::Heal => self.partition(None),
             }
@@ -1138,7 +1201,9 @@ impl<A: Algorithm> Worker<A> {
     }
 
     fn append(&mut self, rec: &Record) -> anyhow::Result<()> {
-        self.resource.append(rec).map_err(|e| anyhow::anyhow!("cannot write the resource file: {e}"))
+        self.resource
+            .append(rec)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", self.resource_path.display()))
     }
 
     fn enter_cs(&mut self) -> anyhow::Result<()> {
@@ -1335,8 +1400,7 @@ impl<A: Algorithm> Worker<A> {
                     self.log(format_args!("writing to {peer} failed: {e}"));
                 }
                 // Take what it sent before it went, then report it down.
-                self.peer_readable(peer, false)?;
-                self.peer_readable(peer, true)?;
+                self.peer_readable(peer)?;
                 self.lost(peer)?;
             }
         }
@@ -1353,17 +1417,6 @@ impl<A: Algorithm> Drop for Worker<A> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_incarnation_is_read_back_from_the_socket_name() {
-        for (id, inc) in [(0, 0), (3, 1), (255, 4_000_000_000)] {
-            let path = Path::new("/run").join(control::worker_socket(PeerId(id), inc));
-            assert_eq!(incarnation_of(&path, PeerId(id)), Some(inc));
-            assert_eq!(incarnation_of(&path, PeerId(id + 1)), None, "another worker's socket");
-        }
-        assert_eq!(incarnation_of(Path::new("/run/w1.x.sock"), PeerId(1)), None);
-        assert_eq!(incarnation_of(Path::new("/run/w1.2.sockx"), PeerId(1)), None);
-    }
 
     #[test]
     fn every_peer_may_dial_at_once_without_hitting_the_pending_cap() {

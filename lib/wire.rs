@@ -69,15 +69,6 @@ impl FrameError {
     }
 }
 
-/// The first frame on every connection between workers: who is calling.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Hello {
-    /// The caller's id.
-    pub from: PeerId,
-    /// The caller's incarnation: 0 at first, one more each time it is restarted.
-    pub incarnation: u32,
-}
-
 /// An algorithm message with its routing and the sender's Lamport clock.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Envelope<M> {
@@ -222,11 +213,18 @@ pub fn read_blocking<T: DeserializeOwned, R: Read>(r: &mut R) -> Result<Option<T
 mod tests {
     use super::*;
 
+    /// A small frame body for the tests.
+    #[derive(Debug, PartialEq, Eq, Serialize, Deserialize)]
+    struct Ping {
+        from: PeerId,
+        incarnation: u32,
+    }
+
     #[test]
     fn frames_survive_arbitrary_splits() {
         let mut bytes = Vec::new();
         for i in 0..5u32 {
-            encode(&mut bytes, &Hello { from: PeerId(i), incarnation: i * 2 });
+            encode(&mut bytes, &Ping { from: PeerId(i), incarnation: i * 2 });
         }
         for step in [1, 2, 3, 7, 100] {
             let mut r = FrameReader::default();
@@ -234,11 +232,11 @@ mod tests {
             for piece in bytes.chunks(step) {
                 r.push(piece);
                 while let Some(body) = r.next_frame().unwrap() {
-                    got.push(decode::<Hello>(body).unwrap());
+                    got.push(decode::<Ping>(body).unwrap());
                 }
             }
             assert_eq!(got.len(), 5, "split {step}");
-            assert_eq!(got[4], Hello { from: PeerId(4), incarnation: 8 });
+            assert_eq!(got[4], Ping { from: PeerId(4), incarnation: 8 });
             assert_eq!(r.leftover(), 0);
         }
     }
@@ -255,12 +253,12 @@ mod tests {
         let mut r = FrameReader::default();
         r.push(&[0, 0, 0, 3, 0xc1, 0xc1, 0xc1]);
         let body = r.next_frame().unwrap().unwrap();
-        assert!(matches!(decode::<Hello>(body), Err(FrameError::Malformed(_))));
+        assert!(matches!(decode::<Ping>(body), Err(FrameError::Malformed(_))));
     }
 
-    /// Every frame body the reader hands out, as `Ok(Hello)` or the decode error, and how
+    /// Every frame body the reader hands out, as `Ok(Ping)` or the decode error, and how
     /// reading ended.
-    fn read_all(bytes: &[u8]) -> (Vec<Result<Hello, FrameError>>, Result<(), FrameError>) {
+    fn read_all(bytes: &[u8]) -> (Vec<Result<Ping, FrameError>>, Result<(), FrameError>) {
         let mut r = FrameReader::default();
         let mut src = bytes;
         let mut got = Vec::new();
@@ -268,7 +266,7 @@ mod tests {
             let fill = r.fill(&mut src).unwrap();
             loop {
                 match r.next_frame() {
-                    Ok(Some(body)) => got.push(decode::<Hello>(body)),
+                    Ok(Some(body)) => got.push(decode::<Ping>(body)),
                     Ok(None) => break,
                     Err(e) => return (got, Err(e)),
                 }
@@ -286,20 +284,20 @@ mod tests {
         let mut bytes = vec![0, 0, 0, 3, 0xc1, 0xc1, 0xc1];
         // A well-formed MessagePack value of the wrong shape is just as bad.
         encode(&mut bytes, &"not a hello");
-        encode(&mut bytes, &Hello { from: PeerId(2), incarnation: 1 });
+        encode(&mut bytes, &Ping { from: PeerId(2), incarnation: 1 });
         let (got, end) = read_all(&bytes);
         assert_eq!(got.len(), 3);
         assert!(matches!(got[0], Err(FrameError::Malformed(_))), "{:?}", got[0]);
         assert!(matches!(got[1], Err(FrameError::Malformed(_))), "{:?}", got[1]);
-        assert_eq!(got[2].as_ref().unwrap(), &Hello { from: PeerId(2), incarnation: 1 });
+        assert_eq!(got[2].as_ref().unwrap(), &Ping { from: PeerId(2), incarnation: 1 });
         assert!(end.is_ok());
     }
 
     #[test]
     fn a_frame_cut_short_by_the_end_of_stream_is_truncated_not_delivered() {
         let mut bytes = Vec::new();
-        encode(&mut bytes, &Hello { from: PeerId(1), incarnation: 0 });
-        encode(&mut bytes, &Hello { from: PeerId(2), incarnation: 0 });
+        encode(&mut bytes, &Ping { from: PeerId(1), incarnation: 0 });
+        encode(&mut bytes, &Ping { from: PeerId(2), incarnation: 0 });
         let whole = bytes.len();
         for cut in whole / 2 + 1..whole {
             let (got, end) = read_all(&bytes[..cut]);
@@ -315,10 +313,10 @@ mod tests {
     #[test]
     fn an_oversized_length_stops_the_stream_for_good() {
         let mut bytes = Vec::new();
-        encode(&mut bytes, &Hello { from: PeerId(1), incarnation: 0 });
+        encode(&mut bytes, &Ping { from: PeerId(1), incarnation: 0 });
         bytes.extend_from_slice(&((MAX_FRAME + 1) as u32).to_be_bytes());
         // Whatever follows is never looked at, even a good frame.
-        encode(&mut bytes, &Hello { from: PeerId(2), incarnation: 0 });
+        encode(&mut bytes, &Ping { from: PeerId(2), incarnation: 0 });
         let (got, end) = read_all(&bytes);
         assert_eq!(got.len(), 1);
         assert!(matches!(end, Err(FrameError::Oversized(n)) if n == MAX_FRAME + 1), "{end:?}");
@@ -345,7 +343,7 @@ mod tests {
             }
         }
         let mut one = Vec::new();
-        encode(&mut one, &Hello { from: PeerId(3), incarnation: 7 });
+        encode(&mut one, &Ping { from: PeerId(3), incarnation: 7 });
         let mut flood = Flood(one.clone(), 0);
         let mut r = FrameReader::default();
         let mut frames = 0;
@@ -353,7 +351,7 @@ mod tests {
             assert_eq!(r.fill(&mut flood).unwrap(), Fill::Budget);
             assert!(r.leftover() < FILL_BUDGET + 16 * 1024, "bounded: {}", r.leftover());
             while let Some(body) = r.next_frame().unwrap() {
-                assert_eq!(decode::<Hello>(body).unwrap(), Hello { from: PeerId(3), incarnation: 7 });
+                assert_eq!(decode::<Ping>(body).unwrap(), Ping { from: PeerId(3), incarnation: 7 });
                 frames += 1;
             }
         }
@@ -363,11 +361,11 @@ mod tests {
     #[test]
     fn blocking_read_reports_truncation() {
         let mut bytes = Vec::new();
-        encode(&mut bytes, &Hello { from: PeerId(1), incarnation: 0 });
+        encode(&mut bytes, &Ping { from: PeerId(1), incarnation: 0 });
         bytes.pop();
-        let err = read_blocking::<Hello, _>(&mut bytes.as_slice()).unwrap_err();
+        let err = read_blocking::<Ping, _>(&mut bytes.as_slice()).unwrap_err();
         assert!(matches!(err, FrameError::Truncated(_)), "{err}");
-        assert!(read_blocking::<Hello, _>(&mut [].as_slice()).unwrap().is_none());
+        assert!(read_blocking::<Ping, _>(&mut [].as_slice()).unwrap().is_none());
     }
 
     #[test]

@@ -8,11 +8,18 @@
 //! that no worker outlives a supervisor killed outright. Children are reaped by pid with
 //! `waitpid`, one strategy only, and never signalled after they were reaped.
 //!
+//! Each worker gets its control link at birth: a socket pair made before the spawn and
+//! inherited as fd 3 ([`control::hand_down`]), whose first frame carries the worker's
+//! settings and the run's secret ([`crate::auth`]). Nothing listens on a path, so no
+//! other process can pose as a worker to the supervisor. The supervisor is also the
+//! authority on incarnations: every worker learns from it which life of each peer to
+//! believe (`Start`, then `Incarnation` at each restart).
+//!
 //! The main thread spawns the workers and then waits on one channel that carries
 //! everything that can happen: control frames from workers (one reader thread per
-//! connection), closed connections, and SIGINT/SIGTERM (from `ctrlc`). It never writes to
-//! a worker itself: each connection has a writer thread with its own queue, so a paused
-//! or wedged worker that stops reading can never block the main loop. Progress is read
+//! link), closed links, and SIGINT/SIGTERM (from `ctrlc`). It never writes to a worker
+//! itself: each link has a writer thread with its own queue, so a paused or wedged
+//! worker that stops reading can never block the main loop. Progress is read
 //! from the resource file itself, so a run that stops growing it for the stall window
 //! ends with a diagnosis rather than a hang.
 //!
@@ -22,6 +29,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -30,8 +38,6 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use interprocess::local_socket::prelude::*;
-use interprocess::local_socket::{GenericFilePath, ListenerOptions};
 use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
@@ -40,7 +46,9 @@ use serde::Serialize;
 use crate::algorithm::PeerId;
 use crate::algos::{self, AlgoInfo, Shape, Theory};
 use crate::audit::{self, AuditReport, Violation, WaitStats};
-use crate::control::{self, PendingState, ToSupervisor, ToWorker, WorkerStats};
+use crate::auth::Secret;
+pub use crate::control::MAX_WORKERS;
+use crate::control::{self, PendingState, ToSupervisor, ToWorker, WorkerSettings, WorkerSetup, WorkerStats};
 use crate::faults::{Action, Plan, Step, Target, When};
 use crate::resource;
 use crate::tail::Tail;
@@ -90,9 +98,6 @@ pub struct RunOpts {
     pub jitter_ms: f64,
     pub drop: f64,
 }
-
-/// Largest worker count accepted: each worker is a process with N-1 sockets.
-pub const MAX_WORKERS: u32 = 256;
 
 /// Shortest stall window accepted: below this, a busy machine's scheduling hiccup would
 /// pass for a stuck algorithm.
@@ -210,8 +215,6 @@ enum Outgoing {
 
 /// What happens in a run, as seen by the supervisor's main loop.
 enum Event {
-    /// A control connection: the queue of its writer thread.
-    Connected(usize, Sender<Outgoing>),
     Frame(usize, ToSupervisor),
     Closed(usize, Option<String>),
     Signal,
@@ -263,6 +266,8 @@ struct Slot {
     done: bool,
     stats: Option<WorkerStats>,
     exit: Option<String>,
+    /// Why the worker gave up, in its own words (`Fatal`).
+    fatal: Option<String>,
     /// The supervisor ended this process on purpose: its exit is no failure.
     planned_exit: bool,
     /// Monotonic ns of the last life change (for diagnoses).
@@ -284,6 +289,7 @@ impl Slot {
             done: false,
             stats: None,
             exit: None,
+            fatal: None,
             planned_exit: false,
             since: resource::monotonic_ns(),
             view: None,
@@ -362,7 +368,45 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
             )));
         }
     }
+    // The check every worker applies to what it is handed: refuse here what it would.
+    settings(opts, 0, 0, 0, None).check().map_err(|e| RunError::Usage(format!("invalid settings: {e}")))?;
     Ok(info)
+}
+
+/// Milliseconds as a duration; anything not above zero (`-0` included) is zero.
+fn ms(v: f64) -> Duration {
+    if v > 0.0 {
+        Duration::from_secs_f64(v / 1000.0)
+    } else {
+        Duration::ZERO
+    }
+}
+
+/// What worker `id`, life `incarnation`, is handed on its control link.
+fn settings(
+    o: &RunOpts,
+    id: u32,
+    incarnation: u32,
+    start_entry: u64,
+    duration: Option<Duration>,
+) -> WorkerSettings {
+    WorkerSettings {
+        id,
+        workers: o.workers,
+        algo: o.algo.clone(),
+        incarnation,
+        entries: o.entries,
+        duration: duration.or(o.duration),
+        cs: ms(o.cs_ms),
+        think: ms(o.think_ms),
+        seed: o.seed,
+        replicas: o.replicas,
+        parent: Some(std::process::id()),
+        start_entry,
+        latency: ms(o.latency_ms),
+        jitter: ms(o.jitter_ms),
+        drop: o.drop,
+    }
 }
 
 /// Run a whole experiment and audit it.
@@ -379,20 +423,24 @@ pub fn run(opts: &RunOpts) -> Result<RunReport, RunError> {
     let mut sup = match Supervisor::new(opts, info, &dir.path, tx.clone(), rx) {
         Ok(s) => s,
         Err(e) => {
-            dir.remove(&[dir.path.join(control::CONTROL_SOCKET)]);
+            dir.remove(&[]);
             return Err(e);
         }
     };
     *signal_slot().lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
     let result = sup.drive();
     sup.bar.finish_and_clear();
+    if let Err(e) = &result {
+        // Whoever is inside or waiting now is cut short by the end of the run, not by a
+        // crash: say so in the fault log before anyone is frozen.
+        sup.teardown(e);
+    }
     // Freeze everyone before anyone leaves (see the module documentation).
     let frozen = sup.freeze_all();
     if matches!(result, Err(RunError::Failed(_))) {
         sup.collect_stats(&frozen);
     }
     sup.stop_all();
-    sup.stop_acceptor();
     *signal_slot().lock().unwrap_or_else(|e| e.into_inner()) = None;
     let sockets = sup.sockets();
     dir.remove_sockets(&sockets);
@@ -422,11 +470,14 @@ struct Supervisor<'a> {
     /// one. Valid while any worker in it is unreaped; the first worker started when
     /// none is alive founds a new one.
     group: Option<Pid>,
-    /// Connection index → the queue of its writer thread, until the connection closes.
+    /// Link index → the queue of its writer thread, until the link closes.
     conns: Vec<Option<Sender<Outgoing>>>,
-    /// Connection index → worker id, once the worker said Ready.
+    /// Link index → the worker it was made for.
     conn_owner: BTreeMap<usize, usize>,
-    acceptor_stop: Arc<AtomicBool>,
+    /// Where link reader threads send what they read.
+    tx: Sender<Event>,
+    /// The run's secret, handed to every worker.
+    secret: Secret,
     started: Option<Instant>,
     /// When the run ended: every worker done, or the moment a failure was detected (before
     /// any diagnosis or collection of statistics).
@@ -453,24 +504,16 @@ impl<'a> Supervisor<'a> {
         tx: Sender<Event>,
         rx: Receiver<Event>,
     ) -> Result<Self, RunError> {
-        let sock = dir.join(control::CONTROL_SOCKET);
-        if sock.as_os_str().len() >= 100 {
+        // The longest mesh socket name this run could make must fit a socket address.
+        let longest = dir.join(control::worker_socket(PeerId(MAX_WORKERS - 1), u32::MAX));
+        if longest.as_os_str().len() >= 108 {
             return Err(RunError::Usage(format!(
                 "run directory path is too long for a Unix socket ({} bytes); choose a shorter --run-dir",
                 dir.as_os_str().len()
             )));
         }
-        let name = sock
-            .as_path()
-            .to_fs_name::<GenericFilePath>()
-            .map_err(|e| RunError::Failed(format!("bad socket path {}: {e}", sock.display())))?;
-        let listener = ListenerOptions::new()
-            .name(name)
-            .try_overwrite(true)
-            .create_sync()
-            .map_err(|e| RunError::Usage(format!("cannot listen on {}: {e}", sock.display())))?;
-        let acceptor_stop = Arc::new(AtomicBool::new(false));
-        spawn_acceptor(listener, tx.clone(), acceptor_stop.clone());
+        let secret =
+            Secret::generate().map_err(|e| RunError::Failed(format!("cannot draw the run's secret: {e}")))?;
         let total = if opts.duration.is_some() { 0 } else { opts.entries * u64::from(opts.workers) };
         let bar = if opts.progress && total > 0 {
             indicatif::ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::stderr())
@@ -486,7 +529,8 @@ impl<'a> Supervisor<'a> {
             group: None,
             conns: Vec::new(),
             conn_owner: BTreeMap::new(),
-            acceptor_stop,
+            tx,
+            secret,
             started: None,
             finished: None,
             tail: Tail::new(&dir.join(control::RESOURCE_FILE), opts.workers),
@@ -501,41 +545,29 @@ impl<'a> Supervisor<'a> {
         })
     }
 
-    fn spawn(&mut self, id: u32, incarnation: u32, start_entry: u64) -> Result<Pid, RunError> {
+    /// Start worker `id` as life `incarnation` and give it its control link, whose
+    /// first frame is its setup. The slot is the caller's to fill in with the result.
+    fn spawn(&mut self, id: u32, incarnation: u32, start_entry: u64) -> Result<(Pid, usize), RunError> {
         let o = self.opts;
-        let mut cmd = Command::new(&o.exe);
-        cmd.arg("worker")
-            .args(["--id", &id.to_string()])
-            .args(["--workers", &o.workers.to_string()])
-            .args(["--algo", &o.algo])
-            .arg("--run-dir")
-            .arg(&self.dir)
-            .args(["--incarnation", &incarnation.to_string()])
-            .args(["--entries", &o.entries.to_string()])
-            .args(["--start-entry", &start_entry.to_string()])
-            .args(["--cs-ms", &o.cs_ms.to_string()])
-            .args(["--think-ms", &o.think_ms.to_string()])
-            .args(["--seed", &o.seed.to_string()])
-            .args(["--parent", &std::process::id().to_string()]);
-        if let Some(d) = o.duration {
-            // A restarted worker keeps the run's end, not a fresh duration.
+        // A restarted worker keeps the run's end, not a fresh duration.
+        let left = o.duration.map(|d| {
             let left = self.started.map_or(d, |s| d.saturating_sub(s.elapsed()));
-            cmd.args(["--duration-ms", &left.as_millis().max(1).to_string()]);
-        }
-        if let Some(m) = o.replicas {
-            cmd.args(["--replicas", &m.to_string()]);
-        }
-        for (flag, v) in [("--latency-ms", o.latency_ms), ("--jitter-ms", o.jitter_ms), ("--drop", o.drop)] {
-            if v > 0.0 {
-                cmd.args([flag, &v.to_string()]);
-            }
-        }
+            left.max(Duration::from_millis(1))
+        });
+        let settings = settings(o, id, incarnation, start_entry, left);
+        settings.check().map_err(|e| RunError::Usage(format!("invalid settings for w{id}: {e}")))?;
+        let cannot = |e: std::io::Error| RunError::Failed(format!("cannot start worker {id}: {e}"));
+        let (mut ours, theirs) = control::link_pair().map_err(cannot)?;
+        let mut cmd = Command::new(&o.exe);
+        // The command line only says who this is (for `ps`); the settings come on the link.
+        cmd.arg("worker").args(["--id", &id.to_string()]).arg("--run-dir").arg(&self.dir);
         // Join the workers' group while one of them is unreaped (a pgid cannot be reused
         // while a member exists); otherwise found a new group.
         let live = self.slots.iter().any(|s| s.life != Life::Exited);
         let join = self.group.filter(|_| live);
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
         cmd.process_group(join.map_or(0, Pid::as_raw));
+        control::hand_down(&mut cmd, &theirs);
         // SAFETY: between fork and exec we only make one async-signal-safe system call.
         unsafe {
             cmd.pre_exec(|| nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from));
@@ -543,18 +575,45 @@ impl<'a> Supervisor<'a> {
         let child = cmd.spawn().map_err(|e| {
             RunError::Failed(format!("cannot start worker {id} from {}: {e}", o.exe.display()))
         })?;
+        // Our copy of the child's end goes, so the link closes when the child exits.
+        drop(theirs);
         // We reap by pid with waitpid; the Child handle is not used again.
         let pid = Pid::from_raw(child.id() as i32);
         if join.is_none() {
             self.group = Some(pid);
         }
-        Ok(pid)
+        // A fresh socket has room for the setup, so this write does not wait on the
+        // worker; a worker that died at once makes it fail, which its reader reports.
+        let mut setup = Vec::new();
+        wire::encode(&mut setup, &WorkerSetup { settings, secret: self.secret.clone() });
+        let _ = ours.write_all(&setup);
+        let conn = self.conns.len();
+        let (out_tx, out_rx) = mpsc::channel();
+        let ours = Arc::new(ours);
+        let writer = Arc::clone(&ours);
+        std::thread::spawn(move || write_control(writer, out_rx));
+        let tx = self.tx.clone();
+        std::thread::spawn(move || read_control(conn, ours, tx));
+        self.conns.push(Some(out_tx));
+        self.conn_owner.insert(conn, id as usize);
+        Ok((pid, conn))
+    }
+
+    /// Start worker `id`'s next life (or its first) in its slot.
+    fn launch(&mut self, id: usize, incarnation: u32, start_entry: u64) -> Result<(), RunError> {
+        let (pid, conn) = self.spawn(id as u32, incarnation, start_entry)?;
+        let slot = Slot { conn: Some(conn), ..Slot::new(pid, incarnation) };
+        if id < self.slots.len() {
+            self.slots[id] = slot;
+        } else {
+            self.slots.push(slot);
+        }
+        Ok(())
     }
 
     fn drive(&mut self) -> Result<(), RunError> {
-        for id in 0..self.opts.workers {
-            let pid = self.spawn(id, 0, 0)?;
-            self.slots.push(Slot::new(pid, 0));
+        for id in 0..self.opts.workers as usize {
+            self.launch(id, 0, 0)?;
         }
         self.wait_until(|s| s.slots.iter().all(|w| w.ready), "starting")?;
         if !self.steps.is_empty() {
@@ -600,8 +659,10 @@ impl<'a> Supervisor<'a> {
     /// Tell worker `id` to begin: it dials every live worker below it, or every live
     /// worker at all if it is a restarted incarnation; either way only workers that said
     /// Ready, so every socket it is told to dial is listening. (A restarted worker not
-    /// ready yet dials this one itself when its turn comes.) Then it is told the
-    /// partition in force, if any.
+    /// ready yet dials this one itself when its turn comes.) So of any two workers only
+    /// one ever dials the other: a worker is started the moment it is ready, and lists
+    /// only peers that were ready before it. It also learns every worker's current
+    /// incarnation, and then the partition in force, if any.
     fn start_worker(&mut self, id: usize) {
         let restarted = self.slots[id].incarnation > 0;
         let dial: Vec<(PeerId, String)> = (0..self.slots.len())
@@ -612,7 +673,8 @@ impl<'a> Supervisor<'a> {
         self.slots[id].view = None;
         // One write for both: the partition is in the socket before Start can be read, so
         // the worker applies it before its first entry.
-        let mut msgs = vec![ToWorker::Start { dial }];
+        let incarnations = self.slots.iter().map(|s| s.incarnation).collect();
+        let mut msgs = vec![ToWorker::Start { dial, incarnations }];
         msgs.extend(self.partition_update(id));
         self.send_all(id, &msgs);
     }
@@ -648,6 +710,10 @@ impl<'a> Supervisor<'a> {
 
     /// Queue messages for worker `id`, to be written with a single write.
     fn send_all(&mut self, id: usize, msgs: &[ToWorker]) -> bool {
+        // Before its Ready a worker reads nothing but its setup, then Start.
+        if !self.slots[id].ready {
+            return false;
+        }
         let Some(conn) = self.slots[id].conn else { return false };
         let Some(Some(tx)) = self.conns.get(conn) else { return false };
         let mut buf = Vec::new();
@@ -765,13 +831,6 @@ impl<'a> Supervisor<'a> {
     fn handle(&mut self, ev: Event, phase: &str) -> Result<(), RunError> {
         match ev {
             Event::Signal => Err(RunError::Interrupted(self.dir.clone())),
-            Event::Connected(conn, link) => {
-                if self.conns.len() <= conn {
-                    self.conns.resize_with(conn + 1, || None);
-                }
-                self.conns[conn] = Some(link);
-                Ok(())
-            }
             Event::Frame(conn, msg) => {
                 self.on_frame(conn, msg);
                 Ok(())
@@ -793,35 +852,51 @@ impl<'a> Supervisor<'a> {
                     self.finished.get_or_insert(detected);
                 }
                 let why = err.map(|e| format!(" ({e})")).unwrap_or_default();
-                Err(RunError::Failed(format!("worker w{id} died unexpectedly while {phase}: {status}{why}")))
+                // In the worker's own words, if it said why (a full disk, say).
+                let fatal = slot.fatal.as_ref().map(|f| format!(": {f}")).unwrap_or_default();
+                if !slot.ready {
+                    let (status, id) = (status.clone(), id);
+                    self.slots[id].exit.get_or_insert(status.clone());
+                    return Err(RunError::Failed(format!(
+                        "worker w{id} exited before it was ready: {status}{why}{fatal}"
+                    )));
+                }
+                Err(RunError::Failed(format!(
+                    "worker w{id} died unexpectedly while {phase}: {status}{why}{fatal}"
+                )))
             }
         }
     }
 
     fn on_frame(&mut self, conn: usize, msg: ToSupervisor) {
-        if let ToSupervisor::Ready { id, pid, .. } = msg {
-            let i = id.index();
-            match self.slots.get_mut(i) {
-                Some(s) if s.pid.as_raw() as u32 == pid && s.conn.is_none() && s.alive() => {
-                    s.conn = Some(conn);
-                    s.ready = true;
-                    self.conn_owner.insert(conn, i);
-                    // A restarted worker joins a run already under way.
-                    if self.started.is_some() && !self.slots[i].started {
-                        self.start_worker(i);
-                    }
-                }
-                // Killed by the plan before its Ready arrived: nothing to start.
-                Some(s) if s.pid.as_raw() as u32 == pid && !s.alive() => {}
-                _ => eprintln!("mutexlab: ignoring a control connection claiming to be {id} (pid {pid})"),
-            }
-            return;
-        }
+        // Each link was made for one worker's life: frames on it speak for that life only.
         let Some(&id) = self.conn_owner.get(&conn) else { return };
+        if self.slots[id].conn != Some(conn) {
+            return; // an earlier incarnation's link
+        }
         match msg {
+            ToSupervisor::Ready { id: said, pid, incarnation } => {
+                let s = &self.slots[id];
+                if said.index() != id
+                    || s.pid.as_raw() as u32 != pid
+                    || s.incarnation != incarnation
+                    || s.ready
+                {
+                    eprintln!(
+                        "mutexlab: w{id}'s control link said Ready as {said} (pid {pid}, incarnation {incarnation}); ignored"
+                    );
+                    return;
+                }
+                self.slots[id].ready = true;
+                // A restarted worker joins a run already under way.
+                if self.started.is_some() && !self.slots[id].started {
+                    self.start_worker(id);
+                }
+            }
             ToSupervisor::Done { .. } => self.slots[id].done = true,
             ToSupervisor::Stats(s) => self.slots[id].stats = Some(s),
-            ToSupervisor::Pending(_) | ToSupervisor::Ready { .. } => {}
+            ToSupervisor::Fatal(why) => self.slots[id].fatal = Some(why),
+            ToSupervisor::Pending(_) => {}
         }
     }
 
@@ -867,21 +942,6 @@ impl<'a> Supervisor<'a> {
     }
 
     fn check_progress(&mut self, phase: &str) -> Result<(), RunError> {
-        // A worker that dies before its control link is up gives no Closed event.
-        for id in 0..self.slots.len() {
-            let s = &self.slots[id];
-            if s.conn.is_none() && s.life == Life::Running && !s.ready {
-                if let Ok(st) = waitpid(s.pid, Some(WaitPidFlag::WNOHANG)) {
-                    if let Some(d) = describe(st) {
-                        self.slots[id].life = Life::Exited;
-                        self.slots[id].exit = Some(d.clone());
-                        return Err(RunError::Failed(format!(
-                            "worker w{id} exited before it was ready: {d}"
-                        )));
-                    }
-                }
-            }
-        }
         self.poll_tail();
         if phase == "running" && self.quiescent() && self.timed_restart_pending() {
             // Nobody is stuck: every live worker is done and the supervisor itself waits
@@ -934,7 +994,10 @@ impl<'a> Supervisor<'a> {
     fn diagnose(&mut self) -> String {
         let window = self.stall_window();
         let asked: Vec<usize> = (0..self.slots.len())
-            .filter(|&id| self.slots[id].life == Life::Running && self.slots[id].conn.is_some())
+            .filter(|&id| {
+                let s = &self.slots[id];
+                s.life == Life::Running && s.ready && s.conn.is_some()
+            })
             .collect();
         for &id in &asked {
             let _ = self.send(id, &ToWorker::Query);
@@ -1106,10 +1169,9 @@ impl<'a> Supervisor<'a> {
         }
     }
 
-    /// Every socket this run created: the control socket and each incarnation's mesh
-    /// socket.
+    /// Every socket this run created: each incarnation's mesh socket.
     fn sockets(&self) -> Vec<PathBuf> {
-        let mut all = vec![self.dir.join(control::CONTROL_SOCKET)];
+        let mut all = Vec::new();
         for (id, s) in self.slots.iter().enumerate() {
             for inc in 0..=s.incarnation {
                 all.push(self.dir.join(control::worker_socket(PeerId(id as u32), inc)));
@@ -1151,6 +1213,25 @@ impl<'a> Supervisor<'a> {
             let _ = writeln!(log, "{}", f.log_line());
         }
         self.applied.push(f);
+    }
+
+    /// The run failed or was interrupted and is about to be torn down: record it, so the
+    /// auditor tells a section cut short by the end of the run from a crash.
+    fn teardown(&mut self, why: &RunError) {
+        if self.fault_log.is_none() {
+            let path = self.dir.join(control::FAULT_LOG);
+            self.fault_log = std::fs::OpenOptions::new().create(true).append(true).open(path).ok();
+        }
+        let why = match why {
+            RunError::Interrupted(_) => "interrupted".to_string(),
+            RunError::Failed(f) => format!("run failed: {}", f.lines().next().unwrap_or_default()),
+            RunError::Usage(u) => u.clone(),
+        };
+        // The log only: it is the end of the run, not one of the plan's faults.
+        let line = self.fault("teardown", None, None, why).log_line();
+        if let Some(log) = self.fault_log.as_mut() {
+            let _ = writeln!(log, "{line}");
+        }
     }
 
     fn record(&mut self, action: &str, worker: Option<usize>, signal: Option<Signal>, note: String) {
@@ -1308,9 +1389,15 @@ impl<'a> Supervisor<'a> {
                 let inc = self.slots[w].incarnation + 1;
                 // Every EXIT it wrote, in all its lives (the file was read just above).
                 let before = self.tail.exits_by_worker[w];
-                let pid = self.spawn(w as u32, inc, before)?;
-                self.slots[w] = Slot::new(pid, inc);
+                self.launch(w, inc, before)?;
                 self.record("restart", Some(w), None, format!("{text}; resumes after entry {before}"));
+                // Tell everyone already running which life of w to believe from now on;
+                // workers started later learn it from their Start.
+                let running: Vec<usize> =
+                    (0..self.slots.len()).filter(|&j| j != w && self.slots[j].started).collect();
+                for other in running {
+                    self.send(other, &ToWorker::Incarnation { id: PeerId(w as u32), incarnation: inc });
+                }
             }
             Action::Partition(groups) => {
                 self.partitions += 1;
@@ -1348,13 +1435,6 @@ impl<'a> Supervisor<'a> {
         for id in 0..self.slots.len() {
             self.sync_partition(id);
         }
-    }
-
-    fn stop_acceptor(&mut self) {
-        self.acceptor_stop.store(true, Ordering::SeqCst);
-        // Wake the acceptor from its blocking accept so it sees the flag.
-        let sock = self.dir.join(control::CONTROL_SOCKET);
-        let _ = std::os::unix::net::UnixStream::connect(sock);
     }
 
     fn report(&self, audit: AuditReport, failure: Option<String>, dir: &RunDir) -> RunReport {
@@ -1415,35 +1495,10 @@ impl<'a> Supervisor<'a> {
     }
 }
 
-/// Accept control connections until told to stop; one reader and one writer thread per
-/// connection.
-fn spawn_acceptor(listener: LocalSocketListener, tx: Sender<Event>, stop: Arc<AtomicBool>) {
-    std::thread::spawn(move || {
-        let mut next = 0usize;
-        for conn in listener.incoming() {
-            if stop.load(Ordering::SeqCst) {
-                break;
-            }
-            let Ok(stream) = conn else { continue };
-            let stream = Arc::new(stream);
-            let id = next;
-            next += 1;
-            let (out_tx, out_rx) = mpsc::channel();
-            if tx.send(Event::Connected(id, out_tx)).is_err() {
-                break;
-            }
-            let writer = stream.clone();
-            std::thread::spawn(move || write_control(writer, out_rx));
-            let tx = tx.clone();
-            std::thread::spawn(move || read_control(id, stream, tx));
-        }
-    });
-}
-
 /// Write what the main loop queued for one worker, in order. Only this thread blocks
 /// when the worker stops reading; it ends when the main loop drops the queue or the
 /// worker is gone (a write to a dead worker fails with EPIPE).
-fn write_control(stream: Arc<LocalSocketStream>, queue: Receiver<Outgoing>) {
+fn write_control(stream: Arc<UnixStream>, queue: Receiver<Outgoing>) {
     for out in queue {
         match out {
             Outgoing::Frame(bytes) => {
@@ -1458,7 +1513,7 @@ fn write_control(stream: Arc<LocalSocketStream>, queue: Receiver<Outgoing>) {
     }
 }
 
-fn read_control(id: usize, stream: Arc<LocalSocketStream>, tx: Sender<Event>) {
+fn read_control(id: usize, stream: Arc<UnixStream>, tx: Sender<Event>) {
     let mut recv = &*stream;
     loop {
         match wire::read_blocking::<ToSupervisor, _>(&mut recv) {
