@@ -655,3 +655,65 @@ fn the_summary_says_a_killed_worker_s_messages_are_not_counted() {
     let clean = run(&["run", "-n", "2", "-k", "3"]);
     assert!(!stdout(&clean).contains("not counting"), "{}", stdout(&clean));
 }
+
+/// Exit 2 with exactly one line on stderr; returns that line.
+fn one_line_refusal(args: &[&str]) -> String {
+    let out = run(args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn an_endless_plan_file_is_refused_with_one_line() {
+    let err = one_line_refusal(&["run", "--faults-file", "/dev/zero"]);
+    assert!(err.contains("--faults-file") && err.contains("16 MiB"), "{err}");
+}
+
+#[test]
+fn a_nemesis_beyond_the_step_cap_is_refused_with_one_line() {
+    let err = one_line_refusal(&[
+        "run",
+        "--duration",
+        "86400",
+        "--nemesis",
+        "kill,restart,stop,partition",
+        "--nemesis-interval",
+        "1",
+    ]);
+    assert!(err.contains("10000") && err.contains("--nemesis-interval 8640"), "{err}");
+}
+
+#[test]
+fn a_plan_file_one_step_over_the_cap_is_refused_naming_the_cap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("plan.txt");
+    std::fs::write(&path, "heal at 3600s\n".repeat(10_001)).unwrap();
+    let err = one_line_refusal(&["run", "-n", "2", "--faults-file", path.to_str().unwrap()]);
+    assert!(err.contains("--faults-file") && err.contains("step 10001"), "{err}");
+    assert!(err.contains("at most 10000"), "{err}");
+}
+
+#[test]
+fn a_plan_file_at_the_step_cap_is_accepted() {
+    // Every step comes long after this short run ends, so none fires.
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("plan.txt");
+    std::fs::write(&path, "heal at 3600s\n".repeat(10_000)).unwrap();
+    let (out, j) = run_faulty(&["-n", "2", "-k", "3", "--faults-file", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(j["plan"].as_str().unwrap().lines().count(), 10_000);
+    assert_eq!(j["never_fired"].as_array().unwrap().len(), 10_000);
+}
+
+#[test]
+fn a_huge_worker_count_is_refused_before_any_plan_is_sized_by_it() {
+    for plan in [&["--nemesis", "stop"][..], &["--faults", "partition 0 at 1s"]] {
+        let mut args = vec!["run", "-n", "4000000000"];
+        args.extend_from_slice(plan);
+        let err = one_line_refusal(&args);
+        assert!(err.contains("--workers must be between 1 and 256"), "{err}");
+    }
+}
