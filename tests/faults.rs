@@ -717,3 +717,52 @@ fn a_huge_worker_count_is_refused_before_any_plan_is_sized_by_it() {
         assert!(err.contains("--workers must be between 1 and 256"), "{err}");
     }
 }
+
+/// The pid of worker `id` among `bg`'s workers, read from its command line.
+fn worker_pid(bg: &Background, id: u32) -> Option<i32> {
+    bg.workers().into_iter().find(|pid| {
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();
+        args.windows(2).any(|w| w[0] == b"--id" && w[1] == id.to_string().as_bytes())
+    })
+}
+
+/// The state letter of `/proc/<pid>/stat`, if the process is there.
+fn proc_state(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next())
+}
+
+#[test]
+fn a_worker_stopped_from_outside_is_diagnosed_as_paused() {
+    // Under `centralized` a paused coordinator (the highest id) stalls everyone.
+    let mut bg = Background::start(&[
+        "--json",
+        "--algo",
+        "centralized",
+        "-n",
+        "3",
+        "--duration",
+        "120",
+        "--cs-ms",
+        "1",
+        "--think-ms",
+        "2",
+        "--stall-ms",
+        "500",
+    ]);
+    bg.wait_for_exits(3);
+    let pid = worker_pid(&bg, 2).expect("w2 is running");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGSTOP).unwrap();
+    wait_for("w2 to stop", || proc_state(pid) == Some('T'));
+    wait_for("the run to end", || bg.child.as_mut().unwrap().try_wait().unwrap().is_some());
+    let out = bg.finish();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let paused = "w2: paused (stopped by a signal the supervisor did not send; state T)";
+    assert!(err.contains("no progress") && err.contains(paused), "{err}");
+    assert!(!err.contains("did not answer"), "{err}");
+    // The others are shown waiting for it, and why it does not answer.
+    let failure = json(&out)["failure"].as_str().unwrap().to_string();
+    assert!(failure.contains("from w2 (w2 paused, not by the supervisor)"), "{failure}");
+}
