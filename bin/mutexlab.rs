@@ -242,20 +242,33 @@ fn cmd_run(a: RunArgs) -> ExitCode {
     }
 }
 
-/// The fault plan from `--faults`, `--faults-file` and `--nemesis`, in that order.
+/// The fault plan from `--faults`, `--faults-file` and `--nemesis`, in that order. The
+/// library bounds each input; this only names the flag in the error.
 fn build_plan(a: &RunArgs) -> Result<Plan, String> {
+    // Plans are checked against the worker count and sized by it: a count out of range
+    // would cost gigabytes here before `supervisor::validate` could refuse it.
+    if a.workers > supervisor::MAX_WORKERS {
+        return Err(format!(
+            "--workers must be between 1 and {}, not {}",
+            supervisor::MAX_WORKERS,
+            a.workers
+        ));
+    }
     let mut text = String::new();
     if let Some(f) = &a.faults {
         text.push_str(f);
         text.push('\n');
     }
     if let Some(path) = &a.faults_file {
-        let body =
-            std::fs::read_to_string(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        text.push_str(&body);
+        text.push_str(&faults::read_plan_file(path).map_err(|e| format!("--faults-file: {e}"))?);
         text.push('\n');
     }
-    let mut plan = Plan::parse(&text, a.workers).map_err(|e| e.to_string())?;
+    let flags = match (&a.faults, &a.faults_file) {
+        (Some(_), Some(_)) => "--faults and --faults-file",
+        (None, Some(_)) => "--faults-file",
+        _ => "--faults",
+    };
+    let mut plan = Plan::parse(&text, a.workers).map_err(|e| format!("{flags}: {e}"))?;
     if let Some(list) = &a.nemesis {
         let kinds = faults::parse_nemesis(list)?;
         if a.nemesis_interval == 0 {
@@ -264,7 +277,18 @@ fn build_plan(a: &RunArgs) -> Result<Plan, String> {
         let interval = Duration::from_millis(a.nemesis_interval);
         // Entry-count runs get ten faults' worth of plan.
         let horizon = a.duration.map_or(interval * 10, Duration::from_secs_f64);
-        plan.steps.extend(faults::nemesis(&kinds, interval, horizon, a.workers, a.seed).steps);
+        let drawn = faults::nemesis(&kinds, interval, horizon, a.workers, a.seed).map_err(|e| {
+            format!(
+                "--nemesis every {} ms for {} s makes {} steps, more than the {} a plan may hold; \
+                 use --nemesis-interval {} or more, or a shorter --duration",
+                a.nemesis_interval,
+                horizon.as_secs_f64(),
+                e.steps,
+                faults::MAX_PLAN_STEPS,
+                e.min_interval.as_nanos().div_ceil(1_000_000),
+            )
+        })?;
+        plan.steps.extend(drawn.steps);
         // The saved plan must replay: check the user's steps and the nemesis's together.
         Plan::parse(&plan.to_string(), a.workers).map_err(|e| format!("with --nemesis: {e}"))?;
     }

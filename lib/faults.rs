@@ -29,8 +29,15 @@
 //! that leaves someone outside) and that no `restart` hits a worker that is surely alive;
 //! see there for the exact rule. [`Plan`]'s `Display` writes the same grammar back, one
 //! step per line, times in ms.
+//!
+//! Every input is bounded before it costs much: a plan file is read through
+//! [`read_plan_file`] (at most [`MAX_PLAN_BYTES`], UTF-8 only), a plan holds at most
+//! [`MAX_PLAN_STEPS`] steps ([`Plan::parse`] stops at the first one beyond), and
+//! [`nemesis`] counts its steps ([`nemesis_slots`]) before it draws any.
 
 use std::fmt;
+use std::io::Read;
+use std::path::Path;
 use std::time::Duration;
 
 use rand::seq::SliceRandom;
@@ -99,6 +106,70 @@ pub struct PlanError {
     pub step: String,
     /// What is wrong with it.
     pub why: String,
+}
+
+/// The most steps a plan may hold, written, read from a file or drawn by [`nemesis`].
+///
+/// A hand-written plan has tens of steps, and a nemesis at the default 500 ms interval
+/// reaches this only after 83 minutes. The bound matters because the supervisor looks
+/// over every pending step on each tick of its loop (down to 1 ms while a step waits for
+/// an entry count), so a plan's cost grows with its length for the whole run.
+pub const MAX_PLAN_STEPS: usize = 10_000;
+
+/// The largest plan file [`read_plan_file`] accepts: 16 MiB.
+///
+/// Any plan within [`MAX_PLAN_STEPS`] as `Display` writes it (which is what `plan.txt`
+/// holds) fits, so every saved plan replays: the longest step, a partition of 256 workers
+/// with the longest times, is under 1000 bytes (a unit test checks), so under 10 MB for
+/// the lot.
+pub const MAX_PLAN_BYTES: u64 = 16 << 20;
+
+/// Steps and words quoted in a [`PlanError`] are cut to this many characters, so the
+/// error stays one readable line whatever the input.
+const QUOTE_CHARS: usize = 120;
+
+/// Why a plan file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanFileError {
+    #[error("cannot read {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("{path} is larger than {MAX_PLAN_BYTES} bytes (16 MiB), the most a plan file may hold")]
+    TooLarge { path: String },
+    #[error("{path} is not UTF-8 text (invalid byte at offset {offset})")]
+    NotUtf8 { path: String, offset: usize },
+}
+
+/// Reads a plan file without trusting its size: at most [`MAX_PLAN_BYTES`] are read, so
+/// an endless file (`/dev/zero`) or a huge one is refused after that much, and so is one
+/// that is not UTF-8.
+pub fn read_plan_file(path: &Path) -> Result<String, PlanFileError> {
+    let shown = || path.display().to_string();
+    let read = |source| PlanFileError::Read { path: shown(), source };
+    let file = std::fs::File::open(path).map_err(read)?;
+    let mut bytes = Vec::new();
+    // One byte beyond the limit tells a file of exactly the limit from a longer one.
+    file.take(MAX_PLAN_BYTES + 1).read_to_end(&mut bytes).map_err(read)?;
+    if bytes.len() as u64 > MAX_PLAN_BYTES {
+        return Err(PlanFileError::TooLarge { path: shown() });
+    }
+    String::from_utf8(bytes)
+        .map_err(|e| PlanFileError::NotUtf8 { path: shown(), offset: e.utf8_error().valid_up_to() })
+}
+
+/// A nemesis that would draw more than [`MAX_PLAN_STEPS`] steps.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "a nemesis step every {} until {} makes up to {steps} steps, more than the {MAX_PLAN_STEPS} a plan \
+     may hold; an interval of at least {} or a shorter run keeps it within",
+    When::At(*interval), When::At(*horizon), When::At(*min_interval)
+)]
+pub struct NemesisTooLong {
+    /// Steps it would make ([`nemesis_slots`]).
+    pub steps: u128,
+    pub interval: Duration,
+    pub horizon: Duration,
+    /// The shortest interval that stays within the cap for the same horizon.
+    pub min_interval: Duration,
 }
 
 /// Kinds of fault the random nemesis may choose.
@@ -227,9 +298,18 @@ impl Plan {
     ///   so time-based restarts of the workers it may hit are not checked. A restart at
     ///   `entry K` cannot be placed in time at all; it is accepted only if some step of
     ///   the plan (at any time) kills or terms N, `holder` or `coordinator`.
+    ///
+    /// A plan of more than [`MAX_PLAN_STEPS`] steps is refused at the first step beyond,
+    /// before it is parsed. An error quotes at most 120 characters of the step and of
+    /// any word in it, with control characters escaped.
     pub fn parse(text: &str, workers: u32) -> Result<Plan, PlanError> {
         let mut steps = Vec::new();
-        let mut texts = Vec::new();
+        let mut texts: Vec<&str> = Vec::new();
+        let error = |index: usize, step: &str, why: String| PlanError {
+            index,
+            step: clip(step),
+            why: why.chars().flat_map(escape_control).collect(),
+        };
         for line in text.lines() {
             let line = line.split('#').next().unwrap_or("");
             for piece in line.split(';') {
@@ -237,17 +317,18 @@ impl Plan {
                 if piece.is_empty() {
                     continue;
                 }
-                let step = parse_step(piece, workers).map_err(|why| PlanError {
-                    index: texts.len() + 1,
-                    step: piece.to_string(),
-                    why,
-                })?;
+                let index = texts.len() + 1;
+                if texts.len() == MAX_PLAN_STEPS {
+                    let why = format!("too many steps: a plan holds at most {MAX_PLAN_STEPS}");
+                    return Err(error(index, piece, why));
+                }
+                let step = parse_step(piece, workers).map_err(|why| error(index, piece, why))?;
                 steps.push(step);
-                texts.push(piece.to_string());
+                texts.push(piece);
             }
         }
         if let Err((i, why)) = check_restarts(&steps, workers) {
-            return Err(PlanError { index: i + 1, step: texts[i].clone(), why });
+            return Err(error(i + 1, texts[i], why));
         }
         Ok(Plan { steps })
     }
@@ -271,38 +352,51 @@ impl Plan {
     }
 }
 
-/// The words of one step, read left to right.
+/// At most [`QUOTE_CHARS`] characters of `s`, then `…` if it was longer.
+fn clip(s: &str) -> String {
+    match s.char_indices().nth(QUOTE_CHARS) {
+        Some((end, _)) => format!("{}…", &s[..end]),
+        None => s.to_string(),
+    }
+}
+
+/// A control character as an escape (`\0`, `\r`), anything else as itself: an error
+/// line must not carry raw control characters to the terminal.
+fn escape_control(c: char) -> Vec<char> {
+    if c.is_control() {
+        c.escape_debug().collect()
+    } else {
+        vec![c]
+    }
+}
+
+/// The words of one step, read left to right (lazily: a step may be long).
 struct Words<'a> {
-    words: Vec<&'a str>,
-    pos: usize,
+    words: std::iter::Peekable<std::str::SplitWhitespace<'a>>,
 }
 
 impl<'a> Words<'a> {
-    fn peek(&self) -> Option<&'a str> {
-        self.words.get(self.pos).copied()
+    fn peek(&mut self) -> Option<&'a str> {
+        self.words.peek().copied()
     }
 
     fn next(&mut self) -> Option<&'a str> {
-        let w = self.peek();
-        if w.is_some() {
-            self.pos += 1;
-        }
-        w
+        self.words.next()
     }
 }
 
 fn found(w: Option<&str>) -> String {
     match w {
-        Some(w) => format!("`{w}`"),
+        Some(w) => format!("`{}`", clip(w)),
         None => "end of step".to_string(),
     }
 }
 
 fn no_such_worker(id: &str, workers: u32) -> String {
     if workers == 0 {
-        format!("worker {id} does not exist (there are no workers)")
+        format!("worker {} does not exist (there are no workers)", clip(id))
     } else {
-        format!("worker {id} does not exist (workers are 0..={})", workers - 1)
+        format!("worker {} does not exist (workers are 0..={})", clip(id), workers - 1)
     }
 }
 
@@ -318,7 +412,7 @@ fn worker_number(word: &str, workers: u32) -> Option<Result<u32, String>> {
 }
 
 fn parse_step(text: &str, workers: u32) -> Result<Step, String> {
-    let mut w = Words { words: text.split_whitespace().collect(), pos: 0 };
+    let mut w = Words { words: text.split_whitespace().peekable() };
     let verb = w.next().unwrap_or("");
     let action = match verb {
         "kill" | "term" | "stop" => {
@@ -329,7 +423,7 @@ fn parse_step(text: &str, workers: u32) -> Result<Step, String> {
                 None => return Err(format!("`{verb}` needs a target: {TARGETS}")),
                 Some(t) => match worker_number(t, workers) {
                     Some(r) => Target::Worker(r?),
-                    None => return Err(format!("bad target `{t}`: expected {TARGETS}")),
+                    None => return Err(format!("bad target `{}`: expected {TARGETS}", clip(t))),
                 },
             };
             match verb {
@@ -343,12 +437,12 @@ fn parse_step(text: &str, workers: u32) -> Result<Step, String> {
             None => return Err("`restart` needs a worker id".to_string()),
             Some(t) => match worker_number(t, workers) {
                 Some(r) => Action::Restart(r?),
-                None => return Err(format!("`restart` needs a worker id, found `{t}`")),
+                None => return Err(format!("`restart` needs a worker id, found `{}`", clip(t))),
             },
         },
         "partition" => Action::Partition(parse_groups(&mut w, workers)?),
         "heal" => Action::Heal,
-        other => return Err(format!("unknown action `{other}`; expected {ACTIONS}")),
+        other => return Err(format!("unknown action `{}`; expected {ACTIONS}", clip(other))),
     };
     match w.next() {
         Some("at") => {}
@@ -363,9 +457,14 @@ fn parse_step(text: &str, workers: u32) -> Result<Step, String> {
             match w.next() {
                 None => return Err("expected an entry number after `entry`, found end of step".into()),
                 Some(k) => match k.parse::<u64>() {
-                    Ok(0) => return Err(format!("bad entry number `{k}`: entries count from 1")),
+                    Ok(0) => return Err(format!("bad entry number `{}`: entries count from 1", clip(k))),
                     Ok(n) if k.bytes().all(|b| b.is_ascii_digit()) => When::Entry(n),
-                    _ => return Err(format!("bad entry number `{k}`: expected a whole number from 1 up")),
+                    _ => {
+                        return Err(format!(
+                            "bad entry number `{}`: expected a whole number from 1 up",
+                            clip(k)
+                        ))
+                    }
                 },
             }
         }
@@ -386,11 +485,11 @@ fn parse_step(text: &str, workers: u32) -> Result<Step, String> {
             }
             Some(d)
         }
-        Some(x) if for_ok => return Err(format!("expected `for` or end of step, found `{x}`")),
-        Some(x) => return Err(format!("expected end of step, found `{x}`")),
+        Some(x) if for_ok => return Err(format!("expected `for` or end of step, found `{}`", clip(x))),
+        Some(x) => return Err(format!("expected end of step, found `{}`", clip(x))),
     };
     if let Some(x) = w.peek() {
-        return Err(format!("expected end of step, found `{x}`"));
+        return Err(format!("expected end of step, found `{}`", clip(x)));
     }
     Ok(Step { action, when, duration })
 }
@@ -409,7 +508,7 @@ fn take_duration(w: &mut Words<'_>) -> Result<Duration, String> {
             joined.push_str(unit);
         }
     }
-    parse_duration(&joined).map_err(|why| format!("bad duration `{shown}`: {why}"))
+    parse_duration(&joined).map_err(|why| format!("bad duration `{}`: {why}", clip(&shown)))
 }
 
 /// `300ms`, `1.5s`, `0ms`, `0.25ms`: decimal digits, an optional fraction, then `ms` or
@@ -467,28 +566,30 @@ fn parse_groups(w: &mut Words<'_>, workers: u32) -> Result<Vec<Vec<u32>>, String
     }
     let mut owner: Vec<Option<usize>> = vec![None; workers as usize];
     let mut groups: Vec<Vec<u32>> = Vec::new();
-    let texts: Vec<&str> = text.split('|').collect();
-    for (gi, g) in texts.iter().enumerate() {
+    // The texts of the groups read so far (not split up front: `|||…` may be long).
+    let mut texts: Vec<&str> = Vec::new();
+    for (gi, g) in text.split('|').enumerate() {
         if g.is_empty() {
-            return Err(format!("empty partition group in `{text}`"));
+            return Err(format!("empty partition group in `{}`", clip(&text)));
         }
         let mut group = Vec::new();
         for id in g.split(',') {
             if id.is_empty() {
-                return Err(format!("missing worker id in partition group `{g}`"));
+                return Err(format!("missing worker id in partition group `{}`", clip(g)));
             }
             let n = match worker_number(id, workers) {
                 Some(r) => r?,
-                None => return Err(format!("bad worker id `{id}` in partition group `{g}`")),
+                None => return Err(format!("bad worker id `{}` in partition group `{}`", clip(id), clip(g))),
             };
             match owner[n as usize] {
                 Some(o) if o == gi => {
-                    return Err(format!("worker {n} is listed twice in partition group `{g}`"));
+                    return Err(format!("worker {n} is listed twice in partition group `{}`", clip(g)));
                 }
                 Some(o) => {
                     return Err(format!(
-                        "a worker appears in two partition groups (worker {n} in `{}` and `{g}`)",
-                        texts[o]
+                        "a worker appears in two partition groups (worker {n} in `{}` and `{}`)",
+                        clip(texts[o]),
+                        clip(g)
                     ));
                 }
                 None => owner[n as usize] = Some(gi),
@@ -496,10 +597,12 @@ fn parse_groups(w: &mut Words<'_>, workers: u32) -> Result<Vec<Vec<u32>>, String
             group.push(n);
         }
         groups.push(group);
+        texts.push(g);
     }
     if groups.len() == 1 && groups[0].len() == workers as usize {
         return Err(format!(
-            "partition group `{text}` holds every worker; give at least two groups or leave some workers out"
+            "partition group `{}` holds every worker; give at least two groups or leave some workers out",
+            clip(&text)
         ));
     }
     Ok(groups)
@@ -524,14 +627,21 @@ fn check_restarts(steps: &[Step], workers: u32) -> Result<(), (usize, String)> {
             }
         }
     }
-    // Restarts at `entry K`: some step must be able to make the worker dead.
+    // Restarts at `entry K`: some step must be able to make the worker dead. Who can be
+    // killed is gathered in one pass, so a long plan costs linear time, not quadratic.
+    let mut killed = vec![false; n];
+    let mut anyone_killed = false;
+    for s in steps {
+        if let Action::Kill(t) | Action::Term(t) = &s.action {
+            match t {
+                Target::Worker(w) => killed[*w as usize] = true,
+                Target::Holder | Target::Coordinator => anyone_killed = true,
+            }
+        }
+    }
     for (i, s) in steps.iter().enumerate() {
         if let (Action::Restart(r), When::Entry(k)) = (&s.action, s.when) {
-            let killable = steps.iter().any(|o| {
-                matches!(&o.action, Action::Kill(t) | Action::Term(t)
-                    if *t == Target::Worker(*r) || *t == Target::Holder || *t == Target::Coordinator)
-            });
-            if !killable {
+            if !anyone_killed && !killed[*r as usize] {
                 return Err((
                     i,
                     format!(
@@ -622,17 +732,29 @@ pub fn parse_nemesis(list: &str) -> Result<Vec<NemesisKind>, String> {
 /// A step where nothing applies is skipped. Pauses are whole milliseconds when `interval`
 /// is at least 4 ms. A zero `interval` or no workers give an empty plan. The result always
 /// passes [`Plan::parse`] with the same `workers`.
+///
+/// Refused before anything is drawn when [`nemesis_slots`] exceeds [`MAX_PLAN_STEPS`]
+/// (counting the steps that would be skipped too, so the answer does not depend on the
+/// seed).
 pub fn nemesis(
     kinds: &[NemesisKind],
     interval: Duration,
     horizon: Duration,
     workers: u32,
     seed: u64,
-) -> Plan {
+) -> Result<Plan, NemesisTooLong> {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
     let mut plan = Plan::default();
     if interval.is_zero() || workers == 0 {
-        return plan;
+        return Ok(plan);
+    }
+    let steps = nemesis_slots(interval, horizon);
+    if steps > MAX_PLAN_STEPS as u128 {
+        // The shortest interval I with `last / I <= MAX_PLAN_STEPS`.
+        let last = nemesis_last(horizon);
+        let min_ns = last / (MAX_PLAN_STEPS as u128 + 1) + 1;
+        let min_interval = Duration::from_nanos(u64::try_from(min_ns).unwrap_or(u64::MAX));
+        return Err(NemesisTooLong { steps, interval, horizon, min_interval });
     }
     let mut uniq: Vec<NemesisKind> = Vec::new();
     for k in kinds {
@@ -692,7 +814,22 @@ pub fn nemesis(
             None => break,
         };
     }
-    plan
+    Ok(plan)
+}
+
+/// How many steps [`nemesis`] may make: one for each multiple of `interval` from 1 up that
+/// is below `horizon` (and within the `u64::MAX` nanoseconds a plan can hold). Fewer when
+/// nothing applies at some of them. Zero for a zero `interval`. Nothing is allocated.
+pub fn nemesis_slots(interval: Duration, horizon: Duration) -> u128 {
+    match interval.as_nanos() {
+        0 => 0,
+        i => nemesis_last(horizon) / i,
+    }
+}
+
+/// The latest time in ns a nemesis step may take: just below `horizon`, at most `u64::MAX`.
+fn nemesis_last(horizon: Duration) -> u128 {
+    horizon.as_nanos().saturating_sub(1).min(u64::MAX as u128)
 }
 
 /// A random `for` time in `[interval/4, interval)`: whole milliseconds when the interval
@@ -1208,7 +1345,7 @@ stop coordinator at entry 10 for 300ms
         // And for every nemesis plan (see also `nemesis_plans_are_valid`).
         let kinds = [NemesisKind::Kill, NemesisKind::Stop, NemesisKind::Restart, NemesisKind::Partition];
         for seed in 0..50 {
-            let p = nemesis(&kinds, Duration::from_nanos(1_234_567), ms(40), 4, seed);
+            let p = nemesis(&kinds, Duration::from_nanos(1_234_567), ms(40), 4, seed).unwrap();
             assert_eq!(Plan::parse(&p.to_string(), 4), Ok(p));
         }
     }
@@ -1258,10 +1395,10 @@ stop coordinator at entry 10 for 300ms
 
     #[test]
     fn nemesis_is_deterministic() {
-        let a = nemesis(&ALL, ms(100), ms(3000), 5, 42);
-        assert_eq!(a, nemesis(&ALL, ms(100), ms(3000), 5, 42));
+        let a = nemesis(&ALL, ms(100), ms(3000), 5, 42).unwrap();
+        assert_eq!(a, nemesis(&ALL, ms(100), ms(3000), 5, 42).unwrap());
         assert_eq!(a.steps.len(), 29);
-        let differing = (0..20).filter(|s| nemesis(&ALL, ms(100), ms(3000), 5, *s) != a).count();
+        let differing = (0..20).filter(|s| nemesis(&ALL, ms(100), ms(3000), 5, *s).unwrap() != a).count();
         assert!(differing >= 19, "{differing}");
     }
 
@@ -1322,7 +1459,7 @@ stop coordinator at entry 10 for 300ms
                     if seed % 4 == 0 { &subsets[seed as usize / 4 % subsets.len()] } else { &ALL[..] };
                 let interval = ms(20 + seed % 7 * 13);
                 let horizon = interval * 25 + ms(seed % 3);
-                let p = nemesis(kinds, interval, horizon, workers, seed);
+                let p = nemesis(kinds, interval, horizon, workers, seed).unwrap();
                 check_nemesis(&p, kinds, interval, horizon, workers);
                 let text = p.to_string();
                 assert_eq!(Plan::parse(&text, workers), Ok(p), "workers {workers} seed {seed}:\n{text}");
@@ -1333,33 +1470,169 @@ stop coordinator at entry 10 for 300ms
     #[test]
     fn nemesis_edge_cases() {
         // First step at `interval`, none at `horizon`.
-        let p = nemesis(&[NemesisKind::Stop], ms(100), ms(300), 3, 1);
+        let p = nemesis(&[NemesisKind::Stop], ms(100), ms(300), 3, 1).unwrap();
         assert_eq!(
             p.steps.iter().map(|s| s.when).collect::<Vec<_>>(),
             [When::At(ms(100)), When::At(ms(200))]
         );
-        assert_eq!(nemesis(&ALL, Duration::ZERO, ms(300), 3, 1), Plan::default());
-        assert_eq!(nemesis(&ALL, ms(10), ms(300), 0, 1), Plan::default());
-        assert_eq!(nemesis(&[], ms(10), ms(300), 3, 1), Plan::default());
+        assert_eq!(nemesis(&ALL, Duration::ZERO, ms(300), 3, 1).unwrap(), Plan::default());
+        assert_eq!(nemesis(&ALL, ms(10), ms(300), 0, 1).unwrap(), Plan::default());
+        assert_eq!(nemesis(&[], ms(10), ms(300), 3, 1).unwrap(), Plan::default());
         // Nothing applies with one worker and only kill or partition.
         assert_eq!(
-            nemesis(&[NemesisKind::Kill, NemesisKind::Partition], ms(10), ms(300), 1, 1),
+            nemesis(&[NemesisKind::Kill, NemesisKind::Partition], ms(10), ms(300), 1, 1).unwrap(),
             Plan::default()
         );
         // Restart alone never applies: nobody is dead.
-        assert_eq!(nemesis(&[NemesisKind::Restart], ms(10), ms(300), 3, 1), Plan::default());
+        assert_eq!(nemesis(&[NemesisKind::Restart], ms(10), ms(300), 3, 1).unwrap(), Plan::default());
         // Kill without restart: the dead stay dead and one worker survives.
-        let p = nemesis(&[NemesisKind::Kill], ms(10), ms(300), 4, 9);
+        let p = nemesis(&[NemesisKind::Kill], ms(10), ms(300), 4, 9).unwrap();
         assert_eq!(p.steps.len(), 3);
         check_nemesis(&p, &[NemesisKind::Kill], ms(10), ms(300), 4);
         // Tiny intervals still give pauses inside [interval/4, interval).
         for interval in [Duration::from_nanos(2), Duration::from_micros(3), ms(1), ms(3), ms(4)] {
-            let p = nemesis(&[NemesisKind::Stop], interval, interval * 30, 2, 5);
+            let p = nemesis(&[NemesisKind::Stop], interval, interval * 30, 2, 5).unwrap();
             check_nemesis(&p, &[NemesisKind::Stop], interval, interval * 30, 2);
             assert_eq!(Plan::parse(&p.to_string(), 2), Ok(p));
         }
         // Whole milliseconds once the interval allows them.
-        let p = nemesis(&[NemesisKind::Partition], ms(4), ms(200), 2, 5);
+        let p = nemesis(&[NemesisKind::Partition], ms(4), ms(200), 2, 5).unwrap();
         assert!(p.steps.iter().all(|s| s.duration.unwrap().subsec_nanos() % 1_000_000 == 0));
+    }
+}
+
+#[cfg(test)]
+mod bounds {
+    use super::*;
+    use std::io::Write;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    fn file_with(bytes: &[u8]) -> tempfile::NamedTempFile {
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(bytes).unwrap();
+        f
+    }
+
+    #[test]
+    fn plan_files_are_read_up_to_the_limit() {
+        let f = file_with(b"kill 1 at 1s\n");
+        assert_eq!(read_plan_file(f.path()).unwrap(), "kill 1 at 1s\n");
+        // Exactly the limit is fine; one byte more is not.
+        let mut body = vec![b'#'; MAX_PLAN_BYTES as usize];
+        let f = file_with(&body);
+        assert_eq!(read_plan_file(f.path()).unwrap().len() as u64, MAX_PLAN_BYTES);
+        body.push(b'\n');
+        let f = file_with(&body);
+        let e = read_plan_file(f.path()).unwrap_err();
+        assert!(matches!(e, PlanFileError::TooLarge { .. }), "{e}");
+        assert!(e.to_string().contains("16777216 bytes"), "{e}");
+        // A file that never ends.
+        let e = read_plan_file(Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "/dev/zero is larger than 16777216 bytes (16 MiB), the most a plan file may hold"
+        );
+        let f = file_with(b"kill 1 at 1s\n\xff\xfe");
+        let e = read_plan_file(f.path()).unwrap_err();
+        assert!(matches!(e, PlanFileError::NotUtf8 { offset: 13, .. }), "{e}");
+        let e = read_plan_file(Path::new("/nonexistent/plan.txt")).unwrap_err();
+        assert!(e.to_string().starts_with("cannot read /nonexistent/plan.txt: "), "{e}");
+    }
+
+    #[test]
+    fn a_plan_holds_at_most_max_plan_steps() {
+        let at_cap = "heal at 1ms\n".repeat(MAX_PLAN_STEPS);
+        assert_eq!(Plan::parse(&at_cap, 2).unwrap().steps.len(), MAX_PLAN_STEPS);
+        // Comments and blank steps do not count.
+        let padded = format!("# comment\n;;\n{at_cap}; ;\n");
+        assert_eq!(Plan::parse(&padded, 2).unwrap().steps.len(), MAX_PLAN_STEPS);
+        let over = format!("{at_cap}kill 1 at 2s\n");
+        let e = Plan::parse(&over, 2).unwrap_err();
+        assert_eq!(
+            (e.index, e.step.as_str(), e.why.as_str()),
+            (MAX_PLAN_STEPS + 1, "kill 1 at 2s", "too many steps: a plan holds at most 10000")
+        );
+        // Refused before parsing: the step beyond need not make sense.
+        let e = Plan::parse(&format!("{at_cap}explode"), 2).unwrap_err();
+        assert_eq!(e.index, MAX_PLAN_STEPS + 1);
+    }
+
+    #[test]
+    fn every_plan_within_the_step_cap_fits_in_a_plan_file() {
+        // The longest step `Display` writes: 256 workers (the supervisor's most) split in
+        // two groups, at and for the longest times.
+        let longest = Step {
+            action: Action::Partition(vec![(0..128).collect(), (128..256).collect()]),
+            when: When::At(Duration::from_nanos(u64::MAX - 1)),
+            duration: Some(Duration::from_nanos(u64::MAX - 1)),
+        };
+        let line = format!("{longest}\n").len();
+        assert!(line < 1000, "{line}");
+        assert!((line * MAX_PLAN_STEPS) as u64 <= MAX_PLAN_BYTES);
+    }
+
+    #[test]
+    fn restarts_at_entries_are_checked_in_linear_time() {
+        // Each entry restart used to scan the whole plan for a kill.
+        let plan = format!("{}kill 1 at 1s\n", "restart 1 at entry 1\n".repeat(MAX_PLAN_STEPS - 1));
+        assert_eq!(Plan::parse(&plan, 2).unwrap().steps.len(), MAX_PLAN_STEPS);
+        let e = Plan::parse(&"restart 1 at entry 1\n".repeat(MAX_PLAN_STEPS), 2).unwrap_err();
+        assert_eq!(e.index, 1);
+    }
+
+    #[test]
+    fn errors_quote_long_or_odd_input_briefly() {
+        let word = "x".repeat(1 << 20);
+        let e = Plan::parse(&format!("{word} at 1s"), 2).unwrap_err();
+        assert_eq!(e.step, format!("{}…", "x".repeat(QUOTE_CHARS)));
+        assert_eq!(e.why, format!("unknown action `{}…`; expected {ACTIONS}", "x".repeat(QUOTE_CHARS)));
+        assert!(e.to_string().len() < 400, "{}", e.to_string().len());
+        // Control characters are escaped, in the step (Debug) and in the reason.
+        let e = Plan::parse("\0\0 at 1s", 2).unwrap_err();
+        assert_eq!(e.to_string(), "bad fault plan at step 1 (\"\\0\\0 at 1s\"): unknown action `\\0\\0`; expected kill, term, stop, restart, partition or heal");
+        // A long partition quotes its groups cut short too.
+        let groups = "|".repeat(1 << 20);
+        let e = Plan::parse(&format!("partition 0{groups}1 at 1s"), 2).unwrap_err();
+        assert!(e.why.starts_with("empty partition group in `0||"), "{}", e.why);
+        assert!(e.why.chars().count() < 200, "{}", e.why);
+    }
+
+    #[test]
+    fn nemesis_slots_count_the_steps_before_drawing() {
+        // `stop` always applies, so the plan has one step per slot.
+        for (interval, horizon) in [(ms(100), ms(300)), (ms(100), ms(301)), (ms(7), ms(1000)), (ms(5), ms(0))]
+        {
+            let p = nemesis(&[NemesisKind::Stop], interval, horizon, 2, 1).unwrap();
+            assert_eq!(p.steps.len() as u128, nemesis_slots(interval, horizon), "{interval:?} {horizon:?}");
+        }
+        assert_eq!(nemesis_slots(Duration::ZERO, ms(300)), 0);
+        assert_eq!(nemesis_slots(ms(1), Duration::from_secs(86_400)), 86_399_999);
+        // Plans stop at u64::MAX nanoseconds, whatever the horizon.
+        assert_eq!(nemesis_slots(Duration::from_nanos(u64::MAX / 2), Duration::MAX), 2);
+    }
+
+    #[test]
+    fn a_nemesis_beyond_the_cap_is_refused_before_drawing() {
+        let day = Duration::from_secs(86_400);
+        let all = [NemesisKind::Kill, NemesisKind::Stop, NemesisKind::Restart, NemesisKind::Partition];
+        let e = nemesis(&all, ms(1), day, 4, 1).unwrap_err();
+        assert_eq!(e.steps, 86_399_999);
+        // The suggested interval is the shortest that fits.
+        let min = e.min_interval;
+        assert!(nemesis_slots(min, day) <= MAX_PLAN_STEPS as u128);
+        assert!(nemesis_slots(min - Duration::from_nanos(1), day) > MAX_PLAN_STEPS as u128);
+        assert_eq!(min.as_nanos().div_ceil(1_000_000), 8640);
+        assert!(e.to_string().contains("an interval of at least 8639.136087ms"), "{e}");
+        // Exactly at the cap is drawn in full.
+        let at_cap =
+            nemesis(&[NemesisKind::Stop], ms(10), ms(10) * (MAX_PLAN_STEPS as u32 + 1), 2, 1).unwrap();
+        assert_eq!(at_cap.steps.len(), MAX_PLAN_STEPS);
+        assert!(nemesis(&[NemesisKind::Stop], ms(10), ms(10) * (MAX_PLAN_STEPS as u32 + 1) + ms(1), 2, 1)
+            .is_err());
+        // Even the largest horizon is refused at once.
+        assert!(nemesis(&all, Duration::from_nanos(1), Duration::MAX, 4, 1).is_err());
     }
 }

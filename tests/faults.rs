@@ -655,3 +655,114 @@ fn the_summary_says_a_killed_worker_s_messages_are_not_counted() {
     let clean = run(&["run", "-n", "2", "-k", "3"]);
     assert!(!stdout(&clean).contains("not counting"), "{}", stdout(&clean));
 }
+
+/// Exit 2 with exactly one line on stderr; returns that line.
+fn one_line_refusal(args: &[&str]) -> String {
+    let out = run(args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    err
+}
+
+#[test]
+fn an_endless_plan_file_is_refused_with_one_line() {
+    let err = one_line_refusal(&["run", "--faults-file", "/dev/zero"]);
+    assert!(err.contains("--faults-file") && err.contains("16 MiB"), "{err}");
+}
+
+#[test]
+fn a_nemesis_beyond_the_step_cap_is_refused_with_one_line() {
+    let err = one_line_refusal(&[
+        "run",
+        "--duration",
+        "86400",
+        "--nemesis",
+        "kill,restart,stop,partition",
+        "--nemesis-interval",
+        "1",
+    ]);
+    assert!(err.contains("10000") && err.contains("--nemesis-interval 8640"), "{err}");
+}
+
+#[test]
+fn a_plan_file_one_step_over_the_cap_is_refused_naming_the_cap() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("plan.txt");
+    std::fs::write(&path, "heal at 3600s\n".repeat(10_001)).unwrap();
+    let err = one_line_refusal(&["run", "-n", "2", "--faults-file", path.to_str().unwrap()]);
+    assert!(err.contains("--faults-file") && err.contains("step 10001"), "{err}");
+    assert!(err.contains("at most 10000"), "{err}");
+}
+
+#[test]
+fn a_plan_file_at_the_step_cap_is_accepted() {
+    // Every step comes long after this short run ends, so none fires.
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("plan.txt");
+    std::fs::write(&path, "heal at 3600s\n".repeat(10_000)).unwrap();
+    let (out, j) = run_faulty(&["-n", "2", "-k", "3", "--faults-file", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(j["plan"].as_str().unwrap().lines().count(), 10_000);
+    assert_eq!(j["never_fired"].as_array().unwrap().len(), 10_000);
+}
+
+#[test]
+fn a_huge_worker_count_is_refused_before_any_plan_is_sized_by_it() {
+    for plan in [&["--nemesis", "stop"][..], &["--faults", "partition 0 at 1s"]] {
+        let mut args = vec!["run", "-n", "4000000000"];
+        args.extend_from_slice(plan);
+        let err = one_line_refusal(&args);
+        assert!(err.contains("--workers must be between 1 and 256"), "{err}");
+    }
+}
+
+/// The pid of worker `id` among `bg`'s workers, read from its command line.
+fn worker_pid(bg: &Background, id: u32) -> Option<i32> {
+    bg.workers().into_iter().find(|pid| {
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        let args: Vec<&[u8]> = cmd.split(|b| *b == 0).collect();
+        args.windows(2).any(|w| w[0] == b"--id" && w[1] == id.to_string().as_bytes())
+    })
+}
+
+/// The state letter of `/proc/<pid>/stat`, if the process is there.
+fn proc_state(pid: i32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next())
+}
+
+#[test]
+fn a_worker_stopped_from_outside_is_diagnosed_as_paused() {
+    // Under `centralized` a paused coordinator (the highest id) stalls everyone.
+    let mut bg = Background::start(&[
+        "--json",
+        "--algo",
+        "centralized",
+        "-n",
+        "3",
+        "--duration",
+        "120",
+        "--cs-ms",
+        "1",
+        "--think-ms",
+        "2",
+        "--stall-ms",
+        "500",
+    ]);
+    bg.wait_for_exits(3);
+    let pid = worker_pid(&bg, 2).expect("w2 is running");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGSTOP).unwrap();
+    wait_for("w2 to stop", || proc_state(pid) == Some('T'));
+    wait_for("the run to end", || bg.child.as_mut().unwrap().try_wait().unwrap().is_some());
+    let out = bg.finish();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let paused = "w2: paused (stopped by a signal the supervisor did not send; state T)";
+    assert!(err.contains("no progress") && err.contains(paused), "{err}");
+    assert!(!err.contains("did not answer"), "{err}");
+    // The others are shown waiting for it, and why it does not answer.
+    let failure = json(&out)["failure"].as_str().unwrap().to_string();
+    assert!(failure.contains("from w2 (w2 paused, not by the supervisor)"), "{failure}");
+}

@@ -54,6 +54,7 @@ use crate::resource;
 use crate::tail::Tail;
 use crate::wire;
 
+mod proc;
 mod rundir;
 use rundir::RunDir;
 
@@ -963,7 +964,8 @@ impl<'a> Supervisor<'a> {
     }
 
     /// The workers holding up `phase` (`starting`: not Ready; `finishing`: not exited),
-    /// each with its state.
+    /// each with its state: for one the supervisor believes running, the kernel's word,
+    /// since someone else may have stopped it.
     fn unresponsive(&self, phase: &str) -> String {
         let ago = |t: u64| resource::monotonic_ns().saturating_sub(t) as f64 / 1e9;
         let late: Vec<String> = self
@@ -975,10 +977,23 @@ impl<'a> Supervisor<'a> {
                 let state = match s.life {
                     Life::Exited => format!("dead: {}", s.exit.clone().unwrap_or_default()),
                     Life::Stopped => format!("paused for {:.2}s", ago(s.since)),
-                    Life::Running if !s.ready => "running, never said Ready".to_string(),
-                    Life::Running if s.stats.is_some() => "sent its statistics but did not exit".to_string(),
-                    Life::Running if phase == "finishing" => "told to finish, sent no statistics".to_string(),
-                    Life::Running => "running".to_string(),
+                    Life::Running => {
+                        let what = if !s.ready {
+                            "running, never said Ready"
+                        } else if s.stats.is_some() {
+                            "sent its statistics but did not exit"
+                        } else if phase == "finishing" {
+                            "told to finish, sent no statistics"
+                        } else {
+                            "running"
+                        };
+                        // Someone else may have stopped it: then that is why.
+                        match proc::state(s.pid).unexpected() {
+                            Some(k) if what == "running" => k,
+                            Some(k) => format!("{k}; {}", what.trim_start_matches("running, ")),
+                            None => what.to_string(),
+                        }
+                    }
                 };
                 format!("w{id} (pid {}, incarnation {}, {state})", s.pid, s.incarnation)
             })
@@ -990,7 +1005,9 @@ impl<'a> Supervisor<'a> {
         }
     }
 
-    /// Ask every live worker what it waits for, and say who is stuck.
+    /// Ask every live worker what it waits for, and say who is stuck. A worker believed
+    /// running that does not answer is looked up in `/proc`: it may have been stopped by
+    /// someone else, or have just exited.
     fn diagnose(&mut self) -> String {
         let window = self.stall_window();
         let asked: Vec<usize> = (0..self.slots.len())
@@ -1018,14 +1035,26 @@ impl<'a> Supervisor<'a> {
         }
         let now = resource::monotonic_ns();
         let ago = |t: u64| now.saturating_sub(t) as f64 / 1e9;
+        // What the kernel says of each silent worker the supervisor believes running.
+        let kernel: Vec<Option<proc::ProcState>> = (0..self.slots.len())
+            .map(|id| {
+                let s = &self.slots[id];
+                (s.life == Life::Running && !states.contains_key(&id)).then(|| proc::state(s.pid))
+            })
+            .collect();
         // How each worker looks to the others, to annotate "waiting for … from wN".
         let status: Vec<Option<String>> = self
             .slots
             .iter()
-            .map(|s| match s.life {
+            .zip(&kernel)
+            .map(|(s, k)| match s.life {
                 Life::Exited => Some(format!("dead for {:.2}s", ago(s.since))),
                 Life::Stopped => Some(format!("paused for {:.2}s", ago(s.since))),
-                Life::Running => None,
+                Life::Running => match k {
+                    Some(k) if k.paused() => Some("paused, not by the supervisor".to_string()),
+                    Some(proc::ProcState::Exited(_) | proc::ProcState::Gone) => Some("exited".to_string()),
+                    _ => None,
+                },
             })
             .collect();
         let mut lines = vec![format!("no progress for {:.1}s", window.as_secs_f64())];
@@ -1057,7 +1086,10 @@ impl<'a> Supervisor<'a> {
                         s.exit.clone().unwrap_or_default()
                     ),
                     Life::Stopped => format!("w{id}: {} (SIGSTOP)", status[id].clone().unwrap_or_default()),
-                    Life::Running => format!("w{id}: did not answer (wedged?)"),
+                    Life::Running => match kernel[id].as_ref().and_then(proc::ProcState::unexpected) {
+                        Some(k) => format!("w{id}: {k}"),
+                        None => format!("w{id}: did not answer (wedged?)"),
+                    },
                 },
             };
             lines.push(line);
