@@ -1,4 +1,5 @@
-//! The run directory, end to end: private whatever the umask, and claimed by one run only.
+//! The run directory, end to end: private whatever the umask, claimed by one run only,
+//! and no socket left behind by a supervisor killed outright (the janitor sweeps them).
 
 mod common;
 
@@ -214,4 +215,83 @@ fn two_runs_started_together_on_one_directory_one_wins_and_nothing_of_it_is_lost
         let canon = dir.canonicalize().unwrap().display().to_string();
         assert_eq!(processes_mentioning(&canon), Vec::<i32>::new(), "try {attempt}");
     }
+}
+
+/// `(pid, start time)` of the janitor whose parent is `supervisor`, if there is one.
+fn janitor_of(supervisor: i32) -> Option<(i32, u64)> {
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let Some((ppid, start)) = parent_and_start(pid) else {
+            continue;
+        };
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let argv: Vec<&[u8]> = cmd.split(|&b| b == 0).collect();
+        if ppid == supervisor && argv.get(1) == Some(&&b"janitor"[..]) {
+            return Some((pid, start));
+        }
+    }
+    None
+}
+
+/// Parent pid and start time (clock ticks since boot) of a live, non-zombie process.
+fn parent_and_start(pid: i32) -> Option<(i32, u64)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let f: Vec<&str> = stat.rsplit_once(") ")?.1.split_whitespace().collect();
+    if f[0] == "Z" {
+        return None;
+    }
+    Some((f[1].parse().ok()?, f[19].parse().ok()?))
+}
+
+/// Whether the process `(pid, start)` still runs (a recycled pid is someone else).
+fn still_there((pid, start): (i32, u64)) -> bool {
+    parent_and_start(pid).is_some_and(|(_, s)| s == start)
+}
+
+fn pgid(pid: i32) -> i32 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    stat.rsplit_once(") ").unwrap().1.split_whitespace().nth(2).unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_killed_supervisor_leaves_no_worker_and_no_socket_behind() {
+    let mut bg = Background::start(&["-n", "4", "--duration", "120", "--cs-ms", "0.5", "--think-ms", "1"]);
+    bg.wait_for_exits(5);
+    let dir = bg.run_dir();
+    let needle = dir.display().to_string();
+    assert_eq!(bg.workers().len(), 4);
+    let janitor = janitor_of(bg.pid()).expect("the supervisor started a janitor");
+    // Out of reach of a terminal's Ctrl-C, and not findable by the run directory.
+    assert_ne!(pgid(janitor.0), pgid(bg.pid()));
+    assert_eq!(pgid(janitor.0), janitor.0);
+    let cmd = std::fs::read(format!("/proc/{}/cmdline", janitor.0)).unwrap();
+    assert!(!String::from_utf8_lossy(&cmd).contains(&needle));
+    assert!(!Background::sockets(&dir).is_empty());
+    bg.signal(Signal::SIGKILL);
+    let _ = finish_keeping_dir(&mut bg);
+    wait_for("the janitor to sweep and leave", || !still_there(janitor));
+    assert_eq!(processes_mentioning(&needle), Vec::<i32>::new());
+    assert_eq!(Background::sockets(&dir), Vec::<PathBuf>::new());
+    // Only sockets: the run's files stay as evidence.
+    assert!(dir.join("resource.log").exists());
+}
+
+#[test]
+fn a_normal_run_reaps_its_janitor() {
+    // Long enough to find the janitor while the run is on; kept, so that a janitor not
+    // told `done` would find the directory and stay to sweep it.
+    let mut bg =
+        Background::start(&["-n", "2", "--duration", "3", "--cs-ms", "0.5", "--think-ms", "1", "--keep"]);
+    bg.wait_for_exits(1);
+    let janitor = janitor_of(bg.pid()).expect("the supervisor started a janitor");
+    let status = bg.child.as_mut().unwrap().wait().unwrap();
+    // Checked at once, not after reading the output to its end, which an orphaned janitor
+    // would hold open (it inherits stderr) until it had left.
+    let outlived = still_there(janitor);
+    let out = finish_keeping_dir(&mut bg);
+    assert_eq!(status.code(), Some(0), "{}", stderr(&out));
+    // Reaped by the supervisor before it exited: not merely orphaned and still running.
+    assert!(!outlived, "janitor {} outlived the run", janitor.0);
 }

@@ -46,6 +46,7 @@ use crate::resource;
 use crate::tail::Tail;
 use crate::wire;
 
+pub mod janitor;
 mod rundir;
 use rundir::RunDir;
 
@@ -370,6 +371,11 @@ pub fn run(opts: &RunOpts) -> Result<RunReport, RunError> {
     let info = validate(opts)?;
     install_signal_handler()?;
     let dir = RunDir::create(opts.run_dir.as_deref())?;
+    // Declared after `dir`, so dropped first: told `done` and reaped once every removal
+    // below is over, on every way out of this function.
+    let _janitor = janitor::Janitor::start(&opts.exe, &dir).inspect_err(|_| {
+        dir.remove(&[]);
+    })?;
     let resource_path = dir.path.join(control::RESOURCE_FILE);
     if let Err(e) = resource::create(&resource_path, &opts.algo, opts.workers) {
         dir.remove(&[]);

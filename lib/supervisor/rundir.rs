@@ -8,10 +8,12 @@
 //! run and its workers create is private too). A run that fails to claim the directory
 //! deletes nothing.
 //!
-//! The lock is held for the whole run, cleanup included. Locked, private and found empty, the directory holds nothing of anyone
+//! The lock is held for the whole run, cleanup included, and is shared with the janitor
+//! (`janitor.rs`), which keeps it after a supervisor killed outright until it has swept
+//! the sockets. Locked, private and found empty, the directory holds nothing of anyone
 //! else's, so cleaning up by name only ever deletes what this run created.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use nix::errno::Errno;
@@ -26,14 +28,15 @@ use crate::control;
 pub(crate) struct RunDir {
     pub(crate) path: PathBuf,
     ours: bool,
-    /// The directory itself, open and locked; the lock goes when it closes.
-    #[allow(dead_code)]
+    /// The directory itself, open and locked. The lock goes when the last descriptor of
+    /// it closes (ours and the janitor's), never by an explicit unlock, so that it
+    /// outlives the supervisor until the janitor is done.
     lock: OwnedFd,
 }
 
 impl RunDir {
     pub(crate) fn create(wanted: Option<&Path>) -> Result<RunDir, RunError> {
-        // Workers inherit it.
+        // Workers and the janitor inherit it.
         stat::umask(Mode::from_bits_truncate(0o077));
         match wanted {
             Some(p) => claim(p),
@@ -42,12 +45,17 @@ impl RunDir {
                     .prefix("mutexlab-")
                     .tempdir()
                     .map_err(|e| RunError::Usage(format!("cannot create a temporary run directory: {e}")))?;
-                // Fresh and 0700 already; locked like any other run's. (Until kept, `t`
-                // removes it if this fails.)
+                // Fresh and 0700 already; locked so the janitor gets a locked descriptor
+                // like any other run's. (Until kept, `t` removes it if this fails.)
                 let lock = open_locked(t.path())?;
                 Ok(RunDir { path: t.keep(), ours: true, lock })
             }
         }
+    }
+
+    /// The locked directory, to hand down to the janitor.
+    pub(crate) fn lock_fd(&self) -> BorrowedFd<'_> {
+        self.lock.as_fd()
     }
 
     /// Remove the sockets this run created, and nothing else.
@@ -123,8 +131,8 @@ fn open_locked(path: &Path) -> Result<OwnedFd, RunError> {
 }
 
 fn lock(fd: &OwnedFd, path: &Path) -> Result<(), RunError> {
-    // Not `fcntl::Flock`: it unlocks on drop, and the lock must go only when the last
-    // descriptor sharing this open file closes.
+    // Not `fcntl::Flock`: it unlocks on drop, which would take the lock from the janitor
+    // that shares this open file.
     #[allow(deprecated)]
     match fcntl::flock(fd.as_raw_fd(), FlockArg::LockExclusiveNonblock) {
         Ok(()) => Ok(()),
