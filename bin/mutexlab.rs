@@ -50,6 +50,9 @@ enum Cmd {
     /// (internal) The echo end of the benchmark's ping-pong.
     #[command(hide = true)]
     Echo { socket: PathBuf },
+    /// (internal) Removes the sockets of a run whose supervisor was killed; started by `run`.
+    #[command(hide = true)]
+    Janitor,
 }
 
 #[derive(Args)]
@@ -158,6 +161,10 @@ fn main() -> ExitCode {
         Cmd::Echo { socket } => match bench::echo(&socket) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(1, &e.to_string()),
+        },
+        Cmd::Janitor => match supervisor::janitor::serve() {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => fail(1, &format!("janitor: {e}")),
         },
     }
 }

@@ -543,7 +543,7 @@ fn parse_duration(text: &str) -> Result<Duration, &'static str> {
     let frac_v: u128 = if frac.is_empty() { 0 } else { frac.parse().map_err(|_| BAD)? };
     let scale = 10u128.pow(frac.len() as u32);
     let frac_nanos = frac_v * nanos_per_unit;
-    if frac_nanos % scale != 0 {
+    if !frac_nanos.is_multiple_of(scale) {
         return Err("finer than a nanosecond");
     }
     let total = int_v * nanos_per_unit + frac_nanos / scale;

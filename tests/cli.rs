@@ -265,14 +265,20 @@ fn sigterm_behaves_like_sigint() {
 
 #[test]
 fn sigkill_of_the_supervisor_takes_the_workers_down() {
-    let bg = Background::start(&["-n", "4", "--duration", "120", "--cs-ms", "0.5", "--think-ms", "1"]);
+    let mut bg = Background::start(&["-n", "4", "--duration", "120", "--cs-ms", "0.5", "--think-ms", "1"]);
     bg.wait_for_exits(5);
     assert_eq!(bg.workers().len(), 4);
     bg.signal(Signal::SIGKILL);
-    let dir = bg.run_dir().display().to_string();
-    let _ = bg.finish();
+    let dir = bg.run_dir();
+    let needle = dir.display().to_string();
+    let child = bg.child.as_mut().unwrap();
+    let _ = child.wait();
     // The parent-death signal kills each worker; they are reparented and reaped by init.
-    wait_for("workers to die with their supervisor", || processes_mentioning(&dir).is_empty());
+    // Their sockets are left to the janitor, which outlives the supervisor to sweep them.
+    wait_for("workers to die and their sockets to go", || {
+        processes_mentioning(&needle).is_empty() && Background::sockets(&dir).is_empty()
+    });
+    drop(bg);
 }
 
 #[test]

@@ -258,7 +258,7 @@ impl Maekawa {
             self.to(req.1, Msg::Locked { stamp: req.0 }, out);
             return;
         };
-        let oldest = req < holder && self.queue.keys().next().map_or(true, |&first| req < first);
+        let oldest = req < holder && self.queue.keys().next().is_none_or(|&first| req < first);
         if oldest {
             // The request that was first in line is now second: tell it.
             if let Some((&(stamp, who), told)) = self.queue.iter_mut().next() {

@@ -209,7 +209,7 @@ impl Voting {
             // An older attempt is a REQUEST overtaken by a newer one: re-voting for it
             // would let its RELEASE free the vote the newer attempt counts on, so it
             // gets a DENY, which the requester ignores as stale.
-            Msg::Request { attempt } if self.voted.map_or(true, |(p, a)| p == from && attempt >= a) => {
+            Msg::Request { attempt } if self.voted.is_none_or(|(p, a)| p == from && attempt >= a) => {
                 self.voted = Some((from, attempt));
                 self.to(from, Msg::Grant { attempt }, out);
             }

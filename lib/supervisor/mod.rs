@@ -1,6 +1,6 @@
 //! The supervisor: starts the workers, watches the run, stops it, and calls the auditor.
 //!
-//! It owns the run directory (the resource file, the control socket, one mesh socket per
+//! It owns the run directory (the resource file, the fault log, one mesh socket per
 //! worker), and every worker process: each is our own binary re-executed as the hidden
 //! `worker` subcommand, all in one process group apart from the supervisor's (so a
 //! terminal's Ctrl-C reaches only the supervisor, which then stops them in order, and
@@ -54,6 +54,7 @@ use crate::resource;
 use crate::tail::Tail;
 use crate::wire;
 
+pub mod janitor;
 mod proc;
 mod rundir;
 use rundir::RunDir;
@@ -415,6 +416,11 @@ pub fn run(opts: &RunOpts) -> Result<RunReport, RunError> {
     let info = validate(opts)?;
     install_signal_handler()?;
     let dir = RunDir::create(opts.run_dir.as_deref())?;
+    // Declared after `dir`, so dropped first: told `done` and reaped once every removal
+    // below is over, on every way out of this function.
+    let _janitor = janitor::Janitor::start(&opts.exe, &dir).inspect_err(|_| {
+        dir.remove(&[]);
+    })?;
     let resource_path = dir.path.join(control::RESOURCE_FILE);
     if let Err(e) = resource::create(&resource_path, &opts.algo, opts.workers) {
         dir.remove(&[]);
