@@ -168,6 +168,29 @@ fn bad_input_gets_one_clear_line_and_exit_2() {
 }
 
 #[test]
+fn what_the_supervisor_accepts_every_worker_accepts() {
+    // `-0` passed the supervisor's range check but every worker refused it on its own
+    // command line ("worker w0 exited before it was ready"). Workers now read their
+    // settings with the supervisor's own code: whatever it accepts, they run with.
+    for args in [&["--cs-ms", "-0"][..], &["--think-ms", "-0"], &["--latency", "-0", "--jitter", "-0.0"]] {
+        let mut all = vec!["run", "-n", "2", "-k", "3"];
+        all.extend_from_slice(args);
+        let out = run(&all);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", stderr(&out));
+        assert!(stdout(&out).contains("audit       OK"), "{args:?}: {}", stdout(&out));
+    }
+}
+
+#[test]
+fn a_worker_started_by_hand_says_it_needs_a_supervisor() {
+    let out = run(&["worker", "--id", "0", "--run-dir", "/tmp"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("workers are started by `mutexlab run`"), "{err}");
+}
+
+#[test]
 fn audit_rejects_what_is_not_a_resource_file() {
     let tmp = tempfile::tempdir().unwrap();
     let missing = tmp.path().join("missing");
