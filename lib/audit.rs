@@ -10,6 +10,7 @@
 //! entries overtook a waiting request (bypass), and Jain's index over entries.
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, Read};
 use std::path::Path;
 
 use serde::Serialize;
@@ -151,61 +152,145 @@ const KEEP: usize = 200;
 /// garbage id must not make it allocate gigabytes.
 pub const MAX_WORKER_ID: u32 = 1 << 16;
 
+/// The longest line kept in memory. Records are under 200 bytes; a longer line is
+/// corrupt, and what lies beyond the cap is skipped unread into memory.
+pub const MAX_LINE: usize = 4096;
+
+/// How many bytes of a line a finding quotes; a longer line is quoted up to here, then
+/// an ellipsis and its full length.
+pub const EXCERPT: usize = 160;
+
+/// A line as a finding quotes it: in full if short, else its first [`EXCERPT`] bytes
+/// (never splitting a character), an ellipsis and its full length in bytes. Formatted
+/// only when a finding is made, so clean records cost nothing.
+struct Quote<'a> {
+    /// The line's first bytes (all of it if `len` is no more).
+    bytes: &'a [u8],
+    /// The line's full length.
+    len: u64,
+}
+
+impl<'a> Quote<'a> {
+    fn of(text: &'a str) -> Quote<'a> {
+        Quote { bytes: text.as_bytes(), len: text.len() as u64 }
+    }
+}
+
+impl std::fmt::Display for Quote<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.len <= EXCERPT as u64 && self.bytes.len() as u64 == self.len {
+            return write!(f, "{:?}", String::from_utf8_lossy(self.bytes));
+        }
+        let mut cut = &self.bytes[..self.bytes.len().min(EXCERPT)];
+        if let Err(e) = std::str::from_utf8(cut) {
+            if e.error_len().is_none() {
+                cut = &cut[..e.valid_up_to()]; // a character split by the cut
+            }
+        }
+        write!(f, "{:?}… ({} bytes)", String::from_utf8_lossy(cut), self.len)
+    }
+}
+
+/// At most [`EXCERPT`] bytes of a message that may repeat part of a line.
+fn clip(msg: &str) -> std::borrow::Cow<'_, str> {
+    if msg.len() <= EXCERPT {
+        return msg.into();
+    }
+    let mut n = EXCERPT;
+    while !msg.is_char_boundary(n) {
+        n -= 1;
+    }
+    format!("{}…", &msg[..n]).into()
+}
+
+/// Reads lines with a fixed buffer: at most [`MAX_LINE`] bytes of a line are kept, the
+/// rest is counted and skipped, so memory does not grow with line length.
+struct Lines<R> {
+    src: std::io::BufReader<R>,
+    /// The current line's first bytes, without its newline.
+    kept: Vec<u8>,
+    /// The current line's full length, without its newline.
+    len: u64,
+    /// Whether `kept` holds a line already returned (cleared before the next).
+    returned: bool,
+}
+
+impl<R: Read> Lines<R> {
+    /// Lines of `src`, the first of which begins with `prefix`, already read.
+    fn new(src: R, prefix: Vec<u8>) -> Self {
+        let len = prefix.len() as u64;
+        Lines { src: std::io::BufReader::with_capacity(64 * 1024, src), kept: prefix, len, returned: false }
+    }
+
+    /// The next line: `Some(true)` if it ended with a newline, `Some(false)` for a last
+    /// line without one, `None` at the end. Its bytes are in `kept`, its length in `len`.
+    fn next(&mut self) -> std::io::Result<Option<bool>> {
+        if std::mem::replace(&mut self.returned, true) {
+            self.kept.clear();
+            self.len = 0;
+        }
+        loop {
+            let avail = match self.src.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if avail.is_empty() {
+                return Ok((self.len > 0).then_some(false));
+            }
+            let newline = avail.iter().position(|&b| b == b'\n');
+            let part = &avail[..newline.unwrap_or(avail.len())];
+            let room = MAX_LINE.saturating_sub(self.kept.len());
+            self.kept.extend_from_slice(&part[..part.len().min(room)]);
+            self.len += part.len() as u64;
+            let used = part.len() + usize::from(newline.is_some());
+            self.src.consume(used);
+            if newline.is_some() {
+                return Ok(Some(true));
+            }
+        }
+    }
+}
+
+/// Why [`audit_reader`] could not judge its input.
+enum Unjudged {
+    Io(std::io::Error),
+    NotResource,
+}
+
 /// Audit the resource file at `path`.
 pub fn audit_file(path: &Path, crashes: &[Crash]) -> Result<AuditReport, AuditError> {
-    use std::io::Read;
     let shown = || path.display().to_string();
-    let unreadable = |err| AuditError::Unreadable { path: shown(), err };
-    let mut f = std::fs::File::open(path).map_err(unreadable)?;
-    // Check the header before reading the rest, so `audit /dev/zero` or a huge foreign
-    // file is refused at once instead of read into memory.
-    let mut bytes = Vec::new();
-    (&mut f).take(HEADER.len() as u64).read_to_end(&mut bytes).map_err(unreadable)?;
-    if bytes != HEADER.as_bytes() {
-        return Err(AuditError::NotResource { path: shown() });
-    }
-    f.read_to_end(&mut bytes).map_err(unreadable)?;
-    audit_bytes(&bytes, crashes).ok_or_else(|| AuditError::NotResource { path: shown() })
+    let f = std::fs::File::open(path).map_err(|err| AuditError::Unreadable { path: shown(), err })?;
+    audit_reader(f, crashes).map_err(|e| match e {
+        Unjudged::Io(err) => AuditError::Unreadable { path: shown(), err },
+        Unjudged::NotResource => AuditError::NotResource { path: shown() },
+    })
 }
 
 /// Audit file contents; `None` if they are not a resource file.
 pub fn audit_bytes(bytes: &[u8], crashes: &[Crash]) -> Option<AuditReport> {
+    audit_reader(bytes, crashes).ok()
+}
+
+/// The one implementation behind [`audit_file`] and [`audit_bytes`]: one pass, one
+/// line at a time.
+fn audit_reader(mut src: impl Read, crashes: &[Crash]) -> Result<AuditReport, Unjudged> {
+    // Check the header before reading the rest, so `audit /dev/zero` or a huge foreign
+    // file is refused at once instead of read.
+    let mut head = Vec::new();
+    (&mut src).take(HEADER.len() as u64).read_to_end(&mut head).map_err(Unjudged::Io)?;
+    if head != HEADER.as_bytes() {
+        return Err(Unjudged::NotResource);
+    }
+    let mut lines = Lines::new(src, head);
     let mut a = Auditor { crashes: crashes.to_vec(), ..Auditor::default() };
-    let mut lines = bytes.split(|&b| b == b'\n').enumerate().peekable();
-    let header = std::str::from_utf8(lines.next()?.1).ok()?;
-    if !header.starts_with(HEADER) {
-        return None;
+    let mut lineno = 0;
+    while let Some(ended) = lines.next().map_err(Unjudged::Io)? {
+        lineno += 1;
+        a.line(lineno, &lines.kept, lines.len, ended);
     }
-    for field in header[HEADER.len()..].split_whitespace() {
-        match field.split_once('=') {
-            Some(("algo", v)) => a.report.algorithm = Some(v.to_string()),
-            Some(("workers", v)) => match v.parse() {
-                Ok(n) if n <= MAX_WORKER_ID => a.report.workers = n,
-                _ => a.flag("corrupt-record", 1, format!("header: workers={v} is not a worker count")),
-            },
-            _ => {}
-        }
-    }
-    while let Some((i, raw)) = lines.next() {
-        let lineno = i + 1;
-        let last = lines.peek().is_none();
-        if raw.is_empty() && last {
-            break; // the end of the final newline
-        }
-        let text = String::from_utf8_lossy(raw);
-        if text.starts_with('#') {
-            continue;
-        }
-        match text.parse::<Record>() {
-            Ok(rec) if rec.worker() >= MAX_WORKER_ID => {
-                a.flag("corrupt-record", lineno, format!("worker id out of range: {text:?}"))
-            }
-            Ok(rec) => a.record(lineno, &text, rec),
-            Err(_) if last => a.flag("torn-record", lineno, format!("last line is cut short: {text:?}")),
-            Err(e) => a.flag("corrupt-record", lineno, format!("{e}: {text:?}")),
-        }
-    }
-    Some(a.finish())
+    Ok(a.finish())
 }
 
 #[derive(Debug, Clone)]
@@ -253,7 +338,58 @@ impl Auditor {
         self.report.entries_by_worker[i] += 1;
     }
 
-    fn record(&mut self, line: usize, text: &str, rec: Record) {
+    /// Judge one line: `kept` holds its first bytes (all of it unless it is longer than
+    /// [`MAX_LINE`]), `len` its full length, `ended` whether a newline ended it.
+    fn line(&mut self, line: usize, kept: &[u8], len: u64, ended: bool) {
+        let text = Quote { bytes: kept, len };
+        if !ended {
+            // Every record is written whole, newline included, in one write(2): a last
+            // line without its newline was cut short (a full disk, a truncated copy),
+            // even if what is left still parses, so none of its fields is trusted.
+            self.flag("torn-record", line, format!("last line is cut short (no newline): {text}"));
+            return;
+        }
+        if len > MAX_LINE as u64 {
+            self.flag("corrupt-record", line, format!("line longer than any record: {text}"));
+            return;
+        }
+        let raw = String::from_utf8_lossy(kept);
+        if line == 1 {
+            self.header(&raw);
+            return;
+        }
+        if raw.starts_with('#') {
+            return;
+        }
+        match raw.parse::<Record>() {
+            Ok(rec) if rec.worker() >= MAX_WORKER_ID => {
+                self.flag("corrupt-record", line, format!("worker id out of range: {text}"))
+            }
+            Ok(rec) => self.record(line, &raw, rec),
+            Err(e) => self.flag("corrupt-record", line, format!("{}: {text}", clip(&e))),
+        }
+    }
+
+    /// The header's fields (its fixed start is checked before any line is read).
+    fn header(&mut self, header: &str) {
+        for field in header[HEADER.len()..].split_whitespace() {
+            match field.split_once('=') {
+                Some(("algo", v)) => self.report.algorithm = Some(clip(v).into_owned()),
+                Some(("workers", v)) => match v.parse() {
+                    Ok(n) if n <= MAX_WORKER_ID => self.report.workers = n,
+                    _ => self.flag(
+                        "corrupt-record",
+                        1,
+                        format!("header: workers={} is not a worker count", clip(v)),
+                    ),
+                },
+                _ => {}
+            }
+        }
+    }
+
+    fn record(&mut self, line: usize, raw: &str, rec: Record) {
+        let text = Quote::of(raw);
         self.report.records += 1;
         let t = rec.time();
         self.first_t.get_or_insert(t);
@@ -266,12 +402,12 @@ impl Auditor {
                     self.waiting.remove(&w);
                 }
                 if let Some((l, _, _)) = self.waiting.get(&w) {
-                    let detail = format!("{text:?} while the request at line {l} is still unserved");
+                    let detail = format!("{text} while the request at line {l} is still unserved");
                     self.flag("unserved", line, detail);
                 }
                 self.waiting.insert(w, (line, t, 0));
             }
-            Record::Enter { w, e, fence, t } => self.enter(line, text, w, e, fence, t),
+            Record::Enter { w, e, fence, t } => self.enter(line, raw, w, e, fence, t),
             Record::Exit { w, e, fence, read, value, .. } => {
                 match self.inside.remove(&w) {
                     Some(open) if open.e == e && open.fence == fence => {
@@ -287,11 +423,12 @@ impl Auditor {
                         "exit-without-enter",
                         line,
                         format!(
-                            "{text:?} does not match the open section at line {}: {:?}",
-                            open.line, open.text
+                            "{text} does not match the open section at line {}: {}",
+                            open.line,
+                            Quote::of(&open.text)
                         ),
                     ),
-                    None => self.flag("exit-without-enter", line, format!("{text:?} but w{w} is not inside")),
+                    None => self.flag("exit-without-enter", line, format!("{text} but w{w} is not inside")),
                 }
                 let bound = self.fence_bound(t);
                 if let Some((max, at)) = bound {
@@ -300,7 +437,7 @@ impl Auditor {
                             "stale-writer",
                             line,
                             format!(
-                                "{text:?} writes under fence {fence}, but fence {max} entered at line {at}"
+                                "{text} writes under fence {fence}, but fence {max} entered at line {at}"
                             ),
                         );
                     }
@@ -313,7 +450,7 @@ impl Auditor {
                     self.flag(
                         "lost-update",
                         line,
-                        format!("{text:?}: the last committed value was {c}, so this write should read {c} and write {}", c.wrapping_add(1)),
+                        format!("{text}: the last committed value was {c}, so this write should read {c} and write {}", c.wrapping_add(1)),
                     );
                 }
                 self.committed = value;
@@ -342,7 +479,8 @@ impl Auditor {
         self.crashes.iter().any(|c| c.worker == w && c.dead >= from && c.t <= to)
     }
 
-    fn enter(&mut self, line: usize, text: &str, w: u32, e: u64, fence: Fence, t: u64) {
+    fn enter(&mut self, line: usize, raw: &str, w: u32, e: u64, fence: Fence, t: u64) {
+        let text = Quote::of(raw);
         // A section whose holder was killed before this entry ended with the kill.
         let ended: Vec<u32> = self
             .inside
@@ -363,12 +501,16 @@ impl Auditor {
             self.waiting.remove(&o);
         }
         if let Some(prev) = self.inside.remove(&w) {
-            let detail = format!("{:?} has no EXIT before w{w} enters again at line {line}", prev.text);
+            let detail =
+                format!("{} has no EXIT before w{w} enters again at line {line}", Quote::of(&prev.text));
             self.flag("enter-without-exit", prev.line, detail);
         }
         for (other, open) in &self.inside {
-            let detail =
-                format!("{text:?} while w{other} is inside since line {}: {:?}", open.line, open.text);
+            let detail = format!(
+                "{text} while w{other} is inside since line {}: {}",
+                open.line,
+                Quote::of(&open.text)
+            );
             self.report.violation_count += 1;
             if self.report.violations.len() < KEEP {
                 self.report.violations.push(Violation { kind: "overlap", line, detail });
@@ -379,7 +521,7 @@ impl Auditor {
                 self.flag(
                     "stale-token",
                     line,
-                    format!("{text:?} enters with fence {fence}, not above fence {max} from line {at}"),
+                    format!("{text} enters with fence {fence}, not above fence {max} from line {at}"),
                 );
             }
         }
@@ -387,13 +529,13 @@ impl Auditor {
             Some((_, want_t, _)) => {
                 self.waits.entry(w).or_default().push(t.saturating_sub(want_t));
             }
-            None => self.flag("unserved", line, format!("{text:?} has no WANT before it")),
+            None => self.flag("unserved", line, format!("{text} has no WANT before it")),
         }
         for (_, _, bypassed) in self.waiting.values_mut() {
             *bypassed += 1;
             self.report.max_bypass = self.report.max_bypass.max(*bypassed);
         }
-        self.inside.insert(w, Open { line, text: text.to_string(), e, fence, t });
+        self.inside.insert(w, Open { line, text: raw.to_string(), e, fence, t });
     }
 
     fn finish(mut self) -> AuditReport {
@@ -403,7 +545,7 @@ impl Auditor {
             // A worker killed while inside never writes its EXIT: that alone is no fault.
             let killed = crashes.iter().any(|c| c.worker == w && c.dead >= open.t);
             if !killed {
-                let detail = format!("{:?} has no EXIT by the end of the file", open.text);
+                let detail = format!("{} has no EXIT by the end of the file", Quote::of(&open.text));
                 self.flag("enter-without-exit", open.line, detail);
             }
         }
@@ -637,6 +779,76 @@ EXIT w=0 e=1 fence=6:0 read=0 value=1 t=106
         assert_eq!(r.violations[0].line, 8);
         assert_eq!(r.violations[1].kind, "torn-record");
         assert_eq!(r.violations[1].line, 9);
+    }
+
+    #[test]
+    fn a_last_line_without_its_newline_is_torn_even_if_it_parses() {
+        // `head -c -5` of a clean file: the last EXIT still parses, with a cut timestamp.
+        let cut = file(CLEAN);
+        let r = audit_bytes(&cut[..cut.len() - 5], &[]).unwrap();
+        assert_eq!(kinds(&r), vec!["torn-record", "enter-without-exit"], "{:?}", r.violations);
+        assert_eq!((r.violations[0].line, r.violations[1].line), (7, 6));
+        // Only the newline lost: still torn.
+        let r = audit_bytes(&cut[..cut.len() - 1], &[]).unwrap();
+        assert_eq!(r.violations[0].kind, "torn-record");
+        // A header cut short is torn too.
+        let r = audit_bytes(format!("{HEADER} algo=x").as_bytes(), &[]).unwrap();
+        assert_eq!(kinds(&r), vec!["torn-record"]);
+        assert_eq!(r.violations[0].line, 1);
+        // The control: a whole file is clean.
+        assert!(audit_bytes(&cut, &[]).unwrap().ok);
+    }
+
+    #[test]
+    fn a_long_line_is_corrupt_and_quoted_only_in_part() {
+        // A two-byte character straddles the excerpt's end: it is left out, not split.
+        let long = format!("{}é{}", "x".repeat(EXCERPT - 1), "y".repeat(3 * MAX_LINE));
+        let body = format!("WANT w=0 e=1 t=10\n{long}\nENTER w=0 e=1 fence=1:0 t=20\n");
+        let r = audit_bytes(&file(&body), &[]).unwrap();
+        assert_eq!(kinds(&r), vec!["corrupt-record", "enter-without-exit"], "{:?}", r.violations);
+        let v = &r.violations[0];
+        assert_eq!(v.line, 3);
+        assert!(v.detail.len() < 2 * EXCERPT, "{}", v.detail);
+        assert!(v.detail.ends_with(&format!("\"… ({} bytes)", long.len())), "{}", v.detail);
+        assert!(!v.detail.contains('é') && !v.detail.contains('\u{fffd}'), "{}", v.detail);
+        // The lines after it are read as usual.
+        assert_eq!(r.violations[1].line, 4);
+        // A record at the cap is still read; one byte more is not.
+        let pad = |n: usize| format!("WANT w=0 e=1 t={:0>n$}", 10);
+        let fits = pad(MAX_LINE - "WANT w=0 e=1 t=".len());
+        assert_eq!(fits.len(), MAX_LINE);
+        let r = audit_bytes(&file(&format!("{fits}\n")), &[]).unwrap();
+        assert_eq!(kinds(&r), vec!["unserved"]);
+        let r = audit_bytes(&file(&format!("0{fits}\n")), &[]).unwrap();
+        assert_eq!(kinds(&r), vec!["corrupt-record"]);
+        // Long parse errors and header fields are clipped too.
+        let r = audit_bytes(&file(&format!("{}\n", "Z".repeat(3000))), &[]).unwrap();
+        assert!(r.violations[0].detail.len() < 3 * EXCERPT, "{}", r.violations[0].detail);
+        let r = audit_bytes(format!("{HEADER} workers={}\n", "9".repeat(3000)).as_bytes(), &[]).unwrap();
+        assert!(r.violations[0].detail.len() < 2 * EXCERPT, "{}", r.violations[0].detail);
+    }
+
+    /// Hands out one byte per read, the worst case for a line reader.
+    struct Trickle<'a>(&'a [u8]);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.0.len().min(buf.len()).min(1);
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_trickling_reader_reads_the_same_lines() {
+        let body = format!("{CLEAN}{}\ngarbage\nWANT w=1 e=2 t=9", "q".repeat(MAX_LINE + 7));
+        let bytes = file(&body);
+        let whole = audit_bytes(&bytes, &[]).unwrap();
+        let trickled = audit_reader(Trickle(&bytes), &[]).ok().unwrap();
+        assert_eq!(whole.violations, trickled.violations);
+        assert_eq!(kinds(&whole), vec!["corrupt-record", "corrupt-record", "torn-record"]);
+        assert_eq!(whole.records, trickled.records);
     }
 
     #[test]
