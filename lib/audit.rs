@@ -13,6 +13,7 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, Read};
 use std::path::Path;
 
+use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::resource::{Fence, Record, HEADER};
@@ -51,20 +52,57 @@ pub struct WaitStats {
     pub mean: f64,
 }
 
-impl WaitStats {
-    fn from_ns(waits: &mut [u64]) -> WaitStats {
-        if waits.is_empty() {
+/// Wait times in memory that does not grow with their number: a histogram for the
+/// percentiles, with 3 significant digits (each within 0.1 % of the exact rank, and
+/// never outside the exact minimum and maximum), and the count, sum, minimum and
+/// maximum kept exactly, so `max` and `mean` are exact. Its buckets count to 2^32 (a
+/// file of some 400 GB), then saturate.
+#[derive(Clone)]
+struct Waits {
+    hist: Histogram<u32>,
+    count: u64,
+    sum: u128,
+    min: u64,
+    max: u64,
+}
+
+impl Default for Waits {
+    fn default() -> Waits {
+        // Auto-resizing: memory grows with the log of the longest wait, not the count.
+        let hist = Histogram::new(3).expect("3 significant digits are supported");
+        Waits { hist, count: 0, sum: 0, min: u64::MAX, max: 0 }
+    }
+}
+
+impl Waits {
+    fn record(&mut self, ns: u64) {
+        // Grows the histogram as needed; it cannot fail for a u64 on a 64-bit machine,
+        // but if it did, clamping one sample beats a panic.
+        if self.hist.record(ns).is_err() {
+            self.hist.saturating_record(ns);
+        }
+        self.count += 1;
+        self.sum += u128::from(ns);
+        self.min = self.min.min(ns);
+        self.max = self.max.max(ns);
+    }
+
+    fn stats(&self) -> WaitStats {
+        if self.count == 0 {
             return WaitStats::default();
         }
-        waits.sort_unstable();
         let ms = |ns: u64| ns as f64 / 1e6;
-        let rank = |p: f64| waits[((p * waits.len() as f64).ceil() as usize).clamp(1, waits.len()) - 1];
+        // The nearest rank, as the midpoint of its bucket, clamped to what was seen.
+        let rank = |q: f64| {
+            let v = self.hist.median_equivalent(self.hist.value_at_quantile(q));
+            ms(v.clamp(self.min, self.max))
+        };
         WaitStats {
-            count: waits.len(),
-            p50: ms(rank(0.50)),
-            p99: ms(rank(0.99)),
-            max: ms(*waits.last().unwrap()),
-            mean: waits.iter().map(|&w| ms(w)).sum::<f64>() / waits.len() as f64,
+            count: self.count as usize,
+            p50: rank(0.50),
+            p99: rank(0.99),
+            max: ms(self.max),
+            mean: self.sum as f64 / self.count as f64 / 1e6,
         }
     }
 }
@@ -148,9 +186,10 @@ pub fn crashes_from_log(path: &Path) -> Vec<Crash> {
 /// How many violations are kept in full; the rest are only counted.
 const KEEP: usize = 200;
 
-/// Worker ids at or above this are corrupt: the auditor keeps per-worker arrays, and a
-/// garbage id must not make it allocate gigabytes.
-pub const MAX_WORKER_ID: u32 = 1 << 16;
+/// Worker ids at or above this are corrupt: no run has more workers. The auditor keeps
+/// per-worker state (a wait histogram of up to ~220 KiB each) and looks at every worker
+/// inside or waiting on each record, so garbage ids must not multiply its memory or time.
+pub const MAX_WORKER_ID: u32 = crate::supervisor::MAX_WORKERS;
 
 /// The longest line kept in memory. Records are under 200 bytes; a longer line is
 /// corrupt, and what lies beyond the cap is skipped unread into memory.
@@ -315,8 +354,11 @@ struct Auditor {
     /// section a crash cut short never counts either).
     closed: BTreeMap<u32, (Fence, usize, u64)>,
     committed: u64,
-    seen_values: std::collections::HashSet<u64>,
-    waits: BTreeMap<u32, Vec<u64>>,
+    /// The highest value any EXIT wrote: the counter's high-water mark.
+    highest: u64,
+    /// Wait times by worker, and over all.
+    waits: BTreeMap<u32, Waits>,
+    all_waits: Waits,
     first_t: Option<u64>,
     last_t: u64,
     crashes: Vec<Crash>,
@@ -362,9 +404,11 @@ impl Auditor {
             return;
         }
         match raw.parse::<Record>() {
-            Ok(rec) if rec.worker() >= MAX_WORKER_ID => {
-                self.flag("corrupt-record", line, format!("worker id out of range: {text}"))
-            }
+            Ok(rec) if rec.worker() >= MAX_WORKER_ID => self.flag(
+                "corrupt-record",
+                line,
+                format!("worker id out of range (at most {}): {text}", MAX_WORKER_ID - 1),
+            ),
             Ok(rec) => self.record(line, &raw, rec),
             Err(e) => self.flag("corrupt-record", line, format!("{}: {text}", clip(&e))),
         }
@@ -442,18 +486,30 @@ impl Auditor {
                         );
                     }
                 }
-                if read != self.committed
-                    || read.checked_add(1) != Some(value)
-                    || !self.seen_values.insert(value)
-                {
-                    let c = self.committed;
-                    self.flag(
-                        "lost-update",
-                        line,
-                        format!("{text}: the last committed value was {c}, so this write should read {c} and write {}", c.wrapping_add(1)),
-                    );
+                // Besides a stale read, a value not above the highest ever written is a
+                // lost update: it repeats an increment already counted. Values run 1, 2, 3…
+                // with no gap until some write is flagged anyway, so this is "a value
+                // written twice" without a set of every value that grows with the run; after
+                // a counter that went back, it keeps flagging until the old high is passed.
+                let c = self.committed;
+                let why = if read != c || read.checked_add(1) != Some(value) {
+                    Some(format!(
+                        "the last committed value was {c}, so this write should read {c} and write {}",
+                        c.wrapping_add(1)
+                    ))
+                } else if value <= self.highest {
+                    Some(format!(
+                        "the counter had already reached {}, so this increment was counted before",
+                        self.highest
+                    ))
+                } else {
+                    None
+                };
+                if let Some(why) = why {
+                    self.flag("lost-update", line, format!("{text}: {why}"));
                 }
                 self.committed = value;
+                self.highest = self.highest.max(value);
                 self.report.entries += 1;
                 self.count_entry(w);
             }
@@ -527,7 +583,9 @@ impl Auditor {
         }
         match self.waiting.remove(&w) {
             Some((_, want_t, _)) => {
-                self.waits.entry(w).or_default().push(t.saturating_sub(want_t));
+                let wait = t.saturating_sub(want_t);
+                self.waits.entry(w).or_default().record(wait);
+                self.all_waits.record(wait);
             }
             None => self.flag("unserved", line, format!("{text} has no WANT before it")),
         }
@@ -565,11 +623,9 @@ impl Auditor {
         let n = (r.workers as usize).max(r.entries_by_worker.len());
         r.workers = n as u32;
         r.entries_by_worker.resize(n, 0);
-        let mut all: Vec<u64> = self.waits.values().flatten().copied().collect();
-        r.wait_ms = WaitStats::from_ns(&mut all);
-        r.wait_ms_by_worker = (0..n as u32)
-            .map(|w| WaitStats::from_ns(self.waits.get_mut(&w).map_or(&mut [][..], |v| &mut v[..])))
-            .collect();
+        r.wait_ms = self.all_waits.stats();
+        r.wait_ms_by_worker =
+            (0..n as u32).map(|w| self.waits.get(&w).map(Waits::stats).unwrap_or_default()).collect();
         let sum: f64 = r.entries_by_worker.iter().map(|&x| x as f64).sum();
         let sq: f64 = r.entries_by_worker.iter().map(|&x| (x as f64).powi(2)).sum();
         r.jain = if sq > 0.0 { sum * sum / (n as f64 * sq) } else { 1.0 };
@@ -859,11 +915,77 @@ EXIT w=0 e=1 fence=6:0 read=0 value=1 t=106
     }
 
     #[test]
+    fn a_counter_that_went_back_loses_every_increment_until_it_passes_its_high() {
+        // w1 writes from a stale read (0 instead of 2): the counter goes back to 1. w0's
+        // next write is consistent with the file (reads 1, writes 2) but counts the
+        // increment to 2 a second time: a lost update too. Then 3 is new again.
+        let body = "\
+WANT w=0 e=1 t=1
+ENTER w=0 e=1 fence=1:0 t=2
+EXIT w=0 e=1 fence=1:0 read=0 value=1 t=3
+WANT w=0 e=2 t=4
+ENTER w=0 e=2 fence=2:0 t=5
+EXIT w=0 e=2 fence=2:0 read=1 value=2 t=6
+WANT w=1 e=1 t=7
+ENTER w=1 e=1 fence=3:1 t=8
+EXIT w=1 e=1 fence=3:1 read=0 value=1 t=9
+WANT w=0 e=3 t=10
+ENTER w=0 e=3 fence=4:0 t=11
+EXIT w=0 e=3 fence=4:0 read=1 value=2 t=12
+WANT w=0 e=4 t=13
+ENTER w=0 e=4 fence=5:0 t=14
+EXIT w=0 e=4 fence=5:0 read=2 value=3 t=15
+";
+        let r = audit_bytes(&file(body), &[]).unwrap();
+        assert_eq!(kinds(&r), vec!["lost-update", "lost-update"], "{:?}", r.violations);
+        assert_eq!((r.violations[0].line, r.violations[1].line), (10, 13));
+        assert!(r.violations[1].detail.contains("already reached 2"), "{}", r.violations[1].detail);
+        assert_eq!(r.final_value, 3);
+    }
+
+    #[test]
+    fn wait_percentiles_are_within_a_tenth_of_a_percent_and_max_and_mean_exact() {
+        // 1..=1000 µs of waits, one each, plus one of a second: nearest ranks 500 µs,
+        // 990 µs (p99 of 1001 samples is the 991st: 991 µs).
+        let mut body = String::new();
+        let mut t = 0u64;
+        let mut waits = (1..=1000u64).map(|us| us * 1000).collect::<Vec<_>>();
+        waits.push(1_000_000_000);
+        for (i, wait) in waits.iter().enumerate() {
+            let (e, f) = (i + 1, i + 1);
+            body += &format!("WANT w=0 e={e} t={t}\n");
+            t += wait;
+            body += &format!("ENTER w=0 e={e} fence={f}:0 t={t}\n");
+            body += &format!("EXIT w=0 e={e} fence={f}:0 read={i} value={} t={t}\n", i + 1);
+        }
+        let r = audit_bytes(&file(&body), &[]).unwrap();
+        assert!(r.ok, "{:?}", r.violations);
+        let w = &r.wait_ms;
+        assert_eq!(w.count, 1001);
+        assert!((w.p50 - 0.501).abs() <= 0.501e-3, "{w:?}");
+        assert!((w.p99 - 0.991).abs() <= 0.991e-3, "{w:?}");
+        assert_eq!(w.max, 1000.0);
+        let exact_mean = waits.iter().sum::<u64>() as f64 / 1001.0 / 1e6;
+        assert!((w.mean - exact_mean).abs() < 1e-9, "{w:?}");
+        assert_eq!(r.wait_ms_by_worker[0], *w);
+        assert_eq!(r.wait_ms_by_worker[1], WaitStats::default());
+        // One sample: every percentile is that sample, exactly.
+        let r = audit_bytes(&file("WANT w=0 e=1 t=0\nENTER w=0 e=1 fence=1:0 t=1234567\n"), &[]).unwrap();
+        assert_eq!((r.wait_ms.p50, r.wait_ms.p99, r.wait_ms.max), (1.234567, 1.234567, 1.234567));
+    }
+
+    #[test]
     fn absurd_ids_and_counters_are_findings_not_crashes() {
         let huge = format!("{HEADER} algo=x workers=4000000000\nWANT w=4000000000 e=1 t=1\n");
         let r = audit_bytes(huge.as_bytes(), &[]).unwrap();
         assert_eq!(kinds(&r), vec!["corrupt-record", "corrupt-record"]);
         assert_eq!((r.violations[0].line, r.violations[1].line), (1, 2));
+        // The last id a run can have is read; the next one is not.
+        let last = MAX_WORKER_ID - 1;
+        let r = audit_bytes(&file(&format!("WANT w={last} e=1 t=1\nWANT w={MAX_WORKER_ID} e=1 t=1\n")), &[])
+            .unwrap();
+        assert_eq!(kinds(&r), vec!["corrupt-record", "unserved"]);
+        assert_eq!((r.violations[0].line, r.violations[1].line), (3, 2));
         let max = u64::MAX;
         let body = format!(
             "WANT w=0 e=1 t=1\nENTER w=0 e=1 fence=1:0 t=2\nEXIT w=0 e=1 fence=1:0 read=0 value={max} t=3\n\
