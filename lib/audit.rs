@@ -159,28 +159,73 @@ pub struct AuditReport {
     /// Every violation found (the first few hundred; `violation_count` has them all).
     pub violations: Vec<Violation>,
     pub violation_count: usize,
+    /// Not violations: sections still open and requests still unserved at the end of
+    /// the file that the run's teardown cut short (kind `cut-short`; at most two per
+    /// worker).
+    pub cut_short: Vec<Violation>,
 }
 
-/// The crashes recorded in a supervisor's fault log (`kill` and `term` lines); an
-/// absent or unreadable log means none.
-pub fn crashes_from_log(path: &Path) -> Vec<Crash> {
-    let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
-    text.lines()
-        .filter_map(|line| {
-            let mut fields = line.split_whitespace();
-            let t = fields.next()?.strip_prefix("t=")?.parse().ok()?;
-            let _at = fields.next()?;
-            if !matches!(fields.next()?, "kill" | "term") {
-                return None;
+/// What the auditor reads from the supervisor's fault log (`faults.log`): who was
+/// killed, and whether and when the run was torn down.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FaultLog {
+    /// The crashes the supervisor caused (`kill` and `term` lines).
+    pub crashes: Vec<Crash>,
+    /// When the supervisor began tearing a failed or interrupted run down, freezing
+    /// every worker wherever it was (the earliest `teardown` line; monotonic ns). A
+    /// section still open, or a request still unserved, at the end of the file that
+    /// began no later than this was cut short by the end of the run, not by the
+    /// algorithm. For that to hold for every section the freeze caught, the supervisor
+    /// must take this time once every worker is frozen.
+    pub teardown: Option<u64>,
+}
+
+impl FaultLog {
+    /// Read a fault log; an absent or unreadable log means no faults. Lines are read
+    /// with the same bounded buffer as the resource file, and a last line without its
+    /// newline is ignored: a cut field (`w=12` become `w=1`) could excuse the wrong
+    /// worker.
+    pub fn read(path: &Path) -> FaultLog {
+        let mut log = FaultLog::default();
+        let Ok(f) = std::fs::File::open(path) else { return log };
+        let mut lines = Lines::new(f, Vec::new());
+        while let Ok(Some(true)) = lines.next() {
+            // A line longer than the cap is read only if its fields all lie before
+            // the note, which is all the auditor needs.
+            if lines.len <= MAX_LINE as u64 || lines.kept.contains(&b'#') {
+                log.parse_line(&String::from_utf8_lossy(&lines.kept));
             }
-            let worker = fields.next()?.strip_prefix("w=")?.parse().ok()?;
-            let dead = fields
-                .take_while(|f| *f != "#")
-                .find_map(|f| f.strip_prefix("dead=")?.parse().ok())
-                .unwrap_or(t);
-            Some(Crash { worker, t, dead })
-        })
-        .collect()
+        }
+        log
+    }
+
+    /// One line, as `AppliedFault::log_line` writes it:
+    /// `t=<ns> at=<ms>ms <action> [w=<id>] [key=value…] [# note]`.
+    fn parse_line(&mut self, line: &str) {
+        let mut fields = line.split_whitespace();
+        let Some(t) = fields.next().and_then(|f| f.strip_prefix("t=")?.parse().ok()) else { return };
+        let _at = fields.next();
+        match fields.next() {
+            Some("kill" | "term") => {
+                let Some(worker) = fields.next().and_then(|f| f.strip_prefix("w=")?.parse().ok()) else {
+                    return;
+                };
+                let dead = fields
+                    .take_while(|f| *f != "#")
+                    .find_map(|f| f.strip_prefix("dead=")?.parse().ok())
+                    .unwrap_or(t);
+                self.crashes.push(Crash { worker, t, dead });
+            }
+            Some("teardown") => self.teardown = Some(self.teardown.map_or(t, |d| d.min(t))),
+            _ => {}
+        }
+    }
+}
+
+impl From<Vec<Crash>> for FaultLog {
+    fn from(crashes: Vec<Crash>) -> FaultLog {
+        FaultLog { crashes, teardown: None }
+    }
 }
 
 /// How many violations are kept in full; the rest are only counted.
@@ -298,23 +343,23 @@ enum Unjudged {
 }
 
 /// Audit the resource file at `path`.
-pub fn audit_file(path: &Path, crashes: &[Crash]) -> Result<AuditReport, AuditError> {
+pub fn audit_file(path: &Path, faults: &FaultLog) -> Result<AuditReport, AuditError> {
     let shown = || path.display().to_string();
     let f = std::fs::File::open(path).map_err(|err| AuditError::Unreadable { path: shown(), err })?;
-    audit_reader(f, crashes).map_err(|e| match e {
+    audit_reader(f, faults).map_err(|e| match e {
         Unjudged::Io(err) => AuditError::Unreadable { path: shown(), err },
         Unjudged::NotResource => AuditError::NotResource { path: shown() },
     })
 }
 
 /// Audit file contents; `None` if they are not a resource file.
-pub fn audit_bytes(bytes: &[u8], crashes: &[Crash]) -> Option<AuditReport> {
-    audit_reader(bytes, crashes).ok()
+pub fn audit_bytes(bytes: &[u8], faults: &FaultLog) -> Option<AuditReport> {
+    audit_reader(bytes, faults).ok()
 }
 
 /// The one implementation behind [`audit_file`] and [`audit_bytes`]: one pass, one
 /// line at a time.
-fn audit_reader(mut src: impl Read, crashes: &[Crash]) -> Result<AuditReport, Unjudged> {
+fn audit_reader(mut src: impl Read, faults: &FaultLog) -> Result<AuditReport, Unjudged> {
     // Check the header before reading the rest, so `audit /dev/zero` or a huge foreign
     // file is refused at once instead of read.
     let mut head = Vec::new();
@@ -323,7 +368,7 @@ fn audit_reader(mut src: impl Read, crashes: &[Crash]) -> Result<AuditReport, Un
         return Err(Unjudged::NotResource);
     }
     let mut lines = Lines::new(src, head);
-    let mut a = Auditor { crashes: crashes.to_vec(), ..Auditor::default() };
+    let mut a = Auditor { crashes: faults.crashes.clone(), teardown: faults.teardown, ..Auditor::default() };
     let mut lineno = 0;
     while let Some(ended) = lines.next().map_err(Unjudged::Io)? {
         lineno += 1;
@@ -362,6 +407,7 @@ struct Auditor {
     first_t: Option<u64>,
     last_t: u64,
     crashes: Vec<Crash>,
+    teardown: Option<u64>,
 }
 
 impl Auditor {
@@ -599,18 +645,40 @@ impl Auditor {
     fn finish(mut self) -> AuditReport {
         let crashes = std::mem::take(&mut self.crashes);
         let inside = std::mem::take(&mut self.inside);
+        // Began no later than the teardown: the freeze, not the algorithm, left it open.
+        let teardown = self.teardown;
+        let cut = |t: u64| teardown.is_some_and(|td| t <= td);
+        let mut cut_short = Vec::new();
         for (w, open) in inside {
             // A worker killed while inside never writes its EXIT: that alone is no fault.
             let killed = crashes.iter().any(|c| c.worker == w && c.dead >= open.t);
-            if !killed {
-                let detail = format!("{} has no EXIT by the end of the file", Quote::of(&open.text));
-                self.flag("enter-without-exit", open.line, detail);
+            let text = Quote::of(&open.text);
+            if killed {
+                continue;
+            }
+            if cut(open.t) {
+                let detail = format!("{text} was still inside when the run was torn down");
+                cut_short.push(Violation { kind: "cut-short", line: open.line, detail });
+            } else {
+                self.flag(
+                    "enter-without-exit",
+                    open.line,
+                    format!("{text} has no EXIT by the end of the file"),
+                );
             }
         }
         let waiting = std::mem::take(&mut self.waiting);
         for (w, (line, t, bypassed)) in waiting {
             let killed = crashes.iter().any(|c| c.worker == w && c.dead >= t);
-            if !killed {
+            if killed {
+                continue;
+            }
+            if cut(t) {
+                let detail = format!(
+                    "w{w}'s request was still waiting when the run was torn down ({bypassed} entries by others since)"
+                );
+                cut_short.push(Violation { kind: "cut-short", line, detail });
+            } else {
                 self.flag(
                     "unserved",
                     line,
@@ -618,6 +686,8 @@ impl Auditor {
                 );
             }
         }
+        cut_short.sort_by_key(|v| v.line);
+        self.report.cut_short = cut_short;
         let r = &mut self.report;
         r.final_value = self.committed;
         let n = (r.workers as usize).max(r.entries_by_worker.len());
@@ -643,6 +713,14 @@ mod tests {
         format!("{HEADER} algo=test workers=2\n{body}").into_bytes()
     }
 
+    fn none() -> FaultLog {
+        FaultLog::default()
+    }
+
+    fn crashed(crashes: &[Crash]) -> FaultLog {
+        crashes.to_vec().into()
+    }
+
     fn kinds(r: &AuditReport) -> Vec<&'static str> {
         r.violations.iter().map(|v| v.kind).collect()
     }
@@ -658,7 +736,7 @@ EXIT w=1 e=1 fence=3:1 read=1 value=2 t=50
 
     #[test]
     fn a_clean_run_passes_with_stats() {
-        let r = audit_bytes(&file(CLEAN), &[]).unwrap();
+        let r = audit_bytes(&file(CLEAN), &none()).unwrap();
         assert!(r.ok, "{:?}", r.violations);
         assert_eq!(r.entries, 2);
         assert_eq!(r.entries_by_worker, vec![1, 1]);
@@ -678,7 +756,7 @@ ENTER w=1 e=1 fence=1:1 t=21
 EXIT w=0 e=1 fence=1:0 read=0 value=1 t=30
 EXIT w=1 e=1 fence=1:1 read=0 value=1 t=31
 ";
-        let r = audit_bytes(&file(body), &[]).unwrap();
+        let r = audit_bytes(&file(body), &none()).unwrap();
         assert!(!r.ok);
         let k = kinds(&r);
         assert!(k.contains(&"overlap"), "{k:?}");
@@ -692,16 +770,16 @@ EXIT w=1 e=1 fence=1:1 read=0 value=1 t=31
     fn backwards_fence_is_a_stale_token() {
         let body = CLEAN.replace("fence=3:1", "fence=1:0").replace("fence=1:0 t=20", "fence=5:0 t=20");
         let body = body.replace("EXIT w=0 e=1 fence=1:0", "EXIT w=0 e=1 fence=5:0");
-        let r = audit_bytes(&file(&body), &[]).unwrap();
+        let r = audit_bytes(&file(&body), &none()).unwrap();
         assert!(kinds(&r).contains(&"stale-token"), "{:?}", r.violations);
     }
 
     #[test]
     fn unfinished_section_is_flagged_unless_the_worker_was_killed() {
         let body = "WANT w=0 e=1 t=10\nENTER w=0 e=1 fence=1:0 t=20\n";
-        let r = audit_bytes(&file(body), &[]).unwrap();
+        let r = audit_bytes(&file(body), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["enter-without-exit"]);
-        let r = audit_bytes(&file(body), &[Crash::at(0, 25)]).unwrap();
+        let r = audit_bytes(&file(body), &crashed(&[Crash::at(0, 25)])).unwrap();
         assert!(r.ok, "{:?}", r.violations);
     }
 
@@ -719,10 +797,10 @@ EXIT w=0 e=2 fence=9:0 read=1 value=2 t=80
 ";
         // Killed at 30, before w1 entered at 40: no overlap, and w0's restarted
         // incarnation may enter again.
-        let r = audit_bytes(&file(body), &[Crash::at(0, 30)]).unwrap();
+        let r = audit_bytes(&file(body), &crashed(&[Crash::at(0, 30)])).unwrap();
         assert!(r.ok, "{:?}", r.violations);
         // Killed at 45, after w1 entered: the overlap stands.
-        let r = audit_bytes(&file(body), &[Crash::at(0, 45)]).unwrap();
+        let r = audit_bytes(&file(body), &crashed(&[Crash::at(0, 45)])).unwrap();
         assert_eq!(kinds(&r), vec!["overlap"]);
     }
 
@@ -740,14 +818,14 @@ WANT w=0 e=2 t=6
 ENTER w=0 e=2 fence=7:0 t=20
 EXIT w=0 e=2 fence=7:0 read=1 value=2 t=21
 ";
-        let r = audit_bytes(&file(body), &[Crash::at(1, 10)]).unwrap();
+        let r = audit_bytes(&file(body), &crashed(&[Crash::at(1, 10)])).unwrap();
         assert!(r.ok, "{:?}", r.violations);
         // Without the crash it is an overlap and a backwards token; the closed section's
         // fence 3:0 still binds everyone.
-        let r = audit_bytes(&file(body), &[]).unwrap();
+        let r = audit_bytes(&file(body), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["overlap", "stale-token", "stale-writer", "enter-without-exit"]);
         let low = body.replace("fence=7:0", "fence=2:0");
-        let r = audit_bytes(&file(&low), &[Crash::at(1, 10)]).unwrap();
+        let r = audit_bytes(&file(&low), &crashed(&[Crash::at(1, 10)])).unwrap();
         assert_eq!(kinds(&r), vec!["stale-token", "stale-writer"]);
     }
 
@@ -763,13 +841,13 @@ WANT w=0 e=1 t=10
 ENTER w=0 e=1 fence=74:0 t=11
 EXIT w=0 e=1 fence=74:0 read=1 value=2 t=12
 ";
-        let r = audit_bytes(&file(body), &[Crash::at(1, 5)]).unwrap();
+        let r = audit_bytes(&file(body), &crashed(&[Crash::at(1, 5)])).unwrap();
         assert!(r.ok, "{:?}", r.violations);
         // Alive, w1's fence binds: without a crash the token went backwards.
-        let r = audit_bytes(&file(body), &[]).unwrap();
+        let r = audit_bytes(&file(body), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["stale-token", "stale-writer"]);
         // A crash before w1's section does not excuse what came after it.
-        let r = audit_bytes(&file(body), &[Crash::at(1, 0)]).unwrap();
+        let r = audit_bytes(&file(body), &crashed(&[Crash::at(1, 0)])).unwrap();
         assert_eq!(kinds(&r), vec!["stale-token", "stale-writer"]);
     }
 
@@ -785,52 +863,98 @@ WANT w=0 e=1 t=104
 ENTER w=0 e=1 fence=6:0 t=105
 EXIT w=0 e=1 fence=6:0 read=0 value=1 t=106
 ";
-        let r = audit_bytes(&file(body), &[Crash { worker: 1, t: 100, dead: 110 }]).unwrap();
+        let r = audit_bytes(&file(body), &crashed(&[Crash { worker: 1, t: 100, dead: 110 }])).unwrap();
         assert!(r.ok, "{:?}", r.violations);
         // Had w1 been reaped before it wrote them, those records would be another
         // process's: the overlap stands.
-        let r = audit_bytes(&file(body), &[Crash { worker: 1, t: 100, dead: 101 }]).unwrap();
+        let r = audit_bytes(&file(body), &crashed(&[Crash { worker: 1, t: 100, dead: 101 }])).unwrap();
         assert!(kinds(&r).contains(&"overlap"), "{:?}", r.violations);
     }
 
     #[test]
-    fn fault_log_lines_give_crashes() {
+    fn fault_log_lines_give_crashes_and_the_teardown() {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("faults.log");
         std::fs::write(
             &log,
             "t=100 at=1.0ms kill w=2 inc=0 pid=9 signal=SIGKILL # kill 2 at 1ms\n\
              t=200 at=2.0ms stop w=1 inc=0 pid=8 signal=SIGSTOP\n\
-             t=300 at=3.0ms term w=0 inc=1 pid=7 signal=SIGTERM dead=340 # dead=999 in a note\n",
+             t=300 at=3.0ms term w=0 inc=1 pid=7 signal=SIGTERM dead=340 # dead=999 in a note\n\
+             t=500 at=5.0ms teardown # no progress for 1.0s\n\
+             t=400 at=4.0ms teardown # interrupted\n\
+             t=600 at=6.0ms kill w=1",
         )
         .unwrap();
-        assert_eq!(crashes_from_log(&log), vec![Crash::at(2, 100), Crash { worker: 0, t: 300, dead: 340 }]);
-        assert!(crashes_from_log(&dir.path().join("absent")).is_empty());
+        let f = FaultLog::read(&log);
+        // The last line lacks its newline: it might be a cut "w=12", so it is not read.
+        assert_eq!(f.crashes, vec![Crash::at(2, 100), Crash { worker: 0, t: 300, dead: 340 }]);
+        assert_eq!(f.teardown, Some(400));
+        assert_eq!(FaultLog::read(&dir.path().join("absent")), FaultLog::default());
+        // An overlong line counts if its fields come before the note.
+        std::fs::write(&log, format!("t=7 at=0.1ms kill w=3 # {}\n", "n".repeat(2 * MAX_LINE))).unwrap();
+        assert_eq!(FaultLog::read(&log).crashes, vec![Crash::at(3, 7)]);
+        std::fs::write(&log, format!("t=7 at=0.1ms kill w=3 {}\n", "n".repeat(2 * MAX_LINE))).unwrap();
+        assert_eq!(FaultLog::read(&log), FaultLog::default());
+    }
+
+    #[test]
+    fn a_teardown_cuts_short_what_began_before_it_and_nothing_after() {
+        // w0 inside since 20 and w1 waiting since 25 when the run is torn down at 30.
+        let body = "\
+WANT w=0 e=1 t=10
+ENTER w=0 e=1 fence=1:0 t=20
+WANT w=1 e=1 t=25
+";
+        let torn = FaultLog { teardown: Some(30), ..none() };
+        let r = audit_bytes(&file(body), &torn).unwrap();
+        assert!(r.ok, "{:?}", r.violations);
+        let cut: Vec<(&str, usize)> = r.cut_short.iter().map(|v| (v.kind, v.line)).collect();
+        assert_eq!(cut, vec![("cut-short", 3), ("cut-short", 4)]);
+        assert!(r.cut_short[0].detail.contains("still inside"), "{}", r.cut_short[0].detail);
+        assert!(r.cut_short[1].detail.contains("w1's request"), "{}", r.cut_short[1].detail);
+        // The controls: without the teardown both are violations, and so they are when
+        // the teardown came before them.
+        let r = audit_bytes(&file(body), &none()).unwrap();
+        assert_eq!(kinds(&r), vec!["enter-without-exit", "unserved"]);
+        assert!(r.cut_short.is_empty());
+        let early = FaultLog { teardown: Some(22), ..none() };
+        let r = audit_bytes(&file(body), &early).unwrap();
+        assert_eq!(kinds(&r), vec!["unserved"]);
+        assert_eq!(r.cut_short.len(), 1);
+        // A teardown excuses nothing but the end: an overlap before it stands.
+        let overlap = format!("{body}ENTER w=1 e=1 fence=2:1 t=26\n");
+        let r = audit_bytes(&file(&overlap), &torn).unwrap();
+        assert_eq!(kinds(&r), vec!["overlap"]);
+        assert_eq!(r.cut_short.len(), 2);
+        // A crash still excuses its worker outright.
+        let both = FaultLog { crashes: vec![Crash::at(0, 22)], teardown: Some(30) };
+        let r = audit_bytes(&file(body), &both).unwrap();
+        assert!(r.ok && r.cut_short.len() == 1, "{:?} {:?}", r.violations, r.cut_short);
     }
 
     #[test]
     fn an_exit_that_closes_nothing_or_something_else_is_flagged() {
         // No ENTER at all.
-        let r = audit_bytes(&file("EXIT w=0 e=1 fence=1:0 read=0 value=1 t=5\n"), &[]).unwrap();
+        let r = audit_bytes(&file("EXIT w=0 e=1 fence=1:0 read=0 value=1 t=5\n"), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["exit-without-enter"]);
         // An EXIT that names another section than the one open.
         let body =
             "WANT w=0 e=1 t=1\nENTER w=0 e=1 fence=1:0 t=2\nEXIT w=0 e=2 fence=1:0 read=0 value=1 t=3\n";
-        let r = audit_bytes(&file(body), &[]).unwrap();
+        let r = audit_bytes(&file(body), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["exit-without-enter"]);
         assert!(r.violations[0].detail.contains("line 3"), "{}", r.violations[0].detail);
     }
 
     #[test]
     fn unserved_request_is_flagged() {
-        let r = audit_bytes(&file("WANT w=1 e=1 t=10\n"), &[]).unwrap();
+        let r = audit_bytes(&file("WANT w=1 e=1 t=10\n"), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["unserved"]);
     }
 
     #[test]
     fn corrupt_and_torn_lines_are_reported_with_line_numbers() {
         let body = format!("{CLEAN}garbage here\nWANT w=0 e=2 t=");
-        let r = audit_bytes(&file(&body), &[]).unwrap();
+        let r = audit_bytes(&file(&body), &none()).unwrap();
         assert_eq!(r.violations[0].kind, "corrupt-record");
         assert_eq!(r.violations[0].line, 8);
         assert_eq!(r.violations[1].kind, "torn-record");
@@ -841,18 +965,18 @@ EXIT w=0 e=1 fence=6:0 read=0 value=1 t=106
     fn a_last_line_without_its_newline_is_torn_even_if_it_parses() {
         // `head -c -5` of a clean file: the last EXIT still parses, with a cut timestamp.
         let cut = file(CLEAN);
-        let r = audit_bytes(&cut[..cut.len() - 5], &[]).unwrap();
+        let r = audit_bytes(&cut[..cut.len() - 5], &none()).unwrap();
         assert_eq!(kinds(&r), vec!["torn-record", "enter-without-exit"], "{:?}", r.violations);
         assert_eq!((r.violations[0].line, r.violations[1].line), (7, 6));
         // Only the newline lost: still torn.
-        let r = audit_bytes(&cut[..cut.len() - 1], &[]).unwrap();
+        let r = audit_bytes(&cut[..cut.len() - 1], &none()).unwrap();
         assert_eq!(r.violations[0].kind, "torn-record");
         // A header cut short is torn too.
-        let r = audit_bytes(format!("{HEADER} algo=x").as_bytes(), &[]).unwrap();
+        let r = audit_bytes(format!("{HEADER} algo=x").as_bytes(), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["torn-record"]);
         assert_eq!(r.violations[0].line, 1);
         // The control: a whole file is clean.
-        assert!(audit_bytes(&cut, &[]).unwrap().ok);
+        assert!(audit_bytes(&cut, &none()).unwrap().ok);
     }
 
     #[test]
@@ -860,7 +984,7 @@ EXIT w=0 e=1 fence=6:0 read=0 value=1 t=106
         // A two-byte character straddles the excerpt's end: it is left out, not split.
         let long = format!("{}é{}", "x".repeat(EXCERPT - 1), "y".repeat(3 * MAX_LINE));
         let body = format!("WANT w=0 e=1 t=10\n{long}\nENTER w=0 e=1 fence=1:0 t=20\n");
-        let r = audit_bytes(&file(&body), &[]).unwrap();
+        let r = audit_bytes(&file(&body), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["corrupt-record", "enter-without-exit"], "{:?}", r.violations);
         let v = &r.violations[0];
         assert_eq!(v.line, 3);
@@ -873,14 +997,14 @@ EXIT w=0 e=1 fence=6:0 read=0 value=1 t=106
         let pad = |n: usize| format!("WANT w=0 e=1 t={:0>n$}", 10);
         let fits = pad(MAX_LINE - "WANT w=0 e=1 t=".len());
         assert_eq!(fits.len(), MAX_LINE);
-        let r = audit_bytes(&file(&format!("{fits}\n")), &[]).unwrap();
+        let r = audit_bytes(&file(&format!("{fits}\n")), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["unserved"]);
-        let r = audit_bytes(&file(&format!("0{fits}\n")), &[]).unwrap();
+        let r = audit_bytes(&file(&format!("0{fits}\n")), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["corrupt-record"]);
         // Long parse errors and header fields are clipped too.
-        let r = audit_bytes(&file(&format!("{}\n", "Z".repeat(3000))), &[]).unwrap();
+        let r = audit_bytes(&file(&format!("{}\n", "Z".repeat(3000))), &none()).unwrap();
         assert!(r.violations[0].detail.len() < 3 * EXCERPT, "{}", r.violations[0].detail);
-        let r = audit_bytes(format!("{HEADER} workers={}\n", "9".repeat(3000)).as_bytes(), &[]).unwrap();
+        let r = audit_bytes(format!("{HEADER} workers={}\n", "9".repeat(3000)).as_bytes(), &none()).unwrap();
         assert!(r.violations[0].detail.len() < 2 * EXCERPT, "{}", r.violations[0].detail);
     }
 
@@ -900,8 +1024,8 @@ EXIT w=0 e=1 fence=6:0 read=0 value=1 t=106
     fn a_trickling_reader_reads_the_same_lines() {
         let body = format!("{CLEAN}{}\ngarbage\nWANT w=1 e=2 t=9", "q".repeat(MAX_LINE + 7));
         let bytes = file(&body);
-        let whole = audit_bytes(&bytes, &[]).unwrap();
-        let trickled = audit_reader(Trickle(&bytes), &[]).ok().unwrap();
+        let whole = audit_bytes(&bytes, &none()).unwrap();
+        let trickled = audit_reader(Trickle(&bytes), &none()).ok().unwrap();
         assert_eq!(whole.violations, trickled.violations);
         assert_eq!(kinds(&whole), vec!["corrupt-record", "corrupt-record", "torn-record"]);
         assert_eq!(whole.records, trickled.records);
@@ -910,7 +1034,7 @@ EXIT w=0 e=1 fence=6:0 read=0 value=1 t=106
     #[test]
     fn a_write_that_skips_a_value_is_a_lost_update() {
         let body = CLEAN.replace("read=1 value=2", "read=1 value=3");
-        let r = audit_bytes(&file(&body), &[]).unwrap();
+        let r = audit_bytes(&file(&body), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["lost-update"]);
     }
 
@@ -936,7 +1060,7 @@ WANT w=0 e=4 t=13
 ENTER w=0 e=4 fence=5:0 t=14
 EXIT w=0 e=4 fence=5:0 read=2 value=3 t=15
 ";
-        let r = audit_bytes(&file(body), &[]).unwrap();
+        let r = audit_bytes(&file(body), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["lost-update", "lost-update"], "{:?}", r.violations);
         assert_eq!((r.violations[0].line, r.violations[1].line), (10, 13));
         assert!(r.violations[1].detail.contains("already reached 2"), "{}", r.violations[1].detail);
@@ -958,7 +1082,7 @@ EXIT w=0 e=4 fence=5:0 read=2 value=3 t=15
             body += &format!("ENTER w=0 e={e} fence={f}:0 t={t}\n");
             body += &format!("EXIT w=0 e={e} fence={f}:0 read={i} value={} t={t}\n", i + 1);
         }
-        let r = audit_bytes(&file(&body), &[]).unwrap();
+        let r = audit_bytes(&file(&body), &none()).unwrap();
         assert!(r.ok, "{:?}", r.violations);
         let w = &r.wait_ms;
         assert_eq!(w.count, 1001);
@@ -970,20 +1094,21 @@ EXIT w=0 e=4 fence=5:0 read=2 value=3 t=15
         assert_eq!(r.wait_ms_by_worker[0], *w);
         assert_eq!(r.wait_ms_by_worker[1], WaitStats::default());
         // One sample: every percentile is that sample, exactly.
-        let r = audit_bytes(&file("WANT w=0 e=1 t=0\nENTER w=0 e=1 fence=1:0 t=1234567\n"), &[]).unwrap();
+        let r = audit_bytes(&file("WANT w=0 e=1 t=0\nENTER w=0 e=1 fence=1:0 t=1234567\n"), &none()).unwrap();
         assert_eq!((r.wait_ms.p50, r.wait_ms.p99, r.wait_ms.max), (1.234567, 1.234567, 1.234567));
     }
 
     #[test]
     fn absurd_ids_and_counters_are_findings_not_crashes() {
         let huge = format!("{HEADER} algo=x workers=4000000000\nWANT w=4000000000 e=1 t=1\n");
-        let r = audit_bytes(huge.as_bytes(), &[]).unwrap();
+        let r = audit_bytes(huge.as_bytes(), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["corrupt-record", "corrupt-record"]);
         assert_eq!((r.violations[0].line, r.violations[1].line), (1, 2));
         // The last id a run can have is read; the next one is not.
         let last = MAX_WORKER_ID - 1;
-        let r = audit_bytes(&file(&format!("WANT w={last} e=1 t=1\nWANT w={MAX_WORKER_ID} e=1 t=1\n")), &[])
-            .unwrap();
+        let r =
+            audit_bytes(&file(&format!("WANT w={last} e=1 t=1\nWANT w={MAX_WORKER_ID} e=1 t=1\n")), &none())
+                .unwrap();
         assert_eq!(kinds(&r), vec!["corrupt-record", "unserved"]);
         assert_eq!((r.violations[0].line, r.violations[1].line), (3, 2));
         let max = u64::MAX;
@@ -991,7 +1116,7 @@ EXIT w=0 e=4 fence=5:0 read=2 value=3 t=15
             "WANT w=0 e=1 t=1\nENTER w=0 e=1 fence=1:0 t=2\nEXIT w=0 e=1 fence=1:0 read=0 value={max} t=3\n\
              WANT w=1 e=1 t=4\nENTER w=1 e=1 fence=2:1 t=5\nEXIT w=1 e=1 fence=2:1 read={max} value=0 t=6\n"
         );
-        let r = audit_bytes(&file(&body), &[]).unwrap();
+        let r = audit_bytes(&file(&body), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["lost-update", "lost-update"]);
     }
 
@@ -1000,16 +1125,16 @@ EXIT w=0 e=4 fence=5:0 read=2 value=3 t=15
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("resource.log");
         std::fs::write(&p, file(CLEAN)).unwrap();
-        assert!(audit_file(&p, &[]).unwrap().ok);
-        assert!(matches!(audit_file(Path::new("/dev/zero"), &[]), Err(AuditError::NotResource { .. })));
+        assert!(audit_file(&p, &none()).unwrap().ok);
+        assert!(matches!(audit_file(Path::new("/dev/zero"), &none()), Err(AuditError::NotResource { .. })));
         let short = dir.path().join("short");
         std::fs::write(&short, "# mutex").unwrap();
-        assert!(matches!(audit_file(&short, &[]), Err(AuditError::NotResource { .. })));
+        assert!(matches!(audit_file(&short, &none()), Err(AuditError::NotResource { .. })));
     }
 
     #[test]
     fn a_foreign_file_is_not_audited() {
-        assert!(audit_bytes(b"hello\n", &[]).is_none());
-        assert!(audit_bytes(b"", &[]).is_none());
+        assert!(audit_bytes(b"hello\n", &none()).is_none());
+        assert!(audit_bytes(b"", &none()).is_none());
     }
 }

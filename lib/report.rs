@@ -129,5 +129,10 @@ pub fn audit_summary(path: &str, a: &AuditReport) -> String {
         let _ = writeln!(s, "  verdict     {} VIOLATION(S)", a.violation_count);
         violations(&mut s, &a.violations, a.violation_count);
     }
+    if !a.cut_short.is_empty() {
+        let n = a.cut_short.len();
+        let _ = writeln!(s, "  cut short   {n} left open by the run's teardown (not violations)");
+        violations(&mut s, &a.cut_short, n);
+    }
     s
 }

@@ -404,8 +404,8 @@ pub fn run(opts: &RunOpts) -> Result<RunReport, RunError> {
         // directory, which is kept.
         Err(e) => return Err(e),
     };
-    let crashes = audit::crashes_from_log(&dir.path.join(control::FAULT_LOG));
-    let audit = audit::audit_file(&resource_path, &crashes).map_err(|e| RunError::Failed(e.to_string()))?;
+    let faults = audit::FaultLog::read(&dir.path.join(control::FAULT_LOG));
+    let audit = audit::audit_file(&resource_path, &faults).map_err(|e| RunError::Failed(e.to_string()))?;
     let report = sup.report(audit, failure, &dir);
     let kept = if report.ok && !opts.keep { dir.remove(&sockets) } else { true };
     Ok(RunReport { run_dir_kept: kept, ..report })
