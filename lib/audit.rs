@@ -3,11 +3,20 @@
 //! It never asks a worker anything, so it judges a student's worker exactly as it judges
 //! ours: by what reached the disk. Records are read in file order, which is the order
 //! in which the kernel applied the writes. Safety checks: two workers inside at once
-//! (overlap), an update computed from a stale counter (lost update), a fencing token
-//! that does not rise (stale token) or a write under an older token than the newest
-//! entry (stale writer), ENTER without EXIT and the reverse, and torn or corrupt lines.
-//! Liveness and fairness: requests never served, wait time from WANT to ENTER, how many
-//! entries overtook a waiting request (bypass), and Jain's index over entries.
+//! (overlap), an update computed from a stale counter or not above the highest value
+//! ever written (lost update), a fencing token that does not rise (stale token) or a
+//! write under an older token than the newest entry (stale writer), ENTER without EXIT
+//! and the reverse, corrupt lines, and a last line without its newline (torn, even if
+//! it parses). Liveness and fairness: requests never served, wait time from WANT to
+//! ENTER, how many entries overtook a waiting request (bypass), and Jain's index over
+//! entries.
+//!
+//! The file is read in one pass through a fixed buffer, so time is linear in its size
+//! and memory bounded by the number of workers and of findings kept: a line is kept up
+//! to [`MAX_LINE`] bytes, a finding quotes at most [`EXCERPT`] bytes of one, and waits go
+//! into a histogram per worker. The supervisor's fault log ([`FaultLog`]) says which
+//! workers it killed, whose unfinished business is then no fault, and when it tore the
+//! run down: what that left open is listed apart as cut short, not as a violation.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Read};
@@ -34,7 +43,8 @@ pub enum AuditError {
 pub struct Violation {
     /// A short stable name: `overlap`, `lost-update`, `stale-token`, `stale-writer`,
     /// `enter-without-exit`, `exit-without-enter`, `unserved`, `corrupt-record`,
-    /// `torn-record`.
+    /// `torn-record`; and `cut-short` in [`AuditReport::cut_short`], which lists what
+    /// is not a violation.
     pub kind: &'static str,
     /// The line it was found at (1-based), 0 for whole-file findings.
     pub line: usize,
@@ -236,8 +246,8 @@ const KEEP: usize = 200;
 /// inside or waiting on each record, so garbage ids must not multiply its memory or time.
 pub const MAX_WORKER_ID: u32 = crate::supervisor::MAX_WORKERS;
 
-/// The longest line kept in memory. Records are under 200 bytes; a longer line is
-/// corrupt, and what lies beyond the cap is skipped unread into memory.
+/// The longest line kept in memory. Records are under 200 bytes, so a line longer than
+/// this is corrupt, and what lies beyond it is skipped without being stored.
 pub const MAX_LINE: usize = 4096;
 
 /// How many bytes of a line a finding quotes; a longer line is quoted up to here, then
