@@ -303,12 +303,12 @@ fn build_plan(a: &RunArgs) -> Result<Plan, String> {
 }
 
 fn cmd_audit(file: &std::path::Path, faults: Option<PathBuf>, json: bool) -> ExitCode {
-    let crashes = match faults {
+    let faults = match faults {
         Some(f) if !f.is_file() => return fail(2, &format!("cannot read fault log {}", f.display())),
-        Some(f) => audit::crashes_from_log(&f),
-        None => audit::crashes_from_log(&file.with_file_name(mutexlab::control::FAULT_LOG)),
+        Some(f) => audit::FaultLog::read(&f),
+        None => audit::FaultLog::read(&file.with_file_name(mutexlab::control::FAULT_LOG)),
     };
-    match audit::audit_file(file, &crashes) {
+    match audit::audit_file(file, &faults) {
         Ok(r) => {
             if json {
                 println!("{}", serde_json::to_string_pretty(&r).expect("report serialises"));

@@ -3,15 +3,26 @@
 //! It never asks a worker anything, so it judges a student's worker exactly as it judges
 //! ours: by what reached the disk. Records are read in file order, which is the order
 //! in which the kernel applied the writes. Safety checks: two workers inside at once
-//! (overlap), an update computed from a stale counter (lost update), a fencing token
-//! that does not rise (stale token) or a write under an older token than the newest
-//! entry (stale writer), ENTER without EXIT and the reverse, and torn or corrupt lines.
-//! Liveness and fairness: requests never served, wait time from WANT to ENTER, how many
-//! entries overtook a waiting request (bypass), and Jain's index over entries.
+//! (overlap), an update computed from a stale counter or not above the highest value
+//! ever written (lost update), a fencing token that does not rise (stale token) or a
+//! write under an older token than the newest entry (stale writer), ENTER without EXIT
+//! and the reverse, corrupt lines, and a last line without its newline (torn, even if
+//! it parses). Liveness and fairness: requests never served, wait time from WANT to
+//! ENTER, how many entries overtook a waiting request (bypass), and Jain's index over
+//! entries.
+//!
+//! The file is read in one pass through a fixed buffer, so time is linear in its size
+//! and memory bounded by the number of workers and of findings kept: a line is kept up
+//! to [`MAX_LINE`] bytes, a finding quotes at most [`EXCERPT`] bytes of one, and waits go
+//! into a histogram per worker. The supervisor's fault log ([`FaultLog`]) says which
+//! workers it killed, whose unfinished business is then no fault, and when it tore the
+//! run down: what that left open is listed apart as cut short, not as a violation.
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, Read};
 use std::path::Path;
 
+use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::resource::{Fence, Record, HEADER};
@@ -32,7 +43,8 @@ pub enum AuditError {
 pub struct Violation {
     /// A short stable name: `overlap`, `lost-update`, `stale-token`, `stale-writer`,
     /// `enter-without-exit`, `exit-without-enter`, `unserved`, `corrupt-record`,
-    /// `torn-record`.
+    /// `torn-record`; and `cut-short` in [`AuditReport::cut_short`], which lists what
+    /// is not a violation.
     pub kind: &'static str,
     /// The line it was found at (1-based), 0 for whole-file findings.
     pub line: usize,
@@ -50,20 +62,57 @@ pub struct WaitStats {
     pub mean: f64,
 }
 
-impl WaitStats {
-    fn from_ns(waits: &mut [u64]) -> WaitStats {
-        if waits.is_empty() {
+/// Wait times in memory that does not grow with their number: a histogram for the
+/// percentiles, with 3 significant digits (each within 0.1 % of the exact rank, and
+/// never outside the exact minimum and maximum), and the count, sum, minimum and
+/// maximum kept exactly, so `max` and `mean` are exact. Its buckets count to 2^32 (a
+/// file of some 400 GB), then saturate.
+#[derive(Clone)]
+struct Waits {
+    hist: Histogram<u32>,
+    count: u64,
+    sum: u128,
+    min: u64,
+    max: u64,
+}
+
+impl Default for Waits {
+    fn default() -> Waits {
+        // Auto-resizing: memory grows with the log of the longest wait, not the count.
+        let hist = Histogram::new(3).expect("3 significant digits are supported");
+        Waits { hist, count: 0, sum: 0, min: u64::MAX, max: 0 }
+    }
+}
+
+impl Waits {
+    fn record(&mut self, ns: u64) {
+        // Grows the histogram as needed; it cannot fail for a u64 on a 64-bit machine,
+        // but if it did, clamping one sample beats a panic.
+        if self.hist.record(ns).is_err() {
+            self.hist.saturating_record(ns);
+        }
+        self.count += 1;
+        self.sum += u128::from(ns);
+        self.min = self.min.min(ns);
+        self.max = self.max.max(ns);
+    }
+
+    fn stats(&self) -> WaitStats {
+        if self.count == 0 {
             return WaitStats::default();
         }
-        waits.sort_unstable();
         let ms = |ns: u64| ns as f64 / 1e6;
-        let rank = |p: f64| waits[((p * waits.len() as f64).ceil() as usize).clamp(1, waits.len()) - 1];
+        // The nearest rank, as the midpoint of its bucket, clamped to what was seen.
+        let rank = |q: f64| {
+            let v = self.hist.median_equivalent(self.hist.value_at_quantile(q));
+            ms(v.clamp(self.min, self.max))
+        };
         WaitStats {
-            count: waits.len(),
-            p50: ms(rank(0.50)),
-            p99: ms(rank(0.99)),
-            max: ms(*waits.last().unwrap()),
-            mean: waits.iter().map(|&w| ms(w)).sum::<f64>() / waits.len() as f64,
+            count: self.count as usize,
+            p50: rank(0.50),
+            p99: rank(0.99),
+            max: ms(self.max),
+            mean: self.sum as f64 / self.count as f64 / 1e6,
         }
     }
 }
@@ -120,92 +169,222 @@ pub struct AuditReport {
     /// Every violation found (the first few hundred; `violation_count` has them all).
     pub violations: Vec<Violation>,
     pub violation_count: usize,
+    /// Not violations: sections still open and requests still unserved at the end of
+    /// the file that the run's teardown cut short (kind `cut-short`; at most two per
+    /// worker).
+    pub cut_short: Vec<Violation>,
 }
 
-/// The crashes recorded in a supervisor's fault log (`kill` and `term` lines); an
-/// absent or unreadable log means none.
-pub fn crashes_from_log(path: &Path) -> Vec<Crash> {
-    let Ok(text) = std::fs::read_to_string(path) else { return Vec::new() };
-    text.lines()
-        .filter_map(|line| {
-            let mut fields = line.split_whitespace();
-            let t = fields.next()?.strip_prefix("t=")?.parse().ok()?;
-            let _at = fields.next()?;
-            if !matches!(fields.next()?, "kill" | "term") {
-                return None;
+/// What the auditor reads from the supervisor's fault log (`faults.log`): who was
+/// killed, and whether and when the run was torn down.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FaultLog {
+    /// The crashes the supervisor caused (`kill` and `term` lines).
+    pub crashes: Vec<Crash>,
+    /// When the supervisor began tearing a failed or interrupted run down, freezing
+    /// every worker wherever it was (the earliest `teardown` line; monotonic ns). A
+    /// section still open, or a request still unserved, at the end of the file that
+    /// began no later than this was cut short by the end of the run, not by the
+    /// algorithm. For that to hold for every section the freeze caught, the supervisor
+    /// must take this time once every worker is frozen.
+    pub teardown: Option<u64>,
+}
+
+impl FaultLog {
+    /// Read a fault log; an absent or unreadable log means no faults. Lines are read
+    /// with the same bounded buffer as the resource file, and a last line without its
+    /// newline is ignored: a cut field (`w=12` become `w=1`) could excuse the wrong
+    /// worker.
+    pub fn read(path: &Path) -> FaultLog {
+        let mut log = FaultLog::default();
+        let Ok(f) = std::fs::File::open(path) else { return log };
+        let mut lines = Lines::new(f, Vec::new());
+        while let Ok(Some(true)) = lines.next() {
+            // A line longer than the cap is read only if its fields all lie before
+            // the note, which is all the auditor needs.
+            if lines.len <= MAX_LINE as u64 || lines.kept.contains(&b'#') {
+                log.parse_line(&String::from_utf8_lossy(&lines.kept));
             }
-            let worker = fields.next()?.strip_prefix("w=")?.parse().ok()?;
-            let dead = fields
-                .take_while(|f| *f != "#")
-                .find_map(|f| f.strip_prefix("dead=")?.parse().ok())
-                .unwrap_or(t);
-            Some(Crash { worker, t, dead })
-        })
-        .collect()
+        }
+        log
+    }
+
+    /// One line, as `AppliedFault::log_line` writes it:
+    /// `t=<ns> at=<ms>ms <action> [w=<id>] [key=value…] [# note]`.
+    fn parse_line(&mut self, line: &str) {
+        let mut fields = line.split_whitespace();
+        let Some(t) = fields.next().and_then(|f| f.strip_prefix("t=")?.parse().ok()) else { return };
+        let _at = fields.next();
+        match fields.next() {
+            Some("kill" | "term") => {
+                let Some(worker) = fields.next().and_then(|f| f.strip_prefix("w=")?.parse().ok()) else {
+                    return;
+                };
+                let dead = fields
+                    .take_while(|f| *f != "#")
+                    .find_map(|f| f.strip_prefix("dead=")?.parse().ok())
+                    .unwrap_or(t);
+                self.crashes.push(Crash { worker, t, dead });
+            }
+            Some("teardown") => self.teardown = Some(self.teardown.map_or(t, |d| d.min(t))),
+            _ => {}
+        }
+    }
+}
+
+impl From<Vec<Crash>> for FaultLog {
+    fn from(crashes: Vec<Crash>) -> FaultLog {
+        FaultLog { crashes, teardown: None }
+    }
 }
 
 /// How many violations are kept in full; the rest are only counted.
 const KEEP: usize = 200;
 
-/// Worker ids at or above this are corrupt: the auditor keeps per-worker arrays, and a
-/// garbage id must not make it allocate gigabytes.
-pub const MAX_WORKER_ID: u32 = 1 << 16;
+/// Worker ids at or above this are corrupt: no run has more workers. The auditor keeps
+/// per-worker state (a wait histogram of up to ~220 KiB each) and looks at every worker
+/// inside or waiting on each record, so garbage ids must not multiply its memory or time.
+pub const MAX_WORKER_ID: u32 = crate::supervisor::MAX_WORKERS;
+
+/// The longest line kept in memory. Records are under 200 bytes, so a line longer than
+/// this is corrupt, and what lies beyond it is skipped without being stored.
+pub const MAX_LINE: usize = 4096;
+
+/// How many bytes of a line a finding quotes; a longer line is quoted up to here, then
+/// an ellipsis and its full length.
+pub const EXCERPT: usize = 160;
+
+/// A line as a finding quotes it: in full if short, else its first [`EXCERPT`] bytes
+/// (never splitting a character), an ellipsis and its full length in bytes. Formatted
+/// only when a finding is made, so clean records cost nothing.
+struct Quote<'a> {
+    /// The line's first bytes (all of it if `len` is no more).
+    bytes: &'a [u8],
+    /// The line's full length.
+    len: u64,
+}
+
+impl<'a> Quote<'a> {
+    fn of(text: &'a str) -> Quote<'a> {
+        Quote { bytes: text.as_bytes(), len: text.len() as u64 }
+    }
+}
+
+impl std::fmt::Display for Quote<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.len <= EXCERPT as u64 && self.bytes.len() as u64 == self.len {
+            return write!(f, "{:?}", String::from_utf8_lossy(self.bytes));
+        }
+        let mut cut = &self.bytes[..self.bytes.len().min(EXCERPT)];
+        if let Err(e) = std::str::from_utf8(cut) {
+            if e.error_len().is_none() {
+                cut = &cut[..e.valid_up_to()]; // a character split by the cut
+            }
+        }
+        write!(f, "{:?}… ({} bytes)", String::from_utf8_lossy(cut), self.len)
+    }
+}
+
+/// At most [`EXCERPT`] bytes of a message that may repeat part of a line.
+fn clip(msg: &str) -> std::borrow::Cow<'_, str> {
+    if msg.len() <= EXCERPT {
+        return msg.into();
+    }
+    let mut n = EXCERPT;
+    while !msg.is_char_boundary(n) {
+        n -= 1;
+    }
+    format!("{}…", &msg[..n]).into()
+}
+
+/// Reads lines with a fixed buffer: at most [`MAX_LINE`] bytes of a line are kept, the
+/// rest is counted and skipped, so memory does not grow with line length.
+struct Lines<R> {
+    src: std::io::BufReader<R>,
+    /// The current line's first bytes, without its newline.
+    kept: Vec<u8>,
+    /// The current line's full length, without its newline.
+    len: u64,
+    /// Whether `kept` holds a line already returned (cleared before the next).
+    returned: bool,
+}
+
+impl<R: Read> Lines<R> {
+    /// Lines of `src`, the first of which begins with `prefix`, already read.
+    fn new(src: R, prefix: Vec<u8>) -> Self {
+        let len = prefix.len() as u64;
+        Lines { src: std::io::BufReader::with_capacity(64 * 1024, src), kept: prefix, len, returned: false }
+    }
+
+    /// The next line: `Some(true)` if it ended with a newline, `Some(false)` for a last
+    /// line without one, `None` at the end. Its bytes are in `kept`, its length in `len`.
+    fn next(&mut self) -> std::io::Result<Option<bool>> {
+        if std::mem::replace(&mut self.returned, true) {
+            self.kept.clear();
+            self.len = 0;
+        }
+        loop {
+            let avail = match self.src.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if avail.is_empty() {
+                return Ok((self.len > 0).then_some(false));
+            }
+            let newline = avail.iter().position(|&b| b == b'\n');
+            let part = &avail[..newline.unwrap_or(avail.len())];
+            let room = MAX_LINE.saturating_sub(self.kept.len());
+            self.kept.extend_from_slice(&part[..part.len().min(room)]);
+            self.len += part.len() as u64;
+            let used = part.len() + usize::from(newline.is_some());
+            self.src.consume(used);
+            if newline.is_some() {
+                return Ok(Some(true));
+            }
+        }
+    }
+}
+
+/// Why [`audit_reader`] could not judge its input.
+enum Unjudged {
+    Io(std::io::Error),
+    NotResource,
+}
 
 /// Audit the resource file at `path`.
-pub fn audit_file(path: &Path, crashes: &[Crash]) -> Result<AuditReport, AuditError> {
-    use std::io::Read;
+pub fn audit_file(path: &Path, faults: &FaultLog) -> Result<AuditReport, AuditError> {
     let shown = || path.display().to_string();
-    let unreadable = |err| AuditError::Unreadable { path: shown(), err };
-    let mut f = std::fs::File::open(path).map_err(unreadable)?;
-    // Check the header before reading the rest, so `audit /dev/zero` or a huge foreign
-    // file is refused at once instead of read into memory.
-    let mut bytes = Vec::new();
-    (&mut f).take(HEADER.len() as u64).read_to_end(&mut bytes).map_err(unreadable)?;
-    if bytes != HEADER.as_bytes() {
-        return Err(AuditError::NotResource { path: shown() });
-    }
-    f.read_to_end(&mut bytes).map_err(unreadable)?;
-    audit_bytes(&bytes, crashes).ok_or_else(|| AuditError::NotResource { path: shown() })
+    let f = std::fs::File::open(path).map_err(|err| AuditError::Unreadable { path: shown(), err })?;
+    audit_reader(f, faults).map_err(|e| match e {
+        Unjudged::Io(err) => AuditError::Unreadable { path: shown(), err },
+        Unjudged::NotResource => AuditError::NotResource { path: shown() },
+    })
 }
 
 /// Audit file contents; `None` if they are not a resource file.
-pub fn audit_bytes(bytes: &[u8], crashes: &[Crash]) -> Option<AuditReport> {
-    let mut a = Auditor { crashes: crashes.to_vec(), ..Auditor::default() };
-    let mut lines = bytes.split(|&b| b == b'\n').enumerate().peekable();
-    let header = std::str::from_utf8(lines.next()?.1).ok()?;
-    if !header.starts_with(HEADER) {
-        return None;
+pub fn audit_bytes(bytes: &[u8], faults: &FaultLog) -> Option<AuditReport> {
+    audit_reader(bytes, faults).ok()
+}
+
+/// The one implementation behind [`audit_file`] and [`audit_bytes`]: one pass, one
+/// line at a time.
+fn audit_reader(mut src: impl Read, faults: &FaultLog) -> Result<AuditReport, Unjudged> {
+    // Check the header before reading the rest, so `audit /dev/zero` or a huge foreign
+    // file is refused at once instead of read.
+    let mut head = Vec::new();
+    (&mut src).take(HEADER.len() as u64).read_to_end(&mut head).map_err(Unjudged::Io)?;
+    if head != HEADER.as_bytes() {
+        return Err(Unjudged::NotResource);
     }
-    for field in header[HEADER.len()..].split_whitespace() {
-        match field.split_once('=') {
-            Some(("algo", v)) => a.report.algorithm = Some(v.to_string()),
-            Some(("workers", v)) => match v.parse() {
-                Ok(n) if n <= MAX_WORKER_ID => a.report.workers = n,
-                _ => a.flag("corrupt-record", 1, format!("header: workers={v} is not a worker count")),
-            },
-            _ => {}
-        }
+    let mut lines = Lines::new(src, head);
+    let mut a = Auditor { crashes: faults.crashes.clone(), teardown: faults.teardown, ..Auditor::default() };
+    let mut lineno = 0;
+    while let Some(ended) = lines.next().map_err(Unjudged::Io)? {
+        lineno += 1;
+        a.line(lineno, &lines.kept, lines.len, ended);
     }
-    while let Some((i, raw)) = lines.next() {
-        let lineno = i + 1;
-        let last = lines.peek().is_none();
-        if raw.is_empty() && last {
-            break; // the end of the final newline
-        }
-        let text = String::from_utf8_lossy(raw);
-        if text.starts_with('#') {
-            continue;
-        }
-        match text.parse::<Record>() {
-            Ok(rec) if rec.worker() >= MAX_WORKER_ID => {
-                a.flag("corrupt-record", lineno, format!("worker id out of range: {text:?}"))
-            }
-            Ok(rec) => a.record(lineno, &text, rec),
-            Err(_) if last => a.flag("torn-record", lineno, format!("last line is cut short: {text:?}")),
-            Err(e) => a.flag("corrupt-record", lineno, format!("{e}: {text:?}")),
-        }
-    }
-    Some(a.finish())
+    Ok(a.finish())
 }
 
 #[derive(Debug, Clone)]
@@ -230,11 +409,15 @@ struct Auditor {
     /// section a crash cut short never counts either).
     closed: BTreeMap<u32, (Fence, usize, u64)>,
     committed: u64,
-    seen_values: std::collections::HashSet<u64>,
-    waits: BTreeMap<u32, Vec<u64>>,
+    /// The highest value any EXIT wrote: the counter's high-water mark.
+    highest: u64,
+    /// Wait times by worker, and over all.
+    waits: BTreeMap<u32, Waits>,
+    all_waits: Waits,
     first_t: Option<u64>,
     last_t: u64,
     crashes: Vec<Crash>,
+    teardown: Option<u64>,
 }
 
 impl Auditor {
@@ -253,7 +436,60 @@ impl Auditor {
         self.report.entries_by_worker[i] += 1;
     }
 
-    fn record(&mut self, line: usize, text: &str, rec: Record) {
+    /// Judge one line: `kept` holds its first bytes (all of it unless it is longer than
+    /// [`MAX_LINE`]), `len` its full length, `ended` whether a newline ended it.
+    fn line(&mut self, line: usize, kept: &[u8], len: u64, ended: bool) {
+        let text = Quote { bytes: kept, len };
+        if !ended {
+            // Every record is written whole, newline included, in one write(2): a last
+            // line without its newline was cut short (a full disk, a truncated copy),
+            // even if what is left still parses, so none of its fields is trusted.
+            self.flag("torn-record", line, format!("last line is cut short (no newline): {text}"));
+            return;
+        }
+        if len > MAX_LINE as u64 {
+            self.flag("corrupt-record", line, format!("line longer than any record: {text}"));
+            return;
+        }
+        let raw = String::from_utf8_lossy(kept);
+        if line == 1 {
+            self.header(&raw);
+            return;
+        }
+        if raw.starts_with('#') {
+            return;
+        }
+        match raw.parse::<Record>() {
+            Ok(rec) if rec.worker() >= MAX_WORKER_ID => self.flag(
+                "corrupt-record",
+                line,
+                format!("worker id out of range (at most {}): {text}", MAX_WORKER_ID - 1),
+            ),
+            Ok(rec) => self.record(line, &raw, rec),
+            Err(e) => self.flag("corrupt-record", line, format!("{}: {text}", clip(&e))),
+        }
+    }
+
+    /// The header's fields (its fixed start is checked before any line is read).
+    fn header(&mut self, header: &str) {
+        for field in header[HEADER.len()..].split_whitespace() {
+            match field.split_once('=') {
+                Some(("algo", v)) => self.report.algorithm = Some(clip(v).into_owned()),
+                Some(("workers", v)) => match v.parse() {
+                    Ok(n) if n <= MAX_WORKER_ID => self.report.workers = n,
+                    _ => self.flag(
+                        "corrupt-record",
+                        1,
+                        format!("header: workers={} is not a worker count", clip(v)),
+                    ),
+                },
+                _ => {}
+            }
+        }
+    }
+
+    fn record(&mut self, line: usize, raw: &str, rec: Record) {
+        let text = Quote::of(raw);
         self.report.records += 1;
         let t = rec.time();
         self.first_t.get_or_insert(t);
@@ -266,12 +502,12 @@ impl Auditor {
                     self.waiting.remove(&w);
                 }
                 if let Some((l, _, _)) = self.waiting.get(&w) {
-                    let detail = format!("{text:?} while the request at line {l} is still unserved");
+                    let detail = format!("{text} while the request at line {l} is still unserved");
                     self.flag("unserved", line, detail);
                 }
                 self.waiting.insert(w, (line, t, 0));
             }
-            Record::Enter { w, e, fence, t } => self.enter(line, text, w, e, fence, t),
+            Record::Enter { w, e, fence, t } => self.enter(line, raw, w, e, fence, t),
             Record::Exit { w, e, fence, read, value, .. } => {
                 match self.inside.remove(&w) {
                     Some(open) if open.e == e && open.fence == fence => {
@@ -287,11 +523,12 @@ impl Auditor {
                         "exit-without-enter",
                         line,
                         format!(
-                            "{text:?} does not match the open section at line {}: {:?}",
-                            open.line, open.text
+                            "{text} does not match the open section at line {}: {}",
+                            open.line,
+                            Quote::of(&open.text)
                         ),
                     ),
-                    None => self.flag("exit-without-enter", line, format!("{text:?} but w{w} is not inside")),
+                    None => self.flag("exit-without-enter", line, format!("{text} but w{w} is not inside")),
                 }
                 let bound = self.fence_bound(t);
                 if let Some((max, at)) = bound {
@@ -300,23 +537,35 @@ impl Auditor {
                             "stale-writer",
                             line,
                             format!(
-                                "{text:?} writes under fence {fence}, but fence {max} entered at line {at}"
+                                "{text} writes under fence {fence}, but fence {max} entered at line {at}"
                             ),
                         );
                     }
                 }
-                if read != self.committed
-                    || read.checked_add(1) != Some(value)
-                    || !self.seen_values.insert(value)
-                {
-                    let c = self.committed;
-                    self.flag(
-                        "lost-update",
-                        line,
-                        format!("{text:?}: the last committed value was {c}, so this write should read {c} and write {}", c.wrapping_add(1)),
-                    );
+                // Besides a stale read, a value not above the highest ever written is a
+                // lost update: it repeats an increment already counted. Values run 1, 2, 3…
+                // with no gap until some write is flagged anyway, so this is "a value
+                // written twice" without a set of every value that grows with the run; after
+                // a counter that went back, it keeps flagging until the old high is passed.
+                let c = self.committed;
+                let why = if read != c || read.checked_add(1) != Some(value) {
+                    Some(format!(
+                        "the last committed value was {c}, so this write should read {c} and write {}",
+                        c.wrapping_add(1)
+                    ))
+                } else if value <= self.highest {
+                    Some(format!(
+                        "the counter had already reached {}, so this increment was counted before",
+                        self.highest
+                    ))
+                } else {
+                    None
+                };
+                if let Some(why) = why {
+                    self.flag("lost-update", line, format!("{text}: {why}"));
                 }
                 self.committed = value;
+                self.highest = self.highest.max(value);
                 self.report.entries += 1;
                 self.count_entry(w);
             }
@@ -342,7 +591,8 @@ impl Auditor {
         self.crashes.iter().any(|c| c.worker == w && c.dead >= from && c.t <= to)
     }
 
-    fn enter(&mut self, line: usize, text: &str, w: u32, e: u64, fence: Fence, t: u64) {
+    fn enter(&mut self, line: usize, raw: &str, w: u32, e: u64, fence: Fence, t: u64) {
+        let text = Quote::of(raw);
         // A section whose holder was killed before this entry ended with the kill.
         let ended: Vec<u32> = self
             .inside
@@ -363,12 +613,16 @@ impl Auditor {
             self.waiting.remove(&o);
         }
         if let Some(prev) = self.inside.remove(&w) {
-            let detail = format!("{:?} has no EXIT before w{w} enters again at line {line}", prev.text);
+            let detail =
+                format!("{} has no EXIT before w{w} enters again at line {line}", Quote::of(&prev.text));
             self.flag("enter-without-exit", prev.line, detail);
         }
         for (other, open) in &self.inside {
-            let detail =
-                format!("{text:?} while w{other} is inside since line {}: {:?}", open.line, open.text);
+            let detail = format!(
+                "{text} while w{other} is inside since line {}: {}",
+                open.line,
+                Quote::of(&open.text)
+            );
             self.report.violation_count += 1;
             if self.report.violations.len() < KEEP {
                 self.report.violations.push(Violation { kind: "overlap", line, detail });
@@ -379,38 +633,62 @@ impl Auditor {
                 self.flag(
                     "stale-token",
                     line,
-                    format!("{text:?} enters with fence {fence}, not above fence {max} from line {at}"),
+                    format!("{text} enters with fence {fence}, not above fence {max} from line {at}"),
                 );
             }
         }
         match self.waiting.remove(&w) {
             Some((_, want_t, _)) => {
-                self.waits.entry(w).or_default().push(t.saturating_sub(want_t));
+                let wait = t.saturating_sub(want_t);
+                self.waits.entry(w).or_default().record(wait);
+                self.all_waits.record(wait);
             }
-            None => self.flag("unserved", line, format!("{text:?} has no WANT before it")),
+            None => self.flag("unserved", line, format!("{text} has no WANT before it")),
         }
         for (_, _, bypassed) in self.waiting.values_mut() {
             *bypassed += 1;
             self.report.max_bypass = self.report.max_bypass.max(*bypassed);
         }
-        self.inside.insert(w, Open { line, text: text.to_string(), e, fence, t });
+        self.inside.insert(w, Open { line, text: raw.to_string(), e, fence, t });
     }
 
     fn finish(mut self) -> AuditReport {
         let crashes = std::mem::take(&mut self.crashes);
         let inside = std::mem::take(&mut self.inside);
+        // Began no later than the teardown: the freeze, not the algorithm, left it open.
+        let teardown = self.teardown;
+        let cut = |t: u64| teardown.is_some_and(|td| t <= td);
+        let mut cut_short = Vec::new();
         for (w, open) in inside {
             // A worker killed while inside never writes its EXIT: that alone is no fault.
             let killed = crashes.iter().any(|c| c.worker == w && c.dead >= open.t);
-            if !killed {
-                let detail = format!("{:?} has no EXIT by the end of the file", open.text);
-                self.flag("enter-without-exit", open.line, detail);
+            let text = Quote::of(&open.text);
+            if killed {
+                continue;
+            }
+            if cut(open.t) {
+                let detail = format!("{text} was still inside when the run was torn down");
+                cut_short.push(Violation { kind: "cut-short", line: open.line, detail });
+            } else {
+                self.flag(
+                    "enter-without-exit",
+                    open.line,
+                    format!("{text} has no EXIT by the end of the file"),
+                );
             }
         }
         let waiting = std::mem::take(&mut self.waiting);
         for (w, (line, t, bypassed)) in waiting {
             let killed = crashes.iter().any(|c| c.worker == w && c.dead >= t);
-            if !killed {
+            if killed {
+                continue;
+            }
+            if cut(t) {
+                let detail = format!(
+                    "w{w}'s request was still waiting when the run was torn down ({bypassed} entries by others since)"
+                );
+                cut_short.push(Violation { kind: "cut-short", line, detail });
+            } else {
                 self.flag(
                     "unserved",
                     line,
@@ -418,16 +696,16 @@ impl Auditor {
                 );
             }
         }
+        cut_short.sort_by_key(|v| v.line);
+        self.report.cut_short = cut_short;
         let r = &mut self.report;
         r.final_value = self.committed;
         let n = (r.workers as usize).max(r.entries_by_worker.len());
         r.workers = n as u32;
         r.entries_by_worker.resize(n, 0);
-        let mut all: Vec<u64> = self.waits.values().flatten().copied().collect();
-        r.wait_ms = WaitStats::from_ns(&mut all);
-        r.wait_ms_by_worker = (0..n as u32)
-            .map(|w| WaitStats::from_ns(self.waits.get_mut(&w).map_or(&mut [][..], |v| &mut v[..])))
-            .collect();
+        r.wait_ms = self.all_waits.stats();
+        r.wait_ms_by_worker =
+            (0..n as u32).map(|w| self.waits.get(&w).map(Waits::stats).unwrap_or_default()).collect();
         let sum: f64 = r.entries_by_worker.iter().map(|&x| x as f64).sum();
         let sq: f64 = r.entries_by_worker.iter().map(|&x| (x as f64).powi(2)).sum();
         r.jain = if sq > 0.0 { sum * sum / (n as f64 * sq) } else { 1.0 };
@@ -445,6 +723,14 @@ mod tests {
         format!("{HEADER} algo=test workers=2\n{body}").into_bytes()
     }
 
+    fn none() -> FaultLog {
+        FaultLog::default()
+    }
+
+    fn crashed(crashes: &[Crash]) -> FaultLog {
+        crashes.to_vec().into()
+    }
+
     fn kinds(r: &AuditReport) -> Vec<&'static str> {
         r.violations.iter().map(|v| v.kind).collect()
     }
@@ -460,7 +746,7 @@ EXIT w=1 e=1 fence=3:1 read=1 value=2 t=50
 
     #[test]
     fn a_clean_run_passes_with_stats() {
-        let r = audit_bytes(&file(CLEAN), &[]).unwrap();
+        let r = audit_bytes(&file(CLEAN), &none()).unwrap();
         assert!(r.ok, "{:?}", r.violations);
         assert_eq!(r.entries, 2);
         assert_eq!(r.entries_by_worker, vec![1, 1]);
@@ -480,7 +766,7 @@ ENTER w=1 e=1 fence=1:1 t=21
 EXIT w=0 e=1 fence=1:0 read=0 value=1 t=30
 EXIT w=1 e=1 fence=1:1 read=0 value=1 t=31
 ";
-        let r = audit_bytes(&file(body), &[]).unwrap();
+        let r = audit_bytes(&file(body), &none()).unwrap();
         assert!(!r.ok);
         let k = kinds(&r);
         assert!(k.contains(&"overlap"), "{k:?}");
@@ -494,16 +780,16 @@ EXIT w=1 e=1 fence=1:1 read=0 value=1 t=31
     fn backwards_fence_is_a_stale_token() {
         let body = CLEAN.replace("fence=3:1", "fence=1:0").replace("fence=1:0 t=20", "fence=5:0 t=20");
         let body = body.replace("EXIT w=0 e=1 fence=1:0", "EXIT w=0 e=1 fence=5:0");
-        let r = audit_bytes(&file(&body), &[]).unwrap();
+        let r = audit_bytes(&file(&body), &none()).unwrap();
         assert!(kinds(&r).contains(&"stale-token"), "{:?}", r.violations);
     }
 
     #[test]
     fn unfinished_section_is_flagged_unless_the_worker_was_killed() {
         let body = "WANT w=0 e=1 t=10\nENTER w=0 e=1 fence=1:0 t=20\n";
-        let r = audit_bytes(&file(body), &[]).unwrap();
+        let r = audit_bytes(&file(body), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["enter-without-exit"]);
-        let r = audit_bytes(&file(body), &[Crash::at(0, 25)]).unwrap();
+        let r = audit_bytes(&file(body), &crashed(&[Crash::at(0, 25)])).unwrap();
         assert!(r.ok, "{:?}", r.violations);
     }
 
@@ -521,10 +807,10 @@ EXIT w=0 e=2 fence=9:0 read=1 value=2 t=80
 ";
         // Killed at 30, before w1 entered at 40: no overlap, and w0's restarted
         // incarnation may enter again.
-        let r = audit_bytes(&file(body), &[Crash::at(0, 30)]).unwrap();
+        let r = audit_bytes(&file(body), &crashed(&[Crash::at(0, 30)])).unwrap();
         assert!(r.ok, "{:?}", r.violations);
         // Killed at 45, after w1 entered: the overlap stands.
-        let r = audit_bytes(&file(body), &[Crash::at(0, 45)]).unwrap();
+        let r = audit_bytes(&file(body), &crashed(&[Crash::at(0, 45)])).unwrap();
         assert_eq!(kinds(&r), vec!["overlap"]);
     }
 
@@ -542,14 +828,14 @@ WANT w=0 e=2 t=6
 ENTER w=0 e=2 fence=7:0 t=20
 EXIT w=0 e=2 fence=7:0 read=1 value=2 t=21
 ";
-        let r = audit_bytes(&file(body), &[Crash::at(1, 10)]).unwrap();
+        let r = audit_bytes(&file(body), &crashed(&[Crash::at(1, 10)])).unwrap();
         assert!(r.ok, "{:?}", r.violations);
         // Without the crash it is an overlap and a backwards token; the closed section's
         // fence 3:0 still binds everyone.
-        let r = audit_bytes(&file(body), &[]).unwrap();
+        let r = audit_bytes(&file(body), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["overlap", "stale-token", "stale-writer", "enter-without-exit"]);
         let low = body.replace("fence=7:0", "fence=2:0");
-        let r = audit_bytes(&file(&low), &[Crash::at(1, 10)]).unwrap();
+        let r = audit_bytes(&file(&low), &crashed(&[Crash::at(1, 10)])).unwrap();
         assert_eq!(kinds(&r), vec!["stale-token", "stale-writer"]);
     }
 
@@ -565,13 +851,13 @@ WANT w=0 e=1 t=10
 ENTER w=0 e=1 fence=74:0 t=11
 EXIT w=0 e=1 fence=74:0 read=1 value=2 t=12
 ";
-        let r = audit_bytes(&file(body), &[Crash::at(1, 5)]).unwrap();
+        let r = audit_bytes(&file(body), &crashed(&[Crash::at(1, 5)])).unwrap();
         assert!(r.ok, "{:?}", r.violations);
         // Alive, w1's fence binds: without a crash the token went backwards.
-        let r = audit_bytes(&file(body), &[]).unwrap();
+        let r = audit_bytes(&file(body), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["stale-token", "stale-writer"]);
         // A crash before w1's section does not excuse what came after it.
-        let r = audit_bytes(&file(body), &[Crash::at(1, 0)]).unwrap();
+        let r = audit_bytes(&file(body), &crashed(&[Crash::at(1, 0)])).unwrap();
         assert_eq!(kinds(&r), vec!["stale-token", "stale-writer"]);
     }
 
@@ -587,52 +873,98 @@ WANT w=0 e=1 t=104
 ENTER w=0 e=1 fence=6:0 t=105
 EXIT w=0 e=1 fence=6:0 read=0 value=1 t=106
 ";
-        let r = audit_bytes(&file(body), &[Crash { worker: 1, t: 100, dead: 110 }]).unwrap();
+        let r = audit_bytes(&file(body), &crashed(&[Crash { worker: 1, t: 100, dead: 110 }])).unwrap();
         assert!(r.ok, "{:?}", r.violations);
         // Had w1 been reaped before it wrote them, those records would be another
         // process's: the overlap stands.
-        let r = audit_bytes(&file(body), &[Crash { worker: 1, t: 100, dead: 101 }]).unwrap();
+        let r = audit_bytes(&file(body), &crashed(&[Crash { worker: 1, t: 100, dead: 101 }])).unwrap();
         assert!(kinds(&r).contains(&"overlap"), "{:?}", r.violations);
     }
 
     #[test]
-    fn fault_log_lines_give_crashes() {
+    fn fault_log_lines_give_crashes_and_the_teardown() {
         let dir = tempfile::tempdir().unwrap();
         let log = dir.path().join("faults.log");
         std::fs::write(
             &log,
             "t=100 at=1.0ms kill w=2 inc=0 pid=9 signal=SIGKILL # kill 2 at 1ms\n\
              t=200 at=2.0ms stop w=1 inc=0 pid=8 signal=SIGSTOP\n\
-             t=300 at=3.0ms term w=0 inc=1 pid=7 signal=SIGTERM dead=340 # dead=999 in a note\n",
+             t=300 at=3.0ms term w=0 inc=1 pid=7 signal=SIGTERM dead=340 # dead=999 in a note\n\
+             t=500 at=5.0ms teardown # no progress for 1.0s\n\
+             t=400 at=4.0ms teardown # interrupted\n\
+             t=600 at=6.0ms kill w=1",
         )
         .unwrap();
-        assert_eq!(crashes_from_log(&log), vec![Crash::at(2, 100), Crash { worker: 0, t: 300, dead: 340 }]);
-        assert!(crashes_from_log(&dir.path().join("absent")).is_empty());
+        let f = FaultLog::read(&log);
+        // The last line lacks its newline: it might be a cut "w=12", so it is not read.
+        assert_eq!(f.crashes, vec![Crash::at(2, 100), Crash { worker: 0, t: 300, dead: 340 }]);
+        assert_eq!(f.teardown, Some(400));
+        assert_eq!(FaultLog::read(&dir.path().join("absent")), FaultLog::default());
+        // An overlong line counts if its fields come before the note.
+        std::fs::write(&log, format!("t=7 at=0.1ms kill w=3 # {}\n", "n".repeat(2 * MAX_LINE))).unwrap();
+        assert_eq!(FaultLog::read(&log).crashes, vec![Crash::at(3, 7)]);
+        std::fs::write(&log, format!("t=7 at=0.1ms kill w=3 {}\n", "n".repeat(2 * MAX_LINE))).unwrap();
+        assert_eq!(FaultLog::read(&log), FaultLog::default());
+    }
+
+    #[test]
+    fn a_teardown_cuts_short_what_began_before_it_and_nothing_after() {
+        // w0 inside since 20 and w1 waiting since 25 when the run is torn down at 30.
+        let body = "\
+WANT w=0 e=1 t=10
+ENTER w=0 e=1 fence=1:0 t=20
+WANT w=1 e=1 t=25
+";
+        let torn = FaultLog { teardown: Some(30), ..none() };
+        let r = audit_bytes(&file(body), &torn).unwrap();
+        assert!(r.ok, "{:?}", r.violations);
+        let cut: Vec<(&str, usize)> = r.cut_short.iter().map(|v| (v.kind, v.line)).collect();
+        assert_eq!(cut, vec![("cut-short", 3), ("cut-short", 4)]);
+        assert!(r.cut_short[0].detail.contains("still inside"), "{}", r.cut_short[0].detail);
+        assert!(r.cut_short[1].detail.contains("w1's request"), "{}", r.cut_short[1].detail);
+        // The controls: without the teardown both are violations, and so they are when
+        // the teardown came before them.
+        let r = audit_bytes(&file(body), &none()).unwrap();
+        assert_eq!(kinds(&r), vec!["enter-without-exit", "unserved"]);
+        assert!(r.cut_short.is_empty());
+        let early = FaultLog { teardown: Some(22), ..none() };
+        let r = audit_bytes(&file(body), &early).unwrap();
+        assert_eq!(kinds(&r), vec!["unserved"]);
+        assert_eq!(r.cut_short.len(), 1);
+        // A teardown excuses nothing but the end: an overlap before it stands.
+        let overlap = format!("{body}ENTER w=1 e=1 fence=2:1 t=26\n");
+        let r = audit_bytes(&file(&overlap), &torn).unwrap();
+        assert_eq!(kinds(&r), vec!["overlap"]);
+        assert_eq!(r.cut_short.len(), 2);
+        // A crash still excuses its worker outright.
+        let both = FaultLog { crashes: vec![Crash::at(0, 22)], teardown: Some(30) };
+        let r = audit_bytes(&file(body), &both).unwrap();
+        assert!(r.ok && r.cut_short.len() == 1, "{:?} {:?}", r.violations, r.cut_short);
     }
 
     #[test]
     fn an_exit_that_closes_nothing_or_something_else_is_flagged() {
         // No ENTER at all.
-        let r = audit_bytes(&file("EXIT w=0 e=1 fence=1:0 read=0 value=1 t=5\n"), &[]).unwrap();
+        let r = audit_bytes(&file("EXIT w=0 e=1 fence=1:0 read=0 value=1 t=5\n"), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["exit-without-enter"]);
         // An EXIT that names another section than the one open.
         let body =
             "WANT w=0 e=1 t=1\nENTER w=0 e=1 fence=1:0 t=2\nEXIT w=0 e=2 fence=1:0 read=0 value=1 t=3\n";
-        let r = audit_bytes(&file(body), &[]).unwrap();
+        let r = audit_bytes(&file(body), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["exit-without-enter"]);
         assert!(r.violations[0].detail.contains("line 3"), "{}", r.violations[0].detail);
     }
 
     #[test]
     fn unserved_request_is_flagged() {
-        let r = audit_bytes(&file("WANT w=1 e=1 t=10\n"), &[]).unwrap();
+        let r = audit_bytes(&file("WANT w=1 e=1 t=10\n"), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["unserved"]);
     }
 
     #[test]
     fn corrupt_and_torn_lines_are_reported_with_line_numbers() {
         let body = format!("{CLEAN}garbage here\nWANT w=0 e=2 t=");
-        let r = audit_bytes(&file(&body), &[]).unwrap();
+        let r = audit_bytes(&file(&body), &none()).unwrap();
         assert_eq!(r.violations[0].kind, "corrupt-record");
         assert_eq!(r.violations[0].line, 8);
         assert_eq!(r.violations[1].kind, "torn-record");
@@ -640,24 +972,161 @@ EXIT w=0 e=1 fence=6:0 read=0 value=1 t=106
     }
 
     #[test]
+    fn a_last_line_without_its_newline_is_torn_even_if_it_parses() {
+        // `head -c -5` of a clean file: the last EXIT still parses, with a cut timestamp.
+        let cut = file(CLEAN);
+        let r = audit_bytes(&cut[..cut.len() - 5], &none()).unwrap();
+        assert_eq!(kinds(&r), vec!["torn-record", "enter-without-exit"], "{:?}", r.violations);
+        assert_eq!((r.violations[0].line, r.violations[1].line), (7, 6));
+        // Only the newline lost: still torn.
+        let r = audit_bytes(&cut[..cut.len() - 1], &none()).unwrap();
+        assert_eq!(r.violations[0].kind, "torn-record");
+        // A header cut short is torn too.
+        let r = audit_bytes(format!("{HEADER} algo=x").as_bytes(), &none()).unwrap();
+        assert_eq!(kinds(&r), vec!["torn-record"]);
+        assert_eq!(r.violations[0].line, 1);
+        // The control: a whole file is clean.
+        assert!(audit_bytes(&cut, &none()).unwrap().ok);
+    }
+
+    #[test]
+    fn a_long_line_is_corrupt_and_quoted_only_in_part() {
+        // A two-byte character straddles the excerpt's end: it is left out, not split.
+        let long = format!("{}é{}", "x".repeat(EXCERPT - 1), "y".repeat(3 * MAX_LINE));
+        let body = format!("WANT w=0 e=1 t=10\n{long}\nENTER w=0 e=1 fence=1:0 t=20\n");
+        let r = audit_bytes(&file(&body), &none()).unwrap();
+        assert_eq!(kinds(&r), vec!["corrupt-record", "enter-without-exit"], "{:?}", r.violations);
+        let v = &r.violations[0];
+        assert_eq!(v.line, 3);
+        assert!(v.detail.len() < 2 * EXCERPT, "{}", v.detail);
+        assert!(v.detail.ends_with(&format!("\"… ({} bytes)", long.len())), "{}", v.detail);
+        assert!(!v.detail.contains('é') && !v.detail.contains('\u{fffd}'), "{}", v.detail);
+        // The lines after it are read as usual.
+        assert_eq!(r.violations[1].line, 4);
+        // A record at the cap is still read; one byte more is not.
+        let pad = |n: usize| format!("WANT w=0 e=1 t={:0>n$}", 10);
+        let fits = pad(MAX_LINE - "WANT w=0 e=1 t=".len());
+        assert_eq!(fits.len(), MAX_LINE);
+        let r = audit_bytes(&file(&format!("{fits}\n")), &none()).unwrap();
+        assert_eq!(kinds(&r), vec!["unserved"]);
+        let r = audit_bytes(&file(&format!("0{fits}\n")), &none()).unwrap();
+        assert_eq!(kinds(&r), vec!["corrupt-record"]);
+        // Long parse errors and header fields are clipped too.
+        let r = audit_bytes(&file(&format!("{}\n", "Z".repeat(3000))), &none()).unwrap();
+        assert!(r.violations[0].detail.len() < 3 * EXCERPT, "{}", r.violations[0].detail);
+        let r = audit_bytes(format!("{HEADER} workers={}\n", "9".repeat(3000)).as_bytes(), &none()).unwrap();
+        assert!(r.violations[0].detail.len() < 2 * EXCERPT, "{}", r.violations[0].detail);
+    }
+
+    /// Hands out one byte per read, the worst case for a line reader.
+    struct Trickle<'a>(&'a [u8]);
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.0.len().min(buf.len()).min(1);
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn a_trickling_reader_reads_the_same_lines() {
+        let body = format!("{CLEAN}{}\ngarbage\nWANT w=1 e=2 t=9", "q".repeat(MAX_LINE + 7));
+        let bytes = file(&body);
+        let whole = audit_bytes(&bytes, &none()).unwrap();
+        let trickled = audit_reader(Trickle(&bytes), &none()).ok().unwrap();
+        assert_eq!(whole.violations, trickled.violations);
+        assert_eq!(kinds(&whole), vec!["corrupt-record", "corrupt-record", "torn-record"]);
+        assert_eq!(whole.records, trickled.records);
+    }
+
+    #[test]
     fn a_write_that_skips_a_value_is_a_lost_update() {
         let body = CLEAN.replace("read=1 value=2", "read=1 value=3");
-        let r = audit_bytes(&file(&body), &[]).unwrap();
+        let r = audit_bytes(&file(&body), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["lost-update"]);
+    }
+
+    #[test]
+    fn a_counter_that_went_back_loses_every_increment_until_it_passes_its_high() {
+        // w1 writes from a stale read (0 instead of 2): the counter goes back to 1. w0's
+        // next write is consistent with the file (reads 1, writes 2) but counts the
+        // increment to 2 a second time: a lost update too. Then 3 is new again.
+        let body = "\
+WANT w=0 e=1 t=1
+ENTER w=0 e=1 fence=1:0 t=2
+EXIT w=0 e=1 fence=1:0 read=0 value=1 t=3
+WANT w=0 e=2 t=4
+ENTER w=0 e=2 fence=2:0 t=5
+EXIT w=0 e=2 fence=2:0 read=1 value=2 t=6
+WANT w=1 e=1 t=7
+ENTER w=1 e=1 fence=3:1 t=8
+EXIT w=1 e=1 fence=3:1 read=0 value=1 t=9
+WANT w=0 e=3 t=10
+ENTER w=0 e=3 fence=4:0 t=11
+EXIT w=0 e=3 fence=4:0 read=1 value=2 t=12
+WANT w=0 e=4 t=13
+ENTER w=0 e=4 fence=5:0 t=14
+EXIT w=0 e=4 fence=5:0 read=2 value=3 t=15
+";
+        let r = audit_bytes(&file(body), &none()).unwrap();
+        assert_eq!(kinds(&r), vec!["lost-update", "lost-update"], "{:?}", r.violations);
+        assert_eq!((r.violations[0].line, r.violations[1].line), (10, 13));
+        assert!(r.violations[1].detail.contains("already reached 2"), "{}", r.violations[1].detail);
+        assert_eq!(r.final_value, 3);
+    }
+
+    #[test]
+    fn wait_percentiles_are_within_a_tenth_of_a_percent_and_max_and_mean_exact() {
+        // 1..=1000 µs of waits, one each, plus one of a second: nearest ranks 500 µs,
+        // 990 µs (p99 of 1001 samples is the 991st: 991 µs).
+        let mut body = String::new();
+        let mut t = 0u64;
+        let mut waits = (1..=1000u64).map(|us| us * 1000).collect::<Vec<_>>();
+        waits.push(1_000_000_000);
+        for (i, wait) in waits.iter().enumerate() {
+            let (e, f) = (i + 1, i + 1);
+            body += &format!("WANT w=0 e={e} t={t}\n");
+            t += wait;
+            body += &format!("ENTER w=0 e={e} fence={f}:0 t={t}\n");
+            body += &format!("EXIT w=0 e={e} fence={f}:0 read={i} value={} t={t}\n", i + 1);
+        }
+        let r = audit_bytes(&file(&body), &none()).unwrap();
+        assert!(r.ok, "{:?}", r.violations);
+        let w = &r.wait_ms;
+        assert_eq!(w.count, 1001);
+        assert!((w.p50 - 0.501).abs() <= 0.501e-3, "{w:?}");
+        assert!((w.p99 - 0.991).abs() <= 0.991e-3, "{w:?}");
+        assert_eq!(w.max, 1000.0);
+        let exact_mean = waits.iter().sum::<u64>() as f64 / 1001.0 / 1e6;
+        assert!((w.mean - exact_mean).abs() < 1e-9, "{w:?}");
+        assert_eq!(r.wait_ms_by_worker[0], *w);
+        assert_eq!(r.wait_ms_by_worker[1], WaitStats::default());
+        // One sample: every percentile is that sample, exactly.
+        let r = audit_bytes(&file("WANT w=0 e=1 t=0\nENTER w=0 e=1 fence=1:0 t=1234567\n"), &none()).unwrap();
+        assert_eq!((r.wait_ms.p50, r.wait_ms.p99, r.wait_ms.max), (1.234567, 1.234567, 1.234567));
     }
 
     #[test]
     fn absurd_ids_and_counters_are_findings_not_crashes() {
         let huge = format!("{HEADER} algo=x workers=4000000000\nWANT w=4000000000 e=1 t=1\n");
-        let r = audit_bytes(huge.as_bytes(), &[]).unwrap();
+        let r = audit_bytes(huge.as_bytes(), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["corrupt-record", "corrupt-record"]);
         assert_eq!((r.violations[0].line, r.violations[1].line), (1, 2));
+        // The last id a run can have is read; the next one is not.
+        let last = MAX_WORKER_ID - 1;
+        let r =
+            audit_bytes(&file(&format!("WANT w={last} e=1 t=1\nWANT w={MAX_WORKER_ID} e=1 t=1\n")), &none())
+                .unwrap();
+        assert_eq!(kinds(&r), vec!["corrupt-record", "unserved"]);
+        assert_eq!((r.violations[0].line, r.violations[1].line), (3, 2));
         let max = u64::MAX;
         let body = format!(
             "WANT w=0 e=1 t=1\nENTER w=0 e=1 fence=1:0 t=2\nEXIT w=0 e=1 fence=1:0 read=0 value={max} t=3\n\
              WANT w=1 e=1 t=4\nENTER w=1 e=1 fence=2:1 t=5\nEXIT w=1 e=1 fence=2:1 read={max} value=0 t=6\n"
         );
-        let r = audit_bytes(&file(&body), &[]).unwrap();
+        let r = audit_bytes(&file(&body), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["lost-update", "lost-update"]);
     }
 
@@ -666,16 +1135,16 @@ EXIT w=0 e=1 fence=6:0 read=0 value=1 t=106
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("resource.log");
         std::fs::write(&p, file(CLEAN)).unwrap();
-        assert!(audit_file(&p, &[]).unwrap().ok);
-        assert!(matches!(audit_file(Path::new("/dev/zero"), &[]), Err(AuditError::NotResource { .. })));
+        assert!(audit_file(&p, &none()).unwrap().ok);
+        assert!(matches!(audit_file(Path::new("/dev/zero"), &none()), Err(AuditError::NotResource { .. })));
         let short = dir.path().join("short");
         std::fs::write(&short, "# mutex").unwrap();
-        assert!(matches!(audit_file(&short, &[]), Err(AuditError::NotResource { .. })));
+        assert!(matches!(audit_file(&short, &none()), Err(AuditError::NotResource { .. })));
     }
 
     #[test]
     fn a_foreign_file_is_not_audited() {
-        assert!(audit_bytes(b"hello\n", &[]).is_none());
-        assert!(audit_bytes(b"", &[]).is_none());
+        assert!(audit_bytes(b"hello\n", &none()).is_none());
+        assert!(audit_bytes(b"", &none()).is_none());
     }
 }

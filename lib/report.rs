@@ -105,6 +105,11 @@ pub fn run_summary(r: &RunReport) -> String {
         let _ = writeln!(s, "  audit       {} VIOLATION(S)", r.violation_count);
         violations(&mut s, &r.violations, r.violation_count);
     }
+    if !r.cut_short.is_empty() {
+        let n = r.cut_short.len();
+        let _ = writeln!(s, "  cut short   {n} left open by the run's teardown (not violations)");
+        violations(&mut s, &r.cut_short, n);
+    }
     if r.run_dir_kept {
         let _ = writeln!(s, "  run dir     {} (kept)", r.run_dir);
     }
@@ -128,6 +133,11 @@ pub fn audit_summary(path: &str, a: &AuditReport) -> String {
     } else {
         let _ = writeln!(s, "  verdict     {} VIOLATION(S)", a.violation_count);
         violations(&mut s, &a.violations, a.violation_count);
+    }
+    if !a.cut_short.is_empty() {
+        let n = a.cut_short.len();
+        let _ = writeln!(s, "  cut short   {n} left open by the run's teardown (not violations)");
+        violations(&mut s, &a.cut_short, n);
     }
     s
 }

@@ -47,3 +47,35 @@ fn a_full_disk_names_the_worker_the_file_and_the_error() {
     assert!(line.contains("No space left on device"), "{line}");
     assert!(processes_mentioning(&run_dir.display().to_string()).is_empty());
 }
+
+#[test]
+fn a_section_open_when_the_run_is_interrupted_is_cut_short_not_a_violation() {
+    // Long sections: whoever is inside when the run is interrupted is healthy, and is
+    // frozen and killed by the teardown, never by a fault.
+    let bg = Background::start(&["-n", "3", "-k", "50", "--cs-ms", "400", "--think-ms", "0"]);
+    let log = bg.run_dir().join("resource.log");
+    wait_for("a worker inside", || {
+        std::fs::read_to_string(&log)
+            .is_ok_and(|t| t.matches("\nENTER ").count() > t.matches("\nEXIT ").count())
+    });
+    bg.signal(nix::sys::signal::Signal::SIGINT);
+    let dir = bg.run_dir();
+    let mut bg = bg;
+    // Wait for the supervisor but keep `bg`, which owns (and would delete) the directory.
+    let out = bg.child.take().unwrap().wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let faults = std::fs::read_to_string(dir.join("faults.log")).unwrap();
+    assert!(faults.lines().any(|l| l.contains(" teardown # interrupted")), "{faults}");
+    let audit = mutexlab().args(["audit", "--json"]).arg(&log).output().unwrap();
+    let j = json(&audit);
+    assert_eq!(audit.status.code(), Some(0), "{j}");
+    assert_eq!(j["violation_count"], 0, "{j}");
+    let cut = j["cut_short"].as_array().unwrap();
+    assert!(cut.iter().any(|c| c["detail"].as_str().unwrap().contains("ENTER")), "{j}");
+    // Without the teardown line the same file is a violation: the negative control.
+    std::fs::remove_file(dir.join("faults.log")).unwrap();
+    let audit = mutexlab().args(["audit", "--json"]).arg(&log).output().unwrap();
+    let j = json(&audit);
+    assert_eq!(audit.status.code(), Some(1), "{j}");
+    assert!(j["violations"].as_array().unwrap().iter().any(|v| v["kind"] == "enter-without-exit"), "{j}");
+}

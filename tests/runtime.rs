@@ -568,7 +568,7 @@ fn term_after(kind: &str) -> (Vec<Record>, u64, String) {
     kill(w.pid(), Signal::SIGCONT).unwrap();
     let st = w.wait_exit();
     assert!(st.success(), "exit {st}:\n{}", w.stderr());
-    let report = audit::audit_file(&lab.path(control::RESOURCE_FILE), &[Crash::at(0, t)]).unwrap();
+    let report = audit::audit_file(&lab.path(control::RESOURCE_FILE), &vec![Crash::at(0, t)].into()).unwrap();
     assert!(report.violations.is_empty(), "{:?}", report.violations);
     (lab.records(), t, w.stderr())
 }

@@ -145,6 +145,8 @@ pub struct RunReport {
     pub seed: u64,
     pub violations: Vec<Violation>,
     pub violation_count: usize,
+    /// Sections and requests the end of a failed run cut short (not violations).
+    pub cut_short: Vec<Violation>,
     pub run_dir: String,
     pub run_dir_kept: bool,
     /// The fault plan, in the plan grammar (replayable with `--faults-file`).
@@ -437,17 +439,17 @@ pub fn run(opts: &RunOpts) -> Result<RunReport, RunError> {
     *signal_slot().lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
     let result = sup.drive();
     sup.bar.finish_and_clear();
-    if let Err(e) = &result {
-        // Whoever is inside or waiting now is cut short by the end of the run, not by a
-        // crash: say so in the fault log before anyone is frozen.
-        sup.teardown(e);
-    }
     // Freeze everyone before anyone leaves (see the module documentation).
     let frozen = sup.freeze_all();
     if matches!(result, Err(RunError::Failed(_))) {
         sup.collect_stats(&frozen);
     }
     sup.stop_all();
+    if let Err(e) = &result {
+        // Whoever was inside or waiting was cut short by the end of the run, not by a
+        // crash. Stamped once every worker is gone, so it follows every record.
+        sup.teardown(e);
+    }
     *signal_slot().lock().unwrap_or_else(|e| e.into_inner()) = None;
     let sockets = sup.sockets();
     dir.remove_sockets(&sockets);
@@ -459,8 +461,8 @@ pub fn run(opts: &RunOpts) -> Result<RunReport, RunError> {
         // directory, which is kept.
         Err(e) => return Err(e),
     };
-    let crashes = audit::crashes_from_log(&dir.path.join(control::FAULT_LOG));
-    let audit = audit::audit_file(&resource_path, &crashes).map_err(|e| RunError::Failed(e.to_string()))?;
+    let faults = audit::FaultLog::read(&dir.path.join(control::FAULT_LOG));
+    let audit = audit::audit_file(&resource_path, &faults).map_err(|e| RunError::Failed(e.to_string()))?;
     let report = sup.report(audit, failure, &dir);
     let kept = if report.ok && !opts.keep { dir.remove(&sockets) } else { true };
     Ok(RunReport { run_dir_kept: kept, ..report })
@@ -1253,7 +1255,7 @@ impl<'a> Supervisor<'a> {
         self.applied.push(f);
     }
 
-    /// The run failed or was interrupted and is about to be torn down: record it, so the
+    /// The run failed or was interrupted and has been torn down: record it, so the
     /// auditor tells a section cut short by the end of the run from a crash.
     fn teardown(&mut self, why: &RunError) {
         if self.fault_log.is_none() {
@@ -1522,6 +1524,7 @@ impl<'a> Supervisor<'a> {
             seed: self.opts.seed,
             violations: audit.violations,
             violation_count: audit.violation_count,
+            cut_short: audit.cut_short,
             run_dir: dir.path.display().to_string(),
             run_dir_kept: true,
             plan: self.opts.plan.to_string(),
