@@ -1,26 +1,34 @@
-//! The algorithm interface: every mutual-exclusion algorithm is a sans-IO state machine.
+//! The node interface: every algorithm is a sans-IO state machine.
 //!
-//! An algorithm never touches sockets, clocks, files, threads or global randomness. It is
-//! told about events (it started, the application wants the critical section, a message
-//! arrived from a peer, a timer fired, the application left the critical section, a peer
-//! went down or came back) and answers by pushing [`Action`]s into an [`Out`] box: send a
-//! message, broadcast one, set or cancel a timer, or let the application enter the
-//! critical section. A driver carries the actions out. The worker runtime is one driver
-//! (real processes and Unix sockets); the in-process simulator and the unit tests are
-//! others, so the same code is both run and checked.
+//! A node never touches sockets, clocks, files, threads or randomness of its own. It is
+//! told [`Input`]s (it started, a message arrived from a peer, a timer fired, a peer went
+//! down or came back, its application called it) and answers by pushing [`Output`]s
+//! into an [`Out`] box (send, broadcast, set or cancel a timer, tell the application
+//! something, count something for the report). Both are plain values that serialise
+//! with a `type` tag. What a node offers its application is its [`Service`]: mutual
+//! exclusion ([`Mutex`]: calls `want` and `done`, event `enter`) or leader election
+//! ([`Election`]: call `elect`, event `leader`).
 //!
-//! Driver contract, which every driver keeps and every algorithm may rely on:
-//! - `on_start` is called once, before any other handler.
-//! - `on_want_cs` is called only while the application is neither waiting nor inside.
-//! - After the algorithm pushes [`Action::EnterCs`], the application is inside until the
-//!   driver calls `on_cs_done`. Pushing `EnterCs` when nobody asked is a bug the driver
-//!   reports.
+//! [`Node`] is the general interface; [`Algorithm`] is the handler-per-input way the
+//! mutual-exclusion algorithms are written (`on_want_cs`, `on_message`, …), and every
+//! `Algorithm` is a `Node` of the mutex service. Drivers carry the outputs out: the
+//! worker runtime (real processes and Unix sockets), the in-process simulator, and the
+//! unit tests. All of them drive a node through one [`crate::host::Host`], which alone
+//! keeps the driver contract:
+//!
+//! - `Start` comes once, before any other input.
+//! - The application's calls follow its service's rules (a mutex application calls
+//!   `want` only while neither waiting nor inside, and `done` only when inside), and so
+//!   do the node's events (`enter` only for an application that is waiting); an event
+//!   that breaks them is a breach the host reports and does not pass on.
+//! - `PeerDown` and `PeerUp` strictly alternate for each peer, starting with down.
 //! - Channels are reliable and FIFO per ordered pair of peers unless a fault plan says
 //!   otherwise.
 //! - Time only enters as the value [`Out::now`]; timers may fire late, and a timer that
-//!   was cancelled or reset may still be delivered once, so handlers must check that the
-//!   timer still means something.
+//!   was cancelled or reset may still be delivered once (the simulator does so on
+//!   purpose), so handlers must check that the timer still means something.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::hash::Hash;
 use std::time::Duration;
@@ -53,7 +61,7 @@ pub fn majority(n: u32) -> u32 {
 
 /// Fixed configuration of one node. It never changes while the node runs, so it is kept
 /// apart from the algorithm's mutable state.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Config {
     /// This node.
     pub id: PeerId,
@@ -95,22 +103,49 @@ impl Config {
 
 /// What a message must be to travel between workers: serialisable, and able to name its
 /// own type for the per-type message statistics.
-pub trait Message: Serialize + DeserializeOwned + Clone + fmt::Debug + Send + 'static {
-    /// A short upper-case name of the message type, e.g. `"REQUEST"`.
-    fn kind(&self) -> &'static str;
+pub trait Message:
+    Serialize + DeserializeOwned + Clone + PartialEq + Eq + Hash + fmt::Debug + Send + 'static
+{
+    /// A short upper-case name of the message type, e.g. `"REQUEST"`. Borrowed from the
+    /// message, so a kind can come from outside Rust (a worker in another language).
+    fn kind(&self) -> &str;
 }
 
-/// A timer tag. Algorithms without timers use [`NoTimer`].
-pub trait Timer: Copy + Eq + Hash + fmt::Debug + Send + 'static {}
-impl<T: Copy + Eq + Hash + fmt::Debug + Send + 'static> Timer for T {}
+/// A timer tag. Algorithms without timers use [`NoTimer`]. Not `Copy`, so tags can come
+/// from outside Rust too.
+pub trait Timer: Clone + Eq + Hash + fmt::Debug + Send + 'static {}
+impl<T: Clone + Eq + Hash + fmt::Debug + Send + 'static> Timer for T {}
 
 /// The timer type of algorithms that set no timers. It has no values.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
 pub enum NoTimer {}
 
-/// One thing the algorithm asks its driver to do.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Action<M, T> {
+/// Everything a node can be told, as a value: the same value is a step in a test, a line
+/// of a simulator trace, and (serialised with its `type` tag) a JSON line to a worker in
+/// another language. `C` is the service's call type ([`Service::Call`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Input<M, T, C> {
+    /// The node starts: once, before anything else.
+    Start,
+    /// A message arrived from `from`.
+    Message { from: PeerId, msg: M },
+    /// A timer set earlier fired (possibly late, possibly after being reset).
+    Timer { timer: T },
+    /// The channel to `peer` closed. On one machine a crashed process's socket gives
+    /// EOF, so this is a perfect crash detector; a paused peer gives no such event.
+    PeerDown { peer: PeerId },
+    /// `peer` came back as a new incarnation with fresh state.
+    PeerUp { peer: PeerId },
+    /// The node's application calls it (`want`, `done`, `elect`…).
+    Call { call: C },
+}
+
+/// Everything a node can ask for, as a value (see [`Input`]). `E` is the service's
+/// event type ([`Service::Event`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Output<M, T, E> {
     /// Send `msg` to one peer.
     Send { to: PeerId, msg: M },
     /// Send `msg` to every other node (not to this one).
@@ -119,18 +154,31 @@ pub enum Action<M, T> {
     SetTimer { timer: T, after: Duration },
     /// Forget `timer`; cancelling one that is not set is harmless.
     CancelTimer { timer: T },
+    /// Tell the node's application something (`enter`, `leader`…).
+    Event { event: E },
+    /// Add `by` to the report's counter `name` (e.g. `attempts`): counts for reports
+    /// go out, so they do not make equal states look different.
+    Count { name: Cow<'static, str>, by: u64 },
+}
+
+/// What a mutual-exclusion node asks for: its outputs under the [`Mutex`] service.
+pub type Action<M, T> = Output<M, T, MutexEvent>;
+
+impl<M, T> Output<M, T, MutexEvent> {
     /// Let the waiting application into the critical section.
-    EnterCs,
+    pub fn enter() -> Self {
+        Output::Event { event: MutexEvent::Enter }
+    }
 }
 
 /// The outbox handed to every handler, with the current time.
 #[derive(Debug)]
-pub struct Out<M, T> {
+pub struct Out<M, T, E = MutexEvent> {
     now: Duration,
-    actions: Vec<Action<M, T>>,
+    actions: Vec<Output<M, T, E>>,
 }
 
-impl<M, T> Out<M, T> {
+impl<M, T, E> Out<M, T, E> {
     /// An empty outbox at time `now` (time since the node started).
     pub fn new(now: Duration) -> Self {
         Out { now, actions: Vec::new() }
@@ -143,51 +191,209 @@ impl<M, T> Out<M, T> {
 
     /// Send `msg` to `to`.
     pub fn send(&mut self, to: PeerId, msg: M) {
-        self.actions.push(Action::Send { to, msg });
+        self.actions.push(Output::Send { to, msg });
     }
 
     /// Send `msg` to every other node.
     pub fn broadcast(&mut self, msg: M) {
-        self.actions.push(Action::Broadcast { msg });
+        self.actions.push(Output::Broadcast { msg });
     }
 
     /// Fire `timer` after `after` (resets it if already set).
     pub fn set_timer(&mut self, timer: T, after: Duration) {
-        self.actions.push(Action::SetTimer { timer, after });
+        self.actions.push(Output::SetTimer { timer, after });
     }
 
     /// Forget `timer`.
     pub fn cancel_timer(&mut self, timer: T) {
-        self.actions.push(Action::CancelTimer { timer });
+        self.actions.push(Output::CancelTimer { timer });
     }
 
-    /// Let the application into the critical section.
-    pub fn enter_cs(&mut self) {
-        self.actions.push(Action::EnterCs);
+    /// Tell the application `event`.
+    pub fn emit(&mut self, event: E) {
+        self.actions.push(Output::Event { event });
     }
 
-    /// The actions pushed so far, in order.
-    pub fn actions(&self) -> &[Action<M, T>] {
+    /// Add `by` to the report's counter `name`.
+    pub fn count(&mut self, name: &'static str, by: u64) {
+        self.actions.push(Output::Count { name: Cow::Borrowed(name), by });
+    }
+
+    /// The outputs pushed so far, in order.
+    pub fn actions(&self) -> &[Output<M, T, E>] {
         &self.actions
     }
 
-    /// Take the actions out, leaving the box empty (the time stays).
-    pub fn drain(&mut self) -> std::vec::Drain<'_, Action<M, T>> {
+    /// Take the outputs out, leaving the box empty (the time stays).
+    pub fn drain(&mut self) -> std::vec::Drain<'_, Output<M, T, E>> {
         self.actions.drain(..)
     }
 
-    /// Move to a new time, keeping no actions.
+    /// Move to a new time, keeping no outputs.
     pub fn reset(&mut self, now: Duration) {
         self.now = now;
         self.actions.clear();
     }
 }
 
-/// A mutual-exclusion algorithm as a set of event handlers.
+impl<M, T> Out<M, T, MutexEvent> {
+    /// Let the application into the critical section.
+    pub fn enter_cs(&mut self) {
+        self.emit(MutexEvent::Enter);
+    }
+}
+
+/// What a node offers its application: the calls the application makes, the events the
+/// node reports back, and the application's side of the contract, which the host
+/// ([`crate::host::Host`]) checks.
+pub trait Service: fmt::Debug + Send + 'static {
+    /// What the application can ask.
+    type Call: Clone + PartialEq + Eq + Hash + fmt::Debug + Serialize + DeserializeOwned + Send + 'static;
+    /// What the node can tell the application.
+    type Event: Clone + PartialEq + Eq + Hash + fmt::Debug + Serialize + DeserializeOwned + Send + 'static;
+    /// The application's state as far as the contract is concerned.
+    type App: Clone + Default + PartialEq + Eq + Hash + fmt::Debug + Send + 'static;
+    /// The service's name, e.g. `"mutex"`.
+    const NAME: &'static str;
+    /// The application's state after `call`, or why it may not make it now.
+    fn call(app: &Self::App, call: &Self::Call) -> Result<Self::App, String>;
+    /// The application's state after `event`, or why the node may not tell it now.
+    fn event(app: &Self::App, event: &Self::Event) -> Result<Self::App, String>;
+}
+
+/// Mutual exclusion: the application calls `want` and later `done`; the node answers
+/// `want` with `enter` when the application may go in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Mutex;
+
+/// A mutual-exclusion application's calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MutexCall {
+    /// Asks for the critical section.
+    Want,
+    /// Has left the critical section.
+    Done,
+}
+
+/// What a mutual-exclusion node tells its application.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MutexEvent {
+    /// Go in.
+    Enter,
+}
+
+/// A mutual-exclusion application, as the contract sees it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum MutexApp {
+    /// Outside the section, not asking.
+    #[default]
+    Idle,
+    /// Asked, not yet let in.
+    Waiting,
+    /// Inside the section.
+    Inside,
+}
+
+impl Service for Mutex {
+    type Call = MutexCall;
+    type Event = MutexEvent;
+    type App = MutexApp;
+    const NAME: &'static str = "mutex";
+
+    fn call(app: &MutexApp, call: &MutexCall) -> Result<MutexApp, String> {
+        match (app, call) {
+            (MutexApp::Idle, MutexCall::Want) => Ok(MutexApp::Waiting),
+            (MutexApp::Inside, MutexCall::Done) => Ok(MutexApp::Idle),
+            (app, call) => Err(format!("the application called {call:?} while {app:?}")),
+        }
+    }
+
+    fn event(app: &MutexApp, event: &MutexEvent) -> Result<MutexApp, String> {
+        match (app, event) {
+            (MutexApp::Waiting, MutexEvent::Enter) => Ok(MutexApp::Inside),
+            (app, _) => Err(format!("the algorithm let the application in while it was {app:?}")),
+        }
+    }
+}
+
+/// Leader election: the application calls `elect` to start an election; the node
+/// reports each leader it accepts, with the term or epoch it was elected in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Election;
+
+/// An election application's calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ElectionCall {
+    /// Start an election.
+    Elect,
+}
+
+/// What an election node tells its application.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ElectionEvent {
+    /// `id` leads, elected in `term`.
+    Leader { id: PeerId, term: u64 },
+}
+
+impl Service for Election {
+    type Call = ElectionCall;
+    type Event = ElectionEvent;
+    type App = ();
+    const NAME: &'static str = "election";
+
+    // An election may be called for at any time, and a leader announced at any time:
+    // agreement and uniqueness are judged by the auditor, not by the contract.
+    fn call(_: &(), _: &ElectionCall) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn event(_: &(), _: &ElectionEvent) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// A node of any service: a state machine that takes [`Input`]s and pushes [`Output`]s.
+/// Its state is a value (`Clone + Eq + Hash`), so drivers can copy, compare and store it.
+pub trait Node: Clone + PartialEq + Eq + Hash + fmt::Debug + Send + 'static {
+    /// The node's messages.
+    type Msg: Message;
+    /// The node's timer tags.
+    type Timer: Timer;
+    /// What the node offers its application.
+    type Service: Service;
+
+    /// A fresh node with this configuration and no history (a restarted node gets a
+    /// fresh one too: it has forgotten everything).
+    fn create(cfg: &Config) -> Self;
+
+    /// Handle one input.
+    fn step(&mut self, input: NodeInput<Self>, out: &mut NodeOut<Self>);
+
+    /// What this node is waiting for, in a few words, for stall diagnoses.
+    fn waiting_for(&self) -> String {
+        String::new()
+    }
+}
+
+/// The inputs of node type `N`.
+pub type NodeInput<N> = Input<<N as Node>::Msg, <N as Node>::Timer, <<N as Node>::Service as Service>::Call>;
+/// The outputs of node type `N`.
+pub type NodeOutput<N> =
+    Output<<N as Node>::Msg, <N as Node>::Timer, <<N as Node>::Service as Service>::Event>;
+/// The outbox of node type `N`.
+pub type NodeOut<N> = Out<<N as Node>::Msg, <N as Node>::Timer, <<N as Node>::Service as Service>::Event>;
+
+/// A mutual-exclusion algorithm as a set of event handlers: the way the lab's mutex
+/// algorithms are written, one handler per input, beside the course notes' pseudo-code.
+/// Every `Algorithm` is a [`Node`] of the [`Mutex`] service.
 ///
 /// Only `new`, `on_want_cs`, `on_message` and `on_cs_done` must be written; the other
 /// handlers default to doing nothing. See `algos/centralized.rs` for a complete example.
-pub trait Algorithm: Send + 'static {
+pub trait Algorithm: Clone + PartialEq + Eq + Hash + fmt::Debug + Send + 'static {
     /// The algorithm's messages: usually an enum with named fields.
     type Msg: Message;
     /// The algorithm's timer tags: usually an enum, or [`NoTimer`].
@@ -221,16 +427,36 @@ pub trait Algorithm: Send + 'static {
     /// `peer` came back as a new incarnation with fresh state.
     fn on_peer_up(&mut self, _peer: PeerId, _out: &mut Out<Self::Msg, Self::Timer>) {}
 
-    /// Counters of the algorithm's own, summed over workers in the run report (e.g.
-    /// `("attempts", 12)` for an algorithm that may need several tries per entry).
-    fn counters(&self) -> Vec<(&'static str, u64)> {
-        Vec::new()
-    }
-
     /// What this node is waiting for, in a few words, for stall diagnoses
     /// (e.g. `"waiting for GRANT from w3"`). Empty when it waits for nothing.
     fn pending(&self) -> String {
         String::new()
+    }
+}
+
+impl<A: Algorithm> Node for A {
+    type Msg = A::Msg;
+    type Timer = A::Timer;
+    type Service = Mutex;
+
+    fn create(cfg: &Config) -> Self {
+        A::new(cfg)
+    }
+
+    fn step(&mut self, input: NodeInput<Self>, out: &mut NodeOut<Self>) {
+        match input {
+            Input::Start => self.on_start(out),
+            Input::Message { from, msg } => self.on_message(from, msg, out),
+            Input::Timer { timer } => self.on_timer(timer, out),
+            Input::PeerDown { peer } => self.on_peer_down(peer, out),
+            Input::PeerUp { peer } => self.on_peer_up(peer, out),
+            Input::Call { call: MutexCall::Want } => self.on_want_cs(out),
+            Input::Call { call: MutexCall::Done } => self.on_cs_done(out),
+        }
+    }
+
+    fn waiting_for(&self) -> String {
+        self.pending()
     }
 }
 
@@ -244,7 +470,7 @@ pub trait Algorithm: Send + 'static {
 /// let mut w: Vec<Centralized> = (0..2).map(|i| Centralized::new(&Config::new(i, 2))).collect();
 /// assert_eq!(want(&mut w, 0), [Action::Send { to: PeerId(1), msg: Msg::Request }]);
 /// assert_eq!(deliver(&mut w, 0, 1, Msg::Request), [Action::Send { to: PeerId(0), msg: Msg::Grant }]);
-/// assert_eq!(deliver(&mut w, 1, 0, Msg::Grant), [Action::EnterCs]);
+/// assert_eq!(deliver(&mut w, 1, 0, Msg::Grant), [Action::enter()]);
 /// assert_eq!(done(&mut w, 0), [Action::Send { to: PeerId(1), msg: Msg::Release }]);
 /// ```
 pub mod script {

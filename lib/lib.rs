@@ -14,6 +14,7 @@ pub mod auth;
 pub mod bench;
 pub mod control;
 pub mod faults;
+pub mod host;
 pub mod report;
 pub mod resource;
 pub mod runtime;

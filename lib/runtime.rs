@@ -106,10 +106,11 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use signal_hook::consts::{SIGINT, SIGTERM};
 
-use crate::algorithm::{Action, Algorithm, Config, Message, Out, PeerId};
+use crate::algorithm::{Algorithm, Config, Input, Message, MutexCall, MutexEvent, Node, NodeInput, PeerId};
 use crate::algos::{self, AlgoInfo, AlgoVisitor};
 use crate::auth::{Hello, Secret};
 use crate::control::{self, PendingState, ToSupervisor, ToWorker, WorkerSettings, WorkerSetup, WorkerStats};
+use crate::host::{Breach, Effect, Host, Step};
 use crate::resource::{self, Fence, Record, Resource};
 use crate::wire::{self, Envelope, Fill, FrameReader};
 
@@ -204,8 +205,8 @@ enum TimerKind {
     Think,
     /// The critical-section work is done.
     CsDone,
-    /// An algorithm timer (index into `algo_timers`, generation).
-    Algo(usize, u64),
+    /// An algorithm timer, by the generation the host armed it with.
+    Algo(u64),
     /// Delayed messages may be due.
     Deliver,
     /// A pending connection (`PENDING_BASE + n`) must have said hello by now.
@@ -274,14 +275,15 @@ struct PendingConn {
     held: Option<Hello>,
 }
 
-struct Worker<A: Algorithm> {
+struct Worker<A: Node<Service = crate::algorithm::Mutex>> {
     opts: WorkerSettings,
     run_dir: PathBuf,
     secret: Secret,
     /// Each worker's current incarnation, as the supervisor announced it.
     announced: Vec<u32>,
     me: PeerId,
-    algo: A,
+    /// The algorithm, behind the host that keeps the driver contract.
+    host: Host<A>,
     poll: Poll,
     listener: UnixListener,
     socket_path: PathBuf,
@@ -307,7 +309,8 @@ struct Worker<A: Algorithm> {
     deadline: Option<Instant>,
     timers: BinaryHeap<std::cmp::Reverse<(Instant, u64, TimerKind)>>,
     timer_seq: u64,
-    algo_timers: Vec<(A::Timer, u64)>,
+    /// Algorithm timers armed and not yet fired, by generation.
+    algo_timers: HashMap<u64, A::Timer>,
     local: VecDeque<Local>,
     app: App,
     app_since: u64,
@@ -337,7 +340,7 @@ struct NetFaults {
     groups: Option<Vec<usize>>,
 }
 
-impl<A: Algorithm> Worker<A> {
+impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
     fn new(opts: WorkerOpts, control: StdUnixStream, info: &'static AlgoInfo) -> anyhow::Result<Self> {
         let WorkerOpts { settings: opts, run_dir, secret } = opts;
         let me = PeerId(opts.id);
@@ -383,7 +386,7 @@ impl<A: Algorithm> Worker<A> {
             announced: vec![0; n],
             resource_path,
             me,
-            algo: A::new(&cfg),
+            host: Host::new(cfg),
             poll,
             listener,
             socket_path,
@@ -404,7 +407,7 @@ impl<A: Algorithm> Worker<A> {
             deadline: None,
             timers: BinaryHeap::new(),
             timer_seq: 0,
-            algo_timers: Vec::new(),
+            algo_timers: HashMap::new(),
             local: VecDeque::new(),
             app: App::Starting,
             app_since: resource::monotonic_ns(),
@@ -496,9 +499,7 @@ impl<A: Algorithm> Worker<A> {
         }
         self.started = Instant::now();
         self.deadline = self.opts.duration.map(|d| self.started + d);
-        let mut out = Out::new(Duration::ZERO);
-        self.algo.on_start(&mut out);
-        self.apply(&mut out)?;
+        self.input(Input::Start)?;
         for peer in unreachable {
             self.lost(peer)?;
         }
@@ -666,10 +667,8 @@ impl<A: Algorithm> Worker<A> {
         }
         self.log(format_args!("terminated by signal inside the critical section; closing it and leaving"));
         self.leave_cs()?;
-        let mut out = Out::new(self.now());
-        self.algo.on_cs_done(&mut out);
         // Only messages come of this: nothing is entered or asked for any more.
-        self.apply(&mut out)?;
+        self.input(Input::Call { call: MutexCall::Done })?;
         self.set_app(App::Done);
         self.flush_all()?;
         Ok(())
@@ -910,9 +909,7 @@ impl<A: Algorithm> Worker<A> {
         p.had_channel = true;
         p.redial = None;
         if std::mem::replace(&mut p.down, false) {
-            let mut out = Out::new(self.now());
-            self.algo.on_peer_up(peer, &mut out);
-            self.apply(&mut out)?;
+            self.input(Input::PeerUp { peer })?;
         }
         // Frames that arrived right behind the hello.
         self.peer_readable(peer)
@@ -961,9 +958,7 @@ impl<A: Algorithm> Worker<A> {
         for env in inbox {
             self.clock = self.clock.max(env.clock).saturating_add(1);
             *self.stats.received.entry(env.msg.kind().to_string()).or_default() += 1;
-            let mut out = Out::new(self.now());
-            self.algo.on_message(peer, env.msg, &mut out);
-            self.apply(&mut out)?;
+            self.input(Input::Message { from: peer, msg: env.msg })?;
         }
         match (broken, fill) {
             (Some(why), _) => {
@@ -1011,9 +1006,7 @@ impl<A: Algorithm> Worker<A> {
         if std::mem::replace(&mut p.down, true) {
             return Ok(());
         }
-        let mut out = Out::new(self.now());
-        self.algo.on_peer_down(peer, &mut out);
-        self.apply(&mut out)
+        self.input(Input::PeerDown { peer })
     }
 
     fn control_readable(&mut self) -> anyhow::Result<()> {
@@ -1023,8 +1016,6 @@ impl<A: Algorithm> Worker<A> {
             match msg {
                 ToWorker::Finish => {
                     self.stats.entries = self.entries;
-                    self.stats.counters =
-                        self.algo.counters().into_iter().map(|(k, v)| (k.to_string(), v)).collect();
                     let stats = ToSupervisor::Stats(self.stats.clone());
                     self.flush_all()?;
                     self.control.set_nonblocking(false)?;
@@ -1036,7 +1027,7 @@ impl<A: Algorithm> Worker<A> {
                     let state = PendingState {
                         app: self.app.name().to_string(),
                         since_ns: self.app_since,
-                        algorithm: self.algo.pending(),
+                        algorithm: self.host.node().waiting_for(),
                         entries: self.entries,
                         down: (0..self.opts.workers)
                             .map(PeerId)
@@ -1092,15 +1083,13 @@ impl<A: Algorithm> Worker<A> {
                     self.accept()?;
                 }
                 TimerKind::Redial(i) => self.redial(PeerId(i as u32))?,
-                TimerKind::Algo(slot, gen) => {
-                    let (timer, current) = self.algo_timers[slot];
-                    if current == gen {
-                        self.algo_timers[slot].1 = 0;
-                        let mut out = Out::new(self.now());
-                        self.algo.on_timer(timer, &mut out);
-                        self.apply(&mut out)?;
-                        continue;
+                TimerKind::Algo(gen) => {
+                    // The host drops a timer reset or cancelled since it was armed.
+                    let Some(timer) = self.algo_timers.remove(&gen) else { continue };
+                    if let Some(step) = self.host.fire(self.now(), &timer, gen) {
+                        self.carry(step)?;
                     }
+                    continue;
                 }
             }
             self.run_local()?;
@@ -1108,38 +1097,34 @@ impl<A: Algorithm> Worker<A> {
         Ok(())
     }
 
-    /// Carry out the algorithm's actions, then any local events they caused.
-    fn apply(&mut self, out: &mut Out<A::Msg, A::Timer>) -> anyhow::Result<()> {
-        let actions: Vec<_> = out.drain().collect();
-        for action in actions {
-            match action {
-                Action::Send { to, msg } => self.send(to, &msg),
-                Action::Broadcast { msg } => {
-                    for p in 0..self.opts.workers {
-                        if p != self.me.0 {
-                            self.send(PeerId(p), &msg);
-                        }
-                    }
+    /// Hand the algorithm one input through its host, and carry out what it asks.
+    fn input(&mut self, input: NodeInput<A>) -> anyhow::Result<()> {
+        let step = self.host.step(self.now(), input);
+        self.carry(step)
+    }
+
+    /// Carry out a step's effects, then any local events they caused. Breaches of the
+    /// contract are logged and counted; the run goes on.
+    fn carry(&mut self, step: Step<A>) -> anyhow::Result<()> {
+        for breach in &step.breaches {
+            if matches!(breach, Breach::Event { .. }) {
+                self.stats.unasked_grants += 1;
+            }
+            self.log(format_args!("{breach}"));
+        }
+        for effect in step.effects {
+            match effect {
+                Effect::Send { to, msg } => self.send(to, &msg),
+                Effect::Arm { timer, generation, after } => {
+                    self.algo_timers.insert(generation, timer);
+                    self.push_timer(after, TimerKind::Algo(generation));
                 }
-                Action::SetTimer { timer, after } => {
-                    self.timer_seq += 1;
-                    let gen = self.timer_seq;
-                    let slot = match self.algo_timers.iter().position(|(t, _)| *t == timer) {
-                        Some(s) => s,
-                        None => {
-                            self.algo_timers.push((timer, 0));
-                            self.algo_timers.len() - 1
-                        }
-                    };
-                    self.algo_timers[slot].1 = gen;
-                    self.push_timer(after, TimerKind::Algo(slot, gen));
+                // The host knows it is cancelled; its heap entry is dropped when it fires.
+                Effect::Disarm { .. } => {}
+                Effect::Event { event: MutexEvent::Enter } => self.enter_cs()?,
+                Effect::Count { name, by } => {
+                    *self.stats.counters.entry(name.into_owned()).or_default() += by;
                 }
-                Action::CancelTimer { timer } => {
-                    if let Some(slot) = self.algo_timers.iter().position(|(t, _)| *t == timer) {
-                        self.algo_timers[slot].1 = 0;
-                    }
-                }
-                Action::EnterCs => self.enter_cs()?,
             }
         }
         self.run_local()
@@ -1152,7 +1137,6 @@ impl<A: Algorithm> Worker<A> {
                 self.local.clear();
                 break;
             }
-            let mut out = Out::new(self.now());
             match ev {
                 Local::WantCs => {
                     if self.finished() {
@@ -1166,15 +1150,14 @@ impl<A: Algorithm> Worker<A> {
                     self.set_app(App::Waiting);
                     let rec = Record::Want { w: self.me.0, e: self.entries + 1, t: resource::monotonic_ns() };
                     self.append(&rec)?;
-                    self.algo.on_want_cs(&mut out);
+                    self.input(Input::Call { call: MutexCall::Want })?;
                 }
                 Local::CsDone => {
                     self.leave_cs()?;
-                    self.algo.on_cs_done(&mut out);
                     self.think();
+                    self.input(Input::Call { call: MutexCall::Done })?;
                 }
             }
-            self.apply(&mut out)?;
         }
         Ok(())
     }
@@ -1206,15 +1189,8 @@ impl<A: Algorithm> Worker<A> {
             .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", self.resource_path.display()))
     }
 
+    /// The host let the waiting application in (it has checked that it was waiting).
     fn enter_cs(&mut self) -> anyhow::Result<()> {
-        if self.app != App::Waiting {
-            self.stats.unasked_grants += 1;
-            self.log(format_args!(
-                "the algorithm granted the section while the application was {}; ignored",
-                self.app.name()
-            ));
-            return Ok(());
-        }
         if self.terminating() {
             return Ok(()); // no ENTER after the signal
         }
@@ -1269,11 +1245,8 @@ impl<A: Algorithm> Worker<A> {
         Ok(())
     }
 
+    /// Send `msg` to `to` (the host has checked that `to` is a peer).
     fn send(&mut self, to: PeerId, msg: &A::Msg) {
-        if to == self.me || to.0 >= self.opts.workers {
-            self.log(format_args!("the algorithm sent {} to {to}, which is not a peer; dropped", msg.kind()));
-            return;
-        }
         self.clock = self.clock.saturating_add(1);
         let env = Envelope { from: self.me, to, clock: self.clock, msg: msg.clone() };
         *self.stats.sent.entry(msg.kind().to_string()).or_default() += 1;
@@ -1408,7 +1381,7 @@ impl<A: Algorithm> Worker<A> {
     }
 }
 
-impl<A: Algorithm> Drop for Worker<A> {
+impl<A: Node<Service = crate::algorithm::Mutex>> Drop for Worker<A> {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.socket_path);
     }

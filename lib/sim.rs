@@ -71,7 +71,8 @@ use std::time::Duration;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::algorithm::{Action, Algorithm, Config, Message, Out, PeerId};
+use crate::algorithm::{Config, Input, Message, Mutex, MutexCall, MutexEvent, Node, NodeInput, PeerId};
+use crate::host::{Breach, Effect, Host, Step};
 
 /// How many recent events a [`SimError`] carries.
 const TRACE_LEN: usize = 40;
@@ -98,6 +99,8 @@ enum App {
 struct SetTimer<T> {
     node: PeerId,
     timer: T,
+    /// The host's generation for this arming.
+    generation: u64,
     at: Duration,
     /// Tie-break among timers due at the same time: the order they were set in.
     seq: u64,
@@ -147,7 +150,7 @@ pub enum Failure {
         /// The node.
         node: PeerId,
         /// The message kind.
-        kind: &'static str,
+        kind: String,
     },
     /// The algorithm sent a message to an id outside `0..n`.
     #[error("{node} sent {kind} to {to}, which does not exist")]
@@ -157,7 +160,15 @@ pub enum Failure {
         /// The bad address.
         to: PeerId,
         /// The message kind.
-        kind: &'static str,
+        kind: String,
+    },
+    /// The driver broke the contract (a bug in the simulator itself).
+    #[error("{node}: {breach}")]
+    Driver {
+        /// The node.
+        node: PeerId,
+        /// What went wrong.
+        breach: Breach,
     },
     /// Nothing can happen, but some applications still wait.
     #[error("deadlock: nothing in flight, no timer set, and still waiting: {}", describe(waiting))]
@@ -223,7 +234,9 @@ pub struct SimReport {
     /// Entries per node, by id.
     pub entries_by_node: Vec<u64>,
     /// Messages sent over the network, by kind (a broadcast counts once per receiver).
-    pub messages: BTreeMap<&'static str, u64>,
+    pub messages: BTreeMap<String, u64>,
+    /// The algorithms' own counts (`Count` outputs), summed over nodes.
+    pub counters: BTreeMap<String, u64>,
     /// Scheduling steps taken.
     pub steps: u64,
     /// Virtual time at the end.
@@ -243,6 +256,11 @@ impl SimReport {
         self.messages.get(kind).copied().unwrap_or(0)
     }
 
+    /// One of the algorithms' counters (0 if never counted).
+    pub fn counter(&self, name: &str) -> u64 {
+        self.counters.get(name).copied().unwrap_or(0)
+    }
+
     /// Messages per critical-section entry, averaged over the run.
     pub fn per_entry(&self) -> f64 {
         if self.entries == 0 {
@@ -254,11 +272,12 @@ impl SimReport {
 }
 
 /// The simulator: N nodes of algorithm `A`, their applications, channels and timers.
-pub struct Sim<A: Algorithm> {
+pub struct Sim<A: Node<Service = Mutex>> {
     n: usize,
     seed: u64,
     rng: ChaCha8Rng,
-    nodes: Vec<A>,
+    /// Each node behind the host that keeps the driver contract.
+    nodes: Vec<Host<A>>,
     fifo: bool,
     stale_timers: bool,
     max_steps: u64,
@@ -272,10 +291,10 @@ pub struct Sim<A: Algorithm> {
     left: Vec<u32>,
     entries: Vec<u64>,
     inside: Option<PeerId>,
-    sent: BTreeMap<&'static str, u64>,
+    sent: BTreeMap<String, u64>,
+    counters: BTreeMap<String, u64>,
     step: u64,
     trace: VecDeque<String>,
-    out: Out<A::Msg, A::Timer>,
     /// Each node's configuration, to build it again on a restart.
     configs: Vec<Config>,
     alive: Vec<bool>,
@@ -287,7 +306,7 @@ pub struct Sim<A: Algorithm> {
     crashes_done: u32,
 }
 
-impl<A: Algorithm> Sim<A> {
+impl<A: Node<Service = Mutex>> Sim<A> {
     /// `n` nodes with [`Config::new`] and the given seed.
     pub fn new(n: u32, seed: u64) -> Self {
         Self::with_config(n, seed, |_| {})
@@ -303,7 +322,7 @@ impl<A: Algorithm> Sim<A> {
                 cfg
             })
             .collect();
-        let nodes = configs.iter().map(A::new).collect();
+        let nodes = configs.iter().cloned().map(Host::new).collect();
         let n = n as usize;
         Sim {
             n,
@@ -322,9 +341,9 @@ impl<A: Algorithm> Sim<A> {
             entries: vec![0; n],
             inside: None,
             sent: BTreeMap::new(),
+            counters: BTreeMap::new(),
             step: 0,
             trace: VecDeque::new(),
-            out: Out::new(Duration::ZERO),
             configs,
             alive: vec![true; n],
             crash_budget: 0,
@@ -362,7 +381,7 @@ impl<A: Algorithm> Sim<A> {
 
     /// Node `id`, to read its state after (or before) a run.
     pub fn node(&self, id: u32) -> &A {
-        &self.nodes[id as usize]
+        self.nodes[id as usize].node()
     }
 
     /// Run until every application has entered `entries_per_node` times and no message is
@@ -370,9 +389,7 @@ impl<A: Algorithm> Sim<A> {
     pub fn run(&mut self, entries_per_node: u32) -> Result<SimReport, SimError> {
         self.left = vec![entries_per_node; self.n];
         for i in 0..self.n {
-            self.out.reset(self.now);
-            self.nodes[i].on_start(&mut self.out);
-            self.apply(i)?;
+            self.input(i, Input::Start)?;
         }
         loop {
             let events = self.enabled();
@@ -399,6 +416,7 @@ impl<A: Algorithm> Sim<A> {
             entries: self.entries.iter().sum(),
             entries_by_node: self.entries.clone(),
             messages: self.sent.clone(),
+            counters: self.counters.clone(),
             steps: self.step,
             elapsed: self.now,
             crashes: self.crashes_done,
@@ -454,21 +472,18 @@ impl<A: Algorithm> Sim<A> {
     }
 
     fn execute(&mut self, ev: Event) -> Result<(), SimError> {
-        self.out.reset(self.now);
-        let node = match ev {
+        match ev {
             Event::Deliver { from, to } => {
                 let link = &mut self.links[from * self.n + to];
                 let k = if self.fifo { 0 } else { self.rng.random_range(0..link.len()) };
                 let msg = link.remove(k).expect("the link is not empty");
                 self.note(format!("{} -> {}: {:?}", PeerId(from as u32), PeerId(to as u32), msg));
-                self.nodes[to].on_message(PeerId(from as u32), msg, &mut self.out);
-                to
+                self.input(to, Input::Message { from: PeerId(from as u32), msg })
             }
             Event::Want(i) => {
                 self.note(format!("{} wants the critical section", PeerId(i as u32)));
                 self.apps[i] = App::Waiting;
-                self.nodes[i].on_want_cs(&mut self.out);
-                i
+                self.input(i, Input::Call { call: MutexCall::Want })
             }
             Event::Leave(i) => {
                 self.note(format!("{} leaves the critical section", PeerId(i as u32)));
@@ -476,8 +491,7 @@ impl<A: Algorithm> Sim<A> {
                 self.left[i] -= 1;
                 self.entries[i] += 1;
                 self.inside = None;
-                self.nodes[i].on_cs_done(&mut self.out);
-                i
+                self.input(i, Input::Call { call: MutexCall::Done })
             }
             Event::Timer => {
                 let k = (0..self.timers.len())
@@ -485,25 +499,36 @@ impl<A: Algorithm> Sim<A> {
                     .expect("a timer is set");
                 let t = self.timers.remove(k);
                 self.now = self.now.max(t.at);
-                self.out.reset(self.now);
-                let stale = if t.live { "" } else { " (stale)" };
-                self.note(format!("{} timer {:?} fires{stale}", t.node, t.timer));
-                self.nodes[t.node.index()].on_timer(t.timer, &mut self.out);
-                t.node.index()
+                let i = t.node.index();
+                if t.live {
+                    self.note(format!("{} timer {:?} fires", t.node, t.timer));
+                    match self.nodes[i].fire(self.now, &t.timer, t.generation) {
+                        Some(step) => self.apply(i, step),
+                        None => Ok(()),
+                    }
+                } else {
+                    // Reset or cancelled, delivered once anyway, as the contract allows.
+                    self.note(format!("{} timer {:?} fires (stale)", t.node, t.timer));
+                    self.input(i, Input::Timer { timer: t.timer })
+                }
             }
             Event::Down { from, to } => {
                 self.down_due[from * self.n + to] = false;
                 self.note(format!("{} hears {} is down", PeerId(to as u32), PeerId(from as u32)));
-                self.nodes[to].on_peer_down(PeerId(from as u32), &mut self.out);
-                to
+                self.input(to, Input::PeerDown { peer: PeerId(from as u32) })
             }
             Event::Crash(i) => {
                 self.crash(i);
-                return Ok(());
+                Ok(())
             }
-            Event::Restart(i) => return self.restart(i),
-        };
-        self.apply(node)
+            Event::Restart(i) => self.restart(i),
+        }
+    }
+
+    /// Hand node `i` one input through its host, and carry out what it asks.
+    fn input(&mut self, i: usize, input: NodeInput<A>) -> Result<(), SimError> {
+        let step = self.nodes[i].step(self.now, input);
+        self.apply(i, step)
     }
 
     fn crash(&mut self, i: usize) {
@@ -531,7 +556,7 @@ impl<A: Algorithm> Sim<A> {
         let me = PeerId(i as u32);
         self.configs[i].incarnation += 1;
         self.note(format!("{me} restarts (incarnation {})", self.configs[i].incarnation));
-        self.nodes[i] = A::new(&self.configs[i]);
+        self.nodes[i] = Host::new(self.configs[i].clone());
         self.alive[i] = true;
         for j in (0..self.n).filter(|&j| j != i) {
             if self.alive[j] {
@@ -540,49 +565,43 @@ impl<A: Algorithm> Sim<A> {
                     // The runtime drops the old connection when the new one says hello.
                     self.links[l].clear();
                     self.down_due[l] = false;
-                    self.out.reset(self.now);
-                    self.nodes[j].on_peer_down(me, &mut self.out);
-                    self.apply(j)?;
+                    self.input(j, Input::PeerDown { peer: me })?;
                 }
-                self.out.reset(self.now);
-                self.nodes[j].on_peer_up(me, &mut self.out);
-                self.apply(j)?;
+                self.input(j, Input::PeerUp { peer: me })?;
             }
         }
-        self.out.reset(self.now);
-        self.nodes[i].on_start(&mut self.out);
-        for j in (0..self.n).filter(|&j| j != i && !self.alive[j]) {
+        self.input(i, Input::Start)?;
+        let dead: Vec<usize> = (0..self.n).filter(|&j| j != i && !self.alive[j]).collect();
+        for j in dead {
             self.down_due[j * self.n + i] = false;
-            self.nodes[i].on_peer_down(PeerId(j as u32), &mut self.out);
+            self.input(i, Input::PeerDown { peer: PeerId(j as u32) })?;
         }
-        self.apply(i)
+        Ok(())
     }
 
-    /// Carry out the actions node `i` pushed into the outbox.
-    fn apply(&mut self, i: usize) -> Result<(), SimError> {
+    /// Carry out what node `i` asked for. A breach of the contract fails the run.
+    fn apply(&mut self, i: usize, step: Step<A>) -> Result<(), SimError> {
         let me = PeerId(i as u32);
-        let actions: Vec<_> = self.out.drain().collect();
-        for action in actions {
-            match action {
-                Action::Send { to, msg } => self.send(me, to, msg)?,
-                Action::Broadcast { msg } => {
-                    for to in 0..self.n as u32 {
-                        if to != me.0 {
-                            self.send(me, PeerId(to), msg.clone())?;
-                        }
-                    }
-                }
-                Action::SetTimer { timer, after } => {
-                    self.drop_timer(me, timer);
+        if let Some(breach) = step.breaches.into_iter().next() {
+            return Err(self.fail(match breach {
+                Breach::SelfSend { kind } => Failure::SelfSend { node: me, kind },
+                Breach::NoSuchPeer { to, kind } => Failure::NoSuchPeer { node: me, to, kind },
+                Breach::Event { .. } => Failure::UnaskedEnter { node: me },
+                breach => Failure::Driver { node: me, breach },
+            }));
+        }
+        for effect in step.effects {
+            match effect {
+                Effect::Send { to, msg } => self.send(me, to, msg),
+                Effect::Arm { timer, generation, after } => {
+                    self.drop_timer(me, &timer);
                     self.timer_seq += 1;
                     let at = self.now + after;
-                    self.timers.push(SetTimer { node: me, timer, at, seq: self.timer_seq, live: true });
+                    let seq = self.timer_seq;
+                    self.timers.push(SetTimer { node: me, timer, generation, at, seq, live: true });
                 }
-                Action::CancelTimer { timer } => self.drop_timer(me, timer),
-                Action::EnterCs => {
-                    if self.apps[i] != App::Waiting {
-                        return Err(self.fail(Failure::UnaskedEnter { node: me }));
-                    }
+                Effect::Disarm { timer } => self.drop_timer(me, &timer),
+                Effect::Event { event: MutexEvent::Enter } => {
                     if let Some(inside) = self.inside {
                         return Err(self.fail(Failure::Overlap { inside, entering: me }));
                     }
@@ -590,31 +609,25 @@ impl<A: Algorithm> Sim<A> {
                     self.apps[i] = App::Inside;
                     self.inside = Some(me);
                 }
+                Effect::Count { name, by } => *self.counters.entry(name.into_owned()).or_default() += by,
             }
         }
         Ok(())
     }
 
-    fn send(&mut self, from: PeerId, to: PeerId, msg: A::Msg) -> Result<(), SimError> {
-        let kind = msg.kind();
-        if to == from {
-            return Err(self.fail(Failure::SelfSend { node: from, kind }));
-        }
-        if to.index() >= self.n {
-            return Err(self.fail(Failure::NoSuchPeer { node: from, to, kind }));
-        }
-        *self.sent.entry(kind).or_default() += 1;
+    /// Send `msg` (the host has checked the address).
+    fn send(&mut self, from: PeerId, to: PeerId, msg: A::Msg) {
+        *self.sent.entry(msg.kind().to_string()).or_default() += 1;
         // Counted as sent, as the runtime counts it, but a dead process reads nothing.
         if self.alive[to.index()] {
             self.links[from.index() * self.n + to.index()].push_back(msg);
         }
-        Ok(())
     }
 
     /// Forget node `me`'s live `timer`, or with the stale-timer knob sometimes keep it as
     /// a stale timer that still fires once.
-    fn drop_timer(&mut self, me: PeerId, timer: A::Timer) {
-        if let Some(k) = self.timers.iter().position(|t| t.live && t.node == me && t.timer == timer) {
+    fn drop_timer(&mut self, me: PeerId, timer: &A::Timer) {
+        if let Some(k) = self.timers.iter().position(|t| t.live && t.node == me && t.timer == *timer) {
             if self.stale_timers && self.rng.random_bool(0.25) {
                 self.timers[k].live = false;
             } else {
@@ -626,7 +639,7 @@ impl<A: Algorithm> Sim<A> {
     fn waiting(&self) -> Vec<(PeerId, String)> {
         (0..self.n)
             .filter(|&i| self.apps[i] == App::Waiting)
-            .map(|i| (PeerId(i as u32), self.nodes[i].pending()))
+            .map(|i| (PeerId(i as u32), self.nodes[i].node().waiting_for()))
             .collect()
     }
 
@@ -651,7 +664,7 @@ impl<A: Algorithm> Sim<A> {
 /// Run `A` over `seeds` with every size in `sizes`, `entries` entries per node, and
 /// hand each report to `check`; panic with the replayable error of the first failure.
 /// A helper for the randomized tests.
-pub fn sweep<A: Algorithm>(
+pub fn sweep<A: Node<Service = Mutex>>(
     sizes: &[u32],
     seeds: std::ops::Range<u64>,
     entries: u32,
@@ -672,6 +685,7 @@ pub fn sweep<A: Algorithm>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithm::{Algorithm, Out};
     use crate::algos::baseline::Immediate;
     use crate::algos::centralized::Centralized;
 
@@ -779,6 +793,7 @@ mod tests {
     // Broken algorithms the checker must catch.
 
     /// Enters when it wakes up, without being asked.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
     struct Eager;
     impl Algorithm for Eager {
         type Msg = crate::algos::baseline::Msg;
@@ -803,7 +818,7 @@ mod tests {
     }
 
     /// Asks for a grant nobody will ever give, and talks to itself.
-    #[derive(Debug)]
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
     struct Stuck {
         me: PeerId,
         talk_to_self: bool,
@@ -837,6 +852,6 @@ mod tests {
             other => panic!("expected a deadlock, got {other}"),
         }
         let e = Sim::<Stuck>::new(2, 99).run(1).unwrap_err();
-        assert!(matches!(e.failure, Failure::SelfSend { kind: "REQUEST", .. }), "{e}");
+        assert!(matches!(e.failure, Failure::SelfSend { ref kind, .. } if kind == "REQUEST"), "{e}");
     }
 }

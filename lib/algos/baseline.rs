@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use crate::algorithm::{Algorithm, Config, Message, NoTimer, Out, PeerId};
 
 /// The baselines send no messages; this type has no values.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {}
 
 impl Message for Msg {
@@ -23,7 +23,7 @@ impl Message for Msg {
 }
 
 /// Grants every request at once.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Immediate;
 
 impl Algorithm for Immediate {
@@ -56,6 +56,6 @@ mod tests {
         let mut a = Immediate::new(&Config::new(0, 2));
         let mut o = Out::new(Duration::ZERO);
         a.on_want_cs(&mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
     }
 }

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::algorithm::{Algorithm, Config, Message, NoTimer, Out, PeerId};
 
 /// Messages of the centralized algorithm.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
     /// Node → coordinator: I want the critical section.
     Request,
@@ -48,7 +48,7 @@ impl Message for Msg {
 
 /// One node of the centralized algorithm; the coordinator's extra state is unused
 /// elsewhere.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Centralized {
     me: PeerId,
     coordinator: PeerId,
@@ -190,7 +190,7 @@ mod tests {
         assert_eq!(o2.actions(), &[Action::Send { to: PeerId(0), msg: Msg::Grant }]);
         let mut o = out();
         w0.on_message(PeerId(2), Msg::Grant, &mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
         let mut o = out();
         w0.on_cs_done(&mut o);
         assert_eq!(o.actions(), &[Action::Send { to: PeerId(2), msg: Msg::Release }]);
@@ -205,7 +205,7 @@ mod tests {
         let mut w1 = Centralized::new(&Config::new(1, 2));
         let mut o = out();
         w1.on_want_cs(&mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
         let mut o = out();
         w1.on_cs_done(&mut o);
         assert!(o.actions().is_empty());
@@ -225,7 +225,7 @@ mod tests {
         assert_eq!(o.actions(), &[Action::Send { to: PeerId(0), msg: Msg::Grant }]);
         let mut o = out();
         c.on_message(PeerId(0), Msg::Release, &mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
         assert_eq!(c.pending(), "");
         let mut o = out();
         c.on_cs_done(&mut o);

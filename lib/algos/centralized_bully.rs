@@ -111,7 +111,7 @@ impl fmt::Display for Term {
 }
 
 /// Messages of `centralized-bully`.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
     /// Node → coordinator of `term`: I want the section.
     Request { term: Term },
@@ -162,14 +162,14 @@ pub enum Timer {
     AwaitCoordinator(u64),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum App {
     Idle,
     Waiting,
     Inside,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Role {
     /// Follows `coordinator` (if known) in `term`.
     Follower,
@@ -182,7 +182,7 @@ enum Role {
 }
 
 /// One node of `centralized-bully`.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CentralizedBully {
     cfg: Config,
     /// The newest term this node has accepted.
@@ -201,8 +201,6 @@ pub struct CentralizedBully {
     // Coordinator only.
     holder: Option<PeerId>,
     queue: VecDeque<PeerId>,
-    elections: u64,
-    terms: u64,
 }
 
 impl CentralizedBully {
@@ -224,7 +222,7 @@ impl CentralizedBully {
 
     /// Start (or restart) a bully election.
     fn start_election(&mut self, out: &mut Out<Msg, Timer>) {
-        self.elections += 1;
+        out.count("elections", 1);
         self.gen += 1;
         self.stop_coordinating();
         let higher: BTreeSet<PeerId> =
@@ -251,7 +249,7 @@ impl CentralizedBully {
     /// Win: take a new term above every epoch seen and ask everyone for their state.
     fn declare(&mut self, out: &mut Out<Msg, Timer>) {
         self.gen += 1;
-        self.terms += 1;
+        out.count("terms", 1);
         self.max_epoch += 1;
         self.term = Term { epoch: self.max_epoch, id: self.me().0 };
         self.coordinator = Some(self.me());
@@ -361,8 +359,6 @@ impl Algorithm for CentralizedBully {
             suspect_gen: 0,
             holder: None,
             queue: VecDeque::new(),
-            elections: 0,
-            terms: 0,
         }
     }
 
@@ -515,10 +511,6 @@ impl Algorithm for CentralizedBully {
         self.down.remove(&peer);
     }
 
-    fn counters(&self) -> Vec<(&'static str, u64)> {
-        vec![("elections", self.elections), ("terms", self.terms)]
-    }
-
     fn pending(&self) -> String {
         let list = |s: &BTreeSet<PeerId>| s.iter().map(PeerId::to_string).collect::<Vec<_>>().join(", ");
         match &self.role {
@@ -587,12 +579,12 @@ mod tests {
         assert_eq!(a[0], send(2, Msg::Request { term: T0 }));
         assert!(matches!(a[1], Action::SetTimer { timer: Timer::Suspect(_), after: SUSPECT_AFTER }));
         assert_eq!(deliver(&mut w, 0, 2, Msg::Request { term: T0 }), [send(0, Msg::Grant { term: T0 })]);
-        assert_eq!(deliver(&mut w, 2, 0, Msg::Grant { term: T0 }), [Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 2, 0, Msg::Grant { term: T0 }), [Action::enter()]);
         assert_eq!(done(&mut w, 0), [send(2, Msg::Release { term: T0 })]);
         assert!(deliver(&mut w, 0, 2, Msg::Release { term: T0 }).is_empty());
         assert_eq!(w[2].holder, None);
         // The coordinator's own entry costs nothing.
-        assert_eq!(want(&mut w, 2), [Action::EnterCs]);
+        assert_eq!(want(&mut w, 2), [Action::enter()]);
         assert!(done(&mut w, 2).is_empty());
     }
 
@@ -623,10 +615,10 @@ mod tests {
         // The first COORDINATOR (from the broadcast) is answered again: harmless.
         // w1 heard from everyone alive: it queued itself first, then w0.
         let a = deliver(&mut w, 0, 1, Msg::State { term: t1, inside: false, waiting: true });
-        assert_eq!(a, [Action::EnterCs]);
+        assert_eq!(a, [Action::enter()]);
         let a = done(&mut w, 1);
         assert_eq!(a, [send(0, Msg::Grant { term: t1 })]);
-        assert_eq!(deliver(&mut w, 1, 0, Msg::Grant { term: t1 }), [Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 1, 0, Msg::Grant { term: t1 }), [Action::enter()]);
         assert_eq!(done(&mut w, 0), [send(1, Msg::Release { term: t1 })]);
     }
 
@@ -670,7 +662,7 @@ mod tests {
         // The old coordinator, still unaware, may let itself in (w1 grants nothing before
         // hearing from it); told of the newer term it steps down, says it is inside, and,
         // being higher, bullies its way back with an election.
-        assert_eq!(want(&mut w, 2), [Action::EnterCs]);
+        assert_eq!(want(&mut w, 2), [Action::enter()]);
         let a = deliver(&mut w, 1, 2, Msg::Coordinator { term: t1 });
         assert_eq!(sends(&a)[0], (1, Msg::State { term: t1, inside: true, waiting: false }));
         assert!(matches!(w[2].role, Role::Coordinator(Some(_))), "w2 declared a newer term");
@@ -696,7 +688,7 @@ mod tests {
         );
         let mut o = Out::new(Duration::ZERO);
         w2.on_want_cs(&mut o);
-        assert!(!o.actions().contains(&Action::EnterCs), "no entry before the states are in");
+        assert!(!o.actions().contains(&Action::enter()), "no entry before the states are in");
         // A follower that knows a newer term answers STALE; w2 declares above it.
         let mut o = Out::new(Duration::ZERO);
         w2.on_message(PeerId(0), Msg::Stale { term: Term { epoch: 4, id: 1 } }, &mut o);

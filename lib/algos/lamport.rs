@@ -32,7 +32,7 @@ use serde::{Deserialize, Serialize};
 use crate::algorithm::{Algorithm, Config, Message, NoTimer, Out, PeerId};
 
 /// Messages of Lamport's algorithm; each carries the sender's clock.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
     /// The sender asks for the section; `stamp` orders the request.
     Request {
@@ -70,7 +70,7 @@ impl Message for Msg {
 }
 
 /// One node of Lamport's algorithm.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Lamport {
     cfg: Config,
     /// The Lamport clock.
@@ -214,7 +214,7 @@ mod tests {
         assert_eq!(o.actions(), &[send(0, Msg::Ack { stamp: 3 })]);
         let mut o = out();
         w[0].on_message(PeerId(1), Msg::Ack { stamp: 3 }, &mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
         let mut o = out();
         w[0].on_cs_done(&mut o);
         assert_eq!(o.actions(), &[all(Msg::Release { stamp: 5 })]);
@@ -247,7 +247,7 @@ mod tests {
         assert_eq!(o2.actions(), &[send(1, Msg::Ack { stamp: 6 })]);
         let mut o2 = out();
         w[2].on_message(PeerId(0), Msg::Ack { stamp: 8 }, &mut o2);
-        assert_eq!(o2.actions(), &[Action::EnterCs]);
+        assert_eq!(o2.actions(), &[Action::enter()]);
         // w1 has heard later stamps from both, but w2's request is ahead of its own.
         let mut o1 = out();
         w[1].on_message(PeerId(0), Msg::Ack { stamp: 6 }, &mut o1);
@@ -259,7 +259,7 @@ mod tests {
         assert_eq!(o2.actions(), &[all(Msg::Release { stamp: 10 })]);
         let mut o1 = out();
         w[1].on_message(PeerId(2), Msg::Release { stamp: 10 }, &mut o1);
-        assert_eq!(o1.actions(), &[Action::EnterCs]);
+        assert_eq!(o1.actions(), &[Action::enter()]);
         w[0].on_message(PeerId(2), Msg::Release { stamp: 10 }, &mut out());
         assert_eq!(w[0].queue.iter().copied().collect::<Vec<_>>(), vec![(4, PeerId(1))]);
     }
@@ -277,7 +277,7 @@ mod tests {
         w[0].on_message(PeerId(1), Msg::Request { stamp: 1 }, &mut o0);
         // w1's REQUEST carries the same stamp, but (1, w1) comes after (1, w0) in the
         // total order, so it counts as news from later than w0's request: w0 enters.
-        assert_eq!(o0.actions(), &[send(1, Msg::Ack { stamp: 3 }), Action::EnterCs]);
+        assert_eq!(o0.actions(), &[send(1, Msg::Ack { stamp: 3 }), Action::enter()]);
         let mut o1 = out();
         w[1].on_message(PeerId(0), Msg::Request { stamp: 1 }, &mut o1);
         w[1].on_message(PeerId(0), Msg::Ack { stamp: 3 }, &mut o1);
@@ -287,7 +287,7 @@ mod tests {
         let mut o1 = out();
         w[1].on_message(PeerId(0), Msg::Release { stamp: 4 }, &mut o1);
         assert_eq!(o0.actions(), &[all(Msg::Release { stamp: 4 })]);
-        assert_eq!(o1.actions(), &[Action::EnterCs]);
+        assert_eq!(o1.actions(), &[Action::enter()]);
     }
 
     #[test]
@@ -301,13 +301,13 @@ mod tests {
         w[0].on_message(PeerId(1), Msg::Request { stamp: 1 }, &mut o0);
         assert_eq!(
             o0.actions(),
-            &[all(Msg::Request { stamp: 1 }), send(1, Msg::Ack { stamp: 3 }), Action::EnterCs]
+            &[all(Msg::Request { stamp: 1 }), send(1, Msg::Ack { stamp: 3 }), Action::enter()]
         );
         // If the ACK overtakes w0's REQUEST, w1 hears a later stamp from w0 while its own
         // request is alone in its queue, and enters too.
         let mut o1 = out();
         w[1].on_message(PeerId(0), Msg::Ack { stamp: 3 }, &mut o1);
-        assert_eq!(o1.actions(), &[Action::EnterCs], "two inside: FIFO was essential");
+        assert_eq!(o1.actions(), &[Action::enter()], "two inside: FIFO was essential");
     }
 
     #[test]
@@ -315,7 +315,7 @@ mod tests {
         let mut w = Lamport::new(&Config::new(0, 1));
         let mut o = out();
         w.on_want_cs(&mut o);
-        assert_eq!(o.actions(), &[all(Msg::Request { stamp: 1 }), Action::EnterCs]);
+        assert_eq!(o.actions(), &[all(Msg::Request { stamp: 1 }), Action::enter()]);
     }
 
     #[test]

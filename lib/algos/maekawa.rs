@@ -86,7 +86,7 @@ pub fn mean_quorum_size(n: u32) -> f64 {
 
 /// Messages of Maekawa's algorithm. Each names the request it concerns by its stamp; the
 /// requester is the sender or the receiver.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
     /// Requester → arbiter: vote for my request.
     Request {
@@ -134,7 +134,7 @@ impl Message for Msg {
 }
 
 /// Where a requester stands with one member of its quorum.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Vote {
     /// Asked, no answer yet.
     Asked,
@@ -150,7 +150,7 @@ enum Vote {
 type Req = (u64, PeerId);
 
 /// One node of Maekawa's algorithm: a requester and an arbiter.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Maekawa {
     me: PeerId,
     quorum: Vec<PeerId>,
@@ -432,7 +432,7 @@ mod tests {
         assert_eq!(o.actions(), &[send(0, Msg::Locked { stamp: 1 })]);
         let mut o = out();
         w[0].on_message(PeerId(1), Msg::Locked { stamp: 1 }, &mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
         let mut o = out();
         w[0].on_cs_done(&mut o);
         assert_eq!(o.actions(), &[send(1, Msg::Release { stamp: 1 })]);
@@ -463,7 +463,7 @@ mod tests {
         let mut o2 = out();
         w[2].on_message(PeerId(0), Msg::Locked { stamp: 1 }, &mut o2);
         w[2].on_message(PeerId(0), Msg::Inquire { stamp: 1 }, &mut o2);
-        assert_eq!(o2.actions(), &[Action::EnterCs]);
+        assert_eq!(o2.actions(), &[Action::enter()]);
         assert_eq!(w[1].pending(), "waiting for LOCKED from w0");
         let mut o2 = out();
         w[2].on_cs_done(&mut o2);
@@ -473,7 +473,7 @@ mod tests {
         assert_eq!(o0.actions(), &[send(1, Msg::Locked { stamp: 1 })]);
         let mut o1 = out();
         w[1].on_message(PeerId(0), Msg::Locked { stamp: 1 }, &mut o1);
-        assert_eq!(o1.actions(), &[Action::EnterCs]);
+        assert_eq!(o1.actions(), &[Action::enter()]);
     }
 
     #[test]
@@ -538,7 +538,7 @@ mod tests {
         assert_eq!(o3.actions(), &[send(1, Msg::Locked { stamp: 1 })]);
         let mut o1 = out();
         w[1].on_message(PeerId(3), Msg::Locked { stamp: 1 }, &mut o1);
-        assert_eq!(o1.actions(), &[Action::EnterCs]);
+        assert_eq!(o1.actions(), &[Action::enter()]);
         // w1 leaves; both its arbiters now vote for w2, which gets in.
         let mut o1 = out();
         w[1].on_cs_done(&mut o1);
@@ -552,7 +552,7 @@ mod tests {
         let mut o2 = out();
         w[2].on_message(PeerId(0), Msg::Locked { stamp: 1 }, &mut o2);
         w[2].on_message(PeerId(3), Msg::Locked { stamp: 1 }, &mut o2);
-        assert_eq!(o2.actions(), &[Action::EnterCs]);
+        assert_eq!(o2.actions(), &[Action::enter()]);
     }
 
     #[test]
@@ -605,7 +605,7 @@ mod tests {
         let mut w = Maekawa::new(&Config::new(0, 1));
         let mut o = out();
         w.on_want_cs(&mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
         let mut o = out();
         w.on_cs_done(&mut o);
         assert!(o.actions().is_empty());

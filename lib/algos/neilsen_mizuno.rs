@@ -66,7 +66,7 @@ use serde::{Deserialize, Serialize};
 use crate::algorithm::{Algorithm, Config, Message, NoTimer, Out, PeerId};
 
 /// Messages of Neilsen-Mizuno.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
     /// Passed from parent to parent until it reaches the last in line: `originator`
     /// wants the token.
@@ -98,7 +98,7 @@ pub fn diameter(n: u32) -> u32 {
 }
 
 /// One node of Neilsen-Mizuno.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct NeilsenMizuno {
     me: PeerId,
     /// Towards the last in line; `None` when this node is the last in line (the root).
@@ -251,15 +251,15 @@ mod tests {
         assert_eq!(w[1].pending(), "waiting for the TOKEN; asked w0");
         assert_eq!(deliver(&mut w, 1, 0, request(1)), vec![token(1)]);
         assert_eq!(parents(&w), vec![Some(1), None]);
-        assert_eq!(deliver(&mut w, 0, 1, Msg::Token), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 0, 1, Msg::Token), vec![Action::enter()]);
         assert!(done(&mut w, 1).is_empty());
         // w1 keeps the token and re-enters for free.
-        assert_eq!(want(&mut w, 1), vec![Action::EnterCs]);
+        assert_eq!(want(&mut w, 1), vec![Action::enter()]);
         assert!(done(&mut w, 1).is_empty());
         // w0 asks w1 now.
         assert_eq!(want(&mut w, 0), vec![req(1, 0)]);
         assert_eq!(deliver(&mut w, 0, 1, request(0)), vec![token(0)]);
-        assert_eq!(deliver(&mut w, 1, 0, Msg::Token), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 1, 0, Msg::Token), vec![Action::enter()]);
         assert!(done(&mut w, 0).is_empty());
         assert_eq!(parents(&w), vec![None, Some(0)]);
     }
@@ -268,7 +268,7 @@ mod tests {
     fn the_holder_re_enters_for_free() {
         let mut w = nodes(3);
         for _ in 0..3 {
-            assert_eq!(want(&mut w, 0), vec![Action::EnterCs]);
+            assert_eq!(want(&mut w, 0), vec![Action::enter()]);
             assert_eq!(w[0].pending(), "");
             assert!(done(&mut w, 0).is_empty());
         }
@@ -282,13 +282,13 @@ mod tests {
         // The token goes straight from w0 to w2, not back through w1.
         assert_eq!(deliver(&mut w, 1, 0, request(2)), vec![token(2)]);
         assert_eq!(parents(&w), vec![Some(1), Some(2), None], "the chain now points at w2");
-        assert_eq!(deliver(&mut w, 0, 2, Msg::Token), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 0, 2, Msg::Token), vec![Action::enter()]);
         assert!(done(&mut w, 2).is_empty());
         // w0 asks: the same chain the other way, 2 REQUESTs and the TOKEN.
         assert_eq!(want(&mut w, 0), vec![req(1, 0)]);
         assert_eq!(deliver(&mut w, 0, 1, request(0)), vec![req(2, 0)]);
         assert_eq!(deliver(&mut w, 1, 2, request(0)), vec![token(0)]);
-        assert_eq!(deliver(&mut w, 2, 0, Msg::Token), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 2, 0, Msg::Token), vec![Action::enter()]);
         assert_eq!(parents(&w), vec![None, Some(0), Some(1)]);
         assert!(done(&mut w, 0).is_empty());
     }
@@ -297,7 +297,7 @@ mod tests {
     fn the_notes_walk_through_on_a_five_node_chain() {
         // w0 is inside; w2, then w4 ask; the token follows the line w0 → w2 → w4.
         let mut w = nodes(5);
-        assert_eq!(want(&mut w, 0), vec![Action::EnterCs]);
+        assert_eq!(want(&mut w, 0), vec![Action::enter()]);
         assert_eq!(want(&mut w, 2), vec![req(1, 2)]);
         assert_eq!(deliver(&mut w, 2, 1, request(2)), vec![req(0, 2)]);
         assert!(deliver(&mut w, 1, 0, request(2)).is_empty(), "w0 is inside: it defers w2");
@@ -309,16 +309,16 @@ mod tests {
         assert_eq!(w[2].pending(), "waiting for the TOKEN; asked w1; deferred w4");
         assert_eq!(parents(&w), vec![Some(1), Some(2), Some(3), Some(4), None]);
         assert_eq!(done(&mut w, 0), vec![token(2)]);
-        assert_eq!(deliver(&mut w, 0, 2, Msg::Token), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 0, 2, Msg::Token), vec![Action::enter()]);
         assert_eq!(done(&mut w, 2), vec![token(4)]);
-        assert_eq!(deliver(&mut w, 2, 4, Msg::Token), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 2, 4, Msg::Token), vec![Action::enter()]);
         assert!(done(&mut w, 4).is_empty(), "nobody deferred: w4 keeps the token");
         // w1 now asks along w2, w3 to w4: three hops plus the TOKEN.
         assert_eq!(want(&mut w, 1), vec![req(2, 1)]);
         assert_eq!(deliver(&mut w, 1, 2, request(1)), vec![req(3, 1)]);
         assert_eq!(deliver(&mut w, 2, 3, request(1)), vec![req(4, 1)]);
         assert_eq!(deliver(&mut w, 3, 4, request(1)), vec![token(1)]);
-        assert_eq!(deliver(&mut w, 4, 1, Msg::Token), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 4, 1, Msg::Token), vec![Action::enter()]);
         assert_eq!(parents(&w), vec![Some(1), None, Some(1), Some(2), Some(3)]);
     }
 
@@ -334,9 +334,9 @@ mod tests {
         assert_eq!(deliver(&mut w, 0, 1, request(0)), vec![req(2, 0)]);
         assert!(deliver(&mut w, 1, 2, request(0)).is_empty());
         assert_eq!(w[2].deferred, Some(PeerId(0)));
-        assert_eq!(deliver(&mut w, 0, 2, Msg::Token), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 0, 2, Msg::Token), vec![Action::enter()]);
         assert_eq!(done(&mut w, 2), vec![token(0)]);
-        assert_eq!(deliver(&mut w, 2, 0, Msg::Token), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 2, 0, Msg::Token), vec![Action::enter()]);
         assert!(done(&mut w, 0).is_empty());
     }
 
@@ -349,15 +349,15 @@ mod tests {
         assert_eq!(deliver(&mut w, 1, 0, request(1)), vec![token(1)]);
         assert_eq!(want(&mut w, 0), vec![req(1, 0)]);
         assert!(deliver(&mut w, 0, 1, request(0)).is_empty());
-        assert_eq!(deliver(&mut w, 0, 1, Msg::Token), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 0, 1, Msg::Token), vec![Action::enter()]);
         assert_eq!(done(&mut w, 1), vec![token(0)]);
-        assert_eq!(deliver(&mut w, 1, 0, Msg::Token), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 1, 0, Msg::Token), vec![Action::enter()]);
     }
 
     #[test]
     fn a_single_node_needs_no_messages() {
         let mut w = nodes(1);
-        assert_eq!(want(&mut w, 0), vec![Action::EnterCs]);
+        assert_eq!(want(&mut w, 0), vec![Action::enter()]);
         assert!(done(&mut w, 0).is_empty());
     }
 
@@ -413,12 +413,12 @@ mod tests {
         let mut o = Out::new(Duration::ZERO);
         w0.on_start(&mut o);
         w0.on_want_cs(&mut o);
-        assert!(!o.actions().iter().any(|a| matches!(a, Action::EnterCs)), "{:?}", o.actions());
+        assert!(!o.actions().iter().any(|a| *a == Action::enter()), "{:?}", o.actions());
         // Its first life does make the token.
         let mut w0 = NeilsenMizuno::new(&Config::new(0, 3));
         let mut o = Out::new(Duration::ZERO);
         w0.on_start(&mut o);
         w0.on_want_cs(&mut o);
-        assert!(o.actions().iter().any(|a| matches!(a, Action::EnterCs)), "{:?}", o.actions());
+        assert!(o.actions().iter().any(|a| *a == Action::enter()), "{:?}", o.actions());
     }
 }

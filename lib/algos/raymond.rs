@@ -61,7 +61,7 @@ use serde::{Deserialize, Serialize};
 use crate::algorithm::{Algorithm, Config, Message, NoTimer, Out, PeerId};
 
 /// Messages of Raymond's algorithm; both go only between tree neighbours.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
     /// Sender → its `holder`: someone on my side of this edge wants the token.
     Request,
@@ -122,7 +122,7 @@ fn farthest(from: PeerId, n: u32) -> (PeerId, u32) {
 }
 
 /// One node of Raymond's algorithm.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Raymond {
     me: PeerId,
     /// The neighbour towards the token, or `me` when this node has it.
@@ -287,13 +287,13 @@ mod tests {
         assert_eq!(w[1].pending(), "waiting for the TOKEN; asked w0");
         assert_eq!(deliver(&mut w, 1, 0, Msg::Request), vec![send(1, Msg::Token)]);
         assert_eq!(w[0].holder, PeerId(1));
-        assert_eq!(deliver(&mut w, 0, 1, Msg::Token), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 0, 1, Msg::Token), vec![Action::enter()]);
         assert_eq!(w[1].pending(), "");
         assert!(done(&mut w, 1).is_empty(), "nobody asked: the token stays at w1");
         // w0 now asks w1, the new holder.
         assert_eq!(want(&mut w, 0), vec![send(1, Msg::Request)]);
         assert_eq!(deliver(&mut w, 0, 1, Msg::Request), vec![send(0, Msg::Token)]);
-        assert_eq!(deliver(&mut w, 1, 0, Msg::Token), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 1, 0, Msg::Token), vec![Action::enter()]);
         assert!(done(&mut w, 0).is_empty());
     }
 
@@ -301,7 +301,7 @@ mod tests {
     fn the_holder_re_enters_for_free() {
         let mut w = nodes(3);
         for _ in 0..3 {
-            assert_eq!(want(&mut w, 0), vec![Action::EnterCs]);
+            assert_eq!(want(&mut w, 0), vec![Action::enter()]);
             assert!(done(&mut w, 0).is_empty());
         }
     }
@@ -312,7 +312,7 @@ mod tests {
         let mut w = nodes(3);
         assert_eq!(want(&mut w, 1), vec![send(0, Msg::Request)]);
         assert_eq!(deliver(&mut w, 1, 0, Msg::Request), vec![send(1, Msg::Token)]);
-        assert_eq!(deliver(&mut w, 0, 1, Msg::Token), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 0, 1, Msg::Token), vec![Action::enter()]);
         // w2 asks while w1 is inside: the REQUEST goes to w0, which forwards it to w1.
         assert_eq!(want(&mut w, 2), vec![send(0, Msg::Request)]);
         assert_eq!(deliver(&mut w, 2, 0, Msg::Request), vec![send(1, Msg::Request)]);
@@ -321,7 +321,7 @@ mod tests {
         // w1 leaves: the token goes back to w0, which hands it on to w2.
         assert_eq!(done(&mut w, 1), vec![send(0, Msg::Token)]);
         assert_eq!(deliver(&mut w, 1, 0, Msg::Token), vec![send(2, Msg::Token)]);
-        assert_eq!(deliver(&mut w, 0, 2, Msg::Token), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 0, 2, Msg::Token), vec![Action::enter()]);
         assert_eq!((w[0].holder, w[1].holder, w[2].holder), (PeerId(2), PeerId(0), PeerId(2)));
         // Four messages for w2's entry: 2 per edge on a path of diameter 2.
         assert!(done(&mut w, 2).is_empty());
@@ -335,7 +335,7 @@ mod tests {
         assert_eq!(deliver(&mut w, 6, 2, Msg::Request), vec![send(0, Msg::Request)]);
         assert_eq!(deliver(&mut w, 2, 0, Msg::Request), vec![send(2, Msg::Token)]);
         assert_eq!(deliver(&mut w, 0, 2, Msg::Token), vec![send(6, Msg::Token)]);
-        assert_eq!(deliver(&mut w, 2, 6, Msg::Token), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 2, 6, Msg::Token), vec![Action::enter()]);
         assert!(done(&mut w, 6).is_empty());
         // Now the arrows point at w6: w3's request takes the whole diameter, 4 edges.
         assert_eq!(want(&mut w, 3), vec![send(1, Msg::Request)]);
@@ -347,7 +347,7 @@ mod tests {
         assert_eq!(deliver(&mut w, 6, 2, Msg::Token), vec![send(0, Msg::Token)]);
         assert_eq!(deliver(&mut w, 2, 0, Msg::Token), vec![send(1, Msg::Token)]);
         assert_eq!(deliver(&mut w, 0, 1, Msg::Token), vec![send(3, Msg::Token)]);
-        assert_eq!(deliver(&mut w, 1, 3, Msg::Token), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 1, 3, Msg::Token), vec![Action::enter()]);
         // 8 messages = 2·diameter(7), the worst case.
         assert_eq!(diameter(7), 4);
     }
@@ -364,15 +364,15 @@ mod tests {
         assert!(want(&mut w, 0).is_empty());
         assert_eq!(w[0].pending(), "waiting for the TOKEN; asked w1; also queued here: w2");
         // The token lands first, then the forwarded REQUEST.
-        assert_eq!(deliver(&mut w, 0, 1, Msg::Token), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 0, 1, Msg::Token), vec![Action::enter()]);
         assert!(deliver(&mut w, 0, 1, Msg::Request).is_empty());
         assert_eq!(done(&mut w, 1), vec![send(0, Msg::Token)]);
         // w0 serves its queue in order: w2 first, then asks w2 for the token back.
         assert_eq!(deliver(&mut w, 1, 0, Msg::Token), vec![send(2, Msg::Token), send(2, Msg::Request)]);
-        assert_eq!(deliver(&mut w, 0, 2, Msg::Token), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 0, 2, Msg::Token), vec![Action::enter()]);
         assert!(deliver(&mut w, 0, 2, Msg::Request).is_empty());
         assert_eq!(done(&mut w, 2), vec![send(0, Msg::Token)]);
-        assert_eq!(deliver(&mut w, 2, 0, Msg::Token), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 2, 0, Msg::Token), vec![Action::enter()]);
         assert!(done(&mut w, 0).is_empty());
     }
 
@@ -380,7 +380,7 @@ mod tests {
     fn a_request_that_overtakes_the_token_is_queued_behind() {
         // Without FIFO, the TOKEN and the REQUEST that follows it on one edge may swap.
         let mut w = nodes(3);
-        assert_eq!(want(&mut w, 0), vec![Action::EnterCs]);
+        assert_eq!(want(&mut w, 0), vec![Action::enter()]);
         assert_eq!(want(&mut w, 2), vec![send(0, Msg::Request)]);
         assert!(deliver(&mut w, 2, 0, Msg::Request).is_empty(), "w0 is inside");
         assert_eq!(want(&mut w, 1), vec![send(0, Msg::Request)]);
@@ -391,16 +391,16 @@ mod tests {
         // The REQUEST lands first: w2 still points at w0 and has asked it, so it only queues.
         assert!(deliver(&mut w, 0, 2, Msg::Request).is_empty());
         assert_eq!(w[2].pending(), "waiting for the TOKEN; asked w0; also queued here: w0");
-        assert_eq!(deliver(&mut w, 0, 2, Msg::Token), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 0, 2, Msg::Token), vec![Action::enter()]);
         assert_eq!(done(&mut w, 2), vec![send(0, Msg::Token)]);
         assert_eq!(deliver(&mut w, 2, 0, Msg::Token), vec![send(1, Msg::Token)]);
-        assert_eq!(deliver(&mut w, 0, 1, Msg::Token), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 0, 1, Msg::Token), vec![Action::enter()]);
     }
 
     #[test]
     fn a_single_node_needs_no_messages() {
         let mut w = nodes(1);
-        assert_eq!(want(&mut w, 0), vec![Action::EnterCs]);
+        assert_eq!(want(&mut w, 0), vec![Action::enter()]);
         assert!(done(&mut w, 0).is_empty());
     }
 
@@ -459,12 +459,12 @@ mod tests {
         let mut o = Out::new(Duration::ZERO);
         w0.on_start(&mut o);
         w0.on_want_cs(&mut o);
-        assert!(!o.actions().iter().any(|a| matches!(a, Action::EnterCs)), "{:?}", o.actions());
+        assert!(!o.actions().iter().any(|a| *a == Action::enter()), "{:?}", o.actions());
         // Its first life does make the token.
         let mut w0 = Raymond::new(&Config::new(0, 3));
         let mut o = Out::new(Duration::ZERO);
         w0.on_start(&mut o);
         w0.on_want_cs(&mut o);
-        assert!(o.actions().iter().any(|a| matches!(a, Action::EnterCs)), "{:?}", o.actions());
+        assert!(o.actions().iter().any(|a| *a == Action::enter()), "{:?}", o.actions());
     }
 }

@@ -62,7 +62,7 @@ use serde::{Deserialize, Serialize};
 use crate::algorithm::{Algorithm, Config, Message, NoTimer, Out, PeerId};
 
 /// Messages of Ricart-Agrawala (both variants).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
     /// Sender asks for the section with this ticket.
     Request {
@@ -89,7 +89,7 @@ pub type RicartAgrawala = Ra<false>;
 pub type RoucairolCarvalho = Ra<true>;
 
 /// One node of Ricart-Agrawala; `KEEP` selects the Roucairol-Carvalho variant.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Ra<const KEEP: bool> {
     cfg: Config,
     /// The highest ticket seen in any REQUEST received.
@@ -266,7 +266,7 @@ mod tests {
         assert_eq!(o.actions(), &[send(0, Msg::Reply)], "a quiet node answers at once");
         let mut o = out();
         w[0].on_message(PeerId(1), Msg::Reply, &mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
         let mut o = out();
         w[0].on_cs_done(&mut o);
         assert!(o.actions().is_empty(), "nobody was deferred");
@@ -301,7 +301,7 @@ mod tests {
         assert_eq!(w[2].pending(), "waiting for REPLY from w0, w1 (ticket 1)");
         w[2].on_message(PeerId(0), Msg::Reply, &mut o);
         w[2].on_message(PeerId(1), Msg::Reply, &mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
         // w1 has w0's REPLY only.
         let mut o = out();
         w[1].on_message(PeerId(0), Msg::Reply, &mut o);
@@ -313,7 +313,7 @@ mod tests {
         assert_eq!(o.actions(), &[send(1, Msg::Reply)]);
         let mut o = out();
         w[1].on_message(PeerId(2), Msg::Reply, &mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
         assert_eq!(w[1].pending(), "");
     }
 
@@ -335,13 +335,13 @@ mod tests {
         assert_eq!(o1.actions(), &[send(0, Msg::Reply)]);
         let mut o0 = out();
         w[0].on_message(PeerId(1), Msg::Reply, &mut o0);
-        assert_eq!(o0.actions(), &[Action::EnterCs]);
+        assert_eq!(o0.actions(), &[Action::enter()]);
         let mut o0 = out();
         w[0].on_cs_done(&mut o0);
         assert_eq!(o0.actions(), &[send(1, Msg::Reply)]);
         let mut o1 = out();
         w[1].on_message(PeerId(0), Msg::Reply, &mut o1);
-        assert_eq!(o1.actions(), &[Action::EnterCs]);
+        assert_eq!(o1.actions(), &[Action::enter()]);
     }
 
     #[test]
@@ -392,7 +392,7 @@ mod tests {
         assert!(o.actions().is_empty());
         let mut o = out();
         w0.on_message(PeerId(1), Msg::Reply, &mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
     }
 
     #[test]
@@ -413,7 +413,7 @@ mod tests {
         w0.on_message(PeerId(1), Msg::Reply, &mut o);
         assert!(o.actions().is_empty());
         w0.on_message(PeerId(2), Msg::Reply, &mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
         // Inside, a peer coming back is not asked: it must ask us, and we defer it.
         let mut o = out();
         w0.on_peer_down(PeerId(1), &mut o);
@@ -471,13 +471,13 @@ mod tests {
         let mut o = out();
         w[2].on_message(PeerId(0), Msg::Reply, &mut o);
         w[2].on_message(PeerId(1), Msg::Reply, &mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
         let mut o = out();
         w[2].on_cs_done(&mut o);
         assert_eq!(o.actions(), &[send(0, Msg::Reply)]);
         let mut o = out();
         w[0].on_message(PeerId(2), Msg::Reply, &mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
     }
 
     #[test]
@@ -485,7 +485,7 @@ mod tests {
         let mut w = Ra::<false>::new(&Config::new(0, 1));
         let mut o = out();
         w.on_want_cs(&mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
     }
 
     #[test]
@@ -499,12 +499,12 @@ mod tests {
         w[0].on_message(PeerId(1), Msg::Reply, &mut out());
         let mut o = out();
         w[0].on_message(PeerId(2), Msg::Reply, &mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
         w[0].on_cs_done(&mut out());
         // Nobody asked in between: w0 still holds both permissions.
         let mut o = out();
         w[0].on_want_cs(&mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
         w[0].on_cs_done(&mut out());
         // w1 asks: w0 is quiet, gives the permission away, and must ask w1 next time.
         let mut o = out();
@@ -560,14 +560,14 @@ mod tests {
         w[0].on_message(PeerId(1), Msg::Reply, &mut o0);
         w[0].on_message(PeerId(2), Msg::Reply, &mut o0);
         w[0].on_message(PeerId(1), req(3), &mut o0);
-        assert_eq!(o0.actions(), &[Action::EnterCs]);
+        assert_eq!(o0.actions(), &[Action::enter()]);
         let mut o0 = out();
         w[0].on_cs_done(&mut o0);
         assert_eq!(o0.actions(), &[send(1, Msg::Reply)]);
         let mut o1 = out();
         w[1].on_message(PeerId(2), Msg::Reply, &mut o1);
         w[1].on_message(PeerId(0), Msg::Reply, &mut o1);
-        assert_eq!(o1.actions(), &[Action::EnterCs]);
+        assert_eq!(o1.actions(), &[Action::enter()]);
     }
 
     #[test]
@@ -589,7 +589,7 @@ mod tests {
         assert!(o.actions().is_empty());
         let mut o = out();
         w[0].on_want_cs(&mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs], "both permissions are still w0's");
+        assert_eq!(o.actions(), &[Action::enter()], "both permissions are still w0's");
         // The fresh w2 asks everyone (ticket 1); w0 is inside and defers it.
         let mut o = out();
         w[2].on_want_cs(&mut o);
@@ -610,7 +610,7 @@ mod tests {
         assert_eq!(o.actions(), &[send(2, Msg::Reply)]);
         let mut o = out();
         w[2].on_message(PeerId(0), Msg::Reply, &mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
         let mut o = out();
         w[0].on_want_cs(&mut o);
         assert_eq!(o.actions(), &[send(2, req(2))]);

@@ -32,7 +32,7 @@
 //! when nobody has asked for the token since costs nothing. So a run costs between 0 and
 //! N per entry on average: N at saturation, where the token moves for every entry, less
 //! when one node re-enters alone. The TOKEN message grows with N (an array and a queue).
-//! [`Algorithm::counters`] reports `free_entries`, the entries that cost no message.
+//! Each entry that costs no message is counted for the run report as `free_entries`.
 //!
 //! The Ricart-Agrawala token-passing algorithm in the course notes (Algorithm 10.3) is
 //! this algorithm: its `requested` array is `rn`, its `granted` array (passed along with
@@ -71,7 +71,7 @@ use serde::{Deserialize, Serialize};
 use crate::algorithm::{Algorithm, Config, Message, NoTimer, Out, PeerId};
 
 /// Messages of Suzuki-Kasami.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
     /// Broadcast: the sender wants the token for its request number `number`.
     Request {
@@ -99,14 +99,14 @@ impl Message for Msg {
 type O = Out<Msg, NoTimer>;
 
 /// The token while a node holds it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct Token {
     last_served: Vec<u64>,
     queue: VecDeque<PeerId>,
 }
 
 /// One node of Suzuki-Kasami.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct SuzukiKasami {
     cfg: Config,
     /// The highest request number heard from each node (this node's own included).
@@ -124,8 +124,6 @@ pub struct SuzukiKasami {
     /// Peers that came back while the token was not here: their `last_served` entry is
     /// set back to 0 when it arrives.
     restarted: BTreeSet<PeerId>,
-    /// Entries made with the token already at hand, without a message.
-    free_entries: u64,
 }
 
 impl SuzukiKasami {
@@ -172,7 +170,6 @@ impl Algorithm for SuzukiKasami {
             holder: PeerId(0),
             down: BTreeSet::new(),
             restarted: BTreeSet::new(),
-            free_entries: 0,
         }
     }
 
@@ -189,7 +186,7 @@ impl Algorithm for SuzukiKasami {
         if self.token.is_some() {
             // Nobody asked since this node last had the section (or it would have sent
             // the token away): in again, for free.
-            self.free_entries += 1;
+            out.count("free_entries", 1);
             self.enter(out);
         } else {
             let me = self.cfg.id.index();
@@ -276,10 +273,6 @@ impl Algorithm for SuzukiKasami {
         }
     }
 
-    fn counters(&self) -> Vec<(&'static str, u64)> {
-        vec![("free_entries", self.free_entries)]
-    }
-
     fn pending(&self) -> String {
         if !self.waiting {
             return String::new();
@@ -320,6 +313,11 @@ mod tests {
         Action::Broadcast { msg: req(number) }
     }
 
+    /// A re-entry with the token at hand: counted, and in at once.
+    fn free() -> Vec<Action<Msg, NoTimer>> {
+        vec![Action::Count { name: "free_entries".into(), by: 1 }, Action::enter()]
+    }
+
     fn nodes(n: u32) -> Vec<SuzukiKasami> {
         let mut w: Vec<SuzukiKasami> = (0..n).map(|i| SuzukiKasami::new(&Config::new(i, n))).collect();
         for node in w.iter_mut() {
@@ -337,18 +335,17 @@ mod tests {
         assert_eq!(want(&mut w, 1), vec![bcast(1)]);
         assert_eq!(w[1].pending(), "waiting for the TOKEN for request 1 (held by w0 as far as I know)");
         assert_eq!(deliver(&mut w, 1, 0, req(1)), vec![send(1, tok(&[0, 0], &[]))]);
-        assert_eq!(deliver(&mut w, 0, 1, tok(&[0, 0], &[])), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 0, 1, tok(&[0, 0], &[])), vec![Action::enter()]);
         assert_eq!(w[1].pending(), "");
         // Nobody else asked: w1 keeps the token, and re-enters for nothing.
         assert!(done(&mut w, 1).is_empty());
-        assert_eq!(want(&mut w, 1), vec![Action::EnterCs]);
+        assert_eq!(want(&mut w, 1), free());
         assert!(done(&mut w, 1).is_empty());
-        assert_eq!(w[1].counters(), vec![("free_entries", 1)]);
         // w0 asks now: request 1 of its own; the token carries w1's served request.
         assert_eq!(want(&mut w, 0), vec![bcast(1)]);
         assert_eq!(w[0].pending(), "waiting for the TOKEN for request 1 (held by w1 as far as I know)");
         assert_eq!(deliver(&mut w, 0, 1, req(1)), vec![send(0, tok(&[0, 1], &[]))]);
-        assert_eq!(deliver(&mut w, 1, 0, tok(&[0, 1], &[])), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 1, 0, tok(&[0, 1], &[])), vec![Action::enter()]);
         assert!(done(&mut w, 0).is_empty());
         assert_eq!(w[0].token.as_ref().unwrap().last_served, vec![1, 1]);
     }
@@ -357,12 +354,11 @@ mod tests {
     fn the_holder_re_enters_for_free_until_someone_asks() {
         let mut w = nodes(3);
         for _ in 0..3 {
-            assert_eq!(want(&mut w, 0), vec![Action::EnterCs]);
+            assert_eq!(want(&mut w, 0), free());
             assert!(done(&mut w, 0).is_empty());
         }
-        assert_eq!(w[0].counters(), vec![("free_entries", 3)]);
         // A request arriving while the holder is inside waits for the exit.
-        assert_eq!(want(&mut w, 0), vec![Action::EnterCs]);
+        assert_eq!(want(&mut w, 0), free());
         assert_eq!(want(&mut w, 2), vec![bcast(1)]);
         assert!(deliver(&mut w, 2, 0, req(1)).is_empty());
         assert_eq!(done(&mut w, 0), vec![send(2, tok(&[0, 0, 0], &[]))]);
@@ -371,7 +367,7 @@ mod tests {
     #[test]
     fn three_nodes_queue_in_ring_order_and_the_queue_travels() {
         let mut w = nodes(3);
-        assert_eq!(want(&mut w, 0), vec![Action::EnterCs]);
+        assert_eq!(want(&mut w, 0), free());
         // w2 then w1 ask while w0 is inside.
         assert_eq!(want(&mut w, 2), vec![bcast(1)]);
         assert_eq!(want(&mut w, 1), vec![bcast(1)]);
@@ -383,10 +379,10 @@ mod tests {
         // w2 still queued inside it.
         assert_eq!(done(&mut w, 0), vec![send(1, tok(&[0, 0, 0], &[2]))]);
         assert_eq!(w[0].token, None);
-        assert_eq!(deliver(&mut w, 0, 1, tok(&[0, 0, 0], &[2])), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 0, 1, tok(&[0, 0, 0], &[2])), vec![Action::enter()]);
         // w1 leaves; w2 is queued already and is not queued twice.
         assert_eq!(done(&mut w, 1), vec![send(2, tok(&[0, 1, 0], &[]))]);
-        assert_eq!(deliver(&mut w, 1, 2, tok(&[0, 1, 0], &[])), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 1, 2, tok(&[0, 1, 0], &[])), vec![Action::enter()]);
         // w1's request reaches w2 only now, already served: it draws nothing.
         assert!(deliver(&mut w, 1, 2, req(1)).is_empty());
         assert!(done(&mut w, 2).is_empty(), "nothing outstanding: w2 keeps the token");
@@ -401,12 +397,12 @@ mod tests {
         // w1 asks; only w0 (the holder) hears it before serving it.
         assert_eq!(want(&mut w, 1), vec![bcast(1)]);
         assert_eq!(deliver(&mut w, 1, 0, req(1)), vec![send(1, tok(&[0, 0, 0], &[]))]);
-        assert_eq!(deliver(&mut w, 0, 1, tok(&[0, 0, 0], &[])), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 0, 1, tok(&[0, 0, 0], &[])), vec![Action::enter()]);
         assert!(done(&mut w, 1).is_empty());
         // w2 gets the token from w1.
         assert_eq!(want(&mut w, 2), vec![bcast(1)]);
         assert_eq!(deliver(&mut w, 2, 1, req(1)), vec![send(2, tok(&[0, 1, 0], &[]))]);
-        assert_eq!(deliver(&mut w, 1, 2, tok(&[0, 1, 0], &[])), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 1, 2, tok(&[0, 1, 0], &[])), vec![Action::enter()]);
         assert!(done(&mut w, 2).is_empty());
         // w1's old request 1 turns up at w2, the idle holder: already served, ignored.
         assert!(deliver(&mut w, 1, 2, req(1)).is_empty());
@@ -422,7 +418,7 @@ mod tests {
     #[test]
     fn a_newer_request_that_overtook_an_older_one_counts_once() {
         let mut w = nodes(2);
-        assert_eq!(want(&mut w, 0), vec![Action::EnterCs]);
+        assert_eq!(want(&mut w, 0), free());
         assert!(deliver(&mut w, 1, 0, req(2)).is_empty());
         assert!(deliver(&mut w, 1, 0, req(1)).is_empty());
         assert_eq!(w[0].rn, vec![0, 2]);
@@ -431,7 +427,7 @@ mod tests {
     #[test]
     fn a_dead_node_is_never_sent_the_token() {
         let mut w = nodes(4);
-        assert_eq!(want(&mut w, 0), vec![Action::EnterCs]);
+        assert_eq!(want(&mut w, 0), free());
         for i in [1, 2] {
             assert_eq!(want(&mut w, i), vec![bcast(1)]);
             assert!(deliver(&mut w, i, 0, req(1)).is_empty());
@@ -440,13 +436,13 @@ mod tests {
         assert_eq!(done(&mut w, 0), vec![send(2, tok(&[0, 0, 0, 0], &[]))]);
         // A dead node queued inside the token is dropped by the next holder.
         let mut w = nodes(4);
-        assert_eq!(want(&mut w, 0), vec![Action::EnterCs]);
+        assert_eq!(want(&mut w, 0), free());
         for i in [1, 2, 3] {
             assert_eq!(want(&mut w, i), vec![bcast(1)]);
             assert!(deliver(&mut w, i, 0, req(1)).is_empty());
         }
         assert_eq!(done(&mut w, 0), vec![send(1, tok(&[0, 0, 0, 0], &[2, 3]))]);
-        assert_eq!(deliver(&mut w, 0, 1, tok(&[0, 0, 0, 0], &[2, 3])), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 0, 1, tok(&[0, 0, 0, 0], &[2, 3])), vec![Action::enter()]);
         w[1].on_peer_down(PeerId(2), &mut out());
         assert_eq!(done(&mut w, 1), vec![send(3, tok(&[0, 1, 0, 0], &[]))]);
     }
@@ -457,19 +453,19 @@ mod tests {
         // w1 is served twice (requests 1 and 2), w0 once; then w2 gets the token.
         assert_eq!(want(&mut w, 1), vec![bcast(1)]);
         assert_eq!(deliver(&mut w, 1, 0, req(1)), vec![send(1, tok(&[0, 0, 0], &[]))]);
-        assert_eq!(deliver(&mut w, 0, 1, tok(&[0, 0, 0], &[])), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 0, 1, tok(&[0, 0, 0], &[])), vec![Action::enter()]);
         assert!(done(&mut w, 1).is_empty());
         assert_eq!(want(&mut w, 0), vec![bcast(1)]);
         assert_eq!(deliver(&mut w, 0, 1, req(1)), vec![send(0, tok(&[0, 1, 0], &[]))]);
-        assert_eq!(deliver(&mut w, 1, 0, tok(&[0, 1, 0], &[])), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 1, 0, tok(&[0, 1, 0], &[])), vec![Action::enter()]);
         assert!(done(&mut w, 0).is_empty());
         assert_eq!(want(&mut w, 1), vec![bcast(2)]);
         assert_eq!(deliver(&mut w, 1, 0, req(2)), vec![send(1, tok(&[1, 1, 0], &[]))]);
-        assert_eq!(deliver(&mut w, 0, 1, tok(&[1, 1, 0], &[])), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 0, 1, tok(&[1, 1, 0], &[])), vec![Action::enter()]);
         assert!(done(&mut w, 1).is_empty());
         assert_eq!(want(&mut w, 2), vec![bcast(1)]);
         assert_eq!(deliver(&mut w, 2, 1, req(1)), vec![send(2, tok(&[1, 2, 0], &[]))]);
-        assert_eq!(deliver(&mut w, 1, 2, tok(&[1, 2, 0], &[])), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 1, 2, tok(&[1, 2, 0], &[])), vec![Action::enter()]);
         // w1 dies and comes back with no memory, while w2 is inside with the token.
         for i in [0, 2] {
             let mut o = out();
@@ -485,18 +481,18 @@ mod tests {
         assert!(deliver(&mut w, 1, 0, req(1)).is_empty());
         assert!(deliver(&mut w, 1, 2, req(1)).is_empty());
         assert_eq!(done(&mut w, 2), vec![send(1, tok(&[1, 0, 1], &[]))]);
-        assert_eq!(deliver(&mut w, 2, 1, tok(&[1, 0, 1], &[])), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 2, 1, tok(&[1, 0, 1], &[])), vec![Action::enter()]);
         assert!(done(&mut w, 1).is_empty());
         // w0 saw the restart without the token, so it sets w1's entry back when the
         // token reaches it: w1 looks as if it waited, and gets one spare TOKEN, which it
         // keeps after putting its own entry right.
         assert_eq!(want(&mut w, 0), vec![bcast(2)]);
         assert_eq!(deliver(&mut w, 0, 1, req(2)), vec![send(0, tok(&[1, 1, 1], &[]))]);
-        assert_eq!(deliver(&mut w, 1, 0, tok(&[1, 1, 1], &[])), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 1, 0, tok(&[1, 1, 1], &[])), vec![Action::enter()]);
         assert_eq!(done(&mut w, 0), vec![send(1, tok(&[2, 0, 1], &[]))]);
         assert!(deliver(&mut w, 0, 1, tok(&[2, 0, 1], &[])).is_empty());
         assert_eq!(w[1].token.as_ref().unwrap().last_served, vec![2, 1, 1]);
-        assert_eq!(want(&mut w, 1), vec![Action::EnterCs]);
+        assert_eq!(want(&mut w, 1), free());
     }
 
     #[test]
@@ -525,14 +521,14 @@ mod tests {
     #[test]
     fn single_node_enters_alone_for_free() {
         let mut w = nodes(1);
-        assert_eq!(want(&mut w, 0), vec![Action::EnterCs]);
+        assert_eq!(want(&mut w, 0), free());
         assert!(done(&mut w, 0).is_empty());
     }
 
-    fn check_costs(r: &crate::sim::SimReport, sim: &Sim<SuzukiKasami>) {
+    fn check_costs(r: &crate::sim::SimReport, _sim: &Sim<SuzukiKasami>) {
         let n = u64::from(r.n);
         assert_eq!(r.entries, 3 * n);
-        let free: u64 = (0..r.n).map(|i| sim.node(i).free_entries).sum();
+        let free = r.counter("free_entries");
         let moved = r.entries - free;
         // Every entry that was not free drew exactly one TOKEN and N-1 REQUESTs.
         assert_eq!(r.count("TOKEN"), moved, "seed {} n {}", r.seed, n);
@@ -577,12 +573,12 @@ mod tests {
         let mut o = Out::new(Duration::ZERO);
         w0.on_start(&mut o);
         w0.on_want_cs(&mut o);
-        assert!(!o.actions().iter().any(|a| matches!(a, Action::EnterCs)), "{:?}", o.actions());
+        assert!(!o.actions().iter().any(|a| *a == Action::enter()), "{:?}", o.actions());
         // Its first life does make the token.
         let mut w0 = SuzukiKasami::new(&Config::new(0, 3));
         let mut o = Out::new(Duration::ZERO);
         w0.on_start(&mut o);
         w0.on_want_cs(&mut o);
-        assert!(o.actions().iter().any(|a| matches!(a, Action::EnterCs)), "{:?}", o.actions());
+        assert!(o.actions().iter().any(|a| *a == Action::enter()), "{:?}", o.actions());
     }
 }

@@ -40,7 +40,7 @@
 //! is in use it is fast again. Under load nothing changes: the count never reaches N.
 //! Time enters only through the timer, so the state machine stays sans-IO and the
 //! simulator (where a parked token is no message in flight) can see a run end.
-//! [`Algorithm::counters`] reports `idle_passes`, the passes made after such a hold.
+//! Each pass made after such a hold is counted for the run report as `idle_passes`.
 //!
 //! # Crashes
 //!
@@ -67,7 +67,7 @@ use crate::algorithm::{Algorithm, Config, Message, Out, PeerId};
 pub const IDLE_HOLD: Duration = Duration::from_millis(1);
 
 /// Messages of the token ring: there is only the token.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
     /// The right to enter, handed to the next node of the ring.
     Token {
@@ -94,7 +94,7 @@ pub enum Timer {
 type O = Out<Msg, Timer>;
 
 /// One node of the token ring.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct TokenRing {
     cfg: Config,
     /// This node holds the token.
@@ -109,8 +109,6 @@ pub struct TokenRing {
     down: BTreeSet<PeerId>,
     /// Where this node last sent the token, if it ever had it.
     last_passed: Option<PeerId>,
-    /// Passes made after an idle hold.
-    idle_passes: u64,
 }
 
 impl TokenRing {
@@ -174,7 +172,6 @@ impl Algorithm for TokenRing {
             inside: false,
             down: BTreeSet::new(),
             last_passed: None,
-            idle_passes: 0,
         }
     }
 
@@ -227,7 +224,7 @@ impl Algorithm for TokenRing {
             // harmless. One that finds no idle token here has nothing to do.
             Timer::IdleHold if self.holding && !self.inside => {
                 if self.pass(out) {
-                    self.idle_passes += 1;
+                    out.count("idle_passes", 1);
                 }
             }
             Timer::IdleHold => {}
@@ -246,10 +243,6 @@ impl Algorithm for TokenRing {
         if self.holding && !self.inside {
             out.set_timer(Timer::IdleHold, IDLE_HOLD);
         }
-    }
-
-    fn counters(&self) -> Vec<(&'static str, u64)> {
-        vec![("idle_passes", self.idle_passes)]
     }
 
     fn pending(&self) -> String {
@@ -288,6 +281,11 @@ mod tests {
         Action::SetTimer { timer: Timer::IdleHold, after: IDLE_HOLD }
     }
 
+    /// A pass after an idle hold is counted for the run report.
+    fn idle_pass() -> Action<Msg, Timer> {
+        Action::Count { name: "idle_passes".into(), by: 1 }
+    }
+
     fn nodes(n: u32) -> Vec<TokenRing> {
         (0..n).map(|i| TokenRing::new(&Config::new(i, n))).collect()
     }
@@ -312,8 +310,8 @@ mod tests {
         // The hold ends: the token goes on, still counted idle, and w0 enters.
         let mut o = out();
         w[1].on_timer(Timer::IdleHold, &mut o);
-        assert_eq!(o.actions(), &[token(0, 2)]);
-        assert_eq!(deliver(&mut w, 1, 0, Msg::Token { idle: 2 }), vec![Action::EnterCs]);
+        assert_eq!(o.actions(), &[token(0, 2), idle_pass()]);
+        assert_eq!(deliver(&mut w, 1, 0, Msg::Token { idle: 2 }), vec![Action::enter()]);
         assert_eq!(w[0].pending(), "");
         // Leaving, w0 sends it on with a fresh count: the ring is hot again.
         let mut o = out();
@@ -324,8 +322,7 @@ mod tests {
         // w0 holds it idle and asks: it goes straight in, cutting the hold short.
         let mut o = out();
         w[0].on_want_cs(&mut o);
-        assert_eq!(o.actions(), &[Action::CancelTimer { timer: Timer::IdleHold }, Action::EnterCs]);
-        assert_eq!(w[1].counters(), vec![("idle_passes", 1)]);
+        assert_eq!(o.actions(), &[Action::CancelTimer { timer: Timer::IdleHold }, Action::enter()]);
     }
 
     #[test]
@@ -339,11 +336,11 @@ mod tests {
         w[2].on_want_cs(&mut out());
         w[1].on_want_cs(&mut out());
         assert_eq!(w[2].pending(), "waiting for the TOKEN from w1 (never had it; w0 made it)");
-        assert_eq!(deliver(&mut w, 0, 1, Msg::Token { idle: 1 }), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 0, 1, Msg::Token { idle: 1 }), vec![Action::enter()]);
         let mut o = out();
         w[1].on_cs_done(&mut o);
         assert_eq!(o.actions(), &[token(2, 0)]);
-        assert_eq!(deliver(&mut w, 1, 2, Msg::Token { idle: 0 }), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 1, 2, Msg::Token { idle: 0 }), vec![Action::enter()]);
         let mut o = out();
         w[2].on_cs_done(&mut o);
         assert_eq!(o.actions(), &[token(0, 0)]);
@@ -355,18 +352,18 @@ mod tests {
         // From then on every node holds it before passing it on.
         let mut o = out();
         w[2].on_timer(Timer::IdleHold, &mut o);
-        assert_eq!(o.actions(), &[token(0, 3)]);
+        assert_eq!(o.actions(), &[token(0, 3), idle_pass()]);
         assert_eq!(deliver(&mut w, 2, 0, Msg::Token { idle: 3 }), vec![hold()]);
         let mut o = out();
         w[0].on_timer(Timer::IdleHold, &mut o);
-        assert_eq!(o.actions(), &[token(1, 3)]);
+        assert_eq!(o.actions(), &[token(1, 3), idle_pass()]);
         // w2 asks while w1 holds: w2 waits out w1's hold, then the token is fast again.
         assert_eq!(deliver(&mut w, 0, 1, Msg::Token { idle: 3 }), vec![hold()]);
         w[2].on_want_cs(&mut out());
         let mut o = out();
         w[1].on_timer(Timer::IdleHold, &mut o);
-        assert_eq!(o.actions(), &[token(2, 3)]);
-        assert_eq!(deliver(&mut w, 1, 2, Msg::Token { idle: 3 }), vec![Action::EnterCs]);
+        assert_eq!(o.actions(), &[token(2, 3), idle_pass()]);
+        assert_eq!(deliver(&mut w, 1, 2, Msg::Token { idle: 3 }), vec![Action::enter()]);
         let mut o = out();
         w[2].on_cs_done(&mut o);
         assert_eq!(o.actions(), &[token(0, 0)]);
@@ -389,7 +386,7 @@ mod tests {
         let mut order = Vec::new();
         for _ in 0..4 * n {
             let (from, to, m) = msg;
-            assert_eq!(deliver(&mut w, from, to, m), vec![Action::EnterCs]);
+            assert_eq!(deliver(&mut w, from, to, m), vec![Action::enter()]);
             order.push(to);
             let mut o = out();
             w[to as usize].on_cs_done(&mut o);
@@ -418,8 +415,7 @@ mod tests {
         // Gone: nothing to pass.
         let mut o = out();
         w[1].on_timer(Timer::IdleHold, &mut o);
-        assert!(o.actions().is_empty());
-        assert_eq!(w[1].counters(), vec![("idle_passes", 0)]);
+        assert!(o.actions().is_empty(), "no pass, so no idle pass counted");
     }
 
     #[test]
@@ -440,7 +436,7 @@ mod tests {
         assert!(o.actions().is_empty(), "no successor: no message, no timer");
         let mut o = out();
         w.on_want_cs(&mut o);
-        assert_eq!(o.actions(), &[Action::CancelTimer { timer: Timer::IdleHold }, Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::CancelTimer { timer: Timer::IdleHold }, Action::enter()]);
         let mut o = out();
         w.on_cs_done(&mut o);
         assert!(o.actions().is_empty());
@@ -452,7 +448,7 @@ mod tests {
         let mut w = nodes(4);
         w[1].on_peer_down(PeerId(2), &mut out());
         w[1].on_want_cs(&mut out());
-        assert_eq!(deliver(&mut w, 0, 1, Msg::Token { idle: 1 }), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 0, 1, Msg::Token { idle: 1 }), vec![Action::enter()]);
         let mut o = out();
         w[1].on_cs_done(&mut o);
         assert_eq!(o.actions(), &[token(3, 0)], "w2 is dead: w3 is next");
@@ -471,7 +467,7 @@ mod tests {
         w[1].on_peer_down(PeerId(0), &mut out());
         w[1].on_peer_down(PeerId(2), &mut out());
         w[1].on_want_cs(&mut out());
-        assert_eq!(deliver(&mut w, 0, 1, Msg::Token { idle: 1 }), vec![Action::EnterCs]);
+        assert_eq!(deliver(&mut w, 0, 1, Msg::Token { idle: 1 }), vec![Action::enter()]);
         let mut o = out();
         w[1].on_cs_done(&mut o);
         assert!(o.actions().is_empty(), "nobody to pass to, and no new token anywhere");
@@ -480,7 +476,7 @@ mod tests {
         assert_eq!(o.actions(), &[hold()]);
         let mut o = out();
         w[1].on_timer(Timer::IdleHold, &mut o);
-        assert_eq!(o.actions(), &[token(0, 0)], "w2 is still down: w0 is next");
+        assert_eq!(o.actions(), &[token(0, 0), idle_pass()], "w2 is still down: w0 is next");
     }
 
     #[test]
@@ -506,7 +502,7 @@ mod tests {
             0..200,
             3,
             |_| {},
-            |r, sim| {
+            |r, _| {
                 let n = u64::from(r.n);
                 assert_eq!(r.entries, 3 * n);
                 let total = r.total_messages();
@@ -519,7 +515,7 @@ mod tests {
                 assert!(total >= r.entries, "seed {} n {}: {total} < {}", r.seed, n, r.entries);
                 // Fast passes: the exit pass and at most N-1 declines per entry, and the
                 // start's first lap; everything else waited out a hold.
-                let idle: u64 = (0..r.n).map(|i| sim.node(i).idle_passes).sum();
+                let idle = r.counter("idle_passes");
                 assert!(total - idle <= n * (r.entries + 1), "seed {} n {}: {total} - {idle}", r.seed, n);
                 if idle > 0 {
                     idle_runs += 1;
@@ -536,7 +532,7 @@ mod tests {
         let mut o = Out::new(std::time::Duration::ZERO);
         w0.on_start(&mut o);
         w0.on_want_cs(&mut o);
-        assert!(!o.actions().iter().any(|a| matches!(a, Action::EnterCs)), "{:?}", o.actions());
+        assert!(!o.actions().iter().any(|a| *a == Action::enter()), "{:?}", o.actions());
         assert!(o.actions().iter().all(|a| !matches!(a, Action::Send { .. })), "{:?}", o.actions());
         // Its first life does make the token, and sends it round at once.
         let mut w0 = TokenRing::new(&Config::new(0, 3));

@@ -11,8 +11,9 @@
 //! it did get (and any GRANT that turns up later for that attempt), waits a random
 //! back-off, and tries again. On leaving, it RELEASEs every vote it holds.
 //!
-//! Back-off times come from a ChaCha8 generator seeded with [`Config::seed`] and the
-//! node's id, so runs replay; the window doubles with each failed attempt of the same
+//! Back-off times are a pure function of [`Config::seed`], the node's id and the attempt
+//! number (a ChaCha8 generator seeded with the three), so runs replay and the node's
+//! state holds no generator; the window doubles with each failed attempt of the same
 //! entry (1 ms, 2 ms, ... up to 64 ms), uniformly drawn in its upper half. Every message
 //! carries the attempt number, so a late GRANT or DENY from an abandoned attempt is
 //! recognised; a coordinator asked again by the node it voted for takes a *newer*
@@ -21,8 +22,8 @@
 //! would be wrong (the requester gives the stale GRANT straight back, and that RELEASE
 //! would free the vote it still counts for the newer attempt), so the coordinator
 //! answers an older attempt with DENY, which the requester, long past that attempt,
-//! ignores. [`Voting::attempts`] counts attempts, and [`Algorithm::counters`] reports
-//! them as `attempts`.
+//! ignores. [`Voting::attempts`] counts attempts, and each one is also counted for the
+//! run report as `attempts`.
 //!
 //! Cost: a node that is itself a coordinator takes its own vote without any message (a
 //! message to oneself never goes over the network), so an entry with no competition
@@ -64,7 +65,7 @@ use serde::{Deserialize, Serialize};
 use crate::algorithm::{majority, Algorithm, Config, Message, Out, PeerId};
 
 /// Messages of majority voting. `attempt` numbers the requester's attempts.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
     /// Requester → coordinator: vote for me.
     Request {
@@ -110,7 +111,7 @@ pub enum Timer {
 }
 
 /// Where the requester is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 enum Phase {
     /// The application does not want the section.
     Idle,
@@ -127,12 +128,13 @@ const BACKOFF_BASE: Duration = Duration::from_millis(1);
 const MAX_DOUBLINGS: u32 = 6;
 
 /// One node of majority voting: a requester, and a coordinator if its id is below m.
-#[derive(Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Voting {
     me: PeerId,
     /// Number of coordinators; they are `0..m`.
     m: u32,
-    rng: ChaCha8Rng,
+    /// This node's seed for back-offs: the run's seed mixed with the node's id.
+    seed: u64,
     // Coordinator side.
     /// Whom this coordinator voted for, and for which attempt.
     voted: Option<(PeerId, u64)>,
@@ -181,6 +183,7 @@ impl Voting {
 
     fn start_attempt(&mut self, out: &mut Out<Msg, Timer>) {
         self.attempts += 1;
+        out.count("attempts", 1);
         self.phase = Phase::Asking;
         self.grants.clear();
         // A dead coordinator will not answer: count it as a DENY from the start.
@@ -251,7 +254,8 @@ impl Voting {
         let window = BACKOFF_BASE * (1 << self.failures.min(MAX_DOUBLINGS));
         self.failures += 1;
         let micros = window.as_micros() as u64;
-        let after = Duration::from_micros(self.rng.random_range(micros / 2..=micros));
+        let mut draw = ChaCha8Rng::seed_from_u64(self.seed ^ attempt.rotate_left(32));
+        let after = Duration::from_micros(draw.random_range(micros / 2..=micros));
         out.set_timer(Timer::Retry { after: attempt }, after);
     }
 }
@@ -266,7 +270,7 @@ impl Algorithm for Voting {
         Voting {
             me: cfg.id,
             m,
-            rng: ChaCha8Rng::seed_from_u64(seed),
+            seed,
             voted: None,
             phase: Phase::Idle,
             attempts: 0,
@@ -337,10 +341,6 @@ impl Algorithm for Voting {
         }
     }
 
-    fn counters(&self) -> Vec<(&'static str, u64)> {
-        vec![("attempts", self.attempts)]
-    }
-
     fn pending(&self) -> String {
         match self.phase {
             Phase::Asking => {
@@ -390,6 +390,11 @@ mod tests {
         Out::new(Duration::ZERO)
     }
 
+    /// Each attempt is counted for the run report as it starts.
+    fn attempt() -> Action<Msg, Timer> {
+        Action::Count { name: "attempts".into(), by: 1 }
+    }
+
     fn send(to: u32, msg: Msg) -> Action<Msg, Timer> {
         Action::Send { to: PeerId(to), msg }
     }
@@ -411,14 +416,15 @@ mod tests {
         let mut w = nodes(2);
         let mut o = out();
         w[1].on_want_cs(&mut o);
-        assert_eq!(o.actions(), &[send(0, Msg::Request { attempt: 1 })]);
+        // The attempt is counted for the run report, then the request goes out.
+        assert_eq!(o.actions(), &[attempt(), send(0, Msg::Request { attempt: 1 })]);
         assert_eq!(w[1].pending(), "attempt 1: 1 of 2 votes, waiting for GRANT or DENY from w0");
         let mut o = out();
         w[0].on_message(PeerId(1), Msg::Request { attempt: 1 }, &mut o);
         assert_eq!(o.actions(), &[send(1, Msg::Grant { attempt: 1 })]);
         let mut o = out();
         w[1].on_message(PeerId(0), Msg::Grant { attempt: 1 }, &mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
         let mut o = out();
         w[1].on_cs_done(&mut o);
         assert_eq!(o.actions(), &[send(0, Msg::Release { attempt: 1 })]);
@@ -426,7 +432,6 @@ mod tests {
         assert_eq!(w[0].voted, None);
         assert_eq!(w[1].voted, None);
         assert_eq!(w[1].attempts(), 1);
-        assert_eq!(w[1].counters(), vec![("attempts", 1)]);
     }
 
     #[test]
@@ -438,14 +443,14 @@ mod tests {
         w[0].on_want_cs(&mut o);
         assert_eq!(
             o.actions(),
-            &[send(1, Msg::Request { attempt: 1 }), send(2, Msg::Request { attempt: 1 })]
+            &[attempt(), send(1, Msg::Request { attempt: 1 }), send(2, Msg::Request { attempt: 1 })]
         );
         let mut o = out();
         w[1].on_message(PeerId(0), Msg::Request { attempt: 1 }, &mut o);
         w[2].on_message(PeerId(0), Msg::Request { attempt: 1 }, &mut o);
         let mut o = out();
         w[0].on_message(PeerId(1), Msg::Grant { attempt: 1 }, &mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
         let mut o = out();
         w[0].on_message(PeerId(2), Msg::Grant { attempt: 1 }, &mut o);
         assert!(o.actions().is_empty());
@@ -488,20 +493,20 @@ mod tests {
         // w0's timer fires first: attempt 2, which w1 (backing off, vote free) grants.
         let mut o0 = out();
         w[0].on_timer(Timer::Retry { after: 1 }, &mut o0);
-        assert_eq!(o0.actions(), &[send(1, Msg::Request { attempt: 2 })]);
+        assert_eq!(o0.actions(), &[attempt(), send(1, Msg::Request { attempt: 2 })]);
         let mut o1 = out();
         w[1].on_message(PeerId(0), Msg::Request { attempt: 2 }, &mut o1);
         assert_eq!(o1.actions(), &[send(0, Msg::Grant { attempt: 2 })]);
         let mut o0 = out();
         w[0].on_message(PeerId(1), Msg::Grant { attempt: 2 }, &mut o0);
-        assert_eq!(o0.actions(), &[Action::EnterCs]);
+        assert_eq!(o0.actions(), &[Action::enter()]);
         assert_eq!(w[0].attempts(), 2);
         // w1 retries while w0 is inside. Its own vote is with w0, so the attempt fails
         // at once, locally, and w1 backs off with a wider window; w0's DENY comes late.
         let mut o1 = out();
         w[1].on_timer(Timer::Retry { after: 1 }, &mut o1);
         let (after, d) = retry_after(&o1).expect("a retry timer");
-        assert_eq!(o1.actions()[0], send(0, Msg::Request { attempt: 2 }));
+        assert_eq!(o1.actions()[..2], [attempt(), send(0, Msg::Request { attempt: 2 })]);
         assert_eq!(after, 2);
         assert!(d >= Duration::from_millis(1) && d <= Duration::from_millis(2), "{d:?}");
         let mut o0 = out();
@@ -528,7 +533,7 @@ mod tests {
         w[0].on_want_cs(&mut o);
         assert_eq!(
             o.actions(),
-            &[send(1, Msg::Request { attempt: 1 }), send(2, Msg::Request { attempt: 1 })]
+            &[attempt(), send(1, Msg::Request { attempt: 1 }), send(2, Msg::Request { attempt: 1 })]
         );
         let mut o = out();
         w[2].on_message(PeerId(0), Msg::Request { attempt: 1 }, &mut o);
@@ -578,20 +583,20 @@ mod tests {
         w[2].on_want_cs(&mut o2);
         assert_eq!(
             o2.actions(),
-            &[send(0, Msg::Request { attempt: 1 }), send(1, Msg::Request { attempt: 1 })]
+            &[attempt(), send(0, Msg::Request { attempt: 1 }), send(1, Msg::Request { attempt: 1 })]
         );
         let mut o = out();
         w[1].on_message(PeerId(2), Msg::Request { attempt: 1 }, &mut o);
         assert_eq!(o.actions(), &[send(2, Msg::Grant { attempt: 1 })]);
         let mut o = out();
         w[2].on_message(PeerId(1), Msg::Grant { attempt: 1 }, &mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
         // w1 asks: its own vote is taken (local DENY) and w2 denies. Attempt 1 fails
         // while its REQUEST to w0 is still on the way.
         let mut o = out();
         w[1].on_want_cs(&mut o);
         let late = Msg::Request { attempt: 1 };
-        assert_eq!(o.actions(), &[send(0, late.clone()), send(2, Msg::Request { attempt: 1 })]);
+        assert_eq!(o.actions(), &[attempt(), send(0, late.clone()), send(2, Msg::Request { attempt: 1 })]);
         let mut o = out();
         w[2].on_message(PeerId(1), Msg::Request { attempt: 1 }, &mut o);
         assert_eq!(o.actions(), &[send(1, Msg::Deny { attempt: 1 })]);
@@ -615,14 +620,14 @@ mod tests {
         w[1].on_timer(Timer::Retry { after: 1 }, &mut o);
         assert_eq!(
             o.actions(),
-            &[send(0, Msg::Request { attempt: 2 }), send(2, Msg::Request { attempt: 2 })]
+            &[attempt(), send(0, Msg::Request { attempt: 2 }), send(2, Msg::Request { attempt: 2 })]
         );
         let mut o = out();
         w[0].on_message(PeerId(1), Msg::Request { attempt: 2 }, &mut o);
         assert_eq!(o.actions(), &[send(1, Msg::Grant { attempt: 2 })]);
         let mut o = out();
         w[1].on_message(PeerId(0), Msg::Grant { attempt: 2 }, &mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
         // Now the overtaken REQUEST for attempt 1 reaches w0. Voting for it again (as
         // this code once did) sent GRANT 1, which w1 gave straight back, and that
         // RELEASE freed w0's vote while w1 still counted it for attempt 2: w2 then got
@@ -641,7 +646,7 @@ mod tests {
         w[2].on_want_cs(&mut o2);
         assert_eq!(
             o2.actions(),
-            &[send(0, Msg::Request { attempt: 2 }), send(1, Msg::Request { attempt: 2 })]
+            &[attempt(), send(0, Msg::Request { attempt: 2 }), send(1, Msg::Request { attempt: 2 })]
         );
         let mut o = out();
         w[0].on_message(PeerId(2), Msg::Request { attempt: 2 }, &mut o);
@@ -651,7 +656,7 @@ mod tests {
         w[2].on_message(PeerId(0), Msg::Deny { attempt: 2 }, &mut o2);
         w[2].on_message(PeerId(1), Msg::Deny { attempt: 2 }, &mut o2);
         assert!(retry_after(&o2).is_some());
-        assert!(!o2.actions().contains(&Action::EnterCs));
+        assert!(!o2.actions().contains(&Action::enter()));
         assert_eq!(w[2].phase, Phase::BackingOff);
     }
 
@@ -665,14 +670,14 @@ mod tests {
         w1.on_want_cs(&mut o);
         assert_eq!(
             o.actions(),
-            &[send(0, Msg::Request { attempt: 1 }), send(3, Msg::Request { attempt: 1 })]
+            &[attempt(), send(0, Msg::Request { attempt: 1 }), send(3, Msg::Request { attempt: 1 })]
         );
         assert_eq!(w1.pending(), "attempt 1: 1 of 3 votes, waiting for GRANT or DENY from w0, w3");
         let mut o = out();
         w1.on_message(PeerId(0), Msg::Grant { attempt: 1 }, &mut o);
         assert!(o.actions().is_empty());
         w1.on_message(PeerId(3), Msg::Grant { attempt: 1 }, &mut o);
-        assert_eq!(o.actions(), &[Action::EnterCs]);
+        assert_eq!(o.actions(), &[Action::enter()]);
         w1.on_cs_done(&mut out());
         // w3 dies too: two of four coordinators are down, a majority of 3 is out of
         // reach. Each attempt fails at once, without a message, and backs off.
@@ -681,7 +686,8 @@ mod tests {
         w1.on_want_cs(&mut o);
         let (after, _) = retry_after(&o).expect("a retry timer");
         assert_eq!(after, 2);
-        assert_eq!(o.actions().len(), 1, "nothing sent: {:?}", o.actions());
+        assert_eq!(o.actions().len(), 2, "nothing sent, only the attempt counted: {:?}", o.actions());
+        assert_eq!(o.actions()[0], attempt());
         assert_eq!(w1.voted, None, "its own vote was not taken");
         assert_eq!(
             w1.pending(),
@@ -691,14 +697,14 @@ mod tests {
         let mut o = out();
         w1.on_timer(Timer::Retry { after: 2 }, &mut o);
         assert_eq!(retry_after(&o).map(|r| r.0), Some(3));
-        assert_eq!(o.actions().len(), 1);
+        assert_eq!(o.actions().len(), 2, "the attempt counted, nothing sent: {:?}", o.actions());
         // w3 comes back: the next attempt asks the three live coordinators.
         w1.on_peer_up(PeerId(3), &mut out());
         let mut o = out();
         w1.on_timer(Timer::Retry { after: 3 }, &mut o);
         assert_eq!(
             o.actions(),
-            &[send(0, Msg::Request { attempt: 4 }), send(3, Msg::Request { attempt: 4 })]
+            &[attempt(), send(0, Msg::Request { attempt: 4 }), send(3, Msg::Request { attempt: 4 })]
         );
     }
 
@@ -716,7 +722,7 @@ mod tests {
         assert_eq!(o1.actions(), &[send(0, Msg::Grant { attempt: 1 })]);
         let mut o0 = out();
         w[0].on_message(PeerId(1), Msg::Grant { attempt: 1 }, &mut o0);
-        assert_eq!(o0.actions(), &[Action::EnterCs]);
+        assert_eq!(o0.actions(), &[Action::enter()]);
         // w1 crashes and restarts as a fresh process: it has forgotten its vote. It then
         // gets w2's request (resent, or simply late) and votes for w2.
         w[1] = Voting::new(&Config::new(1, 3));
@@ -726,7 +732,7 @@ mod tests {
         // w2 voted for itself when it asked: with the fresh w1's vote it has 2 of 3.
         let mut o2 = out();
         w[2].on_message(PeerId(1), Msg::Grant { attempt: 1 }, &mut o2);
-        assert_eq!(o2.actions(), &[Action::EnterCs], "w0 and w2 are both inside");
+        assert_eq!(o2.actions(), &[Action::enter()], "w0 and w2 are both inside");
         assert_eq!(w[0].phase, Phase::Inside);
         assert_eq!(w[2].phase, Phase::Inside);
     }
@@ -781,6 +787,7 @@ mod tests {
         assert_eq!(
             o.actions(),
             &[
+                attempt(),
                 send(0, Msg::Request { attempt: 1 }),
                 send(1, Msg::Request { attempt: 1 }),
                 send(2, Msg::Request { attempt: 1 }),

@@ -1,0 +1,418 @@
+//! The host: the one place the driver contract of [`crate::algorithm`] is kept.
+//!
+//! A [`Host`] wraps one node with what the contract needs and nothing else: whether it
+//! has started, its application's state (under the node's service), which peers are
+//! down, and which timers are set, each with a generation so that a timer reset or
+//! cancelled since it was armed is recognised when it fires late. Every driver (the
+//! worker runtime, the simulator, the test script) hands inputs to
+//! [`Host::step`] (or [`Host::fire`] for a timer) and carries out the [`Effect`]s it
+//! returns; what a driver does about a [`Breach`] is its own policy (the runtime logs
+//! and counts it, the simulator fails the run).
+//!
+//! What the host does with a node's outputs:
+//! - `Send` to the node itself or to an id outside `0..n` is a breach, not an effect.
+//! - `Broadcast` becomes one `Send` per other node, in id order.
+//! - `SetTimer` becomes `Arm` with a fresh generation (replacing the timer's earlier
+//!   one, if set); `CancelTimer` becomes `Disarm`.
+//! - `Event` is checked against the application's state by the service; an event the
+//!   application cannot take (an `enter` nobody asked for) is a breach.
+//! - `Count` passes through, for the driver to tally.
+//!
+//! And with inputs: anything before `Start`, a second `Start`, a call the application
+//! may not make now, or a message from itself or a stranger is a breach and never
+//! reaches the node; a `PeerDown` for a peer already down, or a `PeerUp` for one that is
+//! up, is dropped quietly (drivers may learn of a death twice).
+
+use std::borrow::Cow;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::algorithm::{
+    Config, Input, Message, Node, NodeInput, NodeOut, NodeOutput, Output, PeerId, Service,
+};
+
+/// Something a driver must do for its node.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Effect<M, T, E> {
+    /// Deliver `msg` to `to` (broadcasts arrive already expanded).
+    Send { to: PeerId, msg: M },
+    /// Fire `timer` after `after`, then hand it back to [`Host::fire`] with this
+    /// generation.
+    Arm { timer: T, generation: u64, after: Duration },
+    /// `timer` is no longer set; a driver may forget it (firing it anyway is harmless).
+    Disarm { timer: T },
+    /// Tell the application `event`.
+    Event { event: E },
+    /// Add `by` to the report's counter `name`.
+    Count { name: Cow<'static, str>, by: u64 },
+}
+
+/// A broken rule of the driver contract, by the node or by its driver.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, thiserror::Error)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Breach {
+    /// The node sent a message to itself.
+    #[error("the algorithm sent {kind} to itself; dropped")]
+    SelfSend { kind: String },
+    /// The node sent a message to an id outside the run.
+    #[error("the algorithm sent {kind} to {to}, which is not a peer; dropped")]
+    NoSuchPeer { to: PeerId, kind: String },
+    /// The node told its application something it could not take.
+    #[error("{why}; ignored")]
+    Event { why: String },
+    /// The driver made a call the application may not make now.
+    #[error("{why}; not passed on")]
+    Call { why: String },
+    /// The driver gave an input before `Start`, or `Start` twice.
+    #[error("{what}; not passed on")]
+    Order { what: String },
+    /// The driver delivered a message from the node itself or from a stranger.
+    #[error("a message from {from}, which is not a peer; not passed on")]
+    Stranger { from: PeerId },
+}
+
+/// The effects of node type `N`.
+pub type NodeEffect<N> =
+    Effect<<N as Node>::Msg, <N as Node>::Timer, <<N as Node>::Service as Service>::Event>;
+
+/// What one input did: the effects, in the order the node asked for them, and any
+/// breaches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Step<N: Node> {
+    pub effects: Vec<NodeEffect<N>>,
+    pub breaches: Vec<Breach>,
+}
+
+impl<N: Node> Default for Step<N> {
+    fn default() -> Self {
+        Step { effects: Vec::new(), breaches: Vec::new() }
+    }
+}
+
+/// One node and its side of the contract.
+///
+/// Method groups, in the order a driver uses them:
+/// - making one: [`Host::new`] (a fresh node from its configuration);
+/// - driving it: [`Host::step`] for every input, [`Host::fire`] for a timer the driver
+///   armed;
+/// - reading it: [`Host::node`], [`Host::app`], [`Host::is_down`], [`Host::config`],
+///   [`Host::started`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Host<N: Node> {
+    cfg: Config,
+    node: N,
+    started: bool,
+    app: <N::Service as Service>::App,
+    /// Peers the node was told are down (and not since that they are up).
+    down: Vec<bool>,
+    /// Timers set, with the generation of their latest arming.
+    timers: Vec<(N::Timer, u64)>,
+    /// The last generation handed out.
+    generation: u64,
+}
+
+impl<N: Node> Host<N> {
+    /// A fresh node for `cfg`, not started yet.
+    pub fn new(cfg: Config) -> Self {
+        let node = N::create(&cfg);
+        Host {
+            down: vec![false; cfg.n as usize],
+            cfg,
+            node,
+            started: false,
+            app: Default::default(),
+            timers: Vec::new(),
+            generation: 0,
+        }
+    }
+
+    /// The node, to read its state.
+    pub fn node(&self) -> &N {
+        &self.node
+    }
+
+    /// Its configuration.
+    pub fn config(&self) -> &Config {
+        &self.cfg
+    }
+
+    /// The application's state, as the contract sees it.
+    pub fn app(&self) -> &<N::Service as Service>::App {
+        &self.app
+    }
+
+    /// The node was told `peer` is down, and not since that it is up.
+    pub fn is_down(&self, peer: PeerId) -> bool {
+        self.down.get(peer.index()).copied().unwrap_or(false)
+    }
+
+    /// `Start` has been given.
+    pub fn started(&self) -> bool {
+        self.started
+    }
+
+    /// Hand the node one input at time `now`, and say what it asked for.
+    pub fn step(&mut self, now: Duration, input: NodeInput<N>) -> Step<N> {
+        let mut step = Step::default();
+        if let Some(breach) = self.admit(&input) {
+            step.breaches.extend(breach);
+            return step;
+        }
+        let mut out = NodeOut::<N>::new(now);
+        self.node.step(input, &mut out);
+        for output in out.drain() {
+            self.carry(output, &mut step);
+        }
+        step
+    }
+
+    /// A timer armed with `generation` has come due. `None` if it has been reset or
+    /// cancelled since (a stale timer: drop it); otherwise the node handles it.
+    pub fn fire(&mut self, now: Duration, timer: &N::Timer, generation: u64) -> Option<Step<N>> {
+        let k = self.timers.iter().position(|(t, g)| t == timer && *g == generation)?;
+        let (timer, _) = self.timers.swap_remove(k);
+        Some(self.step(now, Input::Timer { timer }))
+    }
+
+    /// `None` if `input` may reach the node; otherwise `Some` of the breach, or of
+    /// nothing for an input dropped quietly.
+    fn admit(&mut self, input: &NodeInput<N>) -> Option<Option<Breach>> {
+        let order = |what: &str| Some(Some(Breach::Order { what: what.to_string() }));
+        match input {
+            Input::Start if self.started => return order("Start given twice"),
+            Input::Start => {
+                self.started = true;
+                return None;
+            }
+            _ if !self.started => return order("an input before Start"),
+            _ => {}
+        }
+        match input {
+            Input::Message { from, .. } if *from == self.cfg.id || from.0 >= self.cfg.n => {
+                Some(Some(Breach::Stranger { from: *from }))
+            }
+            Input::PeerDown { peer } | Input::PeerUp { peer }
+                if *peer == self.cfg.id || peer.0 >= self.cfg.n =>
+            {
+                Some(Some(Breach::Stranger { from: *peer }))
+            }
+            Input::PeerDown { peer } => {
+                // Down and up alternate: a second down is the same news again.
+                let was = std::mem::replace(&mut self.down[peer.index()], true);
+                was.then_some(None)
+            }
+            Input::PeerUp { peer } => {
+                let was = std::mem::replace(&mut self.down[peer.index()], false);
+                (!was).then_some(None)
+            }
+            Input::Call { call } => match N::Service::call(&self.app, call) {
+                Ok(app) => {
+                    self.app = app;
+                    None
+                }
+                Err(why) => Some(Some(Breach::Call { why })),
+            },
+            Input::Start | Input::Message { .. } | Input::Timer { .. } => None,
+        }
+    }
+
+    /// Turn one of the node's outputs into effects or a breach.
+    fn carry(&mut self, output: NodeOutput<N>, step: &mut Step<N>) {
+        match output {
+            Output::Send { to, msg } => {
+                if to == self.cfg.id {
+                    step.breaches.push(Breach::SelfSend { kind: msg.kind().to_string() });
+                } else if to.0 >= self.cfg.n {
+                    step.breaches.push(Breach::NoSuchPeer { to, kind: msg.kind().to_string() });
+                } else {
+                    step.effects.push(Effect::Send { to, msg });
+                }
+            }
+            Output::Broadcast { msg } => {
+                for to in self.cfg.others() {
+                    step.effects.push(Effect::Send { to, msg: msg.clone() });
+                }
+            }
+            Output::SetTimer { timer, after } => {
+                self.generation += 1;
+                let generation = self.generation;
+                match self.timers.iter_mut().find(|(t, _)| *t == timer) {
+                    Some(slot) => slot.1 = generation,
+                    None => self.timers.push((timer.clone(), generation)),
+                }
+                step.effects.push(Effect::Arm { timer, generation, after });
+            }
+            Output::CancelTimer { timer } => {
+                self.timers.retain(|(t, _)| *t != timer);
+                step.effects.push(Effect::Disarm { timer });
+            }
+            Output::Event { event } => match N::Service::event(&self.app, &event) {
+                Ok(app) => {
+                    self.app = app;
+                    step.effects.push(Effect::Event { event });
+                }
+                Err(why) => step.breaches.push(Breach::Event { why }),
+            },
+            Output::Count { name, by } => step.effects.push(Effect::Count { name, by }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::{Algorithm, MutexApp, MutexCall, MutexEvent, Out};
+
+    /// A node that does whatever its messages tell it to, to provoke every rule.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct Puppet {
+        heard: Vec<String>,
+    }
+
+    #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+    enum Cmd {
+        SendTo(u32),
+        Broadcast,
+        Arm(u8, u64),
+        Cancel(u8),
+        Enter,
+        Count,
+    }
+
+    impl Message for Cmd {
+        fn kind(&self) -> &str {
+            "CMD"
+        }
+    }
+
+    impl Algorithm for Puppet {
+        type Msg = Cmd;
+        type Timer = u8;
+        fn new(_: &Config) -> Self {
+            Puppet { heard: Vec::new() }
+        }
+        fn on_want_cs(&mut self, _: &mut Out<Cmd, u8>) {
+            self.heard.push("want".into());
+        }
+        fn on_cs_done(&mut self, _: &mut Out<Cmd, u8>) {
+            self.heard.push("done".into());
+        }
+        fn on_timer(&mut self, t: u8, _: &mut Out<Cmd, u8>) {
+            self.heard.push(format!("timer {t}"));
+        }
+        fn on_peer_down(&mut self, p: PeerId, _: &mut Out<Cmd, u8>) {
+            self.heard.push(format!("down {p}"));
+        }
+        fn on_peer_up(&mut self, p: PeerId, _: &mut Out<Cmd, u8>) {
+            self.heard.push(format!("up {p}"));
+        }
+        fn on_message(&mut self, _: PeerId, cmd: Cmd, out: &mut Out<Cmd, u8>) {
+            match cmd {
+                Cmd::SendTo(p) => out.send(PeerId(p), Cmd::Count),
+                Cmd::Broadcast => out.broadcast(Cmd::Count),
+                Cmd::Arm(t, ms) => out.set_timer(t, Duration::from_millis(ms)),
+                Cmd::Cancel(t) => out.cancel_timer(t),
+                Cmd::Enter => out.enter_cs(),
+                Cmd::Count => out.count("things", 2),
+            }
+        }
+    }
+
+    fn host() -> Host<Puppet> {
+        let mut h = Host::new(Config::new(1, 3));
+        assert_eq!(h.step(Duration::ZERO, Input::Start), Step::default());
+        h
+    }
+
+    fn tell(h: &mut Host<Puppet>, cmd: Cmd) -> Step<Puppet> {
+        h.step(Duration::ZERO, Input::Message { from: PeerId(0), msg: cmd })
+    }
+
+    #[test]
+    fn sends_are_checked_and_broadcasts_expanded() {
+        let mut h = host();
+        assert_eq!(tell(&mut h, Cmd::SendTo(2)).effects, [Effect::Send { to: PeerId(2), msg: Cmd::Count }]);
+        assert_eq!(tell(&mut h, Cmd::SendTo(1)).breaches, [Breach::SelfSend { kind: "CMD".into() }]);
+        let s = tell(&mut h, Cmd::SendTo(7));
+        assert!(s.effects.is_empty());
+        assert_eq!(s.breaches, [Breach::NoSuchPeer { to: PeerId(7), kind: "CMD".into() }]);
+        let to: Vec<PeerId> = tell(&mut h, Cmd::Broadcast)
+            .effects
+            .into_iter()
+            .map(|e| match e {
+                Effect::Send { to, .. } => to,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(to, [PeerId(0), PeerId(2)]);
+    }
+
+    #[test]
+    fn a_reset_or_cancelled_timer_is_recognised_as_stale() {
+        let mut h = host();
+        let arm = |s: Step<Puppet>| match s.effects[..] {
+            [Effect::Arm { generation, .. }] => generation,
+            ref other => panic!("{other:?}"),
+        };
+        let first = arm(tell(&mut h, Cmd::Arm(5, 10)));
+        let second = arm(tell(&mut h, Cmd::Arm(5, 20)));
+        assert!(second > first);
+        assert!(h.fire(Duration::ZERO, &5, first).is_none(), "reset since: stale");
+        assert!(h.fire(Duration::ZERO, &5, second).is_some());
+        assert!(h.fire(Duration::ZERO, &5, second).is_none(), "fires once");
+        let third = arm(tell(&mut h, Cmd::Arm(5, 20)));
+        assert_eq!(tell(&mut h, Cmd::Cancel(5)).effects, [Effect::Disarm { timer: 5 }]);
+        assert!(h.fire(Duration::ZERO, &5, third).is_none(), "cancelled: stale");
+        assert_eq!(h.node().heard, ["timer 5"]);
+    }
+
+    #[test]
+    fn the_application_contract_is_kept_both_ways() {
+        let mut h = host();
+        let call = |h: &mut Host<Puppet>, call| h.step(Duration::ZERO, Input::Call { call });
+        // An enter nobody asked for never reaches the application.
+        let s = tell(&mut h, Cmd::Enter);
+        assert!(s.effects.is_empty());
+        assert!(matches!(s.breaches[..], [Breach::Event { .. }]), "{s:?}");
+        // Done before want, want twice: the driver's bugs, never passed on.
+        assert!(matches!(call(&mut h, MutexCall::Done).breaches[..], [Breach::Call { .. }]));
+        assert!(call(&mut h, MutexCall::Want).breaches.is_empty());
+        assert!(matches!(call(&mut h, MutexCall::Want).breaches[..], [Breach::Call { .. }]));
+        assert_eq!(*h.app(), MutexApp::Waiting);
+        assert_eq!(tell(&mut h, Cmd::Enter).effects, [Effect::Event { event: MutexEvent::Enter }]);
+        assert_eq!(*h.app(), MutexApp::Inside);
+        assert!(call(&mut h, MutexCall::Done).breaches.is_empty());
+        assert_eq!(h.node().heard, ["want", "done"]);
+        assert_eq!(tell(&mut h, Cmd::Count).effects, [Effect::Count { name: "things".into(), by: 2 }]);
+    }
+
+    #[test]
+    fn start_comes_first_and_once_and_peers_alternate_down_and_up() {
+        let mut h: Host<Puppet> = Host::new(Config::new(1, 3));
+        let down = Input::PeerDown { peer: PeerId(0) };
+        assert!(matches!(h.step(Duration::ZERO, down.clone()).breaches[..], [Breach::Order { .. }]));
+        h.step(Duration::ZERO, Input::Start);
+        assert!(matches!(h.step(Duration::ZERO, Input::Start).breaches[..], [Breach::Order { .. }]));
+        h.step(Duration::ZERO, Input::PeerUp { peer: PeerId(0) }); // up already: dropped
+        h.step(Duration::ZERO, down.clone());
+        h.step(Duration::ZERO, down.clone()); // the same news again: dropped
+        assert!(h.is_down(PeerId(0)));
+        h.step(Duration::ZERO, Input::PeerUp { peer: PeerId(0) });
+        assert_eq!(h.node().heard, ["down w0", "up w0"]);
+        let stranger = Input::Message { from: PeerId(1), msg: Cmd::Count };
+        assert_eq!(h.step(Duration::ZERO, stranger).breaches, [Breach::Stranger { from: PeerId(1) }]);
+    }
+
+    #[test]
+    fn inputs_and_outputs_are_json_lines_with_a_type_tag() {
+        type I = Input<Cmd, u8, MutexCall>;
+        let line = serde_json::to_string(&I::Call { call: MutexCall::Want }).unwrap();
+        assert_eq!(line, r#"{"type":"call","call":"want"}"#);
+        let back: I = serde_json::from_str(r#"{"type":"peer_down","peer":3}"#).unwrap();
+        assert_eq!(back, I::PeerDown { peer: PeerId(3) });
+        let out: Output<Cmd, u8, MutexEvent> = Output::enter();
+        assert_eq!(serde_json::to_string(&out).unwrap(), r#"{"type":"event","event":"enter"}"#);
+    }
+}
