@@ -44,19 +44,22 @@ use nix::unistd::Pid;
 use serde::Serialize;
 
 use crate::algorithm::PeerId;
-use crate::algos::{self, AlgoInfo, Shape, Theory};
+use crate::algos::{AlgoInfo, Shape, Theory};
 use crate::audit::{self, AuditReport, Violation, WaitStats};
 use crate::auth::Secret;
 pub use crate::control::MAX_WORKERS;
-use crate::control::{self, PendingState, ToSupervisor, ToWorker, WorkerSettings, WorkerSetup, WorkerStats};
-use crate::faults::{Action, Plan, Step, Target, When};
+use crate::control::{self, PendingState, ToSupervisor, ToWorker, WorkerSetup, WorkerStats};
+use crate::faults::{Action, Step, Target, When};
 use crate::resource;
 use crate::tail::Tail;
 use crate::wire;
 
 pub mod janitor;
+mod options;
 mod proc;
 mod rundir;
+use options::settings;
+pub use options::{validate, RunOpts, MIN_STALL_MS};
 use rundir::RunDir;
 
 /// Why a run could not be judged a success.
@@ -73,37 +76,6 @@ pub enum RunError {
     #[error("{0}")]
     Failed(String),
 }
-
-/// How to run.
-#[derive(Clone, Debug)]
-pub struct RunOpts {
-    pub algo: String,
-    pub workers: u32,
-    /// Entries per worker (ignored when `duration` is set).
-    pub entries: u64,
-    pub duration: Option<Duration>,
-    pub cs_ms: f64,
-    pub think_ms: f64,
-    pub seed: u64,
-    pub replicas: Option<u32>,
-    pub run_dir: Option<PathBuf>,
-    pub keep: bool,
-    pub stall_ms: u64,
-    /// Show a progress bar (only drawn if stderr is a terminal).
-    pub progress: bool,
-    /// The `mutexlab` executable to start workers from.
-    pub exe: PathBuf,
-    /// Process and partition faults to apply.
-    pub plan: Plan,
-    /// Message faults, applied by every worker on its send path.
-    pub latency_ms: f64,
-    pub jitter_ms: f64,
-    pub drop: f64,
-}
-
-/// Shortest stall window accepted: below this, a busy machine's scheduling hiccup would
-/// pass for a stuck algorithm.
-pub const MIN_STALL_MS: u64 = 100;
 
 /// Messages section of the report.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -316,101 +288,6 @@ enum Undo {
     Heal {
         generation: u64,
     },
-}
-
-/// Check options that do not need the file system.
-pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
-    let info = algos::info(&opts.algo).ok_or_else(|| {
-        RunError::Usage(format!("unknown algorithm {:?}; valid: {}", opts.algo, algos::names()))
-    })?;
-    if opts.workers == 0 || opts.workers > MAX_WORKERS {
-        return Err(RunError::Usage(format!(
-            "--workers must be between 1 and {MAX_WORKERS}, not {}",
-            opts.workers
-        )));
-    }
-    if opts.duration.is_none() && (opts.entries == 0 || opts.entries > 10_000_000) {
-        return Err(RunError::Usage(format!(
-            "--entries must be between 1 and 10000000, not {}",
-            opts.entries
-        )));
-    }
-    for (name, v) in [("--cs-ms", opts.cs_ms), ("--think-ms", opts.think_ms)] {
-        if !v.is_finite() || !(0.0..=600_000.0).contains(&v) {
-            return Err(RunError::Usage(format!(
-                "{name} must be between 0 and 600000 milliseconds, not {v}"
-            )));
-        }
-    }
-    if let Some(d) = opts.duration {
-        if d.is_zero() || d > Duration::from_secs(24 * 3600) {
-            return Err(RunError::Usage("--duration must be between 0 and 86400 seconds".into()));
-        }
-    }
-    for (name, v) in [("--latency", opts.latency_ms), ("--jitter", opts.jitter_ms)] {
-        if !v.is_finite() || !(0.0..=60_000.0).contains(&v) {
-            return Err(RunError::Usage(format!("{name} must be between 0 and 60000 milliseconds, not {v}")));
-        }
-    }
-    if !opts.drop.is_finite() || !(0.0..=1.0).contains(&opts.drop) {
-        return Err(RunError::Usage(format!(
-            "--drop must be a probability between 0 and 1, not {}",
-            opts.drop
-        )));
-    }
-    if opts.stall_ms < MIN_STALL_MS {
-        return Err(RunError::Usage(format!(
-            "--stall-ms must be at least {MIN_STALL_MS}, not {}",
-            opts.stall_ms
-        )));
-    }
-    if let Some(m) = opts.replicas {
-        if m == 0 || m > opts.workers {
-            return Err(RunError::Usage(format!(
-                "--replicas must be between 1 and --workers ({}), not {m}",
-                opts.workers
-            )));
-        }
-    }
-    // The check every worker applies to what it is handed: refuse here what it would.
-    settings(opts, 0, 0, 0, None).check().map_err(|e| RunError::Usage(format!("invalid settings: {e}")))?;
-    Ok(info)
-}
-
-/// Milliseconds as a duration; anything not above zero (`-0` included) is zero.
-fn ms(v: f64) -> Duration {
-    if v > 0.0 {
-        Duration::from_secs_f64(v / 1000.0)
-    } else {
-        Duration::ZERO
-    }
-}
-
-/// What worker `id`, life `incarnation`, is handed on its control link.
-fn settings(
-    o: &RunOpts,
-    id: u32,
-    incarnation: u32,
-    start_entry: u64,
-    duration: Option<Duration>,
-) -> WorkerSettings {
-    WorkerSettings {
-        id,
-        workers: o.workers,
-        algo: o.algo.clone(),
-        incarnation,
-        entries: o.entries,
-        duration: duration.or(o.duration),
-        cs: ms(o.cs_ms),
-        think: ms(o.think_ms),
-        seed: o.seed,
-        replicas: o.replicas,
-        parent: Some(std::process::id()),
-        start_entry,
-        latency: ms(o.latency_ms),
-        jitter: ms(o.jitter_ms),
-        drop: o.drop,
-    }
 }
 
 /// Run a whole experiment and audit it.
