@@ -26,6 +26,14 @@
 //! A run is taken down in one order only: every worker is frozen (SIGSTOP, confirmed by
 //! `waitpid`) before any is killed, so no survivor can mistake a closing channel for a
 //! crash and enter the section while the others are being stopped.
+//!
+//! One job per file: this one holds [`run`], the top-level sequence, and the
+//! `Supervisor`'s orchestration (its main loop and the control links' sending side);
+//! `options` what a run may ask for and what each worker is handed; `processes` the
+//! worker processes and their links' threads; `inject` fault execution and the fault
+//! log; `progress` progress and diagnosis; `report` the run's report; `rundir` the run
+//! directory; `janitor` the helper that cleans up after a killed supervisor; `proc` what
+//! the kernel says of a process.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -166,6 +174,32 @@ pub fn run(opts: &RunOpts) -> Result<RunReport, RunError> {
     Ok(RunReport { run_dir_kept: kept, ..report })
 }
 
+/// One run in progress: the worker slots and their control links, the plan not yet
+/// applied, and the run's clock and progress. Its methods are grouped by job, one file
+/// each:
+///
+/// - here, orchestration: `new`; `drive`, the run's phases (starting, running,
+///   finishing), with `start_worker` and `all_done` (by `quiescent` and
+///   `timed_restart_pending`); the main loop `wait_until`, which passes each [`Event`]
+///   to `handle` and each frame to `on_frame`; sending on the control links, `send`,
+///   `send_all` and `flush` (by `flush_request`);
+/// - `processes.rs`: `launch` (by `spawn`), `reap`, `freeze_all`, `stop_all`, `sockets`;
+/// - `inject.rs`: `apply_faults` (by `apply_step`, `resolve` and `forget_dead`),
+///   `cont`, `heal`, the partition's
+///   `partition_update` and `sync_partition`, the fault log (`fault`, `record`,
+///   `log_fault`) and `teardown`;
+/// - `progress.rs`: `poll_tail`, `tick`, `check_progress` (with `stall_window`,
+///   `diagnose` and `unresponsive`), `collect_stats`;
+/// - `report.rs`: `report`.
+///
+/// [`run`] uses them in this order: `new`, then `drive`, which `launch`es every worker,
+/// waits until all are Ready, starts them (`start_worker`), waits until `all_done`,
+/// continues any paused worker (`cont`), tells every live one to finish (it sends its
+/// statistics and exits) and waits until all have exited. Every wait is `wait_until`:
+/// it handles events, sleeps at most a `tick`, and calls `check_progress` and, while
+/// running, `apply_faults`. However `drive` ends, then: `freeze_all`, `collect_stats` if
+/// the run failed, `stop_all`, `teardown` if it failed or was interrupted, `sockets` (to
+/// remove), and, once the auditor has read the file, `report`.
 struct Supervisor<'a> {
     opts: &'a RunOpts,
     info: &'static AlgoInfo,
