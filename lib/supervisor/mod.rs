@@ -26,37 +26,49 @@
 //! A run is taken down in one order only: every worker is frozen (SIGSTOP, confirmed by
 //! `waitpid`) before any is killed, so no survivor can mistake a closing channel for a
 //! crash and enter the section while the others are being stopped.
+//!
+//! One job per file: this one holds [`run`], the top-level sequence, and the
+//! `Supervisor`'s orchestration (its main loop and the control links' sending side);
+//! `options` what a run may ask for and what each worker is handed; `processes` the
+//! worker processes and their links' threads; `inject` fault execution and the fault
+//! log; `progress` progress and diagnosis; `report` the run's report; `rundir` the run
+//! directory; `janitor` the helper that cleans up after a killed supervisor; `proc` what
+//! the kernel says of a process.
 
 use std::collections::BTreeMap;
-use std::io::Write;
-use std::os::unix::net::UnixStream;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{kill, Signal};
-use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
-use serde::Serialize;
 
 use crate::algorithm::PeerId;
-use crate::algos::{self, AlgoInfo, Shape, Theory};
-use crate::audit::{self, AuditReport, Violation, WaitStats};
+use crate::algos::AlgoInfo;
+use crate::audit;
 use crate::auth::Secret;
 pub use crate::control::MAX_WORKERS;
-use crate::control::{self, PendingState, ToSupervisor, ToWorker, WorkerSettings, WorkerSetup, WorkerStats};
-use crate::faults::{Action, Plan, Step, Target, When};
+use crate::control::{self, ToSupervisor, ToWorker};
+use crate::faults::{Action, Step, When};
 use crate::resource;
 use crate::tail::Tail;
 use crate::wire;
 
+mod inject;
 pub mod janitor;
+mod options;
 mod proc;
+mod processes;
+mod progress;
+mod report;
 mod rundir;
+pub use inject::AppliedFault;
+use inject::Undo;
+use options::settings;
+pub use options::{validate, RunOpts, MIN_STALL_MS};
+use processes::{describe, Life, Outgoing, Slot};
+pub use report::{Entries, Messages, RunReport};
 use rundir::RunDir;
 
 /// Why a run could not be judged a success.
@@ -72,149 +84,6 @@ pub enum RunError {
     /// Something outside the algorithm failed (spawning, sockets): exit 1.
     #[error("{0}")]
     Failed(String),
-}
-
-/// How to run.
-#[derive(Clone, Debug)]
-pub struct RunOpts {
-    pub algo: String,
-    pub workers: u32,
-    /// Entries per worker (ignored when `duration` is set).
-    pub entries: u64,
-    pub duration: Option<Duration>,
-    pub cs_ms: f64,
-    pub think_ms: f64,
-    pub seed: u64,
-    pub replicas: Option<u32>,
-    pub run_dir: Option<PathBuf>,
-    pub keep: bool,
-    pub stall_ms: u64,
-    /// Show a progress bar (only drawn if stderr is a terminal).
-    pub progress: bool,
-    /// The `mutexlab` executable to start workers from.
-    pub exe: PathBuf,
-    /// Process and partition faults to apply.
-    pub plan: Plan,
-    /// Message faults, applied by every worker on its send path.
-    pub latency_ms: f64,
-    pub jitter_ms: f64,
-    pub drop: f64,
-}
-
-/// Shortest stall window accepted: below this, a busy machine's scheduling hiccup would
-/// pass for a stuck algorithm.
-pub const MIN_STALL_MS: u64 = 100;
-
-/// Messages section of the report.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Messages {
-    pub total: u64,
-    pub by_type: BTreeMap<String, u64>,
-    pub per_entry: f64,
-    pub bad_frames: u64,
-    pub dropped_connections: u64,
-}
-
-/// Entries section of the report.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct Entries {
-    pub total: u64,
-    pub by_worker: Vec<u64>,
-}
-
-/// Everything a run found; `--json` prints this.
-#[derive(Clone, Debug, Serialize)]
-pub struct RunReport {
-    pub algorithm: String,
-    pub workers: u32,
-    pub ok: bool,
-    /// Why the run failed, apart from audit violations.
-    pub failure: Option<String>,
-    pub entries: Entries,
-    pub messages: Messages,
-    pub theory: Option<Theory>,
-    pub throughput_per_s: f64,
-    pub wait_ms: WaitStats,
-    /// The same, by worker id.
-    pub wait_ms_by_worker: Vec<WaitStats>,
-    pub max_bypass: u64,
-    pub jain: f64,
-    pub elapsed_s: f64,
-    pub cs_ms: f64,
-    pub think_ms: f64,
-    pub seed: u64,
-    pub violations: Vec<Violation>,
-    pub violation_count: usize,
-    /// Sections and requests the end of a failed run cut short (not violations).
-    pub cut_short: Vec<Violation>,
-    pub run_dir: String,
-    pub run_dir_kept: bool,
-    /// The fault plan, in the plan grammar (replayable with `--faults-file`).
-    pub plan: String,
-    /// Faults actually applied, in order.
-    pub faults: Vec<AppliedFault>,
-    /// Plan steps that never fired (the run ended first), in the plan grammar.
-    pub never_fired: Vec<String>,
-    /// Messages lost on purpose (`--drop`).
-    pub lost_messages: u64,
-    /// The algorithm's own counters, summed over workers (e.g. `attempts`).
-    pub counters: BTreeMap<String, u64>,
-}
-
-/// One fault the supervisor applied, as written to `faults.log`.
-#[derive(Clone, Debug, Serialize)]
-pub struct AppliedFault {
-    /// Milliseconds since the run started.
-    pub at_ms: f64,
-    /// Monotonic ns: the resource file's clock.
-    pub t: u64,
-    /// `kill`, `term`, `stop`, `cont`, `restart`, `partition`, `heal`, or `skip`.
-    pub action: String,
-    /// The worker acted on, if any.
-    pub worker: Option<u32>,
-    pub incarnation: Option<u32>,
-    pub pid: Option<i32>,
-    pub signal: Option<String>,
-    /// `kill` and `term`: when the process was reaped (monotonic ns). With `t`, taken
-    /// before the signal, it brackets the moment of death for the auditor.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dead: Option<u64>,
-    /// Anything else: the plan step, whether the target was inside, why a step was skipped.
-    pub note: String,
-}
-
-impl AppliedFault {
-    /// The line in `faults.log`.
-    pub fn log_line(&self) -> String {
-        let mut l = format!("t={} at={:.3}ms {}", self.t, self.at_ms, self.action);
-        if let Some(w) = self.worker {
-            l += &format!(" w={w}");
-        }
-        if let Some(i) = self.incarnation {
-            l += &format!(" inc={i}");
-        }
-        if let Some(p) = self.pid {
-            l += &format!(" pid={p}");
-        }
-        if let Some(sig) = &self.signal {
-            l += &format!(" signal={sig}");
-        }
-        if let Some(d) = self.dead {
-            l += &format!(" dead={d}");
-        }
-        if !self.note.is_empty() {
-            l += &format!(" # {}", self.note);
-        }
-        l
-    }
-}
-
-/// What the main loop hands a connection's writer thread.
-enum Outgoing {
-    /// Bytes to write (whole frames).
-    Frame(Vec<u8>),
-    /// Say so once everything queued before this is written.
-    Flushed(Sender<()>),
 }
 
 /// What happens in a run, as seen by the supervisor's main loop.
@@ -248,169 +117,6 @@ fn install_signal_handler() -> Result<(), RunError> {
         })
         .clone()
         .map_err(|e| RunError::Failed(format!("cannot install the signal handler: {e}")))
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Life {
-    Running,
-    /// Stopped by SIGSTOP (confirmed by waitpid).
-    Stopped,
-    /// Reaped: never signal this pid again.
-    Exited,
-}
-
-struct Slot {
-    pid: Pid,
-    incarnation: u32,
-    life: Life,
-    conn: Option<usize>,
-    ready: bool,
-    /// Sent Start (to this incarnation).
-    started: bool,
-    done: bool,
-    stats: Option<WorkerStats>,
-    exit: Option<String>,
-    /// Why the worker gave up, in its own words (`Fatal`).
-    fatal: Option<String>,
-    /// The supervisor ended this process on purpose: its exit is no failure.
-    planned_exit: bool,
-    /// Monotonic ns of the last life change (for diagnoses).
-    since: u64,
-    /// The partition this incarnation was last sent (its generation), `None` if it was
-    /// sent none or a heal since.
-    view: Option<u64>,
-}
-
-impl Slot {
-    fn new(pid: Pid, incarnation: u32) -> Slot {
-        Slot {
-            pid,
-            incarnation,
-            life: Life::Running,
-            conn: None,
-            ready: false,
-            started: false,
-            done: false,
-            stats: None,
-            exit: None,
-            fatal: None,
-            planned_exit: false,
-            since: resource::monotonic_ns(),
-            view: None,
-        }
-    }
-
-    fn alive(&self) -> bool {
-        self.life != Life::Exited
-    }
-}
-
-/// Something the plan asked to undo later.
-#[derive(Clone, Copy, Debug)]
-enum Undo {
-    Cont {
-        worker: usize,
-        incarnation: u32,
-    },
-    /// Heal the partition of this generation, if it is still the one in force.
-    Heal {
-        generation: u64,
-    },
-}
-
-/// Check options that do not need the file system.
-pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
-    let info = algos::info(&opts.algo).ok_or_else(|| {
-        RunError::Usage(format!("unknown algorithm {:?}; valid: {}", opts.algo, algos::names()))
-    })?;
-    if opts.workers == 0 || opts.workers > MAX_WORKERS {
-        return Err(RunError::Usage(format!(
-            "--workers must be between 1 and {MAX_WORKERS}, not {}",
-            opts.workers
-        )));
-    }
-    if opts.duration.is_none() && (opts.entries == 0 || opts.entries > 10_000_000) {
-        return Err(RunError::Usage(format!(
-            "--entries must be between 1 and 10000000, not {}",
-            opts.entries
-        )));
-    }
-    for (name, v) in [("--cs-ms", opts.cs_ms), ("--think-ms", opts.think_ms)] {
-        if !v.is_finite() || !(0.0..=600_000.0).contains(&v) {
-            return Err(RunError::Usage(format!(
-                "{name} must be between 0 and 600000 milliseconds, not {v}"
-            )));
-        }
-    }
-    if let Some(d) = opts.duration {
-        if d.is_zero() || d > Duration::from_secs(24 * 3600) {
-            return Err(RunError::Usage("--duration must be between 0 and 86400 seconds".into()));
-        }
-    }
-    for (name, v) in [("--latency", opts.latency_ms), ("--jitter", opts.jitter_ms)] {
-        if !v.is_finite() || !(0.0..=60_000.0).contains(&v) {
-            return Err(RunError::Usage(format!("{name} must be between 0 and 60000 milliseconds, not {v}")));
-        }
-    }
-    if !opts.drop.is_finite() || !(0.0..=1.0).contains(&opts.drop) {
-        return Err(RunError::Usage(format!(
-            "--drop must be a probability between 0 and 1, not {}",
-            opts.drop
-        )));
-    }
-    if opts.stall_ms < MIN_STALL_MS {
-        return Err(RunError::Usage(format!(
-            "--stall-ms must be at least {MIN_STALL_MS}, not {}",
-            opts.stall_ms
-        )));
-    }
-    if let Some(m) = opts.replicas {
-        if m == 0 || m > opts.workers {
-            return Err(RunError::Usage(format!(
-                "--replicas must be between 1 and --workers ({}), not {m}",
-                opts.workers
-            )));
-        }
-    }
-    // The check every worker applies to what it is handed: refuse here what it would.
-    settings(opts, 0, 0, 0, None).check().map_err(|e| RunError::Usage(format!("invalid settings: {e}")))?;
-    Ok(info)
-}
-
-/// Milliseconds as a duration; anything not above zero (`-0` included) is zero.
-fn ms(v: f64) -> Duration {
-    if v > 0.0 {
-        Duration::from_secs_f64(v / 1000.0)
-    } else {
-        Duration::ZERO
-    }
-}
-
-/// What worker `id`, life `incarnation`, is handed on its control link.
-fn settings(
-    o: &RunOpts,
-    id: u32,
-    incarnation: u32,
-    start_entry: u64,
-    duration: Option<Duration>,
-) -> WorkerSettings {
-    WorkerSettings {
-        id,
-        workers: o.workers,
-        algo: o.algo.clone(),
-        incarnation,
-        entries: o.entries,
-        duration: duration.or(o.duration),
-        cs: ms(o.cs_ms),
-        think: ms(o.think_ms),
-        seed: o.seed,
-        replicas: o.replicas,
-        parent: Some(std::process::id()),
-        start_entry,
-        latency: ms(o.latency_ms),
-        jitter: ms(o.jitter_ms),
-        drop: o.drop,
-    }
 }
 
 /// Run a whole experiment and audit it.
@@ -468,6 +174,32 @@ pub fn run(opts: &RunOpts) -> Result<RunReport, RunError> {
     Ok(RunReport { run_dir_kept: kept, ..report })
 }
 
+/// One run in progress: the worker slots and their control links, the plan not yet
+/// applied, and the run's clock and progress. Its methods are grouped by job, one file
+/// each:
+///
+/// - here, orchestration: `new`; `drive`, the run's phases (starting, running,
+///   finishing), with `start_worker` and `all_done` (by `quiescent` and
+///   `timed_restart_pending`); the main loop `wait_until`, which passes each [`Event`]
+///   to `handle` and each frame to `on_frame`; sending on the control links, `send`,
+///   `send_all` and `flush` (by `flush_request`);
+/// - `processes.rs`: `launch` (by `spawn`), `reap`, `freeze_all`, `stop_all`, `sockets`;
+/// - `inject.rs`: `apply_faults` (by `apply_step`, `resolve` and `forget_dead`),
+///   `cont`, `heal`, the partition's
+///   `partition_update` and `sync_partition`, the fault log (`fault`, `record`,
+///   `log_fault`) and `teardown`;
+/// - `progress.rs`: `poll_tail`, `tick`, `check_progress` (with `stall_window`,
+///   `diagnose` and `unresponsive`), `collect_stats`;
+/// - `report.rs`: `report`.
+///
+/// [`run`] uses them in this order: `new`, then `drive`, which `launch`es every worker,
+/// waits until all are Ready, starts them (`start_worker`), waits until `all_done`,
+/// continues any paused worker (`cont`), tells every live one to finish (it sends its
+/// statistics and exits) and waits until all have exited. Every wait is `wait_until`:
+/// it handles events, sleeps at most a `tick`, and calls `check_progress` and, while
+/// running, `apply_faults`. However `drive` ends, then: `freeze_all`, `collect_stats` if
+/// the run failed, `stop_all`, `teardown` if it failed or was interrupted, `sockets` (to
+/// remove), and, once the auditor has read the file, `report`.
 struct Supervisor<'a> {
     opts: &'a RunOpts,
     info: &'static AlgoInfo,
@@ -552,72 +284,6 @@ impl<'a> Supervisor<'a> {
             partition: None,
             partitions: 0,
         })
-    }
-
-    /// Start worker `id` as life `incarnation` and give it its control link, whose
-    /// first frame is its setup. The slot is the caller's to fill in with the result.
-    fn spawn(&mut self, id: u32, incarnation: u32, start_entry: u64) -> Result<(Pid, usize), RunError> {
-        let o = self.opts;
-        // A restarted worker keeps the run's end, not a fresh duration.
-        let left = o.duration.map(|d| {
-            let left = self.started.map_or(d, |s| d.saturating_sub(s.elapsed()));
-            left.max(Duration::from_millis(1))
-        });
-        let settings = settings(o, id, incarnation, start_entry, left);
-        settings.check().map_err(|e| RunError::Usage(format!("invalid settings for w{id}: {e}")))?;
-        let cannot = |e: std::io::Error| RunError::Failed(format!("cannot start worker {id}: {e}"));
-        let (mut ours, theirs) = control::link_pair().map_err(cannot)?;
-        let mut cmd = Command::new(&o.exe);
-        // The command line only says who this is (for `ps`); the settings come on the link.
-        cmd.arg("worker").args(["--id", &id.to_string()]).arg("--run-dir").arg(&self.dir);
-        // Join the workers' group while one of them is unreaped (a pgid cannot be reused
-        // while a member exists); otherwise found a new group.
-        let live = self.slots.iter().any(|s| s.life != Life::Exited);
-        let join = self.group.filter(|_| live);
-        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
-        cmd.process_group(join.map_or(0, Pid::as_raw));
-        control::hand_down(&mut cmd, &theirs);
-        // SAFETY: between fork and exec we only make one async-signal-safe system call.
-        unsafe {
-            cmd.pre_exec(|| nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from));
-        }
-        let child = cmd.spawn().map_err(|e| {
-            RunError::Failed(format!("cannot start worker {id} from {}: {e}", o.exe.display()))
-        })?;
-        // Our copy of the child's end goes, so the link closes when the child exits.
-        drop(theirs);
-        // We reap by pid with waitpid; the Child handle is not used again.
-        let pid = Pid::from_raw(child.id() as i32);
-        if join.is_none() {
-            self.group = Some(pid);
-        }
-        // A fresh socket has room for the setup, so this write does not wait on the
-        // worker; a worker that died at once makes it fail, which its reader reports.
-        let mut setup = Vec::new();
-        wire::encode(&mut setup, &WorkerSetup { settings, secret: self.secret.clone() });
-        let _ = ours.write_all(&setup);
-        let conn = self.conns.len();
-        let (out_tx, out_rx) = mpsc::channel();
-        let ours = Arc::new(ours);
-        let writer = Arc::clone(&ours);
-        std::thread::spawn(move || write_control(writer, out_rx));
-        let tx = self.tx.clone();
-        std::thread::spawn(move || read_control(conn, ours, tx));
-        self.conns.push(Some(out_tx));
-        self.conn_owner.insert(conn, id as usize);
-        Ok((pid, conn))
-    }
-
-    /// Start worker `id`'s next life (or its first) in its slot.
-    fn launch(&mut self, id: usize, incarnation: u32, start_entry: u64) -> Result<(), RunError> {
-        let (pid, conn) = self.spawn(id as u32, incarnation, start_entry)?;
-        let slot = Slot { conn: Some(conn), ..Slot::new(pid, incarnation) };
-        if id < self.slots.len() {
-            self.slots[id] = slot;
-        } else {
-            self.slots.push(slot);
-        }
-        Ok(())
     }
 
     fn drive(&mut self) -> Result<(), RunError> {
@@ -732,31 +398,6 @@ impl<'a> Supervisor<'a> {
         tx.send(Outgoing::Frame(buf)).is_ok()
     }
 
-    /// What worker `id` must be told to match the partition in force, if anything: only
-    /// a started, running worker is told (a paused one does not read; it is brought up
-    /// to date when continued). Counts it as told.
-    fn partition_update(&mut self, id: usize) -> Option<ToWorker> {
-        let s = &self.slots[id];
-        let current = self.partition.as_ref().map(|(g, _)| *g);
-        if !s.started || s.life != Life::Running || s.view == current {
-            return None;
-        }
-        self.slots[id].view = current;
-        Some(match &self.partition {
-            Some((_, groups)) => ToWorker::Partition { groups: groups.clone() },
-            None => ToWorker::Heal,
-        })
-    }
-
-    /// Bring worker `id` up to date with the partition in force (see
-    /// [`Self::partition_update`]); returns whether it was sent anything.
-    fn sync_partition(&mut self, id: usize) -> bool {
-        match self.partition_update(id) {
-            Some(msg) => self.send(id, &msg),
-            None => false,
-        }
-    }
-
     /// Ask the writer threads of `ids` to say when all queued so far is written; the
     /// receiver hears once per link that will answer.
     fn flush_request(&self, ids: &[usize]) -> (Receiver<()>, usize) {
@@ -782,30 +423,6 @@ impl<'a> Supervisor<'a> {
                 break;
             }
         }
-    }
-
-    /// The stall window: at least `--stall-ms`, and long enough for a few slow sections.
-    fn stall_window(&self) -> Duration {
-        let o = self.opts;
-        let floor = 3.0 * (o.cs_ms + 2.0 * o.think_ms + o.latency_ms + o.jitter_ms);
-        Duration::from_millis(o.stall_ms.max(floor.ceil() as u64))
-    }
-
-    /// How long the main loop may sleep: briefly while a step waits for an entry count
-    /// (the holder is only inside for `--cs-ms`), else until the next timed event.
-    fn tick(&self) -> Duration {
-        let mut tick = Duration::from_millis(100);
-        let Some(start) = self.started else { return tick };
-        for st in &self.steps {
-            match st.when {
-                When::Entry(_) => tick = tick.min(Duration::from_millis(1)),
-                When::At(at) => tick = tick.min(at.saturating_sub(start.elapsed())),
-            }
-        }
-        for (at, _) in &self.undo {
-            tick = tick.min(at.saturating_duration_since(Instant::now()));
-        }
-        tick.max(Duration::from_micros(200))
     }
 
     fn wait_until(&mut self, done: impl Fn(&Self) -> bool, phase: &str) -> Result<(), RunError> {
@@ -908,679 +525,17 @@ impl<'a> Supervisor<'a> {
             ToSupervisor::Pending(_) => {}
         }
     }
-
-    /// Wait for worker `id` to exit (its control link closed, so it is on its way out)
-    /// and describe how it ended.
-    fn reap(&mut self, id: usize) -> String {
-        let slot = &mut self.slots[id];
-        if slot.life == Life::Exited {
-            return slot.exit.clone().unwrap_or_default();
-        }
-        let deadline = Instant::now() + Duration::from_secs(2);
-        let status = loop {
-            match waitpid(slot.pid, Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::StillAlive) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(2));
-                }
-                Ok(WaitStatus::StillAlive) => {
-                    // Closed its link but will not exit: make it.
-                    let _ = kill(slot.pid, Signal::SIGKILL);
-                    let _ = waitpid(slot.pid, None);
-                    break "closed its control link without exiting; killed".to_string();
-                }
-                Ok(st) => match describe(st) {
-                    Some(d) => break d,
-                    None => continue,
-                },
-                Err(e) => break format!("cannot be waited for: {e}"),
-            }
-        };
-        slot.life = Life::Exited;
-        slot.since = resource::monotonic_ns();
-        slot.exit = Some(status.clone());
-        status
-    }
-
-    /// Read what the file gained since the last look; an ENTER or an EXIT is progress (a
-    /// WANT is only a wish: a restarted worker asking is no sign that anyone gets in).
-    fn poll_tail(&mut self) {
-        if self.tail.poll() {
-            self.bar.set_position(self.tail.exits);
-            self.last_progress = Instant::now();
-        }
-    }
-
-    fn check_progress(&mut self, phase: &str) -> Result<(), RunError> {
-        self.poll_tail();
-        if phase == "running" && self.quiescent() && self.timed_restart_pending() {
-            // Nobody is stuck: every live worker is done and the supervisor itself waits
-            // for a restart in its plan. The stall clock starts when that worker runs.
-            self.last_progress = Instant::now();
-        }
-        let idle = self.last_progress.elapsed();
-        if phase == "running" && idle > self.stall_window() {
-            self.finished.get_or_insert_with(Instant::now);
-            return Err(RunError::Failed(self.diagnose()));
-        }
-        if phase != "running" && idle > self.stall_window() + Duration::from_secs(10) {
-            return Err(RunError::Failed(format!(
-                "workers did not respond while {phase}: {}",
-                self.unresponsive(phase)
-            )));
-        }
-        Ok(())
-    }
-
-    /// The workers holding up `phase` (`starting`: not Ready; `finishing`: not exited),
-    /// each with its state: for one the supervisor believes running, the kernel's word,
-    /// since someone else may have stopped it.
-    fn unresponsive(&self, phase: &str) -> String {
-        let ago = |t: u64| resource::monotonic_ns().saturating_sub(t) as f64 / 1e9;
-        let late: Vec<String> = self
-            .slots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| if phase == "starting" { !s.ready } else { s.alive() })
-            .map(|(id, s)| {
-                let state = match s.life {
-                    Life::Exited => format!("dead: {}", s.exit.clone().unwrap_or_default()),
-                    Life::Stopped => format!("paused for {:.2}s", ago(s.since)),
-                    Life::Running => {
-                        let what = if !s.ready {
-                            "running, never said Ready"
-                        } else if s.stats.is_some() {
-                            "sent its statistics but did not exit"
-                        } else if phase == "finishing" {
-                            "told to finish, sent no statistics"
-                        } else {
-                            "running"
-                        };
-                        // Someone else may have stopped it: then that is why.
-                        match proc::state(s.pid).unexpected() {
-                            Some(k) if what == "running" => k,
-                            Some(k) => format!("{k}; {}", what.trim_start_matches("running, ")),
-                            None => what.to_string(),
-                        }
-                    }
-                };
-                format!("w{id} (pid {}, incarnation {}, {state})", s.pid, s.incarnation)
-            })
-            .collect();
-        if late.is_empty() {
-            "none left (the control links are down)".to_string()
-        } else {
-            late.join(", ")
-        }
-    }
-
-    /// Ask every live worker what it waits for, and say who is stuck. A worker believed
-    /// running that does not answer is looked up in `/proc`: it may have been stopped by
-    /// someone else, or have just exited.
-    fn diagnose(&mut self) -> String {
-        let window = self.stall_window();
-        let asked: Vec<usize> = (0..self.slots.len())
-            .filter(|&id| {
-                let s = &self.slots[id];
-                s.life == Life::Running && s.ready && s.conn.is_some()
-            })
-            .collect();
-        for &id in &asked {
-            let _ = self.send(id, &ToWorker::Query);
-        }
-        let mut states: BTreeMap<usize, PendingState> = BTreeMap::new();
-        let deadline = Instant::now() + Duration::from_secs(1);
-        while states.len() < asked.len() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.rx.recv_timeout(left) {
-                Ok(Event::Frame(conn, ToSupervisor::Pending(p))) => {
-                    if let Some(&id) = self.conn_owner.get(&conn) {
-                        states.insert(id, p);
-                    }
-                }
-                Ok(_) => {}
-                Err(_) => break,
-            }
-        }
-        let now = resource::monotonic_ns();
-        let ago = |t: u64| now.saturating_sub(t) as f64 / 1e9;
-        // What the kernel says of each silent worker the supervisor believes running.
-        let kernel: Vec<Option<proc::ProcState>> = (0..self.slots.len())
-            .map(|id| {
-                let s = &self.slots[id];
-                (s.life == Life::Running && !states.contains_key(&id)).then(|| proc::state(s.pid))
-            })
-            .collect();
-        // How each worker looks to the others, to annotate "waiting for … from wN".
-        let status: Vec<Option<String>> = self
-            .slots
-            .iter()
-            .zip(&kernel)
-            .map(|(s, k)| match s.life {
-                Life::Exited => Some(format!("dead for {:.2}s", ago(s.since))),
-                Life::Stopped => Some(format!("paused for {:.2}s", ago(s.since))),
-                Life::Running => match k {
-                    Some(k) if k.paused() => Some("paused, not by the supervisor".to_string()),
-                    Some(proc::ProcState::Exited(_) | proc::ProcState::Gone) => Some("exited".to_string()),
-                    _ => None,
-                },
-            })
-            .collect();
-        let mut lines = vec![format!("no progress for {:.1}s", window.as_secs_f64())];
-        for (id, s) in self.slots.iter().enumerate() {
-            let line = match states.get(&id) {
-                Some(p) => {
-                    let mut l =
-                        format!("w{id}: {} for {:.2}s after {} entries", p.app, ago(p.since_ns), p.entries);
-                    if !p.algorithm.is_empty() {
-                        l += &format!("; {}", p.algorithm);
-                        let named: Vec<String> = (0..self.slots.len())
-                            .filter(|&j| p.algorithm.contains(&format!("w{j}")))
-                            .filter_map(|j| status[j].as_ref().map(|st| format!("w{j} {st}")))
-                            .collect();
-                        if !named.is_empty() {
-                            l += &format!(" ({})", named.join(", "));
-                        }
-                    }
-                    if !p.down.is_empty() {
-                        let d: Vec<String> = p.down.iter().map(|x| x.to_string()).collect();
-                        l += &format!("; channels down: {}", d.join(", "));
-                    }
-                    l
-                }
-                None => match s.life {
-                    Life::Exited => format!(
-                        "w{id}: {} ({})",
-                        status[id].clone().unwrap_or_default(),
-                        s.exit.clone().unwrap_or_default()
-                    ),
-                    Life::Stopped => format!("w{id}: {} (SIGSTOP)", status[id].clone().unwrap_or_default()),
-                    Life::Running => match kernel[id].as_ref().and_then(proc::ProcState::unexpected) {
-                        Some(k) => format!("w{id}: {k}"),
-                        None => format!("w{id}: did not answer (wedged?)"),
-                    },
-                },
-            };
-            lines.push(line);
-        }
-        lines.join("\n  ")
-    }
-
-    /// After a failed run, ask the workers `frozen` (stopped by [`Self::freeze_all`]) for
-    /// their counters, so the report still shows the messages sent (and lost) up to the
-    /// failure. Each is sent Finish while still frozen, and all are continued together
-    /// once it is written: each then finds Finish waiting ahead of any channel closed by
-    /// another's exit.
-    fn collect_stats(&mut self, frozen: &[usize]) {
-        let asked: Vec<usize> = frozen
-            .iter()
-            .copied()
-            .filter(|&id| {
-                let s = &self.slots[id];
-                s.started && s.conn.is_some() && s.stats.is_none()
-            })
-            .collect();
-        for &id in &asked {
-            self.send(id, &ToWorker::Finish);
-        }
-        self.flush(&asked, Duration::from_secs(1));
-        for &id in &asked {
-            if self.slots[id].life == Life::Stopped {
-                let _ = kill(self.slots[id].pid, Signal::SIGCONT);
-                self.slots[id].life = Life::Running;
-            }
-        }
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while asked.iter().any(|&id| self.slots[id].stats.is_none()) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.rx.recv_timeout(left) {
-                Ok(Event::Frame(conn, msg @ ToSupervisor::Stats(_))) => self.on_frame(conn, msg),
-                Ok(_) => {}
-                Err(_) => break,
-            }
-        }
-    }
-
-    /// SIGSTOP every running worker at once, then wait until the kernel confirms each
-    /// stop (`waitpid` with WUNTRACED). Returns the workers it stopped; one that turns out
-    /// to have exited is reaped instead and never signalled again.
-    fn freeze_all(&mut self) -> Vec<usize> {
-        let running: Vec<usize> =
-            (0..self.slots.len()).filter(|&id| self.slots[id].life == Life::Running).collect();
-        // One signal to the group stops everyone at once; the group is valid because
-        // `running` workers are unreaped members. Each is also signalled by pid, which
-        // costs nothing and does not depend on the group.
-        if let (Some(g), false) = (self.group, running.is_empty()) {
-            let _ = nix::sys::signal::killpg(g, Signal::SIGSTOP);
-        }
-        for &id in &running {
-            let _ = kill(self.slots[id].pid, Signal::SIGSTOP);
-        }
-        let mut frozen = Vec::new();
-        for id in running {
-            let slot = &mut self.slots[id];
-            loop {
-                match waitpid(slot.pid, Some(WaitPidFlag::WUNTRACED)) {
-                    Ok(WaitStatus::Stopped(..)) => {
-                        slot.life = Life::Stopped;
-                        frozen.push(id);
-                        break;
-                    }
-                    Ok(st) => {
-                        if let Some(d) = describe(st) {
-                            slot.life = Life::Exited;
-                            slot.exit.get_or_insert(d);
-                            break;
-                        }
-                    }
-                    Err(nix::errno::Errno::EINTR) => {}
-                    Err(_) => {
-                        // Not our child to wait for: never signal it again.
-                        slot.life = Life::Exited;
-                        break;
-                    }
-                }
-            }
-        }
-        frozen
-    }
-
-    /// End every worker still alive: freeze them all first, then SIGKILL them (which
-    /// ends stopped processes too), then reap each.
-    fn stop_all(&mut self) {
-        self.freeze_all();
-        for slot in &self.slots {
-            if slot.life != Life::Exited {
-                let _ = kill(slot.pid, Signal::SIGKILL);
-            }
-        }
-        for slot in &mut self.slots {
-            while slot.life != Life::Exited {
-                match waitpid(slot.pid, None) {
-                    Ok(st) => {
-                        if let Some(d) = describe(st) {
-                            slot.exit.get_or_insert(d);
-                            slot.life = Life::Exited;
-                        }
-                    }
-                    Err(nix::errno::Errno::EINTR) => {}
-                    Err(_) => slot.life = Life::Exited,
-                }
-            }
-        }
-    }
-
-    /// Every socket this run created: each incarnation's mesh socket.
-    fn sockets(&self) -> Vec<PathBuf> {
-        let mut all = Vec::new();
-        for (id, s) in self.slots.iter().enumerate() {
-            for inc in 0..=s.incarnation {
-                all.push(self.dir.join(control::worker_socket(PeerId(id as u32), inc)));
-            }
-        }
-        all
-    }
-
-    // ---- faults ----
-
-    /// A fault, timestamped now. Take it *before* acting: the auditor excuses only what
-    /// happens after a fault's time, and the effect may be seen as soon as it is applied.
-    fn fault(
-        &self,
-        action: &str,
-        worker: Option<usize>,
-        signal: Option<Signal>,
-        note: String,
-    ) -> AppliedFault {
-        let t = resource::monotonic_ns();
-        let at_ms = self.started.map_or(0.0, |s| s.elapsed().as_secs_f64() * 1e3);
-        let slot = worker.map(|w| &self.slots[w]);
-        AppliedFault {
-            at_ms,
-            t,
-            action: action.to_string(),
-            worker: worker.map(|w| w as u32),
-            incarnation: slot.map(|s| s.incarnation),
-            pid: slot.map(|s| s.pid.as_raw()),
-            signal: signal.map(|s| s.as_str().to_string()),
-            dead: None,
-            note,
-        }
-    }
-
-    /// Write a fault to `faults.log` and the report.
-    fn log_fault(&mut self, f: AppliedFault) {
-        if let Some(log) = self.fault_log.as_mut() {
-            let _ = writeln!(log, "{}", f.log_line());
-        }
-        self.applied.push(f);
-    }
-
-    /// The run failed or was interrupted and has been torn down: record it, so the
-    /// auditor tells a section cut short by the end of the run from a crash.
-    fn teardown(&mut self, why: &RunError) {
-        if self.fault_log.is_none() {
-            let path = self.dir.join(control::FAULT_LOG);
-            self.fault_log = std::fs::OpenOptions::new().create(true).append(true).open(path).ok();
-        }
-        let why = match why {
-            RunError::Interrupted(_) => "interrupted".to_string(),
-            RunError::Failed(f) => format!("run failed: {}", f.lines().next().unwrap_or_default()),
-            RunError::Usage(u) => u.clone(),
-        };
-        // The log only: it is the end of the run, not one of the plan's faults.
-        let line = self.fault("teardown", None, None, why).log_line();
-        if let Some(log) = self.fault_log.as_mut() {
-            let _ = writeln!(log, "{line}");
-        }
-    }
-
-    fn record(&mut self, action: &str, worker: Option<usize>, signal: Option<Signal>, note: String) {
-        let f = self.fault(action, worker, signal, note);
-        self.log_fault(f);
-    }
-
-    fn apply_faults(&mut self) -> Result<(), RunError> {
-        let Some(start) = self.started else { return Ok(()) };
-        let now = Instant::now();
-        let due_undo: Vec<Undo> = {
-            let (due, keep): (Vec<_>, Vec<_>) = self.undo.drain(..).partition(|(at, _)| *at <= now);
-            self.undo = keep;
-            due.into_iter().map(|(_, u)| u).collect()
-        };
-        for u in due_undo {
-            match u {
-                Undo::Cont { worker, incarnation } => {
-                    if self.slots[worker].incarnation == incarnation
-                        && self.slots[worker].life == Life::Stopped
-                    {
-                        self.cont(worker, "pause over");
-                    }
-                }
-                // A later partition is not cut short by an earlier one's timer.
-                Undo::Heal { generation } => {
-                    if self.partition.as_ref().is_some_and(|(g, _)| *g == generation) {
-                        self.heal("partition over");
-                    }
-                }
-            }
-        }
-        // The entry count as of now, not as of the last look.
-        self.poll_tail();
-        let elapsed = start.elapsed();
-        let entries = self.tail.enters;
-        let (due, later): (Vec<Step>, Vec<Step>) =
-            std::mem::take(&mut self.steps).into_iter().partition(|st| match st.when {
-                When::At(at) => elapsed >= at,
-                When::Entry(k) => entries >= k,
-            });
-        self.steps = later;
-        for st in due {
-            self.apply_step(&st)?;
-        }
-        Ok(())
-    }
-
-    fn resolve(&self, t: Target) -> Option<usize> {
-        match t {
-            Target::Worker(w) => Some(w as usize),
-            Target::Holder => self.tail.holder(|w| self.slots[w as usize].alive()).map(|w| w as usize),
-            Target::Coordinator => Some(self.slots.len() - 1),
-        }
-    }
-
-    /// Worker `w` is dead and reaped, so everything it wrote is in the file: read it all,
-    /// then forget it was inside.
-    fn forget_dead(&mut self, w: usize) {
-        self.poll_tail();
-        self.tail.crashed(w as u32);
-    }
-
-    fn apply_step(&mut self, st: &Step) -> Result<(), RunError> {
-        let text = st.to_string();
-        // Who is inside now: an earlier step of this round may have taken a while.
-        self.poll_tail();
-        let target = match &st.action {
-            Action::Kill(t) | Action::Term(t) | Action::Stop(t) => match self.resolve(*t) {
-                Some(w) => Some(w),
-                None => {
-                    self.record("skip", None, None, format!("{text}: no live worker has entered yet"));
-                    return Ok(());
-                }
-            },
-            _ => None,
-        };
-        let inside =
-            |s: &Self, w: usize| if s.tail.inside.contains(&(w as u32)) { "inside" } else { "outside" };
-        match &st.action {
-            Action::Kill(_) | Action::Term(_) => {
-                let w = target.expect("resolved above");
-                if !self.slots[w].alive() {
-                    self.record("skip", Some(w), None, format!("{text}: w{w} is already dead"));
-                    return Ok(());
-                }
-                let kill_it = matches!(st.action, Action::Kill(_));
-                let sig = if kill_it { Signal::SIGKILL } else { Signal::SIGTERM };
-                let note = format!("{text}; w{w} {} the critical section", inside(self, w));
-                let mut fault = self.fault(if kill_it { "kill" } else { "term" }, Some(w), Some(sig), note);
-                self.slots[w].planned_exit = true;
-                let pid = self.slots[w].pid;
-                let _ = kill(pid, sig);
-                if !kill_it && self.slots[w].life == Life::Stopped {
-                    let _ = kill(pid, Signal::SIGCONT); // a stopped process cannot leave
-                }
-                self.reap(w);
-                fault.dead = Some(self.slots[w].since);
-                self.log_fault(fault);
-                if let Some(conn) = self.slots[w].conn.take() {
-                    self.conn_owner.remove(&conn);
-                    self.conns.get_mut(conn).map(|c| c.take());
-                }
-                self.forget_dead(w);
-            }
-            Action::Stop(_) => {
-                let w = target.expect("resolved above");
-                if self.slots[w].life != Life::Running {
-                    self.record("skip", Some(w), None, format!("{text}: w{w} is not running"));
-                    return Ok(());
-                }
-                let note = format!("{text}; w{w} {} the critical section", inside(self, w));
-                let fault = self.fault("stop", Some(w), Some(Signal::SIGSTOP), note);
-                let pid = self.slots[w].pid;
-                let _ = kill(pid, Signal::SIGSTOP);
-                // SIGSTOP lands asynchronously: wait until the kernel says it did.
-                let status = loop {
-                    match waitpid(pid, Some(WaitPidFlag::WUNTRACED)) {
-                        Err(nix::errno::Errno::EINTR) => {}
-                        Ok(st) if !matches!(st, WaitStatus::Stopped(..)) && describe(st).is_none() => {}
-                        other => break other,
-                    }
-                };
-                match status {
-                    Ok(WaitStatus::Stopped(..)) => {
-                        self.slots[w].life = Life::Stopped;
-                        self.slots[w].since = resource::monotonic_ns();
-                        self.log_fault(fault);
-                        if let Some(d) = st.duration {
-                            let incarnation = self.slots[w].incarnation;
-                            self.undo.push((Instant::now() + d, Undo::Cont { worker: w, incarnation }));
-                        }
-                    }
-                    Ok(other) => {
-                        // It died instead (reaped now): never signal this pid again.
-                        self.slots[w].life = Life::Exited;
-                        self.slots[w].since = resource::monotonic_ns();
-                        self.slots[w].exit = describe(other);
-                        self.forget_dead(w);
-                        self.record("skip", Some(w), None, format!("{text}: w{w} exited before it stopped"));
-                    }
-                    Err(e) => {
-                        // Not our child any more: never signal it again.
-                        self.slots[w].life = Life::Exited;
-                        self.record("skip", Some(w), None, format!("{text}: waitpid failed: {e}"));
-                    }
-                }
-            }
-            Action::Restart(w) => {
-                let w = *w as usize;
-                if self.slots[w].alive() {
-                    self.record("skip", Some(w), None, format!("{text}: w{w} is alive"));
-                    return Ok(());
-                }
-                let inc = self.slots[w].incarnation + 1;
-                // Every EXIT it wrote, in all its lives (the file was read just above).
-                let before = self.tail.exits_by_worker[w];
-                self.launch(w, inc, before)?;
-                self.record("restart", Some(w), None, format!("{text}; resumes after entry {before}"));
-                // Tell everyone already running which life of w to believe from now on;
-                // workers started later learn it from their Start.
-                let running: Vec<usize> =
-                    (0..self.slots.len()).filter(|&j| j != w && self.slots[j].started).collect();
-                for other in running {
-                    self.send(other, &ToWorker::Incarnation { id: PeerId(w as u32), incarnation: inc });
-                }
-            }
-            Action::Partition(groups) => {
-                self.partitions += 1;
-                let generation = self.partitions;
-                self.partition = Some((generation, groups.clone()));
-                self.record("partition", None, None, text);
-                for id in 0..self.slots.len() {
-                    self.sync_partition(id);
-                }
-                if let Some(d) = st.duration {
-                    self.undo.push((Instant::now() + d, Undo::Heal { generation }));
-                }
-            }
-            Action::Heal => self.heal(&text),
-        }
-        Ok(())
-    }
-
-    /// Continue a paused worker, first handing its socket the partition state it missed
-    /// while paused (nothing is sent to a paused worker: it does not read).
-    fn cont(&mut self, w: usize, why: &str) {
-        let fault = self.fault("cont", Some(w), Some(Signal::SIGCONT), why.to_string());
-        self.slots[w].life = Life::Running;
-        if self.sync_partition(w) {
-            self.flush(&[w], Duration::from_secs(1));
-        }
-        let _ = kill(self.slots[w].pid, Signal::SIGCONT);
-        self.slots[w].since = resource::monotonic_ns();
-        self.log_fault(fault);
-    }
-
-    fn heal(&mut self, why: &str) {
-        self.partition = None;
-        self.record("heal", None, None, why.to_string());
-        for id in 0..self.slots.len() {
-            self.sync_partition(id);
-        }
-    }
-
-    fn report(&self, audit: AuditReport, failure: Option<String>, dir: &RunDir) -> RunReport {
-        let mut messages = Messages::default();
-        let mut lost = 0;
-        let mut counters: BTreeMap<String, u64> = BTreeMap::new();
-        for s in self.slots.iter().filter_map(|s| s.stats.as_ref()) {
-            for (k, v) in &s.sent {
-                *messages.by_type.entry(k.clone()).or_default() += v;
-                messages.total += v;
-            }
-            messages.bad_frames += s.bad_frames;
-            lost += s.lost;
-            for (k, v) in &s.counters {
-                *counters.entry(k.clone()).or_default() += v;
-            }
-            messages.dropped_connections += s.dropped_connections;
-        }
-        let elapsed = match (self.started, self.finished) {
-            (Some(s), Some(f)) => f - s,
-            (Some(s), None) => s.elapsed(),
-            _ => Duration::ZERO,
-        };
-        let total = audit.entries;
-        messages.per_entry = if total > 0 { messages.total as f64 / total as f64 } else { 0.0 };
-        let shape = Shape { n: self.opts.workers, replicas: self.opts.replicas };
-        RunReport {
-            algorithm: self.opts.algo.clone(),
-            workers: self.opts.workers,
-            ok: audit.ok && failure.is_none(),
-            failure,
-            entries: Entries { total, by_worker: audit.entries_by_worker.clone() },
-            messages,
-            theory: (self.info.theory)(shape),
-            throughput_per_s: if elapsed.as_secs_f64() > 0.0 {
-                total as f64 / elapsed.as_secs_f64()
-            } else {
-                0.0
-            },
-            wait_ms: audit.wait_ms.clone(),
-            wait_ms_by_worker: audit.wait_ms_by_worker.clone(),
-            max_bypass: audit.max_bypass,
-            jain: audit.jain,
-            elapsed_s: elapsed.as_secs_f64(),
-            cs_ms: self.opts.cs_ms,
-            think_ms: self.opts.think_ms,
-            seed: self.opts.seed,
-            violations: audit.violations,
-            violation_count: audit.violation_count,
-            cut_short: audit.cut_short,
-            run_dir: dir.path.display().to_string(),
-            run_dir_kept: true,
-            plan: self.opts.plan.to_string(),
-            faults: self.applied.clone(),
-            never_fired: self.steps.iter().map(|st| st.to_string()).collect(),
-            lost_messages: lost,
-            counters,
-        }
-    }
 }
 
-/// Write what the main loop queued for one worker, in order. Only this thread blocks
-/// when the worker stops reading; it ends when the main loop drops the queue or the
-/// worker is gone (a write to a dead worker fails with EPIPE).
-fn write_control(stream: Arc<UnixStream>, queue: Receiver<Outgoing>) {
-    for out in queue {
-        match out {
-            Outgoing::Frame(bytes) => {
-                if (&*stream).write_all(&bytes).is_err() {
-                    return;
-                }
-            }
-            Outgoing::Flushed(ack) => {
-                let _ = ack.send(());
-            }
-        }
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-fn read_control(id: usize, stream: Arc<UnixStream>, tx: Sender<Event>) {
-    let mut recv = &*stream;
-    loop {
-        match wire::read_blocking::<ToSupervisor, _>(&mut recv) {
-            Ok(Some(msg)) => {
-                if tx.send(Event::Frame(id, msg)).is_err() {
-                    return;
-                }
-            }
-            Ok(None) => {
-                let _ = tx.send(Event::Closed(id, None));
-                return;
-            }
-            Err(e) => {
-                let _ = tx.send(Event::Closed(id, Some(e.to_string())));
-                return;
-            }
-        }
-    }
-}
-
-/// How a waited-for process ended; `None` if it has not ended (stopped or continued).
-fn describe(st: WaitStatus) -> Option<String> {
-    match st {
-        WaitStatus::Exited(_, 0) => Some("exited normally".to_string()),
-        WaitStatus::Exited(_, c) => Some(format!("exited with status {c}")),
-        WaitStatus::Signaled(_, sig, _) => Some(format!("killed by {sig}")),
-        _ => None,
+    /// A supervisor for `opts` in `dir` with no worker started: for the parts that can be
+    /// tested without processes.
+    pub(super) fn idle<'a>(opts: &'a RunOpts, dir: &Path) -> Supervisor<'a> {
+        let info = validate(opts).unwrap();
+        let (tx, rx) = mpsc::channel();
+        Supervisor::new(opts, info, dir, tx, rx).unwrap()
     }
 }

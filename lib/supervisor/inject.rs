@@ -1,0 +1,424 @@
+//! Fault execution: the plan's steps carried out on the running workers (kill, term,
+//! stop and the `cont` that ends a pause, restart, partition, heal), each applied fault
+//! timestamped and written to `faults.log` ([`AppliedFault`]), the partition in force
+//! kept in step with every worker, and the teardown line a failed or interrupted run
+//! leaves for the auditor.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use serde::Serialize;
+
+use super::{describe, Life, RunError, Supervisor};
+use crate::algorithm::PeerId;
+use crate::control::{self, ToWorker};
+use crate::faults::{Action, Step, Target, When};
+use crate::resource;
+
+/// One fault the supervisor applied, as written to `faults.log`.
+#[derive(Clone, Debug, Serialize)]
+pub struct AppliedFault {
+    /// Milliseconds since the run started.
+    pub at_ms: f64,
+    /// Monotonic ns: the resource file's clock.
+    pub t: u64,
+    /// `kill`, `term`, `stop`, `cont`, `restart`, `partition`, `heal`, or `skip`.
+    pub action: String,
+    /// The worker acted on, if any.
+    pub worker: Option<u32>,
+    pub incarnation: Option<u32>,
+    pub pid: Option<i32>,
+    pub signal: Option<String>,
+    /// `kill` and `term`: when the process was reaped (monotonic ns). With `t`, taken
+    /// before the signal, it brackets the moment of death for the auditor.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dead: Option<u64>,
+    /// Anything else: the plan step, whether the target was inside, why a step was skipped.
+    pub note: String,
+}
+
+impl AppliedFault {
+    /// The line in `faults.log`.
+    pub fn log_line(&self) -> String {
+        let mut l = format!("t={} at={:.3}ms {}", self.t, self.at_ms, self.action);
+        if let Some(w) = self.worker {
+            l += &format!(" w={w}");
+        }
+        if let Some(i) = self.incarnation {
+            l += &format!(" inc={i}");
+        }
+        if let Some(p) = self.pid {
+            l += &format!(" pid={p}");
+        }
+        if let Some(sig) = &self.signal {
+            l += &format!(" signal={sig}");
+        }
+        if let Some(d) = self.dead {
+            l += &format!(" dead={d}");
+        }
+        if !self.note.is_empty() {
+            l += &format!(" # {}", self.note);
+        }
+        l
+    }
+}
+
+/// Something the plan asked to undo later.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Undo {
+    Cont {
+        worker: usize,
+        incarnation: u32,
+    },
+    /// Heal the partition of this generation, if it is still the one in force.
+    Heal {
+        generation: u64,
+    },
+}
+
+impl Supervisor<'_> {
+    /// A fault, timestamped now. Take it *before* acting: the auditor excuses only what
+    /// happens after a fault's time, and the effect may be seen as soon as it is applied.
+    fn fault(
+        &self,
+        action: &str,
+        worker: Option<usize>,
+        signal: Option<Signal>,
+        note: String,
+    ) -> AppliedFault {
+        let t = resource::monotonic_ns();
+        let at_ms = self.started.map_or(0.0, |s| s.elapsed().as_secs_f64() * 1e3);
+        let slot = worker.map(|w| &self.slots[w]);
+        AppliedFault {
+            at_ms,
+            t,
+            action: action.to_string(),
+            worker: worker.map(|w| w as u32),
+            incarnation: slot.map(|s| s.incarnation),
+            pid: slot.map(|s| s.pid.as_raw()),
+            signal: signal.map(|s| s.as_str().to_string()),
+            dead: None,
+            note,
+        }
+    }
+
+    /// Write a fault to `faults.log` and the report.
+    fn log_fault(&mut self, f: AppliedFault) {
+        if let Some(log) = self.fault_log.as_mut() {
+            let _ = writeln!(log, "{}", f.log_line());
+        }
+        self.applied.push(f);
+    }
+
+    fn record(&mut self, action: &str, worker: Option<usize>, signal: Option<Signal>, note: String) {
+        let f = self.fault(action, worker, signal, note);
+        self.log_fault(f);
+    }
+
+    /// The run failed or was interrupted and has been torn down: record it, so the
+    /// auditor tells a section cut short by the end of the run from a crash.
+    pub(super) fn teardown(&mut self, why: &RunError) {
+        if self.fault_log.is_none() {
+            let path = self.dir.join(control::FAULT_LOG);
+            self.fault_log = std::fs::OpenOptions::new().create(true).append(true).open(path).ok();
+        }
+        let why = match why {
+            RunError::Interrupted(_) => "interrupted".to_string(),
+            RunError::Failed(f) => format!("run failed: {}", f.lines().next().unwrap_or_default()),
+            RunError::Usage(u) => u.clone(),
+        };
+        // The log only: it is the end of the run, not one of the plan's faults.
+        let line = self.fault("teardown", None, None, why).log_line();
+        if let Some(log) = self.fault_log.as_mut() {
+            let _ = writeln!(log, "{line}");
+        }
+    }
+
+    pub(super) fn apply_faults(&mut self) -> Result<(), RunError> {
+        let Some(start) = self.started else { return Ok(()) };
+        let now = Instant::now();
+        let due_undo: Vec<Undo> = {
+            let (due, keep): (Vec<_>, Vec<_>) = self.undo.drain(..).partition(|(at, _)| *at <= now);
+            self.undo = keep;
+            due.into_iter().map(|(_, u)| u).collect()
+        };
+        for u in due_undo {
+            match u {
+                Undo::Cont { worker, incarnation } => {
+                    if self.slots[worker].incarnation == incarnation
+                        && self.slots[worker].life == Life::Stopped
+                    {
+                        self.cont(worker, "pause over");
+                    }
+                }
+                // A later partition is not cut short by an earlier one's timer.
+                Undo::Heal { generation } => {
+                    if self.partition.as_ref().is_some_and(|(g, _)| *g == generation) {
+                        self.heal("partition over");
+                    }
+                }
+            }
+        }
+        // The entry count as of now, not as of the last look.
+        self.poll_tail();
+        let elapsed = start.elapsed();
+        let entries = self.tail.enters;
+        let (due, later): (Vec<Step>, Vec<Step>) =
+            std::mem::take(&mut self.steps).into_iter().partition(|st| match st.when {
+                When::At(at) => elapsed >= at,
+                When::Entry(k) => entries >= k,
+            });
+        self.steps = later;
+        for st in due {
+            self.apply_step(&st)?;
+        }
+        Ok(())
+    }
+
+    fn resolve(&self, t: Target) -> Option<usize> {
+        match t {
+            Target::Worker(w) => Some(w as usize),
+            Target::Holder => self.tail.holder(|w| self.slots[w as usize].alive()).map(|w| w as usize),
+            Target::Coordinator => Some(self.slots.len() - 1),
+        }
+    }
+
+    /// Worker `w` is dead and reaped, so everything it wrote is in the file: read it all,
+    /// then forget it was inside.
+    fn forget_dead(&mut self, w: usize) {
+        self.poll_tail();
+        self.tail.crashed(w as u32);
+    }
+
+    fn apply_step(&mut self, st: &Step) -> Result<(), RunError> {
+        let text = st.to_string();
+        // Who is inside now: an earlier step of this round may have taken a while.
+        self.poll_tail();
+        let target = match &st.action {
+            Action::Kill(t) | Action::Term(t) | Action::Stop(t) => match self.resolve(*t) {
+                Some(w) => Some(w),
+                None => {
+                    self.record("skip", None, None, format!("{text}: no live worker has entered yet"));
+                    return Ok(());
+                }
+            },
+            _ => None,
+        };
+        let inside =
+            |s: &Self, w: usize| if s.tail.inside.contains(&(w as u32)) { "inside" } else { "outside" };
+        match &st.action {
+            Action::Kill(_) | Action::Term(_) => {
+                let w = target.expect("resolved above");
+                if !self.slots[w].alive() {
+                    self.record("skip", Some(w), None, format!("{text}: w{w} is already dead"));
+                    return Ok(());
+                }
+                let kill_it = matches!(st.action, Action::Kill(_));
+                let sig = if kill_it { Signal::SIGKILL } else { Signal::SIGTERM };
+                let note = format!("{text}; w{w} {} the critical section", inside(self, w));
+                let mut fault = self.fault(if kill_it { "kill" } else { "term" }, Some(w), Some(sig), note);
+                self.slots[w].planned_exit = true;
+                let pid = self.slots[w].pid;
+                let _ = kill(pid, sig);
+                if !kill_it && self.slots[w].life == Life::Stopped {
+                    let _ = kill(pid, Signal::SIGCONT); // a stopped process cannot leave
+                }
+                self.reap(w);
+                fault.dead = Some(self.slots[w].since);
+                self.log_fault(fault);
+                if let Some(conn) = self.slots[w].conn.take() {
+                    self.conn_owner.remove(&conn);
+                    self.conns.get_mut(conn).map(|c| c.take());
+                }
+                self.forget_dead(w);
+            }
+            Action::Stop(_) => {
+                let w = target.expect("resolved above");
+                if self.slots[w].life != Life::Running {
+                    self.record("skip", Some(w), None, format!("{text}: w{w} is not running"));
+                    return Ok(());
+                }
+                let note = format!("{text}; w{w} {} the critical section", inside(self, w));
+                let fault = self.fault("stop", Some(w), Some(Signal::SIGSTOP), note);
+                let pid = self.slots[w].pid;
+                let _ = kill(pid, Signal::SIGSTOP);
+                // SIGSTOP lands asynchronously: wait until the kernel says it did.
+                let status = loop {
+                    match waitpid(pid, Some(WaitPidFlag::WUNTRACED)) {
+                        Err(nix::errno::Errno::EINTR) => {}
+                        Ok(st) if !matches!(st, WaitStatus::Stopped(..)) && describe(st).is_none() => {}
+                        other => break other,
+                    }
+                };
+                match status {
+                    Ok(WaitStatus::Stopped(..)) => {
+                        self.slots[w].life = Life::Stopped;
+                        self.slots[w].since = resource::monotonic_ns();
+                        self.log_fault(fault);
+                        if let Some(d) = st.duration {
+                            let incarnation = self.slots[w].incarnation;
+                            self.undo.push((Instant::now() + d, Undo::Cont { worker: w, incarnation }));
+                        }
+                    }
+                    Ok(other) => {
+                        // It died instead (reaped now): never signal this pid again.
+                        self.slots[w].life = Life::Exited;
+                        self.slots[w].since = resource::monotonic_ns();
+                        self.slots[w].exit = describe(other);
+                        self.forget_dead(w);
+                        self.record("skip", Some(w), None, format!("{text}: w{w} exited before it stopped"));
+                    }
+                    Err(e) => {
+                        // Not our child any more: never signal it again.
+                        self.slots[w].life = Life::Exited;
+                        self.record("skip", Some(w), None, format!("{text}: waitpid failed: {e}"));
+                    }
+                }
+            }
+            Action::Restart(w) => {
+                let w = *w as usize;
+                if self.slots[w].alive() {
+                    self.record("skip", Some(w), None, format!("{text}: w{w} is alive"));
+                    return Ok(());
+                }
+                let inc = self.slots[w].incarnation + 1;
+                // Every EXIT it wrote, in all its lives (the file was read just above).
+                let before = self.tail.exits_by_worker[w];
+                self.launch(w, inc, before)?;
+                self.record("restart", Some(w), None, format!("{text}; resumes after entry {before}"));
+                // Tell everyone already running which life of w to believe from now on;
+                // workers started later learn it from their Start.
+                let running: Vec<usize> =
+                    (0..self.slots.len()).filter(|&j| j != w && self.slots[j].started).collect();
+                for other in running {
+                    self.send(other, &ToWorker::Incarnation { id: PeerId(w as u32), incarnation: inc });
+                }
+            }
+            Action::Partition(groups) => {
+                self.partitions += 1;
+                let generation = self.partitions;
+                self.partition = Some((generation, groups.clone()));
+                self.record("partition", None, None, text);
+                for id in 0..self.slots.len() {
+                    self.sync_partition(id);
+                }
+                if let Some(d) = st.duration {
+                    self.undo.push((Instant::now() + d, Undo::Heal { generation }));
+                }
+            }
+            Action::Heal => self.heal(&text),
+        }
+        Ok(())
+    }
+
+    /// Continue a paused worker, first handing its socket the partition state it missed
+    /// while paused (nothing is sent to a paused worker: it does not read).
+    pub(super) fn cont(&mut self, w: usize, why: &str) {
+        let fault = self.fault("cont", Some(w), Some(Signal::SIGCONT), why.to_string());
+        self.slots[w].life = Life::Running;
+        if self.sync_partition(w) {
+            self.flush(&[w], Duration::from_secs(1));
+        }
+        let _ = kill(self.slots[w].pid, Signal::SIGCONT);
+        self.slots[w].since = resource::monotonic_ns();
+        self.log_fault(fault);
+    }
+
+    fn heal(&mut self, why: &str) {
+        self.partition = None;
+        self.record("heal", None, None, why.to_string());
+        for id in 0..self.slots.len() {
+            self.sync_partition(id);
+        }
+    }
+
+    /// What worker `id` must be told to match the partition in force, if anything: only
+    /// a started, running worker is told (a paused one does not read; it is brought up
+    /// to date when continued). Counts it as told.
+    pub(super) fn partition_update(&mut self, id: usize) -> Option<ToWorker> {
+        let s = &self.slots[id];
+        let current = self.partition.as_ref().map(|(g, _)| *g);
+        if !s.started || s.life != Life::Running || s.view == current {
+            return None;
+        }
+        self.slots[id].view = current;
+        Some(match &self.partition {
+            Some((_, groups)) => ToWorker::Partition { groups: groups.clone() },
+            None => ToWorker::Heal,
+        })
+    }
+
+    /// Bring worker `id` up to date with the partition in force (see
+    /// [`Self::partition_update`]); returns whether it was sent anything.
+    pub(super) fn sync_partition(&mut self, id: usize) -> bool {
+        match self.partition_update(id) {
+            Some(msg) => self.send(id, &msg),
+            None => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::{Crash, FaultLog};
+    use crate::supervisor::options::tests::sample;
+    use crate::supervisor::tests::idle;
+
+    fn bare(action: &str) -> AppliedFault {
+        AppliedFault {
+            at_ms: 12.3456,
+            t: 1_000,
+            action: action.into(),
+            worker: None,
+            incarnation: None,
+            pid: None,
+            signal: None,
+            dead: None,
+            note: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_log_line_names_only_what_it_has_and_the_note_comes_last() {
+        assert_eq!(bare("heal").log_line(), "t=1000 at=12.346ms heal");
+        let kill = AppliedFault {
+            worker: Some(2),
+            incarnation: Some(1),
+            pid: Some(4242),
+            signal: Some("SIGKILL".into()),
+            dead: Some(1_500),
+            note: "kill holder at 1s; w2 inside the critical section".into(),
+            ..bare("kill")
+        };
+        assert_eq!(
+            kill.log_line(),
+            "t=1000 at=12.346ms kill w=2 inc=1 pid=4242 signal=SIGKILL dead=1500 \
+             # kill holder at 1s; w2 inside the critical section"
+        );
+    }
+
+    #[test]
+    fn the_auditor_reads_a_kill_and_a_teardown_as_written() {
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = sample();
+        let mut sup = idle(&opts, tmp.path());
+        let path = tmp.path().join(control::FAULT_LOG);
+        sup.fault_log = Some(std::fs::File::create(&path).unwrap());
+        sup.log_fault(AppliedFault { worker: Some(1), dead: Some(1_500), ..bare("kill") });
+        sup.record("skip", None, None, "stop w9: no such worker".into());
+        // Only the first line of a failure's message: the log is one line per fault.
+        sup.teardown(&RunError::Failed("worker w0 died\n  and more".into()));
+        let log = std::fs::read_to_string(&path).unwrap();
+        let last = log.lines().last().unwrap();
+        assert!(last.ends_with(" teardown # run failed: worker w0 died"), "{log}");
+        let read = FaultLog::read(&path);
+        assert_eq!(read.crashes, vec![Crash { worker: 1, t: 1_000, dead: 1_500 }]);
+        assert!(read.teardown.is_some_and(|t| t > 1_500), "{read:?}");
+        // The teardown goes to the log only, not to the report's faults.
+        let applied: Vec<&str> = sup.applied.iter().map(|f| f.action.as_str()).collect();
+        assert_eq!(applied, ["kill", "skip"]);
+    }
+}

@@ -1,0 +1,235 @@
+//! The run's options: what a caller may ask for ([`RunOpts`]), the checks made before
+//! anything is started ([`validate`]), and what each worker is handed on its control
+//! link ([`settings`]), which every worker checks again on its side.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::{RunError, MAX_WORKERS};
+use crate::algos::{self, AlgoInfo};
+use crate::control::WorkerSettings;
+use crate::faults::Plan;
+
+/// How to run.
+#[derive(Clone, Debug)]
+pub struct RunOpts {
+    pub algo: String,
+    pub workers: u32,
+    /// Entries per worker (ignored when `duration` is set).
+    pub entries: u64,
+    pub duration: Option<Duration>,
+    pub cs_ms: f64,
+    pub think_ms: f64,
+    pub seed: u64,
+    pub replicas: Option<u32>,
+    pub run_dir: Option<PathBuf>,
+    pub keep: bool,
+    pub stall_ms: u64,
+    /// Show a progress bar (only drawn if stderr is a terminal).
+    pub progress: bool,
+    /// The `mutexlab` executable to start workers from.
+    pub exe: PathBuf,
+    /// Process and partition faults to apply.
+    pub plan: Plan,
+    /// Message faults, applied by every worker on its send path.
+    pub latency_ms: f64,
+    pub jitter_ms: f64,
+    pub drop: f64,
+}
+
+/// Shortest stall window accepted: below this, a busy machine's scheduling hiccup would
+/// pass for a stuck algorithm.
+pub const MIN_STALL_MS: u64 = 100;
+
+/// Check options that do not need the file system.
+pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
+    let info = algos::info(&opts.algo).ok_or_else(|| {
+        RunError::Usage(format!("unknown algorithm {:?}; valid: {}", opts.algo, algos::names()))
+    })?;
+    if opts.workers == 0 || opts.workers > MAX_WORKERS {
+        return Err(RunError::Usage(format!(
+            "--workers must be between 1 and {MAX_WORKERS}, not {}",
+            opts.workers
+        )));
+    }
+    if opts.duration.is_none() && (opts.entries == 0 || opts.entries > 10_000_000) {
+        return Err(RunError::Usage(format!(
+            "--entries must be between 1 and 10000000, not {}",
+            opts.entries
+        )));
+    }
+    for (name, v) in [("--cs-ms", opts.cs_ms), ("--think-ms", opts.think_ms)] {
+        if !v.is_finite() || !(0.0..=600_000.0).contains(&v) {
+            return Err(RunError::Usage(format!(
+                "{name} must be between 0 and 600000 milliseconds, not {v}"
+            )));
+        }
+    }
+    if let Some(d) = opts.duration {
+        if d.is_zero() || d > Duration::from_secs(24 * 3600) {
+            return Err(RunError::Usage("--duration must be between 0 and 86400 seconds".into()));
+        }
+    }
+    for (name, v) in [("--latency", opts.latency_ms), ("--jitter", opts.jitter_ms)] {
+        if !v.is_finite() || !(0.0..=60_000.0).contains(&v) {
+            return Err(RunError::Usage(format!("{name} must be between 0 and 60000 milliseconds, not {v}")));
+        }
+    }
+    if !opts.drop.is_finite() || !(0.0..=1.0).contains(&opts.drop) {
+        return Err(RunError::Usage(format!(
+            "--drop must be a probability between 0 and 1, not {}",
+            opts.drop
+        )));
+    }
+    if opts.stall_ms < MIN_STALL_MS {
+        return Err(RunError::Usage(format!(
+            "--stall-ms must be at least {MIN_STALL_MS}, not {}",
+            opts.stall_ms
+        )));
+    }
+    if let Some(m) = opts.replicas {
+        if m == 0 || m > opts.workers {
+            return Err(RunError::Usage(format!(
+                "--replicas must be between 1 and --workers ({}), not {m}",
+                opts.workers
+            )));
+        }
+    }
+    // The check every worker applies to what it is handed: refuse here what it would.
+    settings(opts, 0, 0, 0, None).check().map_err(|e| RunError::Usage(format!("invalid settings: {e}")))?;
+    Ok(info)
+}
+
+/// Milliseconds as a duration; anything not above zero (`-0` included) is zero.
+pub(super) fn ms(v: f64) -> Duration {
+    if v > 0.0 {
+        Duration::from_secs_f64(v / 1000.0)
+    } else {
+        Duration::ZERO
+    }
+}
+
+/// What worker `id`, life `incarnation`, is handed on its control link.
+pub(super) fn settings(
+    o: &RunOpts,
+    id: u32,
+    incarnation: u32,
+    start_entry: u64,
+    duration: Option<Duration>,
+) -> WorkerSettings {
+    WorkerSettings {
+        id,
+        workers: o.workers,
+        algo: o.algo.clone(),
+        incarnation,
+        entries: o.entries,
+        duration: duration.or(o.duration),
+        cs: ms(o.cs_ms),
+        think: ms(o.think_ms),
+        seed: o.seed,
+        replicas: o.replicas,
+        parent: Some(std::process::id()),
+        start_entry,
+        latency: ms(o.latency_ms),
+        jitter: ms(o.jitter_ms),
+        drop: o.drop,
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+
+    /// Options that pass [`validate`]: a small run of `lamport`, no faults.
+    pub(in crate::supervisor) fn sample() -> RunOpts {
+        RunOpts {
+            algo: "lamport".into(),
+            workers: 3,
+            entries: 10,
+            duration: None,
+            cs_ms: 1.0,
+            think_ms: 2.0,
+            seed: 7,
+            replicas: None,
+            run_dir: None,
+            keep: false,
+            stall_ms: MIN_STALL_MS,
+            progress: false,
+            exe: PathBuf::from("mutexlab"),
+            plan: Plan::default(),
+            latency_ms: 0.0,
+            jitter_ms: 0.0,
+            drop: 0.0,
+        }
+    }
+
+    /// The usage message `validate` gives for `o`, or "" if it accepts it.
+    fn refusal(o: RunOpts) -> String {
+        match validate(&o) {
+            Ok(_) => String::new(),
+            Err(RunError::Usage(m)) => m,
+            Err(e) => panic!("not a usage error: {e}"),
+        }
+    }
+
+    #[test]
+    fn the_bounds_themselves_are_accepted() {
+        assert_eq!(validate(&sample()).unwrap().name, "lamport");
+        for o in [
+            RunOpts { workers: 1, ..sample() },
+            RunOpts { workers: MAX_WORKERS, ..sample() },
+            RunOpts { entries: 10_000_000, ..sample() },
+            RunOpts { stall_ms: MIN_STALL_MS, ..sample() },
+            RunOpts { replicas: Some(3), ..sample() },
+            RunOpts { drop: 1.0, cs_ms: 600_000.0, latency_ms: 60_000.0, ..sample() },
+            RunOpts { cs_ms: -0.0, think_ms: -0.0, ..sample() },
+            RunOpts { entries: 0, duration: Some(Duration::from_secs(86_400)), ..sample() },
+        ] {
+            assert_eq!(refusal(o.clone()), "", "{o:?}");
+        }
+    }
+
+    #[test]
+    fn one_past_each_bound_is_refused_by_name() {
+        for (o, says) in [
+            (RunOpts { algo: "lamprey".into(), ..sample() }, "unknown algorithm \"lamprey\""),
+            (RunOpts { workers: 0, ..sample() }, "--workers"),
+            (RunOpts { workers: MAX_WORKERS + 1, ..sample() }, "--workers"),
+            (RunOpts { entries: 0, ..sample() }, "--entries"),
+            (RunOpts { entries: 10_000_001, ..sample() }, "--entries"),
+            (RunOpts { cs_ms: 600_000.1, ..sample() }, "--cs-ms"),
+            (RunOpts { think_ms: f64::NAN, ..sample() }, "--think-ms"),
+            (RunOpts { duration: Some(Duration::ZERO), ..sample() }, "--duration"),
+            (RunOpts { duration: Some(Duration::from_secs(86_401)), ..sample() }, "--duration"),
+            (RunOpts { latency_ms: -1.0, ..sample() }, "--latency"),
+            (RunOpts { jitter_ms: f64::INFINITY, ..sample() }, "--jitter"),
+            (RunOpts { drop: 1.5, ..sample() }, "--drop"),
+            (RunOpts { stall_ms: MIN_STALL_MS - 1, ..sample() }, "--stall-ms"),
+            (RunOpts { replicas: Some(0), ..sample() }, "--replicas"),
+            (RunOpts { replicas: Some(4), ..sample() }, "--replicas"),
+        ] {
+            let why = refusal(o.clone());
+            assert!(why.starts_with(says), "{o:?}: {why:?}");
+        }
+    }
+
+    #[test]
+    fn milliseconds_not_above_zero_are_zero() {
+        assert_eq!(ms(1.5), Duration::from_micros(1500));
+        for v in [0.0, -0.0, -3.0, f64::NAN] {
+            assert_eq!(ms(v), Duration::ZERO, "{v}");
+        }
+    }
+
+    #[test]
+    fn a_restarted_worker_keeps_what_it_was_given() {
+        let o = RunOpts { duration: Some(Duration::from_secs(5)), ..sample() };
+        let s = settings(&o, 2, 1, 40, Some(Duration::from_secs(3)));
+        assert_eq!((s.id, s.workers, s.incarnation, s.start_entry), (2, 3, 1, 40));
+        assert_eq!(s.duration, Some(Duration::from_secs(3)));
+        assert_eq!((s.cs, s.think), (Duration::from_millis(1), Duration::from_millis(2)));
+        assert_eq!(s.parent, Some(std::process::id()));
+        assert_eq!(settings(&o, 0, 0, 0, None).duration, Some(Duration::from_secs(5)));
+        s.check().unwrap();
+    }
+}

@@ -1,0 +1,366 @@
+//! The worker processes: each spawned from our own executable with its control link
+//! inherited (fork and exec), in the workers' process group, and reaped by pid; frozen
+//! all at once and stopped in order at the end. Also each control link's two threads,
+//! the writer that drains the main loop's queue and the reader that forwards frames to
+//! it. (What the kernel says of a process that does not answer is read in `proc`.)
+
+use std::io::Write;
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::unistd::Pid;
+
+use super::{settings, Event, RunError, Supervisor};
+use crate::algorithm::PeerId;
+use crate::control::{self, ToSupervisor, WorkerSetup, WorkerStats};
+use crate::resource;
+use crate::wire;
+
+/// Where a worker's current process is in its life, as far as the supervisor knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Life {
+    Running,
+    /// Stopped by SIGSTOP (confirmed by waitpid).
+    Stopped,
+    /// Reaped: never signal this pid again.
+    Exited,
+}
+
+/// One worker's place in the run: its current process (its life), its control link,
+/// and what it has told the supervisor.
+pub(super) struct Slot {
+    pub(super) pid: Pid,
+    pub(super) incarnation: u32,
+    pub(super) life: Life,
+    pub(super) conn: Option<usize>,
+    pub(super) ready: bool,
+    /// Sent Start (to this incarnation).
+    pub(super) started: bool,
+    pub(super) done: bool,
+    pub(super) stats: Option<WorkerStats>,
+    pub(super) exit: Option<String>,
+    /// Why the worker gave up, in its own words (`Fatal`).
+    pub(super) fatal: Option<String>,
+    /// The supervisor ended this process on purpose: its exit is no failure.
+    pub(super) planned_exit: bool,
+    /// Monotonic ns of the last life change (for diagnoses).
+    pub(super) since: u64,
+    /// The partition this incarnation was last sent (its generation), `None` if it was
+    /// sent none or a heal since.
+    pub(super) view: Option<u64>,
+}
+
+impl Slot {
+    fn new(pid: Pid, incarnation: u32) -> Slot {
+        Slot {
+            pid,
+            incarnation,
+            life: Life::Running,
+            conn: None,
+            ready: false,
+            started: false,
+            done: false,
+            stats: None,
+            exit: None,
+            fatal: None,
+            planned_exit: false,
+            since: resource::monotonic_ns(),
+            view: None,
+        }
+    }
+
+    pub(super) fn alive(&self) -> bool {
+        self.life != Life::Exited
+    }
+}
+
+/// What the main loop hands a connection's writer thread.
+pub(super) enum Outgoing {
+    /// Bytes to write (whole frames).
+    Frame(Vec<u8>),
+    /// Say so once everything queued before this is written.
+    Flushed(Sender<()>),
+}
+
+impl Supervisor<'_> {
+    /// Start worker `id` as life `incarnation` and give it its control link, whose
+    /// first frame is its setup. The slot is the caller's to fill in with the result.
+    fn spawn(&mut self, id: u32, incarnation: u32, start_entry: u64) -> Result<(Pid, usize), RunError> {
+        let o = self.opts;
+        // A restarted worker keeps the run's end, not a fresh duration.
+        let left = o.duration.map(|d| {
+            let left = self.started.map_or(d, |s| d.saturating_sub(s.elapsed()));
+            left.max(Duration::from_millis(1))
+        });
+        let settings = settings(o, id, incarnation, start_entry, left);
+        settings.check().map_err(|e| RunError::Usage(format!("invalid settings for w{id}: {e}")))?;
+        let cannot = |e: std::io::Error| RunError::Failed(format!("cannot start worker {id}: {e}"));
+        let (mut ours, theirs) = control::link_pair().map_err(cannot)?;
+        let mut cmd = Command::new(&o.exe);
+        // The command line only says who this is (for `ps`); the settings come on the link.
+        cmd.arg("worker").args(["--id", &id.to_string()]).arg("--run-dir").arg(&self.dir);
+        // Join the workers' group while one of them is unreaped (a pgid cannot be reused
+        // while a member exists); otherwise found a new group.
+        let live = self.slots.iter().any(|s| s.life != Life::Exited);
+        let join = self.group.filter(|_| live);
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
+        cmd.process_group(join.map_or(0, Pid::as_raw));
+        control::hand_down(&mut cmd, &theirs);
+        // SAFETY: between fork and exec we only make one async-signal-safe system call.
+        unsafe {
+            cmd.pre_exec(|| nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from));
+        }
+        let child = cmd.spawn().map_err(|e| {
+            RunError::Failed(format!("cannot start worker {id} from {}: {e}", o.exe.display()))
+        })?;
+        // Our copy of the child's end goes, so the link closes when the child exits.
+        drop(theirs);
+        // We reap by pid with waitpid; the Child handle is not used again.
+        let pid = Pid::from_raw(child.id() as i32);
+        if join.is_none() {
+            self.group = Some(pid);
+        }
+        // A fresh socket has room for the setup, so this write does not wait on the
+        // worker; a worker that died at once makes it fail, which its reader reports.
+        let mut setup = Vec::new();
+        wire::encode(&mut setup, &WorkerSetup { settings, secret: self.secret.clone() });
+        let _ = ours.write_all(&setup);
+        let conn = self.conns.len();
+        let (out_tx, out_rx) = mpsc::channel();
+        let ours = Arc::new(ours);
+        let writer = Arc::clone(&ours);
+        std::thread::spawn(move || write_control(writer, out_rx));
+        let tx = self.tx.clone();
+        std::thread::spawn(move || read_control(conn, ours, tx));
+        self.conns.push(Some(out_tx));
+        self.conn_owner.insert(conn, id as usize);
+        Ok((pid, conn))
+    }
+
+    /// Start worker `id`'s next life (or its first) in its slot.
+    pub(super) fn launch(&mut self, id: usize, incarnation: u32, start_entry: u64) -> Result<(), RunError> {
+        let (pid, conn) = self.spawn(id as u32, incarnation, start_entry)?;
+        let slot = Slot { conn: Some(conn), ..Slot::new(pid, incarnation) };
+        if id < self.slots.len() {
+            self.slots[id] = slot;
+        } else {
+            self.slots.push(slot);
+        }
+        Ok(())
+    }
+
+    /// Wait for worker `id` to exit (its control link closed, so it is on its way out)
+    /// and describe how it ended.
+    pub(super) fn reap(&mut self, id: usize) -> String {
+        let slot = &mut self.slots[id];
+        if slot.life == Life::Exited {
+            return slot.exit.clone().unwrap_or_default();
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let status = loop {
+            match waitpid(slot.pid, Some(WaitPidFlag::WNOHANG)) {
+                Ok(WaitStatus::StillAlive) if Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+                Ok(WaitStatus::StillAlive) => {
+                    // Closed its link but will not exit: make it.
+                    let _ = kill(slot.pid, Signal::SIGKILL);
+                    let _ = waitpid(slot.pid, None);
+                    break "closed its control link without exiting; killed".to_string();
+                }
+                Ok(st) => match describe(st) {
+                    Some(d) => break d,
+                    None => continue,
+                },
+                Err(e) => break format!("cannot be waited for: {e}"),
+            }
+        };
+        slot.life = Life::Exited;
+        slot.since = resource::monotonic_ns();
+        slot.exit = Some(status.clone());
+        status
+    }
+
+    /// SIGSTOP every running worker at once, then wait until the kernel confirms each
+    /// stop (`waitpid` with WUNTRACED). Returns the workers it stopped; one that turns out
+    /// to have exited is reaped instead and never signalled again.
+    pub(super) fn freeze_all(&mut self) -> Vec<usize> {
+        let running: Vec<usize> =
+            (0..self.slots.len()).filter(|&id| self.slots[id].life == Life::Running).collect();
+        // One signal to the group stops everyone at once; the group is valid because
+        // `running` workers are unreaped members. Each is also signalled by pid, which
+        // costs nothing and does not depend on the group.
+        if let (Some(g), false) = (self.group, running.is_empty()) {
+            let _ = nix::sys::signal::killpg(g, Signal::SIGSTOP);
+        }
+        for &id in &running {
+            let _ = kill(self.slots[id].pid, Signal::SIGSTOP);
+        }
+        let mut frozen = Vec::new();
+        for id in running {
+            let slot = &mut self.slots[id];
+            loop {
+                match waitpid(slot.pid, Some(WaitPidFlag::WUNTRACED)) {
+                    Ok(WaitStatus::Stopped(..)) => {
+                        slot.life = Life::Stopped;
+                        frozen.push(id);
+                        break;
+                    }
+                    Ok(st) => {
+                        if let Some(d) = describe(st) {
+                            slot.life = Life::Exited;
+                            slot.exit.get_or_insert(d);
+                            break;
+                        }
+                    }
+                    Err(nix::errno::Errno::EINTR) => {}
+                    Err(_) => {
+                        // Not our child to wait for: never signal it again.
+                        slot.life = Life::Exited;
+                        break;
+                    }
+                }
+            }
+        }
+        frozen
+    }
+
+    /// End every worker still alive: freeze them all first, then SIGKILL them (which
+    /// ends stopped processes too), then reap each.
+    pub(super) fn stop_all(&mut self) {
+        self.freeze_all();
+        for slot in &self.slots {
+            if slot.life != Life::Exited {
+                let _ = kill(slot.pid, Signal::SIGKILL);
+            }
+        }
+        for slot in &mut self.slots {
+            while slot.life != Life::Exited {
+                match waitpid(slot.pid, None) {
+                    Ok(st) => {
+                        if let Some(d) = describe(st) {
+                            slot.exit.get_or_insert(d);
+                            slot.life = Life::Exited;
+                        }
+                    }
+                    Err(nix::errno::Errno::EINTR) => {}
+                    Err(_) => slot.life = Life::Exited,
+                }
+            }
+        }
+    }
+
+    /// Every socket this run created: each incarnation's mesh socket.
+    pub(super) fn sockets(&self) -> Vec<PathBuf> {
+        let mut all = Vec::new();
+        for (id, s) in self.slots.iter().enumerate() {
+            for inc in 0..=s.incarnation {
+                all.push(self.dir.join(control::worker_socket(PeerId(id as u32), inc)));
+            }
+        }
+        all
+    }
+}
+
+/// Write what the main loop queued for one worker, in order. Only this thread blocks
+/// when the worker stops reading; it ends when the main loop drops the queue or the
+/// worker is gone (a write to a dead worker fails with EPIPE).
+fn write_control(stream: Arc<UnixStream>, queue: Receiver<Outgoing>) {
+    for out in queue {
+        match out {
+            Outgoing::Frame(bytes) => {
+                if (&*stream).write_all(&bytes).is_err() {
+                    return;
+                }
+            }
+            Outgoing::Flushed(ack) => {
+                let _ = ack.send(());
+            }
+        }
+    }
+}
+
+fn read_control(id: usize, stream: Arc<UnixStream>, tx: Sender<Event>) {
+    let mut recv = &*stream;
+    loop {
+        match wire::read_blocking::<ToSupervisor, _>(&mut recv) {
+            Ok(Some(msg)) => {
+                if tx.send(Event::Frame(id, msg)).is_err() {
+                    return;
+                }
+            }
+            Ok(None) => {
+                let _ = tx.send(Event::Closed(id, None));
+                return;
+            }
+            Err(e) => {
+                let _ = tx.send(Event::Closed(id, Some(e.to_string())));
+                return;
+            }
+        }
+    }
+}
+
+/// How a waited-for process ended; `None` if it has not ended (stopped or continued).
+pub(super) fn describe(st: WaitStatus) -> Option<String> {
+    match st {
+        WaitStatus::Exited(_, 0) => Some("exited normally".to_string()),
+        WaitStatus::Exited(_, c) => Some(format!("exited with status {c}")),
+        WaitStatus::Signaled(_, sig, _) => Some(format!("killed by {sig}")),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::supervisor::options::tests::sample;
+    use crate::supervisor::tests::idle;
+
+    #[test]
+    fn describe_says_how_a_process_ended_and_nothing_else() {
+        let pid = Pid::from_raw(4242);
+        assert_eq!(describe(WaitStatus::Exited(pid, 0)).as_deref(), Some("exited normally"));
+        assert_eq!(describe(WaitStatus::Exited(pid, 3)).as_deref(), Some("exited with status 3"));
+        assert_eq!(
+            describe(WaitStatus::Signaled(pid, Signal::SIGKILL, false)).as_deref(),
+            Some("killed by SIGKILL")
+        );
+        for not_ended in
+            [WaitStatus::Stopped(pid, Signal::SIGSTOP), WaitStatus::Continued(pid), WaitStatus::StillAlive]
+        {
+            assert_eq!(describe(not_ended), None, "{not_ended:?}");
+        }
+    }
+
+    #[test]
+    fn freeze_all_stops_the_running_and_stop_all_kills_and_reaps_every_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = sample();
+        let mut sup = idle(&opts, tmp.path());
+        // Reaped by pid below, as the supervisor does; the handles are not waited on.
+        let children: Vec<_> = (0..2).map(|_| Command::new("sleep").arg("30").spawn().unwrap()).collect();
+        for child in &children {
+            sup.slots.push(Slot::new(Pid::from_raw(child.id() as i32), 0));
+        }
+        // One already reaped: never signalled again, so not frozen.
+        sup.slots[1].life = Life::Exited;
+        assert_eq!(sup.freeze_all(), vec![0]);
+        assert_eq!(sup.slots[0].life, Life::Stopped);
+        // Stopped by us in fact, not only in the slot.
+        assert!(crate::supervisor::proc::state(sup.slots[0].pid).paused());
+        sup.slots[1].life = Life::Running;
+        sup.stop_all();
+        for s in &sup.slots {
+            assert_eq!(s.life, Life::Exited);
+            assert_eq!(s.exit.as_deref(), Some("killed by SIGKILL"));
+        }
+    }
+}

@@ -1,0 +1,285 @@
+//! Progress and diagnosis: the resource file is the run's heartbeat. The main loop reads
+//! what it gained ([`Supervisor::poll_tail`]), sleeps no longer than the next timed event
+//! ([`Supervisor::tick`]), and a run that stops growing it for the stall window ends
+//! with a diagnosis (who waits for what, each silent worker as the kernel sees it)
+//! rather than a hang. After a failure, the frozen workers are asked for the statistics
+//! the report still shows.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+
+use super::{proc, Event, Life, RunError, Supervisor};
+use crate::control::{PendingState, ToSupervisor, ToWorker};
+use crate::faults::When;
+use crate::resource;
+
+impl Supervisor<'_> {
+    /// Read what the file gained since the last look; an ENTER or an EXIT is progress (a
+    /// WANT is only a wish: a restarted worker asking is no sign that anyone gets in).
+    pub(super) fn poll_tail(&mut self) {
+        if self.tail.poll() {
+            self.bar.set_position(self.tail.exits);
+            self.last_progress = Instant::now();
+        }
+    }
+
+    /// End the run if the file has not grown for too long: with a diagnosis of who waits
+    /// for what while `running`, else with the workers that hold up `phase`.
+    pub(super) fn check_progress(&mut self, phase: &str) -> Result<(), RunError> {
+        self.poll_tail();
+        if phase == "running" && self.quiescent() && self.timed_restart_pending() {
+            // Nobody is stuck: every live worker is done and the supervisor itself waits
+            // for a restart in its plan. The stall clock starts when that worker runs.
+            self.last_progress = Instant::now();
+        }
+        let idle = self.last_progress.elapsed();
+        if phase == "running" && idle > self.stall_window() {
+            self.finished.get_or_insert_with(Instant::now);
+            return Err(RunError::Failed(self.diagnose()));
+        }
+        if phase != "running" && idle > self.stall_window() + Duration::from_secs(10) {
+            return Err(RunError::Failed(format!(
+                "workers did not respond while {phase}: {}",
+                self.unresponsive(phase)
+            )));
+        }
+        Ok(())
+    }
+
+    /// The stall window: at least `--stall-ms`, and long enough for a few slow sections.
+    fn stall_window(&self) -> Duration {
+        let o = self.opts;
+        let floor = 3.0 * (o.cs_ms + 2.0 * o.think_ms + o.latency_ms + o.jitter_ms);
+        Duration::from_millis(o.stall_ms.max(floor.ceil() as u64))
+    }
+
+    /// How long the main loop may sleep: briefly while a step waits for an entry count
+    /// (the holder is only inside for `--cs-ms`), else until the next timed event.
+    pub(super) fn tick(&self) -> Duration {
+        let mut tick = Duration::from_millis(100);
+        let Some(start) = self.started else { return tick };
+        for st in &self.steps {
+            match st.when {
+                When::Entry(_) => tick = tick.min(Duration::from_millis(1)),
+                When::At(at) => tick = tick.min(at.saturating_sub(start.elapsed())),
+            }
+        }
+        for (at, _) in &self.undo {
+            tick = tick.min(at.saturating_duration_since(Instant::now()));
+        }
+        tick.max(Duration::from_micros(200))
+    }
+
+    /// The workers holding up `phase` (`starting`: not Ready; `finishing`: not exited),
+    /// each with its state: for one the supervisor believes running, the kernel's word,
+    /// since someone else may have stopped it.
+    fn unresponsive(&self, phase: &str) -> String {
+        let ago = |t: u64| resource::monotonic_ns().saturating_sub(t) as f64 / 1e9;
+        let late: Vec<String> = self
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| if phase == "starting" { !s.ready } else { s.alive() })
+            .map(|(id, s)| {
+                let state = match s.life {
+                    Life::Exited => format!("dead: {}", s.exit.clone().unwrap_or_default()),
+                    Life::Stopped => format!("paused for {:.2}s", ago(s.since)),
+                    Life::Running => {
+                        let what = if !s.ready {
+                            "running, never said Ready"
+                        } else if s.stats.is_some() {
+                            "sent its statistics but did not exit"
+                        } else if phase == "finishing" {
+                            "told to finish, sent no statistics"
+                        } else {
+                            "running"
+                        };
+                        // Someone else may have stopped it: then that is why.
+                        match proc::state(s.pid).unexpected() {
+                            Some(k) if what == "running" => k,
+                            Some(k) => format!("{k}; {}", what.trim_start_matches("running, ")),
+                            None => what.to_string(),
+                        }
+                    }
+                };
+                format!("w{id} (pid {}, incarnation {}, {state})", s.pid, s.incarnation)
+            })
+            .collect();
+        if late.is_empty() {
+            "none left (the control links are down)".to_string()
+        } else {
+            late.join(", ")
+        }
+    }
+
+    /// Ask every live worker what it waits for, and say who is stuck. A worker believed
+    /// running that does not answer is looked up in `/proc`: it may have been stopped by
+    /// someone else, or have just exited.
+    fn diagnose(&mut self) -> String {
+        let window = self.stall_window();
+        let asked: Vec<usize> = (0..self.slots.len())
+            .filter(|&id| {
+                let s = &self.slots[id];
+                s.life == Life::Running && s.ready && s.conn.is_some()
+            })
+            .collect();
+        for &id in &asked {
+            let _ = self.send(id, &ToWorker::Query);
+        }
+        let mut states: BTreeMap<usize, PendingState> = BTreeMap::new();
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while states.len() < asked.len() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(Event::Frame(conn, ToSupervisor::Pending(p))) => {
+                    if let Some(&id) = self.conn_owner.get(&conn) {
+                        states.insert(id, p);
+                    }
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+        let now = resource::monotonic_ns();
+        let ago = |t: u64| now.saturating_sub(t) as f64 / 1e9;
+        // What the kernel says of each silent worker the supervisor believes running.
+        let kernel: Vec<Option<proc::ProcState>> = (0..self.slots.len())
+            .map(|id| {
+                let s = &self.slots[id];
+                (s.life == Life::Running && !states.contains_key(&id)).then(|| proc::state(s.pid))
+            })
+            .collect();
+        // How each worker looks to the others, to annotate "waiting for … from wN".
+        let status: Vec<Option<String>> = self
+            .slots
+            .iter()
+            .zip(&kernel)
+            .map(|(s, k)| match s.life {
+                Life::Exited => Some(format!("dead for {:.2}s", ago(s.since))),
+                Life::Stopped => Some(format!("paused for {:.2}s", ago(s.since))),
+                Life::Running => match k {
+                    Some(k) if k.paused() => Some("paused, not by the supervisor".to_string()),
+                    Some(proc::ProcState::Exited(_) | proc::ProcState::Gone) => Some("exited".to_string()),
+                    _ => None,
+                },
+            })
+            .collect();
+        let mut lines = vec![format!("no progress for {:.1}s", window.as_secs_f64())];
+        for (id, s) in self.slots.iter().enumerate() {
+            let line = match states.get(&id) {
+                Some(p) => {
+                    let mut l =
+                        format!("w{id}: {} for {:.2}s after {} entries", p.app, ago(p.since_ns), p.entries);
+                    if !p.algorithm.is_empty() {
+                        l += &format!("; {}", p.algorithm);
+                        let named: Vec<String> = (0..self.slots.len())
+                            .filter(|&j| p.algorithm.contains(&format!("w{j}")))
+                            .filter_map(|j| status[j].as_ref().map(|st| format!("w{j} {st}")))
+                            .collect();
+                        if !named.is_empty() {
+                            l += &format!(" ({})", named.join(", "));
+                        }
+                    }
+                    if !p.down.is_empty() {
+                        let d: Vec<String> = p.down.iter().map(|x| x.to_string()).collect();
+                        l += &format!("; channels down: {}", d.join(", "));
+                    }
+                    l
+                }
+                None => match s.life {
+                    Life::Exited => format!(
+                        "w{id}: {} ({})",
+                        status[id].clone().unwrap_or_default(),
+                        s.exit.clone().unwrap_or_default()
+                    ),
+                    Life::Stopped => format!("w{id}: {} (SIGSTOP)", status[id].clone().unwrap_or_default()),
+                    Life::Running => match kernel[id].as_ref().and_then(proc::ProcState::unexpected) {
+                        Some(k) => format!("w{id}: {k}"),
+                        None => format!("w{id}: did not answer (wedged?)"),
+                    },
+                },
+            };
+            lines.push(line);
+        }
+        lines.join("\n  ")
+    }
+
+    /// After a failed run, ask the workers `frozen` (stopped by [`Self::freeze_all`]) for
+    /// their counters, so the report still shows the messages sent (and lost) up to the
+    /// failure. Each is sent Finish while still frozen, and all are continued together
+    /// once it is written: each then finds Finish waiting ahead of any channel closed by
+    /// another's exit.
+    pub(super) fn collect_stats(&mut self, frozen: &[usize]) {
+        let asked: Vec<usize> = frozen
+            .iter()
+            .copied()
+            .filter(|&id| {
+                let s = &self.slots[id];
+                s.started && s.conn.is_some() && s.stats.is_none()
+            })
+            .collect();
+        for &id in &asked {
+            self.send(id, &ToWorker::Finish);
+        }
+        self.flush(&asked, Duration::from_secs(1));
+        for &id in &asked {
+            if self.slots[id].life == Life::Stopped {
+                let _ = kill(self.slots[id].pid, Signal::SIGCONT);
+                self.slots[id].life = Life::Running;
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while asked.iter().any(|&id| self.slots[id].stats.is_none()) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(Event::Frame(conn, msg @ ToSupervisor::Stats(_))) => self.on_frame(conn, msg),
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::faults::{Action, Step};
+    use crate::supervisor::options::tests::sample;
+    use crate::supervisor::tests::idle;
+    use crate::supervisor::{RunOpts, MIN_STALL_MS};
+
+    #[test]
+    fn the_stall_window_is_the_flag_or_three_slow_rounds_whichever_is_longer() {
+        let tmp = tempfile::tempdir().unwrap();
+        let window = |o: RunOpts| idle(&o, tmp.path()).stall_window();
+        // 3 × (1 + 2 × 2) ms is well under the flag.
+        assert_eq!(window(sample()), Duration::from_millis(MIN_STALL_MS));
+        assert_eq!(window(RunOpts { stall_ms: 5_000, ..sample() }), Duration::from_secs(5));
+        // 3 × (10 + 2 × 20 + 30 + 0.5) = 241.5, rounded up.
+        let slow = RunOpts { cs_ms: 10.0, think_ms: 20.0, latency_ms: 30.0, jitter_ms: 0.5, ..sample() };
+        assert_eq!(window(slow), Duration::from_millis(242));
+    }
+
+    #[test]
+    fn the_tick_waits_for_the_next_step_within_bounds() {
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = sample();
+        let mut sup = idle(&opts, tmp.path());
+        // Before the run starts, and with nothing planned once it has.
+        assert_eq!(sup.tick(), Duration::from_millis(100));
+        sup.started = Some(Instant::now());
+        assert_eq!(sup.tick(), Duration::from_millis(100));
+        let step = |when| Step { action: Action::Heal, when, duration: None };
+        // Steps at later times: not beyond the earliest.
+        sup.steps = vec![step(When::At(Duration::from_secs(60))), step(When::At(Duration::from_millis(40)))];
+        let t = sup.tick();
+        assert!(t <= Duration::from_millis(40), "{t:?}");
+        // One waiting for an entry count: a millisecond; one overdue: the floor.
+        sup.steps.push(step(When::Entry(3)));
+        assert_eq!(sup.tick(), Duration::from_millis(1));
+        sup.steps.push(step(When::At(Duration::ZERO)));
+        assert_eq!(sup.tick(), Duration::from_micros(200));
+    }
+}
