@@ -461,7 +461,9 @@ impl<A: Algorithm> Node for A {
 }
 
 /// Helpers for tests that script a group of nodes by hand: each calls one handler of
-/// node `i` at time zero and returns the actions it took, so a test reads as a trace.
+/// node `i` at time zero and returns the actions it took, so a test reads as a trace
+/// (`want`, `done`, `deliver`, `start`, `fire`, `down`, `up`), plus the small builders
+/// every such test needs (`nodes`, `out`, `send`).
 ///
 /// ```
 /// use mutexlab::algorithm::{script::*, Action, Algorithm, Config, PeerId};
@@ -497,6 +499,41 @@ pub mod script {
     /// Deliver `msg` from `from` to `to`.
     pub fn deliver<A: Algorithm>(w: &mut [A], from: u32, to: u32, msg: A::Msg) -> Acts<A> {
         on(&mut w[to as usize], |n, o| n.on_message(PeerId(from), msg, o))
+    }
+
+    /// Node `i` starts.
+    pub fn start<A: Algorithm>(w: &mut [A], i: u32) -> Acts<A> {
+        on(&mut w[i as usize], |n, o| n.on_start(o))
+    }
+
+    /// Node `i`'s timer fires.
+    pub fn fire<A: Algorithm>(w: &mut [A], i: u32, timer: A::Timer) -> Acts<A> {
+        on(&mut w[i as usize], |n, o| n.on_timer(timer, o))
+    }
+
+    /// Node `i` hears that `peer` is down.
+    pub fn down<A: Algorithm>(w: &mut [A], i: u32, peer: u32) -> Acts<A> {
+        on(&mut w[i as usize], |n, o| n.on_peer_down(PeerId(peer), o))
+    }
+
+    /// Node `i` hears that `peer` is back, as a new incarnation.
+    pub fn up<A: Algorithm>(w: &mut [A], i: u32, peer: u32) -> Acts<A> {
+        on(&mut w[i as usize], |n, o| n.on_peer_up(PeerId(peer), o))
+    }
+
+    /// `n` fresh nodes with [`Config::new`], not started.
+    pub fn nodes<A: Algorithm>(n: u32) -> Vec<A> {
+        (0..n).map(|i| A::new(&Config::new(i, n))).collect()
+    }
+
+    /// An empty outbox at time zero, for calling a handler directly.
+    pub fn out<M, T>() -> Out<M, T> {
+        Out::new(Duration::ZERO)
+    }
+
+    /// The action of sending `msg` to `to`.
+    pub fn send<M, T>(to: u32, msg: M) -> Action<M, T> {
+        Action::Send { to: PeerId(to), msg }
     }
 }
 

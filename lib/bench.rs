@@ -133,7 +133,7 @@ pub fn run(exe: &Path, quick: bool, all_cpus: bool) -> anyhow::Result<()> {
     );
     let sizes: &[u32] = if quick { &[2, 8] } else { &[2, 8, 32] };
     let total: u64 = if quick { 400 } else { 4_000 };
-    for info in algos::ALGORITHMS.iter().filter(|a| a.name != "none") {
+    for info in algos::registry().iter().filter(|a| a.name != "none") {
         for &n in sizes {
             match supervisor::run(&opts(exe, info.name, n, (total / u64::from(n)).max(1), 0.0)) {
                 Ok(r) => println!(

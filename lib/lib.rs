@@ -12,6 +12,7 @@ pub mod algos;
 pub mod audit;
 pub mod auth;
 pub mod bench;
+pub mod cli;
 pub mod control;
 pub mod faults;
 pub mod host;

@@ -106,8 +106,8 @@ use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use signal_hook::consts::{SIGINT, SIGTERM};
 
-use crate::algorithm::{Algorithm, Config, Input, Message, MutexCall, MutexEvent, Node, NodeInput, PeerId};
-use crate::algos::{self, AlgoInfo, AlgoVisitor};
+use crate::algorithm::{Config, Input, Message, MutexCall, MutexEvent, Node, NodeInput, PeerId};
+use crate::algos::{self, AlgoInfo};
 use crate::auth::{Hello, Secret};
 use crate::control::{self, PendingState, ToSupervisor, ToWorker, WorkerSettings, WorkerSetup, WorkerStats};
 use crate::host::{Breach, Effect, Host, Step};
@@ -131,9 +131,9 @@ pub fn run_worker(run_dir: &Path, cmdline_id: Option<u32>) -> anyhow::Result<()>
     let mut link =
         control::take_link().map_err(|e| anyhow::anyhow!("{e}; workers are started by `mutexlab run`"))?;
     let result = setup(&mut link, run_dir, cmdline_id).and_then(|opts| {
-        let name = opts.settings.algo.clone();
-        algos::dispatch(&name, Runner(opts, link.try_clone()?))
-            .unwrap_or_else(|| Err(anyhow::anyhow!("unknown algorithm {name:?}")))
+        let name = &opts.settings.algo;
+        let info = algos::info(name).ok_or_else(|| anyhow::anyhow!("unknown algorithm {name:?}"))?;
+        (info.worker)(opts, link.try_clone()?, info)
     });
     if let Err(e) = &result {
         // Best effort: the supervisor may be gone, or the link broken.
@@ -163,13 +163,14 @@ fn setup(link: &mut StdUnixStream, run_dir: &Path, cmdline_id: Option<u32>) -> a
     Ok(WorkerOpts { settings: setup.settings, run_dir: run_dir.to_path_buf(), secret: setup.secret })
 }
 
-struct Runner(WorkerOpts, StdUnixStream);
-
-impl AlgoVisitor for Runner {
-    type Output = anyhow::Result<()>;
-    fn visit<A: Algorithm>(self, info: &'static AlgoInfo) -> anyhow::Result<()> {
-        Worker::<A>::new(self.0, self.1, info)?.run()
-    }
+/// Run node type `N` as this worker process: what the registry's `worker` entry points
+/// at ([`AlgoInfo::runs`]).
+pub fn run_node<N: Node<Service = crate::algorithm::Mutex>>(
+    opts: WorkerOpts,
+    link: StdUnixStream,
+    info: &'static AlgoInfo,
+) -> anyhow::Result<()> {
+    Worker::<N>::new(opts, link, info)?.run()
 }
 
 const LISTENER: Token = Token(0);

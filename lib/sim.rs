@@ -41,7 +41,7 @@
 //!   node that does not exist ([`Failure::NoSuchPeer`]);
 //! - liveness: if nothing can happen (no message in flight, no timer set) while some
 //!   application still waits, the run is stuck ([`Failure::Deadlock`], with each waiting
-//!   node's [`Algorithm::pending`]); a run that keeps going without finishing hits the
+//!   node's [`Node::waiting_for`]); a run that keeps going without finishing hits the
 //!   step limit.
 //!
 //! Model of time: delivering a message or running an application step takes no virtual
@@ -659,6 +659,12 @@ impl<A: Node<Service = Mutex>> Sim<A> {
             trace: self.trace.iter().cloned().collect(),
         }
     }
+}
+
+/// Run `n` nodes of `N` from `seed`, `entries` entries each, with stale timers on (as
+/// [`sweep`] does): what the registry runs for an algorithm by name.
+pub fn simulate<N: Node<Service = Mutex>>(n: u32, seed: u64, entries: u32) -> Result<SimReport, SimError> {
+    Sim::<N>::new(n, seed).stale_timers(true).run(entries)
 }
 
 /// Run `A` over `seeds` with every size in `sizes`, `entries` entries per node, and

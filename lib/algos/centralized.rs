@@ -169,14 +169,8 @@ impl Algorithm for Centralized {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithm::script::out;
     use crate::algorithm::Action;
-    use std::time::Duration;
-
-    type O = Out<Msg, NoTimer>;
-
-    fn out() -> O {
-        Out::new(Duration::ZERO)
-    }
 
     #[test]
     fn three_messages_for_a_non_coordinator() {

@@ -536,18 +536,11 @@ impl Algorithm for CentralizedBully {
 mod tests {
     use super::*;
     use crate::algorithm::script::{deliver, done, want};
+    use crate::algorithm::script::{nodes, send};
     use crate::algorithm::Action;
     use crate::sim::{sweep, Sim};
 
     type A = Action<Msg, Timer>;
-
-    fn nodes(n: u32) -> Vec<CentralizedBully> {
-        (0..n).map(|i| CentralizedBully::new(&Config::new(i, n))).collect()
-    }
-
-    fn send(to: u32, msg: Msg) -> A {
-        Action::Send { to: PeerId(to), msg }
-    }
 
     fn sends(acts: &[A]) -> Vec<(u32, Msg)> {
         acts.iter()
@@ -574,7 +567,7 @@ mod tests {
 
     #[test]
     fn three_messages_for_an_ordinary_entry() {
-        let mut w = nodes(3);
+        let mut w = nodes::<CentralizedBully>(3);
         let a = want(&mut w, 0);
         assert_eq!(a[0], send(2, Msg::Request { term: T0 }));
         assert!(matches!(a[1], Action::SetTimer { timer: Timer::Suspect(_), after: SUSPECT_AFTER }));
@@ -590,7 +583,7 @@ mod tests {
 
     #[test]
     fn a_dead_coordinator_is_replaced_and_a_waiting_node_is_granted() {
-        let mut w = nodes(3);
+        let mut w = nodes::<CentralizedBully>(3);
         want(&mut w, 0);
         deliver(&mut w, 0, 2, Msg::Request { term: T0 }); // w2 grants w0 ...
         want(&mut w, 1);
@@ -624,7 +617,7 @@ mod tests {
 
     #[test]
     fn a_holder_keeps_the_section_and_the_new_coordinator_queues_others_behind_it() {
-        let mut w = nodes(4);
+        let mut w = nodes::<CentralizedBully>(4);
         want(&mut w, 0);
         deliver(&mut w, 0, 3, Msg::Request { term: Term { epoch: 0, id: 3 } });
         deliver(&mut w, 3, 0, Msg::Grant { term: Term { epoch: 0, id: 3 } });
@@ -651,7 +644,7 @@ mod tests {
 
     #[test]
     fn a_grant_from_an_old_term_is_ignored() {
-        let mut w = nodes(3);
+        let mut w = nodes::<CentralizedBully>(3);
         want(&mut w, 0);
         let t1 = Term { epoch: 1, id: 1 };
         // w0 has moved on to w1's term (w2 was suspected) ...
@@ -709,13 +702,13 @@ mod tests {
 
     #[test]
     fn a_silent_coordinator_is_suspected() {
-        let mut w = nodes(3);
+        let mut w = nodes::<CentralizedBully>(3);
         want(&mut w, 0);
         let g = w[0].suspect_gen;
         let a = fire(&mut w, 0, Timer::Suspect(g));
         assert_eq!(sends(&a), [(1, Msg::Election), (2, Msg::Election)]);
         // An old suspicion timer means nothing.
-        let mut w = nodes(3);
+        let mut w = nodes::<CentralizedBully>(3);
         want(&mut w, 0);
         deliver(&mut w, 2, 0, Msg::Heartbeat { term: T0 });
         assert!(fire(&mut w, 0, Timer::Suspect(1)).is_empty());
@@ -723,7 +716,7 @@ mod tests {
 
     #[test]
     fn heartbeats_only_while_someone_depends_on_the_coordinator() {
-        let mut w = nodes(3);
+        let mut w = nodes::<CentralizedBully>(3);
         let a = fire(&mut w, 2, Timer::Heartbeat);
         assert_eq!(sends(&a), []);
         deliver(&mut w, 0, 2, Msg::Request { term: T0 });

@@ -179,31 +179,17 @@ impl Algorithm for Lamport {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithm::script::{nodes, out, send};
     use crate::algorithm::Action;
     use crate::sim::{sweep, Failure, Sim};
-    use std::time::Duration;
-
-    type O = Out<Msg, NoTimer>;
-
-    fn out() -> O {
-        Out::new(Duration::ZERO)
-    }
-
-    fn send(to: u32, msg: Msg) -> Action<Msg, NoTimer> {
-        Action::Send { to: PeerId(to), msg }
-    }
 
     fn all(msg: Msg) -> Action<Msg, NoTimer> {
         Action::Broadcast { msg }
     }
 
-    fn nodes(n: u32) -> Vec<Lamport> {
-        (0..n).map(|i| Lamport::new(&Config::new(i, n))).collect()
-    }
-
     #[test]
     fn two_nodes_one_entry() {
-        let mut w = nodes(2);
+        let mut w = nodes::<Lamport>(2);
         let mut o = out();
         w[0].on_want_cs(&mut o);
         assert_eq!(o.actions(), &[all(Msg::Request { stamp: 1 })]);
@@ -226,7 +212,7 @@ mod tests {
 
     #[test]
     fn three_nodes_concurrent_requests_enter_in_stamp_order() {
-        let mut w = nodes(3);
+        let mut w = nodes::<Lamport>(3);
         // w2 asks (stamp 1); w1 receives it, then asks itself (stamp 4).
         let mut o2 = out();
         w[2].on_want_cs(&mut o2);
@@ -266,7 +252,7 @@ mod tests {
 
     #[test]
     fn equal_stamps_go_to_the_smaller_id() {
-        let mut w = nodes(2);
+        let mut w = nodes::<Lamport>(2);
         let mut o0 = out();
         let mut o1 = out();
         w[0].on_want_cs(&mut o0);
@@ -293,7 +279,7 @@ mod tests {
     #[test]
     fn a_reordered_channel_breaks_it() {
         // Both ask with stamp 1; w0's request is the older one.
-        let mut w = nodes(2);
+        let mut w = nodes::<Lamport>(2);
         let mut o0 = out();
         w[0].on_want_cs(&mut o0);
         w[1].on_want_cs(&mut out());

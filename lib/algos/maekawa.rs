@@ -363,26 +363,12 @@ impl Algorithm for Maekawa {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithm::script::{nodes, out, send};
     use crate::algorithm::Action;
     use crate::sim::{sweep, Sim};
-    use std::time::Duration;
-
-    type O = Out<Msg, NoTimer>;
-
-    fn out() -> O {
-        Out::new(Duration::ZERO)
-    }
-
-    fn send(to: u32, msg: Msg) -> Action<Msg, NoTimer> {
-        Action::Send { to: PeerId(to), msg }
-    }
 
     fn ids(q: &[PeerId]) -> Vec<u32> {
         q.iter().map(|p| p.0).collect()
-    }
-
-    fn nodes(n: u32) -> Vec<Maekawa> {
-        (0..n).map(|i| Maekawa::new(&Config::new(i, n))).collect()
     }
 
     #[test]
@@ -422,7 +408,7 @@ mod tests {
     #[test]
     fn two_nodes_one_entry() {
         // N = 2: both are in both quorums.
-        let mut w = nodes(2);
+        let mut w = nodes::<Maekawa>(2);
         let mut o = out();
         w[0].on_want_cs(&mut o);
         assert_eq!(o.actions(), &[send(1, Msg::Request { stamp: 1 })], "own vote taken locally");
@@ -446,7 +432,7 @@ mod tests {
     #[test]
     fn three_nodes_compete_and_queue() {
         // N = 3: quorums w0 {0,1,2}, w1 {0,1}, w2 {0,2}. w1 and w2 compete through w0.
-        let mut w = nodes(3);
+        let mut w = nodes::<Maekawa>(3);
         let mut o1 = out();
         w[1].on_want_cs(&mut o1);
         assert_eq!(o1.actions(), &[send(0, Msg::Request { stamp: 1 })]);
@@ -496,7 +482,7 @@ mod tests {
     /// Plain Maekawa deadlocks here; INQUIRE/YIELD breaks it in favour of the older w1.
     #[test]
     fn inquire_and_yield_break_the_deadlock() {
-        let mut w = nodes(4);
+        let mut w = nodes::<Maekawa>(4);
         let mut o1 = out();
         w[1].on_want_cs(&mut o1);
         assert_eq!(o1.actions(), &[send(0, Msg::Request { stamp: 1 }), send(3, Msg::Request { stamp: 1 })]);
@@ -559,7 +545,7 @@ mod tests {
     fn an_inquiry_waits_for_a_failure() {
         // A holder that has not failed anywhere keeps the vote for now, and yields the
         // moment a FAILED arrives.
-        let mut w = nodes(4);
+        let mut w = nodes::<Maekawa>(4);
         let mut o2 = out();
         w[2].on_want_cs(&mut o2);
         w[2].on_message(PeerId(3), Msg::Locked { stamp: 1 }, &mut o2);
@@ -573,7 +559,7 @@ mod tests {
     #[test]
     fn an_inquiry_that_overtakes_its_vote_is_kept() {
         // With reordering channels the INQUIRE can arrive before the LOCKED it is about.
-        let mut w = nodes(4);
+        let mut w = nodes::<Maekawa>(4);
         w[2].on_want_cs(&mut out());
         let mut o2 = out();
         w[2].on_message(PeerId(3), Msg::Inquire { stamp: 1 }, &mut o2);
@@ -585,7 +571,7 @@ mod tests {
 
     #[test]
     fn stale_messages_are_ignored() {
-        let mut w = nodes(4);
+        let mut w = nodes::<Maekawa>(4);
         let mut o = out();
         // An INQUIRE, LOCKED or FAILED about no outstanding request does nothing.
         w[1].on_message(PeerId(0), Msg::Inquire { stamp: 7 }, &mut o);

@@ -2,8 +2,10 @@
 //!
 //! Each algorithm lives in its own file as a sans-IO state machine (see
 //! [`crate::algorithm`]). The registry maps the name a user types (`--algo NAME`) to a
-//! description, the theory of its message cost, and the concrete type, which callers
-//! reach through [`dispatch`] with an [`AlgoVisitor`].
+//! description, the theory of its message cost, and what runs its concrete type (as a
+//! worker process, and in the simulator). [`Registry`] is open: a crate outside this
+//! library adds its own algorithms and runs the whole command line with them
+//! (`examples/custom_algorithm.rs` shows how).
 
 pub mod baseline;
 pub mod centralized;
@@ -17,7 +19,10 @@ pub mod suzuki_kasami;
 pub mod token_ring;
 pub mod voting;
 
-use crate::algorithm::Algorithm;
+use std::os::unix::net::UnixStream;
+use std::sync::OnceLock;
+
+use crate::algorithm::{Mutex, Node};
 
 /// What theory says an algorithm costs in messages per critical-section entry, for the
 /// run's size. `min == max` when the count is exact.
@@ -45,11 +50,13 @@ fn unbounded(max: &f64) -> bool {
 }
 
 impl Theory {
-    fn exact(value: f64, formula: &str) -> Option<Theory> {
+    /// A cost theory gives exactly, with its formula in words.
+    pub fn exact(value: f64, formula: &str) -> Option<Theory> {
         Some(Theory::range(value, value, formula.into()))
     }
 
-    fn range(per_entry_min: f64, per_entry_max: f64, formula: String) -> Theory {
+    /// A cost between two bounds (`max` may be infinite: unbounded).
+    pub fn range(per_entry_min: f64, per_entry_max: f64, formula: String) -> Theory {
         Theory { per_entry_min, per_entry_max, formula, quorum_size: None, replicas: None }
     }
 }
@@ -76,24 +83,43 @@ pub struct AlgoInfo {
     pub kernel_lock: bool,
     /// Expected messages per entry for a run of this shape, where theory gives a number.
     pub theory: fn(Shape) -> Option<Theory>,
+    /// Runs the node type as a worker process (set by [`AlgoInfo::runs`]).
+    pub worker: WorkerFn,
+    /// Runs the node type in the simulator: `n` nodes, a seed, entries per node (set by
+    /// [`AlgoInfo::runs`]).
+    pub simulate: fn(u32, u64, u32) -> Result<crate::sim::SimReport, crate::sim::SimError>,
 }
 
-/// Something to do with a concrete algorithm type, chosen by name at run time.
-pub trait AlgoVisitor {
-    /// What the visit returns.
-    type Output;
-    /// Called with the algorithm type that `info` names.
-    fn visit<A: Algorithm>(self, info: &'static AlgoInfo) -> Self::Output;
+/// How a worker process runs a node type.
+pub type WorkerFn = fn(crate::runtime::WorkerOpts, UnixStream, &'static AlgoInfo) -> anyhow::Result<()>;
+
+impl AlgoInfo {
+    /// The parts of an entry that run node type `N`; fill in the rest:
+    /// `AlgoInfo { name: "mine", family: "permission", summary: "…", kernel_lock: false,
+    /// theory: |_| None, ..AlgoInfo::runs::<Mine>() }`.
+    pub const fn runs<N: Node<Service = Mutex>>() -> AlgoInfo {
+        AlgoInfo {
+            name: "",
+            family: "",
+            summary: "",
+            kernel_lock: false,
+            theory: |_| None,
+            worker: crate::runtime::run_node::<N>,
+            simulate: crate::sim::simulate::<N>,
+        }
+    }
 }
 
-/// Every algorithm the lab knows, in the order `mutexlab algorithms` lists them.
-pub static ALGORITHMS: &[AlgoInfo] = &[
+/// Every algorithm the lab ships, in the order `mutexlab algorithms` lists them. Adding
+/// one is one entry here (and its module above): the entry names its type.
+pub static BUILTIN: &[AlgoInfo] = &[
     AlgoInfo {
         name: "none",
         family: "baseline",
         summary: "no coordination at all: the negative control the auditor must flag",
         kernel_lock: false,
         theory: |_| Theory::exact(0.0, "0"),
+        ..AlgoInfo::runs::<baseline::Immediate>()
     },
     AlgoInfo {
         name: "flock",
@@ -101,6 +127,7 @@ pub static ALGORITHMS: &[AlgoInfo] = &[
         summary: "the kernel's exclusive flock(2) on the resource file; no messages",
         kernel_lock: true,
         theory: |_| Theory::exact(0.0, "0"),
+        ..AlgoInfo::runs::<baseline::Immediate>()
     },
     AlgoInfo {
         name: "centralized",
@@ -111,6 +138,7 @@ pub static ALGORITHMS: &[AlgoInfo] = &[
             let n = f64::from(s.n.max(1));
             Theory::exact(3.0 * (n - 1.0) / n, "3(N-1)/N: 3 per entry, 0 for the coordinator's own")
         },
+        ..AlgoInfo::runs::<centralized::Centralized>()
     },
     AlgoInfo {
         name: "centralized-bully",
@@ -128,6 +156,7 @@ pub static ALGORITHMS: &[AlgoInfo] = &[
                     .into(),
             ))
         },
+        ..AlgoInfo::runs::<centralized_bully::CentralizedBully>()
     },
     AlgoInfo {
         name: "lamport",
@@ -136,6 +165,7 @@ pub static ALGORITHMS: &[AlgoInfo] = &[
             "a request queue on every node with Lamport clocks: REQUEST, ACK, RELEASE to all (needs FIFO)",
         kernel_lock: false,
         theory: |s| Theory::exact(3.0 * (f64::from(s.n.max(1)) - 1.0), "3(N-1)"),
+        ..AlgoInfo::runs::<lamport::Lamport>()
     },
     AlgoInfo {
         name: "maekawa",
@@ -158,6 +188,7 @@ pub static ALGORITHMS: &[AlgoInfo] = &[
                 )
             })
         },
+        ..AlgoInfo::runs::<maekawa::Maekawa>()
     },
     AlgoInfo {
         name: "ricart-agrawala",
@@ -165,6 +196,7 @@ pub static ALGORITHMS: &[AlgoInfo] = &[
         summary: "ask everyone with a ticket (highest seen + 1); deferred REPLYs serve as the release",
         kernel_lock: false,
         theory: |s| Theory::exact(2.0 * (f64::from(s.n.max(1)) - 1.0), "2(N-1)"),
+        ..AlgoInfo::runs::<ricart_agrawala::RicartAgrawala>()
     },
     AlgoInfo {
         name: "ricart-agrawala-rc",
@@ -175,6 +207,7 @@ pub static ALGORITHMS: &[AlgoInfo] = &[
             let max = 2.0 * (f64::from(s.n.max(1)) - 1.0);
             Some(Theory::range(0.0, max, "0 to 2(N-1)".into()))
         },
+        ..AlgoInfo::runs::<ricart_agrawala::RoucairolCarvalho>()
     },
     AlgoInfo {
         name: "voting",
@@ -197,6 +230,7 @@ pub static ALGORITHMS: &[AlgoInfo] = &[
                 )
             })
         },
+        ..AlgoInfo::runs::<voting::Voting>()
     },
     AlgoInfo {
         name: "token-ring",
@@ -215,6 +249,7 @@ pub static ALGORITHMS: &[AlgoInfo] = &[
                     .into(),
             ))
         },
+        ..AlgoInfo::runs::<token_ring::TokenRing>()
     },
     AlgoInfo {
         name: "suzuki-kasami",
@@ -230,6 +265,7 @@ pub static ALGORITHMS: &[AlgoInfo] = &[
             let formula = format!("0 (holder re-enters unasked) to N = {n} (N-1 REQUESTs + 1 TOKEN)");
             Some(Theory::range(0.0, f64::from(n), formula))
         },
+        ..AlgoInfo::runs::<suzuki_kasami::SuzukiKasami>()
     },
     AlgoInfo {
         name: "raymond",
@@ -243,6 +279,7 @@ pub static ALGORITHMS: &[AlgoInfo] = &[
                 format!("0 (holder re-enters) to 2D = {}, D = {d} the binary tree's diameter", 2 * d);
             Some(Theory::range(0.0, f64::from(2 * d), formula))
         },
+        ..AlgoInfo::runs::<raymond::Raymond>()
     },
     AlgoInfo {
         name: "neilsen-mizuno",
@@ -256,50 +293,76 @@ pub static ALGORITHMS: &[AlgoInfo] = &[
                 format!("0 (holder re-enters) to D+1 = {}, D = {d} the initial chain's length", d + 1);
             Some(Theory::range(0.0, f64::from(d + 1), formula))
         },
+        ..AlgoInfo::runs::<neilsen_mizuno::NeilsenMizuno>()
     },
 ];
 
-/// Look an algorithm up by name.
+/// A set of algorithms by name: the built-in ones, and any a crate outside this library
+/// adds (see [`Registry::with`]). The command line runs whatever the installed registry
+/// holds ([`Registry::install`]); without one, the built-in algorithms.
+#[derive(Clone, Debug)]
+pub struct Registry {
+    algos: Vec<&'static AlgoInfo>,
+}
+
+impl Registry {
+    /// The algorithms the lab ships.
+    pub fn builtin() -> Registry {
+        Registry { algos: BUILTIN.iter().collect() }
+    }
+
+    /// This registry with `info` added (its `..AlgoInfo::runs::<YourNode>()` names the
+    /// type). A name that is already taken is a programming error.
+    pub fn with(mut self, info: AlgoInfo) -> Registry {
+        assert!(self.get(info.name).is_none(), "algorithm {:?} is registered twice", info.name);
+        // Registries live as long as the process: leaking keeps `&'static` lookups simple.
+        self.algos.push(Box::leak(Box::new(info)));
+        self
+    }
+
+    /// Look an algorithm up by name.
+    pub fn get(&self, name: &str) -> Option<&'static AlgoInfo> {
+        self.algos.iter().copied().find(|a| a.name == name)
+    }
+
+    /// Every algorithm, in registration order.
+    pub fn iter(&self) -> impl Iterator<Item = &'static AlgoInfo> + '_ {
+        self.algos.iter().copied()
+    }
+
+    /// The names, comma-separated, for error messages.
+    pub fn names(&self) -> String {
+        self.iter().map(|a| a.name).collect::<Vec<_>>().join(", ")
+    }
+
+    /// Make this the registry of the whole process (the command line and its workers
+    /// consult it). Once per process; a second install is refused.
+    pub fn install(self) -> Result<&'static Registry, Registry> {
+        INSTALLED.set(self)?;
+        Ok(registry())
+    }
+}
+
+static INSTALLED: OnceLock<Registry> = OnceLock::new();
+
+/// The process's registry: the one installed, else the built-in algorithms.
+pub fn registry() -> &'static Registry {
+    INSTALLED.get_or_init(Registry::builtin)
+}
+
+/// Look an algorithm up by name in the process's registry.
 pub fn info(name: &str) -> Option<&'static AlgoInfo> {
-    ALGORITHMS.iter().find(|a| a.name == name)
+    registry().get(name)
 }
 
-/// The names of all algorithms, comma-separated, for error messages.
+/// The names of all algorithms in the process's registry, comma-separated.
 pub fn names() -> String {
-    ALGORITHMS.iter().map(|a| a.name).collect::<Vec<_>>().join(", ")
-}
-
-/// Run `v` with the algorithm type called `name`; `None` if there is no such algorithm.
-pub fn dispatch<V: AlgoVisitor>(name: &str, v: V) -> Option<V::Output> {
-    let info = info(name)?;
-    Some(match name {
-        "none" | "flock" => v.visit::<baseline::Immediate>(info),
-        "centralized" => v.visit::<centralized::Centralized>(info),
-        "centralized-bully" => v.visit::<centralized_bully::CentralizedBully>(info),
-        "lamport" => v.visit::<lamport::Lamport>(info),
-        "maekawa" => v.visit::<maekawa::Maekawa>(info),
-        "ricart-agrawala" => v.visit::<ricart_agrawala::RicartAgrawala>(info),
-        "ricart-agrawala-rc" => v.visit::<ricart_agrawala::RoucairolCarvalho>(info),
-        "voting" => v.visit::<voting::Voting>(info),
-        "token-ring" => v.visit::<token_ring::TokenRing>(info),
-        "suzuki-kasami" => v.visit::<suzuki_kasami::SuzukiKasami>(info),
-        "raymond" => v.visit::<raymond::Raymond>(info),
-        "neilsen-mizuno" => v.visit::<neilsen_mizuno::NeilsenMizuno>(info),
-        _ => unreachable!("algorithm {name} is registered but not dispatched"),
-    })
+    registry().names()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    struct Name;
-    impl AlgoVisitor for Name {
-        type Output = &'static str;
-        fn visit<A: Algorithm>(self, info: &'static AlgoInfo) -> &'static str {
-            info.name
-        }
-    }
 
     fn theory(name: &str, shape: Shape) -> Theory {
         (info(name).unwrap().theory)(shape).unwrap()
@@ -331,10 +394,57 @@ mod tests {
     }
 
     #[test]
-    fn every_registered_algorithm_dispatches() {
-        for a in ALGORITHMS {
-            assert_eq!(dispatch(a.name, Name), Some(a.name));
+    fn every_built_in_algorithm_runs_in_the_simulator_by_name() {
+        for a in registry().iter() {
+            let run = (a.simulate)(3, 1, 2);
+            if a.family == "baseline" {
+                // `none` coordinates nothing and `flock`'s lock is the kernel's, which the
+                // simulator does not model: both let two in, which the simulator catches.
+                let e = run.expect_err(a.name);
+                assert!(matches!(e.failure, crate::sim::Failure::Overlap { .. }), "{}: {e}", a.name);
+                continue;
+            }
+            let report = run.unwrap_or_else(|e| panic!("{}: {e}", a.name));
+            assert_eq!(report.entries, 6, "{}", a.name);
         }
-        assert_eq!(dispatch("nonsense", Name), None);
+        assert!(info("nonsense").is_none());
+    }
+
+    /// Node state is a value: it can be cloned, compared and kept in a set, which is
+    /// what an exhaustive checker needs.
+    fn states_are_values<N: crate::algorithm::Node<Service = crate::algorithm::Mutex>>() -> usize {
+        let mut sim = crate::sim::Sim::<N>::new(3, 1);
+        sim.run(2).unwrap();
+        let fresh: Vec<N> = (0..3).map(|i| N::create(&crate::algorithm::Config::new(i, 3))).collect();
+        let mut seen: std::collections::HashSet<N> = fresh.iter().cloned().collect();
+        for i in 0..3 {
+            seen.insert(sim.node(i).clone());
+            assert_eq!(sim.node(i).clone(), *sim.node(i));
+        }
+        assert!(seen.contains(&fresh[0]));
+        seen.len()
+    }
+
+    #[test]
+    fn every_built_in_state_is_clone_eq_and_hash() {
+        let counts = [
+            states_are_values::<centralized::Centralized>(),
+            states_are_values::<centralized_bully::CentralizedBully>(),
+            states_are_values::<lamport::Lamport>(),
+            states_are_values::<maekawa::Maekawa>(),
+            states_are_values::<ricart_agrawala::RicartAgrawala>(),
+            states_are_values::<ricart_agrawala::RoucairolCarvalho>(),
+            states_are_values::<voting::Voting>(),
+            states_are_values::<token_ring::TokenRing>(),
+            states_are_values::<suzuki_kasami::SuzukiKasami>(),
+            states_are_values::<raymond::Raymond>(),
+            states_are_values::<neilsen_mizuno::NeilsenMizuno>(),
+        ];
+        // Every type the built-in registry names but the baselines' (a unit struct,
+        // which `none` and `flock` share, and which cannot pass a simulated run).
+        assert_eq!(counts.len(), BUILTIN.len() - 2);
+        // Nodes of different ids differ (they know their id), so a set of three fresh
+        // nodes and their states after a run has at least three members.
+        assert!(counts.iter().all(|&c| c >= 3), "{counts:?}");
     }
 }

@@ -208,16 +208,13 @@ impl Algorithm for NeilsenMizuno {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithm::script::nodes;
     use crate::algorithm::script::{deliver, done, want};
     use crate::algorithm::Action;
     use crate::sim::{sweep, Sim};
     use std::time::Duration;
 
     type A = Action<Msg, NoTimer>;
-
-    fn nodes(n: u32) -> Vec<NeilsenMizuno> {
-        (0..n).map(|i| NeilsenMizuno::new(&Config::new(i, n))).collect()
-    }
 
     fn req(to: u32, originator: u32) -> A {
         Action::Send { to: PeerId(to), msg: Msg::Request { originator: PeerId(originator) } }
@@ -237,7 +234,7 @@ mod tests {
 
     #[test]
     fn the_initial_tree_is_a_chain_from_node_0() {
-        let w = nodes(4);
+        let w = nodes::<NeilsenMizuno>(4);
         assert_eq!(parents(&w), vec![None, Some(0), Some(1), Some(2)]);
         assert!(w[0].holding && !w[1].holding);
         assert_eq!((diameter(1), diameter(2), diameter(16)), (0, 1, 15));
@@ -245,7 +242,7 @@ mod tests {
 
     #[test]
     fn two_nodes_exact_trace() {
-        let mut w = nodes(2);
+        let mut w = nodes::<NeilsenMizuno>(2);
         assert_eq!(want(&mut w, 1), vec![req(0, 1)]);
         assert_eq!(w[1].parent, None, "a requester becomes the last in line");
         assert_eq!(w[1].pending(), "waiting for the TOKEN; asked w0");
@@ -266,7 +263,7 @@ mod tests {
 
     #[test]
     fn the_holder_re_enters_for_free() {
-        let mut w = nodes(3);
+        let mut w = nodes::<NeilsenMizuno>(3);
         for _ in 0..3 {
             assert_eq!(want(&mut w, 0), vec![Action::enter()]);
             assert_eq!(w[0].pending(), "");
@@ -276,7 +273,7 @@ mod tests {
 
     #[test]
     fn three_nodes_the_request_walks_the_chain_and_the_token_jumps() {
-        let mut w = nodes(3);
+        let mut w = nodes::<NeilsenMizuno>(3);
         assert_eq!(want(&mut w, 2), vec![req(1, 2)]);
         assert_eq!(deliver(&mut w, 2, 1, request(2)), vec![req(0, 2)]);
         // The token goes straight from w0 to w2, not back through w1.
@@ -296,7 +293,7 @@ mod tests {
     #[test]
     fn the_notes_walk_through_on_a_five_node_chain() {
         // w0 is inside; w2, then w4 ask; the token follows the line w0 → w2 → w4.
-        let mut w = nodes(5);
+        let mut w = nodes::<NeilsenMizuno>(5);
         assert_eq!(want(&mut w, 0), vec![Action::enter()]);
         assert_eq!(want(&mut w, 2), vec![req(1, 2)]);
         assert_eq!(deliver(&mut w, 2, 1, request(2)), vec![req(0, 2)]);
@@ -324,7 +321,7 @@ mod tests {
 
     #[test]
     fn a_request_is_forwarded_while_the_token_is_in_flight() {
-        let mut w = nodes(3);
+        let mut w = nodes::<NeilsenMizuno>(3);
         want(&mut w, 2);
         deliver(&mut w, 2, 1, request(2));
         assert_eq!(deliver(&mut w, 1, 0, request(2)), vec![token(2)]);
@@ -344,7 +341,7 @@ mod tests {
     fn a_request_that_overtakes_the_token_is_deferred() {
         // w1 gets the token from w0 and w0 asks for it back at once; without FIFO the
         // REQUEST may reach w1 first. w1 is last in line and waiting: it defers w0.
-        let mut w = nodes(2);
+        let mut w = nodes::<NeilsenMizuno>(2);
         want(&mut w, 1);
         assert_eq!(deliver(&mut w, 1, 0, request(1)), vec![token(1)]);
         assert_eq!(want(&mut w, 0), vec![req(1, 0)]);
@@ -356,14 +353,14 @@ mod tests {
 
     #[test]
     fn a_single_node_needs_no_messages() {
-        let mut w = nodes(1);
+        let mut w = nodes::<NeilsenMizuno>(1);
         assert_eq!(want(&mut w, 0), vec![Action::enter()]);
         assert!(done(&mut w, 0).is_empty());
     }
 
     #[test]
     fn stray_messages_are_ignored() {
-        let mut w = nodes(3);
+        let mut w = nodes::<NeilsenMizuno>(3);
         assert!(deliver(&mut w, 0, 1, Msg::Token).is_empty(), "w1 did not ask");
         assert!(!w[1].holding);
         want(&mut w, 2);

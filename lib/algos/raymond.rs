@@ -249,19 +249,10 @@ impl Algorithm for Raymond {
 mod tests {
     use super::*;
     use crate::algorithm::script::{deliver, done, want};
+    use crate::algorithm::script::{nodes, send};
     use crate::algorithm::Action;
     use crate::sim::{sweep, Sim};
     use std::time::Duration;
-
-    type A = Action<Msg, NoTimer>;
-
-    fn nodes(n: u32) -> Vec<Raymond> {
-        (0..n).map(|i| Raymond::new(&Config::new(i, n))).collect()
-    }
-
-    fn send(to: u32, msg: Msg) -> A {
-        Action::Send { to: PeerId(to), msg }
-    }
 
     #[test]
     fn the_tree_is_a_heap_and_its_diameter_is_right() {
@@ -281,7 +272,7 @@ mod tests {
 
     #[test]
     fn two_nodes_exact_trace() {
-        let mut w = nodes(2);
+        let mut w = nodes::<Raymond>(2);
         assert_eq!(w[1].holder, PeerId(0));
         assert_eq!(want(&mut w, 1), vec![send(0, Msg::Request)]);
         assert_eq!(w[1].pending(), "waiting for the TOKEN; asked w0");
@@ -299,7 +290,7 @@ mod tests {
 
     #[test]
     fn the_holder_re_enters_for_free() {
-        let mut w = nodes(3);
+        let mut w = nodes::<Raymond>(3);
         for _ in 0..3 {
             assert_eq!(want(&mut w, 0), vec![Action::enter()]);
             assert!(done(&mut w, 0).is_empty());
@@ -309,7 +300,7 @@ mod tests {
     #[test]
     fn three_nodes_token_goes_leaf_to_leaf_through_the_root() {
         // w0 is the root, w1 and w2 its children.
-        let mut w = nodes(3);
+        let mut w = nodes::<Raymond>(3);
         assert_eq!(want(&mut w, 1), vec![send(0, Msg::Request)]);
         assert_eq!(deliver(&mut w, 1, 0, Msg::Request), vec![send(1, Msg::Token)]);
         assert_eq!(deliver(&mut w, 0, 1, Msg::Token), vec![Action::enter()]);
@@ -330,7 +321,7 @@ mod tests {
     #[test]
     fn a_request_climbs_and_the_token_comes_down_the_same_path() {
         // Seven nodes: w6 → w2 → w0 is one branch, w3 → w1 → w0 another.
-        let mut w = nodes(7);
+        let mut w = nodes::<Raymond>(7);
         assert_eq!(want(&mut w, 6), vec![send(2, Msg::Request)]);
         assert_eq!(deliver(&mut w, 6, 2, Msg::Request), vec![send(0, Msg::Request)]);
         assert_eq!(deliver(&mut w, 2, 0, Msg::Request), vec![send(2, Msg::Token)]);
@@ -354,7 +345,7 @@ mod tests {
 
     #[test]
     fn a_request_is_forwarded_while_the_token_is_in_flight() {
-        let mut w = nodes(3);
+        let mut w = nodes::<Raymond>(3);
         assert_eq!(want(&mut w, 1), vec![send(0, Msg::Request)]);
         assert_eq!(deliver(&mut w, 1, 0, Msg::Request), vec![send(1, Msg::Token)]);
         // The TOKEN is on its way to w1 when w2 asks: w0 already points at w1 and asks it.
@@ -379,7 +370,7 @@ mod tests {
     #[test]
     fn a_request_that_overtakes_the_token_is_queued_behind() {
         // Without FIFO, the TOKEN and the REQUEST that follows it on one edge may swap.
-        let mut w = nodes(3);
+        let mut w = nodes::<Raymond>(3);
         assert_eq!(want(&mut w, 0), vec![Action::enter()]);
         assert_eq!(want(&mut w, 2), vec![send(0, Msg::Request)]);
         assert!(deliver(&mut w, 2, 0, Msg::Request).is_empty(), "w0 is inside");
@@ -399,14 +390,14 @@ mod tests {
 
     #[test]
     fn a_single_node_needs_no_messages() {
-        let mut w = nodes(1);
+        let mut w = nodes::<Raymond>(1);
         assert_eq!(want(&mut w, 0), vec![Action::enter()]);
         assert!(done(&mut w, 0).is_empty());
     }
 
     #[test]
     fn stray_messages_are_ignored() {
-        let mut w = nodes(3);
+        let mut w = nodes::<Raymond>(3);
         // A TOKEN from a node that is not our holder, or while we hold it.
         assert!(deliver(&mut w, 2, 1, Msg::Token).is_empty());
         assert!(deliver(&mut w, 1, 0, Msg::Token).is_empty());

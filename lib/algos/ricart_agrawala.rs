@@ -233,19 +233,9 @@ impl<const KEEP: bool> Algorithm for Ra<KEEP> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithm::script::{out, send};
     use crate::algorithm::Action;
     use crate::sim::{sweep, Sim};
-    use std::time::Duration;
-
-    type O = Out<Msg, NoTimer>;
-
-    fn out() -> O {
-        Out::new(Duration::ZERO)
-    }
-
-    fn send(to: u32, msg: Msg) -> Action<Msg, NoTimer> {
-        Action::Send { to: PeerId(to), msg }
-    }
 
     fn req(ticket: u64) -> Msg {
         Msg::Request { ticket }

@@ -289,13 +289,10 @@ impl Algorithm for SuzukiKasami {
 mod tests {
     use super::*;
     use crate::algorithm::script::{deliver, done, want};
+    use crate::algorithm::script::{out, send};
     use crate::algorithm::Action;
     use crate::sim::{sweep, Sim};
     use std::time::Duration;
-
-    fn out() -> O {
-        Out::new(Duration::ZERO)
-    }
 
     fn req(number: u64) -> Msg {
         Msg::Request { number }
@@ -303,10 +300,6 @@ mod tests {
 
     fn tok(last_served: &[u64], queue: &[u32]) -> Msg {
         Msg::Token { last_served: last_served.to_vec(), queue: queue.iter().map(|&p| PeerId(p)).collect() }
-    }
-
-    fn send(to: u32, msg: Msg) -> Action<Msg, NoTimer> {
-        Action::Send { to: PeerId(to), msg }
     }
 
     fn bcast(number: u64) -> Action<Msg, NoTimer> {

@@ -266,12 +266,9 @@ impl Algorithm for TokenRing {
 mod tests {
     use super::*;
     use crate::algorithm::script::deliver;
+    use crate::algorithm::script::{nodes, out};
     use crate::algorithm::Action;
     use crate::sim::sweep;
-
-    fn out() -> O {
-        Out::new(Duration::ZERO)
-    }
 
     fn token(to: u32, idle: u32) -> Action<Msg, Timer> {
         Action::Send { to: PeerId(to), msg: Msg::Token { idle } }
@@ -286,13 +283,9 @@ mod tests {
         Action::Count { name: "idle_passes".into(), by: 1 }
     }
 
-    fn nodes(n: u32) -> Vec<TokenRing> {
-        (0..n).map(|i| TokenRing::new(&Config::new(i, n))).collect()
-    }
-
     #[test]
     fn two_nodes_trace() {
-        let mut w = nodes(2);
+        let mut w = nodes::<TokenRing>(2);
         let mut o = out();
         w[1].on_start(&mut o);
         assert!(o.actions().is_empty(), "only w0 makes a token");
@@ -327,7 +320,7 @@ mod tests {
 
     #[test]
     fn three_nodes_pass_in_ring_order() {
-        let mut w = nodes(3);
+        let mut w = nodes::<TokenRing>(3);
         let mut o = out();
         w[0].on_start(&mut o);
         assert_eq!(o.actions(), &[token(1, 1)]);
@@ -374,7 +367,7 @@ mod tests {
     fn at_saturation_each_entry_costs_one_message() {
         // Every node asks again as soon as it leaves: nobody ever declines the token.
         let n = 3;
-        let mut w = nodes(n);
+        let mut w = nodes::<TokenRing>(n);
         for node in w.iter_mut() {
             node.on_start(&mut out());
         }
@@ -401,7 +394,7 @@ mod tests {
 
     #[test]
     fn a_stale_hold_timer_does_nothing_without_an_idle_token() {
-        let mut w = nodes(2);
+        let mut w = nodes::<TokenRing>(2);
         w[0].on_start(&mut out());
         assert_eq!(deliver(&mut w, 0, 1, Msg::Token { idle: 1 }), vec![hold()]);
         w[1].on_want_cs(&mut out());
@@ -420,7 +413,7 @@ mod tests {
 
     #[test]
     fn a_second_token_is_absorbed() {
-        let mut w = nodes(3);
+        let mut w = nodes::<TokenRing>(3);
         w[0].on_start(&mut out());
         assert_eq!(deliver(&mut w, 2, 0, Msg::Token { idle: 0 }), vec![token(1, 1)]);
         assert_eq!(deliver(&mut w, 0, 1, Msg::Token { idle: 1 }), vec![token(2, 2)]);
@@ -445,7 +438,7 @@ mod tests {
 
     #[test]
     fn a_dead_successor_is_skipped_and_taken_back_when_it_returns() {
-        let mut w = nodes(4);
+        let mut w = nodes::<TokenRing>(4);
         w[1].on_peer_down(PeerId(2), &mut out());
         w[1].on_want_cs(&mut out());
         assert_eq!(deliver(&mut w, 0, 1, Msg::Token { idle: 1 }), vec![Action::enter()]);
@@ -463,7 +456,7 @@ mod tests {
 
     #[test]
     fn with_everyone_else_dead_the_token_stays_until_someone_returns() {
-        let mut w = nodes(3);
+        let mut w = nodes::<TokenRing>(3);
         w[1].on_peer_down(PeerId(0), &mut out());
         w[1].on_peer_down(PeerId(2), &mut out());
         w[1].on_want_cs(&mut out());
@@ -481,7 +474,7 @@ mod tests {
 
     #[test]
     fn pending_names_where_the_token_should_come_from() {
-        let mut w = nodes(5);
+        let mut w = nodes::<TokenRing>(5);
         w[3].on_want_cs(&mut out());
         assert_eq!(w[3].pending(), "waiting for the TOKEN from w2 (never had it; w0 made it)");
         let mut w0 = TokenRing::new(&Config::new(0, 5));

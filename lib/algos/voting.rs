@@ -381,26 +381,15 @@ impl Algorithm for Voting {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::algorithm::script::{nodes, out, send};
     use crate::algorithm::Action;
     use crate::sim::{sweep, Sim};
 
     type O = Out<Msg, Timer>;
 
-    fn out() -> O {
-        Out::new(Duration::ZERO)
-    }
-
     /// Each attempt is counted for the run report as it starts.
     fn attempt() -> Action<Msg, Timer> {
         Action::Count { name: "attempts".into(), by: 1 }
-    }
-
-    fn send(to: u32, msg: Msg) -> Action<Msg, Timer> {
-        Action::Send { to: PeerId(to), msg }
-    }
-
-    fn nodes(n: u32) -> Vec<Voting> {
-        (0..n).map(|i| Voting::new(&Config::new(i, n))).collect()
     }
 
     fn retry_after(o: &O) -> Option<(u64, Duration)> {
@@ -413,7 +402,7 @@ mod tests {
     #[test]
     fn two_nodes_one_entry() {
         // m = 2, majority 2: w1 needs w0's vote and its own.
-        let mut w = nodes(2);
+        let mut w = nodes::<Voting>(2);
         let mut o = out();
         w[1].on_want_cs(&mut o);
         // The attempt is counted for the run report, then the request goes out.
@@ -438,7 +427,7 @@ mod tests {
     fn three_coordinators_enter_on_a_majority() {
         // m = 3, majority 2. w0 enters on its own vote and w1's, before w2 answers;
         // w2's late GRANT is kept and released on leaving.
-        let mut w = nodes(3);
+        let mut w = nodes::<Voting>(3);
         let mut o = out();
         w[0].on_want_cs(&mut o);
         assert_eq!(
@@ -465,7 +454,7 @@ mod tests {
     #[test]
     fn a_split_vote_fails_both_and_they_back_off() {
         // m = 2: each node votes for itself first and denies the other.
-        let mut w = nodes(2);
+        let mut w = nodes::<Voting>(2);
         let mut o0 = out();
         let mut o1 = out();
         w[0].on_want_cs(&mut o0);
@@ -524,7 +513,7 @@ mod tests {
     #[test]
     fn a_late_grant_for_a_failed_attempt_is_given_back() {
         // m = 3. w0 has voted for w2, and w2 for itself.
-        let mut w = nodes(3);
+        let mut w = nodes::<Voting>(3);
         w[2].on_want_cs(&mut out());
         w[0].on_message(PeerId(2), Msg::Request { attempt: 1 }, &mut out());
         // w0 asks: its own vote is taken (a local DENY), and w2 denies too. Two of three
@@ -577,7 +566,7 @@ mod tests {
     fn a_request_overtaken_by_a_newer_one_is_denied_not_re_voted() {
         // m = 3, majority 2. Channels are not FIFO: w1's REQUEST for attempt 1 to w0 is
         // overtaken by its REQUEST for attempt 2.
-        let mut w = nodes(3);
+        let mut w = nodes::<Voting>(3);
         // w2 asks; w1 votes for it, and w2 enters on its own vote and w1's.
         let mut o2 = out();
         w[2].on_want_cs(&mut o2);
@@ -711,7 +700,7 @@ mod tests {
     #[test]
     fn a_restarted_coordinator_lets_two_in() {
         // m = 3, majority 2. w0 and w2 both want in.
-        let mut w = nodes(3);
+        let mut w = nodes::<Voting>(3);
         let mut o0 = out();
         w[0].on_want_cs(&mut o0);
         let mut o2 = out();
