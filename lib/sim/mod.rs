@@ -1,11 +1,16 @@
 //! A deterministic in-process simulator that runs N copies of one algorithm and checks them.
 //!
 //! The simulator is a third driver of the sans-IO state machines (after the worker runtime
-//! and the hand-written unit tests). It keeps every node, every message in flight and
-//! every timer in one thread, and lets a seeded [`ChaCha8Rng`] decide, step by step, what
-//! happens next: which in-flight message is delivered, which application asks for the
-//! critical section, which one leaves it, or whether virtual time jumps to the next timer.
-//! The same seed always gives the same run, so any failure can be replayed exactly.
+//! and the hand-written unit tests). It is in two parts. A [`World`] (`world.rs`) keeps
+//! every node behind its host, every message in flight, every timer and application,
+//! with no randomness of its own: it lists what can happen next and does what it is
+//! told, one [`Choice`] at a time. [`Sim`] is the seeded scheduler: a [`ChaCha8Rng`]
+//! picks each choice (which in-flight message is delivered, which application asks for
+//! the critical section, which one leaves it, whether virtual time jumps to the next
+//! timer). The same seed always gives the same run, and every run's choices are kept
+//! (in the report, or in the error), so a run can be saved and replayed exactly
+//! ([`Sim::replay`]); the world being `Clone + Eq + Hash` is what an exhaustive search
+//! would need.
 //!
 //! ```
 //! use mutexlab::algos::centralized::Centralized;
@@ -30,7 +35,9 @@
 //!   inside `entries_per_node` times and no message is left in flight. It returns a
 //!   [`SimReport`] (entries, messages sent by kind, steps) or a [`SimError`] naming the
 //!   seed, the step and the failure, with the last events that led to it.
-//! - [`Sim::node`] gives read access to a node afterwards, for algorithm-specific counters.
+//! - [`Sim::node`] gives read access to a node afterwards; the report carries the
+//!   algorithms' own counts ([`SimReport::counter`]) and the run's choices.
+//! - [`Sim::replay`]`(entries, &choices)` runs the same world on saved choices.
 //! - [`sweep`] runs many sizes and seeds (stale timers on) and hands each report to a
 //!   check, panicking with the replayable error of the first failed run.
 //!
@@ -44,25 +51,22 @@
 //!   node's [`Node::waiting_for`]); a run that keeps going without finishing hits the
 //!   step limit.
 //!
-//! Model of time: delivering a message or running an application step takes no virtual
-//! time; only timers move the clock. Each step picks uniformly among everything that can
-//! happen. "Fire the earliest timer" is always among the choices when no message is in
-//! flight, but only on one step in eight while some are: timers (back-offs, say) are
-//! meant to be long next to message delays, yet a timer may still race a message. With
-//! timers weighted like messages, no back-off could outlast a message in flight and
-//! back-off algorithms would livelock in the simulator only. Channels are FIFO per
-//! ordered pair unless [`Sim::non_fifo`] is set. Broadcasts count as one message per
-//! receiver, as on the wire.
+//! Model of time and of the scheduler: delivering a message or running an application
+//! step takes no virtual time; only timers move the clock. Each step picks uniformly
+//! among what can happen. "Fire the earliest timer" is always among the choices when no
+//! message is in flight, but only on one step in eight while some are: timers (back-offs,
+//! say) are meant to be long next to message delays, yet a timer may still race a
+//! message. With timers weighted like messages, no back-off could outlast a message in
+//! flight and back-off algorithms would livelock in the simulator only. A reset or
+//! cancelled timer still fires once on one time in four with stale timers on. Channels
+//! are FIFO per ordered pair unless [`Sim::non_fifo`] is set. Broadcasts count as one
+//! message per receiver, as on the wire.
 //!
-//! Crashes (only with [`Sim::crashes`]), as the worker runtime presents them: a crashed
-//! node stops at once (its application's request or section is gone, its timers too);
-//! what it sent before is still delivered, and then each live peer is told
-//! `on_peer_down`; messages to it are lost. Some steps later it restarts as a fresh
-//! node (`Config::incarnation` one higher) that finishes the entries left; every live
-//! peer is told `on_peer_down` (if it has not been yet, and then the old incarnation's
-//! undelivered messages are dropped, as the runtime drops the old connection) and
-//! `on_peer_up`, and the fresh node is told `on_peer_down` for every peer that is dead
-//! then. A run ends only when every node is alive and done.
+//! Crashes (only with [`Sim::crashes`]) happen as the worker runtime presents them (see
+//! `world.rs`); a crash or a restart is a candidate on one step in sixteen, and a dead
+//! node is always restarted eventually (when nothing else can happen, that is the only
+//! choice), but a crash never stands in for nothing happening: a deadlock stays one. A
+//! run ends only when every node is alive and done.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
@@ -71,8 +75,11 @@ use std::time::Duration;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::algorithm::{Config, Input, Message, Mutex, MutexCall, MutexEvent, Node, NodeInput, PeerId};
-use crate::host::{Breach, Effect, Host, Step};
+use crate::algorithm::{Config, Mutex, Node, PeerId};
+use crate::host::Breach;
+
+mod world;
+pub use world::{Choice, World};
 
 /// How many recent events a [`SimError`] carries.
 const TRACE_LEN: usize = 40;
@@ -82,50 +89,6 @@ const TIMER_RACE: u32 = 8;
 
 /// A crash or a restart is a candidate on one step in this many.
 const CRASH_RARITY: u32 = 16;
-
-/// What an application is doing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum App {
-    /// Outside the critical section, not asking.
-    Idle,
-    /// Asked and not yet let in.
-    Waiting,
-    /// Inside the critical section.
-    Inside,
-}
-
-/// A timer that is set (or a stale one that will fire once more).
-#[derive(Debug)]
-struct SetTimer<T> {
-    node: PeerId,
-    timer: T,
-    /// The host's generation for this arming.
-    generation: u64,
-    at: Duration,
-    /// Tie-break among timers due at the same time: the order they were set in.
-    seq: u64,
-    /// False for a cancelled or reset timer that is delivered once anyway.
-    live: bool,
-}
-
-/// One thing that can happen next.
-#[derive(Clone, Copy, Debug)]
-enum Event {
-    /// Deliver a message on the channel `from → to`.
-    Deliver { from: usize, to: usize },
-    /// Application `i` asks for the critical section.
-    Want(usize),
-    /// Application `i` leaves the critical section.
-    Leave(usize),
-    /// The earliest timer fires.
-    Timer,
-    /// Node `i` crashes.
-    Crash(usize),
-    /// Crashed node `i` starts again with fresh state.
-    Restart(usize),
-    /// `to` learns that `from` is down (its channel has drained).
-    Down { from: usize, to: usize },
-}
 
 /// Why a run failed.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -161,6 +124,15 @@ pub enum Failure {
         to: PeerId,
         /// The message kind.
         kind: String,
+    },
+    /// A saved choice that the world does not offer at that point (a replay of another
+    /// algorithm, size or version).
+    #[error("replay: choice {index} ({choice}) is not possible here")]
+    Replay {
+        /// Its position in the list.
+        index: usize,
+        /// The choice, as saved.
+        choice: String,
     },
     /// The driver broke the contract (a bug in the simulator itself).
     #[error("{node}: {breach}")]
@@ -207,6 +179,8 @@ pub struct SimError {
     pub failure: Failure,
     /// The last events before the failure, oldest first.
     pub trace: Vec<String>,
+    /// Every choice up to and including the failing one: [`Sim::replay`] repeats it.
+    pub choices: Vec<Choice>,
 }
 
 impl fmt::Display for SimError {
@@ -243,6 +217,8 @@ pub struct SimReport {
     pub elapsed: Duration,
     /// Crashes that happened (each followed by a restart).
     pub crashes: u32,
+    /// Every choice made, in order: [`Sim::replay`] repeats the run.
+    pub choices: Vec<Choice>,
 }
 
 impl SimReport {
@@ -271,39 +247,16 @@ impl SimReport {
     }
 }
 
-/// The simulator: N nodes of algorithm `A`, their applications, channels and timers.
+/// The seeded scheduler over a [`World`] of N nodes of `A`.
 pub struct Sim<A: Node<Service = Mutex>> {
     n: usize,
     seed: u64,
     rng: ChaCha8Rng,
-    /// Each node behind the host that keeps the driver contract.
-    nodes: Vec<Host<A>>,
-    fifo: bool,
-    stale_timers: bool,
+    world: World<A>,
     max_steps: u64,
-    now: Duration,
-    /// Messages in flight, one queue per ordered pair, indexed `from * n + to`.
-    links: Vec<VecDeque<A::Msg>>,
-    timers: Vec<SetTimer<A::Timer>>,
-    timer_seq: u64,
-    apps: Vec<App>,
-    /// Entries each application still wants.
-    left: Vec<u32>,
-    entries: Vec<u64>,
-    inside: Option<PeerId>,
-    sent: BTreeMap<String, u64>,
-    counters: BTreeMap<String, u64>,
     step: u64,
     trace: VecDeque<String>,
-    /// Each node's configuration, to build it again on a restart.
-    configs: Vec<Config>,
-    alive: Vec<bool>,
-    /// Crashes still allowed, and which nodes may crash.
-    crash_budget: u32,
-    may_crash: Vec<bool>,
-    /// `from * n + to`: `from` is dead and `to` is to hear so once the link drains.
-    down_due: Vec<bool>,
-    crashes_done: u32,
+    choices: Vec<Choice>,
 }
 
 impl<A: Node<Service = Mutex>> Sim<A> {
@@ -322,54 +275,34 @@ impl<A: Node<Service = Mutex>> Sim<A> {
                 cfg
             })
             .collect();
-        let nodes = configs.iter().cloned().map(Host::new).collect();
-        let n = n as usize;
         Sim {
-            n,
+            n: n as usize,
             seed,
             rng: ChaCha8Rng::seed_from_u64(seed),
-            nodes,
-            fifo: true,
-            stale_timers: false,
+            world: World::new(configs, 0),
             max_steps: 200_000,
-            now: Duration::ZERO,
-            links: (0..n * n).map(|_| VecDeque::new()).collect(),
-            timers: Vec::new(),
-            timer_seq: 0,
-            apps: vec![App::Idle; n],
-            left: vec![0; n],
-            entries: vec![0; n],
-            inside: None,
-            sent: BTreeMap::new(),
-            counters: BTreeMap::new(),
             step: 0,
             trace: VecDeque::new(),
-            configs,
-            alive: vec![true; n],
-            crash_budget: 0,
-            may_crash: vec![false; n],
-            down_due: vec![false; n * n],
-            crashes_done: 0,
+            choices: Vec::new(),
         }
     }
 
     /// Let up to `count` crashes happen, each to a node `eligible` allows, each followed
     /// later by a restart of that node.
     pub fn crashes(mut self, count: u32, eligible: impl Fn(PeerId) -> bool) -> Self {
-        self.crash_budget = count;
-        self.may_crash = (0..self.n).map(|i| eligible(PeerId(i as u32))).collect();
+        self.world = self.world.crashes(count, eligible);
         self
     }
 
     /// Let any message in flight on a channel be delivered first, not only the oldest.
     pub fn non_fifo(mut self) -> Self {
-        self.fifo = false;
+        self.world = self.world.non_fifo();
         self
     }
 
     /// When on, a cancelled or reset timer fires once anyway with probability 1/4.
     pub fn stale_timers(mut self, on: bool) -> Self {
-        self.stale_timers = on;
+        self.world = self.world.stale_timers(on);
         self
     }
 
@@ -381,273 +314,122 @@ impl<A: Node<Service = Mutex>> Sim<A> {
 
     /// Node `id`, to read its state after (or before) a run.
     pub fn node(&self, id: u32) -> &A {
-        self.nodes[id as usize].node()
+        self.world.node(id)
+    }
+
+    /// The world, as the run left it.
+    pub fn world(&self) -> &World<A> {
+        &self.world
     }
 
     /// Run until every application has entered `entries_per_node` times and no message is
     /// in flight, checking safety and liveness on the way. Call once per `Sim`.
     pub fn run(&mut self, entries_per_node: u32) -> Result<SimReport, SimError> {
-        self.left = vec![entries_per_node; self.n];
-        for i in 0..self.n {
-            self.input(i, Input::Start)?;
-        }
+        self.drive(entries_per_node, None)
+    }
+
+    /// Run again on `choices`, saved from a report or an error: the same world, the
+    /// same steps, the same outcome. Call once per `Sim`, made with the same size,
+    /// configuration and knobs as the run that made them.
+    pub fn replay(&mut self, entries_per_node: u32, choices: &[Choice]) -> Result<SimReport, SimError> {
+        self.drive(entries_per_node, Some(choices))
+    }
+
+    fn drive(&mut self, entries: u32, saved: Option<&[Choice]>) -> Result<SimReport, SimError> {
+        let world = std::mem::replace(&mut self.world, World::new(Vec::new(), 0));
+        self.world = world.with_entries(entries);
+        let Sim { world, trace, step, .. } = self;
+        let started = world.start(&mut |now, line| note(trace, *step, now, line));
+        started.map_err(|f| self.fail(f))?;
         loop {
-            let events = self.enabled();
-            let done = self.left.iter().all(|&l| l == 0)
-                && self.apps.iter().all(|&a| a == App::Idle)
-                && self.alive.iter().all(|&a| a);
-            let in_flight = self.links.iter().any(|l| !l.is_empty());
-            if done && !in_flight {
+            if self.world.done() {
                 break;
             }
-            if events.is_empty() {
-                return Err(self.fail(Failure::Deadlock { waiting: self.waiting() }));
-            }
-            if self.step >= self.max_steps {
-                return Err(self.fail(Failure::StepLimit { steps: self.max_steps, waiting: self.waiting() }));
-            }
+            let enabled = self.world.enabled();
+            let choice = match saved {
+                Some(list) => match list.get(self.choices.len()) {
+                    Some(c) if enabled.contains(c) => *c,
+                    Some(c) => {
+                        let (index, choice) = (self.choices.len(), format!("{c:?}"));
+                        return Err(self.fail(Failure::Replay { index, choice }));
+                    }
+                    // The list ends before the world is done: the saved run ended in a
+                    // deadlock if nothing but crashes could happen next, else the list is
+                    // too short for this world.
+                    None if enabled.iter().all(|c| matches!(c, Choice::Crash { .. })) => {
+                        return Err(self.fail(Failure::Deadlock { waiting: self.world.waiting() }))
+                    }
+                    None => {
+                        let index = self.choices.len();
+                        return Err(
+                            self.fail(Failure::Replay { index, choice: "the end of the list".into() })
+                        );
+                    }
+                },
+                None => {
+                    if self.step >= self.max_steps {
+                        let waiting = self.world.waiting();
+                        return Err(self.fail(Failure::StepLimit { steps: self.max_steps, waiting }));
+                    }
+                    match self.pick(&enabled) {
+                        Some(c) => c,
+                        None => return Err(self.fail(Failure::Deadlock { waiting: self.world.waiting() })),
+                    }
+                }
+            };
             self.step += 1;
-            let ev = events[self.rng.random_range(0..events.len())];
-            self.execute(ev)?;
+            self.choices.push(choice);
+            let Sim { world, trace, step, .. } = self;
+            let applied = world.apply(choice, &mut |now, line| note(trace, *step, now, line));
+            applied.map_err(|f| self.fail(f))?;
         }
+        let w = &self.world;
         Ok(SimReport {
             n: self.n as u32,
             seed: self.seed,
-            entries: self.entries.iter().sum(),
-            entries_by_node: self.entries.clone(),
-            messages: self.sent.clone(),
-            counters: self.counters.clone(),
+            entries: w.entries.iter().sum(),
+            entries_by_node: w.entries.clone(),
+            messages: w.sent.clone(),
+            counters: w.counters.clone(),
             steps: self.step,
-            elapsed: self.now,
-            crashes: self.crashes_done,
+            elapsed: w.now,
+            crashes: w.crashes_done,
+            choices: self.choices.clone(),
         })
     }
 
-    /// Everything that could happen next, in a fixed order (so the seed decides).
-    fn enabled(&mut self) -> Vec<Event> {
-        let mut events = Vec::new();
-        for from in 0..self.n {
-            for to in 0..self.n {
-                if !self.links[from * self.n + to].is_empty() {
-                    events.push(Event::Deliver { from, to });
-                }
-            }
+    /// The seeded policy: settle a stale timer's fate first (kept one time in four);
+    /// otherwise pick uniformly among deliveries, news of deaths and application steps,
+    /// with crashes and restarts rare and timers racing messages only now and then (see
+    /// the module doc). `None` when nothing can happen: a deadlock.
+    fn pick(&mut self, enabled: &[Choice]) -> Option<Choice> {
+        if let Some(&Choice::Stale { index, .. }) = enabled.first() {
+            return Some(Choice::Stale { index, keep: self.rng.random_bool(0.25) });
         }
-        for from in 0..self.n {
-            for to in 0..self.n {
-                let l = from * self.n + to;
-                if self.down_due[l] && self.links[l].is_empty() {
-                    events.push(Event::Down { from, to });
-                }
-            }
-        }
-        for i in 0..self.n {
-            match self.apps[i] {
-                _ if !self.alive[i] => {}
-                App::Idle if self.left[i] > 0 => events.push(Event::Want(i)),
-                App::Inside => events.push(Event::Leave(i)),
+        let ordinary = |c: &Choice| {
+            matches!(
+                c,
+                Choice::Deliver { .. } | Choice::Down { .. } | Choice::Want { .. } | Choice::Leave { .. }
+            )
+        };
+        let mut candidates: Vec<Choice> = enabled.iter().copied().filter(ordinary).collect();
+        let stuck = candidates.is_empty();
+        let rare = self.world.may_crash_or_restart() && self.rng.random_range(0..CRASH_RARITY) == 0;
+        for c in enabled {
+            match c {
+                Choice::Restart { .. } if stuck || rare => candidates.push(*c),
+                Choice::Crash { .. } if !stuck && rare => candidates.push(*c),
                 _ => {}
             }
         }
-        // Crashes and restarts are rare next to everything else. A dead node is always
-        // restarted eventually (when nothing else can happen, that is the only choice),
-        // but a crash never stands in for nothing happening: a deadlock stays one.
-        let stuck = events.is_empty();
-        let rare = self.crash_budget > 0 || self.alive.contains(&false);
-        let rare = rare && self.rng.random_range(0..CRASH_RARITY) == 0;
-        for i in 0..self.n {
-            if !self.alive[i] && (stuck || rare) {
-                events.push(Event::Restart(i));
-            } else if self.alive[i] && self.may_crash[i] && self.crash_budget > 0 && !stuck && rare {
-                events.push(Event::Crash(i));
-            }
+        let quiet = !candidates.iter().any(|c| matches!(c, Choice::Deliver { .. }));
+        if enabled.contains(&Choice::Timer) && (quiet || self.rng.random_range(0..TIMER_RACE) == 0) {
+            candidates.push(Choice::Timer);
         }
-        // Timers are slow next to messages: with the network quiet the next timer is
-        // always a candidate, with messages in flight only on one step in TIMER_RACE.
-        let quiet = events.iter().all(|e| !matches!(e, Event::Deliver { .. }));
-        if !self.timers.is_empty() && (quiet || self.rng.random_range(0..TIMER_RACE) == 0) {
-            events.push(Event::Timer);
+        if candidates.is_empty() {
+            return None;
         }
-        events
-    }
-
-    fn execute(&mut self, ev: Event) -> Result<(), SimError> {
-        match ev {
-            Event::Deliver { from, to } => {
-                let link = &mut self.links[from * self.n + to];
-                let k = if self.fifo { 0 } else { self.rng.random_range(0..link.len()) };
-                let msg = link.remove(k).expect("the link is not empty");
-                self.note(format!("{} -> {}: {:?}", PeerId(from as u32), PeerId(to as u32), msg));
-                self.input(to, Input::Message { from: PeerId(from as u32), msg })
-            }
-            Event::Want(i) => {
-                self.note(format!("{} wants the critical section", PeerId(i as u32)));
-                self.apps[i] = App::Waiting;
-                self.input(i, Input::Call { call: MutexCall::Want })
-            }
-            Event::Leave(i) => {
-                self.note(format!("{} leaves the critical section", PeerId(i as u32)));
-                self.apps[i] = App::Idle;
-                self.left[i] -= 1;
-                self.entries[i] += 1;
-                self.inside = None;
-                self.input(i, Input::Call { call: MutexCall::Done })
-            }
-            Event::Timer => {
-                let k = (0..self.timers.len())
-                    .min_by_key(|&k| (self.timers[k].at, self.timers[k].seq))
-                    .expect("a timer is set");
-                let t = self.timers.remove(k);
-                self.now = self.now.max(t.at);
-                let i = t.node.index();
-                if t.live {
-                    self.note(format!("{} timer {:?} fires", t.node, t.timer));
-                    match self.nodes[i].fire(self.now, &t.timer, t.generation) {
-                        Some(step) => self.apply(i, step),
-                        None => Ok(()),
-                    }
-                } else {
-                    // Reset or cancelled, delivered once anyway, as the contract allows.
-                    self.note(format!("{} timer {:?} fires (stale)", t.node, t.timer));
-                    self.input(i, Input::Timer { timer: t.timer })
-                }
-            }
-            Event::Down { from, to } => {
-                self.down_due[from * self.n + to] = false;
-                self.note(format!("{} hears {} is down", PeerId(to as u32), PeerId(from as u32)));
-                self.input(to, Input::PeerDown { peer: PeerId(from as u32) })
-            }
-            Event::Crash(i) => {
-                self.crash(i);
-                Ok(())
-            }
-            Event::Restart(i) => self.restart(i),
-        }
-    }
-
-    /// Hand node `i` one input through its host, and carry out what it asks.
-    fn input(&mut self, i: usize, input: NodeInput<A>) -> Result<(), SimError> {
-        let step = self.nodes[i].step(self.now, input);
-        self.apply(i, step)
-    }
-
-    fn crash(&mut self, i: usize) {
-        let me = PeerId(i as u32);
-        self.note(format!("{me} crashes"));
-        self.crash_budget -= 1;
-        self.crashes_done += 1;
-        self.alive[i] = false;
-        if self.apps[i] == App::Inside {
-            self.inside = None;
-        }
-        self.apps[i] = App::Idle;
-        self.timers.retain(|t| t.node != me);
-        for j in 0..self.n {
-            // Nothing reaches a dead node, news of others' deaths included.
-            self.links[j * self.n + i].clear();
-            self.down_due[j * self.n + i] = false;
-            if j != i && self.alive[j] {
-                self.down_due[i * self.n + j] = true;
-            }
-        }
-    }
-
-    fn restart(&mut self, i: usize) -> Result<(), SimError> {
-        let me = PeerId(i as u32);
-        self.configs[i].incarnation += 1;
-        self.note(format!("{me} restarts (incarnation {})", self.configs[i].incarnation));
-        self.nodes[i] = Host::new(self.configs[i].clone());
-        self.alive[i] = true;
-        for j in (0..self.n).filter(|&j| j != i) {
-            if self.alive[j] {
-                let l = i * self.n + j;
-                if self.down_due[l] {
-                    // The runtime drops the old connection when the new one says hello.
-                    self.links[l].clear();
-                    self.down_due[l] = false;
-                    self.input(j, Input::PeerDown { peer: me })?;
-                }
-                self.input(j, Input::PeerUp { peer: me })?;
-            }
-        }
-        self.input(i, Input::Start)?;
-        let dead: Vec<usize> = (0..self.n).filter(|&j| j != i && !self.alive[j]).collect();
-        for j in dead {
-            self.down_due[j * self.n + i] = false;
-            self.input(i, Input::PeerDown { peer: PeerId(j as u32) })?;
-        }
-        Ok(())
-    }
-
-    /// Carry out what node `i` asked for. A breach of the contract fails the run.
-    fn apply(&mut self, i: usize, step: Step<A>) -> Result<(), SimError> {
-        let me = PeerId(i as u32);
-        if let Some(breach) = step.breaches.into_iter().next() {
-            return Err(self.fail(match breach {
-                Breach::SelfSend { kind } => Failure::SelfSend { node: me, kind },
-                Breach::NoSuchPeer { to, kind } => Failure::NoSuchPeer { node: me, to, kind },
-                Breach::Event { .. } => Failure::UnaskedEnter { node: me },
-                breach => Failure::Driver { node: me, breach },
-            }));
-        }
-        for effect in step.effects {
-            match effect {
-                Effect::Send { to, msg } => self.send(me, to, msg),
-                Effect::Arm { timer, generation, after } => {
-                    self.drop_timer(me, &timer);
-                    self.timer_seq += 1;
-                    let at = self.now + after;
-                    let seq = self.timer_seq;
-                    self.timers.push(SetTimer { node: me, timer, generation, at, seq, live: true });
-                }
-                Effect::Disarm { timer } => self.drop_timer(me, &timer),
-                Effect::Event { event: MutexEvent::Enter } => {
-                    if let Some(inside) = self.inside {
-                        return Err(self.fail(Failure::Overlap { inside, entering: me }));
-                    }
-                    self.note(format!("{me} enters the critical section"));
-                    self.apps[i] = App::Inside;
-                    self.inside = Some(me);
-                }
-                Effect::Count { name, by } => *self.counters.entry(name.into_owned()).or_default() += by,
-            }
-        }
-        Ok(())
-    }
-
-    /// Send `msg` (the host has checked the address).
-    fn send(&mut self, from: PeerId, to: PeerId, msg: A::Msg) {
-        *self.sent.entry(msg.kind().to_string()).or_default() += 1;
-        // Counted as sent, as the runtime counts it, but a dead process reads nothing.
-        if self.alive[to.index()] {
-            self.links[from.index() * self.n + to.index()].push_back(msg);
-        }
-    }
-
-    /// Forget node `me`'s live `timer`, or with the stale-timer knob sometimes keep it as
-    /// a stale timer that still fires once.
-    fn drop_timer(&mut self, me: PeerId, timer: &A::Timer) {
-        if let Some(k) = self.timers.iter().position(|t| t.live && t.node == me && t.timer == *timer) {
-            if self.stale_timers && self.rng.random_bool(0.25) {
-                self.timers[k].live = false;
-            } else {
-                self.timers.remove(k);
-            }
-        }
-    }
-
-    fn waiting(&self) -> Vec<(PeerId, String)> {
-        (0..self.n)
-            .filter(|&i| self.apps[i] == App::Waiting)
-            .map(|i| (PeerId(i as u32), self.nodes[i].node().waiting_for()))
-            .collect()
-    }
-
-    fn note(&mut self, line: String) {
-        if self.trace.len() == TRACE_LEN {
-            self.trace.pop_front();
-        }
-        self.trace.push_back(format!("#{} t={:?} {line}", self.step, self.now));
+        Some(candidates[self.rng.random_range(0..candidates.len())])
     }
 
     fn fail(&self, failure: Failure) -> SimError {
@@ -657,8 +439,17 @@ impl<A: Node<Service = Mutex>> Sim<A> {
             step: self.step,
             failure,
             trace: self.trace.iter().cloned().collect(),
+            choices: self.choices.clone(),
         }
     }
+}
+
+/// Keep `line` in the trace of recent events.
+fn note(trace: &mut VecDeque<String>, step: u64, now: Duration, line: String) {
+    if trace.len() == TRACE_LEN {
+        trace.pop_front();
+    }
+    trace.push_back(format!("#{step} t={now:?} {line}"));
 }
 
 /// Run `n` nodes of `N` from `seed`, `entries` entries each, with stale timers on (as
@@ -768,6 +559,59 @@ mod tests {
         let (b, tb) = run();
         assert!(a.crashes > 0, "seed 9 was picked because it crashes");
         assert_eq!((a.steps, a.messages, a.crashes, ta), (b.steps, b.messages, b.crashes, tb));
+    }
+
+    #[test]
+    fn a_saved_list_of_choices_replays_the_same_run() {
+        use crate::algos::voting::Voting;
+        // Timers, stale timers, crashes and non-FIFO channels: every kind of choice.
+        let make = || Sim::<Voting>::new(4, 11).stale_timers(true).non_fifo().crashes(2, |p| p.0 < 2);
+        let mut first = make();
+        let a = first.run(3).unwrap();
+        assert!(a.choices.iter().any(|c| matches!(c, Choice::Timer)));
+        // Saved as JSON lines and read back, as a file would be.
+        let saved: Vec<Choice> = a
+            .choices
+            .iter()
+            .map(|c| serde_json::from_str(&serde_json::to_string(c).unwrap()).unwrap())
+            .collect();
+        let mut again = make();
+        let b = again.replay(3, &saved).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(first.world(), again.world(), "the same world at the end");
+        // A list that ends early, or a choice the world does not offer, says so.
+        let e = make().replay(3, &saved[..saved.len() / 2]).unwrap_err();
+        assert!(matches!(e.failure, Failure::Replay { .. }), "{e}");
+        let e = make().replay(3, &[Choice::Leave { node: 0 }]).unwrap_err();
+        assert!(matches!(e.failure, Failure::Replay { index: 0, .. }), "{e}");
+    }
+
+    #[test]
+    fn a_failed_run_replays_to_the_same_failure() {
+        let e = Sim::<Immediate>::new(3, 4).run(3).unwrap_err();
+        let again = Sim::<Immediate>::new(3, 4).replay(3, &e.choices).unwrap_err();
+        assert_eq!((again.failure, again.step), (e.failure, e.step));
+    }
+
+    #[test]
+    fn worlds_are_values() {
+        // Each step of a run gives a world that can be cloned, compared and kept in a
+        // set: what an exhaustive search over states needs.
+        let mut sim = Sim::<Centralized>::new(3, 2);
+        let report = sim.run(2).unwrap();
+        let configs: Vec<Config> = (0..3).map(|i| Config { seed: 2, ..Config::new(i, 3) }).collect();
+        let mut world = World::<Centralized>::new(configs, 2);
+        world.start(&mut |_, _| {}).unwrap();
+        let mut seen = std::collections::HashSet::new();
+        seen.insert(world.clone());
+        for &c in &report.choices {
+            assert!(world.enabled().contains(&c));
+            world.apply(c, &mut |_, _| {}).unwrap();
+            seen.insert(world.clone());
+        }
+        assert!(world.done());
+        assert_eq!(&world, sim.world());
+        assert!(seen.len() > report.choices.len() / 2, "{} states", seen.len());
     }
 
     #[test]

@@ -1,0 +1,446 @@
+//! The simulated world: every node behind its host, every message in flight, every
+//! timer, every application, and nothing random.
+//!
+//! A [`World`] is a value (`Clone + Eq + Hash`): it lists what can happen next
+//! ([`World::enabled`]) and does one of those things ([`World::apply`]). Whatever is left
+//! open (which message is delivered, whether an application asks now, whether a node
+//! crashes, whether a cancelled timer still fires once) is a [`Choice`] made outside,
+//! by a scheduler: the seeded one in [`super::Sim`], a list of saved choices to replay
+//! a run, or one day a search that visits every state once.
+//!
+//! Rules of the world (the same as the worker runtime's):
+//! - Channels are FIFO per ordered pair unless the world was made non-FIFO, and then any
+//!   message in flight on a channel may be delivered first.
+//! - Delivering a message or an application step takes no virtual time; only timers move
+//!   the clock, and the timer that fires is always the earliest one.
+//! - With stale timers on, a timer reset or cancelled is not forgotten at once: the next
+//!   choice decides whether it still fires once ([`Choice::Stale`]), as the driver
+//!   contract allows.
+//! - Crashes: a crashed node stops at once (its application's request or section is
+//!   gone, its timers too); what it sent before is still delivered, then each live peer
+//!   hears `PeerDown`; messages to it are lost. It restarts as a fresh node (one
+//!   incarnation higher) that finishes the entries left; every live peer hears
+//!   `PeerDown` (if not yet, dropping the old life's undelivered messages, as the
+//!   runtime drops the old connection) and `PeerUp`; the fresh node hears `PeerDown` for
+//!   every peer that is dead then.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::Failure;
+use crate::algorithm::{Config, Input, Message, Mutex, MutexCall, MutexEvent, Node, NodeInput, PeerId};
+use crate::host::{Breach, Effect, Host, Step};
+
+/// One thing that can happen next. Serialisable, so a run is a list of choices that can
+/// be saved and replayed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Choice {
+    /// Deliver the `index`-th message in flight on the channel `from → to` (always 0
+    /// when channels are FIFO).
+    Deliver { from: u32, to: u32, index: u32 },
+    /// `to` hears that `from` is down (the channel has drained).
+    Down { from: u32, to: u32 },
+    /// Application `node` asks for the critical section.
+    Want { node: u32 },
+    /// Application `node` leaves the critical section.
+    Leave { node: u32 },
+    /// The earliest timer fires.
+    Timer,
+    /// Decide whether the reset or cancelled timer at `index` in the timer list still
+    /// fires once (`keep`) or is forgotten.
+    Stale { index: u32, keep: bool },
+    /// Node `node` crashes.
+    Crash { node: u32 },
+    /// Crashed node `node` starts again with fresh state.
+    Restart { node: u32 },
+}
+
+/// What an application is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(super) enum App {
+    Idle,
+    Waiting,
+    Inside,
+}
+
+/// A timer that is set, or a stale one.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+struct SetTimer<T> {
+    node: PeerId,
+    timer: T,
+    /// The host's generation for this arming.
+    generation: u64,
+    at: Duration,
+    /// Tie-break among timers due at the same time: the order they were set in.
+    seq: u64,
+    /// Set and not reset or cancelled since.
+    live: bool,
+    /// For a timer no longer live: whether it has been decided that it still fires.
+    decided: bool,
+}
+
+/// N nodes of `N`, their applications, channels and timers. See the module doc.
+///
+/// Method groups: making one ([`World::new`], then the knobs [`World::non_fifo`],
+/// [`World::stale_timers`], [`World::crashes`], then [`World::start`]); stepping it
+/// ([`World::enabled`], [`World::apply`]); reading it ([`World::done`],
+/// [`World::waiting`], [`World::node`], and the tallies the report is made of).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct World<N: Node<Service = Mutex>> {
+    n: usize,
+    hosts: Vec<Host<N>>,
+    configs: Vec<Config>,
+    alive: Vec<bool>,
+    /// Messages in flight, one queue per ordered pair, indexed `from * n + to`.
+    links: Vec<VecDeque<N::Msg>>,
+    /// `from * n + to`: `from` is dead and `to` is to hear so once the link drains.
+    down_due: Vec<bool>,
+    timers: Vec<SetTimer<N::Timer>>,
+    timer_seq: u64,
+    pub(super) now: Duration,
+    apps: Vec<App>,
+    /// Entries each application still wants.
+    left: Vec<u32>,
+    pub(super) entries: Vec<u64>,
+    inside: Option<PeerId>,
+    pub(super) sent: BTreeMap<String, u64>,
+    pub(super) counters: BTreeMap<String, u64>,
+    fifo: bool,
+    stale_timers: bool,
+    /// Crashes still allowed, and which nodes may crash.
+    crash_budget: u32,
+    may_crash: Vec<bool>,
+    pub(super) crashes_done: u32,
+}
+
+impl<N: Node<Service = Mutex>> World<N> {
+    /// Nodes with these configurations, not started; each application will enter
+    /// `entries` times.
+    pub fn new(configs: Vec<Config>, entries: u32) -> Self {
+        let n = configs.len();
+        World {
+            n,
+            hosts: configs.iter().cloned().map(Host::new).collect(),
+            configs,
+            alive: vec![true; n],
+            links: (0..n * n).map(|_| VecDeque::new()).collect(),
+            down_due: vec![false; n * n],
+            timers: Vec::new(),
+            timer_seq: 0,
+            now: Duration::ZERO,
+            apps: vec![App::Idle; n],
+            left: vec![entries; n],
+            entries: vec![0; n],
+            inside: None,
+            sent: BTreeMap::new(),
+            counters: BTreeMap::new(),
+            fifo: true,
+            stale_timers: false,
+            crash_budget: 0,
+            may_crash: vec![false; n],
+            crashes_done: 0,
+        }
+    }
+
+    /// The same world, each application now wanting `entries` entries.
+    pub fn with_entries(mut self, entries: u32) -> Self {
+        self.left = vec![entries; self.n];
+        self
+    }
+
+    /// Let any message in flight on a channel be delivered first.
+    pub fn non_fifo(mut self) -> Self {
+        self.fifo = false;
+        self
+    }
+
+    /// Keep reset or cancelled timers until a [`Choice::Stale`] decides their fate.
+    pub fn stale_timers(mut self, on: bool) -> Self {
+        self.stale_timers = on;
+        self
+    }
+
+    /// Allow up to `count` crashes, each of a node `eligible` allows.
+    pub fn crashes(mut self, count: u32, eligible: impl Fn(PeerId) -> bool) -> Self {
+        self.crash_budget = count;
+        self.may_crash = (0..self.n).map(|i| eligible(PeerId(i as u32))).collect();
+        self
+    }
+
+    /// Start every node.
+    pub fn start(&mut self, note: &mut dyn FnMut(Duration, String)) -> Result<(), Failure> {
+        (0..self.n).try_for_each(|i| self.input(i, Input::Start, note))
+    }
+
+    /// Node `id`.
+    pub fn node(&self, id: u32) -> &N {
+        self.hosts[id as usize].node()
+    }
+
+    /// Every application has its entries, every node is alive and nothing is in flight.
+    pub fn done(&self) -> bool {
+        self.left.iter().all(|&l| l == 0)
+            && self.apps.iter().all(|&a| a == App::Idle)
+            && self.alive.iter().all(|&a| a)
+            && self.links.iter().all(VecDeque::is_empty)
+    }
+
+    /// A message is in flight.
+    pub fn in_flight(&self) -> bool {
+        self.links.iter().any(|l| !l.is_empty())
+    }
+
+    /// A crash or a restart is among the choices.
+    pub fn may_crash_or_restart(&self) -> bool {
+        self.crash_budget > 0 || self.alive.contains(&false)
+    }
+
+    /// Each waiting node with what it says it waits for.
+    pub fn waiting(&self) -> Vec<(PeerId, String)> {
+        (0..self.n)
+            .filter(|&i| self.alive[i] && self.apps[i] == App::Waiting)
+            .map(|i| (PeerId(i as u32), self.hosts[i].node().waiting_for()))
+            .collect()
+    }
+
+    /// Everything that can happen next, in a fixed order. Undecided stale timers come
+    /// alone: their fate is settled before anything else happens.
+    pub fn enabled(&self) -> Vec<Choice> {
+        let undecided: Vec<Choice> = (0..self.timers.len())
+            .filter(|&k| !self.timers[k].live && !self.timers[k].decided)
+            .flat_map(|k| [false, true].map(|keep| Choice::Stale { index: k as u32, keep }))
+            .collect();
+        if !undecided.is_empty() {
+            return undecided;
+        }
+        let mut out = Vec::new();
+        let n = self.n as u32;
+        for (from, to) in (0..n).flat_map(|f| (0..n).map(move |t| (f, t))) {
+            let len = self.links[(from * n + to) as usize].len() as u32;
+            let indices = if self.fifo { len.min(1) } else { len };
+            out.extend((0..indices).map(|index| Choice::Deliver { from, to, index }));
+        }
+        for (from, to) in (0..n).flat_map(|f| (0..n).map(move |t| (f, t))) {
+            let l = (from * n + to) as usize;
+            if self.down_due[l] && self.links[l].is_empty() {
+                out.push(Choice::Down { from, to });
+            }
+        }
+        for i in 0..self.n {
+            let node = i as u32;
+            match self.apps[i] {
+                _ if !self.alive[i] => {}
+                App::Idle if self.left[i] > 0 => out.push(Choice::Want { node }),
+                App::Inside => out.push(Choice::Leave { node }),
+                _ => {}
+            }
+        }
+        for i in 0..self.n {
+            let node = i as u32;
+            if !self.alive[i] {
+                out.push(Choice::Restart { node });
+            } else if self.may_crash[i] && self.crash_budget > 0 {
+                out.push(Choice::Crash { node });
+            }
+        }
+        if !self.timers.is_empty() {
+            out.push(Choice::Timer);
+        }
+        out
+    }
+
+    /// Do `choice`, which must be one of [`World::enabled`]'s. A note on what happened
+    /// is passed to `note` (for traces). An error is a failure of the algorithm.
+    pub fn apply(&mut self, choice: Choice, note: &mut dyn FnMut(Duration, String)) -> Result<(), Failure> {
+        match choice {
+            Choice::Deliver { from, to, index } => {
+                let link = &mut self.links[(from as usize) * self.n + to as usize];
+                let msg = link.remove(index as usize).expect("an enabled delivery");
+                note(self.now, format!("{} -> {}: {:?}", PeerId(from), PeerId(to), msg));
+                self.input(to as usize, Input::Message { from: PeerId(from), msg }, note)
+            }
+            Choice::Down { from, to } => {
+                self.down_due[(from as usize) * self.n + to as usize] = false;
+                note(self.now, format!("{} hears {} is down", PeerId(to), PeerId(from)));
+                self.input(to as usize, Input::PeerDown { peer: PeerId(from) }, note)
+            }
+            Choice::Want { node } => {
+                note(self.now, format!("{} wants the critical section", PeerId(node)));
+                self.apps[node as usize] = App::Waiting;
+                self.input(node as usize, Input::Call { call: MutexCall::Want }, note)
+            }
+            Choice::Leave { node } => {
+                let i = node as usize;
+                note(self.now, format!("{} leaves the critical section", PeerId(node)));
+                self.apps[i] = App::Idle;
+                self.left[i] -= 1;
+                self.entries[i] += 1;
+                self.inside = None;
+                self.input(i, Input::Call { call: MutexCall::Done }, note)
+            }
+            Choice::Timer => {
+                let k = (0..self.timers.len())
+                    .min_by_key(|&k| (self.timers[k].at, self.timers[k].seq))
+                    .expect("an enabled timer");
+                let t = self.timers.remove(k);
+                self.now = self.now.max(t.at);
+                let i = t.node.index();
+                if t.live {
+                    note(self.now, format!("{} timer {:?} fires", t.node, t.timer));
+                    match self.hosts[i].fire(self.now, &t.timer, t.generation) {
+                        Some(step) => self.carry(i, step, note),
+                        None => Ok(()),
+                    }
+                } else {
+                    // Reset or cancelled, delivered once anyway, as the contract allows.
+                    note(self.now, format!("{} timer {:?} fires (stale)", t.node, t.timer));
+                    self.input(i, Input::Timer { timer: t.timer }, note)
+                }
+            }
+            Choice::Stale { index, keep } => {
+                let k = index as usize;
+                if keep {
+                    self.timers[k].decided = true;
+                } else {
+                    self.timers.remove(k);
+                }
+                Ok(())
+            }
+            Choice::Crash { node } => {
+                self.crash(node as usize, note);
+                Ok(())
+            }
+            Choice::Restart { node } => self.restart(node as usize, note),
+        }
+    }
+
+    /// Hand node `i` one input through its host, and carry out what it asks.
+    fn input(
+        &mut self,
+        i: usize,
+        input: NodeInput<N>,
+        note: &mut dyn FnMut(Duration, String),
+    ) -> Result<(), Failure> {
+        let step = self.hosts[i].step(self.now, input);
+        self.carry(i, step, note)
+    }
+
+    /// Carry out what node `i` asked for. A breach of the contract is a failure.
+    fn carry(
+        &mut self,
+        i: usize,
+        step: Step<N>,
+        note: &mut dyn FnMut(Duration, String),
+    ) -> Result<(), Failure> {
+        let me = PeerId(i as u32);
+        if let Some(breach) = step.breaches.into_iter().next() {
+            return Err(match breach {
+                Breach::SelfSend { kind } => Failure::SelfSend { node: me, kind },
+                Breach::NoSuchPeer { to, kind } => Failure::NoSuchPeer { node: me, to, kind },
+                Breach::Event { .. } => Failure::UnaskedEnter { node: me },
+                breach => Failure::Driver { node: me, breach },
+            });
+        }
+        for effect in step.effects {
+            match effect {
+                Effect::Send { to, msg } => {
+                    *self.sent.entry(msg.kind().to_string()).or_default() += 1;
+                    // Counted as sent, as the runtime counts it, but a dead process reads
+                    // nothing.
+                    if self.alive[to.index()] {
+                        self.links[i * self.n + to.index()].push_back(msg);
+                    }
+                }
+                Effect::Arm { timer, generation, after } => {
+                    self.retire_timer(me, &timer);
+                    self.timer_seq += 1;
+                    let (at, seq) = (self.now + after, self.timer_seq);
+                    self.timers.push(SetTimer {
+                        node: me,
+                        timer,
+                        generation,
+                        at,
+                        seq,
+                        live: true,
+                        decided: true,
+                    });
+                }
+                Effect::Disarm { timer } => self.retire_timer(me, &timer),
+                Effect::Event { event: MutexEvent::Enter } => {
+                    if let Some(inside) = self.inside {
+                        return Err(Failure::Overlap { inside, entering: me });
+                    }
+                    note(self.now, format!("{me} enters the critical section"));
+                    self.apps[i] = App::Inside;
+                    self.inside = Some(me);
+                }
+                Effect::Count { name, by } => *self.counters.entry(name.into_owned()).or_default() += by,
+            }
+        }
+        Ok(())
+    }
+
+    /// Node `me`'s live `timer` is reset or cancelled: forget it, or with stale timers
+    /// on, leave its fate to the next choice.
+    fn retire_timer(&mut self, me: PeerId, timer: &N::Timer) {
+        if let Some(k) = self.timers.iter().position(|t| t.live && t.node == me && t.timer == *timer) {
+            if self.stale_timers {
+                self.timers[k].live = false;
+                self.timers[k].decided = false;
+            } else {
+                self.timers.remove(k);
+            }
+        }
+    }
+
+    fn crash(&mut self, i: usize, note: &mut dyn FnMut(Duration, String)) {
+        let me = PeerId(i as u32);
+        note(self.now, format!("{me} crashes"));
+        self.crash_budget -= 1;
+        self.crashes_done += 1;
+        self.alive[i] = false;
+        if self.apps[i] == App::Inside {
+            self.inside = None;
+        }
+        self.apps[i] = App::Idle;
+        self.timers.retain(|t| t.node != me);
+        for j in 0..self.n {
+            // Nothing reaches a dead node, news of others' deaths included.
+            self.links[j * self.n + i].clear();
+            self.down_due[j * self.n + i] = false;
+            if j != i && self.alive[j] {
+                self.down_due[i * self.n + j] = true;
+            }
+        }
+    }
+
+    fn restart(&mut self, i: usize, note: &mut dyn FnMut(Duration, String)) -> Result<(), Failure> {
+        let me = PeerId(i as u32);
+        self.configs[i].incarnation += 1;
+        note(self.now, format!("{me} restarts (incarnation {})", self.configs[i].incarnation));
+        self.hosts[i] = Host::new(self.configs[i].clone());
+        self.alive[i] = true;
+        for j in (0..self.n).filter(|&j| j != i) {
+            if self.alive[j] {
+                let l = i * self.n + j;
+                if self.down_due[l] {
+                    // The runtime drops the old connection when the new one says hello.
+                    self.links[l].clear();
+                    self.down_due[l] = false;
+                    self.input(j, Input::PeerDown { peer: me }, note)?;
+                }
+                self.input(j, Input::PeerUp { peer: me }, note)?;
+            }
+        }
+        self.input(i, Input::Start, note)?;
+        let dead: Vec<usize> = (0..self.n).filter(|&j| j != i && !self.alive[j]).collect();
+        for j in dead {
+            self.down_due[j * self.n + i] = false;
+            self.input(i, Input::PeerDown { peer: PeerId(j as u32) }, note)?;
+        }
+        Ok(())
+    }
+}
