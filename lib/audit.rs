@@ -188,7 +188,18 @@ pub struct FaultLog {
     /// algorithm. For that to hold for every section the freeze caught, the supervisor
     /// must take this time once every worker is frozen.
     pub teardown: Option<u64>,
+    /// When the run ended (the failure was detected, or the interrupt came) and the
+    /// stall window, from the `teardown` line (`ended=`, `window=`): only what began
+    /// within the window before the end was cut short by it. A request waiting longer,
+    /// or a section held longer, was stuck before the end came, and stays a violation.
+    pub ended: Option<(u64, u64)>,
+    /// The log named more crashes than [`MAX_CRASHES`]; the rest were not read.
+    pub overflow: bool,
 }
+
+/// More crashes than any run's plan can make ([`crate::faults::MAX_PLAN_STEPS`]), with
+/// room to spare: a log beyond this is not a supervisor's, and is not read further.
+pub const MAX_CRASHES: usize = 100_000;
 
 impl FaultLog {
     /// Read a fault log; an absent or unreadable log means no faults. Lines are read
@@ -224,9 +235,20 @@ impl FaultLog {
                     .take_while(|f| *f != "#")
                     .find_map(|f| f.strip_prefix("dead=")?.parse().ok())
                     .unwrap_or(t);
-                self.crashes.push(Crash { worker, t, dead });
+                if self.crashes.len() >= MAX_CRASHES {
+                    self.overflow = true;
+                } else {
+                    self.crashes.push(Crash { worker, t, dead });
+                }
             }
-            Some("teardown") => self.teardown = Some(self.teardown.map_or(t, |d| d.min(t))),
+            Some("teardown") if self.teardown.is_none_or(|d| t < d) => {
+                self.teardown = Some(t);
+                let field = |fields: &[&str], key: &str| {
+                    fields.iter().find_map(|f| f.strip_prefix(key)?.parse::<u64>().ok())
+                };
+                let fields: Vec<&str> = fields.take_while(|f| *f != "#").collect();
+                self.ended = field(&fields, "ended=").zip(field(&fields, "window="));
+            }
             _ => {}
         }
     }
@@ -234,7 +256,45 @@ impl FaultLog {
 
 impl From<Vec<Crash>> for FaultLog {
     fn from(crashes: Vec<Crash>) -> FaultLog {
-        FaultLog { crashes, teardown: None }
+        FaultLog { crashes, ..FaultLog::default() }
+    }
+}
+
+/// The crashes of one worker, sorted by when they began, with the latest death so far
+/// at each: whether a crash overlaps a span is two binary searches, not a scan of the
+/// whole log for every record.
+#[derive(Clone, Debug, Default)]
+struct CrashIndex {
+    /// (began, dead, latest `dead` among this and the earlier ones).
+    spans: Vec<(u64, u64, u64)>,
+}
+
+impl CrashIndex {
+    fn build(crashes: &[Crash]) -> BTreeMap<u32, CrashIndex> {
+        let mut by: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
+        for c in crashes {
+            by.entry(c.worker).or_default().push((c.t, c.dead.max(c.t)));
+        }
+        by.into_iter()
+            .map(|(w, mut v)| {
+                v.sort_unstable();
+                let mut latest = 0;
+                let spans = v
+                    .into_iter()
+                    .map(|(t, dead)| {
+                        latest = latest.max(dead);
+                        (t, dead, latest)
+                    })
+                    .collect();
+                (w, CrashIndex { spans })
+            })
+            .collect()
+    }
+
+    /// A crash began no later than `to` and was not over (dead) before `from`.
+    fn overlaps(&self, from: u64, to: u64) -> bool {
+        let began = self.spans.partition_point(|s| s.0 <= to);
+        began > 0 && self.spans[began - 1].2 >= from
     }
 }
 
@@ -378,7 +438,16 @@ fn audit_reader(mut src: impl Read, faults: &FaultLog) -> Result<AuditReport, Un
         return Err(Unjudged::NotResource);
     }
     let mut lines = Lines::new(src, head);
-    let mut a = Auditor { crashes: faults.crashes.clone(), teardown: faults.teardown, ..Auditor::default() };
+    let mut a = Auditor {
+        crashes: CrashIndex::build(&faults.crashes),
+        teardown: faults.teardown,
+        ended: faults.ended,
+        ..Auditor::default()
+    };
+    if faults.overflow {
+        let detail = format!("the fault log names more than {MAX_CRASHES} crashes; the rest were not read");
+        a.flag("corrupt-record", 0, detail);
+    }
     let mut lineno = 0;
     while let Some(ended) = lines.next().map_err(Unjudged::Io)? {
         lineno += 1;
@@ -416,8 +485,9 @@ struct Auditor {
     all_waits: Waits,
     first_t: Option<u64>,
     last_t: u64,
-    crashes: Vec<Crash>,
+    crashes: BTreeMap<u32, CrashIndex>,
     teardown: Option<u64>,
+    ended: Option<(u64, u64)>,
 }
 
 impl Auditor {
@@ -588,7 +658,7 @@ impl Auditor {
     /// Whether a kill of `w` overlaps `[from, to]`: it began no later than `to`, and
     /// `w` was still alive at `from`.
     fn crashed_between(&self, w: u32, from: u64, to: u64) -> bool {
-        self.crashes.iter().any(|c| c.worker == w && c.dead >= from && c.t <= to)
+        self.crashes.get(&w).is_some_and(|c| c.overlaps(from, to))
     }
 
     fn enter(&mut self, line: usize, raw: &str, w: u32, e: u64, fence: Fence, t: u64) {
@@ -653,15 +723,18 @@ impl Auditor {
     }
 
     fn finish(mut self) -> AuditReport {
-        let crashes = std::mem::take(&mut self.crashes);
         let inside = std::mem::take(&mut self.inside);
-        // Began no later than the teardown: the freeze, not the algorithm, left it open.
-        let teardown = self.teardown;
-        let cut = |t: u64| teardown.is_some_and(|td| t <= td);
+        // Began no later than the teardown, and within the stall window before the run
+        // ended: the freeze, not the algorithm, left it open.
+        let (teardown, ended) = (self.teardown, self.ended);
+        let cut = |t: u64| {
+            teardown.is_some_and(|td| t <= td)
+                && ended.is_none_or(|(end, window)| t.saturating_add(window) >= end)
+        };
         let mut cut_short = Vec::new();
         for (w, open) in inside {
             // A worker killed while inside never writes its EXIT: that alone is no fault.
-            let killed = crashes.iter().any(|c| c.worker == w && c.dead >= open.t);
+            let killed = self.crashed_between(w, open.t, u64::MAX);
             let text = Quote::of(&open.text);
             if killed {
                 continue;
@@ -679,7 +752,7 @@ impl Auditor {
         }
         let waiting = std::mem::take(&mut self.waiting);
         for (w, (line, t, bypassed)) in waiting {
-            let killed = crashes.iter().any(|c| c.worker == w && c.dead >= t);
+            let killed = self.crashed_between(w, t, u64::MAX);
             if killed {
                 continue;
             }
@@ -937,9 +1010,39 @@ WANT w=1 e=1 t=25
         assert_eq!(kinds(&r), vec!["overlap"]);
         assert_eq!(r.cut_short.len(), 2);
         // A crash still excuses its worker outright.
-        let both = FaultLog { crashes: vec![Crash::at(0, 22)], teardown: Some(30) };
+        let both = FaultLog { crashes: vec![Crash::at(0, 22)], teardown: Some(30), ..FaultLog::default() };
         let r = audit_bytes(&file(body), &both).unwrap();
         assert!(r.ok && r.cut_short.len() == 1, "{:?} {:?}", r.violations, r.cut_short);
+        // A run that ended at 28 after a stall window of 5: w0's section (since 20) was
+        // stuck before the end came, w1's request (since 25) was cut short by it.
+        let stalled = FaultLog { teardown: Some(30), ended: Some((28, 5)), ..none() };
+        let r = audit_bytes(&file(body), &stalled).unwrap();
+        assert_eq!(kinds(&r), vec!["enter-without-exit"]);
+        assert_eq!(r.cut_short.len(), 1);
+        assert!(r.cut_short[0].detail.contains("w1's request"), "{}", r.cut_short[0].detail);
+    }
+
+    #[test]
+    fn many_crashes_are_indexed_and_a_flood_of_them_is_refused() {
+        // Crashes of w1 everywhere but around w0's section: w0 is still bound by them
+        // only where they overlap.
+        let crashes: Vec<Crash> =
+            (0..50_000).map(|i| Crash { worker: 1, t: 1_000 + 2 * i, dead: 1_001 + 2 * i }).collect();
+        let idx = CrashIndex::build(&crashes);
+        assert!(idx[&1].overlaps(1_500, 1_500));
+        assert!(!idx[&1].overlaps(0, 999), "before the first");
+        assert!(idx[&1].overlaps(100_999, u64::MAX), "the last died at 100999");
+        assert!(!idx[&1].overlaps(101_000, u64::MAX), "after the last death");
+        let mut log = String::new();
+        for i in 0..=MAX_CRASHES {
+            log.push_str(&format!("t={i} at=0ms kill w=1 dead={i}\n"));
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("f"), log).unwrap();
+        let f = FaultLog::read(&tmp.path().join("f"));
+        assert!(f.overflow && f.crashes.len() == MAX_CRASHES);
+        let r = audit_bytes(&file(""), &f).unwrap();
+        assert_eq!(kinds(&r), vec!["corrupt-record"]);
     }
 
     #[test]

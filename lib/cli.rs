@@ -219,7 +219,8 @@ fn fail(code: u8, msg: &str) -> ExitCode {
 fn cmd_run(a: RunArgs) -> ExitCode {
     if let Some(d) = a.duration {
         if !d.is_finite() || d <= 0.0 || d > 86_400.0 {
-            return fail(2, &format!("--duration must be between 0 and 86400 seconds, not {d}"));
+            // `{:?}` keeps 1e300 short; `{}` would print all 301 digits.
+            return fail(2, &format!("--duration must be between 0 and 86400 seconds, not {d:?}"));
         }
     }
     let plan = match build_plan(&a) {

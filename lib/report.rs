@@ -29,7 +29,14 @@ fn violations(out: &mut String, list: &[Violation], count: usize) {
         let _ = writeln!(out, "    {:<20} {at}{}", v.kind, v.detail);
     }
     if count > SHOW {
-        let _ = writeln!(out, "    … and {} more (see --json or the kept run directory)", count - SHOW);
+        // `--json` keeps the first few hundred in full and counts the rest.
+        let kept = list.len();
+        let more = count - SHOW;
+        if kept > SHOW {
+            let _ = writeln!(out, "    … and {more} more (--json lists the first {kept}; all are counted)");
+        } else {
+            let _ = writeln!(out, "    … and {more} more");
+        }
     }
 }
 

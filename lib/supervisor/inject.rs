@@ -119,21 +119,35 @@ impl Supervisor<'_> {
 
     /// The run failed or was interrupted and has been torn down: record it, so the
     /// auditor tells a section cut short by the end of the run from a crash.
-    pub(super) fn teardown(&mut self, why: &RunError) {
+    /// Returns the teardown's time, when the run ended and the stall window, for the
+    /// audit, which must know them even if the line cannot be written.
+    pub(super) fn teardown(&mut self, why: &RunError, ended: u64) -> (u64, u64, u64) {
+        let path = self.dir.join(control::FAULT_LOG);
         if self.fault_log.is_none() {
-            let path = self.dir.join(control::FAULT_LOG);
-            self.fault_log = std::fs::OpenOptions::new().create(true).append(true).open(path).ok();
+            self.fault_log = std::fs::OpenOptions::new().create(true).append(true).open(&path).ok();
         }
         let why = match why {
             RunError::Interrupted(_) => "interrupted".to_string(),
             RunError::Failed(f) => format!("run failed: {}", f.lines().next().unwrap_or_default()),
             RunError::Usage(u) => u.clone(),
         };
-        // The log only: it is the end of the run, not one of the plan's faults.
-        let line = self.fault("teardown", None, None, why).log_line();
-        if let Some(log) = self.fault_log.as_mut() {
-            let _ = writeln!(log, "{line}");
+        // The log only: it is the end of the run, not one of the plan's faults. Only what
+        // began within the stall window before the end is the teardown's doing.
+        let window = self.stall_window().as_nanos() as u64;
+        let f = self.fault("teardown", None, None, why);
+        let line =
+            format!("t={} at={:.3}ms teardown ended={ended} window={window} # {}", f.t, f.at_ms, f.note);
+        let written = match self.fault_log.as_mut() {
+            Some(log) => writeln!(log, "{line}").and_then(|()| log.sync_data()),
+            None => Err(std::io::Error::other("it could not be opened")),
+        };
+        if let Err(e) = written {
+            eprintln!(
+                "mutexlab: cannot record the teardown in {}: {e}; this run's audit knows of it, a later `mutexlab audit` will not",
+                path.display()
+            );
         }
+        (f.t, ended, window)
     }
 
     pub(super) fn apply_faults(&mut self) -> Result<(), RunError> {
@@ -410,13 +424,16 @@ mod tests {
         sup.log_fault(AppliedFault { worker: Some(1), dead: Some(1_500), ..bare("kill") });
         sup.record("skip", None, None, "stop w9: no such worker".into());
         // Only the first line of a failure's message: the log is one line per fault.
-        sup.teardown(&RunError::Failed("worker w0 died\n  and more".into()));
+        let (t, ended, window) = sup.teardown(&RunError::Failed("worker w0 died\n  and more".into()), 1_700);
         let log = std::fs::read_to_string(&path).unwrap();
         let last = log.lines().last().unwrap();
-        assert!(last.ends_with(" teardown # run failed: worker w0 died"), "{log}");
+        assert!(last.contains(" teardown ended=1700 window="), "{log}");
+        assert!(last.ends_with(" # run failed: worker w0 died"), "{log}");
         let read = FaultLog::read(&path);
         assert_eq!(read.crashes, vec![Crash { worker: 1, t: 1_000, dead: 1_500 }]);
-        assert!(read.teardown.is_some_and(|t| t > 1_500), "{read:?}");
+        assert_eq!(read.teardown, Some(t));
+        assert_eq!(read.ended, Some((ended, window)));
+        assert_eq!(window, sup.stall_window().as_nanos() as u64);
         // The teardown goes to the log only, not to the report's faults.
         let applied: Vec<&str> = sup.applied.iter().map(|f| f.action.as_str()).collect();
         assert_eq!(applied, ["kill", "skip"]);

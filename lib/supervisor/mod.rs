@@ -144,6 +144,9 @@ pub fn run(opts: &RunOpts) -> Result<RunReport, RunError> {
     };
     *signal_slot().lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
     let result = sup.drive();
+    // When the run ended: the failure was detected (before any diagnosis), or now.
+    let ended =
+        resource::monotonic_ns().saturating_sub(sup.finished.map_or(0, |f| f.elapsed().as_nanos() as u64));
     sup.bar.finish_and_clear();
     // Freeze everyone before anyone leaves (see the module documentation).
     let frozen = sup.freeze_all();
@@ -151,11 +154,9 @@ pub fn run(opts: &RunOpts) -> Result<RunReport, RunError> {
         sup.collect_stats(&frozen);
     }
     sup.stop_all();
-    if let Err(e) = &result {
-        // Whoever was inside or waiting was cut short by the end of the run, not by a
-        // crash. Stamped once every worker is gone, so it follows every record.
-        sup.teardown(e);
-    }
+    // Whoever was inside or waiting was cut short by the end of the run, not by a crash.
+    // Stamped once every worker is gone, so it follows every record.
+    let teardown = result.as_ref().err().map(|e| sup.teardown(e, ended));
     *signal_slot().lock().unwrap_or_else(|e| e.into_inner()) = None;
     let sockets = sup.sockets();
     dir.remove_sockets(&sockets);
@@ -167,7 +168,12 @@ pub fn run(opts: &RunOpts) -> Result<RunReport, RunError> {
         // directory, which is kept.
         Err(e) => return Err(e),
     };
-    let faults = audit::FaultLog::read(&dir.path.join(control::FAULT_LOG));
+    let mut faults = audit::FaultLog::read(&dir.path.join(control::FAULT_LOG));
+    if let (None, Some((t, ended, window))) = (faults.teardown, teardown) {
+        // The line did not reach the disk (a full one, say): the audit knows it anyway.
+        faults.teardown = Some(t);
+        faults.ended = Some((ended, window));
+    }
     let audit = audit::audit_file(&resource_path, &faults).map_err(|e| RunError::Failed(e.to_string()))?;
     let report = sup.report(audit, failure, &dir);
     let kept = if report.ok && !opts.keep { dir.remove(&sockets) } else { true };
@@ -245,9 +251,9 @@ impl<'a> Supervisor<'a> {
         tx: Sender<Event>,
         rx: Receiver<Event>,
     ) -> Result<Self, RunError> {
-        // The longest mesh socket name this run could make must fit a socket address.
-        let longest = dir.join(control::worker_socket(PeerId(MAX_WORKERS - 1), u32::MAX));
-        if longest.as_os_str().len() >= 108 {
+        // Checked before the directory was made too, but symbolic links may have made
+        // its real path longer.
+        if !options::fits_a_socket(dir) {
             return Err(RunError::Usage(format!(
                 "run directory path is too long for a Unix socket ({} bytes); choose a shorter --run-dir",
                 dir.as_os_str().len()

@@ -61,7 +61,7 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
     for (name, v) in [("--cs-ms", opts.cs_ms), ("--think-ms", opts.think_ms)] {
         if !v.is_finite() || !(0.0..=600_000.0).contains(&v) {
             return Err(RunError::Usage(format!(
-                "{name} must be between 0 and 600000 milliseconds, not {v}"
+                "{name} must be between 0 and 600000 milliseconds, not {v:?}"
             )));
         }
     }
@@ -72,12 +72,14 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
     }
     for (name, v) in [("--latency", opts.latency_ms), ("--jitter", opts.jitter_ms)] {
         if !v.is_finite() || !(0.0..=60_000.0).contains(&v) {
-            return Err(RunError::Usage(format!("{name} must be between 0 and 60000 milliseconds, not {v}")));
+            return Err(RunError::Usage(format!(
+                "{name} must be between 0 and 60000 milliseconds, not {v:?}"
+            )));
         }
     }
     if !opts.drop.is_finite() || !(0.0..=1.0).contains(&opts.drop) {
         return Err(RunError::Usage(format!(
-            "--drop must be a probability between 0 and 1, not {}",
+            "--drop must be a probability between 0 and 1, not {:?}",
             opts.drop
         )));
     }
@@ -97,7 +99,25 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
     }
     // The check every worker applies to what it is handed: refuse here what it would.
     settings(opts, 0, 0, 0, None).check().map_err(|e| RunError::Usage(format!("invalid settings: {e}")))?;
+    // Before anything is made: a run directory whose sockets could not be named.
+    if let Some(dir) = &opts.run_dir {
+        let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
+        if !fits_a_socket(&dir) {
+            return Err(RunError::Usage(format!(
+                "run directory path is too long for a Unix socket ({} bytes); choose a shorter --run-dir",
+                dir.as_os_str().len()
+            )));
+        }
+    }
     Ok(info)
+}
+
+/// Whether the longest mesh socket name a run could make in `dir` fits a socket
+/// address (108 bytes on Linux, the terminating zero included).
+pub(super) fn fits_a_socket(dir: &std::path::Path) -> bool {
+    let longest =
+        dir.join(crate::control::worker_socket(crate::algorithm::PeerId(MAX_WORKERS - 1), u32::MAX));
+    longest.as_os_str().len() < 108
 }
 
 /// Milliseconds as a duration; anything not above zero (`-0` included) is zero.

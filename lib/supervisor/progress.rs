@@ -49,7 +49,7 @@ impl Supervisor<'_> {
     }
 
     /// The stall window: at least `--stall-ms`, and long enough for a few slow sections.
-    fn stall_window(&self) -> Duration {
+    pub(super) fn stall_window(&self) -> Duration {
         let o = self.opts;
         let floor = 3.0 * (o.cs_ms + 2.0 * o.think_ms + o.latency_ms + o.jitter_ms);
         Duration::from_millis(o.stall_ms.max(floor.ceil() as u64))

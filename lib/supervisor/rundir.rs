@@ -105,6 +105,17 @@ fn claim(p: &Path) -> Result<RunDir, RunError> {
             st.st_uid
         )));
     }
+    // A shared directory (sticky, like /tmp or /dev/shm) or a mount point is not the
+    // run's to make private: its mode would stay changed after the run.
+    let sticky = st.st_mode & nix::libc::S_ISVTX != 0;
+    let mount_point =
+        path.parent().and_then(|up| stat::stat(up).ok()).is_some_and(|up| up.st_dev != st.st_dev);
+    if sticky || mount_point {
+        let what = if sticky { "is shared (sticky bit)" } else { "is a mount point" };
+        return Err(RunError::Usage(format!(
+            "run directory {shown} {what}; choose a directory of its own inside it"
+        )));
+    }
     // Lock before looking inside: of two runs that both found the directory new or empty,
     // only the one holding the lock goes on.
     lock(&fd, &path)?;
