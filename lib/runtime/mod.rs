@@ -114,6 +114,9 @@ use crate::host::{Breach, Effect, Host, Step};
 use crate::resource::{self, Fence, Record, Resource};
 use crate::wire::{self, Envelope, Fill, FrameReader};
 
+mod netfaults;
+use netfaults::NetFaults;
+
 /// Everything a worker runs with: its settings, where the run lives, and the secret.
 #[derive(Clone, Debug)]
 pub struct WorkerOpts {
@@ -326,18 +329,6 @@ struct Worker<A: Node<Service = crate::algorithm::Mutex>> {
     scratch: Vec<u8>,
     /// Message faults, applied on the send path.
     net: NetFaults,
-}
-
-/// Latency, loss and partitions, applied to outgoing frames. Delays keep each channel
-/// FIFO: a frame is never released before one sent earlier on the same channel.
-struct NetFaults {
-    active: bool,
-    rng: ChaCha8Rng,
-    delayed: Vec<VecDeque<(Instant, Vec<u8>)>>,
-    /// Frames held back by a partition, per peer, in order.
-    held: Vec<Vec<u8>>,
-    /// Group number of each worker while partitioned.
-    groups: Option<Vec<usize>>,
 }
 
 impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
@@ -1243,86 +1234,6 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
             self.lock_file = Some(file);
         }
         Ok(())
-    }
-
-    /// Send `msg` to `to` (the host has checked that `to` is a peer).
-    fn send(&mut self, to: PeerId, msg: &A::Msg) {
-        self.clock = self.clock.saturating_add(1);
-        let env = Envelope { from: self.me, to, clock: self.clock, msg: msg.clone() };
-        *self.stats.sent.entry(msg.kind().to_string()).or_default() += 1;
-        if self.peers[to.index()].down {
-            // Nobody to deliver it to; a new incarnation starts afresh.
-            return;
-        }
-        if !self.net.active && self.net.groups.is_none() {
-            wire::encode(&mut self.peers[to.index()].out, &env);
-            return;
-        }
-        if self.opts.drop > 0.0 && self.net.rng.random_bool(self.opts.drop.min(1.0)) {
-            self.stats.lost += 1;
-            return;
-        }
-        let mut frame = Vec::new();
-        wire::encode(&mut frame, &env);
-        let delay = self.opts.latency
-            + if self.opts.jitter.is_zero() {
-                Duration::ZERO
-            } else {
-                self.opts.jitter.mul_f64(self.net.rng.random_range(0.0..1.0))
-            };
-        if delay.is_zero() && self.net.delayed[to.index()].is_empty() {
-            self.release(to, &frame);
-            return;
-        }
-        let q = &mut self.net.delayed[to.index()];
-        let due = (Instant::now() + delay).max(q.back().map_or(Instant::now(), |(t, _)| *t));
-        q.push_back((due, frame));
-        self.push_timer(due.saturating_duration_since(Instant::now()), TimerKind::Deliver);
-    }
-
-    /// Hand a frame to the peer's queue, or hold it if a partition is in the way.
-    fn release(&mut self, to: PeerId, frame: &[u8]) {
-        let cut = self.net.groups.as_ref().is_some_and(|g| g[to.index()] != g[self.me.index()]);
-        if cut {
-            self.net.held[to.index()].extend_from_slice(frame);
-        } else {
-            self.peers[to.index()].out.extend_from_slice(frame);
-        }
-    }
-
-    /// Release every delayed frame that is due.
-    fn deliver_due(&mut self) {
-        let now = Instant::now();
-        for i in 0..self.net.delayed.len() {
-            while self.net.delayed[i].front().is_some_and(|(t, _)| *t <= now) {
-                let (_, frame) = self.net.delayed[i].pop_front().expect("checked above");
-                self.release(PeerId(i as u32), &frame);
-            }
-        }
-    }
-
-    fn partition(&mut self, groups: Option<Vec<Vec<u32>>>) {
-        match groups {
-            Some(groups) => {
-                // Workers named in no group form one more group together.
-                let mut of = vec![groups.len(); self.opts.workers as usize];
-                for (g, members) in groups.iter().enumerate() {
-                    for &w in members {
-                        if let Some(slot) = of.get_mut(w as usize) {
-                            *slot = g;
-                        }
-                    }
-                }
-                self.net.groups = Some(of);
-            }
-            None => {
-                self.net.groups = None;
-                for i in 0..self.peers.len() {
-                    let held = std::mem::take(&mut self.net.held[i]);
-                    self.peers[i].out.extend_from_slice(&held);
-                }
-            }
-        }
     }
 
     /// One non-blocking pass over every outgoing queue.
