@@ -41,12 +41,18 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
             wire::encode(&mut self.peers[to.index()].out, &env);
             return;
         }
+        self.send_with_faults(to, &env);
+    }
+
+    /// The rest of `send` when faults are on: lose the frame, delay it, or release it
+    /// now (into the peer's queue, or held back by a partition).
+    fn send_with_faults(&mut self, to: PeerId, env: &Envelope<A::Msg>) {
         if self.opts.drop > 0.0 && self.net.rng.random_bool(self.opts.drop.min(1.0)) {
             self.stats.lost += 1;
             return;
         }
         let mut frame = Vec::new();
-        wire::encode(&mut frame, &env);
+        wire::encode(&mut frame, env);
         let delay = self.opts.latency
             + if self.opts.jitter.is_zero() {
                 Duration::ZERO
@@ -86,18 +92,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
 
     pub(super) fn partition(&mut self, groups: Option<Vec<Vec<u32>>>) {
         match groups {
-            Some(groups) => {
-                // Workers named in no group form one more group together.
-                let mut of = vec![groups.len(); self.opts.workers as usize];
-                for (g, members) in groups.iter().enumerate() {
-                    for &w in members {
-                        if let Some(slot) = of.get_mut(w as usize) {
-                            *slot = g;
-                        }
-                    }
-                }
-                self.net.groups = Some(of);
-            }
+            Some(groups) => self.net.groups = Some(group_of(&groups, self.opts.workers)),
             None => {
                 self.net.groups = None;
                 for i in 0..self.peers.len() {
@@ -106,5 +101,41 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
                 }
             }
         }
+    }
+}
+
+/// Each worker's group number under the partition `groups` (ids beyond the run are
+/// ignored).
+fn group_of(groups: &[Vec<u32>], workers: u32) -> Vec<usize> {
+    // Workers named in no group form one more group together.
+    let mut of = vec![groups.len(); workers as usize];
+    for (g, members) in groups.iter().enumerate() {
+        for &w in members {
+            if let Some(slot) = of.get_mut(w as usize) {
+                *slot = g;
+            }
+        }
+    }
+    of
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workers_named_in_no_group_form_one_more_group() {
+        assert_eq!(group_of(&[vec![0, 2], vec![1]], 5), vec![0, 1, 0, 2, 2]);
+        assert_eq!(group_of(&[vec![3]], 4), vec![1, 1, 1, 0]);
+    }
+
+    #[test]
+    fn ids_beyond_the_run_are_ignored() {
+        assert_eq!(group_of(&[vec![0, 7], vec![1, 99]], 3), vec![0, 1, 2]);
+    }
+
+    #[test]
+    fn no_groups_is_one_group_of_everyone() {
+        assert_eq!(group_of(&[], 3), vec![0, 0, 0]);
     }
 }
