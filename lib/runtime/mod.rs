@@ -94,13 +94,15 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 use crate::algorithm::{Algorithm, Config, Input, Message, MutexEvent, Node, NodeInput, PeerId};
 use crate::algos::{self, AlgoInfo, AlgoVisitor};
 use crate::auth::{Hello, Secret};
-use crate::control::{self, PendingState, ToSupervisor, ToWorker, WorkerSettings, WorkerSetup, WorkerStats};
+use crate::control::{self, ToSupervisor, ToWorker, WorkerSettings, WorkerStats};
 use crate::host::{Breach, Effect, Host, Step};
 use crate::resource::{self, Resource};
 use crate::wire::{self, Envelope, Fill, FrameReader};
 
+mod link;
 mod netfaults;
 mod workload;
+use link::setup;
 use netfaults::NetFaults;
 use workload::{App, Local};
 
@@ -132,25 +134,6 @@ pub fn run_worker(run_dir: &Path, cmdline_id: Option<u32>) -> anyhow::Result<()>
         let _ = link.write_all(&buf);
     }
     result
-}
-
-/// Read and check the setup frame.
-fn setup(link: &mut StdUnixStream, run_dir: &Path, cmdline_id: Option<u32>) -> anyhow::Result<WorkerOpts> {
-    let setup = match wire::read_blocking::<WorkerSetup, _>(link) {
-        Ok(Some(s)) => s,
-        Ok(None) => anyhow::bail!("the supervisor closed the control link before sending the setup"),
-        Err(e) => anyhow::bail!("bad setup on the control link: {e}"),
-    };
-    setup.settings.check().map_err(|e| anyhow::anyhow!("bad setup: {e}"))?;
-    if let Some(id) = cmdline_id.filter(|&id| id != setup.settings.id) {
-        anyhow::bail!("the command line says worker {id} but the setup says {}", setup.settings.id);
-    }
-    if let Some(parent) = setup.settings.parent {
-        if nix::unistd::getppid().as_raw() as u32 != parent {
-            anyhow::bail!("supervisor {parent} is gone");
-        }
-    }
-    Ok(WorkerOpts { settings: setup.settings, run_dir: run_dir.to_path_buf(), secret: setup.secret })
 }
 
 struct Runner(WorkerOpts, StdUnixStream);
@@ -384,12 +367,6 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
     fn log(&self, what: std::fmt::Arguments<'_>) {
         let line = format!("mutexlab: {}: {what}\n", self.me);
         let _ = io::stderr().lock().write_all(line.as_bytes());
-    }
-
-    fn tell_supervisor(&mut self, msg: &ToSupervisor) -> io::Result<()> {
-        self.scratch.clear();
-        wire::encode(&mut self.scratch, msg);
-        self.control.write_all(&self.scratch)
     }
 
     /// The worker was sent SIGTERM or SIGINT.
@@ -939,50 +916,6 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
             return Ok(());
         }
         self.input(Input::PeerDown { peer })
-    }
-
-    fn control_readable(&mut self) -> anyhow::Result<()> {
-        let fill = self.control_reader.fill(&mut self.control)?;
-        while let Some(body) = self.control_reader.next_frame()? {
-            let msg = wire::decode::<ToWorker>(body)?;
-            match msg {
-                ToWorker::Finish => {
-                    self.stats.entries = self.entries;
-                    let stats = ToSupervisor::Stats(self.stats.clone());
-                    self.flush_all()?;
-                    self.control.set_nonblocking(false)?;
-                    self.tell_supervisor(&stats)?;
-                    self.running = false;
-                    return Ok(());
-                }
-                ToWorker::Query => {
-                    let state = PendingState {
-                        app: self.app.name().to_string(),
-                        since_ns: self.app_since,
-                        algorithm: self.host.node().waiting_for(),
-                        entries: self.entries,
-                        down: (0..self.opts.workers)
-                            .map(PeerId)
-                            .filter(|p| *p != self.me && self.peers[p.index()].stream.is_none())
-                            .collect(),
-                    };
-                    self.control.set_nonblocking(false)?;
-                    self.tell_supervisor(&ToSupervisor::Pending(state))?;
-                    self.control.set_nonblocking(true)?;
-                }
-                ToWorker::Start { .. } => self.log(format_args!("ignoring a second Start")),
-                ToWorker::Incarnation { id, incarnation } => self.announce(id, incarnation)?,
-                ToWorker::Partition { groups } => self.partition(Some(groups)),
-                ToWorker::Heal => self.partition(None),
-            }
-        }
-        match fill {
-            // The supervisor is gone: nobody will audit or stop us, so stop now.
-            Fill::Eof => self.running = false,
-            Fill::Budget => self.again.push(CONTROL),
-            Fill::WouldBlock => {}
-        }
-        Ok(())
     }
 
     fn push_timer(&mut self, after: Duration, kind: TimerKind) {
