@@ -12,7 +12,7 @@ use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
 use super::{TimerKind, Worker};
-use crate::algorithm::{Message, Node, PeerId};
+use crate::algorithm::{Node, PeerId};
 use crate::wire::{self, Envelope};
 
 /// Latency, loss and partitions, applied to outgoing frames. Delays keep each channel
@@ -28,25 +28,9 @@ pub(super) struct NetFaults {
 }
 
 impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
-    /// Send `msg` to `to` (the host has checked that `to` is a peer).
-    pub(super) fn send(&mut self, to: PeerId, msg: &A::Msg) {
-        self.clock = self.clock.saturating_add(1);
-        let env = Envelope { from: self.me, to, clock: self.clock, msg: msg.clone() };
-        *self.stats.sent.entry(msg.kind().to_string()).or_default() += 1;
-        if self.peers[to.index()].down {
-            // Nobody to deliver it to; a new incarnation starts afresh.
-            return;
-        }
-        if !self.net.active && self.net.groups.is_none() {
-            wire::encode(&mut self.peers[to.index()].out, &env);
-            return;
-        }
-        self.send_with_faults(to, &env);
-    }
-
     /// The rest of `send` when faults are on: lose the frame, delay it, or release it
     /// now (into the peer's queue, or held back by a partition).
-    fn send_with_faults(&mut self, to: PeerId, env: &Envelope<A::Msg>) {
+    pub(super) fn send_with_faults(&mut self, to: PeerId, env: &Envelope<A::Msg>) {
         if self.opts.drop > 0.0 && self.net.rng.random_bool(self.opts.drop.min(1.0)) {
             self.stats.lost += 1;
             return;
