@@ -49,7 +49,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
             let msg = wire::decode::<ToWorker>(body)?;
             match msg {
                 ToWorker::Finish => {
-                    self.stats.entries = self.entries;
+                    self.stats.entries = self.work.entries;
                     let stats = ToSupervisor::Stats(self.stats.clone());
                     self.flush_all()?;
                     self.control.set_nonblocking(false)?;
@@ -59,13 +59,13 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
                 }
                 ToWorker::Query => {
                     let state = PendingState {
-                        app: self.app.name().to_string(),
-                        since_ns: self.app_since,
+                        app: self.work.app.name().to_string(),
+                        since_ns: self.work.app_since,
                         algorithm: self.host.node().waiting_for(),
-                        entries: self.entries,
+                        entries: self.work.entries,
                         down: (0..self.opts.workers)
                             .map(PeerId)
-                            .filter(|p| *p != self.me && self.peers[p.index()].stream.is_none())
+                            .filter(|p| *p != self.me && self.mesh.peers[p.index()].stream.is_none())
                             .collect(),
                     };
                     self.control.set_nonblocking(false)?;

@@ -60,16 +60,17 @@
 //! the peer is down for the algorithm. A stream that ends inside a frame loses that
 //! partial frame (a line on stderr) and is a closed channel like any other.
 
+use std::collections::HashMap;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use mio::net::UnixStream;
+use mio::net::{UnixListener, UnixStream};
 use mio::{Interest, Token};
 
 use super::{TimerKind, Worker, LISTENER, PEER_BASE, PENDING_BASE};
 use crate::algorithm::{Input, Message, Node, PeerId};
-use crate::auth::Hello;
+use crate::auth::{Hello, Secret};
 use crate::wire::{self, Envelope, Fill, FrameReader};
 
 /// How long an accepted connection may stay silent before its hello.
@@ -119,17 +120,39 @@ pub(super) struct PendingConn {
     held: Option<Hello>,
 }
 
+/// The mesh's part of a worker: the listening socket, a [`Peer`] per worker, the
+/// connections still waiting for their hello, and which life of each worker the
+/// supervisor announced.
+pub(super) struct Mesh {
+    /// The run's secret, which every hello proves.
+    pub(super) secret: Secret,
+    /// Each worker's current incarnation, as the supervisor announced it.
+    pub(super) announced: Vec<u32>,
+    pub(super) listener: UnixListener,
+    pub(super) socket_path: PathBuf,
+    pub(super) peers: Vec<Peer>,
+    pub(super) pending_conns: HashMap<Token, PendingConn>,
+    pub(super) next_pending: usize,
+    pub(super) max_pending: usize,
+    /// An `Accept` timer is set.
+    pub(super) accept_retry: bool,
+    /// `accept` failures in a row (logged when the streak starts and when it ends).
+    pub(super) accept_failures: u64,
+    /// Bad frames logged so far.
+    pub(super) bad_logged: u64,
+}
+
 impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
     /// Dial `peer` at `path` at startup. False if it cannot be reached: the caller then
     /// tells the algorithm it is down (after `on_start`), and it will dial us when it
     /// starts again. A full backlog is not failure: the dial is tried again later.
     pub(super) fn dial(&mut self, peer: PeerId, path: PathBuf) -> bool {
-        self.peers[peer.index()].incarnation = self.announced[peer.index()];
+        self.mesh.peers[peer.index()].incarnation = self.mesh.announced[peer.index()];
         match self.connect(peer, &path) {
             Ok(()) => true,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 self.log(format_args!("{peer}'s backlog is full; dialing again shortly"));
-                self.peers[peer.index()].redial = Some((path, REDIAL_FIRST));
+                self.mesh.peers[peer.index()].redial = Some((path, REDIAL_FIRST));
                 self.push_timer(REDIAL_FIRST, TimerKind::Redial(peer.index()));
                 true
             }
@@ -147,7 +170,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
     fn connect(&mut self, peer: PeerId, path: &Path) -> io::Result<()> {
         let mut stream = UnixStream::connect(path)?;
         let mut hello = Vec::new();
-        wire::encode(&mut hello, &Hello::new(&self.secret, self.me, peer, self.opts.incarnation));
+        wire::encode(&mut hello, &Hello::new(&self.mesh.secret, self.me, peer, self.opts.incarnation));
         // Say hello at once (a fresh socket has room for it): a listener drops callers
         // that stay silent too long, and this worker might be paused before it flushes.
         let mut sent = 0;
@@ -161,7 +184,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
             }
         }
         self.poll.registry().register(&mut stream, Token(PEER_BASE + peer.index()), Interest::READABLE)?;
-        let p = &mut self.peers[peer.index()];
+        let p = &mut self.mesh.peers[peer.index()];
         // The rest of the hello must go first, ahead of anything queued for this peer.
         let mut out = hello[sent..].to_vec();
         out.extend_from_slice(&p.out[p.written..]);
@@ -176,7 +199,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
 
     /// The `Redial` timer for `peer` fired.
     pub(super) fn redial(&mut self, peer: PeerId) -> anyhow::Result<()> {
-        let p = &mut self.peers[peer.index()];
+        let p = &mut self.mesh.peers[peer.index()];
         let Some((path, wait)) = p.redial.take() else {
             return Ok(());
         };
@@ -187,7 +210,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 let next = (wait * 2).min(REDIAL_MAX);
-                self.peers[peer.index()].redial = Some((path, next));
+                self.mesh.peers[peer.index()].redial = Some((path, next));
                 self.push_timer(next, TimerKind::Redial(peer.index()));
                 Ok(())
             }
@@ -205,13 +228,13 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         let mut refused = 0u64;
         let mut more = true;
         for _ in 0..ACCEPT_BATCH {
-            match self.listener.accept() {
+            match self.mesh.listener.accept() {
                 Ok((stream, _)) => {
-                    if self.accept_failures > 0 {
-                        let n = std::mem::take(&mut self.accept_failures);
+                    if self.mesh.accept_failures > 0 {
+                        let n = std::mem::take(&mut self.mesh.accept_failures);
                         self.log(format_args!("accepting connections again after {n} failed tries"));
                     }
-                    if self.pending_conns.len() >= self.max_pending {
+                    if self.mesh.pending_conns.len() >= self.mesh.max_pending {
                         // Closed at once: idle callers must not use up our descriptors.
                         refused += 1;
                         self.stats.dropped_connections += 1;
@@ -230,15 +253,15 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
                     // EMFILE, ENFILE, ENOBUFS…: the callers stay in the backlog. Try again
                     // shortly, when hello deadlines may have freed descriptors; a failing
                     // accept must neither end the worker nor spin.
-                    if self.accept_failures == 0 {
+                    if self.mesh.accept_failures == 0 {
                         self.log(format_args!(
                             "accepting a connection failed: {e}; trying again every {} ms",
                             ACCEPT_RETRY.as_millis()
                         ));
                     }
-                    self.accept_failures += 1;
-                    if !self.accept_retry {
-                        self.accept_retry = true;
+                    self.mesh.accept_failures += 1;
+                    if !self.mesh.accept_retry {
+                        self.mesh.accept_retry = true;
                         self.push_timer(ACCEPT_RETRY, TimerKind::Accept);
                     }
                     more = false;
@@ -252,28 +275,30 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         if refused > 0 {
             self.log(format_args!(
                 "refused {refused} connection(s): {} already waiting for their hello",
-                self.pending_conns.len()
+                self.mesh.pending_conns.len()
             ));
         }
         Ok(())
     }
 
     fn add_pending(&mut self, mut stream: UnixStream) -> anyhow::Result<()> {
-        let token = Token(PENDING_BASE + self.next_pending);
-        self.next_pending += 1;
+        let token = Token(PENDING_BASE + self.mesh.next_pending);
+        self.mesh.next_pending += 1;
         if let Err(e) = self.poll.registry().register(&mut stream, token, Interest::READABLE) {
             self.log(format_args!("dropping a connection that cannot be polled: {e}"));
             self.stats.dropped_connections += 1;
             return Ok(());
         }
-        self.pending_conns.insert(token, PendingConn { stream, reader: FrameReader::default(), held: None });
+        self.mesh
+            .pending_conns
+            .insert(token, PendingConn { stream, reader: FrameReader::default(), held: None });
         self.push_timer(HELLO_DEADLINE, TimerKind::HelloDue(token.0));
         // Data may already be waiting; edge-triggered polling would not say so.
         self.pending_readable(token)
     }
 
     fn drop_pending(&mut self, token: Token, why: std::fmt::Arguments<'_>) {
-        if let Some(mut pc) = self.pending_conns.remove(&token) {
+        if let Some(mut pc) = self.mesh.pending_conns.remove(&token) {
             let _ = self.poll.registry().deregister(&mut pc.stream);
             self.stats.dropped_connections += 1;
             self.log(why);
@@ -283,7 +308,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
     /// The `HelloDue` timer of a pending connection fired.
     pub(super) fn hello_overdue(&mut self, token: Token) {
         let secs = HELLO_DEADLINE.as_secs_f64();
-        let held = self.pending_conns.get(&token).and_then(|pc| pc.held.clone());
+        let held = self.mesh.pending_conns.get(&token).and_then(|pc| pc.held.clone());
         match held {
             Some(h) => self.drop_pending(
                 token,
@@ -300,7 +325,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
 
     /// A connection that has not said hello yet.
     pub(super) fn pending_readable(&mut self, token: Token) -> anyhow::Result<()> {
-        let Some(pc) = self.pending_conns.get_mut(&token) else {
+        let Some(pc) = self.mesh.pending_conns.get_mut(&token) else {
             return Ok(());
         };
         if pc.held.is_some() {
@@ -337,7 +362,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
             }
         };
         let (from, to, inc) = (hello.from, hello.to, hello.incarnation);
-        let wrong = if !hello.proves(&self.secret) {
+        let wrong = if !hello.proves(&self.mesh.secret) {
             Some(format!("claims to be {from} (incarnation {inc}) without the run's secret"))
         } else if to != self.me {
             Some(format!("from {from} is addressed to {to}"))
@@ -357,11 +382,11 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
     /// supervisor announces its incarnation, or refuse it.
     fn consider(&mut self, token: Token, hello: Hello) -> anyhow::Result<()> {
         let (peer, inc) = (hello.from, hello.incarnation);
-        let announced = self.announced[peer.index()];
-        let p = &self.peers[peer.index()];
+        let announced = self.mesh.announced[peer.index()];
+        let p = &self.mesh.peers[peer.index()];
         if inc > announced {
             // Its notice may still be on the way: wait for it (see `announce`).
-            if let Some(pc) = self.pending_conns.get_mut(&token) {
+            if let Some(pc) = self.mesh.pending_conns.get_mut(&token) {
                 pc.held = Some(hello);
             }
             return Ok(());
@@ -378,7 +403,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
             self.drop_pending(token, format_args!("refusing a connection whose hello {why}"));
             return Ok(());
         }
-        let Some(PendingConn { stream, reader, .. }) = self.pending_conns.remove(&token) else {
+        let Some(PendingConn { stream, reader, .. }) = self.mesh.pending_conns.remove(&token) else {
             return Ok(());
         };
         self.adopt(hello, stream, reader)
@@ -387,13 +412,14 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
     /// The supervisor says worker `peer` now lives as `incarnation`: believe it, and
     /// take up any hello from that life that was waiting for this.
     pub(super) fn announce(&mut self, peer: PeerId, incarnation: u32) -> anyhow::Result<()> {
-        if peer.index() >= self.announced.len() || peer == self.me {
+        if peer.index() >= self.mesh.announced.len() || peer == self.me {
             self.log(format_args!("ignoring an announcement about {peer}, which is not a peer"));
             return Ok(());
         }
-        let slot = &mut self.announced[peer.index()];
+        let slot = &mut self.mesh.announced[peer.index()];
         *slot = (*slot).max(incarnation);
         let waiting: Vec<Token> = self
+            .mesh
             .pending_conns
             .iter()
             .filter(|(_, pc)| {
@@ -402,7 +428,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
             .map(|(t, _)| *t)
             .collect();
         for token in waiting {
-            let hello = self.pending_conns.get_mut(&token).and_then(|pc| pc.held.take());
+            let hello = self.mesh.pending_conns.get_mut(&token).and_then(|pc| pc.held.take());
             if let Some(hello) = hello {
                 self.consider(token, hello)?;
             }
@@ -415,7 +441,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
     fn adopt(&mut self, hello: Hello, mut stream: UnixStream, reader: FrameReader) -> anyhow::Result<()> {
         let peer = hello.from;
         let idx = peer.index();
-        if hello.incarnation > self.peers[idx].incarnation {
+        if hello.incarnation > self.mesh.peers[idx].incarnation {
             // A new incarnation with fresh state: the old one is gone, whether or not its
             // channel has closed yet, and so is everything queued for it.
             self.peer_readable(peer)?;
@@ -428,7 +454,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
             self.log(format_args!("dropping {peer}'s connection: {e}"));
             return self.lost(peer);
         }
-        let p = &mut self.peers[idx];
+        let p = &mut self.mesh.peers[idx];
         p.stream = Some(stream);
         p.write_interest = false; // registered READABLE only
         p.reader = reader;
@@ -445,7 +471,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
     /// Read what `peer`'s channel has and deliver it.
     pub(super) fn peer_readable(&mut self, peer: PeerId) -> anyhow::Result<()> {
         let idx = peer.index();
-        let p = &mut self.peers[idx];
+        let p = &mut self.mesh.peers[idx];
         let (stream, reader) = match p.stream.as_mut() {
             Some(s) => (s, &mut p.reader),
             None => return Ok(()),
@@ -474,11 +500,11 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         let cut_short = reader.finish().err();
         for line in bad {
             self.stats.bad_frames += 1;
-            self.bad_logged += 1;
-            if self.bad_logged <= BAD_FRAME_LINES {
+            self.mesh.bad_logged += 1;
+            if self.mesh.bad_logged <= BAD_FRAME_LINES {
                 self.log(format_args!("{line}"));
             }
-            if self.bad_logged == BAD_FRAME_LINES {
+            if self.mesh.bad_logged == BAD_FRAME_LINES {
                 self.log(format_args!("further bad frames are counted, not logged"));
             }
         }
@@ -519,7 +545,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
     /// algorithm, unless it was told already.
     pub(super) fn lost(&mut self, peer: PeerId) -> anyhow::Result<()> {
         let idx = peer.index();
-        let p = &mut self.peers[idx];
+        let p = &mut self.mesh.peers[idx];
         if let Some(mut stream) = p.stream.take() {
             let _ = self.poll.registry().deregister(&mut stream);
         }
@@ -541,12 +567,12 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         self.clock = self.clock.saturating_add(1);
         let env = Envelope { from: self.me, to, clock: self.clock, msg: msg.clone() };
         *self.stats.sent.entry(msg.kind().to_string()).or_default() += 1;
-        if self.peers[to.index()].down {
+        if self.mesh.peers[to.index()].down {
             // Nobody to deliver it to; a new incarnation starts afresh.
             return;
         }
         if !self.net.active && self.net.groups.is_none() {
-            wire::encode(&mut self.peers[to.index()].out, &env);
+            wire::encode(&mut self.mesh.peers[to.index()].out, &env);
             return;
         }
         self.send_with_faults(to, &env);
@@ -554,8 +580,8 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
 
     /// One non-blocking pass over every outgoing queue.
     pub(super) fn flush_all(&mut self) -> anyhow::Result<()> {
-        for i in 0..self.peers.len() {
-            let p = &mut self.peers[i];
+        for i in 0..self.mesh.peers.len() {
+            let p = &mut self.mesh.peers[i];
             if p.written == p.out.len() {
                 continue;
             }

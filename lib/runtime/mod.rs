@@ -51,9 +51,9 @@ mod netfaults;
 mod workload;
 use link::setup;
 pub use mesh::{max_pending, BAD_FRAME_LINES, HELLO_DEADLINE};
-use mesh::{Peer, PendingConn};
+use mesh::{Mesh, Peer};
 use netfaults::NetFaults;
-use workload::{App, Local};
+use workload::{App, Local, Workload};
 
 /// Everything a worker runs with: its settings, where the run lives, and the secret.
 #[derive(Clone, Debug)]
@@ -124,49 +124,27 @@ enum TimerKind {
 struct Worker<A: Node<Service = crate::algorithm::Mutex>> {
     opts: WorkerSettings,
     run_dir: PathBuf,
-    secret: Secret,
-    /// Each worker's current incarnation, as the supervisor announced it.
-    announced: Vec<u32>,
     me: PeerId,
     /// The algorithm, behind the host that keeps the driver contract.
     host: Host<A>,
     poll: Poll,
-    listener: UnixListener,
-    socket_path: PathBuf,
     control: StdUnixStream,
     control_reader: FrameReader,
     signals: signal_hook_mio::v1_0::Signals,
     /// Set by the SIGTERM/SIGINT handler itself, so it is seen even between two polls.
     term: Arc<AtomicBool>,
-    peers: Vec<Peer>,
-    pending_conns: HashMap<Token, PendingConn>,
-    next_pending: usize,
-    max_pending: usize,
+    /// The Unix-socket mesh: listener, peers, pending connections (`mesh.rs`).
+    mesh: Mesh,
     /// Sources whose read budget ran out: served again on the next turn of the loop.
     again: Vec<Token>,
-    /// An `Accept` timer is set.
-    accept_retry: bool,
-    /// `accept` failures in a row (logged when the streak starts and when it ends).
-    accept_failures: u64,
-    /// Bad frames logged so far.
-    bad_logged: u64,
     clock: u64,
     started: Instant,
-    deadline: Option<Instant>,
     timers: BinaryHeap<std::cmp::Reverse<(Instant, u64, TimerKind)>>,
     timer_seq: u64,
     /// Algorithm timers armed and not yet fired, by generation.
     algo_timers: HashMap<u64, A::Timer>,
-    local: VecDeque<Local>,
-    app: App,
-    app_since: u64,
-    entries: u64,
-    resource: Resource,
-    /// Where `resource` lives, for error messages.
-    resource_path: PathBuf,
-    lock_file: Option<File>,
-    held_lock: Option<nix::fcntl::Flock<File>>,
-    rng: ChaCha8Rng,
+    /// The application's loop and the resource file (`workload.rs`).
+    work: Workload,
     stats: WorkerStats,
     running: bool,
     scratch: Vec<u8>,
@@ -216,39 +194,44 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         let n = opts.workers as usize;
         Ok(Worker {
             run_dir,
-            secret,
-            announced: vec![0; n],
-            resource_path,
             me,
             host: Host::new(cfg),
             poll,
-            listener,
-            socket_path,
             control,
             control_reader: FrameReader::default(),
             signals,
             term,
-            peers: (0..n).map(|_| Peer::default()).collect(),
-            pending_conns: HashMap::new(),
-            next_pending: 0,
-            max_pending: max_pending(opts.workers),
+            mesh: Mesh {
+                secret,
+                announced: vec![0; n],
+                listener,
+                socket_path,
+                peers: (0..n).map(|_| Peer::default()).collect(),
+                pending_conns: HashMap::new(),
+                next_pending: 0,
+                max_pending: max_pending(opts.workers),
+                accept_retry: false,
+                accept_failures: 0,
+                bad_logged: 0,
+            },
             again: Vec::new(),
-            accept_retry: false,
-            accept_failures: 0,
-            bad_logged: 0,
             clock,
             started: Instant::now(),
-            deadline: None,
             timers: BinaryHeap::new(),
             timer_seq: 0,
             algo_timers: HashMap::new(),
-            local: VecDeque::new(),
-            app: App::Starting,
-            app_since: resource::monotonic_ns(),
-            resource,
-            lock_file,
-            held_lock: None,
-            rng: ChaCha8Rng::seed_from_u64(seed),
+            work: Workload {
+                deadline: None,
+                local: VecDeque::new(),
+                app: App::Starting,
+                app_since: resource::monotonic_ns(),
+                entries: opts.start_entry,
+                resource,
+                resource_path,
+                lock_file,
+                held_lock: None,
+                rng: ChaCha8Rng::seed_from_u64(seed),
+            },
             stats: WorkerStats { id: me, ..Default::default() },
             running: true,
             scratch: Vec::with_capacity(256),
@@ -259,7 +242,6 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
                 held: vec![Vec::new(); n],
                 groups: None,
             },
-            entries: opts.start_entry,
             opts,
         })
     }
@@ -283,8 +265,8 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         // Wait for Start on the blocking control stream: nothing else can happen yet.
         let dial = match wire::read_blocking::<ToWorker, _>(&mut self.control)? {
             Some(ToWorker::Start { dial, incarnations }) => {
-                for (p, inc) in incarnations.into_iter().enumerate().take(self.announced.len()) {
-                    self.announced[p] = inc;
+                for (p, inc) in incarnations.into_iter().enumerate().take(self.mesh.announced.len()) {
+                    self.mesh.announced[p] = inc;
                 }
                 dial
             }
@@ -326,7 +308,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
             unreachable.extend(dead);
         }
         self.started = Instant::now();
-        self.deadline = self.opts.duration.map(|d| self.started + d);
+        self.work.deadline = self.opts.duration.map(|d| self.started + d);
         self.input(Input::Start)?;
         for peer in unreachable {
             self.lost(peer)?;
@@ -420,12 +402,12 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
             }
             self.timers.pop();
             match kind {
-                TimerKind::Think => self.local.push_back(Local::WantCs),
+                TimerKind::Think => self.work.local.push_back(Local::WantCs),
                 TimerKind::Deliver => self.deliver_due(),
-                TimerKind::CsDone => self.local.push_back(Local::CsDone),
+                TimerKind::CsDone => self.work.local.push_back(Local::CsDone),
                 TimerKind::HelloDue(t) => self.hello_overdue(Token(t)),
                 TimerKind::Accept => {
-                    self.accept_retry = false;
+                    self.mesh.accept_retry = false;
                     self.accept()?;
                 }
                 TimerKind::Redial(i) => self.redial(PeerId(i as u32))?,
@@ -479,6 +461,6 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
 
 impl<A: Node<Service = crate::algorithm::Mutex>> Drop for Worker<A> {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.socket_path);
+        let _ = std::fs::remove_file(&self.mesh.socket_path);
     }
 }

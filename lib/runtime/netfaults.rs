@@ -59,7 +59,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         if cut {
             self.net.held[to.index()].extend_from_slice(frame);
         } else {
-            self.peers[to.index()].out.extend_from_slice(frame);
+            self.mesh.peers[to.index()].out.extend_from_slice(frame);
         }
     }
 
@@ -79,9 +79,9 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
             Some(groups) => self.net.groups = Some(group_of(&groups, self.opts.workers)),
             None => {
                 self.net.groups = None;
-                for i in 0..self.peers.len() {
+                for i in 0..self.mesh.peers.len() {
                     let held = std::mem::take(&mut self.net.held[i]);
-                    self.peers[i].out.extend_from_slice(&held);
+                    self.mesh.peers[i].out.extend_from_slice(&held);
                 }
             }
         }

@@ -24,14 +24,18 @@
 //! when it gets the lock, and then gives it back without entering. The worker exits with
 //! status 0.
 
+use std::collections::VecDeque;
+use std::fs::File;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
 
 use super::{TimerKind, Worker};
 use crate::algorithm::{Input, MutexCall, Node};
 use crate::control::ToSupervisor;
-use crate::resource::{self, Fence, Record};
+use crate::resource::{self, Fence, Record, Resource};
 
 /// The application's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -62,26 +66,45 @@ pub(super) enum Local {
     CsDone,
 }
 
+/// The workload's part of a worker: where the application stands, the entries made,
+/// the resource file (and the kernel lock, under `flock`), and its own random source
+/// for think times.
+pub(super) struct Workload {
+    /// When a run with `--duration` is over.
+    pub(super) deadline: Option<Instant>,
+    pub(super) local: VecDeque<Local>,
+    pub(super) app: App,
+    pub(super) app_since: u64,
+    pub(super) entries: u64,
+    pub(super) resource: Resource,
+    /// Where `resource` lives, for error messages.
+    pub(super) resource_path: PathBuf,
+    pub(super) lock_file: Option<File>,
+    pub(super) held_lock: Option<nix::fcntl::Flock<File>>,
+    pub(super) rng: ChaCha8Rng,
+}
+
 impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
     pub(super) fn run_local(&mut self) -> anyhow::Result<()> {
-        while let Some(ev) = self.local.pop_front() {
+        while let Some(ev) = self.work.local.pop_front() {
             if self.terminating() {
                 // Nothing new after the signal (see `leave_on_signal`).
-                self.local.clear();
+                self.work.local.clear();
                 break;
             }
             match ev {
                 Local::WantCs => {
                     if self.finished() {
                         self.set_app(App::Done);
-                        let entries = self.entries;
+                        let entries = self.work.entries;
                         self.control.set_nonblocking(false)?;
                         self.tell_supervisor(&ToSupervisor::Done { entries })?;
                         self.control.set_nonblocking(true)?;
                         continue;
                     }
                     self.set_app(App::Waiting);
-                    let rec = Record::Want { w: self.me.0, e: self.entries + 1, t: resource::monotonic_ns() };
+                    let rec =
+                        Record::Want { w: self.me.0, e: self.work.entries + 1, t: resource::monotonic_ns() };
                     self.append(&rec)?;
                     self.input(Input::Call { call: MutexCall::Want })?;
                 }
@@ -96,9 +119,9 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
     }
 
     fn finished(&self) -> bool {
-        match self.deadline {
+        match self.work.deadline {
             Some(d) => Instant::now() >= d,
-            None => self.entries >= self.opts.entries,
+            None => self.work.entries >= self.opts.entries,
         }
     }
 
@@ -111,7 +134,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
             self.push_timer(Duration::ZERO, TimerKind::Think);
         } else {
             // Uniform on [0, 2·mean]: the mean is what the user asked for.
-            let secs = self.rng.random_range(0.0..=2.0 * mean);
+            let secs = self.work.rng.random_range(0.0..=2.0 * mean);
             self.push_timer(Duration::from_secs_f64(secs), TimerKind::Think);
         }
     }
@@ -123,28 +146,28 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         }
         self.clock = self.clock.saturating_add(1);
         let mut fence = Fence { clock: self.clock, id: self.me.0 };
-        if let Some(file) = self.lock_file.take() {
+        if let Some(file) = self.work.lock_file.take() {
             // Blocks until the kernel grants it: that is the `flock` algorithm.
             let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
                 .map_err(|(_, e)| anyhow::anyhow!("flock failed: {e}"))?;
             if self.terminating() {
                 // The signal came while we waited: give the lock back without entering.
                 let file = lock.unlock().map_err(|(_, e)| anyhow::anyhow!("unlock failed: {e}"))?;
-                self.lock_file = Some(file);
+                self.work.lock_file = Some(file);
                 return Ok(());
             }
-            self.held_lock = Some(lock);
+            self.work.held_lock = Some(lock);
             // Under the kernel lock the token comes from the file: one above the last.
-            let last = self.resource.committed()?.last_fence;
+            let last = self.work.resource.committed()?.last_fence;
             fence.clock = last.map_or(1, |f| f.clock.saturating_add(1));
             self.clock = self.clock.max(fence.clock);
         }
-        let e = self.entries + 1;
+        let e = self.work.entries + 1;
         self.append(&Record::Enter { w: self.me.0, e, fence, t: resource::monotonic_ns() })?;
-        let read = self.resource.committed()?.value;
+        let read = self.work.resource.committed()?.value;
         self.set_app(App::Inside { fence, read });
         if self.opts.cs.is_zero() {
-            self.local.push_back(Local::CsDone);
+            self.work.local.push_back(Local::CsDone);
         } else {
             self.push_timer(self.opts.cs, TimerKind::CsDone);
         }
@@ -152,22 +175,22 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
     }
 
     fn leave_cs(&mut self) -> anyhow::Result<()> {
-        let App::Inside { fence, read } = self.app else {
+        let App::Inside { fence, read } = self.work.app else {
             anyhow::bail!("internal error: leaving a section we are not in");
         };
-        self.entries += 1;
+        self.work.entries += 1;
         let rec = Record::Exit {
             w: self.me.0,
-            e: self.entries,
+            e: self.work.entries,
             fence,
             read,
             value: read + 1,
             t: resource::monotonic_ns(),
         };
         self.append(&rec)?;
-        if let Some(lock) = self.held_lock.take() {
+        if let Some(lock) = self.work.held_lock.take() {
             let file = lock.unlock().map_err(|(_, e)| anyhow::anyhow!("unlock failed: {e}"))?;
-            self.lock_file = Some(file);
+            self.work.lock_file = Some(file);
         }
         Ok(())
     }
@@ -175,9 +198,9 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
     /// SIGTERM or SIGINT: leave now (see the module documentation).
     pub(super) fn leave_on_signal(&mut self) -> anyhow::Result<()> {
         self.running = false;
-        self.local.clear();
-        if !matches!(self.app, App::Inside { .. }) {
-            self.log(format_args!("terminated by signal while {}; leaving", self.app.name()));
+        self.work.local.clear();
+        if !matches!(self.work.app, App::Inside { .. }) {
+            self.log(format_args!("terminated by signal while {}; leaving", self.work.app.name()));
             return Ok(());
         }
         self.log(format_args!("terminated by signal inside the critical section; closing it and leaving"));
@@ -190,14 +213,15 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
     }
 
     fn set_app(&mut self, app: App) {
-        self.app = app;
-        self.app_since = resource::monotonic_ns();
+        self.work.app = app;
+        self.work.app_since = resource::monotonic_ns();
     }
 
     fn append(&mut self, rec: &Record) -> anyhow::Result<()> {
-        self.resource
+        self.work
+            .resource
             .append(rec)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", self.resource_path.display()))
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", self.work.resource_path.display()))
     }
 }
 
