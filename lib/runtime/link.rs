@@ -43,6 +43,7 @@ pub(super) fn setup(
 }
 
 impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
+    /// Serve what the supervisor said on the control link.
     pub(super) fn control_readable(&mut self) -> anyhow::Result<()> {
         let fill = self.control_reader.fill(&mut self.control)?;
         while let Some(body) = self.control_reader.next_frame()? {

@@ -91,6 +91,8 @@ pub fn max_pending(workers: u32) -> usize {
     2 * workers as usize + 16
 }
 
+/// One peer as the mesh sees it: its channel, what is queued for it, and which of its
+/// lives the algorithm knows.
 #[derive(Default)]
 pub(super) struct Peer {
     /// The channel: we write on it and read from it.

@@ -13,7 +13,17 @@
 //! served again on the next turn of the loop, after everyone else, so a flooding peer
 //! can neither starve the others nor make a buffer grow without bound. The only
 //! blocking calls are the short writes to the supervisor on the control link and, under
-//! `flock`, the kernel lock itself (that algorithm *is* a blocking lock).
+//! `flock`, the kernel lock itself (that algorithm *is* a blocking lock). A SIGTERM or
+//! SIGINT is checked at every step of the loop, and the worker leaves in order.
+//!
+//! One job per file: this one holds [`run_worker`] and the `Worker`'s loop (its start,
+//! the poll loop and the dispatch of ready sources, timers, and driving the node through
+//! its [`Host`], whose effects it hands to their owners); `mesh` the Unix-socket mesh
+//! (connections and hellos, what the algorithm is told about peers, bad input);
+//! `netfaults` latency, loss and partitions on the send path; `workload` the mutual
+//! exclusion service's application loop on the resource file, and leaving on SIGTERM or
+//! SIGINT (the seam where an election workload will go); `link` the control link to the
+//! supervisor. Each file's own documentation says the rest.
 //!
 //! # Giving up
 //!
@@ -121,6 +131,34 @@ enum TimerKind {
     Redial(usize),
 }
 
+/// One worker at work. Its methods are grouped by job, one file each:
+///
+/// - here, the loop: `new`; `run`, the worker's sequence; `event_loop`, which passes each
+///   ready source to `dispatch`; timers, `push_timer` and `fire_timers` (each
+///   [`TimerKind`] goes to its owner); driving the node, `input` and `carry` (each effect
+///   goes to its owner: a message to the mesh's `send`, a timer to the heap, `enter` to
+///   the workload's `enter_cs`, a count to the statistics); `log`, `terminating`, `now`;
+/// - `mesh.rs` (state in [`Mesh`]): dialing, `dial`, `connect` and `redial`; accepting,
+///   `accept`, `add_pending`, `drop_pending` and `hello_overdue`; hellos,
+///   `pending_readable`, `consider`, `announce` and `adopt`; channels, `peer_readable`
+///   and `lost`; writing, `send` and `flush_all`;
+/// - `netfaults.rs` (state in [`NetFaults`]): `send_with_faults` (by `send`, while
+///   faults are on), `release`, `deliver_due`, `partition`;
+/// - `workload.rs` (state in [`Workload`]): `think`, `run_local` (want and done, with
+///   `finished`), `enter_cs`, `leave_cs`, `leave_on_signal`, `set_app`, `append`;
+/// - `link.rs`: `control_readable` (with the answer to `Query`), `tell_supervisor`; the
+///   setup is read before there is a `Worker` (`setup`).
+///
+/// [`run_worker`] reads the setup and makes a `Worker` (`new`: listen, open the resource
+/// file, seed). `run` then tells the supervisor it is `Ready`, waits for `Start` (each
+/// peer's life and whom to dial), `dial`s, starts the node (`input`), reports the peers
+/// it could not reach (`lost`), starts the workload (`think`, `run_local`), `flush_all`s
+/// and enters `event_loop`. Each turn of the loop leaves at once on a signal
+/// (`leave_on_signal`), polls until the next timer at most, `dispatch`es every ready
+/// source (`accept`, `control_readable`, `pending_readable`, `peer_readable`) and then
+/// those whose read budget ran out, and calls `fire_timers`, `run_local` and
+/// `flush_all`. The loop ends on the supervisor's `Finish` (after the statistics) or
+/// when the control link closes.
 struct Worker<A: Node<Service = crate::algorithm::Mutex>> {
     opts: WorkerSettings,
     run_dir: PathBuf,
@@ -258,6 +296,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         self.term.load(Ordering::SeqCst)
     }
 
+    /// The worker's sequence (see [`Worker`]).
     fn run(mut self) -> anyhow::Result<()> {
         let ready =
             ToSupervisor::Ready { id: self.me, pid: std::process::id(), incarnation: self.opts.incarnation };
@@ -325,6 +364,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         self.started.elapsed()
     }
 
+    /// Poll and serve until the run ends for this worker.
     fn event_loop(&mut self) -> anyhow::Result<()> {
         let mut events = Events::with_capacity(256);
         while self.running {
@@ -394,6 +434,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         self.timers.push(std::cmp::Reverse((at, self.timer_seq, kind)));
     }
 
+    /// Fire every timer that is due, each to its owner.
     fn fire_timers(&mut self) -> anyhow::Result<()> {
         let now = Instant::now();
         while let Some(std::cmp::Reverse((at, _, kind))) = self.timers.peek().copied() {

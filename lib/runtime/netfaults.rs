@@ -1,9 +1,9 @@
 //! Network faults on the send path: latency, jitter and loss as the settings ask
 //! (`--latency`, `--jitter`, `--drop`), and the partitions the supervisor orders
-//! (`Partition`, `Heal`). Every frame to a peer goes through [`Worker::send`]; when
-//! faults are on it may be lost, delayed (the `Deliver` timer releases it), or held back
-//! until the partition heals. Delays keep each channel FIFO, and what is held for a peer
-//! that is lost is forgotten with it (see `mesh`).
+//! (`Partition`, `Heal`). Every message to a peer goes through the mesh's `send`; while
+//! faults are on, its frame comes here and may be lost, delayed (the `Deliver` timer
+//! releases it) or held back until the partition heals. Delays keep each channel FIFO,
+//! and what is delayed or held for a peer that is lost is forgotten with it (`lost`).
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -74,6 +74,8 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         }
     }
 
+    /// The supervisor's `Partition` (`Some`): hold what crosses it from now on; or its
+    /// `Heal` (`None`): queue what was held, in order.
     pub(super) fn partition(&mut self, groups: Option<Vec<Vec<u32>>>) {
         match groups {
             Some(groups) => self.net.groups = Some(group_of(&groups, self.opts.workers)),

@@ -1,13 +1,15 @@
 //! The workload: the mutual exclusion service's application loop. It thinks (a random
-//! time around `--think`), writes its WANT and asks the algorithm (`want`), waits until
-//! the host lets it in (`enter`, after the kernel lock too under `flock`), writes its
-//! ENTER, does the read-modify-write on the resource file for `--cs`, writes its EXIT
-//! and tells the algorithm it is done (`done`), until it has made its entries or the
-//! run's duration is over; then it tells the supervisor it is `Done`.
+//! time, `--think-ms` on average), writes its WANT and asks the algorithm (`want`),
+//! waits until the host lets it in (the `enter` event; under `flock`, the kernel lock
+//! after that), writes its ENTER, does the read-modify-write on the resource file for
+//! `--cs-ms`, writes its EXIT and tells the algorithm it is done (`done`), until it has
+//! made its entries or the run's `--duration` is over; then it tells the supervisor it
+//! is `Done`.
 //!
-//! This is the seam where an election workload will go: the rest of the runtime (mesh,
-//! network faults, control link, loop) does not care which service the node offers; the
-//! mutex service's calls and events meet the application only here and in `carry`.
+//! This is the seam where an election workload will go. The mesh, the network faults,
+//! the control link and the loop do not depend on what the application asks for; the
+//! mutex service's calls (`want`, `done`) and its event (`enter`, in `carry`) meet the
+//! application only at this file's methods and its [`Workload`] state.
 //!
 //! # Leaving on SIGTERM or SIGINT
 //!
@@ -85,6 +87,8 @@ pub(super) struct Workload {
 }
 
 impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
+    /// Handle the local events queued so far: asking to enter (or, when `finished`,
+    /// telling the supervisor it is `Done`), and leaving.
     pub(super) fn run_local(&mut self) -> anyhow::Result<()> {
         while let Some(ev) = self.work.local.pop_front() {
             if self.terminating() {
