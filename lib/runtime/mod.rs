@@ -13,76 +13,17 @@
 //! served again on the next turn of the loop, after everyone else, so a flooding peer
 //! can neither starve the others nor make a buffer grow without bound. The only
 //! blocking calls are the short writes to the supervisor on the control link and, under
-//! `flock`, the kernel lock itself (that algorithm *is* a blocking lock).
+//! `flock`, the kernel lock itself (that algorithm *is* a blocking lock). A SIGTERM or
+//! SIGINT is checked at every step of the loop, and the worker leaves in order.
 //!
-//! # Connections
-//!
-//! Worker i dials every worker below it (a restarted worker dials every live worker);
-//! the supervisor orders the dials so that of any two workers only one dials the other.
-//! Every connection opens with a [`Hello`] from the caller that proves the run's secret
-//! ([`crate::auth`]): who is calling, whom, and as which incarnation.
-//!
-//! - A connection that has not said hello within [`HELLO_DEADLINE`] is dropped, with a
-//!   line on stderr. At most [`max_pending`] connections may be waiting for their hello;
-//!   connections beyond that are accepted and closed at once (counted in
-//!   `dropped_connections`, one line on stderr per burst), so idle callers cannot use up
-//!   this process's descriptors. When `accept` fails anyway (EMFILE, ENFILE, ENOBUFS…),
-//!   the worker says so once, leaves the callers in the backlog and tries again after
-//!   100 ms; ECONNABORTED is skipped. Accept errors never end the worker.
-//! - A hello that is not one, does not prove the secret, is meant for another worker,
-//!   or names a stranger (an id outside the run, or our own) is dropped with one line on
-//!   stderr naming what was wrong.
-//! - The supervisor is the authority on incarnations: `Start` says which life of each
-//!   worker is current, and `Incarnation` announces each restart. A hello from an older
-//!   life is dropped. A hello from a newer life than announced is held (it still counts
-//!   against the pending cap and its deadline) until the announcement arrives, since
-//!   the restarted worker's hello and the supervisor's notice travel on different
-//!   sockets and either may come first. A second connection claiming a peer whose
-//!   current life already has, or had, a channel is refused, never adopted.
-//! - A dial that fails (the peer just died, or is not listening yet) is no error: the
-//!   peer is down for the algorithm, with a line on stderr, and it will dial us if it
-//!   starts again. A dial that finds the peer's backlog full is tried again, with
-//!   back-off, until it succeeds or the peer dials us.
-//!
-//! # What the algorithm is told about peers
-//!
-//! Every peer starts *up* (messages to one that has not connected yet are queued). The
-//! algorithm then sees, per peer, strictly alternating events, each exactly once:
-//! `on_peer_down` when the channel closes, a dial fails, or (for a restarted worker) the
-//! supervisor did not list the peer to dial (dead, or not started yet: either way it
-//! will dial us when it starts); `on_peer_up` when a peer that was down connects again.
-//! An announced hello from a newer incarnation than the one the algorithm knows is
-//! reported as `on_peer_down` (if it was not already; what the old life sent is
-//! delivered first) followed by `on_peer_up`: the peer has fresh state, whatever the
-//! algorithm believed. Messages to a peer that is down are counted
-//! as sent and discarded, so a new incarnation never receives what was meant for the
-//! old one.
-//!
-//! # Bad input
-//!
-//! A frame whose body does not decode, or that is misaddressed (wrong sender or
-//! receiver), is dropped and counted in `bad_frames`, with a line on stderr (the first
-//! [`BAD_FRAME_LINES`], then one line saying the rest are only counted); the length
-//! header kept the stream in step, so the connection is kept and the next frame is read
-//! normally. A length above [`wire::MAX_FRAME`] means the stream cannot be trusted any
-//! more: the connection is dropped (`dropped_connections`) with a line on stderr, and
-//! the peer is down for the algorithm. A stream that ends inside a frame loses that
-//! partial frame (a line on stderr) and is a closed channel like any other.
-//!
-//! # Leaving on SIGTERM or SIGINT
-//!
-//! The signal handler sets a flag that the worker checks just before it stamps a WANT or
-//! an ENTER, and at every step of its loop: once the kernel has delivered the signal, no
-//! WANT and no ENTER is written, no timer fires and no new event is handled. A worker that was
-//! outside the critical section writes nothing more. A worker *inside* it leaves in
-//! order, at once: it cuts the section short, writes its EXIT (the counter it read plus
-//! one, under its own fence, so the update is not lost), tells the algorithm it left
-//! (so a RELEASE or deferred REPLY is queued), makes one non-blocking attempt to send
-//! what is queued, and exits; what a stopped peer cannot take, and messages held back by
-//! `--latency` or a partition, are lost with the process, and peers see the channel
-//! close. Under `flock`, a worker blocked on the kernel lock notices the signal only
-//! when it gets the lock, and then gives it back without entering. The worker exits with
-//! status 0.
+//! One job per file: this one holds [`run_worker`] and the `Worker`'s loop (its start,
+//! the poll loop and the dispatch of ready sources, timers, and driving the node through
+//! its [`Host`], whose effects it hands to their owners); `mesh` the Unix-socket mesh
+//! (connections and hellos, what the algorithm is told about peers, bad input);
+//! `netfaults` latency, loss and partitions on the send path; `workload` the mutual
+//! exclusion service's application loop on the resource file, and leaving on SIGTERM or
+//! SIGINT (the seam where an election workload will go); `link` the control link to the
+//! supervisor. Each file's own documentation says the rest.
 //!
 //! # Giving up
 //!
@@ -100,19 +41,29 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mio::net::{UnixListener, UnixStream};
+use mio::net::UnixListener;
 use mio::{Events, Interest, Poll, Token};
-use rand::{RngExt, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use signal_hook::consts::{SIGINT, SIGTERM};
 
-use crate::algorithm::{Config, Input, Message, MutexCall, MutexEvent, Node, NodeInput, PeerId};
+use crate::algorithm::{Config, Input, MutexEvent, Node, NodeInput, PeerId};
 use crate::algos::{self, AlgoInfo};
-use crate::auth::{Hello, Secret};
-use crate::control::{self, PendingState, ToSupervisor, ToWorker, WorkerSettings, WorkerSetup, WorkerStats};
+use crate::auth::Secret;
+use crate::control::{self, ToSupervisor, ToWorker, WorkerSettings, WorkerStats};
 use crate::host::{Breach, Effect, Host, Step};
-use crate::resource::{self, Fence, Record, Resource};
-use crate::wire::{self, Envelope, Fill, FrameReader};
+use crate::resource::{self, Resource};
+use crate::wire::{self, FrameReader};
+
+mod link;
+mod mesh;
+mod netfaults;
+mod workload;
+use link::setup;
+pub use mesh::{max_pending, BAD_FRAME_LINES, HELLO_DEADLINE};
+use mesh::{Mesh, Peer};
+use netfaults::NetFaults;
+use workload::{App, Local, Workload};
 
 /// Everything a worker runs with: its settings, where the run lives, and the secret.
 #[derive(Clone, Debug)]
@@ -144,25 +95,6 @@ pub fn run_worker(run_dir: &Path, cmdline_id: Option<u32>) -> anyhow::Result<()>
     result
 }
 
-/// Read and check the setup frame.
-fn setup(link: &mut StdUnixStream, run_dir: &Path, cmdline_id: Option<u32>) -> anyhow::Result<WorkerOpts> {
-    let setup = match wire::read_blocking::<WorkerSetup, _>(link) {
-        Ok(Some(s)) => s,
-        Ok(None) => anyhow::bail!("the supervisor closed the control link before sending the setup"),
-        Err(e) => anyhow::bail!("bad setup on the control link: {e}"),
-    };
-    setup.settings.check().map_err(|e| anyhow::anyhow!("bad setup: {e}"))?;
-    if let Some(id) = cmdline_id.filter(|&id| id != setup.settings.id) {
-        anyhow::bail!("the command line says worker {id} but the setup says {}", setup.settings.id);
-    }
-    if let Some(parent) = setup.settings.parent {
-        if nix::unistd::getppid().as_raw() as u32 != parent {
-            anyhow::bail!("supervisor {parent} is gone");
-        }
-    }
-    Ok(WorkerOpts { settings: setup.settings, run_dir: run_dir.to_path_buf(), secret: setup.secret })
-}
-
 /// Run node type `N` as this worker process: what the registry's `worker` entry points
 /// at ([`AlgoInfo::runs`]).
 pub fn run_node<N: Node<Service = crate::algorithm::Mutex>>(
@@ -180,24 +112,6 @@ const SIGNALS: Token = Token(2);
 const PEER_BASE: usize = 1 << 20;
 /// A connection that has not said hello yet: `PENDING_BASE + n`.
 const PENDING_BASE: usize = 1 << 24;
-
-/// How long an accepted connection may stay silent before its hello.
-pub const HELLO_DEADLINE: Duration = Duration::from_secs(2);
-/// How soon to try `accept` again after it failed (EMFILE and the like).
-const ACCEPT_RETRY: Duration = Duration::from_millis(100);
-/// Connections accepted in one go before the loop serves everyone else.
-const ACCEPT_BATCH: usize = 256;
-/// First and longest wait before dialing again a peer whose backlog was full.
-const REDIAL_FIRST: Duration = Duration::from_millis(20);
-const REDIAL_MAX: Duration = Duration::from_secs(1);
-/// Bad frames logged one by one; after that they are only counted.
-pub const BAD_FRAME_LINES: u64 = 20;
-
-/// How many accepted connections may wait for their hello at once: room for every peer
-/// to dial at the same moment, twice over.
-pub fn max_pending(workers: u32) -> usize {
-    2 * workers as usize + 16
-}
 
 /// Which timer a heap entry stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -218,127 +132,63 @@ enum TimerKind {
     Redial(usize),
 }
 
-/// The application's state.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum App {
-    Starting,
-    Thinking,
-    Waiting,
-    Inside { fence: Fence, read: u64 },
-    Done,
-}
-
-impl App {
-    fn name(self) -> &'static str {
-        match self {
-            App::Starting => "starting",
-            App::Thinking => "thinking",
-            App::Waiting => "waiting",
-            App::Inside { .. } => "inside",
-            App::Done => "done",
-        }
-    }
-}
-
-/// Local events queued while applying actions, handled right after.
-#[derive(Debug)]
-enum Local {
-    WantCs,
-    CsDone,
-}
-
-#[derive(Default)]
-struct Peer {
-    /// The channel: we write on it and read from it.
-    stream: Option<UnixStream>,
-    reader: FrameReader,
-    out: Vec<u8>,
-    written: usize,
-    /// The peer's incarnation as far as the algorithm knows.
-    incarnation: u32,
-    /// That incarnation has had a channel (it may have closed since): a later
-    /// connection claiming it is refused.
-    had_channel: bool,
-    /// The algorithm was told this peer is down, and not since that it is back.
-    down: bool,
-    /// A dial that found the backlog full, to try again: the path and the next wait.
-    redial: Option<(PathBuf, Duration)>,
-    /// `stream` is registered for WRITABLE too: only while `out` is backed up, because
-    /// every read by the peer would otherwise wake this process for nothing.
-    write_interest: bool,
-}
-
-/// An accepted connection waiting for its hello.
-struct PendingConn {
-    stream: UnixStream,
-    reader: FrameReader,
-    /// A proven hello from a life of its peer the supervisor has not announced yet.
-    held: Option<Hello>,
-}
-
+/// One worker at work. Its methods are grouped by job, one file each:
+///
+/// - here, the loop: `new`; `run`, the worker's sequence; `event_loop`, which passes each
+///   ready source to `dispatch`; timers, `push_timer` and `fire_timers` (each
+///   [`TimerKind`] goes to its owner); driving the node, `input` and `carry` (each effect
+///   goes to its owner: a message to the mesh's `send`, a timer to the heap, `enter` to
+///   the workload's `enter_cs`, a count to the statistics); `log`, `terminating`, `now`;
+/// - `mesh.rs` (state in [`Mesh`]): dialing, `dial`, `connect` and `redial`; accepting,
+///   `accept`, `add_pending`, `drop_pending` and `hello_overdue`; hellos,
+///   `pending_readable`, `consider`, `announce` and `adopt`; channels, `peer_readable`
+///   and `lost`; writing, `send` and `flush_all`;
+/// - `netfaults.rs` (state in [`NetFaults`]): `send_with_faults` (by `send`, while
+///   faults are on), `release`, `deliver_due`, `partition`;
+/// - `workload.rs` (state in [`Workload`]): `think`, `run_local` (want and done, with
+///   `finished`), `enter_cs`, `leave_cs`, `leave_on_signal`, `set_app`, `append`;
+/// - `link.rs`: `control_readable` (with the answer to `Query`), `tell_supervisor`; the
+///   setup is read before there is a `Worker` (`setup`).
+///
+/// [`run_worker`] reads the setup and makes a `Worker` (`new`: listen, open the resource
+/// file, seed). `run` then tells the supervisor it is `Ready`, waits for `Start` (each
+/// peer's life and whom to dial), `dial`s, starts the node (`input`), reports the peers
+/// it could not reach (`lost`), starts the workload (`think`, `run_local`), `flush_all`s
+/// and enters `event_loop`. Each turn of the loop leaves at once on a signal
+/// (`leave_on_signal`), polls until the next timer at most, `dispatch`es every ready
+/// source (`accept`, `control_readable`, `pending_readable`, `peer_readable`) and then
+/// those whose read budget ran out, and calls `fire_timers`, `run_local` and
+/// `flush_all`. The loop ends on the supervisor's `Finish` (after the statistics) or
+/// when the control link closes.
 struct Worker<A: Node<Service = crate::algorithm::Mutex>> {
     opts: WorkerSettings,
     run_dir: PathBuf,
-    secret: Secret,
-    /// Each worker's current incarnation, as the supervisor announced it.
-    announced: Vec<u32>,
     me: PeerId,
     /// The algorithm, behind the host that keeps the driver contract.
     host: Host<A>,
     poll: Poll,
-    listener: UnixListener,
-    socket_path: PathBuf,
     control: StdUnixStream,
     control_reader: FrameReader,
     signals: signal_hook_mio::v1_0::Signals,
     /// Set by the SIGTERM/SIGINT handler itself, so it is seen even between two polls.
     term: Arc<AtomicBool>,
-    peers: Vec<Peer>,
-    pending_conns: HashMap<Token, PendingConn>,
-    next_pending: usize,
-    max_pending: usize,
+    /// The Unix-socket mesh: listener, peers, pending connections (`mesh.rs`).
+    mesh: Mesh,
     /// Sources whose read budget ran out: served again on the next turn of the loop.
     again: Vec<Token>,
-    /// An `Accept` timer is set.
-    accept_retry: bool,
-    /// `accept` failures in a row (logged when the streak starts and when it ends).
-    accept_failures: u64,
-    /// Bad frames logged so far.
-    bad_logged: u64,
     clock: u64,
     started: Instant,
-    deadline: Option<Instant>,
     timers: BinaryHeap<std::cmp::Reverse<(Instant, u64, TimerKind)>>,
     timer_seq: u64,
     /// Algorithm timers armed and not yet fired, by generation.
     algo_timers: HashMap<u64, A::Timer>,
-    local: VecDeque<Local>,
-    app: App,
-    app_since: u64,
-    entries: u64,
-    resource: Resource,
-    /// Where `resource` lives, for error messages.
-    resource_path: PathBuf,
-    lock_file: Option<File>,
-    held_lock: Option<nix::fcntl::Flock<File>>,
-    rng: ChaCha8Rng,
+    /// The application's loop and the resource file (`workload.rs`).
+    work: Workload,
     stats: WorkerStats,
     running: bool,
     scratch: Vec<u8>,
     /// Message faults, applied on the send path.
     net: NetFaults,
-}
-
-/// Latency, loss and partitions, applied to outgoing frames. Delays keep each channel
-/// FIFO: a frame is never released before one sent earlier on the same channel.
-struct NetFaults {
-    active: bool,
-    rng: ChaCha8Rng,
-    delayed: Vec<VecDeque<(Instant, Vec<u8>)>>,
-    /// Frames held back by a partition, per peer, in order.
-    held: Vec<Vec<u8>>,
-    /// Group number of each worker while partitioned.
-    groups: Option<Vec<usize>>,
 }
 
 impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
@@ -383,39 +233,44 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         let n = opts.workers as usize;
         Ok(Worker {
             run_dir,
-            secret,
-            announced: vec![0; n],
-            resource_path,
             me,
             host: Host::new(cfg),
             poll,
-            listener,
-            socket_path,
             control,
             control_reader: FrameReader::default(),
             signals,
             term,
-            peers: (0..n).map(|_| Peer::default()).collect(),
-            pending_conns: HashMap::new(),
-            next_pending: 0,
-            max_pending: max_pending(opts.workers),
+            mesh: Mesh {
+                secret,
+                announced: vec![0; n],
+                listener,
+                socket_path,
+                peers: (0..n).map(|_| Peer::default()).collect(),
+                pending_conns: HashMap::new(),
+                next_pending: 0,
+                max_pending: max_pending(opts.workers),
+                accept_retry: false,
+                accept_failures: 0,
+                bad_logged: 0,
+            },
             again: Vec::new(),
-            accept_retry: false,
-            accept_failures: 0,
-            bad_logged: 0,
             clock,
             started: Instant::now(),
-            deadline: None,
             timers: BinaryHeap::new(),
             timer_seq: 0,
             algo_timers: HashMap::new(),
-            local: VecDeque::new(),
-            app: App::Starting,
-            app_since: resource::monotonic_ns(),
-            resource,
-            lock_file,
-            held_lock: None,
-            rng: ChaCha8Rng::seed_from_u64(seed),
+            work: Workload {
+                deadline: None,
+                local: VecDeque::new(),
+                app: App::Starting,
+                app_since: resource::monotonic_ns(),
+                entries: opts.start_entry,
+                resource,
+                resource_path,
+                lock_file,
+                held_lock: None,
+                rng: ChaCha8Rng::seed_from_u64(seed),
+            },
             stats: WorkerStats { id: me, ..Default::default() },
             running: true,
             scratch: Vec::with_capacity(256),
@@ -426,7 +281,6 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
                 held: vec![Vec::new(); n],
                 groups: None,
             },
-            entries: opts.start_entry,
             opts,
         })
     }
@@ -438,17 +292,12 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         let _ = io::stderr().lock().write_all(line.as_bytes());
     }
 
-    fn tell_supervisor(&mut self, msg: &ToSupervisor) -> io::Result<()> {
-        self.scratch.clear();
-        wire::encode(&mut self.scratch, msg);
-        self.control.write_all(&self.scratch)
-    }
-
     /// The worker was sent SIGTERM or SIGINT.
     fn terminating(&self) -> bool {
         self.term.load(Ordering::SeqCst)
     }
 
+    /// The worker's sequence (see [`Worker`]).
     fn run(mut self) -> anyhow::Result<()> {
         let ready =
             ToSupervisor::Ready { id: self.me, pid: std::process::id(), incarnation: self.opts.incarnation };
@@ -456,8 +305,8 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         // Wait for Start on the blocking control stream: nothing else can happen yet.
         let dial = match wire::read_blocking::<ToWorker, _>(&mut self.control)? {
             Some(ToWorker::Start { dial, incarnations }) => {
-                for (p, inc) in incarnations.into_iter().enumerate().take(self.announced.len()) {
-                    self.announced[p] = inc;
+                for (p, inc) in incarnations.into_iter().enumerate().take(self.mesh.announced.len()) {
+                    self.mesh.announced[p] = inc;
                 }
                 dial
             }
@@ -499,7 +348,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
             unreachable.extend(dead);
         }
         self.started = Instant::now();
-        self.deadline = self.opts.duration.map(|d| self.started + d);
+        self.work.deadline = self.opts.duration.map(|d| self.started + d);
         self.input(Input::Start)?;
         for peer in unreachable {
             self.lost(peer)?;
@@ -512,91 +361,11 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         Ok(())
     }
 
-    /// Dial `peer` at `path` at startup. False if it cannot be reached: the caller then
-    /// tells the algorithm it is down (after `on_start`), and it will dial us when it
-    /// starts again. A full backlog is not failure: the dial is tried again later.
-    fn dial(&mut self, peer: PeerId, path: PathBuf) -> bool {
-        self.peers[peer.index()].incarnation = self.announced[peer.index()];
-        match self.connect(peer, &path) {
-            Ok(()) => true,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                self.log(format_args!("{peer}'s backlog is full; dialing again shortly"));
-                self.peers[peer.index()].redial = Some((path, REDIAL_FIRST));
-                self.push_timer(REDIAL_FIRST, TimerKind::Redial(peer.index()));
-                true
-            }
-            Err(e) => {
-                self.log(format_args!(
-                    "cannot connect to {peer} at {}: {e}; it is down until it dials us",
-                    path.display()
-                ));
-                false
-            }
-        }
-    }
-
-    /// Connect to `peer` and make the connection its channel, hello first.
-    fn connect(&mut self, peer: PeerId, path: &Path) -> io::Result<()> {
-        let mut stream = UnixStream::connect(path)?;
-        let mut hello = Vec::new();
-        wire::encode(&mut hello, &Hello::new(&self.secret, self.me, peer, self.opts.incarnation));
-        // Say hello at once (a fresh socket has room for it): a listener drops callers
-        // that stay silent too long, and this worker might be paused before it flushes.
-        let mut sent = 0;
-        while sent < hello.len() {
-            match stream.write(&hello[sent..]) {
-                Ok(0) => break,
-                Ok(k) => sent += k,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        }
-        self.poll.registry().register(&mut stream, Token(PEER_BASE + peer.index()), Interest::READABLE)?;
-        let p = &mut self.peers[peer.index()];
-        // The rest of the hello must go first, ahead of anything queued for this peer.
-        let mut out = hello[sent..].to_vec();
-        out.extend_from_slice(&p.out[p.written..]);
-        p.out = out;
-        p.written = 0;
-        p.stream = Some(stream);
-        p.write_interest = false; // registered READABLE only
-        p.had_channel = true;
-        p.redial = None;
-        Ok(())
-    }
-
-    /// The `Redial` timer for `peer` fired.
-    fn redial(&mut self, peer: PeerId) -> anyhow::Result<()> {
-        let p = &mut self.peers[peer.index()];
-        let Some((path, wait)) = p.redial.take() else {
-            return Ok(());
-        };
-        if p.stream.is_some() || p.down {
-            return Ok(()); // it dialed us, or it died meanwhile
-        }
-        match self.connect(peer, &path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                let next = (wait * 2).min(REDIAL_MAX);
-                self.peers[peer.index()].redial = Some((path, next));
-                self.push_timer(next, TimerKind::Redial(peer.index()));
-                Ok(())
-            }
-            Err(e) => {
-                self.log(format_args!(
-                    "cannot connect to {peer} at {}: {e}; it is down until it dials us",
-                    path.display()
-                ));
-                self.lost(peer)
-            }
-        }
-    }
-
     fn now(&self) -> Duration {
         self.started.elapsed()
     }
 
+    /// Poll and serve until the run ends for this worker.
     fn event_loop(&mut self) -> anyhow::Result<()> {
         let mut events = Events::with_capacity(256);
         while self.running {
@@ -658,407 +427,6 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         }
     }
 
-    /// SIGTERM or SIGINT: leave now (see the module documentation).
-    fn leave_on_signal(&mut self) -> anyhow::Result<()> {
-        self.running = false;
-        self.local.clear();
-        if !matches!(self.app, App::Inside { .. }) {
-            self.log(format_args!("terminated by signal while {}; leaving", self.app.name()));
-            return Ok(());
-        }
-        self.log(format_args!("terminated by signal inside the critical section; closing it and leaving"));
-        self.leave_cs()?;
-        // Only messages come of this: nothing is entered or asked for any more.
-        self.input(Input::Call { call: MutexCall::Done })?;
-        self.set_app(App::Done);
-        self.flush_all()?;
-        Ok(())
-    }
-
-    fn accept(&mut self) -> anyhow::Result<()> {
-        let mut refused = 0u64;
-        let mut more = true;
-        for _ in 0..ACCEPT_BATCH {
-            match self.listener.accept() {
-                Ok((stream, _)) => {
-                    if self.accept_failures > 0 {
-                        let n = std::mem::take(&mut self.accept_failures);
-                        self.log(format_args!("accepting connections again after {n} failed tries"));
-                    }
-                    if self.pending_conns.len() >= self.max_pending {
-                        // Closed at once: idle callers must not use up our descriptors.
-                        refused += 1;
-                        self.stats.dropped_connections += 1;
-                        drop(stream);
-                        continue;
-                    }
-                    self.add_pending(stream)?;
-                }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    more = false;
-                    break;
-                }
-                Err(e)
-                    if matches!(e.kind(), io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted) => {}
-                Err(e) => {
-                    // EMFILE, ENFILE, ENOBUFS…: the callers stay in the backlog. Try again
-                    // shortly, when hello deadlines may have freed descriptors; a failing
-                    // accept must neither end the worker nor spin.
-                    if self.accept_failures == 0 {
-                        self.log(format_args!(
-                            "accepting a connection failed: {e}; trying again every {} ms",
-                            ACCEPT_RETRY.as_millis()
-                        ));
-                    }
-                    self.accept_failures += 1;
-                    if !self.accept_retry {
-                        self.accept_retry = true;
-                        self.push_timer(ACCEPT_RETRY, TimerKind::Accept);
-                    }
-                    more = false;
-                    break;
-                }
-            }
-        }
-        if more {
-            self.again.push(LISTENER);
-        }
-        if refused > 0 {
-            self.log(format_args!(
-                "refused {refused} connection(s): {} already waiting for their hello",
-                self.pending_conns.len()
-            ));
-        }
-        Ok(())
-    }
-
-    fn add_pending(&mut self, mut stream: UnixStream) -> anyhow::Result<()> {
-        let token = Token(PENDING_BASE + self.next_pending);
-        self.next_pending += 1;
-        if let Err(e) = self.poll.registry().register(&mut stream, token, Interest::READABLE) {
-            self.log(format_args!("dropping a connection that cannot be polled: {e}"));
-            self.stats.dropped_connections += 1;
-            return Ok(());
-        }
-        self.pending_conns.insert(token, PendingConn { stream, reader: FrameReader::default(), held: None });
-        self.push_timer(HELLO_DEADLINE, TimerKind::HelloDue(token.0));
-        // Data may already be waiting; edge-triggered polling would not say so.
-        self.pending_readable(token)
-    }
-
-    fn drop_pending(&mut self, token: Token, why: std::fmt::Arguments<'_>) {
-        if let Some(mut pc) = self.pending_conns.remove(&token) {
-            let _ = self.poll.registry().deregister(&mut pc.stream);
-            self.stats.dropped_connections += 1;
-            self.log(why);
-        }
-    }
-
-    /// A connection that has not said hello yet.
-    fn pending_readable(&mut self, token: Token) -> anyhow::Result<()> {
-        let Some(pc) = self.pending_conns.get_mut(&token) else {
-            return Ok(());
-        };
-        if pc.held.is_some() {
-            // Nothing more is read before the hello is believed: the frames behind it
-            // wait in the socket, in order.
-            return Ok(());
-        }
-        let fill = pc.reader.fill(&mut pc.stream);
-        let hello = match pc.reader.next_frame() {
-            Ok(Some(body)) => {
-                Some(wire::decode::<Hello>(body).map_err(|e| format!("its first frame is not a hello ({e})")))
-            }
-            Ok(None) => None,
-            Err(e) => Some(Err(e.to_string())),
-        };
-        let hello = match (hello, fill) {
-            (Some(h), _) => h,
-            (None, Ok(Fill::WouldBlock)) => return Ok(()),
-            (None, Ok(Fill::Budget)) => {
-                self.again.push(token);
-                return Ok(());
-            }
-            (None, Ok(Fill::Eof)) => match pc.reader.finish() {
-                Ok(()) => Err("it closed".to_string()),
-                Err(e) => Err(e.to_string()),
-            },
-            (None, Err(e)) => Err(e.to_string()),
-        };
-        let hello = match hello {
-            Ok(h) => h,
-            Err(why) => {
-                self.drop_pending(token, format_args!("dropping a connection before its hello: {why}"));
-                return Ok(());
-            }
-        };
-        let (from, to, inc) = (hello.from, hello.to, hello.incarnation);
-        let wrong = if !hello.proves(&self.secret) {
-            Some(format!("claims to be {from} (incarnation {inc}) without the run's secret"))
-        } else if to != self.me {
-            Some(format!("from {from} is addressed to {to}"))
-        } else if from.0 >= self.opts.workers || from == self.me {
-            Some(format!("names {from}, which is not a peer"))
-        } else {
-            None
-        };
-        if let Some(why) = wrong {
-            self.drop_pending(token, format_args!("dropping a connection whose hello {why}"));
-            return Ok(());
-        }
-        self.consider(token, hello)
-    }
-
-    /// A proven hello arrived on pending connection `token`: adopt it, hold it until the
-    /// supervisor announces its incarnation, or refuse it.
-    fn consider(&mut self, token: Token, hello: Hello) -> anyhow::Result<()> {
-        let (peer, inc) = (hello.from, hello.incarnation);
-        let announced = self.announced[peer.index()];
-        let p = &self.peers[peer.index()];
-        if inc > announced {
-            // Its notice may still be on the way: wait for it (see `announce`).
-            if let Some(pc) = self.pending_conns.get_mut(&token) {
-                pc.held = Some(hello);
-            }
-            return Ok(());
-        }
-        let refusal = if inc < announced || inc < p.incarnation {
-            Some(format!("claims {peer}'s incarnation {inc}, but the supervisor announced {announced}"))
-        } else if inc == p.incarnation && p.had_channel {
-            let state = if p.stream.is_some() { "open" } else { "closed" };
-            Some(format!("claims {peer} (incarnation {inc}), whose channel is already {state}"))
-        } else {
-            None
-        };
-        if let Some(why) = refusal {
-            self.drop_pending(token, format_args!("refusing a connection whose hello {why}"));
-            return Ok(());
-        }
-        let Some(PendingConn { stream, reader, .. }) = self.pending_conns.remove(&token) else {
-            return Ok(());
-        };
-        self.adopt(hello, stream, reader)
-    }
-
-    /// The supervisor says worker `peer` now lives as `incarnation`: believe it, and
-    /// take up any hello from that life that was waiting for this.
-    fn announce(&mut self, peer: PeerId, incarnation: u32) -> anyhow::Result<()> {
-        if peer.index() >= self.announced.len() || peer == self.me {
-            self.log(format_args!("ignoring an announcement about {peer}, which is not a peer"));
-            return Ok(());
-        }
-        let slot = &mut self.announced[peer.index()];
-        *slot = (*slot).max(incarnation);
-        let waiting: Vec<Token> = self
-            .pending_conns
-            .iter()
-            .filter(|(_, pc)| {
-                pc.held.as_ref().is_some_and(|h| h.from == peer && h.incarnation <= incarnation)
-            })
-            .map(|(t, _)| *t)
-            .collect();
-        for token in waiting {
-            let hello = self.pending_conns.get_mut(&token).and_then(|pc| pc.held.take());
-            if let Some(hello) = hello {
-                self.consider(token, hello)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The `HelloDue` timer of a pending connection fired.
-    fn hello_overdue(&mut self, token: Token) {
-        let secs = HELLO_DEADLINE.as_secs_f64();
-        let held = self.pending_conns.get(&token).and_then(|pc| pc.held.clone());
-        match held {
-            Some(h) => self.drop_pending(
-                token,
-                format_args!(
-                    "dropping a connection whose hello claims {}'s incarnation {}, which the supervisor did not announce within {secs} s",
-                    h.from, h.incarnation
-                ),
-            ),
-            None => {
-                self.drop_pending(token, format_args!("dropping a connection that sent no hello within {secs} s"))
-            }
-        }
-    }
-
-    /// A believed hello from `hello.from`: make its connection that peer's channel. A
-    /// newer life replaces the old one, whose last frames are delivered first.
-    fn adopt(&mut self, hello: Hello, mut stream: UnixStream, reader: FrameReader) -> anyhow::Result<()> {
-        let peer = hello.from;
-        let idx = peer.index();
-        if hello.incarnation > self.peers[idx].incarnation {
-            // A new incarnation with fresh state: the old one is gone, whether or not its
-            // channel has closed yet, and so is everything queued for it.
-            self.peer_readable(peer)?;
-            self.lost(peer)?;
-        }
-        let token = Token(PEER_BASE + idx);
-        if let Err(e) = self.poll.registry().reregister(&mut stream, token, Interest::READABLE) {
-            let _ = self.poll.registry().deregister(&mut stream);
-            self.stats.dropped_connections += 1;
-            self.log(format_args!("dropping {peer}'s connection: {e}"));
-            return self.lost(peer);
-        }
-        let p = &mut self.peers[idx];
-        p.stream = Some(stream);
-        p.write_interest = false; // registered READABLE only
-        p.reader = reader;
-        p.incarnation = hello.incarnation;
-        p.had_channel = true;
-        p.redial = None;
-        if std::mem::replace(&mut p.down, false) {
-            self.input(Input::PeerUp { peer })?;
-        }
-        // Frames that arrived right behind the hello.
-        self.peer_readable(peer)
-    }
-
-    /// Read what `peer`'s channel has and deliver it.
-    fn peer_readable(&mut self, peer: PeerId) -> anyhow::Result<()> {
-        let idx = peer.index();
-        let p = &mut self.peers[idx];
-        let (stream, reader) = match p.stream.as_mut() {
-            Some(s) => (s, &mut p.reader),
-            None => return Ok(()),
-        };
-        let fill = reader.fill(stream);
-        let mut inbox = Vec::new();
-        let mut bad = Vec::new();
-        let mut broken = None;
-        loop {
-            match reader.next_frame() {
-                Ok(Some(body)) => match wire::decode::<Envelope<A::Msg>>(body) {
-                    Ok(env) if env.from == peer && env.to == self.me => inbox.push(env),
-                    Ok(env) => bad.push(format!(
-                        "dropping a frame on {peer}'s channel addressed {}→{}",
-                        env.from, env.to
-                    )),
-                    Err(e) => bad.push(format!("dropping a frame from {peer}: {e}")),
-                },
-                Ok(None) => break,
-                Err(e) => {
-                    broken = Some(e);
-                    break;
-                }
-            }
-        }
-        let cut_short = reader.finish().err();
-        for line in bad {
-            self.stats.bad_frames += 1;
-            self.bad_logged += 1;
-            if self.bad_logged <= BAD_FRAME_LINES {
-                self.log(format_args!("{line}"));
-            }
-            if self.bad_logged == BAD_FRAME_LINES {
-                self.log(format_args!("further bad frames are counted, not logged"));
-            }
-        }
-        for env in inbox {
-            self.clock = self.clock.max(env.clock).saturating_add(1);
-            *self.stats.received.entry(env.msg.kind().to_string()).or_default() += 1;
-            self.input(Input::Message { from: peer, msg: env.msg })?;
-        }
-        match (broken, fill) {
-            (Some(why), _) => {
-                self.stats.dropped_connections += 1;
-                self.log(format_args!("dropping the connection from {peer}: {why}"));
-                self.lost(peer)
-            }
-            (None, Ok(Fill::Eof)) => {
-                if let Some(e) = cut_short {
-                    self.log(format_args!("{peer}'s {e}"));
-                }
-                self.lost(peer)
-            }
-            (None, Err(e)) => {
-                // A reset is how a killed peer's channel usually ends: as ordinary as EOF.
-                if !e.is_reset() {
-                    self.log(format_args!("reading from {peer} failed: {e}"));
-                }
-                self.lost(peer)
-            }
-            (None, Ok(Fill::Budget)) => {
-                self.again.push(Token(PEER_BASE + idx));
-                Ok(())
-            }
-            (None, Ok(Fill::WouldBlock)) => Ok(()),
-        }
-    }
-
-    /// `peer` is gone (its channel closed, it cannot be dialed, or a new incarnation
-    /// replaces it): close its connections, forget what was queued for it, and tell the
-    /// algorithm, unless it was told already.
-    fn lost(&mut self, peer: PeerId) -> anyhow::Result<()> {
-        let idx = peer.index();
-        let p = &mut self.peers[idx];
-        if let Some(mut stream) = p.stream.take() {
-            let _ = self.poll.registry().deregister(&mut stream);
-        }
-        p.reader = FrameReader::default();
-        p.out.clear();
-        p.written = 0;
-        p.redial = None;
-        // Messages to a crashed process are lost with it.
-        self.net.held[idx].clear();
-        self.net.delayed[idx].clear();
-        if std::mem::replace(&mut p.down, true) {
-            return Ok(());
-        }
-        self.input(Input::PeerDown { peer })
-    }
-
-    fn control_readable(&mut self) -> anyhow::Result<()> {
-        let fill = self.control_reader.fill(&mut self.control)?;
-        while let Some(body) = self.control_reader.next_frame()? {
-            let msg = wire::decode::<ToWorker>(body)?;
-            match msg {
-                ToWorker::Finish => {
-                    self.stats.entries = self.entries;
-                    let stats = ToSupervisor::Stats(self.stats.clone());
-                    self.flush_all()?;
-                    self.control.set_nonblocking(false)?;
-                    self.tell_supervisor(&stats)?;
-                    self.running = false;
-                    return Ok(());
-                }
-                ToWorker::Query => {
-                    let state = PendingState {
-                        app: self.app.name().to_string(),
-                        since_ns: self.app_since,
-                        algorithm: self.host.node().waiting_for(),
-                        entries: self.entries,
-                        down: (0..self.opts.workers)
-                            .map(PeerId)
-                            .filter(|p| *p != self.me && self.peers[p.index()].stream.is_none())
-                            .collect(),
-                    };
-                    self.control.set_nonblocking(false)?;
-                    self.tell_supervisor(&ToSupervisor::Pending(state))?;
-                    self.control.set_nonblocking(true)?;
-                }
-                ToWorker::Start { .. } => self.log(format_args!("ignoring a second Start")),
-                ToWorker::Incarnation { id, incarnation } => self.announce(id, incarnation)?,
-                ToWorker::Partition { groups } => self.partition(Some(groups)),
-                ToWorker::Heal => self.partition(None),
-            }
-        }
-        match fill {
-            // The supervisor is gone: nobody will audit or stop us, so stop now.
-            Fill::Eof => self.running = false,
-            Fill::Budget => self.again.push(CONTROL),
-            Fill::WouldBlock => {}
-        }
-        Ok(())
-    }
-
-    fn set_app(&mut self, app: App) {
-        self.app = app;
-        self.app_since = resource::monotonic_ns();
-    }
-
     fn push_timer(&mut self, after: Duration, kind: TimerKind) {
         self.timer_seq += 1;
         let now = Instant::now();
@@ -1067,6 +435,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         self.timers.push(std::cmp::Reverse((at, self.timer_seq, kind)));
     }
 
+    /// Fire every timer that is due, each to its owner.
     fn fire_timers(&mut self) -> anyhow::Result<()> {
         let now = Instant::now();
         while let Some(std::cmp::Reverse((at, _, kind))) = self.timers.peek().copied() {
@@ -1075,12 +444,12 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
             }
             self.timers.pop();
             match kind {
-                TimerKind::Think => self.local.push_back(Local::WantCs),
+                TimerKind::Think => self.work.local.push_back(Local::WantCs),
                 TimerKind::Deliver => self.deliver_due(),
-                TimerKind::CsDone => self.local.push_back(Local::CsDone),
+                TimerKind::CsDone => self.work.local.push_back(Local::CsDone),
                 TimerKind::HelloDue(t) => self.hello_overdue(Token(t)),
                 TimerKind::Accept => {
-                    self.accept_retry = false;
+                    self.mesh.accept_retry = false;
                     self.accept()?;
                 }
                 TimerKind::Redial(i) => self.redial(PeerId(i as u32))?,
@@ -1130,272 +499,10 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         }
         self.run_local()
     }
-
-    fn run_local(&mut self) -> anyhow::Result<()> {
-        while let Some(ev) = self.local.pop_front() {
-            if self.terminating() {
-                // Nothing new after the signal (see `leave_on_signal`).
-                self.local.clear();
-                break;
-            }
-            match ev {
-                Local::WantCs => {
-                    if self.finished() {
-                        self.set_app(App::Done);
-                        let entries = self.entries;
-                        self.control.set_nonblocking(false)?;
-                        self.tell_supervisor(&ToSupervisor::Done { entries })?;
-                        self.control.set_nonblocking(true)?;
-                        continue;
-                    }
-                    self.set_app(App::Waiting);
-                    let rec = Record::Want { w: self.me.0, e: self.entries + 1, t: resource::monotonic_ns() };
-                    self.append(&rec)?;
-                    self.input(Input::Call { call: MutexCall::Want })?;
-                }
-                Local::CsDone => {
-                    self.leave_cs()?;
-                    self.think();
-                    self.input(Input::Call { call: MutexCall::Done })?;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn finished(&self) -> bool {
-        match self.deadline {
-            Some(d) => Instant::now() >= d,
-            None => self.entries >= self.opts.entries,
-        }
-    }
-
-    fn think(&mut self) {
-        self.set_app(App::Thinking);
-        let mean = self.opts.think.as_secs_f64();
-        if mean <= 0.0 {
-            // Not inline: the loop must poll for messages between entries, or a worker
-            // with nothing to wait for would run all its entries without listening.
-            self.push_timer(Duration::ZERO, TimerKind::Think);
-        } else {
-            // Uniform on [0, 2·mean]: the mean is what the user asked for.
-            let secs = self.rng.random_range(0.0..=2.0 * mean);
-            self.push_timer(Duration::from_secs_f64(secs), TimerKind::Think);
-        }
-    }
-
-    fn append(&mut self, rec: &Record) -> anyhow::Result<()> {
-        self.resource
-            .append(rec)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", self.resource_path.display()))
-    }
-
-    /// The host let the waiting application in (it has checked that it was waiting).
-    fn enter_cs(&mut self) -> anyhow::Result<()> {
-        if self.terminating() {
-            return Ok(()); // no ENTER after the signal
-        }
-        self.clock = self.clock.saturating_add(1);
-        let mut fence = Fence { clock: self.clock, id: self.me.0 };
-        if let Some(file) = self.lock_file.take() {
-            // Blocks until the kernel grants it: that is the `flock` algorithm.
-            let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
-                .map_err(|(_, e)| anyhow::anyhow!("flock failed: {e}"))?;
-            if self.terminating() {
-                // The signal came while we waited: give the lock back without entering.
-                let file = lock.unlock().map_err(|(_, e)| anyhow::anyhow!("unlock failed: {e}"))?;
-                self.lock_file = Some(file);
-                return Ok(());
-            }
-            self.held_lock = Some(lock);
-            // Under the kernel lock the token comes from the file: one above the last.
-            let last = self.resource.committed()?.last_fence;
-            fence.clock = last.map_or(1, |f| f.clock.saturating_add(1));
-            self.clock = self.clock.max(fence.clock);
-        }
-        let e = self.entries + 1;
-        self.append(&Record::Enter { w: self.me.0, e, fence, t: resource::monotonic_ns() })?;
-        let read = self.resource.committed()?.value;
-        self.set_app(App::Inside { fence, read });
-        if self.opts.cs.is_zero() {
-            self.local.push_back(Local::CsDone);
-        } else {
-            self.push_timer(self.opts.cs, TimerKind::CsDone);
-        }
-        Ok(())
-    }
-
-    fn leave_cs(&mut self) -> anyhow::Result<()> {
-        let App::Inside { fence, read } = self.app else {
-            anyhow::bail!("internal error: leaving a section we are not in");
-        };
-        self.entries += 1;
-        let rec = Record::Exit {
-            w: self.me.0,
-            e: self.entries,
-            fence,
-            read,
-            value: read + 1,
-            t: resource::monotonic_ns(),
-        };
-        self.append(&rec)?;
-        if let Some(lock) = self.held_lock.take() {
-            let file = lock.unlock().map_err(|(_, e)| anyhow::anyhow!("unlock failed: {e}"))?;
-            self.lock_file = Some(file);
-        }
-        Ok(())
-    }
-
-    /// Send `msg` to `to` (the host has checked that `to` is a peer).
-    fn send(&mut self, to: PeerId, msg: &A::Msg) {
-        self.clock = self.clock.saturating_add(1);
-        let env = Envelope { from: self.me, to, clock: self.clock, msg: msg.clone() };
-        *self.stats.sent.entry(msg.kind().to_string()).or_default() += 1;
-        if self.peers[to.index()].down {
-            // Nobody to deliver it to; a new incarnation starts afresh.
-            return;
-        }
-        if !self.net.active && self.net.groups.is_none() {
-            wire::encode(&mut self.peers[to.index()].out, &env);
-            return;
-        }
-        if self.opts.drop > 0.0 && self.net.rng.random_bool(self.opts.drop.min(1.0)) {
-            self.stats.lost += 1;
-            return;
-        }
-        let mut frame = Vec::new();
-        wire::encode(&mut frame, &env);
-        let delay = self.opts.latency
-            + if self.opts.jitter.is_zero() {
-                Duration::ZERO
-            } else {
-                self.opts.jitter.mul_f64(self.net.rng.random_range(0.0..1.0))
-            };
-        if delay.is_zero() && self.net.delayed[to.index()].is_empty() {
-            self.release(to, &frame);
-            return;
-        }
-        let q = &mut self.net.delayed[to.index()];
-        let due = (Instant::now() + delay).max(q.back().map_or(Instant::now(), |(t, _)| *t));
-        q.push_back((due, frame));
-        self.push_timer(due.saturating_duration_since(Instant::now()), TimerKind::Deliver);
-    }
-
-    /// Hand a frame to the peer's queue, or hold it if a partition is in the way.
-    fn release(&mut self, to: PeerId, frame: &[u8]) {
-        let cut = self.net.groups.as_ref().is_some_and(|g| g[to.index()] != g[self.me.index()]);
-        if cut {
-            self.net.held[to.index()].extend_from_slice(frame);
-        } else {
-            self.peers[to.index()].out.extend_from_slice(frame);
-        }
-    }
-
-    /// Release every delayed frame that is due.
-    fn deliver_due(&mut self) {
-        let now = Instant::now();
-        for i in 0..self.net.delayed.len() {
-            while self.net.delayed[i].front().is_some_and(|(t, _)| *t <= now) {
-                let (_, frame) = self.net.delayed[i].pop_front().expect("checked above");
-                self.release(PeerId(i as u32), &frame);
-            }
-        }
-    }
-
-    fn partition(&mut self, groups: Option<Vec<Vec<u32>>>) {
-        match groups {
-            Some(groups) => {
-                // Workers named in no group form one more group together.
-                let mut of = vec![groups.len(); self.opts.workers as usize];
-                for (g, members) in groups.iter().enumerate() {
-                    for &w in members {
-                        if let Some(slot) = of.get_mut(w as usize) {
-                            *slot = g;
-                        }
-                    }
-                }
-                self.net.groups = Some(of);
-            }
-            None => {
-                self.net.groups = None;
-                for i in 0..self.peers.len() {
-                    let held = std::mem::take(&mut self.net.held[i]);
-                    self.peers[i].out.extend_from_slice(&held);
-                }
-            }
-        }
-    }
-
-    /// One non-blocking pass over every outgoing queue.
-    fn flush_all(&mut self) -> anyhow::Result<()> {
-        for i in 0..self.peers.len() {
-            let p = &mut self.peers[i];
-            if p.written == p.out.len() {
-                continue;
-            }
-            let Some(stream) = p.stream.as_mut() else {
-                continue;
-            };
-            let mut failed = None;
-            while p.written < p.out.len() {
-                match stream.write(&p.out[p.written..]) {
-                    Ok(0) => break,
-                    Ok(k) => p.written += k,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
-                    }
-                }
-            }
-            if p.written == p.out.len() {
-                p.out.clear();
-                p.written = 0;
-            } else if p.written > 64 * 1024 {
-                p.out.drain(..p.written);
-                p.written = 0;
-            }
-            // Ask to hear of free space only while something waits for it.
-            let backed_up = !p.out.is_empty() && failed.is_none();
-            if backed_up != p.write_interest {
-                let interest =
-                    if backed_up { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
-                let token = Token(PEER_BASE + i);
-                match self.poll.registry().reregister(stream, token, interest) {
-                    Ok(()) => p.write_interest = backed_up,
-                    Err(e) => failed = Some(e),
-                }
-            }
-            if let Some(e) = failed {
-                let peer = PeerId(i as u32);
-                // A peer that is gone shows as EPIPE or a reset: reading reports it down.
-                if !matches!(e.kind(), io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset) {
-                    self.log(format_args!("writing to {peer} failed: {e}"));
-                }
-                // Take what it sent before it went, then report it down.
-                self.peer_readable(peer)?;
-                self.lost(peer)?;
-            }
-        }
-        Ok(())
-    }
 }
 
 impl<A: Node<Service = crate::algorithm::Mutex>> Drop for Worker<A> {
     fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.socket_path);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_peer_may_dial_at_once_without_hitting_the_pending_cap() {
-        for n in 1..=256 {
-            assert!(max_pending(n) >= n as usize, "n = {n}");
-        }
+        let _ = std::fs::remove_file(&self.mesh.socket_path);
     }
 }

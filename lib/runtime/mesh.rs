@@ -1,0 +1,649 @@
+//! The Unix-socket mesh: one reliable FIFO stream per pair of workers, framed by
+//! [`crate::wire`]. This worker listens on its own socket and accepts callers, who must
+//! say hello first; dials the peers the supervisor names (again, with back-off, while a
+//! backlog is full); believes, holds or refuses each hello; reads every peer's frames
+//! and hands them to the algorithm; and writes each peer's outgoing queue without ever
+//! blocking ([`Worker::send`] queues, [`Worker::flush_all`] writes). Whatever ends a
+//! channel ends in [`Worker::lost`], which tells the algorithm the peer is down.
+//!
+//! # Connections
+//!
+//! Worker i dials every worker below it (a restarted worker dials every live worker);
+//! the supervisor orders the dials so that of any two workers only one dials the other.
+//! Every connection opens with a [`Hello`] from the caller that proves the run's secret
+//! ([`crate::auth`]): who is calling, whom, and as which incarnation.
+//!
+//! - A connection that has not said hello within [`HELLO_DEADLINE`] is dropped, with a
+//!   line on stderr. At most [`max_pending`] connections may be waiting for their hello;
+//!   connections beyond that are accepted and closed at once (counted in
+//!   `dropped_connections`, one line on stderr per burst), so idle callers cannot use up
+//!   this process's descriptors. When `accept` fails anyway (EMFILE, ENFILE, ENOBUFS…),
+//!   the worker says so once, leaves the callers in the backlog and tries again after
+//!   100 ms; ECONNABORTED is skipped. Accept errors never end the worker.
+//! - A hello that is not one, does not prove the secret, is meant for another worker,
+//!   or names a stranger (an id outside the run, or our own) is dropped with one line on
+//!   stderr naming what was wrong.
+//! - The supervisor is the authority on incarnations: `Start` says which life of each
+//!   worker is current, and `Incarnation` announces each restart. A hello from an older
+//!   life is dropped. A hello from a newer life than announced is held (it still counts
+//!   against the pending cap and its deadline) until the announcement arrives, since
+//!   the restarted worker's hello and the supervisor's notice travel on different
+//!   sockets and either may come first. A second connection claiming a peer whose
+//!   current life already has, or had, a channel is refused, never adopted.
+//! - A dial that fails (the peer just died, or is not listening yet) is no error: the
+//!   peer is down for the algorithm, with a line on stderr, and it will dial us if it
+//!   starts again. A dial that finds the peer's backlog full is tried again, with
+//!   back-off, until it succeeds or the peer dials us.
+//!
+//! # What the algorithm is told about peers
+//!
+//! Every peer starts *up* (messages to one that has not connected yet are queued). The
+//! algorithm then sees, per peer, strictly alternating events, each exactly once:
+//! `on_peer_down` when the channel closes, a dial fails, or (for a restarted worker) the
+//! supervisor did not list the peer to dial (dead, or not started yet: either way it
+//! will dial us when it starts); `on_peer_up` when a peer that was down connects again.
+//! An announced hello from a newer incarnation than the one the algorithm knows is
+//! reported as `on_peer_down` (if it was not already; what the old life sent is
+//! delivered first) followed by `on_peer_up`: the peer has fresh state, whatever the
+//! algorithm believed. Messages to a peer that is down are counted
+//! as sent and discarded, so a new incarnation never receives what was meant for the
+//! old one.
+//!
+//! # Bad input
+//!
+//! A frame whose body does not decode, or that is misaddressed (wrong sender or
+//! receiver), is dropped and counted in `bad_frames`, with a line on stderr (the first
+//! [`BAD_FRAME_LINES`], then one line saying the rest are only counted); the length
+//! header kept the stream in step, so the connection is kept and the next frame is read
+//! normally. A length above [`wire::MAX_FRAME`] means the stream cannot be trusted any
+//! more: the connection is dropped (`dropped_connections`) with a line on stderr, and
+//! the peer is down for the algorithm. A stream that ends inside a frame loses that
+//! partial frame (a line on stderr) and is a closed channel like any other.
+
+use std::collections::HashMap;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use mio::net::{UnixListener, UnixStream};
+use mio::{Interest, Token};
+
+use super::{TimerKind, Worker, LISTENER, PEER_BASE, PENDING_BASE};
+use crate::algorithm::{Input, Message, Node, PeerId};
+use crate::auth::{Hello, Secret};
+use crate::wire::{self, Envelope, Fill, FrameReader};
+
+/// How long an accepted connection may stay silent before its hello.
+pub const HELLO_DEADLINE: Duration = Duration::from_secs(2);
+/// How soon to try `accept` again after it failed (EMFILE and the like).
+const ACCEPT_RETRY: Duration = Duration::from_millis(100);
+/// Connections accepted in one go before the loop serves everyone else.
+const ACCEPT_BATCH: usize = 256;
+/// First and longest wait before dialing again a peer whose backlog was full.
+const REDIAL_FIRST: Duration = Duration::from_millis(20);
+const REDIAL_MAX: Duration = Duration::from_secs(1);
+/// Bad frames logged one by one; after that they are only counted.
+pub const BAD_FRAME_LINES: u64 = 20;
+
+/// How many accepted connections may wait for their hello at once: room for every peer
+/// to dial at the same moment, twice over.
+pub fn max_pending(workers: u32) -> usize {
+    2 * workers as usize + 16
+}
+
+/// One peer as the mesh sees it: its channel, what is queued for it, and which of its
+/// lives the algorithm knows.
+#[derive(Default)]
+pub(super) struct Peer {
+    /// The channel: we write on it and read from it.
+    pub(super) stream: Option<UnixStream>,
+    reader: FrameReader,
+    pub(super) out: Vec<u8>,
+    written: usize,
+    /// The peer's incarnation as far as the algorithm knows.
+    incarnation: u32,
+    /// That incarnation has had a channel (it may have closed since): a later
+    /// connection claiming it is refused.
+    had_channel: bool,
+    /// The algorithm was told this peer is down, and not since that it is back.
+    down: bool,
+    /// A dial that found the backlog full, to try again: the path and the next wait.
+    redial: Option<(PathBuf, Duration)>,
+    /// `stream` is registered for WRITABLE too: only while `out` is backed up, because
+    /// every read by the peer would otherwise wake this process for nothing.
+    write_interest: bool,
+}
+
+/// An accepted connection waiting for its hello.
+pub(super) struct PendingConn {
+    stream: UnixStream,
+    reader: FrameReader,
+    /// A proven hello from a life of its peer the supervisor has not announced yet.
+    held: Option<Hello>,
+}
+
+/// The mesh's part of a worker: the listening socket, a [`Peer`] per worker, the
+/// connections still waiting for their hello, and which life of each worker the
+/// supervisor announced.
+pub(super) struct Mesh {
+    /// The run's secret, which every hello proves.
+    pub(super) secret: Secret,
+    /// Each worker's current incarnation, as the supervisor announced it.
+    pub(super) announced: Vec<u32>,
+    pub(super) listener: UnixListener,
+    pub(super) socket_path: PathBuf,
+    pub(super) peers: Vec<Peer>,
+    pub(super) pending_conns: HashMap<Token, PendingConn>,
+    pub(super) next_pending: usize,
+    pub(super) max_pending: usize,
+    /// An `Accept` timer is set.
+    pub(super) accept_retry: bool,
+    /// `accept` failures in a row (logged when the streak starts and when it ends).
+    pub(super) accept_failures: u64,
+    /// Bad frames logged so far.
+    pub(super) bad_logged: u64,
+}
+
+impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
+    /// Dial `peer` at `path` at startup. False if it cannot be reached: the caller then
+    /// tells the algorithm it is down (after `on_start`), and it will dial us when it
+    /// starts again. A full backlog is not failure: the dial is tried again later.
+    pub(super) fn dial(&mut self, peer: PeerId, path: PathBuf) -> bool {
+        self.mesh.peers[peer.index()].incarnation = self.mesh.announced[peer.index()];
+        match self.connect(peer, &path) {
+            Ok(()) => true,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                self.log(format_args!("{peer}'s backlog is full; dialing again shortly"));
+                self.mesh.peers[peer.index()].redial = Some((path, REDIAL_FIRST));
+                self.push_timer(REDIAL_FIRST, TimerKind::Redial(peer.index()));
+                true
+            }
+            Err(e) => {
+                self.log(format_args!(
+                    "cannot connect to {peer} at {}: {e}; it is down until it dials us",
+                    path.display()
+                ));
+                false
+            }
+        }
+    }
+
+    /// Connect to `peer` and make the connection its channel, hello first.
+    fn connect(&mut self, peer: PeerId, path: &Path) -> io::Result<()> {
+        let mut stream = UnixStream::connect(path)?;
+        let mut hello = Vec::new();
+        wire::encode(&mut hello, &Hello::new(&self.mesh.secret, self.me, peer, self.opts.incarnation));
+        // Say hello at once (a fresh socket has room for it): a listener drops callers
+        // that stay silent too long, and this worker might be paused before it flushes.
+        let mut sent = 0;
+        while sent < hello.len() {
+            match stream.write(&hello[sent..]) {
+                Ok(0) => break,
+                Ok(k) => sent += k,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        self.poll.registry().register(&mut stream, Token(PEER_BASE + peer.index()), Interest::READABLE)?;
+        let p = &mut self.mesh.peers[peer.index()];
+        // The rest of the hello must go first, ahead of anything queued for this peer.
+        let mut out = hello[sent..].to_vec();
+        out.extend_from_slice(&p.out[p.written..]);
+        p.out = out;
+        p.written = 0;
+        p.stream = Some(stream);
+        p.write_interest = false; // registered READABLE only
+        p.had_channel = true;
+        p.redial = None;
+        Ok(())
+    }
+
+    /// The `Redial` timer for `peer` fired.
+    pub(super) fn redial(&mut self, peer: PeerId) -> anyhow::Result<()> {
+        let p = &mut self.mesh.peers[peer.index()];
+        let Some((path, wait)) = p.redial.take() else {
+            return Ok(());
+        };
+        if p.stream.is_some() || p.down {
+            return Ok(()); // it dialed us, or it died meanwhile
+        }
+        match self.connect(peer, &path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let next = (wait * 2).min(REDIAL_MAX);
+                self.mesh.peers[peer.index()].redial = Some((path, next));
+                self.push_timer(next, TimerKind::Redial(peer.index()));
+                Ok(())
+            }
+            Err(e) => {
+                self.log(format_args!(
+                    "cannot connect to {peer} at {}: {e}; it is down until it dials us",
+                    path.display()
+                ));
+                self.lost(peer)
+            }
+        }
+    }
+
+    pub(super) fn accept(&mut self) -> anyhow::Result<()> {
+        let mut refused = 0u64;
+        let mut more = true;
+        for _ in 0..ACCEPT_BATCH {
+            match self.mesh.listener.accept() {
+                Ok((stream, _)) => {
+                    if self.mesh.accept_failures > 0 {
+                        let n = std::mem::take(&mut self.mesh.accept_failures);
+                        self.log(format_args!("accepting connections again after {n} failed tries"));
+                    }
+                    if self.mesh.pending_conns.len() >= self.mesh.max_pending {
+                        // Closed at once: idle callers must not use up our descriptors.
+                        refused += 1;
+                        self.stats.dropped_connections += 1;
+                        drop(stream);
+                        continue;
+                    }
+                    self.add_pending(stream)?;
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    more = false;
+                    break;
+                }
+                Err(e)
+                    if matches!(e.kind(), io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted) => {}
+                Err(e) => {
+                    // EMFILE, ENFILE, ENOBUFS…: the callers stay in the backlog. Try again
+                    // shortly, when hello deadlines may have freed descriptors; a failing
+                    // accept must neither end the worker nor spin.
+                    if self.mesh.accept_failures == 0 {
+                        self.log(format_args!(
+                            "accepting a connection failed: {e}; trying again every {} ms",
+                            ACCEPT_RETRY.as_millis()
+                        ));
+                    }
+                    self.mesh.accept_failures += 1;
+                    if !self.mesh.accept_retry {
+                        self.mesh.accept_retry = true;
+                        self.push_timer(ACCEPT_RETRY, TimerKind::Accept);
+                    }
+                    more = false;
+                    break;
+                }
+            }
+        }
+        if more {
+            self.again.push(LISTENER);
+        }
+        if refused > 0 {
+            self.log(format_args!(
+                "refused {refused} connection(s): {} already waiting for their hello",
+                self.mesh.pending_conns.len()
+            ));
+        }
+        Ok(())
+    }
+
+    fn add_pending(&mut self, mut stream: UnixStream) -> anyhow::Result<()> {
+        let token = Token(PENDING_BASE + self.mesh.next_pending);
+        self.mesh.next_pending += 1;
+        if let Err(e) = self.poll.registry().register(&mut stream, token, Interest::READABLE) {
+            self.log(format_args!("dropping a connection that cannot be polled: {e}"));
+            self.stats.dropped_connections += 1;
+            return Ok(());
+        }
+        self.mesh
+            .pending_conns
+            .insert(token, PendingConn { stream, reader: FrameReader::default(), held: None });
+        self.push_timer(HELLO_DEADLINE, TimerKind::HelloDue(token.0));
+        // Data may already be waiting; edge-triggered polling would not say so.
+        self.pending_readable(token)
+    }
+
+    fn drop_pending(&mut self, token: Token, why: std::fmt::Arguments<'_>) {
+        if let Some(mut pc) = self.mesh.pending_conns.remove(&token) {
+            let _ = self.poll.registry().deregister(&mut pc.stream);
+            self.stats.dropped_connections += 1;
+            self.log(why);
+        }
+    }
+
+    /// The `HelloDue` timer of a pending connection fired.
+    pub(super) fn hello_overdue(&mut self, token: Token) {
+        let secs = HELLO_DEADLINE.as_secs_f64();
+        let held = self.mesh.pending_conns.get(&token).and_then(|pc| pc.held.clone());
+        match held {
+            Some(h) => self.drop_pending(
+                token,
+                format_args!(
+                    "dropping a connection whose hello claims {}'s incarnation {}, which the supervisor did not announce within {secs} s",
+                    h.from, h.incarnation
+                ),
+            ),
+            None => {
+                self.drop_pending(token, format_args!("dropping a connection that sent no hello within {secs} s"))
+            }
+        }
+    }
+
+    /// A connection that has not said hello yet.
+    pub(super) fn pending_readable(&mut self, token: Token) -> anyhow::Result<()> {
+        let Some(pc) = self.mesh.pending_conns.get_mut(&token) else {
+            return Ok(());
+        };
+        if pc.held.is_some() {
+            // Nothing more is read before the hello is believed: the frames behind it
+            // wait in the socket, in order.
+            return Ok(());
+        }
+        let fill = pc.reader.fill(&mut pc.stream);
+        let hello = match pc.reader.next_frame() {
+            Ok(Some(body)) => {
+                Some(wire::decode::<Hello>(body).map_err(|e| format!("its first frame is not a hello ({e})")))
+            }
+            Ok(None) => None,
+            Err(e) => Some(Err(e.to_string())),
+        };
+        let hello = match (hello, fill) {
+            (Some(h), _) => h,
+            (None, Ok(Fill::WouldBlock)) => return Ok(()),
+            (None, Ok(Fill::Budget)) => {
+                self.again.push(token);
+                return Ok(());
+            }
+            (None, Ok(Fill::Eof)) => match pc.reader.finish() {
+                Ok(()) => Err("it closed".to_string()),
+                Err(e) => Err(e.to_string()),
+            },
+            (None, Err(e)) => Err(e.to_string()),
+        };
+        let hello = match hello {
+            Ok(h) => h,
+            Err(why) => {
+                self.drop_pending(token, format_args!("dropping a connection before its hello: {why}"));
+                return Ok(());
+            }
+        };
+        let (from, to, inc) = (hello.from, hello.to, hello.incarnation);
+        let wrong = if !hello.proves(&self.mesh.secret) {
+            Some(format!("claims to be {from} (incarnation {inc}) without the run's secret"))
+        } else if to != self.me {
+            Some(format!("from {from} is addressed to {to}"))
+        } else if from.0 >= self.opts.workers || from == self.me {
+            Some(format!("names {from}, which is not a peer"))
+        } else {
+            None
+        };
+        if let Some(why) = wrong {
+            self.drop_pending(token, format_args!("dropping a connection whose hello {why}"));
+            return Ok(());
+        }
+        self.consider(token, hello)
+    }
+
+    /// A proven hello arrived on pending connection `token`: adopt it, hold it until the
+    /// supervisor announces its incarnation, or refuse it.
+    fn consider(&mut self, token: Token, hello: Hello) -> anyhow::Result<()> {
+        let (peer, inc) = (hello.from, hello.incarnation);
+        let announced = self.mesh.announced[peer.index()];
+        let p = &self.mesh.peers[peer.index()];
+        if inc > announced {
+            // Its notice may still be on the way: wait for it (see `announce`).
+            if let Some(pc) = self.mesh.pending_conns.get_mut(&token) {
+                pc.held = Some(hello);
+            }
+            return Ok(());
+        }
+        let refusal = if inc < announced || inc < p.incarnation {
+            Some(format!("claims {peer}'s incarnation {inc}, but the supervisor announced {announced}"))
+        } else if inc == p.incarnation && p.had_channel {
+            let state = if p.stream.is_some() { "open" } else { "closed" };
+            Some(format!("claims {peer} (incarnation {inc}), whose channel is already {state}"))
+        } else {
+            None
+        };
+        if let Some(why) = refusal {
+            self.drop_pending(token, format_args!("refusing a connection whose hello {why}"));
+            return Ok(());
+        }
+        let Some(PendingConn { stream, reader, .. }) = self.mesh.pending_conns.remove(&token) else {
+            return Ok(());
+        };
+        self.adopt(hello, stream, reader)
+    }
+
+    /// The supervisor says worker `peer` now lives as `incarnation`: believe it, and
+    /// take up any hello from that life that was waiting for this.
+    pub(super) fn announce(&mut self, peer: PeerId, incarnation: u32) -> anyhow::Result<()> {
+        if peer.index() >= self.mesh.announced.len() || peer == self.me {
+            self.log(format_args!("ignoring an announcement about {peer}, which is not a peer"));
+            return Ok(());
+        }
+        let slot = &mut self.mesh.announced[peer.index()];
+        *slot = (*slot).max(incarnation);
+        let waiting: Vec<Token> = self
+            .mesh
+            .pending_conns
+            .iter()
+            .filter(|(_, pc)| {
+                pc.held.as_ref().is_some_and(|h| h.from == peer && h.incarnation <= incarnation)
+            })
+            .map(|(t, _)| *t)
+            .collect();
+        for token in waiting {
+            let hello = self.mesh.pending_conns.get_mut(&token).and_then(|pc| pc.held.take());
+            if let Some(hello) = hello {
+                self.consider(token, hello)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A believed hello from `hello.from`: make its connection that peer's channel. A
+    /// newer life replaces the old one, whose last frames are delivered first.
+    fn adopt(&mut self, hello: Hello, mut stream: UnixStream, reader: FrameReader) -> anyhow::Result<()> {
+        let peer = hello.from;
+        let idx = peer.index();
+        if hello.incarnation > self.mesh.peers[idx].incarnation {
+            // A new incarnation with fresh state: the old one is gone, whether or not its
+            // channel has closed yet, and so is everything queued for it.
+            self.peer_readable(peer)?;
+            self.lost(peer)?;
+        }
+        let token = Token(PEER_BASE + idx);
+        if let Err(e) = self.poll.registry().reregister(&mut stream, token, Interest::READABLE) {
+            let _ = self.poll.registry().deregister(&mut stream);
+            self.stats.dropped_connections += 1;
+            self.log(format_args!("dropping {peer}'s connection: {e}"));
+            return self.lost(peer);
+        }
+        let p = &mut self.mesh.peers[idx];
+        p.stream = Some(stream);
+        p.write_interest = false; // registered READABLE only
+        p.reader = reader;
+        p.incarnation = hello.incarnation;
+        p.had_channel = true;
+        p.redial = None;
+        if std::mem::replace(&mut p.down, false) {
+            self.input(Input::PeerUp { peer })?;
+        }
+        // Frames that arrived right behind the hello.
+        self.peer_readable(peer)
+    }
+
+    /// Read what `peer`'s channel has and deliver it.
+    pub(super) fn peer_readable(&mut self, peer: PeerId) -> anyhow::Result<()> {
+        let idx = peer.index();
+        let p = &mut self.mesh.peers[idx];
+        let (stream, reader) = match p.stream.as_mut() {
+            Some(s) => (s, &mut p.reader),
+            None => return Ok(()),
+        };
+        let fill = reader.fill(stream);
+        let mut inbox = Vec::new();
+        let mut bad = Vec::new();
+        let mut broken = None;
+        loop {
+            match reader.next_frame() {
+                Ok(Some(body)) => match wire::decode::<Envelope<A::Msg>>(body) {
+                    Ok(env) if env.from == peer && env.to == self.me => inbox.push(env),
+                    Ok(env) => bad.push(format!(
+                        "dropping a frame on {peer}'s channel addressed {}→{}",
+                        env.from, env.to
+                    )),
+                    Err(e) => bad.push(format!("dropping a frame from {peer}: {e}")),
+                },
+                Ok(None) => break,
+                Err(e) => {
+                    broken = Some(e);
+                    break;
+                }
+            }
+        }
+        let cut_short = reader.finish().err();
+        for line in bad {
+            self.stats.bad_frames += 1;
+            self.mesh.bad_logged += 1;
+            if self.mesh.bad_logged <= BAD_FRAME_LINES {
+                self.log(format_args!("{line}"));
+            }
+            if self.mesh.bad_logged == BAD_FRAME_LINES {
+                self.log(format_args!("further bad frames are counted, not logged"));
+            }
+        }
+        for env in inbox {
+            self.clock = self.clock.max(env.clock).saturating_add(1);
+            *self.stats.received.entry(env.msg.kind().to_string()).or_default() += 1;
+            self.input(Input::Message { from: peer, msg: env.msg })?;
+        }
+        match (broken, fill) {
+            (Some(why), _) => {
+                self.stats.dropped_connections += 1;
+                self.log(format_args!("dropping the connection from {peer}: {why}"));
+                self.lost(peer)
+            }
+            (None, Ok(Fill::Eof)) => {
+                if let Some(e) = cut_short {
+                    self.log(format_args!("{peer}'s {e}"));
+                }
+                self.lost(peer)
+            }
+            (None, Err(e)) => {
+                // A reset is how a killed peer's channel usually ends: as ordinary as EOF.
+                if !e.is_reset() {
+                    self.log(format_args!("reading from {peer} failed: {e}"));
+                }
+                self.lost(peer)
+            }
+            (None, Ok(Fill::Budget)) => {
+                self.again.push(Token(PEER_BASE + idx));
+                Ok(())
+            }
+            (None, Ok(Fill::WouldBlock)) => Ok(()),
+        }
+    }
+
+    /// `peer` is gone (its channel closed, it cannot be dialed, or a new incarnation
+    /// replaces it): close its connections, forget what was queued for it, and tell the
+    /// algorithm, unless it was told already.
+    pub(super) fn lost(&mut self, peer: PeerId) -> anyhow::Result<()> {
+        let idx = peer.index();
+        let p = &mut self.mesh.peers[idx];
+        if let Some(mut stream) = p.stream.take() {
+            let _ = self.poll.registry().deregister(&mut stream);
+        }
+        p.reader = FrameReader::default();
+        p.out.clear();
+        p.written = 0;
+        p.redial = None;
+        // Messages to a crashed process are lost with it.
+        self.net.held[idx].clear();
+        self.net.delayed[idx].clear();
+        if std::mem::replace(&mut p.down, true) {
+            return Ok(());
+        }
+        self.input(Input::PeerDown { peer })
+    }
+
+    /// Send `msg` to `to` (the host has checked that `to` is a peer).
+    pub(super) fn send(&mut self, to: PeerId, msg: &A::Msg) {
+        self.clock = self.clock.saturating_add(1);
+        let env = Envelope { from: self.me, to, clock: self.clock, msg: msg.clone() };
+        *self.stats.sent.entry(msg.kind().to_string()).or_default() += 1;
+        if self.mesh.peers[to.index()].down {
+            // Nobody to deliver it to; a new incarnation starts afresh.
+            return;
+        }
+        if !self.net.active && self.net.groups.is_none() {
+            wire::encode(&mut self.mesh.peers[to.index()].out, &env);
+            return;
+        }
+        self.send_with_faults(to, &env);
+    }
+
+    /// One non-blocking pass over every outgoing queue.
+    pub(super) fn flush_all(&mut self) -> anyhow::Result<()> {
+        for i in 0..self.mesh.peers.len() {
+            let p = &mut self.mesh.peers[i];
+            if p.written == p.out.len() {
+                continue;
+            }
+            let Some(stream) = p.stream.as_mut() else {
+                continue;
+            };
+            let mut failed = None;
+            while p.written < p.out.len() {
+                match stream.write(&p.out[p.written..]) {
+                    Ok(0) => break,
+                    Ok(k) => p.written += k,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                    Err(e) => {
+                        failed = Some(e);
+                        break;
+                    }
+                }
+            }
+            if p.written == p.out.len() {
+                p.out.clear();
+                p.written = 0;
+            } else if p.written > 64 * 1024 {
+                p.out.drain(..p.written);
+                p.written = 0;
+            }
+            // Ask to hear of free space only while something waits for it.
+            let backed_up = !p.out.is_empty() && failed.is_none();
+            if backed_up != p.write_interest {
+                let interest =
+                    if backed_up { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
+                let token = Token(PEER_BASE + i);
+                match self.poll.registry().reregister(stream, token, interest) {
+                    Ok(()) => p.write_interest = backed_up,
+                    Err(e) => failed = Some(e),
+                }
+            }
+            if let Some(e) = failed {
+                let peer = PeerId(i as u32);
+                // A peer that is gone shows as EPIPE or a reset: reading reports it down.
+                if !matches!(e.kind(), io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset) {
+                    self.log(format_args!("writing to {peer} failed: {e}"));
+                }
+                // Take what it sent before it went, then report it down.
+                self.peer_readable(peer)?;
+                self.lost(peer)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_peer_may_dial_at_once_without_hitting_the_pending_cap() {
+        for n in 1..=256 {
+            assert!(max_pending(n) >= n as usize, "n = {n}");
+        }
+    }
+}

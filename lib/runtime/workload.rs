@@ -1,0 +1,246 @@
+//! The workload: the mutual exclusion service's application loop. It thinks (a random
+//! time, `--think-ms` on average), writes its WANT and asks the algorithm (`want`),
+//! waits until the host lets it in (the `enter` event; under `flock`, the kernel lock
+//! after that), writes its ENTER, does the read-modify-write on the resource file for
+//! `--cs-ms`, writes its EXIT and tells the algorithm it is done (`done`), until it has
+//! made its entries or the run's `--duration` is over; then it tells the supervisor it
+//! is `Done`.
+//!
+//! This is the seam where an election workload will go. The mesh, the network faults,
+//! the control link and the loop do not depend on what the application asks for; the
+//! mutex service's calls (`want`, `done`) and its event (`enter`, in `carry`) meet the
+//! application only at this file's methods and its [`Workload`] state.
+//!
+//! # Leaving on SIGTERM or SIGINT
+//!
+//! The signal handler sets a flag that the worker checks just before it stamps a WANT or
+//! an ENTER, and at every step of its loop: once the kernel has delivered the signal, no
+//! WANT and no ENTER is written, no timer fires and no new event is handled. A worker that was
+//! outside the critical section writes nothing more. A worker *inside* it leaves in
+//! order, at once: it cuts the section short, writes its EXIT (the counter it read plus
+//! one, under its own fence, so the update is not lost), tells the algorithm it left
+//! (so a RELEASE or deferred REPLY is queued), makes one non-blocking attempt to send
+//! what is queued, and exits; what a stopped peer cannot take, and messages held back by
+//! `--latency` or a partition, are lost with the process, and peers see the channel
+//! close. Under `flock`, a worker blocked on the kernel lock notices the signal only
+//! when it gets the lock, and then gives it back without entering. The worker exits with
+//! status 0.
+
+use std::collections::VecDeque;
+use std::fs::File;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use rand::RngExt;
+use rand_chacha::ChaCha8Rng;
+
+use super::{TimerKind, Worker};
+use crate::algorithm::{Input, MutexCall, Node};
+use crate::control::ToSupervisor;
+use crate::resource::{self, Fence, Record, Resource};
+
+/// The application's state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum App {
+    Starting,
+    Thinking,
+    Waiting,
+    Inside { fence: Fence, read: u64 },
+    Done,
+}
+
+impl App {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            App::Starting => "starting",
+            App::Thinking => "thinking",
+            App::Waiting => "waiting",
+            App::Inside { .. } => "inside",
+            App::Done => "done",
+        }
+    }
+}
+
+/// Local events queued while applying actions, handled right after.
+#[derive(Debug)]
+pub(super) enum Local {
+    WantCs,
+    CsDone,
+}
+
+/// The workload's part of a worker: where the application stands, the entries made,
+/// the resource file (and the kernel lock, under `flock`), and its own random source
+/// for think times.
+pub(super) struct Workload {
+    /// When a run with `--duration` is over.
+    pub(super) deadline: Option<Instant>,
+    pub(super) local: VecDeque<Local>,
+    pub(super) app: App,
+    pub(super) app_since: u64,
+    pub(super) entries: u64,
+    pub(super) resource: Resource,
+    /// Where `resource` lives, for error messages.
+    pub(super) resource_path: PathBuf,
+    pub(super) lock_file: Option<File>,
+    pub(super) held_lock: Option<nix::fcntl::Flock<File>>,
+    pub(super) rng: ChaCha8Rng,
+}
+
+impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
+    /// Handle the local events queued so far: asking to enter (or, when `finished`,
+    /// telling the supervisor it is `Done`), and leaving.
+    pub(super) fn run_local(&mut self) -> anyhow::Result<()> {
+        while let Some(ev) = self.work.local.pop_front() {
+            if self.terminating() {
+                // Nothing new after the signal (see `leave_on_signal`).
+                self.work.local.clear();
+                break;
+            }
+            match ev {
+                Local::WantCs => {
+                    if self.finished() {
+                        self.set_app(App::Done);
+                        let entries = self.work.entries;
+                        self.control.set_nonblocking(false)?;
+                        self.tell_supervisor(&ToSupervisor::Done { entries })?;
+                        self.control.set_nonblocking(true)?;
+                        continue;
+                    }
+                    self.set_app(App::Waiting);
+                    let rec =
+                        Record::Want { w: self.me.0, e: self.work.entries + 1, t: resource::monotonic_ns() };
+                    self.append(&rec)?;
+                    self.input(Input::Call { call: MutexCall::Want })?;
+                }
+                Local::CsDone => {
+                    self.leave_cs()?;
+                    self.think();
+                    self.input(Input::Call { call: MutexCall::Done })?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finished(&self) -> bool {
+        match self.work.deadline {
+            Some(d) => Instant::now() >= d,
+            None => self.work.entries >= self.opts.entries,
+        }
+    }
+
+    pub(super) fn think(&mut self) {
+        self.set_app(App::Thinking);
+        let mean = self.opts.think.as_secs_f64();
+        if mean <= 0.0 {
+            // Not inline: the loop must poll for messages between entries, or a worker
+            // with nothing to wait for would run all its entries without listening.
+            self.push_timer(Duration::ZERO, TimerKind::Think);
+        } else {
+            // Uniform on [0, 2·mean]: the mean is what the user asked for.
+            let secs = self.work.rng.random_range(0.0..=2.0 * mean);
+            self.push_timer(Duration::from_secs_f64(secs), TimerKind::Think);
+        }
+    }
+
+    /// The host let the waiting application in (it has checked that it was waiting).
+    pub(super) fn enter_cs(&mut self) -> anyhow::Result<()> {
+        if self.terminating() {
+            return Ok(()); // no ENTER after the signal
+        }
+        self.clock = self.clock.saturating_add(1);
+        let mut fence = Fence { clock: self.clock, id: self.me.0 };
+        if let Some(file) = self.work.lock_file.take() {
+            // Blocks until the kernel grants it: that is the `flock` algorithm.
+            let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
+                .map_err(|(_, e)| anyhow::anyhow!("flock failed: {e}"))?;
+            if self.terminating() {
+                // The signal came while we waited: give the lock back without entering.
+                let file = lock.unlock().map_err(|(_, e)| anyhow::anyhow!("unlock failed: {e}"))?;
+                self.work.lock_file = Some(file);
+                return Ok(());
+            }
+            self.work.held_lock = Some(lock);
+            // Under the kernel lock the token comes from the file: one above the last.
+            let last = self.work.resource.committed()?.last_fence;
+            fence.clock = last.map_or(1, |f| f.clock.saturating_add(1));
+            self.clock = self.clock.max(fence.clock);
+        }
+        let e = self.work.entries + 1;
+        self.append(&Record::Enter { w: self.me.0, e, fence, t: resource::monotonic_ns() })?;
+        let read = self.work.resource.committed()?.value;
+        self.set_app(App::Inside { fence, read });
+        if self.opts.cs.is_zero() {
+            self.work.local.push_back(Local::CsDone);
+        } else {
+            self.push_timer(self.opts.cs, TimerKind::CsDone);
+        }
+        Ok(())
+    }
+
+    fn leave_cs(&mut self) -> anyhow::Result<()> {
+        let App::Inside { fence, read } = self.work.app else {
+            anyhow::bail!("internal error: leaving a section we are not in");
+        };
+        self.work.entries += 1;
+        let rec = Record::Exit {
+            w: self.me.0,
+            e: self.work.entries,
+            fence,
+            read,
+            value: read + 1,
+            t: resource::monotonic_ns(),
+        };
+        self.append(&rec)?;
+        if let Some(lock) = self.work.held_lock.take() {
+            let file = lock.unlock().map_err(|(_, e)| anyhow::anyhow!("unlock failed: {e}"))?;
+            self.work.lock_file = Some(file);
+        }
+        Ok(())
+    }
+
+    /// SIGTERM or SIGINT: leave now (see the module documentation).
+    pub(super) fn leave_on_signal(&mut self) -> anyhow::Result<()> {
+        self.running = false;
+        self.work.local.clear();
+        if !matches!(self.work.app, App::Inside { .. }) {
+            self.log(format_args!("terminated by signal while {}; leaving", self.work.app.name()));
+            return Ok(());
+        }
+        self.log(format_args!("terminated by signal inside the critical section; closing it and leaving"));
+        self.leave_cs()?;
+        // Only messages come of this: nothing is entered or asked for any more.
+        self.input(Input::Call { call: MutexCall::Done })?;
+        self.set_app(App::Done);
+        self.flush_all()?;
+        Ok(())
+    }
+
+    fn set_app(&mut self, app: App) {
+        self.work.app = app;
+        self.work.app_since = resource::monotonic_ns();
+    }
+
+    fn append(&mut self, rec: &Record) -> anyhow::Result<()> {
+        self.work
+            .resource
+            .append(rec)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", self.work.resource_path.display()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_application_s_state_is_named_as_the_diagnosis_shows_it() {
+        let fence = Fence { clock: 3, id: 1 };
+        let names: Vec<&str> =
+            [App::Starting, App::Thinking, App::Waiting, App::Inside { fence, read: 7 }, App::Done]
+                .into_iter()
+                .map(App::name)
+                .collect();
+        assert_eq!(names, ["starting", "thinking", "waiting", "inside", "done"]);
+    }
+}
