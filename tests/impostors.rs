@@ -129,3 +129,57 @@ fn the_supervisor_listens_on_no_path_and_floods_of_callers_cost_it_nothing() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).contains("audit       OK"));
 }
+
+#[test]
+fn a_flood_of_silent_callers_cannot_shut_a_restarted_worker_out() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    // Before: with every worker's room for callers full of silent connections, the
+    // restarted w2's dials were refused, the survivors took it for dead for good, and
+    // ricart-agrawala, reading silence as consent, let two in thousands of times.
+    let bg = Background::start(&[
+        "--algo",
+        "ricart-agrawala",
+        "-n",
+        "4",
+        "--duration",
+        "3",
+        "--stall-ms",
+        "2000",
+        "--faults",
+        "kill 2 at 300ms; restart 2 at 600ms",
+    ]);
+    bg.wait_for_exits(3);
+    let dir = bg.run_dir();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flood = {
+        let (stop, dir) = (stop.clone(), dir.clone());
+        std::thread::spawn(move || {
+            // The latest few hundred connections stay open; older ones are let go.
+            let mut open: std::collections::VecDeque<UnixStream> = Default::default();
+            while !stop.load(Ordering::SeqCst) {
+                for w in [0, 1, 3] {
+                    for _ in 0..30 {
+                        if let Ok(s) = UnixStream::connect(dir.join(format!("w{w}.0.sock"))) {
+                            open.push_back(s);
+                        }
+                    }
+                }
+                while open.len() > 300 {
+                    open.pop_front();
+                }
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+        })
+    };
+    let mut bg = bg;
+    let out = bg.child.take().unwrap().wait_with_output().unwrap();
+    stop.store(true, Ordering::SeqCst);
+    flood.join().unwrap();
+    let (err, text) = (stderr(&out), stdout(&out));
+    assert_eq!(out.status.code(), Some(0), "{err}\n{text}");
+    assert!(text.contains("audit       OK"), "{text}");
+    assert!(text.contains("restart w2"), "{text}");
+    assert!(err.contains("to make room for new callers"), "{err}");
+    assert!(err.lines().count() < 400, "stderr is bounded: {} lines", err.lines().count());
+}

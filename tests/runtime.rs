@@ -307,7 +307,7 @@ fn silent_callers_are_capped_and_dropped_after_the_hello_deadline() {
     let started = Instant::now();
     // Kept open throughout: only the deadline can rid the worker of them.
     let _idle = idle_connections(&lab.socket(0, 0), cap + 10);
-    w0.wait_stderr("refused", 1);
+    w0.wait_stderr("to make room for new callers", 1);
     w0.wait_stderr("sent no hello within", cap);
     assert!(started.elapsed() >= HELLO_DEADLINE);
     let mut w1 = lab.call(0, 0, 1, 0);

@@ -14,10 +14,14 @@
 //! ([`crate::auth`]): who is calling, whom, and as which incarnation.
 //!
 //! - A connection that has not said hello within [`HELLO_DEADLINE`] is dropped, with a
-//!   line on stderr. At most [`max_pending`] connections may be waiting for their hello;
-//!   connections beyond that are accepted and closed at once (counted in
-//!   `dropped_connections`, one line on stderr per burst), so idle callers cannot use up
-//!   this process's descriptors. When `accept` fails anyway (EMFILE, ENFILE, ENOBUFS…),
+//!   line on stderr. At most [`max_pending`] connections may be waiting for their hello,
+//!   so idle callers cannot use up this process's descriptors. When a new caller finds
+//!   the room full, the silent caller that has waited longest is dropped to make room
+//!   (counted in `dropped_connections`, one line per burst): a caller's hello is read
+//!   the moment it is accepted, so a worker dialing amid a flood of silent connections
+//!   is still heard, where refusing newcomers would shut it out for good. Lines about
+//!   dropped connections stop after [`DROP_LINES`]; the rest are only counted. When
+//!   `accept` fails anyway (EMFILE, ENFILE, ENOBUFS…),
 //!   the worker says so once, leaves the callers in the backlog and tries again after
 //!   100 ms; ECONNABORTED is skipped. Accept errors never end the worker.
 //! - A hello that is not one, does not prove the secret, is meant for another worker,
@@ -84,6 +88,8 @@ const REDIAL_FIRST: Duration = Duration::from_millis(20);
 const REDIAL_MAX: Duration = Duration::from_secs(1);
 /// Bad frames logged one by one; after that they are only counted.
 pub const BAD_FRAME_LINES: u64 = 20;
+/// Dropped or refused connections logged one by one; after that they are only counted.
+pub const DROP_LINES: u64 = 50;
 
 /// How many accepted connections may wait for their hello at once: room for every peer
 /// to dial at the same moment, twice over.
@@ -142,6 +148,8 @@ pub(super) struct Mesh {
     pub(super) accept_failures: u64,
     /// Bad frames logged so far.
     pub(super) bad_logged: u64,
+    /// Lines about dropped connections so far.
+    pub(super) drops_logged: u64,
 }
 
 impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
@@ -227,7 +235,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
     }
 
     pub(super) fn accept(&mut self) -> anyhow::Result<()> {
-        let mut refused = 0u64;
+        let (mut refused, mut evicted) = (0u64, 0u64);
         let mut more = true;
         for _ in 0..ACCEPT_BATCH {
             match self.mesh.listener.accept() {
@@ -237,11 +245,15 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
                         self.log(format_args!("accepting connections again after {n} failed tries"));
                     }
                     if self.mesh.pending_conns.len() >= self.mesh.max_pending {
-                        // Closed at once: idle callers must not use up our descriptors.
-                        refused += 1;
-                        self.stats.dropped_connections += 1;
-                        drop(stream);
-                        continue;
+                        if self.evict_oldest_silent() {
+                            evicted += 1;
+                        } else {
+                            // Every waiting connection holds a proven hello: the newcomer goes.
+                            refused += 1;
+                            self.stats.dropped_connections += 1;
+                            drop(stream);
+                            continue;
+                        }
                     }
                     self.add_pending(stream)?;
                 }
@@ -274,13 +286,45 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         if more {
             self.again.push(LISTENER);
         }
+        let waiting = self.mesh.pending_conns.len();
+        if evicted > 0 {
+            self.log_drop(format_args!(
+                "dropped {evicted} silent connection(s) to make room for new callers: {waiting} waiting for their hello"
+            ));
+        }
         if refused > 0 {
-            self.log(format_args!(
-                "refused {refused} connection(s): {} already waiting for their hello",
-                self.mesh.pending_conns.len()
+            self.log_drop(format_args!(
+                "refused {refused} connection(s): {waiting} already waiting, each with a hello"
             ));
         }
         Ok(())
+    }
+
+    /// Drop the connection that has waited longest without saying anything, to make
+    /// room; false if every waiting connection has said a proven hello (held for its
+    /// announcement).
+    fn evict_oldest_silent(&mut self) -> bool {
+        // Tokens are handed out in order: the smallest is the oldest.
+        let oldest =
+            self.mesh.pending_conns.iter().filter(|(_, pc)| pc.held.is_none()).map(|(t, _)| *t).min();
+        let Some(token) = oldest else { return false };
+        if let Some(mut pc) = self.mesh.pending_conns.remove(&token) {
+            let _ = self.poll.registry().deregister(&mut pc.stream);
+            self.stats.dropped_connections += 1;
+        }
+        true
+    }
+
+    /// A line about a dropped connection: the first [`DROP_LINES`], then one saying the
+    /// rest are only counted, so a flood of callers cannot flood stderr.
+    pub(super) fn log_drop(&mut self, what: std::fmt::Arguments<'_>) {
+        self.mesh.drops_logged += 1;
+        if self.mesh.drops_logged <= DROP_LINES {
+            self.log(what);
+        }
+        if self.mesh.drops_logged == DROP_LINES {
+            self.log(format_args!("further dropped connections are counted, not logged"));
+        }
     }
 
     fn add_pending(&mut self, mut stream: UnixStream) -> anyhow::Result<()> {
@@ -303,7 +347,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         if let Some(mut pc) = self.mesh.pending_conns.remove(&token) {
             let _ = self.poll.registry().deregister(&mut pc.stream);
             self.stats.dropped_connections += 1;
-            self.log(why);
+            self.log_drop(why);
         }
     }
 

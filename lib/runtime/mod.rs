@@ -60,7 +60,7 @@ mod mesh;
 mod netfaults;
 mod workload;
 use link::setup;
-pub use mesh::{max_pending, BAD_FRAME_LINES, HELLO_DEADLINE};
+pub use mesh::{max_pending, BAD_FRAME_LINES, DROP_LINES, HELLO_DEADLINE};
 use mesh::{Mesh, Peer};
 use netfaults::NetFaults;
 use workload::{App, Local, Workload};
@@ -252,6 +252,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
                 accept_retry: false,
                 accept_failures: 0,
                 bad_logged: 0,
+                drops_logged: 0,
             },
             again: Vec::new(),
             clock,
