@@ -1,11 +1,14 @@
 //! mutexlab: a multi-process lab for distributed mutual exclusion.
 //!
 //! A supervisor ([`supervisor`]) starts N worker processes ([`runtime`]) that talk over
-//! Unix domain sockets ([`wire`]). Each worker runs one algorithm, a sans-IO state
-//! machine ([`algorithm`], [`algos`]), and guards a real shared file ([`resource`]).
-//! After the run the auditor ([`audit`]) reads the file alone and says whether two
-//! workers were ever inside at once, whether updates were lost, and how long each
-//! worker waited.
+//! Unix domain sockets ([`wire`]); only the run's own workers can speak in it
+//! ([`auth`], [`control`]). Each worker runs one algorithm, a sans-IO state machine of
+//! inputs and outputs ([`algorithm`], [`algos`]) driven through the one host that keeps
+//! the driver contract ([`host`]), and guards a real shared file ([`resource`]). After
+//! the run the auditor ([`audit`]) reads the file alone and says whether two workers
+//! were ever inside at once, whether updates were lost, and how long each worker
+//! waited. The same nodes run in the seeded simulator ([`sim`]), and the command line
+//! ([`cli`]) runs any registry of them, the built-in one or a crate's own.
 
 pub mod algorithm;
 pub mod algos;
