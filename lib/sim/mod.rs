@@ -31,8 +31,12 @@
 //!   the run (a livelock shows up as [`Failure::StepLimit`]); [`Sim::crashes`] lets up
 //!   to k nodes (of those a predicate allows) crash and restart, as the worker runtime
 //!   and the supervisor's faults make them.
-//! - [`Sim::run`]`(entries_per_node)` drives the run until every application has been
-//!   inside `entries_per_node` times and no message is left in flight. It returns a
+//! - [`Sim::run`]`(rounds)` drives the run until the applications have done their
+//!   rounds and no message is left in flight: for mutual exclusion, each application
+//!   has been inside `rounds` times; for elections, each initiator has called `rounds`
+//!   elections and every live node names the same live leader ([`Sim::set_up`] with
+//!   [`ElectionApps::initiators`] picks the initiators; all nodes by default). What the
+//!   applications do is their service's ([`SimService`], `app.rs`). It returns a
 //!   [`SimReport`] (entries, messages sent by kind, steps) or a [`SimError`] naming the
 //!   seed, the step and the failure, with the last events that led to it.
 //! - [`Sim::node`] gives read access to a node afterwards; the report carries the
@@ -42,14 +46,17 @@
 //!   check, panicking with the replayable error of the first failed run.
 //!
 //! What a run checks:
-//! - safety: never two applications inside at once ([`Failure::Overlap`]);
+//! - safety: never two applications inside at once ([`Failure::Overlap`]); for
+//!   elections, never two leaders for one term ([`Failure::SplitBrain`]) and never a
+//!   node's term going back ([`Failure::TermBackwards`]);
 //! - the driver contract: no `EnterCs` for an application that did not ask
 //!   ([`Failure::UnaskedEnter`]), no message to oneself ([`Failure::SelfSend`]) or to a
 //!   node that does not exist ([`Failure::NoSuchPeer`]);
 //! - liveness: if nothing can happen (no message in flight, no timer set) while some
-//!   application still waits, the run is stuck ([`Failure::Deadlock`], with each waiting
-//!   node's [`Node::waiting_for`]); a run that keeps going without finishing hits the
-//!   step limit.
+//!   application still waits (for elections: while the live nodes do not all name one
+//!   live leader), the run is stuck ([`Failure::Deadlock`], with each waiting node's
+//!   [`Node::waiting_for`]); a run that keeps going without finishing hits the step
+//!   limit.
 //!
 //! Model of time and of the scheduler: delivering a message or running an application
 //! step takes no virtual time; only timers move the clock. Each step picks uniformly
@@ -75,10 +82,12 @@ use std::time::Duration;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use crate::algorithm::{Config, Mutex, Node, PeerId};
+use crate::algorithm::{Config, Node, PeerId};
 use crate::host::Breach;
 
+mod app;
 mod world;
+pub use app::{ElectionApps, MutexApps, SimApps, SimService};
 pub use world::{Choice, World};
 
 /// How many recent events a [`SimError`] carries.
@@ -124,6 +133,28 @@ pub enum Failure {
         to: PeerId,
         /// The message kind.
         kind: String,
+    },
+    /// Two nodes accepted different leaders for the same term.
+    #[error("split brain: term {term} names {first}, and {by} accepted {second} for it")]
+    SplitBrain {
+        /// The term.
+        term: u64,
+        /// The leader first announced for it.
+        first: PeerId,
+        /// The other one.
+        second: PeerId,
+        /// The node that accepted the other.
+        by: PeerId,
+    },
+    /// A node accepted a leader of an older (or the same) term than one it had.
+    #[error("{node} accepted a leader of term {after} after one of term {before}")]
+    TermBackwards {
+        /// The node.
+        node: PeerId,
+        /// The term it had.
+        before: u64,
+        /// The term it took.
+        after: u64,
     },
     /// A saved choice that the world does not offer at that point (a replay of another
     /// algorithm, size or version).
@@ -217,6 +248,8 @@ pub struct SimReport {
     pub elapsed: Duration,
     /// Crashes that happened (each followed by a restart).
     pub crashes: u32,
+    /// The leader every node names at the end (elections), and its term.
+    pub leader: Option<(PeerId, u64)>,
     /// Every choice made, in order: [`Sim::replay`] repeats the run.
     pub choices: Vec<Choice>,
 }
@@ -248,7 +281,10 @@ impl SimReport {
 }
 
 /// The seeded scheduler over a [`World`] of N nodes of `A`.
-pub struct Sim<A: Node<Service = Mutex>> {
+pub struct Sim<A: Node>
+where
+    A::Service: SimService,
+{
     n: usize,
     seed: u64,
     rng: ChaCha8Rng,
@@ -257,9 +293,15 @@ pub struct Sim<A: Node<Service = Mutex>> {
     step: u64,
     trace: VecDeque<String>,
     choices: Vec<Choice>,
+    /// What to do to the applications before the run.
+    #[allow(clippy::type_complexity)]
+    set_up: Option<Box<dyn FnOnce(&mut <A::Service as SimService>::Apps)>>,
 }
 
-impl<A: Node<Service = Mutex>> Sim<A> {
+impl<A: Node> Sim<A>
+where
+    A::Service: SimService,
+{
     /// `n` nodes with [`Config::new`] and the given seed.
     pub fn new(n: u32, seed: u64) -> Self {
         Self::with_config(n, seed, |_| {})
@@ -284,6 +326,7 @@ impl<A: Node<Service = Mutex>> Sim<A> {
             step: 0,
             trace: VecDeque::new(),
             choices: Vec::new(),
+            set_up: None,
         }
     }
 
@@ -322,6 +365,13 @@ impl<A: Node<Service = Mutex>> Sim<A> {
         &self.world
     }
 
+    /// Set the applications up once the run gives them their rounds (e.g. who
+    /// initiates elections: [`ElectionApps::initiators`]).
+    pub fn set_up(mut self, f: impl FnOnce(&mut <A::Service as SimService>::Apps) + 'static) -> Self {
+        self.set_up = Some(Box::new(f));
+        self
+    }
+
     /// Run until every application has entered `entries_per_node` times and no message is
     /// in flight, checking safety and liveness on the way. Call once per `Sim`.
     pub fn run(&mut self, entries_per_node: u32) -> Result<SimReport, SimError> {
@@ -335,9 +385,12 @@ impl<A: Node<Service = Mutex>> Sim<A> {
         self.drive(entries_per_node, Some(choices))
     }
 
-    fn drive(&mut self, entries: u32, saved: Option<&[Choice]>) -> Result<SimReport, SimError> {
+    fn drive(&mut self, rounds: u32, saved: Option<&[Choice]>) -> Result<SimReport, SimError> {
         let world = std::mem::replace(&mut self.world, World::new(Vec::new(), 0));
-        self.world = world.with_entries(entries);
+        self.world = world.with_rounds(rounds);
+        if let Some(f) = self.set_up.take() {
+            f(self.world.apps_mut());
+        }
         let Sim { world, trace, step, .. } = self;
         let started = world.start(&mut |now, line| note(trace, *step, now, line));
         started.map_err(|f| self.fail(f))?;
@@ -387,8 +440,9 @@ impl<A: Node<Service = Mutex>> Sim<A> {
         Ok(SimReport {
             n: self.n as u32,
             seed: self.seed,
-            entries: w.entries.iter().sum(),
-            entries_by_node: w.entries.clone(),
+            entries: w.apps.entries().iter().sum(),
+            entries_by_node: w.apps.entries(),
+            leader: w.apps.leader(&vec![true; self.n]),
             messages: w.sent.clone(),
             counters: w.counters.clone(),
             steps: self.step,
@@ -406,12 +460,8 @@ impl<A: Node<Service = Mutex>> Sim<A> {
         if let Some(&Choice::Stale { index, .. }) = enabled.first() {
             return Some(Choice::Stale { index, keep: self.rng.random_bool(0.25) });
         }
-        let ordinary = |c: &Choice| {
-            matches!(
-                c,
-                Choice::Deliver { .. } | Choice::Down { .. } | Choice::Want { .. } | Choice::Leave { .. }
-            )
-        };
+        let ordinary =
+            |c: &Choice| matches!(c, Choice::Deliver { .. } | Choice::Down { .. } | Choice::Call { .. });
         let mut candidates: Vec<Choice> = enabled.iter().copied().filter(ordinary).collect();
         let stuck = candidates.is_empty();
         let rare = self.world.may_crash_or_restart() && self.rng.random_range(0..CRASH_RARITY) == 0;
@@ -454,20 +504,25 @@ fn note(trace: &mut VecDeque<String>, step: u64, now: Duration, line: String) {
 
 /// Run `n` nodes of `N` from `seed`, `entries` entries each, with stale timers on (as
 /// [`sweep`] does): what the registry runs for an algorithm by name.
-pub fn simulate<N: Node<Service = Mutex>>(n: u32, seed: u64, entries: u32) -> Result<SimReport, SimError> {
+pub fn simulate<N: Node>(n: u32, seed: u64, entries: u32) -> Result<SimReport, SimError>
+where
+    N::Service: SimService,
+{
     Sim::<N>::new(n, seed).stale_timers(true).run(entries)
 }
 
 /// Run `A` over `seeds` with every size in `sizes`, `entries` entries per node, and
 /// hand each report to `check`; panic with the replayable error of the first failure.
 /// A helper for the randomized tests.
-pub fn sweep<A: Node<Service = Mutex>>(
+pub fn sweep<A: Node>(
     sizes: &[u32],
     seeds: std::ops::Range<u64>,
     entries: u32,
     tweak: impl Fn(&mut Config) + Copy,
     mut check: impl FnMut(&SimReport, &Sim<A>),
-) {
+) where
+    A::Service: SimService,
+{
     for &n in sizes {
         for seed in seeds.clone() {
             let mut sim = Sim::<A>::with_config(n, seed, tweak).stale_timers(true);
@@ -582,7 +637,7 @@ mod tests {
         // A list that ends early, or a choice the world does not offer, says so.
         let e = make().replay(3, &saved[..saved.len() / 2]).unwrap_err();
         assert!(matches!(e.failure, Failure::Replay { .. }), "{e}");
-        let e = make().replay(3, &[Choice::Leave { node: 0 }]).unwrap_err();
+        let e = make().replay(3, &[Choice::Call { node: 0, index: 3 }]).unwrap_err();
         assert!(matches!(e.failure, Failure::Replay { index: 0, .. }), "{e}");
     }
 
@@ -703,5 +758,123 @@ mod tests {
         }
         let e = Sim::<Stuck>::new(2, 99).run(1).unwrap_err();
         assert!(matches!(e.failure, Failure::SelfSend { ref kind, .. } if kind == "REQUEST"), "{e}");
+    }
+}
+
+/// The election side of the simulator, with toy nodes: the checks must pass a correct
+/// one and catch each kind of broken one.
+#[cfg(test)]
+mod election_tests {
+    use serde::{Deserialize, Serialize};
+
+    use super::*;
+    use crate::algorithm::{Election, ElectionCall, ElectionEvent, Input, Message, NodeInput, NodeOut};
+
+    #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    struct Claim(u32);
+
+    impl Message for Claim {
+        fn kind(&self) -> &str {
+            "CLAIM"
+        }
+    }
+
+    /// Whoever is elected, the highest id any initiator has heard of wins: initiators
+    /// claim, everyone takes the highest claim seen. `mode` breaks it on purpose.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct Toy {
+        me: u32,
+        best: Option<u32>,
+        mode: u8,
+    }
+
+    // Mode 0 is the correct toy.
+    const SELFISH: u8 = 1;
+    const BACKWARDS: u8 = 2;
+
+    impl Node for Toy {
+        type Msg = Claim;
+        type Timer = crate::algorithm::NoTimer;
+        type Service = Election;
+
+        fn create(cfg: &Config) -> Self {
+            Toy { me: cfg.id.0, best: None, mode: cfg.seed as u8 % 3 }
+        }
+
+        fn step(&mut self, input: NodeInput<Self>, out: &mut NodeOut<Self>) {
+            let claim = match input {
+                Input::Call { call: ElectionCall::Elect } => {
+                    if self.mode == SELFISH {
+                        // Declares itself at once, in the same term as anyone else.
+                        out.emit(ElectionEvent::Leader { id: PeerId(self.me), term: 1 });
+                        return;
+                    }
+                    out.broadcast(Claim(self.me));
+                    self.me
+                }
+                Input::Message { msg: Claim(c), .. } => c,
+                _ => return,
+            };
+            if self.best.is_none_or(|b| claim > b) {
+                self.best = Some(claim);
+                let term = if self.mode == BACKWARDS { 100 - u64::from(claim) } else { u64::from(claim) + 1 };
+                out.emit(ElectionEvent::Leader { id: PeerId(claim), term });
+            }
+        }
+    }
+
+    fn toy(n: u32, seed: u64) -> Sim<Toy> {
+        // The seed picks the mode (seed % 3), so seeds 0, 3, 6… are correct toys.
+        Sim::<Toy>::new(n, seed)
+    }
+
+    #[test]
+    fn a_correct_election_agrees_and_reports_its_leader() {
+        for seed in (0..60).step_by(3) {
+            let r = toy(5, seed).run(1).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(r.leader.map(|l| l.0), Some(PeerId(4)), "every node initiates: the highest wins");
+            assert_eq!(r.count("CLAIM"), 5 * 4);
+        }
+        // Only w1 and w2 initiate: w2 wins, though w4 exists.
+        let r = toy(5, 3).set_up(|apps| apps.initiators(&[1, 2])).run(1).unwrap();
+        assert_eq!(r.leader, Some((PeerId(2), 3)));
+    }
+
+    #[test]
+    fn two_leaders_in_one_term_are_caught() {
+        let e = toy(3, 1).run(1).unwrap_err();
+        assert!(matches!(e.failure, Failure::SplitBrain { term: 1, .. }), "{e}");
+    }
+
+    #[test]
+    fn a_term_going_backwards_is_caught() {
+        let mut caught = 0;
+        for seed in (2..200).step_by(3) {
+            match toy(3, seed).run(1) {
+                Err(SimError { failure: Failure::TermBackwards { .. }, .. }) => caught += 1,
+                Err(e) => panic!("{e}"),
+                Ok(_) => {} // the highest claim happened to come first everywhere
+            }
+        }
+        assert!(caught > 10, "only {caught} of 66 runs caught it");
+    }
+
+    #[test]
+    fn a_restarted_node_that_is_never_told_the_leader_is_caught() {
+        // The toy does not tell a node that comes back who leads: the run cannot end
+        // with every live node agreeing, and the simulator says who is still waiting.
+        let mut caught = 0;
+        for seed in (0..150).step_by(3) {
+            match toy(3, seed).crashes(1, |_| true).run(1) {
+                Err(SimError { failure: Failure::Deadlock { waiting }, .. }) => {
+                    assert!(!waiting.is_empty());
+                    caught += 1;
+                }
+                Err(e) => panic!("{e}"),
+                // No crash, or one before the node had called its own election.
+                Ok(_) => {}
+            }
+        }
+        assert!(caught > 0);
     }
 }

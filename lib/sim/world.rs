@@ -29,8 +29,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::app::{SimApps, SimService};
 use super::Failure;
-use crate::algorithm::{Config, Input, Message, Mutex, MutexCall, MutexEvent, Node, NodeInput, PeerId};
+use crate::algorithm::{Config, Input, Message, Node, NodeInput, PeerId};
 use crate::host::{Breach, Effect, Host, Step};
 
 /// One thing that can happen next. Serialisable, so a run is a list of choices that can
@@ -43,10 +44,9 @@ pub enum Choice {
     Deliver { from: u32, to: u32, index: u32 },
     /// `to` hears that `from` is down (the channel has drained).
     Down { from: u32, to: u32 },
-    /// Application `node` asks for the critical section.
-    Want { node: u32 },
-    /// Application `node` leaves the critical section.
-    Leave { node: u32 },
+    /// Application `node` makes the `index`-th of the calls it could make now (asks for
+    /// the critical section, leaves it, calls an election…).
+    Call { node: u32, index: u32 },
     /// The earliest timer fires.
     Timer,
     /// Decide whether the reset or cancelled timer at `index` in the timer list still
@@ -56,14 +56,6 @@ pub enum Choice {
     Crash { node: u32 },
     /// Crashed node `node` starts again with fresh state.
     Restart { node: u32 },
-}
-
-/// What an application is doing.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(super) enum App {
-    Idle,
-    Waiting,
-    Inside,
 }
 
 /// A timer that is set, or a stale one.
@@ -89,7 +81,10 @@ struct SetTimer<T> {
 /// ([`World::enabled`], [`World::apply`]); reading it ([`World::done`],
 /// [`World::waiting`], [`World::node`], and the tallies the report is made of).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct World<N: Node<Service = Mutex>> {
+pub struct World<N: Node>
+where
+    N::Service: SimService,
+{
     n: usize,
     hosts: Vec<Host<N>>,
     configs: Vec<Config>,
@@ -101,11 +96,8 @@ pub struct World<N: Node<Service = Mutex>> {
     timers: Vec<SetTimer<N::Timer>>,
     timer_seq: u64,
     pub(super) now: Duration,
-    apps: Vec<App>,
-    /// Entries each application still wants.
-    left: Vec<u32>,
-    pub(super) entries: Vec<u64>,
-    inside: Option<PeerId>,
+    /// The applications, as the node's service has them.
+    pub(super) apps: <N::Service as SimService>::Apps,
     pub(super) sent: BTreeMap<String, u64>,
     pub(super) counters: BTreeMap<String, u64>,
     fifo: bool,
@@ -116,10 +108,13 @@ pub struct World<N: Node<Service = Mutex>> {
     pub(super) crashes_done: u32,
 }
 
-impl<N: Node<Service = Mutex>> World<N> {
-    /// Nodes with these configurations, not started; each application will enter
-    /// `entries` times.
-    pub fn new(configs: Vec<Config>, entries: u32) -> Self {
+impl<N: Node> World<N>
+where
+    N::Service: SimService,
+{
+    /// Nodes with these configurations, not started; `rounds` tells the applications how
+    /// much to do (entries each, or elections each initiator calls).
+    pub fn new(configs: Vec<Config>, rounds: u32) -> Self {
         let n = configs.len();
         World {
             n,
@@ -131,10 +126,7 @@ impl<N: Node<Service = Mutex>> World<N> {
             timers: Vec::new(),
             timer_seq: 0,
             now: Duration::ZERO,
-            apps: vec![App::Idle; n],
-            left: vec![entries; n],
-            entries: vec![0; n],
-            inside: None,
+            apps: N::Service::apps(n, rounds),
             sent: BTreeMap::new(),
             counters: BTreeMap::new(),
             fifo: true,
@@ -145,10 +137,15 @@ impl<N: Node<Service = Mutex>> World<N> {
         }
     }
 
-    /// The same world, each application now wanting `entries` entries.
-    pub fn with_entries(mut self, entries: u32) -> Self {
-        self.left = vec![entries; self.n];
+    /// The same world with fresh applications that will do `rounds`.
+    pub fn with_rounds(mut self, rounds: u32) -> Self {
+        self.apps = N::Service::apps(self.n, rounds);
         self
+    }
+
+    /// The applications, to read them or set them up (e.g. who initiates elections).
+    pub fn apps_mut(&mut self) -> &mut <N::Service as SimService>::Apps {
+        &mut self.apps
     }
 
     /// Let any message in flight on a channel be delivered first.
@@ -180,12 +177,12 @@ impl<N: Node<Service = Mutex>> World<N> {
         self.hosts[id as usize].node()
     }
 
-    /// Every application has its entries, every node is alive and nothing is in flight.
+    /// The applications have done all they meant to, every node is alive and nothing is
+    /// in flight.
     pub fn done(&self) -> bool {
-        self.left.iter().all(|&l| l == 0)
-            && self.apps.iter().all(|&a| a == App::Idle)
-            && self.alive.iter().all(|&a| a)
+        self.alive.iter().all(|&a| a)
             && self.links.iter().all(VecDeque::is_empty)
+            && self.apps.done(&self.alive)
     }
 
     /// A message is in flight.
@@ -201,7 +198,7 @@ impl<N: Node<Service = Mutex>> World<N> {
     /// Each waiting node with what it says it waits for.
     pub fn waiting(&self) -> Vec<(PeerId, String)> {
         (0..self.n)
-            .filter(|&i| self.alive[i] && self.apps[i] == App::Waiting)
+            .filter(|&i| self.alive[i] && self.apps.waiting(i, &self.alive))
             .map(|i| (PeerId(i as u32), self.hosts[i].node().waiting_for()))
             .collect()
     }
@@ -229,14 +226,9 @@ impl<N: Node<Service = Mutex>> World<N> {
                 out.push(Choice::Down { from, to });
             }
         }
-        for i in 0..self.n {
-            let node = i as u32;
-            match self.apps[i] {
-                _ if !self.alive[i] => {}
-                App::Idle if self.left[i] > 0 => out.push(Choice::Want { node }),
-                App::Inside => out.push(Choice::Leave { node }),
-                _ => {}
-            }
+        for i in (0..self.n).filter(|&i| self.alive[i]) {
+            let calls = self.apps.calls(i).len() as u32;
+            out.extend((0..calls).map(|index| Choice::Call { node: i as u32, index }));
         }
         for i in 0..self.n {
             let node = i as u32;
@@ -267,19 +259,12 @@ impl<N: Node<Service = Mutex>> World<N> {
                 note(self.now, format!("{} hears {} is down", PeerId(to), PeerId(from)));
                 self.input(to as usize, Input::PeerDown { peer: PeerId(from) }, note)
             }
-            Choice::Want { node } => {
-                note(self.now, format!("{} wants the critical section", PeerId(node)));
-                self.apps[node as usize] = App::Waiting;
-                self.input(node as usize, Input::Call { call: MutexCall::Want }, note)
-            }
-            Choice::Leave { node } => {
+            Choice::Call { node, index } => {
                 let i = node as usize;
-                note(self.now, format!("{} leaves the critical section", PeerId(node)));
-                self.apps[i] = App::Idle;
-                self.left[i] -= 1;
-                self.entries[i] += 1;
-                self.inside = None;
-                self.input(i, Input::Call { call: MutexCall::Done }, note)
+                let call = self.apps.calls(i).swap_remove(index as usize);
+                let line = self.apps.call(i, &call);
+                note(self.now, line);
+                self.input(i, Input::Call { call }, note)
             }
             Choice::Timer => {
                 let k = (0..self.timers.len())
@@ -369,13 +354,9 @@ impl<N: Node<Service = Mutex>> World<N> {
                     });
                 }
                 Effect::Disarm { timer } => self.retire_timer(me, &timer),
-                Effect::Event { event: MutexEvent::Enter } => {
-                    if let Some(inside) = self.inside {
-                        return Err(Failure::Overlap { inside, entering: me });
-                    }
-                    note(self.now, format!("{me} enters the critical section"));
-                    self.apps[i] = App::Inside;
-                    self.inside = Some(me);
+                Effect::Event { event } => {
+                    let line = self.apps.event(i, &event)?;
+                    note(self.now, line);
                 }
                 Effect::Count { name, by } => *self.counters.entry(name.into_owned()).or_default() += by,
             }
@@ -402,10 +383,7 @@ impl<N: Node<Service = Mutex>> World<N> {
         self.crash_budget -= 1;
         self.crashes_done += 1;
         self.alive[i] = false;
-        if self.apps[i] == App::Inside {
-            self.inside = None;
-        }
-        self.apps[i] = App::Idle;
+        self.apps.crash(i);
         self.timers.retain(|t| t.node != me);
         for j in 0..self.n {
             // Nothing reaches a dead node, news of others' deaths included.

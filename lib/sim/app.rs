@@ -1,0 +1,230 @@
+//! The application side of a simulated run, one kind per service: what the applications
+//! may call next, what they make of their nodes' events (and which events break the
+//! service's promise), and when the run is over.
+//!
+//! - [`MutexApps`]: each application asks for the critical section, is let in, and
+//!   leaves, `entries` times; two inside at once is [`Failure::Overlap`].
+//! - [`ElectionApps`]: the initiators each call `elect` once; every `leader` event is
+//!   checked as it comes (no term ever names two leaders: [`Failure::SplitBrain`]; a
+//!   node's terms only rise: [`Failure::TermBackwards`]), and the run is over when every
+//!   live node names the same live leader and nothing is in flight. Which leader is the
+//!   right one (the highest live id, for bully and the ring algorithms) is the caller's
+//!   check, on the report.
+
+use std::collections::BTreeMap;
+use std::fmt::Debug;
+use std::hash::Hash;
+
+use super::Failure;
+use crate::algorithm::{
+    Election, ElectionCall, ElectionEvent, Mutex, MutexCall, MutexEvent, PeerId, Service,
+};
+
+/// A service the simulator can run: it names the applications' side.
+pub trait SimService: Service {
+    /// The applications of a run.
+    type Apps: SimApps<Self>;
+    /// The applications of `n` nodes; `rounds` is what [`super::Sim::run`] was given.
+    fn apps(n: usize, rounds: u32) -> Self::Apps;
+}
+
+/// The applications of every node in a simulated run.
+pub trait SimApps<S: Service + ?Sized>: Clone + Debug + PartialEq + Eq + Hash {
+    /// The calls application `node` could make now (it is alive).
+    fn calls(&self, node: usize) -> Vec<S::Call>;
+    /// Application `node` makes `call`; a line for the trace.
+    fn call(&mut self, node: usize, call: &S::Call) -> String;
+    /// Node `node` tells its application `event`; a line for the trace, or the failure
+    /// the event is.
+    fn event(&mut self, node: usize, event: &S::Event) -> Result<String, Failure>;
+    /// Node `node` crashed: its application's request, section or belief is gone.
+    fn crash(&mut self, node: usize);
+    /// Nothing more to do: `alive` says who is.
+    fn done(&self, alive: &[bool]) -> bool;
+    /// Application `node` still waits for its node (for deadlock reports).
+    fn waiting(&self, node: usize, alive: &[bool]) -> bool;
+    /// Entries each application made (mutual exclusion), zeros otherwise.
+    fn entries(&self) -> Vec<u64>;
+    /// The leader every live node names, if they agree (elections), else `None`.
+    fn leader(&self, _alive: &[bool]) -> Option<(PeerId, u64)> {
+        None
+    }
+}
+
+/// What a mutual-exclusion application is doing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Mx {
+    Idle,
+    Waiting,
+    Inside,
+}
+
+/// Mutual-exclusion applications: see the module doc.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct MutexApps {
+    apps: Vec<Mx>,
+    /// Entries each application still wants.
+    left: Vec<u32>,
+    /// Entries each made.
+    pub(super) entries: Vec<u64>,
+    inside: Option<PeerId>,
+}
+
+impl SimService for Mutex {
+    type Apps = MutexApps;
+    fn apps(n: usize, entries: u32) -> MutexApps {
+        MutexApps { apps: vec![Mx::Idle; n], left: vec![entries; n], entries: vec![0; n], inside: None }
+    }
+}
+
+impl SimApps<Mutex> for MutexApps {
+    fn calls(&self, node: usize) -> Vec<MutexCall> {
+        match self.apps[node] {
+            Mx::Idle if self.left[node] > 0 => vec![MutexCall::Want],
+            Mx::Inside => vec![MutexCall::Done],
+            _ => Vec::new(),
+        }
+    }
+
+    fn call(&mut self, node: usize, call: &MutexCall) -> String {
+        let me = PeerId(node as u32);
+        match call {
+            MutexCall::Want => {
+                self.apps[node] = Mx::Waiting;
+                format!("{me} wants the critical section")
+            }
+            MutexCall::Done => {
+                self.apps[node] = Mx::Idle;
+                self.left[node] -= 1;
+                self.entries[node] += 1;
+                self.inside = None;
+                format!("{me} leaves the critical section")
+            }
+        }
+    }
+
+    fn event(&mut self, node: usize, MutexEvent::Enter: &MutexEvent) -> Result<String, Failure> {
+        let me = PeerId(node as u32);
+        if let Some(inside) = self.inside {
+            return Err(Failure::Overlap { inside, entering: me });
+        }
+        self.apps[node] = Mx::Inside;
+        self.inside = Some(me);
+        Ok(format!("{me} enters the critical section"))
+    }
+
+    fn crash(&mut self, node: usize) {
+        if self.apps[node] == Mx::Inside {
+            self.inside = None;
+        }
+        self.apps[node] = Mx::Idle;
+    }
+
+    fn done(&self, _alive: &[bool]) -> bool {
+        self.left.iter().all(|&l| l == 0) && self.apps.iter().all(|&a| a == Mx::Idle)
+    }
+
+    fn waiting(&self, node: usize, _alive: &[bool]) -> bool {
+        self.apps[node] == Mx::Waiting
+    }
+
+    fn entries(&self) -> Vec<u64> {
+        self.entries.clone()
+    }
+}
+
+/// Election applications: see the module doc.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ElectionApps {
+    /// Elections each application will still call for.
+    left: Vec<u32>,
+    /// The leader each node last accepted, and its term.
+    pub(super) leader: Vec<Option<(PeerId, u64)>>,
+    /// Every term announced so far, and the leader it named.
+    terms: BTreeMap<u64, PeerId>,
+    /// Leaders announced, all nodes together.
+    pub(super) announcements: u64,
+}
+
+impl ElectionApps {
+    /// Only these nodes call `elect` (each once); the others wait to hear.
+    pub fn initiators(&mut self, nodes: &[u32]) {
+        for (i, left) in self.left.iter_mut().enumerate() {
+            *left = u32::from(nodes.contains(&(i as u32)));
+        }
+    }
+
+    /// The leader every live node names, if they all name the same one.
+    pub fn agreed(&self, alive: &[bool]) -> Option<(PeerId, u64)> {
+        let mut live = (0..alive.len()).filter(|&i| alive[i]).map(|i| self.leader[i]);
+        let first = live.next()??;
+        live.all(|l| l == Some(first)).then_some(first)
+    }
+}
+
+impl SimService for Election {
+    type Apps = ElectionApps;
+    fn apps(n: usize, rounds: u32) -> ElectionApps {
+        ElectionApps {
+            left: vec![rounds; n],
+            leader: vec![None; n],
+            terms: BTreeMap::new(),
+            announcements: 0,
+        }
+    }
+}
+
+impl SimApps<Election> for ElectionApps {
+    fn calls(&self, node: usize) -> Vec<ElectionCall> {
+        if self.left[node] > 0 {
+            vec![ElectionCall::Elect]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn call(&mut self, node: usize, ElectionCall::Elect: &ElectionCall) -> String {
+        self.left[node] -= 1;
+        format!("{} calls an election", PeerId(node as u32))
+    }
+
+    fn event(&mut self, node: usize, event: &ElectionEvent) -> Result<String, Failure> {
+        let me = PeerId(node as u32);
+        let ElectionEvent::Leader { id, term } = *event;
+        if let Some(&other) = self.terms.get(&term) {
+            if other != id {
+                return Err(Failure::SplitBrain { term, first: other, second: id, by: me });
+            }
+        }
+        if let Some((_, before)) = self.leader[node] {
+            if term <= before && self.leader[node] != Some((id, term)) {
+                return Err(Failure::TermBackwards { node: me, before, after: term });
+            }
+        }
+        self.terms.insert(term, id);
+        self.leader[node] = Some((id, term));
+        self.announcements += 1;
+        Ok(format!("{me} accepts {id} as leader (term {term})"))
+    }
+
+    fn crash(&mut self, node: usize) {
+        // A restarted node knows no leader until it is told again.
+        self.leader[node] = None;
+    }
+
+    fn done(&self, alive: &[bool]) -> bool {
+        self.left.iter().all(|&l| l == 0) && self.agreed(alive).is_some_and(|(id, _)| alive[id.index()])
+    }
+
+    fn waiting(&self, node: usize, alive: &[bool]) -> bool {
+        self.leader[node].is_none() || self.agreed(alive).is_none()
+    }
+
+    fn entries(&self) -> Vec<u64> {
+        vec![0; self.left.len()]
+    }
+
+    fn leader(&self, alive: &[bool]) -> Option<(PeerId, u64)> {
+        self.agreed(alive)
+    }
+}
