@@ -1,4 +1,5 @@
-//! The auditor: judges a run from the resource file alone.
+//! The auditor: judges a run from the resource file alone (and an election run from its
+//! leader file: [`leaders`]).
 //!
 //! It never asks a worker anything, so it judges a student's worker exactly as it judges
 //! ours: by what reached the disk. Records are read in file order, which is the order
@@ -25,6 +26,8 @@ use std::path::Path;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+pub mod leaders;
+
 use crate::resource::{Fence, Record, HEADER};
 
 /// The auditor could not judge the file at all.
@@ -33,6 +36,12 @@ pub enum AuditError {
     /// The file could not be read.
     #[error("cannot read {path}: {err}")]
     Unreadable { path: String, err: std::io::Error },
+    /// The file is not a mutexlab leader file.
+    #[error(
+        "{path} is not a mutexlab leader file (first line must start with {:?})",
+        leaders::LEADERS_HEADER
+    )]
+    NotLeaders { path: String },
     /// The file is not a mutexlab resource file.
     #[error("{path} is not a mutexlab resource file (first line must start with {HEADER:?})")]
     NotResource { path: String },
@@ -195,6 +204,8 @@ pub struct FaultLog {
     pub ended: Option<(u64, u64)>,
     /// The log named more crashes than [`MAX_CRASHES`]; the rest were not read.
     pub overflow: bool,
+    /// Restarts (`restart` lines): the worker and when its new life began.
+    pub restarts: Vec<(u32, u64)>,
 }
 
 /// More crashes than any run's plan can make ([`crate::faults::MAX_PLAN_STEPS`]), with
@@ -239,6 +250,12 @@ impl FaultLog {
                     self.overflow = true;
                 } else {
                     self.crashes.push(Crash { worker, t, dead });
+                }
+            }
+            Some("restart") => {
+                let worker = fields.next().and_then(|f| f.strip_prefix("w=")?.parse().ok());
+                if let (Some(w), true) = (worker, self.restarts.len() < MAX_CRASHES) {
+                    self.restarts.push((w, t));
                 }
             }
             Some("teardown") if self.teardown.is_none_or(|d| t < d) => {

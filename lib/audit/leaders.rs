@@ -1,0 +1,477 @@
+//! The election auditor: judges a run's elections from its leader file alone.
+//!
+//! Every worker appends a record each time it accepts a leader, one `write` per line,
+//! to `leaders.log` in the run directory:
+//!
+//! ```text
+//! # mutexlab leaders v1 algo=bully workers=4
+//! LEADER w=2 inc=0 leader=3 term=1 t=8123456
+//! ```
+//!
+//! With the fault log's kills and restarts, that is enough to check what the notes ask
+//! of an election:
+//! - **uniqueness**: no term names two leaders (`split-brain`), no two live workers
+//!   believe themselves leader at once (`two-leaders`), and a worker's terms only rise
+//!   (`term-backwards`);
+//! - **agreement**: at the end, every live worker names the same leader
+//!   (`disagreement`), and some leader was agreed at all (`no-leader`);
+//! - **validity** (when asked, for bully and the ring algorithms): the agreed leader is
+//!   the highest live id (`not-highest`);
+//! - **termination**: the time from the last fault (or the first record) to the
+//!   agreement, reported, and a violation (`slow-election`) beyond a bound when one is
+//!   given.
+//!
+//! Lines are read as the resource file's are: bounded, a last line without its newline
+//! is `torn-record`, anything that does not parse is `corrupt-record`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+use std::str::FromStr;
+
+use serde::Serialize;
+
+use super::{AuditError, FaultLog, Lines, Quote, Violation, KEEP, MAX_WORKER_ID};
+
+/// First line of every leader file.
+pub const LEADERS_HEADER: &str = "# mutexlab leaders v1";
+
+/// One line of the leader file: worker `w`, in incarnation `inc`, accepted `leader` as
+/// elected in `term`, at monotonic time `t`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LeaderRecord {
+    pub w: u32,
+    pub inc: u32,
+    pub leader: u32,
+    pub term: u64,
+    pub t: u64,
+}
+
+impl fmt::Display for LeaderRecord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let LeaderRecord { w, inc, leader, term, t } = self;
+        write!(f, "LEADER w={w} inc={inc} leader={leader} term={term} t={t}")
+    }
+}
+
+impl FromStr for LeaderRecord {
+    type Err = String;
+    fn from_str(line: &str) -> Result<Self, String> {
+        let mut words = line.split(' ');
+        if words.next() != Some("LEADER") {
+            return Err("not a LEADER record".into());
+        }
+        let mut field = |key: &str| -> Result<u64, String> {
+            let word = words.next().ok_or_else(|| format!("missing {key}="))?;
+            let v = word
+                .strip_prefix(key)
+                .and_then(|v| v.strip_prefix('='))
+                .ok_or_else(|| format!("expected {key}="))?;
+            v.parse().map_err(|_| format!("{key}= is not a number"))
+        };
+        let small = |v: u64, key: &str| u32::try_from(v).map_err(|_| format!("{key}= is out of range"));
+        let (w, inc, leader) = (field("w")?, field("inc")?, field("leader")?);
+        let (term, t) = (field("term")?, field("t")?);
+        if words.next().is_some() {
+            return Err("trailing words".into());
+        }
+        Ok(LeaderRecord {
+            w: small(w, "w")?,
+            inc: small(inc, "inc")?,
+            leader: small(leader, "leader")?,
+            term,
+            t,
+        })
+    }
+}
+
+/// What the election auditor is asked to check besides the invariants.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Rules {
+    /// The agreed leader must be the highest live id (bully, ring elections).
+    pub highest_wins: bool,
+    /// Agreement must come within this many ns of the last fault (or the first record).
+    pub bound_ns: Option<u64>,
+}
+
+/// What the election auditor found.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ElectionReport {
+    /// No violations.
+    pub ok: bool,
+    pub algorithm: Option<String>,
+    pub workers: u32,
+    /// Records read.
+    pub records: usize,
+    /// The leader every live worker names at the end, and its term.
+    pub leader: Option<(u32, u64)>,
+    /// Distinct terms announced.
+    pub terms: usize,
+    /// From the last fault (or the first record) to the record that completed the final
+    /// agreement, in ms.
+    pub time_to_agree_ms: Option<f64>,
+    pub violations: Vec<Violation>,
+    pub violation_count: usize,
+}
+
+/// Audit the leader file at `path`.
+pub fn audit_leaders_file(
+    path: &Path,
+    faults: &FaultLog,
+    rules: Rules,
+) -> Result<ElectionReport, AuditError> {
+    let shown = || path.display().to_string();
+    let f = std::fs::File::open(path).map_err(|err| AuditError::Unreadable { path: shown(), err })?;
+    audit_leaders(f, faults, rules).map_err(|e| match e {
+        None => AuditError::NotLeaders { path: shown() },
+        Some(err) => AuditError::Unreadable { path: shown(), err },
+    })
+}
+
+/// Audit leader file contents; `Err(None)` if they are not a leader file.
+pub fn audit_leaders(
+    mut src: impl Read,
+    faults: &FaultLog,
+    rules: Rules,
+) -> Result<ElectionReport, Option<std::io::Error>> {
+    let mut head = Vec::new();
+    (&mut src).take(LEADERS_HEADER.len() as u64).read_to_end(&mut head).map_err(Some)?;
+    if head != LEADERS_HEADER.as_bytes() {
+        return Err(None);
+    }
+    let mut lines = Lines::new(src, head);
+    let mut a = Judge::default();
+    let mut lineno = 0;
+    while let Some(ended) = lines.next().map_err(Some)? {
+        lineno += 1;
+        let text = String::from_utf8_lossy(&lines.kept).into_owned();
+        if lineno == 1 {
+            a.header(&text);
+            continue;
+        }
+        if text.is_empty() && ended || text.starts_with('#') {
+            continue;
+        }
+        let quote = Quote { bytes: &lines.kept, len: lines.len };
+        if !ended {
+            a.flag("torn-record", lineno, format!("last line is cut short (no newline): {quote}"));
+            continue;
+        }
+        match text.parse::<LeaderRecord>() {
+            Ok(r) if r.w >= MAX_WORKER_ID || r.leader >= MAX_WORKER_ID => {
+                a.flag("corrupt-record", lineno, format!("worker id out of range: {quote}"))
+            }
+            Ok(r) if lines.len <= super::MAX_LINE as u64 => a.record(lineno, r, faults),
+            Ok(_) => a.flag("corrupt-record", lineno, format!("line too long: {quote}")),
+            Err(e) => a.flag("corrupt-record", lineno, format!("{e}: {quote}")),
+        }
+    }
+    Ok(a.finish(faults, rules))
+}
+
+/// The auditor's state while reading.
+#[derive(Default)]
+struct Judge {
+    report: ElectionReport,
+    /// Each term's leader, and the line that first named it.
+    terms: BTreeMap<u64, (u32, usize)>,
+    /// Each worker's current belief: (incarnation, leader, term, line, time).
+    belief: BTreeMap<u32, (u32, u32, u64, usize, u64)>,
+    /// Time of the record after which the current agreement held (reset on change).
+    agreed_since: Option<u64>,
+    first_t: Option<u64>,
+}
+
+impl Judge {
+    fn flag(&mut self, kind: &'static str, line: usize, detail: String) {
+        self.report.violation_count += 1;
+        if self.report.violations.len() < KEEP {
+            self.report.violations.push(Violation { kind, line, detail });
+        }
+    }
+
+    fn header(&mut self, text: &str) {
+        for field in text[LEADERS_HEADER.len()..].split_whitespace() {
+            match field.split_once('=') {
+                Some(("algo", v)) => self.report.algorithm = Some(v.to_string()),
+                Some(("workers", v)) => match v.parse() {
+                    Ok(n) if n <= MAX_WORKER_ID => self.report.workers = n,
+                    _ => {
+                        self.flag("corrupt-record", 1, format!("header: workers={v:?} is not a worker count"))
+                    }
+                },
+                _ => {}
+            }
+        }
+    }
+
+    /// Whether `w` has been killed between `from` and `t`.
+    fn dead_since(faults: &FaultLog, w: u32, from: u64, t: u64) -> bool {
+        faults.crashes.iter().any(|c| c.worker == w && c.t >= from && c.t <= t)
+    }
+
+    fn record(&mut self, line: usize, r: LeaderRecord, faults: &FaultLog) {
+        self.report.records += 1;
+        self.first_t.get_or_insert(r.t);
+        match self.terms.get(&r.term) {
+            Some(&(other, at)) if other != r.leader => self.flag(
+                "split-brain",
+                line,
+                format!(
+                    "w{} accepted w{} for term {}, which line {at} gave to w{other}",
+                    r.w, r.leader, r.term
+                ),
+            ),
+            Some(_) => {}
+            None => {
+                self.terms.insert(r.term, (r.leader, line));
+            }
+        }
+        if let Some(&(inc, _, term, at, _)) = self.belief.get(&r.w) {
+            if inc == r.inc && r.term <= term {
+                self.flag(
+                    "term-backwards",
+                    line,
+                    format!("w{} accepted term {} after term {term} at line {at}", r.w, r.term),
+                );
+            }
+        }
+        self.belief.insert(r.w, (r.inc, r.leader, r.term, line, r.t));
+        // Two live workers that each believe themselves leader at this moment.
+        if r.leader == r.w {
+            let rival = self.belief.iter().find(|(&o, &(_, leader, _, _, since))| {
+                o != r.w && leader == o && !Self::dead_since(faults, o, since, r.t)
+            });
+            if let Some((&o, &(_, _, term, at, _))) = rival {
+                self.flag(
+                    "two-leaders",
+                    line,
+                    format!(
+                        "w{} believes itself leader (term {}) while w{o} does (term {term}, line {at})",
+                        r.w, r.term
+                    ),
+                );
+            }
+        }
+        // Timed from the record that completed the agreement in force; a break resets it.
+        self.agreed_since = if self.all_agree(faults, r.t) { self.agreed_since.or(Some(r.t)) } else { None };
+    }
+
+    /// Every worker alive at time `now` holds a belief formed in its current life, and
+    /// they all name the same leader.
+    fn all_agree(&self, faults: &FaultLog, now: u64) -> bool {
+        let last = |events: &mut dyn Iterator<Item = u64>| events.filter(|&t| t <= now).max();
+        let mut first = None;
+        for w in 0..self.report.workers {
+            let killed = last(&mut faults.crashes.iter().filter(|c| c.worker == w).map(|c| c.t));
+            let restarted = last(&mut faults.restarts.iter().filter(|r| r.0 == w).map(|r| r.1));
+            if killed.is_some_and(|k| restarted.is_none_or(|r| r < k)) {
+                continue; // dead now
+            }
+            let leader = match self.belief.get(&w) {
+                Some(b) if restarted.is_none_or(|r| b.4 >= r) => b.1,
+                _ => return false,
+            };
+            if *first.get_or_insert(leader) != leader {
+                return false;
+            }
+        }
+        first.is_some()
+    }
+
+    fn finish(mut self, faults: &FaultLog, rules: Rules) -> ElectionReport {
+        let n = self.report.workers.max(self.belief.keys().max().map_or(0, |m| m + 1));
+        // Live at the end: not killed after its last restart (or start).
+        let last_restart =
+            |w: u32| faults.restarts.iter().filter(|r| r.0 == w).map(|r| r.1).max().unwrap_or(0);
+        let alive: Vec<u32> =
+            (0..n).filter(|&w| !Self::dead_since(faults, w, last_restart(w), u64::MAX)).collect();
+        let beliefs: Vec<(u32, Option<u32>)> = alive
+            .iter()
+            .map(|&w| {
+                // A belief from before the last restart is the old life's, not this one's.
+                let b = self.belief.get(&w).filter(|b| b.4 >= last_restart(w)).map(|b| b.1);
+                (w, b)
+            })
+            .collect();
+        let named: Vec<u32> = beliefs.iter().filter_map(|b| b.1).collect();
+        let agreed =
+            named.first().copied().filter(|&l| named.len() == beliefs.len() && named.iter().all(|&x| x == l));
+        match agreed {
+            Some(l) => {
+                let term = self.belief.values().filter(|b| b.1 == l).map(|b| b.2).max().unwrap_or(0);
+                self.report.leader = Some((l, term));
+                if !alive.contains(&l) {
+                    self.flag(
+                        "no-leader",
+                        0,
+                        format!("every live worker names w{l}, which is dead at the end"),
+                    );
+                }
+                if rules.highest_wins && alive.last().is_some_and(|&h| h != l) {
+                    let h = alive.last().copied().unwrap_or(l);
+                    self.flag(
+                        "not-highest",
+                        0,
+                        format!("the agreed leader is w{l}, but w{h} is the highest live id"),
+                    );
+                }
+            }
+            None if named.is_empty() => {
+                self.flag("no-leader", 0, "no live worker names a leader at the end".into())
+            }
+            None => {
+                let list: Vec<String> = beliefs
+                    .iter()
+                    .map(|(w, b)| match b {
+                        Some(l) => format!("w{w} names w{l}"),
+                        None => format!("w{w} names nobody"),
+                    })
+                    .collect();
+                self.flag("disagreement", 0, format!("at the end {}", list.join(", ")));
+            }
+        }
+        let last_fault = faults.crashes.iter().map(|c| c.t).chain(faults.restarts.iter().map(|r| r.1)).max();
+        if let (Some(since), Some(from)) = (self.agreed_since, last_fault.or(self.first_t)) {
+            let took = since.saturating_sub(from);
+            self.report.time_to_agree_ms = Some(took as f64 / 1e6);
+            if let Some(bound) = rules.bound_ns.filter(|&b| took > b) {
+                self.flag(
+                    "slow-election",
+                    0,
+                    format!(
+                        "agreement took {:.1} ms, beyond the bound of {:.1} ms",
+                        took as f64 / 1e6,
+                        bound as f64 / 1e6
+                    ),
+                );
+            }
+        }
+        self.report.terms = self.terms.len();
+        self.report.workers = n;
+        self.report.ok = self.report.violation_count == 0;
+        self.report
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::Crash;
+
+    fn judge(body: &str, faults: &FaultLog, rules: Rules) -> ElectionReport {
+        let text = format!("{LEADERS_HEADER} algo=bully workers=4\n{body}");
+        audit_leaders(text.as_bytes(), faults, rules).unwrap()
+    }
+
+    fn kinds(r: &ElectionReport) -> Vec<&'static str> {
+        r.violations.iter().map(|v| v.kind).collect()
+    }
+
+    fn rec(w: u32, leader: u32, term: u64, t: u64) -> String {
+        format!("{}\n", LeaderRecord { w, inc: 0, leader, term, t })
+    }
+
+    /// Everyone names w3 in term 1.
+    fn clean() -> String {
+        (0..4).map(|w| rec(w, 3, 1, 10 + u64::from(w))).collect()
+    }
+
+    #[test]
+    fn records_round_trip_and_bad_ones_are_named() {
+        let r = LeaderRecord { w: 2, inc: 1, leader: 3, term: 7, t: 99 };
+        assert_eq!(r.to_string().parse::<LeaderRecord>(), Ok(r));
+        for bad in [
+            "LEADER w=2",
+            "LEADER w=x inc=0 leader=1 term=1 t=1",
+            "LEAD w=1",
+            "LEADER w=1 inc=0 leader=1 term=1 t=1 x",
+        ] {
+            assert!(bad.parse::<LeaderRecord>().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_clean_election_agrees_on_the_highest() {
+        let r = judge(&clean(), &FaultLog::default(), Rules { highest_wins: true, bound_ns: None });
+        assert!(r.ok, "{:?}", r.violations);
+        assert_eq!(r.leader, Some((3, 1)));
+        assert_eq!((r.records, r.terms), (4, 1));
+        assert_eq!(r.time_to_agree_ms, Some(3e-6), "3 ns, from the first record to the one completing agreement");
+    }
+
+    #[test]
+    fn two_leaders_for_one_term_is_split_brain() {
+        let body = format!("{}{}", rec(0, 2, 1, 10), rec(1, 3, 1, 11));
+        assert!(kinds(&judge(&body, &FaultLog::default(), Rules::default())).contains(&"split-brain"));
+    }
+
+    #[test]
+    fn two_live_self_leaders_at_once_are_caught_unless_one_is_dead() {
+        let body = format!("{}{}", rec(2, 2, 1, 10), rec(3, 3, 2, 20));
+        let r = judge(&body, &FaultLog::default(), Rules::default());
+        assert!(kinds(&r).contains(&"two-leaders"), "{:?}", r.violations);
+        // w2 was killed before w3 declared: no rival.
+        let faults = FaultLog { crashes: vec![Crash::at(2, 15)], ..FaultLog::default() };
+        let r = judge(&body, &faults, Rules::default());
+        assert!(!kinds(&r).contains(&"two-leaders"), "{:?}", r.violations);
+    }
+
+    #[test]
+    fn a_term_going_back_is_caught() {
+        let body = format!("{}{}", rec(0, 3, 2, 10), rec(0, 2, 1, 11));
+        assert!(kinds(&judge(&body, &FaultLog::default(), Rules::default())).contains(&"term-backwards"));
+    }
+
+    #[test]
+    fn disagreement_no_leader_and_not_highest_are_caught() {
+        let body = format!("{}{}{}", rec(0, 3, 1, 10), rec(1, 3, 1, 11), rec(2, 2, 2, 12));
+        let r = judge(&body, &FaultLog::default(), Rules::default());
+        assert!(kinds(&r).contains(&"disagreement"), "{:?}", r.violations);
+        assert!(r.violations.iter().any(|v| v.detail.contains("w3 names nobody")), "{:?}", r.violations);
+        let r = judge("", &FaultLog::default(), Rules::default());
+        assert_eq!(kinds(&r), ["no-leader"]);
+        // All agree on w2, but w3 is alive: fine without the rule, caught with it.
+        let body: String = (0..4).map(|w| rec(w, 2, 1, 10)).collect();
+        assert!(judge(&body, &FaultLog::default(), Rules::default()).ok);
+        let r = judge(&body, &FaultLog::default(), Rules { highest_wins: true, bound_ns: None });
+        assert_eq!(kinds(&r), ["not-highest"]);
+    }
+
+    #[test]
+    fn after_the_leader_is_killed_the_survivors_must_agree_on_a_new_one() {
+        // w3 led, was killed at 50; w0..w2 then agree on w2 in term 2.
+        let faults = FaultLog { crashes: vec![Crash::at(3, 50)], ..FaultLog::default() };
+        let after: String = (0..3).map(|w| rec(w, 2, 2, 60 + u64::from(w))).collect();
+        let r =
+            judge(&format!("{}{after}", clean()), &faults, Rules { highest_wins: true, bound_ns: Some(100) });
+        assert!(r.ok, "{:?}", r.violations);
+        assert_eq!(r.leader, Some((2, 2)));
+        assert_eq!(r.time_to_agree_ms, Some(12e-6));
+        // Still naming the dead w3 at the end: no leader.
+        let r = judge(&clean(), &faults, Rules::default());
+        assert_eq!(kinds(&r), ["no-leader"]);
+        // Too slow for the bound.
+        let r =
+            judge(&format!("{}{after}", clean()), &faults, Rules { highest_wins: true, bound_ns: Some(5) });
+        assert_eq!(kinds(&r), ["slow-election"]);
+        // w3 restarted at 70 and never told who leads: it names nobody.
+        let restarted = FaultLog { restarts: vec![(3, 70)], ..faults.clone() };
+        let r = judge(&format!("{}{after}", clean()), &restarted, Rules::default());
+        assert!(kinds(&r).contains(&"disagreement"), "{:?}", r.violations);
+    }
+
+    #[test]
+    fn torn_and_corrupt_lines_are_findings() {
+        let body = format!(
+            "{}LEADER w=99999 inc=0 leader=1 term=1 t=1\nnonsense\n{}",
+            clean(),
+            "LEADER w=1 inc=0 lea"
+        );
+        let r = judge(&body, &FaultLog::default(), Rules::default());
+        assert_eq!(kinds(&r), ["corrupt-record", "corrupt-record", "torn-record"]);
+        assert!(audit_leaders("# mutexlab resource v1\n".as_bytes(), &FaultLog::default(), Rules::default())
+            .is_err());
+    }
+}
