@@ -10,6 +10,8 @@
 pub mod baseline;
 pub mod centralized;
 pub mod centralized_bully;
+#[cfg(test)]
+pub(crate) mod elect_script;
 pub mod lamport;
 pub mod maekawa;
 pub mod neilsen_mizuno;
