@@ -8,6 +8,7 @@
 //! (`examples/custom_algorithm.rs` shows how).
 
 pub mod baseline;
+pub mod bully;
 pub mod centralized;
 pub mod centralized_bully;
 #[cfg(test)]
