@@ -63,6 +63,8 @@ pub(crate) struct Net<N: Node<Service = Election>> {
     now: Duration,
     /// Every message sent, in order.
     pub sent: Vec<Sent>,
+    /// The same messages themselves, for traces that show what they carry.
+    pub msgs: Vec<(u32, u32, N::Msg)>,
     /// Every `Leader` event, in order.
     pub leaders: Vec<Accepted>,
 }
@@ -82,6 +84,7 @@ impl<N: Node<Service = Election>> Net<N> {
             timers: Vec::new(),
             now: Duration::ZERO,
             sent: Vec::new(),
+            msgs: Vec::new(),
             leaders: Vec::new(),
         };
         for i in 0..n as usize {
@@ -273,6 +276,7 @@ impl<N: Node<Service = Election>> Net<N> {
             match effect {
                 Effect::Send { to, msg } => {
                     self.sent.push(Sent { from: me.0, to: to.0, kind: msg.kind().to_string() });
+                    self.msgs.push((me.0, to.0, msg.clone()));
                     self.queue.push_back((me, to, msg));
                 }
                 Effect::Arm { timer, generation, after } => {

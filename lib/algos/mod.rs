@@ -11,6 +11,7 @@ pub mod baseline;
 pub mod bully;
 pub mod centralized;
 pub mod centralized_bully;
+pub mod chang_roberts;
 #[cfg(test)]
 pub(crate) mod elect_script;
 pub mod lamport;
