@@ -19,6 +19,7 @@ pub mod maekawa;
 pub mod neilsen_mizuno;
 pub mod raymond;
 pub mod ricart_agrawala;
+pub mod ring_list;
 pub mod suzuki_kasami;
 pub mod token_ring;
 pub mod voting;
