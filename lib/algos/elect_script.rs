@@ -131,7 +131,8 @@ impl<N: Node<Service = Election>> Net<N> {
     }
 
     /// Node `i` comes back as its next incarnation, with fresh state: the live nodes
-    /// learn it is up, then it starts.
+    /// learn it is up, then it starts, then it learns which peers are down (a fresh node
+    /// takes everyone to be up).
     pub fn restart(&mut self, i: u32) {
         let cfg = self.hosts[i as usize].config().clone();
         let cfg = Config { incarnation: cfg.incarnation + 1, ..cfg };
@@ -142,6 +143,10 @@ impl<N: Node<Service = Election>> Net<N> {
             self.input(w as usize, Input::PeerUp { peer: PeerId(i) });
         }
         self.input(i as usize, Input::Start);
+        let dead: Vec<u32> = (0..self.n()).filter(|&w| !self.is_alive(w)).collect();
+        for w in dead {
+            self.notice(i, w);
+        }
     }
 
     /// Node `i`'s application calls `elect`.
@@ -446,8 +451,12 @@ mod tests {
         // Only w1 was called (the highest live), and its script names w2.
         assert_eq!(net.leader_of(1), Some((PeerId(2), 1)));
         assert_eq!(net.leader_of(0), None);
+        net.kill(0);
         net.restart(2);
         assert!(net.is_alive(2));
         assert_eq!(net.leader_of(2), None, "a new incarnation has accepted nobody yet");
+        // It is told who is down, or a ring node would send into the dead w0 for ever.
+        assert!(net.hosts[2].is_down(PeerId(0)) && !net.hosts[2].is_down(PeerId(1)));
+        assert!(!net.hosts[1].is_down(PeerId(2)), "and the others that it is up");
     }
 }
