@@ -8,13 +8,18 @@
 //! (`examples/custom_algorithm.rs` shows how).
 
 pub mod baseline;
+pub mod bully;
 pub mod centralized;
 pub mod centralized_bully;
+pub mod chang_roberts;
+#[cfg(test)]
+pub(crate) mod elect_script;
 pub mod lamport;
 pub mod maekawa;
 pub mod neilsen_mizuno;
 pub mod raymond;
 pub mod ricart_agrawala;
+pub mod ring_list;
 pub mod suzuki_kasami;
 pub mod token_ring;
 pub mod voting;

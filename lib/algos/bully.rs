@@ -1,0 +1,640 @@
+//! Bully election: the highest live id always ends up leader, because any live node
+//! that hears of an election held by a lower one takes it over.
+//!
+//! Every node knows every other node's id. An election is a question sent upwards only
+//! ("is anybody above me alive?"); silence means the asker is the highest alive, and it
+//! tells everyone. A node that is asked and is alive tells the asker to stand down, and
+//! asks the same question above itself, so the question climbs until it reaches the
+//! highest live node, which hears nothing back and wins.
+//!
+//! # Messages
+//!
+//! - ELECTION { term }: "I am holding an election." Sent only to higher ids. `term` is
+//!   the term of the leader the sender last accepted (0 if none); see *Late ELECTIONs*.
+//! - ANSWER: the notes' OK. "I am alive and above you: stop, I take it from here."
+//! - COORDINATOR { term }: "I won; I lead in `term`." From the winner to every other node
+//!   not known to be down.
+//! - STALE { term }: beyond the notes, for restarted nodes; see *Terms*.
+//!
+//! # When a node holds an election
+//!
+//! When its application calls `elect`; when it learns that the leader it follows is down
+//! (`PeerDown`); when it starts as a restarted incarnation (`incarnation > 0`), since it
+//! remembers nothing (if it is the highest live id, it takes over: it bullies its way
+//! back); when an ELECTION from below reaches it; and when a COORDINATOR from below
+//! reaches it (that node believed it dead). A node holds at most one election at a
+//! time: from its ELECTION until it accepts a COORDINATOR, these are no news.
+//!
+//! # What a node does, in the order of the notes
+//!
+//! 1. *Holding an election*: ELECTION to every higher id not known to be down. With
+//!    nobody left to ask, it has won (step 2 at once). Otherwise it waits up to
+//!    [`ANSWER_TIMEOUT`] for an ANSWER.
+//! 2. *No ANSWER in time*: nobody above is alive. It wins: it takes a new term, tells its
+//!    application, and sends COORDINATOR to every other node not known to be down.
+//! 3. *An ANSWER*: somebody above is alive and holds its own election; this node's part
+//!    is over. It waits up to [`COORDINATOR_TIMEOUT`] for the winner's COORDINATOR.
+//! 4. *No COORDINATOR in time*: whoever answered died before winning. Start again.
+//! 5. *ELECTION from below*: ANSWER at once, then hold an election unless already
+//!    holding one (but see *Late ELECTIONs*).
+//! 6. *COORDINATOR*: from above, with a newer term, accept it (tell the application,
+//!    stop electing). From below: the sender thinks this node is dead; do not accept, and
+//!    hold an election, which this node, being higher, wins or passes further up.
+//!
+//! # Dead peers
+//!
+//! The driver reports crashes (`PeerDown`, `PeerUp`) and for now that report is
+//! perfect. So a node asks no peer it knows is down, and an electing node that learns
+//! its last unanswered higher peer is down wins at once instead of waiting out the
+//! timeout. The timeouts stay for peers that die unnoticed, as in the notes' example,
+//! where process 6 asks the crashed 7 and wins when 7 stays silent.
+//!
+//! # Late ELECTIONs
+//!
+//! Taken literally, rule 5 makes the new leader hold yet another election for every
+//! ELECTION of the same round that reaches it after it won, and a node that has already
+//! accepted the winner do the same. The term in ELECTION says how old the sender's view
+//! is: an ELECTION whose term is older than the leader a node follows was sent before
+//! that leader's COORDINATOR reached the sender, which it is already on its way to do.
+//! So such a node only answers. The leader itself also checks that its COORDINATOR went
+//! to the asker (it did not if the asker was down, or has restarted since); if not, it
+//! sends the asker its COORDINATOR again. An ELECTION from a node that already follows
+//! the current leader is a new election (its application called `elect`): the leader
+//! wins it again, with a new term.
+//!
+//! # Terms
+//!
+//! A term is `epoch·N + id` of its leader, where the epoch is one above the highest epoch
+//! the winner has seen in any message (see [`next_term`]); the winner carries it in
+//! COORDINATOR. The leader's id in the low digits means two different leaders never
+//! share a term, and a node accepts a COORDINATOR only with a term above the one it
+//! follows, so the terms it reports strictly increase. A restarted node has forgotten
+//! every term: if it is the highest live node it wins at once with a term that may be
+//! older than the one the others follow. They refuse it and answer STALE with their
+//! term; the winner, still leader, declares again above it.
+//!
+//! # Cost, in messages per election
+//!
+//! With M live nodes, at least M-1: the COORDINATORs, when the highest live node holds
+//! the election. That is the notes' best case: the coordinator has died and the second
+//! highest notices; for N processes, N-2. At most M²-1, when the lowest asks: every one
+//! of the M(M-1)/2 ELECTIONs is answered and the winner tells M-1 others (all nodes
+//! electing at once costs the same). The notes' worst case, O(N²), is this with M = N-1
+//! survivors: N(N-2). Without a failure detector every survivor also asks the dead
+//! coordinator, N-1 ELECTIONs more: N²-N-1. See [`messages_per_election`].
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::algorithm::{
+    Config, Election, ElectionCall, ElectionEvent, Input, Message, Node, NodeInput, NodeOut, PeerId,
+};
+
+/// How long a node that sent ELECTION waits for an ANSWER before it declares itself: the
+/// notes' 2T + P, for message time T and processing time P, with room to spare.
+pub const ANSWER_TIMEOUT: Duration = Duration::from_millis(100);
+/// How long a node that got an ANSWER waits for a COORDINATOR before it starts over: the
+/// answerer's own election must fit in it.
+pub const COORDINATOR_TIMEOUT: Duration = Duration::from_millis(300);
+
+/// The fewest and the most messages one election costs among `live` live nodes, when
+/// nobody fails during it: `live - 1` and `live² - 1` (see the module doc).
+pub fn messages_per_election(live: u32) -> (u64, u64) {
+    let m = u64::from(live);
+    if m <= 1 {
+        return (0, 0);
+    }
+    (m - 1, m * m - 1)
+}
+
+/// The term a node `leader` takes when it wins, having seen terms up to `seen`: the next
+/// epoch, with the leader's id in the low digits (`epoch·n + id`), so it is above
+/// `seen` and no other leader can have it. The ring elections form theirs the same way.
+pub fn next_term(seen: u64, n: u32, leader: PeerId) -> u64 {
+    let n = u64::from(n.max(1));
+    (seen / n + 1) * n + u64::from(leader.0)
+}
+
+/// Messages of `bully`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Msg {
+    /// To a higher id: I am holding an election; I last accepted `term`.
+    Election { term: u64 },
+    /// To a lower id that sent ELECTION: I am alive and above you (the notes' OK).
+    Answer,
+    /// From the winner to all: I lead in `term`.
+    Coordinator { term: u64 },
+    /// To a winner whose term is older than the one this node follows, `term`.
+    Stale { term: u64 },
+}
+
+impl Message for Msg {
+    fn kind(&self) -> &'static str {
+        match self {
+            Msg::Election { .. } => "ELECTION",
+            Msg::Answer => "ANSWER",
+            Msg::Coordinator { .. } => "COORDINATOR",
+            Msg::Stale { .. } => "STALE",
+        }
+    }
+}
+
+/// Timers, tagged with the number of the election that set them, so a timer left over
+/// from an earlier election means nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Timer {
+    /// Sent ELECTION; nobody answered.
+    Answer { election: u64 },
+    /// Got an ANSWER; no COORDINATOR came.
+    Coordinator { election: u64 },
+}
+
+/// Where a node is in its own election.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Phase {
+    /// Holding no election.
+    Idle,
+    /// Sent ELECTION to these higher ids; none has answered yet.
+    Electing { asked: BTreeSet<PeerId> },
+    /// A higher id answered; waiting for a COORDINATOR.
+    Answered,
+}
+
+type O = NodeOut<Bully>;
+
+/// One node of `bully`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Bully {
+    cfg: Config,
+    /// Peers reported down and not since back up.
+    down: BTreeSet<PeerId>,
+    phase: Phase,
+    /// The leader this node follows, with its term.
+    leader: Option<(PeerId, u64)>,
+    /// The highest term seen in any message.
+    seen: u64,
+    /// Number of this node's latest election, to recognise stale timers.
+    election: u64,
+    /// While leading: the peers its COORDINATOR went to (and that have not restarted).
+    told: BTreeSet<PeerId>,
+}
+
+impl Bully {
+    fn me(&self) -> PeerId {
+        self.cfg.id
+    }
+
+    /// The term of the leader this node follows; 0 before it follows any.
+    fn term(&self) -> u64 {
+        self.leader.map_or(0, |(_, term)| term)
+    }
+
+    fn leading(&self) -> bool {
+        self.leader.is_some_and(|(id, _)| id == self.me())
+    }
+
+    fn electing(&self) -> bool {
+        self.phase != Phase::Idle
+    }
+
+    fn see(&mut self, term: u64) {
+        self.seen = self.seen.max(term);
+    }
+
+    /// Forget the timer of the current phase, if it has one.
+    fn cancel_timer(&self, out: &mut O) {
+        let election = self.election;
+        match self.phase {
+            Phase::Idle => {}
+            Phase::Electing { .. } => out.cancel_timer(Timer::Answer { election }),
+            Phase::Answered => out.cancel_timer(Timer::Coordinator { election }),
+        }
+    }
+
+    /// 1. Hold an election: ask every higher id not known to be down.
+    fn hold_election(&mut self, out: &mut O) {
+        self.cancel_timer(out);
+        self.election += 1;
+        out.count("elections", 1);
+        let me = self.me();
+        let asked: BTreeSet<PeerId> =
+            self.cfg.others().filter(|p| *p > me && !self.down.contains(p)).collect();
+        if asked.is_empty() {
+            return self.win(out);
+        }
+        for &p in &asked {
+            out.send(p, Msg::Election { term: self.term() });
+        }
+        self.phase = Phase::Electing { asked };
+        out.set_timer(Timer::Answer { election: self.election }, ANSWER_TIMEOUT);
+    }
+
+    /// 2. Nobody above is alive: lead in a new term and tell everyone.
+    fn win(&mut self, out: &mut O) {
+        self.cancel_timer(out);
+        self.phase = Phase::Idle;
+        let me = self.me();
+        let term = next_term(self.seen, self.cfg.n, me);
+        self.seen = term;
+        self.leader = Some((me, term));
+        out.emit(ElectionEvent::Leader { id: me, term });
+        self.told = self.cfg.others().filter(|p| !self.down.contains(p)).collect();
+        for &p in &self.told {
+            out.send(p, Msg::Coordinator { term });
+        }
+    }
+
+    /// 3. Somebody above answered: it takes over; wait for the winner.
+    fn on_answer(&mut self, from: PeerId, out: &mut O) {
+        if let Phase::Electing { asked } = &self.phase {
+            if asked.contains(&from) {
+                self.cancel_timer(out);
+                self.phase = Phase::Answered;
+                out.set_timer(Timer::Coordinator { election: self.election }, COORDINATOR_TIMEOUT);
+            }
+        }
+    }
+
+    /// 2 and 4: the timers. A timer of an earlier election, or of a phase this node has
+    /// left, is stale.
+    fn on_timer(&mut self, timer: Timer, out: &mut O) {
+        match (timer, &self.phase) {
+            (Timer::Answer { election }, Phase::Electing { .. }) if election == self.election => {
+                self.win(out)
+            }
+            (Timer::Coordinator { election }, Phase::Answered) if election == self.election => {
+                self.hold_election(out)
+            }
+            _ => {}
+        }
+    }
+
+    /// 5. ELECTION from below: answer, and take the election over unless it is no news.
+    fn on_election(&mut self, from: PeerId, term: u64, out: &mut O) {
+        self.see(term);
+        if from > self.me() {
+            return; // Only lower ids ask; nothing to stand up to.
+        }
+        out.send(from, Msg::Answer);
+        if self.electing() {
+            return;
+        }
+        let mine = self.term();
+        if term < mine {
+            // The asker has not yet heard of the leader this node follows.
+            if self.leading() && !self.told.contains(&from) {
+                // ... and never will unless told again: it was down when this node won.
+                self.told.insert(from);
+                out.send(from, Msg::Coordinator { term: mine });
+            }
+            return;
+        }
+        self.hold_election(out);
+    }
+
+    /// 6. COORDINATOR: accept a newer leader from above; stand up to one from below.
+    fn on_coordinator(&mut self, from: PeerId, term: u64, out: &mut O) {
+        self.see(term);
+        if from < self.me() {
+            if !self.electing() {
+                self.hold_election(out);
+            }
+            return;
+        }
+        if self.leader == Some((from, term)) {
+            // Told again (this node was electing while it came): nothing new to report.
+            self.cancel_timer(out);
+            self.phase = Phase::Idle;
+        } else if term > self.term() {
+            self.cancel_timer(out);
+            self.phase = Phase::Idle;
+            self.leader = Some((from, term));
+            self.told.clear();
+            out.emit(ElectionEvent::Leader { id: from, term });
+            if self.down.contains(&from) {
+                // It died after it won: the news came late.
+                self.hold_election(out);
+            }
+        } else {
+            out.send(from, Msg::Stale { term: self.term() });
+        }
+    }
+
+    /// A node follows a newer term than the one this node won with: win again above it.
+    fn on_stale(&mut self, term: u64, out: &mut O) {
+        self.see(term);
+        if self.leading() && term > self.term() {
+            self.win(out);
+        }
+    }
+
+    fn on_peer_down(&mut self, peer: PeerId, out: &mut O) {
+        self.down.insert(peer);
+        let me = self.me();
+        match &mut self.phase {
+            // Dead peers do not answer: with nobody left to, this node has won.
+            Phase::Electing { asked } => {
+                asked.remove(&peer);
+                if asked.is_empty() {
+                    self.win(out);
+                }
+            }
+            // Perhaps the one that answered: it will not win now.
+            Phase::Answered if peer > me => self.hold_election(out),
+            Phase::Idle if self.leader.is_some_and(|(id, _)| id == peer) => self.hold_election(out),
+            _ => {}
+        }
+    }
+
+    fn on_peer_up(&mut self, peer: PeerId) {
+        // A new incarnation holds its own election; it has forgotten any COORDINATOR.
+        self.down.remove(&peer);
+        self.told.remove(&peer);
+    }
+}
+
+impl Node for Bully {
+    type Msg = Msg;
+    type Timer = Timer;
+    type Service = Election;
+
+    fn create(cfg: &Config) -> Self {
+        Bully {
+            cfg: cfg.clone(),
+            down: BTreeSet::new(),
+            phase: Phase::Idle,
+            leader: None,
+            seen: 0,
+            election: 0,
+            told: BTreeSet::new(),
+        }
+    }
+
+    fn step(&mut self, input: NodeInput<Self>, out: &mut O) {
+        match input {
+            Input::Start if self.cfg.incarnation > 0 => self.hold_election(out),
+            Input::Start => {}
+            Input::Call { call: ElectionCall::Elect } if !self.electing() => self.hold_election(out),
+            Input::Call { call: ElectionCall::Elect } => {}
+            Input::Message { from, msg } => match msg {
+                Msg::Election { term } => self.on_election(from, term, out),
+                Msg::Answer => self.on_answer(from, out),
+                Msg::Coordinator { term } => self.on_coordinator(from, term, out),
+                Msg::Stale { term } => self.on_stale(term, out),
+            },
+            Input::Timer { timer } => self.on_timer(timer, out),
+            Input::PeerDown { peer } => self.on_peer_down(peer, out),
+            Input::PeerUp { peer } => self.on_peer_up(peer),
+        }
+    }
+
+    fn waiting_for(&self) -> String {
+        match &self.phase {
+            Phase::Idle => String::new(),
+            Phase::Electing { asked } => {
+                let who: Vec<String> = asked.iter().map(PeerId::to_string).collect();
+                format!("electing: waiting for ANSWER from {}", who.join(", "))
+            }
+            Phase::Answered => "electing: answered, waiting for COORDINATOR".into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algos::elect_script::{elect_once, within, Initiators, Net};
+
+    fn trace(net: &Net<Bully>, mark: usize) -> Vec<(u32, u32, &str)> {
+        net.sent_since(mark).iter().map(|s| (s.from, s.to, s.kind.as_str())).collect()
+    }
+
+    #[test]
+    fn terms_carry_the_leader_and_rise_above_what_was_seen() {
+        assert_eq!(next_term(0, 8, PeerId(7)), 15);
+        assert_eq!(next_term(15, 8, PeerId(6)), 22);
+        assert_eq!(next_term(22, 8, PeerId(7)), 31);
+        assert_eq!(next_term(0, 1, PeerId(0)), 1);
+        assert_eq!(messages_per_election(1), (0, 0));
+        assert_eq!(messages_per_election(8), (7, 63));
+    }
+
+    /// The notes' example: eight processes, 7 the coordinator. 7 crashes; only 4
+    /// notices. 4 asks 5 and 6, which answer and hold elections of their own; 6 answers
+    /// 5; 6 asks 7 and hears nothing, wins and tells everyone. Then 7 recovers and holds
+    /// an election: nobody is above it, so it takes over.
+    #[test]
+    fn notes_example_7_crashes_4_notices_6_wins_then_7_bullies_back() {
+        let mut net = Net::<Bully>::new(8);
+        net.elect(7);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(7)));
+        assert_eq!(net.leader_of(0), Some((PeerId(7), 15)));
+
+        net.crash(7);
+        let mark = net.sent.len();
+        net.notice(4, 7);
+        assert_eq!(net.node(4).waiting_for(), "electing: waiting for ANSWER from w5, w6");
+        net.run().unwrap();
+        #[rustfmt::skip]
+        let expected = [
+            (4, 5, "ELECTION"), (4, 6, "ELECTION"),
+            (5, 4, "ANSWER"), (5, 6, "ELECTION"), (5, 7, "ELECTION"),
+            (6, 4, "ANSWER"), (6, 7, "ELECTION"),
+            (6, 5, "ANSWER"),
+            // Quiet: 6's wait for an ANSWER from 7 runs out first.
+            (6, 0, "COORDINATOR"), (6, 1, "COORDINATOR"), (6, 2, "COORDINATOR"),
+            (6, 3, "COORDINATOR"), (6, 4, "COORDINATOR"), (6, 5, "COORDINATOR"),
+            (6, 7, "COORDINATOR"),
+        ];
+        assert_eq!(trace(&net, mark), expected);
+        assert_eq!(net.check(), Ok(PeerId(6)));
+        assert!((0..7).all(|i| net.leader_of(i) == Some((PeerId(6), 22))));
+        assert!((0..7).all(|i| net.node(i).waiting_for().is_empty()));
+        within(expected.len(), messages_per_election(7)).unwrap();
+
+        // 7 comes back knowing no term: it wins at once with an old one, is told STALE by
+        // all, and wins again above them.
+        let mark = net.sent.len();
+        net.restart(7);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(7)));
+        assert!((0..8).all(|i| net.leader_of(i) == Some((PeerId(7), 31))));
+        assert_eq!(net.count_since(mark, "STALE"), 7);
+        assert_eq!(net.count_since(mark, "COORDINATOR"), 14);
+        assert_eq!(net.sent_since(mark).len(), 21);
+    }
+
+    /// The notes' best case: the coordinator has died and the second highest notices.
+    #[test]
+    fn notes_best_case_the_second_highest_notices_n_minus_2() {
+        for n in 2..=32 {
+            let (net, m) = elect_once::<Bully>(n, Some(n - 1), Initiators::Highest);
+            assert_eq!(m as u32, n - 2, "n = {n}");
+            assert_eq!(m as u64, messages_per_election(n - 1).0);
+            assert_eq!(net.count_since(0, "ELECTION"), 0);
+        }
+    }
+
+    /// The notes' worst case: the lowest notices, and every live node above it holds an
+    /// election too.
+    #[test]
+    fn lowest_initiator_costs_m_squared_minus_1() {
+        for n in 2..=32 {
+            let (_, m) = elect_once::<Bully>(n, None, Initiators::Lowest);
+            assert_eq!(m as u64, u64::from(n * n - 1), "n = {n}");
+            within(m, messages_per_election(n)).unwrap();
+            let (_, m) = elect_once::<Bully>(n, Some(n - 1), Initiators::Lowest);
+            assert_eq!(m as u64, u64::from(n * (n - 2)), "n = {n}, the highest dead");
+            within(m, messages_per_election(n - 1)).unwrap();
+        }
+    }
+
+    #[test]
+    fn all_initiators_at_once_end_with_one_leader_at_the_same_cost() {
+        for n in 2..=32 {
+            let (net, m) = elect_once::<Bully>(n, None, Initiators::All);
+            assert_eq!(m as u64, u64::from(n * n - 1), "n = {n}");
+            assert_eq!(net.count_since(0, "COORDINATOR") as u32, n - 1, "one winner, once");
+            let (_, m) = elect_once::<Bully>(n, Some(n - 1), Initiators::All);
+            assert_eq!(m as u64, u64::from(n * (n - 2)), "n = {n}, the highest dead");
+        }
+    }
+
+    #[test]
+    fn a_dead_middle_node_is_skipped() {
+        for n in 3..=32 {
+            for who in [Initiators::Lowest, Initiators::All] {
+                let (net, m) = elect_once::<Bully>(n, Some(n / 2), who);
+                within(m, messages_per_election(n - 1)).unwrap();
+                assert!(net.sent.iter().all(|s| s.to != n / 2), "nobody asks the dead");
+            }
+        }
+    }
+
+    /// Killing the leader after it won: everyone notices, everyone elects, the next one
+    /// down wins with a higher term; again and again until one node is left.
+    #[test]
+    fn the_leader_dies_and_the_next_takes_over_with_a_higher_term() {
+        for n in [2, 3, 5, 8] {
+            let mut net = Net::<Bully>::new(n);
+            net.elect(0);
+            net.run().unwrap();
+            for dead in (1..n).rev() {
+                let before = net.leader_of(0).unwrap();
+                net.kill(dead);
+                net.run().unwrap();
+                assert_eq!(net.check(), Ok(PeerId(dead - 1)), "n = {n}");
+                assert!(net.leader_of(0).unwrap().1 > before.1);
+            }
+        }
+    }
+
+    #[test]
+    fn a_second_call_elects_the_same_leader_again_in_a_new_term() {
+        let mut net = Net::<Bully>::new(4);
+        net.elect(0);
+        net.run().unwrap();
+        let mark = net.sent.len();
+        net.elect(1);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(3)));
+        assert_eq!(net.leader_of(0), Some((PeerId(3), 11)));
+        // 1 asks 2 and 3; 2 asks 3; 3 wins again: 3 + 3 + 3.
+        assert_eq!(net.sent_since(mark).len(), 9);
+    }
+
+    #[test]
+    fn a_restarted_low_node_hears_the_leader_again_without_a_new_term() {
+        let mut net = Net::<Bully>::new(4);
+        net.elect(3);
+        net.run().unwrap();
+        net.kill(1);
+        net.run().unwrap();
+        let mark = net.sent.len();
+        net.restart(1);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(3)));
+        assert_eq!(net.leader_of(1), Some((PeerId(3), 7)));
+        // 1 asks 2 and 3, both answer; 2 knows the leader 1 has not heard of and only
+        // answers; 3 tells 1 again, as 1 was down when 3 won.
+        #[rustfmt::skip]
+        let expected = [
+            (1, 2, "ELECTION"), (1, 3, "ELECTION"), (2, 1, "ANSWER"), (3, 1, "ANSWER"),
+            (3, 1, "COORDINATOR"),
+        ];
+        assert_eq!(trace(&net, mark), expected);
+    }
+
+    #[test]
+    fn stale_timers_and_stray_messages_change_nothing() {
+        let mut net = Net::<Bully>::new(3);
+        net.elect(0);
+        net.run().unwrap();
+        let mut w0 = net.node(0).clone();
+        let before = w0.clone();
+        let mut out = O::new(Duration::ZERO);
+        w0.step(Input::Timer { timer: Timer::Answer { election: 1 } }, &mut out);
+        w0.step(Input::Timer { timer: Timer::Coordinator { election: 1 } }, &mut out);
+        w0.step(Input::Message { from: PeerId(2), msg: Msg::Answer }, &mut out);
+        assert!(out.actions().is_empty(), "{:?}", out.actions());
+        assert_eq!(w0, before);
+        // An ELECTION from above is ignored; a STALE to a non-leader too.
+        w0.step(Input::Message { from: PeerId(1), msg: Msg::Election { term: 0 } }, &mut out);
+        w0.step(Input::Message { from: PeerId(2), msg: Msg::Stale { term: 99 } }, &mut out);
+        assert!(out.actions().is_empty(), "{:?}", out.actions());
+    }
+
+    #[test]
+    fn a_node_that_dies_unnoticed_is_outlived_by_the_answer_timeout() {
+        let mut net = Net::<Bully>::new(3);
+        net.elect(0);
+        // 2 crashes before it reads the ELECTION, and nobody is told: 1 asks it in vain.
+        net.crash(2);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(1)));
+    }
+
+    #[test]
+    fn no_coordinator_after_an_answer_means_starting_again() {
+        let mut w0 = Bully::create(&Config::new(0, 3));
+        let mut out = O::new(Duration::ZERO);
+        w0.step(Input::Call { call: ElectionCall::Elect }, &mut out);
+        w0.step(Input::Message { from: PeerId(1), msg: Msg::Answer }, &mut out);
+        assert_eq!(w0.waiting_for(), "electing: answered, waiting for COORDINATOR");
+        out.reset(Duration::ZERO);
+        w0.step(Input::Timer { timer: Timer::Coordinator { election: 1 } }, &mut out);
+        let sends: Vec<_> = out
+            .actions()
+            .iter()
+            .filter_map(|a| match a {
+                crate::algorithm::Output::Send { to, msg } => Some((to.0, msg.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(sends, [(1, Msg::Election { term: 0 }), (2, Msg::Election { term: 0 })]);
+        assert_eq!(w0.waiting_for(), "electing: waiting for ANSWER from w1, w2");
+        // The first election's timers are stale now.
+        out.reset(Duration::ZERO);
+        w0.step(Input::Timer { timer: Timer::Coordinator { election: 1 } }, &mut out);
+        w0.step(Input::Timer { timer: Timer::Answer { election: 1 } }, &mut out);
+        assert!(out.actions().is_empty(), "{:?}", out.actions());
+    }
+
+    #[test]
+    fn a_lower_coordinator_is_bullied() {
+        let mut net = Net::<Bully>::new(3);
+        net.elect(0);
+        net.run().unwrap();
+        let mut w2 = net.node(2).clone();
+        let mut out = O::new(Duration::ZERO);
+        w2.step(Input::Message { from: PeerId(1), msg: Msg::Coordinator { term: 10 } }, &mut out);
+        // Not accepted; 2 wins again above the term it saw.
+        let won =
+            crate::algorithm::Output::Event { event: ElectionEvent::Leader { id: PeerId(2), term: 14 } };
+        assert!(out.actions().contains(&won), "{:?}", out.actions());
+        assert_eq!(w2.leader, Some((PeerId(2), 14)));
+    }
+}

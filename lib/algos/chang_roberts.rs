@@ -1,0 +1,401 @@
+//! Chang and Roberts's ring election: the largest id goes once round a one-way ring and
+//! is then announced once round it.
+//!
+//! The nodes sit in a ring in id order, 0 → 1 → … → N-1 → 0, and each sends only to the
+//! next live node (its successor); nobody needs to know how many nodes there are. Ids are
+//! compared as they travel: a message carrying a smaller id than a node's own is not
+//! worth passing on, so only the largest id survives a whole lap, and a node that sees
+//! its own id come back knows nobody in the ring is larger.
+//!
+//! # Messages
+//!
+//! - ELECTION { id, term }: "`id` is the largest id seen on this lap so far." `term` is
+//!   the newest term any node it passed has seen (see *Terms*).
+//! - ELECTED { id, term }: "`id` leads, in `term`." Sent by the winner, passed on
+//!   unchanged round the ring back to it.
+//!
+//! # What a node does, in the order of the notes
+//!
+//! Each node is a *participant* (it has sent or passed on an ELECTION of the current
+//! election) or not; at first none is.
+//! 1. *Starting an election* (its application calls `elect`, it learns the leader is
+//!    down, or it starts as a restarted incarnation), unless already a participant:
+//!    ELECTION with its own id to its successor, and it becomes a participant.
+//! 2. *ELECTION with a larger id*: pass it on, and become a participant.
+//! 3. *ELECTION with a smaller id*, not yet a participant: send its own id on instead,
+//!    and become a participant.
+//! 4. *ELECTION with a smaller id*, already a participant: drop it. This node has already
+//!    sent an id at least as large as its own, and that is the one that matters.
+//! 5. *ELECTION with its own id*: it went all the way round, so this node has the largest
+//!    id. It leads: it stops being a participant, takes a new term, tells its
+//!    application, and sends ELECTED to its successor.
+//! 6. *ELECTED* for another node: it stops being a participant, accepts the leader, and
+//!    passes the message on unchanged.
+//! 7. *ELECTED with its own id*: the announcement went all the way round; drop it. The
+//!    election is over.
+//!
+//! # Dead peers
+//!
+//! A node sends to the next node round the ring that it does not know to be down, so a
+//! dead node is simply left out of the ring. Beyond the notes, which assume nobody
+//! fails during an election: a message carrying a dead node's id (it died after sending
+//! it) is treated as smaller than every live id, so it cannot go round for ever; and a
+//! participant that learns any peer is down starts over (its ELECTION or the ELECTED may
+//! have died with that peer). A node also drops an ELECTED older than the leader it
+//! follows: it has already passed the newer one on.
+//!
+//! # Terms
+//!
+//! Every node that sends an ELECTION raises the term in it to the newest it has seen, so
+//! the winning ELECTION, which passed every live node, comes back with the newest term
+//! anyone has. The winner takes the next one above it, as `bully` does
+//! ([`next_term`]: `epoch·N + id`, so two different leaders never share a term) and
+//! carries it in ELECTED. A node accepts an ELECTED only with a term above the one it
+//! follows, so the terms it reports strictly increase. A restarted winner therefore
+//! needs no help to pick a term above the old ones.
+//!
+//! # Cost, in messages per election
+//!
+//! In a ring of M live nodes with one initiator, the ELECTION travels from the initiator
+//! to the largest id (d hops, 0 to M-1), then a whole lap with that id (M), then ELECTED
+//! goes a lap (M): d + 2M. Best 2M (the largest id starts), worst 3M-1 (the node just
+//! after it starts; here, with ids rising round the ring, the lowest), and 2M + (M-1)/2
+//! averaged over where the initiator sits, the notes' 2.5N. Because ids rise round this
+//! ring, every smaller id dies at its first hop, so even with every node initiating at
+//! once the cost is 3M-1. The notes' O(N²) is the opposite ring, ids falling round it:
+//! there the id of the node k places before the largest travels k+1 hops before it meets
+//! a larger one, N(N-1)/2 + 2N in all. See [`messages_per_election`].
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::algorithm::{
+    Config, Election, ElectionCall, ElectionEvent, Input, Message, NoTimer, Node, NodeInput, NodeOut, PeerId,
+};
+use crate::algos::bully::next_term;
+
+/// The fewest and the most messages one election costs in a ring of `live` live nodes,
+/// one initiator or all of them, when nobody fails during it: `2·live` and `3·live - 1`.
+pub fn messages_per_election(live: u32) -> (u64, u64) {
+    let m = u64::from(live);
+    if m <= 1 {
+        return (0, 0);
+    }
+    (2 * m, 3 * m - 1)
+}
+
+/// Messages of `chang-roberts`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Msg {
+    /// The largest id on this lap so far, and the newest term the lap has seen.
+    Election { id: PeerId, term: u64 },
+    /// `id` leads in `term`; passed on unchanged round the ring.
+    Elected { id: PeerId, term: u64 },
+}
+
+impl Message for Msg {
+    fn kind(&self) -> &'static str {
+        match self {
+            Msg::Election { .. } => "ELECTION",
+            Msg::Elected { .. } => "ELECTED",
+        }
+    }
+}
+
+type O = NodeOut<ChangRoberts>;
+
+/// One node of `chang-roberts`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ChangRoberts {
+    cfg: Config,
+    /// Peers reported down and not since back up.
+    down: BTreeSet<PeerId>,
+    /// Has sent or passed on an ELECTION of the current election.
+    participant: bool,
+    /// The leader this node follows, with its term.
+    leader: Option<(PeerId, u64)>,
+    /// The newest term seen in any message.
+    seen: u64,
+}
+
+impl ChangRoberts {
+    fn me(&self) -> PeerId {
+        self.cfg.id
+    }
+
+    /// The next node round the ring not known to be down; `None` when alone.
+    fn successor(&self) -> Option<PeerId> {
+        let (me, n) = (self.me().0, self.cfg.n);
+        (1..n).map(|k| PeerId((me + k) % n)).find(|p| !self.down.contains(p))
+    }
+
+    /// The previous live node round the ring: messages come from there.
+    fn predecessor(&self) -> Option<PeerId> {
+        let (me, n) = (self.me().0, self.cfg.n);
+        (1..n).map(|k| PeerId((me + n - k) % n)).find(|p| !self.down.contains(p))
+    }
+
+    /// Send `msg` to the successor, if anyone else is alive.
+    fn pass(&self, msg: Msg, out: &mut O) {
+        if let Some(next) = self.successor() {
+            out.send(next, msg);
+        }
+    }
+
+    /// 1. Start an election, unless already taking part in one.
+    fn start_election(&mut self, out: &mut O) {
+        if self.participant {
+            return;
+        }
+        out.count("elections", 1);
+        if self.successor().is_none() {
+            return self.lead(out); // Alone: nobody to ask.
+        }
+        self.participant = true;
+        self.pass(Msg::Election { id: self.me(), term: self.seen }, out);
+    }
+
+    /// 2 to 5: an ELECTION arrives.
+    fn on_election(&mut self, id: PeerId, term: u64, out: &mut O) {
+        self.seen = self.seen.max(term);
+        let me = self.me();
+        // An id that died on its way round can never come home: rank it below everyone.
+        let larger = id > me && !self.down.contains(&id);
+        if id == me {
+            self.lead(out);
+        } else if larger {
+            self.participant = true;
+            self.pass(Msg::Election { id, term: self.seen }, out);
+        } else if !self.participant {
+            self.participant = true;
+            self.pass(Msg::Election { id: me, term: self.seen }, out);
+        }
+        // Otherwise smaller, and this node has already sent its own: drop it.
+    }
+
+    /// 5. This node's id came all the way round: it leads, and says so round the ring.
+    fn lead(&mut self, out: &mut O) {
+        self.participant = false;
+        let me = self.me();
+        let term = next_term(self.seen, self.cfg.n, me);
+        self.seen = term;
+        self.leader = Some((me, term));
+        out.emit(ElectionEvent::Leader { id: me, term });
+        self.pass(Msg::Elected { id: me, term }, out);
+    }
+
+    /// 6 and 7: an ELECTED arrives.
+    fn on_elected(&mut self, id: PeerId, term: u64, out: &mut O) {
+        self.seen = self.seen.max(term);
+        if id == self.me() {
+            return; // 7: round and home; the election is over.
+        }
+        if term <= self.leader.map_or(0, |(_, t)| t) {
+            return; // Older than what this node follows and has passed on already.
+        }
+        if self.down.contains(&id) {
+            // The winner died since: no use announcing it. Elect again instead.
+            return self.start_election(out);
+        }
+        self.participant = false;
+        self.leader = Some((id, term));
+        out.emit(ElectionEvent::Leader { id, term });
+        self.pass(Msg::Elected { id, term }, out);
+    }
+
+    fn on_peer_down(&mut self, peer: PeerId, out: &mut O) {
+        self.down.insert(peer);
+        if self.participant {
+            // Our ELECTION, or the ELECTED, may have been with it: go round again.
+            self.participant = false;
+            self.start_election(out);
+        } else if self.leader.is_some_and(|(id, _)| id == peer) {
+            self.start_election(out);
+        }
+    }
+}
+
+impl Node for ChangRoberts {
+    type Msg = Msg;
+    type Timer = NoTimer;
+    type Service = Election;
+
+    fn create(cfg: &Config) -> Self {
+        ChangRoberts { cfg: cfg.clone(), down: BTreeSet::new(), participant: false, leader: None, seen: 0 }
+    }
+
+    fn step(&mut self, input: NodeInput<Self>, out: &mut O) {
+        match input {
+            // A restarted node remembers no leader: it asks.
+            Input::Start if self.cfg.incarnation > 0 => self.start_election(out),
+            Input::Start => {}
+            Input::Call { call: ElectionCall::Elect } => self.start_election(out),
+            Input::Message { msg: Msg::Election { id, term }, .. } => self.on_election(id, term, out),
+            Input::Message { msg: Msg::Elected { id, term }, .. } => self.on_elected(id, term, out),
+            Input::Timer { timer } => match timer {},
+            Input::PeerDown { peer } => self.on_peer_down(peer, out),
+            // A new incarnation is back in the ring; it elects by itself.
+            Input::PeerUp { peer } => {
+                self.down.remove(&peer);
+            }
+        }
+    }
+
+    fn waiting_for(&self) -> String {
+        match (self.participant, self.predecessor()) {
+            (true, Some(p)) => format!("electing: waiting for ELECTED from {p}"),
+            _ => String::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algos::elect_script::{elect_once, within, Initiators, Net};
+
+    fn e(id: u32, term: u64) -> Msg {
+        Msg::Election { id: PeerId(id), term }
+    }
+
+    fn won(id: u32, term: u64) -> Msg {
+        Msg::Elected { id: PeerId(id), term }
+    }
+
+    /// Four nodes, 1 starts: its id is replaced by 2's, then 3's, which goes a whole lap
+    /// and comes home; then ELECTED goes a lap. d + 2N = 2 + 8 messages.
+    #[test]
+    fn notes_rules_step_by_step_on_a_ring_of_four() {
+        let mut net = Net::<ChangRoberts>::new(4);
+        net.elect(1);
+        assert_eq!(net.node(1).waiting_for(), "electing: waiting for ELECTED from w0");
+        net.run().unwrap();
+        #[rustfmt::skip]
+        let expected = [
+            (1, 2, e(1, 0)), (2, 3, e(2, 0)), (3, 0, e(3, 0)),
+            (0, 1, e(3, 0)), (1, 2, e(3, 0)), (2, 3, e(3, 0)),
+            (3, 0, won(3, 7)), (0, 1, won(3, 7)), (1, 2, won(3, 7)), (2, 3, won(3, 7)),
+        ];
+        assert_eq!(net.msgs, expected);
+        assert_eq!(net.check(), Ok(PeerId(3)));
+        assert!((0..4).all(|i| net.node(i).waiting_for().is_empty()));
+    }
+
+    /// The notes' counts: the ELECTION needs d hops to reach the largest id, N to bring it
+    /// home, and ELECTED N more. Worst when the node after the largest starts (3N-1),
+    /// best when the largest does (2N), 2N + (N-1)/2 on average over the starters.
+    #[test]
+    fn notes_counts_d_plus_2n_for_every_starter() {
+        for n in 2..=32u32 {
+            let mut total = 0;
+            for s in 0..n {
+                let mut net = Net::<ChangRoberts>::new(n);
+                net.elect(s);
+                net.run().unwrap();
+                assert_eq!(net.check(), Ok(PeerId(n - 1)));
+                let d = n - 1 - s;
+                assert_eq!(net.sent.len() as u32, d + 2 * n, "n = {n}, starter {s}");
+                assert_eq!(net.count_since(0, "ELECTED") as u32, n);
+                total += net.sent.len();
+            }
+            // Twice the mean, to stay in integers: 2(2N + (N-1)/2) = 5N - 1.
+            assert_eq!(2 * total as u32, n * (5 * n - 1), "n = {n}");
+        }
+    }
+
+    #[test]
+    fn lowest_and_all_initiators_cost_3m_minus_1() {
+        for n in 2..=32 {
+            for who in [Initiators::Lowest, Initiators::All] {
+                let (_, m) = elect_once::<ChangRoberts>(n, None, who);
+                assert_eq!(m as u64, messages_per_election(n).1, "n = {n}, {who:?}");
+                let (_, m) = elect_once::<ChangRoberts>(n, Some(n - 1), who);
+                assert_eq!(m as u64, messages_per_election(n - 1).1, "n = {n}, {who:?}, the highest dead");
+            }
+            let (_, m) = elect_once::<ChangRoberts>(n, None, Initiators::Highest);
+            assert_eq!(m as u64, messages_per_election(n).0, "n = {n}, the largest starts");
+        }
+    }
+
+    #[test]
+    fn a_dead_node_is_skipped_round_the_ring() {
+        for n in 3..=32 {
+            for dead in [0, n / 2] {
+                for who in [Initiators::Lowest, Initiators::All] {
+                    let (net, m) = elect_once::<ChangRoberts>(n, Some(dead), who);
+                    within(m, messages_per_election(n - 1)).unwrap();
+                    assert!(net.sent.iter().all(|s| s.to != dead), "nobody sends to the dead");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_leader_dies_and_the_next_takes_over_with_a_higher_term() {
+        for n in [2, 3, 5, 8] {
+            let mut net = Net::<ChangRoberts>::new(n);
+            net.elect(0);
+            net.run().unwrap();
+            for dead in (1..n).rev() {
+                let before = net.leader_of(0).unwrap();
+                net.kill(dead);
+                net.run().unwrap();
+                assert_eq!(net.check(), Ok(PeerId(dead - 1)), "n = {n}");
+                assert!(net.leader_of(0).unwrap().1 > before.1);
+            }
+        }
+    }
+
+    /// A restarted largest node asks; its ELECTION collects the newest term on its lap,
+    /// so it wins above the old leader's term with no help.
+    #[test]
+    fn a_restarted_largest_node_wins_back_above_the_old_terms() {
+        let mut net = Net::<ChangRoberts>::new(4);
+        net.elect(0);
+        net.run().unwrap();
+        net.kill(3);
+        net.run().unwrap();
+        let old = net.leader_of(0).unwrap();
+        assert_eq!(old.0, PeerId(2));
+        net.restart(3);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(3)));
+        assert!(net.leader_of(3).unwrap().1 > old.1);
+    }
+
+    /// The node holding the ELECTION dies with it; its neighbours learn it and go again.
+    #[test]
+    fn an_election_lost_with_a_dead_node_is_held_again() {
+        let mut net = Net::<ChangRoberts>::new(5);
+        net.elect(0);
+        // The ELECTION to 1 is dropped with 1; everyone then learns 1 is down.
+        net.kill(1);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(4)));
+    }
+
+    #[test]
+    fn an_id_or_winner_that_died_on_its_way_is_not_passed_on() {
+        let mut w1 = ChangRoberts::create(&Config::new(1, 4));
+        let mut out = O::new(std::time::Duration::ZERO);
+        w1.step(Input::PeerDown { peer: PeerId(3) }, &mut out);
+        // 3's id, from before it died: replaced by 1's own.
+        w1.step(Input::Message { from: PeerId(0), msg: e(3, 0) }, &mut out);
+        assert_eq!(
+            out.drain().collect::<Vec<_>>(),
+            [crate::algorithm::Output::Send { to: PeerId(2), msg: e(1, 0) }]
+        );
+        // 3's ELECTED: not accepted; 1 is a participant already, so nothing more.
+        w1.step(Input::Message { from: PeerId(0), msg: won(3, 7) }, &mut out);
+        assert!(out.actions().is_empty(), "{:?}", out.actions());
+        assert_eq!(w1.leader, None);
+    }
+
+    #[test]
+    fn theory() {
+        assert_eq!(messages_per_election(1), (0, 0));
+        assert_eq!(messages_per_election(2), (4, 5));
+        assert_eq!(messages_per_election(8), (16, 23));
+    }
+}
