@@ -14,6 +14,8 @@ pub mod centralized_bully;
 pub mod chang_roberts;
 #[cfg(test)]
 pub(crate) mod elect_script;
+#[cfg(test)]
+mod elect_sweeps;
 pub mod lamport;
 pub mod maekawa;
 pub mod neilsen_mizuno;

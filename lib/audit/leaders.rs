@@ -398,7 +398,11 @@ mod tests {
         assert!(r.ok, "{:?}", r.violations);
         assert_eq!(r.leader, Some((3, 1)));
         assert_eq!((r.records, r.terms), (4, 1));
-        assert_eq!(r.time_to_agree_ms, Some(3e-6), "3 ns, from the first record to the one completing agreement");
+        assert_eq!(
+            r.time_to_agree_ms,
+            Some(3e-6),
+            "3 ns, from the first record to the one completing agreement"
+        );
     }
 
     #[test]
