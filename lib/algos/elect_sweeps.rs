@@ -79,3 +79,8 @@ fn bully_elects_the_highest_through_any_order_and_crash() {
 fn chang_roberts_elects_the_highest_through_any_order_and_crash() {
     sweeps::<super::chang_roberts::ChangRoberts>(super::chang_roberts::messages_per_election);
 }
+
+#[test]
+fn ring_list_elects_the_highest_through_any_order_and_crash() {
+    sweeps::<super::ring_list::RingList>(super::ring_list::messages_per_election);
+}
