@@ -41,7 +41,12 @@
 //! fails during an election: a message carrying a dead node's id (it died after sending
 //! it) is treated as smaller than every live id, so it cannot go round for ever; and a
 //! participant that learns any peer is down starts over (its ELECTION or the ELECTED may
-//! have died with that peer). A node also drops an ELECTED older than the leader it
+//! have died with that peer), resending the largest live id it has sent on, not its own
+//! (the others, participants already, would drop a smaller one). A leader whose ELECTED
+//! has not come home when it learns a peer is down announces again in a newer term (the
+//! ELECTED may have died, and nodes that passed it would drop a copy); so does one that
+//! learns a peer is back up (the ELECTED may have skipped it, and a participant dropped
+//! its ELECTION). A node also drops an ELECTED older than the leader it
 //! follows: it has already passed the newer one on.
 //!
 //! # Terms
@@ -113,6 +118,10 @@ pub struct ChangRoberts {
     down: BTreeSet<PeerId>,
     /// Has sent or passed on an ELECTION of the current election.
     participant: bool,
+    /// The largest id this node has sent in an ELECTION while a participant.
+    sent: PeerId,
+    /// Leads, and its ELECTED has not come home yet.
+    announcing: bool,
     /// The leader this node follows, with its term.
     leader: Option<(PeerId, u64)>,
     /// The newest term seen in any message.
@@ -152,8 +161,14 @@ impl ChangRoberts {
         if self.successor().is_none() {
             return self.lead(out); // Alone: nobody to ask.
         }
+        self.send_election(self.me(), out);
+    }
+
+    /// Send an ELECTION carrying `id`, and remember the largest id sent.
+    fn send_election(&mut self, id: PeerId, out: &mut O) {
+        self.sent = if self.participant { self.sent.max(id) } else { id };
         self.participant = true;
-        self.pass(Msg::Election { id: self.me(), term: self.seen }, out);
+        self.pass(Msg::Election { id, term: self.seen }, out);
     }
 
     /// 2 to 5: an ELECTION arrives.
@@ -165,11 +180,9 @@ impl ChangRoberts {
         if id == me {
             self.lead(out);
         } else if larger {
-            self.participant = true;
-            self.pass(Msg::Election { id, term: self.seen }, out);
+            self.send_election(id, out);
         } else if !self.participant {
-            self.participant = true;
-            self.pass(Msg::Election { id: me, term: self.seen }, out);
+            self.send_election(me, out);
         }
         // Otherwise smaller, and this node has already sent its own: drop it.
     }
@@ -181,6 +194,7 @@ impl ChangRoberts {
         let term = next_term(self.seen, self.cfg.n, me);
         self.seen = term;
         self.leader = Some((me, term));
+        self.announcing = self.successor().is_some();
         out.emit(ElectionEvent::Leader { id: me, term });
         self.pass(Msg::Elected { id: me, term }, out);
     }
@@ -189,7 +203,9 @@ impl ChangRoberts {
     fn on_elected(&mut self, id: PeerId, term: u64, out: &mut O) {
         self.seen = self.seen.max(term);
         if id == self.me() {
-            return; // 7: round and home; the election is over.
+            // 7: round and home; the election is over (unless a newer ELECTED is out).
+            self.announcing &= self.leader.is_some_and(|(_, t)| t > term);
+            return;
         }
         if term <= self.leader.map_or(0, |(_, t)| t) {
             return; // Older than what this node follows and has passed on already.
@@ -199,6 +215,7 @@ impl ChangRoberts {
             return self.start_election(out);
         }
         self.participant = false;
+        self.announcing = false;
         self.leader = Some((id, term));
         out.emit(ElectionEvent::Leader { id, term });
         self.pass(Msg::Elected { id, term }, out);
@@ -206,10 +223,24 @@ impl ChangRoberts {
 
     fn on_peer_down(&mut self, peer: PeerId, out: &mut O) {
         self.down.insert(peer);
-        if self.participant {
-            // Our ELECTION, or the ELECTED, may have been with it: go round again.
+        if self.announcing {
+            // Our ELECTED may have died with it, and those that passed it on would drop
+            // it again: announce afresh in a newer term (sim seed 143, n = 3).
+            out.count("elections", 1);
+            self.lead(out);
+        } else if self.participant {
+            // What we sent, or the ELECTED, may have died with it: go round again. Resend
+            // the largest live id we passed on, not just our own: downstream participants
+            // drop ids below theirs, so a lost larger id resent as ours would stall the
+            // ring with everyone waiting (sim seed 13, n = 5).
+            let id = if self.down.contains(&self.sent) { self.me() } else { self.sent };
             self.participant = false;
-            self.start_election(out);
+            if id == self.me() || self.successor().is_none() {
+                self.start_election(out);
+            } else {
+                out.count("elections", 1);
+                self.send_election(id, out);
+            }
         } else if self.leader.is_some_and(|(id, _)| id == peer) {
             self.start_election(out);
         }
@@ -222,7 +253,15 @@ impl Node for ChangRoberts {
     type Service = Election;
 
     fn create(cfg: &Config) -> Self {
-        ChangRoberts { cfg: cfg.clone(), down: BTreeSet::new(), participant: false, leader: None, seen: 0 }
+        ChangRoberts {
+            cfg: cfg.clone(),
+            down: BTreeSet::new(),
+            participant: false,
+            sent: cfg.id,
+            announcing: false,
+            leader: None,
+            seen: 0,
+        }
     }
 
     fn step(&mut self, input: NodeInput<Self>, out: &mut O) {
@@ -238,13 +277,20 @@ impl Node for ChangRoberts {
             // A new incarnation is back in the ring; it elects by itself.
             Input::PeerUp { peer } => {
                 self.down.remove(&peer);
+                if self.announcing {
+                    // Our ELECTED may pass it by, and its ELECTION was perhaps dropped by
+                    // a participant: announce again, through it (sim seed 457, n = 3).
+                    out.count("elections", 1);
+                    self.lead(out);
+                }
             }
         }
     }
 
     fn waiting_for(&self) -> String {
-        match (self.participant, self.predecessor()) {
-            (true, Some(p)) => format!("electing: waiting for ELECTED from {p}"),
+        match (self.participant, self.announcing, self.predecessor()) {
+            (true, _, Some(p)) => format!("electing: waiting for ELECTED from {p}"),
+            (false, true, Some(p)) => format!("leading: waiting for my ELECTED to come home from {p}"),
             _ => String::new(),
         }
     }
@@ -373,6 +419,76 @@ mod tests {
         net.kill(1);
         net.run().unwrap();
         assert_eq!(net.check(), Ok(PeerId(4)));
+    }
+
+    /// Sim seed 13, n = 5: 0 passes 4's id on to 1, which has died unseen. When 0 learns
+    /// it, it must resend 4, not its own 0: 2, 3 and 4 are participants again (their
+    /// fresh ELECTIONs died at the next one up) and would drop 0, everyone waiting.
+    #[test]
+    fn a_lost_larger_id_is_resent_not_replaced_by_ones_own() {
+        let mut net = Net::<ChangRoberts>::new(5);
+        for i in 0..5 {
+            net.elect(i);
+        }
+        net.crash(1); // Its ELECTION to 2 still arrives; 0's to it is lost.
+        net.run().unwrap(); // 2, 3, 4 drop smaller ids; 0 passes 4 on to the dead 1.
+        for i in [2, 3, 4] {
+            net.notice(i, 1);
+        }
+        net.run().unwrap(); // Each fresh id dies at the next; 4's goes to 1 again.
+        assert_eq!(net.msgs.last(), Some(&(0, 1, e(4, 0))));
+        let mark = net.msgs.len();
+        net.notice(0, 1);
+        net.run().unwrap();
+        assert_eq!(net.msgs[mark], (0, 2, e(4, 0)), "4's id, resent past the dead 1");
+        assert_eq!(net.check(), Ok(PeerId(4)));
+        net.restart(1);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(4)));
+        assert!((0..5).all(|i| net.node(i).waiting_for().is_empty()));
+    }
+
+    /// Sim seed 143, n = 3: 2's ELECTED dies with 0, and again after 1 resends 2's id;
+    /// only 2, no participant now, can tell it never came home: it announces again.
+    #[test]
+    fn a_leader_whose_elected_died_announces_again() {
+        let mut net = Net::<ChangRoberts>::new(3);
+        net.elect(0);
+        while net.leader_of(2).is_none() {
+            assert!(net.step());
+        }
+        net.crash(0); // With 2's ELECTED on its way to it.
+        net.notice(1, 0); // 1 resends 2's id; 2 leads again, its ELECTED lost to 0 again.
+        net.run().unwrap();
+        assert_eq!(net.node(1).waiting_for(), "electing: waiting for ELECTED from w2");
+        net.notice(2, 0);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(2)));
+        net.restart(0);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(2)));
+        assert!((0..3).all(|i| net.node(i).waiting_for().is_empty()));
+    }
+
+    /// Sim seed 457, n = 3: 2's ELECTED skips the dead 0, which restarts meanwhile and
+    /// whose ELECTION 1, a participant still, drops. 2 hears 0 is up before its ELECTED
+    /// is home, and announces again, through 0.
+    #[test]
+    fn a_leader_announces_again_through_a_node_back_up() {
+        let mut net = Net::<ChangRoberts>::new(3);
+        net.kill(0);
+        net.elect(1);
+        while net.leader_of(2).is_none() {
+            assert!(net.step());
+        }
+        let elected = net.hold(2, 1);
+        assert_eq!(elected, [won(2, 5)]);
+        net.restart(0);
+        net.run().unwrap(); // 1 drops 0's ELECTION.
+        net.release(2, 1, elected);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(2)));
+        assert!((0..3).all(|i| net.node(i).waiting_for().is_empty()));
     }
 
     #[test]

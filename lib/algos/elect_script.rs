@@ -167,14 +167,42 @@ impl<N: Node<Service = Election>> Net<N> {
         }
     }
 
+    /// Deliver the next message in the queue, if any; `false` when none is left.
+    pub fn step(&mut self) -> bool {
+        let Some((from, to, msg)) = self.queue.pop_front() else {
+            return false;
+        };
+        if self.alive[to.index()] {
+            self.input(to.index(), Input::Message { from, msg });
+        }
+        true
+    }
+
+    /// Take the messages in flight from `from` to `to` out of the queue, as a slow link
+    /// holds them; [`Net::release`] puts them back.
+    pub fn hold(&mut self, from: u32, to: u32) -> Vec<N::Msg> {
+        let (mut held, mut rest) = (Vec::new(), VecDeque::new());
+        for (f, t, msg) in self.queue.drain(..) {
+            if (f.0, t.0) == (from, to) {
+                held.push(msg);
+            } else {
+                rest.push_back((f, t, msg));
+            }
+        }
+        self.queue = rest;
+        held
+    }
+
+    /// Put held messages back, behind everything in flight now.
+    pub fn release(&mut self, from: u32, to: u32, msgs: Vec<N::Msg>) {
+        self.queue.extend(msgs.into_iter().map(|m| (PeerId(from), PeerId(to), m)));
+    }
+
     /// Deliver messages in FIFO order until none is left, firing the earliest timer
     /// whenever the network is quiet, until no timer is left either.
     pub fn run(&mut self) -> Result<(), String> {
         for _ in 0..MAX_STEPS {
-            if let Some((from, to, msg)) = self.queue.pop_front() {
-                if self.alive[to.index()] {
-                    self.input(to.index(), Input::Message { from, msg });
-                }
+            if self.step() {
                 continue;
             }
             let Some(k) = (0..self.timers.len()).min_by_key(|&k| self.timers[k].due) else {

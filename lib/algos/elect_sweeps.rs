@@ -74,3 +74,13 @@ fn sweeps<N: Node<Service = Election>>(bound: fn(u32) -> (u64, u64)) {
 fn bully_elects_the_highest_through_any_order_and_crash() {
     sweeps::<super::bully::Bully>(super::bully::messages_per_election);
 }
+
+#[test]
+fn chang_roberts_elects_the_highest_through_any_order_and_crash() {
+    sweeps::<super::chang_roberts::ChangRoberts>(super::chang_roberts::messages_per_election);
+}
+
+#[test]
+fn ring_list_elects_the_highest_through_any_order_and_crash() {
+    sweeps::<super::ring_list::RingList>(super::ring_list::messages_per_election);
+}
