@@ -253,8 +253,6 @@ pub trait Service: fmt::Debug + Send + 'static {
     type Event: Clone + PartialEq + Eq + Hash + fmt::Debug + Serialize + DeserializeOwned + Send + 'static;
     /// The application's state as far as the contract is concerned.
     type App: Clone + Default + PartialEq + Eq + Hash + fmt::Debug + Send + 'static;
-    /// The service's name, e.g. `"mutex"`.
-    const NAME: &'static str;
     /// The application's state after `call`, or why it may not make it now.
     fn call(app: &Self::App, call: &Self::Call) -> Result<Self::App, String>;
     /// The application's state after `event`, or why the node may not tell it now.
@@ -300,7 +298,6 @@ impl Service for Mutex {
     type Call = MutexCall;
     type Event = MutexEvent;
     type App = MutexApp;
-    const NAME: &'static str = "mutex";
 
     fn call(app: &MutexApp, call: &MutexCall) -> Result<MutexApp, String> {
         match (app, call) {
@@ -343,7 +340,6 @@ impl Service for Election {
     type Call = ElectionCall;
     type Event = ElectionEvent;
     type App = ();
-    const NAME: &'static str = "election";
 
     // An election may be called for at any time, and a leader announced at any time:
     // agreement and uniqueness are judged by the auditor, not by the contract.

@@ -97,8 +97,7 @@ impl<N: Node> Default for Step<N> {
 /// - making one: [`Host::new`] (a fresh node from its configuration);
 /// - driving it: [`Host::step`] for every input, [`Host::fire`] for a timer the driver
 ///   armed;
-/// - reading it: [`Host::node`], [`Host::app`], [`Host::is_down`], [`Host::config`],
-///   [`Host::started`].
+/// - reading it: [`Host::node`], [`Host::app`], [`Host::is_down`], [`Host::config`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Host<N: Node> {
     cfg: Config,
@@ -146,11 +145,6 @@ impl<N: Node> Host<N> {
     /// The node was told `peer` is down, and not since that it is up.
     pub fn is_down(&self, peer: PeerId) -> bool {
         self.down.get(peer.index()).copied().unwrap_or(false)
-    }
-
-    /// `Start` has been given.
-    pub fn started(&self) -> bool {
-        self.started
     }
 
     /// Hand the node one input at time `now`, and say what it asked for.

@@ -185,11 +185,6 @@ where
             && self.apps.done(&self.alive)
     }
 
-    /// A message is in flight.
-    pub fn in_flight(&self) -> bool {
-        self.links.iter().any(|l| !l.is_empty())
-    }
-
     /// A crash or a restart is among the choices.
     pub fn may_crash_or_restart(&self) -> bool {
         self.crash_budget > 0 || self.alive.contains(&false)
