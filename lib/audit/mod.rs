@@ -18,15 +18,26 @@
 //! into a histogram per worker. The supervisor's fault log ([`FaultLog`]) says which
 //! workers it killed, whose unfinished business is then no fault, and when it tore the
 //! run down: what that left open is listed apart as cut short, not as a violation.
+//!
+//! Files: this one judges the resource file; `lines.rs` reads lines without trusting
+//! them; `faultlog.rs` reads the fault log and indexes its crashes; [`leaders`] judges
+//! elections.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, Read};
+use std::io::Read;
 use std::path::Path;
 
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+mod faultlog;
 pub mod leaders;
+mod lines;
+
+use faultlog::CrashIndex;
+pub use faultlog::{Crash, FaultLog, MAX_CRASHES};
+use lines::{clip, Lines, Quote};
+pub use lines::{EXCERPT, MAX_LINE};
 
 use crate::resource::{Fence, Record, HEADER};
 
@@ -126,29 +137,6 @@ impl Waits {
     }
 }
 
-/// A crash the supervisor caused, so the auditor can excuse an unfinished section.
-///
-/// A crash is an interval, not an instant: from the moment the supervisor decided to
-/// signal (`t`, taken before the signal) to the moment it reaped the process (`dead`).
-/// A survivor may enter as soon as the process is gone, before the reap; the dying
-/// process may still write a record after `t`, before the signal lands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Crash {
-    /// The worker killed.
-    pub worker: u32,
-    /// When the kill began (monotonic ns, the file's clock).
-    pub t: u64,
-    /// When the process was known dead (reaped); `t` if the log does not say.
-    pub dead: u64,
-}
-
-impl Crash {
-    /// A crash known to the instant (for tests and hand-made logs).
-    pub fn at(worker: u32, t: u64) -> Crash {
-        Crash { worker, t, dead: t }
-    }
-}
-
 /// What the auditor found.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct AuditReport {
@@ -184,137 +172,6 @@ pub struct AuditReport {
     pub cut_short: Vec<Violation>,
 }
 
-/// What the auditor reads from the supervisor's fault log (`faults.log`): who was
-/// killed, and whether and when the run was torn down.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FaultLog {
-    /// The crashes the supervisor caused (`kill` and `term` lines).
-    pub crashes: Vec<Crash>,
-    /// When the supervisor began tearing a failed or interrupted run down, freezing
-    /// every worker wherever it was (the earliest `teardown` line; monotonic ns). A
-    /// section still open, or a request still unserved, at the end of the file that
-    /// began no later than this was cut short by the end of the run, not by the
-    /// algorithm. For that to hold for every section the freeze caught, the supervisor
-    /// must take this time once every worker is frozen.
-    pub teardown: Option<u64>,
-    /// When the run ended (the failure was detected, or the interrupt came) and the
-    /// stall window, from the `teardown` line (`ended=`, `window=`): only what began
-    /// within the window before the end was cut short by it. A request waiting longer,
-    /// or a section held longer, was stuck before the end came, and stays a violation.
-    pub ended: Option<(u64, u64)>,
-    /// The log named more crashes than [`MAX_CRASHES`]; the rest were not read.
-    pub overflow: bool,
-    /// Restarts (`restart` lines): the worker and when its new life began.
-    pub restarts: Vec<(u32, u64)>,
-}
-
-/// More crashes than any run's plan can make ([`crate::faults::MAX_PLAN_STEPS`]), with
-/// room to spare: a log beyond this is not a supervisor's, and is not read further.
-pub const MAX_CRASHES: usize = 100_000;
-
-impl FaultLog {
-    /// Read a fault log; an absent or unreadable log means no faults. Lines are read
-    /// with the same bounded buffer as the resource file, and a last line without its
-    /// newline is ignored: a cut field (`w=12` become `w=1`) could excuse the wrong
-    /// worker.
-    pub fn read(path: &Path) -> FaultLog {
-        let mut log = FaultLog::default();
-        let Ok(f) = std::fs::File::open(path) else { return log };
-        let mut lines = Lines::new(f, Vec::new());
-        while let Ok(Some(true)) = lines.next() {
-            // A line longer than the cap is read only if its fields all lie before
-            // the note, which is all the auditor needs.
-            if lines.len <= MAX_LINE as u64 || lines.kept.contains(&b'#') {
-                log.parse_line(&String::from_utf8_lossy(&lines.kept));
-            }
-        }
-        log
-    }
-
-    /// One line, as `AppliedFault::log_line` writes it:
-    /// `t=<ns> at=<ms>ms <action> [w=<id>] [key=value…] [# note]`.
-    fn parse_line(&mut self, line: &str) {
-        let mut fields = line.split_whitespace();
-        let Some(t) = fields.next().and_then(|f| f.strip_prefix("t=")?.parse().ok()) else { return };
-        let _at = fields.next();
-        match fields.next() {
-            Some("kill" | "term") => {
-                let Some(worker) = fields.next().and_then(|f| f.strip_prefix("w=")?.parse().ok()) else {
-                    return;
-                };
-                let dead = fields
-                    .take_while(|f| *f != "#")
-                    .find_map(|f| f.strip_prefix("dead=")?.parse().ok())
-                    .unwrap_or(t);
-                if self.crashes.len() >= MAX_CRASHES {
-                    self.overflow = true;
-                } else {
-                    self.crashes.push(Crash { worker, t, dead });
-                }
-            }
-            Some("restart") => {
-                let worker = fields.next().and_then(|f| f.strip_prefix("w=")?.parse().ok());
-                if let (Some(w), true) = (worker, self.restarts.len() < MAX_CRASHES) {
-                    self.restarts.push((w, t));
-                }
-            }
-            Some("teardown") if self.teardown.is_none_or(|d| t < d) => {
-                self.teardown = Some(t);
-                let field = |fields: &[&str], key: &str| {
-                    fields.iter().find_map(|f| f.strip_prefix(key)?.parse::<u64>().ok())
-                };
-                let fields: Vec<&str> = fields.take_while(|f| *f != "#").collect();
-                self.ended = field(&fields, "ended=").zip(field(&fields, "window="));
-            }
-            _ => {}
-        }
-    }
-}
-
-impl From<Vec<Crash>> for FaultLog {
-    fn from(crashes: Vec<Crash>) -> FaultLog {
-        FaultLog { crashes, ..FaultLog::default() }
-    }
-}
-
-/// The crashes of one worker, sorted by when they began, with the latest death so far
-/// at each: whether a crash overlaps a span is two binary searches, not a scan of the
-/// whole log for every record.
-#[derive(Clone, Debug, Default)]
-struct CrashIndex {
-    /// (began, dead, latest `dead` among this and the earlier ones).
-    spans: Vec<(u64, u64, u64)>,
-}
-
-impl CrashIndex {
-    fn build(crashes: &[Crash]) -> BTreeMap<u32, CrashIndex> {
-        let mut by: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
-        for c in crashes {
-            by.entry(c.worker).or_default().push((c.t, c.dead.max(c.t)));
-        }
-        by.into_iter()
-            .map(|(w, mut v)| {
-                v.sort_unstable();
-                let mut latest = 0;
-                let spans = v
-                    .into_iter()
-                    .map(|(t, dead)| {
-                        latest = latest.max(dead);
-                        (t, dead, latest)
-                    })
-                    .collect();
-                (w, CrashIndex { spans })
-            })
-            .collect()
-    }
-
-    /// A crash began no later than `to` and was not over (dead) before `from`.
-    fn overlaps(&self, from: u64, to: u64) -> bool {
-        let began = self.spans.partition_point(|s| s.0 <= to);
-        began > 0 && self.spans[began - 1].2 >= from
-    }
-}
-
 /// How many violations are kept in full; the rest are only counted.
 const KEEP: usize = 200;
 
@@ -322,106 +179,6 @@ const KEEP: usize = 200;
 /// per-worker state (a wait histogram of up to ~220 KiB each) and looks at every worker
 /// inside or waiting on each record, so garbage ids must not multiply its memory or time.
 pub const MAX_WORKER_ID: u32 = crate::supervisor::MAX_WORKERS;
-
-/// The longest line kept in memory. Records are under 200 bytes, so a line longer than
-/// this is corrupt, and what lies beyond it is skipped without being stored.
-pub const MAX_LINE: usize = 4096;
-
-/// How many bytes of a line a finding quotes; a longer line is quoted up to here, then
-/// an ellipsis and its full length.
-pub const EXCERPT: usize = 160;
-
-/// A line as a finding quotes it: in full if short, else its first [`EXCERPT`] bytes
-/// (never splitting a character), an ellipsis and its full length in bytes. Formatted
-/// only when a finding is made, so clean records cost nothing.
-struct Quote<'a> {
-    /// The line's first bytes (all of it if `len` is no more).
-    bytes: &'a [u8],
-    /// The line's full length.
-    len: u64,
-}
-
-impl<'a> Quote<'a> {
-    fn of(text: &'a str) -> Quote<'a> {
-        Quote { bytes: text.as_bytes(), len: text.len() as u64 }
-    }
-}
-
-impl std::fmt::Display for Quote<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.len <= EXCERPT as u64 && self.bytes.len() as u64 == self.len {
-            return write!(f, "{:?}", String::from_utf8_lossy(self.bytes));
-        }
-        let mut cut = &self.bytes[..self.bytes.len().min(EXCERPT)];
-        if let Err(e) = std::str::from_utf8(cut) {
-            if e.error_len().is_none() {
-                cut = &cut[..e.valid_up_to()]; // a character split by the cut
-            }
-        }
-        write!(f, "{:?}… ({} bytes)", String::from_utf8_lossy(cut), self.len)
-    }
-}
-
-/// At most [`EXCERPT`] bytes of a message that may repeat part of a line.
-fn clip(msg: &str) -> std::borrow::Cow<'_, str> {
-    if msg.len() <= EXCERPT {
-        return msg.into();
-    }
-    let mut n = EXCERPT;
-    while !msg.is_char_boundary(n) {
-        n -= 1;
-    }
-    format!("{}…", &msg[..n]).into()
-}
-
-/// Reads lines with a fixed buffer: at most [`MAX_LINE`] bytes of a line are kept, the
-/// rest is counted and skipped, so memory does not grow with line length.
-struct Lines<R> {
-    src: std::io::BufReader<R>,
-    /// The current line's first bytes, without its newline.
-    kept: Vec<u8>,
-    /// The current line's full length, without its newline.
-    len: u64,
-    /// Whether `kept` holds a line already returned (cleared before the next).
-    returned: bool,
-}
-
-impl<R: Read> Lines<R> {
-    /// Lines of `src`, the first of which begins with `prefix`, already read.
-    fn new(src: R, prefix: Vec<u8>) -> Self {
-        let len = prefix.len() as u64;
-        Lines { src: std::io::BufReader::with_capacity(64 * 1024, src), kept: prefix, len, returned: false }
-    }
-
-    /// The next line: `Some(true)` if it ended with a newline, `Some(false)` for a last
-    /// line without one, `None` at the end. Its bytes are in `kept`, its length in `len`.
-    fn next(&mut self) -> std::io::Result<Option<bool>> {
-        if std::mem::replace(&mut self.returned, true) {
-            self.kept.clear();
-            self.len = 0;
-        }
-        loop {
-            let avail = match self.src.fill_buf() {
-                Ok(b) => b,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if avail.is_empty() {
-                return Ok((self.len > 0).then_some(false));
-            }
-            let newline = avail.iter().position(|&b| b == b'\n');
-            let part = &avail[..newline.unwrap_or(avail.len())];
-            let room = MAX_LINE.saturating_sub(self.kept.len());
-            self.kept.extend_from_slice(&part[..part.len().min(room)]);
-            self.len += part.len() as u64;
-            let used = part.len() + usize::from(newline.is_some());
-            self.src.consume(used);
-            if newline.is_some() {
-                return Ok(Some(true));
-            }
-        }
-    }
-}
 
 /// Why [`audit_reader`] could not judge its input.
 enum Unjudged {

@@ -1,0 +1,162 @@
+//! What the auditor reads from the supervisor's fault log (`faults.log`): the crashes it
+//! caused, the restarts, and whether and when it tore the run down; and an index of the
+//! crashes, so checking whether one overlaps a span does not scan the whole log.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use super::lines::{Lines, MAX_LINE};
+
+/// A crash the supervisor caused, so the auditor can excuse an unfinished section.
+///
+/// A crash is an interval, not an instant: from the moment the supervisor decided to
+/// signal (`t`, taken before the signal) to the moment it reaped the process (`dead`).
+/// A survivor may enter as soon as the process is gone, before the reap; the dying
+/// process may still write a record after `t`, before the signal lands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Crash {
+    /// The worker killed.
+    pub worker: u32,
+    /// When the kill began (monotonic ns, the file's clock).
+    pub t: u64,
+    /// When the process was known dead (reaped); `t` if the log does not say.
+    pub dead: u64,
+}
+
+impl Crash {
+    /// A crash known to the instant (for tests and hand-made logs).
+    pub fn at(worker: u32, t: u64) -> Crash {
+        Crash { worker, t, dead: t }
+    }
+}
+
+/// What the auditor reads from the supervisor's fault log (`faults.log`): who was
+/// killed, and whether and when the run was torn down.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FaultLog {
+    /// The crashes the supervisor caused (`kill` and `term` lines).
+    pub crashes: Vec<Crash>,
+    /// When the supervisor began tearing a failed or interrupted run down, freezing
+    /// every worker wherever it was (the earliest `teardown` line; monotonic ns). A
+    /// section still open, or a request still unserved, at the end of the file that
+    /// began no later than this was cut short by the end of the run, not by the
+    /// algorithm. For that to hold for every section the freeze caught, the supervisor
+    /// must take this time once every worker is frozen.
+    pub teardown: Option<u64>,
+    /// When the run ended (the failure was detected, or the interrupt came) and the
+    /// stall window, from the `teardown` line (`ended=`, `window=`): only what began
+    /// within the window before the end was cut short by it. A request waiting longer,
+    /// or a section held longer, was stuck before the end came, and stays a violation.
+    pub ended: Option<(u64, u64)>,
+    /// The log named more crashes than [`MAX_CRASHES`]; the rest were not read.
+    pub overflow: bool,
+    /// Restarts (`restart` lines): the worker and when its new life began.
+    pub restarts: Vec<(u32, u64)>,
+}
+
+/// More crashes than any run's plan can make ([`crate::faults::MAX_PLAN_STEPS`]), with
+/// room to spare: a log beyond this is not a supervisor's, and is not read further.
+pub const MAX_CRASHES: usize = 100_000;
+
+impl FaultLog {
+    /// Read a fault log; an absent or unreadable log means no faults. Lines are read
+    /// with the same bounded buffer as the resource file, and a last line without its
+    /// newline is ignored: a cut field (`w=12` become `w=1`) could excuse the wrong
+    /// worker.
+    pub fn read(path: &Path) -> FaultLog {
+        let mut log = FaultLog::default();
+        let Ok(f) = std::fs::File::open(path) else { return log };
+        let mut lines = Lines::new(f, Vec::new());
+        while let Ok(Some(true)) = lines.next() {
+            // A line longer than the cap is read only if its fields all lie before
+            // the note, which is all the auditor needs.
+            if lines.len <= MAX_LINE as u64 || lines.kept.contains(&b'#') {
+                log.parse_line(&String::from_utf8_lossy(&lines.kept));
+            }
+        }
+        log
+    }
+
+    /// One line, as `AppliedFault::log_line` writes it:
+    /// `t=<ns> at=<ms>ms <action> [w=<id>] [key=value…] [# note]`.
+    fn parse_line(&mut self, line: &str) {
+        let mut fields = line.split_whitespace();
+        let Some(t) = fields.next().and_then(|f| f.strip_prefix("t=")?.parse().ok()) else { return };
+        let _at = fields.next();
+        match fields.next() {
+            Some("kill" | "term") => {
+                let Some(worker) = fields.next().and_then(|f| f.strip_prefix("w=")?.parse().ok()) else {
+                    return;
+                };
+                let dead = fields
+                    .take_while(|f| *f != "#")
+                    .find_map(|f| f.strip_prefix("dead=")?.parse().ok())
+                    .unwrap_or(t);
+                if self.crashes.len() >= MAX_CRASHES {
+                    self.overflow = true;
+                } else {
+                    self.crashes.push(Crash { worker, t, dead });
+                }
+            }
+            Some("restart") => {
+                let worker = fields.next().and_then(|f| f.strip_prefix("w=")?.parse().ok());
+                if let (Some(w), true) = (worker, self.restarts.len() < MAX_CRASHES) {
+                    self.restarts.push((w, t));
+                }
+            }
+            Some("teardown") if self.teardown.is_none_or(|d| t < d) => {
+                self.teardown = Some(t);
+                let field = |fields: &[&str], key: &str| {
+                    fields.iter().find_map(|f| f.strip_prefix(key)?.parse::<u64>().ok())
+                };
+                let fields: Vec<&str> = fields.take_while(|f| *f != "#").collect();
+                self.ended = field(&fields, "ended=").zip(field(&fields, "window="));
+            }
+            _ => {}
+        }
+    }
+}
+
+impl From<Vec<Crash>> for FaultLog {
+    fn from(crashes: Vec<Crash>) -> FaultLog {
+        FaultLog { crashes, ..FaultLog::default() }
+    }
+}
+
+/// The crashes of one worker, sorted by when they began, with the latest death so far
+/// at each: whether a crash overlaps a span is two binary searches, not a scan of the
+/// whole log for every record.
+#[derive(Clone, Debug, Default)]
+pub(super) struct CrashIndex {
+    /// (began, dead, latest `dead` among this and the earlier ones).
+    spans: Vec<(u64, u64, u64)>,
+}
+
+impl CrashIndex {
+    pub(super) fn build(crashes: &[Crash]) -> BTreeMap<u32, CrashIndex> {
+        let mut by: BTreeMap<u32, Vec<(u64, u64)>> = BTreeMap::new();
+        for c in crashes {
+            by.entry(c.worker).or_default().push((c.t, c.dead.max(c.t)));
+        }
+        by.into_iter()
+            .map(|(w, mut v)| {
+                v.sort_unstable();
+                let mut latest = 0;
+                let spans = v
+                    .into_iter()
+                    .map(|(t, dead)| {
+                        latest = latest.max(dead);
+                        (t, dead, latest)
+                    })
+                    .collect();
+                (w, CrashIndex { spans })
+            })
+            .collect()
+    }
+
+    /// A crash began no later than `to` and was not over (dead) before `from`.
+    pub(super) fn overlaps(&self, from: u64, to: u64) -> bool {
+        let began = self.spans.partition_point(|s| s.0 <= to);
+        began > 0 && self.spans[began - 1].2 >= from
+    }
+}
