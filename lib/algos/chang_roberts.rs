@@ -47,7 +47,12 @@
 //! ELECTED may have died, and nodes that passed it would drop a copy); so does one that
 //! learns a peer is back up (the ELECTED may have skipped it, and a participant dropped
 //! its ELECTION). A node also drops an ELECTED older than the leader it
-//! follows: it has already passed the newer one on.
+//! follows: it has already passed the newer one on. Finally, rule 5 has a condition: a
+//! node whose own id comes home leads only if it knows every larger peer to be down.
+//! No larger node passes a smaller id on, so a larger peer that is up was skipped while
+//! it was dead and has restarted since; the lap is stale, and as the nodes it passes
+//! raise its term, it could come home above the restarted node's own win and name a
+//! smaller leader over it. The node starts over instead, through that larger peer.
 //!
 //! # Terms
 //!
@@ -178,6 +183,14 @@ impl ChangRoberts {
         // An id that died on its way round can never come home: rank it below everyone.
         let larger = id > me && !self.down.contains(&id);
         if id == me {
+            // Only smaller nodes pass our id on, so a larger peer not known to be down was
+            // skipped while dead and is back: the lap is stale, and its term, raised past
+            // that peer's own win on the way, would outrank it (sim seed 281, n = 3). Go
+            // round again instead; our successor is now larger and will not pass us on.
+            if (me.0 + 1..self.cfg.n).any(|p| !self.down.contains(&PeerId(p))) {
+                self.participant = false;
+                return self.start_election(out);
+            }
             self.lead(out);
         } else if larger {
             self.send_election(id, out);
@@ -488,6 +501,31 @@ mod tests {
         net.release(2, 1, elected);
         net.run().unwrap();
         assert_eq!(net.check(), Ok(PeerId(2)));
+        assert!((0..3).all(|i| net.node(i).waiting_for().is_empty()));
+    }
+
+    /// Sim seed 281, n = 3, two crashes (here one crash and a slow link do it): 1's
+    /// ELECTION, sent past the dead 2, is slow to reach 0; 2 restarts and wins, and then
+    /// the stale lap, its term raised past 2's by 0, would bring 1 home to lead above 2.
+    /// A lap of 1's id passed no larger node, so 1 sees the live 2 was skipped, and goes
+    /// round again.
+    #[test]
+    fn a_stale_lap_that_skipped_a_restarted_larger_node_is_not_closed() {
+        let mut net = Net::<ChangRoberts>::new(3);
+        net.elect(0);
+        net.run().unwrap();
+        net.kill(2); // 0 and 1 both elect; 1's ELECTION goes straight to 0.
+        let stale = net.hold(1, 0);
+        assert_eq!(stale, [e(1, 5)]);
+        net.run().unwrap(); // 1, a participant, drops 0's id.
+        net.restart(2);
+        net.run().unwrap();
+        let won = net.leader_of(1).unwrap();
+        assert_eq!(won.0, PeerId(2));
+        net.release(1, 0, stale);
+        net.run().unwrap(); // 0 passes it on, raised to 2's term; 1 sees it come home.
+        assert_eq!(net.check(), Ok(PeerId(2)));
+        assert!(net.leader_of(0).unwrap().1 >= won.1);
         assert!((0..3).all(|i| net.node(i).waiting_for().is_empty()));
     }
 
