@@ -405,7 +405,7 @@ impl Node for Bully {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algos::elect_script::{elect_once, within, Initiators, Net};
+    use crate::algos::elect_script::{elect_once, scenarios, within, Initiators, Net};
 
     fn trace(net: &Net<Bully>, mark: usize) -> Vec<(u32, u32, &str)> {
         net.sent_since(mark).iter().map(|s| (s.from, s.to, s.kind.as_str())).collect()
@@ -518,18 +518,7 @@ mod tests {
     /// down wins with a higher term; again and again until one node is left.
     #[test]
     fn the_leader_dies_and_the_next_takes_over_with_a_higher_term() {
-        for n in [2, 3, 5, 8] {
-            let mut net = Net::<Bully>::new(n);
-            net.elect(0);
-            net.run().unwrap();
-            for dead in (1..n).rev() {
-                let before = net.leader_of(0).unwrap();
-                net.kill(dead);
-                net.run().unwrap();
-                assert_eq!(net.check(), Ok(PeerId(dead - 1)), "n = {n}");
-                assert!(net.leader_of(0).unwrap().1 > before.1);
-            }
-        }
+        scenarios::the_leader_dies_again_and_again::<Bully>();
     }
 
     #[test]

@@ -337,6 +337,44 @@ pub(crate) fn within(measured: usize, (lo, hi): (u64, u64)) -> Result<(), String
     }
 }
 
+/// Scenarios every election algorithm must pass, written once.
+pub(crate) mod scenarios {
+    use super::*;
+
+    /// Killing the leader after it won: everyone notices, everyone elects, and the next
+    /// one down wins in a higher term; again and again until one node is left.
+    pub(crate) fn the_leader_dies_again_and_again<N: Node<Service = Election>>() {
+        for n in [2, 3, 5, 8] {
+            let mut net = Net::<N>::new(n);
+            net.elect(0);
+            net.run().unwrap();
+            for dead in (1..n).rev() {
+                let before = net.leader_of(0).unwrap();
+                net.kill(dead);
+                net.run().unwrap();
+                assert_eq!(net.check(), Ok(PeerId(dead - 1)), "n = {n}");
+                assert!(net.leader_of(0).unwrap().1 > before.1);
+            }
+        }
+    }
+
+    /// The highest node dies and the next leads; the highest comes back and leads again,
+    /// in a term above the old ones.
+    pub(crate) fn the_highest_comes_back_and_leads_again<N: Node<Service = Election>>() {
+        let mut net = Net::<N>::new(4);
+        net.elect(0);
+        net.run().unwrap();
+        net.kill(3);
+        net.run().unwrap();
+        let old = net.leader_of(0).unwrap();
+        assert_eq!(old.0, PeerId(2));
+        net.restart(3);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(3)));
+        assert!(net.leader_of(3).unwrap().1 > old.1);
+    }
+}
+
 /// One election on a fresh net of `n` nodes: `dead` crashes first and everyone learns
 /// it, then `who` call `elect`, then the net runs until quiet. Every check must pass;
 /// the net and the number of messages the election took.

@@ -253,7 +253,7 @@ impl Node for RingList {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algos::elect_script::{elect_once, within, Initiators, Net};
+    use crate::algos::elect_script::{elect_once, scenarios, within, Initiators, Net};
 
     fn ids(v: &[u32]) -> Vec<PeerId> {
         v.iter().copied().map(PeerId).collect()
@@ -354,33 +354,12 @@ mod tests {
 
     #[test]
     fn the_leader_dies_and_the_next_takes_over_with_a_higher_term() {
-        for n in [2, 3, 5, 8] {
-            let mut net = Net::<RingList>::new(n);
-            net.elect(0);
-            net.run().unwrap();
-            for dead in (1..n).rev() {
-                let before = net.leader_of(0).unwrap();
-                net.kill(dead);
-                net.run().unwrap();
-                assert_eq!(net.check(), Ok(PeerId(dead - 1)), "n = {n}");
-                assert!(net.leader_of(0).unwrap().1 > before.1);
-            }
-        }
+        scenarios::the_leader_dies_again_and_again::<RingList>();
     }
 
     #[test]
     fn a_restarted_highest_node_is_named_above_the_old_terms() {
-        let mut net = Net::<RingList>::new(4);
-        net.elect(0);
-        net.run().unwrap();
-        net.kill(3);
-        net.run().unwrap();
-        let old = net.leader_of(0).unwrap();
-        assert_eq!(old.0, PeerId(2));
-        net.restart(3);
-        net.run().unwrap();
-        assert_eq!(net.check(), Ok(PeerId(3)));
-        assert!(net.leader_of(3).unwrap().1 > old.1);
+        scenarios::the_highest_comes_back_and_leads_again::<RingList>();
     }
 
     /// The initiator dies with its ELECTION on its way: the lap ends at the first node to
