@@ -99,6 +99,19 @@ impl Config {
     pub fn highest(&self) -> PeerId {
         PeerId(self.n.saturating_sub(1))
     }
+
+    /// The next node round the ring `0 → 1 → … → n-1 → 0` for which `up` holds;
+    /// `None` when there is no other.
+    pub fn successor(&self, up: impl Fn(PeerId) -> bool) -> Option<PeerId> {
+        let (me, n) = (self.id.0, self.n);
+        (1..n).map(|k| PeerId((me + k) % n)).find(|&p| up(p))
+    }
+
+    /// The previous node round the ring for which `up` holds: messages come from there.
+    pub fn predecessor(&self, up: impl Fn(PeerId) -> bool) -> Option<PeerId> {
+        let (me, n) = (self.id.0, self.n);
+        (1..n).map(|k| PeerId((me + n - k) % n)).find(|&p| up(p))
+    }
 }
 
 /// What a message must be to travel between workers: serialisable, and able to name its
@@ -544,6 +557,15 @@ mod tests {
         assert_eq!(majority(3), 2);
         assert_eq!(majority(4), 3);
         assert_eq!(majority(5), 3);
+    }
+
+    #[test]
+    fn ring_neighbours_skip_those_that_are_not_up() {
+        let cfg = Config::new(1, 4);
+        assert_eq!(cfg.successor(|_| true), Some(PeerId(2)));
+        assert_eq!(cfg.successor(|p| p != PeerId(2)), Some(PeerId(3)));
+        assert_eq!(cfg.predecessor(|p| p != PeerId(0)), Some(PeerId(3)), "round the ring");
+        assert_eq!(cfg.successor(|_| false), None, "alone");
     }
 
     #[test]

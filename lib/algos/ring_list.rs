@@ -123,14 +123,12 @@ impl RingList {
 
     /// The next node round the ring not known to be down; `None` when alone.
     fn successor(&self) -> Option<PeerId> {
-        let (me, n) = (self.me().0, self.cfg.n);
-        (1..n).map(|k| PeerId((me + k) % n)).find(|p| !self.down.contains(p))
+        self.cfg.successor(|p| !self.down.contains(&p))
     }
 
     /// The previous live node round the ring: messages come from there.
     fn predecessor(&self) -> Option<PeerId> {
-        let (me, n) = (self.me().0, self.cfg.n);
-        (1..n).map(|k| PeerId((me + n - k) % n)).find(|p| !self.down.contains(p))
+        self.cfg.predecessor(|p| !self.down.contains(&p))
     }
 
     /// 1. Send an ELECTION round the ring, unless this node has one out already.

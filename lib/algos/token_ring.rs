@@ -115,15 +115,13 @@ impl TokenRing {
     /// The next node round the ring that is not known to be down; `None` when there is
     /// nobody else alive.
     fn successor(&self) -> Option<PeerId> {
-        let (me, n) = (self.cfg.id.0, self.cfg.n);
-        (1..n).map(|k| PeerId((me + k) % n)).find(|p| !self.down.contains(p))
+        self.cfg.successor(|p| !self.down.contains(&p))
     }
 
     /// The previous node round the ring that is not known to be down: the token should
     /// come from there.
     fn predecessor(&self) -> Option<PeerId> {
-        let (me, n) = (self.cfg.id.0, self.cfg.n);
-        (1..n).map(|k| PeerId((me + n - k) % n)).find(|p| !self.down.contains(p))
+        self.cfg.predecessor(|p| !self.down.contains(&p))
     }
 
     fn enter(&mut self, out: &mut O) {
