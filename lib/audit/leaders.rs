@@ -141,6 +141,7 @@ pub fn audit_leaders(
         return Err(None);
     }
     let mut lines = Lines::new(src, head);
+    let lives = Lives::of(faults);
     let mut a = Judge::default();
     let mut lineno = 0;
     while let Some(ended) = lines.next().map_err(Some)? {
@@ -162,12 +163,63 @@ pub fn audit_leaders(
             Ok(r) if r.w >= MAX_WORKER_ID || r.leader >= MAX_WORKER_ID => {
                 a.flag("corrupt-record", lineno, format!("worker id out of range: {quote}"))
             }
-            Ok(r) if lines.len <= super::MAX_LINE as u64 => a.record(lineno, r, faults),
+            Ok(r) if lines.len <= super::MAX_LINE as u64 => a.record(lineno, r, &lives),
             Ok(_) => a.flag("corrupt-record", lineno, format!("line too long: {quote}")),
             Err(e) => a.flag("corrupt-record", lineno, format!("{e}: {quote}")),
         }
     }
-    Ok(a.finish(faults, rules))
+    Ok(a.finish(&lives, rules))
+}
+
+/// Each worker's kills and restarts from the fault log, sorted, so "was it killed in
+/// this span" and "when did its current life begin" are binary searches rather than a
+/// scan of the whole log for every record.
+#[derive(Default)]
+struct Lives {
+    kills: BTreeMap<u32, Vec<u64>>,
+    restarts: BTreeMap<u32, Vec<u64>>,
+    /// The latest kill or restart of anyone.
+    last_fault: Option<u64>,
+}
+
+impl Lives {
+    fn of(faults: &FaultLog) -> Lives {
+        let mut lives = Lives::default();
+        for c in &faults.crashes {
+            lives.kills.entry(c.worker).or_default().push(c.t);
+        }
+        for &(w, t) in &faults.restarts {
+            lives.restarts.entry(w).or_default().push(t);
+        }
+        for v in lives.kills.values_mut().chain(lives.restarts.values_mut()) {
+            v.sort_unstable();
+        }
+        lives.last_fault =
+            lives.kills.values().chain(lives.restarts.values()).filter_map(|v| v.last()).max().copied();
+        lives
+    }
+
+    /// The latest of `events` no later than `now`.
+    fn last(events: Option<&Vec<u64>>, now: u64) -> Option<u64> {
+        let v = events?;
+        v[..v.partition_point(|&t| t <= now)].last().copied()
+    }
+
+    /// `w` was killed at some time in `[from, to]`.
+    fn killed_between(&self, w: u32, from: u64, to: u64) -> bool {
+        Self::last(self.kills.get(&w), to).is_some_and(|k| k >= from)
+    }
+
+    /// When `w`'s life current at `now` began (0 for its first).
+    fn life_began(&self, w: u32, now: u64) -> u64 {
+        Self::last(self.restarts.get(&w), now).unwrap_or(0)
+    }
+
+    /// `w` is dead at `now`: killed since its current life began.
+    fn dead_at(&self, w: u32, now: u64) -> bool {
+        Self::last(self.kills.get(&w), now)
+            .is_some_and(|k| Self::last(self.restarts.get(&w), now).is_none_or(|r| r < k))
+    }
 }
 
 /// The auditor's state while reading.
@@ -206,12 +258,7 @@ impl Judge {
         }
     }
 
-    /// Whether `w` has been killed between `from` and `t`.
-    fn dead_since(faults: &FaultLog, w: u32, from: u64, t: u64) -> bool {
-        faults.crashes.iter().any(|c| c.worker == w && c.t >= from && c.t <= t)
-    }
-
-    fn record(&mut self, line: usize, r: LeaderRecord, faults: &FaultLog) {
+    fn record(&mut self, line: usize, r: LeaderRecord, lives: &Lives) {
         self.report.records += 1;
         self.first_t.get_or_insert(r.t);
         match self.terms.get(&r.term) {
@@ -241,7 +288,7 @@ impl Judge {
         // Two live workers that each believe themselves leader at this moment.
         if r.leader == r.w {
             let rival = self.belief.iter().find(|(&o, &(_, leader, _, _, since))| {
-                o != r.w && leader == o && !Self::dead_since(faults, o, since, r.t)
+                o != r.w && leader == o && !lives.killed_between(o, since, r.t)
             });
             if let Some((&o, &(_, _, term, at, _))) = rival {
                 self.flag(
@@ -255,22 +302,19 @@ impl Judge {
             }
         }
         // Timed from the record that completed the agreement in force; a break resets it.
-        self.agreed_since = if self.all_agree(faults, r.t) { self.agreed_since.or(Some(r.t)) } else { None };
+        self.agreed_since = if self.all_agree(lives, r.t) { self.agreed_since.or(Some(r.t)) } else { None };
     }
 
     /// Every worker alive at time `now` holds a belief formed in its current life, and
     /// they all name the same leader.
-    fn all_agree(&self, faults: &FaultLog, now: u64) -> bool {
-        let last = |events: &mut dyn Iterator<Item = u64>| events.filter(|&t| t <= now).max();
+    fn all_agree(&self, lives: &Lives, now: u64) -> bool {
         let mut first = None;
         for w in 0..self.report.workers {
-            let killed = last(&mut faults.crashes.iter().filter(|c| c.worker == w).map(|c| c.t));
-            let restarted = last(&mut faults.restarts.iter().filter(|r| r.0 == w).map(|r| r.1));
-            if killed.is_some_and(|k| restarted.is_none_or(|r| r < k)) {
-                continue; // dead now
+            if lives.dead_at(w, now) {
+                continue;
             }
             let leader = match self.belief.get(&w) {
-                Some(b) if restarted.is_none_or(|r| b.4 >= r) => b.1,
+                Some(b) if b.4 >= lives.life_began(w, now) => b.1,
                 _ => return false,
             };
             if *first.get_or_insert(leader) != leader {
@@ -280,13 +324,10 @@ impl Judge {
         first.is_some()
     }
 
-    fn finish(mut self, faults: &FaultLog, rules: Rules) -> ElectionReport {
+    fn finish(mut self, lives: &Lives, rules: Rules) -> ElectionReport {
         let n = self.report.workers.max(self.belief.keys().max().map_or(0, |m| m + 1));
-        // Live at the end: not killed after its last restart (or start).
-        let last_restart =
-            |w: u32| faults.restarts.iter().filter(|r| r.0 == w).map(|r| r.1).max().unwrap_or(0);
-        let alive: Vec<u32> =
-            (0..n).filter(|&w| !Self::dead_since(faults, w, last_restart(w), u64::MAX)).collect();
+        let last_restart = |w: u32| lives.life_began(w, u64::MAX);
+        let alive: Vec<u32> = (0..n).filter(|&w| !lives.dead_at(w, u64::MAX)).collect();
         let beliefs: Vec<(u32, Option<u32>)> = alive
             .iter()
             .map(|&w| {
@@ -332,8 +373,7 @@ impl Judge {
                 self.flag("disagreement", 0, format!("at the end {}", list.join(", ")));
             }
         }
-        let last_fault = faults.crashes.iter().map(|c| c.t).chain(faults.restarts.iter().map(|r| r.1)).max();
-        if let (Some(since), Some(from)) = (self.agreed_since, last_fault.or(self.first_t)) {
+        if let (Some(since), Some(from)) = (self.agreed_since, lives.last_fault.or(self.first_t)) {
             let took = since.saturating_sub(from);
             self.report.time_to_agree_ms = Some(took as f64 / 1e6);
             if let Some(bound) = rules.bound_ns.filter(|&b| took > b) {
