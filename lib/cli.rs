@@ -20,8 +20,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use crate::algos::Registry;
+use crate::control::Detector;
 use crate::faults::{self, Plan};
-use crate::supervisor::{RunError, RunOpts};
+use crate::supervisor::{ElectOpts, Initiators, RunError, RunOpts};
 use crate::{algos, audit, bench, report, runtime, supervisor};
 use clap::{Args, Parser, Subcommand};
 
@@ -36,6 +37,9 @@ struct Cli {
 enum Cmd {
     /// Start N worker processes running one algorithm over a shared file, then audit it.
     Run(RunArgs),
+    /// Start N worker processes running one election algorithm, then audit the leaders
+    /// they accepted.
+    Elect(ElectArgs),
     /// List the algorithms.
     Algorithms,
     /// Audit a resource file: exit 0 clean, 1 violations, 2 unreadable or not a resource file.
@@ -95,12 +99,55 @@ struct RunArgs {
     /// Mean think time between entries, in milliseconds (uniform on [0, 2×mean]).
     #[arg(long, default_value_t = 2.0, allow_negative_numbers = true)]
     think_ms: f64,
-    /// Seed for think times and any randomness an algorithm uses.
-    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
-    seed: u64,
     /// Replicated coordinators for `voting` (default: every worker).
     #[arg(long, allow_negative_numbers = true)]
     replicas: Option<u32>,
+    /// How workers learn of peers going down and up [default: perfect].
+    #[arg(long, value_enum)]
+    detector: Option<DetectorArg>,
+    #[command(flatten)]
+    shared: Shared,
+}
+
+#[derive(Args)]
+struct ElectArgs {
+    /// Election algorithm (see `mutexlab algorithms`).
+    #[arg(long, default_value = "bully")]
+    algo: String,
+    /// Number of worker processes.
+    #[arg(long, short = 'n', default_value_t = 5, allow_negative_numbers = true)]
+    workers: u32,
+    /// Who calls an election when the run starts: `all`, `lowest`, or ids such as `0,3`.
+    #[arg(long, default_value = "all")]
+    initiators: String,
+    /// The run ends once, after the last fault, every live worker has named the same
+    /// leader and none has accepted another for this many milliseconds.
+    #[arg(long, default_value_t = 300, allow_negative_numbers = true)]
+    settle_ms: u64,
+    /// How workers learn of peers going down and up [default: heartbeat].
+    #[arg(long, value_enum)]
+    detector: Option<DetectorArg>,
+    #[command(flatten)]
+    shared: Shared,
+}
+
+/// How workers learn of peers going down and up (`--detector`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum DetectorArg {
+    /// No failure detection at all: a dead peer cannot be told from a slow one.
+    None,
+    /// A closed channel is a crash, seen at once; a paused worker is never suspected.
+    Perfect,
+    /// HEARTBEAT every --heartbeat-ms; silence for --suspect-ms means down (maybe wrongly).
+    Heartbeat,
+}
+
+/// Options `run` and `elect` share.
+#[derive(Args)]
+struct Shared {
+    /// Seed for think times and any randomness an algorithm uses.
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+    seed: u64,
     /// Run directory, new or empty (default: a fresh temporary directory).
     #[arg(long)]
     run_dir: Option<PathBuf>,
@@ -134,6 +181,49 @@ struct RunArgs {
     /// Probability that a message is lost.
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     drop: f64,
+    /// Heartbeat period P in milliseconds (`--detector heartbeat`).
+    #[arg(long, default_value_t = 50, allow_negative_numbers = true)]
+    heartbeat_ms: u64,
+    /// Silence after which a peer is suspected, in ms (`--detector heartbeat`). Default:
+    /// the notes' rule, twice the largest message delay plus the processing time, counted
+    /// from the heartbeat due: P + 2×(latency + jitter) + 50 ms.
+    #[arg(long, allow_negative_numbers = true)]
+    suspect_ms: Option<u64>,
+}
+
+/// Time a worker may take to handle a heartbeat on a busy machine (the notes' processing
+/// time): scheduling delays of tens of ms are common with more processes than cores.
+const PROCESSING_MS: f64 = 50.0;
+
+impl Shared {
+    /// The detector asked for, `default` if none was.
+    fn detector(&self, asked: Option<DetectorArg>, default: DetectorArg) -> Result<Detector, String> {
+        match asked.unwrap_or(default) {
+            DetectorArg::None => Ok(Detector::None),
+            DetectorArg::Perfect => Ok(Detector::Perfect),
+            DetectorArg::Heartbeat => {
+                if self.heartbeat_ms == 0 || self.heartbeat_ms > 60_000 {
+                    return Err(format!(
+                        "--heartbeat-ms must be between 1 and 60000, not {}",
+                        self.heartbeat_ms
+                    ));
+                }
+                let delay = (self.latency + self.jitter).clamp(0.0, 120_000.0);
+                let rule = self.heartbeat_ms as f64 + 2.0 * delay + PROCESSING_MS;
+                let suspect = self.suspect_ms.unwrap_or(rule.ceil() as u64);
+                if suspect <= self.heartbeat_ms || suspect > 600_000 {
+                    return Err(format!(
+                        "--suspect-ms must be above --heartbeat-ms ({}) and at most 600000, not {suspect}",
+                        self.heartbeat_ms
+                    ));
+                }
+                Ok(Detector::Heartbeat {
+                    every: Duration::from_millis(self.heartbeat_ms),
+                    suspect: Duration::from_millis(suspect),
+                })
+            }
+        }
+    }
 }
 
 /// A worker's command line only says who it is, for `ps`: its settings and the run's
@@ -159,9 +249,15 @@ pub fn main(registry: Registry) -> ExitCode {
     };
     match cli.cmd {
         Cmd::Run(a) => cmd_run(a),
+        Cmd::Elect(a) => cmd_elect(a),
         Cmd::Algorithms => {
-            for a in algos::registry().iter() {
-                println!("{:<22} {:<11} {}", a.name, a.family, a.summary);
+            for (service, title) in
+                [("mutex", "Mutual exclusion (mutexlab run)"), ("election", "Elections (mutexlab elect)")]
+            {
+                println!("{title}:");
+                for a in algos::registry().iter().filter(|a| a.service == service) {
+                    println!("  {:<22} {:<11} {}", a.name, a.family, a.summary);
+                }
             }
             ExitCode::SUCCESS
         }
@@ -223,15 +319,16 @@ fn cmd_run(a: RunArgs) -> ExitCode {
             return fail(2, &format!("--duration must be between 0 and 86400 seconds, not {d:?}"));
         }
     }
-    let plan = match build_plan(&a) {
+    let sh = &a.shared;
+    let plan = match build_plan(sh, a.workers, a.duration) {
         Ok(p) => p,
         Err(e) => return fail(2, &e),
     };
+    let detector = match sh.detector(a.detector, DetectorArg::Perfect) {
+        Ok(d) => d,
+        Err(e) => return fail(2, &e),
+    };
     let opts = RunOpts {
-        plan,
-        latency_ms: a.latency,
-        jitter_ms: a.jitter,
-        drop: a.drop,
         algo: a.algo,
         workers: a.workers,
         entries: a.entries,
@@ -239,47 +336,118 @@ fn cmd_run(a: RunArgs) -> ExitCode {
         // `-0` is zero, and is shown as 0.
         cs_ms: a.cs_ms + 0.0,
         think_ms: a.think_ms + 0.0,
-        seed: a.seed,
         replicas: a.replicas,
-        run_dir: a.run_dir,
-        keep: a.keep,
-        stall_ms: a.stall_ms,
-        progress: !a.json,
-        exe: exe(),
+        detector,
+        elect: None,
+        ..shared_opts(sh, plan)
     };
     match supervisor::run(&opts) {
         Ok(r) => {
-            if a.json {
+            if sh.json {
                 println!("{}", serde_json::to_string_pretty(&r).expect("report serialises"));
             } else {
                 print!("{}", report::run_summary(&r));
             }
-            if let Some(f) = &r.failure {
-                eprintln!("mutexlab: run failed: {f}");
-            }
-            if r.ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            }
+            finished(r.ok, r.failure.as_deref())
         }
-        Err(RunError::Usage(m)) => fail(2, &m),
-        Err(e @ RunError::Interrupted(_)) => fail(130, &e.to_string()),
-        Err(e @ RunError::Failed(_)) => fail(1, &e.to_string()),
+        Err(e) => run_error(e),
+    }
+}
+
+fn cmd_elect(a: ElectArgs) -> ExitCode {
+    let sh = &a.shared;
+    let plan = match build_plan(sh, a.workers, None) {
+        Ok(p) => p,
+        Err(e) => return fail(2, &e),
+    };
+    let detector = match sh.detector(a.detector, DetectorArg::Heartbeat) {
+        Ok(d) => d,
+        Err(e) => return fail(2, &e),
+    };
+    let initiators = match a.initiators.parse::<Initiators>() {
+        Ok(i) => i,
+        Err(e) => return fail(2, &format!("--initiators: {e}")),
+    };
+    if a.settle_ms == 0 || a.settle_ms > 600_000 {
+        return fail(2, &format!("--settle-ms must be between 1 and 600000, not {}", a.settle_ms));
+    }
+    let opts = RunOpts {
+        algo: a.algo,
+        workers: a.workers,
+        entries: 1,
+        duration: None,
+        cs_ms: 0.0,
+        think_ms: 0.0,
+        replicas: None,
+        detector,
+        elect: Some(ElectOpts { initiators, settle: Duration::from_millis(a.settle_ms) }),
+        ..shared_opts(sh, plan)
+    };
+    match supervisor::elect(&opts) {
+        Ok(r) => {
+            if sh.json {
+                println!("{}", serde_json::to_string_pretty(&r).expect("report serialises"));
+            } else {
+                print!("{}", report::elect_summary(&r));
+            }
+            finished(r.ok, r.failure.as_deref())
+        }
+        Err(e) => run_error(e),
+    }
+}
+
+/// The options `run` and `elect` take alike; the caller fills in the rest.
+fn shared_opts(sh: &Shared, plan: Plan) -> RunOpts {
+    RunOpts {
+        plan,
+        latency_ms: sh.latency,
+        jitter_ms: sh.jitter,
+        drop: sh.drop,
+        algo: String::new(),
+        workers: 0,
+        entries: 0,
+        duration: None,
+        cs_ms: 0.0,
+        think_ms: 0.0,
+        seed: sh.seed,
+        replicas: None,
+        run_dir: sh.run_dir.clone(),
+        keep: sh.keep,
+        stall_ms: sh.stall_ms,
+        progress: !sh.json,
+        exe: exe(),
+        detector: Detector::Perfect,
+        elect: None,
+    }
+}
+
+/// Exit 0 for a clean run, else 1 (after saying why the run failed, if it did).
+fn finished(ok: bool, failure: Option<&str>) -> ExitCode {
+    if let Some(f) = failure {
+        eprintln!("mutexlab: run failed: {f}");
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn run_error(e: RunError) -> ExitCode {
+    match e {
+        RunError::Usage(m) => fail(2, &m),
+        e @ RunError::Interrupted(_) => fail(130, &e.to_string()),
+        e @ RunError::Failed(_) => fail(1, &e.to_string()),
     }
 }
 
 /// The fault plan from `--faults`, `--faults-file` and `--nemesis`, in that order. The
 /// library bounds each input; this only names the flag in the error.
-fn build_plan(a: &RunArgs) -> Result<Plan, String> {
+fn build_plan(a: &Shared, workers: u32, duration: Option<f64>) -> Result<Plan, String> {
     // Plans are checked against the worker count and sized by it: a count out of range
     // would cost gigabytes here before `supervisor::validate` could refuse it.
-    if a.workers > supervisor::MAX_WORKERS {
-        return Err(format!(
-            "--workers must be between 1 and {}, not {}",
-            supervisor::MAX_WORKERS,
-            a.workers
-        ));
+    if workers > supervisor::MAX_WORKERS {
+        return Err(format!("--workers must be between 1 and {}, not {}", supervisor::MAX_WORKERS, workers));
     }
     let mut text = String::new();
     if let Some(f) = &a.faults {
@@ -295,7 +463,7 @@ fn build_plan(a: &RunArgs) -> Result<Plan, String> {
         (None, Some(_)) => "--faults-file",
         _ => "--faults",
     };
-    let mut plan = Plan::parse(&text, a.workers).map_err(|e| format!("{flags}: {e}"))?;
+    let mut plan = Plan::parse(&text, workers).map_err(|e| format!("{flags}: {e}"))?;
     if let Some(list) = &a.nemesis {
         let kinds = faults::parse_nemesis(list)?;
         if a.nemesis_interval == 0 {
@@ -303,8 +471,8 @@ fn build_plan(a: &RunArgs) -> Result<Plan, String> {
         }
         let interval = Duration::from_millis(a.nemesis_interval);
         // Entry-count runs get ten faults' worth of plan.
-        let horizon = a.duration.map_or(interval * 10, Duration::from_secs_f64);
-        let drawn = faults::nemesis(&kinds, interval, horizon, a.workers, a.seed).map_err(|e| {
+        let horizon = duration.map_or(interval * 10, Duration::from_secs_f64);
+        let drawn = faults::nemesis(&kinds, interval, horizon, workers, a.seed).map_err(|e| {
             format!(
                 "--nemesis every {} ms for {} s makes {} steps, more than the {} a plan may hold; \
                  use --nemesis-interval {} or more, or a shorter --duration",
@@ -317,7 +485,7 @@ fn build_plan(a: &RunArgs) -> Result<Plan, String> {
         })?;
         plan.steps.extend(drawn.steps);
         // The saved plan must replay: check the user's steps and the nemesis's together.
-        Plan::parse(&plan.to_string(), a.workers).map_err(|e| format!("with --nemesis: {e}"))?;
+        Plan::parse(&plan.to_string(), workers).map_err(|e| format!("with --nemesis: {e}"))?;
     }
     Ok(plan)
 }

@@ -11,6 +11,7 @@
 //! super  → Start        (whom to dial, every worker's incarnation; the run begins)
 //! super  → Incarnation  (a worker was restarted: believe hellos from its new life)
 //! worker → Done         (finished its entries; keeps serving peers)
+//! worker → Leader       (under an election: accepted a leader; any number of times)
 //! super  → Finish       (everyone is done)
 //! worker → Stats        (then exits)
 //! ```
@@ -45,6 +46,9 @@ pub const MAX_WORKERS: u32 = 256;
 pub const RESOURCE_FILE: &str = "resource.log";
 /// The supervisor's record of every fault it applied, inside the run directory.
 pub const FAULT_LOG: &str = "faults.log";
+/// Each leader a worker accepts, one record per line (`mutexlab elect`), inside the run
+/// directory; see [`crate::audit::leaders`].
+pub const LEADERS_FILE: &str = "leaders.log";
 /// The fault plan of the run, in the plan grammar, inside the run directory.
 pub const PLAN_FILE: &str = "plan.txt";
 
@@ -87,6 +91,40 @@ pub struct WorkerSettings {
     pub latency: Duration,
     pub jitter: Duration,
     pub drop: f64,
+    /// Under an election: this worker's application calls `elect` when the run starts.
+    pub initiator: bool,
+    /// How the worker learns that a peer is down or back up.
+    pub detector: Detector,
+}
+
+/// Who tells a node that a peer is down or up again (`--detector`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Detector {
+    /// Nobody: a dead peer cannot be told from a slow one, so no `peer_down` or
+    /// `peer_up` input ever comes.
+    None,
+    /// A closed channel: on one machine a crash is seen at once, and a paused peer is
+    /// never suspected.
+    #[default]
+    Perfect,
+    /// HEARTBEAT to every peer every `every`; a peer silent for `suspect` is reported
+    /// down (perhaps wrongly: a paused peer is only slow), and up again when it is heard.
+    Heartbeat { every: Duration, suspect: Duration },
+}
+
+impl std::fmt::Display for Detector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Detector::None => f.write_str("none"),
+            Detector::Perfect => f.write_str("perfect"),
+            Detector::Heartbeat { every, suspect } => write!(
+                f,
+                "heartbeat (every {} ms, suspect after {} ms)",
+                every.as_millis(),
+                suspect.as_millis()
+            ),
+        }
+    }
 }
 
 impl WorkerSettings {
@@ -102,8 +140,18 @@ impl WorkerSettings {
         if crate::algos::info(&self.algo).is_none() {
             return Err(format!("unknown algorithm {:?}", self.algo));
         }
-        if self.duration.is_none() && self.entries == 0 {
+        let mutex = crate::algos::info(&self.algo).is_some_and(|a| a.service == "mutex");
+        if mutex && self.duration.is_none() && self.entries == 0 {
             return Err("neither entries nor a duration".into());
+        }
+        if let Detector::Heartbeat { every, suspect } = self.detector {
+            if every.is_zero() || suspect <= every {
+                return Err(format!(
+                    "a heartbeat every {} ms needs a suspicion time above it, not {} ms",
+                    every.as_millis(),
+                    suspect.as_millis()
+                ));
+            }
         }
         if !self.drop.is_finite() || !(0.0..=1.0).contains(&self.drop) {
             return Err(format!("drop must be a probability between 0 and 1, not {}", self.drop));
@@ -174,6 +222,10 @@ pub enum ToSupervisor {
     Pending(PendingState),
     /// Final counters, sent after `Finish`.
     Stats(WorkerStats),
+    /// Under an election: the worker accepted `leader`, elected in `term` (the same as
+    /// its record in the leader file; the supervisor uses it only to see the run settle
+    /// and to find the `leader` a fault plan names).
+    Leader { leader: PeerId, term: u64 },
 }
 
 /// Supervisor → worker.

@@ -14,8 +14,10 @@
 //! ```
 //!
 //! Targets: a worker id, `holder` (the worker inside the critical section when the step
-//! fires, as the resource file shows it; if nobody is inside, the one that entered last)
-//! or `coordinator` (the highest id, which the centralized algorithm uses). Times take
+//! fires, as the resource file shows it; if nobody is inside, the one that entered
+//! last), `coordinator` (the highest id, which the centralized algorithm uses) or, under
+//! `mutexlab elect`, `leader` (the leader the live workers follow when the step fires; of
+//! several, the one with the newest term). Times take
 //! `ms` or `s` suffixes and may be fractional (`1.5s`). `at entry K` fires when the
 //! supervisor sees the K-th ENTER record of the run in the file.
 //!
@@ -53,6 +55,9 @@ pub enum Target {
     Holder,
     /// The highest-id worker.
     Coordinator,
+    /// The worker the live workers follow as leader when the step fires (`mutexlab
+    /// elect`): of the leaders they name, the one with the newest term.
+    Leader,
 }
 
 /// What a step does.
@@ -187,6 +192,7 @@ impl fmt::Display for Target {
             Target::Worker(w) => write!(f, "{w}"),
             Target::Holder => f.write_str("holder"),
             Target::Coordinator => f.write_str("coordinator"),
+            Target::Leader => f.write_str("leader"),
         }
     }
 }
@@ -274,7 +280,7 @@ fn write_ms(f: &mut fmt::Formatter<'_>, d: Duration) -> fmt::Result {
 }
 
 const ACTIONS: &str = "kill, term, stop, restart, partition or heal";
-const TARGETS: &str = "a worker id, `holder` or `coordinator`";
+const TARGETS: &str = "a worker id, `holder`, `coordinator` or `leader`";
 const GROUPS_EXAMPLE: &str = "`0,1|2,3`";
 
 impl Plan {
@@ -419,6 +425,7 @@ fn parse_step(text: &str, workers: u32) -> Result<Step, String> {
             let target = match w.next() {
                 Some("holder") => Target::Holder,
                 Some("coordinator") => Target::Coordinator,
+                Some("leader") => Target::Leader,
                 Some("at") => return Err(format!("`{verb}` needs a target before `at`: {TARGETS}")),
                 None => return Err(format!("`{verb}` needs a target: {TARGETS}")),
                 Some(t) => match worker_number(t, workers) {
@@ -618,7 +625,7 @@ fn check_restarts(steps: &[Step], workers: u32) -> Result<(), (usize, String)> {
         if let (Action::Kill(t) | Action::Term(t), When::Entry(_)) = (&s.action, s.when) {
             match t {
                 Target::Worker(w) => wild[*w as usize] = true,
-                Target::Holder => wild.iter_mut().for_each(|x| *x = true),
+                Target::Holder | Target::Leader => wild.iter_mut().for_each(|x| *x = true),
                 Target::Coordinator => {
                     if let Some(h) = highest {
                         wild[h] = true;
@@ -635,7 +642,7 @@ fn check_restarts(steps: &[Step], workers: u32) -> Result<(), (usize, String)> {
         if let Action::Kill(t) | Action::Term(t) = &s.action {
             match t {
                 Target::Worker(w) => killed[*w as usize] = true,
-                Target::Holder | Target::Coordinator => anyone_killed = true,
+                Target::Holder | Target::Coordinator | Target::Leader => anyone_killed = true,
             }
         }
     }
@@ -645,8 +652,8 @@ fn check_restarts(steps: &[Step], workers: u32) -> Result<(), (usize, String)> {
                 return Err((
                     i,
                     format!(
-                        "restart {r} at entry {k}: no step kills or terms worker {r}, `holder` or \
-                         `coordinator`, so worker {r} is never dead"
+                        "restart {r} at entry {k}: no step kills or terms worker {r}, `holder`, \
+                         `coordinator` or `leader`, so worker {r} is never dead"
                     ),
                 ));
             }
@@ -667,7 +674,7 @@ fn check_restarts(steps: &[Step], workers: u32) -> Result<(), (usize, String)> {
         match &steps[i].action {
             Action::Kill(t) | Action::Term(t) => match t {
                 Target::Worker(w) => surely_alive[*w as usize] = false,
-                Target::Holder => surely_alive.iter_mut().for_each(|x| *x = false),
+                Target::Holder | Target::Leader => surely_alive.iter_mut().for_each(|x| *x = false),
                 Target::Coordinator => {
                     if let Some(h) = highest {
                         surely_alive[h] = false;
@@ -1012,7 +1019,7 @@ stop coordinator at entry 10 for 300ms
             3,
             1,
             "kill HOLDER at 1s",
-            "bad target `HOLDER`: expected a worker id, `holder` or `coordinator`",
+            "bad target `HOLDER`: expected a worker id, `holder`, `coordinator` or `leader`",
         );
     }
 
@@ -1053,19 +1060,19 @@ stop coordinator at entry 10 for 300ms
             3,
             1,
             "kill -1 at 1s",
-            "bad target `-1`: expected a worker id, `holder` or `coordinator`",
+            "bad target `-1`: expected a worker id, `holder`, `coordinator` or `leader`",
         );
     }
 
     #[test]
     fn error_grammar() {
-        bad("kill", 3, 1, "kill", "`kill` needs a target: a worker id, `holder` or `coordinator`");
+        bad("kill", 3, 1, "kill", "`kill` needs a target: a worker id, `holder`, `coordinator` or `leader`");
         bad(
             "stop at 1s",
             3,
             1,
             "stop at 1s",
-            "`stop` needs a target before `at`: a worker id, `holder` or `coordinator`",
+            "`stop` needs a target before `at`: a worker id, `holder`, `coordinator` or `leader`",
         );
         bad("kill 1", 3, 1, "kill 1", "expected `at`, found end of step");
         bad(
@@ -1278,8 +1285,8 @@ stop coordinator at entry 10 for 300ms
         assert!(Plan::parse("kill 1 at entry 3; restart 0 at 1s", 2).is_err());
         // Entry-based restarts need some kill or term of N, holder or coordinator.
         let never =
-            "restart 1 at entry 4: no step kills or terms worker 1, `holder` or `coordinator`, so worker 1 \
-                     is never dead";
+            "restart 1 at entry 4: no step kills or terms worker 1, `holder`, `coordinator` or `leader`, \
+                     so worker 1 is never dead";
         bad("kill 0 at 1s; restart 1 at entry 4", 3, 2, "restart 1 at entry 4", never);
         bad("stop 1 at 1s for 1s\nrestart 1 at entry 4", 3, 2, "restart 1 at entry 4", never);
         for ok in [

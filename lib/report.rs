@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::audit::{AuditReport, Violation};
-use crate::supervisor::RunReport;
+use crate::supervisor::{ElectReport, RunReport};
 
 /// How many violations a human summary lists before it only counts.
 const SHOW: usize = 10;
@@ -116,6 +116,91 @@ pub fn run_summary(r: &RunReport) -> String {
         let n = r.cut_short.len();
         let _ = writeln!(s, "  cut short   {n} left open by the run's teardown (not violations)");
         violations(&mut s, &r.cut_short, n);
+    }
+    if r.run_dir_kept {
+        let _ = writeln!(s, "  run dir     {} (kept)", r.run_dir);
+    }
+    s
+}
+
+/// The summary `mutexlab elect` prints.
+pub fn elect_summary(r: &ElectReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "mutexlab elect: {}, {} workers, initiators {}, detector {}, seed {}",
+        r.algorithm, r.workers, r.initiators, r.detector, r.seed
+    );
+    match (r.leader, r.term) {
+        (Some(l), Some(t)) => {
+            let _ = writeln!(s, "  leader      w{l} (term {t}), agreed by every live worker");
+        }
+        _ => {
+            let _ = writeln!(s, "  leader      none agreed");
+        }
+    }
+    let took = match (r.time_to_elect_ms, r.time_to_elect_t, r.message_time_us) {
+        (Some(ms), Some(tt), Some(us)) => format!("{ms:.2} ms = {tt:.0} T (T = {us:.1} µs one way)"),
+        (Some(ms), _, _) => format!("{ms:.2} ms"),
+        _ => "no agreement".into(),
+    };
+    let _ = writeln!(s, "  elected in  {took}, from the last kill or restart (else the start)");
+    let m = &r.messages;
+    let theory = match &r.theory {
+        Some(t) if t.per_entry_min == t.per_entry_max => {
+            format!(" (theory {:.0}: {})", t.per_entry_min, t.formula)
+        }
+        Some(t) if t.per_entry_max.is_finite() => {
+            format!(" (theory {:.0}–{:.0}: {})", t.per_entry_min, t.per_entry_max, t.formula)
+        }
+        Some(t) => format!(" (theory at least {:.0}: {})", t.per_entry_min, t.formula),
+        None => String::new(),
+    };
+    let plural = if r.elections == 1 { "" } else { "s" };
+    let _ = writeln!(
+        s,
+        "  messages    {} in {} election{plural}, {:.1} per election{theory}",
+        m.total, r.elections, m.per_election
+    );
+    let killed = r.faults.iter().filter(|f| f.action == "kill").count();
+    if killed > 0 {
+        let _ = writeln!(s, "              (not counting what the {killed} killed incarnation(s) sent)");
+    }
+    if !m.by_type.is_empty() {
+        let types: Vec<String> = m.by_type.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let _ = writeln!(s, "              {}", types.join(", "));
+    }
+    for (k, v) in &r.counters {
+        let _ = writeln!(s, "  {k:<11} {v}");
+    }
+    if m.bad_frames + m.dropped_connections > 0 {
+        let _ = writeln!(
+            s,
+            "  bad input   {} frames dropped, {} connections dropped",
+            m.bad_frames, m.dropped_connections
+        );
+    }
+    if r.lost_messages > 0 {
+        let _ = writeln!(s, "  lost        {} messages dropped on purpose (--drop)", r.lost_messages);
+    }
+    steps(&mut s, "plan", r.plan.lines());
+    if !r.faults.is_empty() {
+        let _ = writeln!(s, "  faults      {} applied:", r.faults.len());
+        for f in &r.faults {
+            let who = f.worker.map(|w| format!(" w{w}")).unwrap_or_default();
+            let sig = f.signal.as_deref().map(|x| format!(" ({x})")).unwrap_or_default();
+            let _ = writeln!(s, "    {:>9.1} ms  {}{who}{sig}  {}", f.at_ms, f.action, f.note);
+        }
+    }
+    steps(&mut s, "never fired", r.never_fired.iter().map(String::as_str));
+    if let Some(f) = &r.failure {
+        let _ = writeln!(s, "  run FAILED  {f}");
+    }
+    if r.violation_count == 0 {
+        let _ = writeln!(s, "  audit       OK: no violations");
+    } else {
+        let _ = writeln!(s, "  audit       {} VIOLATION(S)", r.violation_count);
+        violations(&mut s, &r.violations, r.violation_count);
     }
     if r.run_dir_kept {
         let _ = writeln!(s, "  run dir     {} (kept)", r.run_dir);

@@ -68,6 +68,8 @@ impl Lab {
             latency: Duration::ZERO,
             jitter: Duration::ZERO,
             drop: 0.0,
+            initiator: false,
+            detector: Default::default(),
         }
     }
 

@@ -29,7 +29,9 @@ pub mod voting;
 use std::os::unix::net::UnixStream;
 use std::sync::OnceLock;
 
-use crate::algorithm::{Mutex, Node};
+use crate::algorithm::Node;
+use crate::runtime::RunService;
+use crate::sim::SimService;
 
 /// What theory says an algorithm costs in messages per critical-section entry, for the
 /// run's size. `min == max` when the count is exact.
@@ -75,6 +77,8 @@ pub struct Shape {
     pub n: u32,
     /// Replicated coordinators (`voting`), if given.
     pub replicas: Option<u32>,
+    /// Elections: how many workers initiate (0 for mutual exclusion).
+    pub initiators: u32,
 }
 
 /// A registry entry.
@@ -82,13 +86,20 @@ pub struct Shape {
 pub struct AlgoInfo {
     /// The name users type.
     pub name: &'static str,
-    /// `baseline`, `permission` or `token`.
+    /// `baseline`, `permission` or `token` for mutual exclusion; `election` or `ring`
+    /// for elections.
     pub family: &'static str,
+    /// The service the node type provides, `mutex` or `election` (set by
+    /// [`AlgoInfo::runs`]): `mutexlab run` runs the first, `mutexlab elect` the second.
+    pub service: &'static str,
+    /// Elections: the auditor checks that the agreed leader is the highest live id.
+    pub highest_wins: bool,
     /// One line for `mutexlab algorithms`.
     pub summary: &'static str,
     /// The runtime wraps each critical section in `flock(2)` on the resource file.
     pub kernel_lock: bool,
-    /// Expected messages per entry for a run of this shape, where theory gives a number.
+    /// Expected messages per entry (per election, for elections) for a run of this
+    /// shape, where theory gives a number.
     pub theory: fn(Shape) -> Option<Theory>,
     /// Runs the node type as a worker process (set by [`AlgoInfo::runs`]).
     pub worker: WorkerFn,
@@ -104,10 +115,12 @@ impl AlgoInfo {
     /// The parts of an entry that run node type `N`; fill in the rest:
     /// `AlgoInfo { name: "mine", family: "permission", summary: "…", kernel_lock: false,
     /// theory: |_| None, ..AlgoInfo::runs::<Mine>() }`.
-    pub const fn runs<N: Node<Service = Mutex>>() -> AlgoInfo {
+    pub const fn runs<N: Node<Service: RunService + SimService>>() -> AlgoInfo {
         AlgoInfo {
             name: "",
             family: "",
+            service: <N::Service as RunService>::NAME,
+            highest_wins: false,
             summary: "",
             kernel_lock: false,
             theory: |_| None,
@@ -302,7 +315,42 @@ pub static BUILTIN: &[AlgoInfo] = &[
         },
         ..AlgoInfo::runs::<neilsen_mizuno::NeilsenMizuno>()
     },
+    AlgoInfo {
+        name: "bully",
+        family: "election",
+        summary:
+            "ELECTION to every higher id, ANSWER from the live ones, COORDINATOR from the one nobody answers",
+        highest_wins: true,
+        theory: |s| election_theory(bully::messages_per_election(s.n), "M-1 (the highest starts) to M²-1"),
+        ..AlgoInfo::runs::<bully::Bully>()
+    },
+    AlgoInfo {
+        name: "chang-roberts",
+        family: "ring",
+        summary: "the largest id goes once round a one-way ring, then ELECTED goes round once",
+        highest_wins: true,
+        theory: |s| election_theory(chang_roberts::messages_per_election(s.n), "2M to 3M-1 on a rising ring"),
+        ..AlgoInfo::runs::<chang_roberts::ChangRoberts>()
+    },
+    AlgoInfo {
+        name: "ring-list",
+        family: "ring",
+        summary: "ELECTION collects the live ids round the ring; its initiator announces the highest",
+        highest_wins: true,
+        theory: |s| {
+            let (lo, hi) = ring_list::messages_per_election(s.n);
+            // Each initiator's lap and announcement cost 2M.
+            let k = u64::from(s.initiators.max(1));
+            election_theory((lo, (lo * k).min(hi)), "2M per initiator")
+        },
+        ..AlgoInfo::runs::<ring_list::RingList>()
+    },
 ];
+
+/// Messages per election between two bounds, M the number of live workers.
+fn election_theory((lo, hi): (u64, u64), formula: &str) -> Option<Theory> {
+    Some(Theory::range(lo as f64, hi as f64, format!("{formula}, M = live workers")))
+}
 
 /// A set of algorithms by name: the built-in ones, and any a crate outside this library
 /// adds (see [`Registry::with`]). The command line runs whatever the installed registry
@@ -377,17 +425,18 @@ mod tests {
 
     #[test]
     fn theory_carries_the_shape_and_serializes_without_infinity() {
-        let v = serde_json::to_value(theory("voting", Shape { n: 5, replicas: Some(3) })).unwrap();
+        let v =
+            serde_json::to_value(theory("voting", Shape { n: 5, replicas: Some(3), initiators: 0 })).unwrap();
         assert_eq!(v["replicas"], 3);
         assert!(v.get("per_entry_max").is_none(), "unbounded: left out, not null: {v}");
         assert!(v.get("quorum_size").is_none());
         assert!(v["formula"].as_str().unwrap().contains("unbounded"), "{v}");
         assert_eq!(v["per_entry_min"].as_f64().unwrap(), 9.0 - 9.0 / 5.0);
         // Without --replicas, every worker is a coordinator.
-        assert_eq!(theory("voting", Shape { n: 4, replicas: None }).replicas, Some(4));
+        assert_eq!(theory("voting", Shape { n: 4, replicas: None, initiators: 0 }).replicas, Some(4));
 
         // N = 5, three columns: w0 and w1 have quorums of 4, w2, w3 and w4 of 3.
-        let t = theory("maekawa", Shape { n: 5, replicas: None });
+        let t = theory("maekawa", Shape { n: 5, replicas: None, initiators: 0 });
         let k = 17.0 / 5.0;
         assert_eq!(t.quorum_size, Some(k));
         assert_eq!((t.per_entry_min, t.per_entry_max), (3.0 * (k - 1.0), 5.0 * (k - 1.0)));
@@ -396,7 +445,8 @@ mod tests {
         assert_eq!(v["quorum_size"].as_f64(), Some(k));
         assert!(v.get("replicas").is_none());
 
-        let v = serde_json::to_value(theory("lamport", Shape { n: 3, replicas: None })).unwrap();
+        let v =
+            serde_json::to_value(theory("lamport", Shape { n: 3, replicas: None, initiators: 0 })).unwrap();
         assert_eq!(v["per_entry_max"], 6.0, "a finite bound is kept");
     }
 
@@ -404,6 +454,11 @@ mod tests {
     fn every_built_in_algorithm_runs_in_the_simulator_by_name() {
         for a in registry().iter() {
             let run = (a.simulate)(3, 1, 2);
+            if a.service == "election" {
+                let report = run.unwrap_or_else(|e| panic!("{}: {e}", a.name));
+                assert_eq!(report.leader.map(|l| l.0), Some(crate::algorithm::PeerId(2)), "{}", a.name);
+                continue;
+            }
             if a.family == "baseline" {
                 // `none` coordinates nothing and `flock`'s lock is the kernel's, which the
                 // simulator does not model: both let two in, which the simulator catches.
@@ -419,7 +474,7 @@ mod tests {
 
     /// Node state is a value: it can be cloned, compared and kept in a set, which is
     /// what an exhaustive checker needs.
-    fn states_are_values<N: crate::algorithm::Node<Service = crate::algorithm::Mutex>>() -> usize {
+    fn states_are_values<N: crate::algorithm::Node<Service: SimService>>() -> usize {
         let mut sim = crate::sim::Sim::<N>::new(3, 1);
         sim.run(2).unwrap();
         let fresh: Vec<N> = (0..3).map(|i| N::create(&crate::algorithm::Config::new(i, 3))).collect();
@@ -446,6 +501,9 @@ mod tests {
             states_are_values::<suzuki_kasami::SuzukiKasami>(),
             states_are_values::<raymond::Raymond>(),
             states_are_values::<neilsen_mizuno::NeilsenMizuno>(),
+            states_are_values::<bully::Bully>(),
+            states_are_values::<chang_roberts::ChangRoberts>(),
+            states_are_values::<ring_list::RingList>(),
         ];
         // Every type the built-in registry names but the baselines' (a unit struct,
         // which `none` and `flock` share, and which cannot pass a simulated run).

@@ -5,20 +5,25 @@
 //!
 //! ```text
 //! # mutexlab leaders v1 algo=bully workers=4
+//! START t=8000000
 //! LEADER w=2 inc=0 leader=3 term=1 t=8123456
 //! ```
+//!
+//! The supervisor writes the `START` line (monotonic ns, the clock of every record and
+//! of the fault log) when it starts the workers.
 //!
 //! With the fault log's kills and restarts, that is enough to check what the notes ask
 //! of an election:
 //! - **uniqueness**: no term names two leaders (`split-brain`), no two live workers
-//!   believe themselves leader at once (`two-leaders`), and a worker's terms only rise
-//!   (`term-backwards`);
+//!   believe themselves leader at once for longer than a handover takes (`two-leaders`:
+//!   a paused leader wrongly suspected, say, that still leads when it wakes beside its
+//!   successor), and a worker's terms only rise (`term-backwards`);
 //! - **agreement**: at the end, every live worker names the same leader
 //!   (`disagreement`), and some leader was agreed at all (`no-leader`);
 //! - **validity** (when asked, for bully and the ring algorithms): the agreed leader is
 //!   the highest live id (`not-highest`);
-//! - **termination**: the time from the last fault (or the first record) to the
-//!   agreement, reported, and a violation (`slow-election`) beyond a bound when one is
+//! - **termination**: the time from the last kill or restart (else the start, else the
+//!   first record) to the agreement, reported, and a violation (`slow-election`) beyond a bound when one is
 //!   given.
 //!
 //! Lines are read as the resource file's are: bounded, a last line without its newline
@@ -93,6 +98,10 @@ pub struct Rules {
     pub highest_wins: bool,
     /// Agreement must come within this many ns of the last fault (or the first record).
     pub bound_ns: Option<u64>,
+    /// How long two live workers may both believe themselves leader before it is
+    /// `two-leaders`: a handover (the new leader declares, the old one hears of it) takes
+    /// a few message times. 0: not for a moment.
+    pub overlap_ns: u64,
 }
 
 /// What the election auditor found.
@@ -108,8 +117,8 @@ pub struct ElectionReport {
     pub leader: Option<(u32, u64)>,
     /// Distinct terms announced.
     pub terms: usize,
-    /// From the last fault (or the first record) to the record that completed the final
-    /// agreement, in ms.
+    /// From the last kill or restart (else the `START` line, else the first record) to
+    /// the record that completed the final agreement, in ms.
     pub time_to_agree_ms: Option<f64>,
     pub violations: Vec<Violation>,
     pub violation_count: usize,
@@ -159,11 +168,19 @@ pub fn audit_leaders(
             a.flag("torn-record", lineno, format!("last line is cut short (no newline): {quote}"));
             continue;
         }
+        if let Some(t) = text.strip_prefix("START t=") {
+            match t.parse::<u64>() {
+                Ok(t) if a.start_t.is_none() => a.start_t = Some(t),
+                Ok(_) => a.flag("corrupt-record", lineno, format!("a second START: {quote}")),
+                Err(_) => a.flag("corrupt-record", lineno, format!("START t= is not a number: {quote}")),
+            }
+            continue;
+        }
         match text.parse::<LeaderRecord>() {
             Ok(r) if r.w >= MAX_WORKER_ID || r.leader >= MAX_WORKER_ID => {
                 a.flag("corrupt-record", lineno, format!("worker id out of range: {quote}"))
             }
-            Ok(r) if lines.len <= super::MAX_LINE as u64 => a.record(lineno, r, &lives),
+            Ok(r) if lines.len <= super::MAX_LINE as u64 => a.record(lineno, r, &lives, rules),
             Ok(_) => a.flag("corrupt-record", lineno, format!("line too long: {quote}")),
             Err(e) => a.flag("corrupt-record", lineno, format!("{e}: {quote}")),
         }
@@ -233,6 +250,22 @@ struct Judge {
     /// Time of the record after which the current agreement held (reset on change).
     agreed_since: Option<u64>,
     first_t: Option<u64>,
+    /// When the supervisor started the workers (the `START` line), if it says.
+    start_t: Option<u64>,
+    /// Pairs of workers that both believe themselves leader, while it lasts.
+    overlaps: BTreeMap<(u32, u32), Overlap>,
+}
+
+/// Two workers both believing themselves leader (see [`Rules::overlap_ns`]).
+#[derive(Clone, Copy, Debug)]
+struct Overlap {
+    /// When the second declared itself, and on which line.
+    since: u64,
+    line: usize,
+    /// The one that declared second, and its term.
+    new: (u32, u64),
+    /// The one that already led: its term and the line it declared on.
+    old: (u32, u64, usize),
 }
 
 impl Judge {
@@ -258,7 +291,51 @@ impl Judge {
         }
     }
 
-    fn record(&mut self, line: usize, r: LeaderRecord, lives: &Lives) {
+    /// End the overlaps of two self-believed leaders that are over by time `now` (one of
+    /// the two follows someone else, or was killed), and flag those that lasted too long.
+    /// With `now` = `u64::MAX`, at the end of the file, the rest are still going on.
+    fn settle_overlaps(&mut self, now: u64, lives: &Lives, rules: Rules) {
+        let mut over = Vec::new();
+        for (&(a, b), o) in &self.overlaps {
+            let leads = |w: u32| self.belief.get(&w).is_some_and(|b| b.1 == w);
+            let killed = |w: u32| Lives::last(lives.kills.get(&w), now).filter(|&k| k >= o.since);
+            let end = match (killed(a).into_iter().chain(killed(b)).min(), leads(a) && leads(b)) {
+                (Some(k), _) => Some(k),
+                (None, false) => Some(now),
+                (None, true) if now == u64::MAX => None,
+                (None, true) => continue,
+            };
+            over.push(((a, b), end));
+        }
+        for (pair, end) in over {
+            let Some(o) = self.overlaps.remove(&pair) else { continue };
+            let (w, term) = o.new;
+            let (rival, rival_term, at) = o.old;
+            let grace = rules.overlap_ns as f64 / 1e6;
+            match end {
+                Some(end) if end.saturating_sub(o.since) <= rules.overlap_ns => {}
+                Some(end) => self.flag(
+                    "two-leaders",
+                    o.line,
+                    format!(
+                        "w{w} believed itself leader (term {term}) while w{rival} did (term {rival_term}, \
+                         line {at}) for {:.1} ms, longer than the {grace} ms a handover may take",
+                        end.saturating_sub(o.since) as f64 / 1e6
+                    ),
+                ),
+                None => self.flag(
+                    "two-leaders",
+                    o.line,
+                    format!(
+                        "w{w} believes itself leader (term {term}) while w{rival} does (term {rival_term}, \
+                         line {at}), and both still do at the end"
+                    ),
+                ),
+            }
+        }
+    }
+
+    fn record(&mut self, line: usize, r: LeaderRecord, lives: &Lives, rules: Rules) {
         self.report.records += 1;
         self.first_t.get_or_insert(r.t);
         match self.terms.get(&r.term) {
@@ -285,20 +362,36 @@ impl Judge {
             }
         }
         self.belief.insert(r.w, (r.inc, r.leader, r.term, line, r.t));
-        // Two live workers that each believe themselves leader at this moment.
+        self.settle_overlaps(r.t, lives, rules);
+        // Two live workers that each believe themselves leader from this moment.
         if r.leader == r.w {
-            let rival = self.belief.iter().find(|(&o, &(_, leader, _, _, since))| {
-                o != r.w && leader == o && !lives.killed_between(o, since, r.t)
-            });
-            if let Some((&o, &(_, _, term, at, _))) = rival {
-                self.flag(
-                    "two-leaders",
-                    line,
-                    format!(
-                        "w{} believes itself leader (term {}) while w{o} does (term {term}, line {at})",
-                        r.w, r.term
-                    ),
-                );
+            let rivals: Vec<(u32, u64, usize)> = self
+                .belief
+                .iter()
+                .filter(|(&o, &(_, leader, _, _, since))| {
+                    o != r.w && leader == o && !lives.killed_between(o, since, r.t)
+                })
+                .map(|(&o, &(_, _, term, at, _))| (o, term, at))
+                .collect();
+            for (o, term, at) in rivals {
+                let pair = (r.w.min(o), r.w.max(o));
+                if rules.overlap_ns == 0 {
+                    self.flag(
+                        "two-leaders",
+                        line,
+                        format!(
+                            "w{} believes itself leader (term {}) while w{o} does (term {term}, line {at})",
+                            r.w, r.term
+                        ),
+                    );
+                } else {
+                    self.overlaps.entry(pair).or_insert(Overlap {
+                        since: r.t,
+                        line,
+                        new: (r.w, r.term),
+                        old: (o, term, at),
+                    });
+                }
             }
         }
         // Timed from the record that completed the agreement in force; a break resets it.
@@ -325,6 +418,7 @@ impl Judge {
     }
 
     fn finish(mut self, lives: &Lives, rules: Rules) -> ElectionReport {
+        self.settle_overlaps(u64::MAX, lives, rules);
         let n = self.report.workers.max(self.belief.keys().max().map_or(0, |m| m + 1));
         let last_restart = |w: u32| lives.life_began(w, u64::MAX);
         let alive: Vec<u32> = (0..n).filter(|&w| !lives.dead_at(w, u64::MAX)).collect();
@@ -373,7 +467,8 @@ impl Judge {
                 self.flag("disagreement", 0, format!("at the end {}", list.join(", ")));
             }
         }
-        if let (Some(since), Some(from)) = (self.agreed_since, lives.last_fault.or(self.first_t)) {
+        let from = lives.last_fault.or(self.start_t).or(self.first_t);
+        if let (Some(since), Some(from)) = (self.agreed_since, from) {
             let took = since.saturating_sub(from);
             self.report.time_to_agree_ms = Some(took as f64 / 1e6);
             if let Some(bound) = rules.bound_ns.filter(|&b| took > b) {
@@ -434,7 +529,7 @@ mod tests {
 
     #[test]
     fn a_clean_election_agrees_on_the_highest() {
-        let r = judge(&clean(), &FaultLog::default(), Rules { highest_wins: true, bound_ns: None });
+        let r = judge(&clean(), &FaultLog::default(), Rules { highest_wins: true, ..Rules::default() });
         assert!(r.ok, "{:?}", r.violations);
         assert_eq!(r.leader, Some((3, 1)));
         assert_eq!((r.records, r.terms), (4, 1));
@@ -463,6 +558,29 @@ mod tests {
     }
 
     #[test]
+    fn a_handover_may_overlap_briefly_but_a_long_or_lasting_overlap_is_caught() {
+        let rules = Rules { overlap_ns: 100, ..Rules::default() };
+        // w3 declares at 20; w2 hears of it at 60 (40 ns of overlap): a handover.
+        let quick = format!("{}{}{}", rec(2, 2, 1, 10), rec(3, 3, 7, 20), rec(2, 3, 7, 60));
+        let r = judge(&quick, &FaultLog::default(), rules);
+        assert!(!kinds(&r).contains(&"two-leaders"), "{:?}", r.violations);
+        // The same 200 ns later: too long (a paused leader that woke still leading).
+        let slow = format!("{}{}{}", rec(2, 2, 1, 10), rec(3, 3, 7, 20), rec(2, 3, 7, 220));
+        let r = judge(&slow, &FaultLog::default(), rules);
+        assert_eq!(kinds(&r)[0], "two-leaders", "{:?}", r.violations);
+        assert!(r.violations[0].detail.contains("for 0.0 ms"), "{}", r.violations[0].detail);
+        assert_eq!(r.violations[0].line, 3, "flagged where the second declared itself");
+        // Never resolved: both still lead at the end.
+        let lasting = format!("{}{}", rec(2, 2, 1, 10), rec(3, 3, 7, 20));
+        let r = judge(&lasting, &FaultLog::default(), rules);
+        assert!(r.violations.iter().any(|v| v.detail.contains("at the end")), "{:?}", r.violations);
+        // Ended by a kill of the old leader within the grace: fine; after it: caught.
+        let killed = |t| FaultLog { crashes: vec![Crash::at(2, t)], ..FaultLog::default() };
+        assert!(!kinds(&judge(&lasting, &killed(90), rules)).contains(&"two-leaders"));
+        assert!(kinds(&judge(&lasting, &killed(500), rules)).contains(&"two-leaders"));
+    }
+
+    #[test]
     fn a_term_going_back_is_caught() {
         let body = format!("{}{}", rec(0, 3, 2, 10), rec(0, 2, 1, 11));
         assert!(kinds(&judge(&body, &FaultLog::default(), Rules::default())).contains(&"term-backwards"));
@@ -479,7 +597,7 @@ mod tests {
         // All agree on w2, but w3 is alive: fine without the rule, caught with it.
         let body: String = (0..4).map(|w| rec(w, 2, 1, 10)).collect();
         assert!(judge(&body, &FaultLog::default(), Rules::default()).ok);
-        let r = judge(&body, &FaultLog::default(), Rules { highest_wins: true, bound_ns: None });
+        let r = judge(&body, &FaultLog::default(), Rules { highest_wins: true, ..Rules::default() });
         assert_eq!(kinds(&r), ["not-highest"]);
     }
 
@@ -488,8 +606,11 @@ mod tests {
         // w3 led, was killed at 50; w0..w2 then agree on w2 in term 2.
         let faults = FaultLog { crashes: vec![Crash::at(3, 50)], ..FaultLog::default() };
         let after: String = (0..3).map(|w| rec(w, 2, 2, 60 + u64::from(w))).collect();
-        let r =
-            judge(&format!("{}{after}", clean()), &faults, Rules { highest_wins: true, bound_ns: Some(100) });
+        let r = judge(
+            &format!("{}{after}", clean()),
+            &faults,
+            Rules { highest_wins: true, bound_ns: Some(100), ..Rules::default() },
+        );
         assert!(r.ok, "{:?}", r.violations);
         assert_eq!(r.leader, Some((2, 2)));
         assert_eq!(r.time_to_agree_ms, Some(12e-6));
@@ -497,8 +618,11 @@ mod tests {
         let r = judge(&clean(), &faults, Rules::default());
         assert_eq!(kinds(&r), ["no-leader"]);
         // Too slow for the bound.
-        let r =
-            judge(&format!("{}{after}", clean()), &faults, Rules { highest_wins: true, bound_ns: Some(5) });
+        let r = judge(
+            &format!("{}{after}", clean()),
+            &faults,
+            Rules { highest_wins: true, bound_ns: Some(5), ..Rules::default() },
+        );
         assert_eq!(kinds(&r), ["slow-election"]);
         // w3 restarted at 70 and never told who leads: it names nobody.
         let restarted = FaultLog { restarts: vec![(3, 70)], ..faults.clone() };

@@ -36,6 +36,7 @@ mod lines;
 
 use faultlog::CrashIndex;
 pub use faultlog::{Crash, FaultLog, MAX_CRASHES};
+pub use leaders::{audit_leaders_file, ElectionReport, LeaderRecord, Rules, LEADERS_HEADER};
 use lines::{clip, Lines, Quote};
 pub use lines::{EXCERPT, MAX_LINE};
 

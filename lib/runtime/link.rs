@@ -14,7 +14,7 @@ use std::io::{self, Write};
 use std::os::unix::net::UnixStream as StdUnixStream;
 use std::path::Path;
 
-use super::{Worker, WorkerOpts, CONTROL};
+use super::{RunService, Worker, WorkerOpts, CONTROL};
 use crate::algorithm::{Node, PeerId};
 use crate::control::{PendingState, ToSupervisor, ToWorker, WorkerSetup};
 use crate::wire::{self, Fill};
@@ -42,7 +42,7 @@ pub(super) fn setup(
     Ok(WorkerOpts { settings: setup.settings, run_dir: run_dir.to_path_buf(), secret: setup.secret })
 }
 
-impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
+impl<A: Node<Service: RunService>> Worker<A> {
     /// Serve what the supervisor said on the control link.
     pub(super) fn control_readable(&mut self) -> anyhow::Result<()> {
         let fill = self.control_reader.fill(&mut self.control)?;
@@ -50,7 +50,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
             let msg = wire::decode::<ToWorker>(body)?;
             match msg {
                 ToWorker::Finish => {
-                    self.stats.entries = self.work.entries;
+                    self.stats.entries = self.work.entries();
                     let stats = ToSupervisor::Stats(self.stats.clone());
                     self.flush_all()?;
                     self.control.set_nonblocking(false)?;
@@ -60,10 +60,10 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
                 }
                 ToWorker::Query => {
                     let state = PendingState {
-                        app: self.work.app.name().to_string(),
-                        since_ns: self.work.app_since,
+                        app: self.work.state(),
+                        since_ns: self.work.since(),
                         algorithm: self.host.node().waiting_for(),
-                        entries: self.work.entries,
+                        entries: self.work.entries(),
                         down: (0..self.opts.workers)
                             .map(PeerId)
                             .filter(|p| *p != self.me && self.mesh.peers[p.index()].stream.is_none())

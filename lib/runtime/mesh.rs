@@ -41,7 +41,10 @@
 //!
 //! # What the algorithm is told about peers
 //!
-//! Every peer starts *up* (messages to one that has not connected yet are queued). The
+//! This is what the channels say; the detector (`detector.rs`) decides what of it the
+//! algorithm is told: all of it under `--detector perfect` (the default of `run`),
+//! nothing under `none`, and under `heartbeat` only its own suspicions. Every peer starts
+//! *up* (messages to one that has not connected yet are queued). The perfect detector's
 //! algorithm then sees, per peer, strictly alternating events, each exactly once:
 //! `on_peer_down` when the channel closes, a dial fails, or (for a restarted worker) the
 //! supervisor did not list the peer to dial (dead, or not started yet: either way it
@@ -72,7 +75,8 @@ use std::time::Duration;
 use mio::net::{UnixListener, UnixStream};
 use mio::{Interest, Token};
 
-use super::{TimerKind, Worker, LISTENER, PEER_BASE, PENDING_BASE};
+use super::detector::HEARTBEAT;
+use super::{RunService, TimerKind, Worker, LISTENER, PEER_BASE, PENDING_BASE};
 use crate::algorithm::{Input, Message, Node, PeerId};
 use crate::auth::{Hello, Secret};
 use crate::wire::{self, Envelope, Fill, FrameReader};
@@ -112,7 +116,7 @@ pub(super) struct Peer {
     /// connection claiming it is refused.
     had_channel: bool,
     /// The algorithm was told this peer is down, and not since that it is back.
-    down: bool,
+    pub(super) down: bool,
     /// A dial that found the backlog full, to try again: the path and the next wait.
     redial: Option<(PathBuf, Duration)>,
     /// `stream` is registered for WRITABLE too: only while `out` is backed up, because
@@ -152,7 +156,7 @@ pub(super) struct Mesh {
     pub(super) drops_logged: u64,
 }
 
-impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
+impl<A: Node<Service: RunService>> Worker<A> {
     /// Dial `peer` at `path` at startup. False if it cannot be reached: the caller then
     /// tells the algorithm it is down (after `on_start`), and it will dial us when it
     /// starts again. A full backlog is not failure: the dial is tried again later.
@@ -507,9 +511,8 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         p.incarnation = hello.incarnation;
         p.had_channel = true;
         p.redial = None;
-        if std::mem::replace(&mut p.down, false) {
-            self.input(Input::PeerUp { peer })?;
-        }
+        let was_down = std::mem::replace(&mut p.down, false);
+        self.channel_up(peer, was_down)?;
         // Frames that arrived right behind the hello.
         self.peer_readable(peer)
     }
@@ -528,7 +531,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         let mut broken = None;
         loop {
             match reader.next_frame() {
-                Ok(Some(body)) => match wire::decode::<Envelope<A::Msg>>(body) {
+                Ok(Some(body)) => match wire::decode::<Envelope<Option<A::Msg>>>(body) {
                     Ok(env) if env.from == peer && env.to == self.me => inbox.push(env),
                     Ok(env) => bad.push(format!(
                         "dropping a frame on {peer}'s channel addressed {}→{}",
@@ -554,10 +557,17 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
                 self.log(format_args!("further bad frames are counted, not logged"));
             }
         }
+        if !inbox.is_empty() {
+            self.heard(peer)?;
+        }
         for env in inbox {
+            let Some(msg) = env.msg else {
+                *self.stats.received.entry(HEARTBEAT.to_string()).or_default() += 1;
+                continue;
+            };
             self.clock = self.clock.max(env.clock).saturating_add(1);
-            *self.stats.received.entry(env.msg.kind().to_string()).or_default() += 1;
-            self.input(Input::Message { from: peer, msg: env.msg })?;
+            *self.stats.received.entry(msg.kind().to_string()).or_default() += 1;
+            self.input(Input::Message { from: peer, msg })?;
         }
         match (broken, fill) {
             (Some(why), _) => {
@@ -605,23 +615,35 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         if std::mem::replace(&mut p.down, true) {
             return Ok(());
         }
-        self.input(Input::PeerDown { peer })
+        self.channel_down(peer)
     }
 
     /// Send `msg` to `to` (the host has checked that `to` is a peer).
     pub(super) fn send(&mut self, to: PeerId, msg: &A::Msg) {
         self.clock = self.clock.saturating_add(1);
-        let env = Envelope { from: self.me, to, clock: self.clock, msg: msg.clone() };
+        let env = Envelope { from: self.me, to, clock: self.clock, msg: Some(msg.clone()) };
         *self.stats.sent.entry(msg.kind().to_string()).or_default() += 1;
+        self.send_envelope(to, &env);
+    }
+
+    /// Send a heartbeat to `to`: an envelope with no message (`detector.rs`). It takes
+    /// the same path as a message, faults and partitions included.
+    pub(super) fn send_heartbeat(&mut self, to: PeerId) {
+        let env = Envelope { from: self.me, to, clock: self.clock, msg: None };
+        *self.stats.sent.entry(HEARTBEAT.to_string()).or_default() += 1;
+        self.send_envelope(to, &env);
+    }
+
+    fn send_envelope(&mut self, to: PeerId, env: &Envelope<Option<A::Msg>>) {
         if self.mesh.peers[to.index()].down {
             // Nobody to deliver it to; a new incarnation starts afresh.
             return;
         }
         if !self.net.active && self.net.groups.is_none() {
-            wire::encode(&mut self.mesh.peers[to.index()].out, &env);
+            wire::encode(&mut self.mesh.peers[to.index()].out, env);
             return;
         }
-        self.send_with_faults(to, &env);
+        self.send_with_faults(to, env);
     }
 
     /// One non-blocking pass over every outgoing queue.

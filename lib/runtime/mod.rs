@@ -33,7 +33,6 @@
 //! file and the OS error.
 
 use std::collections::{BinaryHeap, HashMap, VecDeque};
-use std::fs::File;
 use std::io::{self, Write};
 use std::os::unix::net::UnixStream as StdUnixStream;
 use std::path::{Path, PathBuf};
@@ -47,23 +46,30 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use signal_hook::consts::{SIGINT, SIGTERM};
 
-use crate::algorithm::{Config, Input, MutexEvent, Node, NodeInput, PeerId};
+use crate::algorithm::{
+    Config, Election, ElectionCall, ElectionEvent, Input, Mutex, MutexCall, MutexEvent, Node, NodeInput,
+    PeerId, Service,
+};
 use crate::algos::{self, AlgoInfo};
 use crate::auth::Secret;
 use crate::control::{self, ToSupervisor, ToWorker, WorkerSettings, WorkerStats};
 use crate::host::{Breach, Effect, Host, Step};
-use crate::resource::{self, Resource};
 use crate::wire::{self, FrameReader};
 
+mod detector;
+mod elect;
 mod link;
 mod mesh;
 mod netfaults;
 mod workload;
+use detector::Detect;
+pub use detector::HEARTBEAT;
+use elect::Electing;
 use link::setup;
 pub use mesh::{max_pending, BAD_FRAME_LINES, DROP_LINES, HELLO_DEADLINE};
 use mesh::{Mesh, Peer};
 use netfaults::NetFaults;
-use workload::{App, Local, Workload};
+use workload::{Local, Workload};
 
 /// Everything a worker runs with: its settings, where the run lives, and the secret.
 #[derive(Clone, Debug)]
@@ -95,9 +101,102 @@ pub fn run_worker(run_dir: &Path, cmdline_id: Option<u32>) -> anyhow::Result<()>
     result
 }
 
+/// What a worker's application asks of its node, whatever the service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppCall {
+    /// Mutual exclusion: let me in.
+    Want,
+    /// Mutual exclusion: I have left.
+    Done,
+    /// Election: hold one.
+    Elect,
+}
+
+/// What a node tells a worker's application, whatever the service.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AppEvent {
+    /// Mutual exclusion: go in.
+    Enter,
+    /// Election: `id` leads, elected in `term`.
+    Leader { id: PeerId, term: u64 },
+}
+
+/// A service a worker process can run: which application loop stands for its
+/// applications (`workload.rs` for `mutex`, `elect.rs` for `election`), and its calls
+/// and events in that loop's words.
+pub trait RunService: Service {
+    /// The service's name, as the registry and `--json` give it.
+    const NAME: &'static str;
+    /// The call, or `None` if it is not one of this service's.
+    fn from_app(call: AppCall) -> Option<Self::Call>;
+    /// The event in the application loop's words.
+    fn to_app(event: &Self::Event) -> AppEvent;
+}
+
+impl RunService for Mutex {
+    const NAME: &'static str = "mutex";
+    fn from_app(call: AppCall) -> Option<MutexCall> {
+        match call {
+            AppCall::Want => Some(MutexCall::Want),
+            AppCall::Done => Some(MutexCall::Done),
+            AppCall::Elect => None,
+        }
+    }
+    fn to_app(MutexEvent::Enter: &MutexEvent) -> AppEvent {
+        AppEvent::Enter
+    }
+}
+
+impl RunService for Election {
+    const NAME: &'static str = "election";
+    fn from_app(call: AppCall) -> Option<ElectionCall> {
+        (call == AppCall::Elect).then_some(ElectionCall::Elect)
+    }
+    fn to_app(event: &ElectionEvent) -> AppEvent {
+        let ElectionEvent::Leader { id, term } = *event;
+        AppEvent::Leader { id, term }
+    }
+}
+
+/// The application loop a worker runs, by its service.
+// One per worker for its whole life: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
+enum Work {
+    /// Mutual exclusion on the resource file (`workload.rs`).
+    Mutex(Workload),
+    /// Elections, each leader accepted recorded in the leader file (`elect.rs`).
+    Election(Electing),
+}
+
+impl Work {
+    /// Where the application stands, as a diagnosis shows it.
+    fn state(&self) -> String {
+        match self {
+            Work::Mutex(w) => w.app.name().to_string(),
+            Work::Election(e) => e.state(),
+        }
+    }
+
+    /// Since when it has stood there, monotonic ns.
+    fn since(&self) -> u64 {
+        match self {
+            Work::Mutex(w) => w.app_since,
+            Work::Election(e) => e.since,
+        }
+    }
+
+    /// Entries made (mutual exclusion, all lives) or leaders accepted (this life).
+    fn entries(&self) -> u64 {
+        match self {
+            Work::Mutex(w) => w.entries,
+            Work::Election(e) => e.accepted,
+        }
+    }
+}
+
 /// Run node type `N` as this worker process: what the registry's `worker` entry points
 /// at ([`AlgoInfo::runs`]).
-pub fn run_node<N: Node<Service = crate::algorithm::Mutex>>(
+pub fn run_node<N: Node<Service: RunService>>(
     opts: WorkerOpts,
     link: StdUnixStream,
     info: &'static AlgoInfo,
@@ -130,6 +229,8 @@ enum TimerKind {
     Accept,
     /// Dial this peer again.
     Redial(usize),
+    /// Send the next heartbeats, and suspect peers silent too long (`detector.rs`).
+    Heartbeat,
 }
 
 /// One worker at work. Its methods are grouped by job, one file each:
@@ -160,7 +261,7 @@ enum TimerKind {
 /// those whose read budget ran out, and calls `fire_timers`, `run_local` and
 /// `flush_all`. The loop ends on the supervisor's `Finish` (after the statistics) or
 /// when the control link closes.
-struct Worker<A: Node<Service = crate::algorithm::Mutex>> {
+struct Worker<A: Node<Service: RunService>> {
     opts: WorkerSettings,
     run_dir: PathBuf,
     me: PeerId,
@@ -182,8 +283,11 @@ struct Worker<A: Node<Service = crate::algorithm::Mutex>> {
     timer_seq: u64,
     /// Algorithm timers armed and not yet fired, by generation.
     algo_timers: HashMap<u64, A::Timer>,
-    /// The application's loop and the resource file (`workload.rs`).
-    work: Workload,
+    /// The application's loop: on the resource file (`workload.rs`), or electing
+    /// (`elect.rs`).
+    work: Work,
+    /// What the node is told of its peers being down or up (`detector.rs`).
+    detect: Detect,
     stats: WorkerStats,
     running: bool,
     scratch: Vec<u8>,
@@ -191,7 +295,7 @@ struct Worker<A: Node<Service = crate::algorithm::Mutex>> {
     net: NetFaults,
 }
 
-impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
+impl<A: Node<Service: RunService>> Worker<A> {
     fn new(opts: WorkerOpts, control: StdUnixStream, info: &'static AlgoInfo) -> anyhow::Result<Self> {
         let WorkerOpts { settings: opts, run_dir, secret } = opts;
         let me = PeerId(opts.id);
@@ -214,23 +318,13 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         }
         let mut signals = signal_hook_mio::v1_0::Signals::new([SIGTERM, SIGINT])?;
         poll.registry().register(&mut signals, SIGNALS, Interest::READABLE)?;
-        let resource_path = run_dir.join(control::RESOURCE_FILE);
-        let resource = Resource::open(&resource_path)
-            .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", resource_path.display()))?;
-        let lock_file = if info.kernel_lock { Some(File::open(&resource_path)?) } else { None };
-        // A restarted worker forgets everything but its Lamport clock, which it takes up
-        // above every fence in the file, as if it had kept it on disk. Otherwise, after
-        // every worker has restarted, fresh clocks would start fences below the old ones
-        // and every later section would look stale.
-        let clock = if opts.incarnation > 0 {
-            resource
-                .highest_fence_clock()
-                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", resource_path.display()))?
-        } else {
-            0
-        };
         let seed = opts.seed ^ (u64::from(opts.id) << 32) ^ u64::from(opts.incarnation).rotate_left(16);
         let n = opts.workers as usize;
+        let (work, clock) = if A::Service::NAME == Election::NAME {
+            (Work::Election(Electing::open(&run_dir)?), 0)
+        } else {
+            Workload::open(&run_dir, &opts, info, seed)?
+        };
         Ok(Worker {
             run_dir,
             me,
@@ -260,18 +354,8 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
             timers: BinaryHeap::new(),
             timer_seq: 0,
             algo_timers: HashMap::new(),
-            work: Workload {
-                deadline: None,
-                local: VecDeque::new(),
-                app: App::Starting,
-                app_since: resource::monotonic_ns(),
-                entries: opts.start_entry,
-                resource,
-                resource_path,
-                lock_file,
-                held_lock: None,
-                rng: ChaCha8Rng::seed_from_u64(seed),
-            },
+            work,
+            detect: Detect::new(opts.detector, n),
             stats: WorkerStats { id: me, ..Default::default() },
             running: true,
             scratch: Vec::with_capacity(256),
@@ -349,13 +433,21 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
             unreachable.extend(dead);
         }
         self.started = Instant::now();
-        self.work.deadline = self.opts.duration.map(|d| self.started + d);
+        if let Work::Mutex(w) = &mut self.work {
+            w.deadline = self.opts.duration.map(|d| self.started + d);
+        }
         self.input(Input::Start)?;
         for peer in unreachable {
             self.lost(peer)?;
         }
-        self.think();
-        self.run_local()?;
+        self.start_detector();
+        match self.work {
+            Work::Mutex(_) => {
+                self.think();
+                self.run_local()?;
+            }
+            Work::Election(_) => self.begin_electing()?,
+        }
         self.flush_all()?;
         self.event_loop()?;
         drop(source);
@@ -445,9 +537,10 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
             }
             self.timers.pop();
             match kind {
-                TimerKind::Think => self.work.local.push_back(Local::WantCs),
+                TimerKind::Think => self.mx().local.push_back(Local::WantCs),
                 TimerKind::Deliver => self.deliver_due(),
-                TimerKind::CsDone => self.work.local.push_back(Local::CsDone),
+                TimerKind::CsDone => self.mx().local.push_back(Local::CsDone),
+                TimerKind::Heartbeat => self.beat()?,
                 TimerKind::HelloDue(t) => self.hello_overdue(Token(t)),
                 TimerKind::Accept => {
                     self.mesh.accept_retry = false;
@@ -474,6 +567,14 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         self.carry(step)
     }
 
+    /// The application makes `call`, which must be one of its service's.
+    fn call(&mut self, call: AppCall) -> anyhow::Result<()> {
+        let Some(call) = A::Service::from_app(call) else {
+            anyhow::bail!("internal error: {call:?} is not a call of the {} service", A::Service::NAME);
+        };
+        self.input(Input::Call { call })
+    }
+
     /// Carry out a step's effects, then any local events they caused. Breaches of the
     /// contract are logged and counted; the run goes on.
     fn carry(&mut self, step: Step<A>) -> anyhow::Result<()> {
@@ -492,7 +593,10 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
                 }
                 // The host knows it is cancelled; its heap entry is dropped when it fires.
                 Effect::Disarm { .. } => {}
-                Effect::Event { event: MutexEvent::Enter } => self.enter_cs()?,
+                Effect::Event { event } => match A::Service::to_app(&event) {
+                    AppEvent::Enter => self.enter_cs()?,
+                    AppEvent::Leader { id, term } => self.accept_leader(id, term)?,
+                },
                 Effect::Count { name, by } => {
                     *self.stats.counters.entry(name.into_owned()).or_default() += by;
                 }
@@ -502,7 +606,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
     }
 }
 
-impl<A: Node<Service = crate::algorithm::Mutex>> Drop for Worker<A> {
+impl<A: Node<Service: RunService>> Drop for Worker<A> {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.mesh.socket_path);
     }

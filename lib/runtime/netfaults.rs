@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
-use super::{TimerKind, Worker};
+use super::{RunService, TimerKind, Worker};
 use crate::algorithm::{Node, PeerId};
 use crate::wire::{self, Envelope};
 
@@ -27,10 +27,10 @@ pub(super) struct NetFaults {
     pub(super) groups: Option<Vec<usize>>,
 }
 
-impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
+impl<A: Node<Service: RunService>> Worker<A> {
     /// The rest of `send` when faults are on: lose the frame, delay it, or release it
     /// now (into the peer's queue, or held back by a partition).
-    pub(super) fn send_with_faults(&mut self, to: PeerId, env: &Envelope<A::Msg>) {
+    pub(super) fn send_with_faults(&mut self, to: PeerId, env: &Envelope<Option<A::Msg>>) {
         if self.opts.drop > 0.0 && self.net.rng.random_bool(self.opts.drop.min(1.0)) {
             self.stats.lost += 1;
             return;

@@ -6,10 +6,10 @@
 //! made its entries or the run's `--duration` is over; then it tells the supervisor it
 //! is `Done`.
 //!
-//! This is the seam where an election workload will go. The mesh, the network faults,
-//! the control link and the loop do not depend on what the application asks for; the
-//! mutex service's calls (`want`, `done`) and its event (`enter`, in `carry`) meet the
-//! application only at this file's methods and its [`Workload`] state.
+//! The election service's loop is `elect.rs`. The mesh, the network faults, the
+//! detector, the control link and the loop do not depend on what the application asks
+//! for; the mutex service's calls (`want`, `done`) and its event (`enter`, in `carry`)
+//! meet the application only at this file's methods and its [`Workload`] state.
 //!
 //! # Leaving on SIGTERM or SIGINT
 //!
@@ -34,9 +34,12 @@ use std::time::{Duration, Instant};
 use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
-use super::{TimerKind, Worker};
-use crate::algorithm::{Input, MutexCall, Node};
-use crate::control::ToSupervisor;
+use rand::SeedableRng;
+
+use super::{AppCall, RunService, TimerKind, Work, Worker};
+use crate::algorithm::Node;
+use crate::algos::AlgoInfo;
+use crate::control::{self, ToSupervisor, WorkerSettings};
 use crate::resource::{self, Fence, Record, Resource};
 
 /// The application's state.
@@ -86,21 +89,73 @@ pub(super) struct Workload {
     pub(super) rng: ChaCha8Rng,
 }
 
-impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
+impl Workload {
+    /// Open the resource file (and, under `flock`, a second handle for the kernel lock);
+    /// also the Lamport clock this life starts from.
+    pub(super) fn open(
+        run_dir: &std::path::Path,
+        opts: &WorkerSettings,
+        info: &AlgoInfo,
+        seed: u64,
+    ) -> anyhow::Result<(Work, u64)> {
+        let resource_path = run_dir.join(control::RESOURCE_FILE);
+        let resource = Resource::open(&resource_path)
+            .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", resource_path.display()))?;
+        let lock_file = if info.kernel_lock { Some(File::open(&resource_path)?) } else { None };
+        // A restarted worker forgets everything but its Lamport clock, which it takes up
+        // above every fence in the file, as if it had kept it on disk. Otherwise, after
+        // every worker has restarted, fresh clocks would start fences below the old ones
+        // and every later section would look stale.
+        let clock = if opts.incarnation > 0 {
+            resource
+                .highest_fence_clock()
+                .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", resource_path.display()))?
+        } else {
+            0
+        };
+        let work = Workload {
+            deadline: None,
+            local: VecDeque::new(),
+            app: App::Starting,
+            app_since: resource::monotonic_ns(),
+            entries: opts.start_entry,
+            resource,
+            resource_path,
+            lock_file,
+            held_lock: None,
+            rng: ChaCha8Rng::seed_from_u64(seed),
+        };
+        Ok((Work::Mutex(work), clock))
+    }
+}
+
+impl<A: Node<Service: RunService>> Worker<A> {
+    /// The mutual-exclusion loop's state. Only its methods call this, and a worker runs
+    /// them only when its service is `mutex` (`Work` is chosen by the service in `new`).
+    pub(super) fn mx(&mut self) -> &mut Workload {
+        match &mut self.work {
+            Work::Mutex(w) => w,
+            Work::Election(_) => unreachable!("the mutual-exclusion loop in an election worker"),
+        }
+    }
+
     /// Handle the local events queued so far: asking to enter (or, when `finished`,
-    /// telling the supervisor it is `Done`), and leaving.
+    /// telling the supervisor it is `Done`), and leaving. (An election worker has none.)
     pub(super) fn run_local(&mut self) -> anyhow::Result<()> {
-        while let Some(ev) = self.work.local.pop_front() {
+        if !matches!(self.work, Work::Mutex(_)) {
+            return Ok(());
+        }
+        while let Some(ev) = self.mx().local.pop_front() {
             if self.terminating() {
                 // Nothing new after the signal (see `leave_on_signal`).
-                self.work.local.clear();
+                self.mx().local.clear();
                 break;
             }
             match ev {
                 Local::WantCs => {
                     if self.finished() {
                         self.set_app(App::Done);
-                        let entries = self.work.entries;
+                        let entries = self.mx().entries;
                         self.control.set_nonblocking(false)?;
                         self.tell_supervisor(&ToSupervisor::Done { entries })?;
                         self.control.set_nonblocking(true)?;
@@ -108,24 +163,24 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
                     }
                     self.set_app(App::Waiting);
                     let rec =
-                        Record::Want { w: self.me.0, e: self.work.entries + 1, t: resource::monotonic_ns() };
+                        Record::Want { w: self.me.0, e: self.mx().entries + 1, t: resource::monotonic_ns() };
                     self.append(&rec)?;
-                    self.input(Input::Call { call: MutexCall::Want })?;
+                    self.call(AppCall::Want)?;
                 }
                 Local::CsDone => {
                     self.leave_cs()?;
                     self.think();
-                    self.input(Input::Call { call: MutexCall::Done })?;
+                    self.call(AppCall::Done)?;
                 }
             }
         }
         Ok(())
     }
 
-    fn finished(&self) -> bool {
-        match self.work.deadline {
+    fn finished(&mut self) -> bool {
+        match self.mx().deadline {
             Some(d) => Instant::now() >= d,
-            None => self.work.entries >= self.opts.entries,
+            None => self.mx().entries >= self.opts.entries,
         }
     }
 
@@ -138,7 +193,7 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
             self.push_timer(Duration::ZERO, TimerKind::Think);
         } else {
             // Uniform on [0, 2·mean]: the mean is what the user asked for.
-            let secs = self.work.rng.random_range(0.0..=2.0 * mean);
+            let secs = self.mx().rng.random_range(0.0..=2.0 * mean);
             self.push_timer(Duration::from_secs_f64(secs), TimerKind::Think);
         }
     }
@@ -150,28 +205,28 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
         }
         self.clock = self.clock.saturating_add(1);
         let mut fence = Fence { clock: self.clock, id: self.me.0 };
-        if let Some(file) = self.work.lock_file.take() {
+        if let Some(file) = self.mx().lock_file.take() {
             // Blocks until the kernel grants it: that is the `flock` algorithm.
             let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
                 .map_err(|(_, e)| anyhow::anyhow!("flock failed: {e}"))?;
             if self.terminating() {
                 // The signal came while we waited: give the lock back without entering.
                 let file = lock.unlock().map_err(|(_, e)| anyhow::anyhow!("unlock failed: {e}"))?;
-                self.work.lock_file = Some(file);
+                self.mx().lock_file = Some(file);
                 return Ok(());
             }
-            self.work.held_lock = Some(lock);
+            self.mx().held_lock = Some(lock);
             // Under the kernel lock the token comes from the file: one above the last.
-            let last = self.work.resource.committed()?.last_fence;
+            let last = self.mx().resource.committed()?.last_fence;
             fence.clock = last.map_or(1, |f| f.clock.saturating_add(1));
             self.clock = self.clock.max(fence.clock);
         }
-        let e = self.work.entries + 1;
+        let e = self.mx().entries + 1;
         self.append(&Record::Enter { w: self.me.0, e, fence, t: resource::monotonic_ns() })?;
-        let read = self.work.resource.committed()?.value;
+        let read = self.mx().resource.committed()?.value;
         self.set_app(App::Inside { fence, read });
         if self.opts.cs.is_zero() {
-            self.work.local.push_back(Local::CsDone);
+            self.mx().local.push_back(Local::CsDone);
         } else {
             self.push_timer(self.opts.cs, TimerKind::CsDone);
         }
@@ -179,22 +234,22 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
     }
 
     fn leave_cs(&mut self) -> anyhow::Result<()> {
-        let App::Inside { fence, read } = self.work.app else {
+        let App::Inside { fence, read } = self.mx().app else {
             anyhow::bail!("internal error: leaving a section we are not in");
         };
-        self.work.entries += 1;
+        self.mx().entries += 1;
         let rec = Record::Exit {
             w: self.me.0,
-            e: self.work.entries,
+            e: self.mx().entries,
             fence,
             read,
             value: read + 1,
             t: resource::monotonic_ns(),
         };
         self.append(&rec)?;
-        if let Some(lock) = self.work.held_lock.take() {
+        if let Some(lock) = self.mx().held_lock.take() {
             let file = lock.unlock().map_err(|(_, e)| anyhow::anyhow!("unlock failed: {e}"))?;
-            self.work.lock_file = Some(file);
+            self.mx().lock_file = Some(file);
         }
         Ok(())
     }
@@ -202,30 +257,34 @@ impl<A: Node<Service = crate::algorithm::Mutex>> Worker<A> {
     /// SIGTERM or SIGINT: leave now (see the module documentation).
     pub(super) fn leave_on_signal(&mut self) -> anyhow::Result<()> {
         self.running = false;
-        self.work.local.clear();
-        if !matches!(self.work.app, App::Inside { .. }) {
-            self.log(format_args!("terminated by signal while {}; leaving", self.work.app.name()));
+        if let Work::Election(e) = &self.work {
+            let state = e.state();
+            self.log(format_args!("terminated by signal while {state}; leaving"));
+            return Ok(());
+        }
+        self.mx().local.clear();
+        let app = self.mx().app;
+        if !matches!(app, App::Inside { .. }) {
+            self.log(format_args!("terminated by signal while {}; leaving", app.name()));
             return Ok(());
         }
         self.log(format_args!("terminated by signal inside the critical section; closing it and leaving"));
         self.leave_cs()?;
         // Only messages come of this: nothing is entered or asked for any more.
-        self.input(Input::Call { call: MutexCall::Done })?;
+        self.call(AppCall::Done)?;
         self.set_app(App::Done);
         self.flush_all()?;
         Ok(())
     }
 
     fn set_app(&mut self, app: App) {
-        self.work.app = app;
-        self.work.app_since = resource::monotonic_ns();
+        self.mx().app = app;
+        self.mx().app_since = resource::monotonic_ns();
     }
 
     fn append(&mut self, rec: &Record) -> anyhow::Result<()> {
-        self.work
-            .resource
-            .append(rec)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", self.work.resource_path.display()))
+        let w = self.mx();
+        w.resource.append(rec).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", w.resource_path.display()))
     }
 }
 

@@ -106,6 +106,8 @@ impl Supervisor<'_> {
 
     /// Write a fault to `faults.log` and the report.
     fn log_fault(&mut self, f: AppliedFault) {
+        // An election run settles only once quiet after its last fault.
+        self.quiet_since = Instant::now();
         if let Some(log) = self.fault_log.as_mut() {
             let _ = writeln!(log, "{}", f.log_line());
         }
@@ -196,6 +198,7 @@ impl Supervisor<'_> {
             Target::Worker(w) => Some(w as usize),
             Target::Holder => self.tail.holder(|w| self.slots[w as usize].alive()).map(|w| w as usize),
             Target::Coordinator => Some(self.slots.len() - 1),
+            Target::Leader => self.leader(),
         }
     }
 
@@ -214,14 +217,25 @@ impl Supervisor<'_> {
             Action::Kill(t) | Action::Term(t) | Action::Stop(t) => match self.resolve(*t) {
                 Some(w) => Some(w),
                 None => {
-                    self.record("skip", None, None, format!("{text}: no live worker has entered yet"));
+                    let why = if self.opts.elect.is_some() {
+                        "no live worker follows a live leader yet"
+                    } else {
+                        "no live worker has entered yet"
+                    };
+                    self.record("skip", None, None, format!("{text}: {why}"));
                     return Ok(());
                 }
             },
             _ => None,
         };
-        let inside =
-            |s: &Self, w: usize| if s.tail.inside.contains(&(w as u32)) { "inside" } else { "outside" };
+        // Where the worker stands when the fault hits it, for the fault log's note.
+        let inside = |s: &Self, w: usize| match (&s.opts.elect, s.slots[w].leader) {
+            (None, _) if s.tail.inside.contains(&(w as u32)) => "inside the critical section".to_string(),
+            (None, _) => "outside the critical section".to_string(),
+            (Some(_), Some((l, term))) if l.index() == w => format!("leading (term {term})"),
+            (Some(_), Some((l, term))) => format!("following {l} (term {term})"),
+            (Some(_), None) => "following no leader".to_string(),
+        };
         match &st.action {
             Action::Kill(_) | Action::Term(_) => {
                 let w = target.expect("resolved above");
@@ -231,7 +245,7 @@ impl Supervisor<'_> {
                 }
                 let kill_it = matches!(st.action, Action::Kill(_));
                 let sig = if kill_it { Signal::SIGKILL } else { Signal::SIGTERM };
-                let note = format!("{text}; w{w} {} the critical section", inside(self, w));
+                let note = format!("{text}; w{w} {}", inside(self, w));
                 let mut fault = self.fault(if kill_it { "kill" } else { "term" }, Some(w), Some(sig), note);
                 self.slots[w].planned_exit = true;
                 let pid = self.slots[w].pid;
@@ -254,7 +268,7 @@ impl Supervisor<'_> {
                     self.record("skip", Some(w), None, format!("{text}: w{w} is not running"));
                     return Ok(());
                 }
-                let note = format!("{text}; w{w} {} the critical section", inside(self, w));
+                let note = format!("{text}; w{w} {}", inside(self, w));
                 let fault = self.fault("stop", Some(w), Some(Signal::SIGSTOP), note);
                 let pid = self.slots[w].pid;
                 let _ = kill(pid, Signal::SIGSTOP);

@@ -66,9 +66,9 @@ mod rundir;
 pub use inject::AppliedFault;
 use inject::Undo;
 use options::settings;
-pub use options::{validate, RunOpts, MIN_STALL_MS};
+pub use options::{validate, ElectOpts, Initiators, RunOpts, MIN_STALL_MS};
 use processes::{describe, Life, Outgoing, Slot};
-pub use report::{Entries, Messages, RunReport};
+pub use report::{ElectMessages, ElectReport, Entries, Messages, RunReport};
 use rundir::RunDir;
 
 /// Why a run could not be judged a success.
@@ -119,8 +119,54 @@ fn install_signal_handler() -> Result<(), RunError> {
         .map_err(|e| RunError::Failed(format!("cannot install the signal handler: {e}")))
 }
 
-/// Run a whole experiment and audit it.
+/// Run a whole mutual-exclusion experiment and audit its resource file.
 pub fn run(opts: &RunOpts) -> Result<RunReport, RunError> {
+    execute(opts, |sup, dir, faults, failure| {
+        let path = dir.path.join(control::RESOURCE_FILE);
+        let audit = audit::audit_file(&path, &faults).map_err(|e| RunError::Failed(e.to_string()))?;
+        let report = sup.report(audit, failure, dir);
+        Ok((report.ok, report))
+    })
+    .map(|(kept, report)| RunReport { run_dir_kept: kept, ..report })
+}
+
+/// Run a whole election experiment (`opts.elect` must be set) and audit its leader file.
+/// The one-way message time T is measured first, on this machine, so the time to elect
+/// can be given in message times.
+pub fn elect(opts: &RunOpts) -> Result<ElectReport, RunError> {
+    if opts.elect.is_none() {
+        return Err(RunError::Usage("an election run needs its election options".into()));
+    }
+    validate(opts)?;
+    let t = crate::bench::ping_pong(&opts.exe, 500).ok().map(|t| t + options::ms(opts.latency_ms));
+    execute(opts, |sup, dir, faults, failure| {
+        let path = dir.path.join(control::LEADERS_FILE);
+        let rules = audit::Rules {
+            highest_wins: sup.info.highest_wins,
+            bound_ns: None,
+            overlap_ns: HANDOVER.as_nanos() as u64,
+        };
+        let audit =
+            audit::audit_leaders_file(&path, &faults, rules).map_err(|e| RunError::Failed(e.to_string()))?;
+        let report = sup.elect_report(audit, failure, dir, t);
+        Ok((report.ok, report))
+    })
+    .map(|(kept, report)| ElectReport { run_dir_kept: kept, ..report })
+}
+
+/// How long two workers may both believe themselves leader in an election run before
+/// the auditor calls it `two-leaders`: a handover takes a few message times, and a
+/// loaded machine may hold a process back for tens of ms.
+pub const HANDOVER: Duration = Duration::from_millis(250);
+
+/// The sequence every run follows: make the run directory, drive the run, tear it down
+/// in order, read the fault log, and hand everything to `judge`, which audits and
+/// reports (and says whether the run was clean). The directory is removed after a clean
+/// run unless `--keep`; the result says whether it was kept.
+fn execute<R>(
+    opts: &RunOpts,
+    judge: impl FnOnce(&Supervisor, &RunDir, audit::FaultLog, Option<String>) -> Result<(bool, R), RunError>,
+) -> Result<(bool, R), RunError> {
     let info = validate(opts)?;
     install_signal_handler()?;
     let dir = RunDir::create(opts.run_dir.as_deref())?;
@@ -130,9 +176,21 @@ pub fn run(opts: &RunOpts) -> Result<RunReport, RunError> {
         dir.remove(&[]);
     })?;
     let resource_path = dir.path.join(control::RESOURCE_FILE);
-    if let Err(e) = resource::create(&resource_path, &opts.algo, opts.workers) {
+    let made = if opts.elect.is_some() {
+        let header = format!("{} algo={} workers={}\n", audit::LEADERS_HEADER, opts.algo, opts.workers);
+        let path = dir.path.join(control::LEADERS_FILE);
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, header.as_bytes()))
+            .map_err(|e| (path, e))
+    } else {
+        resource::create(&resource_path, &opts.algo, opts.workers).map_err(|e| (resource_path.clone(), e))
+    };
+    if let Err((path, e)) = made {
         dir.remove(&[]);
-        return Err(RunError::Usage(format!("cannot create {}: {e}", resource_path.display())));
+        return Err(RunError::Usage(format!("cannot create {}: {e}", path.display())));
     }
     let (tx, rx) = mpsc::channel();
     let mut sup = match Supervisor::new(opts, info, &dir.path, tx.clone(), rx) {
@@ -174,10 +232,9 @@ pub fn run(opts: &RunOpts) -> Result<RunReport, RunError> {
         faults.teardown = Some(t);
         faults.ended = Some((ended, window));
     }
-    let audit = audit::audit_file(&resource_path, &faults).map_err(|e| RunError::Failed(e.to_string()))?;
-    let report = sup.report(audit, failure, &dir);
-    let kept = if report.ok && !opts.keep { dir.remove(&sockets) } else { true };
-    Ok(RunReport { run_dir_kept: kept, ..report })
+    let (ok, report) = judge(&sup, &dir, faults, failure)?;
+    let kept = if ok && !opts.keep { dir.remove(&sockets) } else { true };
+    Ok((kept, report))
 }
 
 /// One run in progress: the worker slots and their control links, the plan not yet
@@ -241,6 +298,9 @@ struct Supervisor<'a> {
     partition: Option<(u64, Vec<Vec<u32>>)>,
     /// Partitions applied so far: each gets the next generation.
     partitions: u64,
+    /// Under an election: since when no worker has accepted a new leader and no fault
+    /// has been applied.
+    quiet_since: Instant,
 }
 
 impl<'a> Supervisor<'a> {
@@ -289,6 +349,7 @@ impl<'a> Supervisor<'a> {
             fault_log: None,
             partition: None,
             partitions: 0,
+            quiet_since: Instant::now(),
         })
     }
 
@@ -306,6 +367,16 @@ impl<'a> Supervisor<'a> {
         }
         self.started = Some(Instant::now());
         self.last_progress = Instant::now();
+        if self.opts.elect.is_some() {
+            // The auditor times the first election from here.
+            let path = self.dir.join(control::LEADERS_FILE);
+            let line = format!("START t={}\n", resource::monotonic_ns());
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()))
+                .map_err(|e| RunError::Failed(format!("cannot write {}: {e}", path.display())))?;
+        }
         for id in 0..self.slots.len() {
             self.start_worker(id);
         }
@@ -373,14 +444,41 @@ impl<'a> Supervisor<'a> {
 
     /// Every worker finished its entries, or is dead with no restart to come. A restart at
     /// `entry K` can no longer come once every live worker is done and no timed restart is
-    /// left: nobody will enter again.
+    /// left: nobody will enter again. An election run is done when it has settled.
     fn all_done(&self) -> bool {
+        if let Some(e) = &self.opts.elect {
+            return self.steps.is_empty()
+                && self.undo.is_empty()
+                && self.agreed().is_some()
+                && self.quiet_since.elapsed() >= e.settle;
+        }
         let nothing_more = self.quiescent() && !self.timed_restart_pending();
         self.slots.iter().enumerate().all(|(id, s)| {
             s.done
                 || (s.life == Life::Exited
                     && (nothing_more || !self.steps.iter().any(|st| st.action == Action::Restart(id as u32))))
         })
+    }
+
+    /// Under an election: the leader every live worker names, if they all name the same
+    /// one and it is alive. A paused worker counts: it must wake and agree too.
+    fn agreed(&self) -> Option<(PeerId, u64)> {
+        let mut live = self.slots.iter().filter(|s| s.alive());
+        let first = live.next()?.leader?;
+        let same = live.all(|s| s.leader == Some(first));
+        (same && self.slots[first.0.index()].alive()).then_some(first)
+    }
+
+    /// The `leader` a fault plan names: of the live leaders the live workers follow, the
+    /// one with the newest term.
+    fn leader(&self) -> Option<usize> {
+        self.slots
+            .iter()
+            .filter(|s| s.alive())
+            .filter_map(|s| s.leader)
+            .filter(|(id, _)| self.slots.get(id.index()).is_some_and(|s| s.alive()))
+            .max_by_key(|&(_, term)| term)
+            .map(|(id, _)| id.index())
     }
 
     /// Queue a message for worker `id`'s control link. Never blocks: the link's writer
@@ -526,6 +624,11 @@ impl<'a> Supervisor<'a> {
                 }
             }
             ToSupervisor::Done { .. } => self.slots[id].done = true,
+            ToSupervisor::Leader { leader, term } => {
+                self.slots[id].leader = Some((leader, term));
+                self.quiet_since = Instant::now();
+                self.last_progress = Instant::now();
+            }
             ToSupervisor::Stats(s) => self.slots[id].stats = Some(s),
             ToSupervisor::Fatal(why) => self.slots[id].fatal = Some(why),
             ToSupervisor::Pending(_) => {}

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use super::{RunError, MAX_WORKERS};
 use crate::algos::{self, AlgoInfo};
-use crate::control::WorkerSettings;
-use crate::faults::Plan;
+use crate::control::{Detector, WorkerSettings};
+use crate::faults::{Action, Plan, Target};
 
 /// How to run.
 #[derive(Clone, Debug)]
@@ -35,6 +35,74 @@ pub struct RunOpts {
     pub latency_ms: f64,
     pub jitter_ms: f64,
     pub drop: f64,
+    /// How workers learn that a peer is down or up.
+    pub detector: Detector,
+    /// `mutexlab elect`: who starts the elections and when the run is settled; `None`
+    /// for mutual exclusion.
+    pub elect: Option<ElectOpts>,
+}
+
+/// What `mutexlab elect` adds to a run.
+#[derive(Clone, Debug)]
+pub struct ElectOpts {
+    pub initiators: Initiators,
+    /// The run is over once, after the plan's last step, every live worker has named the
+    /// same live leader and no worker has accepted another for this long.
+    pub settle: Duration,
+}
+
+/// Who calls an election when the run starts (`--initiators`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Initiators {
+    All,
+    Lowest,
+    Ids(Vec<u32>),
+}
+
+impl Initiators {
+    /// Whether worker `id` of `n` is one.
+    pub fn contains(&self, id: u32, _n: u32) -> bool {
+        match self {
+            Initiators::All => true,
+            Initiators::Lowest => id == 0,
+            Initiators::Ids(ids) => ids.contains(&id),
+        }
+    }
+
+    /// How many of `n` workers are.
+    pub fn count(&self, n: u32) -> u32 {
+        (0..n).filter(|&id| self.contains(id, n)).count() as u32
+    }
+}
+
+impl std::str::FromStr for Initiators {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Initiators, String> {
+        match s.trim() {
+            "all" => Ok(Initiators::All),
+            "lowest" => Ok(Initiators::Lowest),
+            list => {
+                let ids: Result<Vec<u32>, _> = list.split(',').map(|w| w.trim().parse::<u32>()).collect();
+                match ids {
+                    Ok(ids) if !ids.is_empty() => Ok(Initiators::Ids(ids)),
+                    _ => Err(format!("expected `all`, `lowest` or worker ids such as `0,3`, not `{list}`")),
+                }
+            }
+        }
+    }
+}
+
+impl std::fmt::Display for Initiators {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Initiators::All => f.write_str("all"),
+            Initiators::Lowest => f.write_str("lowest"),
+            Initiators::Ids(ids) => {
+                let ids: Vec<String> = ids.iter().map(u32::to_string).collect();
+                f.write_str(&ids.join(","))
+            }
+        }
+    }
 }
 
 /// Shortest stall window accepted: below this, a busy machine's scheduling hiccup would
@@ -52,7 +120,54 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
             opts.workers
         )));
     }
-    if opts.duration.is_none() && (opts.entries == 0 || opts.entries > 10_000_000) {
+    match (&opts.elect, info.service) {
+        (None, "mutex") | (Some(_), "election") => {}
+        (None, service) => {
+            return Err(RunError::Usage(format!(
+                "{:?} is an algorithm of the {service} service: run it with `mutexlab elect`",
+                opts.algo
+            )))
+        }
+        (Some(_), service) => {
+            return Err(RunError::Usage(format!(
+                "{:?} is an algorithm of the {service} service, not an election: run it with `mutexlab run`",
+                opts.algo
+            )))
+        }
+    }
+    if let Some(e) = &opts.elect {
+        if let Initiators::Ids(ids) = &e.initiators {
+            if let Some(bad) = ids.iter().find(|&&id| id >= opts.workers) {
+                return Err(RunError::Usage(format!(
+                    "--initiators names w{bad}, but there are only {} workers",
+                    opts.workers
+                )));
+            }
+        }
+        for st in &opts.plan.steps {
+            if matches!(st.when, crate::faults::When::Entry(_)) {
+                return Err(RunError::Usage(format!(
+                    "`{st}`: an election run has no entries; give a time (`at 300ms`)"
+                )));
+            }
+            if let Action::Kill(Target::Holder)
+            | Action::Term(Target::Holder)
+            | Action::Stop(Target::Holder) = st.action
+            {
+                return Err(RunError::Usage(format!(
+                    "`{st}`: an election run has no critical section; target `leader` or a worker id"
+                )));
+            }
+        }
+    } else if let Some(st) = opts.plan.steps.iter().find(|st| {
+        matches!(
+            st.action,
+            Action::Kill(Target::Leader) | Action::Term(Target::Leader) | Action::Stop(Target::Leader)
+        )
+    }) {
+        return Err(RunError::Usage(format!("`{st}`: `leader` is a target of `mutexlab elect` only")));
+    }
+    if opts.elect.is_none() && opts.duration.is_none() && (opts.entries == 0 || opts.entries > 10_000_000) {
         return Err(RunError::Usage(format!(
             "--entries must be between 1 and 10000000, not {}",
             opts.entries
@@ -153,6 +268,8 @@ pub(super) fn settings(
         latency: ms(o.latency_ms),
         jitter: ms(o.jitter_ms),
         drop: o.drop,
+        initiator: o.elect.as_ref().is_some_and(|e| e.initiators.contains(id, o.workers)),
+        detector: o.detector,
     }
 }
 
@@ -180,6 +297,48 @@ pub(super) mod tests {
             latency_ms: 0.0,
             jitter_ms: 0.0,
             drop: 0.0,
+            detector: Detector::Perfect,
+            elect: None,
+        }
+    }
+
+    #[test]
+    fn a_service_runs_only_under_its_own_command_and_an_election_plan_has_no_entries() {
+        let elect = |algo: &str, plan: &str| RunOpts {
+            algo: algo.into(),
+            plan: Plan::parse(plan, 3).unwrap(),
+            elect: Some(ElectOpts { initiators: Initiators::All, settle: Duration::from_millis(100) }),
+            ..sample()
+        };
+        assert_eq!(refusal(elect("bully", "kill leader at 1s; restart 2 at 2s")), "");
+        assert!(refusal(elect("lamport", "")).contains("not an election: run it with `mutexlab run`"));
+        assert!(
+            refusal(RunOpts { algo: "bully".into(), ..sample() }).contains("run it with `mutexlab elect`")
+        );
+        assert!(refusal(elect("bully", "kill 1 at entry 3")).contains("has no entries"));
+        assert!(refusal(elect("bully", "stop holder at 1s")).contains("no critical section"));
+        let leader = RunOpts { plan: Plan::parse("kill leader at 1s", 3).unwrap(), ..sample() };
+        assert!(refusal(leader).contains("`leader` is a target of `mutexlab elect` only"));
+        let four = RunOpts {
+            elect: Some(ElectOpts {
+                initiators: Initiators::Ids(vec![0, 3]),
+                settle: Duration::from_millis(1),
+            }),
+            ..elect("bully", "")
+        };
+        assert!(refusal(four).contains("--initiators names w3"));
+    }
+
+    #[test]
+    fn initiators_read_and_print_alike() {
+        for text in ["all", "lowest", "0,3,5"] {
+            assert_eq!(text.parse::<Initiators>().unwrap().to_string(), text);
+        }
+        assert_eq!(" 0, 2 ".parse::<Initiators>(), Ok(Initiators::Ids(vec![0, 2])));
+        assert_eq!("lowest".parse::<Initiators>().unwrap().count(5), 1);
+        assert_eq!("all".parse::<Initiators>().unwrap().count(5), 5);
+        for bad in ["", "some", "1,,2", "-1"] {
+            assert!(bad.parse::<Initiators>().is_err(), "{bad:?}");
         }
     }
 

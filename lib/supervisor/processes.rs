@@ -55,6 +55,8 @@ pub(super) struct Slot {
     /// The partition this incarnation was last sent (its generation), `None` if it was
     /// sent none or a heal since.
     pub(super) view: Option<u64>,
+    /// Under an election: the leader this life last accepted, and its term.
+    pub(super) leader: Option<(PeerId, u64)>,
 }
 
 impl Slot {
@@ -73,6 +75,7 @@ impl Slot {
             planned_exit: false,
             since: resource::monotonic_ns(),
             view: None,
+            leader: None,
         }
     }
 

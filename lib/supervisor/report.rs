@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::rundir::RunDir;
 use super::{AppliedFault, Supervisor};
 use crate::algos::{Shape, Theory};
-use crate::audit::{AuditReport, Violation, WaitStats};
+use crate::audit::{AuditReport, ElectionReport, Violation, WaitStats};
 
 /// Messages section of the report.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -94,7 +94,7 @@ impl Supervisor<'_> {
         };
         let total = audit.entries;
         messages.per_entry = if total > 0 { messages.total as f64 / total as f64 } else { 0.0 };
-        let shape = Shape { n: self.opts.workers, replicas: self.opts.replicas };
+        let shape = Shape { n: self.opts.workers, replicas: self.opts.replicas, initiators: 0 };
         RunReport {
             algorithm: self.opts.algo.clone(),
             workers: self.opts.workers,
@@ -119,6 +119,137 @@ impl Supervisor<'_> {
             violations: audit.violations,
             violation_count: audit.violation_count,
             cut_short: audit.cut_short,
+            run_dir: dir.path.display().to_string(),
+            run_dir_kept: true,
+            plan: self.opts.plan.to_string(),
+            faults: self.applied.clone(),
+            never_fired: self.steps.iter().map(|st| st.to_string()).collect(),
+            lost_messages: lost,
+            counters,
+        }
+    }
+}
+
+/// Messages section of an election run's report.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ElectMessages {
+    /// The election's own messages: every type but HEARTBEAT.
+    pub total: u64,
+    /// Every type, HEARTBEAT included.
+    pub by_type: BTreeMap<String, u64>,
+    /// `total` over the elections held (distinct terms).
+    pub per_election: f64,
+    /// The heartbeat detector's messages.
+    pub heartbeats: u64,
+    pub bad_frames: u64,
+    pub dropped_connections: u64,
+}
+
+/// Everything an election run found; `mutexlab elect --json` prints this.
+#[derive(Clone, Debug, Serialize)]
+pub struct ElectReport {
+    pub algorithm: String,
+    pub workers: u32,
+    pub ok: bool,
+    /// Why the run failed, apart from audit violations.
+    pub failure: Option<String>,
+    /// Who called an election at the start (`all`, `lowest` or ids).
+    pub initiators: String,
+    /// How workers learnt of peers going down and up.
+    pub detector: String,
+    /// The leader every live worker named at the end, and its term.
+    pub leader: Option<u32>,
+    pub term: Option<u64>,
+    /// Elections held: distinct terms announced.
+    pub elections: usize,
+    pub messages: ElectMessages,
+    /// Messages per election, as theory gives them for this many workers and initiators.
+    pub theory: Option<Theory>,
+    /// From the last kill or restart (else the start) to the agreement, in ms.
+    pub time_to_elect_ms: Option<f64>,
+    /// The one-way message time T measured before the run (a ping-pong between two
+    /// processes, plus `--latency`), in µs.
+    pub message_time_us: Option<f64>,
+    /// `time_to_elect_ms` in message times T.
+    pub time_to_elect_t: Option<f64>,
+    pub elapsed_s: f64,
+    pub seed: u64,
+    pub violations: Vec<Violation>,
+    pub violation_count: usize,
+    pub run_dir: String,
+    pub run_dir_kept: bool,
+    /// The fault plan, in the plan grammar.
+    pub plan: String,
+    /// Faults actually applied, in order.
+    pub faults: Vec<AppliedFault>,
+    /// Plan steps that never fired, in the plan grammar.
+    pub never_fired: Vec<String>,
+    /// Messages lost on purpose (`--drop`).
+    pub lost_messages: u64,
+    /// The algorithm's own counters, summed over workers.
+    pub counters: BTreeMap<String, u64>,
+}
+
+impl Supervisor<'_> {
+    /// An election run's report: the workers' statistics summed, the election audit's
+    /// verdict, and the time to elect in ms and in message times `t`.
+    pub(super) fn elect_report(
+        &self,
+        audit: ElectionReport,
+        failure: Option<String>,
+        dir: &RunDir,
+        t: Option<Duration>,
+    ) -> ElectReport {
+        let mut messages = ElectMessages::default();
+        let mut lost = 0;
+        let mut counters: BTreeMap<String, u64> = BTreeMap::new();
+        for s in self.slots.iter().filter_map(|s| s.stats.as_ref()) {
+            for (k, v) in &s.sent {
+                *messages.by_type.entry(k.clone()).or_default() += v;
+                if k == crate::runtime::HEARTBEAT {
+                    messages.heartbeats += v;
+                } else {
+                    messages.total += v;
+                }
+            }
+            messages.bad_frames += s.bad_frames;
+            messages.dropped_connections += s.dropped_connections;
+            lost += s.lost;
+            for (k, v) in &s.counters {
+                *counters.entry(k.clone()).or_default() += v;
+            }
+        }
+        let elections = audit.terms;
+        messages.per_election =
+            if elections > 0 { messages.total as f64 / elections as f64 } else { messages.total as f64 };
+        let elapsed = match (self.started, self.finished) {
+            (Some(s), Some(f)) => f - s,
+            (Some(s), None) => s.elapsed(),
+            _ => Duration::ZERO,
+        };
+        let e = self.opts.elect.as_ref();
+        let initiators = e.map_or(0, |e| e.initiators.count(self.opts.workers));
+        let shape = Shape { n: self.opts.workers, replicas: None, initiators };
+        let t_ms = t.map(|t| t.as_secs_f64() * 1e3).filter(|&t| t > 0.0);
+        ElectReport {
+            algorithm: self.opts.algo.clone(),
+            workers: self.opts.workers,
+            ok: audit.ok && failure.is_none(),
+            failure,
+            initiators: e.map(|e| e.initiators.to_string()).unwrap_or_default(),
+            detector: self.opts.detector.to_string(),
+            leader: audit.leader.map(|l| l.0),
+            term: audit.leader.map(|l| l.1),
+            elections,
+            messages,
+            theory: (self.info.theory)(shape),
+            time_to_elect_ms: audit.time_to_agree_ms,
+            message_time_us: t_ms.map(|t| t * 1e3),
+            time_to_elect_t: audit.time_to_agree_ms.zip(t_ms).map(|(e, t)| e / t),
+            elapsed_s: elapsed.as_secs_f64(),
+            seed: self.opts.seed,
+            violations: audit.violations,
+            violation_count: audit.violation_count,
             run_dir: dir.path.display().to_string(),
             run_dir_kept: true,
             plan: self.opts.plan.to_string(),

@@ -1,0 +1,87 @@
+//! The election service's application loop: the initiators call `elect` when the run
+//! starts, and every leader the node announces is appended to the leader file
+//! ([`control::LEADERS_FILE`]), one `write` per record, and told to the supervisor.
+//!
+//! The file is the evidence: the election auditor ([`crate::audit::leaders`]) judges the
+//! run from it and the fault log alone, as the resource auditor judges mutual exclusion
+//! from the resource file. The `Leader` frame on the control link only lets the
+//! supervisor see the run settle and find the `leader` a fault plan names. A restarted
+//! worker calls nothing itself: its node, knowing it is a new incarnation, holds an
+//! election if its algorithm says so. There is nothing to finish: the run ends when the
+//! supervisor sees every live worker name the same leader and stay quiet.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use super::{AppCall, RunService, Work, Worker};
+use crate::algorithm::{Node, PeerId};
+use crate::audit::LeaderRecord;
+use crate::control::{self, ToSupervisor};
+use crate::resource;
+
+/// An election worker's application: the leader file, and the leader it follows.
+pub(super) struct Electing {
+    file: File,
+    /// Where `file` lives, for error messages.
+    path: PathBuf,
+    /// The leader this life last accepted, and its term.
+    pub(super) leader: Option<(PeerId, u64)>,
+    /// When it did (or when the life began), monotonic ns.
+    pub(super) since: u64,
+    /// Leaders accepted in this life.
+    pub(super) accepted: u64,
+}
+
+impl Electing {
+    /// Open the leader file the supervisor made, for appending.
+    pub(super) fn open(run_dir: &Path) -> anyhow::Result<Electing> {
+        let path = run_dir.join(control::LEADERS_FILE);
+        let file = OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", path.display()))?;
+        Ok(Electing { file, path, leader: None, since: resource::monotonic_ns(), accepted: 0 })
+    }
+
+    /// Where the application stands, as a diagnosis shows it.
+    pub(super) fn state(&self) -> String {
+        match self.leader {
+            None => "waiting for a leader".into(),
+            Some((id, term)) => format!("following {id} (term {term})"),
+        }
+    }
+}
+
+impl<A: Node<Service: RunService>> Worker<A> {
+    /// The run began: an initiator holds an election.
+    pub(super) fn begin_electing(&mut self) -> anyhow::Result<()> {
+        if self.opts.initiator && self.opts.incarnation == 0 {
+            self.call(AppCall::Elect)?;
+        }
+        Ok(())
+    }
+
+    /// The node announced a leader: record it, then tell the supervisor.
+    pub(super) fn accept_leader(&mut self, id: PeerId, term: u64) -> anyhow::Result<()> {
+        if self.terminating() {
+            return Ok(()); // nothing is recorded after the signal
+        }
+        let Work::Election(e) = &mut self.work else {
+            anyhow::bail!("internal error: a leader announced to a mutual-exclusion worker");
+        };
+        let t = resource::monotonic_ns();
+        let rec = LeaderRecord { w: self.me.0, inc: self.opts.incarnation, leader: id.0, term, t };
+        // One write per record, so records of several workers never interleave.
+        e.file
+            .write_all(format!("{rec}\n").as_bytes())
+            .map_err(|err| anyhow::anyhow!("cannot write {}: {err}", e.path.display()))?;
+        e.leader = Some((id, term));
+        e.since = t;
+        e.accepted += 1;
+        self.control.set_nonblocking(false)?;
+        self.tell_supervisor(&ToSupervisor::Leader { leader: id, term })?;
+        self.control.set_nonblocking(true)?;
+        Ok(())
+    }
+}
