@@ -201,6 +201,20 @@ impl<N: Node<Service = Election>> Net<N> {
     /// Deliver messages in FIFO order until none is left, firing the earliest timer
     /// whenever the network is quiet, until no timer is left either.
     pub fn run(&mut self) -> Result<(), String> {
+        self.drive(None)
+    }
+
+    /// As [`Net::run`], but fire only the timers due within `span` from now; the clock
+    /// then stands at the end of the span. For nodes that always keep a timer set (a
+    /// leader's periodic poll), whose runs never go quiet by themselves.
+    pub fn run_for(&mut self, span: Duration) -> Result<(), String> {
+        let until = self.now + span;
+        self.drive(Some(until))?;
+        self.now = self.now.max(until);
+        Ok(())
+    }
+
+    fn drive(&mut self, until: Option<Duration>) -> Result<(), String> {
         for _ in 0..MAX_STEPS {
             if self.step() {
                 continue;
@@ -208,6 +222,9 @@ impl<N: Node<Service = Election>> Net<N> {
             let Some(k) = (0..self.timers.len()).min_by_key(|&k| self.timers[k].due) else {
                 return Ok(());
             };
+            if until.is_some_and(|until| self.timers[k].due > until) {
+                return Ok(());
+            }
             let Armed { node, timer, generation, due } = self.timers.remove(k);
             self.now = self.now.max(due);
             if let Some(step) = self.hosts[node].fire(self.now, &timer, generation) {

@@ -86,3 +86,8 @@ fn chang_roberts_elects_the_highest_through_any_order_and_crash() {
 fn ring_list_elects_the_highest_through_any_order_and_crash() {
     sweeps::<super::ring_list::RingList>(super::ring_list::messages_per_election);
 }
+
+#[test]
+fn bully_gm_elects_the_highest_through_any_order_and_crash() {
+    sweeps::<super::bully_gm::BullyGm>(super::bully_gm::messages_per_election);
+}

@@ -9,6 +9,7 @@
 
 pub mod baseline;
 pub mod bully;
+pub mod bully_gm;
 pub mod centralized;
 pub mod centralized_bully;
 pub mod chang_roberts;
