@@ -326,6 +326,16 @@ pub static BUILTIN: &[AlgoInfo] = &[
         ..AlgoInfo::runs::<bully::Bully>()
     },
     AlgoInfo {
+        name: "bully-gm",
+        family: "election",
+        summary: "Garcia-Molina's four phases: STATUS_POLL up, ELECTION down, COORDINATOR, NEW_STATE; the leader polls",
+        highest_wins: true,
+        theory: |s| {
+            election_theory(bully_gm::messages_per_election(s.n), "6(M-1) (the highest starts) to (M-1)(M+6)")
+        },
+        ..AlgoInfo::runs::<bully_gm::BullyGm>()
+    },
+    AlgoInfo {
         name: "chang-roberts",
         family: "ring",
         summary: "the largest id goes once round a one-way ring, then ELECTED goes round once",
@@ -503,6 +513,7 @@ mod tests {
             states_are_values::<raymond::Raymond>(),
             states_are_values::<neilsen_mizuno::NeilsenMizuno>(),
             states_are_values::<bully::Bully>(),
+            states_are_values::<bully_gm::BullyGm>(),
             states_are_values::<chang_roberts::ChangRoberts>(),
             states_are_values::<ring_list::RingList>(),
         ];
