@@ -42,9 +42,11 @@ enum Cmd {
     Elect(ElectArgs),
     /// List the algorithms.
     Algorithms,
-    /// Audit a resource file: exit 0 clean, 1 violations, 2 unreadable or not a resource file.
+    /// Audit a resource file or a leader file: exit 0 clean, 1 violations, 2 unreadable or
+    /// neither.
     Audit {
-        /// The resource file (resource.log in a run directory).
+        /// The resource file (resource.log) or leader file (leaders.log), or a run
+        /// directory holding one.
         file: PathBuf,
         /// The supervisor's fault log (default: faults.log beside FILE, if present).
         #[arg(long)]
@@ -251,14 +253,16 @@ pub fn main(registry: Registry) -> ExitCode {
         Cmd::Run(a) => cmd_run(a),
         Cmd::Elect(a) => cmd_elect(a),
         Cmd::Algorithms => {
+            let mut text = String::new();
             for (service, title) in
                 [("mutex", "Mutual exclusion (mutexlab run)"), ("election", "Elections (mutexlab elect)")]
             {
-                println!("{title}:");
+                text.push_str(&format!("{title}:\n"));
                 for a in algos::registry().iter().filter(|a| a.service == service) {
-                    println!("  {:<22} {:<11} {}", a.name, a.family, a.summary);
+                    text.push_str(&format!("  {:<22} {:<11} {}\n", a.name, a.family, a.summary));
                 }
             }
+            out(&text);
             ExitCode::SUCCESS
         }
         Cmd::Audit { file, faults, json } => cmd_audit(&file, faults, json),
@@ -307,6 +311,17 @@ fn exe() -> PathBuf {
     std::env::current_exe().unwrap_or_else(|_| PathBuf::from("mutexlab"))
 }
 
+/// Write to stdout; a reader that went away (`| head`) is not an error worth a word.
+fn out(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+/// A report as pretty JSON, one object and a newline.
+fn to_json(value: &impl serde::Serialize) -> String {
+    serde_json::to_string_pretty(value).expect("report serialises") + "\n"
+}
+
 fn fail(code: u8, msg: &str) -> ExitCode {
     eprintln!("mutexlab: {msg}");
     ExitCode::from(code)
@@ -344,9 +359,9 @@ fn cmd_run(a: RunArgs) -> ExitCode {
     match supervisor::run(&opts) {
         Ok(r) => {
             if sh.json {
-                println!("{}", serde_json::to_string_pretty(&r).expect("report serialises"));
+                out(&to_json(&r));
             } else {
-                print!("{}", report::run_summary(&r));
+                out(&report::run_summary(&r));
             }
             finished(r.ok, r.failure.as_deref())
         }
@@ -386,9 +401,9 @@ fn cmd_elect(a: ElectArgs) -> ExitCode {
     match supervisor::elect(&opts) {
         Ok(r) => {
             if sh.json {
-                println!("{}", serde_json::to_string_pretty(&r).expect("report serialises"));
+                out(&to_json(&r));
             } else {
-                print!("{}", report::elect_summary(&r));
+                out(&report::elect_summary(&r));
             }
             finished(r.ok, r.failure.as_deref())
         }
@@ -490,25 +505,53 @@ fn build_plan(a: &Shared, workers: u32, duration: Option<f64>) -> Result<Plan, S
     Ok(plan)
 }
 
-fn cmd_audit(file: &std::path::Path, faults: Option<PathBuf>, json: bool) -> ExitCode {
+fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> ExitCode {
+    use crate::control::{LEADERS_FILE, RESOURCE_FILE};
+    // A run directory: whichever file its run wrote.
+    let file = if path.is_dir() {
+        match [RESOURCE_FILE, LEADERS_FILE].into_iter().map(|f| path.join(f)).find(|f| f.is_file()) {
+            Some(f) => f,
+            None => {
+                let msg = format!("{} holds neither {RESOURCE_FILE} nor {LEADERS_FILE}", path.display());
+                return fail(2, &msg);
+            }
+        }
+    } else {
+        path.to_path_buf()
+    };
     let faults = match faults {
         Some(f) if !f.is_file() => return fail(2, &format!("cannot read fault log {}", f.display())),
         Some(f) => audit::FaultLog::read(&f),
         None => audit::FaultLog::read(&file.with_file_name(crate::control::FAULT_LOG)),
     };
-    match audit::audit_file(file, &faults) {
-        Ok(r) => {
-            if json {
-                println!("{}", serde_json::to_string_pretty(&r).expect("report serialises"));
-            } else {
-                print!("{}", report::audit_summary(&file.display().to_string(), &r));
-            }
-            if r.ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
+    let shown = file.display().to_string();
+    let (ok, text, value) = match audit::audit_file(&file, &faults) {
+        Ok(r) => (r.ok, report::audit_summary(&shown, &r), serde_json::to_value(&r)),
+        Err(audit::AuditError::NotResource { .. }) => {
+            // Not a resource file: perhaps a leader file. Validity (the highest live id
+            // leads) is left out: the file does not say which algorithm promises it.
+            let rules = audit::Rules {
+                overlap_ns: supervisor::HANDOVER.as_nanos() as u64,
+                ..audit::Rules::default()
+            };
+            match audit::audit_leaders_file(&file, &faults, rules) {
+                Ok(r) => (r.ok, report::leaders_summary(&shown, &r), serde_json::to_value(&r)),
+                Err(audit::AuditError::NotLeaders { .. }) => {
+                    return fail(2, &format!("{shown} is neither a mutexlab resource file nor a leader file"))
+                }
+                Err(e) => return fail(2, &e.to_string()),
             }
         }
-        Err(e) => fail(2, &e.to_string()),
+        Err(e) => return fail(2, &e.to_string()),
+    };
+    if json {
+        out(&value.map(|v| to_json(&v)).expect("report serialises"));
+    } else {
+        out(&text);
+    }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
     }
 }

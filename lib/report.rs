@@ -2,7 +2,7 @@
 
 use std::fmt::Write as _;
 
-use crate::audit::{AuditReport, Violation};
+use crate::audit::{AuditReport, ElectionReport, Violation};
 use crate::supervisor::{ElectReport, RunReport};
 
 /// How many violations a human summary lists before it only counts.
@@ -204,6 +204,31 @@ pub fn elect_summary(r: &ElectReport) -> String {
     }
     if r.run_dir_kept {
         let _ = writeln!(s, "  run dir     {} (kept)", r.run_dir);
+    }
+    s
+}
+
+/// The report `mutexlab audit` prints for a leader file.
+pub fn leaders_summary(path: &str, a: &ElectionReport) -> String {
+    let mut s = String::new();
+    let algo = a.algorithm.as_deref().unwrap_or("?");
+    let _ = writeln!(s, "audit of {path}: algorithm {algo}, {} workers, {} records", a.workers, a.records);
+    match a.leader {
+        Some((l, t)) => {
+            let _ = writeln!(s, "  leader      w{l} (term {t}), {} term(s) announced", a.terms);
+        }
+        None => {
+            let _ = writeln!(s, "  leader      none agreed, {} term(s) announced", a.terms);
+        }
+    }
+    if let Some(ms) = a.time_to_agree_ms {
+        let _ = writeln!(s, "  agreed in   {ms:.2} ms");
+    }
+    if a.ok {
+        let _ = writeln!(s, "  verdict     OK: no violations");
+    } else {
+        let _ = writeln!(s, "  verdict     {} VIOLATION(S)", a.violation_count);
+        violations(&mut s, &a.violations, a.violation_count);
     }
     s
 }
