@@ -24,6 +24,7 @@ pub mod ricart_agrawala;
 pub mod ring_list;
 pub mod suzuki_kasami;
 pub mod token_ring;
+pub mod token_ring_ft;
 pub mod voting;
 
 use std::os::unix::net::UnixStream;
