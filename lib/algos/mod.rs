@@ -25,6 +25,7 @@ pub mod ricart_agrawala;
 pub mod ring_list;
 pub mod suzuki_kasami;
 pub mod token_ring;
+pub mod token_ring_ft;
 pub mod voting;
 
 use std::os::unix::net::UnixStream;
@@ -273,6 +274,25 @@ pub static BUILTIN: &[AlgoInfo] = &[
         ..AlgoInfo::runs::<token_ring::TokenRing>()
     },
     AlgoInfo {
+        name: "token-ring-ft",
+        family: "token",
+        summary: "token-ring with generations: a lost TOKEN is made again after an ELECTION lap its holder would stop",
+        kernel_lock: false,
+        theory: |s| {
+            if s.n <= 1 {
+                return Theory::exact(0.0, "0: a lone node keeps the token");
+            }
+            Some(Theory::range(
+                1.0,
+                f64::INFINITY,
+                "as token-ring: 1 at saturation, up to N with declines; plus M ELECTIONs \
+                 (2M-1 at worst) per token made again among M live nodes; unbounded above"
+                    .into(),
+            ))
+        },
+        ..AlgoInfo::runs::<token_ring_ft::TokenRingFt>()
+    },
+    AlgoInfo {
         name: "suzuki-kasami",
         family: "token",
         summary:
@@ -509,6 +529,7 @@ mod tests {
             states_are_values::<ricart_agrawala::RoucairolCarvalho>(),
             states_are_values::<voting::Voting>(),
             states_are_values::<token_ring::TokenRing>(),
+            states_are_values::<token_ring_ft::TokenRingFt>(),
             states_are_values::<suzuki_kasami::SuzukiKasami>(),
             states_are_values::<raymond::Raymond>(),
             states_are_values::<neilsen_mizuno::NeilsenMizuno>(),
