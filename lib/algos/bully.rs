@@ -348,10 +348,21 @@ impl Bully {
         }
     }
 
-    fn on_peer_up(&mut self, peer: PeerId) {
-        // A new incarnation holds its own election; it has forgotten any COORDINATOR.
+    /// A peer is back: a new incarnation, or (under a heartbeat detector) one wrongly
+    /// taken for dead, such as a paused leader, which never heard of this node's win. A
+    /// leader that outranks it tells it again; one it outranks is asked to take over.
+    fn on_peer_up(&mut self, peer: PeerId, out: &mut O) {
         self.down.remove(&peer);
         self.told.remove(&peer);
+        if !self.leading() || self.electing() {
+            return;
+        }
+        if peer > self.me() {
+            self.hold_election(out);
+        } else {
+            out.send(peer, Msg::Coordinator { term: self.term() });
+            self.told.insert(peer);
+        }
     }
 }
 
@@ -386,7 +397,7 @@ impl Node for Bully {
             },
             Input::Timer { timer } => self.on_timer(timer, out),
             Input::PeerDown { peer } => self.on_peer_down(peer, out),
-            Input::PeerUp { peer } => self.on_peer_up(peer),
+            Input::PeerUp { peer } => self.on_peer_up(peer, out),
         }
     }
 
@@ -547,12 +558,12 @@ mod tests {
         net.run().unwrap();
         assert_eq!(net.check(), Ok(PeerId(3)));
         assert_eq!(net.leader_of(1), Some((PeerId(3), 7)));
-        // 1 asks 2 and 3, both answer; 2 knows the leader 1 has not heard of and only
-        // answers; 3 tells 1 again, as 1 was down when 3 won.
+        // 3 tells 1 who leads as soon as it is back (1 was down when 3 won); 1 asks 2
+        // and 3, both answer and, knowing the leader, only answer.
         #[rustfmt::skip]
         let expected = [
-            (1, 2, "ELECTION"), (1, 3, "ELECTION"), (2, 1, "ANSWER"), (3, 1, "ANSWER"),
-            (3, 1, "COORDINATOR"),
+            (3, 1, "COORDINATOR"), (1, 2, "ELECTION"), (1, 3, "ELECTION"), (2, 1, "ANSWER"),
+            (3, 1, "ANSWER"),
         ];
         assert_eq!(trace(&net, mark), expected);
     }
@@ -610,6 +621,30 @@ mod tests {
         w0.step(Input::Timer { timer: Timer::Coordinator { election: 1 } }, &mut out);
         w0.step(Input::Timer { timer: Timer::Answer { election: 1 } }, &mut out);
         assert!(out.actions().is_empty(), "{:?}", out.actions());
+    }
+
+    #[test]
+    fn a_leader_wrongly_taken_for_dead_is_asked_to_take_over_when_it_is_heard_again() {
+        // w3 led; paused, it was taken for dead, and w2 won. When w3 is heard again, w2
+        // asks it to take over (w3 never heard of w2's win, and outranks it); a lower
+        // peer that comes back is told who leads.
+        let mut net = Net::<Bully>::new(4);
+        net.elect(0);
+        net.run().unwrap();
+        let mut w2 = net.node(2).clone();
+        let mut out = O::new(Duration::ZERO);
+        w2.step(Input::PeerDown { peer: PeerId(3) }, &mut out);
+        assert!(w2.leading(), "w2 won once w3 was taken for dead");
+        let term = w2.term();
+        out.reset(Duration::ZERO);
+        w2.step(Input::PeerDown { peer: PeerId(0) }, &mut out);
+        w2.step(Input::PeerUp { peer: PeerId(0) }, &mut out);
+        let told = crate::algorithm::Output::Send { to: PeerId(0), msg: Msg::Coordinator { term } };
+        assert_eq!(out.actions(), [told]);
+        out.reset(Duration::ZERO);
+        w2.step(Input::PeerUp { peer: PeerId(3) }, &mut out);
+        let asked = crate::algorithm::Output::Send { to: PeerId(3), msg: Msg::Election { term } };
+        assert!(out.actions().contains(&asked), "{:?}", out.actions());
     }
 
     #[test]

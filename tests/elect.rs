@@ -1,0 +1,157 @@
+//! `mutexlab elect` through real processes: every election algorithm elects the highest
+//! id and the leader file's audit is clean; killing the leader before, during and after
+//! an election ends with a new agreed leader; a wrongly suspected (paused) leader is the
+//! split brain the auditor must catch; and the detectors behave as the notes say.
+
+mod common;
+
+use common::*;
+
+/// `mutexlab elect --json ARGS` in a fresh run directory, always removed; no worker
+/// outlives the run and no socket is left behind.
+fn elect(args: &[&str]) -> (std::process::Output, serde_json::Value) {
+    let tmp = tempfile::Builder::new().prefix("mle-").tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let mut all: Vec<&str> = vec!["elect", "--json", "--keep", "--run-dir", dir.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    let needle = dir.canonicalize().unwrap_or(dir.clone()).display().to_string();
+    assert!(processes_mentioning(&needle).is_empty(), "workers outlived the run");
+    assert!(Background::sockets(&dir).is_empty(), "sockets left: {:?}", Background::sockets(&dir));
+    let j = json(&out);
+    (out, j)
+}
+
+fn election_algorithms() -> Vec<&'static str> {
+    mutexlab::algos::BUILTIN.iter().filter(|a| a.service == "election").map(|a| a.name).collect()
+}
+
+#[test]
+fn every_election_algorithm_elects_the_highest_with_a_clean_audit() {
+    for algo in election_algorithms() {
+        for (n, initiators) in [(2, "all"), (5, "lowest"), (6, "all"), (7, "2,4")] {
+            let n_s = n.to_string();
+            let (out, j) = elect(&["--algo", algo, "-n", &n_s, "--initiators", initiators]);
+            assert_eq!(out.status.code(), Some(0), "{algo} N={n}: {}\n{j}", stderr(&out));
+            assert_eq!(j["leader"], n - 1, "{algo} N={n}");
+            assert_eq!(j["violation_count"], 0, "{algo} N={n}: {}", j["violations"]);
+            // Without faults, one election's messages stay within theory's bounds (the
+            // leader's periodic poll in bully-gm is failure detection, not the election).
+            let by_type = &j["messages"]["by_type"];
+            let polls: f64 = ["POLL", "POLL_STATUS"].into_iter().filter_map(|k| by_type[k].as_f64()).sum();
+            let total = j["messages"]["total"].as_f64().unwrap() - polls;
+            let elections = j["elections"].as_f64().unwrap();
+            let max = j["theory"]["per_entry_max"].as_f64().unwrap();
+            assert!(total <= max * elections, "{algo} N={n}: {total} messages in {elections} elections: {j}");
+            assert!(j["messages"]["heartbeats"].as_u64().unwrap() > 0, "the default detector beats");
+            assert!(j["time_to_elect_ms"].as_f64().is_some(), "{j}");
+        }
+    }
+}
+
+#[test]
+fn killing_the_leader_before_during_or_after_an_election_ends_with_a_new_agreed_leader() {
+    // Ten runs per algorithm: the kill lands before anyone leads (a worker id, since
+    // there is no leader yet), mid-election, or after; half the runs restart it.
+    for algo in election_algorithms() {
+        for seed in 0..10u64 {
+            let plan = match seed % 5 {
+                0 => "kill 5 at 0ms".to_string(),
+                1 => "kill 5 at 1ms; restart 5 at 150ms".to_string(),
+                2 => "kill leader at 60ms".to_string(),
+                3 => "kill leader at 60ms; restart 5 at 200ms".to_string(),
+                _ => "kill leader at 60ms; kill leader at 200ms".to_string(),
+            };
+            let s = seed.to_string();
+            let (out, j) = elect(&["--algo", algo, "-n", "6", "--seed", &s, "--faults", &plan]);
+            assert_eq!(out.status.code(), Some(0), "{algo} seed {seed} `{plan}`: {}\n{j}", stderr(&out));
+            let dead: Vec<u64> = j["faults"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|f| f["action"] == "kill")
+                .map(|f| f["worker"].as_u64().unwrap())
+                .collect();
+            let restarted = plan.contains("restart");
+            let highest_live = (0..6u64).rev().find(|w| restarted || !dead.contains(w)).unwrap();
+            assert_eq!(j["leader"], highest_live, "{algo} seed {seed} `{plan}`: {j}");
+        }
+    }
+}
+
+#[test]
+fn a_paused_leader_wrongly_suspected_is_split_brain_and_the_auditor_catches_it() {
+    // Paused longer than the suspicion time, the leader is taken for dead and the next
+    // one declares itself; the old one still leads when it wakes: two leaders at once.
+    let (out, j) = elect(&["-n", "4", "--faults", "stop leader at 100ms for 800ms"]);
+    assert_eq!(out.status.code(), Some(1), "{j}");
+    let kinds: Vec<&str> =
+        j["violations"].as_array().unwrap().iter().map(|v| v["kind"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"two-leaders"), "{j}");
+    assert_eq!(j["leader"], 3, "the woken leader bullies its way back");
+    // The perfect detector never suspects a paused process: no second leader.
+    let (out, j) = elect(&["-n", "4", "--detector", "perfect", "--faults", "stop leader at 100ms for 800ms"]);
+    assert_eq!(out.status.code(), Some(0), "{j}");
+    assert_eq!(j["elections"], 1, "{j}");
+}
+
+#[test]
+fn under_no_detector_a_dead_peer_blocks_ricart_agrawala_and_a_detector_lets_it_finish() {
+    let plan = ["--faults", "kill 1 at 30ms", "--stall-ms", "500"];
+    let args = |d: &'static str| {
+        let mut a = vec!["--algo", "ricart-agrawala", "-n", "4", "-k", "40", "--detector", d];
+        a.extend_from_slice(&plan);
+        a
+    };
+    let (out, j) = run_faulty(&args("none"));
+    assert_eq!(out.status.code(), Some(1), "{j}");
+    let failure = j["failure"].as_str().unwrap();
+    assert!(failure.contains("no progress"), "{failure}");
+    assert!(failure.contains("waiting for REPLY from") && failure.contains("w1"), "{failure}");
+    for d in ["perfect", "heartbeat"] {
+        let (out, j) = run_faulty(&args(d));
+        assert_eq!(out.status.code(), Some(0), "--detector {d}: {}\n{j}", stderr(&out));
+        assert_eq!(j["violation_count"], 0, "--detector {d}");
+    }
+}
+
+#[test]
+fn bad_election_options_are_one_line_errors() {
+    for (args, says) in [
+        (vec!["elect", "--algo", "lamport"], "not an election: run it with `mutexlab run`"),
+        (vec!["run", "--algo", "bully"], "run it with `mutexlab elect`"),
+        (vec!["elect", "--initiators", "9", "-n", "3"], "--initiators names w9"),
+        (vec!["elect", "--initiators", "most"], "--initiators: expected `all`, `lowest` or worker ids"),
+        (vec!["elect", "--faults", "kill 1 at entry 3"], "has no entries"),
+        (vec!["run", "--faults", "kill leader at 1s"], "`leader` is a target of `mutexlab elect` only"),
+        (vec!["elect", "--heartbeat-ms", "50", "--suspect-ms", "40"], "--suspect-ms must be above"),
+        (vec!["elect", "--settle-ms", "0"], "--settle-ms must be between"),
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        assert!(err.contains(says), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn the_leader_file_is_audited_alone_from_a_run_directory() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let d = dir.to_str().unwrap();
+    let out = run(&["elect", "-n", "3", "--keep", "--run-dir", d]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let out = run(&["audit", d]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("leader      w2"), "{}", stdout(&out));
+    // A second leader for a term already given is split brain.
+    let log = dir.join("leaders.log");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let term =
+        text.lines().last().unwrap().split(" term=").nth(1).unwrap().split(' ').next().unwrap().to_string();
+    std::fs::write(&log, format!("{text}LEADER w=0 inc=0 leader=1 term={term} t=1\n")).unwrap();
+    let out = run(&["audit", "--json", log.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert_eq!(json(&out)["violations"][0]["kind"], "split-brain", "{}", stdout(&out));
+}
