@@ -201,7 +201,15 @@ fn audit_rejects_what_is_not_a_resource_file() {
     std::fs::write(&foreign, "hello world\n").unwrap();
     let out = run(&["audit", foreign.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("not a mutexlab resource file"));
+    assert!(
+        stderr(&out).contains("is neither a mutexlab resource file nor a leader file"),
+        "{}",
+        stderr(&out)
+    );
+    // A directory that holds neither.
+    let out = run(&["audit", tmp.path().to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("holds neither resource.log nor leaders.log"), "{}", stderr(&out));
     let binary = tmp.path().join("binary");
     std::fs::write(&binary, [0xff, 0xfe, 0x00, 0x12]).unwrap();
     assert_eq!(run(&["audit", binary.to_str().unwrap()]).status.code(), Some(2));
