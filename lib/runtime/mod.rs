@@ -476,11 +476,20 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 }
                 return Err(e.into());
             }
+            // The supervisor first: a Finish must be read before any channel that closed
+            // because another worker finished is taken for a crash.
+            let control = events.iter().any(|ev| ev.token() == CONTROL);
+            if control {
+                self.dispatch(CONTROL)?;
+            }
             for ev in events.iter() {
                 if !self.running || self.terminating() {
                     break;
                 }
                 let token = ev.token();
+                if token == CONTROL {
+                    continue;
+                }
                 let is_peer = (PEER_BASE..PENDING_BASE).contains(&token.0);
                 if is_peer && !(ev.is_readable() || ev.is_read_closed() || ev.is_error()) {
                     continue; // writable: the flush below takes care of it

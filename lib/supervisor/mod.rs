@@ -383,16 +383,24 @@ impl<'a> Supervisor<'a> {
         self.wait_until(Self::all_done, "running")?;
         self.finished = Some(Instant::now());
         self.bar.finish_and_clear();
-        // Paused workers must run to report and exit.
-        for id in 0..self.slots.len() {
-            if self.slots[id].life == Life::Stopped {
-                self.cont(id, "end of run");
-            }
+        // Every worker finds Finish waiting before any channel closes by another's exit:
+        // all are frozen while it is written, then continued together. Otherwise a close
+        // would look like a crash to a worker still running, and start an election or a
+        // token's regeneration after the run. Paused workers must run to report and exit.
+        let paused: Vec<usize> =
+            (0..self.slots.len()).filter(|&id| self.slots[id].life == Life::Stopped).collect();
+        let frozen = self.freeze_all();
+        let alive: Vec<usize> = (0..self.slots.len()).filter(|&id| self.slots[id].alive()).collect();
+        for &id in &alive {
+            self.send(id, &ToWorker::Finish);
         }
-        for id in 0..self.slots.len() {
-            if self.slots[id].alive() {
-                self.send(id, &ToWorker::Finish);
-            }
+        self.flush(&alive, Duration::from_secs(1));
+        for id in paused {
+            self.cont(id, "end of run");
+        }
+        for id in frozen {
+            let _ = nix::sys::signal::kill(self.slots[id].pid, nix::sys::signal::Signal::SIGCONT);
+            self.slots[id].life = Life::Running;
         }
         self.wait_until(|s| s.slots.iter().all(|w| w.life == Life::Exited), "finishing")?;
         let missing: Vec<String> = self
