@@ -83,6 +83,12 @@ fn chang_roberts_elects_the_highest_through_any_order_and_crash() {
 }
 
 #[test]
+fn chang_roberts_down_elects_the_highest_through_any_order_and_crash() {
+    use super::chang_roberts::{messages_per_election_down, ChangRobertsDown};
+    sweeps::<ChangRobertsDown>(messages_per_election_down);
+}
+
+#[test]
 fn ring_list_elects_the_highest_through_any_order_and_crash() {
     sweeps::<super::ring_list::RingList>(super::ring_list::messages_per_election);
 }
