@@ -1,11 +1,16 @@
 //! Chang and Roberts's ring election: the largest id goes once round a one-way ring and
 //! is then announced once round it.
 //!
-//! The nodes sit in a ring in id order, 0 → 1 → … → N-1 → 0, and each sends only to the
-//! next live node (its successor); nobody needs to know how many nodes there are. Ids are
-//! compared as they travel: a message carrying a smaller id than a node's own is not
-//! worth passing on, so only the largest id survives a whole lap, and a node that sees
-//! its own id come back knows nobody in the ring is larger.
+//! The nodes sit in a ring in id order and each sends only to the next live node round
+//! it (its successor); nobody needs to know how many nodes there are. Ids are compared
+//! as they travel: a message carrying a smaller id than a node's own is not worth
+//! passing on, so only the largest id survives a whole lap, and a node that sees its own
+//! id come home knows nobody in the ring is larger.
+//!
+//! Messages go round one way, given by the type's [`Direction`]: [`ChangRoberts`] sends
+//! up, 0 → 1 → … → N-1 → 0, so ids rise along the way; [`ChangRobertsDown`] sends down,
+//! N-1 → … → 1 → 0 → N-1, so ids fall along the way, which is the notes' worst case (see
+//! *Cost*). Everything else is the same code.
 //!
 //! # Messages
 //!
@@ -69,14 +74,25 @@
 //! In a ring of M live nodes with one initiator, the ELECTION travels from the initiator
 //! to the largest id (d hops, 0 to M-1), then a whole lap with that id (M), then ELECTED
 //! goes a lap (M): d + 2M. Best 2M (the largest id starts), worst 3M-1 (the node just
-//! after it starts; here, with ids rising round the ring, the lowest), and 2M + (M-1)/2
-//! averaged over where the initiator sits, the notes' 2.5N. Because ids rise round this
-//! ring, every smaller id dies at its first hop, so even with every node initiating at
-//! once the cost is 3M-1. The notes' O(N²) is the opposite ring, ids falling round it:
-//! there the id of the node k places before the largest travels k+1 hops before it meets
-//! a larger one, N(N-1)/2 + 2N in all. See [`messages_per_election`].
+//! after it starts), and 2M + (M-1)/2 averaged over where the initiator sits, the notes'
+//! 2.5N. Going up, the node just after the largest is the lowest; going down, it is the
+//! second largest, and the lowest is one hop from the largest (2M+1).
+//!
+//! With several initiators, an id travels until it meets a larger one, and dies there
+//! (a larger participant drops it; a larger node that is not one sends its own instead).
+//! Going up, the next node is always larger, so every smaller id dies at its first hop:
+//! even with every node initiating at once the cost is (M-1) + M + M = 3M-1. Going down
+//! is the notes' O(N²): the id of the node k hops before the largest passes the k-1
+//! smaller ones between them and dies at the largest, k hops, and the largest id goes a
+//! lap. With all initiating, 1 + 2 + … + (M-1) + M = M(M+1)/2 ELECTIONs and M
+//! ELECTEDs: M(M+1)/2 + M. No order of the ids costs more, since in any order an id
+//! dies at the largest at the latest. See [`messages_per_election`] and
+//! [`messages_per_election_down`].
 
 use std::collections::BTreeSet;
+use std::fmt::Debug;
+use std::hash::Hash;
+use std::marker::PhantomData;
 
 use serde::{Deserialize, Serialize};
 
@@ -85,8 +101,9 @@ use crate::algorithm::{
 };
 use crate::algos::bully::next_term;
 
-/// The fewest and the most messages one election costs in a ring of `live` live nodes,
-/// one initiator or all of them, when nobody fails during it: `2·live` and `3·live - 1`.
+/// The fewest and the most messages one election of [`ChangRoberts`] (going up) costs in
+/// a ring of `live` live nodes, one initiator or all of them, when nobody fails during
+/// it: `2·live` and `3·live - 1`.
 pub fn messages_per_election(live: u32) -> (u64, u64) {
     let m = u64::from(live);
     if m <= 1 {
@@ -94,6 +111,57 @@ pub fn messages_per_election(live: u32) -> (u64, u64) {
     }
     (2 * m, 3 * m - 1)
 }
+
+/// The same for [`ChangRobertsDown`], where ids fall along the way: `2·live`, and
+/// `live(live+1)/2 + live` when every node initiates (see the module doc).
+pub fn messages_per_election_down(live: u32) -> (u64, u64) {
+    let m = u64::from(live);
+    if m <= 1 {
+        return (0, 0);
+    }
+    (2 * m, m * (m + 1) / 2 + m)
+}
+
+/// Which way round the ring a Chang-Roberts node sends: a type, so each way is its own
+/// node type ([`ChangRoberts`], [`ChangRobertsDown`]) sharing all the code.
+pub trait Direction: Clone + Copy + PartialEq + Eq + Hash + Debug + Send + 'static {
+    /// The next node this way round for which `up` holds: messages go there.
+    fn next(cfg: &Config, up: impl Fn(PeerId) -> bool) -> Option<PeerId>;
+    /// The previous one: messages come from there.
+    fn previous(cfg: &Config, up: impl Fn(PeerId) -> bool) -> Option<PeerId>;
+}
+
+/// Up the ring, 0 → 1 → … → N-1 → 0: ids rise along the way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Up;
+
+/// Down the ring, N-1 → … → 1 → 0 → N-1: ids fall along the way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Down;
+
+impl Direction for Up {
+    fn next(cfg: &Config, up: impl Fn(PeerId) -> bool) -> Option<PeerId> {
+        cfg.successor(up)
+    }
+    fn previous(cfg: &Config, up: impl Fn(PeerId) -> bool) -> Option<PeerId> {
+        cfg.predecessor(up)
+    }
+}
+
+impl Direction for Down {
+    fn next(cfg: &Config, up: impl Fn(PeerId) -> bool) -> Option<PeerId> {
+        cfg.predecessor(up)
+    }
+    fn previous(cfg: &Config, up: impl Fn(PeerId) -> bool) -> Option<PeerId> {
+        cfg.successor(up)
+    }
+}
+
+/// `chang-roberts`: messages go up the ring, ids rising along the way.
+pub type ChangRoberts = ChangRobertsOn<Up>;
+
+/// `chang-roberts-down`: messages go down the ring, ids falling along the way.
+pub type ChangRobertsDown = ChangRobertsOn<Down>;
 
 /// Messages of `chang-roberts`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -113,11 +181,11 @@ impl Message for Msg {
     }
 }
 
-type O = NodeOut<ChangRoberts>;
+type O<D> = NodeOut<ChangRobertsOn<D>>;
 
-/// One node of `chang-roberts`.
+/// One node of Chang-Roberts, sending round the ring the way `D` says.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct ChangRoberts {
+pub struct ChangRobertsOn<D: Direction> {
     cfg: Config,
     /// Peers reported down and not since back up.
     down: BTreeSet<PeerId>,
@@ -131,32 +199,34 @@ pub struct ChangRoberts {
     leader: Option<(PeerId, u64)>,
     /// The newest term seen in any message.
     seen: u64,
+    way: PhantomData<D>,
 }
 
-impl ChangRoberts {
+impl<D: Direction> ChangRobertsOn<D> {
     fn me(&self) -> PeerId {
         self.cfg.id
     }
 
-    /// The next node round the ring not known to be down; `None` when alone.
+    /// The next node round the ring (the way `D` goes) not known to be down; `None`
+    /// when alone.
     fn successor(&self) -> Option<PeerId> {
-        self.cfg.successor(|p| !self.down.contains(&p))
+        D::next(&self.cfg, |p| !self.down.contains(&p))
     }
 
     /// The previous live node round the ring: messages come from there.
     fn predecessor(&self) -> Option<PeerId> {
-        self.cfg.predecessor(|p| !self.down.contains(&p))
+        D::previous(&self.cfg, |p| !self.down.contains(&p))
     }
 
     /// Send `msg` to the successor, if anyone else is alive.
-    fn pass(&self, msg: Msg, out: &mut O) {
+    fn pass(&self, msg: Msg, out: &mut O<D>) {
         if let Some(next) = self.successor() {
             out.send(next, msg);
         }
     }
 
     /// 1. Start an election, unless already taking part in one.
-    fn start_election(&mut self, out: &mut O) {
+    fn start_election(&mut self, out: &mut O<D>) {
         if self.participant {
             return;
         }
@@ -168,14 +238,14 @@ impl ChangRoberts {
     }
 
     /// Send an ELECTION carrying `id`, and remember the largest id sent.
-    fn send_election(&mut self, id: PeerId, out: &mut O) {
+    fn send_election(&mut self, id: PeerId, out: &mut O<D>) {
         self.sent = if self.participant { self.sent.max(id) } else { id };
         self.participant = true;
         self.pass(Msg::Election { id, term: self.seen }, out);
     }
 
     /// 2 to 5: an ELECTION arrives.
-    fn on_election(&mut self, id: PeerId, term: u64, out: &mut O) {
+    fn on_election(&mut self, id: PeerId, term: u64, out: &mut O<D>) {
         self.seen = self.seen.max(term);
         let me = self.me();
         // An id that died on its way round can never come home: rank it below everyone.
@@ -199,7 +269,7 @@ impl ChangRoberts {
     }
 
     /// 5. This node's id came all the way round: it leads, and says so round the ring.
-    fn lead(&mut self, out: &mut O) {
+    fn lead(&mut self, out: &mut O<D>) {
         self.participant = false;
         let me = self.me();
         let term = next_term(self.seen, self.cfg.n, me);
@@ -211,7 +281,7 @@ impl ChangRoberts {
     }
 
     /// 6 and 7: an ELECTED arrives.
-    fn on_elected(&mut self, id: PeerId, term: u64, out: &mut O) {
+    fn on_elected(&mut self, id: PeerId, term: u64, out: &mut O<D>) {
         self.seen = self.seen.max(term);
         if id == self.me() {
             // 7: round and home; the election is over (unless a newer ELECTED is out).
@@ -232,7 +302,7 @@ impl ChangRoberts {
         self.pass(Msg::Elected { id, term }, out);
     }
 
-    fn on_peer_down(&mut self, peer: PeerId, out: &mut O) {
+    fn on_peer_down(&mut self, peer: PeerId, out: &mut O<D>) {
         self.down.insert(peer);
         if self.announcing {
             // Our ELECTED may have died with it, and those that passed it on would drop
@@ -258,13 +328,13 @@ impl ChangRoberts {
     }
 }
 
-impl Node for ChangRoberts {
+impl<D: Direction> Node for ChangRobertsOn<D> {
     type Msg = Msg;
     type Timer = NoTimer;
     type Service = Election;
 
     fn create(cfg: &Config) -> Self {
-        ChangRoberts {
+        ChangRobertsOn {
             cfg: cfg.clone(),
             down: BTreeSet::new(),
             participant: false,
@@ -272,10 +342,11 @@ impl Node for ChangRoberts {
             announcing: false,
             leader: None,
             seen: 0,
+            way: PhantomData,
         }
     }
 
-    fn step(&mut self, input: NodeInput<Self>, out: &mut O) {
+    fn step(&mut self, input: NodeInput<Self>, out: &mut O<D>) {
         match input {
             // A restarted node remembers no leader: it asks.
             Input::Start if self.cfg.incarnation > 0 => self.start_election(out),
@@ -341,24 +412,30 @@ mod tests {
 
     /// The notes' counts: the ELECTION needs d hops to reach the largest id, N to bring it
     /// home, and ELECTED N more. Worst when the node after the largest starts (3N-1),
-    /// best when the largest does (2N), 2N + (N-1)/2 on average over the starters.
-    #[test]
-    fn notes_counts_d_plus_2n_for_every_starter() {
+    /// best when the largest does (2N), 2N + (N-1)/2 on average over the starters; the
+    /// same both ways round, only which node is d hops away changes.
+    fn every_starter_costs_d_plus_2n<D: Direction>(d: impl Fn(u32, u32) -> u32) {
         for n in 2..=32u32 {
             let mut total = 0;
             for s in 0..n {
-                let mut net = Net::<ChangRoberts>::new(n);
+                let mut net = Net::<ChangRobertsOn<D>>::new(n);
                 net.elect(s);
                 net.run().unwrap();
                 assert_eq!(net.check(), Ok(PeerId(n - 1)));
-                let d = n - 1 - s;
-                assert_eq!(net.sent.len() as u32, d + 2 * n, "n = {n}, starter {s}");
+                assert_eq!(net.sent.len() as u32, d(n, s) + 2 * n, "n = {n}, starter {s}");
                 assert_eq!(net.count_since(0, "ELECTED") as u32, n);
                 total += net.sent.len();
             }
             // Twice the mean, to stay in integers: 2(2N + (N-1)/2) = 5N - 1.
             assert_eq!(2 * total as u32, n * (5 * n - 1), "n = {n}");
         }
+    }
+
+    #[test]
+    fn notes_counts_d_plus_2n_for_every_starter() {
+        // Up, the largest is N-1-s hops on; down, s+1 (none from the largest itself).
+        every_starter_costs_d_plus_2n::<Up>(|n, s| n - 1 - s);
+        every_starter_costs_d_plus_2n::<Down>(|n, s| (s + 1) % n);
     }
 
     #[test]
@@ -375,6 +452,59 @@ mod tests {
         }
     }
 
+    /// The notes' worst case, going down: four nodes all start. 0's id dies at 3 after
+    /// one hop, 1's after two (past 0), 2's after three; 3's goes a lap. 1+2+3+4
+    /// ELECTIONs and 4 ELECTEDs: N(N+1)/2 + N = 14.
+    #[test]
+    fn going_down_with_all_initiators_each_id_travels_to_the_largest() {
+        let mut net = Net::<ChangRobertsDown>::new(4);
+        net.elect_by(Initiators::All);
+        assert_eq!(net.node(1).waiting_for(), "electing: waiting for ELECTED from w2");
+        net.run().unwrap();
+        #[rustfmt::skip]
+        let expected = [
+            (0, 3, e(0, 0)), (1, 0, e(1, 0)), (2, 1, e(2, 0)), (3, 2, e(3, 0)),
+            (0, 3, e(1, 0)), (1, 0, e(2, 0)), (2, 1, e(3, 0)),
+            (0, 3, e(2, 0)), (1, 0, e(3, 0)),
+            (0, 3, e(3, 0)),
+            (3, 2, won(3, 7)), (2, 1, won(3, 7)), (1, 0, won(3, 7)), (0, 3, won(3, 7)),
+        ];
+        assert_eq!(net.msgs, expected);
+        assert_eq!(net.check(), Ok(PeerId(3)));
+        assert_eq!(expected.len() as u64, messages_per_election_down(4).1);
+        assert!((0..4).all(|i| net.node(i).waiting_for().is_empty()));
+    }
+
+    /// Exact counts both ways round, for every size: all initiating costs 3M-1 going up
+    /// and M(M+1)/2 + M going down; one initiator costs d + 2M.
+    #[test]
+    fn exact_counts_both_ways_round() {
+        for n in 2..=32u32 {
+            for dead in [None, Some(n - 1)] {
+                let m = n - u32::from(dead.is_some());
+                let live = u64::from(m);
+                let (_, up) = elect_once::<ChangRoberts>(n, dead, Initiators::All);
+                let (_, down) = elect_once::<ChangRobertsDown>(n, dead, Initiators::All);
+                let case = format!("n = {n}, dead {dead:?}");
+                if m == 1 {
+                    assert_eq!((up, down), (0, 0), "{case}: alone, nobody to tell");
+                    continue;
+                }
+                assert_eq!(up as u64, 3 * live - 1, "{case}");
+                assert_eq!(down as u64, live * (live + 1) / 2 + live, "{case}");
+                assert_eq!(down as u64, messages_per_election_down(m).1, "{case}");
+                // The lowest is one hop from the largest going down; the largest alone
+                // costs two laps either way.
+                let (_, low) = elect_once::<ChangRobertsDown>(n, dead, Initiators::Lowest);
+                assert_eq!(low as u64, 2 * live + 1, "{case}");
+                let (_, high_up) = elect_once::<ChangRoberts>(n, dead, Initiators::Highest);
+                let (_, high_down) = elect_once::<ChangRobertsDown>(n, dead, Initiators::Highest);
+                assert_eq!((high_up as u64, high_down as u64), (2 * live, 2 * live), "{case}");
+                assert_eq!(messages_per_election_down(m).0, 2 * live);
+            }
+        }
+    }
+
     #[test]
     fn a_dead_node_is_skipped_round_the_ring() {
         for n in 3..=32 {
@@ -382,6 +512,9 @@ mod tests {
                 for who in [Initiators::Lowest, Initiators::All] {
                     let (net, m) = elect_once::<ChangRoberts>(n, Some(dead), who);
                     within(m, messages_per_election(n - 1)).unwrap();
+                    assert!(net.sent.iter().all(|s| s.to != dead), "nobody sends to the dead");
+                    let (net, m) = elect_once::<ChangRobertsDown>(n, Some(dead), who);
+                    within(m, messages_per_election_down(n - 1)).unwrap();
                     assert!(net.sent.iter().all(|s| s.to != dead), "nobody sends to the dead");
                 }
             }
@@ -391,6 +524,7 @@ mod tests {
     #[test]
     fn the_leader_dies_and_the_next_takes_over_with_a_higher_term() {
         scenarios::the_leader_dies_again_and_again::<ChangRoberts>();
+        scenarios::the_leader_dies_again_and_again::<ChangRobertsDown>();
     }
 
     /// A restarted largest node asks; its ELECTION collects the newest term on its lap,
@@ -398,6 +532,7 @@ mod tests {
     #[test]
     fn a_restarted_largest_node_wins_back_above_the_old_terms() {
         scenarios::the_highest_comes_back_and_leads_again::<ChangRoberts>();
+        scenarios::the_highest_comes_back_and_leads_again::<ChangRobertsDown>();
     }
 
     /// The node holding the ELECTION dies with it; its neighbours learn it and go again.
@@ -509,7 +644,7 @@ mod tests {
     #[test]
     fn an_id_or_winner_that_died_on_its_way_is_not_passed_on() {
         let mut w1 = ChangRoberts::create(&Config::new(1, 4));
-        let mut out = O::new(std::time::Duration::ZERO);
+        let mut out = O::<Up>::new(std::time::Duration::ZERO);
         w1.step(Input::PeerDown { peer: PeerId(3) }, &mut out);
         // 3's id, from before it died: replaced by 1's own.
         w1.step(Input::Message { from: PeerId(0), msg: e(3, 0) }, &mut out);
@@ -528,5 +663,8 @@ mod tests {
         assert_eq!(messages_per_election(1), (0, 0));
         assert_eq!(messages_per_election(2), (4, 5));
         assert_eq!(messages_per_election(8), (16, 23));
+        assert_eq!(messages_per_election_down(1), (0, 0));
+        assert_eq!(messages_per_election_down(2), (4, 5), "two nodes: both ways are one");
+        assert_eq!(messages_per_election_down(8), (16, 44));
     }
 }

@@ -17,6 +17,7 @@ pub mod chang_roberts;
 pub(crate) mod elect_script;
 #[cfg(test)]
 mod elect_sweeps;
+pub mod hirschberg_sinclair;
 pub mod lamport;
 pub mod maekawa;
 pub mod neilsen_mizuno;
