@@ -365,6 +365,26 @@ pub static BUILTIN: &[AlgoInfo] = &[
         ..AlgoInfo::runs::<chang_roberts::ChangRoberts>()
     },
     AlgoInfo {
+        name: "chang-roberts-down",
+        family: "ring",
+        summary: "chang-roberts the other way round, ids falling along the ring: the notes' O(N²) worst case",
+        highest_wins: true,
+        theory: |s| {
+            election_theory(chang_roberts::messages_per_election_down(s.n), "2M to M(M+1)/2 + M (all start)")
+        },
+        ..AlgoInfo::runs::<chang_roberts::ChangRobertsDown>()
+    },
+    AlgoInfo {
+        name: "hirschberg-sinclair",
+        family: "ring",
+        summary: "probes both ways to distance 2^k in phase k; a candidate whose probes come home wins: O(N log N)",
+        highest_wins: true,
+        theory: |s| {
+            election_theory(hirschberg_sinclair::messages_per_election(s.n), "under 8M(⌈log₂M⌉+1)")
+        },
+        ..AlgoInfo::runs::<hirschberg_sinclair::HirschbergSinclair>()
+    },
+    AlgoInfo {
         name: "ring-list",
         family: "ring",
         summary: "ELECTION collects the live ids round the ring; its initiator announces the highest",
@@ -538,6 +558,8 @@ mod tests {
             states_are_values::<bully_gm::BullyGm>(),
             states_are_values::<chang_roberts::ChangRoberts>(),
             states_are_values::<ring_list::RingList>(),
+            states_are_values::<chang_roberts::ChangRobertsDown>(),
+            states_are_values::<hirschberg_sinclair::HirschbergSinclair>(),
         ];
         // Every type the built-in registry names but the baselines' (a unit struct,
         // which `none` and `flock` share, and which cannot pass a simulated run).
