@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::audit::{AuditReport, ElectionReport, Violation};
-use crate::supervisor::{ElectReport, RunReport};
+use crate::supervisor::{AppliedFault, ElectReport, RunReport};
 
 /// How many violations a human summary lists before it only counts.
 const SHOW: usize = 10;
@@ -37,6 +37,39 @@ fn violations(out: &mut String, list: &[Violation], count: usize) {
         } else {
             let _ = writeln!(out, "    … and {more} more");
         }
+    }
+}
+
+/// The plan, the faults applied, the steps that never fired, and why the run failed.
+fn ending(
+    s: &mut String,
+    plan: &str,
+    faults: &[AppliedFault],
+    never_fired: &[String],
+    failure: Option<&str>,
+) {
+    steps(s, "plan", plan.lines());
+    if !faults.is_empty() {
+        let _ = writeln!(s, "  faults      {} applied:", faults.len());
+        for f in faults {
+            let who = f.worker.map(|w| format!(" w{w}")).unwrap_or_default();
+            let sig = f.signal.as_deref().map(|x| format!(" ({x})")).unwrap_or_default();
+            let _ = writeln!(s, "    {:>9.1} ms  {}{who}{sig}  {}", f.at_ms, f.action, f.note);
+        }
+    }
+    steps(s, "never fired", never_fired.iter().map(String::as_str));
+    if let Some(f) = failure {
+        let _ = writeln!(s, "  run FAILED  {f}");
+    }
+}
+
+/// The auditor's verdict under `label`: OK, or the violations.
+fn verdict(s: &mut String, label: &str, list: &[Violation], count: usize) {
+    if count == 0 {
+        let _ = writeln!(s, "  {label:<11} OK: no violations");
+    } else {
+        let _ = writeln!(s, "  {label:<11} {count} VIOLATION(S)");
+        violations(s, list, count);
     }
 }
 
@@ -93,25 +126,8 @@ pub fn run_summary(r: &RunReport) -> String {
     if r.lost_messages > 0 {
         let _ = writeln!(s, "  lost        {} messages dropped on purpose (--drop)", r.lost_messages);
     }
-    steps(&mut s, "plan", r.plan.lines());
-    if !r.faults.is_empty() {
-        let _ = writeln!(s, "  faults      {} applied:", r.faults.len());
-        for f in &r.faults {
-            let who = f.worker.map(|w| format!(" w{w}")).unwrap_or_default();
-            let sig = f.signal.as_deref().map(|x| format!(" ({x})")).unwrap_or_default();
-            let _ = writeln!(s, "    {:>9.1} ms  {}{who}{sig}  {}", f.at_ms, f.action, f.note);
-        }
-    }
-    steps(&mut s, "never fired", r.never_fired.iter().map(String::as_str));
-    if let Some(f) = &r.failure {
-        let _ = writeln!(s, "  run FAILED  {f}");
-    }
-    if r.violation_count == 0 {
-        let _ = writeln!(s, "  audit       OK: no violations");
-    } else {
-        let _ = writeln!(s, "  audit       {} VIOLATION(S)", r.violation_count);
-        violations(&mut s, &r.violations, r.violation_count);
-    }
+    ending(&mut s, &r.plan, &r.faults, &r.never_fired, r.failure.as_deref());
+    verdict(&mut s, "audit", &r.violations, r.violation_count);
     if !r.cut_short.is_empty() {
         let n = r.cut_short.len();
         let _ = writeln!(s, "  cut short   {n} left open by the run's teardown (not violations)");
@@ -170,8 +186,9 @@ pub fn elect_summary(r: &ElectReport) -> String {
         let types: Vec<String> = m.by_type.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(s, "              {}", types.join(", "));
     }
-    for (k, v) in &r.counters {
-        let _ = writeln!(s, "  {k:<11} {v}");
+    if !r.counters.is_empty() {
+        let counted: Vec<String> = r.counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
+        let _ = writeln!(s, "  counted     {} (the algorithm's own counts, all workers)", counted.join(", "));
     }
     if m.bad_frames + m.dropped_connections > 0 {
         let _ = writeln!(
@@ -183,25 +200,8 @@ pub fn elect_summary(r: &ElectReport) -> String {
     if r.lost_messages > 0 {
         let _ = writeln!(s, "  lost        {} messages dropped on purpose (--drop)", r.lost_messages);
     }
-    steps(&mut s, "plan", r.plan.lines());
-    if !r.faults.is_empty() {
-        let _ = writeln!(s, "  faults      {} applied:", r.faults.len());
-        for f in &r.faults {
-            let who = f.worker.map(|w| format!(" w{w}")).unwrap_or_default();
-            let sig = f.signal.as_deref().map(|x| format!(" ({x})")).unwrap_or_default();
-            let _ = writeln!(s, "    {:>9.1} ms  {}{who}{sig}  {}", f.at_ms, f.action, f.note);
-        }
-    }
-    steps(&mut s, "never fired", r.never_fired.iter().map(String::as_str));
-    if let Some(f) = &r.failure {
-        let _ = writeln!(s, "  run FAILED  {f}");
-    }
-    if r.violation_count == 0 {
-        let _ = writeln!(s, "  audit       OK: no violations");
-    } else {
-        let _ = writeln!(s, "  audit       {} VIOLATION(S)", r.violation_count);
-        violations(&mut s, &r.violations, r.violation_count);
-    }
+    ending(&mut s, &r.plan, &r.faults, &r.never_fired, r.failure.as_deref());
+    verdict(&mut s, "audit", &r.violations, r.violation_count);
     if r.run_dir_kept {
         let _ = writeln!(s, "  run dir     {} (kept)", r.run_dir);
     }
@@ -224,12 +224,7 @@ pub fn leaders_summary(path: &str, a: &ElectionReport) -> String {
     if let Some(ms) = a.time_to_agree_ms {
         let _ = writeln!(s, "  agreed in   {ms:.2} ms");
     }
-    if a.ok {
-        let _ = writeln!(s, "  verdict     OK: no violations");
-    } else {
-        let _ = writeln!(s, "  verdict     {} VIOLATION(S)", a.violation_count);
-        violations(&mut s, &a.violations, a.violation_count);
-    }
+    verdict(&mut s, "verdict", &a.violations, a.violation_count);
     s
 }
 
@@ -245,12 +240,7 @@ pub fn audit_summary(path: &str, a: &AuditReport) -> String {
         "  wait (ms)   p50 {:.3}, p99 {:.3}, max {:.3}; max bypass {}; Jain {:.3}",
         w.p50, w.p99, w.max, a.max_bypass, a.jain
     );
-    if a.ok {
-        let _ = writeln!(s, "  verdict     OK: no violations");
-    } else {
-        let _ = writeln!(s, "  verdict     {} VIOLATION(S)", a.violation_count);
-        violations(&mut s, &a.violations, a.violation_count);
-    }
+    verdict(&mut s, "verdict", &a.violations, a.violation_count);
     if !a.cut_short.is_empty() {
         let n = a.cut_short.len();
         let _ = writeln!(s, "  cut short   {n} left open by the run's teardown (not violations)");

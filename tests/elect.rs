@@ -10,16 +10,7 @@ use common::*;
 /// `mutexlab elect --json ARGS` in a fresh run directory, always removed; no worker
 /// outlives the run and no socket is left behind.
 fn elect(args: &[&str]) -> (std::process::Output, serde_json::Value) {
-    let tmp = tempfile::Builder::new().prefix("mle-").tempdir().unwrap();
-    let dir = tmp.path().join("run");
-    let mut all: Vec<&str> = vec!["elect", "--json", "--keep", "--run-dir", dir.to_str().unwrap()];
-    all.extend_from_slice(args);
-    let out = run(&all);
-    let needle = dir.canonicalize().unwrap_or(dir.clone()).display().to_string();
-    assert!(processes_mentioning(&needle).is_empty(), "workers outlived the run");
-    assert!(Background::sockets(&dir).is_empty(), "sockets left: {:?}", Background::sockets(&dir));
-    let j = json(&out);
-    (out, j)
+    run_checked("elect", args)
 }
 
 fn election_algorithms() -> Vec<&'static str> {

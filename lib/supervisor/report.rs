@@ -68,25 +68,47 @@ pub struct RunReport {
     pub counters: BTreeMap<String, u64>,
 }
 
+/// The workers' final statistics, summed.
+#[derive(Default)]
+struct Summed {
+    sent: BTreeMap<String, u64>,
+    bad_frames: u64,
+    dropped_connections: u64,
+    lost: u64,
+    counters: BTreeMap<String, u64>,
+}
+
 impl Supervisor<'_> {
+    /// Every worker's final statistics, summed (a killed worker's died with it).
+    fn sum_stats(&self) -> Summed {
+        let mut sum = Summed::default();
+        for s in self.slots.iter().filter_map(|s| s.stats.as_ref()) {
+            for (k, v) in &s.sent {
+                *sum.sent.entry(k.clone()).or_default() += v;
+            }
+            for (k, v) in &s.counters {
+                *sum.counters.entry(k.clone()).or_default() += v;
+            }
+            sum.bad_frames += s.bad_frames;
+            sum.dropped_connections += s.dropped_connections;
+            sum.lost += s.lost;
+        }
+        sum
+    }
+
     /// The run's report: the workers' statistics summed, the audit's verdict, the faults
     /// applied and the plan steps left. `run_dir_kept` is the caller's to settle.
     pub(super) fn report(&self, audit: AuditReport, failure: Option<String>, dir: &RunDir) -> RunReport {
-        let mut messages = Messages::default();
-        let mut lost = 0;
-        let mut counters: BTreeMap<String, u64> = BTreeMap::new();
-        for s in self.slots.iter().filter_map(|s| s.stats.as_ref()) {
-            for (k, v) in &s.sent {
-                *messages.by_type.entry(k.clone()).or_default() += v;
-                messages.total += v;
-            }
-            messages.bad_frames += s.bad_frames;
-            lost += s.lost;
-            for (k, v) in &s.counters {
-                *counters.entry(k.clone()).or_default() += v;
-            }
-            messages.dropped_connections += s.dropped_connections;
-        }
+        let sum = self.sum_stats();
+        let lost = sum.lost;
+        let counters = sum.counters;
+        let mut messages = Messages {
+            total: sum.sent.values().sum(),
+            by_type: sum.sent,
+            bad_frames: sum.bad_frames,
+            dropped_connections: sum.dropped_connections,
+            ..Messages::default()
+        };
         let elapsed = match (self.started, self.finished) {
             (Some(s), Some(f)) => f - s,
             (Some(s), None) => s.elapsed(),
@@ -200,25 +222,17 @@ impl Supervisor<'_> {
         dir: &RunDir,
         t: Option<Duration>,
     ) -> ElectReport {
-        let mut messages = ElectMessages::default();
-        let mut lost = 0;
-        let mut counters: BTreeMap<String, u64> = BTreeMap::new();
-        for s in self.slots.iter().filter_map(|s| s.stats.as_ref()) {
-            for (k, v) in &s.sent {
-                *messages.by_type.entry(k.clone()).or_default() += v;
-                if k == crate::runtime::HEARTBEAT {
-                    messages.heartbeats += v;
-                } else {
-                    messages.total += v;
-                }
-            }
-            messages.bad_frames += s.bad_frames;
-            messages.dropped_connections += s.dropped_connections;
-            lost += s.lost;
-            for (k, v) in &s.counters {
-                *counters.entry(k.clone()).or_default() += v;
-            }
-        }
+        let sum = self.sum_stats();
+        let (lost, counters) = (sum.lost, sum.counters);
+        let heartbeats = sum.sent.get(crate::runtime::HEARTBEAT).copied().unwrap_or(0);
+        let mut messages = ElectMessages {
+            total: sum.sent.values().sum::<u64>() - heartbeats,
+            heartbeats,
+            by_type: sum.sent,
+            bad_frames: sum.bad_frames,
+            dropped_connections: sum.dropped_connections,
+            ..ElectMessages::default()
+        };
         let elections = audit.terms;
         messages.per_election =
             if elections > 0 { messages.total as f64 / elections as f64 } else { messages.total as f64 };

@@ -48,9 +48,14 @@ pub fn run_clean(algo: &str, n: u64, k: u64, timing: [&str; 2], extra: &[&str]) 
 /// `mutexlab run --json ARGS` in a fresh run directory that is always removed; checks
 /// that no worker outlives the run and no socket is left behind.
 pub fn run_faulty(args: &[&str]) -> (Output, serde_json::Value) {
+    run_checked("run", args)
+}
+
+/// `mutexlab COMMAND --json ARGS` (`run` or `elect`), as [`run_faulty`] does.
+pub fn run_checked(command: &str, args: &[&str]) -> (Output, serde_json::Value) {
     let tmp = tempfile::Builder::new().prefix("mlf-").tempdir().unwrap();
     let dir = tmp.path().join("run");
-    let mut all: Vec<&str> = vec!["run", "--json", "--keep", "--run-dir", dir.to_str().unwrap()];
+    let mut all: Vec<&str> = vec![command, "--json", "--keep", "--run-dir", dir.to_str().unwrap()];
     all.extend_from_slice(args);
     let out = run(&all);
     let needle = dir.canonicalize().unwrap_or(dir.clone()).display().to_string();
