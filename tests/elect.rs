@@ -146,3 +146,27 @@ fn the_leader_file_is_audited_alone_from_a_run_directory() {
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert_eq!(json(&out)["violations"][0]["kind"], "split-brain", "{}", stdout(&out));
 }
+
+#[test]
+fn a_partition_under_a_heartbeat_detector_gives_two_coordinators_and_the_resource_audit_catches_them() {
+    // The notes' split brain in mutual exclusion: cut off with w0, the coordinator w4
+    // keeps granting; the majority takes it for dead, elects w3, and w3 grants too. Both
+    // sides write the one shared file, which the auditor reads.
+    let plan = ["--faults", "partition 4,0|1,2,3 at 100ms for 1s"];
+    let args = |d: &'static str| {
+        let mut a = vec!["--algo", "centralized-bully", "-n", "5", "-k", "60", "--detector", d];
+        a.extend_from_slice(&plan);
+        a
+    };
+    let (out, j) = run_faulty(&args("heartbeat"));
+    assert_eq!(out.status.code(), Some(1), "{j}");
+    let kinds: Vec<&str> =
+        j["violations"].as_array().unwrap().iter().map(|v| v["kind"].as_str().unwrap()).collect();
+    for kind in ["overlap", "stale-token", "lost-update"] {
+        assert!(kinds.contains(&kind), "{kind} missing: {kinds:?}");
+    }
+    // A perfect detector never suspects the cut-off coordinator: the majority waits for
+    // the heal, and the run is clean.
+    let (out, j) = run_faulty(&args("perfect"));
+    assert_eq!(out.status.code(), Some(0), "{}\n{j}", stderr(&out));
+}
