@@ -2,10 +2,11 @@
 CARGO ?= cargo
 ARGS ?=
 
-.PHONY: help build run test bench lint fmt clean
+.PHONY: help build run elect test bench lint fmt clean
 
 help:
 	@echo "make run    # a small run on defaults (add ARGS='--algo flock -n 8')"
+	@echo "make elect  # an election on defaults (add ARGS=\"--algo chang-roberts --faults 'kill leader at 200ms'\")"
 	@echo "make test   # the whole test suite"
 	@echo "make bench  # message latency and throughput on this machine (release build)"
 	@echo "make lint   # rustfmt check and clippy with warnings as errors"
@@ -15,6 +16,9 @@ build:
 
 run:
 	$(CARGO) run --release -- run $(ARGS)
+
+elect:
+	$(CARGO) run --release -- elect $(ARGS)
 
 test:
 	$(CARGO) test
