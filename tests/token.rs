@@ -83,8 +83,14 @@ fn a_killed_token_holder_stalls_every_token_algorithm_with_a_diagnosis() {
             if !note.contains("inside") || note.contains("outside") {
                 continue;
             }
-            inside = true;
             let err = stderr(&out);
+            if out.status.code() == Some(0) {
+                // The note is the file as last read: the holder can leave and pass the
+                // token on between that read and the SIGKILL. Then nothing was lost.
+                assert_eq!(j["violation_count"], 0, "{algo} seed {seed}: {j}");
+                continue;
+            }
+            inside = true;
             assert_eq!(out.status.code(), Some(1), "{algo} seed {seed}: {err}");
             assert!(err.contains("no progress"), "{algo}: {err}");
             assert!(err.contains("waiting for the TOKEN"), "{algo}: {err}");
