@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use crate::algos::Theory;
 use crate::audit::{AuditReport, ElectionReport, Violation};
 use crate::supervisor::{AppliedFault, ElectReport, RunReport};
 
@@ -73,6 +74,21 @@ fn verdict(s: &mut String, label: &str, list: &[Violation], count: usize) {
     }
 }
 
+/// What theory expects, to stand beside a measurement: ` (theory …: formula)`, numbers
+/// with `digits` decimals; empty when theory gives none.
+fn theory(t: Option<&Theory>, digits: usize) -> String {
+    match t {
+        Some(t) if t.per_entry_min == t.per_entry_max => {
+            format!(" (theory {:.digits$}: {})", t.per_entry_min, t.formula)
+        }
+        Some(t) if t.per_entry_max.is_finite() => {
+            format!(" (theory {:.digits$}–{:.digits$}: {})", t.per_entry_min, t.per_entry_max, t.formula)
+        }
+        Some(t) => format!(" (theory at least {:.digits$}: {})", t.per_entry_min, t.formula),
+        None => String::new(),
+    }
+}
+
 /// The summary table `mutexlab run` prints.
 pub fn run_summary(r: &RunReport) -> String {
     let mut s = String::new();
@@ -86,16 +102,7 @@ pub fn run_summary(r: &RunReport) -> String {
     let _ = writeln!(s, "  entries     {}{by}", r.entries.total);
     let _ = writeln!(s, "  elapsed     {:.3} s, throughput {:.1} CS/s", r.elapsed_s, r.throughput_per_s);
     let m = &r.messages;
-    let theory = match &r.theory {
-        Some(t) if t.per_entry_min == t.per_entry_max => {
-            format!(" (theory {:.2}: {})", t.per_entry_min, t.formula)
-        }
-        Some(t) if t.per_entry_max.is_finite() => {
-            format!(" (theory {:.2}–{:.2}: {})", t.per_entry_min, t.per_entry_max, t.formula)
-        }
-        Some(t) => format!(" (theory at least {:.2}: {})", t.per_entry_min, t.formula),
-        None => String::new(),
-    };
+    let theory = theory(r.theory.as_ref(), 2);
     let _ = writeln!(s, "  messages    {} total, {:.2} per entry{theory}", m.total, m.per_entry);
     let killed = r.faults.iter().filter(|f| f.action == "kill").count();
     if killed > 0 {
@@ -162,16 +169,7 @@ pub fn elect_summary(r: &ElectReport) -> String {
     };
     let _ = writeln!(s, "  elected in  {took}, from the last kill or restart (else the start)");
     let m = &r.messages;
-    let theory = match &r.theory {
-        Some(t) if t.per_entry_min == t.per_entry_max => {
-            format!(" (theory {:.0}: {})", t.per_entry_min, t.formula)
-        }
-        Some(t) if t.per_entry_max.is_finite() => {
-            format!(" (theory {:.0}–{:.0}: {})", t.per_entry_min, t.per_entry_max, t.formula)
-        }
-        Some(t) => format!(" (theory at least {:.0}: {})", t.per_entry_min, t.formula),
-        None => String::new(),
-    };
+    let theory = theory(r.theory.as_ref(), 0);
     let plural = if r.elections == 1 { "" } else { "s" };
     let _ = writeln!(
         s,

@@ -60,8 +60,8 @@ pub enum Initiators {
 }
 
 impl Initiators {
-    /// Whether worker `id` of `n` is one.
-    pub fn contains(&self, id: u32, _n: u32) -> bool {
+    /// Whether worker `id` is one.
+    pub fn contains(&self, id: u32) -> bool {
         match self {
             Initiators::All => true,
             Initiators::Lowest => id == 0,
@@ -71,7 +71,7 @@ impl Initiators {
 
     /// How many of `n` workers are.
     pub fn count(&self, n: u32) -> u32 {
-        (0..n).filter(|&id| self.contains(id, n)).count() as u32
+        (0..n).filter(|&id| self.contains(id)).count() as u32
     }
 }
 
@@ -268,7 +268,7 @@ pub(super) fn settings(
         latency: ms(o.latency_ms),
         jitter: ms(o.jitter_ms),
         drop: o.drop,
-        initiator: o.elect.as_ref().is_some_and(|e| e.initiators.contains(id, o.workers)),
+        initiator: o.elect.as_ref().is_some_and(|e| e.initiators.contains(id)),
         detector: o.detector,
     }
 }

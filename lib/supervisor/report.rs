@@ -79,6 +79,15 @@ struct Summed {
 }
 
 impl Supervisor<'_> {
+    /// From the start of the run to its end (or to now, if it has not ended).
+    fn elapsed(&self) -> Duration {
+        match (self.started, self.finished) {
+            (Some(s), Some(f)) => f - s,
+            (Some(s), None) => s.elapsed(),
+            _ => Duration::ZERO,
+        }
+    }
+
     /// Every worker's final statistics, summed (a killed worker's died with it).
     fn sum_stats(&self) -> Summed {
         let mut sum = Summed::default();
@@ -109,11 +118,7 @@ impl Supervisor<'_> {
             dropped_connections: sum.dropped_connections,
             ..Messages::default()
         };
-        let elapsed = match (self.started, self.finished) {
-            (Some(s), Some(f)) => f - s,
-            (Some(s), None) => s.elapsed(),
-            _ => Duration::ZERO,
-        };
+        let elapsed = self.elapsed();
         let total = audit.entries;
         messages.per_entry = if total > 0 { messages.total as f64 / total as f64 } else { 0.0 };
         let shape = Shape { n: self.opts.workers, replicas: self.opts.replicas, initiators: 0 };
@@ -236,11 +241,7 @@ impl Supervisor<'_> {
         let elections = audit.terms;
         messages.per_election =
             if elections > 0 { messages.total as f64 / elections as f64 } else { messages.total as f64 };
-        let elapsed = match (self.started, self.finished) {
-            (Some(s), Some(f)) => f - s,
-            (Some(s), None) => s.elapsed(),
-            _ => Duration::ZERO,
-        };
+        let elapsed = self.elapsed();
         let e = self.opts.elect.as_ref();
         let initiators = e.map_or(0, |e| e.initiators.count(self.opts.workers));
         let shape = Shape { n: self.opts.workers, replicas: None, initiators };
