@@ -191,8 +191,9 @@ pub struct ChangRobertsOn<D: Direction> {
     down: BTreeSet<PeerId>,
     /// Has sent or passed on an ELECTION of the current election.
     participant: bool,
-    /// The largest id this node has sent in an ELECTION while a participant.
-    sent: PeerId,
+    /// The ids this node has sent in ELECTIONs while a participant: when one of them
+    /// dies, the largest still alive is the one to resend.
+    sent: BTreeSet<PeerId>,
     /// Leads, and its ELECTED has not come home yet.
     announcing: bool,
     /// The leader this node follows, with its term.
@@ -237,9 +238,12 @@ impl<D: Direction> ChangRobertsOn<D> {
         self.send_election(self.me(), out);
     }
 
-    /// Send an ELECTION carrying `id`, and remember the largest id sent.
+    /// Send an ELECTION carrying `id`, and remember it was sent.
     fn send_election(&mut self, id: PeerId, out: &mut O<D>) {
-        self.sent = if self.participant { self.sent.max(id) } else { id };
+        if !self.participant {
+            self.sent.clear();
+        }
+        self.sent.insert(id);
         self.participant = true;
         self.pass(Msg::Election { id, term: self.seen }, out);
     }
@@ -313,8 +317,9 @@ impl<D: Direction> ChangRobertsOn<D> {
             // What we sent, or the ELECTED, may have died with it: go round again. Resend
             // the largest live id we passed on, not just our own: downstream participants
             // drop ids below theirs, so a lost larger id resent as ours would stall the
-            // ring with everyone waiting (sim seed 13, n = 5).
-            let id = if self.down.contains(&self.sent) { self.me() } else { self.sent };
+            // ring with everyone waiting (sim seed 13, n = 5). And the largest *live* one:
+            // the largest sent may be the dead peer's (CI, n = 6, kill 5 at 0ms).
+            let id = self.sent.iter().rev().find(|p| !self.down.contains(p)).map_or(self.me(), |&p| p);
             self.participant = false;
             if id == self.me() || self.successor().is_none() {
                 self.start_election(out);
@@ -338,7 +343,7 @@ impl<D: Direction> Node for ChangRobertsOn<D> {
             cfg: cfg.clone(),
             down: BTreeSet::new(),
             participant: false,
-            sent: cfg.id,
+            sent: BTreeSet::new(),
             announcing: false,
             leader: None,
             seen: 0,
@@ -571,6 +576,33 @@ mod tests {
         net.run().unwrap();
         assert_eq!(net.check(), Ok(PeerId(4)));
         assert!((0..5).all(|i| net.node(i).waiting_for().is_empty()));
+    }
+
+    /// CI, `chang-roberts-down -n 6 --faults 'kill 5 at 0ms'`: 5's ELECTION goes round
+    /// before its death is known, so every node has passed 5 on. 4 learns first and
+    /// resends its own id, which 3, 2 and 1 pass on; 0 passes it to the dead 5 too. When
+    /// 0 learns, the largest id it sent is 5, dead: it must resend 4, the largest live
+    /// one it sent, not its own 0, which 4 would drop with everyone waiting.
+    #[test]
+    fn the_largest_live_id_sent_is_resent_when_the_largest_sent_is_dead() {
+        let mut net = Net::<ChangRobertsDown>::new(6);
+        for i in 0..6 {
+            net.elect(i);
+        }
+        net.crash(5); // Its ELECTION to 4 still arrives.
+        net.run().unwrap(); // 5's id goes round to 0, which sends it to the dead 5.
+        net.notice(4, 5);
+        net.run().unwrap(); // 4's id goes round to 0, and on to the dead 5 again.
+        assert_eq!(net.msgs.last(), Some(&(0, 5, e(4, 0))));
+        for i in [3, 2, 1] {
+            net.notice(i, 5);
+        }
+        net.run().unwrap(); // Their own ids die at 4.
+        let mark = net.msgs.len();
+        net.notice(0, 5);
+        net.run().unwrap();
+        assert_eq!(net.msgs[mark], (0, 4, e(4, 0)), "4's id, resent past the dead 5");
+        assert_eq!(net.check(), Ok(PeerId(4)));
     }
 
     /// Sim seed 143, n = 3: 2's ELECTED dies with 0, and again after 1 resends 2's id;
