@@ -186,7 +186,8 @@ fn execute<R>(
             .and_then(|mut f| std::io::Write::write_all(&mut f, header.as_bytes()))
             .map_err(|e| (path, e))
     } else {
-        resource::create(&resource_path, &opts.algo, opts.workers).map_err(|e| (resource_path.clone(), e))
+        resource::create(&resource_path, &opts.algo, opts.workers, opts.fenced)
+            .map_err(|e| (resource_path.clone(), e))
     };
     if let Err((path, e)) = made {
         dir.remove(&[]);
