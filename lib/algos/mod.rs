@@ -101,6 +101,9 @@ pub struct AlgoInfo {
     pub summary: &'static str,
     /// The runtime wraps each critical section in `flock(2)` on the resource file.
     pub kernel_lock: bool,
+    /// The node has a majority rule, which `run --majority` turns on
+    /// ([`crate::algorithm::Config::majority`]).
+    pub majority: bool,
     /// Expected messages per entry (per election, for elections) for a run of this
     /// shape, where theory gives a number.
     pub theory: fn(Shape) -> Option<Theory>,
@@ -126,6 +129,7 @@ impl AlgoInfo {
             highest_wins: false,
             summary: "",
             kernel_lock: false,
+            majority: false,
             theory: |_| None,
             worker: crate::runtime::run_node::<N>,
             simulate: crate::sim::simulate::<N>,
@@ -169,13 +173,15 @@ pub static BUILTIN: &[AlgoInfo] = &[
         summary:
             "centralized with heartbeats and a bully election; the new coordinator rebuilds its queue from STATE",
         kernel_lock: false,
+        majority: true,
         theory: |s| {
             let n = f64::from(s.n.max(1));
             Some(Theory::range(
                 3.0 * (n - 1.0) / n,
                 f64::INFINITY,
-                "3(N-1)/N as centralized, plus HEARTBEATs while anyone waits and elections; \
-                 unbounded above"
+                "3(N-1)/N as centralized (2N+1 per ordinary entry and 2(N-1) for the \
+                 coordinator's under --majority), plus HEARTBEATs while anyone waits and \
+                 elections; unbounded above"
                     .into(),
             ))
         },
