@@ -21,6 +21,7 @@ pub mod hirschberg_sinclair;
 pub mod lamport;
 pub mod maekawa;
 pub mod neilsen_mizuno;
+pub mod ra_token;
 pub mod raymond;
 pub mod ricart_agrawala;
 pub mod ring_list;
@@ -310,6 +311,22 @@ pub static BUILTIN: &[AlgoInfo] = &[
         ..AlgoInfo::runs::<suzuki_kasami::SuzukiKasami>()
     },
     AlgoInfo {
+        name: "ra-token",
+        family: "token",
+        summary:
+            "the notes' Ricart-Agrawala token passing: numbered REQUESTs; the TOKEN carries granted[] and goes to the first waiter after its holder",
+        kernel_lock: false,
+        theory: |s| {
+            let n = s.n.max(1);
+            if n == 1 {
+                return Theory::exact(0.0, "0: a lone node keeps the token");
+            }
+            let formula = format!("0 (holder re-enters unasked) to N = {n} (N-1 REQUESTs + 1 TOKEN)");
+            Some(Theory::range(0.0, f64::from(n), formula))
+        },
+        ..AlgoInfo::runs::<ra_token::RaToken>()
+    },
+    AlgoInfo {
         name: "raymond",
         family: "token",
         summary:
@@ -552,6 +569,7 @@ mod tests {
             states_are_values::<token_ring::TokenRing>(),
             states_are_values::<token_ring_ft::TokenRingFt>(),
             states_are_values::<suzuki_kasami::SuzukiKasami>(),
+            states_are_values::<ra_token::RaToken>(),
             states_are_values::<raymond::Raymond>(),
             states_are_values::<neilsen_mizuno::NeilsenMizuno>(),
             states_are_values::<bully::Bully>(),
