@@ -14,21 +14,22 @@
 //! REQUEST to itself, so its own entry of `requested` stays 0 (one of the notes'
 //! questions).
 //!
-//! What a node does, in the order of the notes' pseudo-code (the handler in brackets):
+//! What a node does, in the order of the notes' pseudo-code (the handler after the arrow):
 //!
-//! - Start: `haveToken` is true in node 0 and false in the others [`on_start`].
+//! - Start: `haveToken` is true in node 0 and false in the others → `on_start`.
 //! - Main, on wanting in: `if not haveToken`: `myNum ← myNum + 1`, `send(request, N,
-//!   myID, myNum)` to all others, then `receive(token, granted)` [`on_want_cs`, then the
-//!   TOKEN arm of `on_message`]; `haveToken ← true`, `inCS ← true`. A node that still
+//!   myID, myNum)` to all others, then `receive(token, granted)`; `haveToken ← true`,
+//!   `inCS ← true` → `on_want_cs`, then the TOKEN arm of `on_message`. A node that still
 //!   holds the token goes straight in: nobody has asked for it since it last left.
-//! - Main, on leaving: `granted[myID] ← myNum`, `inCS ← false`, `sendToken`
-//!   [`on_cs_done`].
+//! - Main, on leaving: `granted[myID] ← myNum`, `inCS ← false`, `sendToken` →
+//!   `on_cs_done`.
 //! - Receive, on a REQUEST: `requested[source] ← max(requested[source], reqNum)`; `if
-//!   haveToken and not inCS`: `sendToken` [the REQUEST arm of `on_message`].
+//!   haveToken and not inCS`: `sendToken` → the REQUEST arm of `on_message`.
 //! - sendToken: if some node N has `requested[N] > granted[N]`, send it the TOKEN with
-//!   `granted` and set `haveToken ← false`; otherwise keep the token [`send_token`]. The
-//!   notes say "for some such N"; to keep anyone from waiting for ever, the search starts
-//!   at the holder's successor i+1 and goes round to i-1, and the first such node wins.
+//!   `granted` and set `haveToken ← false`; otherwise keep the token → `send_token`.
+//!   Algorithm 10.3 says "for some such N"; the other notes (`004_…`) fix the order, and
+//!   so does this file: the search starts at the holder's successor i+1 and goes round
+//!   to i-1, and the first such node wins, so nobody waits for ever.
 //!
 //! `requested[j] > granted[j]` means exactly "j waits": j asks again only after it was
 //! let in, so the one request of j that the token has not granted is the one it waits
@@ -687,6 +688,29 @@ mod tests {
                 assert_eq!(cost_error(&r), None);
             }
         }
+    }
+
+    /// Crashes and restarts of any node, holders included: never two inside, and never
+    /// a wrong entry; a run either ends or stalls with everyone waiting for the TOKEN.
+    #[test]
+    fn sim_under_crashes_is_never_unsafe_it_only_stalls() {
+        let (mut ended, mut stalled) = (0, 0);
+        for n in [2, 3, 5] {
+            for seed in 0..200 {
+                match Sim::<RaToken>::new(n, seed).crashes(2, |_| true).max_steps(STEPS).run(3) {
+                    Ok(_) => ended += 1,
+                    Err(SimError { failure: Failure::Deadlock { waiting }, .. }) => {
+                        assert!(
+                            waiting.iter().all(|w| w.1.starts_with("waiting for the TOKEN")),
+                            "{waiting:?}"
+                        );
+                        stalled += 1;
+                    }
+                    Err(e) => panic!("{e}"),
+                }
+            }
+        }
+        assert!(ended > 100 && stalled > 100, "{ended} ended, {stalled} stalled");
     }
 
     // ---- negative controls: broken variants the checks above must catch ----
