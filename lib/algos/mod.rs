@@ -300,30 +300,16 @@ pub static BUILTIN: &[AlgoInfo] = &[
         summary:
             "broadcast a numbered REQUEST; the TOKEN carries each node's last served request and a queue",
         kernel_lock: false,
-        theory: |s| {
-            let n = s.n.max(1);
-            if n == 1 {
-                return Theory::exact(0.0, "0: a lone node keeps the token");
-            }
-            let formula = format!("0 (holder re-enters unasked) to N = {n} (N-1 REQUESTs + 1 TOKEN)");
-            Some(Theory::range(0.0, f64::from(n), formula))
-        },
+        theory: n_per_token_move,
         ..AlgoInfo::runs::<suzuki_kasami::SuzukiKasami>()
     },
     AlgoInfo {
         name: "ra-token",
         family: "token",
         summary:
-            "the notes' Ricart-Agrawala token passing: numbered REQUESTs; the TOKEN carries granted[] and goes to the first waiter after its holder",
+            "the notes' Ricart-Agrawala token passing: a TOKEN with granted[] and no queue, to the next waiter round the ring",
         kernel_lock: false,
-        theory: |s| {
-            let n = s.n.max(1);
-            if n == 1 {
-                return Theory::exact(0.0, "0: a lone node keeps the token");
-            }
-            let formula = format!("0 (holder re-enters unasked) to N = {n} (N-1 REQUESTs + 1 TOKEN)");
-            Some(Theory::range(0.0, f64::from(n), formula))
-        },
+        theory: n_per_token_move,
         ..AlgoInfo::runs::<ra_token::RaToken>()
     },
     AlgoInfo {
@@ -415,6 +401,17 @@ pub static BUILTIN: &[AlgoInfo] = &[
         ..AlgoInfo::runs::<ring_list::RingList>()
     },
 ];
+
+/// `suzuki-kasami` and `ra-token`: an entry costs N when the token moves (N-1 REQUESTs
+/// and the TOKEN), nothing when its holder re-enters unasked.
+fn n_per_token_move(s: Shape) -> Option<Theory> {
+    let n = s.n.max(1);
+    if n == 1 {
+        return Theory::exact(0.0, "0: a lone node keeps the token");
+    }
+    let formula = format!("0 (holder re-enters unasked) to N = {n} (N-1 REQUESTs + 1 TOKEN)");
+    Some(Theory::range(0.0, f64::from(n), formula))
+}
 
 /// Messages per election between two bounds, M the number of live workers.
 fn election_theory((lo, hi): (u64, u64), formula: &str) -> Option<Theory> {
