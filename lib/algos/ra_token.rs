@@ -196,6 +196,7 @@ impl Algorithm for RaToken {
             }
             // A second token cannot exist in the model; keeping one is the safe side.
             Msg::Token { .. } if self.token.is_some() => {}
+            // Not a token of this run (another N): dropped, as a bad frame would be.
             Msg::Token { granted } if granted.len() != self.cfg.n as usize => {}
             Msg::Token { granted } => {
                 self.token = Some(granted);
