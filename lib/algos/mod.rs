@@ -21,6 +21,7 @@ pub mod hirschberg_sinclair;
 pub mod lamport;
 pub mod maekawa;
 pub mod neilsen_mizuno;
+pub mod ra_token;
 pub mod raymond;
 pub mod ricart_agrawala;
 pub mod ring_list;
@@ -305,15 +306,17 @@ pub static BUILTIN: &[AlgoInfo] = &[
         summary:
             "broadcast a numbered REQUEST; the TOKEN carries each node's last served request and a queue",
         kernel_lock: false,
-        theory: |s| {
-            let n = s.n.max(1);
-            if n == 1 {
-                return Theory::exact(0.0, "0: a lone node keeps the token");
-            }
-            let formula = format!("0 (holder re-enters unasked) to N = {n} (N-1 REQUESTs + 1 TOKEN)");
-            Some(Theory::range(0.0, f64::from(n), formula))
-        },
+        theory: n_per_token_move,
         ..AlgoInfo::runs::<suzuki_kasami::SuzukiKasami>()
+    },
+    AlgoInfo {
+        name: "ra-token",
+        family: "token",
+        summary:
+            "the notes' Ricart-Agrawala token passing: a TOKEN with granted[] and no queue, to the next waiter round the ring",
+        kernel_lock: false,
+        theory: n_per_token_move,
+        ..AlgoInfo::runs::<ra_token::RaToken>()
     },
     AlgoInfo {
         name: "raymond",
@@ -404,6 +407,17 @@ pub static BUILTIN: &[AlgoInfo] = &[
         ..AlgoInfo::runs::<ring_list::RingList>()
     },
 ];
+
+/// `suzuki-kasami` and `ra-token`: an entry costs N when the token moves (N-1 REQUESTs
+/// and the TOKEN), nothing when its holder re-enters unasked.
+fn n_per_token_move(s: Shape) -> Option<Theory> {
+    let n = s.n.max(1);
+    if n == 1 {
+        return Theory::exact(0.0, "0: a lone node keeps the token");
+    }
+    let formula = format!("0 (holder re-enters unasked) to N = {n} (N-1 REQUESTs + 1 TOKEN)");
+    Some(Theory::range(0.0, f64::from(n), formula))
+}
 
 /// Messages per election between two bounds, M the number of live workers.
 fn election_theory((lo, hi): (u64, u64), formula: &str) -> Option<Theory> {
@@ -558,6 +572,7 @@ mod tests {
             states_are_values::<token_ring::TokenRing>(),
             states_are_values::<token_ring_ft::TokenRingFt>(),
             states_are_values::<suzuki_kasami::SuzukiKasami>(),
+            states_are_values::<ra_token::RaToken>(),
             states_are_values::<raymond::Raymond>(),
             states_are_values::<neilsen_mizuno::NeilsenMizuno>(),
             states_are_values::<bully::Bully>(),
