@@ -250,6 +250,10 @@ struct CompareArgs {
     /// Seed of the first run of each kind; a fault run that misses retries with the next.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     seed: u64,
+    /// How survivors learn of a crash in the fault runs (`none` is the notes' world: a
+    /// crash looks like slowness); heartbeat: every 50 ms, suspect after 100 ms.
+    #[arg(long, value_enum, default_value = "perfect")]
+    detector: DetectorArg,
     /// Print one JSON object instead of the table.
     #[arg(long, conflicts_with = "markdown")]
     json: bool,
@@ -599,6 +603,15 @@ fn cmd_compare(a: CompareArgs) -> ExitCode {
         workers: a.workers,
         entries: a.entries,
         seed: a.seed,
+        // The heartbeat figures `run` takes by default with no added latency.
+        detector: match a.detector {
+            DetectorArg::None => Detector::None,
+            DetectorArg::Perfect => Detector::Perfect,
+            DetectorArg::Heartbeat => Detector::Heartbeat {
+                every: Duration::from_millis(50),
+                suspect: Duration::from_millis(50 + PROCESSING_MS as u64),
+            },
+        },
     };
     if let Err(e) = compare::validate(&opts) {
         return fail(2, &e);

@@ -66,6 +66,8 @@ pub struct CompareOpts {
     /// Entries per worker in the light and saturated runs.
     pub entries: u64,
     pub seed: u64,
+    /// How survivors learn of a crash in the fault runs (the others have no crash).
+    pub detector: Detector,
 }
 
 /// An algorithm left out of the default list, and why.
@@ -106,6 +108,7 @@ pub struct FaultSettings {
     pub think_ms: f64,
     pub stall_ms: u64,
     pub drop: f64,
+    pub detector: String,
 }
 
 /// One algorithm's line of the table.
@@ -326,7 +329,7 @@ static CLAIMS: &[Claim] = &[
     Claim {
         name: "token-ring",
         messages: |_| "1 to ∞ (notes)".into(),
-        entry: |n| format!("0 to N-1 = {} (notes)", n - 1),
+        entry: |n| format!("0 to N-1 = {} (notes); here an idle hop waits 1 ms", n - 1),
         sync: |n| format!("1 to N-1 = {}", n - 1),
         problems: "lost token, process crash (notes)",
         coordinator_free: false,
@@ -334,7 +337,7 @@ static CLAIMS: &[Claim] = &[
     Claim {
         name: "token-ring-ft",
         messages: |_| "1 to ∞, plus a ring election per lost token".into(),
-        entry: |n| format!("0 to N-1 = {}", n - 1),
+        entry: |n| format!("0 to N-1 = {}; an idle hop waits 1 ms", n - 1),
         sync: |n| format!("1 to N-1 = {}", n - 1),
         problems: "survives a lost token by regenerating it",
         coordinator_free: false,
@@ -377,7 +380,7 @@ fn excluded_why(a: &AlgoInfo) -> Option<&'static str> {
     }
     if a.family == "baseline" {
         return Some(
-            "a baseline that sends no message: its counts are zero and its delays are not in \
+            "baselines that send no message, so there is nothing to count or to measure in \
              message times (`none` is unsafe by design, `flock` is the kernel's lock)",
         );
     }
@@ -530,6 +533,7 @@ pub fn compare(o: &CompareOpts, mut done: impl FnMut(&Row, Duration)) -> Result<
             think_ms: FAULT_TIMING.1,
             stall_ms: FAULT_STALL_MS,
             drop: DROP,
+            detector: o.detector.to_string(),
         },
         message_time_us: t_ms * 1e3,
         elapsed_s: started.elapsed().as_secs_f64(),
@@ -659,6 +663,7 @@ fn fault_run(o: &CompareOpts, name: &str, fault: Fault, tmp: &Path) -> Result<Fa
             plan: plan.clone(),
             drop,
             stall_ms: FAULT_STALL_MS,
+            detector: o.detector,
             ..run_opts(o, name, dir, FAULT_ENTRIES, FAULT_TIMING)
         };
         let r = supervisor::run(&opts)?;
@@ -794,12 +799,21 @@ fn footer(c: &Comparison) -> String {
     let _ = writeln!(
         s,
         "Fault runs: {} entries per worker, {} ms sections, kill at entry {FAULT_AT_ENTRY}, \
-         --drop {}, --stall-ms {}; coordinator = highest id; `?` = the fault did not hit as \
-         meant in {ATTEMPTS} seeds.",
-        f.entries_per_worker, f.cs_ms, f.drop, f.stall_ms
+         --drop {}, --stall-ms {}, detector {}; coordinator = highest id; `?` = the fault did \
+         not hit as meant in {ATTEMPTS} seeds.",
+        f.entries_per_worker, f.cs_ms, f.drop, f.stall_ms, f.detector
     );
+    // One line per reason: the baselines share theirs.
+    let mut reasons: Vec<&str> = Vec::new();
     for e in &c.excluded {
-        let _ = writeln!(s, "Left out: {} ({}).", e.algorithm, e.why);
+        if !reasons.contains(&e.why.as_str()) {
+            reasons.push(&e.why);
+        }
+    }
+    for why in reasons {
+        let names: Vec<&str> =
+            c.excluded.iter().filter(|e| e.why == why).map(|e| e.algorithm.as_str()).collect();
+        let _ = writeln!(s, "Left out: {}: {why}.", names.join(", "));
     }
     let _ = writeln!(s, "Measured in {:.1} s.", c.elapsed_s);
     s
@@ -817,25 +831,21 @@ pub fn text(c: &Comparison) -> String {
     s
 }
 
+/// Columns padded to their widest cell (in characters: `∞` is one), two spaces apart.
 fn aligned<const K: usize>(s: &mut String, head: &[&str; K], rows: &[[String; K]]) {
-    let width = |i: usize| {
+    let widths: [usize; K] = std::array::from_fn(|i| {
         rows.iter().map(|r| r[i].chars().count()).chain([head[i].chars().count()]).max().unwrap_or(0)
+    });
+    let mut line = |cells: [&str; K]| {
+        let padded: Vec<String> = cells.iter().zip(widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        s.push_str(padded.join("  ").trim_end());
+        s.push('\n');
     };
-    let widths: Vec<usize> = (0..K).map(width).collect();
-    let line = |cells: Vec<&str>| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .map(|(c, &w)| format!("{c}{}", " ".repeat(w - c.chars().count())))
-            .collect();
-        padded.join("  ").trim_end().to_string() + "\n"
-    };
-    s.push_str(&line(head.to_vec()));
-    s.push_str(&line(
-        widths.iter().map(|&w| "-".repeat(w)).collect::<Vec<_>>().iter().map(String::as_str).collect(),
-    ));
+    line(*head);
+    let rules: [String; K] = widths.map(|w| "-".repeat(w));
+    line(std::array::from_fn(|i| rules[i].as_str()));
     for r in rows {
-        s.push_str(&line(r.iter().map(String::as_str).collect()));
+        line(std::array::from_fn(|i| r[i].as_str()));
     }
 }
 
@@ -851,12 +861,16 @@ pub fn markdown(c: &Comparison) -> String {
     s
 }
 
+/// A Markdown table; a `|` inside a cell is escaped.
 fn table<const K: usize>(s: &mut String, head: &[&str; K], rows: &[[String; K]]) {
-    let row = |cells: Vec<&str>| format!("| {} |\n", cells.join(" | ").replace('\n', " "));
-    s.push_str(&row(head.to_vec()));
-    s.push_str(&row(vec!["---"; K]));
+    let mut row = |cells: Vec<&str>| {
+        let cells: Vec<String> = cells.iter().map(|c| c.replace('|', "\\|")).collect();
+        let _ = writeln!(s, "| {} |", cells.join(" | "));
+    };
+    row(head.to_vec());
+    row(vec!["---"; K]);
     for r in rows {
-        s.push_str(&row(r.iter().map(|c| c.as_str()).collect()));
+        row(r.iter().map(String::as_str).collect());
     }
 }
 
@@ -934,6 +948,88 @@ mod tests {
         assert_eq!(judge(true, ["lost-update"].into_iter()), Outcome::Unsafe);
     }
 
+    /// A comparison of one made-up row, for the renderers.
+    fn sample() -> Comparison {
+        let d = |ms: f64| Delay { ms, t: ms * 100.0, samples: 9, notes: "2".into() };
+        let run = |fault, outcome, as_intended| FaultRun {
+            fault,
+            plan: String::new(),
+            drop: 0.0,
+            seed: 1,
+            outcome,
+            as_intended,
+            detail: String::new(),
+        };
+        Comparison {
+            schema: SCHEMA,
+            workers: 3,
+            entries_per_worker: 5,
+            light: Timing { cs_ms: 1.0, think_ms: 20.0 },
+            saturation: Timing { cs_ms: 1.0, think_ms: 0.0 },
+            fault_runs: FaultSettings {
+                entries_per_worker: 10,
+                cs_ms: 5.0,
+                think_ms: 2.0,
+                stall_ms: 1000,
+                drop: 0.05,
+                detector: "perfect".into(),
+            },
+            message_time_us: 10.0,
+            elapsed_s: 1.0,
+            excluded: vec![
+                Excluded { algorithm: "none".into(), why: "no messages".into() },
+                Excluded { algorithm: "flock".into(), why: "no messages".into() },
+            ],
+            algorithms: vec![Row {
+                algorithm: "token-ring".into(),
+                family: "token".into(),
+                messages_per_entry: PerEntry {
+                    light: 7.5,
+                    saturation: 1.05,
+                    counted: "every entry",
+                    heartbeats_light: 0,
+                    heartbeats_saturation: 0,
+                    theory: None,
+                    notes: "1 to ∞ | notes".into(),
+                },
+                entry_delay: Some(d(0.3)),
+                sync_delay: None,
+                problems: Problems {
+                    notes: "lost token",
+                    runs: vec![
+                        run("non-holder crash", Outcome::Survives, true),
+                        run("holder crash", Outcome::Stalls, false),
+                    ],
+                },
+                clean: false,
+                notes_on_runs: vec![],
+            }],
+        }
+    }
+
+    #[test]
+    fn the_tables_mark_misses_and_unclean_runs_and_align_by_characters() {
+        let c = sample();
+        let text = text(&c);
+        let lines: Vec<&str> = text.lines().collect();
+        // Header, rule and row of the first table line up column by column, `∞` counted
+        // as one character.
+        let col = |l: &str, what: &str| l.find(what).map(|b| l[..b].chars().count());
+        assert_eq!(col(lines[0], "notes say"), col(lines[2], "1 to ∞"), "{text}");
+        assert_eq!(col(lines[0], "delay before"), col(lines[2], "0.300 ms = 30 T"), "{text}");
+        assert!(lines[2].starts_with("token-ring (not clean)"), "{text}");
+        assert!(lines[2].contains("no waits"), "a sync delay with no sample is not zero: {text}");
+        assert!(text.contains("survives  ") && text.contains("stalls?"), "{text}");
+        assert!(text.contains("Left out: none, flock: no messages."), "{text}");
+
+        let md = markdown(&c);
+        assert!(md.contains("| 1 to ∞ \\| notes |"), "a pipe in a cell is escaped: {md}");
+        assert_eq!(md.lines().filter(|l| l.starts_with("| token-ring")).count(), 2, "{md}");
+        let v = serde_json::to_value(&c).unwrap();
+        assert_eq!(v["algorithms"][0]["problems"]["runs"][1]["outcome"], "stalls");
+        assert!(v["algorithms"][0]["sync_delay"].is_null());
+    }
+
     #[test]
     fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
         assert_eq!(median(&mut [9, 1, 5]), Some(5.0));
@@ -954,8 +1050,14 @@ mod tests {
 
     #[test]
     fn bad_requests_are_refused_by_name() {
-        let o =
-            CompareOpts { exe: PathBuf::from("mutexlab"), algos: vec![], workers: 5, entries: 20, seed: 1 };
+        let o = CompareOpts {
+            exe: PathBuf::from("mutexlab"),
+            algos: vec![],
+            workers: 5,
+            entries: 20,
+            seed: 1,
+            detector: Detector::Perfect,
+        };
         assert_eq!(validate(&o), Ok(()));
         for (bad, says) in [
             (CompareOpts { workers: 1, ..o.clone() }, "-n must be"),
