@@ -791,7 +791,7 @@ fn footer(c: &Comparison) -> String {
     let _ = writeln!(
         s,
         "Messages exclude heartbeats; centralized and centralized-bully count the entries of clients \
-         only (the coordinator's own cost nothing), for messages and delays alike. Delay before \
+         only (the coordinator's own cost nothing), for messages and the delay before entry. Delay before \
          entry: median WANT to ENTER at light load. Sync delay: median EXIT to next ENTER while \
          someone waits."
     );
