@@ -28,7 +28,7 @@ use crate::bench;
 use crate::control::{Detector, RESOURCE_FILE};
 use crate::faults::Plan;
 use crate::resource::Record;
-use crate::supervisor::{self, RunError, RunOpts, RunReport};
+use crate::supervisor::{self, AppliedFault, RunError, RunOpts, RunReport};
 
 /// Version of the JSON layout; raised whenever a field changes meaning or goes away.
 pub const SCHEMA: u32 = 1;
@@ -236,16 +236,18 @@ impl Fault {
         }
     }
 
-    /// Whether run `r` of `n` workers was hit the way this fault means.
-    fn hit(self, r: &RunReport, n: u32) -> bool {
-        let kill = r.faults.iter().find(|f| f.action == "kill");
+    /// Whether a run of `n` workers, with these faults applied and this many messages
+    /// lost, was hit the way this fault means.
+    fn hit(self, faults: &[AppliedFault], lost: u64, n: u32) -> bool {
+        let kill = faults.iter().find(|f| f.action == "kill");
+        // The supervisor's note on a kill says where its victim was.
         let inside = |note: &str| note.ends_with(" inside the critical section");
         match self {
             Fault::NonHolder => kill.is_some_and(|f| !inside(&f.note)),
             // A holder that is also the coordinator belongs to the next column.
             Fault::Holder => kill.is_some_and(|f| inside(&f.note) && f.worker != Some(n - 1)),
             Fault::Coordinator => kill.is_some(),
-            Fault::Lost => r.lost_messages > 0,
+            Fault::Lost => lost > 0,
         }
     }
 }
@@ -667,7 +669,7 @@ fn fault_run(o: &CompareOpts, name: &str, fault: Fault, tmp: &Path) -> Result<Fa
             ..run_opts(o, name, dir, FAULT_ENTRIES, FAULT_TIMING)
         };
         let r = supervisor::run(&opts)?;
-        let hit = fault.hit(&r, o.workers);
+        let hit = fault.hit(&r.faults, r.lost_messages, o.workers);
         let run = FaultRun {
             fault: fault.name(),
             plan: plan_text.clone(),
@@ -1028,6 +1030,31 @@ mod tests {
         let v = serde_json::to_value(&c).unwrap();
         assert_eq!(v["algorithms"][0]["problems"]["runs"][1]["outcome"], "stalls");
         assert!(v["algorithms"][0]["sync_delay"].is_null());
+    }
+
+    #[test]
+    fn a_fault_counts_only_when_it_hit_as_meant() {
+        let kill = |w: u32, where_: &str| AppliedFault {
+            at_ms: 1.0,
+            t: 1,
+            action: "kill".into(),
+            worker: Some(w),
+            incarnation: Some(0),
+            pid: Some(1),
+            signal: Some("SIGKILL".into()),
+            dead: Some(2),
+            note: format!("kill holder at entry 3; w{w} {where_} the critical section"),
+        };
+        let skip = AppliedFault { action: "skip".into(), note: "w0 is dead".into(), ..kill(0, "outside") };
+        assert!(Fault::NonHolder.hit(&[kill(0, "outside")], 0, 5));
+        assert!(!Fault::NonHolder.hit(&[kill(0, "inside")], 0, 5), "the victim was the holder");
+        assert!(!Fault::NonHolder.hit(std::slice::from_ref(&skip), 0, 5), "nothing was killed");
+        assert!(Fault::Holder.hit(&[kill(1, "inside")], 0, 5));
+        assert!(!Fault::Holder.hit(&[kill(1, "outside")], 0, 5), "the holder had already left");
+        assert!(!Fault::Holder.hit(&[kill(4, "inside")], 0, 5), "that is the coordinator column");
+        assert!(Fault::Coordinator.hit(&[kill(4, "outside")], 0, 5));
+        assert!(!Fault::Coordinator.hit(&[skip], 0, 5));
+        assert!(Fault::Lost.hit(&[], 2, 5) && !Fault::Lost.hit(&[], 0, 5));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! `mutexlab compare` end to end: real runs of two algorithms, the JSON's shape, and the
-//! one figure theory fixes exactly (centralized: REQUEST, GRANT, RELEASE per entry).
+//! one figure theory fixes exactly (centralized: REQUEST, GRANT, RELEASE per entry); and
+//! `mutexlab bench --json`, which `make bench ARGS=--json` relies on.
 
 mod common;
 
@@ -61,4 +62,21 @@ fn compare_refuses_an_election_and_a_one_worker_table_with_exit_2() {
         let err = stderr(&out);
         assert!(err.contains(says) && err.lines().count() == 1, "{args:?}: {err}");
     }
+}
+
+#[test]
+fn bench_json_is_one_object_with_t_and_a_row_per_mutex_run() {
+    let out = run(&["bench", "--quick", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let j = json(&out);
+    assert_eq!(j["schema"], 1);
+    assert!(j["message_time_us"].as_f64().unwrap() > 0.0, "{j}");
+    let sat = j["saturation"].as_array().unwrap();
+    // Every row is a mutual-exclusion run that was made: elections are not benched.
+    assert!(sat.iter().any(|r| r["algorithm"] == "centralized" && r["workers"] == 8), "{j}");
+    for r in sat.iter().chain(j["light"].as_array().unwrap()) {
+        assert!(r.get("error").is_none(), "{r}");
+        assert!(r["entries"].as_u64().unwrap() > 0, "{r}");
+    }
+    assert!(!sat.iter().any(|r| r["algorithm"] == "bully"), "{j}");
 }
