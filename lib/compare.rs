@@ -711,7 +711,8 @@ fn judge<'a>(ok: bool, mut kinds: impl Iterator<Item = &'a str>) -> Outcome {
 fn detail(r: &RunReport) -> String {
     let mut parts: Vec<String> = r.faults.iter().map(|f| f.note.clone()).collect();
     if r.lost_messages > 0 {
-        parts.push(format!("{} messages lost", r.lost_messages));
+        let s = if r.lost_messages == 1 { "" } else { "s" };
+        parts.push(format!("{} message{s} lost", r.lost_messages));
     }
     if let Some(v) = r.violations.iter().find(|v| SAFETY.contains(&v.kind)) {
         parts.push(format!("{} ({} violations)", v.kind, r.violation_count));
