@@ -353,6 +353,14 @@ static CLAIMS: &[Claim] = &[
         coordinator_free: false,
     },
     Claim {
+        name: "ra-token",
+        messages: |n| format!("0 or N = {n}"),
+        entry: |_| "0 or 2".into(),
+        sync: |_| "1: TOKEN".into(),
+        problems: "holder crash loses the token",
+        coordinator_free: false,
+    },
+    Claim {
         name: "raymond",
         messages: |n| format!("0 to 2D = {}", 2 * algos::raymond::diameter(n)),
         entry: |n| format!("0 to 2D = {}", 2 * algos::raymond::diameter(n)),
@@ -425,6 +433,8 @@ pub fn sync_delays(records: impl IntoIterator<Item = Record>) -> Vec<u64> {
                 }
             }
             Record::Exit { t, .. } => since = (!waiting.is_empty()).then_some(t),
+            // Only a fenced resource refuses, and compare runs none.
+            Record::Refused { .. } => {}
         }
     }
     out
@@ -566,6 +576,8 @@ fn run_opts(o: &CompareOpts, algo: &str, dir: PathBuf, entries: u64, (cs, think)
         jitter_ms: 0.0,
         drop: 0.0,
         detector: Detector::Perfect,
+        fenced: false,
+        majority: false,
         elect: None,
     }
 }
