@@ -165,6 +165,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
                     let rec =
                         Record::Want { w: self.me.0, e: self.mx().entries + 1, t: resource::monotonic_ns() };
                     self.append(&rec)?;
+                    self.trace.app(self.clock, "want", None);
                     self.call(AppCall::Want)?;
                 }
                 Local::CsDone => {
@@ -223,6 +224,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
         }
         let e = self.mx().entries + 1;
         self.append(&Record::Enter { w: self.me.0, e, fence, t: resource::monotonic_ns() })?;
+        self.trace.app(self.clock, "enter", None);
         let read = self.mx().resource.committed()?.value;
         self.set_app(App::Inside { fence, read });
         if self.opts.cs.is_zero() {
@@ -247,6 +249,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             t: resource::monotonic_ns(),
         };
         self.append(&rec)?;
+        self.trace.app(self.clock, "leave", None);
         if let Some(lock) = self.mx().held_lock.take() {
             let file = lock.unlock().map_err(|(_, e)| anyhow::anyhow!("unlock failed: {e}"))?;
             self.mx().lock_file = Some(file);
