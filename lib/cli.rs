@@ -55,6 +55,18 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Print a kept run's message trace merged in time order, or write it for ShiViz:
+    /// exit 0, or 2 if the trace is missing or unreadable.
+    Trace {
+        /// The run directory (kept with --keep, or after a failure).
+        run_dir: PathBuf,
+        /// Write ShiViz's input format (a parsing regex line, then events with vector clocks).
+        #[arg(long)]
+        shiviz: bool,
+        /// Write to this file instead of stdout.
+        #[arg(long, short = 'o')]
+        output: Option<PathBuf>,
+    },
     /// Measure message latency and algorithm throughput on this machine.
     Bench {
         /// Fewer, shorter runs (for a smoke test).
@@ -266,6 +278,7 @@ pub fn main(registry: Registry) -> ExitCode {
             ExitCode::SUCCESS
         }
         Cmd::Audit { file, faults, json } => cmd_audit(&file, faults, json),
+        Cmd::Trace { run_dir, shiviz, output } => cmd_trace(&run_dir, shiviz, output.as_deref()),
         Cmd::Bench { quick, all_cpus } => match bench::run(&exe(), quick, all_cpus) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(1, &e.to_string()),
@@ -554,4 +567,32 @@ fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Exi
     } else {
         ExitCode::from(1)
     }
+}
+
+fn cmd_trace(run_dir: &std::path::Path, shiviz: bool, output: Option<&std::path::Path>) -> ExitCode {
+    use std::fmt::Write as _;
+    use std::io::Write as _;
+    // The same code as `audit` for input it cannot read.
+    let trace = match crate::trace::load(run_dir) {
+        Ok(t) => t,
+        Err(e) => return fail(2, &e.to_string()),
+    };
+    let text = if shiviz {
+        trace.shiviz()
+    } else {
+        let mut s = String::with_capacity(trace.events.len() * 80);
+        for e in &trace.events {
+            let _ = writeln!(s, "{e}");
+        }
+        s
+    };
+    match output {
+        None => out(&text),
+        Some(path) => {
+            if let Err(e) = std::fs::File::create(path).and_then(|mut f| f.write_all(text.as_bytes())) {
+                return fail(2, &format!("cannot write {}: {e}", path.display()));
+            }
+        }
+    }
+    ExitCode::SUCCESS
 }
