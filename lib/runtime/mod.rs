@@ -24,7 +24,7 @@
 //! exclusion service's application loop on the resource file, and leaving on SIGTERM or
 //! SIGINT (the seam where an election workload will go); `link` the control link to the
 //! supervisor. What the worker sends, receives, loses and does goes to its message
-//! trace ([`crate::trace`]), one line per event, written once per turn of the loop.
+//! trace ([`crate::trace`]), one line per event, written every few milliseconds.
 //! Each file's own documentation says the rest.
 //!
 //! # Giving up
@@ -262,8 +262,8 @@ enum TimerKind {
 /// and enters `event_loop`. Each turn of the loop leaves at once on a signal
 /// (`leave_on_signal`), polls until the next timer at most, `dispatch`es every ready
 /// source (`accept`, `control_readable`, `pending_readable`, `peer_readable`) and then
-/// those whose read budget ran out, and calls `fire_timers`, `run_local`, `flush_all`
-/// and `flush_trace`. The loop ends on the supervisor's `Finish` (after the statistics) or
+/// those whose read budget ran out, and calls `fire_timers`, `run_local`, `flush_all`,
+/// and writes the trace if its lines are due. The loop ends on the supervisor's `Finish` (after the statistics) or
 /// when the control link closes.
 struct Worker<A: Node<Service: RunService>> {
     opts: WorkerSettings,
@@ -297,7 +297,7 @@ struct Worker<A: Node<Service: RunService>> {
     scratch: Vec<u8>,
     /// Message faults, applied on the send path.
     net: NetFaults,
-    /// This worker's message trace (`trace-w{ID}.log`), written once per turn of the loop.
+    /// This worker's message trace (`trace-w{ID}.log`), written every few milliseconds.
     trace: trace::Writer,
 }
 
@@ -388,14 +388,19 @@ impl<A: Node<Service: RunService>> Worker<A> {
         let _ = io::stderr().lock().write_all(line.as_bytes());
     }
 
-    /// Hand this turn's trace lines to the kernel (the writer also does on drop, so
-    /// every way out of the worker but SIGKILL keeps them). A failed write stops the
-    /// trace, not the run.
+    /// Hand the trace lines not yet written to the kernel: at the start and on `Finish`
+    /// (the loop writes them when due; the writer also does on drop, so every way out
+    /// of the worker but SIGKILL keeps them). A failed write stops the trace, not the
+    /// run.
     fn flush_trace(&mut self) {
         if let Err(e) = self.trace.flush() {
-            let path = self.trace.path().display().to_string();
-            self.log(format_args!("cannot write {path}: {e}; this worker's trace stops here"));
+            self.trace_failed(e);
         }
+    }
+
+    fn trace_failed(&self, e: io::Error) {
+        let path = self.trace.path().display().to_string();
+        self.log(format_args!("cannot write {path}: {e}; this worker's trace stops here"));
     }
 
     /// The worker was sent SIGTERM or SIGINT.
@@ -488,7 +493,9 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 return self.leave_on_signal();
             }
             let timeout = if self.again.is_empty() {
-                self.timers.peek().map(|t| t.0 .0.saturating_duration_since(Instant::now()))
+                // Wake for the next timer, or to write the trace's lines when they are due.
+                let next = self.timers.peek().map(|t| t.0 .0).into_iter().chain(self.trace.due()).min();
+                next.map(|at| at.saturating_duration_since(Instant::now()))
             } else {
                 Some(Duration::ZERO)
             };
@@ -530,7 +537,9 @@ impl<A: Node<Service: RunService>> Worker<A> {
             self.fire_timers()?;
             self.run_local()?;
             self.flush_all()?;
-            self.flush_trace();
+            if let Err(e) = self.trace.flush_if_due() {
+                self.trace_failed(e);
+            }
         }
         Ok(())
     }
