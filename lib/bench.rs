@@ -86,6 +86,7 @@ fn opts(exe: &Path, algo: &str, n: u32, entries: u64, think_ms: f64) -> RunOpts 
         drop: 0.0,
         detector: crate::control::Detector::Perfect,
         elect: None,
+        trace: false,
     }
 }
 

@@ -165,9 +165,12 @@ struct Shared {
     /// Run directory, new or empty (default: a fresh temporary directory).
     #[arg(long)]
     run_dir: Option<PathBuf>,
-    /// Keep the run directory even after a clean run.
+    /// Keep the run directory even after a clean run (and record the message trace).
     #[arg(long)]
     keep: bool,
+    /// Record every message in trace-w<ID>.log (see `mutexlab trace`); on with --keep.
+    #[arg(long)]
+    trace: bool,
     /// End the run with a diagnosis after this long without progress.
     #[arg(long, default_value_t = 5000, allow_negative_numbers = true)]
     stall_ms: u64,
@@ -446,6 +449,8 @@ fn shared_opts(sh: &Shared, plan: Plan) -> RunOpts {
         exe: exe(),
         detector: Detector::Perfect,
         elect: None,
+        // What is kept can be read afterwards; a run no one will read is not slowed.
+        trace: sh.trace || sh.keep,
     }
 }
 

@@ -95,6 +95,9 @@ pub struct WorkerSettings {
     pub initiator: bool,
     /// How the worker learns that a peer is down or back up.
     pub detector: Detector,
+    /// Record every message and application event in `trace-w{ID}.log` (`--trace`,
+    /// and every `--keep` run).
+    pub trace: bool,
 }
 
 /// Who tells a node that a peer is down or up again (`--detector`).

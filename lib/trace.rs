@@ -29,14 +29,19 @@
 //! messages of one incarnation share a clock. Heartbeats are not traced: they carry no
 //! tick of their own and would drown the messages.
 //!
+//! Workers record only when asked (`--trace`) or when the run directory is kept
+//! (`--keep`): even formatted by hand with no allocation and written in batches, a line
+//! per message costs a saturated run (no think time, empty sections) 10 to 30 % of its
+//! throughput on a 2-core machine, where eight workers share a CPU and every line lands
+//! in a cold cache. Runs that think or hold the section for a millisecond do not notice.
+//!
 //! The worker writes its lines to memory and hands them to the kernel with one `write`
 //! at the end of a turn of its event loop once the oldest is [`FLUSH_EVERY`] (5 ms) old
 //! or they fill [`FLUSH_BYTES`], and always before it tells the supervisor its final
-//! statistics and before it exits. A `write` per turn, as first built, cost 10 to 25 %
-//! of a saturated run's throughput on a 2-core machine: each turn there handles only a
-//! message or two. A worker killed outright (SIGKILL) therefore loses at most its last
-//! 5 ms of lines. Every line that reaches the file is whole, unless the disk fills
-//! mid-write, which [`load`] reports as a truncated line.
+//! statistics and before it exits (a `write` per turn cost as much again: a saturated
+//! turn handles a message or two). A worker killed outright (SIGKILL) therefore loses at
+//! most its last 5 ms of lines. Every line that reaches the file is whole, unless the
+//! disk fills mid-write, which [`load`] reports as a truncated line.
 //!
 //! # Vector clocks
 //!
@@ -242,7 +247,8 @@ fn push_num(buf: &mut String, name: &str, mut v: u64) {
 /// the buffer); `flush`, the one `write` of everything buffered (also done on drop).
 #[derive(Debug)]
 pub struct Writer {
-    file: File,
+    /// `None` when tracing is off.
+    file: Option<File>,
     path: PathBuf,
     w: u32,
     inc: u32,
@@ -264,8 +270,9 @@ impl Writer {
     pub fn open(run_dir: &Path, w: u32, inc: u32, workers: u32, algo: &str) -> io::Result<Writer> {
         let path = run_dir.join(file_name(w));
         let file = OpenOptions::new().append(true).create(true).open(&path)?;
+        let len = file.metadata()?.len();
         let mut writer = Writer {
-            file,
+            file: Some(file),
             path,
             w,
             inc,
@@ -273,13 +280,26 @@ impl Writer {
             broken: false,
             since: None,
         };
-        if writer.file.metadata()?.len() == 0 {
+        if len == 0 {
             let _ = write!(writer.buf, "{HEADER} w={w} workers={workers} algo=");
             push_word(&mut writer.buf, algo);
             writer.buf.push('\n');
             writer.flush()?;
         }
         Ok(writer)
+    }
+
+    /// A writer that records nothing: tracing is off.
+    pub fn off() -> Writer {
+        Writer {
+            file: None,
+            path: PathBuf::new(),
+            w: 0,
+            inc: 0,
+            buf: String::new(),
+            broken: true,
+            since: None,
+        }
     }
 
     /// Where the file is.
@@ -366,7 +386,8 @@ impl Writer {
         if self.buf.is_empty() || self.broken {
             return Ok(());
         }
-        let result = nix::unistd::write(&self.file, self.buf.as_bytes()).map_err(io::Error::from);
+        let Some(file) = &self.file else { return Ok(()) };
+        let result = nix::unistd::write(file, self.buf.as_bytes()).map_err(io::Error::from);
         let len = self.buf.len();
         self.buf.clear();
         self.since = None;
@@ -863,6 +884,15 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().count() as u64, 1 + lc);
         assert!(text.ends_with('\n'));
+    }
+
+    #[test]
+    fn a_writer_that_is_off_records_nothing() {
+        let mut w = Writer::off();
+        w.send(1, 1, "M");
+        w.app(2, "enter", None);
+        assert!(w.due().is_none() && w.buf.is_empty());
+        w.flush().unwrap();
     }
 
     #[test]

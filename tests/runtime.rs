@@ -70,6 +70,7 @@ impl Lab {
             drop: 0.0,
             initiator: false,
             detector: Default::default(),
+            trace: false,
         }
     }
 

@@ -213,6 +213,24 @@ fn the_shiviz_export_is_a_regex_line_then_events_with_their_vector_clocks() {
 }
 
 #[test]
+fn only_kept_or_traced_runs_record_a_trace() {
+    // `none` overlaps, so the run fails and its directory is kept either way.
+    for (flag, traced) in [(None, false), (Some("--trace"), true)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        let mut args =
+            vec!["run", "--algo", "none", "-n", "3", "-k", "5", "--run-dir", dir.to_str().unwrap()];
+        args.extend(flag);
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert_eq!(dir.join(trace::file_name(0)).exists(), traced, "{flag:?}");
+        if traced {
+            assert_eq!(count_app(&trace::load(&dir).unwrap(), "enter"), 15);
+        }
+    }
+}
+
+#[test]
 fn a_missing_or_damaged_trace_is_one_line_and_exit_2() {
     let tmp = tempfile::tempdir().unwrap();
     let missing = tmp.path().join("nothing-here");

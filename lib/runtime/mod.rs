@@ -24,7 +24,8 @@
 //! exclusion service's application loop on the resource file, and leaving on SIGTERM or
 //! SIGINT (the seam where an election workload will go); `link` the control link to the
 //! supervisor. What the worker sends, receives, loses and does goes to its message
-//! trace ([`crate::trace`]), one line per event, written every few milliseconds.
+//! trace ([`crate::trace`]) when the run asks for one, one line per event, written
+//! every few milliseconds.
 //! Each file's own documentation says the rest.
 //!
 //! # Giving up
@@ -326,10 +327,13 @@ impl<A: Node<Service: RunService>> Worker<A> {
         poll.registry().register(&mut signals, SIGNALS, Interest::READABLE)?;
         let seed = opts.seed ^ (u64::from(opts.id) << 32) ^ u64::from(opts.incarnation).rotate_left(16);
         let n = opts.workers as usize;
-        let trace = trace::Writer::open(&run_dir, opts.id, opts.incarnation, opts.workers, &opts.algo)
-            .map_err(|e| {
-                anyhow::anyhow!("cannot open {}: {e}", run_dir.join(trace::file_name(opts.id)).display())
-            })?;
+        let trace = if opts.trace {
+            trace::Writer::open(&run_dir, opts.id, opts.incarnation, opts.workers, &opts.algo).map_err(
+                |e| anyhow::anyhow!("cannot open {}: {e}", run_dir.join(trace::file_name(opts.id)).display()),
+            )?
+        } else {
+            trace::Writer::off()
+        };
         let (work, clock) = if A::Service::NAME == Election::NAME {
             (Work::Election(Electing::open(&run_dir)?), 0)
         } else {

@@ -40,6 +40,8 @@ pub struct RunOpts {
     /// `mutexlab elect`: who starts the elections and when the run is settled; `None`
     /// for mutual exclusion.
     pub elect: Option<ElectOpts>,
+    /// Workers record the message trace ([`crate::trace`]).
+    pub trace: bool,
 }
 
 /// What `mutexlab elect` adds to a run.
@@ -270,6 +272,7 @@ pub(super) fn settings(
         drop: o.drop,
         initiator: o.elect.as_ref().is_some_and(|e| e.initiators.contains(id)),
         detector: o.detector,
+        trace: o.trace,
     }
 }
 
@@ -298,6 +301,7 @@ pub(super) mod tests {
             jitter_ms: 0.0,
             drop: 0.0,
             detector: Detector::Perfect,
+            trace: false,
             elect: None,
         }
     }
