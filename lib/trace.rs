@@ -435,7 +435,7 @@ impl Drop for Writer {
 pub enum TraceError {
     #[error("cannot read {path}: {source}")]
     Io { path: PathBuf, source: io::Error },
-    #[error("{dir} holds no trace files (trace-w<ID>.log)")]
+    #[error("{dir} holds no trace files (trace-w<ID>.log): runs record them with --trace or --keep")]
     NoTrace { dir: PathBuf },
     #[error("{path}:{line}: {msg}")]
     Bad { path: PathBuf, line: usize, msg: String },
