@@ -140,6 +140,47 @@ fn the_checker_finds_the_messages_a_lossy_network_lost() {
 }
 
 #[test]
+fn messages_a_partition_held_for_a_worker_that_died_are_traced_as_dropped() {
+    // The coordinator is cut off, so every REQUEST to it waits behind the partition;
+    // killed, it takes them with it. The run then stalls, and its directory is kept.
+    let (out, _, tmp) = kept_run(
+        "run",
+        &[
+            "-n",
+            "3",
+            "-k",
+            "1000",
+            "--cs-ms",
+            "1",
+            "--think-ms",
+            "1",
+            "--stall-ms",
+            "300",
+            "--faults",
+            "partition 2|0,1 at 20ms; kill 2 at 200ms",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let t = trace::load(&run_dir(&tmp)).unwrap();
+    let held: Vec<&Event> = t
+        .events
+        .iter()
+        .filter(|e| matches!(&e.kind, EventKind::Drop { to: 2, why, .. } if why == "partition"))
+        .collect();
+    assert!(!held.is_empty(), "no message to the dead coordinator traced as held and lost");
+    // Each names a message that was sent and never received.
+    let arrows = t.arrows();
+    for d in held {
+        let sent = t
+            .events
+            .iter()
+            .find(|s| s.w == d.w && s.lc == d.lc && matches!(s.kind, EventKind::Send { to: 2, .. }));
+        let sent = sent.unwrap_or_else(|| panic!("no SEND for {d}"));
+        assert!(arrows.iter().any(|a| a.from == d.w && a.sent == sent.t && a.received.is_none()), "{d}");
+    }
+}
+
+#[test]
 fn a_restarted_worker_appends_its_new_life_and_leaders_match_the_leader_file() {
     let (out, _, tmp) =
         kept_run("elect", &["--algo", "bully", "-n", "4", "--faults", "kill 3 at 100ms; restart 3 at 300ms"]);
