@@ -38,9 +38,10 @@
 //! The worker writes its lines to memory and hands them to the kernel with one `write`
 //! at the end of a turn of its event loop once the oldest is [`FLUSH_EVERY`] (5 ms) old
 //! or they fill [`FLUSH_BYTES`], and always before it tells the supervisor its final
-//! statistics and before it exits (a `write` per turn cost as much again: a saturated
-//! turn handles a message or two). A worker killed outright (SIGKILL) therefore loses at
-//! most its last 5 ms of lines. Every line that reaches the file is whole, unless the
+//! statistics and before it exits. A saturated turn handles a message or two, so this
+//! turns thousands of `write`s per run into a few hundred; what cost remains is the
+//! lines themselves. A worker killed outright (SIGKILL) therefore loses at most its
+//! last 5 ms of lines. Every line that reaches the file is whole, unless the
 //! disk fills mid-write, which [`load`] reports as a truncated line.
 //!
 //! # Vector clocks
