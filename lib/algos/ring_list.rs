@@ -37,11 +37,21 @@
 //! election: a node with an ELECTION out that learns a peer is down sends a fresh one
 //! (the old one may have died with that peer); if the initiator itself dies, the lap
 //! ends at the first node that finds its own id on the list (rule 3 is about *its own*
-//! id, not the initiator's), so the message cannot go round for ever; and a COORDINATOR
-//! naming a node known to be down is dropped, and an election started. A lap that comes
+//! id, not the initiator's), so the message cannot go round for ever. A lap that comes
 //! home without a peer the closer does not know to be down is stale (that peer came back
 //! after the lap passed it, and its own, possibly older-termed, election would lose to
 //! this one): it is not closed, and the closer goes round again.
+//!
+//! News travels unevenly under a real detector: each node hears of a death, and of a
+//! return, when its own heartbeats tell it, and a restarted node's first ELECTION can
+//! overtake the news that it is back. So a COORDINATOR naming a node taken for down is
+//! dropped but kept, and passed on after all if that node is heard up: the leader may
+//! be back, and its predecessor, not knowing yet, may have sent its lap home past it
+//! (then nobody else would ever tell it the leader). No election is started on the
+//! drop: if the leader is really dead, the nodes that accepted it will each hear so and
+//! elect; and one started now would name the highest node *this* node knows alive, in a
+//! term above the true leader's. A node whose own lap was closed by another (it went
+//! past it) learns so from the COORDINATOR's member list, which starts with it.
 //!
 //! # Terms
 //!
@@ -114,6 +124,9 @@ pub struct RingList {
     leader: Option<(PeerId, u64)>,
     /// The newest term seen in any message.
     seen: u64,
+    /// The newest COORDINATOR dropped for naming a peer taken for down: taken up after
+    /// all if that peer is heard up (see "Dead peers").
+    held: Option<(PeerId, u64, Vec<PeerId>)>,
 }
 
 impl RingList {
@@ -180,6 +193,9 @@ impl RingList {
     }
 
     fn accept(&mut self, leader: PeerId, term: u64, out: &mut O) {
+        if self.held.as_ref().is_some_and(|h| h.1 <= term) {
+            self.held = None; // Outdated by this one.
+        }
         self.leader = Some((leader, term));
         out.emit(ElectionEvent::Leader { id: leader, term });
     }
@@ -187,12 +203,20 @@ impl RingList {
     /// 4. A COORDINATOR arrives: accept it and pass it on, once.
     fn on_coordinator(&mut self, leader: PeerId, term: u64, members: Vec<PeerId>, out: &mut O) {
         self.seen = self.seen.max(term);
+        if members.first() == Some(&self.me()) {
+            // Our own lap, closed by another node: it passed us by on its way home.
+            self.electing = false;
+        }
         if term <= self.leader.map_or(0, |(_, t)| t) {
             return; // Had it (or newer) already, and passed it on then.
         }
         if self.down.contains(&leader) {
-            // It died since the lap saw it alive.
-            return self.start_election(out);
+            // It died since the lap saw it alive, or it is back and we have not heard
+            // yet. No election: one now could name a lower node above its term.
+            if self.held.as_ref().is_none_or(|h| h.1 < term) {
+                self.held = Some((leader, term, members));
+            }
+            return;
         }
         self.accept(leader, term, out);
         if let Some(next) = self.successor() {
@@ -218,7 +242,14 @@ impl Node for RingList {
     type Service = Election;
 
     fn create(cfg: &Config) -> Self {
-        RingList { cfg: cfg.clone(), down: BTreeSet::new(), electing: false, leader: None, seen: 0 }
+        RingList {
+            cfg: cfg.clone(),
+            down: BTreeSet::new(),
+            electing: false,
+            leader: None,
+            seen: 0,
+            held: None,
+        }
     }
 
     fn step(&mut self, input: NodeInput<Self>, out: &mut O) {
@@ -236,6 +267,10 @@ impl Node for RingList {
             // A new incarnation is back in the ring; it elects by itself.
             Input::PeerUp { peer } => {
                 self.down.remove(&peer);
+                if self.held.as_ref().is_some_and(|h| h.0 == peer) {
+                    let (leader, term, members) = self.held.take().expect("held");
+                    self.on_coordinator(leader, term, members, out);
+                }
             }
         }
     }
@@ -403,6 +438,60 @@ mod tests {
         assert_eq!(net.check(), Ok(PeerId(4)));
         assert!(net.leader_of(1).unwrap().1 >= won.1);
         assert!((0..5).all(|i| net.node(i).waiting_for().is_empty()));
+    }
+
+    /// `ring-list -n 6 --faults 'kill 5 at 1ms; restart 5 at 150ms'` (seed 1139, under
+    /// load): the restarted 5's ELECTION comes round to 4 before 4 hears 5 is up, so 4
+    /// passes it on to 0, past 5, and 0 closes it naming 5. 4 then gets that COORDINATOR,
+    /// still takes 5 for dead, and drops it: 5 never hears of a leader, and 4 starts an
+    /// election that names itself above 5's term.
+    #[test]
+    fn a_coordinator_dropped_by_the_restarted_leaders_predecessor_is_passed_on_when_it_is_up() {
+        let mut net = Net::<RingList>::new(6);
+        net.elect_by(Initiators::All);
+        net.run().unwrap();
+        net.kill(5);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(4)));
+        net.revive_unseen(5);
+        for i in [0, 1, 2, 3] {
+            net.hear_up(i, 5);
+        }
+        net.run().unwrap();
+        let lap = ids(&[5, 0, 1, 2, 3, 4]);
+        let past = net.msgs.iter().any(|m| matches!(m, (4, 0, Msg::Election { ids, .. }) if *ids == lap));
+        assert!(past, "4 passed 5's lap on past 5");
+        assert_eq!(net.leader_of(5), None);
+        net.hear_up(4, 5);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(5)));
+        assert!((0..6).all(|i| net.node(i).waiting_for().is_empty()));
+    }
+
+    /// The same fault, another order: 2 is the one yet to hear that 5 is back when 5's
+    /// COORDINATOR naming itself arrives. It drops it, so 3 and 4 never hear of it; an election
+    /// of its own would name 4, the highest it knows alive, above 5's term.
+    #[test]
+    fn a_coordinator_dropped_as_naming_a_dead_node_is_passed_on_when_it_is_up() {
+        let mut net = Net::<RingList>::new(6);
+        net.elect_by(Initiators::All);
+        net.run().unwrap();
+        net.kill(5);
+        net.run().unwrap();
+        let mark = net.msgs.len();
+        net.revive_unseen(5);
+        for i in [0, 1, 3, 4] {
+            net.hear_up(i, 5);
+        }
+        net.run().unwrap();
+        assert!(net.leaders.iter().any(|a| (a.who, a.id) == (1, PeerId(5))), "1 followed 5");
+        let passed =
+            net.msgs[mark..].iter().any(|m| matches!(m, (2, 3, Msg::Coordinator { leader: PeerId(5), .. })));
+        assert!(!passed, "2 dropped 0's COORDINATOR");
+        net.hear_up(2, 5);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(5)));
+        assert!((0..6).all(|i| net.node(i).waiting_for().is_empty()));
     }
 
     #[test]
