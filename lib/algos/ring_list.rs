@@ -53,11 +53,12 @@
 //!   is really dead, the nodes that accepted it will each hear so and elect, and one
 //!   started now would name the highest node *this* node knows alive, in a term above
 //!   the true leader's.
-//! - A node that hears a peer up that outranks the leader it follows (or with no
-//!   leader) elects afresh, even with a lap out: the highest live node must lead, and
-//!   no lap that skipped it will say so.
-//! - Otherwise, if that peer comes next round the ring, the node sends it the
-//!   COORDINATOR it follows: it may have been skipped, and follow a dead leader.
+//! - A node that hears up the peer that comes next round the ring (the one it skipped)
+//!   sends it the COORDINATOR it follows, as it may follow a dead leader; or, if that
+//!   peer outranks the leader (or there is none), it elects afresh, even with a lap
+//!   out, so that the lap goes through the peer and names it.
+//! - A node that accepts a leader below itself was taken for down by the lap's closer:
+//!   it elects afresh, as the highest live node must lead.
 //! - Accepting a leader ends the wait for a lap of one's own (if it still comes home,
 //!   it is closed as usual), so no node waits for a lap that died unseen.
 //!
@@ -236,6 +237,10 @@ impl RingList {
         if let Some(next) = self.successor() {
             out.send(next, Msg::Coordinator { leader, term, members });
         }
+        if leader < self.me() {
+            // The lap's closer took us for down: we outrank its leader, so we go round.
+            self.elect_afresh(out);
+        }
     }
 
     /// A peer taken for down is heard again: restarted, or wrongly suspected. It may
@@ -246,15 +251,16 @@ impl RingList {
             let (leader, term, members) = self.held.take().expect("held");
             self.on_coordinator(leader, term, members, out);
         }
+        if self.successor() != Some(peer) {
+            return; // Whoever comes just before it takes care of it.
+        }
         match self.leader {
-            // It outranks our leader: the highest live node must lead.
-            None => self.elect_afresh(out),
-            Some((leader, _)) if peer > leader => self.elect_afresh(out),
-            // It comes next round the ring: tell it whom we follow.
-            Some((leader, term)) if self.successor() == Some(peer) => {
+            // Tell it whom we follow (a copy it has already is dropped).
+            Some((leader, term)) if leader >= peer => {
                 out.send(peer, Msg::Coordinator { leader, term, members: self.members.clone() })
             }
-            Some(_) => {}
+            // It outranks our leader: go round, through it, to have it named.
+            _ => self.elect_afresh(out),
         }
     }
 
@@ -574,6 +580,30 @@ mod tests {
         net.run().unwrap();
         assert_eq!(net.check(), Ok(PeerId(2)));
         assert!((0..3).all(|i| net.node(i).waiting_for().is_empty()));
+    }
+
+    /// Seed 1132 as it went: 3 wrongly suspects both 4 and 5, and names itself. When it
+    /// hears 4 again it goes round through 4 and 5, but, still taking 5 for down, names
+    /// 4; 5, told that 4 leads, goes round itself; and 3 keeps 5's COORDINATOR until it
+    /// hears 5, then passes it on to 4.
+    #[test]
+    fn a_node_named_below_by_a_lap_that_took_it_for_down_elects_again() {
+        let mut net = Net::<RingList>::new(6);
+        net.elect_by(Initiators::All);
+        net.run().unwrap();
+        net.notice(3, 4);
+        net.notice(3, 5);
+        net.run().unwrap();
+        assert_eq!(net.leader_of(0).map(|l| l.0), Some(PeerId(3)));
+        net.hear_up(3, 4);
+        net.run().unwrap();
+        assert!(net.leaders.iter().any(|a| (a.who, a.id) == (5, PeerId(4))), "5 was told 4 leads");
+        // 3 keeps 5's COORDINATOR, so 4 has not heard of it either.
+        assert!([0, 1, 2, 5].iter().all(|&i| net.leader_of(i).map(|l| l.0) == Some(PeerId(5))));
+        assert_eq!(net.node(3).held.as_ref().map(|h| h.0), Some(PeerId(5)));
+        net.hear_up(3, 5);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(5)));
     }
 
     #[test]
