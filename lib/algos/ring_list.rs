@@ -37,11 +37,34 @@
 //! election: a node with an ELECTION out that learns a peer is down sends a fresh one
 //! (the old one may have died with that peer); if the initiator itself dies, the lap
 //! ends at the first node that finds its own id on the list (rule 3 is about *its own*
-//! id, not the initiator's), so the message cannot go round for ever; and a COORDINATOR
-//! naming a node known to be down is dropped, and an election started. A lap that comes
+//! id, not the initiator's), so the message cannot go round for ever. A lap that comes
 //! home without a peer the closer does not know to be down is stale (that peer came back
 //! after the lap passed it, and its own, possibly older-termed, election would lose to
 //! this one): it is not closed, and the closer goes round again.
+//!
+//! News travels unevenly under a real detector: each node hears of a death, and of a
+//! return, when its own heartbeats tell it; a restarted node's first ELECTION can
+//! overtake the news that it is back; and a node merely slow (a loaded machine) is
+//! suspected for a while, and heard again. Whoever was passed by meanwhile, skipped by
+//! a lap or a COORDINATOR, must be brought back in when heard up. So:
+//!
+//! - A COORDINATOR naming a node taken for down is dropped but kept, and taken after
+//!   all if that node is heard up. No election is started on the drop: if the leader
+//!   is really dead, the nodes that accepted it will each hear so and elect, and one
+//!   started now would name the highest node *this* node knows alive, in a term above
+//!   the true leader's.
+//! - A node that hears up the peer that comes next round the ring (the one it skipped)
+//!   sends it the COORDINATOR it follows, as it may follow a dead leader; or, if that
+//!   peer outranks the leader (or there is none), it elects afresh, even with a lap
+//!   out, so that the lap goes through the peer and names it.
+//! - A node that accepts a leader below itself was taken for down by the lap's closer:
+//!   it elects afresh, as the highest live node must lead.
+//! - Accepting a leader ends the wait for a lap of one's own (if it still comes home,
+//!   it is closed as usual), so no node waits for a lap that died unseen.
+//!
+//! While a node wrongly takes a peer for down, a lap that comes home without that peer
+//! to a closer who hears it goes round again, until the two agree: a burst of laps for
+//! as long as a wrong suspicion lasts, which heartbeats bound.
 //!
 //! # Terms
 //!
@@ -112,8 +135,13 @@ pub struct RingList {
     electing: bool,
     /// The leader this node follows, with its term.
     leader: Option<(PeerId, u64)>,
+    /// The live ring of the lap that named it, to tell a node heard up again.
+    members: Vec<PeerId>,
     /// The newest term seen in any message.
     seen: u64,
+    /// The newest COORDINATOR dropped for naming a peer taken for down: taken up after
+    /// all if that peer is heard up (see "Dead peers").
+    held: Option<(PeerId, u64, Vec<PeerId>)>,
 }
 
 impl RingList {
@@ -173,13 +201,20 @@ impl RingList {
         let leader = alive.max().unwrap_or(self.me());
         let term = next_term(self.seen, self.cfg.n, leader);
         self.seen = term;
-        self.accept(leader, term, out);
+        self.accept(leader, term, &members, out);
         if let Some(next) = self.successor() {
             out.send(next, Msg::Coordinator { leader, term, members });
         }
     }
 
-    fn accept(&mut self, leader: PeerId, term: u64, out: &mut O) {
+    /// Follow `leader`. A lap of ours still out is no longer awaited: a leader is known,
+    /// and if the lap comes home it is closed all the same.
+    fn accept(&mut self, leader: PeerId, term: u64, members: &[PeerId], out: &mut O) {
+        if self.held.as_ref().is_some_and(|h| h.1 <= term) {
+            self.held = None; // Outdated by this one.
+        }
+        self.electing = false;
+        self.members = members.to_vec();
         self.leader = Some((leader, term));
         out.emit(ElectionEvent::Leader { id: leader, term });
     }
@@ -191,13 +226,48 @@ impl RingList {
             return; // Had it (or newer) already, and passed it on then.
         }
         if self.down.contains(&leader) {
-            // It died since the lap saw it alive.
-            return self.start_election(out);
+            // It died since the lap saw it alive, or it is back and we have not heard
+            // yet. No election: one now could name a lower node above its term.
+            if self.held.as_ref().is_none_or(|h| h.1 < term) {
+                self.held = Some((leader, term, members));
+            }
+            return;
         }
-        self.accept(leader, term, out);
+        self.accept(leader, term, &members, out);
         if let Some(next) = self.successor() {
             out.send(next, Msg::Coordinator { leader, term, members });
         }
+        if leader < self.me() {
+            // The lap's closer took us for down: we outrank its leader, so we go round.
+            self.elect_afresh(out);
+        }
+    }
+
+    /// A peer taken for down is heard again: restarted, or wrongly suspected. It may
+    /// have been passed by, and know of no leader, or a wrong one.
+    fn on_peer_up(&mut self, peer: PeerId, out: &mut O) {
+        self.down.remove(&peer);
+        if self.held.as_ref().is_some_and(|h| h.0 == peer) {
+            let (leader, term, members) = self.held.take().expect("held");
+            self.on_coordinator(leader, term, members, out);
+        }
+        if self.successor() != Some(peer) {
+            return; // Whoever comes just before it takes care of it.
+        }
+        match self.leader {
+            // Tell it whom we follow (a copy it has already is dropped).
+            Some((leader, term)) if leader >= peer => {
+                out.send(peer, Msg::Coordinator { leader, term, members: self.members.clone() })
+            }
+            // It outranks our leader: go round, through it, to have it named.
+            _ => self.elect_afresh(out),
+        }
+    }
+
+    /// Send a new ELECTION even with one out: that one may be lost, or blind to a peer.
+    fn elect_afresh(&mut self, out: &mut O) {
+        self.electing = false;
+        self.start_election(out);
     }
 
     fn on_peer_down(&mut self, peer: PeerId, out: &mut O) {
@@ -218,7 +288,15 @@ impl Node for RingList {
     type Service = Election;
 
     fn create(cfg: &Config) -> Self {
-        RingList { cfg: cfg.clone(), down: BTreeSet::new(), electing: false, leader: None, seen: 0 }
+        RingList {
+            cfg: cfg.clone(),
+            down: BTreeSet::new(),
+            electing: false,
+            leader: None,
+            members: Vec::new(),
+            seen: 0,
+            held: None,
+        }
     }
 
     fn step(&mut self, input: NodeInput<Self>, out: &mut O) {
@@ -233,10 +311,7 @@ impl Node for RingList {
             }
             Input::Timer { timer } => match timer {},
             Input::PeerDown { peer } => self.on_peer_down(peer, out),
-            // A new incarnation is back in the ring; it elects by itself.
-            Input::PeerUp { peer } => {
-                self.down.remove(&peer);
-            }
+            Input::PeerUp { peer } => self.on_peer_up(peer, out),
         }
     }
 
@@ -403,6 +478,129 @@ mod tests {
         assert_eq!(net.check(), Ok(PeerId(4)));
         assert!(net.leader_of(1).unwrap().1 >= won.1);
         assert!((0..5).all(|i| net.node(i).waiting_for().is_empty()));
+    }
+
+    /// `ring-list -n 6 --faults 'kill 5 at 1ms; restart 5 at 150ms'` (seed 1139, under
+    /// load): the restarted 5's ELECTION comes round to 4 before 4 hears 5 is up, so 4
+    /// passes it on to 0, past 5, and 0 closes it naming 5. 4 then gets that COORDINATOR,
+    /// still takes 5 for dead, and drops it: 5 never hears of a leader (and 4 used to
+    /// start an election naming itself above 5's term). Once 4 hears 5, either rule puts
+    /// 5 in charge: the COORDINATOR kept, or the election for a higher node heard up.
+    #[test]
+    fn a_restarted_leader_passed_by_its_predecessor_leads_once_it_is_heard() {
+        let mut net = Net::<RingList>::new(6);
+        net.elect_by(Initiators::All);
+        net.run().unwrap();
+        net.kill(5);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(4)));
+        net.revive_unseen(5);
+        for i in [0, 1, 2, 3] {
+            net.hear_up(i, 5);
+        }
+        net.run().unwrap();
+        assert_eq!(net.node(4).held.as_ref().map(|h| h.0), Some(PeerId(5)), "4 dropped it");
+        let lap = ids(&[5, 0, 1, 2, 3, 4]);
+        let past = net.msgs.iter().any(|m| matches!(m, (4, 0, Msg::Election { ids, .. }) if *ids == lap));
+        assert!(past, "4 passed 5's lap on past 5");
+        assert_eq!(net.leader_of(5), None);
+        net.hear_up(4, 5);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(5)));
+        assert!((0..6).all(|i| net.node(i).waiting_for().is_empty()));
+    }
+
+    /// The same fault, another order: 2 is the one yet to hear that 5 is back when 5's
+    /// COORDINATOR naming itself arrives. It drops it, so 3 and 4 never hear of it; an
+    /// election of its own would name 4, the highest it knows alive, above 5's term.
+    #[test]
+    fn a_coordinator_dropped_as_naming_a_dead_node_is_passed_on_when_it_is_up() {
+        let mut net = Net::<RingList>::new(6);
+        net.elect_by(Initiators::All);
+        net.run().unwrap();
+        net.kill(5);
+        net.run().unwrap();
+        let mark = net.msgs.len();
+        net.revive_unseen(5);
+        for i in [0, 1, 3, 4] {
+            net.hear_up(i, 5);
+        }
+        net.run().unwrap();
+        assert!(net.leaders.iter().any(|a| (a.who, a.id) == (1, PeerId(5))), "1 followed 5");
+        let passed =
+            net.msgs[mark..].iter().any(|m| matches!(m, (2, 3, Msg::Coordinator { leader: PeerId(5), .. })));
+        assert!(!passed, "2 dropped 5's COORDINATOR");
+        let mark = net.msgs.len();
+        net.hear_up(2, 5);
+        assert!(
+            matches!(net.msgs[mark], (2, 3, Msg::Coordinator { leader: PeerId(5), .. })),
+            "passed on after all"
+        );
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(5)));
+        assert!((0..6).all(|i| net.node(i).waiting_for().is_empty()));
+    }
+
+    /// `ring-list -n 6 --faults 'kill 5 at 1ms; restart 5 at 150ms'` (seed 1132, a CPU
+    /// hog beside it): after everyone followed 5, 3 wrongly suspected 4 and 5 for a
+    /// while and named itself on a lap without them. Hearing them again changed nothing,
+    /// so the ring stayed split between 3 and 5. Here 2 wrongly suspects 3.
+    #[test]
+    fn a_node_hearing_a_wrongly_suspected_higher_node_up_elects_again() {
+        let mut net = Net::<RingList>::new(4);
+        net.elect_by(Initiators::All);
+        net.run().unwrap();
+        net.notice(2, 3);
+        net.run().unwrap();
+        assert_eq!(net.leader_of(0).map(|l| l.0), Some(PeerId(2)));
+        assert_eq!(net.leader_of(3).map(|l| l.0), Some(PeerId(3)));
+        net.hear_up(2, 3);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(3)));
+    }
+
+    /// 0 and 2 wrongly suspect 1 when the leader 3 dies: 1's lap goes home past it and
+    /// is closed by 2, whose COORDINATOR skips 1 too, so 1 still follows the dead 3 and
+    /// waits for its lap; once 0 hears 1 again, it tells 1 the leader.
+    #[test]
+    fn a_wrongly_suspected_lower_node_is_told_the_leader_when_heard_up() {
+        let mut net = Net::<RingList>::new(4);
+        net.elect_by(Initiators::All);
+        net.run().unwrap();
+        net.notice(0, 1);
+        net.notice(2, 1);
+        net.kill(3);
+        net.run().unwrap();
+        assert_eq!(net.leader_of(1).map(|l| l.0), Some(PeerId(3)));
+        assert!(!net.node(1).waiting_for().is_empty());
+        net.hear_up(0, 1);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(2)));
+        assert!((0..3).all(|i| net.node(i).waiting_for().is_empty()));
+    }
+
+    /// Seed 1132 as it went: 3 wrongly suspects both 4 and 5, and names itself. When it
+    /// hears 4 again it goes round through 4 and 5, but, still taking 5 for down, names
+    /// 4; 5, told that 4 leads, goes round itself; and 3 keeps 5's COORDINATOR until it
+    /// hears 5, then passes it on to 4.
+    #[test]
+    fn a_node_named_below_by_a_lap_that_took_it_for_down_elects_again() {
+        let mut net = Net::<RingList>::new(6);
+        net.elect_by(Initiators::All);
+        net.run().unwrap();
+        net.notice(3, 4);
+        net.notice(3, 5);
+        net.run().unwrap();
+        assert_eq!(net.leader_of(0).map(|l| l.0), Some(PeerId(3)));
+        net.hear_up(3, 4);
+        net.run().unwrap();
+        assert!(net.leaders.iter().any(|a| (a.who, a.id) == (5, PeerId(4))), "5 was told 4 leads");
+        // 3 keeps 5's COORDINATOR, so 4 has not heard of it either.
+        assert!([0, 1, 2, 5].iter().all(|&i| net.leader_of(i).map(|l| l.0) == Some(PeerId(5))));
+        assert_eq!(net.node(3).held.as_ref().map(|h| h.0), Some(PeerId(5)));
+        net.hear_up(3, 5);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(5)));
     }
 
     #[test]
