@@ -32,11 +32,14 @@ pub(super) struct Detect {
     heard: Vec<Instant>,
     /// Peers this detector has told the node are down (and not since that they are up).
     suspected: Vec<bool>,
+    /// When the heartbeat timer last fired: a much later firing means this worker itself
+    /// was not running (stopped, frozen by the supervisor, or starved of CPU).
+    last_beat: Instant,
 }
 
 impl Detect {
     pub(super) fn new(kind: Detector, n: usize) -> Detect {
-        Detect { kind, heard: vec![Instant::now(); n], suspected: vec![false; n] }
+        Detect { kind, heard: vec![Instant::now(); n], suspected: vec![false; n], last_beat: Instant::now() }
     }
 }
 
@@ -47,6 +50,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
         if let Detector::Heartbeat { .. } = self.detect.kind {
             let now = Instant::now();
             self.detect.heard.iter_mut().for_each(|h| *h = now);
+            self.detect.last_beat = now;
             self.push_timer(Duration::ZERO, TimerKind::Heartbeat);
         }
     }
@@ -90,6 +94,14 @@ impl<A: Node<Service: RunService>> Worker<A> {
             if !self.mesh.peers[peer.index()].down {
                 self.send_heartbeat(peer);
             }
+        }
+        let now = Instant::now();
+        if now.duration_since(std::mem::replace(&mut self.detect.last_beat, now)) > suspect {
+            // We were not running for longer than the suspicion time: the silence we
+            // would read is our own, and frames from live peers are only now waiting to
+            // be read. Count everyone's silence from now. (After the supervisor's freeze
+            // for Finish, every worker once suspected every peer and named itself.)
+            self.detect.heard.iter_mut().for_each(|h| *h = (*h).max(now));
         }
         for peer in peers {
             let i = peer.index();
