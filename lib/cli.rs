@@ -123,6 +123,8 @@ struct RunArgs {
     majority: bool,
     #[command(flatten)]
     shared: Shared,
+    #[command(flatten)]
+    external: ExternalArgs,
 }
 
 #[derive(Args)]
@@ -145,6 +147,37 @@ struct ElectArgs {
     detector: Option<DetectorArg>,
     #[command(flatten)]
     shared: Shared,
+    #[command(flatten)]
+    external: ExternalArgs,
+}
+
+/// Workers in any language (`labs/PROTOCOL.md`).
+#[derive(Args)]
+struct ExternalArgs {
+    /// Run this program (`sh -c CMD`) as every worker's node, speaking JSON lines on its
+    /// stdin and stdout (labs/PROTOCOL.md); `--algo` is then only a label [default:
+    /// external].
+    #[arg(long, value_name = "CMD")]
+    worker_cmd: Option<String>,
+    /// How long the program may take over one answer before its worker fails.
+    #[arg(long, default_value_t = 5000, value_name = "MS", requires = "worker_cmd")]
+    worker_timeout_ms: u64,
+}
+
+impl ExternalArgs {
+    /// The run's external options, and the label to show for the algorithm.
+    fn opts(&self, algo: String, explicit: bool) -> (String, Option<supervisor::ExternalOpts>) {
+        match &self.worker_cmd {
+            None => (algo, None),
+            Some(command) => (
+                if explicit { algo } else { "external".into() },
+                Some(supervisor::ExternalOpts {
+                    command: command.clone(),
+                    timeout: Duration::from_millis(self.worker_timeout_ms),
+                }),
+            ),
+        }
+    }
 }
 
 /// How workers learn of peers going down and up (`--detector`).
@@ -391,8 +424,12 @@ fn cmd_run(a: RunArgs) -> ExitCode {
         Ok(d) => d,
         Err(e) => return fail(2, &e),
     };
+    // `--algo` left at its default labels nothing: the program is `external`.
+    let explicit = a.algo != "centralized";
+    let (algo, external) = a.external.opts(a.algo, explicit);
     let opts = RunOpts {
-        algo: a.algo,
+        algo,
+        external,
         workers: a.workers,
         entries: a.entries,
         duration: a.duration.map(Duration::from_secs_f64),
@@ -436,8 +473,11 @@ fn cmd_elect(a: ElectArgs) -> ExitCode {
     if a.settle_ms == 0 || a.settle_ms > 600_000 {
         return fail(2, &format!("--settle-ms must be between 1 and 600000, not {}", a.settle_ms));
     }
+    let explicit = a.algo != "bully";
+    let (algo, external) = a.external.opts(a.algo, explicit);
     let opts = RunOpts {
-        algo: a.algo,
+        algo,
+        external,
         workers: a.workers,
         entries: 1,
         duration: None,
@@ -485,6 +525,7 @@ fn shared_opts(sh: &Shared, plan: Plan) -> RunOpts {
         fenced: false,
         majority: false,
         elect: None,
+        external: None,
     }
 }
 

@@ -579,6 +579,7 @@ fn run_opts(o: &CompareOpts, algo: &str, dir: PathBuf, entries: u64, (cs, think)
         fenced: false,
         majority: false,
         elect: None,
+        external: None,
     }
 }
 

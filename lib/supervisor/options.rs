@@ -45,6 +45,17 @@ pub struct RunOpts {
     /// `mutexlab elect`: who starts the elections and when the run is settled; `None`
     /// for mutual exclusion.
     pub elect: Option<ElectOpts>,
+    /// Workers that run a program of their own instead of `algo` (`--worker-cmd`).
+    pub external: Option<ExternalOpts>,
+}
+
+/// What `--worker-cmd` adds to a run: every worker runs `command`, a program that
+/// speaks `labs/PROTOCOL.md`; `algo` is then only its label.
+#[derive(Clone, Debug)]
+pub struct ExternalOpts {
+    pub command: String,
+    /// How long the program may take over one answer (`--worker-timeout-ms`).
+    pub timeout: Duration,
 }
 
 /// What `mutexlab elect` adds to a run.
@@ -116,9 +127,20 @@ pub const MIN_STALL_MS: u64 = 100;
 
 /// Check options that do not need the file system.
 pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
-    let info = algos::info(&opts.algo).ok_or_else(|| {
-        RunError::Usage(format!("unknown algorithm {:?}; valid: {}", opts.algo, algos::names()))
-    })?;
+    let info = match &opts.external {
+        Some(e) => {
+            if e.command.trim().is_empty() {
+                return Err(RunError::Usage("--worker-cmd must name a program".into()));
+            }
+            if e.timeout.is_zero() || e.timeout > Duration::from_secs(3600) {
+                return Err(RunError::Usage("--worker-timeout-ms must be between 1 and 3600000".into()));
+            }
+            crate::external::info(&opts.algo, if opts.elect.is_some() { "election" } else { "mutex" })
+        }
+        None => algos::info(&opts.algo).ok_or_else(|| {
+            RunError::Usage(format!("unknown algorithm {:?}; valid: {}", opts.algo, algos::names()))
+        })?,
+    };
     if opts.workers == 0 || opts.workers > MAX_WORKERS {
         return Err(RunError::Usage(format!(
             "--workers must be between 1 and {MAX_WORKERS}, not {}",
@@ -296,6 +318,11 @@ pub(super) fn settings(
         detector: o.detector,
         fenced: o.fenced,
         majority: o.majority,
+        external: o.external.as_ref().map(|e| crate::external::ExternalWorker {
+            command: e.command.clone(),
+            timeout: e.timeout,
+            service: if o.elect.is_some() { "election" } else { "mutex" }.into(),
+        }),
     }
 }
 
@@ -327,6 +354,7 @@ pub(super) mod tests {
             fenced: false,
             majority: false,
             elect: None,
+            external: None,
         }
     }
 
