@@ -303,8 +303,12 @@ fn quote(text: &str) -> String {
 
 /// Start `sh -c command` with piped stdio and threads for its stdout and stderr.
 fn spawn(name: &str, command: &str) -> std::io::Result<(Child, ChildStdin, Receiver<Line>)> {
+    // A simple command is exec'd by the shell, so the program itself is our child and
+    // dies with the worker below; a compound one is reached through its group.
+    let simple = !command.contains(|c: char| ";&|<>()`$\n\\'\"".contains(c));
+    let line = if simple { format!("exec {command}") } else { command.to_string() };
     let mut cmd = Command::new("sh");
-    cmd.arg("-c").arg(command).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.arg("-c").arg(line).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     // Its own process group, so that reaping it reaches whatever the shell started.
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     // SAFETY: between fork and exec only async-signal-safe calls: prctl and fcntl.
