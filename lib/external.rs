@@ -179,6 +179,19 @@ struct Child_ {
     lines: Option<Receiver<Line>>,
 }
 
+/// The first line a program is sent; a struct so that `type` comes first.
+#[derive(Serialize)]
+struct Init {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    id: crate::algorithm::PeerId,
+    n: u32,
+    peers: Vec<crate::algorithm::PeerId>,
+    seed: u64,
+    incarnation: u32,
+    service: &'static str,
+}
+
 /// What the stdout reader saw.
 enum Line {
     Text(String),
@@ -433,16 +446,16 @@ impl<S: RunService + SimService> Node for External<S> {
             Some(Ok((process, stdin, lines))) => {
                 child.process = Some((process, stdin));
                 child.lines = Some(lines);
-                let init = serde_json::json!({
-                    "type": "init",
-                    "id": cfg.id,
-                    "n": cfg.n,
-                    "peers": cfg.others().collect::<Vec<_>>(),
-                    "seed": cfg.seed,
-                    "incarnation": cfg.incarnation,
-                    "service": S::NAME,
-                })
-                .to_string();
+                let init = Init {
+                    kind: "init",
+                    id: cfg.id,
+                    n: cfg.n,
+                    peers: cfg.others().collect(),
+                    seed: cfg.seed,
+                    incarnation: cfg.incarnation,
+                    service: S::NAME,
+                };
+                let init = serde_json::to_string(&init).expect("init serialises");
                 match child.exchange(&init) {
                     Ok(v) if v.get("type").and_then(Value::as_str) == Some("init_ok") => {}
                     Ok(v) => child.fail(format!(

@@ -209,3 +209,20 @@ fn a_worker_killed_outright_takes_its_program_with_it() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert_eq!(j["ok"], false);
 }
+
+#[test]
+fn timers_and_counts_reach_the_runtime_in_their_short_forms() {
+    // A lone node that waits 5 ms on a timer before each entry, and counts its waits.
+    let waiter = node(
+        "json.dumps({'call': [{'type': 'set_timer', 'timer': {'type': 'go'}, 'after_ms': 5}, \
+                              {'type': 'count', 'name': 'waits', 'by': 1}], \
+                     'timer': [{'type': 'enter'}]}.get(line['type'], []) \
+                    if line.get('call') != 'done' else [])",
+    );
+    let cmd = waiter.command();
+    let (out, j) = run_faulty(&["--worker-cmd", &cmd, "-n", "1", "-k", "3"]);
+    waiter.assert_gone();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(j["entries"]["total"], 3);
+    assert_eq!(j["counters"]["waits"], 3, "{j}");
+}
