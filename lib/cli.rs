@@ -159,22 +159,36 @@ struct ExternalArgs {
     /// external].
     #[arg(long, value_name = "CMD")]
     worker_cmd: Option<String>,
+    /// Run this program as worker ID's node only, among workers of `--algo` (its
+    /// messages as labs/PROTOCOL.md gives them); repeatable.
+    #[arg(long, value_name = "ID=CMD", value_parser = parse_worker_cmd_for, conflicts_with = "worker_cmd")]
+    worker_cmd_for: Vec<(u32, String)>,
     /// How long the program may take over one answer before its worker fails.
-    #[arg(long, default_value_t = 5000, value_name = "MS", requires = "worker_cmd")]
+    #[arg(long, default_value_t = 5000, value_name = "MS")]
     worker_timeout_ms: u64,
+}
+
+/// `ID=CMD` of `--worker-cmd-for`.
+fn parse_worker_cmd_for(text: &str) -> Result<(u32, String), String> {
+    let (id, cmd) = text.split_once('=').ok_or("expected ID=CMD, e.g. 2='python3 node.py'")?;
+    let id = id.trim().trim_start_matches('w');
+    let id = id.parse::<u32>().map_err(|_| format!("`{id}` is not a worker id"))?;
+    Ok((id, cmd.to_string()))
 }
 
 impl ExternalArgs {
     /// The run's external options, and the label to show for the algorithm.
     fn opts(&self, algo: String, explicit: bool) -> (String, Option<supervisor::ExternalOpts>) {
+        let timeout = Duration::from_millis(self.worker_timeout_ms);
         match &self.worker_cmd {
-            None => (algo, None),
+            None if self.worker_cmd_for.is_empty() => (algo, None),
+            None => (
+                algo,
+                Some(supervisor::ExternalOpts { command: None, only: self.worker_cmd_for.clone(), timeout }),
+            ),
             Some(command) => (
                 if explicit { algo } else { "external".into() },
-                Some(supervisor::ExternalOpts {
-                    command: command.clone(),
-                    timeout: Duration::from_millis(self.worker_timeout_ms),
-                }),
+                Some(supervisor::ExternalOpts { command: Some(command.clone()), only: Vec::new(), timeout }),
             ),
         }
     }

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::algorithm::{Config, Message, Node, NodeInput, NodeOut, Output};
+use crate::algorithm::{Config, Input, Message, Node, NodeInput, NodeOut, Output};
 use crate::algos::{self, AlgoInfo};
 use crate::control::WorkerSettings;
 use crate::host::Breach;
@@ -56,6 +56,10 @@ pub struct ExternalWorker {
     pub timeout: Duration,
     /// `mutex` or `election`.
     pub service: String,
+    /// The other workers run the built-in algorithm `algo` (`--worker-cmd-for`): speak
+    /// its messages ([`Ref`]).
+    #[serde(default)]
+    pub among_reference: bool,
 }
 
 /// A message or timer tag of an external node: any JSON value (a message is an object
@@ -80,6 +84,139 @@ impl fmt::Debug for Json {
 impl Message for Json {
     fn kind(&self) -> &str {
         self.0.get("type").and_then(Value::as_str).unwrap_or("JSON")
+    }
+}
+
+/// How the messages of an external node look as JSON: any tagged object when every
+/// worker is external ([`Json`]), the reference algorithm's messages in a mixed
+/// cluster ([`Ref`]).
+pub trait JsonForm: Message {
+    /// The message as the program sees it.
+    fn to_json(&self) -> Value;
+    /// A message the program wrote, or why it is not one.
+    fn from_json(value: Value) -> Result<Self, String>;
+}
+
+impl JsonForm for Json {
+    fn to_json(&self) -> Value {
+        self.0.clone()
+    }
+
+    fn from_json(value: Value) -> Result<Self, String> {
+        if !value.get("type").is_some_and(Value::is_string) {
+            return Err("a message must be an object with a string \"type\"".into());
+        }
+        Ok(Json(value))
+    }
+}
+
+/// A built-in algorithm's message, as an external worker among that algorithm's own
+/// workers sends and receives it. On the wire it is the message itself (so the
+/// reference workers read it); as JSON, serde's form flattened into one object with a
+/// `type` tag: the variant `Request { ticket: 4 }` of a message whose kind is `REQUEST`
+/// is `{"type":"REQUEST","ticket":4}`, a unit variant `Reply` is `{"type":"REPLY"}`,
+/// and a variant holding one value that is not a struct carries it as `value`. The tag
+/// is the message's kind where it is the variant's name in other letters (`REQUEST`
+/// for `Request`), else the variant's name; either is read back, in any case, with or
+/// without `_` and `-`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Ref<M>(pub M);
+
+impl<M: Message> Message for Ref<M> {
+    fn kind(&self) -> &str {
+        self.0.kind()
+    }
+}
+
+/// A variant name or tag reduced for comparison: `REQUEST_ACK`, `RequestAck` and
+/// `request-ack` are one.
+fn fold(tag: &str) -> String {
+    tag.chars().filter(|c| *c != '_' && *c != '-').flat_map(char::to_lowercase).collect()
+}
+
+/// The variant names of the enum `M`, read from its `Deserialize`: serde hands them to
+/// `deserialize_enum`, which this deserializer only records.
+fn variants<M: serde::de::DeserializeOwned>() -> &'static [&'static str] {
+    use serde::de::{self, Visitor};
+    struct Probe<'a>(&'a mut &'static [&'static str]);
+    impl<'de> de::Deserializer<'de> for Probe<'_> {
+        type Error = de::value::Error;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("not an enum"))
+        }
+        fn deserialize_enum<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            variants: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            *self.0 = variants;
+            Err(de::Error::custom("probed"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+            option unit unit_struct newtype_struct seq tuple tuple_struct map struct identifier
+            ignored_any
+        }
+    }
+    let mut found: &'static [&'static str] = &[];
+    let _ = M::deserialize(Probe(&mut found));
+    found
+}
+
+impl<M: Message> JsonForm for Ref<M> {
+    fn to_json(&self) -> Value {
+        let tag = |variant: &str| {
+            let kind = self.0.kind();
+            Value::from(if fold(kind) == fold(variant) { kind } else { variant })
+        };
+        match serde_json::to_value(&self.0) {
+            Ok(Value::String(variant)) => serde_json::json!({ "type": tag(&variant) }),
+            Ok(Value::Object(one)) if one.len() == 1 => {
+                let (variant, inner) = one.into_iter().next().expect("one entry");
+                let mut obj = serde_json::Map::new();
+                obj.insert("type".into(), tag(&variant));
+                match inner {
+                    Value::Object(fields) => obj.extend(fields),
+                    other => {
+                        obj.insert("value".into(), other);
+                    }
+                }
+                Value::Object(obj)
+            }
+            Ok(other) => other,
+            Err(e) => Value::String(format!("unserialisable message: {e}")),
+        }
+    }
+
+    fn from_json(value: Value) -> Result<Self, String> {
+        let Value::Object(mut obj) = value else {
+            return Err("a message must be an object with a string \"type\"".into());
+        };
+        let Some(Value::String(tag)) = obj.remove("type") else {
+            return Err("a message must be an object with a string \"type\"".into());
+        };
+        let names = variants::<M>();
+        let Some(variant) = names.iter().find(|v| fold(v) == fold(&tag)) else {
+            return Err(format!("`{tag}` is not a message of this algorithm (it has {})", names.join(", ")));
+        };
+        let mut tries = Vec::new();
+        if obj.is_empty() {
+            tries.push(Value::from(*variant));
+        }
+        if obj.len() == 1 && obj.contains_key("value") {
+            tries.push(serde_json::json!({ *variant: obj["value"].clone() }));
+        }
+        tries.push(serde_json::json!({ *variant: Value::Object(obj) }));
+        let mut why = String::new();
+        for t in tries {
+            match serde_json::from_value::<M>(t) {
+                Ok(m) => return Ok(Ref(m)),
+                Err(e) => why = e.to_string(),
+            }
+        }
+        Err(format!("not a `{tag}` of this algorithm: {why}"))
     }
 }
 
@@ -152,7 +289,42 @@ pub fn info(label: &str, service: &str) -> &'static AlgoInfo {
 pub fn worker_info(settings: &WorkerSettings) -> Option<&'static AlgoInfo> {
     let ext = settings.external.as_ref()?;
     set_command(Some(Spawn { command: ext.command.clone(), timeout: ext.timeout }));
+    if ext.among_reference {
+        let reference = algos::info(&settings.algo)?;
+        let worker = mixed(&settings.algo)?;
+        return Some(Box::leak(Box::new(AlgoInfo { worker, ..*reference })));
+    }
     Some(info(&settings.algo, &ext.service))
+}
+
+/// How to run an external worker among the workers of the built-in algorithm `name`
+/// (`--worker-cmd-for`): with that algorithm's messages. `None` for an algorithm
+/// that cannot have one (the baselines send nothing; a registry's own algorithms are
+/// not known here).
+pub fn mixed(name: &str) -> Option<crate::algos::WorkerFn> {
+    use crate::algorithm::{Election as E, Mutex as X};
+    use crate::algos::*;
+    use crate::runtime::run_node;
+    Some(match name {
+        "centralized" => run_node::<External<X, Ref<centralized::Msg>>>,
+        "centralized-bully" => run_node::<External<X, Ref<centralized_bully::Msg>>>,
+        "lamport" => run_node::<External<X, Ref<lamport::Msg>>>,
+        "maekawa" => run_node::<External<X, Ref<maekawa::Msg>>>,
+        "ricart-agrawala" | "ricart-agrawala-rc" => run_node::<External<X, Ref<ricart_agrawala::Msg>>>,
+        "voting" => run_node::<External<X, Ref<voting::Msg>>>,
+        "token-ring" => run_node::<External<X, Ref<token_ring::Msg>>>,
+        "token-ring-ft" => run_node::<External<X, Ref<token_ring_ft::Msg>>>,
+        "suzuki-kasami" => run_node::<External<X, Ref<suzuki_kasami::Msg>>>,
+        "ra-token" => run_node::<External<X, Ref<ra_token::Msg>>>,
+        "raymond" => run_node::<External<X, Ref<raymond::Msg>>>,
+        "neilsen-mizuno" => run_node::<External<X, Ref<neilsen_mizuno::Msg>>>,
+        "bully" => run_node::<External<E, Ref<bully::Msg>>>,
+        "bully-gm" => run_node::<External<E, Ref<bully_gm::Msg>>>,
+        "chang-roberts" | "chang-roberts-down" => run_node::<External<E, Ref<chang_roberts::Msg>>>,
+        "hirschberg-sinclair" => run_node::<External<E, Ref<hirschberg_sinclair::Msg>>>,
+        "ring-list" => run_node::<External<E, Ref<ring_list::Msg>>>,
+        _ => return None,
+    })
 }
 
 /// A node that is a child process speaking JSON lines. Clones share the process (a
@@ -162,9 +334,9 @@ pub fn worker_info(settings: &WorkerSettings) -> Option<&'static AlgoInfo> {
 /// Method groups: making one ([`Node::create`], which spawns and sends `init`);
 /// driving it ([`Node::step`], through `exchange` and `answer`); failing (`fail`, which
 /// kills and reaps the child and keeps the reason for [`check`]).
-pub struct External<S> {
+pub struct External<S, M = Json> {
     child: Arc<StdMutex<Child_>>,
-    service: PhantomData<fn() -> S>,
+    service: PhantomData<fn() -> (S, M)>,
 }
 
 /// The child process and the ends of its pipes.
@@ -199,27 +371,27 @@ enum Line {
     Eof,
 }
 
-impl<S> Clone for External<S> {
+impl<S, M> Clone for External<S, M> {
     fn clone(&self) -> Self {
         External { child: Arc::clone(&self.child), service: PhantomData }
     }
 }
 
-impl<S> PartialEq for External<S> {
+impl<S, M> PartialEq for External<S, M> {
     fn eq(&self, other: &Self) -> bool {
         Arc::ptr_eq(&self.child, &other.child)
     }
 }
 
-impl<S> Eq for External<S> {}
+impl<S, M> Eq for External<S, M> {}
 
-impl<S> Hash for External<S> {
+impl<S, M> Hash for External<S, M> {
     fn hash<H: Hasher>(&self, state: &mut H) {
         (Arc::as_ptr(&self.child) as usize).hash(state);
     }
 }
 
-impl<S> fmt::Debug for External<S> {
+impl<S, M> fmt::Debug for External<S, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let c = self.child.lock().unwrap_or_else(|e| e.into_inner());
         write!(f, "External({}: {})", c.name, c.command)
@@ -390,9 +562,9 @@ fn expand(mut output: Value) -> Value {
     output
 }
 
-impl<S: RunService + SimService> External<S> {
+impl<S: RunService + SimService, M: JsonForm> External<S, M> {
     /// Turn the answer to `sent` into outputs, or say why it is not a list of them.
-    fn answer(sent: &str, got: Value) -> Result<Vec<Output<Json, Json, S::Event>>, String> {
+    fn answer(sent: &str, got: Value) -> Result<Vec<Output<M, Json, S::Event>>, String> {
         let Value::Array(items) = got else {
             return Err(format!(
                 "was sent {} and answered {}, which is not a list of outputs",
@@ -403,30 +575,38 @@ impl<S: RunService + SimService> External<S> {
         let mut outputs = Vec::with_capacity(items.len());
         for item in items {
             let shown = item.to_string();
-            let output: Output<Json, Json, S::Event> = serde_json::from_value(expand(item)).map_err(|e| {
-                format!(
-                    "was sent {} and answered with the output {}, which is not one ({e})",
-                    quote(sent),
-                    quote(&shown)
-                )
-            })?;
-            if let Output::Send { msg, .. } | Output::Broadcast { msg } = &output {
-                if !msg.0.get("type").is_some_and(Value::is_string) {
-                    return Err(format!(
-                        "was sent {} and answered with the output {}: a message must be an object with a string \"type\"",
-                        quote(sent),
-                        quote(&shown)
-                    ));
-                }
-            }
-            outputs.push(output);
+            let bad = |why: String| {
+                format!("was sent {} and answered with the output {}, {why}", quote(sent), quote(&shown))
+            };
+            let output: Output<Json, Json, S::Event> =
+                serde_json::from_value(expand(item)).map_err(|e| bad(format!("which is not one ({e})")))?;
+            let msg = |m: Json| M::from_json(m.0).map_err(|e| bad(format!("whose message is wrong: {e}")));
+            outputs.push(match output {
+                Output::Send { to, msg: m } => Output::Send { to, msg: msg(m)? },
+                Output::Broadcast { msg: m } => Output::Broadcast { msg: msg(m)? },
+                Output::SetTimer { timer, after } => Output::SetTimer { timer, after },
+                Output::CancelTimer { timer } => Output::CancelTimer { timer },
+                Output::Event { event } => Output::Event { event },
+                Output::Count { name, by } => Output::Count { name, by },
+            });
         }
         Ok(outputs)
     }
+
+    /// The input's line: its serde form, with a message in its JSON form.
+    fn line(input: NodeInput<Self>) -> String {
+        match input {
+            Input::Message { from, msg } => {
+                // Written out so that `type` comes first, as in every other input.
+                format!(r#"{{"type":"message","from":{},"msg":{}}}"#, from.0, msg.to_json())
+            }
+            other => serde_json::to_string(&other).expect("an input serialises"),
+        }
+    }
 }
 
-impl<S: RunService + SimService> Node for External<S> {
-    type Msg = Json;
+impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
+    type Msg = M;
     type Timer = Json;
     type Service = S;
 
@@ -475,7 +655,7 @@ impl<S: RunService + SimService> Node for External<S> {
         if child.process.is_none() {
             return; // failed: quiet from now on, and the driver has been told
         }
-        let sent = serde_json::to_string(&input).expect("an input serialises");
+        let sent = Self::line(input);
         match child.exchange(&sent).and_then(|got| Self::answer(&sent, got)) {
             Ok(outputs) => {
                 for output in outputs {
@@ -522,4 +702,58 @@ fn intern(name: &str) -> &'static str {
     let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
     names.push(leaked);
     leaked
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algos::ricart_agrawala::Msg;
+    use serde_json::json;
+
+    #[test]
+    fn ricart_agrawala_messages_have_the_documented_json_form() {
+        assert_eq!(Ref(Msg::Request { ticket: 4 }).to_json(), json!({"type": "REQUEST", "ticket": 4}));
+        assert_eq!(Ref(Msg::Reply).to_json(), json!({"type": "REPLY"}));
+        for tag in ["REQUEST", "Request", "request"] {
+            let m = Ref::<Msg>::from_json(json!({"type": tag, "ticket": 4})).unwrap();
+            assert_eq!(m.0, Msg::Request { ticket: 4 });
+        }
+        assert_eq!(Ref::<Msg>::from_json(json!({"type": "REPLY"})).unwrap().0, Msg::Reply);
+        let e = Ref::<Msg>::from_json(json!({"type": "GRANT"})).unwrap_err();
+        assert!(e.contains("`GRANT` is not a message of this algorithm (it has Request, Reply)"), "{e}");
+        let e = Ref::<Msg>::from_json(json!({"type": "REQUEST"})).unwrap_err();
+        assert!(e.contains("missing field `ticket`"), "{e}");
+        assert!(Ref::<Msg>::from_json(json!(["REQUEST"])).is_err());
+    }
+
+    #[test]
+    fn json_messages_hash_alike_when_equal_and_need_a_type() {
+        let hash = |j: &Json| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            j.hash(&mut h);
+            h.finish()
+        };
+        let a = Json(json!({"type": "PING", "a": 1, "b": 2}));
+        let b: Json = serde_json::from_str(r#"{"b":2,"a":1,"type":"PING"}"#).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(hash(&a), hash(&b));
+        assert_ne!(hash(&a), hash(&Json(json!({"type": "PING", "a": 1, "b": 3}))));
+        assert_eq!(a.kind(), "PING");
+        assert!(Json::from_json(json!({"kind": "PING"})).is_err());
+        assert!(Json::from_json(json!({"type": 3})).is_err());
+    }
+
+    #[test]
+    fn shorthands_expand_to_the_outputs_own_form() {
+        assert_eq!(expand(json!({"type": "enter"})), json!({"type": "event", "event": "enter"}));
+        let leader = expand(json!({"type": "leader", "id": 2, "term": 1}));
+        assert_eq!(leader, json!({"type": "event", "event": {"type": "leader", "id": 2, "term": 1}}));
+        let t = expand(json!({"type": "set_timer", "timer": "t", "after_ms": 1.5}));
+        assert_eq!(t["after"], json!({"secs": 0, "nanos": 1_500_000}));
+        let refused = "a negative or absurd delay is not a panic";
+        assert!(
+            expand(json!({"type": "set_timer", "timer": "t", "after_ms": 1e300})).is_object(),
+            "{refused}"
+        );
+    }
 }

@@ -226,3 +226,85 @@ fn timers_and_counts_reach_the_runtime_in_their_short_forms() {
     assert_eq!(j["entries"]["total"], 3);
     assert_eq!(j["counters"]["waits"], 3, "{j}");
 }
+
+/// The example with its deferral taken out: it answers every REQUEST at once, even
+/// from inside the section.
+fn never_defers() -> Script {
+    let text = std::fs::read_to_string(example().trim_start_matches("python3 ")).unwrap();
+    let broken = text.replace("ours_first = (self.asking or self.inside) and", "ours_first = False and");
+    assert_ne!(broken, text, "the example still has the line this test breaks");
+    Script::new(&broken)
+}
+
+#[test]
+fn the_python_node_runs_among_the_reference_workers_and_a_broken_one_is_caught() {
+    let cmd = format!("2={}", example());
+    let (out, j) =
+        run_faulty(&["--algo", "ricart-agrawala", "--worker-cmd-for", &cmd, "-n", "4", "-k", "20"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(j["algorithm"], "ricart-agrawala");
+    assert_eq!(j["entries"]["total"], 80);
+    assert_eq!(j["messages"]["by_type"]["REQUEST"], 3 * 80, "{}", j["messages"]);
+    assert_eq!(j["messages"]["by_type"]["REPLY"], 3 * 80, "{}", j["messages"]);
+    assert!(stderr(&out).lines().any(|l| l.starts_with("w2| ")), "only w2 is the program");
+    assert!(!stderr(&out).lines().any(|l| l.starts_with("w1| ")), "only w2 is the program");
+
+    // The negative control: the same run with a node that never defers lets two in.
+    let broken = never_defers();
+    let cmd = format!("1={}", broken.command());
+    let (out, j) = run_faulty(&[
+        "--algo",
+        "ricart-agrawala",
+        "--worker-cmd-for",
+        &cmd,
+        "-n",
+        "4",
+        "-k",
+        "30",
+        "--cs-ms",
+        "3",
+    ]);
+    broken.assert_gone();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let kinds: Vec<&str> =
+        j["violations"].as_array().unwrap().iter().filter_map(|v| v["kind"].as_str()).collect();
+    assert!(kinds.contains(&"overlap"), "{kinds:?}");
+}
+
+#[test]
+fn a_message_the_reference_cannot_read_is_refused_with_its_fields() {
+    let typo = node(
+        "json.dumps([{'type': 'send', 'to': 0, 'msg': {'type': 'REQUEST', 'tiket': 1}}] \
+                    if line['type'] == 'call' else [])",
+    );
+    let cmd = format!("1={}", typo.command());
+    let (out, _) = run_faulty(&["--algo", "ricart-agrawala", "--worker-cmd-for", &cmd, "-n", "2", "-k", "2"]);
+    typo.assert_gone();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("whose message is wrong: not a `REQUEST` of this algorithm: missing field `ticket`"),
+        "{err}"
+    );
+    let line = err.lines().find(|l| l.starts_with("mutexlab: run failed:")).unwrap();
+    assert!(line.contains("worker w1"), "{line}");
+}
+
+#[test]
+fn worker_cmd_for_is_refused_where_it_cannot_work() {
+    for (args, why) in [
+        (vec!["--algo", "none", "--worker-cmd-for", "1=true"], "cannot have an external worker"),
+        (vec!["--algo", "ricart-agrawala", "--worker-cmd-for", "9=true"], "names w9, but there are only 4"),
+        (vec!["--worker-cmd-for", "one=true"], "is not a worker id"),
+        (vec!["--worker-cmd", "true", "--worker-cmd-for", "1=true"], "cannot be used with"),
+        (vec!["--worker-cmd", " "], "must name a program"),
+        (vec!["--worker-cmd", "true", "--worker-timeout-ms", "0"], "--worker-timeout-ms"),
+    ] {
+        let mut all = vec!["run"];
+        all.extend(args);
+        let out = run(&all);
+        assert_eq!(out.status.code(), Some(2), "{all:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(why), "{all:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out).trim().lines().count(), 1, "{all:?}: {}", stderr(&out));
+    }
+}

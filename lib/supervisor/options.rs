@@ -49,13 +49,22 @@ pub struct RunOpts {
     pub external: Option<ExternalOpts>,
 }
 
-/// What `--worker-cmd` adds to a run: every worker runs `command`, a program that
-/// speaks `labs/PROTOCOL.md`; `algo` is then only its label.
-#[derive(Clone, Debug)]
+/// Workers that run programs speaking `labs/PROTOCOL.md`: every worker runs `command`
+/// (`--worker-cmd`; `algo` is then only a label), or only the workers in `only` run
+/// theirs among workers of the built-in `algo` (`--worker-cmd-for ID=CMD`).
+#[derive(Clone, Debug, Default)]
 pub struct ExternalOpts {
-    pub command: String,
+    pub command: Option<String>,
+    pub only: Vec<(u32, String)>,
     /// How long the program may take over one answer (`--worker-timeout-ms`).
     pub timeout: Duration,
+}
+
+impl ExternalOpts {
+    /// The program worker `id` runs, if any.
+    fn command_for(&self, id: u32) -> Option<&str> {
+        self.only.iter().rev().find(|(w, _)| *w == id).map(|(_, c)| c.as_str()).or(self.command.as_deref())
+    }
 }
 
 /// What `mutexlab elect` adds to a run.
@@ -127,19 +136,43 @@ pub const MIN_STALL_MS: u64 = 100;
 
 /// Check options that do not need the file system.
 pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
+    let builtin = || {
+        algos::info(&opts.algo).ok_or_else(|| {
+            RunError::Usage(format!("unknown algorithm {:?}; valid: {}", opts.algo, algos::names()))
+        })
+    };
     let info = match &opts.external {
+        None => builtin()?,
         Some(e) => {
-            if e.command.trim().is_empty() {
-                return Err(RunError::Usage("--worker-cmd must name a program".into()));
+            let usage = |m: String| Err(RunError::Usage(m));
+            if e.command.iter().chain(e.only.iter().map(|(_, c)| c)).any(|c| c.trim().is_empty()) {
+                return usage("--worker-cmd and --worker-cmd-for must name a program".into());
             }
             if e.timeout.is_zero() || e.timeout > Duration::from_secs(3600) {
-                return Err(RunError::Usage("--worker-timeout-ms must be between 1 and 3600000".into()));
+                return usage("--worker-timeout-ms must be between 1 and 3600000".into());
             }
-            crate::external::info(&opts.algo, if opts.elect.is_some() { "election" } else { "mutex" })
+            if let Some((id, _)) = e.only.iter().find(|(id, _)| *id >= opts.workers) {
+                return usage(format!(
+                    "--worker-cmd-for names w{id}, but there are only {} workers",
+                    opts.workers
+                ));
+            }
+            match &e.command {
+                Some(_) => {
+                    crate::external::info(&opts.algo, if opts.elect.is_some() { "election" } else { "mutex" })
+                }
+                None => {
+                    let info = builtin()?;
+                    if crate::external::mixed(info.name).is_none() {
+                        return usage(format!(
+                            "--worker-cmd-for: {:?} cannot have an external worker among its own",
+                            opts.algo
+                        ));
+                    }
+                    info
+                }
+            }
         }
-        None => algos::info(&opts.algo).ok_or_else(|| {
-            RunError::Usage(format!("unknown algorithm {:?}; valid: {}", opts.algo, algos::names()))
-        })?,
     };
     if opts.workers == 0 || opts.workers > MAX_WORKERS {
         return Err(RunError::Usage(format!(
@@ -318,10 +351,13 @@ pub(super) fn settings(
         detector: o.detector,
         fenced: o.fenced,
         majority: o.majority,
-        external: o.external.as_ref().map(|e| crate::external::ExternalWorker {
-            command: e.command.clone(),
-            timeout: e.timeout,
-            service: if o.elect.is_some() { "election" } else { "mutex" }.into(),
+        external: o.external.as_ref().and_then(|e| {
+            Some(crate::external::ExternalWorker {
+                command: e.command_for(id)?.to_string(),
+                timeout: e.timeout,
+                service: if o.elect.is_some() { "election" } else { "mutex" }.into(),
+                among_reference: e.command.is_none(),
+            })
         }),
     }
 }
