@@ -251,13 +251,13 @@ pub fn check(breaches: &[Breach]) -> Result<(), String> {
     if let Some(why) = FAILED.with(|f| f.borrow().clone()) {
         return Err(why);
     }
-    if SPAWN.with(|s| s.borrow().is_none()) {
+    let Some(command) = SPAWN.with(|s| s.borrow().as_ref().map(|s| s.command.clone())) else {
         return Ok(());
-    }
+    };
     let Some(breach) = breaches.first() else { return Ok(()) };
     let (sent, got) = LAST.with(|l| l.borrow().clone()).unwrap_or_default();
     Err(format!(
-        "external node broke the contract: {breach}; it was sent {} and answered {}",
+        "external node `{command}` broke the contract: {breach}; it was sent {} and answered {}",
         quote(&sent),
         quote(&got)
     ))

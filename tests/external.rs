@@ -145,7 +145,7 @@ fn a_program_that_sends_to_itself_breaks_the_contract() {
         "json.dumps([{'type': 'send', 'to': me, 'msg': {'type': 'HELLO'}}] if line['type'] == 'call' else [])",
     );
     let line = failing_run(&selfish, &[]);
-    assert!(line.contains("broke the contract: the algorithm sent HELLO to itself"), "{line}");
+    assert!(line.contains("` broke the contract: the algorithm sent HELLO to itself"), "{line}");
     assert!(line.contains(r#"was sent `{"type":"call","call":"want"}`"#), "{line}");
 }
 
