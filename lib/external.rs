@@ -17,6 +17,12 @@
 //! The command a node runs is not part of [`Config`], so the driver names it first, per
 //! thread ([`set_command`]): each worker process drives one node on its main thread, and
 //! the simulator drives all of its nodes on one thread.
+//!
+//! Messages take one of two JSON forms ([`JsonForm`]). When every worker is external
+//! they are any object with a string `type` ([`Json`]). When one external worker runs
+//! among a built-in algorithm's workers (`--worker-cmd-for`), it speaks that
+//! algorithm's own messages ([`Ref`]): the same bytes on the wire, and a flat JSON
+//! object for the program, so the reference workers never know the difference.
 
 use std::cell::RefCell;
 use std::fmt;
@@ -347,6 +353,8 @@ struct Child_ {
     timeout: Duration,
     /// `None` once it has failed and been reaped.
     process: Option<(Child, ChildStdin)>,
+    /// Why it failed, for stall diagnoses.
+    failed: Option<String>,
     /// Lines from its stdout, read by a thread so a read can time out.
     lines: Option<Receiver<Line>>,
 }
@@ -423,6 +431,7 @@ impl Child_ {
     fn fail(&mut self, why: String) {
         self.reap();
         let why = format!("external node `{}`: {why}", self.command);
+        self.failed = Some(why.clone());
         FAILED.with(|f| {
             f.borrow_mut().get_or_insert(why);
         });
@@ -618,6 +627,7 @@ impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
             command: given.as_ref().map_or_else(String::new, |s| s.command.clone()),
             timeout: given.as_ref().map_or(DEFAULT_TIMEOUT, |s| s.timeout),
             process: None,
+            failed: None,
             lines: None,
         };
         match given.as_ref().map(|s| spawn(&name, &s.command)) {
@@ -668,10 +678,8 @@ impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
 
     fn waiting_for(&self) -> String {
         let child = self.child.lock().unwrap_or_else(|e| e.into_inner());
-        if child.process.is_none() {
-            return "nothing: the external node has failed".into();
-        }
-        String::new()
+        // A driver that does not ask `check` (the simulator) still hears why.
+        child.failed.clone().unwrap_or_default()
     }
 }
 
@@ -724,6 +732,13 @@ mod tests {
         let e = Ref::<Msg>::from_json(json!({"type": "REQUEST"})).unwrap_err();
         assert!(e.contains("missing field `ticket`"), "{e}");
         assert!(Ref::<Msg>::from_json(json!(["REQUEST"])).is_err());
+    }
+
+    #[test]
+    fn every_built_in_algorithm_but_the_baselines_can_have_an_external_worker() {
+        for a in crate::algos::BUILTIN {
+            assert_eq!(mixed(a.name).is_some(), a.family != "baseline", "{}", a.name);
+        }
     }
 
     #[test]

@@ -308,3 +308,14 @@ fn worker_cmd_for_is_refused_where_it_cannot_work() {
         assert_eq!(stderr(&out).trim().lines().count(), 1, "{all:?}: {}", stderr(&out));
     }
 }
+
+#[test]
+fn the_simulator_names_a_failed_program_in_its_diagnosis() {
+    let garbage = node("'garbage'");
+    external::set_command(Some(Spawn { command: garbage.command(), timeout: external::DEFAULT_TIMEOUT }));
+    let run = Sim::<External<Mutex>>::new(2, 1).run(1);
+    external::set_command(None);
+    let e = run.expect_err("a node that answers garbage cannot serve anyone");
+    assert!(e.to_string().contains("answered `garbage`, which is not JSON"), "{e}");
+    garbage.assert_gone();
+}
