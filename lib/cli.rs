@@ -155,8 +155,8 @@ struct ElectArgs {
 #[derive(Args)]
 struct ExternalArgs {
     /// Run this program (`sh -c CMD`) as every worker's node, speaking JSON lines on its
-    /// stdin and stdout (labs/PROTOCOL.md); `--algo` is then only a label [default:
-    /// external].
+    /// stdin and stdout (labs/PROTOCOL.md). The run is labelled `external`, or `--algo`
+    /// if given a value other than its default (a built-in name lends its theory).
     #[arg(long, value_name = "CMD")]
     worker_cmd: Option<String>,
     /// Run this program as worker ID's node only, among workers of `--algo` (its

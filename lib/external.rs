@@ -341,12 +341,12 @@ pub fn mixed(name: &str) -> Option<crate::algos::WorkerFn> {
 /// driving it ([`Node::step`], through `exchange` and `answer`); failing (`fail`, which
 /// kills and reaps the child and keeps the reason for [`check`]).
 pub struct External<S, M = Json> {
-    child: Arc<StdMutex<Child_>>,
+    child: Arc<StdMutex<Program>>,
     service: PhantomData<fn() -> (S, M)>,
 }
 
 /// The child process and the ends of its pipes.
-struct Child_ {
+struct Program {
     /// `w3`, for logs.
     name: String,
     command: String,
@@ -406,13 +406,13 @@ impl<S, M> fmt::Debug for External<S, M> {
     }
 }
 
-impl Drop for Child_ {
+impl Drop for Program {
     fn drop(&mut self) {
         self.reap();
     }
 }
 
-impl Child_ {
+impl Program {
     /// Kill the program and wait for it; closing its stdin first lets a well-behaved
     /// one see EOF, but nobody waits for that.
     fn reap(&mut self) {
@@ -622,7 +622,7 @@ impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
     fn create(cfg: &Config) -> Self {
         let given = SPAWN.with(|s| s.borrow().clone());
         let name = cfg.id.to_string();
-        let mut child = Child_ {
+        let mut child = Program {
             name: name.clone(),
             command: given.as_ref().map_or_else(String::new, |s| s.command.clone()),
             timeout: given.as_ref().map_or(DEFAULT_TIMEOUT, |s| s.timeout),
