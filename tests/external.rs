@@ -260,9 +260,9 @@ fn the_python_node_runs_among_the_reference_workers_and_a_broken_one_is_caught()
         "-n",
         "4",
         "-k",
-        "30",
+        "40",
         "--cs-ms",
-        "3",
+        "5",
     ]);
     broken.assert_gone();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
