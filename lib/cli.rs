@@ -135,6 +135,8 @@ struct RunArgs {
     majority: bool,
     #[command(flatten)]
     shared: Shared,
+    #[command(flatten)]
+    external: ExternalArgs,
 }
 
 #[derive(Args)]
@@ -157,6 +159,51 @@ struct ElectArgs {
     detector: Option<DetectorArg>,
     #[command(flatten)]
     shared: Shared,
+    #[command(flatten)]
+    external: ExternalArgs,
+}
+
+/// Workers in any language (`labs/PROTOCOL.md`).
+#[derive(Args)]
+struct ExternalArgs {
+    /// Run this program (`sh -c CMD`) as every worker's node, speaking JSON lines on its
+    /// stdin and stdout (labs/PROTOCOL.md). The run is labelled `external`, or `--algo`
+    /// if given a value other than its default (a built-in name lends its theory).
+    #[arg(long, value_name = "CMD")]
+    worker_cmd: Option<String>,
+    /// Run this program as worker ID's node only, among workers of `--algo` (its
+    /// messages as labs/PROTOCOL.md gives them); repeatable.
+    #[arg(long, value_name = "ID=CMD", value_parser = parse_worker_cmd_for, conflicts_with = "worker_cmd")]
+    worker_cmd_for: Vec<(u32, String)>,
+    /// How long the program may take over one answer before its worker fails.
+    #[arg(long, default_value_t = 5000, value_name = "MS")]
+    worker_timeout_ms: u64,
+}
+
+/// `ID=CMD` of `--worker-cmd-for`.
+fn parse_worker_cmd_for(text: &str) -> Result<(u32, String), String> {
+    let (id, cmd) = text.split_once('=').ok_or("expected ID=CMD, e.g. 2='python3 node.py'")?;
+    let id = id.trim().trim_start_matches('w');
+    let id = id.parse::<u32>().map_err(|_| format!("`{id}` is not a worker id"))?;
+    Ok((id, cmd.to_string()))
+}
+
+impl ExternalArgs {
+    /// The run's external options, and the label to show for the algorithm.
+    fn opts(&self, algo: String, explicit: bool) -> (String, Option<supervisor::ExternalOpts>) {
+        let timeout = Duration::from_millis(self.worker_timeout_ms);
+        match &self.worker_cmd {
+            None if self.worker_cmd_for.is_empty() => (algo, None),
+            None => (
+                algo,
+                Some(supervisor::ExternalOpts { command: None, only: self.worker_cmd_for.clone(), timeout }),
+            ),
+            Some(command) => (
+                if explicit { algo } else { "external".into() },
+                Some(supervisor::ExternalOpts { command: Some(command.clone()), only: Vec::new(), timeout }),
+            ),
+        }
+    }
 }
 
 /// How workers learn of peers going down and up (`--detector`).
@@ -407,8 +454,12 @@ fn cmd_run(a: RunArgs) -> ExitCode {
         Ok(d) => d,
         Err(e) => return fail(2, &e),
     };
+    // `--algo` left at its default labels nothing: the program is `external`.
+    let explicit = a.algo != "centralized";
+    let (algo, external) = a.external.opts(a.algo, explicit);
     let opts = RunOpts {
-        algo: a.algo,
+        algo,
+        external,
         workers: a.workers,
         entries: a.entries,
         duration: a.duration.map(Duration::from_secs_f64),
@@ -452,8 +503,11 @@ fn cmd_elect(a: ElectArgs) -> ExitCode {
     if a.settle_ms == 0 || a.settle_ms > 600_000 {
         return fail(2, &format!("--settle-ms must be between 1 and 600000, not {}", a.settle_ms));
     }
+    let explicit = a.algo != "bully";
+    let (algo, external) = a.external.opts(a.algo, explicit);
     let opts = RunOpts {
-        algo: a.algo,
+        algo,
+        external,
         workers: a.workers,
         entries: 1,
         duration: None,
@@ -503,6 +557,7 @@ fn shared_opts(sh: &Shared, plan: Plan) -> RunOpts {
         elect: None,
         // What is kept can be read afterwards; a run no one will read is not slowed.
         trace: sh.trace || sh.keep,
+        external: None,
     }
 }
 

@@ -580,6 +580,7 @@ fn run_opts(o: &CompareOpts, algo: &str, dir: PathBuf, entries: u64, (cs, think)
         majority: false,
         trace: false,
         elect: None,
+        external: None,
     }
 }
 

@@ -102,6 +102,10 @@ pub struct WorkerSettings {
     /// Record every message and application event in `trace-w{ID}.log` (`--trace`,
     /// and every `--keep` run).
     pub trace: bool,
+    /// Run this program as the node instead of `algo`'s own (`--worker-cmd`); `algo`
+    /// is then only a label, or the reference algorithm of a mixed cluster.
+    #[serde(default)]
+    pub external: Option<crate::external::ExternalWorker>,
 }
 
 /// Who tells a node that a peer is down or up again (`--detector`).
@@ -144,10 +148,13 @@ impl WorkerSettings {
         if self.id >= self.workers {
             return Err(format!("worker id {} is not below the worker count {}", self.id, self.workers));
         }
-        if crate::algos::info(&self.algo).is_none() {
+        if self.external.is_none() && crate::algos::info(&self.algo).is_none() {
             return Err(format!("unknown algorithm {:?}", self.algo));
         }
-        let mutex = crate::algos::info(&self.algo).is_some_and(|a| a.service == "mutex");
+        let mutex = match &self.external {
+            Some(e) => e.service == "mutex",
+            None => crate::algos::info(&self.algo).is_some_and(|a| a.service == "mutex"),
+        };
         if mutex && self.duration.is_none() && self.entries == 0 {
             return Err("neither entries nor a duration".into());
         }

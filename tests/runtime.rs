@@ -73,6 +73,7 @@ impl Lab {
             fenced: false,
             majority: false,
             trace: false,
+            external: None,
         }
     }
 

@@ -93,7 +93,10 @@ pub fn run_worker(run_dir: &Path, cmdline_id: Option<u32>) -> anyhow::Result<()>
         control::take_link().map_err(|e| anyhow::anyhow!("{e}; workers are started by `mutexlab run`"))?;
     let result = setup(&mut link, run_dir, cmdline_id).and_then(|opts| {
         let name = &opts.settings.algo;
-        let info = algos::info(name).ok_or_else(|| anyhow::anyhow!("unknown algorithm {name:?}"))?;
+        // A program of the user's own (`--worker-cmd`) stands in for the algorithm.
+        let info = crate::external::worker_info(&opts.settings)
+            .or_else(|| algos::info(name))
+            .ok_or_else(|| anyhow::anyhow!("unknown algorithm {name:?}"))?;
         (info.worker)(opts, link.try_clone()?, info)
     });
     if let Err(e) = &result {
@@ -624,6 +627,8 @@ impl<A: Node<Service: RunService>> Worker<A> {
     /// Carry out a step's effects, then any local events they caused. Breaches of the
     /// contract are logged and counted; the run goes on.
     fn carry(&mut self, step: Step<A>) -> anyhow::Result<()> {
+        // An external node's failure or breach ends this worker (`external.rs`).
+        crate::external::check(&step.breaches).map_err(anyhow::Error::msg)?;
         for breach in &step.breaches {
             if matches!(breach, Breach::Event { .. }) {
                 self.stats.unasked_grants += 1;

@@ -66,7 +66,7 @@ mod rundir;
 pub use inject::AppliedFault;
 use inject::Undo;
 use options::settings;
-pub use options::{validate, ElectOpts, Initiators, RunOpts, MIN_STALL_MS};
+pub use options::{validate, ElectOpts, ExternalOpts, Initiators, RunOpts, MIN_STALL_MS};
 use processes::{describe, Life, Outgoing, Slot};
 pub use report::{ElectMessages, ElectReport, Entries, Messages, RunReport};
 use rundir::RunDir;

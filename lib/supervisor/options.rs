@@ -47,6 +47,26 @@ pub struct RunOpts {
     pub elect: Option<ElectOpts>,
     /// Workers record the message trace ([`crate::trace`]).
     pub trace: bool,
+    /// Workers that run a program of their own instead of `algo` (`--worker-cmd`).
+    pub external: Option<ExternalOpts>,
+}
+
+/// Workers that run programs speaking `labs/PROTOCOL.md`: every worker runs `command`
+/// (`--worker-cmd`; `algo` is then only a label), or only the workers in `only` run
+/// theirs among workers of the built-in `algo` (`--worker-cmd-for ID=CMD`).
+#[derive(Clone, Debug, Default)]
+pub struct ExternalOpts {
+    pub command: Option<String>,
+    pub only: Vec<(u32, String)>,
+    /// How long the program may take over one answer (`--worker-timeout-ms`).
+    pub timeout: Duration,
+}
+
+impl ExternalOpts {
+    /// The program worker `id` runs, if any.
+    fn command_for(&self, id: u32) -> Option<&str> {
+        self.only.iter().rev().find(|(w, _)| *w == id).map(|(_, c)| c.as_str()).or(self.command.as_deref())
+    }
 }
 
 /// What `mutexlab elect` adds to a run.
@@ -118,9 +138,44 @@ pub const MIN_STALL_MS: u64 = 100;
 
 /// Check options that do not need the file system.
 pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
-    let info = algos::info(&opts.algo).ok_or_else(|| {
-        RunError::Usage(format!("unknown algorithm {:?}; valid: {}", opts.algo, algos::names()))
-    })?;
+    let builtin = || {
+        algos::info(&opts.algo).ok_or_else(|| {
+            RunError::Usage(format!("unknown algorithm {:?}; valid: {}", opts.algo, algos::names()))
+        })
+    };
+    let info = match &opts.external {
+        None => builtin()?,
+        Some(e) => {
+            let usage = |m: String| Err(RunError::Usage(m));
+            if e.command.iter().chain(e.only.iter().map(|(_, c)| c)).any(|c| c.trim().is_empty()) {
+                return usage("--worker-cmd and --worker-cmd-for must name a program".into());
+            }
+            if e.timeout.is_zero() || e.timeout > Duration::from_secs(3600) {
+                return usage("--worker-timeout-ms must be between 1 and 3600000".into());
+            }
+            if let Some((id, _)) = e.only.iter().find(|(id, _)| *id >= opts.workers) {
+                return usage(format!(
+                    "--worker-cmd-for names w{id}, but there are only {} workers",
+                    opts.workers
+                ));
+            }
+            match &e.command {
+                Some(_) => {
+                    crate::external::info(&opts.algo, if opts.elect.is_some() { "election" } else { "mutex" })
+                }
+                None => {
+                    let info = builtin()?;
+                    if crate::external::mixed(info.name).is_none() {
+                        return usage(format!(
+                            "--worker-cmd-for: {:?} cannot have an external worker among its own",
+                            opts.algo
+                        ));
+                    }
+                    info
+                }
+            }
+        }
+    };
     if opts.workers == 0 || opts.workers > MAX_WORKERS {
         return Err(RunError::Usage(format!(
             "--workers must be between 1 and {MAX_WORKERS}, not {}",
@@ -299,6 +354,14 @@ pub(super) fn settings(
         fenced: o.fenced,
         majority: o.majority,
         trace: o.trace,
+        external: o.external.as_ref().and_then(|e| {
+            Some(crate::external::ExternalWorker {
+                command: e.command_for(id)?.to_string(),
+                timeout: e.timeout,
+                service: if o.elect.is_some() { "election" } else { "mutex" }.into(),
+                among_reference: e.command.is_none(),
+            })
+        }),
     }
 }
 
@@ -331,6 +394,7 @@ pub(super) mod tests {
             majority: false,
             trace: false,
             elect: None,
+            external: None,
         }
     }
 

@@ -1,0 +1,774 @@
+//! Workers in any language: a [`Node`] whose state lives in a child process.
+//!
+//! [`External`] starts a program (`sh -c CMD`) and speaks to it over its stdin and
+//! stdout, one JSON value per line (`labs/PROTOCOL.md` is the full description): first
+//! an `init` line answered by `{"type":"init_ok"}`, then each [`Input`] as its serde
+//! form, answered by one line holding the list of [`Output`]s for that input. The
+//! child's stderr is its log: a thread copies each line to ours, prefixed `w3| `.
+//!
+//! The node interface has no error channel, so a child that fails (garbage, a line
+//! that is not a list of outputs, no answer within the deadline, an exit) is killed and
+//! reaped at once, the node goes quiet, and the failure is kept for its driver: the
+//! worker runtime asks [`check`] after every step and ends the worker with the one-line
+//! reason, which reaches the run's report as the worker's `Fatal`. A breach of the
+//! driver contract by an external node (a self-send, an `enter` nobody asked for) fails
+//! it the same way, since a student wants to hear of it, not find it in a log.
+//!
+//! The command a node runs is not part of [`Config`], so the driver names it first, per
+//! thread ([`set_command`]): each worker process drives one node on its main thread, and
+//! the simulator drives all of its nodes on one thread.
+//!
+//! Messages take one of two JSON forms ([`JsonForm`]). When every worker is external
+//! they are any object with a string `type` ([`Json`]). When one external worker runs
+//! among a built-in algorithm's workers (`--worker-cmd-for`), it speaks that
+//! algorithm's own messages ([`Ref`]): the same bytes on the wire, and a flat JSON
+//! object for the program, so the reference workers never know the difference.
+
+use std::cell::RefCell;
+use std::fmt;
+use std::hash::{Hash, Hasher};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::marker::PhantomData;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::algorithm::{Config, Input, Message, Node, NodeInput, NodeOut, Output};
+use crate::algos::{self, AlgoInfo};
+use crate::control::WorkerSettings;
+use crate::host::Breach;
+use crate::runtime::RunService;
+use crate::sim::SimService;
+
+/// The default deadline for one answer (`--worker-timeout-ms`).
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+/// The longest answer line read; a longer one is garbage, not a reason to run out of
+/// memory.
+pub const MAX_LINE: usize = 1 << 20;
+/// How much of an input or an answer a diagnosis quotes.
+const QUOTE: usize = 160;
+
+/// What a worker is told to run instead of a built-in algorithm (part of
+/// [`WorkerSettings`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExternalWorker {
+    /// The shell command, run as `sh -c CMD`.
+    pub command: String,
+    /// How long the program may take over one answer.
+    pub timeout: Duration,
+    /// `mutex` or `election`.
+    pub service: String,
+    /// The other workers run the built-in algorithm `algo` (`--worker-cmd-for`): speak
+    /// its messages ([`Ref`]).
+    #[serde(default)]
+    pub among_reference: bool,
+}
+
+/// A message or timer tag of an external node: any JSON value (a message is an object
+/// with a string `type`, which is its [`Message::kind`]). `serde_json::Value` is `Eq`
+/// but not `Hash`, so it hashes its canonical text (object keys sorted).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Json(pub Value);
+
+impl Hash for Json {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.to_string().hash(state);
+    }
+}
+
+impl fmt::Debug for Json {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl Message for Json {
+    fn kind(&self) -> &str {
+        self.0.get("type").and_then(Value::as_str).unwrap_or("JSON")
+    }
+}
+
+/// How the messages of an external node look as JSON: any tagged object when every
+/// worker is external ([`Json`]), the reference algorithm's messages in a mixed
+/// cluster ([`Ref`]).
+pub trait JsonForm: Message {
+    /// The message as the program sees it.
+    fn to_json(&self) -> Value;
+    /// A message the program wrote, or why it is not one.
+    fn from_json(value: Value) -> Result<Self, String>;
+}
+
+impl JsonForm for Json {
+    fn to_json(&self) -> Value {
+        self.0.clone()
+    }
+
+    fn from_json(value: Value) -> Result<Self, String> {
+        if !value.get("type").is_some_and(Value::is_string) {
+            return Err("a message must be an object with a string \"type\"".into());
+        }
+        Ok(Json(value))
+    }
+}
+
+/// A built-in algorithm's message, as an external worker among that algorithm's own
+/// workers sends and receives it. On the wire it is the message itself (so the
+/// reference workers read it); as JSON, serde's form flattened into one object with a
+/// `type` tag: the variant `Request { ticket: 4 }` of a message whose kind is `REQUEST`
+/// is `{"type":"REQUEST","ticket":4}`, a unit variant `Reply` is `{"type":"REPLY"}`,
+/// and a variant holding one value that is not a struct carries it as `value`. The tag
+/// is the message's kind where it is the variant's name in other letters (`REQUEST`
+/// for `Request`), else the variant's name; either is read back, in any case, with or
+/// without `_` and `-`.
+#[derive(Clone, PartialEq, Eq, Hash, Debug, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Ref<M>(pub M);
+
+impl<M: Message> Message for Ref<M> {
+    fn kind(&self) -> &str {
+        self.0.kind()
+    }
+}
+
+/// A variant name or tag reduced for comparison: `REQUEST_ACK`, `RequestAck` and
+/// `request-ack` are one.
+fn fold(tag: &str) -> String {
+    tag.chars().filter(|c| *c != '_' && *c != '-').flat_map(char::to_lowercase).collect()
+}
+
+/// The variant names of the enum `M`, read from its `Deserialize`: serde hands them to
+/// `deserialize_enum`, which this deserializer only records.
+fn variants<M: serde::de::DeserializeOwned>() -> &'static [&'static str] {
+    use serde::de::{self, Visitor};
+    struct Probe<'a>(&'a mut &'static [&'static str]);
+    impl<'de> de::Deserializer<'de> for Probe<'_> {
+        type Error = de::value::Error;
+        fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
+            Err(de::Error::custom("not an enum"))
+        }
+        fn deserialize_enum<V: Visitor<'de>>(
+            self,
+            _: &'static str,
+            variants: &'static [&'static str],
+            _: V,
+        ) -> Result<V::Value, Self::Error> {
+            *self.0 = variants;
+            Err(de::Error::custom("probed"))
+        }
+        serde::forward_to_deserialize_any! {
+            bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+            option unit unit_struct newtype_struct seq tuple tuple_struct map struct identifier
+            ignored_any
+        }
+    }
+    let mut found: &'static [&'static str] = &[];
+    let _ = M::deserialize(Probe(&mut found));
+    found
+}
+
+impl<M: Message> JsonForm for Ref<M> {
+    fn to_json(&self) -> Value {
+        let tag = |variant: &str| {
+            let kind = self.0.kind();
+            Value::from(if fold(kind) == fold(variant) { kind } else { variant })
+        };
+        match serde_json::to_value(&self.0) {
+            Ok(Value::String(variant)) => serde_json::json!({ "type": tag(&variant) }),
+            Ok(Value::Object(one)) if one.len() == 1 => {
+                let (variant, inner) = one.into_iter().next().expect("one entry");
+                let mut obj = serde_json::Map::new();
+                obj.insert("type".into(), tag(&variant));
+                match inner {
+                    Value::Object(fields) => obj.extend(fields),
+                    other => {
+                        obj.insert("value".into(), other);
+                    }
+                }
+                Value::Object(obj)
+            }
+            Ok(other) => other,
+            Err(e) => Value::String(format!("unserialisable message: {e}")),
+        }
+    }
+
+    fn from_json(value: Value) -> Result<Self, String> {
+        let Value::Object(mut obj) = value else {
+            return Err("a message must be an object with a string \"type\"".into());
+        };
+        let Some(Value::String(tag)) = obj.remove("type") else {
+            return Err("a message must be an object with a string \"type\"".into());
+        };
+        let names = variants::<M>();
+        let Some(variant) = names.iter().find(|v| fold(v) == fold(&tag)) else {
+            return Err(format!("`{tag}` is not a message of this algorithm (it has {})", names.join(", ")));
+        };
+        let mut tries = Vec::new();
+        if obj.is_empty() {
+            tries.push(Value::from(*variant));
+        }
+        if obj.len() == 1 && obj.contains_key("value") {
+            tries.push(serde_json::json!({ *variant: obj["value"].clone() }));
+        }
+        tries.push(serde_json::json!({ *variant: Value::Object(obj) }));
+        let mut why = String::new();
+        for t in tries {
+            match serde_json::from_value::<M>(t) {
+                Ok(m) => return Ok(Ref(m)),
+                Err(e) => why = e.to_string(),
+            }
+        }
+        Err(format!("not a `{tag}` of this algorithm: {why}"))
+    }
+}
+
+/// The command a node made on this thread runs, and what to call it in logs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spawn {
+    pub command: String,
+    pub timeout: Duration,
+}
+
+thread_local! {
+    static SPAWN: RefCell<Option<Spawn>> = const { RefCell::new(None) };
+    /// The first failure of an external node on this thread, for [`check`].
+    static FAILED: RefCell<Option<String>> = const { RefCell::new(None) };
+    /// The last exchange (input line, answer line), to quote when the host reports a
+    /// breach.
+    static LAST: RefCell<Option<(String, String)>> = const { RefCell::new(None) };
+}
+
+/// Name the command every [`External`] created on this thread from now on runs
+/// (`None`: none may be created). Clears any failure kept from before.
+pub fn set_command(spawn: Option<Spawn>) {
+    SPAWN.with(|s| *s.borrow_mut() = spawn);
+    FAILED.with(|f| *f.borrow_mut() = None);
+    LAST.with(|l| *l.borrow_mut() = None);
+}
+
+/// For a driver, after each step: the failure of an external node on this thread, or
+/// the first breach among `breaches` if an external node caused it. `Ok` when no
+/// external node runs here.
+pub fn check(breaches: &[Breach]) -> Result<(), String> {
+    if let Some(why) = FAILED.with(|f| f.borrow().clone()) {
+        return Err(why);
+    }
+    let Some(command) = SPAWN.with(|s| s.borrow().as_ref().map(|s| s.command.clone())) else {
+        return Ok(());
+    };
+    let Some(breach) = breaches.first() else { return Ok(()) };
+    let (sent, got) = LAST.with(|l| l.borrow().clone()).unwrap_or_default();
+    Err(format!(
+        "external node `{command}` broke the contract: {breach}; it was sent {} and answered {}",
+        quote(&sent),
+        quote(&got)
+    ))
+}
+
+/// The registry entry for `--worker-cmd`: node type [`External`] of the service, named
+/// `label`. A label that names a built-in algorithm of the same service lends its
+/// family and theory, so a Ricart-Agrawala in Python is compared with 2(N-1).
+pub fn info(label: &str, service: &str) -> &'static AlgoInfo {
+    let base = match service {
+        "election" => AlgoInfo::runs::<External<crate::algorithm::Election>>(),
+        _ => AlgoInfo::runs::<External<crate::algorithm::Mutex>>(),
+    };
+    let like = algos::info(label).filter(|a| a.service == base.service);
+    let info = AlgoInfo {
+        name: Box::leak(label.to_string().into_boxed_str()),
+        family: like.map_or("external", |a| a.family),
+        highest_wins: like.is_some_and(|a| a.highest_wins),
+        summary: "a node in another program, over JSON lines (labs/PROTOCOL.md)",
+        theory: like.map_or(|_| None, |a| a.theory),
+        ..base
+    };
+    // One per run or worker: leaking keeps the `&'static` every registry entry has.
+    Box::leak(Box::new(info))
+}
+
+/// In a worker: the registry entry to run with, when its settings name an external
+/// program; the thread's command is set as a side effect.
+pub fn worker_info(settings: &WorkerSettings) -> Option<&'static AlgoInfo> {
+    let ext = settings.external.as_ref()?;
+    set_command(Some(Spawn { command: ext.command.clone(), timeout: ext.timeout }));
+    if ext.among_reference {
+        let reference = algos::info(&settings.algo)?;
+        let worker = mixed(&settings.algo)?;
+        return Some(Box::leak(Box::new(AlgoInfo { worker, ..*reference })));
+    }
+    Some(info(&settings.algo, &ext.service))
+}
+
+/// How to run an external worker among the workers of the built-in algorithm `name`
+/// (`--worker-cmd-for`): with that algorithm's messages. `None` for an algorithm
+/// that cannot have one (the baselines send nothing; a registry's own algorithms are
+/// not known here).
+pub fn mixed(name: &str) -> Option<crate::algos::WorkerFn> {
+    use crate::algorithm::{Election as E, Mutex as X};
+    use crate::algos::*;
+    use crate::runtime::run_node;
+    Some(match name {
+        "centralized" => run_node::<External<X, Ref<centralized::Msg>>>,
+        "centralized-bully" => run_node::<External<X, Ref<centralized_bully::Msg>>>,
+        "lamport" => run_node::<External<X, Ref<lamport::Msg>>>,
+        "maekawa" => run_node::<External<X, Ref<maekawa::Msg>>>,
+        "ricart-agrawala" | "ricart-agrawala-rc" => run_node::<External<X, Ref<ricart_agrawala::Msg>>>,
+        "voting" => run_node::<External<X, Ref<voting::Msg>>>,
+        "token-ring" => run_node::<External<X, Ref<token_ring::Msg>>>,
+        "token-ring-ft" => run_node::<External<X, Ref<token_ring_ft::Msg>>>,
+        "suzuki-kasami" => run_node::<External<X, Ref<suzuki_kasami::Msg>>>,
+        "ra-token" => run_node::<External<X, Ref<ra_token::Msg>>>,
+        "raymond" => run_node::<External<X, Ref<raymond::Msg>>>,
+        "neilsen-mizuno" => run_node::<External<X, Ref<neilsen_mizuno::Msg>>>,
+        "bully" => run_node::<External<E, Ref<bully::Msg>>>,
+        "bully-gm" => run_node::<External<E, Ref<bully_gm::Msg>>>,
+        "chang-roberts" | "chang-roberts-down" => run_node::<External<E, Ref<chang_roberts::Msg>>>,
+        "hirschberg-sinclair" => run_node::<External<E, Ref<hirschberg_sinclair::Msg>>>,
+        "ring-list" => run_node::<External<E, Ref<ring_list::Msg>>>,
+        _ => return None,
+    })
+}
+
+/// A node that is a child process speaking JSON lines. Clones share the process (a
+/// driver that copies states, such as an exhaustive checker, cannot use it); equality
+/// and hashing are by that process.
+///
+/// Method groups: making one ([`Node::create`], which spawns and sends `init`);
+/// driving it ([`Node::step`], through `exchange` and `answer`); failing (`fail`, which
+/// kills and reaps the child and keeps the reason for [`check`]).
+pub struct External<S, M = Json> {
+    child: Arc<StdMutex<Program>>,
+    service: PhantomData<fn() -> (S, M)>,
+}
+
+/// The child process and the ends of its pipes.
+struct Program {
+    /// `w3`, for logs.
+    name: String,
+    command: String,
+    timeout: Duration,
+    /// `None` once it has failed and been reaped.
+    process: Option<(Child, ChildStdin)>,
+    /// Why it failed, for stall diagnoses.
+    failed: Option<String>,
+    /// Lines from its stdout, read by a thread so a read can time out.
+    lines: Option<Receiver<Line>>,
+}
+
+/// The first line a program is sent; a struct so that `type` comes first.
+#[derive(Serialize)]
+struct Init {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    id: crate::algorithm::PeerId,
+    n: u32,
+    peers: Vec<crate::algorithm::PeerId>,
+    seed: u64,
+    incarnation: u32,
+    service: &'static str,
+}
+
+/// What the stdout reader saw.
+enum Line {
+    Text(String),
+    TooLong,
+    Eof,
+}
+
+impl<S, M> Clone for External<S, M> {
+    fn clone(&self) -> Self {
+        External { child: Arc::clone(&self.child), service: PhantomData }
+    }
+}
+
+impl<S, M> PartialEq for External<S, M> {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.child, &other.child)
+    }
+}
+
+impl<S, M> Eq for External<S, M> {}
+
+impl<S, M> Hash for External<S, M> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (Arc::as_ptr(&self.child) as usize).hash(state);
+    }
+}
+
+impl<S, M> fmt::Debug for External<S, M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let c = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        write!(f, "External({}: {})", c.name, c.command)
+    }
+}
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        self.reap();
+    }
+}
+
+impl Program {
+    /// Kill the program and wait for it; closing its stdin first lets a well-behaved
+    /// one see EOF, but nobody waits for that.
+    fn reap(&mut self) {
+        if let Some((mut child, stdin)) = self.process.take() {
+            drop(stdin);
+            // The whole group: `sh -c` may have forked the program rather than exec'd it.
+            let group = nix::unistd::Pid::from_raw(child.id() as i32);
+            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        self.lines = None;
+    }
+
+    /// Give up on the program: reap it and keep the reason for [`check`].
+    fn fail(&mut self, why: String) {
+        self.reap();
+        let why = format!("external node `{}`: {why}", self.command);
+        self.failed = Some(why.clone());
+        FAILED.with(|f| {
+            f.borrow_mut().get_or_insert(why);
+        });
+    }
+
+    /// How the program ended, if it has (waiting briefly: its stdout closes a moment
+    /// before it is reapable).
+    fn exit_status(&mut self) -> String {
+        let Some((child, _)) = self.process.as_mut() else { return String::new() };
+        let until = Instant::now() + Duration::from_millis(500);
+        loop {
+            match child.try_wait() {
+                Ok(Some(status)) => return format!(" ({status})"),
+                Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(5)),
+                _ => return String::new(),
+            }
+        }
+    }
+
+    /// Send one line and read the answer as JSON; `Err` says what went wrong, quoting
+    /// what was sent and what came back.
+    fn exchange(&mut self, sent: &str) -> Result<Value, String> {
+        let Some((_, stdin)) = self.process.as_mut() else {
+            return Err("has already failed".into());
+        };
+        if let Err(e) = stdin.write_all(format!("{sent}\n").as_bytes()).and_then(|()| stdin.flush()) {
+            let status = self.exit_status();
+            return Err(format!("could not be sent {} ({e}): it has exited{status}", quote(sent)));
+        }
+        let lines = self.lines.as_ref().expect("a live child has a reader");
+        let got = match lines.recv_timeout(self.timeout) {
+            Ok(Line::Text(text)) => text,
+            Ok(Line::TooLong) => {
+                return Err(format!("was sent {} and answered a line over {MAX_LINE} bytes", quote(sent)))
+            }
+            Ok(Line::Eof) | Err(RecvTimeoutError::Disconnected) => {
+                let status = self.exit_status();
+                return Err(format!("was sent {} and exited without answering{status}", quote(sent)));
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                return Err(format!(
+                    "was sent {} and did not answer within {} ms",
+                    quote(sent),
+                    self.timeout.as_millis()
+                ))
+            }
+        };
+        LAST.with(|l| *l.borrow_mut() = Some((sent.to_string(), got.clone())));
+        serde_json::from_str(&got).map_err(|e| {
+            format!("was sent {} and answered {}, which is not JSON ({e})", quote(sent), quote(&got))
+        })
+    }
+}
+
+/// `text` shortened for a one-line diagnosis.
+fn quote(text: &str) -> String {
+    let text = text.trim_end();
+    match text.char_indices().nth(QUOTE) {
+        Some((cut, _)) => format!("`{}…`", &text[..cut]),
+        None => format!("`{text}`"),
+    }
+}
+
+/// Start `sh -c command` with piped stdio and threads for its stdout and stderr.
+fn spawn(name: &str, command: &str) -> std::io::Result<(Child, ChildStdin, Receiver<Line>)> {
+    // A simple command is exec'd by the shell, so the program itself is our child and
+    // dies with the worker below; a compound one is reached through its group.
+    let simple = !command.contains(|c: char| ";&|<>()`$\n\\'\"".contains(c));
+    let line = if simple { format!("exec {command}") } else { command.to_string() };
+    let mut cmd = Command::new("sh");
+    cmd.arg("-c").arg(line).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    // Its own process group, so that reaping it reaches whatever the shell started.
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    // SAFETY: between fork and exec only async-signal-safe calls: prctl and fcntl.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(|| {
+            // Die with the worker, even when it is killed outright (a crash fault).
+            nix::libc::prctl(nix::libc::PR_SET_PDEATHSIG, nix::libc::SIGKILL);
+            // The worker's control link is not the program's business.
+            nix::libc::fcntl(crate::control::LINK_FD, nix::libc::F_SETFD, nix::libc::FD_CLOEXEC);
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn()?;
+    let stdin = child.stdin.take().expect("piped");
+    let stdout = child.stdout.take().expect("piped");
+    let stderr = child.stderr.take().expect("piped");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        loop {
+            let mut buf = Vec::new();
+            let line = match (&mut reader).take(MAX_LINE as u64 + 1).read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => Line::Eof,
+                Ok(_) if buf.len() > MAX_LINE => Line::TooLong,
+                Ok(_) => Line::Text(String::from_utf8_lossy(&buf).trim_end().to_string()),
+            };
+            let last = !matches!(line, Line::Text(_));
+            if tx.send(line).is_err() || last {
+                return;
+            }
+        }
+    });
+    let prefix = format!("{name}| ");
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stderr);
+        let mut buf = Vec::new();
+        while let Ok(n) = reader.read_until(b'\n', &mut buf) {
+            if n == 0 {
+                break;
+            }
+            let line = format!("{prefix}{}\n", String::from_utf8_lossy(&buf).trim_end());
+            // One write per line, so lines of several workers never interleave.
+            let _ = std::io::stderr().lock().write_all(line.as_bytes());
+            buf.clear();
+        }
+    });
+    Ok((child, stdin, rx))
+}
+
+/// Rewrite the shorthands `labs/PROTOCOL.md` allows into the outputs' own serde form:
+/// `{"type":"enter"}` and `{"type":"leader",…}` are events, `after_ms` is `after`.
+fn expand(mut output: Value) -> Value {
+    let Some(obj) = output.as_object_mut() else { return output };
+    match obj.get("type").and_then(Value::as_str) {
+        Some("enter") => return serde_json::json!({"type": "event", "event": "enter"}),
+        Some("leader") => return serde_json::json!({"type": "event", "event": output}),
+        Some("set_timer") if !obj.contains_key("after") => {
+            if let Some(ms) = obj.remove("after_ms").and_then(|v| v.as_f64()) {
+                let after = Duration::try_from_secs_f64(ms.max(0.0) / 1000.0).unwrap_or(Duration::MAX);
+                obj.insert("after".into(), serde_json::to_value(after).expect("a duration serialises"));
+            }
+        }
+        _ => {}
+    }
+    output
+}
+
+impl<S: RunService + SimService, M: JsonForm> External<S, M> {
+    /// Turn the answer to `sent` into outputs, or say why it is not a list of them.
+    fn answer(sent: &str, got: Value) -> Result<Vec<Output<M, Json, S::Event>>, String> {
+        let Value::Array(items) = got else {
+            return Err(format!(
+                "was sent {} and answered {}, which is not a list of outputs",
+                quote(sent),
+                quote(&got.to_string())
+            ));
+        };
+        let mut outputs = Vec::with_capacity(items.len());
+        for item in items {
+            let shown = item.to_string();
+            let bad = |why: String| {
+                format!("was sent {} and answered with the output {}, {why}", quote(sent), quote(&shown))
+            };
+            let output: Output<Json, Json, S::Event> =
+                serde_json::from_value(expand(item)).map_err(|e| bad(format!("which is not one ({e})")))?;
+            let msg = |m: Json| M::from_json(m.0).map_err(|e| bad(format!("whose message is wrong: {e}")));
+            outputs.push(match output {
+                Output::Send { to, msg: m } => Output::Send { to, msg: msg(m)? },
+                Output::Broadcast { msg: m } => Output::Broadcast { msg: msg(m)? },
+                Output::SetTimer { timer, after } => Output::SetTimer { timer, after },
+                Output::CancelTimer { timer } => Output::CancelTimer { timer },
+                Output::Event { event } => Output::Event { event },
+                Output::Count { name, by } => Output::Count { name, by },
+            });
+        }
+        Ok(outputs)
+    }
+
+    /// The input's line: its serde form, with a message in its JSON form.
+    fn line(input: NodeInput<Self>) -> String {
+        match input {
+            Input::Message { from, msg } => {
+                // Written out so that `type` comes first, as in every other input.
+                format!(r#"{{"type":"message","from":{},"msg":{}}}"#, from.0, msg.to_json())
+            }
+            other => serde_json::to_string(&other).expect("an input serialises"),
+        }
+    }
+}
+
+impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
+    type Msg = M;
+    type Timer = Json;
+    type Service = S;
+
+    fn create(cfg: &Config) -> Self {
+        let given = SPAWN.with(|s| s.borrow().clone());
+        let name = cfg.id.to_string();
+        let mut child = Program {
+            name: name.clone(),
+            command: given.as_ref().map_or_else(String::new, |s| s.command.clone()),
+            timeout: given.as_ref().map_or(DEFAULT_TIMEOUT, |s| s.timeout),
+            process: None,
+            failed: None,
+            lines: None,
+        };
+        match given.as_ref().map(|s| spawn(&name, &s.command)) {
+            None => child.fail("no worker command was given for an external node".into()),
+            Some(Err(e)) => child.fail(format!("cannot be started: {e}")),
+            Some(Ok((process, stdin, lines))) => {
+                child.process = Some((process, stdin));
+                child.lines = Some(lines);
+                let init = Init {
+                    kind: "init",
+                    id: cfg.id,
+                    n: cfg.n,
+                    peers: cfg.others().collect(),
+                    seed: cfg.seed,
+                    incarnation: cfg.incarnation,
+                    service: S::NAME,
+                };
+                let init = serde_json::to_string(&init).expect("init serialises");
+                match child.exchange(&init) {
+                    Ok(v) if v.get("type").and_then(Value::as_str) == Some("init_ok") => {}
+                    Ok(v) => child.fail(format!(
+                        "was sent {} and answered {}, not {{\"type\":\"init_ok\"}}",
+                        quote(&init),
+                        quote(&v.to_string())
+                    )),
+                    Err(why) => child.fail(why),
+                }
+            }
+        }
+        External { child: Arc::new(StdMutex::new(child)), service: PhantomData }
+    }
+
+    fn step(&mut self, input: NodeInput<Self>, out: &mut NodeOut<Self>) {
+        let mut child = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        if child.process.is_none() {
+            return; // failed: quiet from now on, and the driver has been told
+        }
+        let sent = Self::line(input);
+        match child.exchange(&sent).and_then(|got| Self::answer(&sent, got)) {
+            Ok(outputs) => {
+                for output in outputs {
+                    push(out, output);
+                }
+            }
+            Err(why) => child.fail(why),
+        }
+    }
+
+    fn waiting_for(&self) -> String {
+        let child = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        // A driver that does not ask `check` (the simulator) still hears why.
+        child.failed.clone().unwrap_or_default()
+    }
+}
+
+/// Put one output in the outbox. `Out` offers no way to push a ready-made output with
+/// a name that is not `'static`, so counts leak their name once per distinct name.
+fn push<M, T, E>(out: &mut crate::algorithm::Out<M, T, E>, output: Output<M, T, E>) {
+    match output {
+        Output::Send { to, msg } => out.send(to, msg),
+        Output::Broadcast { msg } => out.broadcast(msg),
+        Output::SetTimer { timer, after } => out.set_timer(timer, after),
+        Output::CancelTimer { timer } => out.cancel_timer(timer),
+        Output::Event { event } => out.emit(event),
+        Output::Count { name, by } => out.count(intern(&name), by),
+    }
+}
+
+/// A `'static` copy of a counter name, made once per name; past 256 names, a node
+/// inventing names cannot make the process grow, and the rest count as `other`.
+fn intern(name: &str) -> &'static str {
+    static NAMES: StdMutex<Vec<&'static str>> = StdMutex::new(Vec::new());
+    let mut names = NAMES.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(n) = names.iter().find(|n| **n == name) {
+        return n;
+    }
+    if names.len() >= 256 {
+        return "other";
+    }
+    let leaked: &'static str = Box::leak(name.to_string().into_boxed_str());
+    names.push(leaked);
+    leaked
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algos::ricart_agrawala::Msg;
+    use serde_json::json;
+
+    #[test]
+    fn ricart_agrawala_messages_have_the_documented_json_form() {
+        assert_eq!(Ref(Msg::Request { ticket: 4 }).to_json(), json!({"type": "REQUEST", "ticket": 4}));
+        assert_eq!(Ref(Msg::Reply).to_json(), json!({"type": "REPLY"}));
+        for tag in ["REQUEST", "Request", "request"] {
+            let m = Ref::<Msg>::from_json(json!({"type": tag, "ticket": 4})).unwrap();
+            assert_eq!(m.0, Msg::Request { ticket: 4 });
+        }
+        assert_eq!(Ref::<Msg>::from_json(json!({"type": "REPLY"})).unwrap().0, Msg::Reply);
+        let e = Ref::<Msg>::from_json(json!({"type": "GRANT"})).unwrap_err();
+        assert!(e.contains("`GRANT` is not a message of this algorithm (it has Request, Reply)"), "{e}");
+        let e = Ref::<Msg>::from_json(json!({"type": "REQUEST"})).unwrap_err();
+        assert!(e.contains("missing field `ticket`"), "{e}");
+        assert!(Ref::<Msg>::from_json(json!(["REQUEST"])).is_err());
+    }
+
+    #[test]
+    fn every_built_in_algorithm_but_the_baselines_can_have_an_external_worker() {
+        for a in crate::algos::BUILTIN {
+            assert_eq!(mixed(a.name).is_some(), a.family != "baseline", "{}", a.name);
+        }
+    }
+
+    #[test]
+    fn json_messages_hash_alike_when_equal_and_need_a_type() {
+        let hash = |j: &Json| {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            j.hash(&mut h);
+            h.finish()
+        };
+        let a = Json(json!({"type": "PING", "a": 1, "b": 2}));
+        let b: Json = serde_json::from_str(r#"{"b":2,"a":1,"type":"PING"}"#).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(hash(&a), hash(&b));
+        assert_ne!(hash(&a), hash(&Json(json!({"type": "PING", "a": 1, "b": 3}))));
+        assert_eq!(a.kind(), "PING");
+        assert!(Json::from_json(json!({"kind": "PING"})).is_err());
+        assert!(Json::from_json(json!({"type": 3})).is_err());
+    }
+
+    #[test]
+    fn shorthands_expand_to_the_outputs_own_form() {
+        assert_eq!(expand(json!({"type": "enter"})), json!({"type": "event", "event": "enter"}));
+        let leader = expand(json!({"type": "leader", "id": 2, "term": 1}));
+        assert_eq!(leader, json!({"type": "event", "event": {"type": "leader", "id": 2, "term": 1}}));
+        let t = expand(json!({"type": "set_timer", "timer": "t", "after_ms": 1.5}));
+        assert_eq!(t["after"], json!({"secs": 0, "nanos": 1_500_000}));
+        let refused = "a negative or absurd delay is not a panic";
+        assert!(
+            expand(json!({"type": "set_timer", "timer": "t", "after_ms": 1e300})).is_object(),
+            "{refused}"
+        );
+    }
+}

@@ -1,0 +1,321 @@
+//! Workers in any language (`--worker-cmd`, `labs/PROTOCOL.md`): the Python
+//! Ricart-Agrawala runs clean with the textbook message count, in real processes and
+//! in the simulator; programs that misbehave (garbage, silence, an early exit, a
+//! message to themselves, a wrong answer) each end the run with one line naming the
+//! worker, what it was sent and what came back, and leave no process behind.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use mutexlab::algorithm::Mutex;
+use mutexlab::external::{self, External, Spawn};
+use mutexlab::sim::Sim;
+
+/// The example node, by absolute path (tests run from the crate's root).
+fn example() -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("labs/examples/ricart_agrawala.py");
+    format!("python3 {}", path.display())
+}
+
+/// A Python program in a fresh directory: the directory's unique path in its command
+/// line is how the test finds any copy of it still alive.
+struct Script {
+    dir: tempfile::TempDir,
+}
+
+impl Script {
+    fn new(body: &str) -> Script {
+        let dir = tempfile::Builder::new().prefix("mlx-").tempdir().unwrap();
+        std::fs::write(dir.path().join("node.py"), body).unwrap();
+        Script { dir }
+    }
+
+    fn path(&self) -> PathBuf {
+        self.dir.path().join("node.py")
+    }
+
+    fn command(&self) -> String {
+        format!("python3 {}", self.path().display())
+    }
+
+    /// No copy of the program outlives the run.
+    fn assert_gone(&self) {
+        // A program killed with its worker may take a moment to be gone.
+        let needle = self.path().display().to_string();
+        wait_for("the programs to be gone", || processes_mentioning(&needle).is_empty());
+    }
+}
+
+impl Drop for Script {
+    /// A failing test still leaves nothing behind: any copy of the program is killed.
+    fn drop(&mut self) {
+        for pid in processes_mentioning(&self.path().display().to_string()) {
+            let _ =
+                nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+}
+
+/// Answers `init`, then hands every other input to `on(line)`, a Python expression
+/// that gives the answer's text.
+fn node(on: &str) -> Script {
+    Script::new(&format!(
+        "import json, sys\n\
+         for text in sys.stdin:\n\
+         \x20   line = json.loads(text)\n\
+         \x20   if line['type'] == 'init':\n\
+         \x20       me = line['id']\n\
+         \x20       print(json.dumps({{'type': 'init_ok'}}), flush=True)\n\
+         \x20       continue\n\
+         \x20   print({on}, flush=True)\n"
+    ))
+}
+
+/// Run `mutexlab run --worker-cmd` with `node` and the extra flags; the run must fail
+/// with exit 1 and one `run failed` line, which is returned.
+fn failing_run(node: &Script, extra: &[&str]) -> String {
+    let cmd = node.command();
+    let mut args = vec!["--worker-cmd", &cmd, "-n", "3", "-k", "3"];
+    args.extend_from_slice(extra);
+    let (out, j) = run_faulty(&args);
+    node.assert_gone();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(j["ok"], false);
+    let err = stderr(&out);
+    let failed: Vec<&str> = err.lines().filter(|l| l.starts_with("mutexlab: run failed:")).collect();
+    assert_eq!(failed.len(), 1, "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    failed[0].to_string()
+}
+
+#[test]
+fn the_python_ricart_agrawala_runs_clean_with_2_n_minus_1_messages_per_entry() {
+    let cmd = example();
+    let (out, j) = run_faulty(&["--worker-cmd", &cmd, "-n", "4", "-k", "20"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(j["ok"], true);
+    assert_eq!(j["algorithm"], "external");
+    assert_eq!(j["entries"]["total"], 80);
+    assert_eq!(j["violations"].as_array().map(Vec::len), Some(0));
+    // N-1 REQUESTs and N-1 REPLYs for each of the 80 entries.
+    assert_eq!(j["messages"]["by_type"]["REQUEST"], 3 * 80, "{}", j["messages"]);
+    assert_eq!(j["messages"]["by_type"]["REPLY"], 3 * 80, "{}", j["messages"]);
+    // The program's stderr is shown, prefixed with its worker.
+    assert!(stderr(&out).lines().any(|l| l == "w3| ready: node 3 of 4"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_built_in_name_labels_the_program_and_lends_its_theory() {
+    let cmd = example();
+    let (out, j) = run_faulty(&["--algo", "ricart-agrawala", "--worker-cmd", &cmd, "-n", "3", "-k", "4"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(j["algorithm"], "ricart-agrawala");
+    assert_eq!(j["theory"]["formula"], "2(N-1)");
+    assert_eq!(j["theory"]["per_entry_min"], 4.0);
+}
+
+#[test]
+fn a_program_that_writes_garbage_fails_its_worker_with_the_line() {
+    let line = failing_run(&node("'garbage'"), &[]);
+    assert!(line.contains("worker w"), "{line}");
+    assert!(line.contains("answered `garbage`, which is not JSON"), "{line}");
+    assert!(line.contains(r#"was sent `{"type":"start"}`"#), "{line}");
+}
+
+#[test]
+fn a_program_that_never_answers_fails_at_the_deadline() {
+    let silent = Script::new("import sys\nfor text in sys.stdin:\n    pass\n");
+    let line = failing_run(&silent, &["--worker-timeout-ms", "300"]);
+    assert!(line.contains("did not answer within 300 ms"), "{line}");
+    assert!(line.contains(r#""type":"init""#), "the init line is quoted: {line}");
+}
+
+#[test]
+fn a_program_that_exits_at_once_fails_its_worker() {
+    let quitter = Script::new("import sys\nsys.exit(3)\n");
+    let line = failing_run(&quitter, &[]);
+    assert!(line.contains("exit status: 3"), "{line}");
+}
+
+#[test]
+fn a_program_that_sends_to_itself_breaks_the_contract() {
+    let selfish = node(
+        "json.dumps([{'type': 'send', 'to': me, 'msg': {'type': 'HELLO'}}] if line['type'] == 'call' else [])",
+    );
+    let line = failing_run(&selfish, &[]);
+    assert!(line.contains("` broke the contract: the algorithm sent HELLO to itself"), "{line}");
+    assert!(line.contains(r#"was sent `{"type":"call","call":"want"}`"#), "{line}");
+}
+
+#[test]
+fn answers_that_are_not_lists_of_outputs_are_refused() {
+    let object = failing_run(&node("json.dumps({'type': 'send'})"), &[]);
+    assert!(object.contains("which is not a list of outputs"), "{object}");
+    let unknown = failing_run(&node("json.dumps([{'type': 'teleport'}])"), &[]);
+    assert!(unknown.contains("with the output `{\"type\":\"teleport\"}`, which is not one"), "{unknown}");
+    let untyped = node(
+        "json.dumps([{'type': 'send', 'to': (me + 1) % 3, 'msg': 5}] if line['type'] == 'call' else [])",
+    );
+    let untyped = failing_run(&untyped, &[]);
+    assert!(untyped.contains("a message must be an object with a string \"type\""), "{untyped}");
+}
+
+#[test]
+fn an_election_can_be_an_external_program_too() {
+    // Everyone names the highest id at once: enough to show the election path works.
+    let fixed =
+        node("json.dumps([{'type': 'leader', 'id': 2, 'term': 1}] if line['type'] == 'call' else [])");
+    let cmd = fixed.command();
+    let (out, j) = run_checked("elect", &["--worker-cmd", &cmd, "-n", "3", "--settle-ms", "100"]);
+    fixed.assert_gone();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(j["ok"], true, "{j}");
+}
+
+#[test]
+fn the_simulator_drives_the_python_node_through_the_host() {
+    external::set_command(Some(Spawn { command: example(), timeout: external::DEFAULT_TIMEOUT }));
+    let report = Sim::<External<Mutex>>::new(3, 7).run(5);
+    external::set_command(None);
+    let report = report.unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(report.entries, 15);
+    assert_eq!(report.count("REQUEST"), 2 * 15);
+    assert_eq!(report.count("REPLY"), 2 * 15);
+}
+
+#[test]
+fn a_worker_killed_outright_takes_its_program_with_it() {
+    // The example does not survive a crash (nobody releases for the dead), so the run
+    // stalls; what matters here is that the killed worker's program is gone too.
+    // This copy outlives its stdin, so only the kernel's death signal can end it.
+    let text = std::fs::read_to_string(example().trim_start_matches("python3 ")).unwrap();
+    let copy = Script::new(&format!("{text}\nimport time\ntime.sleep(3600)\n"));
+    let cmd = copy.command();
+    let (out, j) = run_faulty(&[
+        "--worker-cmd",
+        &cmd,
+        "-n",
+        "3",
+        "-k",
+        "100000",
+        "--faults",
+        "kill 1 at 200ms",
+        "--stall-ms",
+        "1000",
+    ]);
+    copy.assert_gone();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(j["ok"], false);
+}
+
+#[test]
+fn timers_and_counts_reach_the_runtime_in_their_short_forms() {
+    // A lone node that waits 5 ms on a timer before each entry, and counts its waits.
+    let waiter = node(
+        "json.dumps({'call': [{'type': 'set_timer', 'timer': {'type': 'go'}, 'after_ms': 5}, \
+                              {'type': 'count', 'name': 'waits', 'by': 1}], \
+                     'timer': [{'type': 'enter'}]}.get(line['type'], []) \
+                    if line.get('call') != 'done' else [])",
+    );
+    let cmd = waiter.command();
+    let (out, j) = run_faulty(&["--worker-cmd", &cmd, "-n", "1", "-k", "3"]);
+    waiter.assert_gone();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(j["entries"]["total"], 3);
+    assert_eq!(j["counters"]["waits"], 3, "{j}");
+}
+
+/// The example with its deferral taken out: it answers every REQUEST at once, even
+/// from inside the section.
+fn never_defers() -> Script {
+    let text = std::fs::read_to_string(example().trim_start_matches("python3 ")).unwrap();
+    let broken = text.replace("ours_first = (self.asking or self.inside) and", "ours_first = False and");
+    assert_ne!(broken, text, "the example still has the line this test breaks");
+    Script::new(&broken)
+}
+
+#[test]
+fn the_python_node_runs_among_the_reference_workers_and_a_broken_one_is_caught() {
+    let cmd = format!("2={}", example());
+    let (out, j) =
+        run_faulty(&["--algo", "ricart-agrawala", "--worker-cmd-for", &cmd, "-n", "4", "-k", "20"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(j["algorithm"], "ricart-agrawala");
+    assert_eq!(j["entries"]["total"], 80);
+    assert_eq!(j["messages"]["by_type"]["REQUEST"], 3 * 80, "{}", j["messages"]);
+    assert_eq!(j["messages"]["by_type"]["REPLY"], 3 * 80, "{}", j["messages"]);
+    assert!(stderr(&out).lines().any(|l| l.starts_with("w2| ")), "only w2 is the program");
+    assert!(!stderr(&out).lines().any(|l| l.starts_with("w1| ")), "only w2 is the program");
+
+    // The negative control: the same run with a node that never defers lets two in.
+    let broken = never_defers();
+    let cmd = format!("1={}", broken.command());
+    let (out, j) = run_faulty(&[
+        "--algo",
+        "ricart-agrawala",
+        "--worker-cmd-for",
+        &cmd,
+        "-n",
+        "4",
+        "-k",
+        "40",
+        "--cs-ms",
+        "5",
+    ]);
+    broken.assert_gone();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let kinds: Vec<&str> =
+        j["violations"].as_array().unwrap().iter().filter_map(|v| v["kind"].as_str()).collect();
+    assert!(kinds.contains(&"overlap"), "{kinds:?}");
+}
+
+#[test]
+fn a_message_the_reference_cannot_read_is_refused_with_its_fields() {
+    let typo = node(
+        "json.dumps([{'type': 'send', 'to': 0, 'msg': {'type': 'REQUEST', 'tiket': 1}}] \
+                    if line['type'] == 'call' else [])",
+    );
+    let cmd = format!("1={}", typo.command());
+    let (out, _) = run_faulty(&["--algo", "ricart-agrawala", "--worker-cmd-for", &cmd, "-n", "2", "-k", "2"]);
+    typo.assert_gone();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("whose message is wrong: not a `REQUEST` of this algorithm: missing field `ticket`"),
+        "{err}"
+    );
+    let line = err.lines().find(|l| l.starts_with("mutexlab: run failed:")).unwrap();
+    assert!(line.contains("worker w1"), "{line}");
+}
+
+#[test]
+fn worker_cmd_for_is_refused_where_it_cannot_work() {
+    for (args, why) in [
+        (vec!["--algo", "none", "--worker-cmd-for", "1=true"], "cannot have an external worker"),
+        (vec!["--algo", "ricart-agrawala", "--worker-cmd-for", "9=true"], "names w9, but there are only 4"),
+        (vec!["--worker-cmd-for", "one=true"], "is not a worker id"),
+        (vec!["--worker-cmd", "true", "--worker-cmd-for", "1=true"], "cannot be used with"),
+        (vec!["--worker-cmd", " "], "must name a program"),
+        (vec!["--worker-cmd", "true", "--worker-timeout-ms", "0"], "--worker-timeout-ms"),
+    ] {
+        let mut all = vec!["run"];
+        all.extend(args);
+        let out = run(&all);
+        assert_eq!(out.status.code(), Some(2), "{all:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(why), "{all:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out).trim().lines().count(), 1, "{all:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn the_simulator_names_a_failed_program_in_its_diagnosis() {
+    let garbage = node("'garbage'");
+    external::set_command(Some(Spawn { command: garbage.command(), timeout: external::DEFAULT_TIMEOUT }));
+    let run = Sim::<External<Mutex>>::new(2, 1).run(1);
+    external::set_command(None);
+    let e = run.expect_err("a node that answers garbage cannot serve anyone");
+    assert!(e.to_string().contains("answered `garbage`, which is not JSON"), "{e}");
+    garbage.assert_gone();
+}
