@@ -19,6 +19,7 @@ pub mod cli;
 pub mod control;
 pub mod faults;
 pub mod host;
+pub mod html;
 pub mod report;
 pub mod resource;
 pub mod runtime;
