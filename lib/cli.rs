@@ -23,7 +23,7 @@ use crate::algos::Registry;
 use crate::control::Detector;
 use crate::faults::{self, Plan};
 use crate::supervisor::{ElectOpts, Initiators, RunError, RunOpts};
-use crate::{algos, audit, bench, report, runtime, supervisor};
+use crate::{algos, audit, bench, html, report, runtime, supervisor};
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
@@ -63,6 +63,14 @@ enum Cmd {
         /// Let the processes use every CPU (default: all on one CPU, for steady figures).
         #[arg(long)]
         all_cpus: bool,
+    },
+    /// Write a run directory's HTML report (default RUN_DIR/report.html) and print its path.
+    Report {
+        /// The run directory (kept with --keep, or a failed run's).
+        run_dir: PathBuf,
+        /// Where to write the report.
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
     },
     /// (internal) A worker process; started by `run`.
     #[command(hide = true)]
@@ -266,6 +274,7 @@ pub fn main(registry: Registry) -> ExitCode {
             ExitCode::SUCCESS
         }
         Cmd::Audit { file, faults, json } => cmd_audit(&file, faults, json),
+        Cmd::Report { run_dir, output } => cmd_report(&run_dir, output.as_deref()),
         Cmd::Bench { quick, all_cpus } => match bench::run(&exe(), quick, all_cpus) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(1, &e.to_string()),
@@ -363,6 +372,9 @@ fn cmd_run(a: RunArgs) -> ExitCode {
             } else {
                 out(&report::run_summary(&r));
             }
+            if r.run_dir_kept {
+                kept_report(&r.run_dir, html::Known::Run(&r));
+            }
             finished(r.ok, r.failure.as_deref())
         }
         Err(e) => run_error(e),
@@ -404,6 +416,9 @@ fn cmd_elect(a: ElectArgs) -> ExitCode {
                 out(&to_json(&r));
             } else {
                 out(&report::elect_summary(&r));
+            }
+            if r.run_dir_kept {
+                kept_report(&r.run_dir, html::Known::Elect(&r));
             }
             finished(r.ok, r.failure.as_deref())
         }
@@ -553,5 +568,25 @@ fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Exi
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+fn cmd_report(run_dir: &std::path::Path, output: Option<&std::path::Path>) -> ExitCode {
+    match html::write(run_dir, output, html::Known::Files) {
+        Ok(path) => {
+            out(&format!("{}\n", path.display()));
+            ExitCode::SUCCESS
+        }
+        // Unreadable or not a run: exit 2, as `mutexlab audit` does for such input.
+        Err(e) => fail(2, &e.to_string()),
+    }
+}
+
+/// A kept run leaves its report beside its files and names it on stderr (stdout may be
+/// JSON); failing to write it does not change the run's verdict.
+fn kept_report(run_dir: &str, known: html::Known) {
+    match html::write(std::path::Path::new(run_dir), None, known) {
+        Ok(path) => eprintln!("report: {}", path.display()),
+        Err(e) => eprintln!("mutexlab: no report: {e}"),
     }
 }

@@ -253,8 +253,6 @@ fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> Stri
     };
     let _ = writeln!(s, "<p>Run directory <code>{}</code>. {verdict}</p>", esc(dir));
     let _ = writeln!(s, "<div id=\"rendered\" hidden></div>");
-    let _ = writeln!(s, "<h2>Summary</h2>\n<pre>{}</pre>", esc(&v.text));
-    messages(&mut s, v, tl, known);
 
     let drawn = svg::diagram(tl, lanes, &v.violations);
     let _ = writeln!(s, "<h2>Space-time diagram</h2>");
@@ -273,6 +271,8 @@ fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> Stri
         let _ = writeln!(s, "<p class=\"note\">{}</p>", esc(n));
     }
     let _ = writeln!(s, "<div class=\"scroll\">{}</div>", drawn.svg);
+    messages(&mut s, v, tl, known);
+    let _ = writeln!(s, "<h2>Summary</h2>\n<pre>{}</pre>", esc(&v.text));
     waits(&mut s, v, tl);
     findings(&mut s, v, tl);
     let _ = writeln!(s, "</body></html>");
