@@ -256,13 +256,17 @@ fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> Stri
 
     let drawn = svg::diagram(tl, lanes, &v.violations);
     let _ = writeln!(s, "<h2>Space-time diagram</h2>");
+    let what = if v.entries.is_some() {
+        "Blue bars: critical sections (ENTER to EXIT); thin grey bars: waits (WANT to ENTER), \
+         orange when never served; red: sections and records the auditor flagged"
+    } else {
+        "Diamonds: a worker accepts a leader (filled: itself); red: records the auditor flagged"
+    };
     let _ = writeln!(
         s,
-        "<p>One lane per worker, time in ms from the first event. Blue bars: critical sections \
-         (ENTER to EXIT); thin grey bars: waits (WANT to ENTER), orange when never served; \
-         red: sections and records the auditor flagged (click a red dot for the finding); \
-         ✕ kill, ▲ restart, hatched: paused; dashed purple lines: partitions and heals. \
-         Hover over anything for its details.</p>"
+        "<p>One lane per worker, time in ms from the first event. {what} (click a red dot for \
+         the finding); arrows: messages; ✕ kill, ▲ restart, hatched: paused; dashed purple \
+         lines: partitions and heals. Hover over anything for its details.</p>"
     );
     if tl.arrows.is_empty() {
         let _ = writeln!(s, "<p class=\"note\">No message trace in this directory: no arrows.</p>");
@@ -295,25 +299,43 @@ fn messages(s: &mut String, v: &Verdict, tl: &Timeline, known: Known) {
     };
     let _ = writeln!(s, "<h2>Messages</h2>");
     if by_type.is_empty() {
-        let _ = writeln!(s, "<p>Not recorded: no message trace in this directory.</p>");
-        return;
+        let why = match known {
+            Known::Files => "Not recorded: no message trace in this directory.",
+            _ => "No messages were sent.",
+        };
+        let _ = writeln!(s, "<p>{why}</p>");
     }
-    let total: u64 = by_type.values().sum();
-    let per = |n: u64| match v.entries {
-        Some(e) if e > 0 => format!("{:.2}", n as f64 / e as f64),
-        _ => "–".into(),
+    // Per entry, or per election; the totals as the text summary gives them (an
+    // election's leave the heartbeats aside).
+    let (what, count, total) = match known {
+        Known::Elect(r) => {
+            let total = (r.messages.total, format!("{:.2}", r.messages.per_election));
+            ("per election", r.elections as u64, Some(("total, HEARTBEAT aside", total)))
+        }
+        Known::Run(r) => (
+            "per entry",
+            r.entries.total,
+            Some(("total", (r.messages.total, format!("{:.2}", r.messages.per_entry)))),
+        ),
+        Known::Files => ("per entry", v.entries.unwrap_or(0), None),
     };
-    let _ = writeln!(s, "<p>From {source}.</p><table><tr><th>type</th><th>sent</th><th>per entry</th></tr>");
-    for (k, n) in &by_type {
-        let _ = writeln!(
-            s,
-            "<tr><td>{}</td><td class=\"n\">{n}</td><td class=\"n\">{}</td></tr>",
-            esc(k),
-            per(*n)
-        );
+    let per = |n: u64| if count > 0 { format!("{:.2}", n as f64 / count as f64) } else { "–".into() };
+    if !by_type.is_empty() {
+        let _ = writeln!(s, "<p>From {source}.</p><table><tr><th>type</th><th>sent</th><th>{what}</th></tr>");
+        for (k, n) in &by_type {
+            let _ = writeln!(
+                s,
+                "<tr><td>{}</td><td class=\"n\">{n}</td><td class=\"n\">{}</td></tr>",
+                esc(k),
+                per(*n)
+            );
+        }
+        let sum: u64 = by_type.values().sum();
+        let (label, (n, each)) = total.unwrap_or(("total", (sum, per(sum))));
+        let _ = writeln!(s, "<tr><th>{label}</th><td class=\"n\">{n}</td><td class=\"n\">{each}</td></tr>");
+    } else {
+        let _ = writeln!(s, "<table>");
     }
-    let _ =
-        writeln!(s, "<tr><th>total</th><td class=\"n\">{total}</td><td class=\"n\">{}</td></tr>", per(total));
     let theory = match known {
         Known::Run(r) => r.theory.clone(),
         Known::Elect(r) => r.theory.clone(),
@@ -324,7 +346,6 @@ fn messages(s: &mut String, v: &Verdict, tl: &Timeline, known: Known) {
         Known::Files => None,
     };
     if let Some(t) = theory {
-        let what = if v.entries.is_some() { "per entry" } else { "per election" };
         let range = if t.per_entry_min == t.per_entry_max {
             format!("{:.2}", t.per_entry_min)
         } else if t.per_entry_max.is_finite() {
