@@ -438,4 +438,46 @@ mod tests {
         let got: Vec<(u32, usize)> = out.iter().map(|b| (b.w, b.count)).collect();
         assert_eq!(got, vec![(0, 2), (0, 1), (1, 1)]);
     }
+
+    fn arrow(i: u64, received: Option<u64>) -> Arrow {
+        Arrow {
+            from: (i % 3) as u32,
+            to: ((i + 1) % 3) as u32,
+            msg: "REQUEST".into(),
+            sent: i * 10,
+            received,
+        }
+    }
+
+    #[test]
+    fn arrows_carry_their_type_and_times_and_a_lost_one_is_dashed() {
+        let tl = Timeline { arrows: vec![arrow(0, Some(2_000_000)), arrow(1, None)], ..Timeline::default() };
+        let d = diagram(&tl, 3, &[]);
+        assert_eq!(d.svg.matches("data-arrow=\"REQUEST\"").count(), 2);
+        assert!(
+            d.svg.contains("<title>REQUEST w0 → w1: sent 0.000 ms, received 2.000 ms</title>"),
+            "{}",
+            d.svg
+        );
+        assert_eq!(d.svg.matches("class=\"msg lost\"").count(), 1);
+        assert!(d.notes.is_empty());
+    }
+
+    #[test]
+    fn beyond_the_limit_arrows_are_thinned_and_the_note_says_how() {
+        let n = MAX_ARROWS as u64 * 3 + 1;
+        let tl =
+            Timeline { arrows: (0..n).map(|i| arrow(i, Some(i * 10 + 5))).collect(), ..Timeline::default() };
+        let d = diagram(&tl, 3, &[]);
+        let drawn = d.svg.matches("data-arrow=").count();
+        assert!(drawn <= MAX_ARROWS && drawn > MAX_ARROWS / 2, "{drawn}");
+        assert_eq!(d.notes.len(), 1);
+        assert!(
+            d.notes[0].starts_with(&format!("{n} messages: one arrow in 4 is drawn ({drawn} arrows)")),
+            "{}",
+            d.notes[0]
+        );
+        // Too many to label: the type is in the hover text only.
+        assert_eq!(d.svg.matches("<text class=\"msg\"").count(), 0);
+    }
 }
