@@ -167,3 +167,35 @@ fn the_checker_reads_counts_and_refuses_a_page_without_them() {
     // A page whose script never ran has no counts.
     assert!(counts(r#"<div id="rendered" hidden="">"#).unwrap_err().contains("did not count"));
 }
+
+#[test]
+fn the_report_command_prints_its_path_and_refuses_what_is_not_a_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
+    std::fs::write(
+        dir.join("resource.log"),
+        "# mutexlab resource v1 algo=centralized workers=1\nWANT w=0 e=1 t=10\nENTER w=0 e=1 fence=1:0 t=20\n\
+         EXIT w=0 e=1 fence=1:0 read=0 value=1 t=30\n",
+    )
+    .unwrap();
+    let out = run(&["report", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let page = dir.join("report.html");
+    assert_eq!(common::stdout(&out), format!("{}\n", page.display()));
+    assert!(std::fs::read_to_string(&page).unwrap().contains("data-bar=\"cs\""));
+    // Not a run, absent, or an output that cannot be written: one line, exit 2.
+    let empty = tempfile::tempdir().unwrap();
+    let absent = dir.join("absent");
+    let nowhere = absent.join("r.html");
+    for (args, says) in [
+        (vec!["report", empty.path().to_str().unwrap()], "holds neither resource.log nor leaders.log"),
+        (vec!["report", absent.to_str().unwrap()], "cannot read"),
+        (vec!["report", dir.to_str().unwrap(), "-o", nowhere.to_str().unwrap()], "cannot write"),
+    ] {
+        let out = run(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
