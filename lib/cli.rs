@@ -115,6 +115,10 @@ struct RunArgs {
     /// How workers learn of peers going down and up [default: perfect].
     #[arg(long, value_enum)]
     detector: Option<DetectorArg>,
+    /// The resource refuses an ENTER or EXIT under a fencing token older than the newest
+    /// it has accepted, and records the refusal: the data stays right under split brain.
+    #[arg(long)]
+    fenced: bool,
     #[command(flatten)]
     shared: Shared,
 }
@@ -362,6 +366,7 @@ fn cmd_run(a: RunArgs) -> ExitCode {
         think_ms: a.think_ms + 0.0,
         replicas: a.replicas,
         detector,
+        fenced: a.fenced,
         elect: None,
         ..shared_opts(sh, plan)
     };
@@ -447,6 +452,7 @@ fn shared_opts(sh: &Shared, plan: Plan) -> RunOpts {
         progress: !sh.json,
         exe: exe(),
         detector: Detector::Perfect,
+        fenced: false,
         elect: None,
     }
 }

@@ -95,6 +95,8 @@ pub struct WorkerSettings {
     pub initiator: bool,
     /// How the worker learns that a peer is down or back up.
     pub detector: Detector,
+    /// Enter and leave through [`crate::resource::Resource::append_fenced`].
+    pub fenced: bool,
 }
 
 /// Who tells a node that a peer is down or up again (`--detector`).

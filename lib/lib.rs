@@ -26,4 +26,5 @@ pub mod runtime;
 pub mod sim;
 pub mod supervisor;
 pub mod tail;
+pub mod trace;
 pub mod wire;

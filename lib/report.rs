@@ -133,6 +133,9 @@ pub fn run_summary(r: &RunReport) -> String {
     if r.lost_messages > 0 {
         let _ = writeln!(s, "  lost        {} messages dropped on purpose (--drop)", r.lost_messages);
     }
+    if r.fenced {
+        let _ = writeln!(s, "  fenced      {} stale write(s) refused by the resource", r.refused);
+    }
     ending(&mut s, &r.plan, &r.faults, &r.never_fired, r.failure.as_deref());
     verdict(&mut s, "audit", &r.violations, r.violation_count);
     if !r.cut_short.is_empty() {
@@ -238,6 +241,9 @@ pub fn audit_summary(path: &str, a: &AuditReport) -> String {
         "  wait (ms)   p50 {:.3}, p99 {:.3}, max {:.3}; max bypass {}; Jain {:.3}",
         w.p50, w.p99, w.max, a.max_bypass, a.jain
     );
+    if a.fenced {
+        let _ = writeln!(s, "  fenced      {} stale write(s) refused by the resource", a.refused);
+    }
     verdict(&mut s, "verdict", &a.violations, a.violation_count);
     if !a.cut_short.is_empty() {
         let n = a.cut_short.len();

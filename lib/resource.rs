@@ -16,6 +16,16 @@
 //! one entry to the next. `read` is the counter value the holder read inside its critical
 //! section and `value` the one it wrote back (`read + 1`): the counter lives in the file
 //! as the `value` of the last EXIT record.
+//!
+//! A *fenced* file (`run --fenced`, header field `fenced=1`) guards itself as well: the
+//! resource refuses an ENTER whose fence is not above the newest fence it accepted, and
+//! an EXIT whose fence is no longer the newest (someone entered after this holder), and
+//! records the refusal instead, so the data stays right even when two workers believe
+//! they hold the lock ([`Resource::append_fenced`]):
+//!
+//! ```text
+//! REFUSED w=4 e=9 at=exit fence=31:4 over=40:3 t=8812502003
+//! ```
 
 use std::fmt::{self, Write as _};
 use std::fs::{File, OpenOptions};
@@ -61,20 +71,45 @@ pub enum Record {
     Enter { w: u32, e: u64, fence: Fence, t: u64 },
     /// The worker wrote the counter and left.
     Exit { w: u32, e: u64, fence: Fence, read: u64, value: u64, t: u64 },
+    /// A fenced resource refused this worker's ENTER or EXIT: `fence` was older than
+    /// `over`, the newest fence it had accepted. Nothing was written.
+    Refused { w: u32, e: u64, at: Stage, fence: Fence, over: Fence, t: u64 },
+}
+
+/// Which write a fenced resource refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    Enter,
+    Exit,
+}
+
+impl Stage {
+    fn name(self) -> &'static str {
+        match self {
+            Stage::Enter => "enter",
+            Stage::Exit => "exit",
+        }
+    }
 }
 
 impl Record {
     /// The worker that wrote it.
     pub fn worker(&self) -> u32 {
         match *self {
-            Record::Want { w, .. } | Record::Enter { w, .. } | Record::Exit { w, .. } => w,
+            Record::Want { w, .. }
+            | Record::Enter { w, .. }
+            | Record::Exit { w, .. }
+            | Record::Refused { w, .. } => w,
         }
     }
 
     /// Its timestamp (monotonic nanoseconds).
     pub fn time(&self) -> u64 {
         match *self {
-            Record::Want { t, .. } | Record::Enter { t, .. } | Record::Exit { t, .. } => t,
+            Record::Want { t, .. }
+            | Record::Enter { t, .. }
+            | Record::Exit { t, .. }
+            | Record::Refused { t, .. } => t,
         }
     }
 }
@@ -86,6 +121,9 @@ impl fmt::Display for Record {
             Record::Enter { w, e, fence, t } => write!(f, "ENTER w={w} e={e} fence={fence} t={t}"),
             Record::Exit { w, e, fence, read, value, t } => {
                 write!(f, "EXIT w={w} e={e} fence={fence} read={read} value={value} t={t}")
+            }
+            Record::Refused { w, e, at, fence, over, t } => {
+                write!(f, "REFUSED w={w} e={e} at={} fence={fence} over={over} t={t}", at.name())
             }
         }
     }
@@ -102,6 +140,7 @@ impl FromStr for Record {
             "WANT" => &["w", "e", "t"],
             "ENTER" => &["w", "e", "fence", "t"],
             "EXIT" => &["w", "e", "fence", "read", "value", "t"],
+            "REFUSED" => &["w", "e", "at", "fence", "over", "t"],
             _ => return Err(format!("unknown record type {tag:?}")),
         };
         let mut vals = Vec::with_capacity(names.len());
@@ -126,6 +165,14 @@ impl FromStr for Record {
         Ok(match tag {
             "WANT" => Record::Want { w, e: num(1)?, t: num(2)? },
             "ENTER" => Record::Enter { w, e: num(1)?, fence: fence(2)?, t: num(3)? },
+            "REFUSED" => {
+                let at = match vals[2] {
+                    "enter" => Stage::Enter,
+                    "exit" => Stage::Exit,
+                    v => return Err(format!("at={v} is not enter or exit")),
+                };
+                Record::Refused { w, e: num(1)?, at, fence: fence(3)?, over: fence(4)?, t: num(5)? }
+            }
             _ => Record::Exit { w, e: num(1)?, fence: fence(2)?, read: num(3)?, value: num(4)?, t: num(5)? },
         })
     }
@@ -139,10 +186,21 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec() as u64 * 1_000_000_000 + ts.tv_nsec() as u64
 }
 
-/// Create a fresh resource file with its header line.
-pub fn create(path: &Path, algo: &str, workers: u32) -> io::Result<()> {
+/// Create a fresh resource file with its header line; `fenced` marks it as one that
+/// refuses stale writes.
+pub fn create(path: &Path, algo: &str, workers: u32, fenced: bool) -> io::Result<()> {
     let mut f = OpenOptions::new().write(true).create_new(true).open(path)?;
-    io::Write::write_all(&mut f, format!("{HEADER} algo={algo} workers={workers}\n").as_bytes())
+    let mark = if fenced { " fenced=1" } else { "" };
+    io::Write::write_all(&mut f, format!("{HEADER} algo={algo} workers={workers}{mark}\n").as_bytes())
+}
+
+/// What a fenced resource did with a write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fenced {
+    /// Written; the file held this when it was.
+    Accepted(Committed),
+    /// Refused, and a REFUSED record written instead: `over` is the newer fence.
+    Refused { over: Fence },
 }
 
 /// What a worker last found committed in the file.
@@ -192,6 +250,39 @@ impl Resource {
             return Err(io::Error::other(format!("short write ({n} of {len} bytes){cause}")));
         }
         Ok(())
+    }
+
+    /// Append an ENTER or EXIT as a fenced resource does: under an exclusive lock on the
+    /// file, so that no other worker's check and write come between ours, it reads the
+    /// newest fence accepted (that of the last ENTER: accepted fences only rise) and
+    /// writes the record only if its fence is newer (ENTER) or still the newest (EXIT);
+    /// otherwise it writes a REFUSED record. The lock plays the storage's own atomic
+    /// compare-and-write: it is not the mutual exclusion under test, only how one file
+    /// on disk can check a token before it takes a write.
+    pub fn append_fenced(&mut self, rec: &Record) -> io::Result<Fenced> {
+        let (w, e, at, fence, t) = match *rec {
+            Record::Enter { w, e, fence, t } => (w, e, Stage::Enter, fence, t),
+            Record::Exit { w, e, fence, t, .. } => (w, e, Stage::Exit, fence, t),
+            _ => return self.append(rec).map(|()| Fenced::Accepted(Committed::default())),
+        };
+        let lock = nix::fcntl::Flock::lock(self.file.try_clone()?, nix::fcntl::FlockArg::LockExclusive)
+            .map_err(|(_, e)| io::Error::from(e))?;
+        let result = (|| {
+            let now = self.committed()?;
+            let stale = now.last_fence.filter(|&over| match at {
+                Stage::Enter => fence <= over,
+                Stage::Exit => fence < over,
+            });
+            match stale {
+                Some(over) => {
+                    self.append(&Record::Refused { w, e, at, fence, over, t })?;
+                    Ok(Fenced::Refused { over })
+                }
+                None => self.append(rec).map(|()| Fenced::Accepted(now)),
+            }
+        })();
+        drop(lock); // closes the duplicate, and with it the lock
+        result
     }
 
     /// The highest fence clock of any ENTER in the file (0 if none): where a restarted
@@ -267,7 +358,7 @@ mod tests {
     fn the_highest_fence_is_found_wherever_it_is() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.log");
-        create(&path, "x", 2).unwrap();
+        create(&path, "x", 2, false).unwrap();
         let mut r = Resource::open(&path).unwrap();
         assert_eq!(r.highest_fence_clock().unwrap(), 0);
         for (w, clock) in [(0, 4), (1, 9), (0, 2)] {
@@ -283,9 +374,48 @@ mod tests {
             Record::Want { w: 1, e: 2, t: 3 },
             Record::Enter { w: 1, e: 2, fence: f, t: 4 },
             Record::Exit { w: 1, e: 2, fence: f, read: 9, value: 10, t: 5 },
+            Record::Refused { w: 1, e: 2, at: Stage::Exit, fence: f, over: Fence { clock: 20, id: 0 }, t: 6 },
         ] {
             assert_eq!(r.to_string().parse::<Record>(), Ok(r));
         }
+    }
+
+    /// The fenced resource takes an ENTER only above the newest fence and an EXIT only
+    /// while its fence is still the newest; it records what it refuses. (Negative
+    /// control: the same writes unfenced all land.)
+    #[test]
+    fn a_fenced_resource_refuses_stale_writes_and_records_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.log");
+        create(&path, "x", 2, true).unwrap();
+        let mut r = Resource::open(&path).unwrap();
+        let (old, new) = (Fence { clock: 5, id: 0 }, Fence { clock: 8, id: 1 });
+        let enter = |w, fence| Record::Enter { w, e: 1, fence, t: 1 };
+        let exit = |w, fence| Record::Exit { w, e: 1, fence, read: 0, value: 1, t: 2 };
+        assert!(matches!(r.append_fenced(&enter(0, old)).unwrap(), Fenced::Accepted(_)));
+        assert!(matches!(r.append_fenced(&enter(1, new)).unwrap(), Fenced::Accepted(_)));
+        assert_eq!(r.append_fenced(&exit(0, old)).unwrap(), Fenced::Refused { over: new });
+        assert_eq!(r.append_fenced(&enter(0, old)).unwrap(), Fenced::Refused { over: new });
+        assert_eq!(
+            r.append_fenced(&enter(0, new)).unwrap(),
+            Fenced::Refused { over: new },
+            "equal is not newer"
+        );
+        let Fenced::Accepted(c) = r.append_fenced(&exit(1, new)).unwrap() else { panic!("the newest exits") };
+        assert_eq!(c.last_fence, Some(new));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.starts_with("# mutexlab resource v1 algo=x workers=2 fenced=1\n"), "{text}");
+        let refused: Vec<&str> = text.lines().filter(|l| l.starts_with("REFUSED ")).collect();
+        assert_eq!(refused.len(), 3, "{text}");
+        assert!(refused[0].starts_with("REFUSED w=0 e=1 at=exit fence=5:0 over=8:1 t="), "{text}");
+
+        let plain = dir.path().join("p.log");
+        create(&plain, "x", 2, false).unwrap();
+        let mut p = Resource::open(&plain).unwrap();
+        for rec in [enter(0, old), enter(1, new), exit(0, old)] {
+            p.append(&rec).unwrap();
+        }
+        assert!(!std::fs::read_to_string(&plain).unwrap().contains("REFUSED"));
     }
 
     #[test]
@@ -307,7 +437,7 @@ mod tests {
     fn committed_reads_the_tail_even_across_a_long_file() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("resource");
-        create(&path, "test", 2).unwrap();
+        create(&path, "test", 2, false).unwrap();
         let mut r = Resource::open(&path).unwrap();
         assert_eq!(r.committed().unwrap(), Committed::default());
         let f = |c| Fence { clock: c, id: 0 };

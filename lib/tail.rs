@@ -10,7 +10,7 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use crate::resource::Record;
+use crate::resource::{Record, Stage};
 
 /// What the file has shown so far.
 #[derive(Debug)]
@@ -77,7 +77,11 @@ impl Tail {
                         *c += 1;
                     }
                 }
-                Record::Want { .. } => {}
+                // A fenced resource refused this holder's write: it is out.
+                Record::Refused { w, at: Stage::Exit, .. } => {
+                    self.inside.remove(&w);
+                }
+                Record::Want { .. } | Record::Refused { .. } => {}
             }
         }
         self.offset += whole as u64;

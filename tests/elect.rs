@@ -117,6 +117,7 @@ fn bad_election_options_are_one_line_errors() {
         (vec!["run", "--faults", "kill leader at 1s"], "`leader` is a target of `mutexlab elect` only"),
         (vec!["elect", "--heartbeat-ms", "50", "--suspect-ms", "40"], "--suspect-ms must be above"),
         (vec!["elect", "--settle-ms", "0"], "--settle-ms must be between"),
+        (vec!["run", "--algo", "flock", "--fenced"], "already takes its fences from the file"),
     ] {
         let out = run(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -165,6 +166,14 @@ fn a_partition_under_a_heartbeat_detector_gives_two_coordinators_and_the_resourc
     for kind in ["overlap", "stale-token", "lost-update"] {
         assert!(kinds.contains(&kind), "{kind} missing: {kinds:?}");
     }
+    assert_eq!(j["refused"], 0, "{j}");
+    // Fenced, the resource refuses the writes of whichever side's token is older: both
+    // coordinators still grant, but the data stays right and the audit is clean.
+    let mut fenced = args("heartbeat");
+    fenced.push("--fenced");
+    let (out, j) = run_faulty(&fenced);
+    assert_eq!(out.status.code(), Some(0), "{}\n{j}", stderr(&out));
+    assert!(j["fenced"].as_bool().unwrap() && j["refused"].as_u64().unwrap() > 0, "{j}");
     // A perfect detector never suspects the cut-off coordinator: the majority waits for
     // the heal, and the run is clean.
     let (out, j) = run_faulty(&args("perfect"));

@@ -42,7 +42,7 @@ struct Lab {
 impl Lab {
     fn new(algo: &'static str, n: u32) -> Lab {
         let dir = tempfile::Builder::new().prefix("mlr-").tempdir().unwrap();
-        resource::create(&dir.path().join(control::RESOURCE_FILE), algo, n).unwrap();
+        resource::create(&dir.path().join(control::RESOURCE_FILE), algo, n, false).unwrap();
         Lab { dir, secret: Secret::generate().unwrap(), algo, n }
     }
 
@@ -70,6 +70,7 @@ impl Lab {
             drop: 0.0,
             initiator: false,
             detector: Default::default(),
+            fenced: false,
         }
     }
 
@@ -532,6 +533,7 @@ fn stop_at(lab: &Lab, w: &mut Worker, kind: &str) {
                 Record::Want { .. } => kind == "WANT",
                 Record::Enter { .. } => kind == "ENTER",
                 Record::Exit { .. } => kind == "EXIT",
+                Record::Refused { .. } => false,
             })
         };
         wait_for(&format!("a {kind} record"), || last_is(lab));

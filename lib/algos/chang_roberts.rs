@@ -44,7 +44,9 @@
 //! A node sends to the next node round the ring that it does not know to be down, so a
 //! dead node is simply left out of the ring. Beyond the notes, which assume nobody
 //! fails during an election: a message carrying a dead node's id (it died after sending
-//! it) is treated as smaller than every live id, so it cannot go round for ever; and a
+//! it) is treated as smaller than every live id, so it cannot go round for ever (but
+//! if that node turns out to be up, restarted, and its ELECTION only overtook the news,
+//! the node that dropped it passes it on when the news comes); and a
 //! participant that learns any peer is down starts over (its ELECTION or the ELECTED may
 //! have died with that peer), resending the largest live id it has sent on, not its own
 //! (the others, participants already, would drop a smaller one). A leader whose ELECTED
@@ -194,6 +196,10 @@ pub struct ChangRobertsOn<D: Direction> {
     /// The ids this node has sent in ELECTIONs while a participant: when one of them
     /// dies, the largest still alive is the one to resend.
     sent: BTreeSet<PeerId>,
+    /// Ids whose ELECTION this node dropped because it took them to be down: if one of
+    /// them turns out to be up (a restarted node's first ELECTION can overtake the news
+    /// that it is back), this node passes it on after all.
+    dropped: BTreeSet<PeerId>,
     /// Leads, and its ELECTED has not come home yet.
     announcing: bool,
     /// The leader this node follows, with its term.
@@ -266,6 +272,11 @@ impl<D: Direction> ChangRobertsOn<D> {
             self.lead(out);
         } else if larger {
             self.send_election(id, out);
+        } else if id > me {
+            self.dropped.insert(id); // Down, as far as we know: see `on_peer_up`.
+            if !self.participant {
+                self.send_election(me, out);
+            }
         } else if !self.participant {
             self.send_election(me, out);
         }
@@ -344,6 +355,7 @@ impl<D: Direction> Node for ChangRobertsOn<D> {
             down: BTreeSet::new(),
             participant: false,
             sent: BTreeSet::new(),
+            dropped: BTreeSet::new(),
             announcing: false,
             leader: None,
             seen: 0,
@@ -364,7 +376,13 @@ impl<D: Direction> Node for ChangRobertsOn<D> {
             // A new incarnation is back in the ring; it elects by itself.
             Input::PeerUp { peer } => {
                 self.down.remove(&peer);
-                if self.announcing {
+                if self.dropped.remove(&peer) {
+                    // Its ELECTION came before the news it is up, and we dropped it: it
+                    // waits for it to come home. Pass it on now (CI, chang-roberts-down,
+                    // n = 6, kill 5 at 1ms; restart 5 at 150ms).
+                    out.count("elections", 1);
+                    self.send_election(peer, out);
+                } else if self.announcing {
                     // Our ELECTED may pass it by, and its ELECTION was perhaps dropped by
                     // a participant: announce again, through it (sim seed 457, n = 3).
                     out.count("elections", 1);
@@ -603,6 +621,34 @@ mod tests {
         net.run().unwrap();
         assert_eq!(net.msgs[mark], (0, 4, e(4, 0)), "4's id, resent past the dead 5");
         assert_eq!(net.check(), Ok(PeerId(4)));
+    }
+
+    /// CI, `chang-roberts-down -n 6 --faults 'kill 5 at 1ms; restart 5 at 150ms'`: the
+    /// restarted 5's ELECTION comes round to 0 before 0 has heard 5 is up. 0 drops it as
+    /// a dead node's and 5 waits for it for ever, unless 0 passes it on once it hears.
+    #[test]
+    fn an_election_dropped_as_a_dead_nodes_is_passed_on_when_it_is_up() {
+        let mut net = Net::<ChangRobertsDown>::new(6);
+        net.elect_by(Initiators::All);
+        net.run().unwrap();
+        net.kill(5);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(4)));
+        net.revive_unseen(5);
+        for i in [4, 3, 2, 1] {
+            net.hear_up(i, 5);
+        }
+        net.run().unwrap();
+        assert_eq!(net.node(5).waiting_for(), "electing: waiting for ELECTED from w0");
+        assert!(
+            net.msgs.iter().any(|m| matches!(m, (1, 0, Msg::Election { id: PeerId(5), .. }))),
+            "5's id reached 0"
+        );
+        let mark = net.msgs.len();
+        net.hear_up(0, 5);
+        net.run().unwrap();
+        assert!(matches!(net.msgs[mark], (0, 5, Msg::Election { id: PeerId(5), .. })), "passed on after all");
+        assert_eq!(net.check(), Ok(PeerId(5)));
     }
 
     /// Sim seed 143, n = 3: 2's ELECTED dies with 0, and again after 1 resends 2's id;

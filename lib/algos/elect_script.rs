@@ -149,6 +149,24 @@ impl<N: Node<Service = Election>> Net<N> {
         }
     }
 
+    /// Node `i` comes back as its next incarnation, but nobody has heard yet that it is
+    /// up ([`Net::hear_up`] tells them, one by one): its first messages may come first.
+    pub fn revive_unseen(&mut self, i: u32) {
+        let cfg = self.hosts[i as usize].config().clone();
+        self.hosts[i as usize] = Host::new(Config { incarnation: cfg.incarnation + 1, ..cfg });
+        self.alive[i as usize] = true;
+        self.input(i as usize, Input::Start);
+        let dead: Vec<u32> = (0..self.n()).filter(|&w| !self.is_alive(w)).collect();
+        for w in dead {
+            self.notice(i, w);
+        }
+    }
+
+    /// Node `who` learns that `peer` is up again.
+    pub fn hear_up(&mut self, who: u32, peer: u32) {
+        self.input(who as usize, Input::PeerUp { peer: PeerId(peer) });
+    }
+
     /// Node `i`'s application calls `elect`.
     pub fn elect(&mut self, i: u32) {
         self.input(i as usize, Input::Call { call: ElectionCall::Elect });

@@ -8,7 +8,10 @@
 //! ever written (lost update), a fencing token that does not rise (stale token) or a
 //! write under an older token than the newest entry (stale writer), ENTER without EXIT
 //! and the reverse, corrupt lines, and a last line without its newline (torn, even if
-//! it parses). Liveness and fairness: requests never served, wait time from WANT to
+//! it parses). In a fenced file (`run --fenced`) two workers inside at once is an
+//! overlap only if both writes landed: a holder whose EXIT the resource refused wrote
+//! nothing, so the data is right although it believed it held the lock; refusals are
+//! counted, and a REFUSED record in an unfenced file is corrupt. Liveness and fairness: requests never served, wait time from WANT to
 //! ENTER, how many entries overtook a waiting request (bypass), and Jain's index over
 //! entries.
 //!
@@ -40,7 +43,7 @@ pub use leaders::{audit_leaders_file, ElectionReport, LeaderRecord, Rules, LEADE
 use lines::{clip, Lines, Quote};
 pub use lines::{EXCERPT, MAX_LINE};
 
-use crate::resource::{Fence, Record, HEADER};
+use crate::resource::{Fence, Record, Stage, HEADER};
 
 /// The auditor could not judge the file at all.
 #[derive(Debug, thiserror::Error)]
@@ -150,6 +153,11 @@ pub struct AuditReport {
     pub records: usize,
     /// Completed critical sections (EXIT records).
     pub entries: u64,
+    /// The file is fenced (its header says `fenced=1`).
+    pub fenced: bool,
+    /// Writes the fenced resource refused (REFUSED records): entries and exits under a
+    /// stale fencing token.
+    pub refused: u64,
     /// Completed sections by worker id.
     pub entries_by_worker: Vec<u64>,
     /// The counter's final value.
@@ -238,6 +246,9 @@ struct Open {
     e: u64,
     fence: Fence,
     t: u64,
+    /// Fenced file: the ENTERs (line, text) that came while this section was open. They
+    /// are overlaps only if this section's EXIT lands too.
+    overlapped: Vec<(usize, String)>,
 }
 
 #[derive(Default)]
@@ -320,6 +331,7 @@ impl Auditor {
         for field in header[HEADER.len()..].split_whitespace() {
             match field.split_once('=') {
                 Some(("algo", v)) => self.report.algorithm = Some(clip(v).into_owned()),
+                Some(("fenced", "1")) => self.report.fenced = true,
                 Some(("workers", v)) => match v.parse() {
                     Ok(n) if n <= MAX_WORKER_ID => self.report.workers = n,
                     _ => self.flag(
@@ -353,9 +365,18 @@ impl Auditor {
                 self.waiting.insert(w, (line, t, 0));
             }
             Record::Enter { w, e, fence, t } => self.enter(line, raw, w, e, fence, t),
+            Record::Refused { w, e, at, fence, .. } => self.refused(line, raw, w, e, at, fence),
             Record::Exit { w, e, fence, read, value, .. } => {
                 match self.inside.remove(&w) {
                     Some(open) if open.e == e && open.fence == fence => {
+                        for (at, entered) in &open.overlapped {
+                            let detail = format!(
+                                "{} while w{w} was inside since line {}, and both wrote: w{w}'s {text}",
+                                Quote::of(entered),
+                                open.line
+                            );
+                            self.flag("overlap", *at, detail);
+                        }
                         let crashed = |c: &(Fence, usize, u64)| self.crashed_between(w, c.2, t);
                         match self.closed.get(&w) {
                             Some(c) if c.0 >= fence && !crashed(c) => {}
@@ -462,15 +483,22 @@ impl Auditor {
                 format!("{} has no EXIT before w{w} enters again at line {line}", Quote::of(&prev.text));
             self.flag("enter-without-exit", prev.line, detail);
         }
-        for (other, open) in &self.inside {
-            let detail = format!(
-                "{text} while w{other} is inside since line {}: {}",
-                open.line,
-                Quote::of(&open.text)
-            );
-            self.report.violation_count += 1;
-            if self.report.violations.len() < KEEP {
-                self.report.violations.push(Violation { kind: "overlap", line, detail });
+        if self.report.fenced {
+            // Judged when the earlier holder's write lands or is refused.
+            for open in self.inside.values_mut() {
+                open.overlapped.push((line, raw.to_string()));
+            }
+        } else {
+            for (other, open) in &self.inside {
+                let detail = format!(
+                    "{text} while w{other} is inside since line {}: {}",
+                    open.line,
+                    Quote::of(&open.text)
+                );
+                self.report.violation_count += 1;
+                if self.report.violations.len() < KEEP {
+                    self.report.violations.push(Violation { kind: "overlap", line, detail });
+                }
             }
         }
         if let Some((max, at)) = self.fence_bound(t) {
@@ -494,7 +522,38 @@ impl Auditor {
             *bypassed += 1;
             self.report.max_bypass = self.report.max_bypass.max(*bypassed);
         }
-        self.inside.insert(w, Open { line, text: raw.to_string(), e, fence, t });
+        self.inside.insert(w, Open { line, text: raw.to_string(), e, fence, t, overlapped: Vec::new() });
+    }
+
+    /// A fenced resource refused `w`'s ENTER (its request is closed; it asks again with
+    /// a new WANT) or its EXIT (its section ends with nothing written, so whoever
+    /// entered meanwhile overlapped no write of its).
+    fn refused(&mut self, line: usize, raw: &str, w: u32, e: u64, at: Stage, fence: Fence) {
+        let text = Quote::of(raw);
+        if !self.report.fenced {
+            return self.flag("corrupt-record", line, format!("{text} in a file that is not fenced"));
+        }
+        self.report.refused += 1;
+        match at {
+            Stage::Enter => {
+                if self.waiting.remove(&w).is_none() {
+                    self.flag("unserved", line, format!("{text} has no WANT before it"));
+                }
+            }
+            Stage::Exit => match self.inside.remove(&w) {
+                Some(open) if open.e == e && open.fence == fence => {}
+                Some(open) => self.flag(
+                    "exit-without-enter",
+                    line,
+                    format!(
+                        "{text} does not match the open section at line {}: {}",
+                        open.line,
+                        Quote::of(&open.text)
+                    ),
+                ),
+                None => self.flag("exit-without-enter", line, format!("{text} but w{w} is not inside")),
+            },
+        }
     }
 
     fn finish(mut self) -> AuditReport {
@@ -630,6 +689,43 @@ EXIT w=1 e=1 fence=1:1 read=0 value=1 t=31
         let body = body.replace("EXIT w=0 e=1 fence=1:0", "EXIT w=0 e=1 fence=5:0");
         let r = audit_bytes(&file(&body), &none()).unwrap();
         assert!(kinds(&r).contains(&"stale-token"), "{:?}", r.violations);
+    }
+
+    /// Split brain under `--fenced`: w1 enters while w0 still believes it holds the
+    /// lock, and the resource refuses w0's stale EXIT and then a stale ENTER. Both
+    /// believed they were inside, but only one wrote: no violation, two refusals.
+    #[test]
+    fn a_fenced_file_forgives_an_overlap_whose_stale_write_was_refused() {
+        let body = "\
+WANT w=0 e=1 t=10
+ENTER w=0 e=1 fence=3:0 t=20
+WANT w=1 e=1 t=25
+ENTER w=1 e=1 fence=7:1 t=30
+REFUSED w=0 e=1 at=exit fence=3:0 over=7:1 t=35
+EXIT w=1 e=1 fence=7:1 read=0 value=1 t=40
+WANT w=0 e=1 t=45
+REFUSED w=0 e=1 at=enter fence=5:0 over=7:1 t=50
+WANT w=0 e=1 t=55
+ENTER w=0 e=1 fence=9:0 t=60
+EXIT w=0 e=1 fence=9:0 read=1 value=2 t=70
+";
+        let fenced = |body: &str| format!("{HEADER} algo=test workers=2 fenced=1\n{body}").into_bytes();
+        let r = audit_bytes(&fenced(body), &none()).unwrap();
+        assert!(r.ok, "{:?}", r.violations);
+        assert!(r.fenced);
+        assert_eq!((r.refused, r.entries, r.final_value), (2, 2, 2));
+        // Negative controls: a resource that let the stale EXIT land has two writers
+        // (the overlap is flagged at w1's ENTER), and unfenced the file cannot refuse.
+        let landed = body.replace(
+            "REFUSED w=0 e=1 at=exit fence=3:0 over=7:1 t=35",
+            "EXIT w=0 e=1 fence=3:0 read=0 value=1 t=35",
+        );
+        let r = audit_bytes(&fenced(&landed), &none()).unwrap();
+        assert!(kinds(&r).contains(&"overlap"), "{:?}", r.violations);
+        assert_eq!(r.violations.iter().find(|v| v.kind == "overlap").unwrap().line, 5);
+        assert!(kinds(&r).contains(&"stale-writer"), "{:?}", r.violations);
+        let r = audit_bytes(&file(body), &none()).unwrap();
+        assert_eq!(kinds(&r)[..3], ["overlap", "corrupt-record", "corrupt-record"], "{:?}", r.violations);
     }
 
     #[test]

@@ -40,7 +40,7 @@ use super::{AppCall, RunService, TimerKind, Work, Worker};
 use crate::algorithm::Node;
 use crate::algos::AlgoInfo;
 use crate::control::{self, ToSupervisor, WorkerSettings};
-use crate::resource::{self, Fence, Record, Resource};
+use crate::resource::{self, Fence, Fenced, Record, Resource};
 
 /// The application's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,7 +48,13 @@ pub(super) enum App {
     Starting,
     Thinking,
     Waiting,
-    Inside { fence: Fence, read: u64 },
+    /// Let in by the algorithm. `landed`: the resource took its ENTER (a fenced one may
+    /// refuse it, and the section is then left at once with nothing written).
+    Inside {
+        fence: Fence,
+        read: u64,
+        landed: bool,
+    },
     Done,
 }
 
@@ -222,9 +228,23 @@ impl<A: Node<Service: RunService>> Worker<A> {
             self.clock = self.clock.max(fence.clock);
         }
         let e = self.mx().entries + 1;
-        self.append(&Record::Enter { w: self.me.0, e, fence, t: resource::monotonic_ns() })?;
-        let read = self.mx().resource.committed()?.value;
-        self.set_app(App::Inside { fence, read });
+        let rec = Record::Enter { w: self.me.0, e, fence, t: resource::monotonic_ns() };
+        if self.opts.fenced {
+            match self.append_fenced(&rec)? {
+                Fenced::Accepted(now) => self.set_app(App::Inside { fence, read: now.value, landed: true }),
+                Fenced::Refused { .. } => {
+                    // Believed inside, but the resource says a newer holder exists: leave
+                    // at once, and ask again after thinking (a new WANT, the same entry).
+                    self.set_app(App::Inside { fence, read: 0, landed: false });
+                    self.mx().local.push_back(Local::CsDone);
+                    return Ok(());
+                }
+            }
+        } else {
+            self.append(&rec)?;
+            let read = self.mx().resource.committed()?.value;
+            self.set_app(App::Inside { fence, read, landed: true });
+        }
         if self.opts.cs.is_zero() {
             self.mx().local.push_back(Local::CsDone);
         } else {
@@ -234,19 +254,30 @@ impl<A: Node<Service: RunService>> Worker<A> {
     }
 
     fn leave_cs(&mut self) -> anyhow::Result<()> {
-        let App::Inside { fence, read } = self.mx().app else {
+        let App::Inside { fence, read, landed } = self.mx().app else {
             anyhow::bail!("internal error: leaving a section we are not in");
         };
-        self.mx().entries += 1;
+        if !landed {
+            return Ok(()); // The REFUSED record is written; the entry is still to make.
+        }
         let rec = Record::Exit {
             w: self.me.0,
-            e: self.mx().entries,
+            e: self.mx().entries + 1,
             fence,
             read,
             value: read + 1,
             t: resource::monotonic_ns(),
         };
-        self.append(&rec)?;
+        let done = if self.opts.fenced {
+            matches!(self.append_fenced(&rec)?, Fenced::Accepted(_))
+        } else {
+            self.append(&rec)?;
+            true
+        };
+        // A refused EXIT wrote nothing: the entry is made again.
+        if done {
+            self.mx().entries += 1;
+        }
         if let Some(lock) = self.mx().held_lock.take() {
             let file = lock.unlock().map_err(|(_, e)| anyhow::anyhow!("unlock failed: {e}"))?;
             self.mx().lock_file = Some(file);
@@ -286,6 +317,12 @@ impl<A: Node<Service: RunService>> Worker<A> {
         let w = self.mx();
         w.resource.append(rec).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", w.resource_path.display()))
     }
+
+    fn append_fenced(&mut self, rec: &Record) -> anyhow::Result<Fenced> {
+        let w = self.mx();
+        let path = &w.resource_path;
+        w.resource.append_fenced(rec).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
+    }
 }
 
 #[cfg(test)]
@@ -295,11 +332,16 @@ mod tests {
     #[test]
     fn the_application_s_state_is_named_as_the_diagnosis_shows_it() {
         let fence = Fence { clock: 3, id: 1 };
-        let names: Vec<&str> =
-            [App::Starting, App::Thinking, App::Waiting, App::Inside { fence, read: 7 }, App::Done]
-                .into_iter()
-                .map(App::name)
-                .collect();
+        let names: Vec<&str> = [
+            App::Starting,
+            App::Thinking,
+            App::Waiting,
+            App::Inside { fence, read: 7, landed: true },
+            App::Done,
+        ]
+        .into_iter()
+        .map(App::name)
+        .collect();
         assert_eq!(names, ["starting", "thinking", "waiting", "inside", "done"]);
     }
 }

@@ -186,7 +186,8 @@ fn execute<R>(
             .and_then(|mut f| std::io::Write::write_all(&mut f, header.as_bytes()))
             .map_err(|e| (path, e))
     } else {
-        resource::create(&resource_path, &opts.algo, opts.workers).map_err(|e| (resource_path.clone(), e))
+        resource::create(&resource_path, &opts.algo, opts.workers, opts.fenced)
+            .map_err(|e| (resource_path.clone(), e))
     };
     if let Err((path, e)) = made {
         dir.remove(&[]);
@@ -469,12 +470,22 @@ impl<'a> Supervisor<'a> {
     }
 
     /// Under an election: the leader every live worker names, if they all name the same
-    /// one and it is alive. A paused worker counts: it must wake and agree too.
+    /// one and it is alive, with the newest term any of them has for it. A paused worker
+    /// counts: it must wake and agree too. Terms may differ: a worker that followed this
+    /// leader in an older term and missed a re-announcement (say it was suspected while
+    /// the announcement went round) follows the right leader all the same, which is
+    /// what the auditor's agreement asks.
     fn agreed(&self) -> Option<(PeerId, u64)> {
-        let mut live = self.slots.iter().filter(|s| s.alive());
-        let first = live.next()?.leader?;
-        let same = live.all(|s| s.leader == Some(first));
-        (same && self.slots[first.0.index()].alive()).then_some(first)
+        let mut leaders = self.slots.iter().filter(|s| s.alive()).map(|s| s.leader);
+        let (id, mut term) = leaders.next()??;
+        for l in leaders {
+            let (other, t) = l?;
+            if other != id {
+                return None;
+            }
+            term = term.max(t);
+        }
+        self.slots[id.index()].alive().then_some((id, term))
     }
 
     /// The `leader` a fault plan names: of the live leaders the live workers follow, the

@@ -37,6 +37,9 @@ pub struct RunOpts {
     pub drop: f64,
     /// How workers learn that a peer is down or up.
     pub detector: Detector,
+    /// The resource refuses writes under a fencing token older than one it has seen
+    /// (`run --fenced`).
+    pub fenced: bool,
     /// `mutexlab elect`: who starts the elections and when the run is settled; `None`
     /// for mutual exclusion.
     pub elect: Option<ElectOpts>,
@@ -167,6 +170,17 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
     }) {
         return Err(RunError::Usage(format!("`{st}`: `leader` is a target of `mutexlab elect` only")));
     }
+    if opts.fenced && opts.elect.is_some() {
+        return Err(RunError::Usage(
+            "--fenced guards the resource of `mutexlab run`; an election has none".into(),
+        ));
+    }
+    if opts.fenced && info.kernel_lock {
+        return Err(RunError::Usage(format!(
+            "--fenced: {:?} already takes its fences from the file under the kernel's lock",
+            opts.algo
+        )));
+    }
     if opts.elect.is_none() && opts.duration.is_none() && (opts.entries == 0 || opts.entries > 10_000_000) {
         return Err(RunError::Usage(format!(
             "--entries must be between 1 and 10000000, not {}",
@@ -270,6 +284,7 @@ pub(super) fn settings(
         drop: o.drop,
         initiator: o.elect.as_ref().is_some_and(|e| e.initiators.contains(id)),
         detector: o.detector,
+        fenced: o.fenced,
     }
 }
 
@@ -298,6 +313,7 @@ pub(super) mod tests {
             jitter_ms: 0.0,
             drop: 0.0,
             detector: Detector::Perfect,
+            fenced: false,
             elect: None,
         }
     }

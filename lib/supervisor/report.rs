@@ -64,6 +64,10 @@ pub struct RunReport {
     pub never_fired: Vec<String>,
     /// Messages lost on purpose (`--drop`).
     pub lost_messages: u64,
+    /// `--fenced`: the resource refused writes under a stale fencing token.
+    pub fenced: bool,
+    /// Writes the fenced resource refused (0 unless fenced).
+    pub refused: u64,
     /// The algorithm's own counters, summed over workers (e.g. `attempts`).
     pub counters: BTreeMap<String, u64>,
 }
@@ -138,6 +142,8 @@ impl Supervisor<'_> {
             wait_ms: audit.wait_ms.clone(),
             wait_ms_by_worker: audit.wait_ms_by_worker.clone(),
             max_bypass: audit.max_bypass,
+            fenced: audit.fenced,
+            refused: audit.refused,
             jain: audit.jain,
             elapsed_s: elapsed.as_secs_f64(),
             cs_ms: self.opts.cs_ms,
