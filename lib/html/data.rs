@@ -12,7 +12,7 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use crate::audit::{LeaderRecord, Violation, MAX_LINE};
-use crate::resource::{Fence, Record};
+use crate::resource::{Fence, Record, Stage};
 
 /// How many bytes of a listed line the page quotes.
 const QUOTE: usize = 300;
@@ -47,6 +47,18 @@ pub(crate) struct Unserved {
     pub want: u64,
 }
 
+/// A write a fenced resource refused (`run --fenced`): its fence was older than `over`.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Refusal {
+    pub w: u32,
+    pub e: u64,
+    /// The EXIT was refused (else the ENTER).
+    pub exit: bool,
+    pub fence: Fence,
+    pub over: Fence,
+    pub t: u64,
+}
+
 /// One line of the fault log, as the report marks it.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct FaultMark {
@@ -62,21 +74,14 @@ pub(crate) struct FaultMark {
 pub(crate) type Leader = LeaderRecord;
 
 /// A message between two workers, from the trace.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Arrow {
-    pub from: u32,
-    pub to: u32,
-    pub msg: String,
-    pub sent: u64,
-    /// None: never delivered (dropped, or the receiver was down).
-    pub received: Option<u64>,
-}
+pub(crate) use crate::trace::Arrow;
 
 /// Everything the diagram needs, in monotonic ns.
 #[derive(Debug, Default)]
 pub(crate) struct Timeline {
     pub sections: Vec<Section>,
     pub unserved: Vec<Unserved>,
+    pub refused: Vec<Refusal>,
     pub leaders: Vec<Leader>,
     pub faults: Vec<FaultMark>,
     pub arrows: Vec<Arrow>,
@@ -86,6 +91,8 @@ pub(crate) struct Timeline {
     pub listed: BTreeMap<usize, String>,
     /// The leader file's START, if any.
     pub start: Option<u64>,
+    /// Why the trace present could not be drawn, if it could not.
+    pub trace_error: Option<String>,
 }
 
 impl Timeline {
@@ -97,6 +104,7 @@ impl Timeline {
             .flat_map(|s| [s.want, Some(s.enter), s.exit])
             .flatten()
             .chain(self.unserved.iter().map(|u| u.want))
+            .chain(self.refused.iter().map(|r| r.t))
             .chain(self.leaders.iter().map(|l| l.t))
             .chain(self.faults.iter().map(|f| f.t))
             .chain(self.arrows.iter().flat_map(|a| [Some(a.sent), a.received]).flatten())
@@ -198,6 +206,15 @@ pub(crate) fn read_resource(
                 open.insert(w, tl.sections.len());
                 tl.sections.push(Section { w, e, fence, want, enter: t, exit: None, line: n });
             }
+            Record::Refused { w, e, at, fence, over, t } => {
+                // A refused EXIT ends its section uncommitted; a refused ENTER opens none.
+                let exit = at == Stage::Exit;
+                if exit && open.get(&w).is_some_and(|&i| tl.sections[i].e == e) {
+                    let i = open.remove(&w).expect("checked above");
+                    tl.sections[i].exit = Some(t);
+                }
+                tl.refused.push(Refusal { w, e, exit, fence, over, t });
+            }
             Record::Exit { w, e, t, .. } => {
                 // Only the EXIT of the section its worker has open closes it.
                 if let Some(i) = open.remove(&w) {
@@ -247,6 +264,18 @@ pub(crate) fn read_faults(path: &Path) -> Vec<FaultMark> {
         marks.push(FaultMark { t, action: action.to_string(), w, note: clip(note) });
     });
     marks
+}
+
+/// Whether the run left a message trace (any `trace-w{ID}.log`).
+pub(crate) fn has_trace(run_dir: &Path) -> bool {
+    std::fs::read_dir(run_dir).is_ok_and(|d| {
+        d.flatten().any(|e| e.file_name().to_str().and_then(crate::trace::worker_of).is_some())
+    })
+}
+
+/// The messages of the run's trace, as the trace's own reader pairs them.
+pub(crate) fn read_trace(run_dir: &Path) -> Result<Vec<Arrow>, crate::trace::TraceError> {
+    crate::trace::load(run_dir).map(|t| t.arrows())
 }
 
 #[cfg(test)]

@@ -128,6 +128,13 @@ pub fn render_with(run_dir: &Path, known: Known) -> Result<String, ReportError> 
     };
     read.map_err(unreadable)?;
     tl.faults = data::read_faults(&run_dir.join(FAULT_LOG));
+    if data::has_trace(run_dir) {
+        // A damaged trace costs the arrows, not the report.
+        match data::read_trace(run_dir) {
+            Ok(arrows) => tl.arrows = arrows,
+            Err(e) => tl.trace_error = Some(e.to_string()),
+        }
+    }
     let highest = tl
         .sections
         .iter()
@@ -209,6 +216,7 @@ g.fault.kill path { stroke: #000; stroke-width: 3; } g.fault.restart path { fill
 g.fault.pause line { stroke: #a07f00; stroke-width: 2; }
 g.fault.across line { stroke: #8a3ffc; stroke-width: 1.5; stroke-dasharray: 6 3; } g.fault.across text { fill: #8a3ffc; }
 g.leader path { fill: #fff; stroke: #b07800; stroke-width: 1.5; } g.leader.own path { fill: #f2b600; }
+g.refused circle { fill: #fff; stroke: #e08a2e; stroke-width: 2; }
 g.violation circle { fill: #d62d2d; stroke: #fff; stroke-width: 1.5; }
 svg.hist rect { fill: #3d7bd9; } svg.hist line.axis { stroke: #999; }
 svg.hist line.p50 { stroke: #1a7f37; stroke-width: 2; } svg.hist line.p99 { stroke: #d62d2d; stroke-width: 2; }
@@ -258,7 +266,8 @@ fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> Stri
     let _ = writeln!(s, "<h2>Space-time diagram</h2>");
     let what = if v.entries.is_some() {
         "Blue bars: critical sections (ENTER to EXIT); thin grey bars: waits (WANT to ENTER), \
-         orange when never served; red: sections and records the auditor flagged"
+         orange when never served; orange rings: writes a fenced resource refused; red: sections \
+         and records the auditor flagged"
     } else {
         "Diamonds: a worker accepts a leader (filled: itself); red: records the auditor flagged"
     };
@@ -268,8 +277,18 @@ fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> Stri
          the finding); arrows: messages; ✕ kill, ▲ restart, hatched: paused; dashed purple \
          lines: partitions and heals. Hover over anything for its details.</p>"
     );
-    if tl.arrows.is_empty() {
-        let _ = writeln!(s, "<p class=\"note\">No message trace in this directory: no arrows.</p>");
+    match &tl.trace_error {
+        Some(e) => {
+            let _ = writeln!(
+                s,
+                "<p class=\"note\">The message trace could not be read, so no arrows: {}</p>",
+                esc(e)
+            );
+        }
+        None if tl.arrows.is_empty() => {
+            let _ = writeln!(s, "<p class=\"note\">No message trace in this directory: no arrows.</p>");
+        }
+        None => {}
     }
     for n in &drawn.notes {
         let _ = writeln!(s, "<p class=\"note\">{}</p>", esc(n));

@@ -119,6 +119,22 @@ pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation]) -> Dr
             a = y - 6.0,
         );
     }
+    for r in tl.refused.iter().filter(|r| r.w < lanes) {
+        let (x, y) = (sc.x(r.t), lane_y(r.w) + 14.0);
+        let what = if r.exit { "EXIT" } else { "ENTER" };
+        let _ = writeln!(
+            s,
+            r#"<g data-refused="{what}" class="refused"><circle cx="{x:.1}" cy="{y:.1}" r="4"/><title>{}</title></g>"#,
+            esc(&format!(
+                "the resource refused w{} entry {}'s {what} at {:.3} ms: fence {} is older than {}",
+                r.w,
+                r.e,
+                sc.ms(r.t),
+                r.fence,
+                r.over
+            )),
+        );
+    }
     for (i, v) in violations.iter().enumerate() {
         let Some(&(w, t)) = tl.at_line.get(&v.line) else { continue };
         if w >= lanes {

@@ -165,3 +165,73 @@ fn many_sections_are_merged_and_the_page_says_so() {
     assert!(bars < 3000, "{bars} bars");
     assert!(html.contains(&format!("{n} critical sections")), "the page says what it merged");
 }
+
+/// w0 asks the coordinator w2 and is granted; w1's request is lost to a partition.
+const TRACE_W0: &str = "\
+# mutexlab trace v1 w=0 workers=3 algo=centralized
+SEND w=0 inc=0 t=1000000 lc=1 to=2 type=REQUEST
+RECV w=0 inc=0 t=1090000 lc=4 from=2 from_inc=0 sent_lc=3 type=GRANT
+APP w=0 inc=0 t=1100000 lc=5 ev=enter
+";
+const TRACE_W1: &str = "\
+# mutexlab trace v1 w=1 workers=3 algo=centralized
+SEND w=1 inc=0 t=1500000 lc=1 to=2 type=REQUEST
+DROP w=1 inc=0 t=1600000 to=2 type=REQUEST lc=1 why=partition
+";
+const TRACE_W2: &str = "\
+# mutexlab trace v1 w=2 workers=3 algo=centralized
+RECV w=2 inc=0 t=1050000 lc=2 from=0 from_inc=0 sent_lc=1 type=REQUEST
+SEND w=2 inc=0 t=1060000 lc=3 to=0 type=GRANT
+";
+
+#[test]
+fn the_trace_becomes_arrows_and_the_message_counts() {
+    let d = dir_with(&[
+        (RESOURCE_FILE, CLEAN),
+        ("trace-w0.log", TRACE_W0),
+        ("trace-w1.log", TRACE_W1),
+        ("trace-w2.log", TRACE_W2),
+    ]);
+    let html = render(d.path()).unwrap();
+    assert_eq!(count(&html, "<g data-arrow="), 3, "{html}");
+    assert!(html.contains("<title>REQUEST w0 → w2: sent 0.000 ms, received 0.050 ms</title>"), "{html}");
+    assert!(html.contains("<title>GRANT w2 → w0: sent 0.060 ms, received 0.090 ms</title>"), "{html}");
+    assert_eq!(count(&html, r#"class="msg lost""#), 1, "the partitioned REQUEST never arrived");
+    // Counted from the trace, per entry of the file's 6, beside the theory for 3 workers.
+    assert!(html.contains("From the message trace."), "{html}");
+    assert!(
+        html.contains(r#"<tr><td>REQUEST</td><td class="n">2</td><td class="n">0.33</td></tr>"#),
+        "{html}"
+    );
+    assert!(html.contains("3(N-1)/N"), "{html}");
+    assert!(!html.contains("No message trace"));
+    // A damaged trace costs the arrows, and says why, but not the report.
+    std::fs::write(
+        d.path().join("trace-w1.log"),
+        "# mutexlab trace v1 w=1 workers=3 algo=centralized\nBOGUS\n",
+    )
+    .unwrap();
+    let html = render(d.path()).unwrap();
+    assert_eq!(count(&html, "<g data-arrow="), 0);
+    assert!(html.contains("The message trace could not be read"), "{html}");
+    assert_eq!(count(&html, r#"<rect data-bar="cs""#), 6);
+}
+
+#[test]
+fn a_refused_write_is_marked_and_ends_its_section() {
+    let body = "\
+# mutexlab resource v1 algo=centralized workers=2 fenced=1
+WANT w=0 e=1 t=1000
+ENTER w=0 e=1 fence=1:0 t=2000
+WANT w=1 e=1 t=2100
+ENTER w=1 e=1 fence=2:1 t=2500
+REFUSED w=0 e=1 at=exit fence=1:0 over=2:1 t=3000
+EXIT w=1 e=1 fence=2:1 read=0 value=1 t=3500
+";
+    let d = dir_with(&[(RESOURCE_FILE, body)]);
+    let html = render(d.path()).unwrap();
+    assert_eq!(count(&html, r#"data-refused="EXIT""#), 1, "{html}");
+    assert!(html.contains("fence 1:0 is older than 2:1"));
+    // w0's section ends at the refusal, not at the end of the run.
+    assert!(html.contains("w0 entry 1 (line 3), fence 1:0: entered 0.001 ms, left 0.002 ms"), "{html}");
+}
