@@ -76,12 +76,15 @@ pub struct Config {
     /// forgotten everything else, but it knows it is not starting the system: a token
     /// algorithm must not make the initial token again.
     pub incarnation: u32,
+    /// The majority rule, for algorithms that offer it (`run --majority`): a coordinator
+    /// grants only what a majority has acknowledged.
+    pub majority: bool,
 }
 
 impl Config {
     /// A configuration with the given id and size, seed 0 and no extra parameters.
     pub fn new(id: u32, n: u32) -> Self {
-        Config { id: PeerId(id), n, seed: 0, replicas: None, incarnation: 0 }
+        Config { id: PeerId(id), n, seed: 0, replicas: None, incarnation: 0, majority: false }
     }
 
     /// Every node, this one included, in id order.

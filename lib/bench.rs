@@ -85,6 +85,7 @@ fn opts(exe: &Path, algo: &str, n: u32, entries: u64, think_ms: f64) -> RunOpts 
         jitter_ms: 0.0,
         drop: 0.0,
         fenced: false,
+        majority: false,
         detector: crate::control::Detector::Perfect,
         elect: None,
     }

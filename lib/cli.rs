@@ -119,6 +119,10 @@ struct RunArgs {
     /// it has accepted, and records the refusal: the data stays right under split brain.
     #[arg(long)]
     fenced: bool,
+    /// The majority rule (`centralized-bully`): the coordinator grants only what a
+    /// majority has acknowledged, so the minority side of a partition cannot grant.
+    #[arg(long)]
+    majority: bool,
     #[command(flatten)]
     shared: Shared,
 }
@@ -367,6 +371,7 @@ fn cmd_run(a: RunArgs) -> ExitCode {
         replicas: a.replicas,
         detector,
         fenced: a.fenced,
+        majority: a.majority,
         elect: None,
         ..shared_opts(sh, plan)
     };
@@ -453,6 +458,7 @@ fn shared_opts(sh: &Shared, plan: Plan) -> RunOpts {
         exe: exe(),
         detector: Detector::Perfect,
         fenced: false,
+        majority: false,
         elect: None,
     }
 }

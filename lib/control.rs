@@ -97,6 +97,8 @@ pub struct WorkerSettings {
     pub detector: Detector,
     /// Enter and leave through [`crate::resource::Resource::append_fenced`].
     pub fenced: bool,
+    /// [`crate::algorithm::Config::majority`].
+    pub majority: bool,
 }
 
 /// Who tells a node that a peer is down or up again (`--detector`).

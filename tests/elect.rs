@@ -118,6 +118,7 @@ fn bad_election_options_are_one_line_errors() {
         (vec!["elect", "--heartbeat-ms", "50", "--suspect-ms", "40"], "--suspect-ms must be above"),
         (vec!["elect", "--settle-ms", "0"], "--settle-ms must be between"),
         (vec!["run", "--algo", "flock", "--fenced"], "already takes its fences from the file"),
+        (vec!["run", "--algo", "lamport", "--majority"], "has no majority rule; these do: centralized-bully"),
     ] {
         let out = run(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -174,6 +175,22 @@ fn a_partition_under_a_heartbeat_detector_gives_two_coordinators_and_the_resourc
     let (out, j) = run_faulty(&fenced);
     assert_eq!(out.status.code(), Some(0), "{}\n{j}", stderr(&out));
     assert!(j["fenced"].as_bool().unwrap() && j["refused"].as_u64().unwrap() > 0, "{j}");
+    // Under the majority rule the cut-off coordinator cannot grant (no majority ACKs its
+    // LOCKs), and the majority's new one waits for the last holder: clean, no refusals
+    // needed.
+    let mut majority = args("heartbeat");
+    majority.push("--majority");
+    let (out, j) = run_faulty(&majority);
+    assert_eq!(out.status.code(), Some(0), "{}\n{j}", stderr(&out));
+    assert!(j["messages"]["by_type"]["LOCK"].as_u64().unwrap() > 0, "{j}");
+    // Both fixes hold when the coordinator is paused past its suspicion instead.
+    for fix in ["--fenced", "--majority"] {
+        let pause = ["--algo", "centralized-bully", "-n", "5", "-k", "60", "--detector", "heartbeat"];
+        let mut a = pause.to_vec();
+        a.extend_from_slice(&["--faults", "stop 4 at 100ms for 1s", fix]);
+        let (out, j) = run_faulty(&a);
+        assert_eq!(out.status.code(), Some(0), "{fix}: {}\n{j}", stderr(&out));
+    }
     // A perfect detector never suspects the cut-off coordinator: the majority waits for
     // the heal, and the run is clean.
     let (out, j) = run_faulty(&args("perfect"));

@@ -71,6 +71,7 @@ impl Lab {
             initiator: false,
             detector: Default::default(),
             fenced: false,
+            majority: false,
         }
     }
 

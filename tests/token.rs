@@ -6,7 +6,7 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-// ---- raymond and neilsen-mizuno (tree-based tokens), and crashes for all four ----
+// ---- raymond and neilsen-mizuno (tree-based tokens), and crashes for all of them ----
 
 const TREE_SIZES: [u64; 5] = [2, 3, 5, 8, 16];
 
@@ -57,7 +57,7 @@ fn neilsen_mizuno_is_clean_and_within_d_plus_one_per_entry() {
 fn a_killed_token_holder_stalls_every_token_algorithm_with_a_diagnosis() {
     // Crashes are outside the model: the token dies with its holder and nobody makes a
     // new one; the stall diagnosis shows each survivor waiting for the TOKEN.
-    for algo in ["token-ring", "suzuki-kasami", "raymond", "neilsen-mizuno"] {
+    for algo in ["token-ring", "suzuki-kasami", "ra-token", "raymond", "neilsen-mizuno"] {
         let mut inside = false;
         for seed in 1..=10 {
             let seed_s = seed.to_string();
@@ -101,7 +101,7 @@ fn a_killed_token_holder_stalls_every_token_algorithm_with_a_diagnosis() {
     }
 }
 
-// ---- token-ring and suzuki-kasami ----
+// ---- token-ring, suzuki-kasami and ra-token ----
 
 mod ring_and_broadcast {
     use super::*;
@@ -158,23 +158,32 @@ mod ring_and_broadcast {
         assert!(counter(&j, "idle_passes") > 0);
     }
 
-    #[test]
-    fn suzuki_kasami_costs_exactly_n_per_entry_that_moves_the_token() {
+    /// Each entry either found the token at hand (no message) or drew N-1 REQUESTs and
+    /// one TOKEN: true of both broadcast algorithms, whatever order they serve in.
+    fn assert_n_per_entry_that_moves_the_token(algo: &str) {
         for n in SIZES {
             let k = 6;
-            let j = run_clean("suzuki-kasami", n, k, ["0.3", "0.5"]);
+            let j = run_clean(algo, n, k, ["0.3", "0.5"]);
             let t = &j["theory"];
-            assert_eq!(t["per_entry_min"].as_f64(), Some(0.0), "N={n}: {t}");
-            assert_eq!(t["per_entry_max"].as_f64(), Some(n as f64), "N={n}: {t}");
-            // Each entry either found the token at hand (no message) or drew N-1
-            // REQUESTs and one TOKEN.
+            assert_eq!(t["per_entry_min"].as_f64(), Some(0.0), "{algo} N={n}: {t}");
+            assert_eq!(t["per_entry_max"].as_f64(), Some(n as f64), "{algo} N={n}: {t}");
             let moved = n * k - counter(&j, "free_entries");
-            assert_eq!(count(&j, "TOKEN"), moved, "N={n}: {}", j["messages"]);
-            assert_eq!(count(&j, "REQUEST"), (n - 1) * moved, "N={n}: {}", j["messages"]);
-            assert_eq!(j["messages"]["total"].as_u64(), Some(n * moved), "N={n}");
+            assert_eq!(count(&j, "TOKEN"), moved, "{algo} N={n}: {}", j["messages"]);
+            assert_eq!(count(&j, "REQUEST"), (n - 1) * moved, "{algo} N={n}: {}", j["messages"]);
+            assert_eq!(j["messages"]["total"].as_u64(), Some(n * moved), "{algo} N={n}");
             let m = j["messages"]["per_entry"].as_f64().unwrap();
-            assert!(m <= n as f64 + 1e-9, "N={n}: {m} per entry");
+            assert!(m <= n as f64 + 1e-9, "{algo} N={n}: {m} per entry");
         }
+    }
+
+    #[test]
+    fn suzuki_kasami_costs_exactly_n_per_entry_that_moves_the_token() {
+        assert_n_per_entry_that_moves_the_token("suzuki-kasami");
+    }
+
+    #[test]
+    fn ra_token_costs_exactly_n_per_entry_that_moves_the_token() {
+        assert_n_per_entry_that_moves_the_token("ra-token");
     }
 
     #[test]

@@ -71,6 +71,35 @@
 //! nothing yet; then it reads the newer COORDINATOR, answers STATE, and, being the
 //! highest id, takes over again with a newer term.
 //!
+//! # The majority rule (`run --majority`)
+//!
+//! Everything above trusts the failure detector: a node reported down is taken to be
+//! dead. Under `--detector heartbeat` that is false for a paused or cut-off node, and a
+//! partition gives two coordinators that both grant (split brain). With
+//! [`Config::majority`] set, the coordinator grants only what a majority has
+//! acknowledged, and trusts no report of a death:
+//!
+//! - *Before each grant* the coordinator sends LOCK {term, seq, holder, incarnation} to
+//!   every node and grants only once a majority, itself included, has answered ACK. A
+//!   node acknowledges only a LOCK of the term it follows and remembers the newest LOCK
+//!   it acknowledged; to a LOCK of an older term it answers STALE. On the minority side
+//!   of a partition no LOCK gathers a majority, so nothing is granted there; and a LOCK
+//!   is only sent once the previous holder has released, so the newest LOCK anyone
+//!   acknowledged names the only holder that may still be inside.
+//! - *A new coordinator* needs STATE from a majority, and each STATE carries the newest
+//!   LOCK its sender acknowledged. Any two majorities share a node, so the newest of
+//!   those LOCKs names the last holder granted. The new coordinator grants nothing until
+//!   that holder itself has answered (inside or not): a holder cut off on the other side
+//!   stops everyone until the partition heals. That is the price of never trusting the
+//!   detector.
+//! - *A holder reported down is not released.* Only evidence that its section is over
+//!   ends it: its RELEASE, or a REQUEST or STATE from a later incarnation of it (a
+//!   restarted node holds nothing). A dead holder that never restarts stops everyone, as
+//!   a lost token does.
+//!
+//! Cost: an ordinary entry takes REQUEST, N-1 LOCKs, N-1 ACKs, GRANT and RELEASE, 2N+1
+//! messages instead of 3; the coordinator's own entry 2(N-1) instead of none.
+//!
 //! What this does **not** survive: lost messages (`--drop`): a lost STATE or COORDINATOR
 //! leaves the new coordinator waiting for ever (safe, not live). It also needs FIFO
 //! channels for liveness (not for safety): a node's STATE {inside} overtaken by its own
@@ -83,7 +112,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::algorithm::{Algorithm, Config, Message, Out, PeerId};
+use crate::algorithm::{majority, Algorithm, Config, Message, Out, PeerId};
 
 /// How often a coordinator that someone depends on sends HEARTBEAT.
 pub const HEARTBEAT: Duration = Duration::from_millis(50);
@@ -110,11 +139,22 @@ impl fmt::Display for Term {
     }
 }
 
+/// Majority rule: a grant the coordinator of `term` asked a majority to acknowledge,
+/// the `seq`th of its term, to `holder` in its incarnation `inc`. Ordered by term, then
+/// `seq`: the newest is the last grant made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Lock {
+    pub term: Term,
+    pub seq: u64,
+    pub holder: PeerId,
+    pub inc: u32,
+}
+
 /// Messages of `centralized-bully`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
-    /// Node → coordinator of `term`: I want the section.
-    Request { term: Term },
+    /// Node → coordinator of `term`: I want the section (`inc`: my incarnation).
+    Request { term: Term, inc: u32 },
     /// Coordinator → node: it is yours.
     Grant { term: Term },
     /// Node → coordinator: I am out.
@@ -127,10 +167,15 @@ pub enum Msg {
     Answer,
     /// Winner → all: I coordinate `term`; tell me your state (the STATE_QUERY).
     Coordinator { term: Term },
-    /// Node → coordinator of `term`: my state when I accepted the term.
-    State { term: Term, inside: bool, waiting: bool },
+    /// Node → coordinator of `term`: my state when I accepted the term, my incarnation,
+    /// and (majority rule) the newest LOCK I acknowledged.
+    State { term: Term, inside: bool, waiting: bool, inc: u32, lock: Option<Lock> },
     /// Node → candidate: your term is older than mine, `term`.
     Stale { term: Term },
+    /// Majority rule, coordinator → all: acknowledge this grant before I make it.
+    Lock { lock: Lock },
+    /// Majority rule, node → coordinator of `term`: I acknowledge LOCK `seq`.
+    Ack { term: Term, seq: u64 },
 }
 
 impl Message for Msg {
@@ -145,6 +190,8 @@ impl Message for Msg {
             Msg::Coordinator { .. } => "COORDINATOR",
             Msg::State { .. } => "STATE",
             Msg::Stale { .. } => "STALE",
+            Msg::Lock { .. } => "LOCK",
+            Msg::Ack { .. } => "ACK",
         }
     }
 }
@@ -201,6 +248,19 @@ pub struct CentralizedBully {
     // Coordinator only.
     holder: Option<PeerId>,
     queue: VecDeque<PeerId>,
+    // Majority rule only.
+    /// The newest LOCK this node acknowledged (the coordinator acknowledges its own).
+    lock: Option<Lock>,
+    /// Coordinator: LOCKs sent in this term, and the one waiting for a majority of ACKs.
+    seq: u64,
+    acks: Option<BTreeSet<PeerId>>,
+    /// Coordinator: the incarnation the holder had when granted, and the newest
+    /// incarnation heard from each node (in REQUEST and STATE).
+    holder_inc: u32,
+    incs: Vec<u32>,
+    /// Recovering coordinator: who answered STATE, and the newest LOCK they reported.
+    answered: BTreeSet<PeerId>,
+    newest: Option<Lock>,
 }
 
 impl CentralizedBully {
@@ -244,6 +304,7 @@ impl CentralizedBully {
         }
         self.holder = None;
         self.queue.clear();
+        self.acks = None;
     }
 
     /// Win: take a new term above every epoch seen and ask everyone for their state.
@@ -254,7 +315,12 @@ impl CentralizedBully {
         self.term = Term { epoch: self.max_epoch, id: self.me().0 };
         self.coordinator = Some(self.me());
         self.holder = (self.app == App::Inside).then_some(self.me());
+        self.holder_inc = self.cfg.incarnation;
         self.queue.clear();
+        self.acks = None;
+        self.seq = 0;
+        self.answered.clear();
+        self.newest = self.lock;
         if self.app == App::Waiting {
             self.queue.push_back(self.me());
         }
@@ -267,13 +333,46 @@ impl CentralizedBully {
         self.maybe_recovered(out);
     }
 
-    /// Coordinator: once every live node has told its state, start granting.
+    /// Coordinator: once every live node has told its state, start granting. Under the
+    /// majority rule, also a majority, the last holder among them.
     fn maybe_recovered(&mut self, out: &mut Out<Msg, Timer>) {
         if let Role::Coordinator(Some(missing)) = &self.role {
-            if missing.is_empty() {
+            if missing.is_empty() && self.quorum_recovered() {
                 self.role = Role::Coordinator(None);
                 self.grant_next(out);
             }
+        }
+    }
+
+    /// Majority rule: a majority told its state, and the last holder granted (named by
+    /// the newest LOCK reported) has answered, or is this node.
+    fn quorum_recovered(&self) -> bool {
+        if !self.cfg.majority {
+            return true;
+        }
+        let enough = self.answered.len() as u32 + 1 >= majority(self.cfg.n);
+        let last = self.newest.map(|l| l.holder);
+        enough && last.is_none_or(|h| h == self.me() || self.answered.contains(&h))
+    }
+
+    /// The newest incarnation heard from `p`.
+    fn inc_of(&self, p: PeerId) -> u32 {
+        if p == self.me() {
+            self.cfg.incarnation
+        } else {
+            self.incs.get(p.index()).copied().unwrap_or(0)
+        }
+    }
+
+    /// Coordinator: `p` spoke as incarnation `inc`. A later life than the holder's ends
+    /// that holder's section: a restarted node holds nothing.
+    fn heard_inc(&mut self, p: PeerId, inc: u32) {
+        if let Some(slot) = self.incs.get_mut(p.index()) {
+            *slot = (*slot).max(inc);
+        }
+        if self.holder == Some(p) && inc > self.holder_inc {
+            self.holder = None;
+            self.acks = None;
         }
     }
 
@@ -285,19 +384,43 @@ impl CentralizedBully {
         self.grant_next(out);
     }
 
-    /// Coordinator, not recovering: grant the head of the queue if nobody holds.
+    /// Coordinator, not recovering: grant the head of the queue if nobody holds (under
+    /// the majority rule, ask for the acknowledgements first).
     fn grant_next(&mut self, out: &mut Out<Msg, Timer>) {
         if self.recovering() || self.holder.is_some() {
             return;
         }
-        if let Some(next) = self.queue.pop_front() {
-            self.holder = Some(next);
-            if next == self.me() {
-                self.app = App::Inside;
-                out.enter_cs();
-            } else {
-                out.send(next, Msg::Grant { term: self.term });
-            }
+        let Some(next) = self.queue.pop_front() else { return };
+        self.holder = Some(next);
+        self.holder_inc = self.inc_of(next);
+        if !self.cfg.majority {
+            return self.grant(next, out);
+        }
+        self.seq += 1;
+        let lock = Lock { term: self.term, seq: self.seq, holder: next, inc: self.holder_inc };
+        self.lock = Some(lock);
+        self.acks = Some(BTreeSet::from([self.me()]));
+        for p in self.cfg.others().filter(|p| !self.down.contains(p)) {
+            out.send(p, Msg::Lock { lock });
+        }
+        self.maybe_grant(out);
+    }
+
+    /// Majority rule: grant once a majority acknowledged the LOCK.
+    fn maybe_grant(&mut self, out: &mut Out<Msg, Timer>) {
+        let acked = self.acks.as_ref().map_or(0, BTreeSet::len) as u32;
+        if let (Some(holder), true) = (self.holder, acked >= majority(self.cfg.n)) {
+            self.acks = None;
+            self.grant(holder, out);
+        }
+    }
+
+    fn grant(&mut self, next: PeerId, out: &mut Out<Msg, Timer>) {
+        if next == self.me() {
+            self.app = App::Inside;
+            out.enter_cs();
+        } else {
+            out.send(next, Msg::Grant { term: self.term });
         }
     }
 
@@ -328,10 +451,8 @@ impl CentralizedBully {
         } else if !self.is_coordinator() {
             self.role = Role::Follower;
         }
-        out.send(
-            from,
-            Msg::State { term, inside: self.app == App::Inside, waiting: self.app == App::Waiting },
-        );
+        let (inside, waiting) = (self.app == App::Inside, self.app == App::Waiting);
+        out.send(from, Msg::State { term, inside, waiting, inc: self.cfg.incarnation, lock: self.lock });
         self.watch(out);
         if from < self.me() {
             // Bully: a live higher node takes over.
@@ -359,6 +480,13 @@ impl Algorithm for CentralizedBully {
             suspect_gen: 0,
             holder: None,
             queue: VecDeque::new(),
+            lock: None,
+            seq: 0,
+            acks: None,
+            holder_inc: 0,
+            incs: vec![0; cfg.n as usize],
+            answered: BTreeSet::new(),
+            newest: None,
         }
     }
 
@@ -376,7 +504,7 @@ impl Algorithm for CentralizedBully {
         match (&self.role, self.coordinator) {
             (Role::Coordinator(_), _) => self.enqueue(self.me(), out),
             (Role::Follower, Some(c)) => {
-                out.send(c, Msg::Request { term: self.term });
+                out.send(c, Msg::Request { term: self.term, inc: self.cfg.incarnation });
                 self.watch(out);
             }
             // Electing: the STATE answer to the winner will carry the request.
@@ -386,14 +514,20 @@ impl Algorithm for CentralizedBully {
 
     fn on_message(&mut self, from: PeerId, msg: Msg, out: &mut Out<Msg, Timer>) {
         match msg {
-            Msg::Request { term } | Msg::Release { term } | Msg::Grant { term } | Msg::Heartbeat { term } => {
-                self.note(term)
-            }
+            Msg::Request { term, .. }
+            | Msg::Release { term }
+            | Msg::Grant { term }
+            | Msg::Heartbeat { term } => self.note(term),
             Msg::Coordinator { term } | Msg::State { term, .. } | Msg::Stale { term } => self.note(term),
+            Msg::Lock { lock } => self.note(lock.term),
+            Msg::Ack { term, .. } => self.note(term),
             Msg::Election | Msg::Answer => {}
         }
         match msg {
-            Msg::Request { term } if self.is_coordinator() && term == self.term => self.enqueue(from, out),
+            Msg::Request { term, inc } if self.is_coordinator() && term == self.term => {
+                self.heard_inc(from, inc);
+                self.enqueue(from, out)
+            }
             Msg::Release { term }
                 if self.is_coordinator() && term == self.term && self.holder == Some(from) =>
             {
@@ -419,9 +553,15 @@ impl Algorithm for CentralizedBully {
                 out.set_timer(Timer::AwaitCoordinator(self.gen), COORDINATOR_TIMEOUT);
             }
             Msg::Coordinator { term } => self.on_coordinator(from, term, out),
-            Msg::State { term, inside, waiting } if self.is_coordinator() && term == self.term => {
+            Msg::State { term, inside, waiting, inc, lock } if self.is_coordinator() && term == self.term => {
+                self.heard_inc(from, inc);
+                if self.recovering() {
+                    self.answered.insert(from);
+                    self.newest = self.newest.max(lock);
+                }
                 if inside && self.holder.is_none() {
                     self.holder = Some(from);
+                    self.holder_inc = inc;
                 }
                 if waiting && self.holder != Some(from) && !self.queue.contains(&from) {
                     self.queue.push_back(from);
@@ -436,6 +576,19 @@ impl Algorithm for CentralizedBully {
             // granting and hold a new election (which we win above it if we are the
             // highest live node).
             Msg::Stale { term } if term > self.term && self.is_coordinator() => self.start_election(out),
+            // Majority rule: acknowledge a grant of the term we follow; a coordinator of
+            // an older term learns it is one.
+            Msg::Lock { lock } if self.is_my_coordinator(from, lock.term) => {
+                self.lock = self.lock.max(Some(lock));
+                out.send(from, Msg::Ack { term: lock.term, seq: lock.seq });
+            }
+            Msg::Lock { lock } if lock.term < self.term => out.send(from, Msg::Stale { term: self.term }),
+            Msg::Ack { term, seq } if self.is_coordinator() && term == self.term && seq == self.seq => {
+                if let Some(acks) = &mut self.acks {
+                    acks.insert(from);
+                }
+                self.maybe_grant(out);
+            }
             // Stale terms, messages for a coordinator we are not, unasked GRANTs.
             _ => {}
         }
@@ -487,8 +640,11 @@ impl Algorithm for CentralizedBully {
                     m.remove(&peer);
                 }
                 self.queue.retain(|&p| p != peer);
-                if self.holder == Some(peer) {
+                // Majority rule: a report of a death proves nothing; a holder not yet
+                // granted (its LOCK still gathering ACKs) can be passed over, though.
+                if self.holder == Some(peer) && (!self.cfg.majority || self.acks.is_some()) {
                     self.holder = None;
+                    self.acks = None;
                 }
                 self.maybe_recovered(out);
                 self.grant_next(out);
@@ -505,10 +661,20 @@ impl Algorithm for CentralizedBully {
         }
     }
 
-    fn on_peer_up(&mut self, peer: PeerId, _out: &mut Out<Msg, Timer>) {
+    fn on_peer_up(&mut self, peer: PeerId, out: &mut Out<Msg, Timer>) {
         // The fresh node holds an election itself; a lower one reaches us with ELECTION
         // (and we re-announce), a higher one takes over.
         self.down.remove(&peer);
+        if self.is_coordinator() {
+            // It may be back from a pause or from the other side of a partition, not
+            // restarted, and still follow (or be) an older coordinator that waits for
+            // it: tell it the term. (Majority rule: it may hold the last grant, or be
+            // part of the majority we wait for.)
+            out.send(peer, Msg::Coordinator { term: self.term });
+            if let (Some(_), Some(lock)) = (&self.acks, self.lock) {
+                out.send(peer, Msg::Lock { lock }); // Its ACK may be the one missing.
+            }
+        }
     }
 
     fn pending(&self) -> String {
@@ -516,9 +682,27 @@ impl Algorithm for CentralizedBully {
         match &self.role {
             Role::Electing(higher) => format!("electing: waiting for ANSWER from {}", list(higher)),
             Role::AwaitCoordinator => "electing: answered, waiting for COORDINATOR".into(),
-            Role::Coordinator(Some(missing)) => {
+            Role::Coordinator(Some(missing)) if !missing.is_empty() => {
                 format!("new coordinator (term {}) waiting for STATE from {}", self.term, list(missing))
             }
+            Role::Coordinator(Some(_)) => match self.newest.map(|l| l.holder) {
+                Some(h) if self.answered.len() as u32 + 1 >= majority(self.cfg.n) => {
+                    format!("new coordinator (term {}) waiting for STATE from the last holder {h}", self.term)
+                }
+                _ => format!(
+                    "new coordinator (term {}) waiting for STATE from a majority ({} of {})",
+                    self.term,
+                    self.answered.len() + 1,
+                    majority(self.cfg.n)
+                ),
+            },
+            Role::Coordinator(None) if self.acks.is_some() => format!(
+                "coordinator (term {}) waiting for a majority to ACK LOCK {} ({} of {})",
+                self.term,
+                self.seq,
+                self.acks.as_ref().map_or(0, BTreeSet::len),
+                majority(self.cfg.n)
+            ),
             Role::Coordinator(None) if self.app == App::Waiting => match self.holder {
                 Some(h) => format!("coordinator (term {}) waiting for RELEASE from {h}", self.term),
                 None => format!("coordinator (term {}) waiting", self.term),
@@ -569,9 +753,12 @@ mod tests {
     fn three_messages_for_an_ordinary_entry() {
         let mut w = nodes::<CentralizedBully>(3);
         let a = want(&mut w, 0);
-        assert_eq!(a[0], send(2, Msg::Request { term: T0 }));
+        assert_eq!(a[0], send(2, Msg::Request { term: T0, inc: 0 }));
         assert!(matches!(a[1], Action::SetTimer { timer: Timer::Suspect(_), after: SUSPECT_AFTER }));
-        assert_eq!(deliver(&mut w, 0, 2, Msg::Request { term: T0 }), [send(0, Msg::Grant { term: T0 })]);
+        assert_eq!(
+            deliver(&mut w, 0, 2, Msg::Request { term: T0, inc: 0 }),
+            [send(0, Msg::Grant { term: T0 })]
+        );
         assert_eq!(deliver(&mut w, 2, 0, Msg::Grant { term: T0 }), [Action::enter()]);
         assert_eq!(done(&mut w, 0), [send(2, Msg::Release { term: T0 })]);
         assert!(deliver(&mut w, 0, 2, Msg::Release { term: T0 }).is_empty());
@@ -585,7 +772,7 @@ mod tests {
     fn a_dead_coordinator_is_replaced_and_a_waiting_node_is_granted() {
         let mut w = nodes::<CentralizedBully>(3);
         want(&mut w, 0);
-        deliver(&mut w, 0, 2, Msg::Request { term: T0 }); // w2 grants w0 ...
+        deliver(&mut w, 0, 2, Msg::Request { term: T0, inc: 0 }); // w2 grants w0 ...
         want(&mut w, 1);
         assert_eq!(w[1].pending(), "waiting for GRANT from w2 (term 0.2)");
         // ... and dies before the GRANT or w1's REQUEST are handled. The GRANT was lost.
@@ -604,10 +791,14 @@ mod tests {
         assert_eq!(w[0].pending(), "electing: answered, waiting for COORDINATOR");
         // w0 accepts the term and says it waits: that is its request.
         let a = deliver(&mut w, 1, 0, Msg::Coordinator { term: t1 });
-        assert_eq!(sends(&a), [(1, Msg::State { term: t1, inside: false, waiting: true })]);
+        assert_eq!(
+            sends(&a),
+            [(1, Msg::State { term: t1, inside: false, waiting: true, inc: 0, lock: None })]
+        );
         // The first COORDINATOR (from the broadcast) is answered again: harmless.
         // w1 heard from everyone alive: it queued itself first, then w0.
-        let a = deliver(&mut w, 0, 1, Msg::State { term: t1, inside: false, waiting: true });
+        let a =
+            deliver(&mut w, 0, 1, Msg::State { term: t1, inside: false, waiting: true, inc: 0, lock: None });
         assert_eq!(a, [Action::enter()]);
         let a = done(&mut w, 1);
         assert_eq!(a, [send(0, Msg::Grant { term: t1 })]);
@@ -619,7 +810,7 @@ mod tests {
     fn a_holder_keeps_the_section_and_the_new_coordinator_queues_others_behind_it() {
         let mut w = nodes::<CentralizedBully>(4);
         want(&mut w, 0);
-        deliver(&mut w, 0, 3, Msg::Request { term: Term { epoch: 0, id: 3 } });
+        deliver(&mut w, 0, 3, Msg::Request { term: Term { epoch: 0, id: 3 }, inc: 0 });
         deliver(&mut w, 3, 0, Msg::Grant { term: Term { epoch: 0, id: 3 } });
         want(&mut w, 1);
         // w3 dies; w2 is the highest left and declares.
@@ -628,11 +819,24 @@ mod tests {
         assert_eq!(sends(&a), [(0, Msg::Coordinator { term: t1 }), (1, Msg::Coordinator { term: t1 })]);
         // w1 (waiting) answers first, then w0 (inside).
         let a = deliver(&mut w, 2, 1, Msg::Coordinator { term: t1 });
-        assert_eq!(sends(&a), [(2, Msg::State { term: t1, inside: false, waiting: true })]);
-        assert!(deliver(&mut w, 1, 2, Msg::State { term: t1, inside: false, waiting: true }).is_empty());
+        assert_eq!(
+            sends(&a),
+            [(2, Msg::State { term: t1, inside: false, waiting: true, inc: 0, lock: None })]
+        );
+        assert!(deliver(
+            &mut w,
+            1,
+            2,
+            Msg::State { term: t1, inside: false, waiting: true, inc: 0, lock: None }
+        )
+        .is_empty());
         let a = deliver(&mut w, 2, 0, Msg::Coordinator { term: t1 });
-        assert_eq!(sends(&a), [(2, Msg::State { term: t1, inside: true, waiting: false })]);
-        let a = deliver(&mut w, 0, 2, Msg::State { term: t1, inside: true, waiting: false });
+        assert_eq!(
+            sends(&a),
+            [(2, Msg::State { term: t1, inside: true, waiting: false, inc: 0, lock: None })]
+        );
+        let a =
+            deliver(&mut w, 0, 2, Msg::State { term: t1, inside: true, waiting: false, inc: 0, lock: None });
         assert!(a.is_empty(), "w0 still holds the section: nothing is granted");
         assert_eq!(w[2].holder, Some(PeerId(0)));
         // w2 wants in too: behind w1.
@@ -657,7 +861,10 @@ mod tests {
         // being higher, bullies its way back with an election.
         assert_eq!(want(&mut w, 2), [Action::enter()]);
         let a = deliver(&mut w, 1, 2, Msg::Coordinator { term: t1 });
-        assert_eq!(sends(&a)[0], (1, Msg::State { term: t1, inside: true, waiting: false }));
+        assert_eq!(
+            sends(&a)[0],
+            (1, Msg::State { term: t1, inside: true, waiting: false, inc: 0, lock: None })
+        );
         assert!(matches!(w[2].role, Role::Coordinator(Some(_))), "w2 declared a newer term");
         assert!(w[2].term > t1);
         // A COORDINATOR of a term older than ours gets STALE.
@@ -719,9 +926,134 @@ mod tests {
         let mut w = nodes::<CentralizedBully>(3);
         let a = fire(&mut w, 2, Timer::Heartbeat);
         assert_eq!(sends(&a), []);
-        deliver(&mut w, 0, 2, Msg::Request { term: T0 });
+        deliver(&mut w, 0, 2, Msg::Request { term: T0, inc: 0 });
         let a = fire(&mut w, 2, Timer::Heartbeat);
         assert_eq!(sends(&a), [(0, Msg::Heartbeat { term: T0 }), (1, Msg::Heartbeat { term: T0 })]);
+    }
+
+    /// Nodes with the majority rule on.
+    fn majority_nodes(n: u32) -> Vec<CentralizedBully> {
+        (0..n).map(|i| CentralizedBully::new(&Config { majority: true, ..Config::new(i, n) })).collect()
+    }
+
+    fn up(w: &mut [CentralizedBully], i: u32, peer: u32) -> Vec<A> {
+        let mut o = Out::new(Duration::ZERO);
+        w[i as usize].on_peer_up(PeerId(peer), &mut o);
+        o.actions().to_vec()
+    }
+
+    /// Deliver every message in `acts` sent by `from`, breadth first, except to nodes in
+    /// `cut` (a partition: lost); returns what was delivered.
+    fn flood(w: &mut [CentralizedBully], from: u32, acts: Vec<A>, cut: &[u32]) -> Vec<(u32, u32, Msg)> {
+        let mut queue: VecDeque<(u32, u32, Msg)> =
+            sends(&acts).into_iter().map(|(to, m)| (from, to, m)).collect();
+        let mut seen = Vec::new();
+        while let Some((f, to, m)) = queue.pop_front() {
+            if cut.contains(&to) || cut.contains(&f) {
+                continue;
+            }
+            seen.push((f, to, m.clone()));
+            let a = deliver(w, f, to, m);
+            queue.extend(sends(&a).into_iter().map(|(t, m)| (to, t, m)));
+        }
+        seen
+    }
+
+    /// An ordinary entry under the majority rule: the coordinator's LOCK must be
+    /// acknowledged by a majority (itself and one more of three) before the GRANT.
+    #[test]
+    fn majority_rule_grants_after_a_majority_acknowledged_the_lock() {
+        let mut w = majority_nodes(3);
+        let a = want(&mut w, 0);
+        let lock = Lock { term: T0, seq: 1, holder: PeerId(0), inc: 0 };
+        assert_eq!(
+            sends(&deliver(&mut w, 0, 2, Msg::Request { term: T0, inc: 0 })),
+            [(0, Msg::Lock { lock }), (1, Msg::Lock { lock })]
+        );
+        drop(a);
+        assert_eq!(w[2].pending(), "coordinator (term 0.2) waiting for a majority to ACK LOCK 1 (1 of 2)");
+        assert_eq!(deliver(&mut w, 2, 1, Msg::Lock { lock }), [send(2, Msg::Ack { term: T0, seq: 1 })]);
+        assert_eq!(deliver(&mut w, 1, 2, Msg::Ack { term: T0, seq: 1 }), [send(0, Msg::Grant { term: T0 })]);
+        // The holder's own late ACK changes nothing.
+        assert_eq!(deliver(&mut w, 2, 0, Msg::Lock { lock }), [send(2, Msg::Ack { term: T0, seq: 1 })]);
+        assert!(deliver(&mut w, 0, 2, Msg::Ack { term: T0, seq: 1 }).is_empty());
+        assert_eq!(w[1].lock, Some(lock));
+    }
+
+    /// The notes' split brain, with a partition {4, 0} | {1, 2, 3} that the detector
+    /// reports as deaths on both sides. w0 holds the last grant when it falls. Without
+    /// the rule the majority's new coordinator grants w1 at once, while w0 is inside, and
+    /// the old coordinator grants w0 again; with it, the minority cannot grant, and the
+    /// majority waits for w0 itself, which answers once the partition heals.
+    #[test]
+    fn majority_rule_stops_the_minority_and_waits_for_the_last_holder() {
+        for rule in [false, true] {
+            let mut w = if rule { majority_nodes(5) } else { nodes::<CentralizedBully>(5) };
+            let t0 = Term { epoch: 0, id: 4 };
+            let a = want(&mut w, 0);
+            flood(&mut w, 0, a, &[]);
+            assert_eq!(w[0].app, App::Inside);
+            // The partition. Each side takes the other for dead.
+            for (i, p) in [(4, 1), (4, 2), (4, 3), (0, 1), (0, 2), (0, 3), (1, 4), (2, 4), (1, 0), (2, 0)] {
+                let a = down(&mut w, i, p);
+                flood(&mut w, i, a, &[]);
+            }
+            let a = down(&mut w, 3, 0);
+            flood(&mut w, 3, a, &[0, 4]);
+            let a = down(&mut w, 3, 4); // w3 is the highest left: it declares.
+            flood(&mut w, 3, a, &[0, 4]);
+            let t1 = w[3].term;
+            assert!(t1 > t0 && w[3].is_coordinator());
+            let a = want(&mut w, 1);
+            let majority_side = flood(&mut w, 1, a, &[0, 4]);
+            let granted_w1 =
+                majority_side.iter().any(|(_, to, m)| *to == 1 && matches!(m, Msg::Grant { .. }));
+            // The minority: w0 leaves and asks again of its coordinator w4.
+            let a = done(&mut w, 0);
+            flood(&mut w, 0, a, &[1, 2, 3]);
+            let a = want(&mut w, 0);
+            let minority = flood(&mut w, 0, a, &[1, 2, 3]);
+            let granted_w0 = minority.iter().any(|(_, to, m)| *to == 0 && matches!(m, Msg::Grant { .. }));
+            if !rule {
+                assert!(
+                    granted_w1 && granted_w0,
+                    "without the rule both sides grant: {majority_side:?} {minority:?}"
+                );
+                continue;
+            }
+            assert!(!granted_w1 && !granted_w0, "{majority_side:?} {minority:?}");
+            assert_eq!(
+                w[3].pending(),
+                "new coordinator (term 1.3) waiting for STATE from the last holder w0"
+            );
+            assert_eq!(
+                w[4].pending(),
+                "coordinator (term 0.4) waiting for a majority to ACK LOCK 2 (2 of 3)"
+            );
+            // The heal: w3 hears w0 and w4 again and asks them; w0 follows the newer term,
+            // w4 steps down and, being the highest, takes over with a term above it.
+            for (i, p) in [
+                (0, 3),
+                (3, 0),
+                (3, 4),
+                (4, 3),
+                (0, 1),
+                (0, 2),
+                (1, 0),
+                (2, 0),
+                (1, 4),
+                (2, 4),
+                (4, 1),
+                (4, 2),
+            ] {
+                let a = up(&mut w, i, p);
+                flood(&mut w, i, a, &[]);
+            }
+            let leader = w.iter().position(|n| n.is_coordinator() && !n.recovering()).expect("a coordinator");
+            assert_eq!(leader, 4);
+            let inside: Vec<usize> = (0..5).filter(|&i| w[i].app == App::Inside).collect();
+            assert!(inside.len() <= 1, "{inside:?}");
+        }
     }
 
     #[test]
@@ -738,6 +1070,28 @@ mod tests {
             }
             assert!(crashes >= 75, "n = {n}: only {crashes} crashes in 150 runs");
             assert!(elections > 0, "n = {n}: no election in 150 runs");
+        }
+    }
+
+    /// The majority rule holds through the simulator's crashes too: every crashed node
+    /// restarts, and a restarted holder's new incarnation ends its old grant.
+    #[test]
+    fn majority_rule_survives_crashes_of_any_node() {
+        for n in [2, 3, 5] {
+            let mut crashes = 0;
+            for seed in 0..150 {
+                let sim = Sim::<CentralizedBully>::with_config(n, seed, |c| c.majority = true);
+                let r = sim.stale_timers(true).crashes(3, |_| true).run(4).unwrap_or_else(|e| panic!("{e}"));
+                assert!(r.entries >= u64::from(n) * 4);
+                crashes += r.crashes;
+                if r.crashes == 0 && n > 1 {
+                    // 2N+1 for an ordinary entry, 2(N-1) for the coordinator's own.
+                    let ordinary = r.entries - r.entries_by_node[n as usize - 1];
+                    assert!(r.count("LOCK") >= r.entries * u64::from(n - 1), "seed {seed} n {n}");
+                    assert!(r.total_messages() >= ordinary * (2 * u64::from(n) + 1));
+                }
+            }
+            assert!(crashes >= 75, "n = {n}: only {crashes} crashes");
         }
     }
 

@@ -21,6 +21,7 @@ pub mod hirschberg_sinclair;
 pub mod lamport;
 pub mod maekawa;
 pub mod neilsen_mizuno;
+pub mod ra_token;
 pub mod raymond;
 pub mod ricart_agrawala;
 pub mod ring_list;
@@ -101,6 +102,9 @@ pub struct AlgoInfo {
     pub summary: &'static str,
     /// The runtime wraps each critical section in `flock(2)` on the resource file.
     pub kernel_lock: bool,
+    /// The node has a majority rule, which `run --majority` turns on
+    /// ([`crate::algorithm::Config::majority`]).
+    pub majority: bool,
     /// Expected messages per entry (per election, for elections) for a run of this
     /// shape, where theory gives a number.
     pub theory: fn(Shape) -> Option<Theory>,
@@ -126,6 +130,7 @@ impl AlgoInfo {
             highest_wins: false,
             summary: "",
             kernel_lock: false,
+            majority: false,
             theory: |_| None,
             worker: crate::runtime::run_node::<N>,
             simulate: crate::sim::simulate::<N>,
@@ -169,13 +174,15 @@ pub static BUILTIN: &[AlgoInfo] = &[
         summary:
             "centralized with heartbeats and a bully election; the new coordinator rebuilds its queue from STATE",
         kernel_lock: false,
+        majority: true,
         theory: |s| {
             let n = f64::from(s.n.max(1));
             Some(Theory::range(
                 3.0 * (n - 1.0) / n,
                 f64::INFINITY,
-                "3(N-1)/N as centralized, plus HEARTBEATs while anyone waits and elections; \
-                 unbounded above"
+                "3(N-1)/N as centralized (2N+1 per ordinary entry and 2(N-1) for the \
+                 coordinator's under --majority), plus HEARTBEATs while anyone waits and \
+                 elections; unbounded above"
                     .into(),
             ))
         },
@@ -299,15 +306,17 @@ pub static BUILTIN: &[AlgoInfo] = &[
         summary:
             "broadcast a numbered REQUEST; the TOKEN carries each node's last served request and a queue",
         kernel_lock: false,
-        theory: |s| {
-            let n = s.n.max(1);
-            if n == 1 {
-                return Theory::exact(0.0, "0: a lone node keeps the token");
-            }
-            let formula = format!("0 (holder re-enters unasked) to N = {n} (N-1 REQUESTs + 1 TOKEN)");
-            Some(Theory::range(0.0, f64::from(n), formula))
-        },
+        theory: n_per_token_move,
         ..AlgoInfo::runs::<suzuki_kasami::SuzukiKasami>()
+    },
+    AlgoInfo {
+        name: "ra-token",
+        family: "token",
+        summary:
+            "the notes' Ricart-Agrawala token passing: a TOKEN with granted[] and no queue, to the next waiter round the ring",
+        kernel_lock: false,
+        theory: n_per_token_move,
+        ..AlgoInfo::runs::<ra_token::RaToken>()
     },
     AlgoInfo {
         name: "raymond",
@@ -398,6 +407,17 @@ pub static BUILTIN: &[AlgoInfo] = &[
         ..AlgoInfo::runs::<ring_list::RingList>()
     },
 ];
+
+/// `suzuki-kasami` and `ra-token`: an entry costs N when the token moves (N-1 REQUESTs
+/// and the TOKEN), nothing when its holder re-enters unasked.
+fn n_per_token_move(s: Shape) -> Option<Theory> {
+    let n = s.n.max(1);
+    if n == 1 {
+        return Theory::exact(0.0, "0: a lone node keeps the token");
+    }
+    let formula = format!("0 (holder re-enters unasked) to N = {n} (N-1 REQUESTs + 1 TOKEN)");
+    Some(Theory::range(0.0, f64::from(n), formula))
+}
 
 /// Messages per election between two bounds, M the number of live workers.
 fn election_theory((lo, hi): (u64, u64), formula: &str) -> Option<Theory> {
@@ -552,6 +572,7 @@ mod tests {
             states_are_values::<token_ring::TokenRing>(),
             states_are_values::<token_ring_ft::TokenRingFt>(),
             states_are_values::<suzuki_kasami::SuzukiKasami>(),
+            states_are_values::<ra_token::RaToken>(),
             states_are_values::<raymond::Raymond>(),
             states_are_values::<neilsen_mizuno::NeilsenMizuno>(),
             states_are_values::<bully::Bully>(),

@@ -305,6 +305,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             seed: opts.seed,
             replicas: opts.replicas,
             incarnation: opts.incarnation,
+            majority: opts.majority,
         };
         let poll = Poll::new()?;
         let socket_path = run_dir.join(control::worker_socket(me, opts.incarnation));

@@ -40,6 +40,8 @@ pub struct RunOpts {
     /// The resource refuses writes under a fencing token older than one it has seen
     /// (`run --fenced`).
     pub fenced: bool,
+    /// The algorithm's majority rule (`run --majority`), where it has one.
+    pub majority: bool,
     /// `mutexlab elect`: who starts the elections and when the run is settled; `None`
     /// for mutual exclusion.
     pub elect: Option<ElectOpts>,
@@ -175,6 +177,14 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
             "--fenced guards the resource of `mutexlab run`; an election has none".into(),
         ));
     }
+    if opts.majority && !info.majority {
+        let with: Vec<&str> = algos::registry().iter().filter(|a| a.majority).map(|a| a.name).collect();
+        return Err(RunError::Usage(format!(
+            "--majority: {:?} has no majority rule; these do: {}",
+            opts.algo,
+            with.join(", ")
+        )));
+    }
     if opts.fenced && info.kernel_lock {
         return Err(RunError::Usage(format!(
             "--fenced: {:?} already takes its fences from the file under the kernel's lock",
@@ -285,6 +295,7 @@ pub(super) fn settings(
         initiator: o.elect.as_ref().is_some_and(|e| e.initiators.contains(id)),
         detector: o.detector,
         fenced: o.fenced,
+        majority: o.majority,
     }
 }
 
@@ -314,6 +325,7 @@ pub(super) mod tests {
             drop: 0.0,
             detector: Detector::Perfect,
             fenced: false,
+            majority: false,
             elect: None,
         }
     }
