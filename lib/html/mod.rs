@@ -210,7 +210,7 @@ rect.cs { fill: #3d7bd9; fill-opacity: .75; } rect.cs.open { fill: #8aa9d9; }
 rect.cs.bad { fill: #d62d2d; fill-opacity: .9; }
 rect.wait { fill: #9aa3b3; } rect.wait.unserved { fill: #e08a2e; }
 rect.stopped { fill: url(#hatch); fill-opacity: .6; }
-g.msg line { stroke: #4a5a78; stroke-width: 1; } g.msg text { fill: #4a5a78; font-size: 9px; }
+g.msg line { stroke: #4a5a78; stroke-width: 1; } g.msg text { fill: #4a5a78; font-size: 9px; paint-order: stroke; stroke: #fff; stroke-width: 3px; }
 g.msg.lost line { stroke: #d62d2d; stroke-dasharray: 3 2; }
 g.fault.kill path { stroke: #000; stroke-width: 3; } g.fault.restart path { fill: #1a7f37; }
 g.fault.pause line { stroke: #a07f00; stroke-width: 2; }
