@@ -209,7 +209,8 @@ line.lane { stroke: #b8bfcc; } text.lane { font-weight: 600; }
 rect.cs { fill: #3d7bd9; fill-opacity: .75; } rect.cs.open { fill: #8aa9d9; }
 rect.cs.bad { fill: #d62d2d; fill-opacity: .9; }
 rect.wait { fill: #9aa3b3; } rect.wait.unserved { fill: #e08a2e; }
-rect.stopped { fill: url(#hatch); fill-opacity: .6; }
+rect.stopped { fill: url(#hatch); fill-opacity: .6; } rect.down { fill: #dfe2e8; }
+line.fault-time { stroke: #999; stroke-width: .8; stroke-dasharray: 1 3; }
 g.msg line { stroke: #4a5a78; stroke-width: 1; } g.msg text { fill: #4a5a78; font-size: 9px; paint-order: stroke; stroke: #fff; stroke-width: 3px; }
 g.msg.lost line { stroke: #d62d2d; stroke-dasharray: 3 2; }
 g.fault.kill path { stroke: #000; stroke-width: 3; } g.fault.restart path { fill: #1a7f37; }
@@ -274,8 +275,9 @@ fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> Stri
     let _ = writeln!(
         s,
         "<p>One lane per worker, time in ms from the first event. {what} (click a red dot for \
-         the finding); arrows: messages; ✕ kill, ▲ restart, hatched: paused; dashed purple \
-         lines: partitions and heals. Hover over anything for its details.</p>"
+         the finding); arrows: messages; ✕ kill (grey until ▲ restart); hatched: paused; \
+         dotted lines: when a fault hit; dashed purple lines: partitions and heals. Hover \
+         over anything for its details.</p>"
     );
     match &tl.trace_error {
         Some(e) => {

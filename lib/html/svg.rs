@@ -153,19 +153,23 @@ pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation]) -> Dr
     Drawn { svg: s, notes }
 }
 
-/// Paused spans (stop to cont, or to the end) as hatched bands on their lanes.
+/// Spans of a worker's life on its lane: paused (stop to cont, hatched) and down (kill or
+/// term to restart, grey), each to the end of the run if nothing ended it.
 fn stops(s: &mut String, tl: &Timeline, sc: &Scale, lanes: u32, end: u64) {
-    for (i, f) in tl.faults.iter().enumerate().filter(|(_, f)| f.action == "stop") {
+    for (i, f) in tl.faults.iter().enumerate() {
+        let (class, enders, what): (&str, &[&str], &str) = match f.action.as_str() {
+            "stop" => ("stopped", &["cont", "kill", "term"], "paused (SIGSTOP)"),
+            "kill" | "term" => ("down", &["restart"], "down"),
+            _ => continue,
+        };
         let Some(w) = f.w.filter(|w| *w < lanes) else { continue };
-        let cont = tl.faults[i + 1..]
-            .iter()
-            .find(|c| c.w == Some(w) && matches!(c.action.as_str(), "cont" | "kill" | "term"));
-        let until = cont.map_or(end, |c| c.t);
+        let ender = tl.faults[i + 1..].iter().find(|c| c.w == Some(w) && enders.contains(&c.action.as_str()));
+        let until = ender.map_or(end, |c| c.t);
         let (x1, x2) = (sc.x(f.t), sc.x(until));
         let _ = writeln!(
             s,
-            r#"<rect class="stopped" x="{x1:.1}" y="{y:.1}" width="{wd:.1}" height="{h}"><title>{}</title></rect>"#,
-            esc(&format!("w{w} paused (SIGSTOP) from {:.3} to {:.3} ms", sc.ms(f.t), sc.ms(until))),
+            r#"<rect class="{class}" x="{x1:.1}" y="{y:.1}" width="{wd:.1}" height="{h}"><title>{}</title></rect>"#,
+            esc(&format!("w{w} {what} from {:.3} to {:.3} ms", sc.ms(f.t), sc.ms(until))),
             y = lane_y(w) - LANE * 0.4,
             wd = (x2 - x1).max(1.0),
             h = LANE * 0.8,
@@ -345,6 +349,11 @@ fn faults(s: &mut String, tl: &Timeline, sc: &Scale, lanes: u32, bottom: f64) {
             if f.note.is_empty() { String::new() } else { format!(": {}", f.note) }
         ));
         let action = esc(&f.action);
+        if f.w.is_some_and(|w| w < lanes) && f.action != "skip" {
+            // Where every other worker stood when it hit.
+            let _ =
+                writeln!(s, r#"<line class="fault-time" x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{bottom}"/>"#);
+        }
         match (f.action.as_str(), f.w) {
             ("kill" | "term", Some(w)) if w < lanes => {
                 let y = lane_y(w);

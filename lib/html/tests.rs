@@ -31,6 +31,8 @@ t=6100000 at=5.100ms kill w=2 inc=0 pid=99 signal=SIGKILL dead=6200000 # kill 2 
 t=6500000 at=5.500ms restart w=2 # restart 2 at 5.5ms; resumes after entry 1
 t=3500000 at=2.500ms partition # partition 0|1,2 at 2.5ms
 t=4500000 at=3.500ms heal # heal at 3.5ms
+t=4600000 at=3.600ms stop w=0 inc=0 pid=97 signal=SIGSTOP # stop 0 at 3.6ms for 0.2ms
+t=4800000 at=3.800ms cont w=0 inc=0 pid=97 signal=SIGCONT # pause over
 ";
 
 fn dir_with(files: &[(&str, &str)]) -> tempfile::TempDir {
@@ -56,6 +58,10 @@ fn a_clean_run_has_its_lanes_bars_and_fault_marks() {
     assert_eq!(count(&html, r#"data-fault="restart""#), 1);
     assert_eq!(count(&html, r#"data-fault="partition""#), 1);
     assert_eq!(count(&html, r#"data-fault="heal""#), 1);
+    assert_eq!(count(&html, r#"data-fault="stop""#), 1);
+    // w0 paused from stop to cont, w2 down from kill to restart.
+    assert!(html.contains("<title>w0 paused (SIGSTOP) from 3.600 to 3.800 ms</title>"), "{html}");
+    assert!(html.contains("<title>w2 down from 5.100 to 5.500 ms</title>"), "{html}");
     assert_eq!(count(&html, "data-violation="), 0);
     assert!(html.contains("audit OK: no violations"), "the verdict is shown");
     // The text summary's numbers, from the auditor.
