@@ -219,6 +219,7 @@ g.fault.across line { stroke: #8a3ffc; stroke-width: 1.5; stroke-dasharray: 6 3;
 g.leader path { fill: #fff; stroke: #b07800; stroke-width: 1.5; } g.leader.own path { fill: #f2b600; }
 g.refused circle { fill: #fff; stroke: #e08a2e; stroke-width: 2; }
 g.violation circle { fill: #d62d2d; stroke: #fff; stroke-width: 1.5; }
+svg.theory rect.band { fill: #cdebd3; } svg.theory rect.measured { fill: #3d7bd9; }
 svg.hist rect { fill: #3d7bd9; } svg.hist line.axis { stroke: #999; }
 svg.hist line.p50 { stroke: #1a7f37; stroke-width: 2; } svg.hist line.p99 { stroke: #d62d2d; stroke-width: 2; }
 .violations td:first-child, .listing td:first-child { white-space: nowrap; }
@@ -341,6 +342,15 @@ fn messages(s: &mut String, v: &Verdict, tl: &Timeline, known: Known) {
         Known::Files => ("per entry", v.entries.unwrap_or(0), None),
     };
     let per = |n: u64| if count > 0 { format!("{:.2}", n as f64 / count as f64) } else { "–".into() };
+    // The figure the theory speaks of: the summary's own when known.
+    let measured = match known {
+        Known::Run(r) => Some(r.messages.per_entry),
+        Known::Elect(r) => Some(r.messages.per_election),
+        Known::Files if count > 0 && !by_type.is_empty() => {
+            Some(by_type.values().sum::<u64>() as f64 / count as f64)
+        }
+        Known::Files => None,
+    };
     if !by_type.is_empty() {
         let _ = writeln!(s, "<p>From {source}.</p><table><tr><th>type</th><th>sent</th><th>{what}</th></tr>");
         for (k, n) in &by_type {
@@ -379,6 +389,11 @@ fn messages(s: &mut String, v: &Verdict, tl: &Timeline, known: Known) {
             "<tr><th>theory</th><td></td><td class=\"n\">{range}</td><td>{what}: {}</td></tr>",
             esc(&t.formula)
         );
+        let _ = writeln!(s, "</table>");
+        if let Some(measured) = measured {
+            s.push_str(&svg::against_theory(measured, t.per_entry_min, t.per_entry_max, what));
+        }
+        return;
     }
     let _ = writeln!(s, "</table>");
 }

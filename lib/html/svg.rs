@@ -445,6 +445,26 @@ pub(crate) fn wait_histogram(w: u32, waits: &[u64], max_ns: u64, stats: &WaitSta
     s
 }
 
+/// The measured messages per entry (or election) as a bar over the band theory allows.
+pub(crate) fn against_theory(measured: f64, min: f64, max: f64, what: &str) -> String {
+    const W: f64 = 360.0;
+    let top = if max.is_finite() { max } else { min * 1.5 };
+    let scale = measured.max(top).max(1e-9) * 1.15;
+    let x = |v: f64| 8.0 + v / scale * (W - 16.0);
+    let hi = if max.is_finite() { x(max) } else { W - 8.0 };
+    let band = match max {
+        m if m == min => format!("theory {min:.2}"),
+        m if m.is_finite() => format!("theory {min:.2} to {m:.2}"),
+        _ => format!("theory {min:.2} or more"),
+    };
+    format!(
+        r#"<svg class="theory" data-theory="{measured:.2}" xmlns="http://www.w3.org/2000/svg" width="{W}" height="44" viewBox="0 0 {W} 44"><rect class="band" x="{lo:.1}" y="4" width="{bw:.1}" height="22"><title>{band} {what}</title></rect><rect class="measured" x="8" y="10" width="{mw:.1}" height="10"><title>measured {measured:.2} {what}</title></rect><text x="8" y="40">0</text><text x="{lo:.1}" y="40">{band}</text></svg>"#,
+        lo = x(min),
+        bw = (hi - x(min)).max(2.0),
+        mw = (x(measured) - 8.0).max(1.0),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

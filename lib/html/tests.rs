@@ -210,6 +210,9 @@ fn the_trace_becomes_arrows_and_the_message_counts() {
         "{html}"
     );
     assert!(html.contains("3(N-1)/N"), "{html}");
+    // 3 messages over 6 entries, beside theory's 2.00 for 3 workers.
+    assert!(html.contains(r#"data-theory="0.50""#), "{html}");
+    assert!(html.contains("<title>theory 2.00 per entry</title>"), "{html}");
     assert!(!html.contains("No message trace"));
     // A damaged trace costs the arrows, and says why, but not the report.
     std::fs::write(
