@@ -114,67 +114,163 @@ fn pin_to_one_cpu() -> anyhow::Result<usize> {
     Ok(first)
 }
 
-/// Run the whole benchmark and print it: on one CPU unless `all_cpus`.
-pub fn run(exe: &Path, quick: bool, all_cpus: bool) -> anyhow::Result<()> {
-    let placement = if all_cpus {
-        "processes free to use every CPU".to_string()
-    } else {
-        format!("every process on CPU {} (--all-cpus to spread them)", pin_to_one_cpu()?)
+/// What `mutexlab bench --json` prints.
+#[derive(Debug, serde::Serialize)]
+pub struct BenchReport {
+    /// Version of this layout.
+    pub schema: u32,
+    /// Whether the processes could use every CPU (else all ran on `cpu`).
+    pub all_cpus: bool,
+    pub cpu: Option<usize>,
+    /// The one-way message time T, in µs, and the round trips it was measured over.
+    pub message_time_us: f64,
+    pub round_trips: u32,
+    /// The message-bound ideal 1/(2T), in CS/s.
+    pub ideal_cs_per_s: f64,
+    /// Empty sections, no think time.
+    pub saturation: Vec<BenchRow>,
+    /// Empty sections, mean think time `light_think_ms`.
+    pub light: Vec<BenchRow>,
+    pub light_think_ms: f64,
+}
+
+/// One benchmark run.
+#[derive(Debug, serde::Serialize)]
+pub struct BenchRow {
+    pub algorithm: String,
+    pub workers: u32,
+    /// Why the run could not be made at all; the numbers are then zero.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub ok: bool,
+    pub entries: u64,
+    pub throughput_per_s: f64,
+    pub messages_per_entry: f64,
+    pub theory: Option<crate::algos::Theory>,
+    pub jain: f64,
+    /// Throughput over the ideal 1/(2T), in percent.
+    pub vs_ideal_percent: f64,
+}
+
+impl BenchRow {
+    fn of(
+        algo: &str,
+        n: u32,
+        run: &Result<supervisor::RunReport, supervisor::RunError>,
+        ideal: f64,
+    ) -> BenchRow {
+        match run {
+            Ok(r) => BenchRow {
+                algorithm: algo.into(),
+                workers: n,
+                error: None,
+                ok: r.ok,
+                entries: r.entries.total,
+                throughput_per_s: r.throughput_per_s,
+                messages_per_entry: r.messages.per_entry,
+                theory: r.theory.clone(),
+                jain: r.jain,
+                vs_ideal_percent: 100.0 * r.throughput_per_s / ideal,
+            },
+            Err(e) => BenchRow {
+                algorithm: algo.into(),
+                workers: n,
+                error: Some(e.to_string()),
+                ok: false,
+                entries: 0,
+                throughput_per_s: 0.0,
+                messages_per_entry: 0.0,
+                theory: None,
+                jain: 0.0,
+                vs_ideal_percent: 0.0,
+            },
+        }
+    }
+}
+
+/// Run the whole benchmark, on one CPU unless `all_cpus`. The table is printed as it
+/// is measured, unless `json`: then nothing is printed and the caller prints the report.
+pub fn run(exe: &Path, quick: bool, all_cpus: bool, json: bool) -> anyhow::Result<BenchReport> {
+    let say = |line: String| {
+        if !json {
+            println!("{line}");
+        }
     };
-    println!("{placement}");
+    let cpu = if all_cpus { None } else { Some(pin_to_one_cpu()?) };
+    say(match cpu {
+        None => "processes free to use every CPU".to_string(),
+        Some(c) => format!("every process on CPU {c} (--all-cpus to spread them)"),
+    });
     let rounds = if quick { 2_000 } else { 20_000 };
     let t = ping_pong(exe, rounds)?;
     let ideal = 1.0 / (2.0 * t.as_secs_f64());
-    println!(
+    say(format!(
         "one-way message time T = {:.2} µs ({rounds} round trips between two processes)",
         t.as_secs_f64() * 1e6
-    );
-    println!("message-bound ideal 1/(2T) = {ideal:.0} CS/s\n");
-    println!("Saturation: empty sections, no think time.");
-    println!(
+    ));
+    say(format!("message-bound ideal 1/(2T) = {ideal:.0} CS/s\n"));
+    say("Saturation: empty sections, no think time.".into());
+    say(format!(
         "{:<20} {:>4} {:>8} {:>9} {:>10} {:>11} {:>6} {:>10}",
         "algorithm", "N", "entries", "CS/s", "msgs/entry", "theory", "Jain", "vs 1/(2T)"
-    );
+    ));
     let sizes: &[u32] = if quick { &[2, 8] } else { &[2, 8, 32] };
     let total: u64 = if quick { 400 } else { 4_000 };
-    for info in algos::registry().iter().filter(|a| a.name != "none") {
+    let mut saturation = Vec::new();
+    // Elections have no critical section to saturate; `none` is not a lock.
+    for info in algos::registry().iter().filter(|a| a.name != "none" && a.service == "mutex") {
         for &n in sizes {
-            match supervisor::run(&opts(exe, info.name, n, (total / u64::from(n)).max(1), 0.0)) {
-                Ok(r) => println!(
+            let run = supervisor::run(&opts(exe, info.name, n, (total / u64::from(n)).max(1), 0.0));
+            say(match &run {
+                Ok(r) => format!(
                     "{:<20} {:>4} {:>8} {:>9.0} {:>10.2} {:>11} {:>6.3} {:>9.1}%{}",
                     info.name,
                     n,
                     r.entries.total,
                     r.throughput_per_s,
                     r.messages.per_entry,
-                    theory(&r),
+                    theory(r),
                     r.jain,
                     100.0 * r.throughput_per_s / ideal,
                     if r.ok { "" } else { "  (run not clean)" }
                 ),
-                Err(e) => println!("{:<20} {:>4} failed: {e}", info.name, n),
-            }
+                Err(e) => format!("{:<20} {:>4} failed: {e}", info.name, n),
+            });
+            saturation.push(BenchRow::of(info.name, n, &run, ideal));
         }
     }
     // Under saturation every worker always wants in, so Roucairol-Carvalho can keep no
     // permission; its saving shows when workers think between entries.
     let (n, think) = (8, 2.0);
-    println!("\nLight load: N = {n}, empty sections, mean think time {think} ms.");
-    println!("{:<20} {:>4} {:>8} {:>10} {:>11}", "algorithm", "N", "entries", "msgs/entry", "theory");
+    say(format!("\nLight load: N = {n}, empty sections, mean think time {think} ms."));
+    say(format!("{:<20} {:>4} {:>8} {:>10} {:>11}", "algorithm", "N", "entries", "msgs/entry", "theory"));
+    let mut light = Vec::new();
     for algo in ["ricart-agrawala", "ricart-agrawala-rc"] {
         let entries = if quick { 25 } else { 100 };
-        match supervisor::run(&opts(exe, algo, n, entries, think)) {
-            Ok(r) => println!(
+        let run = supervisor::run(&opts(exe, algo, n, entries, think));
+        say(match &run {
+            Ok(r) => format!(
                 "{:<20} {:>4} {:>8} {:>10.2} {:>11}{}",
                 algo,
                 n,
                 r.entries.total,
                 r.messages.per_entry,
-                theory(&r),
+                theory(r),
                 if r.ok { "" } else { "  (run not clean)" }
             ),
-            Err(e) => println!("{algo:<20} {n:>4} failed: {e}"),
-        }
+            Err(e) => format!("{algo:<20} {n:>4} failed: {e}"),
+        });
+        light.push(BenchRow::of(algo, n, &run, ideal));
     }
-    Ok(())
+    Ok(BenchReport {
+        schema: 1,
+        all_cpus,
+        cpu,
+        message_time_us: t.as_secs_f64() * 1e6,
+        round_trips: rounds,
+        ideal_cs_per_s: ideal,
+        saturation,
+        light,
+        light_think_ms: think,
+    })
 }

@@ -23,7 +23,7 @@ use crate::algos::Registry;
 use crate::control::Detector;
 use crate::faults::{self, Plan};
 use crate::supervisor::{ElectOpts, Initiators, RunError, RunOpts};
-use crate::{algos, audit, bench, html, report, runtime, supervisor};
+use crate::{algos, audit, bench, compare, html, report, runtime, supervisor};
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
@@ -63,7 +63,13 @@ enum Cmd {
         /// Let the processes use every CPU (default: all on one CPU, for steady figures).
         #[arg(long)]
         all_cpus: bool,
+        /// Print one JSON object at the end instead of the tables.
+        #[arg(long)]
+        json: bool,
     },
+    /// Measure the notes' comparison table: messages per entry, delays in message times,
+    /// and which faults stall or break each mutual-exclusion algorithm.
+    Compare(CompareArgs),
     /// Write a run directory's HTML report (default RUN_DIR/report.html) and print its path.
     Report {
         /// The run directory (kept with --keep, or a failed run's).
@@ -244,6 +250,34 @@ impl Shared {
     }
 }
 
+/// `mutexlab compare`'s options.
+#[derive(Args)]
+struct CompareArgs {
+    /// Algorithms to compare, comma-separated [default: every mutual-exclusion algorithm
+    /// but the baselines `none` and `flock`].
+    #[arg(long, value_delimiter = ',')]
+    algos: Vec<String>,
+    /// Number of worker processes in every run.
+    #[arg(long, short = 'n', default_value_t = 5, allow_negative_numbers = true)]
+    workers: u32,
+    /// Entries per worker in the light-load and saturated runs (fault runs make 10).
+    #[arg(long, short = 'k', default_value_t = 20, allow_negative_numbers = true)]
+    entries: u64,
+    /// Seed of the first run of each kind; a fault run that misses retries with the next.
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+    seed: u64,
+    /// How survivors learn of a crash in the fault runs (`none` is the notes' world: a
+    /// crash looks like slowness); heartbeat: every 50 ms, suspect after 100 ms.
+    #[arg(long, value_enum, default_value = "perfect")]
+    detector: DetectorArg,
+    /// Print one JSON object instead of the table.
+    #[arg(long, conflicts_with = "markdown")]
+    json: bool,
+    /// Print the tables in Markdown.
+    #[arg(long)]
+    markdown: bool,
+}
+
 /// A worker's command line only says who it is, for `ps`: its settings and the run's
 /// secret come on the control link it inherits (fd 3), read by the same code the
 /// supervisor wrote them with.
@@ -283,10 +317,16 @@ pub fn main(registry: Registry) -> ExitCode {
         }
         Cmd::Audit { file, faults, json } => cmd_audit(&file, faults, json),
         Cmd::Report { run_dir, output } => cmd_report(&run_dir, output.as_deref()),
-        Cmd::Bench { quick, all_cpus } => match bench::run(&exe(), quick, all_cpus) {
-            Ok(()) => ExitCode::SUCCESS,
+        Cmd::Bench { quick, all_cpus, json } => match bench::run(&exe(), quick, all_cpus, json) {
+            Ok(r) => {
+                if json {
+                    out(&to_json(&r));
+                }
+                ExitCode::SUCCESS
+            }
             Err(e) => fail(1, &e.to_string()),
         },
+        Cmd::Compare(a) => cmd_compare(a),
         Cmd::Worker(w) => match runtime::run_worker(&w.run_dir, w.id) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -580,6 +620,58 @@ fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Exi
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+fn cmd_compare(a: CompareArgs) -> ExitCode {
+    let opts = compare::CompareOpts {
+        exe: exe(),
+        algos: a.algos.iter().map(|s| s.trim().to_string()).collect(),
+        workers: a.workers,
+        entries: a.entries,
+        seed: a.seed,
+        // The heartbeat figures `run` takes by default with no added latency.
+        detector: match a.detector {
+            DetectorArg::None => Detector::None,
+            DetectorArg::Perfect => Detector::Perfect,
+            DetectorArg::Heartbeat => Detector::Heartbeat {
+                every: Duration::from_millis(50),
+                suspect: Duration::from_millis(50 + PROCESSING_MS as u64),
+            },
+        },
+    };
+    if let Err(e) = compare::validate(&opts) {
+        return fail(2, &e);
+    }
+    let progress = |row: &compare::Row, took: Duration| {
+        let runs: Vec<String> =
+            row.problems.runs.iter().map(|r| format!("{} {}", r.fault, r.outcome.word())).collect();
+        eprintln!(
+            "compare: {:<20} {:>5.1} s  {:.2}/{:.2} msgs/entry  {}",
+            row.algorithm,
+            took.as_secs_f64(),
+            row.messages_per_entry.light,
+            row.messages_per_entry.saturation,
+            runs.join(", ")
+        );
+    };
+    let c = match compare::compare(&opts, progress) {
+        Ok(c) => c,
+        Err(e) => return run_error(e),
+    };
+    out(&if a.json {
+        to_json(&c)
+    } else if a.markdown {
+        compare::markdown(&c)
+    } else {
+        compare::text(&c)
+    });
+    // Fault runs may fail by design; a run with no fault must not.
+    let unclean: Vec<&str> = c.algorithms.iter().filter(|r| !r.clean).map(|r| r.algorithm.as_str()).collect();
+    if unclean.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        fail(1, &format!("a run without faults was not clean for: {}", unclean.join(", ")))
     }
 }
 

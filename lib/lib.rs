@@ -16,6 +16,7 @@ pub mod audit;
 pub mod auth;
 pub mod bench;
 pub mod cli;
+pub mod compare;
 pub mod control;
 pub mod faults;
 pub mod host;

@@ -34,12 +34,13 @@
 //! when one node re-enters alone. The TOKEN message grows with N (an array and a queue).
 //! Each entry that costs no message is counted for the run report as `free_entries`.
 //!
-//! The Ricart-Agrawala token-passing algorithm in the course notes (Algorithm 10.3) is
-//! this algorithm: its `requested` array is `rn`, its `granted` array (passed along with
-//! the token) is `last_served`, and a node wants the token when its `requested` entry is
-//! above its `granted` one. The notes pick the next holder by scanning ids round from
-//! the holder's successor instead of keeping a queue in the token; either way nobody is
-//! passed over for ever.
+//! The Ricart-Agrawala token-passing algorithm in the course notes (Algorithm 10.3, the
+//! built-in `ra-token`, [`super::ra_token`]) shares the numbered requests and the two
+//! arrays: its `requested` is `rn`, its `granted` (passed along with the token) is
+//! `last_served`. It is not this algorithm: its token carries no queue, and a leaving
+//! holder picks the next one afresh by scanning ids round from its own successor, so
+//! the two can serve waiting nodes in different orders (a test in `ra_token.rs` shows
+//! one). Either way nobody is passed over for ever.
 //!
 //! # Crashes
 //!

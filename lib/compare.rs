@@ -1,0 +1,1112 @@
+//! `mutexlab compare`: the course notes' comparison table of mutual-exclusion
+//! algorithms (messages per entry and exit, delay before entry in message times, and
+//! problems), measured with real runs on this machine and set beside what the notes
+//! and the registry's theory claim.
+//!
+//! For each algorithm it makes:
+//! - a light-load run (long think time next to a short section) and a saturated one (no
+//!   think time): messages per entry from the run report, heartbeats left out, and the
+//!   median wait at light load, the notes' "delay before entry";
+//! - from the saturated run's `resource.log`, the synchronisation delay: from one
+//!   worker's EXIT to the next ENTER while someone was waiting ([`sync_delays`]);
+//! - short fault runs, each judged `survives`, `stalls` or `unsafe` from the run's
+//!   verdict and audit: a crash of a worker outside the section, of the holder, of the
+//!   coordinator (the highest id), and lost messages (`--drop`).
+//!
+//! Times are also given in message times T: the one-way time between two processes,
+//! measured once by [`bench::ping_pong`] at the start. The output is a [`Comparison`],
+//! printed as a text table ([`text`]), a Markdown table ([`markdown`]) or JSON.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use crate::algos::{self, AlgoInfo, Shape, Theory};
+use crate::bench;
+use crate::control::{Detector, RESOURCE_FILE};
+use crate::faults::Plan;
+use crate::resource::Record;
+use crate::supervisor::{self, AppliedFault, RunError, RunOpts, RunReport};
+
+/// Version of the JSON layout; raised whenever a field changes meaning or goes away.
+pub const SCHEMA: u32 = 1;
+
+/// Light load: think time long next to the section, so most requests find nobody ahead.
+const LIGHT: (f64, f64) = (1.0, 20.0);
+/// Saturation: every worker asks again as soon as it leaves.
+const SATURATED: (f64, f64) = (1.0, 0.0);
+/// Fault runs: sections long enough that the holder is surely inside when the kill
+/// fires, a little think time, and few entries.
+const FAULT_TIMING: (f64, f64) = (5.0, 2.0);
+const FAULT_ENTRIES: u64 = 10;
+/// The ENTER at which a crash fires: early, with the run well under way.
+const FAULT_AT_ENTRY: u64 = 3;
+/// Long enough that a loaded 2-core machine is not taken for a stall, short enough
+/// that a stalled run costs about a second.
+const FAULT_STALL_MS: u64 = 1000;
+/// Loss probability for the lost-message run: high enough that some message is lost
+/// in a short run, where one lost message is all it takes.
+const DROP: f64 = 0.05;
+/// Each fault run is retried with the next seed until the fault hit as intended (the
+/// victim outside the section, say), at most this many times.
+const ATTEMPTS: u64 = 3;
+/// Round trips for the ping-pong that measures T.
+const PING_PONG_ROUNDS: u32 = 2000;
+
+/// What to compare.
+#[derive(Clone, Debug)]
+pub struct CompareOpts {
+    /// The `mutexlab` executable the workers are started from.
+    pub exe: PathBuf,
+    /// Algorithm names; empty means [`default_algorithms`].
+    pub algos: Vec<String>,
+    pub workers: u32,
+    /// Entries per worker in the light and saturated runs.
+    pub entries: u64,
+    pub seed: u64,
+    /// How survivors learn of a crash in the fault runs (the others have no crash).
+    pub detector: Detector,
+}
+
+/// An algorithm left out of the default list, and why.
+#[derive(Clone, Debug, Serialize)]
+pub struct Excluded {
+    pub algorithm: String,
+    pub why: String,
+}
+
+/// The whole measured table; `--json` prints it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Comparison {
+    pub schema: u32,
+    pub workers: u32,
+    pub entries_per_worker: u64,
+    pub light: Timing,
+    pub saturation: Timing,
+    pub fault_runs: FaultSettings,
+    /// The one-way message time T, in µs.
+    pub message_time_us: f64,
+    pub elapsed_s: f64,
+    pub excluded: Vec<Excluded>,
+    pub algorithms: Vec<Row>,
+}
+
+/// Section and think time of a run, in ms.
+#[derive(Clone, Debug, Serialize)]
+pub struct Timing {
+    pub cs_ms: f64,
+    pub think_ms: f64,
+}
+
+/// How the fault runs are made.
+#[derive(Clone, Debug, Serialize)]
+pub struct FaultSettings {
+    pub entries_per_worker: u64,
+    pub cs_ms: f64,
+    pub think_ms: f64,
+    pub stall_ms: u64,
+    pub drop: f64,
+    pub detector: String,
+}
+
+/// One algorithm's line of the table.
+#[derive(Clone, Debug, Serialize)]
+pub struct Row {
+    pub algorithm: String,
+    pub family: String,
+    pub messages_per_entry: PerEntry,
+    /// Median wait from WANT to ENTER at light load, the notes' delay before entry (the
+    /// coordinator's own left out where its entries are free); `null` if nobody entered.
+    pub entry_delay: Option<Delay>,
+    /// Median EXIT to next ENTER while someone waits, at saturation; `null` if nobody
+    /// ever waited.
+    pub sync_delay: Option<Delay>,
+    pub problems: Problems,
+    /// Both measurement runs were clean (no violation, no failure).
+    pub clean: bool,
+    /// Why a measurement run was not clean.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes_on_runs: Vec<String>,
+}
+
+/// Messages per entry, measured and claimed.
+#[derive(Clone, Debug, Serialize)]
+pub struct PerEntry {
+    pub light: f64,
+    pub saturation: f64,
+    /// Which entries are counted: all, or all but the coordinator's own, which cost
+    /// nothing and which the notes' table (a coordinator apart from its clients) has not.
+    pub counted: &'static str,
+    /// HEARTBEATs sent, left out of the counts above.
+    pub heartbeats_light: u64,
+    pub heartbeats_saturation: u64,
+    /// The registry's theory for this N (over every entry, the coordinator's included).
+    pub theory: Option<Theory>,
+    /// What the notes (or, for algorithms they leave out, the textbook) say.
+    pub notes: String,
+}
+
+/// A delay in ms and in message times T, and what is claimed for it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Delay {
+    pub ms: f64,
+    pub t: f64,
+    pub samples: usize,
+    pub notes: String,
+}
+
+/// The fault runs and what the notes say breaks the algorithm.
+#[derive(Clone, Debug, Serialize)]
+pub struct Problems {
+    pub notes: &'static str,
+    pub runs: Vec<FaultRun>,
+}
+
+/// What a fault run did to the algorithm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// Clean run: every live worker finished, no violation.
+    Survives,
+    /// No safety violation, but the run did not finish (a stall, unserved requests).
+    Stalls,
+    /// The audit found a safety violation (overlap, lost update, stale token or writer).
+    Unsafe,
+}
+
+impl Outcome {
+    /// The word the tables print.
+    pub fn word(self) -> &'static str {
+        match self {
+            Outcome::Survives => "survives",
+            Outcome::Stalls => "stalls",
+            Outcome::Unsafe => "unsafe",
+        }
+    }
+}
+
+/// One fault run.
+#[derive(Clone, Debug, Serialize)]
+pub struct FaultRun {
+    /// `non-holder crash`, `holder crash`, `coordinator crash`, `lost messages`.
+    pub fault: &'static str,
+    pub plan: String,
+    pub drop: f64,
+    pub seed: u64,
+    pub outcome: Outcome,
+    /// Whether the fault hit as meant (e.g. the victim really was outside); if no
+    /// attempt managed it, the last one is reported with `false`.
+    pub as_intended: bool,
+    /// The applied fault's note, messages lost, and the failure or first violation.
+    pub detail: String,
+}
+
+/// The faults every algorithm is put through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Fault {
+    NonHolder,
+    Holder,
+    Coordinator,
+    Lost,
+}
+
+const FAULTS: [Fault; 4] = [Fault::NonHolder, Fault::Holder, Fault::Coordinator, Fault::Lost];
+
+impl Fault {
+    fn name(self) -> &'static str {
+        match self {
+            Fault::NonHolder => "non-holder crash",
+            Fault::Holder => "holder crash",
+            Fault::Coordinator => "coordinator crash",
+            Fault::Lost => "lost messages",
+        }
+    }
+
+    /// The plan text and the loss probability.
+    fn plan(self) -> (String, f64) {
+        let k = FAULT_AT_ENTRY;
+        match self {
+            // w0 is never the centralized coordinator, and is retried if it was inside.
+            Fault::NonHolder => (format!("kill 0 at entry {k}"), 0.0),
+            Fault::Holder => (format!("kill holder at entry {k}"), 0.0),
+            Fault::Coordinator => (format!("kill coordinator at entry {k}"), 0.0),
+            Fault::Lost => (String::new(), DROP),
+        }
+    }
+
+    /// Whether a run of `n` workers, with these faults applied and this many messages
+    /// lost, was hit the way this fault means.
+    fn hit(self, faults: &[AppliedFault], lost: u64, n: u32) -> bool {
+        let kill = faults.iter().find(|f| f.action == "kill");
+        // The supervisor's note on a kill says where its victim was.
+        let inside = |note: &str| note.ends_with(" inside the critical section");
+        match self {
+            Fault::NonHolder => kill.is_some_and(|f| !inside(&f.note)),
+            // A holder that is also the coordinator belongs to the next column.
+            Fault::Holder => kill.is_some_and(|f| inside(&f.note) && f.worker != Some(n - 1)),
+            Fault::Coordinator => kill.is_some(),
+            Fault::Lost => lost > 0,
+        }
+    }
+}
+
+/// What the notes claim for one algorithm, in this project's words. The notes' table
+/// has rows for centralized, decentralized (`voting`), distributed (`ricart-agrawala`)
+/// and token ring; for the others the textbook figures are given, marked as such.
+struct Claim {
+    name: &'static str,
+    /// Messages per entry and exit, for N workers.
+    messages: fn(u32) -> String,
+    /// Delay before entry with nobody ahead, in T.
+    entry: fn(u32) -> String,
+    /// Synchronisation delay, in T.
+    sync: fn(u32) -> String,
+    problems: &'static str,
+    /// The coordinator's own entries cost no message and are left out of the count.
+    coordinator_free: bool,
+}
+
+static CLAIMS: &[Claim] = &[
+    Claim {
+        name: "centralized",
+        messages: |_| "3 (notes)".into(),
+        entry: |_| "2 (notes)".into(),
+        sync: |_| "2: RELEASE, GRANT".into(),
+        problems: "coordinator crash (notes)",
+        coordinator_free: true,
+    },
+    Claim {
+        name: "centralized-bully",
+        messages: |_| "3, plus elections".into(),
+        entry: |_| "2".into(),
+        sync: |_| "2: RELEASE, GRANT".into(),
+        problems: "lost messages stall a recovery; a paused coordinator stops all",
+        coordinator_free: true,
+    },
+    Claim {
+        name: "lamport",
+        messages: |n| format!("3(N-1) = {}", 3 * (n - 1)),
+        entry: |_| "2: REQUEST, ACK".into(),
+        sync: |_| "1: RELEASE".into(),
+        problems: "any crash (no ACK); lost messages",
+        coordinator_free: false,
+    },
+    Claim {
+        name: "maekawa",
+        messages: |n| {
+            let k = algos::maekawa::mean_quorum_size(n);
+            format!("3(K-1) to 5(K-1) = {:.1}-{:.1}", 3.0 * (k - 1.0), 5.0 * (k - 1.0))
+        },
+        entry: |_| "2: REQUEST, LOCKED".into(),
+        sync: |_| "2: RELEASE, LOCKED".into(),
+        problems: "crash of a quorum member",
+        coordinator_free: false,
+    },
+    Claim {
+        name: "ricart-agrawala",
+        messages: |n| format!("2(N-1) = {} (notes)", 2 * (n - 1)),
+        entry: |n| format!("2(N-1) = {} (notes)", 2 * (n - 1)),
+        sync: |_| "1: a deferred REPLY".into(),
+        problems: "any process crash (notes)",
+        coordinator_free: false,
+    },
+    Claim {
+        name: "ricart-agrawala-rc",
+        messages: |n| format!("0 to 2(N-1) = {}", 2 * (n - 1)),
+        entry: |_| "0 to 2".into(),
+        sync: |_| "1: a REPLY".into(),
+        problems: "any process crash",
+        coordinator_free: false,
+    },
+    Claim {
+        name: "voting",
+        messages: |_| "2mk+m, k attempts (notes)".into(),
+        entry: |_| "2mk (notes)".into(),
+        sync: |_| "2 or more: back-off".into(),
+        problems: "starvation, low efficiency (notes); amnesia after restart",
+        coordinator_free: false,
+    },
+    Claim {
+        name: "token-ring",
+        messages: |_| "1 to ∞ (notes)".into(),
+        entry: |n| format!("0 to N-1 = {} (notes); here an idle hop waits 1 ms", n - 1),
+        sync: |n| format!("1 to N-1 = {}", n - 1),
+        problems: "lost token, process crash (notes)",
+        coordinator_free: false,
+    },
+    Claim {
+        name: "token-ring-ft",
+        messages: |_| "1 to ∞, plus a ring election per lost token".into(),
+        entry: |n| format!("0 to N-1 = {}; an idle hop waits 1 ms", n - 1),
+        sync: |n| format!("1 to N-1 = {}", n - 1),
+        problems: "survives a lost token by regenerating it",
+        coordinator_free: false,
+    },
+    Claim {
+        name: "suzuki-kasami",
+        messages: |n| format!("0 or N = {n}"),
+        entry: |_| "0 or 2".into(),
+        sync: |_| "1: TOKEN".into(),
+        problems: "holder crash loses the token",
+        coordinator_free: false,
+    },
+    Claim {
+        name: "ra-token",
+        messages: |n| format!("0 or N = {n}"),
+        entry: |_| "0 or 2".into(),
+        sync: |_| "1: TOKEN".into(),
+        problems: "holder crash loses the token",
+        coordinator_free: false,
+    },
+    Claim {
+        name: "raymond",
+        messages: |n| format!("0 to 2D = {}", 2 * algos::raymond::diameter(n)),
+        entry: |n| format!("0 to 2D = {}", 2 * algos::raymond::diameter(n)),
+        sync: |n| format!("1 to D = {}", algos::raymond::diameter(n)),
+        problems: "a crash cuts the tree or loses the token",
+        coordinator_free: false,
+    },
+    Claim {
+        name: "neilsen-mizuno",
+        messages: |n| format!("0 to D+1 = {}", algos::neilsen_mizuno::diameter(n) + 1),
+        entry: |n| format!("0 to D+1 = {}", algos::neilsen_mizuno::diameter(n) + 1),
+        sync: |_| "1: TOKEN".into(),
+        problems: "a crash cuts the tree or loses the token",
+        coordinator_free: false,
+    },
+];
+
+/// The claim for `name`, if the table has one (an algorithm from another crate may not).
+fn claim(name: &str) -> Option<&'static Claim> {
+    CLAIMS.iter().find(|c| c.name == name)
+}
+
+/// Why an algorithm of the registry is left out by default, if it is.
+fn excluded_why(a: &AlgoInfo) -> Option<&'static str> {
+    if a.service != "mutex" {
+        return Some("an election, not mutual exclusion");
+    }
+    if a.family == "baseline" {
+        return Some(
+            "baselines that send no message, so there is nothing to count or to measure in \
+             message times (`none` is unsafe by design, `flock` is the kernel's lock)",
+        );
+    }
+    None
+}
+
+/// Every mutual-exclusion algorithm of the registry but the baselines, and the
+/// mutual-exclusion ones left out, with why.
+pub fn default_algorithms() -> (Vec<&'static str>, Vec<Excluded>) {
+    let mut chosen = Vec::new();
+    let mut left = Vec::new();
+    for a in algos::registry().iter() {
+        match excluded_why(a) {
+            None => chosen.push(a.name),
+            Some(why) if a.service == "mutex" => {
+                left.push(Excluded { algorithm: a.name.into(), why: why.into() })
+            }
+            Some(_) => {}
+        }
+    }
+    (chosen, left)
+}
+
+/// The synchronisation delays in a resource file's records, in ns: for every EXIT
+/// while some worker had asked (a WANT) and not yet entered, the time to the next ENTER.
+/// A run in which nobody ever waited gives no sample at all.
+pub fn sync_delays(records: impl IntoIterator<Item = Record>) -> Vec<u64> {
+    let mut waiting = std::collections::BTreeSet::new();
+    let mut since: Option<u64> = None;
+    let mut out = Vec::new();
+    for rec in records {
+        match rec {
+            Record::Want { w, .. } => {
+                waiting.insert(w);
+            }
+            Record::Enter { w, t, .. } => {
+                waiting.remove(&w);
+                if let Some(exit) = since.take() {
+                    out.push(t.saturating_sub(exit));
+                }
+            }
+            Record::Exit { t, .. } => since = (!waiting.is_empty()).then_some(t),
+            // Only a fenced resource refuses, and compare runs none.
+            Record::Refused { .. } => {}
+        }
+    }
+    out
+}
+
+/// Waits from WANT to the same worker's ENTER, in ns, leaving out worker `skip` (the
+/// centralized coordinator, whose own entries need no message).
+pub fn entry_waits(records: impl IntoIterator<Item = Record>, skip: Option<u32>) -> Vec<u64> {
+    let mut asked = std::collections::BTreeMap::new();
+    let mut out = Vec::new();
+    for rec in records {
+        match rec {
+            Record::Want { w, t, .. } if Some(w) != skip => {
+                asked.insert(w, t);
+            }
+            Record::Enter { w, t, .. } => {
+                if let Some(since) = asked.remove(&w) {
+                    out.push(t.saturating_sub(since));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The records of a resource file, skipping its header and comments. A line that does
+/// not parse is skipped too: the run's audit has already reported it.
+pub fn read_records(path: &Path) -> std::io::Result<Vec<Record>> {
+    let text = std::fs::read_to_string(path)?;
+    Ok(text.lines().filter(|l| !l.starts_with('#')).filter_map(|l| l.parse().ok()).collect())
+}
+
+/// The median of `v` (the mean of the middle two for an even count); `None` if empty.
+fn median(v: &mut [u64]) -> Option<f64> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    let m = v.len() / 2;
+    Some(if v.len() % 2 == 1 { v[m] as f64 } else { (v[m - 1] as f64 + v[m] as f64) / 2.0 })
+}
+
+/// Check what was asked before anything runs: names, and the ranges of N and entries.
+pub fn validate(o: &CompareOpts) -> Result<(), String> {
+    if !(2..=32).contains(&o.workers) {
+        return Err(format!("-n must be between 2 and 32 for a comparison, not {}", o.workers));
+    }
+    if !(2..=1000).contains(&o.entries) {
+        return Err(format!("-k must be between 2 and 1000, not {}", o.entries));
+    }
+    for name in &o.algos {
+        match algos::info(name) {
+            None => return Err(format!("unknown algorithm {name:?}; valid: {}", algos::names())),
+            Some(a) if a.service != "mutex" => {
+                return Err(format!("{name:?} is an election, and compare measures mutual exclusion"))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// Measure every algorithm asked for; `done` is called with each row as it is finished
+/// (for progress). Usage errors come back as [`RunError::Usage`].
+pub fn compare(o: &CompareOpts, mut done: impl FnMut(&Row, Duration)) -> Result<Comparison, RunError> {
+    validate(o).map_err(RunError::Usage)?;
+    let started = Instant::now();
+    let (names, excluded) = if o.algos.is_empty() {
+        let (names, excluded) = default_algorithms();
+        (names.into_iter().map(String::from).collect(), excluded)
+    } else {
+        (o.algos.clone(), Vec::new())
+    };
+    let t = bench::ping_pong(&o.exe, PING_PONG_ROUNDS)
+        .map_err(|e| RunError::Failed(format!("measuring the message time T: {e}")))?;
+    let t_ms = t.as_secs_f64() * 1e3;
+    // Every run lives here and is removed with it, clean or not.
+    let tmp = tempfile::Builder::new()
+        .prefix("mutexlab-compare-")
+        .tempdir()
+        .map_err(|e| RunError::Failed(format!("cannot make a temporary directory: {e}")))?;
+    let mut rows = Vec::new();
+    for name in &names {
+        let t0 = Instant::now();
+        match measure(o, name, t_ms, tmp.path()) {
+            Ok(row) => {
+                done(&row, t0.elapsed());
+                rows.push(row);
+            }
+            Err(e @ RunError::Interrupted(_)) => {
+                // The error names the interrupted run's directory: keep it, as `run` does.
+                let _ = tmp.keep();
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(Comparison {
+        schema: SCHEMA,
+        workers: o.workers,
+        entries_per_worker: o.entries,
+        light: Timing { cs_ms: LIGHT.0, think_ms: LIGHT.1 },
+        saturation: Timing { cs_ms: SATURATED.0, think_ms: SATURATED.1 },
+        fault_runs: FaultSettings {
+            entries_per_worker: FAULT_ENTRIES,
+            cs_ms: FAULT_TIMING.0,
+            think_ms: FAULT_TIMING.1,
+            stall_ms: FAULT_STALL_MS,
+            drop: DROP,
+            detector: o.detector.to_string(),
+        },
+        message_time_us: t_ms * 1e3,
+        elapsed_s: started.elapsed().as_secs_f64(),
+        excluded,
+        algorithms: rows,
+    })
+}
+
+/// One run's options; the run lives in `dir` (new), which the caller removes.
+fn run_opts(o: &CompareOpts, algo: &str, dir: PathBuf, entries: u64, (cs, think): (f64, f64)) -> RunOpts {
+    RunOpts {
+        algo: algo.to_string(),
+        workers: o.workers,
+        entries,
+        duration: None,
+        cs_ms: cs,
+        think_ms: think,
+        seed: o.seed,
+        replicas: None,
+        run_dir: Some(dir),
+        // Kept so that the resource file can be read; the caller's directory goes.
+        keep: true,
+        stall_ms: 10_000,
+        progress: false,
+        exe: o.exe.clone(),
+        plan: Plan::default(),
+        latency_ms: 0.0,
+        jitter_ms: 0.0,
+        drop: 0.0,
+        detector: Detector::Perfect,
+        fenced: false,
+        majority: false,
+        elect: None,
+    }
+}
+
+/// Messages per entry of `r`, heartbeats left out, and the heartbeats.
+fn per_entry(r: &RunReport, coordinator_free: bool) -> (f64, u64) {
+    let heartbeats = r.messages.by_type.get(crate::runtime::HEARTBEAT).copied().unwrap_or(0);
+    let coordinator = (r.workers as usize).checked_sub(1).and_then(|c| r.entries.by_worker.get(c));
+    let own = if coordinator_free { coordinator.copied().unwrap_or(0) } else { 0 };
+    let entries = r.entries.total.saturating_sub(own);
+    let sent = r.messages.total - heartbeats;
+    (if entries > 0 { sent as f64 / entries as f64 } else { 0.0 }, heartbeats)
+}
+
+/// Why a measurement run was not clean, in one line.
+fn unclean(what: &str, r: &RunReport) -> Option<String> {
+    if r.ok {
+        return None;
+    }
+    let why = r
+        .failure
+        .as_deref()
+        .and_then(|f| f.lines().next())
+        .map(str::to_string)
+        .or_else(|| r.violations.first().map(|v| format!("{}: {}", v.kind, v.detail)))
+        .unwrap_or_default();
+    Some(format!("{what} run not clean: {why}"))
+}
+
+/// One algorithm's row: two measurement runs and the fault runs.
+fn measure(o: &CompareOpts, name: &str, t_ms: f64, tmp: &Path) -> Result<Row, RunError> {
+    let info = algos::info(name).ok_or_else(|| RunError::Usage(format!("unknown algorithm {name:?}")))?;
+    let c = claim(name);
+    let free = c.is_some_and(|c| c.coordinator_free);
+    let n = o.workers;
+    let said = |f: Option<fn(u32) -> String>| f.map_or_else(|| "-".to_string(), |f| f(n));
+
+    let light_dir = tmp.join(format!("{name}-light"));
+    let light = supervisor::run(&run_opts(o, name, light_dir.clone(), o.entries, LIGHT))?;
+    let sat_dir = tmp.join(format!("{name}-saturated"));
+    let sat = supervisor::run(&run_opts(o, name, sat_dir.clone(), o.entries, SATURATED))?;
+    let records = |dir: &Path| {
+        read_records(&dir.join(RESOURCE_FILE))
+            .map_err(|e| RunError::Failed(format!("{name}: cannot read {}: {e}", dir.display())))
+    };
+    let delay = |mut samples: Vec<u64>, claimed: Option<fn(u32) -> String>| {
+        median(&mut samples).map(|ns| Delay {
+            ms: ns / 1e6,
+            t: ns / 1e6 / t_ms,
+            samples: samples.len(),
+            notes: said(claimed),
+        })
+    };
+    let coordinator = free.then_some(n - 1);
+    let entry = delay(entry_waits(records(&light_dir)?, coordinator), c.map(|c| c.entry));
+    let sync = delay(sync_delays(records(&sat_dir)?), c.map(|c| c.sync));
+    let (light_pe, light_hb) = per_entry(&light, free);
+    let (sat_pe, sat_hb) = per_entry(&sat, free);
+    let mut runs = Vec::new();
+    for fault in FAULTS {
+        runs.push(fault_run(o, name, fault, tmp)?);
+    }
+    Ok(Row {
+        algorithm: name.to_string(),
+        family: info.family.to_string(),
+        messages_per_entry: PerEntry {
+            light: light_pe,
+            saturation: sat_pe,
+            counted: if free { "entries of every worker but the coordinator" } else { "every entry" },
+            heartbeats_light: light_hb,
+            heartbeats_saturation: sat_hb,
+            theory: (info.theory)(Shape { n, replicas: None, initiators: 0 }),
+            notes: said(c.map(|c| c.messages)),
+        },
+        entry_delay: entry,
+        sync_delay: sync,
+        problems: Problems { notes: c.map_or("-", |c| c.problems), runs },
+        clean: light.ok && sat.ok,
+        notes_on_runs: [unclean("light-load", &light), unclean("saturated", &sat)]
+            .into_iter()
+            .flatten()
+            .collect(),
+    })
+}
+
+/// Put `name` through one fault, retrying with the next seed until it hits as meant.
+fn fault_run(o: &CompareOpts, name: &str, fault: Fault, tmp: &Path) -> Result<FaultRun, RunError> {
+    let (plan_text, drop) = fault.plan();
+    let plan =
+        Plan::parse(&plan_text, o.workers).map_err(|e| RunError::Failed(format!("{plan_text}: {e}")))?;
+    let mut last = None;
+    for attempt in 0..ATTEMPTS {
+        let seed = o.seed.wrapping_add(attempt);
+        let dir = tmp.join(format!("{name}-{}-{attempt}", fault.name().replace(' ', "-")));
+        let opts = RunOpts {
+            seed,
+            plan: plan.clone(),
+            drop,
+            stall_ms: FAULT_STALL_MS,
+            detector: o.detector,
+            ..run_opts(o, name, dir, FAULT_ENTRIES, FAULT_TIMING)
+        };
+        let r = supervisor::run(&opts)?;
+        let hit = fault.hit(&r.faults, r.lost_messages, o.workers);
+        let run = FaultRun {
+            fault: fault.name(),
+            plan: plan_text.clone(),
+            drop,
+            seed,
+            outcome: outcome(&r),
+            as_intended: hit,
+            detail: detail(&r),
+        };
+        if hit {
+            return Ok(run);
+        }
+        last = Some(run);
+    }
+    Ok(last.expect("at least one attempt"))
+}
+
+/// Violations that break mutual exclusion or the data, as opposed to liveness.
+const SAFETY: &[&str] = &["overlap", "lost-update", "stale-token", "stale-writer", "exit-without-enter"];
+
+/// The verdict on a fault run.
+pub fn outcome(r: &RunReport) -> Outcome {
+    judge(r.ok, r.violations.iter().map(|v| v.kind))
+}
+
+/// The verdict from a run's success and the kinds of its violations: any safety
+/// violation makes it unsafe, whatever else happened.
+fn judge<'a>(ok: bool, mut kinds: impl Iterator<Item = &'a str>) -> Outcome {
+    if kinds.any(|k| SAFETY.contains(&k)) {
+        Outcome::Unsafe
+    } else if !ok {
+        Outcome::Stalls
+    } else {
+        Outcome::Survives
+    }
+}
+
+/// One line on what a fault run did: the fault's note, the losses, and why it failed.
+fn detail(r: &RunReport) -> String {
+    let mut parts: Vec<String> = r.faults.iter().map(|f| f.note.clone()).collect();
+    if r.lost_messages > 0 {
+        let s = if r.lost_messages == 1 { "" } else { "s" };
+        parts.push(format!("{} message{s} lost", r.lost_messages));
+    }
+    if let Some(v) = r.violations.iter().find(|v| SAFETY.contains(&v.kind)) {
+        parts.push(format!("{} ({} violations)", v.kind, r.violation_count));
+    } else if let Some(f) = r.failure.as_deref().and_then(|f| f.lines().next()) {
+        parts.push(f.to_string());
+    } else if let Some(v) = r.violations.first() {
+        parts.push(format!("{} ({} violations)", v.kind, r.violation_count));
+    }
+    parts.join("; ")
+}
+
+/// A count of message times, with precision that suits its size.
+fn in_t(t: f64) -> String {
+    if t >= 10.0 {
+        format!("{t:.0} T")
+    } else {
+        format!("{t:.1} T")
+    }
+}
+
+/// A delay as `ms = T`.
+fn delay(d: Option<&Delay>) -> String {
+    d.map_or_else(|| "no waits".to_string(), |d| format!("{:.3} ms = {}", d.ms, in_t(d.t)))
+}
+
+/// A fault run's outcome, marked when the fault did not hit as meant.
+fn verdict(r: &FaultRun) -> String {
+    let mark = if r.as_intended { "" } else { "?" };
+    format!("{}{mark}", r.outcome.word())
+}
+
+/// The two tables' cells: messages and delays, then problems.
+fn cells(c: &Comparison) -> (Vec<[String; 7]>, Vec<[String; 6]>) {
+    let mut costs = Vec::new();
+    let mut problems = Vec::new();
+    for r in &c.algorithms {
+        let m = &r.messages_per_entry;
+        let mark = if r.clean { "" } else { " (not clean)" };
+        costs.push([
+            format!("{}{mark}", r.algorithm),
+            format!("{:.2}", m.light),
+            format!("{:.2}", m.saturation),
+            m.notes.clone(),
+            delay(r.entry_delay.as_ref()),
+            r.entry_delay.as_ref().map_or("-".to_string(), |d| d.notes.clone()),
+            format!(
+                "{} ({})",
+                delay(r.sync_delay.as_ref()),
+                r.sync_delay.as_ref().map_or("-", |d| d.notes.as_str())
+            ),
+        ]);
+        let v = |i: usize| r.problems.runs.get(i).map_or("-".to_string(), verdict);
+        problems.push([r.algorithm.clone(), v(0), v(1), v(2), v(3), r.problems.notes.to_string()]);
+    }
+    (costs, problems)
+}
+
+const COST_HEAD: [&str; 7] = [
+    "algorithm",
+    "msgs/entry light",
+    "msgs/entry saturated",
+    "notes say",
+    "delay before entry (light)",
+    "notes say (T)",
+    "sync delay, saturated (theory, T)",
+];
+const PROBLEM_HEAD: [&str; 6] =
+    ["algorithm", "non-holder crash", "holder crash", "coordinator crash", "lost messages", "notes say"];
+
+/// The lines under the tables: T, the settings, and what `?` and the counts mean.
+fn footer(c: &Comparison) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "N = {}; T = {:.1} µs one way (ping-pong between two processes); light load: {} ms sections, \
+         {} ms mean think time; saturated: no think time; {} entries per worker.",
+        c.workers, c.message_time_us, c.light.cs_ms, c.light.think_ms, c.entries_per_worker
+    );
+    let _ = writeln!(
+        s,
+        "Messages exclude heartbeats; centralized and centralized-bully count the entries of clients \
+         only (the coordinator's own cost nothing), for messages and the delay before entry. Delay before \
+         entry: median WANT to ENTER at light load. Sync delay: median EXIT to next ENTER while \
+         someone waits."
+    );
+    let f = &c.fault_runs;
+    let _ = writeln!(
+        s,
+        "Fault runs: {} entries per worker, {} ms sections, kill at entry {FAULT_AT_ENTRY}, \
+         --drop {}, --stall-ms {}, detector {}; coordinator = highest id; `?` = the fault did \
+         not hit as meant in {ATTEMPTS} seeds.",
+        f.entries_per_worker, f.cs_ms, f.drop, f.stall_ms, f.detector
+    );
+    // One line per reason: the baselines share theirs.
+    let mut reasons: Vec<&str> = Vec::new();
+    for e in &c.excluded {
+        if !reasons.contains(&e.why.as_str()) {
+            reasons.push(&e.why);
+        }
+    }
+    for why in reasons {
+        let names: Vec<&str> =
+            c.excluded.iter().filter(|e| e.why == why).map(|e| e.algorithm.as_str()).collect();
+        let _ = writeln!(s, "Left out: {}: {why}.", names.join(", "));
+    }
+    let _ = writeln!(s, "Measured in {:.1} s.", c.elapsed_s);
+    s
+}
+
+/// Plain aligned text: one table of costs and delays, one of problems, and the notes.
+pub fn text(c: &Comparison) -> String {
+    let (costs, problems) = cells(c);
+    let mut s = String::new();
+    aligned(&mut s, &COST_HEAD, &costs);
+    s.push('\n');
+    aligned(&mut s, &PROBLEM_HEAD, &problems);
+    s.push('\n');
+    s.push_str(&footer(c));
+    s
+}
+
+/// Columns padded to their widest cell (in characters: `∞` is one), two spaces apart.
+fn aligned<const K: usize>(s: &mut String, head: &[&str; K], rows: &[[String; K]]) {
+    let widths: [usize; K] = std::array::from_fn(|i| {
+        rows.iter().map(|r| r[i].chars().count()).chain([head[i].chars().count()]).max().unwrap_or(0)
+    });
+    let mut line = |cells: [&str; K]| {
+        let padded: Vec<String> = cells.iter().zip(widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        s.push_str(padded.join("  ").trim_end());
+        s.push('\n');
+    };
+    line(*head);
+    let rules: [String; K] = widths.map(|w| "-".repeat(w));
+    line(std::array::from_fn(|i| rules[i].as_str()));
+    for r in rows {
+        line(std::array::from_fn(|i| r[i].as_str()));
+    }
+}
+
+/// The same tables in Markdown, for the README or a closing note.
+pub fn markdown(c: &Comparison) -> String {
+    let (costs, problems) = cells(c);
+    let mut s = String::new();
+    table(&mut s, &COST_HEAD, &costs);
+    s.push('\n');
+    table(&mut s, &PROBLEM_HEAD, &problems);
+    s.push('\n');
+    s.push_str(&footer(c));
+    s
+}
+
+/// A Markdown table; a `|` inside a cell is escaped.
+fn table<const K: usize>(s: &mut String, head: &[&str; K], rows: &[[String; K]]) {
+    let mut row = |cells: Vec<&str>| {
+        let cells: Vec<String> = cells.iter().map(|c| c.replace('|', "\\|")).collect();
+        let _ = writeln!(s, "| {} |", cells.join(" | "));
+    };
+    row(head.to_vec());
+    row(vec!["---"; K]);
+    for r in rows {
+        row(r.iter().map(String::as_str).collect());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resource::Fence;
+
+    fn want(w: u32, t: u64) -> Record {
+        Record::Want { w, e: 1, t }
+    }
+    fn enter(w: u32, t: u64) -> Record {
+        Record::Enter { w, e: 1, fence: Fence { clock: t, id: w }, t }
+    }
+    fn exit(w: u32, t: u64) -> Record {
+        Record::Exit { w, e: 1, fence: Fence { clock: 0, id: w }, read: 0, value: 1, t }
+    }
+
+    #[test]
+    fn an_exit_with_someone_waiting_is_timed_to_the_next_entry() {
+        // w1 asks while w0 is inside: the handoff takes 7. w0 then leaves with nobody
+        // waiting (w1 is inside, w2 has not asked): no sample. w2 asks while w1 is
+        // inside, and w1's exit at 40 hands over at 43.
+        let log = [
+            want(0, 0),
+            enter(0, 1),
+            want(1, 2),
+            exit(0, 10),
+            enter(1, 17),
+            want(2, 30),
+            exit(1, 40),
+            enter(2, 43),
+            exit(2, 50),
+        ];
+        assert_eq!(sync_delays(log), vec![7, 3]);
+    }
+
+    #[test]
+    fn a_log_where_nobody_waits_gives_no_sample_not_zero() {
+        // Negative control: every worker asks only after the last one left.
+        let log = [want(0, 0), enter(0, 1), exit(0, 5), want(1, 9), enter(1, 10), exit(1, 12)];
+        assert!(sync_delays(log).is_empty());
+        assert_eq!(median(&mut []), None);
+    }
+
+    #[test]
+    fn a_wait_runs_from_a_worker_s_want_to_its_own_entry_and_the_skipped_worker_is_left_out() {
+        let log = [want(0, 0), want(2, 1), enter(2, 2), want(1, 3), exit(2, 4), enter(0, 6), enter(1, 9)];
+        assert_eq!(entry_waits(log.clone(), None), vec![1, 6, 6]);
+        assert_eq!(entry_waits(log, Some(2)), vec![6, 6]);
+        // An ENTER with no WANT before it (a log cut at the start) is no sample.
+        assert!(entry_waits([enter(0, 5)], None).is_empty());
+    }
+
+    #[test]
+    fn a_hand_written_file_is_read_with_the_resource_parser() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("resource.log");
+        let text = "# mutexlab resource v1 algo=centralized workers=2\n\
+                    WANT w=0 e=1 t=100\nENTER w=0 e=1 fence=2:0 t=110\nWANT w=1 e=1 t=120\n\
+                    EXIT w=0 e=1 fence=2:0 read=0 value=1 t=200\nENTER w=1 e=1 fence=4:1 t=260\n\
+                    EXIT w=1 e=1 fence=4:1 read=1 value=2 t=300\n";
+        std::fs::write(&path, text).unwrap();
+        let mut d = sync_delays(read_records(&path).unwrap());
+        assert_eq!(d, vec![60]);
+        assert_eq!(median(&mut d), Some(60.0));
+    }
+
+    #[test]
+    fn a_safety_violation_is_unsafe_a_failure_without_one_stalls() {
+        assert_eq!(judge(true, [].into_iter()), Outcome::Survives);
+        assert_eq!(judge(false, ["unserved", "enter-without-exit"].into_iter()), Outcome::Stalls);
+        assert_eq!(judge(false, ["unserved", "overlap"].into_iter()), Outcome::Unsafe);
+        // The auditor's verdict is not trusted to agree: a violation is enough.
+        assert_eq!(judge(true, ["lost-update"].into_iter()), Outcome::Unsafe);
+    }
+
+    /// A comparison of one made-up row, for the renderers.
+    fn sample() -> Comparison {
+        let d = |ms: f64| Delay { ms, t: ms * 100.0, samples: 9, notes: "2".into() };
+        let run = |fault, outcome, as_intended| FaultRun {
+            fault,
+            plan: String::new(),
+            drop: 0.0,
+            seed: 1,
+            outcome,
+            as_intended,
+            detail: String::new(),
+        };
+        Comparison {
+            schema: SCHEMA,
+            workers: 3,
+            entries_per_worker: 5,
+            light: Timing { cs_ms: 1.0, think_ms: 20.0 },
+            saturation: Timing { cs_ms: 1.0, think_ms: 0.0 },
+            fault_runs: FaultSettings {
+                entries_per_worker: 10,
+                cs_ms: 5.0,
+                think_ms: 2.0,
+                stall_ms: 1000,
+                drop: 0.05,
+                detector: "perfect".into(),
+            },
+            message_time_us: 10.0,
+            elapsed_s: 1.0,
+            excluded: vec![
+                Excluded { algorithm: "none".into(), why: "no messages".into() },
+                Excluded { algorithm: "flock".into(), why: "no messages".into() },
+            ],
+            algorithms: vec![Row {
+                algorithm: "token-ring".into(),
+                family: "token".into(),
+                messages_per_entry: PerEntry {
+                    light: 7.5,
+                    saturation: 1.05,
+                    counted: "every entry",
+                    heartbeats_light: 0,
+                    heartbeats_saturation: 0,
+                    theory: None,
+                    notes: "1 to ∞ | notes".into(),
+                },
+                entry_delay: Some(d(0.3)),
+                sync_delay: None,
+                problems: Problems {
+                    notes: "lost token",
+                    runs: vec![
+                        run("non-holder crash", Outcome::Survives, true),
+                        run("holder crash", Outcome::Stalls, false),
+                    ],
+                },
+                clean: false,
+                notes_on_runs: vec![],
+            }],
+        }
+    }
+
+    #[test]
+    fn the_tables_mark_misses_and_unclean_runs_and_align_by_characters() {
+        let c = sample();
+        let text = text(&c);
+        let lines: Vec<&str> = text.lines().collect();
+        // Header, rule and row of the first table line up column by column, `∞` counted
+        // as one character.
+        let col = |l: &str, what: &str| l.find(what).map(|b| l[..b].chars().count());
+        assert_eq!(col(lines[0], "notes say"), col(lines[2], "1 to ∞"), "{text}");
+        assert_eq!(col(lines[0], "delay before"), col(lines[2], "0.300 ms = 30 T"), "{text}");
+        assert!(lines[2].starts_with("token-ring (not clean)"), "{text}");
+        assert!(lines[2].contains("no waits"), "a sync delay with no sample is not zero: {text}");
+        assert!(text.contains("survives  ") && text.contains("stalls?"), "{text}");
+        assert!(text.contains("Left out: none, flock: no messages."), "{text}");
+
+        let md = markdown(&c);
+        assert!(md.contains("| 1 to ∞ \\| notes |"), "a pipe in a cell is escaped: {md}");
+        assert_eq!(md.lines().filter(|l| l.starts_with("| token-ring")).count(), 2, "{md}");
+        let v = serde_json::to_value(&c).unwrap();
+        assert_eq!(v["algorithms"][0]["problems"]["runs"][1]["outcome"], "stalls");
+        assert!(v["algorithms"][0]["sync_delay"].is_null());
+    }
+
+    #[test]
+    fn a_fault_counts_only_when_it_hit_as_meant() {
+        let kill = |w: u32, where_: &str| AppliedFault {
+            at_ms: 1.0,
+            t: 1,
+            action: "kill".into(),
+            worker: Some(w),
+            incarnation: Some(0),
+            pid: Some(1),
+            signal: Some("SIGKILL".into()),
+            dead: Some(2),
+            note: format!("kill holder at entry 3; w{w} {where_} the critical section"),
+        };
+        let skip = AppliedFault { action: "skip".into(), note: "w0 is dead".into(), ..kill(0, "outside") };
+        assert!(Fault::NonHolder.hit(&[kill(0, "outside")], 0, 5));
+        assert!(!Fault::NonHolder.hit(&[kill(0, "inside")], 0, 5), "the victim was the holder");
+        assert!(!Fault::NonHolder.hit(std::slice::from_ref(&skip), 0, 5), "nothing was killed");
+        assert!(Fault::Holder.hit(&[kill(1, "inside")], 0, 5));
+        assert!(!Fault::Holder.hit(&[kill(1, "outside")], 0, 5), "the holder had already left");
+        assert!(!Fault::Holder.hit(&[kill(4, "inside")], 0, 5), "that is the coordinator column");
+        assert!(Fault::Coordinator.hit(&[kill(4, "outside")], 0, 5));
+        assert!(!Fault::Coordinator.hit(&[skip], 0, 5));
+        assert!(Fault::Lost.hit(&[], 2, 5) && !Fault::Lost.hit(&[], 0, 5));
+    }
+
+    #[test]
+    fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        assert_eq!(median(&mut [9, 1, 5]), Some(5.0));
+        assert_eq!(median(&mut [4, 1, 2, 8]), Some(3.0));
+    }
+
+    #[test]
+    fn the_default_list_is_every_mutex_algorithm_but_the_baselines_and_each_has_a_claim() {
+        let (chosen, left) = default_algorithms();
+        assert!(chosen.contains(&"centralized") && chosen.contains(&"token-ring"));
+        assert!(!chosen.contains(&"bully"), "elections are not compared");
+        let left: Vec<&str> = left.iter().map(|e| e.algorithm.as_str()).collect();
+        assert_eq!(left, ["none", "flock"]);
+        for name in chosen {
+            assert!(claim(name).is_some(), "{name} has no claim");
+        }
+    }
+
+    #[test]
+    fn bad_requests_are_refused_by_name() {
+        let o = CompareOpts {
+            exe: PathBuf::from("mutexlab"),
+            algos: vec![],
+            workers: 5,
+            entries: 20,
+            seed: 1,
+            detector: Detector::Perfect,
+        };
+        assert_eq!(validate(&o), Ok(()));
+        for (bad, says) in [
+            (CompareOpts { workers: 1, ..o.clone() }, "-n must be"),
+            (CompareOpts { entries: 1, ..o.clone() }, "-k must be"),
+            (CompareOpts { algos: vec!["lamprey".into()], ..o.clone() }, "unknown algorithm"),
+            (CompareOpts { algos: vec!["bully".into()], ..o.clone() }, "is an election"),
+        ] {
+            let why = validate(&bad).unwrap_err();
+            assert!(why.starts_with(says) || why.contains(says), "{why}");
+        }
+    }
+}

@@ -1,0 +1,82 @@
+//! `mutexlab compare` end to end: real runs of two algorithms, the JSON's shape, and the
+//! one figure theory fixes exactly (centralized: REQUEST, GRANT, RELEASE per entry); and
+//! `mutexlab bench --json`, which `make bench ARGS=--json` relies on.
+
+mod common;
+
+use common::*;
+
+#[test]
+fn compare_measures_centralized_and_token_ring_and_reports_them_as_json() {
+    let out = run(&["compare", "--algos", "centralized,token-ring", "-n", "3", "-k", "10", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let j = json(&out);
+    assert_eq!(j["schema"], 1);
+    assert_eq!(j["workers"], 3);
+    assert!(j["message_time_us"].as_f64().unwrap() > 0.0, "{j}");
+    let rows = j["algorithms"].as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["algorithm"].as_str().unwrap()).collect();
+    assert_eq!(names, ["centralized", "token-ring"]);
+    // One progress line per algorithm on stderr, none on stdout (which is the JSON).
+    let err = stderr(&out);
+    assert_eq!(err.lines().filter(|l| l.starts_with("compare: ")).count(), 2, "{err}");
+
+    for r in rows {
+        let name = r["algorithm"].as_str().unwrap();
+        assert_eq!(r["clean"], true, "{name}: {r}");
+        let m = &r["messages_per_entry"];
+        assert!(m["saturation"].as_f64().unwrap() > 0.0, "{name}: {m}");
+        assert!(m["notes"].as_str().unwrap().contains("(notes)"), "{name}: {m}");
+        assert!(m["theory"]["formula"].is_string(), "{name}: {m}");
+        // At saturation somebody is always waiting: the sync delay has samples.
+        let sync = &r["sync_delay"];
+        assert!(sync["samples"].as_u64().unwrap() > 0, "{name}: {sync}");
+        assert!(sync["ms"].as_f64().unwrap() > 0.0 && sync["t"].as_f64().unwrap() > 0.0, "{name}");
+        assert!(r["entry_delay"]["t"].as_f64().unwrap() > 0.0, "{name}: {r}");
+        let runs = r["problems"]["runs"].as_array().unwrap();
+        let faults: Vec<&str> = runs.iter().map(|f| f["fault"].as_str().unwrap()).collect();
+        assert_eq!(faults, ["non-holder crash", "holder crash", "coordinator crash", "lost messages"]);
+        for f in runs {
+            let o = f["outcome"].as_str().unwrap();
+            assert!(["survives", "stalls", "unsafe"].contains(&o), "{name}: {f}");
+        }
+    }
+
+    let central = &rows[0];
+    assert_eq!(central["messages_per_entry"]["light"].as_f64(), Some(3.0), "{central}");
+    // The notes' own problem: with its coordinator dead, nobody is served again.
+    let coord = &central["problems"]["runs"][2];
+    assert_eq!(coord["outcome"], "stalls", "{coord}");
+    assert_eq!(coord["as_intended"], true, "{coord}");
+}
+
+#[test]
+fn compare_refuses_an_election_and_a_one_worker_table_with_exit_2() {
+    for (args, says) in [
+        (vec!["compare", "--algos", "bully"], "is an election"),
+        (vec!["compare", "--algos", "centralized,lamprey"], "unknown algorithm \"lamprey\""),
+        (vec!["compare", "-n", "1"], "-n must be between 2 and 32"),
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = stderr(&out);
+        assert!(err.contains(says) && err.lines().count() == 1, "{args:?}: {err}");
+    }
+}
+
+#[test]
+fn bench_json_is_one_object_with_t_and_a_row_per_mutex_run() {
+    let out = run(&["bench", "--quick", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let j = json(&out);
+    assert_eq!(j["schema"], 1);
+    assert!(j["message_time_us"].as_f64().unwrap() > 0.0, "{j}");
+    let sat = j["saturation"].as_array().unwrap();
+    // Every row is a mutual-exclusion run that was made: elections are not benched.
+    assert!(sat.iter().any(|r| r["algorithm"] == "centralized" && r["workers"] == 8), "{j}");
+    for r in sat.iter().chain(j["light"].as_array().unwrap()) {
+        assert!(r.get("error").is_none(), "{r}");
+        assert!(r["entries"].as_u64().unwrap() > 0, "{r}");
+    }
+    assert!(!sat.iter().any(|r| r["algorithm"] == "bully"), "{j}");
+}
