@@ -88,6 +88,7 @@ fn opts(exe: &Path, algo: &str, n: u32, entries: u64, think_ms: f64) -> RunOpts 
         majority: false,
         detector: crate::control::Detector::Perfect,
         elect: None,
+        trace: false,
     }
 }
 

@@ -55,6 +55,18 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Print a kept run's message trace merged in time order, or write it for ShiViz:
+    /// exit 0, or 2 if the trace is missing or unreadable.
+    Trace {
+        /// The run directory (kept with --keep, or after a failure).
+        run_dir: PathBuf,
+        /// Write ShiViz's input format (a parsing regex line, then events with vector clocks).
+        #[arg(long)]
+        shiviz: bool,
+        /// Write to this file instead of stdout.
+        #[arg(long, short = 'o')]
+        output: Option<PathBuf>,
+    },
     /// Measure message latency and algorithm throughput on this machine.
     Bench {
         /// Fewer, shorter runs (for a smoke test).
@@ -175,9 +187,12 @@ struct Shared {
     /// Run directory, new or empty (default: a fresh temporary directory).
     #[arg(long)]
     run_dir: Option<PathBuf>,
-    /// Keep the run directory even after a clean run.
+    /// Keep the run directory even after a clean run (and record the message trace).
     #[arg(long)]
     keep: bool,
+    /// Record every message in trace-w<ID>.log (see `mutexlab trace`); on with --keep.
+    #[arg(long)]
+    trace: bool,
     /// End the run with a diagnosis after this long without progress.
     #[arg(long, default_value_t = 5000, allow_negative_numbers = true)]
     stall_ms: u64,
@@ -316,6 +331,7 @@ pub fn main(registry: Registry) -> ExitCode {
             ExitCode::SUCCESS
         }
         Cmd::Audit { file, faults, json } => cmd_audit(&file, faults, json),
+        Cmd::Trace { run_dir, shiviz, output } => cmd_trace(&run_dir, shiviz, output.as_deref()),
         Cmd::Report { run_dir, output } => cmd_report(&run_dir, output.as_deref()),
         Cmd::Bench { quick, all_cpus, json } => match bench::run(&exe(), quick, all_cpus, json) {
             Ok(r) => {
@@ -500,6 +516,8 @@ fn shared_opts(sh: &Shared, plan: Plan) -> RunOpts {
         fenced: false,
         majority: false,
         elect: None,
+        // What is kept can be read afterwards; a run no one will read is not slowed.
+        trace: sh.trace || sh.keep,
     }
 }
 
@@ -673,6 +691,34 @@ fn cmd_compare(a: CompareArgs) -> ExitCode {
     } else {
         fail(1, &format!("a run without faults was not clean for: {}", unclean.join(", ")))
     }
+}
+
+fn cmd_trace(run_dir: &std::path::Path, shiviz: bool, output: Option<&std::path::Path>) -> ExitCode {
+    use std::fmt::Write as _;
+    use std::io::Write as _;
+    // The same code as `audit` for input it cannot read.
+    let trace = match crate::trace::load(run_dir) {
+        Ok(t) => t,
+        Err(e) => return fail(2, &e.to_string()),
+    };
+    let text = if shiviz {
+        trace.shiviz()
+    } else {
+        let mut s = String::with_capacity(trace.events.len() * 80);
+        for e in &trace.events {
+            let _ = writeln!(s, "{e}");
+        }
+        s
+    };
+    match output {
+        None => out(&text),
+        Some(path) => {
+            if let Err(e) = std::fs::File::create(path).and_then(|mut f| f.write_all(text.as_bytes())) {
+                return fail(2, &format!("cannot write {}: {e}", path.display()));
+            }
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 fn cmd_report(run_dir: &std::path::Path, output: Option<&std::path::Path>) -> ExitCode {

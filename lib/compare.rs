@@ -578,6 +578,7 @@ fn run_opts(o: &CompareOpts, algo: &str, dir: PathBuf, entries: u64, (cs, think)
         detector: Detector::Perfect,
         fenced: false,
         majority: false,
+        trace: false,
         elect: None,
     }
 }

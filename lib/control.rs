@@ -99,6 +99,9 @@ pub struct WorkerSettings {
     pub fenced: bool,
     /// [`crate::algorithm::Config::majority`].
     pub majority: bool,
+    /// Record every message and application event in `trace-w{ID}.log` (`--trace`,
+    /// and every `--keep` run).
+    pub trace: bool,
 }
 
 /// Who tells a node that a peer is down or up again (`--detector`).

@@ -72,6 +72,7 @@ impl Lab {
             detector: Default::default(),
             fenced: false,
             majority: false,
+            trace: false,
         }
     }
 

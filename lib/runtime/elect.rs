@@ -76,6 +76,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
         e.file
             .write_all(format!("{rec}\n").as_bytes())
             .map_err(|err| anyhow::anyhow!("cannot write {}: {err}", e.path.display()))?;
+        self.trace.app(self.clock, "leader", Some((id.0, term)));
         e.leader = Some((id, term));
         e.since = t;
         e.accepted += 1;

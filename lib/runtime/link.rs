@@ -53,6 +53,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
                     self.stats.entries = self.work.entries();
                     let stats = ToSupervisor::Stats(self.stats.clone());
                     self.flush_all()?;
+                    self.flush_trace();
                     self.control.set_nonblocking(false)?;
                     self.tell_supervisor(&stats)?;
                     self.running = false;

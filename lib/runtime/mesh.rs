@@ -566,6 +566,8 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 continue;
             };
             self.clock = self.clock.max(env.clock).saturating_add(1);
+            let inc = self.mesh.peers[idx].incarnation;
+            self.trace.recv(self.clock, peer.0, inc, env.clock, msg.kind());
             *self.stats.received.entry(msg.kind().to_string()).or_default() += 1;
             self.input(Input::Message { from: peer, msg })?;
         }
@@ -609,10 +611,12 @@ impl<A: Node<Service: RunService>> Worker<A> {
         p.out.clear();
         p.written = 0;
         p.redial = None;
+        let was_down = std::mem::replace(&mut p.down, true);
         // Messages to a crashed process are lost with it.
-        self.net.held[idx].clear();
+        let held = std::mem::take(&mut self.net.held[idx]);
+        self.trace_held(peer, &held);
         self.net.delayed[idx].clear();
-        if std::mem::replace(&mut p.down, true) {
+        if was_down {
             return Ok(());
         }
         self.channel_down(peer)
@@ -623,6 +627,10 @@ impl<A: Node<Service: RunService>> Worker<A> {
         self.clock = self.clock.saturating_add(1);
         let env = Envelope { from: self.me, to, clock: self.clock, msg: Some(msg.clone()) };
         *self.stats.sent.entry(msg.kind().to_string()).or_default() += 1;
+        self.trace.send(self.clock, to.0, msg.kind());
+        if self.mesh.peers[to.index()].down {
+            self.trace.drop(self.clock, to.0, msg.kind(), "down");
+        }
         self.send_envelope(to, &env);
     }
 

@@ -23,7 +23,10 @@
 //! `netfaults` latency, loss and partitions on the send path; `workload` the mutual
 //! exclusion service's application loop on the resource file, and leaving on SIGTERM or
 //! SIGINT (the seam where an election workload will go); `link` the control link to the
-//! supervisor. Each file's own documentation says the rest.
+//! supervisor. What the worker sends, receives, loses and does goes to its message
+//! trace ([`crate::trace`]) when the run asks for one, one line per event, written
+//! every few milliseconds.
+//! Each file's own documentation says the rest.
 //!
 //! # Giving up
 //!
@@ -54,6 +57,7 @@ use crate::algos::{self, AlgoInfo};
 use crate::auth::Secret;
 use crate::control::{self, ToSupervisor, ToWorker, WorkerSettings, WorkerStats};
 use crate::host::{Breach, Effect, Host, Step};
+use crate::trace;
 use crate::wire::{self, FrameReader};
 
 mod detector;
@@ -239,7 +243,8 @@ enum TimerKind {
 ///   ready source to `dispatch`; timers, `push_timer` and `fire_timers` (each
 ///   [`TimerKind`] goes to its owner); driving the node, `input` and `carry` (each effect
 ///   goes to its owner: a message to the mesh's `send`, a timer to the heap, `enter` to
-///   the workload's `enter_cs`, a count to the statistics); `log`, `terminating`, `now`;
+///   the workload's `enter_cs`, a count to the statistics); `log`, `flush_trace`,
+///   `terminating`, `now`;
 /// - `mesh.rs` (state in [`Mesh`]): dialing, `dial`, `connect` and `redial`; accepting,
 ///   `accept`, `add_pending`, `drop_pending` and `hello_overdue`; hellos,
 ///   `pending_readable`, `consider`, `announce` and `adopt`; channels, `peer_readable`
@@ -258,8 +263,8 @@ enum TimerKind {
 /// and enters `event_loop`. Each turn of the loop leaves at once on a signal
 /// (`leave_on_signal`), polls until the next timer at most, `dispatch`es every ready
 /// source (`accept`, `control_readable`, `pending_readable`, `peer_readable`) and then
-/// those whose read budget ran out, and calls `fire_timers`, `run_local` and
-/// `flush_all`. The loop ends on the supervisor's `Finish` (after the statistics) or
+/// those whose read budget ran out, and calls `fire_timers`, `run_local`, `flush_all`,
+/// and writes the trace if its lines are due. The loop ends on the supervisor's `Finish` (after the statistics) or
 /// when the control link closes.
 struct Worker<A: Node<Service: RunService>> {
     opts: WorkerSettings,
@@ -293,6 +298,8 @@ struct Worker<A: Node<Service: RunService>> {
     scratch: Vec<u8>,
     /// Message faults, applied on the send path.
     net: NetFaults,
+    /// This worker's message trace (`trace-w{ID}.log`), written every few milliseconds.
+    trace: trace::Writer,
 }
 
 impl<A: Node<Service: RunService>> Worker<A> {
@@ -321,6 +328,13 @@ impl<A: Node<Service: RunService>> Worker<A> {
         poll.registry().register(&mut signals, SIGNALS, Interest::READABLE)?;
         let seed = opts.seed ^ (u64::from(opts.id) << 32) ^ u64::from(opts.incarnation).rotate_left(16);
         let n = opts.workers as usize;
+        let trace = if opts.trace {
+            trace::Writer::open(&run_dir, opts.id, opts.incarnation, opts.workers, &opts.algo).map_err(
+                |e| anyhow::anyhow!("cannot open {}: {e}", run_dir.join(trace::file_name(opts.id)).display()),
+            )?
+        } else {
+            trace::Writer::off()
+        };
         let (work, clock) = if A::Service::NAME == Election::NAME {
             (Work::Election(Electing::open(&run_dir)?), 0)
         } else {
@@ -367,6 +381,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 held: vec![Vec::new(); n],
                 groups: None,
             },
+            trace,
             opts,
         })
     }
@@ -376,6 +391,21 @@ impl<A: Node<Service: RunService>> Worker<A> {
     fn log(&self, what: std::fmt::Arguments<'_>) {
         let line = format!("mutexlab: {}: {what}\n", self.me);
         let _ = io::stderr().lock().write_all(line.as_bytes());
+    }
+
+    /// Hand the trace lines not yet written to the kernel: at the start and on `Finish`
+    /// (the loop writes them when due; the writer also does on drop, so every way out
+    /// of the worker but SIGKILL keeps them). A failed write stops the trace, not the
+    /// run.
+    fn flush_trace(&mut self) {
+        if let Err(e) = self.trace.flush() {
+            self.trace_failed(e);
+        }
+    }
+
+    fn trace_failed(&self, e: io::Error) {
+        let path = self.trace.path().display().to_string();
+        self.log(format_args!("cannot write {path}: {e}; this worker's trace stops here"));
     }
 
     /// The worker was sent SIGTERM or SIGINT.
@@ -450,6 +480,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             Work::Election(_) => self.begin_electing()?,
         }
         self.flush_all()?;
+        self.flush_trace();
         self.event_loop()?;
         drop(source);
         Ok(())
@@ -467,7 +498,9 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 return self.leave_on_signal();
             }
             let timeout = if self.again.is_empty() {
-                self.timers.peek().map(|t| t.0 .0.saturating_duration_since(Instant::now()))
+                // Wake for the next timer, or to write the trace's lines when they are due.
+                let next = self.timers.peek().map(|t| t.0 .0).into_iter().chain(self.trace.due()).min();
+                next.map(|at| at.saturating_duration_since(Instant::now()))
             } else {
                 Some(Duration::ZERO)
             };
@@ -509,6 +542,9 @@ impl<A: Node<Service: RunService>> Worker<A> {
             self.fire_timers()?;
             self.run_local()?;
             self.flush_all()?;
+            if let Err(e) = self.trace.flush_if_due() {
+                self.trace_failed(e);
+            }
         }
         Ok(())
     }

@@ -12,8 +12,8 @@ use rand::RngExt;
 use rand_chacha::ChaCha8Rng;
 
 use super::{RunService, TimerKind, Worker};
-use crate::algorithm::{Node, PeerId};
-use crate::wire::{self, Envelope};
+use crate::algorithm::{Message, Node, PeerId};
+use crate::wire::{self, Envelope, FrameReader};
 
 /// Latency, loss and partitions, applied to outgoing frames. Delays keep each channel
 /// FIFO: a frame is never released before one sent earlier on the same channel.
@@ -33,6 +33,9 @@ impl<A: Node<Service: RunService>> Worker<A> {
     pub(super) fn send_with_faults(&mut self, to: PeerId, env: &Envelope<Option<A::Msg>>) {
         if self.opts.drop > 0.0 && self.net.rng.random_bool(self.opts.drop.min(1.0)) {
             self.stats.lost += 1;
+            if let Some(msg) = &env.msg {
+                self.trace.drop(env.clock, to.0, msg.kind(), "drop");
+            }
             return;
         }
         let mut frame = Vec::new();
@@ -70,6 +73,20 @@ impl<A: Node<Service: RunService>> Worker<A> {
             while self.net.delayed[i].front().is_some_and(|(t, _)| *t <= now) {
                 let (_, frame) = self.net.delayed[i].pop_front().expect("checked above");
                 self.release(PeerId(i as u32), &frame);
+            }
+        }
+    }
+
+    /// Frames a partition held for `to`, which is lost before the partition healed:
+    /// each message among them is traced as dropped (`why=partition`).
+    pub(super) fn trace_held(&mut self, to: PeerId, held: &[u8]) {
+        let mut reader = FrameReader::default();
+        reader.push(held);
+        // Our own frames, whole: nothing here can fail to decode.
+        while let Ok(Some(body)) = reader.next_frame() {
+            if let Ok(Envelope { clock, msg: Some(msg), .. }) = wire::decode::<Envelope<Option<A::Msg>>>(body)
+            {
+                self.trace.drop(clock, to.0, msg.kind(), "partition");
             }
         }
     }

@@ -171,6 +171,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
                     let rec =
                         Record::Want { w: self.me.0, e: self.mx().entries + 1, t: resource::monotonic_ns() };
                     self.append(&rec)?;
+                    self.trace.app(self.clock, "want", None);
                     self.call(AppCall::Want)?;
                 }
                 Local::CsDone => {
@@ -231,7 +232,10 @@ impl<A: Node<Service: RunService>> Worker<A> {
         let rec = Record::Enter { w: self.me.0, e, fence, t: resource::monotonic_ns() };
         if self.opts.fenced {
             match self.append_fenced(&rec)? {
-                Fenced::Accepted(now) => self.set_app(App::Inside { fence, read: now.value, landed: true }),
+                Fenced::Accepted(now) => {
+                    self.trace.app(self.clock, "enter", None);
+                    self.set_app(App::Inside { fence, read: now.value, landed: true });
+                }
                 Fenced::Refused { .. } => {
                     // Believed inside, but the resource says a newer holder exists: leave
                     // at once, and ask again after thinking (a new WANT, the same entry).
@@ -242,6 +246,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             }
         } else {
             self.append(&rec)?;
+            self.trace.app(self.clock, "enter", None);
             let read = self.mx().resource.committed()?.value;
             self.set_app(App::Inside { fence, read, landed: true });
         }
@@ -274,6 +279,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             self.append(&rec)?;
             true
         };
+        self.trace.app(self.clock, "leave", None);
         // A refused EXIT wrote nothing: the entry is made again.
         if done {
             self.mx().entries += 1;

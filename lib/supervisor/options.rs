@@ -45,6 +45,8 @@ pub struct RunOpts {
     /// `mutexlab elect`: who starts the elections and when the run is settled; `None`
     /// for mutual exclusion.
     pub elect: Option<ElectOpts>,
+    /// Workers record the message trace ([`crate::trace`]).
+    pub trace: bool,
 }
 
 /// What `mutexlab elect` adds to a run.
@@ -296,6 +298,7 @@ pub(super) fn settings(
         detector: o.detector,
         fenced: o.fenced,
         majority: o.majority,
+        trace: o.trace,
     }
 }
 
@@ -326,6 +329,7 @@ pub(super) mod tests {
             detector: Detector::Perfect,
             fenced: false,
             majority: false,
+            trace: false,
             elect: None,
         }
     }

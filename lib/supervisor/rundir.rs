@@ -75,6 +75,12 @@ impl RunDir {
             for f in [control::RESOURCE_FILE, control::FAULT_LOG, control::PLAN_FILE] {
                 let _ = std::fs::remove_file(self.path.join(f));
             }
+            // The workers' traces: one per worker, by name (the directory was empty).
+            for entry in std::fs::read_dir(&self.path).into_iter().flatten().flatten() {
+                if entry.file_name().to_str().and_then(crate::trace::worker_of).is_some() {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
             let _ = std::fs::remove_dir(&self.path);
         }
         self.path.exists()

@@ -1,0 +1,302 @@
+//! The message trace of real runs: every message sent in a clean run is received
+//! exactly once, the application events match the resource and leader files, lost
+//! messages are traced as such, restarted workers append to their file, and the ShiViz
+//! export has the structure ShiViz parses.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use common::*;
+use mutexlab::trace::{self, Event, EventKind, Trace};
+
+/// `mutexlab COMMAND --json --keep --run-dir DIR ARGS` in a fresh directory; the
+/// output, its report and the directory (removed when the guard goes).
+fn kept_run(command: &str, args: &[&str]) -> (std::process::Output, serde_json::Value, tempfile::TempDir) {
+    let tmp = tempfile::Builder::new().prefix("mlt-").tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let mut all = vec![command, "--json", "--keep", "--run-dir", dir.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let out = run(&all);
+    let j = json(&out);
+    (out, j, tmp)
+}
+
+fn run_dir(tmp: &tempfile::TempDir) -> std::path::PathBuf {
+    tmp.path().join("run")
+}
+
+/// The messages of `t` that were not received exactly once, and the receives that
+/// match no send: the checker of a clean run's trace.
+fn unmatched(t: &Trace) -> (Vec<&Event>, Vec<&Event>) {
+    let mut recvs: HashMap<(u32, u32, u32, u64), usize> = HashMap::new();
+    for e in &t.events {
+        if let EventKind::Recv { from, from_inc, sent_lc, .. } = e.kind {
+            *recvs.entry((from, from_inc, e.w, sent_lc)).or_default() += 1;
+        }
+    }
+    let mut sends = HashMap::new();
+    let mut not_once = Vec::new();
+    for e in &t.events {
+        if let EventKind::Send { to, .. } = e.kind {
+            let id = (e.w, e.inc, to, e.lc);
+            sends.insert(id, ());
+            if recvs.get(&id) != Some(&1) {
+                not_once.push(e);
+            }
+        }
+    }
+    let orphans = t
+        .events
+        .iter()
+        .filter(|e| match e.kind {
+            EventKind::Recv { from, from_inc, sent_lc, .. } => {
+                !sends.contains_key(&(from, from_inc, e.w, sent_lc))
+            }
+            _ => false,
+        })
+        .collect();
+    (not_once, orphans)
+}
+
+fn count_app(t: &Trace, what: &str) -> usize {
+    t.events.iter().filter(|e| matches!(&e.kind, EventKind::App { ev, .. } if ev == what)).count()
+}
+
+fn lines_starting(path: &Path, tag: &str) -> usize {
+    std::fs::read_to_string(path).unwrap().lines().filter(|l| l.starts_with(tag)).count()
+}
+
+#[test]
+fn a_clean_run_receives_every_message_once_and_matches_its_resource_file() {
+    // Ricart-Agrawala broadcasts its REQUESTs: one envelope, one tick, per receiver.
+    let (out, j, tmp) = kept_run(
+        "run",
+        &["--algo", "ricart-agrawala", "-n", "4", "-k", "8", "--cs-ms", "0.2", "--think-ms", "0.5"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let dir = run_dir(&tmp);
+    let t = trace::load(&dir).unwrap();
+    assert_eq!((t.workers, t.algo.as_str()), (4, "ricart-agrawala"));
+    let (not_once, orphans) = unmatched(&t);
+    assert!(not_once.is_empty(), "sent but not received once: {not_once:?}");
+    assert!(orphans.is_empty(), "received but never sent: {orphans:?}");
+    // Every message the workers counted is in the trace, type by type.
+    let mut by_type: HashMap<String, u64> = HashMap::new();
+    for e in &t.events {
+        if let EventKind::Send { msg, .. } = &e.kind {
+            *by_type.entry(msg.clone()).or_default() += 1;
+        }
+    }
+    let counted: HashMap<String, u64> = j["messages"]["by_type"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.as_u64().unwrap()))
+        .collect();
+    assert_eq!(by_type, counted);
+    // The application's events are the resource file's records.
+    let resource = dir.join("resource.log");
+    assert_eq!(count_app(&t, "want"), lines_starting(&resource, "WANT "));
+    assert_eq!(count_app(&t, "enter"), lines_starting(&resource, "ENTER "));
+    assert_eq!(count_app(&t, "leave"), lines_starting(&resource, "EXIT "));
+    assert_eq!(count_app(&t, "enter"), 32);
+    // Arrows: all received, never before they were sent.
+    let arrows = t.arrows();
+    assert_eq!(arrows.len() as u64, j["messages"]["total"].as_u64().unwrap());
+    assert!(arrows.iter().all(|a| a.received.is_some_and(|r| r >= a.sent)));
+    // The vector clocks agree with every arrow: the receive knows the send.
+    let clocks = t.vector_clocks();
+    let at: HashMap<(u32, u64), usize> = t.events.iter().enumerate().map(|(i, e)| ((e.w, e.t), i)).collect();
+    for a in &arrows {
+        let (s, r) = (at[&(a.from, a.sent)], at[&(a.to, a.received.unwrap())]);
+        assert!(clocks[s].iter().zip(&clocks[r]).all(|(x, y)| x <= y), "{a:?}");
+    }
+}
+
+#[test]
+fn the_checker_finds_the_messages_a_lossy_network_lost() {
+    // The negative control: with --drop, some SENDs have no RECV, and each is traced as
+    // dropped. The run may stall (a lost GRANT); its directory is kept either way.
+    let (_, _, tmp) = kept_run(
+        "run",
+        &["-n", "3", "-k", "20", "--drop", "0.3", "--cs-ms", "0", "--think-ms", "0", "--stall-ms", "300"],
+    );
+    let t = trace::load(&run_dir(&tmp)).unwrap();
+    let (not_once, orphans) = unmatched(&t);
+    assert!(!not_once.is_empty(), "a 30% loss lost nothing");
+    assert!(orphans.is_empty(), "{orphans:?}");
+    for s in not_once {
+        let EventKind::Send { to, msg } = &s.kind else { unreachable!() };
+        let dropped = t.events.iter().any(|e| {
+            e.w == s.w
+                && e.lc == s.lc
+                && matches!(&e.kind, EventKind::Drop { to: d, msg: m, why } if d == to && m == msg && why == "drop")
+        });
+        assert!(dropped, "lost without a DROP: {s}");
+    }
+    assert!(t.arrows().iter().any(|a| a.received.is_none()));
+}
+
+#[test]
+fn messages_a_partition_held_for_a_worker_that_died_are_traced_as_dropped() {
+    // The coordinator is cut off, so every REQUEST to it waits behind the partition;
+    // killed, it takes them with it. The run then stalls, and its directory is kept.
+    let (out, _, tmp) = kept_run(
+        "run",
+        &[
+            "-n",
+            "3",
+            "-k",
+            "1000",
+            "--cs-ms",
+            "1",
+            "--think-ms",
+            "1",
+            "--stall-ms",
+            "300",
+            "--faults",
+            "partition 2|0,1 at 20ms; kill 2 at 200ms",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let t = trace::load(&run_dir(&tmp)).unwrap();
+    let held: Vec<&Event> = t
+        .events
+        .iter()
+        .filter(|e| matches!(&e.kind, EventKind::Drop { to: 2, why, .. } if why == "partition"))
+        .collect();
+    assert!(!held.is_empty(), "no message to the dead coordinator traced as held and lost");
+    // Each names a message that was sent and never received.
+    let arrows = t.arrows();
+    for d in held {
+        let sent = t
+            .events
+            .iter()
+            .find(|s| s.w == d.w && s.lc == d.lc && matches!(s.kind, EventKind::Send { to: 2, .. }));
+        let sent = sent.unwrap_or_else(|| panic!("no SEND for {d}"));
+        assert!(arrows.iter().any(|a| a.from == d.w && a.sent == sent.t && a.received.is_none()), "{d}");
+    }
+}
+
+#[test]
+fn a_restarted_worker_appends_its_new_life_and_leaders_match_the_leader_file() {
+    let (out, _, tmp) =
+        kept_run("elect", &["--algo", "bully", "-n", "4", "--faults", "kill 3 at 100ms; restart 3 at 300ms"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let dir = run_dir(&tmp);
+    let t = trace::load(&dir).unwrap();
+    assert!(t.events.iter().any(|e| e.w == 3 && e.inc == 1), "no second life of worker 3 in the trace");
+    let text = std::fs::read_to_string(dir.join(trace::file_name(3))).unwrap();
+    assert_eq!(text.matches(trace::HEADER).count(), 1);
+    // Heartbeats are not traced.
+    assert!(!text.contains("HEARTBEAT"));
+    // Every leader accepted is in the trace and in the leader file; a killed worker's
+    // last batch may be missing from the trace, never an extra one there.
+    let traced = count_app(&t, "leader");
+    let recorded = std::fs::read_to_string(dir.join("leaders.log"))
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("LEADER "))
+        .count();
+    assert!(traced > 0 && traced <= recorded, "traced {traced}, recorded {recorded}");
+    assert!(t.events.iter().any(|e| matches!(e.kind, EventKind::App { leader: Some(3), term: Some(_), .. })));
+    assert_eq!(t.vector_clocks().len(), t.events.len());
+}
+
+#[test]
+fn the_shiviz_export_is_a_regex_line_then_events_with_their_vector_clocks() {
+    let (out, _, tmp) = kept_run("run", &["--algo", "lamport", "-n", "3", "-k", "4"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let dir = run_dir(&tmp);
+    let file = tmp.path().join("run.shiviz");
+    let exported = run(&["trace", dir.to_str().unwrap(), "--shiviz", "-o", file.to_str().unwrap()]);
+    assert_eq!(exported.status.code(), Some(0), "{}", stderr(&exported));
+    let text = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // ShiViz reads the first line as the parsing regex and the second as the delimiter
+    // between executions (none here), then the log.
+    assert_eq!(lines[0], r"(?<event>.*)\n(?<host>\S*) (?<clock>{.*})");
+    assert_eq!(lines[1], "");
+    let log = &lines[2..];
+    assert_eq!(log.len() % 2, 0);
+    let t = trace::load(&dir).unwrap();
+    assert_eq!(log.len() / 2, t.events.len());
+    // What the regex asks of each pair, checked by hand: an event line, then a host
+    // (no spaces), one space and a JSON object of clocks; and what ShiViz checks of the
+    // clocks: each host's own entry counts 1, 2, 3…, and names only events that exist.
+    let mut own: HashMap<String, u64> = HashMap::new();
+    let mut clocks = Vec::new();
+    for pair in log.chunks(2) {
+        let (event, host_clock) = (pair[0], pair[1]);
+        assert!(event.parse::<Event>().is_ok(), "{event}");
+        let (host, clock) = host_clock.split_once(' ').expect("host, space, clock");
+        assert!(host.starts_with('w') && host[1..].parse::<u32>().is_ok(), "{host_clock}");
+        assert!(clock.starts_with('{') && clock.ends_with('}'), "{host_clock}");
+        let vc: HashMap<String, u64> = serde_json::from_str(clock).unwrap();
+        let n = own.entry(host.to_string()).or_default();
+        *n += 1;
+        assert_eq!(vc.get(host), Some(&*n), "{host_clock}");
+        clocks.push(vc);
+    }
+    for vc in clocks {
+        for (h, c) in vc {
+            assert!(own.get(&h).is_some_and(|&max| c <= max), "{h}:{c} beyond that host's events");
+        }
+    }
+    // Without --shiviz: one line per event, merged in time order.
+    let plain = run(&["trace", dir.to_str().unwrap()]);
+    assert_eq!(plain.status.code(), Some(0));
+    let times: Vec<u64> = stdout(&plain).lines().map(|l| l.parse::<Event>().unwrap().t).collect();
+    assert_eq!(times.len(), t.events.len());
+    assert!(times.windows(2).all(|p| p[0] <= p[1]));
+}
+
+#[test]
+fn only_kept_or_traced_runs_record_a_trace() {
+    // `none` overlaps, so the run fails and its directory is kept either way.
+    for (flag, traced) in [(None, false), (Some("--trace"), true)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("run");
+        let mut args =
+            vec!["run", "--algo", "none", "-n", "3", "-k", "5", "--run-dir", dir.to_str().unwrap()];
+        args.extend(flag);
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert_eq!(dir.join(trace::file_name(0)).exists(), traced, "{flag:?}");
+        if traced {
+            assert_eq!(count_app(&trace::load(&dir).unwrap(), "enter"), 15);
+        }
+    }
+}
+
+#[test]
+fn a_missing_or_damaged_trace_is_one_line_and_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("nothing-here");
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let cut = tmp.path().join("cut");
+    std::fs::create_dir(&cut).unwrap();
+    std::fs::write(
+        cut.join(trace::file_name(0)),
+        format!(
+            "{} w=0 workers=1 algo=x\nAPP w=0 inc=0 t=1 lc=0 ev=want\nAPP w=0 inc=0 t=2 l",
+            trace::HEADER
+        ),
+    )
+    .unwrap();
+    for (dir, says) in [
+        (&missing, "cannot read"),
+        (&empty, "holds no trace files"),
+        (&cut, "trace-w0.log:3: the last line is cut short"),
+    ] {
+        let out = run(&["trace", dir.to_str().unwrap(), "--shiviz"]);
+        assert_eq!(out.status.code(), Some(2), "{}", dir.display());
+        let err = stderr(&out);
+        assert!(err.contains(says), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(stdout(&out).is_empty());
+    }
+}
