@@ -1,8 +1,8 @@
 //! The HTML report in a real browser: a known small run is rendered, opened in headless
 //! Chromium, and the lanes, arrows and shaded sections are counted from the page the
 //! browser built (the page's script writes the counts of what it parsed into
-//! `#rendered`; `--dump-dom` returns the DOM after it ran). A run whose workers kept no
-//! message trace is given a small hand-written one, so the arrows are always checked.
+//! `#rendered`; `--dump-dom` returns the DOM after it ran). The arrows come from the
+//! message trace a kept run records.
 //!
 //! Without `/usr/bin/chromium` the test says so in one line and passes, unless
 //! `MUTEXLAB_REQUIRE_BROWSER=1` (CI), where it fails.
@@ -124,21 +124,6 @@ fn traced(dir: &Path) -> bool {
     })
 }
 
-/// Give a run whose workers kept no trace a hand-written one in the trace format: w0
-/// asks w2 and w2 grants, at the run's first record.
-fn add_trace(dir: &Path) {
-    let file = std::fs::read_to_string(dir.join("resource.log")).unwrap();
-    let t: u64 = file.lines().nth(1).and_then(|l| l.rsplit_once(" t=")).unwrap().1.parse().unwrap();
-    let head = |w| format!("# mutexlab trace v1 w={w} workers=3 algo=centralized\n");
-    let w0 = format!("{}SEND w=0 inc=0 t={t} lc=1 to=2 type=REQUEST\n", head(0));
-    let w0 = format!("{w0}RECV w=0 inc=0 t={} lc=4 from=2 from_inc=0 sent_lc=3 type=GRANT\n", t + 3000);
-    let w2 =
-        format!("{}RECV w=2 inc=0 t={} lc=2 from=0 from_inc=0 sent_lc=1 type=REQUEST\n", head(2), t + 1000);
-    let w2 = format!("{w2}SEND w=2 inc=0 t={} lc=3 to=0 type=GRANT\n", t + 2000);
-    std::fs::write(dir.join("trace-w0.log"), w0).unwrap();
-    std::fs::write(dir.join("trace-w2.log"), w2).unwrap();
-}
-
 #[test]
 fn the_report_of_a_small_run_renders_its_lanes_arrows_and_sections() {
     if !browser_present() {
@@ -152,12 +137,7 @@ fn the_report_of_a_small_run_renders_its_lanes_arrows_and_sections() {
     // The kept run wrote its report and said where.
     let page = dir.canonicalize().unwrap().join("report.html");
     assert!(stderr(&out).contains(&format!("report: {}", page.display())), "{}", stderr(&out));
-    if !traced(&dir) {
-        // Until workers keep a trace, the arrows come from a hand-written one.
-        add_trace(&dir);
-        let out = run(&["report", d]);
-        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    }
+    assert!(traced(&dir), "a kept run keeps its message trace, whose arrows the page draws");
     let dom = dump_dom(&page);
     check(&dom).unwrap_or_else(|e| panic!("{e}"));
 
