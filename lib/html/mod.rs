@@ -219,7 +219,7 @@ g.fault.across line { stroke: #8a3ffc; stroke-width: 1.5; stroke-dasharray: 6 3;
 g.leader path { fill: #fff; stroke: #b07800; stroke-width: 1.5; } g.leader.own path { fill: #f2b600; }
 g.refused circle { fill: #fff; stroke: #e08a2e; stroke-width: 2; }
 g.violation circle { fill: #d62d2d; stroke: #fff; stroke-width: 1.5; }
-svg.theory rect.band { fill: #cdebd3; } svg.theory rect.measured { fill: #3d7bd9; }
+svg.theory rect.band { fill: #2da44e; fill-opacity: .45; } svg.theory rect.measured { fill: #3d7bd9; }
 svg.hist rect { fill: #3d7bd9; } svg.hist line.axis { stroke: #999; }
 svg.hist line.p50 { stroke: #1a7f37; stroke-width: 2; } svg.hist line.p99 { stroke: #d62d2d; stroke-width: 2; }
 .violations td:first-child, .listing td:first-child { white-space: nowrap; }

@@ -458,9 +458,9 @@ pub(crate) fn against_theory(measured: f64, min: f64, max: f64, what: &str) -> S
         _ => format!("theory {min:.2} or more"),
     };
     format!(
-        r#"<svg class="theory" data-theory="{measured:.2}" xmlns="http://www.w3.org/2000/svg" width="{W}" height="44" viewBox="0 0 {W} 44"><rect class="band" x="{lo:.1}" y="4" width="{bw:.1}" height="22"><title>{band} {what}</title></rect><rect class="measured" x="8" y="10" width="{mw:.1}" height="10"><title>measured {measured:.2} {what}</title></rect><text x="8" y="40">measured {measured:.2} {what}; {band} (green band)</text></svg>"#,
+        r#"<svg class="theory" data-theory="{measured:.2}" xmlns="http://www.w3.org/2000/svg" width="{W}" height="44" viewBox="0 0 {W} 44"><rect class="measured" x="8" y="10" width="{mw:.1}" height="10"><title>measured {measured:.2} {what}</title></rect><rect class="band" x="{lo:.1}" y="4" width="{bw:.1}" height="22"><title>{band} {what}</title></rect><text x="8" y="40">measured {measured:.2} {what}; {band} (green band)</text></svg>"#,
         lo = x(min),
-        bw = (hi - x(min)).max(2.0),
+        bw = (hi - x(min)).max(4.0),
         mw = (x(measured) - 8.0).max(1.0),
     )
 }
