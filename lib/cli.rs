@@ -23,7 +23,7 @@ use crate::algos::Registry;
 use crate::control::Detector;
 use crate::faults::{self, Plan};
 use crate::supervisor::{ElectOpts, Initiators, RunError, RunOpts};
-use crate::{algos, audit, bench, compare, report, runtime, supervisor};
+use crate::{algos, audit, bench, compare, html, report, runtime, supervisor};
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
@@ -82,6 +82,14 @@ enum Cmd {
     /// Measure the notes' comparison table: messages per entry, delays in message times,
     /// and which faults stall or break each mutual-exclusion algorithm.
     Compare(CompareArgs),
+    /// Write a run directory's HTML report (default RUN_DIR/report.html) and print its path.
+    Report {
+        /// The run directory (kept with --keep, or a failed run's).
+        run_dir: PathBuf,
+        /// Where to write the report.
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
     /// (internal) A worker process; started by `run`.
     #[command(hide = true)]
     Worker(WorkerArgs),
@@ -371,6 +379,7 @@ pub fn main(registry: Registry) -> ExitCode {
         }
         Cmd::Audit { file, faults, json } => cmd_audit(&file, faults, json),
         Cmd::Trace { run_dir, shiviz, output } => cmd_trace(&run_dir, shiviz, output.as_deref()),
+        Cmd::Report { run_dir, output } => cmd_report(&run_dir, output.as_deref()),
         Cmd::Bench { quick, all_cpus, json } => match bench::run(&exe(), quick, all_cpus, json) {
             Ok(r) => {
                 if json {
@@ -480,6 +489,9 @@ fn cmd_run(a: RunArgs) -> ExitCode {
             } else {
                 out(&report::run_summary(&r));
             }
+            if r.run_dir_kept {
+                kept_report(&r.run_dir, html::Known::Run(&r));
+            }
             finished(r.ok, r.failure.as_deref())
         }
         Err(e) => run_error(e),
@@ -524,6 +536,9 @@ fn cmd_elect(a: ElectArgs) -> ExitCode {
                 out(&to_json(&r));
             } else {
                 out(&report::elect_summary(&r));
+            }
+            if r.run_dir_kept {
+                kept_report(&r.run_dir, html::Known::Elect(&r));
             }
             finished(r.ok, r.failure.as_deref())
         }
@@ -759,4 +774,24 @@ fn cmd_trace(run_dir: &std::path::Path, shiviz: bool, output: Option<&std::path:
         }
     }
     ExitCode::SUCCESS
+}
+
+fn cmd_report(run_dir: &std::path::Path, output: Option<&std::path::Path>) -> ExitCode {
+    match html::write(run_dir, output, html::Known::Files) {
+        Ok(path) => {
+            out(&format!("{}\n", path.display()));
+            ExitCode::SUCCESS
+        }
+        // Unreadable or not a run: exit 2, as `mutexlab audit` does for such input.
+        Err(e) => fail(2, &e.to_string()),
+    }
+}
+
+/// A kept run leaves its report beside its files and names it on stderr (stdout may be
+/// JSON); failing to write it does not change the run's verdict.
+fn kept_report(run_dir: &str, known: html::Known) {
+    match html::write(std::path::Path::new(run_dir), None, known) {
+        Ok(path) => eprintln!("report: {}", path.display()),
+        Err(e) => eprintln!("mutexlab: no report: {e}"),
+    }
 }

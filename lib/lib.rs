@@ -21,6 +21,7 @@ pub mod control;
 pub mod external;
 pub mod faults;
 pub mod host;
+pub mod html;
 pub mod report;
 pub mod resource;
 pub mod runtime;

@@ -1,0 +1,489 @@
+//! The HTML report of a run: one self-contained file (inline CSS and SVG, one short
+//! script, nothing fetched) drawn from the run directory's files alone.
+//!
+//! It shows the summary and the auditor's verdict as the text summary gives them, the
+//! messages by type beside the algorithm's theory, a space-time diagram (one lane per
+//! worker: sections, waits, messages, faults, leaders, findings in red linked to their
+//! lines), and each worker's wait distribution. Reading the files is `data.rs`, drawing
+//! is `svg.rs`, and this file lays out the page.
+//!
+//! Every string that comes from a file or a worker goes through [`esc`] before it
+//! reaches the page: a field holding `<script>` is shown, never run.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use crate::audit::{self, AuditError, FaultLog, Violation, WaitStats};
+use crate::control::{FAULT_LOG, LEADERS_FILE, RESOURCE_FILE};
+use crate::supervisor::{ElectReport, RunReport};
+
+mod data;
+mod svg;
+
+use data::Timeline;
+
+/// Name of the report in a run directory.
+pub const REPORT_FILE: &str = "report.html";
+
+/// What is known of the run beyond its files: a report written at the end of a run has
+/// the workers' message counts, which no file holds (the trace aside).
+#[derive(Clone, Copy)]
+pub enum Known<'a> {
+    /// Only the files.
+    Files,
+    /// The mutual-exclusion run's own report.
+    Run(&'a RunReport),
+    /// The election run's own report.
+    Elect(&'a ElectReport),
+}
+
+/// Why no report could be made.
+#[derive(Debug, thiserror::Error)]
+pub enum ReportError {
+    /// The run directory, or a file in it, could not be read.
+    #[error("cannot read {path}: {err}")]
+    Unreadable { path: String, err: std::io::Error },
+    /// The directory holds no file a run writes.
+    #[error("{path} holds neither {RESOURCE_FILE} nor {LEADERS_FILE}")]
+    NotRun { path: String },
+    /// The run's file is not what its name says.
+    #[error(transparent)]
+    Audit(#[from] AuditError),
+    /// The report could not be written.
+    #[error("cannot write {path}: {err}")]
+    Write { path: String, err: std::io::Error },
+}
+
+/// Escape text for HTML content and attribute values alike.
+pub fn esc(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The report of the run in `run_dir`, from its files alone.
+pub fn render(run_dir: &Path) -> Result<String, ReportError> {
+    render_with(run_dir, Known::Files)
+}
+
+/// Write the report of `run_dir` to `out` (default `run_dir/report.html`); returns its path.
+pub fn write(run_dir: &Path, out: Option<&Path>, known: Known) -> Result<PathBuf, ReportError> {
+    let html = render_with(run_dir, known)?;
+    let path = out.map_or_else(|| run_dir.join(REPORT_FILE), Path::to_path_buf);
+    std::fs::write(&path, html)
+        .map_err(|err| ReportError::Write { path: path.display().to_string(), err })?;
+    Ok(path)
+}
+
+/// What the auditor said, from the run's report or from auditing the file now.
+struct Verdict {
+    algorithm: String,
+    workers: u32,
+    /// The text summary, as `mutexlab run`, `elect` or `audit` prints it.
+    text: String,
+    violations: Vec<Violation>,
+    count: usize,
+    cut_short: Vec<Violation>,
+    /// Mutual exclusion only: completed entries and waits by worker.
+    entries: Option<u64>,
+    waits: Vec<WaitStats>,
+}
+
+/// The report of the run in `run_dir`, with whatever else is `known` of it.
+pub fn render_with(run_dir: &Path, known: Known) -> Result<String, ReportError> {
+    let shown = run_dir.display().to_string();
+    std::fs::read_dir(run_dir).map_err(|err| ReportError::Unreadable { path: shown.clone(), err })?;
+    let resource = run_dir.join(RESOURCE_FILE);
+    let leaders = run_dir.join(LEADERS_FILE);
+    let faults = FaultLog::read(&run_dir.join(FAULT_LOG));
+    let election = !resource.is_file();
+    if election && !leaders.is_file() {
+        return Err(ReportError::NotRun { path: shown });
+    }
+    let v = if election {
+        leaders_verdict(&leaders, &faults, known)?
+    } else {
+        mutex_verdict(&resource, &faults, known)?
+    };
+    let wanted: BTreeSet<usize> =
+        v.violations.iter().chain(&v.cut_short).flat_map(data::lines_named).collect();
+    let mut tl = Timeline::default();
+    let file = if election { &leaders } else { &resource };
+    let unreadable = |err| ReportError::Unreadable { path: file.display().to_string(), err };
+    let f = std::fs::File::open(file).map_err(unreadable)?;
+    let read = if election {
+        data::read_leaders(f, &wanted, &mut tl)
+    } else {
+        data::read_resource(f, &wanted, &mut tl)
+    };
+    read.map_err(unreadable)?;
+    tl.faults = data::read_faults(&run_dir.join(FAULT_LOG));
+    if data::has_trace(run_dir) {
+        // A damaged trace costs the arrows, not the report.
+        match data::read_trace(run_dir) {
+            Ok(arrows) => tl.arrows = arrows,
+            Err(e) => tl.trace_error = Some(e.to_string()),
+        }
+    }
+    let highest = tl
+        .sections
+        .iter()
+        .map(|s| s.w)
+        .chain(tl.leaders.iter().map(|l| l.w))
+        .filter(|w| *w < crate::supervisor::MAX_WORKERS)
+        .max()
+        .map_or(0, |w| w + 1);
+    let lanes = v.workers.min(crate::supervisor::MAX_WORKERS).max(highest);
+    Ok(page(&shown, &v, &tl, lanes, known))
+}
+
+fn mutex_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdict, ReportError> {
+    let a = audit::audit_file(path, faults)?;
+    let mut v = Verdict {
+        algorithm: a.algorithm.clone().unwrap_or_else(|| "?".into()),
+        workers: a.workers,
+        text: crate::report::audit_summary(&path.display().to_string(), &a),
+        violations: a.violations,
+        count: a.violation_count,
+        cut_short: a.cut_short,
+        entries: Some(a.entries),
+        waits: a.wait_ms_by_worker,
+    };
+    if let Known::Run(r) = known {
+        // The run's own verdict is the one its summary printed.
+        v.text = crate::report::run_summary(r);
+        v.violations.clone_from(&r.violations);
+        v.count = r.violation_count;
+        v.cut_short.clone_from(&r.cut_short);
+        v.waits.clone_from(&r.wait_ms_by_worker);
+    }
+    Ok(v)
+}
+
+fn leaders_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdict, ReportError> {
+    // As `mutexlab audit` judges a leader file alone: validity is left out, since the
+    // file does not say whether its algorithm promises the highest id wins.
+    let rules =
+        audit::Rules { overlap_ns: crate::supervisor::HANDOVER.as_nanos() as u64, ..audit::Rules::default() };
+    let a = audit::audit_leaders_file(path, faults, rules)?;
+    let mut v = Verdict {
+        algorithm: a.algorithm.clone().unwrap_or_else(|| "?".into()),
+        workers: a.workers,
+        text: crate::report::leaders_summary(&path.display().to_string(), &a),
+        violations: a.violations,
+        count: a.violation_count,
+        cut_short: Vec::new(),
+        entries: None,
+        waits: Vec::new(),
+    };
+    if let Known::Elect(r) = known {
+        v.text = crate::report::elect_summary(r);
+        v.violations.clone_from(&r.violations);
+        v.count = r.violation_count;
+    }
+    Ok(v)
+}
+
+const STYLE: &str = r#"
+body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #1d2330; }
+h1 { font-size: 20px; margin: 0 0 8px; } h2 { font-size: 16px; margin: 24px 0 8px; }
+pre { background: #f4f5f8; padding: 10px; overflow-x: auto; font-size: 12px; }
+.ok { color: #1a7f37; font-weight: 600; } .bad { color: #c0262d; font-weight: 600; }
+table { border-collapse: collapse; } td, th { padding: 2px 10px; text-align: left; border-bottom: 1px solid #e3e5ea; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; }
+.note { color: #7a5b00; }
+.scroll { overflow-x: auto; border: 1px solid #e3e5ea; }
+svg text { font: 11px system-ui, sans-serif; fill: #333; }
+line.tick { stroke: #eceef2; } text.tick { fill: #889; text-anchor: middle; }
+line.lane { stroke: #b8bfcc; } text.lane { font-weight: 600; }
+rect.cs { fill: #3d7bd9; fill-opacity: .75; } rect.cs.open { fill: #8aa9d9; }
+rect.cs.bad { fill: #d62d2d; fill-opacity: .9; }
+rect.wait { fill: #9aa3b3; } rect.wait.unserved { fill: #e08a2e; }
+rect.stopped { fill: url(#hatch); fill-opacity: .6; } rect.down { fill: #dfe2e8; }
+line.fault-time { stroke: #999; stroke-width: .8; stroke-dasharray: 1 3; }
+g.msg line { stroke: #4a5a78; stroke-width: 1; } g.msg text { fill: #4a5a78; font-size: 9px; paint-order: stroke; stroke: #fff; stroke-width: 3px; }
+g.msg.lost line { stroke: #d62d2d; stroke-dasharray: 3 2; }
+g.fault.kill path { stroke: #000; stroke-width: 3; } g.fault.restart path { fill: #1a7f37; }
+g.fault.pause line { stroke: #a07f00; stroke-width: 2; }
+g.fault.across line { stroke: #8a3ffc; stroke-width: 1.5; stroke-dasharray: 6 3; } g.fault.across text { fill: #8a3ffc; }
+g.leader path { fill: #fff; stroke: #b07800; stroke-width: 1.5; } g.leader.own path { fill: #f2b600; }
+g.refused circle { fill: #fff; stroke: #e08a2e; stroke-width: 2; }
+g.violation circle { fill: #d62d2d; stroke: #fff; stroke-width: 1.5; }
+svg.theory rect.band { fill: #2da44e; fill-opacity: .45; } svg.theory rect.measured { fill: #3d7bd9; }
+svg.hist rect { fill: #3d7bd9; } svg.hist line.axis { stroke: #999; }
+svg.hist line.p50 { stroke: #1a7f37; stroke-width: 2; } svg.hist line.p99 { stroke: #d62d2d; stroke-width: 2; }
+.violations td:first-child, .listing td:first-child { white-space: nowrap; }
+.listing tr:target, .violations tr:target { background: #ffe9a8; }
+code { font-size: 12px; }
+"#;
+
+/// Counts what the browser built, so a test can read it back from the rendered DOM.
+const SCRIPT: &str = r#"
+document.addEventListener('DOMContentLoaded', function () {
+  var d = document.querySelector('svg.diagram'), r = document.getElementById('rendered');
+  if (!d || !r) return;
+  var n = function (q) { return String(d.querySelectorAll(q).length); };
+  r.setAttribute('data-lanes', n('[data-lane]'));
+  r.setAttribute('data-arrows', n('[data-arrow]'));
+  r.setAttribute('data-cs', n('[data-bar="cs"]'));
+  r.setAttribute('data-waits', n('[data-bar="wait"]'));
+  r.setAttribute('data-faults', n('[data-fault]'));
+  r.setAttribute('data-violations', n('[data-violation]'));
+});
+"#;
+
+fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> String {
+    let mut s = String::new();
+    let title = format!("mutexlab report: {}, {} workers", v.algorithm, v.workers);
+    let _ = write!(
+        s,
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\
+         <title>{}</title><style>{STYLE}</style><script>{SCRIPT}</script></head><body>\n",
+        esc(&title)
+    );
+    let _ = writeln!(s, "<h1>{}</h1>", esc(&title));
+    let verdict = if v.count == 0 {
+        "<span class=\"ok\">audit OK: no violations</span>".to_string()
+    } else {
+        format!(
+            "<span class=\"bad\">audit: {} violation(s)</span> (<a href=\"#findings\">listed below</a>)",
+            v.count
+        )
+    };
+    let _ = writeln!(s, "<p>Run directory <code>{}</code>. {verdict}</p>", esc(dir));
+    let _ = writeln!(s, "<div id=\"rendered\" hidden></div>");
+
+    let drawn = svg::diagram(tl, lanes, &v.violations);
+    let _ = writeln!(s, "<h2>Space-time diagram</h2>");
+    let what = if v.entries.is_some() {
+        "Blue bars: critical sections (ENTER to EXIT); thin grey bars: waits (WANT to ENTER), \
+         orange when never served; orange rings: writes a fenced resource refused; red: sections \
+         and records the auditor flagged"
+    } else {
+        "Diamonds: a worker accepts a leader (filled: itself); red: records the auditor flagged"
+    };
+    let _ = writeln!(
+        s,
+        "<p>One lane per worker, time in ms from the first event. {what} (click a red dot for \
+         the finding); arrows: messages; ✕ kill (grey until ▲ restart); hatched: paused; \
+         dotted lines: when a fault hit; dashed purple lines: partitions and heals. Hover \
+         over anything for its details.</p>"
+    );
+    match &tl.trace_error {
+        Some(e) => {
+            let _ = writeln!(
+                s,
+                "<p class=\"note\">The message trace could not be read, so no arrows: {}</p>",
+                esc(e)
+            );
+        }
+        None if tl.arrows.is_empty() => {
+            let _ = writeln!(s, "<p class=\"note\">No message trace in this directory: no arrows.</p>");
+        }
+        None => {}
+    }
+    for n in &drawn.notes {
+        let _ = writeln!(s, "<p class=\"note\">{}</p>", esc(n));
+    }
+    let _ = writeln!(s, "<div class=\"scroll\">{}</div>", drawn.svg);
+    messages(&mut s, v, tl, known);
+    let _ = writeln!(s, "<h2>Summary</h2>\n<pre>{}</pre>", esc(&v.text));
+    waits(&mut s, v, tl);
+    findings(&mut s, v, tl);
+    let _ = writeln!(s, "</body></html>");
+    s
+}
+
+/// Messages by type and per entry, beside the algorithm's theory.
+fn messages(s: &mut String, v: &Verdict, tl: &Timeline, known: Known) {
+    let (by_type, source): (BTreeMap<String, u64>, &str) = match known {
+        Known::Run(r) => (r.messages.by_type.clone(), "the workers' own counts"),
+        Known::Elect(r) => (r.messages.by_type.clone(), "the workers' own counts"),
+        Known::Files if !tl.arrows.is_empty() => {
+            let mut m = BTreeMap::new();
+            for a in &tl.arrows {
+                *m.entry(a.msg.clone()).or_default() += 1;
+            }
+            (m, "the message trace")
+        }
+        Known::Files => (BTreeMap::new(), ""),
+    };
+    let _ = writeln!(s, "<h2>Messages</h2>");
+    if by_type.is_empty() {
+        let why = match known {
+            Known::Files => "Not recorded: no message trace in this directory.",
+            _ => "No messages were sent.",
+        };
+        let _ = writeln!(s, "<p>{why}</p>");
+    }
+    // Per entry, or per election; the totals as the text summary gives them (an
+    // election's leave the heartbeats aside).
+    let (what, count, total) = match known {
+        Known::Elect(r) => {
+            let total = (r.messages.total, format!("{:.2}", r.messages.per_election));
+            ("per election", r.elections as u64, Some(("total, HEARTBEAT aside", total)))
+        }
+        Known::Run(r) => (
+            "per entry",
+            r.entries.total,
+            Some(("total", (r.messages.total, format!("{:.2}", r.messages.per_entry)))),
+        ),
+        Known::Files => ("per entry", v.entries.unwrap_or(0), None),
+    };
+    let per = |n: u64| if count > 0 { format!("{:.2}", n as f64 / count as f64) } else { "–".into() };
+    // The figure the theory speaks of: the summary's own when known.
+    let measured = match known {
+        Known::Run(r) => Some(r.messages.per_entry),
+        Known::Elect(r) => Some(r.messages.per_election),
+        Known::Files if count > 0 && !by_type.is_empty() => {
+            Some(by_type.values().sum::<u64>() as f64 / count as f64)
+        }
+        Known::Files => None,
+    };
+    if !by_type.is_empty() {
+        let _ = writeln!(s, "<p>From {source}.</p><table><tr><th>type</th><th>sent</th><th>{what}</th></tr>");
+        for (k, n) in &by_type {
+            let _ = writeln!(
+                s,
+                "<tr><td>{}</td><td class=\"n\">{n}</td><td class=\"n\">{}</td></tr>",
+                esc(k),
+                per(*n)
+            );
+        }
+        let sum: u64 = by_type.values().sum();
+        let (label, (n, each)) = total.unwrap_or(("total", (sum, per(sum))));
+        let _ = writeln!(s, "<tr><th>{label}</th><td class=\"n\">{n}</td><td class=\"n\">{each}</td></tr>");
+    } else {
+        let _ = writeln!(s, "<table>");
+    }
+    let theory = match known {
+        Known::Run(r) => r.theory.clone(),
+        Known::Elect(r) => r.theory.clone(),
+        // Mutual exclusion: theory depends on the worker count (and --replicas for
+        // voting, which the files do not record: the default is assumed).
+        Known::Files if v.entries.is_some() => crate::algos::info(&v.algorithm)
+            .and_then(|a| (a.theory)(crate::algos::Shape { n: v.workers, replicas: None, initiators: 0 })),
+        Known::Files => None,
+    };
+    if let Some(t) = theory {
+        let range = if t.per_entry_min == t.per_entry_max {
+            format!("{:.2}", t.per_entry_min)
+        } else if t.per_entry_max.is_finite() {
+            format!("{:.2} to {:.2}", t.per_entry_min, t.per_entry_max)
+        } else {
+            format!("at least {:.2}", t.per_entry_min)
+        };
+        let _ = writeln!(
+            s,
+            "<tr><th>theory</th><td></td><td class=\"n\">{range}</td><td>{what}: {}</td></tr>",
+            esc(&t.formula)
+        );
+        let _ = writeln!(s, "</table>");
+        if let Some(measured) = measured {
+            s.push_str(&svg::against_theory(measured, t.per_entry_min, t.per_entry_max, what));
+        }
+        return;
+    }
+    let _ = writeln!(s, "</table>");
+}
+
+/// Each worker's waits as a histogram on one shared scale, with the auditor's figures.
+fn waits(s: &mut String, v: &Verdict, tl: &Timeline) {
+    if v.entries.is_none() {
+        return;
+    }
+    let mut by: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
+    for sec in &tl.sections {
+        if let Some(w) = sec.wait() {
+            by.entry(sec.w).or_default().push(w);
+        }
+    }
+    let max = by.values().flatten().copied().max().unwrap_or(0);
+    let _ = writeln!(
+        s,
+        "<h2>Wait times by worker</h2>\n<p>WANT to ENTER, on one scale for all workers; \
+         green line p50, red line p99 (the auditor's figures).</p>\n\
+         <table><tr><th>worker</th><th>waits</th><th>p50 ms</th><th>p99 ms</th><th>max ms</th><th>mean ms</th><th>distribution</th></tr>"
+    );
+    let workers = v.waits.len().max(by.keys().last().map_or(0, |w| *w as usize + 1));
+    for w in 0..workers as u32 {
+        let st = v.waits.get(w as usize).cloned().unwrap_or_default();
+        let list = by.get(&w).map_or(&[][..], Vec::as_slice);
+        let _ = writeln!(
+            s,
+            "<tr><td>w{w}</td><td class=\"n\">{}</td><td class=\"n\">{:.3}</td><td class=\"n\">{:.3}</td>\
+             <td class=\"n\">{:.3}</td><td class=\"n\">{:.3}</td><td>{}</td></tr>",
+            st.count,
+            st.p50,
+            st.p99,
+            st.max,
+            st.mean,
+            svg::wait_histogram(w, list, max, &st)
+        );
+    }
+    let _ = writeln!(s, "</table>");
+}
+
+/// The findings, each with an anchor, and the file's lines they point at.
+fn findings(s: &mut String, v: &Verdict, tl: &Timeline) {
+    let _ = writeln!(s, "<h2 id=\"findings\">Findings</h2>");
+    if v.violations.is_empty() && v.cut_short.is_empty() {
+        let _ = writeln!(s, "<p>None.</p>");
+        return;
+    }
+    let line_link = |n: usize| {
+        if tl.listed.contains_key(&n) {
+            format!("<a href=\"#L{n}\">line {n}</a>")
+        } else if n > 0 {
+            format!("line {n}")
+        } else {
+            "whole file".into()
+        }
+    };
+    let _ = writeln!(s, "<table class=\"violations\"><tr><th>kind</th><th>where</th><th>what</th></tr>");
+    for (i, f) in v.violations.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "<tr id=\"v{i}\"><td class=\"bad\">{}</td><td>{}</td><td>{}</td></tr>",
+            esc(f.kind),
+            line_link(f.line),
+            esc(&f.detail)
+        );
+    }
+    for f in &v.cut_short {
+        let _ = writeln!(
+            s,
+            "<tr><td>{} (not a violation)</td><td>{}</td><td>{}</td></tr>",
+            esc(f.kind),
+            line_link(f.line),
+            esc(&f.detail)
+        );
+    }
+    let _ = writeln!(s, "</table>");
+    if v.count > v.violations.len() {
+        let _ = writeln!(
+            s,
+            "<p class=\"note\">{} more violations were counted but not kept.</p>",
+            v.count - v.violations.len()
+        );
+    }
+    let _ = writeln!(s, "<h2>The lines they point at</h2>\n<table class=\"listing\">");
+    for (n, text) in &tl.listed {
+        let _ = writeln!(s, "<tr id=\"L{n}\"><td>{n}</td><td><code>{}</code></td></tr>", esc(text));
+    }
+    let _ = writeln!(s, "</table>");
+}
+
+#[cfg(test)]
+mod tests;

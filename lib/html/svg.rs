@@ -1,0 +1,528 @@
+//! The pictures, as inline SVG: the space-time diagram (one lane per worker, time left to
+//! right) and the small wait histograms.
+//!
+//! Every element a reader or a test may look for carries a data attribute: `data-lane`,
+//! `data-bar="cs"` or `"wait"`, `data-arrow`, `data-fault`, `data-leader`,
+//! `data-violation`. Hover text is an SVG `<title>`, which browsers show without script.
+//! Every string from a file goes through [`esc`].
+
+use std::fmt::Write as _;
+
+use super::data::{Arrow, Timeline};
+use super::esc;
+use crate::audit::{Violation, WaitStats};
+
+/// Left margin (lane labels), plot width, top margin (time axis), lane height, px.
+const LEFT: f64 = 56.0;
+const WIDTH: f64 = 1200.0;
+const TOP: f64 = 28.0;
+const LANE: f64 = 56.0;
+/// Beyond this many sections, bars closer than a pixel on a lane are drawn as one.
+pub(crate) const MAX_BARS: usize = 4000;
+/// Beyond this many messages, only every k-th arrow is drawn.
+pub(crate) const MAX_ARROWS: usize = 2000;
+/// Beyond this many arrows drawn, their type is left to the hover text.
+const MAX_LABELS: usize = 300;
+
+/// The space-time diagram, and what it left out (one sentence each), for the page to say.
+pub(crate) struct Drawn {
+    pub svg: String,
+    pub notes: Vec<String>,
+}
+
+/// Maps monotonic ns to x and workers to lanes.
+struct Scale {
+    t0: u64,
+    span: f64,
+}
+
+impl Scale {
+    fn x(&self, t: u64) -> f64 {
+        LEFT + t.saturating_sub(self.t0) as f64 / self.span * WIDTH
+    }
+
+    fn ms(&self, t: u64) -> f64 {
+        t.saturating_sub(self.t0) as f64 / 1e6
+    }
+}
+
+fn lane_y(w: u32) -> f64 {
+    TOP + LANE * (f64::from(w) + 0.5)
+}
+
+/// A step of 1, 2 or 5 times a power of ten giving about `parts` ticks over `span_ms`.
+fn tick_step(span_ms: f64, parts: f64) -> f64 {
+    let raw = (span_ms / parts).max(1e-6);
+    let pow = 10f64.powf(raw.log10().floor());
+    [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * pow).find(|s| *s >= raw).unwrap_or(10.0 * pow)
+}
+
+/// Draw the run: `lanes` workers, `violations` placed by the line they name.
+pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation]) -> Drawn {
+    let mut notes = Vec::new();
+    let (t0, t1) = tl.span().unwrap_or((0, 1));
+    let sc = Scale { t0, span: t1.saturating_sub(t0).max(1) as f64 };
+    let height = TOP + LANE * f64::from(lanes) + 8.0;
+    let bottom = TOP + LANE * f64::from(lanes);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r##"<svg class="diagram" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{height}" viewBox="0 0 {w} {height}" role="img" aria-label="space-time diagram">
+<defs><marker id="head" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L8,4 L0,8 z" fill="#4a5a78"/></marker>
+<pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="3" height="6" fill="#c9b458"/></pattern></defs>
+"##,
+        w = LEFT + WIDTH + 24.0,
+    );
+    // The time axis, in ms since the first thing drawn.
+    let span_ms = sc.span / 1e6;
+    let step = tick_step(span_ms, 8.0);
+    let mut k = 0.0;
+    while k <= span_ms + step * 1e-9 {
+        let x = LEFT + k / span_ms.max(1e-9) * WIDTH;
+        let _ = writeln!(
+            s,
+            r#"<line class="tick" x1="{x:.1}" y1="{a}" x2="{x:.1}" y2="{bottom}"/><text class="tick" x="{x:.1}" y="{b}">{k} ms</text>"#,
+            a = TOP - 6.0,
+            b = TOP - 10.0,
+            k = (k * 1e6).round() / 1e6,
+        );
+        k += step;
+    }
+    for w in 0..lanes {
+        let y = lane_y(w);
+        let _ = writeln!(
+            s,
+            r#"<g data-lane="{w}"><line class="lane" x1="{LEFT}" y1="{y}" x2="{x2}" y2="{y}"/><text class="lane" x="8" y="{ty}">w{w}</text></g>"#,
+            x2 = LEFT + WIDTH,
+            ty = y + 4.0,
+        );
+    }
+    stops(&mut s, tl, &sc, lanes, t1);
+    bars(&mut s, &mut notes, tl, &sc, lanes, violations, t1);
+    arrows(&mut s, &mut notes, &tl.arrows, &sc, lanes);
+    faults(&mut s, tl, &sc, lanes, bottom);
+    for l in tl.leaders.iter().filter(|l| l.w < lanes) {
+        let (x, y) = (sc.x(l.t), lane_y(l.w));
+        let own = if l.leader == l.w { " own" } else { "" };
+        let _ = writeln!(
+            s,
+            r#"<g data-leader="{}" class="leader{own}"><path d="M{x:.1},{a:.1} l6,6 l-6,6 l-6,-6 z"/><title>{}</title></g>"#,
+            l.leader,
+            esc(&format!(
+                "w{} (incarnation {}) accepts w{} as leader, term {}, at {:.3} ms",
+                l.w,
+                l.inc,
+                l.leader,
+                l.term,
+                sc.ms(l.t)
+            )),
+            a = y - 6.0,
+        );
+    }
+    for r in tl.refused.iter().filter(|r| r.w < lanes) {
+        let (x, y) = (sc.x(r.t), lane_y(r.w) + 14.0);
+        let what = if r.exit { "EXIT" } else { "ENTER" };
+        let _ = writeln!(
+            s,
+            r#"<g data-refused="{what}" class="refused"><circle cx="{x:.1}" cy="{y:.1}" r="4"/><title>{}</title></g>"#,
+            esc(&format!(
+                "the resource refused w{} entry {}'s {what} at {:.3} ms: fence {} is older than {}",
+                r.w,
+                r.e,
+                sc.ms(r.t),
+                r.fence,
+                r.over
+            )),
+        );
+    }
+    for (i, v) in violations.iter().enumerate() {
+        let Some(&(w, t)) = tl.at_line.get(&v.line) else { continue };
+        if w >= lanes {
+            continue;
+        }
+        let _ = writeln!(
+            s,
+            r##"<a href="#v{i}"><g data-violation="{kind}" class="violation"><circle cx="{x:.1}" cy="{y:.1}" r="7"/><title>{title}</title></g></a>"##,
+            kind = esc(v.kind),
+            x = sc.x(t),
+            y = lane_y(w) - 14.0,
+            title = esc(&format!("{} at line {}: {}", v.kind, v.line, v.detail)),
+        );
+    }
+    s.push_str("</svg>\n");
+    Drawn { svg: s, notes }
+}
+
+/// Spans of a worker's life on its lane: paused (stop to cont, hatched) and down (kill or
+/// term to restart, grey), each to the end of the run if nothing ended it.
+fn stops(s: &mut String, tl: &Timeline, sc: &Scale, lanes: u32, end: u64) {
+    for (i, f) in tl.faults.iter().enumerate() {
+        let (class, enders, what): (&str, &[&str], &str) = match f.action.as_str() {
+            "stop" => ("stopped", &["cont", "kill", "term"], "paused (SIGSTOP)"),
+            "kill" | "term" => ("down", &["restart"], "down"),
+            _ => continue,
+        };
+        let Some(w) = f.w.filter(|w| *w < lanes) else { continue };
+        let ender = tl.faults[i + 1..].iter().find(|c| c.w == Some(w) && enders.contains(&c.action.as_str()));
+        let until = ender.map_or(end, |c| c.t);
+        let (x1, x2) = (sc.x(f.t), sc.x(until));
+        let _ = writeln!(
+            s,
+            r#"<rect class="{class}" x="{x1:.1}" y="{y:.1}" width="{wd:.1}" height="{h}"><title>{}</title></rect>"#,
+            esc(&format!("w{w} {what} from {:.3} to {:.3} ms", sc.ms(f.t), sc.ms(until))),
+            y = lane_y(w) - LANE * 0.4,
+            wd = (x2 - x1).max(1.0),
+            h = LANE * 0.8,
+        );
+    }
+}
+
+/// A bar to draw: its lane, span in px, hover text and extra class.
+struct Bar {
+    w: u32,
+    x1: f64,
+    x2: f64,
+    title: String,
+    class: &'static str,
+    count: usize,
+}
+
+/// Critical sections as shaded bars and waits as thin ones; beyond [`MAX_BARS`], bars
+/// that touch on a lane are merged, so the picture stays the size of the screen.
+fn bars(
+    s: &mut String,
+    notes: &mut Vec<String>,
+    tl: &Timeline,
+    sc: &Scale,
+    lanes: u32,
+    violations: &[Violation],
+    end: u64,
+) {
+    let bad: std::collections::BTreeSet<usize> = violations.iter().map(|v| v.line).collect();
+    let mut cs = Vec::new();
+    let mut waits = Vec::new();
+    for sec in tl.sections.iter().filter(|s| s.w < lanes) {
+        let exit = sec.exit.unwrap_or(end);
+        let held = match sec.exit {
+            Some(x) => format!("left {:.3} ms, held {:.3} ms", sc.ms(x), (x - sec.enter.min(x)) as f64 / 1e6),
+            None => "never left".to_string(),
+        };
+        let wait =
+            sec.wait().map_or("no WANT in the file".into(), |w| format!("waited {:.3} ms", w as f64 / 1e6));
+        let title = format!(
+            "w{} entry {} (line {}), fence {}: entered {:.3} ms, {held}; {wait}",
+            sec.w,
+            sec.e,
+            sec.line,
+            sec.fence,
+            sc.ms(sec.enter)
+        );
+        let class = match (bad.contains(&sec.line), sec.exit.is_none()) {
+            (true, _) => " bad",
+            (false, true) => " open",
+            _ => "",
+        };
+        cs.push(Bar { w: sec.w, x1: sc.x(sec.enter), x2: sc.x(exit), title, class, count: 1 });
+        if let Some(want) = sec.want {
+            let title = format!(
+                "w{} entry {} waited {:.3} ms ({:.3} to {:.3} ms)",
+                sec.w,
+                sec.e,
+                (sec.enter.saturating_sub(want)) as f64 / 1e6,
+                sc.ms(want),
+                sc.ms(sec.enter)
+            );
+            waits.push(Bar { w: sec.w, x1: sc.x(want), x2: sc.x(sec.enter), title, class: "", count: 1 });
+        }
+    }
+    for u in tl.unserved.iter().filter(|u| u.w < lanes) {
+        let title = format!("w{} entry {} asked at {:.3} ms and was never let in", u.w, u.e, sc.ms(u.want));
+        waits.push(Bar { w: u.w, x1: sc.x(u.want), x2: sc.x(end), title, class: " unserved", count: 1 });
+    }
+    if tl.sections.len() > MAX_BARS {
+        let (before, after) = (cs.len(), waits.len());
+        cs = merge(cs, "sections");
+        waits = merge(waits, "waits");
+        notes.push(format!(
+            "{before} critical sections and {after} waits: bars closer than a pixel on a lane are drawn as one \
+             ({} section bars, {} wait bars); hover shows how many each holds.",
+            cs.len(),
+            waits.len()
+        ));
+    }
+    for b in &waits {
+        let _ = writeln!(
+            s,
+            r#"<rect data-bar="wait" class="wait{}" x="{:.1}" y="{:.1}" width="{:.1}" height="3"><title>{}</title></rect>"#,
+            b.class,
+            b.x1,
+            lane_y(b.w) - 1.5,
+            (b.x2 - b.x1).max(0.5),
+            esc(&b.title)
+        );
+    }
+    for b in &cs {
+        let _ = writeln!(
+            s,
+            r#"<rect data-bar="cs" data-count="{}" class="cs{}" x="{:.1}" y="{:.1}" width="{:.1}" height="16"><title>{}</title></rect>"#,
+            b.count,
+            b.class,
+            b.x1,
+            lane_y(b.w) - 8.0,
+            (b.x2 - b.x1).max(1.0),
+            esc(&b.title)
+        );
+    }
+}
+
+/// Merge bars of one lane that start within a pixel of the previous one's end.
+fn merge(mut bars: Vec<Bar>, what: &str) -> Vec<Bar> {
+    bars.sort_by(|a, b| a.w.cmp(&b.w).then(a.x1.total_cmp(&b.x1)));
+    let mut out: Vec<Bar> = Vec::new();
+    for b in bars {
+        match out.last_mut() {
+            Some(last) if last.w == b.w && b.x1 <= last.x2 + 1.0 => {
+                last.x2 = last.x2.max(b.x2);
+                last.count += b.count;
+                last.class = if last.class == " bad" || b.class == " bad" { " bad" } else { last.class };
+            }
+            _ => out.push(b),
+        }
+    }
+    for b in out.iter_mut().filter(|b| b.count > 1) {
+        b.title = format!("w{}: {} {what} merged (zoomed out)", b.w, b.count);
+    }
+    out
+}
+
+/// Messages as arrows from the sender's lane at the send to the receiver's at the
+/// receipt; a message never delivered ends halfway, dashed.
+fn arrows(s: &mut String, notes: &mut Vec<String>, all: &[Arrow], sc: &Scale, lanes: u32) {
+    let stride = all.len().div_ceil(MAX_ARROWS).max(1);
+    if stride > 1 {
+        notes.push(format!(
+            "{} messages: one arrow in {stride} is drawn ({} arrows); the counts above are of all of them.",
+            all.len(),
+            all.len().div_ceil(stride)
+        ));
+    }
+    let shown = all.len().div_ceil(stride);
+    for a in all.iter().step_by(stride).filter(|a| a.from < lanes && a.to < lanes) {
+        let (x1, y1) = (sc.x(a.sent), lane_y(a.from));
+        let (x2, y2, class, got) = match a.received {
+            Some(r) => (sc.x(r), lane_y(a.to), "msg", format!("received {:.3} ms", sc.ms(r))),
+            None => {
+                let mid = (lane_y(a.from) + lane_y(a.to)) / 2.0;
+                (x1 + 6.0, mid, "msg lost", "never delivered".to_string())
+            }
+        };
+        let title = format!("{} w{} → w{}: sent {:.3} ms, {got}", a.msg, a.from, a.to, sc.ms(a.sent));
+        let label = if shown <= MAX_LABELS {
+            format!(
+                r#"<text class="msg" x="{:.1}" y="{:.1}">{}</text>"#,
+                (x1 + x2) / 2.0 + 3.0,
+                (y1 + y2) / 2.0,
+                esc(&a.msg)
+            )
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            s,
+            r#"<g data-arrow="{}" class="{class}"><line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" marker-end="url(#head)"/>{label}<title>{}</title></g>"#,
+            esc(&a.msg),
+            esc(&title)
+        );
+    }
+}
+
+/// Faults: kills, terms and restarts on their lanes; partitions, heals and the teardown
+/// across the whole diagram.
+fn faults(s: &mut String, tl: &Timeline, sc: &Scale, lanes: u32, bottom: f64) {
+    for f in &tl.faults {
+        let x = sc.x(f.t);
+        let title = esc(&format!(
+            "{} {}at {:.3} ms{}",
+            f.action,
+            f.w.map(|w| format!("w{w} ")).unwrap_or_default(),
+            sc.ms(f.t),
+            if f.note.is_empty() { String::new() } else { format!(": {}", f.note) }
+        ));
+        let action = esc(&f.action);
+        if f.w.is_some_and(|w| w < lanes) && f.action != "skip" {
+            // Where every other worker stood when it hit.
+            let _ =
+                writeln!(s, r#"<line class="fault-time" x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{bottom}"/>"#);
+        }
+        match (f.action.as_str(), f.w) {
+            ("kill" | "term", Some(w)) if w < lanes => {
+                let y = lane_y(w);
+                let _ = writeln!(
+                    s,
+                    r#"<g data-fault="{action}" class="fault kill"><path d="M{a:.1},{b:.1} l12,12 m0,-12 l-12,12"/><title>{title}</title></g>"#,
+                    a = x - 6.0,
+                    b = y - 6.0,
+                );
+            }
+            ("restart", Some(w)) if w < lanes => {
+                let y = lane_y(w);
+                let _ = writeln!(
+                    s,
+                    r#"<g data-fault="restart" class="fault restart"><path d="M{x:.1},{a:.1} l7,12 l-14,0 z"/><title>{title}</title></g>"#,
+                    a = y - 6.0,
+                );
+            }
+            ("stop" | "cont", Some(w)) if w < lanes => {
+                let y = lane_y(w);
+                let _ = writeln!(
+                    s,
+                    r#"<g data-fault="{action}" class="fault pause"><line x1="{x:.1}" y1="{a:.1}" x2="{x:.1}" y2="{b:.1}"/><title>{title}</title></g>"#,
+                    a = y - LANE * 0.4,
+                    b = y + LANE * 0.4,
+                );
+            }
+            ("partition" | "heal" | "teardown", _) => {
+                let _ = writeln!(
+                    s,
+                    r#"<g data-fault="{action}" class="fault across"><line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{bottom}"/><text x="{tx:.1}" y="{ty:.1}">{action}</text><title>{title}</title></g>"#,
+                    tx = x + 3.0,
+                    ty = bottom - 4.0,
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A small histogram of one worker's waits (ns), on a shared scale up to `max_ns`, with
+/// the auditor's p50 and p99 marked.
+pub(crate) fn wait_histogram(w: u32, waits: &[u64], max_ns: u64, stats: &WaitStats) -> String {
+    const BINS: usize = 24;
+    const W: f64 = 288.0;
+    const H: f64 = 54.0;
+    let max_ns = max_ns.max(1);
+    let mut bins = [0usize; BINS];
+    for &x in waits {
+        let i = ((x as f64 / max_ns as f64) * BINS as f64) as usize;
+        bins[i.min(BINS - 1)] += 1;
+    }
+    let top = bins.iter().copied().max().unwrap_or(0).max(1);
+    let mut s = format!(
+        r#"<svg class="hist" data-hist="{w}" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}"><line class="axis" x1="0" y1="{H}" x2="{W}" y2="{H}"/>"#,
+        h = H + 14.0
+    );
+    let bw = W / BINS as f64;
+    let width_ms = max_ns as f64 / 1e6 / BINS as f64;
+    for (i, &n) in bins.iter().enumerate().filter(|(_, n)| **n > 0) {
+        let bh = (n as f64 / top as f64 * (H - 4.0)).max(1.0);
+        let _ = write!(
+            s,
+            r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{bh:.1}"><title>{:.3}–{:.3} ms: {n} wait(s)</title></rect>"#,
+            i as f64 * bw + 0.5,
+            H - bh,
+            bw - 1.0,
+            i as f64 * width_ms,
+            (i + 1) as f64 * width_ms
+        );
+    }
+    let full_ms = max_ns as f64 / 1e6;
+    for (name, ms) in [("p50", stats.p50), ("p99", stats.p99)] {
+        if stats.count == 0 {
+            break;
+        }
+        let x = (ms / full_ms * W).min(W - 1.0);
+        let _ = write!(
+            s,
+            r#"<line class="{name}" x1="{x:.1}" y1="0" x2="{x:.1}" y2="{H}"><title>{name} {ms:.3} ms</title></line>"#
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<text x="0" y="{}">0</text><text x="{W}" y="{}" text-anchor="end">{full_ms:.3} ms</text></svg>"#,
+        H + 12.0,
+        H + 12.0
+    );
+    s
+}
+
+/// The measured messages per entry (or election) as a bar over the band theory allows.
+pub(crate) fn against_theory(measured: f64, min: f64, max: f64, what: &str) -> String {
+    const W: f64 = 360.0;
+    let top = if max.is_finite() { max } else { min * 1.5 };
+    let scale = measured.max(top).max(1e-9) * 1.15;
+    let x = |v: f64| 8.0 + v / scale * (W - 16.0);
+    let hi = if max.is_finite() { x(max) } else { W - 8.0 };
+    let band = match max {
+        m if m == min => format!("theory {min:.2}"),
+        m if m.is_finite() => format!("theory {min:.2} to {m:.2}"),
+        _ => format!("theory {min:.2} or more"),
+    };
+    format!(
+        r#"<svg class="theory" data-theory="{measured:.2}" xmlns="http://www.w3.org/2000/svg" width="{W}" height="44" viewBox="0 0 {W} 44"><rect class="measured" x="8" y="10" width="{mw:.1}" height="10"><title>measured {measured:.2} {what}</title></rect><rect class="band" x="{lo:.1}" y="4" width="{bw:.1}" height="22"><title>{band} {what}</title></rect><text x="8" y="40">measured {measured:.2} {what}; {band} (green band)</text></svg>"#,
+        lo = x(min),
+        bw = (hi - x(min)).max(4.0),
+        mw = (x(measured) - 8.0).max(1.0),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round_numbers() {
+        assert_eq!(tick_step(100.0, 8.0), 20.0);
+        assert_eq!(tick_step(7.0, 8.0), 1.0);
+        assert_eq!(tick_step(0.3, 8.0), 0.05);
+    }
+
+    #[test]
+    fn touching_bars_merge_per_lane_only() {
+        let bar = |w, x1, x2| Bar { w, x1, x2, title: String::new(), class: "", count: 1 };
+        let out = merge(vec![bar(0, 0.0, 1.0), bar(0, 1.5, 2.0), bar(1, 1.2, 3.0), bar(0, 9.0, 10.0)], "x");
+        let got: Vec<(u32, usize)> = out.iter().map(|b| (b.w, b.count)).collect();
+        assert_eq!(got, vec![(0, 2), (0, 1), (1, 1)]);
+    }
+
+    fn arrow(i: u64, received: Option<u64>) -> Arrow {
+        Arrow {
+            from: (i % 3) as u32,
+            to: ((i + 1) % 3) as u32,
+            msg: "REQUEST".into(),
+            sent: i * 10,
+            received,
+        }
+    }
+
+    #[test]
+    fn arrows_carry_their_type_and_times_and_a_lost_one_is_dashed() {
+        let tl = Timeline { arrows: vec![arrow(0, Some(2_000_000)), arrow(1, None)], ..Timeline::default() };
+        let d = diagram(&tl, 3, &[]);
+        assert_eq!(d.svg.matches("data-arrow=\"REQUEST\"").count(), 2);
+        assert!(
+            d.svg.contains("<title>REQUEST w0 → w1: sent 0.000 ms, received 2.000 ms</title>"),
+            "{}",
+            d.svg
+        );
+        assert_eq!(d.svg.matches("class=\"msg lost\"").count(), 1);
+        assert!(d.notes.is_empty());
+    }
+
+    #[test]
+    fn beyond_the_limit_arrows_are_thinned_and_the_note_says_how() {
+        let n = MAX_ARROWS as u64 * 3 + 1;
+        let tl =
+            Timeline { arrows: (0..n).map(|i| arrow(i, Some(i * 10 + 5))).collect(), ..Timeline::default() };
+        let d = diagram(&tl, 3, &[]);
+        let drawn = d.svg.matches("data-arrow=").count();
+        assert!(drawn <= MAX_ARROWS && drawn > MAX_ARROWS / 2, "{drawn}");
+        assert_eq!(d.notes.len(), 1);
+        assert!(
+            d.notes[0].starts_with(&format!("{n} messages: one arrow in 4 is drawn ({drawn} arrows)")),
+            "{}",
+            d.notes[0]
+        );
+        // Too many to label: the type is in the hover text only.
+        assert_eq!(d.svg.matches("<text class=\"msg\"").count(), 0);
+    }
+}

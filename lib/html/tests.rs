@@ -1,0 +1,246 @@
+//! The renderer on small run directories written by hand.
+
+use super::*;
+
+/// Three workers, two sections each, one after another; w2 killed and restarted, and a
+/// partition that heals.
+const CLEAN: &str = "\
+# mutexlab resource v1 algo=centralized workers=3
+WANT w=0 e=1 t=1000000
+ENTER w=0 e=1 fence=1:0 t=1100000
+EXIT w=0 e=1 fence=1:0 read=0 value=1 t=2000000
+WANT w=1 e=1 t=1500000
+ENTER w=1 e=1 fence=2:1 t=2100000
+EXIT w=1 e=1 fence=2:1 read=1 value=2 t=3000000
+WANT w=2 e=1 t=2500000
+ENTER w=2 e=1 fence=3:2 t=3100000
+EXIT w=2 e=1 fence=3:2 read=2 value=3 t=4000000
+WANT w=0 e=2 t=4100000
+ENTER w=0 e=2 fence=4:0 t=4200000
+EXIT w=0 e=2 fence=4:0 read=3 value=4 t=5000000
+WANT w=1 e=2 t=5100000
+ENTER w=1 e=2 fence=5:1 t=5200000
+EXIT w=1 e=2 fence=5:1 read=4 value=5 t=6000000
+WANT w=2 e=2 t=7100000
+ENTER w=2 e=2 fence=6:2 t=7200000
+EXIT w=2 e=2 fence=6:2 read=5 value=6 t=8000000
+";
+
+const FAULTS: &str = "\
+t=6100000 at=5.100ms kill w=2 inc=0 pid=99 signal=SIGKILL dead=6200000 # kill 2 at 5ms; w2 outside the critical section
+t=6500000 at=5.500ms restart w=2 # restart 2 at 5.5ms; resumes after entry 1
+t=3500000 at=2.500ms partition # partition 0|1,2 at 2.5ms
+t=4500000 at=3.500ms heal # heal at 3.5ms
+t=4600000 at=3.600ms stop w=0 inc=0 pid=97 signal=SIGSTOP # stop 0 at 3.6ms for 0.2ms
+t=4800000 at=3.800ms cont w=0 inc=0 pid=97 signal=SIGCONT # pause over
+";
+
+fn dir_with(files: &[(&str, &str)]) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    for (name, body) in files {
+        std::fs::write(d.path().join(name), body).unwrap();
+    }
+    d
+}
+
+fn count(html: &str, needle: &str) -> usize {
+    html.matches(needle).count()
+}
+
+#[test]
+fn a_clean_run_has_its_lanes_bars_and_fault_marks() {
+    let d = dir_with(&[(RESOURCE_FILE, CLEAN), (FAULT_LOG, FAULTS)]);
+    let html = render(d.path()).unwrap();
+    assert_eq!(count(&html, "data-lane="), 3);
+    assert_eq!(count(&html, r#"<rect data-bar="cs""#), 6);
+    assert_eq!(count(&html, r#"<rect data-bar="wait""#), 6);
+    assert_eq!(count(&html, r#"data-fault="kill""#), 1);
+    assert_eq!(count(&html, r#"data-fault="restart""#), 1);
+    assert_eq!(count(&html, r#"data-fault="partition""#), 1);
+    assert_eq!(count(&html, r#"data-fault="heal""#), 1);
+    assert_eq!(count(&html, r#"data-fault="stop""#), 1);
+    // w0 paused from stop to cont, w2 down from kill to restart.
+    assert!(html.contains("<title>w0 paused (SIGSTOP) from 3.600 to 3.800 ms</title>"), "{html}");
+    assert!(html.contains("<title>w2 down from 5.100 to 5.500 ms</title>"), "{html}");
+    assert_eq!(count(&html, "data-violation="), 0);
+    assert!(html.contains("audit OK: no violations"), "the verdict is shown");
+    // The text summary's numbers, from the auditor.
+    assert!(html.contains("entries     6 completed, counter 6"), "{html}");
+    // Hover text names the entry, its fence and its wait.
+    assert!(html.contains("w1 entry 2 (line 15), fence 5:1: entered 4.200 ms"), "{html}");
+    // One wait histogram per worker; no trace, said so.
+    assert_eq!(count(&html, "data-hist="), 3);
+    assert!(html.contains("No message trace"));
+    // Nothing fetched: no URL but the SVG namespace.
+    let urls: Vec<&str> = html.match_indices("http").map(|(i, _)| &html[i..i + 30]).collect();
+    assert!(
+        urls.iter().all(|u| u.starts_with("http://www.w3.org/2000/svg") || u.starts_with("http-equiv")),
+        "{urls:?}"
+    );
+}
+
+#[test]
+fn an_overlap_is_drawn_in_red_and_linked_to_its_lines() {
+    // w1 enters at line 4 while w0 is inside since line 3.
+    let body = "\
+# mutexlab resource v1 algo=none workers=2
+WANT w=0 e=1 t=1000
+ENTER w=0 e=1 fence=1:0 t=2000
+ENTER w=1 e=1 fence=2:1 t=2500
+EXIT w=0 e=1 fence=1:0 read=0 value=1 t=3000
+EXIT w=1 e=1 fence=2:1 read=0 value=1 t=3500
+";
+    let d = dir_with(&[(RESOURCE_FILE, body)]);
+    let html = render(d.path()).unwrap();
+    assert!(html.contains(r#"data-violation="overlap""#), "{html}");
+    assert!(html.contains(r##"<a href="#v0">"##));
+    assert!(
+        html.contains(r##"<tr id="v0"><td class="bad">overlap</td><td><a href="#L4">line 4</a>"##),
+        "{html}"
+    );
+    // The listing holds the flagged line and the one its finding names.
+    assert!(html.contains(r#"<tr id="L4"><td>4</td><td><code>ENTER w=1 e=1 fence=2:1 t=2500</code>"#));
+    assert!(html.contains(r#"<tr id="L3">"#));
+    assert!(html.contains(r#"class="cs bad""#), "the overlapping section is red");
+    assert!(html.contains("violation(s)"));
+    // The control: the clean run has neither.
+    let d = dir_with(&[(RESOURCE_FILE, CLEAN)]);
+    let clean = render(d.path()).unwrap();
+    assert!(!clean.contains("cs bad") && !clean.contains("href=\"#v0\""));
+}
+
+#[test]
+fn strings_from_files_never_become_markup() {
+    let evil = "<script>alert(1)</script>";
+    let body = CLEAN.replace("algo=centralized", &format!("algo={evil}"));
+    let faults = format!("t=3500000 at=2.5ms partition # {evil} \"quoted\" & 'single'\n");
+    let d = dir_with(&[(RESOURCE_FILE, &body), (FAULT_LOG, &faults)]);
+    let html = render(d.path()).unwrap();
+    // Only the page's own script tag.
+    assert_eq!(count(&html, "<script>"), 1, "{html}");
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    assert!(html.contains("&quot;quoted&quot; &amp; &#39;single&#39;"));
+    assert_eq!(esc("<a href=\"x\">&'"), "&lt;a href=&quot;x&quot;&gt;&amp;&#39;");
+}
+
+#[test]
+fn an_election_run_draws_its_leaders() {
+    let body = "\
+# mutexlab leaders v1 algo=bully workers=3
+START t=1000
+LEADER w=2 inc=0 leader=2 term=1 t=2000
+LEADER w=0 inc=0 leader=2 term=1 t=2100
+LEADER w=1 inc=0 leader=2 term=1 t=2200
+";
+    let d = dir_with(&[(LEADERS_FILE, body)]);
+    let html = render(d.path()).unwrap();
+    assert_eq!(count(&html, "data-lane="), 3);
+    assert_eq!(count(&html, "data-leader=\"2\""), 3);
+    assert_eq!(count(&html, "class=\"leader own\""), 1);
+    assert!(html.contains("audit OK"), "{html}");
+}
+
+#[test]
+fn a_directory_without_a_run_or_unreadable_is_an_error() {
+    let d = tempfile::tempdir().unwrap();
+    assert!(matches!(render(d.path()), Err(ReportError::NotRun { .. })));
+    assert!(matches!(render(&d.path().join("absent")), Err(ReportError::Unreadable { .. })));
+    std::fs::write(d.path().join(RESOURCE_FILE), "hello\n").unwrap();
+    assert!(matches!(render(d.path()), Err(ReportError::Audit(_))));
+}
+
+#[test]
+fn many_sections_are_merged_and_the_page_says_so() {
+    let mut body = String::from("# mutexlab resource v1 algo=centralized workers=2\n");
+    let n = svg::MAX_BARS as u64 + 10;
+    for i in 0..n {
+        let (w, t) = (i % 2, i * 1000);
+        body += &format!("WANT w={w} e={e} t={t}\n", e = i / 2 + 1);
+        body += &format!("ENTER w={w} e={e} fence={f}:{w} t={t1}\n", e = i / 2 + 1, f = i + 1, t1 = t + 100);
+        body += &format!(
+            "EXIT w={w} e={e} fence={f}:{w} read={i} value={v} t={t2}\n",
+            e = i / 2 + 1,
+            f = i + 1,
+            v = i + 1,
+            t2 = t + 900
+        );
+    }
+    let d = dir_with(&[(RESOURCE_FILE, &body)]);
+    let html = render(d.path()).unwrap();
+    let bars = count(&html, r#"<rect data-bar="cs""#);
+    assert!(bars < 3000, "{bars} bars");
+    assert!(html.contains(&format!("{n} critical sections")), "the page says what it merged");
+}
+
+/// w0 asks the coordinator w2 and is granted; w1's request is lost to a partition.
+const TRACE_W0: &str = "\
+# mutexlab trace v1 w=0 workers=3 algo=centralized
+SEND w=0 inc=0 t=1000000 lc=1 to=2 type=REQUEST
+RECV w=0 inc=0 t=1090000 lc=4 from=2 from_inc=0 sent_lc=3 type=GRANT
+APP w=0 inc=0 t=1100000 lc=5 ev=enter
+";
+const TRACE_W1: &str = "\
+# mutexlab trace v1 w=1 workers=3 algo=centralized
+SEND w=1 inc=0 t=1500000 lc=1 to=2 type=REQUEST
+DROP w=1 inc=0 t=1600000 to=2 type=REQUEST lc=1 why=partition
+";
+const TRACE_W2: &str = "\
+# mutexlab trace v1 w=2 workers=3 algo=centralized
+RECV w=2 inc=0 t=1050000 lc=2 from=0 from_inc=0 sent_lc=1 type=REQUEST
+SEND w=2 inc=0 t=1060000 lc=3 to=0 type=GRANT
+";
+
+#[test]
+fn the_trace_becomes_arrows_and_the_message_counts() {
+    let d = dir_with(&[
+        (RESOURCE_FILE, CLEAN),
+        ("trace-w0.log", TRACE_W0),
+        ("trace-w1.log", TRACE_W1),
+        ("trace-w2.log", TRACE_W2),
+    ]);
+    let html = render(d.path()).unwrap();
+    assert_eq!(count(&html, "<g data-arrow="), 3, "{html}");
+    assert!(html.contains("<title>REQUEST w0 → w2: sent 0.000 ms, received 0.050 ms</title>"), "{html}");
+    assert!(html.contains("<title>GRANT w2 → w0: sent 0.060 ms, received 0.090 ms</title>"), "{html}");
+    assert_eq!(count(&html, r#"class="msg lost""#), 1, "the partitioned REQUEST never arrived");
+    // Counted from the trace, per entry of the file's 6, beside the theory for 3 workers.
+    assert!(html.contains("From the message trace."), "{html}");
+    assert!(
+        html.contains(r#"<tr><td>REQUEST</td><td class="n">2</td><td class="n">0.33</td></tr>"#),
+        "{html}"
+    );
+    assert!(html.contains("3(N-1)/N"), "{html}");
+    // 3 messages over 6 entries, beside theory's 2.00 for 3 workers.
+    assert!(html.contains(r#"data-theory="0.50""#), "{html}");
+    assert!(html.contains("<title>theory 2.00 per entry</title>"), "{html}");
+    assert!(!html.contains("No message trace"));
+    // A damaged trace costs the arrows, and says why, but not the report.
+    std::fs::write(
+        d.path().join("trace-w1.log"),
+        "# mutexlab trace v1 w=1 workers=3 algo=centralized\nBOGUS\n",
+    )
+    .unwrap();
+    let html = render(d.path()).unwrap();
+    assert_eq!(count(&html, "<g data-arrow="), 0);
+    assert!(html.contains("The message trace could not be read"), "{html}");
+    assert_eq!(count(&html, r#"<rect data-bar="cs""#), 6);
+}
+
+#[test]
+fn a_refused_write_is_marked_and_ends_its_section() {
+    let body = "\
+# mutexlab resource v1 algo=centralized workers=2 fenced=1
+WANT w=0 e=1 t=1000
+ENTER w=0 e=1 fence=1:0 t=2000
+WANT w=1 e=1 t=2100
+ENTER w=1 e=1 fence=2:1 t=2500
+REFUSED w=0 e=1 at=exit fence=1:0 over=2:1 t=3000
+EXIT w=1 e=1 fence=2:1 read=0 value=1 t=3500
+";
+    let d = dir_with(&[(RESOURCE_FILE, body)]);
+    let html = render(d.path()).unwrap();
+    assert_eq!(count(&html, r#"data-refused="EXIT""#), 1, "{html}");
+    assert!(html.contains("fence 1:0 is older than 2:1"));
+    // w0's section ends at the refusal, not at the end of the run.
+    assert!(html.contains("w0 entry 1 (line 3), fence 1:0: entered 0.001 ms, left 0.002 ms"), "{html}");
+}
