@@ -465,7 +465,7 @@ fn cmd_run(a: RunArgs) -> ExitCode {
     };
     // `--algo` left at its default labels nothing: the program is `external`.
     let explicit = a.algo != "centralized";
-    let (algo, external) = a.external.opts(a.algo, explicit);
+    let (algo, external) = a.external.opts(canonical(a.algo), explicit);
     let opts = RunOpts {
         algo,
         external,
@@ -516,7 +516,7 @@ fn cmd_elect(a: ElectArgs) -> ExitCode {
         return fail(2, &format!("--settle-ms must be between 1 and 600000, not {}", a.settle_ms));
     }
     let explicit = a.algo != "bully";
-    let (algo, external) = a.external.opts(a.algo, explicit);
+    let (algo, external) = a.external.opts(canonical(a.algo), explicit);
     let opts = RunOpts {
         algo,
         external,
@@ -696,10 +696,16 @@ fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Exi
     }
 }
 
+/// The registered spelling of an algorithm typed in another case (`Lamport`); an unknown
+/// name is left for validation to refuse.
+fn canonical(algo: String) -> String {
+    algos::lookup(&algo).map_or(algo, |a| a.name.to_string())
+}
+
 fn cmd_compare(a: CompareArgs) -> ExitCode {
     let opts = compare::CompareOpts {
         exe: exe(),
-        algos: a.algos.iter().map(|s| s.trim().to_string()).collect(),
+        algos: a.algos.iter().map(|s| canonical(s.trim().to_string())).collect(),
         workers: a.workers,
         entries: a.entries,
         seed: a.seed,

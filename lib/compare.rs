@@ -487,12 +487,12 @@ pub fn validate(o: &CompareOpts) -> Result<(), String> {
         return Err(format!("-k must be between 2 and 1000, not {}", o.entries));
     }
     for name in &o.algos {
-        match algos::info(name) {
-            None => return Err(format!("unknown algorithm {name:?}; valid: {}", algos::names())),
-            Some(a) if a.service != "mutex" => {
+        match algos::lookup(name) {
+            Err(e) => return Err(e),
+            Ok(a) if a.service != "mutex" => {
                 return Err(format!("{name:?} is an election, and compare measures mutual exclusion"))
             }
-            Some(_) => {}
+            Ok(_) => {}
         }
     }
     Ok(())

@@ -41,6 +41,22 @@ fn violations(out: &mut String, list: &[Violation], count: usize) {
     }
 }
 
+/// `1 worker`, `3 workers`.
+pub fn plural(n: u64, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
+/// The message faults, when there are any.
+fn network(s: &mut String, n: &crate::supervisor::Network) {
+    if n.latency_ms > 0.0 || n.jitter_ms > 0.0 || n.drop > 0.0 {
+        let _ = writeln!(
+            s,
+            "  network     latency {} ms, jitter {} ms, drop {}",
+            n.latency_ms, n.jitter_ms, n.drop
+        );
+    }
+}
+
 /// The plan, the faults applied, the steps that never fired, and why the run failed.
 fn ending(
     s: &mut String,
@@ -69,7 +85,7 @@ fn verdict(s: &mut String, label: &str, list: &[Violation], count: usize) {
     if count == 0 {
         let _ = writeln!(s, "  {label:<11} OK: no violations");
     } else {
-        let _ = writeln!(s, "  {label:<11} {count} VIOLATION(S)");
+        let _ = writeln!(s, "  {label:<11} {count} VIOLATION{}", if count == 1 { "" } else { "S" });
         violations(s, list, count);
     }
 }
@@ -94,9 +110,14 @@ pub fn run_summary(r: &RunReport) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "mutexlab run: {}, {} workers, cs {} ms, think {} ms, seed {}",
-        r.algorithm, r.workers, r.cs_ms, r.think_ms, r.seed
+        "mutexlab run: {}, {}, cs {} ms, think {} ms, seed {}",
+        r.algorithm,
+        plural(r.workers.into(), "worker"),
+        r.cs_ms,
+        r.think_ms,
+        r.seed
     );
+    network(&mut s, &r.network);
     let by: Vec<String> = r.entries.by_worker.iter().enumerate().map(|(i, e)| format!("w{i} {e}")).collect();
     let by = if by.len() <= 8 { format!(" ({})", by.join(", ")) } else { String::new() };
     let _ = writeln!(s, "  entries     {}{by}", r.entries.total);
@@ -107,7 +128,8 @@ pub fn run_summary(r: &RunReport) -> String {
     let killed = r.faults.iter().filter(|f| f.action == "kill").count();
     if killed > 0 {
         // The counters of a killed worker die with it: the totals are the survivors'.
-        let _ = writeln!(s, "              (not counting what the {killed} killed incarnation(s) sent)");
+        let killed = plural(killed as u64, "killed incarnation");
+        let _ = writeln!(s, "              (not counting what the {killed} sent)");
     }
     if !m.by_type.is_empty() {
         let types: Vec<String> = m.by_type.iter().map(|(k, v)| format!("{k} {v}")).collect();
@@ -154,9 +176,14 @@ pub fn elect_summary(r: &ElectReport) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "mutexlab elect: {}, {} workers, initiators {}, detector {}, seed {}",
-        r.algorithm, r.workers, r.initiators, r.detector, r.seed
+        "mutexlab elect: {}, {}, initiators {}, detector {}, seed {}",
+        r.algorithm,
+        plural(r.workers.into(), "worker"),
+        r.initiators,
+        r.detector,
+        r.seed
     );
+    network(&mut s, &r.network);
     match (r.leader, r.term) {
         (Some(l), Some(t)) => {
             let _ = writeln!(s, "  leader      w{l} (term {t}), agreed by every live worker");
@@ -173,15 +200,17 @@ pub fn elect_summary(r: &ElectReport) -> String {
     let _ = writeln!(s, "  elected in  {took}, from the last kill or restart (else the start)");
     let m = &r.messages;
     let theory = theory(r.theory.as_ref(), 0);
-    let plural = if r.elections == 1 { "" } else { "s" };
     let _ = writeln!(
         s,
-        "  messages    {} in {} election{plural}, {:.1} per election{theory}",
-        m.total, r.elections, m.per_election
+        "  messages    {} in {}, {:.1} per election{theory}",
+        m.total,
+        plural(r.elections as u64, "election"),
+        m.per_election
     );
     let killed = r.faults.iter().filter(|f| f.action == "kill").count();
     if killed > 0 {
-        let _ = writeln!(s, "              (not counting what the {killed} killed incarnation(s) sent)");
+        let killed = plural(killed as u64, "killed incarnation");
+        let _ = writeln!(s, "              (not counting what the {killed} sent)");
     }
     if !m.by_type.is_empty() {
         let types: Vec<String> = m.by_type.iter().map(|(k, v)| format!("{k} {v}")).collect();
@@ -213,13 +242,15 @@ pub fn elect_summary(r: &ElectReport) -> String {
 pub fn leaders_summary(path: &str, a: &ElectionReport) -> String {
     let mut s = String::new();
     let algo = a.algorithm.as_deref().unwrap_or("?");
-    let _ = writeln!(s, "audit of {path}: algorithm {algo}, {} workers, {} records", a.workers, a.records);
+    let (workers, records) = (plural(a.workers.into(), "worker"), plural(a.records as u64, "record"));
+    let _ = writeln!(s, "audit of {path}: algorithm {algo}, {workers}, {records}");
     match a.leader {
         Some((l, t)) => {
-            let _ = writeln!(s, "  leader      w{l} (term {t}), {} term(s) announced", a.terms);
+            let _ =
+                writeln!(s, "  leader      w{l} (term {t}), {} announced", plural(a.terms as u64, "term"));
         }
         None => {
-            let _ = writeln!(s, "  leader      none agreed, {} term(s) announced", a.terms);
+            let _ = writeln!(s, "  leader      none agreed, {} announced", plural(a.terms as u64, "term"));
         }
     }
     if let Some(ms) = a.time_to_agree_ms {
@@ -233,7 +264,8 @@ pub fn leaders_summary(path: &str, a: &ElectionReport) -> String {
 pub fn audit_summary(path: &str, a: &AuditReport) -> String {
     let mut s = String::new();
     let algo = a.algorithm.as_deref().unwrap_or("?");
-    let _ = writeln!(s, "audit of {path}: algorithm {algo}, {} workers, {} records", a.workers, a.records);
+    let (workers, records) = (plural(a.workers.into(), "worker"), plural(a.records as u64, "record"));
+    let _ = writeln!(s, "audit of {path}: algorithm {algo}, {workers}, {records}");
     let _ = writeln!(s, "  entries     {} completed, counter {}", a.entries, a.final_value);
     let w = &a.wait_ms;
     let _ = writeln!(

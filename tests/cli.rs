@@ -147,6 +147,27 @@ fn assert_usage_error(args: &[&str], needle: &str) {
 }
 
 #[test]
+fn algorithm_names_match_in_any_case_and_a_typo_gets_the_nearest_name() {
+    assert_usage_error(
+        &["run", "--algo", "lamprot"],
+        "unknown algorithm \"lamprot\"; did you mean \"lamport\"?",
+    );
+    assert_usage_error(&["elect", "--algo", "chang-robert"], "did you mean \"chang-roberts\"?");
+    let out = run(&["run", "--algo", "xyz"]);
+    assert!(!stderr(&out).contains("did you mean"), "nothing is near: {}", stderr(&out));
+    // `LAMPORT` is `lamport`; one worker is "1 worker"; --json carries its schema and
+    // the message faults.
+    let out = run(&["run", "--algo", "LAMPORT", "-n", "1", "-k", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("mutexlab run: lamport, 1 worker, "), "{}", stdout(&out));
+    let out = run(&["run", "-n", "2", "-k", "2", "--latency", "1", "--json"]);
+    let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((j["schema"].as_u64(), j["network"]["latency_ms"].as_f64()), (Some(1), Some(1.0)), "{j}");
+    let out = run(&["run", "-n", "2", "-k", "2", "--latency", "1"]);
+    assert!(stdout(&out).contains("  network     latency 1 ms, jitter 0 ms, drop 0\n"), "{}", stdout(&out));
+}
+
+#[test]
 fn bad_input_gets_one_clear_line_and_exit_2() {
     assert_usage_error(&["run", "--algo", "bogus"], "valid: none, flock, centralized");
     assert_usage_error(&["run", "--workers", "0"], "--workers must be between 1 and");

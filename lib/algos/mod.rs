@@ -482,6 +482,23 @@ pub fn info(name: &str) -> Option<&'static AlgoInfo> {
     registry().get(name)
 }
 
+/// Look `name` up as a user typed it: exactly, else ignoring case. The error is one
+/// line that suggests the nearest name, if one is near, and lists them all.
+pub fn lookup(name: &str) -> Result<&'static AlgoInfo, String> {
+    let reg = registry();
+    if let Some(a) = reg.get(name).or_else(|| reg.iter().find(|a| a.name.eq_ignore_ascii_case(name))) {
+        return Ok(a);
+    }
+    let typed = name.to_ascii_lowercase();
+    let nearest = reg
+        .iter()
+        .map(|a| (strsim::damerau_levenshtein(&typed, a.name), a.name))
+        .filter(|&(d, n)| d <= 2.max(n.len() / 4))
+        .min();
+    let hint = nearest.map(|(_, n)| format!("; did you mean {n:?}?")).unwrap_or_default();
+    Err(format!("unknown algorithm {name:?}{hint} (valid: {})", reg.names()))
+}
+
 /// The names of all algorithms in the process's registry, comma-separated.
 pub fn names() -> String {
     registry().names()

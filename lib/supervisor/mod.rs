@@ -68,7 +68,7 @@ use inject::Undo;
 use options::settings;
 pub use options::{validate, ElectOpts, ExternalOpts, Initiators, RunOpts, MIN_STALL_MS};
 use processes::{describe, Life, Outgoing, Slot};
-pub use report::{ElectMessages, ElectReport, Entries, Messages, RunReport};
+pub use report::{ElectMessages, ElectReport, Entries, Messages, Network, RunReport, JSON_SCHEMA};
 use rundir::RunDir;
 
 /// Why a run could not be judged a success.

@@ -138,11 +138,7 @@ pub const MIN_STALL_MS: u64 = 100;
 
 /// Check options that do not need the file system.
 pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
-    let builtin = || {
-        algos::info(&opts.algo).ok_or_else(|| {
-            RunError::Usage(format!("unknown algorithm {:?}; valid: {}", opts.algo, algos::names()))
-        })
-    };
+    let builtin = || algos::lookup(&opts.algo).map_err(RunError::Usage);
     let info = match &opts.external {
         None => builtin()?,
         Some(e) => {

@@ -29,9 +29,23 @@ pub struct Entries {
     pub by_worker: Vec<u64>,
 }
 
+/// The version of the `--json` objects of `run` and `elect`: raised when a field
+/// changes meaning or goes away (new fields do not raise it).
+pub const JSON_SCHEMA: u32 = 1;
+
+/// The message faults every worker applied (`--latency`, `--jitter`, `--drop`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+pub struct Network {
+    pub latency_ms: f64,
+    pub jitter_ms: f64,
+    pub drop: f64,
+}
+
 /// Everything a run found; `--json` prints this.
 #[derive(Clone, Debug, Serialize)]
 pub struct RunReport {
+    /// [`JSON_SCHEMA`].
+    pub schema: u32,
     pub algorithm: String,
     pub workers: u32,
     pub ok: bool,
@@ -50,6 +64,7 @@ pub struct RunReport {
     pub cs_ms: f64,
     pub think_ms: f64,
     pub seed: u64,
+    pub network: Network,
     pub violations: Vec<Violation>,
     pub violation_count: usize,
     /// Sections and requests the end of a failed run cut short (not violations).
@@ -92,6 +107,12 @@ impl Supervisor<'_> {
         }
     }
 
+    /// The message faults of the run, for the report.
+    fn network(&self) -> Network {
+        let o = &self.opts;
+        Network { latency_ms: o.latency_ms, jitter_ms: o.jitter_ms, drop: o.drop }
+    }
+
     /// Every worker's final statistics, summed (a killed worker's died with it).
     fn sum_stats(&self) -> Summed {
         let mut sum = Summed::default();
@@ -127,6 +148,8 @@ impl Supervisor<'_> {
         messages.per_entry = if total > 0 { messages.total as f64 / total as f64 } else { 0.0 };
         let shape = Shape { n: self.opts.workers, replicas: self.opts.replicas, initiators: 0 };
         RunReport {
+            schema: JSON_SCHEMA,
+            network: self.network(),
             algorithm: self.opts.algo.clone(),
             workers: self.opts.workers,
             ok: audit.ok && failure.is_none(),
@@ -181,6 +204,8 @@ pub struct ElectMessages {
 /// Everything an election run found; `mutexlab elect --json` prints this.
 #[derive(Clone, Debug, Serialize)]
 pub struct ElectReport {
+    /// [`JSON_SCHEMA`].
+    pub schema: u32,
     pub algorithm: String,
     pub workers: u32,
     pub ok: bool,
@@ -207,6 +232,7 @@ pub struct ElectReport {
     pub time_to_elect_t: Option<f64>,
     pub elapsed_s: f64,
     pub seed: u64,
+    pub network: Network,
     pub violations: Vec<Violation>,
     pub violation_count: usize,
     pub run_dir: String,
@@ -253,6 +279,8 @@ impl Supervisor<'_> {
         let shape = Shape { n: self.opts.workers, replicas: None, initiators };
         let t_ms = t.map(|t| t.as_secs_f64() * 1e3).filter(|&t| t > 0.0);
         ElectReport {
+            schema: JSON_SCHEMA,
+            network: self.network(),
             algorithm: self.opts.algo.clone(),
             workers: self.opts.workers,
             ok: audit.ok && failure.is_none(),
