@@ -38,7 +38,7 @@ use crate::sim::{Sim, SimError, SimReport, SimService};
 use crate::supervisor::{self, RunOpts, RunReport};
 
 /// Where a test's line is padded to, so the verdicts line up.
-const WIDTH: usize = 72;
+const WIDTH: usize = 76;
 /// A reason longer than this many lines is cut (a `--seed` replay shows it all).
 const REASON_LINES: usize = 6;
 
@@ -156,9 +156,9 @@ impl Sweep {
 
     fn detail(&self) -> String {
         let sizes: Vec<String> = self.sizes.iter().map(u32::to_string).collect();
-        let mut d = format!("{} seeds, n = {}", self.seeds.end - self.seeds.start, sizes.join(","));
+        let mut d = format!("{} seeds, n={}", self.seeds.end - self.seeds.start, sizes.join(","));
         if self.non_fifo {
-            d.push_str(", any order");
+            d.push_str(", no FIFO");
         }
         if self.crashes > 0 {
             d.push_str(", crashes");
@@ -221,11 +221,7 @@ impl Real {
     }
 
     fn detail(&self) -> String {
-        if self.faults.is_empty() {
-            format!("{} processes", self.workers)
-        } else {
-            format!("{} processes, {}", self.workers, self.faults)
-        }
+        format!("{} processes", self.workers)
     }
 }
 
@@ -569,7 +565,7 @@ mod tests {
         g.script("1.3", "a trace", 1, || assert_eq!(2 + 2, 4));
         let (s, text) = grade(&g, None);
         assert_eq!(s, Summary { points: 6, max: 6, passed: 3, total: 3 }, "{text}");
-        assert!(text.contains("TEST 1.1  safe and served (sim, 20 seeds, n = 2,3) ."), "{text}");
+        assert!(text.contains("TEST 1.1  safe and served (sim, 20 seeds, n=2,3) ."), "{text}");
         assert!(text.ends_with("TOTAL 6/6 points, 3/3 tests passed\n"), "{text}");
     }
 
