@@ -69,6 +69,7 @@ fn show<M: Debug, T: Debug>(acts: Vec<Action<M, T>>) -> Vec<String> {
 }
 
 /// Expect exactly these actions (in any order).
+#[track_caller]
 fn expect(got: Vec<String>, want: &[&str], step: &str) {
     let mut want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
     want.sort();
