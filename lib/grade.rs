@@ -11,7 +11,7 @@
 //!   report (exact message counts, say). The reason names the first failing seed and the
 //!   command that replays it with its last events;
 //! - real runs ([`Grader::real`], [`Real`]): worker processes through
-//!   [`supervisor::run`], started from this same executable (whose `main` must install
+//!   [`supervisor::run`] (or [`supervisor::elect`], [`Real::election`]), started from this same executable (whose `main` must install
 //!   the lab's registry and otherwise be [`crate::cli::main`]), with a clean audit;
 //! - runs under a fault plan ([`Real::faults`]) expected to survive, or to stall
 //!   ([`Real::expect_stall`]) with a diagnosis that names what it should.
@@ -26,16 +26,17 @@ use std::io::Write;
 use std::ops::Range;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use clap::Parser;
 
 use crate::algorithm::{Node, PeerId};
+use crate::audit::Violation;
 use crate::control::Detector;
 use crate::faults::Plan;
 use crate::lab::{is_unwritten, quietly};
 use crate::sim::{Sim, SimError, SimReport, SimService};
-use crate::supervisor::{self, RunOpts, RunReport};
+use crate::supervisor::{self, ElectOpts, Initiators, RunOpts};
 
 /// Where a test's line is padded to, so the verdicts line up.
 const WIDTH: usize = 76;
@@ -126,13 +127,30 @@ pub struct Sweep {
     entries: u32,
     non_fifo: bool,
     crashes: u32,
+    /// Elections: no entries to count; a run ends once all agree on a leader.
+    elect: bool,
     check: Option<Check>,
 }
 
 impl Sweep {
     /// Every size in `sizes` with every seed in `seeds`, `entries` entries per node.
     pub fn new(sizes: &[u32], seeds: Range<u64>, entries: u32) -> Sweep {
-        Sweep { sizes: sizes.to_vec(), seeds, entries, non_fifo: false, crashes: 0, check: None }
+        Sweep {
+            sizes: sizes.to_vec(),
+            seeds,
+            entries,
+            non_fifo: false,
+            crashes: 0,
+            elect: false,
+            check: None,
+        }
+    }
+
+    /// An election sweep: every node calls one election, and each run must end with
+    /// every live node naming one live leader, no term naming two leaders and no node's
+    /// term going back. Which leader is right is for [`Sweep::check`] (`report.leader`).
+    pub fn elections(sizes: &[u32], seeds: Range<u64>) -> Sweep {
+        Sweep { elect: true, ..Sweep::new(sizes, seeds, 1) }
     }
 
     /// Let messages on a channel overtake each other.
@@ -163,6 +181,9 @@ impl Sweep {
         if self.crashes > 0 {
             d.push_str(", crashes");
         }
+        if self.elect {
+            d.push_str(", elect");
+        }
         d
     }
 }
@@ -186,6 +207,9 @@ pub struct Real {
     faults: String,
     stall_ms: u64,
     expect: Expect,
+    /// An election run (`mutexlab elect`, every worker an initiator) instead of mutual
+    /// exclusion.
+    elect: bool,
 }
 
 impl Real {
@@ -199,7 +223,15 @@ impl Real {
             faults: String::new(),
             stall_ms: 3000,
             expect: Expect::Clean,
+            elect: false,
         }
+    }
+
+    /// An election run of `workers` processes, every one an initiator, judged by the
+    /// leader file's audit (agreement, uniqueness of terms, and the highest id winning
+    /// where the registry says so).
+    pub fn election(workers: u32) -> Real {
+        Real { elect: true, ..Real::new(workers, 1) }
     }
 
     /// Apply this fault plan (the `--faults` grammar).
@@ -221,6 +253,9 @@ impl Real {
     }
 
     fn detail(&self) -> String {
+        if self.elect {
+            return format!("{} processes, elect", self.workers);
+        }
         format!("{} processes", self.workers)
     }
 }
@@ -409,7 +444,7 @@ fn run_sweep<N: Node<Service: SimService>>(sw: &Sweep, ctx: &Ctx, id: &str) -> R
                 Ok(Ok(r)) => r,
             };
             let want = u64::from(n) * u64::from(sw.entries);
-            if report.entries < want {
+            if !sw.elect && report.entries < want {
                 return Err(format!("seed {seed} (n = {n}): {} entries of {want}\n{replay}", report.entries));
             }
             if let Some(check) = &sw.check {
@@ -466,15 +501,50 @@ fn run_real<N: Node<Service: SimService>>(real: &Real, ctx: &Ctx) -> Result<(), 
         detector: Detector::Perfect,
         fenced: false,
         majority: false,
-        elect: None,
+        elect: real
+            .elect
+            .then(|| ElectOpts { initiators: Initiators::All, settle: Duration::from_millis(300) }),
     };
-    let report = supervisor::run(&opts).map_err(|e| e.to_string())?;
-    judge(&report, &real.expect)
+    let outcome = if real.elect {
+        let r = supervisor::elect(&opts).map_err(|e| e.to_string())?;
+        Outcome {
+            ok: r.ok,
+            failure: r.failure,
+            violations: r.violations,
+            run_dir: r.run_dir,
+            kept: r.run_dir_kept,
+        }
+    } else {
+        let r = supervisor::run(&opts).map_err(|e| e.to_string())?;
+        Outcome {
+            ok: r.ok,
+            failure: r.failure,
+            violations: r.violations,
+            run_dir: r.run_dir,
+            kept: r.run_dir_kept,
+        }
+    };
+    judge(&outcome, &real.expect)
+}
+
+/// What a real run came to, mutual exclusion or election alike.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The run was clean.
+    pub ok: bool,
+    /// Why it failed, apart from the audit's violations (a stall diagnosis, say).
+    pub failure: Option<String>,
+    /// The audit's findings.
+    pub violations: Vec<Violation>,
+    /// The run directory.
+    pub run_dir: String,
+    /// Whether the run directory was kept (after a failure).
+    pub kept: bool,
 }
 
 /// Whether a real run ended as expected; if not, why, in a few lines.
-pub fn judge(r: &RunReport, expect: &Expect) -> Result<(), String> {
-    let kept = if r.run_dir_kept { format!("\nrun directory kept: {}", r.run_dir) } else { String::new() };
+pub fn judge(r: &Outcome, expect: &Expect) -> Result<(), String> {
+    let kept = if r.kept { format!("\nrun directory kept: {}", r.run_dir) } else { String::new() };
     let first_violation = |kinds: &[&str]| {
         r.violations.iter().find(|v| kinds.is_empty() || kinds.contains(&v.kind)).map(|v| {
             let more = r.violations.len() - 1;
@@ -491,7 +561,7 @@ pub fn judge(r: &RunReport, expect: &Expect) -> Result<(), String> {
         }
         Expect::Stall(_) if r.ok => Err("the run finished cleanly; it was expected to stall".into()),
         Expect::Stall(mentions) => {
-            if let Some(v) = first_violation(&["overlap", "lost-update"]) {
+            if let Some(v) = first_violation(&["overlap", "lost-update", "split-brain", "two-leaders"]) {
                 return Err(v + &kept);
             }
             let failure = r.failure.clone().unwrap_or_default();
@@ -612,6 +682,63 @@ mod tests {
         assert!(!text.contains("panicked"), "{text}");
         // The real run stopped before the supervisor: the executable does not exist.
         assert!(!text.contains("nonexistent"), "{text}");
+    }
+
+    #[test]
+    fn an_election_sweep_checks_the_leader() {
+        use crate::algos::chang_roberts::ChangRoberts;
+        let highest = |r: &SimReport| match r.leader {
+            Some((id, _)) if id.0 + 1 == r.n => Ok(()),
+            other => Err(format!("leader {other:?}")),
+        };
+        let mut g = Grader::new("t", "chang-roberts");
+        g.sim::<ChangRoberts>(
+            "5.1",
+            "the highest wins",
+            1,
+            Sweep::elections(&[1, 3, 5], 0..30).check(highest),
+        );
+        // The negative control: a check that wants the lowest id must fire.
+        g.sim::<ChangRoberts>(
+            "5.2",
+            "the lowest wins",
+            1,
+            Sweep::elections(&[3], 0..5).check(|r| match r.leader {
+                Some((PeerId(0), _)) => Ok(()),
+                other => Err(format!("leader {other:?}")),
+            }),
+        );
+        let (s, text) = grade(&g, None);
+        assert_eq!(s.passed, 1, "{text}");
+        assert!(text.contains("(sim, 30 seeds, n=1,3,5, elect)"), "{text}");
+        assert!(text.contains("seed 0 (n = 3): leader Some((PeerId(2), "), "{text}");
+    }
+
+    #[test]
+    fn a_real_run_is_judged_by_its_outcome() {
+        let v = |kind| Violation { kind, line: 7, detail: "two at once".into() };
+        let clean =
+            Outcome { ok: true, failure: None, violations: vec![], run_dir: "/r".into(), kept: false };
+        let stalled = Outcome {
+            ok: false,
+            failure: Some("no progress for 1.5s\n  w0: waiting for REPLY from w1 (w1 paused)".into()),
+            violations: vec![v("unserved")],
+            kept: true,
+            ..clean.clone()
+        };
+        let stall = Expect::Stall(vec!["w1 paused".into()]);
+        assert_eq!(judge(&clean, &Expect::Clean), Ok(()));
+        assert_eq!(judge(&stalled, &stall), Ok(()));
+        let e = judge(&stalled, &Expect::Clean).unwrap_err();
+        assert!(e.contains("run failed: no progress") && e.contains("audit: unserved at line 7"), "{e}");
+        assert!(e.ends_with("run directory kept: /r"), "{e}");
+        assert!(judge(&clean, &stall).unwrap_err().contains("expected to stall"));
+        assert!(judge(&stalled, &Expect::Stall(vec!["w2 dead".into()])).is_err(), "the wrong diagnosis");
+        let overlapped = Outcome { violations: vec![v("overlap")], ..stalled.clone() };
+        assert!(
+            judge(&overlapped, &stall).unwrap_err().starts_with("audit: overlap"),
+            "unsafe is never a stall"
+        );
     }
 
     #[test]
