@@ -11,8 +11,9 @@
 //!   report (exact message counts, say). The reason names the first failing seed and the
 //!   command that replays it with its last events;
 //! - real runs ([`Grader::real`], [`Real`]): worker processes through
-//!   [`supervisor::run`] (or [`supervisor::elect`], [`Real::election`]), started from this same executable (whose `main` must install
-//!   the lab's registry and otherwise be [`crate::cli::main`]), with a clean audit;
+//!   [`supervisor::run`] (or [`supervisor::elect`], [`Real::election`]), started from
+//!   this same executable (whose `main` must install the lab's registry and otherwise be
+//!   [`crate::cli::main`]), with a clean audit;
 //! - runs under a fault plan ([`Real::faults`]) expected to survive, or to stall
 //!   ([`Real::expect_stall`]) with a diagnosis that names what it should.
 //!
@@ -120,7 +121,8 @@ pub struct Grader {
 }
 
 /// A simulator sweep: sizes × seeds, each run until every node has entered `entries`
-/// times; any overlap, deadlock or unserved request fails it.
+/// times (or, for [`Sweep::elections`], until all agree on a leader); any overlap,
+/// split brain, deadlock or unserved request fails it.
 pub struct Sweep {
     sizes: Vec<u32>,
     seeds: Range<u64>,

@@ -202,7 +202,7 @@ fn ring_cost(r: &SimReport) -> Result<(), String> {
         Ok(())
     } else {
         Err(format!(
-            "{election} ELECTION and {elected} ELECTED; want whole ELECTED laps of {n} and at most {} ELECTION per lap",
+            "{election} ELECTION and {elected} ELECTED; want laps of {n} ELECTED, at most {} ELECTION each",
             n * (n + 1) / 2
         ))
     }
