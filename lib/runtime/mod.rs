@@ -33,7 +33,9 @@
 //! An error this worker cannot get past (the resource file cannot be written, say,
 //! because the disk is full) ends it with status 1, after it has told the supervisor
 //! why (`Fatal` on the control link), so the run's failure line names the worker, the
-//! file and the OS error.
+//! file and the OS error. A panic in the node ends it the same way, as one line (the
+//! panic's message, or a lab skeleton's `on_message is not written yet`), never a
+//! backtrace.
 
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::io::{self, Write};
@@ -97,7 +99,10 @@ pub fn run_worker(run_dir: &Path, cmdline_id: Option<u32>) -> anyhow::Result<()>
         let info = crate::external::worker_info(&opts.settings)
             .or_else(|| algos::info(name))
             .ok_or_else(|| anyhow::anyhow!("unknown algorithm {name:?}"))?;
-        (info.worker)(opts, link.try_clone()?, info)
+        let link = link.try_clone()?;
+        // A node that panics (a lab skeleton's unwritten handler, say) ends this worker
+        // with one line, sent to the supervisor like any other fatal error.
+        crate::lab::quietly(|| (info.worker)(opts, link, info)).map_err(anyhow::Error::msg)?
     });
     if let Err(e) = &result {
         // Best effort: the supervisor may be gone, or the link broken.

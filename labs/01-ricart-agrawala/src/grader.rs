@@ -1,0 +1,200 @@
+//! The lab's tests: the same list for your node, the reference (`--solution`) and the
+//! literal transcription of the `003_…` notes (`--notes-003`). `README.md` says what each
+//! test checks and how to read its failure.
+//!
+//! Group 1 drives nodes by hand through the notes' steps; group 2 runs the simulator
+//! over many seeds; group 3 starts real processes; group 4 crashes them (task 4).
+
+use std::fmt::Debug;
+
+use mutexlab::algorithm::script::{deliver, done, nodes, want};
+use mutexlab::algorithm::{Action, Algorithm, Output};
+use mutexlab::algos::ricart_agrawala::{self, RicartAgrawala};
+use mutexlab::grade::{Grader, Real, Sweep};
+use mutexlab::sim::SimReport;
+
+use crate::node;
+use crate::notes003::Notes003;
+
+/// A node this lab can grade: one whose messages are the lab's REQUEST and REPLY.
+pub trait RaLab: Algorithm {
+    /// `Request { ticket }`.
+    fn request(ticket: u64) -> Self::Msg;
+    /// `Reply`.
+    fn reply() -> Self::Msg;
+}
+
+impl RaLab for node::Node {
+    fn request(ticket: u64) -> node::Msg {
+        node::Msg::Request { ticket }
+    }
+    fn reply() -> node::Msg {
+        node::Msg::Reply
+    }
+}
+
+impl RaLab for RicartAgrawala {
+    fn request(ticket: u64) -> ricart_agrawala::Msg {
+        ricart_agrawala::Msg::Request { ticket }
+    }
+    fn reply() -> ricart_agrawala::Msg {
+        ricart_agrawala::Msg::Reply
+    }
+}
+
+impl RaLab for Notes003 {
+    fn request(ticket: u64) -> node::Msg {
+        node::Msg::Request { ticket }
+    }
+    fn reply() -> node::Msg {
+        node::Msg::Reply
+    }
+}
+
+/// One handler's actions as short sentences, sorted so the order of sends within one
+/// handler does not matter: `send Request { ticket: 1 } to w2`, `enter`.
+fn show<M: Debug, T: Debug>(acts: Vec<Action<M, T>>) -> Vec<String> {
+    let mut v: Vec<String> = acts
+        .into_iter()
+        .filter(|a| !matches!(a, Output::Count { .. }))
+        .map(|a| match a {
+            Output::Send { to, msg } => format!("send {msg:?} to {to}"),
+            Output::Broadcast { msg } => format!("broadcast {msg:?}"),
+            Output::Event { .. } => "enter".to_string(),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Expect exactly these actions (in any order).
+#[track_caller]
+fn expect(got: Vec<String>, want: &[&str], step: &str) {
+    let mut want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
+    want.sort();
+    assert!(got == want, "{step}\n  expected: {want:?}\n  got:      {got:?}");
+}
+
+/// The grader for node type `N`, registered as `algo` for the real runs.
+pub fn grader<N: RaLab>(algo: &str) -> Grader {
+    let mut g = Grader::new("Lab 01: Ricart-Agrawala", algo);
+    let req = N::request;
+    let rep = N::reply;
+
+    g.script("1.1", "asking sends REQUEST 1 to every other node", 2, move || {
+        let mut w = nodes::<N>(3);
+        expect(
+            show(want(&mut w, 0)),
+            &["send Request { ticket: 1 } to w1", "send Request { ticket: 1 } to w2"],
+            "w0 of 3 wants in (Main p2-p5)",
+        );
+    });
+    g.script("1.2", "a quiet node replies at once, even to a small ticket", 2, move || {
+        let mut w = nodes::<N>(3);
+        expect(
+            show(deliver(&mut w, 2, 1, req(9))),
+            &["send Reply to w2"],
+            "w1, not asking, gets REQUEST 9 from w2",
+        );
+        expect(
+            show(deliver(&mut w, 0, 1, req(1))),
+            &["send Reply to w0"],
+            "then REQUEST 1 from w0 (Receive p3-p4)",
+        );
+    });
+    g.script("1.3", "the next ticket is one above the highest seen", 3, move || {
+        let mut w = nodes::<N>(3);
+        deliver(&mut w, 2, 1, req(9));
+        deliver(&mut w, 0, 1, req(4));
+        expect(
+            show(want(&mut w, 1)),
+            &["send Request { ticket: 10 } to w0", "send Request { ticket: 10 } to w2"],
+            "w1 saw tickets 9 then 4, and now wants in (Receive p2, Main p3)",
+        );
+    });
+    g.script("1.4", "all the REPLYs let the node in, and only they", 3, move || {
+        let mut w = nodes::<N>(3);
+        want(&mut w, 0);
+        expect(show(deliver(&mut w, 1, 0, rep())), &[], "w0 has w1's REPLY only (Main p6)");
+        expect(show(deliver(&mut w, 2, 0, rep())), &["enter"], "w0 has both REPLYs (Main p6-p7)");
+        expect(show(done(&mut w, 0)), &[], "w0 leaves; nobody was deferred");
+    });
+    g.script("1.5", "the older request first, the younger after the exit", 4, move || {
+        let mut w = nodes::<N>(3);
+        want(&mut w, 2);
+        deliver(&mut w, 2, 1, req(1));
+        expect(
+            show(want(&mut w, 1)),
+            &["send Request { ticket: 2 } to w0", "send Request { ticket: 2 } to w2"],
+            "w1 saw w2's ticket 1, then wants in",
+        );
+        expect(show(deliver(&mut w, 1, 2, req(2))), &[], "w2 (ticket 1) defers w1 (ticket 2) (Receive p5)");
+        deliver(&mut w, 0, 2, rep());
+        expect(show(deliver(&mut w, 1, 2, rep())), &["enter"], "w2 has both REPLYs");
+        expect(
+            show(done(&mut w, 2)),
+            &["send Reply to w1"],
+            "w2 leaves and answers the deferred (Main p9-p11)",
+        );
+    });
+    g.script("1.6", "equal tickets go to the smaller id", 3, move || {
+        let mut w = nodes::<N>(2);
+        want(&mut w, 0);
+        want(&mut w, 1);
+        expect(show(deliver(&mut w, 1, 0, req(1))), &[], "w0 (1, w0) defers w1 (1, w1)");
+        expect(show(deliver(&mut w, 0, 1, req(1))), &["send Reply to w0"], "w1 (1, w1) answers w0 (1, w0)");
+        expect(show(deliver(&mut w, 1, 0, rep())), &["enter"], "w0 enters");
+        expect(show(done(&mut w, 0)), &["send Reply to w1"], "w0 leaves and answers w1");
+        expect(show(deliver(&mut w, 0, 1, rep())), &["enter"], "w1 enters");
+    });
+    g.script("1.7", "a node alone enters at once", 1, move || {
+        let mut w = nodes::<N>(1);
+        expect(show(want(&mut w, 0)), &["enter"], "the only node wants in");
+    });
+
+    g.sim::<N>("2.1", "never two inside, every request served", 8, Sweep::new(&[2, 3, 5], 0..300, 3));
+    g.sim::<N>(
+        "2.2",
+        "exactly 2(N-1) messages per entry",
+        4,
+        Sweep::new(&[2, 3, 5, 8], 0..100, 3).check(exact_cost),
+    );
+    g.sim::<N>("2.3", "needs no FIFO channels", 4, Sweep::new(&[3, 5], 0..200, 3).non_fifo());
+
+    g.real::<N>("3.1", "real processes, clean audit", 5, Real::new(5, 20));
+    g.real::<N>(
+        "3.2",
+        "a paused worker stalls the rest, who say why",
+        3,
+        Real::new(3, 20)
+            .faults("stop 1 at entry 5 for 20s")
+            .stall_ms(1500)
+            .expect_stall(&["w1 paused", "waiting for REPLY from"]),
+    );
+
+    g.sim::<N>(
+        "4.1",
+        "safe and served through crashes",
+        4,
+        Sweep::new(&[2, 3, 5], 0..100, 4).non_fifo().crashes(3),
+    );
+    g.real::<N>("4.2", "a killed worker holds nobody up", 3, Real::new(5, 20).faults("kill 2 at entry 10"));
+    g
+}
+
+/// Every entry costs N-1 REQUESTs and N-1 REPLYs.
+fn exact_cost(r: &SimReport) -> Result<(), String> {
+    let n = u64::from(r.n);
+    let want = r.entries * 2 * (n - 1);
+    let (req, rep) = (r.count("REQUEST"), r.count("REPLY"));
+    if r.total_messages() == want && req == rep {
+        Ok(())
+    } else {
+        Err(format!(
+            "{} entries cost {req} REQUEST and {rep} REPLY; 2(N-1) per entry makes {} of each",
+            r.entries,
+            want / 2
+        ))
+    }
+}

@@ -1,0 +1,282 @@
+//! The lab's tests: the same list for your node and for the reference (`--solution`,
+//! the built-in `ra-token`). `README.md` says what each test checks and how to read its
+//! failure.
+//!
+//! Group 1 drives nodes by hand through the notes' steps, ending with the notes' worked
+//! example ("Chloe's view"); group 2 runs the simulator over many seeds; group 3 starts
+//! real processes, and kills the token's holder.
+
+use std::fmt::Debug;
+
+use mutexlab::algorithm::script::{deliver, done, nodes, start, want};
+use mutexlab::algorithm::{Action, Algorithm, Output, PeerId};
+use mutexlab::algos::ra_token::{self, RaToken};
+use mutexlab::grade::{Grader, Real, Sweep};
+use mutexlab::sim::SimReport;
+
+use crate::node;
+
+/// A node this lab can grade: one whose messages are the lab's REQUEST and TOKEN.
+pub trait TokenLab: Algorithm {
+    /// `Request { number }`.
+    fn request(number: u64) -> Self::Msg;
+    /// `Token { granted }`.
+    fn token(granted: &[u64]) -> Self::Msg;
+}
+
+impl TokenLab for node::Node {
+    fn request(number: u64) -> node::Msg {
+        node::Msg::Request { number }
+    }
+    fn token(granted: &[u64]) -> node::Msg {
+        node::Msg::Token { granted: granted.to_vec() }
+    }
+}
+
+impl TokenLab for RaToken {
+    fn request(number: u64) -> ra_token::Msg {
+        ra_token::Msg::Request { number }
+    }
+    fn token(granted: &[u64]) -> ra_token::Msg {
+        ra_token::Msg::Token { granted: granted.to_vec() }
+    }
+}
+
+/// One handler's actions as sorted sentences. A broadcast reads as one send to each
+/// other node, so sending to each in a loop is just as right; counts are left out.
+fn show<M: Debug, T: Debug>(n: u32, me: u32, acts: Vec<Action<M, T>>) -> Vec<String> {
+    let mut v = Vec::new();
+    for a in acts {
+        match a {
+            Output::Send { to, msg } => v.push(format!("send {msg:?} to {to}")),
+            Output::Broadcast { msg } => {
+                v.extend((0..n).filter(|&p| p != me).map(|p| format!("send {msg:?} to {}", PeerId(p))))
+            }
+            Output::Event { .. } => v.push("enter".into()),
+            Output::Count { .. } => {}
+            other => v.push(format!("{other:?}")),
+        }
+    }
+    v.sort();
+    v
+}
+
+/// Expect exactly these actions (in any order).
+#[track_caller]
+fn expect(got: Vec<String>, want: &[String], step: &str) {
+    let mut want = want.to_vec();
+    want.sort();
+    assert!(got == want, "{step}\n  expected: {want:?}\n  got:      {got:?}");
+}
+
+/// `n` started nodes; starting sends nothing.
+fn started<N: Algorithm>(n: u32) -> Vec<N> {
+    let mut w = nodes::<N>(n);
+    for i in 0..n {
+        expect(show(n, i, start(&mut w, i)), &[], &format!("w{i} starts"));
+    }
+    w
+}
+
+/// The grader for node type `N`, registered as `algo` for the real runs.
+pub fn grader<N: TokenLab>(algo: &str) -> Grader {
+    let mut g = Grader::new("Lab 02: Ricart-Agrawala token passing", algo);
+    // Sentences for expected actions.
+    let req = |to: u32, number: u64| format!("send {:?} to {}", N::request(number), PeerId(to));
+    let tok = |to: u32, granted: &[u64]| format!("send {:?} to {}", N::token(granted), PeerId(to));
+    let ask = move |n: u32, me: u32, number: u64| -> Vec<String> {
+        (0..n).filter(|&p| p != me).map(|p| req(p, number)).collect()
+    };
+    let enter = || vec!["enter".to_string()];
+
+    g.script("1.1", "node 0 starts with the token and goes in at once", 2, move || {
+        let mut w = started::<N>(3);
+        expect(show(3, 0, want(&mut w, 0)), &enter(), "w0 wants in, holding the token");
+        expect(show(3, 0, done(&mut w, 0)), &[], "w0 leaves; nobody asked, it keeps the token");
+        expect(show(3, 0, want(&mut w, 0)), &enter(), "w0 wants in again: no message needed");
+    });
+    g.script("1.2", "asking sends REQUEST with the next number to all others", 2, move || {
+        let mut w = started::<N>(3);
+        expect(show(3, 1, want(&mut w, 1)), &ask(3, 1, 1), "w1 wants in (myNum ← 1)");
+    });
+    g.script("1.3", "an idle holder sends the token at once", 3, move || {
+        let mut w = started::<N>(3);
+        want(&mut w, 1);
+        expect(show(3, 2, deliver(&mut w, 1, 2, N::request(1))), &[], "w2, without the token, hears w1");
+        expect(
+            show(3, 0, deliver(&mut w, 1, 0, N::request(1))),
+            &[tok(1, &[0, 0, 0])],
+            "w0 holds the token, idle, and hears w1 (Receive)",
+        );
+        expect(show(3, 1, deliver(&mut w, 0, 1, N::token(&[0, 0, 0]))), &enter(), "w1 gets the token");
+        expect(show(3, 1, done(&mut w, 1)), &[], "w1 leaves, keeps the token (granted[w1] ← 1)");
+        expect(show(3, 0, want(&mut w, 0)), &ask(3, 0, 1), "w0 asks (its request 1)");
+        expect(
+            show(3, 1, deliver(&mut w, 0, 1, N::request(1))),
+            &[tok(0, &[0, 1, 0])],
+            "w1 sends the token, granted[w1] = 1",
+        );
+    });
+    g.script("1.4", "a holder inside keeps the token until it leaves", 3, move || {
+        let mut w = started::<N>(3);
+        want(&mut w, 0);
+        want(&mut w, 2);
+        expect(show(3, 0, deliver(&mut w, 2, 0, N::request(1))), &[], "w0 is inside when w2 asks");
+        expect(show(3, 0, done(&mut w, 0)), &[tok(2, &[0, 0, 0])], "w0 leaves and sends the token to w2");
+    });
+    g.script("1.5", "the search starts at the leaver's successor", 3, move || {
+        let mut w = started::<N>(4);
+        want(&mut w, 0);
+        for (who, number) in [(3, 1), (1, 1)] {
+            want(&mut w, who);
+            deliver(&mut w, who, 0, N::request(number));
+        }
+        expect(
+            show(4, 0, done(&mut w, 0)),
+            &[tok(1, &[0, 0, 0, 0])],
+            "w0 leaves; w3 and w1 wait: w1 is first from w0",
+        );
+        deliver(&mut w, 3, 1, N::request(1));
+        deliver(&mut w, 0, 1, N::token(&[0, 0, 0, 0]));
+        want(&mut w, 0);
+        deliver(&mut w, 0, 1, N::request(1));
+        expect(
+            show(4, 1, done(&mut w, 1)),
+            &[tok(3, &[0, 1, 0, 0])],
+            "w1 leaves; w0 and w3 wait: w3 comes first from w1",
+        );
+    });
+    g.script("1.6", "Chloe's view: the notes' worked example", 5, move || chloes_view::<N>());
+
+    g.sim::<N>("2.1", "never two inside, every request served", 8, Sweep::new(&[2, 3, 5, 8], 0..200, 3));
+    g.sim::<N>(
+        "2.2",
+        "N messages per entry that moves the token",
+        4,
+        Sweep::new(&[2, 3, 5, 8], 0..100, 3).check(token_cost),
+    );
+    g.sim::<N>("2.3", "needs no FIFO channels", 4, Sweep::new(&[3, 5], 0..200, 3).non_fifo());
+
+    g.real::<N>("3.1", "real processes, clean audit", 5, Real::new(5, 20));
+    g.real::<N>(
+        "3.2",
+        "a killed holder takes the token: the rest stall, and say why",
+        3,
+        Real::new(4, 20)
+            .faults("kill holder at entry 10")
+            .stall_ms(1500)
+            .expect_stall(&["waiting for the TOKEN"]),
+    );
+    g
+}
+
+/// The notes' five nodes, by id; node 0 starts with the token.
+const AARON: u32 = 0;
+const BECKY: u32 = 1;
+const CHLOE: u32 = 2;
+const DANIELLE: u32 = 3;
+const EVAN: u32 = 4;
+
+/// The notes show one moment from Chloe's side: she holds the token (inside for the
+/// third time), `requested` is [4, 3, 0, 5, 1] and `granted` [4, 2, 2, 4, 1]. This plays
+/// a history that ends there, then what comes next: Danielle, then Becky.
+fn chloes_view<N: TokenLab>() {
+    let mut w = started::<N>(5);
+    let sends = |to: u32, granted: &[u64]| vec![format!("send {:?} to {}", N::token(granted), PeerId(to))];
+    // `who` asks with `number` while `holder` holds the token, idle; in and out.
+    let serve = |w: &mut Vec<N>, who: u32, number: u64, holder: u32, granted: &[u64]| {
+        want(w, who);
+        for j in (0..5).filter(|&j| j != who) {
+            let expected = if j == holder { sends(who, granted) } else { vec![] };
+            expect(
+                show(5, j, deliver(w, who, j, N::request(number))),
+                &expected,
+                &format!("w{j} hears w{who}'s request {number}"),
+            );
+        }
+        expect(
+            show(5, who, deliver(w, holder, who, N::token(granted))),
+            &["enter".to_string()],
+            &format!("w{who} gets the token"),
+        );
+        expect(show(5, who, done(w, who)), &[], &format!("w{who} leaves with nobody waiting"));
+    };
+    let history: [(u32, u64, [u64; 5]); 12] = [
+        (BECKY, 1, [0, 0, 0, 0, 0]),
+        (AARON, 1, [0, 1, 0, 0, 0]),
+        (CHLOE, 1, [1, 1, 0, 0, 0]),
+        (DANIELLE, 1, [1, 1, 1, 0, 0]),
+        (AARON, 2, [1, 1, 1, 1, 0]),
+        (DANIELLE, 2, [2, 1, 1, 1, 0]),
+        (EVAN, 1, [2, 1, 1, 2, 0]),
+        (AARON, 3, [2, 1, 1, 2, 1]),
+        (CHLOE, 2, [3, 1, 1, 2, 1]),
+        (DANIELLE, 3, [3, 1, 2, 2, 1]),
+        (AARON, 4, [3, 1, 2, 3, 1]),
+        (DANIELLE, 4, [4, 1, 2, 3, 1]),
+    ];
+    let mut holder = AARON;
+    for (who, number, granted) in history {
+        serve(&mut w, who, number, holder, &granted);
+        holder = who;
+    }
+    // Becky asks (her request 2) and goes in.
+    want(&mut w, BECKY);
+    for j in [AARON, CHLOE, EVAN] {
+        deliver(&mut w, BECKY, j, N::request(2));
+    }
+    expect(
+        show(5, DANIELLE, deliver(&mut w, BECKY, DANIELLE, N::request(2))),
+        &sends(BECKY, &[4, 1, 2, 4, 1]),
+        "Danielle hands Becky the token",
+    );
+    deliver(&mut w, DANIELLE, BECKY, N::token(&[4, 1, 2, 4, 1]));
+    // While Becky is inside, Chloe asks (request 3), then Danielle (request 5).
+    for (who, number) in [(CHLOE, 3), (DANIELLE, 5)] {
+        want(&mut w, who);
+        for j in (0..5).filter(|&j| j != who) {
+            expect(
+                show(5, j, deliver(&mut w, who, j, N::request(number))),
+                &[],
+                "nobody idle holds the token",
+            );
+        }
+    }
+    expect(
+        show(5, BECKY, done(&mut w, BECKY)),
+        &sends(CHLOE, &[4, 2, 2, 4, 1]),
+        "Becky leaves: the search from w2 finds Chloe",
+    );
+    deliver(&mut w, BECKY, CHLOE, N::token(&[4, 2, 2, 4, 1]));
+    // Becky asks again while Chloe is inside: this is the notes' picture.
+    want(&mut w, BECKY);
+    for j in (0..5).filter(|&j| j != BECKY) {
+        deliver(&mut w, BECKY, j, N::request(3));
+    }
+    expect(
+        show(5, CHLOE, done(&mut w, CHLOE)),
+        &sends(DANIELLE, &[4, 2, 3, 4, 1]),
+        "Chloe leaves: Danielle (5 > 4) before Becky (3 > 2)",
+    );
+    deliver(&mut w, CHLOE, DANIELLE, N::token(&[4, 2, 3, 4, 1]));
+    expect(
+        show(5, DANIELLE, done(&mut w, DANIELLE)),
+        &sends(BECKY, &[4, 2, 3, 5, 1]),
+        "Danielle leaves: Becky is next",
+    );
+}
+
+/// An entry costs N messages when the token moves (N-1 REQUESTs and the TOKEN), none
+/// when the holder goes in again: so REQUESTs are (N-1) per TOKEN and nothing else is sent.
+fn token_cost(r: &SimReport) -> Result<(), String> {
+    let n = u64::from(r.n);
+    let (tokens, requests) = (r.count("TOKEN"), r.count("REQUEST"));
+    if requests == (n - 1) * tokens && r.total_messages() == n * tokens {
+        Ok(())
+    } else {
+        Err(format!(
+            "{tokens} TOKENs and {requests} REQUESTs of {} messages; want (N-1) REQUESTs per TOKEN",
+            r.total_messages()
+        ))
+    }
+}

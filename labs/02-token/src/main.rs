@@ -1,0 +1,49 @@
+//! Lab 02's program: the whole `mutexlab` command line with your node registered as
+//! `student`, plus `grade`, which runs the lab's tests.
+//!
+//! ```text
+//! cargo run -- run -n 5 --algo student     # your node as five real processes
+//! cargo run -- grade                       # grade your node
+//! cargo run -- grade 2.1 --n 3 --seed 17   # replay one failing simulator run
+//! cargo run -- grade --solution            # grade the built-in reference, ra-token
+//! ```
+
+mod grader;
+mod node;
+
+use std::process::ExitCode;
+
+use mutexlab::algos::ra_token::RaToken;
+use mutexlab::algos::{AlgoInfo, Registry, Theory};
+
+fn main() -> ExitCode {
+    let registry = Registry::builtin().with(AlgoInfo {
+        name: "student",
+        family: "token",
+        summary: "your Ricart-Agrawala token passing (labs/02-token/src/node.rs)",
+        kernel_lock: false,
+        theory: |s| {
+            let n = f64::from(s.n.max(1));
+            Some(Theory::range(0.0, n, "0 (the holder again) to N (the token moves)".into()))
+        },
+        ..AlgoInfo::runs::<node::Node>()
+    });
+    let mut args = std::env::args().skip(1);
+    if args.next().as_deref() != Some("grade") {
+        return mutexlab::cli::main(registry);
+    }
+    // The workers the real-run tests start are this program again, so they need the
+    // same registry; `grade` installs it here as the command line would.
+    if registry.install().is_err() {
+        eprintln!("grade: a registry was installed before grading started");
+        return ExitCode::from(1);
+    }
+    let mut rest: Vec<String> = args.collect();
+    let solution = rest.iter().any(|a| a == "--solution");
+    rest.retain(|a| a != "--solution");
+    if solution {
+        grader::grader::<RaToken>("ra-token").main(rest)
+    } else {
+        grader::grader::<node::Node>("student").main(rest)
+    }
+}

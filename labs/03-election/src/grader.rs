@@ -1,0 +1,209 @@
+//! The lab's tests: the same list for your node and for the reference (`--solution`,
+//! the built-in `chang-roberts`). `README.md` says what each test checks and how to read
+//! its failure.
+//!
+//! Group 1 drives three nodes round the ring by hand, rule by rule; group 2 runs the
+//! simulator's election sweeps (agreement, unique terms, the highest wins); group 3
+//! starts real processes, and kills the leader.
+
+use std::fmt::Debug;
+use std::time::Duration;
+
+use mutexlab::algorithm::{Config, ElectionCall, Input, Node, NodeInput, NodeOut, Output, PeerId};
+use mutexlab::algos::chang_roberts::{self, ChangRoberts};
+use mutexlab::grade::{Grader, Real, Sweep};
+use mutexlab::sim::SimReport;
+
+use crate::node;
+
+/// A node this lab can grade: an election node whose messages are the lab's ELECTION
+/// and ELECTED.
+pub trait ElectLab: Node<Service = mutexlab::algorithm::Election> {
+    /// `Election { id, term }`.
+    fn election(id: u32, term: u64) -> Self::Msg;
+    /// `Elected { id, term }`.
+    fn elected(id: u32, term: u64) -> Self::Msg;
+}
+
+impl ElectLab for node::Node {
+    fn election(id: u32, term: u64) -> node::Msg {
+        node::Msg::Election { id: PeerId(id), term }
+    }
+    fn elected(id: u32, term: u64) -> node::Msg {
+        node::Msg::Elected { id: PeerId(id), term }
+    }
+}
+
+impl ElectLab for ChangRoberts {
+    fn election(id: u32, term: u64) -> chang_roberts::Msg {
+        chang_roberts::Msg::Election { id: PeerId(id), term }
+    }
+    fn elected(id: u32, term: u64) -> chang_roberts::Msg {
+        chang_roberts::Msg::Elected { id: PeerId(id), term }
+    }
+}
+
+/// `n` fresh nodes, started.
+fn ring<N: ElectLab>(n: u32) -> Vec<N> {
+    let mut w: Vec<N> = (0..n).map(|i| N::create(&Config::new(i, n))).collect();
+    for i in 0..n {
+        expect(step(&mut w, i, Input::Start), &[], &format!("w{i} starts"));
+    }
+    w
+}
+
+/// Node `i` handles `input`; its actions as sorted sentences (counts left out).
+fn step<N: ElectLab>(w: &mut [N], i: u32, input: NodeInput<N>) -> Vec<String> {
+    let mut out = NodeOut::<N>::new(Duration::ZERO);
+    w[i as usize].step(input, &mut out);
+    let mut v: Vec<String> = out
+        .drain()
+        .filter(|a| !matches!(a, Output::Count { .. }))
+        .map(|a| match a {
+            Output::Send { to, msg } => format!("send {msg:?} to {to}"),
+            Output::Event { event } => format!("{event:?}"),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn elect<N: ElectLab>(w: &mut [N], i: u32) -> Vec<String> {
+    step(w, i, Input::Call { call: ElectionCall::Elect })
+}
+
+fn deliver<N: ElectLab>(w: &mut [N], from: u32, to: u32, msg: N::Msg) -> Vec<String> {
+    step(w, to, Input::Message { from: PeerId(from), msg })
+}
+
+/// Expect exactly these actions (in any order).
+#[track_caller]
+fn expect(got: Vec<String>, want: &[String], step: &str) {
+    let mut want = want.to_vec();
+    want.sort();
+    assert!(got == want, "{step}\n  expected: {want:?}\n  got:      {got:?}");
+}
+
+fn send<M: Debug>(to: u32, msg: M) -> String {
+    format!("send {msg:?} to {}", PeerId(to))
+}
+
+fn leader(id: u32, term: u64) -> String {
+    format!("Leader {{ id: {:?}, term: {term} }}", PeerId(id))
+}
+
+/// The grader for node type `N`, registered as `algo` for the real runs.
+pub fn grader<N: ElectLab>(algo: &str) -> Grader {
+    let mut g = Grader::new("Lab 03: Chang-Roberts ring election", algo);
+    let (el, ed) = (N::election, N::elected);
+
+    g.script("1.1", "an initiator sends its own id to its successor", 2, move || {
+        let mut w = ring::<N>(3);
+        expect(elect(&mut w, 0), &[send(1, el(0, 0))], "w0 calls an election (rule 1)");
+        expect(elect(&mut w, 0), &[], "w0 calls again while a participant: nothing new");
+    });
+    g.script("1.2", "a larger id is passed on, a smaller replaced by one's own", 3, move || {
+        let mut w = ring::<N>(3);
+        elect(&mut w, 0);
+        expect(
+            deliver(&mut w, 0, 1, el(0, 0)),
+            &[send(2, el(1, 0))],
+            "w1 gets w0's id: sends its own (rule 3)",
+        );
+        expect(
+            deliver(&mut w, 1, 2, el(1, 0)),
+            &[send(0, el(2, 0))],
+            "w2 gets w1's id: sends its own (rule 3)",
+        );
+        expect(
+            deliver(&mut w, 2, 0, el(2, 0)),
+            &[send(1, el(2, 0))],
+            "w0 gets w2's id: passes it on (rule 2)",
+        );
+    });
+    g.script("1.3", "a participant drops a smaller id", 2, move || {
+        let mut w = ring::<N>(3);
+        elect(&mut w, 1);
+        expect(deliver(&mut w, 0, 1, el(0, 0)), &[], "w1, a participant, gets w0's id (rule 4)");
+    });
+    g.script("1.4", "its own id home: the node leads and announces", 3, move || {
+        let mut w = ring::<N>(3);
+        elect(&mut w, 2);
+        expect(
+            deliver(&mut w, 1, 2, el(2, 0)),
+            &[leader(2, 5), send(0, ed(2, 5))],
+            "w2's id comes home (rule 5): term 5 is epoch 1 of 3 nodes plus id 2",
+        );
+    });
+    g.script("1.5", "ELECTED is accepted, passed on, and dropped at home", 3, move || {
+        let mut w = ring::<N>(3);
+        elect(&mut w, 2);
+        deliver(&mut w, 1, 2, el(2, 0));
+        expect(deliver(&mut w, 2, 0, ed(2, 5)), &[leader(2, 5), send(1, ed(2, 5))], "w0 hears (rule 6)");
+        expect(deliver(&mut w, 0, 1, ed(2, 5)), &[leader(2, 5), send(2, ed(2, 5))], "w1 hears (rule 6)");
+        expect(deliver(&mut w, 1, 2, ed(2, 5)), &[], "w2's ELECTED is home (rule 7)");
+    });
+    g.script("1.6", "a node alone leads at once", 1, move || {
+        let mut w = ring::<N>(1);
+        expect(elect(&mut w, 0), &[leader(0, 1)], "the only node calls an election");
+    });
+
+    g.sim::<N>(
+        "2.1",
+        "one leader agreed, terms unique and rising, the highest wins",
+        8,
+        Sweep::elections(&[1, 2, 3, 5, 8], 0..200).check(highest_wins),
+    );
+    g.sim::<N>(
+        "2.2",
+        "one ELECTED lap per election, ELECTIONs within N(N+1)/2",
+        4,
+        Sweep::elections(&[2, 3, 5, 8], 0..100).check(ring_cost),
+    );
+    g.sim::<N>(
+        "2.3",
+        "needs no FIFO channels",
+        4,
+        Sweep::elections(&[3, 5], 0..200).non_fifo().check(highest_wins),
+    );
+
+    g.real::<N>("3.1", "real processes agree on the highest", 5, Real::election(5));
+    g.real::<N>(
+        "3.2",
+        "a killed leader is replaced by the next highest",
+        4,
+        Real::election(5).faults("kill leader at 200ms"),
+    );
+    g
+}
+
+/// Every live node names the highest id at the end.
+fn highest_wins(r: &SimReport) -> Result<(), String> {
+    match r.leader {
+        Some((id, _)) if id.0 + 1 == r.n => Ok(()),
+        Some((id, term)) => Err(format!("all agree on {id} (term {term}), not on the highest, w{}", r.n - 1)),
+        None => Err("no leader agreed".into()),
+    }
+}
+
+/// Each election ends with one ELECTED lap of N messages (a node that calls an election
+/// after one is over starts another), and each costs at most N(N+1)/2 ELECTIONs.
+fn ring_cost(r: &SimReport) -> Result<(), String> {
+    highest_wins(r)?;
+    let n = u64::from(r.n);
+    let (election, elected) = (r.count("ELECTION"), r.count("ELECTED"));
+    let laps = elected / n;
+    if elected % n == 0
+        && laps >= 1
+        && election <= laps * n * (n + 1) / 2
+        && r.total_messages() == election + elected
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "{election} ELECTION and {elected} ELECTED; want laps of {n} ELECTED, at most {} ELECTION each",
+            n * (n + 1) / 2
+        ))
+    }
+}

@@ -1,0 +1,757 @@
+//! The lab grader: numbered tests with points, run one after another, one line each.
+//!
+//! A lab crate builds a [`Grader`] out of tests of four kinds and hands it the command
+//! line (`cargo run -- grade [ID…] [--n N] [--seed S]`):
+//!
+//! - scripted traces ([`Grader::script`]): a closure that drives a few nodes by hand
+//!   (with [`crate::algorithm::script`]) and asserts what they send; a failed assertion
+//!   is the test's reason;
+//! - simulator sweeps ([`Grader::sim`], [`Sweep`]): every size and seed in the simulator,
+//!   which checks safety and that every request is served; an optional check on each
+//!   report (exact message counts, say). The reason names the first failing seed and the
+//!   command that replays it with its last events;
+//! - real runs ([`Grader::real`], [`Real`]): worker processes through
+//!   [`supervisor::run`] (or [`supervisor::elect`], [`Real::election`]), started from
+//!   this same executable (whose `main` must install the lab's registry and otherwise be
+//!   [`crate::cli::main`]), with a clean audit;
+//! - runs under a fault plan ([`Real::faults`]) expected to survive, or to stall
+//!   ([`Real::expect_stall`]) with a diagnosis that names what it should.
+//!
+//! Each test runs under [`quietly`], so a panicking node (an unwritten handler above
+//! all) fails its test with one line, never a backtrace. Before starting processes a
+//! real-run test tries the node once in the simulator, so an unfinished node fails there
+//! and no worker is ever started for it. The exit code is 0 only if every test passed,
+//! 1 if any failed, 2 for a command line it cannot follow.
+
+use std::io::Write;
+use std::ops::Range;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+
+use crate::algorithm::{Node, PeerId};
+use crate::audit::Violation;
+use crate::control::Detector;
+use crate::faults::Plan;
+use crate::lab::{is_unwritten, quietly};
+use crate::sim::{Sim, SimError, SimReport, SimService};
+use crate::supervisor::{self, ElectOpts, Initiators, RunOpts};
+
+/// Where a test's line is padded to, so the verdicts line up.
+const WIDTH: usize = 76;
+/// A reason longer than this many lines is cut (a `--seed` replay shows it all).
+const REASON_LINES: usize = 6;
+
+/// What sort of test, shown in its line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A trace written by hand.
+    Script,
+    /// A seeded simulator sweep.
+    Sim,
+    /// Real worker processes, no faults.
+    Run,
+    /// Real worker processes under a fault plan.
+    Faults,
+}
+
+impl Kind {
+    /// The word a test's line shows.
+    pub fn label(self) -> &'static str {
+        match self {
+            Kind::Script => "script",
+            Kind::Sim => "sim",
+            Kind::Run => "run",
+            Kind::Faults => "faults",
+        }
+    }
+}
+
+/// What a grading session knows besides the tests: the algorithm's name in the
+/// registry, the executable that runs workers, and the narrowing from the command line.
+#[derive(Clone, Debug)]
+pub struct Ctx {
+    /// The name real runs ask for (`--algo`).
+    pub algo: String,
+    /// The executable workers are started from.
+    pub exe: PathBuf,
+    /// The command that replays a test, e.g. `cargo run -- grade`.
+    pub replay: String,
+    /// Only this size, in sweeps.
+    pub n: Option<u32>,
+    /// Only this seed, in sweeps; also shows a failure's whole trace.
+    pub seed: Option<u64>,
+}
+
+type Body = Box<dyn Fn(&Ctx, &str) -> Result<(), String>>;
+/// A check on one simulator run's report.
+type Check = Box<dyn Fn(&SimReport) -> Result<(), String>>;
+
+struct Test {
+    id: String,
+    what: String,
+    detail: String,
+    points: u32,
+    kind: Kind,
+    body: Body,
+}
+
+/// What a grading session came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Summary {
+    /// Points earned.
+    pub points: u32,
+    /// Points on offer.
+    pub max: u32,
+    /// Tests passed.
+    pub passed: usize,
+    /// Tests run.
+    pub total: usize,
+}
+
+/// A lab's grader: its tests in the order they run. Methods: adding tests (`script`,
+/// `sim`, `real`); running them (`main` from the command line, `run` with a context
+/// and an output of the caller's).
+pub struct Grader {
+    title: String,
+    algo: String,
+    tests: Vec<Test>,
+}
+
+/// A simulator sweep: sizes × seeds, each run until every node has entered `entries`
+/// times (or, for [`Sweep::elections`], until all agree on a leader); any overlap,
+/// split brain, deadlock or unserved request fails it.
+pub struct Sweep {
+    sizes: Vec<u32>,
+    seeds: Range<u64>,
+    entries: u32,
+    non_fifo: bool,
+    crashes: u32,
+    /// Elections: no entries to count; a run ends once all agree on a leader.
+    elect: bool,
+    check: Option<Check>,
+}
+
+impl Sweep {
+    /// Every size in `sizes` with every seed in `seeds`, `entries` entries per node.
+    pub fn new(sizes: &[u32], seeds: Range<u64>, entries: u32) -> Sweep {
+        Sweep {
+            sizes: sizes.to_vec(),
+            seeds,
+            entries,
+            non_fifo: false,
+            crashes: 0,
+            elect: false,
+            check: None,
+        }
+    }
+
+    /// An election sweep: every node calls one election, and each run must end with
+    /// every live node naming one live leader, no term naming two leaders and no node's
+    /// term going back. Which leader is right is for [`Sweep::check`] (`report.leader`).
+    pub fn elections(sizes: &[u32], seeds: Range<u64>) -> Sweep {
+        Sweep { elect: true, ..Sweep::new(sizes, seeds, 1) }
+    }
+
+    /// Let messages on a channel overtake each other.
+    pub fn non_fifo(mut self) -> Sweep {
+        self.non_fifo = true;
+        self
+    }
+
+    /// Let up to `count` nodes crash and restart during each run.
+    pub fn crashes(mut self, count: u32) -> Sweep {
+        self.crashes = count;
+        self
+    }
+
+    /// Check each successful run's report too (message counts, say); an `Err` is the
+    /// reason the test fails.
+    pub fn check(mut self, f: impl Fn(&SimReport) -> Result<(), String> + 'static) -> Sweep {
+        self.check = Some(Box::new(f));
+        self
+    }
+
+    fn detail(&self) -> String {
+        let sizes: Vec<String> = self.sizes.iter().map(u32::to_string).collect();
+        let mut d = format!("{} seeds, n={}", self.seeds.end - self.seeds.start, sizes.join(","));
+        if self.non_fifo {
+            d.push_str(", no FIFO");
+        }
+        if self.crashes > 0 {
+            d.push_str(", crashes");
+        }
+        if self.elect {
+            d.push_str(", elect");
+        }
+        d
+    }
+}
+
+/// What a real run must end in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Expect {
+    /// Every entry made, a clean audit.
+    Clean,
+    /// No overlap, but the run stalls, and its diagnosis contains each of these.
+    Stall(Vec<String>),
+}
+
+/// A real multi-process run.
+#[derive(Clone, Debug)]
+pub struct Real {
+    workers: u32,
+    entries: u64,
+    cs_ms: f64,
+    think_ms: f64,
+    faults: String,
+    stall_ms: u64,
+    expect: Expect,
+    /// An election run (`mutexlab elect`, every worker an initiator) instead of mutual
+    /// exclusion.
+    elect: bool,
+}
+
+impl Real {
+    /// `workers` processes, `entries` entries each, no faults, a clean audit expected.
+    pub fn new(workers: u32, entries: u64) -> Real {
+        Real {
+            workers,
+            entries,
+            cs_ms: 1.0,
+            think_ms: 2.0,
+            faults: String::new(),
+            stall_ms: 3000,
+            expect: Expect::Clean,
+            elect: false,
+        }
+    }
+
+    /// An election run of `workers` processes, every one an initiator, judged by the
+    /// leader file's audit (agreement, uniqueness of terms, and the highest id winning
+    /// where the registry says so).
+    pub fn election(workers: u32) -> Real {
+        Real { elect: true, ..Real::new(workers, 1) }
+    }
+
+    /// Apply this fault plan (the `--faults` grammar).
+    pub fn faults(mut self, plan: &str) -> Real {
+        self.faults = plan.to_string();
+        self
+    }
+
+    /// Expect a stall whose diagnosis contains every one of `mentions`.
+    pub fn expect_stall(mut self, mentions: &[&str]) -> Real {
+        self.expect = Expect::Stall(mentions.iter().map(|m| m.to_string()).collect());
+        self
+    }
+
+    /// The stall window: how long without progress ends the run.
+    pub fn stall_ms(mut self, ms: u64) -> Real {
+        self.stall_ms = ms;
+        self
+    }
+
+    fn detail(&self) -> String {
+        if self.elect {
+            return format!("{} processes, elect", self.workers);
+        }
+        format!("{} processes", self.workers)
+    }
+}
+
+/// The command line of `grade`.
+#[derive(Parser, Debug)]
+#[command(name = "grade", about = "Run the lab's tests; exit 0 only if all pass")]
+struct GradeArgs {
+    /// Tests to run, by id (`2.1`) or group (`2`); all by default.
+    ids: Vec<String>,
+    /// In simulator sweeps, only this number of nodes.
+    #[arg(long)]
+    n: Option<u32>,
+    /// In simulator sweeps, only this seed; a failure then shows its last events.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Grade the reference solution instead of your node.
+    #[arg(long)]
+    solution: bool,
+}
+
+impl Grader {
+    /// A grader titled `title` whose real runs ask for the algorithm `algo`.
+    pub fn new(title: &str, algo: &str) -> Grader {
+        Grader { title: title.to_string(), algo: algo.to_string(), tests: Vec::new() }
+    }
+
+    fn add(
+        &mut self,
+        id: &str,
+        what: &str,
+        points: u32,
+        kind: Kind,
+        detail: String,
+        body: Body,
+    ) -> &mut Self {
+        assert!(self.tests.iter().all(|t| t.id != id), "test {id} is defined twice");
+        self.tests.push(Test { id: id.into(), what: what.into(), detail, points, kind, body });
+        self
+    }
+
+    /// A scripted trace: `f` drives nodes by hand and asserts; a panic fails the test.
+    pub fn script(&mut self, id: &str, what: &str, points: u32, f: impl Fn() + 'static) -> &mut Self {
+        self.add(id, what, points, Kind::Script, String::new(), Box::new(move |_, _| quietly(&f)))
+    }
+
+    /// A simulator sweep of node type `N`.
+    pub fn sim<N: Node<Service: SimService>>(
+        &mut self,
+        id: &str,
+        what: &str,
+        points: u32,
+        sweep: Sweep,
+    ) -> &mut Self {
+        let detail = sweep.detail();
+        self.add(
+            id,
+            what,
+            points,
+            Kind::Sim,
+            detail,
+            Box::new(move |ctx, id| run_sweep::<N>(&sweep, ctx, id)),
+        )
+    }
+
+    /// A real run of node type `N` (registered under the grader's algorithm name).
+    pub fn real<N: Node<Service: SimService>>(
+        &mut self,
+        id: &str,
+        what: &str,
+        points: u32,
+        real: Real,
+    ) -> &mut Self {
+        let kind = if real.faults.is_empty() { Kind::Run } else { Kind::Faults };
+        let detail = real.detail();
+        self.add(id, what, points, kind, detail, Box::new(move |ctx, _| run_real::<N>(&real, ctx)))
+    }
+
+    /// Run from the command line: `args` are what follows `grade`. Exit 0 if every test
+    /// selected passed, 1 if one failed, 2 for bad arguments.
+    pub fn main(&self, args: impl IntoIterator<Item = String>) -> ExitCode {
+        let args = match GradeArgs::try_parse_from(std::iter::once("grade".to_string()).chain(args)) {
+            Ok(a) => a,
+            Err(e) if !e.use_stderr() => {
+                let _ = e.print();
+                return ExitCode::SUCCESS;
+            }
+            Err(e) => {
+                let text = e.render().to_string();
+                let first = text.lines().next().unwrap_or("invalid arguments");
+                eprintln!("grade: {} (see grade --help)", first.strip_prefix("error: ").unwrap_or(first));
+                return ExitCode::from(2);
+            }
+        };
+        let _ = args.solution; // read by the lab's `main`, which picks the node
+        for id in &args.ids {
+            if !self.tests.iter().any(|t| selected(&t.id, std::slice::from_ref(id))) {
+                let ids: Vec<&str> = self.tests.iter().map(|t| t.id.as_str()).collect();
+                eprintln!("grade: no test {id}; the tests are {}", ids.join(", "));
+                return ExitCode::from(2);
+            }
+        }
+        let ctx = Ctx {
+            algo: self.algo.clone(),
+            exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("mutexlab")),
+            replay: "cargo run -- grade".into(),
+            n: args.n,
+            seed: args.seed,
+        };
+        let summary = self.run(&ctx, &args.ids, &mut std::io::stdout().lock());
+        if summary.passed == summary.total {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        }
+    }
+
+    /// Run the tests whose ids `ids` select (all if empty), writing one line each and
+    /// the footer to `out`.
+    pub fn run(&self, ctx: &Ctx, ids: &[String], out: &mut dyn Write) -> Summary {
+        let mut s = Summary { points: 0, max: 0, passed: 0, total: 0 };
+        let _ = writeln!(out, "{} ({})", self.title, ctx.algo);
+        for t in self.tests.iter().filter(|t| selected(&t.id, ids)) {
+            let detail = if t.detail.is_empty() { String::new() } else { format!(", {}", t.detail) };
+            let head = format!("TEST {:<4} {} ({}{detail}) ", t.id, t.what, t.kind.label());
+            let _ = write!(out, "{head}{} ", ".".repeat(WIDTH.saturating_sub(head.chars().count()).max(3)));
+            let _ = out.flush();
+            let started = Instant::now();
+            // A panic outside the node (in a check, say) is caught here too.
+            let verdict = quietly(|| (t.body)(ctx, &t.id)).and_then(|r| r);
+            let secs = started.elapsed().as_secs_f64();
+            s.total += 1;
+            s.max += t.points;
+            match verdict {
+                Ok(()) => {
+                    s.passed += 1;
+                    s.points += t.points;
+                    let _ = writeln!(out, "PASS  ({secs:.1} s)");
+                }
+                Err(why) => {
+                    let _ = writeln!(out, "FAIL  ({secs:.1} s)");
+                    let keep = if ctx.seed.is_some() { usize::MAX } else { REASON_LINES };
+                    let lines: Vec<&str> = why.lines().collect();
+                    for line in lines.iter().take(keep) {
+                        let _ = writeln!(out, "      {line}");
+                    }
+                    if lines.len() > keep {
+                        let _ = writeln!(out, "      … {} more lines", lines.len() - keep);
+                    }
+                }
+            }
+        }
+        let _ = writeln!(out, "TOTAL {}/{} points, {}/{} tests passed", s.points, s.max, s.passed, s.total);
+        s
+    }
+}
+
+/// Whether test `id` is among `ids` (by id, or by its group: `2` selects `2.1`).
+fn selected(id: &str, ids: &[String]) -> bool {
+    ids.is_empty() || ids.iter().any(|want| id == want || id.split('.').next() == Some(want.as_str()))
+}
+
+fn run_sweep<N: Node<Service: SimService>>(sw: &Sweep, ctx: &Ctx, id: &str) -> Result<(), String> {
+    let sizes: Vec<u32> = match ctx.n {
+        Some(n) => vec![n],
+        None => sw.sizes.clone(),
+    };
+    let seeds = match ctx.seed {
+        Some(s) => s..s + 1,
+        None => sw.seeds.clone(),
+    };
+    for &n in &sizes {
+        for seed in seeds.clone() {
+            let replay = format!("replay: {} {id} --n {n} --seed {seed}", ctx.replay);
+            let mut sim = Sim::<N>::new(n, seed).stale_timers(true);
+            if sw.non_fifo {
+                sim = sim.non_fifo();
+            }
+            if sw.crashes > 0 {
+                sim = sim.crashes(sw.crashes, |_: PeerId| true);
+            }
+            let report = match quietly(|| sim.run(sw.entries)) {
+                Err(panic) if is_unwritten(&panic) => return Err(panic),
+                Err(panic) => return Err(format!("seed {seed} (n = {n}): the node {panic}\n{replay}")),
+                Ok(Err(e)) => return Err(sim_failure(&e, ctx.seed.is_some(), &replay)),
+                Ok(Ok(r)) => r,
+            };
+            let want = u64::from(n) * u64::from(sw.entries);
+            if !sw.elect && report.entries < want {
+                return Err(format!("seed {seed} (n = {n}): {} entries of {want}\n{replay}", report.entries));
+            }
+            if let Some(check) = &sw.check {
+                check(&report).map_err(|why| format!("seed {seed} (n = {n}): {why}\n{replay}"))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A failed simulator run: the failure, the replay command, and (when replaying one
+/// seed) the last events that led to it.
+fn sim_failure(e: &SimError, full: bool, replay: &str) -> String {
+    let mut text = format!("seed {} (n = {}), step {}: {}\n", e.seed, e.n, e.step, e.failure);
+    if full {
+        text.push_str("last events:\n");
+        for line in &e.trace {
+            text.push_str(&format!("  {line}\n"));
+        }
+    } else {
+        text.push_str(&format!("{replay} (shows the last events)"));
+    }
+    text
+}
+
+fn run_real<N: Node<Service: SimService>>(real: &Real, ctx: &Ctx) -> Result<(), String> {
+    // An unfinished node fails here, before any process is started for it.
+    if let Err(panic) = quietly(|| Sim::<N>::new(real.workers, 0).run(1)) {
+        return Err(if is_unwritten(&panic) {
+            panic
+        } else {
+            format!("the node {panic} (in the simulator)")
+        });
+    }
+    let plan = Plan::parse(&real.faults, real.workers).map_err(|e| format!("fault plan: {e}"))?;
+    let opts = RunOpts {
+        algo: ctx.algo.clone(),
+        workers: real.workers,
+        entries: real.entries,
+        duration: None,
+        cs_ms: real.cs_ms,
+        think_ms: real.think_ms,
+        seed: 1,
+        replicas: None,
+        run_dir: None,
+        keep: false,
+        stall_ms: real.stall_ms,
+        progress: false,
+        exe: ctx.exe.clone(),
+        plan,
+        latency_ms: 0.0,
+        jitter_ms: 0.0,
+        drop: 0.0,
+        detector: Detector::Perfect,
+        fenced: false,
+        majority: false,
+        trace: false,
+        external: None,
+        elect: real
+            .elect
+            .then(|| ElectOpts { initiators: Initiators::All, settle: Duration::from_millis(300) }),
+    };
+    let outcome = if real.elect {
+        let r = supervisor::elect(&opts).map_err(|e| e.to_string())?;
+        Outcome {
+            ok: r.ok,
+            failure: r.failure,
+            violations: r.violations,
+            run_dir: r.run_dir,
+            kept: r.run_dir_kept,
+        }
+    } else {
+        let r = supervisor::run(&opts).map_err(|e| e.to_string())?;
+        Outcome {
+            ok: r.ok,
+            failure: r.failure,
+            violations: r.violations,
+            run_dir: r.run_dir,
+            kept: r.run_dir_kept,
+        }
+    };
+    judge(&outcome, &real.expect)
+}
+
+/// What a real run came to, mutual exclusion or election alike.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The run was clean.
+    pub ok: bool,
+    /// Why it failed, apart from the audit's violations (a stall diagnosis, say).
+    pub failure: Option<String>,
+    /// The audit's findings.
+    pub violations: Vec<Violation>,
+    /// The run directory.
+    pub run_dir: String,
+    /// Whether the run directory was kept (after a failure).
+    pub kept: bool,
+}
+
+/// Whether a real run ended as expected; if not, why, in a few lines.
+pub fn judge(r: &Outcome, expect: &Expect) -> Result<(), String> {
+    let kept = if r.kept { format!("\nrun directory kept: {}", r.run_dir) } else { String::new() };
+    let first_violation = |kinds: &[&str]| {
+        r.violations.iter().find(|v| kinds.is_empty() || kinds.contains(&v.kind)).map(|v| {
+            let more = r.violations.len() - 1;
+            let more = if more > 0 { format!(" (and {more} more)") } else { String::new() };
+            format!("audit: {} at line {}: {}{more}", v.kind, v.line, v.detail)
+        })
+    };
+    match expect {
+        Expect::Clean if r.ok => Ok(()),
+        Expect::Clean => {
+            let mut why: Vec<String> = r.failure.iter().map(|f| format!("run failed: {f}")).collect();
+            why.extend(first_violation(&[]));
+            Err(why.join("\n") + &kept)
+        }
+        Expect::Stall(_) if r.ok => Err("the run finished cleanly; it was expected to stall".into()),
+        Expect::Stall(mentions) => {
+            if let Some(v) = first_violation(&["overlap", "lost-update", "split-brain", "two-leaders"]) {
+                return Err(v + &kept);
+            }
+            let failure = r.failure.clone().unwrap_or_default();
+            let missing: Vec<&String> = mentions.iter().filter(|m| !failure.contains(m.as_str())).collect();
+            if failure.contains("no progress") && missing.is_empty() {
+                Ok(())
+            } else {
+                let want: Vec<&str> = mentions.iter().map(String::as_str).collect();
+                Err(format!(
+                    "expected a stall whose diagnosis mentions {:?}; the run said: {failure}{kept}",
+                    want
+                ))
+            }
+        }
+    }
+}
+
+impl Ctx {
+    /// A context for grading `algo` with workers started from `exe`, every size and seed.
+    pub fn new(algo: &str, exe: PathBuf) -> Ctx {
+        Ctx { algo: algo.into(), exe, replay: "cargo run -- grade".into(), n: None, seed: None }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::{Algorithm, Config, NoTimer, Out};
+    use crate::algos::baseline::Immediate;
+    use crate::algos::centralized::Centralized;
+
+    /// A node whose every handler is still the skeleton's marker.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct Blank;
+
+    impl Algorithm for Blank {
+        type Msg = crate::algos::centralized::Msg;
+        type Timer = NoTimer;
+        fn new(_: &Config) -> Self {
+            Blank
+        }
+        fn on_want_cs(&mut self, _: &mut Out<Self::Msg, NoTimer>) {
+            crate::lab::unwritten("on_want_cs")
+        }
+        fn on_message(&mut self, _: PeerId, _: Self::Msg, _: &mut Out<Self::Msg, NoTimer>) {
+            crate::lab::unwritten("on_message")
+        }
+        fn on_cs_done(&mut self, _: &mut Out<Self::Msg, NoTimer>) {
+            crate::lab::unwritten("on_cs_done")
+        }
+    }
+
+    fn grade(g: &Grader, seed: Option<u64>) -> (Summary, String) {
+        let mut out = Vec::new();
+        let ctx = Ctx { seed, ..Ctx::new("x", PathBuf::from("/nonexistent")) };
+        let s = g.run(&ctx, &[], &mut out);
+        (s, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn a_correct_node_passes_and_the_footer_adds_up() {
+        let mut g = Grader::new("t", "centralized");
+        g.sim::<Centralized>("1.1", "safe and served", 3, Sweep::new(&[2, 3], 0..20, 2));
+        g.sim::<Centralized>(
+            "1.2",
+            "at most 3 messages per entry",
+            2,
+            Sweep::new(&[3], 0..20, 2)
+                .check(|r| (r.total_messages() <= 3 * r.entries).then_some(()).ok_or("too many".into())),
+        );
+        g.script("1.3", "a trace", 1, || assert_eq!(2 + 2, 4));
+        let (s, text) = grade(&g, None);
+        assert_eq!(s, Summary { points: 6, max: 6, passed: 3, total: 3 }, "{text}");
+        assert!(text.contains("TEST 1.1  safe and served (sim, 20 seeds, n=2,3) ."), "{text}");
+        assert!(text.ends_with("TOTAL 6/6 points, 3/3 tests passed\n"), "{text}");
+    }
+
+    #[test]
+    fn an_unsafe_node_fails_with_its_seed_and_replay() {
+        // The negative control: the `none` baseline lets two in, and the sweep says so.
+        let mut g = Grader::new("t", "none");
+        g.sim::<Immediate>("2.1", "never two inside", 5, Sweep::new(&[3], 0..50, 3));
+        let (s, text) = grade(&g, None);
+        assert_eq!((s.points, s.passed), (0, 0), "{text}");
+        assert!(text.contains("FAIL"), "{text}");
+        assert!(text.contains("mutual exclusion violated"), "{text}");
+        assert!(text.contains("replay: cargo run -- grade 2.1 --n 3 --seed "), "{text}");
+        assert!(text.ends_with("TOTAL 0/5 points, 0/1 tests passed\n"), "{text}");
+        // Replaying one seed shows the events that led there.
+        let (_, text) = grade(&g, Some(0));
+        assert!(text.contains("last events:"), "{text}");
+    }
+
+    #[test]
+    fn a_failed_check_and_a_failed_script_are_reasons() {
+        let mut g = Grader::new("t", "centralized");
+        g.sim::<Centralized>(
+            "3.1",
+            "free",
+            1,
+            Sweep::new(&[2], 0..5, 1).check(|_| Err("costs something".into())),
+        );
+        g.script("3.2", "wrong", 1, || assert_eq!(1, 2, "one is not two"));
+        let (s, text) = grade(&g, None);
+        assert_eq!(s.passed, 0, "{text}");
+        assert!(text.contains("seed 0 (n = 2): costs something"), "{text}");
+        assert!(text.contains("one is not two"), "{text}");
+    }
+
+    #[test]
+    fn an_unwritten_node_fails_in_one_line_and_starts_no_process() {
+        let mut g = Grader::new("t", "blank");
+        g.sim::<Blank>("4.1", "served", 1, Sweep::new(&[3], 0..5, 1));
+        g.real::<Blank>("4.2", "real", 1, Real::new(3, 5));
+        let (s, text) = grade(&g, None);
+        assert_eq!(s.passed, 0, "{text}");
+        assert_eq!(text.matches("      on_want_cs is not written yet\n").count(), 2, "{text}");
+        assert!(!text.contains("panicked"), "{text}");
+        // The real run stopped before the supervisor: the executable does not exist.
+        assert!(!text.contains("nonexistent"), "{text}");
+    }
+
+    #[test]
+    fn an_election_sweep_checks_the_leader() {
+        use crate::algos::chang_roberts::ChangRoberts;
+        let highest = |r: &SimReport| match r.leader {
+            Some((id, _)) if id.0 + 1 == r.n => Ok(()),
+            other => Err(format!("leader {other:?}")),
+        };
+        let mut g = Grader::new("t", "chang-roberts");
+        g.sim::<ChangRoberts>(
+            "5.1",
+            "the highest wins",
+            1,
+            Sweep::elections(&[1, 3, 5], 0..30).check(highest),
+        );
+        // The negative control: a check that wants the lowest id must fire.
+        g.sim::<ChangRoberts>(
+            "5.2",
+            "the lowest wins",
+            1,
+            Sweep::elections(&[3], 0..5).check(|r| match r.leader {
+                Some((PeerId(0), _)) => Ok(()),
+                other => Err(format!("leader {other:?}")),
+            }),
+        );
+        let (s, text) = grade(&g, None);
+        assert_eq!(s.passed, 1, "{text}");
+        assert!(text.contains("(sim, 30 seeds, n=1,3,5, elect)"), "{text}");
+        assert!(text.contains("seed 0 (n = 3): leader Some((PeerId(2), "), "{text}");
+    }
+
+    #[test]
+    fn a_real_run_is_judged_by_its_outcome() {
+        let v = |kind| Violation { kind, line: 7, detail: "two at once".into() };
+        let clean =
+            Outcome { ok: true, failure: None, violations: vec![], run_dir: "/r".into(), kept: false };
+        let stalled = Outcome {
+            ok: false,
+            failure: Some("no progress for 1.5s\n  w0: waiting for REPLY from w1 (w1 paused)".into()),
+            violations: vec![v("unserved")],
+            kept: true,
+            ..clean.clone()
+        };
+        let stall = Expect::Stall(vec!["w1 paused".into()]);
+        assert_eq!(judge(&clean, &Expect::Clean), Ok(()));
+        assert_eq!(judge(&stalled, &stall), Ok(()));
+        let e = judge(&stalled, &Expect::Clean).unwrap_err();
+        assert!(e.contains("run failed: no progress") && e.contains("audit: unserved at line 7"), "{e}");
+        assert!(e.ends_with("run directory kept: /r"), "{e}");
+        assert!(judge(&clean, &stall).unwrap_err().contains("expected to stall"));
+        assert!(judge(&stalled, &Expect::Stall(vec!["w2 dead".into()])).is_err(), "the wrong diagnosis");
+        let overlapped = Outcome { violations: vec![v("overlap")], ..stalled.clone() };
+        assert!(
+            judge(&overlapped, &stall).unwrap_err().starts_with("audit: overlap"),
+            "unsafe is never a stall"
+        );
+    }
+
+    #[test]
+    fn tests_are_selected_by_id_or_group() {
+        let ids = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(selected("2.1", &[]));
+        assert!(selected("2.1", &ids(&["2"])));
+        assert!(selected("2.1", &ids(&["2.1"])));
+        assert!(!selected("2.1", &ids(&["1", "2.2"])));
+        assert!(!selected("12.1", &ids(&["1"])));
+    }
+}

@@ -1,0 +1,107 @@
+//! What lab skeletons and graders share: the marker an unwritten handler calls, and a
+//! way to run code whose panic becomes one readable line instead of a backtrace.
+//!
+//! A skeleton's handlers start as `mutexlab::lab::unwritten("on_message")`. Called, that
+//! panics with the message `on_message is not written yet`. The grader ([`crate::grade`])
+//! runs every test under [`quietly`], so such a panic prints nothing and the test fails
+//! with that line; a worker process does the same around its node (see
+//! [`crate::runtime::run_worker`]), so a run of an unfinished node ends with the one line
+//! and the usual diagnosis.
+
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::panic::{self, AssertUnwindSafe};
+use std::sync::Once;
+
+/// The end of the message an unwritten handler panics with.
+pub const NOT_WRITTEN: &str = "is not written yet";
+
+/// Mark a handler the student has still to write: panics with `"{handler} is not written
+/// yet"`, which [`quietly`] turns into that one line.
+#[track_caller]
+pub fn unwritten(handler: &str) -> ! {
+    panic::panic_any(format!("{handler} {NOT_WRITTEN}"))
+}
+
+thread_local! {
+    /// This thread is inside [`quietly`]: its panics are recorded, not printed.
+    static QUIET: Cell<bool> = const { Cell::new(false) };
+    /// Where the last quiet panic happened, as the hook saw it.
+    static WHERE: RefCell<Option<String>> = const { RefCell::new(None) };
+}
+
+/// Put our hook in front of the one there was, once per process. It stays silent for
+/// threads inside [`quietly`] and hands every other panic to the previous hook, so the
+/// supervisor's threads and ordinary programs keep their usual reports.
+fn install_hook() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        let previous = panic::take_hook();
+        panic::set_hook(Box::new(move |info| {
+            if QUIET.with(Cell::get) {
+                let place = info.location().map(|l| format!("{}:{}", l.file(), l.line()));
+                WHERE.with(|w| *w.borrow_mut() = place);
+            } else {
+                previous(info);
+            }
+        }));
+    });
+}
+
+/// Run `f`; if it panics, nothing is printed and the panic comes back as one short text:
+/// `on_message is not written yet` for the skeleton's marker, else the panic's own
+/// message with the place it was raised (assertion messages keep their lines).
+pub fn quietly<R>(f: impl FnOnce() -> R) -> Result<R, String> {
+    install_hook();
+    let was = QUIET.with(|q| q.replace(true));
+    let result = panic::catch_unwind(AssertUnwindSafe(f));
+    QUIET.with(|q| q.set(was));
+    result.map_err(|payload| {
+        let place = WHERE.with(|w| w.borrow_mut().take());
+        describe(payload.as_ref(), place)
+    })
+}
+
+/// The text of a caught panic.
+fn describe(payload: &(dyn Any + Send), place: Option<String>) -> String {
+    let msg = if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_string()
+    } else {
+        "a panic with no message".to_string()
+    };
+    if msg.ends_with(NOT_WRITTEN) {
+        return msg;
+    }
+    match place {
+        Some(p) => format!("panicked at {p}: {msg}"),
+        None => format!("panicked: {msg}"),
+    }
+}
+
+/// Whether a panic's text (from [`quietly`]) is the unwritten-handler marker.
+pub fn is_unwritten(text: &str) -> bool {
+    text.ends_with(NOT_WRITTEN) && !text.contains('\n')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unwritten_handler_is_one_line() {
+        let e = quietly(|| unwritten("on_message")).unwrap_err();
+        assert_eq!(e, "on_message is not written yet");
+        assert!(is_unwritten(&e));
+    }
+
+    #[test]
+    fn another_panic_keeps_its_message_and_place() {
+        let e = quietly(|| assert_eq!(1 + 1, 3, "arithmetic")).unwrap_err();
+        assert!(e.starts_with("panicked at lib/lab.rs:"), "{e}");
+        assert!(e.contains("arithmetic"), "{e}");
+        assert!(!is_unwritten(&e));
+        assert_eq!(quietly(|| 7), Ok(7), "no panic, the value comes back");
+    }
+}
