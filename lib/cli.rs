@@ -36,6 +36,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Cmd {
     /// Start N worker processes running one algorithm over a shared file, then audit it.
+    #[command(after_long_help = FAULT_PLANS)]
     Run(RunArgs),
     /// Start N worker processes running one election algorithm, then audit the leaders
     /// they accepted.
@@ -100,6 +101,20 @@ enum Cmd {
     #[command(hide = true)]
     Janitor,
 }
+
+/// The fault-plan grammar, for `run --help` (the README's "Breaking things on purpose"
+/// says more).
+const FAULT_PLANS: &str = "\
+Fault plans (--faults, --faults-file): steps separated by ';' or newlines, '#' comments.
+  kill W at T           SIGKILL: a crash           term W at T      SIGTERM: orderly exit
+  stop W at T for D     SIGSTOP, SIGCONT after D   stop W at T      paused for good
+  restart W at T        a dead worker's next life
+  partition 0,1|2,3 at T for D                     heal at T
+W is a worker id, `holder` (inside the section) or `coordinator` (the highest id);
+T is a time since the start (300ms, 1.5s) or `entry K` (the K-th entry of the run).
+  mutexlab run --faults 'kill 2 at entry 5; restart 2 at 600ms'
+  mutexlab run --nemesis kill,stop,restart,partition --seed 7
+`mutexlab elect` takes the target `leader` and times only.";
 
 #[derive(Args)]
 struct RunArgs {
