@@ -172,6 +172,34 @@ fn algorithm_names_match_in_any_case_and_a_typo_gets_the_nearest_name() {
     assert!(stdout(&out).contains("  network     latency 1 ms, jitter 0 ms, drop 0\n"), "{}", stdout(&out));
 }
 
+/// On a terminal, a `--duration` run draws its progress on stderr: entries and rate, each
+/// fault as it fires, and the stall countdown; on a pipe, nothing. (`script` from
+/// util-linux gives the run a terminal.)
+#[test]
+fn progress_is_drawn_on_a_terminal_only() {
+    if std::process::Command::new("script").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: no `script` (util-linux) to give the run a terminal");
+        return;
+    }
+    let exe = mutexlab().get_program().to_string_lossy().into_owned();
+    let typescript = tempfile::NamedTempFile::new().unwrap();
+    let inner = format!("{exe} run --duration 2 -n 3 --faults 'stop 2 at 300ms for 1500ms' >/dev/null");
+    let out = std::process::Command::new("timeout")
+        .args(["60", "script", "-qec", &inner])
+        .arg(typescript.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let seen = std::fs::read_to_string(typescript.path()).unwrap();
+    for needle in [" entries, ", "fault: stop 2 at 300ms", "nothing for ", "diagnosis in "] {
+        assert!(seen.contains(needle), "{needle:?} not drawn: {seen}");
+    }
+    // The same run on a pipe draws nothing.
+    let out = run(&["run", "--duration", "1", "-n", "2", "--faults", "stop 1 at 100ms for 200ms"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(!stderr(&out).contains("entries,") && !stderr(&out).contains("fault:"), "{}", stderr(&out));
+}
+
 #[test]
 fn bad_input_gets_one_clear_line_and_exit_2() {
     assert_usage_error(&["run", "--algo", "bogus"], "valid: none, flock, centralized");

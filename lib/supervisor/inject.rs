@@ -111,6 +111,10 @@ impl Supervisor<'_> {
         if let Some(log) = self.fault_log.as_mut() {
             let _ = writeln!(log, "{}", f.log_line());
         }
+        // Above the progress line, as it fires (nothing when stderr is no terminal).
+        if !self.bar.is_hidden() {
+            self.bar.println(format!("{:>9.1} ms  fault: {}", f.at_ms, f.note));
+        }
         self.applied.push(f);
     }
 

@@ -323,8 +323,19 @@ impl<'a> Supervisor<'a> {
         let secret =
             Secret::generate().map_err(|e| RunError::Failed(format!("cannot draw the run's secret: {e}")))?;
         let total = if opts.duration.is_some() { 0 } else { opts.entries * u64::from(opts.workers) };
-        let bar = if opts.progress && total > 0 {
-            indicatif::ProgressBar::with_draw_target(Some(total), indicatif::ProgressDrawTarget::stderr())
+        // On stderr, drawn only when it is a terminal: entries out of the total, or the
+        // time out of `--duration`; the message carries the count, rate and stall clock.
+        let length = opts.duration.map_or(total, |d| d.as_millis() as u64);
+        let bar = if opts.progress && length > 0 {
+            let bar = indicatif::ProgressBar::with_draw_target(
+                Some(length),
+                indicatif::ProgressDrawTarget::stderr(),
+            );
+            let style = indicatif::ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {msg}")
+                .map(|s| s.progress_chars("=> "))
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+            bar.set_style(style);
+            bar
         } else {
             indicatif::ProgressBar::hidden()
         };

@@ -20,9 +20,31 @@ impl Supervisor<'_> {
     /// WANT is only a wish: a restarted worker asking is no sign that anyone gets in).
     pub(super) fn poll_tail(&mut self) {
         if self.tail.poll() {
-            self.bar.set_position(self.tail.exits);
             self.last_progress = Instant::now();
         }
+        self.show_progress();
+    }
+
+    /// The progress line: entries and their rate, and once nothing has moved for a
+    /// second, how long until the stall diagnosis. (Hidden unless stderr is a terminal.)
+    fn show_progress(&self) {
+        if self.bar.is_hidden() {
+            return;
+        }
+        let elapsed = self.started.map_or(Duration::ZERO, |s| s.elapsed());
+        match self.opts.duration {
+            Some(d) => self.bar.set_position(elapsed.min(d).as_millis() as u64),
+            None => self.bar.set_position(self.tail.exits),
+        }
+        let rate = self.tail.exits as f64 / elapsed.as_secs_f64().max(1e-3);
+        let idle = self.last_progress.elapsed();
+        let stall = if idle >= Duration::from_secs(1) {
+            let left = self.stall_window().saturating_sub(idle);
+            format!("; nothing for {:.1} s, diagnosis in {:.1} s", idle.as_secs_f64(), left.as_secs_f64())
+        } else {
+            String::new()
+        };
+        self.bar.set_message(format!("{} entries, {rate:.0}/s{stall}", self.tail.exits));
     }
 
     /// End the run if the file has not grown for too long: with a diagnosis of who waits
