@@ -187,6 +187,22 @@ fn a_partition_holds_messages_until_it_heals() {
     assert_eq!(j["entries"]["total"], 45);
 }
 
+/// A partition that never heals stalls `centralized` on the far side; the diagnosis says
+/// which peers are across it and which partition holds the messages.
+#[test]
+fn a_stall_under_a_partition_names_the_partition() {
+    let (out, j) = run_faulty(&["-n", "4", "--faults", "partition 0,1|2,3 at 50ms", "--stall-ms", "500"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let failure = j["failure"].as_str().unwrap();
+    assert!(failure.contains("waiting for GRANT from w3 (w3 across the partition)"), "{failure}");
+    assert!(failure.contains("partition 0,1|2,3 in force since "), "{failure}");
+    assert!(failure.contains("messages between its sides are held until it heals"), "{failure}");
+    // Healed in time, the same run is clean and the diagnosis never comes.
+    let (out, _) =
+        run_faulty(&["-n", "4", "--faults", "partition 0,1|2,3 at 50ms for 100ms", "--stall-ms", "2000"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
+
 #[test]
 fn message_latency_keeps_channels_fifo_and_the_run_clean() {
     let (out, j) = run_faulty(&["-n", "4", "-k", "10", "--cs-ms", "0.5", "--latency", "1", "--jitter", "2"]);

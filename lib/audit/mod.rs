@@ -590,17 +590,14 @@ impl Auditor {
             if killed {
                 continue;
             }
+            let bypassed =
+                format!("{bypassed} {} by others since", if bypassed == 1 { "entry" } else { "entries" });
             if cut(t) {
-                let detail = format!(
-                    "w{w}'s request was still waiting when the run was torn down ({bypassed} entries by others since)"
-                );
+                let detail =
+                    format!("w{w}'s request was still waiting when the run was torn down ({bypassed})");
                 cut_short.push(Violation { kind: "cut-short", line, detail });
             } else {
-                self.flag(
-                    "unserved",
-                    line,
-                    format!("w{w}'s request was never served ({bypassed} entries by others since)"),
-                );
+                self.flag("unserved", line, format!("w{w}'s request was never served ({bypassed})"));
             }
         }
         cut_short.sort_by_key(|v| v.line);

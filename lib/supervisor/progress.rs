@@ -188,17 +188,29 @@ impl Supervisor<'_> {
                 },
             })
             .collect();
+        // Which side of the partition in force each worker is on, if one is.
+        let side = |w: usize| {
+            self.partition
+                .as_ref()
+                .and_then(|(_, groups)| groups.iter().position(|g| g.contains(&(w as u32))))
+        };
         let mut lines = vec![format!("no progress for {:.1}s", window.as_secs_f64())];
         for (id, s) in self.slots.iter().enumerate() {
             let line = match states.get(&id) {
                 Some(p) => {
+                    let entries = if p.entries == 1 { "entry" } else { "entries" };
                     let mut l =
-                        format!("w{id}: {} for {:.2}s after {} entries", p.app, ago(p.since_ns), p.entries);
+                        format!("w{id}: {} for {:.2}s after {} {entries}", p.app, ago(p.since_ns), p.entries);
                     if !p.algorithm.is_empty() {
                         l += &format!("; {}", p.algorithm);
+                        let across = |j: usize| side(j).is_some() && side(j) != side(id);
                         let named: Vec<String> = (0..self.slots.len())
                             .filter(|&j| p.algorithm.contains(&format!("w{j}")))
-                            .filter_map(|j| status[j].as_ref().map(|st| format!("w{j} {st}")))
+                            .filter_map(|j| match (&status[j], across(j)) {
+                                (Some(st), _) => Some(format!("w{j} {st}")),
+                                (None, true) => Some(format!("w{j} across the partition")),
+                                (None, false) => None,
+                            })
                             .collect();
                         if !named.is_empty() {
                             l += &format!(" ({})", named.join(", "));
@@ -224,6 +236,16 @@ impl Supervisor<'_> {
                 },
             };
             lines.push(line);
+        }
+        if let Some((_, groups)) = &self.partition {
+            let groups: Vec<String> =
+                groups.iter().map(|g| g.iter().map(u32::to_string).collect::<Vec<_>>().join(",")).collect();
+            let since = self.applied.iter().rev().find(|f| f.action == "partition").map(|f| f.at_ms);
+            let since = since.map(|ms| format!(" since {ms:.1} ms")).unwrap_or_default();
+            lines.push(format!(
+                "partition {} in force{since}: messages between its sides are held until it heals",
+                groups.join("|")
+            ));
         }
         lines.join("\n  ")
     }
