@@ -149,8 +149,8 @@ pub fn run_summary(r: &RunReport) -> String {
     let w = &r.wait_ms;
     let _ = writeln!(
         s,
-        "  wait (ms)   p50 {:.3}, p99 {:.3}, max {:.3}; max bypass {}; Jain {:.3}",
-        w.p50, w.p99, w.max, r.max_bypass, r.jain
+        "  wait (ms)   p50 {:.3}, p99 {:.3}, max {:.3}; max bypass {}; Jain {:.3} over entries, {:.3} over mean waits",
+        w.p50, w.p99, w.max, r.max_bypass, r.jain, r.jain_waits
     );
     if r.lost_messages > 0 {
         let _ = writeln!(s, "  lost        {} messages dropped on purpose (--drop)", r.lost_messages);
@@ -270,8 +270,8 @@ pub fn audit_summary(path: &str, a: &AuditReport) -> String {
     let w = &a.wait_ms;
     let _ = writeln!(
         s,
-        "  wait (ms)   p50 {:.3}, p99 {:.3}, max {:.3}; max bypass {}; Jain {:.3}",
-        w.p50, w.p99, w.max, a.max_bypass, a.jain
+        "  wait (ms)   p50 {:.3}, p99 {:.3}, max {:.3}; max bypass {}; Jain {:.3} over entries, {:.3} over mean waits",
+        w.p50, w.p99, w.max, a.max_bypass, a.jain, a.jain_waits
     );
     if a.fenced {
         let _ = writeln!(s, "  fenced      {} stale write(s) refused by the resource", a.refused);

@@ -170,6 +170,9 @@ pub struct AuditReport {
     pub max_bypass: u64,
     /// Jain's fairness index over entries per worker (1 = perfectly even).
     pub jain: f64,
+    /// Jain's index over each worker's mean wait: what fairness means when every worker
+    /// makes the same number of entries (`--entries`), where `jain` is 1 by construction.
+    pub jain_waits: f64,
     /// Time from the first record to the last, seconds.
     pub span_s: f64,
     /// Every violation found (the first few hundred; `violation_count` has them all).
@@ -610,18 +613,45 @@ impl Auditor {
         r.wait_ms = self.all_waits.stats();
         r.wait_ms_by_worker =
             (0..n as u32).map(|w| self.waits.get(&w).map(Waits::stats).unwrap_or_default()).collect();
-        let sum: f64 = r.entries_by_worker.iter().map(|&x| x as f64).sum();
-        let sq: f64 = r.entries_by_worker.iter().map(|&x| (x as f64).powi(2)).sum();
-        r.jain = if sq > 0.0 { sum * sum / (n as f64 * sq) } else { 1.0 };
+        r.jain = jain(r.entries_by_worker.iter().map(|&x| x as f64));
+        r.jain_waits = jain(r.wait_ms_by_worker.iter().filter(|w| w.count > 0).map(|w| w.mean));
         r.span_s = self.first_t.map_or(0.0, |f| (self.last_t - f) as f64 / 1e9);
         r.ok = r.violation_count == 0;
         self.report
     }
 }
 
+/// Jain's fairness index of `xs`: (Σx)² / (n·Σx²), 1 when all are equal, 1/n when one
+/// takes everything; 1 for nothing at all.
+fn jain(xs: impl Iterator<Item = f64>) -> f64 {
+    let (mut n, mut sum, mut sq) = (0.0, 0.0, 0.0);
+    for x in xs {
+        n += 1.0;
+        sum += x;
+        sq += x * x;
+    }
+    if sq > 0.0 {
+        sum * sum / (n * sq)
+    } else {
+        1.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn jain_is_one_when_even_and_one_over_n_when_one_takes_all() {
+        assert!((jain([2.0, 2.0, 2.0].into_iter()) - 1.0).abs() < 1e-12);
+        assert!((jain([6.0, 0.0, 0.0].into_iter()) - 1.0 / 3.0).abs() < 1e-12);
+        assert_eq!(jain(std::iter::empty()), 1.0);
+        // Equal entries, unequal waits: only the waits' index says so.
+        let body = "WANT w=0 e=1 t=0\nENTER w=0 e=1 fence=1:0 t=1\nEXIT w=0 e=1 fence=1:0 read=0 value=1 t=2\n\
+                    WANT w=1 e=1 t=0\nENTER w=1 e=1 fence=2:1 t=9\nEXIT w=1 e=1 fence=2:1 read=1 value=2 t=10\n";
+        let r = audit_bytes(&file(body), &none()).unwrap();
+        assert!((r.jain - 1.0).abs() < 1e-12 && r.jain_waits < 0.7, "{} {}", r.jain, r.jain_waits);
+    }
 
     fn file(body: &str) -> Vec<u8> {
         format!("{HEADER} algo=test workers=2\n{body}").into_bytes()
