@@ -125,8 +125,9 @@ pub struct Grader {
     title: String,
     algo: String,
     tests: Vec<Test>,
-    /// The program every real run's workers drive, if the node is one.
-    external: Option<ExternalOpts>,
+    /// The program every real run's workers drive, if the node is one, and the
+    /// command as its user typed it (for replay lines).
+    external: Option<(ExternalOpts, String)>,
 }
 
 /// A simulator sweep: sizes × seeds, each run until every node has entered `entries`
@@ -295,10 +296,12 @@ impl Grader {
     }
 
     /// Real runs start every worker with `command` (`sh -c`) as its node, each answer
-    /// due within `timeout`; replay lines repeat `--worker-cmd`. The tests' node type
-    /// must be an [`crate::external::External`] driving the same command.
-    pub fn worker_cmd(&mut self, command: &str, timeout: Duration) -> &mut Self {
-        self.external = Some(ExternalOpts { command: Some(command.into()), only: Vec::new(), timeout });
+    /// due within `timeout`; replay lines repeat `--worker-cmd 'shown'` (the command
+    /// as typed, where `command` may wrap it). The tests' node type must be an
+    /// [`crate::external::External`] driving the same command.
+    pub fn worker_cmd(&mut self, command: &str, shown: &str, timeout: Duration) -> &mut Self {
+        let opts = ExternalOpts { command: Some(command.into()), only: Vec::new(), timeout };
+        self.external = Some((opts, shown.into()));
         self
     }
 
@@ -382,14 +385,14 @@ impl Grader {
             exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("mutexlab")),
             replay: match &self.external {
                 // Single quotes round the command, as a shell would need them.
-                Some(ExternalOpts { command: Some(cmd), .. }) => {
-                    format!("cargo run -- grade --worker-cmd '{}'", cmd.replace('\'', r"'\''"))
+                Some((_, shown)) => {
+                    format!("cargo run -- grade --worker-cmd '{}'", shown.replace('\'', r"'\''"))
                 }
                 _ => "cargo run -- grade".into(),
             },
             n: args.n,
             seed: args.seed,
-            external: self.external.clone(),
+            external: self.external.as_ref().map(|(opts, _)| opts.clone()),
         };
         let summary = self.run(&ctx, &args.ids, &mut std::io::stdout().lock());
         if summary.passed == summary.total {
@@ -610,7 +613,14 @@ pub fn judge(r: &Outcome, expect: &Expect) -> Result<(), String> {
 impl Ctx {
     /// A context for grading `algo` with workers started from `exe`, every size and seed.
     pub fn new(algo: &str, exe: PathBuf) -> Ctx {
-        Ctx { algo: algo.into(), exe, replay: "cargo run -- grade".into(), n: None, seed: None, external: None }
+        Ctx {
+            algo: algo.into(),
+            exe,
+            replay: "cargo run -- grade".into(),
+            n: None,
+            seed: None,
+            external: None,
+        }
     }
 }
 
