@@ -61,9 +61,7 @@ class RicartAgrawala:
 
     def on_request(self, sender, ticket):
         self.highest = max(self.highest, ticket)
-        # Inside, always defer: a restarted peer forgot every ticket and may send a
-        # small one.
-        ours_first = self.inside or (self.asking and (self.ticket, self.me) < (ticket, sender))
+        ours_first = (self.asking or self.inside) and (self.ticket, self.me) < (ticket, sender)
         if ours_first:
             self.deferred.append(sender)
             return []
