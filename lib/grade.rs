@@ -125,9 +125,8 @@ pub struct Grader {
     title: String,
     algo: String,
     tests: Vec<Test>,
-    /// The program every real run's workers drive, if the node is one, and the
-    /// command as its user typed it (for replay lines).
-    external: Option<(ExternalOpts, String)>,
+    /// The program every real run's workers drive, if the node is one.
+    external: Option<ExternalOpts>,
 }
 
 /// A simulator sweep: sizes × seeds, each run until every node has entered `entries`
@@ -296,12 +295,10 @@ impl Grader {
     }
 
     /// Real runs start every worker with `command` (`sh -c`) as its node, each answer
-    /// due within `timeout`; replay lines repeat `--worker-cmd 'shown'` (the command
-    /// as typed, where `command` may wrap it). The tests' node type must be an
-    /// [`crate::external::External`] driving the same command.
-    pub fn worker_cmd(&mut self, command: &str, shown: &str, timeout: Duration) -> &mut Self {
-        let opts = ExternalOpts { command: Some(command.into()), only: Vec::new(), timeout };
-        self.external = Some((opts, shown.into()));
+    /// due within `timeout`; replay lines repeat `--worker-cmd`. The tests' node type
+    /// must be an [`crate::external::External`] driving the same command.
+    pub fn worker_cmd(&mut self, command: &str, timeout: Duration) -> &mut Self {
+        self.external = Some(ExternalOpts { command: Some(command.into()), only: Vec::new(), timeout });
         self
     }
 
@@ -380,25 +377,31 @@ impl Grader {
                 return ExitCode::from(2);
             }
         }
-        let ctx = Ctx {
-            algo: self.algo.clone(),
-            exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("mutexlab")),
-            replay: match &self.external {
-                // Single quotes round the command, as a shell would need them.
-                Some((_, shown)) => {
-                    format!("cargo run -- grade --worker-cmd '{}'", shown.replace('\'', r"'\''"))
-                }
-                _ => "cargo run -- grade".into(),
-            },
-            n: args.n,
-            seed: args.seed,
-            external: self.external.as_ref().map(|(opts, _)| opts.clone()),
-        };
+        let ctx = self.ctx(args.n, args.seed);
         let summary = self.run(&ctx, &args.ids, &mut std::io::stdout().lock());
         if summary.passed == summary.total {
             ExitCode::SUCCESS
         } else {
             ExitCode::from(1)
+        }
+    }
+
+    /// The context `main` grades in: this executable for workers, the program if any,
+    /// and a replay command that repeats `--worker-cmd`.
+    fn ctx(&self, n: Option<u32>, seed: Option<u64>) -> Ctx {
+        Ctx {
+            algo: self.algo.clone(),
+            exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("mutexlab")),
+            replay: match &self.external {
+                // Single quotes round the command, as a shell would need them.
+                Some(ExternalOpts { command: Some(cmd), .. }) => {
+                    format!("cargo run -- grade --worker-cmd '{}'", cmd.replace('\'', r"'\''"))
+                }
+                _ => "cargo run -- grade".into(),
+            },
+            n,
+            seed,
+            external: self.external.clone(),
         }
     }
 
@@ -777,6 +780,20 @@ mod tests {
             judge(&overlapped, &stall).unwrap_err().starts_with("audit: overlap"),
             "unsafe is never a stall"
         );
+    }
+
+    #[test]
+    fn a_program_is_started_by_real_runs_and_named_in_replays() {
+        let mut g = Grader::new("t", "ricart-agrawala");
+        assert_eq!(g.ctx(None, None).replay, "cargo run -- grade");
+        assert!(g.ctx(None, None).external.is_none());
+        g.worker_cmd("python3 it's.py", Duration::from_secs(2));
+        let ctx = g.ctx(Some(3), None);
+        // The command as typed, quoted so a shell gives it back unchanged.
+        assert_eq!(ctx.replay, r"cargo run -- grade --worker-cmd 'python3 it'\''s.py'");
+        let ext = ctx.external.expect("real runs start the program");
+        assert_eq!(ext.command.as_deref(), Some("python3 it's.py"));
+        assert_eq!((ext.only.len(), ext.timeout), (0, Duration::from_secs(2)));
     }
 
     #[test]

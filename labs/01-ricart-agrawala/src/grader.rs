@@ -159,14 +159,12 @@ fn expect(got: Vec<String>, want: &[&str], step: &str) {
 }
 
 /// The grader for node type `N`, registered as `algo` for the real runs. With a
-/// `program` (what to run, and the command as typed), `N` is [`Program`] and real
-/// runs start the program as every worker.
-pub fn grader<N: RaLab>(algo: &str, program: Option<(Spawn, &str)>) -> Grader {
+/// `program`, `N` is [`Program`] and real runs start the program as every worker.
+pub fn grader<N: RaLab>(algo: &str, program: Option<Spawn>) -> Grader {
     let mut g = Grader::new("Lab 01: Ricart-Agrawala", algo);
-    let program = program.map(|(spawn, shown)| {
-        g.worker_cmd(&spawn.command, shown, spawn.timeout);
-        spawn
-    });
+    if let Some(p) = &program {
+        g.worker_cmd(&p.command, p.timeout);
+    }
     // A program costs a process start per node per seed (a tenth of a second for
     // Python), so its sweeps take the first few seeds; each line shows how many.
     let few = program.is_some();

@@ -82,15 +82,15 @@ fn main() -> ExitCode {
             // which go to stdout, so stderr goes to a file from here on.
             let log = std::env::temp_dir().join(format!("mutexlab-grade-{}.log", std::process::id()));
             match std::fs::File::create(&log).map_err(|e| e.to_string()).and_then(|f| {
-                eprintln!("grade: the program's and the workers' stderr goes to {}", log.display());
+                println!("(the program's and the workers' stderr goes to {})", log.display());
                 nix::unistd::dup2_stderr(&f).map_err(|e| e.to_string())
             }) {
                 Ok(()) => {}
                 Err(e) => eprintln!("grade: cannot log to {} ({e}); stderr stays here", log.display()),
             }
-            let spawn = Spawn { command: command.clone(), timeout: external::DEFAULT_TIMEOUT };
+            let spawn = Spawn { command, timeout: external::DEFAULT_TIMEOUT };
             external::set_command(Some(spawn.clone()));
-            grader::grader::<grader::Program>("ricart-agrawala", Some((spawn, &command)))
+            grader::grader::<grader::Program>("ricart-agrawala", Some(spawn))
         }
         (false, false, None) => grader::grader::<node::Node>("student", None),
     };
