@@ -22,6 +22,10 @@
 //! real-run test tries the node once in the simulator, so an unfinished node fails there
 //! and no worker is ever started for it. The exit code is 0 only if every test passed,
 //! 1 if any failed, 2 for a command line it cannot follow.
+//!
+//! A grader can grade a program in another language ([`Grader::worker_cmd`]): the lab
+//! instantiates its tests with [`crate::external::External`] and real runs start every
+//! worker with that program as its node, as `run --worker-cmd` does.
 
 use std::io::Write;
 use std::ops::Range;
@@ -37,7 +41,7 @@ use crate::control::Detector;
 use crate::faults::Plan;
 use crate::lab::{is_unwritten, quietly};
 use crate::sim::{Sim, SimError, SimReport, SimService};
-use crate::supervisor::{self, ElectOpts, Initiators, RunOpts};
+use crate::supervisor::{self, ElectOpts, ExternalOpts, Initiators, RunOpts};
 
 /// Where a test's line is padded to, so the verdicts line up.
 const WIDTH: usize = 76;
@@ -83,6 +87,8 @@ pub struct Ctx {
     pub n: Option<u32>,
     /// Only this seed, in sweeps; also shows a failure's whole trace.
     pub seed: Option<u64>,
+    /// Real runs start every worker with this program as its node (`--worker-cmd`).
+    pub external: Option<ExternalOpts>,
 }
 
 type Body = Box<dyn Fn(&Ctx, &str) -> Result<(), String>>;
@@ -112,12 +118,15 @@ pub struct Summary {
 }
 
 /// A lab's grader: its tests in the order they run. Methods: adding tests (`script`,
-/// `sim`, `real`); running them (`main` from the command line, `run` with a context
-/// and an output of the caller's).
+/// `sim`, `real`); grading a program instead of a Rust node (`worker_cmd`); running
+/// them (`main` from the command line, `run` with a context and an output of the
+/// caller's).
 pub struct Grader {
     title: String,
     algo: String,
     tests: Vec<Test>,
+    /// The program every real run's workers drive, if the node is one.
+    external: Option<ExternalOpts>,
 }
 
 /// A simulator sweep: sizes × seeds, each run until every node has entered `entries`
@@ -282,7 +291,15 @@ struct GradeArgs {
 impl Grader {
     /// A grader titled `title` whose real runs ask for the algorithm `algo`.
     pub fn new(title: &str, algo: &str) -> Grader {
-        Grader { title: title.to_string(), algo: algo.to_string(), tests: Vec::new() }
+        Grader { title: title.to_string(), algo: algo.to_string(), tests: Vec::new(), external: None }
+    }
+
+    /// Real runs start every worker with `command` (`sh -c`) as its node, each answer
+    /// due within `timeout`; replay lines repeat `--worker-cmd`. The tests' node type
+    /// must be an [`crate::external::External`] driving the same command.
+    pub fn worker_cmd(&mut self, command: &str, timeout: Duration) -> &mut Self {
+        self.external = Some(ExternalOpts { command: Some(command.into()), only: Vec::new(), timeout });
+        self
     }
 
     fn add(
@@ -360,18 +377,31 @@ impl Grader {
                 return ExitCode::from(2);
             }
         }
-        let ctx = Ctx {
-            algo: self.algo.clone(),
-            exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("mutexlab")),
-            replay: "cargo run -- grade".into(),
-            n: args.n,
-            seed: args.seed,
-        };
+        let ctx = self.ctx(args.n, args.seed);
         let summary = self.run(&ctx, &args.ids, &mut std::io::stdout().lock());
         if summary.passed == summary.total {
             ExitCode::SUCCESS
         } else {
             ExitCode::from(1)
+        }
+    }
+
+    /// The context `main` grades in: this executable for workers, the program if any,
+    /// and a replay command that repeats `--worker-cmd`.
+    fn ctx(&self, n: Option<u32>, seed: Option<u64>) -> Ctx {
+        Ctx {
+            algo: self.algo.clone(),
+            exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("mutexlab")),
+            replay: match &self.external {
+                // Single quotes round the command, as a shell would need them.
+                Some(ExternalOpts { command: Some(cmd), .. }) => {
+                    format!("cargo run -- grade --worker-cmd '{}'", cmd.replace('\'', r"'\''"))
+                }
+                _ => "cargo run -- grade".into(),
+            },
+            n,
+            seed,
+            external: self.external.clone(),
         }
     }
 
@@ -504,7 +534,7 @@ fn run_real<N: Node<Service: SimService>>(real: &Real, ctx: &Ctx) -> Result<(), 
         fenced: false,
         majority: false,
         trace: false,
-        external: None,
+        external: ctx.external.clone(),
         elect: real
             .elect
             .then(|| ElectOpts { initiators: Initiators::All, settle: Duration::from_millis(300) }),
@@ -586,7 +616,14 @@ pub fn judge(r: &Outcome, expect: &Expect) -> Result<(), String> {
 impl Ctx {
     /// A context for grading `algo` with workers started from `exe`, every size and seed.
     pub fn new(algo: &str, exe: PathBuf) -> Ctx {
-        Ctx { algo: algo.into(), exe, replay: "cargo run -- grade".into(), n: None, seed: None }
+        Ctx {
+            algo: algo.into(),
+            exe,
+            replay: "cargo run -- grade".into(),
+            n: None,
+            seed: None,
+            external: None,
+        }
     }
 }
 
@@ -743,6 +780,20 @@ mod tests {
             judge(&overlapped, &stall).unwrap_err().starts_with("audit: overlap"),
             "unsafe is never a stall"
         );
+    }
+
+    #[test]
+    fn a_program_is_started_by_real_runs_and_named_in_replays() {
+        let mut g = Grader::new("t", "ricart-agrawala");
+        assert_eq!(g.ctx(None, None).replay, "cargo run -- grade");
+        assert!(g.ctx(None, None).external.is_none());
+        g.worker_cmd("python3 it's.py", Duration::from_secs(2));
+        let ctx = g.ctx(Some(3), None);
+        // The command as typed, quoted so a shell gives it back unchanged.
+        assert_eq!(ctx.replay, r"cargo run -- grade --worker-cmd 'python3 it'\''s.py'");
+        let ext = ctx.external.expect("real runs start the program");
+        assert_eq!(ext.command.as_deref(), Some("python3 it's.py"));
+        assert_eq!((ext.only.len(), ext.timeout), (0, Duration::from_secs(2)));
     }
 
     #[test]

@@ -12,6 +12,11 @@ better claim, a smaller (ticket, id) pair: then it defers the REPLY until it lea
 the critical section. The deferred replies are the release, so an entry costs
 2(N-1) messages: N-1 REQUESTs and N-1 REPLYs.
 
+Crashes. A peer whose channel closed (peer_down) is dead, so not inside: a node
+counts it as a yes and does not ask it while it stays down. A peer that comes back
+(peer_up) is a fresh process that knows nothing of us, so a node still asking sends
+it the REQUEST again; a REQUEST deferred for its old life is dropped.
+
 How the program talks to mutexlab (labs/PROTOCOL.md has the details): every line on
 stdin is one JSON input; for each, the program prints exactly one line, a JSON list
 of outputs. Anything printed to stderr is shown in the run's log, prefixed by the
@@ -34,6 +39,7 @@ class RicartAgrawala:
         self.inside = False
         self.replies = set()        # peers that said yes to our current ticket
         self.deferred = []          # peers we owe a REPLY once we leave
+        self.down = set()           # peers whose channel closed: dead, not inside
 
     # -- the application ---------------------------------------------------------
 
@@ -41,8 +47,9 @@ class RicartAgrawala:
         self.ticket = self.highest + 1
         self.highest = self.ticket
         self.asking = True
-        self.replies = set()
-        outputs = [send(p, {"type": "REQUEST", "ticket": self.ticket}) for p in self.peers]
+        self.replies = set(self.down)   # a dead peer is not inside: that is a yes
+        asked = [p for p in self.peers if p not in self.down]
+        outputs = [send(p, {"type": "REQUEST", "ticket": self.ticket}) for p in asked]
         return outputs + self.try_enter()
 
     def done(self):
@@ -64,6 +71,25 @@ class RicartAgrawala:
         if self.asking:
             self.replies.add(sender)
         return self.try_enter()
+
+    # -- peers crashing and coming back -----------------------------------------
+
+    def peer_down(self, peer):
+        self.down.add(peer)
+        self.deferred = [p for p in self.deferred if p != peer]
+        if self.asking:
+            self.replies.add(peer)
+        return self.try_enter()
+
+    def peer_up(self, peer):
+        # The new process never saw our REQUEST, and a REPLY from the old one does
+        # not speak for it: ask again.
+        self.down.discard(peer)
+        self.deferred = [p for p in self.deferred if p != peer]
+        if self.asking:
+            self.replies.discard(peer)
+            return [send(peer, {"type": "REQUEST", "ticket": self.ticket})]
+        return []
 
     # -- helpers -----------------------------------------------------------------
 
@@ -94,7 +120,11 @@ def handle(node, line):
         if msg["type"] == "REPLY":
             return node.on_reply(line["from"])
         print(f"ignoring a message I do not know: {msg}", file=sys.stderr)
-    # start, timers and peers going down or up: nothing to do here.
+    if kind == "peer_down":
+        return node.peer_down(line["peer"])
+    if kind == "peer_up":
+        return node.peer_up(line["peer"])
+    # start and timers: nothing to do here.
     return []
 
 
