@@ -187,8 +187,8 @@ fn the_simulator_drives_the_python_node_through_the_host() {
 
 #[test]
 fn a_worker_killed_outright_takes_its_program_with_it() {
-    // The example does not survive a crash (nobody releases for the dead), so the run
-    // stalls; what matters here is that the killed worker's program is gone too.
+    // Without failure detection the example cannot get past the dead worker, so the
+    // run stalls; what matters here is that the killed worker's program is gone too.
     // This copy outlives its stdin, so only the kernel's death signal can end it.
     let text = std::fs::read_to_string(example().trim_start_matches("python3 ")).unwrap();
     let copy = Script::new(&format!("{text}\nimport time\ntime.sleep(3600)\n"));
@@ -196,6 +196,8 @@ fn a_worker_killed_outright_takes_its_program_with_it() {
     let (out, j) = run_faulty(&[
         "--worker-cmd",
         &cmd,
+        "--detector",
+        "none",
         "-n",
         "3",
         "-k",
