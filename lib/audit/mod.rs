@@ -370,34 +370,24 @@ impl Auditor {
             Record::Enter { w, e, fence, t } => self.enter(line, raw, w, e, fence, t),
             Record::Refused { w, e, at, fence, .. } => self.refused(line, raw, w, e, at, fence),
             Record::Exit { w, e, fence, read, value, .. } => {
-                match self.inside.remove(&w) {
-                    Some(open) if open.e == e && open.fence == fence => {
-                        for (at, entered) in &open.overlapped {
-                            let detail = format!(
-                                "{} while w{w} was inside since line {}, and both wrote: w{w}'s {text}",
-                                Quote::of(entered),
-                                open.line
-                            );
-                            self.flag("overlap", *at, detail);
-                        }
-                        let crashed = |c: &(Fence, usize, u64)| self.crashed_between(w, c.2, t);
-                        match self.closed.get(&w) {
-                            Some(c) if c.0 >= fence && !crashed(c) => {}
-                            _ => {
-                                self.closed.insert(w, (fence, open.line, t));
-                            }
+                if let Some(open) = self.close(line, raw, w, e, fence) {
+                    // Fenced file: whoever entered while this section was open overlapped
+                    // a write that landed.
+                    for (at, entered) in &open.overlapped {
+                        let detail = format!(
+                            "{} while w{w} was inside since line {}, and both wrote: w{w}'s {text}",
+                            Quote::of(entered),
+                            open.line
+                        );
+                        self.flag("overlap", *at, detail);
+                    }
+                    let crashed = |c: &(Fence, usize, u64)| self.crashed_between(w, c.2, t);
+                    match self.closed.get(&w) {
+                        Some(c) if c.0 >= fence && !crashed(c) => {}
+                        _ => {
+                            self.closed.insert(w, (fence, open.line, t));
                         }
                     }
-                    Some(open) => self.flag(
-                        "exit-without-enter",
-                        line,
-                        format!(
-                            "{text} does not match the open section at line {}: {}",
-                            open.line,
-                            Quote::of(&open.text)
-                        ),
-                    ),
-                    None => self.flag("exit-without-enter", line, format!("{text} but w{w} is not inside")),
                 }
                 let bound = self.fence_bound(t);
                 if let Some((max, at)) = bound {
@@ -543,20 +533,29 @@ impl Auditor {
                     self.flag("unserved", line, format!("{text} has no WANT before it"));
                 }
             }
-            Stage::Exit => match self.inside.remove(&w) {
-                Some(open) if open.e == e && open.fence == fence => {}
-                Some(open) => self.flag(
-                    "exit-without-enter",
-                    line,
-                    format!(
-                        "{text} does not match the open section at line {}: {}",
-                        open.line,
-                        Quote::of(&open.text)
-                    ),
-                ),
-                None => self.flag("exit-without-enter", line, format!("{text} but w{w} is not inside")),
-            },
+            Stage::Exit => {
+                self.close(line, raw, w, e, fence);
+            }
         }
+    }
+
+    /// An EXIT or a refused one ends `w`'s open section: that section, if it is the one
+    /// the record names; otherwise `exit-without-enter`.
+    fn close(&mut self, line: usize, raw: &str, w: u32, e: u64, fence: Fence) -> Option<Open> {
+        let text = Quote::of(raw);
+        match self.inside.remove(&w) {
+            Some(open) if open.e == e && open.fence == fence => return Some(open),
+            Some(open) => {
+                let detail = format!(
+                    "{text} does not match the open section at line {}: {}",
+                    open.line,
+                    Quote::of(&open.text)
+                );
+                self.flag("exit-without-enter", line, detail)
+            }
+            None => self.flag("exit-without-enter", line, format!("{text} but w{w} is not inside")),
+        }
+        None
     }
 
     fn finish(mut self) -> AuditReport {
