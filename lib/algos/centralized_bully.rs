@@ -155,8 +155,9 @@ pub struct Lock {
 pub enum Msg {
     /// Node → coordinator of `term`: I want the section (`inc`: my incarnation).
     Request { term: Term, inc: u32 },
-    /// Coordinator → node: it is yours.
-    Grant { term: Term },
+    /// Coordinator → node: it is yours, if you are still incarnation `inc` (a grant for
+    /// an earlier life of a node that restarted unnoticed is not the new life's).
+    Grant { term: Term, inc: u32 },
     /// Node → coordinator: I am out.
     Release { term: Term },
     /// Coordinator → all: I am alive (only while someone depends on it).
@@ -368,6 +369,11 @@ impl CentralizedBully {
     /// that holder's section: a restarted node holds nothing.
     fn heard_inc(&mut self, p: PeerId, inc: u32) {
         if let Some(slot) = self.incs.get_mut(p.index()) {
+            if inc > *slot {
+                // A restart the detector did not report (under heartbeats, one quicker
+                // than the suspicion time): the old life's queued request died with it.
+                self.queue.retain(|&q| q != p);
+            }
             *slot = (*slot).max(inc);
         }
         if self.holder == Some(p) && inc > self.holder_inc {
@@ -420,7 +426,7 @@ impl CentralizedBully {
             self.app = App::Inside;
             out.enter_cs();
         } else {
-            out.send(next, Msg::Grant { term: self.term });
+            out.send(next, Msg::Grant { term: self.term, inc: self.holder_inc });
         }
     }
 
@@ -516,7 +522,7 @@ impl Algorithm for CentralizedBully {
         match msg {
             Msg::Request { term, .. }
             | Msg::Release { term }
-            | Msg::Grant { term }
+            | Msg::Grant { term, .. }
             | Msg::Heartbeat { term } => self.note(term),
             Msg::Coordinator { term } | Msg::State { term, .. } | Msg::Stale { term } => self.note(term),
             Msg::Lock { lock } => self.note(lock.term),
@@ -534,7 +540,11 @@ impl Algorithm for CentralizedBully {
                 self.holder = None;
                 self.grant_next(out);
             }
-            Msg::Grant { term } if self.is_my_coordinator(from, term) && self.app == App::Waiting => {
+            Msg::Grant { term, inc }
+                if self.is_my_coordinator(from, term)
+                    && self.app == App::Waiting
+                    && inc == self.cfg.incarnation =>
+            {
                 self.app = App::Inside;
                 out.enter_cs();
             }
@@ -757,9 +767,9 @@ mod tests {
         assert!(matches!(a[1], Action::SetTimer { timer: Timer::Suspect(_), after: SUSPECT_AFTER }));
         assert_eq!(
             deliver(&mut w, 0, 2, Msg::Request { term: T0, inc: 0 }),
-            [send(0, Msg::Grant { term: T0 })]
+            [send(0, Msg::Grant { term: T0, inc: 0 })]
         );
-        assert_eq!(deliver(&mut w, 2, 0, Msg::Grant { term: T0 }), [Action::enter()]);
+        assert_eq!(deliver(&mut w, 2, 0, Msg::Grant { term: T0, inc: 0 }), [Action::enter()]);
         assert_eq!(done(&mut w, 0), [send(2, Msg::Release { term: T0 })]);
         assert!(deliver(&mut w, 0, 2, Msg::Release { term: T0 }).is_empty());
         assert_eq!(w[2].holder, None);
@@ -801,8 +811,8 @@ mod tests {
             deliver(&mut w, 0, 1, Msg::State { term: t1, inside: false, waiting: true, inc: 0, lock: None });
         assert_eq!(a, [Action::enter()]);
         let a = done(&mut w, 1);
-        assert_eq!(a, [send(0, Msg::Grant { term: t1 })]);
-        assert_eq!(deliver(&mut w, 1, 0, Msg::Grant { term: t1 }), [Action::enter()]);
+        assert_eq!(a, [send(0, Msg::Grant { term: t1, inc: 0 })]);
+        assert_eq!(deliver(&mut w, 1, 0, Msg::Grant { term: t1, inc: 0 }), [Action::enter()]);
         assert_eq!(done(&mut w, 0), [send(1, Msg::Release { term: t1 })]);
     }
 
@@ -811,7 +821,7 @@ mod tests {
         let mut w = nodes::<CentralizedBully>(4);
         want(&mut w, 0);
         deliver(&mut w, 0, 3, Msg::Request { term: Term { epoch: 0, id: 3 }, inc: 0 });
-        deliver(&mut w, 3, 0, Msg::Grant { term: Term { epoch: 0, id: 3 } });
+        deliver(&mut w, 3, 0, Msg::Grant { term: Term { epoch: 0, id: 3 }, inc: 0 });
         want(&mut w, 1);
         // w3 dies; w2 is the highest left and declares.
         let a = down(&mut w, 2, 3);
@@ -843,7 +853,7 @@ mod tests {
         assert!(want(&mut w, 2).is_empty());
         assert_eq!(done(&mut w, 0), [send(2, Msg::Release { term: t1 })]);
         let a = deliver(&mut w, 0, 2, Msg::Release { term: t1 });
-        assert_eq!(a, [send(1, Msg::Grant { term: t1 })]);
+        assert_eq!(a, [send(1, Msg::Grant { term: t1, inc: 0 })]);
     }
 
     #[test]
@@ -854,7 +864,7 @@ mod tests {
         // w0 has moved on to w1's term (w2 was suspected) ...
         deliver(&mut w, 1, 0, Msg::Coordinator { term: t1 });
         // ... when the old coordinator, waking up, grants it: ignored.
-        assert!(deliver(&mut w, 2, 0, Msg::Grant { term: T0 }).is_empty());
+        assert!(deliver(&mut w, 2, 0, Msg::Grant { term: T0, inc: 0 }).is_empty());
         assert_eq!(w[0].app, App::Waiting);
         // The old coordinator, still unaware, may let itself in (w1 grants nothing before
         // hearing from it); told of the newer term it steps down, says it is inside, and,
@@ -973,7 +983,10 @@ mod tests {
         drop(a);
         assert_eq!(w[2].pending(), "coordinator (term 0.2) waiting for a majority to ACK LOCK 1 (1 of 2)");
         assert_eq!(deliver(&mut w, 2, 1, Msg::Lock { lock }), [send(2, Msg::Ack { term: T0, seq: 1 })]);
-        assert_eq!(deliver(&mut w, 1, 2, Msg::Ack { term: T0, seq: 1 }), [send(0, Msg::Grant { term: T0 })]);
+        assert_eq!(
+            deliver(&mut w, 1, 2, Msg::Ack { term: T0, seq: 1 }),
+            [send(0, Msg::Grant { term: T0, inc: 0 })]
+        );
         // The holder's own late ACK changes nothing.
         assert_eq!(deliver(&mut w, 2, 0, Msg::Lock { lock }), [send(2, Msg::Ack { term: T0, seq: 1 })]);
         assert!(deliver(&mut w, 0, 2, Msg::Ack { term: T0, seq: 1 }).is_empty());
@@ -1054,6 +1067,44 @@ mod tests {
             let inside: Vec<usize> = (0..5).filter(|&i| w[i].app == App::Inside).collect();
             assert!(inside.len() <= 1, "{inside:?}");
         }
+    }
+
+    /// Under heartbeats a node can die and restart quicker than the suspicion time, and
+    /// nobody hears it was down. The coordinator's GRANT for the old life's queued
+    /// request must not let the new life in, or a later STATE from the new life (which
+    /// ends the old life's grant) would let the next one in beside it.
+    #[test]
+    fn a_grant_for_an_earlier_life_does_not_let_the_new_one_in() {
+        let mut w = majority_nodes(3);
+        let t0 = T0;
+        let a = want(&mut w, 1);
+        flood(&mut w, 1, a, &[]); // w1 holds
+        want(&mut w, 0);
+        deliver(&mut w, 0, 2, Msg::Request { term: t0, inc: 0 }); // queued behind w1
+                                                                  // w0 restarts unnoticed, wants in again, and its election reaches w2, which
+                                                                  // answers and tells it the term; w0's STATE (its new life, waiting) is slow.
+        w[0] = CentralizedBully::new(&Config { majority: true, incarnation: 1, ..Config::new(0, 3) });
+        let mut o = Out::new(Duration::ZERO);
+        w[0].on_start(&mut o);
+        want(&mut w, 0);
+        for m in sends(&deliver(&mut w, 0, 2, Msg::Election)).into_iter().map(|(_, m)| m) {
+            deliver(&mut w, 2, 0, m);
+        }
+        assert_eq!(w[0].coordinator, Some(PeerId(2)));
+        // w1 leaves: w2 asks for ACKs of a LOCK for w0's old life, and grants it.
+        let a = done(&mut w, 1);
+        let seen = flood(&mut w, 1, a, &[]);
+        let grant = seen.iter().find(|(_, to, m)| *to == 0 && matches!(m, Msg::Grant { .. }));
+        assert_eq!(grant.map(|g| g.2.clone()), Some(Msg::Grant { term: t0, inc: 0 }), "{seen:?}");
+        assert_ne!(w[0].app, App::Inside, "the old life's grant does not let the new one in");
+        // The STATE arrives: it ends the old life's grant, and queues the new life,
+        // which is granted in its own right.
+        let a =
+            deliver(&mut w, 0, 2, Msg::State { term: t0, inside: false, waiting: true, inc: 1, lock: None });
+        let seen = flood(&mut w, 2, a, &[]);
+        assert!(seen.iter().any(|(_, to, m)| *to == 0 && *m == Msg::Grant { term: t0, inc: 1 }), "{seen:?}");
+        assert_eq!(w[0].app, App::Inside);
+        assert_ne!(w[1].app, App::Inside);
     }
 
     #[test]

@@ -368,7 +368,7 @@ impl Auditor {
                 self.waiting.insert(w, (line, t, 0));
             }
             Record::Enter { w, e, fence, t } => self.enter(line, raw, w, e, fence, t),
-            Record::Refused { w, e, at, fence, .. } => self.refused(line, raw, w, e, at, fence),
+            Record::Refused { w, e, at, fence, over, .. } => self.refused(line, raw, w, e, at, fence, over),
             Record::Exit { w, e, fence, read, value, .. } => {
                 if let Some(open) = self.close(line, raw, w, e, fence) {
                     // Fenced file: whoever entered while this section was open overlapped
@@ -521,12 +521,25 @@ impl Auditor {
     /// A fenced resource refused `w`'s ENTER (its request is closed; it asks again with
     /// a new WANT) or its EXIT (its section ends with nothing written, so whoever
     /// entered meanwhile overlapped no write of its).
-    fn refused(&mut self, line: usize, raw: &str, w: u32, e: u64, at: Stage, fence: Fence) {
+    #[allow(clippy::too_many_arguments)] // the record's fields, as `enter` takes them
+    fn refused(&mut self, line: usize, raw: &str, w: u32, e: u64, at: Stage, fence: Fence, over: Fence) {
         let text = Quote::of(raw);
         if !self.report.fenced {
             return self.flag("corrupt-record", line, format!("{text} in a file that is not fenced"));
         }
         self.report.refused += 1;
+        // The resource refuses an ENTER not above the newest token, an EXIT below it.
+        let justified = match at {
+            Stage::Enter => fence <= over,
+            Stage::Exit => fence < over,
+        };
+        if !justified {
+            self.flag(
+                "corrupt-record",
+                line,
+                format!("{text} refuses a token that is not older than {over}"),
+            );
+        }
         match at {
             Stage::Enter => {
                 if self.waiting.remove(&w).is_none() {
@@ -752,6 +765,13 @@ EXIT w=0 e=1 fence=9:0 read=1 value=2 t=70
         assert!(kinds(&r).contains(&"stale-writer"), "{:?}", r.violations);
         let r = audit_bytes(&file(body), &none()).unwrap();
         assert_eq!(kinds(&r)[..3], ["overlap", "corrupt-record", "corrupt-record"], "{:?}", r.violations);
+        // A refusal of a token that was the newest is no refusal a fenced resource makes.
+        let unjust = body.replace(
+            "REFUSED w=0 e=1 at=enter fence=5:0 over=7:1",
+            "REFUSED w=0 e=1 at=enter fence=8:0 over=7:1",
+        );
+        let r = audit_bytes(&fenced(&unjust), &none()).unwrap();
+        assert_eq!(kinds(&r)[..1], ["corrupt-record"], "{:?}", r.violations);
     }
 
     #[test]

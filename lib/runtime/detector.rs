@@ -96,8 +96,10 @@ impl<A: Node<Service: RunService>> Worker<A> {
             }
         }
         let now = Instant::now();
-        if now.duration_since(std::mem::replace(&mut self.detect.last_beat, now)) > suspect {
-            // We were not running for longer than the suspicion time: the silence we
+        let gap = now.duration_since(std::mem::replace(&mut self.detect.last_beat, now));
+        if gap > every + suspect {
+            // This beat came more than the suspicion time late: we were not running (a
+            // pause, the supervisor's freeze, starvation), and the silence we
             // would read is our own, and frames from live peers are only now waiting to
             // be read. Count everyone's silence from now. (After the supervisor's freeze
             // for Finish, every worker once suspected every peer and named itself.)

@@ -15,6 +15,12 @@ use crate::control::{PendingState, ToSupervisor, ToWorker};
 use crate::faults::When;
 use crate::resource;
 
+/// Whether `text` names worker `j` (`w1`, but not inside `w10`).
+fn names(text: &str, j: usize) -> bool {
+    let w = format!("w{j}");
+    text.match_indices(&w).any(|(at, _)| !text[at + w.len()..].starts_with(|c: char| c.is_ascii_digit()))
+}
+
 impl Supervisor<'_> {
     /// Read what the file gained since the last look; an ENTER or an EXIT is progress (a
     /// WANT is only a wish: a restarted worker asking is no sign that anyone gets in).
@@ -203,9 +209,10 @@ impl Supervisor<'_> {
                         format!("w{id}: {} for {:.2}s after {} {entries}", p.app, ago(p.since_ns), p.entries);
                     if !p.algorithm.is_empty() {
                         l += &format!("; {}", p.algorithm);
-                        let across = |j: usize| side(j).is_some() && side(j) != side(id);
+                        let across =
+                            |j: usize| side(j).is_some() && side(id).is_some() && side(j) != side(id);
                         let named: Vec<String> = (0..self.slots.len())
-                            .filter(|&j| p.algorithm.contains(&format!("w{j}")))
+                            .filter(|&j| names(&p.algorithm, j))
                             .filter_map(|j| match (&status[j], across(j)) {
                                 (Some(st), _) => Some(format!("w{j} {st}")),
                                 (None, true) => Some(format!("w{j} across the partition")),
@@ -288,6 +295,13 @@ impl Supervisor<'_> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_worker_is_named_whole() {
+        assert!(super::names("waiting for REPLY from w1, w10", 1));
+        assert!(super::names("waiting for REPLY from w10", 10));
+        assert!(!super::names("waiting for REPLY from w10, w12", 1));
+    }
+
     use super::*;
     use crate::faults::{Action, Step};
     use crate::supervisor::options::tests::sample;
