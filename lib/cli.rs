@@ -436,10 +436,14 @@ fn usage_error(e: clap::Error) -> ExitCode {
         let _ = e.print();
         return ExitCode::from(2);
     }
+    // One line, but clap's whole point: what is wrong, and its tips ("a similar
+    // argument exists: '--json'"), without the usage block `--help` prints anyway.
     let text = e.render().to_string();
     let first = text.lines().next().unwrap_or("invalid arguments");
     let first = first.strip_prefix("error: ").unwrap_or(first);
-    fail(2, &format!("{first} (see --help)"))
+    let tips: Vec<&str> = text.lines().filter_map(|l| l.trim().strip_prefix("tip: ")).collect();
+    let tips: String = tips.iter().map(|t| format!("; {t}")).collect();
+    fail(2, &format!("{first}{tips} (see --help)"))
 }
 
 fn exe() -> PathBuf {

@@ -294,6 +294,9 @@ pub struct WorkerStats {
     pub unasked_grants: u64,
     /// Messages lost on purpose (`--drop`).
     pub lost: u64,
+    /// The same by sender, receiver and type: `w0->w2 REQUEST`.
+    #[serde(default)]
+    pub lost_by: BTreeMap<String, u64>,
     /// The algorithm's own counters (`Algorithm::counters`).
     pub counters: BTreeMap<String, u64>,
 }

@@ -153,7 +153,13 @@ pub fn run_summary(r: &RunReport) -> String {
         w.p50, w.p99, w.max, r.max_bypass, r.jain, r.jain_waits
     );
     if r.lost_messages > 0 {
-        let _ = writeln!(s, "  lost        {} messages dropped on purpose (--drop)", r.lost_messages);
+        let what = plural(r.lost_messages, "message");
+        let _ = writeln!(s, "  lost        {what} dropped on purpose (--drop):");
+        let mut by: Vec<(&String, &u64)> = r.lost_by.iter().collect();
+        by.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let shown: Vec<String> = by.iter().take(8).map(|(k, v)| format!("{k} ×{v}")).collect();
+        let more = if by.len() > 8 { format!(", and {} more", by.len() - 8) } else { String::new() };
+        let _ = writeln!(s, "              {}{more}", shown.join(", "));
     }
     if r.fenced {
         let _ = writeln!(s, "  fenced      {} stale write(s) refused by the resource", r.refused);

@@ -213,6 +213,12 @@ fn bad_input_gets_one_clear_line_and_exit_2() {
     assert_usage_error(&["run", "--workers", "many"], "invalid value");
     assert_usage_error(&["run", "--workers", "-1"], "'--workers <WORKERS>'");
     assert_usage_error(&["run", "--stall-ms", "0"], "--stall-ms must be at least");
+    // clap's tips survive the one line.
+    assert_usage_error(
+        &["run", "--jsn"],
+        "unexpected argument '--jsn' found; a similar argument exists: '--json'",
+    );
+    assert_usage_error(&["run", "--algo"], "a value is required for '--algo <ALGO>'");
     // Every usage error is one line, clap's own included.
     for args in [&["run", "--algo", "bogus"][..], &["run", "--workers", "99999999999"], &["run", "--bogus"]] {
         let out = run(args);

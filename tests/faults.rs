@@ -230,6 +230,15 @@ fn lost_messages_stall_centralized_with_a_diagnosis() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(j["lost_messages"].as_u64().unwrap() > 0);
     assert!(stderr(&out).contains("no progress"));
+    // Each loss is told by sender, receiver and type, and they add up. Centralized's
+    // coordinator is w2: every loss is to it or from it.
+    let by = j["lost_by"].as_object().unwrap();
+    assert_eq!(by.values().map(|v| v.as_u64().unwrap()).sum::<u64>(), j["lost_messages"].as_u64().unwrap());
+    for key in by.keys() {
+        let (route, kind) = key.split_once(' ').unwrap();
+        assert!(["REQUEST", "GRANT", "RELEASE"].contains(&kind), "{key}");
+        assert!(route.starts_with("w2->") || route.ends_with("->w2"), "{key}");
+    }
 }
 
 #[test]

@@ -33,6 +33,8 @@ impl<A: Node<Service: RunService>> Worker<A> {
     pub(super) fn send_with_faults(&mut self, to: PeerId, env: &Envelope<Option<A::Msg>>) {
         if self.opts.drop > 0.0 && self.net.rng.random_bool(self.opts.drop.min(1.0)) {
             self.stats.lost += 1;
+            let kind = env.msg.as_ref().map_or(super::HEARTBEAT, |m| m.kind());
+            *self.stats.lost_by.entry(format!("{}->{to} {kind}", self.me)).or_default() += 1;
             if let Some(msg) = &env.msg {
                 self.trace.drop(env.clock, to.0, msg.kind(), "drop");
             }

@@ -80,6 +80,8 @@ pub struct RunReport {
     pub never_fired: Vec<String>,
     /// Messages lost on purpose (`--drop`).
     pub lost_messages: u64,
+    /// The same by sender, receiver and type (`w0->w2 REQUEST`).
+    pub lost_by: BTreeMap<String, u64>,
     /// `--fenced`: the resource refused writes under a stale fencing token.
     pub fenced: bool,
     /// Writes the fenced resource refused (0 unless fenced).
@@ -95,6 +97,7 @@ struct Summed {
     bad_frames: u64,
     dropped_connections: u64,
     lost: u64,
+    lost_by: BTreeMap<String, u64>,
     counters: BTreeMap<String, u64>,
 }
 
@@ -127,6 +130,9 @@ impl Supervisor<'_> {
             sum.bad_frames += s.bad_frames;
             sum.dropped_connections += s.dropped_connections;
             sum.lost += s.lost;
+            for (k, v) in &s.lost_by {
+                *sum.lost_by.entry(k.clone()).or_default() += v;
+            }
         }
         sum
     }
@@ -135,7 +141,7 @@ impl Supervisor<'_> {
     /// applied and the plan steps left. `run_dir_kept` is the caller's to settle.
     pub(super) fn report(&self, audit: AuditReport, failure: Option<String>, dir: &RunDir) -> RunReport {
         let sum = self.sum_stats();
-        let lost = sum.lost;
+        let (lost, lost_by) = (sum.lost, sum.lost_by);
         let counters = sum.counters;
         let mut messages = Messages {
             total: sum.sent.values().sum(),
@@ -183,6 +189,7 @@ impl Supervisor<'_> {
             faults: self.applied.clone(),
             never_fired: self.steps.iter().map(|st| st.to_string()).collect(),
             lost_messages: lost,
+            lost_by,
             counters,
         }
     }
