@@ -77,43 +77,66 @@ impl FaultLog {
         log
     }
 
-    /// One line, as `AppliedFault::log_line` writes it:
-    /// `t=<ns> at=<ms>ms <action> [w=<id>] [key=value…] [# note]`.
     fn parse_line(&mut self, line: &str) {
-        let mut fields = line.split_whitespace();
-        let Some(t) = fields.next().and_then(|f| f.strip_prefix("t=")?.parse().ok()) else { return };
-        let _at = fields.next();
-        match fields.next() {
-            Some("kill" | "term") => {
+        let Some(FaultLine { t, action, fields, .. }) = FaultLine::parse(line) else { return };
+        let mut fields = fields.split_whitespace();
+        match action {
+            "kill" | "term" => {
                 let Some(worker) = fields.next().and_then(|f| f.strip_prefix("w=")?.parse().ok()) else {
                     return;
                 };
-                let dead = fields
-                    .take_while(|f| *f != "#")
-                    .find_map(|f| f.strip_prefix("dead=")?.parse().ok())
-                    .unwrap_or(t);
+                let dead = fields.find_map(|f| f.strip_prefix("dead=")?.parse().ok()).unwrap_or(t);
                 if self.crashes.len() >= MAX_CRASHES {
                     self.overflow = true;
                 } else {
                     self.crashes.push(Crash { worker, t, dead });
                 }
             }
-            Some("restart") => {
+            "restart" => {
                 let worker = fields.next().and_then(|f| f.strip_prefix("w=")?.parse().ok());
                 if let (Some(w), true) = (worker, self.restarts.len() < MAX_CRASHES) {
                     self.restarts.push((w, t));
                 }
             }
-            Some("teardown") if self.teardown.is_none_or(|d| t < d) => {
+            "teardown" if self.teardown.is_none_or(|d| t < d) => {
                 self.teardown = Some(t);
                 let field = |fields: &[&str], key: &str| {
                     fields.iter().find_map(|f| f.strip_prefix(key)?.parse::<u64>().ok())
                 };
-                let fields: Vec<&str> = fields.take_while(|f| *f != "#").collect();
+                let fields: Vec<&str> = fields.collect();
                 self.ended = field(&fields, "ended=").zip(field(&fields, "window="));
             }
             _ => {}
         }
+    }
+}
+
+/// One line of the fault log, as `AppliedFault::log_line` writes it:
+/// `t=<ns> at=<ms>ms <action> [w=<id>] [key=value…] [# note]`. The auditor reads what
+/// judging needs from it, the HTML report what it draws.
+pub(crate) struct FaultLine<'a> {
+    pub t: u64,
+    pub action: &'a str,
+    /// The `key=value` fields after the action, up to the note.
+    pub fields: &'a str,
+    pub note: &'a str,
+}
+
+impl<'a> FaultLine<'a> {
+    pub(crate) fn parse(line: &'a str) -> Option<FaultLine<'a>> {
+        let (head, note) = line.split_once(" # ").unwrap_or((line, ""));
+        let head = head.trim_start();
+        let (t, rest) = head.split_once(' ')?;
+        let t = t.strip_prefix("t=")?.parse().ok()?;
+        let (_at, rest) = rest.trim_start().split_once(' ')?;
+        let rest = rest.trim_start();
+        let (action, fields) = rest.split_once(' ').unwrap_or((rest, ""));
+        Some(FaultLine { t, action, fields, note })
+    }
+
+    /// The worker the line names (`w=<id>`), if any.
+    pub(crate) fn worker(&self) -> Option<u32> {
+        self.fields.split_whitespace().find_map(|f| f.strip_prefix("w=")?.parse().ok())
     }
 }
 

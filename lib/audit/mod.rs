@@ -38,6 +38,7 @@ pub mod leaders;
 mod lines;
 
 use faultlog::CrashIndex;
+pub(crate) use faultlog::FaultLine;
 pub use faultlog::{Crash, FaultLog, MAX_CRASHES};
 pub use leaders::{audit_leaders_file, ElectionReport, LeaderRecord, Rules, LEADERS_HEADER};
 use lines::{clip, Lines, Quote};

@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
-use crate::audit::{LeaderRecord, Violation, MAX_LINE};
+use crate::audit::{FaultLine, LeaderRecord, Violation, MAX_LINE};
 use crate::resource::{Fence, Record, Stage};
 
 /// How many bytes of a listed line the page quotes.
@@ -255,13 +255,9 @@ pub(crate) fn read_faults(path: &Path) -> Vec<FaultMark> {
     let mut marks = Vec::new();
     let Ok(f) = std::fs::File::open(path) else { return marks };
     let _ = each_line(f, |_, line| {
-        let (fields, note) = line.split_once(" # ").unwrap_or((line, ""));
-        let mut words = fields.split_whitespace();
-        let Some(t) = words.next().and_then(|f| f.strip_prefix("t=")?.parse().ok()) else { return };
-        let _at = words.next();
-        let Some(action) = words.next() else { return };
-        let w = words.find_map(|f| f.strip_prefix("w=")?.parse().ok());
-        marks.push(FaultMark { t, action: action.to_string(), w, note: clip(note) });
+        if let Some(l) = FaultLine::parse(line) {
+            marks.push(FaultMark { t: l.t, action: l.action.to_string(), w: l.worker(), note: clip(l.note) });
+        }
     });
     marks
 }
