@@ -133,8 +133,9 @@ struct RunArgs {
         allow_negative_numbers = true
     )]
     entries: u64,
-    /// Run for this many seconds instead of a fixed number of entries.
-    #[arg(long, allow_negative_numbers = true)]
+    /// Run for this long instead of a fixed number of entries: seconds (`20`, `1.5`) or
+    /// with a unit as in fault plans (`20s`, `500ms`).
+    #[arg(long, allow_negative_numbers = true, value_parser = seconds)]
     duration: Option<f64>,
     /// Time spent inside the critical section, in milliseconds (fractions allowed).
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
@@ -464,6 +465,15 @@ fn to_json(value: &impl serde::Serialize) -> String {
 fn fail(code: u8, msg: &str) -> ExitCode {
     eprintln!("mutexlab: {msg}");
     ExitCode::from(code)
+}
+
+/// `--duration`: a bare number is seconds; `20s` and `500ms` read as in a fault plan.
+fn seconds(text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    if t.ends_with('s') {
+        return crate::faults::parse_duration(t).map(|d| d.as_secs_f64()).map_err(|why| why.to_string());
+    }
+    t.parse::<f64>().map_err(|_| "use seconds (20, 1.5) or a number with ms or s (20s, 500ms)".to_string())
 }
 
 fn cmd_run(a: RunArgs) -> ExitCode {

@@ -519,8 +519,9 @@ fn take_duration(w: &mut Words<'_>) -> Result<Duration, String> {
 }
 
 /// `300ms`, `1.5s`, `0ms`, `0.25ms`: decimal digits, an optional fraction, then `ms` or
-/// `s`. Exact to the nanosecond; at most `u64::MAX` nanoseconds.
-fn parse_duration(text: &str) -> Result<Duration, &'static str> {
+/// `s`. Exact to the nanosecond; at most `u64::MAX` nanoseconds. The command line's
+/// `--duration` reads the same words.
+pub fn parse_duration(text: &str) -> Result<Duration, &'static str> {
     const BAD: &str = "use a number with ms or s";
     let (num, nanos_per_unit) = if let Some(n) = text.strip_suffix("ms") {
         (n, 1_000_000u128)

@@ -110,11 +110,14 @@ fn flock_baseline_is_clean() {
 
 #[test]
 fn duration_runs_stop_on_time() {
-    let out = run(&["run", "-n", "3", "--duration", "0.3", "--cs-ms", "0.2", "--think-ms", "0.5", "--json"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    let j = json(&out);
-    assert!(j["entries"]["total"].as_u64().unwrap() > 0);
-    assert!(j["elapsed_s"].as_f64().unwrap() >= 0.3);
+    // Bare seconds, or a unit as in fault plans.
+    for d in ["0.3", "300ms", "0.3s"] {
+        let out = run(&["run", "-n", "3", "--duration", d, "--cs-ms", "0.2", "--think-ms", "0.5", "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{d}: {}", stderr(&out));
+        let j = json(&out);
+        assert!(j["entries"]["total"].as_u64().unwrap() > 0);
+        assert!(j["elapsed_s"].as_f64().unwrap() >= 0.3, "{d}");
+    }
 }
 
 #[test]
@@ -209,6 +212,9 @@ fn bad_input_gets_one_clear_line_and_exit_2() {
     assert_usage_error(&["run", "--cs-ms", "-3"], "--cs-ms must be between 0 and");
     assert_usage_error(&["run", "--think-ms", "NaN"], "--think-ms");
     assert_usage_error(&["run", "--duration", "0"], "--duration");
+    assert_usage_error(&["run", "--duration", "0ms"], "--duration must be between");
+    assert_usage_error(&["run", "--duration", "20m"], "use seconds (20, 1.5) or a number with ms or s");
+    assert_usage_error(&["run", "--duration", "2.s"], "use a number with ms or s");
     assert_usage_error(&["run", "--run-dir", "/proc/no/such/dir"], "cannot create run directory");
     assert_usage_error(&["run", "--workers", "many"], "invalid value");
     assert_usage_error(&["run", "--workers", "-1"], "'--workers <WORKERS>'");
