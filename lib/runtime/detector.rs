@@ -41,6 +41,29 @@ impl Detect {
     pub(super) fn new(kind: Detector, n: usize) -> Detect {
         Detect { kind, heard: vec![Instant::now(); n], suspected: vec![false; n], last_beat: Instant::now() }
     }
+
+    /// The heartbeat timer of worker `me` fired at `now`: the peers (indices) to report
+    /// down, newly suspected because silent for more than `suspect`. Kept apart from the
+    /// worker so the rule can be tested with made-up times.
+    fn tick(&mut self, now: Instant, every: Duration, suspect: Duration, me: usize) -> Vec<usize> {
+        let gap = now.saturating_duration_since(std::mem::replace(&mut self.last_beat, now));
+        if gap > every + suspect {
+            // This beat came more than the suspicion time late: we were not running (a
+            // pause, the supervisor's freeze, starvation), so the silence we would read
+            // is our own, and frames from live peers are only now waiting to be read.
+            // Count everyone's silence from now. (After the supervisor's freeze for
+            // Finish, every worker once suspected every peer and named itself.)
+            self.heard.iter_mut().for_each(|h| *h = (*h).max(now));
+        }
+        let mut down = Vec::new();
+        for (i, heard) in self.heard.iter().enumerate() {
+            if i != me && !self.suspected[i] && now.saturating_duration_since(*heard) > suspect {
+                self.suspected[i] = true;
+                down.push(i);
+            }
+        }
+        down
+    }
 }
 
 impl<A: Node<Service: RunService>> Worker<A> {
@@ -95,24 +118,78 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 self.send_heartbeat(peer);
             }
         }
-        let now = Instant::now();
-        let gap = now.duration_since(std::mem::replace(&mut self.detect.last_beat, now));
-        if gap > every + suspect {
-            // This beat came more than the suspicion time late: we were not running (a
-            // pause, the supervisor's freeze, starvation), and the silence we
-            // would read is our own, and frames from live peers are only now waiting to
-            // be read. Count everyone's silence from now. (After the supervisor's freeze
-            // for Finish, every worker once suspected every peer and named itself.)
-            self.detect.heard.iter_mut().for_each(|h| *h = (*h).max(now));
-        }
-        for peer in peers {
-            let i = peer.index();
-            if !self.detect.suspected[i] && self.detect.heard[i].elapsed() > suspect {
-                self.detect.suspected[i] = true;
-                self.input(Input::PeerDown { peer })?;
-            }
+        for i in self.detect.tick(Instant::now(), every, suspect, me.index()) {
+            self.input(Input::PeerDown { peer: PeerId(i as u32) })?;
         }
         self.push_timer(every, TimerKind::Heartbeat);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const EVERY: Duration = Duration::from_millis(50);
+    const SUSPECT: Duration = Duration::from_millis(150);
+
+    /// A detector for 3 workers whose every peer was last heard, and whose timer last
+    /// fired, at `t0`.
+    fn detect(t0: Instant) -> Detect {
+        let mut d = Detect::new(Detector::Heartbeat { every: EVERY, suspect: SUSPECT }, 3);
+        d.heard = vec![t0; 3];
+        d.last_beat = t0;
+        d
+    }
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+
+    #[test]
+    fn a_peer_silent_past_the_suspicion_time_is_reported_once() {
+        let t0 = Instant::now();
+        let mut d = detect(t0);
+        // Timer on time every 50 ms; peer 1 keeps talking, peer 2 falls silent.
+        let mut reported = Vec::new();
+        for k in 1..=6u64 {
+            let now = t0 + EVERY * k as u32;
+            d.heard[1] = now;
+            reported.extend(d.tick(now, EVERY, SUSPECT, 0).into_iter().map(|i| (k, i)));
+        }
+        // Silent 150 ms at k = 3 is not yet more than the suspicion time; 200 ms is.
+        // Slot 0 is this worker's own, never heard and never suspected.
+        assert_eq!(reported, vec![(4, 2)]);
+    }
+
+    #[test]
+    fn a_late_timer_counts_silence_from_when_this_worker_runs_again() {
+        let t0 = Instant::now();
+        let mut d = detect(t0);
+        // This worker was frozen for a second: its timer fires 1 s late. Its peers are
+        // not silent, it is; nobody is suspected.
+        let late = t0 + ms(1000);
+        assert_eq!(d.tick(late, EVERY, SUSPECT, 0), Vec::<usize>::new());
+        // Peer 1's frames, queued while frozen, are now read; peer 2 stays silent and is
+        // suspected once the suspicion time has passed since the thaw.
+        let mut next = late;
+        let mut reported = Vec::new();
+        while reported.is_empty() {
+            next += EVERY;
+            d.heard[1] = next;
+            reported = d.tick(next, EVERY, SUSPECT, 0);
+        }
+        assert_eq!(reported, vec![2]);
+        assert_eq!(next - late, ms(200));
+    }
+
+    /// Negative control: without the rule (a timer exactly on time after the same
+    /// silence) the same second of silence suspects everyone at once.
+    #[test]
+    fn the_same_silence_on_a_punctual_timer_suspects_everyone() {
+        let t0 = Instant::now();
+        let mut d = detect(t0);
+        d.last_beat = t0 + ms(1000) - EVERY;
+        assert_eq!(d.tick(t0 + ms(1000), EVERY, SUSPECT, 0), vec![1, 2]);
     }
 }
