@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::algos::{Shape, Theory};
 use crate::audit::{self, AuditError, FaultLog, Violation, WaitStats};
 use crate::control::{FAULT_LOG, LEADERS_FILE, RESOURCE_FILE};
 use crate::supervisor::{ElectReport, RunReport};
@@ -97,6 +98,8 @@ struct Verdict {
     /// Mutual exclusion only: completed entries and waits by worker.
     entries: Option<u64>,
     waits: Vec<WaitStats>,
+    /// Elections only: the elections held (distinct terms), as the run's report counts them.
+    elections: Option<usize>,
 }
 
 /// The report of the run in `run_dir`, with whatever else is `known` of it.
@@ -158,6 +161,7 @@ fn mutex_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdict
         cut_short: a.cut_short,
         entries: Some(a.entries),
         waits: a.wait_ms_by_worker,
+        elections: None,
     };
     if let Known::Run(r) = known {
         // The run's own verdict is the one its summary printed.
@@ -185,6 +189,7 @@ fn leaders_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdi
         cut_short: Vec::new(),
         entries: None,
         waits: Vec::new(),
+        elections: Some(a.terms),
     };
     if let Known::Elect(r) = known {
         v.text = crate::report::elect_summary(r);
@@ -339,7 +344,10 @@ fn messages(s: &mut String, v: &Verdict, tl: &Timeline, known: Known) {
             r.entries.total,
             Some(("total", (r.messages.total, format!("{:.2}", r.messages.per_entry)))),
         ),
-        Known::Files => ("per entry", v.entries.unwrap_or(0), None),
+        Known::Files => match v.elections {
+            Some(held) => ("per election", held as u64, None),
+            None => ("per entry", v.entries.unwrap_or(0), None),
+        },
     };
     let per = |n: u64| if count > 0 { format!("{:.2}", n as f64 / count as f64) } else { "–".into() };
     // The figure the theory speaks of: the summary's own when known.
@@ -367,14 +375,10 @@ fn messages(s: &mut String, v: &Verdict, tl: &Timeline, known: Known) {
     } else {
         let _ = writeln!(s, "<table>");
     }
-    let theory = match known {
-        Known::Run(r) => r.theory.clone(),
-        Known::Elect(r) => r.theory.clone(),
-        // Mutual exclusion: theory depends on the worker count (and --replicas for
-        // voting, which the files do not record: the default is assumed).
-        Known::Files if v.entries.is_some() => crate::algos::info(&v.algorithm)
-            .and_then(|a| (a.theory)(crate::algos::Shape { n: v.workers, replicas: None, initiators: 0 })),
-        Known::Files => None,
+    let (theory, assumed) = match known {
+        Known::Run(r) => (r.theory.clone(), None),
+        Known::Elect(r) => (r.theory.clone(), None),
+        Known::Files => files_theory(v),
     };
     if let Some(t) = theory {
         let range = if t.per_entry_min == t.per_entry_max {
@@ -390,12 +394,44 @@ fn messages(s: &mut String, v: &Verdict, tl: &Timeline, known: Known) {
             esc(&t.formula)
         );
         let _ = writeln!(s, "</table>");
+        if let Some(a) = assumed {
+            let _ = writeln!(s, "<p class=\"note\">{}</p>", esc(&a));
+        }
         if let Some(measured) = measured {
             s.push_str(&svg::against_theory(measured, t.per_entry_min, t.per_entry_max, what));
         }
         return;
     }
     let _ = writeln!(s, "</table>");
+}
+
+/// The theory for a run known from its files alone, which record the algorithm and the
+/// worker count but not `--replicas` (voting) or `--initiators` (elections): for those
+/// the commands' defaults are assumed, and the sentence that says so comes back when
+/// the assumption changes the figure.
+fn files_theory(v: &Verdict) -> (Option<Theory>, Option<String>) {
+    let Some(a) = crate::algos::info(&v.algorithm) else { return (None, None) };
+    let shape = |initiators| Shape { n: v.workers, replicas: None, initiators };
+    if v.elections.is_some() {
+        // `mutexlab elect` starts with every worker calling an election.
+        let all = (a.theory)(shape(v.workers));
+        let one = (a.theory)(shape(1));
+        let differs = all.as_ref().map(|t| (t.per_entry_min, t.per_entry_max))
+            != one.as_ref().map(|t| (t.per_entry_min, t.per_entry_max));
+        let note = differs.then(|| {
+            format!(
+                "The files do not record who called the first election; the theory assumes all \
+                 {} workers did (--initiators all, the default of mutexlab elect).",
+                v.workers
+            )
+        });
+        return (all, note);
+    }
+    let t = (a.theory)(shape(0));
+    let note = t.as_ref().and_then(|t| t.replicas).map(|m| {
+        format!("The files do not record --replicas; the theory assumes the default, m = {m} coordinators.")
+    });
+    (t, note)
 }
 
 /// Each worker's waits as a histogram on one shared scale, with the auditor's figures.
