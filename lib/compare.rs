@@ -131,6 +131,11 @@ pub struct Row {
     pub notes_on_runs: Vec<String>,
 }
 
+/// [`PerEntry::counted`] when every entry counts.
+pub const EVERY_ENTRY: &str = "every entry";
+/// [`PerEntry::counted`] when the coordinator's own entries, which cost nothing, are left out.
+pub const CLIENT_ENTRIES: &str = "entries of every worker but the coordinator";
+
 /// Messages per entry, measured and claimed.
 #[derive(Clone, Debug, Serialize)]
 pub struct PerEntry {
@@ -648,7 +653,7 @@ fn measure(o: &CompareOpts, name: &str, t_ms: f64, tmp: &Path) -> Result<Row, Ru
         messages_per_entry: PerEntry {
             light: light_pe,
             saturation: sat_pe,
-            counted: if free { "entries of every worker but the coordinator" } else { "every entry" },
+            counted: if free { CLIENT_ENTRIES } else { EVERY_ENTRY },
             heartbeats_light: light_hb,
             heartbeats_saturation: sat_hb,
             theory: (info.theory)(Shape { n, replicas: None, initiators: 0 }),
@@ -758,8 +763,8 @@ fn verdict(r: &FaultRun) -> String {
     format!("{}{mark}", r.outcome.word())
 }
 
-/// The two tables' cells: messages and delays, then problems.
-fn cells(c: &Comparison) -> (Vec<[String; 7]>, Vec<[String; 6]>) {
+/// The two tables' cells: messages and delays, then problems (the HTML page's too).
+pub(crate) fn cells(c: &Comparison) -> (Vec<[String; 7]>, Vec<[String; 6]>) {
     let mut costs = Vec::new();
     let mut problems = Vec::new();
     for r in &c.algorithms {
@@ -784,7 +789,7 @@ fn cells(c: &Comparison) -> (Vec<[String; 7]>, Vec<[String; 6]>) {
     (costs, problems)
 }
 
-const COST_HEAD: [&str; 7] = [
+pub(crate) const COST_HEAD: [&str; 7] = [
     "algorithm",
     "msgs/entry light",
     "msgs/entry saturated",
@@ -793,11 +798,11 @@ const COST_HEAD: [&str; 7] = [
     "notes say (T)",
     "sync delay, saturated (theory, T)",
 ];
-const PROBLEM_HEAD: [&str; 6] =
+pub(crate) const PROBLEM_HEAD: [&str; 6] =
     ["algorithm", "non-holder crash", "holder crash", "coordinator crash", "lost messages", "notes say"];
 
 /// The lines under the tables: T, the settings, and what `?` and the counts mean.
-fn footer(c: &Comparison) -> String {
+pub(crate) fn footer(c: &Comparison) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,

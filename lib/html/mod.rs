@@ -5,7 +5,8 @@
 //! messages by type beside the algorithm's theory, a space-time diagram (one lane per
 //! worker: sections, waits, messages, faults, leaders, findings in red linked to their
 //! lines), and each worker's wait distribution. Reading the files is `data.rs`, drawing
-//! is `svg.rs`, and this file lays out the page.
+//! is `svg.rs`, and this file lays out the page. `compare.rs` makes the page of
+//! `mutexlab compare --html` with the same head, style and escaping.
 //!
 //! Every string that comes from a file or a worker goes through [`esc`] before it
 //! reaches the page: a field holding `<script>` is shown, never run.
@@ -19,8 +20,11 @@ use crate::audit::{self, AuditError, FaultLog, Violation, WaitStats};
 use crate::control::{FAULT_LOG, LEADERS_FILE, RESOURCE_FILE};
 use crate::supervisor::{ElectReport, RunReport};
 
+mod compare;
 mod data;
 mod svg;
+
+pub use compare::comparison_page;
 
 use data::Timeline;
 
@@ -199,7 +203,8 @@ fn leaders_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdi
     Ok(v)
 }
 
-const STYLE: &str = r#"
+/// What every page shares: type, tables, notes, and the charts' axes.
+const BASE_STYLE: &str = r#"
 body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #1d2330; }
 h1 { font-size: 20px; margin: 0 0 8px; } h2 { font-size: 16px; margin: 24px 0 8px; }
 pre { background: #f4f5f8; padding: 10px; overflow-x: auto; font-size: 12px; }
@@ -210,6 +215,11 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .scroll { overflow-x: auto; border: 1px solid #e3e5ea; }
 svg text { font: 11px system-ui, sans-serif; fill: #333; }
 line.tick { stroke: #eceef2; } text.tick { fill: #889; text-anchor: middle; }
+code { font-size: 12px; }
+"#;
+
+/// The run report's own: the diagram, the theory band, the histograms, the findings.
+const STYLE: &str = r#"
 line.lane { stroke: #b8bfcc; } text.lane { font-weight: 600; }
 rect.cs { fill: #3d7bd9; fill-opacity: .75; } rect.cs.open { fill: #8aa9d9; }
 rect.cs.bad { fill: #d62d2d; fill-opacity: .9; }
@@ -229,7 +239,6 @@ svg.hist rect { fill: #3d7bd9; } svg.hist line.axis { stroke: #999; }
 svg.hist line.p50 { stroke: #1a7f37; stroke-width: 2; } svg.hist line.p99 { stroke: #d62d2d; stroke-width: 2; }
 .violations td:first-child, .listing td:first-child { white-space: nowrap; }
 .listing tr:target, .violations tr:target { background: #ffe9a8; }
-code { font-size: 12px; }
 "#;
 
 /// Counts what the browser built, so a test can read it back from the rendered DOM.
@@ -247,17 +256,23 @@ document.addEventListener('DOMContentLoaded', function () {
 });
 "#;
 
-fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> String {
-    let mut s = String::new();
-    let title = format!("mutexlab report: {}, {} workers", v.algorithm, v.workers);
+/// The start of a page up to its heading: nothing may be fetched (the policy allows
+/// only what is inline), the shared style plus `style`, and `script`.
+fn head(s: &mut String, title: &str, style: &str, script: &str) {
     let _ = write!(
         s,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\
-         <title>{}</title><style>{STYLE}</style><script>{SCRIPT}</script></head><body>\n",
-        esc(&title)
+         <title>{}</title><style>{BASE_STYLE}{style}</style><script>{script}</script></head><body>\n",
+        esc(title)
     );
-    let _ = writeln!(s, "<h1>{}</h1>", esc(&title));
+    let _ = writeln!(s, "<h1>{}</h1>", esc(title));
+}
+
+fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> String {
+    let mut s = String::new();
+    let title = format!("mutexlab report: {}, {} workers", v.algorithm, v.workers);
+    head(&mut s, &title, STYLE, SCRIPT);
     let verdict = if v.count == 0 {
         "<span class=\"ok\">audit OK: no violations</span>".to_string()
     } else {

@@ -51,7 +51,7 @@ fn lane_y(w: u32) -> f64 {
 }
 
 /// A step of 1, 2 or 5 times a power of ten giving about `parts` ticks over `span_ms`.
-fn tick_step(span_ms: f64, parts: f64) -> f64 {
+pub(crate) fn tick_step(span_ms: f64, parts: f64) -> f64 {
     let raw = (span_ms / parts).max(1e-6);
     let pow = 10f64.powf(raw.log10().floor());
     [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * pow).find(|s| *s >= raw).unwrap_or(10.0 * pow)
