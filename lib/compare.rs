@@ -93,6 +93,32 @@ pub struct Comparison {
     pub algorithms: Vec<Row>,
 }
 
+impl Comparison {
+    /// The settings of a comparison of `workers` workers, `entries` entries each, and
+    /// `detector` in the fault runs; nothing measured yet (T and the time taken are 0).
+    pub fn new(workers: u32, entries: u64, detector: &str) -> Comparison {
+        Comparison {
+            schema: SCHEMA,
+            workers,
+            entries_per_worker: entries,
+            light: Timing { cs_ms: LIGHT.0, think_ms: LIGHT.1 },
+            saturation: Timing { cs_ms: SATURATED.0, think_ms: SATURATED.1 },
+            fault_runs: FaultSettings {
+                entries_per_worker: FAULT_ENTRIES,
+                cs_ms: FAULT_TIMING.0,
+                think_ms: FAULT_TIMING.1,
+                stall_ms: FAULT_STALL_MS,
+                drop: DROP,
+                detector: detector.to_string(),
+            },
+            message_time_us: 0.0,
+            elapsed_s: 0.0,
+            excluded: Vec::new(),
+            algorithms: Vec::new(),
+        }
+    }
+}
+
 /// Section and think time of a run, in ms.
 #[derive(Clone, Debug, Serialize)]
 pub struct Timing {
@@ -539,23 +565,11 @@ pub fn compare(o: &CompareOpts, mut done: impl FnMut(&Row, Duration)) -> Result<
         }
     }
     Ok(Comparison {
-        schema: SCHEMA,
-        workers: o.workers,
-        entries_per_worker: o.entries,
-        light: Timing { cs_ms: LIGHT.0, think_ms: LIGHT.1 },
-        saturation: Timing { cs_ms: SATURATED.0, think_ms: SATURATED.1 },
-        fault_runs: FaultSettings {
-            entries_per_worker: FAULT_ENTRIES,
-            cs_ms: FAULT_TIMING.0,
-            think_ms: FAULT_TIMING.1,
-            stall_ms: FAULT_STALL_MS,
-            drop: DROP,
-            detector: o.detector.to_string(),
-        },
         message_time_us: t_ms * 1e3,
         elapsed_s: started.elapsed().as_secs_f64(),
         excluded,
         algorithms: rows,
+        ..Comparison::new(o.workers, o.entries, &o.detector.to_string())
     })
 }
 
@@ -983,19 +997,6 @@ mod tests {
             detail: String::new(),
         };
         Comparison {
-            schema: SCHEMA,
-            workers: 3,
-            entries_per_worker: 5,
-            light: Timing { cs_ms: 1.0, think_ms: 20.0 },
-            saturation: Timing { cs_ms: 1.0, think_ms: 0.0 },
-            fault_runs: FaultSettings {
-                entries_per_worker: 10,
-                cs_ms: 5.0,
-                think_ms: 2.0,
-                stall_ms: 1000,
-                drop: 0.05,
-                detector: "perfect".into(),
-            },
             message_time_us: 10.0,
             elapsed_s: 1.0,
             excluded: vec![
@@ -1026,6 +1027,7 @@ mod tests {
                 clean: false,
                 notes_on_runs: vec![],
             }],
+            ..Comparison::new(3, 5, "perfect")
         }
     }
 

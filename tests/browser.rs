@@ -20,9 +20,7 @@ use std::sync::mpsc;
 
 use common::{run, stderr, PATIENCE};
 use mutexlab::algos::Theory;
-use mutexlab::compare::{
-    self, Comparison, Delay, FaultRun, FaultSettings, Outcome, PerEntry, Problems, Row, Timing,
-};
+use mutexlab::compare::{self, Comparison, Delay, FaultRun, Outcome, PerEntry, Problems, Row};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
@@ -257,26 +255,12 @@ fn comparison() -> Comparison {
         notes_on_runs: Vec::new(),
     };
     Comparison {
-        schema: compare::SCHEMA,
-        workers: 3,
-        entries_per_worker: 5,
-        light: Timing { cs_ms: 1.0, think_ms: 20.0 },
-        saturation: Timing { cs_ms: 1.0, think_ms: 0.0 },
-        fault_runs: FaultSettings {
-            entries_per_worker: 10,
-            cs_ms: 5.0,
-            think_ms: 2.0,
-            stall_ms: 1000,
-            drop: 0.05,
-            detector: "perfect".into(),
-        },
         message_time_us: 2.0,
-        elapsed_s: 3.0,
-        excluded: Vec::new(),
         algorithms: vec![
             row("centralized", Theory::exact(2.0, "3(N-1)/N"), delay(19.0), Outcome::Stalls),
             row("lamport", None, None, Outcome::Unsafe),
         ],
+        ..Comparison::new(3, 5, "perfect")
     }
 }
 

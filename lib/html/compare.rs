@@ -11,13 +11,14 @@
 //!   unsafe.
 //!
 //! Hover text (`<title>`) gives every exact figure. Every bar, band and cell carries a
-//! data attribute (`data-bar`, `data-band`, `data-cell`) so that a test can count them
-//! in the page a browser built. The page comes from a [`Comparison`] alone, so it can be
+//! data attribute (`data-bar`, `data-band`, `data-cell`), and the run report's script
+//! counts them into `#rendered` so that a test can read them from the page a browser
+//! built. The page comes from a [`Comparison`] alone, so it can be
 //! tested without running anything.
 
 use std::fmt::Write as _;
 
-use super::{esc, head};
+use super::{esc, head, rendered, SCRIPT};
 use crate::algos::Theory;
 use crate::compare::{self, Comparison, FaultRun, Row};
 
@@ -34,20 +35,6 @@ svg.grid text.cell { fill: #fff; font-weight: 600; text-anchor: middle; }
 svg.grid rect.none + text.cell, svg.grid rect.missed + text.cell { fill: #1d2330; }
 svg.grid text.head { font-weight: 600; text-anchor: middle; }
 .key { display: inline-block; width: 12px; height: 10px; margin: 0 4px 0 12px; }
-"#;
-
-/// Counts what the browser built, so a test can read it back from the rendered DOM.
-const SCRIPT: &str = r#"
-document.addEventListener('DOMContentLoaded', function () {
-  var r = document.getElementById('rendered');
-  if (!r) return;
-  var n = function (q) { return String(document.querySelectorAll(q).length); };
-  r.setAttribute('data-rows', n('svg.grid [data-row]'));
-  r.setAttribute('data-message-bars', n('svg.messages [data-bar]'));
-  r.setAttribute('data-bands', n('svg.messages [data-band]'));
-  r.setAttribute('data-delay-bars', n('svg.delays [data-bar]'));
-  r.setAttribute('data-cells', n('svg.grid [data-cell]'));
-});
 "#;
 
 /// Width of the algorithm names on the left, of the plot, and of the claim on the right, px.
@@ -72,7 +59,17 @@ pub fn comparison_page(c: &Comparison) -> String {
          Hover over a bar or a cell for its exact figures.</p>",
         c.message_time_us, c.entries_per_worker, c.elapsed_s
     );
-    let _ = writeln!(s, "<div id=\"rendered\" hidden></div>");
+    let _ = writeln!(
+        s,
+        "{}",
+        rendered(&[
+            ("rows", "svg.grid [data-row]"),
+            ("message-bars", "svg.messages [data-bar]"),
+            ("bands", "svg.messages [data-band]"),
+            ("delay-bars", "svg.delays [data-bar]"),
+            ("cells", "svg.grid [data-cell]"),
+        ])
+    );
 
     let _ = writeln!(s, "<h2>Messages per entry</h2>");
     let _ = writeln!(
@@ -145,22 +142,10 @@ fn range(lo: f64, hi: f64) -> String {
     }
 }
 
-/// The horizontal axis of a bar chart: round ticks from 0 to `max`, labelled `unit`.
+/// The horizontal axis of a bar chart of `rows` algorithms: round values from 0 to `max`.
 fn axis(s: &mut String, max: f64, rows: usize, unit: &str) {
     let bottom = AXIS + ROW * rows as f64;
-    let step = super::svg::tick_step(max, 6.0);
-    let mut k = 0.0;
-    while k <= max + step * 1e-9 {
-        let x = NAMES + k / max * PLOT;
-        let _ = writeln!(
-            s,
-            r#"<line class="tick" x1="{x:.1}" y1="{a}" x2="{x:.1}" y2="{bottom}"/><text class="tick" x="{x:.1}" y="{b}">{v}{unit}</text>"#,
-            a = AXIS - 4.0,
-            b = AXIS - 8.0,
-            v = (k * 1e6).round() / 1e6,
-        );
-        k += step;
-    }
+    super::svg::ticks(s, (NAMES, PLOT), (AXIS, bottom), max, 6.0, unit);
     let _ = writeln!(s, r#"<line class="axis" x1="{NAMES}" y1="{AXIS}" x2="{NAMES}" y2="{bottom}"/>"#);
 }
 
@@ -436,9 +421,7 @@ fn table<const K: usize>(s: &mut String, head: &[&str; K], rows: &[[String; K]])
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::{
-        Delay, Excluded, FaultSettings, Outcome, PerEntry, Problems, Timing, CLIENT_ENTRIES, SCHEMA,
-    };
+    use crate::compare::{Delay, Excluded, Outcome, PerEntry, Problems, CLIENT_ENTRIES};
 
     const EVIL: &str = "<script>alert(1)</script>";
 
@@ -490,19 +473,6 @@ mod tests {
         evil.notes_on_runs = vec![format!("saturated run not clean: {EVIL}")];
         evil.problems.runs.truncate(3);
         Comparison {
-            schema: SCHEMA,
-            workers: 5,
-            entries_per_worker: 20,
-            light: Timing { cs_ms: 1.0, think_ms: 20.0 },
-            saturation: Timing { cs_ms: 1.0, think_ms: 0.0 },
-            fault_runs: FaultSettings {
-                entries_per_worker: 10,
-                cs_ms: 5.0,
-                think_ms: 2.0,
-                stall_ms: 1000,
-                drop: 0.05,
-                detector: "perfect".into(),
-            },
             message_time_us: 2.3,
             elapsed_s: 44.0,
             excluded: vec![Excluded { algorithm: "none".into(), why: "no messages".into() }],
@@ -525,6 +495,7 @@ mod tests {
                 ),
                 evil,
             ],
+            ..Comparison::new(5, 20, "perfect")
         }
     }
 
@@ -578,11 +549,8 @@ mod tests {
         assert!(html.contains("&amp; &quot;quoted&quot;"));
         // The same policy as the run report: nothing may be fetched.
         assert!(html.contains("content=\"default-src 'none';"));
-        let urls: Vec<&str> = html.match_indices("http").map(|(i, _)| &html[i..i + 30]).collect();
-        assert!(
-            urls.iter().all(|u| u.starts_with("http://www.w3.org/2000/svg") || u.starts_with("http-equiv")),
-            "{urls:?}"
-        );
+        assert!(super::super::fetches_nothing(&html));
+        assert!(!super::super::fetches_nothing(r#"<img src="https://example.org/x.png">"#), "the control");
     }
 
     #[test]

@@ -241,20 +241,26 @@ svg.hist line.p50 { stroke: #1a7f37; stroke-width: 2; } svg.hist line.p99 { stro
 .listing tr:target, .violations tr:target { background: #ffe9a8; }
 "#;
 
-/// Counts what the browser built, so a test can read it back from the rendered DOM.
+/// Counts what the browser built, so a test can read it back from the rendered DOM:
+/// for each `name=selector` in `#rendered`'s `data-count`, how many elements match, in
+/// its `data-name`.
 const SCRIPT: &str = r#"
 document.addEventListener('DOMContentLoaded', function () {
-  var d = document.querySelector('svg.diagram'), r = document.getElementById('rendered');
-  if (!d || !r) return;
-  var n = function (q) { return String(d.querySelectorAll(q).length); };
-  r.setAttribute('data-lanes', n('[data-lane]'));
-  r.setAttribute('data-arrows', n('[data-arrow]'));
-  r.setAttribute('data-cs', n('[data-bar="cs"]'));
-  r.setAttribute('data-waits', n('[data-bar="wait"]'));
-  r.setAttribute('data-faults', n('[data-fault]'));
-  r.setAttribute('data-violations', n('[data-violation]'));
+  var r = document.getElementById('rendered');
+  if (!r) return;
+  (r.getAttribute('data-count') || '').split(';').forEach(function (pair) {
+    var i = pair.indexOf('=');
+    if (i > 0) r.setAttribute('data-' + pair.slice(0, i), String(document.querySelectorAll(pair.slice(i + 1)).length));
+  });
 });
 "#;
+
+/// The hidden element [`SCRIPT`] writes its counts into, asking for each `(name,
+/// selector)` of `counts`.
+fn rendered(counts: &[(&str, &str)]) -> String {
+    let asked: Vec<String> = counts.iter().map(|(name, sel)| format!("{name}={sel}")).collect();
+    format!("<div id=\"rendered\" hidden data-count=\"{}\"></div>", esc(&asked.join(";")))
+}
 
 /// The start of a page up to its heading: nothing may be fetched (the policy allows
 /// only what is inline), the shared style plus `style`, and `script`.
@@ -282,7 +288,18 @@ fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> Stri
         )
     };
     let _ = writeln!(s, "<p>Run directory <code>{}</code>. {verdict}</p>", esc(dir));
-    let _ = writeln!(s, "<div id=\"rendered\" hidden></div>");
+    let _ = writeln!(
+        s,
+        "{}",
+        rendered(&[
+            ("lanes", "svg.diagram [data-lane]"),
+            ("arrows", "svg.diagram [data-arrow]"),
+            ("cs", r#"svg.diagram [data-bar="cs"]"#),
+            ("waits", r#"svg.diagram [data-bar="wait"]"#),
+            ("faults", "svg.diagram [data-fault]"),
+            ("violations", "svg.diagram [data-violation]"),
+        ])
+    );
 
     let drawn = svg::diagram(tl, lanes, &v.violations);
     let _ = writeln!(s, "<h2>Space-time diagram</h2>");
@@ -534,6 +551,13 @@ fn findings(s: &mut String, v: &Verdict, tl: &Timeline) {
         let _ = writeln!(s, "<tr id=\"L{n}\"><td>{n}</td><td><code>{}</code></td></tr>", esc(text));
     }
     let _ = writeln!(s, "</table>");
+}
+
+/// Whether `html` names no address but the SVG namespace: nothing to fetch.
+#[cfg(test)]
+fn fetches_nothing(html: &str) -> bool {
+    let at: Vec<&str> = html.match_indices("http").map(|(i, _)| &html[i..(i + 30).min(html.len())]).collect();
+    at.iter().all(|u| u.starts_with("http://www.w3.org/2000/svg") || u.starts_with("http-equiv"))
 }
 
 #[cfg(test)]
