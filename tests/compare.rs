@@ -67,6 +67,7 @@ fn compare_html_writes_the_page_beside_the_text_table_and_names_it_on_stderr() {
     assert_eq!(html.matches(r#"<rect data-bar="saturation""#).count(), 1);
     assert_eq!(html.matches("<rect data-cell=").count(), 4, "one cell per fault");
     assert!(html.contains("<td>centralized</td>"), "the table's row");
+    assert!(html.contains("<title>mutexlab compare: 1 algorithm, N = 2</title>"), "{html}");
 
     // A page that cannot be written is refused before anything is measured.
     let nowhere = tmp.path().join("absent").join("c.html");

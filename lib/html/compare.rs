@@ -13,8 +13,8 @@
 //! Hover text (`<title>`) gives every exact figure. Every bar, band and cell carries a
 //! data attribute (`data-bar`, `data-band`, `data-cell`), and the run report's script
 //! counts them into `#rendered` so that a test can read them from the page a browser
-//! built. The page comes from a [`Comparison`] alone, so it can be
-//! tested without running anything.
+//! built. The page comes from a [`Comparison`] alone, so it can be tested without
+//! running anything.
 
 use std::fmt::Write as _;
 
@@ -51,7 +51,9 @@ const CELL_H: f64 = 24.0;
 /// The page for `c`.
 pub fn comparison_page(c: &Comparison) -> String {
     let mut s = String::new();
-    let title = format!("mutexlab compare: {} algorithms, N = {}", c.algorithms.len(), c.workers);
+    let k = c.algorithms.len();
+    let title =
+        format!("mutexlab compare: {k} algorithm{}, N = {}", if k == 1 { "" } else { "s" }, c.workers);
     head(&mut s, &title, STYLE, SCRIPT);
     let _ = writeln!(
         s,
