@@ -354,6 +354,10 @@ struct CompareArgs {
     /// Print the tables in Markdown.
     #[arg(long)]
     markdown: bool,
+    /// Also write the comparison as one self-contained HTML page with charts to FILE
+    /// (its path is printed on stderr).
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
 }
 
 /// A worker's command line only says who it is, for `ps`: its settings and the run's
@@ -751,6 +755,15 @@ fn cmd_compare(a: CompareArgs) -> ExitCode {
     if let Err(e) = compare::validate(&opts) {
         return fail(2, &e);
     }
+    // Opened before the minute of measuring, so that a path that cannot be written is
+    // refused at once; removed again if no comparison comes of it.
+    let page = match a.html.as_deref() {
+        None => None,
+        Some(p) => match std::fs::File::create(p) {
+            Ok(f) => Some((p, f)),
+            Err(e) => return fail(2, &format!("cannot write {}: {e}", p.display())),
+        },
+    };
     let progress = |row: &compare::Row, took: Duration| {
         let runs: Vec<String> =
             row.problems.runs.iter().map(|r| format!("{} {}", r.fault, r.outcome.word())).collect();
@@ -765,7 +778,12 @@ fn cmd_compare(a: CompareArgs) -> ExitCode {
     };
     let c = match compare::compare(&opts, progress) {
         Ok(c) => c,
-        Err(e) => return run_error(e),
+        Err(e) => {
+            if let Some((path, _)) = page {
+                let _ = std::fs::remove_file(path);
+            }
+            return run_error(e);
+        }
     };
     out(&if a.json {
         to_json(&c)
@@ -774,6 +792,15 @@ fn cmd_compare(a: CompareArgs) -> ExitCode {
     } else {
         compare::text(&c)
     });
+    if let Some((path, mut f)) = page {
+        use std::io::Write as _;
+        if let Err(e) = f.write_all(html::comparison_page(&c).as_bytes()) {
+            return fail(2, &format!("cannot write {}: {e}", path.display()));
+        }
+        // As a kept run names its report: stdout may be JSON.
+        let shown = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+        eprintln!("report: {}", shown.display());
+    }
     // Fault runs may fail by design; a run with no fault must not.
     let unclean: Vec<&str> = c.algorithms.iter().filter(|r| !r.clean).map(|r| r.algorithm.as_str()).collect();
     if unclean.is_empty() {

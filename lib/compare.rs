@@ -93,6 +93,32 @@ pub struct Comparison {
     pub algorithms: Vec<Row>,
 }
 
+impl Comparison {
+    /// The settings of a comparison of `workers` workers, `entries` entries each, and
+    /// `detector` in the fault runs; nothing measured yet (T and the time taken are 0).
+    pub fn new(workers: u32, entries: u64, detector: &str) -> Comparison {
+        Comparison {
+            schema: SCHEMA,
+            workers,
+            entries_per_worker: entries,
+            light: Timing { cs_ms: LIGHT.0, think_ms: LIGHT.1 },
+            saturation: Timing { cs_ms: SATURATED.0, think_ms: SATURATED.1 },
+            fault_runs: FaultSettings {
+                entries_per_worker: FAULT_ENTRIES,
+                cs_ms: FAULT_TIMING.0,
+                think_ms: FAULT_TIMING.1,
+                stall_ms: FAULT_STALL_MS,
+                drop: DROP,
+                detector: detector.to_string(),
+            },
+            message_time_us: 0.0,
+            elapsed_s: 0.0,
+            excluded: Vec::new(),
+            algorithms: Vec::new(),
+        }
+    }
+}
+
 /// Section and think time of a run, in ms.
 #[derive(Clone, Debug, Serialize)]
 pub struct Timing {
@@ -130,6 +156,11 @@ pub struct Row {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes_on_runs: Vec<String>,
 }
+
+/// [`PerEntry::counted`] when every entry counts.
+pub const EVERY_ENTRY: &str = "every entry";
+/// [`PerEntry::counted`] when the coordinator's own entries, which cost nothing, are left out.
+pub const CLIENT_ENTRIES: &str = "entries of every worker but the coordinator";
 
 /// Messages per entry, measured and claimed.
 #[derive(Clone, Debug, Serialize)]
@@ -534,23 +565,11 @@ pub fn compare(o: &CompareOpts, mut done: impl FnMut(&Row, Duration)) -> Result<
         }
     }
     Ok(Comparison {
-        schema: SCHEMA,
-        workers: o.workers,
-        entries_per_worker: o.entries,
-        light: Timing { cs_ms: LIGHT.0, think_ms: LIGHT.1 },
-        saturation: Timing { cs_ms: SATURATED.0, think_ms: SATURATED.1 },
-        fault_runs: FaultSettings {
-            entries_per_worker: FAULT_ENTRIES,
-            cs_ms: FAULT_TIMING.0,
-            think_ms: FAULT_TIMING.1,
-            stall_ms: FAULT_STALL_MS,
-            drop: DROP,
-            detector: o.detector.to_string(),
-        },
         message_time_us: t_ms * 1e3,
         elapsed_s: started.elapsed().as_secs_f64(),
         excluded,
         algorithms: rows,
+        ..Comparison::new(o.workers, o.entries, &o.detector.to_string())
     })
 }
 
@@ -648,7 +667,7 @@ fn measure(o: &CompareOpts, name: &str, t_ms: f64, tmp: &Path) -> Result<Row, Ru
         messages_per_entry: PerEntry {
             light: light_pe,
             saturation: sat_pe,
-            counted: if free { "entries of every worker but the coordinator" } else { "every entry" },
+            counted: if free { CLIENT_ENTRIES } else { EVERY_ENTRY },
             heartbeats_light: light_hb,
             heartbeats_saturation: sat_hb,
             theory: (info.theory)(Shape { n, replicas: None, initiators: 0 }),
@@ -758,8 +777,8 @@ fn verdict(r: &FaultRun) -> String {
     format!("{}{mark}", r.outcome.word())
 }
 
-/// The two tables' cells: messages and delays, then problems.
-fn cells(c: &Comparison) -> (Vec<[String; 7]>, Vec<[String; 6]>) {
+/// The two tables' cells: messages and delays, then problems (the HTML page's too).
+pub(crate) fn cells(c: &Comparison) -> (Vec<[String; 7]>, Vec<[String; 6]>) {
     let mut costs = Vec::new();
     let mut problems = Vec::new();
     for r in &c.algorithms {
@@ -784,7 +803,7 @@ fn cells(c: &Comparison) -> (Vec<[String; 7]>, Vec<[String; 6]>) {
     (costs, problems)
 }
 
-const COST_HEAD: [&str; 7] = [
+pub(crate) const COST_HEAD: [&str; 7] = [
     "algorithm",
     "msgs/entry light",
     "msgs/entry saturated",
@@ -793,11 +812,11 @@ const COST_HEAD: [&str; 7] = [
     "notes say (T)",
     "sync delay, saturated (theory, T)",
 ];
-const PROBLEM_HEAD: [&str; 6] =
+pub(crate) const PROBLEM_HEAD: [&str; 6] =
     ["algorithm", "non-holder crash", "holder crash", "coordinator crash", "lost messages", "notes say"];
 
 /// The lines under the tables: T, the settings, and what `?` and the counts mean.
-fn footer(c: &Comparison) -> String {
+pub(crate) fn footer(c: &Comparison) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -978,19 +997,6 @@ mod tests {
             detail: String::new(),
         };
         Comparison {
-            schema: SCHEMA,
-            workers: 3,
-            entries_per_worker: 5,
-            light: Timing { cs_ms: 1.0, think_ms: 20.0 },
-            saturation: Timing { cs_ms: 1.0, think_ms: 0.0 },
-            fault_runs: FaultSettings {
-                entries_per_worker: 10,
-                cs_ms: 5.0,
-                think_ms: 2.0,
-                stall_ms: 1000,
-                drop: 0.05,
-                detector: "perfect".into(),
-            },
             message_time_us: 10.0,
             elapsed_s: 1.0,
             excluded: vec![
@@ -1021,6 +1027,7 @@ mod tests {
                 clean: false,
                 notes_on_runs: vec![],
             }],
+            ..Comparison::new(3, 5, "perfect")
         }
     }
 

@@ -4,6 +4,9 @@
 //! `#rendered`; `--dump-dom` returns the DOM after it ran). The arrows come from the
 //! message trace a kept run records.
 //!
+//! The comparison page of `mutexlab compare --html` is rendered from a made-up
+//! comparison, and its bars, theory bands and grid cells are counted the same way.
+//!
 //! Without `/usr/bin/chromium` the test says so in one line and passes, unless
 //! `MUTEXLAB_REQUIRE_BROWSER=1` (CI), where it fails.
 
@@ -16,6 +19,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 
 use common::{run, stderr, PATIENCE};
+use mutexlab::algos::Theory;
+use mutexlab::compare::{self, Comparison, Delay, FaultRun, Outcome, PerEntry, Problems, Row};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
@@ -87,8 +92,8 @@ fn dump_dom(page: &Path) -> String {
     dom
 }
 
-/// The counts the page's script left in `#rendered`.
-fn counts(dom: &str) -> Result<[usize; 3], String> {
+/// The counts `names` the page's script left in `#rendered`.
+fn rendered<const K: usize>(dom: &str, names: [&str; K]) -> Result<[usize; K], String> {
     let start = dom.find(r#"<div id="rendered""#).ok_or("no #rendered element")?;
     let tag = &dom[start..start + dom[start..].find('>').ok_or("#rendered is cut short")?];
     let attr = |name: &str| -> Result<usize, String> {
@@ -97,7 +102,16 @@ fn counts(dom: &str) -> Result<[usize; 3], String> {
         let v = &tag[at + key.len()..];
         v[..v.find('"').unwrap_or(0)].parse().map_err(|_| format!("data-{name} is not a number: {tag}"))
     };
-    Ok([attr("lanes")?, attr("arrows")?, attr("cs")?])
+    let mut out = [0; K];
+    for (o, name) in out.iter_mut().zip(names) {
+        *o = attr(name)?;
+    }
+    Ok(out)
+}
+
+/// The run report's counts: lanes, arrows, sections.
+fn counts(dom: &str) -> Result<[usize; 3], String> {
+    rendered(dom, ["lanes", "arrows", "cs"])
 }
 
 /// The report of a clean `-n 3 -k 3` run: 3 lanes, 9 shaded sections, and arrows.
@@ -203,4 +217,79 @@ fn the_report_command_prints_its_path_and_refuses_what_is_not_a_run() {
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
+}
+
+/// A made-up comparison of two algorithms under the four faults: `centralized` with its
+/// theory and both delays, `lamport` with no theory and no sync sample.
+fn comparison() -> Comparison {
+    let delay = |t: f64| Some(Delay { ms: t / 500.0, t, samples: 9, notes: "2".into() });
+    let runs = |o: Outcome| {
+        ["non-holder crash", "holder crash", "coordinator crash", "lost messages"]
+            .map(|fault| FaultRun {
+                fault,
+                plan: String::new(),
+                drop: 0.0,
+                seed: 1,
+                outcome: o,
+                as_intended: true,
+                detail: String::new(),
+            })
+            .to_vec()
+    };
+    let row = |algorithm: &str, theory, sync, o| Row {
+        algorithm: algorithm.into(),
+        family: "permission".into(),
+        messages_per_entry: PerEntry {
+            light: 3.0,
+            saturation: 3.0,
+            counted: compare::EVERY_ENTRY,
+            heartbeats_light: 0,
+            heartbeats_saturation: 0,
+            theory,
+            notes: "3 (notes)".into(),
+        },
+        entry_delay: delay(28.0),
+        sync_delay: sync,
+        problems: Problems { notes: "coordinator crash (notes)", runs: runs(o) },
+        clean: true,
+        notes_on_runs: Vec::new(),
+    };
+    Comparison {
+        message_time_us: 2.0,
+        algorithms: vec![
+            row("centralized", Theory::exact(2.0, "3(N-1)/N"), delay(19.0), Outcome::Stalls),
+            row("lamport", None, None, Outcome::Unsafe),
+        ],
+        ..Comparison::new(3, 5, "perfect")
+    }
+}
+
+/// The comparison page's counts: rows of the grid, message bars, theory bands, delay
+/// bars, grid cells.
+fn chart(dom: &str) -> Result<[usize; 5], String> {
+    rendered(dom, ["rows", "message-bars", "bands", "delay-bars", "cells"])
+}
+
+#[test]
+fn the_comparison_page_renders_its_bars_bands_and_grid() {
+    if !browser_present() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("compare.html");
+    std::fs::write(&page, mutexlab::html::comparison_page(&comparison())).unwrap();
+    let dom = dump_dom(&page);
+    // Two rows; light and saturation bars for each; one theory; three delays (lamport
+    // has no sync sample); four faults a row.
+    assert_eq!(chart(&dom), Ok([2, 4, 1, 3, 8]), "{dom}");
+    // The grid's cells kept their verdicts through the browser's parse.
+    assert_eq!(dom.matches(r#"data-cell="unsafe""#).count(), 4);
+}
+
+#[test]
+fn the_chart_checker_refuses_a_page_without_its_counts() {
+    // What the script writes for an empty comparison, and a page whose script never ran.
+    let empty = r#"<div id="rendered" hidden="" data-rows="0" data-message-bars="0" data-bands="0" data-delay-bars="0" data-cells="0">"#;
+    assert_eq!(chart(empty), Ok([0; 5]));
+    assert!(chart(r#"<div id="rendered" hidden="">"#).unwrap_err().contains("did not count rows"));
 }

@@ -1,6 +1,7 @@
 //! `mutexlab compare` end to end: real runs of two algorithms, the JSON's shape, and the
 //! one figure theory fixes exactly (centralized: REQUEST, GRANT, RELEASE per entry); and
-//! `mutexlab bench --json`, which `make bench ARGS=--json` relies on.
+//! `mutexlab bench --json`, which `make bench ARGS=--json` relies on; and the page
+//! `compare --html` writes.
 
 mod common;
 
@@ -48,6 +49,33 @@ fn compare_measures_centralized_and_token_ring_and_reports_them_as_json() {
     let coord = &central["problems"]["runs"][2];
     assert_eq!(coord["outcome"], "stalls", "{coord}");
     assert_eq!(coord["as_intended"], true, "{coord}");
+}
+
+#[test]
+fn compare_html_writes_the_page_beside_the_text_table_and_names_it_on_stderr() {
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("compare.html");
+    let p = page.to_str().unwrap();
+    let out = run(&["compare", "--algos", "centralized", "-n", "2", "-k", "2", "--html", p]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    // The text table still goes to stdout, the page's path to stderr.
+    assert!(stdout(&out).starts_with("algorithm "), "{}", stdout(&out));
+    let shown = page.canonicalize().unwrap();
+    assert!(stderr(&out).contains(&format!("report: {}", shown.display())), "{}", stderr(&out));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert_eq!(html.matches(r#"<rect data-bar="light""#).count(), 1, "{html}");
+    assert_eq!(html.matches(r#"<rect data-bar="saturation""#).count(), 1);
+    assert_eq!(html.matches("<rect data-cell=").count(), 4, "one cell per fault");
+    assert!(html.contains("<td>centralized</td>"), "the table's row");
+    assert!(html.contains("<title>mutexlab compare: 1 algorithm, N = 2</title>"), "{html}");
+
+    // A page that cannot be written is refused before anything is measured.
+    let nowhere = tmp.path().join("absent").join("c.html");
+    let out = run(&["compare", "--algos", "centralized", "--html", nowhere.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot write") && err.lines().count() == 1, "{err}");
+    assert!(stdout(&out).is_empty(), "nothing was measured");
 }
 
 #[test]

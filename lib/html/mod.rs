@@ -5,7 +5,8 @@
 //! messages by type beside the algorithm's theory, a space-time diagram (one lane per
 //! worker: sections, waits, messages, faults, leaders, findings in red linked to their
 //! lines), and each worker's wait distribution. Reading the files is `data.rs`, drawing
-//! is `svg.rs`, and this file lays out the page.
+//! is `svg.rs`, and this file lays out the page. `compare.rs` makes the page of
+//! `mutexlab compare --html` with the same head, style and escaping.
 //!
 //! Every string that comes from a file or a worker goes through [`esc`] before it
 //! reaches the page: a field holding `<script>` is shown, never run.
@@ -14,12 +15,16 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use crate::algos::{Shape, Theory};
 use crate::audit::{self, AuditError, FaultLog, Violation, WaitStats};
 use crate::control::{FAULT_LOG, LEADERS_FILE, RESOURCE_FILE};
 use crate::supervisor::{ElectReport, RunReport};
 
+mod compare;
 mod data;
 mod svg;
+
+pub use compare::comparison_page;
 
 use data::Timeline;
 
@@ -97,6 +102,8 @@ struct Verdict {
     /// Mutual exclusion only: completed entries and waits by worker.
     entries: Option<u64>,
     waits: Vec<WaitStats>,
+    /// Elections only: the elections held (distinct terms), as the run's report counts them.
+    elections: Option<usize>,
 }
 
 /// The report of the run in `run_dir`, with whatever else is `known` of it.
@@ -158,6 +165,7 @@ fn mutex_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdict
         cut_short: a.cut_short,
         entries: Some(a.entries),
         waits: a.wait_ms_by_worker,
+        elections: None,
     };
     if let Known::Run(r) = known {
         // The run's own verdict is the one its summary printed.
@@ -185,6 +193,7 @@ fn leaders_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdi
         cut_short: Vec::new(),
         entries: None,
         waits: Vec::new(),
+        elections: Some(a.terms),
     };
     if let Known::Elect(r) = known {
         v.text = crate::report::elect_summary(r);
@@ -194,7 +203,8 @@ fn leaders_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdi
     Ok(v)
 }
 
-const STYLE: &str = r#"
+/// What every page shares: type, tables, notes, and the charts' axes.
+const BASE_STYLE: &str = r#"
 body { font: 14px/1.4 system-ui, sans-serif; margin: 24px; color: #1d2330; }
 h1 { font-size: 20px; margin: 0 0 8px; } h2 { font-size: 16px; margin: 24px 0 8px; }
 pre { background: #f4f5f8; padding: 10px; overflow-x: auto; font-size: 12px; }
@@ -205,6 +215,11 @@ td.n { text-align: right; font-variant-numeric: tabular-nums; }
 .scroll { overflow-x: auto; border: 1px solid #e3e5ea; }
 svg text { font: 11px system-ui, sans-serif; fill: #333; }
 line.tick { stroke: #eceef2; } text.tick { fill: #889; text-anchor: middle; }
+code { font-size: 12px; }
+"#;
+
+/// The run report's own: the diagram, the theory band, the histograms, the findings.
+const STYLE: &str = r#"
 line.lane { stroke: #b8bfcc; } text.lane { font-weight: 600; }
 rect.cs { fill: #3d7bd9; fill-opacity: .75; } rect.cs.open { fill: #8aa9d9; }
 rect.cs.bad { fill: #d62d2d; fill-opacity: .9; }
@@ -224,35 +239,46 @@ svg.hist rect { fill: #3d7bd9; } svg.hist line.axis { stroke: #999; }
 svg.hist line.p50 { stroke: #1a7f37; stroke-width: 2; } svg.hist line.p99 { stroke: #d62d2d; stroke-width: 2; }
 .violations td:first-child, .listing td:first-child { white-space: nowrap; }
 .listing tr:target, .violations tr:target { background: #ffe9a8; }
-code { font-size: 12px; }
 "#;
 
-/// Counts what the browser built, so a test can read it back from the rendered DOM.
+/// Counts what the browser built, so a test can read it back from the rendered DOM:
+/// for each `name=selector` in `#rendered`'s `data-count`, how many elements match, in
+/// its `data-name`.
 const SCRIPT: &str = r#"
 document.addEventListener('DOMContentLoaded', function () {
-  var d = document.querySelector('svg.diagram'), r = document.getElementById('rendered');
-  if (!d || !r) return;
-  var n = function (q) { return String(d.querySelectorAll(q).length); };
-  r.setAttribute('data-lanes', n('[data-lane]'));
-  r.setAttribute('data-arrows', n('[data-arrow]'));
-  r.setAttribute('data-cs', n('[data-bar="cs"]'));
-  r.setAttribute('data-waits', n('[data-bar="wait"]'));
-  r.setAttribute('data-faults', n('[data-fault]'));
-  r.setAttribute('data-violations', n('[data-violation]'));
+  var r = document.getElementById('rendered');
+  if (!r) return;
+  (r.getAttribute('data-count') || '').split(';').forEach(function (pair) {
+    var i = pair.indexOf('=');
+    if (i > 0) r.setAttribute('data-' + pair.slice(0, i), String(document.querySelectorAll(pair.slice(i + 1)).length));
+  });
 });
 "#;
 
-fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> String {
-    let mut s = String::new();
-    let title = format!("mutexlab report: {}, {} workers", v.algorithm, v.workers);
+/// The hidden element [`SCRIPT`] writes its counts into, asking for each `(name,
+/// selector)` of `counts`.
+fn rendered(counts: &[(&str, &str)]) -> String {
+    let asked: Vec<String> = counts.iter().map(|(name, sel)| format!("{name}={sel}")).collect();
+    format!("<div id=\"rendered\" hidden data-count=\"{}\"></div>", esc(&asked.join(";")))
+}
+
+/// The start of a page up to its heading: nothing may be fetched (the policy allows
+/// only what is inline), the shared style plus `style`, and `script`.
+fn head(s: &mut String, title: &str, style: &str, script: &str) {
     let _ = write!(
         s,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\
-         <title>{}</title><style>{STYLE}</style><script>{SCRIPT}</script></head><body>\n",
-        esc(&title)
+         <title>{}</title><style>{BASE_STYLE}{style}</style><script>{script}</script></head><body>\n",
+        esc(title)
     );
-    let _ = writeln!(s, "<h1>{}</h1>", esc(&title));
+    let _ = writeln!(s, "<h1>{}</h1>", esc(title));
+}
+
+fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> String {
+    let mut s = String::new();
+    let title = format!("mutexlab report: {}, {} workers", v.algorithm, v.workers);
+    head(&mut s, &title, STYLE, SCRIPT);
     let verdict = if v.count == 0 {
         "<span class=\"ok\">audit OK: no violations</span>".to_string()
     } else {
@@ -262,7 +288,18 @@ fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> Stri
         )
     };
     let _ = writeln!(s, "<p>Run directory <code>{}</code>. {verdict}</p>", esc(dir));
-    let _ = writeln!(s, "<div id=\"rendered\" hidden></div>");
+    let _ = writeln!(
+        s,
+        "{}",
+        rendered(&[
+            ("lanes", "svg.diagram [data-lane]"),
+            ("arrows", "svg.diagram [data-arrow]"),
+            ("cs", r#"svg.diagram [data-bar="cs"]"#),
+            ("waits", r#"svg.diagram [data-bar="wait"]"#),
+            ("faults", "svg.diagram [data-fault]"),
+            ("violations", "svg.diagram [data-violation]"),
+        ])
+    );
 
     let drawn = svg::diagram(tl, lanes, &v.violations);
     let _ = writeln!(s, "<h2>Space-time diagram</h2>");
@@ -339,7 +376,10 @@ fn messages(s: &mut String, v: &Verdict, tl: &Timeline, known: Known) {
             r.entries.total,
             Some(("total", (r.messages.total, format!("{:.2}", r.messages.per_entry)))),
         ),
-        Known::Files => ("per entry", v.entries.unwrap_or(0), None),
+        Known::Files => match v.elections {
+            Some(held) => ("per election", held as u64, None),
+            None => ("per entry", v.entries.unwrap_or(0), None),
+        },
     };
     let per = |n: u64| if count > 0 { format!("{:.2}", n as f64 / count as f64) } else { "–".into() };
     // The figure the theory speaks of: the summary's own when known.
@@ -367,14 +407,10 @@ fn messages(s: &mut String, v: &Verdict, tl: &Timeline, known: Known) {
     } else {
         let _ = writeln!(s, "<table>");
     }
-    let theory = match known {
-        Known::Run(r) => r.theory.clone(),
-        Known::Elect(r) => r.theory.clone(),
-        // Mutual exclusion: theory depends on the worker count (and --replicas for
-        // voting, which the files do not record: the default is assumed).
-        Known::Files if v.entries.is_some() => crate::algos::info(&v.algorithm)
-            .and_then(|a| (a.theory)(crate::algos::Shape { n: v.workers, replicas: None, initiators: 0 })),
-        Known::Files => None,
+    let (theory, assumed) = match known {
+        Known::Run(r) => (r.theory.clone(), None),
+        Known::Elect(r) => (r.theory.clone(), None),
+        Known::Files => files_theory(v),
     };
     if let Some(t) = theory {
         let range = if t.per_entry_min == t.per_entry_max {
@@ -390,12 +426,44 @@ fn messages(s: &mut String, v: &Verdict, tl: &Timeline, known: Known) {
             esc(&t.formula)
         );
         let _ = writeln!(s, "</table>");
+        if let Some(a) = assumed {
+            let _ = writeln!(s, "<p class=\"note\">{}</p>", esc(&a));
+        }
         if let Some(measured) = measured {
             s.push_str(&svg::against_theory(measured, t.per_entry_min, t.per_entry_max, what));
         }
         return;
     }
     let _ = writeln!(s, "</table>");
+}
+
+/// The theory for a run known from its files alone, which record the algorithm and the
+/// worker count but not `--replicas` (voting) or `--initiators` (elections): for those
+/// the commands' defaults are assumed, and the sentence that says so comes back when
+/// the assumption changes the figure.
+fn files_theory(v: &Verdict) -> (Option<Theory>, Option<String>) {
+    let Some(a) = crate::algos::info(&v.algorithm) else { return (None, None) };
+    let shape = |initiators| Shape { n: v.workers, replicas: None, initiators };
+    if v.elections.is_some() {
+        // `mutexlab elect` starts with every worker calling an election.
+        let all = (a.theory)(shape(v.workers));
+        let one = (a.theory)(shape(1));
+        let differs = all.as_ref().map(|t| (t.per_entry_min, t.per_entry_max))
+            != one.as_ref().map(|t| (t.per_entry_min, t.per_entry_max));
+        let note = differs.then(|| {
+            format!(
+                "The files do not record who called the first election; the theory assumes all \
+                 {} workers did (--initiators all, the default of mutexlab elect).",
+                v.workers
+            )
+        });
+        return (all, note);
+    }
+    let t = (a.theory)(shape(0));
+    let note = t.as_ref().and_then(|t| t.replicas).map(|m| {
+        format!("The files do not record --replicas; the theory assumes the default, m = {m} coordinators.")
+    });
+    (t, note)
 }
 
 /// Each worker's waits as a histogram on one shared scale, with the auditor's figures.
@@ -483,6 +551,13 @@ fn findings(s: &mut String, v: &Verdict, tl: &Timeline) {
         let _ = writeln!(s, "<tr id=\"L{n}\"><td>{n}</td><td><code>{}</code></td></tr>", esc(text));
     }
     let _ = writeln!(s, "</table>");
+}
+
+/// Whether `html` names no address but the SVG namespace: nothing to fetch.
+#[cfg(test)]
+fn fetches_nothing(html: &str) -> bool {
+    let at: Vec<&str> = html.match_indices("http").map(|(i, _)| &html[i..(i + 30).min(html.len())]).collect();
+    at.iter().all(|u| u.starts_with("http://www.w3.org/2000/svg") || u.starts_with("http-equiv"))
 }
 
 #[cfg(test)]

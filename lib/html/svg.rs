@@ -57,6 +57,31 @@ fn tick_step(span_ms: f64, parts: f64) -> f64 {
     [1.0, 2.0, 5.0, 10.0].into_iter().map(|m| m * pow).find(|s| *s >= raw).unwrap_or(10.0 * pow)
 }
 
+/// Grid lines at about `parts` round values from 0 to `span` across `width` px from
+/// `left`, running from `top` (labelled above it, with `unit`) down to `bottom`.
+pub(crate) fn ticks(
+    s: &mut String,
+    (left, width): (f64, f64),
+    (top, bottom): (f64, f64),
+    span: f64,
+    parts: f64,
+    unit: &str,
+) {
+    let step = tick_step(span, parts);
+    let mut k = 0.0;
+    while k <= span + step * 1e-9 {
+        let x = left + k / span.max(1e-9) * width;
+        let _ = writeln!(
+            s,
+            r#"<line class="tick" x1="{x:.1}" y1="{a}" x2="{x:.1}" y2="{bottom}"/><text class="tick" x="{x:.1}" y="{b}">{k}{unit}</text>"#,
+            a = top - 6.0,
+            b = top - 10.0,
+            k = (k * 1e6).round() / 1e6,
+        );
+        k += step;
+    }
+}
+
 /// Draw the run: `lanes` workers, `violations` placed by the line they name.
 pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation]) -> Drawn {
     let mut notes = Vec::new();
@@ -74,20 +99,7 @@ pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation]) -> Dr
         w = LEFT + WIDTH + 24.0,
     );
     // The time axis, in ms since the first thing drawn.
-    let span_ms = sc.span / 1e6;
-    let step = tick_step(span_ms, 8.0);
-    let mut k = 0.0;
-    while k <= span_ms + step * 1e-9 {
-        let x = LEFT + k / span_ms.max(1e-9) * WIDTH;
-        let _ = writeln!(
-            s,
-            r#"<line class="tick" x1="{x:.1}" y1="{a}" x2="{x:.1}" y2="{bottom}"/><text class="tick" x="{x:.1}" y="{b}">{k} ms</text>"#,
-            a = TOP - 6.0,
-            b = TOP - 10.0,
-            k = (k * 1e6).round() / 1e6,
-        );
-        k += step;
-    }
+    ticks(&mut s, (LEFT, WIDTH), (TOP, bottom), sc.span / 1e6, 8.0, " ms");
     for w in 0..lanes {
         let y = lane_y(w);
         let _ = writeln!(

@@ -72,11 +72,7 @@ fn a_clean_run_has_its_lanes_bars_and_fault_marks() {
     assert_eq!(count(&html, "data-hist="), 3);
     assert!(html.contains("No message trace"));
     // Nothing fetched: no URL but the SVG namespace.
-    let urls: Vec<&str> = html.match_indices("http").map(|(i, _)| &html[i..i + 30]).collect();
-    assert!(
-        urls.iter().all(|u| u.starts_with("http://www.w3.org/2000/svg") || u.starts_with("http-equiv")),
-        "{urls:?}"
-    );
+    assert!(fetches_nothing(&html));
 }
 
 #[test]
@@ -243,4 +239,73 @@ EXIT w=1 e=1 fence=2:1 read=0 value=1 t=3500
     assert!(html.contains("fence 1:0 is older than 2:1"));
     // w0's section ends at the refusal, not at the end of the run.
     assert!(html.contains("w0 entry 1 (line 3), fence 1:0: entered 0.001 ms, left 0.002 ms"), "{html}");
+}
+
+/// A bully election of three workers from its files: w2 announces itself to the others.
+const ELECTED: &str = "\
+# mutexlab leaders v1 algo=bully workers=3
+START t=1000000
+LEADER w=2 inc=0 leader=2 term=1 t=2000000
+LEADER w=0 inc=0 leader=2 term=1 t=2100000
+LEADER w=1 inc=0 leader=2 term=1 t=2200000
+";
+const ELECTED_W0: &str = "\
+# mutexlab trace v1 w=0 workers=3 algo=bully
+RECV w=0 inc=0 t=2050000 lc=2 from=2 from_inc=0 sent_lc=1 type=COORDINATOR
+";
+const ELECTED_W1: &str = "\
+# mutexlab trace v1 w=1 workers=3 algo=bully
+RECV w=1 inc=0 t=2150000 lc=3 from=2 from_inc=0 sent_lc=2 type=COORDINATOR
+";
+const ELECTED_W2: &str = "\
+# mutexlab trace v1 w=2 workers=3 algo=bully
+SEND w=2 inc=0 t=2010000 lc=1 to=0 type=COORDINATOR
+SEND w=2 inc=0 t=2020000 lc=2 to=1 type=COORDINATOR
+";
+
+#[test]
+fn an_election_from_its_files_alone_is_set_beside_its_theory() {
+    let traced = |leaders: &str| {
+        dir_with(&[
+            (LEADERS_FILE, leaders),
+            ("trace-w0.log", ELECTED_W0),
+            ("trace-w1.log", ELECTED_W1),
+            ("trace-w2.log", ELECTED_W2),
+        ])
+    };
+    let d = traced(ELECTED);
+    let html = render(d.path()).unwrap();
+    // Two COORDINATORs over the one election the file holds, beside bully's M-1 to M²-1
+    // for M = 3, as a kept `elect` run's page gives it.
+    assert!(
+        html.contains(r#"<tr><td>COORDINATOR</td><td class="n">2</td><td class="n">2.00</td></tr>"#),
+        "{html}"
+    );
+    assert!(
+        html.contains("<th>theory</th><td></td><td class=\"n\">2.00 to 8.00</td><td>per election: M-1"),
+        "{html}"
+    );
+    assert!(html.contains(r#"data-theory="2.00""#), "{html}");
+    assert!(html.contains("<title>theory 2.00 to 8.00 per election</title>"), "{html}");
+    // Bully's figure does not depend on who started, so nothing is said of it.
+    assert!(!html.contains("--initiators"), "{html}");
+
+    // ring-list's does: the page names what it assumed.
+    let d = traced(&ELECTED.replace("algo=bully", "algo=ring-list"));
+    let html = render(d.path()).unwrap();
+    assert!(html.contains("2M per initiator"), "{html}");
+    assert!(html.contains("the theory assumes all 3 workers did (--initiators all"), "{html}");
+
+    // The control: an algorithm the registry does not know has no theory row.
+    let d = traced(&ELECTED.replace("algo=bully", "algo=mystery"));
+    let html = render(d.path()).unwrap();
+    assert!(html.contains("per election"), "{html}");
+    assert!(!html.contains("<th>theory</th>") && !html.contains("data-theory="), "{html}");
+
+    // Voting's theory hangs on --replicas, which a resource file does not record either.
+    let d = dir_with(&[(RESOURCE_FILE, &CLEAN.replace("algo=centralized", "algo=voting"))]);
+    let html = render(d.path()).unwrap();
+    assert!(html.contains("the theory assumes the default, m = 3 coordinators"), "{html}");
+    let d = dir_with(&[(RESOURCE_FILE, CLEAN)]);
+    assert!(!render(d.path()).unwrap().contains("assumes"), "centralized assumes nothing");
 }
