@@ -8,7 +8,8 @@
 //! the application and for messages (yours), peers going down and up (task 4), and the
 //! stall diagnosis (task 3). `README.md` beside this file walks you through them.
 
-// The skeleton's handlers do not use their arguments yet; delete this line when done.
+// The skeleton's handlers do not use their arguments yet; delete this line once task 4
+// is written (until then the peer handlers leave `out` unused).
 #![allow(unused_variables)]
 
 use std::collections::BTreeSet;
@@ -102,7 +103,8 @@ impl Algorithm for Node {
         // YOUR CODE HERE (task 4)
     }
 
-    /// `peer` came back as a fresh process that remembers nothing.
+    /// `peer` came back as a fresh process that remembers nothing, not even the tickets
+    /// it saw: its next REQUEST carries ticket 1, which a node inside must still defer.
     fn on_peer_up(&mut self, peer: PeerId, out: &mut Out<Msg, NoTimer>) {
         self.down.remove(&peer);
         // YOUR CODE HERE (task 4)

@@ -9,7 +9,8 @@
 //! application's calls, messages, helpers (the notes' sendToken, and the stall
 //! diagnosis). `README.md` beside this file walks you through them.
 
-// The skeleton's handlers do not use their arguments yet; delete this line when done.
+// The skeleton's handlers do not use their arguments yet; delete this line when done
+// (a handler that still uses no `out` then, `on_start` perhaps, can call it `_out`).
 #![allow(unused_variables)]
 
 use mutexlab::algorithm::{Algorithm, Config, Message, NoTimer, Out, PeerId};

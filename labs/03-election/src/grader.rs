@@ -100,7 +100,7 @@ pub fn grader<N: ElectLab>(algo: &str) -> Grader {
 
     g.script("1.1", "an initiator sends its own id to its successor", 2, move || {
         let mut w = ring::<N>(3);
-        expect(elect(&mut w, 0), &[send(1, el(0, 0))], "w0 calls an election (rule 1)");
+        expect(elect(&mut w, 0), &[send(1, el(0, 0))], "w0 calls an election (rules ii, iii)");
         expect(elect(&mut w, 0), &[], "w0 calls again while a participant: nothing new");
     });
     g.script("1.2", "a larger id is passed on, a smaller replaced by one's own", 3, move || {
@@ -109,23 +109,27 @@ pub fn grader<N: ElectLab>(algo: &str) -> Grader {
         expect(
             deliver(&mut w, 0, 1, el(0, 0)),
             &[send(2, el(1, 0))],
-            "w1 gets w0's id: sends its own (rule 3)",
+            "w1 gets w0's id: sends its own (rule iv, not a participant)",
         );
         expect(
             deliver(&mut w, 1, 2, el(1, 0)),
             &[send(0, el(2, 0))],
-            "w2 gets w1's id: sends its own (rule 3)",
+            "w2 gets w1's id: sends its own (rule iv, not a participant)",
         );
         expect(
             deliver(&mut w, 2, 0, el(2, 0)),
             &[send(1, el(2, 0))],
-            "w0 gets w2's id: passes it on (rule 2)",
+            "w0 gets w2's id: passes it on (rule iv, a larger id)",
         );
     });
     g.script("1.3", "a participant drops a smaller id", 2, move || {
         let mut w = ring::<N>(3);
         elect(&mut w, 1);
-        expect(deliver(&mut w, 0, 1, el(0, 0)), &[], "w1, a participant, gets w0's id (rule 4)");
+        expect(
+            deliver(&mut w, 0, 1, el(0, 0)),
+            &[],
+            "w1, a participant, gets w0's smaller id and drops it (rule iv)",
+        );
     });
     g.script("1.4", "its own id home: the node leads and announces", 3, move || {
         let mut w = ring::<N>(3);
@@ -133,16 +137,16 @@ pub fn grader<N: ElectLab>(algo: &str) -> Grader {
         expect(
             deliver(&mut w, 1, 2, el(2, 0)),
             &[leader(2, 5), send(0, ed(2, 5))],
-            "w2's id comes home (rule 5): term 5 is epoch 1 of 3 nodes plus id 2",
+            "w2's id comes home (rules iv-vi): term 5 is epoch 1 of 3 nodes plus id 2",
         );
     });
     g.script("1.5", "ELECTED is accepted, passed on, and dropped at home", 3, move || {
         let mut w = ring::<N>(3);
         elect(&mut w, 2);
         deliver(&mut w, 1, 2, el(2, 0));
-        expect(deliver(&mut w, 2, 0, ed(2, 5)), &[leader(2, 5), send(1, ed(2, 5))], "w0 hears (rule 6)");
-        expect(deliver(&mut w, 0, 1, ed(2, 5)), &[leader(2, 5), send(2, ed(2, 5))], "w1 hears (rule 6)");
-        expect(deliver(&mut w, 1, 2, ed(2, 5)), &[], "w2's ELECTED is home (rule 7)");
+        expect(deliver(&mut w, 2, 0, ed(2, 5)), &[leader(2, 5), send(1, ed(2, 5))], "w0 hears (rule vii)");
+        expect(deliver(&mut w, 0, 1, ed(2, 5)), &[leader(2, 5), send(2, ed(2, 5))], "w1 hears (rule vii)");
+        expect(deliver(&mut w, 1, 2, ed(2, 5)), &[], "w2's ELECTED is home (rule viii)");
     });
     g.script("1.6", "a node alone leads at once", 1, move || {
         let mut w = ring::<N>(1);

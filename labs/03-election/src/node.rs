@@ -8,7 +8,8 @@
 //! follows). The sections below are: messages (given), state, construction, the event
 //! dispatch (given), the handlers (yours), helpers. `README.md` walks you through them.
 
-// The skeleton does not use its arguments and helpers yet; delete this line when done.
+// The skeleton does not use its arguments and helpers yet; delete this line when done
+// (Chang-Roberts never needs to know who sent a message: call that argument `_from`).
 #![allow(unused_variables, dead_code)]
 
 use std::collections::BTreeSet;
@@ -102,13 +103,13 @@ impl Node {
     // Handlers
     // -----------------------------------------------------------------------------------
 
-    /// The application calls an election (rule 1).
+    /// The application calls an election (rules ii and iii).
     fn on_elect(&mut self, out: &mut Out) {
         // YOUR CODE HERE
         mutexlab::lab::unwritten("on_elect")
     }
 
-    /// An ELECTION (rules 2-5) or an ELECTED (rules 6-7) arrived.
+    /// An ELECTION (rules iv to vi) or an ELECTED (rules vii and viii) arrived.
     fn on_message(&mut self, from: PeerId, msg: Msg, out: &mut Out) {
         // YOUR CODE HERE
         mutexlab::lab::unwritten("on_message")
