@@ -42,6 +42,8 @@ impl Message for Msg {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct CentralZero {
     me: PeerId,
+    /// Asked and not yet granted: what a stall diagnosis reports.
+    waiting: bool,
     holder: Option<PeerId>,
     queue: VecDeque<PeerId>,
 }
@@ -69,6 +71,7 @@ impl CentralZero {
     fn grant(&mut self, to: PeerId, out: &mut Out<Msg, NoTimer>) {
         self.holder = Some(to);
         if to == self.me {
+            self.waiting = false;
             out.enter_cs();
         } else {
             out.send(to, Msg::Grant);
@@ -81,10 +84,11 @@ impl Algorithm for CentralZero {
     type Timer = NoTimer;
 
     fn new(cfg: &Config) -> Self {
-        CentralZero { me: cfg.id, holder: None, queue: VecDeque::new() }
+        CentralZero { me: cfg.id, waiting: false, holder: None, queue: VecDeque::new() }
     }
 
     fn on_want_cs(&mut self, out: &mut Out<Msg, NoTimer>) {
+        self.waiting = true;
         if self.me == COORDINATOR {
             self.request(self.me, out);
         } else {
@@ -96,7 +100,10 @@ impl Algorithm for CentralZero {
         match msg {
             Msg::Request if self.me == COORDINATOR => self.request(from, out),
             Msg::Release if self.me == COORDINATOR && self.holder == Some(from) => self.release(out),
-            Msg::Grant if from == COORDINATOR => out.enter_cs(),
+            Msg::Grant if from == COORDINATOR => {
+                self.waiting = false;
+                out.enter_cs();
+            }
             // Anything else is not for this node, or not from whom it should come.
             _ => {}
         }
@@ -111,10 +118,13 @@ impl Algorithm for CentralZero {
     }
 
     fn pending(&self) -> String {
-        if self.me == COORDINATOR {
-            String::new()
-        } else {
-            format!("waiting for GRANT from {COORDINATOR}")
+        match (self.waiting, self.me == COORDINATOR) {
+            (false, _) => String::new(),
+            (true, true) => match self.holder {
+                Some(h) => format!("queued behind {h}, who holds the section"),
+                None => format!("asked, but nobody holds the section and {} are queued", self.queue.len()),
+            },
+            (true, false) => format!("waiting for GRANT from {COORDINATOR}"),
         }
     }
 }

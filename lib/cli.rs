@@ -525,7 +525,7 @@ fn cmd_run(a: RunArgs) -> ExitCode {
             if r.run_dir_kept {
                 kept_report(&r.run_dir, html::Known::Run(&r));
             }
-            finished(r.ok, r.failure.as_deref())
+            finished(r.ok, r.failure.as_deref(), sh.json)
         }
         Err(e) => run_error(e),
     }
@@ -573,7 +573,7 @@ fn cmd_elect(a: ElectArgs) -> ExitCode {
             if r.run_dir_kept {
                 kept_report(&r.run_dir, html::Known::Elect(&r));
             }
-            finished(r.ok, r.failure.as_deref())
+            finished(r.ok, r.failure.as_deref(), sh.json)
         }
         Err(e) => run_error(e),
     }
@@ -609,10 +609,18 @@ fn shared_opts(sh: &Shared, plan: Plan) -> RunOpts {
     }
 }
 
-/// Exit 0 for a clean run, else 1 (after saying why the run failed, if it did).
-fn finished(ok: bool, failure: Option<&str>) -> ExitCode {
+/// Exit 0 for a clean run, else 1 (after saying why the run failed, if it did). The
+/// text summary on stdout already shows the diagnosis in full, so stderr then gets its
+/// first line only; under `--json` the diagnosis is one escaped string, so stderr shows
+/// it as lines.
+fn finished(ok: bool, failure: Option<&str>, json: bool) -> ExitCode {
     if let Some(f) = failure {
-        eprintln!("mutexlab: run failed: {f}");
+        match f.split_once('\n') {
+            Some((first, _)) if !json => {
+                eprintln!("mutexlab: run failed: {first} (the diagnosis is on stdout)")
+            }
+            _ => eprintln!("mutexlab: run failed: {f}"),
+        }
     }
     if ok {
         ExitCode::SUCCESS

@@ -127,6 +127,8 @@ pub struct Grader {
     tests: Vec<Test>,
     /// The program every real run's workers drive, if the node is one.
     external: Option<ExternalOpts>,
+    /// Flags that chose the node graded (`--solution`), which replay lines repeat.
+    node_flags: Vec<String>,
 }
 
 /// A simulator sweep: sizes × seeds, each run until every node has entered `entries`
@@ -291,7 +293,20 @@ struct GradeArgs {
 impl Grader {
     /// A grader titled `title` whose real runs ask for the algorithm `algo`.
     pub fn new(title: &str, algo: &str) -> Grader {
-        Grader { title: title.to_string(), algo: algo.to_string(), tests: Vec::new(), external: None }
+        Grader {
+            title: title.to_string(),
+            algo: algo.to_string(),
+            tests: Vec::new(),
+            external: None,
+            node_flags: Vec::new(),
+        }
+    }
+
+    /// `flag` chose the node graded (`--solution`, `--notes-003`): replay lines repeat
+    /// it, or copying one would replay a different node.
+    pub fn replay_flag(&mut self, flag: &str) -> &mut Self {
+        self.node_flags.push(flag.to_string());
+        self
     }
 
     /// Real runs start every worker with `command` (`sh -c`) as its node, each answer
@@ -387,17 +402,21 @@ impl Grader {
     }
 
     /// The context `main` grades in: this executable for workers, the program if any,
-    /// and a replay command that repeats `--worker-cmd`.
+    /// and a replay command that repeats the flags that chose the node.
     fn ctx(&self, n: Option<u32>, seed: Option<u64>) -> Ctx {
         Ctx {
             algo: self.algo.clone(),
             exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("mutexlab")),
-            replay: match &self.external {
-                // Single quotes round the command, as a shell would need them.
-                Some(ExternalOpts { command: Some(cmd), .. }) => {
-                    format!("cargo run -- grade --worker-cmd '{}'", cmd.replace('\'', r"'\''"))
+            replay: {
+                let mut r = String::from("cargo run -- grade");
+                for f in &self.node_flags {
+                    r = r + " " + f;
                 }
-                _ => "cargo run -- grade".into(),
+                // Single quotes round the command, as a shell would need them.
+                if let Some(ExternalOpts { command: Some(cmd), .. }) = &self.external {
+                    r = format!("{r} --worker-cmd '{}'", cmd.replace('\'', r"'\''"));
+                }
+                r
             },
             n,
             seed,
@@ -600,13 +619,13 @@ pub fn judge(r: &Outcome, expect: &Expect) -> Result<(), String> {
             }
             let failure = r.failure.clone().unwrap_or_default();
             let missing: Vec<&String> = mentions.iter().filter(|m| !failure.contains(m.as_str())).collect();
-            if failure.contains("no progress") && missing.is_empty() {
+            if !failure.contains("no progress") {
+                Err(format!("expected a stall; the run failed otherwise: {failure}{kept}"))
+            } else if missing.is_empty() {
                 Ok(())
             } else {
-                let want: Vec<&str> = mentions.iter().map(String::as_str).collect();
                 Err(format!(
-                    "expected a stall whose diagnosis mentions {:?}; the run said: {failure}{kept}",
-                    want
+                    "the stall's diagnosis does not mention {missing:?}; the run said: {failure}{kept}"
                 ))
             }
         }
@@ -791,6 +810,11 @@ mod tests {
         let ctx = g.ctx(Some(3), None);
         // The command as typed, quoted so a shell gives it back unchanged.
         assert_eq!(ctx.replay, r"cargo run -- grade --worker-cmd 'python3 it'\''s.py'");
+        g.replay_flag("--notes-003");
+        assert_eq!(
+            g.ctx(None, None).replay,
+            r"cargo run -- grade --notes-003 --worker-cmd 'python3 it'\''s.py'"
+        );
         let ext = ctx.external.expect("real runs start the program");
         assert_eq!(ext.command.as_deref(), Some("python3 it's.py"));
         assert_eq!((ext.only.len(), ext.timeout), (0, Duration::from_secs(2)));

@@ -605,6 +605,24 @@ mod tests {
     }
 
     #[test]
+    fn a_restart_is_told_in_the_trace_as_the_peers_hear_it() {
+        // Replays list what each node is told, so a reader can see that a restarted
+        // peer's messages come after the news that it is up.
+        let found = (0..50).find_map(|seed| {
+            let mut sim = Sim::<Centralized>::new(3, seed).crashes(1, |p| p == PeerId(1));
+            sim.run(2).unwrap();
+            let t: Vec<String> = sim.trace.iter().cloned().collect();
+            let at = t.iter().position(|l| l.contains("w1 restarts (incarnation 1)"))?;
+            Some(t[at..].to_vec())
+        });
+        let after = found.expect("no seed of 50 restarted w1 within the trace");
+        for peer in ["w0", "w2"] {
+            let up = format!("{peer} hears w1 is up");
+            assert!(after.iter().any(|l| l.ends_with(&up)), "{up:?} missing after the restart: {after:#?}");
+        }
+    }
+
+    #[test]
     fn crashes_replay_from_the_seed() {
         let run = || {
             let mut sim = Sim::<Centralized>::new(4, 9).crashes(3, |p| p != PeerId(3));

@@ -403,8 +403,10 @@ where
                     // The runtime drops the old connection when the new one says hello.
                     self.links[l].clear();
                     self.down_due[l] = false;
+                    note(self.now, format!("{} hears {me} is down", PeerId(j as u32)));
                     self.input(j, Input::PeerDown { peer: me }, note)?;
                 }
+                note(self.now, format!("{} hears {me} is up", PeerId(j as u32)));
                 self.input(j, Input::PeerUp { peer: me }, note)?;
             }
         }
@@ -412,6 +414,7 @@ where
         let dead: Vec<usize> = (0..self.n).filter(|&j| j != i && !self.alive[j]).collect();
         for j in dead {
             self.down_due[j * self.n + i] = false;
+            note(self.now, format!("{me} hears {} is down", PeerId(j as u32)));
             self.input(i, Input::PeerDown { peer: PeerId(j as u32) }, note)?;
         }
         Ok(())

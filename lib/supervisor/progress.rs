@@ -204,9 +204,13 @@ impl Supervisor<'_> {
         for (id, s) in self.slots.iter().enumerate() {
             let line = match states.get(&id) {
                 Some(p) => {
-                    let entries = if p.entries == 1 { "entry" } else { "entries" };
-                    let mut l =
-                        format!("w{id}: {} for {:.2}s after {} {entries}", p.app, ago(p.since_ns), p.entries);
+                    // An election has no entries to count: what it follows is the news.
+                    let mut l = if self.opts.elect.is_some() {
+                        format!("w{id}: {} for {:.2}s", p.app, ago(p.since_ns))
+                    } else {
+                        let entries = if p.entries == 1 { "entry" } else { "entries" };
+                        format!("w{id}: {} for {:.2}s after {} {entries}", p.app, ago(p.since_ns), p.entries)
+                    };
                     if !p.algorithm.is_empty() {
                         l += &format!("; {}", p.algorithm);
                         let across =

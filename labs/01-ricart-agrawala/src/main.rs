@@ -67,7 +67,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let g = match (solution, notes, command) {
+    let mut g = match (solution, notes, command) {
         (true, true, _) | (true, _, Some(_)) | (_, true, Some(_)) => {
             eprintln!("grade: --solution, --notes-003 and --worker-cmd are different nodes; pick one");
             return ExitCode::from(2);
@@ -94,6 +94,11 @@ fn main() -> ExitCode {
         }
         (false, false, None) => grader::grader::<node::Node>("student", None),
     };
+    if solution {
+        g.replay_flag("--solution");
+    } else if notes {
+        g.replay_flag("--notes-003");
+    }
     g.main(rest)
 }
 

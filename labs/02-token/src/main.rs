@@ -42,7 +42,7 @@ fn main() -> ExitCode {
     let solution = rest.iter().any(|a| a == "--solution");
     rest.retain(|a| a != "--solution");
     if solution {
-        grader::grader::<RaToken>("ra-token").main(rest)
+        grader::grader::<RaToken>("ra-token").replay_flag("--solution").main(rest)
     } else {
         grader::grader::<node::Node>("student").main(rest)
     }
