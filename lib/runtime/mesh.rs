@@ -54,7 +54,9 @@
 //! delivered first) followed by `on_peer_up`: the peer has fresh state, whatever the
 //! algorithm believed. Messages to a peer that is down are counted
 //! as sent and discarded, so a new incarnation never receives what was meant for the
-//! old one.
+//! old one; so is whatever was still queued for it when it went down. The trace has a
+//! DROP line for each (`why=down`, `why=peer-down`): the other way a message can vanish,
+//! written to the socket and never read by a peer that was killed, nobody can see.
 //!
 //! # Bad input
 //!
@@ -110,6 +112,9 @@ pub(super) struct Peer {
     reader: FrameReader,
     pub(super) out: Vec<u8>,
     written: usize,
+    /// Where in `out` a frame starts with whole frames from there on: 0, or just past
+    /// the rest of a hello, so that `lost` can name each message it throws away.
+    frames_from: usize,
     /// The peer's incarnation as far as the algorithm knows.
     incarnation: u32,
     /// That incarnation has had a channel (it may have closed since): a later
@@ -200,7 +205,9 @@ impl<A: Node<Service: RunService>> Worker<A> {
         self.poll.registry().register(&mut stream, Token(PEER_BASE + peer.index()), Interest::READABLE)?;
         let p = &mut self.mesh.peers[peer.index()];
         // The rest of the hello must go first, ahead of anything queued for this peer.
+        // Nothing is written while there is no channel, so what is queued is whole frames.
         let mut out = hello[sent..].to_vec();
+        p.frames_from = out.len() + p.frames_from.saturating_sub(p.written);
         out.extend_from_slice(&p.out[p.written..]);
         p.out = out;
         p.written = 0;
@@ -608,18 +615,39 @@ impl<A: Node<Service: RunService>> Worker<A> {
             let _ = self.poll.registry().deregister(&mut stream);
         }
         p.reader = FrameReader::default();
-        p.out.clear();
-        p.written = 0;
         p.redial = None;
         let was_down = std::mem::replace(&mut p.down, true);
-        // Messages to a crashed process are lost with it.
-        let held = std::mem::take(&mut self.net.held[idx]);
-        self.trace_held(peer, &held);
-        self.net.delayed[idx].clear();
+        // Messages to a crashed process are lost with it: what never left is traced as
+        // such, oldest first. What did leave and was never read died with the peer,
+        // and nobody can say which it was.
+        self.trace_unsent(peer, "peer-down");
         if was_down {
             return Ok(());
         }
         self.channel_down(peer)
+    }
+
+    /// Empty every queue of messages for `peer` (its outgoing queue, then what a
+    /// partition holds, then what latency delays), with a DROP line in the trace for
+    /// each message that never left, `why` it did not (what a partition held says
+    /// `partition`).
+    pub(super) fn trace_unsent(&mut self, peer: PeerId, why: &str) {
+        let idx = peer.index();
+        let p = &mut self.mesh.peers[idx];
+        let (out, from, written) = (std::mem::take(&mut p.out), p.frames_from, p.written);
+        (p.frames_from, p.written) = (0, 0);
+        let held = std::mem::take(&mut self.net.held[idx]);
+        let delayed = std::mem::take(&mut self.net.delayed[idx]);
+        if !self.trace.recording() {
+            return;
+        }
+        // A frame cut off halfway never arrives whole: it did not leave either.
+        let first = frames(&out, from).find(|f| f.end > written).map_or(out.len(), |f| f.start);
+        self.trace_dropped(peer, &out[first..], why);
+        self.trace_dropped(peer, &held, "partition");
+        for (_, frame) in delayed {
+            self.trace_dropped(peer, &frame, why);
+        }
     }
 
     /// Send `msg` to `to` (the host has checked that `to` is a peer).
@@ -679,10 +707,22 @@ impl<A: Node<Service: RunService>> Worker<A> {
             }
             if p.written == p.out.len() {
                 p.out.clear();
-                p.written = 0;
+                (p.written, p.frames_from) = (0, 0);
             } else if p.written > 64 * 1024 {
-                p.out.drain(..p.written);
-                p.written = 0;
+                // Forget what is written, up to where the frame being written starts, so
+                // that the queue still starts with whole frames.
+                let cut = if p.frames_from >= p.written {
+                    p.written
+                } else {
+                    frames(&p.out, p.frames_from)
+                        .map(|f| f.start)
+                        .take_while(|&at| at <= p.written)
+                        .last()
+                        .unwrap_or(p.frames_from)
+                };
+                p.out.drain(..cut);
+                p.written -= cut;
+                p.frames_from = p.frames_from.saturating_sub(cut);
             }
             // Ask to hear of free space only while something waits for it.
             let backed_up = !p.out.is_empty() && failed.is_none();
@@ -710,9 +750,36 @@ impl<A: Node<Service: RunService>> Worker<A> {
     }
 }
 
+/// The frames of an outgoing queue from `from`, where one starts, as the range each
+/// takes up. Every frame queued is whole, so the walk ends at the end of the queue.
+fn frames(queue: &[u8], from: usize) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    let mut at = from;
+    std::iter::from_fn(move || {
+        let len = u32::from_be_bytes(queue.get(at..at + 4)?.try_into().ok()?) as usize;
+        let frame = at..(at + 4 + len).min(queue.len());
+        at = frame.end;
+        Some(frame)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_frames_of_a_queue_are_walked_from_a_boundary() {
+        let mut queue = vec![9, 9]; // the rest of a hello, already cut
+        for body in [&b"ab"[..], b"", b"xyz"] {
+            wire::encode(&mut queue, &body.to_vec());
+        }
+        let lens: Vec<usize> = frames(&queue, 2).map(|f| f.len()).collect();
+        let first = frames(&queue, 2).next().unwrap();
+        assert_eq!(first.start, 2);
+        assert_eq!(frames(&queue, 2).last().unwrap().end, queue.len());
+        assert_eq!(lens.len(), 3);
+        assert!(lens[1] < lens[0] && lens[0] < lens[2], "{lens:?}");
+        assert_eq!(frames(&queue, queue.len()).count(), 0);
+    }
 
     #[test]
     fn every_peer_may_dial_at_once_without_hitting_the_pending_cap() {

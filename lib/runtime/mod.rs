@@ -256,9 +256,10 @@ enum TimerKind {
 /// - `mesh.rs` (state in [`Mesh`]): dialing, `dial`, `connect` and `redial`; accepting,
 ///   `accept`, `add_pending`, `drop_pending` and `hello_overdue`; hellos,
 ///   `pending_readable`, `consider`, `announce` and `adopt`; channels, `peer_readable`
-///   and `lost`; writing, `send` and `flush_all`;
+///   and `lost` (with `trace_unsent`, which the end of `run` calls too); writing, `send`
+///   and `flush_all`;
 /// - `netfaults.rs` (state in [`NetFaults`]): `send_with_faults` (by `send`, while
-///   faults are on), `release`, `deliver_due`, `partition`;
+///   faults are on), `release`, `deliver_due`, `partition`, `trace_dropped`;
 /// - `workload.rs` (state in [`Workload`]): `think`, `run_local` (want and done, with
 ///   `finished`), `enter_cs`, `leave_cs`, `leave_on_signal`, `set_app`, `append`;
 /// - `link.rs`: `control_readable` (with the answer to `Query`), `tell_supervisor`; the
@@ -491,6 +492,11 @@ impl<A: Node<Service: RunService>> Worker<A> {
         self.flush_trace();
         self.event_loop()?;
         drop(source);
+        // Whatever is still queued now never leaves; the writer's drop writes the lines.
+        let me = self.me;
+        for peer in (0..self.opts.workers).map(PeerId).filter(|p| *p != me) {
+            self.trace_unsent(peer, "exit");
+        }
         Ok(())
     }
 
