@@ -342,12 +342,12 @@ fn unaccounted(t: &Trace, to: u32) -> Vec<String> {
 
 #[test]
 fn messages_queued_for_a_worker_that_was_killed_are_traced_as_dropped() {
-    // A second of latency keeps every message in its sender's queue for that long. w2
-    // is killed at 1.5 s: what it was sent before 0.5 s reached it at least half a
-    // second before it died (time to read and trace it), and what was sent to it after
-    // is still queued when the channel closes, for example w3's REPLY to w2's REQUEST
-    // (both sent near 1 s), so every message to it is accounted for, and some by the
-    // queued path.
+    // 1.5 s of latency keeps every message in its sender's queue for that long. w2 is
+    // killed at 2.25 s: what it was sent before 0.75 s reached it at least 0.75 s before
+    // it died (time to read and trace it, even on a loaded machine), and what was sent
+    // to it after is still queued when the channel closes, such as w3's REPLY to w2's
+    // first REQUEST (w2 goes first on a tie; both sent near 1.5 s). So every message to
+    // w2 is accounted for, and some by the queued path.
     let (out, _, tmp) = kept_run(
         "run",
         &[
@@ -358,9 +358,9 @@ fn messages_queued_for_a_worker_that_was_killed_are_traced_as_dropped() {
             "--duration",
             "2",
             "--latency",
-            "1000",
+            "1500",
             "--faults",
-            "kill 2 at 1500ms",
+            "kill 2 at 2250ms",
         ],
     );
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
