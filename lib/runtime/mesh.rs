@@ -129,6 +129,36 @@ pub(super) struct Peer {
     write_interest: bool,
 }
 
+impl Peer {
+    /// Forget the bytes of `out` written so far, up to where the frame being written
+    /// starts, so that the queue still starts with whole frames.
+    fn forget_written(&mut self) {
+        let cut = if self.frames_from >= self.written {
+            self.written
+        } else {
+            frames(&self.out, self.frames_from)
+                .map(|f| f.start)
+                .take_while(|&at| at <= self.written)
+                .last()
+                .unwrap_or(self.frames_from)
+        };
+        self.out.drain(..cut);
+        self.written -= cut;
+        self.frames_from = self.frames_from.saturating_sub(cut);
+    }
+
+    /// Take the queue, as what was never wholly written: a frame cut off halfway never
+    /// arrives whole, so it did not leave either.
+    fn take_unsent(&mut self) -> Vec<u8> {
+        let mut out = std::mem::take(&mut self.out);
+        let first =
+            frames(&out, self.frames_from).find(|f| f.end > self.written).map_or(out.len(), |f| f.start);
+        (self.frames_from, self.written) = (0, 0);
+        out.drain(..first);
+        out
+    }
+}
+
 /// An accepted connection waiting for its hello.
 pub(super) struct PendingConn {
     stream: UnixStream,
@@ -633,17 +663,13 @@ impl<A: Node<Service: RunService>> Worker<A> {
     /// `partition`).
     pub(super) fn trace_unsent(&mut self, peer: PeerId, why: &str) {
         let idx = peer.index();
-        let p = &mut self.mesh.peers[idx];
-        let (out, from, written) = (std::mem::take(&mut p.out), p.frames_from, p.written);
-        (p.frames_from, p.written) = (0, 0);
+        let unsent = self.mesh.peers[idx].take_unsent();
         let held = std::mem::take(&mut self.net.held[idx]);
         let delayed = std::mem::take(&mut self.net.delayed[idx]);
         if !self.trace.recording() {
             return;
         }
-        // A frame cut off halfway never arrives whole: it did not leave either.
-        let first = frames(&out, from).find(|f| f.end > written).map_or(out.len(), |f| f.start);
-        self.trace_dropped(peer, &out[first..], why);
+        self.trace_dropped(peer, &unsent, why);
         self.trace_dropped(peer, &held, "partition");
         for (_, frame) in delayed {
             self.trace_dropped(peer, &frame, why);
@@ -689,6 +715,10 @@ impl<A: Node<Service: RunService>> Worker<A> {
             if p.written == p.out.len() {
                 continue;
             }
+            if p.written > 64 * 1024 {
+                // Backed up for a while: drop what is written before writing more.
+                p.forget_written();
+            }
             let Some(stream) = p.stream.as_mut() else {
                 continue;
             };
@@ -708,21 +738,6 @@ impl<A: Node<Service: RunService>> Worker<A> {
             if p.written == p.out.len() {
                 p.out.clear();
                 (p.written, p.frames_from) = (0, 0);
-            } else if p.written > 64 * 1024 {
-                // Forget what is written, up to where the frame being written starts, so
-                // that the queue still starts with whole frames.
-                let cut = if p.frames_from >= p.written {
-                    p.written
-                } else {
-                    frames(&p.out, p.frames_from)
-                        .map(|f| f.start)
-                        .take_while(|&at| at <= p.written)
-                        .last()
-                        .unwrap_or(p.frames_from)
-                };
-                p.out.drain(..cut);
-                p.written -= cut;
-                p.frames_from = p.frames_from.saturating_sub(cut);
             }
             // Ask to hear of free space only while something waits for it.
             let backed_up = !p.out.is_empty() && failed.is_none();
@@ -779,6 +794,50 @@ mod tests {
         assert_eq!(lens.len(), 3);
         assert!(lens[1] < lens[0] && lens[0] < lens[2], "{lens:?}");
         assert_eq!(frames(&queue, queue.len()).count(), 0);
+    }
+
+    /// A queue as `connect` leaves it: two bytes of a hello, then three messages.
+    fn queued() -> (Peer, Vec<std::ops::Range<usize>>) {
+        let mut p = Peer { out: vec![7, 7], frames_from: 2, ..Peer::default() };
+        for body in ["one", "two", "three"] {
+            wire::encode(&mut p.out, &body);
+        }
+        let spans = frames(&p.out, 2).collect();
+        (p, spans)
+    }
+
+    fn bodies(queue: &[u8]) -> Vec<String> {
+        frames(queue, 0).map(|f| wire::decode(&queue[f.start + 4..f.end]).unwrap()).collect()
+    }
+
+    #[test]
+    fn what_was_never_wholly_written_is_what_is_unsent() {
+        let (mut p, spans) = queued();
+        p.written = 1; // the hello is not out yet: every message is unsent
+        assert_eq!(bodies(&p.take_unsent()), ["one", "two", "three"]);
+        let (mut p, _) = queued();
+        p.written = spans[1].start + 1; // "two" is cut off halfway
+        assert_eq!(bodies(&p.take_unsent()), ["two", "three"]);
+        let (mut p, _) = queued();
+        p.written = spans[1].end;
+        assert_eq!(bodies(&p.take_unsent()), ["three"]);
+        assert_eq!((p.out.len(), p.written, p.frames_from), (0, 0, 0));
+    }
+
+    #[test]
+    fn forgetting_what_is_written_keeps_the_queue_in_whole_frames() {
+        let (mut p, spans) = queued();
+        p.written = spans[1].start + 2;
+        p.forget_written();
+        // What is left starts with the frame being written, and the queue's end is kept.
+        assert_eq!((p.written, p.frames_from), (2, 0));
+        assert_eq!(bodies(&p.out), ["two", "three"]);
+        assert_eq!(bodies(&p.take_unsent()), ["two", "three"]);
+        // Inside the hello: only written bytes go, and the frames stay where they were.
+        let (mut p, _) = queued();
+        p.written = 1;
+        p.forget_written();
+        assert_eq!((p.written, p.frames_from, p.out.len()), (0, 1, spans[2].end - 1));
     }
 
     #[test]
