@@ -1,7 +1,8 @@
 //! The message trace of real runs: every message sent in a clean run is received
 //! exactly once, the application events match the resource and leader files, lost
-//! messages are traced as such, restarted workers append to their file, and the ShiViz
-//! export has the structure ShiViz parses.
+//! messages are traced as such (those still queued when a receiver dies or the run
+//! ends too, so that every message is received or dropped), restarted workers append to
+//! their file, and the ShiViz export has the structure ShiViz parses.
 
 mod common;
 
@@ -388,4 +389,18 @@ fn messages_queued_for_a_worker_that_was_killed_are_traced_as_dropped() {
             && problems[0].contains(&format!(" lc={} ", gone.lc)),
         "{problems:?}"
     );
+}
+
+#[test]
+fn messages_still_queued_when_the_run_ends_are_traced_as_dropped() {
+    // Lamport's last RELEASE goes to everyone as its sender leaves the section for the
+    // last time; with 200 ms of latency it is still queued when the run's Finish comes.
+    let (out, _, tmp) = kept_run("run", &["--algo", "lamport", "-n", "3", "-k", "2", "--latency", "200"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let t = trace::load(&run_dir(&tmp)).unwrap();
+    for w in 0..3 {
+        assert_eq!(unaccounted(&t, w), Vec::<String>::new(), "to w{w}");
+    }
+    let left = t.events.iter().filter(|e| matches!(&e.kind, EventKind::Drop { why, .. } if why == "exit"));
+    assert!(left.count() > 0, "nothing was queued when the run ended");
 }
