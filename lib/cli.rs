@@ -527,7 +527,7 @@ fn cmd_run(a: RunArgs) -> ExitCode {
             }
             finished(r.ok, r.failure.as_deref(), sh.json)
         }
-        Err(e) => run_error(e),
+        Err(e) => interrupted_or_failed(e, sh.keep),
     }
 }
 
@@ -575,7 +575,7 @@ fn cmd_elect(a: ElectArgs) -> ExitCode {
             }
             finished(r.ok, r.failure.as_deref(), sh.json)
         }
-        Err(e) => run_error(e),
+        Err(e) => interrupted_or_failed(e, sh.keep),
     }
 }
 
@@ -635,6 +635,21 @@ fn run_error(e: RunError) -> ExitCode {
         e @ RunError::Interrupted(_) => fail(130, &e.to_string()),
         e @ RunError::Failed(_) => fail(1, &e.to_string()),
     }
+}
+
+/// [`run_error`] for `run` and `elect`: an interrupted run keeps its directory, and
+/// with `--keep` it leaves its report there too, drawn from what reached the files, as
+/// a finished kept run does.
+fn interrupted_or_failed(e: RunError, keep: bool) -> ExitCode {
+    let dir = match &e {
+        RunError::Interrupted(dir) if keep => Some(dir.clone()),
+        _ => None,
+    };
+    let code = run_error(e);
+    if let Some(dir) = dir {
+        kept_report(&dir, html::Known::Files);
+    }
+    code
 }
 
 /// The fault plan from `--faults`, `--faults-file` and `--nemesis`, in that order. The
@@ -859,8 +874,8 @@ fn cmd_report(run_dir: &std::path::Path, output: Option<&std::path::Path>) -> Ex
 
 /// A kept run leaves its report beside its files and names it on stderr (stdout may be
 /// JSON); failing to write it does not change the run's verdict.
-fn kept_report(run_dir: &str, known: html::Known) {
-    match html::write(std::path::Path::new(run_dir), None, known) {
+fn kept_report(run_dir: impl AsRef<std::path::Path>, known: html::Known) {
+    match html::write(run_dir.as_ref(), None, known) {
         Ok(path) => eprintln!("report: {}", path.display()),
         Err(e) => eprintln!("mutexlab: no report: {e}"),
     }

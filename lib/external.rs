@@ -4,7 +4,9 @@
 //! stdout, one JSON value per line (`labs/PROTOCOL.md` is the full description): first
 //! an `init` line answered by `{"type":"init_ok"}`, then each [`Input`] as its serde
 //! form, answered by one line holding the list of [`Output`]s for that input. The
-//! child's stderr is its log: a thread copies each line to ours, prefixed `w3| `.
+//! child's stderr is its log: a thread copies each line to ours, prefixed `w3| `. The
+//! child is a *keeper* (`keeper`) with the program below it, so that the program and
+//! all it starts die with the worker, however the worker ends.
 //!
 //! The node interface has no error channel, so a child that fails (garbage, a line
 //! that is not a list of outputs, no answer within the deadline, an exit) is killed and
@@ -418,10 +420,10 @@ impl Program {
     fn reap(&mut self) {
         if let Some((mut child, stdin)) = self.process.take() {
             drop(stdin);
-            // The whole group: `sh -c` may have forked the program rather than exec'd it.
-            let group = nix::unistd::Pid::from_raw(child.id() as i32);
-            let _ = nix::sys::signal::killpg(group, nix::sys::signal::Signal::SIGKILL);
-            let _ = child.kill();
+            // Our child is the program's keeper (see `keeper`), which kills the program
+            // and all it started, then exits. Not reaped yet, so the pid is still its.
+            let keeper = nix::unistd::Pid::from_raw(child.id() as i32);
+            let _ = nix::sys::signal::kill(keeper, nix::sys::signal::Signal::SIGTERM);
             let _ = child.wait();
         }
         self.lines = None;
@@ -497,24 +499,17 @@ fn quote(text: &str) -> String {
 
 /// Start `sh -c command` with piped stdio and threads for its stdout and stderr.
 fn spawn(name: &str, command: &str) -> std::io::Result<(Child, ChildStdin, Receiver<Line>)> {
-    // A simple command is exec'd by the shell, so the program itself is our child and
-    // dies with the worker below; a compound one is reached through its group.
+    // A simple command is exec'd by the shell: one process fewer.
     let simple = !command.contains(|c: char| ";&|<>()`$\n\\'\"".contains(c));
     let line = if simple { format!("exec {command}") } else { command.to_string() };
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(line).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    // Its own process group, so that reaping it reaches whatever the shell started.
+    // Its own process group, out of reach of a terminal's Ctrl-C and the run's signals.
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    // SAFETY: between fork and exec only async-signal-safe calls: prctl and fcntl.
+    let worker = std::process::id() as nix::libc::pid_t;
+    // SAFETY: `keeper` makes only async-signal-safe calls (see there).
     unsafe {
-        use std::os::unix::process::CommandExt;
-        cmd.pre_exec(|| {
-            // Die with the worker, even when it is killed outright (a crash fault).
-            nix::libc::prctl(nix::libc::PR_SET_PDEATHSIG, nix::libc::SIGKILL);
-            // The worker's control link is not the program's business.
-            nix::libc::fcntl(crate::control::LINK_FD, nix::libc::F_SETFD, nix::libc::FD_CLOEXEC);
-            Ok(())
-        });
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || keeper(worker));
     }
     let mut child = cmd.spawn()?;
     let stdin = child.stdin.take().expect("piped");
@@ -551,6 +546,146 @@ fn spawn(name: &str, command: &str) -> std::io::Result<(Child, ChildStdin, Recei
         }
     });
     Ok((child, stdin, rx))
+}
+
+/// Runs in the forked child, before `sh` is exec'd: the child stays behind as the
+/// program's *keeper* and forks again for the program, which is what returns (to be
+/// exec'd). The keeper never returns: it waits for the program to end or for the
+/// worker to die, kills everything the program started, and exits as the program did.
+///
+/// Why a keeper: a compound command's shell forks the program, whose descendants may
+/// leave its group or session, and nothing the worker does can run once it is killed
+/// outright, so only a process that outlives the worker and is an ancestor of all of
+/// them (a child subreaper, to which orphans come wherever they moved) can find them
+/// all, and the kernel tells it of the worker's death however that came about (the
+/// parent-death signal).
+///
+/// Only async-signal-safe system calls, no allocation: the worker may have threads,
+/// whose locks the fork copied as they were.
+fn keeper(worker: nix::libc::pid_t) -> std::io::Result<()> {
+    use nix::libc;
+    // SAFETY: plain system calls on values of our own; see above.
+    unsafe {
+        // The worker's control link is not the program's business.
+        libc::fcntl(crate::control::LINK_FD, libc::F_SETFD, libc::FD_CLOEXEC);
+        let mut waited: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut waited);
+        for sig in [libc::SIGTERM, libc::SIGCHLD, libc::SIGHUP, libc::SIGINT] {
+            libc::sigaddset(&mut waited, sig);
+        }
+        libc::sigprocmask(libc::SIG_BLOCK, &waited, std::ptr::null_mut());
+        if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let program = libc::fork();
+        if program < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if program == 0 {
+            // The program (not a subreaper: that is not inherited) goes if its keeper
+            // ever does, with its signals as a fresh process has them.
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &waited, std::ptr::null_mut());
+            return Ok(());
+        }
+        // The keeper holds nothing of the worker's (its pipes, sockets, the resource
+        // file): the program's pipes must close when the program's side does.
+        if libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) != 0 {
+            for fd in 0..libc::sysconf(libc::_SC_OPEN_MAX).clamp(0, 1 << 16) as libc::c_int {
+                libc::close(fd);
+            }
+        }
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+        let mut status = None;
+        // The worker may have died before it could be told.
+        let mut done = libc::getppid() != worker;
+        while !done {
+            let mut info: libc::siginfo_t = std::mem::zeroed();
+            match libc::sigwaitinfo(&waited, &mut info) {
+                libc::SIGCHLD => loop {
+                    let mut st = 0;
+                    match libc::waitpid(-1, &mut st, libc::WNOHANG) {
+                        pid if pid == program => (status, done) = (Some(st), true),
+                        pid if pid > 0 => {}
+                        _ => break,
+                    }
+                },
+                // The worker died, or is reaping the program.
+                sig if sig > 0 => done = true,
+                _ => {}
+            }
+        }
+        kill_all_below(program, &mut status);
+        match status {
+            Some(st) if libc::WIFEXITED(st) => libc::_exit(libc::WEXITSTATUS(st)),
+            Some(st) if libc::WIFSIGNALED(st) => {
+                let sig = libc::WTERMSIG(st);
+                libc::signal(sig, libc::SIG_DFL);
+                let mut only: libc::sigset_t = std::mem::zeroed();
+                libc::sigemptyset(&mut only);
+                libc::sigaddset(&mut only, sig);
+                libc::sigprocmask(libc::SIG_UNBLOCK, &only, std::ptr::null_mut());
+                libc::kill(libc::getpid(), sig);
+                libc::_exit(128 + sig)
+            }
+            _ => libc::_exit(1),
+        }
+    }
+}
+
+/// The keeper's sweep: SIGKILL every child, reap one, and again (the orphans of the
+/// one reaped are children now), until none is left. `status` gets the program's.
+///
+/// # Safety
+/// Async-signal-safe calls only, as [`keeper`].
+unsafe fn kill_all_below(program: nix::libc::pid_t, status: &mut Option<nix::libc::c_int>) {
+    use nix::libc;
+    // "/proc/self/task/<pid>/children": the keeper has one thread, whose id is its pid.
+    let mut path = [0u8; 64];
+    let prefix = b"/proc/self/task/";
+    path[..prefix.len()].copy_from_slice(prefix);
+    let mut at = prefix.len();
+    let mut digits = [0u8; 12];
+    let (mut n, mut pid) = (0, libc::getpid());
+    while pid > 0 || n == 0 {
+        digits[n] = b'0' + (pid % 10) as u8;
+        (pid, n) = (pid / 10, n + 1);
+    }
+    for d in digits[..n].iter().rev() {
+        path[at] = *d;
+        at += 1;
+    }
+    let suffix = b"/children\0";
+    path[at..at + suffix.len()].copy_from_slice(suffix);
+    loop {
+        let fd = libc::open(path.as_ptr().cast(), libc::O_RDONLY | libc::O_CLOEXEC);
+        let mut buf = [0u8; 4096];
+        let len = if fd >= 0 { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) } else { -1 };
+        if fd >= 0 {
+            libc::close(fd);
+        }
+        if len < 0 {
+            // No /proc to ask: the program is the one child known by name.
+            libc::kill(program, libc::SIGKILL);
+        }
+        let mut pid: libc::pid_t = 0;
+        for &b in &buf[..len.max(0) as usize] {
+            if b.is_ascii_digit() {
+                pid = pid * 10 + libc::pid_t::from(b - b'0');
+            } else if pid > 0 {
+                libc::kill(pid, libc::SIGKILL);
+                pid = 0;
+            }
+        }
+        let mut st = 0;
+        let reaped = libc::waitpid(-1, &mut st, 0);
+        if reaped < 0 {
+            return; // no child left
+        }
+        if reaped == program {
+            *status = Some(st);
+        }
+    }
 }
 
 /// Rewrite the shorthands `labs/PROTOCOL.md` allows into the outputs' own serde form:

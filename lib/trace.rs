@@ -18,9 +18,14 @@
 //! in nanoseconds ([`resource::monotonic_ns`], so it lines up with `resource.log` and
 //! `faults.log`), `lc` the worker's Lamport clock: on a SEND the clock stamped on the
 //! envelope, on a RECV the receiver's clock after taking the message in (`sent_lc` is
-//! the envelope's). A DROP follows the SEND of a message the network lost (`why=drop`,
-//! `--drop`), that was sent to a peer known to be down (`why=down`), or that a partition
-//! held back until its receiver was lost (`why=partition`); it carries the SEND's `lc`.
+//! the envelope's). A DROP follows the SEND of a message that never left its sender: the
+//! network lost it (`why=drop`, `--drop`), it was sent to a peer known to be down
+//! (`why=down`), a partition held it back until its receiver was lost
+//! (`why=partition`), it was still queued (delayed by `--latency`, or waiting for room in
+//! the socket) when the channel to its receiver closed (`why=peer-down`) or when its
+//! sender left at the end of the run (`why=exit`). It carries the SEND's `lc`. A message
+//! that did leave and died with a killed receiver before it was read has no DROP: no
+//! process knows which those were.
 //! `ev` is one of `want`, `enter`, `leave` and `leader` (with `leader` and `term`).
 //! Readers must accept fields added after these at the end of a line.
 //!
@@ -103,8 +108,8 @@ pub enum EventKind {
     Send { to: u32, msg: String },
     /// A message received from `from`'s incarnation `from_inc`, stamped `sent_lc`.
     Recv { from: u32, from_inc: u32, sent_lc: u64, msg: String },
-    /// The message sent to `to` with clock `lc` will never arrive, and `why`: `drop`,
-    /// `partition` or `down`.
+    /// The message sent to `to` with clock `lc` will never arrive, and `why`: one of
+    /// [`DROP_REASONS`].
     Drop { to: u32, msg: String, why: String },
     /// The application's `want`, `enter`, `leave` or `leader` (with the leader and term).
     App { ev: String, leader: Option<u32>, term: Option<u64> },
@@ -177,8 +182,8 @@ impl FromStr for Event {
             },
             "DROP" => {
                 let why = text("why");
-                if !["drop", "partition", "down"].contains(&why.as_str()) {
-                    return Err(format!("why={why} is not drop, partition or down"));
+                if !DROP_REASONS.contains(&why.as_str()) {
+                    return Err(format!("why={why} is not one of {}", DROP_REASONS.join(", ")));
                 }
                 EventKind::Drop { to: id("to")?, msg: text("type"), why }
             }
@@ -204,6 +209,10 @@ impl FromStr for Event {
         Ok(Event { w: id("w")?, inc: id("inc")?, t: num("t")?, lc: num("lc")?, kind })
     }
 }
+
+/// Why a message never left its sender, as a DROP line says (see the module
+/// documentation).
+pub const DROP_REASONS: &[&str] = &["drop", "down", "partition", "peer-down", "exit"];
 
 /// The value of `name=value`, if `part` is that field.
 fn field<'a>(part: &'a str, name: &str) -> Option<&'a str> {
@@ -303,6 +312,11 @@ impl Writer {
         }
     }
 
+    /// Whether lines are still recorded (off, or stopped by a failed write, they are not).
+    pub fn recording(&self) -> bool {
+        !self.broken
+    }
+
     /// Where the file is.
     pub fn path(&self) -> &Path {
         &self.path
@@ -353,8 +367,8 @@ impl Writer {
         }
     }
 
-    /// The message to `to` stamped `lc` will never arrive, because of `why` (`drop`,
-    /// `partition` or `down`).
+    /// The message to `to` stamped `lc` will never arrive, because of `why` (one of
+    /// [`DROP_REASONS`]).
     pub fn drop(&mut self, lc: u64, to: u32, msg: &str, why: &str) {
         if self.head("DROP") {
             push_num(&mut self.buf, "to", to.into());

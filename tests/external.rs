@@ -321,3 +321,57 @@ fn the_simulator_names_a_failed_program_in_its_diagnosis() {
     assert!(e.to_string().contains("answered `garbage`, which is not JSON"), "{e}");
     garbage.assert_gone();
 }
+
+/// Processes a test's programs started, by the pids they wrote to a file: whatever is
+/// still alive when the guard goes (the test failed) is killed.
+struct Strays {
+    file: PathBuf,
+}
+
+impl Strays {
+    /// The recorded pids that still name one of our sleepers (a pid given to another
+    /// process since is not ours).
+    fn alive(&self) -> Vec<i32> {
+        let pids = std::fs::read_to_string(&self.file).unwrap_or_default();
+        pids.lines()
+            .filter_map(|l| l.trim().parse::<i32>().ok())
+            .filter(|pid| {
+                let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+                cmd == b"sleep\x003601\x00"
+            })
+            .collect()
+    }
+}
+
+impl Drop for Strays {
+    fn drop(&mut self) {
+        for pid in self.alive() {
+            let _ =
+                nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+        }
+    }
+}
+
+#[test]
+fn a_compound_command_and_all_it_started_die_with_a_worker_killed_outright() {
+    if std::process::Command::new("python3").arg("-c").arg("").status().is_err() {
+        eprintln!("skipped: python3 is not installed");
+        return;
+    }
+    // Each worker's shell starts two sleepers that would outlive everything, one of
+    // them in a session of its own (out of the program's group), records their pids,
+    // then becomes the Python node; w1 is killed outright early on.
+    let tmp = tempfile::Builder::new().prefix("mlx-").tempdir().unwrap();
+    let strays = Strays { file: tmp.path().join("pids") };
+    let pids = strays.file.display().to_string();
+    let cmd =
+        format!("sleep 3601 & echo $! >> {pids}; setsid sleep 3601 & echo $! >> {pids}; exec {}", example());
+    let (out, j) =
+        run_faulty(&["--worker-cmd", &cmd, "-n", "3", "-k", "20", "--faults", "kill 1 at entry 5"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(j["faults"][0]["action"], "kill", "{j}");
+    let recorded = std::fs::read_to_string(&strays.file).unwrap().lines().count();
+    assert_eq!(recorded, 6, "every worker's shell records two sleepers");
+    // A killed process is gone only once its keeper has reaped it: a moment, at most.
+    wait_for("every sleeper to be gone", || strays.alive().is_empty());
+}

@@ -295,3 +295,28 @@ fn a_normal_run_reaps_its_janitor() {
     // Reaped by the supervisor before it exited: not merely orphaned and still running.
     assert!(!outlived, "janitor {} outlived the run", janitor.0);
 }
+
+#[test]
+fn an_interrupted_kept_run_leaves_its_report_and_no_worker() {
+    let mut bg =
+        Background::start(&["-n", "3", "--duration", "30", "--cs-ms", "0.5", "--think-ms", "1", "--keep"]);
+    let path = bg.dir.path().join("resource.log");
+    wait_for("a few ENTER records", || {
+        std::fs::read_to_string(&path).is_ok_and(|s| s.matches("\nENTER ").count() >= 3)
+    });
+    let dir = bg.run_dir();
+    let workers = bg.workers();
+    assert_eq!(workers.len(), 3, "{workers:?}");
+    bg.signal(Signal::SIGINT);
+    let out = finish_keeping_dir(&mut bg);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    // Every worker was stopped and reaped before the supervisor left.
+    assert_eq!(processes_mentioning(&dir.display().to_string()), Vec::<i32>::new());
+    let report = dir.join("report.html");
+    let named =
+        err.lines().filter_map(|l| l.strip_prefix("report: ")).map(|p| Path::new(p).canonicalize().unwrap());
+    assert_eq!(named.collect::<Vec<_>>(), vec![report.clone()], "{err}");
+    let page = std::fs::read_to_string(&report).unwrap();
+    assert!(page.contains(">Interrupted</span>"), "the page does not say the run was interrupted");
+}

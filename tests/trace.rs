@@ -1,7 +1,8 @@
 //! The message trace of real runs: every message sent in a clean run is received
 //! exactly once, the application events match the resource and leader files, lost
-//! messages are traced as such, restarted workers append to their file, and the ShiViz
-//! export has the structure ShiViz parses.
+//! messages are traced as such (those still queued when a receiver dies or the run
+//! ends too, so that every message is received or dropped), restarted workers append to
+//! their file, and the ShiViz export has the structure ShiViz parses.
 
 mod common;
 
@@ -299,4 +300,107 @@ fn a_missing_or_damaged_trace_is_one_line_and_exit_2() {
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(stdout(&out).is_empty());
     }
+}
+
+/// Every message sent to `to` must be received there or dropped by its sender: the
+/// SENDs for which neither holds, and any DROP or RECV that names a message not sent or
+/// both received and dropped, each as one line.
+fn unaccounted(t: &Trace, to: u32) -> Vec<String> {
+    type Id = (u32, u32, u64);
+    let (mut recvd, mut dropped): (HashMap<Id, &str>, HashMap<Id, &str>) = (HashMap::new(), HashMap::new());
+    for e in &t.events {
+        match &e.kind {
+            EventKind::Recv { from, from_inc, sent_lc, msg } if e.w == to => {
+                recvd.insert((*from, *from_inc, *sent_lc), msg);
+            }
+            EventKind::Drop { to: d, msg, .. } if *d == to => {
+                dropped.insert((e.w, e.inc, e.lc), msg);
+            }
+            _ => {}
+        }
+    }
+    let mut problems = Vec::new();
+    let mut sent = HashMap::new();
+    for e in &t.events {
+        let EventKind::Send { to: d, msg } = &e.kind else { continue };
+        if *d != to {
+            continue;
+        }
+        let id = (e.w, e.inc, e.lc);
+        sent.insert(id, msg.as_str());
+        match (recvd.get(&id), dropped.get(&id)) {
+            (Some(_), Some(_)) => problems.push(format!("received and dropped: {e}")),
+            (None, None) => problems.push(format!("neither received nor dropped: {e}")),
+            (Some(m), None) | (None, Some(m)) if m != msg => problems.push(format!("another type: {e}")),
+            _ => {}
+        }
+    }
+    for (id, _) in recvd.iter().chain(&dropped).filter(|(id, _)| !sent.contains_key(id)) {
+        problems.push(format!("received or dropped, never sent: {id:?}"));
+    }
+    problems
+}
+
+#[test]
+fn messages_queued_for_a_worker_that_was_killed_are_traced_as_dropped() {
+    // 1.5 s of latency keeps every message in its sender's queue for that long. w2 is
+    // killed at 2.25 s: what it was sent before 0.75 s reached it at least 0.75 s before
+    // it died (time to read and trace it, even on a loaded machine), and what was sent
+    // to it after is still queued when the channel closes, such as w3's REPLY to w2's
+    // first REQUEST (w2 goes first on a tie; both sent near 1.5 s). So every message to
+    // w2 is accounted for, and some by the queued path.
+    let (out, _, tmp) = kept_run(
+        "run",
+        &[
+            "--algo",
+            "ricart-agrawala",
+            "-n",
+            "4",
+            "--duration",
+            "2",
+            "--latency",
+            "1500",
+            "--faults",
+            "kill 2 at 2250ms",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let dir = run_dir(&tmp);
+    let t = trace::load(&dir).unwrap();
+    assert_eq!(unaccounted(&t, 2), Vec::<String>::new());
+    let queued: Vec<&Event> = t
+        .events
+        .iter()
+        .filter(|e| matches!(&e.kind, EventKind::Drop { to: 2, why, .. } if why == "peer-down"))
+        .collect();
+    assert!(!queued.is_empty(), "nothing was queued for w2 when it died");
+
+    // The negative control: without one DROP line, the checker names its message.
+    let gone = queued[0];
+    let file = dir.join(trace::file_name(gone.w));
+    let text = std::fs::read_to_string(&file).unwrap();
+    let line = gone.to_string();
+    assert!(text.contains(&format!("{line}\n")), "{line} is not in {}", file.display());
+    std::fs::write(&file, text.replace(&format!("{line}\n"), "")).unwrap();
+    let problems = unaccounted(&trace::load(&dir).unwrap(), 2);
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0].starts_with("neither received nor dropped: SEND")
+            && problems[0].contains(&format!(" lc={} ", gone.lc)),
+        "{problems:?}"
+    );
+}
+
+#[test]
+fn messages_still_queued_when_the_run_ends_are_traced_as_dropped() {
+    // Lamport's last RELEASE goes to everyone as its sender leaves the section for the
+    // last time; with 200 ms of latency it is still queued when the run's Finish comes.
+    let (out, _, tmp) = kept_run("run", &["--algo", "lamport", "-n", "3", "-k", "2", "--latency", "200"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let t = trace::load(&run_dir(&tmp)).unwrap();
+    for w in 0..3 {
+        assert_eq!(unaccounted(&t, w), Vec::<String>::new(), "to w{w}");
+    }
+    let left = t.events.iter().filter(|e| matches!(&e.kind, EventKind::Drop { why, .. } if why == "exit"));
+    assert!(left.count() > 0, "nothing was queued when the run ended");
 }

@@ -288,6 +288,12 @@ fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> Stri
         )
     };
     let _ = writeln!(s, "<p>Run directory <code>{}</code>. {verdict}</p>", esc(dir));
+    if tl.faults.iter().any(|f| f.action == "teardown" && f.note == "interrupted") {
+        let _ = writeln!(
+            s,
+            "<p><span class=\"bad\">Interrupted</span> (SIGINT or SIGTERM): the run as far as it got.</p>"
+        );
+    }
     let _ = writeln!(
         s,
         "{}",

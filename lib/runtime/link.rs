@@ -53,6 +53,9 @@ impl<A: Node<Service: RunService>> Worker<A> {
                     self.stats.entries = self.work.entries();
                     let stats = ToSupervisor::Stats(self.stats.clone());
                     self.flush_all()?;
+                    // Written before the statistics: the supervisor may freeze this
+                    // worker for good once it has them.
+                    self.trace_all_unsent();
                     self.flush_trace();
                     self.control.set_nonblocking(false)?;
                     self.tell_supervisor(&stats)?;

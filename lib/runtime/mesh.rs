@@ -54,7 +54,9 @@
 //! delivered first) followed by `on_peer_up`: the peer has fresh state, whatever the
 //! algorithm believed. Messages to a peer that is down are counted
 //! as sent and discarded, so a new incarnation never receives what was meant for the
-//! old one.
+//! old one; so is whatever was still queued for it when it went down. The trace has a
+//! DROP line for each (`why=down`, `why=peer-down`): the other way a message can vanish,
+//! written to the socket and never read by a peer that was killed, nobody can see.
 //!
 //! # Bad input
 //!
@@ -110,6 +112,9 @@ pub(super) struct Peer {
     reader: FrameReader,
     pub(super) out: Vec<u8>,
     written: usize,
+    /// Where in `out` a frame starts with whole frames from there on: 0, or just past
+    /// the rest of a hello, so that `lost` can name each message it throws away.
+    frames_from: usize,
     /// The peer's incarnation as far as the algorithm knows.
     incarnation: u32,
     /// That incarnation has had a channel (it may have closed since): a later
@@ -122,6 +127,36 @@ pub(super) struct Peer {
     /// `stream` is registered for WRITABLE too: only while `out` is backed up, because
     /// every read by the peer would otherwise wake this process for nothing.
     write_interest: bool,
+}
+
+impl Peer {
+    /// Forget the bytes of `out` written so far, up to where the frame being written
+    /// starts, so that the queue still starts with whole frames.
+    fn forget_written(&mut self) {
+        let cut = if self.frames_from >= self.written {
+            self.written
+        } else {
+            frames(&self.out, self.frames_from)
+                .map(|f| f.start)
+                .take_while(|&at| at <= self.written)
+                .last()
+                .unwrap_or(self.frames_from)
+        };
+        self.out.drain(..cut);
+        self.written -= cut;
+        self.frames_from = self.frames_from.saturating_sub(cut);
+    }
+
+    /// Take the queue, as what was never wholly written: a frame cut off halfway never
+    /// arrives whole, so it did not leave either.
+    fn take_unsent(&mut self) -> Vec<u8> {
+        let mut out = std::mem::take(&mut self.out);
+        let first =
+            frames(&out, self.frames_from).find(|f| f.end > self.written).map_or(out.len(), |f| f.start);
+        (self.frames_from, self.written) = (0, 0);
+        out.drain(..first);
+        out
+    }
 }
 
 /// An accepted connection waiting for its hello.
@@ -200,7 +235,9 @@ impl<A: Node<Service: RunService>> Worker<A> {
         self.poll.registry().register(&mut stream, Token(PEER_BASE + peer.index()), Interest::READABLE)?;
         let p = &mut self.mesh.peers[peer.index()];
         // The rest of the hello must go first, ahead of anything queued for this peer.
+        // Nothing is written while there is no channel, so what is queued is whole frames.
         let mut out = hello[sent..].to_vec();
+        p.frames_from = out.len() + p.frames_from.saturating_sub(p.written);
         out.extend_from_slice(&p.out[p.written..]);
         p.out = out;
         p.written = 0;
@@ -608,18 +645,35 @@ impl<A: Node<Service: RunService>> Worker<A> {
             let _ = self.poll.registry().deregister(&mut stream);
         }
         p.reader = FrameReader::default();
-        p.out.clear();
-        p.written = 0;
         p.redial = None;
         let was_down = std::mem::replace(&mut p.down, true);
-        // Messages to a crashed process are lost with it.
-        let held = std::mem::take(&mut self.net.held[idx]);
-        self.trace_held(peer, &held);
-        self.net.delayed[idx].clear();
+        // Messages to a crashed process are lost with it: what never left is traced as
+        // such, oldest first. What did leave and was never read died with the peer,
+        // and nobody can say which it was.
+        self.trace_unsent(peer, "peer-down");
         if was_down {
             return Ok(());
         }
         self.channel_down(peer)
+    }
+
+    /// Empty every queue of messages for `peer` (its outgoing queue, then what a
+    /// partition holds, then what latency delays), with a DROP line in the trace for
+    /// each message that never left, `why` it did not (what a partition held says
+    /// `partition`).
+    pub(super) fn trace_unsent(&mut self, peer: PeerId, why: &str) {
+        let idx = peer.index();
+        let unsent = self.mesh.peers[idx].take_unsent();
+        let held = std::mem::take(&mut self.net.held[idx]);
+        let delayed = std::mem::take(&mut self.net.delayed[idx]);
+        if !self.trace.recording() {
+            return;
+        }
+        self.trace_dropped(peer, &unsent, why);
+        self.trace_dropped(peer, &held, "partition");
+        for (_, frame) in delayed {
+            self.trace_dropped(peer, &frame, why);
+        }
     }
 
     /// Send `msg` to `to` (the host has checked that `to` is a peer).
@@ -661,6 +715,10 @@ impl<A: Node<Service: RunService>> Worker<A> {
             if p.written == p.out.len() {
                 continue;
             }
+            if p.written > 64 * 1024 {
+                // Backed up for a while: drop what is written before writing more.
+                p.forget_written();
+            }
             let Some(stream) = p.stream.as_mut() else {
                 continue;
             };
@@ -679,10 +737,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             }
             if p.written == p.out.len() {
                 p.out.clear();
-                p.written = 0;
-            } else if p.written > 64 * 1024 {
-                p.out.drain(..p.written);
-                p.written = 0;
+                (p.written, p.frames_from) = (0, 0);
             }
             // Ask to hear of free space only while something waits for it.
             let backed_up = !p.out.is_empty() && failed.is_none();
@@ -710,9 +765,80 @@ impl<A: Node<Service: RunService>> Worker<A> {
     }
 }
 
+/// The frames of an outgoing queue from `from`, where one starts, as the range each
+/// takes up. Every frame queued is whole, so the walk ends at the end of the queue.
+fn frames(queue: &[u8], from: usize) -> impl Iterator<Item = std::ops::Range<usize>> + '_ {
+    let mut at = from;
+    std::iter::from_fn(move || {
+        let len = u32::from_be_bytes(queue.get(at..at + 4)?.try_into().ok()?) as usize;
+        let frame = at..(at + 4 + len).min(queue.len());
+        at = frame.end;
+        Some(frame)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_frames_of_a_queue_are_walked_from_a_boundary() {
+        let mut queue = vec![9, 9]; // the rest of a hello, already cut
+        for body in [&b"ab"[..], b"", b"xyz"] {
+            wire::encode(&mut queue, &body.to_vec());
+        }
+        let lens: Vec<usize> = frames(&queue, 2).map(|f| f.len()).collect();
+        let first = frames(&queue, 2).next().unwrap();
+        assert_eq!(first.start, 2);
+        assert_eq!(frames(&queue, 2).last().unwrap().end, queue.len());
+        assert_eq!(lens.len(), 3);
+        assert!(lens[1] < lens[0] && lens[0] < lens[2], "{lens:?}");
+        assert_eq!(frames(&queue, queue.len()).count(), 0);
+    }
+
+    /// A queue as `connect` leaves it: two bytes of a hello, then three messages.
+    fn queued() -> (Peer, Vec<std::ops::Range<usize>>) {
+        let mut p = Peer { out: vec![7, 7], frames_from: 2, ..Peer::default() };
+        for body in ["one", "two", "three"] {
+            wire::encode(&mut p.out, &body);
+        }
+        let spans = frames(&p.out, 2).collect();
+        (p, spans)
+    }
+
+    fn bodies(queue: &[u8]) -> Vec<String> {
+        frames(queue, 0).map(|f| wire::decode(&queue[f.start + 4..f.end]).unwrap()).collect()
+    }
+
+    #[test]
+    fn what_was_never_wholly_written_is_what_is_unsent() {
+        let (mut p, spans) = queued();
+        p.written = 1; // the hello is not out yet: every message is unsent
+        assert_eq!(bodies(&p.take_unsent()), ["one", "two", "three"]);
+        let (mut p, _) = queued();
+        p.written = spans[1].start + 1; // "two" is cut off halfway
+        assert_eq!(bodies(&p.take_unsent()), ["two", "three"]);
+        let (mut p, _) = queued();
+        p.written = spans[1].end;
+        assert_eq!(bodies(&p.take_unsent()), ["three"]);
+        assert_eq!((p.out.len(), p.written, p.frames_from), (0, 0, 0));
+    }
+
+    #[test]
+    fn forgetting_what_is_written_keeps_the_queue_in_whole_frames() {
+        let (mut p, spans) = queued();
+        p.written = spans[1].start + 2;
+        p.forget_written();
+        // What is left starts with the frame being written, and the queue's end is kept.
+        assert_eq!((p.written, p.frames_from), (2, 0));
+        assert_eq!(bodies(&p.out), ["two", "three"]);
+        assert_eq!(bodies(&p.take_unsent()), ["two", "three"]);
+        // Inside the hello: only written bytes go, and the frames stay where they were.
+        let (mut p, _) = queued();
+        p.written = 1;
+        p.forget_written();
+        assert_eq!((p.written, p.frames_from, p.out.len()), (0, 1, spans[2].end - 1));
+    }
 
     #[test]
     fn every_peer_may_dial_at_once_without_hitting_the_pending_cap() {

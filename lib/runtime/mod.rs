@@ -252,13 +252,14 @@ enum TimerKind {
 ///   [`TimerKind`] goes to its owner); driving the node, `input` and `carry` (each effect
 ///   goes to its owner: a message to the mesh's `send`, a timer to the heap, `enter` to
 ///   the workload's `enter_cs`, a count to the statistics); `log`, `flush_trace`,
-///   `terminating`, `now`;
+///   `trace_all_unsent`, `terminating`, `now`;
 /// - `mesh.rs` (state in [`Mesh`]): dialing, `dial`, `connect` and `redial`; accepting,
 ///   `accept`, `add_pending`, `drop_pending` and `hello_overdue`; hellos,
 ///   `pending_readable`, `consider`, `announce` and `adopt`; channels, `peer_readable`
-///   and `lost`; writing, `send` and `flush_all`;
+///   and `lost` (with `trace_unsent`, which `trace_all_unsent` calls for every peer as
+///   the worker leaves); writing, `send` and `flush_all`;
 /// - `netfaults.rs` (state in [`NetFaults`]): `send_with_faults` (by `send`, while
-///   faults are on), `release`, `deliver_due`, `partition`;
+///   faults are on), `release`, `deliver_due`, `partition`, `trace_dropped`;
 /// - `workload.rs` (state in [`Workload`]): `think`, `run_local` (want and done, with
 ///   `finished`), `enter_cs`, `leave_cs`, `leave_on_signal`, `set_app`, `append`;
 /// - `link.rs`: `control_readable` (with the answer to `Query`), `tell_supervisor`; the
@@ -491,7 +492,18 @@ impl<A: Node<Service: RunService>> Worker<A> {
         self.flush_trace();
         self.event_loop()?;
         drop(source);
+        // Left on a signal, or the supervisor is gone (after `Finish` nothing is left):
+        // the writer's drop writes the lines.
+        self.trace_all_unsent();
         Ok(())
+    }
+
+    /// This worker is leaving: whatever is still queued for any peer never leaves.
+    fn trace_all_unsent(&mut self) {
+        let me = self.me;
+        for peer in (0..self.opts.workers).map(PeerId).filter(|p| *p != me) {
+            self.trace_unsent(peer, "exit");
+        }
     }
 
     fn now(&self) -> Duration {

@@ -3,7 +3,8 @@
 //! (`Partition`, `Heal`). Every message to a peer goes through the mesh's `send`; while
 //! faults are on, its frame comes here and may be lost, delayed (the `Deliver` timer
 //! releases it) or held back until the partition heals. Delays keep each channel FIFO,
-//! and what is delayed or held for a peer that is lost is forgotten with it (`lost`).
+//! and what is delayed or held for a peer that is lost is forgotten with it (`lost`),
+//! each message traced as dropped.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -79,16 +80,16 @@ impl<A: Node<Service: RunService>> Worker<A> {
         }
     }
 
-    /// Frames a partition held for `to`, which is lost before the partition healed:
-    /// each message among them is traced as dropped (`why=partition`).
-    pub(super) fn trace_held(&mut self, to: PeerId, held: &[u8]) {
+    /// Frames for `to` that will never be sent (held by a partition, delayed, queued):
+    /// each message among them is traced as dropped, `why`.
+    pub(super) fn trace_dropped(&mut self, to: PeerId, frames: &[u8], why: &str) {
         let mut reader = FrameReader::default();
-        reader.push(held);
+        reader.push(frames);
         // Our own frames, whole: nothing here can fail to decode.
         while let Ok(Some(body)) = reader.next_frame() {
             if let Ok(Envelope { clock, msg: Some(msg), .. }) = wire::decode::<Envelope<Option<A::Msg>>>(body)
             {
-                self.trace.drop(clock, to.0, msg.kind(), "partition");
+                self.trace.drop(clock, to.0, msg.kind(), why);
             }
         }
     }
