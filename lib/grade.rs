@@ -138,6 +138,8 @@ pub struct Sweep {
     entries: u32,
     non_fifo: bool,
     crashes: u32,
+    /// Which nodes may crash, given the node and the size (all, unless narrowed).
+    crashable: Option<fn(PeerId, u32) -> bool>,
     /// Elections: no entries to count; a run ends once all agree on a leader.
     elect: bool,
     check: Option<Check>,
@@ -152,6 +154,7 @@ impl Sweep {
             entries,
             non_fifo: false,
             crashes: 0,
+            crashable: None,
             elect: false,
             check: None,
         }
@@ -173,6 +176,14 @@ impl Sweep {
     /// Let up to `count` nodes crash and restart during each run.
     pub fn crashes(mut self, count: u32) -> Sweep {
         self.crashes = count;
+        self
+    }
+
+    /// Let up to `count` crashes and restarts happen during each run, each of a node
+    /// `eligible(node, n)` allows: `|p, n| p.0 + 1 == n` crashes only the highest id.
+    pub fn crashes_of(mut self, count: u32, eligible: fn(PeerId, u32) -> bool) -> Sweep {
+        self.crashes = count;
+        self.crashable = Some(eligible);
         self
     }
 
@@ -467,7 +478,8 @@ fn run_sweep<N: Node<Service: SimService>>(sw: &Sweep, ctx: &Ctx, id: &str) -> R
                 sim = sim.non_fifo();
             }
             if sw.crashes > 0 {
-                sim = sim.crashes(sw.crashes, |_: PeerId| true);
+                let eligible = sw.crashable.unwrap_or(|_, _| true);
+                sim = sim.crashes(sw.crashes, |p: PeerId| eligible(p, n));
             }
             let report = match quietly(|| sim.run(sw.entries)) {
                 Err(panic) if is_unwritten(&panic) => return Err(panic),
@@ -694,6 +706,31 @@ mod tests {
         // Replaying one seed shows the events that led there.
         let (_, text) = grade(&g, Some(0));
         assert!(text.contains("last events:"), "{text}");
+    }
+
+    #[test]
+    fn a_crash_sweep_crashes_only_the_nodes_it_names() {
+        // `centralized` survives the crash of anyone but its coordinator (the highest
+        // id); the negative control crashes the coordinator, which comes back having
+        // forgotten who holds the section, and must be caught letting two in.
+        let mut g = Grader::new("t", "centralized");
+        g.sim::<Centralized>(
+            "6.1",
+            "others crash",
+            1,
+            Sweep::new(&[3, 4], 0..40, 3).crashes_of(3, |p, n| p.0 + 1 < n),
+        );
+        g.sim::<Centralized>(
+            "6.2",
+            "the coordinator crashes",
+            1,
+            Sweep::new(&[3], 0..300, 6).crashes_of(2, |p, n| p.0 + 1 == n),
+        );
+        let (s, text) = grade(&g, None);
+        assert_eq!(s.passed, 1, "{text}");
+        assert!(text.contains("(sim, 40 seeds, n=3,4, crashes)"), "{text}");
+        assert!(text.contains("mutual exclusion violated"), "{text}");
+        assert!(text.contains("replay: cargo run -- grade 6.2 --n 3 --seed "), "{text}");
     }
 
     #[test]
