@@ -4,7 +4,7 @@
 //!
 //! Group 1 drives four nodes by hand through a failover, step by step; group 2 runs the
 //! simulator with crashes (of the coordinator, then of anyone); group 3 starts real
-//! processes; group 4 kills and pauses the real coordinator.
+//! processes; group 4 kills, pauses and restarts the real coordinator.
 
 use std::fmt::Debug;
 
@@ -228,10 +228,15 @@ pub fn grader<N: FailoverLab>(algo: &str) -> Grader {
         let mut w = failover::<N>(|w| {
             want(w, 0); // w0's REQUEST dies with w3
         });
+        let acts = deliver(&mut w, 2, 0, N::coordinator(t1));
         expect(
-            show(4, 0, &deliver(&mut w, 2, 0, N::coordinator(t1))),
+            show(4, 0, &acts),
             &[state(2, t1, false, true)],
             "w0 accepts term 1.2: it answers that it waits, and does not send REQUEST again",
+        );
+        assert!(
+            suspicion::<N>(&acts).is_some(),
+            "w0 accepts term 1.2 while waiting, but sets no suspicion timer to watch w2"
         );
         expect(
             show(4, 2, &deliver(&mut w, 0, 2, N::state(t1, false, true))),
@@ -377,6 +382,12 @@ pub fn grader<N: FailoverLab>(algo: &str) -> Grader {
         "the coordinator is paused; the rest wait for it, then go on",
         4,
         Real::new(5, 40).faults("stop 4 at entry 40 for 1s"),
+    );
+    g.real::<N>(
+        "4.3",
+        "the coordinator is killed and restarted; it takes over again",
+        3,
+        Real::new(5, 40).faults("kill 4 at entry 40; restart 4 at entry 80"),
     );
     g
 }
