@@ -22,7 +22,7 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use mutexlab::algorithm::{Algorithm, Config, Message, Out as MutexOut, PeerId};
-pub use mutexlab::algos::centralized_bully::{
+use mutexlab::algos::centralized_bully::{
     Term, COORDINATOR_TIMEOUT, ELECTION_TIMEOUT, HEARTBEAT, SUSPECT_AFTER,
 };
 use serde::{Deserialize, Serialize};
