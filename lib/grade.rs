@@ -47,6 +47,8 @@ use crate::supervisor::{self, ElectOpts, ExternalOpts, Initiators, RunOpts};
 const WIDTH: usize = 76;
 /// A reason longer than this many lines is cut (a `--seed` replay shows it all).
 const REASON_LINES: usize = 6;
+/// Seeds of the crash runs [`Real::try_crashes`] adds to the simulator try.
+const PRECHECK_SEEDS: u64 = 8;
 
 /// What sort of test, shown in its line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -232,6 +234,8 @@ pub struct Real {
     /// An election run (`mutexlab elect`, every worker an initiator) instead of mutual
     /// exclusion.
     elect: bool,
+    /// The simulator try before the run also takes the node through crashes.
+    try_crashes: bool,
 }
 
 impl Real {
@@ -246,6 +250,7 @@ impl Real {
             stall_ms: 3000,
             expect: Expect::Clean,
             elect: false,
+            try_crashes: false,
         }
     }
 
@@ -265,6 +270,15 @@ impl Real {
     /// Expect a stall whose diagnosis contains every one of `mentions`.
     pub fn expect_stall(mut self, mentions: &[&str]) -> Real {
         self.expect = Expect::Stall(mentions.iter().map(|m| m.to_string()).collect());
+        self
+    }
+
+    /// Before starting processes, try the node in the simulator through crashes and
+    /// stale timers too, not only a quiet run: a node whose handling of those is still
+    /// unwritten then fails with its one line, instead of in every worker it starts.
+    /// For labs whose student writes the crash handling from the start.
+    pub fn try_crashes(mut self) -> Real {
+        self.try_crashes = true;
         self
     }
 
@@ -515,8 +529,14 @@ fn sim_failure(e: &SimError, full: bool, replay: &str) -> String {
 }
 
 fn run_real<N: Node<Service: SimService>>(real: &Real, ctx: &Ctx) -> Result<(), String> {
-    // An unfinished node fails here, before any process is started for it.
-    if let Err(panic) = quietly(|| Sim::<N>::new(real.workers, 0).run(1)) {
+    // An unfinished node fails here, before any process is started for it. Only a
+    // panic counts: how the simulator judges the runs is for the lab's sweeps to say.
+    let quiet = || quietly(|| Sim::<N>::new(real.workers, 0).run(1)).map(drop);
+    let rough = |seed| {
+        quietly(|| Sim::<N>::new(real.workers, seed).stale_timers(true).crashes(2, |_| true).run(2)).map(drop)
+    };
+    let seeds = if real.try_crashes { 0..PRECHECK_SEEDS } else { 0..0 };
+    if let Some(Err(panic)) = std::iter::once_with(quiet).chain(seeds.map(rough)).find(Result::is_err) {
         return Err(if is_unwritten(&panic) {
             panic
         } else {
@@ -760,6 +780,45 @@ mod tests {
         assert!(!text.contains("panicked"), "{text}");
         // The real run stopped before the supervisor: the executable does not exist.
         assert!(!text.contains("nonexistent"), "{text}");
+    }
+
+    /// `centralized` with its crash handling still the skeleton's marker.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct CrashBlank(Centralized);
+
+    impl Algorithm for CrashBlank {
+        type Msg = crate::algos::centralized::Msg;
+        type Timer = NoTimer;
+        fn new(cfg: &Config) -> Self {
+            CrashBlank(Centralized::new(cfg))
+        }
+        fn on_want_cs(&mut self, out: &mut Out<Self::Msg, NoTimer>) {
+            self.0.on_want_cs(out)
+        }
+        fn on_message(&mut self, from: PeerId, msg: Self::Msg, out: &mut Out<Self::Msg, NoTimer>) {
+            self.0.on_message(from, msg, out)
+        }
+        fn on_cs_done(&mut self, out: &mut Out<Self::Msg, NoTimer>) {
+            self.0.on_cs_done(out)
+        }
+        fn on_peer_down(&mut self, _: PeerId, _: &mut Out<Self::Msg, NoTimer>) {
+            crate::lab::unwritten("on_peer_down")
+        }
+    }
+
+    #[test]
+    fn trying_crashes_first_catches_unwritten_crash_handling_before_any_process() {
+        let mut g = Grader::new("t", "blank");
+        g.real::<CrashBlank>("7.1", "real, quiet try", 1, Real::new(3, 5));
+        g.real::<CrashBlank>("7.2", "real, crashes tried", 1, Real::new(3, 5).try_crashes());
+        let (s, text) = grade(&g, None);
+        assert_eq!(s.passed, 0, "{text}");
+        // The quiet try passes the node, so the run reaches the supervisor (which knows
+        // no algorithm `x`); the crash runs stop the second test before that.
+        let (quiet, crashes) = text.split_once("TEST 7.2").expect("both tests ran");
+        assert!(quiet.contains("unknown algorithm \"x\"") && !quiet.contains("on_peer_down"), "{text}");
+        assert!(crashes.contains("      on_peer_down is not written yet\n"), "{text}");
+        assert!(!crashes.contains("unknown algorithm") && !text.contains("panicked"), "{text}");
     }
 
     #[test]

@@ -369,25 +369,25 @@ pub fn grader<N: FailoverLab>(algo: &str) -> Grader {
         Sweep::new(&[3, 5], 0..200, 4).crashes_of(3, coordinator).check(failover_cost),
     );
 
-    g.real::<N>("3.1", "real processes, clean audit", 4, Real::new(5, 60));
+    g.real::<N>("3.1", "real processes, clean audit", 4, Real::new(5, 60).try_crashes());
 
     g.real::<N>(
         "4.1",
         "the coordinator is killed; the rest go on",
         4,
-        Real::new(5, 40).faults("kill 4 at entry 40"),
+        Real::new(5, 40).try_crashes().faults("kill 4 at entry 40"),
     );
     g.real::<N>(
         "4.2",
         "the coordinator is paused; the rest wait for it, then go on",
         4,
-        Real::new(5, 40).faults("stop 4 at entry 40 for 1s"),
+        Real::new(5, 40).try_crashes().faults("stop 4 at entry 40 for 1s"),
     );
     g.real::<N>(
         "4.3",
         "the coordinator is killed and restarted; it takes over again",
         3,
-        Real::new(5, 40).faults("kill 4 at entry 40; restart 4 at entry 80"),
+        Real::new(5, 40).try_crashes().faults("kill 4 at entry 40; restart 4 at entry 80"),
     );
     g
 }
