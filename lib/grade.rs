@@ -19,8 +19,9 @@
 //!
 //! Each test runs under [`quietly`], so a panicking node (an unwritten handler above
 //! all) fails its test with one line, never a backtrace. Before starting processes a
-//! real-run test tries the node once in the simulator, so an unfinished node fails there
-//! and no worker is ever started for it. The exit code is 0 only if every test passed,
+//! real-run test tries the node once in the simulator (and through a few crashes, with
+//! [`Real::try_crashes`]), so an unfinished node fails there and no worker is ever
+//! started for it. The exit code is 0 only if every test passed,
 //! 1 if any failed, 2 for a command line it cannot follow.
 //!
 //! A grader can grade a program in another language ([`Grader::worker_cmd`]): the lab
