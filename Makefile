@@ -11,7 +11,7 @@ help:
 	@echo "make test   # the whole test suite"
 	@echo "make bench  # message latency and throughput on this machine (release build; ARGS=--json)"
 	@echo "make lint   # rustfmt check and clippy with warnings as errors"
-	@echo "make lab-01-ricart-agrawala  # grade your node in labs/01-ricart-agrawala (SOLUTION=1: the reference; also lab-02-token, lab-03-election)"
+	@echo "make lab-01-ricart-agrawala  # grade your node in labs/01-ricart-agrawala (SOLUTION=1: the reference; also lab-02-token, lab-03-election, lab-04-failover)"
 
 build:
 	$(CARGO) build --release

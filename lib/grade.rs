@@ -19,8 +19,9 @@
 //!
 //! Each test runs under [`quietly`], so a panicking node (an unwritten handler above
 //! all) fails its test with one line, never a backtrace. Before starting processes a
-//! real-run test tries the node once in the simulator, so an unfinished node fails there
-//! and no worker is ever started for it. The exit code is 0 only if every test passed,
+//! real-run test tries the node once in the simulator (and through a few crashes, with
+//! [`Real::try_crashes`]), so an unfinished node fails there and no worker is ever
+//! started for it. The exit code is 0 only if every test passed,
 //! 1 if any failed, 2 for a command line it cannot follow.
 //!
 //! A grader can grade a program in another language ([`Grader::worker_cmd`]): the lab
@@ -47,6 +48,8 @@ use crate::supervisor::{self, ElectOpts, ExternalOpts, Initiators, RunOpts};
 const WIDTH: usize = 76;
 /// A reason longer than this many lines is cut (a `--seed` replay shows it all).
 const REASON_LINES: usize = 6;
+/// Seeds of the crash runs [`Real::try_crashes`] adds to the simulator try.
+const PRECHECK_SEEDS: u64 = 8;
 
 /// What sort of test, shown in its line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,6 +143,8 @@ pub struct Sweep {
     entries: u32,
     non_fifo: bool,
     crashes: u32,
+    /// Which nodes may crash, given the node and the size (all, unless narrowed).
+    crashable: Option<fn(PeerId, u32) -> bool>,
     /// Elections: no entries to count; a run ends once all agree on a leader.
     elect: bool,
     check: Option<Check>,
@@ -154,6 +159,7 @@ impl Sweep {
             entries,
             non_fifo: false,
             crashes: 0,
+            crashable: None,
             elect: false,
             check: None,
         }
@@ -175,6 +181,14 @@ impl Sweep {
     /// Let up to `count` nodes crash and restart during each run.
     pub fn crashes(mut self, count: u32) -> Sweep {
         self.crashes = count;
+        self
+    }
+
+    /// Let up to `count` crashes and restarts happen during each run, each of a node
+    /// `eligible(node, n)` allows: `|p, n| p.0 + 1 == n` crashes only the highest id.
+    pub fn crashes_of(mut self, count: u32, eligible: fn(PeerId, u32) -> bool) -> Sweep {
+        self.crashes = count;
+        self.crashable = Some(eligible);
         self
     }
 
@@ -223,6 +237,8 @@ pub struct Real {
     /// An election run (`mutexlab elect`, every worker an initiator) instead of mutual
     /// exclusion.
     elect: bool,
+    /// The simulator try before the run also takes the node through crashes.
+    try_crashes: bool,
 }
 
 impl Real {
@@ -237,6 +253,7 @@ impl Real {
             stall_ms: 3000,
             expect: Expect::Clean,
             elect: false,
+            try_crashes: false,
         }
     }
 
@@ -256,6 +273,15 @@ impl Real {
     /// Expect a stall whose diagnosis contains every one of `mentions`.
     pub fn expect_stall(mut self, mentions: &[&str]) -> Real {
         self.expect = Expect::Stall(mentions.iter().map(|m| m.to_string()).collect());
+        self
+    }
+
+    /// Before starting processes, try the node in the simulator through crashes and
+    /// stale timers too, not only a quiet run: a node whose handling of those is still
+    /// unwritten then fails with its one line, instead of in every worker it starts.
+    /// For labs whose student writes the crash handling from the start.
+    pub fn try_crashes(mut self) -> Real {
+        self.try_crashes = true;
         self
     }
 
@@ -486,7 +512,8 @@ fn run_sweep<N: Node<Service: SimService>>(sw: &Sweep, ctx: &Ctx, id: &str) -> R
                 sim = sim.non_fifo();
             }
             if sw.crashes > 0 {
-                sim = sim.crashes(sw.crashes, |_: PeerId| true);
+                let eligible = sw.crashable.unwrap_or(|_, _| true);
+                sim = sim.crashes(sw.crashes, |p: PeerId| eligible(p, n));
             }
             let report = match quietly(|| sim.run(sw.entries)) {
                 Err(panic) if is_unwritten(&panic) => return Err(panic),
@@ -522,8 +549,14 @@ fn sim_failure(e: &SimError, full: bool, replay: &str) -> String {
 }
 
 fn run_real<N: Node<Service: SimService>>(real: &Real, ctx: &Ctx) -> Result<(), String> {
-    // An unfinished node fails here, before any process is started for it.
-    if let Err(panic) = quietly(|| Sim::<N>::new(real.workers, 0).run(1)) {
+    // An unfinished node fails here, before any process is started for it. Only a
+    // panic counts: how the simulator judges the runs is for the lab's sweeps to say.
+    let quiet = || quietly(|| Sim::<N>::new(real.workers, 0).run(1)).map(drop);
+    let rough = |seed| {
+        quietly(|| Sim::<N>::new(real.workers, seed).stale_timers(true).crashes(2, |_| true).run(2)).map(drop)
+    };
+    let seeds = if real.try_crashes { 0..PRECHECK_SEEDS } else { 0..0 };
+    if let Some(Err(panic)) = std::iter::once_with(quiet).chain(seeds.map(rough)).find(Result::is_err) {
         return Err(if is_unwritten(&panic) {
             panic
         } else {
@@ -716,6 +749,31 @@ mod tests {
     }
 
     #[test]
+    fn a_crash_sweep_crashes_only_the_nodes_it_names() {
+        // `centralized` survives the crash of anyone but its coordinator (the highest
+        // id); the negative control crashes the coordinator, which comes back having
+        // forgotten who holds the section, and must be caught letting two in.
+        let mut g = Grader::new("t", "centralized");
+        g.sim::<Centralized>(
+            "6.1",
+            "others crash",
+            1,
+            Sweep::new(&[3, 4], 0..40, 3).crashes_of(3, |p, n| p.0 + 1 < n),
+        );
+        g.sim::<Centralized>(
+            "6.2",
+            "the coordinator crashes",
+            1,
+            Sweep::new(&[3], 0..300, 6).crashes_of(2, |p, n| p.0 + 1 == n),
+        );
+        let (s, text) = grade(&g, None);
+        assert_eq!(s.passed, 1, "{text}");
+        assert!(text.contains("(sim, 40 seeds, n=3,4, crashes)"), "{text}");
+        assert!(text.contains("mutual exclusion violated"), "{text}");
+        assert!(text.contains("replay: cargo run -- grade 6.2 --n 3 --seed "), "{text}");
+    }
+
+    #[test]
     fn a_failed_check_and_a_failed_script_are_reasons() {
         let mut g = Grader::new("t", "centralized");
         g.sim::<Centralized>(
@@ -742,6 +800,45 @@ mod tests {
         assert!(!text.contains("panicked"), "{text}");
         // The real run stopped before the supervisor: the executable does not exist.
         assert!(!text.contains("nonexistent"), "{text}");
+    }
+
+    /// `centralized` with its crash handling still the skeleton's marker.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct CrashBlank(Centralized);
+
+    impl Algorithm for CrashBlank {
+        type Msg = crate::algos::centralized::Msg;
+        type Timer = NoTimer;
+        fn new(cfg: &Config) -> Self {
+            CrashBlank(Centralized::new(cfg))
+        }
+        fn on_want_cs(&mut self, out: &mut Out<Self::Msg, NoTimer>) {
+            self.0.on_want_cs(out)
+        }
+        fn on_message(&mut self, from: PeerId, msg: Self::Msg, out: &mut Out<Self::Msg, NoTimer>) {
+            self.0.on_message(from, msg, out)
+        }
+        fn on_cs_done(&mut self, out: &mut Out<Self::Msg, NoTimer>) {
+            self.0.on_cs_done(out)
+        }
+        fn on_peer_down(&mut self, _: PeerId, _: &mut Out<Self::Msg, NoTimer>) {
+            crate::lab::unwritten("on_peer_down")
+        }
+    }
+
+    #[test]
+    fn trying_crashes_first_catches_unwritten_crash_handling_before_any_process() {
+        let mut g = Grader::new("t", "blank");
+        g.real::<CrashBlank>("7.1", "real, quiet try", 1, Real::new(3, 5));
+        g.real::<CrashBlank>("7.2", "real, crashes tried", 1, Real::new(3, 5).try_crashes());
+        let (s, text) = grade(&g, None);
+        assert_eq!(s.passed, 0, "{text}");
+        // The quiet try passes the node, so the run reaches the supervisor (which knows
+        // no algorithm `x`); the crash runs stop the second test before that.
+        let (quiet, crashes) = text.split_once("TEST 7.2").expect("both tests ran");
+        assert!(quiet.contains("unknown algorithm \"x\"") && !quiet.contains("on_peer_down"), "{text}");
+        assert!(crashes.contains("      on_peer_down is not written yet\n"), "{text}");
+        assert!(!crashes.contains("unknown algorithm") && !text.contains("panicked"), "{text}");
     }
 
     #[test]

@@ -1,0 +1,411 @@
+//! The lab's tests: the same list for your node, the reference (`--solution`, the
+//! built-in `centralized-bully`) and the planted bugs (`--planted`). `README.md` says
+//! what each test checks and how to read its failure.
+//!
+//! Group 1 drives four nodes by hand through a failover, step by step; group 2 runs the
+//! simulator with crashes (of the coordinator, then of anyone); group 3 starts real
+//! processes; group 4 kills, pauses and restarts the real coordinator.
+
+use std::fmt::Debug;
+
+use mutexlab::algorithm::script::{deliver, done, down, fire, nodes, start, want};
+use mutexlab::algorithm::{Action, Algorithm, Output, PeerId};
+use mutexlab::algos::centralized_bully::{self as reference, CentralizedBully, Term};
+use mutexlab::grade::{Grader, Real, Sweep};
+use mutexlab::sim::SimReport;
+
+use crate::node;
+use crate::planted::Planted;
+
+/// A node this lab can grade: a mutex node whose messages and suspicion timer have the
+/// lab's shape. The reference's messages carry more (incarnations, the majority rule's
+/// LOCK); its builders fill those in as a first life without the rule would.
+pub trait FailoverLab: Algorithm {
+    /// `Request { term }`.
+    fn request(term: Term) -> Self::Msg;
+    /// `Grant { term }`.
+    fn grant(term: Term) -> Self::Msg;
+    /// `Release { term }`.
+    fn release(term: Term) -> Self::Msg;
+    /// `Heartbeat { term }`.
+    fn heartbeat(term: Term) -> Self::Msg;
+    /// `Election`.
+    fn election() -> Self::Msg;
+    /// `Coordinator { term }`.
+    fn coordinator(term: Term) -> Self::Msg;
+    /// `State { term, inside, waiting }`.
+    fn state(term: Term, inside: bool, waiting: bool) -> Self::Msg;
+    /// `Stale { term }`.
+    fn stale(term: Term) -> Self::Msg;
+    /// Whether `timer` is the waiting follower's suspicion of its coordinator.
+    fn is_suspect(timer: &Self::Timer) -> bool;
+}
+
+impl FailoverLab for node::Node {
+    fn request(term: Term) -> node::Msg {
+        node::Msg::Request { term }
+    }
+    fn grant(term: Term) -> node::Msg {
+        node::Msg::Grant { term }
+    }
+    fn release(term: Term) -> node::Msg {
+        node::Msg::Release { term }
+    }
+    fn heartbeat(term: Term) -> node::Msg {
+        node::Msg::Heartbeat { term }
+    }
+    fn election() -> node::Msg {
+        node::Msg::Election
+    }
+    fn coordinator(term: Term) -> node::Msg {
+        node::Msg::Coordinator { term }
+    }
+    fn state(term: Term, inside: bool, waiting: bool) -> node::Msg {
+        node::Msg::State { term, inside, waiting }
+    }
+    fn stale(term: Term) -> node::Msg {
+        node::Msg::Stale { term }
+    }
+    fn is_suspect(timer: &node::Timer) -> bool {
+        matches!(timer, node::Timer::Suspect(_))
+    }
+}
+
+/// The reference's messages, for it and for the planted bugs built on it.
+trait ReferenceShape {}
+impl ReferenceShape for CentralizedBully {}
+impl<const WAITING: bool> ReferenceShape for Planted<WAITING> {}
+
+impl<A> FailoverLab for A
+where
+    A: Algorithm<Msg = reference::Msg, Timer = reference::Timer> + ReferenceShape,
+{
+    fn request(term: Term) -> reference::Msg {
+        reference::Msg::Request { term, inc: 0 }
+    }
+    fn grant(term: Term) -> reference::Msg {
+        reference::Msg::Grant { term, inc: 0 }
+    }
+    fn release(term: Term) -> reference::Msg {
+        reference::Msg::Release { term }
+    }
+    fn heartbeat(term: Term) -> reference::Msg {
+        reference::Msg::Heartbeat { term }
+    }
+    fn election() -> reference::Msg {
+        reference::Msg::Election
+    }
+    fn coordinator(term: Term) -> reference::Msg {
+        reference::Msg::Coordinator { term }
+    }
+    fn state(term: Term, inside: bool, waiting: bool) -> reference::Msg {
+        reference::Msg::State { term, inside, waiting, inc: 0, lock: None }
+    }
+    fn stale(term: Term) -> reference::Msg {
+        reference::Msg::Stale { term }
+    }
+    fn is_suspect(timer: &reference::Timer) -> bool {
+        matches!(timer, reference::Timer::Suspect(_))
+    }
+}
+
+/// One handler's sends and entries as sorted sentences; a broadcast reads as one send
+/// to each other node. Timers and counts are left out: the steps fire timers they saw
+/// set (`suspicion`), so their numbering is the node's own business.
+fn show<M: Debug, T: Debug>(n: u32, me: u32, acts: &[Action<M, T>]) -> Vec<String> {
+    let mut v = Vec::new();
+    for a in acts {
+        match a {
+            Output::Send { to, msg } => v.push(format!("send {msg:?} to {to}")),
+            Output::Broadcast { msg } => {
+                v.extend((0..n).filter(|&p| p != me).map(|p| format!("send {msg:?} to {}", PeerId(p))))
+            }
+            Output::Event { .. } => v.push("enter".into()),
+            Output::SetTimer { .. } | Output::CancelTimer { .. } | Output::Count { .. } => {}
+        }
+    }
+    v.sort();
+    v
+}
+
+/// The suspicion timer these actions set last, to fire it later.
+fn suspicion<N: FailoverLab>(acts: &[Action<N::Msg, N::Timer>]) -> Option<N::Timer> {
+    acts.iter().rev().find_map(|a| match a {
+        Output::SetTimer { timer, .. } if N::is_suspect(timer) => Some(timer.clone()),
+        _ => None,
+    })
+}
+
+/// Expect exactly these actions (in any order).
+#[track_caller]
+fn expect(got: Vec<String>, want: &[String], step: &str) {
+    let mut want = want.to_vec();
+    want.sort();
+    assert!(got == want, "{step}\n  expected: {want:?}\n  got:      {got:?}");
+}
+
+/// `n` started nodes; the highest coordinates term `0.(n-1)`.
+fn started<N: FailoverLab>(n: u32) -> Vec<N> {
+    let mut w = nodes::<N>(n);
+    for i in 0..n {
+        expect(show(n, i, &start(&mut w, i)), &[], &format!("w{i} starts"));
+    }
+    w
+}
+
+fn term(epoch: u64, id: u32) -> Term {
+    Term { epoch, id }
+}
+
+fn send<M: Debug>(to: u32, msg: M) -> String {
+    format!("send {msg:?} to {}", PeerId(to))
+}
+
+fn enter() -> Vec<String> {
+    vec!["enter".to_string()]
+}
+
+/// Four nodes; w3 coordinates term 0.3 and dies; w2, the highest left, hears it and
+/// declares term 1.2, asking w0 and w1 for their STATE. `before` runs first (what the
+/// nodes were doing when w3 died); w0 and w1 hear of the death too.
+fn failover<N: FailoverLab>(before: impl FnOnce(&mut [N])) -> Vec<N> {
+    let mut w = started::<N>(4);
+    before(&mut w);
+    down(&mut w, 0, 3);
+    down(&mut w, 1, 3);
+    let t1 = term(1, 2);
+    expect(
+        show(4, 2, &down(&mut w, 2, 3)),
+        &[send(0, N::coordinator(t1)), send(1, N::coordinator(t1))],
+        "w2, the highest left, hears w3 die: it declares term 1.2 and asks the others",
+    );
+    w
+}
+
+/// The grader for node type `N`, registered as `algo` for the real runs.
+pub fn grader<N: FailoverLab>(algo: &str) -> Grader {
+    let mut g = Grader::new("Lab 04: failover of a centralized coordinator", algo);
+    let (t0, t1) = (term(0, 3), term(1, 2));
+    let state = |to: u32, t: Term, inside: bool, waiting: bool| send(to, N::state(t, inside, waiting));
+
+    g.script("1.1", "the coordinator's death starts a bully election; the highest left wins", 2, move || {
+        let mut w = started::<N>(4);
+        expect(show(4, 0, &down(&mut w, 0, 1)), &[], "w0 hears w1 die: not its coordinator, nothing to do");
+        expect(
+            show(4, 0, &down(&mut w, 0, 3)),
+            &[send(2, N::election())],
+            "w0 hears its coordinator w3 die: ELECTION to every live higher id",
+        );
+        expect(
+            show(4, 2, &down(&mut w, 2, 3)),
+            &[send(0, N::coordinator(t1)), send(1, N::coordinator(t1))],
+            "w2 hears w3 die: nobody live is higher, so it declares term 1.2 at once",
+        );
+    });
+    g.script("1.2", "a waiting node that hears nothing suspects its coordinator", 2, move || {
+        let mut w = started::<N>(4);
+        let acts = want(&mut w, 0);
+        expect(show(4, 0, &acts), &[send(3, N::request(t0))], "w0 wants in");
+        let first = suspicion::<N>(&acts).expect("w0 set no suspicion timer when it asked");
+        let acts = deliver(&mut w, 3, 0, N::heartbeat(t0));
+        let second = suspicion::<N>(&acts).expect("w0 set no new suspicion timer on a HEARTBEAT");
+        expect(show(4, 0, &fire(&mut w, 0, first)), &[], "w0's first suspicion fires: w3 has spoken since");
+        expect(
+            show(4, 0, &fire(&mut w, 0, second)),
+            &[send(1, N::election()), send(2, N::election()), send(3, N::election())],
+            "the current one fires: w3 has been silent; ELECTION to every higher id (w3 is not known dead)",
+        );
+        let acts = want(&mut w, 1);
+        let timer = suspicion::<N>(&acts).expect("w1 set no suspicion timer when it asked");
+        expect(show(4, 1, &deliver(&mut w, 3, 1, N::grant(t0))), &enter(), "w1 is granted");
+        expect(
+            show(4, 1, &fire(&mut w, 1, timer)),
+            &[],
+            "w1's suspicion fires while inside: it waits for nobody",
+        );
+    });
+    g.script("1.3", "no GRANT before every live node's STATE; a waiting node is queued", 4, move || {
+        let mut w = failover::<N>(|w| {
+            want(w, 0); // w0's REQUEST dies with w3
+        });
+        let acts = deliver(&mut w, 2, 0, N::coordinator(t1));
+        expect(
+            show(4, 0, &acts),
+            &[state(2, t1, false, true)],
+            "w0 accepts term 1.2: it answers that it waits, and does not send REQUEST again",
+        );
+        assert!(
+            suspicion::<N>(&acts).is_some(),
+            "w0 accepts term 1.2 while waiting, but sets no suspicion timer to watch w2"
+        );
+        expect(
+            show(4, 2, &deliver(&mut w, 0, 2, N::state(t1, false, true))),
+            &[],
+            "w2 has w0's STATE; w1's is missing",
+        );
+        expect(show(4, 2, &want(&mut w, 2)), &[], "w2 wants in too: it still waits for w1");
+        expect(
+            show(4, 1, &deliver(&mut w, 2, 1, N::coordinator(t1))),
+            &[state(2, t1, false, false)],
+            "w1, idle, accepts term 1.2",
+        );
+        expect(
+            show(4, 2, &deliver(&mut w, 1, 2, N::state(t1, false, false))),
+            &[send(0, N::grant(t1))],
+            "every live node has answered: w0, whose STATE came first, is granted",
+        );
+        expect(show(4, 0, &deliver(&mut w, 2, 0, N::grant(t1))), &enter(), "w0 enters");
+        expect(show(4, 0, &done(&mut w, 0)), &[send(2, N::release(t1))], "w0 leaves");
+        expect(show(4, 2, &deliver(&mut w, 0, 2, N::release(t1))), &enter(), "w2 is next");
+    });
+    g.script("1.4", "a node inside, the winner included, keeps the section", 3, move || {
+        let mut w = failover::<N>(|w| {
+            want(w, 0);
+            deliver(w, 0, 3, N::request(t0));
+            deliver(w, 3, 0, N::grant(t0)); // w0 is inside
+            want(w, 1); // w1's REQUEST dies with w3
+        });
+        expect(
+            show(4, 0, &deliver(&mut w, 2, 0, N::coordinator(t1))),
+            &[state(2, t1, true, false)],
+            "w0 accepts term 1.2 from inside: it says so",
+        );
+        expect(
+            show(4, 1, &deliver(&mut w, 2, 1, N::coordinator(t1))),
+            &[state(2, t1, false, true)],
+            "w1 accepts term 1.2 while waiting",
+        );
+        expect(show(4, 2, &deliver(&mut w, 1, 2, N::state(t1, false, true))), &[], "w2 has w1's STATE");
+        expect(
+            show(4, 2, &deliver(&mut w, 0, 2, N::state(t1, true, false))),
+            &[],
+            "w2 has every STATE, but w0 is inside: no GRANT",
+        );
+        expect(
+            show(4, 0, &done(&mut w, 0)),
+            &[send(2, N::release(t1))],
+            "w0 leaves, and tells the new coordinator",
+        );
+        expect(show(4, 2, &deliver(&mut w, 0, 2, N::release(t1))), &[send(1, N::grant(t1))], "w1 is granted");
+        // The same with the new coordinator itself inside when it wins.
+        let mut w = failover::<N>(|w| {
+            want(w, 2);
+            deliver(w, 2, 3, N::request(t0));
+            deliver(w, 3, 2, N::grant(t0)); // w2 is inside
+            want(w, 0);
+        });
+        deliver(&mut w, 2, 1, N::coordinator(t1));
+        deliver(&mut w, 2, 0, N::coordinator(t1));
+        expect(show(4, 2, &deliver(&mut w, 1, 2, N::state(t1, false, false))), &[], "w2 has w1's STATE");
+        expect(
+            show(4, 2, &deliver(&mut w, 0, 2, N::state(t1, false, true))),
+            &[],
+            "w2 has every STATE, but it won from inside: no GRANT",
+        );
+        expect(show(4, 2, &done(&mut w, 2)), &[send(0, N::grant(t1))], "w2 leaves: w0 is granted");
+    });
+    g.script("1.5", "the dead count as answered, and hold nothing", 3, move || {
+        let mut w = failover::<N>(|w| {
+            want(w, 0);
+        });
+        deliver(&mut w, 2, 0, N::coordinator(t1));
+        expect(show(4, 2, &deliver(&mut w, 0, 2, N::state(t1, false, true))), &[], "w2 has w0's STATE");
+        expect(
+            show(4, 2, &down(&mut w, 2, 1)),
+            &[send(0, N::grant(t1))],
+            "w1 dies before answering: w2 stops waiting for it and grants w0",
+        );
+        expect(show(4, 2, &down(&mut w, 2, 0)), &[], "w0 dies inside");
+        expect(show(4, 2, &want(&mut w, 2)), &enter(), "w2 wants in: the dead w0 holds nothing");
+    });
+    g.script("1.6", "COORDINATOR: a newer term is followed, an older refused, a lower one bullied", 3, move || {
+        // w2, the coordinator, was paused; w1 took it for dead and declared term 1.1.
+        let mut w = started::<N>(3);
+        let (t1, t2) = (term(1, 1), term(2, 2));
+        expect(
+            show(3, 0, &deliver(&mut w, 1, 0, N::coordinator(t1))),
+            &[state(1, t1, false, false)],
+            "w0 accepts w1's newer term 1.1",
+        );
+        expect(
+            show(3, 2, &deliver(&mut w, 1, 2, N::coordinator(t1))),
+            &[state(1, t1, false, false), send(0, N::coordinator(t2)), send(1, N::coordinator(t2))],
+            "w2 wakes and hears term 1.1 from the lower w1: it answers, then bullies its way back with term 2.2",
+        );
+        expect(
+            show(3, 0, &deliver(&mut w, 2, 0, N::coordinator(t2))),
+            &[state(2, t2, false, false)],
+            "w0 accepts term 2.2",
+        );
+        expect(
+            show(3, 0, &deliver(&mut w, 1, 0, N::coordinator(t1))),
+            &[send(1, N::stale(t2))],
+            "a late COORDINATOR of term 1.1 reaches w0: refused with STALE 2.2",
+        );
+        expect(
+            show(3, 1, &deliver(&mut w, 2, 1, N::coordinator(t2))),
+            &[state(2, t2, false, false)],
+            "w1 gives up term 1.1 for 2.2",
+        );
+    });
+
+    let coordinator = |p: PeerId, n: u32| p.0 + 1 == n;
+    g.sim::<N>(
+        "2.1",
+        "the coordinator crashes: never two inside, no request lost",
+        8,
+        Sweep::new(&[2, 3, 4, 5], 0..1000, 4).crashes_of(3, coordinator),
+    );
+    g.sim::<N>(
+        "2.2",
+        "anyone crashes: never two inside, no request lost",
+        4,
+        Sweep::new(&[2, 3, 4, 5], 0..500, 4).crashes(3),
+    );
+    g.sim::<N>(
+        "2.3",
+        "one STATE per COORDINATOR, and nobody asks twice",
+        3,
+        Sweep::new(&[3, 5], 0..200, 4).crashes_of(3, coordinator).check(failover_cost),
+    );
+
+    g.real::<N>("3.1", "real processes, clean audit", 4, Real::new(5, 60).try_crashes());
+
+    g.real::<N>(
+        "4.1",
+        "the coordinator is killed; the rest go on",
+        4,
+        Real::new(5, 40).try_crashes().faults("kill 4 at entry 40"),
+    );
+    g.real::<N>(
+        "4.2",
+        "the coordinator is paused; the rest wait for it, then go on",
+        4,
+        Real::new(5, 40).try_crashes().faults("stop 4 at entry 40 for 1s"),
+    );
+    g.real::<N>(
+        "4.3",
+        "the coordinator is killed and restarted; it takes over again",
+        3,
+        Real::new(5, 40).try_crashes().faults("kill 4 at entry 40; restart 4 at entry 80"),
+    );
+    g
+}
+
+/// A new coordinator asks each live node once, each answers once (a STATE only answers
+/// a COORDINATOR), and a waiting node's STATE stands for its request: every REQUEST is
+/// for one entry, or for a want that a crash of its own node cut short.
+fn failover_cost(r: &SimReport) -> Result<(), String> {
+    let (coordinator, state, request) = (r.count("COORDINATOR"), r.count("STATE"), r.count("REQUEST"));
+    if state > coordinator {
+        return Err(format!("{state} STATE for {coordinator} COORDINATOR: a STATE answers a COORDINATOR"));
+    }
+    let most = r.entries + u64::from(r.crashes);
+    if request > most {
+        return Err(format!(
+            "{request} REQUEST for {} entries and {} crashes: a node asked again after a new term",
+            r.entries, r.crashes
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,112 @@
+//! Lab 04's program: the whole `mutexlab` command line with your node registered as
+//! `student`, plus `grade`, which runs the lab's tests.
+//!
+//! ```text
+//! cargo run -- run -n 5 --algo student --faults 'kill 4 at entry 20'
+//! cargo run -- grade                             # grade your node
+//! cargo run -- grade 2.1 --n 3 --seed 17         # replay one failing simulator run
+//! cargo run -- grade --solution                  # grade the built-in centralized-bully
+//! cargo run -- grade --planted forgets-waiting   # grade a planted bug (src/planted.rs)
+//! ```
+
+mod grader;
+mod node;
+mod planted;
+
+use std::process::ExitCode;
+
+use mutexlab::algos::centralized_bully::CentralizedBully;
+use mutexlab::algos::{AlgoInfo, Registry, Theory};
+
+/// As `centralized`, plus elections and heartbeats: what `run` compares the count with.
+fn theory(s: mutexlab::algos::Shape) -> Option<Theory> {
+    let n = f64::from(s.n.max(1));
+    Some(Theory::range(
+        3.0 * (n - 1.0) / n,
+        f64::INFINITY,
+        "3(N-1)/N as centralized, plus HEARTBEATs while anyone waits and elections after a failure".into(),
+    ))
+}
+
+/// The planted bugs, by the name `--planted` takes and the registry knows.
+const PLANTED: [&str; 2] = ["forgets-waiting", "forgets-inside"];
+
+fn main() -> ExitCode {
+    // `majority` stays off: the lab's node has no majority rule, so `run --majority`
+    // refuses it rather than ignoring the flag (the reference has one).
+    let entry = |name, summary, info: AlgoInfo| AlgoInfo {
+        name,
+        family: "permission",
+        summary,
+        kernel_lock: false,
+        theory,
+        ..info
+    };
+    let registry = Registry::builtin()
+        .with(entry(
+            "student",
+            "your failover coordinator (labs/04-failover/src/node.rs)",
+            AlgoInfo::runs::<node::Node>(),
+        ))
+        .with(entry(
+            PLANTED[0],
+            "centralized-bully whose new coordinator forgets who was waiting",
+            AlgoInfo::runs::<planted::ForgetsWaiting>(),
+        ))
+        .with(entry(
+            PLANTED[1],
+            "centralized-bully whose new coordinator forgets who was inside",
+            AlgoInfo::runs::<planted::ForgetsInside>(),
+        ));
+    let mut args = std::env::args().skip(1);
+    if args.next().as_deref() != Some("grade") {
+        return mutexlab::cli::main(registry);
+    }
+    // The workers the real-run tests start are this program again, so they need the
+    // same registry; `grade` installs it here as the command line would.
+    if registry.install().is_err() {
+        eprintln!("grade: a registry was installed before grading started");
+        return ExitCode::from(1);
+    }
+    let mut rest: Vec<String> = args.collect();
+    let solution = rest.iter().any(|a| a == "--solution");
+    rest.retain(|a| a != "--solution");
+    let planted = match take_planted(&mut rest) {
+        Ok(p) => p,
+        Err(why) => {
+            eprintln!("grade: {why}");
+            return ExitCode::from(2);
+        }
+    };
+    let g = match (solution, planted.as_deref()) {
+        (true, Some(_)) => {
+            eprintln!("grade: --solution and --planted are different nodes; pick one");
+            return ExitCode::from(2);
+        }
+        (true, None) => grader::grader::<CentralizedBully>("centralized-bully"),
+        (false, Some(name)) if name == PLANTED[0] => grader::grader::<planted::ForgetsWaiting>(name),
+        (false, Some(name)) => grader::grader::<planted::ForgetsInside>(name),
+        (false, None) => grader::grader::<node::Node>("student"),
+    };
+    g.main(rest)
+}
+
+/// Take `--planted NAME` (or `--planted=NAME`) out of `args`.
+fn take_planted(args: &mut Vec<String>) -> Result<Option<String>, String> {
+    let Some(i) = args.iter().position(|a| a == "--planted" || a.starts_with("--planted=")) else {
+        return Ok(None);
+    };
+    let name = match args[i].strip_prefix("--planted=") {
+        Some(v) => v.to_string(),
+        None if i + 1 < args.len() => args.remove(i + 1),
+        None => String::new(),
+    };
+    args.remove(i);
+    if !PLANTED.contains(&name.as_str()) {
+        return Err(format!("--planted takes one of {}, not {name:?}", PLANTED.join(", ")));
+    }
+    if args.iter().any(|a| a.starts_with("--planted")) {
+        return Err("--planted is given twice; grade one node at a time".into());
+    }
+    Ok(Some(name))
+}
