@@ -78,7 +78,7 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let g = match (solution, planted.as_deref()) {
+    let mut g = match (solution, planted.as_deref()) {
         (true, Some(_)) => {
             eprintln!("grade: --solution and --planted are different nodes; pick one");
             return ExitCode::from(2);
@@ -88,6 +88,11 @@ fn main() -> ExitCode {
         (false, Some(name)) => grader::grader::<planted::ForgetsInside>(name),
         (false, None) => grader::grader::<node::Node>("student"),
     };
+    if solution {
+        g.replay_flag("--solution");
+    } else if let Some(name) = &planted {
+        g.replay_flag(&format!("--planted {name}"));
+    }
     g.main(rest)
 }
 
