@@ -480,6 +480,8 @@ pub struct Arrow {
     pub sent: u64,
     /// `t` of its RECV; `None` if it never arrived (dropped, or lost with a process).
     pub received: Option<u64>,
+    /// Why it never arrived, when its sender wrote a DROP line for it (`why=`).
+    pub dropped: Option<String>,
 }
 
 /// Read every trace file in `run_dir`, check it, and merge the events in time order.
@@ -636,9 +638,17 @@ impl Trace {
     /// Every message sent, in the order they were sent.
     pub fn arrows(&self) -> Vec<Arrow> {
         let mut received: HashMap<MsgId, u64> = HashMap::new();
+        let mut dropped: HashMap<MsgId, &str> = HashMap::new();
         for e in &self.events {
-            if let EventKind::Recv { from, from_inc, sent_lc, .. } = e.kind {
-                received.entry((from, from_inc, e.w, sent_lc)).or_insert(e.t);
+            match &e.kind {
+                EventKind::Recv { from, from_inc, sent_lc, .. } => {
+                    received.entry((*from, *from_inc, e.w, *sent_lc)).or_insert(e.t);
+                }
+                // A DROP carries its SEND's clock, so it names the same message.
+                EventKind::Drop { to, why, .. } => {
+                    dropped.entry((e.w, e.inc, *to, e.lc)).or_insert(why);
+                }
+                _ => {}
             }
         }
         self.events
@@ -650,6 +660,7 @@ impl Trace {
                     msg: msg.clone(),
                     sent: e.t,
                     received: received.get(&(e.w, e.inc, *to, e.lc)).copied(),
+                    dropped: dropped.get(&(e.w, e.inc, *to, e.lc)).map(|why| why.to_string()),
                 }),
                 _ => None,
             })
@@ -974,6 +985,9 @@ mod tests {
         let got: Vec<(u32, u32, u64, Option<u64>)> =
             arrows.iter().map(|a| (a.from, a.to, a.sent, a.received)).collect();
         assert_eq!(got, [(0, 1, 2, Some(4)), (1, 2, 5, Some(6)), (2, 0, 7, Some(10)), (0, 1, 8, None)]);
+        // The lost one is named by its DROP line, by the SEND's clock.
+        let why: Vec<Option<&str>> = arrows.iter().map(|a| a.dropped.as_deref()).collect();
+        assert_eq!(why, [None, None, None, Some("drop")]);
     }
 
     #[test]

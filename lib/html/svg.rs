@@ -325,7 +325,12 @@ fn arrows(s: &mut String, notes: &mut Vec<String>, all: &[Arrow], sc: &Scale, la
             Some(r) => (sc.x(r), lane_y(a.to), "msg", format!("received {:.3} ms", sc.ms(r))),
             None => {
                 let mid = (lane_y(a.from) + lane_y(a.to)) / 2.0;
-                (x1 + 6.0, mid, "msg lost", "never delivered".to_string())
+                let why = match &a.dropped {
+                    Some(why) => format!("dropped by its sender ({why})"),
+                    // Written to the receiver's socket and lost with it, or its lines were.
+                    None => "no receipt and no DROP line".to_string(),
+                };
+                (x1 + 6.0, mid, "msg lost", format!("never delivered: {why}"))
             }
         };
         let title = format!("{} w{} → w{}: sent {:.3} ms, {got}", a.msg, a.from, a.to, sc.ms(a.sent));
@@ -503,6 +508,7 @@ mod tests {
             msg: "REQUEST".into(),
             sent: i * 10,
             received,
+            dropped: None,
         }
     }
 
@@ -517,7 +523,15 @@ mod tests {
             d.svg
         );
         assert_eq!(d.svg.matches("class=\"msg lost\"").count(), 1);
+        assert!(
+            d.svg.contains("w1 → w2: sent 0.000 ms, never delivered: no receipt and no DROP line"),
+            "{}",
+            d.svg
+        );
         assert!(d.notes.is_empty());
+        let why = Arrow { dropped: Some("peer-down".into()), ..arrow(1, None) };
+        let d = diagram(&Timeline { arrows: vec![why], ..Timeline::default() }, 3, &[]);
+        assert!(d.svg.contains("never delivered: dropped by its sender (peer-down)"), "{}", d.svg);
     }
 
     #[test]
