@@ -62,10 +62,12 @@
 //! What is here only keeps other damage small: the token is never sent to a node known
 //! to be down, and a node that comes back numbers its requests from 1 again, so everyone
 //! forgets what it asked before (`requested[p] ← 0`, and the holder's `granted[p] ← 0`).
-//! If the token was travelling when the node came back, the token's old `granted[p]`
-//! hides the new node's first requests and it may wait for ever; if a node hears of the
-//! return late, it may send one TOKEN the new node did not ask for, which that node hands
-//! on or keeps. Safety rests on the one token alone and is never at stake.
+//! A node that hears of the return while the token is elsewhere makes that `granted[p] ←
+//! 0` the next time the token reaches it: otherwise a token that was travelling at the
+//! return would carry the old life's `granted[p]` on for ever, hiding the new life's
+//! first requests, and the new node would wait for good. A reset that comes late, after
+//! the new life was served, may send it one TOKEN it did not ask for, which that node
+//! hands on or keeps. Safety rests on the one token alone and is never at stake.
 
 use std::collections::BTreeSet;
 
@@ -119,6 +121,9 @@ pub struct RaToken {
     holder: PeerId,
     /// Peers whose channel closed and that have not come back.
     down: BTreeSet<PeerId>,
+    /// Peers that came back while this node did not hold the token: their `granted`
+    /// entry is reset when the token next arrives (see the module doc on crashes).
+    reborn: BTreeSet<PeerId>,
 }
 
 impl RaToken {
@@ -159,6 +164,7 @@ impl Algorithm for RaToken {
             waiting: false,
             holder: PeerId(0),
             down: BTreeSet::new(),
+            reborn: BTreeSet::new(),
         }
     }
 
@@ -198,14 +204,22 @@ impl Algorithm for RaToken {
             Msg::Token { .. } if self.token.is_some() => {}
             // Not a token of this run (another N): dropped, as a bad frame would be.
             Msg::Token { granted } if granted.len() != self.cfg.n as usize => {}
-            Msg::Token { granted } => {
+            Msg::Token { mut granted } => {
+                for p in std::mem::take(&mut self.reborn) {
+                    granted[p.index()] = 0;
+                }
                 self.token = Some(granted);
                 self.holder = self.cfg.id;
                 if self.waiting {
                     self.enter(out);
                 } else {
-                    // Unasked (only after a restart, see the module doc): serve whoever
-                    // waits, or keep it.
+                    // Unasked (only after a restart, see the module doc): nothing of
+                    // ours waits, so every request we made was served, whatever a late
+                    // reset made of our entry. Then serve whoever waits, or keep it.
+                    let me = self.cfg.id.index();
+                    if let Some(granted) = self.token.as_mut() {
+                        granted[me] = self.my_num;
+                    }
                     self.send_token(out);
                 }
             }
@@ -234,8 +248,11 @@ impl Algorithm for RaToken {
             return;
         };
         *known = 0;
-        if let Some(granted) = self.token.as_mut() {
-            granted[peer.index()] = 0;
+        match self.token.as_mut() {
+            Some(granted) => granted[peer.index()] = 0,
+            None => {
+                self.reborn.insert(peer);
+            }
         }
     }
 
@@ -614,6 +631,62 @@ mod tests {
         assert!(deliver(&mut w, 1, 2, req(1)).is_empty());
         assert_eq!(deliver(&mut w, 1, 0, req(1)), vec![send(1, tok(&[2, 0, 0]))]);
         assert_eq!(deliver(&mut w, 0, 1, tok(&[2, 0, 0])), vec![Action::enter()]);
+    }
+
+    #[test]
+    fn a_node_that_comes_back_while_the_token_travels_is_served() {
+        let mut w = started(3);
+        // w1 is served once: the token's granted[1] is 1.
+        assert_eq!(want(&mut w, 1), vec![bcast(1)]);
+        assert!(deliver(&mut w, 1, 2, req(1)).is_empty());
+        assert_eq!(deliver(&mut w, 1, 0, req(1)), vec![send(1, tok(&[0, 0, 0]))]);
+        assert_eq!(deliver(&mut w, 0, 1, tok(&[0, 0, 0])), vec![Action::enter()]);
+        // w2 asks while w1 is inside; w1 sends it the token as it leaves.
+        assert_eq!(want(&mut w, 2), vec![bcast(1)]);
+        assert!(deliver(&mut w, 2, 0, req(1)).is_empty());
+        assert!(deliver(&mut w, 2, 1, req(1)).is_empty());
+        assert_eq!(done(&mut w, 1), vec![send(2, tok(&[0, 1, 0]))]);
+        // While the TOKEN is on its way, w1 dies and comes back; nobody holds the token.
+        for i in [0, 2] {
+            let mut o = out();
+            w[i].on_peer_down(PeerId(1), &mut o);
+            w[i].on_peer_up(PeerId(1), &mut o);
+            assert!(o.actions().is_empty());
+        }
+        w[1] = RaToken::new(&Config { incarnation: 1, ..Config::new(1, 3) });
+        w[1].on_start(&mut out());
+        assert_eq!(want(&mut w, 1), vec![bcast(1)]);
+        assert!(deliver(&mut w, 1, 0, req(1)).is_empty());
+        assert!(deliver(&mut w, 1, 2, req(1)).is_empty(), "w2 has no token yet");
+        // The TOKEN still says granted[1] = 1; w2 resets it on arrival, so the new
+        // life's request 1 is seen as waiting and served when w2 leaves.
+        assert_eq!(deliver(&mut w, 1, 2, tok(&[0, 1, 0])), vec![Action::enter()]);
+        assert_eq!(done(&mut w, 2), vec![send(1, tok(&[0, 0, 1]))]);
+        assert_eq!(deliver(&mut w, 2, 1, tok(&[0, 0, 1])), vec![Action::enter()]);
+    }
+
+    #[test]
+    fn a_late_reset_costs_one_unasked_hop_and_is_repaired() {
+        let mut w = started(3);
+        // w2 heard long ago that w1 came back, while w0 held the token.
+        let mut o = out();
+        w[2].on_peer_down(PeerId(1), &mut o);
+        w[2].on_peer_up(PeerId(1), &mut o);
+        // Meanwhile w1 (new life) asked once and was served: granted[1] = 1.
+        assert_eq!(want(&mut w, 1), vec![bcast(1)]);
+        assert!(deliver(&mut w, 1, 2, req(1)).is_empty());
+        assert_eq!(deliver(&mut w, 1, 0, req(1)), vec![send(1, tok(&[0, 0, 0]))]);
+        assert_eq!(deliver(&mut w, 0, 1, tok(&[0, 0, 0])), vec![Action::enter()]);
+        assert_eq!(want(&mut w, 2), vec![bcast(1)]);
+        assert!(deliver(&mut w, 2, 0, req(1)).is_empty());
+        assert!(deliver(&mut w, 2, 1, req(1)).is_empty());
+        assert_eq!(done(&mut w, 1), vec![send(2, tok(&[0, 1, 0]))]);
+        // w2's old news zeroes granted[1]: as it leaves, w1 looks like it waits.
+        assert_eq!(deliver(&mut w, 1, 2, tok(&[0, 1, 0])), vec![Action::enter()]);
+        assert_eq!(done(&mut w, 2), vec![send(1, tok(&[0, 0, 1]))]);
+        // w1 did not ask: it puts its own entry right and keeps the token.
+        assert!(deliver(&mut w, 2, 1, tok(&[0, 0, 1])).is_empty());
+        assert_eq!(w[1].token, Some(vec![0, 1, 1]));
     }
 
     #[test]
