@@ -236,7 +236,8 @@ pub fn grader<N: FailoverLab>(algo: &str) -> Grader {
         );
         assert!(
             suspicion::<N>(&acts).is_some(),
-            "w0 accepts term 1.2 while waiting, but sets no suspicion timer to watch w2"
+            "w0 accepts term 1.2 while waiting, but sets no suspicion timer to watch w2 (w0 was \
+             electing: `watch` arms one only once the role is `Follower` again)"
         );
         expect(
             show(4, 2, &deliver(&mut w, 0, 2, N::state(t1, false, true))),
