@@ -8,7 +8,7 @@
 
 use std::fmt::Debug;
 
-use mutexlab::algorithm::script::{deliver, done, down, fire, nodes, start, want};
+use mutexlab::algorithm::script::{deliver, done, down, fire, nodes, start, up, want};
 use mutexlab::algorithm::{Action, Algorithm, Output, PeerId};
 use mutexlab::algos::centralized_bully::{self as reference, CentralizedBully, Term};
 use mutexlab::grade::{Grader, Real, Sweep};
@@ -236,7 +236,8 @@ pub fn grader<N: FailoverLab>(algo: &str) -> Grader {
         );
         assert!(
             suspicion::<N>(&acts).is_some(),
-            "w0 accepts term 1.2 while waiting, but sets no suspicion timer to watch w2"
+            "w0 accepts term 1.2 while waiting, but sets no suspicion timer to watch w2 (w0 was \
+             electing: `watch` arms one only once the role is `Follower` again)"
         );
         expect(
             show(4, 2, &deliver(&mut w, 0, 2, N::state(t1, false, true))),
@@ -315,8 +316,22 @@ pub fn grader<N: FailoverLab>(algo: &str) -> Grader {
             &[send(0, N::grant(t1))],
             "w1 dies before answering: w2 stops waiting for it and grants w0",
         );
-        expect(show(4, 2, &down(&mut w, 2, 0)), &[], "w0 dies inside");
-        expect(show(4, 2, &want(&mut w, 2)), &enter(), "w2 wants in: the dead w0 holds nothing");
+        expect(show(4, 2, &want(&mut w, 2)), &[], "w2 wants in while w0 is inside: it queues itself");
+        // Nobody else will call `grant_next` here: the freed section must be granted now.
+        expect(show(4, 2, &down(&mut w, 2, 0)), &enter(), "w0 dies inside: it holds nothing, so w2 enters");
+        expect(show(4, 2, &done(&mut w, 2)), &[], "w2 leaves; nobody waits");
+        // A restarted node's STATE reaches a coordinator that is past its recovery; it
+        // stands for a request all the same, and nothing else would grant it.
+        expect(
+            show(4, 2, &up(&mut w, 2, 1)),
+            &[send(1, N::coordinator(t1))],
+            "w1 is back: w2 tells it term 1.2",
+        );
+        expect(
+            show(4, 2, &deliver(&mut w, 1, 2, N::state(t1, false, true))),
+            &[send(1, N::grant(t1))],
+            "w1's STATE says it waits; w2 is no longer recovering and nobody is inside: grant it at once",
+        );
     });
     g.script("1.6", "COORDINATOR: a newer term is followed, an older refused, a lower one bullied", 3, move || {
         // w2, the coordinator, was paused; w1 took it for dead and declared term 1.1.

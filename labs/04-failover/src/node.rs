@@ -433,7 +433,8 @@ impl Node {
     /// Task 1. `peer`'s channel closed: it is dead (`self.down` already has it). This is
     /// called for a follower, a recovering coordinator and a coordinator; the roles in an
     /// election are handled for you. A follower that has lost its coordinator holds an
-    /// election. A coordinator forgets what the dead node held or asked for; a
+    /// election; any other death means nothing to it. A coordinator forgets what the
+    /// dead node held or asked for, and grants the section if that freed it; a
     /// recovering one also stops waiting for its STATE (a dead node has nothing to
     /// say), which may complete the recovery.
     fn on_node_down(&mut self, peer: PeerId, out: &mut Out) {
@@ -462,7 +463,9 @@ impl Node {
     /// Task 2. `from` answered this coordinator's COORDINATOR with its STATE (the
     /// dispatch checked it is for `self.term`). A node inside holds the section; a
     /// waiting node is queued, its STATE standing for the REQUEST it will not send
-    /// again. Once every node waited for has answered, recovery is over: grant.
+    /// again. Once every node waited for has answered, recovery is over: grant. A STATE
+    /// may also come after the recovery, from a restarted node that the coordinator
+    /// answered with COORDINATOR: queue it and grant all the same, for nothing else will.
     fn on_state(&mut self, from: PeerId, inside: bool, waiting: bool, out: &mut Out) {
         // YOUR CODE HERE
         mutexlab::lab::unwritten("on_state")
