@@ -50,6 +50,8 @@ const WIDTH: usize = 76;
 const REASON_LINES: usize = 6;
 /// Seeds of the crash runs [`Real::try_crashes`] adds to the simulator try.
 const PRECHECK_SEEDS: u64 = 8;
+/// Steps of each of those runs: far more than a correct two-entry run takes.
+const PRECHECK_STEPS: u64 = 20_000;
 
 /// What sort of test, shown in its line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -456,7 +458,16 @@ impl Grader {
         let mut s = Summary { points: 0, max: 0, passed: 0, total: 0 };
         let _ = writeln!(out, "{} ({})", self.title, ctx.algo);
         for t in self.tests.iter().filter(|t| selected(&t.id, ids)) {
-            let detail = if t.detail.is_empty() { String::new() } else { format!(", {}", t.detail) };
+            let mut detail = if t.detail.is_empty() { String::new() } else { format!(", {}", t.detail) };
+            // `--n`/`--seed` narrow every sweep: the line says what actually runs.
+            if t.kind == Kind::Sim && (ctx.n.is_some() || ctx.seed.is_some()) {
+                let only: Vec<String> =
+                    [ctx.seed.map(|s| format!("seed {s}")), ctx.n.map(|n| format!("n={n}"))]
+                        .into_iter()
+                        .flatten()
+                        .collect();
+                detail = format!(", only {}", only.join(", "));
+            }
             let head = format!("TEST {:<4} {} ({}{detail}) ", t.id, t.what, t.kind.label());
             let _ = write!(out, "{head}{} ", ".".repeat(WIDTH.saturating_sub(head.chars().count()).max(3)));
             let _ = out.flush();
@@ -553,7 +564,10 @@ fn run_real<N: Node<Service: SimService>>(real: &Real, ctx: &Ctx) -> Result<(), 
     // panic counts: how the simulator judges the runs is for the lab's sweeps to say.
     let quiet = || quietly(|| Sim::<N>::new(real.workers, 0).run(1)).map(drop);
     let rough = |seed| {
-        quietly(|| Sim::<N>::new(real.workers, seed).stale_timers(true).crashes(2, |_| true).run(2)).map(drop)
+        // Only a panic is looked for: a node that stalls need not be run to the
+        // simulator's full step limit first.
+        let sim = || Sim::<N>::new(real.workers, seed).stale_timers(true).crashes(2, |_| true);
+        quietly(|| sim().max_steps(PRECHECK_STEPS).run(2)).map(drop)
     };
     let seeds = if real.try_crashes { 0..PRECHECK_SEEDS } else { 0..0 };
     if let Some(Err(panic)) = std::iter::once_with(quiet).chain(seeds.map(rough)).find(Result::is_err) {
@@ -746,6 +760,8 @@ mod tests {
         // Replaying one seed shows the events that led there.
         let (_, text) = grade(&g, Some(0));
         assert!(text.contains("last events:"), "{text}");
+        // The test's line says the sweep was narrowed to that seed.
+        assert!(text.contains("TEST 2.1  never two inside (sim, only seed 0) ."), "{text}");
     }
 
     #[test]
