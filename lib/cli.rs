@@ -135,7 +135,7 @@ struct RunArgs {
     entries: u64,
     /// Run for this long instead of a fixed number of entries: seconds (`20`, `1.5`) or
     /// with a unit as in fault plans (`20s`, `500ms`).
-    #[arg(long, allow_negative_numbers = true, value_parser = seconds)]
+    #[arg(long, allow_hyphen_values = true, value_parser = seconds)]
     duration: Option<f64>,
     /// Time spent inside the critical section, in milliseconds (fractions allowed).
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
@@ -474,6 +474,9 @@ fn fail(code: u8, msg: &str) -> ExitCode {
 /// `--duration`: a bare number is seconds; `20s` and `500ms` read as in a fault plan.
 fn seconds(text: &str) -> Result<f64, String> {
     let t = text.trim();
+    if t.starts_with('-') {
+        return Err("a time must be more than 0".into());
+    }
     if t.ends_with('s') {
         return crate::faults::parse_duration(t).map(|d| d.as_secs_f64()).map_err(|why| why.to_string());
     }

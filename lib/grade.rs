@@ -613,6 +613,7 @@ fn run_real<N: Node<Service: SimService>>(real: &Real, ctx: &Ctx) -> Result<(), 
             violations: r.violations,
             run_dir: r.run_dir,
             kept: r.run_dir_kept,
+            never_fired: r.never_fired,
         }
     } else {
         let r = supervisor::run(&opts).map_err(|e| e.to_string())?;
@@ -622,6 +623,7 @@ fn run_real<N: Node<Service: SimService>>(real: &Real, ctx: &Ctx) -> Result<(), 
             violations: r.violations,
             run_dir: r.run_dir,
             kept: r.run_dir_kept,
+            never_fired: r.never_fired,
         }
     };
     judge(&outcome, &real.expect)
@@ -640,6 +642,8 @@ pub struct Outcome {
     pub run_dir: String,
     /// Whether the run directory was kept (after a failure).
     pub kept: bool,
+    /// Steps of the fault plan that never fired.
+    pub never_fired: Vec<String>,
 }
 
 /// Whether a real run ended as expected; if not, why, in a few lines.
@@ -653,6 +657,11 @@ pub fn judge(r: &Outcome, expect: &Expect) -> Result<(), String> {
         })
     };
     match expect {
+        // A clean run whose fault never came tested nothing the test is about.
+        Expect::Clean if r.ok && !r.never_fired.is_empty() => Err(format!(
+            "the run was clean, but the fault plan's `{}` never fired: it did not test what it should",
+            r.never_fired.join("; ")
+        )),
         Expect::Clean if r.ok => Ok(()),
         Expect::Clean => {
             let mut why: Vec<String> = r.failure.iter().map(|f| format!("run failed: {f}")).collect();
@@ -890,8 +899,14 @@ mod tests {
     #[test]
     fn a_real_run_is_judged_by_its_outcome() {
         let v = |kind| Violation { kind, line: 7, detail: "two at once".into() };
-        let clean =
-            Outcome { ok: true, failure: None, violations: vec![], run_dir: "/r".into(), kept: false };
+        let clean = Outcome {
+            ok: true,
+            failure: None,
+            violations: vec![],
+            run_dir: "/r".into(),
+            kept: false,
+            never_fired: vec![],
+        };
         let stalled = Outcome {
             ok: false,
             failure: Some("no progress for 1.5s\n  w0: waiting for REPLY from w1 (w1 paused)".into()),
@@ -906,6 +921,9 @@ mod tests {
         assert!(e.contains("run failed: no progress") && e.contains("audit: unserved at line 7"), "{e}");
         assert!(e.ends_with("run directory kept: /r"), "{e}");
         assert!(judge(&clean, &stall).unwrap_err().contains("expected to stall"));
+        let missed = Outcome { never_fired: vec!["kill 4 at entry 400".into()], ..clean.clone() };
+        let e = judge(&missed, &Expect::Clean).unwrap_err();
+        assert!(e.contains("`kill 4 at entry 400` never fired"), "{e}");
         assert!(judge(&stalled, &Expect::Stall(vec!["w2 dead".into()])).is_err(), "the wrong diagnosis");
         let overlapped = Outcome { violations: vec![v("overlap")], ..stalled.clone() };
         assert!(

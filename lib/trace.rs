@@ -20,8 +20,8 @@
 //! envelope, on a RECV the receiver's clock after taking the message in (`sent_lc` is
 //! the envelope's). A DROP follows the SEND of a message that never left its sender: the
 //! network lost it (`why=drop`, `--drop`), it was sent to a peer known to be down
-//! (`why=down`), a partition held it back until its receiver was lost
-//! (`why=partition`), it was still queued (delayed by `--latency`, or waiting for room in
+//! (`why=down`), a partition held it back until its receiver was lost or its sender
+//! left (`why=partition`), it was still queued (delayed by `--latency`, or waiting for room in
 //! the socket) when the channel to its receiver closed (`why=peer-down`) or when its
 //! sender left at the end of the run (`why=exit`). It carries the SEND's `lc`. A message
 //! that did leave and died with a killed receiver before it was read has no DROP: no

@@ -142,8 +142,10 @@ fn the_checker_finds_the_messages_a_lossy_network_lost() {
 
 #[test]
 fn messages_a_partition_held_for_a_worker_that_died_are_traced_as_dropped() {
-    // The coordinator is cut off, so every REQUEST to it waits behind the partition;
-    // killed, it takes them with it. The run then stalls, and its directory is kept.
+    // The coordinator is cut off from the start (a partition in force at 0 ms reaches
+    // each worker with its Start, before its first entry), so every REQUEST to it waits
+    // behind the partition; killed, it takes them with it. The run then stalls, and its
+    // directory is kept.
     let (out, _, tmp) = kept_run(
         "run",
         &[
@@ -158,7 +160,7 @@ fn messages_a_partition_held_for_a_worker_that_died_are_traced_as_dropped() {
             "--stall-ms",
             "300",
             "--faults",
-            "partition 2|0,1 at 20ms; kill 2 at 200ms",
+            "partition 2|0,1 at 0ms; kill 2 at 200ms",
         ],
     );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
