@@ -782,13 +782,17 @@ fn cmd_compare(a: CompareArgs) -> ExitCode {
         return fail(2, &e);
     }
     // Opened before the minute of measuring, so that a path that cannot be written is
-    // refused at once; removed again if no comparison comes of it.
+    // refused at once, but not truncated: what is there stays until the page replaces
+    // it. A file made here is removed again if no comparison comes of it.
     let page = match a.html.as_deref() {
         None => None,
-        Some(p) => match std::fs::File::create(p) {
-            Ok(f) => Some((p, f)),
-            Err(e) => return fail(2, &format!("cannot write {}: {e}", p.display())),
-        },
+        Some(p) => {
+            let existed = p.exists();
+            match std::fs::OpenOptions::new().append(true).create(true).open(p) {
+                Ok(_) => Some((p, !existed)),
+                Err(e) => return fail(2, &format!("cannot write {}: {e}", p.display())),
+            }
+        }
     };
     let progress = |row: &compare::Row, took: Duration| {
         let runs: Vec<String> =
@@ -805,7 +809,7 @@ fn cmd_compare(a: CompareArgs) -> ExitCode {
     let c = match compare::compare(&opts, progress) {
         Ok(c) => c,
         Err(e) => {
-            if let Some((path, _)) = page {
+            if let Some((path, true)) = page {
                 let _ = std::fs::remove_file(path);
             }
             return run_error(e);
@@ -818,9 +822,8 @@ fn cmd_compare(a: CompareArgs) -> ExitCode {
     } else {
         compare::text(&c)
     });
-    if let Some((path, mut f)) = page {
-        use std::io::Write as _;
-        if let Err(e) = f.write_all(html::comparison_page(&c).as_bytes()) {
+    if let Some((path, _)) = page {
+        if let Err(e) = std::fs::write(path, html::comparison_page(&c)) {
             return fail(2, &format!("cannot write {}: {e}", path.display()));
         }
         // As a kept run names its report: stdout may be JSON.

@@ -558,7 +558,9 @@ fn spawn(name: &str, command: &str) -> std::io::Result<(Child, ChildStdin, Recei
 /// outright, so only a process that outlives the worker and is an ancestor of all of
 /// them (a child subreaper, to which orphans come wherever they moved) can find them
 /// all, and the kernel tells it of the worker's death however that came about (the
-/// parent-death signal).
+/// parent-death signal). That signal comes when the *thread* that forked the keeper
+/// ends, so a node must be made on the thread that drives it, as the runtime, the
+/// simulator and the graders all do.
 ///
 /// Only async-signal-safe system calls, no allocation: the worker may have threads,
 /// whose locks the fork copied as they were.
@@ -585,6 +587,8 @@ fn keeper(worker: nix::libc::pid_t) -> std::io::Result<()> {
             // The program (not a subreaper: that is not inherited) goes if its keeper
             // ever does, with its signals as a fresh process has them.
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            // A group of its own, which the keeper can signal without /proc.
+            libc::setpgid(0, 0);
             libc::sigprocmask(libc::SIG_UNBLOCK, &waited, std::ptr::null_mut());
             return Ok(());
         }
@@ -665,8 +669,13 @@ unsafe fn kill_all_below(program: nix::libc::pid_t, status: &mut Option<nix::lib
             libc::close(fd);
         }
         if len < 0 {
-            // No /proc to ask: the program is the one child known by name.
-            libc::kill(program, libc::SIGKILL);
+            // No /proc to ask: the program's group is what is known by name (its id
+            // cannot be reused while a member is left), and the program itself while
+            // it is unreaped. An orphan that left the group is out of reach.
+            libc::kill(-program, libc::SIGKILL);
+            if status.is_none() {
+                libc::kill(program, libc::SIGKILL);
+            }
         }
         let mut pid: libc::pid_t = 0;
         for &b in &buf[..len.max(0) as usize] {
@@ -680,7 +689,10 @@ unsafe fn kill_all_below(program: nix::libc::pid_t, status: &mut Option<nix::lib
         let mut st = 0;
         let reaped = libc::waitpid(-1, &mut st, 0);
         if reaped < 0 {
-            return; // no child left
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                continue;
+            }
+            return; // ECHILD: no child left
         }
         if reaped == program {
             *status = Some(st);

@@ -78,6 +78,47 @@ fn compare_html_writes_the_page_beside_the_text_table_and_names_it_on_stderr() {
     assert!(stdout(&out).is_empty(), "nothing was measured");
 }
 
+/// Kills and reaps a background `compare` even when the test fails.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn an_interrupted_compare_leaves_an_existing_page_as_it_was() {
+    use std::io::BufRead as _;
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("notes.html");
+    std::fs::write(&page, "my own notes").unwrap();
+    let mut child = Reaped(
+        mutexlab()
+            .args(["compare", "--algos", "centralized,token-ring,raymond", "-n", "2", "-k", "2", "--html"])
+            .arg(&page)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    // Measuring has begun once the first algorithm's line is out.
+    let mut err = std::io::BufReader::new(child.0.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.starts_with("compare: ") {
+        line.clear();
+        assert!(err.read_line(&mut line).unwrap() > 0, "compare ended before measuring anything");
+    }
+    assert_eq!(std::fs::read_to_string(&page).unwrap(), "my own notes", "truncated while measuring");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.0.id() as i32), nix::sys::signal::Signal::SIGINT)
+        .unwrap();
+    let status = child.0.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    assert_eq!(std::fs::read_to_string(&page).unwrap(), "my own notes", "an interrupted compare touched it");
+}
+
 #[test]
 fn compare_refuses_an_election_and_a_one_worker_table_with_exit_2() {
     for (args, says) in [
