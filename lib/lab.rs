@@ -7,11 +7,18 @@
 //! with that line; a worker process does the same around its node (see
 //! [`crate::runtime::run_worker`]), so a run of an unfinished node ends with the one line
 //! and the usual diagnosis.
+//!
+//! A lab program's `main` is [`main`]: the whole command line with the student's node
+//! registered, or the grader; [`take_flag`] and [`take_option`] pick the grader's own
+//! flags (which node to grade) out of its arguments.
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::panic::{self, AssertUnwindSafe};
+use std::process::ExitCode;
 use std::sync::Once;
+
+use crate::algos::Registry;
 
 /// The end of the message an unwritten handler panics with.
 pub const NOT_WRITTEN: &str = "is not written yet";
@@ -21,6 +28,60 @@ pub const NOT_WRITTEN: &str = "is not written yet";
 #[track_caller]
 pub fn unwritten(handler: &str) -> ! {
     panic::panic_any(format!("{handler} {NOT_WRITTEN}"))
+}
+
+/// A lab program's `main`. With `grade` as its first argument it installs `registry`
+/// (the workers a real-run test starts are this program again, and must know the same
+/// algorithms) and hands the other arguments to `grade`; otherwise it is the whole
+/// `mutexlab` command line with `registry`.
+pub fn main(registry: Registry, grade: impl FnOnce(Vec<String>) -> ExitCode) -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    if args.next().as_deref() != Some("grade") {
+        return crate::cli::main(registry);
+    }
+    if registry.install().is_err() {
+        eprintln!("grade: a registry was installed before grading started");
+        return ExitCode::from(1);
+    }
+    grade(args.collect())
+}
+
+/// Take every `name` out of `args`: whether there was one.
+pub fn take_flag(args: &mut Vec<String>, name: &str) -> bool {
+    let had = args.iter().any(|a| a == name);
+    args.retain(|a| a != name);
+    had
+}
+
+/// Take `name VALUE` or `name=VALUE` out of `args`, if there: an error if it has no
+/// value, an empty one, or comes twice.
+pub fn take_option(args: &mut Vec<String>, name: &str) -> Result<Option<String>, String> {
+    let mut found = None;
+    let mut i = 0;
+    while i < args.len() {
+        let value = if args[i] == name {
+            if i + 1 == args.len() {
+                return Err(format!("{name} needs a value"));
+            }
+            let v = args.remove(i + 1);
+            args.remove(i);
+            v
+        } else if let Some(v) = args[i].strip_prefix(name).and_then(|v| v.strip_prefix('=')) {
+            let v = v.to_string();
+            args.remove(i);
+            v
+        } else {
+            i += 1;
+            continue;
+        };
+        if value.trim().is_empty() {
+            return Err(format!("{name} needs a value, not an empty string"));
+        }
+        if found.replace(value).is_some() {
+            return Err(format!("{name} is given twice; grade one node at a time"));
+        }
+    }
+    Ok(found)
 }
 
 thread_local! {
@@ -89,6 +150,30 @@ pub fn is_unwritten(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn args(v: &[&str]) -> Vec<String> {
+        v.iter().map(|a| a.to_string()).collect()
+    }
+
+    #[test]
+    fn a_grader_takes_its_own_flags_out_of_the_arguments() {
+        let mut a = args(&["2.1", "--solution", "--n", "3", "--worker-cmd=python3 x.py"]);
+        assert!(take_flag(&mut a, "--solution"));
+        assert!(!take_flag(&mut a, "--solution"));
+        assert_eq!(take_option(&mut a, "--worker-cmd"), Ok(Some("python3 x.py".into())));
+        assert_eq!(a, args(&["2.1", "--n", "3"]));
+        let mut a = args(&["--planted", "forgets-waiting", "1.3"]);
+        assert_eq!(take_option(&mut a, "--planted"), Ok(Some("forgets-waiting".into())));
+        assert_eq!(a, args(&["1.3"]));
+        assert_eq!(take_option(&mut a, "--planted"), Ok(None));
+        // The refusals.
+        assert!(take_option(&mut args(&["--planted"]), "--planted").unwrap_err().contains("needs a value"));
+        assert!(take_option(&mut args(&["--planted="]), "--planted").unwrap_err().contains("empty"));
+        let twice = take_option(&mut args(&["--planted", "a", "--planted=b"]), "--planted");
+        assert!(twice.unwrap_err().contains("given twice"));
+        // A longer flag with the same start is not this one.
+        assert_eq!(take_option(&mut args(&["--plantedx=1"]), "--planted"), Ok(None));
+    }
 
     #[test]
     fn an_unwritten_handler_is_one_line() {

@@ -43,24 +43,14 @@ fn main() -> ExitCode {
             theory,
             ..AlgoInfo::runs::<notes003::Notes003>()
         });
-    let mut args = std::env::args().skip(1);
-    if args.next().as_deref() != Some("grade") {
-        return mutexlab::cli::main(registry);
-    }
-    // The workers the real-run tests start are this program again, so they need the
-    // same registry; `grade` installs it here as the command line would.
-    if registry.install().is_err() {
-        eprintln!("grade: a registry was installed before grading started");
-        return ExitCode::from(1);
-    }
-    let mut rest: Vec<String> = args.collect();
-    let mut flag = |name: &str| {
-        let had = rest.iter().any(|a| a == name);
-        rest.retain(|a| a != name);
-        had
-    };
-    let (solution, notes) = (flag("--solution"), flag("--notes-003"));
-    let command = match worker_cmd(&mut rest) {
+    mutexlab::lab::main(registry, grade)
+}
+
+/// `grade [--solution | --notes-003 | --worker-cmd CMD] [TEST…] [--n N] [--seed S]`.
+fn grade(mut rest: Vec<String>) -> ExitCode {
+    use mutexlab::lab::{take_flag, take_option};
+    let (solution, notes) = (take_flag(&mut rest, "--solution"), take_flag(&mut rest, "--notes-003"));
+    let command = match take_option(&mut rest, "--worker-cmd") {
         Ok(c) => c,
         Err(why) => {
             eprintln!("grade: {why}");
@@ -100,34 +90,4 @@ fn main() -> ExitCode {
         g.replay_flag("--notes-003");
     }
     g.main(rest)
-}
-
-/// Take `--worker-cmd CMD` (or `--worker-cmd=CMD`) out of `args`: the program to grade.
-fn worker_cmd(args: &mut Vec<String>) -> Result<Option<String>, String> {
-    let mut found = None;
-    let mut i = 0;
-    while i < args.len() {
-        let value = if args[i] == "--worker-cmd" {
-            if i + 1 == args.len() {
-                return Err("--worker-cmd needs a command, e.g. --worker-cmd 'python3 node.py'".into());
-            }
-            let v = args.remove(i + 1);
-            args.remove(i);
-            v
-        } else if let Some(v) = args[i].strip_prefix("--worker-cmd=") {
-            let v = v.to_string();
-            args.remove(i);
-            v
-        } else {
-            i += 1;
-            continue;
-        };
-        if value.trim().is_empty() {
-            return Err("--worker-cmd needs a command, not an empty string".into());
-        }
-        if found.replace(value).is_some() {
-            return Err("--worker-cmd is given twice; grade one program at a time".into());
-        }
-    }
-    Ok(found)
 }

@@ -28,22 +28,11 @@ fn main() -> ExitCode {
         theory: |s| Registry::builtin().get("chang-roberts").and_then(|a| (a.theory)(s)),
         ..AlgoInfo::runs::<node::Node>()
     });
-    let mut args = std::env::args().skip(1);
-    if args.next().as_deref() != Some("grade") {
-        return mutexlab::cli::main(registry);
-    }
-    // The workers the real-run tests start are this program again, so they need the
-    // same registry; `grade` installs it here as the command line would.
-    if registry.install().is_err() {
-        eprintln!("grade: a registry was installed before grading started");
-        return ExitCode::from(1);
-    }
-    let mut rest: Vec<String> = args.collect();
-    let solution = rest.iter().any(|a| a == "--solution");
-    rest.retain(|a| a != "--solution");
-    if solution {
-        grader::grader::<ChangRoberts>("chang-roberts").replay_flag("--solution").main(rest)
-    } else {
-        grader::grader::<node::Node>("student").main(rest)
-    }
+    mutexlab::lab::main(registry, |mut rest| {
+        if mutexlab::lab::take_flag(&mut rest, "--solution") {
+            grader::grader::<ChangRoberts>("chang-roberts").replay_flag("--solution").main(rest)
+        } else {
+            grader::grader::<node::Node>("student").main(rest)
+        }
+    })
 }

@@ -58,19 +58,12 @@ fn main() -> ExitCode {
             "centralized-bully whose new coordinator forgets who was inside",
             AlgoInfo::runs::<planted::ForgetsInside>(),
         ));
-    let mut args = std::env::args().skip(1);
-    if args.next().as_deref() != Some("grade") {
-        return mutexlab::cli::main(registry);
-    }
-    // The workers the real-run tests start are this program again, so they need the
-    // same registry; `grade` installs it here as the command line would.
-    if registry.install().is_err() {
-        eprintln!("grade: a registry was installed before grading started");
-        return ExitCode::from(1);
-    }
-    let mut rest: Vec<String> = args.collect();
-    let solution = rest.iter().any(|a| a == "--solution");
-    rest.retain(|a| a != "--solution");
+    mutexlab::lab::main(registry, grade)
+}
+
+/// `grade [--solution | --planted NAME] [TEST…] [--n N] [--seed S]`.
+fn grade(mut rest: Vec<String>) -> ExitCode {
+    let solution = mutexlab::lab::take_flag(&mut rest, "--solution");
     let planted = match take_planted(&mut rest) {
         Ok(p) => p,
         Err(why) => {
@@ -98,20 +91,11 @@ fn main() -> ExitCode {
 
 /// Take `--planted NAME` (or `--planted=NAME`) out of `args`.
 fn take_planted(args: &mut Vec<String>) -> Result<Option<String>, String> {
-    let Some(i) = args.iter().position(|a| a == "--planted" || a.starts_with("--planted=")) else {
-        return Ok(None);
-    };
-    let name = match args[i].strip_prefix("--planted=") {
-        Some(v) => v.to_string(),
-        None if i + 1 < args.len() => args.remove(i + 1),
-        None => String::new(),
-    };
-    args.remove(i);
-    if !PLANTED.contains(&name.as_str()) {
-        return Err(format!("--planted takes one of {}, not {name:?}", PLANTED.join(", ")));
+    let name = mutexlab::lab::take_option(args, "--planted")?;
+    match name {
+        Some(name) if !PLANTED.contains(&name.as_str()) => {
+            Err(format!("--planted takes one of {}, not {name:?}", PLANTED.join(", ")))
+        }
+        name => Ok(name),
     }
-    if args.iter().any(|a| a.starts_with("--planted")) {
-        return Err("--planted is given twice; grade one node at a time".into());
-    }
-    Ok(Some(name))
 }
