@@ -46,6 +46,20 @@ pub fn main(registry: Registry, grade: impl FnOnce(Vec<String>) -> ExitCode) -> 
     grade(args.collect())
 }
 
+/// No actions at all, for [`expect`]: `expect(got, NOTHING, "w1 starts")`.
+pub const NOTHING: &[&str] = &[];
+
+/// A scripted step's check: the actions `got` must be exactly `want`, in any order; a
+/// failure names the step and shows both lists (and, through `track_caller`, the line
+/// of the grader that asked).
+#[track_caller]
+pub fn expect<S: AsRef<str>>(mut got: Vec<String>, want: &[S], step: &str) {
+    let mut want: Vec<String> = want.iter().map(|s| s.as_ref().to_string()).collect();
+    want.sort();
+    got.sort();
+    assert!(got == want, "{step}\n  expected: {want:?}\n  got:      {got:?}");
+}
+
 /// Take every `name` out of `args`: whether there was one.
 pub fn take_flag(args: &mut Vec<String>, name: &str) -> bool {
     let had = args.iter().any(|a| a == name);
@@ -173,6 +187,14 @@ mod tests {
         assert!(twice.unwrap_err().contains("given twice"));
         // A longer flag with the same start is not this one.
         assert_eq!(take_option(&mut args(&["--plantedx=1"]), "--planted"), Ok(None));
+    }
+
+    #[test]
+    fn a_step_expects_its_actions_in_any_order() {
+        expect(vec!["b".into(), "a".into()], &["a", "b"], "two sends");
+        let e = quietly(|| expect(vec!["a".into()], &["a", "b"], "w1 asks")).unwrap_err();
+        assert!(e.contains("w1 asks\n  expected: [\"a\", \"b\"]\n  got:      [\"a\"]"), "{e}");
+        assert!(e.starts_with("failed at lib/lab.rs:"), "the caller's line: {e}");
     }
 
     #[test]

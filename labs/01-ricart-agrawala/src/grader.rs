@@ -14,6 +14,7 @@ use mutexlab::algorithm::{Config, Input, MutexCall, MutexEvent, Node, NodeInput,
 use mutexlab::algos::ricart_agrawala::{self, RicartAgrawala};
 use mutexlab::external::{self, External, Ref, Spawn};
 use mutexlab::grade::{Grader, Real, Sweep};
+use mutexlab::lab::{expect, NOTHING};
 use mutexlab::sim::SimReport;
 
 use crate::node;
@@ -150,14 +151,6 @@ fn script(
     });
 }
 
-/// Expect exactly these actions (in any order).
-#[track_caller]
-fn expect(got: Vec<String>, want: &[&str], step: &str) {
-    let mut want: Vec<String> = want.iter().map(|s| s.to_string()).collect();
-    want.sort();
-    assert!(got == want, "{step}\n  expected: {want:?}\n  got:      {got:?}");
-}
-
 /// The grader for node type `N`, registered as `algo` for the real runs. With a
 /// `program`, `N` is [`Program`] and real runs start the program as every worker.
 pub fn grader<N: RaLab>(algo: &str, program: Option<Spawn>) -> Grader {
@@ -207,9 +200,9 @@ pub fn grader<N: RaLab>(algo: &str, program: Option<Spawn>) -> Grader {
     script(&mut g, &program, "1.4", "all the REPLYs let the node in, and only they", 3, move || {
         let mut w = nodes::<N>(3);
         want(&mut w, 0);
-        expect(deliver(&mut w, 1, 0, rep()), &[], "w0 has w1's REPLY only (Main p6)");
+        expect(deliver(&mut w, 1, 0, rep()), NOTHING, "w0 has w1's REPLY only (Main p6)");
         expect(deliver(&mut w, 2, 0, rep()), &["enter"], "w0 has both REPLYs (Main p6-p7)");
-        expect(done(&mut w, 0), &[], "w0 leaves; nobody was deferred");
+        expect(done(&mut w, 0), NOTHING, "w0 leaves; nobody was deferred");
     });
     script(&mut g, &program, "1.5", "the older request first, the younger after the exit", 4, move || {
         let mut w = nodes::<N>(3);
@@ -220,7 +213,7 @@ pub fn grader<N: RaLab>(algo: &str, program: Option<Spawn>) -> Grader {
             &["send Request { ticket: 2 } to w0", "send Request { ticket: 2 } to w2"],
             "w1 saw w2's ticket 1, then wants in",
         );
-        expect(deliver(&mut w, 1, 2, req(2)), &[], "w2 (ticket 1) defers w1 (ticket 2) (Receive p5)");
+        expect(deliver(&mut w, 1, 2, req(2)), NOTHING, "w2 (ticket 1) defers w1 (ticket 2) (Receive p5)");
         deliver(&mut w, 0, 2, rep());
         expect(deliver(&mut w, 1, 2, rep()), &["enter"], "w2 has both REPLYs");
         expect(done(&mut w, 2), &["send Reply to w1"], "w2 leaves and answers the deferred (Main p9-p11)");
@@ -229,7 +222,7 @@ pub fn grader<N: RaLab>(algo: &str, program: Option<Spawn>) -> Grader {
         let mut w = nodes::<N>(2);
         want(&mut w, 0);
         want(&mut w, 1);
-        expect(deliver(&mut w, 1, 0, req(1)), &[], "w0 (1, w0) defers w1 (1, w1)");
+        expect(deliver(&mut w, 1, 0, req(1)), NOTHING, "w0 (1, w0) defers w1 (1, w1)");
         expect(deliver(&mut w, 0, 1, req(1)), &["send Reply to w0"], "w1 (1, w1) answers w0 (1, w0)");
         expect(deliver(&mut w, 1, 0, rep()), &["enter"], "w0 enters");
         expect(done(&mut w, 0), &["send Reply to w1"], "w0 leaves and answers w1");

@@ -12,6 +12,7 @@ use mutexlab::algorithm::script::{deliver, done, nodes, start, want};
 use mutexlab::algorithm::{Action, Algorithm, Output, PeerId};
 use mutexlab::algos::ra_token::{self, RaToken};
 use mutexlab::grade::{Grader, Real, Sweep};
+use mutexlab::lab::{expect, NOTHING};
 use mutexlab::sim::SimReport;
 
 use crate::node;
@@ -61,19 +62,11 @@ fn show<M: Debug, T: Debug>(n: u32, me: u32, acts: Vec<Action<M, T>>) -> Vec<Str
     v
 }
 
-/// Expect exactly these actions (in any order).
-#[track_caller]
-fn expect(got: Vec<String>, want: &[String], step: &str) {
-    let mut want = want.to_vec();
-    want.sort();
-    assert!(got == want, "{step}\n  expected: {want:?}\n  got:      {got:?}");
-}
-
 /// `n` started nodes; starting sends nothing.
 fn started<N: Algorithm>(n: u32) -> Vec<N> {
     let mut w = nodes::<N>(n);
     for i in 0..n {
-        expect(show(n, i, start(&mut w, i)), &[], &format!("w{i} starts"));
+        expect(show(n, i, start(&mut w, i)), NOTHING, &format!("w{i} starts"));
     }
     w
 }
@@ -92,7 +85,7 @@ pub fn grader<N: TokenLab>(algo: &str) -> Grader {
     g.script("1.1", "node 0 starts with the token and goes in at once", 2, move || {
         let mut w = started::<N>(3);
         expect(show(3, 0, want(&mut w, 0)), &enter(), "w0 wants in, holding the token");
-        expect(show(3, 0, done(&mut w, 0)), &[], "w0 leaves; nobody asked, it keeps the token");
+        expect(show(3, 0, done(&mut w, 0)), NOTHING, "w0 leaves; nobody asked, it keeps the token");
         expect(show(3, 0, want(&mut w, 0)), &enter(), "w0 wants in again: no message needed");
     });
     g.script("1.2", "asking sends REQUEST with the next number to all others", 2, move || {
@@ -102,14 +95,14 @@ pub fn grader<N: TokenLab>(algo: &str) -> Grader {
     g.script("1.3", "an idle holder sends the token at once", 3, move || {
         let mut w = started::<N>(3);
         want(&mut w, 1);
-        expect(show(3, 2, deliver(&mut w, 1, 2, N::request(1))), &[], "w2, without the token, hears w1");
+        expect(show(3, 2, deliver(&mut w, 1, 2, N::request(1))), NOTHING, "w2, without the token, hears w1");
         expect(
             show(3, 0, deliver(&mut w, 1, 0, N::request(1))),
             &[tok(1, &[0, 0, 0])],
             "w0 holds the token, idle, and hears w1 (Receive)",
         );
         expect(show(3, 1, deliver(&mut w, 0, 1, N::token(&[0, 0, 0]))), &enter(), "w1 gets the token");
-        expect(show(3, 1, done(&mut w, 1)), &[], "w1 leaves, keeps the token (granted[w1] ← 1)");
+        expect(show(3, 1, done(&mut w, 1)), NOTHING, "w1 leaves, keeps the token (granted[w1] ← 1)");
         expect(show(3, 0, want(&mut w, 0)), &ask(3, 0, 1), "w0 asks (its request 1)");
         expect(
             show(3, 1, deliver(&mut w, 0, 1, N::request(1))),
@@ -121,7 +114,7 @@ pub fn grader<N: TokenLab>(algo: &str) -> Grader {
         let mut w = started::<N>(3);
         want(&mut w, 0);
         want(&mut w, 2);
-        expect(show(3, 0, deliver(&mut w, 2, 0, N::request(1))), &[], "w0 is inside when w2 asks");
+        expect(show(3, 0, deliver(&mut w, 2, 0, N::request(1))), NOTHING, "w0 is inside when w2 asks");
         expect(show(3, 0, done(&mut w, 0)), &[tok(2, &[0, 0, 0])], "w0 leaves and sends the token to w2");
     });
     g.script("1.5", "the search starts at the leaver's successor", 3, move || {
@@ -199,7 +192,7 @@ fn chloes_view<N: TokenLab>() {
             &["enter".to_string()],
             &format!("w{who} gets the token"),
         );
-        expect(show(5, who, done(w, who)), &[], &format!("w{who} leaves with nobody waiting"));
+        expect(show(5, who, done(w, who)), NOTHING, &format!("w{who} leaves with nobody waiting"));
     };
     let history: [(u32, u64, [u64; 5]); 12] = [
         (BECKY, 1, [0, 0, 0, 0, 0]),
@@ -237,7 +230,7 @@ fn chloes_view<N: TokenLab>() {
         for j in (0..5).filter(|&j| j != who) {
             expect(
                 show(5, j, deliver(&mut w, who, j, N::request(number))),
-                &[],
+                NOTHING,
                 "nobody idle holds the token",
             );
         }

@@ -12,6 +12,7 @@ use mutexlab::algorithm::script::{deliver, done, down, fire, nodes, start, up, w
 use mutexlab::algorithm::{Action, Algorithm, Output, PeerId};
 use mutexlab::algos::centralized_bully::{self as reference, CentralizedBully, Term};
 use mutexlab::grade::{Grader, Real, Sweep};
+use mutexlab::lab::{expect, NOTHING};
 use mutexlab::sim::SimReport;
 
 use crate::node;
@@ -136,19 +137,11 @@ fn suspicion<N: FailoverLab>(acts: &[Action<N::Msg, N::Timer>]) -> Option<N::Tim
     })
 }
 
-/// Expect exactly these actions (in any order).
-#[track_caller]
-fn expect(got: Vec<String>, want: &[String], step: &str) {
-    let mut want = want.to_vec();
-    want.sort();
-    assert!(got == want, "{step}\n  expected: {want:?}\n  got:      {got:?}");
-}
-
 /// `n` started nodes; the highest coordinates term `0.(n-1)`.
 fn started<N: FailoverLab>(n: u32) -> Vec<N> {
     let mut w = nodes::<N>(n);
     for i in 0..n {
-        expect(show(n, i, &start(&mut w, i)), &[], &format!("w{i} starts"));
+        expect(show(n, i, &start(&mut w, i)), NOTHING, &format!("w{i} starts"));
     }
     w
 }
@@ -190,7 +183,11 @@ pub fn grader<N: FailoverLab>(algo: &str) -> Grader {
 
     g.script("1.1", "the coordinator's death starts a bully election; the highest left wins", 2, move || {
         let mut w = started::<N>(4);
-        expect(show(4, 0, &down(&mut w, 0, 1)), &[], "w0 hears w1 die: not its coordinator, nothing to do");
+        expect(
+            show(4, 0, &down(&mut w, 0, 1)),
+            NOTHING,
+            "w0 hears w1 die: not its coordinator, nothing to do",
+        );
         expect(
             show(4, 0, &down(&mut w, 0, 3)),
             &[send(2, N::election())],
@@ -209,7 +206,11 @@ pub fn grader<N: FailoverLab>(algo: &str) -> Grader {
         let first = suspicion::<N>(&acts).expect("w0 set no suspicion timer when it asked");
         let acts = deliver(&mut w, 3, 0, N::heartbeat(t0));
         let second = suspicion::<N>(&acts).expect("w0 set no new suspicion timer on a HEARTBEAT");
-        expect(show(4, 0, &fire(&mut w, 0, first)), &[], "w0's first suspicion fires: w3 has spoken since");
+        expect(
+            show(4, 0, &fire(&mut w, 0, first)),
+            NOTHING,
+            "w0's first suspicion fires: w3 has spoken since",
+        );
         expect(
             show(4, 0, &fire(&mut w, 0, second)),
             &[send(1, N::election()), send(2, N::election()), send(3, N::election())],
@@ -220,7 +221,7 @@ pub fn grader<N: FailoverLab>(algo: &str) -> Grader {
         expect(show(4, 1, &deliver(&mut w, 3, 1, N::grant(t0))), &enter(), "w1 is granted");
         expect(
             show(4, 1, &fire(&mut w, 1, timer)),
-            &[],
+            NOTHING,
             "w1's suspicion fires while inside: it waits for nobody",
         );
     });
@@ -241,10 +242,10 @@ pub fn grader<N: FailoverLab>(algo: &str) -> Grader {
         );
         expect(
             show(4, 2, &deliver(&mut w, 0, 2, N::state(t1, false, true))),
-            &[],
+            NOTHING,
             "w2 has w0's STATE; w1's is missing",
         );
-        expect(show(4, 2, &want(&mut w, 2)), &[], "w2 wants in too: it still waits for w1");
+        expect(show(4, 2, &want(&mut w, 2)), NOTHING, "w2 wants in too: it still waits for w1");
         expect(
             show(4, 1, &deliver(&mut w, 2, 1, N::coordinator(t1))),
             &[state(2, t1, false, false)],
@@ -276,10 +277,10 @@ pub fn grader<N: FailoverLab>(algo: &str) -> Grader {
             &[state(2, t1, false, true)],
             "w1 accepts term 1.2 while waiting",
         );
-        expect(show(4, 2, &deliver(&mut w, 1, 2, N::state(t1, false, true))), &[], "w2 has w1's STATE");
+        expect(show(4, 2, &deliver(&mut w, 1, 2, N::state(t1, false, true))), NOTHING, "w2 has w1's STATE");
         expect(
             show(4, 2, &deliver(&mut w, 0, 2, N::state(t1, true, false))),
-            &[],
+            NOTHING,
             "w2 has every STATE, but w0 is inside: no GRANT",
         );
         expect(
@@ -297,10 +298,10 @@ pub fn grader<N: FailoverLab>(algo: &str) -> Grader {
         });
         deliver(&mut w, 2, 1, N::coordinator(t1));
         deliver(&mut w, 2, 0, N::coordinator(t1));
-        expect(show(4, 2, &deliver(&mut w, 1, 2, N::state(t1, false, false))), &[], "w2 has w1's STATE");
+        expect(show(4, 2, &deliver(&mut w, 1, 2, N::state(t1, false, false))), NOTHING, "w2 has w1's STATE");
         expect(
             show(4, 2, &deliver(&mut w, 0, 2, N::state(t1, false, true))),
-            &[],
+            NOTHING,
             "w2 has every STATE, but it won from inside: no GRANT",
         );
         expect(show(4, 2, &done(&mut w, 2)), &[send(0, N::grant(t1))], "w2 leaves: w0 is granted");
@@ -310,16 +311,16 @@ pub fn grader<N: FailoverLab>(algo: &str) -> Grader {
             want(w, 0);
         });
         deliver(&mut w, 2, 0, N::coordinator(t1));
-        expect(show(4, 2, &deliver(&mut w, 0, 2, N::state(t1, false, true))), &[], "w2 has w0's STATE");
+        expect(show(4, 2, &deliver(&mut w, 0, 2, N::state(t1, false, true))), NOTHING, "w2 has w0's STATE");
         expect(
             show(4, 2, &down(&mut w, 2, 1)),
             &[send(0, N::grant(t1))],
             "w1 dies before answering: w2 stops waiting for it and grants w0",
         );
-        expect(show(4, 2, &want(&mut w, 2)), &[], "w2 wants in while w0 is inside: it queues itself");
+        expect(show(4, 2, &want(&mut w, 2)), NOTHING, "w2 wants in while w0 is inside: it queues itself");
         // Nobody else will call `grant_next` here: the freed section must be granted now.
         expect(show(4, 2, &down(&mut w, 2, 0)), &enter(), "w0 dies inside: it holds nothing, so w2 enters");
-        expect(show(4, 2, &done(&mut w, 2)), &[], "w2 leaves; nobody waits");
+        expect(show(4, 2, &done(&mut w, 2)), NOTHING, "w2 leaves; nobody waits");
         // A restarted node's STATE reaches a coordinator that is past its recovery; it
         // stands for a request all the same, and nothing else would grant it.
         expect(
