@@ -1,6 +1,6 @@
-//! The lab's tests: the same list for your node and for the reference (`--solution`,
-//! the built-in `chang-roberts`). `README.md` says what each test checks and how to read
-//! its failure.
+//! The lab's tests: the same list for your node, for the reference (`--solution`, the
+//! built-in `chang-roberts`) and for the planted bug (`--planted`). `README.md` says
+//! what each test checks and how to read its failure.
 //!
 //! Group 1 drives three nodes round the ring by hand, rule by rule; group 2 runs the
 //! simulator's election sweeps (agreement, unique terms, the highest wins); group 3
@@ -40,6 +40,15 @@ impl ElectLab for ChangRoberts {
     }
     fn elected(id: u32, term: u64) -> chang_roberts::Msg {
         chang_roberts::Msg::Elected { id: PeerId(id), term }
+    }
+}
+
+impl ElectLab for crate::planted::ForwardsOldTerm {
+    fn election(id: u32, term: u64) -> chang_roberts::Msg {
+        ChangRoberts::election(id, term)
+    }
+    fn elected(id: u32, term: u64) -> chang_roberts::Msg {
+        ChangRoberts::elected(id, term)
     }
 }
 
@@ -151,6 +160,21 @@ pub fn grader<N: ElectLab>(algo: &str) -> Grader {
     g.script("1.6", "a node alone leads at once", 1, move || {
         let mut w = ring::<N>(1);
         expect(elect(&mut w, 0), &[leader(0, 1)], "the only node calls an election");
+    });
+    g.script("1.7", "an ELECTION carries the newest term seen", 2, move || {
+        let mut w = ring::<N>(3);
+        expect(deliver(&mut w, 2, 0, ed(2, 5)), &[leader(2, 5), send(1, ed(2, 5))], "w0 hears (rule vii)");
+        expect(
+            deliver(&mut w, 2, 0, el(2, 0)),
+            &[send(1, el(2, 5))],
+            "w0 follows w2 in term 5 and gets w2's id in term 0 (a restarted w2 asks): it passes it \
+             on in term 5, the newest it has seen (rule iv), so the winner takes a term above 5",
+        );
+        expect(
+            deliver(&mut w, 0, 1, el(0, 5)),
+            &[send(2, el(1, 5))],
+            "w1, fresh, replaces w0's id with its own, keeping the lap's term 5 (rule iv)",
+        );
     });
 
     g.sim::<N>(

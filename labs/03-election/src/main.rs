@@ -6,28 +6,44 @@
 //! cargo run -- grade                       # grade your node
 //! cargo run -- grade 2.1 --n 3 --seed 17   # replay one failing simulator run
 //! cargo run -- grade --solution            # grade the built-in reference, chang-roberts
+//! cargo run -- grade --planted forwards-old-term   # a planted bug (src/planted.rs)
 //! ```
 
 mod grader;
 mod node;
+mod planted;
 
 use std::process::ExitCode;
 
 use mutexlab::algos::chang_roberts::ChangRoberts;
 use mutexlab::algos::{AlgoInfo, Registry};
 
+/// The planted bug's name, for `--planted` and the registry.
+const PLANTED: &str = "forwards-old-term";
+
 fn main() -> ExitCode {
-    let registry = Registry::builtin().with(AlgoInfo {
-        name: "student",
+    let entry = |name, summary, info: AlgoInfo| AlgoInfo {
+        name,
         family: "ring",
-        summary: "your Chang-Roberts ring election (labs/03-election/src/node.rs)",
+        summary,
         highest_wins: true,
         kernel_lock: false,
         // The built-in chang-roberts's theory, so a run prints the notes' counts beside
         // the student's.
         theory: |s| Registry::builtin().get("chang-roberts").and_then(|a| (a.theory)(s)),
-        ..AlgoInfo::runs::<node::Node>()
-    });
+        ..info
+    };
+    let registry = Registry::builtin()
+        .with(entry(
+            "student",
+            "your Chang-Roberts ring election (labs/03-election/src/node.rs)",
+            AlgoInfo::runs::<node::Node>(),
+        ))
+        .with(entry(
+            PLANTED,
+            "chang-roberts forwarding an ELECTION in its old term",
+            AlgoInfo::runs::<planted::ForwardsOldTerm>(),
+        ));
     let mut args = std::env::args().skip(1);
     if args.next().as_deref() != Some("grade") {
         return mutexlab::cli::main(registry);
@@ -41,9 +57,42 @@ fn main() -> ExitCode {
     let mut rest: Vec<String> = args.collect();
     let solution = rest.iter().any(|a| a == "--solution");
     rest.retain(|a| a != "--solution");
-    if solution {
-        grader::grader::<ChangRoberts>("chang-roberts").replay_flag("--solution").main(rest)
-    } else {
-        grader::grader::<node::Node>("student").main(rest)
+    let planted = match take_planted(&mut rest) {
+        Ok(p) => p,
+        Err(why) => {
+            eprintln!("grade: {why}");
+            return ExitCode::from(2);
+        }
+    };
+    match (solution, planted) {
+        (true, true) => {
+            eprintln!("grade: --solution and --planted are different nodes; pick one");
+            ExitCode::from(2)
+        }
+        (true, false) => grader::grader::<ChangRoberts>("chang-roberts").replay_flag("--solution").main(rest),
+        (false, true) => grader::grader::<planted::ForwardsOldTerm>(PLANTED)
+            .replay_flag(&format!("--planted {PLANTED}"))
+            .main(rest),
+        (false, false) => grader::grader::<node::Node>("student").main(rest),
     }
+}
+
+/// Take `--planted NAME` (or `--planted=NAME`) out of `args`: whether it was there.
+fn take_planted(args: &mut Vec<String>) -> Result<bool, String> {
+    let Some(i) = args.iter().position(|a| a == "--planted" || a.starts_with("--planted=")) else {
+        return Ok(false);
+    };
+    let name = match args[i].strip_prefix("--planted=") {
+        Some(v) => v.to_string(),
+        None if i + 1 < args.len() => args.remove(i + 1),
+        None => String::new(),
+    };
+    args.remove(i);
+    if name != PLANTED {
+        return Err(format!("--planted takes {PLANTED}, not {name:?}"));
+    }
+    if args.iter().any(|a| a.starts_with("--planted")) {
+        return Err("--planted is given twice; grade one node at a time".into());
+    }
+    Ok(true)
 }
