@@ -64,10 +64,14 @@
 //! ELECTED and is a participant again: for that one the leader announces again.
 //! Finally, rule 5 has a condition: a node whose own id comes home leads only if it knows
 //! every larger peer to be down. No larger node passes a smaller id on, so a larger peer
-//! that is up was skipped while it was dead and has restarted since; the lap is stale,
-//! and as the nodes it passes raise its term, it could come home above the restarted
-//! node's own win and name a smaller leader over it. The node starts over instead,
-//! through that larger peer.
+//! not known to be down was skipped: either it was dead and has restarted since, and
+//! the lap is stale (as the nodes it passes raise its term, it could come home above the
+//! restarted node's own win and name a smaller leader over it), or it is dead and this
+//! node has not heard yet. The node sends its id to that larger peer itself, the one
+//! exception to the one-way ring: a live peer answers with an id of its own, and if the
+//! peer is dead the message is lost, and the node, a participant, goes round again when
+//! it hears. (Going up, that peer is the successor anyway; going down, going round again
+//! at once came home the same way, lap after lap until the news came.)
 //!
 //! # Terms
 //!
@@ -276,12 +280,17 @@ impl<D: Direction> ChangRobertsOn<D> {
         }
         if id == me {
             // Only smaller nodes pass our id on, so a larger peer not known to be down was
-            // skipped while dead and is back: the lap is stale, and its term, raised past
-            // that peer's own win on the way, would outrank it (sim seed 281, n = 3). Go
-            // round again instead; our successor is now larger and will not pass us on.
-            if (me.0 + 1..self.cfg.n).any(|p| !self.down.contains(&PeerId(p))) {
-                self.participant = false;
-                return self.start_election(out);
+            // skipped: it is back from the dead, and the lap is stale, its term raised
+            // past that peer's own win on the way (sim seed 281, n = 3); or it is dead
+            // and we have not heard yet. Ask that peer itself: it answers with its own
+            // id if it is up, and if not, we go round again once we hear. Going up it
+            // is our successor; going down, going round again would only spin.
+            if let Some(larger) = (me.0 + 1..self.cfg.n).map(PeerId).find(|p| !self.down.contains(p)) {
+                out.count("elections", 1);
+                self.sent.clear();
+                self.sent.insert(me);
+                self.participant = true;
+                return out.send(larger, Msg::Election { id: me, term: self.seen });
             }
             self.lead(out);
         } else if larger {
@@ -885,6 +894,33 @@ mod tests {
             settled(&world, 3).unwrap_err(),
             "w0 follows None, \"electing: waiting for ELECTED from w2\""
         );
+    }
+
+    /// Real run, `chang-roberts-down -n 4 --faults 'kill leader at 200ms'`: 2481
+    /// ELECTIONs in 100 ms. 0 hears first that 3 is dead and skips it, so 2's id comes
+    /// home past 3 before 2 has heard. Going down, 2's successor is smaller: going round
+    /// again came home the same way, lap after lap, until the news came. 2 asks 3
+    /// itself instead (lost, as 3 is dead), and goes round once it hears.
+    #[test]
+    fn a_lap_that_skipped_a_larger_node_not_yet_known_dead_does_not_spin() {
+        let mut net = Net::<ChangRobertsDown>::new(4);
+        net.elect_by(Initiators::All);
+        net.run().unwrap();
+        net.crash(3);
+        let mark = net.msgs.len();
+        net.notice(0, 3); // 0's successor is now 2.
+        net.run().unwrap();
+        #[rustfmt::skip]
+        let expected = [
+            (0, 2, e(0, 7)), (2, 1, e(2, 7)), (1, 0, e(2, 7)), (0, 2, e(2, 7)),
+            (2, 3, e(2, 7)),
+        ];
+        assert_eq!(net.msgs[mark..], expected);
+        net.notice(1, 3);
+        net.notice(2, 3);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(2)));
+        assert!((0..3).all(|i| net.node(i).waiting_for().is_empty()));
     }
 
     #[test]
