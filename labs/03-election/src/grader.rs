@@ -1,6 +1,6 @@
-//! The lab's tests: the same list for your node and for the reference (`--solution`,
-//! the built-in `chang-roberts`). `README.md` says what each test checks and how to read
-//! its failure.
+//! The lab's tests: the same list for your node, for the reference (`--solution`, the
+//! built-in `chang-roberts`) and for the planted bug (`--planted`). `README.md` says
+//! what each test checks and how to read its failure.
 //!
 //! Group 1 drives three nodes round the ring by hand, rule by rule; group 2 runs the
 //! simulator's election sweeps (agreement, unique terms, the highest wins); group 3
@@ -12,6 +12,7 @@ use std::time::Duration;
 use mutexlab::algorithm::{Config, ElectionCall, Input, Node, NodeInput, NodeOut, Output, PeerId};
 use mutexlab::algos::chang_roberts::{self, ChangRoberts};
 use mutexlab::grade::{Grader, Real, Sweep};
+use mutexlab::lab::{expect, NOTHING};
 use mutexlab::sim::SimReport;
 
 use crate::node;
@@ -43,11 +44,20 @@ impl ElectLab for ChangRoberts {
     }
 }
 
+impl ElectLab for crate::planted::ForwardsOldTerm {
+    fn election(id: u32, term: u64) -> chang_roberts::Msg {
+        ChangRoberts::election(id, term)
+    }
+    fn elected(id: u32, term: u64) -> chang_roberts::Msg {
+        ChangRoberts::elected(id, term)
+    }
+}
+
 /// `n` fresh nodes, started.
 fn ring<N: ElectLab>(n: u32) -> Vec<N> {
     let mut w: Vec<N> = (0..n).map(|i| N::create(&Config::new(i, n))).collect();
     for i in 0..n {
-        expect(step(&mut w, i, Input::Start), &[], &format!("w{i} starts"));
+        expect(step(&mut w, i, Input::Start), NOTHING, &format!("w{i} starts"));
     }
     w
 }
@@ -77,14 +87,6 @@ fn deliver<N: ElectLab>(w: &mut [N], from: u32, to: u32, msg: N::Msg) -> Vec<Str
     step(w, to, Input::Message { from: PeerId(from), msg })
 }
 
-/// Expect exactly these actions (in any order).
-#[track_caller]
-fn expect(got: Vec<String>, want: &[String], step: &str) {
-    let mut want = want.to_vec();
-    want.sort();
-    assert!(got == want, "{step}\n  expected: {want:?}\n  got:      {got:?}");
-}
-
 fn send<M: Debug>(to: u32, msg: M) -> String {
     format!("send {msg:?} to {}", PeerId(to))
 }
@@ -101,7 +103,7 @@ pub fn grader<N: ElectLab>(algo: &str) -> Grader {
     g.script("1.1", "an initiator sends its own id to its successor", 2, move || {
         let mut w = ring::<N>(3);
         expect(elect(&mut w, 0), &[send(1, el(0, 0))], "w0 calls an election (rules ii, iii)");
-        expect(elect(&mut w, 0), &[], "w0 calls again while a participant: nothing new");
+        expect(elect(&mut w, 0), NOTHING, "w0 calls again while a participant: nothing new");
     });
     g.script("1.2", "a larger id is passed on, a smaller replaced by one's own", 3, move || {
         let mut w = ring::<N>(3);
@@ -127,7 +129,7 @@ pub fn grader<N: ElectLab>(algo: &str) -> Grader {
         elect(&mut w, 1);
         expect(
             deliver(&mut w, 0, 1, el(0, 0)),
-            &[],
+            NOTHING,
             "w1, a participant, gets w0's smaller id and drops it (rule iv)",
         );
     });
@@ -146,11 +148,26 @@ pub fn grader<N: ElectLab>(algo: &str) -> Grader {
         deliver(&mut w, 1, 2, el(2, 0));
         expect(deliver(&mut w, 2, 0, ed(2, 5)), &[leader(2, 5), send(1, ed(2, 5))], "w0 hears (rule vii)");
         expect(deliver(&mut w, 0, 1, ed(2, 5)), &[leader(2, 5), send(2, ed(2, 5))], "w1 hears (rule vii)");
-        expect(deliver(&mut w, 1, 2, ed(2, 5)), &[], "w2's ELECTED is home (rule viii)");
+        expect(deliver(&mut w, 1, 2, ed(2, 5)), NOTHING, "w2's ELECTED is home (rule viii)");
     });
     g.script("1.6", "a node alone leads at once", 1, move || {
         let mut w = ring::<N>(1);
         expect(elect(&mut w, 0), &[leader(0, 1)], "the only node calls an election");
+    });
+    g.script("1.7", "an ELECTION carries the newest term seen", 2, move || {
+        let mut w = ring::<N>(3);
+        expect(deliver(&mut w, 2, 0, ed(2, 5)), &[leader(2, 5), send(1, ed(2, 5))], "w0 hears (rule vii)");
+        expect(
+            deliver(&mut w, 2, 0, el(2, 0)),
+            &[send(1, el(2, 5))],
+            "w0 follows w2 in term 5 and gets w2's id in term 0 (a restarted w2 asks): it passes it \
+             on in term 5, the newest it has seen (rule iv), so the winner takes a term above 5",
+        );
+        expect(
+            deliver(&mut w, 0, 1, el(0, 5)),
+            &[send(2, el(1, 5))],
+            "w1, fresh, replaces w0's id with its own, keeping the lap's term 5 (rule iv)",
+        );
     });
 
     g.sim::<N>(

@@ -6,33 +6,71 @@
 //! cargo run -- grade                       # grade your node
 //! cargo run -- grade 2.1 --n 3 --seed 17   # replay one failing simulator run
 //! cargo run -- grade --solution            # grade the built-in reference, chang-roberts
+//! cargo run -- grade --planted forwards-old-term   # a planted bug (src/planted.rs)
 //! ```
 
 mod grader;
 mod node;
+mod planted;
 
 use std::process::ExitCode;
 
 use mutexlab::algos::chang_roberts::ChangRoberts;
 use mutexlab::algos::{AlgoInfo, Registry};
 
+/// The planted bug's name, for `--planted` and the registry.
+const PLANTED: &str = "forwards-old-term";
+
 fn main() -> ExitCode {
-    let registry = Registry::builtin().with(AlgoInfo {
-        name: "student",
+    let entry = |name, summary, info: AlgoInfo| AlgoInfo {
+        name,
         family: "ring",
-        summary: "your Chang-Roberts ring election (labs/03-election/src/node.rs)",
+        summary,
         highest_wins: true,
         kernel_lock: false,
         // The built-in chang-roberts's theory, so a run prints the notes' counts beside
         // the student's.
         theory: |s| Registry::builtin().get("chang-roberts").and_then(|a| (a.theory)(s)),
-        ..AlgoInfo::runs::<node::Node>()
-    });
-    mutexlab::lab::main(registry, |mut rest| {
-        if mutexlab::lab::take_flag(&mut rest, "--solution") {
-            grader::grader::<ChangRoberts>("chang-roberts").replay_flag("--solution").main(rest)
-        } else {
-            grader::grader::<node::Node>("student").main(rest)
+        ..info
+    };
+    let registry = Registry::builtin()
+        .with(entry(
+            "student",
+            "your Chang-Roberts ring election (labs/03-election/src/node.rs)",
+            AlgoInfo::runs::<node::Node>(),
+        ))
+        .with(entry(
+            PLANTED,
+            "chang-roberts forwarding an ELECTION in its old term",
+            AlgoInfo::runs::<planted::ForwardsOldTerm>(),
+        ));
+    mutexlab::lab::main(registry, grade)
+}
+
+/// `grade [--solution | --planted forwards-old-term] [TEST…] [--n N] [--seed S]`.
+fn grade(mut rest: Vec<String>) -> ExitCode {
+    let solution = mutexlab::lab::take_flag(&mut rest, "--solution");
+    let planted = match mutexlab::lab::take_option(&mut rest, "--planted") {
+        Ok(None) => false,
+        Ok(Some(name)) if name == PLANTED => true,
+        Ok(Some(name)) => {
+            eprintln!("grade: --planted takes {PLANTED}, not {name:?}");
+            return ExitCode::from(2);
         }
-    })
+        Err(why) => {
+            eprintln!("grade: {why}");
+            return ExitCode::from(2);
+        }
+    };
+    match (solution, planted) {
+        (true, true) => {
+            eprintln!("grade: --solution and --planted are different nodes; pick one");
+            ExitCode::from(2)
+        }
+        (true, false) => grader::grader::<ChangRoberts>("chang-roberts").replay_flag("--solution").main(rest),
+        (false, true) => grader::grader::<planted::ForwardsOldTerm>(PLANTED)
+            .replay_flag(&format!("--planted {PLANTED}"))
+            .main(rest),
+        (false, false) => grader::grader::<node::Node>("student").main(rest),
+    }
 }

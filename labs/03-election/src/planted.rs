@@ -1,0 +1,59 @@
+//! A planted bug: the built-in `chang-roberts` that forwards an ELECTION in the term it
+//! came with instead of the newest term it has seen, for checking that test 1.7 catches
+//! it (the other tests do not: a node that misses a term only matters once a restarted
+//! node asks, which no sweep here does).
+//!
+//! `cargo run -- grade --planted forwards-old-term` grades it. The wrapper hands every
+//! input to the reference and changes only the term of an ELECTION it passes on, so it
+//! gives no solution away.
+
+use std::borrow::Cow;
+
+use mutexlab::algorithm::{Config, Election, Input, Node, NodeInput, NodeOut, Output};
+use mutexlab::algos::chang_roberts::{ChangRoberts, Msg};
+
+/// The reference, forwarding the incoming term.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ForwardsOldTerm(ChangRoberts);
+
+impl Node for ForwardsOldTerm {
+    type Msg = Msg;
+    type Timer = <ChangRoberts as Node>::Timer;
+    type Service = Election;
+
+    fn create(cfg: &Config) -> Self {
+        ForwardsOldTerm(ChangRoberts::create(cfg))
+    }
+
+    fn step(&mut self, input: NodeInput<Self>, out: &mut NodeOut<Self>) {
+        // The ELECTION being passed on, if this input is one: its id and its own term.
+        let incoming = match &input {
+            Input::Message { msg: Msg::Election { id, term }, .. } => Some((*id, *term)),
+            _ => None,
+        };
+        let mut inner = NodeOut::<ChangRoberts>::new(out.now());
+        self.0.step(input, &mut inner);
+        for action in inner.drain() {
+            match action {
+                Output::Send { to, msg: Msg::Election { id, term } } => {
+                    let term = match incoming {
+                        Some((passed, old)) if passed == id => old,
+                        _ => term,
+                    };
+                    out.send(to, Msg::Election { id, term });
+                }
+                Output::Send { to, msg } => out.send(to, msg),
+                Output::Broadcast { msg } => out.broadcast(msg),
+                Output::Event { event } => out.emit(event),
+                // The reference names its counters with constants; counts only feed reports.
+                Output::Count { name: Cow::Borrowed(name), by } => out.count(name, by),
+                Output::Count { .. } => {}
+                Output::SetTimer { timer, .. } | Output::CancelTimer { timer } => match timer {},
+            }
+        }
+    }
+
+    fn waiting_for(&self) -> String {
+        self.0.waiting_for()
+    }
+}
