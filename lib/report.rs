@@ -125,11 +125,13 @@ pub fn run_summary(r: &RunReport) -> String {
     let m = &r.messages;
     let theory = theory(r.theory.as_ref(), 2);
     let _ = writeln!(s, "  messages    {} total, {:.2} per entry{theory}", m.total, m.per_entry);
-    let killed = r.faults.iter().filter(|f| f.action == "kill").count();
-    if killed > 0 {
-        // The counters of a killed worker die with it: the totals are the survivors'.
-        let killed = plural(killed as u64, "killed incarnation");
-        let _ = writeln!(s, "              (not counting what the {killed} sent)");
+    if r.unreported > 0 {
+        // The counters of a dead worker die with it: the totals are the survivors'.
+        let _ = writeln!(
+            s,
+            "              (not counting what {} sent)",
+            plural(r.unreported, "dead incarnation")
+        );
     }
     if !m.by_type.is_empty() {
         let types: Vec<String> = m.by_type.iter().map(|(k, v)| format!("{k} {v}")).collect();
@@ -213,10 +215,12 @@ pub fn elect_summary(r: &ElectReport) -> String {
         plural(r.elections as u64, "election"),
         m.per_election
     );
-    let killed = r.faults.iter().filter(|f| f.action == "kill").count();
-    if killed > 0 {
-        let killed = plural(killed as u64, "killed incarnation");
-        let _ = writeln!(s, "              (not counting what the {killed} sent)");
+    if r.unreported > 0 {
+        let _ = writeln!(
+            s,
+            "              (not counting what {} sent)",
+            plural(r.unreported, "dead incarnation")
+        );
     }
     if !m.by_type.is_empty() {
         let types: Vec<String> = m.by_type.iter().map(|(k, v)| format!("{k} {v}")).collect();

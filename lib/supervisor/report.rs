@@ -80,6 +80,9 @@ pub struct RunReport {
     pub never_fired: Vec<String>,
     /// Messages lost on purpose (`--drop`).
     pub lost_messages: u64,
+    /// Incarnations whose final statistics never came (killed, or dead of something
+    /// else): what they sent is not in the message counts.
+    pub unreported: u64,
     /// The same by sender, receiver and type (`w0->w2 REQUEST`).
     pub lost_by: BTreeMap<String, u64>,
     /// `--fenced`: the resource refused writes under a stale fencing token.
@@ -115,6 +118,11 @@ impl Supervisor<'_> {
     fn network(&self) -> Network {
         let o = &self.opts;
         Network { latency_ms: o.latency_ms, jitter_ms: o.jitter_ms, drop: o.drop }
+    }
+
+    /// How many incarnations, over all workers, sent no final statistics.
+    fn unreported(&self) -> u64 {
+        self.slots.iter().map(|s| u64::from(s.incarnation) + 1 - u64::from(s.stats.is_some())).sum()
     }
 
     /// Every worker's final statistics, summed (a killed worker's died with it).
@@ -189,6 +197,7 @@ impl Supervisor<'_> {
             faults: self.applied.clone(),
             never_fired: self.steps.iter().map(|st| st.to_string()).collect(),
             lost_messages: lost,
+            unreported: self.unreported(),
             lost_by,
             counters,
         }
@@ -254,6 +263,9 @@ pub struct ElectReport {
     pub never_fired: Vec<String>,
     /// Messages lost on purpose (`--drop`).
     pub lost_messages: u64,
+    /// Incarnations whose final statistics never came (killed, or dead of something
+    /// else): what they sent is not in the message counts.
+    pub unreported: u64,
     /// The algorithm's own counters, summed over workers.
     pub counters: BTreeMap<String, u64>,
 }
@@ -314,6 +326,7 @@ impl Supervisor<'_> {
             faults: self.applied.clone(),
             never_fired: self.steps.iter().map(|st| st.to_string()).collect(),
             lost_messages: lost,
+            unreported: self.unreported(),
             counters,
         }
     }
