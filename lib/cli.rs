@@ -474,6 +474,9 @@ fn fail(code: u8, msg: &str) -> ExitCode {
 /// `--duration`: a bare number is seconds; `20s` and `500ms` read as in a fault plan.
 fn seconds(text: &str) -> Result<f64, String> {
     let t = text.trim();
+    if t.starts_with("--") || t.is_empty() {
+        return Err("--duration needs a time: seconds (20, 1.5) or 20s, 500ms".into());
+    }
     if t.starts_with('-') {
         return Err("a time must be more than 0".into());
     }
@@ -823,7 +826,7 @@ fn cmd_compare(a: CompareArgs) -> ExitCode {
         compare::text(&c)
     });
     if let Some((path, _)) = page {
-        if let Err(e) = std::fs::write(path, html::comparison_page(&c)) {
+        if let Err(e) = write_whole(path, &html::comparison_page(&c)) {
             return fail(2, &format!("cannot write {}: {e}", path.display()));
         }
         // As a kept run names its report: stdout may be JSON.
@@ -876,6 +879,20 @@ fn cmd_report(run_dir: &std::path::Path, output: Option<&std::path::Path>) -> Ex
         // Unreadable or not a run: exit 2, as `mutexlab audit` does for such input.
         Err(e) => fail(2, &e.to_string()),
     }
+}
+
+/// Write `text` to `path` whole or not at all: into a new file beside it, renamed over
+/// it once complete, so a failed write never leaves half a page where a page was. A
+/// path that is no regular file (`/dev/stdout`) is written directly.
+fn write_whole(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    if path.exists() && !path.is_file() {
+        return std::fs::write(path, text);
+    }
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(text.as_bytes())?;
+    tmp.persist(path).map(drop).map_err(|e| e.error)
 }
 
 /// A kept run leaves its report beside its files and names it on stderr (stdout may be

@@ -42,7 +42,7 @@ use crate::control::Detector;
 use crate::faults::Plan;
 use crate::lab::{is_unwritten, quietly};
 use crate::sim::{Sim, SimError, SimReport, SimService};
-use crate::supervisor::{self, ElectOpts, ExternalOpts, Initiators, RunOpts};
+use crate::supervisor::{self, AppliedFault, ElectOpts, ExternalOpts, Initiators, RunOpts};
 
 /// Where a test's line is padded to, so the verdicts line up.
 const WIDTH: usize = 76;
@@ -614,6 +614,7 @@ fn run_real<N: Node<Service: SimService>>(real: &Real, ctx: &Ctx) -> Result<(), 
             run_dir: r.run_dir,
             kept: r.run_dir_kept,
             never_fired: r.never_fired,
+            skipped: skipped(&r.faults),
         }
     } else {
         let r = supervisor::run(&opts).map_err(|e| e.to_string())?;
@@ -624,6 +625,7 @@ fn run_real<N: Node<Service: SimService>>(real: &Real, ctx: &Ctx) -> Result<(), 
             run_dir: r.run_dir,
             kept: r.run_dir_kept,
             never_fired: r.never_fired,
+            skipped: skipped(&r.faults),
         }
     };
     judge(&outcome, &real.expect)
@@ -644,6 +646,14 @@ pub struct Outcome {
     pub kept: bool,
     /// Steps of the fault plan that never fired.
     pub never_fired: Vec<String>,
+    /// Steps that came due but found no target (`kill leader` before any leader): the
+    /// fault log's notes.
+    pub skipped: Vec<String>,
+}
+
+/// The notes of the steps a run skipped.
+fn skipped(faults: &[AppliedFault]) -> Vec<String> {
+    faults.iter().filter(|f| f.action == "skip").map(|f| f.note.clone()).collect()
 }
 
 /// Whether a real run ended as expected; if not, why, in a few lines.
@@ -661,6 +671,10 @@ pub fn judge(r: &Outcome, expect: &Expect) -> Result<(), String> {
         Expect::Clean if r.ok && !r.never_fired.is_empty() => Err(format!(
             "the run was clean, but the fault plan's `{}` never fired: it did not test what it should",
             r.never_fired.join("; ")
+        )),
+        Expect::Clean if r.ok && !r.skipped.is_empty() => Err(format!(
+            "the run was clean, but a fault step was skipped ({}): it did not test what it should",
+            r.skipped.join("; ")
         )),
         Expect::Clean if r.ok => Ok(()),
         Expect::Clean => {
@@ -906,6 +920,7 @@ mod tests {
             run_dir: "/r".into(),
             kept: false,
             never_fired: vec![],
+            skipped: vec![],
         };
         let stalled = Outcome {
             ok: false,
@@ -924,6 +939,9 @@ mod tests {
         let missed = Outcome { never_fired: vec!["kill 4 at entry 400".into()], ..clean.clone() };
         let e = judge(&missed, &Expect::Clean).unwrap_err();
         assert!(e.contains("`kill 4 at entry 400` never fired"), "{e}");
+        let skipped = Outcome { skipped: vec!["kill leader at 0ms: no leader yet".into()], ..clean.clone() };
+        let e = judge(&skipped, &Expect::Clean).unwrap_err();
+        assert!(e.contains("a fault step was skipped (kill leader at 0ms: no leader yet)"), "{e}");
         assert!(judge(&stalled, &Expect::Stall(vec!["w2 dead".into()])).is_err(), "the wrong diagnosis");
         let overlapped = Outcome { violations: vec![v("overlap")], ..stalled.clone() };
         assert!(

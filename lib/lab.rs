@@ -35,15 +35,20 @@ pub fn unwritten(handler: &str) -> ! {
 /// algorithms) and hands the other arguments to `grade`; otherwise it is the whole
 /// `mutexlab` command line with `registry`.
 pub fn main(registry: Registry, grade: impl FnOnce(Vec<String>) -> ExitCode) -> ExitCode {
-    let mut args = std::env::args().skip(1);
-    if args.next().as_deref() != Some("grade") {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().is_none_or(|a| a != "grade") {
         return crate::cli::main(registry);
     }
+    // As the command line refuses them: one line, exit 2.
+    let Ok(rest) = args.map(std::ffi::OsString::into_string).collect::<Result<Vec<String>, _>>() else {
+        eprintln!("grade: an argument is not valid UTF-8");
+        return ExitCode::from(2);
+    };
     if registry.install().is_err() {
         eprintln!("grade: a registry was installed before grading started");
         return ExitCode::from(1);
     }
-    grade(args.collect())
+    grade(rest)
 }
 
 /// No actions at all, for [`expect`]: `expect(got, NOTHING, "w1 starts")`.

@@ -13,6 +13,10 @@ const SHOW: usize = 10;
 const SHOW_STEPS: usize = 20;
 
 /// A list of plan steps under a label, one per line, the first beside the label.
+/// Why some messages are missing from the counts: a worker reports them as it finishes,
+/// and one that died (or was paused at the end, and never asked) did not.
+const NO_COUNTS: &str = "their counts died with them or never came";
+
 fn steps<'a>(out: &mut String, label: &str, list: impl IntoIterator<Item = &'a str>) {
     let list: Vec<&str> = list.into_iter().map(str::trim).filter(|l| !l.is_empty()).collect();
     for (i, step) in list.iter().take(SHOW_STEPS).enumerate() {
@@ -126,11 +130,10 @@ pub fn run_summary(r: &RunReport) -> String {
     let theory = theory(r.theory.as_ref(), 2);
     let _ = writeln!(s, "  messages    {} total, {:.2} per entry{theory}", m.total, m.per_entry);
     if r.unreported > 0 {
-        // The counters of a dead worker die with it: the totals are the survivors'.
         let _ = writeln!(
             s,
-            "              (not counting what {} sent)",
-            plural(r.unreported, "dead incarnation")
+            "              (not counting what {} sent: {NO_COUNTS})",
+            plural(r.unreported, "incarnation")
         );
     }
     if !m.by_type.is_empty() {
@@ -218,8 +221,8 @@ pub fn elect_summary(r: &ElectReport) -> String {
     if r.unreported > 0 {
         let _ = writeln!(
             s,
-            "              (not counting what {} sent)",
-            plural(r.unreported, "dead incarnation")
+            "              (not counting what {} sent: {NO_COUNTS})",
+            plural(r.unreported, "incarnation")
         );
     }
     if !m.by_type.is_empty() {

@@ -217,6 +217,7 @@ fn bad_input_gets_one_clear_line_and_exit_2() {
     assert_usage_error(&["run", "--duration", "2.s"], "use a number with ms or s");
     assert_usage_error(&["run", "--duration", "-5s"], "a time must be more than 0");
     assert_usage_error(&["run", "--duration", "-5"], "a time must be more than 0");
+    assert_usage_error(&["run", "--duration", "--json"], "--duration needs a time");
     assert_usage_error(&["run", "--run-dir", "/proc/no/such/dir"], "cannot create run directory");
     assert_usage_error(&["run", "--workers", "many"], "invalid value");
     assert_usage_error(&["run", "--workers", "-1"], "'--workers <WORKERS>'");

@@ -672,7 +672,11 @@ fn the_summary_says_a_killed_worker_s_messages_are_not_counted() {
     let dir = tmp.path().join("run");
     let out = run(&["run", "-n", "3", "--faults", "kill 1 at entry 5", "--run-dir", dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stdout(&out).contains("(not counting what 1 dead incarnation sent)"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("(not counting what 1 incarnation sent: their counts died"),
+        "{}",
+        stdout(&out)
+    );
     assert_eq!(json(&run(&["run", "-n", "3", "--json", "--faults", "kill 1 at entry 5"]))["unreported"], 1);
     let clean = run(&["run", "-n", "2", "-k", "3"]);
     assert!(!stdout(&clean).contains("not counting"), "{}", stdout(&clean));

@@ -171,6 +171,10 @@ fn messages_a_partition_held_for_a_worker_that_died_are_traced_as_dropped() {
         .filter(|e| matches!(&e.kind, EventKind::Drop { to: 2, why, .. } if why == "partition"))
         .collect();
     assert!(!held.is_empty(), "no message to the dead coordinator traced as held and lost");
+    // The partition was there before anyone's first message: w2 never heard from the others.
+    let crossed: Vec<&Event> =
+        t.events.iter().filter(|e| e.w == 2 && matches!(e.kind, EventKind::Recv { .. })).collect();
+    assert!(crossed.is_empty(), "messages crossed a partition in force from the start: {crossed:?}");
     // Each names a message that was sent and never received.
     let arrows = t.arrows();
     for d in held {

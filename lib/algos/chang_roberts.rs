@@ -41,37 +41,45 @@
 //!
 //! # Dead peers
 //!
-//! A node sends to the next node round the ring that it does not know to be down, so a
-//! dead node is simply left out of the ring. Beyond the notes, which assume nobody
-//! fails during an election: a message carrying a dead node's id (it died after sending
-//! it) is treated as smaller than every live id, so it cannot go round for ever (but
-//! if that node turns out to be up, restarted, and its ELECTION only overtook the news,
-//! the node that dropped it passes it on when the news comes); and a
-//! participant that learns any peer is down starts over (its ELECTION or the ELECTED may
-//! have died with that peer), resending the largest live id it has sent on, not its own
-//! (the others, participants already, would drop a smaller one). A leader whose ELECTED
-//! has not come home when it learns a peer is down announces again in a newer term (the
-//! ELECTED may have died, and nodes that passed it would drop a copy); so does one that
-//! learns a peer is back up (the ELECTED may have skipped it, and a participant dropped
-//! its ELECTION). A node also drops an ELECTED older than the leader it follows: it has
-//! already passed the newer one on. A leader likewise drops a copy of its own id that
-//! comes home in a term older than its own. Such copies are the resends above, by
-//! participants that heard of a death after passing the winning id on (under a
-//! heartbeat detector the survivors of a dead leader hear at different moments); every
-//! node a copy passed had not yet seen the ELECTED, which follows it round and ends their
-//! part. Leading again for each copy would cost a new term and an ELECTED lap apiece. A
-//! copy in the leader's own term or newer was passed on by a node that had accepted the
-//! ELECTED and is a participant again: for that one the leader announces again.
-//! Finally, rule 5 has a condition: a node whose own id comes home leads only if it knows
-//! every larger peer to be down. No larger node passes a smaller id on, so a larger peer
-//! not known to be down was skipped: either it was dead and has restarted since, and
-//! the lap is stale (as the nodes it passes raise its term, it could come home above the
-//! restarted node's own win and name a smaller leader over it), or it is dead and this
-//! node has not heard yet. The node sends its id to that larger peer itself, the one
-//! exception to the one-way ring: a live peer answers with an id of its own, and if the
-//! peer is dead the message is lost, and the node, a participant, goes round again when
-//! it hears. (Going up, that peer is the successor anyway; going down, going round again
-//! at once came home the same way, lap after lap until the news came.)
+//! The notes assume nobody fails during an election. Here nodes do, and each rule below
+//! says what it adds and why.
+//!
+//! - *The ring closes over the dead.* A node sends to the next node round the ring that
+//!   it does not know to be down, so a dead node is simply left out.
+//! - *A dead node's id is the smallest.* A message carrying the id of a node known to be
+//!   down (it died after sending it) is dropped as smaller than every live id, so it
+//!   cannot go round for ever. If that node turns out to be up again (restarted, its
+//!   ELECTION having overtaken the news), the node that dropped it passes it on when the
+//!   news comes.
+//! - *A participant starts over on a death.* Its ELECTION, or the ELECTED, may have died
+//!   with the peer. It resends the largest *live* id it has sent on, not its own: the
+//!   others are participants already and would drop a smaller one.
+//! - *A leader announces again on a death or a return.* A leader whose ELECTED has not
+//!   come home when it learns a peer is down announces again in a newer term (the
+//!   ELECTED may have died, and nodes that passed it would drop a copy); so does one
+//!   that learns a peer is back up (the ELECTED may have skipped it, and a participant
+//!   dropped its ELECTION).
+//! - *An old ELECTED is dropped.* A node drops an ELECTED older than the leader it
+//!   follows: it has already passed the newer one on.
+//! - *A leader drops a late copy of its own id.* A copy that comes home in a term older
+//!   than the leader's own is one of the resends above, by a participant that heard of a
+//!   death after passing the winning id on (under a heartbeat detector the survivors
+//!   hear at different moments). Every node it passed had not yet seen the ELECTED,
+//!   which follows it round and ends their part; leading again for each copy would cost
+//!   a new term and an ELECTED lap apiece. A copy in the leader's own term or newer was
+//!   passed on by a node that had accepted the ELECTED and is a participant again: for
+//!   that one the leader announces again.
+//! - *Rule 5 has a condition.* A node whose own id comes home leads only if it knows
+//!   every larger peer to be down. No larger node passes a smaller id on, so a larger
+//!   peer not known to be down was skipped: either it was dead and has restarted since,
+//!   and the lap is stale (as the nodes it passes raise its term, it could come home
+//!   above the restarted node's own win and name a smaller leader over it), or it is
+//!   dead and this node has not heard yet. The node sends its id to that larger peer
+//!   itself, the one exception to the one-way ring: a live peer answers with an id of its
+//!   own; if the peer is dead the message is lost, and the node, a participant, goes
+//!   round again when it hears. (Going up, that peer is the successor anyway; going
+//!   down, going round again at once came home the same way, lap after lap until the
+//!   news came.)
 //!
 //! # Terms
 //!
@@ -103,9 +111,9 @@
 //! dies at the largest at the latest. See [`messages_per_election`] and
 //! [`messages_per_election_down`].
 //!
-//! A death during an election costs more than these counts, but only in ELECTIONs: the
-//! survivors hear of it one by one, and each participant resends an id when it hears
-//! (see *Dead peers*). The ELECTED still goes round once. Killing the leader of 4 (30
+//! The election after a leader's death costs more than these counts, but only in
+//! ELECTIONs: the survivors hear of the death one by one, and each participant resends
+//! an id when it hears (see *Dead peers*). The ELECTED still goes round once. Killing the leader of 4 (30
 //! real runs each way, heartbeat detector), the 3 survivors sent 3 to 7 ELECTIONs going
 //! up (5.9 on average, against 3 to 5 with no death) and 4 to 10 going down (6.6,
 //! against 3 to 6), then 3 ELECTEDs.

@@ -197,6 +197,19 @@ impl Supervisor<'_> {
         Ok(())
     }
 
+    /// Partitions due at 0 ms, applied before any worker starts: each worker then gets
+    /// the partition with its Start, so not even a first message crosses it.
+    pub(super) fn apply_initial_partitions(&mut self) -> Result<(), RunError> {
+        let (now, later): (Vec<Step>, Vec<Step>) = std::mem::take(&mut self.steps)
+            .into_iter()
+            .partition(|st| st.when == When::At(Duration::ZERO) && matches!(st.action, Action::Partition(_)));
+        self.steps = later;
+        for st in now {
+            self.apply_step(&st)?;
+        }
+        Ok(())
+    }
+
     fn resolve(&self, t: Target) -> Option<usize> {
         match t {
             Target::Worker(w) => Some(w as usize),

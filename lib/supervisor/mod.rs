@@ -389,6 +389,7 @@ impl<'a> Supervisor<'a> {
                 .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()))
                 .map_err(|e| RunError::Failed(format!("cannot write {}: {e}", path.display())))?;
         }
+        self.apply_initial_partitions()?;
         for id in 0..self.slots.len() {
             self.start_worker(id);
         }

@@ -80,8 +80,8 @@ pub struct RunReport {
     pub never_fired: Vec<String>,
     /// Messages lost on purpose (`--drop`).
     pub lost_messages: u64,
-    /// Incarnations whose final statistics never came (killed, or dead of something
-    /// else): what they sent is not in the message counts.
+    /// Incarnations whose final statistics never came (killed, dead of something else,
+    /// or paused when the run ended): what they sent is not in the message counts.
     pub unreported: u64,
     /// The same by sender, receiver and type (`w0->w2 REQUEST`).
     pub lost_by: BTreeMap<String, u64>,
@@ -263,8 +263,8 @@ pub struct ElectReport {
     pub never_fired: Vec<String>,
     /// Messages lost on purpose (`--drop`).
     pub lost_messages: u64,
-    /// Incarnations whose final statistics never came (killed, or dead of something
-    /// else): what they sent is not in the message counts.
+    /// Incarnations whose final statistics never came (killed, dead of something else,
+    /// or paused when the run ended): what they sent is not in the message counts.
     pub unreported: u64,
     /// The algorithm's own counters, summed over workers.
     pub counters: BTreeMap<String, u64>,

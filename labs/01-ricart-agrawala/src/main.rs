@@ -53,7 +53,7 @@ fn grade(mut rest: Vec<String>) -> ExitCode {
     let command = match take_option(&mut rest, "--worker-cmd") {
         Ok(c) => c,
         Err(why) => {
-            eprintln!("grade: {why}");
+            eprintln!("grade: {why} (e.g. --worker-cmd 'python3 node.py')");
             return ExitCode::from(2);
         }
     };
