@@ -633,19 +633,23 @@ mod tests {
         assert_eq!(deliver(&mut w, 0, 1, tok(&[2, 0, 0])), vec![Action::enter()]);
     }
 
+    /// Three started nodes: w1 is served once (the token's granted[1] becomes 1); w2
+    /// asks while w1 is inside, and w1 sends it the TOKEN as it leaves (not delivered).
+    fn w1_served_then_w2_sent_the_token(w: &mut [RaToken]) {
+        assert_eq!(want(w, 1), vec![bcast(1)]);
+        assert!(deliver(w, 1, 2, req(1)).is_empty());
+        assert_eq!(deliver(w, 1, 0, req(1)), vec![send(1, tok(&[0, 0, 0]))]);
+        assert_eq!(deliver(w, 0, 1, tok(&[0, 0, 0])), vec![Action::enter()]);
+        assert_eq!(want(w, 2), vec![bcast(1)]);
+        assert!(deliver(w, 2, 0, req(1)).is_empty());
+        assert!(deliver(w, 2, 1, req(1)).is_empty());
+        assert_eq!(done(w, 1), vec![send(2, tok(&[0, 1, 0]))]);
+    }
+
     #[test]
     fn a_node_that_comes_back_while_the_token_travels_is_served() {
         let mut w = started(3);
-        // w1 is served once: the token's granted[1] is 1.
-        assert_eq!(want(&mut w, 1), vec![bcast(1)]);
-        assert!(deliver(&mut w, 1, 2, req(1)).is_empty());
-        assert_eq!(deliver(&mut w, 1, 0, req(1)), vec![send(1, tok(&[0, 0, 0]))]);
-        assert_eq!(deliver(&mut w, 0, 1, tok(&[0, 0, 0])), vec![Action::enter()]);
-        // w2 asks while w1 is inside; w1 sends it the token as it leaves.
-        assert_eq!(want(&mut w, 2), vec![bcast(1)]);
-        assert!(deliver(&mut w, 2, 0, req(1)).is_empty());
-        assert!(deliver(&mut w, 2, 1, req(1)).is_empty());
-        assert_eq!(done(&mut w, 1), vec![send(2, tok(&[0, 1, 0]))]);
+        w1_served_then_w2_sent_the_token(&mut w);
         // While the TOKEN is on its way, w1 dies and comes back; nobody holds the token.
         for i in [0, 2] {
             let mut o = out();
@@ -672,15 +676,8 @@ mod tests {
         let mut o = out();
         w[2].on_peer_down(PeerId(1), &mut o);
         w[2].on_peer_up(PeerId(1), &mut o);
-        // Meanwhile w1 (new life) asked once and was served: granted[1] = 1.
-        assert_eq!(want(&mut w, 1), vec![bcast(1)]);
-        assert!(deliver(&mut w, 1, 2, req(1)).is_empty());
-        assert_eq!(deliver(&mut w, 1, 0, req(1)), vec![send(1, tok(&[0, 0, 0]))]);
-        assert_eq!(deliver(&mut w, 0, 1, tok(&[0, 0, 0])), vec![Action::enter()]);
-        assert_eq!(want(&mut w, 2), vec![bcast(1)]);
-        assert!(deliver(&mut w, 2, 0, req(1)).is_empty());
-        assert!(deliver(&mut w, 2, 1, req(1)).is_empty());
-        assert_eq!(done(&mut w, 1), vec![send(2, tok(&[0, 1, 0]))]);
+        // Meanwhile w1 (new life) is served once, and the token goes on to w2.
+        w1_served_then_w2_sent_the_token(&mut w);
         // w2's old news zeroes granted[1]: as it leaves, w1 looks like it waits.
         assert_eq!(deliver(&mut w, 1, 2, tok(&[0, 1, 0])), vec![Action::enter()]);
         assert_eq!(done(&mut w, 2), vec![send(1, tok(&[0, 0, 1]))]);
