@@ -65,6 +65,17 @@ pub fn expect<S: AsRef<str>>(mut got: Vec<String>, want: &[S], step: &str) {
     assert!(got == want, "{step}\n  expected: {want:?}\n  got:      {got:?}");
 }
 
+/// Take `--planted NAME` out of `args`: the planted bug to grade, one of `known` (copies
+/// of the reference with one wrong line, which the grader must catch).
+pub fn take_planted(args: &mut Vec<String>, known: &[&str]) -> Result<Option<String>, String> {
+    match take_option(args, "--planted")? {
+        Some(name) if !known.contains(&name.as_str()) => {
+            Err(format!("--planted takes one of {}, not {name:?}", known.join(", ")))
+        }
+        name => Ok(name),
+    }
+}
+
 /// Take every `name` out of `args`: whether there was one.
 pub fn take_flag(args: &mut Vec<String>, name: &str) -> bool {
     let had = args.iter().any(|a| a == name);
@@ -190,6 +201,10 @@ mod tests {
         assert!(take_option(&mut args(&["--planted="]), "--planted").unwrap_err().contains("empty"));
         let twice = take_option(&mut args(&["--planted", "a", "--planted=b"]), "--planted");
         assert!(twice.unwrap_err().contains("given twice"));
+        let mut a = args(&["--planted", "forgets-waiting"]);
+        assert_eq!(take_planted(&mut a, &["forgets-waiting"]), Ok(Some("forgets-waiting".into())));
+        let e = take_planted(&mut args(&["--planted=x"]), &["a", "b"]).unwrap_err();
+        assert_eq!(e, "--planted takes one of a, b, not \"x\"");
         // A longer flag with the same start is not this one.
         assert_eq!(take_option(&mut args(&["--plantedx=1"]), "--planted"), Ok(None));
     }

@@ -50,13 +50,8 @@ fn main() -> ExitCode {
 /// `grade [--solution | --planted forwards-old-term] [TEST…] [--n N] [--seed S]`.
 fn grade(mut rest: Vec<String>) -> ExitCode {
     let solution = mutexlab::lab::take_flag(&mut rest, "--solution");
-    let planted = match mutexlab::lab::take_option(&mut rest, "--planted") {
-        Ok(None) => false,
-        Ok(Some(name)) if name == PLANTED => true,
-        Ok(Some(name)) => {
-            eprintln!("grade: --planted takes {PLANTED}, not {name:?}");
-            return ExitCode::from(2);
-        }
+    let planted = match mutexlab::lab::take_planted(&mut rest, &[PLANTED]) {
+        Ok(name) => name.is_some(),
         Err(why) => {
             eprintln!("grade: {why}");
             return ExitCode::from(2);

@@ -64,7 +64,7 @@ fn main() -> ExitCode {
 /// `grade [--solution | --planted NAME] [TEST…] [--n N] [--seed S]`.
 fn grade(mut rest: Vec<String>) -> ExitCode {
     let solution = mutexlab::lab::take_flag(&mut rest, "--solution");
-    let planted = match take_planted(&mut rest) {
+    let planted = match mutexlab::lab::take_planted(&mut rest, &PLANTED) {
         Ok(p) => p,
         Err(why) => {
             eprintln!("grade: {why}");
@@ -87,15 +87,4 @@ fn grade(mut rest: Vec<String>) -> ExitCode {
         g.replay_flag(&format!("--planted {name}"));
     }
     g.main(rest)
-}
-
-/// Take `--planted NAME` (or `--planted=NAME`) out of `args`.
-fn take_planted(args: &mut Vec<String>) -> Result<Option<String>, String> {
-    let name = mutexlab::lab::take_option(args, "--planted")?;
-    match name {
-        Some(name) if !PLANTED.contains(&name.as_str()) => {
-            Err(format!("--planted takes one of {}, not {name:?}", PLANTED.join(", ")))
-        }
-        name => Ok(name),
-    }
 }
