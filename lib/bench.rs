@@ -15,12 +15,11 @@
 
 use std::io::{Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::algos;
-use crate::faults::Plan;
 use crate::supervisor::{self, RunOpts};
 
 /// The echo end of the ping-pong: connect and send back every 8-byte message.
@@ -76,29 +75,12 @@ pub fn ping_pong(exe: &Path, rounds: u32) -> anyhow::Result<Duration> {
 /// The options of one benchmark run: no faults, a fresh temp dir, no progress bar.
 fn opts(exe: &Path, algo: &str, n: u32, entries: u64, think_ms: f64) -> RunOpts {
     RunOpts {
-        algo: algo.to_string(),
         workers: n,
         entries,
-        duration: None,
         cs_ms: 0.0,
         think_ms,
-        seed: 1,
-        replicas: None,
-        run_dir: None,
-        keep: false,
         stall_ms: 10_000,
-        progress: false,
-        exe: PathBuf::from(exe),
-        plan: Plan::default(),
-        latency_ms: 0.0,
-        jitter_ms: 0.0,
-        drop: 0.0,
-        fenced: false,
-        majority: false,
-        detector: crate::control::Detector::Perfect,
-        elect: None,
-        trace: false,
-        external: None,
+        ..RunOpts::new(algo, exe.to_path_buf())
     }
 }
 

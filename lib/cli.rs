@@ -592,26 +592,14 @@ fn shared_opts(sh: &Shared, plan: Plan) -> RunOpts {
         latency_ms: sh.latency,
         jitter_ms: sh.jitter,
         drop: sh.drop,
-        algo: String::new(),
-        workers: 0,
-        entries: 0,
-        duration: None,
-        cs_ms: 0.0,
-        think_ms: 0.0,
         seed: sh.seed,
-        replicas: None,
         run_dir: sh.run_dir.clone(),
         keep: sh.keep,
         stall_ms: sh.stall_ms,
         progress: !sh.json,
-        exe: exe(),
-        detector: Detector::Perfect,
-        fenced: false,
-        majority: false,
-        elect: None,
         // What is kept can be read afterwards; a run no one will read is not slowed.
         trace: sh.trace || sh.keep,
-        external: None,
+        ..RunOpts::new("", exe())
     }
 }
 

@@ -576,30 +576,16 @@ pub fn compare(o: &CompareOpts, mut done: impl FnMut(&Row, Duration)) -> Result<
 /// One run's options; the run lives in `dir` (new), which the caller removes.
 fn run_opts(o: &CompareOpts, algo: &str, dir: PathBuf, entries: u64, (cs, think): (f64, f64)) -> RunOpts {
     RunOpts {
-        algo: algo.to_string(),
         workers: o.workers,
         entries,
-        duration: None,
         cs_ms: cs,
         think_ms: think,
         seed: o.seed,
-        replicas: None,
         run_dir: Some(dir),
         // Kept so that the resource file can be read; the caller's directory goes.
         keep: true,
         stall_ms: 10_000,
-        progress: false,
-        exe: o.exe.clone(),
-        plan: Plan::default(),
-        latency_ms: 0.0,
-        jitter_ms: 0.0,
-        drop: 0.0,
-        detector: Detector::Perfect,
-        fenced: false,
-        majority: false,
-        trace: false,
-        elect: None,
-        external: None,
+        ..RunOpts::new(algo, o.exe.clone())
     }
 }
 

@@ -38,7 +38,6 @@ use clap::Parser;
 
 use crate::algorithm::{Node, PeerId};
 use crate::audit::Violation;
-use crate::control::Detector;
 use crate::faults::Plan;
 use crate::lab::{is_unwritten, quietly};
 use crate::sim::{Sim, SimError, SimReport, SimService};
@@ -579,31 +578,17 @@ fn run_real<N: Node<Service: SimService>>(real: &Real, ctx: &Ctx) -> Result<(), 
     }
     let plan = Plan::parse(&real.faults, real.workers).map_err(|e| format!("fault plan: {e}"))?;
     let opts = RunOpts {
-        algo: ctx.algo.clone(),
         workers: real.workers,
         entries: real.entries,
-        duration: None,
         cs_ms: real.cs_ms,
         think_ms: real.think_ms,
-        seed: 1,
-        replicas: None,
-        run_dir: None,
-        keep: false,
         stall_ms: real.stall_ms,
-        progress: false,
-        exe: ctx.exe.clone(),
         plan,
-        latency_ms: 0.0,
-        jitter_ms: 0.0,
-        drop: 0.0,
-        detector: Detector::Perfect,
-        fenced: false,
-        majority: false,
-        trace: false,
         external: ctx.external.clone(),
         elect: real
             .elect
             .then(|| ElectOpts { initiators: Initiators::All, settle: Duration::from_millis(300) }),
+        ..RunOpts::new(&ctx.algo, ctx.exe.clone())
     };
     let outcome = if real.elect {
         let r = supervisor::elect(&opts).map_err(|e| e.to_string())?;

@@ -14,8 +14,16 @@ const SHOW_STEPS: usize = 20;
 
 /// A list of plan steps under a label, one per line, the first beside the label.
 /// Why some messages are missing from the counts: a worker reports them as it finishes,
-/// and one that died (or was paused at the end, and never asked) did not.
-const NO_COUNTS: &str = "their counts died with them or never came";
+/// and `n` incarnations that died (or were paused at the end, and never asked) did not.
+fn unreported(s: &mut String, n: u64) {
+    if n > 0 {
+        let missing = plural(n, "incarnation");
+        let _ = writeln!(
+            s,
+            "              (not counting what {missing} sent: their counts died with them or never came)"
+        );
+    }
+}
 
 fn steps<'a>(out: &mut String, label: &str, list: impl IntoIterator<Item = &'a str>) {
     let list: Vec<&str> = list.into_iter().map(str::trim).filter(|l| !l.is_empty()).collect();
@@ -129,13 +137,7 @@ pub fn run_summary(r: &RunReport) -> String {
     let m = &r.messages;
     let theory = theory(r.theory.as_ref(), 2);
     let _ = writeln!(s, "  messages    {} total, {:.2} per entry{theory}", m.total, m.per_entry);
-    if r.unreported > 0 {
-        let _ = writeln!(
-            s,
-            "              (not counting what {} sent: {NO_COUNTS})",
-            plural(r.unreported, "incarnation")
-        );
-    }
+    unreported(&mut s, r.unreported);
     if !m.by_type.is_empty() {
         let types: Vec<String> = m.by_type.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(s, "              {}", types.join(", "));
@@ -218,13 +220,7 @@ pub fn elect_summary(r: &ElectReport) -> String {
         plural(r.elections as u64, "election"),
         m.per_election
     );
-    if r.unreported > 0 {
-        let _ = writeln!(
-            s,
-            "              (not counting what {} sent: {NO_COUNTS})",
-            plural(r.unreported, "incarnation")
-        );
-    }
+    unreported(&mut s, r.unreported);
     if !m.by_type.is_empty() {
         let types: Vec<String> = m.by_type.iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(s, "              {}", types.join(", "));

@@ -51,6 +51,40 @@ pub struct RunOpts {
     pub external: Option<ExternalOpts>,
 }
 
+impl RunOpts {
+    /// A run of `algo`, its workers started from `exe`, with nothing added: the command
+    /// line's defaults (4 workers, 25 entries, 1 ms sections, 2 ms think time, seed 1,
+    /// a 5 s stall window), no faults, the perfect detector, no progress bar, nothing
+    /// traced or kept. Callers change what they need with `..RunOpts::new(..)`.
+    pub fn new(algo: &str, exe: PathBuf) -> RunOpts {
+        RunOpts {
+            algo: algo.to_string(),
+            workers: 4,
+            entries: 25,
+            duration: None,
+            cs_ms: 1.0,
+            think_ms: 2.0,
+            seed: 1,
+            replicas: None,
+            run_dir: None,
+            keep: false,
+            stall_ms: 5_000,
+            progress: false,
+            exe,
+            plan: Plan::default(),
+            latency_ms: 0.0,
+            jitter_ms: 0.0,
+            drop: 0.0,
+            detector: Detector::Perfect,
+            fenced: false,
+            majority: false,
+            elect: None,
+            trace: false,
+            external: None,
+        }
+    }
+}
+
 /// Workers that run programs speaking `labs/PROTOCOL.md`: every worker runs `command`
 /// (`--worker-cmd`; `algo` is then only a label), or only the workers in `only` run
 /// theirs among workers of the built-in `algo` (`--worker-cmd-for ID=CMD`).
@@ -368,29 +402,11 @@ pub(super) mod tests {
     /// Options that pass [`validate`]: a small run of `lamport`, no faults.
     pub(in crate::supervisor) fn sample() -> RunOpts {
         RunOpts {
-            algo: "lamport".into(),
             workers: 3,
             entries: 10,
-            duration: None,
-            cs_ms: 1.0,
-            think_ms: 2.0,
             seed: 7,
-            replicas: None,
-            run_dir: None,
-            keep: false,
             stall_ms: MIN_STALL_MS,
-            progress: false,
-            exe: PathBuf::from("mutexlab"),
-            plan: Plan::default(),
-            latency_ms: 0.0,
-            jitter_ms: 0.0,
-            drop: 0.0,
-            detector: Detector::Perfect,
-            fenced: false,
-            majority: false,
-            trace: false,
-            elect: None,
-            external: None,
+            ..RunOpts::new("lamport", PathBuf::from("mutexlab"))
         }
     }
 
