@@ -19,6 +19,9 @@
 //! At any time the supervisor may send `Query`; the worker answers with `Pending`,
 //! saying what its application and algorithm are waiting for. A worker that must give up
 //! sends `Fatal` with the reason before it exits, so the run's failure line can name it.
+//! One whose runtime cannot keep the model its algorithm was promised (a message over
+//! the frame cap, say) sends `Breach` instead and stands still, its channels open; the
+//! supervisor stops the run at once with that line as its failure.
 //!
 //! The settings travel as one serialised value that both sides read with the same code
 //! ([`WorkerSettings::check`]), so the supervisor and a worker can never disagree on
@@ -230,6 +233,11 @@ pub enum ToSupervisor {
     Ready { id: PeerId, pid: u32, incarnation: u32 },
     /// The worker cannot go on, and says why before it exits.
     Fatal(String),
+    /// The worker's runtime could not keep the model its node was promised (a message
+    /// over the frame cap, a frame refused from a live peer): the run must stop now,
+    /// with this line as its failure. The worker stands still, its channels open, until
+    /// the supervisor ends it.
+    Breach(String),
     /// Done with the entries asked for.
     Done { entries: u64 },
     /// Answer to `Query`.
