@@ -141,6 +141,10 @@ impl std::fmt::Display for Detector {
     }
 }
 
+/// The longest worker command (`--worker-cmd`): with the other settings, it must fit
+/// in the setup's one frame ([`crate::wire::MAX_FRAME`]).
+pub const MAX_COMMAND: usize = 16 * 1024;
+
 impl WorkerSettings {
     /// Whether a worker can run with these settings: the one check both the supervisor
     /// (before it spawns) and the worker (when it reads them) apply.
@@ -150,6 +154,10 @@ impl WorkerSettings {
         }
         if self.id >= self.workers {
             return Err(format!("worker id {} is not below the worker count {}", self.id, self.workers));
+        }
+        if let Some(e) = self.external.as_ref().filter(|e| e.command.len() > MAX_COMMAND) {
+            // The settings travel in one frame, which has a cap.
+            return Err(format!("the worker command is {} bytes; at most {MAX_COMMAND}", e.command.len()));
         }
         if self.external.is_none() && crate::algos::info(&self.algo).is_none() {
             return Err(format!("unknown algorithm {:?}", self.algo));

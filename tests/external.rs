@@ -436,3 +436,13 @@ fn a_message_over_the_frame_cap_fails_the_run_and_blames_no_algorithm() {
     assert!(summary.contains("run FAILED  w1: message REPLY to w"), "{summary}");
     assert!(summary.contains("audit       NO VERDICT: the run broke the algorithm's model"), "{summary}");
 }
+
+#[test]
+fn a_worker_command_too_long_for_the_setup_frame_is_a_usage_error() {
+    let long = format!("true {}", "x".repeat(70_000));
+    let out = run(&["run", "--worker-cmd", &long, "-n", "2", "-k", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("the worker command is 70005 bytes; at most 16384"), "{err}");
+}
