@@ -19,6 +19,9 @@
 //! At any time the supervisor may send `Query`; the worker answers with `Pending`,
 //! saying what its application and algorithm are waiting for. A worker that must give up
 //! sends `Fatal` with the reason before it exits, so the run's failure line can name it.
+//! One whose runtime cannot keep the model its algorithm was promised (a message over
+//! the frame cap, say) sends `Breach` instead and stands still, its channels open; the
+//! supervisor stops the run at once with that line as its failure.
 //!
 //! The settings travel as one serialised value that both sides read with the same code
 //! ([`WorkerSettings::check`]), so the supervisor and a worker can never disagree on
@@ -138,6 +141,10 @@ impl std::fmt::Display for Detector {
     }
 }
 
+/// The longest worker command (`--worker-cmd`): with the other settings, it must fit
+/// in the setup's one frame ([`crate::wire::MAX_FRAME`]).
+pub const MAX_COMMAND: usize = 16 * 1024;
+
 impl WorkerSettings {
     /// Whether a worker can run with these settings: the one check both the supervisor
     /// (before it spawns) and the worker (when it reads them) apply.
@@ -147,6 +154,10 @@ impl WorkerSettings {
         }
         if self.id >= self.workers {
             return Err(format!("worker id {} is not below the worker count {}", self.id, self.workers));
+        }
+        if let Some(e) = self.external.as_ref().filter(|e| e.command.len() > MAX_COMMAND) {
+            // The settings travel in one frame, which has a cap.
+            return Err(format!("the worker command is {} bytes; at most {MAX_COMMAND}", e.command.len()));
         }
         if self.external.is_none() && crate::algos::info(&self.algo).is_none() {
             return Err(format!("unknown algorithm {:?}", self.algo));
@@ -230,6 +241,11 @@ pub enum ToSupervisor {
     Ready { id: PeerId, pid: u32, incarnation: u32 },
     /// The worker cannot go on, and says why before it exits.
     Fatal(String),
+    /// The worker's runtime could not keep the model its node was promised (a message
+    /// over the frame cap, a frame refused from a live peer): the run must stop now,
+    /// with this line as its failure. The worker stands still, its channels open, until
+    /// the supervisor ends it.
+    Breach(String),
     /// Done with the entries asked for.
     Done { entries: u64 },
     /// Answer to `Query`.

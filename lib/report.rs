@@ -92,8 +92,19 @@ fn ending(
     }
 }
 
-/// The auditor's verdict under `label`: OK, or the violations.
-fn verdict(s: &mut String, label: &str, list: &[Violation], count: usize) {
+/// The auditor's verdict under `label`: OK, or the violations. When the run broke the
+/// algorithm's model (`model_broken`), there is no verdict: what the audit found is
+/// shown as findings, not as the algorithm's violations.
+fn verdict(s: &mut String, label: &str, list: &[Violation], count: usize, model_broken: bool) {
+    if model_broken {
+        let found = match count {
+            0 => "nothing found up to there".to_string(),
+            n => format!("{}, not the algorithm's doing:", plural(n as u64, "finding")),
+        };
+        let _ = writeln!(s, "  {label:<11} NO VERDICT: the run broke the algorithm's model (above); {found}");
+        violations(s, list, count);
+        return;
+    }
     if count == 0 {
         let _ = writeln!(s, "  {label:<11} OK: no violations");
     } else {
@@ -172,7 +183,7 @@ pub fn run_summary(r: &RunReport) -> String {
         let _ = writeln!(s, "  fenced      {} stale write(s) refused by the resource", r.refused);
     }
     ending(&mut s, &r.plan, &r.faults, &r.never_fired, r.failure.as_deref());
-    verdict(&mut s, "audit", &r.violations, r.violation_count);
+    verdict(&mut s, "audit", &r.violations, r.violation_count, r.model_broken);
     if !r.cut_short.is_empty() {
         let n = r.cut_short.len();
         let _ = writeln!(s, "  cut short   {n} left open by the run's teardown (not violations)");
@@ -240,7 +251,7 @@ pub fn elect_summary(r: &ElectReport) -> String {
         let _ = writeln!(s, "  lost        {} messages dropped on purpose (--drop)", r.lost_messages);
     }
     ending(&mut s, &r.plan, &r.faults, &r.never_fired, r.failure.as_deref());
-    verdict(&mut s, "audit", &r.violations, r.violation_count);
+    verdict(&mut s, "audit", &r.violations, r.violation_count, r.model_broken);
     if r.run_dir_kept {
         let _ = writeln!(s, "  run dir     {} (kept)", r.run_dir);
     }
@@ -265,7 +276,7 @@ pub fn leaders_summary(path: &str, a: &ElectionReport) -> String {
     if let Some(ms) = a.time_to_agree_ms {
         let _ = writeln!(s, "  agreed in   {ms:.2} ms");
     }
-    verdict(&mut s, "verdict", &a.violations, a.violation_count);
+    verdict(&mut s, "verdict", &a.violations, a.violation_count, false);
     s
 }
 
@@ -285,7 +296,7 @@ pub fn audit_summary(path: &str, a: &AuditReport) -> String {
     if a.fenced {
         let _ = writeln!(s, "  fenced      {} stale write(s) refused by the resource", a.refused);
     }
-    verdict(&mut s, "verdict", &a.violations, a.violation_count);
+    verdict(&mut s, "verdict", &a.violations, a.violation_count, false);
     if !a.cut_short.is_empty() {
         let n = a.cut_short.len();
         let _ = writeln!(s, "  cut short   {n} left open by the run's teardown (not violations)");

@@ -17,8 +17,12 @@
 //!   the connection. The next frame is read as if nothing had happened.
 //! - **A length above [`MAX_FRAME`]** ([`FrameError::Oversized`], from
 //!   [`FrameReader::next_frame`]): nothing after it can be trusted, since the header may
-//!   itself be garbage. The reader refuses it before allocating and keeps refusing it;
-//!   the caller drops the connection (`dropped_connections`), with a line on stderr.
+//!   itself be garbage. The reader refuses it before allocating and keeps refusing it.
+//!   On a connection that has not proved itself the caller drops it
+//!   (`dropped_connections`), with a line on stderr; from a peer that has, the runtime
+//!   stops the run instead (`runtime::ModelBreach`), since closing the channel would
+//!   make a live peer look dead. No sender ever writes such a frame: [`try_encode`]
+//!   refuses to make it.
 //! - **A stream that ends inside a frame** ([`FrameReader::finish`] gives
 //!   [`FrameError::Truncated`]): the partial frame is discarded, never delivered; the
 //!   connection is closed anyway, so it is reported like any other closed channel.
@@ -82,7 +86,9 @@ pub struct Envelope<M> {
     pub msg: M,
 }
 
-/// Append one frame holding `value` to `buf`.
+/// Append one frame holding `value` to `buf`. For frames whose size is bounded by the
+/// code that makes them (hellos, the supervisor's orders); anything whose size a node
+/// or a program decides goes through [`try_encode`].
 pub fn encode<T: Serialize>(buf: &mut Vec<u8>, value: &T) {
     let start = buf.len();
     buf.extend_from_slice(&[0; 4]);
@@ -90,6 +96,21 @@ pub fn encode<T: Serialize>(buf: &mut Vec<u8>, value: &T) {
     rmp_serde::encode::write(buf, value).expect("serialising into a Vec");
     let len = (buf.len() - start - 4) as u32;
     buf[start..start + 4].copy_from_slice(&len.to_be_bytes());
+}
+
+/// Append one frame holding `value` to `buf`, unless its body would be over
+/// [`MAX_FRAME`]: then `buf` is left as it was and the error says how big it is. A
+/// frame the receiver must refuse is never put on the wire, since a refused frame ends
+/// a whole stream (see the module documentation).
+pub fn try_encode<T: Serialize>(buf: &mut Vec<u8>, value: &T) -> Result<(), FrameError> {
+    let start = buf.len();
+    encode(buf, value);
+    let len = buf.len() - start - 4;
+    if len > MAX_FRAME {
+        buf.truncate(start);
+        return Err(FrameError::Oversized(len));
+    }
+    Ok(())
 }
 
 /// Decode a frame body.
@@ -246,6 +267,31 @@ mod tests {
         let mut r = FrameReader::default();
         r.push(&u32::MAX.to_be_bytes());
         assert!(matches!(r.next_frame(), Err(FrameError::Oversized(_))));
+    }
+
+    #[test]
+    fn a_frame_over_the_cap_is_never_encoded() {
+        let mut buf = vec![1, 2, 3];
+        // A body exactly at the cap goes; one byte more does not, and `buf` is untouched.
+        let fits = vec![b'x'; MAX_FRAME - 3]; // MessagePack `bin 16`: 3 bytes, then the bytes
+        try_encode(&mut buf, &serde_bytes_like(&fits)).unwrap();
+        assert_eq!(buf.len(), 3 + 4 + MAX_FRAME);
+        let mut buf = vec![1, 2, 3];
+        let over = vec![b'x'; MAX_FRAME - 2];
+        let err = try_encode(&mut buf, &serde_bytes_like(&over)).unwrap_err();
+        assert!(matches!(err, FrameError::Oversized(n) if n == MAX_FRAME + 1), "{err}");
+        assert_eq!(buf, [1, 2, 3]);
+    }
+
+    /// A byte string, which MessagePack encodes as `bin`: a header, then the bytes.
+    fn serde_bytes_like(bytes: &[u8]) -> impl Serialize + '_ {
+        struct Bin<'a>(&'a [u8]);
+        impl Serialize for Bin<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_bytes(self.0)
+            }
+        }
+        Bin(bytes)
     }
 
     #[test]

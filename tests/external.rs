@@ -375,3 +375,74 @@ fn a_compound_command_and_all_it_started_die_with_a_worker_killed_outright() {
     // A killed process is gone only once its keeper has reaped it: a moment, at most.
     wait_for("every sleeper to be gone", || strays.alive().is_empty());
 }
+
+/// The example, but worker 1 pads the first REPLY it sends to 70,000 bytes: a correct
+/// node with one message the runtime cannot carry in a frame.
+fn one_oversized_reply() -> Script {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("labs/examples");
+    Script::new(&format!(
+        "import sys\n\
+         sys.path.insert(0, {examples:?})\n\
+         import ricart_agrawala as ra\n\
+         class Padded(ra.RicartAgrawala):\n\
+         \x20   padded = False\n\
+         \x20   def pad(self, outputs):\n\
+         \x20       for o in outputs:\n\
+         \x20           if self.me == 1 and not Padded.padded and o['msg']['type'] == 'REPLY':\n\
+         \x20               o['msg']['pad'] = 'x' * 70000\n\
+         \x20               Padded.padded = True\n\
+         \x20       return outputs\n\
+         \x20   def on_request(self, sender, ticket):\n\
+         \x20       return self.pad(super().on_request(sender, ticket))\n\
+         \x20   def done(self):\n\
+         \x20       return self.pad(super().done())\n\
+         ra.RicartAgrawala = Padded\n\
+         ra.main()\n",
+        examples = examples.display().to_string()
+    ))
+}
+
+#[test]
+fn a_message_over_the_frame_cap_fails_the_run_and_blames_no_algorithm() {
+    let node = one_oversized_reply();
+    let cmd = node.command();
+    let (out, j) = run_faulty(&["--worker-cmd", &cmd, "-n", "3", "-k", "5"]);
+    node.assert_gone();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(j["ok"], false);
+    // The failure is the sender's breach, with the message's type and size.
+    let failure = j["failure"].as_str().unwrap_or_else(|| panic!("no failure: {j}"));
+    let (head, tail) = failure.split_once(" bytes, over the 65536-byte frame cap").expect(failure);
+    let (who, size) = head.rsplit_once(" is ").expect(failure);
+    assert!(who.starts_with("w1: message REPLY to w"), "{failure}");
+    assert!(size.parse::<u64>().is_ok_and(|n| n > 70_000), "{failure}");
+    assert!(tail.contains("no verdict on the algorithm"), "{failure}");
+    assert_eq!(j["model_broken"], true);
+    // The message never left, so no peer was told a live worker was dead: nothing to
+    // find, and certainly no overlap pinned on a correct algorithm.
+    assert_eq!(j["violation_count"], 0, "{}", j["violations"]);
+    let err = stderr(&out);
+    let failed: Vec<&str> = err.lines().filter(|l| l.starts_with("mutexlab: run failed:")).collect();
+    assert_eq!(failed, [format!("mutexlab: run failed: {failure}")], "{err}");
+    assert!(!err.contains("dropping the connection"), "{err}");
+
+    // The summary for people says so where the verdict would be.
+    let tmp = tempfile::Builder::new().prefix("mlx-").tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let out = run(&["run", "--worker-cmd", &cmd, "-n", "3", "-k", "5", "--run-dir", dir.to_str().unwrap()]);
+    node.assert_gone();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let summary = stdout(&out);
+    assert!(summary.contains("run FAILED  w1: message REPLY to w"), "{summary}");
+    assert!(summary.contains("audit       NO VERDICT: the run broke the algorithm's model"), "{summary}");
+}
+
+#[test]
+fn a_worker_command_too_long_for_the_setup_frame_is_a_usage_error() {
+    let long = format!("true {}", "x".repeat(70_000));
+    let out = run(&["run", "--worker-cmd", &long, "-n", "2", "-k", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("the worker command is 70005 bytes; at most 16384"), "{err}");
+}

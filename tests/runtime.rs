@@ -499,7 +499,7 @@ fn hellos_without_the_secret_or_for_someone_else_are_dropped_with_a_line_each() 
 }
 
 #[test]
-fn bad_frames_are_counted_and_the_channel_kept_until_the_length_lies() {
+fn bad_frames_are_counted_and_a_lying_length_stops_the_run_without_calling_the_peer_dead() {
     let lab = Lab::new("centralized", 2);
     let mut w0 = lab.spawn(0, 0, |s| s.entries = 5, None);
     w0.start(&[]);
@@ -511,18 +511,34 @@ fn bad_frames_are_counted_and_the_channel_kept_until_the_length_lies() {
     send_msg(&mut w1, 1, 0, 10, Msg::Grant);
     assert_eq!(recv_msg(&mut w1).msg, Msg::Release);
     assert!(w0.query().down.is_empty());
-    // A length over the cap: the stream cannot be trusted any more.
+    // A length over the cap: the stream cannot be read past it, but w1 is alive. Its
+    // channel is not closed nor w1 reported down (the algorithm would believe a live
+    // peer dead): the worker tells the supervisor, and stands still.
     w1.write_all(&u32::MAX.to_be_bytes()).unwrap();
-    w0.query_until("w1 dropped", |p| p.down == vec![PeerId(1)]);
-    let mut rest = Vec::new();
-    // Whatever was still queued for w1, then the end of the stream.
-    let _ = w1.read_to_end(&mut rest);
+    match w0.recv() {
+        ToSupervisor::Breach(line) => {
+            assert!(line.starts_with("w0: the runtime refused a frame from w1, which is alive"), "{line}");
+            assert!(line.contains("frame of 4294967295 bytes exceeds the 65536-byte cap"), "{line}");
+        }
+        other => panic!("expected a Breach, got {other:?}\n{}", w0.stderr()),
+    }
+    // It answers the supervisor's Finish with its statistics, then leaves (status 1, with
+    // the line): the channel was open till then, and nothing was dropped.
+    w0.send(&ToWorker::Finish);
+    let stats = loop {
+        match w0.recv() {
+            ToSupervisor::Stats(s) => break s,
+            ToSupervisor::Done { .. } => {}
+            other => panic!("expected Stats, got {other:?}"),
+        }
+    };
+    assert_eq!((stats.bad_frames, stats.dropped_connections), (2, 0));
+    assert_eq!(w0.wait_exit().code(), Some(1));
     let err = w0.stderr();
     assert!(err.contains("dropping a frame from w1: malformed frame body"), "{err}");
     assert!(err.contains("dropping a frame on w1's channel addressed w0→w0"), "{err}");
-    assert!(err.contains("dropping the connection from w1: frame of 4294967295 bytes"), "{err}");
-    let stats = w0.finish();
-    assert_eq!((stats.bad_frames, stats.dropped_connections), (2, 1));
+    assert!(!err.contains("dropping the connection"), "{err}");
+    assert!(err.contains("w0: the runtime refused a frame from w1"), "{err}");
 }
 
 /// Stop the worker when the last record in the file is of kind `kind`, and still is once

@@ -7,8 +7,10 @@
 //! `Query` (answered at once with where the application and the algorithm stand) and
 //! `Finish` (the statistics, then stop). Writes to the supervisor
 //! ([`Worker::tell_supervisor`]) are short and blocking: `Ready`, `Done` when the
-//! workload is over, `Pending` and `Stats` when asked, and `Fatal` (from `run_worker`)
-//! before giving up.
+//! workload is over, `Pending` and `Stats` when asked, `Fatal` (from `run_worker`)
+//! before giving up, and `Breach` when the runtime cannot keep the algorithm's model
+//! (`ModelBreach`). A frame the supervisor would refuse is never written: saying so is
+//! an error.
 
 use std::io::{self, Write};
 use std::os::unix::net::UnixStream as StdUnixStream;
@@ -66,7 +68,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
                     let state = PendingState {
                         app: self.work.state(),
                         since_ns: self.work.since(),
-                        algorithm: self.host.node().waiting_for(),
+                        algorithm: super::cut(&self.host.node().waiting_for()),
                         entries: self.work.entries(),
                         down: (0..self.opts.workers)
                             .map(PeerId)
@@ -92,9 +94,26 @@ impl<A: Node<Service: RunService>> Worker<A> {
         Ok(())
     }
 
+    /// Write `msg` on the control link. One the supervisor would have to refuse (the
+    /// statistics of a node with a great many message types or counters, say) is an
+    /// error that says so, never a frame that ends the link.
     pub(super) fn tell_supervisor(&mut self, msg: &ToSupervisor) -> io::Result<()> {
         self.scratch.clear();
-        wire::encode(&mut self.scratch, msg);
+        if let Err(wire::FrameError::Oversized(n)) = wire::try_encode(&mut self.scratch, msg) {
+            let what = match msg {
+                ToSupervisor::Stats(s) => format!(
+                    "its statistics ({} message types, {} counters)",
+                    s.sent.len() + s.received.len(),
+                    s.counters.len()
+                ),
+                ToSupervisor::Pending(_) => "its answer to the supervisor's query".to_string(),
+                _ => "a report to the supervisor".to_string(),
+            };
+            let cap = wire::MAX_FRAME;
+            return Err(io::Error::other(format!(
+                "{what} would be {n} bytes, over the {cap}-byte frame cap"
+            )));
+        }
         self.control.write_all(&self.scratch)
     }
 }

@@ -4,7 +4,9 @@
 //! backlog is full); believes, holds or refuses each hello; reads every peer's frames
 //! and hands them to the algorithm; and writes each peer's outgoing queue without ever
 //! blocking ([`Worker::send`] queues, [`Worker::flush_all`] writes). Whatever ends a
-//! channel ends in [`Worker::lost`], which tells the algorithm the peer is down.
+//! channel ends in [`Worker::lost`], which tells the algorithm the peer is down; so
+//! only the peer's death (its end of the stream closed or reset, a dial refused) or a
+//! newer life may end one, never this worker's refusal of what a live peer sent.
 //!
 //! # Connections
 //!
@@ -64,13 +66,18 @@
 //! receiver), is dropped and counted in `bad_frames`, with a line on stderr (the first
 //! [`BAD_FRAME_LINES`], then one line saying the rest are only counted); the length
 //! header kept the stream in step, so the connection is kept and the next frame is read
-//! normally. A length above [`wire::MAX_FRAME`] means the stream cannot be trusted any
-//! more: the connection is dropped (`dropped_connections`) with a line on stderr, and
-//! the peer is down for the algorithm. A stream that ends inside a frame loses that
-//! partial frame (a line on stderr) and is a closed channel like any other.
+//! normally. A length above [`wire::MAX_FRAME`] means the stream cannot be read past
+//! it; but the peer proved itself and is alive, so closing the channel would tell the
+//! algorithm a live peer is down, a lie the perfect detector must never tell. The worker
+//! stops instead ([`ModelBreach`]: the run fails, naming the peer), the channel open.
+//! For the same reason [`Worker::send`] never queues a message whose frame would be
+//! over the cap: that is a breach of the sender. A stream that ends inside a frame
+//! loses that partial frame (a line on stderr) and is a closed channel like any other:
+//! its peer died. Before its hello, a connection has proved nothing, and any bad input
+//! drops it.
 
 use std::collections::HashMap;
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -78,7 +85,9 @@ use mio::net::{UnixListener, UnixStream};
 use mio::{Interest, Token};
 
 use super::detector::HEARTBEAT;
-use super::{RunService, TimerKind, Worker, LISTENER, PEER_BASE, PENDING_BASE};
+use serde::de::DeserializeOwned;
+
+use super::{ModelBreach, RunService, TimerKind, Worker, LISTENER, PEER_BASE, PENDING_BASE};
 use crate::algorithm::{Input, Message, Node, PeerId};
 use crate::auth::{Hello, Secret};
 use crate::wire::{self, Envelope, Fill, FrameReader};
@@ -562,28 +571,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             Some(s) => (s, &mut p.reader),
             None => return Ok(()),
         };
-        let fill = reader.fill(stream);
-        let mut inbox = Vec::new();
-        let mut bad = Vec::new();
-        let mut broken = None;
-        loop {
-            match reader.next_frame() {
-                Ok(Some(body)) => match wire::decode::<Envelope<Option<A::Msg>>>(body) {
-                    Ok(env) if env.from == peer && env.to == self.me => inbox.push(env),
-                    Ok(env) => bad.push(format!(
-                        "dropping a frame on {peer}'s channel addressed {}→{}",
-                        env.from, env.to
-                    )),
-                    Err(e) => bad.push(format!("dropping a frame from {peer}: {e}")),
-                },
-                Ok(None) => break,
-                Err(e) => {
-                    broken = Some(e);
-                    break;
-                }
-            }
-        }
-        let cut_short = reader.finish().err();
+        let ChannelRead { inbox, bad, end } = read_channel::<A::Msg, _>(reader, stream, peer, self.me);
         for line in bad {
             self.stats.bad_frames += 1;
             self.mesh.bad_logged += 1;
@@ -608,30 +596,19 @@ impl<A: Node<Service: RunService>> Worker<A> {
             *self.stats.received.entry(msg.kind().to_string()).or_default() += 1;
             self.input(Input::Message { from: peer, msg })?;
         }
-        match (broken, fill) {
-            (Some(why), _) => {
-                self.stats.dropped_connections += 1;
-                self.log(format_args!("dropping the connection from {peer}: {why}"));
-                self.lost(peer)
-            }
-            (None, Ok(Fill::Eof)) => {
-                if let Some(e) = cut_short {
-                    self.log(format_args!("{peer}'s {e}"));
+        match end {
+            ChannelEnd::Refused(why) => Err(ModelBreach(why).into()),
+            ChannelEnd::Closed(why) => {
+                if let Some(why) = why {
+                    self.log(format_args!("{why}"));
                 }
                 self.lost(peer)
             }
-            (None, Err(e)) => {
-                // A reset is how a killed peer's channel usually ends: as ordinary as EOF.
-                if !e.is_reset() {
-                    self.log(format_args!("reading from {peer} failed: {e}"));
-                }
-                self.lost(peer)
-            }
-            (None, Ok(Fill::Budget)) => {
+            ChannelEnd::Again => {
                 self.again.push(Token(PEER_BASE + idx));
                 Ok(())
             }
-            (None, Ok(Fill::WouldBlock)) => Ok(()),
+            ChannelEnd::Open => Ok(()),
         }
     }
 
@@ -676,16 +653,29 @@ impl<A: Node<Service: RunService>> Worker<A> {
         }
     }
 
-    /// Send `msg` to `to` (the host has checked that `to` is a peer).
-    pub(super) fn send(&mut self, to: PeerId, msg: &A::Msg) {
-        self.clock = self.clock.saturating_add(1);
-        let env = Envelope { from: self.me, to, clock: self.clock, msg: Some(msg.clone()) };
+    /// Send `msg` to `to` (the host has checked that `to` is a peer). A message too big
+    /// for one frame is never sent: it is a [`ModelBreach`] of this worker, whether or
+    /// not `to` is up, since the receiver would have to refuse it and close the channel.
+    pub(super) fn send(&mut self, to: PeerId, msg: &A::Msg) -> anyhow::Result<()> {
+        let clock = self.clock.saturating_add(1);
+        let env = Envelope { from: self.me, to, clock, msg: Some(msg.clone()) };
+        let mut frame = Vec::new();
+        if let Err(wire::FrameError::Oversized(n)) = wire::try_encode(&mut frame, &env) {
+            let (kind, cap) = (msg.kind(), wire::MAX_FRAME);
+            let kind = super::cut(kind);
+            return Err(ModelBreach(format!(
+                "message {kind} to {to} is {n} bytes, over the {cap}-byte frame cap"
+            ))
+            .into());
+        }
+        self.clock = clock;
         *self.stats.sent.entry(msg.kind().to_string()).or_default() += 1;
         self.trace.send(self.clock, to.0, msg.kind());
         if self.mesh.peers[to.index()].down {
             self.trace.drop(self.clock, to.0, msg.kind(), "down");
         }
-        self.send_envelope(to, &env);
+        self.send_frame(to, &env, frame);
+        Ok(())
     }
 
     /// Send a heartbeat to `to`: an envelope with no message (`detector.rs`). It takes
@@ -693,19 +683,23 @@ impl<A: Node<Service: RunService>> Worker<A> {
     pub(super) fn send_heartbeat(&mut self, to: PeerId) {
         let env = Envelope { from: self.me, to, clock: self.clock, msg: None };
         *self.stats.sent.entry(HEARTBEAT.to_string()).or_default() += 1;
-        self.send_envelope(to, &env);
+        let mut frame = Vec::new();
+        // An envelope with no message is a few bytes.
+        wire::encode(&mut frame, &env);
+        self.send_frame(to, &env, frame);
     }
 
-    fn send_envelope(&mut self, to: PeerId, env: &Envelope<Option<A::Msg>>) {
+    /// Queue `env`, encoded as `frame`, for `to`, through the network faults if any.
+    fn send_frame(&mut self, to: PeerId, env: &Envelope<Option<A::Msg>>, frame: Vec<u8>) {
         if self.mesh.peers[to.index()].down {
             // Nobody to deliver it to; a new incarnation starts afresh.
             return;
         }
         if !self.net.active && self.net.groups.is_none() {
-            wire::encode(&mut self.mesh.peers[to.index()].out, env);
+            self.mesh.peers[to.index()].out.extend_from_slice(&frame);
             return;
         }
-        self.send_with_faults(to, env);
+        self.send_with_faults(to, env, frame);
     }
 
     /// One non-blocking pass over every outgoing queue.
@@ -763,6 +757,69 @@ impl<A: Node<Service: RunService>> Worker<A> {
         }
         Ok(())
     }
+}
+
+/// What one read of a peer's channel gave ([`read_channel`]).
+struct ChannelRead<M> {
+    /// The envelopes from the peer to us, in order.
+    inbox: Vec<Envelope<Option<M>>>,
+    /// A line for each frame dropped as malformed or misaddressed.
+    bad: Vec<String>,
+    end: ChannelEnd,
+}
+
+/// How a peer's channel stands after a read.
+#[derive(Debug, PartialEq, Eq)]
+enum ChannelEnd {
+    /// Nothing more for now.
+    Open,
+    /// The read budget ran out: read again after serving everyone else.
+    Again,
+    /// The channel closed: the peer is gone (with a line to log, if there is one).
+    Closed(Option<String>),
+    /// The peer sent what this runtime must refuse (a length over the frame cap, after
+    /// which the stream cannot be read): the line saying so. The peer is alive, so this
+    /// is no closed channel and no peer down, but a breach of the model (`ModelBreach`).
+    Refused(String),
+}
+
+/// Read what `stream`, `peer`'s channel to worker `me`, has now, into `reader`, and
+/// take out every whole frame.
+fn read_channel<M: DeserializeOwned, R: Read>(
+    reader: &mut FrameReader,
+    stream: &mut R,
+    peer: PeerId,
+    me: PeerId,
+) -> ChannelRead<M> {
+    let fill = reader.fill(stream);
+    let mut read = ChannelRead { inbox: Vec::new(), bad: Vec::new(), end: ChannelEnd::Open };
+    loop {
+        match reader.next_frame() {
+            Ok(Some(body)) => match wire::decode::<Envelope<Option<M>>>(body) {
+                Ok(env) if env.from == peer && env.to == me => read.inbox.push(env),
+                Ok(env) => read
+                    .bad
+                    .push(format!("dropping a frame on {peer}'s channel addressed {}→{}", env.from, env.to)),
+                Err(e) => read.bad.push(format!("dropping a frame from {peer}: {e}")),
+            },
+            Ok(None) => break,
+            Err(e) => {
+                read.end = ChannelEnd::Refused(format!(
+                    "the runtime refused a frame from {peer}, which is alive: {e}; its channel cannot be read past it"
+                ));
+                return read;
+            }
+        }
+    }
+    read.end = match fill {
+        Ok(Fill::Eof) => ChannelEnd::Closed(reader.finish().err().map(|e| format!("{peer}'s {e}"))),
+        // A reset is how a killed peer's channel usually ends: as ordinary as EOF.
+        Err(e) if e.is_reset() => ChannelEnd::Closed(None),
+        Err(e) => ChannelEnd::Closed(Some(format!("reading from {peer} failed: {e}"))),
+        Ok(Fill::Budget) => ChannelEnd::Again,
+        Ok(Fill::WouldBlock) => ChannelEnd::Open,
+    };
+    read
 }
 
 /// The frames of an outgoing queue from `from`, where one starts, as the range each
@@ -838,6 +895,56 @@ mod tests {
         p.written = 1;
         p.forget_written();
         assert_eq!((p.written, p.frames_from, p.out.len()), (0, 1, spans[2].end - 1));
+    }
+
+    /// What worker 0 reads from `bytes`, on worker 1's channel.
+    fn read_from_w1(bytes: &[u8]) -> ChannelRead<String> {
+        read_channel::<String, _>(&mut FrameReader::default(), &mut &bytes[..], PeerId(1), PeerId(0))
+    }
+
+    fn envelope(from: u32, msg: &str) -> Vec<u8> {
+        let mut frame = Vec::new();
+        let env = Envelope { from: PeerId(from), to: PeerId(0), clock: 1, msg: Some(msg.to_string()) };
+        wire::encode(&mut frame, &env);
+        frame
+    }
+
+    #[test]
+    fn a_length_over_the_cap_from_a_live_peer_is_refused_not_a_closed_channel() {
+        // A message, then a length over the cap, then more: the stream ends after it too
+        // (a slice always ends), yet the peer is not gone, so it is not reported down.
+        let mut bytes = envelope(1, "hi");
+        bytes.extend_from_slice(&((wire::MAX_FRAME + 1) as u32).to_be_bytes());
+        bytes.extend_from_slice(&envelope(1, "never read"));
+        let read = read_from_w1(&bytes);
+        assert_eq!(read.inbox.len(), 1, "what came before is delivered");
+        assert_eq!(read.inbox[0].msg.as_deref(), Some("hi"));
+        match read.end {
+            ChannelEnd::Refused(why) => {
+                assert!(why.contains("refused a frame from w1, which is alive"), "{why}");
+                assert!(why.contains(&format!("{} bytes", wire::MAX_FRAME + 1)), "{why}");
+            }
+            other => panic!("a refused frame must not close the channel: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_peer_whose_stream_ends_is_gone_and_bad_frames_keep_the_channel() {
+        // The end of the stream is a closed channel: the peer died.
+        let mut bytes = envelope(1, "last words");
+        assert_eq!(read_from_w1(&bytes).end, ChannelEnd::Closed(None));
+        // Cut inside a frame: still a death, with a line.
+        bytes.extend_from_slice(&envelope(1, "cut")[..5]);
+        let read = read_from_w1(&bytes);
+        assert!(
+            matches!(&read.end, ChannelEnd::Closed(Some(why)) if why.contains("w1's stream ended inside"))
+        );
+        // A misaddressed frame and a body that does not decode are dropped, one line each.
+        let mut bytes = envelope(2, "not from w1");
+        bytes.extend_from_slice(&[0, 0, 0, 1, 0xc1]);
+        bytes.extend_from_slice(&envelope(1, "fine"));
+        let read = read_from_w1(&bytes);
+        assert_eq!((read.inbox.len(), read.bad.len()), (1, 2), "{:?}", read.bad);
     }
 
     #[test]

@@ -35,7 +35,14 @@
 //! why (`Fatal` on the control link), so the run's failure line names the worker, the
 //! file and the OS error. A panic in the node ends it the same way, as one line (the
 //! panic's message, or a lab skeleton's `on_message is not written yet`), never a
-//! backtrace.
+//! backtrace. Texts sent to the supervisor are cut to a few KiB, far below the frame
+//! cap.
+//!
+//! When the runtime cannot keep the model its node was promised (a message too big for
+//! a frame, a frame refused from a live peer), that is a [`ModelBreach`], not a death:
+//! the worker says `Breach` on the control link and stands still with its channels
+//! open, so no peer takes it for dead, until the supervisor, which stops the run at
+//! once with the breach as its failure, ends it.
 
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::io::{self, Write};
@@ -104,14 +111,53 @@ pub fn run_worker(run_dir: &Path, cmdline_id: Option<u32>) -> anyhow::Result<()>
         // with one line, sent to the supervisor like any other fatal error.
         crate::lab::quietly(|| (info.worker)(opts, link, info)).map_err(anyhow::Error::msg)?
     });
-    if let Err(e) = &result {
-        // Best effort: the supervisor may be gone, or the link broken.
-        let mut buf = Vec::new();
-        wire::encode(&mut buf, &ToSupervisor::Fatal(format!("{e:#}")));
-        let _ = link.write_all(&buf);
+    match &result {
+        // A breach was told to the supervisor while the worker stood still.
+        Err(e) if e.is::<ModelBreach>() => {}
+        Err(e) => {
+            // Best effort: the supervisor may be gone, or the link broken.
+            let mut buf = Vec::new();
+            wire::encode(&mut buf, &ToSupervisor::Fatal(cut(&format!("{e:#}"))));
+            let _ = link.write_all(&buf);
+        }
+        Ok(()) => {}
     }
     result
 }
+
+/// The most of a failure's text sent to the supervisor: a line a person reads, far
+/// below the frame cap whatever a node or a program put in it.
+const FATAL_TEXT: usize = 4096;
+
+/// `text` cut to [`FATAL_TEXT`] bytes, on a character boundary, saying so.
+fn cut(text: &str) -> String {
+    if text.len() <= FATAL_TEXT {
+        return text.to_string();
+    }
+    let mut end = FATAL_TEXT;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes, cut)", &text[..end], text.len())
+}
+
+/// The runtime could not keep the model its node was promised: a message it cannot
+/// carry (over the frame cap), or a frame it must refuse from a live peer. Reliable
+/// channels and a perfect detector are what the algorithm was told it runs on, so
+/// neither may be quietly broken (a refused frame would close the channel, and the
+/// peer would be reported down while alive). The worker stops where it is, tells the
+/// supervisor (`Breach` on the control link), keeps its channels open so no peer takes
+/// it for dead, and waits for the supervisor to end the run with this as its failure.
+#[derive(Debug)]
+pub struct ModelBreach(pub String);
+
+impl std::fmt::Display for ModelBreach {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ModelBreach {}
 
 /// What a worker's application asks of its node, whatever the service.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -422,8 +468,55 @@ impl<A: Node<Service: RunService>> Worker<A> {
         self.term.load(Ordering::SeqCst)
     }
 
-    /// The worker's sequence (see [`Worker`]).
+    /// The worker's sequence (see [`Worker`]); a [`ModelBreach`] on the way is told to
+    /// the supervisor, and the worker stands still, its channels open, until the end.
     fn run(mut self) -> anyhow::Result<()> {
+        let result = self.serve();
+        if let Some(breach) = result.as_ref().err().and_then(|e| e.downcast_ref::<ModelBreach>()) {
+            self.stand_still(breach);
+        }
+        result
+    }
+
+    /// Tell the supervisor of `breach`, then wait for it to end the run: answer its
+    /// `Finish` with the statistics, or leave when it is gone or on a signal. Nothing is
+    /// read from or written to a peer meanwhile, and no channel is closed, so no peer
+    /// is told anything the breach made untrue.
+    fn stand_still(&mut self, breach: &ModelBreach) {
+        let line = cut(&format!("{}: {breach}", self.me));
+        self.log(format_args!("{breach}; waiting for the supervisor to stop the run"));
+        let told = self
+            .control
+            .set_nonblocking(false)
+            .and_then(|()| self.control.set_read_timeout(Some(Duration::from_millis(100))))
+            .and_then(|()| self.tell_supervisor(&ToSupervisor::Breach(line)));
+        if told.is_err() {
+            return; // the supervisor is gone: nobody will audit this run
+        }
+        while !self.terminating() {
+            // With a read timeout, a blocking read that times out is a would-block.
+            let fill = match self.control_reader.fill(&mut self.control) {
+                Ok(fill) => fill,
+                Err(_) => return,
+            };
+            while let Ok(Some(body)) = self.control_reader.next_frame() {
+                if let Ok(ToWorker::Finish) = wire::decode::<ToWorker>(body) {
+                    self.stats.entries = self.work.entries();
+                    self.trace_all_unsent();
+                    self.flush_trace();
+                    let stats = ToSupervisor::Stats(self.stats.clone());
+                    let _ = self.tell_supervisor(&stats);
+                    return;
+                }
+            }
+            if fill == wire::Fill::Eof {
+                return;
+            }
+        }
+    }
+
+    /// The worker's sequence proper: from `Ready` to the end of the event loop.
+    fn serve(&mut self) -> anyhow::Result<()> {
         let ready =
             ToSupervisor::Ready { id: self.me, pid: std::process::id(), incarnation: self.opts.incarnation };
         self.tell_supervisor(&ready)?;
@@ -654,7 +747,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
         }
         for effect in step.effects {
             match effect {
-                Effect::Send { to, msg } => self.send(to, &msg),
+                Effect::Send { to, msg } => self.send(to, &msg)?,
                 Effect::Arm { timer, generation, after } => {
                     self.algo_timers.insert(generation, timer);
                     self.push_timer(after, TimerKind::Algo(generation));

@@ -29,9 +29,9 @@ pub(super) struct NetFaults {
 }
 
 impl<A: Node<Service: RunService>> Worker<A> {
-    /// The rest of `send` when faults are on: lose the frame, delay it, or release it
-    /// now (into the peer's queue, or held back by a partition).
-    pub(super) fn send_with_faults(&mut self, to: PeerId, env: &Envelope<Option<A::Msg>>) {
+    /// The rest of `send` when faults are on: lose `frame` (which holds `env`), delay
+    /// it, or release it now (into the peer's queue, or held back by a partition).
+    pub(super) fn send_with_faults(&mut self, to: PeerId, env: &Envelope<Option<A::Msg>>, frame: Vec<u8>) {
         if self.opts.drop > 0.0 && self.net.rng.random_bool(self.opts.drop.min(1.0)) {
             self.stats.lost += 1;
             let kind = env.msg.as_ref().map_or(super::HEARTBEAT, |m| m.kind());
@@ -41,8 +41,6 @@ impl<A: Node<Service: RunService>> Worker<A> {
             }
             return;
         }
-        let mut frame = Vec::new();
-        wire::encode(&mut frame, env);
         let delay = self.opts.latency
             + if self.opts.jitter.is_zero() {
                 Duration::ZERO

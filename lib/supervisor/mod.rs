@@ -302,6 +302,9 @@ struct Supervisor<'a> {
     /// Under an election: since when no worker has accepted a new leader and no fault
     /// has been applied.
     quiet_since: Instant,
+    /// A worker's runtime could not keep the algorithm's model (`ToSupervisor::Breach`):
+    /// its line. The run failed there, and its audit is no verdict on the algorithm.
+    breach: Option<String>,
 }
 
 impl<'a> Supervisor<'a> {
@@ -362,6 +365,7 @@ impl<'a> Supervisor<'a> {
             partition: None,
             partitions: 0,
             quiet_since: Instant::now(),
+            breach: None,
         })
     }
 
@@ -592,6 +596,14 @@ impl<'a> Supervisor<'a> {
     fn handle(&mut self, ev: Event, phase: &str) -> Result<(), RunError> {
         match ev {
             Event::Signal => Err(RunError::Interrupted(self.dir.clone())),
+            Event::Frame(conn, ToSupervisor::Breach(why)) => match self.conn_owner.get(&conn) {
+                // Stop now, before any worker acts on what the runtime could not carry.
+                Some(&id) if self.slots[id].conn == Some(conn) => {
+                    self.breach = Some(why.clone());
+                    Err(RunError::Failed(report::breach_failure(&why)))
+                }
+                _ => Ok(()),
+            },
             Event::Frame(conn, msg) => {
                 self.on_frame(conn, msg);
                 Ok(())
@@ -662,6 +674,8 @@ impl<'a> Supervisor<'a> {
             }
             ToSupervisor::Stats(s) => self.slots[id].stats = Some(s),
             ToSupervisor::Fatal(why) => self.slots[id].fatal = Some(why),
+            // Ends the run: `handle` takes it.
+            ToSupervisor::Breach(_) => {}
             ToSupervisor::Pending(_) => {}
         }
     }

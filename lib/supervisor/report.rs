@@ -12,6 +12,14 @@ use super::{AppliedFault, Supervisor};
 use crate::algos::{Shape, Theory};
 use crate::audit::{AuditReport, ElectionReport, Violation, WaitStats};
 
+/// The run's failure when a worker's runtime could not keep the model its algorithm was
+/// promised (`ToSupervisor::Breach`): the worker's line, and that no verdict follows.
+pub(super) fn breach_failure(why: &str) -> String {
+    format!(
+        "{why}; the runtime could not keep the model the algorithm was promised, so the run stopped there and its audit is no verdict on the algorithm"
+    )
+}
+
 /// Messages section of the report.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Messages {
@@ -51,6 +59,10 @@ pub struct RunReport {
     pub ok: bool,
     /// Why the run failed, apart from audit violations.
     pub failure: Option<String>,
+    /// The failure is a worker's runtime breaking the model the algorithm was promised
+    /// (a message over the frame cap, a frame refused from a live peer): the run
+    /// stopped there, and `violations` are no verdict on the algorithm.
+    pub model_broken: bool,
     pub entries: Entries,
     pub messages: Messages,
     pub theory: Option<Theory>,
@@ -169,6 +181,7 @@ impl Supervisor<'_> {
             workers: self.opts.workers,
             ok: audit.ok && failure.is_none(),
             failure,
+            model_broken: self.breach.is_some(),
             entries: Entries { total, by_worker: audit.entries_by_worker.clone() },
             messages,
             theory: (self.info.theory)(shape),
@@ -229,6 +242,8 @@ pub struct ElectReport {
     pub ok: bool,
     /// Why the run failed, apart from audit violations.
     pub failure: Option<String>,
+    /// As in [`RunReport::model_broken`].
+    pub model_broken: bool,
     /// Who called an election at the start (`all`, `lowest` or ids).
     pub initiators: String,
     /// How workers learnt of peers going down and up.
@@ -306,6 +321,7 @@ impl Supervisor<'_> {
             workers: self.opts.workers,
             ok: audit.ok && failure.is_none(),
             failure,
+            model_broken: self.breach.is_some(),
             initiators: e.map(|e| e.initiators.to_string()).unwrap_or_default(),
             detector: self.opts.detector.to_string(),
             leader: audit.leader.map(|l| l.0),
