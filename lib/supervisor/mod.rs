@@ -497,7 +497,7 @@ impl<'a> Supervisor<'a> {
             }
             term = term.max(t);
         }
-        self.slots[id.index()].alive().then_some((id, term))
+        self.slots.get(id.index()).is_some_and(Slot::alive).then_some((id, term))
     }
 
     /// The `leader` a fault plan names: of the live leaders the live workers follow, the
@@ -592,10 +592,7 @@ impl<'a> Supervisor<'a> {
     fn handle(&mut self, ev: Event, phase: &str) -> Result<(), RunError> {
         match ev {
             Event::Signal => Err(RunError::Interrupted(self.dir.clone())),
-            Event::Frame(conn, msg) => {
-                self.on_frame(conn, msg);
-                Ok(())
-            }
+            Event::Frame(conn, msg) => self.on_frame(conn, msg),
             Event::Closed(conn, err) => {
                 self.conns.get_mut(conn).map(|c| c.take());
                 let Some(id) = self.conn_owner.remove(&conn) else { return Ok(()) };
@@ -629,11 +626,13 @@ impl<'a> Supervisor<'a> {
         }
     }
 
-    fn on_frame(&mut self, conn: usize, msg: ToSupervisor) {
+    /// Take one frame from a worker's link. Whatever it claims is checked here, before
+    /// anything is kept by it: a leader nobody can be fails the run, naming the worker.
+    fn on_frame(&mut self, conn: usize, msg: ToSupervisor) -> Result<(), RunError> {
         // Each link was made for one worker's life: frames on it speak for that life only.
-        let Some(&id) = self.conn_owner.get(&conn) else { return };
+        let Some(&id) = self.conn_owner.get(&conn) else { return Ok(()) };
         if self.slots[id].conn != Some(conn) {
-            return; // an earlier incarnation's link
+            return Ok(()); // an earlier incarnation's link
         }
         match msg {
             ToSupervisor::Ready { id: said, pid, incarnation } => {
@@ -646,7 +645,7 @@ impl<'a> Supervisor<'a> {
                     eprintln!(
                         "mutexlab: w{id}'s control link said Ready as {said} (pid {pid}, incarnation {incarnation}); ignored"
                     );
-                    return;
+                    return Ok(());
                 }
                 self.slots[id].ready = true;
                 // A restarted worker joins a run already under way.
@@ -655,6 +654,15 @@ impl<'a> Supervisor<'a> {
                 }
             }
             ToSupervisor::Done { .. } => self.slots[id].done = true,
+            ToSupervisor::Leader { leader, .. } if leader.index() >= self.slots.len() => {
+                if self.started.is_some() {
+                    self.finished.get_or_insert_with(Instant::now);
+                }
+                return Err(RunError::Failed(format!(
+                    "worker w{id} broke the contract: it accepted {leader} as leader, which is not one of the {} workers",
+                    self.slots.len()
+                )));
+            }
             ToSupervisor::Leader { leader, term } => {
                 self.slots[id].leader = Some((leader, term));
                 self.quiet_since = Instant::now();
@@ -664,6 +672,7 @@ impl<'a> Supervisor<'a> {
             ToSupervisor::Fatal(why) => self.slots[id].fatal = Some(why),
             ToSupervisor::Pending(_) => {}
         }
+        Ok(())
     }
 }
 
@@ -677,5 +686,41 @@ mod tests {
         let info = validate(opts).unwrap();
         let (tx, rx) = mpsc::channel();
         Supervisor::new(opts, info, dir, tx, rx).unwrap()
+    }
+
+    /// `idle`, with `n` ready workers that were never spawned (pids nobody signals),
+    /// worker `i` owning link `i`.
+    pub(super) fn with_slots<'a>(opts: &'a RunOpts, dir: &Path, n: usize) -> Supervisor<'a> {
+        let mut sup = idle(opts, dir);
+        for i in 0..n {
+            let mut slot = Slot::new(Pid::from_raw(i32::MAX - i as i32), 0);
+            (slot.conn, slot.ready) = (Some(i), true);
+            sup.slots.push(slot);
+            sup.conn_owner.insert(i, i);
+        }
+        sup
+    }
+
+    #[test]
+    fn a_leader_nobody_can_be_on_the_control_link_fails_the_run_and_panics_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = options::tests::sample();
+        let mut sup = with_slots(&opts, tmp.path(), 4);
+        let leader = |l| ToSupervisor::Leader { leader: PeerId(l), term: 1 };
+        for w in 0..3 {
+            assert!(sup.on_frame(w, leader(3)).is_ok());
+        }
+        let err = sup.on_frame(3, leader(99)).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "worker w3 broke the contract: it accepted w99 as leader, which is not one of the 4 workers"
+        );
+        // Kept nowhere: the last worker's belief is still none, so there is no agreement.
+        assert_eq!(sup.slots[3].leader, None);
+        assert_eq!(sup.agreed(), None);
+        // A belief that got in some other way is looked up, never indexed blindly.
+        sup.slots.iter_mut().for_each(|s| s.leader = Some((PeerId(99), 1)));
+        assert_eq!(sup.agreed(), None);
+        assert_eq!(sup.leader(), None);
     }
 }

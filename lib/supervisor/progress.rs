@@ -289,7 +289,9 @@ impl Supervisor<'_> {
         while asked.iter().any(|&id| self.slots[id].stats.is_none()) {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.rx.recv_timeout(left) {
-                Ok(Event::Frame(conn, msg @ ToSupervisor::Stats(_))) => self.on_frame(conn, msg),
+                Ok(Event::Frame(conn, msg @ ToSupervisor::Stats(_))) => {
+                    let _ = self.on_frame(conn, msg);
+                }
                 Ok(_) => {}
                 Err(_) => break,
             }
