@@ -3,7 +3,8 @@
 //! The supervisor never asks workers how far they are; it reads what they wrote, so a
 //! stalled run, the k-th entry of a fault plan and the current holder are judged by
 //! the same file the auditor reads. Only whole lines are consumed; a line still being
-//! written waits for the next look.
+//! written waits for the next look. A record naming a worker outside the run is passed
+//! over (the auditor reports it), so every worker the tail names is one of the run's.
 
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -61,6 +62,11 @@ impl Tail {
         let before = (self.enters, self.exits);
         for line in buf[..whole].split(|&b| b == b'\n') {
             let Ok(rec) = std::str::from_utf8(line).unwrap_or("").parse::<Record>() else { continue };
+            // A worker nobody can be (a file written by someone else) is not followed:
+            // the supervisor looks every worker named here up in its slots.
+            if rec.worker() as usize >= self.last_enter.len() {
+                continue;
+            }
             match rec {
                 Record::Enter { w, .. } => {
                     self.enters += 1;
@@ -137,6 +143,23 @@ mod tests {
         assert!(t.inside.is_empty());
         assert_eq!(t.holder(|_| true), Some(1), "nobody inside: the last to enter");
         assert!(!t.poll());
+    }
+
+    #[test]
+    fn a_worker_outside_the_run_is_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r");
+        let mut f = File::create(&path).unwrap();
+        writeln!(f, "# mutexlab resource v1").unwrap();
+        writeln!(f, "ENTER w=0 e=1 fence=1:0 t=1\nENTER w=99 e=1 fence=2:99 t=2").unwrap();
+        writeln!(f, "EXIT w=2 e=1 fence=2:2 read=0 value=1 t=3").unwrap();
+        let mut t = Tail::new(&path, 2);
+        assert!(t.poll());
+        assert_eq!((t.enters, t.exits, t.last_entered), (1, 0, Some(0)));
+        assert_eq!(t.inside, BTreeSet::from([0]));
+        // The supervisor's own lookup: indexes its two slots with whatever it is given.
+        let alive = [true, true];
+        assert_eq!(t.holder(|w| alive[w as usize]), Some(0));
     }
 
     #[test]

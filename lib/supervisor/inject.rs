@@ -11,7 +11,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use serde::Serialize;
 
-use super::{describe, Life, RunError, Supervisor};
+use super::{describe, Life, RunError, Slot, Supervisor};
 use crate::algorithm::PeerId;
 use crate::control::{self, ToWorker};
 use crate::faults::{Action, Step, Target, When};
@@ -213,7 +213,9 @@ impl Supervisor<'_> {
     fn resolve(&self, t: Target) -> Option<usize> {
         match t {
             Target::Worker(w) => Some(w as usize),
-            Target::Holder => self.tail.holder(|w| self.slots[w as usize].alive()).map(|w| w as usize),
+            Target::Holder => {
+                self.tail.holder(|w| self.slots.get(w as usize).is_some_and(Slot::alive)).map(|w| w as usize)
+            }
             Target::Coordinator => Some(self.slots.len() - 1),
             Target::Leader => self.leader(),
         }
