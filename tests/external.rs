@@ -195,6 +195,21 @@ fn a_leader_nobody_can_be_fails_the_run_in_one_line_and_json_still_comes() {
 }
 
 #[test]
+fn a_count_of_any_size_saturates_instead_of_overflowing() {
+    // Two counts of 2^64-1 per worker: once an overflow panic in the worker (and in the
+    // supervisor summing two workers), in a build with overflow checks.
+    let big = "{'type': 'count', 'name': 'big', 'by': 18446744073709551615}";
+    let counter = node(&format!(
+        "json.dumps([{big}, {big}, {{'type': 'leader', 'id': 1, 'term': 1}}] if line['type'] == 'call' else [])"
+    ));
+    let cmd = counter.command();
+    let (out, j) = run_checked("elect", &["--worker-cmd", &cmd, "-n", "2", "--settle-ms", "100"]);
+    counter.assert_gone();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(j["counters"]["big"], u64::MAX, "{j}");
+}
+
+#[test]
 fn the_simulator_drives_the_python_node_through_the_host() {
     external::set_command(Some(Spawn { command: example(), timeout: external::DEFAULT_TIMEOUT }));
     let report = Sim::<External<Mutex>>::new(3, 7).run(5);

@@ -353,7 +353,10 @@ where
                     let line = self.apps.event(i, &event)?;
                     note(self.now, line);
                 }
-                Effect::Count { name, by } => *self.counters.entry(name.into_owned()).or_default() += by,
+                Effect::Count { name, by } => {
+                    let c = self.counters.entry(name.into_owned()).or_default();
+                    *c = c.saturating_add(by); // a program's `by` may be anything
+                }
             }
         }
         Ok(())
