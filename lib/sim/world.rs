@@ -337,7 +337,7 @@ where
                 Effect::Arm { timer, generation, after } => {
                     self.retire_timer(me, &timer);
                     self.timer_seq += 1;
-                    let (at, seq) = (self.now + after, self.timer_seq);
+                    let (at, seq) = (self.now.saturating_add(after), self.timer_seq); // never, not a panic
                     self.timers.push(SetTimer {
                         node: me,
                         timer,
