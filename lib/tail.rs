@@ -30,6 +30,8 @@ pub struct Tail {
     pub last_entered: Option<u32>,
     /// By worker: the run's ENTER count at that worker's last ENTER (0: never entered).
     last_enter: Vec<u64>,
+    /// The file was there once and is gone now (its directory deleted under the run).
+    pub gone: bool,
 }
 
 impl Tail {
@@ -44,12 +46,19 @@ impl Tail {
             inside: BTreeSet::new(),
             last_entered: None,
             last_enter: vec![0; workers as usize],
+            gone: false,
         }
     }
 
     /// Read whatever whole lines were added; returns whether any ENTER or EXIT was.
     pub fn poll(&mut self) -> bool {
-        let Ok(mut f) = File::open(&self.path) else { return false };
+        let mut f = match File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) => {
+                self.gone = e.kind() == std::io::ErrorKind::NotFound;
+                return false;
+            }
+        };
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);
         if len <= self.offset {
             return false;

@@ -21,7 +21,9 @@
 //! itself: each link has a writer thread with its own queue, so a paused or wedged
 //! worker that stops reading can never block the main loop. Progress is read
 //! from the resource file itself, so a run that stops growing it for the stall window
-//! ends with a diagnosis rather than a hang.
+//! ends with a diagnosis rather than a hang, and one whose file is deleted under it ends
+//! at once, saying so. A run whose evidence cannot be read is still reported (its
+//! failure says why), so `--json` always prints its object.
 //!
 //! A run is taken down in one order only: every worker is frozen (SIGSTOP, confirmed by
 //! `waitpid`) before any is killed, so no survivor can mistake a closing channel for a
@@ -121,9 +123,15 @@ fn install_signal_handler() -> Result<(), RunError> {
 
 /// Run a whole mutual-exclusion experiment and audit its resource file.
 pub fn run(opts: &RunOpts) -> Result<RunReport, RunError> {
-    execute(opts, |sup, dir, faults, failure| {
+    execute(opts, |sup, dir, faults, mut failure| {
         let path = dir.path.join(control::RESOURCE_FILE);
-        let audit = audit::audit_file(&path, &faults).map_err(|e| RunError::Failed(e.to_string()))?;
+        let audit = audit::audit_file(&path, &faults).unwrap_or_else(|e| {
+            // A run that failed because the file is gone already says so.
+            if !(sup.tail.gone && failure.is_some()) {
+                unjudged(&mut failure, e);
+            }
+            audit::AuditReport::default()
+        });
         let report = sup.report(audit, failure, dir);
         Ok((report.ok, report))
     })
@@ -139,19 +147,32 @@ pub fn elect(opts: &RunOpts) -> Result<ElectReport, RunError> {
     }
     validate(opts)?;
     let t = crate::bench::ping_pong(&opts.exe, 500).ok().map(|t| t + options::ms(opts.latency_ms));
-    execute(opts, |sup, dir, faults, failure| {
+    execute(opts, |sup, dir, faults, mut failure| {
         let path = dir.path.join(control::LEADERS_FILE);
         let rules = audit::Rules {
             highest_wins: sup.info.highest_wins,
             bound_ns: None,
             overlap_ns: HANDOVER.as_nanos() as u64,
         };
-        let audit =
-            audit::audit_leaders_file(&path, &faults, rules).map_err(|e| RunError::Failed(e.to_string()))?;
+        let audit = audit::audit_leaders_file(&path, &faults, rules).unwrap_or_else(|e| {
+            unjudged(&mut failure, e);
+            audit::ElectionReport::default()
+        });
         let report = sup.elect_report(audit, failure, dir, t);
         Ok((report.ok, report))
     })
     .map(|(kept, report)| ElectReport { run_dir_kept: kept, ..report })
+}
+
+/// The run's evidence could not be read (its directory deleted under it, say): the run
+/// cannot be judged, which is its failure, after any it already had. The report is
+/// still made, so `--json` still prints its object.
+fn unjudged(failure: &mut Option<String>, e: audit::AuditError) {
+    *failure = Some(match failure.take() {
+        Some(f) if f.contains('\n') => format!("{f}\nand the run cannot be judged: {e}"),
+        Some(f) => format!("{f}; and the run cannot be judged: {e}"),
+        None => format!("the run cannot be judged: {e}"),
+    });
 }
 
 /// How long two workers may both believe themselves leader in an election run before

@@ -62,6 +62,14 @@ impl Supervisor<'_> {
             // for a restart in its plan. The stall clock starts when that worker runs.
             self.last_progress = Instant::now();
         }
+        if self.tail.gone && self.opts.elect.is_none() {
+            // Nobody is stuck: the evidence is gone, so there is nothing to wait for.
+            self.finished.get_or_insert_with(Instant::now);
+            return Err(RunError::Failed(format!(
+                "{} is gone (the run directory was deleted under the run?): nothing is left to judge",
+                self.dir.join(crate::control::RESOURCE_FILE).display()
+            )));
+        }
         let idle = self.last_progress.elapsed();
         if phase == "running" && idle > self.stall_window() {
             self.finished.get_or_insert_with(Instant::now);
