@@ -53,7 +53,10 @@ impl Tail {
     /// Read whatever whole lines were added; returns whether any ENTER or EXIT was.
     pub fn poll(&mut self) -> bool {
         let mut f = match File::open(&self.path) {
-            Ok(f) => f,
+            Ok(f) => {
+                self.gone = false;
+                f
+            }
             Err(e) => {
                 self.gone = e.kind() == std::io::ErrorKind::NotFound;
                 return false;

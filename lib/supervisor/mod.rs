@@ -323,6 +323,11 @@ struct Supervisor<'a> {
     /// Under an election: since when no worker has accepted a new leader and no fault
     /// has been applied.
     quiet_since: Instant,
+    /// When the fault being applied was due, if it had a time (see `inject::LATE`).
+    due: Option<Instant>,
+    /// How far the main loop itself has fallen behind since the last progress: the sum
+    /// of its rounds' overruns (see `progress::LAG_NOISE`). The stall clock discounts it.
+    lag: Duration,
 }
 
 impl<'a> Supervisor<'a> {
@@ -383,6 +388,8 @@ impl<'a> Supervisor<'a> {
             partition: None,
             partitions: 0,
             quiet_since: Instant::now(),
+            due: None,
+            lag: Duration::ZERO,
         })
     }
 
@@ -399,7 +406,7 @@ impl<'a> Supervisor<'a> {
             let _ = std::fs::write(self.dir.join(control::PLAN_FILE), self.opts.plan.to_string());
         }
         self.started = Some(Instant::now());
-        self.last_progress = Instant::now();
+        self.progressed();
         if self.opts.elect.is_some() {
             // The auditor times the first election from here.
             let path = self.dir.join(control::LEADERS_FILE);
@@ -595,7 +602,9 @@ impl<'a> Supervisor<'a> {
             if INTERRUPTED.load(Ordering::SeqCst) {
                 return Err(RunError::Interrupted(self.dir.clone()));
             }
-            match self.rx.recv_timeout(self.tick()) {
+            // A round meant to end within its tick; what it takes beyond is the loop's own lag.
+            let (round, tick) = (Instant::now(), self.tick());
+            match self.rx.recv_timeout(tick) {
                 Ok(ev) => self.handle(ev, phase)?,
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
@@ -606,6 +615,7 @@ impl<'a> Supervisor<'a> {
             if phase == "running" {
                 self.apply_faults()?;
             }
+            self.fell_behind(round.elapsed().saturating_sub(tick));
         }
         Ok(())
     }
@@ -687,7 +697,7 @@ impl<'a> Supervisor<'a> {
             ToSupervisor::Leader { leader, term } => {
                 self.slots[id].leader = Some((leader, term));
                 self.quiet_since = Instant::now();
-                self.last_progress = Instant::now();
+                self.progressed();
             }
             ToSupervisor::Stats(s) => self.slots[id].stats = Some(s),
             ToSupervisor::Fatal(why) => self.slots[id].fatal = Some(why),
