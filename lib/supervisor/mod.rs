@@ -269,12 +269,14 @@ fn execute<R>(
 ///   to `handle` and each frame to `on_frame`; sending on the control links, `send`,
 ///   `send_all` and `flush` (by `flush_request`);
 /// - `processes.rs`: `launch` (by `spawn`), `reap`, `freeze_all`, `stop_all`, `sockets`;
-/// - `inject.rs`: `apply_faults` (by `apply_step`, `resolve` and `forget_dead`),
+/// - `inject.rs`: `apply_faults` (by `apply_step`, `resolve`, `not_running` and
+///   `forget_dead`),
 ///   `cont`, `heal`, the partition's
 ///   `partition_update` and `sync_partition`, the fault log (`fault`, `record`,
 ///   `log_fault`) and `teardown`;
-/// - `progress.rs`: `poll_tail`, `tick`, `check_progress` (with `stall_window`,
-///   `diagnose` and `unresponsive`), `collect_stats`;
+/// - `progress.rs`: `poll_tail` and `progressed`, `tick`, `fell_behind` (the loop's own
+///   lag), `check_progress` (with `stall_window`, `diagnose` and `unresponsive`),
+///   `collect_stats`;
 /// - `report.rs`: `report`.
 ///
 /// [`run`] uses them in this order: `new`, then `drive`, which `launch`es every worker,
