@@ -45,7 +45,7 @@ pub struct AppliedFault {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dead: Option<u64>,
     /// How long after its time the fault was applied (the plan's time for a step, the
-    /// pause's end for a `cont`, the partition's for its heal), if [`LATE`] or more.
+    /// pause's end for a `cont`, the partition's for its heal), if 1 ms or more.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub late_ms: Option<f64>,
     /// Anything else: the plan step, whether the target was inside, why a step was skipped.
