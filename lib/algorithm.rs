@@ -273,6 +273,11 @@ pub trait Service: fmt::Debug + Send + 'static {
     fn call(app: &Self::App, call: &Self::Call) -> Result<Self::App, String>;
     /// The application's state after `event`, or why the node may not tell it now.
     fn event(app: &Self::App, event: &Self::Event) -> Result<Self::App, String>;
+    /// The node `event` names, if any (a leader): the host refuses one outside the run,
+    /// since every driver keeps its nodes by id.
+    fn names(_event: &Self::Event) -> Option<PeerId> {
+        None
+    }
 }
 
 /// Mutual exclusion: the application calls `want` and later `done`; the node answers
@@ -365,6 +370,11 @@ impl Service for Election {
 
     fn event(_: &(), _: &ElectionEvent) -> Result<(), String> {
         Ok(())
+    }
+
+    fn names(event: &ElectionEvent) -> Option<PeerId> {
+        let ElectionEvent::Leader { id, .. } = *event;
+        Some(id)
     }
 }
 

@@ -1051,6 +1051,7 @@ mod tests {
             pid: Some(1),
             signal: Some("SIGKILL".into()),
             dead: Some(2),
+            late_ms: None,
             note: format!("kill holder at entry 3; w{w} {where_} the critical section"),
         };
         let skip = AppliedFault { action: "skip".into(), note: "w0 is dead".into(), ..kill(0, "outside") };

@@ -15,7 +15,8 @@
 //! - `SetTimer` becomes `Arm` with a fresh generation (replacing the timer's earlier
 //!   one, if set); `CancelTimer` becomes `Disarm`.
 //! - `Event` is checked against the application's state by the service; an event the
-//!   application cannot take (an `enter` nobody asked for) is a breach.
+//!   application cannot take (an `enter` nobody asked for), or one that names a node
+//!   outside `0..n` (a leader nobody can be), is a breach.
 //! - `Count` passes through, for the driver to tally.
 //!
 //! And with inputs: anything before `Start`, a second `Start`, a call the application
@@ -62,6 +63,9 @@ pub enum Breach {
     /// The node told its application something it could not take.
     #[error("{why}; ignored")]
     Event { why: String },
+    /// The node told its application of a node outside the run (a leader id `>= n`).
+    #[error("the algorithm announced {event}, naming {id}, which is not one of the {n} nodes; ignored")]
+    EventStranger { id: PeerId, n: u32, event: String },
     /// The driver made a call the application may not make now.
     #[error("{why}; not passed on")]
     Call { why: String },
@@ -242,12 +246,18 @@ impl<N: Node> Host<N> {
                 self.timers.retain(|(t, _)| *t != timer);
                 step.effects.push(Effect::Disarm { timer });
             }
-            Output::Event { event } => match N::Service::event(&self.app, &event) {
-                Ok(app) => {
-                    self.app = app;
-                    step.effects.push(Effect::Event { event });
+            Output::Event { event } => match N::Service::names(&event) {
+                Some(id) if id.0 >= self.cfg.n => {
+                    let event = serde_json::to_string(&event).unwrap_or_default();
+                    step.breaches.push(Breach::EventStranger { id, n: self.cfg.n, event });
                 }
-                Err(why) => step.breaches.push(Breach::Event { why }),
+                _ => match N::Service::event(&self.app, &event) {
+                    Ok(app) => {
+                        self.app = app;
+                        step.effects.push(Effect::Event { event });
+                    }
+                    Err(why) => step.breaches.push(Breach::Event { why }),
+                },
             },
             Output::Count { name, by } => step.effects.push(Effect::Count { name, by }),
         }
@@ -380,6 +390,46 @@ mod tests {
         assert!(call(&mut h, MutexCall::Done).breaches.is_empty());
         assert_eq!(h.node().heard, ["want", "done"]);
         assert_eq!(tell(&mut h, Cmd::Count).effects, [Effect::Count { name: "things".into(), by: 2 }]);
+    }
+
+    /// An election node that, when asked, names whoever the call's peer says.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct Names(u32);
+
+    impl Node for Names {
+        type Msg = Cmd;
+        type Timer = u8;
+        type Service = crate::algorithm::Election;
+        fn create(_: &Config) -> Self {
+            Names(0)
+        }
+        fn step(&mut self, input: NodeInput<Self>, out: &mut NodeOut<Self>) {
+            if let Input::Call { .. } = input {
+                out.emit(crate::algorithm::ElectionEvent::Leader { id: PeerId(self.0), term: 1 });
+            }
+        }
+    }
+
+    #[test]
+    fn a_leader_nobody_can_be_is_a_breach_and_never_reaches_the_application() {
+        use crate::algorithm::{ElectionCall, ElectionEvent};
+        let mut h: Host<Names> = Host::new(Config::new(0, 4));
+        h.step(Duration::ZERO, Input::Start);
+        let elect = |h: &mut Host<Names>, id| {
+            h.node.0 = id;
+            h.step(Duration::ZERO, Input::Call { call: ElectionCall::Elect })
+        };
+        let last = elect(&mut h, 3);
+        assert_eq!(last.effects, [Effect::Event { event: ElectionEvent::Leader { id: PeerId(3), term: 1 } }]);
+        let s = elect(&mut h, 99);
+        assert!(s.effects.is_empty(), "{s:?}");
+        let [Breach::EventStranger { id, n: 4, .. }] = &s.breaches[..] else { panic!("{s:?}") };
+        assert_eq!(*id, PeerId(99));
+        assert_eq!(
+            s.breaches[0].to_string(),
+            r#"the algorithm announced {"type":"leader","id":99,"term":1}, naming w99, which is not one of the 4 nodes; ignored"#
+        );
+        assert!(!elect(&mut h, 4).breaches.is_empty(), "n itself is outside 0..n");
     }
 
     #[test]

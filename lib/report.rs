@@ -83,7 +83,8 @@ fn ending(
         for f in faults {
             let who = f.worker.map(|w| format!(" w{w}")).unwrap_or_default();
             let sig = f.signal.as_deref().map(|x| format!(" ({x})")).unwrap_or_default();
-            let _ = writeln!(s, "    {:>9.1} ms  {}{who}{sig}  {}", f.at_ms, f.action, f.note);
+            let late = f.late_ms.map(|l| format!(" ({l:.1} ms late)")).unwrap_or_default();
+            let _ = writeln!(s, "    {:>9.1} ms  {}{who}{sig}{late}  {}", f.at_ms, f.action, f.note);
         }
     }
     steps(s, "never fired", never_fired.iter().map(String::as_str));
@@ -303,4 +304,33 @@ pub fn audit_summary(path: &str, a: &AuditReport) -> String {
         violations(&mut s, &a.cut_short, n);
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_late_fault_says_how_late_in_the_summary() {
+        let fault = |late_ms| AppliedFault {
+            at_ms: 2106.5,
+            t: 1,
+            action: "stop".into(),
+            worker: Some(3),
+            incarnation: Some(0),
+            pid: Some(1),
+            signal: Some("SIGSTOP".into()),
+            dead: None,
+            late_ms,
+            note: "stop 3 at 2100ms for 1ms".into(),
+        };
+        let mut s = String::new();
+        ending(&mut s, "", &[fault(Some(6.5)), fault(None)], &[], None);
+        let lines: Vec<&str> = s.lines().collect();
+        assert_eq!(
+            lines[1], "       2106.5 ms  stop w3 (SIGSTOP) (6.5 ms late)  stop 3 at 2100ms for 1ms",
+            "{s}"
+        );
+        assert_eq!(lines[2], "       2106.5 ms  stop w3 (SIGSTOP)  stop 3 at 2100ms for 1ms", "{s}");
+    }
 }

@@ -3,7 +3,9 @@
 //! The supervisor never asks workers how far they are; it reads what they wrote, so a
 //! stalled run, the k-th entry of a fault plan and the current holder are judged by
 //! the same file the auditor reads. Only whole lines are consumed; a line still being
-//! written waits for the next look.
+//! written waits for the next look. The file is read a [`CHUNK`] at a time, so however
+//! much was added (or however long a line), memory stays bounded. A record naming a worker outside the run is passed
+//! over (the auditor reports it), so every worker the tail names is one of the run's.
 
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -29,7 +31,14 @@ pub struct Tail {
     pub last_entered: Option<u32>,
     /// By worker: the run's ENTER count at that worker's last ENTER (0: never entered).
     last_enter: Vec<u64>,
+    /// The file was there once and is gone now (its directory deleted under the run).
+    pub gone: bool,
+    /// The start of an overlong line was passed over: the rest of it comes first.
+    torn: bool,
 }
+
+/// The most read from the file at once.
+pub const CHUNK: u64 = 1 << 20;
 
 impl Tail {
     /// Follow the file at `path` for `workers` workers.
@@ -43,49 +52,87 @@ impl Tail {
             inside: BTreeSet::new(),
             last_entered: None,
             last_enter: vec![0; workers as usize],
+            gone: false,
+            torn: false,
         }
     }
 
     /// Read whatever whole lines were added; returns whether any ENTER or EXIT was.
+    /// Read a chunk at a time, so memory stays bounded by [`CHUNK`] however much was
+    /// added; a line longer than a chunk is no record, and is passed over.
     pub fn poll(&mut self) -> bool {
-        let Ok(mut f) = File::open(&self.path) else { return false };
-        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-        if len <= self.offset {
-            return false;
-        }
-        let mut buf = Vec::with_capacity((len - self.offset) as usize);
-        if f.seek(SeekFrom::Start(self.offset)).is_err() || f.read_to_end(&mut buf).is_err() {
-            return false;
-        }
-        let whole = buf.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
-        let before = (self.enters, self.exits);
-        for line in buf[..whole].split(|&b| b == b'\n') {
-            let Ok(rec) = std::str::from_utf8(line).unwrap_or("").parse::<Record>() else { continue };
-            match rec {
-                Record::Enter { w, .. } => {
-                    self.enters += 1;
-                    self.inside.insert(w);
-                    self.last_entered = Some(w);
-                    if let Some(at) = self.last_enter.get_mut(w as usize) {
-                        *at = self.enters;
-                    }
-                }
-                Record::Exit { w, .. } => {
-                    self.exits += 1;
-                    self.inside.remove(&w);
-                    if let Some(c) = self.exits_by_worker.get_mut(w as usize) {
-                        *c += 1;
-                    }
-                }
-                // A fenced resource refused this holder's write: it is out.
-                Record::Refused { w, at: Stage::Exit, .. } => {
-                    self.inside.remove(&w);
-                }
-                Record::Want { .. } | Record::Refused { .. } => {}
+        let mut f = match File::open(&self.path) {
+            Ok(f) => {
+                self.gone = false;
+                f
             }
+            Err(e) => {
+                self.gone = e.kind() == std::io::ErrorKind::NotFound;
+                return false;
+            }
+        };
+        let before = (self.enters, self.exits);
+        let mut buf = Vec::new();
+        loop {
+            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+            if len <= self.offset || f.seek(SeekFrom::Start(self.offset)).is_err() {
+                break;
+            }
+            buf.clear();
+            if (&mut f).take(CHUNK).read_to_end(&mut buf).is_err() || buf.is_empty() {
+                break;
+            }
+            let whole = match buf.iter().rposition(|&b| b == b'\n') {
+                Some(p) => p + 1,
+                // A chunk with no line end: wait for the rest, unless no record is this long.
+                None if (buf.len() as u64) < CHUNK => break,
+                None => {
+                    self.offset += buf.len() as u64;
+                    self.torn = true;
+                    continue;
+                }
+            };
+            let mut lines = buf[..whole].split(|&b| b == b'\n');
+            if std::mem::take(&mut self.torn) {
+                lines.next(); // the end of a line passed over
+            }
+            for line in lines {
+                self.line(line);
+            }
+            self.offset += whole as u64;
         }
-        self.offset += whole as u64;
         (self.enters, self.exits) != before
+    }
+
+    fn line(&mut self, line: &[u8]) {
+        let Ok(rec) = std::str::from_utf8(line).unwrap_or("").parse::<Record>() else { return };
+        // A worker nobody can be (a file written by someone else) is not followed:
+        // the supervisor looks every worker named here up in its slots.
+        if rec.worker() as usize >= self.last_enter.len() {
+            return;
+        }
+        match rec {
+            Record::Enter { w, .. } => {
+                self.enters += 1;
+                self.inside.insert(w);
+                self.last_entered = Some(w);
+                if let Some(at) = self.last_enter.get_mut(w as usize) {
+                    *at = self.enters;
+                }
+            }
+            Record::Exit { w, .. } => {
+                self.exits += 1;
+                self.inside.remove(&w);
+                if let Some(c) = self.exits_by_worker.get_mut(w as usize) {
+                    *c += 1;
+                }
+            }
+            // A fenced resource refused this holder's write: it is out.
+            Record::Refused { w, at: Stage::Exit, .. } => {
+                self.inside.remove(&w);
+            }
+            Record::Want { .. } | Record::Refused { .. } => {}
+        }
     }
 
     /// Forget that `w` is inside, and that it ever entered: it died (there or
@@ -137,6 +184,46 @@ mod tests {
         assert!(t.inside.is_empty());
         assert_eq!(t.holder(|_| true), Some(1), "nobody inside: the last to enter");
         assert!(!t.poll());
+    }
+
+    #[test]
+    fn a_worker_outside_the_run_is_never_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r");
+        let mut f = File::create(&path).unwrap();
+        writeln!(f, "# mutexlab resource v1").unwrap();
+        writeln!(f, "ENTER w=0 e=1 fence=1:0 t=1\nENTER w=99 e=1 fence=2:99 t=2").unwrap();
+        writeln!(f, "EXIT w=2 e=1 fence=2:2 read=0 value=1 t=3").unwrap();
+        let mut t = Tail::new(&path, 2);
+        assert!(t.poll());
+        assert_eq!((t.enters, t.exits, t.last_entered), (1, 0, Some(0)));
+        assert_eq!(t.inside, BTreeSet::from([0]));
+        // The supervisor's own lookup: indexes its two slots with whatever it is given.
+        let alive = [true, true];
+        assert_eq!(t.holder(|w| alive[w as usize]), Some(0));
+    }
+
+    #[test]
+    fn memory_is_bounded_by_a_chunk_and_an_overlong_line_is_passed_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r");
+        let mut f = File::create(&path).unwrap();
+        writeln!(f, "# mutexlab resource v1").unwrap();
+        let mut t = Tail::new(&path, 2);
+        // Half a line that is already longer than any record: passed over at once.
+        let long = "x".repeat(CHUNK as usize * 5 / 2);
+        write!(f, "{long}").unwrap();
+        assert!(!t.poll());
+        assert!(t.offset > CHUNK, "read past, not held");
+        // Its end (which would read as a record if taken alone) and then real records.
+        writeln!(f, "ENTER w=1 e=1 fence=1:1 t=1").unwrap();
+        writeln!(f, "ENTER w=0 e=1 fence=2:0 t=2\nEXIT w=0 e=1 fence=2:0 read=0 value=1 t=3").unwrap();
+        // Several chunks of records added at once are all read.
+        let many = "WANT w=1 e=2 t=4\n".repeat(CHUNK as usize / 8);
+        writeln!(f, "{many}ENTER w=1 e=2 fence=3:1 t=5").unwrap();
+        assert!(t.poll());
+        assert_eq!((t.enters, t.exits, t.last_entered), (2, 1, Some(1)));
+        assert_eq!(t.offset, std::fs::metadata(&path).unwrap().len());
     }
 
     #[test]

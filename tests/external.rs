@@ -175,6 +175,41 @@ fn an_election_can_be_an_external_program_too() {
 }
 
 #[test]
+fn a_leader_nobody_can_be_fails_the_run_in_one_line_and_json_still_comes() {
+    // Everyone accepts w99 in a 4-worker run: once a panic (exit 101, a backtrace, no
+    // JSON) when the supervisor looked w99 up.
+    let bogus =
+        node("json.dumps([{'type': 'leader', 'id': 99, 'term': 1}] if line['type'] == 'call' else [])");
+    let cmd = bogus.command();
+    let (out, j) = run_checked("elect", &["--worker-cmd", &cmd, "-n", "4", "--settle-ms", "100"]);
+    bogus.assert_gone();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(j["ok"], false, "{j}");
+    let failure = j["failure"].as_str().unwrap_or_default();
+    assert!(failure.contains("naming w99, which is not one of the 4 nodes"), "{j}");
+    assert_eq!(failure.lines().count(), 1, "{failure}");
+    let failed: Vec<&str> = err.lines().filter(|l| l.starts_with("mutexlab: run failed:")).collect();
+    assert_eq!(failed.len(), 1, "{err}");
+}
+
+#[test]
+fn a_count_of_any_size_saturates_instead_of_overflowing() {
+    // Two counts of 2^64-1 per worker: once an overflow panic in the worker (and in the
+    // supervisor summing two workers), in a build with overflow checks.
+    let big = "{'type': 'count', 'name': 'big', 'by': 18446744073709551615}";
+    let counter = node(&format!(
+        "json.dumps([{big}, {big}, {{'type': 'leader', 'id': 1, 'term': 1}}] if line['type'] == 'call' else [])"
+    ));
+    let cmd = counter.command();
+    let (out, j) = run_checked("elect", &["--worker-cmd", &cmd, "-n", "2", "--settle-ms", "100"]);
+    counter.assert_gone();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(j["counters"]["big"], u64::MAX, "{j}");
+}
+
+#[test]
 fn the_simulator_drives_the_python_node_through_the_host() {
     external::set_command(Some(Spawn { command: example(), timeout: external::DEFAULT_TIMEOUT }));
     let report = Sim::<External<Mutex>>::new(3, 7).run(5);

@@ -320,3 +320,43 @@ fn an_interrupted_kept_run_leaves_its_report_and_no_worker() {
     let page = std::fs::read_to_string(&report).unwrap();
     assert!(page.contains(">Interrupted</span>"), "the page does not say the run was interrupted");
 }
+
+/// The run directory is deleted under a run: the run fails, saying so, and `--json`
+/// still prints its object (once: nothing at all on stdout, only "cannot read").
+#[test]
+fn a_run_whose_directory_is_deleted_under_it_still_prints_its_json() {
+    let mut bg =
+        Background::start(&["-n", "3", "--duration", "120", "--cs-ms", "0.5", "--think-ms", "1", "--json"]);
+    bg.wait_for_exits(3);
+    std::fs::remove_dir_all(bg.dir.path()).unwrap();
+    let out = finish_keeping_dir(&mut bg);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let j = json(&out);
+    assert_eq!(j["ok"], false);
+    let failure = j["failure"].as_str().unwrap_or_default();
+    assert!(failure.contains("resource.log is gone (the run directory was deleted under the run?)"), "{j}");
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+}
+
+/// The same for an election, whose leader file the supervisor does not follow: the
+/// audit cannot read it, and that is the run's failure.
+#[test]
+fn an_election_whose_directory_is_deleted_under_it_still_prints_its_json() {
+    let dir = tempfile::Builder::new().prefix("mlt-").tempdir().unwrap();
+    let mut kids = Kids(Vec::new());
+    let mut elect = mutexlab();
+    elect.args(["elect", "-n", "3", "--settle-ms", "3000", "--json", "--run-dir"]).arg(dir.path());
+    let i = kids.spawn(elect);
+    let leaders = dir.path().join("leaders.log");
+    wait_for("three LEADER records", || {
+        std::fs::read_to_string(&leaders).is_ok_and(|s| s.matches("\nLEADER ").count() >= 3)
+    });
+    std::fs::remove_dir_all(dir.path()).unwrap();
+    let out = kids.output(i);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let j = json(&out);
+    assert_eq!(j["ok"], false);
+    let failure = j["failure"].as_str().unwrap_or_default();
+    assert!(failure.starts_with("the run cannot be judged: cannot read "), "{j}");
+    assert!(failure.contains("leaders.log"), "{j}");
+}

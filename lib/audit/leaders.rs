@@ -27,7 +27,8 @@
 //!   given.
 //!
 //! Lines are read as the resource file's are: bounded, a last line without its newline
-//! is `torn-record`, anything that does not parse is `corrupt-record`.
+//! is `torn-record`, anything that does not parse, or names a worker or leader at or
+//! above the header's `workers=`, is `corrupt-record`.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -177,7 +178,7 @@ pub fn audit_leaders(
             continue;
         }
         match text.parse::<LeaderRecord>() {
-            Ok(r) if r.w >= MAX_WORKER_ID || r.leader >= MAX_WORKER_ID => {
+            Ok(r) if r.w.max(r.leader) >= super::id_bound(a.report.workers) => {
                 a.flag("corrupt-record", lineno, format!("worker id out of range: {quote}"))
             }
             Ok(r) if lines.len <= super::MAX_LINE as u64 => a.record(lineno, r, &lives, rules),
@@ -641,5 +642,18 @@ mod tests {
         assert_eq!(kinds(&r), ["corrupt-record", "corrupt-record", "torn-record"]);
         assert!(audit_leaders("# mutexlab resource v1\n".as_bytes(), &FaultLog::default(), Rules::default())
             .is_err());
+    }
+
+    #[test]
+    fn a_leader_or_worker_outside_the_run_is_corrupt_not_agreed() {
+        // Everyone names w99 in a 4-worker run, and a w4 says so too: nobody can be w99,
+        // nobody is w4, so none of it counts, and no leader was agreed.
+        let body: String = (0..5).map(|w| rec(w, 99, 1, 10 + u64::from(w))).collect();
+        let r = judge(&body, &FaultLog::default(), Rules::default());
+        assert_eq!(
+            kinds(&r),
+            ["corrupt-record"; 5].iter().chain(&["no-leader"]).copied().collect::<Vec<_>>()
+        );
+        assert_eq!((r.workers, r.leader, r.records), (4, None, 0));
     }
 }

@@ -7,8 +7,8 @@
 //! (overlap), an update computed from a stale counter or not above the highest value
 //! ever written (lost update), a fencing token that does not rise (stale token) or a
 //! write under an older token than the newest entry (stale writer), ENTER without EXIT
-//! and the reverse, corrupt lines, and a last line without its newline (torn, even if
-//! it parses). In a fenced file (`run --fenced`) two workers inside at once is an
+//! and the reverse, corrupt lines (a worker id at or above the header's `workers=` is
+//! one), and a last line without its newline (torn, even if it parses). In a fenced file (`run --fenced`) two workers inside at once is an
 //! overlap only if both writes landed: a holder whose EXIT the resource refused wrote
 //! nothing, so the data is right although it believed it held the lock; refusals are
 //! counted, and a REFUSED record in an unfenced file is corrupt. Liveness and fairness: requests never served, wait time from WANT to
@@ -193,6 +193,16 @@ const KEEP: usize = 200;
 /// inside or waiting on each record, so garbage ids must not multiply its memory or time.
 pub const MAX_WORKER_ID: u32 = crate::supervisor::MAX_WORKERS;
 
+/// The first worker id nobody can be: the header's worker count if it gives one (the
+/// supervisor always does), else [`MAX_WORKER_ID`].
+pub(crate) fn id_bound(workers: u32) -> u32 {
+    if workers == 0 {
+        MAX_WORKER_ID
+    } else {
+        workers
+    }
+}
+
 /// Why [`audit_reader`] could not judge its input.
 enum Unjudged {
     Io(std::io::Error),
@@ -320,10 +330,10 @@ impl Auditor {
             return;
         }
         match raw.parse::<Record>() {
-            Ok(rec) if rec.worker() >= MAX_WORKER_ID => self.flag(
+            Ok(rec) if rec.worker() >= id_bound(self.report.workers) => self.flag(
                 "corrupt-record",
                 line,
-                format!("worker id out of range (at most {}): {text}", MAX_WORKER_ID - 1),
+                format!("worker id out of range (at most {}): {text}", id_bound(self.report.workers) - 1),
             ),
             Ok(rec) => self.record(line, &raw, rec),
             Err(e) => self.flag("corrupt-record", line, format!("{}: {text}", clip(&e))),
@@ -1135,13 +1145,23 @@ EXIT w=0 e=4 fence=5:0 read=2 value=3 t=15
         let r = audit_bytes(huge.as_bytes(), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["corrupt-record", "corrupt-record"]);
         assert_eq!((r.violations[0].line, r.violations[1].line), (1, 2));
-        // The last id a run can have is read; the next one is not.
+        // The last id a run can have is read; the next one is not. Without a worker
+        // count in the header, that is the most workers any run has.
         let last = MAX_WORKER_ID - 1;
-        let r =
-            audit_bytes(&file(&format!("WANT w={last} e=1 t=1\nWANT w={MAX_WORKER_ID} e=1 t=1\n")), &none())
-                .unwrap();
+        let body = format!("{HEADER} algo=test\nWANT w={last} e=1 t=1\nWANT w={MAX_WORKER_ID} e=1 t=1\n");
+        let r = audit_bytes(body.as_bytes(), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["corrupt-record", "unserved"]);
         assert_eq!((r.violations[0].line, r.violations[1].line), (3, 2));
+        // With one, it is that count: w2 of a 2-worker run is nobody, and no entry of it
+        // makes the run look bigger.
+        let r = audit_bytes(&file("ENTER w=2 e=1 fence=1:2 t=1\nWANT w=1 e=1 t=2\n"), &none()).unwrap();
+        assert_eq!(kinds(&r), vec!["corrupt-record", "unserved"]);
+        assert!(
+            r.violations[0].detail.starts_with("worker id out of range (at most 1): "),
+            "{:?}",
+            r.violations
+        );
+        assert_eq!((r.workers, r.entries_by_worker.clone()), (2, vec![0, 0]));
         let max = u64::MAX;
         let body = format!(
             "WANT w=0 e=1 t=1\nENTER w=0 e=1 fence=1:0 t=2\nEXIT w=0 e=1 fence=1:0 read=0 value={max} t=3\n\

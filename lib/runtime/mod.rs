@@ -759,7 +759,8 @@ impl<A: Node<Service: RunService>> Worker<A> {
                     AppEvent::Leader { id, term } => self.accept_leader(id, term)?,
                 },
                 Effect::Count { name, by } => {
-                    *self.stats.counters.entry(name.into_owned()).or_default() += by;
+                    let c = self.stats.counters.entry(name.into_owned()).or_default();
+                    *c = c.saturating_add(by); // a program's `by` may be anything
                 }
             }
         }

@@ -713,6 +713,31 @@ mod tests {
         assert!(!e.trace.is_empty());
     }
 
+    /// Sets a timer for the end of time each time it is asked, then lets the
+    /// application in.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct Forever;
+    impl Algorithm for Forever {
+        type Msg = crate::algos::baseline::Msg;
+        type Timer = u8;
+        fn new(_cfg: &Config) -> Self {
+            Forever
+        }
+        fn on_want_cs(&mut self, out: &mut Out<Self::Msg, Self::Timer>) {
+            out.set_timer(0, Duration::MAX);
+            out.enter_cs();
+        }
+        fn on_message(&mut self, _from: PeerId, msg: Self::Msg, _out: &mut Out<Self::Msg, Self::Timer>) {
+            match msg {}
+        }
+        fn on_cs_done(&mut self, _out: &mut Out<Self::Msg, Self::Timer>) {}
+    }
+
+    #[test]
+    fn a_timer_beyond_the_end_of_time_never_fires_and_panics_nothing() {
+        Sim::<Forever>::new(1, 3).run(3).unwrap();
+    }
+
     // Broken algorithms the checker must catch.
 
     /// Enters when it wakes up, without being asked.

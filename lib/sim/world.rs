@@ -337,7 +337,7 @@ where
                 Effect::Arm { timer, generation, after } => {
                     self.retire_timer(me, &timer);
                     self.timer_seq += 1;
-                    let (at, seq) = (self.now + after, self.timer_seq);
+                    let (at, seq) = (self.now.saturating_add(after), self.timer_seq); // never, not a panic
                     self.timers.push(SetTimer {
                         node: me,
                         timer,
@@ -353,7 +353,10 @@ where
                     let line = self.apps.event(i, &event)?;
                     note(self.now, line);
                 }
-                Effect::Count { name, by } => *self.counters.entry(name.into_owned()).or_default() += by,
+                Effect::Count { name, by } => {
+                    let c = self.counters.entry(name.into_owned()).or_default();
+                    *c = c.saturating_add(by); // a program's `by` may be anything
+                }
             }
         }
         Ok(())

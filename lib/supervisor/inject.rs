@@ -3,6 +3,11 @@
 //! timestamped and written to `faults.log` ([`AppliedFault`]), the partition in force
 //! kept in step with every worker, and the teardown line a failed or interrupted run
 //! leaves for the auditor.
+//!
+//! A loaded machine can make the supervisor late: a fault that fires [`LATE`] or more
+//! after its time says by how much (`late=` in the log, `late_ms` in the report), and a
+//! step skipped because its target is dead or paused names the fault that made it so,
+//! with that fault's own lateness, so a chain of late steps can be read back.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -11,11 +16,15 @@ use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use serde::Serialize;
 
-use super::{describe, Life, RunError, Supervisor};
+use super::{describe, Life, RunError, Slot, Supervisor};
 use crate::algorithm::PeerId;
 use crate::control::{self, ToWorker};
 use crate::faults::{Action, Step, Target, When};
 use crate::resource;
+
+/// A fault applied this long or more after its time is marked late: below it, the
+/// main loop's own granularity.
+pub(super) const LATE: Duration = Duration::from_millis(1);
 
 /// One fault the supervisor applied, as written to `faults.log`.
 #[derive(Clone, Debug, Serialize)]
@@ -35,6 +44,10 @@ pub struct AppliedFault {
     /// before the signal, it brackets the moment of death for the auditor.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dead: Option<u64>,
+    /// How long after its time the fault was applied (the plan's time for a step, the
+    /// pause's end for a `cont`, the partition's for its heal), if 1 ms or more.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late_ms: Option<f64>,
     /// Anything else: the plan step, whether the target was inside, why a step was skipped.
     pub note: String,
 }
@@ -57,6 +70,9 @@ impl AppliedFault {
         }
         if let Some(d) = self.dead {
             l += &format!(" dead={d}");
+        }
+        if let Some(late) = self.late_ms {
+            l += &format!(" late={late:.3}ms");
         }
         if !self.note.is_empty() {
             l += &format!(" # {}", self.note);
@@ -90,6 +106,7 @@ impl Supervisor<'_> {
     ) -> AppliedFault {
         let t = resource::monotonic_ns();
         let at_ms = self.started.map_or(0.0, |s| s.elapsed().as_secs_f64() * 1e3);
+        let late = self.due.map(|due| due.elapsed()).filter(|&l| l >= LATE);
         let slot = worker.map(|w| &self.slots[w]);
         AppliedFault {
             at_ms,
@@ -100,6 +117,7 @@ impl Supervisor<'_> {
             pid: slot.map(|s| s.pid.as_raw()),
             signal: signal.map(|s| s.as_str().to_string()),
             dead: None,
+            late_ms: late.map(|l| l.as_secs_f64() * 1e3),
             note,
         }
     }
@@ -159,12 +177,13 @@ impl Supervisor<'_> {
     pub(super) fn apply_faults(&mut self) -> Result<(), RunError> {
         let Some(start) = self.started else { return Ok(()) };
         let now = Instant::now();
-        let due_undo: Vec<Undo> = {
+        let due_undo: Vec<(Instant, Undo)> = {
             let (due, keep): (Vec<_>, Vec<_>) = self.undo.drain(..).partition(|(at, _)| *at <= now);
             self.undo = keep;
-            due.into_iter().map(|(_, u)| u).collect()
+            due
         };
-        for u in due_undo {
+        for (at, u) in due_undo {
+            self.due = Some(at);
             match u {
                 Undo::Cont { worker, incarnation } => {
                     if self.slots[worker].incarnation == incarnation
@@ -181,6 +200,7 @@ impl Supervisor<'_> {
                 }
             }
         }
+        self.due = None;
         // The entry count as of now, not as of the last look.
         self.poll_tail();
         let elapsed = start.elapsed();
@@ -192,9 +212,41 @@ impl Supervisor<'_> {
             });
         self.steps = later;
         for st in due {
-            self.apply_step(&st)?;
+            // Only a timed step has a time to be late for.
+            self.due = match st.when {
+                When::At(at) => Some(start + at),
+                When::Entry(_) => None,
+            };
+            let applied = self.apply_step(&st);
+            self.due = None;
+            applied?;
         }
         Ok(())
+    }
+
+    /// Why worker `w` is not running, for a step that skips it: the fault that killed
+    /// or paused it (with how late that fault was, since a late one is often why the
+    /// next step finds its target gone), or how it ended by itself.
+    fn not_running(&self, w: usize) -> String {
+        let s = &self.slots[w];
+        let cause = self.applied.iter().rev().find(|f| {
+            f.worker == Some(w as u32)
+                && matches!(f.action.as_str(), "kill" | "term" | "stop" | "restart" | "cont")
+        });
+        let by = |f: &AppliedFault| {
+            let step = f.note.split(';').next().unwrap_or_default();
+            let late = f.late_ms.map(|l| format!(", {l:.1} ms late")).unwrap_or_default();
+            format!("`{step}` at {:.1} ms{late}", f.at_ms)
+        };
+        match (s.life, cause) {
+            (Life::Stopped, Some(f)) if f.action == "stop" => format!("w{w} is paused, by {}", by(f)),
+            (Life::Stopped, _) => format!("w{w} is paused"),
+            (Life::Exited, Some(f)) if matches!(f.action.as_str(), "kill" | "term") => {
+                format!("w{w} is dead, killed by {}", by(f))
+            }
+            (Life::Exited, _) => format!("w{w} is dead ({})", s.exit.as_deref().unwrap_or("it exited")),
+            (Life::Running, _) => format!("w{w} is running"),
+        }
     }
 
     /// Partitions due at 0 ms, applied before any worker starts: each worker then gets
@@ -213,7 +265,9 @@ impl Supervisor<'_> {
     fn resolve(&self, t: Target) -> Option<usize> {
         match t {
             Target::Worker(w) => Some(w as usize),
-            Target::Holder => self.tail.holder(|w| self.slots[w as usize].alive()).map(|w| w as usize),
+            Target::Holder => {
+                self.tail.holder(|w| self.slots.get(w as usize).is_some_and(Slot::alive)).map(|w| w as usize)
+            }
             Target::Coordinator => Some(self.slots.len() - 1),
             Target::Leader => self.leader(),
         }
@@ -257,7 +311,7 @@ impl Supervisor<'_> {
             Action::Kill(_) | Action::Term(_) => {
                 let w = target.expect("resolved above");
                 if !self.slots[w].alive() {
-                    self.record("skip", Some(w), None, format!("{text}: w{w} is already dead"));
+                    self.record("skip", Some(w), None, format!("{text}: {}", self.not_running(w)));
                     return Ok(());
                 }
                 let kill_it = matches!(st.action, Action::Kill(_));
@@ -282,7 +336,7 @@ impl Supervisor<'_> {
             Action::Stop(_) => {
                 let w = target.expect("resolved above");
                 if self.slots[w].life != Life::Running {
-                    self.record("skip", Some(w), None, format!("{text}: w{w} is not running"));
+                    self.record("skip", Some(w), None, format!("{text}: {}", self.not_running(w)));
                     return Ok(());
                 }
                 let note = format!("{text}; w{w} {}", inside(self, w));
@@ -422,6 +476,7 @@ mod tests {
             pid: None,
             signal: None,
             dead: None,
+            late_ms: None,
             note: String::new(),
         }
     }
@@ -452,11 +507,17 @@ mod tests {
         let mut sup = idle(&opts, tmp.path());
         let path = tmp.path().join(control::FAULT_LOG);
         sup.fault_log = Some(std::fs::File::create(&path).unwrap());
-        sup.log_fault(AppliedFault { worker: Some(1), dead: Some(1_500), ..bare("kill") });
+        sup.log_fault(AppliedFault {
+            worker: Some(1),
+            dead: Some(1_500),
+            late_ms: Some(6.5),
+            ..bare("kill")
+        });
         sup.record("skip", None, None, "stop w9: no such worker".into());
         // Only the first line of a failure's message: the log is one line per fault.
         let (t, ended, window) = sup.teardown(&RunError::Failed("worker w0 died\n  and more".into()), 1_700);
         let log = std::fs::read_to_string(&path).unwrap();
+        assert!(log.starts_with("t=1000 at=12.346ms kill w=1 dead=1500 late=6.500ms\n"), "{log}");
         let last = log.lines().last().unwrap();
         assert!(last.contains(" teardown ended=1700 window="), "{log}");
         assert!(last.ends_with(" # run failed: worker w0 died"), "{log}");
@@ -468,5 +529,68 @@ mod tests {
         // The teardown goes to the log only, not to the report's faults.
         let applied: Vec<&str> = sup.applied.iter().map(|f| f.action.as_str()).collect();
         assert_eq!(applied, ["kill", "skip"]);
+    }
+
+    /// The supervisor is 250 ms behind a plan whose steps find their targets dead or
+    /// paused by earlier late faults: no process is needed, and nothing is signalled.
+    #[test]
+    fn a_late_step_says_how_late_and_a_skip_names_the_late_fault_behind_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let plan =
+            crate::faults::Plan::parse("kill 0 at 100ms\nstop 1 at 120ms\npartition 0|1,2 at 140ms", 3);
+        let opts = crate::supervisor::RunOpts { plan: plan.unwrap(), ..sample() };
+        let mut sup = crate::supervisor::tests::with_slots(&opts, tmp.path(), 3);
+        let path = tmp.path().join(control::FAULT_LOG);
+        sup.fault_log = Some(std::fs::File::create(&path).unwrap());
+        sup.started = Some(Instant::now() - Duration::from_millis(250));
+        // What two earlier faults did, each late itself.
+        sup.slots[0].life = Life::Exited;
+        let note = "kill 0 at 50ms; w0 outside the critical section".to_string();
+        sup.applied.push(AppliedFault {
+            worker: Some(0),
+            at_ms: 56.5,
+            late_ms: Some(6.5),
+            note,
+            ..bare("kill")
+        });
+        sup.slots[1].life = Life::Stopped;
+        let note = "stop 1 at 60ms for 1s; w1 inside the critical section".to_string();
+        sup.applied.push(AppliedFault {
+            worker: Some(1),
+            at_ms: 62.0,
+            late_ms: Some(2.0),
+            note,
+            ..bare("stop")
+        });
+        sup.apply_faults().unwrap();
+        assert!(sup.steps.is_empty());
+        let [kill, stop, partition] = &sup.applied[2..] else { panic!("{:?}", sup.applied) };
+        assert_eq!(
+            (kill.action.as_str(), kill.note.as_str()),
+            ("skip", "kill 0 at 100ms: w0 is dead, killed by `kill 0 at 50ms` at 56.5 ms, 6.5 ms late")
+        );
+        assert_eq!(
+            (stop.action.as_str(), stop.note.as_str()),
+            ("skip", "stop 1 at 120ms: w1 is paused, by `stop 1 at 60ms for 1s` at 62.0 ms, 2.0 ms late")
+        );
+        assert_eq!(partition.action, "partition");
+        // Each at least as late as the supervisor was behind its time.
+        for (f, due) in [(kill, 100.0), (stop, 120.0), (partition, 140.0)] {
+            let late = f.late_ms.unwrap_or_default();
+            assert!(late >= 250.0 - due && (f.at_ms - due - late).abs() < 1.0, "{f:?}");
+        }
+        // Written as a field the fault log's readers accept.
+        let log = std::fs::read_to_string(&path).unwrap();
+        let line = log.lines().find(|l| l.contains(" partition ")).unwrap();
+        let read = crate::audit::FaultLine::parse(line).unwrap();
+        assert_eq!((read.action, read.note), ("partition", "partition 0|1,2 at 140ms"));
+        assert!(read.fields.starts_with("late="), "{line}");
+        // A step on time, or one with no time (an entry count), is not late.
+        sup.started = Some(Instant::now());
+        sup.steps = crate::faults::Plan::parse("heal at 10s\nheal at entry 1", 3).unwrap().steps;
+        sup.tail.enters = 1;
+        sup.apply_faults().unwrap();
+        assert_eq!(sup.steps.len(), 1, "heal at 10s is still to come");
+        assert_eq!(sup.applied.last().map(|f| (f.note.as_str(), f.late_ms)), Some(("heal at entry 1", None)));
     }
 }

@@ -21,7 +21,9 @@
 //! itself: each link has a writer thread with its own queue, so a paused or wedged
 //! worker that stops reading can never block the main loop. Progress is read
 //! from the resource file itself, so a run that stops growing it for the stall window
-//! ends with a diagnosis rather than a hang.
+//! ends with a diagnosis rather than a hang, and one whose file is deleted under it ends
+//! at once, saying so. A run whose evidence cannot be read is still reported (its
+//! failure says why), so `--json` always prints its object.
 //!
 //! A run is taken down in one order only: every worker is frozen (SIGSTOP, confirmed by
 //! `waitpid`) before any is killed, so no survivor can mistake a closing channel for a
@@ -121,9 +123,15 @@ fn install_signal_handler() -> Result<(), RunError> {
 
 /// Run a whole mutual-exclusion experiment and audit its resource file.
 pub fn run(opts: &RunOpts) -> Result<RunReport, RunError> {
-    execute(opts, |sup, dir, faults, failure| {
+    execute(opts, |sup, dir, faults, mut failure| {
         let path = dir.path.join(control::RESOURCE_FILE);
-        let audit = audit::audit_file(&path, &faults).map_err(|e| RunError::Failed(e.to_string()))?;
+        let audit = audit::audit_file(&path, &faults).unwrap_or_else(|e| {
+            // A run that failed because the file is gone already says so.
+            if !(sup.tail.gone && failure.is_some()) {
+                unjudged(&mut failure, e);
+            }
+            audit::AuditReport::default()
+        });
         let report = sup.report(audit, failure, dir);
         Ok((report.ok, report))
     })
@@ -139,19 +147,32 @@ pub fn elect(opts: &RunOpts) -> Result<ElectReport, RunError> {
     }
     validate(opts)?;
     let t = crate::bench::ping_pong(&opts.exe, 500).ok().map(|t| t + options::ms(opts.latency_ms));
-    execute(opts, |sup, dir, faults, failure| {
+    execute(opts, |sup, dir, faults, mut failure| {
         let path = dir.path.join(control::LEADERS_FILE);
         let rules = audit::Rules {
             highest_wins: sup.info.highest_wins,
             bound_ns: None,
             overlap_ns: HANDOVER.as_nanos() as u64,
         };
-        let audit =
-            audit::audit_leaders_file(&path, &faults, rules).map_err(|e| RunError::Failed(e.to_string()))?;
+        let audit = audit::audit_leaders_file(&path, &faults, rules).unwrap_or_else(|e| {
+            unjudged(&mut failure, e);
+            audit::ElectionReport::default()
+        });
         let report = sup.elect_report(audit, failure, dir, t);
         Ok((report.ok, report))
     })
     .map(|(kept, report)| ElectReport { run_dir_kept: kept, ..report })
+}
+
+/// The run's evidence could not be read (its directory deleted under it, say): the run
+/// cannot be judged, which is its failure, after any it already had. The report is
+/// still made, so `--json` still prints its object.
+fn unjudged(failure: &mut Option<String>, e: audit::AuditError) {
+    *failure = Some(match failure.take() {
+        Some(f) if f.contains('\n') => format!("{f}\nand the run cannot be judged: {e}"),
+        Some(f) => format!("{f}; and the run cannot be judged: {e}"),
+        None => format!("the run cannot be judged: {e}"),
+    });
 }
 
 /// How long two workers may both believe themselves leader in an election run before
@@ -248,12 +269,14 @@ fn execute<R>(
 ///   to `handle` and each frame to `on_frame`; sending on the control links, `send`,
 ///   `send_all` and `flush` (by `flush_request`);
 /// - `processes.rs`: `launch` (by `spawn`), `reap`, `freeze_all`, `stop_all`, `sockets`;
-/// - `inject.rs`: `apply_faults` (by `apply_step`, `resolve` and `forget_dead`),
+/// - `inject.rs`: `apply_faults` (by `apply_step`, `resolve`, `not_running` and
+///   `forget_dead`),
 ///   `cont`, `heal`, the partition's
 ///   `partition_update` and `sync_partition`, the fault log (`fault`, `record`,
 ///   `log_fault`) and `teardown`;
-/// - `progress.rs`: `poll_tail`, `tick`, `check_progress` (with `stall_window`,
-///   `diagnose` and `unresponsive`), `collect_stats`;
+/// - `progress.rs`: `poll_tail` and `progressed`, `tick`, `fell_behind` (the loop's own
+///   lag), `check_progress` (with `stall_window`, `diagnose` and `unresponsive`),
+///   `collect_stats`;
 /// - `report.rs`: `report`.
 ///
 /// [`run`] uses them in this order: `new`, then `drive`, which `launch`es every worker,
@@ -305,6 +328,11 @@ struct Supervisor<'a> {
     /// A worker's runtime could not keep the algorithm's model (`ToSupervisor::Breach`):
     /// its line. The run failed there, and its audit is no verdict on the algorithm.
     breach: Option<String>,
+    /// When the fault being applied was due, if it had a time (see `inject::LATE`).
+    due: Option<Instant>,
+    /// How far the main loop itself has fallen behind since the last progress: the sum
+    /// of its rounds' overruns (see `progress::LAG_NOISE`). The stall clock discounts it.
+    lag: Duration,
 }
 
 impl<'a> Supervisor<'a> {
@@ -366,6 +394,8 @@ impl<'a> Supervisor<'a> {
             partitions: 0,
             quiet_since: Instant::now(),
             breach: None,
+            due: None,
+            lag: Duration::ZERO,
         })
     }
 
@@ -382,7 +412,7 @@ impl<'a> Supervisor<'a> {
             let _ = std::fs::write(self.dir.join(control::PLAN_FILE), self.opts.plan.to_string());
         }
         self.started = Some(Instant::now());
-        self.last_progress = Instant::now();
+        self.progressed();
         if self.opts.elect.is_some() {
             // The auditor times the first election from here.
             let path = self.dir.join(control::LEADERS_FILE);
@@ -501,7 +531,7 @@ impl<'a> Supervisor<'a> {
             }
             term = term.max(t);
         }
-        self.slots[id.index()].alive().then_some((id, term))
+        self.slots.get(id.index()).is_some_and(Slot::alive).then_some((id, term))
     }
 
     /// The `leader` a fault plan names: of the live leaders the live workers follow, the
@@ -578,7 +608,9 @@ impl<'a> Supervisor<'a> {
             if INTERRUPTED.load(Ordering::SeqCst) {
                 return Err(RunError::Interrupted(self.dir.clone()));
             }
-            match self.rx.recv_timeout(self.tick()) {
+            // A round meant to end within its tick; what it takes beyond is the loop's own lag.
+            let (round, tick) = (Instant::now(), self.tick());
+            match self.rx.recv_timeout(tick) {
                 Ok(ev) => self.handle(ev, phase)?,
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => {
@@ -589,6 +621,7 @@ impl<'a> Supervisor<'a> {
             if phase == "running" {
                 self.apply_faults()?;
             }
+            self.fell_behind(round.elapsed().saturating_sub(tick));
         }
         Ok(())
     }
@@ -604,10 +637,7 @@ impl<'a> Supervisor<'a> {
                 }
                 _ => Ok(()),
             },
-            Event::Frame(conn, msg) => {
-                self.on_frame(conn, msg);
-                Ok(())
-            }
+            Event::Frame(conn, msg) => self.on_frame(conn, msg),
             Event::Closed(conn, err) => {
                 self.conns.get_mut(conn).map(|c| c.take());
                 let Some(id) = self.conn_owner.remove(&conn) else { return Ok(()) };
@@ -641,11 +671,13 @@ impl<'a> Supervisor<'a> {
         }
     }
 
-    fn on_frame(&mut self, conn: usize, msg: ToSupervisor) {
+    /// Take one frame from a worker's link. Whatever it claims is checked here, before
+    /// anything is kept by it: a leader nobody can be fails the run, naming the worker.
+    fn on_frame(&mut self, conn: usize, msg: ToSupervisor) -> Result<(), RunError> {
         // Each link was made for one worker's life: frames on it speak for that life only.
-        let Some(&id) = self.conn_owner.get(&conn) else { return };
+        let Some(&id) = self.conn_owner.get(&conn) else { return Ok(()) };
         if self.slots[id].conn != Some(conn) {
-            return; // an earlier incarnation's link
+            return Ok(()); // an earlier incarnation's link
         }
         match msg {
             ToSupervisor::Ready { id: said, pid, incarnation } => {
@@ -658,7 +690,7 @@ impl<'a> Supervisor<'a> {
                     eprintln!(
                         "mutexlab: w{id}'s control link said Ready as {said} (pid {pid}, incarnation {incarnation}); ignored"
                     );
-                    return;
+                    return Ok(());
                 }
                 self.slots[id].ready = true;
                 // A restarted worker joins a run already under way.
@@ -667,10 +699,19 @@ impl<'a> Supervisor<'a> {
                 }
             }
             ToSupervisor::Done { .. } => self.slots[id].done = true,
+            ToSupervisor::Leader { leader, .. } if leader.index() >= self.slots.len() => {
+                if self.started.is_some() {
+                    self.finished.get_or_insert_with(Instant::now);
+                }
+                return Err(RunError::Failed(format!(
+                    "worker w{id} broke the contract: it accepted {leader} as leader, which is not one of the {} workers",
+                    self.slots.len()
+                )));
+            }
             ToSupervisor::Leader { leader, term } => {
                 self.slots[id].leader = Some((leader, term));
                 self.quiet_since = Instant::now();
-                self.last_progress = Instant::now();
+                self.progressed();
             }
             ToSupervisor::Stats(s) => self.slots[id].stats = Some(s),
             ToSupervisor::Fatal(why) => self.slots[id].fatal = Some(why),
@@ -678,6 +719,7 @@ impl<'a> Supervisor<'a> {
             ToSupervisor::Breach(_) => {}
             ToSupervisor::Pending(_) => {}
         }
+        Ok(())
     }
 }
 
@@ -691,5 +733,41 @@ mod tests {
         let info = validate(opts).unwrap();
         let (tx, rx) = mpsc::channel();
         Supervisor::new(opts, info, dir, tx, rx).unwrap()
+    }
+
+    /// `idle`, with `n` ready workers that were never spawned (pids nobody signals),
+    /// worker `i` owning link `i`.
+    pub(super) fn with_slots<'a>(opts: &'a RunOpts, dir: &Path, n: usize) -> Supervisor<'a> {
+        let mut sup = idle(opts, dir);
+        for i in 0..n {
+            let mut slot = Slot::new(Pid::from_raw(i32::MAX - i as i32), 0);
+            (slot.conn, slot.ready) = (Some(i), true);
+            sup.slots.push(slot);
+            sup.conn_owner.insert(i, i);
+        }
+        sup
+    }
+
+    #[test]
+    fn a_leader_nobody_can_be_on_the_control_link_fails_the_run_and_panics_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = options::tests::sample();
+        let mut sup = with_slots(&opts, tmp.path(), 4);
+        let leader = |l| ToSupervisor::Leader { leader: PeerId(l), term: 1 };
+        for w in 0..3 {
+            assert!(sup.on_frame(w, leader(3)).is_ok());
+        }
+        let err = sup.on_frame(3, leader(99)).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "worker w3 broke the contract: it accepted w99 as leader, which is not one of the 4 workers"
+        );
+        // Kept nowhere: the last worker's belief is still none, so there is no agreement.
+        assert_eq!(sup.slots[3].leader, None);
+        assert_eq!(sup.agreed(), None);
+        // A belief that got in some other way is looked up, never indexed blindly.
+        sup.slots.iter_mut().for_each(|s| s.leader = Some((PeerId(99), 1)));
+        assert_eq!(sup.agreed(), None);
+        assert_eq!(sup.leader(), None);
     }
 }

@@ -212,6 +212,24 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
             opts.workers
         )));
     }
+    // A plan parsed for this many workers names only theirs; one built any other way
+    // (through the library) is checked here, since every step is looked up by id.
+    for st in &opts.plan.steps {
+        let named = match &st.action {
+            Action::Kill(Target::Worker(w))
+            | Action::Term(Target::Worker(w))
+            | Action::Stop(Target::Worker(w))
+            | Action::Restart(w) => vec![*w],
+            Action::Partition(groups) => groups.concat(),
+            _ => Vec::new(),
+        };
+        if let Some(bad) = named.into_iter().find(|&w| w >= opts.workers) {
+            return Err(RunError::Usage(format!(
+                "`{st}` names w{bad}, but there are only {} workers",
+                opts.workers
+            )));
+        }
+    }
     match (&opts.elect, info.service) {
         (None, "mutex") | (Some(_), "election") => {}
         (None, service) => {
@@ -408,6 +426,17 @@ pub(super) mod tests {
             stall_ms: MIN_STALL_MS,
             ..RunOpts::new("lamport", PathBuf::from("mutexlab"))
         }
+    }
+
+    #[test]
+    fn a_plan_naming_a_worker_the_run_does_not_have_is_refused() {
+        for step in ["kill 5 at 1s", "restart 3 at 2s", "partition 0|4 at 1s", "stop 3 at entry 2"] {
+            let plan = Plan::parse(&format!("kill 3 at 500ms; {step}"), 8).unwrap();
+            let err = validate(&RunOpts { plan, ..sample() }).map(|_| ()).unwrap_err().to_string();
+            assert!(err.ends_with("but there are only 3 workers"), "{step}: {err}");
+        }
+        let fits = Plan::parse("kill 2 at 1s; restart 2 at 2s; partition 0|1,2 at 3s", 3).unwrap();
+        assert!(validate(&RunOpts { plan: fits, ..sample() }).is_ok());
     }
 
     #[test]

@@ -60,7 +60,7 @@ pub(super) struct Slot {
 }
 
 impl Slot {
-    fn new(pid: Pid, incarnation: u32) -> Slot {
+    pub(super) fn new(pid: Pid, incarnation: u32) -> Slot {
         Slot {
             pid,
             incarnation,

@@ -2,7 +2,11 @@
 //! what it gained ([`Supervisor::poll_tail`]), sleeps no longer than the next timed event
 //! ([`Supervisor::tick`]), and a run that stops growing it for the stall window ends
 //! with a diagnosis (who waits for what, each silent worker as the kernel sees it)
-//! rather than a hang. After a failure, the frozen workers are asked for the statistics
+//! rather than a hang.
+//!
+//! The supervisor measures its own lag (how far its rounds overran their tick: a loaded
+//! machine, a plan with a step every millisecond) and discounts it from the stall clock:
+//! time it spent behind is not the workers' silence, so it calls nobody wedged then. After a failure, the frozen workers are asked for the statistics
 //! the report still shows.
 
 use std::collections::BTreeMap;
@@ -15,6 +19,29 @@ use crate::control::{PendingState, ToSupervisor, ToWorker};
 use crate::faults::When;
 use crate::resource;
 
+/// A round that overruns its tick by less than this is the scheduler's noise, not lag.
+pub(super) const LAG_NOISE: Duration = Duration::from_millis(1);
+
+/// Lag at which the supervisor counts itself behind in a diagnosis: a silent worker is
+/// then not called wedged, since the supervisor may be the slow one.
+pub(super) const BEHIND: Duration = Duration::from_millis(50);
+
+/// Whether `idle` time without progress is a stall, once the supervisor's own `lag`
+/// over the same span is discounted.
+pub(super) fn stalled(idle: Duration, lag: Duration, window: Duration) -> bool {
+    idle.saturating_sub(lag) > window
+}
+
+/// What a diagnosis says of a running worker that did not answer, given how far the
+/// supervisor itself was behind.
+pub(super) fn silent(lag: Duration) -> String {
+    if lag >= BEHIND {
+        format!("did not answer (the supervisor itself fell {:.0} ms behind)", lag.as_secs_f64() * 1e3)
+    } else {
+        "did not answer (wedged?)".to_string()
+    }
+}
+
 /// Whether `text` names worker `j` (`w1`, but not inside `w10`).
 fn names(text: &str, j: usize) -> bool {
     let w = format!("w{j}");
@@ -26,9 +53,22 @@ impl Supervisor<'_> {
     /// WANT is only a wish: a restarted worker asking is no sign that anyone gets in).
     pub(super) fn poll_tail(&mut self) {
         if self.tail.poll() {
-            self.last_progress = Instant::now();
+            self.progressed();
         }
         self.show_progress();
+    }
+
+    /// Something moved: the stall clock, and the lag it discounts, start again.
+    pub(super) fn progressed(&mut self) {
+        self.last_progress = Instant::now();
+        self.lag = Duration::ZERO;
+    }
+
+    /// A round of the main loop overran its tick by `overrun`.
+    pub(super) fn fell_behind(&mut self, overrun: Duration) {
+        if overrun >= LAG_NOISE {
+            self.lag += overrun;
+        }
     }
 
     /// The progress line: entries and their rate, and once nothing has moved for a
@@ -60,14 +100,22 @@ impl Supervisor<'_> {
         if phase == "running" && self.quiescent() && self.timed_restart_pending() {
             // Nobody is stuck: every live worker is done and the supervisor itself waits
             // for a restart in its plan. The stall clock starts when that worker runs.
-            self.last_progress = Instant::now();
+            self.progressed();
+        }
+        if self.tail.gone && self.opts.elect.is_none() {
+            // Nobody is stuck: the evidence is gone, so there is nothing to wait for.
+            self.finished.get_or_insert_with(Instant::now);
+            return Err(RunError::Failed(format!(
+                "{} is gone (the run directory was deleted under the run?): nothing is left to judge",
+                self.dir.join(crate::control::RESOURCE_FILE).display()
+            )));
         }
         let idle = self.last_progress.elapsed();
-        if phase == "running" && idle > self.stall_window() {
+        if phase == "running" && stalled(idle, self.lag, self.stall_window()) {
             self.finished.get_or_insert_with(Instant::now);
             return Err(RunError::Failed(self.diagnose()));
         }
-        if phase != "running" && idle > self.stall_window() + Duration::from_secs(10) {
+        if phase != "running" && stalled(idle, self.lag, self.stall_window() + Duration::from_secs(10)) {
             return Err(RunError::Failed(format!(
                 "workers did not respond while {phase}: {}",
                 self.unresponsive(phase)
@@ -200,7 +248,14 @@ impl Supervisor<'_> {
                 .as_ref()
                 .and_then(|(_, groups)| groups.iter().position(|g| g.contains(&(w as u32))))
         };
-        let mut lines = vec![format!("no progress for {:.1}s", window.as_secs_f64())];
+        let mut head = format!("no progress for {:.1}s", window.as_secs_f64());
+        if self.lag >= LAG_NOISE {
+            head += &format!(
+                " (and {:.0} ms more while the supervisor itself was behind)",
+                self.lag.as_secs_f64() * 1e3
+            );
+        }
+        let mut lines = vec![head];
         for (id, s) in self.slots.iter().enumerate() {
             let line = match states.get(&id) {
                 Some(p) => {
@@ -242,7 +297,7 @@ impl Supervisor<'_> {
                     Life::Stopped => format!("w{id}: {} (SIGSTOP)", status[id].clone().unwrap_or_default()),
                     Life::Running => match kernel[id].as_ref().and_then(proc::ProcState::unexpected) {
                         Some(k) => format!("w{id}: {k}"),
-                        None => format!("w{id}: did not answer (wedged?)"),
+                        None => format!("w{id}: {}", silent(self.lag)),
                     },
                 },
             };
@@ -289,7 +344,9 @@ impl Supervisor<'_> {
         while asked.iter().any(|&id| self.slots[id].stats.is_none()) {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.rx.recv_timeout(left) {
-                Ok(Event::Frame(conn, msg @ ToSupervisor::Stats(_))) => self.on_frame(conn, msg),
+                Ok(Event::Frame(conn, msg @ ToSupervisor::Stats(_))) => {
+                    let _ = self.on_frame(conn, msg);
+                }
                 Ok(_) => {}
                 Err(_) => break,
             }
@@ -343,5 +400,47 @@ mod tests {
         assert_eq!(sup.tick(), Duration::from_millis(1));
         sup.steps.push(step(When::At(Duration::ZERO)));
         assert_eq!(sup.tick(), Duration::from_micros(200));
+    }
+
+    #[test]
+    fn time_the_supervisor_spent_behind_is_no_worker_s_stall() {
+        let window = Duration::from_secs(5);
+        let s = Duration::from_secs;
+        assert!(stalled(s(6), Duration::ZERO, window));
+        // 850 ms behind: 5.6 s without progress is 4.75 s of the workers' own.
+        assert!(!stalled(Duration::from_millis(5_600), Duration::from_millis(850), window));
+        assert!(stalled(s(7), Duration::from_millis(850), window));
+        assert!(!stalled(s(1), s(3), window), "more lag than idle time is no stall");
+        assert_eq!(silent(Duration::ZERO), "did not answer (wedged?)");
+        assert_eq!(
+            silent(Duration::from_millis(850)),
+            "did not answer (the supervisor itself fell 850 ms behind)"
+        );
+    }
+
+    #[test]
+    fn the_stall_clock_discounts_the_lag_the_supervisor_measured_and_progress_resets_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = sample();
+        let path = tmp.path().join(crate::control::RESOURCE_FILE);
+        resource::create(&path, "lamport", 3, false).unwrap();
+        let mut sup = idle(&opts, tmp.path());
+        sup.started = Some(Instant::now());
+        let window = sup.stall_window();
+        sup.last_progress = Instant::now() - window - Duration::from_secs(1);
+        // Rounds that overran their tick: noise below LAG_NOISE, then 2 s in all.
+        sup.fell_behind(LAG_NOISE / 2);
+        assert_eq!(sup.lag, Duration::ZERO);
+        sup.fell_behind(Duration::from_millis(1_500));
+        sup.fell_behind(Duration::from_millis(500));
+        assert!(sup.check_progress("running").is_ok(), "1 s over, 2 s of it the supervisor's");
+        sup.lag = Duration::from_millis(100);
+        let diagnosis = sup.check_progress("running").unwrap_err().to_string();
+        assert!(
+            diagnosis.contains(" (and 100 ms more while the supervisor itself was behind)"),
+            "{diagnosis}"
+        );
+        sup.progressed();
+        assert_eq!(sup.lag, Duration::ZERO);
     }
 }

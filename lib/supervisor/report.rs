@@ -144,8 +144,10 @@ impl Supervisor<'_> {
             for (k, v) in &s.sent {
                 *sum.sent.entry(k.clone()).or_default() += v;
             }
+            // A program's own counts may be anything (`count` with any `by`): saturate.
             for (k, v) in &s.counters {
-                *sum.counters.entry(k.clone()).or_default() += v;
+                let c = sum.counters.entry(k.clone()).or_default();
+                *c = c.saturating_add(*v);
             }
             sum.bad_frames += s.bad_frames;
             sum.dropped_connections += s.dropped_connections;
