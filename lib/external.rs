@@ -367,6 +367,8 @@ struct Program {
     early: Option<Line>,
     /// The last input sent and its answer, to quote when the program writes more.
     last: Option<(String, String)>,
+    /// Closed when its stderr has been copied to the end.
+    log_done: Option<Receiver<()>>,
 }
 
 /// The first line a program is sent; a struct so that `type` comes first.
@@ -433,6 +435,11 @@ impl Program {
             let keeper = nix::unistd::Pid::from_raw(child.id() as i32);
             let _ = nix::sys::signal::kill(keeper, nix::sys::signal::Signal::SIGTERM);
             let _ = child.wait();
+        }
+        // Its last words are shown before the worker says why it gave up on it (briefly:
+        // something that escaped may hold the pipe open).
+        if let Some(done) = self.log_done.take() {
+            let _ = done.recv_timeout(Duration::from_millis(500));
         }
         self.lines = None;
         self.early = None;
@@ -575,8 +582,9 @@ fn quote(text: &str) -> String {
     }
 }
 
-/// Start `sh -c command` with piped stdio and threads for its stdout and stderr.
-fn spawn(name: &str, command: &str) -> std::io::Result<(Child, ChildStdin, Receiver<Line>)> {
+/// Start `sh -c command` with piped stdio and threads for its stdout and stderr (the
+/// last receiver hears when the stderr thread is done).
+fn spawn(name: &str, command: &str) -> std::io::Result<(Child, ChildStdin, Receiver<Line>, Receiver<()>)> {
     // A simple command is exec'd by the shell: one process fewer.
     let simple = !command.contains(|c: char| ";&|<>()`$\n\\'\"".contains(c));
     let line = if simple { format!("exec {command}") } else { command.to_string() };
@@ -615,13 +623,15 @@ fn spawn(name: &str, command: &str) -> std::io::Result<(Child, ChildStdin, Recei
         }
     });
     let prefix = format!("{name}| ");
+    let (done_tx, done_rx) = mpsc::channel::<()>();
     std::thread::spawn(move || {
         copy_log(stderr, &prefix, |line| {
             // One write per line, so lines of several workers never interleave.
             let _ = std::io::stderr().lock().write_all(line.as_bytes());
-        })
+        });
+        drop(done_tx);
     });
-    Ok((child, stdin, rx))
+    Ok((child, stdin, rx, done_rx))
 }
 
 /// Copy the program's log `from` line by line to `emit`, each prefixed: a line over
@@ -1115,13 +1125,15 @@ impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
             lines: None,
             early: None,
             last: None,
+            log_done: None,
         };
         match given.as_ref().map(|s| spawn(&name, &s.command)) {
             None => child.fail("no worker command was given for an external node".into()),
             Some(Err(e)) => child.fail(format!("cannot be started: {e}")),
-            Some(Ok((process, stdin, lines))) => {
+            Some(Ok((process, stdin, lines, log_done))) => {
                 child.process = Some((process, stdin));
                 child.lines = Some(lines);
+                child.log_done = Some(log_done);
                 let init = Init {
                     kind: "init",
                     id: cfg.id,
@@ -1242,6 +1254,24 @@ mod tests {
         assert_eq!(a.kind(), "PING");
         assert!(Json::from_json(json!({"kind": "PING"})).is_err());
         assert!(Json::from_json(json!({"type": 3})).is_err());
+    }
+
+    #[test]
+    fn a_log_line_is_cut_at_its_bound_and_the_rest_of_it_dropped() {
+        // 16 MiB without a newline, streamed: nothing holds more than the bound.
+        let long = std::io::repeat(b'x').take(16 << 20);
+        let rest = &b"\nnext\n\xc3\xa9t\xc3\xa9\nlast words"[..];
+        let mut lines = Vec::new();
+        copy_log(long.chain(rest), "w3| ", |l| lines.push(l));
+        assert_eq!(lines.len(), 4, "{:?}", lines.iter().map(|l| l.len()).collect::<Vec<_>>());
+        let cut = format!("w3| {}… (line cut at {MAX_LOG_LINE} bytes)\n", "x".repeat(MAX_LOG_LINE));
+        assert_eq!(lines[0], cut);
+        assert_eq!(lines[1..], ["w3| next\n", "w3| été\n", "w3| last words\n"]);
+        // A cut inside a character keeps the character out rather than mangled.
+        let mut accents = Vec::new();
+        copy_log(format!("x{}", "é".repeat(MAX_LOG_LINE)).as_bytes(), "", |l| accents.push(l));
+        let whole = (MAX_LOG_LINE - 1) / 2;
+        assert_eq!(accents, [format!("x{}… (line cut at {MAX_LOG_LINE} bytes)\n", "é".repeat(whole))]);
     }
 
     #[test]
