@@ -4,15 +4,19 @@
 //! stdout, one JSON value per line (`labs/PROTOCOL.md` is the full description): first
 //! an `init` line answered by `{"type":"init_ok"}`, then each [`Input`] as its serde
 //! form, answered by one line holding the list of [`Output`]s for that input. The
-//! child's stderr is its log: a thread copies each line to ours, prefixed `w3| `. The
-//! child is a *keeper* (`keeper`) with the program below it, so that the program and
-//! all it starts die with the worker, however the worker ends.
+//! child's stderr is its log: a thread copies each line to ours, prefixed `w3| ` (cut
+//! at [`MAX_LOG_LINE`] bytes). Every queue between worker and program is bounded: at
+//! most one unread line of its stdout is held, the rest waits in the program's pipe.
+//! The child is a *keeper* (`keeper`) with the program below it, so that the program
+//! and all it starts die with the worker, however the worker ends; where the kernel
+//! allows, the keeper is the init of a PID namespace, so they die with it too.
 //!
 //! The node interface has no error channel, so a child that fails (garbage, a line
-//! that is not a list of outputs, no answer within the deadline, an exit) is killed and
-//! reaped at once, the node goes quiet, and the failure is kept for its driver: the
-//! worker runtime asks [`check`] after every step and ends the worker with the one-line
-//! reason, which reaches the run's report as the worker's `Fatal`. A breach of the
+//! that is not a list of outputs, no answer within the deadline, a line nobody asked
+//! for, an exit) is killed and reaped at once, the node goes quiet, and the failure is
+//! kept for its driver: the worker runtime asks [`check`] after every step and ends the
+//! worker with the one-line reason, which reaches the run's report as the worker's
+//! `Fatal`. A breach of the
 //! driver contract by an external node (a self-send, an `enter` nobody asked for) fails
 //! it the same way, since a student wants to hear of it, not find it in a log.
 //!
@@ -639,44 +643,28 @@ fn spawn(name: &str, command: &str) -> std::io::Result<(Child, ChildStdin, Recei
 /// the rest of it is read and dropped, so memory stays bounded however much comes.
 fn copy_log(from: impl Read, prefix: &str, mut emit: impl FnMut(String)) {
     let mut reader = BufReader::new(from);
-    let mut line: Vec<u8> = Vec::with_capacity(MAX_LOG_LINE);
-    let mut cut = false;
+    let mut line: Vec<u8> = Vec::with_capacity(MAX_LOG_LINE + 1);
     loop {
-        let buf = match reader.fill_buf() {
-            Ok(buf) => buf,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        };
-        if buf.is_empty() {
-            if !line.is_empty() && !cut {
-                emit(format!("{prefix}{}\n", String::from_utf8_lossy(&line).trim_end()));
+        line.clear();
+        match (&mut reader).take(MAX_LOG_LINE as u64 + 1).read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if line.last() == Some(&b'\n') || line.len() <= MAX_LOG_LINE {
+            emit(format!("{prefix}{}\n", String::from_utf8_lossy(&line).trim_end()));
+            continue;
+        }
+        line.truncate(MAX_LOG_LINE);
+        // Not in the middle of a character.
+        if let Err(e) = std::str::from_utf8(&line) {
+            if e.error_len().is_none() {
+                line.truncate(e.valid_up_to());
             }
+        }
+        let text = String::from_utf8_lossy(&line);
+        emit(format!("{prefix}{text}… (line cut at {MAX_LOG_LINE} bytes)\n"));
+        if reader.skip_until(b'\n').is_err() {
             return;
-        }
-        let end = buf.iter().position(|&b| b == b'\n');
-        let chunk = &buf[..end.unwrap_or(buf.len())];
-        if !cut {
-            let room = MAX_LOG_LINE - line.len();
-            line.extend_from_slice(&chunk[..chunk.len().min(room)]);
-            if chunk.len() > room {
-                cut = true;
-                // Not in the middle of a character.
-                let whole = match std::str::from_utf8(&line) {
-                    Err(e) if e.error_len().is_none() => e.valid_up_to(),
-                    _ => line.len(),
-                };
-                let text = String::from_utf8_lossy(&line[..whole]);
-                emit(format!("{prefix}{text}… (line cut at {MAX_LOG_LINE} bytes)\n"));
-            }
-        }
-        let used = chunk.len() + usize::from(end.is_some());
-        reader.consume(used);
-        if end.is_some() {
-            if !cut {
-                emit(format!("{prefix}{}\n", String::from_utf8_lossy(&line).trim_end()));
-            }
-            line.clear();
-            cut = false;
         }
     }
 }
