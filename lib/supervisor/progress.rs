@@ -336,6 +336,14 @@ mod tests {
         // 3 × (10 + 2 × 20 + 30 + 0.5) = 241.5, rounded up.
         let slow = RunOpts { cs_ms: 10.0, think_ms: 20.0, latency_ms: 30.0, jitter_ms: 0.5, ..sample() };
         assert_eq!(window(slow), Duration::from_millis(242));
+        // A worker program's deadline for an answer, and a second more.
+        let external = crate::supervisor::ExternalOpts {
+            command: Some("true".into()),
+            timeout: Duration::from_secs(5),
+            ..Default::default()
+        };
+        let program = RunOpts { stall_ms: 5_000, external: Some(external), ..sample() };
+        assert_eq!(window(program), Duration::from_secs(6));
     }
 
     #[test]
