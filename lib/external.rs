@@ -4,15 +4,19 @@
 //! stdout, one JSON value per line (`labs/PROTOCOL.md` is the full description): first
 //! an `init` line answered by `{"type":"init_ok"}`, then each [`Input`] as its serde
 //! form, answered by one line holding the list of [`Output`]s for that input. The
-//! child's stderr is its log: a thread copies each line to ours, prefixed `w3| `. The
-//! child is a *keeper* (`keeper`) with the program below it, so that the program and
-//! all it starts die with the worker, however the worker ends.
+//! child's stderr is its log: a thread copies each line to ours, prefixed `w3| ` (cut
+//! at [`MAX_LOG_LINE`] bytes). Every queue between worker and program is bounded: at
+//! most one unread line of its stdout is held, the rest waits in the program's pipe.
+//! The child is a *keeper* (`keeper`) with the program below it, so that the program
+//! and all it starts die with the worker, however the worker ends; where the kernel
+//! allows, the keeper is the init of a PID namespace, so they die with it too.
 //!
 //! The node interface has no error channel, so a child that fails (garbage, a line
-//! that is not a list of outputs, no answer within the deadline, an exit) is killed and
-//! reaped at once, the node goes quiet, and the failure is kept for its driver: the
-//! worker runtime asks [`check`] after every step and ends the worker with the one-line
-//! reason, which reaches the run's report as the worker's `Fatal`. A breach of the
+//! that is not a list of outputs, no answer within the deadline, a line nobody asked
+//! for, an exit) is killed and reaped at once, the node goes quiet, and the failure is
+//! kept for its driver: the worker runtime asks [`check`] after every step and ends the
+//! worker with the one-line reason, which reaches the run's report as the worker's
+//! `Fatal`. A breach of the
 //! driver contract by an external node (a self-send, an `enter` nobody asked for) fails
 //! it the same way, since a student wants to hear of it, not find it in a log.
 //!
@@ -32,7 +36,7 @@ use std::hash::{Hash, Hasher};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::marker::PhantomData;
 use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant};
 
@@ -53,6 +57,8 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 pub const MAX_LINE: usize = 1 << 20;
 /// How much of an input or an answer a diagnosis quotes.
 const QUOTE: usize = 160;
+/// The longest stderr line copied whole; the rest of a longer one is read and dropped.
+pub const MAX_LOG_LINE: usize = 4096;
 
 /// What a worker is told to run instead of a built-in algorithm (part of
 /// [`WorkerSettings`]).
@@ -357,8 +363,16 @@ struct Program {
     process: Option<(Child, ChildStdin)>,
     /// Why it failed, for stall diagnoses.
     failed: Option<String>,
-    /// Lines from its stdout, read by a thread so a read can time out.
+    /// Lines from its stdout, read by a thread so a read can time out. The channel
+    /// holds one line: a program that writes more than it is asked stalls on its own
+    /// pipe, and is caught at the next input (`exchange`).
     lines: Option<Receiver<Line>>,
+    /// A line taken from `lines` while looking for one nobody asked for.
+    early: Option<Line>,
+    /// The last input sent and its answer, to quote when the program writes more.
+    last: Option<(String, String)>,
+    /// Closed when its stderr has been copied to the end.
+    log_done: Option<Receiver<()>>,
 }
 
 /// The first line a program is sent; a struct so that `type` comes first.
@@ -426,7 +440,13 @@ impl Program {
             let _ = nix::sys::signal::kill(keeper, nix::sys::signal::Signal::SIGTERM);
             let _ = child.wait();
         }
+        // Its last words are shown before the worker says why it gave up on it (briefly:
+        // something that escaped may hold the pipe open).
+        if let Some(done) = self.log_done.take() {
+            let _ = done.recv_timeout(Duration::from_millis(500));
+        }
         self.lines = None;
+        self.early = None;
     }
 
     /// Give up on the program: reap it and keep the reason for [`check`].
@@ -454,17 +474,59 @@ impl Program {
     }
 
     /// Send one line and read the answer as JSON; `Err` says what went wrong, quoting
-    /// what was sent and what came back.
+    /// what was sent and what came back. The deadline covers both the write (a program
+    /// that stops reading fills its pipe) and the answer.
     fn exchange(&mut self, sent: &str) -> Result<Value, String> {
         let Some((_, stdin)) = self.process.as_mut() else {
             return Err("has already failed".into());
         };
-        if let Err(e) = stdin.write_all(format!("{sent}\n").as_bytes()).and_then(|()| stdin.flush()) {
-            let status = self.exit_status();
-            return Err(format!("could not be sent {} ({e}): it has exited{status}", quote(sent)));
+        let lines = self.lines.as_ref().expect("a live child has a reader");
+        // One answer per input: a line already waiting was written unasked.
+        if self.early.is_none() {
+            self.early = match lines.try_recv() {
+                Ok(line) => Some(line),
+                Err(TryRecvError::Empty) => None,
+                Err(TryRecvError::Disconnected) => Some(Line::Eof),
+            };
+        }
+        match &self.early {
+            Some(Line::Text(extra)) => {
+                let (before, answer) = self.last.clone().unwrap_or_default();
+                return Err(format!(
+                    "wrote {} when nothing was asked of it (it had answered {} with {}; one line \
+                     answers one input)",
+                    quote(extra),
+                    quote(&before),
+                    quote(&answer)
+                ));
+            }
+            Some(Line::TooLong) => {
+                return Err(format!("wrote a line over {MAX_LINE} bytes when nothing was asked of it"))
+            }
+            _ => {}
+        }
+        let deadline = Instant::now() + self.timeout;
+        match write_within(stdin, format!("{sent}\n").as_bytes(), deadline) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(format!(
+                    "was sent {} and did not read it within {} ms",
+                    quote(sent),
+                    self.timeout.as_millis()
+                ))
+            }
+            Err(e) => {
+                let status = self.exit_status();
+                return Err(format!("could not be sent {} ({e}): it has exited{status}", quote(sent)));
+            }
         }
         let lines = self.lines.as_ref().expect("a live child has a reader");
-        let got = match lines.recv_timeout(self.timeout) {
+        let got = self
+            .early
+            .take()
+            .map(Ok)
+            .unwrap_or_else(|| lines.recv_timeout(deadline.saturating_duration_since(Instant::now())));
+        let got = match got {
             Ok(Line::Text(text)) => text,
             Ok(Line::TooLong) => {
                 return Err(format!("was sent {} and answered a line over {MAX_LINE} bytes", quote(sent)))
@@ -482,10 +544,37 @@ impl Program {
             }
         };
         LAST.with(|l| *l.borrow_mut() = Some((sent.to_string(), got.clone())));
+        self.last = Some((sent.to_string(), got.clone()));
         serde_json::from_str(&got).map_err(|e| {
             format!("was sent {} and answered {}, which is not JSON ({e})", quote(sent), quote(&got))
         })
     }
+}
+
+/// Write all of `bytes` to the program's stdin (non-blocking) by `deadline`: `Ok(false)`
+/// when the program has not taken them by then.
+fn write_within(stdin: &mut ChildStdin, mut bytes: &[u8], deadline: Instant) -> std::io::Result<bool> {
+    use std::os::fd::AsRawFd;
+    while !bytes.is_empty() {
+        match stdin.write(bytes) {
+            Ok(0) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(n) => bytes = &bytes[n..],
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                let left = deadline.saturating_duration_since(Instant::now());
+                if left.is_zero() {
+                    return Ok(false);
+                }
+                let mut fd =
+                    nix::libc::pollfd { fd: stdin.as_raw_fd(), events: nix::libc::POLLOUT, revents: 0 };
+                let ms = left.as_millis().clamp(1, i32::MAX as u128) as nix::libc::c_int;
+                // SAFETY: one valid pollfd; EINTR and readiness both go round again.
+                unsafe { nix::libc::poll(&mut fd, 1, ms) };
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
 }
 
 /// `text` shortened for a one-line diagnosis.
@@ -497,8 +586,9 @@ fn quote(text: &str) -> String {
     }
 }
 
-/// Start `sh -c command` with piped stdio and threads for its stdout and stderr.
-fn spawn(name: &str, command: &str) -> std::io::Result<(Child, ChildStdin, Receiver<Line>)> {
+/// Start `sh -c command` with piped stdio and threads for its stdout and stderr (the
+/// last receiver hears when the stderr thread is done).
+fn spawn(name: &str, command: &str) -> std::io::Result<(Child, ChildStdin, Receiver<Line>, Receiver<()>)> {
     // A simple command is exec'd by the shell: one process fewer.
     let simple = !command.contains(|c: char| ";&|<>()`$\n\\'\"".contains(c));
     let line = if simple { format!("exec {command}") } else { command.to_string() };
@@ -507,15 +597,20 @@ fn spawn(name: &str, command: &str) -> std::io::Result<(Child, ChildStdin, Recei
     // Its own process group, out of reach of a terminal's Ctrl-C and the run's signals.
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     let worker = std::process::id() as nix::libc::pid_t;
+    // Made here: between fork and exec nothing may allocate.
+    let maps = IdMaps::new();
     // SAFETY: `keeper` makes only async-signal-safe calls (see there).
     unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || keeper(worker));
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || keeper(worker, &maps));
     }
     let mut child = cmd.spawn()?;
+    note_containment(name, child.id());
     let stdin = child.stdin.take().expect("piped");
+    // Writes wait for the program with a deadline (`write_within`), never forever.
+    nix::fcntl::fcntl(&stdin, nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK))?;
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
-    let (tx, rx) = mpsc::channel();
+    let (tx, rx) = mpsc::sync_channel(1);
     std::thread::spawn(move || {
         let mut reader = BufReader::new(stdout);
         loop {
@@ -532,20 +627,94 @@ fn spawn(name: &str, command: &str) -> std::io::Result<(Child, ChildStdin, Recei
         }
     });
     let prefix = format!("{name}| ");
+    let (done_tx, done_rx) = mpsc::channel::<()>();
     std::thread::spawn(move || {
-        let mut reader = BufReader::new(stderr);
-        let mut buf = Vec::new();
-        while let Ok(n) = reader.read_until(b'\n', &mut buf) {
-            if n == 0 {
-                break;
-            }
-            let line = format!("{prefix}{}\n", String::from_utf8_lossy(&buf).trim_end());
+        copy_log(stderr, &prefix, |line| {
             // One write per line, so lines of several workers never interleave.
             let _ = std::io::stderr().lock().write_all(line.as_bytes());
-            buf.clear();
-        }
+        });
+        drop(done_tx);
     });
-    Ok((child, stdin, rx))
+    Ok((child, stdin, rx, done_rx))
+}
+
+/// Copy the program's log `from` line by line to `emit`, each prefixed: a line over
+/// [`MAX_LOG_LINE`] bytes is shown cut, with a note, as soon as it is that long, and
+/// the rest of it is read and dropped, so memory stays bounded however much comes.
+fn copy_log(from: impl Read, prefix: &str, mut emit: impl FnMut(String)) {
+    let mut reader = BufReader::new(from);
+    let mut line: Vec<u8> = Vec::with_capacity(MAX_LOG_LINE + 1);
+    loop {
+        line.clear();
+        match (&mut reader).take(MAX_LOG_LINE as u64 + 1).read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if line.last() == Some(&b'\n') || line.len() <= MAX_LOG_LINE {
+            emit(format!("{prefix}{}\n", String::from_utf8_lossy(&line).trim_end()));
+            continue;
+        }
+        line.truncate(MAX_LOG_LINE);
+        // Not in the middle of a character.
+        if let Err(e) = std::str::from_utf8(&line) {
+            if e.error_len().is_none() {
+                line.truncate(e.valid_up_to());
+            }
+        }
+        let text = String::from_utf8_lossy(&line);
+        emit(format!("{prefix}{text}… (line cut at {MAX_LOG_LINE} bytes)\n"));
+        if reader.skip_until(b'\n').is_err() {
+            return;
+        }
+    }
+}
+
+/// The worker's own uid and gid, mapped to themselves: what a keeper writes for its
+/// user namespace when it needs one to make a PID namespace, so the program sees the
+/// ids it would see outside and owns what it writes in the run directory.
+struct IdMaps {
+    uid: Vec<u8>,
+    gid: Vec<u8>,
+}
+
+impl IdMaps {
+    fn new() -> IdMaps {
+        // SAFETY: getuid and getgid cannot fail and touch no memory of ours.
+        let (uid, gid) = unsafe { (nix::libc::getuid(), nix::libc::getgid()) };
+        IdMaps { uid: format!("{uid} {uid} 1").into_bytes(), gid: format!("{gid} {gid} 1").into_bytes() }
+    }
+}
+
+/// Say once per worker process when programs run without a PID namespace of their
+/// own (the keeper's child subreaper is the fallback, and a program that kills its
+/// keeper can leave a daemon behind): the keeper at `pid` makes its namespace, if it
+/// can, before the program is exec'd, so by now it shows.
+fn note_containment(name: &str, pid: u32) {
+    static TOLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let ours = std::fs::read_link("/proc/self/ns/pid_for_children");
+    let its = std::fs::read_link(format!("/proc/{pid}/ns/pid_for_children"));
+    let contained = matches!((&ours, &its), (Ok(a), Ok(b)) if a != b);
+    if !contained && !TOLD.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        eprintln!(
+            "mutexlab: {name}: no PID namespace for worker programs here (no unprivileged user \
+             namespaces?): a child subreaper keeps their processes instead, which cannot if the \
+             keeper itself is killed"
+        );
+    }
+}
+
+/// The signals a keeper waits for with `sigwaitinfo`, blocked from the start.
+///
+/// # Safety
+/// Async-signal-safe calls only, as [`keeper`].
+unsafe fn waited() -> nix::libc::sigset_t {
+    use nix::libc;
+    let mut set: libc::sigset_t = std::mem::zeroed();
+    libc::sigemptyset(&mut set);
+    for sig in [libc::SIGTERM, libc::SIGCHLD, libc::SIGHUP, libc::SIGINT] {
+        libc::sigaddset(&mut set, sig);
+    }
+    set
 }
 
 /// Runs in the forked child, before `sh` is exec'd: the child stays behind as the
@@ -556,84 +725,250 @@ fn spawn(name: &str, command: &str) -> std::io::Result<(Child, ChildStdin, Recei
 /// Why a keeper: a compound command's shell forks the program, whose descendants may
 /// leave its group or session, and nothing the worker does can run once it is killed
 /// outright, so only a process that outlives the worker and is an ancestor of all of
-/// them (a child subreaper, to which orphans come wherever they moved) can find them
-/// all, and the kernel tells it of the worker's death however that came about (the
-/// parent-death signal). That signal comes when the *thread* that forked the keeper
-/// ends, so a node must be made on the thread that drives it, as the runtime, the
-/// simulator and the graders all do.
+/// them can find them all, and the kernel tells it of the worker's death however that
+/// came about (the parent-death signal). That signal comes when the *thread* that
+/// forked the keeper ends, so a node must be made on the thread that drives it, as
+/// the runtime, the simulator and the graders all do.
+///
+/// Where the kernel allows (root, or unprivileged user namespaces), the keeper is PID 1
+/// of a PID namespace of its own, with the program below it: when it exits, however it
+/// dies, even killed by the program, the kernel kills everything left in the namespace.
+/// The worker's child then stays outside as its parent (`outside`), and gives the
+/// program's exit status on. Elsewhere the keeper is a child subreaper, to which
+/// orphans come wherever they moved; it cannot help if the keeper itself is killed.
 ///
 /// Only async-signal-safe system calls, no allocation: the worker may have threads,
 /// whose locks the fork copied as they were.
-fn keeper(worker: nix::libc::pid_t) -> std::io::Result<()> {
+fn keeper(worker: nix::libc::pid_t, maps: &IdMaps) -> std::io::Result<()> {
     use nix::libc;
     // SAFETY: plain system calls on values of our own; see above.
     unsafe {
         // The worker's control link is not the program's business.
         libc::fcntl(crate::control::LINK_FD, libc::F_SETFD, libc::FD_CLOEXEC);
-        let mut waited: libc::sigset_t = std::mem::zeroed();
-        libc::sigemptyset(&mut waited);
-        for sig in [libc::SIGTERM, libc::SIGCHLD, libc::SIGHUP, libc::SIGINT] {
-            libc::sigaddset(&mut waited, sig);
-        }
+        let waited = waited();
         libc::sigprocmask(libc::SIG_BLOCK, &waited, std::ptr::null_mut());
-        if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) != 0 {
+        if !contain(maps) {
+            if libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            return watch(Some(worker), None);
+        }
+        // The next child is the namespace's init: the keeper. A socket pair tells it
+        // whether we are still there, and tells us how the program ended.
+        let mut pair = [0; 2];
+        if libc::socketpair(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0, pair.as_mut_ptr()) != 0
+        {
             return Err(std::io::Error::last_os_error());
         }
-        let program = libc::fork();
-        if program < 0 {
+        let init = libc::fork();
+        if init < 0 {
             return Err(std::io::Error::last_os_error());
         }
-        if program == 0 {
-            // The program (not a subreaper: that is not inherited) goes if its keeper
-            // ever does, with its signals as a fresh process has them.
+        if init == 0 {
+            libc::close(pair[0]);
+            // Killed with us however we die, and then the kernel empties the namespace.
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-            // A group of its own, which the keeper can signal without /proc.
-            libc::setpgid(0, 0);
-            libc::sigprocmask(libc::SIG_UNBLOCK, &waited, std::ptr::null_mut());
-            return Ok(());
-        }
-        // The keeper holds nothing of the worker's (its pipes, sockets, the resource
-        // file): the program's pipes must close when the program's side does.
-        if libc::syscall(libc::SYS_close_range, 0u32, u32::MAX, 0u32) != 0 {
-            for fd in 0..libc::sysconf(libc::_SC_OPEN_MAX).clamp(0, 1 << 16) as libc::c_int {
-                libc::close(fd);
+            // We may have died before it was asked for: our end is closed then.
+            let mut fd = libc::pollfd { fd: pair[1], events: libc::POLLIN, revents: 0 };
+            if libc::poll(&mut fd, 1, 0) != 0 {
+                libc::_exit(1);
             }
+            return watch(None, Some(pair[1]));
         }
+        libc::close(pair[1]);
+        outside(worker, init, pair[0])
+    }
+}
+
+/// Make the keeper's next child the init of a new PID namespace: `false` where the
+/// kernel refuses, in which case nothing changed.
+///
+/// # Safety
+/// Async-signal-safe calls only, as [`keeper`].
+unsafe fn contain(maps: &IdMaps) -> bool {
+    use nix::libc;
+    if libc::unshare(libc::CLONE_NEWPID) == 0 {
+        return true; // privileged
+    }
+    if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWPID) != 0 {
+        return false;
+    }
+    // Unprivileged: our own ids only, and setgroups denied before a gid map may be
+    // written. Should a write fail, the ids show as the overflow ids, but files are
+    // still ours.
+    for (path, text) in [
+        (&b"/proc/self/setgroups\0"[..], &b"deny"[..]),
+        (b"/proc/self/uid_map\0", &maps.uid),
+        (b"/proc/self/gid_map\0", &maps.gid),
+    ] {
+        let fd = libc::open(path.as_ptr().cast(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd >= 0 {
+            libc::write(fd, text.as_ptr().cast(), text.len());
+            libc::close(fd);
+        }
+    }
+    true
+}
+
+/// The worker's child, outside the namespace whose init is `init`: wait for it, kill it
+/// if the worker dies or reaps us, and exit as the program did (`report` carries the
+/// program's status from it, when it had one to give).
+///
+/// # Safety
+/// Async-signal-safe calls only, as [`keeper`].
+unsafe fn outside(worker: nix::libc::pid_t, init: nix::libc::pid_t, report: nix::libc::c_int) -> ! {
+    use nix::libc;
+    close_all_but(report);
+    libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+    let waited = waited();
+    // The worker may have died before it could be told.
+    let mut killed = libc::getppid() != worker;
+    if killed {
+        libc::kill(init, libc::SIGKILL);
+    }
+    let mut status = None;
+    while status.is_none() {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        match libc::sigwaitinfo(&waited, &mut info) {
+            libc::SIGCHLD => {
+                let mut st = 0;
+                if libc::waitpid(init, &mut st, libc::WNOHANG) == init {
+                    status = Some(st);
+                }
+            }
+            // The worker died, or is reaping the program: the namespace goes.
+            sig if sig > 0 && !killed => {
+                libc::kill(init, libc::SIGKILL);
+                killed = true;
+            }
+            _ => {}
+        }
+    }
+    let mut word = [0u8; 4];
+    let len = libc::read(report, word.as_mut_ptr().cast(), word.len());
+    exit_as(if len == 4 { Some(libc::c_int::from_ne_bytes(word)) } else { status })
+}
+
+/// The keeper proper: fork the program (which returns, to be exec'd), then wait for it
+/// to end or for the worker to go, kill everything below, and exit. Outside a
+/// namespace (`worker` given) it exits as the program did; as a namespace's init it
+/// writes the program's status to `report` for its parent first.
+///
+/// # Safety
+/// Async-signal-safe calls only, as [`keeper`].
+unsafe fn watch(worker: Option<nix::libc::pid_t>, report: Option<nix::libc::c_int>) -> std::io::Result<()> {
+    use nix::libc;
+    let waited = waited();
+    let program = libc::fork();
+    if program < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if program == 0 {
+        // The program (not a subreaper: that is not inherited) goes if its keeper
+        // ever does, with its signals as a fresh process has them.
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+        // A group of its own, which the keeper can signal without /proc.
+        libc::setpgid(0, 0);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &waited, std::ptr::null_mut());
+        return Ok(());
+    }
+    // The keeper holds nothing of the worker's (its pipes, sockets, the resource
+    // file): the program's pipes must close when the program's side does.
+    close_all_but(report.unwrap_or(-1));
+    let mut status = None;
+    let mut done = false;
+    if let Some(worker) = worker {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-        let mut status = None;
         // The worker may have died before it could be told.
-        let mut done = libc::getppid() != worker;
-        while !done {
-            let mut info: libc::siginfo_t = std::mem::zeroed();
-            match libc::sigwaitinfo(&waited, &mut info) {
-                libc::SIGCHLD => loop {
-                    let mut st = 0;
-                    match libc::waitpid(-1, &mut st, libc::WNOHANG) {
-                        pid if pid == program => (status, done) = (Some(st), true),
-                        pid if pid > 0 => {}
-                        _ => break,
-                    }
-                },
-                // The worker died, or is reaping the program.
-                sig if sig > 0 => done = true,
-                _ => {}
+        done = libc::getppid() != worker;
+    }
+    while !done {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        match libc::sigwaitinfo(&waited, &mut info) {
+            libc::SIGCHLD => loop {
+                let mut st = 0;
+                match libc::waitpid(-1, &mut st, libc::WNOHANG) {
+                    pid if pid == program => (status, done) = (Some(st), true),
+                    pid if pid > 0 => {}
+                    _ => break,
+                }
+            },
+            // The worker died, or is reaping the program (or, inside a namespace, the
+            // program signalled its init: its own loss).
+            sig if sig > 0 => done = true,
+            _ => {}
+        }
+    }
+    match report {
+        // As the namespace's init (pid 1, which `kill(-1)` spares): everything else in
+        // it is ours to kill.
+        Some(fd) if libc::getpid() == 1 => {
+            loop {
+                libc::kill(-1, libc::SIGKILL);
+                let mut st = 0;
+                match libc::waitpid(-1, &mut st, 0) {
+                    pid if pid == program => status = Some(st),
+                    pid if pid > 0 => {}
+                    _ if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) => {}
+                    _ => break,
+                }
+            }
+            if let Some(st) = status {
+                libc::write(fd, st.to_ne_bytes().as_ptr().cast(), 4);
+            }
+            libc::_exit(0)
+        }
+        _ => {
+            kill_all_below(program, &mut status);
+            exit_as(status)
+        }
+    }
+}
+
+/// Close every descriptor but `keep` (none if negative).
+///
+/// # Safety
+/// Async-signal-safe calls only, as [`keeper`].
+unsafe fn close_all_but(keep: nix::libc::c_int) {
+    use nix::libc;
+    let close = |from: u32, to: u32| {
+        if from <= to && libc::syscall(libc::SYS_close_range, from, to, 0u32) != 0 {
+            let top = libc::sysconf(libc::_SC_OPEN_MAX).clamp(0, 1 << 16) as u32;
+            for fd in from..=to.min(top) {
+                libc::close(fd as libc::c_int);
             }
         }
-        kill_all_below(program, &mut status);
-        match status {
-            Some(st) if libc::WIFEXITED(st) => libc::_exit(libc::WEXITSTATUS(st)),
-            Some(st) if libc::WIFSIGNALED(st) => {
-                let sig = libc::WTERMSIG(st);
-                libc::signal(sig, libc::SIG_DFL);
-                let mut only: libc::sigset_t = std::mem::zeroed();
-                libc::sigemptyset(&mut only);
-                libc::sigaddset(&mut only, sig);
-                libc::sigprocmask(libc::SIG_UNBLOCK, &only, std::ptr::null_mut());
-                libc::kill(libc::getpid(), sig);
-                libc::_exit(128 + sig)
-            }
-            _ => libc::_exit(1),
+    };
+    if keep < 0 {
+        close(0, u32::MAX);
+    } else {
+        if keep > 0 {
+            close(0, keep as u32 - 1);
         }
+        close(keep as u32 + 1, u32::MAX);
+    }
+}
+
+/// Exit as a process that ended with wait status `status` did: with its code, or
+/// killed by its signal (unblocked and raised); 1 if it is not known.
+///
+/// # Safety
+/// Async-signal-safe calls only, as [`keeper`].
+unsafe fn exit_as(status: Option<nix::libc::c_int>) -> ! {
+    use nix::libc;
+    match status {
+        Some(st) if libc::WIFEXITED(st) => libc::_exit(libc::WEXITSTATUS(st)),
+        Some(st) if libc::WIFSIGNALED(st) => {
+            let sig = libc::WTERMSIG(st);
+            libc::signal(sig, libc::SIG_DFL);
+            let mut only: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut only);
+            libc::sigaddset(&mut only, sig);
+            libc::sigprocmask(libc::SIG_UNBLOCK, &only, std::ptr::null_mut());
+            libc::kill(libc::getpid(), sig);
+            libc::_exit(128 + sig)
+        }
+        _ => libc::_exit(1),
     }
 }
 
@@ -776,13 +1111,17 @@ impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
             process: None,
             failed: None,
             lines: None,
+            early: None,
+            last: None,
+            log_done: None,
         };
         match given.as_ref().map(|s| spawn(&name, &s.command)) {
             None => child.fail("no worker command was given for an external node".into()),
             Some(Err(e)) => child.fail(format!("cannot be started: {e}")),
-            Some(Ok((process, stdin, lines))) => {
+            Some(Ok((process, stdin, lines, log_done))) => {
                 child.process = Some((process, stdin));
                 child.lines = Some(lines);
+                child.log_done = Some(log_done);
                 let init = Init {
                     kind: "init",
                     id: cfg.id,
@@ -903,6 +1242,24 @@ mod tests {
         assert_eq!(a.kind(), "PING");
         assert!(Json::from_json(json!({"kind": "PING"})).is_err());
         assert!(Json::from_json(json!({"type": 3})).is_err());
+    }
+
+    #[test]
+    fn a_log_line_is_cut_at_its_bound_and_the_rest_of_it_dropped() {
+        // 16 MiB without a newline, streamed: nothing holds more than the bound.
+        let long = std::io::repeat(b'x').take(16 << 20);
+        let rest = &b"\nnext\n\xc3\xa9t\xc3\xa9\nlast words"[..];
+        let mut lines = Vec::new();
+        copy_log(long.chain(rest), "w3| ", |l| lines.push(l));
+        assert_eq!(lines.len(), 4, "{:?}", lines.iter().map(|l| l.len()).collect::<Vec<_>>());
+        let cut = format!("w3| {}… (line cut at {MAX_LOG_LINE} bytes)\n", "x".repeat(MAX_LOG_LINE));
+        assert_eq!(lines[0], cut);
+        assert_eq!(lines[1..], ["w3| next\n", "w3| été\n", "w3| last words\n"]);
+        // A cut inside a character keeps the character out rather than mangled.
+        let mut accents = Vec::new();
+        copy_log(format!("x{}", "é".repeat(MAX_LOG_LINE)).as_bytes(), "", |l| accents.push(l));
+        let whole = (MAX_LOG_LINE - 1) / 2;
+        assert_eq!(accents, [format!("x{}… (line cut at {MAX_LOG_LINE} bytes)\n", "é".repeat(whole))]);
     }
 
     #[test]

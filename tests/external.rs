@@ -241,6 +241,9 @@ fn a_worker_killed_outright_takes_its_program_with_it() {
         "kill 1 at 200ms",
         "--stall-ms",
         "1000",
+        // The stall window outlasts a program's deadline (a second more): keep it short.
+        "--worker-timeout-ms",
+        "1000",
     ]);
     copy.assert_gone();
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
@@ -480,4 +483,103 @@ fn a_worker_command_too_long_for_the_setup_frame_is_a_usage_error() {
     let err = stderr(&out);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert!(err.contains("the worker command is 70005 bytes; at most 16384"), "{err}");
+}
+
+#[test]
+fn a_program_that_writes_more_than_it_is_asked_fails_in_one_line() {
+    // 100,000 answers to the first input: bounded here, so that the unbounded queue of
+    // old grows by no more than a few megabytes before the run stalls.
+    let flood = node("'\\n'.join(['[]'] * 100000) if line['type'] == 'start' else '[]'");
+    let line = failing_run(&flood, &["--worker-timeout-ms", "2000"]);
+    assert!(line.contains("external node `python3 "), "{line}");
+    assert!(line.contains("wrote `[]` when nothing was asked of it"), "{line}");
+    assert!(line.contains(r#"it had answered `{"type":"start"}` with `[]`"#), "{line}");
+}
+
+#[test]
+fn a_log_line_without_an_end_is_cut_and_the_log_goes_on() {
+    // 8 MiB on stderr without a newline, then a line of its own, then garbage.
+    let chatty = Script::new(
+        "import os, sys\n\
+         block = b'x' * (1 << 20)\n\
+         for _ in range(8):\n\
+         \x20   os.write(2, block)\n\
+         os.write(2, b'\\nafter the long line\\n')\n\
+         for text in sys.stdin:\n\
+         \x20   print('garbage', flush=True)\n",
+    );
+    let cmd = chatty.command();
+    let (out, _) = run_faulty(&["--worker-cmd", &cmd, "-n", "1", "-k", "1"]);
+    chatty.assert_gone();
+    assert_eq!(out.status.code(), Some(1), "the garbage fails the run");
+    let err = stderr(&out);
+    let cut: Vec<&str> = err.lines().filter(|l| l.starts_with("w0| xxx")).collect();
+    assert_eq!(cut.len(), 1, "one cut line, not the 8 MiB");
+    let marker = "… (line cut at 4096 bytes)";
+    assert!(cut[0].ends_with(marker), "{}", &cut[0][cut[0].len().saturating_sub(80)..]);
+    assert_eq!(cut[0].len(), "w0| ".len() + 4096 + marker.len());
+    assert!(err.lines().any(|l| l == "w0| after the long line"), "the log goes on after the cut");
+}
+
+#[test]
+fn a_program_silent_past_its_deadline_fails_as_itself_not_as_a_stall() {
+    // The deadline is longer than the stall window asked for: the program's silence is
+    // still its failure, named as such, never "no progress".
+    let silent = Script::new(
+        "import json, sys\n\
+         for text in sys.stdin:\n\
+         \x20   if json.loads(text)['type'] == 'init':\n\
+         \x20       print(json.dumps({'type': 'init_ok'}), flush=True)\n",
+    );
+    let line = failing_run(&silent, &["--stall-ms", "1000", "--worker-timeout-ms", "1500"]);
+    assert!(line.contains(r#"was sent `{"type":"start"}` and did not answer within 1500 ms"#), "{line}");
+    assert!(!line.contains("no progress"), "{line}");
+}
+
+/// Poll `cond` until it holds (`true`) or `patience` runs out (`false`).
+fn holds_within(patience: std::time::Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + patience;
+    while !cond() {
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    true
+}
+
+#[test]
+fn a_program_whose_keeper_is_killed_leaves_no_daemon_behind() {
+    // The program starts a daemon in a session of its own, records it and its keeper
+    // (its parent, read from /proc), kills its keeper, then runs the example.
+    let tmp = tempfile::Builder::new().prefix("mlx-").tempdir().unwrap();
+    let strays = Strays { file: tmp.path().join("pids") };
+    let keeper = tmp.path().join("keeper");
+    let (pids, keeper_s) = (strays.file.display(), keeper.display());
+    let cmd = format!(
+        "setsid sleep 3601 & echo $! >> {pids}; \
+         read -r _ _ _ ppid _ < /proc/self/stat; echo $ppid > {keeper_s}.tmp; mv {keeper_s}.tmp {keeper_s}; \
+         kill -9 $ppid; exec {}",
+        example()
+    );
+    let run = Background::start(&["--worker-cmd", &cmd, "-n", "1", "-k", "1000000"]);
+    wait_for("the program to record its keeper", || keeper.exists());
+    // Inside a PID namespace the program cannot reach its keeper, so it is killed from
+    // here too, as the OOM killer might; only while it is still the run's (a fork of
+    // the worker, with the run directory on its command line), never a reused pid.
+    let pid: i32 = std::fs::read_to_string(&keeper).unwrap().trim().parse().unwrap();
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    if String::from_utf8_lossy(&cmdline).contains(&run.run_dir().display().to_string()) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+    }
+    let gone = holds_within(std::time::Duration::from_secs(20), || strays.alive().is_empty());
+    // The program is dead either way, so the run ends.
+    let out = run.finish();
+    if !gone && stderr(&out).contains("no PID namespace for worker programs here") {
+        eprintln!("skipped: no PID namespace here, and a child subreaper cannot outlive its keeper");
+        return;
+    }
+    assert!(gone, "the daemon outlived the keeper: {}", stderr(&out));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("exited without answering"), "{}", stderr(&out));
 }

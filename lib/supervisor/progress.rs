@@ -112,8 +112,12 @@ impl Supervisor<'_> {
         }
         let idle = self.last_progress.elapsed();
         if phase == "running" && stalled(idle, self.lag, self.stall_window()) {
-            self.finished.get_or_insert_with(Instant::now);
-            return Err(RunError::Failed(self.diagnose()));
+            let detected = Instant::now();
+            // A worker that fails while the others are asked (a program past its
+            // deadline, say), or a file that moves again, outranks the stall.
+            let Some(diagnosis) = self.diagnose()? else { return Ok(()) };
+            self.finished.get_or_insert(detected);
+            return Err(RunError::Failed(diagnosis));
         }
         if phase != "running" && stalled(idle, self.lag, self.stall_window() + Duration::from_secs(10)) {
             return Err(RunError::Failed(format!(
@@ -124,11 +128,14 @@ impl Supervisor<'_> {
         Ok(())
     }
 
-    /// The stall window: at least `--stall-ms`, and long enough for a few slow sections.
+    /// The stall window: at least `--stall-ms`, long enough for a few slow sections, and
+    /// a second longer than a worker program's deadline for an answer, so that a silent
+    /// program fails as itself (its worker's Fatal), not as the run's stall.
     pub(super) fn stall_window(&self) -> Duration {
         let o = self.opts;
         let floor = 3.0 * (o.cs_ms + 2.0 * o.think_ms + o.latency_ms + o.jitter_ms);
-        Duration::from_millis(o.stall_ms.max(floor.ceil() as u64))
+        let program = o.external.as_ref().map_or(Duration::ZERO, |e| e.timeout + Duration::from_secs(1));
+        Duration::from_millis(o.stall_ms.max(floor.ceil() as u64)).max(program)
     }
 
     /// How long the main loop may sleep: briefly while a step waits for an entry count
@@ -192,8 +199,11 @@ impl Supervisor<'_> {
 
     /// Ask every live worker what it waits for, and say who is stuck. A worker believed
     /// running that does not answer is looked up in `/proc`: it may have been stopped by
-    /// someone else, or have just exited.
-    fn diagnose(&mut self) -> String {
+    /// someone else, or have just exited. Other events that come meanwhile are handled
+    /// as ever: a worker's failure is the run's (`Err`), and progress means there is no
+    /// stall to diagnose (`None`: the answers would not agree with the file).
+    fn diagnose(&mut self) -> Result<Option<String>, RunError> {
+        let asked_at = Instant::now();
         let window = self.stall_window();
         let asked: Vec<usize> = (0..self.slots.len())
             .filter(|&id| {
@@ -214,9 +224,13 @@ impl Supervisor<'_> {
                         states.insert(id, p);
                     }
                 }
-                Ok(_) => {}
+                Ok(ev) => self.handle(ev, "running")?,
                 Err(_) => break,
             }
+        }
+        self.poll_tail();
+        if self.last_progress > asked_at {
+            return Ok(None);
         }
         let now = resource::monotonic_ns();
         let ago = |t: u64| now.saturating_sub(t) as f64 / 1e9;
@@ -313,7 +327,7 @@ impl Supervisor<'_> {
                 groups.join("|")
             ));
         }
-        lines.join("\n  ")
+        Ok(Some(lines.join("\n  ")))
     }
 
     /// After a failed run, ask the workers `frozen` (stopped by [`Self::freeze_all`]) for
@@ -379,6 +393,14 @@ mod tests {
         // 3 × (10 + 2 × 20 + 30 + 0.5) = 241.5, rounded up.
         let slow = RunOpts { cs_ms: 10.0, think_ms: 20.0, latency_ms: 30.0, jitter_ms: 0.5, ..sample() };
         assert_eq!(window(slow), Duration::from_millis(242));
+        // A worker program's deadline for an answer, and a second more.
+        let external = crate::supervisor::ExternalOpts {
+            command: Some("true".into()),
+            timeout: Duration::from_secs(5),
+            ..Default::default()
+        };
+        let program = RunOpts { stall_ms: 5_000, external: Some(external), ..sample() };
+        assert_eq!(window(program), Duration::from_secs(6));
     }
 
     #[test]
