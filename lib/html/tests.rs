@@ -210,10 +210,11 @@ fn the_trace_becomes_arrows_and_the_message_counts() {
     assert!(html.contains(r#"data-theory="0.50""#), "{html}");
     assert!(html.contains("<title>theory 2.00 per entry</title>"), "{html}");
     assert!(!html.contains("No message trace"));
-    // A damaged trace costs the arrows, and says why, but not the report.
+    // A damaged trace costs the arrows, and says why, but not the report. (A bad last
+    // line, or one before a new life, would be a torn one, skipped.)
     std::fs::write(
         d.path().join("trace-w1.log"),
-        "# mutexlab trace v1 w=1 workers=3 algo=centralized\nBOGUS\n",
+        "# mutexlab trace v1 w=1 workers=3 algo=centralized\nBOGUS\nAPP w=1 inc=0 t=1 lc=1 ev=want\n",
     )
     .unwrap();
     let html = render(d.path()).unwrap();
