@@ -738,6 +738,9 @@ impl WorkerFile {
     }
 }
 
+/// Where an event goes in the merge: its time, whether it is a receive, its worker.
+type MergeKey = (u64, bool, u32);
+
 /// Every worker's events, merged in time order as they are read: a file's next line is
 /// read only when its last was handed out, so memory is a line per worker.
 ///
@@ -748,7 +751,7 @@ pub struct Reader {
     pub algo: String,
     files: Vec<WorkerFile>,
     /// Each file's next event, by the merge key.
-    heads: std::collections::BinaryHeap<std::cmp::Reverse<((u64, bool, u32), usize)>>,
+    heads: std::collections::BinaryHeap<std::cmp::Reverse<(MergeKey, usize)>>,
     next: Vec<Option<Event>>,
     /// Lines skipped, said once each.
     pub notes: Notes,
@@ -1175,7 +1178,7 @@ impl Picker {
         let Some(id) = msg_id(e) else { return };
         match &e.kind {
             EventKind::Send { to, msg } => {
-                if self.sends % self.stride == 0 {
+                if self.sends.is_multiple_of(self.stride) {
                     self.open.insert(id, self.shown.len());
                     let a = Arrow {
                         from: e.w,
@@ -1546,6 +1549,57 @@ mod tests {
         let empty = tempfile::tempdir().unwrap();
         assert!(matches!(load(empty.path()), Err(TraceError::NoTrace { .. })));
         assert!(matches!(load(&empty.path().join("nothing")), Err(TraceError::Io { .. })));
+    }
+
+    #[test]
+    fn a_new_life_starts_on_a_fresh_line_after_a_torn_one() {
+        let dir = write_run(2, &three()[..2]);
+        let path = dir.path().join(file_name(0));
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        // The first life was killed in the middle of a line.
+        text.push_str("SEND w=0 inc=0 t=3 lc=3 to=1 ty");
+        std::fs::write(&path, &text).unwrap();
+        let mut next = Writer::open(dir.path(), 0, 1, 3, "test").unwrap();
+        next.app(0, "want", None);
+        drop(next);
+        let after = std::fs::read_to_string(&path).unwrap();
+        let rest = after.strip_prefix(&format!("{text}\nAPP w=0 inc=1 t=")).expect(&after);
+        assert!(rest.ends_with(" lc=0 ev=want\n") && rest.lines().count() == 1, "{after}");
+        // The readers skip the torn line, say so, and read the new life.
+        let summary = check(dir.path()).unwrap();
+        assert!(summary.notes.shown[0].contains(":4: skipped a torn line"), "{:?}", summary.notes);
+        assert_eq!(load(dir.path()).unwrap().events.len(), 3);
+    }
+
+    #[test]
+    fn open_messages_are_bounded_and_letting_them_go_is_noted() {
+        let mut c = Checker::default();
+        let n = MAX_PENDING as u64 + 10;
+        for lc in 1..=n {
+            c.push(&send(0, lc, lc, 1)).unwrap();
+            assert!(c.open.open.len() <= MAX_PENDING);
+        }
+        let s = c.summary(2, "test".into(), Notes::default());
+        assert_eq!(s.messages, n);
+        assert!(s.notes.shown[0].contains("let go unpaired"), "{:?}", s.notes);
+    }
+
+    #[test]
+    fn a_diagram_gets_at_most_what_it_draws_with_the_counts_of_all() {
+        // 0 and 1 exchange 100 messages; 7 are drawn, one in 15.
+        let events: Vec<Event> = (0..100u64)
+            .flat_map(|i| {
+                [
+                    send((i % 2) as u32, 2 * i + 1, i + 1, 1 - (i % 2) as u32),
+                    recv(1 - (i % 2) as u32, 2 * i + 2, 1000 + i, (i % 2) as u32, i + 1),
+                ]
+            })
+            .collect();
+        let dir = write_run(2, &events);
+        let a = pick_arrows(dir.path(), 7).unwrap();
+        assert_eq!((a.summary.messages, a.stride, a.shown.len()), (100, 15, 7));
+        assert_eq!(a.summary.by_type["M"], 100);
+        assert!(a.shown.iter().all(|a| a.received == Some(a.sent + 1)));
     }
 
     #[test]
