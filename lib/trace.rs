@@ -46,20 +46,37 @@
 //! statistics and before it exits. A saturated turn handles a message or two, so this
 //! turns thousands of `write`s per run into a few hundred; what cost remains is the
 //! lines themselves. A worker killed outright (SIGKILL) therefore loses at most its
-//! last 5 ms of lines. Every line that reaches the file is whole, unless the
-//! disk fills mid-write, which [`load`] reports as a truncated line.
+//! last 5 ms of lines, and may leave its last line torn (a write cut short, as a full
+//! disk also does): the next life of that worker starts on a fresh line, and readers
+//! skip a torn line with a note (a bad line is torn when it is its file's last, or the
+//! next record begins a new life; a record glued to a torn line by an older writer is
+//! split off and kept).
+//!
+//! # Reading, bounded
+//!
+//! [`Reader`] merges the workers' files in time order (a receive after the other events
+//! of its nanosecond), a line of at most [`MAX_LINE`] bytes per worker at a time: a
+//! longer line is skipped unread, quotes of bad ones are clipped, and a header's worker
+//! count above [`MAX_WORKERS`] is refused before anything is sized by it. Readers go
+//! through the files twice, first to [`check`] them whole (so bad input prints nothing
+//! but its one-line error), then to write or pick: memory is a line per worker and the
+//! messages open at once (at most [`MAX_PENDING`]), never a record per event.
+//! [`Trace`] and [`load`] hold a whole trace in memory, for tests.
 //!
 //! # Vector clocks
 //!
 //! Nothing beyond the Lamport clock travels on the wire. The happens-before relation is
-//! rebuilt from the trace instead ([`Trace::vector_clocks`]): each worker's events in
-//! file order (its incarnations one after the other), plus an edge from every SEND to
-//! the RECV that names it. That is exactly the relation a vector clock piggybacked on
-//! every message would have computed, without making envelopes N counters larger on
-//! every run, traced or not. What it cannot see is a message whose SEND was lost with a
-//! killed worker's last batch: its RECV is then an ordinary local event.
+//! rebuilt from the trace instead: each worker's events in file order (its incarnations
+//! one after the other), plus an edge from every SEND to the RECV that names it. That is
+//! exactly the relation a vector clock piggybacked on every message would have
+//! computed, without making envelopes N counters larger on every run, traced or not.
+//! What it cannot see is a message whose SEND was lost with a killed worker's last
+//! batch: its RECV is then an ordinary local event. The clocks are computed as the
+//! events stream by, keeping each worker's current clock and, for each message not yet
+//! received, its send's clock (shared by a worker's sends between two receipts, at most
+//! [`MAX_OPEN_CLOCKS`] entries in all).
 //!
-//! [`Trace::shiviz`] writes the trace in the input format of ShiViz (one event line,
+//! [`write_shiviz`] writes the trace in the input format of ShiViz (one event line,
 //! then `host {"w0":1,…}`, under a first line holding the parsing regex).
 
 use std::collections::HashMap;
@@ -912,14 +929,19 @@ impl<V> Default for Pending<V> {
 impl<V> Pending<V> {
     fn insert(&mut self, id: MsgId, v: V) {
         if self.open.len() >= MAX_PENDING {
-            // The older half goes: amortised, a constant per message.
-            let keep = self.seq.saturating_sub(MAX_PENDING as u64 / 2);
-            let before = self.open.len();
-            self.open.retain(|_, (s, _)| *s >= keep);
-            self.dropped += (before - self.open.len()) as u64;
+            self.shed();
         }
         self.seq += 1;
         self.open.insert(id, (self.seq, v));
+    }
+
+    /// Let the older half go: amortised over the inserts that filled it, a constant
+    /// per message.
+    fn shed(&mut self) {
+        let keep = self.seq.saturating_sub(self.open.len() as u64 / 2);
+        let before = self.open.len();
+        self.open.retain(|_, (s, _)| *s >= keep);
+        self.dropped += (before - self.open.len()) as u64;
     }
 
     fn remove(&mut self, id: &MsgId) -> Option<V> {
@@ -1093,9 +1115,7 @@ impl Clocks {
         if let (EventKind::Send { msg, .. }, Some(id)) = (&e.kind, id) {
             let ty = self.types.id(msg);
             if self.live.get() > MAX_OPEN_CLOCKS {
-                self.open.dropped += self.open.open.len() as u64 / 2;
-                let keep = self.open.seq.saturating_sub(self.open.open.len() as u64 / 2);
-                self.open.open.retain(|_, (s, _)| *s >= keep);
+                self.open.shed();
             }
             let snap = match &self.shared[w] {
                 Some(s) => s.clone(),
@@ -1268,7 +1288,7 @@ impl Trace {
     }
 }
 
-/// The regex ShiViz parses [`Trace::shiviz`]'s log with (its own default): the event is
+/// The regex ShiViz parses [`write_shiviz`]'s log with (its own default): the event is
 /// a line, the host and the clock the next.
 pub const SHIVIZ_REGEX: &str = r"(?<event>.*)\n(?<host>\S*) (?<clock>{.*})";
 
