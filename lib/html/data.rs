@@ -84,7 +84,7 @@ pub(crate) struct Timeline {
     pub refused: Vec<Refusal>,
     pub leaders: Vec<Leader>,
     pub faults: Vec<FaultMark>,
-    /// The messages drawn: at most [`super::svg::MAX_ARROWS`] of the trace's, one in
+    /// The messages drawn: at most the diagram's limit of the trace's, one in
     /// `arrow_stride`.
     pub arrows: Vec<Arrow>,
     pub arrow_stride: u64,
@@ -277,11 +277,15 @@ pub(crate) fn has_trace(run_dir: &Path) -> bool {
     })
 }
 
-/// The messages of the run's trace as the diagram draws them (at most
-/// [`super::svg::MAX_ARROWS`], paired by the trace's own reader), and the counts of all:
-/// memory by what is drawn, not by the trace's size.
-pub(crate) fn read_trace(run_dir: &Path, tl: &mut Timeline) -> Result<(), crate::trace::TraceError> {
-    let a = crate::trace::pick_arrows(run_dir, super::svg::MAX_ARROWS)?;
+/// The messages of the run's trace as the diagram draws them (at most `max`, paired by
+/// the trace's own reader), and the counts of all: memory by what is drawn, not by the
+/// trace's size.
+pub(crate) fn read_trace(
+    run_dir: &Path,
+    max: usize,
+    tl: &mut Timeline,
+) -> Result<(), crate::trace::TraceError> {
+    let a = crate::trace::pick_arrows(run_dir, max)?;
     tl.arrows = a.shown;
     tl.arrow_stride = a.stride;
     tl.messages = a.summary.messages;

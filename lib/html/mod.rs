@@ -137,7 +137,7 @@ pub fn render_with(run_dir: &Path, known: Known) -> Result<String, ReportError> 
     tl.faults = data::read_faults(&run_dir.join(FAULT_LOG));
     if data::has_trace(run_dir) {
         // A damaged trace costs the arrows, not the report.
-        if let Err(e) = data::read_trace(run_dir, &mut tl) {
+        if let Err(e) = data::read_trace(run_dir, svg::MAX_ARROWS, &mut tl) {
             tl.trace_error = Some(e.to_string());
         }
     }
