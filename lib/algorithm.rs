@@ -36,6 +36,10 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+/// Largest worker count accepted: each worker is a process with N-1 sockets. Here, at
+/// the bottom, so that readers of a run's files can check a count against it.
+pub const MAX_WORKERS: u32 = 256;
+
 /// A worker's identity: a small integer, `0..n`.
 #[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]
 #[serde(transparent)]

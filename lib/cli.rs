@@ -831,31 +831,51 @@ fn cmd_compare(a: CompareArgs) -> ExitCode {
 }
 
 fn cmd_trace(run_dir: &std::path::Path, shiviz: bool, output: Option<&std::path::Path>) -> ExitCode {
-    use std::fmt::Write as _;
+    use crate::trace;
     use std::io::Write as _;
-    // The same code as `audit` for input it cannot read.
-    let trace = match crate::trace::load(run_dir) {
-        Ok(t) => t,
+    // Checked whole first (the same code as `audit` for input it cannot read), then
+    // streamed: memory by the workers and the messages open at once, not the trace's size.
+    let checked = match trace::check(run_dir) {
+        Ok(s) => s,
         Err(e) => return fail(2, &e.to_string()),
     };
-    let text = if shiviz {
-        trace.shiviz()
-    } else {
-        let mut s = String::with_capacity(trace.events.len() * 80);
-        for e in &trace.events {
-            let _ = writeln!(s, "{e}");
-        }
-        s
+    let write = |w: &mut dyn std::io::Write| {
+        let mut w = std::io::BufWriter::with_capacity(64 * 1024, w);
+        let summary = if shiviz {
+            trace::write_shiviz(run_dir, checked, &mut w)
+        } else {
+            trace::write_text(run_dir, checked, &mut w)
+        }?;
+        w.flush().map_err(trace::TraceError::Write)?;
+        Ok::<_, trace::TraceError>(summary)
     };
-    match output {
-        None => out(&text),
-        Some(path) => {
-            if let Err(e) = std::fs::File::create(path).and_then(|mut f| f.write_all(text.as_bytes())) {
-                return fail(2, &format!("cannot write {}: {e}", path.display()));
+    let done = match output {
+        None => match write(&mut std::io::stdout().lock()) {
+            // A reader that stopped reading (`| head`) wanted no more.
+            Err(trace::TraceError::Write(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                return ExitCode::SUCCESS
             }
+            done => done,
+        },
+        Some(path) => match std::fs::File::create(path) {
+            Ok(mut f) => write(&mut f).map_err(|e| match e {
+                trace::TraceError::Write(e) => {
+                    trace::TraceError::Inconsistent(format!("cannot write {}: {e}", path.display()))
+                }
+                e => e,
+            }),
+            Err(e) => return fail(2, &format!("cannot write {}: {e}", path.display())),
+        },
+    };
+    match done {
+        Ok(summary) => {
+            for note in summary.notes.lines() {
+                eprintln!("mutexlab: note: {note}");
+            }
+            ExitCode::SUCCESS
         }
+        Err(e) => fail(2, &e.to_string()),
     }
-    ExitCode::SUCCESS
 }
 
 fn cmd_report(run_dir: &std::path::Path, output: Option<&std::path::Path>) -> ExitCode {

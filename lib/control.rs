@@ -43,8 +43,7 @@ use crate::auth::Secret;
 /// The file descriptor a worker finds its control link on.
 pub const LINK_FD: RawFd = 3;
 
-/// Largest worker count accepted: each worker is a process with N-1 sockets.
-pub const MAX_WORKERS: u32 = 256;
+pub use crate::algorithm::MAX_WORKERS;
 /// The shared resource file, inside the run directory.
 pub const RESOURCE_FILE: &str = "resource.log";
 /// The supervisor's record of every fault it applied, inside the run directory.

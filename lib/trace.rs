@@ -46,20 +46,37 @@
 //! statistics and before it exits. A saturated turn handles a message or two, so this
 //! turns thousands of `write`s per run into a few hundred; what cost remains is the
 //! lines themselves. A worker killed outright (SIGKILL) therefore loses at most its
-//! last 5 ms of lines. Every line that reaches the file is whole, unless the
-//! disk fills mid-write, which [`load`] reports as a truncated line.
+//! last 5 ms of lines, and may leave its last line torn (a write cut short, as a full
+//! disk also does): the next life of that worker starts on a fresh line, and readers
+//! skip a torn line with a note (a bad line is torn when it is its file's last, or the
+//! next record begins a new life; a record glued to a torn line by an older writer is
+//! split off and kept).
+//!
+//! # Reading, bounded
+//!
+//! [`Reader`] merges the workers' files in time order (a receive after the other events
+//! of its nanosecond), a line of at most [`MAX_LINE`] bytes per worker at a time: a
+//! longer line is skipped unread, quotes of bad ones are clipped, and a header's worker
+//! count above [`MAX_WORKERS`] is refused before anything is sized by it. Readers go
+//! through the files twice, first to [`check`] them whole (so bad input prints nothing
+//! but its one-line error), then to write or pick: memory is a line per worker and the
+//! messages open at once (at most [`MAX_PENDING`]), never a record per event.
+//! [`Trace`] and [`load`] hold a whole trace in memory, for tests.
 //!
 //! # Vector clocks
 //!
 //! Nothing beyond the Lamport clock travels on the wire. The happens-before relation is
-//! rebuilt from the trace instead ([`Trace::vector_clocks`]): each worker's events in
-//! file order (its incarnations one after the other), plus an edge from every SEND to
-//! the RECV that names it. That is exactly the relation a vector clock piggybacked on
-//! every message would have computed, without making envelopes N counters larger on
-//! every run, traced or not. What it cannot see is a message whose SEND was lost with a
-//! killed worker's last batch: its RECV is then an ordinary local event.
+//! rebuilt from the trace instead: each worker's events in file order (its incarnations
+//! one after the other), plus an edge from every SEND to the RECV that names it. That is
+//! exactly the relation a vector clock piggybacked on every message would have
+//! computed, without making envelopes N counters larger on every run, traced or not.
+//! What it cannot see is a message whose SEND was lost with a killed worker's last
+//! batch: its RECV is then an ordinary local event. The clocks are computed as the
+//! events stream by, keeping each worker's current clock and, for each message not yet
+//! received, its send's clock (shared by a worker's sends between two receipts, at most
+//! [`MAX_OPEN_CLOCKS`] entries in all).
 //!
-//! [`Trace::shiviz`] writes the trace in the input format of ShiViz (one event line,
+//! [`write_shiviz`] writes the trace in the input format of ShiViz (one event line,
 //! then `host {"w0":1,…}`, under a first line holding the parsing regex).
 
 use std::collections::HashMap;
@@ -70,6 +87,8 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
+use crate::algorithm::MAX_WORKERS;
+use crate::audit::lines::{clip, Lines, MAX_LINE};
 use crate::resource;
 
 /// First words of every trace file's header line.
@@ -279,7 +298,7 @@ impl Writer {
     /// first life to open it writes the header line.
     pub fn open(run_dir: &Path, w: u32, inc: u32, workers: u32, algo: &str) -> io::Result<Writer> {
         let path = run_dir.join(file_name(w));
-        let file = OpenOptions::new().append(true).create(true).open(&path)?;
+        let file = OpenOptions::new().read(true).append(true).create(true).open(&path)?;
         let len = file.metadata()?.len();
         let mut writer = Writer {
             file: Some(file),
@@ -295,6 +314,19 @@ impl Writer {
             push_word(&mut writer.buf, algo);
             writer.buf.push('\n');
             writer.flush()?;
+        } else {
+            // A life killed mid-write leaves a torn last line: start on a fresh one, so
+            // this life's first line is not glued to it. No other life writes now.
+            let mut last = [0u8];
+            std::os::unix::fs::FileExt::read_exact_at(
+                writer.file.as_ref().expect("open"),
+                &mut last,
+                len - 1,
+            )?;
+            if last[0] != b'\n' {
+                writer.buf.push('\n');
+                writer.flush()?;
+            }
         }
         Ok(writer)
     }
@@ -454,18 +486,20 @@ pub enum TraceError {
     NoTrace { dir: PathBuf },
     #[error("{path}:{line}: {msg}")]
     Bad { path: PathBuf, line: usize, msg: String },
-    #[error("{path}:{line}: the last line is cut short (no newline at the end: a write that did not complete, as on a full disk)")]
-    Truncated { path: PathBuf, line: usize },
     #[error("{0}")]
     Inconsistent(String),
+    #[error("cannot write: {0}")]
+    Write(io::Error),
 }
 
-/// A whole run's trace, every worker's events merged.
+/// A whole run's trace, every worker's events merged, in memory: for tests and small
+/// traces. The commands stream instead ([`Reader`], [`write_text`], [`write_shiviz`],
+/// [`pick_arrows`]), so that they need memory by what they show, not by the trace's size.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Trace {
     pub workers: u32,
     pub algo: String,
-    /// Sorted by `t`; one worker's events stay in the order it recorded them.
+    /// In [`Reader`]'s order: by `t`; one worker's events stay in the order it recorded them.
     pub events: Vec<Event>,
 }
 
@@ -484,49 +518,340 @@ pub struct Arrow {
     pub dropped: Option<String>,
 }
 
-/// Read every trace file in `run_dir`, check it, and merge the events in time order.
+/// Read every trace file in `run_dir`, check it, and merge the events in time order,
+/// all in memory (see [`Trace`]).
 pub fn load(run_dir: &Path) -> Result<Trace, TraceError> {
-    let io_err = |source| TraceError::Io { path: run_dir.to_path_buf(), source };
-    let mut files: Vec<(u32, PathBuf)> = Vec::new();
-    for entry in std::fs::read_dir(run_dir).map_err(io_err)? {
-        let entry = entry.map_err(io_err)?;
-        if let Some(w) = entry.file_name().to_str().and_then(worker_of) {
-            files.push((w, entry.path()));
-        }
-    }
-    if files.is_empty() {
-        return Err(TraceError::NoTrace { dir: run_dir.to_path_buf() });
-    }
-    files.sort();
-    let mut header: Option<(u32, String, PathBuf)> = None;
+    check(run_dir)?;
+    let mut r = Reader::open(run_dir)?;
     let mut events = Vec::new();
-    for (w, path) in files {
-        let text = std::fs::read(&path).map_err(|source| TraceError::Io { path: path.clone(), source })?;
-        let (workers, algo) = parse_file(&path, w, &text, &mut events)?;
-        match &header {
-            None => header = Some((workers, algo, path)),
-            Some((n, a, first)) if (*n, a.as_str()) != (workers, algo.as_str()) => {
-                return Err(TraceError::Bad {
-                    path,
-                    line: 1,
-                    msg: format!(
-                        "workers={workers} algo={algo}, but {} says workers={n} algo={a}",
-                        first.display()
-                    ),
-                })
-            }
-            Some(_) => {}
+    while let Some(e) = r.next_event()? {
+        events.push(e);
+    }
+    Ok(Trace { workers: r.workers, algo: r.algo.clone(), events })
+}
+
+/// What a reader skipped (torn and overlong lines), or could not pair within its bounds:
+/// the first few, and how many in all.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Notes {
+    pub shown: Vec<String>,
+    /// Notes beyond those shown.
+    pub more: u64,
+}
+
+/// How many notes are kept word for word.
+const NOTES_SHOWN: usize = 5;
+
+impl Notes {
+    fn add(&mut self, note: String) {
+        if self.shown.len() < NOTES_SHOWN {
+            self.shown.push(note);
+        } else {
+            self.more += 1;
         }
     }
-    let (workers, algo, _) = header.expect("at least one file");
-    if let Some(ev) = events.iter().find(|e| e.w >= workers || peer_of(e).is_some_and(|p| p >= workers)) {
-        return Err(TraceError::Inconsistent(format!("{ev}: names a worker beyond workers={workers}")));
+
+    /// One line each, the count of the rest last.
+    pub fn lines(&self) -> Vec<String> {
+        let mut v = self.shown.clone();
+        if self.more > 0 {
+            v.push(format!("and {} more such notes", self.more));
+        }
+        v
     }
-    // Stable: one worker's events keep their file order.
-    events.sort_by_key(|e| e.t);
-    let trace = Trace { workers, algo, events };
-    trace.clocks(true)?;
-    Ok(trace)
+}
+
+/// Whether the line at hand is a record, torn, or to be skipped.
+enum Line {
+    Event(Event),
+    Bad(String),
+}
+
+/// One worker's file, read a bounded line at a time ([`Lines`]), checked as it goes.
+struct WorkerFile {
+    w: u32,
+    workers: u32,
+    path: PathBuf,
+    lines: Lines<File>,
+    lineno: usize,
+    /// The life and time of the last event kept.
+    last: Option<(u32, u64)>,
+    /// The clock of the last SEND of that life.
+    last_send: Option<u64>,
+    /// Bad lines waiting for the next record: torn if it begins a new life (or the file
+    /// ends), else the first of them is the file's error.
+    held: Vec<(usize, String)>,
+}
+
+/// Consecutive bad lines that can still be torn ones (a life, and the ones after it,
+/// killed mid-write before they wrote a whole line).
+const MAX_TORN_RUN: usize = 4;
+
+/// The tags a record starts with: a line holding one further in was glued to a torn one.
+const TAGS: [&str; 4] = ["SEND", "RECV", "DROP", "APP"];
+
+impl WorkerFile {
+    /// Open worker `w`'s file and read its header: its worker count and algorithm.
+    fn open(path: PathBuf, w: u32) -> Result<(WorkerFile, String), TraceError> {
+        let file = File::open(&path).map_err(|source| TraceError::Io { path: path.clone(), source })?;
+        let mut lines = Lines::new(file, Vec::new());
+        let bad = |msg: String| TraceError::Bad { path: path.clone(), line: 1, msg };
+        let got = lines.next().map_err(|source| TraceError::Io { path: path.clone(), source })?;
+        if got.is_none() {
+            return Err(bad("empty: no header line".into()));
+        }
+        let head = std::str::from_utf8(&lines.kept).unwrap_or_default();
+        let rest = head
+            .strip_prefix(HEADER)
+            .and_then(|r| r.strip_prefix(' '))
+            .filter(|_| lines.len <= MAX_LINE as u64 && got == Some(true))
+            .ok_or_else(|| bad(format!("not a mutexlab trace: the first line must start with {HEADER:?}")))?;
+        let mut fields = rest.split(' ');
+        let mut next = |name: &str| {
+            let part = fields.next().unwrap_or_default();
+            field(part, name)
+                .map(str::to_string)
+                .ok_or_else(|| bad(format!("header: expected {name}=…, found {:?}", clip(part))))
+        };
+        let (hw, workers, algo) = (next("w")?, next("workers")?, next("algo")?);
+        if hw != w.to_string() {
+            return Err(bad(format!("header says w={}, but the file is worker {w}'s", clip(&hw))));
+        }
+        // Checked before anything is sized by it.
+        let workers: u32 = workers.parse().ok().filter(|&n| n > w && n <= MAX_WORKERS).ok_or_else(|| {
+            bad(format!(
+                "header: workers={} is not a worker count above {w} and at most {MAX_WORKERS}",
+                clip(&workers)
+            ))
+        })?;
+        let f =
+            WorkerFile { w, workers, path, lines, lineno: 1, last: None, last_send: None, held: Vec::new() };
+        Ok((f, algo))
+    }
+
+    fn bad(&self, line: usize, msg: &str) -> TraceError {
+        TraceError::Bad { path: self.path.clone(), line, msg: clip(msg).into_owned() }
+    }
+
+    /// The next event of this file, skipping torn and overlong lines with a note.
+    fn next_event(&mut self, notes: &mut Notes) -> Result<Option<Event>, TraceError> {
+        loop {
+            let ended =
+                self.lines.next().map_err(|source| TraceError::Io { path: self.path.clone(), source })?;
+            let Some(ended) = ended else {
+                // The last life may have been killed mid-write: what it left is torn.
+                for (n, msg) in std::mem::take(&mut self.held) {
+                    notes.add(self.torn_note(n, &msg));
+                }
+                return Ok(None);
+            };
+            self.lineno += 1;
+            let n = self.lineno;
+            if self.lines.len > MAX_LINE as u64 {
+                let note = format!(
+                    "{}:{n}: skipped a line of {} bytes, longer than any record",
+                    self.path.display(),
+                    self.lines.len
+                );
+                notes.add(note);
+                continue;
+            }
+            if !ended {
+                // Every batch ends with a newline: this one was cut short.
+                self.held.push((n, "the last line is cut short (no newline at its end)".into()));
+                continue;
+            }
+            let ev = match self.parse_line(notes) {
+                Line::Event(ev) => ev,
+                Line::Bad(msg) => {
+                    if self.held.len() == MAX_TORN_RUN {
+                        let (n, msg) = &self.held[0];
+                        return Err(self.bad(*n, msg));
+                    }
+                    self.held.push((n, msg));
+                    continue;
+                }
+            };
+            if !self.held.is_empty() {
+                // Torn lines end a life: the next record starts a new one.
+                let new_life = ev.inc > self.last.map_or(0, |(inc, _)| inc);
+                if !new_life {
+                    let (n, msg) = &self.held[0];
+                    return Err(self.bad(*n, msg));
+                }
+                for (n, msg) in std::mem::take(&mut self.held) {
+                    notes.add(self.torn_note(n, &msg));
+                }
+            }
+            self.accept(&ev).map_err(|msg| self.bad(n, &msg))?;
+            return Ok(Some(ev));
+        }
+    }
+
+    fn torn_note(&self, n: usize, msg: &str) -> String {
+        format!("{}:{n}: skipped a torn line (its life ended mid-write): {}", self.path.display(), clip(msg))
+    }
+
+    /// The current line as a record; a record glued to a torn line (by a writer that
+    /// did not start its life on a fresh line) is taken, and the torn part noted.
+    fn parse_line(&self, notes: &mut Notes) -> Line {
+        let Ok(text) = std::str::from_utf8(&self.lines.kept) else {
+            return Line::Bad("not UTF-8 text".into());
+        };
+        // A record has one " w=": a second one may start a glued record.
+        let mut marks = text.match_indices(" w=").map(|(i, _)| i).skip(1).collect::<Vec<_>>();
+        while let Some(i) = marks.pop() {
+            let Some(tag) = TAGS.iter().find(|t| text[..i].ends_with(*t)) else { continue };
+            let start = i - tag.len();
+            if let Ok(ev) = text[start..].parse::<Event>() {
+                if ev.w == self.w {
+                    let note = self.torn_note(
+                        self.lineno,
+                        &format!("{:?} (a record followed it on its line)", &text[..start]),
+                    );
+                    notes.add(note);
+                    return Line::Event(ev);
+                }
+            }
+        }
+        match text.parse::<Event>() {
+            Ok(ev) => Line::Event(ev),
+            Err(m) => Line::Bad(m),
+        }
+    }
+
+    /// Check a parsed record against its file and what came before in it.
+    fn accept(&mut self, ev: &Event) -> Result<(), String> {
+        let w = self.w;
+        if ev.w != w {
+            return Err(format!("w={} in worker {w}'s file", ev.w));
+        }
+        if ev.w >= self.workers || peer_of(ev).is_some_and(|p| p >= self.workers) {
+            return Err(format!("{ev}: names a worker beyond workers={}", self.workers));
+        }
+        if let Some((inc, t)) = self.last {
+            if ev.inc < inc {
+                return Err(format!("inc={} after inc={inc}: lives go forward", ev.inc));
+            }
+            if ev.t < t {
+                return Err(format!("t={} before the previous line's t={t}", ev.t));
+            }
+            if ev.inc > inc {
+                self.last_send = None;
+            }
+        }
+        if let EventKind::Send { .. } = ev.kind {
+            // Every send ticks the clock, so one life never names two messages alike.
+            if let Some(prev) = self.last_send.filter(|&p| ev.lc <= p) {
+                return Err(format!(
+                    "lc={} after a SEND with lc={prev} in the same life: two messages would share one name (from, inc, to, lc)",
+                    ev.lc
+                ));
+            }
+            self.last_send = Some(ev.lc);
+        }
+        self.last = Some((ev.inc, ev.t));
+        Ok(())
+    }
+}
+
+/// Where an event goes in the merge: its time, whether it is a receive, its worker.
+type MergeKey = (u64, bool, u32);
+
+/// Every worker's events, merged in time order as they are read: a file's next line is
+/// read only when its last was handed out, so memory is a line per worker.
+///
+/// Order: by `t`; at one time, a receive after the other events (its send may be among
+/// them), then by worker; one worker's events always in its file's order.
+pub struct Reader {
+    pub workers: u32,
+    pub algo: String,
+    files: Vec<WorkerFile>,
+    /// Each file's next event, by the merge key.
+    heads: std::collections::BinaryHeap<std::cmp::Reverse<(MergeKey, usize)>>,
+    next: Vec<Option<Event>>,
+    /// Lines skipped, said once each.
+    pub notes: Notes,
+}
+
+impl Reader {
+    /// Open every trace file in `run_dir` and check their headers agree.
+    pub fn open(run_dir: &Path) -> Result<Reader, TraceError> {
+        let io_err = |source| TraceError::Io { path: run_dir.to_path_buf(), source };
+        let mut found: Vec<(u32, PathBuf)> = Vec::new();
+        for entry in std::fs::read_dir(run_dir).map_err(io_err)? {
+            let entry = entry.map_err(io_err)?;
+            if let Some(w) = entry.file_name().to_str().and_then(worker_of) {
+                // No run has more workers: such a file is no file of a run's.
+                if w >= MAX_WORKERS {
+                    return Err(TraceError::Bad {
+                        path: entry.path(),
+                        line: 1,
+                        msg: format!("worker {w} is beyond the most a run has ({MAX_WORKERS})"),
+                    });
+                }
+                found.push((w, entry.path()));
+            }
+        }
+        if found.is_empty() {
+            return Err(TraceError::NoTrace { dir: run_dir.to_path_buf() });
+        }
+        found.sort();
+        let mut files: Vec<WorkerFile> = Vec::with_capacity(found.len());
+        let mut algo = String::new();
+        for (w, path) in found {
+            let (f, a) = WorkerFile::open(path, w)?;
+            if let Some(first) = files.first() {
+                if (f.workers, a.as_str()) != (first.workers, algo.as_str()) {
+                    return Err(TraceError::Bad {
+                        path: f.path.clone(),
+                        line: 1,
+                        msg: format!(
+                            "workers={} algo={}, but {} says workers={} algo={}",
+                            f.workers,
+                            clip(&a),
+                            first.path.display(),
+                            first.workers,
+                            clip(&algo)
+                        ),
+                    });
+                }
+            } else {
+                algo = a;
+            }
+            files.push(f);
+        }
+        let workers = files[0].workers;
+        let mut r = Reader {
+            workers,
+            algo,
+            next: vec![None; files.len()],
+            files,
+            heads: Default::default(),
+            notes: Notes::default(),
+        };
+        for i in 0..r.files.len() {
+            r.refill(i)?;
+        }
+        Ok(r)
+    }
+
+    fn refill(&mut self, i: usize) -> Result<(), TraceError> {
+        if let Some(e) = self.files[i].next_event(&mut self.notes)? {
+            let key = (e.t, matches!(e.kind, EventKind::Recv { .. }), e.w);
+            self.heads.push(std::cmp::Reverse((key, i)));
+            self.next[i] = Some(e);
+        }
+        Ok(())
+    }
+
+    /// The next event of the run, `None` after the last.
+    pub fn next_event(&mut self) -> Result<Option<Event>, TraceError> {
+        let Some(std::cmp::Reverse((_, i))) = self.heads.pop() else { return Ok(None) };
+        let e = self.next[i].take().expect("a head has its event");
+        self.refill(i)?;
+        Ok(Some(e))
+    }
 }
 
 /// The other worker an event names, if any.
@@ -538,234 +863,432 @@ fn peer_of(e: &Event) -> Option<u32> {
     }
 }
 
-/// Parse worker `w`'s file into `events`; its header's worker count and algorithm.
-fn parse_file(
-    path: &Path,
-    w: u32,
-    text: &[u8],
-    events: &mut Vec<Event>,
-) -> Result<(u32, String), TraceError> {
-    let bad = |line: usize, msg: String| TraceError::Bad { path: path.to_path_buf(), line, msg };
-    let text = std::str::from_utf8(text).map_err(|e| {
-        let line = text[..e.valid_up_to()].iter().filter(|&&b| b == b'\n').count() + 1;
-        bad(line, "not UTF-8 text".into())
-    })?;
-    if text.is_empty() {
-        return Err(bad(1, "empty: no header line".into()));
-    }
-    let mut lines: Vec<&str> = text.split('\n').collect();
-    if lines.last() == Some(&"") {
-        lines.pop();
-    } else {
-        return Err(TraceError::Truncated { path: path.to_path_buf(), line: lines.len() });
-    }
-    let head = lines[0];
-    let rest = head
-        .strip_prefix(HEADER)
-        .and_then(|r| r.strip_prefix(' '))
-        .ok_or_else(|| bad(1, format!("not a mutexlab trace: the first line must start with {HEADER:?}")))?;
-    let mut fields = rest.split(' ');
-    let mut next = |name: &str| {
-        let part = fields.next().unwrap_or_default();
-        field(part, name)
-            .map(str::to_string)
-            .ok_or_else(|| bad(1, format!("header: expected {name}=…, found {part:?}")))
-    };
-    let (hw, workers, algo) = (next("w")?, next("workers")?, next("algo")?);
-    if hw != w.to_string() {
-        return Err(bad(1, format!("header says w={hw}, but the file is worker {w}'s")));
-    }
-    let workers: u32 = workers
-        .parse()
-        .ok()
-        .filter(|&n| n > 0 && w < n)
-        .ok_or_else(|| bad(1, format!("header: workers={workers} is not a worker count above {w}")))?;
-    let mut last: Option<(u32, u64)> = None;
-    for (i, line) in lines.iter().enumerate().skip(1) {
-        let ev: Event = line.parse().map_err(|m| bad(i + 1, m))?;
-        if ev.w != w {
-            return Err(bad(i + 1, format!("w={} in worker {w}'s file", ev.w)));
-        }
-        if let Some((inc, t)) = last {
-            if ev.inc < inc {
-                return Err(bad(i + 1, format!("inc={} after inc={inc}: lives go forward", ev.inc)));
-            }
-            if ev.t < t {
-                return Err(bad(i + 1, format!("t={} before the previous line's t={t}", ev.t)));
-            }
-        }
-        last = Some((ev.inc, ev.t));
-        events.push(ev);
-    }
-    Ok((workers, algo))
-}
-
 /// A message's name: sender, its incarnation, receiver, the sender's clock.
 type MsgId = (u32, u32, u32, u64);
 
-impl Trace {
-    /// Every SEND's index in `events` by the message it sent.
-    fn sends(&self) -> Result<HashMap<MsgId, usize>, TraceError> {
-        let mut sends = HashMap::new();
-        for (i, e) in self.events.iter().enumerate() {
-            if let EventKind::Send { to, .. } = e.kind {
-                if let Some(j) = sends.insert((e.w, e.inc, to, e.lc), i) {
-                    return Err(TraceError::Inconsistent(format!(
-                        "two messages share one name (from, inc, to, lc): {} and {e}",
-                        self.events[j]
-                    )));
-                }
-            }
+/// The message an event sends, receives or drops.
+fn msg_id(e: &Event) -> Option<MsgId> {
+    match &e.kind {
+        EventKind::Send { to, .. } | EventKind::Drop { to, .. } => Some((e.w, e.inc, *to, e.lc)),
+        EventKind::Recv { from, from_inc, sent_lc, .. } => Some((*from, *from_inc, e.w, *sent_lc)),
+        EventKind::App { .. } => None,
+    }
+}
+
+/// The most messages a reader holds open at once: sent and not yet received (or
+/// received with no send yet). Past it, the oldest half is let go: their receipts,
+/// if they come, are not paired (a note says how many).
+pub const MAX_PENDING: usize = 1 << 18;
+
+/// Message types by number; past [`MAX_TYPES`], one number for all the others.
+#[derive(Default)]
+struct Types {
+    ids: HashMap<String, u32>,
+    names: Vec<String>,
+}
+
+/// The most message types told apart (algorithms have a handful).
+pub const MAX_TYPES: usize = 64;
+/// The name the types past [`MAX_TYPES`] are counted under.
+pub const OTHER_TYPES: &str = "(other types)";
+const OTHER: u32 = u32::MAX;
+
+impl Types {
+    fn id(&mut self, name: &str) -> u32 {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
         }
-        Ok(sends)
+        if self.names.len() == MAX_TYPES {
+            return OTHER;
+        }
+        let id = self.names.len() as u32;
+        self.ids.insert(name.to_string(), id);
+        self.names.push(name.to_string());
+        id
     }
 
-    /// For every RECV, the index of the SEND it names (`None` for other events, and for
-    /// a RECV whose SEND is not in the trace).
-    fn matches(&self, sends: &HashMap<MsgId, usize>) -> Vec<Option<usize>> {
-        self.events
-            .iter()
-            .map(|e| match &e.kind {
-                EventKind::Recv { from, from_inc, sent_lc, msg } => sends
-                    .get(&(*from, *from_inc, e.w, *sent_lc))
-                    .copied()
-                    .filter(|&s| matches!(&self.events[s].kind, EventKind::Send { msg: m, .. } if m == msg)),
-                _ => None,
-            })
-            .collect()
+    fn name(&self, id: u32) -> &str {
+        self.names.get(id as usize).map_or(OTHER_TYPES, String::as_str)
+    }
+}
+
+/// Messages open between their send and receipt, at most [`MAX_PENDING`].
+struct Pending<V> {
+    open: HashMap<MsgId, (u64, V)>,
+    seq: u64,
+    /// Let go to stay within the bound.
+    dropped: u64,
+}
+
+impl<V> Default for Pending<V> {
+    fn default() -> Self {
+        Pending { open: HashMap::new(), seq: 0, dropped: 0 }
+    }
+}
+
+impl<V> Pending<V> {
+    fn insert(&mut self, id: MsgId, v: V) {
+        if self.open.len() >= MAX_PENDING {
+            self.shed();
+        }
+        self.seq += 1;
+        self.open.insert(id, (self.seq, v));
+    }
+
+    /// Let the older half go: amortised over the inserts that filled it, a constant
+    /// per message.
+    fn shed(&mut self) {
+        let keep = self.seq.saturating_sub(self.open.len() as u64 / 2);
+        let before = self.open.len();
+        self.open.retain(|_, (s, _)| *s >= keep);
+        self.dropped += (before - self.open.len()) as u64;
+    }
+
+    fn remove(&mut self, id: &MsgId) -> Option<V> {
+        self.open.remove(id).map(|(_, v)| v)
+    }
+
+    fn note(&self, what: &str, notes: &mut Notes) {
+        if self.dropped > 0 {
+            notes.add(format!(
+                "{} messages were let go unpaired, more than {MAX_PENDING} being open at once: {what}",
+                self.dropped
+            ));
+        }
+    }
+}
+
+/// What a whole trace holds, as [`check`] finds it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Summary {
+    pub workers: u32,
+    pub algo: String,
+    pub events: u64,
+    /// Messages sent, by type (at most [`MAX_TYPES`], the rest under [`OTHER_TYPES`]).
+    pub by_type: std::collections::BTreeMap<String, u64>,
+    pub messages: u64,
+    pub notes: Notes,
+}
+
+/// Checks the messages of a trace as it streams by: no receive before its send.
+#[derive(Default)]
+struct Checker {
+    types: Types,
+    sent: Vec<u64>,
+    /// Sends not yet received: their type.
+    open: Pending<u32>,
+    /// Receives whose send was not seen (lost with a killed sender's last lines, or
+    /// coming later, which is wrong): the receive.
+    early: Pending<(u32, u64)>,
+    events: u64,
+}
+
+impl Checker {
+    fn push(&mut self, e: &Event) -> Result<(), TraceError> {
+        self.events += 1;
+        let Some(id) = msg_id(e) else { return Ok(()) };
+        match &e.kind {
+            EventKind::Send { msg, .. } => {
+                let ty = self.types.id(msg);
+                let slot = ty.min(MAX_TYPES as u32) as usize;
+                if self.sent.len() <= slot {
+                    self.sent.resize(slot + 1, 0);
+                }
+                self.sent[slot] += 1;
+                if let Some((rty, rt)) = self.early.remove(&id) {
+                    if rty == ty {
+                        return Err(TraceError::Inconsistent(format!(
+                            "a receive precedes its send (in time, or at one time in causal order): w{} received it at t={rt}, before {}",
+                            id.2, e
+                        )));
+                    }
+                }
+                self.open.insert(id, ty);
+            }
+            EventKind::Recv { msg, .. } => {
+                let ty = self.types.id(msg);
+                if self.open.remove(&id).is_none() {
+                    self.early.insert(id, (ty, e.t));
+                }
+            }
+            EventKind::Drop { .. } => {
+                self.open.remove(&id);
+            }
+            EventKind::App { .. } => {}
+        }
+        Ok(())
+    }
+
+    fn summary(self, workers: u32, algo: String, mut notes: Notes) -> Summary {
+        self.open.note("their receipts count as local events", &mut notes);
+        self.early.note("a send after its receive may have gone unseen", &mut notes);
+        let mut by_type = std::collections::BTreeMap::new();
+        for (slot, &n) in self.sent.iter().enumerate().filter(|(_, &n)| n > 0) {
+            let slot = if slot == MAX_TYPES { OTHER } else { slot as u32 };
+            by_type.insert(self.types.name(slot).to_string(), n);
+        }
+        Summary { workers, algo, events: self.events, messages: self.sent.iter().sum(), by_type, notes }
+    }
+}
+
+/// Read the whole trace in `run_dir` once and check it: every file, every line, and
+/// that no receive comes before its send. Memory: a line per worker and the messages
+/// open at once (at most [`MAX_PENDING`]).
+pub fn check(run_dir: &Path) -> Result<Summary, TraceError> {
+    let mut r = Reader::open(run_dir)?;
+    let mut c = Checker::default();
+    while let Some(e) = r.next_event()? {
+        c.push(&e)?;
+    }
+    Ok(c.summary(r.workers, r.algo, r.notes))
+}
+
+/// A vector clock shared by the sends a worker made between two receipts.
+struct Snapshot {
+    clock: Vec<u64>,
+    live: std::rc::Rc<std::cell::Cell<usize>>,
+}
+
+impl Drop for Snapshot {
+    fn drop(&mut self) {
+        self.live.set(self.live.get() - self.clock.len());
+    }
+}
+
+/// The most clock entries kept for sends not yet received (8 bytes each): past it,
+/// the oldest open messages are let go, as past [`MAX_PENDING`].
+pub const MAX_OPEN_CLOCKS: usize = 1 << 23;
+
+/// Vector clocks computed as the events stream by (see the module documentation):
+/// each worker's current clock, and for each message not yet received its send's
+/// clock, shared by a worker's sends between two receipts. Memory: N² and the open
+/// messages, at most [`MAX_PENDING`] and [`MAX_OPEN_CLOCKS`].
+struct Clocks {
+    types: Types,
+    cur: Vec<Vec<u64>>,
+    shared: Vec<Option<std::rc::Rc<Snapshot>>>,
+    /// An open send: its type, time, the shared clock and its own entry.
+    open: Pending<(u32, u64, std::rc::Rc<Snapshot>, u64)>,
+    live: std::rc::Rc<std::cell::Cell<usize>>,
+}
+
+impl Clocks {
+    fn new(workers: u32) -> Clocks {
+        let n = workers as usize;
+        Clocks {
+            types: Types::default(),
+            cur: vec![vec![0; n]; n],
+            shared: vec![None; n],
+            open: Pending::default(),
+            live: Default::default(),
+        }
+    }
+
+    /// The clock of `e`, the next event in [`Reader`]'s order. A receive whose send was
+    /// not seen before it (or does not match it) counts as a local event.
+    fn push(&mut self, e: &Event) -> &[u64] {
+        let w = e.w as usize;
+        let id = msg_id(e);
+        match &e.kind {
+            EventKind::Recv { from, msg, .. } => {
+                let ty = self.types.id(msg);
+                if let Some((sty, st, snap, own)) = id.and_then(|id| self.open.remove(&id)) {
+                    if sty == ty && st <= e.t {
+                        let cur = &mut self.cur[w];
+                        for (c, &v) in cur.iter_mut().zip(&snap.clock) {
+                            *c = (*c).max(v);
+                        }
+                        let f = *from as usize;
+                        cur[f] = cur[f].max(own);
+                        self.shared[w] = None;
+                    }
+                }
+            }
+            EventKind::Drop { .. } => {
+                if let Some(id) = id {
+                    self.open.remove(&id);
+                }
+            }
+            _ => {}
+        }
+        self.cur[w][w] += 1;
+        if let (EventKind::Send { msg, .. }, Some(id)) = (&e.kind, id) {
+            let ty = self.types.id(msg);
+            if self.live.get() > MAX_OPEN_CLOCKS {
+                self.open.shed();
+            }
+            let snap = match &self.shared[w] {
+                Some(s) => s.clone(),
+                None => {
+                    self.live.set(self.live.get() + self.cur[w].len());
+                    let s =
+                        std::rc::Rc::new(Snapshot { clock: self.cur[w].clone(), live: self.live.clone() });
+                    self.shared[w] = Some(s.clone());
+                    s
+                }
+            };
+            self.open.insert(id, (ty, e.t, snap, self.cur[w][w]));
+        }
+        &self.cur[w]
+    }
+}
+
+/// Write one event and its clock in ShiViz's format (see [`write_shiviz`]).
+fn shiviz_event(out: &mut impl io::Write, e: &Event, vc: &[u64]) -> io::Result<()> {
+    write!(out, "{e}\nw{} {{", e.w)?;
+    let mut first = true;
+    for (w, &c) in vc.iter().enumerate().filter(|(_, &c)| c > 0) {
+        write!(out, "{}\"w{w}\":{c}", if first { "" } else { "," })?;
+        first = false;
+    }
+    out.write_all(b"}\n")
+}
+
+/// Write the trace in `run_dir` to `out` in ShiViz's input format: the parsing regex on
+/// the first line, an empty second line (one execution, no delimiter), then for every
+/// event its line and, below it, `w<ID> {"w<ID>":n,…}`, its host and vector clock
+/// (zeros left out, as ShiViz itself drops them). `checked` is what [`check`] said of
+/// it (a first read); this second read writes each event as its clock is computed:
+/// memory is N² and the messages open at once, never a clock per event.
+pub fn write_shiviz(
+    run_dir: &Path,
+    checked: Summary,
+    out: &mut impl io::Write,
+) -> Result<Summary, TraceError> {
+    let summary = checked;
+    let mut r = Reader::open(run_dir)?;
+    let mut clocks = Clocks::new(r.workers);
+    out.write_all(SHIVIZ_REGEX.as_bytes()).and_then(|_| out.write_all(b"\n\n")).map_err(TraceError::Write)?;
+    while let Some(e) = r.next_event()? {
+        let vc = clocks.push(&e);
+        shiviz_event(out, &e, vc).map_err(TraceError::Write)?;
+    }
+    let mut summary = summary;
+    clocks.open.note("their receives count as local events", &mut summary.notes);
+    Ok(summary)
+}
+
+/// Write the trace in `run_dir` to `out`, one line per event in time order; `checked`
+/// is what [`check`] said of it. Memory: a line per worker.
+pub fn write_text(run_dir: &Path, checked: Summary, out: &mut impl io::Write) -> Result<Summary, TraceError> {
+    let summary = checked;
+    let mut r = Reader::open(run_dir)?;
+    while let Some(e) = r.next_event()? {
+        writeln!(out, "{e}").map_err(TraceError::Write)?;
+    }
+    Ok(summary)
+}
+
+/// At most a given number of messages, every k-th in the order sent, with their receipt
+/// or drop: what a diagram draws. Memory: the arrows kept.
+struct Picker {
+    stride: u64,
+    sends: u64,
+    shown: Vec<Arrow>,
+    /// Kept arrows not yet received or dropped.
+    open: HashMap<MsgId, usize>,
+}
+
+impl Picker {
+    fn new(stride: u64) -> Picker {
+        Picker { stride: stride.max(1), sends: 0, shown: Vec::new(), open: HashMap::new() }
+    }
+
+    fn push(&mut self, e: &Event) {
+        let Some(id) = msg_id(e) else { return };
+        match &e.kind {
+            EventKind::Send { to, msg } => {
+                if self.sends.is_multiple_of(self.stride) {
+                    self.open.insert(id, self.shown.len());
+                    let a = Arrow {
+                        from: e.w,
+                        to: *to,
+                        msg: msg.clone(),
+                        sent: e.t,
+                        received: None,
+                        dropped: None,
+                    };
+                    self.shown.push(a);
+                }
+                self.sends += 1;
+            }
+            EventKind::Recv { .. } => {
+                if let Some(i) = self.open.remove(&id) {
+                    self.shown[i].received = Some(e.t);
+                }
+            }
+            // A DROP carries its SEND's clock, so it names the same message.
+            EventKind::Drop { why, .. } => {
+                if let Some(i) = self.open.remove(&id) {
+                    self.shown[i].dropped = Some(why.clone());
+                }
+            }
+            EventKind::App { .. } => {}
+        }
+    }
+}
+
+/// The messages of a trace as a diagram draws them: at most `max`, one in `stride`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Arrows {
+    pub shown: Vec<Arrow>,
+    pub stride: u64,
+    /// The whole trace's counts and notes.
+    pub summary: Summary,
+}
+
+/// At most `max` of the messages in `run_dir`'s trace, evenly spread in the order they
+/// were sent, with the whole trace's counts: one read to check and count, one to pick.
+/// Memory: the arrows shown and [`check`]'s.
+pub fn pick_arrows(run_dir: &Path, max: usize) -> Result<Arrows, TraceError> {
+    let summary = check(run_dir)?;
+    let stride = summary.messages.div_ceil(max.max(1) as u64).max(1);
+    let mut r = Reader::open(run_dir)?;
+    let mut p = Picker::new(stride);
+    while let Some(e) = r.next_event()? {
+        p.push(&e);
+    }
+    Ok(Arrows { shown: p.shown, stride, summary })
+}
+
+impl Trace {
+    /// Check the events as [`check`] does (they are in [`Reader`]'s order).
+    pub fn check(&self) -> Result<(), TraceError> {
+        let mut c = Checker::default();
+        self.events.iter().try_for_each(|e| c.push(e))
     }
 
     /// Every message sent, in the order they were sent.
     pub fn arrows(&self) -> Vec<Arrow> {
-        let mut received: HashMap<MsgId, u64> = HashMap::new();
-        let mut dropped: HashMap<MsgId, &str> = HashMap::new();
-        for e in &self.events {
-            match &e.kind {
-                EventKind::Recv { from, from_inc, sent_lc, .. } => {
-                    received.entry((*from, *from_inc, e.w, *sent_lc)).or_insert(e.t);
-                }
-                // A DROP carries its SEND's clock, so it names the same message.
-                EventKind::Drop { to, why, .. } => {
-                    dropped.entry((e.w, e.inc, *to, e.lc)).or_insert(why);
-                }
-                _ => {}
-            }
-        }
-        self.events
-            .iter()
-            .filter_map(|e| match &e.kind {
-                EventKind::Send { to, msg } => Some(Arrow {
-                    from: e.w,
-                    to: *to,
-                    msg: msg.clone(),
-                    sent: e.t,
-                    received: received.get(&(e.w, e.inc, *to, e.lc)).copied(),
-                    dropped: dropped.get(&(e.w, e.inc, *to, e.lc)).map(|why| why.to_string()),
-                }),
-                _ => None,
-            })
-            .collect()
+        let mut p = Picker::new(1);
+        self.events.iter().for_each(|e| p.push(e));
+        p.shown
     }
 
     /// One vector clock per event (indexed like `events`, one entry per worker), from
     /// the happens-before the trace gives: each worker's own order, and every send
     /// before the receive that names it (see the module documentation). A receive whose
-    /// send is missing, or that would precede it (which [`load`] refuses), counts as a
-    /// local event.
+    /// send is missing, or comes after it, counts as a local event.
     pub fn vector_clocks(&self) -> Vec<Vec<u64>> {
-        self.clocks(false).expect("lenient clocks never fail")
+        let mut c = Clocks::new(self.workers);
+        self.events.iter().map(|e| c.push(e).to_vec()).collect()
     }
 
-    /// The vector clocks; `strict`: a receive that comes before its send, in time or in
-    /// causality, is an error rather than a local event.
-    fn clocks(&self, strict: bool) -> Result<Vec<Vec<u64>>, TraceError> {
-        let n = self.workers as usize;
-        let sends = self.sends().or_else(|e| if strict { Err(e) } else { Ok(HashMap::new()) })?;
-        let mut matched = self.matches(&sends);
-        for (r, m) in matched.iter_mut().enumerate() {
-            let Some(s) = *m else { continue };
-            if self.events[r].t < self.events[s].t {
-                if strict {
-                    return Err(TraceError::Inconsistent(format!(
-                        "a receive precedes its send: {} comes before {}",
-                        self.events[r], self.events[s]
-                    )));
-                }
-                *m = None;
-            }
-        }
-        // Each worker's events in its own order, walked together: a receive waits
-        // until its send has a clock.
-        let mut lanes: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (i, e) in self.events.iter().enumerate() {
-            if let Some(lane) = lanes.get_mut(e.w as usize) {
-                lane.push(i);
-            }
-        }
-        let mut pos = vec![0usize; n];
-        let mut cur = vec![vec![0u64; n]; n];
-        let mut out: Vec<Option<Vec<u64>>> = vec![None; self.events.len()];
-        let mut left: usize = lanes.iter().map(Vec::len).sum();
-        while left > 0 {
-            let mut moved = false;
-            for w in 0..n {
-                while let Some(&i) = lanes[w].get(pos[w]) {
-                    if let Some(s) = matched[i] {
-                        let Some(sent) = &out[s] else { break };
-                        for (c, &v) in cur[w].iter_mut().zip(sent) {
-                            *c = (*c).max(v);
-                        }
-                    }
-                    cur[w][w] = pos[w] as u64 + 1;
-                    out[i] = Some(cur[w].clone());
-                    pos[w] += 1;
-                    left -= 1;
-                    moved = true;
-                }
-            }
-            if !moved {
-                // Every lane waits on a receive whose send waits too: a cycle.
-                let stuck = (0..n)
-                    .filter_map(|w| lanes[w].get(pos[w]))
-                    .copied()
-                    .next()
-                    .expect("some lane is not done");
-                if strict {
-                    return Err(TraceError::Inconsistent(format!(
-                        "a receive precedes its send in causal order: {} waits for {}",
-                        self.events[stuck],
-                        self.events[matched[stuck].expect("a waiting receive has a send")]
-                    )));
-                }
-                matched[stuck] = None;
-            }
-        }
-        Ok(out.into_iter().map(|c| c.expect("every event has a clock")).collect())
-    }
-
-    /// The trace in ShiViz's input format: the parsing regex on the first line, an
-    /// empty second line (one execution, no delimiter), then for every event its line
-    /// and, below it, `w<ID> {"w<ID>":n,…}`, its host and vector clock (zeros left out,
-    /// as ShiViz itself drops them).
+    /// The trace in ShiViz's format, as [`write_shiviz`] writes it.
     pub fn shiviz(&self) -> String {
-        let clocks = self.vector_clocks();
-        let mut s = String::with_capacity(self.events.len() * 96 + 64);
-        s.push_str(SHIVIZ_REGEX);
-        s.push_str("\n\n");
-        for (e, vc) in self.events.iter().zip(&clocks) {
-            let _ = write!(s, "{e}\nw{} {{", e.w);
-            let mut first = true;
-            for (w, &c) in vc.iter().enumerate().filter(|(_, &c)| c > 0) {
-                let _ = write!(s, "{}\"w{w}\":{c}", if first { "" } else { "," });
-                first = false;
-            }
-            s.push_str("}\n");
+        let mut out = Vec::new();
+        out.extend_from_slice(SHIVIZ_REGEX.as_bytes());
+        out.extend_from_slice(b"\n\n");
+        let mut c = Clocks::new(self.workers);
+        for e in &self.events {
+            let vc = c.push(e);
+            shiviz_event(&mut out, e, vc).expect("writing to memory");
         }
-        s
+        String::from_utf8(out).expect("the events are text")
     }
 }
 
-/// The regex ShiViz parses [`Trace::shiviz`]'s log with (its own default): the event is
+/// The regex ShiViz parses [`write_shiviz`]'s log with (its own default): the event is
 /// a line, the host and the clock the next.
 pub const SHIVIZ_REGEX: &str = r"(?<event>.*)\n(?<host>\S*) (?<clock>{.*})";
 
@@ -1009,7 +1532,7 @@ mod tests {
         // times are all equal, so only the walk can see it.
         let events = vec![recv(0, 5, 2, 1, 1), send(0, 5, 1, 1), recv(1, 5, 2, 0, 1), send(1, 5, 1, 0)];
         let trace = Trace { workers: 2, algo: "test".into(), events };
-        let e = trace.clocks(true).unwrap_err().to_string();
+        let e = trace.check().unwrap_err().to_string();
         assert!(e.contains("causal order"), "{e}");
         assert_eq!(trace.vector_clocks(), [vec![1, 0], vec![2, 0], vec![2, 1], vec![2, 2]]);
     }
@@ -1026,16 +1549,17 @@ mod tests {
         let dir = write_run(2, &three()[..2]);
         let path = dir.path().join(file_name(0));
         let good = std::fs::read_to_string(&path).unwrap();
+        // A bad line followed by one of the same life (a torn one ends its life).
+        let then = "APP w=0 inc=0 t=99 lc=99 ev=want\n";
         let cases = [
-            (format!("{good}SEND w=0 inc=0 t=x lc=1 to=1 type=M\n"), ":4: t=x"),
-            (format!("{good}SEND w=0 inc=0 t=9 lc=1 to=1"), ":4: the last line is cut short"),
-            (format!("{good}SEND w=1 inc=0 t=9 lc=9 to=1 type=M\n"), ":4: w=1 in worker 0's file"),
-            (format!("{good}SEND w=0 inc=0 t=0 lc=9 to=1 type=M\n"), ":4: t=0 before"),
+            (format!("{good}SEND w=0 inc=0 t=x lc=1 to=1 type=M\n{then}"), ":4: t=x"),
+            (format!("{good}SEND w=1 inc=0 t=9 lc=9 to=1 type=M\n{then}"), ":4: w=1 in worker 0's file"),
+            (format!("{good}SEND w=0 inc=0 t=0 lc=9 to=1 type=M\n{then}"), ":4: t=0 before"),
             (good.replace("w=0 workers", "w=1 workers"), ":1: header says w=1"),
             (good.replace("workers=2", "workers=3"), "but"),
             ("hello\n".to_string(), ":1: not a mutexlab trace"),
             (String::new(), ":1: empty"),
-            (format!("{good}SEND w=0 inc=0 t=9 lc=9 to=7 type=M\n"), "beyond workers=2"),
+            (format!("{good}SEND w=0 inc=0 t=9 lc=9 to=7 type=M\n{then}"), "beyond workers=2"),
         ];
         for (text, want) in cases {
             std::fs::write(&path, &text).unwrap();
@@ -1045,6 +1569,57 @@ mod tests {
         let empty = tempfile::tempdir().unwrap();
         assert!(matches!(load(empty.path()), Err(TraceError::NoTrace { .. })));
         assert!(matches!(load(&empty.path().join("nothing")), Err(TraceError::Io { .. })));
+    }
+
+    #[test]
+    fn a_new_life_starts_on_a_fresh_line_after_a_torn_one() {
+        let dir = write_run(2, &three()[..2]);
+        let path = dir.path().join(file_name(0));
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        // The first life was killed in the middle of a line.
+        text.push_str("SEND w=0 inc=0 t=3 lc=3 to=1 ty");
+        std::fs::write(&path, &text).unwrap();
+        let mut next = Writer::open(dir.path(), 0, 1, 3, "test").unwrap();
+        next.app(0, "want", None);
+        drop(next);
+        let after = std::fs::read_to_string(&path).unwrap();
+        let rest = after.strip_prefix(&format!("{text}\nAPP w=0 inc=1 t=")).expect(&after);
+        assert!(rest.ends_with(" lc=0 ev=want\n") && rest.lines().count() == 1, "{after}");
+        // The readers skip the torn line, say so, and read the new life.
+        let summary = check(dir.path()).unwrap();
+        assert!(summary.notes.shown[0].contains(":4: skipped a torn line"), "{:?}", summary.notes);
+        assert_eq!(load(dir.path()).unwrap().events.len(), 3);
+    }
+
+    #[test]
+    fn open_messages_are_bounded_and_letting_them_go_is_noted() {
+        let mut c = Checker::default();
+        let n = MAX_PENDING as u64 + 10;
+        for lc in 1..=n {
+            c.push(&send(0, lc, lc, 1)).unwrap();
+            assert!(c.open.open.len() <= MAX_PENDING);
+        }
+        let s = c.summary(2, "test".into(), Notes::default());
+        assert_eq!(s.messages, n);
+        assert!(s.notes.shown[0].contains("let go unpaired"), "{:?}", s.notes);
+    }
+
+    #[test]
+    fn a_diagram_gets_at_most_what_it_draws_with_the_counts_of_all() {
+        // 0 and 1 exchange 100 messages; 7 are drawn, one in 15.
+        let events: Vec<Event> = (0..100u64)
+            .flat_map(|i| {
+                [
+                    send((i % 2) as u32, 2 * i + 1, i + 1, 1 - (i % 2) as u32),
+                    recv(1 - (i % 2) as u32, 2 * i + 2, 1000 + i, (i % 2) as u32, i + 1),
+                ]
+            })
+            .collect();
+        let dir = write_run(2, &events);
+        let a = pick_arrows(dir.path(), 7).unwrap();
+        assert_eq!((a.summary.messages, a.stride, a.shown.len()), (100, 15, 7));
+        assert_eq!(a.summary.by_type["M"], 100);
+        assert!(a.shown.iter().all(|a| a.received == Some(a.sent + 1)));
     }
 
     #[test]

@@ -43,7 +43,7 @@ impl std::fmt::Display for Quote<'_> {
 }
 
 /// At most [`EXCERPT`] bytes of a message that may repeat part of a line.
-pub(super) fn clip(msg: &str) -> std::borrow::Cow<'_, str> {
+pub(crate) fn clip(msg: &str) -> std::borrow::Cow<'_, str> {
     if msg.len() <= EXCERPT {
         return msg.into();
     }
@@ -56,26 +56,26 @@ pub(super) fn clip(msg: &str) -> std::borrow::Cow<'_, str> {
 
 /// Reads lines with a fixed buffer: at most [`MAX_LINE`] bytes of a line are kept, the
 /// rest is counted and skipped, so memory does not grow with line length.
-pub(super) struct Lines<R> {
+pub(crate) struct Lines<R> {
     src: std::io::BufReader<R>,
     /// The current line's first bytes, without its newline.
-    pub(super) kept: Vec<u8>,
+    pub(crate) kept: Vec<u8>,
     /// The current line's full length, without its newline.
-    pub(super) len: u64,
+    pub(crate) len: u64,
     /// Whether `kept` holds a line already returned (cleared before the next).
     returned: bool,
 }
 
 impl<R: Read> Lines<R> {
     /// Lines of `src`, the first of which begins with `prefix`, already read.
-    pub(super) fn new(src: R, prefix: Vec<u8>) -> Self {
+    pub(crate) fn new(src: R, prefix: Vec<u8>) -> Self {
         let len = prefix.len() as u64;
         Lines { src: std::io::BufReader::with_capacity(64 * 1024, src), kept: prefix, len, returned: false }
     }
 
     /// The next line: `Some(true)` if it ended with a newline, `Some(false)` for a last
     /// line without one, `None` at the end. Its bytes are in `kept`, its length in `len`.
-    pub(super) fn next(&mut self) -> std::io::Result<Option<bool>> {
+    pub(crate) fn next(&mut self) -> std::io::Result<Option<bool>> {
         if std::mem::replace(&mut self.returned, true) {
             self.kept.clear();
             self.len = 0;

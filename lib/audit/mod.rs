@@ -35,7 +35,7 @@ use serde::Serialize;
 
 mod faultlog;
 pub mod leaders;
-mod lines;
+pub(crate) mod lines;
 
 use faultlog::CrashIndex;
 pub(crate) use faultlog::FaultLine;

@@ -84,7 +84,15 @@ pub(crate) struct Timeline {
     pub refused: Vec<Refusal>,
     pub leaders: Vec<Leader>,
     pub faults: Vec<FaultMark>,
+    /// The messages drawn: at most the diagram's limit of the trace's, one in
+    /// `arrow_stride`.
     pub arrows: Vec<Arrow>,
+    pub arrow_stride: u64,
+    /// All the trace's messages, and by type.
+    pub messages: u64,
+    pub message_types: BTreeMap<String, u64>,
+    /// What the trace's reader skipped (torn lines and the like), one line each.
+    pub trace_notes: Vec<String>,
     /// Records by line number, for placing findings: (worker, time).
     pub at_line: BTreeMap<usize, (u32, u64)>,
     /// The lines findings point at: number → text (clipped).
@@ -269,9 +277,21 @@ pub(crate) fn has_trace(run_dir: &Path) -> bool {
     })
 }
 
-/// The messages of the run's trace, as the trace's own reader pairs them.
-pub(crate) fn read_trace(run_dir: &Path) -> Result<Vec<Arrow>, crate::trace::TraceError> {
-    crate::trace::load(run_dir).map(|t| t.arrows())
+/// The messages of the run's trace as the diagram draws them (at most `max`, paired by
+/// the trace's own reader), and the counts of all: memory by what is drawn, not by the
+/// trace's size.
+pub(crate) fn read_trace(
+    run_dir: &Path,
+    max: usize,
+    tl: &mut Timeline,
+) -> Result<(), crate::trace::TraceError> {
+    let a = crate::trace::pick_arrows(run_dir, max)?;
+    tl.arrows = a.shown;
+    tl.arrow_stride = a.stride;
+    tl.messages = a.summary.messages;
+    tl.message_types = a.summary.by_type;
+    tl.trace_notes = a.summary.notes.lines();
+    Ok(())
 }
 
 #[cfg(test)]

@@ -137,9 +137,8 @@ pub fn render_with(run_dir: &Path, known: Known) -> Result<String, ReportError> 
     tl.faults = data::read_faults(&run_dir.join(FAULT_LOG));
     if data::has_trace(run_dir) {
         // A damaged trace costs the arrows, not the report.
-        match data::read_trace(run_dir) {
-            Ok(arrows) => tl.arrows = arrows,
-            Err(e) => tl.trace_error = Some(e.to_string()),
+        if let Err(e) = data::read_trace(run_dir, svg::MAX_ARROWS, &mut tl) {
+            tl.trace_error = Some(e.to_string());
         }
     }
     let highest = tl
@@ -331,10 +330,13 @@ fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> Stri
                 esc(e)
             );
         }
-        None if tl.arrows.is_empty() => {
+        None if tl.messages == 0 => {
             let _ = writeln!(s, "<p class=\"note\">No message trace in this directory: no arrows.</p>");
         }
         None => {}
+    }
+    for n in &tl.trace_notes {
+        let _ = writeln!(s, "<p class=\"note\">Message trace: {}</p>", esc(n));
     }
     for n in &drawn.notes {
         let _ = writeln!(s, "<p class=\"note\">{}</p>", esc(n));
@@ -353,13 +355,7 @@ fn messages(s: &mut String, v: &Verdict, tl: &Timeline, known: Known) {
     let (by_type, source): (BTreeMap<String, u64>, &str) = match known {
         Known::Run(r) => (r.messages.by_type.clone(), "the workers' own counts"),
         Known::Elect(r) => (r.messages.by_type.clone(), "the workers' own counts"),
-        Known::Files if !tl.arrows.is_empty() => {
-            let mut m = BTreeMap::new();
-            for a in &tl.arrows {
-                *m.entry(a.msg.clone()).or_default() += 1;
-            }
-            (m, "the message trace")
-        }
+        Known::Files if tl.messages > 0 => (tl.message_types.clone(), "the message trace"),
         Known::Files => (BTreeMap::new(), ""),
     };
     let _ = writeln!(s, "<h2>Messages</h2>");

@@ -8,7 +8,7 @@
 
 use std::fmt::Write as _;
 
-use super::data::{Arrow, Timeline};
+use super::data::Timeline;
 use super::esc;
 use crate::audit::{Violation, WaitStats};
 
@@ -111,7 +111,7 @@ pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation]) -> Dr
     }
     stops(&mut s, tl, &sc, lanes, t1);
     bars(&mut s, &mut notes, tl, &sc, lanes, violations, t1);
-    arrows(&mut s, &mut notes, &tl.arrows, &sc, lanes);
+    arrows(&mut s, &mut notes, tl, &sc, lanes);
     faults(&mut s, tl, &sc, lanes, bottom);
     for l in tl.leaders.iter().filter(|l| l.w < lanes) {
         let (x, y) = (sc.x(l.t), lane_y(l.w));
@@ -309,16 +309,19 @@ fn merge(mut bars: Vec<Bar>, what: &str) -> Vec<Bar> {
 
 /// Messages as arrows from the sender's lane at the send to the receiver's at the
 /// receipt; a message never delivered ends halfway, dashed.
-fn arrows(s: &mut String, notes: &mut Vec<String>, all: &[Arrow], sc: &Scale, lanes: u32) {
+/// The reader already kept only one message in `tl.arrow_stride`; more than
+/// [`MAX_ARROWS`] given are thinned here.
+fn arrows(s: &mut String, notes: &mut Vec<String>, tl: &Timeline, sc: &Scale, lanes: u32) {
+    let all = &tl.arrows;
     let stride = all.len().div_ceil(MAX_ARROWS).max(1);
-    if stride > 1 {
+    let shown = all.len().div_ceil(stride);
+    let total = tl.messages.max(all.len() as u64);
+    let overall = stride as u64 * tl.arrow_stride.max(1);
+    if overall > 1 {
         notes.push(format!(
-            "{} messages: one arrow in {stride} is drawn ({} arrows); the counts above are of all of them.",
-            all.len(),
-            all.len().div_ceil(stride)
+            "{total} messages: one arrow in {overall} is drawn ({shown} arrows); the counts above are of all of them."
         ));
     }
-    let shown = all.len().div_ceil(stride);
     for a in all.iter().step_by(stride).filter(|a| a.from < lanes && a.to < lanes) {
         let (x1, y1) = (sc.x(a.sent), lane_y(a.from));
         let (x2, y2, class, got) = match a.received {
@@ -485,6 +488,7 @@ pub(crate) fn against_theory(measured: f64, min: f64, max: f64, what: &str) -> S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::html::data::Arrow;
 
     #[test]
     fn ticks_are_round_numbers() {

@@ -210,16 +210,47 @@ fn the_trace_becomes_arrows_and_the_message_counts() {
     assert!(html.contains(r#"data-theory="0.50""#), "{html}");
     assert!(html.contains("<title>theory 2.00 per entry</title>"), "{html}");
     assert!(!html.contains("No message trace"));
-    // A damaged trace costs the arrows, and says why, but not the report.
+    // A damaged trace costs the arrows, and says why, but not the report. (A bad last
+    // line, or one before a new life, would be a torn one, skipped.)
     std::fs::write(
         d.path().join("trace-w1.log"),
-        "# mutexlab trace v1 w=1 workers=3 algo=centralized\nBOGUS\n",
+        "# mutexlab trace v1 w=1 workers=3 algo=centralized\nBOGUS\nAPP w=1 inc=0 t=1 lc=1 ev=want\n",
     )
     .unwrap();
     let html = render(d.path()).unwrap();
     assert_eq!(count(&html, "<g data-arrow="), 0);
     assert!(html.contains("The message trace could not be read"), "{html}");
     assert_eq!(count(&html, r#"<rect data-bar="cs""#), 6);
+}
+
+#[test]
+fn a_trace_s_torn_huge_or_lying_lines_never_cost_the_page_its_bound() {
+    let d = dir_with(&[
+        (RESOURCE_FILE, CLEAN),
+        ("trace-w0.log", TRACE_W0),
+        ("trace-w1.log", TRACE_W1),
+        ("trace-w2.log", TRACE_W2),
+    ]);
+    let w1 = d.path().join("trace-w1.log");
+    // Killed mid-line: the arrows stay, and the page says what was skipped.
+    std::fs::write(&w1, format!("{TRACE_W1}APP w=1 inc=0 t=1700000 lc=2 ev=wa")).unwrap();
+    let html = render(d.path()).unwrap();
+    assert_eq!(count(&html, "<g data-arrow="), 3, "{html}");
+    assert!(html.contains("trace-w1.log:4: skipped a torn line"), "{html}");
+    // A line of megabytes is skipped unread; a bad one is quoted short.
+    let small = html.len();
+    let huge = "z".repeat(8 << 20);
+    std::fs::write(&w1, format!("{TRACE_W1}{huge}\nAPP w=1 inc=0 t=1700000 lc=2 ev=want\n")).unwrap();
+    let html = render(d.path()).unwrap();
+    assert!(html.len() < small + 1000 && html.contains("skipped a line of 8388608 bytes"));
+    let long = format!("APP w=1 inc=0 t=1 lc=0 ev={}", "y".repeat(3000));
+    std::fs::write(&w1, format!("{TRACE_W1}{long}\nAPP w=1 inc=0 t=1700000 lc=2 ev=want\n")).unwrap();
+    let html = render(d.path()).unwrap();
+    assert!(html.len() < small + 1000 && html.contains("The message trace could not be read"), "{html}");
+    // A header's worker count beyond any run's is refused before it sizes anything.
+    std::fs::write(&w1, TRACE_W1.replace("workers=3", "workers=100000")).unwrap();
+    let html = render(d.path()).unwrap();
+    assert!(html.contains("header: workers=100000 is not a worker count"), "{html}");
 }
 
 #[test]
