@@ -583,3 +583,48 @@ fn a_program_whose_keeper_is_killed_leaves_no_daemon_behind() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("exited without answering"), "{}", stderr(&out));
 }
+
+/// The example, but worker 0 sets itself a timer as it enters and, when the timer
+/// fires inside the section, never answers: a program that fails while inside.
+fn silent_inside() -> Script {
+    let examples = Path::new(env!("CARGO_MANIFEST_DIR")).join("labs/examples");
+    Script::new(&format!(
+        "import sys, time\n\
+         sys.path.insert(0, {examples:?})\n\
+         import ricart_agrawala as ra\n\
+         class Poked(ra.RicartAgrawala):\n\
+         \x20   def try_enter(self):\n\
+         \x20       out = super().try_enter()\n\
+         \x20       if self.me == 0 and out:\n\
+         \x20           out.append({{'type': 'set_timer', 'timer': {{'type': 'poke'}}, 'after_ms': 1}})\n\
+         \x20       return out\n\
+         plain = ra.handle\n\
+         def handle(node, line):\n\
+         \x20   if line['type'] == 'timer':\n\
+         \x20       time.sleep(3600)\n\
+         \x20   return plain(node, line)\n\
+         ra.RicartAgrawala = Poked\n\
+         ra.handle = handle\n\
+         ra.main()\n",
+        examples = examples.display().to_string()
+    ))
+}
+
+#[test]
+fn a_program_that_fails_inside_the_section_is_its_failure_and_no_overlap() {
+    // Its worker gave up; closing its channels on the way out would have told the
+    // peers it was dead, and they would have entered the section it still held.
+    let node = silent_inside();
+    let cmd = node.command();
+    let args = ["--worker-cmd", &cmd, "-n", "3", "-k", "3", "--cs-ms", "200", "--worker-timeout-ms", "1000"];
+    let (out, j) = run_faulty(&args);
+    node.assert_gone();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let failure = j["failure"].as_str().unwrap_or_else(|| panic!("no failure: {j}"));
+    assert!(failure.starts_with("worker w0 gave up while running: external node `python3 "), "{failure}");
+    assert!(
+        failure.contains(r#"was sent `{"type":"timer","timer":{"type":"poke"}}` and did not answer"#),
+        "{failure}"
+    );
+    assert_eq!(j["violation_count"], 0, "{}", j["violations"]);
+}

@@ -38,11 +38,15 @@
 //! backtrace. Texts sent to the supervisor are cut to a few KiB, far below the frame
 //! cap.
 //!
+//! Once the run has begun, a worker that gives up does not close its channels on its
+//! way out: its peers would take it for dead and act on that (enter the section it
+//! still held, say), and the audit would pin on the algorithm what the failure did. It
+//! tells the supervisor why and stands still, channels open, until the supervisor,
+//! which stops the run at once with that line as its failure, ends it.
+//!
 //! When the runtime cannot keep the model its node was promised (a message too big for
 //! a frame, a frame refused from a live peer), that is a [`ModelBreach`], not a death:
-//! the worker says `Breach` on the control link and stands still with its channels
-//! open, so no peer takes it for dead, until the supervisor, which stops the run at
-//! once with the breach as its failure, ends it.
+//! it is told as `Breach` instead of `Fatal`, and the run's audit is no verdict.
 
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::io::{self, Write};
@@ -112,8 +116,8 @@ pub fn run_worker(run_dir: &Path, cmdline_id: Option<u32>) -> anyhow::Result<()>
         crate::lab::quietly(|| (info.worker)(opts, link, info)).map_err(anyhow::Error::msg)?
     });
     match &result {
-        // A breach was told to the supervisor while the worker stood still.
-        Err(e) if e.is::<ModelBreach>() => {}
+        // Told to the supervisor while the worker stood still.
+        Err(e) if e.is::<ModelBreach>() || e.is::<Told>() => {}
         Err(e) => {
             // Best effort: the supervisor may be gone, or the link broken.
             let mut buf = Vec::new();
@@ -158,6 +162,19 @@ impl std::fmt::Display for ModelBreach {
 }
 
 impl std::error::Error for ModelBreach {}
+
+/// A failure already told to the supervisor as `Fatal` by a worker that then stood
+/// still ([`Worker::run`]): the text is the failure's own.
+#[derive(Debug)]
+struct Told(String);
+
+impl std::fmt::Display for Told {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Told {}
 
 /// What a worker's application asks of its node, whatever the service.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -349,6 +366,8 @@ struct Worker<A: Node<Service: RunService>> {
     /// What the node is told of its peers being down or up (`detector.rs`).
     detect: Detect,
     stats: WorkerStats,
+    /// The supervisor said `Start`: from here a failure stands still ([`Worker::run`]).
+    serving: bool,
     running: bool,
     scratch: Vec<u8>,
     /// Message faults, applied on the send path.
@@ -427,6 +446,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             work,
             detect: Detect::new(opts.detector, n),
             stats: WorkerStats { id: me, ..Default::default() },
+            serving: false,
             running: true,
             scratch: Vec::with_capacity(256),
             net: NetFaults {
@@ -468,28 +488,36 @@ impl<A: Node<Service: RunService>> Worker<A> {
         self.term.load(Ordering::SeqCst)
     }
 
-    /// The worker's sequence (see [`Worker`]); a [`ModelBreach`] on the way is told to
-    /// the supervisor, and the worker stands still, its channels open, until the end.
+    /// The worker's sequence (see [`Worker`]). A failure once the run has begun (and
+    /// before `Finish`) is told to the supervisor, and the worker stands still, its
+    /// channels open, until the end: a [`ModelBreach`] as `Breach`, any other as `Fatal`.
     fn run(mut self) -> anyhow::Result<()> {
         let result = self.serve();
-        if let Some(breach) = result.as_ref().err().and_then(|e| e.downcast_ref::<ModelBreach>()) {
-            self.stand_still(breach);
+        let Err(e) = result else { return result };
+        if let Some(breach) = e.downcast_ref::<ModelBreach>() {
+            let line = cut(&format!("{}: {breach}", self.me));
+            self.log(format_args!("{breach}; waiting for the supervisor to stop the run"));
+            self.stand_still(ToSupervisor::Breach(line));
+            return Err(e);
         }
-        result
+        if !self.serving || !self.running {
+            return Err(e); // not begun, or finished: nothing left for a peer to act on
+        }
+        let line = cut(&format!("{e:#}"));
+        self.stand_still(ToSupervisor::Fatal(line.clone()));
+        Err(Told(line).into())
     }
 
-    /// Tell the supervisor of `breach`, then wait for it to end the run: answer its
-    /// `Finish` with the statistics, or leave when it is gone or on a signal. Nothing is
-    /// read from or written to a peer meanwhile, and no channel is closed, so no peer
-    /// is told anything the breach made untrue.
-    fn stand_still(&mut self, breach: &ModelBreach) {
-        let line = cut(&format!("{}: {breach}", self.me));
-        self.log(format_args!("{breach}; waiting for the supervisor to stop the run"));
+    /// Tell the supervisor `why` (`Breach` or `Fatal`), then wait for it to end the run:
+    /// answer its `Finish` with the statistics, or leave when it is gone or on a signal.
+    /// Nothing is read from or written to a peer meanwhile, and no channel is closed, so
+    /// no peer is told anything the failure made untrue.
+    fn stand_still(&mut self, why: ToSupervisor) {
         let told = self
             .control
             .set_nonblocking(false)
             .and_then(|()| self.control.set_read_timeout(Some(Duration::from_millis(100))))
-            .and_then(|()| self.tell_supervisor(&ToSupervisor::Breach(line)));
+            .and_then(|()| self.tell_supervisor(&why));
         if told.is_err() {
             return; // the supervisor is gone: nobody will audit this run
         }
@@ -535,6 +563,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             self.log(format_args!("terminated by signal before the run began; leaving"));
             return Ok(());
         }
+        self.serving = true;
         self.control.set_nonblocking(true)?;
         let fd = self.control.try_clone()?;
         let mut source = mio::net::UnixStream::from_std(fd);

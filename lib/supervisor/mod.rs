@@ -637,6 +637,19 @@ impl<'a> Supervisor<'a> {
                 }
                 _ => Ok(()),
             },
+            // A worker that gives up once the run has begun stands still, its channels
+            // open, and waits for this: stop now, before anyone acts on its silence.
+            Event::Frame(conn, ToSupervisor::Fatal(why)) if phase == "running" => {
+                match self.conn_owner.get(&conn) {
+                    Some(&id) if self.slots[id].conn == Some(conn) => {
+                        self.finished.get_or_insert_with(Instant::now);
+                        let line = format!("worker w{id} gave up while {phase}: {why}");
+                        self.slots[id].fatal = Some(why);
+                        Err(RunError::Failed(line))
+                    }
+                    _ => Ok(()),
+                }
+            }
             Event::Frame(conn, msg) => self.on_frame(conn, msg),
             Event::Closed(conn, err) => {
                 self.conns.get_mut(conn).map(|c| c.take());
