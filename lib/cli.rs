@@ -699,7 +699,9 @@ fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Exi
     use crate::control::{LEADERS_FILE, RESOURCE_FILE};
     // A run directory: whichever file its run wrote.
     let file = if path.is_dir() {
-        match [RESOURCE_FILE, LEADERS_FILE].into_iter().map(|f| path.join(f)).find(|f| f.is_file()) {
+        // Present at all: a FIFO planted under the name is refused by name, not skipped.
+        let present = |f: &PathBuf| f.symlink_metadata().is_ok();
+        match [RESOURCE_FILE, LEADERS_FILE].into_iter().map(|f| path.join(f)).find(present) {
             Some(f) => f,
             None => {
                 let msg = format!("{} holds neither {RESOURCE_FILE} nor {LEADERS_FILE}", path.display());
@@ -710,9 +712,13 @@ fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Exi
         path.to_path_buf()
     };
     let faults = match faults {
-        Some(f) if !f.is_file() => return fail(2, &format!("cannot read fault log {}", f.display())),
-        Some(f) => audit::FaultLog::read(&f),
-        None => audit::FaultLog::read(&file.with_file_name(crate::control::FAULT_LOG)),
+        Some(f) if !f.exists() => return fail(2, &format!("cannot read fault log {}", f.display())),
+        Some(f) => audit::FaultLog::load(&f),
+        None => audit::FaultLog::load(&file.with_file_name(crate::control::FAULT_LOG)),
+    };
+    let faults = match faults {
+        Ok(f) => f,
+        Err(e) => return fail(2, &e.to_string()),
     };
     let shown = file.display().to_string();
     let (ok, text, value) = match audit::audit_file(&file, &faults) {

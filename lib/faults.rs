@@ -150,7 +150,7 @@ pub enum PlanFileError {
 pub fn read_plan_file(path: &Path) -> Result<String, PlanFileError> {
     let shown = || path.display().to_string();
     let read = |source| PlanFileError::Read { path: shown(), source };
-    let file = std::fs::File::open(path).map_err(read)?;
+    let file = crate::files::open_regular(path).map_err(read)?;
     let mut bytes = Vec::new();
     // One byte beyond the limit tells a file of exactly the limit from a longer one.
     file.take(MAX_PLAN_BYTES + 1).read_to_end(&mut bytes).map_err(read)?;

@@ -501,7 +501,12 @@ pub fn load(run_dir: &Path) -> Result<Trace, TraceError> {
     let mut header: Option<(u32, String, PathBuf)> = None;
     let mut events = Vec::new();
     for (w, path) in files {
-        let text = std::fs::read(&path).map_err(|source| TraceError::Io { path: path.clone(), source })?;
+        let text = crate::files::open_regular(&path)
+            .and_then(|mut f| {
+                let mut v = Vec::new();
+                std::io::Read::read_to_end(&mut f, &mut v).map(|_| v)
+            })
+            .map_err(|source| TraceError::Io { path: path.clone(), source })?;
         let (workers, algo) = parse_file(&path, w, &text, &mut events)?;
         match &header {
             None => header = Some((workers, algo, path)),

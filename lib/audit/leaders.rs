@@ -131,7 +131,7 @@ pub fn audit_leaders_file(
     rules: Rules,
 ) -> Result<ElectionReport, AuditError> {
     let shown = || path.display().to_string();
-    let f = std::fs::File::open(path).map_err(|err| AuditError::Unreadable { path: shown(), err })?;
+    let f = crate::files::open_regular(path).map_err(|err| AuditError::Unreadable { path: shown(), err })?;
     audit_leaders(f, faults, rules).map_err(|e| match e {
         None => AuditError::NotLeaders { path: shown() },
         Some(err) => AuditError::Unreadable { path: shown(), err },

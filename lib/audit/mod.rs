@@ -202,7 +202,7 @@ enum Unjudged {
 /// Audit the resource file at `path`.
 pub fn audit_file(path: &Path, faults: &FaultLog) -> Result<AuditReport, AuditError> {
     let shown = || path.display().to_string();
-    let f = std::fs::File::open(path).map_err(|err| AuditError::Unreadable { path: shown(), err })?;
+    let f = crate::files::open_regular(path).map_err(|err| AuditError::Unreadable { path: shown(), err })?;
     audit_reader(f, faults).map_err(|e| match e {
         Unjudged::Io(err) => AuditError::Unreadable { path: shown(), err },
         Unjudged::NotResource => AuditError::NotResource { path: shown() },
@@ -1157,7 +1157,8 @@ EXIT w=0 e=4 fence=5:0 read=2 value=3 t=15
         let p = dir.path().join("resource.log");
         std::fs::write(&p, file(CLEAN)).unwrap();
         assert!(audit_file(&p, &none()).unwrap().ok);
-        assert!(matches!(audit_file(Path::new("/dev/zero"), &none()), Err(AuditError::NotResource { .. })));
+        // Only regular files are read: /dev/zero is refused before any byte of it.
+        assert!(matches!(audit_file(Path::new("/dev/zero"), &none()), Err(AuditError::Unreadable { .. })));
         let short = dir.path().join("short");
         std::fs::write(&short, "# mutex").unwrap();
         assert!(matches!(audit_file(&short, &none()), Err(AuditError::NotResource { .. })));

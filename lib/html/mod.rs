@@ -112,9 +112,11 @@ pub fn render_with(run_dir: &Path, known: Known) -> Result<String, ReportError> 
     std::fs::read_dir(run_dir).map_err(|err| ReportError::Unreadable { path: shown.clone(), err })?;
     let resource = run_dir.join(RESOURCE_FILE);
     let leaders = run_dir.join(LEADERS_FILE);
-    let faults = FaultLog::read(&run_dir.join(FAULT_LOG));
-    let election = !resource.is_file();
-    if election && !leaders.is_file() {
+    let faults = FaultLog::load(&run_dir.join(FAULT_LOG))?;
+    // Present at all: a FIFO planted under the name is refused by name, not skipped.
+    let present = |p: &Path| p.symlink_metadata().is_ok();
+    let election = !present(&resource);
+    if election && !present(&leaders) {
         return Err(ReportError::NotRun { path: shown });
     }
     let v = if election {
@@ -122,19 +124,25 @@ pub fn render_with(run_dir: &Path, known: Known) -> Result<String, ReportError> 
     } else {
         mutex_verdict(&resource, &faults, known)?
     };
-    let wanted: BTreeSet<usize> =
+    let lines: BTreeSet<usize> =
         v.violations.iter().chain(&v.cut_short).flat_map(data::lines_named).collect();
+    let flagged: BTreeSet<usize> = v.violations.iter().map(|v| v.line).collect();
+    let wanted = data::Wanted { lines: &lines, flagged: &flagged };
     let mut tl = Timeline::default();
+    // The histograms share one scale: the longest wait the auditor saw.
+    tl.hist.max = v.waits.iter().map(|w| (w.max * 1e6).round() as u64).max().unwrap_or(0);
     let file = if election { &leaders } else { &resource };
     let unreadable = |err| ReportError::Unreadable { path: file.display().to_string(), err };
-    let f = std::fs::File::open(file).map_err(unreadable)?;
+    let f = crate::files::open_regular(file).map_err(unreadable)?;
     let read = if election {
         data::read_leaders(f, &wanted, &mut tl)
     } else {
         data::read_resource(f, &wanted, &mut tl)
     };
     read.map_err(unreadable)?;
-    tl.faults = data::read_faults(&run_dir.join(FAULT_LOG));
+    let fault_log = run_dir.join(FAULT_LOG);
+    data::read_faults(&fault_log, &mut tl)
+        .map_err(|err| ReportError::Unreadable { path: fault_log.display().to_string(), err })?;
     if data::has_trace(run_dir) {
         // A damaged trace costs the arrows, not the report.
         match data::read_trace(run_dir) {
@@ -288,7 +296,7 @@ fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> Stri
         )
     };
     let _ = writeln!(s, "<p>Run directory <code>{}</code>. {verdict}</p>", esc(dir));
-    if tl.faults.iter().any(|f| f.action == "teardown" && f.note == "interrupted") {
+    if tl.interrupted {
         let _ = writeln!(
             s,
             "<p><span class=\"bad\">Interrupted</span> (SIGINT or SIGTERM): the run as far as it got.</p>"
@@ -477,13 +485,7 @@ fn waits(s: &mut String, v: &Verdict, tl: &Timeline) {
     if v.entries.is_none() {
         return;
     }
-    let mut by: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-    for sec in &tl.sections {
-        if let Some(w) = sec.wait() {
-            by.entry(sec.w).or_default().push(w);
-        }
-    }
-    let max = by.values().flatten().copied().max().unwrap_or(0);
+    let (by, max) = (&tl.hist.bins, tl.hist.max);
     let _ = writeln!(
         s,
         "<h2>Wait times by worker</h2>\n<p>WANT to ENTER, on one scale for all workers; \
@@ -493,7 +495,7 @@ fn waits(s: &mut String, v: &Verdict, tl: &Timeline) {
     let workers = v.waits.len().max(by.keys().last().map_or(0, |w| *w as usize + 1));
     for w in 0..workers as u32 {
         let st = v.waits.get(w as usize).cloned().unwrap_or_default();
-        let list = by.get(&w).map_or(&[][..], Vec::as_slice);
+        let bins = by.get(&w).copied().unwrap_or_default();
         let _ = writeln!(
             s,
             "<tr><td>w{w}</td><td class=\"n\">{}</td><td class=\"n\">{:.3}</td><td class=\"n\">{:.3}</td>\
@@ -503,7 +505,7 @@ fn waits(s: &mut String, v: &Verdict, tl: &Timeline) {
             st.p99,
             st.max,
             st.mean,
-            svg::wait_histogram(w, list, max, &st)
+            svg::wait_histogram(w, &bins, max, &st)
         );
     }
     let _ = writeln!(s, "</table>");
