@@ -37,7 +37,7 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
-use super::{AuditError, FaultLog, Lines, Quote, Violation, KEEP, MAX_WORKER_ID};
+use super::{clip, AuditError, FaultLog, Lines, Quote, Violation, KEEP, MAX_WORKER_ID};
 
 /// First line of every leader file.
 pub const LEADERS_HEADER: &str = "# mutexlab leaders v1";
@@ -279,12 +279,14 @@ impl Judge {
     fn header(&mut self, text: &str) {
         for field in text[LEADERS_HEADER.len()..].split_whitespace() {
             match field.split_once('=') {
-                Some(("algo", v)) => self.report.algorithm = Some(v.to_string()),
+                Some(("algo", v)) => self.report.algorithm = Some(clip(v).into_owned()),
                 Some(("workers", v)) => match v.parse() {
                     Ok(n) if n <= MAX_WORKER_ID => self.report.workers = n,
-                    _ => {
-                        self.flag("corrupt-record", 1, format!("header: workers={v:?} is not a worker count"))
-                    }
+                    _ => self.flag(
+                        "corrupt-record",
+                        1,
+                        format!("header: workers={:?} is not a worker count", clip(v)),
+                    ),
                 },
                 _ => {}
             }
@@ -641,5 +643,14 @@ mod tests {
         assert_eq!(kinds(&r), ["corrupt-record", "corrupt-record", "torn-record"]);
         assert!(audit_leaders("# mutexlab resource v1\n".as_bytes(), &FaultLog::default(), Rules::default())
             .is_err());
+    }
+
+    #[test]
+    fn a_long_header_field_is_quoted_only_in_part() {
+        let long = "x".repeat(3000);
+        let text = format!("{LEADERS_HEADER} algo={long} workers={long}\n");
+        let r = audit_leaders(text.as_bytes(), &FaultLog::default(), Rules::default()).unwrap();
+        assert!(r.algorithm.as_ref().unwrap().len() < 2 * crate::audit::EXCERPT, "{:?}", r.algorithm);
+        assert!(r.violations[0].detail.len() < 2 * crate::audit::EXCERPT, "{}", r.violations[0].detail);
     }
 }

@@ -30,12 +30,9 @@ const QUOTE: usize = 300;
 /// reading; beyond it, bars of a lane closer than a growing gap are merged.
 pub(crate) const KEEP_BARS: usize = super::svg::MAX_BARS;
 
-/// How many leaders or refusals are kept; beyond it, one in k is.
+/// How many leaders, refusals, fault lines, or pauses and downtimes are kept; beyond it,
+/// one in k is.
 pub(crate) const KEEP_MARKS: usize = 4000;
-
-/// How many fault lines are kept: every line of the largest plan a run may hold (each
-/// step writes about two), so only a log no supervisor wrote is thinned.
-pub(crate) const KEEP_FAULTS: usize = 2 * crate::faults::MAX_PLAN_STEPS;
 
 /// Bins of each worker's wait histogram.
 pub(crate) const HIST_BINS: usize = 24;
@@ -323,8 +320,8 @@ impl Default for Timeline {
             hist: Hist::default(),
             refused: Sampled::default(),
             leaders: Sampled::default(),
-            faults: Sampled::new(KEEP_FAULTS),
-            pauses: Sampled::new(KEEP_FAULTS),
+            faults: Sampled::default(),
+            pauses: Sampled::default(),
             interrupted: false,
             arrows: Vec::new(),
             at_line: BTreeMap::new(),
@@ -677,7 +674,7 @@ mod tests {
             ]
         );
         assert_eq!(tl.faults.seen, 50_004);
-        assert!(tl.faults.len() <= KEEP_FAULTS);
+        assert!(tl.faults.len() <= KEEP_MARKS);
         // An absent log has no faults; a FIFO is refused at once.
         let mut tl = Timeline::default();
         read_faults(&dir.path().join("absent"), &mut tl).unwrap();

@@ -82,12 +82,46 @@ pub fn render(run_dir: &Path) -> Result<String, ReportError> {
 }
 
 /// Write the report of `run_dir` to `out` (default `run_dir/report.html`); returns its path.
+/// The default name is always replaced, never written through: whatever was planted
+/// under it (a symlink to a file elsewhere, a FIFO) is left untouched.
 pub fn write(run_dir: &Path, out: Option<&Path>, known: Known) -> Result<PathBuf, ReportError> {
     let html = render_with(run_dir, known)?;
     let path = out.map_or_else(|| run_dir.join(REPORT_FILE), Path::to_path_buf);
-    std::fs::write(&path, html)
-        .map_err(|err| ReportError::Write { path: path.display().to_string(), err })?;
+    let written = if out.is_some() { write_named(&path, &html) } else { write_whole(&path, &html) };
+    written.map_err(|err| ReportError::Write { path: path.display().to_string(), err })?;
     Ok(path)
+}
+
+/// Write `text` to `path` whole or not at all, never through a link: into a new file in
+/// the same directory, renamed over the name once complete. A failed write never leaves
+/// half a page where a page was, and a symlink under the name is replaced, its target
+/// untouched.
+pub fn write_whole(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(text.as_bytes())?;
+    tmp.persist(path).map(drop).map_err(|e| e.error)
+}
+
+/// Whether [`write_named`] could write `path`, touching nothing: a new file can be made
+/// beside it (the page is renamed over the name). A path that names no regular file is
+/// written directly, and found out then.
+pub fn check_writable(path: &Path) -> std::io::Result<()> {
+    if path.exists() && !path.is_file() {
+        return Ok(());
+    }
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    tempfile::NamedTempFile::new_in(dir).map(drop)
+}
+
+/// [`write_whole`] for a path the user named: one that names no regular file
+/// (`/dev/stdout`) is written directly, as asked.
+pub fn write_named(path: &Path, text: &str) -> std::io::Result<()> {
+    if path.exists() && !path.is_file() {
+        return std::fs::write(path, text);
+    }
+    write_whole(path, text)
 }
 
 /// What the auditor said, from the run's report or from auditing the file now.
