@@ -266,8 +266,11 @@ struct Judge {
     /// Overlaps a kill ends: (the first kill of either since it began, pair, since).
     /// A record looks at those due by its time, not at every overlap: a file of 256
     /// self-declared leaders has 32,640 pairs.
-    kills_due: BinaryHeap<Reverse<(u64, (u32, u32), u64)>>,
+    kills_due: BinaryHeap<Reverse<KillDue>>,
 }
+
+/// When a kill ends an overlap: (due, pair, the overlap's `since`).
+type KillDue = (u64, (u32, u32), u64);
 
 /// Two workers both believing themselves leader (see [`Rules::overlap_ns`]).
 #[derive(Clone, Copy, Debug)]
@@ -424,10 +427,9 @@ impl Judge {
                             r.w, r.term
                         ),
                     );
-                } else if !self.overlaps.contains_key(&pair) {
+                } else if let std::collections::btree_map::Entry::Vacant(slot) = self.overlaps.entry(pair) {
                     let since = r.t;
-                    self.overlaps
-                        .insert(pair, Overlap { since, line, new: (r.w, r.term), old: (o, term, at) });
+                    slot.insert(Overlap { since, line, new: (r.w, r.term), old: (o, term, at) });
                     self.partners.entry(r.w).or_default().insert(o);
                     self.partners.entry(o).or_default().insert(r.w);
                     let first_kill =

@@ -288,7 +288,7 @@ impl Hist {
 }
 
 /// Everything the diagram needs, in monotonic ns.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(crate) struct Timeline {
     pub sections: Bars<Section>,
     pub waits: Bars<Wait>,
@@ -309,27 +309,6 @@ pub(crate) struct Timeline {
     pub start: Option<u64>,
     /// Why the trace present could not be drawn, if it could not.
     pub trace_error: Option<String>,
-}
-
-impl Default for Timeline {
-    fn default() -> Timeline {
-        Timeline {
-            sections: Bars::default(),
-            waits: Bars::default(),
-            unserved: Bars::default(),
-            hist: Hist::default(),
-            refused: Sampled::default(),
-            leaders: Sampled::default(),
-            faults: Sampled::default(),
-            pauses: Sampled::default(),
-            interrupted: false,
-            arrows: Vec::new(),
-            at_line: BTreeMap::new(),
-            listed: BTreeMap::new(),
-            start: None,
-            trace_error: None,
-        }
-    }
 }
 
 impl Timeline {

@@ -4,9 +4,11 @@
 //! It shows the summary and the auditor's verdict as the text summary gives them, the
 //! messages by type beside the algorithm's theory, a space-time diagram (one lane per
 //! worker: sections, waits, messages, faults, leaders, findings in red linked to their
-//! lines), and each worker's wait distribution. Reading the files is `data.rs`, drawing
-//! is `svg.rs`, and this file lays out the page. `compare.rs` makes the page of
-//! `mutexlab compare --html` with the same head, style and escaping.
+//! lines), and each worker's wait distribution. Reading the files is `data.rs` (in
+//! memory bounded by what the page draws, whatever the files hold), drawing is `svg.rs`,
+//! and this file lays out the page and writes it whole, into a new file renamed over
+//! the name, never through a link. `compare.rs` makes the page of `mutexlab compare
+//! --html` with the same head, style and escaping.
 //!
 //! Every string that comes from a file or a worker goes through [`esc`] before it
 //! reaches the page: a field holding `<script>` is shown, never run.
