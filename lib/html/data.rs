@@ -26,9 +26,15 @@ use crate::supervisor::MAX_WORKERS;
 /// How many bytes of a listed line the page quotes.
 const QUOTE: usize = 300;
 
+/// The diagram's plot width, px: what a bar narrower than a pixel is measured against.
+pub(crate) const WIDTH: f64 = 1200.0;
+
+/// Beyond this many sections, bars closer than a pixel on a lane are drawn as one.
+pub(crate) const MAX_BARS: usize = 4000;
+
 /// How many bars of one kind (sections, waits, unserved requests) are kept while
 /// reading; beyond it, bars of a lane closer than a growing gap are merged.
-pub(crate) const KEEP_BARS: usize = super::svg::MAX_BARS;
+pub(crate) const KEEP_BARS: usize = MAX_BARS;
 
 /// How many leaders, refusals, fault lines, or pauses and downtimes are kept; beyond it,
 /// one in k is.
@@ -198,7 +204,7 @@ impl<T: Span> Bars<T> {
     }
 
     fn coarsen(&mut self) {
-        let pixel = (self.hi - self.lo) / super::svg::WIDTH as u64;
+        let pixel = (self.hi - self.lo) / WIDTH as u64;
         while self.kept > KEEP_BARS / 2 {
             self.gap = self.gap.saturating_mul(2).max(pixel).max(1);
             let gap = self.gap;

@@ -9,16 +9,15 @@
 use std::fmt::Write as _;
 
 use super::data::{Arrow, Timeline, HIST_BINS};
+pub(crate) use super::data::{MAX_BARS, WIDTH};
 use super::esc;
 use crate::audit::{Violation, WaitStats};
 
-/// Left margin (lane labels), plot width, top margin (time axis), lane height, px.
+/// Left margin (lane labels), top margin (time axis), lane height, px (the plot is
+/// [`WIDTH`] wide).
 const LEFT: f64 = 56.0;
-pub(crate) const WIDTH: f64 = 1200.0;
 const TOP: f64 = 28.0;
 const LANE: f64 = 56.0;
-/// Beyond this many sections, bars closer than a pixel on a lane are drawn as one.
-pub(crate) const MAX_BARS: usize = 4000;
 /// Beyond this many messages, only every k-th arrow is drawn.
 pub(crate) const MAX_ARROWS: usize = 2000;
 /// Beyond this many arrows drawn, their type is left to the hover text.
