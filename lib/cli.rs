@@ -528,10 +528,12 @@ fn cmd_run(a: RunArgs) -> ExitCode {
             } else {
                 out(&report::run_summary(&r));
             }
-            if r.run_dir_kept {
-                kept_report(&r.run_dir, html::Known::Run(&r));
+            // A kept run's report was asked for with it: not written is not a success.
+            let reported = !r.run_dir_kept || kept_report(&r.run_path, html::Known::Run(&r));
+            match finished(r.ok, r.failure.as_deref(), sh.json) {
+                code if code == ExitCode::SUCCESS && !reported => ExitCode::from(2),
+                code => code,
             }
-            finished(r.ok, r.failure.as_deref(), sh.json)
         }
         Err(e) => interrupted_or_failed(e, sh.keep),
     }
@@ -576,10 +578,12 @@ fn cmd_elect(a: ElectArgs) -> ExitCode {
             } else {
                 out(&report::elect_summary(&r));
             }
-            if r.run_dir_kept {
-                kept_report(&r.run_dir, html::Known::Elect(&r));
+            // A kept run's report was asked for with it: not written is not a success.
+            let reported = !r.run_dir_kept || kept_report(&r.run_path, html::Known::Elect(&r));
+            match finished(r.ok, r.failure.as_deref(), sh.json) {
+                code if code == ExitCode::SUCCESS && !reported => ExitCode::from(2),
+                code => code,
             }
-            finished(r.ok, r.failure.as_deref(), sh.json)
         }
         Err(e) => interrupted_or_failed(e, sh.keep),
     }
@@ -641,6 +645,7 @@ fn interrupted_or_failed(e: RunError, keep: bool) -> ExitCode {
     };
     let code = run_error(e);
     if let Some(dir) = dir {
+        // Exit 130 stays: the run was interrupted whether or not its report was written.
         kept_report(&dir, html::Known::Files);
     }
     code
@@ -699,7 +704,9 @@ fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Exi
     use crate::control::{LEADERS_FILE, RESOURCE_FILE};
     // A run directory: whichever file its run wrote.
     let file = if path.is_dir() {
-        match [RESOURCE_FILE, LEADERS_FILE].into_iter().map(|f| path.join(f)).find(|f| f.is_file()) {
+        // Present at all: a FIFO planted under the name is refused by name, not skipped.
+        let present = |f: &PathBuf| f.symlink_metadata().is_ok();
+        match [RESOURCE_FILE, LEADERS_FILE].into_iter().map(|f| path.join(f)).find(present) {
             Some(f) => f,
             None => {
                 let msg = format!("{} holds neither {RESOURCE_FILE} nor {LEADERS_FILE}", path.display());
@@ -710,9 +717,13 @@ fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Exi
         path.to_path_buf()
     };
     let faults = match faults {
-        Some(f) if !f.is_file() => return fail(2, &format!("cannot read fault log {}", f.display())),
-        Some(f) => audit::FaultLog::read(&f),
-        None => audit::FaultLog::read(&file.with_file_name(crate::control::FAULT_LOG)),
+        Some(f) if !f.exists() => return fail(2, &format!("cannot read fault log {}", f.display())),
+        Some(f) => audit::FaultLog::load(&f),
+        None => audit::FaultLog::load(&file.with_file_name(crate::control::FAULT_LOG)),
+    };
+    let faults = match faults {
+        Ok(f) => f,
+        Err(e) => return fail(2, &e.to_string()),
     };
     let shown = file.display().to_string();
     let (ok, text, value) = match audit::audit_file(&file, &faults) {
@@ -772,18 +783,14 @@ fn cmd_compare(a: CompareArgs) -> ExitCode {
     if let Err(e) = compare::validate(&opts) {
         return fail(2, &e);
     }
-    // Opened before the minute of measuring, so that a path that cannot be written is
-    // refused at once, but not truncated: what is there stays until the page replaces
-    // it. A file made here is removed again if no comparison comes of it.
+    // Checked before the minute of measuring, so that a path that cannot be written is
+    // refused at once; what is there stays until the page replaces it.
     let page = match a.html.as_deref() {
         None => None,
-        Some(p) => {
-            let existed = p.exists();
-            match std::fs::OpenOptions::new().append(true).create(true).open(p) {
-                Ok(_) => Some((p, !existed)),
-                Err(e) => return fail(2, &format!("cannot write {}: {e}", p.display())),
-            }
-        }
+        Some(p) => match html::check_writable(p) {
+            Ok(()) => Some(p),
+            Err(e) => return fail(2, &format!("cannot write {}: {e}", p.display())),
+        },
     };
     let progress = |row: &compare::Row, took: Duration| {
         let runs: Vec<String> =
@@ -799,12 +806,7 @@ fn cmd_compare(a: CompareArgs) -> ExitCode {
     };
     let c = match compare::compare(&opts, progress) {
         Ok(c) => c,
-        Err(e) => {
-            if let Some((path, true)) = page {
-                let _ = std::fs::remove_file(path);
-            }
-            return run_error(e);
-        }
+        Err(e) => return run_error(e),
     };
     out(&if a.json {
         to_json(&c)
@@ -813,8 +815,8 @@ fn cmd_compare(a: CompareArgs) -> ExitCode {
     } else {
         compare::text(&c)
     });
-    if let Some((path, _)) = page {
-        if let Err(e) = write_whole(path, &html::comparison_page(&c)) {
+    if let Some(path) = page {
+        if let Err(e) = html::write_named(path, &html::comparison_page(&c)) {
             return fail(2, &format!("cannot write {}: {e}", path.display()));
         }
         // As a kept run names its report: stdout may be JSON.
@@ -889,25 +891,18 @@ fn cmd_report(run_dir: &std::path::Path, output: Option<&std::path::Path>) -> Ex
     }
 }
 
-/// Write `text` to `path` whole or not at all: into a new file beside it, renamed over
-/// it once complete, so a failed write never leaves half a page where a page was. A
-/// path that is no regular file (`/dev/stdout`) is written directly.
-fn write_whole(path: &std::path::Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write as _;
-    if path.exists() && !path.is_file() {
-        return std::fs::write(path, text);
-    }
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(std::path::Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    tmp.write_all(text.as_bytes())?;
-    tmp.persist(path).map(drop).map_err(|e| e.error)
-}
-
 /// A kept run leaves its report beside its files and names it on stderr (stdout may be
-/// JSON); failing to write it does not change the run's verdict.
-fn kept_report(run_dir: impl AsRef<std::path::Path>, known: html::Known) {
+/// JSON); failing to write it does not change the run's verdict, but says so in one
+/// line and returns false, so the run does not exit 0.
+fn kept_report(run_dir: impl AsRef<std::path::Path>, known: html::Known) -> bool {
     match html::write(run_dir.as_ref(), None, known) {
-        Ok(path) => eprintln!("report: {}", path.display()),
-        Err(e) => eprintln!("mutexlab: no report: {e}"),
+        Ok(path) => {
+            eprintln!("report: {}", path.display());
+            true
+        }
+        Err(e) => {
+            eprintln!("mutexlab: no report: {e}");
+            false
+        }
     }
 }

@@ -144,13 +144,13 @@ pub enum PlanFileError {
     NotUtf8 { path: String, offset: usize },
 }
 
-/// Reads a plan file without trusting its size: at most [`MAX_PLAN_BYTES`] are read, so
-/// an endless file (`/dev/zero`) or a huge one is refused after that much, and so is one
-/// that is not UTF-8.
+/// Reads a plan file without trusting its size or kind: only a regular file is read (a
+/// FIFO or `/dev/zero` is refused at once), at most [`MAX_PLAN_BYTES`] of it, so a huge
+/// one is refused after that much, and so is one that is not UTF-8.
 pub fn read_plan_file(path: &Path) -> Result<String, PlanFileError> {
     let shown = || path.display().to_string();
     let read = |source| PlanFileError::Read { path: shown(), source };
-    let file = std::fs::File::open(path).map_err(read)?;
+    let file = crate::files::open_regular(path).map_err(read)?;
     let mut bytes = Vec::new();
     // One byte beyond the limit tells a file of exactly the limit from a longer one.
     file.take(MAX_PLAN_BYTES + 1).read_to_end(&mut bytes).map_err(read)?;
@@ -1537,12 +1537,9 @@ mod bounds {
         let e = read_plan_file(f.path()).unwrap_err();
         assert!(matches!(e, PlanFileError::TooLarge { .. }), "{e}");
         assert!(e.to_string().contains("16777216 bytes"), "{e}");
-        // A file that never ends.
+        // A file that never ends is no regular file, and refused before a byte is read.
         let e = read_plan_file(Path::new("/dev/zero")).unwrap_err();
-        assert_eq!(
-            e.to_string(),
-            "/dev/zero is larger than 16777216 bytes (16 MiB), the most a plan file may hold"
-        );
+        assert_eq!(e.to_string(), "cannot read /dev/zero: not a regular file (a character device)");
         let f = file_with(b"kill 1 at 1s\n\xff\xfe");
         let e = read_plan_file(f.path()).unwrap_err();
         assert!(matches!(e, PlanFileError::NotUtf8 { offset: 13, .. }), "{e}");

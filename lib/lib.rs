@@ -20,6 +20,7 @@ pub mod compare;
 pub mod control;
 pub mod external;
 pub mod faults;
+pub mod files;
 pub mod grade;
 pub mod host;
 pub mod html;

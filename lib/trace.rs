@@ -593,7 +593,8 @@ const TAGS: [&str; 4] = ["SEND", "RECV", "DROP", "APP"];
 impl WorkerFile {
     /// Open worker `w`'s file and read its header: its worker count and algorithm.
     fn open(path: PathBuf, w: u32) -> Result<(WorkerFile, String), TraceError> {
-        let file = File::open(&path).map_err(|source| TraceError::Io { path: path.clone(), source })?;
+        let file = crate::files::open_regular(&path)
+            .map_err(|source| TraceError::Io { path: path.clone(), source })?;
         let mut lines = Lines::new(file, Vec::new());
         let bad = |msg: String| TraceError::Bad { path: path.clone(), line: 1, msg };
         let got = lines.next().map_err(|source| TraceError::Io { path: path.clone(), source })?;

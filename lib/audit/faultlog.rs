@@ -59,22 +59,35 @@ pub struct FaultLog {
 pub const MAX_CRASHES: usize = 100_000;
 
 impl FaultLog {
-    /// Read a fault log; an absent or unreadable log means no faults. Lines are read
-    /// with the same bounded buffer as the resource file, and a last line without its
-    /// newline is ignored: a cut field (`w=12` become `w=1`) could excuse the wrong
-    /// worker.
+    /// Read a fault log; an absent or unreadable log means no faults (the supervisor
+    /// reads its own run's log so). Readers of a directory someone else may have made
+    /// use [`FaultLog::load`], which refuses what it cannot read.
     pub fn read(path: &Path) -> FaultLog {
+        FaultLog::load(path).unwrap_or_default()
+    }
+
+    /// Read a fault log: absent means no faults; one that is not a regular file (a FIFO,
+    /// `/dev/zero`) or cannot be read is an error. Lines are read with the same bounded
+    /// buffer as the resource file, and a last line without its newline is ignored: a
+    /// cut field (`w=12` become `w=1`) could excuse the wrong worker. Time is linear in
+    /// the file's size, memory bounded by [`MAX_CRASHES`].
+    pub fn load(path: &Path) -> Result<FaultLog, super::AuditError> {
         let mut log = FaultLog::default();
-        let Ok(f) = std::fs::File::open(path) else { return log };
+        let unreadable = |err| super::AuditError::Unreadable { path: path.display().to_string(), err };
+        let f = match crate::files::open_regular(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(log),
+            Err(e) => return Err(unreadable(e)),
+        };
         let mut lines = Lines::new(f, Vec::new());
-        while let Ok(Some(true)) = lines.next() {
+        while let Some(ended) = lines.next().map_err(unreadable)? {
             // A line longer than the cap is read only if its fields all lie before
             // the note, which is all the auditor needs.
-            if lines.len <= MAX_LINE as u64 || lines.kept.contains(&b'#') {
+            if ended && (lines.len <= MAX_LINE as u64 || lines.kept.contains(&b'#')) {
                 log.parse_line(&String::from_utf8_lossy(&lines.kept));
             }
         }
-        log
+        Ok(log)
     }
 
     fn parse_line(&mut self, line: &str) {

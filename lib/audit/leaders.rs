@@ -30,7 +30,8 @@
 //! is `torn-record`, anything that does not parse, or names a worker or leader at or
 //! above the header's `workers=`, is `corrupt-record`.
 
-use std::collections::BTreeMap;
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 use std::fmt;
 use std::io::Read;
 use std::path::Path;
@@ -38,7 +39,7 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
-use super::{AuditError, FaultLog, Lines, Quote, Violation, KEEP, MAX_WORKER_ID};
+use super::{clip, AuditError, FaultLog, Lines, Quote, Violation, KEEP, MAX_WORKER_ID};
 
 /// First line of every leader file.
 pub const LEADERS_HEADER: &str = "# mutexlab leaders v1";
@@ -132,7 +133,7 @@ pub fn audit_leaders_file(
     rules: Rules,
 ) -> Result<ElectionReport, AuditError> {
     let shown = || path.display().to_string();
-    let f = std::fs::File::open(path).map_err(|err| AuditError::Unreadable { path: shown(), err })?;
+    let f = crate::files::open_regular(path).map_err(|err| AuditError::Unreadable { path: shown(), err })?;
     audit_leaders(f, faults, rules).map_err(|e| match e {
         None => AuditError::NotLeaders { path: shown() },
         Some(err) => AuditError::Unreadable { path: shown(), err },
@@ -223,6 +224,12 @@ impl Lives {
         v[..v.partition_point(|&t| t <= now)].last().copied()
     }
 
+    /// `w`'s first kill at or after `from`.
+    fn first_kill_from(&self, w: u32, from: u64) -> Option<u64> {
+        let v = self.kills.get(&w)?;
+        v.get(v.partition_point(|&t| t < from)).copied()
+    }
+
     /// `w` was killed at some time in `[from, to]`.
     fn killed_between(&self, w: u32, from: u64, to: u64) -> bool {
         Self::last(self.kills.get(&w), to).is_some_and(|k| k >= from)
@@ -255,7 +262,16 @@ struct Judge {
     start_t: Option<u64>,
     /// Pairs of workers that both believe themselves leader, while it lasts.
     overlaps: BTreeMap<(u32, u32), Overlap>,
+    /// Each worker's partners in `overlaps`, so a record looks only at its own pairs.
+    partners: BTreeMap<u32, BTreeSet<u32>>,
+    /// Overlaps a kill ends: (the first kill of either since it began, pair, since).
+    /// A record looks at those due by its time, not at every overlap: a file of 256
+    /// self-declared leaders has 32,640 pairs.
+    kills_due: BinaryHeap<Reverse<KillDue>>,
 }
+
+/// When a kill ends an overlap: (due, pair, the overlap's `since`).
+type KillDue = (u64, (u32, u32), u64);
 
 /// Two workers both believing themselves leader (see [`Rules::overlap_ns`]).
 #[derive(Clone, Copy, Debug)]
@@ -280,12 +296,14 @@ impl Judge {
     fn header(&mut self, text: &str) {
         for field in text[LEADERS_HEADER.len()..].split_whitespace() {
             match field.split_once('=') {
-                Some(("algo", v)) => self.report.algorithm = Some(v.to_string()),
+                Some(("algo", v)) => self.report.algorithm = Some(clip(v).into_owned()),
                 Some(("workers", v)) => match v.parse() {
                     Ok(n) if n <= MAX_WORKER_ID => self.report.workers = n,
-                    _ => {
-                        self.flag("corrupt-record", 1, format!("header: workers={v:?} is not a worker count"))
-                    }
+                    _ => self.flag(
+                        "corrupt-record",
+                        1,
+                        format!("header: workers={:?} is not a worker count", clip(v)),
+                    ),
                 },
                 _ => {}
             }
@@ -295,9 +313,29 @@ impl Judge {
     /// End the overlaps of two self-believed leaders that are over by time `now` (one of
     /// the two follows someone else, or was killed), and flag those that lasted too long.
     /// With `now` = `u64::MAX`, at the end of the file, the rest are still going on.
-    fn settle_overlaps(&mut self, now: u64, lives: &Lives, rules: Rules) {
+    /// Only the pairs that can have changed are looked at: those of `who`, whose belief
+    /// just changed, if it no longer leads, and those a kill due by `now` ends; at the
+    /// end, all. So each pair is looked at about once, not on every record.
+    fn settle_overlaps(&mut self, now: u64, who: Option<u32>, lives: &Lives, rules: Rules) {
+        let mut looked: BTreeSet<(u32, u32)> = BTreeSet::new();
+        if now == u64::MAX {
+            looked.extend(self.overlaps.keys());
+        }
+        // A pair ends by belief only when one of the two stops leading.
+        if let Some(w) = who.filter(|w| self.belief.get(w).is_none_or(|b| b.1 != *w)) {
+            looked.extend(self.partners.get(&w).into_iter().flatten().map(|&o| (w.min(o), w.max(o))));
+        }
+        while let Some(&Reverse((due, pair, since))) = self.kills_due.peek() {
+            if due > now {
+                break;
+            }
+            self.kills_due.pop();
+            if self.overlaps.get(&pair).is_some_and(|o| o.since == since) {
+                looked.insert(pair);
+            }
+        }
         let mut over = Vec::new();
-        for (&(a, b), o) in &self.overlaps {
+        for (&(a, b), o) in looked.iter().filter_map(|p| self.overlaps.get_key_value(p)) {
             let leads = |w: u32| self.belief.get(&w).is_some_and(|b| b.1 == w);
             let killed = |w: u32| Lives::last(lives.kills.get(&w), now).filter(|&k| k >= o.since);
             let end = match (killed(a).into_iter().chain(killed(b)).min(), leads(a) && leads(b)) {
@@ -310,6 +348,11 @@ impl Judge {
         }
         for (pair, end) in over {
             let Some(o) = self.overlaps.remove(&pair) else { continue };
+            for (x, y) in [(pair.0, pair.1), (pair.1, pair.0)] {
+                if let Some(set) = self.partners.get_mut(&x) {
+                    set.remove(&y);
+                }
+            }
             let (w, term) = o.new;
             let (rival, rival_term, at) = o.old;
             let grace = rules.overlap_ns as f64 / 1e6;
@@ -363,7 +406,7 @@ impl Judge {
             }
         }
         self.belief.insert(r.w, (r.inc, r.leader, r.term, line, r.t));
-        self.settle_overlaps(r.t, lives, rules);
+        self.settle_overlaps(r.t, Some(r.w), lives, rules);
         // Two live workers that each believe themselves leader from this moment.
         if r.leader == r.w {
             let rivals: Vec<(u32, u64, usize)> = self
@@ -385,13 +428,16 @@ impl Judge {
                             r.w, r.term
                         ),
                     );
-                } else {
-                    self.overlaps.entry(pair).or_insert(Overlap {
-                        since: r.t,
-                        line,
-                        new: (r.w, r.term),
-                        old: (o, term, at),
-                    });
+                } else if let std::collections::btree_map::Entry::Vacant(slot) = self.overlaps.entry(pair) {
+                    let since = r.t;
+                    slot.insert(Overlap { since, line, new: (r.w, r.term), old: (o, term, at) });
+                    self.partners.entry(r.w).or_default().insert(o);
+                    self.partners.entry(o).or_default().insert(r.w);
+                    let first_kill =
+                        [r.w, o].into_iter().filter_map(|w| lives.first_kill_from(w, since)).min();
+                    if let Some(due) = first_kill {
+                        self.kills_due.push(Reverse((due, pair, since)));
+                    }
                 }
             }
         }
@@ -419,7 +465,7 @@ impl Judge {
     }
 
     fn finish(mut self, lives: &Lives, rules: Rules) -> ElectionReport {
-        self.settle_overlaps(u64::MAX, lives, rules);
+        self.settle_overlaps(u64::MAX, None, lives, rules);
         let n = self.report.workers.max(self.belief.keys().max().map_or(0, |m| m + 1));
         let last_restart = |w: u32| lives.life_began(w, u64::MAX);
         let alive: Vec<u32> = (0..n).filter(|&w| !lives.dead_at(w, u64::MAX)).collect();
@@ -655,5 +701,14 @@ mod tests {
             ["corrupt-record"; 5].iter().chain(&["no-leader"]).copied().collect::<Vec<_>>()
         );
         assert_eq!((r.workers, r.leader, r.records), (4, None, 0));
+    }
+
+    #[test]
+    fn a_long_header_field_is_quoted_only_in_part() {
+        let long = "x".repeat(3000);
+        let text = format!("{LEADERS_HEADER} algo={long} workers={long}\n");
+        let r = audit_leaders(text.as_bytes(), &FaultLog::default(), Rules::default()).unwrap();
+        assert!(r.algorithm.as_ref().unwrap().len() < 2 * crate::audit::EXCERPT, "{:?}", r.algorithm);
+        assert!(r.violations[0].detail.len() < 2 * crate::audit::EXCERPT, "{}", r.violations[0].detail);
     }
 }

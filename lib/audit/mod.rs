@@ -212,7 +212,7 @@ enum Unjudged {
 /// Audit the resource file at `path`.
 pub fn audit_file(path: &Path, faults: &FaultLog) -> Result<AuditReport, AuditError> {
     let shown = || path.display().to_string();
-    let f = std::fs::File::open(path).map_err(|err| AuditError::Unreadable { path: shown(), err })?;
+    let f = crate::files::open_regular(path).map_err(|err| AuditError::Unreadable { path: shown(), err })?;
     audit_reader(f, faults).map_err(|e| match e {
         Unjudged::Io(err) => AuditError::Unreadable { path: shown(), err },
         Unjudged::NotResource => AuditError::NotResource { path: shown() },
@@ -263,6 +263,8 @@ struct Open {
     /// Fenced file: the ENTERs (line, text) that came while this section was open. They
     /// are overlaps only if this section's EXIT lands too.
     overlapped: Vec<(usize, String)>,
+    /// Those beyond the [`KEEP`] in `overlapped`, counted only: no more are ever listed.
+    overlapped_more: usize,
 }
 
 #[derive(Default)]
@@ -392,6 +394,7 @@ impl Auditor {
                         );
                         self.flag("overlap", *at, detail);
                     }
+                    self.report.violation_count += open.overlapped_more;
                     let crashed = |c: &(Fence, usize, u64)| self.crashed_between(w, c.2, t);
                     match self.closed.get(&w) {
                         Some(c) if c.0 >= fence && !crashed(c) => {}
@@ -490,7 +493,11 @@ impl Auditor {
         if self.report.fenced {
             // Judged when the earlier holder's write lands or is refused.
             for open in self.inside.values_mut() {
-                open.overlapped.push((line, raw.to_string()));
+                if open.overlapped.len() < KEEP {
+                    open.overlapped.push((line, raw.to_string()));
+                } else {
+                    open.overlapped_more += 1;
+                }
             }
         } else {
             for (other, open) in &self.inside {
@@ -526,7 +533,10 @@ impl Auditor {
             *bypassed += 1;
             self.report.max_bypass = self.report.max_bypass.max(*bypassed);
         }
-        self.inside.insert(w, Open { line, text: raw.to_string(), e, fence, t, overlapped: Vec::new() });
+        self.inside.insert(
+            w,
+            Open { line, text: raw.to_string(), e, fence, t, overlapped: Vec::new(), overlapped_more: 0 },
+        );
     }
 
     /// A fenced resource refused `w`'s ENTER (its request is closed; it asks again with
@@ -1177,10 +1187,31 @@ EXIT w=0 e=4 fence=5:0 read=2 value=3 t=15
         let p = dir.path().join("resource.log");
         std::fs::write(&p, file(CLEAN)).unwrap();
         assert!(audit_file(&p, &none()).unwrap().ok);
-        assert!(matches!(audit_file(Path::new("/dev/zero"), &none()), Err(AuditError::NotResource { .. })));
+        // Only regular files are read: /dev/zero is refused before any byte of it.
+        assert!(matches!(audit_file(Path::new("/dev/zero"), &none()), Err(AuditError::Unreadable { .. })));
         let short = dir.path().join("short");
         std::fs::write(&short, "# mutex").unwrap();
         assert!(matches!(audit_file(&short, &none()), Err(AuditError::NotResource { .. })));
+    }
+
+    #[test]
+    fn overlaps_pending_in_a_fenced_file_are_kept_up_to_the_cap_and_counted_beyond() {
+        // w0 inside while w1 enters 1,000 times: every one an overlap once w0's write
+        // lands, but only the first few hundred are held until then.
+        let mut body = String::from("WANT w=0 e=1 t=1\nENTER w=0 e=1 fence=1:0 t=2\n");
+        for e in 1..=1000 {
+            body += &format!("WANT w=1 e={e} t=3\nENTER w=1 e={e} fence=2:1 t=4\n");
+        }
+        body += "EXIT w=0 e=1 fence=1:0 read=0 value=1 t=5\n";
+        let fenced = format!("{HEADER} algo=test workers=2 fenced=1\n{body}");
+        let mut a = Auditor::default();
+        for (i, line) in fenced.lines().enumerate() {
+            a.line(i + 1, line.as_bytes(), line.len() as u64, true);
+            assert!(a.inside.get(&0).is_none_or(|o| o.overlapped.len() <= KEEP), "line {}", i + 1);
+        }
+        // All counted: 1,000 overlaps, 999 of w1's sections left for another, its last
+        // never left, and w0's write under a fence older than w1's open section.
+        assert_eq!(a.finish().violation_count, 1000 + 999 + 1 + 1);
     }
 
     #[test]

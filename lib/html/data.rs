@@ -4,8 +4,16 @@
 //!
 //! Records are parsed by the types that write them ([`Record`], [`LeaderRecord`]); the
 //! verdict is the auditor's, never recomputed here. Lines are read through a bounded
-//! buffer, like the auditor's: a line longer than any record is skipped unread, so a
-//! damaged file costs memory by its records, not by its longest line.
+//! buffer, like the auditor's: a line longer than any record is skipped unread.
+//!
+//! Memory is bounded by what the page can show, not by the files: bars (sections,
+//! waits) are kept up to [`KEEP_BARS`], beyond which bars of a lane that nearly touch
+//! are merged into one, with a gap that grows as needed ([`Bars`]); marks (leaders,
+//! refusals, faults) are kept up to a cap, beyond which one in k is kept ([`Sampled`]);
+//! the wait histograms are bins per worker; and only the lines findings name are kept.
+//! Every reader keeps a count of what it saw, so the page can say what it left out.
+//! Time is linear in the files' size: pauses and downtimes are paired with what ends
+//! them in one pass, with one open span per worker.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader, Read};
@@ -13,11 +21,29 @@ use std::path::Path;
 
 use crate::audit::{FaultLine, LeaderRecord, Violation, MAX_LINE};
 use crate::resource::{Fence, Record, Stage};
+use crate::supervisor::MAX_WORKERS;
 
 /// How many bytes of a listed line the page quotes.
 const QUOTE: usize = 300;
 
-/// One critical section as the resource file shows it.
+/// The diagram's plot width, px: what a bar narrower than a pixel is measured against.
+pub(crate) const WIDTH: f64 = 1200.0;
+
+/// Beyond this many sections, bars closer than a pixel on a lane are drawn as one.
+pub(crate) const MAX_BARS: usize = 4000;
+
+/// How many bars of one kind (sections, waits, unserved requests) are kept while
+/// reading; beyond it, bars of a lane closer than a growing gap are merged.
+pub(crate) const KEEP_BARS: usize = MAX_BARS;
+
+/// How many leaders, refusals, fault lines, or pauses and downtimes are kept; beyond it,
+/// one in k is.
+pub(crate) const KEEP_MARKS: usize = 4000;
+
+/// Bins of each worker's wait histogram.
+pub(crate) const HIST_BINS: usize = 24;
+
+/// One critical section as the resource file shows it, or several merged into one bar.
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Section {
     pub w: u32,
@@ -30,6 +56,10 @@ pub(crate) struct Section {
     pub exit: Option<u64>,
     /// The ENTER's line in the file.
     pub line: usize,
+    /// How many sections this bar holds (1 unless merged).
+    pub count: usize,
+    /// A finding points at one of them.
+    pub bad: bool,
 }
 
 impl Section {
@@ -39,12 +69,14 @@ impl Section {
     }
 }
 
-/// A request the file never shows granted.
+/// A wait from WANT to ENTER (`enter` None: never served), or several merged.
 #[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Unserved {
+pub(crate) struct Wait {
     pub w: u32,
     pub e: u64,
     pub want: u64,
+    pub enter: Option<u64>,
+    pub count: usize,
 }
 
 /// A write a fenced resource refused (`run --fenced`): its fence was older than `over`.
@@ -70,20 +102,210 @@ pub(crate) struct FaultMark {
     pub note: String,
 }
 
+/// A stretch of a worker's life: paused (stop to cont) or down (kill or term to
+/// restart); `to` None: to the end of the run.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Pause {
+    pub w: u32,
+    pub down: bool,
+    pub from: u64,
+    pub to: Option<u64>,
+}
+
 /// A leader accepted, from the leader file.
 pub(crate) type Leader = LeaderRecord;
 
 /// A message between two workers, from the trace.
 pub(crate) use crate::trace::Arrow;
 
+/// A bar on a lane, from `from()` to `to()` (`u64::MAX`: to the end of the run).
+pub(crate) trait Span {
+    fn lane(&self) -> u32;
+    fn from(&self) -> u64;
+    fn to(&self) -> u64;
+    /// Become the bar covering both.
+    fn absorb(&mut self, other: Self);
+}
+
+impl Span for Section {
+    fn lane(&self) -> u32 {
+        self.w
+    }
+    fn from(&self) -> u64 {
+        self.enter
+    }
+    fn to(&self) -> u64 {
+        self.exit.unwrap_or(u64::MAX)
+    }
+    fn absorb(&mut self, o: Section) {
+        self.want = match (self.want, o.want) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        self.enter = self.enter.min(o.enter);
+        self.exit = self.exit.zip(o.exit).map(|(a, b)| a.max(b));
+        self.count += o.count;
+        self.bad |= o.bad;
+    }
+}
+
+impl Span for Wait {
+    fn lane(&self) -> u32 {
+        self.w
+    }
+    fn from(&self) -> u64 {
+        self.want
+    }
+    fn to(&self) -> u64 {
+        self.enter.unwrap_or(u64::MAX)
+    }
+    fn absorb(&mut self, o: Wait) {
+        self.want = self.want.min(o.want);
+        self.enter = self.enter.zip(o.enter).map(|(a, b)| a.max(b));
+        self.count += o.count;
+    }
+}
+
+/// Bars by lane, at most [`KEEP_BARS`] of them: past that, a bar that starts within
+/// `gap` ns of the end of its lane's previous one is merged into it, and the gap grows
+/// (to a pixel of the time seen so far, then doubling) until half the cap is left. A
+/// lane's bars come in time order from a well-formed file, so merging with the last
+/// bar is enough; a file out of order just merges less.
+#[derive(Debug)]
+pub(crate) struct Bars<T> {
+    lanes: BTreeMap<u32, Vec<T>>,
+    kept: usize,
+    /// Bars pushed, merged or not.
+    pub seen: u64,
+    /// Bars this close (ns) were merged; 0 while none were.
+    pub gap: u64,
+    lo: u64,
+    hi: u64,
+}
+
+impl<T: Span> Bars<T> {
+    pub fn push(&mut self, bar: T) {
+        let (from, to) = (bar.from(), bar.to());
+        self.lo = if self.seen == 0 { from } else { self.lo.min(from) };
+        self.hi = self.hi.max(from).max(if to == u64::MAX { from } else { to });
+        self.seen += 1;
+        let lane = self.lanes.entry(bar.lane()).or_default();
+        if let Some(last) = lane.last_mut() {
+            if self.gap > 0 && from >= last.from() && from <= last.to().saturating_add(self.gap) {
+                last.absorb(bar);
+                return;
+            }
+        }
+        lane.push(bar);
+        self.kept += 1;
+        if self.kept > KEEP_BARS {
+            self.coarsen();
+        }
+    }
+
+    fn coarsen(&mut self) {
+        let pixel = (self.hi - self.lo) / WIDTH as u64;
+        while self.kept > KEEP_BARS / 2 {
+            self.gap = self.gap.saturating_mul(2).max(pixel).max(1);
+            let gap = self.gap;
+            self.kept = 0;
+            for lane in self.lanes.values_mut() {
+                lane.sort_by_key(Span::from);
+                let mut merged: Vec<T> = Vec::with_capacity(lane.len());
+                for bar in lane.drain(..) {
+                    match merged.last_mut() {
+                        Some(last) if bar.from() <= last.to().saturating_add(gap) => last.absorb(bar),
+                        _ => merged.push(bar),
+                    }
+                }
+                self.kept += merged.len();
+                *lane = merged;
+            }
+        }
+    }
+
+    /// The bars kept, lane by lane.
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
+        self.lanes.values().flatten()
+    }
+}
+
+impl<T> Default for Bars<T> {
+    fn default() -> Bars<T> {
+        Bars { lanes: BTreeMap::new(), kept: 0, seen: 0, gap: 0, lo: 0, hi: 0 }
+    }
+}
+
+/// Marks in file order, at most a cap of them: past it, one in k is kept (k doubling),
+/// so what is kept is spread over the whole file.
+#[derive(Debug)]
+pub(crate) struct Sampled<T> {
+    items: Vec<(u64, T)>,
+    cap: usize,
+    stride: u64,
+    /// Marks pushed, kept or not.
+    pub seen: u64,
+}
+
+impl<T> Sampled<T> {
+    pub fn new(cap: usize) -> Sampled<T> {
+        Sampled { items: Vec::new(), cap, stride: 1, seen: 0 }
+    }
+
+    pub fn push(&mut self, item: T) {
+        if self.seen.is_multiple_of(self.stride) {
+            self.items.push((self.seen, item));
+            if self.items.len() > self.cap {
+                self.stride *= 2;
+                let stride = self.stride;
+                self.items.retain(|(i, _)| i.is_multiple_of(stride));
+            }
+        }
+        self.seen += 1;
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
+        self.items.iter().map(|(_, x)| x)
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+}
+
+impl<T> Default for Sampled<T> {
+    fn default() -> Sampled<T> {
+        Sampled::new(KEEP_MARKS)
+    }
+}
+
+/// Each worker's waits as counts in [`HIST_BINS`] bins from 0 to `max` ns.
+#[derive(Debug, Default)]
+pub(crate) struct Hist {
+    pub max: u64,
+    pub bins: BTreeMap<u32, [u64; HIST_BINS]>,
+}
+
+impl Hist {
+    fn record(&mut self, w: u32, wait: u64) {
+        let i = (wait as f64 / self.max.max(1) as f64 * HIST_BINS as f64) as usize;
+        self.bins.entry(w).or_insert([0; HIST_BINS])[i.min(HIST_BINS - 1)] += 1;
+    }
+}
+
 /// Everything the diagram needs, in monotonic ns.
 #[derive(Debug, Default)]
 pub(crate) struct Timeline {
-    pub sections: Vec<Section>,
-    pub unserved: Vec<Unserved>,
-    pub refused: Vec<Refusal>,
-    pub leaders: Vec<Leader>,
-    pub faults: Vec<FaultMark>,
+    pub sections: Bars<Section>,
+    pub waits: Bars<Wait>,
+    pub unserved: Bars<Wait>,
+    pub hist: Hist,
+    pub refused: Sampled<Refusal>,
+    pub leaders: Sampled<Leader>,
+    pub faults: Sampled<FaultMark>,
+    pub pauses: Sampled<Pause>,
+    /// The fault log says the run was interrupted (a `teardown # interrupted` line).
+    pub interrupted: bool,
     /// The messages drawn: at most the diagram's limit of the trace's, one in
     /// `arrow_stride`.
     pub arrows: Vec<Arrow>,
@@ -93,7 +315,7 @@ pub(crate) struct Timeline {
     pub message_types: BTreeMap<String, u64>,
     /// What the trace's reader skipped (torn lines and the like), one line each.
     pub trace_notes: Vec<String>,
-    /// Records by line number, for placing findings: (worker, time).
+    /// The records findings point at, by line number: (worker, time).
     pub at_line: BTreeMap<usize, (u32, u64)>,
     /// The lines findings point at: number → text (clipped).
     pub listed: BTreeMap<usize, String>,
@@ -181,93 +403,176 @@ pub(crate) fn each_line(src: impl Read, mut f: impl FnMut(usize, &str)) -> std::
 
 /// A line as the listing quotes it: at most [`QUOTE`] bytes, never splitting a character.
 fn clip(text: &str) -> String {
-    if text.len() <= QUOTE {
+    clip_to(text, QUOTE)
+}
+
+/// At most `max` bytes of `text`, never splitting a character; an ellipsis if cut.
+fn clip_to(text: &str, max: usize) -> String {
+    if text.len() <= max {
         return text.to_string();
     }
-    let mut n = QUOTE;
+    let mut n = max;
     while !text.is_char_boundary(n) {
         n -= 1;
     }
     format!("{}…", &text[..n])
 }
 
-/// Read the resource file's sections and waits, and keep the lines in `wanted`.
-pub(crate) fn read_resource(
-    src: impl Read,
-    wanted: &BTreeSet<usize>,
-    tl: &mut Timeline,
-) -> std::io::Result<()> {
-    let mut wants: BTreeMap<(u32, u64), u64> = BTreeMap::new();
-    let mut open: BTreeMap<u32, usize> = BTreeMap::new();
+/// What the page wants from the resource or leader file besides what it draws.
+pub(crate) struct Wanted<'a> {
+    /// Lines the findings name: listed in full (clipped) and placed on the diagram.
+    pub lines: &'a BTreeSet<usize>,
+    /// Lines the findings are at: the sections they mark are red.
+    pub flagged: &'a BTreeSet<usize>,
+}
+
+/// Read the resource file's sections and waits (the histograms on a scale up to
+/// `tl.hist.max`), and keep the lines wanted.
+pub(crate) fn read_resource(src: impl Read, wanted: &Wanted, tl: &mut Timeline) -> std::io::Result<()> {
+    // Each worker's request not yet granted, and section not yet left: one each, so
+    // memory is bounded by the workers, not by the records.
+    let mut wants: BTreeMap<u32, (u64, u64)> = BTreeMap::new();
+    let mut open: BTreeMap<u32, Section> = BTreeMap::new();
     each_line(src, |n, text| {
-        if wanted.contains(&n) {
+        if wanted.lines.contains(&n) {
             tl.listed.insert(n, clip(text));
         }
+        // A worker no run can have is the auditor's finding, not a lane.
         let Ok(rec) = text.parse::<Record>() else { return };
-        tl.at_line.insert(n, (rec.worker(), rec.time()));
+        if rec.worker() >= MAX_WORKERS {
+            return;
+        }
+        if wanted.lines.contains(&n) {
+            tl.at_line.insert(n, (rec.worker(), rec.time()));
+        }
         match rec {
             Record::Want { w, e, t } => {
-                wants.insert((w, e), t);
+                if let Some((e, want)) = wants.insert(w, (e, t)) {
+                    tl.unserved.push(Wait { w, e, want, enter: None, count: 1 });
+                }
             }
             Record::Enter { w, e, fence, t } => {
-                let want = wants.remove(&(w, e));
-                open.insert(w, tl.sections.len());
-                tl.sections.push(Section { w, e, fence, want, enter: t, exit: None, line: n });
+                let want = wants.remove_entry(&w).and_then(|(_, (we, want))| {
+                    if we == e {
+                        return Some(want);
+                    }
+                    wants.insert(w, (we, want)); // asked for another entry: still waiting
+                    None
+                });
+                if let Some(want) = want {
+                    tl.waits.push(Wait { w, e, want, enter: Some(t), count: 1 });
+                    tl.hist.record(w, t.saturating_sub(want));
+                }
+                let bad = wanted.flagged.contains(&n);
+                let section = Section { w, e, fence, want, enter: t, exit: None, line: n, count: 1, bad };
+                if let Some(never_left) = open.insert(w, section) {
+                    tl.sections.push(never_left);
+                }
             }
             Record::Refused { w, e, at, fence, over, t } => {
                 // A refused EXIT ends its section uncommitted; a refused ENTER opens none.
                 let exit = at == Stage::Exit;
-                if exit && open.get(&w).is_some_and(|&i| tl.sections[i].e == e) {
-                    let i = open.remove(&w).expect("checked above");
-                    tl.sections[i].exit = Some(t);
+                if exit && open.get(&w).is_some_and(|s| s.e == e) {
+                    if let Some(mut s) = open.remove(&w) {
+                        s.exit = Some(t);
+                        tl.sections.push(s);
+                    }
                 }
                 tl.refused.push(Refusal { w, e, exit, fence, over, t });
             }
             Record::Exit { w, e, t, .. } => {
                 // Only the EXIT of the section its worker has open closes it.
-                if let Some(i) = open.remove(&w) {
-                    if tl.sections[i].e == e {
-                        tl.sections[i].exit = Some(t);
+                if let Some(mut s) = open.remove(&w) {
+                    if s.e == e {
+                        s.exit = Some(t);
                     }
+                    tl.sections.push(s);
                 }
             }
         }
     })?;
-    tl.unserved = wants.into_iter().map(|((w, e), want)| Unserved { w, e, want }).collect();
+    for (_, s) in open {
+        tl.sections.push(s);
+    }
+    for (w, (e, want)) in wants {
+        tl.unserved.push(Wait { w, e, want, enter: None, count: 1 });
+    }
     Ok(())
 }
 
-/// Read the leader file's START and LEADER records, and keep the lines in `wanted`.
-pub(crate) fn read_leaders(
-    src: impl Read,
-    wanted: &BTreeSet<usize>,
-    tl: &mut Timeline,
-) -> std::io::Result<()> {
+/// Read the leader file's START and LEADER records, and keep the lines wanted.
+pub(crate) fn read_leaders(src: impl Read, wanted: &Wanted, tl: &mut Timeline) -> std::io::Result<()> {
     each_line(src, |n, text| {
-        if wanted.contains(&n) {
+        if wanted.lines.contains(&n) {
             tl.listed.insert(n, clip(text));
         }
         if let Some(t) = text.strip_prefix("START t=").and_then(|t| t.parse().ok()) {
             tl.start = Some(t);
         } else if let Ok(rec) = text.parse::<LeaderRecord>() {
-            tl.at_line.insert(n, (rec.w, rec.t));
+            if rec.w >= MAX_WORKERS {
+                return;
+            }
+            if wanted.lines.contains(&n) {
+                tl.at_line.insert(n, (rec.w, rec.t));
+            }
             tl.leaders.push(rec);
         }
     })
 }
 
-/// Read the fault log's lines as `t=<ns> at=<ms>ms <action> [w=<id>] [key=value…] [# note]`.
-/// The auditor's [`crate::audit::FaultLog`] keeps only what judging needs (crashes,
-/// restarts, the teardown); the picture also wants stops, continues and partitions.
-pub(crate) fn read_faults(path: &Path) -> Vec<FaultMark> {
-    let mut marks = Vec::new();
-    let Ok(f) = std::fs::File::open(path) else { return marks };
-    let _ = each_line(f, |_, line| {
-        if let Some(l) = FaultLine::parse(line) {
-            marks.push(FaultMark { t: l.t, action: l.action.to_string(), w: l.worker(), note: clip(l.note) });
+/// Read the fault log's lines as `t=<ns> at=<ms>ms <action> [w=<id>] [key=value…] [# note]`,
+/// and pair each pause and downtime with what ends it, in one pass. The auditor's
+/// [`crate::audit::FaultLog`] keeps only what judging needs (crashes, restarts, the
+/// teardown); the picture also wants stops, continues and partitions. An absent log
+/// has no faults; one that is no regular file is an error.
+pub(crate) fn read_faults(path: &Path, tl: &mut Timeline) -> std::io::Result<()> {
+    let f = match crate::files::open_regular(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    // Each worker's pause and downtime still open: when it began. A second stop while
+    // paused lies within the first's span, so one per worker is all there is to draw.
+    let mut paused: BTreeMap<u32, u64> = BTreeMap::new();
+    let mut down: BTreeMap<u32, u64> = BTreeMap::new();
+    each_line(f, |_, line| {
+        let Some(l) = FaultLine::parse(line) else { return };
+        let w = l.worker().filter(|w| *w < MAX_WORKERS);
+        if l.action == "teardown" && l.note == "interrupted" {
+            tl.interrupted = true;
         }
-    });
-    marks
+        if let Some(w) = w {
+            let (t, action) = (l.t, l.action);
+            if matches!(action, "cont" | "kill" | "term") {
+                if let Some(from) = paused.remove(&w) {
+                    tl.pauses.push(Pause { w, down: false, from, to: Some(t) });
+                }
+            }
+            match action {
+                "stop" => {
+                    paused.entry(w).or_insert(t);
+                }
+                "kill" | "term" => {
+                    down.entry(w).or_insert(t);
+                }
+                "restart" => {
+                    if let Some(from) = down.remove(&w) {
+                        tl.pauses.push(Pause { w, down: true, from, to: Some(t) });
+                    }
+                }
+                _ => {}
+            }
+        }
+        let action = clip_to(l.action, 32);
+        tl.faults.push(FaultMark { t: l.t, action, w: l.worker(), note: clip(l.note) });
+    })?;
+    for (w, from) in paused {
+        tl.pauses.push(Pause { w, down: false, from, to: None });
+    }
+    for (w, from) in down {
+        tl.pauses.push(Pause { w, down: true, from, to: None });
+    }
+    Ok(())
 }
 
 /// Whether the run left a message trace (any `trace-w{ID}.log`).
@@ -304,13 +609,83 @@ mod tests {
                     WANT w=0 e=1 t=10\nENTER w=0 e=1 fence=1:0 t=20\nWANT w=1 e=1 t=25\n\
                     EXIT w=0 e=1 fence=1:0 read=0 value=1 t=30\nENTER w=0 e=2 fence=2:0 t=40\n";
         let mut tl = Timeline::default();
-        read_resource(body.as_bytes(), &BTreeSet::from([3]), &mut tl).unwrap();
-        assert_eq!(tl.sections.len(), 2);
-        assert_eq!((tl.sections[0].wait(), tl.sections[0].exit), (Some(10), Some(30)));
-        assert_eq!((tl.sections[1].want, tl.sections[1].exit), (None, None));
-        assert_eq!(tl.unserved, vec![Unserved { w: 1, e: 1, want: 25 }]);
+        let lines = BTreeSet::from([3]);
+        let wanted = Wanted { lines: &lines, flagged: &lines };
+        read_resource(body.as_bytes(), &wanted, &mut tl).unwrap();
+        let sections: Vec<&Section> = tl.sections.iter().collect();
+        assert_eq!(sections.len(), 2);
+        assert_eq!((sections[0].wait(), sections[0].exit, sections[0].bad), (Some(10), Some(30), true));
+        assert_eq!((sections[1].want, sections[1].exit, sections[1].bad), (None, None, false));
+        let unserved: Vec<&Wait> = tl.unserved.iter().collect();
+        assert_eq!(unserved, vec![&Wait { w: 1, e: 1, want: 25, enter: None, count: 1 }]);
         assert_eq!(tl.listed[&3], "ENTER w=0 e=1 fence=1:0 t=20");
+        assert_eq!(tl.at_line.keys().collect::<Vec<_>>(), vec![&3], "only the lines findings name");
         assert_eq!(tl.span(), Some((10, 40)));
+    }
+
+    #[test]
+    fn bars_beyond_the_cap_merge_and_memory_stays_bounded() {
+        // Two lanes of back-to-back sections: past the cap, what nearly touches merges.
+        let mut bars: Bars<Wait> = Bars::default();
+        let n = 20 * KEEP_BARS as u64;
+        for i in 0..n {
+            bars.push(Wait { w: (i % 2) as u32, e: i, want: i * 100, enter: Some(i * 100 + 90), count: 1 });
+            assert!(bars.kept <= KEEP_BARS);
+        }
+        assert_eq!(bars.seen, n);
+        assert!(bars.gap > 0);
+        assert_eq!(bars.iter().map(|b| b.count as u64).sum::<u64>(), n, "every bar is in some merged one");
+        // A lone bar far from the others stays whole.
+        let mut few: Bars<Wait> = Bars::default();
+        few.push(Wait { w: 0, e: 1, want: 0, enter: Some(1), count: 1 });
+        few.push(Wait { w: 0, e: 2, want: 5, enter: Some(6), count: 1 });
+        assert_eq!((few.kept, few.gap), (2, 0));
+    }
+
+    #[test]
+    fn samples_keep_a_spread_of_at_most_their_cap() {
+        let mut s = Sampled::new(100);
+        for i in 0..100_000u64 {
+            s.push(i);
+        }
+        assert!(s.len() <= 100 && s.len() > 50, "{}", s.len());
+        assert_eq!(s.seen, 100_000);
+        let kept: Vec<u64> = s.iter().copied().collect();
+        assert_eq!(kept[0], 0);
+        assert!(*kept.last().unwrap() > 99_000 - 2048, "spread to the end: {kept:?}");
+    }
+
+    #[test]
+    fn pauses_pair_in_one_pass_whatever_the_number_of_stops() {
+        // Unpaired stops: each later one lies within the first's span, so one is drawn.
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("faults.log");
+        let mut text = String::new();
+        for i in 0..50_000 {
+            text += &format!("t={i} at=0ms stop w=1 inc=0 pid=9 signal=SIGSTOP\n");
+        }
+        text += "t=60000 at=0ms cont w=1 inc=0\nt=60001 at=0ms kill w=1\nt=60002 at=0ms restart w=1\n";
+        text += "t=60003 at=0ms kill w=0 # never restarted\n";
+        std::fs::write(&log, text).unwrap();
+        let mut tl = Timeline::default();
+        read_faults(&log, &mut tl).unwrap();
+        let pauses: Vec<&Pause> = tl.pauses.iter().collect();
+        assert_eq!(
+            pauses,
+            vec![
+                &Pause { w: 1, down: false, from: 0, to: Some(60000) },
+                &Pause { w: 1, down: true, from: 60001, to: Some(60002) },
+                &Pause { w: 0, down: true, from: 60003, to: None },
+            ]
+        );
+        assert_eq!(tl.faults.seen, 50_004);
+        assert!(tl.faults.len() <= KEEP_MARKS);
+        // An absent log has no faults; a FIFO is refused at once.
+        let mut tl = Timeline::default();
+        read_faults(&dir.path().join("absent"), &mut tl).unwrap();
+        let fifo = dir.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+        assert!(read_faults(&fifo, &mut tl).unwrap_err().to_string().contains("not a regular file"));
     }
 
     #[test]

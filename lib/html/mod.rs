@@ -4,9 +4,11 @@
 //! It shows the summary and the auditor's verdict as the text summary gives them, the
 //! messages by type beside the algorithm's theory, a space-time diagram (one lane per
 //! worker: sections, waits, messages, faults, leaders, findings in red linked to their
-//! lines), and each worker's wait distribution. Reading the files is `data.rs`, drawing
-//! is `svg.rs`, and this file lays out the page. `compare.rs` makes the page of
-//! `mutexlab compare --html` with the same head, style and escaping.
+//! lines), and each worker's wait distribution. Reading the files is `data.rs` (in
+//! memory bounded by what the page draws, whatever the files hold), drawing is `svg.rs`,
+//! and this file lays out the page and writes it whole, into a new file renamed over
+//! the name, never through a link. `compare.rs` makes the page of `mutexlab compare
+//! --html` with the same head, style and escaping.
 //!
 //! Every string that comes from a file or a worker goes through [`esc`] before it
 //! reaches the page: a field holding `<script>` is shown, never run.
@@ -82,12 +84,46 @@ pub fn render(run_dir: &Path) -> Result<String, ReportError> {
 }
 
 /// Write the report of `run_dir` to `out` (default `run_dir/report.html`); returns its path.
+/// The default name is always replaced, never written through: whatever was planted
+/// under it (a symlink to a file elsewhere, a FIFO) is left untouched.
 pub fn write(run_dir: &Path, out: Option<&Path>, known: Known) -> Result<PathBuf, ReportError> {
     let html = render_with(run_dir, known)?;
     let path = out.map_or_else(|| run_dir.join(REPORT_FILE), Path::to_path_buf);
-    std::fs::write(&path, html)
-        .map_err(|err| ReportError::Write { path: path.display().to_string(), err })?;
+    let written = if out.is_some() { write_named(&path, &html) } else { write_whole(&path, &html) };
+    written.map_err(|err| ReportError::Write { path: path.display().to_string(), err })?;
     Ok(path)
+}
+
+/// Write `text` to `path` whole or not at all, never through a link: into a new file in
+/// the same directory, renamed over the name once complete. A failed write never leaves
+/// half a page where a page was, and a symlink under the name is replaced, its target
+/// untouched.
+pub fn write_whole(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(text.as_bytes())?;
+    tmp.persist(path).map(drop).map_err(|e| e.error)
+}
+
+/// Whether [`write_named`] could write `path`, touching nothing: a new file can be made
+/// beside it (the page is renamed over the name). A path that names no regular file is
+/// written directly, and found out then.
+pub fn check_writable(path: &Path) -> std::io::Result<()> {
+    if path.exists() && !path.is_file() {
+        return Ok(());
+    }
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    tempfile::NamedTempFile::new_in(dir).map(drop)
+}
+
+/// [`write_whole`] for a path the user named: one that names no regular file
+/// (`/dev/stdout`) is written directly, as asked.
+pub fn write_named(path: &Path, text: &str) -> std::io::Result<()> {
+    if path.exists() && !path.is_file() {
+        return std::fs::write(path, text);
+    }
+    write_whole(path, text)
 }
 
 /// What the auditor said, from the run's report or from auditing the file now.
@@ -112,9 +148,11 @@ pub fn render_with(run_dir: &Path, known: Known) -> Result<String, ReportError> 
     std::fs::read_dir(run_dir).map_err(|err| ReportError::Unreadable { path: shown.clone(), err })?;
     let resource = run_dir.join(RESOURCE_FILE);
     let leaders = run_dir.join(LEADERS_FILE);
-    let faults = FaultLog::read(&run_dir.join(FAULT_LOG));
-    let election = !resource.is_file();
-    if election && !leaders.is_file() {
+    let faults = FaultLog::load(&run_dir.join(FAULT_LOG))?;
+    // Present at all: a FIFO planted under the name is refused by name, not skipped.
+    let present = |p: &Path| p.symlink_metadata().is_ok();
+    let election = !present(&resource);
+    if election && !present(&leaders) {
         return Err(ReportError::NotRun { path: shown });
     }
     let v = if election {
@@ -122,19 +160,25 @@ pub fn render_with(run_dir: &Path, known: Known) -> Result<String, ReportError> 
     } else {
         mutex_verdict(&resource, &faults, known)?
     };
-    let wanted: BTreeSet<usize> =
+    let lines: BTreeSet<usize> =
         v.violations.iter().chain(&v.cut_short).flat_map(data::lines_named).collect();
+    let flagged: BTreeSet<usize> = v.violations.iter().map(|v| v.line).collect();
+    let wanted = data::Wanted { lines: &lines, flagged: &flagged };
     let mut tl = Timeline::default();
+    // The histograms share one scale: the longest wait the auditor saw.
+    tl.hist.max = v.waits.iter().map(|w| (w.max * 1e6).round() as u64).max().unwrap_or(0);
     let file = if election { &leaders } else { &resource };
     let unreadable = |err| ReportError::Unreadable { path: file.display().to_string(), err };
-    let f = std::fs::File::open(file).map_err(unreadable)?;
+    let f = crate::files::open_regular(file).map_err(unreadable)?;
     let read = if election {
         data::read_leaders(f, &wanted, &mut tl)
     } else {
         data::read_resource(f, &wanted, &mut tl)
     };
     read.map_err(unreadable)?;
-    tl.faults = data::read_faults(&run_dir.join(FAULT_LOG));
+    let fault_log = run_dir.join(FAULT_LOG);
+    data::read_faults(&fault_log, &mut tl)
+        .map_err(|err| ReportError::Unreadable { path: fault_log.display().to_string(), err })?;
     if data::has_trace(run_dir) {
         // A damaged trace costs the arrows, not the report.
         if let Err(e) = data::read_trace(run_dir, svg::MAX_ARROWS, &mut tl) {
@@ -287,7 +331,7 @@ fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> Stri
         )
     };
     let _ = writeln!(s, "<p>Run directory <code>{}</code>. {verdict}</p>", esc(dir));
-    if tl.faults.iter().any(|f| f.action == "teardown" && f.note == "interrupted") {
+    if tl.interrupted {
         let _ = writeln!(
             s,
             "<p><span class=\"bad\">Interrupted</span> (SIGINT or SIGTERM): the run as far as it got.</p>"
@@ -473,13 +517,7 @@ fn waits(s: &mut String, v: &Verdict, tl: &Timeline) {
     if v.entries.is_none() {
         return;
     }
-    let mut by: BTreeMap<u32, Vec<u64>> = BTreeMap::new();
-    for sec in &tl.sections {
-        if let Some(w) = sec.wait() {
-            by.entry(sec.w).or_default().push(w);
-        }
-    }
-    let max = by.values().flatten().copied().max().unwrap_or(0);
+    let (by, max) = (&tl.hist.bins, tl.hist.max);
     let _ = writeln!(
         s,
         "<h2>Wait times by worker</h2>\n<p>WANT to ENTER, on one scale for all workers; \
@@ -489,7 +527,7 @@ fn waits(s: &mut String, v: &Verdict, tl: &Timeline) {
     let workers = v.waits.len().max(by.keys().last().map_or(0, |w| *w as usize + 1));
     for w in 0..workers as u32 {
         let st = v.waits.get(w as usize).cloned().unwrap_or_default();
-        let list = by.get(&w).map_or(&[][..], Vec::as_slice);
+        let bins = by.get(&w).copied().unwrap_or_default();
         let _ = writeln!(
             s,
             "<tr><td>w{w}</td><td class=\"n\">{}</td><td class=\"n\">{:.3}</td><td class=\"n\">{:.3}</td>\
@@ -499,7 +537,7 @@ fn waits(s: &mut String, v: &Verdict, tl: &Timeline) {
             st.p99,
             st.max,
             st.mean,
-            svg::wait_histogram(w, list, max, &st)
+            svg::wait_histogram(w, &bins, max, &st)
         );
     }
     let _ = writeln!(s, "</table>");

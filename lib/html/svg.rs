@@ -8,17 +8,16 @@
 
 use std::fmt::Write as _;
 
-use super::data::Timeline;
+use super::data::{Timeline, HIST_BINS};
+pub(crate) use super::data::{MAX_BARS, WIDTH};
 use super::esc;
 use crate::audit::{Violation, WaitStats};
 
-/// Left margin (lane labels), plot width, top margin (time axis), lane height, px.
+/// Left margin (lane labels), top margin (time axis), lane height, px (the plot is
+/// [`WIDTH`] wide).
 const LEFT: f64 = 56.0;
-const WIDTH: f64 = 1200.0;
 const TOP: f64 = 28.0;
 const LANE: f64 = 56.0;
-/// Beyond this many sections, bars closer than a pixel on a lane are drawn as one.
-pub(crate) const MAX_BARS: usize = 4000;
 /// Beyond this many messages, only every k-th arrow is drawn.
 pub(crate) const MAX_ARROWS: usize = 2000;
 /// Beyond this many arrows drawn, their type is left to the hover text.
@@ -109,6 +108,19 @@ pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation]) -> Dr
             ty = y + 4.0,
         );
     }
+    for (what, seen, kept) in [
+        ("leader records", tl.leaders.seen, tl.leaders.len()),
+        ("refused writes", tl.refused.seen, tl.refused.len()),
+        ("fault log lines", tl.faults.seen, tl.faults.len()),
+        ("pauses and downtimes", tl.pauses.seen, tl.pauses.len()),
+    ] {
+        if seen > kept as u64 {
+            notes.push(format!(
+                "{seen} {what}: {kept} drawn, spread over the run; {} more not drawn.",
+                seen - kept as u64
+            ));
+        }
+    }
     stops(&mut s, tl, &sc, lanes, t1);
     bars(&mut s, &mut notes, tl, &sc, lanes, violations, t1);
     arrows(&mut s, &mut notes, tl, &sc, lanes);
@@ -166,23 +178,18 @@ pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation]) -> Dr
 }
 
 /// Spans of a worker's life on its lane: paused (stop to cont, hatched) and down (kill or
-/// term to restart, grey), each to the end of the run if nothing ended it.
+/// term to restart, grey), each to the end of the run if nothing ended it. The reader
+/// paired them with what ends them.
 fn stops(s: &mut String, tl: &Timeline, sc: &Scale, lanes: u32, end: u64) {
-    for (i, f) in tl.faults.iter().enumerate() {
-        let (class, enders, what): (&str, &[&str], &str) = match f.action.as_str() {
-            "stop" => ("stopped", &["cont", "kill", "term"], "paused (SIGSTOP)"),
-            "kill" | "term" => ("down", &["restart"], "down"),
-            _ => continue,
-        };
-        let Some(w) = f.w.filter(|w| *w < lanes) else { continue };
-        let ender = tl.faults[i + 1..].iter().find(|c| c.w == Some(w) && enders.contains(&c.action.as_str()));
-        let until = ender.map_or(end, |c| c.t);
-        let (x1, x2) = (sc.x(f.t), sc.x(until));
+    for p in tl.pauses.iter().filter(|p| p.w < lanes) {
+        let (class, what) = if p.down { ("down", "down") } else { ("stopped", "paused (SIGSTOP)") };
+        let until = p.to.unwrap_or(end);
+        let (x1, x2) = (sc.x(p.from), sc.x(until));
         let _ = writeln!(
             s,
             r#"<rect class="{class}" x="{x1:.1}" y="{y:.1}" width="{wd:.1}" height="{h}"><title>{}</title></rect>"#,
-            esc(&format!("w{w} {what} from {:.3} to {:.3} ms", sc.ms(f.t), sc.ms(until))),
-            y = lane_y(w) - LANE * 0.4,
+            esc(&format!("w{} {what} from {:.3} to {:.3} ms", p.w, sc.ms(p.from), sc.ms(until))),
+            y = lane_y(p.w) - LANE * 0.4,
             wd = (x2 - x1).max(1.0),
             h = LANE * 0.8,
         );
@@ -200,7 +207,8 @@ struct Bar {
 }
 
 /// Critical sections as shaded bars and waits as thin ones; beyond [`MAX_BARS`], bars
-/// that touch on a lane are merged, so the picture stays the size of the screen.
+/// that touch on a lane are merged, so the picture stays the size of the screen (the
+/// reader already merged what it could not keep).
 fn bars(
     s: &mut String,
     notes: &mut Vec<String>,
@@ -213,51 +221,67 @@ fn bars(
     let bad: std::collections::BTreeSet<usize> = violations.iter().map(|v| v.line).collect();
     let mut cs = Vec::new();
     let mut waits = Vec::new();
+    let merged = |w: u32, n: usize, what: &str| format!("w{w}: {n} {what} merged (zoomed out)");
     for sec in tl.sections.iter().filter(|s| s.w < lanes) {
         let exit = sec.exit.unwrap_or(end);
-        let held = match sec.exit {
-            Some(x) => format!("left {:.3} ms, held {:.3} ms", sc.ms(x), (x - sec.enter.min(x)) as f64 / 1e6),
-            None => "never left".to_string(),
+        let title = if sec.count > 1 {
+            merged(sec.w, sec.count, "sections")
+        } else {
+            let held = match sec.exit {
+                Some(x) => {
+                    format!("left {:.3} ms, held {:.3} ms", sc.ms(x), (x - sec.enter.min(x)) as f64 / 1e6)
+                }
+                None => "never left".to_string(),
+            };
+            let wait = sec
+                .wait()
+                .map_or("no WANT in the file".into(), |w| format!("waited {:.3} ms", w as f64 / 1e6));
+            format!(
+                "w{} entry {} (line {}), fence {}: entered {:.3} ms, {held}; {wait}",
+                sec.w,
+                sec.e,
+                sec.line,
+                sec.fence,
+                sc.ms(sec.enter)
+            )
         };
-        let wait =
-            sec.wait().map_or("no WANT in the file".into(), |w| format!("waited {:.3} ms", w as f64 / 1e6));
-        let title = format!(
-            "w{} entry {} (line {}), fence {}: entered {:.3} ms, {held}; {wait}",
-            sec.w,
-            sec.e,
-            sec.line,
-            sec.fence,
-            sc.ms(sec.enter)
-        );
-        let class = match (bad.contains(&sec.line), sec.exit.is_none()) {
+        let class = match (sec.bad || bad.contains(&sec.line), sec.exit.is_none()) {
             (true, _) => " bad",
             (false, true) => " open",
             _ => "",
         };
-        cs.push(Bar { w: sec.w, x1: sc.x(sec.enter), x2: sc.x(exit), title, class, count: 1 });
-        if let Some(want) = sec.want {
-            let title = format!(
+        cs.push(Bar { w: sec.w, x1: sc.x(sec.enter), x2: sc.x(exit), title, class, count: sec.count });
+    }
+    for u in tl.waits.iter().chain(tl.unserved.iter()).filter(|u| u.w < lanes) {
+        let (to, class) = match u.enter {
+            Some(t) => (t, ""),
+            None => (end, " unserved"),
+        };
+        let title = match u.enter {
+            _ if u.count > 1 => merged(u.w, u.count, "waits"),
+            Some(t) => format!(
                 "w{} entry {} waited {:.3} ms ({:.3} to {:.3} ms)",
-                sec.w,
-                sec.e,
-                (sec.enter.saturating_sub(want)) as f64 / 1e6,
-                sc.ms(want),
-                sc.ms(sec.enter)
-            );
-            waits.push(Bar { w: sec.w, x1: sc.x(want), x2: sc.x(sec.enter), title, class: "", count: 1 });
-        }
+                u.w,
+                u.e,
+                t.saturating_sub(u.want) as f64 / 1e6,
+                sc.ms(u.want),
+                sc.ms(t)
+            ),
+            None => format!("w{} entry {} asked at {:.3} ms and was never let in", u.w, u.e, sc.ms(u.want)),
+        };
+        waits.push(Bar { w: u.w, x1: sc.x(u.want), x2: sc.x(to), title, class, count: u.count });
     }
-    for u in tl.unserved.iter().filter(|u| u.w < lanes) {
-        let title = format!("w{} entry {} asked at {:.3} ms and was never let in", u.w, u.e, sc.ms(u.want));
-        waits.push(Bar { w: u.w, x1: sc.x(u.want), x2: sc.x(end), title, class: " unserved", count: 1 });
-    }
-    if tl.sections.len() > MAX_BARS {
-        let (before, after) = (cs.len(), waits.len());
+    let (sections, all_waits) = (tl.sections.seen, tl.waits.seen + tl.unserved.seen);
+    if sections > MAX_BARS as u64 || tl.sections.gap > 0 || tl.waits.gap > 0 || tl.unserved.gap > 0 {
         cs = merge(cs, "sections");
         waits = merge(waits, "waits");
+        // The reader may have merged across more than a pixel to stay within its bound.
+        let pixel = sc.span / WIDTH;
+        let gap = tl.sections.gap.max(tl.waits.gap).max(tl.unserved.gap) as f64;
+        let closer = if gap <= pixel { "a pixel".to_string() } else { format!("{:.3} ms", gap / 1e6) };
         notes.push(format!(
-            "{before} critical sections and {after} waits: bars closer than a pixel on a lane are drawn as one \
-             ({} section bars, {} wait bars); hover shows how many each holds.",
+            "{sections} critical sections and {all_waits} waits: bars closer than {closer} on a lane are drawn \
+             as one ({} section bars, {} wait bars); hover shows how many each holds.",
             cs.len(),
             waits.len()
         ));
@@ -359,7 +383,7 @@ fn arrows(s: &mut String, notes: &mut Vec<String>, tl: &Timeline, sc: &Scale, la
 /// Faults: kills, terms and restarts on their lanes; partitions, heals and the teardown
 /// across the whole diagram.
 fn faults(s: &mut String, tl: &Timeline, sc: &Scale, lanes: u32, bottom: f64) {
-    for f in &tl.faults {
+    for f in tl.faults.iter() {
         let x = sc.x(f.t);
         let title = esc(&format!(
             "{} {}at {:.3} ms{}",
@@ -416,16 +440,11 @@ fn faults(s: &mut String, tl: &Timeline, sc: &Scale, lanes: u32, bottom: f64) {
 
 /// A small histogram of one worker's waits (ns), on a shared scale up to `max_ns`, with
 /// the auditor's p50 and p99 marked.
-pub(crate) fn wait_histogram(w: u32, waits: &[u64], max_ns: u64, stats: &WaitStats) -> String {
-    const BINS: usize = 24;
+pub(crate) fn wait_histogram(w: u32, bins: &[u64; HIST_BINS], max_ns: u64, stats: &WaitStats) -> String {
+    const BINS: usize = HIST_BINS;
     const W: f64 = 288.0;
     const H: f64 = 54.0;
     let max_ns = max_ns.max(1);
-    let mut bins = [0usize; BINS];
-    for &x in waits {
-        let i = ((x as f64 / max_ns as f64) * BINS as f64) as usize;
-        bins[i.min(BINS - 1)] += 1;
-    }
     let top = bins.iter().copied().max().unwrap_or(0).max(1);
     let mut s = format!(
         r#"<svg class="hist" data-hist="{w}" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}"><line class="axis" x1="0" y1="{H}" x2="{W}" y2="{H}"/>"#,

@@ -82,7 +82,11 @@ pub struct RunReport {
     pub violation_count: usize,
     /// Sections and requests the end of a failed run cut short (not violations).
     pub cut_short: Vec<Violation>,
+    /// The directory's path, shown (lossily, if it is not UTF-8): `run_path` is the path.
     pub run_dir: String,
+    /// The run directory itself, for whoever writes into it (its report).
+    #[serde(skip)]
+    pub run_path: std::path::PathBuf,
     pub run_dir_kept: bool,
     /// The fault plan, in the plan grammar (replayable with `--faults-file`).
     pub plan: String,
@@ -207,6 +211,7 @@ impl Supervisor<'_> {
             violation_count: audit.violation_count,
             cut_short: audit.cut_short,
             run_dir: dir.path.display().to_string(),
+            run_path: dir.path.clone(),
             run_dir_kept: true,
             plan: self.opts.plan.to_string(),
             faults: self.applied.clone(),
@@ -270,7 +275,11 @@ pub struct ElectReport {
     pub network: Network,
     pub violations: Vec<Violation>,
     pub violation_count: usize,
+    /// The directory's path, shown (lossily, if it is not UTF-8): `run_path` is the path.
     pub run_dir: String,
+    /// The run directory itself, for whoever writes into it (its report).
+    #[serde(skip)]
+    pub run_path: std::path::PathBuf,
     pub run_dir_kept: bool,
     /// The fault plan, in the plan grammar.
     pub plan: String,
@@ -339,6 +348,7 @@ impl Supervisor<'_> {
             violations: audit.violations,
             violation_count: audit.violation_count,
             run_dir: dir.path.display().to_string(),
+            run_path: dir.path.clone(),
             run_dir_kept: true,
             plan: self.opts.plan.to_string(),
             faults: self.applied.clone(),
