@@ -328,6 +328,9 @@ struct Supervisor<'a> {
     /// A worker's runtime could not keep the algorithm's model (`ToSupervisor::Breach`):
     /// its line. The run failed there, and its audit is no verdict on the algorithm.
     breach: Option<String>,
+    /// What killed workers had started (a program's keeper), dying of their death a
+    /// moment after them: the run is not over until they are gone (`processes.rs`).
+    strays: processes::Strays,
     /// When the fault being applied was due, if it had a time (see `inject::LATE`).
     due: Option<Instant>,
     /// How far the main loop itself has fallen behind since the last progress: the sum
@@ -394,6 +397,7 @@ impl<'a> Supervisor<'a> {
             partitions: 0,
             quiet_since: Instant::now(),
             breach: None,
+            strays: processes::Strays::default(),
             due: None,
             lag: Duration::ZERO,
         })

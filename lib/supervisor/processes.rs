@@ -5,6 +5,7 @@
 //! it. (What the kernel says of a process that does not answer is read in `proc`.)
 
 use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -13,6 +14,7 @@ use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use nix::libc;
 use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
@@ -236,11 +238,12 @@ impl Supervisor<'_> {
     }
 
     /// End every worker still alive: freeze them all first, then SIGKILL them (which
-    /// ends stopped processes too), then reap each.
+    /// ends stopped processes too), then reap each, and wait for what they started.
     pub(super) fn stop_all(&mut self) {
         self.freeze_all();
         for slot in &self.slots {
             if slot.life != Life::Exited {
+                self.strays.take_children_of(slot.pid);
                 let _ = kill(slot.pid, Signal::SIGKILL);
             }
         }
@@ -258,6 +261,7 @@ impl Supervisor<'_> {
                 }
             }
         }
+        self.strays.wait_gone(STRAY_PATIENCE);
     }
 
     /// Every socket this run created: each incarnation's mesh socket.
@@ -275,6 +279,73 @@ impl Supervisor<'_> {
 /// Write what the main loop queued for one worker, in order. Only this thread blocks
 /// when the worker stops reading; it ends when the main loop drops the queue or the
 /// worker is gone (a write to a dead worker fails with EPIPE).
+/// How long the end of a run waits for what its killed workers started to die.
+const STRAY_PATIENCE: Duration = Duration::from_secs(5);
+
+/// The processes killed workers had started: a `--worker-cmd` program's keeper dies of
+/// its worker's death (a parent-death signal), a moment after it, and takes the program
+/// with it. Each is held as a pidfd, opened while its worker still lived (stopped or
+/// running, so it could not have reaped it), which names that process and no later one
+/// with its pid, and becomes readable when it ends. Those already gone are let go
+/// whenever more are taken, so a run with many kills holds few.
+#[derive(Default)]
+pub(super) struct Strays(Vec<OwnedFd>);
+
+impl Strays {
+    /// Take the children of `parent`, a worker about to be killed.
+    pub(super) fn take_children_of(&mut self, parent: Pid) {
+        self.0.retain(|fd| !ended(fd, 0));
+        for pid in children_of(parent) {
+            // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
+            let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+            if fd >= 0 {
+                // SAFETY: a descriptor just opened, owned by nobody else.
+                self.0.push(unsafe { OwnedFd::from_raw_fd(fd as i32) });
+            }
+        }
+    }
+
+    /// Wait until every one has ended, for at most `patience` in all; past it the rest
+    /// are left to the kernel.
+    pub(super) fn wait_gone(&mut self, patience: Duration) {
+        let deadline = Instant::now() + patience;
+        while let Some(fd) = self.0.pop() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if !ended(&fd, left.as_millis().min(i32::MAX as u128) as i32) {
+                break;
+            }
+        }
+        self.0.clear();
+    }
+}
+
+/// Whether the process behind `pidfd` has ended, waiting up to `ms` for it.
+fn ended(pidfd: &OwnedFd, ms: i32) -> bool {
+    let mut p = libc::pollfd { fd: pidfd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+    loop {
+        // SAFETY: one pollfd of our own.
+        match unsafe { libc::poll(&mut p, 1, ms) } {
+            n if n > 0 => return true,
+            0 => return false,
+            _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+            _ => return true, // nothing to wait on
+        }
+    }
+}
+
+/// The pids whose parent is `parent`, from `/proc/*/stat` (field 4, after the name).
+fn children_of(parent: Pid) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let ppid = stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1));
+            ppid.and_then(|p| p.parse::<i32>().ok()) == Some(parent.as_raw())
+        })
+        .collect()
+}
+
 fn write_control(stream: Arc<UnixStream>, queue: Receiver<Outgoing>) {
     for out in queue {
         match out {
@@ -326,6 +397,37 @@ mod tests {
     use super::*;
     use crate::supervisor::options::tests::sample;
     use crate::supervisor::tests::idle;
+
+    #[test]
+    fn the_end_waits_for_what_a_worker_started_and_no_longer_than_its_patience() {
+        // A stand-in worker whose child lives on a moment (a keeper dying of its
+        // worker's death does the same).
+        let mut parent = Command::new("sh").arg("-c").arg("sleep 2 & wait").spawn().unwrap();
+        let pid = Pid::from_raw(parent.id() as i32);
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let child = loop {
+            if let [c] = children_of(pid)[..] {
+                break c;
+            }
+            assert!(Instant::now() < deadline, "sh never started its sleep");
+            std::thread::yield_now();
+        };
+        let gone = || {
+            let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
+            stat.rsplit_once(") ").is_none_or(|(_, r)| r.starts_with('Z'))
+        };
+        let mut strays = Strays::default();
+        strays.take_children_of(pid);
+        assert_eq!(strays.0.len(), 1);
+        strays.wait_gone(Duration::ZERO);
+        let early = gone();
+        strays.take_children_of(pid);
+        strays.wait_gone(Duration::from_secs(20));
+        let late = gone();
+        parent.wait().unwrap();
+        assert!(!early, "no patience: the child still ran when the wait gave up");
+        assert!(late, "the wait ended before the child did");
+    }
 
     #[test]
     fn describe_says_how_a_process_ended_and_nothing_else() {
