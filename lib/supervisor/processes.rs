@@ -1,6 +1,7 @@
 //! The worker processes: each spawned from our own executable with its control link
 //! inherited (fork and exec), in the workers' process group, and reaped by pid; frozen
-//! all at once and stopped in order at the end. Also each control link's two threads,
+//! all at once and stopped in order at the end, and what a killed worker had started (a
+//! program's keeper) waited for ([`Strays`]). Also each control link's two threads,
 //! the writer that drains the main loop's queue and the reader that forwards frames to
 //! it. (What the kernel says of a process that does not answer is read in `proc`.)
 
