@@ -413,7 +413,9 @@ impl Judge {
                 .belief
                 .iter()
                 .filter(|(&o, &(_, leader, _, _, since))| {
-                    o != r.w && leader == o && !lives.killed_between(o, since, r.t)
+                    // Killed in the life that wrote its belief: a line written between a
+                    // kill's stamp and its signal is that dying life's.
+                    o != r.w && leader == o && !lives.killed_between(o, lives.life_began(o, since), r.t)
                 })
                 .map(|(&o, &(_, _, term, at, _))| (o, term, at))
                 .collect();
@@ -602,6 +604,18 @@ mod tests {
         let faults = FaultLog { crashes: vec![Crash::at(2, 15)], ..FaultLog::default() };
         let r = judge(&body, &faults, Rules::default());
         assert!(!kinds(&r).contains(&"two-leaders"), "{:?}", r.violations);
+    }
+
+    #[test]
+    fn a_record_written_while_its_worker_was_being_killed_is_no_rival() {
+        // The kill is stamped before its signal; a worker may write a line between the
+        // two (a loaded machine). That line is its dying life's, which the kill ended.
+        let faults = FaultLog { crashes: vec![Crash::at(2, 15)], ..FaultLog::default() };
+        let body = format!("{}{}", rec(2, 2, 1, 16), rec(3, 3, 2, 40_000_000));
+        for rules in [Rules::default(), Rules { overlap_ns: 1_000_000, ..Rules::default() }] {
+            let r = judge(&body, &faults, rules);
+            assert!(!kinds(&r).contains(&"two-leaders"), "{:?}", r.violations);
+        }
     }
 
     #[test]
