@@ -317,8 +317,6 @@ impl Supervisor<'_> {
                 let kill_it = matches!(st.action, Action::Kill(_));
                 let sig = if kill_it { Signal::SIGKILL } else { Signal::SIGTERM };
                 let note = format!("{text}; w{w} {}", inside(self, w));
-                // Before the stamp, which must come right before the signal.
-                self.strays.take_children_of(self.slots[w].pid);
                 let mut fault = self.fault(if kill_it { "kill" } else { "term" }, Some(w), Some(sig), note);
                 self.slots[w].planned_exit = true;
                 let pid = self.slots[w].pid;

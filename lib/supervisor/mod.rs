@@ -328,8 +328,8 @@ struct Supervisor<'a> {
     /// A worker's runtime could not keep the algorithm's model (`ToSupervisor::Breach`):
     /// its line. The run failed there, and its audit is no verdict on the algorithm.
     breach: Option<String>,
-    /// What killed workers had started (a program's keeper), dying of their death a
-    /// moment after them: the run is not over until they are gone (`processes.rs`).
+    /// What the workers killed at the end had started (a program's keeper), dying of
+    /// their death a moment after them: the run is not over until they are gone.
     strays: processes::Strays,
     /// When the fault being applied was due, if it had a time (see `inject::LATE`).
     due: Option<Instant>,

@@ -1,7 +1,7 @@
 //! The worker processes: each spawned from our own executable with its control link
 //! inherited (fork and exec), in the workers' process group, and reaped by pid; frozen
-//! all at once and stopped in order at the end, and what a killed worker had started (a
-//! program's keeper) waited for ([`Strays`]). Also each control link's two threads,
+//! all at once and stopped in order at the end, and what they had started (a program's
+//! keeper) waited for ([`Strays`]). Also each control link's two threads,
 //! the writer that drains the main loop's queue and the reader that forwards frames to
 //! it. (What the kernel says of a process that does not answer is read in `proc`.)
 
@@ -242,11 +242,10 @@ impl Supervisor<'_> {
     /// ends stopped processes too), then reap each, and wait for what they started.
     pub(super) fn stop_all(&mut self) {
         self.freeze_all();
-        for slot in &self.slots {
-            if slot.life != Life::Exited {
-                self.strays.take_children_of(slot.pid);
-                let _ = kill(slot.pid, Signal::SIGKILL);
-            }
+        let alive: Vec<Pid> = self.slots.iter().filter(|s| s.life != Life::Exited).map(|s| s.pid).collect();
+        self.strays.take_children_of(&alive);
+        for &pid in &alive {
+            let _ = kill(pid, Signal::SIGKILL);
         }
         for slot in &mut self.slots {
             while slot.life != Life::Exited {
@@ -283,20 +282,23 @@ impl Supervisor<'_> {
 /// How long the end of a run waits for what its killed workers started to die.
 const STRAY_PATIENCE: Duration = Duration::from_secs(5);
 
-/// The processes killed workers had started: a `--worker-cmd` program's keeper dies of
-/// its worker's death (a parent-death signal), a moment after it, and takes the program
-/// with it. Each is held as a pidfd, opened while its worker still lived (stopped or
-/// running, so it could not have reaped it), which names that process and no later one
-/// with its pid, and becomes readable when it ends. Those already gone are let go
-/// whenever more are taken, so a run with many kills holds few.
+/// The processes the workers killed at the end of a run had started: a `--worker-cmd`
+/// program's keeper dies of its worker's death (a parent-death signal), a moment after
+/// it, and takes the program with it. Each is held as a pidfd, opened while its worker
+/// was frozen (so it could not have reaped it), which names that process and no later
+/// one with its pid, and becomes readable when it ends. (A worker killed by a fault
+/// mid-run is not looked at: the /proc scan would delay its signal, and what it started
+/// has the rest of the run to go.)
 #[derive(Default)]
 pub(super) struct Strays(Vec<OwnedFd>);
 
 impl Strays {
-    /// Take the children of `parent`, a worker about to be killed.
-    pub(super) fn take_children_of(&mut self, parent: Pid) {
-        self.0.retain(|fd| !ended(fd, 0));
-        for pid in children_of(parent) {
+    /// Take the children of `parents`, frozen workers about to be killed.
+    pub(super) fn take_children_of(&mut self, parents: &[Pid]) {
+        if parents.is_empty() {
+            return;
+        }
+        for pid in children_of(parents) {
             // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor.
             let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
             if fd >= 0 {
@@ -334,15 +336,16 @@ fn ended(pidfd: &OwnedFd, ms: i32) -> bool {
     }
 }
 
-/// The pids whose parent is `parent`, from `/proc/*/stat` (field 4, after the name).
-fn children_of(parent: Pid) -> Vec<i32> {
+/// The pids whose parent is one of `parents`, from one pass over `/proc/*/stat` (the
+/// parent is field 4, after the name).
+fn children_of(parents: &[Pid]) -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
     dir.flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
         .filter(|pid| {
             let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
             let ppid = stat.rsplit_once(") ").and_then(|(_, rest)| rest.split(' ').nth(1));
-            ppid.and_then(|p| p.parse::<i32>().ok()) == Some(parent.as_raw())
+            ppid.and_then(|p| p.parse::<i32>().ok()).is_some_and(|p| parents.contains(&Pid::from_raw(p)))
         })
         .collect()
 }
@@ -407,7 +410,7 @@ mod tests {
         let pid = Pid::from_raw(parent.id() as i32);
         let deadline = Instant::now() + Duration::from_secs(20);
         let child = loop {
-            if let [c] = children_of(pid)[..] {
+            if let [c] = children_of(&[pid])[..] {
                 break c;
             }
             assert!(Instant::now() < deadline, "sh never started its sleep");
@@ -418,11 +421,11 @@ mod tests {
             stat.rsplit_once(") ").is_none_or(|(_, r)| r.starts_with('Z'))
         };
         let mut strays = Strays::default();
-        strays.take_children_of(pid);
+        strays.take_children_of(&[pid]);
         assert_eq!(strays.0.len(), 1);
         strays.wait_gone(Duration::ZERO);
         let early = gone();
-        strays.take_children_of(pid);
+        strays.take_children_of(&[pid]);
         strays.wait_gone(Duration::from_secs(20));
         let late = gone();
         parent.wait().unwrap();
