@@ -210,6 +210,25 @@ fn a_count_of_any_size_saturates_instead_of_overflowing() {
 }
 
 #[test]
+fn statistics_too_big_for_a_frame_fail_their_worker_at_once_in_its_own_words() {
+    // 200 counter names of 1 KB: the statistics answering Finish would be 200 KB. The
+    // worker once stood still after failing to send them, for a Finish already read,
+    // and the run ended 10 s past the stall window as "did not respond while finishing".
+    let counter = node(
+        "json.dumps([{'type': 'count', 'name': 'n%03d' % i + 'x' * 1000, 'by': 1} for i in range(200)] \
+         + [{'type': 'leader', 'id': 1, 'term': 1}] if line['type'] == 'call' else [])",
+    );
+    let cmd = counter.command();
+    let (out, j) = run_checked("elect", &["--worker-cmd", &cmd, "-n", "2", "--settle-ms", "100"]);
+    counter.assert_gone();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let failure = j["failure"].as_str().unwrap_or_else(|| panic!("no failure: {j}"));
+    assert!(failure.contains("while finishing"), "{failure}");
+    assert!(failure.contains("its statistics (2 message types, 200 counters) would be"), "{failure}");
+    assert!(failure.contains("over the 65536-byte frame cap"), "{failure}");
+}
+
+#[test]
 fn the_simulator_drives_the_python_node_through_the_host() {
     external::set_command(Some(Spawn { command: example(), timeout: external::DEFAULT_TIMEOUT }));
     let report = Sim::<External<Mutex>>::new(3, 7).run(5);
