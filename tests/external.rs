@@ -492,6 +492,10 @@ fn a_message_over_the_frame_cap_fails_the_run_and_blames_no_algorithm() {
     let summary = stdout(&out);
     assert!(summary.contains("run FAILED  w1: message REPLY to w"), "{summary}");
     assert!(summary.contains("audit       NO VERDICT: the run broke the algorithm's model"), "{summary}");
+    // And so does the page the failed run left: its headline is no audit verdict.
+    let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(!page.contains("audit OK"), "the page calls a broken run's audit OK");
+    assert!(page.contains("no verdict: the run broke the algorithm's model"), "no verdict on the page");
 }
 
 #[test]
