@@ -498,6 +498,45 @@ fn a_message_over_the_frame_cap_fails_the_run_and_blames_no_algorithm() {
     assert!(page.contains("no verdict: the run broke the algorithm's model"), "no verdict on the page");
 }
 
+/// w0 broadcasts ten messages of 60 KB every time it is called or its timer fires, at
+/// once again; its peers' programs never answer the first of them, so their workers
+/// read no more.
+fn flood_of_unread_messages() -> Script {
+    Script::new(
+        "import json, sys, time\n\
+         pad = 'x' * 60000\n\
+         for text in sys.stdin:\n\
+         \x20   line = json.loads(text)\n\
+         \x20   if line['type'] == 'init':\n\
+         \x20       me = line['id']\n\
+         \x20       print(json.dumps({'type': 'init_ok'}), flush=True)\n\
+         \x20       continue\n\
+         \x20   if me == 0 and line['type'] in ('start', 'timer', 'call'):\n\
+         \x20       out = [{'type': 'broadcast', 'msg': {'type': 'FLOOD', 'pad': pad}}] * 10\n\
+         \x20       out.append({'type': 'set_timer', 'timer': {'type': 'again'}, 'after_ms': 0})\n\
+         \x20       print(json.dumps(out), flush=True)\n\
+         \x20   elif line['type'] == 'message':\n\
+         \x20       time.sleep(3600)\n\
+         \x20   else:\n\
+         \x20       print('[]', flush=True)\n",
+    )
+}
+
+#[test]
+fn a_sender_that_outruns_its_peers_fails_at_a_bounded_queue_and_blames_no_algorithm() {
+    // Before: w0's queues grew by tens of MB a second until the workers' deadline.
+    let node = flood_of_unread_messages();
+    let cmd = node.command();
+    let args = ["--worker-cmd", &cmd, "-n", "3", "-k", "1", "--worker-timeout-ms", "30000"];
+    let (out, j) = run_faulty(&args);
+    node.assert_gone();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let failure = j["failure"].as_str().unwrap_or_else(|| panic!("no failure: {j}"));
+    assert!(failure.starts_with("w0: message FLOOD to w"), "{failure}");
+    assert!(failure.contains("over the 67108864-byte cap"), "{failure}");
+    assert_eq!(j["model_broken"], true);
+}
+
 #[test]
 fn a_worker_command_too_long_for_the_setup_frame_is_a_usage_error() {
     let long = format!("true {}", "x".repeat(70_000));

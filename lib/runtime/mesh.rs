@@ -71,7 +71,9 @@
 //! algorithm a live peer is down, a lie the perfect detector must never tell. The worker
 //! stops instead ([`ModelBreach`]: the run fails, naming the peer), the channel open.
 //! For the same reason [`Worker::send`] never queues a message whose frame would be
-//! over the cap: that is a breach of the sender. A stream that ends inside a frame
+//! over the cap: that is a breach of the sender; so is a message that would take what
+//! the worker holds unwritten for its peers past [`MAX_UNSENT`] (peers that read slower
+//! than it sends), since a queue without end is no channel the runtime can keep. A stream that ends inside a frame
 //! loses that partial frame (a line on stderr) and is a closed channel like any other:
 //! its peer died. Before its hello, a connection has proved nothing, and any bad input
 //! drops it.
@@ -101,6 +103,10 @@ const ACCEPT_BATCH: usize = 256;
 /// First and longest wait before dialing again a peer whose backlog was full.
 const REDIAL_FIRST: Duration = Duration::from_millis(20);
 const REDIAL_MAX: Duration = Duration::from_secs(1);
+/// The most bytes a worker holds for its peers, written to none of them yet: past it, a
+/// message is a [`ModelBreach`] (the runtime cannot carry it), never a queue that grows
+/// without end.
+pub const MAX_UNSENT: usize = 64 << 20;
 /// Bad frames logged one by one; after that they are only counted.
 pub const BAD_FRAME_LINES: u64 = 20;
 /// Dropped or refused connections logged one by one; after that they are only counted.
@@ -665,6 +671,19 @@ impl<A: Node<Service: RunService>> Worker<A> {
             let kind = super::cut(kind);
             return Err(ModelBreach(format!(
                 "message {kind} to {to} is {n} bytes, over the {cap}-byte frame cap"
+            ))
+            .into());
+        }
+        // Peers that read slower than this worker sends (a program flooding them, one
+        // stuck in its own program) would make the queues grow without end.
+        let unsent: usize =
+            self.mesh.peers.iter().map(|p| p.out.len().saturating_sub(p.written)).sum::<usize>()
+                + self.net.held.iter().map(Vec::len).sum::<usize>();
+        if unsent + frame.len() > MAX_UNSENT {
+            let kind = super::cut(msg.kind());
+            return Err(ModelBreach(format!(
+                "message {kind} to {to} would put {} bytes in its queues to peers that have not read them, over the {MAX_UNSENT}-byte cap",
+                unsent + frame.len()
             ))
             .into());
         }
