@@ -229,6 +229,23 @@ fn statistics_too_big_for_a_frame_fail_their_worker_at_once_in_its_own_words() {
 }
 
 #[test]
+fn a_program_inventing_message_types_costs_its_worker_a_bounded_count() {
+    // 5,000 messages, each of a type of its own: the counts by type once grew with
+    // them, past what the statistics' frame can hold.
+    let sends = "[{'type': 'send', 'to': 1 - me, 'msg': {'type': 'T%020d' % i}} for i in range(5000)]";
+    let inventor = node(&format!(
+        "json.dumps({sends} + [{{'type': 'leader', 'id': 1, 'term': 1}}] if line['type'] == 'call' else [])"
+    ));
+    let cmd = inventor.command();
+    let (out, j) = run_checked("elect", &["--worker-cmd", &cmd, "-n", "2", "--settle-ms", "100"]);
+    inventor.assert_gone();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let by_type = j["messages"]["by_type"].as_object().unwrap_or_else(|| panic!("{j}"));
+    assert!(by_type.len() <= mutexlab::trace::MAX_TYPES + 2, "{} types", by_type.len());
+    assert_eq!(j["messages"]["total"], 10_000, "{j}");
+}
+
+#[test]
 fn the_simulator_drives_the_python_node_through_the_host() {
     external::set_command(Some(Spawn { command: example(), timeout: external::DEFAULT_TIMEOUT }));
     let report = Sim::<External<Mutex>>::new(3, 7).run(5);

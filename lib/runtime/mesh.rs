@@ -92,6 +92,7 @@ use serde::de::DeserializeOwned;
 use super::{ModelBreach, RunService, TimerKind, Worker, LISTENER, PEER_BASE, PENDING_BASE};
 use crate::algorithm::{Input, Message, Node, PeerId};
 use crate::auth::{Hello, Secret};
+use crate::trace;
 use crate::wire::{self, Envelope, Fill, FrameReader};
 
 /// How long an accepted connection may stay silent before its hello.
@@ -599,7 +600,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             self.clock = self.clock.max(env.clock).saturating_add(1);
             let inc = self.mesh.peers[idx].incarnation;
             self.trace.recv(self.clock, peer.0, inc, env.clock, msg.kind());
-            *self.stats.received.entry(msg.kind().to_string()).or_default() += 1;
+            tally(&mut self.stats.received, msg.kind());
             self.input(Input::Message { from: peer, msg })?;
         }
         match end {
@@ -688,7 +689,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             .into());
         }
         self.clock = clock;
-        *self.stats.sent.entry(msg.kind().to_string()).or_default() += 1;
+        tally(&mut self.stats.sent, msg.kind());
         self.trace.send(self.clock, to.0, msg.kind());
         if self.mesh.peers[to.index()].down {
             self.trace.drop(self.clock, to.0, msg.kind(), "down");
@@ -839,6 +840,20 @@ fn read_channel<M: DeserializeOwned, R: Read>(
         Ok(Fill::WouldBlock) => ChannelEnd::Open,
     };
     read
+}
+
+/// Count one message of type `kind`: past [`trace::MAX_TYPES`] types, under
+/// [`trace::OTHER_TYPES`], so that a program inventing a type per message costs its
+/// worker a bounded count, and the statistics still fit their frame.
+fn tally(counts: &mut std::collections::BTreeMap<String, u64>, kind: &str) {
+    let key =
+        if counts.contains_key(kind) || counts.len() < trace::MAX_TYPES { kind } else { trace::OTHER_TYPES };
+    match counts.get_mut(key) {
+        Some(c) => *c += 1,
+        None => {
+            counts.insert(key.to_string(), 1);
+        }
+    }
 }
 
 /// The frames of an outgoing queue from `from`, where one starts, as the range each
