@@ -210,6 +210,42 @@ fn a_count_of_any_size_saturates_instead_of_overflowing() {
 }
 
 #[test]
+fn statistics_too_big_for_a_frame_fail_their_worker_at_once_in_its_own_words() {
+    // 200 counter names of 1 KB: the statistics answering Finish would be 200 KB. The
+    // worker once stood still after failing to send them, for a Finish already read,
+    // and the run ended 10 s past the stall window as "did not respond while finishing".
+    let counter = node(
+        "json.dumps([{'type': 'count', 'name': 'n%03d' % i + 'x' * 1000, 'by': 1} for i in range(200)] \
+         + [{'type': 'leader', 'id': 1, 'term': 1}] if line['type'] == 'call' else [])",
+    );
+    let cmd = counter.command();
+    let (out, j) = run_checked("elect", &["--worker-cmd", &cmd, "-n", "2", "--settle-ms", "100"]);
+    counter.assert_gone();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let failure = j["failure"].as_str().unwrap_or_else(|| panic!("no failure: {j}"));
+    assert!(failure.contains("while finishing"), "{failure}");
+    assert!(failure.contains("its statistics (2 message types, 200 counters) would be"), "{failure}");
+    assert!(failure.contains("over the 65536-byte frame cap"), "{failure}");
+}
+
+#[test]
+fn a_program_inventing_message_types_costs_its_worker_a_bounded_count() {
+    // 5,000 messages, each of a type of its own: the counts by type once grew with
+    // them, past what the statistics' frame can hold.
+    let sends = "[{'type': 'send', 'to': 1 - me, 'msg': {'type': 'T%020d' % i}} for i in range(5000)]";
+    let inventor = node(&format!(
+        "json.dumps({sends} + [{{'type': 'leader', 'id': 1, 'term': 1}}] if line['type'] == 'call' else [])"
+    ));
+    let cmd = inventor.command();
+    let (out, j) = run_checked("elect", &["--worker-cmd", &cmd, "-n", "2", "--settle-ms", "100"]);
+    inventor.assert_gone();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let by_type = j["messages"]["by_type"].as_object().unwrap_or_else(|| panic!("{j}"));
+    assert!(by_type.len() <= mutexlab::trace::MAX_TYPES + 2, "{} types", by_type.len());
+    assert_eq!(j["messages"]["total"], 10_000, "{j}");
+}
+
+#[test]
 fn the_simulator_drives_the_python_node_through_the_host() {
     external::set_command(Some(Spawn { command: example(), timeout: external::DEFAULT_TIMEOUT }));
     let report = Sim::<External<Mutex>>::new(3, 7).run(5);
@@ -473,6 +509,49 @@ fn a_message_over_the_frame_cap_fails_the_run_and_blames_no_algorithm() {
     let summary = stdout(&out);
     assert!(summary.contains("run FAILED  w1: message REPLY to w"), "{summary}");
     assert!(summary.contains("audit       NO VERDICT: the run broke the algorithm's model"), "{summary}");
+    // And so does the page the failed run left: its headline is no audit verdict.
+    let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(!page.contains("audit OK"), "the page calls a broken run's audit OK");
+    assert!(page.contains("no verdict: the run broke the algorithm's model"), "no verdict on the page");
+}
+
+/// w0 broadcasts ten messages of 60 KB every time it is called or its timer fires, at
+/// once again; its peers' programs never answer the first of them, so their workers
+/// read no more.
+fn flood_of_unread_messages() -> Script {
+    Script::new(
+        "import json, sys, time\n\
+         pad = 'x' * 60000\n\
+         for text in sys.stdin:\n\
+         \x20   line = json.loads(text)\n\
+         \x20   if line['type'] == 'init':\n\
+         \x20       me = line['id']\n\
+         \x20       print(json.dumps({'type': 'init_ok'}), flush=True)\n\
+         \x20       continue\n\
+         \x20   if me == 0 and line['type'] in ('start', 'timer', 'call'):\n\
+         \x20       out = [{'type': 'broadcast', 'msg': {'type': 'FLOOD', 'pad': pad}}] * 10\n\
+         \x20       out.append({'type': 'set_timer', 'timer': {'type': 'again'}, 'after_ms': 0})\n\
+         \x20       print(json.dumps(out), flush=True)\n\
+         \x20   elif line['type'] == 'message':\n\
+         \x20       time.sleep(3600)\n\
+         \x20   else:\n\
+         \x20       print('[]', flush=True)\n",
+    )
+}
+
+#[test]
+fn a_sender_that_outruns_its_peers_fails_at_a_bounded_queue_and_blames_no_algorithm() {
+    // Before: w0's queues grew by tens of MB a second until the workers' deadline.
+    let node = flood_of_unread_messages();
+    let cmd = node.command();
+    let args = ["--worker-cmd", &cmd, "-n", "3", "-k", "1", "--worker-timeout-ms", "30000"];
+    let (out, j) = run_faulty(&args);
+    node.assert_gone();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let failure = j["failure"].as_str().unwrap_or_else(|| panic!("no failure: {j}"));
+    assert!(failure.starts_with("w0: message FLOOD to w"), "{failure}");
+    assert!(failure.contains("over the 67108864-byte cap"), "{failure}");
+    assert_eq!(j["model_broken"], true);
 }
 
 #[test]

@@ -16,9 +16,10 @@
 //! them in one pass, with one open span per worker.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Read};
+use std::io::Read;
 use std::path::Path;
 
+use crate::audit::lines::Lines;
 use crate::audit::{FaultLine, LeaderRecord, Violation, MAX_LINE};
 use crate::resource::{Fence, Record, Stage};
 use crate::supervisor::MAX_WORKERS;
@@ -361,44 +362,21 @@ pub(crate) fn lines_named(v: &Violation) -> Vec<usize> {
     out
 }
 
-/// Call `f` with each line of `src` (1-based number, text), at most [`MAX_LINE`] bytes
-/// of it kept; a longer line is passed as empty, as no record is that long.
+/// Call `f` with each line of `src` (1-based number, text), read through the auditor's
+/// bounded reader: a line longer than [`MAX_LINE`] is passed as empty, as no record is
+/// that long.
 pub(crate) fn each_line(src: impl Read, mut f: impl FnMut(usize, &str)) -> std::io::Result<()> {
-    let mut r = BufReader::with_capacity(64 * 1024, src);
-    let mut buf = Vec::with_capacity(256);
+    let mut lines = Lines::new(src, Vec::new());
     let mut n = 0;
-    loop {
-        buf.clear();
-        let got = (&mut r).take(MAX_LINE as u64 + 1).read_until(b'\n', &mut buf)?;
-        if got == 0 {
-            return Ok(());
-        }
+    while lines.next()?.is_some() {
         n += 1;
-        if buf.last() == Some(&b'\n') {
-            buf.pop();
-        } else if buf.len() > MAX_LINE {
-            // Too long to be a record: skip the rest of it.
-            loop {
-                let avail = r.fill_buf()?;
-                if avail.is_empty() {
-                    break;
-                }
-                match avail.iter().position(|&b| b == b'\n') {
-                    Some(i) => {
-                        r.consume(i + 1);
-                        break;
-                    }
-                    None => {
-                        let len = avail.len();
-                        r.consume(len);
-                    }
-                }
-            }
+        if lines.len > MAX_LINE as u64 {
             f(n, "");
-            continue;
+        } else {
+            f(n, &String::from_utf8_lossy(&lines.kept));
         }
-        f(n, &String::from_utf8_lossy(&buf));
     }
+    Ok(())
 }
 
 /// A line as the listing quotes it: at most [`QUOTE`] bytes, never splitting a character.

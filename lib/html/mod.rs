@@ -140,6 +140,9 @@ struct Verdict {
     waits: Vec<WaitStats>,
     /// Elections only: the elections held (distinct terms), as the run's report counts them.
     elections: Option<usize>,
+    /// The run broke the algorithm's model (`RunReport::model_broken`): its findings are
+    /// no verdict on the algorithm.
+    model_broken: bool,
 }
 
 /// The report of the run in `run_dir`, with whatever else is `known` of it.
@@ -209,6 +212,7 @@ fn mutex_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdict
         entries: Some(a.entries),
         waits: a.wait_ms_by_worker,
         elections: None,
+        model_broken: false,
     };
     if let Known::Run(r) = known {
         // The run's own verdict is the one its summary printed.
@@ -217,6 +221,7 @@ fn mutex_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdict
         v.count = r.violation_count;
         v.cut_short.clone_from(&r.cut_short);
         v.waits.clone_from(&r.wait_ms_by_worker);
+        v.model_broken = r.model_broken;
     }
     Ok(v)
 }
@@ -237,11 +242,13 @@ fn leaders_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdi
         entries: None,
         waits: Vec::new(),
         elections: Some(a.terms),
+        model_broken: false,
     };
     if let Known::Elect(r) = known {
         v.text = crate::report::elect_summary(r);
         v.violations.clone_from(&r.violations);
         v.count = r.violation_count;
+        v.model_broken = r.model_broken;
     }
     Ok(v)
 }
@@ -322,7 +329,13 @@ fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> Stri
     let mut s = String::new();
     let title = format!("mutexlab report: {}, {} workers", v.algorithm, v.workers);
     head(&mut s, &title, STYLE, SCRIPT);
-    let verdict = if v.count == 0 {
+    let verdict = if v.model_broken {
+        // As the text summary says: what the audit found is no verdict on the algorithm.
+        format!(
+            "<span class=\"bad\">audit: no verdict: the run broke the algorithm's model</span> ({} finding(s), <a href=\"#findings\">listed below</a>)",
+            v.count
+        )
+    } else if v.count == 0 {
         "<span class=\"ok\">audit OK: no violations</span>".to_string()
     } else {
         format!(

@@ -52,6 +52,10 @@ impl<A: Node<Service: RunService>> Worker<A> {
             let msg = wire::decode::<ToWorker>(body)?;
             match msg {
                 ToWorker::Finish => {
+                    // The run is over for this worker: a failure from here on is told
+                    // and the worker leaves, since it must not stand still for a Finish
+                    // it has already read.
+                    self.running = false;
                     self.stats.entries = self.work.entries();
                     let stats = ToSupervisor::Stats(self.stats.clone());
                     self.flush_all()?;
@@ -61,7 +65,6 @@ impl<A: Node<Service: RunService>> Worker<A> {
                     self.flush_trace();
                     self.control.set_nonblocking(false)?;
                     self.tell_supervisor(&stats)?;
-                    self.running = false;
                     return Ok(());
                 }
                 ToWorker::Query => {

@@ -71,7 +71,9 @@
 //! algorithm a live peer is down, a lie the perfect detector must never tell. The worker
 //! stops instead ([`ModelBreach`]: the run fails, naming the peer), the channel open.
 //! For the same reason [`Worker::send`] never queues a message whose frame would be
-//! over the cap: that is a breach of the sender. A stream that ends inside a frame
+//! over the cap: that is a breach of the sender; so is a message that would take what
+//! the worker holds unwritten for its peers past [`MAX_UNSENT`] (peers that read slower
+//! than it sends), since a queue without end is no channel the runtime can keep. A stream that ends inside a frame
 //! loses that partial frame (a line on stderr) and is a closed channel like any other:
 //! its peer died. Before its hello, a connection has proved nothing, and any bad input
 //! drops it.
@@ -90,6 +92,7 @@ use serde::de::DeserializeOwned;
 use super::{ModelBreach, RunService, TimerKind, Worker, LISTENER, PEER_BASE, PENDING_BASE};
 use crate::algorithm::{Input, Message, Node, PeerId};
 use crate::auth::{Hello, Secret};
+use crate::trace;
 use crate::wire::{self, Envelope, Fill, FrameReader};
 
 /// How long an accepted connection may stay silent before its hello.
@@ -101,6 +104,10 @@ const ACCEPT_BATCH: usize = 256;
 /// First and longest wait before dialing again a peer whose backlog was full.
 const REDIAL_FIRST: Duration = Duration::from_millis(20);
 const REDIAL_MAX: Duration = Duration::from_secs(1);
+/// The most bytes a worker holds for its peers, written to none of them yet: past it, a
+/// message is a [`ModelBreach`] (the runtime cannot carry it), never a queue that grows
+/// without end.
+pub const MAX_UNSENT: usize = 64 << 20;
 /// Bad frames logged one by one; after that they are only counted.
 pub const BAD_FRAME_LINES: u64 = 20;
 /// Dropped or refused connections logged one by one; after that they are only counted.
@@ -593,7 +600,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             self.clock = self.clock.max(env.clock).saturating_add(1);
             let inc = self.mesh.peers[idx].incarnation;
             self.trace.recv(self.clock, peer.0, inc, env.clock, msg.kind());
-            *self.stats.received.entry(msg.kind().to_string()).or_default() += 1;
+            tally(&mut self.stats.received, msg.kind());
             self.input(Input::Message { from: peer, msg })?;
         }
         match end {
@@ -668,8 +675,21 @@ impl<A: Node<Service: RunService>> Worker<A> {
             ))
             .into());
         }
+        // Peers that read slower than this worker sends (a program flooding them, one
+        // stuck in its own program) would make the queues grow without end.
+        let unsent: usize =
+            self.mesh.peers.iter().map(|p| p.out.len().saturating_sub(p.written)).sum::<usize>()
+                + self.net.held.iter().map(Vec::len).sum::<usize>();
+        if unsent + frame.len() > MAX_UNSENT {
+            let kind = super::cut(msg.kind());
+            return Err(ModelBreach(format!(
+                "message {kind} to {to} would put {} bytes in its queues to peers that have not read them, over the {MAX_UNSENT}-byte cap",
+                unsent + frame.len()
+            ))
+            .into());
+        }
         self.clock = clock;
-        *self.stats.sent.entry(msg.kind().to_string()).or_default() += 1;
+        tally(&mut self.stats.sent, msg.kind());
         self.trace.send(self.clock, to.0, msg.kind());
         if self.mesh.peers[to.index()].down {
             self.trace.drop(self.clock, to.0, msg.kind(), "down");
@@ -820,6 +840,20 @@ fn read_channel<M: DeserializeOwned, R: Read>(
         Ok(Fill::WouldBlock) => ChannelEnd::Open,
     };
     read
+}
+
+/// Count one message of type `kind`: past [`trace::MAX_TYPES`] types, under
+/// [`trace::OTHER_TYPES`], so that a program inventing a type per message costs its
+/// worker a bounded count, and the statistics still fit their frame.
+fn tally(counts: &mut std::collections::BTreeMap<String, u64>, kind: &str) {
+    let key =
+        if counts.contains_key(kind) || counts.len() < trace::MAX_TYPES { kind } else { trace::OTHER_TYPES };
+    match counts.get_mut(key) {
+        Some(c) => *c += 1,
+        None => {
+            counts.insert(key.to_string(), 1);
+        }
+    }
 }
 
 /// The frames of an outgoing queue from `from`, where one starts, as the range each

@@ -643,7 +643,8 @@ impl<'a> Supervisor<'a> {
             },
             // A worker that gives up once the run has begun stands still, its channels
             // open, and waits for this: stop now, before anyone acts on its silence.
-            Event::Frame(conn, ToSupervisor::Fatal(why)) if phase == "running" => {
+            // While finishing too: it would answer Finish, and its failure go unsaid.
+            Event::Frame(conn, ToSupervisor::Fatal(why)) if phase != "starting" => {
                 match self.conn_owner.get(&conn) {
                     Some(&id) if self.slots[id].conn == Some(conn) => {
                         self.finished.get_or_insert_with(Instant::now);
