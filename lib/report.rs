@@ -94,13 +94,14 @@ fn ending(
 }
 
 /// The auditor's verdict under `label`: OK, or the violations. When the run broke the
-/// algorithm's model (`model_broken`), there is no verdict: what the audit found is
-/// shown as findings, not as the algorithm's violations.
+/// algorithm's model (`model_broken`), there is no verdict, and what the audit found up
+/// to there is listed as found: it may precede the breach and be the algorithm's own
+/// (the breach sent nothing and closed no channel), so it is neither blamed nor excused.
 fn verdict(s: &mut String, label: &str, list: &[Violation], count: usize, model_broken: bool) {
     if model_broken {
         let found = match count {
             0 => "nothing found up to there".to_string(),
-            n => format!("{}, not the algorithm's doing:", plural(n as u64, "finding")),
+            n => format!("{} up to there, listed as found:", plural(n as u64, "finding")),
         };
         let _ = writeln!(s, "  {label:<11} NO VERDICT: the run broke the algorithm's model (above); {found}");
         violations(s, list, count);
