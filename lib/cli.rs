@@ -417,7 +417,7 @@ pub fn main(registry: Registry) -> ExitCode {
                 fail(1, &format!("{who}: {e:#}"))
             }
         },
-        Cmd::Echo { socket } => match bench::echo(&socket) {
+        Cmd::Echo { socket } => match supervisor::probe::echo(&socket) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => fail(1, &e.to_string()),
         },

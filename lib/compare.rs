@@ -14,7 +14,7 @@
 //!   coordinator (the highest id), and lost messages (`--drop`).
 //!
 //! Times are also given in message times T: the one-way time between two processes,
-//! measured once by [`bench::ping_pong`] at the start. The output is a [`Comparison`],
+//! measured once by [`probe::ping_pong`](crate::supervisor::probe::ping_pong) at the start. The output is a [`Comparison`],
 //! printed as a text table ([`text`]), a Markdown table ([`markdown`]) or JSON.
 
 use std::fmt::Write as _;
@@ -24,7 +24,6 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::algos::{self, AlgoInfo, Shape, Theory};
-use crate::bench;
 use crate::control::{Detector, RESOURCE_FILE};
 use crate::faults::Plan;
 use crate::resource::Record;
@@ -540,7 +539,7 @@ pub fn compare(o: &CompareOpts, mut done: impl FnMut(&Row, Duration)) -> Result<
     } else {
         (o.algos.clone(), Vec::new())
     };
-    let t = bench::ping_pong(&o.exe, PING_PONG_ROUNDS)
+    let t = crate::supervisor::probe::ping_pong(&o.exe, PING_PONG_ROUNDS)
         .map_err(|e| RunError::Failed(format!("measuring the message time T: {e}")))?;
     let t_ms = t.as_secs_f64() * 1e3;
     // Every run lives here and is removed with it, clean or not.

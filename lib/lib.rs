@@ -25,6 +25,7 @@ pub mod grade;
 pub mod host;
 pub mod html;
 pub mod lab;
+pub mod panics;
 pub mod report;
 pub mod resource;
 pub mod runtime;

@@ -191,7 +191,7 @@ const KEEP: usize = 200;
 /// Worker ids at or above this are corrupt: no run has more workers. The auditor keeps
 /// per-worker state (a wait histogram of up to ~220 KiB each) and looks at every worker
 /// inside or waiting on each record, so garbage ids must not multiply its memory or time.
-pub const MAX_WORKER_ID: u32 = crate::supervisor::MAX_WORKERS;
+pub const MAX_WORKER_ID: u32 = crate::algorithm::MAX_WORKERS;
 
 /// The first worker id nobody can be: the header's worker count if it gives one (the
 /// supervisor always does), else [`MAX_WORKER_ID`].

@@ -113,7 +113,7 @@ pub fn run_worker(run_dir: &Path, cmdline_id: Option<u32>) -> anyhow::Result<()>
         let link = link.try_clone()?;
         // A node that panics (a lab skeleton's unwritten handler, say) ends this worker
         // with one line, sent to the supervisor like any other fatal error.
-        crate::lab::quietly(|| (info.worker)(opts, link, info)).map_err(anyhow::Error::msg)?
+        crate::panics::quietly(|| (info.worker)(opts, link, info)).map_err(anyhow::Error::msg)?
     });
     match &result {
         // Told to the supervisor while the worker stood still.

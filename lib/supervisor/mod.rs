@@ -60,6 +60,7 @@ use crate::wire;
 mod inject;
 pub mod janitor;
 mod options;
+pub mod probe;
 mod proc;
 mod processes;
 mod progress;
@@ -146,7 +147,7 @@ pub fn elect(opts: &RunOpts) -> Result<ElectReport, RunError> {
         return Err(RunError::Usage("an election run needs its election options".into()));
     }
     validate(opts)?;
-    let t = crate::bench::ping_pong(&opts.exe, 500).ok().map(|t| t + options::ms(opts.latency_ms));
+    let t = probe::ping_pong(&opts.exe, 500).ok().map(|t| t + options::ms(opts.latency_ms));
     execute(opts, |sup, dir, faults, mut failure| {
         let path = dir.path.join(control::LEADERS_FILE);
         let rules = audit::Rules {
