@@ -107,7 +107,7 @@ pub struct WorkerSettings {
     /// Run this program as the node instead of `algo`'s own (`--worker-cmd`); `algo`
     /// is then only a label, or the reference algorithm of a mixed cluster.
     #[serde(default)]
-    pub external: Option<crate::external::ExternalWorker>,
+    pub external: Option<ExternalWorker>,
 }
 
 /// Who tells a node that a peer is down or up again (`--detector`).
@@ -140,14 +140,32 @@ impl std::fmt::Display for Detector {
     }
 }
 
+/// What a worker is told to run instead of a built-in algorithm (part of
+/// [`WorkerSettings`]): a program of the user's, driven by [`crate::external`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExternalWorker {
+    /// The shell command, run as `sh -c CMD`.
+    pub command: String,
+    /// How long the program may take over one answer.
+    pub timeout: Duration,
+    /// `mutex` or `election`.
+    pub service: String,
+    /// The other workers run the built-in algorithm `algo` (`--worker-cmd-for`): speak
+    /// its messages (`external::Ref`).
+    #[serde(default)]
+    pub among_reference: bool,
+}
+
 /// The longest worker command (`--worker-cmd`): with the other settings, it must fit
 /// in the setup's one frame ([`crate::wire::MAX_FRAME`]).
 pub const MAX_COMMAND: usize = 16 * 1024;
 
 impl WorkerSettings {
     /// Whether a worker can run with these settings: the one check both the supervisor
-    /// (before it spawns) and the worker (when it reads them) apply.
-    pub fn check(&self) -> Result<(), String> {
+    /// (before it spawns) and the worker (when it reads them) apply. `service` is what
+    /// the registry says `algo` provides (`mutex`, `election`), `None` if it knows no
+    /// such algorithm: the control link sits below the registry and does not ask it.
+    pub fn check(&self, service: Option<&str>) -> Result<(), String> {
         if self.workers == 0 || self.workers > MAX_WORKERS {
             return Err(format!("workers must be between 1 and {MAX_WORKERS}, not {}", self.workers));
         }
@@ -158,12 +176,12 @@ impl WorkerSettings {
             // The settings travel in one frame, which has a cap.
             return Err(format!("the worker command is {} bytes; at most {MAX_COMMAND}", e.command.len()));
         }
-        if self.external.is_none() && crate::algos::info(&self.algo).is_none() {
+        if self.external.is_none() && service.is_none() {
             return Err(format!("unknown algorithm {:?}", self.algo));
         }
         let mutex = match &self.external {
             Some(e) => e.service == "mutex",
-            None => crate::algos::info(&self.algo).is_some_and(|a| a.service == "mutex"),
+            None => service == Some("mutex"),
         };
         if mutex && self.duration.is_none() && self.entries == 0 {
             return Err("neither entries nor a duration".into());

@@ -45,6 +45,7 @@ use serde_json::Value;
 
 use crate::algorithm::{Config, Input, Message, Node, NodeInput, NodeOut, Output};
 use crate::algos::{self, AlgoInfo};
+pub use crate::control::ExternalWorker;
 use crate::control::WorkerSettings;
 use crate::host::Breach;
 use crate::runtime::RunService;
@@ -59,22 +60,6 @@ pub const MAX_LINE: usize = 1 << 20;
 const QUOTE: usize = 160;
 /// The longest stderr line copied whole; the rest of a longer one is read and dropped.
 pub const MAX_LOG_LINE: usize = 4096;
-
-/// What a worker is told to run instead of a built-in algorithm (part of
-/// [`WorkerSettings`]).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ExternalWorker {
-    /// The shell command, run as `sh -c CMD`.
-    pub command: String,
-    /// How long the program may take over one answer.
-    pub timeout: Duration,
-    /// `mutex` or `election`.
-    pub service: String,
-    /// The other workers run the built-in algorithm `algo` (`--worker-cmd-for`): speak
-    /// its messages ([`Ref`]).
-    #[serde(default)]
-    pub among_reference: bool,
-}
 
 /// A message or timer tag of an external node: any JSON value (a message is an object
 /// with a string `type`, which is its [`Message::kind`]). `serde_json::Value` is `Eq`

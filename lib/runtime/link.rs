@@ -32,7 +32,8 @@ pub(super) fn setup(
         Ok(None) => anyhow::bail!("the supervisor closed the control link before sending the setup"),
         Err(e) => anyhow::bail!("bad setup on the control link: {e}"),
     };
-    setup.settings.check().map_err(|e| anyhow::anyhow!("bad setup: {e}"))?;
+    let service = crate::algos::info(&setup.settings.algo).map(|a| a.service);
+    setup.settings.check(service).map_err(|e| anyhow::anyhow!("bad setup: {e}"))?;
     if let Some(id) = cmdline_id.filter(|&id| id != setup.settings.id) {
         anyhow::bail!("the command line says worker {id} but the setup says {}", setup.settings.id);
     }

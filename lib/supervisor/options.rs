@@ -342,7 +342,7 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
         }
     }
     // The check every worker applies to what it is handed: refuse here what it would.
-    settings(opts, 0, 0, 0, None).check().map_err(|e| RunError::Usage(format!("invalid settings: {e}")))?;
+    check(&settings(opts, 0, 0, 0, None)).map_err(|e| RunError::Usage(format!("invalid settings: {e}")))?;
     // Before anything is made: a run directory whose sockets could not be named.
     if let Some(dir) = &opts.run_dir {
         let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
@@ -371,6 +371,12 @@ pub(super) fn ms(v: f64) -> Duration {
     } else {
         Duration::ZERO
     }
+}
+
+/// The settings' own check ([`WorkerSettings::check`]), with the service the registry
+/// gives their algorithm.
+pub(super) fn check(s: &WorkerSettings) -> Result<(), String> {
+    s.check(crate::algos::info(&s.algo).map(|a| a.service))
 }
 
 /// What worker `id`, life `incarnation`, is handed on its control link.
@@ -546,6 +552,6 @@ pub(super) mod tests {
         assert_eq!((s.cs, s.think), (Duration::from_millis(1), Duration::from_millis(2)));
         assert_eq!(s.parent, Some(std::process::id()));
         assert_eq!(settings(&o, 0, 0, 0, None).duration, Some(Duration::from_secs(5)));
-        s.check().unwrap();
+        check(&s).unwrap();
     }
 }

@@ -106,7 +106,8 @@ impl Supervisor<'_> {
             left.max(Duration::from_millis(1))
         });
         let settings = settings(o, id, incarnation, start_entry, left);
-        settings.check().map_err(|e| RunError::Usage(format!("invalid settings for w{id}: {e}")))?;
+        super::options::check(&settings)
+            .map_err(|e| RunError::Usage(format!("invalid settings for w{id}: {e}")))?;
         let cannot = |e: std::io::Error| RunError::Failed(format!("cannot start worker {id}: {e}"));
         let (mut ours, theirs) = control::link_pair().map_err(cannot)?;
         let mut cmd = Command::new(&o.exe);
