@@ -32,5 +32,6 @@ pub mod runtime;
 pub mod sim;
 pub mod supervisor;
 pub mod tail;
+pub mod text;
 pub mod trace;
 pub mod wire;

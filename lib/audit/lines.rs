@@ -44,14 +44,7 @@ impl std::fmt::Display for Quote<'_> {
 
 /// At most [`EXCERPT`] bytes of a message that may repeat part of a line.
 pub(crate) fn clip(msg: &str) -> std::borrow::Cow<'_, str> {
-    if msg.len() <= EXCERPT {
-        return msg.into();
-    }
-    let mut n = EXCERPT;
-    while !msg.is_char_boundary(n) {
-        n -= 1;
-    }
-    format!("{}…", &msg[..n]).into()
+    crate::text::clip_to(msg, EXCERPT)
 }
 
 /// Reads lines with a fixed buffer: at most [`MAX_LINE`] bytes of a line are kept, the

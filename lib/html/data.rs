@@ -23,6 +23,7 @@ use crate::audit::lines::Lines;
 use crate::audit::{FaultLine, LeaderRecord, Violation, MAX_LINE};
 use crate::resource::{Fence, Record, Stage};
 use crate::supervisor::MAX_WORKERS;
+use crate::text::clip_to;
 
 /// How many bytes of a listed line the page quotes.
 const QUOTE: usize = 300;
@@ -381,19 +382,7 @@ pub(crate) fn each_line(src: impl Read, mut f: impl FnMut(usize, &str)) -> std::
 
 /// A line as the listing quotes it: at most [`QUOTE`] bytes, never splitting a character.
 fn clip(text: &str) -> String {
-    clip_to(text, QUOTE)
-}
-
-/// At most `max` bytes of `text`, never splitting a character; an ellipsis if cut.
-fn clip_to(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_string();
-    }
-    let mut n = max;
-    while !text.is_char_boundary(n) {
-        n -= 1;
-    }
-    format!("{}…", &text[..n])
+    clip_to(text, QUOTE).into_owned()
 }
 
 /// What the page wants from the resource or leader file besides what it draws.
@@ -541,7 +530,7 @@ pub(crate) fn read_faults(path: &Path, tl: &mut Timeline) -> std::io::Result<()>
                 _ => {}
             }
         }
-        let action = clip_to(l.action, 32);
+        let action = clip_to(l.action, 32).into_owned();
         tl.faults.push(FaultMark { t: l.t, action, w: l.worker(), note: clip(l.note) });
     })?;
     for (w, from) in paused {

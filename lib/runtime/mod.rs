@@ -138,11 +138,7 @@ fn cut(text: &str) -> String {
     if text.len() <= FATAL_TEXT {
         return text.to_string();
     }
-    let mut end = FATAL_TEXT;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} bytes, cut)", &text[..end], text.len())
+    format!("{} ({} bytes, cut)", crate::text::clip_to(text, FATAL_TEXT), text.len())
 }
 
 /// The runtime could not keep the model its node was promised: a message it cannot
