@@ -634,29 +634,7 @@ impl<'a> Supervisor<'a> {
     fn handle(&mut self, ev: Event, phase: &str) -> Result<(), RunError> {
         match ev {
             Event::Signal => Err(RunError::Interrupted(self.dir.clone())),
-            Event::Frame(conn, ToSupervisor::Breach(why)) => match self.conn_owner.get(&conn) {
-                // Stop now, before any worker acts on what the runtime could not carry.
-                Some(&id) if self.slots[id].conn == Some(conn) => {
-                    self.breach = Some(why.clone());
-                    Err(RunError::Failed(report::breach_failure(&why)))
-                }
-                _ => Ok(()),
-            },
-            // A worker that gives up once the run has begun stands still, its channels
-            // open, and waits for this: stop now, before anyone acts on its silence.
-            // While finishing too: it would answer Finish, and its failure go unsaid.
-            Event::Frame(conn, ToSupervisor::Fatal(why)) if phase != "starting" => {
-                match self.conn_owner.get(&conn) {
-                    Some(&id) if self.slots[id].conn == Some(conn) => {
-                        self.finished.get_or_insert_with(Instant::now);
-                        let line = format!("worker w{id} gave up while {phase}: {why}");
-                        self.slots[id].fatal = Some(why);
-                        Err(RunError::Failed(line))
-                    }
-                    _ => Ok(()),
-                }
-            }
-            Event::Frame(conn, msg) => self.on_frame(conn, msg),
+            Event::Frame(conn, msg) => self.on_frame(conn, msg, phase),
             Event::Closed(conn, err) => {
                 self.conns.get_mut(conn).map(|c| c.take());
                 let Some(id) = self.conn_owner.remove(&conn) else { return Ok(()) };
@@ -690,9 +668,10 @@ impl<'a> Supervisor<'a> {
         }
     }
 
-    /// Take one frame from a worker's link. Whatever it claims is checked here, before
-    /// anything is kept by it: a leader nobody can be fails the run, naming the worker.
-    fn on_frame(&mut self, conn: usize, msg: ToSupervisor) -> Result<(), RunError> {
+    /// Take one frame from a worker's link, during `phase`. Whatever it claims is checked
+    /// here, before anything is kept by it: a leader nobody can be fails the run, naming
+    /// the worker.
+    fn on_frame(&mut self, conn: usize, msg: ToSupervisor, phase: &str) -> Result<(), RunError> {
         // Each link was made for one worker's life: frames on it speak for that life only.
         let Some(&id) = self.conn_owner.get(&conn) else { return Ok(()) };
         if self.slots[id].conn != Some(conn) {
@@ -733,9 +712,22 @@ impl<'a> Supervisor<'a> {
                 self.progressed();
             }
             ToSupervisor::Stats(s) => self.slots[id].stats = Some(s),
+            // Stop now, before any worker acts on what the runtime could not carry.
+            ToSupervisor::Breach(why) => {
+                let failure = report::breach_failure(&why);
+                self.breach = Some(why);
+                return Err(RunError::Failed(failure));
+            }
+            // A worker that gives up once the run has begun stands still, its channels
+            // open, and waits for this: stop now, before anyone acts on its silence.
+            // While finishing too: it would answer Finish, and its failure go unsaid.
+            ToSupervisor::Fatal(why) if phase != "starting" => {
+                self.finished.get_or_insert_with(Instant::now);
+                let line = format!("worker w{id} gave up while {phase}: {why}");
+                self.slots[id].fatal = Some(why);
+                return Err(RunError::Failed(line));
+            }
             ToSupervisor::Fatal(why) => self.slots[id].fatal = Some(why),
-            // Ends the run: `handle` takes it.
-            ToSupervisor::Breach(_) => {}
             ToSupervisor::Pending(_) => {}
         }
         Ok(())
@@ -774,9 +766,9 @@ mod tests {
         let mut sup = with_slots(&opts, tmp.path(), 4);
         let leader = |l| ToSupervisor::Leader { leader: PeerId(l), term: 1 };
         for w in 0..3 {
-            assert!(sup.on_frame(w, leader(3)).is_ok());
+            assert!(sup.on_frame(w, leader(3), "running").is_ok());
         }
-        let err = sup.on_frame(3, leader(99)).unwrap_err().to_string();
+        let err = sup.on_frame(3, leader(99), "running").unwrap_err().to_string();
         assert_eq!(
             err,
             "worker w3 broke the contract: it accepted w99 as leader, which is not one of the 4 workers"

@@ -359,7 +359,7 @@ impl Supervisor<'_> {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.rx.recv_timeout(left) {
                 Ok(Event::Frame(conn, msg @ ToSupervisor::Stats(_))) => {
-                    let _ = self.on_frame(conn, msg);
+                    let _ = self.on_frame(conn, msg, "finishing");
                 }
                 Ok(_) => {}
                 Err(_) => break,
