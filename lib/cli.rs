@@ -1,6 +1,7 @@
 //! The command line: argument parsing and glue only; the work lives in the rest of the
-//! library. Exit codes are decided in one place, [`main`]: 0 ok, 1 violation or failed
-//! run, 2 usage or input error, 130 interrupted.
+//! library. Each command ends in an [`exit::Outcome`], a verdict or a typed error, and
+//! [`main`] ends them all through [`exit::finish`], the one place that maps them to exit
+//! codes (0 ok, 1 violation or failed run, 2 usage or input error, 130 interrupted).
 //!
 //! It lives in the library so that a crate with algorithms of its own gets all of it
 //! (`run`, `audit`, `algorithms`, `bench` and the hidden `worker` and `janitor` its runs
@@ -21,6 +22,7 @@ use std::time::Duration;
 
 use crate::algos::Registry;
 use crate::control::Detector;
+use crate::exit::{self, Error, Kind, Outcome, Verdict};
 use crate::faults::{self, Plan};
 use crate::supervisor::{ElectOpts, Initiators, RunError, RunOpts};
 use crate::{algos, audit, bench, compare, html, report, runtime, supervisor};
@@ -299,25 +301,25 @@ const PROCESSING_MS: f64 = 50.0;
 
 impl Shared {
     /// The detector asked for, `default` if none was.
-    fn detector(&self, asked: Option<DetectorArg>, default: DetectorArg) -> Result<Detector, String> {
+    fn detector(&self, asked: Option<DetectorArg>, default: DetectorArg) -> Result<Detector, Error> {
         match asked.unwrap_or(default) {
             DetectorArg::None => Ok(Detector::None),
             DetectorArg::Perfect => Ok(Detector::Perfect),
             DetectorArg::Heartbeat => {
                 if self.heartbeat_ms == 0 || self.heartbeat_ms > 60_000 {
-                    return Err(format!(
+                    return Err(Error::usage(format!(
                         "--heartbeat-ms must be between 1 and 60000, not {}",
                         self.heartbeat_ms
-                    ));
+                    )));
                 }
                 let delay = (self.latency + self.jitter).clamp(0.0, 120_000.0);
                 let rule = self.heartbeat_ms as f64 + 2.0 * delay + PROCESSING_MS;
                 let suspect = self.suspect_ms.unwrap_or(rule.ceil() as u64);
                 if suspect <= self.heartbeat_ms || suspect > 600_000 {
-                    return Err(format!(
+                    return Err(Error::usage(format!(
                         "--suspect-ms must be above --heartbeat-ms ({}) and at most 600000, not {suspect}",
                         self.heartbeat_ms
-                    ));
+                    )));
                 }
                 Ok(Detector::Heartbeat {
                     every: Duration::from_millis(self.heartbeat_ms),
@@ -371,11 +373,20 @@ struct WorkerArgs {
     run_dir: PathBuf,
 }
 
+/// Who the command line's error lines name.
+const WHO: &str = "mutexlab";
+
 /// Run the command line with the algorithms of `registry`, which becomes the process's
-/// registry (workers, started from this same executable, build the same one).
+/// registry (workers, started from this same executable, build the same one), and exit
+/// with the code [`exit::code`] gives its outcome.
 pub fn main(registry: Registry) -> ExitCode {
+    exit::finish(command(registry), WHO)
+}
+
+/// The command line's work, up to its outcome.
+fn command(registry: Registry) -> Outcome {
     if registry.install().is_err() {
-        return fail(1, "a registry was installed before the command line started");
+        return Err(Error::failed("a registry was installed before the command line started"));
     }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -395,51 +406,49 @@ pub fn main(registry: Registry) -> ExitCode {
                 }
             }
             out(&text);
-            ExitCode::SUCCESS
+            Ok(Verdict::Pass)
         }
         Cmd::Audit { file, faults, json } => cmd_audit(&file, faults, json),
         Cmd::Trace { run_dir, shiviz, output } => cmd_trace(&run_dir, shiviz, output.as_deref()),
         Cmd::Report { run_dir, output } => cmd_report(&run_dir, output.as_deref()),
-        Cmd::Bench { quick, all_cpus, json } => match bench::run(&exe(), quick, all_cpus, json) {
-            Ok(r) => {
-                if json {
-                    out(&to_json(&r));
-                }
-                ExitCode::SUCCESS
+        Cmd::Bench { quick, all_cpus, json } => {
+            let r = bench::run(&exe(), quick, all_cpus, json).map_err(|e| Error::failed(e.to_string()))?;
+            if json {
+                out(&to_json(&r));
             }
-            Err(e) => fail(1, &e.to_string()),
-        },
+            Ok(Verdict::Pass)
+        }
         Cmd::Compare(a) => cmd_compare(a),
         Cmd::Worker(w) => match runtime::run_worker(&w.run_dir, w.id) {
-            Ok(()) => ExitCode::SUCCESS,
+            Ok(()) => Ok(Verdict::Pass),
             Err(e) => {
                 let who = w.id.map_or("worker".to_string(), |id| format!("w{id}"));
-                fail(1, &format!("{who}: {e:#}"))
+                Err(Error::failed(format!("{who}: {e:#}")))
             }
         },
-        Cmd::Echo { socket } => match supervisor::probe::echo(&socket) {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => fail(1, &e.to_string()),
-        },
-        Cmd::Janitor => match supervisor::janitor::serve() {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => fail(1, &format!("janitor: {e}")),
-        },
+        Cmd::Echo { socket } => {
+            supervisor::probe::echo(&socket).map_err(|e| Error::failed(e.to_string()))?;
+            Ok(Verdict::Pass)
+        }
+        Cmd::Janitor => {
+            supervisor::janitor::serve().map_err(|e| Error::failed(format!("janitor: {e}")))?;
+            Ok(Verdict::Pass)
+        }
     }
 }
 
 /// Help and version go to stdout as clap writes them; any other parse error becomes one
-/// line on stderr and exit 2, like every other usage error.
-fn usage_error(e: clap::Error) -> ExitCode {
+/// line on stderr and a usage error, like every other.
+fn usage_error(e: clap::Error) -> Outcome {
     use clap::error::ErrorKind;
     if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
         let _ = e.print();
-        return ExitCode::SUCCESS;
+        return Ok(Verdict::Pass);
     }
     if matches!(e.kind(), ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand)
     {
         let _ = e.print();
-        return ExitCode::from(2);
+        return Err(Error::said(Kind::Usage));
     }
     // One line, but clap's whole point: what is wrong, and its tips ("a similar
     // argument exists: '--json'"), without the usage block `--help` prints anyway.
@@ -448,7 +457,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
     let first = first.strip_prefix("error: ").unwrap_or(first);
     let tips: Vec<&str> = text.lines().filter_map(|l| l.trim().strip_prefix("tip: ")).collect();
     let tips: String = tips.iter().map(|t| format!("; {t}")).collect();
-    fail(2, &format!("{first}{tips} (see --help)"))
+    Err(Error::usage(format!("{first}{tips} (see --help)")))
 }
 
 fn exe() -> PathBuf {
@@ -466,11 +475,6 @@ fn to_json(value: &impl serde::Serialize) -> String {
     serde_json::to_string_pretty(value).expect("report serialises") + "\n"
 }
 
-fn fail(code: u8, msg: &str) -> ExitCode {
-    eprintln!("mutexlab: {msg}");
-    ExitCode::from(code)
-}
-
 /// `--duration`: a bare number is seconds; `20s` and `500ms` read as in a fault plan.
 fn seconds(text: &str) -> Result<f64, String> {
     let t = text.trim();
@@ -486,22 +490,16 @@ fn seconds(text: &str) -> Result<f64, String> {
     t.parse::<f64>().map_err(|_| "use seconds (20, 1.5) or a number with ms or s (20s, 500ms)".to_string())
 }
 
-fn cmd_run(a: RunArgs) -> ExitCode {
+fn cmd_run(a: RunArgs) -> Outcome {
     if let Some(d) = a.duration {
         if !d.is_finite() || d <= 0.0 || d > 86_400.0 {
             // `{:?}` keeps 1e300 short; `{}` would print all 301 digits.
-            return fail(2, &format!("--duration must be between 0 and 86400 seconds, not {d:?}"));
+            return Err(Error::usage(format!("--duration must be between 0 and 86400 seconds, not {d:?}")));
         }
     }
     let sh = &a.shared;
-    let plan = match build_plan(sh, a.workers, a.duration) {
-        Ok(p) => p,
-        Err(e) => return fail(2, &e),
-    };
-    let detector = match sh.detector(a.detector, DetectorArg::Perfect) {
-        Ok(d) => d,
-        Err(e) => return fail(2, &e),
-    };
+    let plan = build_plan(sh, a.workers, a.duration)?;
+    let detector = sh.detector(a.detector, DetectorArg::Perfect)?;
     // `--algo` left at its default labels nothing: the program is `external`.
     let explicit = a.algo != "centralized";
     let (algo, external) = a.external.opts(canonical(a.algo), explicit);
@@ -531,30 +529,23 @@ fn cmd_run(a: RunArgs) -> ExitCode {
             // A kept run's report was asked for with it: not written is not a success.
             let reported = !r.run_dir_kept || kept_report(&r.run_path, html::Known::Run(&r));
             match finished(r.ok, r.failure.as_deref(), sh.json) {
-                code if code == ExitCode::SUCCESS && !reported => ExitCode::from(2),
-                code => code,
+                // Its line ("no report: …") is written.
+                Verdict::Pass if !reported => Err(Error::said(Kind::Usage)),
+                verdict => Ok(verdict),
             }
         }
-        Err(e) => interrupted_or_failed(e, sh.keep),
+        Err(e) => Err(interrupted_or_failed(e, sh.keep)),
     }
 }
 
-fn cmd_elect(a: ElectArgs) -> ExitCode {
+fn cmd_elect(a: ElectArgs) -> Outcome {
     let sh = &a.shared;
-    let plan = match build_plan(sh, a.workers, None) {
-        Ok(p) => p,
-        Err(e) => return fail(2, &e),
-    };
-    let detector = match sh.detector(a.detector, DetectorArg::Heartbeat) {
-        Ok(d) => d,
-        Err(e) => return fail(2, &e),
-    };
-    let initiators = match a.initiators.parse::<Initiators>() {
-        Ok(i) => i,
-        Err(e) => return fail(2, &format!("--initiators: {e}")),
-    };
+    let plan = build_plan(sh, a.workers, None)?;
+    let detector = sh.detector(a.detector, DetectorArg::Heartbeat)?;
+    let initiators =
+        a.initiators.parse::<Initiators>().map_err(|e| Error::usage(format!("--initiators: {e}")))?;
     if a.settle_ms == 0 || a.settle_ms > 600_000 {
-        return fail(2, &format!("--settle-ms must be between 1 and 600000, not {}", a.settle_ms));
+        return Err(Error::usage(format!("--settle-ms must be between 1 and 600000, not {}", a.settle_ms)));
     }
     let explicit = a.algo != "bully";
     let (algo, external) = a.external.opts(canonical(a.algo), explicit);
@@ -581,11 +572,12 @@ fn cmd_elect(a: ElectArgs) -> ExitCode {
             // A kept run's report was asked for with it: not written is not a success.
             let reported = !r.run_dir_kept || kept_report(&r.run_path, html::Known::Elect(&r));
             match finished(r.ok, r.failure.as_deref(), sh.json) {
-                code if code == ExitCode::SUCCESS && !reported => ExitCode::from(2),
-                code => code,
+                // Its line ("no report: …") is written.
+                Verdict::Pass if !reported => Err(Error::said(Kind::Usage)),
+                verdict => Ok(verdict),
             }
         }
-        Err(e) => interrupted_or_failed(e, sh.keep),
+        Err(e) => Err(interrupted_or_failed(e, sh.keep)),
     }
 }
 
@@ -607,11 +599,11 @@ fn shared_opts(sh: &Shared, plan: Plan) -> RunOpts {
     }
 }
 
-/// Exit 0 for a clean run, else 1 (after saying why the run failed, if it did). The
+/// A clean run passes, any other fails (after saying why the run failed, if it did). The
 /// text summary on stdout already shows the diagnosis in full, so stderr then gets its
 /// first line only; under `--json` the diagnosis is one escaped string, so stderr shows
 /// it as lines.
-fn finished(ok: bool, failure: Option<&str>, json: bool) -> ExitCode {
+fn finished(ok: bool, failure: Option<&str>, json: bool) -> Verdict {
     if let Some(f) = failure {
         match f.split_once('\n') {
             Some((first, _)) if !json => {
@@ -621,43 +613,75 @@ fn finished(ok: bool, failure: Option<&str>, json: bool) -> ExitCode {
         }
     }
     if ok {
-        ExitCode::SUCCESS
+        Verdict::Pass
     } else {
-        ExitCode::from(1)
+        Verdict::Fail
     }
 }
 
-fn run_error(e: RunError) -> ExitCode {
-    match e {
-        RunError::Usage(m) => fail(2, &m),
-        e @ RunError::Interrupted(_) => fail(130, &e.to_string()),
-        e @ RunError::Failed(_) => fail(1, &e.to_string()),
+/// What kind of error each of the library's errors is, and so its exit code.
+impl From<RunError> for Error {
+    fn from(e: RunError) -> Error {
+        let kind = match e {
+            RunError::Usage(_) => Kind::Usage,
+            RunError::Interrupted(_) => Kind::Interrupted,
+            RunError::Failed(_) => Kind::Failed,
+        };
+        Error::new(kind, e.to_string())
     }
 }
 
-/// [`run_error`] for `run` and `elect`: an interrupted run keeps its directory, and
-/// with `--keep` it leaves its report there too, drawn from what reached the files, as
-/// a finished kept run does.
-fn interrupted_or_failed(e: RunError, keep: bool) -> ExitCode {
+/// A file that cannot be read or is not what it should be: an input error.
+impl From<audit::AuditError> for Error {
+    fn from(e: audit::AuditError) -> Error {
+        Error::usage(e.to_string())
+    }
+}
+
+/// A trace that is missing, unreadable or inconsistent: an input error.
+impl From<crate::trace::TraceError> for Error {
+    fn from(e: crate::trace::TraceError) -> Error {
+        Error::usage(e.to_string())
+    }
+}
+
+/// A run directory that cannot be read or is not a run, or a page that cannot be
+/// written: an input error, as `audit` has for such input.
+impl From<html::ReportError> for Error {
+    fn from(e: html::ReportError) -> Error {
+        Error::usage(e.to_string())
+    }
+}
+
+/// A [`RunError`] of `run` or `elect`: an interrupted run keeps its directory, and with
+/// `--keep` it leaves its report there too, drawn from what reached the files, as a
+/// finished kept run does.
+fn interrupted_or_failed(e: RunError, keep: bool) -> Error {
     let dir = match &e {
         RunError::Interrupted(dir) if keep => Some(dir.clone()),
         _ => None,
     };
-    let code = run_error(e);
-    if let Some(dir) = dir {
+    let e = Error::from(e);
+    match dir {
         // Exit 130 stays: the run was interrupted whether or not its report was written.
-        kept_report(&dir, html::Known::Files);
+        // The interruption's line comes before the report's path.
+        Some(dir) => {
+            let e = e.say(WHO);
+            kept_report(&dir, html::Known::Files);
+            e
+        }
+        None => e,
     }
-    code
 }
 
 /// The fault plan from `--faults`, `--faults-file` and `--nemesis`, in that order. The
 /// library bounds each input; this only names the flag in the error.
-fn build_plan(a: &Shared, workers: u32, duration: Option<f64>) -> Result<Plan, String> {
+fn build_plan(a: &Shared, workers: u32, duration: Option<f64>) -> Result<Plan, Error> {
     // Plans are checked against the worker count and sized by it: a count out of range
     // would cost gigabytes here before `supervisor::validate` could refuse it.
     if workers > supervisor::MAX_WORKERS {
-        return Err(format!("--workers must be between 1 and {}, not {}", supervisor::MAX_WORKERS, workers));
+        let why = format!("--workers must be between 1 and {}, not {}", supervisor::MAX_WORKERS, workers);
+        return Err(Error::usage(why));
     }
     let mut text = String::new();
     if let Some(f) = &a.faults {
@@ -665,7 +689,9 @@ fn build_plan(a: &Shared, workers: u32, duration: Option<f64>) -> Result<Plan, S
         text.push('\n');
     }
     if let Some(path) = &a.faults_file {
-        text.push_str(&faults::read_plan_file(path).map_err(|e| format!("--faults-file: {e}"))?);
+        text.push_str(
+            &faults::read_plan_file(path).map_err(|e| Error::usage(format!("--faults-file: {e}")))?,
+        );
         text.push('\n');
     }
     let flags = match (&a.faults, &a.faults_file) {
@@ -673,17 +699,17 @@ fn build_plan(a: &Shared, workers: u32, duration: Option<f64>) -> Result<Plan, S
         (None, Some(_)) => "--faults-file",
         _ => "--faults",
     };
-    let mut plan = Plan::parse(&text, workers).map_err(|e| format!("{flags}: {e}"))?;
+    let mut plan = Plan::parse(&text, workers).map_err(|e| Error::usage(format!("{flags}: {e}")))?;
     if let Some(list) = &a.nemesis {
-        let kinds = faults::parse_nemesis(list)?;
+        let kinds = faults::parse_nemesis(list).map_err(Error::usage)?;
         if a.nemesis_interval == 0 {
-            return Err("--nemesis-interval must be at least 1 ms".into());
+            return Err(Error::usage("--nemesis-interval must be at least 1 ms"));
         }
         let interval = Duration::from_millis(a.nemesis_interval);
         // Entry-count runs get ten faults' worth of plan.
         let horizon = duration.map_or(interval * 10, Duration::from_secs_f64);
         let drawn = faults::nemesis(&kinds, interval, horizon, workers, a.seed).map_err(|e| {
-            format!(
+            Error::usage(format!(
                 "--nemesis every {} ms for {} s makes {} steps, more than the {} a plan may hold; \
                  use --nemesis-interval {} or more, or a shorter --duration",
                 a.nemesis_interval,
@@ -691,16 +717,16 @@ fn build_plan(a: &Shared, workers: u32, duration: Option<f64>) -> Result<Plan, S
                 e.steps,
                 faults::MAX_PLAN_STEPS,
                 e.min_interval.as_nanos().div_ceil(1_000_000),
-            )
+            ))
         })?;
         plan.steps.extend(drawn.steps);
         // The saved plan must replay: check the user's steps and the nemesis's together.
-        Plan::parse(&plan.to_string(), workers).map_err(|e| format!("with --nemesis: {e}"))?;
+        Plan::parse(&plan.to_string(), workers).map_err(|e| Error::usage(format!("with --nemesis: {e}")))?;
     }
     Ok(plan)
 }
 
-fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> ExitCode {
+fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Outcome {
     use crate::control::{LEADERS_FILE, RESOURCE_FILE};
     // A run directory: whichever file its run wrote.
     let file = if path.is_dir() {
@@ -710,20 +736,16 @@ fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Exi
             Some(f) => f,
             None => {
                 let msg = format!("{} holds neither {RESOURCE_FILE} nor {LEADERS_FILE}", path.display());
-                return fail(2, &msg);
+                return Err(Error::usage(msg));
             }
         }
     } else {
         path.to_path_buf()
     };
     let faults = match faults {
-        Some(f) if !f.exists() => return fail(2, &format!("cannot read fault log {}", f.display())),
-        Some(f) => audit::FaultLog::load(&f),
-        None => audit::FaultLog::load(&file.with_file_name(crate::control::FAULT_LOG)),
-    };
-    let faults = match faults {
-        Ok(f) => f,
-        Err(e) => return fail(2, &e.to_string()),
+        Some(f) if !f.exists() => return Err(Error::usage(format!("cannot read fault log {}", f.display()))),
+        Some(f) => audit::FaultLog::load(&f)?,
+        None => audit::FaultLog::load(&file.with_file_name(crate::control::FAULT_LOG))?,
     };
     let shown = file.display().to_string();
     let (ok, text, value) = match audit::audit_file(&file, &faults) {
@@ -738,23 +760,21 @@ fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Exi
             match audit::audit_leaders_file(&file, &faults, rules) {
                 Ok(r) => (r.ok, report::leaders_summary(&shown, &r), serde_json::to_value(&r)),
                 Err(audit::AuditError::NotLeaders { .. }) => {
-                    return fail(2, &format!("{shown} is neither a mutexlab resource file nor a leader file"))
+                    return Err(Error::usage(format!(
+                        "{shown} is neither a mutexlab resource file nor a leader file"
+                    )))
                 }
-                Err(e) => return fail(2, &e.to_string()),
+                Err(e) => return Err(e.into()),
             }
         }
-        Err(e) => return fail(2, &e.to_string()),
+        Err(e) => return Err(e.into()),
     };
     if json {
         out(&value.map(|v| to_json(&v)).expect("report serialises"));
     } else {
         out(&text);
     }
-    if ok {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
-    }
+    Ok(if ok { Verdict::Pass } else { Verdict::Fail })
 }
 
 /// The registered spelling of an algorithm typed in another case (`Lamport`); an unknown
@@ -763,7 +783,7 @@ fn canonical(algo: String) -> String {
     algos::lookup(&algo).map_or(algo, |a| a.name.to_string())
 }
 
-fn cmd_compare(a: CompareArgs) -> ExitCode {
+fn cmd_compare(a: CompareArgs) -> Outcome {
     let opts = compare::CompareOpts {
         exe: exe(),
         algos: a.algos.iter().map(|s| canonical(s.trim().to_string())).collect(),
@@ -780,16 +800,14 @@ fn cmd_compare(a: CompareArgs) -> ExitCode {
             },
         },
     };
-    if let Err(e) = compare::validate(&opts) {
-        return fail(2, &e);
-    }
+    compare::validate(&opts).map_err(Error::usage)?;
     // Checked before the minute of measuring, so that a path that cannot be written is
     // refused at once; what is there stays until the page replaces it.
     let page = match a.html.as_deref() {
         None => None,
         Some(p) => match html::check_writable(p) {
             Ok(()) => Some(p),
-            Err(e) => return fail(2, &format!("cannot write {}: {e}", p.display())),
+            Err(e) => return Err(Error::usage(format!("cannot write {}: {e}", p.display()))),
         },
     };
     let progress = |row: &compare::Row, took: Duration| {
@@ -804,10 +822,7 @@ fn cmd_compare(a: CompareArgs) -> ExitCode {
             runs.join(", ")
         );
     };
-    let c = match compare::compare(&opts, progress) {
-        Ok(c) => c,
-        Err(e) => return run_error(e),
-    };
+    let c = compare::compare(&opts, progress)?;
     out(&if a.json {
         to_json(&c)
     } else if a.markdown {
@@ -817,7 +832,7 @@ fn cmd_compare(a: CompareArgs) -> ExitCode {
     });
     if let Some(path) = page {
         if let Err(e) = html::write_named(path, &html::comparison_page(&c)) {
-            return fail(2, &format!("cannot write {}: {e}", path.display()));
+            return Err(Error::usage(format!("cannot write {}: {e}", path.display())));
         }
         // As a kept run names its report: stdout may be JSON.
         let shown = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
@@ -826,21 +841,18 @@ fn cmd_compare(a: CompareArgs) -> ExitCode {
     // Fault runs may fail by design; a run with no fault must not.
     let unclean: Vec<&str> = c.algorithms.iter().filter(|r| !r.clean).map(|r| r.algorithm.as_str()).collect();
     if unclean.is_empty() {
-        ExitCode::SUCCESS
+        Ok(Verdict::Pass)
     } else {
-        fail(1, &format!("a run without faults was not clean for: {}", unclean.join(", ")))
+        Err(Error::failed(format!("a run without faults was not clean for: {}", unclean.join(", "))))
     }
 }
 
-fn cmd_trace(run_dir: &std::path::Path, shiviz: bool, output: Option<&std::path::Path>) -> ExitCode {
+fn cmd_trace(run_dir: &std::path::Path, shiviz: bool, output: Option<&std::path::Path>) -> Outcome {
     use crate::trace;
     use std::io::Write as _;
     // Checked whole first (the same code as `audit` for input it cannot read), then
     // streamed: memory by the workers and the messages open at once, not the trace's size.
-    let checked = match trace::check(run_dir) {
-        Ok(s) => s,
-        Err(e) => return fail(2, &e.to_string()),
-    };
+    let checked = trace::check(run_dir)?;
     let write = |w: &mut dyn std::io::Write| {
         let mut w = std::io::BufWriter::with_capacity(64 * 1024, w);
         let summary = if shiviz {
@@ -855,7 +867,7 @@ fn cmd_trace(run_dir: &std::path::Path, shiviz: bool, output: Option<&std::path:
         None => match write(&mut std::io::stdout().lock()) {
             // A reader that stopped reading (`| head`) wanted no more.
             Err(trace::TraceError::Write(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => {
-                return ExitCode::SUCCESS
+                return Ok(Verdict::Pass)
             }
             done => done,
         },
@@ -866,29 +878,20 @@ fn cmd_trace(run_dir: &std::path::Path, shiviz: bool, output: Option<&std::path:
                 }
                 e => e,
             }),
-            Err(e) => return fail(2, &format!("cannot write {}: {e}", path.display())),
+            Err(e) => return Err(Error::usage(format!("cannot write {}: {e}", path.display()))),
         },
     };
-    match done {
-        Ok(summary) => {
-            for note in summary.notes.lines() {
-                eprintln!("mutexlab: note: {note}");
-            }
-            ExitCode::SUCCESS
-        }
-        Err(e) => fail(2, &e.to_string()),
+    for note in done?.notes.lines() {
+        eprintln!("mutexlab: note: {note}");
     }
+    Ok(Verdict::Pass)
 }
 
-fn cmd_report(run_dir: &std::path::Path, output: Option<&std::path::Path>) -> ExitCode {
-    match html::write(run_dir, output, html::Known::Files) {
-        Ok(path) => {
-            out(&format!("{}\n", path.display()));
-            ExitCode::SUCCESS
-        }
-        // Unreadable or not a run: exit 2, as `mutexlab audit` does for such input.
-        Err(e) => fail(2, &e.to_string()),
-    }
+fn cmd_report(run_dir: &std::path::Path, output: Option<&std::path::Path>) -> Outcome {
+    // Unreadable or not a run: an input error, as `mutexlab audit` has for such input.
+    let path = html::write(run_dir, output, html::Known::Files)?;
+    out(&format!("{}\n", path.display()));
+    Ok(Verdict::Pass)
 }
 
 /// A kept run leaves its report beside its files and names it on stderr (stdout may be

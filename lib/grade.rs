@@ -21,8 +21,9 @@
 //! all) fails its test with one line, never a backtrace. Before starting processes a
 //! real-run test tries the node once in the simulator (and through a few crashes, with
 //! [`Real::try_crashes`]), so an unfinished node fails there and no worker is ever
-//! started for it. The exit code is 0 only if every test passed,
-//! 1 if any failed, 2 for a command line it cannot follow.
+//! started for it. [`Grader::main`] passes only if every test passed, fails if any
+//! failed, and is a usage error for a command line it cannot follow: the lab's `main`
+//! ([`crate::lab::main`]) exits with their codes ([`crate::exit`]).
 //!
 //! A grader can grade a program in another language ([`Grader::worker_cmd`]): the lab
 //! instantiates its tests with [`crate::external::External`] and real runs start every
@@ -31,13 +32,13 @@
 use std::io::Write;
 use std::ops::Range;
 use std::path::PathBuf;
-use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
 
 use crate::algorithm::{Node, PeerId};
 use crate::audit::Violation;
+use crate::exit::{self, Error, Verdict};
 use crate::faults::Plan;
 use crate::lab::{is_unwritten, quietly};
 use crate::sim::{Sim, SimError, SimReport, SimService};
@@ -395,37 +396,33 @@ impl Grader {
         self.add(id, what, points, kind, detail, Box::new(move |ctx, _| run_real::<N>(&real, ctx)))
     }
 
-    /// Run from the command line: `args` are what follows `grade`. Exit 0 if every test
-    /// selected passed, 1 if one failed, 2 for bad arguments.
-    pub fn main(&self, args: impl IntoIterator<Item = String>) -> ExitCode {
+    /// Run from the command line: `args` are what follows `grade`. Passes if every test
+    /// selected passed, fails if one failed, and is a usage error (its line for
+    /// `grade: `) for bad arguments.
+    pub fn main(&self, args: impl IntoIterator<Item = String>) -> exit::Outcome {
         let args = match GradeArgs::try_parse_from(std::iter::once("grade".to_string()).chain(args)) {
             Ok(a) => a,
             Err(e) if !e.use_stderr() => {
                 let _ = e.print();
-                return ExitCode::SUCCESS;
+                return Ok(Verdict::Pass);
             }
             Err(e) => {
                 let text = e.render().to_string();
                 let first = text.lines().next().unwrap_or("invalid arguments");
-                eprintln!("grade: {} (see grade --help)", first.strip_prefix("error: ").unwrap_or(first));
-                return ExitCode::from(2);
+                let first = first.strip_prefix("error: ").unwrap_or(first);
+                return Err(Error::usage(format!("{first} (see grade --help)")));
             }
         };
         let _ = args.solution; // read by the lab's `main`, which picks the node
         for id in &args.ids {
             if !self.tests.iter().any(|t| selected(&t.id, std::slice::from_ref(id))) {
                 let ids: Vec<&str> = self.tests.iter().map(|t| t.id.as_str()).collect();
-                eprintln!("grade: no test {id}; the tests are {}", ids.join(", "));
-                return ExitCode::from(2);
+                return Err(Error::usage(format!("no test {id}; the tests are {}", ids.join(", "))));
             }
         }
         let ctx = self.ctx(args.n, args.seed);
         let summary = self.run(&ctx, &args.ids, &mut std::io::stdout().lock());
-        if summary.passed == summary.total {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        }
+        Ok(if summary.passed == summary.total { Verdict::Pass } else { Verdict::Fail })
     }
 
     /// The context `main` grades in: this executable for workers, the program if any,

@@ -12,30 +12,40 @@
 //!
 //! A lab program's `main` is [`main`]: the whole command line with the student's node
 //! registered, or the grader; [`take_flag`] and [`take_option`] pick the grader's own
-//! flags (which node to grade) out of its arguments.
+//! flags (which node to grade) out of its arguments. Either way the program exits
+//! through [`crate::exit`], with the codes the README gives.
 
 use std::process::ExitCode;
 
 use crate::algos::Registry;
+use crate::exit::{self, Error, Outcome};
 pub use crate::panics::{is_unwritten, quietly, unwritten, NOT_WRITTEN};
 
 /// A lab program's `main`. With `grade` as its first argument it installs `registry`
 /// (the workers a real-run test starts are this program again, and must know the same
-/// algorithms) and hands the other arguments to `grade`; otherwise it is the whole
-/// `mutexlab` command line with `registry`.
-pub fn main(registry: Registry, grade: impl FnOnce(Vec<String>) -> ExitCode) -> ExitCode {
+/// algorithms), hands the other arguments to `grade` and exits with its outcome, an
+/// error's line written as `grade: …`; otherwise it is the whole `mutexlab` command line
+/// with `registry`.
+pub fn main(registry: Registry, grade: impl FnOnce(Vec<String>) -> Outcome) -> ExitCode {
     let mut args = std::env::args_os().skip(1);
     if args.next().is_none_or(|a| a != "grade") {
         return crate::cli::main(registry);
     }
-    // As the command line refuses them: one line, exit 2.
+    exit::finish(grade_with(registry, args, grade), "grade")
+}
+
+/// `grade`'s arguments checked and `registry` installed, then `grade` itself.
+fn grade_with(
+    registry: Registry,
+    args: impl Iterator<Item = std::ffi::OsString>,
+    grade: impl FnOnce(Vec<String>) -> Outcome,
+) -> Outcome {
+    // As the command line refuses them: one line, a usage error.
     let Ok(rest) = args.map(std::ffi::OsString::into_string).collect::<Result<Vec<String>, _>>() else {
-        eprintln!("grade: an argument is not valid UTF-8");
-        return ExitCode::from(2);
+        return Err(Error::usage("an argument is not valid UTF-8"));
     };
     if registry.install().is_err() {
-        eprintln!("grade: a registry was installed before grading started");
-        return ExitCode::from(1);
+        return Err(Error::failed("a registry was installed before grading started"));
     }
     grade(rest)
 }
@@ -56,10 +66,10 @@ pub fn expect<S: AsRef<str>>(mut got: Vec<String>, want: &[S], step: &str) {
 
 /// Take `--planted NAME` out of `args`: the planted bug to grade, one of `known` (copies
 /// of the reference with one wrong line, which the grader must catch).
-pub fn take_planted(args: &mut Vec<String>, known: &[&str]) -> Result<Option<String>, String> {
+pub fn take_planted(args: &mut Vec<String>, known: &[&str]) -> Result<Option<String>, Error> {
     match take_option(args, "--planted")? {
         Some(name) if !known.contains(&name.as_str()) => {
-            Err(format!("--planted takes one of {}, not {name:?}", known.join(", ")))
+            Err(Error::usage(format!("--planted takes one of {}, not {name:?}", known.join(", "))))
         }
         name => Ok(name),
     }
@@ -72,15 +82,15 @@ pub fn take_flag(args: &mut Vec<String>, name: &str) -> bool {
     had
 }
 
-/// Take `name VALUE` or `name=VALUE` out of `args`, if there: an error if it has no
+/// Take `name VALUE` or `name=VALUE` out of `args`, if there: a usage error if it has no
 /// value, an empty one, or comes twice.
-pub fn take_option(args: &mut Vec<String>, name: &str) -> Result<Option<String>, String> {
+pub fn take_option(args: &mut Vec<String>, name: &str) -> Result<Option<String>, Error> {
     let mut found = None;
     let mut i = 0;
     while i < args.len() {
         let value = if args[i] == name {
             if i + 1 == args.len() {
-                return Err(format!("{name} needs a value"));
+                return Err(Error::usage(format!("{name} needs a value")));
             }
             let v = args.remove(i + 1);
             args.remove(i);
@@ -94,10 +104,10 @@ pub fn take_option(args: &mut Vec<String>, name: &str) -> Result<Option<String>,
             continue;
         };
         if value.trim().is_empty() {
-            return Err(format!("{name} needs a value, not an empty string"));
+            return Err(Error::usage(format!("{name} needs a value, not an empty string")));
         }
         if found.replace(value).is_some() {
-            return Err(format!("{name} is given twice; grade one node at a time"));
+            return Err(Error::usage(format!("{name} is given twice; grade one node at a time")));
         }
     }
     Ok(found)
@@ -123,14 +133,15 @@ mod tests {
         assert_eq!(a, args(&["1.3"]));
         assert_eq!(take_option(&mut a, "--planted"), Ok(None));
         // The refusals.
-        assert!(take_option(&mut args(&["--planted"]), "--planted").unwrap_err().contains("needs a value"));
-        assert!(take_option(&mut args(&["--planted="]), "--planted").unwrap_err().contains("empty"));
-        let twice = take_option(&mut args(&["--planted", "a", "--planted=b"]), "--planted");
-        assert!(twice.unwrap_err().contains("given twice"));
+        let refused = |a: &[&str]| take_option(&mut args(a), "--planted").unwrap_err();
+        assert_eq!(refused(&["--planted"]), Error::usage("--planted needs a value"));
+        assert_eq!(refused(&["--planted="]), Error::usage("--planted needs a value, not an empty string"));
+        let twice = refused(&["--planted", "a", "--planted=b"]);
+        assert_eq!(twice, Error::usage("--planted is given twice; grade one node at a time"));
         let mut a = args(&["--planted", "forgets-waiting"]);
         assert_eq!(take_planted(&mut a, &["forgets-waiting"]), Ok(Some("forgets-waiting".into())));
         let e = take_planted(&mut args(&["--planted=x"]), &["a", "b"]).unwrap_err();
-        assert_eq!(e, "--planted takes one of a, b, not \"x\"");
+        assert_eq!(e, Error::usage("--planted takes one of a, b, not \"x\""));
         // A longer flag with the same start is not this one.
         assert_eq!(take_option(&mut args(&["--plantedx=1"]), "--planted"), Ok(None));
     }

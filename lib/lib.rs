@@ -18,6 +18,7 @@ pub mod bench;
 pub mod cli;
 pub mod compare;
 pub mod control;
+pub mod exit;
 pub mod external;
 pub mod faults;
 pub mod files;

@@ -18,6 +18,7 @@ use std::process::ExitCode;
 
 use mutexlab::algos::ricart_agrawala::RicartAgrawala;
 use mutexlab::algos::{AlgoInfo, Registry, Theory};
+use mutexlab::exit::{Error, Outcome};
 use mutexlab::external::{self, Spawn};
 
 /// 2(N-1) messages per entry: what `run` compares your node's count with.
@@ -47,20 +48,16 @@ fn main() -> ExitCode {
 }
 
 /// `grade [--solution | --notes-003 | --worker-cmd CMD] [TEST…] [--n N] [--seed S]`.
-fn grade(mut rest: Vec<String>) -> ExitCode {
+fn grade(mut rest: Vec<String>) -> Outcome {
     use mutexlab::lab::{take_flag, take_option};
     let (solution, notes) = (take_flag(&mut rest, "--solution"), take_flag(&mut rest, "--notes-003"));
-    let command = match take_option(&mut rest, "--worker-cmd") {
-        Ok(c) => c,
-        Err(why) => {
-            eprintln!("grade: {why} (e.g. --worker-cmd 'python3 node.py')");
-            return ExitCode::from(2);
-        }
-    };
+    let command = take_option(&mut rest, "--worker-cmd")
+        .map_err(|why| Error::usage(format!("{why} (e.g. --worker-cmd 'python3 node.py')")))?;
     let mut g = match (solution, notes, command) {
         (true, true, _) | (true, _, Some(_)) | (_, true, Some(_)) => {
-            eprintln!("grade: --solution, --notes-003 and --worker-cmd are different nodes; pick one");
-            return ExitCode::from(2);
+            return Err(Error::usage(
+                "--solution, --notes-003 and --worker-cmd are different nodes; pick one",
+            ));
         }
         (true, false, None) => grader::grader::<RicartAgrawala>("ricart-agrawala", None),
         (false, true, None) => grader::grader::<notes003::Notes003>("notes-003", None),

@@ -17,6 +17,7 @@ use std::process::ExitCode;
 
 use mutexlab::algos::chang_roberts::ChangRoberts;
 use mutexlab::algos::{AlgoInfo, Registry};
+use mutexlab::exit::{Error, Outcome};
 
 /// The planted bug's name, for `--planted` and the registry.
 const PLANTED: &str = "forwards-old-term";
@@ -48,20 +49,11 @@ fn main() -> ExitCode {
 }
 
 /// `grade [--solution | --planted forwards-old-term] [TEST…] [--n N] [--seed S]`.
-fn grade(mut rest: Vec<String>) -> ExitCode {
+fn grade(mut rest: Vec<String>) -> Outcome {
     let solution = mutexlab::lab::take_flag(&mut rest, "--solution");
-    let planted = match mutexlab::lab::take_planted(&mut rest, &[PLANTED]) {
-        Ok(name) => name.is_some(),
-        Err(why) => {
-            eprintln!("grade: {why}");
-            return ExitCode::from(2);
-        }
-    };
+    let planted = mutexlab::lab::take_planted(&mut rest, &[PLANTED])?.is_some();
     match (solution, planted) {
-        (true, true) => {
-            eprintln!("grade: --solution and --planted are different nodes; pick one");
-            ExitCode::from(2)
-        }
+        (true, true) => Err(Error::usage("--solution and --planted are different nodes; pick one")),
         (true, false) => grader::grader::<ChangRoberts>("chang-roberts").replay_flag("--solution").main(rest),
         (false, true) => grader::grader::<planted::ForwardsOldTerm>(PLANTED)
             .replay_flag(&format!("--planted {PLANTED}"))

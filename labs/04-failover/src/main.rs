@@ -17,6 +17,7 @@ use std::process::ExitCode;
 
 use mutexlab::algos::centralized_bully::CentralizedBully;
 use mutexlab::algos::{AlgoInfo, Registry, Theory};
+use mutexlab::exit::{Error, Outcome};
 
 /// As `centralized`, plus elections and heartbeats: what `run` compares the count with.
 fn theory(s: mutexlab::algos::Shape) -> Option<Theory> {
@@ -62,19 +63,12 @@ fn main() -> ExitCode {
 }
 
 /// `grade [--solution | --planted NAME] [TEST…] [--n N] [--seed S]`.
-fn grade(mut rest: Vec<String>) -> ExitCode {
+fn grade(mut rest: Vec<String>) -> Outcome {
     let solution = mutexlab::lab::take_flag(&mut rest, "--solution");
-    let planted = match mutexlab::lab::take_planted(&mut rest, &PLANTED) {
-        Ok(p) => p,
-        Err(why) => {
-            eprintln!("grade: {why}");
-            return ExitCode::from(2);
-        }
-    };
+    let planted = mutexlab::lab::take_planted(&mut rest, &PLANTED)?;
     let mut g = match (solution, planted.as_deref()) {
         (true, Some(_)) => {
-            eprintln!("grade: --solution and --planted are different nodes; pick one");
-            return ExitCode::from(2);
+            return Err(Error::usage("--solution and --planted are different nodes; pick one"));
         }
         (true, None) => grader::grader::<CentralizedBully>("centralized-bully"),
         (false, Some(name)) if name == PLANTED[0] => grader::grader::<planted::ForgetsWaiting>(name),
