@@ -147,6 +147,16 @@ mod tests {
     }
 
     #[test]
+    fn a_grade_argument_that_is_not_utf8_is_a_usage_error() {
+        use std::os::unix::ffi::OsStringExt;
+        let bad = std::ffi::OsString::from_vec(vec![b'2', 0xff]);
+        let e =
+            grade_with(Registry::builtin(), [bad].into_iter(), |_| unreachable!("not graded")).unwrap_err();
+        assert_eq!(e, Error::usage("an argument is not valid UTF-8"));
+        assert_eq!(exit::code(&Err(e)), 2);
+    }
+
+    #[test]
     fn a_step_expects_its_actions_in_any_order() {
         expect(vec!["b".into(), "a".into()], &["a", "b"], "two sends");
         let e = quietly(|| expect(vec!["a".into()], &["a", "b"], "w1 asks")).unwrap_err();
