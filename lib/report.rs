@@ -310,6 +310,57 @@ pub fn audit_summary(path: &str, a: &AuditReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::supervisor::samples;
+
+    /// Every line of both services' summaries, as `run` and `elect` printed them before
+    /// the two reports became one.
+    #[test]
+    fn both_summaries_keep_every_line() {
+        let mutex = r#"mutexlab run: ricart-agrawala, 3 workers, cs 1 ms, think 2 ms, seed 7
+  network     latency 1 ms, jitter 0.5 ms, drop 0.25
+  entries     9 (w0 3, w1 3, w2 3)
+  elapsed     0.125 s, throughput 90.5 CS/s
+  messages    36 total, 4.00 per entry (theory 2.00–8.00: M-1 to M²-1)
+              (not counting what 1 incarnation sent: their counts died with them or never came)
+              REPLY 18, REQUEST 18
+  attempts    11 total, 1.22 per entry
+  bad input   1 frames dropped, 2 connections dropped
+  wait (ms)   p50 1.000, p99 2.500, max 3.000; max bypass 2; Jain 0.990 over entries, 0.875 over mean waits
+  lost        3 messages dropped on purpose (--drop):
+              w0->w1 REQUEST ×2, w2->w0 REPLY ×1
+  fenced      4 stale write(s) refused by the resource
+  plan        kill 1 at 120ms
+              restart 1 at 300ms
+  faults      1 applied:
+        120.5 ms  kill w1 (SIGKILL) (2.5 ms late)  kill 1 at 120ms
+  never fired restart 1 at 300ms
+  run FAILED  no progress for 5 s
+  audit       1 VIOLATION
+    overlap              line 12: overlap <at> line 12
+  cut short   1 left open by the run's teardown (not violations)
+    cut-short            line 30: cut-short <at> line 30
+  run dir     /tmp/run-x (kept)
+"#;
+        assert_eq!(run_summary(&samples::mutex()), mutex);
+        let election = r#"mutexlab elect: bully, 3 workers, initiators all, detector heartbeat (every 50 ms, suspect after 100 ms), seed 1
+  leader      w2 (term 5), agreed by every live worker
+  elected in  7.50 ms = 1200 T (T = 6.2 µs one way), from the last kill or restart (else the start)
+  messages    8 in 2 elections, 4.0 per election (theory 2–8: M-1 to M²-1)
+              (not counting what 2 incarnations sent: their counts died with them or never came)
+              ANSWER 3, COORDINATOR 2, ELECTION 3, HEARTBEAT 40
+  counted     elections 3 (the algorithm's own counts, all workers)
+  bad input   1 frames dropped, 0 connections dropped
+  lost        2 messages dropped on purpose (--drop)
+  plan        kill 1 at 120ms
+  faults      1 applied:
+        120.5 ms  kill w1 (SIGKILL) (2.5 ms late)  kill 1 at 120ms
+  run FAILED  w1 sent a frame over the cap
+  audit       NO VERDICT: the run broke the algorithm's model (above); 1 finding up to there, listed as found:
+    two-leaders          line 4: two-leaders <at> line 4
+  run dir     /tmp/elect-x (kept)
+"#;
+        assert_eq!(elect_summary(&samples::election()), election);
+    }
 
     #[test]
     fn a_late_fault_says_how_late_in_the_summary() {

@@ -71,6 +71,8 @@ use inject::Undo;
 use options::settings;
 pub use options::{validate, ElectOpts, ExternalOpts, Initiators, RunOpts, MIN_STALL_MS};
 use processes::{describe, Life, Outgoing, Slot};
+#[cfg(test)]
+pub(crate) use report::samples;
 pub use report::{ElectMessages, ElectReport, Entries, Messages, Network, RunReport, JSON_SCHEMA};
 use rundir::RunDir;
 

@@ -359,3 +359,234 @@ impl Supervisor<'_> {
         }
     }
 }
+
+/// A report of each service with every field set, nested ones too: for the tests that
+/// pin the JSON, the summaries and the page.
+#[cfg(test)]
+pub(crate) mod samples {
+    use super::*;
+
+    fn violation(kind: &'static str, line: usize) -> Violation {
+        Violation { kind, line, detail: format!("{kind} <at> line {line}") }
+    }
+
+    fn fault() -> AppliedFault {
+        AppliedFault {
+            at_ms: 120.5,
+            t: 7,
+            action: "kill".into(),
+            worker: Some(1),
+            incarnation: Some(0),
+            pid: Some(4242),
+            signal: Some("SIGKILL".into()),
+            dead: Some(9),
+            late_ms: Some(2.5),
+            note: "kill 1 at 120ms".into(),
+        }
+    }
+
+    fn theory() -> Theory {
+        Theory {
+            per_entry_min: 2.0,
+            per_entry_max: 8.0,
+            formula: "M-1 to M²-1".into(),
+            quorum_size: None,
+            replicas: Some(2),
+        }
+    }
+
+    fn waits(p50: f64) -> WaitStats {
+        WaitStats { count: 3, p50, p99: 2.5, max: 3.0, mean: 1.5 }
+    }
+
+    fn counts(pairs: &[(&str, u64)]) -> BTreeMap<String, u64> {
+        pairs.iter().map(|&(k, v)| (k.to_string(), v)).collect()
+    }
+
+    /// A mutual-exclusion run's report.
+    pub(crate) fn mutex() -> RunReport {
+        RunReport {
+            schema: JSON_SCHEMA,
+            algorithm: "ricart-agrawala".into(),
+            workers: 3,
+            ok: false,
+            failure: Some("no progress for 5 s".into()),
+            model_broken: false,
+            entries: Entries { total: 9, by_worker: vec![3, 3, 3] },
+            messages: Messages {
+                total: 36,
+                by_type: counts(&[("REPLY", 18), ("REQUEST", 18)]),
+                per_entry: 4.0,
+                bad_frames: 1,
+                dropped_connections: 2,
+            },
+            theory: Some(theory()),
+            throughput_per_s: 90.5,
+            wait_ms: waits(1.0),
+            wait_ms_by_worker: vec![waits(0.5), waits(1.5)],
+            max_bypass: 2,
+            jain: 0.99,
+            jain_waits: 0.875,
+            elapsed_s: 0.125,
+            cs_ms: 1.0,
+            think_ms: 2.0,
+            seed: 7,
+            network: Network { latency_ms: 1.0, jitter_ms: 0.5, drop: 0.25 },
+            violations: vec![violation("overlap", 12)],
+            violation_count: 1,
+            cut_short: vec![violation("cut-short", 30)],
+            run_dir: "/tmp/run-x".into(),
+            run_path: "/tmp/run-x".into(),
+            run_dir_kept: true,
+            plan: "kill 1 at 120ms\nrestart 1 at 300ms".into(),
+            faults: vec![fault()],
+            never_fired: vec!["restart 1 at 300ms".into()],
+            lost_messages: 3,
+            unreported: 1,
+            lost_by: counts(&[("w0->w1 REQUEST", 2), ("w2->w0 REPLY", 1)]),
+            fenced: true,
+            refused: 4,
+            counters: counts(&[("attempts", 11)]),
+        }
+    }
+
+    /// An election run's report.
+    pub(crate) fn election() -> ElectReport {
+        ElectReport {
+            schema: JSON_SCHEMA,
+            algorithm: "bully".into(),
+            workers: 3,
+            ok: false,
+            failure: Some("w1 sent a frame over the cap".into()),
+            model_broken: true,
+            initiators: "all".into(),
+            detector: "heartbeat (every 50 ms, suspect after 100 ms)".into(),
+            leader: Some(2),
+            term: Some(5),
+            elections: 2,
+            messages: ElectMessages {
+                total: 8,
+                by_type: counts(&[("ANSWER", 3), ("COORDINATOR", 2), ("ELECTION", 3), ("HEARTBEAT", 40)]),
+                per_election: 4.0,
+                heartbeats: 40,
+                bad_frames: 1,
+                dropped_connections: 0,
+            },
+            theory: Some(theory()),
+            time_to_elect_ms: Some(7.5),
+            message_time_us: Some(6.25),
+            time_to_elect_t: Some(1200.0),
+            elapsed_s: 0.5,
+            seed: 1,
+            network: Network::default(),
+            violations: vec![violation("two-leaders", 4)],
+            violation_count: 1,
+            run_dir: "/tmp/elect-x".into(),
+            run_path: "/tmp/elect-x".into(),
+            run_dir_kept: true,
+            plan: "kill 1 at 120ms".into(),
+            faults: vec![fault()],
+            never_fired: Vec::new(),
+            lost_messages: 2,
+            unreported: 2,
+            counters: counts(&[("elections", 3)]),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::samples;
+
+    /// The top-level keys of `v`, in the order they were written.
+    fn keys(json: &str) -> Vec<String> {
+        // serde_json's maps sort their keys: read the order off the text instead.
+        let mut de = serde_json::Deserializer::from_str(json);
+        let mut order = Vec::new();
+        struct Keys<'a>(&'a mut Vec<String>);
+        impl<'de> serde::de::Visitor<'de> for Keys<'_> {
+            type Value = ();
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<(), A::Error> {
+                while let Some((k, _)) = m.next_entry::<String, serde::de::IgnoredAny>()? {
+                    self.0.push(k);
+                }
+                Ok(())
+            }
+        }
+        serde::Deserializer::deserialize_map(&mut de, Keys(&mut order)).unwrap();
+        order
+    }
+
+    /// Every field's name, nesting and value, as `--json` printed them before the two
+    /// services' reports became one (order aside: see the next test).
+    #[test]
+    fn the_json_of_both_services_keeps_its_fields_names_and_values() {
+        let fault = json!({"at_ms": 120.5, "t": 7, "action": "kill", "worker": 1, "incarnation": 0,
+            "pid": 4242, "signal": "SIGKILL", "dead": 9, "late_ms": 2.5, "note": "kill 1 at 120ms"});
+        let theory =
+            json!({"per_entry_min": 2.0, "per_entry_max": 8.0, "formula": "M-1 to M²-1", "replicas": 2});
+        let waits = |p50| json!({"count": 3, "p50": p50, "p99": 2.5, "max": 3.0, "mean": 1.5});
+        let mutex = json!({
+            "schema": 1, "algorithm": "ricart-agrawala", "workers": 3, "ok": false,
+            "failure": "no progress for 5 s", "model_broken": false,
+            "entries": {"total": 9, "by_worker": [3, 3, 3]},
+            "messages": {"total": 36, "by_type": {"REPLY": 18, "REQUEST": 18}, "per_entry": 4.0,
+                "bad_frames": 1, "dropped_connections": 2},
+            "theory": theory, "throughput_per_s": 90.5, "wait_ms": waits(1.0),
+            "wait_ms_by_worker": [waits(0.5), waits(1.5)], "max_bypass": 2, "jain": 0.99,
+            "jain_waits": 0.875, "elapsed_s": 0.125, "cs_ms": 1.0, "think_ms": 2.0, "seed": 7,
+            "network": {"latency_ms": 1.0, "jitter_ms": 0.5, "drop": 0.25},
+            "violations": [{"kind": "overlap", "line": 12, "detail": "overlap <at> line 12"}],
+            "violation_count": 1,
+            "cut_short": [{"kind": "cut-short", "line": 30, "detail": "cut-short <at> line 30"}],
+            "run_dir": "/tmp/run-x", "run_dir_kept": true, "plan": "kill 1 at 120ms\nrestart 1 at 300ms",
+            "faults": [fault], "never_fired": ["restart 1 at 300ms"], "lost_messages": 3,
+            "unreported": 1, "lost_by": {"w0->w1 REQUEST": 2, "w2->w0 REPLY": 1}, "fenced": true,
+            "refused": 4, "counters": {"attempts": 11}
+        });
+        let election = json!({
+            "schema": 1, "algorithm": "bully", "workers": 3, "ok": false,
+            "failure": "w1 sent a frame over the cap", "model_broken": true, "initiators": "all",
+            "detector": "heartbeat (every 50 ms, suspect after 100 ms)", "leader": 2, "term": 5,
+            "elections": 2,
+            "messages": {"total": 8, "by_type": {"ANSWER": 3, "COORDINATOR": 2, "ELECTION": 3,
+                "HEARTBEAT": 40}, "per_election": 4.0, "heartbeats": 40, "bad_frames": 1,
+                "dropped_connections": 0},
+            "theory": theory, "time_to_elect_ms": 7.5, "message_time_us": 6.25,
+            "time_to_elect_t": 1200.0, "elapsed_s": 0.5, "seed": 1,
+            "network": {"latency_ms": 0.0, "jitter_ms": 0.0, "drop": 0.0},
+            "violations": [{"kind": "two-leaders", "line": 4, "detail": "two-leaders <at> line 4"}],
+            "violation_count": 1, "run_dir": "/tmp/elect-x", "run_dir_kept": true,
+            "plan": "kill 1 at 120ms", "faults": [fault], "never_fired": [], "lost_messages": 2,
+            "unreported": 2,
+            "counters": {"elections": 3}
+        });
+        assert_eq!(serde_json::to_value(samples::mutex()).unwrap(), mutex);
+        assert_eq!(serde_json::to_value(samples::election()).unwrap(), election);
+        // Nothing rides along unseen (`run_path` is the caller's, never printed).
+        let printed: Value =
+            serde_json::from_str(&serde_json::to_string(&samples::mutex()).unwrap()).unwrap();
+        assert_eq!(printed, mutex);
+    }
+
+    /// Both objects open with what every run has, and an election's keeps its order
+    /// field for field.
+    #[test]
+    fn the_json_opens_with_the_run_and_an_elections_keeps_its_order() {
+        let head = ["schema", "algorithm", "workers", "ok", "failure", "model_broken"];
+        let mutex = keys(&serde_json::to_string(&samples::mutex()).unwrap());
+        assert_eq!(mutex[..head.len()], head);
+        assert_eq!(mutex.len(), 34);
+        let election = keys(&serde_json::to_string_pretty(&samples::election()).unwrap());
+        let order = "schema algorithm workers ok failure model_broken initiators detector leader term \
+            elections messages theory time_to_elect_ms message_time_us time_to_elect_t elapsed_s seed \
+            network violations violation_count run_dir run_dir_kept plan faults never_fired \
+            lost_messages unreported counters";
+        assert_eq!(election, order.split_whitespace().collect::<Vec<_>>());
+    }
+}
