@@ -27,7 +27,7 @@ use crate::algos::{self, AlgoInfo, Shape, Theory};
 use crate::control::{Detector, RESOURCE_FILE};
 use crate::faults::Plan;
 use crate::resource::Record;
-use crate::supervisor::{self, AppliedFault, RunError, RunOpts, RunReport};
+use crate::supervisor::{self, AppliedFault, Report, RunError, RunOpts};
 
 /// Version of the JSON layout; raised whenever a field changes meaning or goes away.
 pub const SCHEMA: u32 = 1;
@@ -588,18 +588,20 @@ fn run_opts(o: &CompareOpts, algo: &str, dir: PathBuf, entries: u64, (cs, think)
     }
 }
 
-/// Messages per entry of `r`, heartbeats left out, and the heartbeats.
-fn per_entry(r: &RunReport, coordinator_free: bool) -> (f64, u64) {
-    let heartbeats = r.messages.by_type.get(crate::runtime::HEARTBEAT).copied().unwrap_or(0);
-    let coordinator = (r.workers as usize).checked_sub(1).and_then(|c| r.entries.by_worker.get(c));
+/// Messages per entry of `r`, heartbeats left out, and the heartbeats (none of either
+/// in an election's report).
+fn per_entry(r: &Report, coordinator_free: bool) -> (f64, u64) {
+    let Some(m) = r.mutex() else { return (0.0, 0) };
+    let heartbeats = m.messages.by_type.get(crate::runtime::HEARTBEAT).copied().unwrap_or(0);
+    let coordinator = (r.workers as usize).checked_sub(1).and_then(|c| m.entries.by_worker.get(c));
     let own = if coordinator_free { coordinator.copied().unwrap_or(0) } else { 0 };
-    let entries = r.entries.total.saturating_sub(own);
-    let sent = r.messages.total - heartbeats;
+    let entries = m.entries.total.saturating_sub(own);
+    let sent = m.messages.total - heartbeats;
     (if entries > 0 { sent as f64 / entries as f64 } else { 0.0 }, heartbeats)
 }
 
 /// Why a measurement run was not clean, in one line.
-fn unclean(what: &str, r: &RunReport) -> Option<String> {
+fn unclean(what: &str, r: &Report) -> Option<String> {
     if r.ok {
         return None;
     }
@@ -709,7 +711,7 @@ fn fault_run(o: &CompareOpts, name: &str, fault: Fault, tmp: &Path) -> Result<Fa
 const SAFETY: &[&str] = &["overlap", "lost-update", "stale-token", "stale-writer", "exit-without-enter"];
 
 /// The verdict on a fault run.
-pub fn outcome(r: &RunReport) -> Outcome {
+pub fn outcome(r: &Report) -> Outcome {
     judge(r.ok, r.violations.iter().map(|v| v.kind))
 }
 
@@ -726,7 +728,7 @@ fn judge<'a>(ok: bool, mut kinds: impl Iterator<Item = &'a str>) -> Outcome {
 }
 
 /// One line on what a fault run did: the fault's note, the losses, and why it failed.
-fn detail(r: &RunReport) -> String {
+fn detail(r: &Report) -> String {
     let mut parts: Vec<String> = r.faults.iter().map(|f| f.note.clone()).collect();
     if r.lost_messages > 0 {
         let s = if r.lost_messages == 1 { "" } else { "s" };

@@ -360,7 +360,7 @@ fn a_run_s_own_report_gives_the_page_its_counts_summary_and_findings() {
         html[from..html.find("<h2>Summary</h2>").unwrap()].to_string()
     };
     let d = dir_with(&[(RESOURCE_FILE, CLEAN), (FAULT_LOG, FAULTS)]);
-    let html = render_with(d.path(), Known::Run(&crate::supervisor::samples::mutex())).unwrap();
+    let html = render_with(d.path(), Known::Report(&crate::supervisor::samples::mutex())).unwrap();
     let mutex = r##"<h2>Messages</h2>
 <p>From the workers' own counts.</p><table><tr><th>type</th><th>sent</th><th>per entry</th></tr>
 <tr><td>REPLY</td><td class="n">18</td><td class="n">2.00</td></tr>
@@ -379,7 +379,7 @@ fn a_run_s_own_report_gives_the_page_its_counts_summary_and_findings() {
     assert_eq!(count(&html, "data-hist="), 3, "{html}");
 
     let d = dir_with(&[(LEADERS_FILE, ELECTED_ONCE)]);
-    let html = render_with(d.path(), Known::Elect(&crate::supervisor::samples::election())).unwrap();
+    let html = render_with(d.path(), Known::Report(&crate::supervisor::samples::election())).unwrap();
     let election = r##"<h2>Messages</h2>
 <p>From the workers' own counts.</p><table><tr><th>type</th><th>sent</th><th>per election</th></tr>
 <tr><td>ANSWER</td><td class="n">3</td><td class="n">1.50</td></tr>
