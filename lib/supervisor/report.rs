@@ -1,6 +1,11 @@
-//! The run's report: what `mutexlab run` prints (formatted by [`crate::report`]) and
-//! `--json` emits, built once the run is over from the workers' final statistics, the
-//! audit of the resource file and the faults the supervisor applied.
+//! The run's report, of either service: what `mutexlab run` and `mutexlab elect` print
+//! (formatted by [`crate::report::summary`]) and `--json` emits, built once the run is
+//! over from the workers' final statistics, the audit of the run's file (the resource,
+//! or the leader file) and the faults the supervisor applied.
+//!
+//! One [`Report`] holds what every run has; its [`ServiceReport`] what only one service
+//! measures ([`MutexPart`], [`ElectionPart`]), flattened into the same JSON object, so
+//! each service's `--json` keeps the fields it always had, at the top level.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -325,35 +330,38 @@ impl Supervisor<'_> {
         failure: &mut Option<String>,
         evidence: &Evidence,
     ) -> Audited {
-        if let &Evidence::Leaders(t) = evidence {
-            let rules = audit::Rules {
-                highest_wins: self.info.highest_wins,
-                bound_ns: None,
-                overlap_ns: HANDOVER.as_nanos() as u64,
-            };
-            let path = dir.path.join(control::LEADERS_FILE);
-            let a = audit::audit_leaders_file(&path, faults, rules).unwrap_or_else(|e| {
-                unjudged(failure, e);
-                ElectionReport::default()
-            });
-            return Audited::Election(a, t);
-        }
-        let path = dir.path.join(control::RESOURCE_FILE);
-        Audited::Mutex(audit::audit_file(&path, faults).unwrap_or_else(|e| {
-            // A run that failed because the file is gone already says so.
-            if !(self.tail.gone && failure.is_some()) {
-                unjudged(failure, e);
+        match *evidence {
+            Evidence::Resource => {
+                let path = dir.path.join(control::RESOURCE_FILE);
+                Audited::Mutex(audit::audit_file(&path, faults).unwrap_or_else(|e| {
+                    // A run that failed because the file is gone already says so.
+                    if !(self.tail.gone && failure.is_some()) {
+                        unjudged(failure, e);
+                    }
+                    AuditReport::default()
+                }))
             }
-            AuditReport::default()
-        }))
+            Evidence::Leaders(t) => {
+                let rules = audit::Rules {
+                    highest_wins: self.info.highest_wins,
+                    bound_ns: None,
+                    overlap_ns: HANDOVER.as_nanos() as u64,
+                };
+                let path = dir.path.join(control::LEADERS_FILE);
+                let a = audit::audit_leaders_file(&path, faults, rules).unwrap_or_else(|e| {
+                    unjudged(failure, e);
+                    ElectionReport::default()
+                });
+                Audited::Election(a, t)
+            }
+        }
     }
 
     /// The run's report: the workers' statistics summed, the audit's verdict, the faults
     /// applied and the plan steps left. `run_dir_kept` is the caller's to settle.
-    pub(super) fn report(&self, audited: Audited, failure: Option<String>, dir: &RunDir) -> Report {
+    pub(super) fn report(&self, mut audited: Audited, failure: Option<String>, dir: &RunDir) -> Report {
         let mut sum = self.sum_stats();
         let elapsed = self.elapsed();
-        let mut audited = audited;
         let (ok, violations, violation_count) = match &mut audited {
             Audited::Mutex(a) => (a.ok, std::mem::take(&mut a.violations), a.violation_count),
             Audited::Election(a, _) => (a.ok, std::mem::take(&mut a.violations), a.violation_count),
