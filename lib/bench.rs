@@ -31,9 +31,18 @@ fn opts(exe: &Path, algo: &str, n: u32, entries: u64, think_ms: f64) -> RunOpts 
     }
 }
 
+/// A mutual-exclusion run: its report, and the part only such a run has.
+fn mutex_run(opts: &RunOpts) -> Result<(supervisor::Report, supervisor::MutexPart), supervisor::RunError> {
+    let r = supervisor::run(opts)?;
+    let m = r.mutex().cloned().ok_or_else(|| {
+        supervisor::RunError::Failed(format!("{} ran as an election, not as mutual exclusion", opts.algo))
+    })?;
+    Ok((r, m))
+}
+
 /// The theory column: the expected messages per entry, or its range.
-fn theory(r: &supervisor::RunReport) -> String {
-    match &r.theory {
+fn theory(r: &supervisor::Report) -> String {
+    match r.theory() {
         Some(t) if t.per_entry_min == t.per_entry_max => format!("{:.2}", t.per_entry_min),
         Some(t) if t.per_entry_max.is_finite() => format!("{:.1}-{:.1}", t.per_entry_min, t.per_entry_max),
         Some(t) => format!(">={:.2}", t.per_entry_min),
@@ -61,9 +70,11 @@ pub struct BenchReport {
     pub schema: u32,
     /// Whether the processes could use every CPU (else all ran on `cpu`).
     pub all_cpus: bool,
+    /// The CPU every process ran on, unless `all_cpus`.
     pub cpu: Option<usize>,
     /// The one-way message time T, in µs, and the round trips it was measured over.
     pub message_time_us: f64,
+    /// How many round trips T was measured over.
     pub round_trips: u32,
     /// The message-bound ideal 1/(2T), in CS/s.
     pub ideal_cs_per_s: f64,
@@ -71,22 +82,31 @@ pub struct BenchReport {
     pub saturation: Vec<BenchRow>,
     /// Empty sections, mean think time `light_think_ms`.
     pub light: Vec<BenchRow>,
+    /// The mean think time of the light-load runs, in ms.
     pub light_think_ms: f64,
 }
 
 /// One benchmark run.
 #[derive(Debug, serde::Serialize)]
 pub struct BenchRow {
+    /// The algorithm run.
     pub algorithm: String,
+    /// How many workers ran it.
     pub workers: u32,
     /// Why the run could not be made at all; the numbers are then zero.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The run was clean.
     pub ok: bool,
+    /// Entries completed, over all workers.
     pub entries: u64,
+    /// Entries per second.
     pub throughput_per_s: f64,
+    /// Messages sent per entry.
     pub messages_per_entry: f64,
+    /// What theory gives per entry for this size.
     pub theory: Option<crate::algos::Theory>,
+    /// Jain's fairness index over the workers' entries.
     pub jain: f64,
     /// Throughput over the ideal 1/(2T), in percent.
     pub vs_ideal_percent: f64,
@@ -96,21 +116,21 @@ impl BenchRow {
     fn of(
         algo: &str,
         n: u32,
-        run: &Result<supervisor::RunReport, supervisor::RunError>,
+        run: &Result<(supervisor::Report, supervisor::MutexPart), supervisor::RunError>,
         ideal: f64,
     ) -> BenchRow {
         match run {
-            Ok(r) => BenchRow {
+            Ok((r, m)) => BenchRow {
                 algorithm: algo.into(),
                 workers: n,
                 error: None,
                 ok: r.ok,
-                entries: r.entries.total,
-                throughput_per_s: r.throughput_per_s,
-                messages_per_entry: r.messages.per_entry,
-                theory: r.theory.clone(),
-                jain: r.jain,
-                vs_ideal_percent: 100.0 * r.throughput_per_s / ideal,
+                entries: m.entries.total,
+                throughput_per_s: m.throughput_per_s,
+                messages_per_entry: m.messages.per_entry,
+                theory: m.theory.clone(),
+                jain: m.jain,
+                vs_ideal_percent: 100.0 * m.throughput_per_s / ideal,
             },
             Err(e) => BenchRow {
                 algorithm: algo.into(),
@@ -160,18 +180,18 @@ pub fn run(exe: &Path, quick: bool, all_cpus: bool, json: bool) -> anyhow::Resul
     // Elections have no critical section to saturate; `none` is not a lock.
     for info in algos::registry().iter().filter(|a| a.name != "none" && a.service == "mutex") {
         for &n in sizes {
-            let run = supervisor::run(&opts(exe, info.name, n, (total / u64::from(n)).max(1), 0.0));
+            let run = mutex_run(&opts(exe, info.name, n, (total / u64::from(n)).max(1), 0.0));
             say(match &run {
-                Ok(r) => format!(
+                Ok((r, m)) => format!(
                     "{:<20} {:>4} {:>8} {:>9.0} {:>10.2} {:>11} {:>6.3} {:>9.1}%{}",
                     info.name,
                     n,
-                    r.entries.total,
-                    r.throughput_per_s,
-                    r.messages.per_entry,
+                    m.entries.total,
+                    m.throughput_per_s,
+                    m.messages.per_entry,
                     theory(r),
-                    r.jain,
-                    100.0 * r.throughput_per_s / ideal,
+                    m.jain,
+                    100.0 * m.throughput_per_s / ideal,
                     if r.ok { "" } else { "  (run not clean)" }
                 ),
                 Err(e) => format!("{:<20} {:>4} failed: {e}", info.name, n),
@@ -187,14 +207,14 @@ pub fn run(exe: &Path, quick: bool, all_cpus: bool, json: bool) -> anyhow::Resul
     let mut light = Vec::new();
     for algo in ["ricart-agrawala", "ricart-agrawala-rc"] {
         let entries = if quick { 25 } else { 100 };
-        let run = supervisor::run(&opts(exe, algo, n, entries, think));
+        let run = mutex_run(&opts(exe, algo, n, entries, think));
         say(match &run {
-            Ok(r) => format!(
+            Ok((r, m)) => format!(
                 "{:<20} {:>4} {:>8} {:>10.2} {:>11}{}",
                 algo,
                 n,
-                r.entries.total,
-                r.messages.per_entry,
+                m.entries.total,
+                m.messages.per_entry,
                 theory(r),
                 if r.ok { "" } else { "  (run not clean)" }
             ),

@@ -519,23 +519,7 @@ fn cmd_run(a: RunArgs) -> Outcome {
         elect: None,
         ..shared_opts(sh, plan)
     };
-    match supervisor::run(&opts) {
-        Ok(r) => {
-            if sh.json {
-                out(&to_json(&r));
-            } else {
-                out(&report::run_summary(&r));
-            }
-            // A kept run's report was asked for with it: not written is not a success.
-            let reported = !r.run_dir_kept || kept_report(&r.run_path, html::Known::Run(&r));
-            match finished(r.ok, r.failure.as_deref(), sh.json) {
-                // Its line ("no report: …") is written.
-                Verdict::Pass if !reported => Err(Error::said(Kind::Usage)),
-                verdict => Ok(verdict),
-            }
-        }
-        Err(e) => Err(interrupted_or_failed(e, sh.keep)),
-    }
+    run_and_report(&opts, sh)
 }
 
 fn cmd_elect(a: ElectArgs) -> Outcome {
@@ -562,15 +546,21 @@ fn cmd_elect(a: ElectArgs) -> Outcome {
         elect: Some(ElectOpts { initiators, settle: Duration::from_millis(a.settle_ms) }),
         ..shared_opts(sh, plan)
     };
-    match supervisor::elect(&opts) {
+    run_and_report(&opts, sh)
+}
+
+/// What `run` and `elect` do once their options are made: the run, its summary or JSON
+/// object, the page of a kept run, and the exit status.
+fn run_and_report(opts: &RunOpts, sh: &Shared) -> Outcome {
+    match supervisor::run(opts) {
         Ok(r) => {
             if sh.json {
                 out(&to_json(&r));
             } else {
-                out(&report::elect_summary(&r));
+                out(&report::summary(&r));
             }
             // A kept run's report was asked for with it: not written is not a success.
-            let reported = !r.run_dir_kept || kept_report(&r.run_path, html::Known::Elect(&r));
+            let reported = !r.run_dir_kept || kept_report(&r.run_path, html::Known::Report(&r));
             match finished(r.ok, r.failure.as_deref(), sh.json) {
                 // Its line ("no report: …") is written.
                 Verdict::Pass if !reported => Err(Error::said(Kind::Usage)),

@@ -27,7 +27,7 @@ use crate::algos::{self, AlgoInfo, Shape, Theory};
 use crate::control::{Detector, RESOURCE_FILE};
 use crate::faults::Plan;
 use crate::resource::Record;
-use crate::supervisor::{self, AppliedFault, RunError, RunOpts, RunReport};
+use crate::supervisor::{self, AppliedFault, Report, RunError, RunOpts};
 
 /// Version of the JSON layout; raised whenever a field changes meaning or goes away.
 pub const SCHEMA: u32 = 1;
@@ -61,9 +61,11 @@ pub struct CompareOpts {
     pub exe: PathBuf,
     /// Algorithm names; empty means [`default_algorithms`].
     pub algos: Vec<String>,
+    /// Workers in every run.
     pub workers: u32,
     /// Entries per worker in the light and saturated runs.
     pub entries: u64,
+    /// The first run's seed (a fault run that misses retries with the next).
     pub seed: u64,
     /// How survivors learn of a crash in the fault runs (the others have no crash).
     pub detector: Detector,
@@ -72,23 +74,34 @@ pub struct CompareOpts {
 /// An algorithm left out of the default list, and why.
 #[derive(Clone, Debug, Serialize)]
 pub struct Excluded {
+    /// Its name.
     pub algorithm: String,
+    /// Why it is not compared.
     pub why: String,
 }
 
 /// The whole measured table; `--json` prints it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Comparison {
+    /// The version of this layout.
     pub schema: u32,
+    /// Workers in every run.
     pub workers: u32,
+    /// Entries per worker in the light and saturated runs.
     pub entries_per_worker: u64,
+    /// The light-load runs' timing.
     pub light: Timing,
+    /// The saturated runs' timing.
     pub saturation: Timing,
+    /// How the fault runs are made.
     pub fault_runs: FaultSettings,
     /// The one-way message time T, in µs.
     pub message_time_us: f64,
+    /// How long the whole comparison took, in seconds.
     pub elapsed_s: f64,
+    /// Algorithms left out of the default list.
     pub excluded: Vec<Excluded>,
+    /// One row per algorithm compared.
     pub algorithms: Vec<Row>,
 }
 
@@ -121,26 +134,37 @@ impl Comparison {
 /// Section and think time of a run, in ms.
 #[derive(Clone, Debug, Serialize)]
 pub struct Timing {
+    /// The critical section's length.
     pub cs_ms: f64,
+    /// The mean think time.
     pub think_ms: f64,
 }
 
 /// How the fault runs are made.
 #[derive(Clone, Debug, Serialize)]
 pub struct FaultSettings {
+    /// Entries per worker.
     pub entries_per_worker: u64,
+    /// The critical section's length, in ms.
     pub cs_ms: f64,
+    /// The mean think time, in ms.
     pub think_ms: f64,
+    /// The stall window, in ms.
     pub stall_ms: u64,
+    /// The probability of losing a message in the lost-messages run.
     pub drop: f64,
+    /// How survivors learn of a crash.
     pub detector: String,
 }
 
 /// One algorithm's line of the table.
 #[derive(Clone, Debug, Serialize)]
 pub struct Row {
+    /// The algorithm's name.
     pub algorithm: String,
+    /// Its family (the registry's).
     pub family: String,
+    /// Messages per entry, measured and claimed.
     pub messages_per_entry: PerEntry,
     /// Median wait from WANT to ENTER at light load, the notes' delay before entry (the
     /// coordinator's own left out where its entries are free); `null` if nobody entered.
@@ -148,6 +172,7 @@ pub struct Row {
     /// Median EXIT to next ENTER while someone waits, at saturation; `null` if nobody
     /// ever waited.
     pub sync_delay: Option<Delay>,
+    /// The fault runs, and what the notes say breaks it.
     pub problems: Problems,
     /// Both measurement runs were clean (no violation, no failure).
     pub clean: bool,
@@ -164,13 +189,16 @@ pub const CLIENT_ENTRIES: &str = "entries of every worker but the coordinator";
 /// Messages per entry, measured and claimed.
 #[derive(Clone, Debug, Serialize)]
 pub struct PerEntry {
+    /// At light load.
     pub light: f64,
+    /// At saturation.
     pub saturation: f64,
     /// Which entries are counted: all, or all but the coordinator's own, which cost
     /// nothing and which the notes' table (a coordinator apart from its clients) has not.
     pub counted: &'static str,
     /// HEARTBEATs sent, left out of the counts above.
     pub heartbeats_light: u64,
+    /// The same at saturation.
     pub heartbeats_saturation: u64,
     /// The registry's theory for this N (over every entry, the coordinator's included).
     pub theory: Option<Theory>,
@@ -181,16 +209,22 @@ pub struct PerEntry {
 /// A delay in ms and in message times T, and what is claimed for it.
 #[derive(Clone, Debug, Serialize)]
 pub struct Delay {
+    /// The median, in ms.
     pub ms: f64,
+    /// The same in message times T.
     pub t: f64,
+    /// How many delays the median is of.
     pub samples: usize,
+    /// What the notes claim.
     pub notes: String,
 }
 
 /// The fault runs and what the notes say breaks the algorithm.
 #[derive(Clone, Debug, Serialize)]
 pub struct Problems {
+    /// What the notes say breaks the algorithm.
     pub notes: &'static str,
+    /// One run per fault.
     pub runs: Vec<FaultRun>,
 }
 
@@ -222,9 +256,13 @@ impl Outcome {
 pub struct FaultRun {
     /// `non-holder crash`, `holder crash`, `coordinator crash`, `lost messages`.
     pub fault: &'static str,
+    /// Its fault plan, in the plan grammar.
     pub plan: String,
+    /// Its message loss probability.
     pub drop: f64,
+    /// The seed of the run reported.
     pub seed: u64,
+    /// What the fault did to the algorithm.
     pub outcome: Outcome,
     /// Whether the fault hit as meant (e.g. the victim really was outside); if no
     /// attempt managed it, the last one is reported with `false`.
@@ -588,18 +626,20 @@ fn run_opts(o: &CompareOpts, algo: &str, dir: PathBuf, entries: u64, (cs, think)
     }
 }
 
-/// Messages per entry of `r`, heartbeats left out, and the heartbeats.
-fn per_entry(r: &RunReport, coordinator_free: bool) -> (f64, u64) {
-    let heartbeats = r.messages.by_type.get(crate::runtime::HEARTBEAT).copied().unwrap_or(0);
-    let coordinator = (r.workers as usize).checked_sub(1).and_then(|c| r.entries.by_worker.get(c));
+/// Messages per entry of `r`, heartbeats left out, and the heartbeats (none of either
+/// in an election's report).
+fn per_entry(r: &Report, coordinator_free: bool) -> (f64, u64) {
+    let Some(m) = r.mutex() else { return (0.0, 0) };
+    let heartbeats = m.messages.by_type.get(crate::runtime::HEARTBEAT).copied().unwrap_or(0);
+    let coordinator = (r.workers as usize).checked_sub(1).and_then(|c| m.entries.by_worker.get(c));
     let own = if coordinator_free { coordinator.copied().unwrap_or(0) } else { 0 };
-    let entries = r.entries.total.saturating_sub(own);
-    let sent = r.messages.total - heartbeats;
+    let entries = m.entries.total.saturating_sub(own);
+    let sent = m.messages.total - heartbeats;
     (if entries > 0 { sent as f64 / entries as f64 } else { 0.0 }, heartbeats)
 }
 
 /// Why a measurement run was not clean, in one line.
-fn unclean(what: &str, r: &RunReport) -> Option<String> {
+fn unclean(what: &str, r: &Report) -> Option<String> {
     if r.ok {
         return None;
     }
@@ -709,7 +749,7 @@ fn fault_run(o: &CompareOpts, name: &str, fault: Fault, tmp: &Path) -> Result<Fa
 const SAFETY: &[&str] = &["overlap", "lost-update", "stale-token", "stale-writer", "exit-without-enter"];
 
 /// The verdict on a fault run.
-pub fn outcome(r: &RunReport) -> Outcome {
+pub fn outcome(r: &Report) -> Outcome {
     judge(r.ok, r.violations.iter().map(|v| v.kind))
 }
 
@@ -726,7 +766,7 @@ fn judge<'a>(ok: bool, mut kinds: impl Iterator<Item = &'a str>) -> Outcome {
 }
 
 /// One line on what a fault run did: the fault's note, the losses, and why it failed.
-fn detail(r: &RunReport) -> String {
+fn detail(r: &Report) -> String {
     let mut parts: Vec<String> = r.faults.iter().map(|f| f.note.clone()).collect();
     if r.lost_messages > 0 {
         let s = if r.lost_messages == 1 { "" } else { "s" };

@@ -11,7 +11,7 @@
 //!   report (exact message counts, say). The reason names the first failing seed and the
 //!   command that replays it with its last events;
 //! - real runs ([`Grader::real`], [`Real`]): worker processes through
-//!   [`supervisor::run`] (or [`supervisor::elect`], [`Real::election`]), started from
+//!   [`supervisor::run`] (an election for [`Real::election`]), started from
 //!   this same executable (whose `main` must install the lab's registry and otherwise be
 //!   [`crate::cli::main`]), with a clean audit;
 //! - runs under a fault plan ([`Real::faults`]) expected to survive, or to stall
@@ -42,7 +42,7 @@ use crate::exit::{self, Error, Verdict};
 use crate::faults::Plan;
 use crate::lab::{is_unwritten, quietly};
 use crate::sim::{Sim, SimError, SimReport, SimService};
-use crate::supervisor::{self, AppliedFault, ElectOpts, ExternalOpts, Initiators, RunOpts};
+use crate::supervisor::{self, ElectOpts, ExternalOpts, Initiators, Report, RunOpts};
 
 /// Where a test's line is padded to, so the verdicts line up.
 const WIDTH: usize = 76;
@@ -587,30 +587,8 @@ fn run_real<N: Node<Service: SimService>>(real: &Real, ctx: &Ctx) -> Result<(), 
             .then(|| ElectOpts { initiators: Initiators::All, settle: Duration::from_millis(300) }),
         ..RunOpts::new(&ctx.algo, ctx.exe.clone())
     };
-    let outcome = if real.elect {
-        let r = supervisor::elect(&opts).map_err(|e| e.to_string())?;
-        Outcome {
-            ok: r.ok,
-            failure: r.failure,
-            violations: r.violations,
-            run_dir: r.run_dir,
-            kept: r.run_dir_kept,
-            never_fired: r.never_fired,
-            skipped: skipped(&r.faults),
-        }
-    } else {
-        let r = supervisor::run(&opts).map_err(|e| e.to_string())?;
-        Outcome {
-            ok: r.ok,
-            failure: r.failure,
-            violations: r.violations,
-            run_dir: r.run_dir,
-            kept: r.run_dir_kept,
-            never_fired: r.never_fired,
-            skipped: skipped(&r.faults),
-        }
-    };
-    judge(&outcome, &real.expect)
+    let report = supervisor::run(&opts).map_err(|e| e.to_string())?;
+    judge(&Outcome::from(report), &real.expect)
 }
 
 /// What a real run came to, mutual exclusion or election alike.
@@ -633,9 +611,20 @@ pub struct Outcome {
     pub skipped: Vec<String>,
 }
 
-/// The notes of the steps a run skipped.
-fn skipped(faults: &[AppliedFault]) -> Vec<String> {
-    faults.iter().filter(|f| f.action == "skip").map(|f| f.note.clone()).collect()
+impl From<Report> for Outcome {
+    /// What a run's report, of either service, says of how it ended.
+    fn from(r: Report) -> Outcome {
+        Outcome {
+            ok: r.ok,
+            failure: r.failure,
+            violations: r.violations,
+            run_dir: r.run_dir,
+            kept: r.run_dir_kept,
+            never_fired: r.never_fired,
+            // The notes of the steps that came due and found no target.
+            skipped: r.faults.into_iter().filter(|f| f.action == "skip").map(|f| f.note).collect(),
+        }
+    }
 }
 
 /// Whether a real run ended as expected; if not, why, in a few lines.

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use crate::algos::Theory;
 use crate::audit::{AuditReport, ElectionReport, Violation};
-use crate::supervisor::{AppliedFault, ElectReport, RunReport};
+use crate::supervisor::{AppliedFault, ElectionPart, MutexPart, Report, ServiceReport};
 
 /// How many violations a human summary lists before it only counts.
 const SHOW: usize = 10;
@@ -130,66 +130,64 @@ fn theory(t: Option<&Theory>, digits: usize) -> String {
     }
 }
 
-/// The summary table `mutexlab run` prints.
-pub fn run_summary(r: &RunReport) -> String {
+/// The summary table `mutexlab run` or `mutexlab elect` prints: the lines every run
+/// has, with the service's own where they belong.
+pub fn summary(r: &Report) -> String {
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        "mutexlab run: {}, {}, cs {} ms, think {} ms, seed {}",
-        r.algorithm,
-        plural(r.workers.into(), "worker"),
-        r.cs_ms,
-        r.think_ms,
-        r.seed
-    );
+    let workers = plural(r.workers.into(), "worker");
+    let _ = match &r.service {
+        ServiceReport::Mutex(m) => writeln!(
+            s,
+            "mutexlab run: {}, {workers}, cs {} ms, think {} ms, seed {}",
+            r.algorithm, m.cs_ms, m.think_ms, r.seed
+        ),
+        ServiceReport::Election(e) => writeln!(
+            s,
+            "mutexlab elect: {}, {workers}, initiators {}, detector {}, seed {}",
+            r.algorithm, e.initiators, e.detector, r.seed
+        ),
+    };
     network(&mut s, &r.network);
-    let by: Vec<String> = r.entries.by_worker.iter().enumerate().map(|(i, e)| format!("w{i} {e}")).collect();
-    let by = if by.len() <= 8 { format!(" ({})", by.join(", ")) } else { String::new() };
-    let _ = writeln!(s, "  entries     {}{by}", r.entries.total);
-    let _ = writeln!(s, "  elapsed     {:.3} s, throughput {:.1} CS/s", r.elapsed_s, r.throughput_per_s);
-    let m = &r.messages;
-    let theory = theory(r.theory.as_ref(), 2);
-    let _ = writeln!(s, "  messages    {} total, {:.2} per entry{theory}", m.total, m.per_entry);
+    match &r.service {
+        ServiceReport::Mutex(m) => entries(&mut s, r, m),
+        ServiceReport::Election(e) => elected(&mut s, e),
+    }
     unreported(&mut s, r.unreported);
-    if !m.by_type.is_empty() {
-        let types: Vec<String> = m.by_type.iter().map(|(k, v)| format!("{k} {v}")).collect();
+    if !r.by_type().is_empty() {
+        let types: Vec<String> = r.by_type().iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(s, "              {}", types.join(", "));
     }
-    for (k, v) in &r.counters {
-        let per = if r.entries.total > 0 { *v as f64 / r.entries.total as f64 } else { 0.0 };
-        let _ = writeln!(s, "  {k:<11} {v} total, {per:.2} per entry");
+    match &r.service {
+        ServiceReport::Mutex(m) => {
+            for (k, v) in &r.counters {
+                let per = if m.entries.total > 0 { *v as f64 / m.entries.total as f64 } else { 0.0 };
+                let _ = writeln!(s, "  {k:<11} {v} total, {per:.2} per entry");
+            }
+        }
+        ServiceReport::Election(_) if !r.counters.is_empty() => {
+            let counted: Vec<String> = r.counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
+            let _ =
+                writeln!(s, "  counted     {} (the algorithm's own counts, all workers)", counted.join(", "));
+        }
+        ServiceReport::Election(_) => {}
     }
-    if m.bad_frames + m.dropped_connections > 0 {
-        let _ = writeln!(
-            s,
-            "  bad input   {} frames dropped, {} connections dropped",
-            m.bad_frames, m.dropped_connections
-        );
+    let (bad_frames, dropped) = r.bad_input();
+    if bad_frames + dropped > 0 {
+        let _ = writeln!(s, "  bad input   {bad_frames} frames dropped, {dropped} connections dropped");
     }
-    let w = &r.wait_ms;
-    let _ = writeln!(
-        s,
-        "  wait (ms)   p50 {:.3}, p99 {:.3}, max {:.3}; max bypass {}; Jain {:.3} over entries, {:.3} over mean waits",
-        w.p50, w.p99, w.max, r.max_bypass, r.jain, r.jain_waits
-    );
-    if r.lost_messages > 0 {
-        let what = plural(r.lost_messages, "message");
-        let _ = writeln!(s, "  lost        {what} dropped on purpose (--drop):");
-        let mut by: Vec<(&String, &u64)> = r.lost_by.iter().collect();
-        by.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-        let shown: Vec<String> = by.iter().take(8).map(|(k, v)| format!("{k} ×{v}")).collect();
-        let more = if by.len() > 8 { format!(", and {} more", by.len() - 8) } else { String::new() };
-        let _ = writeln!(s, "              {}{more}", shown.join(", "));
-    }
-    if r.fenced {
-        let _ = writeln!(s, "  fenced      {} stale write(s) refused by the resource", r.refused);
+    match &r.service {
+        ServiceReport::Mutex(m) => waits_and_losses(&mut s, r, m),
+        ServiceReport::Election(_) if r.lost_messages > 0 => {
+            let _ = writeln!(s, "  lost        {} messages dropped on purpose (--drop)", r.lost_messages);
+        }
+        ServiceReport::Election(_) => {}
     }
     ending(&mut s, &r.plan, &r.faults, &r.never_fired, r.failure.as_deref());
     verdict(&mut s, "audit", &r.violations, r.violation_count, r.model_broken);
-    if !r.cut_short.is_empty() {
-        let n = r.cut_short.len();
+    if let Some(m) = r.mutex().filter(|m| !m.cut_short.is_empty()) {
+        let n = m.cut_short.len();
         let _ = writeln!(s, "  cut short   {n} left open by the run's teardown (not violations)");
-        violations(&mut s, &r.cut_short, n);
+        violations(&mut s, &m.cut_short, n);
     }
     if r.run_dir_kept {
         let _ = writeln!(s, "  run dir     {} (kept)", r.run_dir);
@@ -197,20 +195,23 @@ pub fn run_summary(r: &RunReport) -> String {
     s
 }
 
-/// The summary `mutexlab elect` prints.
-pub fn elect_summary(r: &ElectReport) -> String {
-    let mut s = String::new();
+/// A mutual-exclusion run's entries, pace and messages.
+fn entries(s: &mut String, r: &Report, m: &MutexPart) {
+    let by: Vec<String> = m.entries.by_worker.iter().enumerate().map(|(i, e)| format!("w{i} {e}")).collect();
+    let by = if by.len() <= 8 { format!(" ({})", by.join(", ")) } else { String::new() };
+    let _ = writeln!(s, "  entries     {}{by}", m.entries.total);
+    let _ = writeln!(s, "  elapsed     {:.3} s, throughput {:.1} CS/s", r.elapsed_s, m.throughput_per_s);
+    let theory = theory(m.theory.as_ref(), 2);
     let _ = writeln!(
         s,
-        "mutexlab elect: {}, {}, initiators {}, detector {}, seed {}",
-        r.algorithm,
-        plural(r.workers.into(), "worker"),
-        r.initiators,
-        r.detector,
-        r.seed
+        "  messages    {} total, {:.2} per entry{theory}",
+        m.messages.total, m.messages.per_entry
     );
-    network(&mut s, &r.network);
-    match (r.leader, r.term) {
+}
+
+/// An election run's leader, how long it took, and its messages.
+fn elected(s: &mut String, e: &ElectionPart) {
+    match (e.leader, e.term) {
         (Some(l), Some(t)) => {
             let _ = writeln!(s, "  leader      w{l} (term {t}), agreed by every live worker");
         }
@@ -218,46 +219,43 @@ pub fn elect_summary(r: &ElectReport) -> String {
             let _ = writeln!(s, "  leader      none agreed");
         }
     }
-    let took = match (r.time_to_elect_ms, r.time_to_elect_t, r.message_time_us) {
+    let took = match (e.time_to_elect_ms, e.time_to_elect_t, e.message_time_us) {
         (Some(ms), Some(tt), Some(us)) => format!("{ms:.2} ms = {tt:.0} T (T = {us:.1} µs one way)"),
         (Some(ms), _, _) => format!("{ms:.2} ms"),
         _ => "no agreement".into(),
     };
     let _ = writeln!(s, "  elected in  {took}, from the last kill or restart (else the start)");
-    let m = &r.messages;
-    let theory = theory(r.theory.as_ref(), 0);
+    let theory = theory(e.theory.as_ref(), 0);
     let _ = writeln!(
         s,
         "  messages    {} in {}, {:.1} per election{theory}",
-        m.total,
-        plural(r.elections as u64, "election"),
-        m.per_election
+        e.messages.total,
+        plural(e.elections as u64, "election"),
+        e.messages.per_election
     );
-    unreported(&mut s, r.unreported);
-    if !m.by_type.is_empty() {
-        let types: Vec<String> = m.by_type.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        let _ = writeln!(s, "              {}", types.join(", "));
-    }
-    if !r.counters.is_empty() {
-        let counted: Vec<String> = r.counters.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        let _ = writeln!(s, "  counted     {} (the algorithm's own counts, all workers)", counted.join(", "));
-    }
-    if m.bad_frames + m.dropped_connections > 0 {
-        let _ = writeln!(
-            s,
-            "  bad input   {} frames dropped, {} connections dropped",
-            m.bad_frames, m.dropped_connections
-        );
-    }
+}
+
+/// A mutual-exclusion run's waits and fairness, its messages lost by link and type, and
+/// what the fenced resource refused.
+fn waits_and_losses(s: &mut String, r: &Report, m: &MutexPart) {
+    let w = &m.wait_ms;
+    let _ = writeln!(
+        s,
+        "  wait (ms)   p50 {:.3}, p99 {:.3}, max {:.3}; max bypass {}; Jain {:.3} over entries, {:.3} over mean waits",
+        w.p50, w.p99, w.max, m.max_bypass, m.jain, m.jain_waits
+    );
     if r.lost_messages > 0 {
-        let _ = writeln!(s, "  lost        {} messages dropped on purpose (--drop)", r.lost_messages);
+        let what = plural(r.lost_messages, "message");
+        let _ = writeln!(s, "  lost        {what} dropped on purpose (--drop):");
+        let mut by: Vec<(&String, &u64)> = m.lost_by.iter().collect();
+        by.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let shown: Vec<String> = by.iter().take(8).map(|(k, v)| format!("{k} ×{v}")).collect();
+        let more = if by.len() > 8 { format!(", and {} more", by.len() - 8) } else { String::new() };
+        let _ = writeln!(s, "              {}{more}", shown.join(", "));
     }
-    ending(&mut s, &r.plan, &r.faults, &r.never_fired, r.failure.as_deref());
-    verdict(&mut s, "audit", &r.violations, r.violation_count, r.model_broken);
-    if r.run_dir_kept {
-        let _ = writeln!(s, "  run dir     {} (kept)", r.run_dir);
+    if m.fenced {
+        let _ = writeln!(s, "  fenced      {} stale write(s) refused by the resource", m.refused);
     }
-    s
 }
 
 /// The report `mutexlab audit` prints for a leader file.
@@ -310,6 +308,57 @@ pub fn audit_summary(path: &str, a: &AuditReport) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::supervisor::samples;
+
+    /// Every line of both services' summaries, as `run` and `elect` printed them before
+    /// the two reports became one.
+    #[test]
+    fn both_summaries_keep_every_line() {
+        let mutex = r#"mutexlab run: ricart-agrawala, 3 workers, cs 1 ms, think 2 ms, seed 7
+  network     latency 1 ms, jitter 0.5 ms, drop 0.25
+  entries     9 (w0 3, w1 3, w2 3)
+  elapsed     0.125 s, throughput 90.5 CS/s
+  messages    36 total, 4.00 per entry (theory 2.00–8.00: M-1 to M²-1)
+              (not counting what 1 incarnation sent: their counts died with them or never came)
+              REPLY 18, REQUEST 18
+  attempts    11 total, 1.22 per entry
+  bad input   1 frames dropped, 2 connections dropped
+  wait (ms)   p50 1.000, p99 2.500, max 3.000; max bypass 2; Jain 0.990 over entries, 0.875 over mean waits
+  lost        3 messages dropped on purpose (--drop):
+              w0->w1 REQUEST ×2, w2->w0 REPLY ×1
+  fenced      4 stale write(s) refused by the resource
+  plan        kill 1 at 120ms
+              restart 1 at 300ms
+  faults      1 applied:
+        120.5 ms  kill w1 (SIGKILL) (2.5 ms late)  kill 1 at 120ms
+  never fired restart 1 at 300ms
+  run FAILED  no progress for 5 s
+  audit       1 VIOLATION
+    overlap              line 12: overlap <at> line 12
+  cut short   1 left open by the run's teardown (not violations)
+    cut-short            line 30: cut-short <at> line 30
+  run dir     /tmp/run-x (kept)
+"#;
+        assert_eq!(summary(&samples::mutex()), mutex);
+        let election = r#"mutexlab elect: bully, 3 workers, initiators all, detector heartbeat (every 50 ms, suspect after 100 ms), seed 1
+  leader      w2 (term 5), agreed by every live worker
+  elected in  7.50 ms = 1200 T (T = 6.2 µs one way), from the last kill or restart (else the start)
+  messages    8 in 2 elections, 4.0 per election (theory 2–8: M-1 to M²-1)
+              (not counting what 2 incarnations sent: their counts died with them or never came)
+              ANSWER 3, COORDINATOR 2, ELECTION 3, HEARTBEAT 40
+  counted     elections 3 (the algorithm's own counts, all workers)
+  bad input   1 frames dropped, 0 connections dropped
+  lost        2 messages dropped on purpose (--drop)
+  plan        kill 1 at 120ms
+  faults      1 applied:
+        120.5 ms  kill w1 (SIGKILL) (2.5 ms late)  kill 1 at 120ms
+  run FAILED  w1 sent a frame over the cap
+  audit       NO VERDICT: the run broke the algorithm's model (above); 1 finding up to there, listed as found:
+    two-leaders          line 4: two-leaders <at> line 4
+  run dir     /tmp/elect-x (kept)
+"#;
+        assert_eq!(summary(&samples::election()), election);
+    }
 
     #[test]
     fn a_late_fault_says_how_late_in_the_summary() {

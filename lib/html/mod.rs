@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use crate::algos::{Shape, Theory};
 use crate::audit::{self, AuditError, FaultLog, Violation, WaitStats};
 use crate::control::{FAULT_LOG, LEADERS_FILE, RESOURCE_FILE};
-use crate::supervisor::{ElectReport, RunReport};
+use crate::supervisor::{Report, ServiceReport};
 
 mod compare;
 mod data;
@@ -39,10 +39,8 @@ pub const REPORT_FILE: &str = "report.html";
 pub enum Known<'a> {
     /// Only the files.
     Files,
-    /// The mutual-exclusion run's own report.
-    Run(&'a RunReport),
-    /// The election run's own report.
-    Elect(&'a ElectReport),
+    /// The run's own report, of either service.
+    Report(&'a Report),
 }
 
 /// Why no report could be made.
@@ -50,16 +48,29 @@ pub enum Known<'a> {
 pub enum ReportError {
     /// The run directory, or a file in it, could not be read.
     #[error("cannot read {path}: {err}")]
-    Unreadable { path: String, err: std::io::Error },
+    Unreadable {
+        /// The path, as shown.
+        path: String,
+        /// Why it could not be read.
+        err: std::io::Error,
+    },
     /// The directory holds no file a run writes.
     #[error("{path} holds neither {RESOURCE_FILE} nor {LEADERS_FILE}")]
-    NotRun { path: String },
+    NotRun {
+        /// The directory, as shown.
+        path: String,
+    },
     /// The run's file is not what its name says.
     #[error(transparent)]
     Audit(#[from] AuditError),
     /// The report could not be written.
     #[error("cannot write {path}: {err}")]
-    Write { path: String, err: std::io::Error },
+    Write {
+        /// The report's path, as shown.
+        path: String,
+        /// Why it could not be written.
+        err: std::io::Error,
+    },
 }
 
 /// Escape text for HTML content and attribute values alike.
@@ -140,9 +151,19 @@ struct Verdict {
     waits: Vec<WaitStats>,
     /// Elections only: the elections held (distinct terms), as the run's report counts them.
     elections: Option<usize>,
-    /// The run broke the algorithm's model (`RunReport::model_broken`): its findings are
+    /// The run broke the algorithm's model (`Report::model_broken`): its findings are
     /// no verdict on the algorithm.
     model_broken: bool,
+}
+
+impl Verdict {
+    /// The run's own verdict, of either service: the one its summary printed.
+    fn ran(&mut self, r: &Report) {
+        self.text = crate::report::summary(r);
+        self.violations.clone_from(&r.violations);
+        self.count = r.violation_count;
+        self.model_broken = r.model_broken;
+    }
 }
 
 /// The report of the run in `run_dir`, with whatever else is `known` of it.
@@ -214,14 +235,12 @@ fn mutex_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdict
         elections: None,
         model_broken: false,
     };
-    if let Known::Run(r) = known {
-        // The run's own verdict is the one its summary printed.
-        v.text = crate::report::run_summary(r);
-        v.violations.clone_from(&r.violations);
-        v.count = r.violation_count;
-        v.cut_short.clone_from(&r.cut_short);
-        v.waits.clone_from(&r.wait_ms_by_worker);
-        v.model_broken = r.model_broken;
+    if let Known::Report(r) = known {
+        if let Some(m) = r.mutex() {
+            v.cut_short.clone_from(&m.cut_short);
+            v.waits.clone_from(&m.wait_ms_by_worker);
+            v.ran(r);
+        }
     }
     Ok(v)
 }
@@ -244,11 +263,10 @@ fn leaders_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdi
         elections: Some(a.terms),
         model_broken: false,
     };
-    if let Known::Elect(r) = known {
-        v.text = crate::report::elect_summary(r);
-        v.violations.clone_from(&r.violations);
-        v.count = r.violation_count;
-        v.model_broken = r.model_broken;
+    if let Known::Report(r) = known {
+        if r.election().is_some() {
+            v.ran(r);
+        }
     }
     Ok(v)
 }
@@ -410,8 +428,7 @@ fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> Stri
 /// Messages by type and per entry, beside the algorithm's theory.
 fn messages(s: &mut String, v: &Verdict, tl: &Timeline, known: Known) {
     let (by_type, source): (BTreeMap<String, u64>, &str) = match known {
-        Known::Run(r) => (r.messages.by_type.clone(), "the workers' own counts"),
-        Known::Elect(r) => (r.messages.by_type.clone(), "the workers' own counts"),
+        Known::Report(r) => (r.by_type().clone(), "the workers' own counts"),
         Known::Files if tl.messages > 0 => (tl.message_types.clone(), "the message trace"),
         Known::Files => (BTreeMap::new(), ""),
     };
@@ -426,15 +443,14 @@ fn messages(s: &mut String, v: &Verdict, tl: &Timeline, known: Known) {
     // Per entry, or per election; the totals as the text summary gives them (an
     // election's leave the heartbeats aside).
     let (what, count, total) = match known {
-        Known::Elect(r) => {
-            let total = (r.messages.total, format!("{:.2}", r.messages.per_election));
-            ("per election", r.elections as u64, Some(("total, HEARTBEAT aside", total)))
+        Known::Report(r) => {
+            let (total, per) = r.counted();
+            let (what, count, label) = match &r.service {
+                ServiceReport::Mutex(m) => ("per entry", m.entries.total, "total"),
+                ServiceReport::Election(e) => ("per election", e.elections as u64, "total, HEARTBEAT aside"),
+            };
+            (what, count, Some((label, (total, format!("{per:.2}")))))
         }
-        Known::Run(r) => (
-            "per entry",
-            r.entries.total,
-            Some(("total", (r.messages.total, format!("{:.2}", r.messages.per_entry)))),
-        ),
         Known::Files => match v.elections {
             Some(held) => ("per election", held as u64, None),
             None => ("per entry", v.entries.unwrap_or(0), None),
@@ -443,8 +459,7 @@ fn messages(s: &mut String, v: &Verdict, tl: &Timeline, known: Known) {
     let per = |n: u64| if count > 0 { format!("{:.2}", n as f64 / count as f64) } else { "–".into() };
     // The figure the theory speaks of: the summary's own when known.
     let measured = match known {
-        Known::Run(r) => Some(r.messages.per_entry),
-        Known::Elect(r) => Some(r.messages.per_election),
+        Known::Report(r) => Some(r.counted().1),
         Known::Files if count > 0 && !by_type.is_empty() => {
             Some(by_type.values().sum::<u64>() as f64 / count as f64)
         }
@@ -467,8 +482,7 @@ fn messages(s: &mut String, v: &Verdict, tl: &Timeline, known: Known) {
         let _ = writeln!(s, "<table>");
     }
     let (theory, assumed) = match known {
-        Known::Run(r) => (r.theory.clone(), None),
-        Known::Elect(r) => (r.theory.clone(), None),
+        Known::Report(r) => (r.theory().cloned(), None),
         Known::Files => files_theory(v),
     };
     if let Some(t) = theory {

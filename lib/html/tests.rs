@@ -340,3 +340,58 @@ fn an_election_from_its_files_alone_is_set_beside_its_theory() {
     let d = dir_with(&[(RESOURCE_FILE, CLEAN)]);
     assert!(!render(d.path()).unwrap().contains("assumes"), "centralized assumes nothing");
 }
+
+/// The leader file of `an_election_run_draws_its_leaders`.
+const ELECTED_ONCE: &str = "\
+# mutexlab leaders v1 algo=bully workers=3
+START t=1000
+LEADER w=2 inc=0 leader=2 term=1 t=2000
+LEADER w=0 inc=0 leader=2 term=1 t=2100
+LEADER w=1 inc=0 leader=2 term=1 t=2200
+";
+
+/// The messages, the summary and the findings of a page written at the end of a run
+/// come from the run's own report, of either service, as before the two reports became
+/// one.
+#[test]
+fn a_run_s_own_report_gives_the_page_its_counts_summary_and_findings() {
+    let section = |html: &str| {
+        let from = html.find("<h2>Messages</h2>").unwrap();
+        html[from..html.find("<h2>Summary</h2>").unwrap()].to_string()
+    };
+    let d = dir_with(&[(RESOURCE_FILE, CLEAN), (FAULT_LOG, FAULTS)]);
+    let html = render_with(d.path(), Known::Report(&crate::supervisor::samples::mutex())).unwrap();
+    let mutex = r##"<h2>Messages</h2>
+<p>From the workers' own counts.</p><table><tr><th>type</th><th>sent</th><th>per entry</th></tr>
+<tr><td>REPLY</td><td class="n">18</td><td class="n">2.00</td></tr>
+<tr><td>REQUEST</td><td class="n">18</td><td class="n">2.00</td></tr>
+<tr><th>total</th><td class="n">36</td><td class="n">4.00</td></tr>
+<tr><th>theory</th><td></td><td class="n">2.00 to 8.00</td><td>per entry: M-1 to M²-1</td></tr>
+</table>
+<svg class="theory" data-theory="4.00" xmlns="http://www.w3.org/2000/svg" width="360" height="44" viewBox="0 0 360 44"><rect class="measured" x="8" y="10" width="149.6" height="10"><title>measured 4.00 per entry</title></rect><rect class="band" x="82.8" y="4" width="224.3" height="22"><title>theory 2.00 to 8.00 per entry</title></rect><text x="8" y="40">measured 4.00 per entry; theory 2.00 to 8.00 (green band)</text></svg>"##;
+    assert_eq!(section(&html), mutex);
+    assert!(html.contains("<pre>mutexlab run: ricart-agrawala, 3 workers, cs 1 ms"), "{html}");
+    assert!(
+        html.contains("\n  cut short   1 left open by the run&#39;s teardown (not violations)\n"),
+        "{html}"
+    );
+    assert!(html.contains(r#"<td class="bad">overlap</td>"#), "{html}");
+    assert_eq!(count(&html, "data-hist="), 3, "{html}");
+
+    let d = dir_with(&[(LEADERS_FILE, ELECTED_ONCE)]);
+    let html = render_with(d.path(), Known::Report(&crate::supervisor::samples::election())).unwrap();
+    let election = r##"<h2>Messages</h2>
+<p>From the workers' own counts.</p><table><tr><th>type</th><th>sent</th><th>per election</th></tr>
+<tr><td>ANSWER</td><td class="n">3</td><td class="n">1.50</td></tr>
+<tr><td>COORDINATOR</td><td class="n">2</td><td class="n">1.00</td></tr>
+<tr><td>ELECTION</td><td class="n">3</td><td class="n">1.50</td></tr>
+<tr><td>HEARTBEAT</td><td class="n">40</td><td class="n">20.00</td></tr>
+<tr><th>total, HEARTBEAT aside</th><td class="n">8</td><td class="n">4.00</td></tr>
+<tr><th>theory</th><td></td><td class="n">2.00 to 8.00</td><td>per election: M-1 to M²-1</td></tr>
+</table>
+<svg class="theory" data-theory="4.00" xmlns="http://www.w3.org/2000/svg" width="360" height="44" viewBox="0 0 360 44"><rect class="measured" x="8" y="10" width="149.6" height="10"><title>measured 4.00 per election</title></rect><rect class="band" x="82.8" y="4" width="224.3" height="22"><title>theory 2.00 to 8.00 per election</title></rect><text x="8" y="40">measured 4.00 per election; theory 2.00 to 8.00 (green band)</text></svg>"##;
+    assert_eq!(section(&html), election);
+    assert!(html.contains("<pre>mutexlab elect: bully, 3 workers, initiators all"), "{html}");
+    assert!(html.contains("  audit       NO VERDICT: the run broke the algorithm&#39;s model"), "{html}");
+    assert!(html.contains(r#"<td class="bad">two-leaders</td>"#), "{html}");
+}

@@ -71,7 +71,11 @@ use inject::Undo;
 use options::settings;
 pub use options::{validate, ElectOpts, ExternalOpts, Initiators, RunOpts, MIN_STALL_MS};
 use processes::{describe, Life, Outgoing, Slot};
-pub use report::{ElectMessages, ElectReport, Entries, Messages, Network, RunReport, JSON_SCHEMA};
+#[cfg(test)]
+pub(crate) use report::samples;
+pub use report::{
+    ElectMessages, ElectionPart, Entries, Messages, MutexPart, Network, Report, ServiceReport, JSON_SCHEMA,
+};
 use rundir::RunDir;
 
 /// Why a run could not be judged a success.
@@ -122,47 +126,28 @@ fn install_signal_handler() -> Result<(), RunError> {
         .map_err(|e| RunError::Failed(format!("cannot install the signal handler: {e}")))
 }
 
-/// Run a whole mutual-exclusion experiment and audit its resource file.
-pub fn run(opts: &RunOpts) -> Result<RunReport, RunError> {
-    execute(opts, |sup, dir, faults, mut failure| {
-        let path = dir.path.join(control::RESOURCE_FILE);
-        let audit = audit::audit_file(&path, &faults).unwrap_or_else(|e| {
-            // A run that failed because the file is gone already says so.
-            if !(sup.tail.gone && failure.is_some()) {
-                unjudged(&mut failure, e);
-            }
-            audit::AuditReport::default()
-        });
-        let report = sup.report(audit, failure, dir);
-        Ok((report.ok, report))
-    })
-    .map(|(kept, report)| RunReport { run_dir_kept: kept, ..report })
+/// Run a whole experiment of either service and audit its evidence: a mutual-exclusion
+/// run's resource file, or an election's leader file (`opts.elect` set). Before an
+/// election the one-way message time T is measured, on this machine, so the time to
+/// elect can be given in message times.
+pub fn run(opts: &RunOpts) -> Result<Report, RunError> {
+    let evidence = match opts.elect {
+        None => Evidence::Resource,
+        Some(_) => {
+            validate(opts)?;
+            Evidence::Leaders(probe::ping_pong(&opts.exe, 500).ok().map(|t| t + options::ms(opts.latency_ms)))
+        }
+    };
+    execute(opts, &evidence)
 }
 
-/// Run a whole election experiment (`opts.elect` must be set) and audit its leader file.
-/// The one-way message time T is measured first, on this machine, so the time to elect
-/// can be given in message times.
-pub fn elect(opts: &RunOpts) -> Result<ElectReport, RunError> {
-    if opts.elect.is_none() {
-        return Err(RunError::Usage("an election run needs its election options".into()));
-    }
-    validate(opts)?;
-    let t = probe::ping_pong(&opts.exe, 500).ok().map(|t| t + options::ms(opts.latency_ms));
-    execute(opts, |sup, dir, faults, mut failure| {
-        let path = dir.path.join(control::LEADERS_FILE);
-        let rules = audit::Rules {
-            highest_wins: sup.info.highest_wins,
-            bound_ns: None,
-            overlap_ns: HANDOVER.as_nanos() as u64,
-        };
-        let audit = audit::audit_leaders_file(&path, &faults, rules).unwrap_or_else(|e| {
-            unjudged(&mut failure, e);
-            audit::ElectionReport::default()
-        });
-        let report = sup.elect_report(audit, failure, dir, t);
-        Ok((report.ok, report))
-    })
-    .map(|(kept, report)| ElectReport { run_dir_kept: kept, ..report })
+/// The file a run's service leaves in the run directory for the auditor.
+enum Evidence {
+    /// Mutual exclusion: the shared resource itself.
+    Resource,
+    /// An election: the leader file; and the one-way message time T measured before
+    /// the run, to give the time to elect in.
+    Leaders(Option<Duration>),
 }
 
 /// The run's evidence could not be read (its directory deleted under it, say): the run
@@ -182,13 +167,9 @@ fn unjudged(failure: &mut Option<String>, e: audit::AuditError) {
 pub const HANDOVER: Duration = Duration::from_millis(250);
 
 /// The sequence every run follows: make the run directory, drive the run, tear it down
-/// in order, read the fault log, and hand everything to `judge`, which audits and
-/// reports (and says whether the run was clean). The directory is removed after a clean
-/// run unless `--keep`; the result says whether it was kept.
-fn execute<R>(
-    opts: &RunOpts,
-    judge: impl FnOnce(&Supervisor, &RunDir, audit::FaultLog, Option<String>) -> Result<(bool, R), RunError>,
-) -> Result<(bool, R), RunError> {
+/// in order, read the fault log, audit the run's evidence and report. The directory is
+/// removed after a clean run unless `--keep`; the report says whether it was kept.
+fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     let info = validate(opts)?;
     install_signal_handler()?;
     let dir = RunDir::create(opts.run_dir.as_deref())?;
@@ -198,7 +179,7 @@ fn execute<R>(
         dir.remove(&[]);
     })?;
     let resource_path = dir.path.join(control::RESOURCE_FILE);
-    let made = if opts.elect.is_some() {
+    let made = if let Evidence::Leaders(_) = evidence {
         let header = format!("{} algo={} workers={}\n", audit::LEADERS_HEADER, opts.algo, opts.workers);
         let path = dir.path.join(control::LEADERS_FILE);
         std::fs::OpenOptions::new()
@@ -242,7 +223,7 @@ fn execute<R>(
     let sockets = sup.sockets();
     dir.remove_sockets(&sockets);
 
-    let failure = match result {
+    let mut failure = match result {
         Ok(()) => None,
         Err(RunError::Failed(why)) => Some(why),
         // Interrupted: what was written so far is the evidence; the error names the
@@ -255,9 +236,10 @@ fn execute<R>(
         faults.teardown = Some(t);
         faults.ended = Some((ended, window));
     }
-    let (ok, report) = judge(&sup, &dir, faults, failure)?;
-    let kept = if ok && !opts.keep { dir.remove(&sockets) } else { true };
-    Ok((kept, report))
+    let audited = sup.audit(&dir, &faults, &mut failure, evidence);
+    let report = sup.report(audited, failure, &dir);
+    let kept = if report.ok && !opts.keep { dir.remove(&sockets) } else { true };
+    Ok(Report { run_dir_kept: kept, ..report })
 }
 
 /// One run in progress: the worker slots and their control links, the plan not yet
@@ -278,7 +260,7 @@ fn execute<R>(
 /// - `progress.rs`: `poll_tail` and `progressed`, `tick`, `fell_behind` (the loop's own
 ///   lag), `check_progress` (with `stall_window`, `diagnose` and `unresponsive`),
 ///   `collect_stats`;
-/// - `report.rs`: `report`.
+/// - `report.rs`: `audit` and `report` (by `mutex_part` and `election_part`).
 ///
 /// [`run`] uses them in this order: `new`, then `drive`, which `launch`es every worker,
 /// waits until all are Ready, starts them (`start_worker`), waits until `all_done`,
@@ -287,7 +269,7 @@ fn execute<R>(
 /// it handles events, sleeps at most a `tick`, and calls `check_progress` and, while
 /// running, `apply_faults`. However `drive` ends, then: `freeze_all`, `collect_stats` if
 /// the run failed, `stop_all`, `teardown` if it failed or was interrupted, `sockets` (to
-/// remove), and, once the auditor has read the file, `report`.
+/// remove), `audit` of the run's file, and `report`.
 struct Supervisor<'a> {
     opts: &'a RunOpts,
     info: &'static AlgoInfo,
