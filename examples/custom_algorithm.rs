@@ -18,7 +18,8 @@ use std::collections::VecDeque;
 use std::process::ExitCode;
 
 use mutexlab::algorithm::{Algorithm, Config, Message, NoTimer, Out, PeerId};
-use mutexlab::algos::{AlgoInfo, Registry, Theory};
+use mutexlab::algos::Theory;
+use mutexlab::registry::{AlgoInfo, Registry};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

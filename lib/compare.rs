@@ -23,9 +23,10 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::algos::{self, AlgoInfo, Shape, Theory};
+use crate::algos::{self, Shape, Theory};
 use crate::control::{Detector, RESOURCE_FILE};
 use crate::faults::Plan;
+use crate::registry::{self, AlgoInfo};
 use crate::resource::Record;
 use crate::supervisor::{self, AppliedFault, RunError, RunOpts, RunReport};
 
@@ -432,7 +433,7 @@ fn excluded_why(a: &AlgoInfo) -> Option<&'static str> {
 pub fn default_algorithms() -> (Vec<&'static str>, Vec<Excluded>) {
     let mut chosen = Vec::new();
     let mut left = Vec::new();
-    for a in algos::registry().iter() {
+    for a in registry::registry().iter() {
         match excluded_why(a) {
             None => chosen.push(a.name),
             Some(why) if a.service == "mutex" => {
@@ -517,7 +518,7 @@ pub fn validate(o: &CompareOpts) -> Result<(), String> {
         return Err(format!("-k must be between 2 and 1000, not {}", o.entries));
     }
     for name in &o.algos {
-        match algos::lookup(name) {
+        match registry::lookup(name) {
             Err(e) => return Err(e),
             Ok(a) if a.service != "mutex" => {
                 return Err(format!("{name:?} is an election, and compare measures mutual exclusion"))
@@ -615,7 +616,7 @@ fn unclean(what: &str, r: &RunReport) -> Option<String> {
 
 /// One algorithm's row: two measurement runs and the fault runs.
 fn measure(o: &CompareOpts, name: &str, t_ms: f64, tmp: &Path) -> Result<Row, RunError> {
-    let info = algos::info(name).ok_or_else(|| RunError::Usage(format!("unknown algorithm {name:?}")))?;
+    let info = registry::info(name).ok_or_else(|| RunError::Usage(format!("unknown algorithm {name:?}")))?;
     let c = claim(name);
     let free = c.is_some_and(|c| c.coordinator_free);
     let n = o.workers;

@@ -44,9 +44,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::algorithm::{Config, Input, Message, Node, NodeInput, NodeOut, Output};
-use crate::algos::{self, AlgoInfo};
 pub use crate::control::ExternalWorker;
-use crate::control::WorkerSettings;
 use crate::host::Breach;
 use crate::runtime::RunService;
 use crate::sim::SimService;
@@ -260,70 +258,6 @@ pub fn check(breaches: &[Breach]) -> Result<(), String> {
         quote(&sent),
         quote(&got)
     ))
-}
-
-/// The registry entry for `--worker-cmd`: node type [`External`] of the service, named
-/// `label`. A label that names a built-in algorithm of the same service lends its
-/// family and theory, so a Ricart-Agrawala in Python is compared with 2(N-1).
-pub fn info(label: &str, service: &str) -> &'static AlgoInfo {
-    let base = match service {
-        "election" => AlgoInfo::runs::<External<crate::algorithm::Election>>(),
-        _ => AlgoInfo::runs::<External<crate::algorithm::Mutex>>(),
-    };
-    let like = algos::info(label).filter(|a| a.service == base.service);
-    let info = AlgoInfo {
-        name: Box::leak(label.to_string().into_boxed_str()),
-        family: like.map_or("external", |a| a.family),
-        highest_wins: like.is_some_and(|a| a.highest_wins),
-        summary: "a node in another program, over JSON lines (labs/PROTOCOL.md)",
-        theory: like.map_or(|_| None, |a| a.theory),
-        ..base
-    };
-    // One per run or worker: leaking keeps the `&'static` every registry entry has.
-    Box::leak(Box::new(info))
-}
-
-/// In a worker: the registry entry to run with, when its settings name an external
-/// program; the thread's command is set as a side effect.
-pub fn worker_info(settings: &WorkerSettings) -> Option<&'static AlgoInfo> {
-    let ext = settings.external.as_ref()?;
-    set_command(Some(Spawn { command: ext.command.clone(), timeout: ext.timeout }));
-    if ext.among_reference {
-        let reference = algos::info(&settings.algo)?;
-        let worker = mixed(&settings.algo)?;
-        return Some(Box::leak(Box::new(AlgoInfo { worker, ..*reference })));
-    }
-    Some(info(&settings.algo, &ext.service))
-}
-
-/// How to run an external worker among the workers of the built-in algorithm `name`
-/// (`--worker-cmd-for`): with that algorithm's messages. `None` for an algorithm
-/// that cannot have one (the baselines send nothing; a registry's own algorithms are
-/// not known here).
-pub fn mixed(name: &str) -> Option<crate::algos::WorkerFn> {
-    use crate::algorithm::{Election as E, Mutex as X};
-    use crate::algos::*;
-    use crate::runtime::run_node;
-    Some(match name {
-        "centralized" => run_node::<External<X, Ref<centralized::Msg>>>,
-        "centralized-bully" => run_node::<External<X, Ref<centralized_bully::Msg>>>,
-        "lamport" => run_node::<External<X, Ref<lamport::Msg>>>,
-        "maekawa" => run_node::<External<X, Ref<maekawa::Msg>>>,
-        "ricart-agrawala" | "ricart-agrawala-rc" => run_node::<External<X, Ref<ricart_agrawala::Msg>>>,
-        "voting" => run_node::<External<X, Ref<voting::Msg>>>,
-        "token-ring" => run_node::<External<X, Ref<token_ring::Msg>>>,
-        "token-ring-ft" => run_node::<External<X, Ref<token_ring_ft::Msg>>>,
-        "suzuki-kasami" => run_node::<External<X, Ref<suzuki_kasami::Msg>>>,
-        "ra-token" => run_node::<External<X, Ref<ra_token::Msg>>>,
-        "raymond" => run_node::<External<X, Ref<raymond::Msg>>>,
-        "neilsen-mizuno" => run_node::<External<X, Ref<neilsen_mizuno::Msg>>>,
-        "bully" => run_node::<External<E, Ref<bully::Msg>>>,
-        "bully-gm" => run_node::<External<E, Ref<bully_gm::Msg>>>,
-        "chang-roberts" | "chang-roberts-down" => run_node::<External<E, Ref<chang_roberts::Msg>>>,
-        "hirschberg-sinclair" => run_node::<External<E, Ref<hirschberg_sinclair::Msg>>>,
-        "ring-list" => run_node::<External<E, Ref<ring_list::Msg>>>,
-        _ => return None,
-    })
 }
 
 /// A node that is a child process speaking JSON lines. Clones share the process (a
@@ -1203,13 +1137,6 @@ mod tests {
         let e = Ref::<Msg>::from_json(json!({"type": "REQUEST"})).unwrap_err();
         assert!(e.contains("missing field `ticket`"), "{e}");
         assert!(Ref::<Msg>::from_json(json!(["REQUEST"])).is_err());
-    }
-
-    #[test]
-    fn every_built_in_algorithm_but_the_baselines_can_have_an_external_worker() {
-        for a in crate::algos::BUILTIN {
-            assert_eq!(mixed(a.name).is_some(), a.family != "baseline", "{}", a.name);
-        }
     }
 
     #[test]

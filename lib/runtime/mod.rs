@@ -66,7 +66,6 @@ use crate::algorithm::{
     Config, Election, ElectionCall, ElectionEvent, Input, Mutex, MutexCall, MutexEvent, Node, NodeInput,
     PeerId, Service,
 };
-use crate::algos::{self, AlgoInfo};
 use crate::auth::Secret;
 use crate::control::{self, ToSupervisor, ToWorker, WorkerSettings, WorkerStats};
 use crate::host::{Breach, Effect, Host, Step};
@@ -94,26 +93,43 @@ pub struct WorkerOpts {
     pub settings: WorkerSettings,
     pub run_dir: PathBuf,
     pub secret: Secret,
+    /// Wrap each critical section in `flock(2)` ([`NodeRun::kernel_lock`]).
+    pub kernel_lock: bool,
+}
+
+/// A node type as a worker process runs it: [`run_node`] for that type.
+pub type RunNode = fn(WorkerOpts, StdUnixStream) -> anyhow::Result<()>;
+
+/// What a worker runs, as the worker's entry point (the registry, which the runtime
+/// does not know) resolved it from the settings.
+#[derive(Clone, Copy, Debug)]
+pub struct NodeRun {
+    /// Runs the node type ([`run_node`]).
+    pub run: RunNode,
+    /// The service the node provides (`mutex` or `election`), for the settings' check.
+    pub service: &'static str,
+    /// Wrap each critical section in `flock(2)` on the resource file.
+    pub kernel_lock: bool,
 }
 
 /// Run a worker to the end: read the setup from the control link handed down by the
-/// supervisor ([`control::LINK_FD`]), then work. `cmdline_id`, the id on the worker's
-/// command line (there so `ps` shows who is who), must match the setup's. Errors are
-/// fatal for this worker; when the link is up the supervisor is told why first, and the
-/// caller reports them too.
-pub fn run_worker(run_dir: &Path, cmdline_id: Option<u32>) -> anyhow::Result<()> {
+/// supervisor ([`control::LINK_FD`]), ask `resolve` what its settings name (`None`: an
+/// unknown algorithm), then work. `cmdline_id`, the id on the worker's command line
+/// (there so `ps` shows who is who), must match the setup's. Errors are fatal for this
+/// worker; when the link is up the supervisor is told why first, and the caller
+/// reports them too.
+pub fn run_worker(
+    run_dir: &Path,
+    cmdline_id: Option<u32>,
+    resolve: impl FnOnce(&WorkerSettings) -> Option<NodeRun>,
+) -> anyhow::Result<()> {
     let mut link =
         control::take_link().map_err(|e| anyhow::anyhow!("{e}; workers are started by `mutexlab run`"))?;
-    let result = setup(&mut link, run_dir, cmdline_id).and_then(|opts| {
-        let name = &opts.settings.algo;
-        // A program of the user's own (`--worker-cmd`) stands in for the algorithm.
-        let info = crate::external::worker_info(&opts.settings)
-            .or_else(|| algos::info(name))
-            .ok_or_else(|| anyhow::anyhow!("unknown algorithm {name:?}"))?;
+    let result = setup(&mut link, run_dir, cmdline_id, resolve).and_then(|(opts, node)| {
         let link = link.try_clone()?;
         // A node that panics (a lab skeleton's unwritten handler, say) ends this worker
         // with one line, sent to the supervisor like any other fatal error.
-        crate::panics::quietly(|| (info.worker)(opts, link, info)).map_err(anyhow::Error::msg)?
+        crate::panics::quietly(|| (node.run)(opts, link)).map_err(anyhow::Error::msg)?
     });
     match &result {
         // Told to the supervisor while the worker stood still.
@@ -265,14 +281,10 @@ impl Work {
     }
 }
 
-/// Run node type `N` as this worker process: what the registry's `worker` entry points
-/// at ([`AlgoInfo::runs`]).
-pub fn run_node<N: Node<Service: RunService>>(
-    opts: WorkerOpts,
-    link: StdUnixStream,
-    info: &'static AlgoInfo,
-) -> anyhow::Result<()> {
-    Worker::<N>::new(opts, link, info)?.run()
+/// Run node type `N` as this worker process: what a registry entry's `worker` points
+/// at ([`RunNode`]).
+pub fn run_node<N: Node<Service: RunService>>(opts: WorkerOpts, link: StdUnixStream) -> anyhow::Result<()> {
+    Worker::<N>::new(opts, link)?.run()
 }
 
 const LISTENER: Token = Token(0);
@@ -373,8 +385,8 @@ struct Worker<A: Node<Service: RunService>> {
 }
 
 impl<A: Node<Service: RunService>> Worker<A> {
-    fn new(opts: WorkerOpts, control: StdUnixStream, info: &'static AlgoInfo) -> anyhow::Result<Self> {
-        let WorkerOpts { settings: opts, run_dir, secret } = opts;
+    fn new(opts: WorkerOpts, control: StdUnixStream) -> anyhow::Result<Self> {
+        let WorkerOpts { settings: opts, run_dir, secret, kernel_lock } = opts;
         let me = PeerId(opts.id);
         let cfg = Config {
             id: me,
@@ -408,7 +420,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
         let (work, clock) = if A::Service::NAME == Election::NAME {
             (Work::Election(Electing::open(&run_dir)?), 0)
         } else {
-            Workload::open(&run_dir, &opts, info, seed)?
+            Workload::open(&run_dir, &opts, kernel_lock, seed)?
         };
         Ok(Worker {
             run_dir,

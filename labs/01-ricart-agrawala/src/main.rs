@@ -17,7 +17,8 @@ mod notes003;
 use std::process::ExitCode;
 
 use mutexlab::algos::ricart_agrawala::RicartAgrawala;
-use mutexlab::algos::{AlgoInfo, Registry, Theory};
+use mutexlab::algos::Theory;
+use mutexlab::registry::{AlgoInfo, Registry};
 use mutexlab::external::{self, Spawn};
 
 /// 2(N-1) messages per entry: what `run` compares your node's count with.

@@ -14,7 +14,8 @@ mod node;
 use std::process::ExitCode;
 
 use mutexlab::algos::ra_token::RaToken;
-use mutexlab::algos::{AlgoInfo, Registry, Theory};
+use mutexlab::algos::Theory;
+use mutexlab::registry::{AlgoInfo, Registry};
 
 fn main() -> ExitCode {
     let registry = Registry::builtin().with(AlgoInfo {

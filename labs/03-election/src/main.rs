@@ -16,7 +16,7 @@ mod planted;
 use std::process::ExitCode;
 
 use mutexlab::algos::chang_roberts::ChangRoberts;
-use mutexlab::algos::{AlgoInfo, Registry};
+use mutexlab::registry::{AlgoInfo, Registry};
 
 /// The planted bug's name, for `--planted` and the registry.
 const PLANTED: &str = "forwards-old-term";

@@ -16,7 +16,8 @@ mod planted;
 use std::process::ExitCode;
 
 use mutexlab::algos::centralized_bully::CentralizedBully;
-use mutexlab::algos::{AlgoInfo, Registry, Theory};
+use mutexlab::algos::Theory;
+use mutexlab::registry::{AlgoInfo, Registry};
 
 /// As `centralized`, plus elections and heartbeats: what `run` compares the count with.
 fn theory(s: mutexlab::algos::Shape) -> Option<Theory> {
