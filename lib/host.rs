@@ -19,6 +19,12 @@
 //!   outside `0..n` (a leader nobody can be), is a breach.
 //! - `Count` passes through, for the driver to tally.
 //!
+//! A node that stands for a program (`external.rs`) may fail on its own (the
+//! program died, answered garbage or broke one of the rules above): after every step
+//! the host asks it ([`Node::failure`], having told it of any breach with
+//! [`Node::breached`]) and reports the failure as [`Breach::Failed`], first among the
+//! step's breaches, so the runtime, the simulator and any other driver see it alike.
+//!
 //! And with inputs: anything before `Start`, a second `Start`, a call the application
 //! may not make now, or a message from itself or a stranger is a breach and never
 //! reaches the node; a `PeerDown` for a peer already down, or a `PeerUp` for one that is
@@ -75,6 +81,10 @@ pub enum Breach {
     /// The driver delivered a message from the node itself or from a stranger.
     #[error("a message from {from}, which is not a peer; not passed on")]
     Stranger { from: PeerId },
+    /// The node failed on its own ([`Node::failure`]): a program behind it died,
+    /// answered garbage or broke a rule. It does nothing from here on.
+    #[error("{why}")]
+    Failed { why: String },
 }
 
 /// The effects of node type `N`.
@@ -156,14 +166,26 @@ impl<N: Node> Host<N> {
         let mut step = Step::default();
         if let Some(breach) = self.admit(&input) {
             step.breaches.extend(breach);
-            return step;
+        } else {
+            let mut out = NodeOut::<N>::new(now);
+            self.node.step(input, &mut out);
+            for output in out.drain() {
+                self.carry(output, &mut step);
+            }
         }
-        let mut out = NodeOut::<N>::new(now);
-        self.node.step(input, &mut out);
-        for output in out.drain() {
-            self.carry(output, &mut step);
-        }
+        self.own_failure(&mut step);
         step
+    }
+
+    /// Tell the node of the step's first breach, then report its own failure, if it has
+    /// one, first among the breaches.
+    fn own_failure(&mut self, step: &mut Step<N>) {
+        if let Some(breach) = step.breaches.first() {
+            self.node.breached(&breach.to_string());
+        }
+        if let Some(why) = self.node.failure() {
+            step.breaches.insert(0, Breach::Failed { why });
+        }
     }
 
     /// A timer armed with `generation` has come due. `None` if it has been reset or

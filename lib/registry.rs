@@ -474,10 +474,6 @@ pub fn external(label: &str, service: &str) -> &'static AlgoInfo {
 /// the user's standing for it (`--worker-cmd`), or among its workers
 /// (`--worker-cmd-for`). `None` for a name the process's registry does not know.
 pub fn resolve(settings: &WorkerSettings) -> Option<NodeRun> {
-    if let Some(ext) = &settings.external {
-        let spawn = crate::external::Spawn { command: ext.command.clone(), timeout: ext.timeout };
-        crate::external::set_command(Some(spawn));
-    }
     let (info, run) = match &settings.external {
         Some(ext) if ext.among_reference => {
             let reference = info(&settings.algo)?;

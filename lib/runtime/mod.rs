@@ -64,7 +64,7 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 
 use crate::algorithm::{
     Config, Election, ElectionCall, ElectionEvent, Input, Mutex, MutexCall, MutexEvent, Node, NodeInput,
-    PeerId, Service,
+    PeerId, Service, Spawn,
 };
 use crate::auth::Secret;
 use crate::control::{self, ToSupervisor, ToWorker, WorkerSettings, WorkerStats};
@@ -395,6 +395,9 @@ impl<A: Node<Service: RunService>> Worker<A> {
             replicas: opts.replicas,
             incarnation: opts.incarnation,
             majority: opts.majority,
+            // A program of the user's (`--worker-cmd`) is the node: it comes with the node's
+            // configuration.
+            program: opts.external.as_ref().map(|e| Spawn { command: e.command.clone(), timeout: e.timeout }),
         };
         let poll = Poll::new()?;
         let socket_path = run_dir.join(control::worker_socket(me, opts.incarnation));
@@ -772,10 +775,15 @@ impl<A: Node<Service: RunService>> Worker<A> {
     }
 
     /// Carry out a step's effects, then any local events they caused. Breaches of the
-    /// contract are logged and counted; the run goes on.
+    /// contract are logged and counted; the run goes on, unless the node itself has
+    /// failed (a program that died or broke a rule), which ends this worker.
     fn carry(&mut self, step: Step<A>) -> anyhow::Result<()> {
-        // An external node's failure or breach ends this worker (`external.rs`).
-        crate::external::check(&step.breaches).map_err(anyhow::Error::msg)?;
+        if let Some(why) = step.breaches.iter().find_map(|b| match b {
+            Breach::Failed { why } => Some(why),
+            _ => None,
+        }) {
+            return Err(anyhow::Error::msg(why.clone()));
+        }
         for breach in &step.breaches {
             if matches!(breach, Breach::Event { .. }) {
                 self.stats.unasked_grants += 1;

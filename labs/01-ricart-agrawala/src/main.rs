@@ -18,8 +18,8 @@ use std::process::ExitCode;
 
 use mutexlab::algos::ricart_agrawala::RicartAgrawala;
 use mutexlab::algos::Theory;
-use mutexlab::registry::{AlgoInfo, Registry};
 use mutexlab::external::{self, Spawn};
+use mutexlab::registry::{AlgoInfo, Registry};
 
 /// 2(N-1) messages per entry: what `run` compares your node's count with.
 fn theory(s: mutexlab::algos::Shape) -> Option<Theory> {
@@ -66,7 +66,7 @@ fn grade(mut rest: Vec<String>) -> ExitCode {
         (true, false, None) => grader::grader::<RicartAgrawala>("ricart-agrawala", None),
         (false, true, None) => grader::grader::<notes003::Notes003>("notes-003", None),
         (false, false, Some(command)) => {
-            // The simulator and the scripted steps start the program on this thread;
+            // The simulator and the scripted steps start the program as their nodes;
             // real runs label it `ricart-agrawala`, which lends the 2(N-1) theory.
             // Every sweep seed starts the program afresh and every real run starts a
             // cluster: their log lines (copied to our stderr) would bury the test lines,
@@ -80,7 +80,6 @@ fn grade(mut rest: Vec<String>) -> ExitCode {
                 Err(e) => eprintln!("grade: cannot log to {} ({e}); stderr stays here", log.display()),
             }
             let spawn = Spawn { command, timeout: external::DEFAULT_TIMEOUT };
-            external::set_command(Some(spawn.clone()));
             grader::grader::<grader::Program>("ricart-agrawala", Some(spawn))
         }
         (false, false, None) => grader::grader::<node::Node>("student", None),
