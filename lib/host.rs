@@ -471,6 +471,55 @@ mod tests {
         assert_eq!(h.step(Duration::ZERO, stranger).breaches, [Breach::Stranger { from: PeerId(1) }]);
     }
 
+    /// A node standing for a program that fails when told to, or when it breaks a rule.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct Fragile {
+        failed: Option<String>,
+    }
+
+    impl Node for Fragile {
+        type Msg = Cmd;
+        type Timer = u8;
+        type Service = crate::algorithm::Mutex;
+        fn create(_: &Config) -> Self {
+            Fragile { failed: None }
+        }
+        fn step(&mut self, input: NodeInput<Self>, out: &mut NodeOut<Self>) {
+            match input {
+                Input::Message { msg: Cmd::Count, .. } => {
+                    self.failed.get_or_insert_with(|| "it died".into());
+                }
+                Input::Message { msg: Cmd::SendTo(p), .. } => out.send(PeerId(p), Cmd::Count),
+                _ => {}
+            }
+        }
+        fn failure(&self) -> Option<String> {
+            self.failed.clone()
+        }
+        fn breached(&mut self, breach: &str) {
+            self.failed.get_or_insert(format!("broke the contract: {breach}"));
+        }
+    }
+
+    #[test]
+    fn a_node_s_own_failure_is_a_breach_first_among_the_step_s() {
+        let mut h: Host<Fragile> = Host::new(Config::new(1, 3));
+        let tell =
+            |h: &mut Host<Fragile>, msg| h.step(Duration::ZERO, Input::Message { from: PeerId(0), msg });
+        assert_eq!(h.step(Duration::ZERO, Input::Start), Step::default());
+        assert_eq!(tell(&mut h, Cmd::SendTo(2)).breaches, []);
+        // A rule broken: the node hears of it and fails over it.
+        let s = tell(&mut h, Cmd::SendTo(1));
+        let why = "broke the contract: the algorithm sent CMD to itself; dropped";
+        assert_eq!(s.breaches, [Breach::Failed { why: why.into() }, Breach::SelfSend { kind: "CMD".into() }]);
+        assert_eq!(s.breaches[0].to_string(), why);
+        // Failed, it stays failed: every step says so, the first failure kept.
+        assert_eq!(tell(&mut h, Cmd::Count).breaches, [Breach::Failed { why: why.into() }]);
+        let mut h: Host<Fragile> = Host::new(Config::new(1, 3));
+        h.step(Duration::ZERO, Input::Start);
+        assert_eq!(tell(&mut h, Cmd::Count).breaches, [Breach::Failed { why: "it died".into() }]);
+    }
+
     #[test]
     fn inputs_and_outputs_are_json_lines_with_a_type_tag() {
         type I = Input<Cmd, u8, MutexCall>;

@@ -75,3 +75,21 @@ pub struct Shape {
     /// Elections: how many workers initiate (0 for mutual exclusion).
     pub initiators: u32,
 }
+
+/// What the notes claim for one mutual-exclusion algorithm, in this project's words,
+/// as `mutexlab compare` sets it beside what it measures. The notes' table has rows for
+/// centralized, decentralized (`voting`), distributed (`ricart-agrawala`) and token
+/// ring; for the others the textbook figures are given, marked as such.
+#[derive(Clone, Copy, Debug)]
+pub struct Claim {
+    /// Messages per entry and exit, for N workers.
+    pub messages: fn(u32) -> String,
+    /// Delay before entry with nobody ahead, in T.
+    pub entry: fn(u32) -> String,
+    /// Synchronisation delay, in T.
+    pub sync: fn(u32) -> String,
+    /// What breaks it.
+    pub problems: &'static str,
+    /// The coordinator's own entries cost no message and are left out of the count.
+    pub coordinator_free: bool,
+}
