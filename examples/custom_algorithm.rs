@@ -18,7 +18,7 @@ use std::collections::VecDeque;
 use std::process::ExitCode;
 
 use mutexlab::algorithm::{Algorithm, Config, Message, NoTimer, Out, PeerId};
-use mutexlab::algos::Theory;
+use mutexlab::algos::{Family, Theory};
 use mutexlab::registry::{AlgoInfo, Registry};
 use serde::{Deserialize, Serialize};
 
@@ -133,7 +133,7 @@ impl Algorithm for CentralZero {
 fn main() -> ExitCode {
     let registry = Registry::builtin().with(AlgoInfo {
         name: "central-zero",
-        family: "permission",
+        family: Family::Permission,
         summary: "a coordinator (lowest id) with a FIFO queue, registered from outside the library",
         kernel_lock: false,
         theory: |s| {

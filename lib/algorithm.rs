@@ -134,6 +134,39 @@ impl Config {
     }
 }
 
+/// Which service a node type provides, by name: `mutex` (`mutexlab run`) or `election`
+/// (`mutexlab elect`), as the registry lists it and `--json` and the control link write
+/// it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServiceKind {
+    /// Mutual exclusion ([`Mutex`]).
+    Mutex,
+    /// Leader election ([`Election`]).
+    Election,
+}
+
+impl ServiceKind {
+    /// `"mutex"` or `"election"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ServiceKind::Mutex => "mutex",
+            ServiceKind::Election => "election",
+        }
+    }
+
+    /// The service of that name, if there is one.
+    pub fn from_name(name: &str) -> Option<ServiceKind> {
+        [ServiceKind::Mutex, ServiceKind::Election].into_iter().find(|s| s.as_str() == name)
+    }
+}
+
+impl fmt::Display for ServiceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 /// What a message must be to travel between workers: serialisable, and able to name its
 /// own type for the per-type message statistics.
 pub trait Message:

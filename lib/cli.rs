@@ -19,6 +19,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
+use crate::algorithm::ServiceKind;
 use crate::control::Detector;
 use crate::faults::{self, Plan};
 use crate::registry::Registry;
@@ -386,9 +387,10 @@ pub fn main(registry: Registry) -> ExitCode {
         Cmd::Elect(a) => cmd_elect(a),
         Cmd::Algorithms => {
             let mut text = String::new();
-            for (service, title) in
-                [("mutex", "Mutual exclusion (mutexlab run)"), ("election", "Elections (mutexlab elect)")]
-            {
+            for (service, title) in [
+                (ServiceKind::Mutex, "Mutual exclusion (mutexlab run)"),
+                (ServiceKind::Election, "Elections (mutexlab elect)"),
+            ] {
                 text.push_str(&format!("{title}:\n"));
                 for a in registry::registry().iter().filter(|a| a.service == service) {
                     text.push_str(&format!("  {:<22} {:<11} {}\n", a.name, a.family, a.summary));

@@ -23,7 +23,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::algos::{Claim, Shape, Theory};
+use crate::algorithm::ServiceKind;
+use crate::algos::{Claim, Family, Shape, Theory};
 use crate::control::{Detector, RESOURCE_FILE};
 use crate::faults::Plan;
 use crate::registry::{self, AlgoInfo};
@@ -291,10 +292,10 @@ fn claim(name: &str) -> Option<&'static Claim> {
 
 /// Why an algorithm of the registry is left out by default, if it is.
 fn excluded_why(a: &AlgoInfo) -> Option<&'static str> {
-    if a.service != "mutex" {
+    if a.service != ServiceKind::Mutex {
         return Some("an election, not mutual exclusion");
     }
-    if a.family == "baseline" {
+    if a.family == Family::Baseline {
         return Some(
             "baselines that send no message, so there is nothing to count or to measure in \
              message times (`none` is unsafe by design, `flock` is the kernel's lock)",
@@ -311,7 +312,7 @@ pub fn default_algorithms() -> (Vec<&'static str>, Vec<Excluded>) {
     for a in registry::registry().iter() {
         match excluded_why(a) {
             None => chosen.push(a.name),
-            Some(why) if a.service == "mutex" => {
+            Some(why) if a.service == ServiceKind::Mutex => {
                 left.push(Excluded { algorithm: a.name.into(), why: why.into() })
             }
             Some(_) => {}
@@ -395,7 +396,7 @@ pub fn validate(o: &CompareOpts) -> Result<(), String> {
     for name in &o.algos {
         match registry::lookup(name) {
             Err(e) => return Err(e),
-            Ok(a) if a.service != "mutex" => {
+            Ok(a) if a.service != ServiceKind::Mutex => {
                 return Err(format!("{name:?} is an election, and compare measures mutual exclusion"))
             }
             Ok(_) => {}

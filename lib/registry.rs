@@ -15,7 +15,7 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
-use crate::algorithm::Node;
+use crate::algorithm::{Node, ServiceKind};
 use crate::algos::*;
 use crate::control::WorkerSettings;
 use crate::external::{External, Ref};
@@ -29,10 +29,10 @@ pub struct AlgoInfo {
     pub name: &'static str,
     /// `baseline`, `permission` or `token` for mutual exclusion; `election` or `ring`
     /// for elections.
-    pub family: &'static str,
-    /// The service the node type provides, `mutex` or `election` (set by
-    /// [`AlgoInfo::runs`]): `mutexlab run` runs the first, `mutexlab elect` the second.
-    pub service: &'static str,
+    pub family: Family,
+    /// The service the node type provides (set by [`AlgoInfo::runs`]): `mutexlab run`
+    /// runs mutual exclusion, `mutexlab elect` elections.
+    pub service: ServiceKind,
     /// Elections: the auditor checks that the agreed leader is the highest live id.
     pub highest_wins: bool,
     /// One line for `mutexlab algorithms`.
@@ -72,8 +72,12 @@ impl AlgoInfo {
     pub const fn runs<N: Node<Service: RunService + SimService>>() -> AlgoInfo {
         AlgoInfo {
             name: "",
-            family: "",
-            service: <N::Service as RunService>::NAME,
+            // A default by service: set your own.
+            family: match <N::Service as RunService>::KIND {
+                ServiceKind::Mutex => Family::Permission,
+                ServiceKind::Election => Family::Election,
+            },
+            service: <N::Service as RunService>::KIND,
             highest_wins: false,
             summary: "",
             kernel_lock: false,
@@ -93,7 +97,7 @@ impl AlgoInfo {
 pub static BUILTIN: &[AlgoInfo] = &[
     AlgoInfo {
         name: "none",
-        family: "baseline",
+        family: Family::Baseline,
         summary: "no coordination at all: the negative control the auditor must flag",
         kernel_lock: false,
         theory: |_| Theory::exact(0.0, "0"),
@@ -102,7 +106,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "flock",
-        family: "baseline",
+        family: Family::Baseline,
         summary: "the kernel's exclusive flock(2) on the resource file; no messages",
         kernel_lock: true,
         theory: |_| Theory::exact(0.0, "0"),
@@ -111,7 +115,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "centralized",
-        family: "permission",
+        family: Family::Permission,
         summary: "a coordinator (highest id) with a FIFO queue: REQUEST, GRANT, RELEASE",
         kernel_lock: false,
         theory: |s| {
@@ -129,7 +133,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "centralized-bully",
-        family: "permission",
+        family: Family::Permission,
         summary:
             "centralized with heartbeats and a bully election; the new coordinator rebuilds its queue from STATE",
         kernel_lock: false,
@@ -156,7 +160,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "lamport",
-        family: "permission",
+        family: Family::Permission,
         summary:
             "a request queue on every node with Lamport clocks: REQUEST, ACK, RELEASE to all (needs FIFO)",
         kernel_lock: false,
@@ -172,7 +176,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "maekawa",
-        family: "permission",
+        family: Family::Permission,
         summary:
             "grid quorums of about 2√N-1 voters; INQUIRE/YIELD/FAILED take votes back so it cannot deadlock",
         kernel_lock: false,
@@ -205,7 +209,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "ricart-agrawala",
-        family: "permission",
+        family: Family::Permission,
         summary: "ask everyone with a ticket (highest seen + 1); deferred REPLYs serve as the release",
         kernel_lock: false,
         theory: |s| Theory::exact(2.0 * (f64::from(s.n.max(1)) - 1.0), "2(N-1)"),
@@ -220,7 +224,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "ricart-agrawala-rc",
-        family: "permission",
+        family: Family::Permission,
         summary: "Ricart-Agrawala keeping permissions until asked (Roucairol-Carvalho): re-entry can be free",
         kernel_lock: false,
         theory: |s| {
@@ -238,7 +242,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "voting",
-        family: "permission",
+        family: Family::Permission,
         summary:
             "majority of m coordinators (--replicas, default N); DENY, release and random back-off on failure",
         kernel_lock: false,
@@ -268,7 +272,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "token-ring",
-        family: "token",
+        family: Family::Token,
         summary: "one TOKEN round a fixed ring 0→1→…→N-1→0; a token a full lap unused is held 1 ms per hop",
         kernel_lock: false,
         theory: |s| {
@@ -294,7 +298,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "token-ring-ft",
-        family: "token",
+        family: Family::Token,
         summary: "token-ring with generations: a lost TOKEN is made again after an ELECTION lap its holder would stop",
         kernel_lock: false,
         theory: |s| {
@@ -320,7 +324,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "suzuki-kasami",
-        family: "token",
+        family: Family::Token,
         summary:
             "broadcast a numbered REQUEST; the TOKEN carries each node's last served request and a queue",
         kernel_lock: false,
@@ -336,7 +340,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "ra-token",
-        family: "token",
+        family: Family::Token,
         summary:
             "the notes' Ricart-Agrawala token passing: a TOKEN with granted[] and no queue, to the next waiter round the ring",
         kernel_lock: false,
@@ -352,7 +356,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "raymond",
-        family: "token",
+        family: Family::Token,
         summary:
             "a token on a fixed binary tree; REQUESTs climb towards it, per-node FIFO queues route it back",
         kernel_lock: false,
@@ -373,7 +377,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "neilsen-mizuno",
-        family: "token",
+        family: Family::Token,
         summary:
             "a token and a tree whose parent links follow the last requester; the TOKEN goes straight to it",
         kernel_lock: false,
@@ -394,7 +398,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "bully",
-        family: "election",
+        family: Family::Election,
         summary:
             "ELECTION to every higher id, ANSWER from the live ones, COORDINATOR from the one nobody answers",
         highest_wins: true,
@@ -403,7 +407,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "bully-gm",
-        family: "election",
+        family: Family::Election,
         summary: "Garcia-Molina's four phases: STATUS_POLL up, ELECTION down, COORDINATOR, NEW_STATE; the leader polls",
         highest_wins: true,
         theory: |s| {
@@ -413,7 +417,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "chang-roberts",
-        family: "ring",
+        family: Family::Ring,
         summary: "the largest id goes once round a one-way ring, then ELECTED goes round once",
         highest_wins: true,
         theory: |s| election_theory(chang_roberts::messages_per_election(s.n), "2M to 3M-1 on a rising ring"),
@@ -421,7 +425,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "chang-roberts-down",
-        family: "ring",
+        family: Family::Ring,
         summary: "chang-roberts the other way round, ids falling along the ring: the notes' O(N²) worst case",
         highest_wins: true,
         theory: |s| {
@@ -431,7 +435,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "hirschberg-sinclair",
-        family: "ring",
+        family: Family::Ring,
         summary: "probes both ways to distance 2^k in phase k; a candidate whose probes come home wins: O(N log N)",
         highest_wins: true,
         theory: |s| {
@@ -441,7 +445,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "ring-list",
-        family: "ring",
+        family: Family::Ring,
         summary: "ELECTION collects the live ids round the ring; its initiator announces the highest",
         highest_wins: true,
         theory: |s| {
@@ -579,15 +583,15 @@ pub fn states_are_values<N: Node<Service: SimService>>(
 /// The registry entry for `--worker-cmd`: node type [`External`] of the service, named
 /// `label`. A label that names an algorithm of the same service lends its family and
 /// theory, so a Ricart-Agrawala in Python is compared with 2(N-1).
-pub fn external(label: &str, service: &str) -> &'static AlgoInfo {
+pub fn external(label: &str, service: ServiceKind) -> &'static AlgoInfo {
     let base = match service {
-        "election" => AlgoInfo::runs::<External<crate::algorithm::Election>>(),
-        _ => AlgoInfo::runs::<External<crate::algorithm::Mutex>>(),
+        ServiceKind::Election => AlgoInfo::runs::<External<crate::algorithm::Election>>(),
+        ServiceKind::Mutex => AlgoInfo::runs::<External<crate::algorithm::Mutex>>(),
     };
     let like = info(label).filter(|a| a.service == base.service);
     let info = AlgoInfo {
         name: Box::leak(label.to_string().into_boxed_str()),
-        family: like.map_or("external", |a| a.family),
+        family: like.map_or(Family::External, |a| a.family),
         highest_wins: like.is_some_and(|a| a.highest_wins),
         summary: "a node in another program, over JSON lines (labs/PROTOCOL.md)",
         theory: like.map_or(|_| None, |a| a.theory),
@@ -608,7 +612,10 @@ pub fn resolve(settings: &WorkerSettings) -> Option<NodeRun> {
             (reference, reference.mixed?)
         }
         Some(ext) => {
-            let info = external(&settings.algo, &ext.service);
+            // The control link names the service; anything but an election is mutual
+            // exclusion, as the supervisor writes only these two.
+            let service = ServiceKind::from_name(&ext.service).unwrap_or(ServiceKind::Mutex);
+            let info = external(&settings.algo, service);
             (info, info.worker)
         }
         None => {
@@ -665,12 +672,12 @@ mod tests {
     fn every_built_in_algorithm_runs_in_the_simulator_by_name() {
         for a in registry().iter() {
             let run = (a.simulate)(3, 1, 2);
-            if a.service == "election" {
+            if a.service == ServiceKind::Election {
                 let report = run.unwrap_or_else(|e| panic!("{}: {e}", a.name));
                 assert_eq!(report.leader.map(|l| l.0), Some(crate::algorithm::PeerId(2)), "{}", a.name);
                 continue;
             }
-            if a.family == "baseline" {
+            if a.family == Family::Baseline {
                 // `none` coordinates nothing and `flock`'s lock is the kernel's, which the
                 // simulator does not model: both let two in, which the simulator catches.
                 let e = run.expect_err(a.name);
@@ -686,7 +693,7 @@ mod tests {
     #[test]
     fn every_built_in_algorithm_but_the_baselines_can_have_an_external_worker() {
         for a in BUILTIN {
-            assert_eq!(a.mixed.is_some(), a.family != "baseline", "{}", a.name);
+            assert_eq!(a.mixed.is_some(), a.family != Family::Baseline, "{}", a.name);
         }
     }
 
@@ -818,12 +825,12 @@ for line in sys.stdin:
     fn a_toy_algorithm_is_its_file_and_one_registry_line() {
         let reg = Registry::builtin().with(AlgoInfo {
             name: "toy",
-            family: "permission",
+            family: Family::Permission,
             summary: "w0 lets one in at a time",
             ..AlgoInfo::runs::<toy::Toy>()
         });
         let a = reg.get("toy").expect("registered");
-        assert_eq!(a.service, "mutex");
+        assert_eq!(a.service, ServiceKind::Mutex);
         // The simulator, the state check and the mixed worker all come with the entry.
         assert_eq!((a.simulate)(3, 1, 2).unwrap_or_else(|e| panic!("{e}")).entries, 6);
         assert!((a.states)(3, 1, 2).unwrap() >= 3);
@@ -851,7 +858,7 @@ for line in sys.stdin:
         // which `none` and `flock` share, and which cannot pass a simulated run).
         let counts: Vec<usize> = BUILTIN
             .iter()
-            .filter(|a| a.family != "baseline")
+            .filter(|a| a.family != Family::Baseline)
             .map(|a| (a.states)(3, 1, 2).unwrap_or_else(|e| panic!("{}: {e}", a.name)))
             .collect();
         assert_eq!(counts.len(), BUILTIN.len() - 2);

@@ -314,8 +314,13 @@ fn algorithms_are_listed() {
     for a in mutexlab::registry::BUILTIN {
         let at = s.find(&format!("\n  {} ", a.name)).unwrap_or_else(|| panic!("{} not listed: {s}", a.name));
         let line = s[at + 1..].lines().next().unwrap();
-        assert!(line.contains(a.family), "{line}");
-        assert_eq!(at > elections, a.service == "election", "{} under the wrong heading: {s}", a.name);
+        assert!(line.contains(a.family.as_str()), "{line}");
+        assert_eq!(
+            at > elections,
+            a.service == mutexlab::algorithm::ServiceKind::Election,
+            "{} under the wrong heading: {s}",
+            a.name
+        );
     }
     assert_eq!(s.lines().count(), mutexlab::registry::BUILTIN.len() + 2);
 }

@@ -76,6 +76,45 @@ pub struct Shape {
     pub initiators: u32,
 }
 
+/// What kind of algorithm it is, as `mutexlab algorithms` lists it and `compare`'s
+/// `--json` writes it (`"permission"`, …).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    /// Mutual exclusion without a distributed algorithm (`none`, `flock`).
+    Baseline,
+    /// Mutual exclusion by asking others' permission.
+    Permission,
+    /// Mutual exclusion by holding a token.
+    Token,
+    /// An election among all (the bully algorithms).
+    Election,
+    /// An election round a ring.
+    Ring,
+    /// A program of the user's, like no built-in algorithm (`--worker-cmd`).
+    External,
+}
+
+impl Family {
+    /// The family's name, e.g. `"permission"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Family::Baseline => "baseline",
+            Family::Permission => "permission",
+            Family::Token => "token",
+            Family::Election => "election",
+            Family::Ring => "ring",
+            Family::External => "external",
+        }
+    }
+}
+
+impl std::fmt::Display for Family {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
 /// What the notes claim for one mutual-exclusion algorithm, in this project's words,
 /// as `mutexlab compare` sets it beside what it measures. The notes' table has rows for
 /// centralized, decentralized (`voting`), distributed (`ricart-agrawala`) and token

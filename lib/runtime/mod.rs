@@ -64,7 +64,7 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 
 use crate::algorithm::{
     Config, Election, ElectionCall, ElectionEvent, Input, Mutex, MutexCall, MutexEvent, Node, NodeInput,
-    PeerId, Service, Spawn,
+    PeerId, Service, ServiceKind, Spawn,
 };
 use crate::auth::Secret;
 use crate::control::{self, ToSupervisor, ToWorker, WorkerSettings, WorkerStats};
@@ -106,8 +106,8 @@ pub type RunNode = fn(WorkerOpts, StdUnixStream) -> anyhow::Result<()>;
 pub struct NodeRun {
     /// Runs the node type ([`run_node`]).
     pub run: RunNode,
-    /// The service the node provides (`mutex` or `election`), for the settings' check.
-    pub service: &'static str,
+    /// The service the node provides, for the settings' check.
+    pub service: ServiceKind,
     /// Wrap each critical section in `flock(2)` on the resource file.
     pub kernel_lock: bool,
 }
@@ -212,8 +212,10 @@ pub enum AppEvent {
 /// applications (`workload.rs` for `mutex`, `elect.rs` for `election`), and its calls
 /// and events in that loop's words.
 pub trait RunService: Service {
-    /// The service's name, as the registry and `--json` give it.
-    const NAME: &'static str;
+    /// Which service it is, as the registry and `--json` give it.
+    const KIND: ServiceKind;
+    /// The service's name (`mutex`, `election`).
+    const NAME: &'static str = Self::KIND.as_str();
     /// The call, or `None` if it is not one of this service's.
     fn from_app(call: AppCall) -> Option<Self::Call>;
     /// The event in the application loop's words.
@@ -221,7 +223,7 @@ pub trait RunService: Service {
 }
 
 impl RunService for Mutex {
-    const NAME: &'static str = "mutex";
+    const KIND: ServiceKind = ServiceKind::Mutex;
     fn from_app(call: AppCall) -> Option<MutexCall> {
         match call {
             AppCall::Want => Some(MutexCall::Want),
@@ -235,7 +237,7 @@ impl RunService for Mutex {
 }
 
 impl RunService for Election {
-    const NAME: &'static str = "election";
+    const KIND: ServiceKind = ServiceKind::Election;
     fn from_app(call: AppCall) -> Option<ElectionCall> {
         (call == AppCall::Elect).then_some(ElectionCall::Elect)
     }

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{RunError, MAX_WORKERS};
+use crate::algorithm::ServiceKind;
 use crate::control::{Detector, WorkerSettings};
 use crate::faults::{Action, Plan, Target};
 use crate::registry::{self as algos, AlgoInfo};
@@ -192,7 +193,7 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
             match &e.command {
                 Some(_) => crate::registry::external(
                     &opts.algo,
-                    if opts.elect.is_some() { "election" } else { "mutex" },
+                    if opts.elect.is_some() { ServiceKind::Election } else { ServiceKind::Mutex },
                 ),
                 None => {
                     let info = builtin()?;
@@ -232,7 +233,7 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
         }
     }
     match (&opts.elect, info.service) {
-        (None, "mutex") | (Some(_), "election") => {}
+        (None, ServiceKind::Mutex) | (Some(_), ServiceKind::Election) => {}
         (None, service) => {
             return Err(RunError::Usage(format!(
                 "{:?} is an algorithm of the {service} service: run it with `mutexlab elect`",

@@ -17,7 +17,7 @@ mod notes003;
 use std::process::ExitCode;
 
 use mutexlab::algos::ricart_agrawala::RicartAgrawala;
-use mutexlab::algos::Theory;
+use mutexlab::algos::{Family, Theory};
 use mutexlab::external::{self, Spawn};
 use mutexlab::registry::{AlgoInfo, Registry};
 
@@ -30,7 +30,7 @@ fn main() -> ExitCode {
     let registry = Registry::builtin()
         .with(AlgoInfo {
             name: "student",
-            family: "permission",
+            family: Family::Permission,
             summary: "your Ricart-Agrawala (labs/01-ricart-agrawala/src/node.rs)",
             kernel_lock: false,
             theory,
@@ -38,7 +38,7 @@ fn main() -> ExitCode {
         })
         .with(AlgoInfo {
             name: "notes-003",
-            family: "permission",
+            family: Family::Permission,
             summary: "Ricart-Agrawala as the 003 notes write it (highestClock from the local clock)",
             kernel_lock: false,
             theory,

@@ -16,6 +16,7 @@ mod planted;
 use std::process::ExitCode;
 
 use mutexlab::algos::chang_roberts::ChangRoberts;
+use mutexlab::algos::Family;
 use mutexlab::registry::{AlgoInfo, Registry};
 
 /// The planted bug's name, for `--planted` and the registry.
@@ -24,7 +25,7 @@ const PLANTED: &str = "forwards-old-term";
 fn main() -> ExitCode {
     let entry = |name, summary, info: AlgoInfo| AlgoInfo {
         name,
-        family: "ring",
+        family: Family::Ring,
         summary,
         highest_wins: true,
         kernel_lock: false,
