@@ -66,8 +66,9 @@ pub struct AlgoInfo {
 pub type WorkerFn = runtime::RunNode;
 
 impl AlgoInfo {
-    /// The parts of an entry that run node type `N`; fill in the rest:
-    /// `AlgoInfo { name: "mine", family: "permission", summary: "…", kernel_lock: false,
+    /// The parts of an entry that run node type `N` (as a worker, in the simulator, as a
+    /// program among its workers, the state check); fill in the rest:
+    /// `AlgoInfo { name: "mine", family: Family::Permission, summary: "…", kernel_lock: false,
     /// theory: |_| None, ..AlgoInfo::runs::<Mine>() }`.
     pub const fn runs<N: Node<Service: RunService + SimService>>() -> AlgoInfo {
         AlgoInfo {

@@ -90,8 +90,11 @@ use workload::{Local, Workload};
 /// Everything a worker runs with: its settings, where the run lives, and the secret.
 #[derive(Clone, Debug)]
 pub struct WorkerOpts {
+    /// The settings the supervisor sent.
     pub settings: WorkerSettings,
+    /// The run's directory.
     pub run_dir: PathBuf,
+    /// The run's secret, for the hellos between workers.
     pub secret: Secret,
     /// Wrap each critical section in `flock(2)` ([`NodeRun::kernel_lock`]).
     pub kernel_lock: bool,
