@@ -84,7 +84,10 @@ pub enum Breach {
     /// The node failed on its own ([`Node::failure`]): a program behind it died,
     /// answered garbage or broke a rule. It does nothing from here on.
     #[error("{why}")]
-    Failed { why: String },
+    Failed {
+        /// The failure, in one line.
+        why: String,
+    },
 }
 
 /// The effects of node type `N`.
