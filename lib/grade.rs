@@ -338,7 +338,8 @@ impl Grader {
 
     /// Real runs start every worker with `command` (`sh -c`) as its node, each answer
     /// due within `timeout`; replay lines repeat `--worker-cmd`. The tests' node type
-    /// must be an [`crate::external::External`] driving the same command.
+    /// must be an [`crate::external::External`]: the simulator's nodes are handed the
+    /// same command in their `Config`.
     pub fn worker_cmd(&mut self, command: &str, timeout: Duration) -> &mut Self {
         self.external = Some(ExternalOpts { command: Some(command.into()), only: Vec::new(), timeout });
         self
