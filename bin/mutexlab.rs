@@ -3,5 +3,5 @@
 //! command line around its own registry.
 
 fn main() -> std::process::ExitCode {
-    mutexlab::cli::main(mutexlab::algos::Registry::builtin())
+    mutexlab::cli::main(mutexlab::registry::Registry::builtin())
 }

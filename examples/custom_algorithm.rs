@@ -18,7 +18,8 @@ use std::collections::VecDeque;
 use std::process::ExitCode;
 
 use mutexlab::algorithm::{Algorithm, Config, Message, NoTimer, Out, PeerId};
-use mutexlab::algos::{AlgoInfo, Registry, Theory};
+use mutexlab::algos::{Family, Theory};
+use mutexlab::registry::{AlgoInfo, Registry};
 use serde::{Deserialize, Serialize};
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -132,7 +133,7 @@ impl Algorithm for CentralZero {
 fn main() -> ExitCode {
     let registry = Registry::builtin().with(AlgoInfo {
         name: "central-zero",
-        family: "permission",
+        family: Family::Permission,
         summary: "a coordinator (lowest id) with a FIFO queue, registered from outside the library",
         kernel_lock: false,
         theory: |s| {

@@ -83,12 +83,25 @@ pub struct Config {
     /// The majority rule, for algorithms that offer it (`run --majority`): a coordinator
     /// grants only what a majority has acknowledged.
     pub majority: bool,
+    /// The program that is this node, for a node whose state lives in another process
+    /// (`external.rs`); `None` for every other node, which ignores it.
+    pub program: Option<Spawn>,
+}
+
+/// A program that stands for a node (`external.rs`): the command it is started with
+/// (`sh -c COMMAND`), and how long it may take over one answer.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Spawn {
+    /// The shell command.
+    pub command: String,
+    /// The deadline for one answer.
+    pub timeout: Duration,
 }
 
 impl Config {
     /// A configuration with the given id and size, seed 0 and no extra parameters.
     pub fn new(id: u32, n: u32) -> Self {
-        Config { id: PeerId(id), n, seed: 0, replicas: None, incarnation: 0, majority: false }
+        Config { id: PeerId(id), n, seed: 0, replicas: None, incarnation: 0, majority: false, program: None }
     }
 
     /// Every node, this one included, in id order.
@@ -118,6 +131,39 @@ impl Config {
     pub fn predecessor(&self, up: impl Fn(PeerId) -> bool) -> Option<PeerId> {
         let (me, n) = (self.id.0, self.n);
         (1..n).map(|k| PeerId((me + n - k) % n)).find(|&p| up(p))
+    }
+}
+
+/// Which service a node type provides, by name: `mutex` (`mutexlab run`) or `election`
+/// (`mutexlab elect`), as the registry lists it and `--json` and the control link write
+/// it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServiceKind {
+    /// Mutual exclusion ([`Mutex`]).
+    Mutex,
+    /// Leader election ([`Election`]).
+    Election,
+}
+
+impl ServiceKind {
+    /// `"mutex"` or `"election"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            ServiceKind::Mutex => "mutex",
+            ServiceKind::Election => "election",
+        }
+    }
+
+    /// The service of that name, if there is one.
+    pub fn from_name(name: &str) -> Option<ServiceKind> {
+        [ServiceKind::Mutex, ServiceKind::Election].into_iter().find(|s| s.as_str() == name)
+    }
+}
+
+impl fmt::Display for ServiceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
     }
 }
 
@@ -403,6 +449,21 @@ pub trait Node: Clone + PartialEq + Eq + Hash + fmt::Debug + Send + 'static {
     fn waiting_for(&self) -> String {
         String::new()
     }
+
+    /// Why this node can go on no longer, if it cannot: it stands for something outside
+    /// the driver's process that failed (a program that died, answered garbage or broke
+    /// a rule, `external.rs`). The host asks after every step and reports it as a
+    /// breach (`Breach::Failed`), so every driver sees it alike. A node of this library's
+    /// own never fails this way: its bugs are panics or breaches of their own.
+    fn failure(&self) -> Option<String> {
+        None
+    }
+
+    /// The host found that a step of this node broke the driver contract (`breach`, in
+    /// words). A node that stands for a program takes it as its failure ([`Node::failure`]),
+    /// since its author wants to hear of it; any other ignores it (the breach is
+    /// reported anyway).
+    fn breached(&mut self, _breach: &str) {}
 }
 
 /// The inputs of node type `N`.

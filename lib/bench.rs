@@ -15,7 +15,6 @@
 
 use std::path::Path;
 
-use crate::algos;
 use crate::supervisor::probe::ping_pong;
 use crate::supervisor::{self, RunOpts};
 
@@ -178,7 +177,10 @@ pub fn run(exe: &Path, quick: bool, all_cpus: bool, json: bool) -> anyhow::Resul
     let total: u64 = if quick { 400 } else { 4_000 };
     let mut saturation = Vec::new();
     // Elections have no critical section to saturate; `none` is not a lock.
-    for info in algos::registry().iter().filter(|a| a.name != "none" && a.service == "mutex") {
+    for info in crate::registry::registry()
+        .iter()
+        .filter(|a| a.name != "none" && a.service == crate::algorithm::ServiceKind::Mutex)
+    {
         for &n in sizes {
             let run = mutex_run(&opts(exe, info.name, n, (total / u64::from(n)).max(1), 0.0));
             say(match &run {

@@ -8,7 +8,7 @@
 //! start) with a few lines of `main`:
 //!
 //! ```no_run
-//! use mutexlab::algos::Registry;
+//! use mutexlab::registry::Registry;
 //!
 //! fn main() -> std::process::ExitCode {
 //!     // Registry::builtin().with(AlgoInfo { name: "mine", …, ..AlgoInfo::runs::<Mine>() })
@@ -20,12 +20,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
-use crate::algos::Registry;
+use crate::algorithm::ServiceKind;
 use crate::control::Detector;
 use crate::exit::{self, Error, Kind, Outcome, Verdict};
 use crate::faults::{self, Plan};
+use crate::registry::Registry;
 use crate::supervisor::{ElectOpts, Initiators, RunError, RunOpts};
-use crate::{algos, audit, bench, compare, html, report, runtime, supervisor};
+use crate::{audit, bench, compare, html, registry, report, supervisor};
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
@@ -397,11 +398,12 @@ fn command(registry: Registry) -> Outcome {
         Cmd::Elect(a) => cmd_elect(a),
         Cmd::Algorithms => {
             let mut text = String::new();
-            for (service, title) in
-                [("mutex", "Mutual exclusion (mutexlab run)"), ("election", "Elections (mutexlab elect)")]
-            {
+            for (service, title) in [
+                (ServiceKind::Mutex, "Mutual exclusion (mutexlab run)"),
+                (ServiceKind::Election, "Elections (mutexlab elect)"),
+            ] {
                 text.push_str(&format!("{title}:\n"));
-                for a in algos::registry().iter().filter(|a| a.service == service) {
+                for a in registry::registry().iter().filter(|a| a.service == service) {
                     text.push_str(&format!("  {:<22} {:<11} {}\n", a.name, a.family, a.summary));
                 }
             }
@@ -419,7 +421,7 @@ fn command(registry: Registry) -> Outcome {
             Ok(Verdict::Pass)
         }
         Cmd::Compare(a) => cmd_compare(a),
-        Cmd::Worker(w) => match runtime::run_worker(&w.run_dir, w.id) {
+        Cmd::Worker(w) => match registry::run_worker(&w.run_dir, w.id) {
             Ok(()) => Ok(Verdict::Pass),
             Err(e) => {
                 let who = w.id.map_or("worker".to_string(), |id| format!("w{id}"));
@@ -770,7 +772,7 @@ fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Out
 /// The registered spelling of an algorithm typed in another case (`Lamport`); an unknown
 /// name is left for validation to refuse.
 fn canonical(algo: String) -> String {
-    algos::lookup(&algo).map_or(algo, |a| a.name.to_string())
+    registry::lookup(&algo).map_or(algo, |a| a.name.to_string())
 }
 
 fn cmd_compare(a: CompareArgs) -> Outcome {

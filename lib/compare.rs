@@ -23,9 +23,11 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::algos::{self, AlgoInfo, Shape, Theory};
+use crate::algorithm::ServiceKind;
+use crate::algos::{Claim, Family, Shape, Theory};
 use crate::control::{Detector, RESOURCE_FILE};
 use crate::faults::Plan;
+use crate::registry::{self, AlgoInfo};
 use crate::resource::Record;
 use crate::supervisor::{self, AppliedFault, Report, RunError, RunOpts};
 
@@ -320,143 +322,18 @@ impl Fault {
     }
 }
 
-/// What the notes claim for one algorithm, in this project's words. The notes' table
-/// has rows for centralized, decentralized (`voting`), distributed (`ricart-agrawala`)
-/// and token ring; for the others the textbook figures are given, marked as such.
-struct Claim {
-    name: &'static str,
-    /// Messages per entry and exit, for N workers.
-    messages: fn(u32) -> String,
-    /// Delay before entry with nobody ahead, in T.
-    entry: fn(u32) -> String,
-    /// Synchronisation delay, in T.
-    sync: fn(u32) -> String,
-    problems: &'static str,
-    /// The coordinator's own entries cost no message and are left out of the count.
-    coordinator_free: bool,
-}
-
-static CLAIMS: &[Claim] = &[
-    Claim {
-        name: "centralized",
-        messages: |_| "3 (notes)".into(),
-        entry: |_| "2 (notes)".into(),
-        sync: |_| "2: RELEASE, GRANT".into(),
-        problems: "coordinator crash (notes)",
-        coordinator_free: true,
-    },
-    Claim {
-        name: "centralized-bully",
-        messages: |_| "3, plus elections".into(),
-        entry: |_| "2".into(),
-        sync: |_| "2: RELEASE, GRANT".into(),
-        problems: "lost messages stall a recovery; a paused coordinator stops all",
-        coordinator_free: true,
-    },
-    Claim {
-        name: "lamport",
-        messages: |n| format!("3(N-1) = {}", 3 * (n - 1)),
-        entry: |_| "2: REQUEST, ACK".into(),
-        sync: |_| "1: RELEASE".into(),
-        problems: "any crash (no ACK); lost messages",
-        coordinator_free: false,
-    },
-    Claim {
-        name: "maekawa",
-        messages: |n| {
-            let k = algos::maekawa::mean_quorum_size(n);
-            format!("3(K-1) to 5(K-1) = {:.1}-{:.1}", 3.0 * (k - 1.0), 5.0 * (k - 1.0))
-        },
-        entry: |_| "2: REQUEST, LOCKED".into(),
-        sync: |_| "2: RELEASE, LOCKED".into(),
-        problems: "crash of a quorum member",
-        coordinator_free: false,
-    },
-    Claim {
-        name: "ricart-agrawala",
-        messages: |n| format!("2(N-1) = {} (notes)", 2 * (n - 1)),
-        entry: |n| format!("2(N-1) = {} (notes)", 2 * (n - 1)),
-        sync: |_| "1: a deferred REPLY".into(),
-        problems: "any process crash (notes)",
-        coordinator_free: false,
-    },
-    Claim {
-        name: "ricart-agrawala-rc",
-        messages: |n| format!("0 to 2(N-1) = {}", 2 * (n - 1)),
-        entry: |_| "0 to 2".into(),
-        sync: |_| "1: a REPLY".into(),
-        problems: "any process crash",
-        coordinator_free: false,
-    },
-    Claim {
-        name: "voting",
-        messages: |_| "2mk+m, k attempts (notes)".into(),
-        entry: |_| "2mk (notes)".into(),
-        sync: |_| "2 or more: back-off".into(),
-        problems: "starvation, low efficiency (notes); amnesia after restart",
-        coordinator_free: false,
-    },
-    Claim {
-        name: "token-ring",
-        messages: |_| "1 to ∞ (notes)".into(),
-        entry: |n| format!("0 to N-1 = {} (notes); here an idle hop waits 1 ms", n - 1),
-        sync: |n| format!("1 to N-1 = {}", n - 1),
-        problems: "lost token, process crash (notes)",
-        coordinator_free: false,
-    },
-    Claim {
-        name: "token-ring-ft",
-        messages: |_| "1 to ∞, plus a ring election per lost token".into(),
-        entry: |n| format!("0 to N-1 = {}; an idle hop waits 1 ms", n - 1),
-        sync: |n| format!("1 to N-1 = {}", n - 1),
-        problems: "survives a lost token by regenerating it",
-        coordinator_free: false,
-    },
-    Claim {
-        name: "suzuki-kasami",
-        messages: |n| format!("0 or N = {n}"),
-        entry: |_| "0 or 2".into(),
-        sync: |_| "1: TOKEN".into(),
-        problems: "holder crash loses the token",
-        coordinator_free: false,
-    },
-    Claim {
-        name: "ra-token",
-        messages: |n| format!("0 or N = {n}"),
-        entry: |_| "0 or 2".into(),
-        sync: |_| "1: TOKEN".into(),
-        problems: "holder crash loses the token",
-        coordinator_free: false,
-    },
-    Claim {
-        name: "raymond",
-        messages: |n| format!("0 to 2D = {}", 2 * algos::raymond::diameter(n)),
-        entry: |n| format!("0 to 2D = {}", 2 * algos::raymond::diameter(n)),
-        sync: |n| format!("1 to D = {}", algos::raymond::diameter(n)),
-        problems: "a crash cuts the tree or loses the token",
-        coordinator_free: false,
-    },
-    Claim {
-        name: "neilsen-mizuno",
-        messages: |n| format!("0 to D+1 = {}", algos::neilsen_mizuno::diameter(n) + 1),
-        entry: |n| format!("0 to D+1 = {}", algos::neilsen_mizuno::diameter(n) + 1),
-        sync: |_| "1: TOKEN".into(),
-        problems: "a crash cuts the tree or loses the token",
-        coordinator_free: false,
-    },
-];
-
-/// The claim for `name`, if the table has one (an algorithm from another crate may not).
+/// The claim for `name`, if its registry entry has one (an algorithm from another
+/// crate may not).
 fn claim(name: &str) -> Option<&'static Claim> {
-    CLAIMS.iter().find(|c| c.name == name)
+    registry::info(name).and_then(|a| a.claim.as_ref())
 }
 
 /// Why an algorithm of the registry is left out by default, if it is.
 fn excluded_why(a: &AlgoInfo) -> Option<&'static str> {
-    if a.service != "mutex" {
+    if a.service != ServiceKind::Mutex {
         return Some("an election, not mutual exclusion");
     }
-    if a.family == "baseline" {
+    if a.family == Family::Baseline {
         return Some(
             "baselines that send no message, so there is nothing to count or to measure in \
              message times (`none` is unsafe by design, `flock` is the kernel's lock)",
@@ -470,10 +347,10 @@ fn excluded_why(a: &AlgoInfo) -> Option<&'static str> {
 pub fn default_algorithms() -> (Vec<&'static str>, Vec<Excluded>) {
     let mut chosen = Vec::new();
     let mut left = Vec::new();
-    for a in algos::registry().iter() {
+    for a in registry::registry().iter() {
         match excluded_why(a) {
             None => chosen.push(a.name),
-            Some(why) if a.service == "mutex" => {
+            Some(why) if a.service == ServiceKind::Mutex => {
                 left.push(Excluded { algorithm: a.name.into(), why: why.into() })
             }
             Some(_) => {}
@@ -555,9 +432,9 @@ pub fn validate(o: &CompareOpts) -> Result<(), String> {
         return Err(format!("-k must be between 2 and 1000, not {}", o.entries));
     }
     for name in &o.algos {
-        match algos::lookup(name) {
+        match registry::lookup(name) {
             Err(e) => return Err(e),
-            Ok(a) if a.service != "mutex" => {
+            Ok(a) if a.service != ServiceKind::Mutex => {
                 return Err(format!("{name:?} is an election, and compare measures mutual exclusion"))
             }
             Ok(_) => {}
@@ -655,7 +532,7 @@ fn unclean(what: &str, r: &Report) -> Option<String> {
 
 /// One algorithm's row: two measurement runs and the fault runs.
 fn measure(o: &CompareOpts, name: &str, t_ms: f64, tmp: &Path) -> Result<Row, RunError> {
-    let info = algos::info(name).ok_or_else(|| RunError::Usage(format!("unknown algorithm {name:?}")))?;
+    let info = registry::info(name).ok_or_else(|| RunError::Usage(format!("unknown algorithm {name:?}")))?;
     let c = claim(name);
     let free = c.is_some_and(|c| c.coordinator_free);
     let n = o.workers;

@@ -37,7 +37,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::algorithm::PeerId;
+use crate::algorithm::{PeerId, ServiceKind};
 use crate::auth::Secret;
 
 /// The file descriptor a worker finds its control link on.
@@ -165,7 +165,7 @@ impl WorkerSettings {
     /// (before it spawns) and the worker (when it reads them) apply. `service` is what
     /// the registry says `algo` provides (`mutex`, `election`), `None` if it knows no
     /// such algorithm: the control link sits below the registry and does not ask it.
-    pub fn check(&self, service: Option<&str>) -> Result<(), String> {
+    pub fn check(&self, service: Option<ServiceKind>) -> Result<(), String> {
         if self.workers == 0 || self.workers > MAX_WORKERS {
             return Err(format!("workers must be between 1 and {MAX_WORKERS}, not {}", self.workers));
         }
@@ -180,8 +180,8 @@ impl WorkerSettings {
             return Err(format!("unknown algorithm {:?}", self.algo));
         }
         let mutex = match &self.external {
-            Some(e) => e.service == "mutex",
-            None => service == Some("mutex"),
+            Some(e) => e.service == ServiceKind::Mutex.as_str(),
+            None => service == Some(ServiceKind::Mutex),
         };
         if mutex && self.duration.is_none() && self.entries == 0 {
             return Err("neither entries nor a duration".into());

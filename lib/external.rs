@@ -11,18 +11,18 @@
 //! and all it starts die with the worker, however the worker ends; where the kernel
 //! allows, the keeper is the init of a PID namespace, so they die with it too.
 //!
-//! The node interface has no error channel, so a child that fails (garbage, a line
-//! that is not a list of outputs, no answer within the deadline, a line nobody asked
-//! for, an exit) is killed and reaped at once, the node goes quiet, and the failure is
-//! kept for its driver: the worker runtime asks [`check`] after every step and ends the
-//! worker with the one-line reason, which reaches the run's report as the worker's
-//! `Fatal`. A breach of the
-//! driver contract by an external node (a self-send, an `enter` nobody asked for) fails
-//! it the same way, since a student wants to hear of it, not find it in a log.
+//! A child that fails (garbage, a line that is not a list of outputs, no answer within
+//! the deadline, a line nobody asked for, an exit) is killed and reaped at once, the
+//! node goes quiet, and the failure is the node's own ([`Node::failure`]), which the
+//! host reports after the step as a breach ([`crate::host::Breach::Failed`]): the
+//! worker runtime ends the worker with the one-line reason, which reaches the run's
+//! report as the worker's `Fatal`, and the simulator fails its run with it. A breach of
+//! the driver contract by an external node (a self-send, an `enter` nobody asked for)
+//! fails it the same way ([`Node::breached`]), since a student wants to hear of it, not
+//! find it in a log.
 //!
-//! The command a node runs is not part of [`Config`], so the driver names it first, per
-//! thread ([`set_command`]): each worker process drives one node on its main thread, and
-//! the simulator drives all of its nodes on one thread.
+//! The command a node runs comes in its [`Config`] (`program`): the runtime sets it
+//! from the worker's settings, and the simulator's caller with `Sim::with_config`.
 //!
 //! Messages take one of two JSON forms ([`JsonForm`]). When every worker is external
 //! they are any object with a string `type` ([`Json`]). When one external worker runs
@@ -30,7 +30,6 @@
 //! algorithm's own messages ([`Ref`]): the same bytes on the wire, and a flat JSON
 //! object for the program, so the reference workers never know the difference.
 
-use std::cell::RefCell;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -43,11 +42,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use crate::algorithm::Spawn;
 use crate::algorithm::{Config, Input, Message, Node, NodeInput, NodeOut, Output};
-use crate::algos::{self, AlgoInfo};
 pub use crate::control::ExternalWorker;
-use crate::control::WorkerSettings;
-use crate::host::Breach;
 use crate::runtime::RunService;
 use crate::sim::SimService;
 
@@ -219,120 +216,13 @@ impl<M: Message> JsonForm for Ref<M> {
     }
 }
 
-/// The command a node made on this thread runs, and what to call it in logs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Spawn {
-    pub command: String,
-    pub timeout: Duration,
-}
-
-thread_local! {
-    static SPAWN: RefCell<Option<Spawn>> = const { RefCell::new(None) };
-    /// The first failure of an external node on this thread, for [`check`].
-    static FAILED: RefCell<Option<String>> = const { RefCell::new(None) };
-    /// The last exchange (input line, answer line), to quote when the host reports a
-    /// breach.
-    static LAST: RefCell<Option<(String, String)>> = const { RefCell::new(None) };
-}
-
-/// Name the command every [`External`] created on this thread from now on runs
-/// (`None`: none may be created). Clears any failure kept from before.
-pub fn set_command(spawn: Option<Spawn>) {
-    SPAWN.with(|s| *s.borrow_mut() = spawn);
-    FAILED.with(|f| *f.borrow_mut() = None);
-    LAST.with(|l| *l.borrow_mut() = None);
-}
-
-/// For a driver, after each step: the failure of an external node on this thread, or
-/// the first breach among `breaches` if an external node caused it. `Ok` when no
-/// external node runs here.
-pub fn check(breaches: &[Breach]) -> Result<(), String> {
-    if let Some(why) = FAILED.with(|f| f.borrow().clone()) {
-        return Err(why);
-    }
-    let Some(command) = SPAWN.with(|s| s.borrow().as_ref().map(|s| s.command.clone())) else {
-        return Ok(());
-    };
-    let Some(breach) = breaches.first() else { return Ok(()) };
-    let (sent, got) = LAST.with(|l| l.borrow().clone()).unwrap_or_default();
-    Err(format!(
-        "external node `{command}` broke the contract: {breach}; it was sent {} and answered {}",
-        quote(&sent),
-        quote(&got)
-    ))
-}
-
-/// The registry entry for `--worker-cmd`: node type [`External`] of the service, named
-/// `label`. A label that names a built-in algorithm of the same service lends its
-/// family and theory, so a Ricart-Agrawala in Python is compared with 2(N-1).
-pub fn info(label: &str, service: &str) -> &'static AlgoInfo {
-    let base = match service {
-        "election" => AlgoInfo::runs::<External<crate::algorithm::Election>>(),
-        _ => AlgoInfo::runs::<External<crate::algorithm::Mutex>>(),
-    };
-    let like = algos::info(label).filter(|a| a.service == base.service);
-    let info = AlgoInfo {
-        name: Box::leak(label.to_string().into_boxed_str()),
-        family: like.map_or("external", |a| a.family),
-        highest_wins: like.is_some_and(|a| a.highest_wins),
-        summary: "a node in another program, over JSON lines (labs/PROTOCOL.md)",
-        theory: like.map_or(|_| None, |a| a.theory),
-        ..base
-    };
-    // One per run or worker: leaking keeps the `&'static` every registry entry has.
-    Box::leak(Box::new(info))
-}
-
-/// In a worker: the registry entry to run with, when its settings name an external
-/// program; the thread's command is set as a side effect.
-pub fn worker_info(settings: &WorkerSettings) -> Option<&'static AlgoInfo> {
-    let ext = settings.external.as_ref()?;
-    set_command(Some(Spawn { command: ext.command.clone(), timeout: ext.timeout }));
-    if ext.among_reference {
-        let reference = algos::info(&settings.algo)?;
-        let worker = mixed(&settings.algo)?;
-        return Some(Box::leak(Box::new(AlgoInfo { worker, ..*reference })));
-    }
-    Some(info(&settings.algo, &ext.service))
-}
-
-/// How to run an external worker among the workers of the built-in algorithm `name`
-/// (`--worker-cmd-for`): with that algorithm's messages. `None` for an algorithm
-/// that cannot have one (the baselines send nothing; a registry's own algorithms are
-/// not known here).
-pub fn mixed(name: &str) -> Option<crate::algos::WorkerFn> {
-    use crate::algorithm::{Election as E, Mutex as X};
-    use crate::algos::*;
-    use crate::runtime::run_node;
-    Some(match name {
-        "centralized" => run_node::<External<X, Ref<centralized::Msg>>>,
-        "centralized-bully" => run_node::<External<X, Ref<centralized_bully::Msg>>>,
-        "lamport" => run_node::<External<X, Ref<lamport::Msg>>>,
-        "maekawa" => run_node::<External<X, Ref<maekawa::Msg>>>,
-        "ricart-agrawala" | "ricart-agrawala-rc" => run_node::<External<X, Ref<ricart_agrawala::Msg>>>,
-        "voting" => run_node::<External<X, Ref<voting::Msg>>>,
-        "token-ring" => run_node::<External<X, Ref<token_ring::Msg>>>,
-        "token-ring-ft" => run_node::<External<X, Ref<token_ring_ft::Msg>>>,
-        "suzuki-kasami" => run_node::<External<X, Ref<suzuki_kasami::Msg>>>,
-        "ra-token" => run_node::<External<X, Ref<ra_token::Msg>>>,
-        "raymond" => run_node::<External<X, Ref<raymond::Msg>>>,
-        "neilsen-mizuno" => run_node::<External<X, Ref<neilsen_mizuno::Msg>>>,
-        "bully" => run_node::<External<E, Ref<bully::Msg>>>,
-        "bully-gm" => run_node::<External<E, Ref<bully_gm::Msg>>>,
-        "chang-roberts" | "chang-roberts-down" => run_node::<External<E, Ref<chang_roberts::Msg>>>,
-        "hirschberg-sinclair" => run_node::<External<E, Ref<hirschberg_sinclair::Msg>>>,
-        "ring-list" => run_node::<External<E, Ref<ring_list::Msg>>>,
-        _ => return None,
-    })
-}
-
 /// A node that is a child process speaking JSON lines. Clones share the process (a
 /// driver that copies states, such as an exhaustive checker, cannot use it); equality
 /// and hashing are by that process.
 ///
 /// Method groups: making one ([`Node::create`], which spawns and sends `init`);
 /// driving it ([`Node::step`], through `exchange` and `answer`); failing (`fail`, which
-/// kills and reaps the child and keeps the reason for [`check`]).
+/// kills and reaps the child and keeps the reason for [`Node::failure`]).
 pub struct External<S, M = Json> {
     child: Arc<StdMutex<Program>>,
     service: PhantomData<fn() -> (S, M)>,
@@ -346,7 +236,7 @@ struct Program {
     timeout: Duration,
     /// `None` once it has failed and been reaped.
     process: Option<(Child, ChildStdin)>,
-    /// Why it failed, for stall diagnoses.
+    /// Why it failed: the node's [`Node::failure`], and its stall diagnosis.
     failed: Option<String>,
     /// Lines from its stdout, read by a thread so a read can time out. The channel
     /// holds one line: a program that writes more than it is asked stalls on its own
@@ -434,14 +324,16 @@ impl Program {
         self.early = None;
     }
 
-    /// Give up on the program: reap it and keep the reason for [`check`].
+    /// Give up on the program: reap it and keep the reason for [`Node::failure`].
     fn fail(&mut self, why: String) {
-        self.reap();
         let why = format!("external node `{}`: {why}", self.command);
-        self.failed = Some(why.clone());
-        FAILED.with(|f| {
-            f.borrow_mut().get_or_insert(why);
-        });
+        self.give_up(why);
+    }
+
+    /// Reap the program and keep `why`, whole, unless it has failed already.
+    fn give_up(&mut self, why: String) {
+        self.reap();
+        self.failed.get_or_insert(why);
     }
 
     /// How the program ended, if it has (waiting briefly: its stdout closes a moment
@@ -528,7 +420,6 @@ impl Program {
                 ))
             }
         };
-        LAST.with(|l| *l.borrow_mut() = Some((sent.to_string(), got.clone())));
         self.last = Some((sent.to_string(), got.clone()));
         serde_json::from_str(&got).map_err(|e| {
             format!("was sent {} and answered {}, which is not JSON ({e})", quote(sent), quote(&got))
@@ -1087,7 +978,7 @@ impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
     type Service = S;
 
     fn create(cfg: &Config) -> Self {
-        let given = SPAWN.with(|s| s.borrow().clone());
+        let given = cfg.program.as_ref();
         let name = cfg.id.to_string();
         let mut child = Program {
             name: name.clone(),
@@ -1100,7 +991,7 @@ impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
             last: None,
             log_done: None,
         };
-        match given.as_ref().map(|s| spawn(&name, &s.command)) {
+        match given.map(|s| spawn(&name, &s.command)) {
             None => child.fail("no worker command was given for an external node".into()),
             Some(Err(e)) => child.fail(format!("cannot be started: {e}")),
             Some(Ok((process, stdin, lines, log_done))) => {
@@ -1149,8 +1040,26 @@ impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
 
     fn waiting_for(&self) -> String {
         let child = self.child.lock().unwrap_or_else(|e| e.into_inner());
-        // A driver that does not ask `check` (the simulator) still hears why.
         child.failed.clone().unwrap_or_default()
+    }
+
+    fn failure(&self) -> Option<String> {
+        self.child.lock().unwrap_or_else(|e| e.into_inner()).failed.clone()
+    }
+
+    fn breached(&mut self, breach: &str) {
+        let mut child = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        if child.failed.is_some() {
+            return; // its first failure is the one told
+        }
+        let (sent, got) = child.last.clone().unwrap_or_default();
+        let why = format!(
+            "external node `{}` broke the contract: {breach}; it was sent {} and answered {}",
+            child.command,
+            quote(&sent),
+            quote(&got)
+        );
+        child.give_up(why);
     }
 }
 
@@ -1203,13 +1112,6 @@ mod tests {
         let e = Ref::<Msg>::from_json(json!({"type": "REQUEST"})).unwrap_err();
         assert!(e.contains("missing field `ticket`"), "{e}");
         assert!(Ref::<Msg>::from_json(json!(["REQUEST"])).is_err());
-    }
-
-    #[test]
-    fn every_built_in_algorithm_but_the_baselines_can_have_an_external_worker() {
-        for a in crate::algos::BUILTIN {
-            assert_eq!(mixed(a.name).is_some(), a.family != "baseline", "{}", a.name);
-        }
     }
 
     #[test]

@@ -36,7 +36,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 
-use crate::algorithm::{Node, PeerId};
+use crate::algorithm::{Node, PeerId, Spawn};
 use crate::audit::Violation;
 use crate::exit::{self, Error, Verdict};
 use crate::faults::Plan;
@@ -339,7 +339,8 @@ impl Grader {
 
     /// Real runs start every worker with `command` (`sh -c`) as its node, each answer
     /// due within `timeout`; replay lines repeat `--worker-cmd`. The tests' node type
-    /// must be an [`crate::external::External`] driving the same command.
+    /// must be an [`crate::external::External`]: the simulator's nodes are handed the
+    /// same command in their `Config`.
     pub fn worker_cmd(&mut self, command: &str, timeout: Duration) -> &mut Self {
         self.external = Some(ExternalOpts { command: Some(command.into()), only: Vec::new(), timeout });
         self
@@ -502,6 +503,14 @@ fn selected(id: &str, ids: &[String]) -> bool {
     ids.is_empty() || ids.iter().any(|want| id == want || id.split('.').next() == Some(want.as_str()))
 }
 
+/// A simulator of `n` nodes: a program's nodes (`--worker-cmd`) run it.
+fn simulator<N: Node<Service: SimService>>(ctx: &Ctx, n: u32, seed: u64) -> Sim<N> {
+    let program = ctx.external.as_ref().and_then(|e| {
+        e.command.as_ref().map(|command| Spawn { command: command.clone(), timeout: e.timeout })
+    });
+    Sim::with_config(n, seed, |cfg| cfg.program = program.clone())
+}
+
 fn run_sweep<N: Node<Service: SimService>>(sw: &Sweep, ctx: &Ctx, id: &str) -> Result<(), String> {
     let sizes: Vec<u32> = match ctx.n {
         Some(n) => vec![n],
@@ -514,7 +523,7 @@ fn run_sweep<N: Node<Service: SimService>>(sw: &Sweep, ctx: &Ctx, id: &str) -> R
     for &n in &sizes {
         for seed in seeds.clone() {
             let replay = format!("replay: {} {id} --n {n} --seed {seed}", ctx.replay);
-            let mut sim = Sim::<N>::new(n, seed).stale_timers(true);
+            let mut sim = simulator::<N>(ctx, n, seed).stale_timers(true);
             if sw.non_fifo {
                 sim = sim.non_fifo();
             }
@@ -558,11 +567,11 @@ fn sim_failure(e: &SimError, full: bool, replay: &str) -> String {
 fn run_real<N: Node<Service: SimService>>(real: &Real, ctx: &Ctx) -> Result<(), String> {
     // An unfinished node fails here, before any process is started for it. Only a
     // panic counts: how the simulator judges the runs is for the lab's sweeps to say.
-    let quiet = || quietly(|| Sim::<N>::new(real.workers, 0).run(1)).map(drop);
+    let quiet = || quietly(|| simulator::<N>(ctx, real.workers, 0).run(1)).map(drop);
     let rough = |seed| {
         // Only a panic is looked for: a node that stalls need not be run to the
         // simulator's full step limit first.
-        let sim = || Sim::<N>::new(real.workers, seed).stale_timers(true).crashes(2, |_| true);
+        let sim = || simulator::<N>(ctx, real.workers, seed).stale_timers(true).crashes(2, |_| true);
         quietly(|| sim().max_steps(PRECHECK_STEPS).run(2)).map(drop)
     };
     let seeds = if real.try_crashes { 0..PRECHECK_SEEDS } else { 0..0 };

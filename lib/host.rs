@@ -19,6 +19,12 @@
 //!   outside `0..n` (a leader nobody can be), is a breach.
 //! - `Count` passes through, for the driver to tally.
 //!
+//! A node that stands for a program (`external.rs`) may fail on its own (the
+//! program died, answered garbage or broke one of the rules above): after every step
+//! the host asks it ([`Node::failure`], having told it of any breach with
+//! [`Node::breached`]) and reports the failure as [`Breach::Failed`], first among the
+//! step's breaches, so the runtime, the simulator and any other driver see it alike.
+//!
 //! And with inputs: anything before `Start`, a second `Start`, a call the application
 //! may not make now, or a message from itself or a stranger is a breach and never
 //! reaches the node; a `PeerDown` for a peer already down, or a `PeerUp` for one that is
@@ -75,6 +81,13 @@ pub enum Breach {
     /// The driver delivered a message from the node itself or from a stranger.
     #[error("a message from {from}, which is not a peer; not passed on")]
     Stranger { from: PeerId },
+    /// The node failed on its own ([`Node::failure`]): a program behind it died,
+    /// answered garbage or broke a rule. It does nothing from here on.
+    #[error("{why}")]
+    Failed {
+        /// The failure, in one line.
+        why: String,
+    },
 }
 
 /// The effects of node type `N`.
@@ -156,14 +169,26 @@ impl<N: Node> Host<N> {
         let mut step = Step::default();
         if let Some(breach) = self.admit(&input) {
             step.breaches.extend(breach);
-            return step;
+        } else {
+            let mut out = NodeOut::<N>::new(now);
+            self.node.step(input, &mut out);
+            for output in out.drain() {
+                self.carry(output, &mut step);
+            }
         }
-        let mut out = NodeOut::<N>::new(now);
-        self.node.step(input, &mut out);
-        for output in out.drain() {
-            self.carry(output, &mut step);
-        }
+        self.own_failure(&mut step);
         step
+    }
+
+    /// Tell the node of the step's first breach, then report its own failure, if it has
+    /// one, first among the breaches.
+    fn own_failure(&mut self, step: &mut Step<N>) {
+        if let Some(breach) = step.breaches.first() {
+            self.node.breached(&breach.to_string());
+        }
+        if let Some(why) = self.node.failure() {
+            step.breaches.insert(0, Breach::Failed { why });
+        }
     }
 
     /// A timer armed with `generation` has come due. `None` if it has been reset or
@@ -447,6 +472,55 @@ mod tests {
         assert_eq!(h.node().heard, ["down w0", "up w0"]);
         let stranger = Input::Message { from: PeerId(1), msg: Cmd::Count };
         assert_eq!(h.step(Duration::ZERO, stranger).breaches, [Breach::Stranger { from: PeerId(1) }]);
+    }
+
+    /// A node standing for a program that fails when told to, or when it breaks a rule.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct Fragile {
+        failed: Option<String>,
+    }
+
+    impl Node for Fragile {
+        type Msg = Cmd;
+        type Timer = u8;
+        type Service = crate::algorithm::Mutex;
+        fn create(_: &Config) -> Self {
+            Fragile { failed: None }
+        }
+        fn step(&mut self, input: NodeInput<Self>, out: &mut NodeOut<Self>) {
+            match input {
+                Input::Message { msg: Cmd::Count, .. } => {
+                    self.failed.get_or_insert_with(|| "it died".into());
+                }
+                Input::Message { msg: Cmd::SendTo(p), .. } => out.send(PeerId(p), Cmd::Count),
+                _ => {}
+            }
+        }
+        fn failure(&self) -> Option<String> {
+            self.failed.clone()
+        }
+        fn breached(&mut self, breach: &str) {
+            self.failed.get_or_insert(format!("broke the contract: {breach}"));
+        }
+    }
+
+    #[test]
+    fn a_node_s_own_failure_is_a_breach_first_among_the_step_s() {
+        let mut h: Host<Fragile> = Host::new(Config::new(1, 3));
+        let tell =
+            |h: &mut Host<Fragile>, msg| h.step(Duration::ZERO, Input::Message { from: PeerId(0), msg });
+        assert_eq!(h.step(Duration::ZERO, Input::Start), Step::default());
+        assert_eq!(tell(&mut h, Cmd::SendTo(2)).breaches, []);
+        // A rule broken: the node hears of it and fails over it.
+        let s = tell(&mut h, Cmd::SendTo(1));
+        let why = "broke the contract: the algorithm sent CMD to itself; dropped";
+        assert_eq!(s.breaches, [Breach::Failed { why: why.into() }, Breach::SelfSend { kind: "CMD".into() }]);
+        assert_eq!(s.breaches[0].to_string(), why);
+        // Failed, it stays failed: every step says so, the first failure kept.
+        assert_eq!(tell(&mut h, Cmd::Count).breaches, [Breach::Failed { why: why.into() }]);
+        let mut h: Host<Fragile> = Host::new(Config::new(1, 3));
+        h.step(Duration::ZERO, Input::Start);
+        assert_eq!(tell(&mut h, Cmd::Count).breaches, [Breach::Failed { why: "it died".into() }]);
     }
 
     #[test]

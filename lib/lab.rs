@@ -17,9 +17,9 @@
 
 use std::process::ExitCode;
 
-use crate::algos::Registry;
 use crate::exit::{self, Error, Outcome};
 pub use crate::panics::{is_unwritten, quietly, unwritten, NOT_WRITTEN};
+use crate::registry::Registry;
 
 /// A lab program's `main`. With `grade` as its first argument it installs `registry`
 /// (the workers a real-run test starts are this program again, and must know the same

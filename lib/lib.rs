@@ -27,6 +27,7 @@ pub mod host;
 pub mod html;
 pub mod lab;
 pub mod panics;
+pub mod registry;
 pub mod report;
 pub mod resource;
 pub mod runtime;

@@ -311,13 +311,18 @@ fn algorithms_are_listed() {
     // Every registered algorithm, each on a line of its own with its family, under the
     // heading of the command that runs its service.
     let elections = s.find("Elections (mutexlab elect):").expect("an elections heading");
-    for a in mutexlab::algos::BUILTIN {
+    for a in mutexlab::registry::BUILTIN {
         let at = s.find(&format!("\n  {} ", a.name)).unwrap_or_else(|| panic!("{} not listed: {s}", a.name));
         let line = s[at + 1..].lines().next().unwrap();
-        assert!(line.contains(a.family), "{line}");
-        assert_eq!(at > elections, a.service == "election", "{} under the wrong heading: {s}", a.name);
+        assert!(line.contains(a.family.as_str()), "{line}");
+        assert_eq!(
+            at > elections,
+            a.service == mutexlab::algorithm::ServiceKind::Election,
+            "{} under the wrong heading: {s}",
+            a.name
+        );
     }
-    assert_eq!(s.lines().count(), mutexlab::algos::BUILTIN.len() + 2);
+    assert_eq!(s.lines().count(), mutexlab::registry::BUILTIN.len() + 2);
 }
 
 #[test]

@@ -14,7 +14,11 @@ fn elect(args: &[&str]) -> (std::process::Output, serde_json::Value) {
 }
 
 fn election_algorithms() -> Vec<&'static str> {
-    mutexlab::algos::BUILTIN.iter().filter(|a| a.service == "election").map(|a| a.name).collect()
+    mutexlab::registry::BUILTIN
+        .iter()
+        .filter(|a| a.service == mutexlab::algorithm::ServiceKind::Election)
+        .map(|a| a.name)
+        .collect()
 }
 
 #[test]

@@ -247,9 +247,8 @@ fn a_program_inventing_message_types_costs_its_worker_a_bounded_count() {
 
 #[test]
 fn the_simulator_drives_the_python_node_through_the_host() {
-    external::set_command(Some(Spawn { command: example(), timeout: external::DEFAULT_TIMEOUT }));
-    let report = Sim::<External<Mutex>>::new(3, 7).run(5);
-    external::set_command(None);
+    let program = Spawn { command: example(), timeout: external::DEFAULT_TIMEOUT };
+    let report = Sim::<External<Mutex>>::with_config(3, 7, |c| c.program = Some(program.clone())).run(5);
     let report = report.unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(report.entries, 15);
     assert_eq!(report.count("REQUEST"), 2 * 15);
@@ -388,9 +387,8 @@ fn worker_cmd_for_is_refused_where_it_cannot_work() {
 #[test]
 fn the_simulator_names_a_failed_program_in_its_diagnosis() {
     let garbage = node("'garbage'");
-    external::set_command(Some(Spawn { command: garbage.command(), timeout: external::DEFAULT_TIMEOUT }));
-    let run = Sim::<External<Mutex>>::new(2, 1).run(1);
-    external::set_command(None);
+    let program = Spawn { command: garbage.command(), timeout: external::DEFAULT_TIMEOUT };
+    let run = Sim::<External<Mutex>>::with_config(2, 1, |c| c.program = Some(program.clone())).run(1);
     let e = run.expect_err("a node that answers garbage cannot serve anyone");
     assert!(e.to_string().contains("answered `garbage`, which is not JSON"), "{e}");
     garbage.assert_gone();

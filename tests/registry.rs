@@ -43,7 +43,7 @@ fn the_custom_command_line_lists_it_beside_the_built_in_ones() {
     assert!(text.lines().any(|l| l.starts_with("  central-zero ")), "{text}");
     assert!(text.lines().any(|l| l.starts_with("  centralized ")), "{text}");
     // Two headings, the built-in algorithms and the one it adds.
-    assert_eq!(text.lines().count(), mutexlab::algos::BUILTIN.len() + 3);
+    assert_eq!(text.lines().count(), mutexlab::registry::BUILTIN.len() + 3);
     // The stock binary does not know it, and says which ones it does know.
     let out = run(&["run", "--algo", "central-zero"]);
     assert_eq!(out.status.code(), Some(2));

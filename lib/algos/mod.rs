@@ -1,11 +1,9 @@
-//! The algorithms the lab ships, and the registry that names them.
+//! The algorithms the lab ships, as node types, and the shapes of what is known of
+//! them as data: the theory of their message cost ([`Theory`] for a run's [`Shape`]).
 //!
 //! Each algorithm lives in its own file as a sans-IO state machine (see
-//! [`crate::algorithm`]). The registry maps the name a user types (`--algo NAME`) to a
-//! description, the theory of its message cost, and what runs its concrete type (as a
-//! worker process, and in the simulator). [`Registry`] is open: a crate outside this
-//! library adds its own algorithms and runs the whole command line with them
-//! (`examples/custom_algorithm.rs` shows how).
+//! [`crate::algorithm`]). Nothing here imports a driver: the registry
+//! ([`crate::registry`]) names each node type with what runs it.
 
 pub mod baseline;
 pub mod bully;
@@ -29,13 +27,6 @@ pub mod suzuki_kasami;
 pub mod token_ring;
 pub mod token_ring_ft;
 pub mod voting;
-
-use std::os::unix::net::UnixStream;
-use std::sync::OnceLock;
-
-use crate::algorithm::Node;
-use crate::runtime::RunService;
-use crate::sim::SimService;
 
 /// What theory says an algorithm costs in messages per critical-section entry, for the
 /// run's size. `min == max` when the count is exact.
@@ -85,525 +76,59 @@ pub struct Shape {
     pub initiators: u32,
 }
 
-/// A registry entry.
-#[derive(Debug)]
-pub struct AlgoInfo {
-    /// The name users type.
-    pub name: &'static str,
-    /// `baseline`, `permission` or `token` for mutual exclusion; `election` or `ring`
-    /// for elections.
-    pub family: &'static str,
-    /// The service the node type provides, `mutex` or `election` (set by
-    /// [`AlgoInfo::runs`]): `mutexlab run` runs the first, `mutexlab elect` the second.
-    pub service: &'static str,
-    /// Elections: the auditor checks that the agreed leader is the highest live id.
-    pub highest_wins: bool,
-    /// One line for `mutexlab algorithms`.
-    pub summary: &'static str,
-    /// The runtime wraps each critical section in `flock(2)` on the resource file.
-    pub kernel_lock: bool,
-    /// The node has a majority rule, which `run --majority` turns on
-    /// ([`crate::algorithm::Config::majority`]).
-    pub majority: bool,
-    /// Expected messages per entry (per election, for elections) for a run of this
-    /// shape, where theory gives a number.
-    pub theory: fn(Shape) -> Option<Theory>,
-    /// Runs the node type as a worker process (set by [`AlgoInfo::runs`]).
-    pub worker: WorkerFn,
-    /// Runs the node type in the simulator: `n` nodes, a seed, entries per node (set by
-    /// [`AlgoInfo::runs`]).
-    pub simulate: fn(u32, u64, u32) -> Result<crate::sim::SimReport, crate::sim::SimError>,
+/// What kind of algorithm it is, as `mutexlab algorithms` lists it and `compare`'s
+/// `--json` writes it (`"permission"`, …).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Family {
+    /// Mutual exclusion without a distributed algorithm (`none`, `flock`).
+    Baseline,
+    /// Mutual exclusion by asking others' permission.
+    Permission,
+    /// Mutual exclusion by holding a token.
+    Token,
+    /// An election among all (the bully algorithms).
+    Election,
+    /// An election round a ring.
+    Ring,
+    /// A program of the user's, like no built-in algorithm (`--worker-cmd`).
+    External,
 }
 
-/// How a worker process runs a node type.
-pub type WorkerFn = fn(crate::runtime::WorkerOpts, UnixStream, &'static AlgoInfo) -> anyhow::Result<()>;
-
-impl AlgoInfo {
-    /// The parts of an entry that run node type `N`; fill in the rest:
-    /// `AlgoInfo { name: "mine", family: "permission", summary: "…", kernel_lock: false,
-    /// theory: |_| None, ..AlgoInfo::runs::<Mine>() }`.
-    pub const fn runs<N: Node<Service: RunService + SimService>>() -> AlgoInfo {
-        AlgoInfo {
-            name: "",
-            family: "",
-            service: <N::Service as RunService>::NAME,
-            highest_wins: false,
-            summary: "",
-            kernel_lock: false,
-            majority: false,
-            theory: |_| None,
-            worker: crate::runtime::run_node::<N>,
-            simulate: crate::sim::simulate::<N>,
+impl Family {
+    /// The family's name, e.g. `"permission"`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Family::Baseline => "baseline",
+            Family::Permission => "permission",
+            Family::Token => "token",
+            Family::Election => "election",
+            Family::Ring => "ring",
+            Family::External => "external",
         }
     }
 }
 
-/// Every algorithm the lab ships, in the order `mutexlab algorithms` lists them. Adding
-/// one is one entry here (and its module above): the entry names its type.
-pub static BUILTIN: &[AlgoInfo] = &[
-    AlgoInfo {
-        name: "none",
-        family: "baseline",
-        summary: "no coordination at all: the negative control the auditor must flag",
-        kernel_lock: false,
-        theory: |_| Theory::exact(0.0, "0"),
-        ..AlgoInfo::runs::<baseline::Immediate>()
-    },
-    AlgoInfo {
-        name: "flock",
-        family: "baseline",
-        summary: "the kernel's exclusive flock(2) on the resource file; no messages",
-        kernel_lock: true,
-        theory: |_| Theory::exact(0.0, "0"),
-        ..AlgoInfo::runs::<baseline::Immediate>()
-    },
-    AlgoInfo {
-        name: "centralized",
-        family: "permission",
-        summary: "a coordinator (highest id) with a FIFO queue: REQUEST, GRANT, RELEASE",
-        kernel_lock: false,
-        theory: |s| {
-            let n = f64::from(s.n.max(1));
-            Theory::exact(3.0 * (n - 1.0) / n, "3(N-1)/N: 3 per entry, 0 for the coordinator's own")
-        },
-        ..AlgoInfo::runs::<centralized::Centralized>()
-    },
-    AlgoInfo {
-        name: "centralized-bully",
-        family: "permission",
-        summary:
-            "centralized with heartbeats and a bully election; the new coordinator rebuilds its queue from STATE",
-        kernel_lock: false,
-        majority: true,
-        theory: |s| {
-            let n = f64::from(s.n.max(1));
-            Some(Theory::range(
-                3.0 * (n - 1.0) / n,
-                f64::INFINITY,
-                "3(N-1)/N as centralized (2N+1 per ordinary entry and 2(N-1) for the \
-                 coordinator's under --majority), plus HEARTBEATs while anyone waits and \
-                 elections; unbounded above"
-                    .into(),
-            ))
-        },
-        ..AlgoInfo::runs::<centralized_bully::CentralizedBully>()
-    },
-    AlgoInfo {
-        name: "lamport",
-        family: "permission",
-        summary:
-            "a request queue on every node with Lamport clocks: REQUEST, ACK, RELEASE to all (needs FIFO)",
-        kernel_lock: false,
-        theory: |s| Theory::exact(3.0 * (f64::from(s.n.max(1)) - 1.0), "3(N-1)"),
-        ..AlgoInfo::runs::<lamport::Lamport>()
-    },
-    AlgoInfo {
-        name: "maekawa",
-        family: "permission",
-        summary:
-            "grid quorums of about 2√N-1 voters; INQUIRE/YIELD/FAILED take votes back so it cannot deadlock",
-        kernel_lock: false,
-        theory: |s| {
-            // Each node's entry costs 3(K-1) to 5(K-1) for its own quorum size K; over a
-            // run where nodes enter equally often, that averages out to the mean K.
-            let n = s.n.max(1);
-            let (lo, hi) = maekawa::quorum_sizes(n);
-            let k = maekawa::mean_quorum_size(n);
-            Some(Theory {
-                quorum_size: Some(k),
-                ..Theory::range(
-                    3.0 * (k - 1.0),
-                    5.0 * (k - 1.0),
-                    format!("3(K-1) to 5(K-1) on average, K = mean quorum size {k:.2} ({lo}..{hi})"),
-                )
-            })
-        },
-        ..AlgoInfo::runs::<maekawa::Maekawa>()
-    },
-    AlgoInfo {
-        name: "ricart-agrawala",
-        family: "permission",
-        summary: "ask everyone with a ticket (highest seen + 1); deferred REPLYs serve as the release",
-        kernel_lock: false,
-        theory: |s| Theory::exact(2.0 * (f64::from(s.n.max(1)) - 1.0), "2(N-1)"),
-        ..AlgoInfo::runs::<ricart_agrawala::RicartAgrawala>()
-    },
-    AlgoInfo {
-        name: "ricart-agrawala-rc",
-        family: "permission",
-        summary: "Ricart-Agrawala keeping permissions until asked (Roucairol-Carvalho): re-entry can be free",
-        kernel_lock: false,
-        theory: |s| {
-            let max = 2.0 * (f64::from(s.n.max(1)) - 1.0);
-            Some(Theory::range(0.0, max, "0 to 2(N-1)".into()))
-        },
-        ..AlgoInfo::runs::<ricart_agrawala::RoucairolCarvalho>()
-    },
-    AlgoInfo {
-        name: "voting",
-        family: "permission",
-        summary:
-            "majority of m coordinators (--replicas, default N); DENY, release and random back-off on failure",
-        kernel_lock: false,
-        theory: |s| {
-            let m = s.replicas.unwrap_or(s.n).clamp(1, s.n.max(1));
-            let (n, mf) = (f64::from(s.n.max(1)), f64::from(m));
-            Some(Theory {
-                replicas: Some(m),
-                ..Theory::range(
-                    3.0 * mf - 3.0 * mf / n,
-                    f64::INFINITY,
-                    format!(
-                        "3m-3m/N with no contention, m = {m} (none for one's own vote); \
-                         unbounded above, as retries are"
-                    ),
-                )
-            })
-        },
-        ..AlgoInfo::runs::<voting::Voting>()
-    },
-    AlgoInfo {
-        name: "token-ring",
-        family: "token",
-        summary: "one TOKEN round a fixed ring 0→1→…→N-1→0; a token a full lap unused is held 1 ms per hop",
-        kernel_lock: false,
-        theory: |s| {
-            if s.n <= 1 {
-                return Theory::exact(0.0, "0: a lone node keeps the token");
-            }
-            Some(Theory::range(
-                1.0,
-                f64::INFINITY,
-                "1 at saturation (the exit pass), up to N when others decline the token; \
-                 unbounded above, as an idle ring keeps (slowly) passing it"
-                    .into(),
-            ))
-        },
-        ..AlgoInfo::runs::<token_ring::TokenRing>()
-    },
-    AlgoInfo {
-        name: "token-ring-ft",
-        family: "token",
-        summary: "token-ring with generations: a lost TOKEN is made again after an ELECTION lap its holder would stop",
-        kernel_lock: false,
-        theory: |s| {
-            if s.n <= 1 {
-                return Theory::exact(0.0, "0: a lone node keeps the token");
-            }
-            Some(Theory::range(
-                1.0,
-                f64::INFINITY,
-                "as token-ring: 1 at saturation, up to N with declines; plus M ELECTIONs \
-                 (2M-1 at worst) per token made again among M live nodes; unbounded above"
-                    .into(),
-            ))
-        },
-        ..AlgoInfo::runs::<token_ring_ft::TokenRingFt>()
-    },
-    AlgoInfo {
-        name: "suzuki-kasami",
-        family: "token",
-        summary:
-            "broadcast a numbered REQUEST; the TOKEN carries each node's last served request and a queue",
-        kernel_lock: false,
-        theory: n_per_token_move,
-        ..AlgoInfo::runs::<suzuki_kasami::SuzukiKasami>()
-    },
-    AlgoInfo {
-        name: "ra-token",
-        family: "token",
-        summary:
-            "the notes' Ricart-Agrawala token passing: a TOKEN with granted[] and no queue, to the next waiter round the ring",
-        kernel_lock: false,
-        theory: n_per_token_move,
-        ..AlgoInfo::runs::<ra_token::RaToken>()
-    },
-    AlgoInfo {
-        name: "raymond",
-        family: "token",
-        summary:
-            "a token on a fixed binary tree; REQUESTs climb towards it, per-node FIFO queues route it back",
-        kernel_lock: false,
-        theory: |s| {
-            let d = raymond::diameter(s.n.max(1));
-            let formula =
-                format!("0 (holder re-enters) to 2D = {}, D = {d} the binary tree's diameter", 2 * d);
-            Some(Theory::range(0.0, f64::from(2 * d), formula))
-        },
-        ..AlgoInfo::runs::<raymond::Raymond>()
-    },
-    AlgoInfo {
-        name: "neilsen-mizuno",
-        family: "token",
-        summary:
-            "a token and a tree whose parent links follow the last requester; the TOKEN goes straight to it",
-        kernel_lock: false,
-        theory: |s| {
-            let d = neilsen_mizuno::diameter(s.n.max(1));
-            let formula =
-                format!("0 (holder re-enters) to D+1 = {}, D = {d} the initial chain's length", d + 1);
-            Some(Theory::range(0.0, f64::from(d + 1), formula))
-        },
-        ..AlgoInfo::runs::<neilsen_mizuno::NeilsenMizuno>()
-    },
-    AlgoInfo {
-        name: "bully",
-        family: "election",
-        summary:
-            "ELECTION to every higher id, ANSWER from the live ones, COORDINATOR from the one nobody answers",
-        highest_wins: true,
-        theory: |s| election_theory(bully::messages_per_election(s.n), "M-1 (the highest starts) to M²-1"),
-        ..AlgoInfo::runs::<bully::Bully>()
-    },
-    AlgoInfo {
-        name: "bully-gm",
-        family: "election",
-        summary: "Garcia-Molina's four phases: STATUS_POLL up, ELECTION down, COORDINATOR, NEW_STATE; the leader polls",
-        highest_wins: true,
-        theory: |s| {
-            election_theory(bully_gm::messages_per_election(s.n), "6(M-1) (the highest starts) to (M-1)(M+6)")
-        },
-        ..AlgoInfo::runs::<bully_gm::BullyGm>()
-    },
-    AlgoInfo {
-        name: "chang-roberts",
-        family: "ring",
-        summary: "the largest id goes once round a one-way ring, then ELECTED goes round once",
-        highest_wins: true,
-        theory: |s| election_theory(chang_roberts::messages_per_election(s.n), "2M to 3M-1 on a rising ring"),
-        ..AlgoInfo::runs::<chang_roberts::ChangRoberts>()
-    },
-    AlgoInfo {
-        name: "chang-roberts-down",
-        family: "ring",
-        summary: "chang-roberts the other way round, ids falling along the ring: the notes' O(N²) worst case",
-        highest_wins: true,
-        theory: |s| {
-            election_theory(chang_roberts::messages_per_election_down(s.n), "2M to M(M+1)/2 + M (all start)")
-        },
-        ..AlgoInfo::runs::<chang_roberts::ChangRobertsDown>()
-    },
-    AlgoInfo {
-        name: "hirschberg-sinclair",
-        family: "ring",
-        summary: "probes both ways to distance 2^k in phase k; a candidate whose probes come home wins: O(N log N)",
-        highest_wins: true,
-        theory: |s| {
-            election_theory(hirschberg_sinclair::messages_per_election(s.n), "under 8M(⌈log₂M⌉+1)")
-        },
-        ..AlgoInfo::runs::<hirschberg_sinclair::HirschbergSinclair>()
-    },
-    AlgoInfo {
-        name: "ring-list",
-        family: "ring",
-        summary: "ELECTION collects the live ids round the ring; its initiator announces the highest",
-        highest_wins: true,
-        theory: |s| {
-            let (lo, hi) = ring_list::messages_per_election(s.n);
-            // Each initiator's lap and announcement cost 2M.
-            let k = u64::from(s.initiators.max(1));
-            election_theory((lo, (lo * k).min(hi)), "2M per initiator")
-        },
-        ..AlgoInfo::runs::<ring_list::RingList>()
-    },
-];
-
-/// `suzuki-kasami` and `ra-token`: an entry costs N when the token moves (N-1 REQUESTs
-/// and the TOKEN), nothing when its holder re-enters unasked.
-fn n_per_token_move(s: Shape) -> Option<Theory> {
-    let n = s.n.max(1);
-    if n == 1 {
-        return Theory::exact(0.0, "0: a lone node keeps the token");
-    }
-    let formula = format!("0 (holder re-enters unasked) to N = {n} (N-1 REQUESTs + 1 TOKEN)");
-    Some(Theory::range(0.0, f64::from(n), formula))
-}
-
-/// Messages per election between two bounds, M the number of live workers.
-fn election_theory((lo, hi): (u64, u64), formula: &str) -> Option<Theory> {
-    Some(Theory::range(lo as f64, hi as f64, format!("{formula}, M = live workers")))
-}
-
-/// A set of algorithms by name: the built-in ones, and any a crate outside this library
-/// adds (see [`Registry::with`]). The command line runs whatever the installed registry
-/// holds ([`Registry::install`]); without one, the built-in algorithms.
-#[derive(Clone, Debug)]
-pub struct Registry {
-    algos: Vec<&'static AlgoInfo>,
-}
-
-impl Registry {
-    /// The algorithms the lab ships.
-    pub fn builtin() -> Registry {
-        Registry { algos: BUILTIN.iter().collect() }
-    }
-
-    /// This registry with `info` added (its `..AlgoInfo::runs::<YourNode>()` names the
-    /// type). A name that is already taken is a programming error.
-    pub fn with(mut self, info: AlgoInfo) -> Registry {
-        assert!(self.get(info.name).is_none(), "algorithm {:?} is registered twice", info.name);
-        // Registries live as long as the process: leaking keeps `&'static` lookups simple.
-        self.algos.push(Box::leak(Box::new(info)));
-        self
-    }
-
-    /// Look an algorithm up by name.
-    pub fn get(&self, name: &str) -> Option<&'static AlgoInfo> {
-        self.algos.iter().copied().find(|a| a.name == name)
-    }
-
-    /// Every algorithm, in registration order.
-    pub fn iter(&self) -> impl Iterator<Item = &'static AlgoInfo> + '_ {
-        self.algos.iter().copied()
-    }
-
-    /// The names, comma-separated, for error messages.
-    pub fn names(&self) -> String {
-        self.iter().map(|a| a.name).collect::<Vec<_>>().join(", ")
-    }
-
-    /// Make this the registry of the whole process (the command line and its workers
-    /// consult it). Once per process; a second install is refused.
-    pub fn install(self) -> Result<&'static Registry, Registry> {
-        INSTALLED.set(self)?;
-        Ok(registry())
+impl std::fmt::Display for Family {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
     }
 }
 
-static INSTALLED: OnceLock<Registry> = OnceLock::new();
-
-/// The process's registry: the one installed, else the built-in algorithms.
-pub fn registry() -> &'static Registry {
-    INSTALLED.get_or_init(Registry::builtin)
-}
-
-/// Look an algorithm up by name in the process's registry.
-pub fn info(name: &str) -> Option<&'static AlgoInfo> {
-    registry().get(name)
-}
-
-/// Look `name` up as a user typed it: exactly, else ignoring case. The error is one
-/// line that suggests the nearest name, if one is near, and lists them all.
-pub fn lookup(name: &str) -> Result<&'static AlgoInfo, String> {
-    let reg = registry();
-    if let Some(a) = reg.get(name).or_else(|| reg.iter().find(|a| a.name.eq_ignore_ascii_case(name))) {
-        return Ok(a);
-    }
-    let typed = name.to_ascii_lowercase();
-    let nearest = reg
-        .iter()
-        .map(|a| (strsim::damerau_levenshtein(&typed, a.name), a.name))
-        .filter(|&(d, n)| d <= 2.max(n.len() / 4))
-        .min();
-    let hint = nearest.map(|(_, n)| format!("; did you mean {n:?}?")).unwrap_or_default();
-    Err(format!("unknown algorithm {name:?}{hint} (valid: {})", reg.names()))
-}
-
-/// The names of all algorithms in the process's registry, comma-separated.
-pub fn names() -> String {
-    registry().names()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn theory(name: &str, shape: Shape) -> Theory {
-        (info(name).unwrap().theory)(shape).unwrap()
-    }
-
-    #[test]
-    fn theory_carries_the_shape_and_serializes_without_infinity() {
-        let v =
-            serde_json::to_value(theory("voting", Shape { n: 5, replicas: Some(3), initiators: 0 })).unwrap();
-        assert_eq!(v["replicas"], 3);
-        assert!(v.get("per_entry_max").is_none(), "unbounded: left out, not null: {v}");
-        assert!(v.get("quorum_size").is_none());
-        assert!(v["formula"].as_str().unwrap().contains("unbounded"), "{v}");
-        assert_eq!(v["per_entry_min"].as_f64().unwrap(), 9.0 - 9.0 / 5.0);
-        // Without --replicas, every worker is a coordinator.
-        assert_eq!(theory("voting", Shape { n: 4, replicas: None, initiators: 0 }).replicas, Some(4));
-
-        // N = 5, three columns: w0 and w1 have quorums of 4, w2, w3 and w4 of 3.
-        let t = theory("maekawa", Shape { n: 5, replicas: None, initiators: 0 });
-        let k = 17.0 / 5.0;
-        assert_eq!(t.quorum_size, Some(k));
-        assert_eq!((t.per_entry_min, t.per_entry_max), (3.0 * (k - 1.0), 5.0 * (k - 1.0)));
-        assert!(t.formula.contains("on average"), "{}", t.formula);
-        let v = serde_json::to_value(&t).unwrap();
-        assert_eq!(v["quorum_size"].as_f64(), Some(k));
-        assert!(v.get("replicas").is_none());
-
-        let v =
-            serde_json::to_value(theory("lamport", Shape { n: 3, replicas: None, initiators: 0 })).unwrap();
-        assert_eq!(v["per_entry_max"], 6.0, "a finite bound is kept");
-    }
-
-    #[test]
-    fn every_built_in_algorithm_runs_in_the_simulator_by_name() {
-        for a in registry().iter() {
-            let run = (a.simulate)(3, 1, 2);
-            if a.service == "election" {
-                let report = run.unwrap_or_else(|e| panic!("{}: {e}", a.name));
-                assert_eq!(report.leader.map(|l| l.0), Some(crate::algorithm::PeerId(2)), "{}", a.name);
-                continue;
-            }
-            if a.family == "baseline" {
-                // `none` coordinates nothing and `flock`'s lock is the kernel's, which the
-                // simulator does not model: both let two in, which the simulator catches.
-                let e = run.expect_err(a.name);
-                assert!(matches!(e.failure, crate::sim::Failure::Overlap { .. }), "{}: {e}", a.name);
-                continue;
-            }
-            let report = run.unwrap_or_else(|e| panic!("{}: {e}", a.name));
-            assert_eq!(report.entries, 6, "{}", a.name);
-        }
-        assert!(info("nonsense").is_none());
-    }
-
-    /// Node state is a value: it can be cloned, compared and kept in a set, which is
-    /// what an exhaustive checker needs.
-    fn states_are_values<N: crate::algorithm::Node<Service: SimService>>() -> usize {
-        let mut sim = crate::sim::Sim::<N>::new(3, 1);
-        sim.run(2).unwrap();
-        let fresh: Vec<N> = (0..3).map(|i| N::create(&crate::algorithm::Config::new(i, 3))).collect();
-        let mut seen: std::collections::HashSet<N> = fresh.iter().cloned().collect();
-        for i in 0..3 {
-            seen.insert(sim.node(i).clone());
-            assert_eq!(sim.node(i).clone(), *sim.node(i));
-        }
-        assert!(seen.contains(&fresh[0]));
-        seen.len()
-    }
-
-    #[test]
-    fn every_built_in_state_is_clone_eq_and_hash() {
-        let counts = [
-            states_are_values::<centralized::Centralized>(),
-            states_are_values::<centralized_bully::CentralizedBully>(),
-            states_are_values::<lamport::Lamport>(),
-            states_are_values::<maekawa::Maekawa>(),
-            states_are_values::<ricart_agrawala::RicartAgrawala>(),
-            states_are_values::<ricart_agrawala::RoucairolCarvalho>(),
-            states_are_values::<voting::Voting>(),
-            states_are_values::<token_ring::TokenRing>(),
-            states_are_values::<token_ring_ft::TokenRingFt>(),
-            states_are_values::<suzuki_kasami::SuzukiKasami>(),
-            states_are_values::<ra_token::RaToken>(),
-            states_are_values::<raymond::Raymond>(),
-            states_are_values::<neilsen_mizuno::NeilsenMizuno>(),
-            states_are_values::<bully::Bully>(),
-            states_are_values::<bully_gm::BullyGm>(),
-            states_are_values::<chang_roberts::ChangRoberts>(),
-            states_are_values::<ring_list::RingList>(),
-            states_are_values::<chang_roberts::ChangRobertsDown>(),
-            states_are_values::<hirschberg_sinclair::HirschbergSinclair>(),
-        ];
-        // Every type the built-in registry names but the baselines' (a unit struct,
-        // which `none` and `flock` share, and which cannot pass a simulated run).
-        assert_eq!(counts.len(), BUILTIN.len() - 2);
-        // Nodes of different ids differ (they know their id), so a set of three fresh
-        // nodes and their states after a run has at least three members.
-        assert!(counts.iter().all(|&c| c >= 3), "{counts:?}");
-    }
+/// What the notes claim for one mutual-exclusion algorithm, in this project's words,
+/// as `mutexlab compare` sets it beside what it measures. The notes' table has rows for
+/// centralized, decentralized (`voting`), distributed (`ricart-agrawala`) and token
+/// ring; for the others the textbook figures are given, marked as such.
+#[derive(Clone, Copy, Debug)]
+pub struct Claim {
+    /// Messages per entry and exit, for N workers.
+    pub messages: fn(u32) -> String,
+    /// Delay before entry with nobody ahead, in T.
+    pub entry: fn(u32) -> String,
+    /// Synchronisation delay, in T.
+    pub sync: fn(u32) -> String,
+    /// What breaks it.
+    pub problems: &'static str,
+    /// The coordinator's own entries cost no message and are left out of the count.
+    pub coordinator_free: bool,
 }

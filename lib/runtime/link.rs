@@ -16,24 +16,25 @@ use std::io::{self, Write};
 use std::os::unix::net::UnixStream as StdUnixStream;
 use std::path::Path;
 
-use super::{RunService, Worker, WorkerOpts, CONTROL};
+use super::{NodeRun, RunService, Worker, WorkerOpts, CONTROL};
 use crate::algorithm::{Node, PeerId};
-use crate::control::{PendingState, ToSupervisor, ToWorker, WorkerSetup};
+use crate::control::{PendingState, ToSupervisor, ToWorker, WorkerSettings, WorkerSetup};
 use crate::wire::{self, Fill};
 
-/// Read and check the setup frame.
+/// Read and check the setup frame, and what `resolve` says its settings name.
 pub(super) fn setup(
     link: &mut StdUnixStream,
     run_dir: &Path,
     cmdline_id: Option<u32>,
-) -> anyhow::Result<WorkerOpts> {
+    resolve: impl FnOnce(&WorkerSettings) -> Option<NodeRun>,
+) -> anyhow::Result<(WorkerOpts, NodeRun)> {
     let setup = match wire::read_blocking::<WorkerSetup, _>(link) {
         Ok(Some(s)) => s,
         Ok(None) => anyhow::bail!("the supervisor closed the control link before sending the setup"),
         Err(e) => anyhow::bail!("bad setup on the control link: {e}"),
     };
-    let service = crate::algos::info(&setup.settings.algo).map(|a| a.service);
-    setup.settings.check(service).map_err(|e| anyhow::anyhow!("bad setup: {e}"))?;
+    let node = resolve(&setup.settings);
+    setup.settings.check(node.map(|n| n.service)).map_err(|e| anyhow::anyhow!("bad setup: {e}"))?;
     if let Some(id) = cmdline_id.filter(|&id| id != setup.settings.id) {
         anyhow::bail!("the command line says worker {id} but the setup says {}", setup.settings.id);
     }
@@ -42,7 +43,15 @@ pub(super) fn setup(
             anyhow::bail!("supervisor {parent} is gone");
         }
     }
-    Ok(WorkerOpts { settings: setup.settings, run_dir: run_dir.to_path_buf(), secret: setup.secret })
+    let name = &setup.settings.algo;
+    let node = node.ok_or_else(|| anyhow::anyhow!("unknown algorithm {name:?}"))?;
+    let opts = WorkerOpts {
+        settings: setup.settings,
+        run_dir: run_dir.to_path_buf(),
+        secret: setup.secret,
+        kernel_lock: node.kernel_lock,
+    };
+    Ok((opts, node))
 }
 
 impl<A: Node<Service: RunService>> Worker<A> {

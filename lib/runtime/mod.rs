@@ -64,9 +64,8 @@ use signal_hook::consts::{SIGINT, SIGTERM};
 
 use crate::algorithm::{
     Config, Election, ElectionCall, ElectionEvent, Input, Mutex, MutexCall, MutexEvent, Node, NodeInput,
-    PeerId, Service,
+    PeerId, Service, ServiceKind, Spawn,
 };
-use crate::algos::{self, AlgoInfo};
 use crate::auth::Secret;
 use crate::control::{self, ToSupervisor, ToWorker, WorkerSettings, WorkerStats};
 use crate::host::{Breach, Effect, Host, Step};
@@ -91,29 +90,49 @@ use workload::{Local, Workload};
 /// Everything a worker runs with: its settings, where the run lives, and the secret.
 #[derive(Clone, Debug)]
 pub struct WorkerOpts {
+    /// The settings the supervisor sent.
     pub settings: WorkerSettings,
+    /// The run's directory.
     pub run_dir: PathBuf,
+    /// The run's secret, for the hellos between workers.
     pub secret: Secret,
+    /// Wrap each critical section in `flock(2)` ([`NodeRun::kernel_lock`]).
+    pub kernel_lock: bool,
+}
+
+/// A node type as a worker process runs it: [`run_node`] for that type.
+pub type RunNode = fn(WorkerOpts, StdUnixStream) -> anyhow::Result<()>;
+
+/// What a worker runs, as the worker's entry point (the registry, which the runtime
+/// does not know) resolved it from the settings.
+#[derive(Clone, Copy, Debug)]
+pub struct NodeRun {
+    /// Runs the node type ([`run_node`]).
+    pub run: RunNode,
+    /// The service the node provides, for the settings' check.
+    pub service: ServiceKind,
+    /// Wrap each critical section in `flock(2)` on the resource file.
+    pub kernel_lock: bool,
 }
 
 /// Run a worker to the end: read the setup from the control link handed down by the
-/// supervisor ([`control::LINK_FD`]), then work. `cmdline_id`, the id on the worker's
-/// command line (there so `ps` shows who is who), must match the setup's. Errors are
-/// fatal for this worker; when the link is up the supervisor is told why first, and the
-/// caller reports them too.
-pub fn run_worker(run_dir: &Path, cmdline_id: Option<u32>) -> anyhow::Result<()> {
+/// supervisor ([`control::LINK_FD`]), ask `resolve` what its settings name (`None`: an
+/// unknown algorithm), then work. `cmdline_id`, the id on the worker's command line
+/// (there so `ps` shows who is who), must match the setup's. Errors are fatal for this
+/// worker; when the link is up the supervisor is told why first, and the caller
+/// reports them too.
+pub fn run_worker(
+    run_dir: &Path,
+    cmdline_id: Option<u32>,
+    resolve: impl FnOnce(&WorkerSettings) -> Option<NodeRun>,
+) -> anyhow::Result<()> {
     let mut link =
         control::take_link().map_err(|e| anyhow::anyhow!("{e}; workers are started by `mutexlab run`"))?;
-    let result = setup(&mut link, run_dir, cmdline_id).and_then(|opts| {
-        let name = &opts.settings.algo;
-        // A program of the user's own (`--worker-cmd`) stands in for the algorithm.
-        let info = crate::external::worker_info(&opts.settings)
-            .or_else(|| algos::info(name))
-            .ok_or_else(|| anyhow::anyhow!("unknown algorithm {name:?}"))?;
+    let result = setup(&mut link, run_dir, cmdline_id, resolve).and_then(|(opts, node)| {
         let link = link.try_clone()?;
         // A node that panics (a lab skeleton's unwritten handler, say) ends this worker
         // with one line, sent to the supervisor like any other fatal error.
-        crate::panics::quietly(|| (info.worker)(opts, link, info)).map_err(anyhow::Error::msg)?
+        crate::panics::quietly(|| (node.run)(opts, link)).map_err(anyhow::Error::msg)?
     });
     match &result {
         // Told to the supervisor while the worker stood still.
@@ -196,8 +215,10 @@ pub enum AppEvent {
 /// applications (`workload.rs` for `mutex`, `elect.rs` for `election`), and its calls
 /// and events in that loop's words.
 pub trait RunService: Service {
-    /// The service's name, as the registry and `--json` give it.
-    const NAME: &'static str;
+    /// Which service it is, as the registry and `--json` give it.
+    const KIND: ServiceKind;
+    /// The service's name (`mutex`, `election`).
+    const NAME: &'static str = Self::KIND.as_str();
     /// The call, or `None` if it is not one of this service's.
     fn from_app(call: AppCall) -> Option<Self::Call>;
     /// The event in the application loop's words.
@@ -205,7 +226,7 @@ pub trait RunService: Service {
 }
 
 impl RunService for Mutex {
-    const NAME: &'static str = "mutex";
+    const KIND: ServiceKind = ServiceKind::Mutex;
     fn from_app(call: AppCall) -> Option<MutexCall> {
         match call {
             AppCall::Want => Some(MutexCall::Want),
@@ -219,7 +240,7 @@ impl RunService for Mutex {
 }
 
 impl RunService for Election {
-    const NAME: &'static str = "election";
+    const KIND: ServiceKind = ServiceKind::Election;
     fn from_app(call: AppCall) -> Option<ElectionCall> {
         (call == AppCall::Elect).then_some(ElectionCall::Elect)
     }
@@ -265,14 +286,10 @@ impl Work {
     }
 }
 
-/// Run node type `N` as this worker process: what the registry's `worker` entry points
-/// at ([`AlgoInfo::runs`]).
-pub fn run_node<N: Node<Service: RunService>>(
-    opts: WorkerOpts,
-    link: StdUnixStream,
-    info: &'static AlgoInfo,
-) -> anyhow::Result<()> {
-    Worker::<N>::new(opts, link, info)?.run()
+/// Run node type `N` as this worker process: what a registry entry's `worker` points
+/// at ([`RunNode`]).
+pub fn run_node<N: Node<Service: RunService>>(opts: WorkerOpts, link: StdUnixStream) -> anyhow::Result<()> {
+    Worker::<N>::new(opts, link)?.run()
 }
 
 const LISTENER: Token = Token(0);
@@ -373,8 +390,8 @@ struct Worker<A: Node<Service: RunService>> {
 }
 
 impl<A: Node<Service: RunService>> Worker<A> {
-    fn new(opts: WorkerOpts, control: StdUnixStream, info: &'static AlgoInfo) -> anyhow::Result<Self> {
-        let WorkerOpts { settings: opts, run_dir, secret } = opts;
+    fn new(opts: WorkerOpts, control: StdUnixStream) -> anyhow::Result<Self> {
+        let WorkerOpts { settings: opts, run_dir, secret, kernel_lock } = opts;
         let me = PeerId(opts.id);
         let cfg = Config {
             id: me,
@@ -383,6 +400,9 @@ impl<A: Node<Service: RunService>> Worker<A> {
             replicas: opts.replicas,
             incarnation: opts.incarnation,
             majority: opts.majority,
+            // A program of the user's (`--worker-cmd`) is the node: it comes with the node's
+            // configuration.
+            program: opts.external.as_ref().map(|e| Spawn { command: e.command.clone(), timeout: e.timeout }),
         };
         let poll = Poll::new()?;
         let socket_path = run_dir.join(control::worker_socket(me, opts.incarnation));
@@ -408,7 +428,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
         let (work, clock) = if A::Service::NAME == Election::NAME {
             (Work::Election(Electing::open(&run_dir)?), 0)
         } else {
-            Workload::open(&run_dir, &opts, info, seed)?
+            Workload::open(&run_dir, &opts, kernel_lock, seed)?
         };
         Ok(Worker {
             run_dir,
@@ -760,10 +780,15 @@ impl<A: Node<Service: RunService>> Worker<A> {
     }
 
     /// Carry out a step's effects, then any local events they caused. Breaches of the
-    /// contract are logged and counted; the run goes on.
+    /// contract are logged and counted; the run goes on, unless the node itself has
+    /// failed (a program that died or broke a rule), which ends this worker.
     fn carry(&mut self, step: Step<A>) -> anyhow::Result<()> {
-        // An external node's failure or breach ends this worker (`external.rs`).
-        crate::external::check(&step.breaches).map_err(anyhow::Error::msg)?;
+        if let Some(why) = step.breaches.iter().find_map(|b| match b {
+            Breach::Failed { why } => Some(why),
+            _ => None,
+        }) {
+            return Err(anyhow::Error::msg(why.clone()));
+        }
         for breach in &step.breaches {
             if matches!(breach, Breach::Event { .. }) {
                 self.stats.unasked_grants += 1;

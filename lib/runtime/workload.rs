@@ -38,7 +38,6 @@ use rand::SeedableRng;
 
 use super::{AppCall, RunService, TimerKind, Work, Worker};
 use crate::algorithm::Node;
-use crate::algos::AlgoInfo;
 use crate::control::{self, ToSupervisor, WorkerSettings};
 use crate::resource::{self, Fence, Fenced, Record, Resource};
 
@@ -101,13 +100,13 @@ impl Workload {
     pub(super) fn open(
         run_dir: &std::path::Path,
         opts: &WorkerSettings,
-        info: &AlgoInfo,
+        kernel_lock: bool,
         seed: u64,
     ) -> anyhow::Result<(Work, u64)> {
         let resource_path = run_dir.join(control::RESOURCE_FILE);
         let resource = Resource::open(&resource_path)
             .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", resource_path.display()))?;
-        let lock_file = if info.kernel_lock { Some(File::open(&resource_path)?) } else { None };
+        let lock_file = if kernel_lock { Some(File::open(&resource_path)?) } else { None };
         // A restarted worker forgets everything but its Lamport clock, which it takes up
         // above every fence in the file, as if it had kept it on disk. Otherwise, after
         // every worker has restarted, fresh clocks would start fences below the old ones

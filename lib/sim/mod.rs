@@ -165,6 +165,15 @@ pub enum Failure {
         /// The choice, as saved.
         choice: String,
     },
+    /// The node failed on its own: a program behind it died, answered garbage or broke
+    /// a rule (`Breach::Failed`).
+    #[error("{node}: {why}")]
+    NodeFailed {
+        /// The node.
+        node: PeerId,
+        /// Its failure, in one line.
+        why: String,
+    },
     /// The driver broke the contract (a bug in the simulator itself).
     #[error("{node}: {breach}")]
     Driver {

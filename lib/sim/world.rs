@@ -321,6 +321,7 @@ where
                 Breach::SelfSend { kind } => Failure::SelfSend { node: me, kind },
                 Breach::NoSuchPeer { to, kind } => Failure::NoSuchPeer { node: me, to, kind },
                 Breach::Event { .. } => Failure::UnaskedEnter { node: me },
+                Breach::Failed { why } => Failure::NodeFailed { node: me, why },
                 breach => Failure::Driver { node: me, breach },
             });
         }

@@ -47,12 +47,12 @@ use std::time::{Duration, Instant};
 use nix::unistd::Pid;
 
 use crate::algorithm::PeerId;
-use crate::algos::AlgoInfo;
 use crate::audit;
 use crate::auth::Secret;
 pub use crate::control::MAX_WORKERS;
 use crate::control::{self, ToSupervisor, ToWorker};
 use crate::faults::{Action, Step, When};
+use crate::registry::AlgoInfo;
 use crate::resource;
 use crate::tail::Tail;
 use crate::wire;

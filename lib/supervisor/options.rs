@@ -6,9 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{RunError, MAX_WORKERS};
-use crate::algos::{self, AlgoInfo};
+use crate::algorithm::ServiceKind;
 use crate::control::{Detector, WorkerSettings};
 use crate::faults::{Action, Plan, Target};
+use crate::registry::{self as algos, AlgoInfo};
 
 /// How to run.
 #[derive(Clone, Debug)]
@@ -190,12 +191,13 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
                 ));
             }
             match &e.command {
-                Some(_) => {
-                    crate::external::info(&opts.algo, if opts.elect.is_some() { "election" } else { "mutex" })
-                }
+                Some(_) => crate::registry::external(
+                    &opts.algo,
+                    if opts.elect.is_some() { ServiceKind::Election } else { ServiceKind::Mutex },
+                ),
                 None => {
                     let info = builtin()?;
-                    if crate::external::mixed(info.name).is_none() {
+                    if info.mixed.is_none() {
                         return usage(format!(
                             "--worker-cmd-for: {:?} cannot have an external worker among its own",
                             opts.algo
@@ -231,7 +233,7 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
         }
     }
     match (&opts.elect, info.service) {
-        (None, "mutex") | (Some(_), "election") => {}
+        (None, ServiceKind::Mutex) | (Some(_), ServiceKind::Election) => {}
         (None, service) => {
             return Err(RunError::Usage(format!(
                 "{:?} is an algorithm of the {service} service: run it with `mutexlab elect`",
@@ -376,7 +378,7 @@ pub(super) fn ms(v: f64) -> Duration {
 /// The settings' own check ([`WorkerSettings::check`]), with the service the registry
 /// gives their algorithm.
 pub(super) fn check(s: &WorkerSettings) -> Result<(), String> {
-    s.check(crate::algos::info(&s.algo).map(|a| a.service))
+    s.check(crate::registry::info(&s.algo).map(|a| a.service))
 }
 
 /// What worker `id`, life `incarnation`, is handed on its control link.

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use mutexlab::algorithm::{Config, Input, MutexCall, MutexEvent, Node, NodeInput, NodeOut, Output, PeerId};
 use mutexlab::algos::ricart_agrawala::{self, RicartAgrawala};
-use mutexlab::external::{self, External, Ref, Spawn};
+use mutexlab::external::{External, Ref, Spawn};
 use mutexlab::grade::{Grader, Real, Sweep};
 use mutexlab::lab::{expect, NOTHING};
 use mutexlab::sim::SimReport;
@@ -82,18 +82,19 @@ impl RaLab for Program {
 fn step<N: RaLab>(node: &mut N, input: NodeInput<N>) -> Vec<String> {
     let mut out = NodeOut::<N>::new(Duration::ZERO);
     node.step(input, &mut out);
-    if let Err(why) = external::check(&[]) {
+    if let Some(why) = node.failure() {
         // Unwound without the panic hook, so the reason is shown without a place.
         std::panic::resume_unwind(Box::new(why));
     }
     show::<N>(out.actions())
 }
 
-/// `n` fresh nodes, each already told `start` (the contract's first input).
-fn nodes<N: RaLab>(n: u32) -> Vec<N> {
+/// `n` fresh nodes, each already told `start` (the contract's first input); a program's
+/// nodes run `program`.
+fn nodes<N: RaLab>(program: &Option<Spawn>, n: u32) -> Vec<N> {
     (0..n)
         .map(|i| {
-            let mut node = N::create(&Config::new(i, n));
+            let mut node = N::create(&Config { program: program.clone(), ..Config::new(i, n) });
             step(&mut node, Input::Start);
             node
         })
@@ -132,23 +133,17 @@ fn show<N: RaLab>(acts: &[Output<N::Msg, N::Timer, MutexEvent>]) -> Vec<String> 
     v
 }
 
-/// Add a scripted test that first names the program (if any) for this thread, which
-/// also forgets an earlier test's failed one.
+/// Add a scripted test, handed the program (if any) its nodes run.
 fn script(
     g: &mut Grader,
     program: &Option<Spawn>,
     id: &str,
     what: &str,
     points: u32,
-    f: impl Fn() + 'static,
+    f: impl Fn(&Option<Spawn>) + 'static,
 ) {
     let program = program.clone();
-    g.script(id, what, points, move || {
-        if program.is_some() {
-            external::set_command(program.clone());
-        }
-        f()
-    });
+    g.script(id, what, points, move || f(&program));
 }
 
 /// The grader for node type `N`, registered as `algo` for the real runs. With a
@@ -166,16 +161,16 @@ pub fn grader<N: RaLab>(algo: &str, program: Option<Spawn>) -> Grader {
     let req = N::request;
     let rep = N::reply;
 
-    script(&mut g, &program, "1.1", "asking sends REQUEST 1 to every other node", 2, move || {
-        let mut w = nodes::<N>(3);
+    script(&mut g, &program, "1.1", "asking sends REQUEST 1 to every other node", 2, move |p| {
+        let mut w = nodes::<N>(p, 3);
         expect(
             want(&mut w, 0),
             &["send Request { ticket: 1 } to w1", "send Request { ticket: 1 } to w2"],
             "w0 of 3 wants in (Main p2-p5)",
         );
     });
-    script(&mut g, &program, "1.2", "a quiet node replies at once, even to a small ticket", 2, move || {
-        let mut w = nodes::<N>(3);
+    script(&mut g, &program, "1.2", "a quiet node replies at once, even to a small ticket", 2, move |p| {
+        let mut w = nodes::<N>(p, 3);
         expect(
             deliver(&mut w, 2, 1, req(9)),
             &["send Reply to w2"],
@@ -187,8 +182,8 @@ pub fn grader<N: RaLab>(algo: &str, program: Option<Spawn>) -> Grader {
             "then REQUEST 1 from w0 (Receive p3-p4)",
         );
     });
-    script(&mut g, &program, "1.3", "the next ticket is one above the highest seen", 3, move || {
-        let mut w = nodes::<N>(3);
+    script(&mut g, &program, "1.3", "the next ticket is one above the highest seen", 3, move |p| {
+        let mut w = nodes::<N>(p, 3);
         deliver(&mut w, 2, 1, req(9));
         deliver(&mut w, 0, 1, req(4));
         expect(
@@ -197,15 +192,15 @@ pub fn grader<N: RaLab>(algo: &str, program: Option<Spawn>) -> Grader {
             "w1 saw tickets 9 then 4, and now wants in (Receive p2, Main p3)",
         );
     });
-    script(&mut g, &program, "1.4", "all the REPLYs let the node in, and only they", 3, move || {
-        let mut w = nodes::<N>(3);
+    script(&mut g, &program, "1.4", "all the REPLYs let the node in, and only they", 3, move |p| {
+        let mut w = nodes::<N>(p, 3);
         want(&mut w, 0);
         expect(deliver(&mut w, 1, 0, rep()), NOTHING, "w0 has w1's REPLY only (Main p6)");
         expect(deliver(&mut w, 2, 0, rep()), &["enter"], "w0 has both REPLYs (Main p6-p7)");
         expect(done(&mut w, 0), NOTHING, "w0 leaves; nobody was deferred");
     });
-    script(&mut g, &program, "1.5", "the older request first, the younger after the exit", 4, move || {
-        let mut w = nodes::<N>(3);
+    script(&mut g, &program, "1.5", "the older request first, the younger after the exit", 4, move |p| {
+        let mut w = nodes::<N>(p, 3);
         want(&mut w, 2);
         deliver(&mut w, 2, 1, req(1));
         expect(
@@ -218,8 +213,8 @@ pub fn grader<N: RaLab>(algo: &str, program: Option<Spawn>) -> Grader {
         expect(deliver(&mut w, 1, 2, rep()), &["enter"], "w2 has both REPLYs");
         expect(done(&mut w, 2), &["send Reply to w1"], "w2 leaves and answers the deferred (Main p9-p11)");
     });
-    script(&mut g, &program, "1.6", "equal tickets go to the smaller id", 3, move || {
-        let mut w = nodes::<N>(2);
+    script(&mut g, &program, "1.6", "equal tickets go to the smaller id", 3, move |p| {
+        let mut w = nodes::<N>(p, 2);
         want(&mut w, 0);
         want(&mut w, 1);
         expect(deliver(&mut w, 1, 0, req(1)), NOTHING, "w0 (1, w0) defers w1 (1, w1)");
@@ -228,8 +223,8 @@ pub fn grader<N: RaLab>(algo: &str, program: Option<Spawn>) -> Grader {
         expect(done(&mut w, 0), &["send Reply to w1"], "w0 leaves and answers w1");
         expect(deliver(&mut w, 0, 1, rep()), &["enter"], "w1 enters");
     });
-    script(&mut g, &program, "1.7", "a node alone enters at once", 1, move || {
-        let mut w = nodes::<N>(1);
+    script(&mut g, &program, "1.7", "a node alone enters at once", 1, move |p| {
+        let mut w = nodes::<N>(p, 1);
         expect(want(&mut w, 0), &["enter"], "the only node wants in");
     });
 

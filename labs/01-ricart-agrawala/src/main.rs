@@ -17,9 +17,10 @@ mod notes003;
 use std::process::ExitCode;
 
 use mutexlab::algos::ricart_agrawala::RicartAgrawala;
-use mutexlab::algos::{AlgoInfo, Registry, Theory};
+use mutexlab::algos::{Family, Theory};
 use mutexlab::exit::{Error, Outcome};
 use mutexlab::external::{self, Spawn};
+use mutexlab::registry::{AlgoInfo, Registry};
 
 /// 2(N-1) messages per entry: what `run` compares your node's count with.
 fn theory(s: mutexlab::algos::Shape) -> Option<Theory> {
@@ -30,7 +31,7 @@ fn main() -> ExitCode {
     let registry = Registry::builtin()
         .with(AlgoInfo {
             name: "student",
-            family: "permission",
+            family: Family::Permission,
             summary: "your Ricart-Agrawala (labs/01-ricart-agrawala/src/node.rs)",
             kernel_lock: false,
             theory,
@@ -38,7 +39,7 @@ fn main() -> ExitCode {
         })
         .with(AlgoInfo {
             name: "notes-003",
-            family: "permission",
+            family: Family::Permission,
             summary: "Ricart-Agrawala as the 003 notes write it (highestClock from the local clock)",
             kernel_lock: false,
             theory,
@@ -62,7 +63,7 @@ fn grade(mut rest: Vec<String>) -> Outcome {
         (true, false, None) => grader::grader::<RicartAgrawala>("ricart-agrawala", None),
         (false, true, None) => grader::grader::<notes003::Notes003>("notes-003", None),
         (false, false, Some(command)) => {
-            // The simulator and the scripted steps start the program on this thread;
+            // The simulator and the scripted steps start the program as their nodes;
             // real runs label it `ricart-agrawala`, which lends the 2(N-1) theory.
             // Every sweep seed starts the program afresh and every real run starts a
             // cluster: their log lines (copied to our stderr) would bury the test lines,
@@ -76,7 +77,6 @@ fn grade(mut rest: Vec<String>) -> Outcome {
                 Err(e) => eprintln!("grade: cannot log to {} ({e}); stderr stays here", log.display()),
             }
             let spawn = Spawn { command, timeout: external::DEFAULT_TIMEOUT };
-            external::set_command(Some(spawn.clone()));
             grader::grader::<grader::Program>("ricart-agrawala", Some(spawn))
         }
         (false, false, None) => grader::grader::<node::Node>("student", None),

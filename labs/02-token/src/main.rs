@@ -14,12 +14,13 @@ mod node;
 use std::process::ExitCode;
 
 use mutexlab::algos::ra_token::RaToken;
-use mutexlab::algos::{AlgoInfo, Registry, Theory};
+use mutexlab::algos::{Family, Theory};
+use mutexlab::registry::{AlgoInfo, Registry};
 
 fn main() -> ExitCode {
     let registry = Registry::builtin().with(AlgoInfo {
         name: "student",
-        family: "token",
+        family: Family::Token,
         summary: "your Ricart-Agrawala token passing (labs/02-token/src/node.rs)",
         kernel_lock: false,
         theory: |s| {

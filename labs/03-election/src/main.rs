@@ -16,8 +16,9 @@ mod planted;
 use std::process::ExitCode;
 
 use mutexlab::algos::chang_roberts::ChangRoberts;
-use mutexlab::algos::{AlgoInfo, Registry};
+use mutexlab::algos::Family;
 use mutexlab::exit::{Error, Outcome};
+use mutexlab::registry::{AlgoInfo, Registry};
 
 /// The planted bug's name, for `--planted` and the registry.
 const PLANTED: &str = "forwards-old-term";
@@ -25,7 +26,7 @@ const PLANTED: &str = "forwards-old-term";
 fn main() -> ExitCode {
     let entry = |name, summary, info: AlgoInfo| AlgoInfo {
         name,
-        family: "ring",
+        family: Family::Ring,
         summary,
         highest_wins: true,
         kernel_lock: false,

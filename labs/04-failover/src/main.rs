@@ -16,8 +16,9 @@ mod planted;
 use std::process::ExitCode;
 
 use mutexlab::algos::centralized_bully::CentralizedBully;
-use mutexlab::algos::{AlgoInfo, Registry, Theory};
+use mutexlab::algos::{Family, Theory};
 use mutexlab::exit::{Error, Outcome};
+use mutexlab::registry::{AlgoInfo, Registry};
 
 /// As `centralized`, plus elections and heartbeats: what `run` compares the count with.
 fn theory(s: mutexlab::algos::Shape) -> Option<Theory> {
@@ -37,7 +38,7 @@ fn main() -> ExitCode {
     // refuses it rather than ignoring the flag (the reference has one).
     let entry = |name, summary, info: AlgoInfo| AlgoInfo {
         name,
-        family: "permission",
+        family: Family::Permission,
         summary,
         kernel_lock: false,
         theory,

@@ -1,0 +1,870 @@
+//! The registry: the one place that names each node type together with what drives
+//! it (a worker process, the simulator, a program of the user's among its workers), its
+//! theory of message cost and the notes' claims.
+//!
+//! It sits above the drivers (`runtime`, `sim`, `external`) and below the supervisor
+//! and the command line: the algorithms ([`crate::algos`]) know nothing of it, and the
+//! runtime is handed what to run ([`run_worker`] resolves a worker's settings to a
+//! [`NodeRun`]). The registry maps the name a user types (`--algo NAME`) to an
+//! [`AlgoInfo`]; adding an algorithm is its file in `algos/` and one entry in
+//! [`BUILTIN`], from which every other list (mixed clusters, `compare`'s claims, the
+//! state test) is derived. [`Registry`] is open: a crate outside this library adds its
+//! own algorithms and runs the whole command line with them
+//! (`examples/custom_algorithm.rs` shows how).
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use crate::algorithm::{Node, ServiceKind};
+use crate::algos::*;
+use crate::control::WorkerSettings;
+use crate::external::{External, Ref};
+use crate::runtime::{self, NodeRun, RunService};
+use crate::sim::SimService;
+
+/// A registry entry.
+#[derive(Debug)]
+pub struct AlgoInfo {
+    /// The name users type.
+    pub name: &'static str,
+    /// `baseline`, `permission` or `token` for mutual exclusion; `election` or `ring`
+    /// for elections.
+    pub family: Family,
+    /// The service the node type provides (set by [`AlgoInfo::runs`]): `mutexlab run`
+    /// runs mutual exclusion, `mutexlab elect` elections.
+    pub service: ServiceKind,
+    /// Elections: the auditor checks that the agreed leader is the highest live id.
+    pub highest_wins: bool,
+    /// One line for `mutexlab algorithms`.
+    pub summary: &'static str,
+    /// The runtime wraps each critical section in `flock(2)` on the resource file.
+    pub kernel_lock: bool,
+    /// The node has a majority rule, which `run --majority` turns on
+    /// ([`crate::algorithm::Config::majority`]).
+    pub majority: bool,
+    /// Expected messages per entry (per election, for elections) for a run of this
+    /// shape, where theory gives a number.
+    pub theory: fn(Shape) -> Option<Theory>,
+    /// What the notes claim for it, for `mutexlab compare` (mutual exclusion only).
+    pub claim: Option<Claim>,
+    /// Runs the node type as a worker process (set by [`AlgoInfo::runs`]).
+    pub worker: WorkerFn,
+    /// Runs a program of the user's as one worker among this algorithm's own
+    /// (`--worker-cmd-for`), speaking its messages ([`Ref`]); set by [`AlgoInfo::runs`],
+    /// `None` where it cannot work (the baselines send nothing).
+    pub mixed: Option<WorkerFn>,
+    /// Checks that the node type's states are values, as an exhaustive checker needs
+    /// them: `n` nodes, a seed, entries per node, as `simulate` (set by
+    /// [`AlgoInfo::runs`]; see [`states_are_values`]).
+    pub states: fn(u32, u64, u32) -> Result<usize, String>,
+    /// Runs the node type in the simulator: `n` nodes, a seed, entries per node (set by
+    /// [`AlgoInfo::runs`]).
+    pub simulate: fn(u32, u64, u32) -> Result<crate::sim::SimReport, crate::sim::SimError>,
+}
+
+/// How a worker process runs a node type: [`runtime::run_node`] for it.
+pub type WorkerFn = runtime::RunNode;
+
+impl AlgoInfo {
+    /// The parts of an entry that run node type `N` (as a worker, in the simulator, as a
+    /// program among its workers, the state check); fill in the rest:
+    /// `AlgoInfo { name: "mine", family: Family::Permission, summary: "…", kernel_lock: false,
+    /// theory: |_| None, ..AlgoInfo::runs::<Mine>() }`.
+    pub const fn runs<N: Node<Service: RunService + SimService>>() -> AlgoInfo {
+        AlgoInfo {
+            name: "",
+            // A default by service: set your own.
+            family: match <N::Service as RunService>::KIND {
+                ServiceKind::Mutex => Family::Permission,
+                ServiceKind::Election => Family::Election,
+            },
+            service: <N::Service as RunService>::KIND,
+            highest_wins: false,
+            summary: "",
+            kernel_lock: false,
+            majority: false,
+            theory: |_| None,
+            claim: None,
+            worker: runtime::run_node::<N>,
+            mixed: Some(runtime::run_node::<External<N::Service, Ref<N::Msg>>>),
+            states: states_are_values::<N>,
+            simulate: crate::sim::simulate::<N>,
+        }
+    }
+}
+
+/// Every algorithm the lab ships, in the order `mutexlab algorithms` lists them. Adding
+/// one is one entry here (and its module above): the entry names its type.
+pub static BUILTIN: &[AlgoInfo] = &[
+    AlgoInfo {
+        name: "none",
+        family: Family::Baseline,
+        summary: "no coordination at all: the negative control the auditor must flag",
+        kernel_lock: false,
+        theory: |_| Theory::exact(0.0, "0"),
+        mixed: None,
+        ..AlgoInfo::runs::<baseline::Immediate>()
+    },
+    AlgoInfo {
+        name: "flock",
+        family: Family::Baseline,
+        summary: "the kernel's exclusive flock(2) on the resource file; no messages",
+        kernel_lock: true,
+        theory: |_| Theory::exact(0.0, "0"),
+        mixed: None,
+        ..AlgoInfo::runs::<baseline::Immediate>()
+    },
+    AlgoInfo {
+        name: "centralized",
+        family: Family::Permission,
+        summary: "a coordinator (highest id) with a FIFO queue: REQUEST, GRANT, RELEASE",
+        kernel_lock: false,
+        theory: |s| {
+            let n = f64::from(s.n.max(1));
+            Theory::exact(3.0 * (n - 1.0) / n, "3(N-1)/N: 3 per entry, 0 for the coordinator's own")
+        },
+        claim: Some(Claim {
+            messages: |_| "3 (notes)".into(),
+            entry: |_| "2 (notes)".into(),
+            sync: |_| "2: RELEASE, GRANT".into(),
+            problems: "coordinator crash (notes)",
+            coordinator_free: true,
+        }),
+        ..AlgoInfo::runs::<centralized::Centralized>()
+    },
+    AlgoInfo {
+        name: "centralized-bully",
+        family: Family::Permission,
+        summary:
+            "centralized with heartbeats and a bully election; the new coordinator rebuilds its queue from STATE",
+        kernel_lock: false,
+        majority: true,
+        theory: |s| {
+            let n = f64::from(s.n.max(1));
+            Some(Theory::range(
+                3.0 * (n - 1.0) / n,
+                f64::INFINITY,
+                "3(N-1)/N as centralized (2N+1 per ordinary entry and 2(N-1) for the \
+                 coordinator's under --majority), plus HEARTBEATs while anyone waits and \
+                 elections; unbounded above"
+                    .into(),
+            ))
+        },
+        claim: Some(Claim {
+            messages: |_| "3, plus elections".into(),
+            entry: |_| "2".into(),
+            sync: |_| "2: RELEASE, GRANT".into(),
+            problems: "lost messages stall a recovery; a paused coordinator stops all",
+            coordinator_free: true,
+        }),
+        ..AlgoInfo::runs::<centralized_bully::CentralizedBully>()
+    },
+    AlgoInfo {
+        name: "lamport",
+        family: Family::Permission,
+        summary:
+            "a request queue on every node with Lamport clocks: REQUEST, ACK, RELEASE to all (needs FIFO)",
+        kernel_lock: false,
+        theory: |s| Theory::exact(3.0 * (f64::from(s.n.max(1)) - 1.0), "3(N-1)"),
+        claim: Some(Claim {
+            messages: |n| format!("3(N-1) = {}", 3 * (n - 1)),
+            entry: |_| "2: REQUEST, ACK".into(),
+            sync: |_| "1: RELEASE".into(),
+            problems: "any crash (no ACK); lost messages",
+            coordinator_free: false,
+        }),
+        ..AlgoInfo::runs::<lamport::Lamport>()
+    },
+    AlgoInfo {
+        name: "maekawa",
+        family: Family::Permission,
+        summary:
+            "grid quorums of about 2√N-1 voters; INQUIRE/YIELD/FAILED take votes back so it cannot deadlock",
+        kernel_lock: false,
+        theory: |s| {
+            // Each node's entry costs 3(K-1) to 5(K-1) for its own quorum size K; over a
+            // run where nodes enter equally often, that averages out to the mean K.
+            let n = s.n.max(1);
+            let (lo, hi) = maekawa::quorum_sizes(n);
+            let k = maekawa::mean_quorum_size(n);
+            Some(Theory {
+                quorum_size: Some(k),
+                ..Theory::range(
+                    3.0 * (k - 1.0),
+                    5.0 * (k - 1.0),
+                    format!("3(K-1) to 5(K-1) on average, K = mean quorum size {k:.2} ({lo}..{hi})"),
+                )
+            })
+        },
+        claim: Some(Claim {
+            messages: |n| {
+                let k = maekawa::mean_quorum_size(n);
+                format!("3(K-1) to 5(K-1) = {:.1}-{:.1}", 3.0 * (k - 1.0), 5.0 * (k - 1.0))
+            },
+            entry: |_| "2: REQUEST, LOCKED".into(),
+            sync: |_| "2: RELEASE, LOCKED".into(),
+            problems: "crash of a quorum member",
+            coordinator_free: false,
+        }),
+        ..AlgoInfo::runs::<maekawa::Maekawa>()
+    },
+    AlgoInfo {
+        name: "ricart-agrawala",
+        family: Family::Permission,
+        summary: "ask everyone with a ticket (highest seen + 1); deferred REPLYs serve as the release",
+        kernel_lock: false,
+        theory: |s| Theory::exact(2.0 * (f64::from(s.n.max(1)) - 1.0), "2(N-1)"),
+        claim: Some(Claim {
+            messages: |n| format!("2(N-1) = {} (notes)", 2 * (n - 1)),
+            entry: |n| format!("2(N-1) = {} (notes)", 2 * (n - 1)),
+            sync: |_| "1: a deferred REPLY".into(),
+            problems: "any process crash (notes)",
+            coordinator_free: false,
+        }),
+        ..AlgoInfo::runs::<ricart_agrawala::RicartAgrawala>()
+    },
+    AlgoInfo {
+        name: "ricart-agrawala-rc",
+        family: Family::Permission,
+        summary: "Ricart-Agrawala keeping permissions until asked (Roucairol-Carvalho): re-entry can be free",
+        kernel_lock: false,
+        theory: |s| {
+            let max = 2.0 * (f64::from(s.n.max(1)) - 1.0);
+            Some(Theory::range(0.0, max, "0 to 2(N-1)".into()))
+        },
+        claim: Some(Claim {
+            messages: |n| format!("0 to 2(N-1) = {}", 2 * (n - 1)),
+            entry: |_| "0 to 2".into(),
+            sync: |_| "1: a REPLY".into(),
+            problems: "any process crash",
+            coordinator_free: false,
+        }),
+        ..AlgoInfo::runs::<ricart_agrawala::RoucairolCarvalho>()
+    },
+    AlgoInfo {
+        name: "voting",
+        family: Family::Permission,
+        summary:
+            "majority of m coordinators (--replicas, default N); DENY, release and random back-off on failure",
+        kernel_lock: false,
+        theory: |s| {
+            let m = s.replicas.unwrap_or(s.n).clamp(1, s.n.max(1));
+            let (n, mf) = (f64::from(s.n.max(1)), f64::from(m));
+            Some(Theory {
+                replicas: Some(m),
+                ..Theory::range(
+                    3.0 * mf - 3.0 * mf / n,
+                    f64::INFINITY,
+                    format!(
+                        "3m-3m/N with no contention, m = {m} (none for one's own vote); \
+                         unbounded above, as retries are"
+                    ),
+                )
+            })
+        },
+        claim: Some(Claim {
+            messages: |_| "2mk+m, k attempts (notes)".into(),
+            entry: |_| "2mk (notes)".into(),
+            sync: |_| "2 or more: back-off".into(),
+            problems: "starvation, low efficiency (notes); amnesia after restart",
+            coordinator_free: false,
+        }),
+        ..AlgoInfo::runs::<voting::Voting>()
+    },
+    AlgoInfo {
+        name: "token-ring",
+        family: Family::Token,
+        summary: "one TOKEN round a fixed ring 0→1→…→N-1→0; a token a full lap unused is held 1 ms per hop",
+        kernel_lock: false,
+        theory: |s| {
+            if s.n <= 1 {
+                return Theory::exact(0.0, "0: a lone node keeps the token");
+            }
+            Some(Theory::range(
+                1.0,
+                f64::INFINITY,
+                "1 at saturation (the exit pass), up to N when others decline the token; \
+                 unbounded above, as an idle ring keeps (slowly) passing it"
+                    .into(),
+            ))
+        },
+        claim: Some(Claim {
+            messages: |_| "1 to ∞ (notes)".into(),
+            entry: |n| format!("0 to N-1 = {} (notes); here an idle hop waits 1 ms", n - 1),
+            sync: |n| format!("1 to N-1 = {}", n - 1),
+            problems: "lost token, process crash (notes)",
+            coordinator_free: false,
+        }),
+        ..AlgoInfo::runs::<token_ring::TokenRing>()
+    },
+    AlgoInfo {
+        name: "token-ring-ft",
+        family: Family::Token,
+        summary: "token-ring with generations: a lost TOKEN is made again after an ELECTION lap its holder would stop",
+        kernel_lock: false,
+        theory: |s| {
+            if s.n <= 1 {
+                return Theory::exact(0.0, "0: a lone node keeps the token");
+            }
+            Some(Theory::range(
+                1.0,
+                f64::INFINITY,
+                "as token-ring: 1 at saturation, up to N with declines; plus M ELECTIONs \
+                 (2M-1 at worst) per token made again among M live nodes; unbounded above"
+                    .into(),
+            ))
+        },
+        claim: Some(Claim {
+            messages: |_| "1 to ∞, plus a ring election per lost token".into(),
+            entry: |n| format!("0 to N-1 = {}; an idle hop waits 1 ms", n - 1),
+            sync: |n| format!("1 to N-1 = {}", n - 1),
+            problems: "survives a lost token by regenerating it",
+            coordinator_free: false,
+        }),
+        ..AlgoInfo::runs::<token_ring_ft::TokenRingFt>()
+    },
+    AlgoInfo {
+        name: "suzuki-kasami",
+        family: Family::Token,
+        summary:
+            "broadcast a numbered REQUEST; the TOKEN carries each node's last served request and a queue",
+        kernel_lock: false,
+        theory: n_per_token_move,
+        claim: Some(Claim {
+            messages: |n| format!("0 or N = {n}"),
+            entry: |_| "0 or 2".into(),
+            sync: |_| "1: TOKEN".into(),
+            problems: "holder crash loses the token",
+            coordinator_free: false,
+        }),
+        ..AlgoInfo::runs::<suzuki_kasami::SuzukiKasami>()
+    },
+    AlgoInfo {
+        name: "ra-token",
+        family: Family::Token,
+        summary:
+            "the notes' Ricart-Agrawala token passing: a TOKEN with granted[] and no queue, to the next waiter round the ring",
+        kernel_lock: false,
+        theory: n_per_token_move,
+        claim: Some(Claim {
+            messages: |n| format!("0 or N = {n}"),
+            entry: |_| "0 or 2".into(),
+            sync: |_| "1: TOKEN".into(),
+            problems: "holder crash loses the token",
+            coordinator_free: false,
+        }),
+        ..AlgoInfo::runs::<ra_token::RaToken>()
+    },
+    AlgoInfo {
+        name: "raymond",
+        family: Family::Token,
+        summary:
+            "a token on a fixed binary tree; REQUESTs climb towards it, per-node FIFO queues route it back",
+        kernel_lock: false,
+        theory: |s| {
+            let d = raymond::diameter(s.n.max(1));
+            let formula =
+                format!("0 (holder re-enters) to 2D = {}, D = {d} the binary tree's diameter", 2 * d);
+            Some(Theory::range(0.0, f64::from(2 * d), formula))
+        },
+        claim: Some(Claim {
+            messages: |n| format!("0 to 2D = {}", 2 * raymond::diameter(n)),
+            entry: |n| format!("0 to 2D = {}", 2 * raymond::diameter(n)),
+            sync: |n| format!("1 to D = {}", raymond::diameter(n)),
+            problems: "a crash cuts the tree or loses the token",
+            coordinator_free: false,
+        }),
+        ..AlgoInfo::runs::<raymond::Raymond>()
+    },
+    AlgoInfo {
+        name: "neilsen-mizuno",
+        family: Family::Token,
+        summary:
+            "a token and a tree whose parent links follow the last requester; the TOKEN goes straight to it",
+        kernel_lock: false,
+        theory: |s| {
+            let d = neilsen_mizuno::diameter(s.n.max(1));
+            let formula =
+                format!("0 (holder re-enters) to D+1 = {}, D = {d} the initial chain's length", d + 1);
+            Some(Theory::range(0.0, f64::from(d + 1), formula))
+        },
+        claim: Some(Claim {
+            messages: |n| format!("0 to D+1 = {}", neilsen_mizuno::diameter(n) + 1),
+            entry: |n| format!("0 to D+1 = {}", neilsen_mizuno::diameter(n) + 1),
+            sync: |_| "1: TOKEN".into(),
+            problems: "a crash cuts the tree or loses the token",
+            coordinator_free: false,
+        }),
+        ..AlgoInfo::runs::<neilsen_mizuno::NeilsenMizuno>()
+    },
+    AlgoInfo {
+        name: "bully",
+        family: Family::Election,
+        summary:
+            "ELECTION to every higher id, ANSWER from the live ones, COORDINATOR from the one nobody answers",
+        highest_wins: true,
+        theory: |s| election_theory(bully::messages_per_election(s.n), "M-1 (the highest starts) to M²-1"),
+        ..AlgoInfo::runs::<bully::Bully>()
+    },
+    AlgoInfo {
+        name: "bully-gm",
+        family: Family::Election,
+        summary: "Garcia-Molina's four phases: STATUS_POLL up, ELECTION down, COORDINATOR, NEW_STATE; the leader polls",
+        highest_wins: true,
+        theory: |s| {
+            election_theory(bully_gm::messages_per_election(s.n), "6(M-1) (the highest starts) to (M-1)(M+6)")
+        },
+        ..AlgoInfo::runs::<bully_gm::BullyGm>()
+    },
+    AlgoInfo {
+        name: "chang-roberts",
+        family: Family::Ring,
+        summary: "the largest id goes once round a one-way ring, then ELECTED goes round once",
+        highest_wins: true,
+        theory: |s| election_theory(chang_roberts::messages_per_election(s.n), "2M to 3M-1 on a rising ring"),
+        ..AlgoInfo::runs::<chang_roberts::ChangRoberts>()
+    },
+    AlgoInfo {
+        name: "chang-roberts-down",
+        family: Family::Ring,
+        summary: "chang-roberts the other way round, ids falling along the ring: the notes' O(N²) worst case",
+        highest_wins: true,
+        theory: |s| {
+            election_theory(chang_roberts::messages_per_election_down(s.n), "2M to M(M+1)/2 + M (all start)")
+        },
+        ..AlgoInfo::runs::<chang_roberts::ChangRobertsDown>()
+    },
+    AlgoInfo {
+        name: "hirschberg-sinclair",
+        family: Family::Ring,
+        summary: "probes both ways to distance 2^k in phase k; a candidate whose probes come home wins: O(N log N)",
+        highest_wins: true,
+        theory: |s| {
+            election_theory(hirschberg_sinclair::messages_per_election(s.n), "under 8M(⌈log₂M⌉+1)")
+        },
+        ..AlgoInfo::runs::<hirschberg_sinclair::HirschbergSinclair>()
+    },
+    AlgoInfo {
+        name: "ring-list",
+        family: Family::Ring,
+        summary: "ELECTION collects the live ids round the ring; its initiator announces the highest",
+        highest_wins: true,
+        theory: |s| {
+            let (lo, hi) = ring_list::messages_per_election(s.n);
+            // Each initiator's lap and announcement cost 2M.
+            let k = u64::from(s.initiators.max(1));
+            election_theory((lo, (lo * k).min(hi)), "2M per initiator")
+        },
+        ..AlgoInfo::runs::<ring_list::RingList>()
+    },
+];
+
+/// `suzuki-kasami` and `ra-token`: an entry costs N when the token moves (N-1 REQUESTs
+/// and the TOKEN), nothing when its holder re-enters unasked.
+fn n_per_token_move(s: Shape) -> Option<Theory> {
+    let n = s.n.max(1);
+    if n == 1 {
+        return Theory::exact(0.0, "0: a lone node keeps the token");
+    }
+    let formula = format!("0 (holder re-enters unasked) to N = {n} (N-1 REQUESTs + 1 TOKEN)");
+    Some(Theory::range(0.0, f64::from(n), formula))
+}
+
+/// Messages per election between two bounds, M the number of live workers.
+fn election_theory((lo, hi): (u64, u64), formula: &str) -> Option<Theory> {
+    Some(Theory::range(lo as f64, hi as f64, format!("{formula}, M = live workers")))
+}
+
+/// A set of algorithms by name: the built-in ones, and any a crate outside this library
+/// adds (see [`Registry::with`]). The command line runs whatever the installed registry
+/// holds ([`Registry::install`]); without one, the built-in algorithms.
+#[derive(Clone, Debug)]
+pub struct Registry {
+    algos: Vec<&'static AlgoInfo>,
+}
+
+impl Registry {
+    /// The algorithms the lab ships.
+    pub fn builtin() -> Registry {
+        Registry { algos: BUILTIN.iter().collect() }
+    }
+
+    /// This registry with `info` added (its `..AlgoInfo::runs::<YourNode>()` names the
+    /// type). A name that is already taken is a programming error.
+    pub fn with(mut self, info: AlgoInfo) -> Registry {
+        assert!(self.get(info.name).is_none(), "algorithm {:?} is registered twice", info.name);
+        // Registries live as long as the process: leaking keeps `&'static` lookups simple.
+        self.algos.push(Box::leak(Box::new(info)));
+        self
+    }
+
+    /// Look an algorithm up by name.
+    pub fn get(&self, name: &str) -> Option<&'static AlgoInfo> {
+        self.algos.iter().copied().find(|a| a.name == name)
+    }
+
+    /// Every algorithm, in registration order.
+    pub fn iter(&self) -> impl Iterator<Item = &'static AlgoInfo> + '_ {
+        self.algos.iter().copied()
+    }
+
+    /// The names, comma-separated, for error messages.
+    pub fn names(&self) -> String {
+        self.iter().map(|a| a.name).collect::<Vec<_>>().join(", ")
+    }
+
+    /// Make this the registry of the whole process (the command line and its workers
+    /// consult it). Once per process; a second install is refused.
+    pub fn install(self) -> Result<&'static Registry, Registry> {
+        INSTALLED.set(self)?;
+        Ok(registry())
+    }
+}
+
+static INSTALLED: OnceLock<Registry> = OnceLock::new();
+
+/// The process's registry: the one installed, else the built-in algorithms.
+pub fn registry() -> &'static Registry {
+    INSTALLED.get_or_init(Registry::builtin)
+}
+
+/// Look an algorithm up by name in the process's registry.
+pub fn info(name: &str) -> Option<&'static AlgoInfo> {
+    registry().get(name)
+}
+
+/// Look `name` up as a user typed it: exactly, else ignoring case. The error is one
+/// line that suggests the nearest name, if one is near, and lists them all.
+pub fn lookup(name: &str) -> Result<&'static AlgoInfo, String> {
+    let reg = registry();
+    if let Some(a) = reg.get(name).or_else(|| reg.iter().find(|a| a.name.eq_ignore_ascii_case(name))) {
+        return Ok(a);
+    }
+    let typed = name.to_ascii_lowercase();
+    let nearest = reg
+        .iter()
+        .map(|a| (strsim::damerau_levenshtein(&typed, a.name), a.name))
+        .filter(|&(d, n)| d <= 2.max(n.len() / 4))
+        .min();
+    let hint = nearest.map(|(_, n)| format!("; did you mean {n:?}?")).unwrap_or_default();
+    Err(format!("unknown algorithm {name:?}{hint} (valid: {})", reg.names()))
+}
+
+/// The names of all algorithms in the process's registry, comma-separated.
+pub fn names() -> String {
+    registry().names()
+}
+
+/// Whether the states of node type `N` are values: run `n` nodes from `seed` in the
+/// simulator, `entries` entries each, and check that every node's clone equals it and
+/// that a set of the fresh nodes and the final ones holds them. `Ok` gives how many
+/// distinct states the set holds; `Err` says what failed.
+pub fn states_are_values<N: Node<Service: SimService>>(
+    n: u32,
+    seed: u64,
+    entries: u32,
+) -> Result<usize, String> {
+    let mut sim = crate::sim::Sim::<N>::new(n, seed);
+    sim.run(entries).map_err(|e| e.to_string())?;
+    let fresh: Vec<N> = (0..n).map(|i| N::create(&crate::algorithm::Config::new(i, n))).collect();
+    let mut seen: std::collections::HashSet<N> = fresh.iter().cloned().collect();
+    for i in 0..n {
+        let node = sim.node(i);
+        if node.clone() != *node {
+            return Err(format!("w{i}'s clone differs from it: {node:?}"));
+        }
+        seen.insert(node.clone());
+    }
+    if !fresh.iter().all(|f| seen.contains(f)) {
+        return Err("a fresh node is not found in a set that holds it".into());
+    }
+    Ok(seen.len())
+}
+
+/// The registry entry for `--worker-cmd`: node type [`External`] of the service, named
+/// `label`. A label that names an algorithm of the same service lends its family and
+/// theory, so a Ricart-Agrawala in Python is compared with 2(N-1).
+pub fn external(label: &str, service: ServiceKind) -> &'static AlgoInfo {
+    let base = match service {
+        ServiceKind::Election => AlgoInfo::runs::<External<crate::algorithm::Election>>(),
+        ServiceKind::Mutex => AlgoInfo::runs::<External<crate::algorithm::Mutex>>(),
+    };
+    let like = info(label).filter(|a| a.service == base.service);
+    let info = AlgoInfo {
+        name: Box::leak(label.to_string().into_boxed_str()),
+        family: like.map_or(Family::External, |a| a.family),
+        highest_wins: like.is_some_and(|a| a.highest_wins),
+        summary: "a node in another program, over JSON lines (labs/PROTOCOL.md)",
+        theory: like.map_or(|_| None, |a| a.theory),
+        mixed: None,
+        ..base
+    };
+    // One per run or worker: leaking keeps the `&'static` every registry entry has.
+    Box::leak(Box::new(info))
+}
+
+/// What a worker with these settings runs: the algorithm they name, or a program of
+/// the user's standing for it (`--worker-cmd`), or among its workers
+/// (`--worker-cmd-for`). `None` for a name the process's registry does not know.
+pub fn resolve(settings: &WorkerSettings) -> Option<NodeRun> {
+    let (info, run) = match &settings.external {
+        Some(ext) if ext.among_reference => {
+            let reference = info(&settings.algo)?;
+            (reference, reference.mixed?)
+        }
+        Some(ext) => {
+            // The control link names the service; anything but an election is mutual
+            // exclusion, as the supervisor writes only these two.
+            let service = ServiceKind::from_name(&ext.service).unwrap_or(ServiceKind::Mutex);
+            let info = external(&settings.algo, service);
+            (info, info.worker)
+        }
+        None => {
+            let info = info(&settings.algo)?;
+            (info, info.worker)
+        }
+    };
+    Some(NodeRun { run, service: info.service, kernel_lock: info.kernel_lock })
+}
+
+/// The worker process's entry point (`mutexlab worker`): read the setup from the
+/// control link, find what it names in the process's registry, and run it
+/// ([`runtime::run_worker`]).
+pub fn run_worker(run_dir: &Path, cmdline_id: Option<u32>) -> anyhow::Result<()> {
+    runtime::run_worker(run_dir, cmdline_id, resolve)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn theory(name: &str, shape: Shape) -> Theory {
+        (info(name).unwrap().theory)(shape).unwrap()
+    }
+
+    #[test]
+    fn theory_carries_the_shape_and_serializes_without_infinity() {
+        let v =
+            serde_json::to_value(theory("voting", Shape { n: 5, replicas: Some(3), initiators: 0 })).unwrap();
+        assert_eq!(v["replicas"], 3);
+        assert!(v.get("per_entry_max").is_none(), "unbounded: left out, not null: {v}");
+        assert!(v.get("quorum_size").is_none());
+        assert!(v["formula"].as_str().unwrap().contains("unbounded"), "{v}");
+        assert_eq!(v["per_entry_min"].as_f64().unwrap(), 9.0 - 9.0 / 5.0);
+        // Without --replicas, every worker is a coordinator.
+        assert_eq!(theory("voting", Shape { n: 4, replicas: None, initiators: 0 }).replicas, Some(4));
+
+        // N = 5, three columns: w0 and w1 have quorums of 4, w2, w3 and w4 of 3.
+        let t = theory("maekawa", Shape { n: 5, replicas: None, initiators: 0 });
+        let k = 17.0 / 5.0;
+        assert_eq!(t.quorum_size, Some(k));
+        assert_eq!((t.per_entry_min, t.per_entry_max), (3.0 * (k - 1.0), 5.0 * (k - 1.0)));
+        assert!(t.formula.contains("on average"), "{}", t.formula);
+        let v = serde_json::to_value(&t).unwrap();
+        assert_eq!(v["quorum_size"].as_f64(), Some(k));
+        assert!(v.get("replicas").is_none());
+
+        let v =
+            serde_json::to_value(theory("lamport", Shape { n: 3, replicas: None, initiators: 0 })).unwrap();
+        assert_eq!(v["per_entry_max"], 6.0, "a finite bound is kept");
+    }
+
+    #[test]
+    fn every_built_in_algorithm_runs_in_the_simulator_by_name() {
+        for a in registry().iter() {
+            let run = (a.simulate)(3, 1, 2);
+            if a.service == ServiceKind::Election {
+                let report = run.unwrap_or_else(|e| panic!("{}: {e}", a.name));
+                assert_eq!(report.leader.map(|l| l.0), Some(crate::algorithm::PeerId(2)), "{}", a.name);
+                continue;
+            }
+            if a.family == Family::Baseline {
+                // `none` coordinates nothing and `flock`'s lock is the kernel's, which the
+                // simulator does not model: both let two in, which the simulator catches.
+                let e = run.expect_err(a.name);
+                assert!(matches!(e.failure, crate::sim::Failure::Overlap { .. }), "{}: {e}", a.name);
+                continue;
+            }
+            let report = run.unwrap_or_else(|e| panic!("{}: {e}", a.name));
+            assert_eq!(report.entries, 6, "{}", a.name);
+        }
+        assert!(info("nonsense").is_none());
+    }
+
+    #[test]
+    fn every_built_in_algorithm_but_the_baselines_can_have_an_external_worker() {
+        for a in BUILTIN {
+            assert_eq!(a.mixed.is_some(), a.family != Family::Baseline, "{}", a.name);
+        }
+    }
+
+    /// A toy algorithm, as a crate of its own would write it: its file (this module) and
+    /// nothing else of the library's.
+    mod toy {
+        use std::collections::VecDeque;
+
+        use crate::algorithm::{Algorithm, Config, Message, NoTimer, Out, PeerId};
+
+        /// Ask w0, go when it says so, tell it when done.
+        #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+        pub enum Msg {
+            Ask,
+            Go,
+            Done,
+        }
+
+        impl Message for Msg {
+            fn kind(&self) -> &str {
+                match self {
+                    Msg::Ask => "ASK",
+                    Msg::Go => "GO",
+                    Msg::Done => "DONE",
+                }
+            }
+        }
+
+        /// w0 lets one in at a time, the others wait in its queue.
+        #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+        pub struct Toy {
+            me: PeerId,
+            queue: VecDeque<PeerId>,
+            busy: bool,
+        }
+
+        impl Toy {
+            fn ask(&mut self, who: PeerId, out: &mut Out<Msg, NoTimer>) {
+                if self.busy {
+                    self.queue.push_back(who);
+                } else {
+                    self.busy = true;
+                    self.grant(who, out);
+                }
+            }
+            fn grant(&self, who: PeerId, out: &mut Out<Msg, NoTimer>) {
+                if who == self.me {
+                    out.enter_cs();
+                } else {
+                    out.send(who, Msg::Go);
+                }
+            }
+            fn release(&mut self, out: &mut Out<Msg, NoTimer>) {
+                match self.queue.pop_front() {
+                    Some(next) => self.grant(next, out),
+                    None => self.busy = false,
+                }
+            }
+        }
+
+        impl Algorithm for Toy {
+            type Msg = Msg;
+            type Timer = NoTimer;
+            fn new(cfg: &Config) -> Self {
+                Toy { me: cfg.id, queue: VecDeque::new(), busy: false }
+            }
+            fn on_want_cs(&mut self, out: &mut Out<Msg, NoTimer>) {
+                match self.me {
+                    PeerId(0) => self.ask(self.me, out),
+                    _ => out.send(PeerId(0), Msg::Ask),
+                }
+            }
+            fn on_message(&mut self, from: PeerId, msg: Msg, out: &mut Out<Msg, NoTimer>) {
+                match msg {
+                    Msg::Ask => self.ask(from, out),
+                    Msg::Done => self.release(out),
+                    Msg::Go => out.enter_cs(),
+                }
+            }
+            fn on_cs_done(&mut self, out: &mut Out<Msg, NoTimer>) {
+                match self.me {
+                    PeerId(0) => self.release(out),
+                    _ => out.send(PeerId(0), Msg::Done),
+                }
+            }
+        }
+    }
+
+    /// The toy in Python, speaking its messages as a program among its workers would
+    /// (`--worker-cmd-for`): `{"type":"ASK"}` and so on.
+    const TOY_PY: &str = r#"
+import sys, json, collections
+me, q, busy = None, collections.deque(), False
+def grant(w):
+    return [{"type": "enter"}] if w == me else [{"type": "send", "to": w, "msg": {"type": "GO"}}]
+def ask(w):
+    global busy
+    if busy:
+        q.append(w)
+        return []
+    busy = True
+    return grant(w)
+def release():
+    global busy
+    if q:
+        return grant(q.popleft())
+    busy = False
+    return []
+def to0(kind):
+    return [{"type": "send", "to": 0, "msg": {"type": kind}}]
+for line in sys.stdin:
+    m = json.loads(line)
+    t, out = m["type"], []
+    if t == "init":
+        me = m["id"]
+        print(json.dumps({"type": "init_ok"}), flush=True)
+        continue
+    if t == "call" and m["call"] == "want":
+        out = ask(me) if me == 0 else to0("ASK")
+    elif t == "call":
+        out = release() if me == 0 else to0("DONE")
+    elif t == "message":
+        k = m["msg"]["type"]
+        out = ask(m["from"]) if k == "ASK" else release() if k == "DONE" else [{"type": "enter"}]
+    print(json.dumps(out), flush=True)
+"#;
+
+    #[test]
+    fn a_toy_algorithm_is_its_file_and_one_registry_line() {
+        let reg = Registry::builtin().with(AlgoInfo {
+            name: "toy",
+            family: Family::Permission,
+            summary: "w0 lets one in at a time",
+            ..AlgoInfo::runs::<toy::Toy>()
+        });
+        let a = reg.get("toy").expect("registered");
+        assert_eq!(a.service, ServiceKind::Mutex);
+        // The simulator, the state check and the mixed worker all come with the entry.
+        assert_eq!((a.simulate)(3, 1, 2).unwrap_or_else(|e| panic!("{e}")).entries, 6);
+        assert!((a.states)(3, 1, 2).unwrap() >= 3);
+        assert!(a.mixed.is_some(), "a program may stand among its workers");
+        // What that mixed worker drives: a program speaking the toy's own messages, here
+        // every node of a simulated run.
+        let dir = tempfile::tempdir().unwrap();
+        let script = dir.path().join("toy.py");
+        std::fs::write(&script, TOY_PY).unwrap();
+        let program = crate::algorithm::Spawn {
+            command: format!("python3 {}", script.display()),
+            timeout: crate::external::DEFAULT_TIMEOUT,
+        };
+        type Mixed = External<crate::algorithm::Mutex, Ref<toy::Msg>>;
+        let report = crate::sim::Sim::<Mixed>::with_config(3, 1, |c| c.program = Some(program.clone()))
+            .run(2)
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(report.entries, 6);
+        assert_eq!(report.count("ASK"), 4, "w1 and w2 ask twice each");
+    }
+
+    #[test]
+    fn every_built_in_state_is_clone_eq_and_hash() {
+        // Every type the built-in registry names but the baselines' (a unit struct,
+        // which `none` and `flock` share, and which cannot pass a simulated run).
+        let counts: Vec<usize> = BUILTIN
+            .iter()
+            .filter(|a| a.family != Family::Baseline)
+            .map(|a| (a.states)(3, 1, 2).unwrap_or_else(|e| panic!("{}: {e}", a.name)))
+            .collect();
+        assert_eq!(counts.len(), BUILTIN.len() - 2);
+        // Nodes of different ids differ (they know their id), so a set of three fresh
+        // nodes and their states after a run has at least three members.
+        assert!(counts.iter().all(|&c| c >= 3), "{counts:?}");
+    }
+}
