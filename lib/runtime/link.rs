@@ -57,8 +57,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
                     // and the worker leaves, since it must not stand still for a Finish
                     // it has already read.
                     self.running = false;
-                    self.stats.entries = self.work.entries();
-                    let stats = ToSupervisor::Stats(self.stats.clone());
+                    let stats = ToSupervisor::Stats(self.report());
                     self.flush_all()?;
                     // Written before the statistics: the supervisor may freeze this
                     // worker for good once it has them.
@@ -76,7 +75,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
                         entries: self.work.entries(),
                         down: (0..self.opts.workers)
                             .map(PeerId)
-                            .filter(|p| *p != self.me && self.mesh.peers[p.index()].stream.is_none())
+                            .filter(|p| *p != self.me && !self.mesh.has_channel(*p))
                             .collect(),
                     };
                     self.control.set_nonblocking(false)?;
@@ -84,7 +83,10 @@ impl<A: Node<Service: RunService>> Worker<A> {
                     self.control.set_nonblocking(true)?;
                 }
                 ToWorker::Start { .. } => self.log(format_args!("ignoring a second Start")),
-                ToWorker::Incarnation { id, incarnation } => self.announce(id, incarnation)?,
+                ToWorker::Incarnation { id, incarnation } => {
+                    self.mesh.announce(id, incarnation);
+                    self.drain_mesh()?;
+                }
                 ToWorker::Partition { groups } => self.partition(Some(groups)),
                 ToWorker::Heal => self.partition(None),
             }
