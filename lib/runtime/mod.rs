@@ -83,7 +83,7 @@ use link::setup;
 pub use mesh::{max_pending, BAD_FRAME_LINES, DROP_LINES, HELLO_DEADLINE};
 use mesh::{Mesh, MeshEvent, MeshTimer};
 use netfaults::{Fate, NetFaults};
-use workload::{Local, Workload};
+use workload::{AppStep, AppTimer, Workload};
 
 /// Everything a worker runs with: its settings, where the run lives, and the secret.
 #[derive(Clone, Debug)]
@@ -279,10 +279,8 @@ const SIGNALS: Token = Token(2);
 /// Which timer a heap entry stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum TimerKind {
-    /// The application's think time is over.
-    Think,
-    /// The critical-section work is done.
-    CsDone,
+    /// One of the application's own (`workload.rs`).
+    App(AppTimer),
     /// An algorithm timer, by the generation the host armed it with.
     Algo(u64),
     /// Delayed messages may be due (`netfaults.rs`).
@@ -383,9 +381,11 @@ impl<A: Node<Service: RunService>> Worker<A> {
             trace::Writer::off()
         };
         let (work, clock) = if A::Service::NAME == Election::NAME {
-            (Work::Election(Electing::open(&run_dir)?), 0)
+            (Work::Election(Electing::open(&run_dir, &opts, Arc::clone(&term))?), 0)
         } else {
-            Workload::open(&run_dir, &opts, info, seed)?
+            let (workload, clock) =
+                Workload::open(&run_dir, &opts, info.kernel_lock, seed, Arc::clone(&term))?;
+            (Work::Mutex(workload), clock)
         };
         Ok(Worker {
             run_dir,
@@ -556,13 +556,12 @@ impl<A: Node<Service: RunService>> Worker<A> {
             self.drain_mesh()?;
         }
         self.start_detector();
-        match self.work {
-            Work::Mutex(_) => {
-                self.think();
-                self.run_local()?;
-            }
-            Work::Election(_) => self.begin_electing()?,
-        }
+        let steps = match &mut self.work {
+            Work::Mutex(w) => vec![w.think()],
+            Work::Election(e) => e.begin(),
+        };
+        self.perform(steps)?;
+        self.run_local()?;
         self.flush_all()?;
         self.flush_trace();
         self.event_loop()?;
@@ -689,9 +688,12 @@ impl<A: Node<Service: RunService>> Worker<A> {
             }
             self.timers.pop();
             match kind {
-                TimerKind::Think => self.mx().local.push_back(Local::WantCs),
+                TimerKind::App(timer) => {
+                    if let Work::Mutex(w) = &mut self.work {
+                        w.timer(timer);
+                    }
+                }
                 TimerKind::Deliver => self.deliver_due(),
-                TimerKind::CsDone => self.mx().local.push_back(Local::CsDone),
                 TimerKind::Heartbeat => self.beat()?,
                 TimerKind::Mesh(timer) => {
                     self.mesh.timer(timer);
@@ -745,10 +747,14 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 }
                 // The host knows it is cancelled; its heap entry is dropped when it fires.
                 Effect::Disarm { .. } => {}
-                Effect::Event { event } => match A::Service::to_app(&event) {
-                    AppEvent::Enter => self.enter_cs()?,
-                    AppEvent::Leader { id, term } => self.accept_leader(id, term)?,
-                },
+                Effect::Event { event } => {
+                    let steps = match (A::Service::to_app(&event), &mut self.work) {
+                        (AppEvent::Enter, Work::Mutex(w)) => w.enter(&mut self.clock)?,
+                        (AppEvent::Leader { id, term }, Work::Election(e)) => e.accept_leader(id, term)?,
+                        (event, _) => anyhow::bail!("internal error: {event:?} for the wrong application"),
+                    };
+                    self.perform(steps)?;
+                }
                 Effect::Count { name, by } => {
                     let c = self.stats.counters.entry(name.into_owned()).or_default();
                     *c = c.saturating_add(by); // a program's `by` may be anything
@@ -756,6 +762,60 @@ impl<A: Node<Service: RunService>> Worker<A> {
             }
         }
         self.run_local()
+    }
+}
+
+/// The application's side of the loop: its local events, its steps, and leaving on a
+/// signal.
+impl<A: Node<Service: RunService>> Worker<A> {
+    /// Handle the local events the application has queued so far (an election worker
+    /// has none).
+    fn run_local(&mut self) -> anyhow::Result<()> {
+        loop {
+            let Work::Mutex(w) = &mut self.work else { return Ok(()) };
+            let Some(steps) = w.next_local()? else { return Ok(()) };
+            self.perform(steps)?;
+        }
+    }
+
+    /// Carry out what the application asked, in order.
+    fn perform(&mut self, steps: Vec<AppStep>) -> anyhow::Result<()> {
+        for step in steps {
+            match step {
+                AppStep::Call(call) => self.call(call)?,
+                AppStep::Timer { after, timer } => self.push_timer(after, TimerKind::App(timer)),
+                AppStep::Trace { what, leader } => self.trace.app(self.clock, what, leader),
+                AppStep::Tell(msg) => {
+                    self.control.set_nonblocking(false)?;
+                    self.tell_supervisor(&msg)?;
+                    self.control.set_nonblocking(true)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// SIGTERM or SIGINT: leave now (see `workload.rs`). A worker inside the critical
+    /// section closes it, tells the node, and makes one attempt to send what is queued.
+    fn leave_on_signal(&mut self) -> anyhow::Result<()> {
+        self.running = false;
+        let w = match &mut self.work {
+            Work::Election(e) => {
+                let state = e.state();
+                self.log(format_args!("terminated by signal while {state}; leaving"));
+                return Ok(());
+            }
+            Work::Mutex(w) => w,
+        };
+        let line = w.signal_line();
+        self.log(format_args!("{line}"));
+        let Work::Mutex(w) = &mut self.work else { return Ok(()) };
+        let Some(steps) = w.close_on_signal()? else { return Ok(()) };
+        self.perform(steps)?;
+        if let Work::Mutex(w) = &mut self.work {
+            w.left();
+        }
+        self.flush_all()
     }
 }
 
