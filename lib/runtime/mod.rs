@@ -16,16 +16,21 @@
 //! `flock`, the kernel lock itself (that algorithm *is* a blocking lock). A SIGTERM or
 //! SIGINT is checked at every step of the loop, and the worker leaves in order.
 //!
-//! One job per file: this one holds [`run_worker`] and the `Worker`'s loop (its start,
-//! the poll loop and the dispatch of ready sources, timers, and driving the node through
-//! its [`Host`], whose effects it hands to their owners); `mesh` the Unix-socket mesh
-//! (connections and hellos, what the algorithm is told about peers, bad input);
-//! `netfaults` latency, loss and partitions on the send path; `workload` the mutual
-//! exclusion service's application loop on the resource file, and leaving on SIGTERM or
-//! SIGINT (the seam where an election workload will go); `link` the control link to the
-//! supervisor. What the worker sends, receives, loses and does goes to its message
-//! trace ([`crate::trace`]) when the run asks for one, one line per event, written
-//! every few milliseconds.
+//! One job per file, each a component that owns its state and hands the loop typed
+//! values, in the shape of the node's [`Host`]: `mesh` the Unix-socket mesh
+//! (connections and hellos, channels, bad input; it gives `MeshEvent`s), `netfaults`
+//! latency, loss and partitions on the send path (it gives each frame its `Fate`),
+//! `detector` what the node is told of peers going down and up, `workload` the mutual
+//! exclusion service's application loop on the resource file and `elect` the election
+//! service's (they give `AppStep`s), and `link` the control link to the supervisor (it
+//! gives `ToWorker` orders). This file holds [`run_worker`] and the thin loop between
+//! them and the operating system: the poll, the timers, the Lamport clock, the
+//! statistics, driving the node through its [`Host`] and handing each effect to its
+//! owner. One message's way: node → host → loop (`carry`, `send`) → mesh (`frame`,
+//! `queue`, then `flush_all`) → wire, and back: mesh (`readable`, `poll_event`) → loop
+//! (`deliver`) → host → node. What the worker sends, receives, loses and does goes to
+//! its message trace ([`crate::trace`]) when the run asks for one, one line per event,
+//! written every few milliseconds.
 //! Each file's own documentation says the rest.
 //!
 //! # Giving up
@@ -65,10 +70,10 @@ use crate::algorithm::{
 };
 use crate::algos::{self, AlgoInfo};
 use crate::auth::Secret;
-use crate::control::{self, ToSupervisor, ToWorker, WorkerSettings, WorkerStats};
+use crate::control::{self, PendingState, ToSupervisor, ToWorker, WorkerSettings, WorkerStats};
 use crate::host::{Breach, Effect, Host, Step};
 use crate::trace;
-use crate::wire::{self, Envelope, FrameReader};
+use crate::wire::{self, Envelope};
 
 mod detector;
 mod elect;
@@ -79,7 +84,7 @@ mod workload;
 use detector::Detect;
 pub use detector::HEARTBEAT;
 use elect::Electing;
-use link::setup;
+use link::{setup, Link};
 pub use mesh::{max_pending, BAD_FRAME_LINES, DROP_LINES, HELLO_DEADLINE};
 use mesh::{Mesh, MeshEvent, MeshTimer};
 use netfaults::{Fate, NetFaults};
@@ -157,7 +162,7 @@ impl std::fmt::Display for ModelBreach {
 impl std::error::Error for ModelBreach {}
 
 /// A failure already told to the supervisor as `Fatal` by a worker that then stood
-/// still ([`Worker::run`]): the text is the failure's own.
+/// still (`Worker::run`): the text is the failure's own.
 #[derive(Debug)]
 struct Told(String);
 
@@ -313,8 +318,8 @@ struct Worker<A: Node<Service: RunService>> {
     /// The algorithm, behind the host that keeps the driver contract.
     host: Host<A>,
     poll: Poll,
-    control: StdUnixStream,
-    control_reader: FrameReader,
+    /// The control link to the supervisor (`link.rs`).
+    link: Link,
     signals: signal_hook_mio::v1_0::Signals,
     /// Set by the SIGTERM/SIGINT handler itself, so it is seen even between two polls.
     term: Arc<AtomicBool>,
@@ -337,7 +342,6 @@ struct Worker<A: Node<Service: RunService>> {
     /// The supervisor said `Start`: from here a failure stands still ([`Worker::run`]).
     serving: bool,
     running: bool,
-    scratch: Vec<u8>,
     /// Message faults, applied on the send path.
     net: NetFaults,
     /// This worker's message trace (`trace-w{ID}.log`), written every few milliseconds.
@@ -392,8 +396,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             me,
             host: Host::new(cfg),
             poll,
-            control,
-            control_reader: FrameReader::default(),
+            link: Link::new(control),
             signals,
             term,
             mesh,
@@ -408,7 +411,6 @@ impl<A: Node<Service: RunService>> Worker<A> {
             stats: WorkerStats { id: me, ..Default::default() },
             serving: false,
             running: true,
-            scratch: Vec::with_capacity(256),
             net: NetFaults::new(&opts, seed),
             trace,
             opts,
@@ -467,27 +469,28 @@ impl<A: Node<Service: RunService>> Worker<A> {
     /// Nothing is read from or written to a peer meanwhile, and no channel is closed, so
     /// no peer is told anything the failure made untrue.
     fn stand_still(&mut self, why: ToSupervisor) {
-        let told = self
-            .control
-            .set_nonblocking(false)
-            .and_then(|()| self.control.set_read_timeout(Some(Duration::from_millis(100))))
-            .and_then(|()| self.tell_supervisor(&why));
+        let told = self.link.stand_by().and_then(|()| self.link.tell(&why));
         if told.is_err() {
             return; // the supervisor is gone: nobody will audit this run
         }
         while !self.terminating() {
             // With a read timeout, a blocking read that times out is a would-block.
-            let fill = match self.control_reader.fill(&mut self.control) {
+            let fill = match self.link.fill() {
                 Ok(fill) => fill,
                 Err(_) => return,
             };
-            while let Ok(Some(body)) = self.control_reader.next_frame() {
-                if let Ok(ToWorker::Finish) = wire::decode::<ToWorker>(body) {
-                    let stats = ToSupervisor::Stats(self.report());
-                    self.trace_all_unsent();
-                    self.flush_trace();
-                    let _ = self.tell_supervisor(&stats);
-                    return;
+            loop {
+                match self.link.next() {
+                    Ok(Some(ToWorker::Finish)) => {
+                        let stats = ToSupervisor::Stats(self.report());
+                        self.trace_all_unsent();
+                        self.flush_trace();
+                        let _ = self.link.tell(&stats);
+                        return;
+                    }
+                    // Anything else waits with the rest of the run.
+                    Ok(Some(_)) | Err(wire::FrameError::Malformed(_)) => {}
+                    Ok(None) | Err(_) => break,
                 }
             }
             if fill == wire::Fill::Eof {
@@ -500,9 +503,9 @@ impl<A: Node<Service: RunService>> Worker<A> {
     fn serve(&mut self) -> anyhow::Result<()> {
         let ready =
             ToSupervisor::Ready { id: self.me, pid: std::process::id(), incarnation: self.opts.incarnation };
-        self.tell_supervisor(&ready)?;
+        self.link.tell(&ready)?;
         // Wait for Start on the blocking control stream: nothing else can happen yet.
-        let dial = match wire::read_blocking::<ToWorker, _>(&mut self.control)? {
+        let dial = match self.link.read_blocking()? {
             Some(ToWorker::Start { dial, incarnations }) => {
                 self.mesh.set_announced(incarnations);
                 dial
@@ -515,9 +518,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             return Ok(());
         }
         self.serving = true;
-        self.control.set_nonblocking(true)?;
-        let fd = self.control.try_clone()?;
-        let mut source = mio::net::UnixStream::from_std(fd);
+        let mut source = self.link.poll_source()?;
         self.poll.registry().register(&mut source, CONTROL, Interest::READABLE)?;
         let mut unreachable = Vec::new();
         let listed: Vec<PeerId> = dial.iter().map(|(p, _)| *p).collect();
@@ -649,6 +650,57 @@ impl<A: Node<Service: RunService>> Worker<A> {
             if let Err(e) = self.trace.flush_if_due() {
                 self.trace_failed(e);
             }
+        }
+        Ok(())
+    }
+
+    /// Serve what the supervisor said on the control link.
+    fn control_readable(&mut self) -> anyhow::Result<()> {
+        let fill = self.link.fill()?;
+        while let Some(msg) = self.link.next()? {
+            match msg {
+                ToWorker::Finish => {
+                    // The run is over for this worker: a failure from here on is told
+                    // and the worker leaves, since it must not stand still for a Finish
+                    // it has already read.
+                    self.running = false;
+                    let stats = ToSupervisor::Stats(self.report());
+                    self.flush_all()?;
+                    // Written before the statistics: the supervisor may freeze this
+                    // worker for good once it has them.
+                    self.trace_all_unsent();
+                    self.flush_trace();
+                    self.link.block()?;
+                    self.link.tell(&stats)?;
+                    return Ok(());
+                }
+                ToWorker::Query => {
+                    let state = PendingState {
+                        app: self.work.state(),
+                        since_ns: self.work.since(),
+                        algorithm: cut(&self.host.node().waiting_for()),
+                        entries: self.work.entries(),
+                        down: (0..self.opts.workers)
+                            .map(PeerId)
+                            .filter(|p| *p != self.me && !self.mesh.has_channel(*p))
+                            .collect(),
+                    };
+                    self.link.tell_blocking(&ToSupervisor::Pending(state))?;
+                }
+                ToWorker::Start { .. } => self.log(format_args!("ignoring a second Start")),
+                ToWorker::Incarnation { id, incarnation } => {
+                    self.mesh.announce(id, incarnation);
+                    self.drain_mesh()?;
+                }
+                ToWorker::Partition { groups } => self.partition(Some(groups)),
+                ToWorker::Heal => self.partition(None),
+            }
+        }
+        match fill {
+            // The supervisor is gone: nobody will audit or stop us, so stop now.
+            wire::Fill::Eof => self.running = false,
+            wire::Fill::Budget => self.again.push(CONTROL),
+            wire::Fill::WouldBlock => {}
         }
         Ok(())
     }
@@ -785,11 +837,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 AppStep::Call(call) => self.call(call)?,
                 AppStep::Timer { after, timer } => self.push_timer(after, TimerKind::App(timer)),
                 AppStep::Trace { what, leader } => self.trace.app(self.clock, what, leader),
-                AppStep::Tell(msg) => {
-                    self.control.set_nonblocking(false)?;
-                    self.tell_supervisor(&msg)?;
-                    self.control.set_nonblocking(true)?;
-                }
+                AppStep::Tell(msg) => self.link.tell_blocking(&msg)?,
             }
         }
         Ok(())

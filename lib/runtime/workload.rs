@@ -191,7 +191,7 @@ impl Workload {
 
     /// Handle the next local event queued: asking to enter (or, when `finished`,
     /// telling the supervisor it is `Done`), or leaving. `None` when none is left (or
-    /// the signal came: nothing new after it, see `leave_on_signal`).
+    /// the signal came: nothing new after it, see the module documentation).
     pub(super) fn next_local(&mut self) -> anyhow::Result<Option<Vec<AppStep>>> {
         let Some(ev) = self.local.pop_front() else { return Ok(None) };
         if self.terminating() {
