@@ -296,6 +296,37 @@ enum TimerKind {
     Heartbeat,
 }
 
+/// The worker's timers: a deadline heap whose head sets the poll timeout. Timers due at
+/// the same instant fire in the order they were set.
+#[derive(Default)]
+struct Timers {
+    heap: BinaryHeap<std::cmp::Reverse<(Instant, u64, TimerKind)>>,
+    seq: u64,
+}
+
+impl Timers {
+    /// Set `kind` to fire `after` from `now`.
+    fn push(&mut self, now: Instant, after: Duration, kind: TimerKind) {
+        self.seq += 1;
+        // An absurd duration (an algorithm's bug) means "never", not a panic.
+        let at = now.checked_add(after).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400));
+        self.heap.push(std::cmp::Reverse((at, self.seq, kind)));
+    }
+
+    /// When the next timer is due.
+    fn next_at(&self) -> Option<Instant> {
+        self.heap.peek().map(|t| t.0 .0)
+    }
+
+    /// The next timer due at `now`, taken off the heap.
+    fn pop_due(&mut self, now: Instant) -> Option<TimerKind> {
+        if self.next_at()? > now {
+            return None;
+        }
+        self.heap.pop().map(|t| t.0 .2)
+    }
+}
+
 /// One worker at work: the loop, which owns the node's [`Host`], the poll, the timers,
 /// the Lamport clock, the statistics and the trace, and moves values between the
 /// operating system and its components: the mesh ([`Mesh`]), the network faults
@@ -329,8 +360,8 @@ struct Worker<A: Node<Service: RunService>> {
     again: Vec<Token>,
     clock: u64,
     started: Instant,
-    timers: BinaryHeap<std::cmp::Reverse<(Instant, u64, TimerKind)>>,
-    timer_seq: u64,
+    /// Every timer of the worker, its components' and the node's.
+    timers: Timers,
     /// Algorithm timers armed and not yet fired, by generation.
     algo_timers: HashMap<u64, A::Timer>,
     /// The application's loop: on the resource file (`workload.rs`), or electing
@@ -403,8 +434,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             again: Vec::new(),
             clock,
             started: Instant::now(),
-            timers: BinaryHeap::new(),
-            timer_seq: 0,
+            timers: Timers::default(),
             algo_timers: HashMap::new(),
             work,
             detect: Detect::new(opts.detector, opts.workers as usize),
@@ -605,7 +635,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             }
             let timeout = if self.again.is_empty() {
                 // Wake for the next timer, or to write the trace's lines when they are due.
-                let next = self.timers.peek().map(|t| t.0 .0).into_iter().chain(self.trace.due()).min();
+                let next = self.timers.next_at().into_iter().chain(self.trace.due()).min();
                 next.map(|at| at.saturating_duration_since(Instant::now()))
             } else {
                 Some(Duration::ZERO)
@@ -724,21 +754,14 @@ impl<A: Node<Service: RunService>> Worker<A> {
     }
 
     fn push_timer(&mut self, after: Duration, kind: TimerKind) {
-        self.timer_seq += 1;
-        let now = Instant::now();
-        // An absurd duration (an algorithm's bug) means "never", not a panic.
-        let at = now.checked_add(after).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400));
-        self.timers.push(std::cmp::Reverse((at, self.timer_seq, kind)));
+        self.timers.push(Instant::now(), after, kind);
     }
 
     /// Fire every timer that is due, each to its owner.
     fn fire_timers(&mut self) -> anyhow::Result<()> {
         let now = Instant::now();
-        while let Some(std::cmp::Reverse((at, _, kind))) = self.timers.peek().copied() {
-            if at > now || !self.running || self.terminating() {
-                break;
-            }
-            self.timers.pop();
+        while self.running && !self.terminating() {
+            let Some(kind) = self.timers.pop_due(now) else { break };
             match kind {
                 TimerKind::App(timer) => {
                     if let Work::Mutex(w) = &mut self.work {
@@ -1058,5 +1081,38 @@ fn tally(counts: &mut BTreeMap<String, u64>, kind: &str) {
         None => {
             counts.insert(key.to_string(), 1);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timers_fire_by_deadline_then_in_the_order_set_and_an_absurd_one_never() {
+        let t0 = Instant::now();
+        let mut timers = Timers::default();
+        timers.push(t0, Duration::from_millis(20), TimerKind::Heartbeat);
+        timers.push(t0, Duration::from_millis(10), TimerKind::Deliver);
+        timers.push(t0, Duration::from_millis(10), TimerKind::Algo(7));
+        timers.push(t0, Duration::MAX, TimerKind::Algo(8));
+        assert_eq!(timers.next_at(), Some(t0 + Duration::from_millis(10)));
+        assert_eq!(timers.pop_due(t0), None);
+        let later = t0 + Duration::from_secs(1);
+        let fired: Vec<TimerKind> = std::iter::from_fn(|| timers.pop_due(later)).collect();
+        assert_eq!(fired, [TimerKind::Deliver, TimerKind::Algo(7), TimerKind::Heartbeat]);
+        assert!(timers.next_at().is_some(), "the absurd one is still set, for a century");
+    }
+
+    #[test]
+    fn past_the_type_cap_messages_are_counted_under_other_types() {
+        let mut counts = BTreeMap::new();
+        for i in 0..trace::MAX_TYPES + 5 {
+            tally(&mut counts, &format!("T{i}"));
+        }
+        tally(&mut counts, "T0");
+        assert_eq!(counts.len(), trace::MAX_TYPES + 1);
+        assert_eq!(counts[trace::OTHER_TYPES], 5);
+        assert_eq!(counts["T0"], 2);
     }
 }
