@@ -202,7 +202,7 @@ enum Todo<M> {
     Read(PeerId),
     /// The peer is gone.
     Lose(PeerId),
-    /// Write the peer's queue.
+    /// Write the queues of this peer and every one after it.
     Flush(PeerId),
 }
 
@@ -910,22 +910,35 @@ impl<M: Message> Mesh<M> {
 
     /// One non-blocking pass over every outgoing queue, in peer order.
     pub(super) fn flush_all(&mut self) {
-        self.todo.extend((0..self.peers.len()).map(|i| Todo::Flush(PeerId(i as u32))));
+        self.todo.push_back(Todo::Flush(PeerId(0)));
     }
 
-    /// Write what `peer`'s queue has, as far as its socket takes it.
-    fn flush(&mut self, peer: PeerId, then: &mut Vec<Todo<M>>) {
+    /// Write the queues from `from` on, as far as each socket takes them. A peer whose
+    /// channel failed is read and lost before the next queue is written, since what the
+    /// loop does with its last messages may queue more for the others.
+    fn flush(&mut self, from: PeerId, then: &mut Vec<Todo<M>>) {
+        for i in from.index()..self.peers.len() {
+            if self.flush_one(PeerId(i as u32), then) {
+                then.push(Todo::Flush(PeerId(i as u32 + 1)));
+                return;
+            }
+        }
+    }
+
+    /// Write what `peer`'s queue has, as far as its socket takes it; true if the
+    /// channel failed (and `then` reads and loses it).
+    fn flush_one(&mut self, peer: PeerId, then: &mut Vec<Todo<M>>) -> bool {
         let i = peer.index();
         let p = &mut self.peers[i];
         if p.written == p.out.len() {
-            return;
+            return false;
         }
         if p.written > 64 * 1024 {
             // Backed up for a while: drop what is written before writing more.
             p.forget_written();
         }
         let Some(stream) = p.stream.as_mut() else {
-            return;
+            return false;
         };
         let mut failed = None;
         while p.written < p.out.len() {
@@ -962,7 +975,9 @@ impl<M: Message> Mesh<M> {
             // Take what it sent before it went, then report it down.
             then.push(Todo::Read(peer));
             then.push(Todo::Lose(peer));
+            return true;
         }
+        false
     }
 }
 
