@@ -83,14 +83,14 @@
 //! normally. A length above [`wire::MAX_FRAME`] means the stream cannot be read past
 //! it; but the peer proved itself and is alive, so closing the channel would tell the
 //! algorithm a live peer is down, a lie the perfect detector must never tell. The worker
-//! stops instead ([`ModelBreach`]: the run fails, naming the peer), the channel open.
-//! For the same reason [`Mesh::frame`] refuses a message whose frame would be
-//! over the cap: that is a breach of the sender; so is a message that would take what
-//! the worker holds unwritten for its peers past [`MAX_UNSENT`] (peers that read slower
-//! than it sends), since a queue without end is no channel the runtime can keep. A stream that ends inside a frame
-//! loses that partial frame (a line on stderr) and is a closed channel like any other:
-//! its peer died. Before its hello, a connection has proved nothing, and any bad input
-//! drops it.
+//! stops instead ([`ModelBreach`](super::ModelBreach): the run fails, naming the peer),
+//! the channel open. For the same reason [`Mesh::frame`] refuses a message whose frame
+//! would be over the cap: that is a breach of the sender; so is a message that would
+//! take what the worker holds unwritten for its peers past [`MAX_UNSENT`] (peers that
+//! read slower than it sends), since a queue without end is no channel the runtime can
+//! keep. A stream that ends inside a frame loses that partial frame (a line on stderr)
+//! and is a closed channel like any other: its peer died. Before its hello, a
+//! connection has proved nothing, and any bad input drops it.
 
 use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
