@@ -1,8 +1,8 @@
 //! Failure detection: what the node is told of its peers going down and coming back
 //! (`--detector`).
 //!
-//! The mesh knows when a channel closes and when a peer connects (`lost`, `adopt`); the
-//! detector decides what the node hears of it:
+//! The mesh says when a channel closes and when a peer connects (`MeshEvent::Down`,
+//! `MeshEvent::Up`); the detector decides what the node hears of it:
 //!
 //! - `perfect`: exactly that. On one machine a crashed process's sockets close at once,
 //!   so a crash is seen at once and a paused process is never suspected.
@@ -16,19 +16,61 @@
 //!   heard. A closed channel alone proves nothing here: it only stops the peer's
 //!   heartbeats. A paused peer is suspected like a dead one, and may be wrongly so:
 //!   that is what the notes warn of, and what the split-brain runs show.
+//!
+//! [`Detect`] is a value the loop asks, with the time as an argument: it answers whom to
+//! report down or up, and when its timer is due. Only the heartbeat detector keeps
+//! state ([`Heartbeat`]), and only it is told of the frames that come in.
 
 use std::time::{Duration, Instant};
 
-use super::{RunService, TimerKind, Worker};
-use crate::algorithm::{Input, Node, PeerId};
+use crate::algorithm::PeerId;
 use crate::control::Detector;
 
 /// The message type heartbeats are counted under.
 pub const HEARTBEAT: &str = "HEARTBEAT";
 
-/// The detector's state: when each peer was last heard, and whom it suspects.
-pub(super) struct Detect {
-    kind: Detector,
+/// The configured detector.
+pub(super) enum Detect {
+    /// `--detector perfect`: the channels' word.
+    Perfect,
+    /// `--detector none`: nothing.
+    None,
+    /// `--detector heartbeat`: suspicion from silence.
+    Heartbeat(Heartbeat),
+}
+
+impl Detect {
+    /// The detector `kind` for `n` workers.
+    pub(super) fn new(kind: Detector, n: usize) -> Detect {
+        match kind {
+            Detector::Perfect => Detect::Perfect,
+            Detector::None => Detect::None,
+            Detector::Heartbeat { every, suspect } => Detect::Heartbeat(Heartbeat::new(every, suspect, n)),
+        }
+    }
+
+    /// The mesh lost its channel to a peer: whether the node is told it is down.
+    pub(super) fn channel_down(&self) -> bool {
+        matches!(self, Detect::Perfect)
+    }
+
+    /// The mesh adopted a channel to `peer` at `now` (it had none if `was_down`): whether
+    /// the node is told it is up.
+    pub(super) fn channel_up(&mut self, peer: PeerId, was_down: bool, now: Instant) -> bool {
+        match self {
+            Detect::Perfect => was_down,
+            Detect::Heartbeat(hb) => hb.heard(peer, now),
+            Detect::None => false,
+        }
+    }
+}
+
+/// The heartbeat detector's state: when each peer was last heard, and whom it suspects.
+pub(super) struct Heartbeat {
+    /// The period P.
+    every: Duration,
+    /// The suspicion time.
+    suspect: Duration,
     heard: Vec<Instant>,
     /// Peers this detector has told the node are down (and not since that they are up).
     suspected: Vec<bool>,
@@ -37,17 +79,36 @@ pub(super) struct Detect {
     last_beat: Instant,
 }
 
-impl Detect {
-    pub(super) fn new(kind: Detector, n: usize) -> Detect {
-        Detect { kind, heard: vec![Instant::now(); n], suspected: vec![false; n], last_beat: Instant::now() }
+impl Heartbeat {
+    fn new(every: Duration, suspect: Duration, n: usize) -> Heartbeat {
+        let now = Instant::now();
+        Heartbeat { every, suspect, heard: vec![now; n], suspected: vec![false; n], last_beat: now }
     }
 
-    /// The heartbeat timer of worker `me` fired at `now`: the peers (indices) to report
-    /// down, newly suspected because silent for more than `suspect`. Kept apart from the
-    /// worker so the rule can be tested with made-up times.
-    fn tick(&mut self, now: Instant, every: Duration, suspect: Duration, me: usize) -> Vec<usize> {
+    /// The run began at `now`: every peer's silence is counted from now. The timer is
+    /// due at once (the first heartbeats go out).
+    pub(super) fn start(&mut self, now: Instant) {
+        self.heard.iter_mut().for_each(|h| *h = now);
+        self.last_beat = now;
+    }
+
+    /// A frame came from `peer` at `now`: it is alive. True if it was suspected, and
+    /// the node is to be told it is up.
+    pub(super) fn heard(&mut self, peer: PeerId, now: Instant) -> bool {
+        self.heard[peer.index()] = now;
+        std::mem::replace(&mut self.suspected[peer.index()], false)
+    }
+
+    /// The period, after which the timer is set again.
+    pub(super) fn every(&self) -> Duration {
+        self.every
+    }
+
+    /// The heartbeat timer of worker `me` fired at `now`: the peers to report down,
+    /// newly suspected because silent for more than the suspicion time.
+    pub(super) fn tick(&mut self, now: Instant, me: PeerId) -> Vec<PeerId> {
         let gap = now.saturating_duration_since(std::mem::replace(&mut self.last_beat, now));
-        if gap > every + suspect {
+        if gap > self.every + self.suspect {
             // This beat came more than the suspicion time late: we were not running (a
             // pause, the supervisor's freeze, starvation), so the silence we would read
             // is our own, and frames from live peers are only now waiting to be read.
@@ -57,72 +118,12 @@ impl Detect {
         }
         let mut down = Vec::new();
         for (i, heard) in self.heard.iter().enumerate() {
-            if i != me && !self.suspected[i] && now.saturating_duration_since(*heard) > suspect {
+            if i != me.index() && !self.suspected[i] && now.saturating_duration_since(*heard) > self.suspect {
                 self.suspected[i] = true;
-                down.push(i);
+                down.push(PeerId(i as u32));
             }
         }
         down
-    }
-}
-
-impl<A: Node<Service: RunService>> Worker<A> {
-    /// The run began: under `heartbeat`, every peer's silence is counted from now, and
-    /// the first heartbeats go out at once.
-    pub(super) fn start_detector(&mut self) {
-        if let Detector::Heartbeat { .. } = self.detect.kind {
-            let now = Instant::now();
-            self.detect.heard.iter_mut().for_each(|h| *h = now);
-            self.detect.last_beat = now;
-            self.push_timer(Duration::ZERO, TimerKind::Heartbeat);
-        }
-    }
-
-    /// The mesh lost its channel to `peer`.
-    pub(super) fn channel_down(&mut self, peer: PeerId) -> anyhow::Result<()> {
-        match self.detect.kind {
-            Detector::Perfect => self.input(Input::PeerDown { peer }),
-            Detector::None | Detector::Heartbeat { .. } => Ok(()),
-        }
-    }
-
-    /// The mesh adopted a channel to `peer`; it had none if `was_down`.
-    pub(super) fn channel_up(&mut self, peer: PeerId, was_down: bool) -> anyhow::Result<()> {
-        match self.detect.kind {
-            Detector::Perfect if was_down => self.input(Input::PeerUp { peer }),
-            Detector::Heartbeat { .. } => self.heard(peer),
-            _ => Ok(()),
-        }
-    }
-
-    /// A frame came from `peer`: under `heartbeat`, it is alive, and no longer suspected.
-    pub(super) fn heard(&mut self, peer: PeerId) -> anyhow::Result<()> {
-        if !matches!(self.detect.kind, Detector::Heartbeat { .. }) {
-            return Ok(());
-        }
-        self.detect.heard[peer.index()] = Instant::now();
-        if std::mem::replace(&mut self.detect.suspected[peer.index()], false) {
-            self.input(Input::PeerUp { peer })?;
-        }
-        Ok(())
-    }
-
-    /// The heartbeat timer: beat to every peer with a channel, suspect every peer silent
-    /// for too long, and set the timer again.
-    pub(super) fn beat(&mut self) -> anyhow::Result<()> {
-        let Detector::Heartbeat { every, suspect } = self.detect.kind else { return Ok(()) };
-        let me = self.me;
-        let peers: Vec<PeerId> = (0..self.opts.workers).map(PeerId).filter(|&p| p != me).collect();
-        for &peer in &peers {
-            if !self.mesh.peers[peer.index()].down {
-                self.send_heartbeat(peer);
-            }
-        }
-        for i in self.detect.tick(Instant::now(), every, suspect, me.index()) {
-            self.input(Input::PeerDown { peer: PeerId(i as u32) })?;
-        }
-        self.push_timer(every, TimerKind::Heartbeat);
-        Ok(())
     }
 }
 
@@ -132,13 +133,13 @@ mod tests {
 
     const EVERY: Duration = Duration::from_millis(50);
     const SUSPECT: Duration = Duration::from_millis(150);
+    const ME: PeerId = PeerId(0);
 
     /// A detector for 3 workers whose every peer was last heard, and whose timer last
     /// fired, at `t0`.
-    fn detect(t0: Instant) -> Detect {
-        let mut d = Detect::new(Detector::Heartbeat { every: EVERY, suspect: SUSPECT }, 3);
-        d.heard = vec![t0; 3];
-        d.last_beat = t0;
+    fn detect(t0: Instant) -> Heartbeat {
+        let mut d = Heartbeat::new(EVERY, SUSPECT, 3);
+        d.start(t0);
         d
     }
 
@@ -154,12 +155,15 @@ mod tests {
         let mut reported = Vec::new();
         for k in 1..=6u64 {
             let now = t0 + EVERY * k as u32;
-            d.heard[1] = now;
-            reported.extend(d.tick(now, EVERY, SUSPECT, 0).into_iter().map(|i| (k, i)));
+            assert!(!d.heard(PeerId(1), now));
+            reported.extend(d.tick(now, ME).into_iter().map(|p| (k, p)));
         }
         // Silent 150 ms at k = 3 is not yet more than the suspicion time; 200 ms is.
         // Slot 0 is this worker's own, never heard and never suspected.
-        assert_eq!(reported, vec![(4, 2)]);
+        assert_eq!(reported, vec![(4, PeerId(2))]);
+        // Heard again: up, once.
+        assert!(d.heard(PeerId(2), t0 + ms(400)));
+        assert!(!d.heard(PeerId(2), t0 + ms(410)));
     }
 
     #[test]
@@ -169,17 +173,17 @@ mod tests {
         // This worker was frozen for a second: its timer fires 1 s late. Its peers are
         // not silent, it is; nobody is suspected.
         let late = t0 + ms(1000);
-        assert_eq!(d.tick(late, EVERY, SUSPECT, 0), Vec::<usize>::new());
+        assert_eq!(d.tick(late, ME), Vec::<PeerId>::new());
         // Peer 1's frames, queued while frozen, are now read; peer 2 stays silent and is
         // suspected once the suspicion time has passed since the thaw.
         let mut next = late;
         let mut reported = Vec::new();
         while reported.is_empty() {
             next += EVERY;
-            d.heard[1] = next;
-            reported = d.tick(next, EVERY, SUSPECT, 0);
+            d.heard(PeerId(1), next);
+            reported = d.tick(next, ME);
         }
-        assert_eq!(reported, vec![2]);
+        assert_eq!(reported, vec![PeerId(2)]);
         assert_eq!(next - late, ms(200));
     }
 
@@ -190,6 +194,16 @@ mod tests {
         let t0 = Instant::now();
         let mut d = detect(t0);
         d.last_beat = t0 + ms(1000) - EVERY;
-        assert_eq!(d.tick(t0 + ms(1000), EVERY, SUSPECT, 0), vec![1, 2]);
+        assert_eq!(d.tick(t0 + ms(1000), ME), vec![PeerId(1), PeerId(2)]);
+    }
+
+    #[test]
+    fn only_the_perfect_detector_reports_channels() {
+        let now = Instant::now();
+        assert!(Detect::new(Detector::Perfect, 3).channel_down());
+        assert!(!Detect::new(Detector::None, 3).channel_down());
+        assert!(Detect::new(Detector::Perfect, 3).channel_up(PeerId(1), true, now));
+        assert!(!Detect::new(Detector::Perfect, 3).channel_up(PeerId(1), false, now));
+        assert!(!Detect::new(Detector::None, 3).channel_up(PeerId(1), true, now));
     }
 }

@@ -9,19 +9,31 @@
 //! worker calls nothing itself: its node, knowing it is a new incarnation, holds an
 //! election if its algorithm says so. There is nothing to finish: the run ends when the
 //! supervisor sees every live worker name the same leader and stay quiet.
+//!
+//! [`Electing`] is a component in the host's shape: it owns the leader file and writes
+//! it itself; what it asks of the rest of the worker it returns as [`AppStep`]s.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
-use super::{AppCall, RunService, Work, Worker};
-use crate::algorithm::{Node, PeerId};
+use super::workload::AppStep;
+use super::AppCall;
+use crate::algorithm::PeerId;
 use crate::audit::LeaderRecord;
-use crate::control::{self, ToSupervisor};
+use crate::control::{self, ToSupervisor, WorkerSettings};
 use crate::resource;
 
 /// An election worker's application: the leader file, and the leader it follows.
 pub(super) struct Electing {
+    me: PeerId,
+    incarnation: u32,
+    /// This worker calls `elect` when the run starts.
+    initiator: bool,
+    /// Set by the SIGTERM/SIGINT handler: nothing is recorded once it is.
+    term: Arc<AtomicBool>,
     file: File,
     /// Where `file` lives, for error messages.
     path: PathBuf,
@@ -34,14 +46,29 @@ pub(super) struct Electing {
 }
 
 impl Electing {
-    /// Open the leader file the supervisor made, for appending.
-    pub(super) fn open(run_dir: &Path) -> anyhow::Result<Electing> {
+    /// Open the leader file the supervisor made, for appending. `term` is the signal
+    /// flag.
+    pub(super) fn open(
+        run_dir: &Path,
+        opts: &WorkerSettings,
+        term: Arc<AtomicBool>,
+    ) -> anyhow::Result<Electing> {
         let path = run_dir.join(control::LEADERS_FILE);
         let file = OpenOptions::new()
             .append(true)
             .open(&path)
             .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", path.display()))?;
-        Ok(Electing { file, path, leader: None, since: resource::monotonic_ns(), accepted: 0 })
+        Ok(Electing {
+            me: PeerId(opts.id),
+            incarnation: opts.incarnation,
+            initiator: opts.initiator,
+            term,
+            file,
+            path,
+            leader: None,
+            since: resource::monotonic_ns(),
+            accepted: 0,
+        })
     }
 
     /// Where the application stands, as a diagnosis shows it.
@@ -51,38 +78,33 @@ impl Electing {
             Some((id, term)) => format!("following {id} (term {term})"),
         }
     }
-}
 
-impl<A: Node<Service: RunService>> Worker<A> {
     /// The run began: an initiator holds an election.
-    pub(super) fn begin_electing(&mut self) -> anyhow::Result<()> {
-        if self.opts.initiator && self.opts.incarnation == 0 {
-            self.call(AppCall::Elect)?;
+    pub(super) fn begin(&self) -> Vec<AppStep> {
+        if self.initiator && self.incarnation == 0 {
+            vec![AppStep::Call(AppCall::Elect)]
+        } else {
+            Vec::new()
         }
-        Ok(())
     }
 
     /// The node announced a leader: record it, then tell the supervisor.
-    pub(super) fn accept_leader(&mut self, id: PeerId, term: u64) -> anyhow::Result<()> {
-        if self.terminating() {
-            return Ok(()); // nothing is recorded after the signal
+    pub(super) fn accept_leader(&mut self, id: PeerId, term: u64) -> anyhow::Result<Vec<AppStep>> {
+        if self.term.load(Ordering::SeqCst) {
+            return Ok(Vec::new()); // nothing is recorded after the signal
         }
-        let Work::Election(e) = &mut self.work else {
-            anyhow::bail!("internal error: a leader announced to a mutual-exclusion worker");
-        };
         let t = resource::monotonic_ns();
-        let rec = LeaderRecord { w: self.me.0, inc: self.opts.incarnation, leader: id.0, term, t };
+        let rec = LeaderRecord { w: self.me.0, inc: self.incarnation, leader: id.0, term, t };
         // One write per record, so records of several workers never interleave.
-        e.file
+        self.file
             .write_all(format!("{rec}\n").as_bytes())
-            .map_err(|err| anyhow::anyhow!("cannot write {}: {err}", e.path.display()))?;
-        self.trace.app(self.clock, "leader", Some((id.0, term)));
-        e.leader = Some((id, term));
-        e.since = t;
-        e.accepted += 1;
-        self.control.set_nonblocking(false)?;
-        self.tell_supervisor(&ToSupervisor::Leader { leader: id, term })?;
-        self.control.set_nonblocking(true)?;
-        Ok(())
+            .map_err(|err| anyhow::anyhow!("cannot write {}: {err}", self.path.display()))?;
+        self.leader = Some((id, term));
+        self.since = t;
+        self.accepted += 1;
+        Ok(vec![
+            AppStep::Trace { what: "leader", leader: Some((id.0, term)) },
+            AppStep::Tell(ToSupervisor::Leader { leader: id, term }),
+        ])
     }
 }

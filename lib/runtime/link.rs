@@ -1,25 +1,28 @@
 //! The control link to the supervisor: the socket handed down at birth as fd 3
 //! ([`crate::control::LINK_FD`]). The worker reads its setup from it first ([`setup`]: its
-//! settings and the run's secret, checked), says `Ready`, and waits for `Start` (in
-//! [`Worker::run`]); from then on the link is polled with the mesh, and
-//! [`Worker::control_readable`] serves what the supervisor says: `Incarnation` (a peer's
-//! new life, taken up by the mesh), `Partition` and `Heal` (for the network faults),
-//! `Query` (answered at once with where the application and the algorithm stand) and
-//! `Finish` (the statistics, then stop). Writes to the supervisor
-//! ([`Worker::tell_supervisor`]) are short and blocking: `Ready`, `Done` when the
-//! workload is over, `Pending` and `Stats` when asked, `Fatal` (from `run_worker`)
-//! before giving up, and `Breach` when the runtime cannot keep the algorithm's model
-//! (`ModelBreach`). A frame the supervisor would refuse is never written: saying so is
-//! an error.
+//! settings and the run's secret, checked), says `Ready`, and waits for `Start`; from
+//! then on the link is polled with the mesh, and the loop serves what the supervisor
+//! says ([`Link::next`]): `Incarnation` (a peer's new life, taken up by the mesh),
+//! `Partition` and `Heal` (for the network faults), `Query` (answered at once with where
+//! the application and the algorithm stand) and `Finish` (the statistics, then stop).
+//! Writes to the supervisor ([`Link::tell`]) are short and blocking: `Ready`, `Done`
+//! when the workload is over, `Pending` and `Stats` when asked, `Fatal` (from
+//! `run_worker`) before giving up, and `Breach` when the runtime cannot keep the
+//! algorithm's model (`ModelBreach`). A frame the supervisor would refuse is never
+//! written: saying so is an error.
+//!
+//! [`Link`] owns the stream, its reader and its write buffer; what the supervisor says
+//! comes out of it as [`ToWorker`] values.
 
 use std::io::{self, Write};
 use std::os::unix::net::UnixStream as StdUnixStream;
 use std::path::Path;
 
-use super::{NodeRun, RunService, Worker, WorkerOpts, CONTROL};
-use crate::algorithm::{Node, PeerId};
-use crate::control::{PendingState, ToSupervisor, ToWorker, WorkerSettings, WorkerSetup};
-use crate::wire::{self, Fill};
+use std::time::Duration;
+
+use super::{NodeRun, WorkerOpts};
+use crate::control::{ToSupervisor, ToWorker, WorkerSettings, WorkerSetup};
+use crate::wire::{self, Fill, FrameError, FrameReader};
 
 /// Read and check the setup frame, and what `resolve` says its settings name.
 pub(super) fn setup(
@@ -54,63 +57,69 @@ pub(super) fn setup(
     Ok((opts, node))
 }
 
-impl<A: Node<Service: RunService>> Worker<A> {
-    /// Serve what the supervisor said on the control link.
-    pub(super) fn control_readable(&mut self) -> anyhow::Result<()> {
-        let fill = self.control_reader.fill(&mut self.control)?;
-        while let Some(body) = self.control_reader.next_frame()? {
-            let msg = wire::decode::<ToWorker>(body)?;
-            match msg {
-                ToWorker::Finish => {
-                    // The run is over for this worker: a failure from here on is told
-                    // and the worker leaves, since it must not stand still for a Finish
-                    // it has already read.
-                    self.running = false;
-                    self.stats.entries = self.work.entries();
-                    let stats = ToSupervisor::Stats(self.stats.clone());
-                    self.flush_all()?;
-                    // Written before the statistics: the supervisor may freeze this
-                    // worker for good once it has them.
-                    self.trace_all_unsent();
-                    self.flush_trace();
-                    self.control.set_nonblocking(false)?;
-                    self.tell_supervisor(&stats)?;
-                    return Ok(());
-                }
-                ToWorker::Query => {
-                    let state = PendingState {
-                        app: self.work.state(),
-                        since_ns: self.work.since(),
-                        algorithm: super::cut(&self.host.node().waiting_for()),
-                        entries: self.work.entries(),
-                        down: (0..self.opts.workers)
-                            .map(PeerId)
-                            .filter(|p| *p != self.me && self.mesh.peers[p.index()].stream.is_none())
-                            .collect(),
-                    };
-                    self.control.set_nonblocking(false)?;
-                    self.tell_supervisor(&ToSupervisor::Pending(state))?;
-                    self.control.set_nonblocking(true)?;
-                }
-                ToWorker::Start { .. } => self.log(format_args!("ignoring a second Start")),
-                ToWorker::Incarnation { id, incarnation } => self.announce(id, incarnation)?,
-                ToWorker::Partition { groups } => self.partition(Some(groups)),
-                ToWorker::Heal => self.partition(None),
-            }
-        }
-        match fill {
-            // The supervisor is gone: nobody will audit or stop us, so stop now.
-            Fill::Eof => self.running = false,
-            Fill::Budget => self.again.push(CONTROL),
-            Fill::WouldBlock => {}
-        }
-        Ok(())
+/// The worker's end of the control link.
+pub(super) struct Link {
+    stream: StdUnixStream,
+    reader: FrameReader,
+    /// The frame being written.
+    scratch: Vec<u8>,
+}
+
+impl Link {
+    /// The link on `stream`, blocking until [`Link::poll_source`].
+    pub(super) fn new(stream: StdUnixStream) -> Link {
+        Link { stream, reader: FrameReader::default(), scratch: Vec::with_capacity(256) }
     }
 
-    /// Write `msg` on the control link. One the supervisor would have to refuse (the
-    /// statistics of a node with a great many message types or counters, say) is an
-    /// error that says so, never a frame that ends the link.
-    pub(super) fn tell_supervisor(&mut self, msg: &ToSupervisor) -> io::Result<()> {
+    /// Wait for the supervisor's next order on the blocking stream (`Start`): `None` if
+    /// it closed the link.
+    pub(super) fn read_blocking(&mut self) -> Result<Option<ToWorker>, FrameError> {
+        wire::read_blocking::<ToWorker, _>(&mut self.stream)
+    }
+
+    /// Make the stream non-blocking, and give a handle on it for the poll.
+    pub(super) fn poll_source(&mut self) -> io::Result<mio::net::UnixStream> {
+        self.stream.set_nonblocking(true)?;
+        Ok(mio::net::UnixStream::from_std(self.stream.try_clone()?))
+    }
+
+    /// Read what the link has now (see [`FrameReader::fill`]).
+    pub(super) fn fill(&mut self) -> Result<Fill, FrameError> {
+        self.reader.fill(&mut self.stream)
+    }
+
+    /// The next order read, if a whole one is there.
+    pub(super) fn next(&mut self) -> Result<Option<ToWorker>, FrameError> {
+        match self.reader.next_frame()? {
+            Some(body) => wire::decode::<ToWorker>(body).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Make the stream blocking for good, with a short read timeout, so that a worker
+    /// that stands still can still see a signal.
+    pub(super) fn stand_by(&mut self) -> io::Result<()> {
+        self.stream.set_nonblocking(false)?;
+        self.stream.set_read_timeout(Some(Duration::from_millis(100)))
+    }
+
+    /// Make the stream blocking for good (the last words, after `Finish`).
+    pub(super) fn block(&mut self) -> io::Result<()> {
+        self.stream.set_nonblocking(false)
+    }
+
+    /// Write `msg` on the link, blocking even if the stream is not, and leave the stream
+    /// as it was.
+    pub(super) fn tell_blocking(&mut self, msg: &ToSupervisor) -> io::Result<()> {
+        self.stream.set_nonblocking(false)?;
+        self.tell(msg)?;
+        self.stream.set_nonblocking(true)
+    }
+
+    /// Write `msg` on the link. One the supervisor would have to refuse (the statistics
+    /// of a node with a great many message types or counters, say) is an error that
+    /// says so, never a frame that ends the link.
+    pub(super) fn tell(&mut self, msg: &ToSupervisor) -> io::Result<()> {
         self.scratch.clear();
         if let Err(wire::FrameError::Oversized(n)) = wire::try_encode(&mut self.scratch, msg) {
             let what = match msg {
@@ -127,6 +136,41 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 "{what} would be {n} bytes, over the {cap}-byte frame cap"
             )));
         }
-        self.control.write_all(&self.scratch)
+        self.stream.write_all(&self.scratch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::PeerId;
+    use crate::control::WorkerStats;
+
+    #[test]
+    fn orders_come_out_as_values_and_a_report_over_the_cap_is_refused_unwritten() {
+        let (ours, mut theirs) = StdUnixStream::pair().unwrap();
+        let mut link = Link::new(ours);
+        let _source = link.poll_source().unwrap();
+        assert_eq!(link.fill().unwrap(), Fill::WouldBlock);
+        let mut bytes = Vec::new();
+        wire::encode(&mut bytes, &ToWorker::Incarnation { id: PeerId(2), incarnation: 1 });
+        wire::encode(&mut bytes, &ToWorker::Finish);
+        theirs.write_all(&bytes).unwrap();
+        assert_eq!(link.fill().unwrap(), Fill::WouldBlock);
+        assert!(matches!(
+            link.next().unwrap(),
+            Some(ToWorker::Incarnation { id: PeerId(2), incarnation: 1 })
+        ));
+        assert!(matches!(link.next().unwrap(), Some(ToWorker::Finish)));
+        assert!(link.next().unwrap().is_none());
+        // Statistics too big for a frame: an error naming them, and nothing written.
+        let counters = (0..20_000).map(|i| (format!("counter-{i}"), 1)).collect();
+        let stats = ToSupervisor::Stats(WorkerStats { counters, ..WorkerStats::default() });
+        let err = link.tell_blocking(&stats).unwrap_err().to_string();
+        assert!(err.starts_with("its statistics (0 message types, 20000 counters) would be"), "{err}");
+        link.tell_blocking(&ToSupervisor::Done { entries: 3 }).unwrap();
+        drop(link);
+        let said = wire::read_blocking::<ToSupervisor, _>(&mut theirs).unwrap();
+        assert!(matches!(said, Some(ToSupervisor::Done { entries: 3 })), "{said:?}");
     }
 }

@@ -1,12 +1,26 @@
 //! The Unix-socket mesh: one reliable FIFO stream per pair of workers, framed by
 //! [`crate::wire`]. This worker listens on its own socket and accepts callers, who must
 //! say hello first; dials the peers the supervisor names (again, with back-off, while a
-//! backlog is full); believes, holds or refuses each hello; reads every peer's frames
-//! and hands them to the algorithm; and writes each peer's outgoing queue without ever
-//! blocking ([`Worker::send`] queues, [`Worker::flush_all`] writes). Whatever ends a
-//! channel ends in [`Worker::lost`], which tells the algorithm the peer is down; so
-//! only the peer's death (its end of the stream closed or reset, a dial refused) or a
+//! backlog is full); believes, holds or refuses each hello; reads every peer's frames;
+//! and writes each peer's outgoing queue without ever blocking ([`Mesh::queue`] queues,
+//! [`Mesh::flush_all`] writes). Whatever ends a channel ends in a [`MeshEvent::Down`];
+//! so only the peer's death (its end of the stream closed or reset, a dial refused) or a
 //! newer life may end one, never this worker's refusal of what a live peer sent.
+//!
+//! # A component in the host's shape
+//!
+//! [`Mesh`] owns its sockets and its state and knows nothing of the node, the detector
+//! or the application. The loop tells it what happened ([`Mesh::readable`] for one of
+//! its poll tokens, [`Mesh::timer`] for one of its timers, [`Mesh::announce`],
+//! [`Mesh::dial`], [`Mesh::flush_all`]) and then takes what came of it, one
+//! [`MeshEvent`] at a time, from [`Mesh::poll_event`]: a message, a peer up or down, a
+//! breach of the model, a timer to set, a source to serve again, a line to log. Work
+//! that must follow what the loop does with an event (closing a channel after its last
+//! messages were delivered and answered, adopting a newer life after the old one's
+//! messages) waits in the mesh's own queue until the loop asks for the next event, so
+//! the order is the one a synchronous call would give. The tests at the bottom drive a
+//! mesh over real sockets in one thread, with no process and no node.
+//!
 //!
 //! # Connections
 //!
@@ -69,30 +83,26 @@
 //! normally. A length above [`wire::MAX_FRAME`] means the stream cannot be read past
 //! it; but the peer proved itself and is alive, so closing the channel would tell the
 //! algorithm a live peer is down, a lie the perfect detector must never tell. The worker
-//! stops instead ([`ModelBreach`]: the run fails, naming the peer), the channel open.
-//! For the same reason [`Worker::send`] never queues a message whose frame would be
-//! over the cap: that is a breach of the sender; so is a message that would take what
-//! the worker holds unwritten for its peers past [`MAX_UNSENT`] (peers that read slower
-//! than it sends), since a queue without end is no channel the runtime can keep. A stream that ends inside a frame
-//! loses that partial frame (a line on stderr) and is a closed channel like any other:
-//! its peer died. Before its hello, a connection has proved nothing, and any bad input
-//! drops it.
+//! stops instead ([`ModelBreach`](super::ModelBreach): the run fails, naming the peer),
+//! the channel open. For the same reason [`Mesh::frame`] refuses a message whose frame
+//! would be over the cap: that is a breach of the sender; so is a message that would
+//! take what the worker holds unwritten for its peers past [`MAX_UNSENT`] (peers that
+//! read slower than it sends), since a queue without end is no channel the runtime can
+//! keep. A stream that ends inside a frame loses that partial frame (a line on stderr)
+//! and is a closed channel like any other: its peer died. Before its hello, a
+//! connection has proved nothing, and any bad input drops it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use mio::net::{UnixListener, UnixStream};
-use mio::{Interest, Token};
-
-use super::detector::HEARTBEAT;
+use mio::{Interest, Registry, Token};
 use serde::de::DeserializeOwned;
 
-use super::{ModelBreach, RunService, TimerKind, Worker, LISTENER, PEER_BASE, PENDING_BASE};
-use crate::algorithm::{Input, Message, Node, PeerId};
+use crate::algorithm::{Message, PeerId};
 use crate::auth::{Hello, Secret};
-use crate::trace;
 use crate::wire::{self, Envelope, Fill, FrameReader};
 
 /// How long an accepted connection may stay silent before its hello.
@@ -105,13 +115,20 @@ const ACCEPT_BATCH: usize = 256;
 const REDIAL_FIRST: Duration = Duration::from_millis(20);
 const REDIAL_MAX: Duration = Duration::from_secs(1);
 /// The most bytes a worker holds for its peers, written to none of them yet: past it, a
-/// message is a [`ModelBreach`] (the runtime cannot carry it), never a queue that grows
-/// without end.
+/// message is a [`ModelBreach`](super::ModelBreach) (the runtime cannot carry it), never
+/// a queue that grows without end.
 pub const MAX_UNSENT: usize = 64 << 20;
 /// Bad frames logged one by one; after that they are only counted.
 pub const BAD_FRAME_LINES: u64 = 20;
 /// Dropped or refused connections logged one by one; after that they are only counted.
 pub const DROP_LINES: u64 = 50;
+
+/// The listening socket's poll token.
+pub(super) const LISTENER: Token = Token(0);
+/// A peer's channel: `PEER_BASE + id`.
+const PEER_BASE: usize = 1 << 20;
+/// A connection that has not said hello yet: `PENDING_BASE + n`.
+const PENDING_BASE: usize = 1 << 24;
 
 /// How many accepted connections may wait for their hello at once: room for every peer
 /// to dial at the same moment, twice over.
@@ -119,17 +136,87 @@ pub fn max_pending(workers: u32) -> usize {
     2 * workers as usize + 16
 }
 
+/// Whether `token` is one of the mesh's sources (the listener, a peer's channel, a
+/// connection waiting for its hello).
+pub(super) fn is_mesh(token: Token) -> bool {
+    token == LISTENER || token.0 >= PEER_BASE
+}
+
+/// Whether `token` is a peer's channel.
+pub(super) fn is_channel(token: Token) -> bool {
+    (PEER_BASE..PENDING_BASE).contains(&token.0)
+}
+
+/// A timer the mesh asks the loop to set, and gets back in [`Mesh::timer`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum MeshTimer {
+    /// A pending connection must have said hello by now.
+    HelloDue(Token),
+    /// Try `accept` again.
+    Accept,
+    /// Dial this peer again.
+    Redial(PeerId),
+}
+
+/// What came of what the loop told the mesh, in the order it must be acted on.
+#[derive(Debug)]
+pub(super) enum MeshEvent<M> {
+    /// An envelope from `from` to this worker, in the channel's order (a heartbeat has
+    /// no message).
+    Message { from: PeerId, envelope: Envelope<Option<M>> },
+    /// Frames came from `peer`: a sign of life, given before the read's messages.
+    Heard(PeerId),
+    /// `peer` has a channel again; `was_down`: it was down until now.
+    Up { peer: PeerId, was_down: bool },
+    /// `peer` is gone (its channel closed, it cannot be dialed, or a newer life replaces
+    /// it): `unsent` are the whole frames queued for it that never left; `was_down`: it
+    /// was down already.
+    Down { peer: PeerId, unsent: Vec<u8>, was_down: bool },
+    /// A live peer sent what the runtime must refuse: the model is broken, the line says
+    /// how.
+    Breach(String),
+    /// Set `timer` to fire `after` from now.
+    Timer { after: Duration, timer: MeshTimer },
+    /// `token`'s read budget ran out: serve it again on the next turn of the loop.
+    Again(Token),
+    /// A line for stderr.
+    Log(String),
+}
+
+/// Work the mesh still has to do, in order, before or between the events it gives.
+enum Todo<M> {
+    Emit(MeshEvent<M>),
+    /// Accept the next caller of this batch (`left` to go).
+    Accept {
+        left: usize,
+        refused: u64,
+        evicted: u64,
+    },
+    /// Weigh a proven hello on a pending connection.
+    Consider(Token, Hello),
+    /// Make a believed hello's connection its peer's channel.
+    Adopt(Hello, UnixStream, FrameReader),
+    /// The same, once any older life is gone.
+    Install(Hello, UnixStream, FrameReader),
+    /// Read what the peer's channel has.
+    Read(PeerId),
+    /// The peer is gone.
+    Lose(PeerId),
+    /// Write the queues of this peer and every one after it.
+    Flush(PeerId),
+}
+
 /// One peer as the mesh sees it: its channel, what is queued for it, and which of its
 /// lives the algorithm knows.
 #[derive(Default)]
-pub(super) struct Peer {
+struct Peer {
     /// The channel: we write on it and read from it.
-    pub(super) stream: Option<UnixStream>,
+    stream: Option<UnixStream>,
     reader: FrameReader,
-    pub(super) out: Vec<u8>,
+    out: Vec<u8>,
     written: usize,
     /// Where in `out` a frame starts with whole frames from there on: 0, or just past
-    /// the rest of a hello, so that `lost` can name each message it throws away.
+    /// the rest of a hello, so that a lost channel can name each message it throws away.
     frames_from: usize,
     /// The peer's incarnation as far as the algorithm knows.
     incarnation: u32,
@@ -137,7 +224,7 @@ pub(super) struct Peer {
     /// connection claiming it is refused.
     had_channel: bool,
     /// The algorithm was told this peer is down, and not since that it is back.
-    pub(super) down: bool,
+    down: bool,
     /// A dial that found the backlog full, to try again: the path and the next wait.
     redial: Option<(PathBuf, Duration)>,
     /// `stream` is registered for WRITABLE too: only while `out` is backed up, because
@@ -176,66 +263,243 @@ impl Peer {
 }
 
 /// An accepted connection waiting for its hello.
-pub(super) struct PendingConn {
+struct PendingConn {
     stream: UnixStream,
     reader: FrameReader,
     /// A proven hello from a life of its peer the supervisor has not announced yet.
     held: Option<Hello>,
 }
 
-/// The mesh's part of a worker: the listening socket, a [`Peer`] per worker, the
-/// connections still waiting for their hello, and which life of each worker the
-/// supervisor announced.
-pub(super) struct Mesh {
+/// The mesh of one worker, `me`: the listening socket, a [`Peer`] per worker, the
+/// connections still waiting for their hello, which life of each worker the supervisor
+/// announced, and the work and events not yet handed to the loop. `M` is the node's
+/// message type.
+pub(super) struct Mesh<M> {
+    me: PeerId,
+    /// This worker's own incarnation, which its hellos give.
+    incarnation: u32,
+    workers: u32,
     /// The run's secret, which every hello proves.
-    pub(super) secret: Secret,
+    secret: Secret,
+    /// Where this worker's own poll registers the mesh's sockets.
+    registry: Registry,
     /// Each worker's current incarnation, as the supervisor announced it.
-    pub(super) announced: Vec<u32>,
-    pub(super) listener: UnixListener,
-    pub(super) socket_path: PathBuf,
-    pub(super) peers: Vec<Peer>,
-    pub(super) pending_conns: HashMap<Token, PendingConn>,
-    pub(super) next_pending: usize,
-    pub(super) max_pending: usize,
+    announced: Vec<u32>,
+    listener: UnixListener,
+    socket_path: PathBuf,
+    peers: Vec<Peer>,
+    pending_conns: HashMap<Token, PendingConn>,
+    next_pending: usize,
+    max_pending: usize,
     /// An `Accept` timer is set.
-    pub(super) accept_retry: bool,
+    accept_retry: bool,
     /// `accept` failures in a row (logged when the streak starts and when it ends).
-    pub(super) accept_failures: u64,
+    accept_failures: u64,
     /// Bad frames logged so far.
-    pub(super) bad_logged: u64,
+    bad_logged: u64,
     /// Lines about dropped connections so far.
-    pub(super) drops_logged: u64,
+    drops_logged: u64,
+    /// Frames dropped as malformed or misaddressed (`bad_frames` in the statistics).
+    pub(super) bad_frames: u64,
+    /// Connections dropped or refused (`dropped_connections` in the statistics).
+    pub(super) dropped_connections: u64,
+    todo: VecDeque<Todo<M>>,
 }
 
-impl<A: Node<Service: RunService>> Worker<A> {
+impl<M> Drop for Mesh<M> {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.socket_path);
+    }
+}
+
+impl<M: Message> Mesh<M> {
+    /// Listen at `socket_path` (a stale socket file there is removed first) as worker
+    /// `me`, life `incarnation`, of `workers`, registering every socket with `registry`.
+    pub(super) fn listen(
+        registry: Registry,
+        socket_path: PathBuf,
+        me: PeerId,
+        incarnation: u32,
+        workers: u32,
+        secret: Secret,
+    ) -> anyhow::Result<Mesh<M>> {
+        let _ = std::fs::remove_file(&socket_path);
+        let mut listener = UnixListener::bind(&socket_path)
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", socket_path.display()))?;
+        registry.register(&mut listener, LISTENER, Interest::READABLE)?;
+        let n = workers as usize;
+        Ok(Mesh {
+            me,
+            incarnation,
+            workers,
+            secret,
+            registry,
+            announced: vec![0; n],
+            listener,
+            socket_path,
+            peers: (0..n).map(|_| Peer::default()).collect(),
+            pending_conns: HashMap::new(),
+            next_pending: 0,
+            max_pending: max_pending(workers),
+            accept_retry: false,
+            accept_failures: 0,
+            bad_logged: 0,
+            drops_logged: 0,
+            bad_frames: 0,
+            dropped_connections: 0,
+            todo: VecDeque::new(),
+        })
+    }
+
+    /// The next thing the loop must act on, doing the mesh's own work up to it; `None`
+    /// when there is nothing left.
+    pub(super) fn poll_event(&mut self) -> Option<MeshEvent<M>> {
+        loop {
+            let todo = self.todo.pop_front()?;
+            let mut then = Vec::new();
+            match todo {
+                Todo::Emit(event) => return Some(event),
+                Todo::Accept { left, refused, evicted } => self.accept_one(left, refused, evicted, &mut then),
+                Todo::Consider(token, hello) => self.consider(token, hello, &mut then),
+                Todo::Adopt(hello, stream, reader) => self.adopt(hello, stream, reader, &mut then),
+                Todo::Install(hello, stream, reader) => self.install(hello, stream, reader, &mut then),
+                Todo::Read(peer) => self.read(peer, &mut then),
+                Todo::Lose(peer) => self.lose(peer, &mut then),
+                Todo::Flush(peer) => self.flush(peer, &mut then),
+            }
+            // What that work led to comes before whatever was already waiting, as the
+            // rest of a synchronous call would.
+            for todo in then.into_iter().rev() {
+                self.todo.push_front(todo);
+            }
+        }
+    }
+
+    fn emit(&mut self, event: MeshEvent<M>) {
+        self.todo.push_back(Todo::Emit(event));
+    }
+
+    /// The supervisor's `Start`: the current life of each worker.
+    pub(super) fn set_announced(&mut self, incarnations: Vec<u32>) {
+        for (p, inc) in incarnations.into_iter().enumerate().take(self.announced.len()) {
+            self.announced[p] = inc;
+        }
+    }
+
+    /// The algorithm was told `peer` is down and not since that it is back.
+    pub(super) fn is_down(&self, peer: PeerId) -> bool {
+        self.peers[peer.index()].down
+    }
+
+    /// `peer` has a channel open now.
+    pub(super) fn has_channel(&self, peer: PeerId) -> bool {
+        self.peers[peer.index()].stream.is_some()
+    }
+
+    /// The incarnation of `peer` the algorithm knows.
+    pub(super) fn incarnation(&self, peer: PeerId) -> u32 {
+        self.peers[peer.index()].incarnation
+    }
+
+    /// Bytes queued for peers and written to none of them yet.
+    pub(super) fn unsent(&self) -> usize {
+        self.peers.iter().map(|p| p.out.len().saturating_sub(p.written)).sum()
+    }
+
+    /// `env` as a frame, or why the runtime cannot carry its message: its body is over the frame
+    /// cap (the receiver would have to refuse it and close the channel), or it would
+    /// take what this worker holds unwritten for its peers (with `held_elsewhere`, what
+    /// the network faults hold) past [`MAX_UNSENT`].
+    pub(super) fn frame(&self, env: &Envelope<Option<M>>, held_elsewhere: usize) -> Result<Vec<u8>, String> {
+        let mut frame = Vec::new();
+        let Some(msg) = &env.msg else {
+            // A heartbeat is a few bytes, whatever the queues hold.
+            wire::encode(&mut frame, env);
+            return Ok(frame);
+        };
+        let (kind, to) = (msg.kind(), env.to);
+        if let Err(wire::FrameError::Oversized(n)) = wire::try_encode(&mut frame, env) {
+            let (kind, cap) = (super::cut(kind), wire::MAX_FRAME);
+            return Err(format!("message {kind} to {to} is {n} bytes, over the {cap}-byte frame cap"));
+        }
+        // Peers that read slower than this worker sends (a program flooding them, one
+        // stuck in its own program) would make the queues grow without end.
+        let unsent = self.unsent() + held_elsewhere + frame.len();
+        if unsent > MAX_UNSENT {
+            let kind = super::cut(kind);
+            return Err(format!(
+                "message {kind} to {to} would put {unsent} bytes in its queues to peers that have not read them, over the {MAX_UNSENT}-byte cap"
+            ));
+        }
+        Ok(frame)
+    }
+
+    /// Put `frame` at the end of `to`'s outgoing queue ([`Mesh::flush_all`] writes it).
+    pub(super) fn queue(&mut self, to: PeerId, frame: &[u8]) {
+        self.peers[to.index()].out.extend_from_slice(frame);
+    }
+
+    /// Serve `token`, one of the mesh's sources, which is readable.
+    pub(super) fn readable(&mut self, token: Token) {
+        match token.0 {
+            t if t == LISTENER.0 => {
+                self.todo.push_back(Todo::Accept { left: ACCEPT_BATCH, refused: 0, evicted: 0 })
+            }
+            t if t >= PENDING_BASE => {
+                let mut then = Vec::new();
+                self.pending_readable(token, &mut then);
+                self.todo.extend(then);
+            }
+            t if t >= PEER_BASE => self.todo.push_back(Todo::Read(PeerId((t - PEER_BASE) as u32))),
+            _ => {}
+        }
+    }
+
+    /// One of the mesh's timers fired.
+    pub(super) fn timer(&mut self, timer: MeshTimer) {
+        match timer {
+            MeshTimer::HelloDue(token) => self.hello_overdue(token),
+            MeshTimer::Accept => {
+                self.accept_retry = false;
+                self.readable(LISTENER);
+            }
+            MeshTimer::Redial(peer) => self.redial(peer),
+        }
+    }
+
     /// Dial `peer` at `path` at startup. False if it cannot be reached: the caller then
     /// tells the algorithm it is down (after `on_start`), and it will dial us when it
     /// starts again. A full backlog is not failure: the dial is tried again later.
     pub(super) fn dial(&mut self, peer: PeerId, path: PathBuf) -> bool {
-        self.mesh.peers[peer.index()].incarnation = self.mesh.announced[peer.index()];
+        self.peers[peer.index()].incarnation = self.announced[peer.index()];
         match self.connect(peer, &path) {
             Ok(()) => true,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                self.log(format_args!("{peer}'s backlog is full; dialing again shortly"));
-                self.mesh.peers[peer.index()].redial = Some((path, REDIAL_FIRST));
-                self.push_timer(REDIAL_FIRST, TimerKind::Redial(peer.index()));
+                self.emit(MeshEvent::Log(format!("{peer}'s backlog is full; dialing again shortly")));
+                self.peers[peer.index()].redial = Some((path, REDIAL_FIRST));
+                self.emit(MeshEvent::Timer { after: REDIAL_FIRST, timer: MeshTimer::Redial(peer) });
                 true
             }
             Err(e) => {
-                self.log(format_args!(
+                self.emit(MeshEvent::Log(format!(
                     "cannot connect to {peer} at {}: {e}; it is down until it dials us",
                     path.display()
-                ));
+                )));
                 false
             }
         }
+    }
+
+    /// `peer` could not be reached: it is down until it dials us.
+    pub(super) fn unreachable(&mut self, peer: PeerId) {
+        self.todo.push_back(Todo::Lose(peer));
     }
 
     /// Connect to `peer` and make the connection its channel, hello first.
     fn connect(&mut self, peer: PeerId, path: &Path) -> io::Result<()> {
         let mut stream = UnixStream::connect(path)?;
         let mut hello = Vec::new();
-        wire::encode(&mut hello, &Hello::new(&self.mesh.secret, self.me, peer, self.opts.incarnation));
+        wire::encode(&mut hello, &Hello::new(&self.secret, self.me, peer, self.incarnation));
         // Say hello at once (a fresh socket has room for it): a listener drops callers
         // that stay silent too long, and this worker might be paused before it flushes.
         let mut sent = 0;
@@ -248,8 +512,8 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 Err(e) => return Err(e),
             }
         }
-        self.poll.registry().register(&mut stream, Token(PEER_BASE + peer.index()), Interest::READABLE)?;
-        let p = &mut self.mesh.peers[peer.index()];
+        self.registry.register(&mut stream, Token(PEER_BASE + peer.index()), Interest::READABLE)?;
+        let p = &mut self.peers[peer.index()];
         // The rest of the hello must go first, ahead of anything queued for this peer.
         // Nothing is written while there is no channel, so what is queued is whole frames.
         let mut out = hello[sent..].to_vec();
@@ -265,96 +529,103 @@ impl<A: Node<Service: RunService>> Worker<A> {
     }
 
     /// The `Redial` timer for `peer` fired.
-    pub(super) fn redial(&mut self, peer: PeerId) -> anyhow::Result<()> {
-        let p = &mut self.mesh.peers[peer.index()];
+    fn redial(&mut self, peer: PeerId) {
+        let p = &mut self.peers[peer.index()];
         let Some((path, wait)) = p.redial.take() else {
-            return Ok(());
+            return;
         };
         if p.stream.is_some() || p.down {
-            return Ok(()); // it dialed us, or it died meanwhile
+            return; // it dialed us, or it died meanwhile
         }
         match self.connect(peer, &path) {
-            Ok(()) => Ok(()),
+            Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                 let next = (wait * 2).min(REDIAL_MAX);
-                self.mesh.peers[peer.index()].redial = Some((path, next));
-                self.push_timer(next, TimerKind::Redial(peer.index()));
-                Ok(())
+                self.peers[peer.index()].redial = Some((path, next));
+                self.emit(MeshEvent::Timer { after: next, timer: MeshTimer::Redial(peer) });
             }
             Err(e) => {
-                self.log(format_args!(
+                self.emit(MeshEvent::Log(format!(
                     "cannot connect to {peer} at {}: {e}; it is down until it dials us",
                     path.display()
-                ));
-                self.lost(peer)
+                )));
+                self.todo.push_back(Todo::Lose(peer));
             }
         }
     }
 
-    pub(super) fn accept(&mut self) -> anyhow::Result<()> {
-        let (mut refused, mut evicted) = (0u64, 0u64);
-        let mut more = true;
-        for _ in 0..ACCEPT_BATCH {
-            match self.mesh.listener.accept() {
-                Ok((stream, _)) => {
-                    if self.mesh.accept_failures > 0 {
-                        let n = std::mem::take(&mut self.mesh.accept_failures);
-                        self.log(format_args!("accepting connections again after {n} failed tries"));
-                    }
-                    if self.mesh.pending_conns.len() >= self.mesh.max_pending {
-                        if self.evict_oldest_silent() {
-                            evicted += 1;
-                        } else {
-                            // Every waiting connection holds a proven hello: the newcomer goes.
-                            refused += 1;
-                            self.stats.dropped_connections += 1;
-                            drop(stream);
-                            continue;
-                        }
-                    }
-                    self.add_pending(stream)?;
+    /// Accept the next caller of a batch (`left` to go, of which `refused` were refused
+    /// and `evicted` silent ones dropped so far), then go on with the batch.
+    fn accept_one(&mut self, left: usize, mut refused: u64, mut evicted: u64, then: &mut Vec<Todo<M>>) {
+        let more = |left: usize, refused, evicted| Todo::Accept { left: left - 1, refused, evicted };
+        if left == 0 {
+            return self.accepted(true, refused, evicted, then);
+        }
+        match self.listener.accept() {
+            Ok((stream, _)) => {
+                if self.accept_failures > 0 {
+                    let n = std::mem::take(&mut self.accept_failures);
+                    then.push(Todo::Emit(MeshEvent::Log(format!(
+                        "accepting connections again after {n} failed tries"
+                    ))));
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    more = false;
-                    break;
-                }
-                Err(e)
-                    if matches!(e.kind(), io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted) => {}
-                Err(e) => {
-                    // EMFILE, ENFILE, ENOBUFS…: the callers stay in the backlog. Try again
-                    // shortly, when hello deadlines may have freed descriptors; a failing
-                    // accept must neither end the worker nor spin.
-                    if self.mesh.accept_failures == 0 {
-                        self.log(format_args!(
-                            "accepting a connection failed: {e}; trying again every {} ms",
-                            ACCEPT_RETRY.as_millis()
-                        ));
+                if self.pending_conns.len() >= self.max_pending {
+                    if self.evict_oldest_silent() {
+                        evicted += 1;
+                    } else {
+                        // Every waiting connection holds a proven hello: the newcomer goes.
+                        refused += 1;
+                        self.dropped_connections += 1;
+                        drop(stream);
+                        then.push(more(left, refused, evicted));
+                        return;
                     }
-                    self.mesh.accept_failures += 1;
-                    if !self.mesh.accept_retry {
-                        self.mesh.accept_retry = true;
-                        self.push_timer(ACCEPT_RETRY, TimerKind::Accept);
-                    }
-                    more = false;
-                    break;
                 }
+                self.add_pending(stream, then);
+                then.push(more(left, refused, evicted));
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => self.accepted(false, refused, evicted, then),
+            Err(e) if matches!(e.kind(), io::ErrorKind::Interrupted | io::ErrorKind::ConnectionAborted) => {
+                then.push(more(left, refused, evicted));
+            }
+            Err(e) => {
+                // EMFILE, ENFILE, ENOBUFS…: the callers stay in the backlog. Try again
+                // shortly, when hello deadlines may have freed descriptors; a failing
+                // accept must neither end the worker nor spin.
+                if self.accept_failures == 0 {
+                    then.push(Todo::Emit(MeshEvent::Log(format!(
+                        "accepting a connection failed: {e}; trying again every {} ms",
+                        ACCEPT_RETRY.as_millis()
+                    ))));
+                }
+                self.accept_failures += 1;
+                if !self.accept_retry {
+                    self.accept_retry = true;
+                    then.push(Todo::Emit(MeshEvent::Timer { after: ACCEPT_RETRY, timer: MeshTimer::Accept }));
+                }
+                self.accepted(false, refused, evicted, then);
             }
         }
+    }
+
+    /// The end of an accept batch: serve the listener again if callers may be left.
+    fn accepted(&mut self, more: bool, refused: u64, evicted: u64, then: &mut Vec<Todo<M>>) {
         if more {
-            self.again.push(LISTENER);
+            then.push(Todo::Emit(MeshEvent::Again(LISTENER)));
         }
-        let waiting = self.mesh.pending_conns.len();
+        let waiting = self.pending_conns.len();
         if evicted > 0 {
-            self.log_drop(format_args!(
-                "dropped {evicted} silent connection(s) to make room for new callers: {waiting} waiting for their hello"
-            ));
+            self.log_drop(
+                format!("dropped {evicted} silent connection(s) to make room for new callers: {waiting} waiting for their hello"),
+                then,
+            );
         }
         if refused > 0 {
-            self.log_drop(format_args!(
-                "refused {refused} connection(s): {waiting} already waiting, each with a hello"
-            ));
+            self.log_drop(
+                format!("refused {refused} connection(s): {waiting} already waiting, each with a hello"),
+                then,
+            );
         }
-        Ok(())
     }
 
     /// Drop the connection that has waited longest without saying anything, to make
@@ -362,79 +633,78 @@ impl<A: Node<Service: RunService>> Worker<A> {
     /// announcement).
     fn evict_oldest_silent(&mut self) -> bool {
         // Tokens are handed out in order: the smallest is the oldest.
-        let oldest =
-            self.mesh.pending_conns.iter().filter(|(_, pc)| pc.held.is_none()).map(|(t, _)| *t).min();
+        let oldest = self.pending_conns.iter().filter(|(_, pc)| pc.held.is_none()).map(|(t, _)| *t).min();
         let Some(token) = oldest else { return false };
-        if let Some(mut pc) = self.mesh.pending_conns.remove(&token) {
-            let _ = self.poll.registry().deregister(&mut pc.stream);
-            self.stats.dropped_connections += 1;
+        if let Some(mut pc) = self.pending_conns.remove(&token) {
+            let _ = self.registry.deregister(&mut pc.stream);
+            self.dropped_connections += 1;
         }
         true
     }
 
     /// A line about a dropped connection: the first [`DROP_LINES`], then one saying the
     /// rest are only counted, so a flood of callers cannot flood stderr.
-    pub(super) fn log_drop(&mut self, what: std::fmt::Arguments<'_>) {
-        self.mesh.drops_logged += 1;
-        if self.mesh.drops_logged <= DROP_LINES {
-            self.log(what);
+    fn log_drop(&mut self, what: String, then: &mut Vec<Todo<M>>) {
+        self.drops_logged += 1;
+        if self.drops_logged <= DROP_LINES {
+            then.push(Todo::Emit(MeshEvent::Log(what)));
         }
-        if self.mesh.drops_logged == DROP_LINES {
-            self.log(format_args!("further dropped connections are counted, not logged"));
+        if self.drops_logged == DROP_LINES {
+            then.push(Todo::Emit(MeshEvent::Log(
+                "further dropped connections are counted, not logged".into(),
+            )));
         }
     }
 
-    fn add_pending(&mut self, mut stream: UnixStream) -> anyhow::Result<()> {
-        let token = Token(PENDING_BASE + self.mesh.next_pending);
-        self.mesh.next_pending += 1;
-        if let Err(e) = self.poll.registry().register(&mut stream, token, Interest::READABLE) {
-            self.log(format_args!("dropping a connection that cannot be polled: {e}"));
-            self.stats.dropped_connections += 1;
-            return Ok(());
+    fn add_pending(&mut self, mut stream: UnixStream, then: &mut Vec<Todo<M>>) {
+        let token = Token(PENDING_BASE + self.next_pending);
+        self.next_pending += 1;
+        if let Err(e) = self.registry.register(&mut stream, token, Interest::READABLE) {
+            then.push(Todo::Emit(MeshEvent::Log(format!(
+                "dropping a connection that cannot be polled: {e}"
+            ))));
+            self.dropped_connections += 1;
+            return;
         }
-        self.mesh
-            .pending_conns
-            .insert(token, PendingConn { stream, reader: FrameReader::default(), held: None });
-        self.push_timer(HELLO_DEADLINE, TimerKind::HelloDue(token.0));
+        self.pending_conns.insert(token, PendingConn { stream, reader: FrameReader::default(), held: None });
+        then.push(Todo::Emit(MeshEvent::Timer { after: HELLO_DEADLINE, timer: MeshTimer::HelloDue(token) }));
         // Data may already be waiting; edge-triggered polling would not say so.
-        self.pending_readable(token)
+        self.pending_readable(token, then)
     }
 
-    fn drop_pending(&mut self, token: Token, why: std::fmt::Arguments<'_>) {
-        if let Some(mut pc) = self.mesh.pending_conns.remove(&token) {
-            let _ = self.poll.registry().deregister(&mut pc.stream);
-            self.stats.dropped_connections += 1;
-            self.log_drop(why);
+    fn drop_pending(&mut self, token: Token, why: String, then: &mut Vec<Todo<M>>) {
+        if let Some(mut pc) = self.pending_conns.remove(&token) {
+            let _ = self.registry.deregister(&mut pc.stream);
+            self.dropped_connections += 1;
+            self.log_drop(why, then);
         }
     }
 
     /// The `HelloDue` timer of a pending connection fired.
-    pub(super) fn hello_overdue(&mut self, token: Token) {
+    fn hello_overdue(&mut self, token: Token) {
         let secs = HELLO_DEADLINE.as_secs_f64();
-        let held = self.mesh.pending_conns.get(&token).and_then(|pc| pc.held.clone());
-        match held {
-            Some(h) => self.drop_pending(
-                token,
-                format_args!(
-                    "dropping a connection whose hello claims {}'s incarnation {}, which the supervisor did not announce within {secs} s",
-                    h.from, h.incarnation
-                ),
+        let held = self.pending_conns.get(&token).and_then(|pc| pc.held.clone());
+        let why = match held {
+            Some(h) => format!(
+                "dropping a connection whose hello claims {}'s incarnation {}, which the supervisor did not announce within {secs} s",
+                h.from, h.incarnation
             ),
-            None => {
-                self.drop_pending(token, format_args!("dropping a connection that sent no hello within {secs} s"))
-            }
-        }
+            None => format!("dropping a connection that sent no hello within {secs} s"),
+        };
+        let mut then = Vec::new();
+        self.drop_pending(token, why, &mut then);
+        self.todo.extend(then);
     }
 
     /// A connection that has not said hello yet.
-    pub(super) fn pending_readable(&mut self, token: Token) -> anyhow::Result<()> {
-        let Some(pc) = self.mesh.pending_conns.get_mut(&token) else {
-            return Ok(());
+    fn pending_readable(&mut self, token: Token, then: &mut Vec<Todo<M>>) {
+        let Some(pc) = self.pending_conns.get_mut(&token) else {
+            return;
         };
         if pc.held.is_some() {
             // Nothing more is read before the hello is believed: the frames behind it
             // wait in the socket, in order.
-            return Ok(());
+            return;
         }
         let fill = pc.reader.fill(&mut pc.stream);
         let hello = match pc.reader.next_frame() {
@@ -446,10 +716,10 @@ impl<A: Node<Service: RunService>> Worker<A> {
         };
         let hello = match (hello, fill) {
             (Some(h), _) => h,
-            (None, Ok(Fill::WouldBlock)) => return Ok(()),
+            (None, Ok(Fill::WouldBlock)) => return,
             (None, Ok(Fill::Budget)) => {
-                self.again.push(token);
-                return Ok(());
+                then.push(Todo::Emit(MeshEvent::Again(token)));
+                return;
             }
             (None, Ok(Fill::Eof)) => match pc.reader.finish() {
                 Ok(()) => Err("it closed".to_string()),
@@ -460,39 +730,41 @@ impl<A: Node<Service: RunService>> Worker<A> {
         let hello = match hello {
             Ok(h) => h,
             Err(why) => {
-                self.drop_pending(token, format_args!("dropping a connection before its hello: {why}"));
-                return Ok(());
+                return self.drop_pending(
+                    token,
+                    format!("dropping a connection before its hello: {why}"),
+                    then,
+                );
             }
         };
         let (from, to, inc) = (hello.from, hello.to, hello.incarnation);
-        let wrong = if !hello.proves(&self.mesh.secret) {
+        let wrong = if !hello.proves(&self.secret) {
             Some(format!("claims to be {from} (incarnation {inc}) without the run's secret"))
         } else if to != self.me {
             Some(format!("from {from} is addressed to {to}"))
-        } else if from.0 >= self.opts.workers || from == self.me {
+        } else if from.0 >= self.workers || from == self.me {
             Some(format!("names {from}, which is not a peer"))
         } else {
             None
         };
         if let Some(why) = wrong {
-            self.drop_pending(token, format_args!("dropping a connection whose hello {why}"));
-            return Ok(());
+            return self.drop_pending(token, format!("dropping a connection whose hello {why}"), then);
         }
-        self.consider(token, hello)
+        self.consider(token, hello, then)
     }
 
     /// A proven hello arrived on pending connection `token`: adopt it, hold it until the
     /// supervisor announces its incarnation, or refuse it.
-    fn consider(&mut self, token: Token, hello: Hello) -> anyhow::Result<()> {
+    fn consider(&mut self, token: Token, hello: Hello, then: &mut Vec<Todo<M>>) {
         let (peer, inc) = (hello.from, hello.incarnation);
-        let announced = self.mesh.announced[peer.index()];
-        let p = &self.mesh.peers[peer.index()];
+        let announced = self.announced[peer.index()];
+        let p = &self.peers[peer.index()];
         if inc > announced {
             // Its notice may still be on the way: wait for it (see `announce`).
-            if let Some(pc) = self.mesh.pending_conns.get_mut(&token) {
+            if let Some(pc) = self.pending_conns.get_mut(&token) {
                 pc.held = Some(hello);
             }
-            return Ok(());
+            return;
         }
         let refusal = if inc < announced || inc < p.incarnation {
             Some(format!("claims {peer}'s incarnation {inc}, but the supervisor announced {announced}"))
@@ -503,26 +775,23 @@ impl<A: Node<Service: RunService>> Worker<A> {
             None
         };
         if let Some(why) = refusal {
-            self.drop_pending(token, format_args!("refusing a connection whose hello {why}"));
-            return Ok(());
+            return self.drop_pending(token, format!("refusing a connection whose hello {why}"), then);
         }
-        let Some(PendingConn { stream, reader, .. }) = self.mesh.pending_conns.remove(&token) else {
-            return Ok(());
-        };
-        self.adopt(hello, stream, reader)
+        if let Some(PendingConn { stream, reader, .. }) = self.pending_conns.remove(&token) {
+            then.push(Todo::Adopt(hello, stream, reader));
+        }
     }
 
     /// The supervisor says worker `peer` now lives as `incarnation`: believe it, and
     /// take up any hello from that life that was waiting for this.
-    pub(super) fn announce(&mut self, peer: PeerId, incarnation: u32) -> anyhow::Result<()> {
-        if peer.index() >= self.mesh.announced.len() || peer == self.me {
-            self.log(format_args!("ignoring an announcement about {peer}, which is not a peer"));
-            return Ok(());
+    pub(super) fn announce(&mut self, peer: PeerId, incarnation: u32) {
+        if peer.index() >= self.announced.len() || peer == self.me {
+            self.emit(MeshEvent::Log(format!("ignoring an announcement about {peer}, which is not a peer")));
+            return;
         }
-        let slot = &mut self.mesh.announced[peer.index()];
+        let slot = &mut self.announced[peer.index()];
         *slot = (*slot).max(incarnation);
         let waiting: Vec<Token> = self
-            .mesh
             .pending_conns
             .iter()
             .filter(|(_, pc)| {
@@ -531,33 +800,43 @@ impl<A: Node<Service: RunService>> Worker<A> {
             .map(|(t, _)| *t)
             .collect();
         for token in waiting {
-            let hello = self.mesh.pending_conns.get_mut(&token).and_then(|pc| pc.held.take());
-            if let Some(hello) = hello {
-                self.consider(token, hello)?;
+            if let Some(hello) = self.pending_conns.get_mut(&token).and_then(|pc| pc.held.take()) {
+                self.todo.push_back(Todo::Consider(token, hello));
             }
         }
-        Ok(())
     }
 
     /// A believed hello from `hello.from`: make its connection that peer's channel. A
     /// newer life replaces the old one, whose last frames are delivered first.
-    fn adopt(&mut self, hello: Hello, mut stream: UnixStream, reader: FrameReader) -> anyhow::Result<()> {
+    fn adopt(&mut self, hello: Hello, stream: UnixStream, reader: FrameReader, then: &mut Vec<Todo<M>>) {
         let peer = hello.from;
-        let idx = peer.index();
-        if hello.incarnation > self.mesh.peers[idx].incarnation {
+        if hello.incarnation > self.peers[peer.index()].incarnation {
             // A new incarnation with fresh state: the old one is gone, whether or not its
             // channel has closed yet, and so is everything queued for it.
-            self.peer_readable(peer)?;
-            self.lost(peer)?;
+            then.push(Todo::Read(peer));
+            then.push(Todo::Lose(peer));
         }
+        then.push(Todo::Install(hello, stream, reader));
+    }
+
+    fn install(
+        &mut self,
+        hello: Hello,
+        mut stream: UnixStream,
+        reader: FrameReader,
+        then: &mut Vec<Todo<M>>,
+    ) {
+        let peer = hello.from;
+        let idx = peer.index();
         let token = Token(PEER_BASE + idx);
-        if let Err(e) = self.poll.registry().reregister(&mut stream, token, Interest::READABLE) {
-            let _ = self.poll.registry().deregister(&mut stream);
-            self.stats.dropped_connections += 1;
-            self.log(format_args!("dropping {peer}'s connection: {e}"));
-            return self.lost(peer);
+        if let Err(e) = self.registry.reregister(&mut stream, token, Interest::READABLE) {
+            let _ = self.registry.deregister(&mut stream);
+            self.dropped_connections += 1;
+            then.push(Todo::Emit(MeshEvent::Log(format!("dropping {peer}'s connection: {e}"))));
+            then.push(Todo::Lose(peer));
+            return;
         }
-        let p = &mut self.mesh.peers[idx];
+        let p = &mut self.peers[idx];
         p.stream = Some(stream);
         p.write_interest = false; // registered READABLE only
         p.reader = reader;
@@ -565,218 +844,156 @@ impl<A: Node<Service: RunService>> Worker<A> {
         p.had_channel = true;
         p.redial = None;
         let was_down = std::mem::replace(&mut p.down, false);
-        self.channel_up(peer, was_down)?;
+        then.push(Todo::Emit(MeshEvent::Up { peer, was_down }));
         // Frames that arrived right behind the hello.
-        self.peer_readable(peer)
+        then.push(Todo::Read(peer));
     }
 
-    /// Read what `peer`'s channel has and deliver it.
-    pub(super) fn peer_readable(&mut self, peer: PeerId) -> anyhow::Result<()> {
+    /// Read what `peer`'s channel has.
+    fn read(&mut self, peer: PeerId, then: &mut Vec<Todo<M>>) {
         let idx = peer.index();
-        let p = &mut self.mesh.peers[idx];
+        let p = &mut self.peers[idx];
         let (stream, reader) = match p.stream.as_mut() {
             Some(s) => (s, &mut p.reader),
-            None => return Ok(()),
+            None => return,
         };
-        let ChannelRead { inbox, bad, end } = read_channel::<A::Msg, _>(reader, stream, peer, self.me);
+        let ChannelRead { inbox, bad, end } = read_channel::<M, _>(reader, stream, peer, self.me);
         for line in bad {
-            self.stats.bad_frames += 1;
-            self.mesh.bad_logged += 1;
-            if self.mesh.bad_logged <= BAD_FRAME_LINES {
-                self.log(format_args!("{line}"));
+            self.bad_frames += 1;
+            self.bad_logged += 1;
+            if self.bad_logged <= BAD_FRAME_LINES {
+                then.push(Todo::Emit(MeshEvent::Log(line)));
             }
-            if self.mesh.bad_logged == BAD_FRAME_LINES {
-                self.log(format_args!("further bad frames are counted, not logged"));
+            if self.bad_logged == BAD_FRAME_LINES {
+                then.push(Todo::Emit(MeshEvent::Log("further bad frames are counted, not logged".into())));
             }
         }
         if !inbox.is_empty() {
-            self.heard(peer)?;
+            then.push(Todo::Emit(MeshEvent::Heard(peer)));
         }
-        for env in inbox {
-            let Some(msg) = env.msg else {
-                *self.stats.received.entry(HEARTBEAT.to_string()).or_default() += 1;
-                continue;
-            };
-            self.clock = self.clock.max(env.clock).saturating_add(1);
-            let inc = self.mesh.peers[idx].incarnation;
-            self.trace.recv(self.clock, peer.0, inc, env.clock, msg.kind());
-            tally(&mut self.stats.received, msg.kind());
-            self.input(Input::Message { from: peer, msg })?;
-        }
+        then.extend(
+            inbox.into_iter().map(|envelope| Todo::Emit(MeshEvent::Message { from: peer, envelope })),
+        );
         match end {
-            ChannelEnd::Refused(why) => Err(ModelBreach(why).into()),
+            ChannelEnd::Refused(why) => then.push(Todo::Emit(MeshEvent::Breach(why))),
             ChannelEnd::Closed(why) => {
                 if let Some(why) = why {
-                    self.log(format_args!("{why}"));
+                    then.push(Todo::Emit(MeshEvent::Log(why)));
                 }
-                self.lost(peer)
+                then.push(Todo::Lose(peer));
             }
-            ChannelEnd::Again => {
-                self.again.push(Token(PEER_BASE + idx));
-                Ok(())
-            }
-            ChannelEnd::Open => Ok(()),
+            ChannelEnd::Again => then.push(Todo::Emit(MeshEvent::Again(Token(PEER_BASE + idx)))),
+            ChannelEnd::Open => {}
         }
     }
 
-    /// `peer` is gone (its channel closed, it cannot be dialed, or a new incarnation
-    /// replaces it): close its connections, forget what was queued for it, and tell the
-    /// algorithm, unless it was told already.
-    pub(super) fn lost(&mut self, peer: PeerId) -> anyhow::Result<()> {
-        let idx = peer.index();
-        let p = &mut self.mesh.peers[idx];
+    /// `peer` is gone: close its connection, take what was queued for it, and say so.
+    fn lose(&mut self, peer: PeerId, then: &mut Vec<Todo<M>>) {
+        let p = &mut self.peers[peer.index()];
         if let Some(mut stream) = p.stream.take() {
-            let _ = self.poll.registry().deregister(&mut stream);
+            let _ = self.registry.deregister(&mut stream);
         }
         p.reader = FrameReader::default();
         p.redial = None;
         let was_down = std::mem::replace(&mut p.down, true);
-        // Messages to a crashed process are lost with it: what never left is traced as
-        // such, oldest first. What did leave and was never read died with the peer,
-        // and nobody can say which it was.
-        self.trace_unsent(peer, "peer-down");
-        if was_down {
-            return Ok(());
-        }
-        self.channel_down(peer)
+        // Messages to a crashed process are lost with it: what never left goes back to
+        // the loop, to be traced as such. What did leave and was never read died with
+        // the peer, and nobody can say which it was.
+        let unsent = p.take_unsent();
+        then.push(Todo::Emit(MeshEvent::Down { peer, unsent, was_down }));
     }
 
-    /// Empty every queue of messages for `peer` (its outgoing queue, then what a
-    /// partition holds, then what latency delays), with a DROP line in the trace for
-    /// each message that never left, `why` it did not (what a partition held says
-    /// `partition`).
-    pub(super) fn trace_unsent(&mut self, peer: PeerId, why: &str) {
-        let idx = peer.index();
-        let unsent = self.mesh.peers[idx].take_unsent();
-        let held = std::mem::take(&mut self.net.held[idx]);
-        let delayed = std::mem::take(&mut self.net.delayed[idx]);
-        if !self.trace.recording() {
-            return;
-        }
-        self.trace_dropped(peer, &unsent, why);
-        self.trace_dropped(peer, &held, "partition");
-        for (_, frame) in delayed {
-            self.trace_dropped(peer, &frame, why);
-        }
+    /// This worker is leaving: what is still queued for `peer` never leaves.
+    pub(super) fn take_unsent(&mut self, peer: PeerId) -> Vec<u8> {
+        self.peers[peer.index()].take_unsent()
     }
 
-    /// Send `msg` to `to` (the host has checked that `to` is a peer). A message too big
-    /// for one frame is never sent: it is a [`ModelBreach`] of this worker, whether or
-    /// not `to` is up, since the receiver would have to refuse it and close the channel.
-    pub(super) fn send(&mut self, to: PeerId, msg: &A::Msg) -> anyhow::Result<()> {
-        let clock = self.clock.saturating_add(1);
-        let env = Envelope { from: self.me, to, clock, msg: Some(msg.clone()) };
-        let mut frame = Vec::new();
-        if let Err(wire::FrameError::Oversized(n)) = wire::try_encode(&mut frame, &env) {
-            let (kind, cap) = (msg.kind(), wire::MAX_FRAME);
-            let kind = super::cut(kind);
-            return Err(ModelBreach(format!(
-                "message {kind} to {to} is {n} bytes, over the {cap}-byte frame cap"
-            ))
-            .into());
-        }
-        // Peers that read slower than this worker sends (a program flooding them, one
-        // stuck in its own program) would make the queues grow without end.
-        let unsent: usize =
-            self.mesh.peers.iter().map(|p| p.out.len().saturating_sub(p.written)).sum::<usize>()
-                + self.net.held.iter().map(Vec::len).sum::<usize>();
-        if unsent + frame.len() > MAX_UNSENT {
-            let kind = super::cut(msg.kind());
-            return Err(ModelBreach(format!(
-                "message {kind} to {to} would put {} bytes in its queues to peers that have not read them, over the {MAX_UNSENT}-byte cap",
-                unsent + frame.len()
-            ))
-            .into());
-        }
-        self.clock = clock;
-        tally(&mut self.stats.sent, msg.kind());
-        self.trace.send(self.clock, to.0, msg.kind());
-        if self.mesh.peers[to.index()].down {
-            self.trace.drop(self.clock, to.0, msg.kind(), "down");
-        }
-        self.send_frame(to, &env, frame);
-        Ok(())
+    /// One non-blocking pass over every outgoing queue, in peer order.
+    pub(super) fn flush_all(&mut self) {
+        self.todo.push_back(Todo::Flush(PeerId(0)));
     }
 
-    /// Send a heartbeat to `to`: an envelope with no message (`detector.rs`). It takes
-    /// the same path as a message, faults and partitions included.
-    pub(super) fn send_heartbeat(&mut self, to: PeerId) {
-        let env = Envelope { from: self.me, to, clock: self.clock, msg: None };
-        *self.stats.sent.entry(HEARTBEAT.to_string()).or_default() += 1;
-        let mut frame = Vec::new();
-        // An envelope with no message is a few bytes.
-        wire::encode(&mut frame, &env);
-        self.send_frame(to, &env, frame);
-    }
-
-    /// Queue `env`, encoded as `frame`, for `to`, through the network faults if any.
-    fn send_frame(&mut self, to: PeerId, env: &Envelope<Option<A::Msg>>, frame: Vec<u8>) {
-        if self.mesh.peers[to.index()].down {
-            // Nobody to deliver it to; a new incarnation starts afresh.
-            return;
-        }
-        if !self.net.active && self.net.groups.is_none() {
-            self.mesh.peers[to.index()].out.extend_from_slice(&frame);
-            return;
-        }
-        self.send_with_faults(to, env, frame);
-    }
-
-    /// One non-blocking pass over every outgoing queue.
-    pub(super) fn flush_all(&mut self) -> anyhow::Result<()> {
-        for i in 0..self.mesh.peers.len() {
-            let p = &mut self.mesh.peers[i];
-            if p.written == p.out.len() {
-                continue;
+    /// Write the queues from `from` on, as far as each socket takes them. A peer whose
+    /// channel failed is read and lost before the next queue is written, since what the
+    /// loop does with its last messages may queue more for the others.
+    fn flush(&mut self, from: PeerId, then: &mut Vec<Todo<M>>) {
+        for i in from.index()..self.peers.len() {
+            if self.flush_one(PeerId(i as u32), then) {
+                then.push(Todo::Flush(PeerId(i as u32 + 1)));
+                return;
             }
-            if p.written > 64 * 1024 {
-                // Backed up for a while: drop what is written before writing more.
-                p.forget_written();
-            }
-            let Some(stream) = p.stream.as_mut() else {
-                continue;
-            };
-            let mut failed = None;
-            while p.written < p.out.len() {
-                match stream.write(&p.out[p.written..]) {
-                    Ok(0) => break,
-                    Ok(k) => p.written += k,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        failed = Some(e);
-                        break;
-                    }
+        }
+    }
+
+    /// Write what `peer`'s queue has, as far as its socket takes it; true if the
+    /// channel failed (and `then` reads and loses it).
+    fn flush_one(&mut self, peer: PeerId, then: &mut Vec<Todo<M>>) -> bool {
+        let i = peer.index();
+        let p = &mut self.peers[i];
+        if p.written == p.out.len() {
+            return false;
+        }
+        if p.written > 64 * 1024 {
+            // Backed up for a while: drop what is written before writing more.
+            p.forget_written();
+        }
+        let Some(stream) = p.stream.as_mut() else {
+            return false;
+        };
+        let mut failed = None;
+        while p.written < p.out.len() {
+            match stream.write(&p.out[p.written..]) {
+                Ok(0) => break,
+                Ok(k) => p.written += k,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    failed = Some(e);
+                    break;
                 }
             }
-            if p.written == p.out.len() {
-                p.out.clear();
-                (p.written, p.frames_from) = (0, 0);
-            }
-            // Ask to hear of free space only while something waits for it.
-            let backed_up = !p.out.is_empty() && failed.is_none();
-            if backed_up != p.write_interest {
-                let interest =
-                    if backed_up { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
-                let token = Token(PEER_BASE + i);
-                match self.poll.registry().reregister(stream, token, interest) {
-                    Ok(()) => p.write_interest = backed_up,
-                    Err(e) => failed = Some(e),
-                }
-            }
-            if let Some(e) = failed {
-                let peer = PeerId(i as u32);
-                // A peer that is gone shows as EPIPE or a reset: reading reports it down.
-                if !matches!(e.kind(), io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset) {
-                    self.log(format_args!("writing to {peer} failed: {e}"));
-                }
-                // Take what it sent before it went, then report it down.
-                self.peer_readable(peer)?;
-                self.lost(peer)?;
+        }
+        if p.written == p.out.len() {
+            p.out.clear();
+            (p.written, p.frames_from) = (0, 0);
+        }
+        // Ask to hear of free space only while something waits for it.
+        let backed_up = !p.out.is_empty() && failed.is_none();
+        if backed_up != p.write_interest {
+            let interest =
+                if backed_up { Interest::READABLE | Interest::WRITABLE } else { Interest::READABLE };
+            match self.registry.reregister(stream, Token(PEER_BASE + i), interest) {
+                Ok(()) => p.write_interest = backed_up,
+                Err(e) => failed = Some(e),
             }
         }
-        Ok(())
+        if let Some(e) = failed {
+            // A peer that is gone shows as EPIPE or a reset: reading reports it down.
+            if !matches!(e.kind(), io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset) {
+                then.push(Todo::Emit(MeshEvent::Log(format!("writing to {peer} failed: {e}"))));
+            }
+            // Take what it sent before it went, then report it down.
+            then.push(Todo::Read(peer));
+            then.push(Todo::Lose(peer));
+            return true;
+        }
+        false
     }
+}
+
+/// The messages among `frames` (whole frames this worker encoded), with the clock each
+/// was sent at: to trace what never left.
+pub(super) fn messages<M: DeserializeOwned>(frames: &[u8]) -> Vec<(u64, M)> {
+    let mut reader = FrameReader::default();
+    reader.push(frames);
+    let mut out = Vec::new();
+    // Our own frames, whole: nothing here can fail to decode.
+    while let Ok(Some(body)) = reader.next_frame() {
+        if let Ok(Envelope { clock, msg: Some(msg), .. }) = wire::decode::<Envelope<Option<M>>>(body) {
+            out.push((clock, msg));
+        }
+    }
+    out
 }
 
 /// What one read of a peer's channel gave ([`read_channel`]).
@@ -840,20 +1057,6 @@ fn read_channel<M: DeserializeOwned, R: Read>(
         Ok(Fill::WouldBlock) => ChannelEnd::Open,
     };
     read
-}
-
-/// Count one message of type `kind`: past [`trace::MAX_TYPES`] types, under
-/// [`trace::OTHER_TYPES`], so that a program inventing a type per message costs its
-/// worker a bounded count, and the statistics still fit their frame.
-fn tally(counts: &mut std::collections::BTreeMap<String, u64>, kind: &str) {
-    let key =
-        if counts.contains_key(kind) || counts.len() < trace::MAX_TYPES { kind } else { trace::OTHER_TYPES };
-    match counts.get_mut(key) {
-        Some(c) => *c += 1,
-        None => {
-            counts.insert(key.to_string(), 1);
-        }
-    }
 }
 
 /// The frames of an outgoing queue from `from`, where one starts, as the range each
@@ -986,5 +1189,230 @@ mod tests {
         for n in 1..=256 {
             assert!(max_pending(n) >= n as usize, "n = {n}");
         }
+    }
+
+    // The mesh as a component: driven over real sockets in one thread, no process, no
+    // node. Each test plays the loop: it says what happened and takes the events.
+
+    use std::os::unix::net::UnixStream as StdStream;
+
+    /// A message that is a line of text.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+    #[serde(transparent)]
+    struct Text(String);
+
+    impl Message for Text {
+        fn kind(&self) -> &str {
+            "TEXT"
+        }
+    }
+
+    const SECRET: [u8; crate::auth::SECRET_LEN] = [7; crate::auth::SECRET_LEN];
+
+    /// Worker `me` of 3, listening in `dir`, with the poll its sockets are registered on.
+    fn mesh(dir: &Path, me: u32) -> (mio::Poll, Mesh<Text>) {
+        let poll = mio::Poll::new().unwrap();
+        let registry = poll.registry().try_clone().unwrap();
+        let path = dir.join(format!("w{me}.sock"));
+        let mesh = Mesh::listen(registry, path, PeerId(me), 0, 3, Secret::from_bytes(SECRET)).unwrap();
+        (poll, mesh)
+    }
+
+    /// Everything the mesh has to say now, in order.
+    fn drain(mesh: &mut Mesh<Text>) -> Vec<MeshEvent<Text>> {
+        std::iter::from_fn(|| mesh.poll_event()).collect()
+    }
+
+    /// The events, with timers and logs left out, as short words.
+    fn said(events: &[MeshEvent<Text>]) -> Vec<String> {
+        events
+            .iter()
+            .filter_map(|e| match e {
+                MeshEvent::Message { from, envelope } => {
+                    Some(format!("{from}:{}", envelope.msg.as_ref().map_or("beat", |t| t.0.as_str())))
+                }
+                MeshEvent::Heard(p) => Some(format!("heard {p}")),
+                MeshEvent::Up { peer, was_down } => Some(format!("up {peer} {was_down}")),
+                MeshEvent::Down { peer, unsent, was_down } => {
+                    let unsent: Vec<String> =
+                        messages::<Text>(unsent).into_iter().map(|(_, m)| m.0).collect();
+                    Some(format!("down {peer} {was_down} {unsent:?}"))
+                }
+                MeshEvent::Breach(why) => Some(format!("breach {why}")),
+                MeshEvent::Timer { .. } | MeshEvent::Again(_) | MeshEvent::Log(_) => None,
+            })
+            .collect()
+    }
+
+    fn logs(events: &[MeshEvent<Text>]) -> Vec<&str> {
+        events
+            .iter()
+            .filter_map(|e| if let MeshEvent::Log(l) = e { Some(l.as_str()) } else { None })
+            .collect()
+    }
+
+    /// A caller of worker 0 in `dir`, saying `hello` and then messages `msgs` as `from`.
+    fn call(dir: &Path, hello: &Hello, msgs: &[&str]) -> StdStream {
+        let mut bytes = Vec::new();
+        wire::encode(&mut bytes, hello);
+        for m in msgs {
+            let env = Envelope { from: hello.from, to: PeerId(0), clock: 1, msg: Some(Text(m.to_string())) };
+            wire::encode(&mut bytes, &env);
+        }
+        let mut stream = StdStream::connect(dir.join("w0.sock")).unwrap();
+        stream.write_all(&bytes).unwrap();
+        stream
+    }
+
+    fn hello(from: u32, to: u32, inc: u32) -> Hello {
+        Hello::new(&Secret::from_bytes(SECRET), PeerId(from), PeerId(to), inc)
+    }
+
+    fn frame(mesh: &Mesh<Text>, to: u32, msg: &str) -> Vec<u8> {
+        let env = Envelope { from: mesh.me, to: PeerId(to), clock: 2, msg: Some(Text(msg.to_string())) };
+        mesh.frame(&env, 0).unwrap()
+    }
+
+    #[test]
+    fn a_dialing_mesh_is_adopted_and_its_messages_come_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_p0, mut w0) = mesh(dir.path(), 0);
+        let (_p1, mut w1) = mesh(dir.path(), 1);
+        assert!(w1.dial(PeerId(0), dir.path().join("w0.sock")));
+        for m in ["one", "two"] {
+            let f = frame(&w1, 0, m);
+            w1.queue(PeerId(0), &f);
+        }
+        w1.flush_all();
+        assert!(said(&drain(&mut w1)).is_empty());
+        w0.readable(LISTENER);
+        let events = drain(&mut w0);
+        assert!(matches!(events[0], MeshEvent::Timer { timer: MeshTimer::HelloDue(_), .. }));
+        assert_eq!(said(&events), ["up w1 false", "heard w1", "w1:one", "w1:two"]);
+        assert!(w0.has_channel(PeerId(1)) && !w0.is_down(PeerId(1)));
+        // And back: w0 writes, w1 reads on its channel.
+        let f = frame(&w0, 1, "back");
+        w0.queue(PeerId(1), &f);
+        w0.flush_all();
+        assert!(drain(&mut w0).is_empty());
+        w1.readable(Token(PEER_BASE));
+        assert_eq!(said(&drain(&mut w1)), ["heard w0", "w0:back"]);
+    }
+
+    #[test]
+    fn impostors_are_dropped_before_their_hello_is_believed() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_p, mut w0) = mesh(dir.path(), 0);
+        let forged = Hello::new(&Secret::from_bytes([8; crate::auth::SECRET_LEN]), PeerId(1), PeerId(0), 0);
+        let _a = call(dir.path(), &forged, &["let me in"]);
+        let _b = call(dir.path(), &hello(2, 1, 0), &["wrong door"]);
+        let _c = call(dir.path(), &hello(5, 0, 0), &["stranger"]);
+        w0.readable(LISTENER);
+        let events = drain(&mut w0);
+        assert!(said(&events).is_empty(), "{:?}", said(&events));
+        assert_eq!(
+            logs(&events),
+            [
+                "dropping a connection whose hello claims to be w1 (incarnation 0) without the run's secret",
+                "dropping a connection whose hello from w2 is addressed to w1",
+                "dropping a connection whose hello names w5, which is not a peer",
+            ]
+        );
+        assert_eq!(w0.dropped_connections, 3);
+        assert!(!w0.has_channel(PeerId(1)));
+    }
+
+    #[test]
+    fn a_newer_life_replaces_the_old_whose_last_words_and_replies_go_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_p, mut w0) = mesh(dir.path(), 0);
+        let mut old = call(dir.path(), &hello(1, 0, 0), &[]);
+        w0.readable(LISTENER);
+        assert_eq!(said(&drain(&mut w0)), ["up w1 false"]);
+        // The old life's last message, read as the new life is adopted: the reply the
+        // loop queues to it goes down with the old life, never to the new one.
+        let env = Envelope { from: PeerId(1), to: PeerId(0), clock: 1, msg: Some(Text("last".to_string())) };
+        let mut bytes = Vec::new();
+        wire::encode(&mut bytes, &env);
+        old.write_all(&bytes).unwrap();
+        w0.announce(PeerId(1), 1);
+        let _new = call(dir.path(), &hello(1, 0, 1), &["fresh"]);
+        w0.readable(LISTENER);
+        let mut seen = Vec::new();
+        while let Some(event) = w0.poll_event() {
+            if let MeshEvent::Message { envelope, .. } = &event {
+                if envelope.msg.as_ref().is_some_and(|t| t.0 == "last") {
+                    let f = frame(&w0, 1, "reply");
+                    w0.queue(PeerId(1), &f);
+                }
+            }
+            seen.push(event);
+        }
+        assert_eq!(
+            said(&seen),
+            ["heard w1", "w1:last", "down w1 false [\"reply\"]", "up w1 true", "heard w1", "w1:fresh"]
+        );
+        assert_eq!(w0.incarnation(PeerId(1)), 1);
+        // A second connection claiming the same life is refused.
+        let _again = call(dir.path(), &hello(1, 0, 1), &[]);
+        w0.readable(LISTENER);
+        let events = drain(&mut w0);
+        assert_eq!(
+            logs(&events),
+            ["refusing a connection whose hello claims w1 (incarnation 1), whose channel is already open"]
+        );
+        let mut buf = [0u8; 1];
+        drop(_new);
+        w0.readable(Token(PEER_BASE + 1));
+        assert_eq!(said(&drain(&mut w0)), ["down w1 false []"]);
+        assert!(w0.is_down(PeerId(1)) && !w0.has_channel(PeerId(1)));
+        // The old life's channel was closed by w0.
+        assert_eq!(old.read(&mut buf).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_frame_over_the_cap_from_a_live_peer_is_a_breach_not_a_peer_down() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_p, mut w0) = mesh(dir.path(), 0);
+        let mut w1 = call(dir.path(), &hello(1, 0, 0), &["fine"]);
+        w0.readable(LISTENER);
+        assert_eq!(said(&drain(&mut w0)), ["up w1 false", "heard w1", "w1:fine"]);
+        w1.write_all(&((wire::MAX_FRAME + 1) as u32).to_be_bytes()).unwrap();
+        w0.readable(Token(PEER_BASE + 1));
+        let said = said(&drain(&mut w0));
+        assert_eq!(said.len(), 1);
+        assert!(
+            said[0].starts_with("breach the runtime refused a frame from w1, which is alive"),
+            "{said:?}"
+        );
+        assert!(w0.has_channel(PeerId(1)), "the channel stays open");
+    }
+
+    #[test]
+    fn what_the_queues_may_hold_unwritten_is_capped_and_a_message_over_the_frame_cap_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_p, w0) = mesh(dir.path(), 0);
+        let env = |msg: String| Envelope { from: PeerId(0), to: PeerId(1), clock: 1, msg: Some(Text(msg)) };
+        let big = w0.frame(&env("x".repeat(wire::MAX_FRAME + 1)), 0).unwrap_err();
+        assert!(big.contains("over the 65536-byte frame cap"), "{big}");
+        let full = w0.frame(&env("x".into()), MAX_UNSENT).unwrap_err();
+        assert!(full.contains(&format!("over the {MAX_UNSENT}-byte cap")), "{full}");
+        // A heartbeat is a few bytes, whatever the queues hold.
+        let beat = Envelope { from: PeerId(0), to: PeerId(1), clock: 1, msg: None::<Text> };
+        assert!(w0.frame(&beat, MAX_UNSENT).is_ok());
+    }
+
+    #[test]
+    fn a_silent_caller_is_dropped_when_its_hello_is_overdue() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_p, mut w0) = mesh(dir.path(), 0);
+        let _silent = StdStream::connect(dir.path().join("w0.sock")).unwrap();
+        w0.readable(LISTENER);
+        let events = drain(&mut w0);
+        let Some(MeshEvent::Timer { after, timer }) = events.first() else { panic!("{events:?}") };
+        assert_eq!(*after, HELLO_DEADLINE);
+        w0.timer(*timer);
+        assert_eq!(logs(&drain(&mut w0)), ["dropping a connection that sent no hello within 2 s"]);
+        assert_eq!(w0.dropped_connections, 1);
     }
 }

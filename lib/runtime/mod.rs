@@ -16,16 +16,21 @@
 //! `flock`, the kernel lock itself (that algorithm *is* a blocking lock). A SIGTERM or
 //! SIGINT is checked at every step of the loop, and the worker leaves in order.
 //!
-//! One job per file: this one holds [`run_worker`] and the `Worker`'s loop (its start,
-//! the poll loop and the dispatch of ready sources, timers, and driving the node through
-//! its [`Host`], whose effects it hands to their owners); `mesh` the Unix-socket mesh
-//! (connections and hellos, what the algorithm is told about peers, bad input);
-//! `netfaults` latency, loss and partitions on the send path; `workload` the mutual
-//! exclusion service's application loop on the resource file, and leaving on SIGTERM or
-//! SIGINT (the seam where an election workload will go); `link` the control link to the
-//! supervisor. What the worker sends, receives, loses and does goes to its message
-//! trace ([`crate::trace`]) when the run asks for one, one line per event, written
-//! every few milliseconds.
+//! One job per file, each a component that owns its state and hands the loop typed
+//! values, in the shape of the node's [`Host`]: `mesh` the Unix-socket mesh
+//! (connections and hellos, channels, bad input; it gives `MeshEvent`s), `netfaults`
+//! latency, loss and partitions on the send path (it gives each frame its `Fate`),
+//! `detector` what the node is told of peers going down and up, `workload` the mutual
+//! exclusion service's application loop on the resource file and `elect` the election
+//! service's (they give `AppStep`s), and `link` the control link to the supervisor (it
+//! gives `ToWorker` orders). This file holds [`run_worker`] and the thin loop between
+//! them and the operating system: the poll, the timers, the Lamport clock, the
+//! statistics, driving the node through its [`Host`] and handing each effect to its
+//! owner. One message's way: node → host → loop (`carry`, `send`) → mesh (`frame`,
+//! `queue`, then `flush_all`) → wire, and back: mesh (`readable`, `poll_event`) → loop
+//! (`deliver`) → host → node. What the worker sends, receives, loses and does goes to
+//! its message trace ([`crate::trace`]) when the run asks for one, one line per event,
+//! written every few milliseconds.
 //! Each file's own documentation says the rest.
 //!
 //! # Giving up
@@ -48,7 +53,7 @@
 //! a frame, a frame refused from a live peer), that is a [`ModelBreach`], not a death:
 //! it is told as `Breach` instead of `Fatal`, and the run's audit is no verdict.
 
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::io::{self, Write};
 use std::os::unix::net::UnixStream as StdUnixStream;
 use std::path::{Path, PathBuf};
@@ -56,21 +61,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mio::net::UnixListener;
 use mio::{Events, Interest, Poll, Token};
-use rand::SeedableRng;
-use rand_chacha::ChaCha8Rng;
 use signal_hook::consts::{SIGINT, SIGTERM};
 
 use crate::algorithm::{
-    Config, Election, ElectionCall, ElectionEvent, Input, Mutex, MutexCall, MutexEvent, Node, NodeInput,
-    PeerId, Service, ServiceKind, Spawn,
+    Config, Election, ElectionCall, ElectionEvent, Input, Message, Mutex, MutexCall, MutexEvent, Node,
+    NodeInput, PeerId, Service, ServiceKind, Spawn,
 };
 use crate::auth::Secret;
-use crate::control::{self, ToSupervisor, ToWorker, WorkerSettings, WorkerStats};
+use crate::control::{self, PendingState, ToSupervisor, ToWorker, WorkerSettings, WorkerStats};
 use crate::host::{Breach, Effect, Host, Step};
 use crate::trace;
-use crate::wire::{self, FrameReader};
+use crate::wire::{self, Envelope};
 
 mod detector;
 mod elect;
@@ -81,11 +83,11 @@ mod workload;
 use detector::Detect;
 pub use detector::HEARTBEAT;
 use elect::Electing;
-use link::setup;
+use link::{setup, Link};
 pub use mesh::{max_pending, BAD_FRAME_LINES, DROP_LINES, HELLO_DEADLINE};
-use mesh::{Mesh, Peer};
-use netfaults::NetFaults;
-use workload::{Local, Workload};
+use mesh::{Mesh, MeshEvent, MeshTimer};
+use netfaults::{Fate, NetFaults};
+use workload::{AppStep, AppTimer, Workload};
 
 /// Everything a worker runs with: its settings, where the run lives, and the secret.
 #[derive(Clone, Debug)]
@@ -179,7 +181,7 @@ impl std::fmt::Display for ModelBreach {
 impl std::error::Error for ModelBreach {}
 
 /// A failure already told to the supervisor as `Fatal` by a worker that then stood
-/// still ([`Worker::run`]): the text is the failure's own.
+/// still (`Worker::run`): the text is the failure's own.
 #[derive(Debug)]
 struct Told(String);
 
@@ -292,65 +294,71 @@ pub fn run_node<N: Node<Service: RunService>>(opts: WorkerOpts, link: StdUnixStr
     Worker::<N>::new(opts, link)?.run()
 }
 
-const LISTENER: Token = Token(0);
+/// The control link's poll token (the mesh's are its own: [`mesh::is_mesh`]).
 const CONTROL: Token = Token(1);
 const SIGNALS: Token = Token(2);
-/// A peer's channel: `PEER_BASE + id`.
-const PEER_BASE: usize = 1 << 20;
-/// A connection that has not said hello yet: `PENDING_BASE + n`.
-const PENDING_BASE: usize = 1 << 24;
 
 /// Which timer a heap entry stands for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum TimerKind {
-    /// The application's think time is over.
-    Think,
-    /// The critical-section work is done.
-    CsDone,
+    /// One of the application's own (`workload.rs`).
+    App(AppTimer),
     /// An algorithm timer, by the generation the host armed it with.
     Algo(u64),
-    /// Delayed messages may be due.
+    /// Delayed messages may be due (`netfaults.rs`).
     Deliver,
-    /// A pending connection (`PENDING_BASE + n`) must have said hello by now.
-    HelloDue(usize),
-    /// Try `accept` again.
-    Accept,
-    /// Dial this peer again.
-    Redial(usize),
+    /// One of the mesh's own (`mesh.rs`).
+    Mesh(MeshTimer),
     /// Send the next heartbeats, and suspect peers silent too long (`detector.rs`).
     Heartbeat,
 }
 
-/// One worker at work. Its methods are grouped by job, one file each:
+/// The worker's timers: a deadline heap whose head sets the poll timeout. Timers due at
+/// the same instant fire in the order they were set.
+#[derive(Default)]
+struct Timers {
+    heap: BinaryHeap<std::cmp::Reverse<(Instant, u64, TimerKind)>>,
+    seq: u64,
+}
+
+impl Timers {
+    /// Set `kind` to fire `after` from `now`.
+    fn push(&mut self, now: Instant, after: Duration, kind: TimerKind) {
+        self.seq += 1;
+        // An absurd duration (an algorithm's bug) means "never", not a panic.
+        let at = now.checked_add(after).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400));
+        self.heap.push(std::cmp::Reverse((at, self.seq, kind)));
+    }
+
+    /// When the next timer is due.
+    fn next_at(&self) -> Option<Instant> {
+        self.heap.peek().map(|t| t.0 .0)
+    }
+
+    /// The next timer due at `now`, taken off the heap.
+    fn pop_due(&mut self, now: Instant) -> Option<TimerKind> {
+        if self.next_at()? > now {
+            return None;
+        }
+        self.heap.pop().map(|t| t.0 .2)
+    }
+}
+
+/// One worker at work: the loop, which owns the node's [`Host`], the poll, the timers,
+/// the Lamport clock, the statistics and the trace, and moves values between the
+/// operating system and its components: the mesh ([`Mesh`]), the network faults
+/// ([`NetFaults`]), the failure detector ([`Detect`]), the application loop ([`Work`])
+/// and the control link. Each component's module says its job.
 ///
-/// - here, the loop: `new`; `run`, the worker's sequence; `event_loop`, which passes each
-///   ready source to `dispatch`; timers, `push_timer` and `fire_timers` (each
-///   [`TimerKind`] goes to its owner); driving the node, `input` and `carry` (each effect
-///   goes to its owner: a message to the mesh's `send`, a timer to the heap, `enter` to
-///   the workload's `enter_cs`, a count to the statistics); `log`, `flush_trace`,
-///   `trace_all_unsent`, `terminating`, `now`;
-/// - `mesh.rs` (state in [`Mesh`]): dialing, `dial`, `connect` and `redial`; accepting,
-///   `accept`, `add_pending`, `drop_pending` and `hello_overdue`; hellos,
-///   `pending_readable`, `consider`, `announce` and `adopt`; channels, `peer_readable`
-///   and `lost` (with `trace_unsent`, which `trace_all_unsent` calls for every peer as
-///   the worker leaves); writing, `send` and `flush_all`;
-/// - `netfaults.rs` (state in [`NetFaults`]): `send_with_faults` (by `send`, while
-///   faults are on), `release`, `deliver_due`, `partition`, `trace_dropped`;
-/// - `workload.rs` (state in [`Workload`]): `think`, `run_local` (want and done, with
-///   `finished`), `enter_cs`, `leave_cs`, `leave_on_signal`, `set_app`, `append`;
-/// - `link.rs`: `control_readable` (with the answer to `Query`), `tell_supervisor`; the
-///   setup is read before there is a `Worker` (`setup`).
-///
-/// [`run_worker`] reads the setup and makes a `Worker` (`new`: listen, open the resource
-/// file, seed). `run` then tells the supervisor it is `Ready`, waits for `Start` (each
-/// peer's life and whom to dial), `dial`s, starts the node (`input`), reports the peers
-/// it could not reach (`lost`), starts the workload (`think`, `run_local`), `flush_all`s
-/// and enters `event_loop`. Each turn of the loop leaves at once on a signal
-/// (`leave_on_signal`), polls until the next timer at most, `dispatch`es every ready
-/// source (`accept`, `control_readable`, `pending_readable`, `peer_readable`) and then
-/// those whose read budget ran out, and calls `fire_timers`, `run_local`, `flush_all`,
-/// and writes the trace if its lines are due. The loop ends on the supervisor's `Finish` (after the statistics) or
-/// when the control link closes.
+/// [`run_worker`] reads the setup and makes a `Worker` (listen, open the resource file,
+/// seed). `run` then tells the supervisor it is `Ready`, waits for `Start` (each peer's
+/// life and whom to dial), dials, starts the node, reports the peers it could not
+/// reach, starts the detector and the workload, writes what is queued and enters the
+/// event loop. Each turn of the loop leaves at once on a signal, polls until the next
+/// timer at most, serves every ready source and then those whose read budget ran out,
+/// fires the timers that are due, runs the application's local events, writes what is
+/// queued, and writes the trace if its lines are due. The loop ends on the
+/// supervisor's `Finish` (after the statistics) or when the control link closes.
 struct Worker<A: Node<Service: RunService>> {
     opts: WorkerSettings,
     run_dir: PathBuf,
@@ -358,19 +366,19 @@ struct Worker<A: Node<Service: RunService>> {
     /// The algorithm, behind the host that keeps the driver contract.
     host: Host<A>,
     poll: Poll,
-    control: StdUnixStream,
-    control_reader: FrameReader,
+    /// The control link to the supervisor (`link.rs`).
+    link: Link,
     signals: signal_hook_mio::v1_0::Signals,
     /// Set by the SIGTERM/SIGINT handler itself, so it is seen even between two polls.
     term: Arc<AtomicBool>,
     /// The Unix-socket mesh: listener, peers, pending connections (`mesh.rs`).
-    mesh: Mesh,
+    mesh: Mesh<A::Msg>,
     /// Sources whose read budget ran out: served again on the next turn of the loop.
     again: Vec<Token>,
     clock: u64,
     started: Instant,
-    timers: BinaryHeap<std::cmp::Reverse<(Instant, u64, TimerKind)>>,
-    timer_seq: u64,
+    /// Every timer of the worker, its components' and the node's.
+    timers: Timers,
     /// Algorithm timers armed and not yet fired, by generation.
     algo_timers: HashMap<u64, A::Timer>,
     /// The application's loop: on the resource file (`workload.rs`), or electing
@@ -382,7 +390,6 @@ struct Worker<A: Node<Service: RunService>> {
     /// The supervisor said `Start`: from here a failure stands still ([`Worker::run`]).
     serving: bool,
     running: bool,
-    scratch: Vec<u8>,
     /// Message faults, applied on the send path.
     net: NetFaults,
     /// This worker's message trace (`trace-w{ID}.log`), written every few milliseconds.
@@ -406,10 +413,14 @@ impl<A: Node<Service: RunService>> Worker<A> {
         };
         let poll = Poll::new()?;
         let socket_path = run_dir.join(control::worker_socket(me, opts.incarnation));
-        let _ = std::fs::remove_file(&socket_path);
-        let mut listener = UnixListener::bind(&socket_path)
-            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", socket_path.display()))?;
-        poll.registry().register(&mut listener, LISTENER, Interest::READABLE)?;
+        let mesh = Mesh::listen(
+            poll.registry().try_clone()?,
+            socket_path,
+            me,
+            opts.incarnation,
+            opts.workers,
+            secret,
+        )?;
         let term = Arc::new(AtomicBool::new(false));
         for sig in [SIGTERM, SIGINT] {
             signal_hook::flag::register(sig, Arc::clone(&term))?;
@@ -417,7 +428,6 @@ impl<A: Node<Service: RunService>> Worker<A> {
         let mut signals = signal_hook_mio::v1_0::Signals::new([SIGTERM, SIGINT])?;
         poll.registry().register(&mut signals, SIGNALS, Interest::READABLE)?;
         let seed = opts.seed ^ (u64::from(opts.id) << 32) ^ u64::from(opts.incarnation).rotate_left(16);
-        let n = opts.workers as usize;
         let trace = if opts.trace {
             trace::Writer::open(&run_dir, opts.id, opts.incarnation, opts.workers, &opts.algo).map_err(
                 |e| anyhow::anyhow!("cannot open {}: {e}", run_dir.join(trace::file_name(opts.id)).display()),
@@ -426,52 +436,31 @@ impl<A: Node<Service: RunService>> Worker<A> {
             trace::Writer::off()
         };
         let (work, clock) = if A::Service::NAME == Election::NAME {
-            (Work::Election(Electing::open(&run_dir)?), 0)
+            (Work::Election(Electing::open(&run_dir, &opts, Arc::clone(&term))?), 0)
         } else {
-            Workload::open(&run_dir, &opts, kernel_lock, seed)?
+            let (workload, clock) = Workload::open(&run_dir, &opts, kernel_lock, seed, Arc::clone(&term))?;
+            (Work::Mutex(workload), clock)
         };
         Ok(Worker {
             run_dir,
             me,
             host: Host::new(cfg),
             poll,
-            control,
-            control_reader: FrameReader::default(),
+            link: Link::new(control),
             signals,
             term,
-            mesh: Mesh {
-                secret,
-                announced: vec![0; n],
-                listener,
-                socket_path,
-                peers: (0..n).map(|_| Peer::default()).collect(),
-                pending_conns: HashMap::new(),
-                next_pending: 0,
-                max_pending: max_pending(opts.workers),
-                accept_retry: false,
-                accept_failures: 0,
-                bad_logged: 0,
-                drops_logged: 0,
-            },
+            mesh,
             again: Vec::new(),
             clock,
             started: Instant::now(),
-            timers: BinaryHeap::new(),
-            timer_seq: 0,
+            timers: Timers::default(),
             algo_timers: HashMap::new(),
             work,
-            detect: Detect::new(opts.detector, n),
+            detect: Detect::new(opts.detector, opts.workers as usize),
             stats: WorkerStats { id: me, ..Default::default() },
             serving: false,
             running: true,
-            scratch: Vec::with_capacity(256),
-            net: NetFaults {
-                active: !opts.latency.is_zero() || !opts.jitter.is_zero() || opts.drop > 0.0,
-                rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6e65_7466_6175_6c74),
-                delayed: (0..n).map(|_| VecDeque::new()).collect(),
-                held: vec![Vec::new(); n],
-                groups: None,
-            },
+            net: NetFaults::new(&opts, seed),
             trace,
             opts,
         })
@@ -529,28 +518,28 @@ impl<A: Node<Service: RunService>> Worker<A> {
     /// Nothing is read from or written to a peer meanwhile, and no channel is closed, so
     /// no peer is told anything the failure made untrue.
     fn stand_still(&mut self, why: ToSupervisor) {
-        let told = self
-            .control
-            .set_nonblocking(false)
-            .and_then(|()| self.control.set_read_timeout(Some(Duration::from_millis(100))))
-            .and_then(|()| self.tell_supervisor(&why));
+        let told = self.link.stand_by().and_then(|()| self.link.tell(&why));
         if told.is_err() {
             return; // the supervisor is gone: nobody will audit this run
         }
         while !self.terminating() {
             // With a read timeout, a blocking read that times out is a would-block.
-            let fill = match self.control_reader.fill(&mut self.control) {
+            let fill = match self.link.fill() {
                 Ok(fill) => fill,
                 Err(_) => return,
             };
-            while let Ok(Some(body)) = self.control_reader.next_frame() {
-                if let Ok(ToWorker::Finish) = wire::decode::<ToWorker>(body) {
-                    self.stats.entries = self.work.entries();
-                    self.trace_all_unsent();
-                    self.flush_trace();
-                    let stats = ToSupervisor::Stats(self.stats.clone());
-                    let _ = self.tell_supervisor(&stats);
-                    return;
+            loop {
+                match self.link.next() {
+                    Ok(Some(ToWorker::Finish)) => {
+                        let stats = ToSupervisor::Stats(self.report());
+                        self.trace_all_unsent();
+                        self.flush_trace();
+                        let _ = self.link.tell(&stats);
+                        return;
+                    }
+                    // Anything else waits with the rest of the run.
+                    Ok(Some(_)) | Err(wire::FrameError::Malformed(_)) => {}
+                    Ok(None) | Err(_) => break,
                 }
             }
             if fill == wire::Fill::Eof {
@@ -563,13 +552,11 @@ impl<A: Node<Service: RunService>> Worker<A> {
     fn serve(&mut self) -> anyhow::Result<()> {
         let ready =
             ToSupervisor::Ready { id: self.me, pid: std::process::id(), incarnation: self.opts.incarnation };
-        self.tell_supervisor(&ready)?;
+        self.link.tell(&ready)?;
         // Wait for Start on the blocking control stream: nothing else can happen yet.
-        let dial = match wire::read_blocking::<ToWorker, _>(&mut self.control)? {
+        let dial = match self.link.read_blocking()? {
             Some(ToWorker::Start { dial, incarnations }) => {
-                for (p, inc) in incarnations.into_iter().enumerate().take(self.mesh.announced.len()) {
-                    self.mesh.announced[p] = inc;
-                }
+                self.mesh.set_announced(incarnations);
                 dial
             }
             Some(other) => anyhow::bail!("expected Start from the supervisor, got {other:?}"),
@@ -580,9 +567,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             return Ok(());
         }
         self.serving = true;
-        self.control.set_nonblocking(true)?;
-        let fd = self.control.try_clone()?;
-        let mut source = mio::net::UnixStream::from_std(fd);
+        let mut source = self.link.poll_source()?;
         self.poll.registry().register(&mut source, CONTROL, Interest::READABLE)?;
         let mut unreachable = Vec::new();
         let listed: Vec<PeerId> = dial.iter().map(|(p, _)| *p).collect();
@@ -592,9 +577,10 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 continue;
             }
             let path = self.run_dir.join(path);
-            if !self.dial(peer, path) {
+            if !self.mesh.dial(peer, path) {
                 unreachable.push(peer);
             }
+            self.drain_mesh()?;
         }
         if self.opts.incarnation > 0 {
             // A restarted worker is told to dial every live peer it can reach: the others
@@ -616,16 +602,16 @@ impl<A: Node<Service: RunService>> Worker<A> {
         }
         self.input(Input::Start)?;
         for peer in unreachable {
-            self.lost(peer)?;
+            self.mesh.unreachable(peer);
+            self.drain_mesh()?;
         }
         self.start_detector();
-        match self.work {
-            Work::Mutex(_) => {
-                self.think();
-                self.run_local()?;
-            }
-            Work::Election(_) => self.begin_electing()?,
-        }
+        let steps = match &mut self.work {
+            Work::Mutex(w) => vec![w.think()],
+            Work::Election(e) => e.begin(),
+        };
+        self.perform(steps)?;
+        self.run_local()?;
         self.flush_all()?;
         self.flush_trace();
         self.event_loop()?;
@@ -640,7 +626,18 @@ impl<A: Node<Service: RunService>> Worker<A> {
     fn trace_all_unsent(&mut self) {
         let me = self.me;
         for peer in (0..self.opts.workers).map(PeerId).filter(|p| *p != me) {
-            self.trace_unsent(peer, "exit");
+            let unsent = self.mesh.take_unsent(peer);
+            self.trace_unsent(peer, unsent, "exit");
+        }
+    }
+
+    /// The statistics as they stand, with the components' counts.
+    fn report(&self) -> WorkerStats {
+        WorkerStats {
+            entries: self.work.entries(),
+            bad_frames: self.mesh.bad_frames,
+            dropped_connections: self.mesh.dropped_connections,
+            ..self.stats.clone()
         }
     }
 
@@ -657,7 +654,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             }
             let timeout = if self.again.is_empty() {
                 // Wake for the next timer, or to write the trace's lines when they are due.
-                let next = self.timers.peek().map(|t| t.0 .0).into_iter().chain(self.trace.due()).min();
+                let next = self.timers.next_at().into_iter().chain(self.trace.due()).min();
                 next.map(|at| at.saturating_duration_since(Instant::now()))
             } else {
                 Some(Duration::ZERO)
@@ -682,8 +679,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 if token == CONTROL {
                     continue;
                 }
-                let is_peer = (PEER_BASE..PENDING_BASE).contains(&token.0);
-                if is_peer && !(ev.is_readable() || ev.is_read_closed() || ev.is_error()) {
+                if mesh::is_channel(token) && !(ev.is_readable() || ev.is_read_closed() || ev.is_error()) {
                     continue; // writable: the flush below takes care of it
                 }
                 self.dispatch(token)?;
@@ -707,10 +703,60 @@ impl<A: Node<Service: RunService>> Worker<A> {
         Ok(())
     }
 
+    /// Serve what the supervisor said on the control link.
+    fn control_readable(&mut self) -> anyhow::Result<()> {
+        let fill = self.link.fill()?;
+        while let Some(msg) = self.link.next()? {
+            match msg {
+                ToWorker::Finish => {
+                    // The run is over for this worker: a failure from here on is told
+                    // and the worker leaves, since it must not stand still for a Finish
+                    // it has already read.
+                    self.running = false;
+                    let stats = ToSupervisor::Stats(self.report());
+                    self.flush_all()?;
+                    // Written before the statistics: the supervisor may freeze this
+                    // worker for good once it has them.
+                    self.trace_all_unsent();
+                    self.flush_trace();
+                    self.link.block()?;
+                    self.link.tell(&stats)?;
+                    return Ok(());
+                }
+                ToWorker::Query => {
+                    let state = PendingState {
+                        app: self.work.state(),
+                        since_ns: self.work.since(),
+                        algorithm: cut(&self.host.node().waiting_for()),
+                        entries: self.work.entries(),
+                        down: (0..self.opts.workers)
+                            .map(PeerId)
+                            .filter(|p| *p != self.me && !self.mesh.has_channel(*p))
+                            .collect(),
+                    };
+                    self.link.tell_blocking(&ToSupervisor::Pending(state))?;
+                }
+                ToWorker::Start { .. } => self.log(format_args!("ignoring a second Start")),
+                ToWorker::Incarnation { id, incarnation } => {
+                    self.mesh.announce(id, incarnation);
+                    self.drain_mesh()?;
+                }
+                ToWorker::Partition { groups } => self.partition(Some(groups)),
+                ToWorker::Heal => self.partition(None),
+            }
+        }
+        match fill {
+            // The supervisor is gone: nobody will audit or stop us, so stop now.
+            wire::Fill::Eof => self.running = false,
+            wire::Fill::Budget => self.again.push(CONTROL),
+            wire::Fill::WouldBlock => {}
+        }
+        Ok(())
+    }
+
     /// Serve a readable source.
     fn dispatch(&mut self, token: Token) -> anyhow::Result<()> {
         match token {
-            LISTENER => self.accept(),
             CONTROL => self.control_readable(),
             SIGNALS => {
                 if self.signals.pending().next().is_some() {
@@ -718,39 +764,35 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 }
                 Ok(())
             }
-            Token(t) if t >= PENDING_BASE => self.pending_readable(token),
-            Token(t) if t >= PEER_BASE => self.peer_readable(PeerId((t - PEER_BASE) as u32)),
+            token if mesh::is_mesh(token) => {
+                self.mesh.readable(token);
+                self.drain_mesh()
+            }
             _ => Ok(()),
         }
     }
 
     fn push_timer(&mut self, after: Duration, kind: TimerKind) {
-        self.timer_seq += 1;
-        let now = Instant::now();
-        // An absurd duration (an algorithm's bug) means "never", not a panic.
-        let at = now.checked_add(after).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400));
-        self.timers.push(std::cmp::Reverse((at, self.timer_seq, kind)));
+        self.timers.push(Instant::now(), after, kind);
     }
 
     /// Fire every timer that is due, each to its owner.
     fn fire_timers(&mut self) -> anyhow::Result<()> {
         let now = Instant::now();
-        while let Some(std::cmp::Reverse((at, _, kind))) = self.timers.peek().copied() {
-            if at > now || !self.running || self.terminating() {
-                break;
-            }
-            self.timers.pop();
+        while self.running && !self.terminating() {
+            let Some(kind) = self.timers.pop_due(now) else { break };
             match kind {
-                TimerKind::Think => self.mx().local.push_back(Local::WantCs),
-                TimerKind::Deliver => self.deliver_due(),
-                TimerKind::CsDone => self.mx().local.push_back(Local::CsDone),
-                TimerKind::Heartbeat => self.beat()?,
-                TimerKind::HelloDue(t) => self.hello_overdue(Token(t)),
-                TimerKind::Accept => {
-                    self.mesh.accept_retry = false;
-                    self.accept()?;
+                TimerKind::App(timer) => {
+                    if let Work::Mutex(w) = &mut self.work {
+                        w.timer(timer);
+                    }
                 }
-                TimerKind::Redial(i) => self.redial(PeerId(i as u32))?,
+                TimerKind::Deliver => self.deliver_due(),
+                TimerKind::Heartbeat => self.beat()?,
+                TimerKind::Mesh(timer) => {
+                    self.mesh.timer(timer);
+                    self.drain_mesh()?;
+                }
                 TimerKind::Algo(gen) => {
                     // The host drops a timer reset or cancelled since it was armed.
                     let Some(timer) = self.algo_timers.remove(&gen) else { continue };
@@ -804,10 +846,14 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 }
                 // The host knows it is cancelled; its heap entry is dropped when it fires.
                 Effect::Disarm { .. } => {}
-                Effect::Event { event } => match A::Service::to_app(&event) {
-                    AppEvent::Enter => self.enter_cs()?,
-                    AppEvent::Leader { id, term } => self.accept_leader(id, term)?,
-                },
+                Effect::Event { event } => {
+                    let steps = match (A::Service::to_app(&event), &mut self.work) {
+                        (AppEvent::Enter, Work::Mutex(w)) => w.enter(&mut self.clock)?,
+                        (AppEvent::Leader { id, term }, Work::Election(e)) => e.accept_leader(id, term)?,
+                        (event, _) => anyhow::bail!("internal error: {event:?} for the wrong application"),
+                    };
+                    self.perform(steps)?;
+                }
                 Effect::Count { name, by } => {
                     let c = self.stats.counters.entry(name.into_owned()).or_default();
                     *c = c.saturating_add(by); // a program's `by` may be anything
@@ -818,8 +864,279 @@ impl<A: Node<Service: RunService>> Worker<A> {
     }
 }
 
-impl<A: Node<Service: RunService>> Drop for Worker<A> {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.mesh.socket_path);
+/// The application's side of the loop: its local events, its steps, and leaving on a
+/// signal.
+impl<A: Node<Service: RunService>> Worker<A> {
+    /// Handle the local events the application has queued so far (an election worker
+    /// has none).
+    fn run_local(&mut self) -> anyhow::Result<()> {
+        loop {
+            let Work::Mutex(w) = &mut self.work else { return Ok(()) };
+            let Some(steps) = w.next_local()? else { return Ok(()) };
+            self.perform(steps)?;
+        }
+    }
+
+    /// Carry out what the application asked, in order.
+    fn perform(&mut self, steps: Vec<AppStep>) -> anyhow::Result<()> {
+        for step in steps {
+            match step {
+                AppStep::Call(call) => self.call(call)?,
+                AppStep::Timer { after, timer } => self.push_timer(after, TimerKind::App(timer)),
+                AppStep::Trace { what, leader } => self.trace.app(self.clock, what, leader),
+                AppStep::Tell(msg) => self.link.tell_blocking(&msg)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// SIGTERM or SIGINT: leave now (see `workload.rs`). A worker inside the critical
+    /// section closes it, tells the node, and makes one attempt to send what is queued.
+    fn leave_on_signal(&mut self) -> anyhow::Result<()> {
+        self.running = false;
+        let w = match &mut self.work {
+            Work::Election(e) => {
+                let state = e.state();
+                self.log(format_args!("terminated by signal while {state}; leaving"));
+                return Ok(());
+            }
+            Work::Mutex(w) => w,
+        };
+        let line = w.signal_line();
+        self.log(format_args!("{line}"));
+        let Work::Mutex(w) = &mut self.work else { return Ok(()) };
+        let Some(steps) = w.close_on_signal()? else { return Ok(()) };
+        self.perform(steps)?;
+        if let Work::Mutex(w) = &mut self.work {
+            w.left();
+        }
+        self.flush_all()
+    }
+}
+
+/// The mesh's side of the loop: what it says goes to the node, the detector, the
+/// timers and the log; what the node sends goes through the network faults to it.
+impl<A: Node<Service: RunService>> Worker<A> {
+    /// Act on everything the mesh has to say, in order.
+    fn drain_mesh(&mut self) -> anyhow::Result<()> {
+        while let Some(event) = self.mesh.poll_event() {
+            match event {
+                MeshEvent::Message { from, envelope } => self.deliver(from, envelope)?,
+                MeshEvent::Heard(peer) => {
+                    // Only a heartbeat detector learns from a frame that its peer is alive.
+                    let up = match &mut self.detect {
+                        Detect::Heartbeat(hb) => hb.heard(peer, Instant::now()),
+                        Detect::Perfect | Detect::None => false,
+                    };
+                    if up {
+                        self.input(Input::PeerUp { peer })?;
+                    }
+                }
+                MeshEvent::Up { peer, was_down } => {
+                    if self.detect.channel_up(peer, was_down, Instant::now()) {
+                        self.input(Input::PeerUp { peer })?;
+                    }
+                }
+                MeshEvent::Down { peer, unsent, was_down } => {
+                    self.trace_unsent(peer, unsent, "peer-down");
+                    if !was_down && self.detect.channel_down() {
+                        self.input(Input::PeerDown { peer })?;
+                    }
+                }
+                MeshEvent::Breach(why) => return Err(ModelBreach(why).into()),
+                MeshEvent::Timer { after, timer } => self.push_timer(after, TimerKind::Mesh(timer)),
+                MeshEvent::Again(token) => self.again.push(token),
+                MeshEvent::Log(line) => self.log(format_args!("{line}")),
+            }
+        }
+        Ok(())
+    }
+
+    /// An envelope from `from`: a heartbeat is counted; a message moves the Lamport
+    /// clock, is traced and counted, and goes to the node.
+    fn deliver(&mut self, from: PeerId, envelope: Envelope<Option<A::Msg>>) -> anyhow::Result<()> {
+        let Some(msg) = envelope.msg else {
+            *self.stats.received.entry(HEARTBEAT.to_string()).or_default() += 1;
+            return Ok(());
+        };
+        self.clock = self.clock.max(envelope.clock).saturating_add(1);
+        let inc = self.mesh.incarnation(from);
+        self.trace.recv(self.clock, from.0, inc, envelope.clock, msg.kind());
+        tally(&mut self.stats.received, msg.kind());
+        self.input(Input::Message { from, msg })
+    }
+
+    /// Send `msg` to `to` (the host has checked that `to` is a peer), stamped with the
+    /// Lamport clock. A message the mesh cannot carry (over the frame cap, or past what
+    /// may wait unwritten) is never sent: it is a [`ModelBreach`] of this worker, whether
+    /// or not `to` is up.
+    fn send(&mut self, to: PeerId, msg: &A::Msg) -> anyhow::Result<()> {
+        let clock = self.clock.saturating_add(1);
+        let env = Envelope { from: self.me, to, clock, msg: Some(msg.clone()) };
+        let frame = self.mesh.frame(&env, self.net.held_bytes()).map_err(ModelBreach)?;
+        self.clock = clock;
+        tally(&mut self.stats.sent, msg.kind());
+        self.trace.send(self.clock, to.0, msg.kind());
+        if self.mesh.is_down(to) {
+            self.trace.drop(self.clock, to.0, msg.kind(), "down");
+        }
+        self.send_frame(to, &env, frame);
+        Ok(())
+    }
+
+    /// Send a heartbeat to `to`: an envelope with no message (`detector.rs`). It takes
+    /// the same path as a message, faults and partitions included.
+    fn send_heartbeat(&mut self, to: PeerId) {
+        let env = Envelope { from: self.me, to, clock: self.clock, msg: None };
+        *self.stats.sent.entry(HEARTBEAT.to_string()).or_default() += 1;
+        // A heartbeat is never refused (`Mesh::frame`).
+        if let Ok(frame) = self.mesh.frame(&env, 0) {
+            self.send_frame(to, &env, frame);
+        }
+    }
+
+    /// Queue `env`, encoded as `frame`, for `to`, through the network faults if any.
+    fn send_frame(&mut self, to: PeerId, env: &Envelope<Option<A::Msg>>, frame: Vec<u8>) {
+        if self.mesh.is_down(to) {
+            // Nobody to deliver it to; a new incarnation starts afresh.
+            return;
+        }
+        if !self.net.on() {
+            self.mesh.queue(to, &frame);
+            return;
+        }
+        match self.net.send(to, frame) {
+            Fate::Now(frame) => self.mesh.queue(to, &frame),
+            Fate::Held => {}
+            Fate::Delayed(after) => self.push_timer(after, TimerKind::Deliver),
+            Fate::Lost => {
+                self.stats.lost += 1;
+                let kind = env.msg.as_ref().map_or(HEARTBEAT, |m| m.kind());
+                *self.stats.lost_by.entry(format!("{}->{to} {kind}", self.me)).or_default() += 1;
+                if let Some(msg) = &env.msg {
+                    self.trace.drop(env.clock, to.0, msg.kind(), "drop");
+                }
+            }
+        }
+    }
+
+    /// Queue every delayed frame that is due.
+    fn deliver_due(&mut self) {
+        for (to, frame) in self.net.due(Instant::now()) {
+            self.mesh.queue(to, &frame);
+        }
+    }
+
+    /// The supervisor's `Partition` (`Some`) or `Heal` (`None`): on a heal, what the
+    /// partition held is queued, in order.
+    fn partition(&mut self, groups: Option<Vec<Vec<u32>>>) {
+        for (to, frames) in self.net.partition(groups) {
+            self.mesh.queue(to, &frames);
+        }
+    }
+
+    /// One non-blocking pass over every outgoing queue.
+    fn flush_all(&mut self) -> anyhow::Result<()> {
+        self.mesh.flush_all();
+        self.drain_mesh()
+    }
+
+    /// Every message for `peer` that will never leave (`unsent`, from the mesh's queue,
+    /// then what a partition holds, then what latency delays) gets a DROP line in the
+    /// trace, `why` it did not leave (what a partition held says `partition`).
+    fn trace_unsent(&mut self, peer: PeerId, unsent: Vec<u8>, why: &str) {
+        let (held, delayed) = self.net.forget(peer);
+        if !self.trace.recording() {
+            return;
+        }
+        self.trace_dropped(peer, &unsent, why);
+        self.trace_dropped(peer, &held, "partition");
+        for frame in delayed {
+            self.trace_dropped(peer, &frame, why);
+        }
+    }
+
+    fn trace_dropped(&mut self, to: PeerId, frames: &[u8], why: &str) {
+        for (clock, msg) in mesh::messages::<A::Msg>(frames) {
+            self.trace.drop(clock, to.0, msg.kind(), why);
+        }
+    }
+
+    /// The run began: under `heartbeat`, every peer's silence is counted from now, and
+    /// the first heartbeats go out at once.
+    fn start_detector(&mut self) {
+        if let Detect::Heartbeat(hb) = &mut self.detect {
+            hb.start(Instant::now());
+            self.push_timer(Duration::ZERO, TimerKind::Heartbeat);
+        }
+    }
+
+    /// The heartbeat timer: beat to every peer with a channel, report every peer silent
+    /// for too long, and set the timer again.
+    fn beat(&mut self) -> anyhow::Result<()> {
+        let Detect::Heartbeat(hb) = &self.detect else { return Ok(()) };
+        let every = hb.every();
+        let me = self.me;
+        for peer in (0..self.opts.workers).map(PeerId).filter(|&p| p != me) {
+            if !self.mesh.is_down(peer) {
+                self.send_heartbeat(peer);
+            }
+        }
+        let down = match &mut self.detect {
+            Detect::Heartbeat(hb) => hb.tick(Instant::now(), me),
+            Detect::Perfect | Detect::None => Vec::new(),
+        };
+        for peer in down {
+            self.input(Input::PeerDown { peer })?;
+        }
+        self.push_timer(every, TimerKind::Heartbeat);
+        Ok(())
+    }
+}
+
+/// Count one message of type `kind`: past [`trace::MAX_TYPES`] types, under
+/// [`trace::OTHER_TYPES`], so that a program inventing a type per message costs its
+/// worker a bounded count, and the statistics still fit their frame.
+fn tally(counts: &mut BTreeMap<String, u64>, kind: &str) {
+    let key =
+        if counts.contains_key(kind) || counts.len() < trace::MAX_TYPES { kind } else { trace::OTHER_TYPES };
+    match counts.get_mut(key) {
+        Some(c) => *c += 1,
+        None => {
+            counts.insert(key.to_string(), 1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timers_fire_by_deadline_then_in_the_order_set_and_an_absurd_one_never() {
+        let t0 = Instant::now();
+        let mut timers = Timers::default();
+        timers.push(t0, Duration::from_millis(20), TimerKind::Heartbeat);
+        timers.push(t0, Duration::from_millis(10), TimerKind::Deliver);
+        timers.push(t0, Duration::from_millis(10), TimerKind::Algo(7));
+        timers.push(t0, Duration::MAX, TimerKind::Algo(8));
+        assert_eq!(timers.next_at(), Some(t0 + Duration::from_millis(10)));
+        assert_eq!(timers.pop_due(t0), None);
+        let later = t0 + Duration::from_secs(1);
+        let fired: Vec<TimerKind> = std::iter::from_fn(|| timers.pop_due(later)).collect();
+        assert_eq!(fired, [TimerKind::Deliver, TimerKind::Algo(7), TimerKind::Heartbeat]);
+        assert!(timers.next_at().is_some(), "the absurd one is still set, for a century");
+    }
+
+    #[test]
+    fn past_the_type_cap_messages_are_counted_under_other_types() {
+        let mut counts = BTreeMap::new();
+        for i in 0..trace::MAX_TYPES + 5 {
+            tally(&mut counts, &format!("T{i}"));
+        }
+        tally(&mut counts, "T0");
+        assert_eq!(counts.len(), trace::MAX_TYPES + 1);
+        assert_eq!(counts[trace::OTHER_TYPES], 5);
+        assert_eq!(counts["T0"], 2);
     }
 }

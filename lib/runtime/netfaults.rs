@@ -1,110 +1,156 @@
 //! Network faults on the send path: latency, jitter and loss as the settings ask
 //! (`--latency`, `--jitter`, `--drop`), and the partitions the supervisor orders
-//! (`Partition`, `Heal`). Every message to a peer goes through the mesh's `send`; while
-//! faults are on, its frame comes here and may be lost, delayed (the `Deliver` timer
-//! releases it) or held back until the partition heals. Delays keep each channel FIFO,
-//! and what is delayed or held for a peer that is lost is forgotten with it (`lost`),
-//! each message traced as dropped.
+//! (`Partition`, `Heal`). While faults are on, the frame of every message to a peer
+//! comes here on its way to the mesh ([`NetFaults::send`]) and may be lost, delayed (the
+//! `Deliver` timer releases it, [`NetFaults::due`]) or held back until the partition
+//! heals. Delays keep each channel FIFO, and what is delayed or held for a peer that is
+//! lost is forgotten with it ([`NetFaults::forget`]), each message traced as dropped by
+//! the loop. The component owns its state and its random source and does no I/O: it
+//! answers with what becomes of each frame.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
-use rand::RngExt;
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use super::{RunService, TimerKind, Worker};
-use crate::algorithm::{Message, Node, PeerId};
-use crate::wire::{self, Envelope, FrameReader};
+use crate::algorithm::PeerId;
+use crate::control::WorkerSettings;
 
-/// Latency, loss and partitions, applied to outgoing frames. Delays keep each channel
-/// FIFO: a frame is never released before one sent earlier on the same channel.
-pub(super) struct NetFaults {
-    pub(super) active: bool,
-    pub(super) rng: ChaCha8Rng,
-    pub(super) delayed: Vec<VecDeque<(Instant, Vec<u8>)>>,
-    /// Frames held back by a partition, per peer, in order.
-    pub(super) held: Vec<Vec<u8>>,
-    /// Group number of each worker while partitioned.
-    pub(super) groups: Option<Vec<usize>>,
+/// What becomes of a frame handed to [`NetFaults::send`].
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Fate {
+    /// Queue it for its peer now.
+    Now(Vec<u8>),
+    /// A partition holds it back until the heal.
+    Held,
+    /// Delayed: a `Deliver` timer is due in this long.
+    Delayed(Duration),
+    /// Lost on purpose (`--drop`).
+    Lost,
 }
 
-impl<A: Node<Service: RunService>> Worker<A> {
-    /// The rest of `send` when faults are on: lose `frame` (which holds `env`), delay
-    /// it, or release it now (into the peer's queue, or held back by a partition).
-    pub(super) fn send_with_faults(&mut self, to: PeerId, env: &Envelope<Option<A::Msg>>, frame: Vec<u8>) {
-        if self.opts.drop > 0.0 && self.net.rng.random_bool(self.opts.drop.min(1.0)) {
-            self.stats.lost += 1;
-            let kind = env.msg.as_ref().map_or(super::HEARTBEAT, |m| m.kind());
-            *self.stats.lost_by.entry(format!("{}->{to} {kind}", self.me)).or_default() += 1;
-            if let Some(msg) = &env.msg {
-                self.trace.drop(env.clock, to.0, msg.kind(), "drop");
-            }
-            return;
+/// Latency, loss and partitions, applied to outgoing frames of worker `me`. Delays keep
+/// each channel FIFO: a frame is never released before one sent earlier on the same
+/// channel.
+pub(super) struct NetFaults {
+    me: PeerId,
+    workers: u32,
+    latency: Duration,
+    jitter: Duration,
+    drop: f64,
+    rng: ChaCha8Rng,
+    delayed: Vec<VecDeque<(Instant, Vec<u8>)>>,
+    /// Frames held back by a partition, per peer, in order.
+    held: Vec<Vec<u8>>,
+    /// Group number of each worker while partitioned.
+    groups: Option<Vec<usize>>,
+}
+
+impl NetFaults {
+    /// The faults `opts` asks for, on the frames of worker `opts.id`, drawn from a
+    /// source seeded by `seed`.
+    pub(super) fn new(opts: &WorkerSettings, seed: u64) -> NetFaults {
+        NetFaults::with(PeerId(opts.id), opts.workers, (opts.latency, opts.jitter, opts.drop), seed)
+    }
+
+    /// Latency, jitter and loss probability `faults` on the frames of worker `me` of
+    /// `workers`.
+    fn with(me: PeerId, workers: u32, faults: (Duration, Duration, f64), seed: u64) -> NetFaults {
+        let n = workers as usize;
+        let (latency, jitter, drop) = faults;
+        NetFaults {
+            me,
+            workers,
+            latency,
+            jitter,
+            drop,
+            rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6e65_7466_6175_6c74),
+            delayed: (0..n).map(|_| VecDeque::new()).collect(),
+            held: vec![Vec::new(); n],
+            groups: None,
         }
-        let delay = self.opts.latency
-            + if self.opts.jitter.is_zero() {
+    }
+
+    /// Whether a frame must come here at all: faults are asked for, or a partition is on.
+    pub(super) fn on(&self) -> bool {
+        !self.latency.is_zero() || !self.jitter.is_zero() || self.drop > 0.0 || self.groups.is_some()
+    }
+
+    /// A frame for `to`: lose it, delay it, or release it now (to the peer's queue, or
+    /// held back by a partition).
+    pub(super) fn send(&mut self, to: PeerId, frame: Vec<u8>) -> Fate {
+        if self.drop > 0.0 && self.rng.random_bool(self.drop.min(1.0)) {
+            return Fate::Lost;
+        }
+        let delay = self.latency
+            + if self.jitter.is_zero() {
                 Duration::ZERO
             } else {
-                self.opts.jitter.mul_f64(self.net.rng.random_range(0.0..1.0))
+                self.jitter.mul_f64(self.rng.random_range(0.0..1.0))
             };
-        if delay.is_zero() && self.net.delayed[to.index()].is_empty() {
-            self.release(to, &frame);
-            return;
+        if delay.is_zero() && self.delayed[to.index()].is_empty() {
+            return self.release(to, frame);
         }
-        let q = &mut self.net.delayed[to.index()];
+        let q = &mut self.delayed[to.index()];
         let due = (Instant::now() + delay).max(q.back().map_or(Instant::now(), |(t, _)| *t));
         q.push_back((due, frame));
-        self.push_timer(due.saturating_duration_since(Instant::now()), TimerKind::Deliver);
+        Fate::Delayed(due.saturating_duration_since(Instant::now()))
     }
 
-    /// Hand a frame to the peer's queue, or hold it if a partition is in the way.
-    fn release(&mut self, to: PeerId, frame: &[u8]) {
-        let cut = self.net.groups.as_ref().is_some_and(|g| g[to.index()] != g[self.me.index()]);
+    /// A frame for `to`, now: to its queue, or held if a partition is in the way.
+    fn release(&mut self, to: PeerId, frame: Vec<u8>) -> Fate {
+        let cut = self.groups.as_ref().is_some_and(|g| g[to.index()] != g[self.me.index()]);
         if cut {
-            self.net.held[to.index()].extend_from_slice(frame);
+            self.held[to.index()].extend_from_slice(&frame);
+            Fate::Held
         } else {
-            self.mesh.peers[to.index()].out.extend_from_slice(frame);
+            Fate::Now(frame)
         }
     }
 
-    /// Release every delayed frame that is due.
-    pub(super) fn deliver_due(&mut self) {
-        let now = Instant::now();
-        for i in 0..self.net.delayed.len() {
-            while self.net.delayed[i].front().is_some_and(|(t, _)| *t <= now) {
-                let (_, frame) = self.net.delayed[i].pop_front().expect("checked above");
-                self.release(PeerId(i as u32), &frame);
-            }
-        }
-    }
-
-    /// Frames for `to` that will never be sent (held by a partition, delayed, queued):
-    /// each message among them is traced as dropped, `why`.
-    pub(super) fn trace_dropped(&mut self, to: PeerId, frames: &[u8], why: &str) {
-        let mut reader = FrameReader::default();
-        reader.push(frames);
-        // Our own frames, whole: nothing here can fail to decode.
-        while let Ok(Some(body)) = reader.next_frame() {
-            if let Ok(Envelope { clock, msg: Some(msg), .. }) = wire::decode::<Envelope<Option<A::Msg>>>(body)
-            {
-                self.trace.drop(clock, to.0, msg.kind(), why);
-            }
-        }
-    }
-
-    /// The supervisor's `Partition` (`Some`): hold what crosses it from now on; or its
-    /// `Heal` (`None`): queue what was held, in order.
-    pub(super) fn partition(&mut self, groups: Option<Vec<Vec<u32>>>) {
-        match groups {
-            Some(groups) => self.net.groups = Some(group_of(&groups, self.opts.workers)),
-            None => {
-                self.net.groups = None;
-                for i in 0..self.mesh.peers.len() {
-                    let held = std::mem::take(&mut self.net.held[i]);
-                    self.mesh.peers[i].out.extend_from_slice(&held);
+    /// Every delayed frame that is due at `now` and not held by a partition, with its
+    /// peer, to queue in this order.
+    pub(super) fn due(&mut self, now: Instant) -> Vec<(PeerId, Vec<u8>)> {
+        let mut out = Vec::new();
+        for i in 0..self.delayed.len() {
+            while self.delayed[i].front().is_some_and(|(t, _)| *t <= now) {
+                let (_, frame) = self.delayed[i].pop_front().expect("checked above");
+                if let Fate::Now(frame) = self.release(PeerId(i as u32), frame) {
+                    out.push((PeerId(i as u32), frame));
                 }
             }
         }
+        out
+    }
+
+    /// The supervisor's `Partition` (`Some`): hold what crosses it from now on; or its
+    /// `Heal` (`None`): what was held, per peer in order, to queue now.
+    pub(super) fn partition(&mut self, groups: Option<Vec<Vec<u32>>>) -> Vec<(PeerId, Vec<u8>)> {
+        match groups {
+            Some(groups) => {
+                self.groups = Some(group_of(&groups, self.workers));
+                Vec::new()
+            }
+            None => {
+                self.groups = None;
+                let held = self.held.iter_mut().map(std::mem::take);
+                held.enumerate().map(|(i, frames)| (PeerId(i as u32), frames)).collect()
+            }
+        }
+    }
+
+    /// `to` is gone, or this worker is leaving: what a partition held for it, and what
+    /// latency delayed, none of which will be sent.
+    pub(super) fn forget(&mut self, to: PeerId) -> (Vec<u8>, Vec<Vec<u8>>) {
+        let held = std::mem::take(&mut self.held[to.index()]);
+        let delayed = std::mem::take(&mut self.delayed[to.index()]);
+        (held, delayed.into_iter().map(|(_, frame)| frame).collect())
+    }
+
+    /// Bytes held back by partitions, for every peer.
+    pub(super) fn held_bytes(&self) -> usize {
+        self.held.iter().map(Vec::len).sum()
     }
 }
 
@@ -136,6 +182,41 @@ mod tests {
     #[test]
     fn ids_beyond_the_run_are_ignored() {
         assert_eq!(group_of(&[vec![0, 7], vec![1, 99]], 3), vec![0, 1, 2]);
+    }
+
+    fn faults(latency_ms: u64, drop: f64) -> NetFaults {
+        NetFaults::with(PeerId(0), 3, (Duration::from_millis(latency_ms), Duration::ZERO, drop), 7)
+    }
+
+    #[test]
+    fn a_partition_holds_frames_across_it_until_the_heal_in_order() {
+        let mut net = faults(0, 0.0);
+        assert!(!net.on());
+        assert_eq!(net.partition(Some(vec![vec![0], vec![1, 2]])), vec![]);
+        assert!(net.on());
+        assert_eq!(net.send(PeerId(1), vec![1]), Fate::Held);
+        assert_eq!(net.send(PeerId(1), vec![2]), Fate::Held);
+        assert_eq!(net.held_bytes(), 2);
+        let healed = net.partition(None);
+        assert_eq!(healed, vec![(PeerId(0), vec![]), (PeerId(1), vec![1, 2]), (PeerId(2), vec![])]);
+        assert!(!net.on());
+        assert_eq!(net.send(PeerId(2), vec![3]), Fate::Now(vec![3]));
+    }
+
+    #[test]
+    fn delayed_frames_come_out_in_order_and_lost_ones_never() {
+        let mut net = faults(30, 0.0);
+        assert!(matches!(net.send(PeerId(1), vec![1]), Fate::Delayed(_)));
+        assert!(matches!(net.send(PeerId(1), vec![2]), Fate::Delayed(_)));
+        assert_eq!(net.due(Instant::now()), vec![]);
+        let later = Instant::now() + Duration::from_secs(1);
+        assert_eq!(net.due(later), vec![(PeerId(1), vec![1]), (PeerId(1), vec![2])]);
+        // Forgotten with its peer: what is still delayed never leaves.
+        net.send(PeerId(2), vec![9]);
+        assert_eq!(net.forget(PeerId(2)), (vec![], vec![vec![9]]));
+        assert_eq!(net.due(later + Duration::from_secs(1)), vec![]);
+        let mut lossy = faults(0, 1.0);
+        assert_eq!(lossy.send(PeerId(1), vec![1]), Fate::Lost);
     }
 
     #[test]

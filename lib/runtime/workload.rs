@@ -8,8 +8,13 @@
 //!
 //! The election service's loop is `elect.rs`. The mesh, the network faults, the
 //! detector, the control link and the loop do not depend on what the application asks
-//! for; the mutex service's calls (`want`, `done`) and its event (`enter`, in `carry`)
-//! meet the application only at this file's methods and its [`Workload`] state.
+//! for; the mutex service's calls (`want`, `done`) and its event (`enter`) meet the
+//! application only at [`Workload`]'s methods.
+//!
+//! [`Workload`] is a component in the host's shape: it owns its state, the resource
+//! file and the kernel lock, and does that I/O itself; what it asks of the rest of the
+//! worker (a call of the node, a timer, a trace line, a word to the supervisor) it
+//! returns as [`AppStep`]s, in order, for the loop to carry out.
 //!
 //! # Leaving on SIGTERM or SIGINT
 //!
@@ -29,17 +34,40 @@
 use std::collections::VecDeque;
 use std::fs::File;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rand::RngExt;
+use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
-use rand::SeedableRng;
-
-use super::{AppCall, RunService, TimerKind, Work, Worker};
-use crate::algorithm::Node;
+use super::AppCall;
+use crate::algorithm::PeerId;
 use crate::control::{self, ToSupervisor, WorkerSettings};
 use crate::resource::{self, Fence, Fenced, Record, Resource};
+
+/// What an application loop asks of the rest of its worker, in order.
+#[derive(Debug)]
+pub(super) enum AppStep {
+    /// Make this call of the node.
+    Call(AppCall),
+    /// Set this timer.
+    Timer { after: Duration, timer: AppTimer },
+    /// An application event for the trace, at the worker's clock (with the leader and
+    /// term, for an election).
+    Trace { what: &'static str, leader: Option<(u32, u64)> },
+    /// Tell the supervisor.
+    Tell(ToSupervisor),
+}
+
+/// The application's timers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum AppTimer {
+    /// The think time is over.
+    Think,
+    /// The critical-section work is done.
+    CsDone,
+}
 
 /// The application's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,38 +99,48 @@ impl App {
 
 /// Local events queued while applying actions, handled right after.
 #[derive(Debug)]
-pub(super) enum Local {
+enum Local {
     WantCs,
     CsDone,
 }
 
-/// The workload's part of a worker: where the application stands, the entries made,
-/// the resource file (and the kernel lock, under `flock`), and its own random source
-/// for think times.
+/// The mutual exclusion service's application: where it stands, the entries made, the
+/// resource file (and the kernel lock, under `flock`), and its own random source for
+/// think times.
 pub(super) struct Workload {
+    me: PeerId,
+    /// Entries to make, unless `deadline` is set.
+    target: u64,
+    think: Duration,
+    cs: Duration,
+    fenced: bool,
+    /// Set by the SIGTERM/SIGINT handler: nothing new once it is.
+    term: Arc<AtomicBool>,
     /// When a run with `--duration` is over.
     pub(super) deadline: Option<Instant>,
-    pub(super) local: VecDeque<Local>,
+    local: VecDeque<Local>,
     pub(super) app: App,
     pub(super) app_since: u64,
     pub(super) entries: u64,
-    pub(super) resource: Resource,
+    resource: Resource,
     /// Where `resource` lives, for error messages.
-    pub(super) resource_path: PathBuf,
-    pub(super) lock_file: Option<File>,
-    pub(super) held_lock: Option<nix::fcntl::Flock<File>>,
-    pub(super) rng: ChaCha8Rng,
+    resource_path: PathBuf,
+    lock_file: Option<File>,
+    held_lock: Option<nix::fcntl::Flock<File>>,
+    rng: ChaCha8Rng,
 }
 
 impl Workload {
-    /// Open the resource file (and, under `flock`, a second handle for the kernel lock);
-    /// also the Lamport clock this life starts from.
+    /// Open the resource file (and, when the algorithm is the `kernel_lock`, a second
+    /// handle for it); also the Lamport clock this life starts from. `term` is the
+    /// signal flag.
     pub(super) fn open(
         run_dir: &std::path::Path,
         opts: &WorkerSettings,
         kernel_lock: bool,
         seed: u64,
-    ) -> anyhow::Result<(Work, u64)> {
+        term: Arc<AtomicBool>,
+    ) -> anyhow::Result<(Workload, u64)> {
         let resource_path = run_dir.join(control::RESOURCE_FILE);
         let resource = Resource::open(&resource_path)
             .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", resource_path.display()))?;
@@ -119,6 +157,12 @@ impl Workload {
             0
         };
         let work = Workload {
+            me: PeerId(opts.id),
+            target: opts.entries,
+            think: opts.think,
+            cs: opts.cs,
+            fenced: opts.fenced,
+            term,
             deadline: None,
             local: VecDeque::new(),
             app: App::Starting,
@@ -130,135 +174,132 @@ impl Workload {
             held_lock: None,
             rng: ChaCha8Rng::seed_from_u64(seed),
         };
-        Ok((Work::Mutex(work), clock))
-    }
-}
-
-impl<A: Node<Service: RunService>> Worker<A> {
-    /// The mutual-exclusion loop's state. Only its methods call this, and a worker runs
-    /// them only when its service is `mutex` (`Work` is chosen by the service in `new`).
-    pub(super) fn mx(&mut self) -> &mut Workload {
-        match &mut self.work {
-            Work::Mutex(w) => w,
-            Work::Election(_) => unreachable!("the mutual-exclusion loop in an election worker"),
-        }
+        Ok((work, clock))
     }
 
-    /// Handle the local events queued so far: asking to enter (or, when `finished`,
-    /// telling the supervisor it is `Done`), and leaving. (An election worker has none.)
-    pub(super) fn run_local(&mut self) -> anyhow::Result<()> {
-        if !matches!(self.work, Work::Mutex(_)) {
-            return Ok(());
+    fn terminating(&self) -> bool {
+        self.term.load(Ordering::SeqCst)
+    }
+
+    /// One of the application's timers fired.
+    pub(super) fn timer(&mut self, timer: AppTimer) {
+        self.local.push_back(match timer {
+            AppTimer::Think => Local::WantCs,
+            AppTimer::CsDone => Local::CsDone,
+        });
+    }
+
+    /// Handle the next local event queued: asking to enter (or, when `finished`,
+    /// telling the supervisor it is `Done`), or leaving. `None` when none is left (or
+    /// the signal came: nothing new after it, see the module documentation).
+    pub(super) fn next_local(&mut self) -> anyhow::Result<Option<Vec<AppStep>>> {
+        let Some(ev) = self.local.pop_front() else { return Ok(None) };
+        if self.terminating() {
+            self.local.clear();
+            return Ok(None);
         }
-        while let Some(ev) = self.mx().local.pop_front() {
-            if self.terminating() {
-                // Nothing new after the signal (see `leave_on_signal`).
-                self.mx().local.clear();
-                break;
+        let mut steps = Vec::new();
+        match ev {
+            Local::WantCs => {
+                if self.finished() {
+                    self.set_app(App::Done);
+                    steps.push(AppStep::Tell(ToSupervisor::Done { entries: self.entries }));
+                    return Ok(Some(steps));
+                }
+                self.set_app(App::Waiting);
+                let rec = Record::Want { w: self.me.0, e: self.entries + 1, t: resource::monotonic_ns() };
+                self.append(&rec)?;
+                steps.push(AppStep::Trace { what: "want", leader: None });
+                steps.push(AppStep::Call(AppCall::Want));
             }
-            match ev {
-                Local::WantCs => {
-                    if self.finished() {
-                        self.set_app(App::Done);
-                        let entries = self.mx().entries;
-                        self.control.set_nonblocking(false)?;
-                        self.tell_supervisor(&ToSupervisor::Done { entries })?;
-                        self.control.set_nonblocking(true)?;
-                        continue;
-                    }
-                    self.set_app(App::Waiting);
-                    let rec =
-                        Record::Want { w: self.me.0, e: self.mx().entries + 1, t: resource::monotonic_ns() };
-                    self.append(&rec)?;
-                    self.trace.app(self.clock, "want", None);
-                    self.call(AppCall::Want)?;
-                }
-                Local::CsDone => {
-                    self.leave_cs()?;
-                    self.think();
-                    self.call(AppCall::Done)?;
-                }
+            Local::CsDone => {
+                self.leave_cs(&mut steps)?;
+                steps.push(self.think());
+                steps.push(AppStep::Call(AppCall::Done));
             }
         }
-        Ok(())
+        Ok(Some(steps))
     }
 
-    fn finished(&mut self) -> bool {
-        match self.mx().deadline {
+    fn finished(&self) -> bool {
+        match self.deadline {
             Some(d) => Instant::now() >= d,
-            None => self.mx().entries >= self.opts.entries,
+            None => self.entries >= self.target,
         }
     }
 
-    pub(super) fn think(&mut self) {
+    /// Think: the timer after which it asks to enter.
+    pub(super) fn think(&mut self) -> AppStep {
         self.set_app(App::Thinking);
-        let mean = self.opts.think.as_secs_f64();
-        if mean <= 0.0 {
+        let mean = self.think.as_secs_f64();
+        let after = if mean <= 0.0 {
             // Not inline: the loop must poll for messages between entries, or a worker
             // with nothing to wait for would run all its entries without listening.
-            self.push_timer(Duration::ZERO, TimerKind::Think);
+            Duration::ZERO
         } else {
             // Uniform on [0, 2·mean]: the mean is what the user asked for.
-            let secs = self.mx().rng.random_range(0.0..=2.0 * mean);
-            self.push_timer(Duration::from_secs_f64(secs), TimerKind::Think);
-        }
+            Duration::from_secs_f64(self.rng.random_range(0.0..=2.0 * mean))
+        };
+        AppStep::Timer { after, timer: AppTimer::Think }
     }
 
     /// The host let the waiting application in (it has checked that it was waiting).
-    pub(super) fn enter_cs(&mut self) -> anyhow::Result<()> {
+    /// `clock` is the worker's Lamport clock, which stamps the fence.
+    pub(super) fn enter(&mut self, clock: &mut u64) -> anyhow::Result<Vec<AppStep>> {
         if self.terminating() {
-            return Ok(()); // no ENTER after the signal
+            return Ok(Vec::new()); // no ENTER after the signal
         }
-        self.clock = self.clock.saturating_add(1);
-        let mut fence = Fence { clock: self.clock, id: self.me.0 };
-        if let Some(file) = self.mx().lock_file.take() {
+        *clock = clock.saturating_add(1);
+        let mut fence = Fence { clock: *clock, id: self.me.0 };
+        if let Some(file) = self.lock_file.take() {
             // Blocks until the kernel grants it: that is the `flock` algorithm.
             let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusive)
                 .map_err(|(_, e)| anyhow::anyhow!("flock failed: {e}"))?;
             if self.terminating() {
                 // The signal came while we waited: give the lock back without entering.
                 let file = lock.unlock().map_err(|(_, e)| anyhow::anyhow!("unlock failed: {e}"))?;
-                self.mx().lock_file = Some(file);
-                return Ok(());
+                self.lock_file = Some(file);
+                return Ok(Vec::new());
             }
-            self.mx().held_lock = Some(lock);
+            self.held_lock = Some(lock);
             // Under the kernel lock the token comes from the file: one above the last.
-            let last = self.mx().resource.committed()?.last_fence;
+            let last = self.resource.committed()?.last_fence;
             fence.clock = last.map_or(1, |f| f.clock.saturating_add(1));
-            self.clock = self.clock.max(fence.clock);
+            *clock = (*clock).max(fence.clock);
         }
-        let e = self.mx().entries + 1;
+        let e = self.entries + 1;
         let rec = Record::Enter { w: self.me.0, e, fence, t: resource::monotonic_ns() };
-        if self.opts.fenced {
+        let mut steps = Vec::new();
+        if self.fenced {
             match self.append_fenced(&rec)? {
                 Fenced::Accepted(now) => {
-                    self.trace.app(self.clock, "enter", None);
+                    steps.push(AppStep::Trace { what: "enter", leader: None });
                     self.set_app(App::Inside { fence, read: now.value, landed: true });
                 }
                 Fenced::Refused { .. } => {
                     // Believed inside, but the resource says a newer holder exists: leave
                     // at once, and ask again after thinking (a new WANT, the same entry).
                     self.set_app(App::Inside { fence, read: 0, landed: false });
-                    self.mx().local.push_back(Local::CsDone);
-                    return Ok(());
+                    self.local.push_back(Local::CsDone);
+                    return Ok(steps);
                 }
             }
         } else {
             self.append(&rec)?;
-            self.trace.app(self.clock, "enter", None);
-            let read = self.mx().resource.committed()?.value;
+            steps.push(AppStep::Trace { what: "enter", leader: None });
+            let read = self.resource.committed()?.value;
             self.set_app(App::Inside { fence, read, landed: true });
         }
-        if self.opts.cs.is_zero() {
-            self.mx().local.push_back(Local::CsDone);
+        if self.cs.is_zero() {
+            self.local.push_back(Local::CsDone);
         } else {
-            self.push_timer(self.opts.cs, TimerKind::CsDone);
+            steps.push(AppStep::Timer { after: self.cs, timer: AppTimer::CsDone });
         }
-        Ok(())
+        Ok(steps)
     }
 
-    fn leave_cs(&mut self) -> anyhow::Result<()> {
-        let App::Inside { fence, read, landed } = self.mx().app else {
+    fn leave_cs(&mut self, steps: &mut Vec<AppStep>) -> anyhow::Result<()> {
+        let App::Inside { fence, read, landed } = self.app else {
             anyhow::bail!("internal error: leaving a section we are not in");
         };
         if !landed {
@@ -266,67 +307,73 @@ impl<A: Node<Service: RunService>> Worker<A> {
         }
         let rec = Record::Exit {
             w: self.me.0,
-            e: self.mx().entries + 1,
+            e: self.entries + 1,
             fence,
             read,
             value: read + 1,
             t: resource::monotonic_ns(),
         };
-        let done = if self.opts.fenced {
+        let done = if self.fenced {
             matches!(self.append_fenced(&rec)?, Fenced::Accepted(_))
         } else {
             self.append(&rec)?;
             true
         };
-        self.trace.app(self.clock, "leave", None);
+        steps.push(AppStep::Trace { what: "leave", leader: None });
         // A refused EXIT wrote nothing: the entry is made again.
         if done {
-            self.mx().entries += 1;
+            self.entries += 1;
         }
-        if let Some(lock) = self.mx().held_lock.take() {
+        if let Some(lock) = self.held_lock.take() {
             let file = lock.unlock().map_err(|(_, e)| anyhow::anyhow!("unlock failed: {e}"))?;
-            self.mx().lock_file = Some(file);
+            self.lock_file = Some(file);
         }
         Ok(())
     }
 
-    /// SIGTERM or SIGINT: leave now (see the module documentation).
-    pub(super) fn leave_on_signal(&mut self) -> anyhow::Result<()> {
-        self.running = false;
-        if let Work::Election(e) = &self.work {
-            let state = e.state();
-            self.log(format_args!("terminated by signal while {state}; leaving"));
-            return Ok(());
+    /// SIGTERM or SIGINT came: the line saying where it found the application.
+    pub(super) fn signal_line(&self) -> String {
+        match self.app {
+            App::Inside { .. } => {
+                "terminated by signal inside the critical section; closing it and leaving".to_string()
+            }
+            app => format!("terminated by signal while {}; leaving", app.name()),
         }
-        self.mx().local.clear();
-        let app = self.mx().app;
-        if !matches!(app, App::Inside { .. }) {
-            self.log(format_args!("terminated by signal while {}; leaving", app.name()));
-            return Ok(());
+    }
+
+    /// SIGTERM or SIGINT: nothing new from now on (see the module documentation). When
+    /// inside the critical section, close it: the steps that follow (the node is told it
+    /// is done); then the loop calls [`Workload::left`] and writes what is queued.
+    pub(super) fn close_on_signal(&mut self) -> anyhow::Result<Option<Vec<AppStep>>> {
+        self.local.clear();
+        if !matches!(self.app, App::Inside { .. }) {
+            return Ok(None);
         }
-        self.log(format_args!("terminated by signal inside the critical section; closing it and leaving"));
-        self.leave_cs()?;
+        let mut steps = Vec::new();
+        self.leave_cs(&mut steps)?;
         // Only messages come of this: nothing is entered or asked for any more.
-        self.call(AppCall::Done)?;
+        steps.push(AppStep::Call(AppCall::Done));
+        Ok(Some(steps))
+    }
+
+    /// The section closed on a signal is left, and the node told.
+    pub(super) fn left(&mut self) {
         self.set_app(App::Done);
-        self.flush_all()?;
-        Ok(())
     }
 
     fn set_app(&mut self, app: App) {
-        self.mx().app = app;
-        self.mx().app_since = resource::monotonic_ns();
+        self.app = app;
+        self.app_since = resource::monotonic_ns();
     }
 
     fn append(&mut self, rec: &Record) -> anyhow::Result<()> {
-        let w = self.mx();
-        w.resource.append(rec).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", w.resource_path.display()))
+        let path = &self.resource_path;
+        self.resource.append(rec).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
     }
 
     fn append_fenced(&mut self, rec: &Record) -> anyhow::Result<Fenced> {
-        let w = self.mx();
-        let path = &w.resource_path;
-        w.resource.append_fenced(rec).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
+        let path = &self.resource_path;
+        self.resource.append_fenced(rec).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
     }
 }
 
@@ -348,5 +395,91 @@ mod tests {
         .map(App::name)
         .collect();
         assert_eq!(names, ["starting", "thinking", "waiting", "inside", "done"]);
+    }
+
+    fn settings(entries: u64) -> WorkerSettings {
+        WorkerSettings {
+            id: 1,
+            workers: 2,
+            algo: "lamport".into(),
+            incarnation: 0,
+            entries,
+            duration: None,
+            cs: Duration::from_millis(5),
+            think: Duration::ZERO,
+            seed: 1,
+            replicas: None,
+            parent: None,
+            start_entry: 0,
+            latency: Duration::ZERO,
+            jitter: Duration::ZERO,
+            drop: 0.0,
+            initiator: false,
+            detector: control::Detector::Perfect,
+            fenced: false,
+            majority: false,
+            trace: false,
+            external: None,
+        }
+    }
+
+    /// The steps as short words.
+    fn words(steps: &[AppStep]) -> Vec<String> {
+        let word = |s: &AppStep| match s {
+            AppStep::Call(c) => format!("{c:?}"),
+            AppStep::Timer { timer, .. } => format!("timer {timer:?}"),
+            AppStep::Trace { what, .. } => format!("trace {what}"),
+            AppStep::Tell(ToSupervisor::Done { entries }) => format!("done {entries}"),
+            AppStep::Tell(other) => format!("{other:?}"),
+        };
+        steps.iter().map(word).collect()
+    }
+
+    /// One entry, driven as the loop drives it, with no process and no node: the
+    /// application's steps and the records it leaves in the resource file.
+    #[test]
+    fn one_entry_is_want_enter_leave_then_done() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(control::RESOURCE_FILE);
+        resource::create(&path, "lamport", 2, false).unwrap();
+        let term = Arc::new(AtomicBool::new(false));
+        let (mut w, clock) = Workload::open(dir.path(), &settings(1), false, 1, term.clone()).unwrap();
+        assert_eq!(clock, 0);
+        assert_eq!(words(&[w.think()]), ["timer Think"]);
+        assert!(w.next_local().unwrap().is_none());
+        w.timer(AppTimer::Think);
+        assert_eq!(words(&w.next_local().unwrap().unwrap()), ["trace want", "Want"]);
+        assert_eq!(w.app.name(), "waiting");
+        let mut clock = 4;
+        assert_eq!(words(&w.enter(&mut clock).unwrap()), ["trace enter", "timer CsDone"]);
+        assert_eq!((clock, w.app.name()), (5, "inside"));
+        w.timer(AppTimer::CsDone);
+        assert_eq!(words(&w.next_local().unwrap().unwrap()), ["trace leave", "timer Think", "Done"]);
+        assert_eq!(w.entries, 1);
+        w.timer(AppTimer::Think);
+        assert_eq!(words(&w.next_local().unwrap().unwrap()), ["done 1"]);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let kinds: Vec<&str> = text.lines().skip(1).filter_map(|l| l.split_whitespace().next()).collect();
+        assert_eq!(kinds, ["WANT", "ENTER", "EXIT"], "{text}");
+    }
+
+    #[test]
+    fn after_the_signal_nothing_new_and_a_section_held_is_closed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(control::RESOURCE_FILE);
+        resource::create(&path, "lamport", 2, false).unwrap();
+        let term = Arc::new(AtomicBool::new(false));
+        let (mut w, _) = Workload::open(dir.path(), &settings(3), false, 1, term.clone()).unwrap();
+        w.timer(AppTimer::Think);
+        w.next_local().unwrap();
+        w.enter(&mut 0).unwrap();
+        term.store(true, Ordering::SeqCst);
+        w.timer(AppTimer::CsDone);
+        assert!(w.next_local().unwrap().is_none(), "no local event after the signal");
+        assert!(w.signal_line().contains("inside the critical section"));
+        assert_eq!(words(&w.close_on_signal().unwrap().unwrap()), ["trace leave", "Done"]);
+        w.left();
+        assert_eq!((w.app.name(), w.entries), ("done", 1));
+        assert!(w.enter(&mut 0).unwrap().is_empty(), "no ENTER after the signal");
     }
 }
