@@ -200,6 +200,12 @@ impl<N: Node> Host<N> {
         self.timers.iter().find(|(t, _)| t == timer).map(|&(_, g)| g)
     }
 
+    /// The node, to set it up or call a handler by hand in a unit test; no driver may.
+    #[cfg(test)]
+    pub(crate) fn node_mut(&mut self) -> &mut N {
+        &mut self.node
+    }
+
     /// The node was told `peer` is down, and not since that it is up.
     pub fn is_down(&self, peer: PeerId) -> bool {
         self.down.get(peer.index()).copied().unwrap_or(false)

@@ -29,6 +29,7 @@ pub mod panics;
 pub mod report;
 pub mod resource;
 pub mod runtime;
+pub mod script;
 pub mod sim;
 pub mod supervisor;
 pub mod tail;
