@@ -94,32 +94,38 @@ impl<N: Node> Script<N> {
     #[track_caller]
     fn drive(&mut self, i: u32, input: NodeInput<N>) -> Vec<NodeOutput<N>> {
         let k = i as usize;
-        if !std::mem::replace(&mut self.started[k], true) {
-            let is_start = matches!(input, Input::Start);
-            let first = self.hosts[k].step(Duration::ZERO, Input::Start);
-            let said = outputs(i, first);
-            if is_start {
-                return said;
-            }
-            let unseen: Vec<_> =
-                said.iter().filter(|o| matches!(o, Output::Send { .. } | Output::Event { .. })).collect();
-            assert!(
-                unseen.is_empty(),
-                "w{i} asked for {unseen:?} when it started: script start(w, {i}) first"
-            );
+        if matches!(input, Input::Start) {
+            self.started[k] = true;
+        } else {
+            self.start_quietly(i);
         }
         outputs(i, self.hosts[k].step(Duration::ZERO, input))
+    }
+
+    /// Start node `i` if it has not started, keeping the timers it sets; fail if it
+    /// sends or tells its application anything, which the test would not see.
+    #[track_caller]
+    fn start_quietly(&mut self, i: u32) {
+        let k = i as usize;
+        if std::mem::replace(&mut self.started[k], true) {
+            return;
+        }
+        let said = outputs(i, self.hosts[k].step(Duration::ZERO, Input::Start));
+        let unseen: Vec<_> =
+            said.iter().filter(|o| matches!(o, Output::Send { .. } | Output::Event { .. })).collect();
+        assert!(unseen.is_empty(), "w{i} asked for {unseen:?} when it started: script start(w, {i}) first");
     }
 
     /// Node `i`'s `timer` fires: through [`Host::fire`] if it is armed, else as a late
     /// timer (reset or cancelled since), which the contract allows once.
     #[track_caller]
     fn fire(&mut self, i: u32, timer: N::Timer) -> Vec<NodeOutput<N>> {
-        match self.hosts[i as usize].armed(&timer) {
-            Some(generation) => match self.hosts[i as usize].fire(Duration::ZERO, &timer, generation) {
-                Some(step) => outputs(i, step),
-                None => unreachable!("an armed timer fires"),
-            },
+        self.start_quietly(i);
+        let host = &mut self.hosts[i as usize];
+        match host.armed(&timer) {
+            Some(generation) => {
+                host.fire(Duration::ZERO, &timer, generation).map(|s| outputs(i, s)).unwrap_or_default()
+            }
             None => self.drive(i, Input::Timer { timer }),
         }
     }
