@@ -13,8 +13,8 @@
 //! mutual-exclusion algorithms are written (`on_want_cs`, `on_message`, …), and every
 //! `Algorithm` is a `Node` of the mutex service. Drivers carry the outputs out: the
 //! worker runtime (real processes and Unix sockets), the in-process simulator, and the
-//! unit tests. All of them drive a node through one [`crate::host::Host`], which alone
-//! keeps the driver contract:
+//! unit tests' script ([`crate::script`]). All of them drive a node through one
+//! [`crate::host::Host`], which alone keeps the driver contract:
 //!
 //! - `Start` comes once, before any other input.
 //! - The application's calls follow its service's rules (a mutex application calls
@@ -544,83 +544,6 @@ impl<A: Algorithm> Node for A {
 
     fn waiting_for(&self) -> String {
         self.pending()
-    }
-}
-
-/// Helpers for tests that script a group of nodes by hand: each calls one handler of
-/// node `i` at time zero and returns the actions it took, so a test reads as a trace
-/// (`want`, `done`, `deliver`, `start`, `fire`, `down`, `up`), plus the small builders
-/// every such test needs (`nodes`, `out`, `send`).
-///
-/// ```
-/// use mutexlab::algorithm::{script::*, Action, Algorithm, Config, PeerId};
-/// use mutexlab::algos::centralized::{Centralized, Msg};
-///
-/// let mut w: Vec<Centralized> = (0..2).map(|i| Centralized::new(&Config::new(i, 2))).collect();
-/// assert_eq!(want(&mut w, 0), [Action::Send { to: PeerId(1), msg: Msg::Request }]);
-/// assert_eq!(deliver(&mut w, 0, 1, Msg::Request), [Action::Send { to: PeerId(0), msg: Msg::Grant }]);
-/// assert_eq!(deliver(&mut w, 1, 0, Msg::Grant), [Action::enter()]);
-/// assert_eq!(done(&mut w, 0), [Action::Send { to: PeerId(1), msg: Msg::Release }]);
-/// ```
-pub mod script {
-    use super::*;
-
-    type Acts<A> = Vec<Action<<A as Algorithm>::Msg, <A as Algorithm>::Timer>>;
-
-    fn on<A: Algorithm>(node: &mut A, f: impl FnOnce(&mut A, &mut Out<A::Msg, A::Timer>)) -> Acts<A> {
-        let mut o = Out::new(Duration::ZERO);
-        f(node, &mut o);
-        o.actions().to_vec()
-    }
-
-    /// Node `i`'s application asks for the section.
-    pub fn want<A: Algorithm>(w: &mut [A], i: u32) -> Acts<A> {
-        on(&mut w[i as usize], |n, o| n.on_want_cs(o))
-    }
-
-    /// Node `i`'s application leaves the section.
-    pub fn done<A: Algorithm>(w: &mut [A], i: u32) -> Acts<A> {
-        on(&mut w[i as usize], |n, o| n.on_cs_done(o))
-    }
-
-    /// Deliver `msg` from `from` to `to`.
-    pub fn deliver<A: Algorithm>(w: &mut [A], from: u32, to: u32, msg: A::Msg) -> Acts<A> {
-        on(&mut w[to as usize], |n, o| n.on_message(PeerId(from), msg, o))
-    }
-
-    /// Node `i` starts.
-    pub fn start<A: Algorithm>(w: &mut [A], i: u32) -> Acts<A> {
-        on(&mut w[i as usize], |n, o| n.on_start(o))
-    }
-
-    /// Node `i`'s timer fires.
-    pub fn fire<A: Algorithm>(w: &mut [A], i: u32, timer: A::Timer) -> Acts<A> {
-        on(&mut w[i as usize], |n, o| n.on_timer(timer, o))
-    }
-
-    /// Node `i` hears that `peer` is down.
-    pub fn down<A: Algorithm>(w: &mut [A], i: u32, peer: u32) -> Acts<A> {
-        on(&mut w[i as usize], |n, o| n.on_peer_down(PeerId(peer), o))
-    }
-
-    /// Node `i` hears that `peer` is back, as a new incarnation.
-    pub fn up<A: Algorithm>(w: &mut [A], i: u32, peer: u32) -> Acts<A> {
-        on(&mut w[i as usize], |n, o| n.on_peer_up(PeerId(peer), o))
-    }
-
-    /// `n` fresh nodes with [`Config::new`], not started.
-    pub fn nodes<A: Algorithm>(n: u32) -> Vec<A> {
-        (0..n).map(|i| A::new(&Config::new(i, n))).collect()
-    }
-
-    /// An empty outbox at time zero, for calling a handler directly.
-    pub fn out<M, T>() -> Out<M, T> {
-        Out::new(Duration::ZERO)
-    }
-
-    /// The action of sending `msg` to `to`.
-    pub fn send<M, T>(to: u32, msg: M) -> Action<M, T> {
-        Action::Send { to: PeerId(to), msg }
     }
 }
 

@@ -4,8 +4,8 @@
 //! line (`cargo run -- grade [ID…] [--n N] [--seed S]`):
 //!
 //! - scripted traces ([`Grader::script`]): a closure that drives a few nodes by hand
-//!   (with [`crate::algorithm::script`]) and asserts what they send; a failed assertion
-//!   is the test's reason;
+//!   (with [`crate::script`], through the host) and asserts what they send; a failed
+//!   assertion is the test's reason;
 //! - simulator sweeps ([`Grader::sim`], [`Sweep`]): every size and seed in the simulator,
 //!   which checks safety and that every request is served; an optional check on each
 //!   report (exact message counts, say). The reason names the first failing seed and the

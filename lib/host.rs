@@ -31,6 +31,7 @@
 //! up, is dropped quietly (drivers may learn of a death twice).
 
 use std::borrow::Cow;
+use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -114,8 +115,12 @@ impl<N: Node> Default for Step<N> {
 /// - making one: [`Host::new`] (a fresh node from its configuration);
 /// - driving it: [`Host::step`] for every input, [`Host::fire`] for a timer the driver
 ///   armed;
-/// - reading it: [`Host::node`], [`Host::app`], [`Host::is_down`], [`Host::config`].
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// - reading it: [`Host::node`], [`Host::app`], [`Host::is_down`], [`Host::config`],
+///   [`Host::armed`].
+///
+/// Two hosts are equal when the protocol cannot tell them apart (see the `PartialEq`
+/// impl below): the generations of its timers are not part of it.
+#[derive(Clone, Debug)]
 pub struct Host<N: Node> {
     cfg: Config,
     node: N,
@@ -127,6 +132,49 @@ pub struct Host<N: Node> {
     timers: Vec<(N::Timer, u64)>,
     /// The last generation handed out.
     generation: u64,
+}
+
+// By hand, not derived: a host is what the protocol can observe (the node, whether it
+// started, its application, who is down, WHICH timers are armed). Generations only
+// tell a late timer from a live one; they grow forever, and a search must find a
+// state equal however many times its timers were reset on the way there.
+impl<N: Node> PartialEq for Host<N> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cfg == other.cfg
+            && self.node == other.node
+            && self.started == other.started
+            && self.app == other.app
+            && self.down == other.down
+            && self.timers.len() == other.timers.len()
+            && self.timers.iter().all(|(t, _)| other.timers.iter().any(|(u, _)| t == u))
+    }
+}
+
+impl<N: Node> Eq for Host<N> {}
+
+impl<N: Node> Hash for Host<N> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.cfg.hash(state);
+        self.node.hash(state);
+        self.started.hash(state);
+        self.app.hash(state);
+        self.down.hash(state);
+        hash_unordered(self.timers.iter().map(|(t, _)| t), state);
+    }
+}
+
+/// Hash `items` as a multiset: the same items in any order hash the same. Each item is
+/// hashed on its own with a fixed-key hasher and the results are summed.
+pub(crate) fn hash_unordered<T: Hash, H: Hasher>(items: impl Iterator<Item = T>, state: &mut H) {
+    let (mut count, mut sum) = (0usize, 0u64);
+    for item in items {
+        let mut h = std::hash::DefaultHasher::new();
+        item.hash(&mut h);
+        sum = sum.wrapping_add(h.finish());
+        count += 1;
+    }
+    state.write_usize(count);
+    state.write_u64(sum);
 }
 
 impl<N: Node> Host<N> {
@@ -157,6 +205,18 @@ impl<N: Node> Host<N> {
     /// The application's state, as the contract sees it.
     pub fn app(&self) -> &<N::Service as Service>::App {
         &self.app
+    }
+
+    /// The generation `timer` was last armed with, if it is armed (set, and not fired,
+    /// reset into a newer generation or cancelled since): what [`Host::fire`] takes.
+    pub fn armed(&self, timer: &N::Timer) -> Option<u64> {
+        self.timers.iter().find(|(t, _)| t == timer).map(|&(_, g)| g)
+    }
+
+    /// The node, to set it up or call a handler by hand in a unit test; no driver may.
+    #[cfg(test)]
+    pub(crate) fn node_mut(&mut self) -> &mut N {
+        &mut self.node
     }
 
     /// The node was told `peer` is down, and not since that it is up.
@@ -395,6 +455,29 @@ mod tests {
         assert_eq!(tell(&mut h, Cmd::Cancel(5)).effects, [Effect::Disarm { timer: 5 }]);
         assert!(h.fire(Duration::ZERO, &5, third).is_none(), "cancelled: stale");
         assert_eq!(h.node().heard, ["timer 5"]);
+    }
+
+    #[test]
+    fn hosts_are_equal_by_which_timers_are_armed_not_by_their_generations() {
+        use std::hash::{BuildHasher, RandomState};
+        let (mut a, mut b) = (host(), host());
+        tell(&mut a, Cmd::Arm(5, 10));
+        tell(&mut a, Cmd::Arm(6, 10));
+        // The other way round, and 5 reset twice and 7 cancelled on the way.
+        for cmd in [Cmd::Arm(6, 10), Cmd::Arm(5, 1), Cmd::Arm(7, 1), Cmd::Arm(5, 3), Cmd::Cancel(7)] {
+            tell(&mut b, cmd);
+        }
+        assert_ne!(a.armed(&5), b.armed(&5), "other generations");
+        assert_eq!(a, b);
+        let hasher = RandomState::new();
+        assert_eq!(hasher.hash_one(&a), hasher.hash_one(&b));
+        // Another set of timers, an application in another phase: other states.
+        tell(&mut b, Cmd::Cancel(6));
+        assert_ne!(a, b);
+        assert_ne!(hasher.hash_one(&a), hasher.hash_one(&b));
+        let mut c = a.clone();
+        c.step(Duration::ZERO, Input::Call { call: MutexCall::Want });
+        assert_ne!(a, c);
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub mod registry;
 pub mod report;
 pub mod resource;
 pub mod runtime;
+pub mod script;
 pub mod sim;
 pub mod supervisor;
 pub mod tail;

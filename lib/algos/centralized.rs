@@ -169,8 +169,8 @@ impl Algorithm for Centralized {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::script::out;
     use crate::algorithm::Action;
+    use crate::script::out;
 
     #[test]
     fn three_messages_for_a_non_coordinator() {

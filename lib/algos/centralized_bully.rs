@@ -729,9 +729,9 @@ impl Algorithm for CentralizedBully {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::script::{deliver, done, want};
-    use crate::algorithm::script::{nodes, send};
     use crate::algorithm::Action;
+    use crate::script::{deliver, done, down, fire, start, up, want};
+    use crate::script::{nodes, send, Script};
     use crate::sim::{sweep, Sim};
 
     type A = Action<Msg, Timer>;
@@ -743,18 +743,6 @@ mod tests {
                 _ => None,
             })
             .collect()
-    }
-
-    fn down(w: &mut [CentralizedBully], i: u32, peer: u32) -> Vec<A> {
-        let mut o = Out::new(Duration::ZERO);
-        w[i as usize].on_peer_down(PeerId(peer), &mut o);
-        o.actions().to_vec()
-    }
-
-    fn fire(w: &mut [CentralizedBully], i: u32, t: Timer) -> Vec<A> {
-        let mut o = Out::new(Duration::ZERO);
-        w[i as usize].on_timer(t, &mut o);
-        o.actions().to_vec()
     }
 
     const T0: Term = Term { epoch: 0, id: 2 };
@@ -942,19 +930,13 @@ mod tests {
     }
 
     /// Nodes with the majority rule on.
-    fn majority_nodes(n: u32) -> Vec<CentralizedBully> {
-        (0..n).map(|i| CentralizedBully::new(&Config { majority: true, ..Config::new(i, n) })).collect()
-    }
-
-    fn up(w: &mut [CentralizedBully], i: u32, peer: u32) -> Vec<A> {
-        let mut o = Out::new(Duration::ZERO);
-        w[i as usize].on_peer_up(PeerId(peer), &mut o);
-        o.actions().to_vec()
+    fn majority_nodes(n: u32) -> Script<CentralizedBully> {
+        Script::with_configs((0..n).map(|i| Config { majority: true, ..Config::new(i, n) }).collect())
     }
 
     /// Deliver every message in `acts` sent by `from`, breadth first, except to nodes in
     /// `cut` (a partition: lost); returns what was delivered.
-    fn flood(w: &mut [CentralizedBully], from: u32, acts: Vec<A>, cut: &[u32]) -> Vec<(u32, u32, Msg)> {
+    fn flood(w: &mut Script<CentralizedBully>, from: u32, acts: Vec<A>, cut: &[u32]) -> Vec<(u32, u32, Msg)> {
         let mut queue: VecDeque<(u32, u32, Msg)> =
             sends(&acts).into_iter().map(|(to, m)| (from, to, m)).collect();
         let mut seen = Vec::new();
@@ -1083,9 +1065,8 @@ mod tests {
         deliver(&mut w, 0, 2, Msg::Request { term: t0, inc: 0 }); // queued behind w1
                                                                   // w0 restarts unnoticed, wants in again, and its election reaches w2, which
                                                                   // answers and tells it the term; w0's STATE (its new life, waiting) is slow.
-        w[0] = CentralizedBully::new(&Config { majority: true, incarnation: 1, ..Config::new(0, 3) });
-        let mut o = Out::new(Duration::ZERO);
-        w[0].on_start(&mut o);
+        w.restart(0, Config { majority: true, incarnation: 1, ..Config::new(0, 3) });
+        start(&mut w, 0);
         want(&mut w, 0);
         for m in sends(&deliver(&mut w, 0, 2, Msg::Election)).into_iter().map(|(_, m)| m) {
             deliver(&mut w, 2, 0, m);

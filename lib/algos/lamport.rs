@@ -179,8 +179,8 @@ impl Algorithm for Lamport {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::script::{nodes, out, send};
     use crate::algorithm::Action;
+    use crate::script::{nodes, out, send};
     use crate::sim::{sweep, Failure, Sim};
 
     fn all(msg: Msg) -> Action<Msg, NoTimer> {

@@ -363,8 +363,8 @@ impl Algorithm for Maekawa {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::script::{nodes, out, send};
     use crate::algorithm::Action;
+    use crate::script::{nodes, out, send};
     use crate::sim::{sweep, Sim};
 
     fn ids(q: &[PeerId]) -> Vec<u32> {

@@ -208,9 +208,9 @@ impl Algorithm for NeilsenMizuno {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::script::nodes;
-    use crate::algorithm::script::{deliver, done, want};
     use crate::algorithm::Action;
+    use crate::script::{deliver, done, want};
+    use crate::script::{nodes, Script};
     use crate::sim::{sweep, Sim};
     use std::time::Duration;
 
@@ -228,7 +228,7 @@ mod tests {
         Msg::Request { originator: PeerId(originator) }
     }
 
-    fn parents(w: &[NeilsenMizuno]) -> Vec<Option<u32>> {
+    fn parents(w: &Script<NeilsenMizuno>) -> Vec<Option<u32>> {
         w.iter().map(|x| x.parent.map(|p| p.0)).collect()
     }
 

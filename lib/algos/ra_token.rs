@@ -270,12 +270,11 @@ impl Algorithm for RaToken {
 #[cfg(test)]
 mod tests {
     use std::collections::VecDeque;
-    use std::time::Duration;
 
     use super::*;
-    use crate::algorithm::script::{deliver, done, nodes, out, send, want};
     use crate::algorithm::{Action, MutexEvent, Output};
     use crate::algos::suzuki_kasami::SuzukiKasami;
+    use crate::script::{broadcast, deliver, done, nodes, out, send, start, want, Script};
     use crate::sim::{sweep, Failure, Sim, SimError, SimReport};
 
     type Act = Action<Msg, NoTimer>;
@@ -288,8 +287,9 @@ mod tests {
         Msg::Token { granted: granted.to_vec() }
     }
 
-    fn bcast(number: u64) -> Act {
-        Action::Broadcast { msg: req(number) }
+    /// `me`'s REQUEST `number` to every other node, as the host carries a broadcast.
+    fn bcast(w: &Script<RaToken>, me: u32, number: u64) -> Vec<Act> {
+        broadcast(w.len() as u32, me, req(number))
     }
 
     /// A re-entry with the token at hand: counted, and in at once.
@@ -297,12 +297,10 @@ mod tests {
         vec![Action::Count { name: "free_entries".into(), by: 1 }, Action::enter()]
     }
 
-    fn started(n: u32) -> Vec<RaToken> {
-        let mut w: Vec<RaToken> = nodes(n);
-        for node in w.iter_mut() {
-            let mut o = out();
-            node.on_start(&mut o);
-            assert!(o.actions().is_empty(), "starting costs nothing");
+    fn started(n: u32) -> Script<RaToken> {
+        let mut w = nodes(n);
+        for i in 0..n {
+            assert!(start(&mut w, i).is_empty(), "starting costs nothing");
         }
         w
     }
@@ -311,7 +309,7 @@ mod tests {
     fn two_nodes_trace() {
         let mut w = started(2);
         // w1 asks; w0 holds the token, idle, and sends it at once.
-        assert_eq!(want(&mut w, 1), vec![bcast(1)]);
+        assert_eq!(want(&mut w, 1), bcast(&w, 1, 1));
         assert_eq!(w[1].pending(), "waiting for the TOKEN for request 1 (held by w0 as far as I know)");
         assert_eq!(deliver(&mut w, 1, 0, req(1)), vec![send(1, tok(&[0, 0]))]);
         assert_eq!(deliver(&mut w, 0, 1, tok(&[0, 0])), vec![Action::enter()]);
@@ -322,7 +320,7 @@ mod tests {
         assert!(done(&mut w, 1).is_empty());
         assert_eq!(w[1].token, Some(vec![0, 1]), "granted[w1] is still its request 1");
         // w0's first request.
-        assert_eq!(want(&mut w, 0), vec![bcast(1)]);
+        assert_eq!(want(&mut w, 0), bcast(&w, 0, 1));
         assert_eq!(deliver(&mut w, 0, 1, req(1)), vec![send(0, tok(&[0, 1]))]);
         assert_eq!(deliver(&mut w, 1, 0, tok(&[0, 1])), vec![Action::enter()]);
         assert!(done(&mut w, 0).is_empty());
@@ -341,8 +339,8 @@ mod tests {
     /// `who` asks with request `number` while `holder` holds the token, idle, and nobody
     /// else waits: the REQUEST reaches everyone, the holder sends the TOKEN carrying
     /// `granted`, `who` goes in and leaves keeping the token.
-    fn serve(w: &mut [RaToken], who: u32, number: u64, holder: u32, granted: &[u64]) {
-        assert_eq!(want(w, who), vec![bcast(number)]);
+    fn serve(w: &mut Script<RaToken>, who: u32, number: u64, holder: u32, granted: &[u64]) {
+        assert_eq!(want(w, who), bcast(w, who, number));
         for j in (0..5).filter(|&j| j != who) {
             let expect = if j == holder { vec![send(who, tok(granted))] } else { vec![] };
             assert_eq!(deliver(w, who, j, req(number)), expect, "w{j} hears w{who}'s request {number}");
@@ -381,7 +379,7 @@ mod tests {
         assert_eq!(w[DANIELLE as usize].token, Some(vec![4, 1, 2, 4, 1]));
 
         // Becky asks (her request 2) and goes in.
-        assert_eq!(want(&mut w, BECKY), vec![bcast(2)]);
+        assert_eq!(want(&mut w, BECKY), bcast(&w, BECKY, 2));
         for j in [AARON, CHLOE, EVAN] {
             assert!(deliver(&mut w, BECKY, j, req(2)).is_empty());
         }
@@ -389,7 +387,7 @@ mod tests {
         assert_eq!(deliver(&mut w, DANIELLE, BECKY, tok(&[4, 1, 2, 4, 1])), vec![Action::enter()]);
         // While she is inside, Chloe asks (request 3), then Danielle (request 5).
         for (who, number) in [(CHLOE, 3), (DANIELLE, 5)] {
-            assert_eq!(want(&mut w, who), vec![bcast(number)]);
+            assert_eq!(want(&mut w, who), bcast(&w, who, number));
             for j in (0..5).filter(|&j| j != who) {
                 assert!(deliver(&mut w, who, j, req(number)).is_empty());
             }
@@ -398,7 +396,7 @@ mod tests {
         assert_eq!(done(&mut w, BECKY), vec![send(CHLOE, tok(&[4, 2, 2, 4, 1]))]);
         assert_eq!(deliver(&mut w, BECKY, CHLOE, tok(&[4, 2, 2, 4, 1])), vec![Action::enter()]);
         // Becky asks again (request 3) while Chloe is inside.
-        assert_eq!(want(&mut w, BECKY), vec![bcast(3)]);
+        assert_eq!(want(&mut w, BECKY), bcast(&w, BECKY, 3));
         for j in (0..5).filter(|&j| j != BECKY) {
             assert!(deliver(&mut w, BECKY, j, req(3)).is_empty());
         }
@@ -445,7 +443,7 @@ mod tests {
     /// everything, in order, until nothing is left. Records who entered, in order, and
     /// how many messages were sent (a broadcast counts once per receiver).
     struct Net<A: Algorithm> {
-        w: Vec<A>,
+        w: Script<A>,
         flight: VecDeque<(u32, u32, A::Msg)>,
         sent: u64,
         order: Vec<u32>,
@@ -455,23 +453,16 @@ mod tests {
         fn new(n: u32) -> Self {
             let mut net = Self { w: nodes(n), flight: VecDeque::new(), sent: 0, order: Vec::new() };
             for i in 0..n {
-                let mut o = Out::new(Duration::ZERO);
-                net.w[i as usize].on_start(&mut o);
-                net.take(i, o.actions().to_vec());
+                let actions = start(&mut net.w, i);
+                net.take(i, actions);
             }
             net
         }
 
         fn take(&mut self, i: u32, actions: Vec<Action<A::Msg, A::Timer>>) {
-            let n = self.w.len() as u32;
             for a in actions {
                 match a {
                     Output::Send { to, msg } => self.flight.push_back((i, to.0, msg)),
-                    Output::Broadcast { msg } => {
-                        for j in (0..n).filter(|&j| j != i) {
-                            self.flight.push_back((i, j, msg.clone()));
-                        }
-                    }
                     Output::Event { event: MutexEvent::Enter } => self.order.push(i),
                     Output::Count { .. } => {}
                     other => panic!("w{i}: unexpected {other:?}"),
@@ -558,12 +549,12 @@ mod tests {
     fn late_overtaken_and_duplicate_requests_draw_nothing() {
         let mut w = started(3);
         // w1 is served; only w0 (the holder) hears its request in time.
-        assert_eq!(want(&mut w, 1), vec![bcast(1)]);
+        assert_eq!(want(&mut w, 1), bcast(&w, 1, 1));
         assert_eq!(deliver(&mut w, 1, 0, req(1)), vec![send(1, tok(&[0, 0, 0]))]);
         assert_eq!(deliver(&mut w, 0, 1, tok(&[0, 0, 0])), vec![Action::enter()]);
         assert!(done(&mut w, 1).is_empty());
         // w2 gets the token from w1.
-        assert_eq!(want(&mut w, 2), vec![bcast(1)]);
+        assert_eq!(want(&mut w, 2), bcast(&w, 2, 1));
         assert_eq!(deliver(&mut w, 2, 1, req(1)), vec![send(2, tok(&[0, 1, 0]))]);
         assert_eq!(deliver(&mut w, 1, 2, tok(&[0, 1, 0])), vec![Action::enter()]);
         assert!(done(&mut w, 2).is_empty());
@@ -582,7 +573,7 @@ mod tests {
         let mut w = started(4);
         assert_eq!(want(&mut w, 0), free());
         for i in [1, 2] {
-            assert_eq!(want(&mut w, i), vec![bcast(1)]);
+            assert_eq!(want(&mut w, i), bcast(&w, i, 1));
             assert!(deliver(&mut w, i, 0, req(1)).is_empty());
         }
         w[0].on_peer_down(PeerId(1), &mut out());
@@ -592,7 +583,7 @@ mod tests {
         let mut o = out();
         w[3].on_peer_down(PeerId(2), &mut o);
         assert!(o.actions().is_empty());
-        assert_eq!(want(&mut w, 3), vec![bcast(1)]);
+        assert_eq!(want(&mut w, 3), bcast(&w, 3, 1));
         assert!(deliver(&mut w, 3, 0, req(1)).is_empty(), "w0 has no token to give");
         assert_eq!(w[3].pending(), "waiting for the TOKEN for request 1 (held by w0 as far as I know)");
         assert!(w.iter().all(|x| x.token.is_none()));
@@ -603,13 +594,13 @@ mod tests {
         let mut w = started(3);
         // w1 is served twice; w0 gets the token back in between.
         for number in [1, 2] {
-            assert_eq!(want(&mut w, 1), vec![bcast(number)]);
+            assert_eq!(want(&mut w, 1), bcast(&w, 1, number));
             let g = [number - 1, number - 1, 0];
             assert!(deliver(&mut w, 1, 2, req(number)).is_empty());
             assert_eq!(deliver(&mut w, 1, 0, req(number)), vec![send(1, tok(&g))]);
             assert_eq!(deliver(&mut w, 0, 1, tok(&g)), vec![Action::enter()]);
             assert!(done(&mut w, 1).is_empty());
-            assert_eq!(want(&mut w, 0), vec![bcast(number)]);
+            assert_eq!(want(&mut w, 0), bcast(&w, 0, number));
             let g = [number - 1, number, 0];
             assert!(deliver(&mut w, 0, 2, req(number)).is_empty());
             assert_eq!(deliver(&mut w, 0, 1, req(number)), vec![send(0, tok(&g))]);
@@ -627,7 +618,7 @@ mod tests {
         w[1] = RaToken::new(&Config { incarnation: 1, ..Config::new(1, 3) });
         w[1].on_start(&mut out());
         // Its request 1 is new to everyone.
-        assert_eq!(want(&mut w, 1), vec![bcast(1)]);
+        assert_eq!(want(&mut w, 1), bcast(&w, 1, 1));
         assert!(deliver(&mut w, 1, 2, req(1)).is_empty());
         assert_eq!(deliver(&mut w, 1, 0, req(1)), vec![send(1, tok(&[2, 0, 0]))]);
         assert_eq!(deliver(&mut w, 0, 1, tok(&[2, 0, 0])), vec![Action::enter()]);
@@ -635,12 +626,12 @@ mod tests {
 
     /// Three started nodes: w1 is served once (the token's granted[1] becomes 1); w2
     /// asks while w1 is inside, and w1 sends it the TOKEN as it leaves (not delivered).
-    fn w1_served_then_w2_sent_the_token(w: &mut [RaToken]) {
-        assert_eq!(want(w, 1), vec![bcast(1)]);
+    fn w1_served_then_w2_sent_the_token(w: &mut Script<RaToken>) {
+        assert_eq!(want(w, 1), bcast(w, 1, 1));
         assert!(deliver(w, 1, 2, req(1)).is_empty());
         assert_eq!(deliver(w, 1, 0, req(1)), vec![send(1, tok(&[0, 0, 0]))]);
         assert_eq!(deliver(w, 0, 1, tok(&[0, 0, 0])), vec![Action::enter()]);
-        assert_eq!(want(w, 2), vec![bcast(1)]);
+        assert_eq!(want(w, 2), bcast(w, 2, 1));
         assert!(deliver(w, 2, 0, req(1)).is_empty());
         assert!(deliver(w, 2, 1, req(1)).is_empty());
         assert_eq!(done(w, 1), vec![send(2, tok(&[0, 1, 0]))]);
@@ -659,7 +650,7 @@ mod tests {
         }
         w[1] = RaToken::new(&Config { incarnation: 1, ..Config::new(1, 3) });
         w[1].on_start(&mut out());
-        assert_eq!(want(&mut w, 1), vec![bcast(1)]);
+        assert_eq!(want(&mut w, 1), bcast(&w, 1, 1));
         assert!(deliver(&mut w, 1, 0, req(1)).is_empty());
         assert!(deliver(&mut w, 1, 2, req(1)).is_empty(), "w2 has no token yet");
         // The TOKEN still says granted[1] = 1; w2 resets it on arrival, so the new
@@ -689,7 +680,7 @@ mod tests {
     #[test]
     fn an_unasked_token_is_handed_on_or_kept() {
         let mut w = started(3);
-        assert_eq!(want(&mut w, 2), vec![bcast(1)]);
+        assert_eq!(want(&mut w, 2), bcast(&w, 2, 1));
         assert!(deliver(&mut w, 2, 1, req(1)).is_empty());
         // Never in the model: w1 gets a token it did not ask for, and serves w2.
         w[0].token = None;
@@ -707,7 +698,7 @@ mod tests {
         let mut o = out();
         w0.on_start(&mut o);
         w0.on_want_cs(&mut o);
-        assert_eq!(o.actions(), [bcast(1)]);
+        assert_eq!(o.actions(), [Action::Broadcast { msg: req(1) }]);
         let mut w0 = RaToken::new(&Config::new(0, 3));
         let mut o = out();
         w0.on_start(&mut o);

@@ -248,9 +248,9 @@ impl Algorithm for Raymond {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::script::{deliver, done, want};
-    use crate::algorithm::script::{nodes, send};
     use crate::algorithm::Action;
+    use crate::script::{deliver, done, want};
+    use crate::script::{nodes, send};
     use crate::sim::{sweep, Sim};
     use std::time::Duration;
 

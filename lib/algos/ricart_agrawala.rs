@@ -233,8 +233,8 @@ impl<const KEEP: bool> Algorithm for Ra<KEEP> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::script::{out, send};
     use crate::algorithm::Action;
+    use crate::script::{out, send};
     use crate::sim::{sweep, Sim};
 
     fn req(ticket: u64) -> Msg {

@@ -289,9 +289,9 @@ impl Algorithm for SuzukiKasami {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::script::{deliver, done, want};
-    use crate::algorithm::script::{out, send};
     use crate::algorithm::Action;
+    use crate::script::{broadcast, out, send, start, Script};
+    use crate::script::{deliver, done, want};
     use crate::sim::{sweep, Sim};
     use std::time::Duration;
 
@@ -303,8 +303,9 @@ mod tests {
         Msg::Token { last_served: last_served.to_vec(), queue: queue.iter().map(|&p| PeerId(p)).collect() }
     }
 
-    fn bcast(number: u64) -> Action<Msg, NoTimer> {
-        Action::Broadcast { msg: req(number) }
+    /// `me`'s REQUEST `number` to every other node, as the host carries a broadcast.
+    fn bcast(w: &Script<SuzukiKasami>, me: u32, number: u64) -> Vec<Action<Msg, NoTimer>> {
+        broadcast(w.len() as u32, me, req(number))
     }
 
     /// A re-entry with the token at hand: counted, and in at once.
@@ -312,12 +313,10 @@ mod tests {
         vec![Action::Count { name: "free_entries".into(), by: 1 }, Action::enter()]
     }
 
-    fn nodes(n: u32) -> Vec<SuzukiKasami> {
-        let mut w: Vec<SuzukiKasami> = (0..n).map(|i| SuzukiKasami::new(&Config::new(i, n))).collect();
-        for node in w.iter_mut() {
-            let mut o = out();
-            node.on_start(&mut o);
-            assert!(o.actions().is_empty(), "starting costs nothing");
+    fn nodes(n: u32) -> Script<SuzukiKasami> {
+        let mut w = Script::new(n);
+        for i in 0..n {
+            assert!(start(&mut w, i).is_empty(), "starting costs nothing");
         }
         w
     }
@@ -326,7 +325,7 @@ mod tests {
     fn two_nodes_trace() {
         let mut w = nodes(2);
         // w1 asks; w0 holds the token, idle, and sends it at once.
-        assert_eq!(want(&mut w, 1), vec![bcast(1)]);
+        assert_eq!(want(&mut w, 1), bcast(&w, 1, 1));
         assert_eq!(w[1].pending(), "waiting for the TOKEN for request 1 (held by w0 as far as I know)");
         assert_eq!(deliver(&mut w, 1, 0, req(1)), vec![send(1, tok(&[0, 0], &[]))]);
         assert_eq!(deliver(&mut w, 0, 1, tok(&[0, 0], &[])), vec![Action::enter()]);
@@ -336,7 +335,7 @@ mod tests {
         assert_eq!(want(&mut w, 1), free());
         assert!(done(&mut w, 1).is_empty());
         // w0 asks now: request 1 of its own; the token carries w1's served request.
-        assert_eq!(want(&mut w, 0), vec![bcast(1)]);
+        assert_eq!(want(&mut w, 0), bcast(&w, 0, 1));
         assert_eq!(w[0].pending(), "waiting for the TOKEN for request 1 (held by w1 as far as I know)");
         assert_eq!(deliver(&mut w, 0, 1, req(1)), vec![send(0, tok(&[0, 1], &[]))]);
         assert_eq!(deliver(&mut w, 1, 0, tok(&[0, 1], &[])), vec![Action::enter()]);
@@ -353,7 +352,7 @@ mod tests {
         }
         // A request arriving while the holder is inside waits for the exit.
         assert_eq!(want(&mut w, 0), free());
-        assert_eq!(want(&mut w, 2), vec![bcast(1)]);
+        assert_eq!(want(&mut w, 2), bcast(&w, 2, 1));
         assert!(deliver(&mut w, 2, 0, req(1)).is_empty());
         assert_eq!(done(&mut w, 0), vec![send(2, tok(&[0, 0, 0], &[]))]);
     }
@@ -363,8 +362,8 @@ mod tests {
         let mut w = nodes(3);
         assert_eq!(want(&mut w, 0), free());
         // w2 then w1 ask while w0 is inside.
-        assert_eq!(want(&mut w, 2), vec![bcast(1)]);
-        assert_eq!(want(&mut w, 1), vec![bcast(1)]);
+        assert_eq!(want(&mut w, 2), bcast(&w, 2, 1));
+        assert_eq!(want(&mut w, 1), bcast(&w, 1, 1));
         assert!(deliver(&mut w, 2, 0, req(1)).is_empty());
         assert!(deliver(&mut w, 1, 0, req(1)).is_empty());
         // w1 hears w2's request too; w2 never hears w1's before the token comes.
@@ -389,12 +388,12 @@ mod tests {
     fn an_outdated_request_is_ignored_by_an_idle_holder() {
         let mut w = nodes(3);
         // w1 asks; only w0 (the holder) hears it before serving it.
-        assert_eq!(want(&mut w, 1), vec![bcast(1)]);
+        assert_eq!(want(&mut w, 1), bcast(&w, 1, 1));
         assert_eq!(deliver(&mut w, 1, 0, req(1)), vec![send(1, tok(&[0, 0, 0], &[]))]);
         assert_eq!(deliver(&mut w, 0, 1, tok(&[0, 0, 0], &[])), vec![Action::enter()]);
         assert!(done(&mut w, 1).is_empty());
         // w2 gets the token from w1.
-        assert_eq!(want(&mut w, 2), vec![bcast(1)]);
+        assert_eq!(want(&mut w, 2), bcast(&w, 2, 1));
         assert_eq!(deliver(&mut w, 2, 1, req(1)), vec![send(2, tok(&[0, 1, 0], &[]))]);
         assert_eq!(deliver(&mut w, 1, 2, tok(&[0, 1, 0], &[])), vec![Action::enter()]);
         assert!(done(&mut w, 2).is_empty());
@@ -405,7 +404,7 @@ mod tests {
         assert!(deliver(&mut w, 1, 2, req(1)).is_empty());
         assert_eq!(w[2].rn, vec![0, 1, 1]);
         // w1's next request does draw the token.
-        assert_eq!(want(&mut w, 1), vec![bcast(2)]);
+        assert_eq!(want(&mut w, 1), bcast(&w, 1, 2));
         assert_eq!(deliver(&mut w, 1, 2, req(2)), vec![send(1, tok(&[0, 1, 1], &[]))]);
     }
 
@@ -423,7 +422,7 @@ mod tests {
         let mut w = nodes(4);
         assert_eq!(want(&mut w, 0), free());
         for i in [1, 2] {
-            assert_eq!(want(&mut w, i), vec![bcast(1)]);
+            assert_eq!(want(&mut w, i), bcast(&w, i, 1));
             assert!(deliver(&mut w, i, 0, req(1)).is_empty());
         }
         w[0].on_peer_down(PeerId(1), &mut out());
@@ -432,7 +431,7 @@ mod tests {
         let mut w = nodes(4);
         assert_eq!(want(&mut w, 0), free());
         for i in [1, 2, 3] {
-            assert_eq!(want(&mut w, i), vec![bcast(1)]);
+            assert_eq!(want(&mut w, i), bcast(&w, i, 1));
             assert!(deliver(&mut w, i, 0, req(1)).is_empty());
         }
         assert_eq!(done(&mut w, 0), vec![send(1, tok(&[0, 0, 0, 0], &[2, 3]))]);
@@ -445,19 +444,19 @@ mod tests {
     fn a_restarted_node_numbers_from_1_again_and_is_still_served() {
         let mut w = nodes(3);
         // w1 is served twice (requests 1 and 2), w0 once; then w2 gets the token.
-        assert_eq!(want(&mut w, 1), vec![bcast(1)]);
+        assert_eq!(want(&mut w, 1), bcast(&w, 1, 1));
         assert_eq!(deliver(&mut w, 1, 0, req(1)), vec![send(1, tok(&[0, 0, 0], &[]))]);
         assert_eq!(deliver(&mut w, 0, 1, tok(&[0, 0, 0], &[])), vec![Action::enter()]);
         assert!(done(&mut w, 1).is_empty());
-        assert_eq!(want(&mut w, 0), vec![bcast(1)]);
+        assert_eq!(want(&mut w, 0), bcast(&w, 0, 1));
         assert_eq!(deliver(&mut w, 0, 1, req(1)), vec![send(0, tok(&[0, 1, 0], &[]))]);
         assert_eq!(deliver(&mut w, 1, 0, tok(&[0, 1, 0], &[])), vec![Action::enter()]);
         assert!(done(&mut w, 0).is_empty());
-        assert_eq!(want(&mut w, 1), vec![bcast(2)]);
+        assert_eq!(want(&mut w, 1), bcast(&w, 1, 2));
         assert_eq!(deliver(&mut w, 1, 0, req(2)), vec![send(1, tok(&[1, 1, 0], &[]))]);
         assert_eq!(deliver(&mut w, 0, 1, tok(&[1, 1, 0], &[])), vec![Action::enter()]);
         assert!(done(&mut w, 1).is_empty());
-        assert_eq!(want(&mut w, 2), vec![bcast(1)]);
+        assert_eq!(want(&mut w, 2), bcast(&w, 2, 1));
         assert_eq!(deliver(&mut w, 2, 1, req(1)), vec![send(2, tok(&[1, 2, 0], &[]))]);
         assert_eq!(deliver(&mut w, 1, 2, tok(&[1, 2, 0], &[])), vec![Action::enter()]);
         // w1 dies and comes back with no memory, while w2 is inside with the token.
@@ -471,7 +470,7 @@ mod tests {
         w[1] = SuzukiKasami::new(&Config::new(1, 3));
         w[1].on_start(&mut out());
         // Its request 1 is new to everyone, and w2 serves it on leaving.
-        assert_eq!(want(&mut w, 1), vec![bcast(1)]);
+        assert_eq!(want(&mut w, 1), bcast(&w, 1, 1));
         assert!(deliver(&mut w, 1, 0, req(1)).is_empty());
         assert!(deliver(&mut w, 1, 2, req(1)).is_empty());
         assert_eq!(done(&mut w, 2), vec![send(1, tok(&[1, 0, 1], &[]))]);
@@ -480,7 +479,7 @@ mod tests {
         // w0 saw the restart without the token, so it sets w1's entry back when the
         // token reaches it: w1 looks as if it waited, and gets one spare TOKEN, which it
         // keeps after putting its own entry right.
-        assert_eq!(want(&mut w, 0), vec![bcast(2)]);
+        assert_eq!(want(&mut w, 0), bcast(&w, 0, 2));
         assert_eq!(deliver(&mut w, 0, 1, req(2)), vec![send(0, tok(&[1, 1, 1], &[]))]);
         assert_eq!(deliver(&mut w, 1, 0, tok(&[1, 1, 1], &[])), vec![Action::enter()]);
         assert_eq!(done(&mut w, 0), vec![send(1, tok(&[2, 0, 1], &[]))]);
@@ -503,7 +502,7 @@ mod tests {
     #[test]
     fn a_lost_token_is_never_replaced() {
         let mut w = nodes(3);
-        assert_eq!(want(&mut w, 1), vec![bcast(1)]);
+        assert_eq!(want(&mut w, 1), bcast(&w, 1, 1));
         // The holder dies with the token: w1 waits, and says where it thinks it is.
         let mut o = out();
         w[1].on_peer_down(PeerId(0), &mut o);

@@ -263,9 +263,9 @@ impl Algorithm for TokenRing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::script::deliver;
-    use crate::algorithm::script::{nodes, out};
     use crate::algorithm::Action;
+    use crate::script::{deliver, done, down, fire, start, up, want};
+    use crate::script::{nodes, out};
     use crate::sim::sweep;
 
     fn token(to: u32, idle: u32) -> Action<Msg, Timer> {
@@ -284,80 +284,54 @@ mod tests {
     #[test]
     fn two_nodes_trace() {
         let mut w = nodes::<TokenRing>(2);
-        let mut o = out();
-        w[1].on_start(&mut o);
-        assert!(o.actions().is_empty(), "only w0 makes a token");
-        let mut o = out();
-        w[0].on_start(&mut o);
-        assert_eq!(o.actions(), &[token(1, 1)], "nobody wants it yet: off it goes");
+        assert!(start(&mut w, 1).is_empty(), "only w0 makes a token");
+        assert_eq!(start(&mut w, 0), &[token(1, 1)], "nobody wants it yet: off it goes");
         // w1 has no use for it either: a full lap (2 nodes) unused, so w1 holds it.
         assert_eq!(deliver(&mut w, 0, 1, Msg::Token { idle: 1 }), vec![hold()]);
         assert_eq!(w[0].pending(), "");
         // w0 asks while w1 holds the token.
-        let mut o = out();
-        w[0].on_want_cs(&mut o);
-        assert!(o.actions().is_empty());
+        assert!(want(&mut w, 0).is_empty());
         assert_eq!(w[0].pending(), "waiting for the TOKEN from w1 (I last passed it to w1)");
         // The hold ends: the token goes on, still counted idle, and w0 enters.
-        let mut o = out();
-        w[1].on_timer(Timer::IdleHold, &mut o);
-        assert_eq!(o.actions(), &[token(0, 2), idle_pass()]);
+        assert_eq!(fire(&mut w, 1, Timer::IdleHold), &[token(0, 2), idle_pass()]);
         assert_eq!(deliver(&mut w, 1, 0, Msg::Token { idle: 2 }), vec![Action::enter()]);
         assert_eq!(w[0].pending(), "");
         // Leaving, w0 sends it on with a fresh count: the ring is hot again.
-        let mut o = out();
-        w[0].on_cs_done(&mut o);
-        assert_eq!(o.actions(), &[token(1, 0)]);
+        assert_eq!(done(&mut w, 0), &[token(1, 0)]);
         assert_eq!(deliver(&mut w, 0, 1, Msg::Token { idle: 0 }), vec![token(0, 1)]);
         assert_eq!(deliver(&mut w, 1, 0, Msg::Token { idle: 1 }), vec![hold()]);
         // w0 holds it idle and asks: it goes straight in, cutting the hold short.
-        let mut o = out();
-        w[0].on_want_cs(&mut o);
-        assert_eq!(o.actions(), &[Action::CancelTimer { timer: Timer::IdleHold }, Action::enter()]);
+        assert_eq!(want(&mut w, 0), &[Action::CancelTimer { timer: Timer::IdleHold }, Action::enter()]);
     }
 
     #[test]
     fn three_nodes_pass_in_ring_order() {
         let mut w = nodes::<TokenRing>(3);
-        let mut o = out();
-        w[0].on_start(&mut o);
-        assert_eq!(o.actions(), &[token(1, 1)]);
+        assert_eq!(start(&mut w, 0), &[token(1, 1)]);
         // w2 and w1 both ask; the token reaches w1 first, then w2, whatever the order
         // of asking.
-        w[2].on_want_cs(&mut out());
-        w[1].on_want_cs(&mut out());
+        want(&mut w, 2);
+        want(&mut w, 1);
         assert_eq!(w[2].pending(), "waiting for the TOKEN from w1 (never had it; w0 made it)");
         assert_eq!(deliver(&mut w, 0, 1, Msg::Token { idle: 1 }), vec![Action::enter()]);
-        let mut o = out();
-        w[1].on_cs_done(&mut o);
-        assert_eq!(o.actions(), &[token(2, 0)]);
+        assert_eq!(done(&mut w, 1), &[token(2, 0)]);
         assert_eq!(deliver(&mut w, 1, 2, Msg::Token { idle: 0 }), vec![Action::enter()]);
-        let mut o = out();
-        w[2].on_cs_done(&mut o);
-        assert_eq!(o.actions(), &[token(0, 0)]);
+        assert_eq!(done(&mut w, 2), &[token(0, 0)]);
         // Nobody wants it now: it makes one fast lap (w0, w1), and w2, the third node
         // to decline, holds it.
         assert_eq!(deliver(&mut w, 2, 0, Msg::Token { idle: 0 }), vec![token(1, 1)]);
         assert_eq!(deliver(&mut w, 0, 1, Msg::Token { idle: 1 }), vec![token(2, 2)]);
         assert_eq!(deliver(&mut w, 1, 2, Msg::Token { idle: 2 }), vec![hold()]);
         // From then on every node holds it before passing it on.
-        let mut o = out();
-        w[2].on_timer(Timer::IdleHold, &mut o);
-        assert_eq!(o.actions(), &[token(0, 3), idle_pass()]);
+        assert_eq!(fire(&mut w, 2, Timer::IdleHold), &[token(0, 3), idle_pass()]);
         assert_eq!(deliver(&mut w, 2, 0, Msg::Token { idle: 3 }), vec![hold()]);
-        let mut o = out();
-        w[0].on_timer(Timer::IdleHold, &mut o);
-        assert_eq!(o.actions(), &[token(1, 3), idle_pass()]);
+        assert_eq!(fire(&mut w, 0, Timer::IdleHold), &[token(1, 3), idle_pass()]);
         // w2 asks while w1 holds: w2 waits out w1's hold, then the token is fast again.
         assert_eq!(deliver(&mut w, 0, 1, Msg::Token { idle: 3 }), vec![hold()]);
-        w[2].on_want_cs(&mut out());
-        let mut o = out();
-        w[1].on_timer(Timer::IdleHold, &mut o);
-        assert_eq!(o.actions(), &[token(2, 3), idle_pass()]);
+        want(&mut w, 2);
+        assert_eq!(fire(&mut w, 1, Timer::IdleHold), &[token(2, 3), idle_pass()]);
         assert_eq!(deliver(&mut w, 1, 2, Msg::Token { idle: 3 }), vec![Action::enter()]);
-        let mut o = out();
-        w[2].on_cs_done(&mut o);
-        assert_eq!(o.actions(), &[token(0, 0)]);
+        assert_eq!(done(&mut w, 2), &[token(0, 0)]);
         assert_eq!(deliver(&mut w, 2, 0, Msg::Token { idle: 0 }), vec![token(1, 1)]);
     }
 
@@ -366,11 +340,11 @@ mod tests {
         // Every node asks again as soon as it leaves: nobody ever declines the token.
         let n = 3;
         let mut w = nodes::<TokenRing>(n);
-        for node in w.iter_mut() {
-            node.on_start(&mut out());
+        for i in 0..n {
+            start(&mut w, i);
         }
-        for node in w.iter_mut() {
-            node.on_want_cs(&mut out());
+        for i in 0..n {
+            want(&mut w, i);
         }
         let mut msg = (0, 1, Msg::Token { idle: 1 });
         let mut sent = 0;
@@ -379,11 +353,10 @@ mod tests {
             let (from, to, m) = msg;
             assert_eq!(deliver(&mut w, from, to, m), vec![Action::enter()]);
             order.push(to);
-            let mut o = out();
-            w[to as usize].on_cs_done(&mut o);
-            w[to as usize].on_want_cs(&mut o);
-            assert_eq!(o.actions(), &[token((to + 1) % n, 0)]);
-            sent += o.actions().len();
+            let mut acts = done(&mut w, to);
+            acts.extend(want(&mut w, to));
+            assert_eq!(acts, [token((to + 1) % n, 0)]);
+            sent += acts.len();
             msg = (to, (to + 1) % n, Msg::Token { idle: 0 });
         }
         assert_eq!(sent, order.len(), "one TOKEN per entry");
@@ -393,26 +366,20 @@ mod tests {
     #[test]
     fn a_stale_hold_timer_does_nothing_without_an_idle_token() {
         let mut w = nodes::<TokenRing>(2);
-        w[0].on_start(&mut out());
+        start(&mut w, 0);
         assert_eq!(deliver(&mut w, 0, 1, Msg::Token { idle: 1 }), vec![hold()]);
-        w[1].on_want_cs(&mut out());
+        want(&mut w, 1);
         // Inside: the cancelled timer fires anyway; the token stays.
-        let mut o = out();
-        w[1].on_timer(Timer::IdleHold, &mut o);
-        assert!(o.actions().is_empty());
-        let mut o = out();
-        w[1].on_cs_done(&mut o);
-        assert_eq!(o.actions(), &[token(0, 0)]);
+        assert!(fire(&mut w, 1, Timer::IdleHold).is_empty());
+        assert_eq!(done(&mut w, 1), &[token(0, 0)]);
         // Gone: nothing to pass.
-        let mut o = out();
-        w[1].on_timer(Timer::IdleHold, &mut o);
-        assert!(o.actions().is_empty(), "no pass, so no idle pass counted");
+        assert!(fire(&mut w, 1, Timer::IdleHold).is_empty(), "no pass, so no idle pass counted");
     }
 
     #[test]
     fn a_second_token_is_absorbed() {
         let mut w = nodes::<TokenRing>(3);
-        w[0].on_start(&mut out());
+        start(&mut w, 0);
         assert_eq!(deliver(&mut w, 2, 0, Msg::Token { idle: 0 }), vec![token(1, 1)]);
         assert_eq!(deliver(&mut w, 0, 1, Msg::Token { idle: 1 }), vec![token(2, 2)]);
         assert_eq!(deliver(&mut w, 1, 2, Msg::Token { idle: 2 }), vec![hold()]);
@@ -437,43 +404,39 @@ mod tests {
     #[test]
     fn a_dead_successor_is_skipped_and_taken_back_when_it_returns() {
         let mut w = nodes::<TokenRing>(4);
-        w[1].on_peer_down(PeerId(2), &mut out());
-        w[1].on_want_cs(&mut out());
+        down(&mut w, 1, 2);
+        want(&mut w, 1);
         assert_eq!(deliver(&mut w, 0, 1, Msg::Token { idle: 1 }), vec![Action::enter()]);
-        let mut o = out();
-        w[1].on_cs_done(&mut o);
-        assert_eq!(o.actions(), &[token(3, 0)], "w2 is dead: w3 is next");
+        assert_eq!(done(&mut w, 1), &[token(3, 0)], "w2 is dead: w3 is next");
         // The token comes round again; w2 is back by then and gets it.
-        w[1].on_peer_up(PeerId(2), &mut out());
+        up(&mut w, 1, 2);
         assert_eq!(deliver(&mut w, 0, 1, Msg::Token { idle: 1 }), vec![token(2, 2)]);
         // w3 waits; its predecessor w2 is down, so the token comes from w1.
-        w[3].on_peer_down(PeerId(2), &mut out());
-        w[3].on_want_cs(&mut out());
+        down(&mut w, 3, 2);
+        want(&mut w, 3);
         assert_eq!(w[3].pending(), "waiting for the TOKEN from w1 (never had it; w0 made it)");
     }
 
     #[test]
     fn with_everyone_else_dead_the_token_stays_until_someone_returns() {
         let mut w = nodes::<TokenRing>(3);
-        w[1].on_peer_down(PeerId(0), &mut out());
-        w[1].on_peer_down(PeerId(2), &mut out());
-        w[1].on_want_cs(&mut out());
+        down(&mut w, 1, 0);
+        down(&mut w, 1, 2);
+        want(&mut w, 1);
         assert_eq!(deliver(&mut w, 0, 1, Msg::Token { idle: 1 }), vec![Action::enter()]);
-        let mut o = out();
-        w[1].on_cs_done(&mut o);
-        assert!(o.actions().is_empty(), "nobody to pass to, and no new token anywhere");
-        let mut o = out();
-        w[1].on_peer_up(PeerId(0), &mut o);
-        assert_eq!(o.actions(), &[hold()]);
-        let mut o = out();
-        w[1].on_timer(Timer::IdleHold, &mut o);
-        assert_eq!(o.actions(), &[token(0, 0), idle_pass()], "w2 is still down: w0 is next");
+        assert!(done(&mut w, 1).is_empty(), "nobody to pass to, and no new token anywhere");
+        assert_eq!(up(&mut w, 1, 0), &[hold()]);
+        assert_eq!(
+            fire(&mut w, 1, Timer::IdleHold),
+            &[token(0, 0), idle_pass()],
+            "w2 is still down: w0 is next"
+        );
     }
 
     #[test]
     fn pending_names_where_the_token_should_come_from() {
         let mut w = nodes::<TokenRing>(5);
-        w[3].on_want_cs(&mut out());
+        want(&mut w, 3);
         assert_eq!(w[3].pending(), "waiting for the TOKEN from w2 (never had it; w0 made it)");
         let mut w0 = TokenRing::new(&Config::new(0, 5));
         w0.on_start(&mut out());

@@ -381,8 +381,8 @@ impl Algorithm for Voting {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algorithm::script::{nodes, out, send};
     use crate::algorithm::Action;
+    use crate::script::{nodes, out, send};
     use crate::sim::{sweep, Sim};
 
     type O = Out<Msg, Timer>;

@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
-use std::hash::Hash;
+use std::hash::{Hash, Hasher};
 
 use super::Failure;
 use crate::algorithm::{
@@ -59,8 +59,9 @@ enum Mx {
     Inside,
 }
 
-/// Mutual-exclusion applications: see the module doc.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// Mutual-exclusion applications: see the module doc. Equal by their phases and the
+/// entries left, not by the entries made (a tally, kept beside).
+#[derive(Clone, Debug)]
 pub struct MutexApps {
     apps: Vec<Mx>,
     /// Entries each application still wants.
@@ -68,6 +69,21 @@ pub struct MutexApps {
     /// Entries each made.
     pub(super) entries: Vec<u64>,
     inside: Option<PeerId>,
+}
+
+// By hand: `entries` only grows, and a search must not tell states apart by it.
+impl PartialEq for MutexApps {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.apps, &self.left, self.inside) == (&other.apps, &other.left, other.inside)
+    }
+}
+
+impl Eq for MutexApps {}
+
+impl Hash for MutexApps {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (&self.apps, &self.left, self.inside).hash(state);
+    }
 }
 
 impl SimService for Mutex {
@@ -133,8 +149,10 @@ impl SimApps<Mutex> for MutexApps {
     }
 }
 
-/// Election applications: see the module doc.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// Election applications: see the module doc. Equal by the elections left, each node's
+/// leader and the terms announced (what the checks judge), not by the count of
+/// announcements (a tally, kept beside).
+#[derive(Clone, Debug)]
 pub struct ElectionApps {
     /// Elections each application will still call for.
     left: Vec<u32>,
@@ -159,6 +177,21 @@ impl ElectionApps {
         let mut live = (0..alive.len()).filter(|&i| alive[i]).map(|i| self.leader[i]);
         let first = live.next()??;
         live.all(|l| l == Some(first)).then_some(first)
+    }
+}
+
+// By hand: `announcements` only grows, and a search must not tell states apart by it.
+impl PartialEq for ElectionApps {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.left, &self.leader, &self.terms) == (&other.left, &other.leader, &other.terms)
+    }
+}
+
+impl Eq for ElectionApps {}
+
+impl Hash for ElectionApps {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (&self.left, &self.leader, &self.terms).hash(state);
     }
 }
 

@@ -1,7 +1,8 @@
 //! The simulated world: every node behind its host, every message in flight, every
 //! timer, every application, and nothing random.
 //!
-//! A [`World`] is a value (`Clone + Eq + Hash`): it lists what can happen next
+//! A [`World`] is a value (`Clone + Eq + Hash`, equal when the protocol cannot tell two
+//! apart, whatever the clock and the tallies say): it lists what can happen next
 //! ([`World::enabled`]) and does one of those things ([`World::apply`]). Whatever is left
 //! open (which message is delivered, whether an application asks now, whether a node
 //! crashes, whether a cancelled timer still fires once) is a [`Choice`] made outside,
@@ -25,6 +26,7 @@
 //!   every peer that is dead then.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -32,7 +34,7 @@ use serde::{Deserialize, Serialize};
 use super::app::{SimApps, SimService};
 use super::Failure;
 use crate::algorithm::{Config, Input, Message, Node, NodeInput, PeerId};
-use crate::host::{Breach, Effect, Host, Step};
+use crate::host::{hash_unordered, Breach, Effect, Host, Step};
 
 /// One thing that can happen next. Serialisable, so a run is a list of choices that can
 /// be saved and replayed.
@@ -59,7 +61,7 @@ pub enum Choice {
 }
 
 /// A timer that is set, or a stale one.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug)]
 struct SetTimer<T> {
     node: PeerId,
     timer: T,
@@ -74,13 +76,24 @@ struct SetTimer<T> {
     decided: bool,
 }
 
+impl<T> SetTimer<T> {
+    /// What the protocol can observe of it: whose, which, and whether it is still set
+    /// or a stale one whose fate is (un)decided. Not when, nor in which order it was set.
+    fn key(&self) -> (PeerId, &T, bool, bool) {
+        (self.node, &self.timer, self.live, self.decided)
+    }
+}
+
 /// N nodes of `N`, their applications, channels and timers. See the module doc.
 ///
 /// Method groups: making one ([`World::new`], then the knobs [`World::non_fifo`],
 /// [`World::stale_timers`], [`World::crashes`], then [`World::start`]); stepping it
 /// ([`World::enabled`], [`World::apply`]); reading it ([`World::done`],
 /// [`World::waiting`], [`World::node`], and the tallies the report is made of).
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+///
+/// Two worlds are equal when the protocol cannot tell them apart (see the `PartialEq`
+/// impl below); the clock and the tallies are kept beside that state, not in it.
+#[derive(Clone, Debug)]
 pub struct World<N: Node>
 where
     N::Service: SimService,
@@ -106,6 +119,64 @@ where
     crash_budget: u32,
     may_crash: Vec<bool>,
     pub(super) crashes_done: u32,
+}
+
+// By hand, not derived, so that a search recognises a state it has seen (design note
+// layers.md, "State that is the same compares the same"). In: the hosts, incarnations,
+// who is up, each channel's messages in order, news of deaths due, the armed timers as
+// a multiset (whose, which, live or stale), the applications' phases, the crashes still
+// allowed and the world's knobs. Out, kept beside as Stateright keeps history: the
+// clock, timer times, sequence numbers and generations, messages sent, counters and
+// crashes done. The timers are a set because the checker lets any armed timer fire
+// (design note check.md); the seeded scheduler's earliest-first rule reads the times.
+impl<N: Node> PartialEq for World<N>
+where
+    N::Service: SimService,
+{
+    fn eq(&self, other: &Self) -> bool {
+        let same_timers = self.timers.len() == other.timers.len() && {
+            // A multiset: match each timer with a distinct one of the other's.
+            let mut used = vec![false; other.timers.len()];
+            self.timers.iter().all(|t| {
+                let k = (0..other.timers.len()).find(|&k| !used[k] && other.timers[k].key() == t.key());
+                k.map(|k| used[k] = true).is_some()
+            })
+        };
+        self.n == other.n
+            && self.hosts == other.hosts
+            && self.configs == other.configs
+            && self.alive == other.alive
+            && self.links == other.links
+            && self.down_due == other.down_due
+            && same_timers
+            && self.apps == other.apps
+            && self.fifo == other.fifo
+            && self.stale_timers == other.stale_timers
+            && self.crash_budget == other.crash_budget
+            && self.may_crash == other.may_crash
+    }
+}
+
+impl<N: Node> Eq for World<N> where N::Service: SimService {}
+
+impl<N: Node> Hash for World<N>
+where
+    N::Service: SimService,
+{
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.n.hash(state);
+        self.hosts.hash(state);
+        self.configs.hash(state);
+        self.alive.hash(state);
+        self.links.hash(state);
+        self.down_due.hash(state);
+        hash_unordered(self.timers.iter().map(SetTimer::key), state);
+        self.apps.hash(state);
+        self.fifo.hash(state);
+        self.stale_timers.hash(state);
+        self.crash_budget.hash(state);
+        self.may_crash.hash(state);
+    }
 }
 
 impl<N: Node> World<N>
@@ -422,5 +493,136 @@ where
             self.input(i, Input::PeerDown { peer: PeerId(j as u32) }, note)?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashSet;
+    use std::hash::{BuildHasher, RandomState};
+
+    use super::*;
+    use crate::algorithm::{Algorithm, Out};
+
+    #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+    struct Ping;
+
+    impl Message for Ping {
+        fn kind(&self) -> &str {
+            "PING"
+        }
+    }
+
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    enum Tick {
+        Beat,
+        Wait,
+    }
+
+    /// A heartbeat every 10 ms to the other node, counted; asking sets a timer that lets
+    /// the application in. Its state is its id: all it does is outside it.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct Beat(PeerId);
+
+    impl Algorithm for Beat {
+        type Msg = Ping;
+        type Timer = Tick;
+        fn new(cfg: &Config) -> Self {
+            Beat(cfg.id)
+        }
+        fn on_start(&mut self, out: &mut Out<Ping, Tick>) {
+            out.set_timer(Tick::Beat, Duration::from_millis(10));
+        }
+        fn on_want_cs(&mut self, out: &mut Out<Ping, Tick>) {
+            out.set_timer(Tick::Wait, Duration::from_millis(5));
+        }
+        fn on_message(&mut self, _: PeerId, _: Ping, _: &mut Out<Ping, Tick>) {}
+        fn on_cs_done(&mut self, _: &mut Out<Ping, Tick>) {}
+        fn on_timer(&mut self, timer: Tick, out: &mut Out<Ping, Tick>) {
+            if timer == Tick::Wait {
+                out.enter_cs();
+                return;
+            }
+            out.send(PeerId(1 - self.0 .0), Ping);
+            out.count("beats", 1);
+            out.set_timer(Tick::Beat, Duration::from_millis(10));
+        }
+    }
+
+    fn world() -> World<Beat> {
+        let mut w = World::new((0..2).map(|i| Config::new(i, 2)).collect(), 1).crashes(1, |_| true);
+        w.start(&mut |_, _| {}).unwrap();
+        w
+    }
+
+    fn after(choices: &[Choice]) -> World<Beat> {
+        let mut w = world();
+        for &c in choices {
+            assert!(w.enabled().contains(&c), "{c:?} in {:?}", w.enabled());
+            w.apply(c, &mut |_, _| {}).unwrap();
+        }
+        w
+    }
+
+    fn hash(w: &World<Beat>) -> u64 {
+        RandomState::new().hash_one(w)
+    }
+
+    const fn deliver(from: u32, to: u32) -> Choice {
+        Choice::Deliver { from, to, index: 0 }
+    }
+
+    const fn call(node: u32) -> Choice {
+        Choice::Call { node, index: 0 }
+    }
+
+    #[test]
+    fn one_state_reached_two_ways_is_one_value() {
+        let start = world();
+        // A heartbeat each way, the deliveries in either order: the protocol is where it
+        // began, though the clock, the timers' sequence numbers and generations, the
+        // messages sent and the counters all moved on.
+        let beats = after(&[Choice::Timer, deliver(0, 1), Choice::Timer, deliver(1, 0)]);
+        let crossed = after(&[Choice::Timer, Choice::Timer, deliver(1, 0), deliver(0, 1)]);
+        assert_eq!((beats.now, start.now), (Duration::from_millis(10), Duration::ZERO));
+        assert_eq!(beats.sent["PING"], 2);
+        assert_eq!(beats.counters["beats"], 2);
+        assert_eq!(beats, start);
+        assert_eq!(crossed, beats);
+        // Two applications ask in either order: their timers are armed in another
+        // order, with other sequence numbers, and are one set.
+        let (one, two) = (after(&[call(0), call(1)]), after(&[call(1), call(0)]));
+        assert_ne!(one.timers[2].node, two.timers[2].node, "armed in another order");
+        assert_eq!(one, two);
+        let set: HashSet<World<Beat>> = [start.clone(), beats.clone(), crossed.clone()].into();
+        assert_eq!(set.len(), 1, "one state in a set");
+        let hasher = RandomState::new();
+        assert_eq!(hasher.hash_one(&one), hasher.hash_one(&two));
+        assert_eq!(hasher.hash_one(&beats), hasher.hash_one(&start));
+    }
+
+    #[test]
+    fn states_the_protocol_can_tell_apart_differ() {
+        let start = world();
+        let in_flight = after(&[Choice::Timer]);
+        let waiting = after(&[call(0)]);
+        let inside = after(&[call(0), Choice::Timer]);
+        let left = after(&[call(0), Choice::Timer, call(0)]);
+        let crashed = after(&[Choice::Crash { node: 1 }]);
+        let restarted = after(&[Choice::Crash { node: 1 }, Choice::Restart { node: 1 }]);
+        // A PING in flight; an application waiting, its Wait timer armed; inside; done
+        // with its entry; a node down; a node back as a new incarnation, with its peer
+        // told and no crash left to spend.
+        let all = [&start, &in_flight, &waiting, &inside, &left, &crashed, &restarted];
+        for (i, a) in all.iter().enumerate() {
+            for b in &all[i + 1..] {
+                assert_ne!(a, b);
+                assert_ne!(hash(a), hash(b), "{a:?}\n{b:?}");
+            }
+        }
+        // The same timers, one of them stale: not the same state.
+        let mut stale = start.clone();
+        stale.timers[0].live = false;
+        assert_ne!(stale, start);
     }
 }

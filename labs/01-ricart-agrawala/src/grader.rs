@@ -5,16 +5,16 @@
 //!
 //! Group 1 drives nodes by hand through the notes' steps; group 2 runs the simulator
 //! over many seeds; group 3 starts real processes; group 4 crashes them (task 4).
-//! Group 1 goes through the node interface (`Node::step` with its inputs and outputs),
-//! not the `Algorithm` handlers, so the same steps check a Rust node and a program.
+//! Group 1 goes through the node interface (`Node::step` with its inputs and outputs,
+//! behind the host, as every driver does), not the `Algorithm` handlers, so the same
+//! steps check a Rust node and a program.
 
-use std::time::Duration;
-
-use mutexlab::algorithm::{Config, Input, MutexCall, MutexEvent, Node, NodeInput, NodeOut, Output, PeerId};
+use mutexlab::algorithm::{Config, MutexEvent, Node, NodeOutput, Output};
 use mutexlab::algos::ricart_agrawala::{self, RicartAgrawala};
 use mutexlab::external::{External, Ref, Spawn};
 use mutexlab::grade::{Grader, Real, Sweep};
 use mutexlab::lab::{expect, NOTHING};
+use mutexlab::script::{self, Script};
 use mutexlab::sim::SimReport;
 
 use crate::node;
@@ -76,55 +76,52 @@ impl RaLab for Program {
     }
 }
 
-/// Feed one input to a node and return its outputs. A program that failed over it
-/// (garbage, no answer, an exit) fails the step with the driver's one-line reason,
-/// rather than looking like a node that chose to do nothing.
-fn step<N: RaLab>(node: &mut N, input: NodeInput<N>) -> Vec<String> {
-    let mut out = NodeOut::<N>::new(Duration::ZERO);
-    node.step(input, &mut out);
-    if let Some(why) = node.failure() {
-        // Unwound without the panic hook, so the reason is shown without a place.
-        std::panic::resume_unwind(Box::new(why));
-    }
-    show::<N>(out.actions())
+/// One step of the script's, as short sentences. A program that failed over it
+/// (garbage, no answer, an exit) has already failed the step in the script, with the
+/// host's one-line reason, rather than looking like a node that chose to do nothing.
+#[track_caller]
+fn checked<N: RaLab>(outputs: Vec<NodeOutput<N>>) -> Vec<String> {
+    show::<N>(&outputs)
 }
 
-/// `n` fresh nodes, each already told `start` (the contract's first input); a program's
-/// nodes run `program`.
-fn nodes<N: RaLab>(program: &Option<Spawn>, n: u32) -> Vec<N> {
-    (0..n)
-        .map(|i| {
-            let mut node = N::create(&Config { program: program.clone(), ..Config::new(i, n) });
-            step(&mut node, Input::Start);
-            node
-        })
-        .collect()
+/// `n` fresh nodes behind their hosts, each already told `start` (the contract's first
+/// input); a program's nodes run `program`.
+fn nodes<N: RaLab>(program: &Option<Spawn>, n: u32) -> Script<N> {
+    let configs = (0..n).map(|i| Config { program: program.clone(), ..Config::new(i, n) }).collect();
+    let mut w = Script::with_configs(configs);
+    for i in 0..n {
+        checked::<N>(script::start(&mut w, i));
+    }
+    w
 }
 
 /// Node `i`'s application asks for the section.
-fn want<N: RaLab>(w: &mut [N], i: u32) -> Vec<String> {
-    step(&mut w[i as usize], Input::Call { call: MutexCall::Want })
+#[track_caller]
+fn want<N: RaLab>(w: &mut Script<N>, i: u32) -> Vec<String> {
+    checked::<N>(script::want(w, i))
 }
 
 /// Node `i`'s application leaves the section.
-fn done<N: RaLab>(w: &mut [N], i: u32) -> Vec<String> {
-    step(&mut w[i as usize], Input::Call { call: MutexCall::Done })
+#[track_caller]
+fn done<N: RaLab>(w: &mut Script<N>, i: u32) -> Vec<String> {
+    checked::<N>(script::done(w, i))
 }
 
 /// Deliver `msg` from `from` to `to`.
-fn deliver<N: RaLab>(w: &mut [N], from: u32, to: u32, msg: N::Msg) -> Vec<String> {
-    step(&mut w[to as usize], Input::Message { from: PeerId(from), msg })
+#[track_caller]
+fn deliver<N: RaLab>(w: &mut Script<N>, from: u32, to: u32, msg: N::Msg) -> Vec<String> {
+    checked::<N>(script::deliver(w, from, to, msg))
 }
 
-/// One step's outputs as short sentences, sorted so the order of sends within one
-/// step does not matter: `send Request { ticket: 1 } to w2`, `enter`.
+/// One step's outputs, as the host carried them (a broadcast is one send to each other
+/// node), as short sentences, sorted so the order of sends within one step does not
+/// matter: `send Request { ticket: 1 } to w2`, `enter`.
 fn show<N: RaLab>(acts: &[Output<N::Msg, N::Timer, MutexEvent>]) -> Vec<String> {
     let mut v: Vec<String> = acts
         .iter()
         .filter(|a| !matches!(a, Output::Count { .. }))
         .map(|a| match a {
             Output::Send { to, msg } => format!("send {} to {to}", N::name(msg)),
-            Output::Broadcast { msg } => format!("broadcast {}", N::name(msg)),
             Output::Event { event: MutexEvent::Enter } => "enter".to_string(),
             other => format!("{other:?}"),
         })

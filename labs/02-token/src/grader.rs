@@ -8,11 +8,11 @@
 
 use std::fmt::Debug;
 
-use mutexlab::algorithm::script::{deliver, done, nodes, start, want};
 use mutexlab::algorithm::{Action, Algorithm, Output, PeerId};
 use mutexlab::algos::ra_token::{self, RaToken};
 use mutexlab::grade::{Grader, Real, Sweep};
 use mutexlab::lab::{expect, NOTHING};
+use mutexlab::script::{deliver, done, nodes, start, want, Script};
 use mutexlab::sim::SimReport;
 
 use crate::node;
@@ -43,16 +43,14 @@ impl TokenLab for RaToken {
     }
 }
 
-/// One handler's actions as sorted sentences. A broadcast reads as one send to each
-/// other node, so sending to each in a loop is just as right; counts are left out.
-fn show<M: Debug, T: Debug>(n: u32, me: u32, acts: Vec<Action<M, T>>) -> Vec<String> {
+/// One handler's actions, as the host carried them, as sorted sentences. The host
+/// turns a broadcast into one send to each other node, so sending to each in a loop is
+/// just as right; counts are left out.
+fn show<M: Debug, T: Debug>(acts: Vec<Action<M, T>>) -> Vec<String> {
     let mut v = Vec::new();
     for a in acts {
         match a {
             Output::Send { to, msg } => v.push(format!("send {msg:?} to {to}")),
-            Output::Broadcast { msg } => {
-                v.extend((0..n).filter(|&p| p != me).map(|p| format!("send {msg:?} to {}", PeerId(p))))
-            }
             Output::Event { .. } => v.push("enter".into()),
             Output::Count { .. } => {}
             other => v.push(format!("{other:?}")),
@@ -62,11 +60,11 @@ fn show<M: Debug, T: Debug>(n: u32, me: u32, acts: Vec<Action<M, T>>) -> Vec<Str
     v
 }
 
-/// `n` started nodes; starting sends nothing.
-fn started<N: Algorithm>(n: u32) -> Vec<N> {
+/// `n` started nodes behind their hosts; starting sends nothing.
+fn started<N: Algorithm>(n: u32) -> Script<N> {
     let mut w = nodes::<N>(n);
     for i in 0..n {
-        expect(show(n, i, start(&mut w, i)), NOTHING, &format!("w{i} starts"));
+        expect(show(start(&mut w, i)), NOTHING, &format!("w{i} starts"));
     }
     w
 }
@@ -84,28 +82,28 @@ pub fn grader<N: TokenLab>(algo: &str) -> Grader {
 
     g.script("1.1", "node 0 starts with the token and goes in at once", 2, move || {
         let mut w = started::<N>(3);
-        expect(show(3, 0, want(&mut w, 0)), &enter(), "w0 wants in, holding the token");
-        expect(show(3, 0, done(&mut w, 0)), NOTHING, "w0 leaves; nobody asked, it keeps the token");
-        expect(show(3, 0, want(&mut w, 0)), &enter(), "w0 wants in again: no message needed");
+        expect(show(want(&mut w, 0)), &enter(), "w0 wants in, holding the token");
+        expect(show(done(&mut w, 0)), NOTHING, "w0 leaves; nobody asked, it keeps the token");
+        expect(show(want(&mut w, 0)), &enter(), "w0 wants in again: no message needed");
     });
     g.script("1.2", "asking sends REQUEST with the next number to all others", 2, move || {
         let mut w = started::<N>(3);
-        expect(show(3, 1, want(&mut w, 1)), &ask(3, 1, 1), "w1 wants in (myNum ← 1)");
+        expect(show(want(&mut w, 1)), &ask(3, 1, 1), "w1 wants in (myNum ← 1)");
     });
     g.script("1.3", "an idle holder sends the token at once", 3, move || {
         let mut w = started::<N>(3);
         want(&mut w, 1);
-        expect(show(3, 2, deliver(&mut w, 1, 2, N::request(1))), NOTHING, "w2, without the token, hears w1");
+        expect(show(deliver(&mut w, 1, 2, N::request(1))), NOTHING, "w2, without the token, hears w1");
         expect(
-            show(3, 0, deliver(&mut w, 1, 0, N::request(1))),
+            show(deliver(&mut w, 1, 0, N::request(1))),
             &[tok(1, &[0, 0, 0])],
             "w0 holds the token, idle, and hears w1 (Receive)",
         );
-        expect(show(3, 1, deliver(&mut w, 0, 1, N::token(&[0, 0, 0]))), &enter(), "w1 gets the token");
-        expect(show(3, 1, done(&mut w, 1)), NOTHING, "w1 leaves, keeps the token (granted[w1] ← 1)");
-        expect(show(3, 0, want(&mut w, 0)), &ask(3, 0, 1), "w0 asks (its request 1)");
+        expect(show(deliver(&mut w, 0, 1, N::token(&[0, 0, 0]))), &enter(), "w1 gets the token");
+        expect(show(done(&mut w, 1)), NOTHING, "w1 leaves, keeps the token (granted[w1] ← 1)");
+        expect(show(want(&mut w, 0)), &ask(3, 0, 1), "w0 asks (its request 1)");
         expect(
-            show(3, 1, deliver(&mut w, 0, 1, N::request(1))),
+            show(deliver(&mut w, 0, 1, N::request(1))),
             &[tok(0, &[0, 1, 0])],
             "w1 sends the token, granted[w1] = 1",
         );
@@ -114,8 +112,8 @@ pub fn grader<N: TokenLab>(algo: &str) -> Grader {
         let mut w = started::<N>(3);
         want(&mut w, 0);
         want(&mut w, 2);
-        expect(show(3, 0, deliver(&mut w, 2, 0, N::request(1))), NOTHING, "w0 is inside when w2 asks");
-        expect(show(3, 0, done(&mut w, 0)), &[tok(2, &[0, 0, 0])], "w0 leaves and sends the token to w2");
+        expect(show(deliver(&mut w, 2, 0, N::request(1))), NOTHING, "w0 is inside when w2 asks");
+        expect(show(done(&mut w, 0)), &[tok(2, &[0, 0, 0])], "w0 leaves and sends the token to w2");
     });
     g.script("1.5", "the search starts at the leaver's successor", 3, move || {
         let mut w = started::<N>(4);
@@ -125,7 +123,7 @@ pub fn grader<N: TokenLab>(algo: &str) -> Grader {
             deliver(&mut w, who, 0, N::request(number));
         }
         expect(
-            show(4, 0, done(&mut w, 0)),
+            show(done(&mut w, 0)),
             &[tok(1, &[0, 0, 0, 0])],
             "w0 leaves; w3 and w1 wait: w1 is first from w0",
         );
@@ -134,7 +132,7 @@ pub fn grader<N: TokenLab>(algo: &str) -> Grader {
         want(&mut w, 0);
         deliver(&mut w, 0, 1, N::request(1));
         expect(
-            show(4, 1, done(&mut w, 1)),
+            show(done(&mut w, 1)),
             &[tok(3, &[0, 1, 0, 0])],
             "w1 leaves; w0 and w3 wait: w3 comes first from w1",
         );
@@ -177,22 +175,22 @@ fn chloes_view<N: TokenLab>() {
     let mut w = started::<N>(5);
     let sends = |to: u32, granted: &[u64]| vec![format!("send {:?} to {}", N::token(granted), PeerId(to))];
     // `who` asks with `number` while `holder` holds the token, idle; in and out.
-    let serve = |w: &mut Vec<N>, who: u32, number: u64, holder: u32, granted: &[u64]| {
+    let serve = |w: &mut Script<N>, who: u32, number: u64, holder: u32, granted: &[u64]| {
         want(w, who);
         for j in (0..5).filter(|&j| j != who) {
             let expected = if j == holder { sends(who, granted) } else { vec![] };
             expect(
-                show(5, j, deliver(w, who, j, N::request(number))),
+                show(deliver(w, who, j, N::request(number))),
                 &expected,
                 &format!("w{j} hears w{who}'s request {number}"),
             );
         }
         expect(
-            show(5, who, deliver(w, holder, who, N::token(granted))),
+            show(deliver(w, holder, who, N::token(granted))),
             &["enter".to_string()],
             &format!("w{who} gets the token"),
         );
-        expect(show(5, who, done(w, who)), NOTHING, &format!("w{who} leaves with nobody waiting"));
+        expect(show(done(w, who)), NOTHING, &format!("w{who} leaves with nobody waiting"));
     };
     let history: [(u32, u64, [u64; 5]); 12] = [
         (BECKY, 1, [0, 0, 0, 0, 0]),
@@ -219,7 +217,7 @@ fn chloes_view<N: TokenLab>() {
         deliver(&mut w, BECKY, j, N::request(2));
     }
     expect(
-        show(5, DANIELLE, deliver(&mut w, BECKY, DANIELLE, N::request(2))),
+        show(deliver(&mut w, BECKY, DANIELLE, N::request(2))),
         &sends(BECKY, &[4, 1, 2, 4, 1]),
         "Danielle hands Becky the token",
     );
@@ -228,15 +226,11 @@ fn chloes_view<N: TokenLab>() {
     for (who, number) in [(CHLOE, 3), (DANIELLE, 5)] {
         want(&mut w, who);
         for j in (0..5).filter(|&j| j != who) {
-            expect(
-                show(5, j, deliver(&mut w, who, j, N::request(number))),
-                NOTHING,
-                "nobody idle holds the token",
-            );
+            expect(show(deliver(&mut w, who, j, N::request(number))), NOTHING, "nobody idle holds the token");
         }
     }
     expect(
-        show(5, BECKY, done(&mut w, BECKY)),
+        show(done(&mut w, BECKY)),
         &sends(CHLOE, &[4, 2, 2, 4, 1]),
         "Becky leaves: the search from w2 finds Chloe",
     );
@@ -247,16 +241,12 @@ fn chloes_view<N: TokenLab>() {
         deliver(&mut w, BECKY, j, N::request(3));
     }
     expect(
-        show(5, CHLOE, done(&mut w, CHLOE)),
+        show(done(&mut w, CHLOE)),
         &sends(DANIELLE, &[4, 2, 3, 4, 1]),
         "Chloe leaves: Danielle (5 > 4) before Becky (3 > 2)",
     );
     deliver(&mut w, CHLOE, DANIELLE, N::token(&[4, 2, 3, 4, 1]));
-    expect(
-        show(5, DANIELLE, done(&mut w, DANIELLE)),
-        &sends(BECKY, &[4, 2, 3, 5, 1]),
-        "Danielle leaves: Becky is next",
-    );
+    expect(show(done(&mut w, DANIELLE)), &sends(BECKY, &[4, 2, 3, 5, 1]), "Danielle leaves: Becky is next");
 }
 
 /// An entry costs N messages when the token moves (N-1 REQUESTs and the TOKEN), none

@@ -7,12 +7,12 @@
 //! starts real processes, and kills the leader.
 
 use std::fmt::Debug;
-use std::time::Duration;
 
-use mutexlab::algorithm::{Config, ElectionCall, Input, Node, NodeInput, NodeOut, Output, PeerId};
+use mutexlab::algorithm::{ElectionCall, Input, Node, NodeInput, Output, PeerId};
 use mutexlab::algos::chang_roberts::{self, ChangRoberts};
 use mutexlab::grade::{Grader, Real, Sweep};
 use mutexlab::lab::{expect, NOTHING};
+use mutexlab::script::{self, Script};
 use mutexlab::sim::SimReport;
 
 use crate::node;
@@ -53,21 +53,21 @@ impl ElectLab for crate::planted::ForwardsOldTerm {
     }
 }
 
-/// `n` fresh nodes, started.
-fn ring<N: ElectLab>(n: u32) -> Vec<N> {
-    let mut w: Vec<N> = (0..n).map(|i| N::create(&Config::new(i, n))).collect();
+/// `n` fresh nodes behind their hosts, started.
+fn ring<N: ElectLab>(n: u32) -> Script<N> {
+    let mut w = script::nodes::<N>(n);
     for i in 0..n {
         expect(step(&mut w, i, Input::Start), NOTHING, &format!("w{i} starts"));
     }
     w
 }
 
-/// Node `i` handles `input`; its actions as sorted sentences (counts left out).
-fn step<N: ElectLab>(w: &mut [N], i: u32, input: NodeInput<N>) -> Vec<String> {
-    let mut out = NodeOut::<N>::new(Duration::ZERO);
-    w[i as usize].step(input, &mut out);
-    let mut v: Vec<String> = out
-        .drain()
+/// Node `i` handles `input` through its host; its actions as sorted sentences (counts
+/// left out).
+#[track_caller]
+fn step<N: ElectLab>(w: &mut Script<N>, i: u32, input: NodeInput<N>) -> Vec<String> {
+    let mut v: Vec<String> = script::step(w, i, input)
+        .into_iter()
         .filter(|a| !matches!(a, Output::Count { .. }))
         .map(|a| match a {
             Output::Send { to, msg } => format!("send {msg:?} to {to}"),
@@ -79,11 +79,13 @@ fn step<N: ElectLab>(w: &mut [N], i: u32, input: NodeInput<N>) -> Vec<String> {
     v
 }
 
-fn elect<N: ElectLab>(w: &mut [N], i: u32) -> Vec<String> {
+#[track_caller]
+fn elect<N: ElectLab>(w: &mut Script<N>, i: u32) -> Vec<String> {
     step(w, i, Input::Call { call: ElectionCall::Elect })
 }
 
-fn deliver<N: ElectLab>(w: &mut [N], from: u32, to: u32, msg: N::Msg) -> Vec<String> {
+#[track_caller]
+fn deliver<N: ElectLab>(w: &mut Script<N>, from: u32, to: u32, msg: N::Msg) -> Vec<String> {
     step(w, to, Input::Message { from: PeerId(from), msg })
 }
 
