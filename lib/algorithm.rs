@@ -195,16 +195,33 @@ pub enum Input<M, T, C> {
     /// The node starts: once, before anything else.
     Start,
     /// A message arrived from `from`.
-    Message { from: PeerId, msg: M },
+    Message {
+        /// The sender.
+        from: PeerId,
+        /// What it sent.
+        msg: M,
+    },
     /// A timer set earlier fired (possibly late, possibly after being reset).
-    Timer { timer: T },
+    Timer {
+        /// The timer, as the node set it.
+        timer: T,
+    },
     /// The channel to `peer` closed. On one machine a crashed process's socket gives
     /// EOF, so this is a perfect crash detector; a paused peer gives no such event.
-    PeerDown { peer: PeerId },
+    PeerDown {
+        /// The peer whose channel closed.
+        peer: PeerId,
+    },
     /// `peer` came back as a new incarnation with fresh state.
-    PeerUp { peer: PeerId },
+    PeerUp {
+        /// The peer that came back.
+        peer: PeerId,
+    },
     /// The node's application calls it (`want`, `done`, `elect`…).
-    Call { call: C },
+    Call {
+        /// The call.
+        call: C,
+    },
 }
 
 /// Everything a node can ask for, as a value (see [`Input`]). `E` is the service's
@@ -213,18 +230,42 @@ pub enum Input<M, T, C> {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Output<M, T, E> {
     /// Send `msg` to one peer.
-    Send { to: PeerId, msg: M },
+    Send {
+        /// The peer.
+        to: PeerId,
+        /// The message.
+        msg: M,
+    },
     /// Send `msg` to every other node (not to this one).
-    Broadcast { msg: M },
+    Broadcast {
+        /// The message.
+        msg: M,
+    },
     /// Fire `timer` after `after`; setting a timer that is already set resets it.
-    SetTimer { timer: T, after: Duration },
+    SetTimer {
+        /// The timer: any value of the node's timer type.
+        timer: T,
+        /// How long from now.
+        after: Duration,
+    },
     /// Forget `timer`; cancelling one that is not set is harmless.
-    CancelTimer { timer: T },
+    CancelTimer {
+        /// The timer.
+        timer: T,
+    },
     /// Tell the node's application something (`enter`, `leader`…).
-    Event { event: E },
+    Event {
+        /// What to tell it.
+        event: E,
+    },
     /// Add `by` to the report's counter `name` (e.g. `attempts`): counts for reports
     /// go out, so they do not make equal states look different.
-    Count { name: Cow<'static, str>, by: u64 },
+    Count {
+        /// The counter's name in the report.
+        name: Cow<'static, str>,
+        /// How much to add.
+        by: u64,
+    },
 }
 
 /// What a mutual-exclusion node asks for: its outputs under the [`Mutex`] service.
@@ -404,7 +445,12 @@ pub enum ElectionCall {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ElectionEvent {
     /// `id` leads, elected in `term`.
-    Leader { id: PeerId, term: u64 },
+    Leader {
+        /// The leader.
+        id: PeerId,
+        /// The election's term (0 for algorithms without terms).
+        term: u64,
+    },
 }
 
 impl Service for Election {

@@ -45,16 +45,39 @@ use crate::algorithm::{
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Effect<M, T, E> {
     /// Deliver `msg` to `to` (broadcasts arrive already expanded).
-    Send { to: PeerId, msg: M },
+    Send {
+        /// The peer.
+        to: PeerId,
+        /// The message.
+        msg: M,
+    },
     /// Fire `timer` after `after`, then hand it back to [`Host::fire`] with this
     /// generation.
-    Arm { timer: T, generation: u64, after: Duration },
+    Arm {
+        /// The timer.
+        timer: T,
+        /// Which setting of the timer this is; an older one fires as a stale timer.
+        generation: u64,
+        /// How long from now.
+        after: Duration,
+    },
     /// `timer` is no longer set; a driver may forget it (firing it anyway is harmless).
-    Disarm { timer: T },
+    Disarm {
+        /// The timer.
+        timer: T,
+    },
     /// Tell the application `event`.
-    Event { event: E },
+    Event {
+        /// What to tell it.
+        event: E,
+    },
     /// Add `by` to the report's counter `name`.
-    Count { name: Cow<'static, str>, by: u64 },
+    Count {
+        /// The counter's name in the report.
+        name: Cow<'static, str>,
+        /// How much to add.
+        by: u64,
+    },
 }
 
 /// A broken rule of the driver contract, by the node or by its driver.
@@ -63,25 +86,52 @@ pub enum Effect<M, T, E> {
 pub enum Breach {
     /// The node sent a message to itself.
     #[error("the algorithm sent {kind} to itself; dropped")]
-    SelfSend { kind: String },
+    SelfSend {
+        /// The message's type.
+        kind: String,
+    },
     /// The node sent a message to an id outside the run.
     #[error("the algorithm sent {kind} to {to}, which is not a peer; dropped")]
-    NoSuchPeer { to: PeerId, kind: String },
+    NoSuchPeer {
+        /// The id it named.
+        to: PeerId,
+        /// The message's type.
+        kind: String,
+    },
     /// The node told its application something it could not take.
     #[error("{why}; ignored")]
-    Event { why: String },
+    Event {
+        /// Why the application could not take it.
+        why: String,
+    },
     /// The node told its application of a node outside the run (a leader id `>= n`).
     #[error("the algorithm announced {event}, naming {id}, which is not one of the {n} nodes; ignored")]
-    EventStranger { id: PeerId, n: u32, event: String },
+    EventStranger {
+        /// The id named.
+        id: PeerId,
+        /// How many nodes the run has.
+        n: u32,
+        /// The event, as text.
+        event: String,
+    },
     /// The driver made a call the application may not make now.
     #[error("{why}; not passed on")]
-    Call { why: String },
+    Call {
+        /// Why the call may not be made now.
+        why: String,
+    },
     /// The driver gave an input before `Start`, or `Start` twice.
     #[error("{what}; not passed on")]
-    Order { what: String },
+    Order {
+        /// What came out of order.
+        what: String,
+    },
     /// The driver delivered a message from the node itself or from a stranger.
     #[error("a message from {from}, which is not a peer; not passed on")]
-    Stranger { from: PeerId },
+    Stranger {
+        /// Who it claimed to come from.
+        from: PeerId,
+    },
     /// The node failed on its own ([`Node::failure`]): a program behind it died,
     /// answered garbage or broke a rule. It does nothing from here on.
     #[error("{why}")]
@@ -99,7 +149,9 @@ pub type NodeEffect<N> =
 /// breaches.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Step<N: Node> {
+    /// What the driver must do, in order.
     pub effects: Vec<NodeEffect<N>>,
+    /// The rules broken in this step (by the node or its driver); the first is the worst.
     pub breaches: Vec<Breach>,
 }
 

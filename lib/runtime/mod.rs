@@ -210,7 +210,12 @@ pub enum AppEvent {
     /// Mutual exclusion: go in.
     Enter,
     /// Election: `id` leads, elected in `term`.
-    Leader { id: PeerId, term: u64 },
+    Leader {
+        /// The leader.
+        id: PeerId,
+        /// The election's term.
+        term: u64,
+    },
 }
 
 /// A service a worker process can run: which application loop stands for its

@@ -43,21 +43,49 @@ use crate::host::{hash_unordered, Breach, Effect, Host, Step};
 pub enum Choice {
     /// Deliver the `index`-th message in flight on the channel `from → to` (always 0
     /// when channels are FIFO).
-    Deliver { from: u32, to: u32, index: u32 },
+    Deliver {
+        /// The sender.
+        from: u32,
+        /// The receiver.
+        to: u32,
+        /// Which message in flight on that channel.
+        index: u32,
+    },
     /// `to` hears that `from` is down (the channel has drained).
-    Down { from: u32, to: u32 },
+    Down {
+        /// The node that is down.
+        from: u32,
+        /// The node that hears it.
+        to: u32,
+    },
     /// Application `node` makes the `index`-th of the calls it could make now (asks for
     /// the critical section, leaves it, calls an election…).
-    Call { node: u32, index: u32 },
+    Call {
+        /// The node whose application calls.
+        node: u32,
+        /// Which of the calls it could make now.
+        index: u32,
+    },
     /// The earliest timer fires.
     Timer,
     /// Decide whether the reset or cancelled timer at `index` in the timer list still
     /// fires once (`keep`) or is forgotten.
-    Stale { index: u32, keep: bool },
+    Stale {
+        /// The timer's place in the timer list.
+        index: u32,
+        /// It still fires once (`true`) or is forgotten.
+        keep: bool,
+    },
     /// Node `node` crashes.
-    Crash { node: u32 },
+    Crash {
+        /// The node.
+        node: u32,
+    },
     /// Crashed node `node` starts again with fresh state.
-    Restart { node: u32 },
+    Restart {
+        /// The node.
+        node: u32,
+    },
 }
 
 /// A timer that is set, or a stale one.
