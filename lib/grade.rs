@@ -293,6 +293,14 @@ impl Real {
         self
     }
 
+    /// How long each worker stays in the critical section (1 ms unless set). A fault
+    /// aimed at the `holder` needs the holder to still be inside when the signal lands,
+    /// which on a loaded machine takes more than a millisecond.
+    pub fn cs_ms(mut self, ms: f64) -> Real {
+        self.cs_ms = ms;
+        self
+    }
+
     fn detail(&self) -> String {
         if self.elect {
             return format!("{} processes, elect", self.workers);

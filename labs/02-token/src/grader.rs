@@ -153,7 +153,10 @@ pub fn grader<N: TokenLab>(algo: &str) -> Grader {
         "3.2",
         "a killed holder takes the token: the rest stall, and say why",
         3,
+        // Long sections: the holder must still be inside when the kill lands, or the
+        // token has moved on and nothing stalls.
         Real::new(4, 20)
+            .cs_ms(200.0)
             .faults("kill holder at entry 10")
             .stall_ms(1500)
             .expect_stall(&["waiting for the TOKEN"]),
