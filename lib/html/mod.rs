@@ -50,16 +50,29 @@ pub enum Known<'a> {
 pub enum ReportError {
     /// The run directory, or a file in it, could not be read.
     #[error("cannot read {path}: {err}")]
-    Unreadable { path: String, err: std::io::Error },
+    Unreadable {
+        /// The directory or file, as named.
+        path: String,
+        /// What the OS said.
+        err: std::io::Error,
+    },
     /// The directory holds no file a run writes.
     #[error("{path} holds neither {RESOURCE_FILE} nor {LEADERS_FILE}")]
-    NotRun { path: String },
+    NotRun {
+        /// The directory, as named.
+        path: String,
+    },
     /// The run's file is not what its name says.
     #[error(transparent)]
     Audit(#[from] AuditError),
     /// The report could not be written.
     #[error("cannot write {path}: {err}")]
-    Write { path: String, err: std::io::Error },
+    Write {
+        /// The page's path.
+        path: String,
+        /// What the OS said.
+        err: std::io::Error,
+    },
 }
 
 /// Escape text for HTML content and attribute values alike.
