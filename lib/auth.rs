@@ -25,8 +25,9 @@ use crate::algorithm::PeerId;
 
 type HmacSha256 = hmac::Hmac<sha2::Sha256>;
 
-/// Bytes in a secret and in a proof.
+/// Bytes in a secret.
 pub const SECRET_LEN: usize = 32;
+/// Bytes in a proof (an HMAC-SHA256).
 pub const PROOF_LEN: usize = 32;
 
 /// Labels that keep a proof made for one purpose from passing for another.

@@ -69,11 +69,11 @@ pub struct BenchReport {
     pub schema: u32,
     /// Whether the processes could use every CPU (else all ran on `cpu`).
     pub all_cpus: bool,
-    /// The CPU every process ran on, unless `all_cpus`.
+    /// The one CPU every process ran on, unless `all_cpus`.
     pub cpu: Option<usize>,
-    /// The one-way message time T, in µs, and the round trips it was measured over.
+    /// The one-way message time T, in µs.
     pub message_time_us: f64,
-    /// How many round trips T was measured over.
+    /// The ping-pong round trips T was measured over.
     pub round_trips: u32,
     /// The message-bound ideal 1/(2T), in CS/s.
     pub ideal_cs_per_s: f64,
@@ -81,31 +81,31 @@ pub struct BenchReport {
     pub saturation: Vec<BenchRow>,
     /// Empty sections, mean think time `light_think_ms`.
     pub light: Vec<BenchRow>,
-    /// The mean think time of the light-load runs, in ms.
+    /// The mean think time of the `light` runs, in ms.
     pub light_think_ms: f64,
 }
 
 /// One benchmark run.
 #[derive(Debug, serde::Serialize)]
 pub struct BenchRow {
-    /// The algorithm run.
+    /// The algorithm's name.
     pub algorithm: String,
-    /// How many workers ran it.
+    /// Worker processes in the run.
     pub workers: u32,
     /// Why the run could not be made at all; the numbers are then zero.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-    /// The run was clean.
+    /// The run was clean: the audit found nothing.
     pub ok: bool,
-    /// Entries completed, over all workers.
+    /// Critical sections completed.
     pub entries: u64,
-    /// Entries per second.
+    /// Critical sections per second.
     pub throughput_per_s: f64,
-    /// Messages sent per entry.
+    /// Messages sent per critical section.
     pub messages_per_entry: f64,
-    /// What theory gives per entry for this size.
+    /// What the notes say it should cost, if the algorithm has a theory.
     pub theory: Option<crate::algos::Theory>,
-    /// Jain's fairness index over the workers' entries.
+    /// Jain's fairness index over entries per worker (1 = perfectly even).
     pub jain: f64,
     /// Throughput over the ideal 1/(2T), in percent.
     pub vs_ideal_percent: f64,

@@ -63,6 +63,7 @@ pub fn worker_socket(id: PeerId, inc: u32) -> String {
 /// Everything a worker is told before it starts: the first frame on its link.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WorkerSetup {
+    /// What to run, and how.
     pub settings: WorkerSettings,
     /// The run's secret, which every mesh hello must prove (see [`crate::auth`]).
     pub secret: Secret,
@@ -71,8 +72,11 @@ pub struct WorkerSetup {
 /// A worker's settings.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct WorkerSettings {
+    /// This worker's id, `0..workers`.
     pub id: u32,
+    /// Workers in the run.
     pub workers: u32,
+    /// The algorithm's name in the registry.
     pub algo: String,
     /// 0 at first, one more each time this worker is restarted.
     pub incarnation: u32,
@@ -80,18 +84,26 @@ pub struct WorkerSettings {
     pub entries: u64,
     /// Run until this long after the start (a restarted worker gets what is left).
     pub duration: Option<Duration>,
+    /// Time inside each critical section (`--cs-ms`).
     pub cs: Duration,
+    /// Mean time between leaving the section and asking again (`--think-ms`).
     pub think: Duration,
+    /// The run's seed (`--seed`): every random choice of the worker and its node comes
+    /// from it.
     pub seed: u64,
+    /// Replicated coordinators, for algorithms that use them
+    /// ([`crate::algorithm::Config::replicas`]).
     pub replicas: Option<u32>,
     /// The supervisor's pid: if our parent is already someone else, it died before we
     /// could ask to be told, so we leave at once.
     pub parent: Option<u32>,
     /// Entries this worker completed in earlier incarnations (numbering goes on).
     pub start_entry: u64,
-    /// Message faults: fixed delay, extra uniform delay, and loss probability.
+    /// Message faults: a fixed delay on every message (`--latency`).
     pub latency: Duration,
+    /// Message faults: an extra delay drawn uniformly up to this (`--jitter`).
     pub jitter: Duration,
+    /// Message faults: the probability that a message is lost (`--drop`).
     pub drop: f64,
     /// Under an election: this worker's application calls `elect` when the run starts.
     pub initiator: bool,
@@ -122,7 +134,12 @@ pub enum Detector {
     Perfect,
     /// HEARTBEAT to every peer every `every`; a peer silent for `suspect` is reported
     /// down (perhaps wrongly: a paused peer is only slow), and up again when it is heard.
-    Heartbeat { every: Duration, suspect: Duration },
+    Heartbeat {
+        /// How often a worker beats.
+        every: Duration,
+        /// How long a silent peer takes to be suspected.
+        suspect: Duration,
+    },
 }
 
 impl std::fmt::Display for Detector {
@@ -255,7 +272,14 @@ pub fn take_link() -> io::Result<UnixStream> {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum ToSupervisor {
     /// Listening on the mesh socket, ready to start.
-    Ready { id: PeerId, pid: u32, incarnation: u32 },
+    Ready {
+        /// The worker's id.
+        id: PeerId,
+        /// Its process id.
+        pid: u32,
+        /// Its incarnation.
+        incarnation: u32,
+    },
     /// The worker cannot go on, and says why before it exits.
     Fatal(String),
     /// The worker's runtime could not keep the model its node was promised (a message
@@ -264,7 +288,10 @@ pub enum ToSupervisor {
     /// the supervisor ends it.
     Breach(String),
     /// Done with the entries asked for.
-    Done { entries: u64 },
+    Done {
+        /// Entries completed, in this incarnation and earlier ones.
+        entries: u64,
+    },
     /// Answer to `Query`.
     Pending(PendingState),
     /// Final counters, sent after `Finish`.
@@ -272,7 +299,12 @@ pub enum ToSupervisor {
     /// Under an election: the worker accepted `leader`, elected in `term` (the same as
     /// its record in the leader file; the supervisor uses it only to see the run settle
     /// and to find the `leader` a fault plan names).
-    Leader { leader: PeerId, term: u64 },
+    Leader {
+        /// The leader accepted.
+        leader: PeerId,
+        /// The term it was elected in.
+        term: u64,
+    },
 }
 
 /// Supervisor → worker.
@@ -281,16 +313,29 @@ pub enum ToWorker {
     /// Begin: dial these peers (id and socket name), then run the application.
     /// `incarnations[i]` is worker i's current incarnation: hellos from any other life
     /// of it are not believed until an [`ToWorker::Incarnation`] announces it.
-    Start { dial: Vec<(PeerId, String)>, incarnations: Vec<u32> },
-    /// Worker `id` was restarted as `incarnation`.
-    Incarnation { id: PeerId, incarnation: u32 },
+    Start {
+        /// The peers to dial, with their socket names in the run directory.
+        dial: Vec<(PeerId, String)>,
+        /// Every worker's current incarnation, by id.
+        incarnations: Vec<u32>,
+    },
+    /// A worker was restarted.
+    Incarnation {
+        /// The worker.
+        id: PeerId,
+        /// Its new incarnation.
+        incarnation: u32,
+    },
     /// Everyone is done: report stats and exit.
     Finish,
     /// Say what you are waiting for.
     Query,
     /// Hold messages to workers outside your group until `Heal` (workers named in no
     /// group form one more group together).
-    Partition { groups: Vec<Vec<u32>> },
+    Partition {
+        /// The groups, by worker id.
+        groups: Vec<Vec<u32>>,
+    },
     /// Deliver everything held by a partition, in order, and hold nothing more.
     Heal,
 }
@@ -313,7 +358,9 @@ pub struct PendingState {
 /// One worker's counters at the end of a run.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct WorkerStats {
+    /// The worker.
     pub id: PeerId,
+    /// Entries completed, in this incarnation and earlier ones.
     pub entries: u64,
     /// Messages sent, by type.
     pub sent: BTreeMap<String, u64>,

@@ -89,7 +89,9 @@ pub enum When {
 /// One step of a plan.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Step {
+    /// What it does, and to whom.
     pub action: Action,
+    /// When it fires.
     pub when: When,
     /// For `stop` and `partition`: undo after this long.
     pub duration: Option<Duration>,
@@ -98,6 +100,7 @@ pub struct Step {
 /// A whole plan, steps in the order written.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Plan {
+    /// The steps, in the order written.
     pub steps: Vec<Step>,
 }
 
@@ -136,12 +139,28 @@ const QUOTE_CHARS: usize = 120;
 /// Why a plan file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum PlanFileError {
+    /// It could not be opened or read, or is not a regular file.
     #[error("cannot read {path}: {source}")]
-    Read { path: String, source: std::io::Error },
+    Read {
+        /// The file, as named.
+        path: String,
+        /// What the OS said.
+        source: std::io::Error,
+    },
+    /// It holds more than [`MAX_PLAN_BYTES`].
     #[error("{path} is larger than {MAX_PLAN_BYTES} bytes (16 MiB), the most a plan file may hold")]
-    TooLarge { path: String },
+    TooLarge {
+        /// The file, as named.
+        path: String,
+    },
+    /// It is not UTF-8 text.
     #[error("{path} is not UTF-8 text (invalid byte at offset {offset})")]
-    NotUtf8 { path: String, offset: usize },
+    NotUtf8 {
+        /// The file, as named.
+        path: String,
+        /// Where its first invalid byte is.
+        offset: usize,
+    },
 }
 
 /// Reads a plan file without trusting its size or kind: only a regular file is read (a
@@ -171,7 +190,9 @@ pub fn read_plan_file(path: &Path) -> Result<String, PlanFileError> {
 pub struct NemesisTooLong {
     /// Steps it would make ([`nemesis_slots`]).
     pub steps: u128,
+    /// The time between its steps, as asked.
     pub interval: Duration,
+    /// The time it draws steps up to.
     pub horizon: Duration,
     /// The shortest interval that stays within the cap for the same horizon.
     pub min_interval: Duration,
@@ -180,9 +201,13 @@ pub struct NemesisTooLong {
 /// Kinds of fault the random nemesis may choose.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NemesisKind {
+    /// `kill`: SIGKILL a live worker, never the last one alive.
     Kill,
+    /// `stop`: pause a live worker until before the next step.
     Stop,
+    /// `restart`: start a dead worker again.
     Restart,
+    /// `partition`: split the workers in two groups until before the next step.
     Partition,
 }
 

@@ -65,21 +65,65 @@ impl FromStr for Fence {
 /// One line of the resource file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Record {
-    /// The application asked for the critical section.
-    Want { w: u32, e: u64, t: u64 },
-    /// The worker entered.
-    Enter { w: u32, e: u64, fence: Fence, t: u64 },
-    /// The worker wrote the counter and left.
-    Exit { w: u32, e: u64, fence: Fence, read: u64, value: u64, t: u64 },
-    /// A fenced resource refused this worker's ENTER or EXIT: `fence` was older than
-    /// `over`, the newest fence it had accepted. Nothing was written.
-    Refused { w: u32, e: u64, at: Stage, fence: Fence, over: Fence, t: u64 },
+    /// WANT: the application asked for the critical section.
+    Want {
+        /// The worker.
+        w: u32,
+        /// Its entry number, from 1.
+        e: u64,
+        /// When, on the machine's monotonic clock, in nanoseconds.
+        t: u64,
+    },
+    /// ENTER: the worker entered.
+    Enter {
+        /// The worker.
+        w: u32,
+        /// Its entry number, from 1.
+        e: u64,
+        /// Its fencing token, which must rise strictly from one entry to the next.
+        fence: Fence,
+        /// When, on the machine's monotonic clock, in nanoseconds.
+        t: u64,
+    },
+    /// EXIT: the worker wrote the counter and left.
+    Exit {
+        /// The worker.
+        w: u32,
+        /// Its entry number, from 1.
+        e: u64,
+        /// The fencing token it entered with.
+        fence: Fence,
+        /// The counter it read inside.
+        read: u64,
+        /// The counter it wrote back (`read + 1`).
+        value: u64,
+        /// When, on the machine's monotonic clock, in nanoseconds.
+        t: u64,
+    },
+    /// REFUSED: a fenced resource refused this worker's ENTER or EXIT. Nothing was
+    /// written.
+    Refused {
+        /// The worker.
+        w: u32,
+        /// Its entry number, from 1.
+        e: u64,
+        /// Which write was refused.
+        at: Stage,
+        /// The worker's fence, older than `over`.
+        fence: Fence,
+        /// The newest fence the resource had accepted.
+        over: Fence,
+        /// When, on the machine's monotonic clock, in nanoseconds.
+        t: u64,
+    },
 }
 
 /// Which write a fenced resource refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Stage {
+    /// The ENTER record.
     Enter,
+    /// The EXIT record.
     Exit,
 }
 
@@ -199,8 +243,11 @@ pub fn create(path: &Path, algo: &str, workers: u32, fenced: bool) -> io::Result
 pub enum Fenced {
     /// Written; the file held this when it was.
     Accepted(Committed),
-    /// Refused, and a REFUSED record written instead: `over` is the newer fence.
-    Refused { over: Fence },
+    /// Refused, and a REFUSED record written instead.
+    Refused {
+        /// The newer fence the resource had accepted.
+        over: Fence,
+    },
 }
 
 /// What a worker last found committed in the file.

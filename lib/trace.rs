@@ -117,21 +117,49 @@ pub struct Event {
     pub t: u64,
     /// Its Lamport clock (see the module documentation for which).
     pub lc: u64,
+    /// What happened.
     pub kind: EventKind,
 }
 
 /// What happened.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum EventKind {
-    /// A message of type `msg` sent to `to`; `lc` is the envelope's clock.
-    Send { to: u32, msg: String },
-    /// A message received from `from`'s incarnation `from_inc`, stamped `sent_lc`.
-    Recv { from: u32, from_inc: u32, sent_lc: u64, msg: String },
-    /// The message sent to `to` with clock `lc` will never arrive, and `why`: one of
-    /// [`DROP_REASONS`].
-    Drop { to: u32, msg: String, why: String },
-    /// The application's `want`, `enter`, `leave` or `leader` (with the leader and term).
-    App { ev: String, leader: Option<u32>, term: Option<u64> },
+    /// SEND: a message sent; the event's `lc` is the envelope's clock.
+    Send {
+        /// The receiver.
+        to: u32,
+        /// The message's type.
+        msg: String,
+    },
+    /// RECV: a message received.
+    Recv {
+        /// The sender.
+        from: u32,
+        /// The sender's incarnation.
+        from_inc: u32,
+        /// The clock stamped on the envelope.
+        sent_lc: u64,
+        /// The message's type.
+        msg: String,
+    },
+    /// DROP: the message sent with the event's `lc` will never arrive.
+    Drop {
+        /// Its receiver.
+        to: u32,
+        /// Its type.
+        msg: String,
+        /// Why: one of [`DROP_REASONS`].
+        why: String,
+    },
+    /// APP: something the application did.
+    App {
+        /// `want`, `enter`, `leave` or `leader`.
+        ev: String,
+        /// With `leader`: the leader accepted.
+        leader: Option<u32>,
+        /// With `leader`: its term.
+        term: Option<u64>,
+    },
 }
 
 impl fmt::Display for Event {
@@ -480,14 +508,34 @@ impl Drop for Writer {
 /// Why a trace cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
+    /// A trace file or the directory could not be read.
     #[error("cannot read {path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What the OS said.
+        source: io::Error,
+    },
+    /// The directory holds no trace file.
     #[error("{dir} holds no trace files (trace-w<ID>.log): runs record them with --trace or --keep")]
-    NoTrace { dir: PathBuf },
+    NoTrace {
+        /// The run directory.
+        dir: PathBuf,
+    },
+    /// A line that is no trace line, or a header that does not fit.
     #[error("{path}:{line}: {msg}")]
-    Bad { path: PathBuf, line: usize, msg: String },
+    Bad {
+        /// The trace file.
+        path: PathBuf,
+        /// The line's number, from 1.
+        line: usize,
+        /// What is wrong with it, quoting it clipped.
+        msg: String,
+    },
+    /// The files disagree with each other (a receive before its send).
     #[error("{0}")]
     Inconsistent(String),
+    /// The output could not be written.
     #[error("cannot write: {0}")]
     Write(io::Error),
 }
@@ -497,7 +545,9 @@ pub enum TraceError {
 /// [`pick_arrows`]), so that they need memory by what they show, not by the trace's size.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Trace {
+    /// Workers in the run, from the headers.
     pub workers: u32,
+    /// The algorithm, from the headers.
     pub algo: String,
     /// In [`Reader`]'s order: by `t`; one worker's events stay in the order it recorded them.
     pub events: Vec<Event>,
@@ -507,8 +557,11 @@ pub struct Trace {
 /// received.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Arrow {
+    /// The sender.
     pub from: u32,
+    /// The receiver.
     pub to: u32,
+    /// The message's type.
     pub msg: String,
     /// `t` of its SEND.
     pub sent: u64,
@@ -534,6 +587,7 @@ pub fn load(run_dir: &Path) -> Result<Trace, TraceError> {
 /// the first few, and how many in all.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Notes {
+    /// The first few notes, one line each.
     pub shown: Vec<String>,
     /// Notes beyond those shown.
     pub more: u64,
@@ -765,7 +819,9 @@ type MergeKey = (u64, bool, u32);
 /// Order: by `t`; at one time, a receive after the other events (its send may be among
 /// them), then by worker; one worker's events always in its file's order.
 pub struct Reader {
+    /// Workers in the run, from the headers.
     pub workers: u32,
+    /// The algorithm, from the headers.
     pub algo: String,
     files: Vec<WorkerFile>,
     /// Each file's next event, by the merge key.
@@ -962,12 +1018,17 @@ impl<V> Pending<V> {
 /// What a whole trace holds, as [`check`] finds it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Summary {
+    /// Workers in the run, from the headers.
     pub workers: u32,
+    /// The algorithm, from the headers.
     pub algo: String,
+    /// Events read, of every kind.
     pub events: u64,
     /// Messages sent, by type (at most [`MAX_TYPES`], the rest under [`OTHER_TYPES`]).
     pub by_type: std::collections::BTreeMap<String, u64>,
+    /// Messages sent, of every type.
     pub messages: u64,
+    /// What the reader skipped or could not pair.
     pub notes: Notes,
 }
 
@@ -1232,7 +1293,9 @@ impl Picker {
 /// The messages of a trace as a diagram draws them: at most `max`, one in `stride`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Arrows {
+    /// The messages drawn, in the order they were sent.
     pub shown: Vec<Arrow>,
+    /// One message in this many sent is drawn.
     pub stride: u64,
     /// The whole trace's counts and notes.
     pub summary: Summary,

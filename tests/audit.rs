@@ -1,11 +1,9 @@
 //! `mutexlab audit` through the real binary, on files the tests write: a file cut
 //! short, a line far longer than any record, and a run's teardown in the fault log.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 
 const HEADER: &str = "# mutexlab resource v1 algo=test workers=2\n";
 

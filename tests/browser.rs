@@ -10,15 +10,13 @@
 //! Without `/usr/bin/chromium` the test says so in one line and passes, unless
 //! `MUTEXLAB_REQUIRE_BROWSER=1` (CI), where it fails.
 
-mod common;
-
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 
-use common::{run, stderr, PATIENCE};
+use crate::common::{run, stderr, PATIENCE};
 use mutexlab::algos::Theory;
 use mutexlab::compare::{self, Comparison, Delay, FaultRun, Outcome, PerEntry, Problems, Row};
 use nix::sys::signal::{killpg, Signal};
@@ -200,7 +198,7 @@ fn the_report_command_prints_its_path_and_refuses_what_is_not_a_run() {
     let out = run(&["report", dir.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let page = dir.join("report.html");
-    assert_eq!(common::stdout(&out), format!("{}\n", page.display()));
+    assert_eq!(crate::common::stdout(&out), format!("{}\n", page.display()));
     assert!(std::fs::read_to_string(&page).unwrap().contains("data-bar=\"cs\""));
     // Not a run, absent, or an output that cannot be written: one line, exit 2.
     let empty = tempfile::tempdir().unwrap();

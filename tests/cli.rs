@@ -1,8 +1,6 @@
 //! The command line, end to end: real supervisor, real worker processes, real file.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use nix::sys::signal::Signal;
 
 #[test]

@@ -3,9 +3,7 @@
 //! `mutexlab bench --json`, which `make bench ARGS=--json` relies on; and the page
 //! `compare --html` writes.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 #[test]
 fn compare_measures_centralized_and_token_ring_and_reports_them_as_json() {

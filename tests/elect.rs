@@ -3,9 +3,7 @@
 //! an election ends with a new agreed leader; a wrongly suspected (paused) leader is the
 //! split brain the auditor must catch; and the detectors behave as the notes say.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 /// `mutexlab elect --json ARGS` in a fresh run directory, always removed; no worker
 /// outlives the run and no socket is left behind.

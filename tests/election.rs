@@ -1,9 +1,7 @@
 //! `centralized-bully` through the real binary: clean runs, and a coordinator that is
 //! killed, killed and restarted, or paused, with the auditor judging each run.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 const ALGO: &str = "centralized-bully";

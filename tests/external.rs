@@ -4,11 +4,9 @@
 //! message to themselves, a wrong answer) each end the run with one line naming the
 //! worker, what it was sent and what came back, and leave no process behind.
 
-mod common;
-
 use std::path::{Path, PathBuf};
 
-use common::*;
+use crate::common::*;
 use mutexlab::algorithm::Mutex;
 use mutexlab::external::{self, External, Spawn};
 use mutexlab::sim::Sim;

@@ -1,11 +1,9 @@
 //! Honest reports after failures, through the real binary: a run that cannot write its
 //! resource file says which worker failed, on which file, with the OS's own words.
 
-mod common;
-
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 /// Whether this machine lets the test mount a small tmpfs in a namespace of its own.
 fn can_mount_in_a_namespace() -> bool {

@@ -1,9 +1,7 @@
 //! Fault injection end to end: the supervisor kills, pauses, restarts and partitions real
 //! workers, and the report says what the algorithm did about it.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 fn kinds(j: &Value) -> Vec<String> {

@@ -6,13 +6,11 @@
 //! claim a stale, future or already-connected life are played in tests/runtime.rs,
 //! where the test is the supervisor and knows the secret.)
 
-mod common;
-
 use std::io::Write;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use mutexlab::algorithm::PeerId;
 use mutexlab::auth::{Hello, Secret};
 use mutexlab::wire::{self, Envelope};

@@ -1,9 +1,7 @@
 //! The permission-based algorithms through the real binary: clean audits, and message
 //! counts measured against what theory says for each N.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 const SIZES: [u64; 5] = [2, 3, 5, 8, 16];

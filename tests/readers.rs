@@ -3,15 +3,13 @@
 //! refused at once, in one line), what the page draws is bounded whatever the files
 //! hold, pairing the fault log is linear, and the report never writes through a link.
 
-mod common;
-
 use std::io::Write as _;
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 /// Long enough for the slowest honest read below on a loaded machine, far too short
 /// for the hangs and quadratic pairing these tests pin.

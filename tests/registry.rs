@@ -2,12 +2,10 @@
 //! which `cargo test` builds) registers an algorithm of its own and gets the whole
 //! command line with it, workers and audit included.
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::Command;
 
-use common::*;
+use crate::common::*;
 
 /// The example binary, built by `cargo test` beside the test binaries.
 fn custom() -> Command {

@@ -1,14 +1,12 @@
 //! The run directory, end to end: private whatever the umask, claimed by one run only,
 //! and no socket left behind by a supervisor killed outright (the janitor sweeps them).
 
-mod common;
-
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use nix::sys::signal::Signal;
 
 /// The binary under test, started through `sh` with umask 000, so only the run itself

@@ -7,8 +7,6 @@
 //! Every wait is on an event (a line on the worker's stderr, a frame, a record in the
 //! file, a process state) with a generous deadline; every process started is reaped.
 
-mod common;
-
 use std::fs::File;
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
@@ -16,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 use mutexlab::algorithm::PeerId;
 use mutexlab::algos::centralized::Msg;
 use mutexlab::audit::{self, Crash};

@@ -1,9 +1,7 @@
 //! The token-based algorithms through the real binary: clean audits, every entry made,
 //! and message counts within what theory says for each N.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 // ---- raymond and neilsen-mizuno (tree-based tokens), and crashes for all of them ----
@@ -109,7 +107,7 @@ mod ring_and_broadcast {
     const SIZES: [u64; 5] = [2, 3, 5, 8, 16];
 
     fn run_clean(algo: &str, n: u64, k: u64, timing: [&str; 2]) -> Value {
-        common::run_clean(algo, n, k, timing, &[])
+        crate::common::run_clean(algo, n, k, timing, &[])
     }
 
     fn count(j: &Value, key: &str) -> u64 {

@@ -3,11 +3,9 @@
 //! audit is clean. Plain `token-ring` under the same plan loses its token and stalls,
 //! which is the negative control.
 
-mod common;
-
 use std::process::Output;
 
-use common::*;
+use crate::common::*;
 use serde_json::Value;
 
 const ENTRIES: u64 = 40;

@@ -4,12 +4,10 @@
 //! ends too, so that every message is received or dropped), restarted workers append to
 //! their file, and the ShiViz export has the structure ShiViz parses.
 
-mod common;
-
 use std::collections::HashMap;
 use std::path::Path;
 
-use common::*;
+use crate::common::*;
 use mutexlab::trace::{self, Event, EventKind, Trace};
 
 /// `mutexlab COMMAND --json --keep --run-dir DIR ARGS` in a fresh directory; the

@@ -120,14 +120,23 @@ pub fn next_term(seen: u64, n: u32, leader: PeerId) -> u64 {
 /// Messages of `bully`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
-    /// To a higher id: I am holding an election; I last accepted `term`.
-    Election { term: u64 },
+    /// To a higher id: I am holding an election (the notes' ELECTION).
+    Election {
+        /// The term of the last leader the sender accepted (0 if none).
+        term: u64,
+    },
     /// To a lower id that sent ELECTION: I am alive and above you (the notes' OK).
     Answer,
-    /// From the winner to all: I lead in `term`.
-    Coordinator { term: u64 },
-    /// To a winner whose term is older than the one this node follows, `term`.
-    Stale { term: u64 },
+    /// From the winner to all: I lead (the notes' COORDINATOR).
+    Coordinator {
+        /// The winner's new term, `epoch·N + id` ([`next_term`]).
+        term: u64,
+    },
+    /// To a winner whose term is older than the one this node follows.
+    Stale {
+        /// The term this node follows, which the winner must outbid.
+        term: u64,
+    },
 }
 
 impl Message for Msg {
@@ -146,9 +155,15 @@ impl Message for Msg {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Timer {
     /// Sent ELECTION; nobody answered.
-    Answer { election: u64 },
+    Answer {
+        /// The number of the election that set it.
+        election: u64,
+    },
     /// Got an ANSWER; no COORDINATOR came.
-    Coordinator { election: u64 },
+    Coordinator {
+        /// The number of the election that set it.
+        election: u64,
+    },
 }
 
 /// Where a node is in its own election.

@@ -171,36 +171,92 @@ pub enum Status {
     Down,
     /// Following a leader, leading, or (before any election) knowing none.
     Normal,
-    /// `candidate` holds election number `election` and this node takes part.
-    Election { candidate: PeerId, election: u64 },
-    /// `coordinator` has said it leads in `term`; the new state is awaited.
-    Reorganization { coordinator: PeerId, term: u64 },
+    /// A candidate holds an election and this node takes part.
+    Election {
+        /// Who holds the election (the notes' CANDIDATE).
+        candidate: PeerId,
+        /// The number of the candidate's election.
+        election: u64,
+    },
+    /// The coordinator has said it leads; the new state is awaited.
+    Reorganization {
+        /// Who said it is the coordinator.
+        coordinator: PeerId,
+        /// The term it said it leads in.
+        term: u64,
+    },
 }
 
 /// Messages of `bully-gm`. `election` is the number of the candidate's election; replies
 /// echo it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
-    /// Phase 1, to a higher id: is anyone above me alive? `term`: the leader I follow.
-    StatusPoll { election: u64, term: u64 },
-    /// Reply to STATUS_POLL: I am alive, in this status.
-    Status { election: u64, status: Status },
-    /// Phase 2, to a lower id: an election is on; I am the candidate.
-    Election { election: u64 },
-    /// Reply to ELECTION: I take part; the newest term I have seen is `term`.
-    ElectionOk { election: u64, term: u64 },
-    /// Phase 3, to a lower id: I am your coordinator in `term`.
-    Coordinator { election: u64, term: u64 },
-    /// Reply to COORDINATOR: agreed.
-    CoordinatorOk { election: u64 },
-    /// Phase 4, to each member: the recovery information, the term and the members.
-    NewState { election: u64, term: u64, active: BTreeSet<PeerId> },
-    /// Reply to NEW_STATE: installed.
-    NewStateOk { election: u64 },
-    /// The coordinator's periodic poll, in its `term`.
-    Poll { term: u64 },
-    /// Reply to POLL `term`: my status, and the term of the leader I follow (0 if none).
-    PollStatus { term: u64, status: Status, follows: u64 },
+    /// STATUS_POLL, phase 1, to a higher id: is anyone above me alive?
+    StatusPoll {
+        /// The number of the candidate's election; a reply echoes it.
+        election: u64,
+        /// The term of the leader the sender follows (0 if none): see *Late polls*.
+        term: u64,
+    },
+    /// STATUS, the reply to STATUS_POLL: I am alive.
+    Status {
+        /// The number of the election asked about, echoed.
+        election: u64,
+        /// The replier's status.
+        status: Status,
+    },
+    /// ELECTION, phase 2, to a lower id: an election is on; I am the candidate.
+    Election {
+        /// The number of the candidate's election; a reply echoes it.
+        election: u64,
+    },
+    /// ELECTION_OK, the reply to ELECTION: I take part.
+    ElectionOk {
+        /// The number of the election asked about, echoed.
+        election: u64,
+        /// The newest term the replier has seen.
+        term: u64,
+    },
+    /// COORDINATOR, phase 3, to a lower id: I am your coordinator.
+    Coordinator {
+        /// The number of the candidate's election; a reply echoes it.
+        election: u64,
+        /// The term the candidate will lead in.
+        term: u64,
+    },
+    /// COORDINATOR_OK, the reply to COORDINATOR: agreed.
+    CoordinatorOk {
+        /// The number of the election asked about, echoed.
+        election: u64,
+    },
+    /// NEW_STATE, phase 4, to each member: the recovery information.
+    NewState {
+        /// The number of the candidate's election; a reply echoes it.
+        election: u64,
+        /// The term the coordinator leads in.
+        term: u64,
+        /// The members (the notes' ACTIVE): the nodes that answered ELECTION.
+        active: BTreeSet<PeerId>,
+    },
+    /// NEW_STATE_OK, the reply to NEW_STATE: installed.
+    NewStateOk {
+        /// The number of the election asked about, echoed.
+        election: u64,
+    },
+    /// POLL, the coordinator's periodic poll.
+    Poll {
+        /// The term the coordinator leads in.
+        term: u64,
+    },
+    /// POLL_STATUS, the reply to POLL.
+    PollStatus {
+        /// The term of the POLL answered, echoed.
+        term: u64,
+        /// The replier's status.
+        status: Status,
+        /// The term of the leader the replier follows (0 if none).
+        follows: u64,
+    },
 }
 
 impl Message for Msg {
@@ -224,15 +280,28 @@ impl Message for Msg {
 /// (a stale one) means nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Timer {
-    /// Phase `phase` (1 to 4) of this node's election `election`: replies are overdue.
-    Replies { election: u64, phase: u8 },
-    /// Phase 1 of election `election` was lost: the higher node's ELECTION is overdue.
-    Handover { election: u64 },
-    /// Taking part in someone's election in `status`: the candidate's next word is
-    /// overdue.
-    Candidate { status: Status },
-    /// The coordinator of `term` polls again.
-    Poll { term: u64 },
+    /// A phase of this node's election: replies are overdue.
+    Replies {
+        /// The number of the election.
+        election: u64,
+        /// The phase, 1 to 4.
+        phase: u8,
+    },
+    /// Phase 1 was lost: the higher node's ELECTION is overdue.
+    Handover {
+        /// The number of the election that lost it.
+        election: u64,
+    },
+    /// Taking part in someone's election: the candidate's next word is overdue.
+    Candidate {
+        /// The status the node was in when it set the timer.
+        status: Status,
+    },
+    /// The coordinator polls again.
+    Poll {
+        /// The term it leads in.
+        term: u64,
+    },
 }
 
 /// Where a node is in an election of its own.

@@ -144,39 +144,84 @@ impl fmt::Display for Term {
 /// `seq`: the newest is the last grant made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Lock {
+    /// The term of the coordinator that made the grant.
     pub term: Term,
+    /// The grant's number in its term, from 1.
     pub seq: u64,
+    /// Who the section was granted to.
     pub holder: PeerId,
+    /// The holder's incarnation the grant was for.
     pub inc: u32,
 }
 
 /// Messages of `centralized-bully`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
-    /// Node → coordinator of `term`: I want the section (`inc`: my incarnation).
-    Request { term: Term, inc: u32 },
-    /// Coordinator → node: it is yours, if you are still incarnation `inc` (a grant for
-    /// an earlier life of a node that restarted unnoticed is not the new life's).
-    Grant { term: Term, inc: u32 },
-    /// Node → coordinator: I am out.
-    Release { term: Term },
-    /// Coordinator → all: I am alive (only while someone depends on it).
-    Heartbeat { term: Term },
+    /// REQUEST, node → coordinator: I want the section.
+    Request {
+        /// The term of the coordinator asked.
+        term: Term,
+        /// The sender's incarnation.
+        inc: u32,
+    },
+    /// GRANT, coordinator → node: it is yours, if you are still the incarnation asked
+    /// for (a grant for an earlier life of a node that restarted unnoticed is not the
+    /// new life's).
+    Grant {
+        /// The coordinator's term the message belongs to.
+        term: Term,
+        /// The incarnation the section is granted to.
+        inc: u32,
+    },
+    /// RELEASE, node → coordinator: I am out.
+    Release {
+        /// The coordinator's term the message belongs to.
+        term: Term,
+    },
+    /// HEARTBEAT, coordinator → all: I am alive (only while someone depends on it).
+    Heartbeat {
+        /// The coordinator's term the message belongs to.
+        term: Term,
+    },
     /// Candidate → higher ids: I am holding an election.
     Election,
     /// Higher node → candidate: I am alive, stand down.
     Answer,
-    /// Winner → all: I coordinate `term`; tell me your state (the STATE_QUERY).
-    Coordinator { term: Term },
-    /// Node → coordinator of `term`: my state when I accepted the term, my incarnation,
-    /// and (majority rule) the newest LOCK I acknowledged.
-    State { term: Term, inside: bool, waiting: bool, inc: u32, lock: Option<Lock> },
-    /// Node → candidate: your term is older than mine, `term`.
-    Stale { term: Term },
-    /// Majority rule, coordinator → all: acknowledge this grant before I make it.
-    Lock { lock: Lock },
-    /// Majority rule, node → coordinator of `term`: I acknowledge LOCK `seq`.
-    Ack { term: Term, seq: u64 },
+    /// COORDINATOR, winner → all: I coordinate; tell me your state (the STATE_QUERY).
+    Coordinator {
+        /// The winner's new term.
+        term: Term,
+    },
+    /// STATE, node → new coordinator: my state when I accepted its term.
+    State {
+        /// The term accepted.
+        term: Term,
+        /// The sender was inside the section.
+        inside: bool,
+        /// The sender was waiting for it.
+        waiting: bool,
+        /// The sender's incarnation.
+        inc: u32,
+        /// Majority rule: the newest LOCK the sender acknowledged, if any.
+        lock: Option<Lock>,
+    },
+    /// STALE, node → candidate: your term is older than mine.
+    Stale {
+        /// The term the sender follows.
+        term: Term,
+    },
+    /// LOCK, majority rule, coordinator → all: acknowledge this grant before I make it.
+    Lock {
+        /// The grant to acknowledge.
+        lock: Lock,
+    },
+    /// ACK, majority rule, node → coordinator: I acknowledge the LOCK.
+    Ack {
+        /// The term of the LOCK acknowledged.
+        term: Term,
+        /// The LOCK's number in its term.
+        seq: u64,
+    },
 }
 
 impl Message for Msg {

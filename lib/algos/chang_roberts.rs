@@ -195,10 +195,20 @@ pub type ChangRobertsDown = ChangRobertsOn<Down>;
 /// Messages of `chang-roberts`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
-    /// The largest id on this lap so far, and the newest term the lap has seen.
-    Election { id: PeerId, term: u64 },
-    /// `id` leads in `term`; passed on unchanged round the ring.
-    Elected { id: PeerId, term: u64 },
+    /// ELECTION: the largest id seen on this lap so far.
+    Election {
+        /// That largest id.
+        id: PeerId,
+        /// The newest term any node the lap passed has seen.
+        term: u64,
+    },
+    /// ELECTED: a leader, passed on unchanged round the ring.
+    Elected {
+        /// The leader.
+        id: PeerId,
+        /// The term it leads in.
+        term: u64,
+    },
 }
 
 impl Message for Msg {

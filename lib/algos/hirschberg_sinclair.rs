@@ -210,14 +210,39 @@ impl Dir {
 /// Messages of `hirschberg-sinclair`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
-    /// Candidate `id`'s probe of `phase`, sent in its `round`, `hops` nodes out so far,
-    /// travelling `dir`, with the newest term seen on the way.
-    Probe { id: PeerId, round: u64, phase: u32, hops: u64, dir: Dir, term: u64 },
-    /// The probe of `id`'s `round` and `phase` met only smaller ids; travelling `dir`,
-    /// back to `id`.
-    Reply { id: PeerId, round: u64, phase: u32, dir: Dir },
-    /// `id` leads in `term`; passed on unchanged, up round the ring.
-    Elected { id: PeerId, term: u64 },
+    /// PROBE: a candidate's probe, to go 2^phase nodes out.
+    Probe {
+        /// The candidate.
+        id: PeerId,
+        /// The candidate's pair of probes this one belongs to.
+        round: u64,
+        /// The phase: the probe goes 2^phase nodes out.
+        phase: u32,
+        /// How many nodes from the candidate it is so far.
+        hops: u64,
+        /// The way it travels.
+        dir: Dir,
+        /// The newest term any node it passed has seen.
+        term: u64,
+    },
+    /// REPLY: the probe went its 2^phase nodes and met only smaller ids; on its way back.
+    Reply {
+        /// The candidate the reply goes back to.
+        id: PeerId,
+        /// The round of the probe answered.
+        round: u64,
+        /// The phase of the probe answered.
+        phase: u32,
+        /// The way the reply travels.
+        dir: Dir,
+    },
+    /// ELECTED: a leader, passed on unchanged, up round the ring.
+    Elected {
+        /// The leader.
+        id: PeerId,
+        /// The term it leads in.
+        term: u64,
+    },
 }
 
 impl Message for Msg {
@@ -233,12 +258,21 @@ impl Message for Msg {
 /// Timers, tagged with what they wait for, so one left over means nothing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Timer {
-    /// Sent the probes of `round`; they are not both answered.
-    Answers { round: u64 },
-    /// Beaten since `round`; no ELECTED came.
-    Beaten { round: u64 },
-    /// Sent ELECTED in `term`; it has not come home.
-    Elected { term: u64 },
+    /// Sent a pair of probes; they are not both answered.
+    Answers {
+        /// The round of the probes.
+        round: u64,
+    },
+    /// Beaten; no ELECTED came.
+    Beaten {
+        /// The node's round when it was beaten.
+        round: u64,
+    },
+    /// Sent ELECTED; it has not come home.
+    Elected {
+        /// The term announced.
+        term: u64,
+    },
 }
 
 /// What a candidate has heard of one of its two probes in the current round.

@@ -108,10 +108,22 @@ pub fn messages_per_election(live: u32) -> (u64, u64) {
 /// Messages of `ring-list`.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Msg {
-    /// The nodes this lap has passed, initiator first, and the newest term they have seen.
-    Election { ids: Vec<PeerId>, term: u64 },
-    /// `leader` leads in `term`; `members` is the live ring the lap found.
-    Coordinator { leader: PeerId, term: u64, members: Vec<PeerId> },
+    /// ELECTION: a lap collecting the live nodes.
+    Election {
+        /// The nodes this lap has passed, initiator first.
+        ids: Vec<PeerId>,
+        /// The newest term they have seen.
+        term: u64,
+    },
+    /// COORDINATOR: the leader, and the ring it leads.
+    Coordinator {
+        /// The leader.
+        leader: PeerId,
+        /// The term it leads in.
+        term: u64,
+        /// The live ring the lap found.
+        members: Vec<PeerId>,
+    },
 }
 
 impl Message for Msg {

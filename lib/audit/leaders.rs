@@ -48,10 +48,15 @@ pub const LEADERS_HEADER: &str = "# mutexlab leaders v1";
 /// elected in `term`, at monotonic time `t`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LeaderRecord {
+    /// The worker that accepted the leader.
     pub w: u32,
+    /// Its incarnation.
     pub inc: u32,
+    /// The leader it accepted.
     pub leader: u32,
+    /// The term the leader was elected in.
     pub term: u64,
+    /// When, in monotonic nanoseconds.
     pub t: u64,
 }
 
@@ -111,7 +116,9 @@ pub struct Rules {
 pub struct ElectionReport {
     /// No violations.
     pub ok: bool,
+    /// Algorithm from the header, if present.
     pub algorithm: Option<String>,
+    /// Workers: the header's count, or more if records name higher ids.
     pub workers: u32,
     /// Records read.
     pub records: usize,
@@ -122,7 +129,9 @@ pub struct ElectionReport {
     /// From the last kill or restart (else the `START` line, else the first record) to
     /// the record that completed the final agreement, in ms.
     pub time_to_agree_ms: Option<f64>,
+    /// Every violation found (the first few hundred; `violation_count` has them all).
     pub violations: Vec<Violation>,
+    /// How many violations were found, listed or not.
     pub violation_count: usize,
 }
 

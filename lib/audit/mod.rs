@@ -51,16 +51,27 @@ use crate::resource::{Fence, Record, Stage, HEADER};
 pub enum AuditError {
     /// The file could not be read.
     #[error("cannot read {path}: {err}")]
-    Unreadable { path: String, err: std::io::Error },
+    Unreadable {
+        /// The file, as named.
+        path: String,
+        /// What the OS said.
+        err: std::io::Error,
+    },
     /// The file is not a mutexlab leader file.
     #[error(
         "{path} is not a mutexlab leader file (first line must start with {:?})",
         leaders::LEADERS_HEADER
     )]
-    NotLeaders { path: String },
+    NotLeaders {
+        /// The file, as named.
+        path: String,
+    },
     /// The file is not a mutexlab resource file.
     #[error("{path} is not a mutexlab resource file (first line must start with {HEADER:?})")]
-    NotResource { path: String },
+    NotResource {
+        /// The file, as named.
+        path: String,
+    },
 }
 
 /// One thing that went wrong.
@@ -80,10 +91,15 @@ pub struct Violation {
 /// Summary statistics of one set of wait times, in milliseconds.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct WaitStats {
+    /// How many waits.
     pub count: usize,
+    /// The median.
     pub p50: f64,
+    /// The 99th percentile.
     pub p99: f64,
+    /// The longest.
     pub max: f64,
+    /// The mean.
     pub mean: f64,
 }
 
@@ -147,8 +163,9 @@ impl Waits {
 pub struct AuditReport {
     /// No violations.
     pub ok: bool,
-    /// Algorithm and worker count from the header, if present.
+    /// Algorithm from the header, if present.
     pub algorithm: Option<String>,
+    /// Workers: the header's count, or more if records name higher ids.
     pub workers: u32,
     /// Records read.
     pub records: usize,
@@ -178,6 +195,7 @@ pub struct AuditReport {
     pub span_s: f64,
     /// Every violation found (the first few hundred; `violation_count` has them all).
     pub violations: Vec<Violation>,
+    /// How many violations were found, listed or not.
     pub violation_count: usize,
     /// Not violations: sections still open and requests still unserved at the end of
     /// the file that the run's teardown cut short (kind `cut-short`; at most two per

@@ -49,15 +49,15 @@ pub enum ReportError {
     /// The run directory, or a file in it, could not be read.
     #[error("cannot read {path}: {err}")]
     Unreadable {
-        /// The path, as shown.
+        /// The directory or file, as named.
         path: String,
-        /// Why it could not be read.
+        /// What the OS said.
         err: std::io::Error,
     },
     /// The directory holds no file a run writes.
     #[error("{path} holds neither {RESOURCE_FILE} nor {LEADERS_FILE}")]
     NotRun {
-        /// The directory, as shown.
+        /// The directory, as named.
         path: String,
     },
     /// The run's file is not what its name says.
@@ -66,9 +66,9 @@ pub enum ReportError {
     /// The report could not be written.
     #[error("cannot write {path}: {err}")]
     Write {
-        /// The report's path, as shown.
+        /// The page's path.
         path: String,
-        /// Why it could not be written.
+        /// What the OS said.
         err: std::io::Error,
     },
 }

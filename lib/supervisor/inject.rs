@@ -37,8 +37,11 @@ pub struct AppliedFault {
     pub action: String,
     /// The worker acted on, if any.
     pub worker: Option<u32>,
+    /// The incarnation of that worker acted on, if any.
     pub incarnation: Option<u32>,
+    /// The process signalled, if any.
     pub pid: Option<i32>,
+    /// The signal sent (`SIGKILL`, `SIGTERM`, `SIGSTOP`, `SIGCONT`), if any.
     pub signal: Option<String>,
     /// `kill` and `term`: when the process was reaped (monotonic ns). With `t`, taken
     /// before the signal, it brackets the moment of death for the auditor.

@@ -14,17 +14,27 @@ use crate::registry::{self as algos, AlgoInfo};
 /// How to run.
 #[derive(Clone, Debug)]
 pub struct RunOpts {
+    /// The algorithm's name in the registry (`--algo`).
     pub algo: String,
+    /// Worker processes (`-n`).
     pub workers: u32,
     /// Entries per worker (ignored when `duration` is set).
     pub entries: u64,
+    /// Run for this long instead of a number of entries (`--duration`).
     pub duration: Option<Duration>,
+    /// Time inside each critical section, in ms (`--cs-ms`).
     pub cs_ms: f64,
+    /// Mean think time between sections, in ms (`--think-ms`).
     pub think_ms: f64,
+    /// The seed every random choice of the run comes from (`--seed`).
     pub seed: u64,
+    /// Replicated coordinators, for algorithms that use them (`--replicas`).
     pub replicas: Option<u32>,
+    /// The run directory, new or empty; `None`: a fresh temporary one (`--run-dir`).
     pub run_dir: Option<PathBuf>,
+    /// Keep the run directory even after a clean run (`--keep`).
     pub keep: bool,
+    /// End the run with a diagnosis after this many ms without progress (`--stall-ms`).
     pub stall_ms: u64,
     /// Show a progress bar (only drawn if stderr is a terminal).
     pub progress: bool,
@@ -32,9 +42,13 @@ pub struct RunOpts {
     pub exe: PathBuf,
     /// Process and partition faults to apply.
     pub plan: Plan,
-    /// Message faults, applied by every worker on its send path.
+    /// Message faults, applied by every worker on its send path: a delay added to every
+    /// message, in ms (`--latency`).
     pub latency_ms: f64,
+    /// Message faults: an extra delay per message, uniform up to this many ms
+    /// (`--jitter`).
     pub jitter_ms: f64,
+    /// Message faults: the probability that a message is lost (`--drop`).
     pub drop: f64,
     /// How workers learn that a peer is down or up.
     pub detector: Detector,
@@ -91,7 +105,9 @@ impl RunOpts {
 /// theirs among workers of the built-in `algo` (`--worker-cmd-for ID=CMD`).
 #[derive(Clone, Debug, Default)]
 pub struct ExternalOpts {
+    /// The program every worker runs (`--worker-cmd`), if any.
     pub command: Option<String>,
+    /// Workers that run a program of their own, by id (`--worker-cmd-for`).
     pub only: Vec<(u32, String)>,
     /// How long the program may take over one answer (`--worker-timeout-ms`).
     pub timeout: Duration,
@@ -107,6 +123,7 @@ impl ExternalOpts {
 /// What `mutexlab elect` adds to a run.
 #[derive(Clone, Debug)]
 pub struct ElectOpts {
+    /// Who calls an election when the run starts (`--initiators`).
     pub initiators: Initiators,
     /// The run is over once, after the plan's last step, every live worker has named the
     /// same live leader and no worker has accepted another for this long.
@@ -116,8 +133,11 @@ pub struct ElectOpts {
 /// Who calls an election when the run starts (`--initiators`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Initiators {
+    /// Every worker (`all`).
     All,
+    /// Worker 0 only (`lowest`).
     Lowest,
+    /// These workers (`0,3`).
     Ids(Vec<u32>),
 }
 

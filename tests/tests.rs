@@ -1,0 +1,28 @@
+//! The integration tests, as one binary (one link instead of one per file): each file
+//! here is a module, and `common` holds the helpers they share. Run one file's tests
+//! with `cargo test --test integration cli::`, one test by its name.
+//!
+//! The tests share one process and run on parallel threads, so none may change what is
+//! the process's own: its current directory, its environment, its signal handlers or
+//! its process group. Each finds what it started by a directory of its own.
+
+mod common;
+
+mod audit;
+mod browser;
+mod cli;
+mod compare;
+mod elect;
+mod election;
+mod external;
+mod failures;
+mod faults;
+mod impostors;
+mod permission;
+mod readers;
+mod registry;
+mod rundir;
+mod runtime;
+mod token;
+mod token_ring_ft;
+mod trace;
