@@ -10,6 +10,9 @@
 //! waited. The same nodes run in the seeded simulator ([`sim`]), and the command line
 //! ([`cli`]) runs any registry of them, the built-in one or a crate's own.
 
+// Every public item says what it is: students and outside crates read the API docs.
+#![warn(missing_docs)]
+
 pub mod algorithm;
 pub mod algos;
 pub mod audit;
