@@ -419,7 +419,8 @@ mod tests {
         };
         let gone = || {
             let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).unwrap_or_default();
-            stat.rsplit_once(") ").is_none_or(|(_, r)| r.starts_with('Z'))
+            // A zombie, or dead and being reaped by its parent (`X`, a brief window).
+            stat.rsplit_once(") ").is_none_or(|(_, r)| r.starts_with('Z') || r.starts_with('X'))
         };
         let mut strays = Strays::default();
         strays.take_children_of(&[pid]);
