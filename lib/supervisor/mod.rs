@@ -51,7 +51,6 @@ use crate::audit;
 use crate::auth::Secret;
 pub use crate::control::MAX_WORKERS;
 use crate::control::{self, ToSupervisor, ToWorker};
-use crate::faults::{Action, Step, When};
 use crate::registry::AlgoInfo;
 use crate::resource;
 use crate::tail::Tail;
@@ -67,7 +66,7 @@ mod progress;
 mod report;
 mod rundir;
 pub use inject::AppliedFault;
-use inject::Undo;
+use inject::Faults;
 use options::settings;
 pub use options::{validate, ElectOpts, ExternalOpts, Initiators, RunOpts, MIN_STALL_MS};
 use processes::{describe, Life, Outgoing, Slot};
@@ -252,11 +251,10 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
 ///   to `handle` and each frame to `on_frame`; sending on the control links, `send`,
 ///   `send_all` and `flush` (by `flush_request`);
 /// - `processes.rs`: `launch` (by `spawn`), `reap`, `freeze_all`, `stop_all`, `sockets`;
-/// - `inject.rs`: `apply_faults` (by `apply_step`, `resolve`, `not_running` and
-///   `forget_dead`),
-///   `cont`, `heal`, the partition's
-///   `partition_update` and `sync_partition`, the fault log (`fault`, `record`,
-///   `log_fault`) and `teardown`;
+/// - `inject.rs`: the [`Faults`] component (the plan's steps and undos, the faults
+///   applied and their log, the partition in force), and `apply_faults` (by
+///   `apply_step`), `cont`, `heal` and `sync_partition`, which carry its steps out on
+///   the workers;
 /// - `progress.rs`: `poll_tail` and `progressed`, `tick`, `fell_behind` (the loop's own
 ///   lag), `check_progress` (with `stall_window`, `diagnose` and `unresponsive`),
 ///   `collect_stats`;
@@ -296,15 +294,8 @@ struct Supervisor<'a> {
     tail: Tail,
     last_progress: Instant,
     bar: indicatif::ProgressBar,
-    /// Plan steps not yet applied.
-    steps: Vec<Step>,
-    undo: Vec<(Instant, Undo)>,
-    applied: Vec<AppliedFault>,
-    fault_log: Option<std::fs::File>,
-    /// The partition in force (its generation and groups), if any.
-    partition: Option<(u64, Vec<Vec<u32>>)>,
-    /// Partitions applied so far: each gets the next generation.
-    partitions: u64,
+    /// Fault execution: the plan, the faults applied and the partition in force.
+    faults: Faults,
     /// Under an election: since when no worker has accepted a new leader and no fault
     /// has been applied.
     quiet_since: Instant,
@@ -314,8 +305,6 @@ struct Supervisor<'a> {
     /// What the workers killed at the end had started (a program's keeper), dying of
     /// their death a moment after them: the run is not over until they are gone.
     strays: processes::Strays,
-    /// When the fault being applied was due, if it had a time (see `inject::LATE`).
-    due: Option<Instant>,
     /// How far the main loop itself has fallen behind since the last progress: the sum
     /// of its rounds' overruns (see `progress::LAG_NOISE`). The stall clock discounts it.
     lag: Duration,
@@ -372,16 +361,10 @@ impl<'a> Supervisor<'a> {
             tail: Tail::new(&dir.join(control::RESOURCE_FILE), opts.workers),
             last_progress: Instant::now(),
             bar,
-            steps: opts.plan.steps.clone(),
-            undo: Vec::new(),
-            applied: Vec::new(),
-            fault_log: None,
-            partition: None,
-            partitions: 0,
+            faults: Faults::new(opts.plan.steps.clone()),
             quiet_since: Instant::now(),
             breach: None,
             strays: processes::Strays::default(),
-            due: None,
             lag: Duration::ZERO,
         })
     }
@@ -391,11 +374,11 @@ impl<'a> Supervisor<'a> {
             self.launch(id, 0, 0)?;
         }
         self.wait_until(|s| s.slots.iter().all(|w| w.ready), "starting")?;
-        if !self.steps.is_empty() {
+        if self.faults.planned() {
             let path = self.dir.join(control::FAULT_LOG);
             let f = std::fs::File::create(&path)
                 .map_err(|e| RunError::Failed(format!("cannot create {}: {e}", path.display())))?;
-            self.fault_log = Some(f);
+            self.faults.log_to(f);
             let _ = std::fs::write(self.dir.join(control::PLAN_FILE), self.opts.plan.to_string());
         }
         self.started = Some(Instant::now());
@@ -478,27 +461,18 @@ impl<'a> Supervisor<'a> {
         self.slots.iter().all(|s| s.done || s.life == Life::Exited)
     }
 
-    /// A time-based restart is still to come (the only step that can bring a quiescent
-    /// run back to life).
-    fn timed_restart_pending(&self) -> bool {
-        self.steps.iter().any(|st| matches!((&st.action, st.when), (Action::Restart(_), When::At(_))))
-    }
-
     /// Every worker finished its entries, or is dead with no restart to come. A restart at
     /// `entry K` can no longer come once every live worker is done and no timed restart is
     /// left: nobody will enter again. An election run is done when it has settled.
     fn all_done(&self) -> bool {
         if let Some(e) = &self.opts.elect {
-            return self.steps.is_empty()
-                && self.undo.is_empty()
+            return self.faults.settled()
                 && self.agreed().is_some()
                 && self.quiet_since.elapsed() >= e.settle;
         }
-        let nothing_more = self.quiescent() && !self.timed_restart_pending();
+        let nothing_more = self.quiescent() && !self.faults.timed_restart_pending();
         self.slots.iter().enumerate().all(|(id, s)| {
-            s.done
-                || (s.life == Life::Exited
-                    && (nothing_more || !self.steps.iter().any(|st| st.action == Action::Restart(id as u32))))
+            s.done || (s.life == Life::Exited && (nothing_more || !self.faults.restart_planned(id)))
         })
     }
 

@@ -16,7 +16,6 @@ use nix::sys::signal::{kill, Signal};
 
 use super::{proc, Event, Life, RunError, Supervisor};
 use crate::control::{PendingState, ToSupervisor, ToWorker};
-use crate::faults::When;
 use crate::resource;
 
 /// A round that overruns its tick by less than this is the scheduler's noise, not lag.
@@ -97,7 +96,7 @@ impl Supervisor<'_> {
     /// for what while `running`, else with the workers that hold up `phase`.
     pub(super) fn check_progress(&mut self, phase: &str) -> Result<(), RunError> {
         self.poll_tail();
-        if phase == "running" && self.quiescent() && self.timed_restart_pending() {
+        if phase == "running" && self.quiescent() && self.faults.timed_restart_pending() {
             // Nobody is stuck: every live worker is done and the supervisor itself waits
             // for a restart in its plan. The stall clock starts when that worker runs.
             self.progressed();
@@ -138,21 +137,10 @@ impl Supervisor<'_> {
         Duration::from_millis(o.stall_ms.max(floor.ceil() as u64)).max(program)
     }
 
-    /// How long the main loop may sleep: briefly while a step waits for an entry count
-    /// (the holder is only inside for `--cs-ms`), else until the next timed event.
+    /// How long the main loop may sleep: until the plan's next event (see
+    /// [`super::inject::Faults::tick`]).
     pub(super) fn tick(&self) -> Duration {
-        let mut tick = Duration::from_millis(100);
-        let Some(start) = self.started else { return tick };
-        for st in &self.steps {
-            match st.when {
-                When::Entry(_) => tick = tick.min(Duration::from_millis(1)),
-                When::At(at) => tick = tick.min(at.saturating_sub(start.elapsed())),
-            }
-        }
-        for (at, _) in &self.undo {
-            tick = tick.min(at.saturating_duration_since(Instant::now()));
-        }
-        tick.max(Duration::from_micros(200))
+        self.faults.tick(self.started)
     }
 
     /// The workers holding up `phase` (`starting`: not Ready; `finishing`: not exited),
@@ -257,11 +245,7 @@ impl Supervisor<'_> {
             })
             .collect();
         // Which side of the partition in force each worker is on, if one is.
-        let side = |w: usize| {
-            self.partition
-                .as_ref()
-                .and_then(|(_, groups)| groups.iter().position(|g| g.contains(&(w as u32))))
-        };
+        let side = |w: usize| self.faults.side(w);
         let mut head = format!("no progress for {:.1}s", window.as_secs_f64());
         if self.lag >= LAG_NOISE {
             head += &format!(
@@ -317,10 +301,9 @@ impl Supervisor<'_> {
             };
             lines.push(line);
         }
-        if let Some((_, groups)) = &self.partition {
+        if let Some((groups, since)) = self.faults.partition_in_force() {
             let groups: Vec<String> =
                 groups.iter().map(|g| g.iter().map(u32::to_string).collect::<Vec<_>>().join(",")).collect();
-            let since = self.applied.iter().rev().find(|f| f.action == "partition").map(|f| f.at_ms);
             let since = since.map(|ms| format!(" since {ms:.1} ms")).unwrap_or_default();
             lines.push(format!(
                 "partition {} in force{since}: messages between its sides are held until it heals",
@@ -378,7 +361,6 @@ mod tests {
     }
 
     use super::*;
-    use crate::faults::{Action, Step};
     use crate::supervisor::options::tests::sample;
     use crate::supervisor::tests::idle;
     use crate::supervisor::{RunOpts, MIN_STALL_MS};
@@ -401,27 +383,6 @@ mod tests {
         };
         let program = RunOpts { stall_ms: 5_000, external: Some(external), ..sample() };
         assert_eq!(window(program), Duration::from_secs(6));
-    }
-
-    #[test]
-    fn the_tick_waits_for_the_next_step_within_bounds() {
-        let tmp = tempfile::tempdir().unwrap();
-        let opts = sample();
-        let mut sup = idle(&opts, tmp.path());
-        // Before the run starts, and with nothing planned once it has.
-        assert_eq!(sup.tick(), Duration::from_millis(100));
-        sup.started = Some(Instant::now());
-        assert_eq!(sup.tick(), Duration::from_millis(100));
-        let step = |when| Step { action: Action::Heal, when, duration: None };
-        // Steps at later times: not beyond the earliest.
-        sup.steps = vec![step(When::At(Duration::from_secs(60))), step(When::At(Duration::from_millis(40)))];
-        let t = sup.tick();
-        assert!(t <= Duration::from_millis(40), "{t:?}");
-        // One waiting for an entry count: a millisecond; one overdue: the floor.
-        sup.steps.push(step(When::Entry(3)));
-        assert_eq!(sup.tick(), Duration::from_millis(1));
-        sup.steps.push(step(When::At(Duration::ZERO)));
-        assert_eq!(sup.tick(), Duration::from_micros(200));
     }
 
     #[test]
