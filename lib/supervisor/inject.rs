@@ -402,11 +402,9 @@ impl Supervisor<'_> {
     /// Write a fault to `faults.log` and the report.
     fn log_fault(&mut self, f: AppliedFault) {
         // An election run settles only once quiet after its last fault.
-        self.quiet_since = Instant::now();
+        self.progress.news();
         // Above the progress line, as it fires (nothing when stderr is no terminal).
-        if !self.bar.is_hidden() {
-            self.bar.println(format!("{:>9.1} ms  fault: {}", f.at_ms, f.note));
-        }
+        self.progress.fault_fired(&f);
         self.faults.log(f);
     }
 
@@ -448,7 +446,7 @@ impl Supervisor<'_> {
         // The entry count as of now, not as of the last look.
         self.poll_tail();
         let elapsed = start.elapsed();
-        for (st, due) in self.faults.take_due_steps(start, elapsed, self.tail.enters) {
+        for (st, due) in self.faults.take_due_steps(start, elapsed, self.progress.tail().enters) {
             self.faults.applying(due);
             let applied = self.apply_step(&st);
             self.faults.applying(None);
@@ -470,7 +468,8 @@ impl Supervisor<'_> {
         match t {
             Target::Worker(w) => Some(w as usize),
             Target::Holder => {
-                self.tail.holder(|w| self.slots.get(w as usize).is_some_and(Slot::alive)).map(|w| w as usize)
+                let alive = |w: u32| self.slots.get(w as usize).is_some_and(Slot::alive);
+                self.progress.tail().holder(alive).map(|w| w as usize)
             }
             Target::Coordinator => Some(self.slots.len() - 1),
             Target::Leader => self.leader(),
@@ -480,8 +479,7 @@ impl Supervisor<'_> {
     /// Worker `w` is dead and reaped, so everything it wrote is in the file: read it all,
     /// then forget it was inside.
     fn forget_dead(&mut self, w: usize) {
-        self.poll_tail();
-        self.tail.crashed(w as u32);
+        self.progress.forget(w, self.started);
     }
 
     fn apply_step(&mut self, st: &Step) -> Result<(), RunError> {
@@ -505,7 +503,9 @@ impl Supervisor<'_> {
         };
         // Where the worker stands when the fault hits it, for the fault log's note.
         let inside = |s: &Self, w: usize| match (&s.opts.elect, s.slots[w].leader) {
-            (None, _) if s.tail.inside.contains(&(w as u32)) => "inside the critical section".to_string(),
+            (None, _) if s.progress.tail().inside.contains(&(w as u32)) => {
+                "inside the critical section".to_string()
+            }
             (None, _) => "outside the critical section".to_string(),
             (Some(_), Some((l, term))) if l.index() == w => format!("leading (term {term})"),
             (Some(_), Some((l, term))) => format!("following {l} (term {term})"),
@@ -598,7 +598,7 @@ impl Supervisor<'_> {
                 }
                 let inc = self.slots[w].incarnation + 1;
                 // Every EXIT it wrote, in all its lives (the file was read just above).
-                let before = self.tail.exits_by_worker[w];
+                let before = self.progress.tail().exits_by_worker[w];
                 self.launch(w, inc, before)?;
                 self.record("restart", Some(w), None, format!("{text}; resumes after entry {before}"));
                 // Tell everyone already running which life of w to believe from now on;
@@ -787,7 +787,7 @@ mod tests {
         // A step on time, or one with no time (an entry count), is not late.
         sup.started = Some(Instant::now());
         sup.faults.steps = crate::faults::Plan::parse("heal at 10s\nheal at entry 1", 3).unwrap().steps;
-        sup.tail.enters = 1;
+        sup.progress.tail_mut().enters = 1;
         sup.apply_faults().unwrap();
         assert_eq!(sup.faults.steps.len(), 1, "heal at 10s is still to come");
         assert_eq!(

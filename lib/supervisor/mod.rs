@@ -53,7 +53,6 @@ pub use crate::control::MAX_WORKERS;
 use crate::control::{self, ToSupervisor, ToWorker};
 use crate::registry::AlgoInfo;
 use crate::resource;
-use crate::tail::Tail;
 use crate::wire;
 
 mod inject;
@@ -70,6 +69,7 @@ use inject::Faults;
 use options::settings;
 pub use options::{validate, ElectOpts, ExternalOpts, Initiators, RunOpts, MIN_STALL_MS};
 use processes::{describe, Life, Outgoing, Slot};
+use progress::Progress;
 #[cfg(test)]
 pub(crate) use report::samples;
 pub use report::{
@@ -208,7 +208,7 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     // When the run ended: the failure was detected (before any diagnosis), or now.
     let ended =
         resource::monotonic_ns().saturating_sub(sup.finished.map_or(0, |f| f.elapsed().as_nanos() as u64));
-    sup.bar.finish_and_clear();
+    sup.progress.finish();
     // Freeze everyone before anyone leaves (see the module documentation).
     let frozen = sup.freeze_all();
     if matches!(result, Err(RunError::Failed(_))) {
@@ -255,9 +255,9 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
 ///   applied and their log, the partition in force), and `apply_faults` (by
 ///   `apply_step`), `cont`, `heal` and `sync_partition`, which carry its steps out on
 ///   the workers;
-/// - `progress.rs`: `poll_tail` and `progressed`, `tick`, `fell_behind` (the loop's own
-///   lag), `check_progress` (with `stall_window`, `diagnose` and `unresponsive`),
-///   `collect_stats`;
+/// - `progress.rs`: the [`Progress`] component (the resource file's tail, the stall
+///   clock less the loop's own lag, an election's quiet, the bar), and `check_progress`
+///   (with `diagnose` and `unresponsive`) and `collect_stats`;
 /// - `report.rs`: `audit` and `report` (by `mutex_part` and `election_part`).
 ///
 /// [`run`] uses them in this order: `new`, then `drive`, which `launch`es every worker,
@@ -291,23 +291,16 @@ struct Supervisor<'a> {
     /// When the run ended: every worker done, or the moment a failure was detected (before
     /// any diagnosis or collection of statistics).
     finished: Option<Instant>,
-    tail: Tail,
-    last_progress: Instant,
-    bar: indicatif::ProgressBar,
+    /// Progress: the resource file's tail, the stall clock and the progress bar.
+    progress: Progress,
     /// Fault execution: the plan, the faults applied and the partition in force.
     faults: Faults,
-    /// Under an election: since when no worker has accepted a new leader and no fault
-    /// has been applied.
-    quiet_since: Instant,
     /// A worker's runtime could not keep the algorithm's model (`ToSupervisor::Breach`):
     /// its line. The run failed there, and its audit is no verdict on the algorithm.
     breach: Option<String>,
     /// What the workers killed at the end had started (a program's keeper), dying of
     /// their death a moment after them: the run is not over until they are gone.
     strays: processes::Strays,
-    /// How far the main loop itself has fallen behind since the last progress: the sum
-    /// of its rounds' overruns (see `progress::LAG_NOISE`). The stall clock discounts it.
-    lag: Duration,
 }
 
 impl<'a> Supervisor<'a> {
@@ -328,23 +321,6 @@ impl<'a> Supervisor<'a> {
         }
         let secret =
             Secret::generate().map_err(|e| RunError::Failed(format!("cannot draw the run's secret: {e}")))?;
-        let total = if opts.duration.is_some() { 0 } else { opts.entries * u64::from(opts.workers) };
-        // On stderr, drawn only when it is a terminal: entries out of the total, or the
-        // time out of `--duration`; the message carries the count, rate and stall clock.
-        let length = opts.duration.map_or(total, |d| d.as_millis() as u64);
-        let bar = if opts.progress && length > 0 {
-            let bar = indicatif::ProgressBar::with_draw_target(
-                Some(length),
-                indicatif::ProgressDrawTarget::stderr(),
-            );
-            let style = indicatif::ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {msg}")
-                .map(|s| s.progress_chars("=> "))
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
-            bar.set_style(style);
-            bar
-        } else {
-            indicatif::ProgressBar::hidden()
-        };
         Ok(Supervisor {
             opts,
             info,
@@ -358,14 +334,10 @@ impl<'a> Supervisor<'a> {
             secret,
             started: None,
             finished: None,
-            tail: Tail::new(&dir.join(control::RESOURCE_FILE), opts.workers),
-            last_progress: Instant::now(),
-            bar,
+            progress: Progress::new(opts, &dir.join(control::RESOURCE_FILE)),
             faults: Faults::new(opts.plan.steps.clone()),
-            quiet_since: Instant::now(),
             breach: None,
             strays: processes::Strays::default(),
-            lag: Duration::ZERO,
         })
     }
 
@@ -382,7 +354,7 @@ impl<'a> Supervisor<'a> {
             let _ = std::fs::write(self.dir.join(control::PLAN_FILE), self.opts.plan.to_string());
         }
         self.started = Some(Instant::now());
-        self.progressed();
+        self.progress.progressed();
         if self.opts.elect.is_some() {
             // The auditor times the first election from here.
             let path = self.dir.join(control::LEADERS_FILE);
@@ -399,7 +371,7 @@ impl<'a> Supervisor<'a> {
         }
         self.wait_until(Self::all_done, "running")?;
         self.finished = Some(Instant::now());
-        self.bar.finish_and_clear();
+        self.progress.finish();
         // Every worker finds Finish waiting before any channel closes by another's exit:
         // all are frozen while it is written, then continued together. Otherwise a close
         // would look like a crash to a worker still running, and start an election or a
@@ -468,7 +440,7 @@ impl<'a> Supervisor<'a> {
         if let Some(e) = &self.opts.elect {
             return self.faults.settled()
                 && self.agreed().is_some()
-                && self.quiet_since.elapsed() >= e.settle;
+                && self.progress.quiet_for(Instant::now()) >= e.settle;
         }
         let nothing_more = self.quiescent() && !self.faults.timed_restart_pending();
         self.slots.iter().enumerate().all(|(id, s)| {
@@ -582,7 +554,7 @@ impl<'a> Supervisor<'a> {
             if phase == "running" {
                 self.apply_faults()?;
             }
-            self.fell_behind(round.elapsed().saturating_sub(tick));
+            self.progress.fell_behind(round.elapsed().saturating_sub(tick));
         }
         Ok(())
     }
@@ -664,8 +636,8 @@ impl<'a> Supervisor<'a> {
             }
             ToSupervisor::Leader { leader, term } => {
                 self.slots[id].leader = Some((leader, term));
-                self.quiet_since = Instant::now();
-                self.progressed();
+                self.progress.news();
+                self.progress.progressed();
             }
             ToSupervisor::Stats(s) => self.slots[id].stats = Some(s),
             // Stop now, before any worker acts on what the runtime could not carry.

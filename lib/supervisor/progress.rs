@@ -14,9 +14,12 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{kill, Signal};
 
-use super::{proc, Event, Life, RunError, Supervisor};
+use std::path::Path;
+
+use super::{proc, AppliedFault, Event, Life, RunError, RunOpts, Supervisor};
 use crate::control::{PendingState, ToSupervisor, ToWorker};
 use crate::resource;
+use crate::tail::Tail;
 
 /// A round that overruns its tick by less than this is the scheduler's noise, not lag.
 pub(super) const LAG_NOISE: Duration = Duration::from_millis(1);
@@ -47,20 +50,128 @@ fn names(text: &str, j: usize) -> bool {
     text.match_indices(&w).any(|(at, _)| !text[at + w.len()..].starts_with(|c: char| c.is_ascii_digit()))
 }
 
-impl Supervisor<'_> {
-    /// Read what the file gained since the last look; an ENTER or an EXIT is progress (a
-    /// WANT is only a wish: a restarted worker asking is no sign that anyone gets in).
-    pub(super) fn poll_tail(&mut self) {
-        if self.tail.poll() {
+/// The stall window for a run with `o`: at least `--stall-ms`, long enough for a few
+/// slow sections, and a second longer than a worker program's deadline for an answer,
+/// so that a silent program fails as itself (its worker's Fatal), not as the run's stall.
+pub(super) fn stall_window(o: &RunOpts) -> Duration {
+    let floor = 3.0 * (o.cs_ms + 2.0 * o.think_ms + o.latency_ms + o.jitter_ms);
+    let program = o.external.as_ref().map_or(Duration::ZERO, |e| e.timeout + Duration::from_secs(1));
+    Duration::from_millis(o.stall_ms.max(floor.ceil() as u64)).max(program)
+}
+
+/// Progress's own state: the resource file's tail (the run's heartbeat), when it last
+/// moved, the loop's lag since, when an election last had news, and the progress bar.
+/// It answers with values (whether the run moved, whether it stalled at a given time);
+/// the supervisor's loop decides what to do about them.
+pub(super) struct Progress {
+    /// What the resource file says so far.
+    tail: Tail,
+    /// When anything last moved (an ENTER or EXIT, a leader accepted, the run's start).
+    last_progress: Instant,
+    /// How far the main loop itself has fallen behind since the last progress: the sum
+    /// of its rounds' overruns (see [`LAG_NOISE`]). The stall clock discounts it.
+    lag: Duration,
+    /// Under an election: since when no worker has accepted a new leader and no fault
+    /// has been applied.
+    quiet_since: Instant,
+    /// The run's stall window (see [`stall_window`]).
+    window: Duration,
+    /// `--duration`, if the run is timed: the bar then shows time, not entries.
+    duration: Option<Duration>,
+    /// On stderr, drawn only when it is a terminal.
+    bar: indicatif::ProgressBar,
+}
+
+impl Progress {
+    /// Progress of a run with `opts` whose resource file is `resource`, nothing read yet.
+    pub(super) fn new(opts: &RunOpts, resource: &Path) -> Progress {
+        let total = if opts.duration.is_some() { 0 } else { opts.entries * u64::from(opts.workers) };
+        // On stderr, drawn only when it is a terminal: entries out of the total, or the
+        // time out of `--duration`; the message carries the count, rate and stall clock.
+        let length = opts.duration.map_or(total, |d| d.as_millis() as u64);
+        let bar = if opts.progress && length > 0 {
+            let bar = indicatif::ProgressBar::with_draw_target(
+                Some(length),
+                indicatif::ProgressDrawTarget::stderr(),
+            );
+            let style = indicatif::ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {msg}")
+                .map(|s| s.progress_chars("=> "))
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+            bar.set_style(style);
+            bar
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
+        Progress {
+            tail: Tail::new(resource, opts.workers),
+            last_progress: Instant::now(),
+            lag: Duration::ZERO,
+            quiet_since: Instant::now(),
+            window: stall_window(opts),
+            duration: opts.duration,
+            bar,
+        }
+    }
+
+    /// What the resource file says so far.
+    pub(super) fn tail(&self) -> &Tail {
+        &self.tail
+    }
+
+    /// The tail, to set what a test needs.
+    #[cfg(test)]
+    pub(super) fn tail_mut(&mut self) -> &mut Tail {
+        &mut self.tail
+    }
+
+    /// The run's stall window.
+    pub(super) fn window(&self) -> Duration {
+        self.window
+    }
+
+    /// How far the main loop has fallen behind since the last progress.
+    pub(super) fn lag(&self) -> Duration {
+        self.lag
+    }
+
+    /// Read what the file gained since the last look, in a run that began at `started`;
+    /// an ENTER or an EXIT is progress (a WANT is only a wish: a restarted worker asking
+    /// is no sign that anyone gets in). Returns whether it moved.
+    pub(super) fn poll(&mut self, started: Option<Instant>) -> bool {
+        let moved = self.tail.poll();
+        if moved {
             self.progressed();
         }
-        self.show_progress();
+        self.show(started);
+        moved
+    }
+
+    /// Worker `w` is dead and reaped, so everything it wrote is in the file: read it
+    /// all, then forget it was inside.
+    pub(super) fn forget(&mut self, w: usize, started: Option<Instant>) {
+        self.poll(started);
+        self.tail.crashed(w as u32);
     }
 
     /// Something moved: the stall clock, and the lag it discounts, start again.
     pub(super) fn progressed(&mut self) {
         self.last_progress = Instant::now();
         self.lag = Duration::ZERO;
+    }
+
+    /// Whether anything moved after `t`.
+    pub(super) fn moved_since(&self, t: Instant) -> bool {
+        self.last_progress > t
+    }
+
+    /// An election had news (a leader accepted, a fault applied): its quiet starts again.
+    pub(super) fn news(&mut self) {
+        self.quiet_since = Instant::now();
+    }
+
+    /// How long the election has been quiet at `now`.
+    pub(super) fn quiet_for(&self, now: Instant) -> Duration {
+        now.saturating_duration_since(self.quiet_since)
     }
 
     /// A round of the main loop overran its tick by `overrun`.
@@ -70,26 +181,51 @@ impl Supervisor<'_> {
         }
     }
 
+    /// Whether at `now` the run has gone the stall window and `grace` more without
+    /// progress, once the loop's own lag is discounted.
+    pub(super) fn stalled_at(&self, now: Instant, grace: Duration) -> bool {
+        stalled(now.saturating_duration_since(self.last_progress), self.lag, self.window + grace)
+    }
+
+    /// Show a fault above the progress line, as it fires.
+    pub(super) fn fault_fired(&self, f: &AppliedFault) {
+        if !self.bar.is_hidden() {
+            self.bar.println(format!("{:>9.1} ms  fault: {}", f.at_ms, f.note));
+        }
+    }
+
+    /// Take the progress line away: the run is over.
+    pub(super) fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+
     /// The progress line: entries and their rate, and once nothing has moved for a
     /// second, how long until the stall diagnosis. (Hidden unless stderr is a terminal.)
-    fn show_progress(&self) {
+    fn show(&self, started: Option<Instant>) {
         if self.bar.is_hidden() {
             return;
         }
-        let elapsed = self.started.map_or(Duration::ZERO, |s| s.elapsed());
-        match self.opts.duration {
+        let elapsed = started.map_or(Duration::ZERO, |s| s.elapsed());
+        match self.duration {
             Some(d) => self.bar.set_position(elapsed.min(d).as_millis() as u64),
             None => self.bar.set_position(self.tail.exits),
         }
         let rate = self.tail.exits as f64 / elapsed.as_secs_f64().max(1e-3);
         let idle = self.last_progress.elapsed();
         let stall = if idle >= Duration::from_secs(1) {
-            let left = self.stall_window().saturating_sub(idle);
+            let left = self.window.saturating_sub(idle);
             format!("; nothing for {:.1} s, diagnosis in {:.1} s", idle.as_secs_f64(), left.as_secs_f64())
         } else {
             String::new()
         };
         self.bar.set_message(format!("{} entries, {rate:.0}/s{stall}", self.tail.exits));
+    }
+}
+
+impl Supervisor<'_> {
+    /// Read what the file gained since the last look (see [`Progress::poll`]).
+    pub(super) fn poll_tail(&mut self) {
+        self.progress.poll(self.started);
     }
 
     /// End the run if the file has not grown for too long: with a diagnosis of who waits
@@ -99,9 +235,9 @@ impl Supervisor<'_> {
         if phase == "running" && self.quiescent() && self.faults.timed_restart_pending() {
             // Nobody is stuck: every live worker is done and the supervisor itself waits
             // for a restart in its plan. The stall clock starts when that worker runs.
-            self.progressed();
+            self.progress.progressed();
         }
-        if self.tail.gone && self.opts.elect.is_none() {
+        if self.progress.tail().gone && self.opts.elect.is_none() {
             // Nobody is stuck: the evidence is gone, so there is nothing to wait for.
             self.finished.get_or_insert_with(Instant::now);
             return Err(RunError::Failed(format!(
@@ -109,8 +245,8 @@ impl Supervisor<'_> {
                 self.dir.join(crate::control::RESOURCE_FILE).display()
             )));
         }
-        let idle = self.last_progress.elapsed();
-        if phase == "running" && stalled(idle, self.lag, self.stall_window()) {
+        let now = Instant::now();
+        if phase == "running" && self.progress.stalled_at(now, Duration::ZERO) {
             let detected = Instant::now();
             // A worker that fails while the others are asked (a program past its
             // deadline, say), or a file that moves again, outranks the stall.
@@ -118,7 +254,7 @@ impl Supervisor<'_> {
             self.finished.get_or_insert(detected);
             return Err(RunError::Failed(diagnosis));
         }
-        if phase != "running" && stalled(idle, self.lag, self.stall_window() + Duration::from_secs(10)) {
+        if phase != "running" && self.progress.stalled_at(now, Duration::from_secs(10)) {
             return Err(RunError::Failed(format!(
                 "workers did not respond while {phase}: {}",
                 self.unresponsive(phase)
@@ -127,14 +263,9 @@ impl Supervisor<'_> {
         Ok(())
     }
 
-    /// The stall window: at least `--stall-ms`, long enough for a few slow sections, and
-    /// a second longer than a worker program's deadline for an answer, so that a silent
-    /// program fails as itself (its worker's Fatal), not as the run's stall.
+    /// The run's stall window (see [`stall_window`]).
     pub(super) fn stall_window(&self) -> Duration {
-        let o = self.opts;
-        let floor = 3.0 * (o.cs_ms + 2.0 * o.think_ms + o.latency_ms + o.jitter_ms);
-        let program = o.external.as_ref().map_or(Duration::ZERO, |e| e.timeout + Duration::from_secs(1));
-        Duration::from_millis(o.stall_ms.max(floor.ceil() as u64)).max(program)
+        self.progress.window()
     }
 
     /// How long the main loop may sleep: until the plan's next event (see
@@ -217,7 +348,7 @@ impl Supervisor<'_> {
             }
         }
         self.poll_tail();
-        if self.last_progress > asked_at {
+        if self.progress.moved_since(asked_at) {
             return Ok(None);
         }
         let now = resource::monotonic_ns();
@@ -247,10 +378,11 @@ impl Supervisor<'_> {
         // Which side of the partition in force each worker is on, if one is.
         let side = |w: usize| self.faults.side(w);
         let mut head = format!("no progress for {:.1}s", window.as_secs_f64());
-        if self.lag >= LAG_NOISE {
+        let lag = self.progress.lag();
+        if lag >= LAG_NOISE {
             head += &format!(
                 " (and {:.0} ms more while the supervisor itself was behind)",
-                self.lag.as_secs_f64() * 1e3
+                lag.as_secs_f64() * 1e3
             );
         }
         let mut lines = vec![head];
@@ -295,7 +427,7 @@ impl Supervisor<'_> {
                     Life::Stopped => format!("w{id}: {} (SIGSTOP)", status[id].clone().unwrap_or_default()),
                     Life::Running => match kernel[id].as_ref().and_then(proc::ProcState::unexpected) {
                         Some(k) => format!("w{id}: {k}"),
-                        None => format!("w{id}: {}", silent(self.lag)),
+                        None => format!("w{id}: {}", silent(lag)),
                     },
                 },
             };
@@ -410,20 +542,54 @@ mod tests {
         let mut sup = idle(&opts, tmp.path());
         sup.started = Some(Instant::now());
         let window = sup.stall_window();
-        sup.last_progress = Instant::now() - window - Duration::from_secs(1);
+        sup.progress.last_progress = Instant::now() - window - Duration::from_secs(1);
         // Rounds that overran their tick: noise below LAG_NOISE, then 2 s in all.
-        sup.fell_behind(LAG_NOISE / 2);
-        assert_eq!(sup.lag, Duration::ZERO);
-        sup.fell_behind(Duration::from_millis(1_500));
-        sup.fell_behind(Duration::from_millis(500));
+        sup.progress.fell_behind(LAG_NOISE / 2);
+        assert_eq!(sup.progress.lag, Duration::ZERO);
+        sup.progress.fell_behind(Duration::from_millis(1_500));
+        sup.progress.fell_behind(Duration::from_millis(500));
         assert!(sup.check_progress("running").is_ok(), "1 s over, 2 s of it the supervisor's");
-        sup.lag = Duration::from_millis(100);
+        sup.progress.lag = Duration::from_millis(100);
         let diagnosis = sup.check_progress("running").unwrap_err().to_string();
         assert!(
             diagnosis.contains(" (and 100 ms more while the supervisor itself was behind)"),
             "{diagnosis}"
         );
-        sup.progressed();
-        assert_eq!(sup.lag, Duration::ZERO);
+        sup.progress.progressed();
+        assert_eq!(sup.progress.lag, Duration::ZERO);
+    }
+
+    /// The stall decision given times: no process, no waiting.
+    #[test]
+    fn a_stall_is_decided_by_the_time_given_less_the_lag_and_progress_restarts_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(crate::control::RESOURCE_FILE);
+        resource::create(&path, "lamport", 3, false).unwrap();
+        let opts = RunOpts { stall_ms: 5_000, ..sample() };
+        let mut p = Progress::new(&opts, &path);
+        assert_eq!(p.window(), Duration::from_secs(5));
+        p.progressed();
+        let t0 = p.last_progress;
+        let at = |ms| t0 + Duration::from_millis(ms);
+        assert!(!p.stalled_at(at(5_000), Duration::ZERO), "the window itself is no stall yet");
+        assert!(p.stalled_at(at(5_001), Duration::ZERO));
+        // Outside `running`, ten seconds' grace more.
+        assert!(!p.stalled_at(at(15_000), Duration::from_secs(10)));
+        assert!(p.stalled_at(at(15_001), Duration::from_secs(10)));
+        // 700 ms the loop was behind is not the workers' silence.
+        p.fell_behind(Duration::from_millis(700));
+        assert!(!p.stalled_at(at(5_600), Duration::ZERO));
+        assert!(p.stalled_at(at(5_701), Duration::ZERO));
+        // A file that did not grow is no progress; one that did restarts the clock.
+        assert!(!p.poll(None));
+        assert!(!p.moved_since(t0));
+        p.progressed();
+        assert!(p.moved_since(t0) && p.lag() == Duration::ZERO);
+        // An election's quiet is its own clock: news restarts it, progress does not.
+        p.news();
+        let quiet = p.quiet_since;
+        p.progressed();
+        assert_eq!(p.quiet_for(quiet + Duration::from_millis(300)), Duration::from_millis(300));
+        assert_eq!(p.quiet_for(quiet - Duration::from_millis(1)), Duration::ZERO);
     }
 }

@@ -335,7 +335,7 @@ impl Supervisor<'_> {
                 let path = dir.path.join(control::RESOURCE_FILE);
                 Audited::Mutex(audit::audit_file(&path, faults).unwrap_or_else(|e| {
                     // A run that failed because the file is gone already says so.
-                    if !(self.tail.gone && failure.is_some()) {
+                    if !(self.progress.tail().gone && failure.is_some()) {
                         unjudged(failure, e);
                     }
                     AuditReport::default()
