@@ -395,7 +395,7 @@ impl Supervisor<'_> {
         signal: Option<Signal>,
         note: String,
     ) -> AppliedFault {
-        let slot = worker.map(|w| (w, &self.slots[w]));
+        let slot = worker.map(|w| (w, &self.procs.slots[w]));
         self.faults.fault(self.started, action, slot, signal, note)
     }
 
@@ -428,8 +428,8 @@ impl Supervisor<'_> {
             self.faults.applying(Some(at));
             match u {
                 Undo::Cont { worker, incarnation } => {
-                    if self.slots[worker].incarnation == incarnation
-                        && self.slots[worker].life == Life::Stopped
+                    if self.procs.slots[worker].incarnation == incarnation
+                        && self.procs.slots[worker].life == Life::Stopped
                     {
                         self.cont(worker, "pause over");
                     }
@@ -468,10 +468,10 @@ impl Supervisor<'_> {
         match t {
             Target::Worker(w) => Some(w as usize),
             Target::Holder => {
-                let alive = |w: u32| self.slots.get(w as usize).is_some_and(Slot::alive);
+                let alive = |w: u32| self.procs.slots.get(w as usize).is_some_and(Slot::alive);
                 self.progress.tail().holder(alive).map(|w| w as usize)
             }
-            Target::Coordinator => Some(self.slots.len() - 1),
+            Target::Coordinator => Some(self.procs.slots.len() - 1),
             Target::Leader => self.leader(),
         }
     }
@@ -502,7 +502,7 @@ impl Supervisor<'_> {
             _ => None,
         };
         // Where the worker stands when the fault hits it, for the fault log's note.
-        let inside = |s: &Self, w: usize| match (&s.opts.elect, s.slots[w].leader) {
+        let inside = |s: &Self, w: usize| match (&s.opts.elect, s.procs.slots[w].leader) {
             (None, _) if s.progress.tail().inside.contains(&(w as u32)) => {
                 "inside the critical section".to_string()
             }
@@ -514,12 +514,12 @@ impl Supervisor<'_> {
         match &st.action {
             Action::Kill(_) | Action::Term(_) => {
                 let w = target.expect("resolved above");
-                if !self.slots[w].alive() {
+                if !self.procs.slots[w].alive() {
                     self.record(
                         "skip",
                         Some(w),
                         None,
-                        format!("{text}: {}", self.faults.not_running(w, &self.slots[w])),
+                        format!("{text}: {}", self.faults.not_running(w, &self.procs.slots[w])),
                     );
                     return Ok(());
                 }
@@ -527,35 +527,32 @@ impl Supervisor<'_> {
                 let sig = if kill_it { Signal::SIGKILL } else { Signal::SIGTERM };
                 let note = format!("{text}; w{w} {}", inside(self, w));
                 let mut fault = self.fault(if kill_it { "kill" } else { "term" }, Some(w), Some(sig), note);
-                self.slots[w].planned_exit = true;
-                let pid = self.slots[w].pid;
+                self.procs.slots[w].planned_exit = true;
+                let pid = self.procs.slots[w].pid;
                 let _ = kill(pid, sig);
-                if !kill_it && self.slots[w].life == Life::Stopped {
+                if !kill_it && self.procs.slots[w].life == Life::Stopped {
                     let _ = kill(pid, Signal::SIGCONT); // a stopped process cannot leave
                 }
-                self.reap(w);
-                fault.dead = Some(self.slots[w].since);
+                self.procs.reap(w);
+                fault.dead = Some(self.procs.slots[w].since);
                 self.log_fault(fault);
-                if let Some(conn) = self.slots[w].conn.take() {
-                    self.conn_owner.remove(&conn);
-                    self.conns.get_mut(conn).map(|c| c.take());
-                }
+                self.procs.drop_link(w);
                 self.forget_dead(w);
             }
             Action::Stop(_) => {
                 let w = target.expect("resolved above");
-                if self.slots[w].life != Life::Running {
+                if self.procs.slots[w].life != Life::Running {
                     self.record(
                         "skip",
                         Some(w),
                         None,
-                        format!("{text}: {}", self.faults.not_running(w, &self.slots[w])),
+                        format!("{text}: {}", self.faults.not_running(w, &self.procs.slots[w])),
                     );
                     return Ok(());
                 }
                 let note = format!("{text}; w{w} {}", inside(self, w));
                 let fault = self.fault("stop", Some(w), Some(Signal::SIGSTOP), note);
-                let pid = self.slots[w].pid;
+                let pid = self.procs.slots[w].pid;
                 let _ = kill(pid, Signal::SIGSTOP);
                 // SIGSTOP lands asynchronously: wait until the kernel says it did.
                 let status = loop {
@@ -567,52 +564,52 @@ impl Supervisor<'_> {
                 };
                 match status {
                     Ok(WaitStatus::Stopped(..)) => {
-                        self.slots[w].life = Life::Stopped;
-                        self.slots[w].since = resource::monotonic_ns();
+                        self.procs.slots[w].life = Life::Stopped;
+                        self.procs.slots[w].since = resource::monotonic_ns();
                         self.log_fault(fault);
                         if let Some(d) = st.duration {
-                            let incarnation = self.slots[w].incarnation;
+                            let incarnation = self.procs.slots[w].incarnation;
                             self.faults.later(Instant::now() + d, Undo::Cont { worker: w, incarnation });
                         }
                     }
                     Ok(other) => {
                         // It died instead (reaped now): never signal this pid again.
-                        self.slots[w].life = Life::Exited;
-                        self.slots[w].since = resource::monotonic_ns();
-                        self.slots[w].exit = describe(other);
+                        self.procs.slots[w].life = Life::Exited;
+                        self.procs.slots[w].since = resource::monotonic_ns();
+                        self.procs.slots[w].exit = describe(other);
                         self.forget_dead(w);
                         self.record("skip", Some(w), None, format!("{text}: w{w} exited before it stopped"));
                     }
                     Err(e) => {
                         // Not our child any more: never signal it again.
-                        self.slots[w].life = Life::Exited;
+                        self.procs.slots[w].life = Life::Exited;
                         self.record("skip", Some(w), None, format!("{text}: waitpid failed: {e}"));
                     }
                 }
             }
             Action::Restart(w) => {
                 let w = *w as usize;
-                if self.slots[w].alive() {
+                if self.procs.slots[w].alive() {
                     self.record("skip", Some(w), None, format!("{text}: w{w} is alive"));
                     return Ok(());
                 }
-                let inc = self.slots[w].incarnation + 1;
+                let inc = self.procs.slots[w].incarnation + 1;
                 // Every EXIT it wrote, in all its lives (the file was read just above).
                 let before = self.progress.tail().exits_by_worker[w];
-                self.launch(w, inc, before)?;
+                self.procs.launch(self.opts, self.started, w, inc, before)?;
                 self.record("restart", Some(w), None, format!("{text}; resumes after entry {before}"));
                 // Tell everyone already running which life of w to believe from now on;
                 // workers started later learn it from their Start.
                 let running: Vec<usize> =
-                    (0..self.slots.len()).filter(|&j| j != w && self.slots[j].started).collect();
+                    (0..self.procs.slots.len()).filter(|&j| j != w && self.procs.slots[j].started).collect();
                 for other in running {
-                    self.send(other, &ToWorker::Incarnation { id: PeerId(w as u32), incarnation: inc });
+                    self.procs.send(other, &ToWorker::Incarnation { id: PeerId(w as u32), incarnation: inc });
                 }
             }
             Action::Partition(groups) => {
                 self.faults.partition(groups.clone(), st.duration);
                 self.record("partition", None, None, text);
-                for id in 0..self.slots.len() {
+                for id in 0..self.procs.slots.len() {
                     self.sync_partition(id);
                 }
             }
@@ -625,19 +622,19 @@ impl Supervisor<'_> {
     /// while paused (nothing is sent to a paused worker: it does not read).
     pub(super) fn cont(&mut self, w: usize, why: &str) {
         let fault = self.fault("cont", Some(w), Some(Signal::SIGCONT), why.to_string());
-        self.slots[w].life = Life::Running;
+        self.procs.slots[w].life = Life::Running;
         if self.sync_partition(w) {
-            self.flush(&[w], Duration::from_secs(1));
+            self.procs.flush(&[w], Duration::from_secs(1));
         }
-        let _ = kill(self.slots[w].pid, Signal::SIGCONT);
-        self.slots[w].since = resource::monotonic_ns();
+        let _ = kill(self.procs.slots[w].pid, Signal::SIGCONT);
+        self.procs.slots[w].since = resource::monotonic_ns();
         self.log_fault(fault);
     }
 
     fn heal(&mut self, why: &str) {
         self.faults.heal();
         self.record("heal", None, None, why.to_string());
-        for id in 0..self.slots.len() {
+        for id in 0..self.procs.slots.len() {
             self.sync_partition(id);
         }
     }
@@ -645,14 +642,14 @@ impl Supervisor<'_> {
     /// What worker `id` must be told to match the partition in force, if anything (see
     /// [`Faults::partition_update`]).
     pub(super) fn partition_update(&mut self, id: usize) -> Option<ToWorker> {
-        self.faults.partition_update(&mut self.slots[id])
+        self.faults.partition_update(&mut self.procs.slots[id])
     }
 
     /// Bring worker `id` up to date with the partition in force (see
     /// [`Self::partition_update`]); returns whether it was sent anything.
     pub(super) fn sync_partition(&mut self, id: usize) -> bool {
         match self.partition_update(id) {
-            Some(msg) => self.send(id, &msg),
+            Some(msg) => self.procs.send(id, &msg),
             None => false,
         }
     }
@@ -743,7 +740,7 @@ mod tests {
         sup.faults.log = Some(std::fs::File::create(&path).unwrap());
         sup.started = Some(Instant::now() - Duration::from_millis(250));
         // What two earlier faults did, each late itself.
-        sup.slots[0].life = Life::Exited;
+        sup.procs.slots[0].life = Life::Exited;
         let note = "kill 0 at 50ms; w0 outside the critical section".to_string();
         sup.faults.applied.push(AppliedFault {
             worker: Some(0),
@@ -752,7 +749,7 @@ mod tests {
             note,
             ..bare("kill")
         });
-        sup.slots[1].life = Life::Stopped;
+        sup.procs.slots[1].life = Life::Stopped;
         let note = "stop 1 at 60ms for 1s; w1 inside the critical section".to_string();
         sup.faults.applied.push(AppliedFault {
             worker: Some(1),

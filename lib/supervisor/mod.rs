@@ -37,14 +37,11 @@
 //! directory; `janitor` the helper that cleans up after a killed supervisor; `proc` what
 //! the kernel says of a process.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
-
-use nix::unistd::Pid;
 
 use crate::algorithm::PeerId;
 use crate::audit;
@@ -53,7 +50,6 @@ pub use crate::control::MAX_WORKERS;
 use crate::control::{self, ToSupervisor, ToWorker};
 use crate::registry::AlgoInfo;
 use crate::resource;
-use crate::wire;
 
 mod inject;
 pub mod janitor;
@@ -68,7 +64,7 @@ pub use inject::AppliedFault;
 use inject::Faults;
 use options::settings;
 pub use options::{validate, ElectOpts, ExternalOpts, Initiators, RunOpts, MIN_STALL_MS};
-use processes::{describe, Life, Outgoing, Slot};
+use processes::{describe, Life, Processes, Slot};
 use progress::Progress;
 #[cfg(test)]
 pub(crate) use report::samples;
@@ -210,16 +206,16 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
         resource::monotonic_ns().saturating_sub(sup.finished.map_or(0, |f| f.elapsed().as_nanos() as u64));
     sup.progress.finish();
     // Freeze everyone before anyone leaves (see the module documentation).
-    let frozen = sup.freeze_all();
+    let frozen = sup.procs.freeze_all();
     if matches!(result, Err(RunError::Failed(_))) {
         sup.collect_stats(&frozen);
     }
-    sup.stop_all();
+    sup.procs.stop_all();
     // Whoever was inside or waiting was cut short by the end of the run, not by a crash.
     // Stamped once every worker is gone, so it follows every record.
     let teardown = result.as_ref().err().map(|e| sup.teardown(e, ended));
     *signal_slot().lock().unwrap_or_else(|e| e.into_inner()) = None;
-    let sockets = sup.sockets();
+    let sockets = sup.procs.sockets();
     dir.remove_sockets(&sockets);
 
     let mut failure = match result {
@@ -241,52 +237,25 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     Ok(Report { run_dir_kept: kept, ..report })
 }
 
-/// One run in progress: the worker slots and their control links, the plan not yet
-/// applied, and the run's clock and progress. Its methods are grouped by job, one file
-/// each:
+/// One run in progress: the thin loop between the run's components and the operating
+/// system. Each job is a component that owns its state and answers with values:
+/// [`Processes`] (the workers, their process group and control links), [`Faults`] (the
+/// plan, the faults applied and their log, the partition in force) and [`Progress`] (the
+/// resource file's tail, the stall clock, the bar). This struct holds the run's options
+/// and clock and moves values between them: its main loop (`wait_until`) takes each
+/// [`Event`], and between events checks progress and carries out what the plan has due.
 ///
-/// - here, orchestration: `new`; `drive`, the run's phases (starting, running,
-///   finishing), with `start_worker` and `all_done` (by `quiescent` and
-///   `timed_restart_pending`); the main loop `wait_until`, which passes each [`Event`]
-///   to `handle` and each frame to `on_frame`; sending on the control links, `send`,
-///   `send_all` and `flush` (by `flush_request`);
-/// - `processes.rs`: `launch` (by `spawn`), `reap`, `freeze_all`, `stop_all`, `sockets`;
-/// - `inject.rs`: the [`Faults`] component (the plan's steps and undos, the faults
-///   applied and their log, the partition in force), and `apply_faults` (by
-///   `apply_step`), `cont`, `heal` and `sync_partition`, which carry its steps out on
-///   the workers;
-/// - `progress.rs`: the [`Progress`] component (the resource file's tail, the stall
-///   clock less the loop's own lag, an election's quiet, the bar), and `check_progress`
-///   (with `diagnose` and `unresponsive`) and `collect_stats`;
-/// - `report.rs`: `audit` and `report` (by `mutex_part` and `election_part`).
-///
-/// [`run`] uses them in this order: `new`, then `drive`, which `launch`es every worker,
-/// waits until all are Ready, starts them (`start_worker`), waits until `all_done`,
-/// continues any paused worker (`cont`), tells every live one to finish (it sends its
-/// statistics and exits) and waits until all have exited. Every wait is `wait_until`:
-/// it handles events, sleeps at most a `tick`, and calls `check_progress` and, while
-/// running, `apply_faults`. However `drive` ends, then: `freeze_all`, `collect_stats` if
-/// the run failed, `stop_all`, `teardown` if it failed or was interrupted, `sockets` (to
-/// remove), `audit` of the run's file, and `report`.
+/// [`run`] drives it: `drive` launches every worker, waits until all are Ready, starts
+/// them, waits until all are done and finishes them in order; however that ends, the
+/// workers are then frozen, asked for their statistics if the run failed, stopped, the
+/// teardown recorded, and the run's file audited and reported.
 struct Supervisor<'a> {
     opts: &'a RunOpts,
     info: &'static AlgoInfo,
     dir: PathBuf,
     rx: Receiver<Event>,
-    slots: Vec<Slot>,
-    /// The workers' process group: all of them share one, apart from the supervisor's
-    /// (so a terminal's Ctrl-C reaches only the supervisor), and it can be signalled as
-    /// one. Valid while any worker in it is unreaped; the first worker started when
-    /// none is alive founds a new one.
-    group: Option<Pid>,
-    /// Link index → the queue of its writer thread, until the link closes.
-    conns: Vec<Option<Sender<Outgoing>>>,
-    /// Link index → the worker it was made for.
-    conn_owner: BTreeMap<usize, usize>,
-    /// Where link reader threads send what they read.
-    tx: Sender<Event>,
-    /// The run's secret, handed to every worker.
-    secret: Secret,
+    /// The worker processes and their control links.
+    procs: Processes,
     started: Option<Instant>,
     /// When the run ended: every worker done, or the moment a failure was detected (before
     /// any diagnosis or collection of statistics).
@@ -298,9 +267,6 @@ struct Supervisor<'a> {
     /// A worker's runtime could not keep the algorithm's model (`ToSupervisor::Breach`):
     /// its line. The run failed there, and its audit is no verdict on the algorithm.
     breach: Option<String>,
-    /// What the workers killed at the end had started (a program's keeper), dying of
-    /// their death a moment after them: the run is not over until they are gone.
-    strays: processes::Strays,
 }
 
 impl<'a> Supervisor<'a> {
@@ -326,26 +292,20 @@ impl<'a> Supervisor<'a> {
             info,
             dir: dir.to_path_buf(),
             rx,
-            slots: Vec::new(),
-            group: None,
-            conns: Vec::new(),
-            conn_owner: BTreeMap::new(),
-            tx,
-            secret,
+            procs: Processes::new(dir, tx, secret),
             started: None,
             finished: None,
             progress: Progress::new(opts, &dir.join(control::RESOURCE_FILE)),
             faults: Faults::new(opts.plan.steps.clone()),
             breach: None,
-            strays: processes::Strays::default(),
         })
     }
 
     fn drive(&mut self) -> Result<(), RunError> {
         for id in 0..self.opts.workers as usize {
-            self.launch(id, 0, 0)?;
+            self.procs.launch(self.opts, self.started, id, 0, 0)?;
         }
-        self.wait_until(|s| s.slots.iter().all(|w| w.ready), "starting")?;
+        self.wait_until(|s| s.procs.slots.iter().all(|w| w.ready), "starting")?;
         if self.faults.planned() {
             let path = self.dir.join(control::FAULT_LOG);
             let f = std::fs::File::create(&path)
@@ -366,7 +326,7 @@ impl<'a> Supervisor<'a> {
                 .map_err(|e| RunError::Failed(format!("cannot write {}: {e}", path.display())))?;
         }
         self.apply_initial_partitions()?;
-        for id in 0..self.slots.len() {
+        for id in 0..self.procs.slots.len() {
             self.start_worker(id);
         }
         self.wait_until(Self::all_done, "running")?;
@@ -377,22 +337,24 @@ impl<'a> Supervisor<'a> {
         // would look like a crash to a worker still running, and start an election or a
         // token's regeneration after the run. Paused workers must run to report and exit.
         let paused: Vec<usize> =
-            (0..self.slots.len()).filter(|&id| self.slots[id].life == Life::Stopped).collect();
-        let frozen = self.freeze_all();
-        let alive: Vec<usize> = (0..self.slots.len()).filter(|&id| self.slots[id].alive()).collect();
+            (0..self.procs.slots.len()).filter(|&id| self.procs.slots[id].life == Life::Stopped).collect();
+        let frozen = self.procs.freeze_all();
+        let alive: Vec<usize> =
+            (0..self.procs.slots.len()).filter(|&id| self.procs.slots[id].alive()).collect();
         for &id in &alive {
-            self.send(id, &ToWorker::Finish);
+            self.procs.send(id, &ToWorker::Finish);
         }
-        self.flush(&alive, Duration::from_secs(1));
+        self.procs.flush(&alive, Duration::from_secs(1));
         for id in paused {
             self.cont(id, "end of run");
         }
         for id in frozen {
-            let _ = nix::sys::signal::kill(self.slots[id].pid, nix::sys::signal::Signal::SIGCONT);
-            self.slots[id].life = Life::Running;
+            let _ = nix::sys::signal::kill(self.procs.slots[id].pid, nix::sys::signal::Signal::SIGCONT);
+            self.procs.slots[id].life = Life::Running;
         }
-        self.wait_until(|s| s.slots.iter().all(|w| w.life == Life::Exited), "finishing")?;
+        self.wait_until(|s| s.procs.slots.iter().all(|w| w.life == Life::Exited), "finishing")?;
         let missing: Vec<String> = self
+            .procs
             .slots
             .iter()
             .enumerate()
@@ -413,24 +375,28 @@ impl<'a> Supervisor<'a> {
     /// only peers that were ready before it. It also learns every worker's current
     /// incarnation, and then the partition in force, if any.
     fn start_worker(&mut self, id: usize) {
-        let restarted = self.slots[id].incarnation > 0;
-        let dial: Vec<(PeerId, String)> = (0..self.slots.len())
-            .filter(|&j| j != id && (restarted || j < id) && self.slots[j].alive() && self.slots[j].ready)
-            .map(|j| (PeerId(j as u32), control::worker_socket(PeerId(j as u32), self.slots[j].incarnation)))
+        let restarted = self.procs.slots[id].incarnation > 0;
+        let dial: Vec<(PeerId, String)> = (0..self.procs.slots.len())
+            .filter(|&j| {
+                j != id && (restarted || j < id) && self.procs.slots[j].alive() && self.procs.slots[j].ready
+            })
+            .map(|j| {
+                (PeerId(j as u32), control::worker_socket(PeerId(j as u32), self.procs.slots[j].incarnation))
+            })
             .collect();
-        self.slots[id].started = true;
-        self.slots[id].view = None;
+        self.procs.slots[id].started = true;
+        self.procs.slots[id].view = None;
         // One write for both: the partition is in the socket before Start can be read, so
         // the worker applies it before its first entry.
-        let incarnations = self.slots.iter().map(|s| s.incarnation).collect();
+        let incarnations = self.procs.slots.iter().map(|s| s.incarnation).collect();
         let mut msgs = vec![ToWorker::Start { dial, incarnations }];
         msgs.extend(self.partition_update(id));
-        self.send_all(id, &msgs);
+        self.procs.send_all(id, &msgs);
     }
 
     /// Every live worker has finished its entries: only the plan can change anything now.
     fn quiescent(&self) -> bool {
-        self.slots.iter().all(|s| s.done || s.life == Life::Exited)
+        self.procs.slots.iter().all(|s| s.done || s.life == Life::Exited)
     }
 
     /// Every worker finished its entries, or is dead with no restart to come. A restart at
@@ -443,7 +409,7 @@ impl<'a> Supervisor<'a> {
                 && self.progress.quiet_for(Instant::now()) >= e.settle;
         }
         let nothing_more = self.quiescent() && !self.faults.timed_restart_pending();
-        self.slots.iter().enumerate().all(|(id, s)| {
+        self.procs.slots.iter().enumerate().all(|(id, s)| {
             s.done || (s.life == Life::Exited && (nothing_more || !self.faults.restart_planned(id)))
         })
     }
@@ -455,7 +421,7 @@ impl<'a> Supervisor<'a> {
     /// the announcement went round) follows the right leader all the same, which is
     /// what the auditor's agreement asks.
     fn agreed(&self) -> Option<(PeerId, u64)> {
-        let mut leaders = self.slots.iter().filter(|s| s.alive()).map(|s| s.leader);
+        let mut leaders = self.procs.slots.iter().filter(|s| s.alive()).map(|s| s.leader);
         let (id, mut term) = leaders.next()??;
         for l in leaders {
             let (other, t) = l?;
@@ -464,67 +430,20 @@ impl<'a> Supervisor<'a> {
             }
             term = term.max(t);
         }
-        self.slots.get(id.index()).is_some_and(Slot::alive).then_some((id, term))
+        self.procs.slots.get(id.index()).is_some_and(Slot::alive).then_some((id, term))
     }
 
     /// The `leader` a fault plan names: of the live leaders the live workers follow, the
     /// one with the newest term.
     fn leader(&self) -> Option<usize> {
-        self.slots
+        self.procs
+            .slots
             .iter()
             .filter(|s| s.alive())
             .filter_map(|s| s.leader)
-            .filter(|(id, _)| self.slots.get(id.index()).is_some_and(|s| s.alive()))
+            .filter(|(id, _)| self.procs.slots.get(id.index()).is_some_and(|s| s.alive()))
             .max_by_key(|&(_, term)| term)
             .map(|(id, _)| id.index())
-    }
-
-    /// Queue a message for worker `id`'s control link. Never blocks: the link's writer
-    /// thread writes it. A worker with no link (dead, or not ready yet) gets nothing.
-    fn send(&mut self, id: usize, msg: &ToWorker) -> bool {
-        self.send_all(id, std::slice::from_ref(msg))
-    }
-
-    /// Queue messages for worker `id`, to be written with a single write.
-    fn send_all(&mut self, id: usize, msgs: &[ToWorker]) -> bool {
-        // Before its Ready a worker reads nothing but its setup, then Start.
-        if !self.slots[id].ready {
-            return false;
-        }
-        let Some(conn) = self.slots[id].conn else { return false };
-        let Some(Some(tx)) = self.conns.get(conn) else { return false };
-        let mut buf = Vec::new();
-        for msg in msgs {
-            wire::encode(&mut buf, msg);
-        }
-        tx.send(Outgoing::Frame(buf)).is_ok()
-    }
-
-    /// Ask the writer threads of `ids` to say when all queued so far is written; the
-    /// receiver hears once per link that will answer.
-    fn flush_request(&self, ids: &[usize]) -> (Receiver<()>, usize) {
-        let (ack_tx, ack_rx) = mpsc::channel();
-        let mut asked = 0;
-        for &id in ids {
-            let link = self.slots[id].conn.and_then(|c| self.conns.get(c).and_then(|l| l.as_ref()));
-            if link.is_some_and(|l| l.send(Outgoing::Flushed(ack_tx.clone())).is_ok()) {
-                asked += 1;
-            }
-        }
-        (ack_rx, asked)
-    }
-
-    /// Wait (at most `patience`) until everything queued for `ids` is in their sockets.
-    /// Only used for stopped workers, whose sockets were sent nothing while stopped, so
-    /// the writes complete at once; a link that does not answer in time is given up on.
-    fn flush(&self, ids: &[usize], patience: Duration) {
-        let (acks, asked) = self.flush_request(ids);
-        let deadline = Instant::now() + patience;
-        for _ in 0..asked {
-            if acks.recv_timeout(deadline.saturating_duration_since(Instant::now())).is_err() {
-                break;
-            }
-        }
     }
 
     fn wait_until(&mut self, done: impl Fn(&Self) -> bool, phase: &str) -> Result<(), RunError> {
@@ -564,15 +483,11 @@ impl<'a> Supervisor<'a> {
             Event::Signal => Err(RunError::Interrupted(self.dir.clone())),
             Event::Frame(conn, msg) => self.on_frame(conn, msg, phase),
             Event::Closed(conn, err) => {
-                self.conns.get_mut(conn).map(|c| c.take());
-                let Some(id) = self.conn_owner.remove(&conn) else { return Ok(()) };
-                if self.slots[id].conn != Some(conn) {
-                    return Ok(()); // an earlier incarnation's link
-                }
+                // Nothing to say of an earlier incarnation's link.
+                let Some(id) = self.procs.closed(conn) else { return Ok(()) };
                 let detected = Instant::now();
-                self.slots[id].conn = None;
-                let status = self.reap(id);
-                let slot = &self.slots[id];
+                let status = self.procs.reap(id);
+                let slot = &self.procs.slots[id];
                 if slot.planned_exit || (phase == "finishing" && slot.stats.is_some()) {
                     return Ok(());
                 }
@@ -584,7 +499,7 @@ impl<'a> Supervisor<'a> {
                 let fatal = slot.fatal.as_ref().map(|f| format!(": {f}")).unwrap_or_default();
                 if !slot.ready {
                     let (status, id) = (status.clone(), id);
-                    self.slots[id].exit.get_or_insert(status.clone());
+                    self.procs.slots[id].exit.get_or_insert(status.clone());
                     return Err(RunError::Failed(format!(
                         "worker w{id} exited before it was ready: {status}{why}{fatal}"
                     )));
@@ -601,13 +516,10 @@ impl<'a> Supervisor<'a> {
     /// the worker.
     fn on_frame(&mut self, conn: usize, msg: ToSupervisor, phase: &str) -> Result<(), RunError> {
         // Each link was made for one worker's life: frames on it speak for that life only.
-        let Some(&id) = self.conn_owner.get(&conn) else { return Ok(()) };
-        if self.slots[id].conn != Some(conn) {
-            return Ok(()); // an earlier incarnation's link
-        }
+        let Some(id) = self.procs.owner(conn) else { return Ok(()) };
         match msg {
             ToSupervisor::Ready { id: said, pid, incarnation } => {
-                let s = &self.slots[id];
+                let s = &self.procs.slots[id];
                 if said.index() != id
                     || s.pid.as_raw() as u32 != pid
                     || s.incarnation != incarnation
@@ -618,28 +530,28 @@ impl<'a> Supervisor<'a> {
                     );
                     return Ok(());
                 }
-                self.slots[id].ready = true;
+                self.procs.slots[id].ready = true;
                 // A restarted worker joins a run already under way.
-                if self.started.is_some() && !self.slots[id].started {
+                if self.started.is_some() && !self.procs.slots[id].started {
                     self.start_worker(id);
                 }
             }
-            ToSupervisor::Done { .. } => self.slots[id].done = true,
-            ToSupervisor::Leader { leader, .. } if leader.index() >= self.slots.len() => {
+            ToSupervisor::Done { .. } => self.procs.slots[id].done = true,
+            ToSupervisor::Leader { leader, .. } if leader.index() >= self.procs.slots.len() => {
                 if self.started.is_some() {
                     self.finished.get_or_insert_with(Instant::now);
                 }
                 return Err(RunError::Failed(format!(
                     "worker w{id} broke the contract: it accepted {leader} as leader, which is not one of the {} workers",
-                    self.slots.len()
+                    self.procs.slots.len()
                 )));
             }
             ToSupervisor::Leader { leader, term } => {
-                self.slots[id].leader = Some((leader, term));
+                self.procs.slots[id].leader = Some((leader, term));
                 self.progress.news();
                 self.progress.progressed();
             }
-            ToSupervisor::Stats(s) => self.slots[id].stats = Some(s),
+            ToSupervisor::Stats(s) => self.procs.slots[id].stats = Some(s),
             // Stop now, before any worker acts on what the runtime could not carry.
             ToSupervisor::Breach(why) => {
                 let failure = report::breach_failure(&why);
@@ -652,10 +564,10 @@ impl<'a> Supervisor<'a> {
             ToSupervisor::Fatal(why) if phase != "starting" => {
                 self.finished.get_or_insert_with(Instant::now);
                 let line = format!("worker w{id} gave up while {phase}: {why}");
-                self.slots[id].fatal = Some(why);
+                self.procs.slots[id].fatal = Some(why);
                 return Err(RunError::Failed(line));
             }
-            ToSupervisor::Fatal(why) => self.slots[id].fatal = Some(why),
+            ToSupervisor::Fatal(why) => self.procs.slots[id].fatal = Some(why),
             ToSupervisor::Pending(_) => {}
         }
         Ok(())
@@ -679,10 +591,9 @@ mod tests {
     pub(super) fn with_slots<'a>(opts: &'a RunOpts, dir: &Path, n: usize) -> Supervisor<'a> {
         let mut sup = idle(opts, dir);
         for i in 0..n {
-            let mut slot = Slot::new(Pid::from_raw(i32::MAX - i as i32), 0);
+            let mut slot = Slot::new(nix::unistd::Pid::from_raw(i32::MAX - i as i32), 0);
             (slot.conn, slot.ready) = (Some(i), true);
-            sup.slots.push(slot);
-            sup.conn_owner.insert(i, i);
+            sup.procs.push_linked(slot, i);
         }
         sup
     }
@@ -702,10 +613,10 @@ mod tests {
             "worker w3 broke the contract: it accepted w99 as leader, which is not one of the 4 workers"
         );
         // Kept nowhere: the last worker's belief is still none, so there is no agreement.
-        assert_eq!(sup.slots[3].leader, None);
+        assert_eq!(sup.procs.slots[3].leader, None);
         assert_eq!(sup.agreed(), None);
         // A belief that got in some other way is looked up, never indexed blindly.
-        sup.slots.iter_mut().for_each(|s| s.leader = Some((PeerId(99), 1)));
+        sup.procs.slots.iter_mut().for_each(|s| s.leader = Some((PeerId(99), 1)));
         assert_eq!(sup.agreed(), None);
         assert_eq!(sup.leader(), None);
     }

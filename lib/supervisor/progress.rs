@@ -280,6 +280,7 @@ impl Supervisor<'_> {
     fn unresponsive(&self, phase: &str) -> String {
         let ago = |t: u64| resource::monotonic_ns().saturating_sub(t) as f64 / 1e9;
         let late: Vec<String> = self
+            .procs
             .slots
             .iter()
             .enumerate()
@@ -324,14 +325,14 @@ impl Supervisor<'_> {
     fn diagnose(&mut self) -> Result<Option<String>, RunError> {
         let asked_at = Instant::now();
         let window = self.stall_window();
-        let asked: Vec<usize> = (0..self.slots.len())
+        let asked: Vec<usize> = (0..self.procs.slots.len())
             .filter(|&id| {
-                let s = &self.slots[id];
+                let s = &self.procs.slots[id];
                 s.life == Life::Running && s.ready && s.conn.is_some()
             })
             .collect();
         for &id in &asked {
-            let _ = self.send(id, &ToWorker::Query);
+            let _ = self.procs.send(id, &ToWorker::Query);
         }
         let mut states: BTreeMap<usize, PendingState> = BTreeMap::new();
         let deadline = Instant::now() + Duration::from_secs(1);
@@ -339,7 +340,7 @@ impl Supervisor<'_> {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.rx.recv_timeout(left) {
                 Ok(Event::Frame(conn, ToSupervisor::Pending(p))) => {
-                    if let Some(&id) = self.conn_owner.get(&conn) {
+                    if let Some(id) = self.procs.made_for(conn) {
                         states.insert(id, p);
                     }
                 }
@@ -354,14 +355,15 @@ impl Supervisor<'_> {
         let now = resource::monotonic_ns();
         let ago = |t: u64| now.saturating_sub(t) as f64 / 1e9;
         // What the kernel says of each silent worker the supervisor believes running.
-        let kernel: Vec<Option<proc::ProcState>> = (0..self.slots.len())
+        let kernel: Vec<Option<proc::ProcState>> = (0..self.procs.slots.len())
             .map(|id| {
-                let s = &self.slots[id];
+                let s = &self.procs.slots[id];
                 (s.life == Life::Running && !states.contains_key(&id)).then(|| proc::state(s.pid))
             })
             .collect();
         // How each worker looks to the others, to annotate "waiting for … from wN".
         let status: Vec<Option<String>> = self
+            .procs
             .slots
             .iter()
             .zip(&kernel)
@@ -386,7 +388,7 @@ impl Supervisor<'_> {
             );
         }
         let mut lines = vec![head];
-        for (id, s) in self.slots.iter().enumerate() {
+        for (id, s) in self.procs.slots.iter().enumerate() {
             let line = match states.get(&id) {
                 Some(p) => {
                     // An election has no entries to count: what it follows is the news.
@@ -400,7 +402,7 @@ impl Supervisor<'_> {
                         l += &format!("; {}", p.algorithm);
                         let across =
                             |j: usize| side(j).is_some() && side(id).is_some() && side(j) != side(id);
-                        let named: Vec<String> = (0..self.slots.len())
+                        let named: Vec<String> = (0..self.procs.slots.len())
                             .filter(|&j| names(&p.algorithm, j))
                             .filter_map(|j| match (&status[j], across(j)) {
                                 (Some(st), _) => Some(format!("w{j} {st}")),
@@ -455,22 +457,22 @@ impl Supervisor<'_> {
             .iter()
             .copied()
             .filter(|&id| {
-                let s = &self.slots[id];
+                let s = &self.procs.slots[id];
                 s.started && s.conn.is_some() && s.stats.is_none()
             })
             .collect();
         for &id in &asked {
-            self.send(id, &ToWorker::Finish);
+            self.procs.send(id, &ToWorker::Finish);
         }
-        self.flush(&asked, Duration::from_secs(1));
+        self.procs.flush(&asked, Duration::from_secs(1));
         for &id in &asked {
-            if self.slots[id].life == Life::Stopped {
-                let _ = kill(self.slots[id].pid, Signal::SIGCONT);
-                self.slots[id].life = Life::Running;
+            if self.procs.slots[id].life == Life::Stopped {
+                let _ = kill(self.procs.slots[id].pid, Signal::SIGCONT);
+                self.procs.slots[id].life = Life::Running;
             }
         }
         let deadline = Instant::now() + Duration::from_secs(2);
-        while asked.iter().any(|&id| self.slots[id].stats.is_none()) {
+        while asked.iter().any(|&id| self.procs.slots[id].stats.is_none()) {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.rx.recv_timeout(left) {
                 Ok(Event::Frame(conn, msg @ ToSupervisor::Stats(_))) => {

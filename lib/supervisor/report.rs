@@ -296,13 +296,13 @@ impl Supervisor<'_> {
 
     /// How many incarnations, over all workers, sent no final statistics.
     fn unreported(&self) -> u64 {
-        self.slots.iter().map(|s| u64::from(s.incarnation) + 1 - u64::from(s.stats.is_some())).sum()
+        self.procs.slots.iter().map(|s| u64::from(s.incarnation) + 1 - u64::from(s.stats.is_some())).sum()
     }
 
     /// Every worker's final statistics, summed (a killed worker's died with it).
     fn sum_stats(&self) -> Summed {
         let mut sum = Summed::default();
-        for s in self.slots.iter().filter_map(|s| s.stats.as_ref()) {
+        for s in self.procs.slots.iter().filter_map(|s| s.stats.as_ref()) {
             for (k, v) in &s.sent {
                 *sum.sent.entry(k.clone()).or_default() += v;
             }
