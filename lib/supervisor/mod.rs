@@ -51,6 +51,7 @@ use crate::control::{self, ToSupervisor, ToWorker};
 use crate::registry::AlgoInfo;
 use crate::resource;
 
+mod diagnosis;
 mod inject;
 pub mod janitor;
 mod options;

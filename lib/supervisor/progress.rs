@@ -16,6 +16,7 @@ use nix::sys::signal::{kill, Signal};
 
 use std::path::Path;
 
+use super::diagnosis::Stall;
 use super::{proc, AppliedFault, Event, Life, RunError, RunOpts, Supervisor};
 use crate::control::{PendingState, ToSupervisor, ToWorker};
 use crate::resource;
@@ -42,12 +43,6 @@ pub(super) fn silent(lag: Duration) -> String {
     } else {
         "did not answer (wedged?)".to_string()
     }
-}
-
-/// Whether `text` names worker `j` (`w1`, but not inside `w10`).
-fn names(text: &str, j: usize) -> bool {
-    let w = format!("w{j}");
-    text.match_indices(&w).any(|(at, _)| !text[at + w.len()..].starts_with(|c: char| c.is_ascii_digit()))
 }
 
 /// The stall window for a run with `o`: at least `--stall-ms`, long enough for a few
@@ -353,7 +348,6 @@ impl Supervisor<'_> {
             return Ok(None);
         }
         let now = resource::monotonic_ns();
-        let ago = |t: u64| now.saturating_sub(t) as f64 / 1e9;
         // What the kernel says of each silent worker the supervisor believes running.
         let kernel: Vec<Option<proc::ProcState>> = (0..self.procs.slots.len())
             .map(|id| {
@@ -361,90 +355,17 @@ impl Supervisor<'_> {
                 (s.life == Life::Running && !states.contains_key(&id)).then(|| proc::state(s.pid))
             })
             .collect();
-        // How each worker looks to the others, to annotate "waiting for … from wN".
-        let status: Vec<Option<String>> = self
-            .procs
-            .slots
-            .iter()
-            .zip(&kernel)
-            .map(|(s, k)| match s.life {
-                Life::Exited => Some(format!("dead for {:.2}s", ago(s.since))),
-                Life::Stopped => Some(format!("paused for {:.2}s", ago(s.since))),
-                Life::Running => match k {
-                    Some(k) if k.paused() => Some("paused, not by the supervisor".to_string()),
-                    Some(proc::ProcState::Exited(_) | proc::ProcState::Gone) => Some("exited".to_string()),
-                    _ => None,
-                },
-            })
-            .collect();
-        // Which side of the partition in force each worker is on, if one is.
-        let side = |w: usize| self.faults.side(w);
-        let mut head = format!("no progress for {:.1}s", window.as_secs_f64());
-        let lag = self.progress.lag();
-        if lag >= LAG_NOISE {
-            head += &format!(
-                " (and {:.0} ms more while the supervisor itself was behind)",
-                lag.as_secs_f64() * 1e3
-            );
-        }
-        let mut lines = vec![head];
-        for (id, s) in self.procs.slots.iter().enumerate() {
-            let line = match states.get(&id) {
-                Some(p) => {
-                    // An election has no entries to count: what it follows is the news.
-                    let mut l = if self.opts.elect.is_some() {
-                        format!("w{id}: {} for {:.2}s", p.app, ago(p.since_ns))
-                    } else {
-                        let entries = if p.entries == 1 { "entry" } else { "entries" };
-                        format!("w{id}: {} for {:.2}s after {} {entries}", p.app, ago(p.since_ns), p.entries)
-                    };
-                    if !p.algorithm.is_empty() {
-                        l += &format!("; {}", p.algorithm);
-                        let across =
-                            |j: usize| side(j).is_some() && side(id).is_some() && side(j) != side(id);
-                        let named: Vec<String> = (0..self.procs.slots.len())
-                            .filter(|&j| names(&p.algorithm, j))
-                            .filter_map(|j| match (&status[j], across(j)) {
-                                (Some(st), _) => Some(format!("w{j} {st}")),
-                                (None, true) => Some(format!("w{j} across the partition")),
-                                (None, false) => None,
-                            })
-                            .collect();
-                        if !named.is_empty() {
-                            l += &format!(" ({})", named.join(", "));
-                        }
-                    }
-                    if !p.down.is_empty() {
-                        let d: Vec<String> = p.down.iter().map(|x| x.to_string()).collect();
-                        l += &format!("; channels down: {}", d.join(", "));
-                    }
-                    l
-                }
-                None => match s.life {
-                    Life::Exited => format!(
-                        "w{id}: {} ({})",
-                        status[id].clone().unwrap_or_default(),
-                        s.exit.clone().unwrap_or_default()
-                    ),
-                    Life::Stopped => format!("w{id}: {} (SIGSTOP)", status[id].clone().unwrap_or_default()),
-                    Life::Running => match kernel[id].as_ref().and_then(proc::ProcState::unexpected) {
-                        Some(k) => format!("w{id}: {k}"),
-                        None => format!("w{id}: {}", silent(lag)),
-                    },
-                },
-            };
-            lines.push(line);
-        }
-        if let Some((groups, since)) = self.faults.partition_in_force() {
-            let groups: Vec<String> =
-                groups.iter().map(|g| g.iter().map(u32::to_string).collect::<Vec<_>>().join(",")).collect();
-            let since = since.map(|ms| format!(" since {ms:.1} ms")).unwrap_or_default();
-            lines.push(format!(
-                "partition {} in force{since}: messages between its sides are held until it heals",
-                groups.join("|")
-            ));
-        }
-        Ok(Some(lines.join("\n  ")))
+        let stall = Stall {
+            window,
+            lag: self.progress.lag(),
+            elect: self.opts.elect.is_some(),
+            now,
+            slots: &self.procs.slots,
+            answers: &states,
+            kernel: &kernel,
+            faults: &self.faults,
+        };
+        Ok(Some(stall.describe()))
     }
 
     /// After a failed run, ask the workers `frozen` (stopped by [`Self::freeze_all`]) for
@@ -487,13 +408,6 @@ impl Supervisor<'_> {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn a_worker_is_named_whole() {
-        assert!(super::names("waiting for REPLY from w1, w10", 1));
-        assert!(super::names("waiting for REPLY from w10", 10));
-        assert!(!super::names("waiting for REPLY from w10, w12", 1));
-    }
-
     use super::*;
     use crate::supervisor::options::tests::sample;
     use crate::supervisor::tests::idle;
