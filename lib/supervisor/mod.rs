@@ -29,13 +29,14 @@
 //! `waitpid`) before any is killed, so no survivor can mistake a closing channel for a
 //! crash and enter the section while the others are being stopped.
 //!
-//! One job per file: this one holds [`run`], the top-level sequence, and the
-//! `Supervisor`'s orchestration (its main loop and the control links' sending side);
-//! `options` what a run may ask for and what each worker is handed; `processes` the
-//! worker processes and their links' threads; `inject` fault execution and the fault
-//! log; `progress` progress and diagnosis; `report` the run's report; `rundir` the run
-//! directory; `janitor` the helper that cleans up after a killed supervisor; `proc` what
-//! the kernel says of a process.
+//! One job per file, each a component that owns its state and hands the loop values:
+//! `processes` the worker processes and their control links, `inject` fault execution
+//! and the fault log, `progress` the resource file's tail and the stall clock,
+//! `diagnosis` what a stalled run says of itself. This file holds [`run`], the
+//! top-level sequence, and the thin loop between them (`Supervisor`); `options` what a
+//! run may ask for and what each worker is handed; `report` the run's report; `rundir`
+//! the run directory; `janitor` the helper that cleans up after a killed supervisor;
+//! `proc` what the kernel says of a process.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,13 +1,15 @@
-//! Progress and diagnosis: the resource file is the run's heartbeat. The main loop reads
-//! what it gained ([`Supervisor::poll_tail`]), sleeps no longer than the next timed event
-//! ([`Supervisor::tick`]), and a run that stops growing it for the stall window ends
-//! with a diagnosis (who waits for what, each silent worker as the kernel sees it)
-//! rather than a hang.
+//! Progress: the resource file is the run's heartbeat. [`Progress`] reads what it
+//! gained, keeps the stall clock and the progress bar, and says whether the run has
+//! stalled at a given time; the main loop sleeps no longer than the next timed event
+//! ([`Supervisor::tick`]), and a run that stops growing the file for the stall window
+//! ends with a diagnosis (who waits for what, each silent worker as the kernel sees it,
+//! written by `diagnosis`) rather than a hang.
 //!
 //! The supervisor measures its own lag (how far its rounds overran their tick: a loaded
 //! machine, a plan with a step every millisecond) and discounts it from the stall clock:
-//! time it spent behind is not the workers' silence, so it calls nobody wedged then. After a failure, the frozen workers are asked for the statistics
-//! the report still shows.
+//! time it spent behind is not the workers' silence, so it calls nobody wedged then.
+//! After a failure, the frozen workers are asked for the statistics the report still
+//! shows.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
