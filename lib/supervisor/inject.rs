@@ -13,11 +13,11 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{kill, Signal};
-use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::sys::signal::Signal;
 use serde::Serialize;
 
-use super::{describe, Life, RunError, Slot, Supervisor};
+use super::processes::Paused;
+use super::{Life, RunError, Slot, Supervisor};
 use crate::algorithm::PeerId;
 use crate::control::{self, ToWorker};
 use crate::faults::{Action, Step, Target, When};
@@ -527,14 +527,7 @@ impl Supervisor<'_> {
                 let sig = if kill_it { Signal::SIGKILL } else { Signal::SIGTERM };
                 let note = format!("{text}; w{w} {}", inside(self, w));
                 let mut fault = self.fault(if kill_it { "kill" } else { "term" }, Some(w), Some(sig), note);
-                self.procs.slots[w].planned_exit = true;
-                let pid = self.procs.slots[w].pid;
-                let _ = kill(pid, sig);
-                if !kill_it && self.procs.slots[w].life == Life::Stopped {
-                    let _ = kill(pid, Signal::SIGCONT); // a stopped process cannot leave
-                }
-                self.procs.reap(w);
-                fault.dead = Some(self.procs.slots[w].since);
+                fault.dead = Some(self.procs.end(w, sig));
                 self.log_fault(fault);
                 self.procs.drop_link(w);
                 self.forget_dead(w);
@@ -552,37 +545,19 @@ impl Supervisor<'_> {
                 }
                 let note = format!("{text}; w{w} {}", inside(self, w));
                 let fault = self.fault("stop", Some(w), Some(Signal::SIGSTOP), note);
-                let pid = self.procs.slots[w].pid;
-                let _ = kill(pid, Signal::SIGSTOP);
-                // SIGSTOP lands asynchronously: wait until the kernel says it did.
-                let status = loop {
-                    match waitpid(pid, Some(WaitPidFlag::WUNTRACED)) {
-                        Err(nix::errno::Errno::EINTR) => {}
-                        Ok(st) if !matches!(st, WaitStatus::Stopped(..)) && describe(st).is_none() => {}
-                        other => break other,
-                    }
-                };
-                match status {
-                    Ok(WaitStatus::Stopped(..)) => {
-                        self.procs.slots[w].life = Life::Stopped;
-                        self.procs.slots[w].since = resource::monotonic_ns();
+                match self.procs.pause(w) {
+                    Paused::Stopped => {
                         self.log_fault(fault);
                         if let Some(d) = st.duration {
                             let incarnation = self.procs.slots[w].incarnation;
                             self.faults.later(Instant::now() + d, Undo::Cont { worker: w, incarnation });
                         }
                     }
-                    Ok(other) => {
-                        // It died instead (reaped now): never signal this pid again.
-                        self.procs.slots[w].life = Life::Exited;
-                        self.procs.slots[w].since = resource::monotonic_ns();
-                        self.procs.slots[w].exit = describe(other);
+                    Paused::Exited => {
                         self.forget_dead(w);
                         self.record("skip", Some(w), None, format!("{text}: w{w} exited before it stopped"));
                     }
-                    Err(e) => {
-                        // Not our child any more: never signal it again.
-                        self.procs.slots[w].life = Life::Exited;
+                    Paused::Lost(e) => {
                         self.record("skip", Some(w), None, format!("{text}: waitpid failed: {e}"));
                     }
                 }
@@ -626,8 +601,7 @@ impl Supervisor<'_> {
         if self.sync_partition(w) {
             self.procs.flush(&[w], Duration::from_secs(1));
         }
-        let _ = kill(self.procs.slots[w].pid, Signal::SIGCONT);
-        self.procs.slots[w].since = resource::monotonic_ns();
+        self.procs.resume(w);
         self.log_fault(fault);
     }
 

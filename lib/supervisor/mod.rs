@@ -66,7 +66,7 @@ pub use inject::AppliedFault;
 use inject::Faults;
 use options::settings;
 pub use options::{validate, ElectOpts, ExternalOpts, Initiators, RunOpts, MIN_STALL_MS};
-use processes::{describe, Life, Processes, Slot};
+use processes::{Life, Processes, Slot};
 use progress::Progress;
 #[cfg(test)]
 pub(crate) use report::samples;
@@ -351,8 +351,7 @@ impl<'a> Supervisor<'a> {
             self.cont(id, "end of run");
         }
         for id in frozen {
-            let _ = nix::sys::signal::kill(self.procs.slots[id].pid, nix::sys::signal::Signal::SIGCONT);
-            self.procs.slots[id].life = Life::Running;
+            self.procs.thaw(id);
         }
         self.wait_until(|s| s.procs.slots.iter().all(|w| w.life == Life::Exited), "finishing")?;
         let missing: Vec<String> = self

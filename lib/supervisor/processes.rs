@@ -89,6 +89,16 @@ impl Slot {
     }
 }
 
+/// How pausing a worker ended ([`Processes::pause`]).
+pub(super) enum Paused {
+    /// It is stopped, as the kernel confirmed.
+    Stopped,
+    /// It exited before it stopped, and is reaped.
+    Exited,
+    /// It could not be waited for (not our child any more): why.
+    Lost(nix::errno::Errno),
+}
+
 /// What the main loop hands a connection's writer thread.
 pub(super) enum Outgoing {
     /// Bytes to write (whole frames).
@@ -305,6 +315,67 @@ impl Processes {
             self.slots.push(slot);
         }
         Ok(())
+    }
+
+    /// End worker `w` on purpose with `sig` (SIGKILL, or SIGTERM, with a SIGCONT if it
+    /// is paused, since a stopped process cannot leave) and reap it. Returns when it was
+    /// reaped (monotonic ns).
+    pub(super) fn end(&mut self, w: usize, sig: Signal) -> u64 {
+        self.slots[w].planned_exit = true;
+        let pid = self.slots[w].pid;
+        let _ = kill(pid, sig);
+        if sig != Signal::SIGKILL && self.slots[w].life == Life::Stopped {
+            let _ = kill(pid, Signal::SIGCONT); // a stopped process cannot leave
+        }
+        self.reap(w);
+        self.slots[w].since
+    }
+
+    /// Pause running worker `w` with SIGSTOP and wait until the kernel says it stopped
+    /// (SIGSTOP lands asynchronously).
+    pub(super) fn pause(&mut self, w: usize) -> Paused {
+        let pid = self.slots[w].pid;
+        let _ = kill(pid, Signal::SIGSTOP);
+        let status = loop {
+            match waitpid(pid, Some(WaitPidFlag::WUNTRACED)) {
+                Err(nix::errno::Errno::EINTR) => {}
+                Ok(st) if !matches!(st, WaitStatus::Stopped(..)) && describe(st).is_none() => {}
+                other => break other,
+            }
+        };
+        let slot = &mut self.slots[w];
+        match status {
+            Ok(WaitStatus::Stopped(..)) => {
+                slot.life = Life::Stopped;
+                slot.since = resource::monotonic_ns();
+                Paused::Stopped
+            }
+            Ok(other) => {
+                // It died instead (reaped now): never signal this pid again.
+                slot.life = Life::Exited;
+                slot.since = resource::monotonic_ns();
+                slot.exit = describe(other);
+                Paused::Exited
+            }
+            Err(e) => {
+                // Not our child any more: never signal it again.
+                slot.life = Life::Exited;
+                Paused::Lost(e)
+            }
+        }
+    }
+
+    /// Continue worker `w`, paused by a fault, with SIGCONT; its slot says it runs
+    /// already (the caller marks it so before bringing its socket up to date).
+    pub(super) fn resume(&mut self, w: usize) {
+        let _ = kill(self.slots[w].pid, Signal::SIGCONT);
+        self.slots[w].since = resource::monotonic_ns();
+    }
+
+    /// Continue worker `id`, frozen at the end of the run, with SIGCONT.
+    pub(super) fn thaw(&mut self, id: usize) {
+        let _ = kill(self.slots[id].pid, Signal::SIGCONT);
+        self.slots[id].life = Life::Running;
     }
 
     /// Wait for worker `id` to exit (its control link closed, so it is on its way out)
@@ -614,5 +685,37 @@ mod tests {
             assert_eq!(s.life, Life::Exited);
             assert_eq!(s.exit.as_deref(), Some("killed by SIGKILL"));
         }
+    }
+
+    #[test]
+    fn a_paused_worker_is_stopped_in_fact_and_a_terminated_one_leaves_though_paused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut procs = Processes::new(tmp.path(), mpsc::channel().0, Secret::generate().unwrap());
+        // Reaped by pid, as the supervisor does; the handle is not waited on.
+        let pid = Command::new("sleep").arg("30").spawn().map(|c| Pid::from_raw(c.id() as i32)).unwrap();
+        procs.slots.push(Slot::new(pid, 0));
+        // Reaped below as the supervisor does; should an assertion fail first, here.
+        struct Reap(Pid);
+        impl Drop for Reap {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    let _ = kill(self.0, Signal::SIGKILL);
+                    let _ = waitpid(self.0, None);
+                }
+            }
+        }
+        let _reap = Reap(pid);
+        assert!(matches!(procs.pause(0), Paused::Stopped));
+        assert_eq!(procs.slots[0].life, Life::Stopped);
+        assert!(crate::supervisor::proc::state(pid).paused());
+        procs.slots[0].life = Life::Running;
+        procs.resume(0);
+        assert!(!crate::supervisor::proc::state(pid).paused());
+        assert!(matches!(procs.pause(0), Paused::Stopped));
+        // SIGTERM reaches a paused process only once it is continued: it is, and reaped.
+        let dead = procs.end(0, Signal::SIGTERM);
+        let s = &procs.slots[0];
+        assert_eq!((s.life, s.planned_exit, s.since), (Life::Exited, true, dead));
+        assert_eq!(s.exit.as_deref(), Some("killed by SIGTERM"));
     }
 }

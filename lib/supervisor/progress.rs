@@ -14,8 +14,6 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{kill, Signal};
-
 use std::path::Path;
 
 use super::diagnosis::Stall;
@@ -370,7 +368,7 @@ impl Supervisor<'_> {
         Ok(Some(stall.describe()))
     }
 
-    /// After a failed run, ask the workers `frozen` (stopped by [`Self::freeze_all`]) for
+    /// After a failed run, ask the workers `frozen` (stopped by [`Processes::freeze_all`](super::processes::Processes::freeze_all)) for
     /// their counters, so the report still shows the messages sent (and lost) up to the
     /// failure. Each is sent Finish while still frozen, and all are continued together
     /// once it is written: each then finds Finish waiting ahead of any channel closed by
@@ -390,8 +388,7 @@ impl Supervisor<'_> {
         self.procs.flush(&asked, Duration::from_secs(1));
         for &id in &asked {
             if self.procs.slots[id].life == Life::Stopped {
-                let _ = kill(self.procs.slots[id].pid, Signal::SIGCONT);
-                self.procs.slots[id].life = Life::Running;
+                self.procs.thaw(id);
             }
         }
         let deadline = Instant::now() + Duration::from_secs(2);
