@@ -11,14 +11,14 @@ use std::time::Duration;
 use super::inject::Faults;
 use super::proc::{self, ProcState};
 use super::processes::{Life, Slot};
-use super::progress::{silent, LAG_NOISE};
 use crate::control::PendingState;
 
 /// Everything a stall's diagnosis is made from, gathered once the workers were asked.
 pub(super) struct Stall<'a> {
     /// The stall window the run went without progress.
     pub(super) window: Duration,
-    /// How far the supervisor itself fell behind meanwhile.
+    /// How far the supervisor itself fell behind meanwhile (only overruns past the
+    /// scheduler's noise count, so any is real).
     pub(super) lag: Duration,
     /// An election: no entries to count.
     pub(super) elect: bool,
@@ -58,7 +58,8 @@ impl Stall<'_> {
         let side = |w: usize| self.faults.side(w);
         let mut head = format!("no progress for {:.1}s", self.window.as_secs_f64());
         let lag = self.lag;
-        if lag >= LAG_NOISE {
+        // Lag is only ever counted in overruns past the scheduler's noise: any is real.
+        if !lag.is_zero() {
             head += &format!(
                 " (and {:.0} ms more while the supervisor itself was behind)",
                 lag.as_secs_f64() * 1e3
@@ -125,6 +126,20 @@ impl Stall<'_> {
     }
 }
 
+/// Lag at which the supervisor counts itself behind in a diagnosis: a silent worker is
+/// then not called wedged, since the supervisor may be the slow one.
+pub(super) const BEHIND: Duration = Duration::from_millis(50);
+
+/// What a diagnosis says of a running worker that did not answer, given how far the
+/// supervisor itself was behind.
+pub(super) fn silent(lag: Duration) -> String {
+    if lag >= BEHIND {
+        format!("did not answer (the supervisor itself fell {:.0} ms behind)", lag.as_secs_f64() * 1e3)
+    } else {
+        "did not answer (wedged?)".to_string()
+    }
+}
+
 /// Whether `text` names worker `j` (`w1`, but not inside `w10`).
 fn names(text: &str, j: usize) -> bool {
     let w = format!("w{j}");
@@ -142,6 +157,15 @@ mod tests {
         assert!(super::names("waiting for REPLY from w1, w10", 1));
         assert!(super::names("waiting for REPLY from w10", 10));
         assert!(!super::names("waiting for REPLY from w10, w12", 1));
+    }
+
+    #[test]
+    fn a_silent_worker_is_called_wedged_only_when_the_supervisor_was_on_time() {
+        assert_eq!(silent(Duration::ZERO), "did not answer (wedged?)");
+        assert_eq!(
+            silent(Duration::from_millis(850)),
+            "did not answer (the supervisor itself fell 850 ms behind)"
+        );
     }
 
     /// A diagnosis from a made-up stall: no process is asked, and the lines are exact.

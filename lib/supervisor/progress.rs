@@ -25,24 +25,10 @@ use crate::tail::Tail;
 /// A round that overruns its tick by less than this is the scheduler's noise, not lag.
 pub(super) const LAG_NOISE: Duration = Duration::from_millis(1);
 
-/// Lag at which the supervisor counts itself behind in a diagnosis: a silent worker is
-/// then not called wedged, since the supervisor may be the slow one.
-pub(super) const BEHIND: Duration = Duration::from_millis(50);
-
 /// Whether `idle` time without progress is a stall, once the supervisor's own `lag`
 /// over the same span is discounted.
 pub(super) fn stalled(idle: Duration, lag: Duration, window: Duration) -> bool {
     idle.saturating_sub(lag) > window
-}
-
-/// What a diagnosis says of a running worker that did not answer, given how far the
-/// supervisor itself was behind.
-pub(super) fn silent(lag: Duration) -> String {
-    if lag >= BEHIND {
-        format!("did not answer (the supervisor itself fell {:.0} ms behind)", lag.as_secs_f64() * 1e3)
-    } else {
-        "did not answer (wedged?)".to_string()
-    }
 }
 
 /// The stall window for a run with `o`: at least `--stall-ms`, long enough for a few
@@ -441,11 +427,6 @@ mod tests {
         assert!(!stalled(Duration::from_millis(5_600), Duration::from_millis(850), window));
         assert!(stalled(s(7), Duration::from_millis(850), window));
         assert!(!stalled(s(1), s(3), window), "more lag than idle time is no stall");
-        assert_eq!(silent(Duration::ZERO), "did not answer (wedged?)");
-        assert_eq!(
-            silent(Duration::from_millis(850)),
-            "did not answer (the supervisor itself fell 850 ms behind)"
-        );
     }
 
     #[test]
