@@ -70,6 +70,7 @@ use processes::{Life, Processes, Slot};
 use progress::Progress;
 #[cfg(test)]
 pub(crate) use report::samples;
+use report::Outcome;
 pub use report::{
     ElectMessages, ElectionPart, Entries, Messages, MutexPart, Network, Report, ServiceReport, JSON_SCHEMA,
 };
@@ -233,8 +234,8 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
         faults.teardown = Some(t);
         faults.ended = Some((ended, window));
     }
-    let audited = sup.audit(&dir, &faults, &mut failure, evidence);
-    let report = sup.report(audited, failure, &dir);
+    let audited = sup.outcome().audit(&dir, &faults, &mut failure, evidence);
+    let report = sup.outcome().report(audited, failure, &dir);
     let kept = if report.ok && !opts.keep { dir.remove(&sockets) } else { true };
     Ok(Report { run_dir_kept: kept, ..report })
 }
@@ -301,6 +302,25 @@ impl<'a> Supervisor<'a> {
             faults: Faults::new(opts.plan.steps.clone()),
             breach: None,
         })
+    }
+
+    /// What the run leaves for its report, as of now.
+    fn outcome(&self) -> Outcome<'_> {
+        let elapsed = match (self.started, self.finished) {
+            (Some(s), Some(f)) => f - s,
+            (Some(s), None) => s.elapsed(),
+            _ => Duration::ZERO,
+        };
+        Outcome {
+            opts: self.opts,
+            info: self.info,
+            slots: &self.procs.slots,
+            applied: self.faults.applied(),
+            never_fired: self.faults.never_fired(),
+            elapsed,
+            model_broken: self.breach.is_some(),
+            evidence_gone: self.progress.tail().gone,
+        }
     }
 
     fn drive(&mut self) -> Result<(), RunError> {
