@@ -38,17 +38,21 @@
 //! the run directory; `janitor` the helper that cleans up after a killed supervisor;
 //! `proc` what the kernel says of a process.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use nix::sys::signal::Signal;
+
 use crate::algorithm::PeerId;
 use crate::audit;
 use crate::auth::Secret;
 pub use crate::control::MAX_WORKERS;
-use crate::control::{self, ToSupervisor, ToWorker};
+use crate::control::{self, PendingState, ToSupervisor, ToWorker};
+use crate::faults::{Action, Step, Target};
 use crate::registry::AlgoInfo;
 use crate::resource;
 
@@ -62,11 +66,12 @@ mod processes;
 mod progress;
 mod report;
 mod rundir;
+use diagnosis::Stall;
 pub use inject::AppliedFault;
-use inject::Faults;
+use inject::{Faults, Undo};
 use options::settings;
 pub use options::{validate, ElectOpts, ExternalOpts, Initiators, RunOpts, MIN_STALL_MS};
-use processes::{Life, Processes, Slot};
+use processes::{Life, Paused, Processes, Slot};
 use progress::Progress;
 #[cfg(test)]
 pub(crate) use report::samples;
@@ -592,6 +597,439 @@ impl<'a> Supervisor<'a> {
             ToSupervisor::Pending(_) => {}
         }
         Ok(())
+    }
+}
+
+// Fault execution: the plan's steps carried out on the workers, and their record.
+impl Supervisor<'_> {
+    /// A fault on worker `worker`, timestamped now (see [`Faults::fault`]).
+    fn fault(
+        &self,
+        action: &str,
+        worker: Option<usize>,
+        signal: Option<Signal>,
+        note: String,
+    ) -> AppliedFault {
+        let slot = worker.map(|w| (w, &self.procs.slots[w]));
+        self.faults.fault(self.started, action, slot, signal, note)
+    }
+
+    /// Write a fault to `faults.log` and the report.
+    fn log_fault(&mut self, f: AppliedFault) {
+        // An election run settles only once quiet after its last fault.
+        self.progress.news();
+        // Above the progress line, as it fires (nothing when stderr is no terminal).
+        self.progress.fault_fired(&f);
+        self.faults.log(f);
+    }
+
+    fn record(&mut self, action: &str, worker: Option<usize>, signal: Option<Signal>, note: String) {
+        let f = self.fault(action, worker, signal, note);
+        self.log_fault(f);
+    }
+
+    /// The run failed or was interrupted and has been torn down: record it (see
+    /// [`Faults::teardown`]).
+    pub(super) fn teardown(&mut self, why: &RunError, ended: u64) -> (u64, u64, u64) {
+        let window = self.stall_window();
+        self.faults.teardown(&self.dir, self.started, why, ended, window)
+    }
+
+    /// Apply what is due: the undos first (a pause's end, a partition's heal), then
+    /// the plan steps due by now, in plan order.
+    pub(super) fn apply_faults(&mut self) -> Result<(), RunError> {
+        let Some(start) = self.started else { return Ok(()) };
+        for (at, u) in self.faults.take_due_undos(Instant::now()) {
+            self.faults.applying(Some(at));
+            match u {
+                Undo::Cont { worker, incarnation } => {
+                    if self.procs.slots[worker].incarnation == incarnation
+                        && self.procs.slots[worker].life == Life::Stopped
+                    {
+                        self.cont(worker, "pause over");
+                    }
+                }
+                // A later partition is not cut short by an earlier one's timer.
+                Undo::Heal { generation } => {
+                    if self.faults.in_force(generation) {
+                        self.heal("partition over");
+                    }
+                }
+            }
+        }
+        self.faults.applying(None);
+        // The entry count as of now, not as of the last look.
+        self.poll_tail();
+        let elapsed = start.elapsed();
+        for (st, due) in self.faults.take_due_steps(start, elapsed, self.progress.tail().enters) {
+            self.faults.applying(due);
+            let applied = self.apply_step(&st);
+            self.faults.applying(None);
+            applied?;
+        }
+        Ok(())
+    }
+
+    /// Partitions due at 0 ms, applied before any worker starts: each worker then gets
+    /// the partition with its Start, so not even a first message crosses it.
+    pub(super) fn apply_initial_partitions(&mut self) -> Result<(), RunError> {
+        for st in self.faults.take_initial_partitions() {
+            self.apply_step(&st)?;
+        }
+        Ok(())
+    }
+
+    fn resolve(&self, t: Target) -> Option<usize> {
+        match t {
+            Target::Worker(w) => Some(w as usize),
+            Target::Holder => {
+                let alive = |w: u32| self.procs.slots.get(w as usize).is_some_and(Slot::alive);
+                self.progress.tail().holder(alive).map(|w| w as usize)
+            }
+            Target::Coordinator => Some(self.procs.slots.len() - 1),
+            Target::Leader => self.leader(),
+        }
+    }
+
+    /// Worker `w` is dead and reaped, so everything it wrote is in the file: read it all,
+    /// then forget it was inside.
+    fn forget_dead(&mut self, w: usize) {
+        self.progress.forget(w, self.started);
+    }
+
+    fn apply_step(&mut self, st: &Step) -> Result<(), RunError> {
+        let text = st.to_string();
+        // Who is inside now: an earlier step of this round may have taken a while.
+        self.poll_tail();
+        let target = match &st.action {
+            Action::Kill(t) | Action::Term(t) | Action::Stop(t) => match self.resolve(*t) {
+                Some(w) => Some(w),
+                None => {
+                    let why = if self.opts.elect.is_some() {
+                        "no live worker follows a live leader yet"
+                    } else {
+                        "no live worker has entered yet"
+                    };
+                    self.record("skip", None, None, format!("{text}: {why}"));
+                    return Ok(());
+                }
+            },
+            _ => None,
+        };
+        // Where the worker stands when the fault hits it, for the fault log's note.
+        let inside = |s: &Self, w: usize| match (&s.opts.elect, s.procs.slots[w].leader) {
+            (None, _) if s.progress.tail().inside.contains(&(w as u32)) => {
+                "inside the critical section".to_string()
+            }
+            (None, _) => "outside the critical section".to_string(),
+            (Some(_), Some((l, term))) if l.index() == w => format!("leading (term {term})"),
+            (Some(_), Some((l, term))) => format!("following {l} (term {term})"),
+            (Some(_), None) => "following no leader".to_string(),
+        };
+        match &st.action {
+            Action::Kill(_) | Action::Term(_) => {
+                let w = target.expect("resolved above");
+                if !self.procs.slots[w].alive() {
+                    self.record(
+                        "skip",
+                        Some(w),
+                        None,
+                        format!("{text}: {}", self.faults.not_running(w, &self.procs.slots[w])),
+                    );
+                    return Ok(());
+                }
+                let kill_it = matches!(st.action, Action::Kill(_));
+                let sig = if kill_it { Signal::SIGKILL } else { Signal::SIGTERM };
+                let note = format!("{text}; w{w} {}", inside(self, w));
+                let mut fault = self.fault(if kill_it { "kill" } else { "term" }, Some(w), Some(sig), note);
+                fault.dead = Some(self.procs.end(w, sig));
+                self.log_fault(fault);
+                self.procs.drop_link(w);
+                self.forget_dead(w);
+            }
+            Action::Stop(_) => {
+                let w = target.expect("resolved above");
+                if self.procs.slots[w].life != Life::Running {
+                    self.record(
+                        "skip",
+                        Some(w),
+                        None,
+                        format!("{text}: {}", self.faults.not_running(w, &self.procs.slots[w])),
+                    );
+                    return Ok(());
+                }
+                let note = format!("{text}; w{w} {}", inside(self, w));
+                let fault = self.fault("stop", Some(w), Some(Signal::SIGSTOP), note);
+                match self.procs.pause(w) {
+                    Paused::Stopped => {
+                        self.log_fault(fault);
+                        if let Some(d) = st.duration {
+                            let incarnation = self.procs.slots[w].incarnation;
+                            self.faults.later(Instant::now() + d, Undo::Cont { worker: w, incarnation });
+                        }
+                    }
+                    Paused::Exited => {
+                        self.forget_dead(w);
+                        self.record("skip", Some(w), None, format!("{text}: w{w} exited before it stopped"));
+                    }
+                    Paused::Lost(e) => {
+                        self.record("skip", Some(w), None, format!("{text}: waitpid failed: {e}"));
+                    }
+                }
+            }
+            Action::Restart(w) => {
+                let w = *w as usize;
+                if self.procs.slots[w].alive() {
+                    self.record("skip", Some(w), None, format!("{text}: w{w} is alive"));
+                    return Ok(());
+                }
+                let inc = self.procs.slots[w].incarnation + 1;
+                // Every EXIT it wrote, in all its lives (the file was read just above).
+                let before = self.progress.tail().exits_by_worker[w];
+                self.procs.launch(self.opts, self.started, w, inc, before)?;
+                self.record("restart", Some(w), None, format!("{text}; resumes after entry {before}"));
+                // Tell everyone already running which life of w to believe from now on;
+                // workers started later learn it from their Start.
+                let running: Vec<usize> =
+                    (0..self.procs.slots.len()).filter(|&j| j != w && self.procs.slots[j].started).collect();
+                for other in running {
+                    self.procs.send(other, &ToWorker::Incarnation { id: PeerId(w as u32), incarnation: inc });
+                }
+            }
+            Action::Partition(groups) => {
+                self.faults.partition(groups.clone(), st.duration);
+                self.record("partition", None, None, text);
+                for id in 0..self.procs.slots.len() {
+                    self.sync_partition(id);
+                }
+            }
+            Action::Heal => self.heal(&text),
+        }
+        Ok(())
+    }
+
+    /// Continue a paused worker, first handing its socket the partition state it missed
+    /// while paused (nothing is sent to a paused worker: it does not read).
+    pub(super) fn cont(&mut self, w: usize, why: &str) {
+        let fault = self.fault("cont", Some(w), Some(Signal::SIGCONT), why.to_string());
+        self.procs.slots[w].life = Life::Running;
+        if self.sync_partition(w) {
+            self.procs.flush(&[w], Duration::from_secs(1));
+        }
+        self.procs.resume(w);
+        self.log_fault(fault);
+    }
+
+    fn heal(&mut self, why: &str) {
+        self.faults.heal();
+        self.record("heal", None, None, why.to_string());
+        for id in 0..self.procs.slots.len() {
+            self.sync_partition(id);
+        }
+    }
+
+    /// What worker `id` must be told to match the partition in force, if anything (see
+    /// [`Faults::partition_update`]).
+    pub(super) fn partition_update(&mut self, id: usize) -> Option<ToWorker> {
+        self.faults.partition_update(&mut self.procs.slots[id])
+    }
+
+    /// Bring worker `id` up to date with the partition in force (see
+    /// [`Self::partition_update`]); returns whether it was sent anything.
+    pub(super) fn sync_partition(&mut self, id: usize) -> bool {
+        match self.partition_update(id) {
+            Some(msg) => self.procs.send(id, &msg),
+            None => false,
+        }
+    }
+}
+
+// Progress, stalls and their diagnosis, and the statistics of a failed run.
+impl Supervisor<'_> {
+    /// Read what the file gained since the last look (see [`Progress::poll`]).
+    pub(super) fn poll_tail(&mut self) {
+        self.progress.poll(self.started);
+    }
+
+    /// End the run if the file has not grown for too long: with a diagnosis of who waits
+    /// for what while `running`, else with the workers that hold up `phase`.
+    pub(super) fn check_progress(&mut self, phase: &str) -> Result<(), RunError> {
+        self.poll_tail();
+        if phase == "running" && self.quiescent() && self.faults.timed_restart_pending() {
+            // Nobody is stuck: every live worker is done and the supervisor itself waits
+            // for a restart in its plan. The stall clock starts when that worker runs.
+            self.progress.progressed();
+        }
+        if self.progress.tail().gone && self.opts.elect.is_none() {
+            // Nobody is stuck: the evidence is gone, so there is nothing to wait for.
+            self.finished.get_or_insert_with(Instant::now);
+            return Err(RunError::Failed(format!(
+                "{} is gone (the run directory was deleted under the run?): nothing is left to judge",
+                self.dir.join(crate::control::RESOURCE_FILE).display()
+            )));
+        }
+        let now = Instant::now();
+        if phase == "running" && self.progress.stalled_at(now, Duration::ZERO) {
+            let detected = Instant::now();
+            // A worker that fails while the others are asked (a program past its
+            // deadline, say), or a file that moves again, outranks the stall.
+            let Some(diagnosis) = self.diagnose()? else { return Ok(()) };
+            self.finished.get_or_insert(detected);
+            return Err(RunError::Failed(diagnosis));
+        }
+        if phase != "running" && self.progress.stalled_at(now, Duration::from_secs(10)) {
+            return Err(RunError::Failed(format!(
+                "workers did not respond while {phase}: {}",
+                self.unresponsive(phase)
+            )));
+        }
+        Ok(())
+    }
+
+    /// The run's stall window (see [`progress::stall_window`]).
+    pub(super) fn stall_window(&self) -> Duration {
+        self.progress.window()
+    }
+
+    /// How long the main loop may sleep: until the plan's next event (see
+    /// [`Faults::tick`]).
+    pub(super) fn tick(&self) -> Duration {
+        self.faults.tick(self.started)
+    }
+
+    /// The workers holding up `phase` (`starting`: not Ready; `finishing`: not exited),
+    /// each with its state: for one the supervisor believes running, the kernel's word,
+    /// since someone else may have stopped it.
+    fn unresponsive(&self, phase: &str) -> String {
+        let ago = |t: u64| resource::monotonic_ns().saturating_sub(t) as f64 / 1e9;
+        let late: Vec<String> = self
+            .procs
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| if phase == "starting" { !s.ready } else { s.alive() })
+            .map(|(id, s)| {
+                let state = match s.life {
+                    Life::Exited => format!("dead: {}", s.exit.clone().unwrap_or_default()),
+                    Life::Stopped => format!("paused for {:.2}s", ago(s.since)),
+                    Life::Running => {
+                        let what = if !s.ready {
+                            "running, never said Ready"
+                        } else if s.stats.is_some() {
+                            "sent its statistics but did not exit"
+                        } else if phase == "finishing" {
+                            "told to finish, sent no statistics"
+                        } else {
+                            "running"
+                        };
+                        // Someone else may have stopped it: then that is why.
+                        match proc::state(s.pid).unexpected() {
+                            Some(k) if what == "running" => k,
+                            Some(k) => format!("{k}; {}", what.trim_start_matches("running, ")),
+                            None => what.to_string(),
+                        }
+                    }
+                };
+                format!("w{id} (pid {}, incarnation {}, {state})", s.pid, s.incarnation)
+            })
+            .collect();
+        if late.is_empty() {
+            "none left (the control links are down)".to_string()
+        } else {
+            late.join(", ")
+        }
+    }
+
+    /// Ask every live worker what it waits for, and say who is stuck. A worker believed
+    /// running that does not answer is looked up in `/proc`: it may have been stopped by
+    /// someone else, or have just exited. Other events that come meanwhile are handled
+    /// as ever: a worker's failure is the run's (`Err`), and progress means there is no
+    /// stall to diagnose (`None`: the answers would not agree with the file).
+    fn diagnose(&mut self) -> Result<Option<String>, RunError> {
+        let asked_at = Instant::now();
+        let window = self.stall_window();
+        let asked: Vec<usize> = (0..self.procs.slots.len())
+            .filter(|&id| {
+                let s = &self.procs.slots[id];
+                s.life == Life::Running && s.ready && s.conn.is_some()
+            })
+            .collect();
+        for &id in &asked {
+            let _ = self.procs.send(id, &ToWorker::Query);
+        }
+        let mut states: BTreeMap<usize, PendingState> = BTreeMap::new();
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while states.len() < asked.len() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(Event::Frame(conn, ToSupervisor::Pending(p))) => {
+                    if let Some(id) = self.procs.made_for(conn) {
+                        states.insert(id, p);
+                    }
+                }
+                Ok(ev) => self.handle(ev, "running")?,
+                Err(_) => break,
+            }
+        }
+        self.poll_tail();
+        if self.progress.moved_since(asked_at) {
+            return Ok(None);
+        }
+        let now = resource::monotonic_ns();
+        // What the kernel says of each silent worker the supervisor believes running.
+        let kernel: Vec<Option<proc::ProcState>> = (0..self.procs.slots.len())
+            .map(|id| {
+                let s = &self.procs.slots[id];
+                (s.life == Life::Running && !states.contains_key(&id)).then(|| proc::state(s.pid))
+            })
+            .collect();
+        let stall = Stall {
+            window,
+            lag: self.progress.lag(),
+            elect: self.opts.elect.is_some(),
+            now,
+            slots: &self.procs.slots,
+            answers: &states,
+            kernel: &kernel,
+            faults: &self.faults,
+        };
+        Ok(Some(stall.describe()))
+    }
+
+    /// After a failed run, ask the workers `frozen` (stopped by [`Processes::freeze_all`]) for
+    /// their counters, so the report still shows the messages sent (and lost) up to the
+    /// failure. Each is sent Finish while still frozen, and all are continued together
+    /// once it is written: each then finds Finish waiting ahead of any channel closed by
+    /// another's exit.
+    pub(super) fn collect_stats(&mut self, frozen: &[usize]) {
+        let asked: Vec<usize> = frozen
+            .iter()
+            .copied()
+            .filter(|&id| {
+                let s = &self.procs.slots[id];
+                s.started && s.conn.is_some() && s.stats.is_none()
+            })
+            .collect();
+        for &id in &asked {
+            self.procs.send(id, &ToWorker::Finish);
+        }
+        self.procs.flush(&asked, Duration::from_secs(1));
+        for &id in &asked {
+            if self.procs.slots[id].life == Life::Stopped {
+                self.procs.thaw(id);
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while asked.iter().any(|&id| self.procs.slots[id].stats.is_none()) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(Event::Frame(conn, msg @ ToSupervisor::Stats(_))) => {
+                    let _ = self.on_frame(conn, msg, "finishing");
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
     }
 }
 

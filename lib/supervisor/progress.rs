@@ -1,25 +1,18 @@
 //! Progress: the resource file is the run's heartbeat. [`Progress`] reads what it
 //! gained, keeps the stall clock and the progress bar, and says whether the run has
 //! stalled at a given time; the main loop sleeps no longer than the next timed event
-//! ([`Supervisor::tick`]), and a run that stops growing the file for the stall window
-//! ends with a diagnosis (who waits for what, each silent worker as the kernel sees it,
-//! written by `diagnosis`) rather than a hang.
+//! ([`Faults::tick`](super::inject::Faults::tick)), and a run that stops growing the
+//! file for the stall window ends with a diagnosis (who waits for what, each silent
+//! worker as the kernel sees it, written by `diagnosis`) rather than a hang.
 //!
 //! The supervisor measures its own lag (how far its rounds overran their tick: a loaded
 //! machine, a plan with a step every millisecond) and discounts it from the stall clock:
 //! time it spent behind is not the workers' silence, so it calls nobody wedged then.
-//! After a failure, the frozen workers are asked for the statistics the report still
-//! shows.
-
-use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
 
 use std::path::Path;
+use std::time::{Duration, Instant};
 
-use super::diagnosis::Stall;
-use super::{proc, AppliedFault, Event, Life, RunError, RunOpts, Supervisor};
-use crate::control::{PendingState, ToSupervisor, ToWorker};
-use crate::resource;
+use super::{AppliedFault, RunOpts};
 use crate::tail::Tail;
 
 /// A round that overruns its tick by less than this is the scheduler's noise, not lag.
@@ -203,197 +196,10 @@ impl Progress {
     }
 }
 
-impl Supervisor<'_> {
-    /// Read what the file gained since the last look (see [`Progress::poll`]).
-    pub(super) fn poll_tail(&mut self) {
-        self.progress.poll(self.started);
-    }
-
-    /// End the run if the file has not grown for too long: with a diagnosis of who waits
-    /// for what while `running`, else with the workers that hold up `phase`.
-    pub(super) fn check_progress(&mut self, phase: &str) -> Result<(), RunError> {
-        self.poll_tail();
-        if phase == "running" && self.quiescent() && self.faults.timed_restart_pending() {
-            // Nobody is stuck: every live worker is done and the supervisor itself waits
-            // for a restart in its plan. The stall clock starts when that worker runs.
-            self.progress.progressed();
-        }
-        if self.progress.tail().gone && self.opts.elect.is_none() {
-            // Nobody is stuck: the evidence is gone, so there is nothing to wait for.
-            self.finished.get_or_insert_with(Instant::now);
-            return Err(RunError::Failed(format!(
-                "{} is gone (the run directory was deleted under the run?): nothing is left to judge",
-                self.dir.join(crate::control::RESOURCE_FILE).display()
-            )));
-        }
-        let now = Instant::now();
-        if phase == "running" && self.progress.stalled_at(now, Duration::ZERO) {
-            let detected = Instant::now();
-            // A worker that fails while the others are asked (a program past its
-            // deadline, say), or a file that moves again, outranks the stall.
-            let Some(diagnosis) = self.diagnose()? else { return Ok(()) };
-            self.finished.get_or_insert(detected);
-            return Err(RunError::Failed(diagnosis));
-        }
-        if phase != "running" && self.progress.stalled_at(now, Duration::from_secs(10)) {
-            return Err(RunError::Failed(format!(
-                "workers did not respond while {phase}: {}",
-                self.unresponsive(phase)
-            )));
-        }
-        Ok(())
-    }
-
-    /// The run's stall window (see [`stall_window`]).
-    pub(super) fn stall_window(&self) -> Duration {
-        self.progress.window()
-    }
-
-    /// How long the main loop may sleep: until the plan's next event (see
-    /// [`super::inject::Faults::tick`]).
-    pub(super) fn tick(&self) -> Duration {
-        self.faults.tick(self.started)
-    }
-
-    /// The workers holding up `phase` (`starting`: not Ready; `finishing`: not exited),
-    /// each with its state: for one the supervisor believes running, the kernel's word,
-    /// since someone else may have stopped it.
-    fn unresponsive(&self, phase: &str) -> String {
-        let ago = |t: u64| resource::monotonic_ns().saturating_sub(t) as f64 / 1e9;
-        let late: Vec<String> = self
-            .procs
-            .slots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| if phase == "starting" { !s.ready } else { s.alive() })
-            .map(|(id, s)| {
-                let state = match s.life {
-                    Life::Exited => format!("dead: {}", s.exit.clone().unwrap_or_default()),
-                    Life::Stopped => format!("paused for {:.2}s", ago(s.since)),
-                    Life::Running => {
-                        let what = if !s.ready {
-                            "running, never said Ready"
-                        } else if s.stats.is_some() {
-                            "sent its statistics but did not exit"
-                        } else if phase == "finishing" {
-                            "told to finish, sent no statistics"
-                        } else {
-                            "running"
-                        };
-                        // Someone else may have stopped it: then that is why.
-                        match proc::state(s.pid).unexpected() {
-                            Some(k) if what == "running" => k,
-                            Some(k) => format!("{k}; {}", what.trim_start_matches("running, ")),
-                            None => what.to_string(),
-                        }
-                    }
-                };
-                format!("w{id} (pid {}, incarnation {}, {state})", s.pid, s.incarnation)
-            })
-            .collect();
-        if late.is_empty() {
-            "none left (the control links are down)".to_string()
-        } else {
-            late.join(", ")
-        }
-    }
-
-    /// Ask every live worker what it waits for, and say who is stuck. A worker believed
-    /// running that does not answer is looked up in `/proc`: it may have been stopped by
-    /// someone else, or have just exited. Other events that come meanwhile are handled
-    /// as ever: a worker's failure is the run's (`Err`), and progress means there is no
-    /// stall to diagnose (`None`: the answers would not agree with the file).
-    fn diagnose(&mut self) -> Result<Option<String>, RunError> {
-        let asked_at = Instant::now();
-        let window = self.stall_window();
-        let asked: Vec<usize> = (0..self.procs.slots.len())
-            .filter(|&id| {
-                let s = &self.procs.slots[id];
-                s.life == Life::Running && s.ready && s.conn.is_some()
-            })
-            .collect();
-        for &id in &asked {
-            let _ = self.procs.send(id, &ToWorker::Query);
-        }
-        let mut states: BTreeMap<usize, PendingState> = BTreeMap::new();
-        let deadline = Instant::now() + Duration::from_secs(1);
-        while states.len() < asked.len() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.rx.recv_timeout(left) {
-                Ok(Event::Frame(conn, ToSupervisor::Pending(p))) => {
-                    if let Some(id) = self.procs.made_for(conn) {
-                        states.insert(id, p);
-                    }
-                }
-                Ok(ev) => self.handle(ev, "running")?,
-                Err(_) => break,
-            }
-        }
-        self.poll_tail();
-        if self.progress.moved_since(asked_at) {
-            return Ok(None);
-        }
-        let now = resource::monotonic_ns();
-        // What the kernel says of each silent worker the supervisor believes running.
-        let kernel: Vec<Option<proc::ProcState>> = (0..self.procs.slots.len())
-            .map(|id| {
-                let s = &self.procs.slots[id];
-                (s.life == Life::Running && !states.contains_key(&id)).then(|| proc::state(s.pid))
-            })
-            .collect();
-        let stall = Stall {
-            window,
-            lag: self.progress.lag(),
-            elect: self.opts.elect.is_some(),
-            now,
-            slots: &self.procs.slots,
-            answers: &states,
-            kernel: &kernel,
-            faults: &self.faults,
-        };
-        Ok(Some(stall.describe()))
-    }
-
-    /// After a failed run, ask the workers `frozen` (stopped by [`Processes::freeze_all`](super::processes::Processes::freeze_all)) for
-    /// their counters, so the report still shows the messages sent (and lost) up to the
-    /// failure. Each is sent Finish while still frozen, and all are continued together
-    /// once it is written: each then finds Finish waiting ahead of any channel closed by
-    /// another's exit.
-    pub(super) fn collect_stats(&mut self, frozen: &[usize]) {
-        let asked: Vec<usize> = frozen
-            .iter()
-            .copied()
-            .filter(|&id| {
-                let s = &self.procs.slots[id];
-                s.started && s.conn.is_some() && s.stats.is_none()
-            })
-            .collect();
-        for &id in &asked {
-            self.procs.send(id, &ToWorker::Finish);
-        }
-        self.procs.flush(&asked, Duration::from_secs(1));
-        for &id in &asked {
-            if self.procs.slots[id].life == Life::Stopped {
-                self.procs.thaw(id);
-            }
-        }
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while asked.iter().any(|&id| self.procs.slots[id].stats.is_none()) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.rx.recv_timeout(left) {
-                Ok(Event::Frame(conn, msg @ ToSupervisor::Stats(_))) => {
-                    let _ = self.on_frame(conn, msg, "finishing");
-                }
-                Ok(_) => {}
-                Err(_) => break,
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resource;
     use crate::supervisor::options::tests::sample;
     use crate::supervisor::tests::idle;
     use crate::supervisor::{RunOpts, MIN_STALL_MS};
