@@ -195,7 +195,7 @@ mod tests {
         ]);
         let kernel = [None, None, Some(ProcState::Stopped), None, None, Some(ProcState::Active('S'))];
         let mut faults = Faults::new(Vec::new());
-        faults.partition(vec![vec![0, 1], vec![2, 3, 4, 5]], None);
+        faults.partition(vec![vec![0, 1], vec![2, 3, 4, 5]]);
         let stall = Stall {
             window: Duration::from_secs(5),
             lag: Duration::from_millis(100),

@@ -246,15 +246,12 @@ impl Faults {
         self.undo.push((at, undo));
     }
 
-    /// Put `groups` in force as the next generation of partition, healed after
-    /// `duration` if it has one; returns its generation.
-    pub(super) fn partition(&mut self, groups: Vec<Vec<u32>>, duration: Option<Duration>) -> u64 {
+    /// Put `groups` in force as the next generation of partition; returns its
+    /// generation (for its heal, [`Undo::Heal`]).
+    pub(super) fn partition(&mut self, groups: Vec<Vec<u32>>) -> u64 {
         self.partitions += 1;
         let generation = self.partitions;
         self.partition = Some((generation, groups));
-        if let Some(d) = duration {
-            self.undo.push((Instant::now() + d, Undo::Heal { generation }));
-        }
         generation
     }
 
@@ -586,8 +583,9 @@ mod tests {
         assert!(faults.never_fired().is_empty() && faults.settled());
         // Partitions get generations; a heal due for an older one finds it out of force.
         let now = Instant::now();
-        let first = faults.partition(vec![vec![0], vec![1, 2]], Some(ms(50)));
-        let second = faults.partition(vec![vec![0, 1], vec![2]], None);
+        let first = faults.partition(vec![vec![0], vec![1, 2]]);
+        faults.later(now + ms(50), Undo::Heal { generation: first });
+        let second = faults.partition(vec![vec![0, 1], vec![2]]);
         assert!(!faults.in_force(first) && faults.in_force(second));
         assert!(!faults.settled(), "the first partition's heal is still to come");
         assert!(faults.take_due_undos(now).is_empty());
@@ -613,7 +611,7 @@ mod tests {
             format!("{:?}", None::<ToWorker>),
             "nothing in force, nothing sent yet"
         );
-        faults.partition(vec![vec![0], vec![1]], None);
+        faults.partition(vec![vec![0], vec![1]]);
         slot.life = Life::Stopped;
         assert_eq!(
             told(&faults, &mut slot),

@@ -797,10 +797,13 @@ impl Supervisor<'_> {
                 }
             }
             Action::Partition(groups) => {
-                self.faults.partition(groups.clone(), st.duration);
+                let generation = self.faults.partition(groups.clone());
                 self.record("partition", None, None, text);
                 for id in 0..self.procs.slots.len() {
                     self.sync_partition(id);
+                }
+                if let Some(d) = st.duration {
+                    self.faults.later(Instant::now() + d, Undo::Heal { generation });
                 }
             }
             Action::Heal => self.heal(&text),
