@@ -252,6 +252,8 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
 /// resource file's tail, the stall clock, the bar). This struct holds the run's options
 /// and clock and moves values between them: its main loop (`wait_until`) takes each
 /// [`Event`], and between events checks progress and carries out what the plan has due.
+/// A stall's diagnosis is written from a [`Stall`] value, and the report from an
+/// [`Outcome`].
 ///
 /// [`run`] drives it: `drive` launches every worker, waits until all are Ready, starts
 /// them, waits until all are done and finishes them in order; however that ends, the
