@@ -10,16 +10,15 @@
 //! with that fault's own lateness, so a chain of late steps can be read back.
 
 use std::io::Write;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{kill, Signal};
-use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+use nix::sys::signal::Signal;
 use serde::Serialize;
 
-use super::{describe, Life, RunError, Slot, Supervisor};
-use crate::algorithm::PeerId;
+use super::{Life, RunError, Slot};
 use crate::control::{self, ToWorker};
-use crate::faults::{Action, Step, Target, When};
+use crate::faults::{Action, Step, When};
 use crate::resource;
 
 /// A fault applied this long or more after its time is marked late: below it, the
@@ -97,27 +96,199 @@ pub(super) enum Undo {
     },
 }
 
-impl Supervisor<'_> {
-    /// A fault, timestamped now. Take it *before* acting: the auditor excuses only what
-    /// happens after a fault's time, and the effect may be seen as soon as it is applied.
-    fn fault(
+/// Fault execution's own state: the plan steps not yet applied, the undos they left
+/// (a pause's end, a partition's heal), the faults applied and their log, and the
+/// partition in force. It decides what is due when and keeps the record; the
+/// supervisor's loop carries out each step on the processes.
+pub(super) struct Faults {
+    /// Plan steps not yet applied, in plan order.
+    steps: Vec<Step>,
+    /// What applied steps asked to undo later, with when.
+    undo: Vec<(Instant, Undo)>,
+    /// Every fault applied so far, in order.
+    applied: Vec<AppliedFault>,
+    /// `faults.log`, once the run has a plan (or a teardown to record).
+    log: Option<std::fs::File>,
+    /// The partition in force (its generation and groups), if any.
+    partition: Option<(u64, Vec<Vec<u32>>)>,
+    /// Partitions applied so far: each gets the next generation.
+    partitions: u64,
+    /// When the fault being applied was due, if it had a time (see [`LATE`]).
+    due: Option<Instant>,
+}
+
+impl Faults {
+    /// The plan's `steps`, none applied yet.
+    pub(super) fn new(steps: Vec<Step>) -> Faults {
+        Faults {
+            steps,
+            undo: Vec::new(),
+            applied: Vec::new(),
+            log: None,
+            partition: None,
+            partitions: 0,
+            due: None,
+        }
+    }
+
+    /// Whether any plan step is left.
+    pub(super) fn planned(&self) -> bool {
+        !self.steps.is_empty()
+    }
+
+    /// Write the applied faults to `log` from now on.
+    pub(super) fn log_to(&mut self, log: std::fs::File) {
+        self.log = Some(log);
+    }
+
+    /// Nothing is left to apply or undo.
+    pub(super) fn settled(&self) -> bool {
+        self.steps.is_empty() && self.undo.is_empty()
+    }
+
+    /// A time-based restart is still to come (the only step that can bring a quiescent
+    /// run back to life).
+    pub(super) fn timed_restart_pending(&self) -> bool {
+        self.steps.iter().any(|st| matches!((&st.action, st.when), (Action::Restart(_), When::At(_))))
+    }
+
+    /// A step is still to restart worker `id`.
+    pub(super) fn restart_planned(&self, id: usize) -> bool {
+        self.steps.iter().any(|st| st.action == Action::Restart(id as u32))
+    }
+
+    /// Every fault applied so far, in order.
+    pub(super) fn applied(&self) -> &[AppliedFault] {
+        &self.applied
+    }
+
+    /// The plan steps that never fired, in the plan grammar.
+    pub(super) fn never_fired(&self) -> Vec<String> {
+        self.steps.iter().map(|st| st.to_string()).collect()
+    }
+
+    /// The partition in force, if any: its groups, and when it was applied (ms into the run).
+    pub(super) fn partition_in_force(&self) -> Option<(&[Vec<u32>], Option<f64>)> {
+        let (_, groups) = self.partition.as_ref()?;
+        let since = self.applied.iter().rev().find(|f| f.action == "partition").map(|f| f.at_ms);
+        Some((groups, since))
+    }
+
+    /// Which side of the partition in force worker `w` is on, if one is.
+    pub(super) fn side(&self, w: usize) -> Option<usize> {
+        self.partition.as_ref().and_then(|(_, groups)| groups.iter().position(|g| g.contains(&(w as u32))))
+    }
+
+    /// How long the main loop may sleep, given when the run `started`: briefly while a
+    /// step waits for an entry count (the holder is only inside for `--cs-ms`), else
+    /// until the next timed step or undo.
+    pub(super) fn tick(&self, started: Option<Instant>) -> Duration {
+        let mut tick = Duration::from_millis(100);
+        let Some(start) = started else { return tick };
+        for st in &self.steps {
+            match st.when {
+                When::Entry(_) => tick = tick.min(Duration::from_millis(1)),
+                When::At(at) => tick = tick.min(at.saturating_sub(start.elapsed())),
+            }
+        }
+        for (at, _) in &self.undo {
+            tick = tick.min(at.saturating_duration_since(Instant::now()));
+        }
+        tick.max(Duration::from_micros(200))
+    }
+
+    /// Take the undos due by `now`, in the order they were asked for.
+    pub(super) fn take_due_undos(&mut self, now: Instant) -> Vec<(Instant, Undo)> {
+        let (due, keep): (Vec<_>, Vec<_>) = self.undo.drain(..).partition(|(at, _)| *at <= now);
+        self.undo = keep;
+        due
+    }
+
+    /// Take the steps due `elapsed` into a run that began at `start`, with `entries`
+    /// made so far, in plan order; each with when it was due, if it had a time.
+    pub(super) fn take_due_steps(
+        &mut self,
+        start: Instant,
+        elapsed: Duration,
+        entries: u64,
+    ) -> Vec<(Step, Option<Instant>)> {
+        let (due, later): (Vec<Step>, Vec<Step>) =
+            std::mem::take(&mut self.steps).into_iter().partition(|st| match st.when {
+                When::At(at) => elapsed >= at,
+                When::Entry(k) => entries >= k,
+            });
+        self.steps = later;
+        due.into_iter()
+            .map(|st| {
+                // Only a timed step has a time to be late for.
+                let due = match st.when {
+                    When::At(at) => Some(start + at),
+                    When::Entry(_) => None,
+                };
+                (st, due)
+            })
+            .collect()
+    }
+
+    /// Take the partitions due at 0 ms, to apply before any worker starts.
+    pub(super) fn take_initial_partitions(&mut self) -> Vec<Step> {
+        let (now, later): (Vec<Step>, Vec<Step>) = std::mem::take(&mut self.steps)
+            .into_iter()
+            .partition(|st| st.when == When::At(Duration::ZERO) && matches!(st.action, Action::Partition(_)));
+        self.steps = later;
+        now
+    }
+
+    /// The fault being applied from now on was due at `due` (`None`: it had no time).
+    pub(super) fn applying(&mut self, due: Option<Instant>) {
+        self.due = due;
+    }
+
+    /// Undo `undo` at `at`.
+    pub(super) fn later(&mut self, at: Instant, undo: Undo) {
+        self.undo.push((at, undo));
+    }
+
+    /// Put `groups` in force as the next generation of partition; returns its
+    /// generation (for its heal, [`Undo::Heal`]).
+    pub(super) fn partition(&mut self, groups: Vec<Vec<u32>>) -> u64 {
+        self.partitions += 1;
+        let generation = self.partitions;
+        self.partition = Some((generation, groups));
+        generation
+    }
+
+    /// Whether the partition of `generation` is still the one in force.
+    pub(super) fn in_force(&self, generation: u64) -> bool {
+        self.partition.as_ref().is_some_and(|(g, _)| *g == generation)
+    }
+
+    /// End the partition in force.
+    pub(super) fn heal(&mut self) {
+        self.partition = None;
+    }
+
+    /// A fault on worker `worker` (with its slot), timestamped now, in a run that began
+    /// at `started`. Take it *before* acting: the auditor excuses only what happens
+    /// after a fault's time, and the effect may be seen as soon as it is applied.
+    pub(super) fn fault(
         &self,
+        started: Option<Instant>,
         action: &str,
-        worker: Option<usize>,
+        worker: Option<(usize, &Slot)>,
         signal: Option<Signal>,
         note: String,
     ) -> AppliedFault {
         let t = resource::monotonic_ns();
-        let at_ms = self.started.map_or(0.0, |s| s.elapsed().as_secs_f64() * 1e3);
+        let at_ms = started.map_or(0.0, |s| s.elapsed().as_secs_f64() * 1e3);
         let late = self.due.map(|due| due.elapsed()).filter(|&l| l >= LATE);
-        let slot = worker.map(|w| &self.slots[w]);
         AppliedFault {
             at_ms,
             t,
             action: action.to_string(),
-            worker: worker.map(|w| w as u32),
-            incarnation: slot.map(|s| s.incarnation),
-            pid: slot.map(|s| s.pid.as_raw()),
+            worker: worker.map(|(w, _)| w as u32),
+            incarnation: worker.map(|(_, s)| s.incarnation),
+            pid: worker.map(|(_, s)| s.pid.as_raw()),
             signal: signal.map(|s| s.as_str().to_string()),
             dead: None,
             late_ms: late.map(|l| l.as_secs_f64() * 1e3),
@@ -125,113 +296,18 @@ impl Supervisor<'_> {
         }
     }
 
-    /// Write a fault to `faults.log` and the report.
-    fn log_fault(&mut self, f: AppliedFault) {
-        // An election run settles only once quiet after its last fault.
-        self.quiet_since = Instant::now();
-        if let Some(log) = self.fault_log.as_mut() {
+    /// Write a fault to `faults.log` and keep it for the report.
+    pub(super) fn log(&mut self, f: AppliedFault) {
+        if let Some(log) = self.log.as_mut() {
             let _ = writeln!(log, "{}", f.log_line());
-        }
-        // Above the progress line, as it fires (nothing when stderr is no terminal).
-        if !self.bar.is_hidden() {
-            self.bar.println(format!("{:>9.1} ms  fault: {}", f.at_ms, f.note));
         }
         self.applied.push(f);
     }
 
-    fn record(&mut self, action: &str, worker: Option<usize>, signal: Option<Signal>, note: String) {
-        let f = self.fault(action, worker, signal, note);
-        self.log_fault(f);
-    }
-
-    /// The run failed or was interrupted and has been torn down: record it, so the
-    /// auditor tells a section cut short by the end of the run from a crash.
-    /// Returns the teardown's time, when the run ended and the stall window, for the
-    /// audit, which must know them even if the line cannot be written.
-    pub(super) fn teardown(&mut self, why: &RunError, ended: u64) -> (u64, u64, u64) {
-        let path = self.dir.join(control::FAULT_LOG);
-        if self.fault_log.is_none() {
-            self.fault_log = std::fs::OpenOptions::new().create(true).append(true).open(&path).ok();
-        }
-        let why = match why {
-            RunError::Interrupted(_) => "interrupted".to_string(),
-            RunError::Failed(f) => format!("run failed: {}", f.lines().next().unwrap_or_default()),
-            RunError::Usage(u) => u.clone(),
-        };
-        // The log only: it is the end of the run, not one of the plan's faults. Only what
-        // began within the stall window before the end is the teardown's doing.
-        let window = self.stall_window().as_nanos() as u64;
-        let f = self.fault("teardown", None, None, why);
-        let line =
-            format!("t={} at={:.3}ms teardown ended={ended} window={window} # {}", f.t, f.at_ms, f.note);
-        let written = match self.fault_log.as_mut() {
-            Some(log) => writeln!(log, "{line}").and_then(|()| log.sync_data()),
-            None => Err(std::io::Error::other("it could not be opened")),
-        };
-        if let Err(e) = written {
-            eprintln!(
-                "mutexlab: cannot record the teardown in {}: {e}; this run's audit knows of it, a later `mutexlab audit` will not",
-                path.display()
-            );
-        }
-        (f.t, ended, window)
-    }
-
-    pub(super) fn apply_faults(&mut self) -> Result<(), RunError> {
-        let Some(start) = self.started else { return Ok(()) };
-        let now = Instant::now();
-        let due_undo: Vec<(Instant, Undo)> = {
-            let (due, keep): (Vec<_>, Vec<_>) = self.undo.drain(..).partition(|(at, _)| *at <= now);
-            self.undo = keep;
-            due
-        };
-        for (at, u) in due_undo {
-            self.due = Some(at);
-            match u {
-                Undo::Cont { worker, incarnation } => {
-                    if self.slots[worker].incarnation == incarnation
-                        && self.slots[worker].life == Life::Stopped
-                    {
-                        self.cont(worker, "pause over");
-                    }
-                }
-                // A later partition is not cut short by an earlier one's timer.
-                Undo::Heal { generation } => {
-                    if self.partition.as_ref().is_some_and(|(g, _)| *g == generation) {
-                        self.heal("partition over");
-                    }
-                }
-            }
-        }
-        self.due = None;
-        // The entry count as of now, not as of the last look.
-        self.poll_tail();
-        let elapsed = start.elapsed();
-        let entries = self.tail.enters;
-        let (due, later): (Vec<Step>, Vec<Step>) =
-            std::mem::take(&mut self.steps).into_iter().partition(|st| match st.when {
-                When::At(at) => elapsed >= at,
-                When::Entry(k) => entries >= k,
-            });
-        self.steps = later;
-        for st in due {
-            // Only a timed step has a time to be late for.
-            self.due = match st.when {
-                When::At(at) => Some(start + at),
-                When::Entry(_) => None,
-            };
-            let applied = self.apply_step(&st);
-            self.due = None;
-            applied?;
-        }
-        Ok(())
-    }
-
-    /// Why worker `w` is not running, for a step that skips it: the fault that killed
-    /// or paused it (with how late that fault was, since a late one is often why the
-    /// next step finds its target gone), or how it ended by itself.
-    fn not_running(&self, w: usize) -> String {
-        let s = &self.slots[w];
+    /// Why worker `w` (in `slot`) is not running, for a step that skips it: the fault
+    /// that killed or paused it (with how late that fault was, since a late one is often
+    /// why the next step finds its target gone), or how it ended by itself.
+    pub(super) fn not_running(&self, w: usize, s: &Slot) -> String {
         let cause = self.applied.iter().rev().find(|f| {
             f.worker == Some(w as u32)
                 && matches!(f.action.as_str(), "kill" | "term" | "stop" | "restart" | "cont")
@@ -252,213 +328,59 @@ impl Supervisor<'_> {
         }
     }
 
-    /// Partitions due at 0 ms, applied before any worker starts: each worker then gets
-    /// the partition with its Start, so not even a first message crosses it.
-    pub(super) fn apply_initial_partitions(&mut self) -> Result<(), RunError> {
-        let (now, later): (Vec<Step>, Vec<Step>) = std::mem::take(&mut self.steps)
-            .into_iter()
-            .partition(|st| st.when == When::At(Duration::ZERO) && matches!(st.action, Action::Partition(_)));
-        self.steps = later;
-        for st in now {
-            self.apply_step(&st)?;
-        }
-        Ok(())
-    }
-
-    fn resolve(&self, t: Target) -> Option<usize> {
-        match t {
-            Target::Worker(w) => Some(w as usize),
-            Target::Holder => {
-                self.tail.holder(|w| self.slots.get(w as usize).is_some_and(Slot::alive)).map(|w| w as usize)
-            }
-            Target::Coordinator => Some(self.slots.len() - 1),
-            Target::Leader => self.leader(),
-        }
-    }
-
-    /// Worker `w` is dead and reaped, so everything it wrote is in the file: read it all,
-    /// then forget it was inside.
-    fn forget_dead(&mut self, w: usize) {
-        self.poll_tail();
-        self.tail.crashed(w as u32);
-    }
-
-    fn apply_step(&mut self, st: &Step) -> Result<(), RunError> {
-        let text = st.to_string();
-        // Who is inside now: an earlier step of this round may have taken a while.
-        self.poll_tail();
-        let target = match &st.action {
-            Action::Kill(t) | Action::Term(t) | Action::Stop(t) => match self.resolve(*t) {
-                Some(w) => Some(w),
-                None => {
-                    let why = if self.opts.elect.is_some() {
-                        "no live worker follows a live leader yet"
-                    } else {
-                        "no live worker has entered yet"
-                    };
-                    self.record("skip", None, None, format!("{text}: {why}"));
-                    return Ok(());
-                }
-            },
-            _ => None,
-        };
-        // Where the worker stands when the fault hits it, for the fault log's note.
-        let inside = |s: &Self, w: usize| match (&s.opts.elect, s.slots[w].leader) {
-            (None, _) if s.tail.inside.contains(&(w as u32)) => "inside the critical section".to_string(),
-            (None, _) => "outside the critical section".to_string(),
-            (Some(_), Some((l, term))) if l.index() == w => format!("leading (term {term})"),
-            (Some(_), Some((l, term))) => format!("following {l} (term {term})"),
-            (Some(_), None) => "following no leader".to_string(),
-        };
-        match &st.action {
-            Action::Kill(_) | Action::Term(_) => {
-                let w = target.expect("resolved above");
-                if !self.slots[w].alive() {
-                    self.record("skip", Some(w), None, format!("{text}: {}", self.not_running(w)));
-                    return Ok(());
-                }
-                let kill_it = matches!(st.action, Action::Kill(_));
-                let sig = if kill_it { Signal::SIGKILL } else { Signal::SIGTERM };
-                let note = format!("{text}; w{w} {}", inside(self, w));
-                let mut fault = self.fault(if kill_it { "kill" } else { "term" }, Some(w), Some(sig), note);
-                self.slots[w].planned_exit = true;
-                let pid = self.slots[w].pid;
-                let _ = kill(pid, sig);
-                if !kill_it && self.slots[w].life == Life::Stopped {
-                    let _ = kill(pid, Signal::SIGCONT); // a stopped process cannot leave
-                }
-                self.reap(w);
-                fault.dead = Some(self.slots[w].since);
-                self.log_fault(fault);
-                if let Some(conn) = self.slots[w].conn.take() {
-                    self.conn_owner.remove(&conn);
-                    self.conns.get_mut(conn).map(|c| c.take());
-                }
-                self.forget_dead(w);
-            }
-            Action::Stop(_) => {
-                let w = target.expect("resolved above");
-                if self.slots[w].life != Life::Running {
-                    self.record("skip", Some(w), None, format!("{text}: {}", self.not_running(w)));
-                    return Ok(());
-                }
-                let note = format!("{text}; w{w} {}", inside(self, w));
-                let fault = self.fault("stop", Some(w), Some(Signal::SIGSTOP), note);
-                let pid = self.slots[w].pid;
-                let _ = kill(pid, Signal::SIGSTOP);
-                // SIGSTOP lands asynchronously: wait until the kernel says it did.
-                let status = loop {
-                    match waitpid(pid, Some(WaitPidFlag::WUNTRACED)) {
-                        Err(nix::errno::Errno::EINTR) => {}
-                        Ok(st) if !matches!(st, WaitStatus::Stopped(..)) && describe(st).is_none() => {}
-                        other => break other,
-                    }
-                };
-                match status {
-                    Ok(WaitStatus::Stopped(..)) => {
-                        self.slots[w].life = Life::Stopped;
-                        self.slots[w].since = resource::monotonic_ns();
-                        self.log_fault(fault);
-                        if let Some(d) = st.duration {
-                            let incarnation = self.slots[w].incarnation;
-                            self.undo.push((Instant::now() + d, Undo::Cont { worker: w, incarnation }));
-                        }
-                    }
-                    Ok(other) => {
-                        // It died instead (reaped now): never signal this pid again.
-                        self.slots[w].life = Life::Exited;
-                        self.slots[w].since = resource::monotonic_ns();
-                        self.slots[w].exit = describe(other);
-                        self.forget_dead(w);
-                        self.record("skip", Some(w), None, format!("{text}: w{w} exited before it stopped"));
-                    }
-                    Err(e) => {
-                        // Not our child any more: never signal it again.
-                        self.slots[w].life = Life::Exited;
-                        self.record("skip", Some(w), None, format!("{text}: waitpid failed: {e}"));
-                    }
-                }
-            }
-            Action::Restart(w) => {
-                let w = *w as usize;
-                if self.slots[w].alive() {
-                    self.record("skip", Some(w), None, format!("{text}: w{w} is alive"));
-                    return Ok(());
-                }
-                let inc = self.slots[w].incarnation + 1;
-                // Every EXIT it wrote, in all its lives (the file was read just above).
-                let before = self.tail.exits_by_worker[w];
-                self.launch(w, inc, before)?;
-                self.record("restart", Some(w), None, format!("{text}; resumes after entry {before}"));
-                // Tell everyone already running which life of w to believe from now on;
-                // workers started later learn it from their Start.
-                let running: Vec<usize> =
-                    (0..self.slots.len()).filter(|&j| j != w && self.slots[j].started).collect();
-                for other in running {
-                    self.send(other, &ToWorker::Incarnation { id: PeerId(w as u32), incarnation: inc });
-                }
-            }
-            Action::Partition(groups) => {
-                self.partitions += 1;
-                let generation = self.partitions;
-                self.partition = Some((generation, groups.clone()));
-                self.record("partition", None, None, text);
-                for id in 0..self.slots.len() {
-                    self.sync_partition(id);
-                }
-                if let Some(d) = st.duration {
-                    self.undo.push((Instant::now() + d, Undo::Heal { generation }));
-                }
-            }
-            Action::Heal => self.heal(&text),
-        }
-        Ok(())
-    }
-
-    /// Continue a paused worker, first handing its socket the partition state it missed
-    /// while paused (nothing is sent to a paused worker: it does not read).
-    pub(super) fn cont(&mut self, w: usize, why: &str) {
-        let fault = self.fault("cont", Some(w), Some(Signal::SIGCONT), why.to_string());
-        self.slots[w].life = Life::Running;
-        if self.sync_partition(w) {
-            self.flush(&[w], Duration::from_secs(1));
-        }
-        let _ = kill(self.slots[w].pid, Signal::SIGCONT);
-        self.slots[w].since = resource::monotonic_ns();
-        self.log_fault(fault);
-    }
-
-    fn heal(&mut self, why: &str) {
-        self.partition = None;
-        self.record("heal", None, None, why.to_string());
-        for id in 0..self.slots.len() {
-            self.sync_partition(id);
-        }
-    }
-
-    /// What worker `id` must be told to match the partition in force, if anything: only
-    /// a started, running worker is told (a paused one does not read; it is brought up
-    /// to date when continued). Counts it as told.
-    pub(super) fn partition_update(&mut self, id: usize) -> Option<ToWorker> {
-        let s = &self.slots[id];
+    /// What the worker in `slot` must be told to match the partition in force, if
+    /// anything: only a started, running worker is told (a paused one does not read; it
+    /// is brought up to date when continued). Counts it as told.
+    pub(super) fn partition_update(&self, s: &mut Slot) -> Option<ToWorker> {
         let current = self.partition.as_ref().map(|(g, _)| *g);
         if !s.started || s.life != Life::Running || s.view == current {
             return None;
         }
-        self.slots[id].view = current;
+        s.view = current;
         Some(match &self.partition {
             Some((_, groups)) => ToWorker::Partition { groups: groups.clone() },
             None => ToWorker::Heal,
         })
     }
 
-    /// Bring worker `id` up to date with the partition in force (see
-    /// [`Self::partition_update`]); returns whether it was sent anything.
-    pub(super) fn sync_partition(&mut self, id: usize) -> bool {
-        match self.partition_update(id) {
-            Some(msg) => self.send(id, &msg),
-            None => false,
+    /// The run failed or was interrupted (`why`) and has been torn down: record it in
+    /// `dir`'s fault log, so the auditor tells a section cut short by the end of the run
+    /// from a crash. Returns the teardown's time, when the run ended and the stall
+    /// `window`, for the audit, which must know them even if the line cannot be written.
+    pub(super) fn teardown(
+        &mut self,
+        dir: &Path,
+        started: Option<Instant>,
+        why: &RunError,
+        ended: u64,
+        window: Duration,
+    ) -> (u64, u64, u64) {
+        let path = dir.join(control::FAULT_LOG);
+        if self.log.is_none() {
+            self.log = std::fs::OpenOptions::new().create(true).append(true).open(&path).ok();
         }
+        let why = match why {
+            RunError::Interrupted(_) => "interrupted".to_string(),
+            RunError::Failed(f) => format!("run failed: {}", f.lines().next().unwrap_or_default()),
+            RunError::Usage(u) => u.clone(),
+        };
+        // The log only: it is the end of the run, not one of the plan's faults. Only what
+        // began within the stall window before the end is the teardown's doing.
+        let window = window.as_nanos() as u64;
+        let f = self.fault(started, "teardown", None, None, why);
+        let line =
+            format!("t={} at={:.3}ms teardown ended={ended} window={window} # {}", f.t, f.at_ms, f.note);
+        let written = match self.log.as_mut() {
+            Some(log) => writeln!(log, "{line}").and_then(|()| log.sync_data()),
+            None => Err(std::io::Error::other("it could not be opened")),
+        };
+        if let Err(e) = written {
+            eprintln!(
+                "mutexlab: cannot record the teardown in {}: {e}; this run's audit knows of it, a later `mutexlab audit` will not",
+                path.display()
+            );
+        }
+        (f.t, ended, window)
     }
 }
 
@@ -509,7 +431,7 @@ mod tests {
         let opts = sample();
         let mut sup = idle(&opts, tmp.path());
         let path = tmp.path().join(control::FAULT_LOG);
-        sup.fault_log = Some(std::fs::File::create(&path).unwrap());
+        sup.faults.log = Some(std::fs::File::create(&path).unwrap());
         sup.log_fault(AppliedFault {
             worker: Some(1),
             dead: Some(1_500),
@@ -530,7 +452,7 @@ mod tests {
         assert_eq!(read.ended, Some((ended, window)));
         assert_eq!(window, sup.stall_window().as_nanos() as u64);
         // The teardown goes to the log only, not to the report's faults.
-        let applied: Vec<&str> = sup.applied.iter().map(|f| f.action.as_str()).collect();
+        let applied: Vec<&str> = sup.faults.applied.iter().map(|f| f.action.as_str()).collect();
         assert_eq!(applied, ["kill", "skip"]);
     }
 
@@ -544,21 +466,21 @@ mod tests {
         let opts = crate::supervisor::RunOpts { plan: plan.unwrap(), ..sample() };
         let mut sup = crate::supervisor::tests::with_slots(&opts, tmp.path(), 3);
         let path = tmp.path().join(control::FAULT_LOG);
-        sup.fault_log = Some(std::fs::File::create(&path).unwrap());
+        sup.faults.log = Some(std::fs::File::create(&path).unwrap());
         sup.started = Some(Instant::now() - Duration::from_millis(250));
         // What two earlier faults did, each late itself.
-        sup.slots[0].life = Life::Exited;
+        sup.procs.slots[0].life = Life::Exited;
         let note = "kill 0 at 50ms; w0 outside the critical section".to_string();
-        sup.applied.push(AppliedFault {
+        sup.faults.applied.push(AppliedFault {
             worker: Some(0),
             at_ms: 56.5,
             late_ms: Some(6.5),
             note,
             ..bare("kill")
         });
-        sup.slots[1].life = Life::Stopped;
+        sup.procs.slots[1].life = Life::Stopped;
         let note = "stop 1 at 60ms for 1s; w1 inside the critical section".to_string();
-        sup.applied.push(AppliedFault {
+        sup.faults.applied.push(AppliedFault {
             worker: Some(1),
             at_ms: 62.0,
             late_ms: Some(2.0),
@@ -566,8 +488,8 @@ mod tests {
             ..bare("stop")
         });
         sup.apply_faults().unwrap();
-        assert!(sup.steps.is_empty());
-        let [kill, stop, partition] = &sup.applied[2..] else { panic!("{:?}", sup.applied) };
+        assert!(sup.faults.steps.is_empty());
+        let [kill, stop, partition] = &sup.faults.applied[2..] else { panic!("{:?}", sup.faults.applied) };
         assert_eq!(
             (kill.action.as_str(), kill.note.as_str()),
             ("skip", "kill 0 at 100ms: w0 is dead, killed by `kill 0 at 50ms` at 56.5 ms, 6.5 ms late")
@@ -590,10 +512,121 @@ mod tests {
         assert!(read.fields.starts_with("late="), "{line}");
         // A step on time, or one with no time (an entry count), is not late.
         sup.started = Some(Instant::now());
-        sup.steps = crate::faults::Plan::parse("heal at 10s\nheal at entry 1", 3).unwrap().steps;
-        sup.tail.enters = 1;
+        sup.faults.steps = crate::faults::Plan::parse("heal at 10s\nheal at entry 1", 3).unwrap().steps;
+        sup.progress.tail_mut().enters = 1;
         sup.apply_faults().unwrap();
-        assert_eq!(sup.steps.len(), 1, "heal at 10s is still to come");
-        assert_eq!(sup.applied.last().map(|f| (f.note.as_str(), f.late_ms)), Some(("heal at entry 1", None)));
+        assert_eq!(sup.faults.steps.len(), 1, "heal at 10s is still to come");
+        assert_eq!(
+            sup.faults.applied.last().map(|f| (f.note.as_str(), f.late_ms)),
+            Some(("heal at entry 1", None))
+        );
+    }
+
+    fn step(when: When) -> Step {
+        Step { action: Action::Heal, when, duration: None }
+    }
+
+    #[test]
+    fn the_tick_waits_for_the_next_step_within_bounds() {
+        let mut faults = Faults::new(Vec::new());
+        // Before the run starts, and with nothing planned once it has.
+        assert_eq!(faults.tick(None), Duration::from_millis(100));
+        let started = Some(Instant::now());
+        assert_eq!(faults.tick(started), Duration::from_millis(100));
+        // Steps at later times: not beyond the earliest.
+        faults.steps =
+            vec![step(When::At(Duration::from_secs(60))), step(When::At(Duration::from_millis(40)))];
+        let t = faults.tick(started);
+        assert!(t <= Duration::from_millis(40), "{t:?}");
+        // One waiting for an entry count: a millisecond; one overdue: the floor.
+        faults.steps.push(step(When::Entry(3)));
+        assert_eq!(faults.tick(started), Duration::from_millis(1));
+        faults.steps.push(step(When::At(Duration::ZERO)));
+        assert_eq!(faults.tick(started), Duration::from_micros(200));
+        // An undo sooner than any step bounds it too.
+        faults.steps.clear();
+        faults.later(Instant::now() + Duration::from_millis(20), Undo::Heal { generation: 1 });
+        assert!(faults.tick(started) <= Duration::from_millis(20));
+    }
+
+    /// Which steps fire when, given the run's time and entries: no process, no clock.
+    #[test]
+    fn steps_fire_in_plan_order_once_their_time_or_entry_count_comes() {
+        let plan = "partition 0|1,2 at 0ms for 50ms\nkill 1 at 30ms\nstop 2 at entry 4 for 10ms\n\
+                    heal at 0ms\nrestart 1 at 30ms\nkill 0 at entry 2";
+        let mut faults = Faults::new(crate::faults::Plan::parse(plan, 3).unwrap().steps);
+        let start = Instant::now();
+        let ms = Duration::from_millis;
+        let names = |due: Vec<(Step, Option<Instant>)>| -> Vec<(String, Option<Duration>)> {
+            due.into_iter().map(|(st, at)| (st.to_string(), at.map(|at| at - start))).collect()
+        };
+        // Only partitions at 0 ms go before the workers start; a heal at 0 ms waits.
+        let first: Vec<String> = faults.take_initial_partitions().iter().map(Step::to_string).collect();
+        assert_eq!(first, ["partition 0|1,2 at 0ms for 50ms"]);
+        assert!(faults.planned() && !faults.settled());
+        assert!(faults.timed_restart_pending() && faults.restart_planned(1) && !faults.restart_planned(0));
+        // At 0 ms with no entries: the heal, due at the start.
+        assert_eq!(names(faults.take_due_steps(start, ms(0), 0)), [("heal at 0ms".into(), Some(ms(0)))]);
+        // At 35 ms with 2 entries: in plan order, each timed one with its own time.
+        assert_eq!(
+            names(faults.take_due_steps(start, ms(35), 2)),
+            [
+                ("kill 1 at 30ms".into(), Some(ms(30))),
+                ("restart 1 at 30ms".into(), Some(ms(30))),
+                ("kill 0 at entry 2".into(), None)
+            ]
+        );
+        assert!(!faults.timed_restart_pending());
+        assert_eq!(faults.never_fired(), ["stop 2 at entry 4 for 10ms"]);
+        assert!(faults.take_due_steps(start, ms(1_000), 3).is_empty(), "4 entries are not made yet");
+        assert_eq!(
+            names(faults.take_due_steps(start, ms(1_000), 4)),
+            [("stop 2 at entry 4 for 10ms".into(), None)]
+        );
+        assert!(faults.never_fired().is_empty() && faults.settled());
+        // Partitions get generations; a heal due for an older one finds it out of force.
+        let now = Instant::now();
+        let first = faults.partition(vec![vec![0], vec![1, 2]]);
+        faults.later(now + ms(50), Undo::Heal { generation: first });
+        let second = faults.partition(vec![vec![0, 1], vec![2]]);
+        assert!(!faults.in_force(first) && faults.in_force(second));
+        assert!(!faults.settled(), "the first partition's heal is still to come");
+        assert!(faults.take_due_undos(now).is_empty());
+        let due = faults.take_due_undos(now + ms(60));
+        assert!(matches!(due[..], [(_, Undo::Heal { generation })] if generation == first), "{due:?}");
+        assert_eq!(faults.side(2), Some(1));
+        faults.heal();
+        assert_eq!(faults.side(2), None);
+        assert!(faults.settled());
+    }
+
+    /// A worker is told of a partition once, only while started and running, and of the
+    /// heal that ends it.
+    #[test]
+    fn each_worker_is_told_the_partition_in_force_once() {
+        let mut faults = Faults::new(Vec::new());
+        let told = |f: &Faults, s: &mut Slot| format!("{:?}", f.partition_update(s));
+        let mut slot = Slot::new(nix::unistd::Pid::from_raw(i32::MAX), 0);
+        assert_eq!(told(&faults, &mut slot), format!("{:?}", None::<ToWorker>), "not started");
+        slot.started = true;
+        assert_eq!(
+            told(&faults, &mut slot),
+            format!("{:?}", None::<ToWorker>),
+            "nothing in force, nothing sent yet"
+        );
+        faults.partition(vec![vec![0], vec![1]]);
+        slot.life = Life::Stopped;
+        assert_eq!(
+            told(&faults, &mut slot),
+            format!("{:?}", None::<ToWorker>),
+            "a paused worker does not read"
+        );
+        slot.life = Life::Running;
+        let groups = vec![vec![0], vec![1]];
+        assert_eq!(told(&faults, &mut slot), format!("{:?}", Some(ToWorker::Partition { groups })));
+        assert_eq!(told(&faults, &mut slot), format!("{:?}", None::<ToWorker>), "told once");
+        faults.heal();
+        assert_eq!(told(&faults, &mut slot), format!("{:?}", Some(ToWorker::Heal)));
+        assert_eq!(told(&faults, &mut slot), format!("{:?}", None::<ToWorker>));
     }
 }

@@ -29,13 +29,14 @@
 //! `waitpid`) before any is killed, so no survivor can mistake a closing channel for a
 //! crash and enter the section while the others are being stopped.
 //!
-//! One job per file: this one holds [`run`], the top-level sequence, and the
-//! `Supervisor`'s orchestration (its main loop and the control links' sending side);
-//! `options` what a run may ask for and what each worker is handed; `processes` the
-//! worker processes and their links' threads; `inject` fault execution and the fault
-//! log; `progress` progress and diagnosis; `report` the run's report; `rundir` the run
-//! directory; `janitor` the helper that cleans up after a killed supervisor; `proc` what
-//! the kernel says of a process.
+//! One job per file, each a component that owns its state and hands the loop values:
+//! `processes` the worker processes and their control links, `inject` fault execution
+//! and the fault log, `progress` the resource file's tail and the stall clock,
+//! `diagnosis` what a stalled run says of itself. This file holds [`run`], the
+//! top-level sequence, and the thin loop between them (`Supervisor`); `options` what a
+//! run may ask for and what each worker is handed; `report` the run's report; `rundir`
+//! the run directory; `janitor` the helper that cleans up after a killed supervisor;
+//! `proc` what the kernel says of a process.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -44,19 +45,18 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 
 use crate::algorithm::PeerId;
 use crate::audit;
 use crate::auth::Secret;
 pub use crate::control::MAX_WORKERS;
-use crate::control::{self, ToSupervisor, ToWorker};
-use crate::faults::{Action, Step, When};
+use crate::control::{self, PendingState, ToSupervisor, ToWorker};
+use crate::faults::{Action, Step, Target};
 use crate::registry::AlgoInfo;
 use crate::resource;
-use crate::tail::Tail;
-use crate::wire;
 
+mod diagnosis;
 mod inject;
 pub mod janitor;
 mod options;
@@ -66,13 +66,16 @@ mod processes;
 mod progress;
 mod report;
 mod rundir;
+use diagnosis::Stall;
 pub use inject::AppliedFault;
-use inject::Undo;
+use inject::{Faults, Undo};
 use options::settings;
 pub use options::{validate, ElectOpts, ExternalOpts, Initiators, RunOpts, MIN_STALL_MS};
-use processes::{describe, Life, Outgoing, Slot};
+use processes::{Life, Paused, Processes, Slot};
+use progress::Progress;
 #[cfg(test)]
 pub(crate) use report::samples;
+use report::Outcome;
 pub use report::{
     ElectMessages, ElectionPart, Entries, Messages, MutexPart, Network, Report, ServiceReport, JSON_SCHEMA,
 };
@@ -209,18 +212,18 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     // When the run ended: the failure was detected (before any diagnosis), or now.
     let ended =
         resource::monotonic_ns().saturating_sub(sup.finished.map_or(0, |f| f.elapsed().as_nanos() as u64));
-    sup.bar.finish_and_clear();
+    sup.progress.finish();
     // Freeze everyone before anyone leaves (see the module documentation).
-    let frozen = sup.freeze_all();
+    let frozen = sup.procs.freeze_all();
     if matches!(result, Err(RunError::Failed(_))) {
         sup.collect_stats(&frozen);
     }
-    sup.stop_all();
+    sup.procs.stop_all();
     // Whoever was inside or waiting was cut short by the end of the run, not by a crash.
     // Stamped once every worker is gone, so it follows every record.
     let teardown = result.as_ref().err().map(|e| sup.teardown(e, ended));
     *signal_slot().lock().unwrap_or_else(|e| e.into_inner()) = None;
-    let sockets = sup.sockets();
+    let sockets = sup.procs.sockets();
     dir.remove_sockets(&sockets);
 
     let mut failure = match result {
@@ -236,89 +239,44 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
         faults.teardown = Some(t);
         faults.ended = Some((ended, window));
     }
-    let audited = sup.audit(&dir, &faults, &mut failure, evidence);
-    let report = sup.report(audited, failure, &dir);
+    let audited = sup.outcome().audit(&dir, &faults, &mut failure, evidence);
+    let report = sup.outcome().report(audited, failure, &dir);
     let kept = if report.ok && !opts.keep { dir.remove(&sockets) } else { true };
     Ok(Report { run_dir_kept: kept, ..report })
 }
 
-/// One run in progress: the worker slots and their control links, the plan not yet
-/// applied, and the run's clock and progress. Its methods are grouped by job, one file
-/// each:
+/// One run in progress: the thin loop between the run's components and the operating
+/// system. Each job is a component that owns its state and answers with values:
+/// [`Processes`] (the workers, their process group and control links), [`Faults`] (the
+/// plan, the faults applied and their log, the partition in force) and [`Progress`] (the
+/// resource file's tail, the stall clock, the bar). This struct holds the run's options
+/// and clock and moves values between them: its main loop (`wait_until`) takes each
+/// [`Event`], and between events checks progress and carries out what the plan has due.
+/// A stall's diagnosis is written from a [`Stall`] value, and the report from an
+/// [`Outcome`].
 ///
-/// - here, orchestration: `new`; `drive`, the run's phases (starting, running,
-///   finishing), with `start_worker` and `all_done` (by `quiescent` and
-///   `timed_restart_pending`); the main loop `wait_until`, which passes each [`Event`]
-///   to `handle` and each frame to `on_frame`; sending on the control links, `send`,
-///   `send_all` and `flush` (by `flush_request`);
-/// - `processes.rs`: `launch` (by `spawn`), `reap`, `freeze_all`, `stop_all`, `sockets`;
-/// - `inject.rs`: `apply_faults` (by `apply_step`, `resolve`, `not_running` and
-///   `forget_dead`),
-///   `cont`, `heal`, the partition's
-///   `partition_update` and `sync_partition`, the fault log (`fault`, `record`,
-///   `log_fault`) and `teardown`;
-/// - `progress.rs`: `poll_tail` and `progressed`, `tick`, `fell_behind` (the loop's own
-///   lag), `check_progress` (with `stall_window`, `diagnose` and `unresponsive`),
-///   `collect_stats`;
-/// - `report.rs`: `audit` and `report` (by `mutex_part` and `election_part`).
-///
-/// [`run`] uses them in this order: `new`, then `drive`, which `launch`es every worker,
-/// waits until all are Ready, starts them (`start_worker`), waits until `all_done`,
-/// continues any paused worker (`cont`), tells every live one to finish (it sends its
-/// statistics and exits) and waits until all have exited. Every wait is `wait_until`:
-/// it handles events, sleeps at most a `tick`, and calls `check_progress` and, while
-/// running, `apply_faults`. However `drive` ends, then: `freeze_all`, `collect_stats` if
-/// the run failed, `stop_all`, `teardown` if it failed or was interrupted, `sockets` (to
-/// remove), `audit` of the run's file, and `report`.
+/// [`run`] drives it: `drive` launches every worker, waits until all are Ready, starts
+/// them, waits until all are done and finishes them in order; however that ends, the
+/// workers are then frozen, asked for their statistics if the run failed, stopped, the
+/// teardown recorded, and the run's file audited and reported.
 struct Supervisor<'a> {
     opts: &'a RunOpts,
     info: &'static AlgoInfo,
     dir: PathBuf,
     rx: Receiver<Event>,
-    slots: Vec<Slot>,
-    /// The workers' process group: all of them share one, apart from the supervisor's
-    /// (so a terminal's Ctrl-C reaches only the supervisor), and it can be signalled as
-    /// one. Valid while any worker in it is unreaped; the first worker started when
-    /// none is alive founds a new one.
-    group: Option<Pid>,
-    /// Link index → the queue of its writer thread, until the link closes.
-    conns: Vec<Option<Sender<Outgoing>>>,
-    /// Link index → the worker it was made for.
-    conn_owner: BTreeMap<usize, usize>,
-    /// Where link reader threads send what they read.
-    tx: Sender<Event>,
-    /// The run's secret, handed to every worker.
-    secret: Secret,
+    /// The worker processes and their control links.
+    procs: Processes,
     started: Option<Instant>,
     /// When the run ended: every worker done, or the moment a failure was detected (before
     /// any diagnosis or collection of statistics).
     finished: Option<Instant>,
-    tail: Tail,
-    last_progress: Instant,
-    bar: indicatif::ProgressBar,
-    /// Plan steps not yet applied.
-    steps: Vec<Step>,
-    undo: Vec<(Instant, Undo)>,
-    applied: Vec<AppliedFault>,
-    fault_log: Option<std::fs::File>,
-    /// The partition in force (its generation and groups), if any.
-    partition: Option<(u64, Vec<Vec<u32>>)>,
-    /// Partitions applied so far: each gets the next generation.
-    partitions: u64,
-    /// Under an election: since when no worker has accepted a new leader and no fault
-    /// has been applied.
-    quiet_since: Instant,
+    /// Progress: the resource file's tail, the stall clock and the progress bar.
+    progress: Progress,
+    /// Fault execution: the plan, the faults applied and the partition in force.
+    faults: Faults,
     /// A worker's runtime could not keep the algorithm's model (`ToSupervisor::Breach`):
     /// its line. The run failed there, and its audit is no verdict on the algorithm.
     breach: Option<String>,
-    /// What the workers killed at the end had started (a program's keeper), dying of
-    /// their death a moment after them: the run is not over until they are gone.
-    strays: processes::Strays,
-    /// When the fault being applied was due, if it had a time (see `inject::LATE`).
-    due: Option<Instant>,
-    /// How far the main loop itself has fallen behind since the last progress: the sum
-    /// of its rounds' overruns (see `progress::LAG_NOISE`). The stall clock discounts it.
-    lag: Duration,
 }
 
 impl<'a> Supervisor<'a> {
@@ -339,67 +297,53 @@ impl<'a> Supervisor<'a> {
         }
         let secret =
             Secret::generate().map_err(|e| RunError::Failed(format!("cannot draw the run's secret: {e}")))?;
-        let total = if opts.duration.is_some() { 0 } else { opts.entries * u64::from(opts.workers) };
-        // On stderr, drawn only when it is a terminal: entries out of the total, or the
-        // time out of `--duration`; the message carries the count, rate and stall clock.
-        let length = opts.duration.map_or(total, |d| d.as_millis() as u64);
-        let bar = if opts.progress && length > 0 {
-            let bar = indicatif::ProgressBar::with_draw_target(
-                Some(length),
-                indicatif::ProgressDrawTarget::stderr(),
-            );
-            let style = indicatif::ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {msg}")
-                .map(|s| s.progress_chars("=> "))
-                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
-            bar.set_style(style);
-            bar
-        } else {
-            indicatif::ProgressBar::hidden()
-        };
         Ok(Supervisor {
             opts,
             info,
             dir: dir.to_path_buf(),
             rx,
-            slots: Vec::new(),
-            group: None,
-            conns: Vec::new(),
-            conn_owner: BTreeMap::new(),
-            tx,
-            secret,
+            procs: Processes::new(dir, tx, secret),
             started: None,
             finished: None,
-            tail: Tail::new(&dir.join(control::RESOURCE_FILE), opts.workers),
-            last_progress: Instant::now(),
-            bar,
-            steps: opts.plan.steps.clone(),
-            undo: Vec::new(),
-            applied: Vec::new(),
-            fault_log: None,
-            partition: None,
-            partitions: 0,
-            quiet_since: Instant::now(),
+            progress: Progress::new(opts, &dir.join(control::RESOURCE_FILE)),
+            faults: Faults::new(opts.plan.steps.clone()),
             breach: None,
-            strays: processes::Strays::default(),
-            due: None,
-            lag: Duration::ZERO,
         })
+    }
+
+    /// What the run leaves for its report, as of now.
+    fn outcome(&self) -> Outcome<'_> {
+        let elapsed = match (self.started, self.finished) {
+            (Some(s), Some(f)) => f - s,
+            (Some(s), None) => s.elapsed(),
+            _ => Duration::ZERO,
+        };
+        Outcome {
+            opts: self.opts,
+            info: self.info,
+            slots: &self.procs.slots,
+            applied: self.faults.applied(),
+            never_fired: self.faults.never_fired(),
+            elapsed,
+            model_broken: self.breach.is_some(),
+            evidence_gone: self.progress.tail().gone,
+        }
     }
 
     fn drive(&mut self) -> Result<(), RunError> {
         for id in 0..self.opts.workers as usize {
-            self.launch(id, 0, 0)?;
+            self.procs.launch(self.opts, self.started, id, 0, 0)?;
         }
-        self.wait_until(|s| s.slots.iter().all(|w| w.ready), "starting")?;
-        if !self.steps.is_empty() {
+        self.wait_until(|s| s.procs.slots.iter().all(|w| w.ready), "starting")?;
+        if self.faults.planned() {
             let path = self.dir.join(control::FAULT_LOG);
             let f = std::fs::File::create(&path)
                 .map_err(|e| RunError::Failed(format!("cannot create {}: {e}", path.display())))?;
-            self.fault_log = Some(f);
+            self.faults.log_to(f);
             let _ = std::fs::write(self.dir.join(control::PLAN_FILE), self.opts.plan.to_string());
         }
         self.started = Some(Instant::now());
-        self.progressed();
+        self.progress.progressed();
         if self.opts.elect.is_some() {
             // The auditor times the first election from here.
             let path = self.dir.join(control::LEADERS_FILE);
@@ -411,33 +355,34 @@ impl<'a> Supervisor<'a> {
                 .map_err(|e| RunError::Failed(format!("cannot write {}: {e}", path.display())))?;
         }
         self.apply_initial_partitions()?;
-        for id in 0..self.slots.len() {
+        for id in 0..self.procs.slots.len() {
             self.start_worker(id);
         }
         self.wait_until(Self::all_done, "running")?;
         self.finished = Some(Instant::now());
-        self.bar.finish_and_clear();
+        self.progress.finish();
         // Every worker finds Finish waiting before any channel closes by another's exit:
         // all are frozen while it is written, then continued together. Otherwise a close
         // would look like a crash to a worker still running, and start an election or a
         // token's regeneration after the run. Paused workers must run to report and exit.
         let paused: Vec<usize> =
-            (0..self.slots.len()).filter(|&id| self.slots[id].life == Life::Stopped).collect();
-        let frozen = self.freeze_all();
-        let alive: Vec<usize> = (0..self.slots.len()).filter(|&id| self.slots[id].alive()).collect();
+            (0..self.procs.slots.len()).filter(|&id| self.procs.slots[id].life == Life::Stopped).collect();
+        let frozen = self.procs.freeze_all();
+        let alive: Vec<usize> =
+            (0..self.procs.slots.len()).filter(|&id| self.procs.slots[id].alive()).collect();
         for &id in &alive {
-            self.send(id, &ToWorker::Finish);
+            self.procs.send(id, &ToWorker::Finish);
         }
-        self.flush(&alive, Duration::from_secs(1));
+        self.procs.flush(&alive, Duration::from_secs(1));
         for id in paused {
             self.cont(id, "end of run");
         }
         for id in frozen {
-            let _ = nix::sys::signal::kill(self.slots[id].pid, nix::sys::signal::Signal::SIGCONT);
-            self.slots[id].life = Life::Running;
+            self.procs.thaw(id);
         }
-        self.wait_until(|s| s.slots.iter().all(|w| w.life == Life::Exited), "finishing")?;
+        self.wait_until(|s| s.procs.slots.iter().all(|w| w.life == Life::Exited), "finishing")?;
         let missing: Vec<String> = self
+            .procs
             .slots
             .iter()
             .enumerate()
@@ -458,30 +403,28 @@ impl<'a> Supervisor<'a> {
     /// only peers that were ready before it. It also learns every worker's current
     /// incarnation, and then the partition in force, if any.
     fn start_worker(&mut self, id: usize) {
-        let restarted = self.slots[id].incarnation > 0;
-        let dial: Vec<(PeerId, String)> = (0..self.slots.len())
-            .filter(|&j| j != id && (restarted || j < id) && self.slots[j].alive() && self.slots[j].ready)
-            .map(|j| (PeerId(j as u32), control::worker_socket(PeerId(j as u32), self.slots[j].incarnation)))
+        let restarted = self.procs.slots[id].incarnation > 0;
+        let dial: Vec<(PeerId, String)> = (0..self.procs.slots.len())
+            .filter(|&j| {
+                j != id && (restarted || j < id) && self.procs.slots[j].alive() && self.procs.slots[j].ready
+            })
+            .map(|j| {
+                (PeerId(j as u32), control::worker_socket(PeerId(j as u32), self.procs.slots[j].incarnation))
+            })
             .collect();
-        self.slots[id].started = true;
-        self.slots[id].view = None;
+        self.procs.slots[id].started = true;
+        self.procs.slots[id].view = None;
         // One write for both: the partition is in the socket before Start can be read, so
         // the worker applies it before its first entry.
-        let incarnations = self.slots.iter().map(|s| s.incarnation).collect();
+        let incarnations = self.procs.slots.iter().map(|s| s.incarnation).collect();
         let mut msgs = vec![ToWorker::Start { dial, incarnations }];
         msgs.extend(self.partition_update(id));
-        self.send_all(id, &msgs);
+        self.procs.send_all(id, &msgs);
     }
 
     /// Every live worker has finished its entries: only the plan can change anything now.
     fn quiescent(&self) -> bool {
-        self.slots.iter().all(|s| s.done || s.life == Life::Exited)
-    }
-
-    /// A time-based restart is still to come (the only step that can bring a quiescent
-    /// run back to life).
-    fn timed_restart_pending(&self) -> bool {
-        self.steps.iter().any(|st| matches!((&st.action, st.when), (Action::Restart(_), When::At(_))))
+        self.procs.slots.iter().all(|s| s.done || s.life == Life::Exited)
     }
 
     /// Every worker finished its entries, or is dead with no restart to come. A restart at
@@ -489,16 +432,13 @@ impl<'a> Supervisor<'a> {
     /// left: nobody will enter again. An election run is done when it has settled.
     fn all_done(&self) -> bool {
         if let Some(e) = &self.opts.elect {
-            return self.steps.is_empty()
-                && self.undo.is_empty()
+            return self.faults.settled()
                 && self.agreed().is_some()
-                && self.quiet_since.elapsed() >= e.settle;
+                && self.progress.quiet_for(Instant::now()) >= e.settle;
         }
-        let nothing_more = self.quiescent() && !self.timed_restart_pending();
-        self.slots.iter().enumerate().all(|(id, s)| {
-            s.done
-                || (s.life == Life::Exited
-                    && (nothing_more || !self.steps.iter().any(|st| st.action == Action::Restart(id as u32))))
+        let nothing_more = self.quiescent() && !self.faults.timed_restart_pending();
+        self.procs.slots.iter().enumerate().all(|(id, s)| {
+            s.done || (s.life == Life::Exited && (nothing_more || !self.faults.restart_planned(id)))
         })
     }
 
@@ -509,7 +449,7 @@ impl<'a> Supervisor<'a> {
     /// the announcement went round) follows the right leader all the same, which is
     /// what the auditor's agreement asks.
     fn agreed(&self) -> Option<(PeerId, u64)> {
-        let mut leaders = self.slots.iter().filter(|s| s.alive()).map(|s| s.leader);
+        let mut leaders = self.procs.slots.iter().filter(|s| s.alive()).map(|s| s.leader);
         let (id, mut term) = leaders.next()??;
         for l in leaders {
             let (other, t) = l?;
@@ -518,67 +458,20 @@ impl<'a> Supervisor<'a> {
             }
             term = term.max(t);
         }
-        self.slots.get(id.index()).is_some_and(Slot::alive).then_some((id, term))
+        self.procs.slots.get(id.index()).is_some_and(Slot::alive).then_some((id, term))
     }
 
     /// The `leader` a fault plan names: of the live leaders the live workers follow, the
     /// one with the newest term.
     fn leader(&self) -> Option<usize> {
-        self.slots
+        self.procs
+            .slots
             .iter()
             .filter(|s| s.alive())
             .filter_map(|s| s.leader)
-            .filter(|(id, _)| self.slots.get(id.index()).is_some_and(|s| s.alive()))
+            .filter(|(id, _)| self.procs.slots.get(id.index()).is_some_and(|s| s.alive()))
             .max_by_key(|&(_, term)| term)
             .map(|(id, _)| id.index())
-    }
-
-    /// Queue a message for worker `id`'s control link. Never blocks: the link's writer
-    /// thread writes it. A worker with no link (dead, or not ready yet) gets nothing.
-    fn send(&mut self, id: usize, msg: &ToWorker) -> bool {
-        self.send_all(id, std::slice::from_ref(msg))
-    }
-
-    /// Queue messages for worker `id`, to be written with a single write.
-    fn send_all(&mut self, id: usize, msgs: &[ToWorker]) -> bool {
-        // Before its Ready a worker reads nothing but its setup, then Start.
-        if !self.slots[id].ready {
-            return false;
-        }
-        let Some(conn) = self.slots[id].conn else { return false };
-        let Some(Some(tx)) = self.conns.get(conn) else { return false };
-        let mut buf = Vec::new();
-        for msg in msgs {
-            wire::encode(&mut buf, msg);
-        }
-        tx.send(Outgoing::Frame(buf)).is_ok()
-    }
-
-    /// Ask the writer threads of `ids` to say when all queued so far is written; the
-    /// receiver hears once per link that will answer.
-    fn flush_request(&self, ids: &[usize]) -> (Receiver<()>, usize) {
-        let (ack_tx, ack_rx) = mpsc::channel();
-        let mut asked = 0;
-        for &id in ids {
-            let link = self.slots[id].conn.and_then(|c| self.conns.get(c).and_then(|l| l.as_ref()));
-            if link.is_some_and(|l| l.send(Outgoing::Flushed(ack_tx.clone())).is_ok()) {
-                asked += 1;
-            }
-        }
-        (ack_rx, asked)
-    }
-
-    /// Wait (at most `patience`) until everything queued for `ids` is in their sockets.
-    /// Only used for stopped workers, whose sockets were sent nothing while stopped, so
-    /// the writes complete at once; a link that does not answer in time is given up on.
-    fn flush(&self, ids: &[usize], patience: Duration) {
-        let (acks, asked) = self.flush_request(ids);
-        let deadline = Instant::now() + patience;
-        for _ in 0..asked {
-            if acks.recv_timeout(deadline.saturating_duration_since(Instant::now())).is_err() {
-                break;
-            }
-        }
     }
 
     fn wait_until(&mut self, done: impl Fn(&Self) -> bool, phase: &str) -> Result<(), RunError> {
@@ -608,7 +501,7 @@ impl<'a> Supervisor<'a> {
             if phase == "running" {
                 self.apply_faults()?;
             }
-            self.fell_behind(round.elapsed().saturating_sub(tick));
+            self.progress.fell_behind(round.elapsed().saturating_sub(tick));
         }
         Ok(())
     }
@@ -618,15 +511,11 @@ impl<'a> Supervisor<'a> {
             Event::Signal => Err(RunError::Interrupted(self.dir.clone())),
             Event::Frame(conn, msg) => self.on_frame(conn, msg, phase),
             Event::Closed(conn, err) => {
-                self.conns.get_mut(conn).map(|c| c.take());
-                let Some(id) = self.conn_owner.remove(&conn) else { return Ok(()) };
-                if self.slots[id].conn != Some(conn) {
-                    return Ok(()); // an earlier incarnation's link
-                }
+                // Nothing to say of an earlier incarnation's link.
+                let Some(id) = self.procs.closed(conn) else { return Ok(()) };
                 let detected = Instant::now();
-                self.slots[id].conn = None;
-                let status = self.reap(id);
-                let slot = &self.slots[id];
+                let status = self.procs.reap(id);
+                let slot = &self.procs.slots[id];
                 if slot.planned_exit || (phase == "finishing" && slot.stats.is_some()) {
                     return Ok(());
                 }
@@ -638,7 +527,7 @@ impl<'a> Supervisor<'a> {
                 let fatal = slot.fatal.as_ref().map(|f| format!(": {f}")).unwrap_or_default();
                 if !slot.ready {
                     let (status, id) = (status.clone(), id);
-                    self.slots[id].exit.get_or_insert(status.clone());
+                    self.procs.slots[id].exit.get_or_insert(status.clone());
                     return Err(RunError::Failed(format!(
                         "worker w{id} exited before it was ready: {status}{why}{fatal}"
                     )));
@@ -655,13 +544,10 @@ impl<'a> Supervisor<'a> {
     /// the worker.
     fn on_frame(&mut self, conn: usize, msg: ToSupervisor, phase: &str) -> Result<(), RunError> {
         // Each link was made for one worker's life: frames on it speak for that life only.
-        let Some(&id) = self.conn_owner.get(&conn) else { return Ok(()) };
-        if self.slots[id].conn != Some(conn) {
-            return Ok(()); // an earlier incarnation's link
-        }
+        let Some(id) = self.procs.owner(conn) else { return Ok(()) };
         match msg {
             ToSupervisor::Ready { id: said, pid, incarnation } => {
-                let s = &self.slots[id];
+                let s = &self.procs.slots[id];
                 if said.index() != id
                     || s.pid.as_raw() as u32 != pid
                     || s.incarnation != incarnation
@@ -672,28 +558,28 @@ impl<'a> Supervisor<'a> {
                     );
                     return Ok(());
                 }
-                self.slots[id].ready = true;
+                self.procs.slots[id].ready = true;
                 // A restarted worker joins a run already under way.
-                if self.started.is_some() && !self.slots[id].started {
+                if self.started.is_some() && !self.procs.slots[id].started {
                     self.start_worker(id);
                 }
             }
-            ToSupervisor::Done { .. } => self.slots[id].done = true,
-            ToSupervisor::Leader { leader, .. } if leader.index() >= self.slots.len() => {
+            ToSupervisor::Done { .. } => self.procs.slots[id].done = true,
+            ToSupervisor::Leader { leader, .. } if leader.index() >= self.procs.slots.len() => {
                 if self.started.is_some() {
                     self.finished.get_or_insert_with(Instant::now);
                 }
                 return Err(RunError::Failed(format!(
                     "worker w{id} broke the contract: it accepted {leader} as leader, which is not one of the {} workers",
-                    self.slots.len()
+                    self.procs.slots.len()
                 )));
             }
             ToSupervisor::Leader { leader, term } => {
-                self.slots[id].leader = Some((leader, term));
-                self.quiet_since = Instant::now();
-                self.progressed();
+                self.procs.slots[id].leader = Some((leader, term));
+                self.progress.news();
+                self.progress.progressed();
             }
-            ToSupervisor::Stats(s) => self.slots[id].stats = Some(s),
+            ToSupervisor::Stats(s) => self.procs.slots[id].stats = Some(s),
             // Stop now, before any worker acts on what the runtime could not carry.
             ToSupervisor::Breach(why) => {
                 let failure = report::breach_failure(&why);
@@ -706,13 +592,449 @@ impl<'a> Supervisor<'a> {
             ToSupervisor::Fatal(why) if phase != "starting" => {
                 self.finished.get_or_insert_with(Instant::now);
                 let line = format!("worker w{id} gave up while {phase}: {why}");
-                self.slots[id].fatal = Some(why);
+                self.procs.slots[id].fatal = Some(why);
                 return Err(RunError::Failed(line));
             }
-            ToSupervisor::Fatal(why) => self.slots[id].fatal = Some(why),
+            ToSupervisor::Fatal(why) => self.procs.slots[id].fatal = Some(why),
             ToSupervisor::Pending(_) => {}
         }
         Ok(())
+    }
+}
+
+// Fault execution: the plan's steps carried out on the workers, and their record.
+impl Supervisor<'_> {
+    /// A fault on worker `worker`, timestamped now (see [`Faults::fault`]).
+    fn fault(
+        &self,
+        action: &str,
+        worker: Option<usize>,
+        signal: Option<Signal>,
+        note: String,
+    ) -> AppliedFault {
+        let slot = worker.map(|w| (w, &self.procs.slots[w]));
+        self.faults.fault(self.started, action, slot, signal, note)
+    }
+
+    /// Write a fault to `faults.log` and the report.
+    fn log_fault(&mut self, f: AppliedFault) {
+        // An election run settles only once quiet after its last fault.
+        self.progress.news();
+        // Above the progress line, as it fires (nothing when stderr is no terminal).
+        self.progress.fault_fired(&f);
+        self.faults.log(f);
+    }
+
+    fn record(&mut self, action: &str, worker: Option<usize>, signal: Option<Signal>, note: String) {
+        let f = self.fault(action, worker, signal, note);
+        self.log_fault(f);
+    }
+
+    /// The run failed or was interrupted and has been torn down: record it (see
+    /// [`Faults::teardown`]).
+    pub(super) fn teardown(&mut self, why: &RunError, ended: u64) -> (u64, u64, u64) {
+        let window = self.stall_window();
+        self.faults.teardown(&self.dir, self.started, why, ended, window)
+    }
+
+    /// Apply what is due: the undos first (a pause's end, a partition's heal), then
+    /// the plan steps due by now, in plan order.
+    pub(super) fn apply_faults(&mut self) -> Result<(), RunError> {
+        let Some(start) = self.started else { return Ok(()) };
+        for (at, u) in self.faults.take_due_undos(Instant::now()) {
+            self.faults.applying(Some(at));
+            match u {
+                Undo::Cont { worker, incarnation } => {
+                    if self.procs.slots[worker].incarnation == incarnation
+                        && self.procs.slots[worker].life == Life::Stopped
+                    {
+                        self.cont(worker, "pause over");
+                    }
+                }
+                // A later partition is not cut short by an earlier one's timer.
+                Undo::Heal { generation } => {
+                    if self.faults.in_force(generation) {
+                        self.heal("partition over");
+                    }
+                }
+            }
+        }
+        self.faults.applying(None);
+        // The entry count as of now, not as of the last look.
+        self.poll_tail();
+        let elapsed = start.elapsed();
+        for (st, due) in self.faults.take_due_steps(start, elapsed, self.progress.tail().enters) {
+            self.faults.applying(due);
+            let applied = self.apply_step(&st);
+            self.faults.applying(None);
+            applied?;
+        }
+        Ok(())
+    }
+
+    /// Partitions due at 0 ms, applied before any worker starts: each worker then gets
+    /// the partition with its Start, so not even a first message crosses it.
+    pub(super) fn apply_initial_partitions(&mut self) -> Result<(), RunError> {
+        for st in self.faults.take_initial_partitions() {
+            self.apply_step(&st)?;
+        }
+        Ok(())
+    }
+
+    fn resolve(&self, t: Target) -> Option<usize> {
+        match t {
+            Target::Worker(w) => Some(w as usize),
+            Target::Holder => {
+                let alive = |w: u32| self.procs.slots.get(w as usize).is_some_and(Slot::alive);
+                self.progress.tail().holder(alive).map(|w| w as usize)
+            }
+            Target::Coordinator => Some(self.procs.slots.len() - 1),
+            Target::Leader => self.leader(),
+        }
+    }
+
+    /// Worker `w` is dead and reaped, so everything it wrote is in the file: read it all,
+    /// then forget it was inside.
+    fn forget_dead(&mut self, w: usize) {
+        self.progress.forget(w, self.started);
+    }
+
+    fn apply_step(&mut self, st: &Step) -> Result<(), RunError> {
+        let text = st.to_string();
+        // Who is inside now: an earlier step of this round may have taken a while.
+        self.poll_tail();
+        let target = match &st.action {
+            Action::Kill(t) | Action::Term(t) | Action::Stop(t) => match self.resolve(*t) {
+                Some(w) => Some(w),
+                None => {
+                    let why = if self.opts.elect.is_some() {
+                        "no live worker follows a live leader yet"
+                    } else {
+                        "no live worker has entered yet"
+                    };
+                    self.record("skip", None, None, format!("{text}: {why}"));
+                    return Ok(());
+                }
+            },
+            _ => None,
+        };
+        // Where the worker stands when the fault hits it, for the fault log's note.
+        let inside = |s: &Self, w: usize| match (&s.opts.elect, s.procs.slots[w].leader) {
+            (None, _) if s.progress.tail().inside.contains(&(w as u32)) => {
+                "inside the critical section".to_string()
+            }
+            (None, _) => "outside the critical section".to_string(),
+            (Some(_), Some((l, term))) if l.index() == w => format!("leading (term {term})"),
+            (Some(_), Some((l, term))) => format!("following {l} (term {term})"),
+            (Some(_), None) => "following no leader".to_string(),
+        };
+        match &st.action {
+            Action::Kill(_) | Action::Term(_) => {
+                let w = target.expect("resolved above");
+                if !self.procs.slots[w].alive() {
+                    self.record(
+                        "skip",
+                        Some(w),
+                        None,
+                        format!("{text}: {}", self.faults.not_running(w, &self.procs.slots[w])),
+                    );
+                    return Ok(());
+                }
+                let kill_it = matches!(st.action, Action::Kill(_));
+                let sig = if kill_it { Signal::SIGKILL } else { Signal::SIGTERM };
+                let note = format!("{text}; w{w} {}", inside(self, w));
+                let mut fault = self.fault(if kill_it { "kill" } else { "term" }, Some(w), Some(sig), note);
+                fault.dead = Some(self.procs.end(w, sig));
+                self.log_fault(fault);
+                self.procs.drop_link(w);
+                self.forget_dead(w);
+            }
+            Action::Stop(_) => {
+                let w = target.expect("resolved above");
+                if self.procs.slots[w].life != Life::Running {
+                    self.record(
+                        "skip",
+                        Some(w),
+                        None,
+                        format!("{text}: {}", self.faults.not_running(w, &self.procs.slots[w])),
+                    );
+                    return Ok(());
+                }
+                let note = format!("{text}; w{w} {}", inside(self, w));
+                let fault = self.fault("stop", Some(w), Some(Signal::SIGSTOP), note);
+                match self.procs.pause(w) {
+                    Paused::Stopped => {
+                        self.log_fault(fault);
+                        if let Some(d) = st.duration {
+                            let incarnation = self.procs.slots[w].incarnation;
+                            self.faults.later(Instant::now() + d, Undo::Cont { worker: w, incarnation });
+                        }
+                    }
+                    Paused::Exited => {
+                        self.forget_dead(w);
+                        self.record("skip", Some(w), None, format!("{text}: w{w} exited before it stopped"));
+                    }
+                    Paused::Lost(e) => {
+                        self.record("skip", Some(w), None, format!("{text}: waitpid failed: {e}"));
+                    }
+                }
+            }
+            Action::Restart(w) => {
+                let w = *w as usize;
+                if self.procs.slots[w].alive() {
+                    self.record("skip", Some(w), None, format!("{text}: w{w} is alive"));
+                    return Ok(());
+                }
+                let inc = self.procs.slots[w].incarnation + 1;
+                // Every EXIT it wrote, in all its lives (the file was read just above).
+                let before = self.progress.tail().exits_by_worker[w];
+                self.procs.launch(self.opts, self.started, w, inc, before)?;
+                self.record("restart", Some(w), None, format!("{text}; resumes after entry {before}"));
+                // Tell everyone already running which life of w to believe from now on;
+                // workers started later learn it from their Start.
+                let running: Vec<usize> =
+                    (0..self.procs.slots.len()).filter(|&j| j != w && self.procs.slots[j].started).collect();
+                for other in running {
+                    self.procs.send(other, &ToWorker::Incarnation { id: PeerId(w as u32), incarnation: inc });
+                }
+            }
+            Action::Partition(groups) => {
+                let generation = self.faults.partition(groups.clone());
+                self.record("partition", None, None, text);
+                for id in 0..self.procs.slots.len() {
+                    self.sync_partition(id);
+                }
+                if let Some(d) = st.duration {
+                    self.faults.later(Instant::now() + d, Undo::Heal { generation });
+                }
+            }
+            Action::Heal => self.heal(&text),
+        }
+        Ok(())
+    }
+
+    /// Continue a paused worker, first handing its socket the partition state it missed
+    /// while paused (nothing is sent to a paused worker: it does not read).
+    pub(super) fn cont(&mut self, w: usize, why: &str) {
+        let fault = self.fault("cont", Some(w), Some(Signal::SIGCONT), why.to_string());
+        self.procs.slots[w].life = Life::Running;
+        if self.sync_partition(w) {
+            self.procs.flush(&[w], Duration::from_secs(1));
+        }
+        self.procs.resume(w);
+        self.log_fault(fault);
+    }
+
+    fn heal(&mut self, why: &str) {
+        self.faults.heal();
+        self.record("heal", None, None, why.to_string());
+        for id in 0..self.procs.slots.len() {
+            self.sync_partition(id);
+        }
+    }
+
+    /// What worker `id` must be told to match the partition in force, if anything (see
+    /// [`Faults::partition_update`]).
+    pub(super) fn partition_update(&mut self, id: usize) -> Option<ToWorker> {
+        self.faults.partition_update(&mut self.procs.slots[id])
+    }
+
+    /// Bring worker `id` up to date with the partition in force (see
+    /// [`Self::partition_update`]); returns whether it was sent anything.
+    pub(super) fn sync_partition(&mut self, id: usize) -> bool {
+        match self.partition_update(id) {
+            Some(msg) => self.procs.send(id, &msg),
+            None => false,
+        }
+    }
+}
+
+// Progress, stalls and their diagnosis, and the statistics of a failed run.
+impl Supervisor<'_> {
+    /// Read what the file gained since the last look (see [`Progress::poll`]).
+    pub(super) fn poll_tail(&mut self) {
+        self.progress.poll(self.started);
+    }
+
+    /// End the run if the file has not grown for too long: with a diagnosis of who waits
+    /// for what while `running`, else with the workers that hold up `phase`.
+    pub(super) fn check_progress(&mut self, phase: &str) -> Result<(), RunError> {
+        self.poll_tail();
+        if phase == "running" && self.quiescent() && self.faults.timed_restart_pending() {
+            // Nobody is stuck: every live worker is done and the supervisor itself waits
+            // for a restart in its plan. The stall clock starts when that worker runs.
+            self.progress.progressed();
+        }
+        if self.progress.tail().gone && self.opts.elect.is_none() {
+            // Nobody is stuck: the evidence is gone, so there is nothing to wait for.
+            self.finished.get_or_insert_with(Instant::now);
+            return Err(RunError::Failed(format!(
+                "{} is gone (the run directory was deleted under the run?): nothing is left to judge",
+                self.dir.join(crate::control::RESOURCE_FILE).display()
+            )));
+        }
+        let now = Instant::now();
+        if phase == "running" && self.progress.stalled_at(now, Duration::ZERO) {
+            let detected = Instant::now();
+            // A worker that fails while the others are asked (a program past its
+            // deadline, say), or a file that moves again, outranks the stall.
+            let Some(diagnosis) = self.diagnose()? else { return Ok(()) };
+            self.finished.get_or_insert(detected);
+            return Err(RunError::Failed(diagnosis));
+        }
+        if phase != "running" && self.progress.stalled_at(now, Duration::from_secs(10)) {
+            return Err(RunError::Failed(format!(
+                "workers did not respond while {phase}: {}",
+                self.unresponsive(phase)
+            )));
+        }
+        Ok(())
+    }
+
+    /// The run's stall window (see [`progress::stall_window`]).
+    pub(super) fn stall_window(&self) -> Duration {
+        self.progress.window()
+    }
+
+    /// How long the main loop may sleep: until the plan's next event (see
+    /// [`Faults::tick`]).
+    pub(super) fn tick(&self) -> Duration {
+        self.faults.tick(self.started)
+    }
+
+    /// The workers holding up `phase` (`starting`: not Ready; `finishing`: not exited),
+    /// each with its state: for one the supervisor believes running, the kernel's word,
+    /// since someone else may have stopped it.
+    fn unresponsive(&self, phase: &str) -> String {
+        let ago = |t: u64| resource::monotonic_ns().saturating_sub(t) as f64 / 1e9;
+        let late: Vec<String> = self
+            .procs
+            .slots
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| if phase == "starting" { !s.ready } else { s.alive() })
+            .map(|(id, s)| {
+                let state = match s.life {
+                    Life::Exited => format!("dead: {}", s.exit.clone().unwrap_or_default()),
+                    Life::Stopped => format!("paused for {:.2}s", ago(s.since)),
+                    Life::Running => {
+                        let what = if !s.ready {
+                            "running, never said Ready"
+                        } else if s.stats.is_some() {
+                            "sent its statistics but did not exit"
+                        } else if phase == "finishing" {
+                            "told to finish, sent no statistics"
+                        } else {
+                            "running"
+                        };
+                        // Someone else may have stopped it: then that is why.
+                        match proc::state(s.pid).unexpected() {
+                            Some(k) if what == "running" => k,
+                            Some(k) => format!("{k}; {}", what.trim_start_matches("running, ")),
+                            None => what.to_string(),
+                        }
+                    }
+                };
+                format!("w{id} (pid {}, incarnation {}, {state})", s.pid, s.incarnation)
+            })
+            .collect();
+        if late.is_empty() {
+            "none left (the control links are down)".to_string()
+        } else {
+            late.join(", ")
+        }
+    }
+
+    /// Ask every live worker what it waits for, and say who is stuck. A worker believed
+    /// running that does not answer is looked up in `/proc`: it may have been stopped by
+    /// someone else, or have just exited. Other events that come meanwhile are handled
+    /// as ever: a worker's failure is the run's (`Err`), and progress means there is no
+    /// stall to diagnose (`None`: the answers would not agree with the file).
+    fn diagnose(&mut self) -> Result<Option<String>, RunError> {
+        let asked_at = Instant::now();
+        let window = self.stall_window();
+        let asked: Vec<usize> = (0..self.procs.slots.len())
+            .filter(|&id| {
+                let s = &self.procs.slots[id];
+                s.life == Life::Running && s.ready && s.conn.is_some()
+            })
+            .collect();
+        for &id in &asked {
+            let _ = self.procs.send(id, &ToWorker::Query);
+        }
+        let mut states: BTreeMap<usize, PendingState> = BTreeMap::new();
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while states.len() < asked.len() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(Event::Frame(conn, ToSupervisor::Pending(p))) => {
+                    if let Some(id) = self.procs.made_for(conn) {
+                        states.insert(id, p);
+                    }
+                }
+                Ok(ev) => self.handle(ev, "running")?,
+                Err(_) => break,
+            }
+        }
+        self.poll_tail();
+        if self.progress.moved_since(asked_at) {
+            return Ok(None);
+        }
+        let now = resource::monotonic_ns();
+        // What the kernel says of each silent worker the supervisor believes running.
+        let kernel: Vec<Option<proc::ProcState>> = (0..self.procs.slots.len())
+            .map(|id| {
+                let s = &self.procs.slots[id];
+                (s.life == Life::Running && !states.contains_key(&id)).then(|| proc::state(s.pid))
+            })
+            .collect();
+        let stall = Stall {
+            window,
+            lag: self.progress.lag(),
+            elect: self.opts.elect.is_some(),
+            now,
+            slots: &self.procs.slots,
+            answers: &states,
+            kernel: &kernel,
+            faults: &self.faults,
+        };
+        Ok(Some(stall.describe()))
+    }
+
+    /// After a failed run, ask the workers `frozen` (stopped by [`Processes::freeze_all`]) for
+    /// their counters, so the report still shows the messages sent (and lost) up to the
+    /// failure. Each is sent Finish while still frozen, and all are continued together
+    /// once it is written: each then finds Finish waiting ahead of any channel closed by
+    /// another's exit.
+    pub(super) fn collect_stats(&mut self, frozen: &[usize]) {
+        let asked: Vec<usize> = frozen
+            .iter()
+            .copied()
+            .filter(|&id| {
+                let s = &self.procs.slots[id];
+                s.started && s.conn.is_some() && s.stats.is_none()
+            })
+            .collect();
+        for &id in &asked {
+            self.procs.send(id, &ToWorker::Finish);
+        }
+        self.procs.flush(&asked, Duration::from_secs(1));
+        for &id in &asked {
+            if self.procs.slots[id].life == Life::Stopped {
+                self.procs.thaw(id);
+            }
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while asked.iter().any(|&id| self.procs.slots[id].stats.is_none()) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.rx.recv_timeout(left) {
+                Ok(Event::Frame(conn, msg @ ToSupervisor::Stats(_))) => {
+                    let _ = self.on_frame(conn, msg, "finishing");
+                }
+                Ok(_) => {}
+                Err(_) => break,
+            }
+        }
     }
 }
 
@@ -733,10 +1055,9 @@ mod tests {
     pub(super) fn with_slots<'a>(opts: &'a RunOpts, dir: &Path, n: usize) -> Supervisor<'a> {
         let mut sup = idle(opts, dir);
         for i in 0..n {
-            let mut slot = Slot::new(Pid::from_raw(i32::MAX - i as i32), 0);
+            let mut slot = Slot::new(nix::unistd::Pid::from_raw(i32::MAX - i as i32), 0);
             (slot.conn, slot.ready) = (Some(i), true);
-            sup.slots.push(slot);
-            sup.conn_owner.insert(i, i);
+            sup.procs.push_linked(slot, i);
         }
         sup
     }
@@ -756,10 +1077,10 @@ mod tests {
             "worker w3 broke the contract: it accepted w99 as leader, which is not one of the 4 workers"
         );
         // Kept nowhere: the last worker's belief is still none, so there is no agreement.
-        assert_eq!(sup.slots[3].leader, None);
+        assert_eq!(sup.procs.slots[3].leader, None);
         assert_eq!(sup.agreed(), None);
         // A belief that got in some other way is looked up, never indexed blindly.
-        sup.slots.iter_mut().for_each(|s| s.leader = Some((PeerId(99), 1)));
+        sup.procs.slots.iter_mut().for_each(|s| s.leader = Some((PeerId(99), 1)));
         assert_eq!(sup.agreed(), None);
         assert_eq!(sup.leader(), None);
     }

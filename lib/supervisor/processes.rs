@@ -5,11 +5,12 @@
 //! the writer that drains the main loop's queue and the reader that forwards frames to
 //! it. (What the kernel says of a process that does not answer is read in `proc`.)
 
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Arc;
@@ -20,9 +21,10 @@ use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
-use super::{settings, Event, RunError, Supervisor};
+use super::{settings, Event, RunError, RunOpts};
 use crate::algorithm::PeerId;
-use crate::control::{self, ToSupervisor, WorkerSetup, WorkerStats};
+use crate::auth::Secret;
+use crate::control::{self, ToSupervisor, ToWorker, WorkerSetup, WorkerStats};
 use crate::resource;
 use crate::wire;
 
@@ -87,6 +89,16 @@ impl Slot {
     }
 }
 
+/// How pausing a worker ended ([`Processes::pause`]).
+pub(super) enum Paused {
+    /// It is stopped, as the kernel confirmed.
+    Stopped,
+    /// It exited before it stopped, and is reaped.
+    Exited,
+    /// It could not be waited for (not our child any more): why.
+    Lost(nix::errno::Errno),
+}
+
 /// What the main loop hands a connection's writer thread.
 pub(super) enum Outgoing {
     /// Bytes to write (whole frames).
@@ -95,14 +107,148 @@ pub(super) enum Outgoing {
     Flushed(Sender<()>),
 }
 
-impl Supervisor<'_> {
+/// The worker processes and their control links: each worker's slot, the workers'
+/// process group, each link's writer queue and owner, and what the workers killed at
+/// the end had started. It spawns, signals and reaps; the supervisor's loop decides
+/// when.
+pub(super) struct Processes {
+    /// Worker id → its slot (its current life, its link, what it has said).
+    pub(super) slots: Vec<Slot>,
+    /// The workers' process group: all of them share one, apart from the supervisor's
+    /// (so a terminal's Ctrl-C reaches only the supervisor), and it can be signalled as
+    /// one. Valid while any worker in it is unreaped; the first worker started when
+    /// none is alive founds a new one.
+    group: Option<Pid>,
+    /// Link index → the queue of its writer thread, until the link closes.
+    conns: Vec<Option<Sender<Outgoing>>>,
+    /// Link index → the worker it was made for.
+    conn_owner: BTreeMap<usize, usize>,
+    /// Where link reader threads send what they read.
+    tx: Sender<Event>,
+    /// The run's secret, handed to every worker.
+    secret: Secret,
+    /// What the workers killed at the end had started (a program's keeper), dying of
+    /// their death a moment after them: the run is not over until they are gone.
+    strays: Strays,
+    /// The run directory.
+    dir: PathBuf,
+}
+
+impl Processes {
+    /// No worker yet, in run directory `dir`; link readers will send to `tx`.
+    pub(super) fn new(dir: &Path, tx: Sender<Event>, secret: Secret) -> Processes {
+        Processes {
+            slots: Vec::new(),
+            group: None,
+            conns: Vec::new(),
+            conn_owner: BTreeMap::new(),
+            tx,
+            secret,
+            strays: Strays::default(),
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// Worker `slot` with link `conn`, for tests that need no process.
+    #[cfg(test)]
+    pub(super) fn push_linked(&mut self, slot: Slot, conn: usize) {
+        self.slots.push(slot);
+        self.conn_owner.insert(conn, self.slots.len() - 1);
+    }
+
+    /// The worker link `conn` was made for, if it is that worker's current link (a
+    /// frame on an earlier incarnation's link speaks for nobody now).
+    pub(super) fn owner(&self, conn: usize) -> Option<usize> {
+        let id = *self.conn_owner.get(&conn)?;
+        (self.slots[id].conn == Some(conn)).then_some(id)
+    }
+
+    /// The worker link `conn` was made for, current or not.
+    pub(super) fn made_for(&self, conn: usize) -> Option<usize> {
+        self.conn_owner.get(&conn).copied()
+    }
+
+    /// Link `conn` closed: forget it; returns its worker if it was that worker's
+    /// current link (which the worker then no longer has).
+    pub(super) fn closed(&mut self, conn: usize) -> Option<usize> {
+        self.conns.get_mut(conn).map(|c| c.take());
+        let id = self.conn_owner.remove(&conn)?;
+        if self.slots[id].conn != Some(conn) {
+            return None; // an earlier incarnation's link
+        }
+        self.slots[id].conn = None;
+        Some(id)
+    }
+
+    /// Worker `w` is dead: drop its link, so nothing more is queued for it.
+    pub(super) fn drop_link(&mut self, w: usize) {
+        if let Some(conn) = self.slots[w].conn.take() {
+            self.conn_owner.remove(&conn);
+            self.conns.get_mut(conn).map(|c| c.take());
+        }
+    }
+
+    /// Queue a message for worker `id`'s control link. Never blocks: the link's writer
+    /// thread writes it. A worker with no link (dead, or not ready yet) gets nothing.
+    pub(super) fn send(&mut self, id: usize, msg: &ToWorker) -> bool {
+        self.send_all(id, std::slice::from_ref(msg))
+    }
+
+    /// Queue messages for worker `id`, to be written with a single write.
+    pub(super) fn send_all(&mut self, id: usize, msgs: &[ToWorker]) -> bool {
+        // Before its Ready a worker reads nothing but its setup, then Start.
+        if !self.slots[id].ready {
+            return false;
+        }
+        let Some(conn) = self.slots[id].conn else { return false };
+        let Some(Some(tx)) = self.conns.get(conn) else { return false };
+        let mut buf = Vec::new();
+        for msg in msgs {
+            wire::encode(&mut buf, msg);
+        }
+        tx.send(Outgoing::Frame(buf)).is_ok()
+    }
+
+    /// Ask the writer threads of `ids` to say when all queued so far is written; the
+    /// receiver hears once per link that will answer.
+    fn flush_request(&self, ids: &[usize]) -> (Receiver<()>, usize) {
+        let (ack_tx, ack_rx) = mpsc::channel();
+        let mut asked = 0;
+        for &id in ids {
+            let link = self.slots[id].conn.and_then(|c| self.conns.get(c).and_then(|l| l.as_ref()));
+            if link.is_some_and(|l| l.send(Outgoing::Flushed(ack_tx.clone())).is_ok()) {
+                asked += 1;
+            }
+        }
+        (ack_rx, asked)
+    }
+
+    /// Wait (at most `patience`) until everything queued for `ids` is in their sockets.
+    /// Only used for stopped workers, whose sockets were sent nothing while stopped, so
+    /// the writes complete at once; a link that does not answer in time is given up on.
+    pub(super) fn flush(&self, ids: &[usize], patience: Duration) {
+        let (acks, asked) = self.flush_request(ids);
+        let deadline = Instant::now() + patience;
+        for _ in 0..asked {
+            if acks.recv_timeout(deadline.saturating_duration_since(Instant::now())).is_err() {
+                break;
+            }
+        }
+    }
+
     /// Start worker `id` as life `incarnation` and give it its control link, whose
     /// first frame is its setup. The slot is the caller's to fill in with the result.
-    fn spawn(&mut self, id: u32, incarnation: u32, start_entry: u64) -> Result<(Pid, usize), RunError> {
-        let o = self.opts;
+    fn spawn(
+        &mut self,
+        o: &RunOpts,
+        started: Option<Instant>,
+        id: u32,
+        incarnation: u32,
+        start_entry: u64,
+    ) -> Result<(Pid, usize), RunError> {
         // A restarted worker keeps the run's end, not a fresh duration.
         let left = o.duration.map(|d| {
-            let left = self.started.map_or(d, |s| d.saturating_sub(s.elapsed()));
+            let left = started.map_or(d, |s| d.saturating_sub(s.elapsed()));
             left.max(Duration::from_millis(1))
         });
         let settings = settings(o, id, incarnation, start_entry, left);
@@ -151,9 +297,17 @@ impl Supervisor<'_> {
         Ok((pid, conn))
     }
 
-    /// Start worker `id`'s next life (or its first) in its slot.
-    pub(super) fn launch(&mut self, id: usize, incarnation: u32, start_entry: u64) -> Result<(), RunError> {
-        let (pid, conn) = self.spawn(id as u32, incarnation, start_entry)?;
+    /// Start worker `id`'s next life (or its first) in its slot, in a run with `opts`
+    /// that began at `started` (if it has), resuming after entry `start_entry`.
+    pub(super) fn launch(
+        &mut self,
+        opts: &RunOpts,
+        started: Option<Instant>,
+        id: usize,
+        incarnation: u32,
+        start_entry: u64,
+    ) -> Result<(), RunError> {
+        let (pid, conn) = self.spawn(opts, started, id as u32, incarnation, start_entry)?;
         let slot = Slot { conn: Some(conn), ..Slot::new(pid, incarnation) };
         if id < self.slots.len() {
             self.slots[id] = slot;
@@ -161,6 +315,67 @@ impl Supervisor<'_> {
             self.slots.push(slot);
         }
         Ok(())
+    }
+
+    /// End worker `w` on purpose with `sig` (SIGKILL, or SIGTERM, with a SIGCONT if it
+    /// is paused, since a stopped process cannot leave) and reap it. Returns when it was
+    /// reaped (monotonic ns).
+    pub(super) fn end(&mut self, w: usize, sig: Signal) -> u64 {
+        self.slots[w].planned_exit = true;
+        let pid = self.slots[w].pid;
+        let _ = kill(pid, sig);
+        if sig != Signal::SIGKILL && self.slots[w].life == Life::Stopped {
+            let _ = kill(pid, Signal::SIGCONT); // a stopped process cannot leave
+        }
+        self.reap(w);
+        self.slots[w].since
+    }
+
+    /// Pause running worker `w` with SIGSTOP and wait until the kernel says it stopped
+    /// (SIGSTOP lands asynchronously).
+    pub(super) fn pause(&mut self, w: usize) -> Paused {
+        let pid = self.slots[w].pid;
+        let _ = kill(pid, Signal::SIGSTOP);
+        let status = loop {
+            match waitpid(pid, Some(WaitPidFlag::WUNTRACED)) {
+                Err(nix::errno::Errno::EINTR) => {}
+                Ok(st) if !matches!(st, WaitStatus::Stopped(..)) && describe(st).is_none() => {}
+                other => break other,
+            }
+        };
+        let slot = &mut self.slots[w];
+        match status {
+            Ok(WaitStatus::Stopped(..)) => {
+                slot.life = Life::Stopped;
+                slot.since = resource::monotonic_ns();
+                Paused::Stopped
+            }
+            Ok(other) => {
+                // It died instead (reaped now): never signal this pid again.
+                slot.life = Life::Exited;
+                slot.since = resource::monotonic_ns();
+                slot.exit = describe(other);
+                Paused::Exited
+            }
+            Err(e) => {
+                // Not our child any more: never signal it again.
+                slot.life = Life::Exited;
+                Paused::Lost(e)
+            }
+        }
+    }
+
+    /// Continue worker `w`, paused by a fault, with SIGCONT; its slot says it runs
+    /// already (the caller marks it so before bringing its socket up to date).
+    pub(super) fn resume(&mut self, w: usize) {
+        let _ = kill(self.slots[w].pid, Signal::SIGCONT);
+        self.slots[w].since = resource::monotonic_ns();
+    }
+
+    /// Continue worker `id`, frozen at the end of the run, with SIGCONT.
+    pub(super) fn thaw(&mut self, id: usize) {
+        let _ = kill(self.slots[id].pid, Signal::SIGCONT);
+        self.slots[id].life = Life::Running;
     }
 
     /// Wait for worker `id` to exit (its control link closed, so it is on its way out)
@@ -400,8 +615,6 @@ pub(super) fn describe(st: WaitStatus) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::supervisor::options::tests::sample;
-    use crate::supervisor::tests::idle;
 
     #[test]
     fn the_end_waits_for_what_a_worker_started_and_no_longer_than_its_patience() {
@@ -454,24 +667,56 @@ mod tests {
     #[test]
     fn freeze_all_stops_the_running_and_stop_all_kills_and_reaps_every_one() {
         let tmp = tempfile::tempdir().unwrap();
-        let opts = sample();
-        let mut sup = idle(&opts, tmp.path());
+        // The processes alone: no supervisor around them.
+        let mut procs = Processes::new(tmp.path(), mpsc::channel().0, Secret::generate().unwrap());
         // Reaped by pid below, as the supervisor does; the handles are not waited on.
         let children: Vec<_> = (0..2).map(|_| Command::new("sleep").arg("30").spawn().unwrap()).collect();
         for child in &children {
-            sup.slots.push(Slot::new(Pid::from_raw(child.id() as i32), 0));
+            procs.slots.push(Slot::new(Pid::from_raw(child.id() as i32), 0));
         }
         // One already reaped: never signalled again, so not frozen.
-        sup.slots[1].life = Life::Exited;
-        assert_eq!(sup.freeze_all(), vec![0]);
-        assert_eq!(sup.slots[0].life, Life::Stopped);
+        procs.slots[1].life = Life::Exited;
+        assert_eq!(procs.freeze_all(), vec![0]);
+        assert_eq!(procs.slots[0].life, Life::Stopped);
         // Stopped by us in fact, not only in the slot.
-        assert!(crate::supervisor::proc::state(sup.slots[0].pid).paused());
-        sup.slots[1].life = Life::Running;
-        sup.stop_all();
-        for s in &sup.slots {
+        assert!(crate::supervisor::proc::state(procs.slots[0].pid).paused());
+        procs.slots[1].life = Life::Running;
+        procs.stop_all();
+        for s in &procs.slots {
             assert_eq!(s.life, Life::Exited);
             assert_eq!(s.exit.as_deref(), Some("killed by SIGKILL"));
         }
+    }
+
+    #[test]
+    fn a_paused_worker_is_stopped_in_fact_and_a_terminated_one_leaves_though_paused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut procs = Processes::new(tmp.path(), mpsc::channel().0, Secret::generate().unwrap());
+        // Reaped by pid, as the supervisor does; the handle is not waited on.
+        let pid = Command::new("sleep").arg("30").spawn().map(|c| Pid::from_raw(c.id() as i32)).unwrap();
+        procs.slots.push(Slot::new(pid, 0));
+        // Reaped below as the supervisor does; should an assertion fail first, here.
+        struct Reap(Pid);
+        impl Drop for Reap {
+            fn drop(&mut self) {
+                if std::thread::panicking() {
+                    let _ = kill(self.0, Signal::SIGKILL);
+                    let _ = waitpid(self.0, None);
+                }
+            }
+        }
+        let _reap = Reap(pid);
+        assert!(matches!(procs.pause(0), Paused::Stopped));
+        assert_eq!(procs.slots[0].life, Life::Stopped);
+        assert!(crate::supervisor::proc::state(pid).paused());
+        procs.slots[0].life = Life::Running;
+        procs.resume(0);
+        assert!(!crate::supervisor::proc::state(pid).paused());
+        assert!(matches!(procs.pause(0), Paused::Stopped));
+        // SIGTERM reaches a paused process only once it is continued: it is, and reaped.
+        let dead = procs.end(0, Signal::SIGTERM);
+        let s = &procs.slots[0];
+        assert_eq!((s.life, s.planned_exit, s.since), (Life::Exited, true, dead));
+        assert_eq!(s.exit.as_deref(), Some("killed by SIGTERM"));
     }
 }

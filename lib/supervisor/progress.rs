@@ -1,30 +1,22 @@
-//! Progress and diagnosis: the resource file is the run's heartbeat. The main loop reads
-//! what it gained ([`Supervisor::poll_tail`]), sleeps no longer than the next timed event
-//! ([`Supervisor::tick`]), and a run that stops growing it for the stall window ends
-//! with a diagnosis (who waits for what, each silent worker as the kernel sees it)
-//! rather than a hang.
+//! Progress: the resource file is the run's heartbeat. [`Progress`] reads what it
+//! gained, keeps the stall clock and the progress bar, and says whether the run has
+//! stalled at a given time; the main loop sleeps no longer than the next timed event
+//! ([`Faults::tick`](super::inject::Faults::tick)), and a run that stops growing the
+//! file for the stall window ends with a diagnosis (who waits for what, each silent
+//! worker as the kernel sees it, written by `diagnosis`) rather than a hang.
 //!
 //! The supervisor measures its own lag (how far its rounds overran their tick: a loaded
 //! machine, a plan with a step every millisecond) and discounts it from the stall clock:
-//! time it spent behind is not the workers' silence, so it calls nobody wedged then. After a failure, the frozen workers are asked for the statistics
-//! the report still shows.
+//! time it spent behind is not the workers' silence, so it calls nobody wedged then.
 
-use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::{kill, Signal};
-
-use super::{proc, Event, Life, RunError, Supervisor};
-use crate::control::{PendingState, ToSupervisor, ToWorker};
-use crate::faults::When;
-use crate::resource;
+use super::{AppliedFault, RunOpts};
+use crate::tail::Tail;
 
 /// A round that overruns its tick by less than this is the scheduler's noise, not lag.
 pub(super) const LAG_NOISE: Duration = Duration::from_millis(1);
-
-/// Lag at which the supervisor counts itself behind in a diagnosis: a silent worker is
-/// then not called wedged, since the supervisor may be the slow one.
-pub(super) const BEHIND: Duration = Duration::from_millis(50);
 
 /// Whether `idle` time without progress is a stall, once the supervisor's own `lag`
 /// over the same span is discounted.
@@ -32,36 +24,128 @@ pub(super) fn stalled(idle: Duration, lag: Duration, window: Duration) -> bool {
     idle.saturating_sub(lag) > window
 }
 
-/// What a diagnosis says of a running worker that did not answer, given how far the
-/// supervisor itself was behind.
-pub(super) fn silent(lag: Duration) -> String {
-    if lag >= BEHIND {
-        format!("did not answer (the supervisor itself fell {:.0} ms behind)", lag.as_secs_f64() * 1e3)
-    } else {
-        "did not answer (wedged?)".to_string()
+/// The stall window for a run with `o`: at least `--stall-ms`, long enough for a few
+/// slow sections, and a second longer than a worker program's deadline for an answer,
+/// so that a silent program fails as itself (its worker's Fatal), not as the run's stall.
+pub(super) fn stall_window(o: &RunOpts) -> Duration {
+    let floor = 3.0 * (o.cs_ms + 2.0 * o.think_ms + o.latency_ms + o.jitter_ms);
+    let program = o.external.as_ref().map_or(Duration::ZERO, |e| e.timeout + Duration::from_secs(1));
+    Duration::from_millis(o.stall_ms.max(floor.ceil() as u64)).max(program)
+}
+
+/// Progress's own state: the resource file's tail (the run's heartbeat), when it last
+/// moved, the loop's lag since, when an election last had news, and the progress bar.
+/// It answers with values (whether the run moved, whether it stalled at a given time);
+/// the supervisor's loop decides what to do about them.
+pub(super) struct Progress {
+    /// What the resource file says so far.
+    tail: Tail,
+    /// When anything last moved (an ENTER or EXIT, a leader accepted, the run's start).
+    last_progress: Instant,
+    /// How far the main loop itself has fallen behind since the last progress: the sum
+    /// of its rounds' overruns (see [`LAG_NOISE`]). The stall clock discounts it.
+    lag: Duration,
+    /// Under an election: since when no worker has accepted a new leader and no fault
+    /// has been applied.
+    quiet_since: Instant,
+    /// The run's stall window (see [`stall_window`]).
+    window: Duration,
+    /// `--duration`, if the run is timed: the bar then shows time, not entries.
+    duration: Option<Duration>,
+    /// On stderr, drawn only when it is a terminal.
+    bar: indicatif::ProgressBar,
+}
+
+impl Progress {
+    /// Progress of a run with `opts` whose resource file is `resource`, nothing read yet.
+    pub(super) fn new(opts: &RunOpts, resource: &Path) -> Progress {
+        let total = if opts.duration.is_some() { 0 } else { opts.entries * u64::from(opts.workers) };
+        // On stderr, drawn only when it is a terminal: entries out of the total, or the
+        // time out of `--duration`; the message carries the count, rate and stall clock.
+        let length = opts.duration.map_or(total, |d| d.as_millis() as u64);
+        let bar = if opts.progress && length > 0 {
+            let bar = indicatif::ProgressBar::with_draw_target(
+                Some(length),
+                indicatif::ProgressDrawTarget::stderr(),
+            );
+            let style = indicatif::ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {msg}")
+                .map(|s| s.progress_chars("=> "))
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar());
+            bar.set_style(style);
+            bar
+        } else {
+            indicatif::ProgressBar::hidden()
+        };
+        Progress {
+            tail: Tail::new(resource, opts.workers),
+            last_progress: Instant::now(),
+            lag: Duration::ZERO,
+            quiet_since: Instant::now(),
+            window: stall_window(opts),
+            duration: opts.duration,
+            bar,
+        }
     }
-}
 
-/// Whether `text` names worker `j` (`w1`, but not inside `w10`).
-fn names(text: &str, j: usize) -> bool {
-    let w = format!("w{j}");
-    text.match_indices(&w).any(|(at, _)| !text[at + w.len()..].starts_with(|c: char| c.is_ascii_digit()))
-}
+    /// What the resource file says so far.
+    pub(super) fn tail(&self) -> &Tail {
+        &self.tail
+    }
 
-impl Supervisor<'_> {
-    /// Read what the file gained since the last look; an ENTER or an EXIT is progress (a
-    /// WANT is only a wish: a restarted worker asking is no sign that anyone gets in).
-    pub(super) fn poll_tail(&mut self) {
-        if self.tail.poll() {
+    /// The tail, to set what a test needs.
+    #[cfg(test)]
+    pub(super) fn tail_mut(&mut self) -> &mut Tail {
+        &mut self.tail
+    }
+
+    /// The run's stall window.
+    pub(super) fn window(&self) -> Duration {
+        self.window
+    }
+
+    /// How far the main loop has fallen behind since the last progress.
+    pub(super) fn lag(&self) -> Duration {
+        self.lag
+    }
+
+    /// Read what the file gained since the last look, in a run that began at `started`;
+    /// an ENTER or an EXIT is progress (a WANT is only a wish: a restarted worker asking
+    /// is no sign that anyone gets in). Returns whether it moved.
+    pub(super) fn poll(&mut self, started: Option<Instant>) -> bool {
+        let moved = self.tail.poll();
+        if moved {
             self.progressed();
         }
-        self.show_progress();
+        self.show(started);
+        moved
+    }
+
+    /// Worker `w` is dead and reaped, so everything it wrote is in the file: read it
+    /// all, then forget it was inside.
+    pub(super) fn forget(&mut self, w: usize, started: Option<Instant>) {
+        self.poll(started);
+        self.tail.crashed(w as u32);
     }
 
     /// Something moved: the stall clock, and the lag it discounts, start again.
     pub(super) fn progressed(&mut self) {
         self.last_progress = Instant::now();
         self.lag = Duration::ZERO;
+    }
+
+    /// Whether anything moved after `t`.
+    pub(super) fn moved_since(&self, t: Instant) -> bool {
+        self.last_progress > t
+    }
+
+    /// An election had news (a leader accepted, a fault applied): its quiet starts again.
+    pub(super) fn news(&mut self) {
+        self.quiet_since = Instant::now();
+    }
+
+    /// How long the election has been quiet at `now`.
+    pub(super) fn quiet_for(&self, now: Instant) -> Duration {
+        now.saturating_duration_since(self.quiet_since)
     }
 
     /// A round of the main loop overran its tick by `overrun`.
@@ -71,314 +155,51 @@ impl Supervisor<'_> {
         }
     }
 
+    /// Whether at `now` the run has gone the stall window and `grace` more without
+    /// progress, once the loop's own lag is discounted.
+    pub(super) fn stalled_at(&self, now: Instant, grace: Duration) -> bool {
+        stalled(now.saturating_duration_since(self.last_progress), self.lag, self.window + grace)
+    }
+
+    /// Show a fault above the progress line, as it fires.
+    pub(super) fn fault_fired(&self, f: &AppliedFault) {
+        if !self.bar.is_hidden() {
+            self.bar.println(format!("{:>9.1} ms  fault: {}", f.at_ms, f.note));
+        }
+    }
+
+    /// Take the progress line away: the run is over.
+    pub(super) fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+
     /// The progress line: entries and their rate, and once nothing has moved for a
     /// second, how long until the stall diagnosis. (Hidden unless stderr is a terminal.)
-    fn show_progress(&self) {
+    fn show(&self, started: Option<Instant>) {
         if self.bar.is_hidden() {
             return;
         }
-        let elapsed = self.started.map_or(Duration::ZERO, |s| s.elapsed());
-        match self.opts.duration {
+        let elapsed = started.map_or(Duration::ZERO, |s| s.elapsed());
+        match self.duration {
             Some(d) => self.bar.set_position(elapsed.min(d).as_millis() as u64),
             None => self.bar.set_position(self.tail.exits),
         }
         let rate = self.tail.exits as f64 / elapsed.as_secs_f64().max(1e-3);
         let idle = self.last_progress.elapsed();
         let stall = if idle >= Duration::from_secs(1) {
-            let left = self.stall_window().saturating_sub(idle);
+            let left = self.window.saturating_sub(idle);
             format!("; nothing for {:.1} s, diagnosis in {:.1} s", idle.as_secs_f64(), left.as_secs_f64())
         } else {
             String::new()
         };
         self.bar.set_message(format!("{} entries, {rate:.0}/s{stall}", self.tail.exits));
     }
-
-    /// End the run if the file has not grown for too long: with a diagnosis of who waits
-    /// for what while `running`, else with the workers that hold up `phase`.
-    pub(super) fn check_progress(&mut self, phase: &str) -> Result<(), RunError> {
-        self.poll_tail();
-        if phase == "running" && self.quiescent() && self.timed_restart_pending() {
-            // Nobody is stuck: every live worker is done and the supervisor itself waits
-            // for a restart in its plan. The stall clock starts when that worker runs.
-            self.progressed();
-        }
-        if self.tail.gone && self.opts.elect.is_none() {
-            // Nobody is stuck: the evidence is gone, so there is nothing to wait for.
-            self.finished.get_or_insert_with(Instant::now);
-            return Err(RunError::Failed(format!(
-                "{} is gone (the run directory was deleted under the run?): nothing is left to judge",
-                self.dir.join(crate::control::RESOURCE_FILE).display()
-            )));
-        }
-        let idle = self.last_progress.elapsed();
-        if phase == "running" && stalled(idle, self.lag, self.stall_window()) {
-            let detected = Instant::now();
-            // A worker that fails while the others are asked (a program past its
-            // deadline, say), or a file that moves again, outranks the stall.
-            let Some(diagnosis) = self.diagnose()? else { return Ok(()) };
-            self.finished.get_or_insert(detected);
-            return Err(RunError::Failed(diagnosis));
-        }
-        if phase != "running" && stalled(idle, self.lag, self.stall_window() + Duration::from_secs(10)) {
-            return Err(RunError::Failed(format!(
-                "workers did not respond while {phase}: {}",
-                self.unresponsive(phase)
-            )));
-        }
-        Ok(())
-    }
-
-    /// The stall window: at least `--stall-ms`, long enough for a few slow sections, and
-    /// a second longer than a worker program's deadline for an answer, so that a silent
-    /// program fails as itself (its worker's Fatal), not as the run's stall.
-    pub(super) fn stall_window(&self) -> Duration {
-        let o = self.opts;
-        let floor = 3.0 * (o.cs_ms + 2.0 * o.think_ms + o.latency_ms + o.jitter_ms);
-        let program = o.external.as_ref().map_or(Duration::ZERO, |e| e.timeout + Duration::from_secs(1));
-        Duration::from_millis(o.stall_ms.max(floor.ceil() as u64)).max(program)
-    }
-
-    /// How long the main loop may sleep: briefly while a step waits for an entry count
-    /// (the holder is only inside for `--cs-ms`), else until the next timed event.
-    pub(super) fn tick(&self) -> Duration {
-        let mut tick = Duration::from_millis(100);
-        let Some(start) = self.started else { return tick };
-        for st in &self.steps {
-            match st.when {
-                When::Entry(_) => tick = tick.min(Duration::from_millis(1)),
-                When::At(at) => tick = tick.min(at.saturating_sub(start.elapsed())),
-            }
-        }
-        for (at, _) in &self.undo {
-            tick = tick.min(at.saturating_duration_since(Instant::now()));
-        }
-        tick.max(Duration::from_micros(200))
-    }
-
-    /// The workers holding up `phase` (`starting`: not Ready; `finishing`: not exited),
-    /// each with its state: for one the supervisor believes running, the kernel's word,
-    /// since someone else may have stopped it.
-    fn unresponsive(&self, phase: &str) -> String {
-        let ago = |t: u64| resource::monotonic_ns().saturating_sub(t) as f64 / 1e9;
-        let late: Vec<String> = self
-            .slots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| if phase == "starting" { !s.ready } else { s.alive() })
-            .map(|(id, s)| {
-                let state = match s.life {
-                    Life::Exited => format!("dead: {}", s.exit.clone().unwrap_or_default()),
-                    Life::Stopped => format!("paused for {:.2}s", ago(s.since)),
-                    Life::Running => {
-                        let what = if !s.ready {
-                            "running, never said Ready"
-                        } else if s.stats.is_some() {
-                            "sent its statistics but did not exit"
-                        } else if phase == "finishing" {
-                            "told to finish, sent no statistics"
-                        } else {
-                            "running"
-                        };
-                        // Someone else may have stopped it: then that is why.
-                        match proc::state(s.pid).unexpected() {
-                            Some(k) if what == "running" => k,
-                            Some(k) => format!("{k}; {}", what.trim_start_matches("running, ")),
-                            None => what.to_string(),
-                        }
-                    }
-                };
-                format!("w{id} (pid {}, incarnation {}, {state})", s.pid, s.incarnation)
-            })
-            .collect();
-        if late.is_empty() {
-            "none left (the control links are down)".to_string()
-        } else {
-            late.join(", ")
-        }
-    }
-
-    /// Ask every live worker what it waits for, and say who is stuck. A worker believed
-    /// running that does not answer is looked up in `/proc`: it may have been stopped by
-    /// someone else, or have just exited. Other events that come meanwhile are handled
-    /// as ever: a worker's failure is the run's (`Err`), and progress means there is no
-    /// stall to diagnose (`None`: the answers would not agree with the file).
-    fn diagnose(&mut self) -> Result<Option<String>, RunError> {
-        let asked_at = Instant::now();
-        let window = self.stall_window();
-        let asked: Vec<usize> = (0..self.slots.len())
-            .filter(|&id| {
-                let s = &self.slots[id];
-                s.life == Life::Running && s.ready && s.conn.is_some()
-            })
-            .collect();
-        for &id in &asked {
-            let _ = self.send(id, &ToWorker::Query);
-        }
-        let mut states: BTreeMap<usize, PendingState> = BTreeMap::new();
-        let deadline = Instant::now() + Duration::from_secs(1);
-        while states.len() < asked.len() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.rx.recv_timeout(left) {
-                Ok(Event::Frame(conn, ToSupervisor::Pending(p))) => {
-                    if let Some(&id) = self.conn_owner.get(&conn) {
-                        states.insert(id, p);
-                    }
-                }
-                Ok(ev) => self.handle(ev, "running")?,
-                Err(_) => break,
-            }
-        }
-        self.poll_tail();
-        if self.last_progress > asked_at {
-            return Ok(None);
-        }
-        let now = resource::monotonic_ns();
-        let ago = |t: u64| now.saturating_sub(t) as f64 / 1e9;
-        // What the kernel says of each silent worker the supervisor believes running.
-        let kernel: Vec<Option<proc::ProcState>> = (0..self.slots.len())
-            .map(|id| {
-                let s = &self.slots[id];
-                (s.life == Life::Running && !states.contains_key(&id)).then(|| proc::state(s.pid))
-            })
-            .collect();
-        // How each worker looks to the others, to annotate "waiting for … from wN".
-        let status: Vec<Option<String>> = self
-            .slots
-            .iter()
-            .zip(&kernel)
-            .map(|(s, k)| match s.life {
-                Life::Exited => Some(format!("dead for {:.2}s", ago(s.since))),
-                Life::Stopped => Some(format!("paused for {:.2}s", ago(s.since))),
-                Life::Running => match k {
-                    Some(k) if k.paused() => Some("paused, not by the supervisor".to_string()),
-                    Some(proc::ProcState::Exited(_) | proc::ProcState::Gone) => Some("exited".to_string()),
-                    _ => None,
-                },
-            })
-            .collect();
-        // Which side of the partition in force each worker is on, if one is.
-        let side = |w: usize| {
-            self.partition
-                .as_ref()
-                .and_then(|(_, groups)| groups.iter().position(|g| g.contains(&(w as u32))))
-        };
-        let mut head = format!("no progress for {:.1}s", window.as_secs_f64());
-        if self.lag >= LAG_NOISE {
-            head += &format!(
-                " (and {:.0} ms more while the supervisor itself was behind)",
-                self.lag.as_secs_f64() * 1e3
-            );
-        }
-        let mut lines = vec![head];
-        for (id, s) in self.slots.iter().enumerate() {
-            let line = match states.get(&id) {
-                Some(p) => {
-                    // An election has no entries to count: what it follows is the news.
-                    let mut l = if self.opts.elect.is_some() {
-                        format!("w{id}: {} for {:.2}s", p.app, ago(p.since_ns))
-                    } else {
-                        let entries = if p.entries == 1 { "entry" } else { "entries" };
-                        format!("w{id}: {} for {:.2}s after {} {entries}", p.app, ago(p.since_ns), p.entries)
-                    };
-                    if !p.algorithm.is_empty() {
-                        l += &format!("; {}", p.algorithm);
-                        let across =
-                            |j: usize| side(j).is_some() && side(id).is_some() && side(j) != side(id);
-                        let named: Vec<String> = (0..self.slots.len())
-                            .filter(|&j| names(&p.algorithm, j))
-                            .filter_map(|j| match (&status[j], across(j)) {
-                                (Some(st), _) => Some(format!("w{j} {st}")),
-                                (None, true) => Some(format!("w{j} across the partition")),
-                                (None, false) => None,
-                            })
-                            .collect();
-                        if !named.is_empty() {
-                            l += &format!(" ({})", named.join(", "));
-                        }
-                    }
-                    if !p.down.is_empty() {
-                        let d: Vec<String> = p.down.iter().map(|x| x.to_string()).collect();
-                        l += &format!("; channels down: {}", d.join(", "));
-                    }
-                    l
-                }
-                None => match s.life {
-                    Life::Exited => format!(
-                        "w{id}: {} ({})",
-                        status[id].clone().unwrap_or_default(),
-                        s.exit.clone().unwrap_or_default()
-                    ),
-                    Life::Stopped => format!("w{id}: {} (SIGSTOP)", status[id].clone().unwrap_or_default()),
-                    Life::Running => match kernel[id].as_ref().and_then(proc::ProcState::unexpected) {
-                        Some(k) => format!("w{id}: {k}"),
-                        None => format!("w{id}: {}", silent(self.lag)),
-                    },
-                },
-            };
-            lines.push(line);
-        }
-        if let Some((_, groups)) = &self.partition {
-            let groups: Vec<String> =
-                groups.iter().map(|g| g.iter().map(u32::to_string).collect::<Vec<_>>().join(",")).collect();
-            let since = self.applied.iter().rev().find(|f| f.action == "partition").map(|f| f.at_ms);
-            let since = since.map(|ms| format!(" since {ms:.1} ms")).unwrap_or_default();
-            lines.push(format!(
-                "partition {} in force{since}: messages between its sides are held until it heals",
-                groups.join("|")
-            ));
-        }
-        Ok(Some(lines.join("\n  ")))
-    }
-
-    /// After a failed run, ask the workers `frozen` (stopped by [`Self::freeze_all`]) for
-    /// their counters, so the report still shows the messages sent (and lost) up to the
-    /// failure. Each is sent Finish while still frozen, and all are continued together
-    /// once it is written: each then finds Finish waiting ahead of any channel closed by
-    /// another's exit.
-    pub(super) fn collect_stats(&mut self, frozen: &[usize]) {
-        let asked: Vec<usize> = frozen
-            .iter()
-            .copied()
-            .filter(|&id| {
-                let s = &self.slots[id];
-                s.started && s.conn.is_some() && s.stats.is_none()
-            })
-            .collect();
-        for &id in &asked {
-            self.send(id, &ToWorker::Finish);
-        }
-        self.flush(&asked, Duration::from_secs(1));
-        for &id in &asked {
-            if self.slots[id].life == Life::Stopped {
-                let _ = kill(self.slots[id].pid, Signal::SIGCONT);
-                self.slots[id].life = Life::Running;
-            }
-        }
-        let deadline = Instant::now() + Duration::from_secs(2);
-        while asked.iter().any(|&id| self.slots[id].stats.is_none()) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.rx.recv_timeout(left) {
-                Ok(Event::Frame(conn, msg @ ToSupervisor::Stats(_))) => {
-                    let _ = self.on_frame(conn, msg, "finishing");
-                }
-                Ok(_) => {}
-                Err(_) => break,
-            }
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn a_worker_is_named_whole() {
-        assert!(super::names("waiting for REPLY from w1, w10", 1));
-        assert!(super::names("waiting for REPLY from w10", 10));
-        assert!(!super::names("waiting for REPLY from w10, w12", 1));
-    }
-
     use super::*;
-    use crate::faults::{Action, Step};
+    use crate::resource;
     use crate::supervisor::options::tests::sample;
     use crate::supervisor::tests::idle;
     use crate::supervisor::{RunOpts, MIN_STALL_MS};
@@ -404,27 +225,6 @@ mod tests {
     }
 
     #[test]
-    fn the_tick_waits_for_the_next_step_within_bounds() {
-        let tmp = tempfile::tempdir().unwrap();
-        let opts = sample();
-        let mut sup = idle(&opts, tmp.path());
-        // Before the run starts, and with nothing planned once it has.
-        assert_eq!(sup.tick(), Duration::from_millis(100));
-        sup.started = Some(Instant::now());
-        assert_eq!(sup.tick(), Duration::from_millis(100));
-        let step = |when| Step { action: Action::Heal, when, duration: None };
-        // Steps at later times: not beyond the earliest.
-        sup.steps = vec![step(When::At(Duration::from_secs(60))), step(When::At(Duration::from_millis(40)))];
-        let t = sup.tick();
-        assert!(t <= Duration::from_millis(40), "{t:?}");
-        // One waiting for an entry count: a millisecond; one overdue: the floor.
-        sup.steps.push(step(When::Entry(3)));
-        assert_eq!(sup.tick(), Duration::from_millis(1));
-        sup.steps.push(step(When::At(Duration::ZERO)));
-        assert_eq!(sup.tick(), Duration::from_micros(200));
-    }
-
-    #[test]
     fn time_the_supervisor_spent_behind_is_no_worker_s_stall() {
         let window = Duration::from_secs(5);
         let s = Duration::from_secs;
@@ -433,11 +233,6 @@ mod tests {
         assert!(!stalled(Duration::from_millis(5_600), Duration::from_millis(850), window));
         assert!(stalled(s(7), Duration::from_millis(850), window));
         assert!(!stalled(s(1), s(3), window), "more lag than idle time is no stall");
-        assert_eq!(silent(Duration::ZERO), "did not answer (wedged?)");
-        assert_eq!(
-            silent(Duration::from_millis(850)),
-            "did not answer (the supervisor itself fell 850 ms behind)"
-        );
     }
 
     #[test]
@@ -449,20 +244,54 @@ mod tests {
         let mut sup = idle(&opts, tmp.path());
         sup.started = Some(Instant::now());
         let window = sup.stall_window();
-        sup.last_progress = Instant::now() - window - Duration::from_secs(1);
+        sup.progress.last_progress = Instant::now() - window - Duration::from_secs(1);
         // Rounds that overran their tick: noise below LAG_NOISE, then 2 s in all.
-        sup.fell_behind(LAG_NOISE / 2);
-        assert_eq!(sup.lag, Duration::ZERO);
-        sup.fell_behind(Duration::from_millis(1_500));
-        sup.fell_behind(Duration::from_millis(500));
+        sup.progress.fell_behind(LAG_NOISE / 2);
+        assert_eq!(sup.progress.lag, Duration::ZERO);
+        sup.progress.fell_behind(Duration::from_millis(1_500));
+        sup.progress.fell_behind(Duration::from_millis(500));
         assert!(sup.check_progress("running").is_ok(), "1 s over, 2 s of it the supervisor's");
-        sup.lag = Duration::from_millis(100);
+        sup.progress.lag = Duration::from_millis(100);
         let diagnosis = sup.check_progress("running").unwrap_err().to_string();
         assert!(
             diagnosis.contains(" (and 100 ms more while the supervisor itself was behind)"),
             "{diagnosis}"
         );
-        sup.progressed();
-        assert_eq!(sup.lag, Duration::ZERO);
+        sup.progress.progressed();
+        assert_eq!(sup.progress.lag, Duration::ZERO);
+    }
+
+    /// The stall decision given times: no process, no waiting.
+    #[test]
+    fn a_stall_is_decided_by_the_time_given_less_the_lag_and_progress_restarts_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let path = tmp.path().join(crate::control::RESOURCE_FILE);
+        resource::create(&path, "lamport", 3, false).unwrap();
+        let opts = RunOpts { stall_ms: 5_000, ..sample() };
+        let mut p = Progress::new(&opts, &path);
+        assert_eq!(p.window(), Duration::from_secs(5));
+        p.progressed();
+        let t0 = p.last_progress;
+        let at = |ms| t0 + Duration::from_millis(ms);
+        assert!(!p.stalled_at(at(5_000), Duration::ZERO), "the window itself is no stall yet");
+        assert!(p.stalled_at(at(5_001), Duration::ZERO));
+        // Outside `running`, ten seconds' grace more.
+        assert!(!p.stalled_at(at(15_000), Duration::from_secs(10)));
+        assert!(p.stalled_at(at(15_001), Duration::from_secs(10)));
+        // 700 ms the loop was behind is not the workers' silence.
+        p.fell_behind(Duration::from_millis(700));
+        assert!(!p.stalled_at(at(5_600), Duration::ZERO));
+        assert!(p.stalled_at(at(5_701), Duration::ZERO));
+        // A file that did not grow is no progress; one that did restarts the clock.
+        assert!(!p.poll(None));
+        assert!(!p.moved_since(t0));
+        p.progressed();
+        assert!(p.moved_since(t0) && p.lag() == Duration::ZERO);
+        // An election's quiet is its own clock: news restarts it, progress does not.
+        p.news();
+        let quiet = p.quiet_since;
+        p.progressed();
+        assert_eq!(p.quiet_for(quiet + Duration::from_millis(300)), Duration::from_millis(300));
+        assert_eq!(p.quiet_for(quiet - Duration::from_millis(1)), Duration::ZERO);
     }
 }

@@ -12,11 +12,13 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::processes::Slot;
 use super::rundir::RunDir;
-use super::{unjudged, AppliedFault, Evidence, Supervisor, HANDOVER};
+use super::{unjudged, AppliedFault, Evidence, RunOpts, HANDOVER};
 use crate::algos::{Shape, Theory};
 use crate::audit::{self, AuditReport, ElectionReport, Violation, WaitStats};
 use crate::control;
+use crate::registry::AlgoInfo;
 
 /// The run's failure when a worker's runtime could not keep the model its algorithm was
 /// promised (`ToSupervisor::Breach`): the worker's line, and that no verdict follows.
@@ -278,16 +280,28 @@ struct Summed {
     counters: BTreeMap<String, u64>,
 }
 
-impl Supervisor<'_> {
+/// What a finished run leaves for its report, gathered from the supervisor's
+/// components once every worker is gone: the report is made from these values alone.
+pub(super) struct Outcome<'a> {
+    /// What the run asked for.
+    pub(super) opts: &'a RunOpts,
+    /// The algorithm's entry in the registry.
+    pub(super) info: &'static AlgoInfo,
+    /// Every worker's slot, with its final statistics if they came.
+    pub(super) slots: &'a [Slot],
+    /// The faults applied, in order.
+    pub(super) applied: &'a [AppliedFault],
+    /// The plan steps that never fired, in the plan grammar.
+    pub(super) never_fired: Vec<String>,
     /// From the start of the run to its end (or to now, if it has not ended).
-    fn elapsed(&self) -> Duration {
-        match (self.started, self.finished) {
-            (Some(s), Some(f)) => f - s,
-            (Some(s), None) => s.elapsed(),
-            _ => Duration::ZERO,
-        }
-    }
+    pub(super) elapsed: Duration,
+    /// A worker's runtime broke the model its algorithm was promised.
+    pub(super) model_broken: bool,
+    /// The resource file was gone during the run.
+    pub(super) evidence_gone: bool,
+}
 
+impl Outcome<'_> {
     /// The message faults of the run, for the report.
     fn network(&self) -> Network {
         let o = &self.opts;
@@ -335,7 +349,7 @@ impl Supervisor<'_> {
                 let path = dir.path.join(control::RESOURCE_FILE);
                 Audited::Mutex(audit::audit_file(&path, faults).unwrap_or_else(|e| {
                     // A run that failed because the file is gone already says so.
-                    if !(self.tail.gone && failure.is_some()) {
+                    if !(self.evidence_gone && failure.is_some()) {
                         unjudged(failure, e);
                     }
                     AuditReport::default()
@@ -361,7 +375,7 @@ impl Supervisor<'_> {
     /// applied and the plan steps left. `run_dir_kept` is the caller's to settle.
     pub(super) fn report(&self, mut audited: Audited, failure: Option<String>, dir: &RunDir) -> Report {
         let mut sum = self.sum_stats();
-        let elapsed = self.elapsed();
+        let elapsed = self.elapsed;
         let (ok, violations, violation_count) = match &mut audited {
             Audited::Mutex(a) => (a.ok, std::mem::take(&mut a.violations), a.violation_count),
             Audited::Election(a, _) => (a.ok, std::mem::take(&mut a.violations), a.violation_count),
@@ -376,7 +390,7 @@ impl Supervisor<'_> {
             workers: self.opts.workers,
             ok: ok && failure.is_none(),
             failure,
-            model_broken: self.breach.is_some(),
+            model_broken: self.model_broken,
             service,
             elapsed_s: elapsed.as_secs_f64(),
             seed: self.opts.seed,
@@ -387,8 +401,8 @@ impl Supervisor<'_> {
             run_path: dir.path.clone(),
             run_dir_kept: true,
             plan: self.opts.plan.to_string(),
-            faults: self.applied.clone(),
-            never_fired: self.steps.iter().map(|st| st.to_string()).collect(),
+            faults: self.applied.to_vec(),
+            never_fired: self.never_fired.clone(),
             lost_messages: sum.lost,
             unreported: self.unreported(),
             counters: sum.counters,
@@ -691,5 +705,52 @@ mod tests {
             network violations violation_count run_dir run_dir_kept plan faults never_fired \
             lost_messages unreported counters";
         assert_eq!(election, order.split_whitespace().collect::<Vec<_>>());
+    }
+
+    /// The report's sums from the workers' slots alone: no process, no run directory.
+    #[test]
+    fn the_report_sums_what_came_and_counts_the_lives_that_sent_nothing() {
+        use super::{Outcome, Slot};
+        use crate::audit::AuditReport;
+        use crate::control::WorkerStats;
+        use nix::unistd::Pid;
+        use std::time::Duration;
+        let counts = |pairs: &[(&str, u64)]| pairs.iter().map(|&(k, v)| (k.to_string(), v)).collect();
+        let opts = crate::supervisor::options::tests::sample();
+        let info = crate::supervisor::validate(&opts).unwrap();
+        let slot = |incarnation, stats: Option<WorkerStats>| Slot {
+            stats,
+            ..Slot::new(Pid::from_raw(i32::MAX), incarnation)
+        };
+        let stats = |sent, attempts, lost| WorkerStats {
+            sent: counts(sent),
+            counters: counts(&[("attempts", attempts)]),
+            lost,
+            ..Default::default()
+        };
+        // A restarted worker whose second life reported, one that never did, one that did.
+        let slots = [
+            slot(1, Some(stats(&[("REQUEST", 2)], u64::MAX, 1))),
+            slot(0, None),
+            slot(0, Some(stats(&[("REQUEST", 3), ("REPLY", 1)], 5, 2))),
+        ];
+        let outcome = Outcome {
+            opts: &opts,
+            info,
+            slots: &slots,
+            applied: &[],
+            never_fired: Vec::new(),
+            elapsed: Duration::from_secs(2),
+            model_broken: false,
+            evidence_gone: false,
+        };
+        assert_eq!(outcome.unreported(), 2, "w0's first life and w1's only one");
+        let mut sum = outcome.sum_stats();
+        assert_eq!(sum.sent, counts(&[("REPLY", 1), ("REQUEST", 5)]));
+        assert_eq!(sum.counters["attempts"], u64::MAX, "a program's counts saturate");
+        assert_eq!(sum.lost, 3);
+        let part =
+            outcome.mutex_part(AuditReport { entries: 4, ..Default::default() }, &mut sum, outcome.elapsed);
+        assert_eq!((part.messages.total, part.messages.per_entry, part.throughput_per_s), (6, 1.5, 2.0));
     }
 }
