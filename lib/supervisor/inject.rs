@@ -1,8 +1,9 @@
-//! Fault execution: the plan's steps carried out on the running workers (kill, term,
-//! stop and the `cont` that ends a pause, restart, partition, heal), each applied fault
-//! timestamped and written to `faults.log` ([`AppliedFault`]), the partition in force
-//! kept in step with every worker, and the teardown line a failed or interrupted run
-//! leaves for the auditor.
+//! Fault execution as a component ([`Faults`]): which of the plan's steps are due (kill,
+//! term, stop and the `cont` that ends a pause, restart, partition, heal) and which
+//! undos, as values the supervisor's loop carries out on the workers through
+//! `Processes`; each applied fault timestamped and written to `faults.log`
+//! ([`AppliedFault`]), the partition in force kept in step with every worker, and the
+//! teardown line a failed or interrupted run leaves for the auditor.
 //!
 //! A loaded machine can make the supervisor late: a fault that fires [`LATE`] or more
 //! after its time says by how much (`late=` in the log, `late_ms` in the report), and a
