@@ -172,7 +172,7 @@ impl<N: Node> Default for Step<N> {
 ///
 /// Two hosts are equal when the protocol cannot tell them apart (see the `PartialEq`
 /// impl below): the generations of its timers are not part of it.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct Host<N: Node> {
     cfg: Config,
     node: N,
@@ -184,6 +184,22 @@ pub struct Host<N: Node> {
     timers: Vec<(N::Timer, u64)>,
     /// The last generation handed out.
     generation: u64,
+}
+
+// By hand: a derive would ask the service type itself to be `Clone`, which code
+// generic over the node type (the checker) cannot promise.
+impl<N: Node> Clone for Host<N> {
+    fn clone(&self) -> Self {
+        Host {
+            cfg: self.cfg.clone(),
+            node: self.node.clone(),
+            started: self.started,
+            app: self.app.clone(),
+            down: self.down.clone(),
+            timers: self.timers.clone(),
+            generation: self.generation,
+        }
+    }
 }
 
 // By hand, not derived: a host is what the protocol can observe (the node, whether it

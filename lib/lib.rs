@@ -18,6 +18,7 @@ pub mod algos;
 pub mod audit;
 pub mod auth;
 pub mod bench;
+pub mod check;
 pub mod cli;
 pub mod compare;
 pub mod control;

@@ -121,7 +121,7 @@ impl<T> SetTimer<T> {
 ///
 /// Two worlds are equal when the protocol cannot tell them apart (see the `PartialEq`
 /// impl below); the clock and the tallies are kept beside that state, not in it.
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct World<N: Node>
 where
     N::Service: SimService,
@@ -147,6 +147,35 @@ where
     crash_budget: u32,
     may_crash: Vec<bool>,
     pub(super) crashes_done: u32,
+}
+
+// By hand: a derive would ask the service type itself to be `Clone`, which a search
+// generic over the node type cannot promise.
+impl<N: Node> Clone for World<N>
+where
+    N::Service: SimService,
+{
+    fn clone(&self) -> Self {
+        World {
+            n: self.n,
+            hosts: self.hosts.clone(),
+            configs: self.configs.clone(),
+            alive: self.alive.clone(),
+            links: self.links.clone(),
+            down_due: self.down_due.clone(),
+            timers: self.timers.clone(),
+            timer_seq: self.timer_seq,
+            now: self.now,
+            apps: self.apps.clone(),
+            sent: self.sent.clone(),
+            counters: self.counters.clone(),
+            fifo: self.fifo,
+            stale_timers: self.stale_timers,
+            crash_budget: self.crash_budget,
+            may_crash: self.may_crash.clone(),
+            crashes_done: self.crashes_done,
+        }
+    }
 }
 
 // By hand, not derived, so that a search recognises a state it has seen (design note
