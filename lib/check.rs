@@ -203,7 +203,7 @@ impl CheckReport {
 
     /// The summary `mutexlab check` prints.
     pub fn text(&self, algo: &str) -> String {
-        let mut s = format!("check {algo}: n = {}, {} entries each\n", self.n, self.entries);
+        let mut s = format!("check {algo}: n = {}, k = {}\n", self.n, self.entries);
         s.push_str(&format!(
             "states: {}, transitions: {}, max depth: {}, time: {:.2} s, {:.0} states/s\n",
             self.states,
@@ -218,8 +218,11 @@ impl CheckReport {
             (None, None) => s.push_str("search: complete\n"),
         }
         for p in &self.properties {
-            let word = if p.held { "held" } else { "VIOLATED" };
-            s.push_str(&format!("  {:<22} {word} on {} states\n", p.name, p.states));
+            if p.held {
+                s.push_str(&format!("  {:<22} held on {} states\n", p.name, p.states));
+            } else {
+                s.push_str(&format!("  {:<22} VIOLATED\n", p.name));
+            }
         }
         if let Some(v) = &self.violation {
             s.push_str(&format!(

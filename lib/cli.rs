@@ -26,7 +26,7 @@ use crate::exit::{self, Error, Kind, Outcome, Verdict};
 use crate::faults::{self, Plan};
 use crate::registry::Registry;
 use crate::supervisor::{ElectOpts, Initiators, RunError, RunOpts};
-use crate::{audit, bench, compare, html, registry, report, supervisor};
+use crate::{audit, bench, check, compare, html, registry, report, supervisor};
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
@@ -86,6 +86,9 @@ enum Cmd {
     /// Measure the notes' comparison table: messages per entry, delays in message times,
     /// and which faults stall or break each mutual-exclusion algorithm.
     Compare(CompareArgs),
+    /// Check an algorithm over every interleaving for a few nodes (breadth-first, the
+    /// shortest counterexample): exit 0 every property held, 1 one is violated.
+    Check(CheckArgs),
     /// Write a run directory's HTML report (default RUN_DIR/report.html) and print its path.
     Report {
         /// The run directory (kept with --keep, or a failed run's).
@@ -363,6 +366,37 @@ struct CompareArgs {
     html: Option<PathBuf>,
 }
 
+#[derive(Args)]
+struct CheckArgs {
+    /// Algorithm (see `mutexlab algorithms`), of either service.
+    #[arg(long)]
+    algo: String,
+    /// Number of nodes.
+    #[arg(long, short = 'n', default_value_t = 3, allow_negative_numbers = true)]
+    nodes: i64,
+    /// Critical-section entries per node (elections: elections per node).
+    #[arg(long, short = 'k', default_value_t = 1, allow_negative_numbers = true)]
+    entries: i64,
+    /// Stop after this many distinct states.
+    #[arg(long, default_value_t = 1_000_000, allow_negative_numbers = true)]
+    max_states: i64,
+    /// Stop after this many seconds.
+    #[arg(long, default_value_t = 60.0, allow_negative_numbers = true)]
+    max_seconds: f64,
+    /// Any message in flight on a channel may be delivered first (no FIFO channels).
+    #[arg(long)]
+    non_fifo: bool,
+    /// Up to this many crashes, of any node, each followed by a restart.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    crashes: i64,
+    /// A reset or cancelled timer may still fire once, as the driver contract allows.
+    #[arg(long)]
+    stale_timers: bool,
+    /// Print one JSON object instead of the summary.
+    #[arg(long)]
+    json: bool,
+}
+
 /// A worker's command line only says who it is, for `ps`: its settings and the run's
 /// secret come on the control link it inherits (fd 3), read by the same code the
 /// supervisor wrote them with.
@@ -421,6 +455,7 @@ fn command(registry: Registry) -> Outcome {
             Ok(Verdict::Pass)
         }
         Cmd::Compare(a) => cmd_compare(a),
+        Cmd::Check(a) => cmd_check(a),
         Cmd::Worker(w) => match registry::run_worker(&w.run_dir, w.id) {
             Ok(()) => Ok(Verdict::Pass),
             Err(e) => {
@@ -837,6 +872,55 @@ fn cmd_compare(a: CompareArgs) -> Outcome {
     } else {
         Err(Error::failed(format!("a run without faults was not clean for: {}", unclean.join(", "))))
     }
+}
+
+fn cmd_check(a: CheckArgs) -> Outcome {
+    let info = registry::lookup(&a.algo).map_err(Error::usage)?;
+    let within = |name: &str, v: i64, lo: i64, hi: i64| {
+        if (lo..=hi).contains(&v) {
+            Ok(v)
+        } else {
+            Err(Error::usage(format!("{name} must be between {lo} and {hi}, not {v}")))
+        }
+    };
+    let n = within("-n", a.nodes, 1, 16)? as u32;
+    let entries = within("-k", a.entries, 1, 1000)? as u32;
+    let max_states = within("--max-states", a.max_states, 1, i64::MAX)? as u64;
+    let crashes = within("--crashes", a.crashes, 0, 100)? as u32;
+    if !a.max_seconds.is_finite() || a.max_seconds <= 0.0 || a.max_seconds > 86_400.0 {
+        return Err(Error::usage(format!(
+            "--max-seconds must be between 0 and 86400, not {:?}",
+            a.max_seconds
+        )));
+    }
+    let opts = check::CheckOpts {
+        n,
+        entries,
+        max_states,
+        max_seconds: a.max_seconds,
+        non_fifo: a.non_fifo,
+        crashes,
+        stale_timers: a.stale_timers,
+    };
+    // A progress line only for a person watching: a pipe or a test sees none.
+    let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let mut progress = |p: &check::Progress| {
+        if tty {
+            eprint!(
+                "\rcheck: {} states, {:.0} states/s, depth {}, queue {}   ",
+                p.states,
+                p.states as f64 / p.seconds.max(1e-9),
+                p.depth,
+                p.queue
+            );
+        }
+    };
+    let r = (info.check)(&opts, &mut progress);
+    if tty && r.seconds >= 1.0 {
+        eprintln!();
+    }
+    out(&if a.json { to_json(&r) } else { r.text(info.name) });
+    Ok(if r.violation.is_some() { Verdict::Fail } else { Verdict::Pass })
 }
 
 fn cmd_trace(run_dir: &std::path::Path, shiviz: bool, output: Option<&std::path::Path>) -> Outcome {

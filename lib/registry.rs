@@ -17,6 +17,7 @@ use std::sync::OnceLock;
 
 use crate::algorithm::{Node, ServiceKind};
 use crate::algos::*;
+use crate::check::{CheckOpts, CheckReport, Progress};
 use crate::control::WorkerSettings;
 use crate::external::{External, Ref};
 use crate::runtime::{self, NodeRun, RunService};
@@ -60,6 +61,20 @@ pub struct AlgoInfo {
     /// Runs the node type in the simulator: `n` nodes, a seed, entries per node (set by
     /// [`AlgoInfo::runs`]).
     pub simulate: fn(u32, u64, u32) -> Result<crate::sim::SimReport, crate::sim::SimError>,
+    /// Checks the node type over every interleaving (`mutexlab check`; set by
+    /// [`AlgoInfo::runs`]): [`crate::check::check`] for it and its service.
+    pub check: CheckFn,
+}
+
+/// How `mutexlab check` checks a node type: the options, and a callback for progress.
+pub type CheckFn = fn(&CheckOpts, &mut dyn FnMut(&Progress)) -> CheckReport;
+
+/// [`crate::check::check`] for `N`, told which service `N` provides.
+fn check_node<N: Node<Service: RunService + SimService>>(
+    opts: &CheckOpts,
+    progress: &mut dyn FnMut(&Progress),
+) -> CheckReport {
+    crate::check::check::<N>(<N::Service as RunService>::KIND, opts, progress)
 }
 
 /// How a worker process runs a node type: [`runtime::run_node`] for it.
@@ -89,6 +104,7 @@ impl AlgoInfo {
             mixed: Some(runtime::run_node::<External<N::Service, Ref<N::Msg>>>),
             states: states_are_values::<N>,
             simulate: crate::sim::simulate::<N>,
+            check: check_node::<N>,
         }
     }
 }

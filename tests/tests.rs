@@ -10,6 +10,7 @@ mod common;
 
 mod audit;
 mod browser;
+mod check;
 mod cli;
 mod compare;
 mod elect;

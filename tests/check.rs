@@ -1,0 +1,89 @@
+//! `mutexlab check`: the exhaustive search from the command line, its summary and its
+//! exit codes (0 every property held, 1 one violated, 2 bad arguments).
+
+use crate::common::*;
+
+#[test]
+fn ricart_agrawala_n3_holds_every_property_on_every_state() {
+    let out = run(&["check", "--algo", "ricart-agrawala", "-n", "3", "-k", "1"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let s = stdout(&out);
+    for line in [
+        "check ricart-agrawala: n = 3, k = 1",
+        "states: 2101, transitions: 5545, max depth: 18",
+        "search: complete",
+        "mutual exclusion       held on 2101 states",
+        "no deadlock            held on 2101 states",
+        "every request served   held on 13 states",
+    ] {
+        assert!(s.contains(line), "{line:?} missing from:\n{s}");
+    }
+    assert!(!s.contains("VIOLATED"), "{s}");
+    assert!(stderr(&out).is_empty(), "no progress line when stderr is not a terminal: {}", stderr(&out));
+}
+
+#[test]
+fn the_none_baseline_fails_with_a_two_step_counterexample() {
+    let out = run(&["check", "--algo", "none", "-n", "2"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let s = stdout(&out);
+    assert!(s.contains("mutual exclusion       VIOLATED"), "{s}");
+    assert!(s.contains("counterexample (2 steps, the shortest): mutual exclusion"), "{s}");
+    assert!(s.contains("  1. w0 wants the critical section; w0 enters the critical section"), "{s}");
+    assert!(s.contains("  2. w1 wants the critical section"), "{s}");
+}
+
+#[test]
+fn lamport_without_fifo_channels_is_caught_and_with_them_is_not() {
+    let out = run(&["check", "--algo", "lamport", "-n", "2", "--non-fifo"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let s = stdout(&out);
+    assert!(s.contains("counterexample (4 steps, the shortest): mutual exclusion"), "{s}");
+    // Message contents are shown, as the simulator's replay shows them.
+    assert!(s.contains("w0 -> w1: "), "{s}");
+    let out = run(&["check", "--algo", "lamport", "-n", "2", "-k", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+}
+
+#[test]
+fn json_names_each_property_and_the_counterexample_choices() {
+    let out = run(&["check", "--algo", "none", "-n", "2", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let j = json(&out);
+    assert_eq!(j["violation"]["property"], "mutual exclusion");
+    assert_eq!(j["violation"]["choices"].as_array().unwrap().len(), 2);
+    assert_eq!(j["properties"][0]["name"], "mutual exclusion");
+    assert_eq!(j["properties"][0]["held"], false);
+}
+
+#[test]
+fn a_limit_cuts_the_search_short_and_the_summary_says_why() {
+    let out = run(&["check", "--algo", "ricart-agrawala", "-n", "3", "--max-states", "50"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).contains("search: cut short (--max-states 50 reached)"), "{}", stdout(&out));
+}
+
+#[test]
+fn bad_arguments_are_one_line_and_exit_2() {
+    for (args, says) in [
+        (&["check", "--algo", "nope"][..], "unknown algorithm"),
+        (&["check", "--algo", "lamport", "-n", "0"], "-n must be between 1 and 16, not 0"),
+        (&["check", "--algo", "lamport", "-k", "-1"], "-k must be between 1 and 1000, not -1"),
+        (&["check", "--algo", "lamport", "--max-seconds", "0"], "--max-seconds must be between"),
+        (&["check", "--algo", "lamport", "--crashes", "x"], "invalid value"),
+        (&["check"], "required arguments"),
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let e = stderr(&out);
+        assert!(e.contains(says) && e.trim_end().lines().count() == 1, "{args:?}: {e}");
+        assert!(stdout(&out).is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn an_election_algorithm_is_checked_too() {
+    let out = run(&["check", "--algo", "chang-roberts", "-n", "2"]);
+    let s = stdout(&out);
+    assert!(s.contains("one leader per term"), "{s}\n{}", stderr(&out));
+}
