@@ -13,7 +13,8 @@
 //! Properties, each reported by name (see [`Property`]):
 //! - whatever [`World::apply`] fails with: `mutual exclusion` (never two inside),
 //!   `one leader per term` for elections, `driver contract` (no unasked entry, no message
-//!   to oneself or to no one) and `node failure` (a program behind a node broke down);
+//!   to oneself or to no one) and `no node failure` (a program behind a node broke down,
+//!   or the node panicked: a lab skeleton's unwritten handler comes back as that line);
 //! - `no deadlock`: a state that is not done where nothing is enabled but crashes, while
 //!   an application waits (as the simulator's deadlock);
 //! - `every request served`, at terminal states: a state where nothing can happen but
@@ -317,9 +318,10 @@ where
     let mut found: Option<(Property, String, u64)> = None;
     let mut visited: HashMap<u64, (u64, Choice)> = HashMap::new();
     let mut frontier: VecDeque<(World<N>, u32)> = VecDeque::new();
-    match start.start(&mut quiet) {
-        Err(f) => found = Some((Property::of(&f), f.to_string(), 0)),
-        Ok(()) => {
+    match crate::panics::quietly(|| start.start(&mut quiet)) {
+        Err(panic) => found = Some((Property::NodeFailure, format!("a node panicked: {panic}"), 0)),
+        Ok(Err(f)) => found = Some((Property::of(&f), f.to_string(), 0)),
+        Ok(Ok(())) => {
             let fp = fingerprint(&start);
             // The start is its own parent; the choice is never read.
             visited.insert(fp, (fp, Choice::Timer));
@@ -344,14 +346,23 @@ where
         for choice in enabled {
             let mut next = world.clone();
             report.transitions += 1;
-            let applied = next.apply(choice, &mut quiet);
+            // A node's panic (a lab skeleton's unwritten handler, an assertion) is its
+            // failure, with the way to it, not a backtrace.
+            let applied = crate::panics::quietly(|| next.apply(choice, &mut quiet));
             let fp = fingerprint(&next);
             let Entry::Vacant(slot) = visited.entry(fp) else { continue };
             slot.insert((parent, choice));
             report.max_depth = report.max_depth.max(depth + 1);
-            if let Err(f) = applied {
-                found = Some((Property::of(&f), f.to_string(), fp));
-                break 'search;
+            match applied {
+                Ok(Ok(())) => {}
+                Ok(Err(f)) => {
+                    found = Some((Property::of(&f), f.to_string(), fp));
+                    break 'search;
+                }
+                Err(panic) => {
+                    found = Some((Property::NodeFailure, format!("a node panicked: {panic}"), fp));
+                    break 'search;
+                }
             }
             let next_enabled = next.enabled();
             if let Some((p, why)) = judge(&next, &next_enabled) {
@@ -418,12 +429,12 @@ where
     N::Service: SimService,
 {
     let mut world = initial::<N>(opts);
-    let _ = world.start(&mut |_, _| {});
+    let _ = crate::panics::quietly(|| world.start(&mut |_, _| {}));
     choices
         .iter()
         .map(|&c| {
             let mut lines = Vec::new();
-            let _ = world.apply(c, &mut |_, line| lines.push(line));
+            let _ = crate::panics::quietly(|| world.apply(c, &mut |_, line| lines.push(line)));
             lines
         })
         .collect()
@@ -472,6 +483,39 @@ mod tests {
     fn lamport_with_fifo_holds_at_n2() {
         let r = check::<Lamport>(ServiceKind::Mutex, &CheckOpts::new(2, 1), &mut quiet);
         assert!(r.complete && r.violation.is_none(), "{}", r.text("lamport"));
+    }
+
+    /// A lab skeleton's node: its first handler is not written yet.
+    #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+    struct Unwritten;
+
+    impl crate::algorithm::Algorithm for Unwritten {
+        type Msg = crate::algos::baseline::Msg;
+        type Timer = crate::algorithm::NoTimer;
+        fn new(_cfg: &Config) -> Self {
+            Unwritten
+        }
+        fn on_want_cs(&mut self, _out: &mut crate::algorithm::Out<Self::Msg, Self::Timer>) {
+            crate::panics::unwritten("on_want_cs")
+        }
+        fn on_message(
+            &mut self,
+            _: crate::algorithm::PeerId,
+            msg: Self::Msg,
+            _: &mut crate::algorithm::Out<Self::Msg, Self::Timer>,
+        ) {
+            match msg {}
+        }
+        fn on_cs_done(&mut self, _out: &mut crate::algorithm::Out<Self::Msg, Self::Timer>) {}
+    }
+
+    #[test]
+    fn a_node_that_panics_fails_with_one_line_and_the_way_there() {
+        let r = check::<Unwritten>(ServiceKind::Mutex, &CheckOpts::new(2, 1), &mut quiet);
+        let v = r.violation.expect("a panic is the node's failure");
+        assert_eq!(v.property, "no node failure");
+        assert!(v.failure.starts_with("a node panicked: on_want_cs is not written yet"), "{}", v.failure);
+        assert_eq!(v.choices, vec![Choice::Call { node: 0, index: 0 }]);
     }
 
     #[test]
