@@ -67,6 +67,10 @@ fn a_limit_cuts_the_search_short_and_the_summary_says_why() {
 fn bad_arguments_are_one_line_and_exit_2() {
     for (args, says) in [
         (&["check", "--algo", "nope"][..], "unknown algorithm"),
+        (
+            &["check", "--algo", "flock"],
+            "flock relies on the runtime's kernel lock, which check does not model",
+        ),
         (&["check", "--algo", "lamport", "-n", "0"], "-n must be between 1 and 16, not 0"),
         (&["check", "--algo", "lamport", "-k", "-1"], "-k must be between 1 and 1000, not -1"),
         (&["check", "--algo", "lamport", "--max-seconds", "0"], "--max-seconds must be between"),
