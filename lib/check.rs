@@ -226,12 +226,13 @@ impl CheckReport {
             }
         }
         if let Some(v) = &self.violation {
-            s.push_str(&format!(
-                "counterexample ({} steps, the shortest): {}: {}\n",
-                v.choices.len(),
-                v.property,
-                v.failure
-            ));
+            // "mutual exclusion violated: …" names its property already.
+            let what = if v.failure.starts_with(v.property) {
+                v.failure.clone()
+            } else {
+                format!("{}: {}", v.property, v.failure)
+            };
+            s.push_str(&format!("counterexample ({} steps, the shortest): {what}\n", v.choices.len()));
             for (i, lines) in v.steps.iter().enumerate() {
                 let text = if lines.is_empty() { "(nothing seen)".to_string() } else { lines.join("; ") };
                 s.push_str(&format!("  {:>3}. {text}\n", i + 1));
