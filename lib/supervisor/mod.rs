@@ -630,6 +630,12 @@ impl Supervisor<'_> {
         self.log_fault(f);
     }
 
+    /// Record that step `text` was skipped because worker `w` is not running, and why.
+    fn skip_not_running(&mut self, w: usize, text: &str) {
+        let why = self.faults.not_running(w, &self.procs.slots[w]);
+        self.record("skip", Some(w), None, format!("{text}: {why}"));
+    }
+
     /// The run failed or was interrupted and has been torn down: record it (see
     /// [`Faults::teardown`]).
     pub(super) fn teardown(&mut self, why: &RunError, ended: u64) -> (u64, u64, u64) {
@@ -732,12 +738,7 @@ impl Supervisor<'_> {
             Action::Kill(_) | Action::Term(_) => {
                 let w = target.expect("resolved above");
                 if !self.procs.slots[w].alive() {
-                    self.record(
-                        "skip",
-                        Some(w),
-                        None,
-                        format!("{text}: {}", self.faults.not_running(w, &self.procs.slots[w])),
-                    );
+                    self.skip_not_running(w, &text);
                     return Ok(());
                 }
                 let kill_it = matches!(st.action, Action::Kill(_));
@@ -752,12 +753,7 @@ impl Supervisor<'_> {
             Action::Stop(_) => {
                 let w = target.expect("resolved above");
                 if self.procs.slots[w].life != Life::Running {
-                    self.record(
-                        "skip",
-                        Some(w),
-                        None,
-                        format!("{text}: {}", self.faults.not_running(w, &self.procs.slots[w])),
-                    );
+                    self.skip_not_running(w, &text);
                     return Ok(());
                 }
                 let note = format!("{text}; w{w} {}", inside(self, w));
