@@ -318,7 +318,9 @@ where
     let mut terminals = 0u64;
     let mut found: Option<(Property, String, u64)> = None;
     let mut visited: HashMap<u64, (u64, Choice)> = HashMap::new();
-    let mut frontier: VecDeque<(World<N>, u32)> = VecDeque::new();
+    // Each world waits with its depth, fingerprint and choices, all worked out when it
+    // was found (to judge it), so none is computed twice.
+    let mut frontier: VecDeque<(World<N>, u32, u64, Vec<Choice>)> = VecDeque::new();
     match crate::panics::quietly(|| start.start(&mut quiet)) {
         Err(panic) => found = Some((Property::NodeFailure, format!("a node panicked: {panic}"), 0)),
         Ok(Err(f)) => found = Some((Property::of(&f), f.to_string(), 0)),
@@ -329,18 +331,16 @@ where
             let enabled = start.enabled();
             match judge(&start, &enabled) {
                 Some((p, why)) => found = Some((p, why, fp)),
-                None => frontier.push_back((start, 0)),
+                None => frontier.push_back((start, 0, fp, enabled)),
             }
         }
     }
     let mut last_progress = started;
-    'search: while let Some((world, depth)) = frontier.pop_front() {
+    'search: while let Some((world, depth, parent, enabled)) = frontier.pop_front() {
         if world.done() {
             terminals += 1;
             continue;
         }
-        let parent = fingerprint(&world);
-        let enabled = world.enabled();
         if enabled.iter().all(|c| matches!(c, Choice::Crash { .. })) {
             terminals += 1;
         }
@@ -370,7 +370,7 @@ where
                 found = Some((p, why, fp));
                 break 'search;
             }
-            frontier.push_back((next, depth + 1));
+            frontier.push_back((next, depth + 1, fp, next_enabled));
         }
         if visited.len() as u64 >= opts.max_states {
             report.cut_short = Some(format!("--max-states {} reached", opts.max_states));
