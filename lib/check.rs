@@ -35,13 +35,13 @@ use std::collections::{HashMap, VecDeque};
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::algorithm::{Config, Node, ServiceKind};
 use crate::sim::{Choice, Failure, SimService, World};
 
 /// What to check: the size of the model and the world's knobs, and the search's limits.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CheckOpts {
     /// Number of nodes.
     pub n: u32,

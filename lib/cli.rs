@@ -89,6 +89,10 @@ enum Cmd {
     /// Check an algorithm over every interleaving for a few nodes (breadth-first, the
     /// shortest counterexample): exit 0 every property held, 1 one is violated.
     Check(CheckArgs),
+    /// Replay a counterexample of `check --out DIR` as real processes, each message and
+    /// call released in the counterexample's order, and audit the file: exit 0 clean,
+    /// 1 a violation (or a step the real run could not take), 2 a bad file.
+    Replay(ReplayArgs),
     /// Write a run directory's HTML report (default RUN_DIR/report.html) and print its path.
     Report {
         /// The run directory (kept with --keep, or a failed run's).
@@ -395,6 +399,28 @@ struct CheckArgs {
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     json: bool,
+    /// On a violation, write the counterexample into this directory
+    /// (`counterexample.json`, for `mutexlab replay`).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct ReplayArgs {
+    /// A counterexample file, or the `check --out` directory holding one.
+    path: PathBuf,
+    /// The run directory, new or empty (default: a fresh temporary one).
+    #[arg(long)]
+    run_dir: Option<PathBuf>,
+    /// Keep the run directory even after a clean replay (`mutexlab report` draws it).
+    #[arg(long)]
+    keep: bool,
+    /// The longest a step waits for its message or a worker's answer, in ms.
+    #[arg(long, default_value_t = 5_000)]
+    step_wait_ms: u64,
+    /// Print one JSON object instead of the summary.
+    #[arg(long)]
+    json: bool,
 }
 
 /// A worker's command line only says who it is, for `ps`: its settings and the run's
@@ -456,6 +482,7 @@ fn command(registry: Registry) -> Outcome {
         }
         Cmd::Compare(a) => cmd_compare(a),
         Cmd::Check(a) => cmd_check(a),
+        Cmd::Replay(a) => cmd_replay(a),
         Cmd::Worker(w) => match registry::run_worker(&w.run_dir, w.id) {
             Ok(()) => Ok(Verdict::Pass),
             Err(e) => {
@@ -928,7 +955,53 @@ fn cmd_check(a: CheckArgs) -> Outcome {
         eprintln!();
     }
     out(&if a.json { to_json(&r) } else { r.text(info.name) });
+    if let (Some(dir), Some(v)) = (&a.out, &r.violation) {
+        let file = crate::counterexample::CounterexampleFile::new(info.name, &opts, v);
+        let path = file.write(dir).map_err(Error::usage)?;
+        eprintln!("counterexample: {}", path.display());
+    }
     Ok(if r.violation.is_some() { Verdict::Fail } else { Verdict::Pass })
+}
+
+fn cmd_replay(a: ReplayArgs) -> Outcome {
+    let ce = crate::counterexample::CounterexampleFile::read(&a.path).map_err(Error::usage)?;
+    let info = registry::lookup(&ce.algorithm).map_err(Error::usage)?;
+    if info.service != ServiceKind::Mutex {
+        return Err(Error::usage(format!("{}: replay takes mutual exclusion only for now", info.name)));
+    }
+    if a.step_wait_ms == 0 || a.step_wait_ms > 600_000 {
+        return Err(Error::usage(format!(
+            "--step-wait-ms must be between 1 and 600000, not {}",
+            a.step_wait_ms
+        )));
+    }
+    let opts = RunOpts {
+        workers: ce.opts.n,
+        entries: u64::from(ce.opts.entries),
+        // Held: the application's timers wait for the walk, whatever their length.
+        cs_ms: 1.0,
+        think_ms: 0.0,
+        run_dir: a.run_dir,
+        keep: a.keep,
+        trace: true,
+        replay: Some(supervisor::Replay {
+            choices: ce.choices,
+            steps: ce.steps,
+            step_wait: Duration::from_millis(a.step_wait_ms),
+        }),
+        ..RunOpts::new(info.name, exe())
+    };
+    match supervisor::run(&opts) {
+        Ok(r) => {
+            out(&if a.json { to_json(&r) } else { report::summary(&r) });
+            let reported = !r.run_dir_kept || kept_report(&r.run_path, html::Known::Report(&r));
+            match finished(r.ok, r.failure.as_deref(), a.json) {
+                Verdict::Pass if !reported => Err(Error::said(Kind::Usage)),
+                verdict => Ok(verdict),
+            }
+        }
+        Err(e) => Err(interrupted_or_failed(e, a.keep)),
+    }
 }
 
 fn cmd_trace(run_dir: &std::path::Path, shiviz: bool, output: Option<&std::path::Path>) -> Outcome {

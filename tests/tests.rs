@@ -22,6 +22,7 @@ mod impostors;
 mod permission;
 mod readers;
 mod registry;
+mod replay;
 mod rundir;
 mod runtime;
 mod token;

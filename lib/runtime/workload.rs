@@ -420,6 +420,7 @@ mod tests {
             majority: false,
             trace: false,
             external: None,
+            held: false,
         }
     }
 
