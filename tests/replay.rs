@@ -153,3 +153,85 @@ fn a_bad_counterexample_file_is_one_line_and_exit_2() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("no-such-algorithm"), "{}", stderr(&out));
 }
+
+/// A counterexample file for `algo` at n = 2, one entry each, with these choices and
+/// notes.
+fn handmade(
+    dir: &Path,
+    algo: &str,
+    choices: serde_json::Value,
+    steps: serde_json::Value,
+) -> std::path::PathBuf {
+    let j = serde_json::json!({
+        "schema": 1, "algorithm": algo,
+        "opts": {"n": 2, "entries": 1, "max_states": 1000, "max_seconds": 1.0, "non_fifo": false, "crashes": 0, "stale_timers": false},
+        "property": "none (made by hand)", "failure": "", "choices": choices, "steps": steps
+    });
+    let path = dir.join(format!("{algo}.json"));
+    std::fs::write(&path, j.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn a_timer_fires_only_when_the_walk_says_and_only_at_the_node_it_names() {
+    // token-ring at n = 2: w0 sends the token off at its start; w1, finding it a lap
+    // unused, holds it on a timer; only that timer's firing brings it back to w0, who
+    // holds it on its own timer until its application asks, and enters at once.
+    let tmp = tempfile::tempdir().unwrap();
+    let deliver =
+        |from: u32, to: u32| serde_json::json!({"type": "deliver", "from": from, "to": to, "index": 0});
+    let call = serde_json::json!({"type": "call", "node": 0, "index": 0});
+    let timer = serde_json::json!({"type": "timer"});
+    let choices = serde_json::json!([deliver(0, 1), timer, deliver(1, 0), call, call, deliver(0, 1)]);
+    let notes = |who: &str| {
+        serde_json::json!([
+            ["w0 -> w1: Token { idle: 1 }"],
+            [format!("{who} timer IdleHold fires")],
+            ["w1 -> w0: Token { idle: 2 }"],
+            ["w0 wants the critical section", "w0 enters the critical section"],
+            ["w0 leaves the critical section"],
+            ["w0 -> w1: Token { idle: 0 }"]
+        ])
+    };
+    let file = handmade(tmp.path(), "token-ring", choices.clone(), notes("w1"));
+    let run_dir = tmp.path().join("run");
+    let out = replay(&file, &run_dir, &["--keep"]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(records(&run_dir), ["WANT w=0", "ENTER w=0", "EXIT w=0"]);
+    let r = json(&out);
+    // Three handed over, and the last one w1 passes on at once (a lap not yet unused).
+    assert_eq!(r["messages"]["by_type"]["TOKEN"], 4, "{}", r["messages"]);
+    // The control: w0 has no timer armed at step 2, so it cannot fire one.
+    let file = handmade(tmp.path(), "token-ring", choices, notes("w0"));
+    let out = replay(&file, &tmp.path().join("run0"), &["--step-wait-ms", "2000"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "cannot take step 2 of 6 (a timer fires: w0 timer IdleHold fires): w0 says: no timer is armed"
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_crash_is_a_sigkill_and_a_restart_the_next_life_told_to_its_peer_as_the_world_tells_it() {
+    // ra-token's deadlock with one crash: w0 enters and leaves, w1 asks, w0 crashes and
+    // restarts without the token. The file shows no violation (a deadlock is not one
+    // the file can show): w1's request is cut short by the end of the replay.
+    let tmp = tempfile::tempdir().unwrap();
+    let ce = tmp.path().join("ce");
+    let j = counterexample(&ce, &["--algo", "ra-token", "-n", "2", "-k", "1", "--crashes", "1"]);
+    let types: Vec<&str> =
+        j["choices"].as_array().unwrap().iter().map(|c| c["type"].as_str().unwrap()).collect();
+    assert!(types.contains(&"crash") && types.contains(&"restart"), "{types:?}");
+    let run_dir = tmp.path().join("run");
+    let out = replay(&ce, &run_dir, &["--keep"]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    let r = json(&out);
+    assert_eq!(r["cut_short"].as_array().map(Vec::len), Some(1), "{}", r["cut_short"]);
+    assert_eq!(records(&run_dir), ["WANT w=0", "ENTER w=0", "EXIT w=0", "WANT w=1"]);
+    let faults = std::fs::read_to_string(run_dir.join("faults.log")).unwrap();
+    let actions: Vec<&str> = faults.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
+    assert_eq!(actions, ["kill", "restart", "teardown"], "{faults}");
+}
