@@ -966,9 +966,6 @@ fn cmd_check(a: CheckArgs) -> Outcome {
 fn cmd_replay(a: ReplayArgs) -> Outcome {
     let ce = crate::counterexample::CounterexampleFile::read(&a.path).map_err(Error::usage)?;
     let info = registry::lookup(&ce.algorithm).map_err(Error::usage)?;
-    if info.service != ServiceKind::Mutex {
-        return Err(Error::usage(format!("{}: replay takes mutual exclusion only for now", info.name)));
-    }
     if a.step_wait_ms == 0 || a.step_wait_ms > 600_000 {
         return Err(Error::usage(format!(
             "--step-wait-ms must be between 1 and 600000, not {}",
@@ -989,6 +986,9 @@ fn cmd_replay(a: ReplayArgs) -> Outcome {
             steps: ce.steps,
             step_wait: Duration::from_millis(a.step_wait_ms),
         }),
+        // Elections: every node's application may call, as in the checker's world.
+        elect: (info.service == ServiceKind::Election)
+            .then(|| ElectOpts { initiators: Initiators::All, settle: Duration::from_millis(1) }),
         ..RunOpts::new(info.name, exe())
     };
     match supervisor::run(&opts) {

@@ -235,3 +235,27 @@ fn a_crash_is_a_sigkill_and_a_restart_the_next_life_told_to_its_peer_as_the_worl
     let actions: Vec<&str> = faults.lines().filter_map(|l| l.split_whitespace().nth(2)).collect();
     assert_eq!(actions, ["kill", "restart", "teardown"], "{faults}");
 }
+
+#[test]
+fn an_election_replays_and_the_leader_auditor_judges_its_file() {
+    // chang-roberts at n = 2: w0 calls an election; ELECTION goes round, w1 wins and
+    // sends ELECTED round. Stopped before w0 hears it, the file shows the two disagree.
+    let tmp = tempfile::tempdir().unwrap();
+    let deliver =
+        |from: u32, to: u32| serde_json::json!({"type": "deliver", "from": from, "to": to, "index": 0});
+    let call = serde_json::json!({"type": "call", "node": 0, "index": 0});
+    let mut choices = vec![call, deliver(0, 1), deliver(1, 0), deliver(0, 1), deliver(1, 0)];
+    let file = handmade(tmp.path(), "chang-roberts", serde_json::json!(choices), serde_json::json!([]));
+    let run_dir = tmp.path().join("run");
+    let out = replay(&file, &run_dir, &["--keep"]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    let leaders = std::fs::read_to_string(run_dir.join("leaders.log")).unwrap();
+    let records: Vec<&str> = leaders.lines().filter(|l| l.starts_with("LEADER")).collect();
+    assert_eq!(records.len(), 2, "{leaders}");
+    assert!(records.iter().all(|l| l.contains("leader=1")), "{leaders}");
+    choices.pop();
+    let file = handmade(tmp.path(), "chang-roberts", serde_json::json!(choices), serde_json::json!([]));
+    let out = replay(&file, &tmp.path().join("cut"), &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(kinds(&json(&out)), ["disagreement"], "{}", stdout(&out));
+}

@@ -22,8 +22,10 @@
 //! latency, loss and partitions on the send path (it gives each frame its `Fate`),
 //! `detector` what the node is told of peers going down and up, `workload` the mutual
 //! exclusion service's application loop on the resource file and `elect` the election
-//! service's (they give `AppStep`s), and `link` the control link to the supervisor (it
-//! gives `ToWorker` orders). This file holds [`run_worker`] and the thin loop between
+//! service's (they give `AppStep`s), `link` the control link to the supervisor (it
+//! gives `ToWorker` orders), and `held` held delivery for `mutexlab replay` (what
+//! arrives, the application's next step and the node's timers wait for the
+//! supervisor's `Replay` orders instead of reaching the node). This file holds [`run_worker`] and the thin loop between
 //! them and the operating system: the poll, the timers, the Lamport clock, the
 //! statistics, driving the node through its [`Host`] and handing each effect to its
 //! owner. One message's way: node → host → loop (`carry`, `send`) → mesh (`frame`,
@@ -623,6 +625,8 @@ impl<A: Node<Service: RunService>> Worker<A> {
         self.start_detector();
         let steps = match &mut self.work {
             Work::Mutex(w) => vec![w.think()],
+            // Held: an election is called when the supervisor says `Call`.
+            Work::Election(_) if self.held.is_some() => Vec::new(),
             Work::Election(e) => e.begin(),
         };
         self.perform(steps)?;
@@ -799,16 +803,17 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 }
                 self.input(Input::PeerUp { peer })?;
             }
-            ReplayOrder::Call => {
-                let Some(timer) = h.app.take() else {
-                    return Ok(Err("the application has no call to make".into()));
-                };
-                let Work::Mutex(w) = &mut self.work else {
-                    return Ok(Err("held calls are for mutual exclusion only".into()));
-                };
-                w.timer(timer);
-                self.run_local()?;
-            }
+            ReplayOrder::Call => match &mut self.work {
+                // An election application calls whenever it is told to.
+                Work::Election(_) => self.call(AppCall::Elect)?,
+                Work::Mutex(w) => {
+                    let Some(timer) = h.app.take() else {
+                        return Ok(Err("the application has no call to make".into()));
+                    };
+                    w.timer(timer);
+                    self.run_local()?;
+                }
+            },
             ReplayOrder::Fire => {
                 let Some((timer, generation)) = h.fire() else {
                     return Ok(Err("no timer is armed".into()));

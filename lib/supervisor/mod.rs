@@ -32,7 +32,9 @@
 //! One job per file, each a component that owns its state and hands the loop values:
 //! `processes` the worker processes and their control links, `inject` fault execution
 //! and the fault log, `progress` the resource file's tail and the stall clock,
-//! `diagnosis` what a stalled run says of itself. This file holds [`run`], the
+//! `diagnosis` what a stalled run says of itself, `replay` the walk of a
+//! counterexample through held workers (`mutexlab replay`) in place of letting the
+//! run go. This file holds [`run`], the
 //! top-level sequence, and the thin loop between them (`Supervisor`); `options` what a
 //! run may ask for and what each worker is handed; `report` the run's report; `rundir`
 //! the run directory; `janitor` the helper that cleans up after a killed supervisor;
