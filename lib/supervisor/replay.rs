@@ -52,6 +52,9 @@ pub(super) struct Walk {
     arrived: BTreeMap<(usize, usize), BTreeSet<u64>>,
     /// (from, to): `to` holds the news that `from` is down.
     downs: BTreeSet<(usize, usize)>,
+    /// (from, to): `from` crashed and the walk has not told `to` yet (the world's news
+    /// due), so a restart of `from` tells it first.
+    due: BTreeSet<(usize, usize)>,
     /// (from, to): `to` holds the news that `from` is up again.
     ups: BTreeSet<(usize, usize)>,
     /// Each worker's answer to its last order, not read yet.
@@ -92,6 +95,7 @@ impl Walk {
     fn forget(&mut self, w: usize) {
         self.arrived.retain(|&(_, to), _| to != w);
         self.downs.retain(|&(_, to)| to != w);
+        self.due.retain(|&(_, to)| to != w);
         self.ups.retain(|&(_, to)| to != w);
         self.stepped.remove(&w);
     }
@@ -199,6 +203,7 @@ impl Supervisor<'_> {
                     )));
                 }
                 self.walk.downs.remove(&(from, to));
+                self.walk.due.remove(&(from, to));
                 self.order(to, ReplayOrder::Down { peer: PeerId(from as u32) }, deadline)
             }
             Choice::Call { node, .. } => self.order(node as usize, ReplayOrder::Call, deadline),
@@ -209,6 +214,9 @@ impl Supervisor<'_> {
                 }
                 self.apply_step(&self.now_step(Action::Kill(Target::Worker(node))))?;
                 self.walk.forget(w);
+                for j in (0..n).filter(|&j| j != w && self.procs.slots[j].alive()) {
+                    self.walk.due.insert((w, j));
+                }
                 Ok(())
             }
             Choice::Restart { node } => {
@@ -227,7 +235,14 @@ impl Supervisor<'_> {
                 let (live, dead): (Vec<usize>, Vec<usize>) =
                     (0..n).filter(|&j| j != w).partition(|&j| self.procs.slots[j].alive());
                 for j in live {
-                    if self.walk.downs.remove(&(w, j)) {
+                    if self.walk.due.remove(&(w, j)) {
+                        if !self.wait_for(|s| s.walk.downs.contains(&(w, j)), deadline)? {
+                            let ms = wait.as_millis();
+                            return Err(Stuck::Cannot(format!(
+                                "w{j} has not learnt that w{w} is down within {ms} ms"
+                            )));
+                        }
+                        self.walk.downs.remove(&(w, j));
                         self.order(j, ReplayOrder::Down { peer: me }, deadline)?;
                     }
                     if !self.wait_for(|s| s.walk.ups.contains(&(w, j)), deadline)? {
