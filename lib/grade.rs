@@ -1,6 +1,6 @@
 //! The lab grader: numbered tests with points, run one after another, one line each.
 //!
-//! A lab crate builds a [`Grader`] out of tests of four kinds and hands it the command
+//! A lab crate builds a [`Grader`] out of tests of five kinds and hands it the command
 //! line (`cargo run -- grade [ID…] [--n N] [--seed S]`):
 //!
 //! - scripted traces ([`Grader::script`]): a closure that drives a few nodes by hand
