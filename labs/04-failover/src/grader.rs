@@ -466,7 +466,7 @@ mod tests {
     fn reference_passes(id: &str, states: u64) {
         let (s, text) = grade::<CentralizedBully>("centralized-bully", " --solution", &[id]);
         assert_eq!((s.passed, s.total), (1, 1), "{text}");
-        assert!(text.contains(&format!(" states) ... PASS  (")), "{text}");
+        assert!(text.contains(" states) ... PASS  ("), "{text}");
         assert!(text.contains(&format!(", the first {states} states)\n")), "{text}");
     }
 
