@@ -354,6 +354,7 @@ impl Real {
 /// (for a space too big to finish, or unbounded, as a periodic timer's is under the
 /// world's earliest-timer rule); a search is deterministic, so the same bound covers the
 /// same states every time. It passes when every property held on what it covered.
+/// `grade --n`/`--seed` narrow the sweeps only: a search's size is part of the test.
 #[derive(Clone, Debug)]
 pub struct Search {
     opts: CheckOpts,
