@@ -37,8 +37,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use crate::algorithm::{Config, Node, ServiceKind};
-use crate::sim::{Choice, Failure, SimService, World};
+use crate::algorithm::{Config, Node, PeerId, ServiceKind};
+use crate::sim::{Choice, Failure, SimApps, SimService, World};
 
 /// What to check: the size of the model and the world's knobs, and the search's limits.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,6 +57,14 @@ pub struct CheckOpts {
     pub crashes: u32,
     /// A reset or cancelled timer may still fire once.
     pub stale_timers: bool,
+    /// Check `bypass bound`: while a node's application waits, others enter at most this
+    /// many times (the registry's [`crate::registry::Bypass`], or `--bypass-bound`). The
+    /// count then becomes part of the state (capped at the bound + 1), which can
+    /// multiply the states; without a bound only the most seen is told, as a lower bound.
+    pub bypass_bound: Option<u32>,
+    /// Elections: check `highest live id` (when the live nodes agree, they agree on the
+    /// highest live id), as bully and the ring algorithms promise.
+    pub highest_wins: bool,
 }
 
 impl CheckOpts {
@@ -70,7 +78,42 @@ impl CheckOpts {
             non_fifo: false,
             crashes: 0,
             stale_timers: false,
+            bypass_bound: None,
+            highest_wins: false,
         }
+    }
+}
+
+/// An invariant of one's own, checked at every state: a name and a judge over read
+/// access to the world ([`World::node`], [`World::apps`], [`World::in_flight`],
+/// [`World::alive`]) that says why it fails. An algorithm's registry entry adds its own
+/// (one token at most); anyone passes theirs to [`check_with`]:
+///
+/// ```
+/// use mutexlab::check::Invariant;
+/// use mutexlab::algos::ricart_agrawala::RicartAgrawala;
+/// let few: Invariant<RicartAgrawala> = Invariant::new("at most 4 messages in flight", |w| {
+///     let k = w.in_flight().count();
+///     if k <= 4 { Ok(()) } else { Err(format!("{k} messages in flight")) }
+/// });
+/// ```
+pub struct Invariant<N: Node>
+where
+    N::Service: SimService,
+{
+    /// The name the summary gives it.
+    pub name: &'static str,
+    /// `Ok` where it holds, else why not, in one line.
+    pub holds: fn(&World<N>) -> Result<(), String>,
+}
+
+impl<N: Node> Invariant<N>
+where
+    N::Service: SimService,
+{
+    /// An invariant named `name`, judged by `holds`.
+    pub const fn new(name: &'static str, holds: fn(&World<N>) -> Result<(), String>) -> Self {
+        Invariant { name, holds }
     }
 }
 
@@ -89,9 +132,18 @@ pub enum Property {
     NodeFailure,
     /// No state where an application waits and nothing can happen but crashes.
     NoDeadlock,
-    /// Every terminal state is done: every request served (elections: the live nodes
-    /// agree on a live leader).
+    /// Every terminal state is done: every request served (mutual exclusion).
     EveryRequestServed,
+    /// While a node's application waits, the others enter at most
+    /// [`CheckOpts::bypass_bound`] times (mutual exclusion, where a bound is promised).
+    Bypass,
+    /// Elections: every terminal state is done, the live nodes agreeing on a live leader.
+    AgreementWhenQuiet,
+    /// Elections: the leader the live nodes agree on is the highest live id (where the
+    /// algorithm promises it: [`CheckOpts::highest_wins`]).
+    HighestLiveId,
+    /// An algorithm's or a user's own [`Invariant`], by its name.
+    Invariant(&'static str),
 }
 
 impl Property {
@@ -104,22 +156,39 @@ impl Property {
             Property::NodeFailure => "no node failure",
             Property::NoDeadlock => "no deadlock",
             Property::EveryRequestServed => "every request served",
+            Property::Bypass => "bypass bound",
+            Property::AgreementWhenQuiet => "agreement when quiet",
+            Property::HighestLiveId => "highest live id",
+            Property::Invariant(name) => name,
         }
     }
 
-    /// The properties checked for a service, in the order the summary lists them.
-    pub fn checked(service: ServiceKind) -> Vec<Property> {
-        let safety = match service {
-            ServiceKind::Mutex => Property::MutualExclusion,
-            ServiceKind::Election => Property::OneLeaderPerTerm,
-        };
-        vec![
-            safety,
-            Property::DriverContract,
-            Property::NodeFailure,
-            Property::NoDeadlock,
-            Property::EveryRequestServed,
-        ]
+    /// The properties checked for a service with these options, in the order the
+    /// summary lists them (invariants of one's own come after).
+    pub fn checked(service: ServiceKind, opts: &CheckOpts) -> Vec<Property> {
+        match service {
+            ServiceKind::Mutex => {
+                let mut ps = vec![
+                    Property::MutualExclusion,
+                    Property::DriverContract,
+                    Property::NodeFailure,
+                    Property::NoDeadlock,
+                    Property::EveryRequestServed,
+                ];
+                ps.extend(opts.bypass_bound.map(|_| Property::Bypass));
+                ps
+            }
+            ServiceKind::Election => {
+                let mut ps = vec![
+                    Property::OneLeaderPerTerm,
+                    Property::DriverContract,
+                    Property::NodeFailure,
+                    Property::AgreementWhenQuiet,
+                ];
+                ps.extend(opts.highest_wins.then_some(Property::HighestLiveId));
+                ps
+            }
+        }
     }
 
     /// The property a failure of [`World::apply`] violates.
@@ -139,7 +208,7 @@ impl Property {
 
     /// Checked at terminal states only (else at every state).
     fn at_terminal_states(self) -> bool {
-        self == Property::EveryRequestServed
+        matches!(self, Property::EveryRequestServed | Property::AgreementWhenQuiet | Property::HighestLiveId)
     }
 }
 
@@ -152,6 +221,10 @@ pub struct PropertyResult {
     pub held: bool,
     /// The states it was checked on (terminal states for `every request served`).
     pub states: u64,
+    /// It is judged at terminal states only (else at every state).
+    pub terminal: bool,
+    /// More to say: for `bypass bound`, the bound and the most seen.
+    pub detail: Option<String>,
 }
 
 /// A violation and the shortest way to it.
@@ -190,6 +263,13 @@ pub struct CheckReport {
     pub properties: Vec<PropertyResult>,
     /// The first violation found, with its shortest counterexample.
     pub violation: Option<Counterexample>,
+    /// Mutual exclusion: the most times others entered while one node's application
+    /// waited, in the states explored. Exact up to the bound + 1 when a bound is
+    /// checked; without one, a lower bound (the count is not part of the state, so a
+    /// state reached again with a higher count is not explored again).
+    pub most_bypasses: Option<u32>,
+    /// What this check does not judge.
+    pub not_checked: Vec<&'static str>,
 }
 
 impl CheckReport {
@@ -218,12 +298,30 @@ impl CheckReport {
             (None, Some(_)) => s.push_str("search: stopped at the first violation\n"),
             (None, None) => s.push_str("search: complete\n"),
         }
+        // Names of one's own invariants may be longer than the service's.
+        let w = self.properties.iter().map(|p| p.name.chars().count()).max().unwrap_or(0).max(22);
         for p in &self.properties {
+            let detail = p.detail.as_ref().map(|d| format!(" ({d})")).unwrap_or_default();
             if p.held {
-                s.push_str(&format!("  {:<22} held on {} states\n", p.name, p.states));
+                let terminal = if p.terminal { " (terminal)" } else { "" };
+                s.push_str(&format!(
+                    "  {:<w$} held on {} states{terminal}{detail}\n",
+                    p.name,
+                    p.states,
+                    w = w
+                ));
             } else {
-                s.push_str(&format!("  {:<22} VIOLATED\n", p.name));
+                s.push_str(&format!("  {:<w$} VIOLATED{detail}\n", p.name, w = w));
             }
+        }
+        let bounded = self.properties.iter().any(|p| p.name == Property::Bypass.name());
+        if let (Some(most), false) = (self.most_bypasses, bounded) {
+            s.push_str(&format!(
+                "  most bypasses seen: {most} (at least; no bound checked, so the count is not part of the state)\n"
+            ));
+        }
+        for what in &self.not_checked {
+            s.push_str(&format!("not checked: {what}\n"));
         }
         if let Some(v) = &self.violation {
             // "mutual exclusion violated: …" names its property already.
@@ -262,6 +360,10 @@ fn fingerprint<T: Hash>(value: &T) -> u64 {
     h.finish()
 }
 
+/// Worlds waiting to be expanded, each with its depth, fingerprint, choices and bypass
+/// counts.
+type Frontier<N> = VecDeque<(World<N>, u32, u64, Vec<Choice>, Vec<u8>)>;
+
 /// The initial world of a check, not started.
 fn initial<N: Node>(opts: &CheckOpts) -> World<N>
 where
@@ -273,20 +375,89 @@ where
     world.crashes(opts.crashes, |_| true)
 }
 
-/// What a state itself says: a failure at the end (deadlock, unserved request) or none.
-fn judge<N: Node>(world: &World<N>, enabled: &[Choice]) -> Option<(Property, String)>
+/// What a state itself says: a bypass over the bound, an invariant of one's own that
+/// fails, or at the end a deadlock, an unserved request, no agreement or the wrong
+/// leader; else none. `bypass` is the checker's count per node (see [`bypass_step`]).
+fn judge<N: Node>(
+    service: ServiceKind,
+    world: &World<N>,
+    enabled: &[Choice],
+    opts: &CheckOpts,
+    invariants: &[Invariant<N>],
+    bypass: &[u8],
+) -> Option<(Property, String)>
 where
     N::Service: SimService,
 {
-    if world.done() || !enabled.iter().all(|c| matches!(c, Choice::Crash { .. })) {
+    if let Some(bound) = opts.bypass_bound {
+        if let Some(i) = (0..bypass.len()).find(|&i| u32::from(bypass[i]) > bound) {
+            let why = format!(
+                "bypass bound exceeded: others entered {} times while {} waited (bound {bound})",
+                bypass[i],
+                PeerId(i as u32)
+            );
+            return Some((Property::Bypass, why));
+        }
+    }
+    for inv in invariants {
+        if let Err(why) = (inv.holds)(world) {
+            return Some((Property::Invariant(inv.name), why));
+        }
+    }
+    let election = service == ServiceKind::Election;
+    if world.done() {
+        let alive = world.alive();
+        let highest = (0..alive.len()).rev().find(|&i| alive[i]);
+        return match (opts.highest_wins && election, world.apps().leader(alive), highest) {
+            (true, Some((id, term)), Some(h)) if id.index() != h => Some((
+                Property::HighestLiveId,
+                format!(
+                    "the live nodes agree on {id} (term {term}), not the highest live id {}",
+                    PeerId(h as u32)
+                ),
+            )),
+            _ => None,
+        };
+    }
+    if !enabled.iter().all(|c| matches!(c, Choice::Crash { .. })) {
         return None;
     }
     let waiting = world.waiting();
-    if waiting.is_empty() {
+    if election {
+        let who = waiting.iter().map(|(p, _)| p.to_string()).collect::<Vec<_>>().join(", ");
+        Some((
+            Property::AgreementWhenQuiet,
+            format!(
+                "nothing more can happen and the live nodes do not agree on a live leader (waiting: {who})"
+            ),
+        ))
+    } else if waiting.is_empty() {
         Some((Property::EveryRequestServed, "a terminal state that is not done".into()))
     } else {
         Some((Property::NoDeadlock, Failure::Deadlock { waiting }.to_string()))
     }
+}
+
+/// The bypass counts after one step from `before` to `after`: a node whose application
+/// waits on both sides counts one more when another node entered in the step (capped at
+/// `cap`); a node not waiting counts none. Mutual exclusion only (else `counts` is
+/// empty). The most of the new counts.
+fn bypass_step<N: Node>(before: &World<N>, after: &World<N>, counts: &mut [u8], cap: u8) -> u8
+where
+    N::Service: SimService,
+{
+    let entered = after.apps().inside().filter(|&j| before.apps().inside() != Some(j));
+    let (was, is) = (before.alive(), after.alive());
+    let mut most = 0;
+    for (i, c) in counts.iter_mut().enumerate() {
+        if !after.apps().waiting(i, is) {
+            *c = 0;
+        } else if before.apps().waiting(i, was) && entered.is_some_and(|j| j.index() != i) {
+            *c = c.saturating_add(1).min(cap);
+        }
+        most = most.max(*c);
+    }
+    most
 }
 
 /// Check node type `N`, which provides `service`, breadth-first (see the module doc);
@@ -300,7 +471,32 @@ pub fn check<N: Node>(
 where
     N::Service: SimService,
 {
+    check_with::<N>(service, opts, &[], progress)
+}
+
+/// [`check`], and `invariants` of one's own at every state, each reported by its name.
+pub fn check_with<N: Node>(
+    service: ServiceKind,
+    opts: &CheckOpts,
+    invariants: &[Invariant<N>],
+    progress: &mut dyn FnMut(&Progress),
+) -> CheckReport
+where
+    N::Service: SimService,
+{
     let started = Instant::now();
+    // Bypass counts ride beside each world, and in its fingerprint only when a bound is
+    // checked (capped at the bound + 1 so that the space stays finite).
+    let counted = service == ServiceKind::Mutex;
+    let cap = opts.bypass_bound.map_or(u8::MAX, |b| b.saturating_add(1).min(u32::from(u8::MAX)) as u8);
+    let print = |world: &World<N>, counts: &Vec<u8>| {
+        if opts.bypass_bound.is_some() {
+            fingerprint(&(world, counts))
+        } else {
+            fingerprint(world)
+        }
+    };
+    let mut most_bypasses = 0u8;
     let mut quiet = |_: Duration, _: String| {};
     let mut start = initial::<N>(opts);
     let mut report = CheckReport {
@@ -314,29 +510,34 @@ where
         cut_short: None,
         properties: Vec::new(),
         violation: None,
+        most_bypasses: None,
+        not_checked: vec![
+            "liveness beyond terminal states (a request or an election that waits forever in a cycle of states)",
+        ],
     };
     let mut terminals = 0u64;
     let mut found: Option<(Property, String, u64)> = None;
     let mut visited: HashMap<u64, (u64, Choice)> = HashMap::new();
     // Each world waits with its depth, fingerprint and choices, all worked out when it
     // was found (to judge it), so none is computed twice.
-    let mut frontier: VecDeque<(World<N>, u32, u64, Vec<Choice>)> = VecDeque::new();
+    let mut frontier: Frontier<N> = VecDeque::new();
     match crate::panics::quietly(|| start.start(&mut quiet)) {
         Err(panic) => found = Some((Property::NodeFailure, format!("a node panicked: {panic}"), 0)),
         Ok(Err(f)) => found = Some((Property::of(&f), f.to_string(), 0)),
         Ok(Ok(())) => {
-            let fp = fingerprint(&start);
+            let counts = vec![0u8; if counted { start.n() } else { 0 }];
+            let fp = print(&start, &counts);
             // The start is its own parent; the choice is never read.
             visited.insert(fp, (fp, Choice::Timer));
             let enabled = start.enabled();
-            match judge(&start, &enabled) {
+            match judge(service, &start, &enabled, opts, invariants, &counts) {
                 Some((p, why)) => found = Some((p, why, fp)),
-                None => frontier.push_back((start, 0, fp, enabled)),
+                None => frontier.push_back((start, 0, fp, enabled, counts)),
             }
         }
     }
     let mut last_progress = started;
-    'search: while let Some((world, depth, parent, enabled)) = frontier.pop_front() {
+    'search: while let Some((world, depth, parent, enabled, counts)) = frontier.pop_front() {
         if world.done() {
             terminals += 1;
             continue;
@@ -350,7 +551,9 @@ where
             // A node's panic (a lab skeleton's unwritten handler, an assertion) is its
             // failure, with the way to it, not a backtrace.
             let applied = crate::panics::quietly(|| next.apply(choice, &mut quiet));
-            let fp = fingerprint(&next);
+            let mut next_counts = counts.clone();
+            most_bypasses = most_bypasses.max(bypass_step(&world, &next, &mut next_counts, cap));
+            let fp = print(&next, &next_counts);
             let Entry::Vacant(slot) = visited.entry(fp) else { continue };
             slot.insert((parent, choice));
             report.max_depth = report.max_depth.max(depth + 1);
@@ -366,11 +569,11 @@ where
                 }
             }
             let next_enabled = next.enabled();
-            if let Some((p, why)) = judge(&next, &next_enabled) {
+            if let Some((p, why)) = judge(service, &next, &next_enabled, opts, invariants, &next_counts) {
                 found = Some((p, why, fp));
                 break 'search;
             }
-            frontier.push_back((next, depth + 1, fp, next_enabled));
+            frontier.push_back((next, depth + 1, fp, next_enabled, next_counts));
         }
         if visited.len() as u64 >= opts.max_states {
             report.cut_short = Some(format!("--max-states {} reached", opts.max_states));
@@ -397,9 +600,24 @@ where
     report.seconds = started.elapsed().as_secs_f64();
     report.complete = report.cut_short.is_none();
     let violated = found.as_ref().map(|(p, ..)| *p);
-    for p in Property::checked(service) {
-        let states = if p.at_terminal_states() { terminals } else { report.states };
-        report.properties.push(PropertyResult { name: p.name(), held: violated != Some(p), states });
+    if counted {
+        report.most_bypasses = Some(u32::from(most_bypasses));
+    }
+    let own = invariants.iter().map(|inv| Property::Invariant(inv.name));
+    for p in Property::checked(service, opts).into_iter().chain(own) {
+        let terminal = p.at_terminal_states();
+        let states = if terminal { terminals } else { report.states };
+        let detail = match (p, opts.bypass_bound) {
+            (Property::Bypass, Some(b)) => Some(format!("at most {b}; most seen: {most_bypasses}")),
+            _ => None,
+        };
+        report.properties.push(PropertyResult {
+            name: p.name(),
+            held: violated != Some(p),
+            states,
+            terminal,
+            detail,
+        });
     }
     if let Some((p, failure, fp)) = found {
         let choices = path(&visited, fp);

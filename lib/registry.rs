@@ -15,13 +15,14 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
+use crate::algorithm::PeerId;
 use crate::algorithm::{Node, ServiceKind};
 use crate::algos::*;
-use crate::check::{CheckOpts, CheckReport, Progress};
+use crate::check::{CheckOpts, CheckReport, Invariant, Progress};
 use crate::control::WorkerSettings;
 use crate::external::{External, Ref};
 use crate::runtime::{self, NodeRun, RunService};
-use crate::sim::SimService;
+use crate::sim::{SimService, World};
 
 /// A registry entry.
 #[derive(Debug)]
@@ -62,8 +63,117 @@ pub struct AlgoInfo {
     /// [`AlgoInfo::runs`]).
     pub simulate: fn(u32, u64, u32) -> Result<crate::sim::SimReport, crate::sim::SimError>,
     /// Checks the node type over every interleaving (`mutexlab check`; set by
-    /// [`AlgoInfo::runs`]): [`crate::check::check`] for it and its service.
+    /// [`AlgoInfo::runs`]): [`crate::check::check`] for it and its service. An entry
+    /// with invariants of its own sets it to [`crate::check::check_with`] and them
+    /// (`check_tokens`, `check_centralized` below); run it through
+    /// [`AlgoInfo::check_opts`] so that the entry's promises are checked too.
     pub check: CheckFn,
+    /// Mutual exclusion: the most times others may enter while one node's application
+    /// waits, where the algorithm promises a bound (checked by `mutexlab check`).
+    pub bypass: Option<Bypass>,
+}
+
+/// A bypass bound an algorithm promises, as data beside the notes' claim: while a
+/// node's application waits, the others enter at most `bound(n)` times.
+#[derive(Clone, Copy, Debug)]
+pub struct Bypass {
+    /// The bound for `n` nodes.
+    pub bound: fn(u32) -> u32,
+    /// Where the promise comes from: the notes' words, and why it holds.
+    pub claim: &'static str,
+}
+
+impl AlgoInfo {
+    /// `opts` with what this entry promises filled in: its bypass bound (unless `opts`
+    /// names one already) and, for elections, that the highest live id wins.
+    pub fn check_opts(&self, mut opts: CheckOpts) -> CheckOpts {
+        if opts.bypass_bound.is_none() {
+            opts.bypass_bound = self.bypass.map(|b| (b.bound)(opts.n));
+        }
+        opts.highest_wins |= self.highest_wins;
+        opts
+    }
+}
+
+/// Token algorithms, for the invariant "one token at most": whether a node holds the
+/// token, and whether a message is it.
+trait Tokens: Node {
+    fn holds(&self) -> bool;
+    fn is_token(msg: &Self::Msg) -> bool;
+}
+
+macro_rules! tokens {
+    ($($t:ty => $msg:pat),* $(,)?) => {$(
+        impl Tokens for $t {
+            fn holds(&self) -> bool {
+                self.holds_token()
+            }
+            fn is_token(msg: &Self::Msg) -> bool {
+                matches!(msg, $msg)
+            }
+        }
+    )*};
+}
+
+tokens! {
+    token_ring::TokenRing => token_ring::Msg::Token { .. },
+    suzuki_kasami::SuzukiKasami => suzuki_kasami::Msg::Token { .. },
+    ra_token::RaToken => ra_token::Msg::Token { .. },
+    raymond::Raymond => raymond::Msg::Token,
+    neilsen_mizuno::NeilsenMizuno => neilsen_mizuno::Msg::Token,
+}
+
+/// One token at most: held by live nodes plus in flight.
+fn one_token<N: Tokens<Service: SimService>>(w: &World<N>) -> Result<(), String> {
+    let held: Vec<String> = (0..w.n() as u32)
+        .filter(|&i| w.alive()[i as usize] && w.node(i).holds())
+        .map(|i| PeerId(i).to_string())
+        .collect();
+    let flying = w.in_flight().filter(|(_, _, m)| N::is_token(m)).count();
+    if held.len() + flying <= 1 {
+        return Ok(());
+    }
+    Err(format!("{} tokens: held by [{}], {flying} in flight", held.len() + flying, held.join(", ")))
+}
+
+/// [`crate::check::check_with`] for a token algorithm: one token at most.
+fn check_tokens<N: Tokens<Service: RunService + SimService>>(
+    opts: &CheckOpts,
+    progress: &mut dyn FnMut(&Progress),
+) -> CheckReport {
+    let own = [Invariant::new("one token at most", one_token::<N>)];
+    crate::check::check_with::<N>(<N::Service as RunService>::KIND, opts, &own, progress)
+}
+
+/// Coordinators with a queue of waiting nodes, for "queue holds no one twice".
+trait Queue: Node {
+    fn queued(&self) -> Vec<PeerId>;
+}
+
+impl Queue for centralized::Centralized {
+    fn queued(&self) -> Vec<PeerId> {
+        self.queue().collect()
+    }
+}
+
+/// Every live node's queue holds no one twice.
+fn queue_once<N: Queue<Service: SimService>>(w: &World<N>) -> Result<(), String> {
+    for i in (0..w.n() as u32).filter(|&i| w.alive()[i as usize]) {
+        let queue = w.node(i).queued();
+        if let Some(p) = queue.iter().find(|p| queue.iter().filter(|q| q == p).count() > 1) {
+            return Err(format!("{p} is twice in {}'s queue", PeerId(i)));
+        }
+    }
+    Ok(())
+}
+
+/// [`crate::check::check_with`] for a coordinator's queue: it holds no one twice.
+fn check_queue<N: Queue<Service: RunService + SimService>>(
+    opts: &CheckOpts,
+    progress: &mut dyn FnMut(&Progress),
+) -> CheckReport {
+    let own = [Invariant::new("queue holds no one twice", queue_once::<N>)];
+    crate::check::check_with::<N>(<N::Service as RunService>::KIND, opts, &own, progress)
 }
 
 /// How `mutexlab check` checks a node type: the options, and a callback for progress.
@@ -105,6 +215,7 @@ impl AlgoInfo {
             states: states_are_values::<N>,
             simulate: crate::sim::simulate::<N>,
             check: check_node::<N>,
+            bypass: None,
         }
     }
 }
@@ -146,6 +257,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
             problems: "coordinator crash (notes)",
             coordinator_free: true,
         }),
+        check: check_queue::<centralized::Centralized>,
         ..AlgoInfo::runs::<centralized::Centralized>()
     },
     AlgoInfo {
@@ -311,6 +423,12 @@ pub static BUILTIN: &[AlgoInfo] = &[
             problems: "lost token, process crash (notes)",
             coordinator_free: false,
         }),
+        check: check_tokens::<token_ring::TokenRing>,
+        bypass: Some(Bypass {
+            bound: |n| n.saturating_sub(1),
+            claim: "notes: \"Order well-defined; starvation cannot occur\": the token reaches a waiting node \
+                    within one lap, each other node entering at most once on the way",
+        }),
         ..AlgoInfo::runs::<token_ring::TokenRing>()
     },
     AlgoInfo {
@@ -353,6 +471,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
             problems: "holder crash loses the token",
             coordinator_free: false,
         }),
+        check: check_tokens::<suzuki_kasami::SuzukiKasami>,
         ..AlgoInfo::runs::<suzuki_kasami::SuzukiKasami>()
     },
     AlgoInfo {
@@ -369,6 +488,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
             problems: "holder crash loses the token",
             coordinator_free: false,
         }),
+        check: check_tokens::<ra_token::RaToken>,
         ..AlgoInfo::runs::<ra_token::RaToken>()
     },
     AlgoInfo {
@@ -390,6 +510,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
             problems: "a crash cuts the tree or loses the token",
             coordinator_free: false,
         }),
+        check: check_tokens::<raymond::Raymond>,
         ..AlgoInfo::runs::<raymond::Raymond>()
     },
     AlgoInfo {
@@ -411,6 +532,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
             problems: "a crash cuts the tree or loses the token",
             coordinator_free: false,
         }),
+        check: check_tokens::<neilsen_mizuno::NeilsenMizuno>,
         ..AlgoInfo::runs::<neilsen_mizuno::NeilsenMizuno>()
     },
     AlgoInfo {
