@@ -738,6 +738,181 @@ mod tests {
     }
 
     #[test]
+    fn without_a_bound_the_most_bypasses_are_told_and_the_counts_stay() {
+        let r = check::<RicartAgrawala>(ServiceKind::Mutex, &CheckOpts::new(3, 1), &mut quiet);
+        assert_eq!(r.states, 2_101, "no bound, no count in the state");
+        assert_eq!(r.most_bypasses, Some(2));
+        assert!(!r.properties.iter().any(|p| p.name == "bypass bound"));
+        let text = r.text("ricart-agrawala");
+        assert!(text.contains("most bypasses seen: 2 (at least;"), "{text}");
+        assert!(text.contains("not checked: liveness beyond terminal states"), "{text}");
+        assert!(text.contains("every request served   held on 13 states (terminal)"), "{text}");
+    }
+
+    #[test]
+    fn a_coordinator_that_lets_others_pass_is_caught_by_the_bypass_bound() {
+        // Centralized serves in the order requests reach the coordinator: w0's may be
+        // slow while w2 enters twice.
+        let mut opts = CheckOpts::new(3, 2);
+        opts.bypass_bound = Some(1);
+        let r = check::<crate::algos::centralized::Centralized>(ServiceKind::Mutex, &opts, &mut quiet);
+        let v = r.violation.clone().expect("w2 passes w0 twice");
+        assert_eq!(v.property, "bypass bound");
+        assert_eq!(v.failure, "bypass bound exceeded: others entered 2 times while w0 waited (bound 1)");
+        assert_eq!(v.choices.len(), 4, "{}", r.text("centralized"));
+        let p = r.properties.iter().find(|p| p.name == "bypass bound").unwrap();
+        assert!(!p.held);
+        assert_eq!(p.detail.as_deref(), Some("at most 1; most seen: 2"));
+        // Everything else held as far as the search went.
+        assert!(r.properties.iter().filter(|p| p.name != "bypass bound").all(|p| p.held));
+    }
+
+    #[test]
+    fn token_ring_keeps_its_bound_of_n_minus_1_and_the_count_joins_the_state() {
+        let mut opts = CheckOpts::new(3, 2);
+        let free = check::<crate::algos::token_ring::TokenRing>(ServiceKind::Mutex, &opts, &mut quiet);
+        opts.bypass_bound = Some(2);
+        let r = check::<crate::algos::token_ring::TokenRing>(ServiceKind::Mutex, &opts, &mut quiet);
+        assert!(r.complete && r.violation.is_none(), "{}", r.text("token-ring"));
+        let p = r.properties.iter().find(|p| p.name == "bypass bound").unwrap();
+        assert_eq!(
+            (p.held, p.states, p.detail.as_deref()),
+            (true, r.states, Some("at most 2; most seen: 2"))
+        );
+        // The count is part of the state: 3,731 worlds became 5,611 (world, counts) pairs
+        // when this was written (a world model that changes changes the numbers).
+        assert!(r.states > free.states, "{} vs {}", r.states, free.states);
+    }
+
+    #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+    struct Claim(u32);
+
+    impl crate::algorithm::Message for Claim {
+        fn kind(&self) -> &str {
+            "CLAIM"
+        }
+    }
+
+    /// An election toy. `MODE` 0: initiators broadcast their id, everyone takes the
+    /// highest claim (correct); 1: every node names w0 (the lowest id wins); 2: every
+    /// node names itself, each in its own term (nobody ever agrees).
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct Elect<const MODE: u8> {
+        me: u32,
+        best: Option<u32>,
+    }
+
+    impl<const MODE: u8> Node for Elect<MODE> {
+        type Msg = Claim;
+        type Timer = crate::algorithm::NoTimer;
+        type Service = crate::algorithm::Election;
+
+        fn create(cfg: &Config) -> Self {
+            Elect { me: cfg.id.0, best: None }
+        }
+
+        fn step(
+            &mut self,
+            input: crate::algorithm::NodeInput<Self>,
+            out: &mut crate::algorithm::NodeOut<Self>,
+        ) {
+            use crate::algorithm::{ElectionCall, ElectionEvent, Input};
+            let claim = match (MODE, input) {
+                (1, Input::Call { call: ElectionCall::Elect }) => 0,
+                (2, Input::Call { call: ElectionCall::Elect }) => {
+                    let me = PeerId(self.me);
+                    out.emit(ElectionEvent::Leader { id: me, term: u64::from(self.me) + 1 });
+                    return;
+                }
+                (_, Input::Call { call: ElectionCall::Elect }) => {
+                    out.broadcast(Claim(self.me));
+                    self.me
+                }
+                (_, Input::Message { msg: Claim(c), .. }) => c,
+                _ => return,
+            };
+            if self.best.is_none_or(|b| claim > b) {
+                self.best = Some(claim);
+                out.emit(ElectionEvent::Leader { id: PeerId(claim), term: u64::from(claim) + 1 });
+            }
+        }
+    }
+
+    fn elect<const MODE: u8>(highest_wins: bool) -> CheckReport {
+        let mut opts = CheckOpts::new(3, 1);
+        opts.highest_wins = highest_wins;
+        check::<Elect<MODE>>(ServiceKind::Election, &opts, &mut quiet)
+    }
+
+    #[test]
+    fn a_correct_election_agrees_on_the_highest_live_id() {
+        let r = elect::<0>(true);
+        assert!(r.complete && r.violation.is_none(), "{}", r.text("toy"));
+        let names: Vec<&str> = r.properties.iter().map(|p| p.name).collect();
+        assert_eq!(
+            names,
+            [
+                "one leader per term",
+                "driver contract",
+                "no node failure",
+                "agreement when quiet",
+                "highest live id"
+            ]
+        );
+        assert!(r.properties[3].terminal && r.properties[4].terminal && r.properties[3].states > 0);
+        assert_eq!(r.most_bypasses, None, "no bypasses in an election");
+    }
+
+    #[test]
+    fn an_election_where_the_lowest_id_wins_is_caught_where_the_highest_is_promised() {
+        let r = elect::<1>(true);
+        let v = r.violation.expect("w0 wins");
+        assert_eq!(v.property, "highest live id");
+        assert_eq!(v.failure, "the live nodes agree on w0 (term 1), not the highest live id w2");
+        // Not promised, not checked.
+        let r = elect::<1>(false);
+        assert!(r.violation.is_none() && !r.properties.iter().any(|p| p.name == "highest live id"));
+    }
+
+    #[test]
+    fn an_election_that_never_agrees_is_caught_when_quiet() {
+        let r = elect::<2>(false);
+        let v = r.violation.clone().expect("each names itself");
+        assert_eq!(v.property, "agreement when quiet");
+        assert!(
+            v.failure.starts_with("nothing more can happen and the live nodes do not agree"),
+            "{}",
+            v.failure
+        );
+        assert_eq!(v.choices.len(), 3, "each node calls its election: {}", r.text("toy"));
+    }
+
+    #[test]
+    fn an_invariant_of_ones_own_is_judged_at_every_state_and_named() {
+        let quiet_links = Invariant::<RicartAgrawala>::new("at most 3 messages in flight", |w| {
+            let k = w.in_flight().count();
+            if k <= 3 {
+                Ok(())
+            } else {
+                Err(format!("{k} messages in flight"))
+            }
+        });
+        let r = check_with::<RicartAgrawala>(
+            ServiceKind::Mutex,
+            &CheckOpts::new(3, 1),
+            &[quiet_links],
+            &mut quiet,
+        );
+        let v = r.violation.clone().expect("two requests to two peers each are four");
+        assert_eq!(
+            (v.property, v.failure.as_str()),
+            ("at most 3 messages in flight", "4 messages in flight")
+        );
+        assert!(!r.properties.last().unwrap().held);
+        assert!(r.text("ricart-agrawala").contains("at most 3 messages in flight VIOLATED"));
+    }
+
+    #[test]
     fn a_state_limit_cuts_the_search_short_and_says_so() {
         let mut opts = CheckOpts::new(3, 1);
         opts.max_states = 100;

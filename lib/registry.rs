@@ -776,6 +776,139 @@ pub fn run_worker(run_dir: &Path, cmdline_id: Option<u32>) -> anyhow::Result<()>
 mod tests {
     use super::*;
 
+    fn quiet(_: &Progress) {}
+
+    #[test]
+    fn an_entry_adds_its_promises_and_invariants_to_the_check() {
+        let ring = info("token-ring").unwrap();
+        let opts = ring.check_opts(CheckOpts::new(3, 2));
+        assert_eq!(opts.bypass_bound, Some(2), "N-1: the notes' 'starvation cannot occur'");
+        let r = (ring.check)(&opts, &mut quiet);
+        assert!(r.complete && r.violation.is_none(), "{}", r.text("token-ring"));
+        for name in ["bypass bound", "one token at most"] {
+            assert!(
+                r.properties.iter().any(|p| p.name == name && p.held),
+                "{name}: {}",
+                r.text("token-ring")
+            );
+        }
+        // A bound given outright wins over the entry's.
+        let mut tighter = CheckOpts::new(3, 2);
+        tighter.bypass_bound = Some(0);
+        assert_eq!(ring.check_opts(tighter).bypass_bound, Some(0));
+        for name in ["suzuki-kasami", "ra-token", "raymond", "neilsen-mizuno"] {
+            let r = (info(name).unwrap().check)(&CheckOpts::new(3, 1), &mut quiet);
+            assert!(r.violation.is_none(), "{}", r.text(name));
+            assert!(r.properties.iter().any(|p| p.name == "one token at most"), "{name}");
+        }
+        let r = (info("centralized").unwrap().check)(&CheckOpts::new(3, 2), &mut quiet);
+        assert!(r.properties.iter().any(|p| p.name == "queue holds no one twice" && p.held));
+        assert!(info("bully").unwrap().check_opts(CheckOpts::new(3, 1)).highest_wins);
+        assert!(!info("ricart-agrawala").unwrap().check_opts(CheckOpts::new(3, 1)).bypass_bound.is_some());
+    }
+
+    #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+    enum Planted {
+        Token,
+        Request,
+    }
+
+    impl crate::algorithm::Message for Planted {
+        fn kind(&self) -> &str {
+            match self {
+                Planted::Token => "TOKEN",
+                Planted::Request => "REQUEST",
+            }
+        }
+    }
+
+    /// Planted bugs. A token ring whose holder passes the token on and keeps one too
+    /// (`MINT`), or a coordinator (w1) that queues each request twice (`!MINT`).
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct Bug<const MINT: bool> {
+        me: u32,
+        n: u32,
+        holding: bool,
+        waiting: bool,
+        queue: Vec<PeerId>,
+    }
+
+    impl<const MINT: bool> Node for Bug<MINT> {
+        type Msg = Planted;
+        type Timer = crate::algorithm::NoTimer;
+        type Service = crate::algorithm::Mutex;
+
+        fn create(cfg: &crate::algorithm::Config) -> Self {
+            // The token starts at w0; the coordinator w1 lets itself in.
+            let holding = cfg.id.0 == u32::from(!MINT);
+            Bug { me: cfg.id.0, n: cfg.n, holding, waiting: false, queue: Vec::new() }
+        }
+
+        fn step(
+            &mut self,
+            input: crate::algorithm::NodeInput<Self>,
+            out: &mut crate::algorithm::NodeOut<Self>,
+        ) {
+            use crate::algorithm::{Input, MutexCall, MutexEvent};
+            match input {
+                Input::Call { call: MutexCall::Want } if self.holding => out.emit(MutexEvent::Enter),
+                Input::Call { call: MutexCall::Want } => {
+                    self.waiting = true;
+                    if !MINT {
+                        out.send(PeerId(1), Planted::Request);
+                    }
+                }
+                // The bug: the token goes on, and stays.
+                Input::Call { call: MutexCall::Done } => {
+                    out.send(PeerId((self.me + 1) % self.n), Planted::Token)
+                }
+                Input::Message { msg: Planted::Token, .. } => {
+                    self.holding = true;
+                    if std::mem::take(&mut self.waiting) {
+                        out.emit(MutexEvent::Enter);
+                    }
+                }
+                // The bug: each request is queued twice.
+                Input::Message { from, msg: Planted::Request } => self.queue.extend([from, from]),
+                _ => {}
+            }
+        }
+    }
+
+    impl<const MINT: bool> Tokens for Bug<MINT> {
+        fn holds(&self) -> bool {
+            self.holding
+        }
+        fn is_token(msg: &Planted) -> bool {
+            *msg == Planted::Token
+        }
+    }
+
+    impl<const MINT: bool> Queue for Bug<MINT> {
+        fn queued(&self) -> Vec<PeerId> {
+            self.queue.clone()
+        }
+    }
+
+    #[test]
+    fn a_token_ring_that_mints_a_second_token_is_caught() {
+        let r = check_tokens::<Bug<true>>(&CheckOpts::new(2, 1), &mut quiet);
+        let v = r.violation.clone().expect("w0 keeps the token it passes");
+        assert_eq!(v.property, "one token at most");
+        assert_eq!(v.failure, "2 tokens: held by [w0], 1 in flight");
+        assert_eq!(v.choices.len(), 2, "w0 enters and leaves: {}", r.text("minter"));
+    }
+
+    #[test]
+    fn a_coordinator_that_queues_a_request_twice_is_caught() {
+        let r = check_queue::<Bug<false>>(&CheckOpts::new(2, 1), &mut quiet);
+        let v = r.violation.clone().expect("w1 queues w0 twice");
+        assert_eq!(
+            (v.property, v.failure.as_str()),
+            ("queue holds no one twice", "w0 is twice in w1's queue")
+        );
+    }
+
     fn theory(name: &str, shape: Shape) -> Theory {
         (info(name).unwrap().theory)(shape).unwrap()
     }
