@@ -804,7 +804,7 @@ mod tests {
         let r = (info("centralized").unwrap().check)(&CheckOpts::new(3, 2), &mut quiet);
         assert!(r.properties.iter().any(|p| p.name == "queue holds no one twice" && p.held));
         assert!(info("bully").unwrap().check_opts(CheckOpts::new(3, 1)).highest_wins);
-        assert!(!info("ricart-agrawala").unwrap().check_opts(CheckOpts::new(3, 1)).bypass_bound.is_some());
+        assert!(info("ricart-agrawala").unwrap().check_opts(CheckOpts::new(3, 1)).bypass_bound.is_none());
     }
 
     #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
