@@ -18,8 +18,18 @@
 //! - `no deadlock`: a state that is not done where nothing is enabled but crashes, while
 //!   an application waits (as the simulator's deadlock);
 //! - `every request served`, at terminal states: a state where nothing can happen but
-//!   crashes is done (each application has had its entries, or for elections the live
-//!   nodes agree on a live leader).
+//!   crashes is done (each application has had its entries); for elections `agreement
+//!   when quiet` (the live nodes agree on a live leader) and, where the algorithm
+//!   promises it ([`CheckOpts::highest_wins`]), `highest live id`;
+//! - `bypass bound` where one is given ([`CheckOpts::bypass_bound`], from the registry
+//!   entry or `--bypass-bound`): while an application waits, others enter at most B
+//!   times. The checker keeps a count per node beside each world, in its fingerprint only
+//!   when a bound is checked (capped at B + 1); without one the most seen is reported
+//!   as a lower bound and the state space is the worlds' alone;
+//! - invariants of one's own ([`Invariant`], through [`check_with`]): an algorithm's from
+//!   its registry entry (one token at most), or a user's.
+//!
+//! Not checked: liveness beyond terminal states (the summary says so).
 //!
 //! Knobs are the world's: non-FIFO channels, crashes (each followed by a restart, of any
 //! node), stale timers. Time: the world's [`Choice::Timer`] fires the earliest armed
