@@ -71,6 +71,7 @@ pub struct CheckOpts {
     /// many times (the registry's [`crate::registry::Bypass`], or `--bypass-bound`). The
     /// count then becomes part of the state (capped at the bound + 1), which can
     /// multiply the states; without a bound only the most seen is told, as a lower bound.
+    /// Only the first 16 nodes' bypasses are counted.
     pub bypass_bound: Option<u32>,
     /// Elections: check `highest live id` (when the live nodes agree, they agree on the
     /// highest live id), as bully and the ring algorithms promise.
@@ -372,7 +373,13 @@ fn fingerprint<T: Hash>(value: &T) -> u64 {
 
 /// Worlds waiting to be expanded, each with its depth, fingerprint, choices and bypass
 /// counts.
-type Frontier<N> = VecDeque<(World<N>, u32, u64, Vec<Choice>, Vec<u8>)>;
+type Frontier<N> = VecDeque<(World<N>, u32, u64, Vec<Choice>, Counts)>;
+
+/// Bypass counts of the first [`COUNTED`] nodes, kept inline (no allocation per state).
+type Counts = [u8; COUNTED];
+
+/// Nodes whose bypasses are counted (the command line allows 16 nodes at most).
+const COUNTED: usize = 16;
 
 /// The initial world of a check, not started.
 fn initial<N: Node>(opts: &CheckOpts) -> World<N>
@@ -450,16 +457,21 @@ where
 
 /// The bypass counts after one step from `before` to `after`: a node whose application
 /// waits on both sides counts one more when another node entered in the step (capped at
-/// `cap`); a node not waiting counts none. Mutual exclusion only (else `counts` is
-/// empty). The most of the new counts.
-fn bypass_step<N: Node>(before: &World<N>, after: &World<N>, counts: &mut [u8], cap: u8) -> u8
+/// `cap`); a node not waiting counts none. Mutual exclusion only. The most of the new
+/// counts, or 0 where nothing changed.
+fn bypass_step<N: Node>(before: &World<N>, after: &World<N>, counts: &mut Counts, cap: u8) -> u8
 where
     N::Service: SimService,
 {
     let entered = after.apps().inside().filter(|&j| before.apps().inside() != Some(j));
     let (was, is) = (before.alive(), after.alive());
+    // A node stops waiting only by entering or by a crash, and starts at a count of 0:
+    // without either, no count changes (most steps: this keeps the search fast).
+    if entered.is_none() && was == is {
+        return 0;
+    }
     let mut most = 0;
-    for (i, c) in counts.iter_mut().enumerate() {
+    for (i, c) in counts.iter_mut().enumerate().take(after.n()) {
         if !after.apps().waiting(i, is) {
             *c = 0;
         } else if before.apps().waiting(i, was) && entered.is_some_and(|j| j.index() != i) {
@@ -499,7 +511,7 @@ where
     // checked (capped at the bound + 1 so that the space stays finite).
     let counted = service == ServiceKind::Mutex;
     let cap = opts.bypass_bound.map_or(u8::MAX, |b| b.saturating_add(1).min(u32::from(u8::MAX)) as u8);
-    let print = |world: &World<N>, counts: &Vec<u8>| {
+    let print = |world: &World<N>, counts: &Counts| {
         if opts.bypass_bound.is_some() {
             fingerprint(&(world, counts))
         } else {
@@ -535,7 +547,7 @@ where
         Err(panic) => found = Some((Property::NodeFailure, format!("a node panicked: {panic}"), 0)),
         Ok(Err(f)) => found = Some((Property::of(&f), f.to_string(), 0)),
         Ok(Ok(())) => {
-            let counts = vec![0u8; if counted { start.n() } else { 0 }];
+            let counts: Counts = [0; COUNTED];
             let fp = print(&start, &counts);
             // The start is its own parent; the choice is never read.
             visited.insert(fp, (fp, Choice::Timer));
@@ -561,8 +573,10 @@ where
             // A node's panic (a lab skeleton's unwritten handler, an assertion) is its
             // failure, with the way to it, not a backtrace.
             let applied = crate::panics::quietly(|| next.apply(choice, &mut quiet));
-            let mut next_counts = counts.clone();
-            most_bypasses = most_bypasses.max(bypass_step(&world, &next, &mut next_counts, cap));
+            let mut next_counts = counts;
+            if counted {
+                most_bypasses = most_bypasses.max(bypass_step(&world, &next, &mut next_counts, cap));
+            }
             let fp = print(&next, &next_counts);
             let Entry::Vacant(slot) = visited.entry(fp) else { continue };
             slot.insert((parent, choice));
