@@ -18,8 +18,18 @@
 //! - `no deadlock`: a state that is not done where nothing is enabled but crashes, while
 //!   an application waits (as the simulator's deadlock);
 //! - `every request served`, at terminal states: a state where nothing can happen but
-//!   crashes is done (each application has had its entries, or for elections the live
-//!   nodes agree on a live leader).
+//!   crashes is done (each application has had its entries); for elections `agreement
+//!   when quiet` (the live nodes agree on a live leader) and, where the algorithm
+//!   promises it ([`CheckOpts::highest_wins`]), `highest live id`;
+//! - `bypass bound` where one is given ([`CheckOpts::bypass_bound`], from the registry
+//!   entry or `--bypass-bound`): while an application waits, others enter at most B
+//!   times. The checker keeps a count per node beside each world, in its fingerprint only
+//!   when a bound is checked (capped at B + 1); without one the most seen is reported
+//!   as a lower bound and the state space is the worlds' alone;
+//! - invariants of one's own ([`Invariant`], through [`check_with`]): an algorithm's from
+//!   its registry entry (one token at most), or a user's.
+//!
+//! Not checked: liveness beyond terminal states (the summary says so).
 //!
 //! Knobs are the world's: non-FIFO channels, crashes (each followed by a restart, of any
 //! node), stale timers. Time: the world's [`Choice::Timer`] fires the earliest armed
@@ -37,8 +47,8 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::algorithm::{Config, Node, ServiceKind};
-use crate::sim::{Choice, Failure, SimService, World};
+use crate::algorithm::{Config, Node, PeerId, ServiceKind};
+use crate::sim::{Choice, Failure, SimApps, SimService, World};
 
 /// What to check: the size of the model and the world's knobs, and the search's limits.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -57,6 +67,15 @@ pub struct CheckOpts {
     pub crashes: u32,
     /// A reset or cancelled timer may still fire once.
     pub stale_timers: bool,
+    /// Check `bypass bound`: while a node's application waits, others enter at most this
+    /// many times (the registry's [`crate::registry::Bypass`], or `--bypass-bound`). The
+    /// count then becomes part of the state (capped at the bound + 1), which can
+    /// multiply the states; without a bound only the most seen is told, as a lower bound.
+    /// Only the first 16 nodes' bypasses are counted.
+    pub bypass_bound: Option<u32>,
+    /// Elections: check `highest live id` (when the live nodes agree, they agree on the
+    /// highest live id), as bully and the ring algorithms promise.
+    pub highest_wins: bool,
 }
 
 impl CheckOpts {
@@ -70,7 +89,42 @@ impl CheckOpts {
             non_fifo: false,
             crashes: 0,
             stale_timers: false,
+            bypass_bound: None,
+            highest_wins: false,
         }
+    }
+}
+
+/// An invariant of one's own, checked at every state: a name and a judge over read
+/// access to the world ([`World::node`], [`World::apps`], [`World::in_flight`],
+/// [`World::alive`]) that says why it fails. An algorithm's registry entry adds its own
+/// (one token at most); anyone passes theirs to [`check_with`]:
+///
+/// ```
+/// use mutexlab::check::Invariant;
+/// use mutexlab::algos::ricart_agrawala::RicartAgrawala;
+/// let few: Invariant<RicartAgrawala> = Invariant::new("at most 4 messages in flight", |w| {
+///     let k = w.in_flight().count();
+///     if k <= 4 { Ok(()) } else { Err(format!("{k} messages in flight")) }
+/// });
+/// ```
+pub struct Invariant<N: Node>
+where
+    N::Service: SimService,
+{
+    /// The name the summary gives it.
+    pub name: &'static str,
+    /// `Ok` where it holds, else why not, in one line.
+    pub holds: fn(&World<N>) -> Result<(), String>,
+}
+
+impl<N: Node> Invariant<N>
+where
+    N::Service: SimService,
+{
+    /// An invariant named `name`, judged by `holds`.
+    pub const fn new(name: &'static str, holds: fn(&World<N>) -> Result<(), String>) -> Self {
+        Invariant { name, holds }
     }
 }
 
@@ -89,9 +143,18 @@ pub enum Property {
     NodeFailure,
     /// No state where an application waits and nothing can happen but crashes.
     NoDeadlock,
-    /// Every terminal state is done: every request served (elections: the live nodes
-    /// agree on a live leader).
+    /// Every terminal state is done: every request served (mutual exclusion).
     EveryRequestServed,
+    /// While a node's application waits, the others enter at most
+    /// [`CheckOpts::bypass_bound`] times (mutual exclusion, where a bound is promised).
+    Bypass,
+    /// Elections: every terminal state is done, the live nodes agreeing on a live leader.
+    AgreementWhenQuiet,
+    /// Elections: the leader the live nodes agree on is the highest live id (where the
+    /// algorithm promises it: [`CheckOpts::highest_wins`]).
+    HighestLiveId,
+    /// An algorithm's or a user's own [`Invariant`], by its name.
+    Invariant(&'static str),
 }
 
 impl Property {
@@ -104,22 +167,39 @@ impl Property {
             Property::NodeFailure => "no node failure",
             Property::NoDeadlock => "no deadlock",
             Property::EveryRequestServed => "every request served",
+            Property::Bypass => "bypass bound",
+            Property::AgreementWhenQuiet => "agreement when quiet",
+            Property::HighestLiveId => "highest live id",
+            Property::Invariant(name) => name,
         }
     }
 
-    /// The properties checked for a service, in the order the summary lists them.
-    pub fn checked(service: ServiceKind) -> Vec<Property> {
-        let safety = match service {
-            ServiceKind::Mutex => Property::MutualExclusion,
-            ServiceKind::Election => Property::OneLeaderPerTerm,
-        };
-        vec![
-            safety,
-            Property::DriverContract,
-            Property::NodeFailure,
-            Property::NoDeadlock,
-            Property::EveryRequestServed,
-        ]
+    /// The properties checked for a service with these options, in the order the
+    /// summary lists them (invariants of one's own come after).
+    pub fn checked(service: ServiceKind, opts: &CheckOpts) -> Vec<Property> {
+        match service {
+            ServiceKind::Mutex => {
+                let mut ps = vec![
+                    Property::MutualExclusion,
+                    Property::DriverContract,
+                    Property::NodeFailure,
+                    Property::NoDeadlock,
+                    Property::EveryRequestServed,
+                ];
+                ps.extend(opts.bypass_bound.map(|_| Property::Bypass));
+                ps
+            }
+            ServiceKind::Election => {
+                let mut ps = vec![
+                    Property::OneLeaderPerTerm,
+                    Property::DriverContract,
+                    Property::NodeFailure,
+                    Property::AgreementWhenQuiet,
+                ];
+                ps.extend(opts.highest_wins.then_some(Property::HighestLiveId));
+                ps
+            }
+        }
     }
 
     /// The property a failure of [`World::apply`] violates.
@@ -139,7 +219,7 @@ impl Property {
 
     /// Checked at terminal states only (else at every state).
     fn at_terminal_states(self) -> bool {
-        self == Property::EveryRequestServed
+        matches!(self, Property::EveryRequestServed | Property::AgreementWhenQuiet | Property::HighestLiveId)
     }
 }
 
@@ -152,6 +232,10 @@ pub struct PropertyResult {
     pub held: bool,
     /// The states it was checked on (terminal states for `every request served`).
     pub states: u64,
+    /// It is judged at terminal states only (else at every state).
+    pub terminal: bool,
+    /// More to say: for `bypass bound`, the bound and the most seen.
+    pub detail: Option<String>,
 }
 
 /// A violation and the shortest way to it.
@@ -190,6 +274,13 @@ pub struct CheckReport {
     pub properties: Vec<PropertyResult>,
     /// The first violation found, with its shortest counterexample.
     pub violation: Option<Counterexample>,
+    /// Mutual exclusion: the most times others entered while one node's application
+    /// waited, in the states explored. Exact up to the bound + 1 when a bound is
+    /// checked; without one, a lower bound (the count is not part of the state, so a
+    /// state reached again with a higher count is not explored again).
+    pub most_bypasses: Option<u32>,
+    /// What this check does not judge.
+    pub not_checked: Vec<&'static str>,
 }
 
 impl CheckReport {
@@ -218,12 +309,30 @@ impl CheckReport {
             (None, Some(_)) => s.push_str("search: stopped at the first violation\n"),
             (None, None) => s.push_str("search: complete\n"),
         }
+        // Names of one's own invariants may be longer than the service's.
+        let w = self.properties.iter().map(|p| p.name.chars().count()).max().unwrap_or(0).max(22);
         for p in &self.properties {
+            let detail = p.detail.as_ref().map(|d| format!(" ({d})")).unwrap_or_default();
             if p.held {
-                s.push_str(&format!("  {:<22} held on {} states\n", p.name, p.states));
+                let terminal = if p.terminal { " (terminal)" } else { "" };
+                s.push_str(&format!(
+                    "  {:<w$} held on {} states{terminal}{detail}\n",
+                    p.name,
+                    p.states,
+                    w = w
+                ));
             } else {
-                s.push_str(&format!("  {:<22} VIOLATED\n", p.name));
+                s.push_str(&format!("  {:<w$} VIOLATED{detail}\n", p.name, w = w));
             }
+        }
+        let bounded = self.properties.iter().any(|p| p.name == Property::Bypass.name());
+        if let (Some(most), false) = (self.most_bypasses, bounded) {
+            s.push_str(&format!(
+                "  most bypasses seen: {most} (at least; no bound checked, so the count is not part of the state)\n"
+            ));
+        }
+        for what in &self.not_checked {
+            s.push_str(&format!("not checked: {what}\n"));
         }
         if let Some(v) = &self.violation {
             // "mutual exclusion violated: …" names its property already.
@@ -262,6 +371,16 @@ fn fingerprint<T: Hash>(value: &T) -> u64 {
     h.finish()
 }
 
+/// Worlds waiting to be expanded, each with its depth, fingerprint, choices and bypass
+/// counts.
+type Frontier<N> = VecDeque<(World<N>, u32, u64, Vec<Choice>, Counts)>;
+
+/// Bypass counts of the first [`COUNTED`] nodes, kept inline (no allocation per state).
+type Counts = [u8; COUNTED];
+
+/// Nodes whose bypasses are counted (the command line allows 16 nodes at most).
+const COUNTED: usize = 16;
+
 /// The initial world of a check, not started.
 fn initial<N: Node>(opts: &CheckOpts) -> World<N>
 where
@@ -273,20 +392,94 @@ where
     world.crashes(opts.crashes, |_| true)
 }
 
-/// What a state itself says: a failure at the end (deadlock, unserved request) or none.
-fn judge<N: Node>(world: &World<N>, enabled: &[Choice]) -> Option<(Property, String)>
+/// What a state itself says: a bypass over the bound, an invariant of one's own that
+/// fails, or at the end a deadlock, an unserved request, no agreement or the wrong
+/// leader; else none. `bypass` is the checker's count per node (see [`bypass_step`]).
+fn judge<N: Node>(
+    service: ServiceKind,
+    world: &World<N>,
+    enabled: &[Choice],
+    opts: &CheckOpts,
+    invariants: &[Invariant<N>],
+    bypass: &[u8],
+) -> Option<(Property, String)>
 where
     N::Service: SimService,
 {
-    if world.done() || !enabled.iter().all(|c| matches!(c, Choice::Crash { .. })) {
+    if let Some(bound) = opts.bypass_bound {
+        if let Some(i) = (0..bypass.len()).find(|&i| u32::from(bypass[i]) > bound) {
+            let why = format!(
+                "bypass bound exceeded: others entered {} times while {} waited (bound {bound})",
+                bypass[i],
+                PeerId(i as u32)
+            );
+            return Some((Property::Bypass, why));
+        }
+    }
+    for inv in invariants {
+        if let Err(why) = (inv.holds)(world) {
+            return Some((Property::Invariant(inv.name), why));
+        }
+    }
+    let election = service == ServiceKind::Election;
+    if world.done() {
+        let alive = world.alive();
+        let highest = (0..alive.len()).rev().find(|&i| alive[i]);
+        return match (opts.highest_wins && election, world.apps().leader(alive), highest) {
+            (true, Some((id, term)), Some(h)) if id.index() != h => Some((
+                Property::HighestLiveId,
+                format!(
+                    "the live nodes agree on {id} (term {term}), not the highest live id {}",
+                    PeerId(h as u32)
+                ),
+            )),
+            _ => None,
+        };
+    }
+    if !enabled.iter().all(|c| matches!(c, Choice::Crash { .. })) {
         return None;
     }
     let waiting = world.waiting();
-    if waiting.is_empty() {
+    if election {
+        let who = waiting.iter().map(|(p, _)| p.to_string()).collect::<Vec<_>>().join(", ");
+        Some((
+            Property::AgreementWhenQuiet,
+            format!(
+                "nothing more can happen and the live nodes do not agree on a live leader (waiting: {who})"
+            ),
+        ))
+    } else if waiting.is_empty() {
         Some((Property::EveryRequestServed, "a terminal state that is not done".into()))
     } else {
         Some((Property::NoDeadlock, Failure::Deadlock { waiting }.to_string()))
     }
+}
+
+/// The bypass counts after one step from `before` to `after`: a node whose application
+/// waits on both sides counts one more when another node entered in the step (capped at
+/// `cap`); a node not waiting counts none. Mutual exclusion only. The most of the new
+/// counts, or 0 where nothing changed.
+fn bypass_step<N: Node>(before: &World<N>, after: &World<N>, counts: &mut Counts, cap: u8) -> u8
+where
+    N::Service: SimService,
+{
+    let entered = after.apps().inside().filter(|&j| before.apps().inside() != Some(j));
+    let (was, is) = (before.alive(), after.alive());
+    // A node stops waiting only by entering or by a crash, and starts at a count of 0:
+    // without either, no count changes (most steps: this keeps the search fast).
+    if entered.is_none() && was == is {
+        return 0;
+    }
+    let mut most = 0;
+    for (i, c) in counts.iter_mut().enumerate().take(after.n()) {
+        if !after.apps().waiting(i, is) {
+            *c = 0;
+        } else if before.apps().waiting(i, was) && entered.is_some_and(|j| j.index() != i) {
+            *c = c.saturating_add(1).min(cap);
+        }
+        most = most.max(*c);
+    }
+    most
 }
 
 /// Check node type `N`, which provides `service`, breadth-first (see the module doc);
@@ -300,7 +493,32 @@ pub fn check<N: Node>(
 where
     N::Service: SimService,
 {
+    check_with::<N>(service, opts, &[], progress)
+}
+
+/// [`check`], and `invariants` of one's own at every state, each reported by its name.
+pub fn check_with<N: Node>(
+    service: ServiceKind,
+    opts: &CheckOpts,
+    invariants: &[Invariant<N>],
+    progress: &mut dyn FnMut(&Progress),
+) -> CheckReport
+where
+    N::Service: SimService,
+{
     let started = Instant::now();
+    // Bypass counts ride beside each world, and in its fingerprint only when a bound is
+    // checked (capped at the bound + 1 so that the space stays finite).
+    let counted = service == ServiceKind::Mutex;
+    let cap = opts.bypass_bound.map_or(u8::MAX, |b| b.saturating_add(1).min(u32::from(u8::MAX)) as u8);
+    let print = |world: &World<N>, counts: &Counts| {
+        if opts.bypass_bound.is_some() {
+            fingerprint(&(world, counts))
+        } else {
+            fingerprint(world)
+        }
+    };
+    let mut most_bypasses = 0u8;
     let mut quiet = |_: Duration, _: String| {};
     let mut start = initial::<N>(opts);
     let mut report = CheckReport {
@@ -314,29 +532,34 @@ where
         cut_short: None,
         properties: Vec::new(),
         violation: None,
+        most_bypasses: None,
+        not_checked: vec![
+            "liveness beyond terminal states (a request or an election that waits forever in a cycle of states)",
+        ],
     };
     let mut terminals = 0u64;
     let mut found: Option<(Property, String, u64)> = None;
     let mut visited: HashMap<u64, (u64, Choice)> = HashMap::new();
     // Each world waits with its depth, fingerprint and choices, all worked out when it
     // was found (to judge it), so none is computed twice.
-    let mut frontier: VecDeque<(World<N>, u32, u64, Vec<Choice>)> = VecDeque::new();
+    let mut frontier: Frontier<N> = VecDeque::new();
     match crate::panics::quietly(|| start.start(&mut quiet)) {
         Err(panic) => found = Some((Property::NodeFailure, format!("a node panicked: {panic}"), 0)),
         Ok(Err(f)) => found = Some((Property::of(&f), f.to_string(), 0)),
         Ok(Ok(())) => {
-            let fp = fingerprint(&start);
+            let counts: Counts = [0; COUNTED];
+            let fp = print(&start, &counts);
             // The start is its own parent; the choice is never read.
             visited.insert(fp, (fp, Choice::Timer));
             let enabled = start.enabled();
-            match judge(&start, &enabled) {
+            match judge(service, &start, &enabled, opts, invariants, &counts) {
                 Some((p, why)) => found = Some((p, why, fp)),
-                None => frontier.push_back((start, 0, fp, enabled)),
+                None => frontier.push_back((start, 0, fp, enabled, counts)),
             }
         }
     }
     let mut last_progress = started;
-    'search: while let Some((world, depth, parent, enabled)) = frontier.pop_front() {
+    'search: while let Some((world, depth, parent, enabled, counts)) = frontier.pop_front() {
         if world.done() {
             terminals += 1;
             continue;
@@ -350,7 +573,11 @@ where
             // A node's panic (a lab skeleton's unwritten handler, an assertion) is its
             // failure, with the way to it, not a backtrace.
             let applied = crate::panics::quietly(|| next.apply(choice, &mut quiet));
-            let fp = fingerprint(&next);
+            let mut next_counts = counts;
+            if counted {
+                most_bypasses = most_bypasses.max(bypass_step(&world, &next, &mut next_counts, cap));
+            }
+            let fp = print(&next, &next_counts);
             let Entry::Vacant(slot) = visited.entry(fp) else { continue };
             slot.insert((parent, choice));
             report.max_depth = report.max_depth.max(depth + 1);
@@ -366,11 +593,11 @@ where
                 }
             }
             let next_enabled = next.enabled();
-            if let Some((p, why)) = judge(&next, &next_enabled) {
+            if let Some((p, why)) = judge(service, &next, &next_enabled, opts, invariants, &next_counts) {
                 found = Some((p, why, fp));
                 break 'search;
             }
-            frontier.push_back((next, depth + 1, fp, next_enabled));
+            frontier.push_back((next, depth + 1, fp, next_enabled, next_counts));
         }
         if visited.len() as u64 >= opts.max_states {
             report.cut_short = Some(format!("--max-states {} reached", opts.max_states));
@@ -397,9 +624,24 @@ where
     report.seconds = started.elapsed().as_secs_f64();
     report.complete = report.cut_short.is_none();
     let violated = found.as_ref().map(|(p, ..)| *p);
-    for p in Property::checked(service) {
-        let states = if p.at_terminal_states() { terminals } else { report.states };
-        report.properties.push(PropertyResult { name: p.name(), held: violated != Some(p), states });
+    if counted {
+        report.most_bypasses = Some(u32::from(most_bypasses));
+    }
+    let own = invariants.iter().map(|inv| Property::Invariant(inv.name));
+    for p in Property::checked(service, opts).into_iter().chain(own) {
+        let terminal = p.at_terminal_states();
+        let states = if terminal { terminals } else { report.states };
+        let detail = match (p, opts.bypass_bound) {
+            (Property::Bypass, Some(b)) => Some(format!("at most {b}; most seen: {most_bypasses}")),
+            _ => None,
+        };
+        report.properties.push(PropertyResult {
+            name: p.name(),
+            held: violated != Some(p),
+            states,
+            terminal,
+            detail,
+        });
     }
     if let Some((p, failure, fp)) = found {
         let choices = path(&visited, fp);
@@ -517,6 +759,181 @@ mod tests {
         assert_eq!(v.property, "no node failure");
         assert!(v.failure.starts_with("a node panicked: on_want_cs is not written yet"), "{}", v.failure);
         assert_eq!(v.choices, vec![Choice::Call { node: 0, index: 0 }]);
+    }
+
+    #[test]
+    fn without_a_bound_the_most_bypasses_are_told_and_the_counts_stay() {
+        let r = check::<RicartAgrawala>(ServiceKind::Mutex, &CheckOpts::new(3, 1), &mut quiet);
+        assert_eq!(r.states, 2_101, "no bound, no count in the state");
+        assert_eq!(r.most_bypasses, Some(2));
+        assert!(!r.properties.iter().any(|p| p.name == "bypass bound"));
+        let text = r.text("ricart-agrawala");
+        assert!(text.contains("most bypasses seen: 2 (at least;"), "{text}");
+        assert!(text.contains("not checked: liveness beyond terminal states"), "{text}");
+        assert!(text.contains("every request served   held on 13 states (terminal)"), "{text}");
+    }
+
+    #[test]
+    fn a_coordinator_that_lets_others_pass_is_caught_by_the_bypass_bound() {
+        // Centralized serves in the order requests reach the coordinator: w0's may be
+        // slow while w2 enters twice.
+        let mut opts = CheckOpts::new(3, 2);
+        opts.bypass_bound = Some(1);
+        let r = check::<crate::algos::centralized::Centralized>(ServiceKind::Mutex, &opts, &mut quiet);
+        let v = r.violation.clone().expect("w2 passes w0 twice");
+        assert_eq!(v.property, "bypass bound");
+        assert_eq!(v.failure, "bypass bound exceeded: others entered 2 times while w0 waited (bound 1)");
+        assert_eq!(v.choices.len(), 4, "{}", r.text("centralized"));
+        let p = r.properties.iter().find(|p| p.name == "bypass bound").unwrap();
+        assert!(!p.held);
+        assert_eq!(p.detail.as_deref(), Some("at most 1; most seen: 2"));
+        // Everything else held as far as the search went.
+        assert!(r.properties.iter().filter(|p| p.name != "bypass bound").all(|p| p.held));
+    }
+
+    #[test]
+    fn token_ring_keeps_its_bound_of_n_minus_1_and_the_count_joins_the_state() {
+        let mut opts = CheckOpts::new(3, 2);
+        let free = check::<crate::algos::token_ring::TokenRing>(ServiceKind::Mutex, &opts, &mut quiet);
+        opts.bypass_bound = Some(2);
+        let r = check::<crate::algos::token_ring::TokenRing>(ServiceKind::Mutex, &opts, &mut quiet);
+        assert!(r.complete && r.violation.is_none(), "{}", r.text("token-ring"));
+        let p = r.properties.iter().find(|p| p.name == "bypass bound").unwrap();
+        assert_eq!(
+            (p.held, p.states, p.detail.as_deref()),
+            (true, r.states, Some("at most 2; most seen: 2"))
+        );
+        // The count is part of the state: 3,731 worlds became 5,611 (world, counts) pairs
+        // when this was written (a world model that changes changes the numbers).
+        assert!(r.states > free.states, "{} vs {}", r.states, free.states);
+    }
+
+    #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+    struct Claim(u32);
+
+    impl crate::algorithm::Message for Claim {
+        fn kind(&self) -> &str {
+            "CLAIM"
+        }
+    }
+
+    /// An election toy. `MODE` 0: initiators broadcast their id, everyone takes the
+    /// highest claim (correct); 1: every node names w0 (the lowest id wins); 2: every
+    /// node names itself, each in its own term (nobody ever agrees).
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct Elect<const MODE: u8> {
+        me: u32,
+        best: Option<u32>,
+    }
+
+    impl<const MODE: u8> Node for Elect<MODE> {
+        type Msg = Claim;
+        type Timer = crate::algorithm::NoTimer;
+        type Service = crate::algorithm::Election;
+
+        fn create(cfg: &Config) -> Self {
+            Elect { me: cfg.id.0, best: None }
+        }
+
+        fn step(
+            &mut self,
+            input: crate::algorithm::NodeInput<Self>,
+            out: &mut crate::algorithm::NodeOut<Self>,
+        ) {
+            use crate::algorithm::{ElectionCall, ElectionEvent, Input};
+            let claim = match (MODE, input) {
+                (1, Input::Call { call: ElectionCall::Elect }) => 0,
+                (2, Input::Call { call: ElectionCall::Elect }) => {
+                    let me = PeerId(self.me);
+                    out.emit(ElectionEvent::Leader { id: me, term: u64::from(self.me) + 1 });
+                    return;
+                }
+                (_, Input::Call { call: ElectionCall::Elect }) => {
+                    out.broadcast(Claim(self.me));
+                    self.me
+                }
+                (_, Input::Message { msg: Claim(c), .. }) => c,
+                _ => return,
+            };
+            if self.best.is_none_or(|b| claim > b) {
+                self.best = Some(claim);
+                out.emit(ElectionEvent::Leader { id: PeerId(claim), term: u64::from(claim) + 1 });
+            }
+        }
+    }
+
+    fn elect<const MODE: u8>(highest_wins: bool) -> CheckReport {
+        let mut opts = CheckOpts::new(3, 1);
+        opts.highest_wins = highest_wins;
+        check::<Elect<MODE>>(ServiceKind::Election, &opts, &mut quiet)
+    }
+
+    #[test]
+    fn a_correct_election_agrees_on_the_highest_live_id() {
+        let r = elect::<0>(true);
+        assert!(r.complete && r.violation.is_none(), "{}", r.text("toy"));
+        let names: Vec<&str> = r.properties.iter().map(|p| p.name).collect();
+        assert_eq!(
+            names,
+            [
+                "one leader per term",
+                "driver contract",
+                "no node failure",
+                "agreement when quiet",
+                "highest live id"
+            ]
+        );
+        assert!(r.properties[3].terminal && r.properties[4].terminal && r.properties[3].states > 0);
+        assert_eq!(r.most_bypasses, None, "no bypasses in an election");
+    }
+
+    #[test]
+    fn an_election_where_the_lowest_id_wins_is_caught_where_the_highest_is_promised() {
+        let r = elect::<1>(true);
+        let v = r.violation.expect("w0 wins");
+        assert_eq!(v.property, "highest live id");
+        assert_eq!(v.failure, "the live nodes agree on w0 (term 1), not the highest live id w2");
+        // Not promised, not checked.
+        let r = elect::<1>(false);
+        assert!(r.violation.is_none() && !r.properties.iter().any(|p| p.name == "highest live id"));
+    }
+
+    #[test]
+    fn an_election_that_never_agrees_is_caught_when_quiet() {
+        let r = elect::<2>(false);
+        let v = r.violation.clone().expect("each names itself");
+        assert_eq!(v.property, "agreement when quiet");
+        assert!(
+            v.failure.starts_with("nothing more can happen and the live nodes do not agree"),
+            "{}",
+            v.failure
+        );
+        assert_eq!(v.choices.len(), 3, "each node calls its election: {}", r.text("toy"));
+    }
+
+    #[test]
+    fn an_invariant_of_ones_own_is_judged_at_every_state_and_named() {
+        let quiet_links = Invariant::<RicartAgrawala>::new("at most 3 messages in flight", |w| {
+            let k = w.in_flight().count();
+            if k <= 3 {
+                Ok(())
+            } else {
+                Err(format!("{k} messages in flight"))
+            }
+        });
+        let r = check_with::<RicartAgrawala>(
+            ServiceKind::Mutex,
+            &CheckOpts::new(3, 1),
+            &[quiet_links],
+            &mut quiet,
+        );
+        let v = r.violation.clone().expect("two requests to two peers each are four");
+        assert_eq!(
+            (v.property, v.failure.as_str()),
+            ("at most 3 messages in flight", "4 messages in flight")
+        );
+        assert!(!r.properties.last().unwrap().held);
+        assert!(r.text("ricart-agrawala").contains("at most 3 messages in flight VIOLATED"));
     }
 
     #[test]

@@ -396,6 +396,10 @@ struct CheckArgs {
     /// A reset or cancelled timer may still fire once, as the driver contract allows.
     #[arg(long)]
     stale_timers: bool,
+    /// Check that while a node waits, the others enter at most B times (default: the
+    /// bound the algorithm promises, if it promises one). The count joins the state.
+    #[arg(long, value_name = "B", allow_negative_numbers = true)]
+    bypass_bound: Option<i64>,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     json: bool,
@@ -922,6 +926,10 @@ fn cmd_check(a: CheckArgs) -> Outcome {
     let entries = within("-k", a.entries, 1, 1000)? as u32;
     let max_states = within("--max-states", a.max_states, 1, i64::MAX)? as u64;
     let crashes = within("--crashes", a.crashes, 0, 100)? as u32;
+    let bypass_bound = match a.bypass_bound {
+        Some(b) => Some(within("--bypass-bound", b, 0, 254)? as u32),
+        None => None,
+    };
     if !a.max_seconds.is_finite() || a.max_seconds <= 0.0 || a.max_seconds > 86_400.0 {
         return Err(Error::usage(format!(
             "--max-seconds must be between 0 and 86400, not {:?}",
@@ -936,7 +944,11 @@ fn cmd_check(a: CheckArgs) -> Outcome {
         non_fifo: a.non_fifo,
         crashes,
         stale_timers: a.stale_timers,
+        bypass_bound,
+        highest_wins: false,
     };
+    // The entry's promises (its bypass bound, the highest live id) are checked too.
+    let opts = info.check_opts(opts);
     // A progress line only for a person watching: a pipe or a test sees none.
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut progress = |p: &check::Progress| {

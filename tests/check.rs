@@ -91,3 +91,67 @@ fn an_election_algorithm_is_checked_too() {
     let s = stdout(&out);
     assert!(s.contains("one leader per term"), "{s}\n{}", stderr(&out));
 }
+
+#[test]
+fn an_algorithm_s_promises_and_invariants_are_listed_and_bypasses_can_be_bounded() {
+    let out = run(&["check", "--algo", "token-ring", "-n", "3", "-k", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let s = stdout(&out);
+    assert!(s.contains(&format!("  {:<22} held on ", "bypass bound")), "{s}");
+    assert!(s.contains(" states (at most 2; most seen: 2)"), "{s}");
+    assert!(s.contains(&format!("  {:<22} held on ", "one token at most")), "{s}");
+    assert!(s.contains("not checked: liveness beyond terminal states"), "{s}");
+    // A bound the coordinator does not promise: a slow REQUEST lets another in twice.
+    let out = run(&["check", "--algo", "centralized", "-n", "3", "-k", "2", "--bypass-bound", "1", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let j = json(&out);
+    assert_eq!(j["violation"]["property"], "bypass bound");
+    let props = j["properties"].as_array().unwrap();
+    let queue = props.iter().find(|p| p["name"] == "queue holds no one twice").unwrap();
+    assert_eq!(queue["held"], true);
+    let served = props.iter().find(|p| p["name"] == "every request served").unwrap();
+    assert_eq!(served["terminal"], true);
+    assert_eq!(j["not_checked"][0].as_str().unwrap().split(' ').next(), Some("liveness"));
+    let out = run(&["check", "--algo", "centralized", "--bypass-bound", "255"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--bypass-bound must be between 0 and 254, not 255"), "{}", stderr(&out));
+}
+
+/// An invariant written outside the library, over read access to the world: no node
+/// is asked twice for one request (at most one REQUEST in flight per channel).
+#[test]
+fn an_invariant_of_ones_own_is_checked_from_outside_the_library() {
+    use mutexlab::algorithm::ServiceKind;
+    use mutexlab::algos::ricart_agrawala::{Msg, RicartAgrawala};
+    use mutexlab::check::{check_with, CheckOpts, Invariant};
+    use mutexlab::sim::World;
+
+    fn one_request_per_channel(w: &World<RicartAgrawala>) -> Result<(), String> {
+        let mut seen = std::collections::BTreeSet::new();
+        for (from, to, msg) in w.in_flight() {
+            if matches!(msg, Msg::Request { .. }) && !seen.insert((from, to)) {
+                return Err(format!("two REQUESTs in flight from {from} to {to}"));
+            }
+        }
+        Ok(())
+    }
+    let mine = Invariant::new("one request per channel", one_request_per_channel);
+    let r = check_with::<RicartAgrawala>(ServiceKind::Mutex, &CheckOpts::new(3, 2), &[mine], &mut |_| {});
+    // A node asks again only after its previous REQUESTs were answered.
+    assert!(r.complete && r.violation.is_none(), "{}", r.text("ricart-agrawala"));
+    assert!(r.text("ricart-agrawala").contains("one request per channel held on 34845 states"));
+
+    // Its negative control: an invariant that is false somewhere is named with the way there.
+    let never_inside = Invariant::<RicartAgrawala>::new("w2 never enters", |w| {
+        use mutexlab::sim::SimApps;
+        match w.apps().inside() {
+            Some(p) if p.0 == 2 => Err(format!("{p} is inside")),
+            _ => Ok(()),
+        }
+    });
+    let r =
+        check_with::<RicartAgrawala>(ServiceKind::Mutex, &CheckOpts::new(3, 1), &[never_inside], &mut |_| {});
+    let v = r.violation.expect("w2 enters somewhere");
+    assert_eq!((v.property, v.failure.as_str()), ("w2 never enters", "w2 is inside"));
+    assert_eq!(v.choices.len(), 5, "w2 asks, both reply, w2 enters: {:?}", v.steps);
+}

@@ -45,6 +45,11 @@ pub trait SimApps<S: Service + ?Sized>: Clone + Debug + PartialEq + Eq + Hash {
     fn waiting(&self, node: usize, alive: &[bool]) -> bool;
     /// Entries each application made (mutual exclusion), zeros otherwise.
     fn entries(&self) -> Vec<u64>;
+    /// The node whose application is inside the critical section (mutual exclusion),
+    /// else `None`.
+    fn inside(&self) -> Option<PeerId> {
+        None
+    }
     /// The leader every live node names, if they agree (elections), else `None`.
     fn leader(&self, _alive: &[bool]) -> Option<(PeerId, u64)> {
         None
@@ -146,6 +151,10 @@ impl SimApps<Mutex> for MutexApps {
 
     fn entries(&self) -> Vec<u64> {
         self.entries.clone()
+    }
+
+    fn inside(&self) -> Option<PeerId> {
+        self.inside
     }
 }
 

@@ -305,6 +305,29 @@ where
         self.hosts[id as usize].node()
     }
 
+    /// The number of nodes.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// Which nodes are up (not crashed, or restarted since), by id.
+    pub fn alive(&self) -> &[bool] {
+        &self.alive
+    }
+
+    /// The applications, to read (what an invariant of the checker's may look at).
+    pub fn apps(&self) -> &<N::Service as SimService>::Apps {
+        &self.apps
+    }
+
+    /// Every message in flight, as `(from, to, message)`, channel by channel in order.
+    pub fn in_flight(&self) -> impl Iterator<Item = (PeerId, PeerId, &N::Msg)> + '_ {
+        let n = self.n;
+        self.links.iter().enumerate().flat_map(move |(l, link)| {
+            link.iter().map(move |m| (PeerId((l / n) as u32), PeerId((l % n) as u32), m))
+        })
+    }
+
     /// The applications have done all they meant to, every node is alive and nothing is
     /// in flight.
     pub fn done(&self) -> bool {
