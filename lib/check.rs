@@ -58,34 +58,51 @@ pub struct CheckOpts {
     /// Entries per node (mutual exclusion) or elections per initiator.
     pub entries: u32,
     /// Stop after this many distinct states.
+    #[serde(default = "CheckOpts::default_max_states")]
     pub max_states: u64,
     /// Stop after this many seconds.
+    #[serde(default = "CheckOpts::default_max_seconds")]
     pub max_seconds: f64,
     /// Any message in flight on a channel may be delivered first.
+    #[serde(default)]
     pub non_fifo: bool,
     /// Up to this many crashes (of any node, each followed by a restart).
+    #[serde(default)]
     pub crashes: u32,
     /// A reset or cancelled timer may still fire once.
+    #[serde(default)]
     pub stale_timers: bool,
     /// Check `bypass bound`: while a node's application waits, others enter at most this
     /// many times (the registry's [`crate::registry::Bypass`], or `--bypass-bound`). The
     /// count then becomes part of the state (capped at the bound + 1), which can
     /// multiply the states; without a bound only the most seen is told, as a lower bound.
     /// Only the first 16 nodes' bypasses are counted.
+    #[serde(default)]
     pub bypass_bound: Option<u32>,
     /// Elections: check `highest live id` (when the live nodes agree, they agree on the
     /// highest live id), as bully and the ring algorithms promise.
+    #[serde(default)]
     pub highest_wins: bool,
 }
 
+// A knob a counterexample file does not name is off, so files written before it existed
+// (or by hand) still read.
 impl CheckOpts {
+    fn default_max_states() -> u64 {
+        1_000_000
+    }
+
+    fn default_max_seconds() -> f64 {
+        60.0
+    }
+
     /// `n` nodes, `entries` each, no knobs, a million states and a minute at most.
     pub fn new(n: u32, entries: u32) -> CheckOpts {
         CheckOpts {
             n,
             entries,
-            max_states: 1_000_000,
-            max_seconds: 60.0,
+            max_states: CheckOpts::default_max_states(),
+            max_seconds: CheckOpts::default_max_seconds(),
             non_fifo: false,
             crashes: 0,
             stale_timers: false,
