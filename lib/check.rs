@@ -38,7 +38,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::algorithm::{Config, Node, ServiceKind};
-use crate::sim::{Choice, Failure, SimService, World};
+use crate::sim::{Choice, Failure, SimService, World, WorldEvent};
 
 /// What to check: the size of the model and the world's knobs, and the search's limits.
 #[derive(Clone, Debug, PartialEq)]
@@ -301,7 +301,7 @@ where
     N::Service: SimService,
 {
     let started = Instant::now();
-    let mut quiet = |_: Duration, _: String| {};
+    let mut quiet = |_: Duration, _: &WorldEvent<'_, N::Msg, N::Timer>| {};
     let mut start = initial::<N>(opts);
     let mut report = CheckReport {
         n: opts.n,
@@ -435,7 +435,13 @@ where
         .iter()
         .map(|&c| {
             let mut lines = Vec::new();
-            let _ = crate::panics::quietly(|| world.apply(c, &mut |_, line| lines.push(line)));
+            let _ = crate::panics::quietly(|| {
+                world.apply(c, &mut |_, e| {
+                    if e.is_note() {
+                        lines.push(e.to_string());
+                    }
+                })
+            });
             lines
         })
         .collect()
