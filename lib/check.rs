@@ -8,7 +8,9 @@
 //! fingerprint of each state with its parent's fingerprint and the choice that led
 //! there; only the frontier holds whole worlds. A counterexample is rebuilt by walking
 //! the parents back to the start and replaying the choices from the initial world, with
-//! the world's notes (what the simulator prints for a replay) as its numbered steps.
+//! the world's notes (what the simulator prints for a replay) as its numbered steps; the
+//! same replay records it as a run directory's files ([`crate::sim::record`]), which
+//! `mutexlab check --out DIR` writes for `audit`, `report` and `trace` to read.
 //!
 //! Properties, each reported by name (see [`Property`]):
 //! - whatever [`World::apply`] fails with: `mutual exclusion` (never two inside),
@@ -38,6 +40,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::algorithm::{Config, Node, ServiceKind};
+use crate::sim::record::{Recorder, RunFiles};
 use crate::sim::{Choice, Failure, SimService, World, WorldEvent};
 
 /// What to check: the size of the model and the world's knobs, and the search's limits.
@@ -165,6 +168,9 @@ pub struct Counterexample {
     pub choices: Vec<Choice>,
     /// What happened, step by step: the world's notes for each choice.
     pub steps: Vec<Vec<String>>,
+    /// The replay as a run directory's files (`check --out DIR` writes them).
+    #[serde(skip)]
+    pub run: RunFiles,
 }
 
 /// What a check found.
@@ -403,8 +409,10 @@ where
     }
     if let Some((p, failure, fp)) = found {
         let choices = path(&visited, fp);
-        let steps = replay::<N>(opts, &choices);
-        report.violation = Some(Counterexample { property: p.name(), failure, choices, steps });
+        // A violation stops the run midway; a state where nothing can happen ends it.
+        let ended = matches!(p, Property::NoDeadlock | Property::EveryRequestServed);
+        let (steps, run) = replay::<N>(service, opts, &choices, (!ended).then_some(failure.as_str()));
+        report.violation = Some(Counterexample { property: p.name(), failure, choices, steps, run });
     }
     report
 }
@@ -424,19 +432,28 @@ fn path(visited: &HashMap<u64, (u64, Choice)>, mut fp: u64) -> Vec<Choice> {
 }
 
 /// Replay `choices` from the initial world, keeping the notes of each step (the start's
-/// are left out: every node starts).
-fn replay<N: Node>(opts: &CheckOpts, choices: &[Choice]) -> Vec<Vec<String>>
+/// are left out: every node starts) and recording the run's files; `cut_short` says why
+/// the run stops there, if it does not end by itself.
+fn replay<N: Node>(
+    service: ServiceKind,
+    opts: &CheckOpts,
+    choices: &[Choice],
+    cut_short: Option<&str>,
+) -> (Vec<Vec<String>>, RunFiles)
 where
     N::Service: SimService,
 {
+    let mut rec = Recorder::new(opts.n, service);
     let mut world = initial::<N>(opts);
-    let _ = crate::panics::quietly(|| world.start(&mut |_, _| {}));
-    choices
+    let _ = crate::panics::quietly(|| world.start(&mut |_, e| rec.event(e)));
+    let steps = choices
         .iter()
         .map(|&c| {
             let mut lines = Vec::new();
+            rec.step();
             let _ = crate::panics::quietly(|| {
                 world.apply(c, &mut |_, e| {
+                    rec.event(e);
                     if e.is_note() {
                         lines.push(e.to_string());
                     }
@@ -444,7 +461,8 @@ where
             });
             lines
         })
-        .collect()
+        .collect();
+    (steps, rec.finish(cut_short))
 }
 
 #[cfg(test)]

@@ -395,6 +395,10 @@ struct CheckArgs {
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     json: bool,
+    /// Write the counterexample, if there is one, as a run directory (new or empty) that
+    /// `mutexlab report`, `audit` and `trace` read.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
 }
 
 /// A worker's command line only says who it is, for `ps`: its settings and the run's
@@ -901,6 +905,9 @@ fn cmd_check(a: CheckArgs) -> Outcome {
             a.max_seconds
         )));
     }
+    if let Some(dir) = &a.out {
+        crate::sim::record::new_or_empty(dir).map_err(Error::usage)?;
+    }
     let opts = check::CheckOpts {
         n,
         entries,
@@ -928,6 +935,16 @@ fn cmd_check(a: CheckArgs) -> Outcome {
         eprintln!();
     }
     out(&if a.json { to_json(&r) } else { r.text(info.name) });
+    if let Some(dir) = &a.out {
+        let shown = dir.display();
+        match &r.violation {
+            Some(v) => {
+                v.run.write(dir, info.name).map_err(|e| Error::failed(e.to_string()))?;
+                eprintln!("counterexample written to {shown}: `mutexlab report {shown}` draws it, `mutexlab audit {shown}` judges its files, `mutexlab trace {shown}` lists its messages");
+            }
+            None => eprintln!("no counterexample: nothing written to {shown}"),
+        }
+    }
     Ok(if r.violation.is_some() { Verdict::Fail } else { Verdict::Pass })
 }
 

@@ -46,6 +46,8 @@
 //!   a message sent, delivered or lost, an application's step, a timer, a crash…),
 //!   through the observer given to [`World::start`] and [`World::apply`]; a trace line is
 //!   an event's `Display`, formatted only when a trace is kept.
+//! - [`record`] writes a replay's events as a run directory that the tools made for real
+//!   runs read (`mutexlab check --out DIR` writes its counterexample so).
 //! - [`sweep`] runs many sizes and seeds (stale timers on) and hands each report to a
 //!   check, panicking with the replayable error of the first failed run.
 //!
@@ -91,6 +93,7 @@ use crate::host::Breach;
 
 mod app;
 mod event;
+pub mod record;
 mod world;
 pub use app::{ElectionApps, MutexApps, SimApps, SimService};
 pub use event::{AppAct, Lost, Observer, WorldEvent};
