@@ -27,7 +27,7 @@
 //! Time: no file holds the world's virtual time (only timers move it, so most events
 //! would share one instant). Every record's `t` is logical instead: step `k` of the
 //! replay (0 being the start) is at `k` ms, and its events follow each other a
-//! microsecond apart. The report's time axis, in ms, therefore reads as step numbers.
+//! microsecond apart. The report's time axis, in ms from the first event, counts steps.
 //! The event that broke the promise (the second ENTER of an overlap) is written: the
 //! real file would have it.
 
