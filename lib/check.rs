@@ -8,7 +8,9 @@
 //! fingerprint of each state with its parent's fingerprint and the choice that led
 //! there; only the frontier holds whole worlds. A counterexample is rebuilt by walking
 //! the parents back to the start and replaying the choices from the initial world, with
-//! the world's notes (what the simulator prints for a replay) as its numbered steps.
+//! the world's notes (what the simulator prints for a replay) as its numbered steps; the
+//! same replay records it as a run directory's files ([`crate::sim::record`]), which
+//! `mutexlab check --out DIR` writes for `audit`, `report` and `trace` to read.
 //!
 //! Properties, each reported by name (see [`Property`]):
 //! - whatever [`World::apply`] fails with: `mutual exclusion` (never two inside),
@@ -48,7 +50,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::algorithm::{Config, Node, PeerId, ServiceKind};
-use crate::sim::{Choice, Failure, SimApps, SimService, World};
+use crate::sim::record::{Recorder, RunFiles};
+use crate::sim::{Choice, Failure, SimApps, SimService, World, WorldEvent};
 
 /// What to check: the size of the model and the world's knobs, and the search's limits.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -266,6 +269,9 @@ pub struct Counterexample {
     pub choices: Vec<Choice>,
     /// What happened, step by step: the world's notes for each choice.
     pub steps: Vec<Vec<String>>,
+    /// The replay as a run directory's files (`check --out DIR` writes them).
+    #[serde(skip)]
+    pub run: RunFiles,
 }
 
 /// What a check found.
@@ -536,7 +542,7 @@ where
         }
     };
     let mut most_bypasses = 0u8;
-    let mut quiet = |_: Duration, _: String| {};
+    let mut quiet = |_: Duration, _: &WorldEvent<'_, N::Msg, N::Timer>| {};
     let mut start = initial::<N>(opts);
     let mut report = CheckReport {
         n: opts.n,
@@ -662,8 +668,10 @@ where
     }
     if let Some((p, failure, fp)) = found {
         let choices = path(&visited, fp);
-        let steps = replay::<N>(opts, &choices);
-        report.violation = Some(Counterexample { property: p.name(), failure, choices, steps });
+        // A violation stops the run midway; a state where nothing can happen ends it.
+        let ended = matches!(p, Property::NoDeadlock | Property::EveryRequestServed);
+        let (steps, run) = replay::<N>(service, opts, &choices, (!ended).then_some(failure.as_str()));
+        report.violation = Some(Counterexample { property: p.name(), failure, choices, steps, run });
     }
     report
 }
@@ -683,21 +691,37 @@ fn path(visited: &HashMap<u64, (u64, Choice)>, mut fp: u64) -> Vec<Choice> {
 }
 
 /// Replay `choices` from the initial world, keeping the notes of each step (the start's
-/// are left out: every node starts).
-fn replay<N: Node>(opts: &CheckOpts, choices: &[Choice]) -> Vec<Vec<String>>
+/// are left out: every node starts) and recording the run's files; `cut_short` says why
+/// the run stops there, if it does not end by itself.
+fn replay<N: Node>(
+    service: ServiceKind,
+    opts: &CheckOpts,
+    choices: &[Choice],
+    cut_short: Option<&str>,
+) -> (Vec<Vec<String>>, RunFiles)
 where
     N::Service: SimService,
 {
+    let mut rec = Recorder::new(opts.n, service);
     let mut world = initial::<N>(opts);
-    let _ = crate::panics::quietly(|| world.start(&mut |_, _| {}));
-    choices
+    let _ = crate::panics::quietly(|| world.start(&mut |_, e| rec.event(e)));
+    let steps = choices
         .iter()
         .map(|&c| {
             let mut lines = Vec::new();
-            let _ = crate::panics::quietly(|| world.apply(c, &mut |_, line| lines.push(line)));
+            rec.step();
+            let _ = crate::panics::quietly(|| {
+                world.apply(c, &mut |_, e| {
+                    rec.event(e);
+                    if e.is_note() {
+                        lines.push(e.to_string());
+                    }
+                })
+            });
             lines
         })
-        .collect()
+        .collect();
+    (steps, rec.finish(cut_short))
 }
 
 #[cfg(test)]

@@ -403,8 +403,9 @@ struct CheckArgs {
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     json: bool,
-    /// On a violation, write the counterexample into this directory
-    /// (`counterexample.json`, for `mutexlab replay`).
+    /// On a violation, write the counterexample into this directory, new or empty: a run
+    /// directory that `mutexlab report`, `audit` and `trace` read, and
+    /// `counterexample.json`, which `mutexlab replay` runs as real processes.
     #[arg(long, value_name = "DIR")]
     out: Option<PathBuf>,
 }
@@ -936,6 +937,9 @@ fn cmd_check(a: CheckArgs) -> Outcome {
             a.max_seconds
         )));
     }
+    if let Some(dir) = &a.out {
+        crate::sim::record::new_or_empty(dir).map_err(Error::usage)?;
+    }
     let opts = check::CheckOpts {
         n,
         entries,
@@ -967,10 +971,17 @@ fn cmd_check(a: CheckArgs) -> Outcome {
         eprintln!();
     }
     out(&if a.json { to_json(&r) } else { r.text(info.name) });
-    if let (Some(dir), Some(v)) = (&a.out, &r.violation) {
-        let file = crate::counterexample::CounterexampleFile::new(info.name, &opts, v);
-        let path = file.write(dir).map_err(Error::usage)?;
-        eprintln!("counterexample: {}", path.display());
+    if let Some(dir) = &a.out {
+        let shown = dir.display();
+        match &r.violation {
+            Some(v) => {
+                v.run.write(dir, info.name).map_err(|e| Error::failed(e.to_string()))?;
+                let file = crate::counterexample::CounterexampleFile::new(info.name, &opts, v);
+                file.write(dir).map_err(Error::failed)?;
+                eprintln!("counterexample written to {shown}: `mutexlab replay {shown}` runs it as real processes, `mutexlab report {shown}` draws it, `mutexlab audit {shown}` judges its files, `mutexlab trace {shown}` lists its messages");
+            }
+            None => eprintln!("no counterexample: nothing written to {shown}"),
+        }
     }
     Ok(if r.violation.is_some() { Verdict::Fail } else { Verdict::Pass })
 }

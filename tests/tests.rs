@@ -11,6 +11,7 @@ mod common;
 mod audit;
 mod browser;
 mod check;
+mod check_out;
 mod cli;
 mod compare;
 mod elect;

@@ -42,6 +42,12 @@
 //! - [`Sim::node`] gives read access to a node afterwards; the report carries the
 //!   algorithms' own counts ([`SimReport::counter`]) and the run's choices.
 //! - [`Sim::replay`]`(entries, &choices)` runs the same world on saved choices.
+//! - What happens in the world reaches the caller as values, [`WorldEvent`]s (`event.rs`:
+//!   a message sent, delivered or lost, an application's step, a timer, a crash…),
+//!   through the observer given to [`World::start`] and [`World::apply`]; a trace line is
+//!   an event's `Display`, formatted only when a trace is kept.
+//! - [`record`] writes a replay's events as a run directory that the tools made for real
+//!   runs read (`mutexlab check --out DIR` writes its counterexample so).
 //! - [`sweep`] runs many sizes and seeds (stale timers on) and hands each report to a
 //!   check, panicking with the replayable error of the first failed run.
 //!
@@ -86,8 +92,11 @@ use crate::algorithm::{Config, Node, PeerId};
 use crate::host::Breach;
 
 mod app;
+mod event;
+pub mod record;
 mod world;
 pub use app::{ElectionApps, MutexApps, SimApps, SimService};
+pub use event::{AppAct, Lost, Observer, WorldEvent};
 pub use world::{Choice, World};
 
 /// How many recent events a [`SimError`] carries.
@@ -401,7 +410,7 @@ where
             f(self.world.apps_mut());
         }
         let Sim { world, trace, step, .. } = self;
-        let started = world.start(&mut |now, line| note(trace, *step, now, line));
+        let started = world.start(&mut |now, event| note(trace, *step, now, event));
         started.map_err(|f| self.fail(f))?;
         loop {
             if self.world.done() {
@@ -442,7 +451,7 @@ where
             self.step += 1;
             self.choices.push(choice);
             let Sim { world, trace, step, .. } = self;
-            let applied = world.apply(choice, &mut |now, line| note(trace, *step, now, line));
+            let applied = world.apply(choice, &mut |now, event| note(trace, *step, now, event));
             applied.map_err(|f| self.fail(f))?;
         }
         let w = &self.world;
@@ -503,12 +512,20 @@ where
     }
 }
 
-/// Keep `line` in the trace of recent events.
-fn note(trace: &mut VecDeque<String>, step: u64, now: Duration, line: String) {
+/// Keep `event` in the trace of recent events, if the trace shows it.
+fn note<M: fmt::Debug, T: fmt::Debug>(
+    trace: &mut VecDeque<String>,
+    step: u64,
+    now: Duration,
+    event: &WorldEvent<'_, M, T>,
+) {
+    if !event.is_note() {
+        return;
+    }
     if trace.len() == TRACE_LEN {
         trace.pop_front();
     }
-    trace.push_back(format!("#{step} t={now:?} {line}"));
+    trace.push_back(format!("#{step} t={now:?} {event}"));
 }
 
 /// Run `n` nodes of `N` from `seed`, `entries` entries each, with stale timers on (as

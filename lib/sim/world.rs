@@ -32,6 +32,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::app::{SimApps, SimService};
+use super::event::{Lost, Observer, WorldEvent};
 use super::Failure;
 use crate::algorithm::{Config, Input, Message, Node, NodeInput, PeerId};
 use crate::host::{hash_unordered, Breach, Effect, Host, Step};
@@ -295,8 +296,8 @@ where
         self
     }
 
-    /// Start every node.
-    pub fn start(&mut self, note: &mut dyn FnMut(Duration, String)) -> Result<(), Failure> {
+    /// Start every node, telling `note` what happens.
+    pub fn start(&mut self, note: &mut Observer<'_, N>) -> Result<(), Failure> {
         (0..self.n).try_for_each(|i| self.input(i, Input::Start, note))
     }
 
@@ -390,26 +391,27 @@ where
         out
     }
 
-    /// Do `choice`, which must be one of [`World::enabled`]'s. A note on what happened
-    /// is passed to `note` (for traces). An error is a failure of the algorithm.
-    pub fn apply(&mut self, choice: Choice, note: &mut dyn FnMut(Duration, String)) -> Result<(), Failure> {
+    /// Do `choice`, which must be one of [`World::enabled`]'s, telling `note` each thing
+    /// that happens ([`WorldEvent`]: for traces). An error is a failure of the algorithm.
+    pub fn apply(&mut self, choice: Choice, note: &mut Observer<'_, N>) -> Result<(), Failure> {
         match choice {
             Choice::Deliver { from, to, index } => {
                 let link = &mut self.links[(from as usize) * self.n + to as usize];
                 let msg = link.remove(index as usize).expect("an enabled delivery");
-                note(self.now, format!("{} -> {}: {:?}", PeerId(from), PeerId(to), msg));
-                self.input(to as usize, Input::Message { from: PeerId(from), msg }, note)
+                let (from, to) = (PeerId(from), PeerId(to));
+                note(self.now, &WorldEvent::Delivered { from, to, index, msg: &msg });
+                self.input(to.index(), Input::Message { from, msg }, note)
             }
             Choice::Down { from, to } => {
                 self.down_due[(from as usize) * self.n + to as usize] = false;
-                note(self.now, format!("{} hears {} is down", PeerId(to), PeerId(from)));
+                note(self.now, &WorldEvent::HearsDown { node: PeerId(to), peer: PeerId(from) });
                 self.input(to as usize, Input::PeerDown { peer: PeerId(from) }, note)
             }
             Choice::Call { node, index } => {
                 let i = node as usize;
                 let call = self.apps.calls(i).swap_remove(index as usize);
-                let line = self.apps.call(i, &call);
-                note(self.now, line);
+                let act = self.apps.call(i, &call);
+                note(self.now, &WorldEvent::App { node: PeerId(node), act });
                 self.input(i, Input::Call { call }, note)
             }
             Choice::Timer => {
@@ -420,14 +422,14 @@ where
                 self.now = self.now.max(t.at);
                 let i = t.node.index();
                 if t.live {
-                    note(self.now, format!("{} timer {:?} fires", t.node, t.timer));
+                    note(self.now, &WorldEvent::TimerFires { node: t.node, timer: &t.timer, stale: false });
                     match self.hosts[i].fire(self.now, &t.timer, t.generation) {
                         Some(step) => self.carry(i, step, note),
                         None => Ok(()),
                     }
                 } else {
                     // Reset or cancelled, delivered once anyway, as the contract allows.
-                    note(self.now, format!("{} timer {:?} fires (stale)", t.node, t.timer));
+                    note(self.now, &WorldEvent::TimerFires { node: t.node, timer: &t.timer, stale: true });
                     self.input(i, Input::Timer { timer: t.timer }, note)
                 }
             }
@@ -449,23 +451,13 @@ where
     }
 
     /// Hand node `i` one input through its host, and carry out what it asks.
-    fn input(
-        &mut self,
-        i: usize,
-        input: NodeInput<N>,
-        note: &mut dyn FnMut(Duration, String),
-    ) -> Result<(), Failure> {
+    fn input(&mut self, i: usize, input: NodeInput<N>, note: &mut Observer<'_, N>) -> Result<(), Failure> {
         let step = self.hosts[i].step(self.now, input);
         self.carry(i, step, note)
     }
 
     /// Carry out what node `i` asked for. A breach of the contract is a failure.
-    fn carry(
-        &mut self,
-        i: usize,
-        step: Step<N>,
-        note: &mut dyn FnMut(Duration, String),
-    ) -> Result<(), Failure> {
+    fn carry(&mut self, i: usize, step: Step<N>, note: &mut Observer<'_, N>) -> Result<(), Failure> {
         let me = PeerId(i as u32);
         if let Some(breach) = step.breaches.into_iter().next() {
             return Err(match breach {
@@ -480,10 +472,16 @@ where
             match effect {
                 Effect::Send { to, msg } => {
                     *self.sent.entry(msg.kind().to_string()).or_default() += 1;
+                    note(self.now, &WorldEvent::Sent { from: me, to, msg: &msg });
                     // Counted as sent, as the runtime counts it, but a dead process reads
                     // nothing.
                     if self.alive[to.index()] {
                         self.links[i * self.n + to.index()].push_back(msg);
+                    } else {
+                        note(
+                            self.now,
+                            &WorldEvent::Lost { from: me, to, msg: &msg, why: Lost::ReceiverDead },
+                        );
                     }
                 }
                 Effect::Arm { timer, generation, after } => {
@@ -502,8 +500,14 @@ where
                 }
                 Effect::Disarm { timer } => self.retire_timer(me, &timer),
                 Effect::Event { event } => {
-                    let line = self.apps.event(i, &event)?;
-                    note(self.now, line);
+                    let (act, judged) = self.apps.event(i, &event);
+                    match judged {
+                        Ok(()) => note(self.now, &WorldEvent::App { node: me, act }),
+                        Err(failure) => {
+                            note(self.now, &WorldEvent::Broke { node: me, act });
+                            return Err(failure);
+                        }
+                    }
                 }
                 Effect::Count { name, by } => {
                     let c = self.counters.entry(name.into_owned()).or_default();
@@ -527,9 +531,9 @@ where
         }
     }
 
-    fn crash(&mut self, i: usize, note: &mut dyn FnMut(Duration, String)) {
+    fn crash(&mut self, i: usize, note: &mut Observer<'_, N>) {
         let me = PeerId(i as u32);
-        note(self.now, format!("{me} crashes"));
+        note(self.now, &WorldEvent::Crashes { node: me });
         self.crash_budget -= 1;
         self.crashes_done += 1;
         self.alive[i] = false;
@@ -537,6 +541,10 @@ where
         self.timers.retain(|t| t.node != me);
         for j in 0..self.n {
             // Nothing reaches a dead node, news of others' deaths included.
+            for msg in &self.links[j * self.n + i] {
+                let from = PeerId(j as u32);
+                note(self.now, &WorldEvent::Lost { from, to: me, msg, why: Lost::ReceiverCrashed });
+            }
             self.links[j * self.n + i].clear();
             self.down_due[j * self.n + i] = false;
             if j != i && self.alive[j] {
@@ -545,23 +553,30 @@ where
         }
     }
 
-    fn restart(&mut self, i: usize, note: &mut dyn FnMut(Duration, String)) -> Result<(), Failure> {
+    fn restart(&mut self, i: usize, note: &mut Observer<'_, N>) -> Result<(), Failure> {
         let me = PeerId(i as u32);
         self.configs[i].incarnation += 1;
-        note(self.now, format!("{me} restarts (incarnation {})", self.configs[i].incarnation));
+        note(self.now, &WorldEvent::Restarts { node: me, incarnation: self.configs[i].incarnation });
         self.hosts[i] = Host::new(self.configs[i].clone());
         self.alive[i] = true;
         for j in (0..self.n).filter(|&j| j != i) {
             if self.alive[j] {
                 let l = i * self.n + j;
+                let peer = PeerId(j as u32);
                 if self.down_due[l] {
                     // The runtime drops the old connection when the new one says hello.
+                    for msg in &self.links[l] {
+                        note(
+                            self.now,
+                            &WorldEvent::Lost { from: me, to: peer, msg, why: Lost::SenderRestarted },
+                        );
+                    }
                     self.links[l].clear();
                     self.down_due[l] = false;
-                    note(self.now, format!("{} hears {me} is down", PeerId(j as u32)));
+                    note(self.now, &WorldEvent::HearsDown { node: peer, peer: me });
                     self.input(j, Input::PeerDown { peer: me }, note)?;
                 }
-                note(self.now, format!("{} hears {me} is up", PeerId(j as u32)));
+                note(self.now, &WorldEvent::HearsUp { node: peer, peer: me });
                 self.input(j, Input::PeerUp { peer: me }, note)?;
             }
         }
@@ -569,7 +584,7 @@ where
         let dead: Vec<usize> = (0..self.n).filter(|&j| j != i && !self.alive[j]).collect();
         for j in dead {
             self.down_due[j * self.n + i] = false;
-            note(self.now, format!("{me} hears {} is down", PeerId(j as u32)));
+            note(self.now, &WorldEvent::HearsDown { node: me, peer: PeerId(j as u32) });
             self.input(i, Input::PeerDown { peer: PeerId(j as u32) }, note)?;
         }
         Ok(())
