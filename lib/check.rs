@@ -57,6 +57,23 @@ pub struct CheckOpts {
     pub crashes: u32,
     /// A reset or cancelled timer may still fire once.
     pub stale_timers: bool,
+    /// Which armed timers may fire next (the checker's default: any of them).
+    pub timers: TimerOrder,
+    /// Up to this many messages in flight may be lost.
+    pub lose: u32,
+}
+
+/// Which armed timer may fire next, `--timers`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimerOrder {
+    /// Any armed timer, however long it has still to run: no timing assumption at all,
+    /// so a timeout may come before what it waits for (a false suspicion).
+    Any,
+    /// Only the earliest, as the simulator: timers keep their order, but states that
+    /// differ only in that order count as one, so with several timers armed at once the
+    /// search is not exhaustive.
+    Earliest,
 }
 
 impl CheckOpts {
@@ -70,6 +87,8 @@ impl CheckOpts {
             non_fifo: false,
             crashes: 0,
             stale_timers: false,
+            timers: TimerOrder::Any,
+            lose: 0,
         }
     }
 }
@@ -268,7 +287,10 @@ where
     N::Service: SimService,
 {
     let configs = (0..opts.n).map(|i| Config::new(i, opts.n)).collect();
-    let world = World::<N>::new(configs, opts.entries).stale_timers(opts.stale_timers);
+    let world = World::<N>::new(configs, opts.entries)
+        .stale_timers(opts.stale_timers)
+        .any_timer(opts.timers == TimerOrder::Any)
+        .lose(opts.lose);
     let world = if opts.non_fifo { world.non_fifo() } else { world };
     world.crashes(opts.crashes, |_| true)
 }

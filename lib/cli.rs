@@ -247,6 +247,15 @@ enum DetectorArg {
     Heartbeat,
 }
 
+/// Which armed timer `check` may fire next (`--timers`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum TimersArg {
+    /// Any armed timer: no timing assumption, a timeout may come early.
+    Any,
+    /// Only the earliest, as the simulator.
+    Earliest,
+}
+
 /// Options `run` and `elect` share.
 #[derive(Args)]
 struct Shared {
@@ -392,6 +401,12 @@ struct CheckArgs {
     /// A reset or cancelled timer may still fire once, as the driver contract allows.
     #[arg(long)]
     stale_timers: bool,
+    /// Which armed timer may fire next: `any` (no timing assumption) or `earliest`.
+    #[arg(long, value_enum, default_value = "any")]
+    timers: TimersArg,
+    /// Up to this many messages in flight may be lost, any one of them.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    lose: i64,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     json: bool,
@@ -909,6 +924,11 @@ fn cmd_check(a: CheckArgs) -> Outcome {
         non_fifo: a.non_fifo,
         crashes,
         stale_timers: a.stale_timers,
+        timers: match a.timers {
+            TimersArg::Any => check::TimerOrder::Any,
+            TimersArg::Earliest => check::TimerOrder::Earliest,
+        },
+        lose: within("--lose", a.lose, 0, 100)? as u32,
     };
     // A progress line only for a person watching: a pipe or a test sees none.
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());

@@ -66,8 +66,26 @@ pub enum Choice {
         /// Which of the calls it could make now.
         index: u32,
     },
-    /// The earliest timer fires.
+    /// The earliest timer fires (the simulator's rule, and `--timers earliest`).
     Timer,
+    /// Node `node`'s `index`-th armed timer (oldest first) fires, whichever is due first:
+    /// with any-timer order on ([`World::any_timer`], the checker's default).
+    Fire {
+        /// The node whose timer fires.
+        node: u32,
+        /// Which of its armed timers, in the order they were armed.
+        index: u32,
+    },
+    /// The `index`-th message in flight on the channel `from → to` is lost, never
+    /// delivered (with a loss budget, [`World::lose`]).
+    Lose {
+        /// The sender.
+        from: u32,
+        /// The receiver.
+        to: u32,
+        /// Which message in flight on that channel.
+        index: u32,
+    },
     /// Decide whether the reset or cancelled timer at `index` in the timer list still
     /// fires once (`keep`) or is forgotten.
     Stale {
@@ -143,6 +161,12 @@ where
     pub(super) counters: BTreeMap<String, u64>,
     fifo: bool,
     stale_timers: bool,
+    /// Any armed timer may fire, not only the earliest.
+    any_timer: bool,
+    /// Messages that may still be lost.
+    lose_budget: u32,
+    /// Messages lost so far (a tally, not state).
+    pub(super) lost_done: u32,
     /// Crashes still allowed, and which nodes may crash.
     crash_budget: u32,
     may_crash: Vec<bool>,
@@ -171,6 +195,9 @@ where
             counters: self.counters.clone(),
             fifo: self.fifo,
             stale_timers: self.stale_timers,
+            any_timer: self.any_timer,
+            lose_budget: self.lose_budget,
+            lost_done: self.lost_done,
             crash_budget: self.crash_budget,
             may_crash: self.may_crash.clone(),
             crashes_done: self.crashes_done,
@@ -209,6 +236,8 @@ where
             && self.apps == other.apps
             && self.fifo == other.fifo
             && self.stale_timers == other.stale_timers
+            && self.any_timer == other.any_timer
+            && self.lose_budget == other.lose_budget
             && self.crash_budget == other.crash_budget
             && self.may_crash == other.may_crash
     }
@@ -231,6 +260,8 @@ where
         self.apps.hash(state);
         self.fifo.hash(state);
         self.stale_timers.hash(state);
+        self.any_timer.hash(state);
+        self.lose_budget.hash(state);
         self.crash_budget.hash(state);
         self.may_crash.hash(state);
     }
@@ -259,6 +290,9 @@ where
             counters: BTreeMap::new(),
             fifo: true,
             stale_timers: false,
+            any_timer: false,
+            lose_budget: 0,
+            lost_done: 0,
             crash_budget: 0,
             may_crash: vec![false; n],
             crashes_done: 0,
@@ -285,6 +319,20 @@ where
     /// Keep reset or cancelled timers until a [`Choice::Stale`] decides their fate.
     pub fn stale_timers(mut self, on: bool) -> Self {
         self.stale_timers = on;
+        self
+    }
+
+    /// Let any armed timer fire next ([`Choice::Fire`]), not only the earliest
+    /// ([`Choice::Timer`]): a timeout may come before what it waits for however long it
+    /// is, as in an asynchronous system.
+    pub fn any_timer(mut self, on: bool) -> Self {
+        self.any_timer = on;
+        self
+    }
+
+    /// Allow up to `count` messages in flight to be lost, any one of them.
+    pub fn lose(mut self, count: u32) -> Self {
+        self.lose_budget = count;
         self
     }
 
@@ -361,7 +409,20 @@ where
                 out.push(Choice::Crash { node });
             }
         }
-        if !self.timers.is_empty() {
+        if self.lose_budget > 0 {
+            for (from, to) in (0..n).flat_map(|f| (0..n).map(move |t| (f, t))) {
+                let len = self.links[(from * n + to) as usize].len() as u32;
+                out.extend((0..len).map(|index| Choice::Lose { from, to, index }));
+            }
+        }
+        if self.any_timer {
+            let mut armed = vec![0u32; self.n];
+            for t in &self.timers {
+                let node = t.node.0;
+                out.push(Choice::Fire { node, index: armed[node as usize] });
+                armed[node as usize] += 1;
+            }
+        } else if !self.timers.is_empty() {
             out.push(Choice::Timer);
         }
         out
@@ -393,20 +454,22 @@ where
                 let k = (0..self.timers.len())
                     .min_by_key(|&k| (self.timers[k].at, self.timers[k].seq))
                     .expect("an enabled timer");
-                let t = self.timers.remove(k);
-                self.now = self.now.max(t.at);
-                let i = t.node.index();
-                if t.live {
-                    note(self.now, format!("{} timer {:?} fires", t.node, t.timer));
-                    match self.hosts[i].fire(self.now, &t.timer, t.generation) {
-                        Some(step) => self.carry(i, step, note),
-                        None => Ok(()),
-                    }
-                } else {
-                    // Reset or cancelled, delivered once anyway, as the contract allows.
-                    note(self.now, format!("{} timer {:?} fires (stale)", t.node, t.timer));
-                    self.input(i, Input::Timer { timer: t.timer }, note)
-                }
+                self.fire(k, note)
+            }
+            Choice::Fire { node, index } => {
+                let k = (0..self.timers.len())
+                    .filter(|&k| self.timers[k].node.0 == node)
+                    .nth(index as usize)
+                    .expect("an enabled timer");
+                self.fire(k, note)
+            }
+            Choice::Lose { from, to, index } => {
+                let link = &mut self.links[(from as usize) * self.n + to as usize];
+                let msg = link.remove(index as usize).expect("an enabled loss");
+                self.lose_budget -= 1;
+                self.lost_done += 1;
+                note(self.now, format!("{} -> {}: {:?} is lost", PeerId(from), PeerId(to), msg));
+                Ok(())
             }
             Choice::Stale { index, keep } => {
                 let k = index as usize;
@@ -422,6 +485,25 @@ where
                 Ok(())
             }
             Choice::Restart { node } => self.restart(node as usize, note),
+        }
+    }
+
+    /// Timer `k` of the list fires (a stale one is delivered once anyway); the clock
+    /// moves to its time if that is later.
+    fn fire(&mut self, k: usize, note: &mut dyn FnMut(Duration, String)) -> Result<(), Failure> {
+        let t = self.timers.remove(k);
+        self.now = self.now.max(t.at);
+        let i = t.node.index();
+        if t.live {
+            note(self.now, format!("{} timer {:?} fires", t.node, t.timer));
+            match self.hosts[i].fire(self.now, &t.timer, t.generation) {
+                Some(step) => self.carry(i, step, note),
+                None => Ok(()),
+            }
+        } else {
+            // Reset or cancelled, delivered once anyway, as the contract allows.
+            note(self.now, format!("{} timer {:?} fires (stale)", t.node, t.timer));
+            self.input(i, Input::Timer { timer: t.timer }, note)
         }
     }
 
