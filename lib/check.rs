@@ -61,6 +61,10 @@ pub struct CheckOpts {
     pub timers: TimerOrder,
     /// Up to this many messages in flight may be lost.
     pub lose: u32,
+    /// Let nodes forget fields no later step reads ([`crate::algorithm::Node::forget`]):
+    /// fewer states, the same verdicts. Off by default, so counts match models that do
+    /// not (the Stateright bench).
+    pub forget: bool,
 }
 
 /// Which armed timer may fire next, `--timers`.
@@ -89,6 +93,7 @@ impl CheckOpts {
             stale_timers: false,
             timers: TimerOrder::Any,
             lose: 0,
+            forget: false,
         }
     }
 }
@@ -290,7 +295,8 @@ where
     let world = World::<N>::new(configs, opts.entries)
         .stale_timers(opts.stale_timers)
         .any_timer(opts.timers == TimerOrder::Any)
-        .lose(opts.lose);
+        .lose(opts.lose)
+        .forget(opts.forget);
     let world = if opts.non_fifo { world.non_fifo() } else { world };
     world.crashes(opts.crashes, |_| true)
 }
@@ -539,6 +545,43 @@ mod tests {
         assert_eq!(v.property, "no node failure");
         assert!(v.failure.starts_with("a node panicked: on_want_cs is not written yet"), "{}", v.failure);
         assert_eq!(v.choices, vec![Choice::Call { node: 0, index: 0 }]);
+    }
+
+    #[test]
+    fn forgetting_dead_tickets_merges_states_and_is_off_by_default() {
+        let mut opts = CheckOpts::new(3, 2);
+        let plain = check::<RicartAgrawala>(ServiceKind::Mutex, &opts, &mut quiet);
+        assert_eq!(plain.states, 34_845, "the Stateright model's count");
+        opts.forget = true;
+        let r = check::<RicartAgrawala>(ServiceKind::Mutex, &opts, &mut quiet);
+        assert!(r.complete && r.violation.is_none(), "{}", r.text("ricart-agrawala"));
+        assert_eq!(r.states, 30_846, "a ticket is dead once its request is over");
+    }
+
+    #[test]
+    fn a_lost_message_leaves_the_centralized_requester_waiting_forever() {
+        use crate::algos::centralized::Centralized;
+        let mut opts = CheckOpts::new(2, 1);
+        assert!(check::<Centralized>(ServiceKind::Mutex, &opts, &mut quiet).violation.is_none());
+        opts.lose = 1;
+        let r = check::<Centralized>(ServiceKind::Mutex, &opts, &mut quiet);
+        let v = r.violation.clone().expect("a lost REQUEST or GRANT is never made good");
+        assert_eq!(v.property, "no deadlock", "{}", r.text("centralized"));
+        assert!(v.choices.iter().any(|c| matches!(c, Choice::Lose { .. })));
+        assert!(v.steps.iter().flatten().any(|l| l.ends_with("is lost")), "{:?}", v.steps);
+    }
+
+    #[test]
+    fn bully_at_n2_is_finite_whichever_timer_may_fire() {
+        use crate::algos::bully::Bully;
+        let mut opts = CheckOpts::new(2, 1);
+        assert_eq!(opts.timers, TimerOrder::Any, "the checker makes no timing assumption");
+        let any = check::<Bully>(ServiceKind::Election, &opts, &mut quiet);
+        assert!(any.complete && any.violation.is_none(), "{}", any.text("bully"));
+        assert_eq!(any.states, 107);
+        opts.timers = TimerOrder::Earliest;
+        let earliest = check::<Bully>(ServiceKind::Election, &opts, &mut quiet);
+        assert_eq!(earliest.states, 107);
     }
 
     #[test]

@@ -407,6 +407,9 @@ struct CheckArgs {
     /// Up to this many messages in flight may be lost, any one of them.
     #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
     lose: i64,
+    /// Let nodes forget fields no later step reads (fewer states, same verdicts).
+    #[arg(long)]
+    forget: bool,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     json: bool,
@@ -929,6 +932,7 @@ fn cmd_check(a: CheckArgs) -> Outcome {
             TimersArg::Earliest => check::TimerOrder::Earliest,
         },
         lose: within("--lose", a.lose, 0, 100)? as u32,
+        forget: a.forget,
     };
     // A progress line only for a person watching: a pipe or a test sees none.
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());

@@ -165,6 +165,8 @@ where
     any_timer: bool,
     /// Messages that may still be lost.
     lose_budget: u32,
+    /// After each step, every node forgets what no later step reads ([`Node::forget`]).
+    forget: bool,
     /// Messages lost so far (a tally, not state).
     pub(super) lost_done: u32,
     /// Crashes still allowed, and which nodes may crash.
@@ -197,6 +199,7 @@ where
             stale_timers: self.stale_timers,
             any_timer: self.any_timer,
             lose_budget: self.lose_budget,
+            forget: self.forget,
             lost_done: self.lost_done,
             crash_budget: self.crash_budget,
             may_crash: self.may_crash.clone(),
@@ -292,6 +295,7 @@ where
             stale_timers: false,
             any_timer: false,
             lose_budget: 0,
+            forget: false,
             lost_done: 0,
             crash_budget: 0,
             may_crash: vec![false; n],
@@ -330,6 +334,13 @@ where
         self
     }
 
+    /// After each step let every node forget what no later step reads
+    /// ([`Node::forget`]): fewer distinct states, the same behaviour.
+    pub fn forget(mut self, on: bool) -> Self {
+        self.forget = on;
+        self
+    }
+
     /// Allow up to `count` messages in flight to be lost, any one of them.
     pub fn lose(mut self, count: u32) -> Self {
         self.lose_budget = count;
@@ -345,7 +356,15 @@ where
 
     /// Start every node.
     pub fn start(&mut self, note: &mut dyn FnMut(Duration, String)) -> Result<(), Failure> {
-        (0..self.n).try_for_each(|i| self.input(i, Input::Start, note))
+        (0..self.n).try_for_each(|i| self.input(i, Input::Start, note))?;
+        self.forget_dead_fields();
+        Ok(())
+    }
+
+    fn forget_dead_fields(&mut self) {
+        if self.forget {
+            self.hosts.iter_mut().for_each(Host::forget);
+        }
     }
 
     /// Node `id`.
@@ -431,6 +450,12 @@ where
     /// Do `choice`, which must be one of [`World::enabled`]'s. A note on what happened
     /// is passed to `note` (for traces). An error is a failure of the algorithm.
     pub fn apply(&mut self, choice: Choice, note: &mut dyn FnMut(Duration, String)) -> Result<(), Failure> {
+        self.take(choice, note)?;
+        self.forget_dead_fields();
+        Ok(())
+    }
+
+    fn take(&mut self, choice: Choice, note: &mut dyn FnMut(Duration, String)) -> Result<(), Failure> {
         match choice {
             Choice::Deliver { from, to, index } => {
                 let link = &mut self.links[(from as usize) * self.n + to as usize];
@@ -738,6 +763,48 @@ mod tests {
         let hasher = RandomState::new();
         assert_eq!(hasher.hash_one(&one), hasher.hash_one(&two));
         assert_eq!(hasher.hash_one(&beats), hasher.hash_one(&start));
+    }
+
+    #[test]
+    fn with_any_timer_order_a_later_timer_may_fire_first() {
+        let mut w = World::<Beat>::new((0..2).map(|i| Config::new(i, 2)).collect(), 1).any_timer(true);
+        w.start(&mut |_, _| {}).unwrap();
+        w.apply(call(0), &mut |_, _| {}).unwrap();
+        // w0 has its Beat (10 ms) and its Wait (5 ms) armed, w1 its Beat: each may fire.
+        let fires: Vec<Choice> =
+            w.enabled().into_iter().filter(|c| matches!(c, Choice::Fire { .. })).collect();
+        let fire = |node, index| Choice::Fire { node, index };
+        assert_eq!(fires, [fire(0, 0), fire(1, 0), fire(0, 1)]);
+        assert!(!w.enabled().contains(&Choice::Timer));
+        // The Beat before the Wait: a PING goes out while w0 still waits.
+        let mut notes = Vec::new();
+        w.apply(fire(0, 0), &mut |_, l| notes.push(l)).unwrap();
+        assert_eq!(notes, ["w0 timer Beat fires"]);
+        assert_eq!(w.links[1].len(), 1);
+        // Earliest first (the simulator) offers one timer choice, and it is the Wait.
+        let mut early = after(&[call(0)]);
+        assert!(!early.enabled().iter().any(|c| matches!(c, Choice::Fire { .. })));
+        let mut notes = Vec::new();
+        early.apply(Choice::Timer, &mut |_, l| notes.push(l)).unwrap();
+        assert_eq!(notes[0], "w0 timer Wait fires");
+    }
+
+    #[test]
+    fn a_loss_budget_lets_any_message_in_flight_be_lost_that_often() {
+        let mut w = World::<Beat>::new((0..2).map(|i| Config::new(i, 2)).collect(), 1).lose(1);
+        w.start(&mut |_, _| {}).unwrap();
+        let none_yet = w.clone();
+        assert!(!w.enabled().iter().any(|c| matches!(c, Choice::Lose { .. })), "nothing in flight");
+        w.apply(Choice::Timer, &mut |_, _| {}).unwrap();
+        let lose = Choice::Lose { from: 0, to: 1, index: 0 };
+        assert!(w.enabled().contains(&lose));
+        w.apply(lose, &mut |_, _| {}).unwrap();
+        assert!(w.links.iter().all(VecDeque::is_empty));
+        assert_eq!((w.lost_done, w.sent["PING"]), (1, 1), "sent, and lost");
+        // The budget is spent: a second PING cannot be lost, and the state says so.
+        w.apply(Choice::Timer, &mut |_, _| {}).unwrap();
+        assert!(!w.enabled().iter().any(|c| matches!(c, Choice::Lose { .. })));
+        assert_ne!(w.lose_budget, none_yet.lose_budget);
     }
 
     #[test]
