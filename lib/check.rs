@@ -22,12 +22,13 @@
 //!   nodes agree on a live leader).
 //!
 //! Knobs are the world's: non-FIFO channels, crashes (each followed by a restart, of any
-//! node), stale timers. Time: the world's [`Choice::Timer`] fires the earliest armed
-//! timer, and this first cut keeps that (the design note wants "any armed timer may
-//! fire"). Worlds hash timers as a set, not by their times, so where several timers are
-//! armed at once a state reached with another timer order is taken for the one seen
-//! first: the search is exhaustive for algorithms with at most one armed timer at a
-//! time, and an under-approximation otherwise. Limits: [`CheckOpts::max_states`] and
+//! node), stale timers, lost messages ([`CheckOpts::lose`]), and which timers may fire
+//! ([`TimerOrder`]). Time: by default any armed timer may fire ([`Choice::Fire`]), so a
+//! check assumes nothing about timing and a timeout may come before what it waits for;
+//! worlds hash timers as a set, which is exact then. With [`TimerOrder::Earliest`] only
+//! the earliest fires, as in the simulator, but states still compare without timer
+//! times, so where several timers are armed at once the search is an
+//! under-approximation. [`CheckOpts::forget`] lets nodes clear dead fields. Limits: [`CheckOpts::max_states`] and
 //! [`CheckOpts::max_seconds`]; a search cut short says why.
 
 use std::collections::hash_map::{DefaultHasher, Entry};
@@ -569,6 +570,8 @@ mod tests {
         assert_eq!(v.property, "no deadlock", "{}", r.text("centralized"));
         assert!(v.choices.iter().any(|c| matches!(c, Choice::Lose { .. })));
         assert!(v.steps.iter().flatten().any(|l| l.ends_with("is lost")), "{:?}", v.steps);
+        let e = crate::sim::Sim::<Centralized>::new(2, 0).lose(1).replay(1, &v.choices).unwrap_err();
+        assert!(matches!(e.failure, Failure::Deadlock { .. }), "{e}");
     }
 
     #[test]

@@ -91,3 +91,26 @@ fn an_election_algorithm_is_checked_too() {
     let s = stdout(&out);
     assert!(s.contains("one leader per term"), "{s}\n{}", stderr(&out));
 }
+
+#[test]
+fn lost_messages_timer_order_and_forgetting_are_flags() {
+    let out = run(&["check", "--algo", "centralized", "-n", "2", "--lose", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let s = stdout(&out);
+    assert!(s.contains("no deadlock            VIOLATED"), "{s}");
+    assert!(s.contains(" is lost"), "{s}");
+    let out = run(&["check", "--algo", "ricart-agrawala", "-n", "3", "-k", "1", "--forget"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let out = run(&["check", "--algo", "bully", "-n", "2", "--timers", "earliest"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains("states: 107,"), "{}", stdout(&out));
+    for (args, says) in [
+        (&["check", "--algo", "bully", "--timers", "soon"][..], "invalid value 'soon' for '--timers"),
+        (&["check", "--algo", "bully", "--lose", "-1"], "--lose must be between 0 and 100, not -1"),
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out).trim_end().lines().count(), 1, "{}", stderr(&out));
+    }
+}

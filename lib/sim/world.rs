@@ -13,7 +13,10 @@
 //! - Channels are FIFO per ordered pair unless the world was made non-FIFO, and then any
 //!   message in flight on a channel may be delivered first.
 //! - Delivering a message or an application step takes no virtual time; only timers move
-//!   the clock, and the timer that fires is always the earliest one.
+//!   the clock, and the timer that fires is the earliest one ([`Choice::Timer`]), or with
+//!   [`World::any_timer`] any armed one ([`Choice::Fire`], the checker's default).
+//! - With a loss budget ([`World::lose`]) any message in flight may be lost
+//!   ([`Choice::Lose`]), that many times in all.
 //! - With stale timers on, a timer reset or cancelled is not forgotten at once: the next
 //!   choice decides whether it still fires once ([`Choice::Stale`]), as the driver
 //!   contract allows.
@@ -133,7 +136,8 @@ impl<T> SetTimer<T> {
 /// N nodes of `N`, their applications, channels and timers. See the module doc.
 ///
 /// Method groups: making one ([`World::new`], then the knobs [`World::non_fifo`],
-/// [`World::stale_timers`], [`World::crashes`], then [`World::start`]); stepping it
+/// [`World::stale_timers`], [`World::crashes`], [`World::any_timer`], [`World::lose`],
+/// [`World::forget`], then [`World::start`]); stepping it
 /// ([`World::enabled`], [`World::apply`]); reading it ([`World::done`],
 /// [`World::waiting`], [`World::node`], and the tallies the report is made of).
 ///
@@ -211,11 +215,12 @@ where
 // By hand, not derived, so that a search recognises a state it has seen (design note
 // layers.md, "State that is the same compares the same"). In: the hosts, incarnations,
 // who is up, each channel's messages in order, news of deaths due, the armed timers as
-// a multiset (whose, which, live or stale), the applications' phases, the crashes still
-// allowed and the world's knobs. Out, kept beside as Stateright keeps history: the
-// clock, timer times, sequence numbers and generations, messages sent, counters and
-// crashes done. The timers are a set because the checker lets any armed timer fire
-// (design note check.md); the seeded scheduler's earliest-first rule reads the times.
+// a multiset (whose, which, live or stale), the applications' phases, the crashes and
+// losses still allowed and the world's knobs. Out, kept beside as Stateright keeps
+// history: the clock, timer times, sequence numbers and generations, messages sent,
+// counters, losses and crashes done. The timers are a set because the checker lets any
+// armed timer fire (design note check.md); the seeded scheduler's earliest-first rule
+// reads the times.
 impl<N: Node> PartialEq for World<N>
 where
     N::Service: SimService,
