@@ -34,12 +34,13 @@
 //! Not checked: liveness beyond terminal states (the summary says so).
 //!
 //! Knobs are the world's: non-FIFO channels, crashes (each followed by a restart, of any
-//! node), stale timers. Time: the world's [`Choice::Timer`] fires the earliest armed
-//! timer, and this first cut keeps that (the design note wants "any armed timer may
-//! fire"). Worlds hash timers as a set, not by their times, so where several timers are
-//! armed at once a state reached with another timer order is taken for the one seen
-//! first: the search is exhaustive for algorithms with at most one armed timer at a
-//! time, and an under-approximation otherwise. Limits: [`CheckOpts::max_states`] and
+//! node), stale timers, lost messages ([`CheckOpts::lose`]), and which timers may fire
+//! ([`TimerOrder`]). Time: by default any armed timer may fire ([`Choice::Fire`]), so a
+//! check assumes nothing about timing and a timeout may come before what it waits for;
+//! worlds hash timers as a set, which is exact then. With [`TimerOrder::Earliest`] only
+//! the earliest fires, as in the simulator, but states still compare without timer
+//! times, so where several timers are armed at once the search is an
+//! under-approximation. [`CheckOpts::forget`] lets nodes clear dead fields. Limits: [`CheckOpts::max_states`] and
 //! [`CheckOpts::max_seconds`]; a search cut short says why.
 
 use std::collections::hash_map::{DefaultHasher, Entry};
@@ -86,6 +87,31 @@ pub struct CheckOpts {
     /// highest live id), as bully and the ring algorithms promise.
     #[serde(default)]
     pub highest_wins: bool,
+    /// Which armed timers may fire next (the checker's default: any of them).
+    #[serde(default)]
+    pub timers: TimerOrder,
+    /// Up to this many messages in flight may be lost.
+    #[serde(default)]
+    pub lose: u32,
+    /// Let nodes forget fields no later step reads ([`crate::algorithm::Node::forget`]):
+    /// fewer states, the same verdicts. Off by default, so counts match models that do
+    /// not (the Stateright bench).
+    #[serde(default)]
+    pub forget: bool,
+}
+
+/// Which armed timer may fire next, `--timers`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimerOrder {
+    /// Any armed timer, however long it has still to run: no timing assumption at all,
+    /// so a timeout may come before what it waits for (a false suspicion).
+    #[default]
+    Any,
+    /// Only the earliest, as the simulator: timers keep their order, but states that
+    /// differ only in that order count as one, so with several timers armed at once the
+    /// search is not exhaustive.
+    Earliest,
 }
 
 // A knob a counterexample file does not name is off, so files written before it existed
@@ -111,6 +137,9 @@ impl CheckOpts {
             stale_timers: false,
             bypass_bound: None,
             highest_wins: false,
+            timers: TimerOrder::Any,
+            lose: 0,
+            forget: false,
         }
     }
 }
@@ -410,7 +439,11 @@ where
     N::Service: SimService,
 {
     let configs = (0..opts.n).map(|i| Config::new(i, opts.n)).collect();
-    let world = World::<N>::new(configs, opts.entries).stale_timers(opts.stale_timers);
+    let world = World::<N>::new(configs, opts.entries)
+        .stale_timers(opts.stale_timers)
+        .any_timer(opts.timers == TimerOrder::Any)
+        .lose(opts.lose)
+        .forget(opts.forget);
     let world = if opts.non_fifo { world.non_fifo() } else { world };
     world.crashes(opts.crashes, |_| true)
 }
@@ -975,6 +1008,45 @@ mod tests {
         );
         assert!(!r.properties.last().unwrap().held);
         assert!(r.text("ricart-agrawala").contains("at most 3 messages in flight VIOLATED"));
+    }
+
+    #[test]
+    fn forgetting_dead_tickets_merges_states_and_is_off_by_default() {
+        let mut opts = CheckOpts::new(3, 2);
+        let plain = check::<RicartAgrawala>(ServiceKind::Mutex, &opts, &mut quiet);
+        assert_eq!(plain.states, 34_845, "the Stateright model's count");
+        opts.forget = true;
+        let r = check::<RicartAgrawala>(ServiceKind::Mutex, &opts, &mut quiet);
+        assert!(r.complete && r.violation.is_none(), "{}", r.text("ricart-agrawala"));
+        assert_eq!(r.states, 30_846, "a ticket is dead once its request is over");
+    }
+
+    #[test]
+    fn a_lost_message_leaves_the_centralized_requester_waiting_forever() {
+        use crate::algos::centralized::Centralized;
+        let mut opts = CheckOpts::new(2, 1);
+        assert!(check::<Centralized>(ServiceKind::Mutex, &opts, &mut quiet).violation.is_none());
+        opts.lose = 1;
+        let r = check::<Centralized>(ServiceKind::Mutex, &opts, &mut quiet);
+        let v = r.violation.clone().expect("a lost REQUEST or GRANT is never made good");
+        assert_eq!(v.property, "no deadlock", "{}", r.text("centralized"));
+        assert!(v.choices.iter().any(|c| matches!(c, Choice::Lose { .. })));
+        assert!(v.steps.iter().flatten().any(|l| l.ends_with("is lost")), "{:?}", v.steps);
+        let e = crate::sim::Sim::<Centralized>::new(2, 0).lose(1).replay(1, &v.choices).unwrap_err();
+        assert!(matches!(e.failure, Failure::Deadlock { .. }), "{e}");
+    }
+
+    #[test]
+    fn bully_at_n2_is_finite_whichever_timer_may_fire() {
+        use crate::algos::bully::Bully;
+        let mut opts = CheckOpts::new(2, 1);
+        assert_eq!(opts.timers, TimerOrder::Any, "the checker makes no timing assumption");
+        let any = check::<Bully>(ServiceKind::Election, &opts, &mut quiet);
+        assert!(any.complete && any.violation.is_none(), "{}", any.text("bully"));
+        assert_eq!(any.states, 107);
+        opts.timers = TimerOrder::Earliest;
+        let earliest = check::<Bully>(ServiceKind::Election, &opts, &mut quiet);
+        assert_eq!(earliest.states, 107);
     }
 
     #[test]

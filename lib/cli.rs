@@ -251,6 +251,15 @@ enum DetectorArg {
     Heartbeat,
 }
 
+/// Which armed timer `check` may fire next (`--timers`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum TimersArg {
+    /// Any armed timer: no timing assumption, a timeout may come early.
+    Any,
+    /// Only the earliest, as the simulator.
+    Earliest,
+}
+
 /// Options `run` and `elect` share.
 #[derive(Args)]
 struct Shared {
@@ -396,6 +405,15 @@ struct CheckArgs {
     /// A reset or cancelled timer may still fire once, as the driver contract allows.
     #[arg(long)]
     stale_timers: bool,
+    /// Which armed timer may fire next: `any` (no timing assumption) or `earliest`.
+    #[arg(long, value_enum, default_value = "any")]
+    timers: TimersArg,
+    /// Up to this many messages in flight may be lost, any one of them.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    lose: i64,
+    /// Let nodes forget fields no later step reads (fewer states, same verdicts).
+    #[arg(long)]
+    forget: bool,
     /// Check that while a node waits, the others enter at most B times (default: the
     /// bound the algorithm promises, if it promises one). The count joins the state.
     #[arg(long, value_name = "B", allow_negative_numbers = true)]
@@ -950,6 +968,12 @@ fn cmd_check(a: CheckArgs) -> Outcome {
         stale_timers: a.stale_timers,
         bypass_bound,
         highest_wins: false,
+        timers: match a.timers {
+            TimersArg::Any => check::TimerOrder::Any,
+            TimersArg::Earliest => check::TimerOrder::Earliest,
+        },
+        lose: within("--lose", a.lose, 0, 100)? as u32,
+        forget: a.forget,
     };
     // The entry's promises (its bypass bound, the highest live id) are checked too.
     let opts = info.check_opts(opts);

@@ -409,8 +409,19 @@ pub enum ReplayOrder {
     },
     /// The application makes its next call (asks for the section, or leaves it).
     Call,
-    /// The earliest of the node's armed timers fires.
-    Fire,
+    /// One of the node's armed timers fires: the `nth` armed (oldest first), or the
+    /// earliest due when `None` (a check with `--timers earliest`).
+    Fire {
+        /// Which, in the order they were armed.
+        nth: Option<u32>,
+    },
+    /// The network loses the held message `seq` from `from`: it is never handed over.
+    Lose {
+        /// The sender.
+        from: PeerId,
+        /// Its place on the channel.
+        seq: u64,
+    },
 }
 
 /// What a worker is doing, for stall diagnoses.

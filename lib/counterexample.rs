@@ -107,10 +107,16 @@ impl CounterexampleFile {
         }
         for (i, c) in self.choices.iter().enumerate() {
             let named = match *c {
-                Choice::Deliver { from, to, .. } | Choice::Down { from, to } => vec![from, to],
-                Choice::Call { node, .. } | Choice::Crash { node } | Choice::Restart { node } => vec![node],
-                #[allow(unreachable_patterns)] // a timer that names its node one day
-                _ => Vec::new(),
+                Choice::Deliver { from, to, .. }
+                | Choice::Lose { from, to, .. }
+                | Choice::Down { from, to } => {
+                    vec![from, to]
+                }
+                Choice::Call { node, .. }
+                | Choice::Fire { node, .. }
+                | Choice::Crash { node }
+                | Choice::Restart { node } => vec![node],
+                Choice::Timer | Choice::Stale { .. } => Vec::new(),
             };
             if let Some(bad) = named.into_iter().find(|&w| w >= n) {
                 return Err(format!("step {} names node {bad}, but n = {n}", i + 1));

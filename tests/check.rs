@@ -155,3 +155,26 @@ fn an_invariant_of_ones_own_is_checked_from_outside_the_library() {
     assert_eq!((v.property, v.failure.as_str()), ("w2 never enters", "w2 is inside"));
     assert_eq!(v.choices.len(), 5, "w2 asks, both reply, w2 enters: {:?}", v.steps);
 }
+
+#[test]
+fn lost_messages_timer_order_and_forgetting_are_flags() {
+    let out = run(&["check", "--algo", "centralized", "-n", "2", "--lose", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let s = stdout(&out);
+    assert!(s.lines().any(|l| l.trim_start().starts_with("no deadlock") && l.ends_with(" VIOLATED")), "{s}");
+    assert!(s.contains(" is lost"), "{s}");
+    let out = run(&["check", "--algo", "ricart-agrawala", "-n", "3", "-k", "1", "--forget"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let out = run(&["check", "--algo", "bully", "-n", "2", "--timers", "earliest"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains("states: 107,"), "{}", stdout(&out));
+    for (args, says) in [
+        (&["check", "--algo", "bully", "--timers", "soon"][..], "invalid value 'soon' for '--timers"),
+        (&["check", "--algo", "bully", "--lose", "-1"], "--lose must be between 0 and 100, not -1"),
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out).trim_end().lines().count(), 1, "{}", stderr(&out));
+    }
+}

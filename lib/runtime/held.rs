@@ -119,10 +119,14 @@ impl<M, T: PartialEq> Held<M, T> {
         self.timers.retain(|t| t.timer != *timer);
     }
 
-    /// The earliest armed timer (then the first armed), taken out with its generation;
-    /// the virtual clock moves to its time.
-    pub(super) fn fire(&mut self) -> Option<(T, u64)> {
-        let k = (0..self.timers.len()).min_by_key(|&k| (self.timers[k].at, self.timers[k].seq))?;
+    /// The `nth` armed timer (oldest first, as the world counts a node's timers), or
+    /// the earliest due (then the first armed) when `None`, taken out with its
+    /// generation; the virtual clock moves to its time if that is later.
+    pub(super) fn fire(&mut self, nth: Option<usize>) -> Option<(T, u64)> {
+        let k = match nth {
+            Some(i) => (i < self.timers.len()).then_some(i)?,
+            None => (0..self.timers.len()).min_by_key(|&k| (self.timers[k].at, self.timers[k].seq))?,
+        };
         let t = self.timers.remove(k);
         self.now = self.now.max(t.at);
         Some((t.timer, t.generation))
@@ -156,13 +160,19 @@ mod tests {
         h.arm('a', 1, Duration::from_millis(30));
         h.arm('b', 2, Duration::from_millis(10));
         h.arm('c', 3, Duration::from_millis(10));
-        assert_eq!(h.fire(), Some(('b', 2)));
+        assert_eq!(h.fire(None), Some(('b', 2)));
         // Re-armed from the new now (10 ms): due at 15 ms, after 'c' at 10 ms.
         h.arm('a', 4, Duration::from_millis(5));
-        assert_eq!(h.fire(), Some(('c', 3)));
-        assert_eq!(h.fire(), Some(('a', 4)), "the re-armed one, not the forgotten one");
+        assert_eq!(h.fire(None), Some(('c', 3)));
+        assert_eq!(h.fire(None), Some(('a', 4)), "the re-armed one, not the forgotten one");
         h.arm('d', 5, Duration::from_millis(1));
         h.disarm(&'d');
-        assert_eq!(h.fire(), None);
+        assert_eq!(h.fire(None), None);
+        // Any armed timer may be chosen, by its place in arming order.
+        h.arm('x', 5, Duration::from_millis(9));
+        h.arm('y', 6, Duration::from_millis(1));
+        assert_eq!(h.fire(Some(2)), None, "only two are armed");
+        assert_eq!(h.fire(Some(0)), Some(('x', 5)), "the later one, chosen first");
+        assert_eq!(h.fire(Some(0)), Some(('y', 6)));
     }
 }

@@ -814,9 +814,18 @@ impl<A: Node<Service: RunService>> Worker<A> {
                     self.run_local()?;
                 }
             },
-            ReplayOrder::Fire => {
-                let Some((timer, generation)) = h.fire() else {
-                    return Ok(Err("no timer is armed".into()));
+            ReplayOrder::Lose { from, seq } => {
+                // The checker's lost message: it arrived here and is never handed over.
+                if h.release(from, seq).is_none() {
+                    return Ok(Err(format!("no message #{seq} from {from} is held")));
+                }
+            }
+            ReplayOrder::Fire { nth } => {
+                let Some((timer, generation)) = h.fire(nth.map(|i| i as usize)) else {
+                    return Ok(Err(match nth {
+                        Some(i) => format!("no timer #{i} is armed"),
+                        None => "no timer is armed".into(),
+                    }));
                 };
                 if let Some(step) = self.host.fire(self.now(), &timer, generation) {
                     self.carry(step)?;

@@ -48,6 +48,12 @@ pub enum Lost {
     /// Its sender restarted before it was delivered: the new life's connection replaces
     /// the old one, and what the old one carried is gone (as the runtime drops it).
     SenderRestarted,
+    /// The network lost it in flight (a check's `--lose`): the `index`-th in flight on
+    /// its channel.
+    Network {
+        /// Its place among the messages in flight on its channel.
+        index: u32,
+    },
 }
 
 /// One thing that happened in the world, with the message or timer it concerns borrowed
@@ -144,7 +150,12 @@ impl<M, T> WorldEvent<'_, M, T> {
     /// Whether the simulator's traces show it: everything but sends, losses, and the
     /// event that broke the promise (the failure says it).
     pub fn is_note(&self) -> bool {
-        !matches!(self, WorldEvent::Sent { .. } | WorldEvent::Lost { .. } | WorldEvent::Broke { .. })
+        match self {
+            // A loss the network chose is a step of its own; the others follow from one.
+            WorldEvent::Lost { why, .. } => matches!(why, Lost::Network { .. }),
+            WorldEvent::Sent { .. } | WorldEvent::Broke { .. } => false,
+            _ => true,
+        }
     }
 }
 
@@ -171,6 +182,7 @@ impl<M: Debug, T: Debug> fmt::Display for WorldEvent<'_, M, T> {
                     Lost::ReceiverDead => "its receiver is down",
                     Lost::ReceiverCrashed => "its receiver crashed",
                     Lost::SenderRestarted => "its sender restarted",
+                    Lost::Network { .. } => return write!(f, "{from} -> {to}: {msg:?} is lost"),
                 };
                 write!(f, "{from} -> {to}: {msg:?} is lost ({why})")
             }

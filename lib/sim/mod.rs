@@ -367,6 +367,21 @@ where
         self
     }
 
+    /// Let any armed timer fire, not only the earliest (as `mutexlab check` does by
+    /// default): to replay a check's counterexample. A seeded run then fires one of them
+    /// at random where it would have fired the earliest.
+    pub fn any_timer(mut self, on: bool) -> Self {
+        self.world = self.world.any_timer(on);
+        self
+    }
+
+    /// Let up to `count` messages in flight be lost (`mutexlab check --lose`): to replay
+    /// a check's counterexample; the seeded scheduler never loses one itself.
+    pub fn lose(mut self, count: u32) -> Self {
+        self.world = self.world.lose(count);
+        self
+    }
+
     /// Fail with [`Failure::StepLimit`] after this many steps (default 200 000).
     pub fn max_steps(mut self, steps: u64) -> Self {
         self.max_steps = steps;
@@ -491,8 +506,12 @@ where
             }
         }
         let quiet = !candidates.iter().any(|c| matches!(c, Choice::Deliver { .. }));
-        if enabled.contains(&Choice::Timer) && (quiet || self.rng.random_range(0..TIMER_RACE) == 0) {
-            candidates.push(Choice::Timer);
+        let timers: Vec<Choice> =
+            enabled.iter().copied().filter(|c| matches!(c, Choice::Timer | Choice::Fire { .. })).collect();
+        if !timers.is_empty() && (quiet || self.rng.random_range(0..TIMER_RACE) == 0) {
+            // Earliest first offers one timer choice: no draw, so seeded runs stay as they were.
+            let k = if timers.len() > 1 { self.rng.random_range(0..timers.len()) } else { 0 };
+            candidates.push(timers[k]);
         }
         if candidates.is_empty() {
             return None;

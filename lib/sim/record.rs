@@ -143,9 +143,18 @@ impl Recorder {
             WorldEvent::Lost { from, to, msg, why } => {
                 let (i, j) = (from.index(), to.index());
                 let link = &mut self.links[i * self.n + j];
-                let taken = if why == Lost::ReceiverDead { link.pop_back() } else { link.pop_front() };
+                let taken = match why {
+                    Lost::ReceiverDead => link.pop_back(),
+                    Lost::Network { index } => link.remove(index as usize),
+                    Lost::ReceiverCrashed | Lost::SenderRestarted => link.pop_front(),
+                };
                 let Some((inc, lc)) = taken else { return };
-                let why = if why == Lost::ReceiverDead { "down" } else { "peer-down" };
+                // The runtime's words: `drop` is the network's loss (as `--drop`).
+                let why = match why {
+                    Lost::ReceiverDead => "down",
+                    Lost::Network { .. } => "drop",
+                    Lost::ReceiverCrashed | Lost::SenderRestarted => "peer-down",
+                };
                 let kind = EventKind::Drop { to: to.0, msg: msg.kind().to_string(), why: why.into() };
                 let t = self.t();
                 self.line(i, &Event { w: from.0, inc, t, lc, kind });

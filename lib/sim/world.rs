@@ -13,7 +13,10 @@
 //! - Channels are FIFO per ordered pair unless the world was made non-FIFO, and then any
 //!   message in flight on a channel may be delivered first.
 //! - Delivering a message or an application step takes no virtual time; only timers move
-//!   the clock, and the timer that fires is always the earliest one.
+//!   the clock, and the timer that fires is the earliest one ([`Choice::Timer`]), or with
+//!   [`World::any_timer`] any armed one ([`Choice::Fire`], the checker's default).
+//! - With a loss budget ([`World::lose`]) any message in flight may be lost
+//!   ([`Choice::Lose`]), that many times in all.
 //! - With stale timers on, a timer reset or cancelled is not forgotten at once: the next
 //!   choice decides whether it still fires once ([`Choice::Stale`]), as the driver
 //!   contract allows.
@@ -67,8 +70,26 @@ pub enum Choice {
         /// Which of the calls it could make now.
         index: u32,
     },
-    /// The earliest timer fires.
+    /// The earliest timer fires (the simulator's rule, and `--timers earliest`).
     Timer,
+    /// Node `node`'s `index`-th armed timer (oldest first) fires, whichever is due first:
+    /// with any-timer order on ([`World::any_timer`], the checker's default).
+    Fire {
+        /// The node whose timer fires.
+        node: u32,
+        /// Which of its armed timers, in the order they were armed.
+        index: u32,
+    },
+    /// The `index`-th message in flight on the channel `from → to` is lost, never
+    /// delivered (with a loss budget, [`World::lose`]).
+    Lose {
+        /// The sender.
+        from: u32,
+        /// The receiver.
+        to: u32,
+        /// Which message in flight on that channel.
+        index: u32,
+    },
     /// Decide whether the reset or cancelled timer at `index` in the timer list still
     /// fires once (`keep`) or is forgotten.
     Stale {
@@ -116,7 +137,8 @@ impl<T> SetTimer<T> {
 /// N nodes of `N`, their applications, channels and timers. See the module doc.
 ///
 /// Method groups: making one ([`World::new`], then the knobs [`World::non_fifo`],
-/// [`World::stale_timers`], [`World::crashes`], then [`World::start`]); stepping it
+/// [`World::stale_timers`], [`World::crashes`], [`World::any_timer`], [`World::lose`],
+/// [`World::forget`], then [`World::start`]); stepping it
 /// ([`World::enabled`], [`World::apply`]); reading it ([`World::done`],
 /// [`World::waiting`], [`World::node`], and the tallies the report is made of).
 ///
@@ -144,6 +166,14 @@ where
     pub(super) counters: BTreeMap<String, u64>,
     fifo: bool,
     stale_timers: bool,
+    /// Any armed timer may fire, not only the earliest.
+    any_timer: bool,
+    /// Messages that may still be lost.
+    lose_budget: u32,
+    /// After each step, every node forgets what no later step reads ([`Node::forget`]).
+    forget: bool,
+    /// Messages lost so far (a tally, not state).
+    pub(super) lost_done: u32,
     /// Crashes still allowed, and which nodes may crash.
     crash_budget: u32,
     may_crash: Vec<bool>,
@@ -172,6 +202,10 @@ where
             counters: self.counters.clone(),
             fifo: self.fifo,
             stale_timers: self.stale_timers,
+            any_timer: self.any_timer,
+            lose_budget: self.lose_budget,
+            forget: self.forget,
+            lost_done: self.lost_done,
             crash_budget: self.crash_budget,
             may_crash: self.may_crash.clone(),
             crashes_done: self.crashes_done,
@@ -182,11 +216,12 @@ where
 // By hand, not derived, so that a search recognises a state it has seen (design note
 // layers.md, "State that is the same compares the same"). In: the hosts, incarnations,
 // who is up, each channel's messages in order, news of deaths due, the armed timers as
-// a multiset (whose, which, live or stale), the applications' phases, the crashes still
-// allowed and the world's knobs. Out, kept beside as Stateright keeps history: the
-// clock, timer times, sequence numbers and generations, messages sent, counters and
-// crashes done. The timers are a set because the checker lets any armed timer fire
-// (design note check.md); the seeded scheduler's earliest-first rule reads the times.
+// a multiset (whose, which, live or stale), the applications' phases, the crashes and
+// losses still allowed and the world's knobs. Out, kept beside as Stateright keeps
+// history: the clock, timer times, sequence numbers and generations, messages sent,
+// counters, losses and crashes done. The timers are a set because the checker lets any
+// armed timer fire (design note check.md); the seeded scheduler's earliest-first rule
+// reads the times.
 impl<N: Node> PartialEq for World<N>
 where
     N::Service: SimService,
@@ -210,6 +245,8 @@ where
             && self.apps == other.apps
             && self.fifo == other.fifo
             && self.stale_timers == other.stale_timers
+            && self.any_timer == other.any_timer
+            && self.lose_budget == other.lose_budget
             && self.crash_budget == other.crash_budget
             && self.may_crash == other.may_crash
     }
@@ -232,6 +269,8 @@ where
         self.apps.hash(state);
         self.fifo.hash(state);
         self.stale_timers.hash(state);
+        self.any_timer.hash(state);
+        self.lose_budget.hash(state);
         self.crash_budget.hash(state);
         self.may_crash.hash(state);
     }
@@ -260,6 +299,10 @@ where
             counters: BTreeMap::new(),
             fifo: true,
             stale_timers: false,
+            any_timer: false,
+            lose_budget: 0,
+            forget: false,
+            lost_done: 0,
             crash_budget: 0,
             may_crash: vec![false; n],
             crashes_done: 0,
@@ -289,6 +332,27 @@ where
         self
     }
 
+    /// Let any armed timer fire next ([`Choice::Fire`]), not only the earliest
+    /// ([`Choice::Timer`]): a timeout may come before what it waits for however long it
+    /// is, as in an asynchronous system.
+    pub fn any_timer(mut self, on: bool) -> Self {
+        self.any_timer = on;
+        self
+    }
+
+    /// After each step let every node forget what no later step reads
+    /// ([`Node::forget`]): fewer distinct states, the same behaviour.
+    pub fn forget(mut self, on: bool) -> Self {
+        self.forget = on;
+        self
+    }
+
+    /// Allow up to `count` messages in flight to be lost, any one of them.
+    pub fn lose(mut self, count: u32) -> Self {
+        self.lose_budget = count;
+        self
+    }
+
     /// Allow up to `count` crashes, each of a node `eligible` allows.
     pub fn crashes(mut self, count: u32, eligible: impl Fn(PeerId) -> bool) -> Self {
         self.crash_budget = count;
@@ -298,7 +362,15 @@ where
 
     /// Start every node, telling `note` what happens.
     pub fn start(&mut self, note: &mut Observer<'_, N>) -> Result<(), Failure> {
-        (0..self.n).try_for_each(|i| self.input(i, Input::Start, note))
+        (0..self.n).try_for_each(|i| self.input(i, Input::Start, note))?;
+        self.forget_dead_fields();
+        Ok(())
+    }
+
+    fn forget_dead_fields(&mut self) {
+        if self.forget {
+            self.hosts.iter_mut().for_each(Host::forget);
+        }
     }
 
     /// Node `id`.
@@ -385,7 +457,20 @@ where
                 out.push(Choice::Crash { node });
             }
         }
-        if !self.timers.is_empty() {
+        if self.lose_budget > 0 {
+            for (from, to) in (0..n).flat_map(|f| (0..n).map(move |t| (f, t))) {
+                let len = self.links[(from * n + to) as usize].len() as u32;
+                out.extend((0..len).map(|index| Choice::Lose { from, to, index }));
+            }
+        }
+        if self.any_timer {
+            let mut armed = vec![0u32; self.n];
+            for t in &self.timers {
+                let node = t.node.0;
+                out.push(Choice::Fire { node, index: armed[node as usize] });
+                armed[node as usize] += 1;
+            }
+        } else if !self.timers.is_empty() {
             out.push(Choice::Timer);
         }
         out
@@ -394,6 +479,12 @@ where
     /// Do `choice`, which must be one of [`World::enabled`]'s, telling `note` each thing
     /// that happens ([`WorldEvent`]: for traces). An error is a failure of the algorithm.
     pub fn apply(&mut self, choice: Choice, note: &mut Observer<'_, N>) -> Result<(), Failure> {
+        self.take(choice, note)?;
+        self.forget_dead_fields();
+        Ok(())
+    }
+
+    fn take(&mut self, choice: Choice, note: &mut Observer<'_, N>) -> Result<(), Failure> {
         match choice {
             Choice::Deliver { from, to, index } => {
                 let link = &mut self.links[(from as usize) * self.n + to as usize];
@@ -418,20 +509,23 @@ where
                 let k = (0..self.timers.len())
                     .min_by_key(|&k| (self.timers[k].at, self.timers[k].seq))
                     .expect("an enabled timer");
-                let t = self.timers.remove(k);
-                self.now = self.now.max(t.at);
-                let i = t.node.index();
-                if t.live {
-                    note(self.now, &WorldEvent::TimerFires { node: t.node, timer: &t.timer, stale: false });
-                    match self.hosts[i].fire(self.now, &t.timer, t.generation) {
-                        Some(step) => self.carry(i, step, note),
-                        None => Ok(()),
-                    }
-                } else {
-                    // Reset or cancelled, delivered once anyway, as the contract allows.
-                    note(self.now, &WorldEvent::TimerFires { node: t.node, timer: &t.timer, stale: true });
-                    self.input(i, Input::Timer { timer: t.timer }, note)
-                }
+                self.fire(k, note)
+            }
+            Choice::Fire { node, index } => {
+                let k = (0..self.timers.len())
+                    .filter(|&k| self.timers[k].node.0 == node)
+                    .nth(index as usize)
+                    .expect("an enabled timer");
+                self.fire(k, note)
+            }
+            Choice::Lose { from, to, index } => {
+                let link = &mut self.links[(from as usize) * self.n + to as usize];
+                let msg = link.remove(index as usize).expect("an enabled loss");
+                self.lose_budget -= 1;
+                self.lost_done += 1;
+                let (from, to) = (PeerId(from), PeerId(to));
+                note(self.now, &WorldEvent::Lost { from, to, msg: &msg, why: Lost::Network { index } });
+                Ok(())
             }
             Choice::Stale { index, keep } => {
                 let k = index as usize;
@@ -447,6 +541,25 @@ where
                 Ok(())
             }
             Choice::Restart { node } => self.restart(node as usize, note),
+        }
+    }
+
+    /// Timer `k` of the list fires (a stale one is delivered once anyway); the clock
+    /// moves to its time if that is later.
+    fn fire(&mut self, k: usize, note: &mut Observer<'_, N>) -> Result<(), Failure> {
+        let t = self.timers.remove(k);
+        self.now = self.now.max(t.at);
+        let i = t.node.index();
+        if t.live {
+            note(self.now, &WorldEvent::TimerFires { node: t.node, timer: &t.timer, stale: false });
+            match self.hosts[i].fire(self.now, &t.timer, t.generation) {
+                Some(step) => self.carry(i, step, note),
+                None => Ok(()),
+            }
+        } else {
+            // Reset or cancelled, delivered once anyway, as the contract allows.
+            note(self.now, &WorldEvent::TimerFires { node: t.node, timer: &t.timer, stale: true });
+            self.input(i, Input::Timer { timer: t.timer }, note)
         }
     }
 
@@ -694,6 +807,59 @@ mod tests {
         let hasher = RandomState::new();
         assert_eq!(hasher.hash_one(&one), hasher.hash_one(&two));
         assert_eq!(hasher.hash_one(&beats), hasher.hash_one(&start));
+    }
+
+    #[test]
+    fn with_any_timer_order_a_later_timer_may_fire_first() {
+        let mut w = World::<Beat>::new((0..2).map(|i| Config::new(i, 2)).collect(), 1).any_timer(true);
+        w.start(&mut |_, _| {}).unwrap();
+        w.apply(call(0), &mut |_, _| {}).unwrap();
+        // w0 has its Beat (10 ms) and its Wait (5 ms) armed, w1 its Beat: each may fire.
+        let fires: Vec<Choice> =
+            w.enabled().into_iter().filter(|c| matches!(c, Choice::Fire { .. })).collect();
+        let fire = |node, index| Choice::Fire { node, index };
+        assert_eq!(fires, [fire(0, 0), fire(1, 0), fire(0, 1)]);
+        assert!(!w.enabled().contains(&Choice::Timer));
+        // The Beat before the Wait: a PING goes out while w0 still waits.
+        let mut notes = Vec::new();
+        w.apply(fire(0, 0), &mut |_, l| {
+            if l.is_note() {
+                notes.push(l.to_string())
+            }
+        })
+        .unwrap();
+        assert_eq!(notes, ["w0 timer Beat fires"]);
+        assert_eq!(w.links[1].len(), 1);
+        // Earliest first (the simulator) offers one timer choice, and it is the Wait.
+        let mut early = after(&[call(0)]);
+        assert!(!early.enabled().iter().any(|c| matches!(c, Choice::Fire { .. })));
+        let mut notes = Vec::new();
+        early
+            .apply(Choice::Timer, &mut |_, l| {
+                if l.is_note() {
+                    notes.push(l.to_string())
+                }
+            })
+            .unwrap();
+        assert_eq!(notes[0], "w0 timer Wait fires");
+    }
+
+    #[test]
+    fn a_loss_budget_lets_any_message_in_flight_be_lost_that_often() {
+        let mut w = World::<Beat>::new((0..2).map(|i| Config::new(i, 2)).collect(), 1).lose(1);
+        w.start(&mut |_, _| {}).unwrap();
+        let none_yet = w.clone();
+        assert!(!w.enabled().iter().any(|c| matches!(c, Choice::Lose { .. })), "nothing in flight");
+        w.apply(Choice::Timer, &mut |_, _| {}).unwrap();
+        let lose = Choice::Lose { from: 0, to: 1, index: 0 };
+        assert!(w.enabled().contains(&lose));
+        w.apply(lose, &mut |_, _| {}).unwrap();
+        assert!(w.links.iter().all(VecDeque::is_empty));
+        assert_eq!((w.lost_done, w.sent["PING"]), (1, 1), "sent, and lost");
+        // The budget is spent: a second PING cannot be lost, and the state says so.
+        w.apply(Choice::Timer, &mut |_, _| {}).unwrap();
+        assert!(!w.enabled().iter().any(|c| matches!(c, Choice::Lose { .. })));
+        assert_ne!(w.lose_budget, none_yet.lose_budget);
     }
 
     #[test]

@@ -104,7 +104,7 @@ impl Walk {
 /// Whose timer fires at a `Timer` step: the node the step's note names
 /// (`w1 timer Beat fires`).
 fn timer_node(choice: Choice, lines: &[String]) -> Option<usize> {
-    // A choice that names its node one day is read here first.
+    // `--timers any` names the node in the choice; `earliest` only in the note.
     let Choice::Timer = choice else { return None };
     lines.iter().find_map(|l| {
         let (who, rest) = l.split_once(' ')?;
@@ -123,6 +123,8 @@ fn describe(choice: Choice, lines: &[String]) -> String {
         Choice::Call { node, .. } => format!("w{node}'s application calls"),
         Choice::Crash { node } => format!("w{node} crashes"),
         Choice::Restart { node } => format!("w{node} restarts"),
+        Choice::Lose { from, to, index } => format!("lose message {index} in flight w{from} -> w{to}"),
+        Choice::Fire { node, index } => format!("w{node}'s timer #{index} fires"),
         _ => "a timer fires".to_string(),
     };
     if note.is_empty() {
@@ -182,7 +184,7 @@ impl Supervisor<'_> {
         let n = self.procs.slots.len();
         let deadline = Instant::now() + wait;
         match choice {
-            Choice::Deliver { from, to, index } => {
+            Choice::Deliver { from, to, index } | Choice::Lose { from, to, index } => {
                 let (from, to, index) = (from as usize, to as usize, index as usize);
                 let arrived = |s: &Self| s.walk.arrived.get(&(from, to)).is_some_and(|h| h.len() > index);
                 if !self.wait_for(arrived, deadline)? {
@@ -192,7 +194,17 @@ impl Supervisor<'_> {
                     )));
                 }
                 let seq = self.walk.take(from, to, index).expect("waited for");
-                self.order(to, ReplayOrder::Release { from: PeerId(from as u32), seq }, deadline)
+                let from = PeerId(from as u32);
+                // A lost message reaches the receiver's runtime too, and is thrown away
+                // there: that is where the walk can see it has been sent.
+                let order = match choice {
+                    Choice::Lose { .. } => ReplayOrder::Lose { from, seq },
+                    _ => ReplayOrder::Release { from, seq },
+                };
+                self.order(to, order, deadline)
+            }
+            Choice::Fire { node, index } => {
+                self.order(node as usize, ReplayOrder::Fire { nth: Some(index) }, deadline)
             }
             Choice::Down { from, to } => {
                 let (from, to) = (from as usize, to as usize);
@@ -268,7 +280,7 @@ impl Supervisor<'_> {
             }
             Choice::Stale { .. } => Err(Stuck::Cannot("stale timers are not replayed".into())),
             _ => match timer_node(choice, lines) {
-                Some(w) if w < n => self.order(w, ReplayOrder::Fire, deadline),
+                Some(w) if w < n => self.order(w, ReplayOrder::Fire { nth: None }, deadline),
                 _ => Err(Stuck::Cannot("the step does not say whose timer fires".into())),
             },
         }
