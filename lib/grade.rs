@@ -389,6 +389,20 @@ impl Search {
         self
     }
 
+    /// Elections: when the live nodes agree, it is on the highest live id (`highest
+    /// live id`), as the ring and bully algorithms promise.
+    pub fn highest_wins(mut self) -> Search {
+        self.opts.highest_wins = true;
+        self
+    }
+
+    /// Only the earliest armed timer fires (as the simulator), instead of any of them: a
+    /// search of what the node does when its timeouts are right, not early.
+    pub fn earliest_timers(mut self) -> Search {
+        self.opts.timers = crate::check::TimerOrder::Earliest;
+        self
+    }
+
     /// Cover only the first `states` states, breadth-first (the shortest ways first).
     pub fn first(mut self, states: u64) -> Search {
         self.opts.max_states = states;
@@ -410,6 +424,9 @@ impl Search {
         }
         if o.stale_timers {
             v.push("stale timers".into());
+        }
+        if o.timers == crate::check::TimerOrder::Earliest {
+            v.push("earliest timer first".into());
         }
         v
     }
@@ -436,6 +453,9 @@ impl Search {
         }
         if o.stale_timers {
             c.push_str(" --stale-timers");
+        }
+        if o.timers == crate::check::TimerOrder::Earliest {
+            c.push_str(" --timers earliest");
         }
         if let Some(states) = self.first {
             c.push_str(&format!(" --max-states {states}"));
