@@ -1,12 +1,17 @@
 //! The model checker: every interleaving of the same node code the workers run, for a
 //! small number of nodes, breadth-first from the start, so a violation comes with its
-//! shortest counterexample (`mutexlab check`; issue 18, design note `check.md`).
+//! shortest counterexample (`mutexlab check`; issue 18, design note `check.md`); or
+//! depth-first ([`CheckOpts::dfs`]) with an optional depth bound, in little memory, with
+//! a counterexample that need not be the shortest. Breadth-first may run on several
+//! threads ([`CheckOpts::threads`]), level by level, finding the same states. The
+//! engines are in `check/search.rs`.
 //!
 //! It is a third scheduler of the simulator's [`World`] (after [`crate::sim::Sim`]'s seeded
 //! one and a replay): instead of picking one enabled [`Choice`] it takes each in turn.
 //! Worlds compare and hash by protocol state, so the visited set holds only a 64-bit
 //! fingerprint of each state with its parent's fingerprint and the choice that led
-//! there; only the frontier holds whole worlds. A counterexample is rebuilt by walking
+//! there (depth-first: with the depth it was found at); only the frontier (depth-first:
+//! the path) holds whole worlds, kept without the simulator's tallies. A counterexample is rebuilt by walking
 //! the parents back to the start and replaying the choices from the initial world, with
 //! the world's notes (what the simulator prints for a replay) as its numbered steps.
 //!
@@ -27,18 +32,18 @@
 //! fire"). Worlds hash timers as a set, not by their times, so where several timers are
 //! armed at once a state reached with another timer order is taken for the one seen
 //! first: the search is exhaustive for algorithms with at most one armed timer at a
-//! time, and an under-approximation otherwise. Limits: [`CheckOpts::max_states`] and
-//! [`CheckOpts::max_seconds`]; a search cut short says why.
+//! time, and an under-approximation otherwise. Limits: [`CheckOpts::max_states`],
+//! [`CheckOpts::max_seconds`] and [`CheckOpts::max_depth`]; a search cut short says why.
+//! The summary gives states, transitions, depth, time and the process's peak memory.
 
-use std::collections::hash_map::{DefaultHasher, Entry};
-use std::collections::{HashMap, VecDeque};
-use std::hash::{Hash, Hasher};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::Serialize;
 
 use crate::algorithm::{Config, Node, ServiceKind};
 use crate::sim::{Choice, Failure, SimService, World};
+
+mod search;
 
 /// What to check: the size of the model and the world's knobs, and the search's limits.
 #[derive(Clone, Debug, PartialEq)]
@@ -57,6 +62,13 @@ pub struct CheckOpts {
     pub crashes: u32,
     /// A reset or cancelled timer may still fire once.
     pub stale_timers: bool,
+    /// Depth-first instead of breadth-first: little memory, but a counterexample need
+    /// not be the shortest.
+    pub dfs: bool,
+    /// Expand no state this many steps from the start (`None`: no bound).
+    pub max_depth: Option<u32>,
+    /// Threads for a breadth-first search (depth-first runs on one).
+    pub threads: u32,
 }
 
 impl CheckOpts {
@@ -70,6 +82,9 @@ impl CheckOpts {
             non_fifo: false,
             crashes: 0,
             stale_timers: false,
+            dfs: false,
+            max_depth: None,
+            threads: 1,
         }
     }
 }
@@ -165,6 +180,8 @@ pub struct Counterexample {
     pub choices: Vec<Choice>,
     /// What happened, step by step: the world's notes for each choice.
     pub steps: Vec<Vec<String>>,
+    /// Found breadth-first, so no counterexample is shorter (depth-first: it may be).
+    pub shortest: bool,
 }
 
 /// What a check found.
@@ -174,6 +191,10 @@ pub struct CheckReport {
     pub n: u32,
     /// Entries per node.
     pub entries: u32,
+    /// How the search went: `breadth-first` or `depth-first`.
+    pub search: &'static str,
+    /// Threads searching.
+    pub threads: u32,
     /// Distinct states found.
     pub states: u64,
     /// Transitions taken (choices applied).
@@ -182,6 +203,8 @@ pub struct CheckReport {
     pub max_depth: u32,
     /// Time taken, in seconds.
     pub seconds: f64,
+    /// The process's peak resident memory (VmHWM), in bytes, where the system says.
+    pub peak_memory_bytes: Option<u64>,
     /// Every reachable state was explored (or the search stopped at a violation).
     pub complete: bool,
     /// Why the search was cut short, if it was.
@@ -205,8 +228,16 @@ impl CheckReport {
     /// The summary `mutexlab check` prints.
     pub fn text(&self, algo: &str) -> String {
         let mut s = format!("check {algo}: n = {}, k = {}\n", self.n, self.entries);
+        let memory = match self.peak_memory_bytes {
+            Some(b) => format!(", peak memory: {:.0} MB", b as f64 / 1e6),
+            None => String::new(),
+        };
+        let how = match self.threads {
+            1 => self.search.to_string(),
+            t => format!("{} on {t} threads", self.search),
+        };
         s.push_str(&format!(
-            "states: {}, transitions: {}, max depth: {}, time: {:.2} s, {:.0} states/s\n",
+            "states: {}, transitions: {}, max depth: {}, time: {:.2} s, {:.0} states/s{memory}\n",
             self.states,
             self.transitions,
             self.max_depth,
@@ -214,9 +245,9 @@ impl CheckReport {
             self.states_per_second()
         ));
         match (&self.cut_short, &self.violation) {
-            (Some(why), _) => s.push_str(&format!("search: cut short ({why})\n")),
-            (None, Some(_)) => s.push_str("search: stopped at the first violation\n"),
-            (None, None) => s.push_str("search: complete\n"),
+            (Some(why), _) => s.push_str(&format!("search: cut short ({why}), {how}\n")),
+            (None, Some(_)) => s.push_str(&format!("search: stopped at the first violation, {how}\n")),
+            (None, None) => s.push_str(&format!("search: complete, {how}\n")),
         }
         for p in &self.properties {
             if p.held {
@@ -232,7 +263,8 @@ impl CheckReport {
             } else {
                 format!("{}: {}", v.property, v.failure)
             };
-            s.push_str(&format!("counterexample ({} steps, the shortest): {what}\n", v.choices.len()));
+            let which = if v.shortest { "the shortest" } else { "depth-first, not necessarily the shortest" };
+            s.push_str(&format!("counterexample ({} steps, {which}): {what}\n", v.choices.len()));
             for (i, lines) in v.steps.iter().enumerate() {
                 let text = if lines.is_empty() { "(nothing seen)".to_string() } else { lines.join("; ") };
                 s.push_str(&format!("  {:>3}. {text}\n", i + 1));
@@ -255,20 +287,13 @@ pub struct Progress {
     pub seconds: f64,
 }
 
-fn fingerprint<T: Hash>(value: &T) -> u64 {
-    // SipHash with fixed keys: the same state gets the same fingerprint on every run.
-    let mut h = DefaultHasher::new();
-    value.hash(&mut h);
-    h.finish()
-}
-
 /// The initial world of a check, not started.
 fn initial<N: Node>(opts: &CheckOpts) -> World<N>
 where
     N::Service: SimService,
 {
     let configs = (0..opts.n).map(|i| Config::new(i, opts.n)).collect();
-    let world = World::<N>::new(configs, opts.entries).stale_timers(opts.stale_timers);
+    let world = World::<N>::new(configs, opts.entries).stale_timers(opts.stale_timers).without_tallies();
     let world = if opts.non_fifo { world.non_fifo() } else { world };
     world.crashes(opts.crashes, |_| true)
 }
@@ -289,9 +314,9 @@ where
     }
 }
 
-/// Check node type `N`, which provides `service`, breadth-first (see the module doc);
-/// `progress` is called about once a second. What the registry runs for an algorithm by
-/// name.
+/// Check node type `N`, which provides `service`, breadth-first or depth-first as `opts`
+/// say (see the module doc); `progress` is called about once a second. What the
+/// registry runs for an algorithm by name.
 pub fn check<N: Node>(
     service: ServiceKind,
     opts: &CheckOpts,
@@ -301,126 +326,47 @@ where
     N::Service: SimService,
 {
     let started = Instant::now();
-    let mut quiet = |_: Duration, _: String| {};
-    let mut start = initial::<N>(opts);
+    let threads = if opts.dfs { 1 } else { opts.threads.max(1) };
+    let found = if opts.dfs {
+        search::dfs::<N>(opts, started, progress)
+    } else {
+        search::bfs::<N>(opts, threads as usize, started, progress)
+    };
     let mut report = CheckReport {
         n: opts.n,
         entries: opts.entries,
-        states: 0,
-        transitions: 0,
-        max_depth: 0,
-        seconds: 0.0,
-        complete: false,
-        cut_short: None,
+        search: if opts.dfs { "depth-first" } else { "breadth-first" },
+        threads,
+        states: found.states,
+        transitions: found.transitions,
+        max_depth: found.max_depth,
+        seconds: started.elapsed().as_secs_f64(),
+        peak_memory_bytes: peak_memory(),
+        complete: found.cut_short.is_none(),
+        cut_short: found.cut_short,
         properties: Vec::new(),
         violation: None,
     };
-    let mut terminals = 0u64;
-    let mut found: Option<(Property, String, u64)> = None;
-    let mut visited: HashMap<u64, (u64, Choice)> = HashMap::new();
-    // Each world waits with its depth, fingerprint and choices, all worked out when it
-    // was found (to judge it), so none is computed twice.
-    let mut frontier: VecDeque<(World<N>, u32, u64, Vec<Choice>)> = VecDeque::new();
-    match crate::panics::quietly(|| start.start(&mut quiet)) {
-        Err(panic) => found = Some((Property::NodeFailure, format!("a node panicked: {panic}"), 0)),
-        Ok(Err(f)) => found = Some((Property::of(&f), f.to_string(), 0)),
-        Ok(Ok(())) => {
-            let fp = fingerprint(&start);
-            // The start is its own parent; the choice is never read.
-            visited.insert(fp, (fp, Choice::Timer));
-            let enabled = start.enabled();
-            match judge(&start, &enabled) {
-                Some((p, why)) => found = Some((p, why, fp)),
-                None => frontier.push_back((start, 0, fp, enabled)),
-            }
-        }
-    }
-    let mut last_progress = started;
-    'search: while let Some((world, depth, parent, enabled)) = frontier.pop_front() {
-        if world.done() {
-            terminals += 1;
-            continue;
-        }
-        if enabled.iter().all(|c| matches!(c, Choice::Crash { .. })) {
-            terminals += 1;
-        }
-        for choice in enabled {
-            let mut next = world.clone();
-            report.transitions += 1;
-            // A node's panic (a lab skeleton's unwritten handler, an assertion) is its
-            // failure, with the way to it, not a backtrace.
-            let applied = crate::panics::quietly(|| next.apply(choice, &mut quiet));
-            let fp = fingerprint(&next);
-            let Entry::Vacant(slot) = visited.entry(fp) else { continue };
-            slot.insert((parent, choice));
-            report.max_depth = report.max_depth.max(depth + 1);
-            match applied {
-                Ok(Ok(())) => {}
-                Ok(Err(f)) => {
-                    found = Some((Property::of(&f), f.to_string(), fp));
-                    break 'search;
-                }
-                Err(panic) => {
-                    found = Some((Property::NodeFailure, format!("a node panicked: {panic}"), fp));
-                    break 'search;
-                }
-            }
-            let next_enabled = next.enabled();
-            if let Some((p, why)) = judge(&next, &next_enabled) {
-                found = Some((p, why, fp));
-                break 'search;
-            }
-            frontier.push_back((next, depth + 1, fp, next_enabled));
-        }
-        if visited.len() as u64 >= opts.max_states {
-            report.cut_short = Some(format!("--max-states {} reached", opts.max_states));
-            break;
-        }
-        if report.transitions % 1024 < 64 {
-            let now = Instant::now();
-            if now.duration_since(started).as_secs_f64() >= opts.max_seconds {
-                report.cut_short = Some(format!("--max-seconds {} reached", opts.max_seconds));
-                break;
-            }
-            if now.duration_since(last_progress) >= Duration::from_secs(1) {
-                last_progress = now;
-                progress(&Progress {
-                    states: visited.len() as u64,
-                    depth,
-                    queue: frontier.len(),
-                    seconds: now.duration_since(started).as_secs_f64(),
-                });
-            }
-        }
-    }
-    report.states = visited.len() as u64;
-    report.seconds = started.elapsed().as_secs_f64();
-    report.complete = report.cut_short.is_none();
-    let violated = found.as_ref().map(|(p, ..)| *p);
+    let violated = found.violation.as_ref().map(|(p, ..)| *p);
     for p in Property::checked(service) {
-        let states = if p.at_terminal_states() { terminals } else { report.states };
+        let states = if p.at_terminal_states() { found.terminals } else { report.states };
         report.properties.push(PropertyResult { name: p.name(), held: violated != Some(p), states });
     }
-    if let Some((p, failure, fp)) = found {
-        let choices = path(&visited, fp);
+    if let Some((p, failure, choices)) = found.violation {
         let steps = replay::<N>(opts, &choices);
-        report.violation = Some(Counterexample { property: p.name(), failure, choices, steps });
+        report.violation =
+            Some(Counterexample { property: p.name(), failure, choices, steps, shortest: !opts.dfs });
     }
     report
 }
 
-/// The choices from the start to the state with fingerprint `fp`, by its parents.
-fn path(visited: &HashMap<u64, (u64, Choice)>, mut fp: u64) -> Vec<Choice> {
-    let mut choices = Vec::new();
-    while let Some(&(parent, choice)) = visited.get(&fp) {
-        if parent == fp {
-            break;
-        }
-        choices.push(choice);
-        fp = parent;
-    }
-    choices.reverse();
-    choices
+/// The process's peak resident memory so far, from `/proc/self/status` (Linux); `None`
+/// elsewhere.
+pub fn peak_memory() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.trim_start_matches("VmHWM:").trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kb * 1024)
 }
 
 /// Replay `choices` from the initial world, keeping the notes of each step (the start's
@@ -527,5 +473,119 @@ mod tests {
         assert!(!r.complete);
         assert_eq!(r.cut_short.as_deref(), Some("--max-states 100 reached"));
         assert!(r.text("ricart-agrawala").contains("cut short (--max-states 100 reached)"));
+    }
+
+    fn with(n: u32, k: u32, set: impl FnOnce(&mut CheckOpts)) -> CheckOpts {
+        let mut opts = CheckOpts::new(n, k);
+        set(&mut opts);
+        opts
+    }
+
+    #[test]
+    fn depth_first_finds_every_state_breadth_first_finds() {
+        let bfs = check::<RicartAgrawala>(ServiceKind::Mutex, &CheckOpts::new(3, 1), &mut quiet);
+        let dfs = check::<RicartAgrawala>(ServiceKind::Mutex, &with(3, 1, |o| o.dfs = true), &mut quiet);
+        assert!(dfs.complete && dfs.violation.is_none(), "{}", dfs.text("ricart-agrawala"));
+        assert_eq!((dfs.states, dfs.transitions), (bfs.states, bfs.transitions));
+        assert_eq!(dfs.properties, bfs.properties, "the same terminal states too");
+        assert_eq!(dfs.search, "depth-first");
+        assert!(dfs.text("ricart-agrawala").contains("search: complete, depth-first"));
+    }
+
+    #[test]
+    fn depth_first_finds_a_counterexample_and_does_not_call_it_the_shortest() {
+        let opts = with(2, 1, |o| {
+            o.non_fifo = true;
+            o.dfs = true;
+        });
+        let r = check::<Lamport>(ServiceKind::Mutex, &opts, &mut quiet);
+        let v = r.violation.clone().expect("Lamport needs FIFO channels, depth-first too");
+        assert_eq!(v.property, "mutual exclusion");
+        assert!(!v.shortest);
+        let text = r.text("lamport");
+        assert!(
+            text.contains("steps, depth-first, not necessarily the shortest): mutual exclusion"),
+            "{text}"
+        );
+        assert!(!text.contains("steps, the shortest)"), "{text}");
+        // Its choices are a real way there.
+        let e = crate::sim::Sim::<Lamport>::new(2, 0).non_fifo().replay(1, &v.choices).unwrap_err();
+        assert!(matches!(e.failure, Failure::Overlap { .. }), "{e}");
+    }
+
+    #[test]
+    fn a_depth_bound_is_kept_and_the_search_says_it_was_cut() {
+        for dfs in [false, true] {
+            let r = check::<RicartAgrawala>(
+                ServiceKind::Mutex,
+                &with(3, 1, |o| {
+                    o.dfs = dfs;
+                    o.max_depth = Some(5);
+                }),
+                &mut quiet,
+            );
+            assert!(r.max_depth <= 5, "{}", r.text("ricart-agrawala"));
+            assert!(!r.complete);
+            let why = r.cut_short.clone().unwrap_or_default();
+            assert!(why.starts_with("--max-depth 5 reached; "), "{why}");
+            assert!(r.states < 2_101);
+            // Within the bound, the two searches see the same states: a state first
+            // reached deep is explored again when reached shallower.
+            let bfs = check::<RicartAgrawala>(
+                ServiceKind::Mutex,
+                &with(3, 1, |o| o.max_depth = Some(5)),
+                &mut quiet,
+            );
+            assert_eq!(r.states, bfs.states, "dfs = {dfs}");
+        }
+        // The overlap is 4 steps deep: a bound of 3 does not reach it.
+        let r = check::<Lamport>(
+            ServiceKind::Mutex,
+            &with(2, 1, |o| {
+                o.non_fifo = true;
+                o.dfs = true;
+                o.max_depth = Some(3);
+            }),
+            &mut quiet,
+        );
+        assert!(r.violation.is_none() && !r.complete, "{}", r.text("lamport"));
+    }
+
+    #[test]
+    fn threads_find_the_same_states_as_one() {
+        let one = check::<RicartAgrawala>(ServiceKind::Mutex, &CheckOpts::new(3, 1), &mut quiet);
+        for threads in [2, 3, 8] {
+            let r =
+                check::<RicartAgrawala>(ServiceKind::Mutex, &with(3, 1, |o| o.threads = threads), &mut quiet);
+            assert_eq!(r.threads, threads);
+            assert!(r.complete);
+            assert_eq!((r.states, r.transitions, r.max_depth), (one.states, one.transitions, one.max_depth));
+            assert_eq!(r.properties, one.properties, "{threads} threads");
+            assert!(r.text("ricart-agrawala").contains(&format!("breadth-first on {threads} threads")));
+        }
+    }
+
+    #[test]
+    fn threads_still_give_a_shortest_counterexample() {
+        let one = check::<Lamport>(ServiceKind::Mutex, &with(2, 1, |o| o.non_fifo = true), &mut quiet);
+        let two = check::<Lamport>(
+            ServiceKind::Mutex,
+            &with(2, 1, |o| {
+                o.non_fifo = true;
+                o.threads = 2;
+            }),
+            &mut quiet,
+        );
+        let (one, two) = (one.violation.unwrap(), two.violation.unwrap());
+        assert_eq!(one.choices.len(), two.choices.len());
+        assert!(two.shortest);
+    }
+
+    #[test]
+    fn the_summary_gives_peak_memory() {
+        let r = check::<RicartAgrawala>(ServiceKind::Mutex, &CheckOpts::new(2, 1), &mut quiet);
+        let bytes = r.peak_memory_bytes.expect("Linux says in /proc/self/status");
+        assert!(bytes > 1_000_000, "{bytes}");
+        assert!(r.text("ricart-agrawala").contains(" MB"), "{}", r.text("ricart-agrawala"));
     }
 }

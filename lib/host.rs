@@ -222,7 +222,9 @@ impl<N: Node> Eq for Host<N> {}
 
 impl<N: Node> Hash for Host<N> {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.cfg.hash(state);
+        // Only what may differ between two hosts of one node: the rest of its
+        // configuration is fixed for a run (equality still compares it all).
+        (self.cfg.id, self.cfg.incarnation).hash(state);
         self.node.hash(state);
         self.started.hash(state);
         self.app.hash(state);

@@ -25,7 +25,7 @@
 //!   runtime drops the old connection) and `PeerUp`; the fresh node hears `PeerDown` for
 //!   every peer that is dead then.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
@@ -128,10 +128,11 @@ where
 {
     n: usize,
     hosts: Vec<Host<N>>,
-    configs: Vec<Config>,
     alive: Vec<bool>,
-    /// Messages in flight, one queue per ordered pair, indexed `from * n + to`.
-    links: Vec<VecDeque<N::Msg>>,
+    /// Messages in flight, each with its channel `from * n + to`, in channel order and
+    /// in order of sending within a channel: one allocation for all the channels, where
+    /// a queue per ordered pair cost n² in every copy of a world.
+    links: Vec<(u32, N::Msg)>,
     /// `from * n + to`: `from` is dead and `to` is to hear so once the link drains.
     down_due: Vec<bool>,
     timers: Vec<SetTimer<N::Timer>>,
@@ -141,6 +142,8 @@ where
     pub(super) apps: <N::Service as SimService>::Apps,
     pub(super) sent: BTreeMap<String, u64>,
     pub(super) counters: BTreeMap<String, u64>,
+    /// Keep `sent` and `counters` (a search reads neither and copies worlds by millions).
+    tallies: bool,
     fifo: bool,
     stale_timers: bool,
     /// Crashes still allowed, and which nodes may crash.
@@ -159,7 +162,6 @@ where
         World {
             n: self.n,
             hosts: self.hosts.clone(),
-            configs: self.configs.clone(),
             alive: self.alive.clone(),
             links: self.links.clone(),
             down_due: self.down_due.clone(),
@@ -169,6 +171,7 @@ where
             apps: self.apps.clone(),
             sent: self.sent.clone(),
             counters: self.counters.clone(),
+            tallies: self.tallies,
             fifo: self.fifo,
             stale_timers: self.stale_timers,
             crash_budget: self.crash_budget,
@@ -201,7 +204,6 @@ where
         };
         self.n == other.n
             && self.hosts == other.hosts
-            && self.configs == other.configs
             && self.alive == other.alive
             && self.links == other.links
             && self.down_due == other.down_due
@@ -223,7 +225,6 @@ where
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.n.hash(state);
         self.hosts.hash(state);
-        self.configs.hash(state);
         self.alive.hash(state);
         self.links.hash(state);
         self.down_due.hash(state);
@@ -246,10 +247,9 @@ where
         let n = configs.len();
         World {
             n,
-            hosts: configs.iter().cloned().map(Host::new).collect(),
-            configs,
+            hosts: configs.into_iter().map(Host::new).collect(),
             alive: vec![true; n],
-            links: (0..n * n).map(|_| VecDeque::new()).collect(),
+            links: Vec::new(),
             down_due: vec![false; n * n],
             timers: Vec::new(),
             timer_seq: 0,
@@ -257,6 +257,7 @@ where
             apps: N::Service::apps(n, rounds),
             sent: BTreeMap::new(),
             counters: BTreeMap::new(),
+            tallies: true,
             fifo: true,
             stale_timers: false,
             crash_budget: 0,
@@ -279,6 +280,12 @@ where
     /// Let any message in flight on a channel be delivered first.
     pub fn non_fifo(mut self) -> Self {
         self.fifo = false;
+        self
+    }
+
+    /// Keep no tallies of messages sent and counters (a search, which reads neither).
+    pub fn without_tallies(mut self) -> Self {
+        self.tallies = false;
         self
     }
 
@@ -308,9 +315,7 @@ where
     /// The applications have done all they meant to, every node is alive and nothing is
     /// in flight.
     pub fn done(&self) -> bool {
-        self.alive.iter().all(|&a| a)
-            && self.links.iter().all(VecDeque::is_empty)
-            && self.apps.done(&self.alive)
+        self.alive.iter().all(|&a| a) && self.links.is_empty() && self.apps.done(&self.alive)
     }
 
     /// A crash or a restart is among the choices.
@@ -338,14 +343,17 @@ where
         }
         let mut out = Vec::new();
         let n = self.n as u32;
-        for (from, to) in (0..n).flat_map(|f| (0..n).map(move |t| (f, t))) {
-            let len = self.links[(from * n + to) as usize].len() as u32;
-            let indices = if self.fifo { len.min(1) } else { len };
-            out.extend((0..indices).map(|index| Choice::Deliver { from, to, index }));
+        // Channels in order, each one's messages in order: the first only, if FIFO.
+        let mut index = 0;
+        for (k, &(l, _)) in self.links.iter().enumerate() {
+            index = if k > 0 && self.links[k - 1].0 == l { index + 1 } else { 0 };
+            if index == 0 || !self.fifo {
+                out.push(Choice::Deliver { from: l / n, to: l % n, index });
+            }
         }
         for (from, to) in (0..n).flat_map(|f| (0..n).map(move |t| (f, t))) {
-            let l = (from * n + to) as usize;
-            if self.down_due[l] && self.links[l].is_empty() {
+            let l = from * n + to;
+            if self.down_due[l as usize] && self.link_empty(l) {
                 out.push(Choice::Down { from, to });
             }
         }
@@ -372,8 +380,8 @@ where
     pub fn apply(&mut self, choice: Choice, note: &mut dyn FnMut(Duration, String)) -> Result<(), Failure> {
         match choice {
             Choice::Deliver { from, to, index } => {
-                let link = &mut self.links[(from as usize) * self.n + to as usize];
-                let msg = link.remove(index as usize).expect("an enabled delivery");
+                let first = self.link_start(from * self.n as u32 + to);
+                let (_, msg) = self.links.remove(first + index as usize);
                 note(self.now, format!("{} -> {}: {:?}", PeerId(from), PeerId(to), msg));
                 self.input(to as usize, Input::Message { from: PeerId(from), msg }, note)
             }
@@ -425,6 +433,15 @@ where
         }
     }
 
+    /// Where channel `l`'s messages begin in `links` (or would).
+    fn link_start(&self, l: u32) -> usize {
+        self.links.partition_point(|&(k, _)| k < l)
+    }
+
+    fn link_empty(&self, l: u32) -> bool {
+        self.links.get(self.link_start(l)).is_none_or(|&(k, _)| k != l)
+    }
+
     /// Hand node `i` one input through its host, and carry out what it asks.
     fn input(
         &mut self,
@@ -456,11 +473,15 @@ where
         for effect in step.effects {
             match effect {
                 Effect::Send { to, msg } => {
-                    *self.sent.entry(msg.kind().to_string()).or_default() += 1;
+                    if self.tallies {
+                        *self.sent.entry(msg.kind().to_string()).or_default() += 1;
+                    }
                     // Counted as sent, as the runtime counts it, but a dead process reads
                     // nothing.
                     if self.alive[to.index()] {
-                        self.links[i * self.n + to.index()].push_back(msg);
+                        let l = (i * self.n + to.index()) as u32;
+                        let end = self.links.partition_point(|&(k, _)| k <= l);
+                        self.links.insert(end, (l, msg));
                     }
                 }
                 Effect::Arm { timer, generation, after } => {
@@ -482,6 +503,7 @@ where
                     let line = self.apps.event(i, &event)?;
                     note(self.now, line);
                 }
+                Effect::Count { .. } if !self.tallies => {}
                 Effect::Count { name, by } => {
                     let c = self.counters.entry(name.into_owned()).or_default();
                     *c = c.saturating_add(by); // a program's `by` may be anything
@@ -512,9 +534,10 @@ where
         self.alive[i] = false;
         self.apps.crash(i);
         self.timers.retain(|t| t.node != me);
+        let n = self.n as u32;
+        self.links.retain(|&(l, _)| (l % n) as usize != i);
         for j in 0..self.n {
             // Nothing reaches a dead node, news of others' deaths included.
-            self.links[j * self.n + i].clear();
             self.down_due[j * self.n + i] = false;
             if j != i && self.alive[j] {
                 self.down_due[i * self.n + j] = true;
@@ -524,16 +547,17 @@ where
 
     fn restart(&mut self, i: usize, note: &mut dyn FnMut(Duration, String)) -> Result<(), Failure> {
         let me = PeerId(i as u32);
-        self.configs[i].incarnation += 1;
-        note(self.now, format!("{me} restarts (incarnation {})", self.configs[i].incarnation));
-        self.hosts[i] = Host::new(self.configs[i].clone());
+        let mut cfg = self.hosts[i].config().clone();
+        cfg.incarnation += 1;
+        note(self.now, format!("{me} restarts (incarnation {})", cfg.incarnation));
+        self.hosts[i] = Host::new(cfg);
         self.alive[i] = true;
         for j in (0..self.n).filter(|&j| j != i) {
             if self.alive[j] {
                 let l = i * self.n + j;
                 if self.down_due[l] {
                     // The runtime drops the old connection when the new one says hello.
-                    self.links[l].clear();
+                    self.links.retain(|&(k, _)| k as usize != l);
                     self.down_due[l] = false;
                     note(self.now, format!("{} hears {me} is down", PeerId(j as u32)));
                     self.input(j, Input::PeerDown { peer: me }, note)?;
