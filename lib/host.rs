@@ -179,7 +179,7 @@ pub struct Host<N: Node> {
     started: bool,
     app: <N::Service as Service>::App,
     /// Peers the node was told are down (and not since that they are up).
-    down: Vec<bool>,
+    down: smallvec::SmallVec<[bool; 16]>,
     /// Timers set, with the generation of their latest arming.
     timers: Vec<(N::Timer, u64)>,
     /// The last generation handed out.
@@ -252,7 +252,7 @@ impl<N: Node> Host<N> {
     pub fn new(cfg: Config) -> Self {
         let node = N::create(&cfg);
         Host {
-            down: vec![false; cfg.n as usize],
+            down: smallvec::smallvec![false; cfg.n as usize],
             cfg,
             node,
             started: false,

@@ -30,6 +30,7 @@ use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use smallvec::{smallvec, SmallVec};
 
 use super::app::{SimApps, SimService};
 use super::Failure;
@@ -88,6 +89,9 @@ pub enum Choice {
     },
 }
 
+/// One flag per node, inline for up to 16 nodes: a search copies worlds by millions.
+type Flags = SmallVec<[bool; 16]>;
+
 /// A timer that is set, or a stale one.
 #[derive(Clone, Debug)]
 struct SetTimer<T> {
@@ -128,13 +132,13 @@ where
 {
     n: usize,
     hosts: Vec<Host<N>>,
-    alive: Vec<bool>,
+    alive: Flags,
     /// Messages in flight, each with its channel `from * n + to`, in channel order and
     /// in order of sending within a channel: one allocation for all the channels, where
     /// a queue per ordered pair cost n² in every copy of a world.
     links: Vec<(u32, N::Msg)>,
     /// `from * n + to`: `from` is dead and `to` is to hear so once the link drains.
-    down_due: Vec<bool>,
+    down_due: SmallVec<[bool; 64]>,
     timers: Vec<SetTimer<N::Timer>>,
     timer_seq: u64,
     pub(super) now: Duration,
@@ -148,7 +152,7 @@ where
     stale_timers: bool,
     /// Crashes still allowed, and which nodes may crash.
     crash_budget: u32,
-    may_crash: Vec<bool>,
+    may_crash: Flags,
     pub(super) crashes_done: u32,
 }
 
@@ -248,9 +252,9 @@ where
         World {
             n,
             hosts: configs.into_iter().map(Host::new).collect(),
-            alive: vec![true; n],
+            alive: smallvec![true; n],
             links: Vec::new(),
-            down_due: vec![false; n * n],
+            down_due: smallvec![false; n * n],
             timers: Vec::new(),
             timer_seq: 0,
             now: Duration::ZERO,
@@ -261,7 +265,7 @@ where
             fifo: true,
             stale_timers: false,
             crash_budget: 0,
-            may_crash: vec![false; n],
+            may_crash: smallvec![false; n],
             crashes_done: 0,
         }
     }
