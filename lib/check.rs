@@ -538,6 +538,18 @@ mod tests {
             );
             assert_eq!(r.states, bfs.states, "dfs = {dfs}");
         }
+        for dfs in [false, true] {
+            let r = check::<RicartAgrawala>(
+                ServiceKind::Mutex,
+                &with(2, 1, |o| {
+                    o.dfs = dfs;
+                    o.max_depth = Some(0);
+                }),
+                &mut quiet,
+            );
+            assert_eq!((r.states, r.transitions), (1, 0), "only the start, dfs = {dfs}");
+            assert_eq!(r.cut_short.as_deref(), Some("--max-depth 0 reached; 1 states there not expanded"));
+        }
         // The overlap is 4 steps deep: a bound of 3 does not reach it.
         let r = check::<Lamport>(
             ServiceKind::Mutex,

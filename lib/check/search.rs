@@ -15,7 +15,7 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-use std::hash::{BuildHasher, BuildHasherDefault, Hash, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -47,9 +47,7 @@ pub(super) struct Outcome {
 pub(super) fn fingerprint<T: Hash>(value: &T) -> u64 {
     const KEYS: [u64; 4] =
         [0x243f_6a88_85a3_08d3, 0x1319_8a2e_0370_7344, 0xa409_3822_299f_31d0, 0x082e_fa98_ec4e_6c89];
-    let mut h = ahash::RandomState::with_seeds(KEYS[0], KEYS[1], KEYS[2], KEYS[3]).build_hasher();
-    value.hash(&mut h);
-    h.finish()
+    ahash::RandomState::with_seeds(KEYS[0], KEYS[1], KEYS[2], KEYS[3]).hash_one(value)
 }
 
 /// Fingerprints are hashes already: a map keyed by them uses them as they are.
@@ -84,6 +82,8 @@ where
 }
 
 /// What a state newly found turns out to be.
+// Moved once, straight into the frontier: boxing the world would cost an allocation each.
+#[allow(clippy::large_enum_variant)]
 enum Look<N: Node>
 where
     N::Service: SimService,
@@ -413,6 +413,10 @@ where
         }
     }
     let mut not_expanded = 0u64;
+    if opts.max_depth == Some(0) {
+        not_expanded = stack.len() as u64;
+        stack.clear();
+    }
     let mut last_progress = started;
     while !stack.is_empty() {
         let depth = stack.len() as u32;
@@ -459,7 +463,7 @@ where
             out.cut_short = Some(format!("--max-states {} reached", opts.max_states));
             return out;
         }
-        if out.transitions % 1024 == 0 {
+        if out.transitions.is_multiple_of(1024) {
             let now = Instant::now();
             let seconds = now.duration_since(started).as_secs_f64();
             if seconds >= opts.max_seconds {
