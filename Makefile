@@ -2,7 +2,7 @@
 CARGO ?= cargo
 ARGS ?=
 
-.PHONY: help build run elect compare test bench lint fmt clean
+.PHONY: help build run elect compare test bench bench-check check-table lint fmt clean
 
 help:
 	@echo "make run    # a small run on defaults (add ARGS='--algo flock -n 8')"
@@ -10,6 +10,8 @@ help:
 	@echo "make compare # the notes' comparison table, measured (add ARGS='--markdown' or ARGS='--algos centralized,lamport')"
 	@echo "make test   # the whole test suite"
 	@echo "make bench  # message latency and throughput on this machine (release build; ARGS=--json)"
+	@echo "make bench-check # mutexlab's checker against Stateright on the same models (QUICK=1: n=3 k=1 only)"
+	@echo "make check-table  # the README's table of check counts (release build; MAX_SECONDS=60 per check)"
 	@echo "make lint   # rustfmt check and clippy with warnings as errors"
 	@echo "make lab-01-ricart-agrawala  # grade your node in labs/01-ricart-agrawala (SOLUTION=1: the reference; also lab-02-token, lab-03-election, lab-04-failover)"
 
@@ -30,6 +32,14 @@ test:
 
 bench:
 	$(CARGO) run --release -- bench $(ARGS)
+
+# A crate of its own (bench/check, its own workspace and lock file): the library and
+# the root's tests never build Stateright.
+bench-check:
+	cd bench/check && $(CARGO) run --release -q -- $(if $(QUICK),--quick) $(ARGS)
+
+check-table: build
+	sh scripts/check-table.sh
 
 lint:
 	$(CARGO) fmt --check

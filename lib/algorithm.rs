@@ -510,6 +510,12 @@ pub trait Node: Clone + PartialEq + Eq + Hash + fmt::Debug + Send + 'static {
     /// since its author wants to hear of it; any other ignores it (the breach is
     /// reported anyway).
     fn breached(&mut self, _breach: &str) {}
+
+    /// For the checker, when asked (`mutexlab check --forget`): clear the fields whose
+    /// values no later step reads (a ticket once its request is over), so that states
+    /// differing only there compare equal. It must not change anything the node does
+    /// afterwards; real runs and the simulator never call it. The default forgets nothing.
+    fn forget(&mut self) {}
 }
 
 /// The inputs of node type `N`.
@@ -565,6 +571,9 @@ pub trait Algorithm: Clone + PartialEq + Eq + Hash + fmt::Debug + Send + 'static
     fn pending(&self) -> String {
         String::new()
     }
+
+    /// For the checker only: clear the fields no later step reads (see [`Node::forget`]).
+    fn forget(&mut self) {}
 }
 
 impl<A: Algorithm> Node for A {
@@ -590,6 +599,10 @@ impl<A: Algorithm> Node for A {
 
     fn waiting_for(&self) -> String {
         self.pending()
+    }
+
+    fn forget(&mut self) {
+        Algorithm::forget(self)
     }
 }
 

@@ -13,7 +13,9 @@
 //! there (depth-first: with the depth it was found at); only the frontier (depth-first:
 //! the path) holds whole worlds, kept without the simulator's tallies. A counterexample is rebuilt by walking
 //! the parents back to the start and replaying the choices from the initial world, with
-//! the world's notes (what the simulator prints for a replay) as its numbered steps.
+//! the world's notes (what the simulator prints for a replay) as its numbered steps; the
+//! same replay records it as a run directory's files ([`crate::sim::record`]), which
+//! `mutexlab check --out DIR` writes for `audit`, `report` and `trace` to read.
 //!
 //! Properties, each reported by name (see [`Property`]):
 //! - whatever [`World::apply`] fails with: `mutual exclusion` (never two inside),
@@ -23,69 +25,178 @@
 //! - `no deadlock`: a state that is not done where nothing is enabled but crashes, while
 //!   an application waits (as the simulator's deadlock);
 //! - `every request served`, at terminal states: a state where nothing can happen but
-//!   crashes is done (each application has had its entries, or for elections the live
-//!   nodes agree on a live leader).
+//!   crashes is done (each application has had its entries); for elections `agreement
+//!   when quiet` (the live nodes agree on a live leader) and, where the algorithm
+//!   promises it ([`CheckOpts::highest_wins`]), `highest live id`;
+//! - `bypass bound` where one is given ([`CheckOpts::bypass_bound`], from the registry
+//!   entry or `--bypass-bound`): while an application waits, others enter at most B
+//!   times. The checker keeps a count per node beside each world, in its fingerprint only
+//!   when a bound is checked (capped at B + 1); without one the most seen is reported
+//!   as a lower bound and the state space is the worlds' alone;
+//! - invariants of one's own ([`Invariant`], through [`check_with`]): an algorithm's from
+//!   its registry entry (one token at most), or a user's.
+//!
+//! Not checked: liveness beyond terminal states (the summary says so).
 //!
 //! Knobs are the world's: non-FIFO channels, crashes (each followed by a restart, of any
-//! node), stale timers. Time: the world's [`Choice::Timer`] fires the earliest armed
-//! timer, and this first cut keeps that (the design note wants "any armed timer may
-//! fire"). Worlds hash timers as a set, not by their times, so where several timers are
-//! armed at once a state reached with another timer order is taken for the one seen
-//! first: the search is exhaustive for algorithms with at most one armed timer at a
-//! time, and an under-approximation otherwise. Limits: [`CheckOpts::max_states`],
-//! [`CheckOpts::max_seconds`] and [`CheckOpts::max_depth`]; a search cut short says why.
-//! The summary gives states, transitions, depth, time and the process's peak memory.
+//! node), stale timers, lost messages ([`CheckOpts::lose`]), and which timers may fire
+//! ([`TimerOrder`]). Time: by default any armed timer may fire ([`Choice::Fire`]), so a
+//! check assumes nothing about timing and a timeout may come before what it waits for;
+//! worlds hash timers as a set, which is exact then. With [`TimerOrder::Earliest`] only
+//! the earliest fires, as in the simulator, but states still compare without timer
+//! times, so where several timers are armed at once the search is an
+//! under-approximation. [`CheckOpts::forget`] lets nodes clear dead fields. Limits:
+//! [`CheckOpts::max_states`], [`CheckOpts::max_seconds`] and [`CheckOpts::max_depth`]; a
+//! search cut short says why. The summary gives states, transitions, depth, time and
+//! the process's peak memory.
 
 use std::time::Instant;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::algorithm::{Config, Node, ServiceKind};
-use crate::sim::{Choice, Failure, SimService, World};
+use crate::algorithm::{Config, Node, PeerId, ServiceKind};
+use crate::sim::record::{Recorder, RunFiles};
+use crate::sim::{Choice, Failure, SimApps, SimService, World};
 
 mod search;
 
 /// What to check: the size of the model and the world's knobs, and the search's limits.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CheckOpts {
     /// Number of nodes.
     pub n: u32,
     /// Entries per node (mutual exclusion) or elections per initiator.
     pub entries: u32,
     /// Stop after this many distinct states.
+    #[serde(default = "CheckOpts::default_max_states")]
     pub max_states: u64,
     /// Stop after this many seconds.
+    #[serde(default = "CheckOpts::default_max_seconds")]
     pub max_seconds: f64,
     /// Any message in flight on a channel may be delivered first.
+    #[serde(default)]
     pub non_fifo: bool,
     /// Up to this many crashes (of any node, each followed by a restart).
+    #[serde(default)]
     pub crashes: u32,
     /// A reset or cancelled timer may still fire once.
+    #[serde(default)]
     pub stale_timers: bool,
+    /// Check `bypass bound`: while a node's application waits, others enter at most this
+    /// many times (the registry's [`crate::registry::Bypass`], or `--bypass-bound`). The
+    /// count then becomes part of the state (capped at the bound + 1), which can
+    /// multiply the states; without a bound only the most seen is told, as a lower bound.
+    /// Only the first 16 nodes' bypasses are counted.
+    #[serde(default)]
+    pub bypass_bound: Option<u32>,
+    /// Elections: check `highest live id` (when the live nodes agree, they agree on the
+    /// highest live id), as bully and the ring algorithms promise.
+    #[serde(default)]
+    pub highest_wins: bool,
+    /// Which armed timers may fire next (the checker's default: any of them).
+    #[serde(default)]
+    pub timers: TimerOrder,
+    /// Up to this many messages in flight may be lost.
+    #[serde(default)]
+    pub lose: u32,
+    /// Let nodes forget fields no later step reads ([`crate::algorithm::Node::forget`]):
+    /// fewer states, the same verdicts. Off by default, so counts match models that do
+    /// not (the Stateright bench).
+    #[serde(default)]
+    pub forget: bool,
     /// Depth-first instead of breadth-first: little memory, but a counterexample need
     /// not be the shortest.
+    #[serde(default)]
     pub dfs: bool,
     /// Expand no state this many steps from the start (`None`: no bound).
+    #[serde(default)]
     pub max_depth: Option<u32>,
-    /// Threads for a breadth-first search (depth-first runs on one).
+    /// Threads for a breadth-first search (depth-first runs on one; 0 counts as 1).
+    #[serde(default = "CheckOpts::default_threads")]
     pub threads: u32,
 }
 
+/// Which armed timer may fire next, `--timers`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimerOrder {
+    /// Any armed timer, however long it has still to run: no timing assumption at all,
+    /// so a timeout may come before what it waits for (a false suspicion).
+    #[default]
+    Any,
+    /// Only the earliest, as the simulator: timers keep their order, but states that
+    /// differ only in that order count as one, so with several timers armed at once the
+    /// search is not exhaustive.
+    Earliest,
+}
+
+// A knob a counterexample file does not name is off, so files written before it existed
+// (or by hand) still read.
 impl CheckOpts {
+    fn default_max_states() -> u64 {
+        1_000_000
+    }
+
+    fn default_max_seconds() -> f64 {
+        60.0
+    }
+
+    fn default_threads() -> u32 {
+        1
+    }
+
     /// `n` nodes, `entries` each, no knobs, a million states and a minute at most.
     pub fn new(n: u32, entries: u32) -> CheckOpts {
         CheckOpts {
             n,
             entries,
-            max_states: 1_000_000,
-            max_seconds: 60.0,
+            max_states: CheckOpts::default_max_states(),
+            max_seconds: CheckOpts::default_max_seconds(),
             non_fifo: false,
             crashes: 0,
             stale_timers: false,
+            bypass_bound: None,
+            highest_wins: false,
+            timers: TimerOrder::Any,
+            lose: 0,
+            forget: false,
             dfs: false,
             max_depth: None,
-            threads: 1,
+            threads: CheckOpts::default_threads(),
         }
+    }
+}
+
+/// An invariant of one's own, checked at every state: a name and a judge over read
+/// access to the world ([`World::node`], [`World::apps`], [`World::in_flight`],
+/// [`World::alive`]) that says why it fails. An algorithm's registry entry adds its own
+/// (one token at most); anyone passes theirs to [`check_with`]:
+///
+/// ```
+/// use mutexlab::check::Invariant;
+/// use mutexlab::algos::ricart_agrawala::RicartAgrawala;
+/// let few: Invariant<RicartAgrawala> = Invariant::new("at most 4 messages in flight", |w| {
+///     let k = w.in_flight().count();
+///     if k <= 4 { Ok(()) } else { Err(format!("{k} messages in flight")) }
+/// });
+/// ```
+pub struct Invariant<N: Node>
+where
+    N::Service: SimService,
+{
+    /// The name the summary gives it.
+    pub name: &'static str,
+    /// `Ok` where it holds, else why not, in one line.
+    pub holds: fn(&World<N>) -> Result<(), String>,
+}
+
+impl<N: Node> Invariant<N>
+where
+    N::Service: SimService,
+{
+    /// An invariant named `name`, judged by `holds`.
+    pub const fn new(name: &'static str, holds: fn(&World<N>) -> Result<(), String>) -> Self {
+        Invariant { name, holds }
     }
 }
 
@@ -104,9 +215,18 @@ pub enum Property {
     NodeFailure,
     /// No state where an application waits and nothing can happen but crashes.
     NoDeadlock,
-    /// Every terminal state is done: every request served (elections: the live nodes
-    /// agree on a live leader).
+    /// Every terminal state is done: every request served (mutual exclusion).
     EveryRequestServed,
+    /// While a node's application waits, the others enter at most
+    /// [`CheckOpts::bypass_bound`] times (mutual exclusion, where a bound is promised).
+    Bypass,
+    /// Elections: every terminal state is done, the live nodes agreeing on a live leader.
+    AgreementWhenQuiet,
+    /// Elections: the leader the live nodes agree on is the highest live id (where the
+    /// algorithm promises it: [`CheckOpts::highest_wins`]).
+    HighestLiveId,
+    /// An algorithm's or a user's own [`Invariant`], by its name.
+    Invariant(&'static str),
 }
 
 impl Property {
@@ -119,22 +239,39 @@ impl Property {
             Property::NodeFailure => "no node failure",
             Property::NoDeadlock => "no deadlock",
             Property::EveryRequestServed => "every request served",
+            Property::Bypass => "bypass bound",
+            Property::AgreementWhenQuiet => "agreement when quiet",
+            Property::HighestLiveId => "highest live id",
+            Property::Invariant(name) => name,
         }
     }
 
-    /// The properties checked for a service, in the order the summary lists them.
-    pub fn checked(service: ServiceKind) -> Vec<Property> {
-        let safety = match service {
-            ServiceKind::Mutex => Property::MutualExclusion,
-            ServiceKind::Election => Property::OneLeaderPerTerm,
-        };
-        vec![
-            safety,
-            Property::DriverContract,
-            Property::NodeFailure,
-            Property::NoDeadlock,
-            Property::EveryRequestServed,
-        ]
+    /// The properties checked for a service with these options, in the order the
+    /// summary lists them (invariants of one's own come after).
+    pub fn checked(service: ServiceKind, opts: &CheckOpts) -> Vec<Property> {
+        match service {
+            ServiceKind::Mutex => {
+                let mut ps = vec![
+                    Property::MutualExclusion,
+                    Property::DriverContract,
+                    Property::NodeFailure,
+                    Property::NoDeadlock,
+                    Property::EveryRequestServed,
+                ];
+                ps.extend(opts.bypass_bound.map(|_| Property::Bypass));
+                ps
+            }
+            ServiceKind::Election => {
+                let mut ps = vec![
+                    Property::OneLeaderPerTerm,
+                    Property::DriverContract,
+                    Property::NodeFailure,
+                    Property::AgreementWhenQuiet,
+                ];
+                ps.extend(opts.highest_wins.then_some(Property::HighestLiveId));
+                ps
+            }
+        }
     }
 
     /// The property a failure of [`World::apply`] violates.
@@ -154,7 +291,7 @@ impl Property {
 
     /// Checked at terminal states only (else at every state).
     fn at_terminal_states(self) -> bool {
-        self == Property::EveryRequestServed
+        matches!(self, Property::EveryRequestServed | Property::AgreementWhenQuiet | Property::HighestLiveId)
     }
 }
 
@@ -167,6 +304,10 @@ pub struct PropertyResult {
     pub held: bool,
     /// The states it was checked on (terminal states for `every request served`).
     pub states: u64,
+    /// It is judged at terminal states only (else at every state).
+    pub terminal: bool,
+    /// More to say: for `bypass bound`, the bound and the most seen.
+    pub detail: Option<String>,
 }
 
 /// A violation and the shortest way to it.
@@ -180,6 +321,9 @@ pub struct Counterexample {
     pub choices: Vec<Choice>,
     /// What happened, step by step: the world's notes for each choice.
     pub steps: Vec<Vec<String>>,
+    /// The replay as a run directory's files (`check --out DIR` writes them).
+    #[serde(skip)]
+    pub run: RunFiles,
     /// Found breadth-first, so no counterexample is shorter (depth-first: it may be).
     pub shortest: bool,
 }
@@ -213,6 +357,13 @@ pub struct CheckReport {
     pub properties: Vec<PropertyResult>,
     /// The first violation found, with its shortest counterexample.
     pub violation: Option<Counterexample>,
+    /// Mutual exclusion: the most times others entered while one node's application
+    /// waited, in the states explored. Exact up to the bound + 1 when a bound is
+    /// checked; without one, a lower bound (the count is not part of the state, so a
+    /// state reached again with a higher count is not explored again).
+    pub most_bypasses: Option<u32>,
+    /// What this check does not judge.
+    pub not_checked: Vec<&'static str>,
 }
 
 impl CheckReport {
@@ -249,12 +400,30 @@ impl CheckReport {
             (None, Some(_)) => s.push_str(&format!("search: stopped at the first violation, {how}\n")),
             (None, None) => s.push_str(&format!("search: complete, {how}\n")),
         }
+        // Names of one's own invariants may be longer than the service's.
+        let w = self.properties.iter().map(|p| p.name.chars().count()).max().unwrap_or(0).max(22);
         for p in &self.properties {
+            let detail = p.detail.as_ref().map(|d| format!(" ({d})")).unwrap_or_default();
             if p.held {
-                s.push_str(&format!("  {:<22} held on {} states\n", p.name, p.states));
+                let terminal = if p.terminal { " (terminal)" } else { "" };
+                s.push_str(&format!(
+                    "  {:<w$} held on {} states{terminal}{detail}\n",
+                    p.name,
+                    p.states,
+                    w = w
+                ));
             } else {
-                s.push_str(&format!("  {:<22} VIOLATED\n", p.name));
+                s.push_str(&format!("  {:<w$} VIOLATED{detail}\n", p.name, w = w));
             }
+        }
+        let bounded = self.properties.iter().any(|p| p.name == Property::Bypass.name());
+        if let (Some(most), false) = (self.most_bypasses, bounded) {
+            s.push_str(&format!(
+                "  most bypasses seen: {most} (at least; no bound checked, so the count is not part of the state)\n"
+            ));
+        }
+        for what in &self.not_checked {
+            s.push_str(&format!("not checked: {what}\n"));
         }
         if let Some(v) = &self.violation {
             // "mutual exclusion violated: …" names its property already.
@@ -287,31 +456,116 @@ pub struct Progress {
     pub seconds: f64,
 }
 
+/// Bypass counts of the first [`COUNTED`] nodes, kept inline (no allocation per state).
+type Counts = [u8; COUNTED];
+
+/// Nodes whose bypasses are counted (the command line allows 16 nodes at most).
+const COUNTED: usize = 16;
+
 /// The initial world of a check, not started.
 fn initial<N: Node>(opts: &CheckOpts) -> World<N>
 where
     N::Service: SimService,
 {
     let configs = (0..opts.n).map(|i| Config::new(i, opts.n)).collect();
-    let world = World::<N>::new(configs, opts.entries).stale_timers(opts.stale_timers).without_tallies();
+    let world = World::<N>::new(configs, opts.entries)
+        .without_tallies()
+        .stale_timers(opts.stale_timers)
+        .any_timer(opts.timers == TimerOrder::Any)
+        .lose(opts.lose)
+        .forget(opts.forget);
     let world = if opts.non_fifo { world.non_fifo() } else { world };
     world.crashes(opts.crashes, |_| true)
 }
 
-/// What a state itself says: a failure at the end (deadlock, unserved request) or none.
-fn judge<N: Node>(world: &World<N>, enabled: &[Choice]) -> Option<(Property, String)>
+/// What a state itself says: a bypass over the bound, an invariant of one's own that
+/// fails, or at the end a deadlock, an unserved request, no agreement or the wrong
+/// leader; else none. `bypass` is the checker's count per node (see [`bypass_step`]).
+fn judge<N: Node>(
+    service: ServiceKind,
+    world: &World<N>,
+    enabled: &[Choice],
+    opts: &CheckOpts,
+    invariants: &[Invariant<N>],
+    bypass: &[u8],
+) -> Option<(Property, String)>
 where
     N::Service: SimService,
 {
-    if world.done() || !enabled.iter().all(|c| matches!(c, Choice::Crash { .. })) {
+    if let Some(bound) = opts.bypass_bound {
+        if let Some(i) = (0..bypass.len()).find(|&i| u32::from(bypass[i]) > bound) {
+            let why = format!(
+                "bypass bound exceeded: others entered {} times while {} waited (bound {bound})",
+                bypass[i],
+                PeerId(i as u32)
+            );
+            return Some((Property::Bypass, why));
+        }
+    }
+    for inv in invariants {
+        if let Err(why) = (inv.holds)(world) {
+            return Some((Property::Invariant(inv.name), why));
+        }
+    }
+    let election = service == ServiceKind::Election;
+    if world.done() {
+        let alive = world.alive();
+        let highest = (0..alive.len()).rev().find(|&i| alive[i]);
+        return match (opts.highest_wins && election, world.apps().leader(alive), highest) {
+            (true, Some((id, term)), Some(h)) if id.index() != h => Some((
+                Property::HighestLiveId,
+                format!(
+                    "the live nodes agree on {id} (term {term}), not the highest live id {}",
+                    PeerId(h as u32)
+                ),
+            )),
+            _ => None,
+        };
+    }
+    if !enabled.iter().all(|c| matches!(c, Choice::Crash { .. })) {
         return None;
     }
     let waiting = world.waiting();
-    if waiting.is_empty() {
+    if election {
+        let who = waiting.iter().map(|(p, _)| p.to_string()).collect::<Vec<_>>().join(", ");
+        Some((
+            Property::AgreementWhenQuiet,
+            format!(
+                "nothing more can happen and the live nodes do not agree on a live leader (waiting: {who})"
+            ),
+        ))
+    } else if waiting.is_empty() {
         Some((Property::EveryRequestServed, "a terminal state that is not done".into()))
     } else {
         Some((Property::NoDeadlock, Failure::Deadlock { waiting }.to_string()))
     }
+}
+
+/// The bypass counts after one step from `before` to `after`: a node whose application
+/// waits on both sides counts one more when another node entered in the step (capped at
+/// `cap`); a node not waiting counts none. Mutual exclusion only. The most of the new
+/// counts, or 0 where nothing changed.
+fn bypass_step<N: Node>(before: &World<N>, after: &World<N>, counts: &mut Counts, cap: u8) -> u8
+where
+    N::Service: SimService,
+{
+    let entered = after.apps().inside().filter(|&j| before.apps().inside() != Some(j));
+    let (was, is) = (before.alive(), after.alive());
+    // A node stops waiting only by entering or by a crash, and starts at a count of 0:
+    // without either, no count changes (most steps: this keeps the search fast).
+    if entered.is_none() && was == is {
+        return 0;
+    }
+    let mut most = 0;
+    for (i, c) in counts.iter_mut().enumerate().take(after.n()) {
+        if !after.apps().waiting(i, is) {
+            *c = 0;
+        } else if before.apps().waiting(i, was) && entered.is_some_and(|j| j.index() != i) {
+            *c = c.saturating_add(1).min(cap);
+        }
+        most = most.max(*c);
+    }
+    most
 }
 
 /// Check node type `N`, which provides `service`, breadth-first or depth-first as `opts`
@@ -325,13 +579,29 @@ pub fn check<N: Node>(
 where
     N::Service: SimService,
 {
+    check_with::<N>(service, opts, &[], progress)
+}
+
+/// [`check`], and `invariants` of one's own at every state, each reported by its name.
+pub fn check_with<N: Node>(
+    service: ServiceKind,
+    opts: &CheckOpts,
+    invariants: &[Invariant<N>],
+    progress: &mut dyn FnMut(&Progress),
+) -> CheckReport
+where
+    N::Service: SimService,
+{
     let started = Instant::now();
     let threads = if opts.dfs { 1 } else { opts.threads.max(1) };
+    let how = search::Search::new(service, opts, invariants);
     let found = if opts.dfs {
-        search::dfs::<N>(opts, started, progress)
+        search::dfs::<N>(&how, started, progress)
     } else {
-        search::bfs::<N>(opts, threads as usize, started, progress)
+        search::bfs::<N>(&how, threads as usize, started, progress)
     };
+    let counted = service == ServiceKind::Mutex;
+    let most_bypasses = found.most_bypasses;
     let mut report = CheckReport {
         n: opts.n,
         entries: opts.entries,
@@ -346,16 +616,38 @@ where
         cut_short: found.cut_short,
         properties: Vec::new(),
         violation: None,
+        most_bypasses: None,
+        not_checked: vec![
+            "liveness beyond terminal states (a request or an election that waits forever in a cycle of states)",
+        ],
     };
+    let terminals = found.terminals;
     let violated = found.violation.as_ref().map(|(p, ..)| *p);
-    for p in Property::checked(service) {
-        let states = if p.at_terminal_states() { found.terminals } else { report.states };
-        report.properties.push(PropertyResult { name: p.name(), held: violated != Some(p), states });
+    if counted {
+        report.most_bypasses = Some(u32::from(most_bypasses));
+    }
+    let own = invariants.iter().map(|inv| Property::Invariant(inv.name));
+    for p in Property::checked(service, opts).into_iter().chain(own) {
+        let terminal = p.at_terminal_states();
+        let states = if terminal { terminals } else { report.states };
+        let detail = match (p, opts.bypass_bound) {
+            (Property::Bypass, Some(b)) => Some(format!("at most {b}; most seen: {most_bypasses}")),
+            _ => None,
+        };
+        report.properties.push(PropertyResult {
+            name: p.name(),
+            held: violated != Some(p),
+            states,
+            terminal,
+            detail,
+        });
     }
     if let Some((p, failure, choices)) = found.violation {
-        let steps = replay::<N>(opts, &choices);
+        // A violation stops the run midway; a state where nothing can happen ends it.
+        let ended = matches!(p, Property::NoDeadlock | Property::EveryRequestServed);
+        let (steps, run) = replay::<N>(service, opts, &choices, (!ended).then_some(failure.as_str()));
         report.violation =
-            Some(Counterexample { property: p.name(), failure, choices, steps, shortest: !opts.dfs });
+            Some(Counterexample { property: p.name(), failure, choices, steps, run, shortest: !opts.dfs });
     }
     report
 }
@@ -370,21 +662,37 @@ pub fn peak_memory() -> Option<u64> {
 }
 
 /// Replay `choices` from the initial world, keeping the notes of each step (the start's
-/// are left out: every node starts).
-fn replay<N: Node>(opts: &CheckOpts, choices: &[Choice]) -> Vec<Vec<String>>
+/// are left out: every node starts) and recording the run's files; `cut_short` says why
+/// the run stops there, if it does not end by itself.
+fn replay<N: Node>(
+    service: ServiceKind,
+    opts: &CheckOpts,
+    choices: &[Choice],
+    cut_short: Option<&str>,
+) -> (Vec<Vec<String>>, RunFiles)
 where
     N::Service: SimService,
 {
+    let mut rec = Recorder::new(opts.n, service);
     let mut world = initial::<N>(opts);
-    let _ = crate::panics::quietly(|| world.start(&mut |_, _| {}));
-    choices
+    let _ = crate::panics::quietly(|| world.start(&mut |_, e| rec.event(e)));
+    let steps = choices
         .iter()
         .map(|&c| {
             let mut lines = Vec::new();
-            let _ = crate::panics::quietly(|| world.apply(c, &mut |_, line| lines.push(line)));
+            rec.step();
+            let _ = crate::panics::quietly(|| {
+                world.apply(c, &mut |_, e| {
+                    rec.event(e);
+                    if e.is_note() {
+                        lines.push(e.to_string());
+                    }
+                })
+            });
             lines
         })
-        .collect()
+        .collect();
+    (steps, rec.finish(cut_short))
 }
 
 #[cfg(test)]
@@ -463,6 +771,220 @@ mod tests {
         assert_eq!(v.property, "no node failure");
         assert!(v.failure.starts_with("a node panicked: on_want_cs is not written yet"), "{}", v.failure);
         assert_eq!(v.choices, vec![Choice::Call { node: 0, index: 0 }]);
+    }
+
+    #[test]
+    fn without_a_bound_the_most_bypasses_are_told_and_the_counts_stay() {
+        let r = check::<RicartAgrawala>(ServiceKind::Mutex, &CheckOpts::new(3, 1), &mut quiet);
+        assert_eq!(r.states, 2_101, "no bound, no count in the state");
+        assert_eq!(r.most_bypasses, Some(2));
+        assert!(!r.properties.iter().any(|p| p.name == "bypass bound"));
+        let text = r.text("ricart-agrawala");
+        assert!(text.contains("most bypasses seen: 2 (at least;"), "{text}");
+        assert!(text.contains("not checked: liveness beyond terminal states"), "{text}");
+        assert!(text.contains("every request served   held on 13 states (terminal)"), "{text}");
+    }
+
+    #[test]
+    fn a_coordinator_that_lets_others_pass_is_caught_by_the_bypass_bound() {
+        // Centralized serves in the order requests reach the coordinator: w0's may be
+        // slow while w2 enters twice.
+        let mut opts = CheckOpts::new(3, 2);
+        opts.bypass_bound = Some(1);
+        let r = check::<crate::algos::centralized::Centralized>(ServiceKind::Mutex, &opts, &mut quiet);
+        let v = r.violation.clone().expect("w2 passes w0 twice");
+        assert_eq!(v.property, "bypass bound");
+        assert_eq!(v.failure, "bypass bound exceeded: others entered 2 times while w0 waited (bound 1)");
+        assert_eq!(v.choices.len(), 4, "{}", r.text("centralized"));
+        let p = r.properties.iter().find(|p| p.name == "bypass bound").unwrap();
+        assert!(!p.held);
+        assert_eq!(p.detail.as_deref(), Some("at most 1; most seen: 2"));
+        // Everything else held as far as the search went.
+        assert!(r.properties.iter().filter(|p| p.name != "bypass bound").all(|p| p.held));
+    }
+
+    #[test]
+    fn token_ring_keeps_its_bound_of_n_minus_1_and_the_count_joins_the_state() {
+        let mut opts = CheckOpts::new(3, 2);
+        let free = check::<crate::algos::token_ring::TokenRing>(ServiceKind::Mutex, &opts, &mut quiet);
+        opts.bypass_bound = Some(2);
+        let r = check::<crate::algos::token_ring::TokenRing>(ServiceKind::Mutex, &opts, &mut quiet);
+        assert!(r.complete && r.violation.is_none(), "{}", r.text("token-ring"));
+        let p = r.properties.iter().find(|p| p.name == "bypass bound").unwrap();
+        assert_eq!(
+            (p.held, p.states, p.detail.as_deref()),
+            (true, r.states, Some("at most 2; most seen: 2"))
+        );
+        // The count is part of the state: 3,731 worlds became 5,611 (world, counts) pairs
+        // when this was written (a world model that changes changes the numbers).
+        assert!(r.states > free.states, "{} vs {}", r.states, free.states);
+    }
+
+    #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+    struct Claim(u32);
+
+    impl crate::algorithm::Message for Claim {
+        fn kind(&self) -> &str {
+            "CLAIM"
+        }
+    }
+
+    /// An election toy. `MODE` 0: initiators broadcast their id, everyone takes the
+    /// highest claim (correct); 1: every node names w0 (the lowest id wins); 2: every
+    /// node names itself, each in its own term (nobody ever agrees).
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct Elect<const MODE: u8> {
+        me: u32,
+        best: Option<u32>,
+    }
+
+    impl<const MODE: u8> Node for Elect<MODE> {
+        type Msg = Claim;
+        type Timer = crate::algorithm::NoTimer;
+        type Service = crate::algorithm::Election;
+
+        fn create(cfg: &Config) -> Self {
+            Elect { me: cfg.id.0, best: None }
+        }
+
+        fn step(
+            &mut self,
+            input: crate::algorithm::NodeInput<Self>,
+            out: &mut crate::algorithm::NodeOut<Self>,
+        ) {
+            use crate::algorithm::{ElectionCall, ElectionEvent, Input};
+            let claim = match (MODE, input) {
+                (1, Input::Call { call: ElectionCall::Elect }) => 0,
+                (2, Input::Call { call: ElectionCall::Elect }) => {
+                    let me = PeerId(self.me);
+                    out.emit(ElectionEvent::Leader { id: me, term: u64::from(self.me) + 1 });
+                    return;
+                }
+                (_, Input::Call { call: ElectionCall::Elect }) => {
+                    out.broadcast(Claim(self.me));
+                    self.me
+                }
+                (_, Input::Message { msg: Claim(c), .. }) => c,
+                _ => return,
+            };
+            if self.best.is_none_or(|b| claim > b) {
+                self.best = Some(claim);
+                out.emit(ElectionEvent::Leader { id: PeerId(claim), term: u64::from(claim) + 1 });
+            }
+        }
+    }
+
+    fn elect<const MODE: u8>(highest_wins: bool) -> CheckReport {
+        let mut opts = CheckOpts::new(3, 1);
+        opts.highest_wins = highest_wins;
+        check::<Elect<MODE>>(ServiceKind::Election, &opts, &mut quiet)
+    }
+
+    #[test]
+    fn a_correct_election_agrees_on_the_highest_live_id() {
+        let r = elect::<0>(true);
+        assert!(r.complete && r.violation.is_none(), "{}", r.text("toy"));
+        let names: Vec<&str> = r.properties.iter().map(|p| p.name).collect();
+        assert_eq!(
+            names,
+            [
+                "one leader per term",
+                "driver contract",
+                "no node failure",
+                "agreement when quiet",
+                "highest live id"
+            ]
+        );
+        assert!(r.properties[3].terminal && r.properties[4].terminal && r.properties[3].states > 0);
+        assert_eq!(r.most_bypasses, None, "no bypasses in an election");
+    }
+
+    #[test]
+    fn an_election_where_the_lowest_id_wins_is_caught_where_the_highest_is_promised() {
+        let r = elect::<1>(true);
+        let v = r.violation.expect("w0 wins");
+        assert_eq!(v.property, "highest live id");
+        assert_eq!(v.failure, "the live nodes agree on w0 (term 1), not the highest live id w2");
+        // Not promised, not checked.
+        let r = elect::<1>(false);
+        assert!(r.violation.is_none() && !r.properties.iter().any(|p| p.name == "highest live id"));
+    }
+
+    #[test]
+    fn an_election_that_never_agrees_is_caught_when_quiet() {
+        let r = elect::<2>(false);
+        let v = r.violation.clone().expect("each names itself");
+        assert_eq!(v.property, "agreement when quiet");
+        assert!(
+            v.failure.starts_with("nothing more can happen and the live nodes do not agree"),
+            "{}",
+            v.failure
+        );
+        assert_eq!(v.choices.len(), 3, "each node calls its election: {}", r.text("toy"));
+    }
+
+    #[test]
+    fn an_invariant_of_ones_own_is_judged_at_every_state_and_named() {
+        let quiet_links = Invariant::<RicartAgrawala>::new("at most 3 messages in flight", |w| {
+            let k = w.in_flight().count();
+            if k <= 3 {
+                Ok(())
+            } else {
+                Err(format!("{k} messages in flight"))
+            }
+        });
+        let r = check_with::<RicartAgrawala>(
+            ServiceKind::Mutex,
+            &CheckOpts::new(3, 1),
+            &[quiet_links],
+            &mut quiet,
+        );
+        let v = r.violation.clone().expect("two requests to two peers each are four");
+        assert_eq!(
+            (v.property, v.failure.as_str()),
+            ("at most 3 messages in flight", "4 messages in flight")
+        );
+        assert!(!r.properties.last().unwrap().held);
+        assert!(r.text("ricart-agrawala").contains("at most 3 messages in flight VIOLATED"));
+    }
+
+    #[test]
+    fn forgetting_dead_tickets_merges_states_and_is_off_by_default() {
+        let mut opts = CheckOpts::new(3, 2);
+        let plain = check::<RicartAgrawala>(ServiceKind::Mutex, &opts, &mut quiet);
+        assert_eq!(plain.states, 34_845, "the Stateright model's count");
+        opts.forget = true;
+        let r = check::<RicartAgrawala>(ServiceKind::Mutex, &opts, &mut quiet);
+        assert!(r.complete && r.violation.is_none(), "{}", r.text("ricart-agrawala"));
+        assert_eq!(r.states, 30_846, "a ticket is dead once its request is over");
+    }
+
+    #[test]
+    fn a_lost_message_leaves_the_centralized_requester_waiting_forever() {
+        use crate::algos::centralized::Centralized;
+        let mut opts = CheckOpts::new(2, 1);
+        assert!(check::<Centralized>(ServiceKind::Mutex, &opts, &mut quiet).violation.is_none());
+        opts.lose = 1;
+        let r = check::<Centralized>(ServiceKind::Mutex, &opts, &mut quiet);
+        let v = r.violation.clone().expect("a lost REQUEST or GRANT is never made good");
+        assert_eq!(v.property, "no deadlock", "{}", r.text("centralized"));
+        assert!(v.choices.iter().any(|c| matches!(c, Choice::Lose { .. })));
+        assert!(v.steps.iter().flatten().any(|l| l.ends_with("is lost")), "{:?}", v.steps);
+        let e = crate::sim::Sim::<Centralized>::new(2, 0).lose(1).replay(1, &v.choices).unwrap_err();
+        assert!(matches!(e.failure, Failure::Deadlock { .. }), "{e}");
+    }
+
+    #[test]
+    fn bully_at_n2_is_finite_whichever_timer_may_fire() {
+        use crate::algos::bully::Bully;
+        let mut opts = CheckOpts::new(2, 1);
+        assert_eq!(opts.timers, TimerOrder::Any, "the checker makes no timing assumption");
+        let any = check::<Bully>(ServiceKind::Election, &opts, &mut quiet);
+        assert!(any.complete && any.violation.is_none(), "{}", any.text("bully"));
+        assert_eq!(any.states, 107);
+        opts.timers = TimerOrder::Earliest;
+        let earliest = check::<Bully>(ServiceKind::Election, &opts, &mut quiet);
+        assert_eq!(earliest.states, 107);
     }
 
     #[test]
@@ -599,5 +1121,77 @@ mod tests {
         let bytes = r.peak_memory_bytes.expect("Linux says in /proc/self/status");
         assert!(bytes > 1_000_000, "{bytes}");
         assert!(r.text("ricart-agrawala").contains(" MB"), "{}", r.text("ricart-agrawala"));
+    }
+
+    /// Every strategy: breadth-first on one thread and on two, depth-first.
+    fn strategies(opts: &CheckOpts) -> [CheckOpts; 3] {
+        let mut two = opts.clone();
+        two.threads = 2;
+        let mut dfs = opts.clone();
+        dfs.dfs = true;
+        [opts.clone(), two, dfs]
+    }
+
+    #[test]
+    fn every_strategy_counts_bypasses_and_catches_a_bound_exceeded() {
+        let mut opts = CheckOpts::new(3, 2);
+        opts.bypass_bound = Some(2);
+        for o in strategies(&opts) {
+            let r = check::<crate::algos::token_ring::TokenRing>(ServiceKind::Mutex, &o, &mut quiet);
+            assert!(r.complete && r.violation.is_none(), "{}", r.text("token-ring"));
+            let p = r.properties.iter().find(|p| p.name == "bypass bound").unwrap();
+            assert_eq!((p.held, p.detail.as_deref()), (true, Some("at most 2; most seen: 2")), "{o:?}");
+        }
+        let counts: Vec<u64> = strategies(&opts)
+            .iter()
+            .map(|o| check::<crate::algos::token_ring::TokenRing>(ServiceKind::Mutex, o, &mut quiet).states)
+            .collect();
+        assert!(counts.iter().all(|&c| c == counts[0]), "the counts join the state alike: {counts:?}");
+        // Its negative control, in each: the coordinator lets others pass.
+        opts.bypass_bound = Some(1);
+        for o in strategies(&opts) {
+            let r = check::<crate::algos::centralized::Centralized>(ServiceKind::Mutex, &o, &mut quiet);
+            let v = r.violation.clone().unwrap_or_else(|| panic!("{o:?}: {}", r.text("centralized")));
+            assert_eq!(v.property, "bypass bound", "{o:?}");
+            assert!(v.failure.starts_with("bypass bound exceeded: others entered 2 times"), "{}", v.failure);
+            assert_eq!(v.shortest, !o.dfs);
+        }
+        // Without a bound the most seen is told by each.
+        for o in strategies(&CheckOpts::new(3, 1)) {
+            let r = check::<RicartAgrawala>(ServiceKind::Mutex, &o, &mut quiet);
+            assert_eq!((r.states, r.most_bypasses), (2_101, Some(2)), "{o:?}");
+        }
+    }
+
+    #[test]
+    fn every_strategy_judges_invariants_and_records_the_counterexample_run() {
+        let few = Invariant::<RicartAgrawala>::new("at most 3 messages in flight", |w| {
+            let k = w.in_flight().count();
+            if k <= 3 {
+                Ok(())
+            } else {
+                Err(format!("{k} messages in flight"))
+            }
+        });
+        for o in strategies(&CheckOpts::new(3, 1)) {
+            let r =
+                check_with::<RicartAgrawala>(ServiceKind::Mutex, &o, std::slice::from_ref(&few), &mut quiet);
+            let v = r.violation.clone().unwrap_or_else(|| panic!("{o:?}: {}", r.text("ra")));
+            assert_eq!(
+                (v.property, v.failure.as_str()),
+                ("at most 3 messages in flight", "4 messages in flight")
+            );
+            // The replay recorded the run: each node's trace and the resource file.
+            let files = v.run.files("ricart-agrawala");
+            assert!(
+                files.iter().any(|(name, body)| name.starts_with("trace-w") && body.lines().count() > 1),
+                "{o:?}"
+            );
+            assert!(
+                files.iter().any(|(name, _)| name == "resource.log"),
+                "{:?}",
+                files.iter().map(|f| &f.0).collect::<Vec<_>>()
+            );
+        }
     }
 }

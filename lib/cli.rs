@@ -89,6 +89,10 @@ enum Cmd {
     /// Check an algorithm over every interleaving for a few nodes (breadth-first, the
     /// shortest counterexample): exit 0 every property held, 1 one is violated.
     Check(CheckArgs),
+    /// Replay a counterexample of `check --out DIR` as real processes, each message and
+    /// call released in the counterexample's order, and audit the file: exit 0 clean,
+    /// 1 a violation (or a step the real run could not take), 2 a bad file.
+    Replay(ReplayArgs),
     /// Write a run directory's HTML report (default RUN_DIR/report.html) and print its path.
     Report {
         /// The run directory (kept with --keep, or a failed run's).
@@ -247,6 +251,15 @@ enum DetectorArg {
     Heartbeat,
 }
 
+/// Which armed timer `check` may fire next (`--timers`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum TimersArg {
+    /// Any armed timer: no timing assumption, a timeout may come early.
+    Any,
+    /// Only the earliest, as the simulator.
+    Earliest,
+}
+
 /// Options `run` and `elect` share.
 #[derive(Args)]
 struct Shared {
@@ -402,6 +415,42 @@ struct CheckArgs {
     /// Threads for breadth-first search (depth-first runs on one).
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     threads: i64,
+    /// Which armed timer may fire next: `any` (no timing assumption) or `earliest`.
+    #[arg(long, value_enum, default_value = "any")]
+    timers: TimersArg,
+    /// Up to this many messages in flight may be lost, any one of them.
+    #[arg(long, default_value_t = 0, allow_negative_numbers = true)]
+    lose: i64,
+    /// Let nodes forget fields no later step reads (fewer states, same verdicts).
+    #[arg(long)]
+    forget: bool,
+    /// Check that while a node waits, the others enter at most B times (default: the
+    /// bound the algorithm promises, if it promises one). The count joins the state.
+    #[arg(long, value_name = "B", allow_negative_numbers = true)]
+    bypass_bound: Option<i64>,
+    /// Print one JSON object instead of the summary.
+    #[arg(long)]
+    json: bool,
+    /// On a violation, write the counterexample into this directory, new or empty: a run
+    /// directory that `mutexlab report`, `audit` and `trace` read, and
+    /// `counterexample.json`, which `mutexlab replay` runs as real processes.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct ReplayArgs {
+    /// A counterexample file, or the `check --out` directory holding one.
+    path: PathBuf,
+    /// The run directory, new or empty (default: a fresh temporary one).
+    #[arg(long)]
+    run_dir: Option<PathBuf>,
+    /// Keep the run directory even after a clean replay (`mutexlab report` draws it).
+    #[arg(long)]
+    keep: bool,
+    /// The longest a step waits for its message or a worker's answer, in ms.
+    #[arg(long, default_value_t = 5_000)]
+    step_wait_ms: u64,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     json: bool,
@@ -466,6 +515,7 @@ fn command(registry: Registry) -> Outcome {
         }
         Cmd::Compare(a) => cmd_compare(a),
         Cmd::Check(a) => cmd_check(a),
+        Cmd::Replay(a) => cmd_replay(a),
         Cmd::Worker(w) => match registry::run_worker(&w.run_dir, w.id) {
             Ok(()) => Ok(Verdict::Pass),
             Err(e) => {
@@ -911,11 +961,18 @@ fn cmd_check(a: CheckArgs) -> Outcome {
     if a.dfs && threads > 1 {
         return Err(Error::usage("--threads is for breadth-first search; --dfs runs on one thread"));
     }
+    let bypass_bound = match a.bypass_bound {
+        Some(b) => Some(within("--bypass-bound", b, 0, 254)? as u32),
+        None => None,
+    };
     if !a.max_seconds.is_finite() || a.max_seconds <= 0.0 || a.max_seconds > 86_400.0 {
         return Err(Error::usage(format!(
             "--max-seconds must be between 0 and 86400, not {:?}",
             a.max_seconds
         )));
+    }
+    if let Some(dir) = &a.out {
+        crate::sim::record::new_or_empty(dir).map_err(Error::usage)?;
     }
     let opts = check::CheckOpts {
         n,
@@ -928,7 +985,17 @@ fn cmd_check(a: CheckArgs) -> Outcome {
         dfs: a.dfs,
         max_depth,
         threads,
+        bypass_bound,
+        highest_wins: false,
+        timers: match a.timers {
+            TimersArg::Any => check::TimerOrder::Any,
+            TimersArg::Earliest => check::TimerOrder::Earliest,
+        },
+        lose: within("--lose", a.lose, 0, 100)? as u32,
+        forget: a.forget,
     };
+    // The entry's promises (its bypass bound, the highest live id) are checked too.
+    let opts = info.check_opts(opts);
     // A progress line only for a person watching: a pipe or a test sees none.
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut progress = |p: &check::Progress| {
@@ -947,7 +1014,60 @@ fn cmd_check(a: CheckArgs) -> Outcome {
         eprintln!();
     }
     out(&if a.json { to_json(&r) } else { r.text(info.name) });
+    if let Some(dir) = &a.out {
+        let shown = dir.display();
+        match &r.violation {
+            Some(v) => {
+                v.run.write(dir, info.name).map_err(|e| Error::failed(e.to_string()))?;
+                let file = crate::counterexample::CounterexampleFile::new(info.name, &opts, v);
+                file.write(dir).map_err(Error::failed)?;
+                eprintln!("counterexample written to {shown}: `mutexlab replay {shown}` runs it as real processes, `mutexlab report {shown}` draws it, `mutexlab audit {shown}` judges its files, `mutexlab trace {shown}` lists its messages");
+            }
+            None => eprintln!("no counterexample: nothing written to {shown}"),
+        }
+    }
     Ok(if r.violation.is_some() { Verdict::Fail } else { Verdict::Pass })
+}
+
+fn cmd_replay(a: ReplayArgs) -> Outcome {
+    let ce = crate::counterexample::CounterexampleFile::read(&a.path).map_err(Error::usage)?;
+    let info = registry::lookup(&ce.algorithm).map_err(Error::usage)?;
+    if a.step_wait_ms == 0 || a.step_wait_ms > 600_000 {
+        return Err(Error::usage(format!(
+            "--step-wait-ms must be between 1 and 600000, not {}",
+            a.step_wait_ms
+        )));
+    }
+    let opts = RunOpts {
+        workers: ce.opts.n,
+        entries: u64::from(ce.opts.entries),
+        // Held: the application's timers wait for the walk, whatever their length.
+        cs_ms: 1.0,
+        think_ms: 0.0,
+        run_dir: a.run_dir,
+        keep: a.keep,
+        trace: true,
+        replay: Some(supervisor::Replay {
+            choices: ce.choices,
+            steps: ce.steps,
+            step_wait: Duration::from_millis(a.step_wait_ms),
+        }),
+        // Elections: every node's application may call, as in the checker's world.
+        elect: (info.service == ServiceKind::Election)
+            .then(|| ElectOpts { initiators: Initiators::All, settle: Duration::from_millis(1) }),
+        ..RunOpts::new(info.name, exe())
+    };
+    match supervisor::run(&opts) {
+        Ok(r) => {
+            out(&if a.json { to_json(&r) } else { report::summary(&r) });
+            let reported = !r.run_dir_kept || kept_report(&r.run_path, html::Known::Report(&r));
+            match finished(r.ok, r.failure.as_deref(), a.json) {
+                Verdict::Pass if !reported => Err(Error::said(Kind::Usage)),
+                verdict => Ok(verdict),
+            }
+        }
+        Err(e) => Err(interrupted_or_failed(e, a.keep)),
+    }
 }
 
 fn cmd_trace(run_dir: &std::path::Path, shiviz: bool, output: Option<&std::path::Path>) -> Outcome {

@@ -16,6 +16,10 @@
 //! worker → Stats        (then exits)
 //! ```
 //!
+//! Under held delivery (`mutexlab replay`, [`WorkerSettings::held`]) the worker also
+//! reports each message and each peer's death it holds (`Held`), and the supervisor
+//! drives it one step at a time (`Replay`, each answered with `Held(Stepped)`).
+//!
 //! At any time the supervisor may send `Query`; the worker answers with `Pending`,
 //! saying what its application and algorithm are waiting for. A worker that must give up
 //! sends `Fatal` with the reason before it exits, so the run's failure line can name it.
@@ -120,6 +124,11 @@ pub struct WorkerSettings {
     /// is then only a label, or the reference algorithm of a mixed cluster.
     #[serde(default)]
     pub external: Option<ExternalWorker>,
+    /// Held delivery (`mutexlab replay`): nothing reaches the node and the application
+    /// does nothing until the supervisor says so ([`ToWorker::Replay`]); each message
+    /// that arrives, and each news of a peer, is reported instead ([`Held`]).
+    #[serde(default)]
+    pub held: bool,
 }
 
 /// Who tells a node that a peer is down or up again (`--detector`).
@@ -215,6 +224,12 @@ impl WorkerSettings {
         if !self.drop.is_finite() || !(0.0..=1.0).contains(&self.drop) {
             return Err(format!("drop must be a probability between 0 and 1, not {}", self.drop));
         }
+        if self.held && (self.drop > 0.0 || !self.latency.is_zero() || !self.jitter.is_zero()) {
+            return Err("held delivery takes no message faults".into());
+        }
+        if self.held && matches!(self.detector, Detector::Heartbeat { .. }) {
+            return Err("held delivery takes no heartbeat detector".into());
+        }
         if let Some(m) = self.replicas {
             if m == 0 || m > self.workers {
                 return Err(format!("replicas must be between 1 and {}, not {m}", self.workers));
@@ -296,6 +311,8 @@ pub enum ToSupervisor {
     Pending(PendingState),
     /// Final counters, sent after `Finish`.
     Stats(WorkerStats),
+    /// Held delivery: what arrived, or how an order was carried out.
+    Held(Held),
     /// Under an election: the worker accepted `leader`, elected in `term` (the same as
     /// its record in the leader file; the supervisor uses it only to see the run settle
     /// and to find the `leader` a fault plan names).
@@ -338,6 +355,73 @@ pub enum ToWorker {
     },
     /// Deliver everything held by a partition, in order, and hold nothing more.
     Heal,
+    /// Held delivery: do one step of a replay; answered with [`Held::Stepped`].
+    Replay(ReplayOrder),
+}
+
+/// Held delivery (`mutexlab replay`), worker → supervisor.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Held {
+    /// A message arrived from `from` and is held: the `seq`-th (from 0) that this life
+    /// of `from` sent on the channel, of type `kind`.
+    Arrived {
+        /// The sender.
+        from: PeerId,
+        /// Its place on the channel.
+        seq: u64,
+        /// Its type.
+        kind: String,
+    },
+    /// The runtime learnt that `peer` is down, and holds the news.
+    Down {
+        /// The peer.
+        peer: PeerId,
+    },
+    /// The runtime learnt that `peer` is up again (a new life dialled), and holds the
+    /// news.
+    Up {
+        /// The peer.
+        peer: PeerId,
+    },
+    /// The order was carried out (`Ok`), or could not be (why, in a few words).
+    Stepped(Result<(), String>),
+}
+
+/// Held delivery (`mutexlab replay`), supervisor → worker: one step.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ReplayOrder {
+    /// Hand the held message `seq` from `from` to the node.
+    Release {
+        /// The sender.
+        from: PeerId,
+        /// Its place on the channel ([`Held::Arrived`]).
+        seq: u64,
+    },
+    /// Hand the held news that `peer` is down to the node.
+    Down {
+        /// The peer.
+        peer: PeerId,
+    },
+    /// Hand the held news that `peer` is up again to the node.
+    Up {
+        /// The peer.
+        peer: PeerId,
+    },
+    /// The application makes its next call (asks for the section, or leaves it).
+    Call,
+    /// One of the node's armed timers fires: the `nth` armed (oldest first), or the
+    /// earliest due when `None` (a check with `--timers earliest`).
+    Fire {
+        /// Which, in the order they were armed.
+        nth: Option<u32>,
+    },
+    /// The network loses the held message `seq` from `from`: it is never handed over.
+    Lose {
+        /// The sender.
+        from: PeerId,
+        /// Its place on the channel.
+        seq: u64,
+    },
 }
 
 /// What a worker is doing, for stall diagnoses.

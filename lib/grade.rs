@@ -1,6 +1,6 @@
 //! The lab grader: numbered tests with points, run one after another, one line each.
 //!
-//! A lab crate builds a [`Grader`] out of tests of four kinds and hands it the command
+//! A lab crate builds a [`Grader`] out of tests of five kinds and hands it the command
 //! line (`cargo run -- grade [ID…] [--n N] [--seed S]`):
 //!
 //! - scripted traces ([`Grader::script`]): a closure that drives a few nodes by hand
@@ -15,7 +15,16 @@
 //!   this same executable (whose `main` must install the lab's registry and otherwise be
 //!   [`crate::cli::main`]), with a clean audit;
 //! - runs under a fault plan ([`Real::faults`]) expected to survive, or to stall
-//!   ([`Real::expect_stall`]) with a diagnosis that names what it should.
+//!   ([`Real::expect_stall`]) with a diagnosis that names what it should;
+//! - searches ([`Grader::search`], [`Search`]): [`crate::check::check`] over every
+//!   interleaving at a small size, every state (or the first so many, where the space is
+//!   too big: the test's line says which), with every property the checker knows. A
+//!   violation fails it with its shortest counterexample's first steps and the
+//!   `cargo run -- check …` command that prints it whole (the lab program is the whole
+//!   command line, its node registered under the grader's name). A passing search says
+//!   how many states it covered. A program's node (`--worker-cmd`) is skipped, not
+//!   failed: its state lives in its process, which a search cannot copy; a skipped
+//!   test counts neither for nor against.
 //!
 //! Each test runs under [`quietly`], so a panicking node (an unwritten handler above
 //! all) fails its test with one line, never a backtrace. Before starting processes a
@@ -38,9 +47,11 @@ use clap::Parser;
 
 use crate::algorithm::{Node, PeerId, Spawn};
 use crate::audit::Violation;
+use crate::check::{self, CheckOpts, CheckReport};
 use crate::exit::{self, Error, Verdict};
 use crate::faults::Plan;
 use crate::lab::{is_unwritten, quietly};
+use crate::runtime::RunService;
 use crate::sim::{Sim, SimError, SimReport, SimService};
 use crate::supervisor::{self, ElectOpts, ExternalOpts, Initiators, Report, RunOpts};
 
@@ -52,6 +63,14 @@ const REASON_LINES: usize = 6;
 const PRECHECK_SEEDS: u64 = 8;
 /// Steps of each of those runs: far more than a correct two-entry run takes.
 const PRECHECK_STEPS: u64 = 20_000;
+/// A search meant to cover every state stops here all the same (a node with more
+/// states than the reference's, or with a counter that only grows, would go on).
+const SEARCH_CAP: u64 = 200_000;
+/// A search stops after this long whatever its bound: a guard against a hang, far
+/// above what any lab's search takes.
+const SEARCH_SECONDS: f64 = 600.0;
+/// The counterexample's steps a failed search shows (its `check` command shows all).
+const SEARCH_STEPS: usize = 3;
 
 /// What sort of test, shown in its line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,6 +83,8 @@ pub enum Kind {
     Run,
     /// Real worker processes under a fault plan.
     Faults,
+    /// Every interleaving at a small size ([`crate::check`]).
+    Search,
 }
 
 impl Kind {
@@ -74,6 +95,7 @@ impl Kind {
             Kind::Sim => "sim",
             Kind::Run => "run",
             Kind::Faults => "faults",
+            Kind::Search => "search",
         }
     }
 }
@@ -96,7 +118,22 @@ pub struct Ctx {
     pub external: Option<ExternalOpts>,
 }
 
-type Body = Box<dyn Fn(&Ctx, &str) -> Result<(), String>>;
+type Body = Box<dyn Fn(&Ctx, &str) -> Result<Done, String>>;
+
+/// How a test that did not fail ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Done {
+    /// It passed; what it covered, if worth a word (a search's states).
+    Passed(Option<String>),
+    /// It could not run for this node, for this reason; it counts neither way.
+    Skipped(String),
+}
+
+impl From<()> for Done {
+    fn from(_: ()) -> Done {
+        Done::Passed(None)
+    }
+}
 /// A check on one simulator run's report.
 type Check = Box<dyn Fn(&SimReport) -> Result<(), String>>;
 
@@ -120,6 +157,8 @@ pub struct Summary {
     pub passed: usize,
     /// Tests run.
     pub total: usize,
+    /// Tests skipped (a search of a program's node): neither run nor counted above.
+    pub skipped: usize,
 }
 
 /// A lab's grader: its tests in the order they run. Methods: adding tests (`script`,
@@ -309,6 +348,102 @@ impl Real {
     }
 }
 
+/// A search of every interleaving ([`crate::check::check`]) at a small size: `n` nodes,
+/// `entries` each (elections: per initiator), with the world's knobs. It covers every
+/// reachable state, or with [`Search::first`] the first so many in breadth-first order
+/// (for a space too big to finish, or unbounded, as a periodic timer's is under the
+/// world's earliest-timer rule); a search is deterministic, so the same bound covers the
+/// same states every time. It passes when every property held on what it covered.
+/// `grade --n`/`--seed` narrow the sweeps only: a search's size is part of the test.
+#[derive(Clone, Debug)]
+pub struct Search {
+    opts: CheckOpts,
+    /// The stated bound, if the search is not meant to cover every state.
+    first: Option<u64>,
+}
+
+impl Search {
+    /// Every interleaving of `n` nodes, `entries` entries each, FIFO channels, no crashes.
+    pub fn new(n: u32, entries: u32) -> Search {
+        let mut opts = CheckOpts::new(n, entries);
+        opts.max_states = SEARCH_CAP;
+        opts.max_seconds = SEARCH_SECONDS;
+        Search { opts, first: None }
+    }
+
+    /// Let any message in flight on a channel be delivered first.
+    pub fn non_fifo(mut self) -> Search {
+        self.opts.non_fifo = true;
+        self
+    }
+
+    /// Up to `count` crashes, of any node, each followed by a restart.
+    pub fn crashes(mut self, count: u32) -> Search {
+        self.opts.crashes = count;
+        self
+    }
+
+    /// A reset or cancelled timer may still fire once.
+    pub fn stale_timers(mut self) -> Search {
+        self.opts.stale_timers = true;
+        self
+    }
+
+    /// Cover only the first `states` states, breadth-first (the shortest ways first).
+    pub fn first(mut self, states: u64) -> Search {
+        self.opts.max_states = states;
+        self.first = Some(states);
+        self
+    }
+
+    /// The knobs, as the test's line and the `check` command give them.
+    fn knobs(&self) -> Vec<String> {
+        let o = &self.opts;
+        let mut v = Vec::new();
+        if o.non_fifo {
+            v.push("no FIFO".to_string());
+        }
+        match o.crashes {
+            0 => {}
+            1 => v.push("1 crash".into()),
+            c => v.push(format!("{c} crashes")),
+        }
+        if o.stale_timers {
+            v.push("stale timers".into());
+        }
+        v
+    }
+
+    fn detail(&self) -> String {
+        let mut d = vec![format!("n={}, k={}", self.opts.n, self.opts.entries)];
+        d.extend(self.knobs());
+        d.push(match self.first {
+            Some(states) => format!("first {states} states"),
+            None => "every state".into(),
+        });
+        d.join(", ")
+    }
+
+    /// The command that prints a counterexample whole: the lab program's `check`.
+    fn command(&self, algo: &str) -> String {
+        let o = &self.opts;
+        let mut c = format!("cargo run -- check --algo {algo} -n {} -k {}", o.n, o.entries);
+        if o.non_fifo {
+            c.push_str(" --non-fifo");
+        }
+        if o.crashes > 0 {
+            c.push_str(&format!(" --crashes {}", o.crashes));
+        }
+        if o.stale_timers {
+            c.push_str(" --stale-timers");
+        }
+        if let Some(states) = self.first {
+            c.push_str(&format!(" --max-states {states}"));
+        }
+        c
+    }
+}
+
 /// The command line of `grade`.
 #[derive(Parser, Debug)]
 #[command(name = "grade", about = "Run the lab's tests; exit 0 only if all pass")]
@@ -370,7 +505,14 @@ impl Grader {
 
     /// A scripted trace: `f` drives nodes by hand and asserts; a panic fails the test.
     pub fn script(&mut self, id: &str, what: &str, points: u32, f: impl Fn() + 'static) -> &mut Self {
-        self.add(id, what, points, Kind::Script, String::new(), Box::new(move |_, _| quietly(&f)))
+        self.add(
+            id,
+            what,
+            points,
+            Kind::Script,
+            String::new(),
+            Box::new(move |_, _| quietly(&f).map(Done::from)),
+        )
     }
 
     /// A simulator sweep of node type `N`.
@@ -388,7 +530,7 @@ impl Grader {
             points,
             Kind::Sim,
             detail,
-            Box::new(move |ctx, id| run_sweep::<N>(&sweep, ctx, id)),
+            Box::new(move |ctx, id| run_sweep::<N>(&sweep, ctx, id).map(Done::from)),
         )
     }
 
@@ -402,7 +544,35 @@ impl Grader {
     ) -> &mut Self {
         let kind = if real.faults.is_empty() { Kind::Run } else { Kind::Faults };
         let detail = real.detail();
-        self.add(id, what, points, kind, detail, Box::new(move |ctx, _| run_real::<N>(&real, ctx)))
+        self.add(
+            id,
+            what,
+            points,
+            kind,
+            detail,
+            Box::new(move |ctx, _| run_real::<N>(&real, ctx).map(Done::from)),
+        )
+    }
+
+    /// A search of node type `N` over every interleaving ([`Search`]), which the lab
+    /// program registers under the grader's algorithm name (its failure's `check`
+    /// command asks for it by that name).
+    pub fn search<N: Node<Service: SimService + RunService>>(
+        &mut self,
+        id: &str,
+        what: &str,
+        points: u32,
+        search: Search,
+    ) -> &mut Self {
+        let detail = search.detail();
+        self.add(
+            id,
+            what,
+            points,
+            Kind::Search,
+            detail,
+            Box::new(move |ctx, id| run_search::<N>(&search, ctx, id)),
+        )
     }
 
     /// Run from the command line: `args` are what follows `grade`. Passes if every test
@@ -460,7 +630,7 @@ impl Grader {
     /// Run the tests whose ids `ids` select (all if empty), writing one line each and
     /// the footer to `out`.
     pub fn run(&self, ctx: &Ctx, ids: &[String], out: &mut dyn Write) -> Summary {
-        let mut s = Summary { points: 0, max: 0, passed: 0, total: 0 };
+        let mut s = Summary { points: 0, max: 0, passed: 0, total: 0, skipped: 0 };
         let _ = writeln!(out, "{} ({})", self.title, ctx.algo);
         for t in self.tests.iter().filter(|t| selected(&t.id, ids)) {
             let mut detail = if t.detail.is_empty() { String::new() } else { format!(", {}", t.detail) };
@@ -480,13 +650,22 @@ impl Grader {
             // A panic outside the node (in a check, say) is caught here too.
             let verdict = quietly(|| (t.body)(ctx, &t.id)).and_then(|r| r);
             let secs = started.elapsed().as_secs_f64();
+            if let Ok(Done::Skipped(why)) = &verdict {
+                s.skipped += 1;
+                let _ = writeln!(out, "SKIP  ({why})");
+                continue;
+            }
             s.total += 1;
             s.max += t.points;
             match verdict {
-                Ok(()) => {
+                Ok(done) => {
                     s.passed += 1;
                     s.points += t.points;
-                    let _ = writeln!(out, "PASS  ({secs:.1} s)");
+                    match done {
+                        Done::Passed(Some(note)) => writeln!(out, "PASS  ({secs:.1} s, {note})"),
+                        _ => writeln!(out, "PASS  ({secs:.1} s)"),
+                    }
+                    .unwrap_or(());
                 }
                 Err(why) => {
                     let _ = writeln!(out, "FAIL  ({secs:.1} s)");
@@ -501,7 +680,12 @@ impl Grader {
                 }
             }
         }
-        let _ = writeln!(out, "TOTAL {}/{} points, {}/{} tests passed", s.points, s.max, s.passed, s.total);
+        let skipped = if s.skipped > 0 { format!(", {} skipped", s.skipped) } else { String::new() };
+        let _ = writeln!(
+            out,
+            "TOTAL {}/{} points, {}/{} tests passed{skipped}",
+            s.points, s.max, s.passed, s.total
+        );
         s
     }
 }
@@ -555,6 +739,61 @@ fn run_sweep<N: Node<Service: SimService>>(sw: &Sweep, ctx: &Ctx, id: &str) -> R
         }
     }
     Ok(())
+}
+
+fn run_search<N: Node<Service: SimService + RunService>>(
+    search: &Search,
+    ctx: &Ctx,
+    id: &str,
+) -> Result<Done, String> {
+    if ctx.external.is_some() {
+        return Ok(Done::Skipped(
+            "a program's state lives in its process, which a search cannot copy; the sweeps test it".into(),
+        ));
+    }
+    let r = check::check::<N>(<N::Service as RunService>::KIND, &search.opts, &mut |_| {});
+    match &r.violation {
+        None => Ok(Done::Passed(Some(searched(&r, search)))),
+        Some(_) => Err(search_failure(&r, &search.command(&ctx.algo), &format!("{} {id}", ctx.replay))),
+    }
+}
+
+/// What a search that found nothing covered: every state, its stated bound, or less.
+fn searched(r: &CheckReport, search: &Search) -> String {
+    match (&r.cut_short, search.first) {
+        (None, _) => format!("{} states, every one", r.states),
+        (Some(_), Some(first)) if r.states >= first => format!("the first {first} states"),
+        (Some(why), _) => format!("{} states, then cut short: {why}", r.states),
+    }
+}
+
+/// A search's violation: what and after how many steps, the first steps, the command
+/// that prints them all, and the replay line. An unwritten handler is its one line.
+fn search_failure(r: &CheckReport, command: &str, replay: &str) -> String {
+    let Some(v) = &r.violation else { return String::new() };
+    if let Some(panic) = v.failure.strip_prefix("a node panicked: ") {
+        if is_unwritten(panic) {
+            return panic.to_string();
+        }
+    }
+    // "mutual exclusion violated: …" names its property already.
+    let what = if v.failure.starts_with(v.property) {
+        v.failure.clone()
+    } else {
+        format!("{}: {}", v.property, v.failure)
+    };
+    let steps = v.steps.len();
+    let plural = if steps == 1 { "" } else { "s" };
+    let mut text = format!("{what} (after {steps} step{plural}, the fewest; {} states searched)", r.states);
+    for (i, lines) in v.steps.iter().take(SEARCH_STEPS).enumerate() {
+        let line = if lines.is_empty() { "(nothing seen)".to_string() } else { lines.join("; ") };
+        text.push_str(&format!("\n  {}. {line}", i + 1));
+    }
+    if steps > SEARCH_STEPS {
+        text.push_str(&format!("\n  … {} more: {command} shows every step", steps - SEARCH_STEPS));
+    }
+    text.push_str(&format!("\nreplay: {replay}"));
+    text
 }
 
 /// A failed simulator run: the failure, the replay command, and (when replaying one
@@ -752,7 +991,7 @@ mod tests {
         );
         g.script("1.3", "a trace", 1, || assert_eq!(2 + 2, 4));
         let (s, text) = grade(&g, None);
-        assert_eq!(s, Summary { points: 6, max: 6, passed: 3, total: 3 }, "{text}");
+        assert_eq!(s, Summary { points: 6, max: 6, passed: 3, total: 3, skipped: 0 }, "{text}");
         assert!(text.contains("TEST 1.1  safe and served (sim, 20 seeds, n=2,3) ."), "{text}");
         assert!(text.ends_with("TOTAL 6/6 points, 3/3 tests passed\n"), "{text}");
     }
@@ -955,6 +1194,89 @@ mod tests {
         let ext = ctx.external.expect("real runs start the program");
         assert_eq!(ext.command.as_deref(), Some("python3 it's.py"));
         assert_eq!((ext.only.len(), ext.timeout), (0, Duration::from_secs(2)));
+    }
+
+    #[test]
+    fn a_search_covers_every_state_and_says_so() {
+        let mut g = Grader::new("t", "centralized");
+        g.search::<Centralized>("8.1", "every interleaving", 3, Search::new(3, 1));
+        g.search::<Centralized>("8.2", "a bounded search", 1, Search::new(3, 2).non_fifo().first(50));
+        let (s, text) = grade(&g, None);
+        assert_eq!(s, Summary { points: 4, max: 4, passed: 2, total: 2, skipped: 0 }, "{text}");
+        assert!(text.contains("TEST 8.1  every interleaving (search, n=3, k=1, every state) ."), "{text}");
+        assert!(text.contains(", 113 states, every one)\n"), "{text}");
+        assert!(text.contains("(search, n=3, k=2, no FIFO, first 50 states) ."), "{text}");
+        assert!(text.contains(", the first 50 states)\n"), "{text}");
+    }
+
+    #[test]
+    fn a_search_fails_with_the_shortest_counterexample_and_the_way_to_see_it() {
+        // The negative controls: no coordination at all, and a coordinator that
+        // forgets who is inside when it crashes.
+        let mut g = Grader::new("t", "none");
+        g.search::<Immediate>("8.3", "never two inside", 2, Search::new(2, 1));
+        let (s, text) = grade(&g, None);
+        assert_eq!((s.points, s.passed, s.total), (0, 0, 1), "{text}");
+        let want =
+            "      mutual exclusion violated: w1 entered while w0 was inside (after 2 steps, the fewest; ";
+        assert!(text.contains(want), "{text}");
+        assert!(
+            text.contains("\n        1. w0 wants the critical section; w0 enters the critical section\n"),
+            "{text}"
+        );
+        assert!(text.contains("\n        2. w1 wants the critical section\n"), "{text}");
+        assert!(!text.contains("more:"), "two steps are shown whole: {text}");
+        assert!(text.contains("\n      replay: cargo run -- grade 8.3\n"), "{text}");
+
+        let mut g = Grader::new("t", "centralized");
+        g.replay_flag("--planted amnesia");
+        g.search::<Centralized>("8.4", "through a crash", 2, Search::new(3, 1).crashes(1).first(10_000));
+        // The grader's own context: its algorithm and the flag that chose the node.
+        let mut out = Vec::new();
+        let s = g.run(&g.ctx(None, None), &[], &mut out);
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(s.passed, 0, "{text}");
+        assert!(text.contains("(search, n=3, k=1, 1 crash, first 10000 states)"), "{text}");
+        assert!(
+            text.contains("mutual exclusion violated: w2 entered while w0 was inside (after 6 steps"),
+            "{text}"
+        );
+        let more = "      … 3 more: cargo run -- check --algo centralized -n 3 -k 1 --crashes 1 \
+                    --max-states 10000 shows every step\n";
+        assert!(text.contains(more), "{text}");
+        assert!(text.contains("      replay: cargo run -- grade --planted amnesia 8.4\n"), "{text}");
+        // Six lines: the headline, three steps, the command, the replay; none cut.
+        assert!(!text.contains("more lines"), "{text}");
+    }
+
+    #[test]
+    fn an_unwritten_node_fails_a_search_with_its_one_line() {
+        let mut g = Grader::new("t", "blank");
+        g.search::<Blank>("8.5", "every interleaving", 1, Search::new(2, 1));
+        let (s, text) = grade(&g, None);
+        assert_eq!(s.passed, 0, "{text}");
+        assert!(
+            text.contains("FAIL  (") && text.contains(")\n      on_want_cs is not written yet\n"),
+            "{text}"
+        );
+        assert!(!text.contains("panicked") && !text.contains("replay:"), "{text}");
+    }
+
+    #[test]
+    fn a_program_skips_searches_and_the_total_leaves_them_out() {
+        let mut g = Grader::new("t", "centralized");
+        g.script("8.6", "a trace", 1, || {});
+        g.search::<Centralized>("8.7", "every interleaving", 3, Search::new(3, 1));
+        g.worker_cmd("python3 node.py", Duration::from_secs(1));
+        let mut out = Vec::new();
+        let s = g.run(&g.ctx(None, None), &[], &mut out);
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(s, Summary { points: 1, max: 1, passed: 1, total: 1, skipped: 1 }, "{text}");
+        assert!(
+            text.contains("SKIP  (a program's state lives in its process, which a search cannot copy"),
+            "{text}"
+        );
+        assert!(text.ends_with("TOTAL 1/1 points, 1/1 tests passed, 1 skipped\n"), "{text}");
     }
 
     #[test]

@@ -267,6 +267,11 @@ impl<N: Node> Host<N> {
         &self.node
     }
 
+    /// Let the node clear the fields no later step reads ([`Node::forget`]).
+    pub fn forget(&mut self) {
+        self.node.forget()
+    }
+
     /// Its configuration.
     pub fn config(&self) -> &Config {
         &self.cfg

@@ -22,6 +22,7 @@ pub mod check;
 pub mod cli;
 pub mod compare;
 pub mod control;
+pub mod counterexample;
 pub mod exit;
 pub mod external;
 pub mod faults;

@@ -15,13 +15,14 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
+use crate::algorithm::PeerId;
 use crate::algorithm::{Node, ServiceKind};
 use crate::algos::*;
-use crate::check::{CheckOpts, CheckReport, Progress};
+use crate::check::{CheckOpts, CheckReport, Invariant, Progress};
 use crate::control::WorkerSettings;
 use crate::external::{External, Ref};
 use crate::runtime::{self, NodeRun, RunService};
-use crate::sim::SimService;
+use crate::sim::{SimService, World};
 
 /// A registry entry.
 #[derive(Debug)]
@@ -62,8 +63,117 @@ pub struct AlgoInfo {
     /// [`AlgoInfo::runs`]).
     pub simulate: fn(u32, u64, u32) -> Result<crate::sim::SimReport, crate::sim::SimError>,
     /// Checks the node type over every interleaving (`mutexlab check`; set by
-    /// [`AlgoInfo::runs`]): [`crate::check::check`] for it and its service.
+    /// [`AlgoInfo::runs`]): [`crate::check::check`] for it and its service. An entry
+    /// with invariants of its own sets it to [`crate::check::check_with`] and them
+    /// (`check_tokens`, `check_centralized` below); run it through
+    /// [`AlgoInfo::check_opts`] so that the entry's promises are checked too.
     pub check: CheckFn,
+    /// Mutual exclusion: the most times others may enter while one node's application
+    /// waits, where the algorithm promises a bound (checked by `mutexlab check`).
+    pub bypass: Option<Bypass>,
+}
+
+/// A bypass bound an algorithm promises, as data beside the notes' claim: while a
+/// node's application waits, the others enter at most `bound(n)` times.
+#[derive(Clone, Copy, Debug)]
+pub struct Bypass {
+    /// The bound for `n` nodes.
+    pub bound: fn(u32) -> u32,
+    /// Where the promise comes from: the notes' words, and why it holds.
+    pub claim: &'static str,
+}
+
+impl AlgoInfo {
+    /// `opts` with what this entry promises filled in: its bypass bound (unless `opts`
+    /// names one already) and, for elections, that the highest live id wins.
+    pub fn check_opts(&self, mut opts: CheckOpts) -> CheckOpts {
+        if opts.bypass_bound.is_none() {
+            opts.bypass_bound = self.bypass.map(|b| (b.bound)(opts.n));
+        }
+        opts.highest_wins |= self.highest_wins;
+        opts
+    }
+}
+
+/// Token algorithms, for the invariant "one token at most": whether a node holds the
+/// token, and whether a message is it.
+trait Tokens: Node {
+    fn holds(&self) -> bool;
+    fn is_token(msg: &Self::Msg) -> bool;
+}
+
+macro_rules! tokens {
+    ($($t:ty => $msg:pat),* $(,)?) => {$(
+        impl Tokens for $t {
+            fn holds(&self) -> bool {
+                self.holds_token()
+            }
+            fn is_token(msg: &Self::Msg) -> bool {
+                matches!(msg, $msg)
+            }
+        }
+    )*};
+}
+
+tokens! {
+    token_ring::TokenRing => token_ring::Msg::Token { .. },
+    suzuki_kasami::SuzukiKasami => suzuki_kasami::Msg::Token { .. },
+    ra_token::RaToken => ra_token::Msg::Token { .. },
+    raymond::Raymond => raymond::Msg::Token,
+    neilsen_mizuno::NeilsenMizuno => neilsen_mizuno::Msg::Token,
+}
+
+/// One token at most: held by live nodes plus in flight.
+fn one_token<N: Tokens<Service: SimService>>(w: &World<N>) -> Result<(), String> {
+    let held: Vec<String> = (0..w.n() as u32)
+        .filter(|&i| w.alive()[i as usize] && w.node(i).holds())
+        .map(|i| PeerId(i).to_string())
+        .collect();
+    let flying = w.in_flight().filter(|(_, _, m)| N::is_token(m)).count();
+    if held.len() + flying <= 1 {
+        return Ok(());
+    }
+    Err(format!("{} tokens: held by [{}], {flying} in flight", held.len() + flying, held.join(", ")))
+}
+
+/// [`crate::check::check_with`] for a token algorithm: one token at most.
+fn check_tokens<N: Tokens<Service: RunService + SimService>>(
+    opts: &CheckOpts,
+    progress: &mut dyn FnMut(&Progress),
+) -> CheckReport {
+    let own = [Invariant::new("one token at most", one_token::<N>)];
+    crate::check::check_with::<N>(<N::Service as RunService>::KIND, opts, &own, progress)
+}
+
+/// Coordinators with a queue of waiting nodes, for "queue holds no one twice".
+trait Queue: Node {
+    fn queued(&self) -> Vec<PeerId>;
+}
+
+impl Queue for centralized::Centralized {
+    fn queued(&self) -> Vec<PeerId> {
+        self.queue().collect()
+    }
+}
+
+/// Every live node's queue holds no one twice.
+fn queue_once<N: Queue<Service: SimService>>(w: &World<N>) -> Result<(), String> {
+    for i in (0..w.n() as u32).filter(|&i| w.alive()[i as usize]) {
+        let queue = w.node(i).queued();
+        if let Some(p) = queue.iter().find(|p| queue.iter().filter(|q| q == p).count() > 1) {
+            return Err(format!("{p} is twice in {}'s queue", PeerId(i)));
+        }
+    }
+    Ok(())
+}
+
+/// [`crate::check::check_with`] for a coordinator's queue: it holds no one twice.
+fn check_queue<N: Queue<Service: RunService + SimService>>(
+    opts: &CheckOpts,
+    progress: &mut dyn FnMut(&Progress),
+) -> CheckReport {
+    let own = [Invariant::new("queue holds no one twice", queue_once::<N>)];
+    crate::check::check_with::<N>(<N::Service as RunService>::KIND, opts, &own, progress)
 }
 
 /// How `mutexlab check` checks a node type: the options, and a callback for progress.
@@ -105,6 +215,7 @@ impl AlgoInfo {
             states: states_are_values::<N>,
             simulate: crate::sim::simulate::<N>,
             check: check_node::<N>,
+            bypass: None,
         }
     }
 }
@@ -146,6 +257,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
             problems: "coordinator crash (notes)",
             coordinator_free: true,
         }),
+        check: check_queue::<centralized::Centralized>,
         ..AlgoInfo::runs::<centralized::Centralized>()
     },
     AlgoInfo {
@@ -311,6 +423,12 @@ pub static BUILTIN: &[AlgoInfo] = &[
             problems: "lost token, process crash (notes)",
             coordinator_free: false,
         }),
+        check: check_tokens::<token_ring::TokenRing>,
+        bypass: Some(Bypass {
+            bound: |n| n.saturating_sub(1),
+            claim: "notes: \"Order well-defined; starvation cannot occur\": the token reaches a waiting node \
+                    within one lap, each other node entering at most once on the way",
+        }),
         ..AlgoInfo::runs::<token_ring::TokenRing>()
     },
     AlgoInfo {
@@ -353,6 +471,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
             problems: "holder crash loses the token",
             coordinator_free: false,
         }),
+        check: check_tokens::<suzuki_kasami::SuzukiKasami>,
         ..AlgoInfo::runs::<suzuki_kasami::SuzukiKasami>()
     },
     AlgoInfo {
@@ -369,6 +488,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
             problems: "holder crash loses the token",
             coordinator_free: false,
         }),
+        check: check_tokens::<ra_token::RaToken>,
         ..AlgoInfo::runs::<ra_token::RaToken>()
     },
     AlgoInfo {
@@ -390,6 +510,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
             problems: "a crash cuts the tree or loses the token",
             coordinator_free: false,
         }),
+        check: check_tokens::<raymond::Raymond>,
         ..AlgoInfo::runs::<raymond::Raymond>()
     },
     AlgoInfo {
@@ -411,6 +532,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
             problems: "a crash cuts the tree or loses the token",
             coordinator_free: false,
         }),
+        check: check_tokens::<neilsen_mizuno::NeilsenMizuno>,
         ..AlgoInfo::runs::<neilsen_mizuno::NeilsenMizuno>()
     },
     AlgoInfo {
@@ -653,6 +775,139 @@ pub fn run_worker(run_dir: &Path, cmdline_id: Option<u32>) -> anyhow::Result<()>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn quiet(_: &Progress) {}
+
+    #[test]
+    fn an_entry_adds_its_promises_and_invariants_to_the_check() {
+        let ring = info("token-ring").unwrap();
+        let opts = ring.check_opts(CheckOpts::new(3, 2));
+        assert_eq!(opts.bypass_bound, Some(2), "N-1: the notes' 'starvation cannot occur'");
+        let r = (ring.check)(&opts, &mut quiet);
+        assert!(r.complete && r.violation.is_none(), "{}", r.text("token-ring"));
+        for name in ["bypass bound", "one token at most"] {
+            assert!(
+                r.properties.iter().any(|p| p.name == name && p.held),
+                "{name}: {}",
+                r.text("token-ring")
+            );
+        }
+        // A bound given outright wins over the entry's.
+        let mut tighter = CheckOpts::new(3, 2);
+        tighter.bypass_bound = Some(0);
+        assert_eq!(ring.check_opts(tighter).bypass_bound, Some(0));
+        for name in ["suzuki-kasami", "ra-token", "raymond", "neilsen-mizuno"] {
+            let r = (info(name).unwrap().check)(&CheckOpts::new(3, 1), &mut quiet);
+            assert!(r.violation.is_none(), "{}", r.text(name));
+            assert!(r.properties.iter().any(|p| p.name == "one token at most"), "{name}");
+        }
+        let r = (info("centralized").unwrap().check)(&CheckOpts::new(3, 2), &mut quiet);
+        assert!(r.properties.iter().any(|p| p.name == "queue holds no one twice" && p.held));
+        assert!(info("bully").unwrap().check_opts(CheckOpts::new(3, 1)).highest_wins);
+        assert!(info("ricart-agrawala").unwrap().check_opts(CheckOpts::new(3, 1)).bypass_bound.is_none());
+    }
+
+    #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+    enum Planted {
+        Token,
+        Request,
+    }
+
+    impl crate::algorithm::Message for Planted {
+        fn kind(&self) -> &str {
+            match self {
+                Planted::Token => "TOKEN",
+                Planted::Request => "REQUEST",
+            }
+        }
+    }
+
+    /// Planted bugs. A token ring whose holder passes the token on and keeps one too
+    /// (`MINT`), or a coordinator (w1) that queues each request twice (`!MINT`).
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct Bug<const MINT: bool> {
+        me: u32,
+        n: u32,
+        holding: bool,
+        waiting: bool,
+        queue: Vec<PeerId>,
+    }
+
+    impl<const MINT: bool> Node for Bug<MINT> {
+        type Msg = Planted;
+        type Timer = crate::algorithm::NoTimer;
+        type Service = crate::algorithm::Mutex;
+
+        fn create(cfg: &crate::algorithm::Config) -> Self {
+            // The token starts at w0; the coordinator w1 lets itself in.
+            let holding = cfg.id.0 == u32::from(!MINT);
+            Bug { me: cfg.id.0, n: cfg.n, holding, waiting: false, queue: Vec::new() }
+        }
+
+        fn step(
+            &mut self,
+            input: crate::algorithm::NodeInput<Self>,
+            out: &mut crate::algorithm::NodeOut<Self>,
+        ) {
+            use crate::algorithm::{Input, MutexCall, MutexEvent};
+            match input {
+                Input::Call { call: MutexCall::Want } if self.holding => out.emit(MutexEvent::Enter),
+                Input::Call { call: MutexCall::Want } => {
+                    self.waiting = true;
+                    if !MINT {
+                        out.send(PeerId(1), Planted::Request);
+                    }
+                }
+                // The bug: the token goes on, and stays.
+                Input::Call { call: MutexCall::Done } => {
+                    out.send(PeerId((self.me + 1) % self.n), Planted::Token)
+                }
+                Input::Message { msg: Planted::Token, .. } => {
+                    self.holding = true;
+                    if std::mem::take(&mut self.waiting) {
+                        out.emit(MutexEvent::Enter);
+                    }
+                }
+                // The bug: each request is queued twice.
+                Input::Message { from, msg: Planted::Request } => self.queue.extend([from, from]),
+                _ => {}
+            }
+        }
+    }
+
+    impl<const MINT: bool> Tokens for Bug<MINT> {
+        fn holds(&self) -> bool {
+            self.holding
+        }
+        fn is_token(msg: &Planted) -> bool {
+            *msg == Planted::Token
+        }
+    }
+
+    impl<const MINT: bool> Queue for Bug<MINT> {
+        fn queued(&self) -> Vec<PeerId> {
+            self.queue.clone()
+        }
+    }
+
+    #[test]
+    fn a_token_ring_that_mints_a_second_token_is_caught() {
+        let r = check_tokens::<Bug<true>>(&CheckOpts::new(2, 1), &mut quiet);
+        let v = r.violation.clone().expect("w0 keeps the token it passes");
+        assert_eq!(v.property, "one token at most");
+        assert_eq!(v.failure, "2 tokens: held by [w0], 1 in flight");
+        assert_eq!(v.choices.len(), 2, "w0 enters and leaves: {}", r.text("minter"));
+    }
+
+    #[test]
+    fn a_coordinator_that_queues_a_request_twice_is_caught() {
+        let r = check_queue::<Bug<false>>(&CheckOpts::new(2, 1), &mut quiet);
+        let v = r.violation.clone().expect("w1 queues w0 twice");
+        assert_eq!(
+            (v.property, v.failure.as_str()),
+            ("queue holds no one twice", "w0 is twice in w1's queue")
+        );
+    }
 
     fn theory(name: &str, shape: Shape) -> Theory {
         (info(name).unwrap().theory)(shape).unwrap()

@@ -119,3 +119,90 @@ fn threads_and_json_carry_the_summary() {
     assert!(j["peak_memory_bytes"].as_u64().is_some_and(|b| b > 0), "{j}");
     assert!(j["transitions"].as_u64().is_some() && j["max_depth"].as_u64().is_some(), "{j}");
 }
+
+#[test]
+fn an_algorithm_s_promises_and_invariants_are_listed_and_bypasses_can_be_bounded() {
+    let out = run(&["check", "--algo", "token-ring", "-n", "3", "-k", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let s = stdout(&out);
+    assert!(s.contains(&format!("  {:<22} held on ", "bypass bound")), "{s}");
+    assert!(s.contains(" states (at most 2; most seen: 2)"), "{s}");
+    assert!(s.contains(&format!("  {:<22} held on ", "one token at most")), "{s}");
+    assert!(s.contains("not checked: liveness beyond terminal states"), "{s}");
+    // A bound the coordinator does not promise: a slow REQUEST lets another in twice.
+    let out = run(&["check", "--algo", "centralized", "-n", "3", "-k", "2", "--bypass-bound", "1", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let j = json(&out);
+    assert_eq!(j["violation"]["property"], "bypass bound");
+    let props = j["properties"].as_array().unwrap();
+    let queue = props.iter().find(|p| p["name"] == "queue holds no one twice").unwrap();
+    assert_eq!(queue["held"], true);
+    let served = props.iter().find(|p| p["name"] == "every request served").unwrap();
+    assert_eq!(served["terminal"], true);
+    assert_eq!(j["not_checked"][0].as_str().unwrap().split(' ').next(), Some("liveness"));
+    let out = run(&["check", "--algo", "centralized", "--bypass-bound", "255"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--bypass-bound must be between 0 and 254, not 255"), "{}", stderr(&out));
+}
+
+/// An invariant written outside the library, over read access to the world: no node
+/// is asked twice for one request (at most one REQUEST in flight per channel).
+#[test]
+fn an_invariant_of_ones_own_is_checked_from_outside_the_library() {
+    use mutexlab::algorithm::ServiceKind;
+    use mutexlab::algos::ricart_agrawala::{Msg, RicartAgrawala};
+    use mutexlab::check::{check_with, CheckOpts, Invariant};
+    use mutexlab::sim::World;
+
+    fn one_request_per_channel(w: &World<RicartAgrawala>) -> Result<(), String> {
+        let mut seen = std::collections::BTreeSet::new();
+        for (from, to, msg) in w.in_flight() {
+            if matches!(msg, Msg::Request { .. }) && !seen.insert((from, to)) {
+                return Err(format!("two REQUESTs in flight from {from} to {to}"));
+            }
+        }
+        Ok(())
+    }
+    let mine = Invariant::new("one request per channel", one_request_per_channel);
+    let r = check_with::<RicartAgrawala>(ServiceKind::Mutex, &CheckOpts::new(3, 2), &[mine], &mut |_| {});
+    // A node asks again only after its previous REQUESTs were answered.
+    assert!(r.complete && r.violation.is_none(), "{}", r.text("ricart-agrawala"));
+    assert!(r.text("ricart-agrawala").contains("one request per channel held on 34845 states"));
+
+    // Its negative control: an invariant that is false somewhere is named with the way there.
+    let never_inside = Invariant::<RicartAgrawala>::new("w2 never enters", |w| {
+        use mutexlab::sim::SimApps;
+        match w.apps().inside() {
+            Some(p) if p.0 == 2 => Err(format!("{p} is inside")),
+            _ => Ok(()),
+        }
+    });
+    let r =
+        check_with::<RicartAgrawala>(ServiceKind::Mutex, &CheckOpts::new(3, 1), &[never_inside], &mut |_| {});
+    let v = r.violation.expect("w2 enters somewhere");
+    assert_eq!((v.property, v.failure.as_str()), ("w2 never enters", "w2 is inside"));
+    assert_eq!(v.choices.len(), 5, "w2 asks, both reply, w2 enters: {:?}", v.steps);
+}
+
+#[test]
+fn lost_messages_timer_order_and_forgetting_are_flags() {
+    let out = run(&["check", "--algo", "centralized", "-n", "2", "--lose", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let s = stdout(&out);
+    assert!(s.lines().any(|l| l.trim_start().starts_with("no deadlock") && l.ends_with(" VIOLATED")), "{s}");
+    assert!(s.contains(" is lost"), "{s}");
+    let out = run(&["check", "--algo", "ricart-agrawala", "-n", "3", "-k", "1", "--forget"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let out = run(&["check", "--algo", "bully", "-n", "2", "--timers", "earliest"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains("states: 107,"), "{}", stdout(&out));
+    for (args, says) in [
+        (&["check", "--algo", "bully", "--timers", "soon"][..], "invalid value 'soon' for '--timers"),
+        (&["check", "--algo", "bully", "--lose", "-1"], "--lose must be between 0 and 100, not -1"),
+    ] {
+        let out = run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out).trim_end().lines().count(), 1, "{}", stderr(&out));
+    }
+}

@@ -72,6 +72,7 @@ impl Lab {
             majority: false,
             trace: false,
             external: None,
+            held: false,
         }
     }
 

@@ -61,6 +61,14 @@ pub struct Centralized {
 }
 
 impl Centralized {
+    /// Who waits in the coordinator's queue, oldest first (empty on other nodes; for the
+    /// checker's "queue holds no one twice").
+    pub fn queue(&self) -> impl Iterator<Item = PeerId> + '_ {
+        self.queue.iter().copied()
+    }
+}
+
+impl Centralized {
     fn is_coordinator(&self) -> bool {
         self.me == self.coordinator
     }

@@ -798,13 +798,14 @@ mod tests {
     /// moments the scheduler picks among the messages. The ELECTEDs delivered after the
     /// crash, once all is quiet, with every check passed.
     fn after_the_leaders_death<D: Direction>(n: u32, seed: u64) -> usize {
-        use crate::sim::{Choice, World};
+        use crate::sim::{Choice, Observer, World, WorldEvent};
         use rand::{RngExt, SeedableRng};
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
         let configs = (0..n).map(|i| Config { seed, ..Config::new(i, n) }).collect();
         let mut world = World::<ChangRobertsOn<D>>::new(configs, 1).crashes(1, |p| p.0 == n - 1);
         world.start(&mut |_, _| {}).unwrap();
-        let mut play_out = |world: &mut World<ChangRobertsOn<D>>, note: &mut dyn FnMut(_, _)| loop {
+        let mut play_out = |world: &mut World<ChangRobertsOn<D>>,
+                            note: &mut Observer<'_, ChangRobertsOn<D>>| loop {
             let choices: Vec<Choice> = world
                 .enabled()
                 .into_iter()
@@ -821,7 +822,9 @@ mod tests {
         assert_eq!(before.0, PeerId(n - 1), "seed {seed} n {n}");
         world.apply(Choice::Crash { node: n - 1 }, &mut |_, _| {}).unwrap();
         let mut electeds = 0;
-        play_out(&mut world, &mut |_, line: String| electeds += usize::from(line.contains("Elected {")));
+        play_out(&mut world, &mut |_, e| {
+            electeds += usize::from(matches!(e, WorldEvent::Delivered { msg: Msg::Elected { .. }, .. }))
+        });
         let case = format!("seed {seed} n {n}");
         for i in 0..n - 1 {
             let node = world.node(i);

@@ -116,6 +116,13 @@ pub struct NeilsenMizuno {
 }
 
 impl NeilsenMizuno {
+    /// The token is here (for the checker's "one token at most").
+    pub fn holds_token(&self) -> bool {
+        self.holding
+    }
+}
+
+impl NeilsenMizuno {
     fn enter(&mut self, out: &mut Out<Msg, NoTimer>) {
         self.waiting = false;
         self.asked = None;

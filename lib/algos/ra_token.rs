@@ -127,6 +127,13 @@ pub struct RaToken {
 }
 
 impl RaToken {
+    /// The token is here (for the checker's "one token at most").
+    pub fn holds_token(&self) -> bool {
+        self.token.is_some()
+    }
+}
+
+impl RaToken {
     /// The notes' sendToken: the first node from i+1 round to i-1 that waits gets the
     /// token; if none does, this node keeps it.
     fn send_token(&mut self, out: &mut O) {

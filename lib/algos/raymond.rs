@@ -137,6 +137,13 @@ pub struct Raymond {
 }
 
 impl Raymond {
+    /// The token is here (for the checker's "one token at most").
+    pub fn holds_token(&self) -> bool {
+        self.holder == self.me
+    }
+}
+
+impl Raymond {
     /// Step 1: if the token is here and free, give it to the head of the queue.
     fn assign_token(&mut self, out: &mut Out<Msg, NoTimer>) {
         if self.holder != self.me || self.using {

@@ -228,6 +228,13 @@ impl<const KEEP: bool> Algorithm for Ra<KEEP> {
         let who: Vec<String> = self.awaiting.iter().map(PeerId::to_string).collect();
         format!("waiting for REPLY from {} (ticket {})", who.join(", "), self.ticket)
     }
+
+    fn forget(&mut self) {
+        // The ticket is read only while requesting; the next request takes a new one.
+        if !self.requesting {
+            self.ticket = 0;
+        }
+    }
 }
 
 #[cfg(test)]

@@ -128,6 +128,13 @@ pub struct SuzukiKasami {
 }
 
 impl SuzukiKasami {
+    /// The token is here (for the checker's "one token at most").
+    pub fn holds_token(&self) -> bool {
+        self.token.is_some()
+    }
+}
+
+impl SuzukiKasami {
     fn enter(&mut self, out: &mut O) {
         self.waiting = false;
         self.inside = true;

@@ -112,6 +112,13 @@ pub struct TokenRing {
 }
 
 impl TokenRing {
+    /// The token is here (for the checker's "one token at most").
+    pub fn holds_token(&self) -> bool {
+        self.holding
+    }
+}
+
+impl TokenRing {
     /// The next node round the ring that is not known to be down; `None` when there is
     /// nobody else alive.
     fn successor(&self) -> Option<PeerId> {

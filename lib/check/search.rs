@@ -12,17 +12,66 @@
 //! it is on (the worlds along it); its counterexample is that path, not necessarily the
 //! shortest. With a depth bound, a state reached again closer to the start than before
 //! is explored again, since what lies below it may have been cut by the bound.
+//!
+//! Every strategy carries each world's bypass counts beside it (in its fingerprint only
+//! when a bound is checked) and judges each new state with [`super::judge`]: the
+//! properties, the bound and the invariants of one's own, the same way.
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use super::{initial, judge, CheckOpts, Progress, Property};
-use crate::algorithm::Node;
-use crate::sim::{Choice, Failure, SimService, World};
+use super::{bypass_step, initial, judge, CheckOpts, Counts, Invariant, Progress, Property, COUNTED};
+use crate::algorithm::{Node, ServiceKind};
+use crate::sim::{Choice, Failure, SimService, World, WorldEvent};
+
+/// What a search is for: the service, the options and the invariants of one's own, with
+/// how bypasses are counted.
+pub(super) struct Search<'a, N: Node>
+where
+    N::Service: SimService,
+{
+    service: ServiceKind,
+    opts: &'a CheckOpts,
+    invariants: &'a [Invariant<N>],
+    /// Bypasses are counted (mutual exclusion).
+    counted: bool,
+    /// Counts stop at the bound + 1, so that the space stays finite.
+    cap: u8,
+}
+
+impl<'a, N: Node> Search<'a, N>
+where
+    N::Service: SimService,
+{
+    /// A search of `service` under `opts`, judging `invariants` too.
+    pub(super) fn new(service: ServiceKind, opts: &'a CheckOpts, invariants: &'a [Invariant<N>]) -> Self {
+        let cap = opts.bypass_bound.map_or(u8::MAX, |b| b.saturating_add(1).min(u32::from(u8::MAX)) as u8);
+        Search { service, opts, invariants, counted: service == ServiceKind::Mutex, cap }
+    }
+
+    /// A state's fingerprint: its world's, with its bypass counts when a bound is checked.
+    fn print(&self, world: &World<N>, counts: &Counts) -> u64 {
+        if self.opts.bypass_bound.is_some() {
+            fingerprint(&(world, counts))
+        } else {
+            fingerprint(world)
+        }
+    }
+
+    /// The counts after the step from `before` to `after`, and the most of them.
+    fn count(&self, before: &World<N>, after: &World<N>, counts: &Counts) -> (Counts, u8) {
+        let mut next = *counts;
+        let most = if self.counted { bypass_step(before, after, &mut next, self.cap) } else { 0 };
+        (next, most)
+    }
+}
+
+/// The observer of a search: nothing is formatted, nothing kept.
+fn quiet<M, T>(_: Duration, _: &WorldEvent<'_, M, T>) {}
 
 /// What a search found, for [`super::check`] to report.
 #[derive(Debug, Default)]
@@ -39,6 +88,8 @@ pub(super) struct Outcome {
     pub cut_short: Option<String>,
     /// The violation found, with the choices from the start to it.
     pub violation: Option<(Property, String, Vec<Choice>)>,
+    /// The most bypasses seen (mutual exclusion; see [`bypass_step`]).
+    pub most_bypasses: u8,
 }
 
 /// A fingerprint of a state: aHash with fixed keys, so the same state gets the same
@@ -70,13 +121,14 @@ impl Hasher for Unhashed {
 
 type FpMap<V> = HashMap<u64, V, BuildHasherDefault<Unhashed>>;
 
-/// A state found and not yet expanded: its world, fingerprint and enabled choices (all
-/// worked out once, when it was found and judged).
+/// A state found and not yet expanded: its world, bypass counts, fingerprint and
+/// enabled choices (all worked out once, when it was found and judged).
 struct Item<N: Node>
 where
     N::Service: SimService,
 {
     world: World<N>,
+    counts: Counts,
     fp: u64,
     enabled: Vec<Choice>,
 }
@@ -96,8 +148,14 @@ where
     Next(Item<N>, bool),
 }
 
-/// Judge `world`, just reached by a step that came out as `applied`.
-fn look<N: Node>(world: World<N>, fp: u64, applied: Result<Result<(), Failure>, String>) -> Look<N>
+/// Judge `world` with its `counts`, just reached by a step that came out as `applied`.
+fn look<N: Node>(
+    how: &Search<'_, N>,
+    world: World<N>,
+    counts: Counts,
+    fp: u64,
+    applied: Result<Result<(), Failure>, String>,
+) -> Look<N>
 where
     N::Service: SimService,
 {
@@ -109,25 +167,26 @@ where
         Err(panic) => return Look::Violation(Property::NodeFailure, format!("a node panicked: {panic}")),
     }
     let enabled = world.enabled();
-    if let Some((p, why)) = judge(&world, &enabled) {
+    if let Some((p, why)) = judge(how.service, &world, &enabled, how.opts, how.invariants, &counts) {
         return Look::Violation(p, why);
     }
     if world.done() {
         return Look::Done;
     }
     let terminal = enabled.iter().all(|c| matches!(c, Choice::Crash { .. }));
-    Look::Next(Item { world, fp, enabled }, terminal)
+    Look::Next(Item { world, counts, fp, enabled }, terminal)
 }
 
 /// The initial world, started, as a state newly found.
-fn start<N: Node>(opts: &CheckOpts) -> (u64, Look<N>)
+fn start<N: Node>(how: &Search<'_, N>) -> (u64, Look<N>)
 where
     N::Service: SimService,
 {
-    let mut world = initial::<N>(opts);
-    let applied = crate::panics::quietly(|| world.start(&mut |_, _| {}));
-    let fp = fingerprint(&world);
-    (fp, look(world, fp, applied))
+    let mut world = initial::<N>(how.opts);
+    let applied = crate::panics::quietly(|| world.start(&mut quiet));
+    let counts: Counts = [0; COUNTED];
+    let fp = how.print(&world, &counts);
+    (fp, look(how, world, counts, fp, applied))
 }
 
 /// The visited set of breadth-first search: fingerprint → (parent's fingerprint, the
@@ -182,6 +241,7 @@ struct Shared {
     terminals: AtomicU64,
     /// States found and not yet expanded, in this level and the next.
     pending: AtomicU64,
+    most_bypasses: AtomicU8,
     stop: AtomicBool,
     /// Why the search stopped early: a violation (with its state's fingerprint) or a limit.
     found: Mutex<Option<(Property, String, u64)>>,
@@ -208,7 +268,7 @@ const BATCH: usize = 64;
 /// Breadth-first search on `threads` threads (see the module doc). `progress` is called
 /// on the calling thread about once a second.
 pub(super) fn bfs<N: Node>(
-    opts: &CheckOpts,
+    how: &Search<'_, N>,
     threads: usize,
     started: Instant,
     progress: &mut dyn FnMut(&Progress),
@@ -216,6 +276,7 @@ pub(super) fn bfs<N: Node>(
 where
     N::Service: SimService,
 {
+    let opts = how.opts;
     let threads = threads.max(1);
     let visited = Visited::new(threads);
     let shared = Shared {
@@ -223,12 +284,13 @@ where
         transitions: AtomicU64::new(0),
         terminals: AtomicU64::new(0),
         pending: AtomicU64::new(0),
+        most_bypasses: AtomicU8::new(0),
         stop: AtomicBool::new(false),
         found: Mutex::new(None),
         cut_short: Mutex::new(None),
     };
     let mut out = Outcome { states: 1, ..Outcome::default() };
-    let (fp, first) = start::<N>(opts);
+    let (fp, first) = start::<N>(how);
     visited.insert(fp, fp, Choice::Timer); // the start is its own parent; the choice is never read
     let mut level = Vec::new();
     match first {
@@ -257,10 +319,10 @@ where
         let (todo, visited, shared_ref) = (&todo, &visited, &shared);
         std::thread::scope(|s| {
             let helpers: Vec<_> = (1..threads)
-                .map(|_| s.spawn(move || expand(todo, depth, visited, shared_ref, opts, None)))
+                .map(|_| s.spawn(move || expand(how, todo, depth, visited, shared_ref, None)))
                 .collect();
             let mut watch = Watch { started, last: &mut last_progress, progress: &mut *progress };
-            nexts.push(expand(todo, depth, visited, shared_ref, opts, Some(&mut watch)));
+            nexts.push(expand(how, todo, depth, visited, shared_ref, Some(&mut watch)));
             for h in helpers {
                 match h.join() {
                     Ok(next) => nexts.push(next),
@@ -281,6 +343,7 @@ where
     out.states = shared.states.load(Relaxed);
     out.transitions = shared.transitions.load(Relaxed);
     out.terminals = shared.terminals.load(Relaxed);
+    out.most_bypasses = shared.most_bypasses.load(Relaxed);
     out.cut_short = shared.cut_short.into_inner().unwrap_or_else(|e| e.into_inner());
     if let Some((p, why, fp)) = shared.found.into_inner().unwrap_or_else(|e| e.into_inner()) {
         out.violation = Some((p, why, visited.path(fp)));
@@ -299,19 +362,19 @@ struct Watch<'a> {
 /// One thread's share of a level at `depth`: take batches from `todo` until it is empty,
 /// expand each world, and return the new states found (the next level's, in part).
 fn expand<N: Node>(
+    how: &Search<'_, N>,
     todo: &Mutex<Vec<Item<N>>>,
     depth: u32,
     visited: &Visited,
     shared: &Shared,
-    opts: &CheckOpts,
     mut watch: Option<&mut Watch<'_>>,
 ) -> Vec<Item<N>>
 where
     N::Service: SimService,
 {
-    let mut quiet = |_: Duration, _: String| {};
+    let opts = how.opts;
     let mut next = Vec::new();
-    let (mut transitions, mut terminals) = (0u64, 0u64);
+    let (mut transitions, mut terminals, mut most) = (0u64, 0u64, 0u8);
     'work: loop {
         let batch = {
             let mut todo = todo.lock().unwrap_or_else(|e| e.into_inner());
@@ -330,12 +393,14 @@ where
                 let mut world = item.world.clone();
                 transitions += 1;
                 let applied = crate::panics::quietly(|| world.apply(choice, &mut quiet));
-                let fp = fingerprint(&world);
+                let (counts, seen) = how.count(&item.world, &world, &item.counts);
+                most = most.max(seen);
+                let fp = how.print(&world, &counts);
                 if !visited.insert(fp, item.fp, choice) {
                     continue;
                 }
                 let states = shared.states.fetch_add(1, Relaxed) + 1;
-                match look(world, fp, applied) {
+                match look(how, world, counts, fp, applied) {
                     Look::Violation(p, why) => {
                         shared.violation(p, why, fp);
                         break 'work;
@@ -376,6 +441,7 @@ where
     }
     shared.transitions.fetch_add(transitions, Relaxed);
     shared.terminals.fetch_add(terminals, Relaxed);
+    shared.most_bypasses.fetch_max(most, Relaxed);
     next
 }
 
@@ -390,16 +456,20 @@ where
 
 /// Depth-first search on the calling thread (see the module doc), no deeper than
 /// `opts.max_depth`.
-pub(super) fn dfs<N: Node>(opts: &CheckOpts, started: Instant, progress: &mut dyn FnMut(&Progress)) -> Outcome
+pub(super) fn dfs<N: Node>(
+    how: &Search<'_, N>,
+    started: Instant,
+    progress: &mut dyn FnMut(&Progress),
+) -> Outcome
 where
     N::Service: SimService,
 {
-    let mut quiet = |_: Duration, _: String| {};
+    let opts = how.opts;
     let mut out = Outcome { states: 1, ..Outcome::default() };
     // Each fingerprint with the least depth it was reached at.
     let mut visited: FpMap<u32> = FpMap::default();
     let mut stack: Vec<Frame<N>> = Vec::new();
-    let (fp, first) = start::<N>(opts);
+    let (fp, first) = start::<N>(how);
     visited.insert(fp, 0);
     match first {
         Look::Violation(p, why) => {
@@ -429,7 +499,9 @@ where
         let mut world = top.item.world.clone();
         out.transitions += 1;
         let applied = crate::panics::quietly(|| world.apply(choice, &mut quiet));
-        let fp = fingerprint(&world);
+        let (counts, seen) = how.count(&top.item.world, &world, &top.item.counts);
+        out.most_bypasses = out.most_bypasses.max(seen);
+        let fp = how.print(&world, &counts);
         let again = match visited.entry(fp) {
             Entry::Vacant(slot) => {
                 slot.insert(depth);
@@ -443,7 +515,7 @@ where
             Entry::Occupied(_) => continue,
         };
         out.max_depth = out.max_depth.max(depth);
-        match look(world, fp, applied) {
+        match look(how, world, counts, fp, applied) {
             Look::Violation(p, why) => {
                 let choices = stack.iter().map(|f| f.item.enabled[f.next - 1]).collect();
                 out.violation = Some((p, why, choices));

@@ -1,5 +1,5 @@
 //! The election service's application loop: the initiators call `elect` when the run
-//! starts, and every leader the node announces is appended to the leader file
+//! starts (under held delivery, any worker calls when the supervisor says), and every leader the node announces is appended to the leader file
 //! ([`control::LEADERS_FILE`]), one `write` per record, and told to the supervisor.
 //!
 //! The file is the evidence: the election auditor ([`crate::audit::leaders`]) judges the

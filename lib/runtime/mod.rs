@@ -22,8 +22,10 @@
 //! latency, loss and partitions on the send path (it gives each frame its `Fate`),
 //! `detector` what the node is told of peers going down and up, `workload` the mutual
 //! exclusion service's application loop on the resource file and `elect` the election
-//! service's (they give `AppStep`s), and `link` the control link to the supervisor (it
-//! gives `ToWorker` orders). This file holds [`run_worker`] and the thin loop between
+//! service's (they give `AppStep`s), `link` the control link to the supervisor (it
+//! gives `ToWorker` orders), and `held` held delivery for `mutexlab replay` (what
+//! arrives, the application's next step and the node's timers wait for the
+//! supervisor's `Replay` orders instead of reaching the node). This file holds [`run_worker`] and the thin loop between
 //! them and the operating system: the poll, the timers, the Lamport clock, the
 //! statistics, driving the node through its [`Host`] and handing each effect to its
 //! owner. One message's way: node → host → loop (`carry`, `send`) → mesh (`frame`,
@@ -69,13 +71,14 @@ use crate::algorithm::{
     NodeInput, PeerId, Service, ServiceKind, Spawn,
 };
 use crate::auth::Secret;
-use crate::control::{self, PendingState, ToSupervisor, ToWorker, WorkerSettings, WorkerStats};
+use crate::control::{self, PendingState, ReplayOrder, ToSupervisor, ToWorker, WorkerSettings, WorkerStats};
 use crate::host::{Breach, Effect, Host, Step};
 use crate::trace;
 use crate::wire::{self, Envelope};
 
 mod detector;
 mod elect;
+mod held;
 mod link;
 mod mesh;
 mod netfaults;
@@ -83,6 +86,7 @@ mod workload;
 use detector::Detect;
 pub use detector::HEARTBEAT;
 use elect::Electing;
+use held::Held;
 use link::{setup, Link};
 pub use mesh::{max_pending, BAD_FRAME_LINES, DROP_LINES, HELLO_DEADLINE};
 use mesh::{Mesh, MeshEvent, MeshTimer};
@@ -299,6 +303,10 @@ pub fn run_node<N: Node<Service: RunService>>(opts: WorkerOpts, link: StdUnixStr
     Worker::<N>::new(opts, link)?.run()
 }
 
+/// Held delivery's state for node type `A`: each message with the Lamport time it was
+/// sent at.
+type HeldFor<A> = Held<(u64, <A as Node>::Msg), <A as Node>::Timer>;
+
 /// The control link's poll token (the mesh's are its own: [`mesh::is_mesh`]).
 const CONTROL: Token = Token(1);
 const SIGNALS: Token = Token(2);
@@ -399,6 +407,9 @@ struct Worker<A: Node<Service: RunService>> {
     net: NetFaults,
     /// This worker's message trace (`trace-w{ID}.log`), written every few milliseconds.
     trace: trace::Writer,
+    /// Held delivery (`mutexlab replay`): what waits for the supervisor's word
+    /// (`held.rs`); `None` in any other run.
+    held: Option<HeldFor<A>>,
 }
 
 impl<A: Node<Service: RunService>> Worker<A> {
@@ -467,6 +478,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             running: true,
             net: NetFaults::new(&opts, seed),
             trace,
+            held: opts.held.then(|| Held::new(opts.workers)),
             opts,
         })
     }
@@ -613,6 +625,8 @@ impl<A: Node<Service: RunService>> Worker<A> {
         self.start_detector();
         let steps = match &mut self.work {
             Work::Mutex(w) => vec![w.think()],
+            // Held: an election is called when the supervisor says `Call`.
+            Work::Election(_) if self.held.is_some() => Vec::new(),
             Work::Election(e) => e.begin(),
         };
         self.perform(steps)?;
@@ -748,6 +762,10 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 }
                 ToWorker::Partition { groups } => self.partition(Some(groups)),
                 ToWorker::Heal => self.partition(None),
+                ToWorker::Replay(order) => {
+                    let done = self.replay_step(order)?;
+                    self.link.tell_blocking(&ToSupervisor::Held(control::Held::Stepped(done)))?;
+                }
             }
         }
         match fill {
@@ -757,6 +775,65 @@ impl<A: Node<Service: RunService>> Worker<A> {
             wire::Fill::WouldBlock => {}
         }
         Ok(())
+    }
+
+    /// One step of a replay, under held delivery: `Err` says in a few words why this
+    /// worker cannot take it (nothing of the kind is held); the node's own failures are
+    /// the worker's, as in any run.
+    fn replay_step(&mut self, order: ReplayOrder) -> anyhow::Result<Result<(), String>> {
+        let Some(h) = &mut self.held else {
+            return Ok(Err("this worker is not in held mode".into()));
+        };
+        match order {
+            ReplayOrder::Release { from, seq } => {
+                let Some((sent, msg)) = h.release(from, seq) else {
+                    return Ok(Err(format!("no message #{seq} from {from} is held")));
+                };
+                self.hand_over(from, sent, msg)?;
+            }
+            ReplayOrder::Down { peer } => {
+                if !h.take_down(peer) {
+                    return Ok(Err(format!("no news that {peer} is down is held")));
+                }
+                self.input(Input::PeerDown { peer })?;
+            }
+            ReplayOrder::Up { peer } => {
+                if !h.take_up(peer) {
+                    return Ok(Err(format!("no news that {peer} is up is held")));
+                }
+                self.input(Input::PeerUp { peer })?;
+            }
+            ReplayOrder::Call => match &mut self.work {
+                // An election application calls whenever it is told to.
+                Work::Election(_) => self.call(AppCall::Elect)?,
+                Work::Mutex(w) => {
+                    let Some(timer) = h.app.take() else {
+                        return Ok(Err("the application has no call to make".into()));
+                    };
+                    w.timer(timer);
+                    self.run_local()?;
+                }
+            },
+            ReplayOrder::Lose { from, seq } => {
+                // The checker's lost message: it arrived here and is never handed over.
+                if h.release(from, seq).is_none() {
+                    return Ok(Err(format!("no message #{seq} from {from} is held")));
+                }
+            }
+            ReplayOrder::Fire { nth } => {
+                let Some((timer, generation)) = h.fire(nth.map(|i| i as usize)) else {
+                    return Ok(Err(match nth {
+                        Some(i) => format!("no timer #{i} is armed"),
+                        None => "no timer is armed".into(),
+                    }));
+                };
+                if let Some(step) = self.host.fire(self.now(), &timer, generation) {
+                    self.carry(step)?;
+                }
+            }
+        }
+        self.flush_all()?;
+        Ok(Ok(()))
     }
 
     /// Serve a readable source.
@@ -845,12 +922,20 @@ impl<A: Node<Service: RunService>> Worker<A> {
         for effect in step.effects {
             match effect {
                 Effect::Send { to, msg } => self.send(to, &msg)?,
-                Effect::Arm { timer, generation, after } => {
-                    self.algo_timers.insert(generation, timer);
-                    self.push_timer(after, TimerKind::Algo(generation));
+                Effect::Arm { timer, generation, after } => match &mut self.held {
+                    Some(h) => h.arm(timer, generation, after),
+                    None => {
+                        self.algo_timers.insert(generation, timer);
+                        self.push_timer(after, TimerKind::Algo(generation));
+                    }
+                },
+                Effect::Disarm { timer } => {
+                    if let Some(h) = &mut self.held {
+                        h.disarm(&timer);
+                    }
+                    // Else the host knows it is cancelled; its heap entry is dropped when
+                    // it fires.
                 }
-                // The host knows it is cancelled; its heap entry is dropped when it fires.
-                Effect::Disarm { .. } => {}
                 Effect::Event { event } => {
                     let steps = match (A::Service::to_app(&event), &mut self.work) {
                         (AppEvent::Enter, Work::Mutex(w)) => w.enter(&mut self.clock)?,
@@ -887,7 +972,11 @@ impl<A: Node<Service: RunService>> Worker<A> {
         for step in steps {
             match step {
                 AppStep::Call(call) => self.call(call)?,
-                AppStep::Timer { after, timer } => self.push_timer(after, TimerKind::App(timer)),
+                AppStep::Timer { after, timer } => match &mut self.held {
+                    // Held: the application's next step waits for the supervisor's `Call`.
+                    Some(h) => h.app = Some(timer),
+                    None => self.push_timer(after, TimerKind::App(timer)),
+                },
                 AppStep::Trace { what, leader } => self.trace.app(self.clock, what, leader),
                 AppStep::Tell(msg) => self.link.tell_blocking(&msg)?,
             }
@@ -939,13 +1028,29 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 }
                 MeshEvent::Up { peer, was_down } => {
                     if self.detect.channel_up(peer, was_down, Instant::now()) {
-                        self.input(Input::PeerUp { peer })?;
+                        match &mut self.held {
+                            Some(h) => {
+                                if h.up(peer) {
+                                    self.link
+                                        .tell_blocking(&ToSupervisor::Held(control::Held::Up { peer }))?;
+                                }
+                            }
+                            None => self.input(Input::PeerUp { peer })?,
+                        }
                     }
                 }
                 MeshEvent::Down { peer, unsent, was_down } => {
                     self.trace_unsent(peer, unsent, "peer-down");
                     if !was_down && self.detect.channel_down() {
-                        self.input(Input::PeerDown { peer })?;
+                        match &mut self.held {
+                            Some(h) => {
+                                if h.down(peer) {
+                                    self.link
+                                        .tell_blocking(&ToSupervisor::Held(control::Held::Down { peer }))?;
+                                }
+                            }
+                            None => self.input(Input::PeerDown { peer })?,
+                        }
                     }
                 }
                 MeshEvent::Breach(why) => return Err(ModelBreach(why).into()),
@@ -959,14 +1064,26 @@ impl<A: Node<Service: RunService>> Worker<A> {
 
     /// An envelope from `from`: a heartbeat is counted; a message moves the Lamport
     /// clock, is traced and counted, and goes to the node.
+    /// Under held delivery the message waits instead, and the supervisor is told.
     fn deliver(&mut self, from: PeerId, envelope: Envelope<Option<A::Msg>>) -> anyhow::Result<()> {
         let Some(msg) = envelope.msg else {
             *self.stats.received.entry(HEARTBEAT.to_string()).or_default() += 1;
             return Ok(());
         };
-        self.clock = self.clock.max(envelope.clock).saturating_add(1);
+        if let Some(h) = &mut self.held {
+            let kind = msg.kind().to_string();
+            let seq = h.arrive(from, (envelope.clock, msg));
+            let news = control::Held::Arrived { from, seq, kind };
+            return Ok(self.link.tell_blocking(&ToSupervisor::Held(news))?);
+        }
+        self.hand_over(from, envelope.clock, msg)
+    }
+
+    /// Hand a message from `from`, sent at Lamport time `sent`, to the node.
+    fn hand_over(&mut self, from: PeerId, sent: u64, msg: A::Msg) -> anyhow::Result<()> {
+        self.clock = self.clock.max(sent).saturating_add(1);
         let inc = self.mesh.incarnation(from);
-        self.trace.recv(self.clock, from.0, inc, envelope.clock, msg.kind());
+        self.trace.recv(self.clock, from.0, inc, sent, msg.kind());
         tally(&mut self.stats.received, msg.kind());
         self.input(Input::Message { from, msg })
     }

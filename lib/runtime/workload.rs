@@ -6,6 +6,9 @@
 //! made its entries or the run's `--duration` is over; then it tells the supervisor it
 //! is `Done`.
 //!
+//! Under held delivery (`mutexlab replay`) its timers are not set: the next step waits
+//! until the supervisor says `Call` (`held.rs`).
+//!
 //! The election service's loop is `elect.rs`. The mesh, the network faults, the
 //! detector, the control link and the loop do not depend on what the application asks
 //! for; the mutex service's calls (`want`, `done`) and its event (`enter`) meet the
@@ -420,6 +423,7 @@ mod tests {
             majority: false,
             trace: false,
             external: None,
+            held: false,
         }
     }
 

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
 
-use super::Failure;
+use super::{AppAct, Failure};
 use crate::algorithm::{
     Election, ElectionCall, ElectionEvent, Mutex, MutexCall, MutexEvent, PeerId, Service,
 };
@@ -32,11 +32,11 @@ pub trait SimService: Service {
 pub trait SimApps<S: Service + ?Sized>: Clone + Debug + PartialEq + Eq + Hash + Send {
     /// The calls application `node` could make now (it is alive).
     fn calls(&self, node: usize) -> Vec<S::Call>;
-    /// Application `node` makes `call`; a line for the trace.
-    fn call(&mut self, node: usize, call: &S::Call) -> String;
-    /// Node `node` tells its application `event`; a line for the trace, or the failure
-    /// the event is.
-    fn event(&mut self, node: usize, event: &S::Event) -> Result<String, Failure>;
+    /// Application `node` makes `call`; what it did, for the world's observer.
+    fn call(&mut self, node: usize, call: &S::Call) -> AppAct;
+    /// Node `node` tells its application `event`: what it was told, for the world's
+    /// observer, and the failure the event is, if it breaks the service's promise.
+    fn event(&mut self, node: usize, event: &S::Event) -> (AppAct, Result<(), Failure>);
     /// Node `node` crashed: its application's request, section or belief is gone.
     fn crash(&mut self, node: usize);
     /// Nothing more to do: `alive` says who is.
@@ -45,6 +45,11 @@ pub trait SimApps<S: Service + ?Sized>: Clone + Debug + PartialEq + Eq + Hash + 
     fn waiting(&self, node: usize, alive: &[bool]) -> bool;
     /// Entries each application made (mutual exclusion), zeros otherwise.
     fn entries(&self) -> Vec<u64>;
+    /// The node whose application is inside the critical section (mutual exclusion),
+    /// else `None`.
+    fn inside(&self) -> Option<PeerId> {
+        None
+    }
     /// The leader every live node names, if they agree (elections), else `None`.
     fn leader(&self, _alive: &[bool]) -> Option<(PeerId, u64)> {
         None
@@ -102,31 +107,30 @@ impl SimApps<Mutex> for MutexApps {
         }
     }
 
-    fn call(&mut self, node: usize, call: &MutexCall) -> String {
-        let me = PeerId(node as u32);
+    fn call(&mut self, node: usize, call: &MutexCall) -> AppAct {
         match call {
             MutexCall::Want => {
                 self.apps[node] = Mx::Waiting;
-                format!("{me} wants the critical section")
+                AppAct::Wants
             }
             MutexCall::Done => {
                 self.apps[node] = Mx::Idle;
                 self.left[node] -= 1;
                 self.entries[node] += 1;
                 self.inside = None;
-                format!("{me} leaves the critical section")
+                AppAct::Leaves
             }
         }
     }
 
-    fn event(&mut self, node: usize, MutexEvent::Enter: &MutexEvent) -> Result<String, Failure> {
+    fn event(&mut self, node: usize, MutexEvent::Enter: &MutexEvent) -> (AppAct, Result<(), Failure>) {
         let me = PeerId(node as u32);
         if let Some(inside) = self.inside {
-            return Err(Failure::Overlap { inside, entering: me });
+            return (AppAct::Enters, Err(Failure::Overlap { inside, entering: me }));
         }
         self.apps[node] = Mx::Inside;
         self.inside = Some(me);
-        Ok(format!("{me} enters the critical section"))
+        (AppAct::Enters, Ok(()))
     }
 
     fn crash(&mut self, node: usize) {
@@ -146,6 +150,10 @@ impl SimApps<Mutex> for MutexApps {
 
     fn entries(&self) -> Vec<u64> {
         self.entries.clone()
+    }
+
+    fn inside(&self) -> Option<PeerId> {
+        self.inside
     }
 }
 
@@ -216,28 +224,29 @@ impl SimApps<Election> for ElectionApps {
         }
     }
 
-    fn call(&mut self, node: usize, ElectionCall::Elect: &ElectionCall) -> String {
+    fn call(&mut self, node: usize, ElectionCall::Elect: &ElectionCall) -> AppAct {
         self.left[node] -= 1;
-        format!("{} calls an election", PeerId(node as u32))
+        AppAct::CallsElection
     }
 
-    fn event(&mut self, node: usize, event: &ElectionEvent) -> Result<String, Failure> {
+    fn event(&mut self, node: usize, event: &ElectionEvent) -> (AppAct, Result<(), Failure>) {
         let me = PeerId(node as u32);
         let ElectionEvent::Leader { id, term } = *event;
+        let act = AppAct::AcceptsLeader { leader: id, term };
         if let Some(&other) = self.terms.get(&term) {
             if other != id {
-                return Err(Failure::SplitBrain { term, first: other, second: id, by: me });
+                return (act, Err(Failure::SplitBrain { term, first: other, second: id, by: me }));
             }
         }
         if let Some((_, before)) = self.leader[node] {
             if term <= before && self.leader[node] != Some((id, term)) {
-                return Err(Failure::TermBackwards { node: me, before, after: term });
+                return (act, Err(Failure::TermBackwards { node: me, before, after: term }));
             }
         }
         self.terms.insert(term, id);
         self.leader[node] = Some((id, term));
         self.announcements += 1;
-        Ok(format!("{me} accepts {id} as leader (term {term})"))
+        (act, Ok(()))
     }
 
     fn crash(&mut self, node: usize) {

@@ -42,6 +42,12 @@
 //! - [`Sim::node`] gives read access to a node afterwards; the report carries the
 //!   algorithms' own counts ([`SimReport::counter`]) and the run's choices.
 //! - [`Sim::replay`]`(entries, &choices)` runs the same world on saved choices.
+//! - What happens in the world reaches the caller as values, [`WorldEvent`]s (`event.rs`:
+//!   a message sent, delivered or lost, an application's step, a timer, a crash…),
+//!   through the observer given to [`World::start`] and [`World::apply`]; a trace line is
+//!   an event's `Display`, formatted only when a trace is kept.
+//! - [`record`] writes a replay's events as a run directory that the tools made for real
+//!   runs read (`mutexlab check --out DIR` writes its counterexample so).
 //! - [`sweep`] runs many sizes and seeds (stale timers on) and hands each report to a
 //!   check, panicking with the replayable error of the first failed run.
 //!
@@ -86,8 +92,11 @@ use crate::algorithm::{Config, Node, PeerId};
 use crate::host::Breach;
 
 mod app;
+mod event;
+pub mod record;
 mod world;
 pub use app::{ElectionApps, MutexApps, SimApps, SimService};
+pub use event::{AppAct, Lost, Observer, WorldEvent};
 pub use world::{Choice, World};
 
 /// How many recent events a [`SimError`] carries.
@@ -358,6 +367,21 @@ where
         self
     }
 
+    /// Let any armed timer fire, not only the earliest (as `mutexlab check` does by
+    /// default): to replay a check's counterexample. A seeded run then fires one of them
+    /// at random where it would have fired the earliest.
+    pub fn any_timer(mut self, on: bool) -> Self {
+        self.world = self.world.any_timer(on);
+        self
+    }
+
+    /// Let up to `count` messages in flight be lost (`mutexlab check --lose`): to replay
+    /// a check's counterexample; the seeded scheduler never loses one itself.
+    pub fn lose(mut self, count: u32) -> Self {
+        self.world = self.world.lose(count);
+        self
+    }
+
     /// Fail with [`Failure::StepLimit`] after this many steps (default 200 000).
     pub fn max_steps(mut self, steps: u64) -> Self {
         self.max_steps = steps;
@@ -401,7 +425,7 @@ where
             f(self.world.apps_mut());
         }
         let Sim { world, trace, step, .. } = self;
-        let started = world.start(&mut |now, line| note(trace, *step, now, line));
+        let started = world.start(&mut |now, event| note(trace, *step, now, event));
         started.map_err(|f| self.fail(f))?;
         loop {
             if self.world.done() {
@@ -442,7 +466,7 @@ where
             self.step += 1;
             self.choices.push(choice);
             let Sim { world, trace, step, .. } = self;
-            let applied = world.apply(choice, &mut |now, line| note(trace, *step, now, line));
+            let applied = world.apply(choice, &mut |now, event| note(trace, *step, now, event));
             applied.map_err(|f| self.fail(f))?;
         }
         let w = &self.world;
@@ -482,8 +506,12 @@ where
             }
         }
         let quiet = !candidates.iter().any(|c| matches!(c, Choice::Deliver { .. }));
-        if enabled.contains(&Choice::Timer) && (quiet || self.rng.random_range(0..TIMER_RACE) == 0) {
-            candidates.push(Choice::Timer);
+        let timers: Vec<Choice> =
+            enabled.iter().copied().filter(|c| matches!(c, Choice::Timer | Choice::Fire { .. })).collect();
+        if !timers.is_empty() && (quiet || self.rng.random_range(0..TIMER_RACE) == 0) {
+            // Earliest first offers one timer choice: no draw, so seeded runs stay as they were.
+            let k = if timers.len() > 1 { self.rng.random_range(0..timers.len()) } else { 0 };
+            candidates.push(timers[k]);
         }
         if candidates.is_empty() {
             return None;
@@ -503,12 +531,20 @@ where
     }
 }
 
-/// Keep `line` in the trace of recent events.
-fn note(trace: &mut VecDeque<String>, step: u64, now: Duration, line: String) {
+/// Keep `event` in the trace of recent events, if the trace shows it.
+fn note<M: fmt::Debug, T: fmt::Debug>(
+    trace: &mut VecDeque<String>,
+    step: u64,
+    now: Duration,
+    event: &WorldEvent<'_, M, T>,
+) {
+    if !event.is_note() {
+        return;
+    }
     if trace.len() == TRACE_LEN {
         trace.pop_front();
     }
-    trace.push_back(format!("#{step} t={now:?} {line}"));
+    trace.push_back(format!("#{step} t={now:?} {event}"));
 }
 
 /// Run `n` nodes of `N` from `seed`, `entries` entries each, with stale timers on (as

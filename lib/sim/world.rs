@@ -13,7 +13,10 @@
 //! - Channels are FIFO per ordered pair unless the world was made non-FIFO, and then any
 //!   message in flight on a channel may be delivered first.
 //! - Delivering a message or an application step takes no virtual time; only timers move
-//!   the clock, and the timer that fires is always the earliest one.
+//!   the clock, and the timer that fires is the earliest one ([`Choice::Timer`]), or with
+//!   [`World::any_timer`] any armed one ([`Choice::Fire`], the checker's default).
+//! - With a loss budget ([`World::lose`]) any message in flight may be lost
+//!   ([`Choice::Lose`]), that many times in all.
 //! - With stale timers on, a timer reset or cancelled is not forgotten at once: the next
 //!   choice decides whether it still fires once ([`Choice::Stale`]), as the driver
 //!   contract allows.
@@ -33,6 +36,7 @@ use serde::{Deserialize, Serialize};
 use smallvec::{smallvec, SmallVec};
 
 use super::app::{SimApps, SimService};
+use super::event::{Lost, Observer, WorldEvent};
 use super::Failure;
 use crate::algorithm::{Config, Input, Message, Node, NodeInput, PeerId};
 use crate::host::{hash_unordered, Breach, Effect, Host, Step};
@@ -67,8 +71,26 @@ pub enum Choice {
         /// Which of the calls it could make now.
         index: u32,
     },
-    /// The earliest timer fires.
+    /// The earliest timer fires (the simulator's rule, and `--timers earliest`).
     Timer,
+    /// Node `node`'s `index`-th armed timer (oldest first) fires, whichever is due first:
+    /// with any-timer order on ([`World::any_timer`], the checker's default).
+    Fire {
+        /// The node whose timer fires.
+        node: u32,
+        /// Which of its armed timers, in the order they were armed.
+        index: u32,
+    },
+    /// The `index`-th message in flight on the channel `from → to` is lost, never
+    /// delivered (with a loss budget, [`World::lose`]).
+    Lose {
+        /// The sender.
+        from: u32,
+        /// The receiver.
+        to: u32,
+        /// Which message in flight on that channel.
+        index: u32,
+    },
     /// Decide whether the reset or cancelled timer at `index` in the timer list still
     /// fires once (`keep`) or is forgotten.
     Stale {
@@ -119,7 +141,8 @@ impl<T> SetTimer<T> {
 /// N nodes of `N`, their applications, channels and timers. See the module doc.
 ///
 /// Method groups: making one ([`World::new`], then the knobs [`World::non_fifo`],
-/// [`World::stale_timers`], [`World::crashes`], then [`World::start`]); stepping it
+/// [`World::stale_timers`], [`World::crashes`], [`World::any_timer`], [`World::lose`],
+/// [`World::forget`], then [`World::start`]); stepping it
 /// ([`World::enabled`], [`World::apply`]); reading it ([`World::done`],
 /// [`World::waiting`], [`World::node`], and the tallies the report is made of).
 ///
@@ -150,6 +173,14 @@ where
     tallies: bool,
     fifo: bool,
     stale_timers: bool,
+    /// Any armed timer may fire, not only the earliest.
+    any_timer: bool,
+    /// Messages that may still be lost.
+    lose_budget: u32,
+    /// After each step, every node forgets what no later step reads ([`Node::forget`]).
+    forget: bool,
+    /// Messages lost so far (a tally, not state).
+    pub(super) lost_done: u32,
     /// Crashes still allowed, and which nodes may crash.
     crash_budget: u32,
     may_crash: Flags,
@@ -178,6 +209,10 @@ where
             tallies: self.tallies,
             fifo: self.fifo,
             stale_timers: self.stale_timers,
+            any_timer: self.any_timer,
+            lose_budget: self.lose_budget,
+            forget: self.forget,
+            lost_done: self.lost_done,
             crash_budget: self.crash_budget,
             may_crash: self.may_crash.clone(),
             crashes_done: self.crashes_done,
@@ -188,11 +223,12 @@ where
 // By hand, not derived, so that a search recognises a state it has seen (design note
 // layers.md, "State that is the same compares the same"). In: the hosts, incarnations,
 // who is up, each channel's messages in order, news of deaths due, the armed timers as
-// a multiset (whose, which, live or stale), the applications' phases, the crashes still
-// allowed and the world's knobs. Out, kept beside as Stateright keeps history: the
-// clock, timer times, sequence numbers and generations, messages sent, counters and
-// crashes done. The timers are a set because the checker lets any armed timer fire
-// (design note check.md); the seeded scheduler's earliest-first rule reads the times.
+// a multiset (whose, which, live or stale), the applications' phases, the crashes and
+// losses still allowed and the world's knobs. Out, kept beside as Stateright keeps
+// history: the clock, timer times, sequence numbers and generations, messages sent,
+// counters, losses and crashes done. The timers are a set because the checker lets any
+// armed timer fire (design note check.md); the seeded scheduler's earliest-first rule
+// reads the times.
 impl<N: Node> PartialEq for World<N>
 where
     N::Service: SimService,
@@ -215,6 +251,8 @@ where
             && self.apps == other.apps
             && self.fifo == other.fifo
             && self.stale_timers == other.stale_timers
+            && self.any_timer == other.any_timer
+            && self.lose_budget == other.lose_budget
             && self.crash_budget == other.crash_budget
             && self.may_crash == other.may_crash
     }
@@ -236,6 +274,8 @@ where
         self.apps.hash(state);
         self.fifo.hash(state);
         self.stale_timers.hash(state);
+        self.any_timer.hash(state);
+        self.lose_budget.hash(state);
         self.crash_budget.hash(state);
         self.may_crash.hash(state);
     }
@@ -264,6 +304,10 @@ where
             tallies: true,
             fifo: true,
             stale_timers: false,
+            any_timer: false,
+            lose_budget: 0,
+            forget: false,
+            lost_done: 0,
             crash_budget: 0,
             may_crash: smallvec![false; n],
             crashes_done: 0,
@@ -299,6 +343,27 @@ where
         self
     }
 
+    /// Let any armed timer fire next ([`Choice::Fire`]), not only the earliest
+    /// ([`Choice::Timer`]): a timeout may come before what it waits for however long it
+    /// is, as in an asynchronous system.
+    pub fn any_timer(mut self, on: bool) -> Self {
+        self.any_timer = on;
+        self
+    }
+
+    /// After each step let every node forget what no later step reads
+    /// ([`Node::forget`]): fewer distinct states, the same behaviour.
+    pub fn forget(mut self, on: bool) -> Self {
+        self.forget = on;
+        self
+    }
+
+    /// Allow up to `count` messages in flight to be lost, any one of them.
+    pub fn lose(mut self, count: u32) -> Self {
+        self.lose_budget = count;
+        self
+    }
+
     /// Allow up to `count` crashes, each of a node `eligible` allows.
     pub fn crashes(mut self, count: u32, eligible: impl Fn(PeerId) -> bool) -> Self {
         self.crash_budget = count;
@@ -306,14 +371,43 @@ where
         self
     }
 
-    /// Start every node.
-    pub fn start(&mut self, note: &mut dyn FnMut(Duration, String)) -> Result<(), Failure> {
-        (0..self.n).try_for_each(|i| self.input(i, Input::Start, note))
+    /// Start every node, telling `note` what happens.
+    pub fn start(&mut self, note: &mut Observer<'_, N>) -> Result<(), Failure> {
+        (0..self.n).try_for_each(|i| self.input(i, Input::Start, note))?;
+        self.forget_dead_fields();
+        Ok(())
+    }
+
+    fn forget_dead_fields(&mut self) {
+        if self.forget {
+            self.hosts.iter_mut().for_each(Host::forget);
+        }
     }
 
     /// Node `id`.
     pub fn node(&self, id: u32) -> &N {
         self.hosts[id as usize].node()
+    }
+
+    /// The number of nodes.
+    pub fn n(&self) -> usize {
+        self.n
+    }
+
+    /// Which nodes are up (not crashed, or restarted since), by id.
+    pub fn alive(&self) -> &[bool] {
+        &self.alive
+    }
+
+    /// The applications, to read (what an invariant of the checker's may look at).
+    pub fn apps(&self) -> &<N::Service as SimService>::Apps {
+        &self.apps
+    }
+
+    /// Every message in flight, as `(from, to, message)`, channel by channel in order.
+    pub fn in_flight(&self) -> impl Iterator<Item = (PeerId, PeerId, &N::Msg)> + '_ {
+        let n = self.n as u32;
+        self.links.iter().map(move |(l, m)| (PeerId(l / n), PeerId(l % n), m))
     }
 
     /// The applications have done all they meant to, every node is alive and nothing is
@@ -348,9 +442,7 @@ where
         let mut out = Vec::new();
         let n = self.n as u32;
         // Channels in order, each one's messages in order: the first only, if FIFO.
-        let mut index = 0;
-        for (k, &(l, _)) in self.links.iter().enumerate() {
-            index = if k > 0 && self.links[k - 1].0 == l { index + 1 } else { 0 };
+        for (l, index) in self.link_indices() {
             if index == 0 || !self.fifo {
                 out.push(Choice::Deliver { from: l / n, to: l % n, index });
             }
@@ -373,52 +465,73 @@ where
                 out.push(Choice::Crash { node });
             }
         }
-        if !self.timers.is_empty() {
+        if self.lose_budget > 0 {
+            let lose = |(l, index)| Choice::Lose { from: l / n, to: l % n, index };
+            out.extend(self.link_indices().map(lose));
+        }
+        if self.any_timer {
+            let mut armed = vec![0u32; self.n];
+            for t in &self.timers {
+                let node = t.node.0;
+                out.push(Choice::Fire { node, index: armed[node as usize] });
+                armed[node as usize] += 1;
+            }
+        } else if !self.timers.is_empty() {
             out.push(Choice::Timer);
         }
         out
     }
 
-    /// Do `choice`, which must be one of [`World::enabled`]'s. A note on what happened
-    /// is passed to `note` (for traces). An error is a failure of the algorithm.
-    pub fn apply(&mut self, choice: Choice, note: &mut dyn FnMut(Duration, String)) -> Result<(), Failure> {
+    /// Do `choice`, which must be one of [`World::enabled`]'s, telling `note` each thing
+    /// that happens ([`WorldEvent`]: for traces). An error is a failure of the algorithm.
+    pub fn apply(&mut self, choice: Choice, note: &mut Observer<'_, N>) -> Result<(), Failure> {
+        self.take(choice, note)?;
+        self.forget_dead_fields();
+        Ok(())
+    }
+
+    fn take(&mut self, choice: Choice, note: &mut Observer<'_, N>) -> Result<(), Failure> {
         match choice {
             Choice::Deliver { from, to, index } => {
                 let first = self.link_start(from * self.n as u32 + to);
                 let (_, msg) = self.links.remove(first + index as usize);
-                note(self.now, format!("{} -> {}: {:?}", PeerId(from), PeerId(to), msg));
-                self.input(to as usize, Input::Message { from: PeerId(from), msg }, note)
+                let (from, to) = (PeerId(from), PeerId(to));
+                note(self.now, &WorldEvent::Delivered { from, to, index, msg: &msg });
+                self.input(to.index(), Input::Message { from, msg }, note)
             }
             Choice::Down { from, to } => {
                 self.down_due[(from as usize) * self.n + to as usize] = false;
-                note(self.now, format!("{} hears {} is down", PeerId(to), PeerId(from)));
+                note(self.now, &WorldEvent::HearsDown { node: PeerId(to), peer: PeerId(from) });
                 self.input(to as usize, Input::PeerDown { peer: PeerId(from) }, note)
             }
             Choice::Call { node, index } => {
                 let i = node as usize;
                 let call = self.apps.calls(i).swap_remove(index as usize);
-                let line = self.apps.call(i, &call);
-                note(self.now, line);
+                let act = self.apps.call(i, &call);
+                note(self.now, &WorldEvent::App { node: PeerId(node), act });
                 self.input(i, Input::Call { call }, note)
             }
             Choice::Timer => {
                 let k = (0..self.timers.len())
                     .min_by_key(|&k| (self.timers[k].at, self.timers[k].seq))
                     .expect("an enabled timer");
-                let t = self.timers.remove(k);
-                self.now = self.now.max(t.at);
-                let i = t.node.index();
-                if t.live {
-                    note(self.now, format!("{} timer {:?} fires", t.node, t.timer));
-                    match self.hosts[i].fire(self.now, &t.timer, t.generation) {
-                        Some(step) => self.carry(i, step, note),
-                        None => Ok(()),
-                    }
-                } else {
-                    // Reset or cancelled, delivered once anyway, as the contract allows.
-                    note(self.now, format!("{} timer {:?} fires (stale)", t.node, t.timer));
-                    self.input(i, Input::Timer { timer: t.timer }, note)
-                }
+                self.fire(k, note)
+            }
+            Choice::Fire { node, index } => {
+                let k = (0..self.timers.len())
+                    .filter(|&k| self.timers[k].node.0 == node)
+                    .nth(index as usize)
+                    .expect("an enabled timer");
+                self.fire(k, note)
+            }
+            Choice::Lose { from, to, index } => {
+                let first = self.link_start(from * self.n as u32 + to);
+                let (_, msg) = self.links.remove(first + index as usize);
+                self.lose_budget -= 1;
+                self.lost_done += 1;
+                let (from, to) = (PeerId(from), PeerId(to));
+                note(self.now, &WorldEvent::Lost { from, to, msg: &msg, why: Lost::Network { index } });
+                Ok(())
             }
             Choice::Stale { index, keep } => {
                 let k = index as usize;
@@ -437,6 +550,15 @@ where
         }
     }
 
+    /// Each message in flight as its channel and its place on that channel, in order.
+    fn link_indices(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let mut index = 0;
+        self.links.iter().enumerate().map(move |(k, &(l, _))| {
+            index = if k > 0 && self.links[k - 1].0 == l { index + 1 } else { 0 };
+            (l, index)
+        })
+    }
+
     /// Where channel `l`'s messages begin in `links` (or would).
     fn link_start(&self, l: u32) -> usize {
         self.links.partition_point(|&(k, _)| k < l)
@@ -446,24 +568,42 @@ where
         self.links.get(self.link_start(l)).is_none_or(|&(k, _)| k != l)
     }
 
+    /// Drop channel `l`'s messages, each reported lost for `why`.
+    fn clear_link(&mut self, l: u32, why: Lost, note: &mut Observer<'_, N>) {
+        let n = self.n as u32;
+        let (start, end) = (self.link_start(l), self.links.partition_point(|&(k, _)| k <= l));
+        for (_, msg) in self.links.drain(start..end) {
+            note(self.now, &WorldEvent::Lost { from: PeerId(l / n), to: PeerId(l % n), msg: &msg, why });
+        }
+    }
+
+    /// Timer `k` of the list fires (a stale one is delivered once anyway); the clock
+    /// moves to its time if that is later.
+    fn fire(&mut self, k: usize, note: &mut Observer<'_, N>) -> Result<(), Failure> {
+        let t = self.timers.remove(k);
+        self.now = self.now.max(t.at);
+        let i = t.node.index();
+        if t.live {
+            note(self.now, &WorldEvent::TimerFires { node: t.node, timer: &t.timer, stale: false });
+            match self.hosts[i].fire(self.now, &t.timer, t.generation) {
+                Some(step) => self.carry(i, step, note),
+                None => Ok(()),
+            }
+        } else {
+            // Reset or cancelled, delivered once anyway, as the contract allows.
+            note(self.now, &WorldEvent::TimerFires { node: t.node, timer: &t.timer, stale: true });
+            self.input(i, Input::Timer { timer: t.timer }, note)
+        }
+    }
+
     /// Hand node `i` one input through its host, and carry out what it asks.
-    fn input(
-        &mut self,
-        i: usize,
-        input: NodeInput<N>,
-        note: &mut dyn FnMut(Duration, String),
-    ) -> Result<(), Failure> {
+    fn input(&mut self, i: usize, input: NodeInput<N>, note: &mut Observer<'_, N>) -> Result<(), Failure> {
         let step = self.hosts[i].step(self.now, input);
         self.carry(i, step, note)
     }
 
     /// Carry out what node `i` asked for. A breach of the contract is a failure.
-    fn carry(
-        &mut self,
-        i: usize,
-        step: Step<N>,
-        note: &mut dyn FnMut(Duration, String),
-    ) -> Result<(), Failure> {
+    fn carry(&mut self, i: usize, step: Step<N>, note: &mut Observer<'_, N>) -> Result<(), Failure> {
         let me = PeerId(i as u32);
         if let Some(breach) = step.breaches.into_iter().next() {
             return Err(match breach {
@@ -480,12 +620,18 @@ where
                     if self.tallies {
                         *self.sent.entry(msg.kind().to_string()).or_default() += 1;
                     }
+                    note(self.now, &WorldEvent::Sent { from: me, to, msg: &msg });
                     // Counted as sent, as the runtime counts it, but a dead process reads
                     // nothing.
                     if self.alive[to.index()] {
                         let l = (i * self.n + to.index()) as u32;
                         let end = self.links.partition_point(|&(k, _)| k <= l);
                         self.links.insert(end, (l, msg));
+                    } else {
+                        note(
+                            self.now,
+                            &WorldEvent::Lost { from: me, to, msg: &msg, why: Lost::ReceiverDead },
+                        );
                     }
                 }
                 Effect::Arm { timer, generation, after } => {
@@ -504,8 +650,14 @@ where
                 }
                 Effect::Disarm { timer } => self.retire_timer(me, &timer),
                 Effect::Event { event } => {
-                    let line = self.apps.event(i, &event)?;
-                    note(self.now, line);
+                    let (act, judged) = self.apps.event(i, &event);
+                    match judged {
+                        Ok(()) => note(self.now, &WorldEvent::App { node: me, act }),
+                        Err(failure) => {
+                            note(self.now, &WorldEvent::Broke { node: me, act });
+                            return Err(failure);
+                        }
+                    }
                 }
                 Effect::Count { .. } if !self.tallies => {}
                 Effect::Count { name, by } => {
@@ -530,18 +682,17 @@ where
         }
     }
 
-    fn crash(&mut self, i: usize, note: &mut dyn FnMut(Duration, String)) {
+    fn crash(&mut self, i: usize, note: &mut Observer<'_, N>) {
         let me = PeerId(i as u32);
-        note(self.now, format!("{me} crashes"));
+        note(self.now, &WorldEvent::Crashes { node: me });
         self.crash_budget -= 1;
         self.crashes_done += 1;
         self.alive[i] = false;
         self.apps.crash(i);
         self.timers.retain(|t| t.node != me);
-        let n = self.n as u32;
-        self.links.retain(|&(l, _)| (l % n) as usize != i);
         for j in 0..self.n {
             // Nothing reaches a dead node, news of others' deaths included.
+            self.clear_link((j * self.n + i) as u32, Lost::ReceiverCrashed, note);
             self.down_due[j * self.n + i] = false;
             if j != i && self.alive[j] {
                 self.down_due[i * self.n + j] = true;
@@ -549,24 +700,25 @@ where
         }
     }
 
-    fn restart(&mut self, i: usize, note: &mut dyn FnMut(Duration, String)) -> Result<(), Failure> {
+    fn restart(&mut self, i: usize, note: &mut Observer<'_, N>) -> Result<(), Failure> {
         let me = PeerId(i as u32);
         let mut cfg = self.hosts[i].config().clone();
         cfg.incarnation += 1;
-        note(self.now, format!("{me} restarts (incarnation {})", cfg.incarnation));
+        note(self.now, &WorldEvent::Restarts { node: me, incarnation: cfg.incarnation });
         self.hosts[i] = Host::new(cfg);
         self.alive[i] = true;
         for j in (0..self.n).filter(|&j| j != i) {
             if self.alive[j] {
                 let l = i * self.n + j;
+                let peer = PeerId(j as u32);
                 if self.down_due[l] {
                     // The runtime drops the old connection when the new one says hello.
-                    self.links.retain(|&(k, _)| k as usize != l);
+                    self.clear_link(l as u32, Lost::SenderRestarted, note);
                     self.down_due[l] = false;
-                    note(self.now, format!("{} hears {me} is down", PeerId(j as u32)));
+                    note(self.now, &WorldEvent::HearsDown { node: peer, peer: me });
                     self.input(j, Input::PeerDown { peer: me }, note)?;
                 }
-                note(self.now, format!("{} hears {me} is up", PeerId(j as u32)));
+                note(self.now, &WorldEvent::HearsUp { node: peer, peer: me });
                 self.input(j, Input::PeerUp { peer: me }, note)?;
             }
         }
@@ -574,7 +726,7 @@ where
         let dead: Vec<usize> = (0..self.n).filter(|&j| j != i && !self.alive[j]).collect();
         for j in dead {
             self.down_due[j * self.n + i] = false;
-            note(self.now, format!("{me} hears {} is down", PeerId(j as u32)));
+            note(self.now, &WorldEvent::HearsDown { node: me, peer: PeerId(j as u32) });
             self.input(i, Input::PeerDown { peer: PeerId(j as u32) }, note)?;
         }
         Ok(())
@@ -684,6 +836,89 @@ mod tests {
         let hasher = RandomState::new();
         assert_eq!(hasher.hash_one(&one), hasher.hash_one(&two));
         assert_eq!(hasher.hash_one(&beats), hasher.hash_one(&start));
+    }
+
+    #[test]
+    fn with_any_timer_order_a_later_timer_may_fire_first() {
+        let mut w = World::<Beat>::new((0..2).map(|i| Config::new(i, 2)).collect(), 1).any_timer(true);
+        w.start(&mut |_, _| {}).unwrap();
+        w.apply(call(0), &mut |_, _| {}).unwrap();
+        // w0 has its Beat (10 ms) and its Wait (5 ms) armed, w1 its Beat: each may fire.
+        let fires: Vec<Choice> =
+            w.enabled().into_iter().filter(|c| matches!(c, Choice::Fire { .. })).collect();
+        let fire = |node, index| Choice::Fire { node, index };
+        assert_eq!(fires, [fire(0, 0), fire(1, 0), fire(0, 1)]);
+        assert!(!w.enabled().contains(&Choice::Timer));
+        // The Beat before the Wait: a PING goes out while w0 still waits.
+        let mut notes = Vec::new();
+        w.apply(fire(0, 0), &mut |_, l| {
+            if l.is_note() {
+                notes.push(l.to_string())
+            }
+        })
+        .unwrap();
+        assert_eq!(notes, ["w0 timer Beat fires"]);
+        assert_eq!(w.links.iter().filter(|(l, _)| *l == 1).count(), 1);
+        // Earliest first (the simulator) offers one timer choice, and it is the Wait.
+        let mut early = after(&[call(0)]);
+        assert!(!early.enabled().iter().any(|c| matches!(c, Choice::Fire { .. })));
+        let mut notes = Vec::new();
+        early
+            .apply(Choice::Timer, &mut |_, l| {
+                if l.is_note() {
+                    notes.push(l.to_string())
+                }
+            })
+            .unwrap();
+        assert_eq!(notes[0], "w0 timer Wait fires");
+    }
+
+    #[test]
+    fn a_loss_budget_lets_any_message_in_flight_be_lost_that_often() {
+        let mut w = World::<Beat>::new((0..2).map(|i| Config::new(i, 2)).collect(), 1).lose(1);
+        w.start(&mut |_, _| {}).unwrap();
+        let none_yet = w.clone();
+        assert!(!w.enabled().iter().any(|c| matches!(c, Choice::Lose { .. })), "nothing in flight");
+        w.apply(Choice::Timer, &mut |_, _| {}).unwrap();
+        let lose = Choice::Lose { from: 0, to: 1, index: 0 };
+        assert!(w.enabled().contains(&lose));
+        w.apply(lose, &mut |_, _| {}).unwrap();
+        assert!(w.links.is_empty());
+        assert_eq!((w.lost_done, w.sent["PING"]), (1, 1), "sent, and lost");
+        // The budget is spent: a second PING cannot be lost, and the state says so.
+        w.apply(Choice::Timer, &mut |_, _| {}).unwrap();
+        assert!(!w.enabled().iter().any(|c| matches!(c, Choice::Lose { .. })));
+        assert_ne!(w.lose_budget, none_yet.lose_budget);
+    }
+
+    /// The losses `choices` report, after `start`, as (from, to, why).
+    fn losses(mut w: World<Beat>, choices: &[Choice]) -> (World<Beat>, Vec<(u32, u32, Lost)>) {
+        let mut lost = Vec::new();
+        for &c in choices {
+            w.apply(c, &mut |_, e| {
+                if let WorldEvent::Lost { from, to, why, .. } = e {
+                    lost.push((from.0, to.0, *why));
+                }
+            })
+            .unwrap();
+        }
+        (w, lost)
+    }
+
+    #[test]
+    fn messages_dropped_at_a_crash_or_a_restart_are_reported_lost_and_leave_the_links() {
+        // w0's PING is in flight to w1 when w1 crashes: lost, and nothing else is.
+        let (w, lost) = losses(world(), &[Choice::Timer, Choice::Crash { node: 1 }]);
+        assert_eq!(lost, [(0, 1, Lost::ReceiverCrashed)]);
+        assert!(w.links.is_empty() && w.in_flight().count() == 0);
+        // w0 sends, crashes (its PING still goes), restarts before w1 heard: the old
+        // life's connection is dropped with its PING.
+        let (w, lost) = losses(world(), &[Choice::Timer, Choice::Crash { node: 0 }]);
+        assert!(lost.is_empty());
+        assert_eq!(w.in_flight().map(|(f, t, _)| (f.0, t.0)).collect::<Vec<_>>(), [(0, 1)]);
+        let (w, lost) = losses(w, &[Choice::Restart { node: 0 }]);
+        assert_eq!(lost, [(0, 1, Lost::SenderRestarted)]);
+        assert!(w.links.is_empty());
     }
 
     #[test]

@@ -32,7 +32,9 @@
 //! One job per file, each a component that owns its state and hands the loop values:
 //! `processes` the worker processes and their control links, `inject` fault execution
 //! and the fault log, `progress` the resource file's tail and the stall clock,
-//! `diagnosis` what a stalled run says of itself. This file holds [`run`], the
+//! `diagnosis` what a stalled run says of itself, `replay` the walk of a
+//! counterexample through held workers (`mutexlab replay`) in place of letting the
+//! run go. This file holds [`run`], the
 //! top-level sequence, and the thin loop between them (`Supervisor`); `options` what a
 //! run may ask for and what each worker is handed; `report` the run's report; `rundir`
 //! the run directory; `janitor` the helper that cleans up after a killed supervisor;
@@ -64,6 +66,7 @@ pub mod probe;
 mod proc;
 mod processes;
 mod progress;
+mod replay;
 mod report;
 mod rundir;
 use diagnosis::Stall;
@@ -73,6 +76,8 @@ use options::settings;
 pub use options::{validate, ElectOpts, ExternalOpts, Initiators, RunOpts, MIN_STALL_MS};
 use processes::{Life, Paused, Processes, Slot};
 use progress::Progress;
+pub use replay::Replay;
+use replay::Walk;
 #[cfg(test)]
 pub(crate) use report::samples;
 use report::Outcome;
@@ -277,6 +282,8 @@ struct Supervisor<'a> {
     /// A worker's runtime could not keep the algorithm's model (`ToSupervisor::Breach`):
     /// its line. The run failed there, and its audit is no verdict on the algorithm.
     breach: Option<String>,
+    /// A replay's walk: what the held workers reported and the walk has not used.
+    walk: Walk,
 }
 
 impl<'a> Supervisor<'a> {
@@ -308,6 +315,7 @@ impl<'a> Supervisor<'a> {
             progress: Progress::new(opts, &dir.join(control::RESOURCE_FILE)),
             faults: Faults::new(opts.plan.steps.clone()),
             breach: None,
+            walk: Walk::default(),
         })
     }
 
@@ -335,7 +343,8 @@ impl<'a> Supervisor<'a> {
             self.procs.launch(self.opts, self.started, id, 0, 0)?;
         }
         self.wait_until(|s| s.procs.slots.iter().all(|w| w.ready), "starting")?;
-        if self.faults.planned() {
+        // A replay's crashes and its end are faults of the log too.
+        if self.faults.planned() || self.opts.replay.is_some() {
             let path = self.dir.join(control::FAULT_LOG);
             let f = std::fs::File::create(&path)
                 .map_err(|e| RunError::Failed(format!("cannot create {}: {e}", path.display())))?;
@@ -358,7 +367,10 @@ impl<'a> Supervisor<'a> {
         for id in 0..self.procs.slots.len() {
             self.start_worker(id);
         }
-        self.wait_until(Self::all_done, "running")?;
+        match &self.opts.replay {
+            Some(replay) => self.walk(replay)?,
+            None => self.wait_until(Self::all_done, "running")?,
+        }
         self.finished = Some(Instant::now());
         self.progress.finish();
         // Every worker finds Finish waiting before any channel closes by another's exit:
@@ -596,6 +608,7 @@ impl<'a> Supervisor<'a> {
                 return Err(RunError::Failed(line));
             }
             ToSupervisor::Fatal(why) => self.procs.slots[id].fatal = Some(why),
+            ToSupervisor::Held(news) => self.walk.heard(id, news),
             ToSupervisor::Pending(_) => {}
         }
         Ok(())

@@ -64,6 +64,9 @@ pub struct RunOpts {
     pub trace: bool,
     /// Workers that run a program of their own instead of `algo` (`--worker-cmd`).
     pub external: Option<ExternalOpts>,
+    /// `mutexlab replay`: the workers hold every message and step, and the supervisor
+    /// walks these choices instead of letting the run go ([`super::replay`]).
+    pub replay: Option<super::Replay>,
 }
 
 impl RunOpts {
@@ -96,6 +99,7 @@ impl RunOpts {
             elect: None,
             trace: false,
             external: None,
+            replay: None,
         }
     }
 }
@@ -430,6 +434,7 @@ pub(super) fn settings(
         fenced: o.fenced,
         majority: o.majority,
         trace: o.trace,
+        held: o.replay.is_some(),
         external: o.external.as_ref().and_then(|e| {
             Some(crate::external::ExternalWorker {
                 command: e.command_for(id)?.to_string(),

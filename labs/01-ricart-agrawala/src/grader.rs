@@ -4,7 +4,10 @@
 //! its failure.
 //!
 //! Group 1 drives nodes by hand through the notes' steps; group 2 runs the simulator
-//! over many seeds; group 3 starts real processes; group 4 crashes them (task 4).
+//! over many seeds; group 3 starts real processes; group 4 crashes them (task 4);
+//! group 5 searches every interleaving at two and three nodes (`mutexlab check`), where
+//! group 2 samples them, so the 003 notes' version fails it every time, with the
+//! shortest way two get in (16 steps at n = 3).
 //! Group 1 goes through the node interface (`Node::step` with its inputs and outputs,
 //! behind the host, as every driver does), not the `Algorithm` handlers, so the same
 //! steps check a Rust node and a program.
@@ -12,7 +15,7 @@
 use mutexlab::algorithm::{Config, MutexEvent, Node, NodeOutput, Output};
 use mutexlab::algos::ricart_agrawala::{self, RicartAgrawala};
 use mutexlab::external::{External, Ref, Spawn};
-use mutexlab::grade::{Grader, Real, Sweep};
+use mutexlab::grade::{Grader, Real, Search, Sweep};
 use mutexlab::lab::{expect, NOTHING};
 use mutexlab::script::{self, Script};
 use mutexlab::sim::SimReport;
@@ -259,6 +262,13 @@ pub fn grader<N: RaLab>(algo: &str, program: Option<Spawn>) -> Grader {
         Sweep::new(&[2, 3, 5], seeds(0..100, 4), 4).non_fifo().crashes(3),
     );
     g.real::<N>("4.2", "a killed worker holds nobody up", 3, Real::new(5, 20).faults("kill 2 at entry 10"));
+
+    // Every state of each model, breadth-first: a fraction of a second each for the
+    // reference (2,101, 412, 3,146 and 1,593 states). A program's node is skipped.
+    g.search::<N>("5.1", "every interleaving: safe and served", 4, Search::new(3, 1));
+    g.search::<N>("5.2", "every interleaving, three entries each", 2, Search::new(2, 3));
+    g.search::<N>("5.3", "every interleaving, no FIFO channels", 2, Search::new(3, 1).non_fifo());
+    g.search::<N>("5.4", "every interleaving, a crash and a restart", 2, Search::new(2, 2).crashes(1));
     g
 }
 
@@ -275,5 +285,66 @@ fn exact_cost(r: &SimReport) -> Result<(), String> {
             r.entries,
             want / 2
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use mutexlab::grade::{Ctx, Summary};
+
+    use super::*;
+
+    /// Grade node type `N` (registered as `algo`, chosen by `flag`) on the tests `ids`.
+    fn grade<N: RaLab>(algo: &str, flag: &str, ids: &[&str]) -> (Summary, String) {
+        let ctx = Ctx {
+            replay: format!("cargo run -- grade{flag}"),
+            ..Ctx::new(algo, PathBuf::from("/nonexistent"))
+        };
+        let ids: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
+        let mut out = Vec::new();
+        let s = grader::<N>(algo, None).run(&ctx, &ids, &mut out);
+        (s, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn the_search_catches_the_003_version_every_time_in_16_steps() {
+        let (s, text) = grade::<Notes003>("notes-003", " --notes-003", &["5.1"]);
+        assert_eq!((s.passed, s.total), (0, 1), "{text}");
+        let want =
+            "      mutual exclusion violated: w1 entered while w2 was inside (after 16 steps, the fewest;";
+        assert!(text.contains(want), "{text}");
+        assert!(
+            text.contains(
+                "      … 13 more: cargo run -- check --algo notes-003 -n 3 -k 1 shows every step\n"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("      replay: cargo run -- grade --notes-003 5.1\n"), "{text}");
+        // Without FIFO channels too; with crashes it never handles a death.
+        let (s, text) = grade::<Notes003>("notes-003", " --notes-003", &["5.3", "5.4"]);
+        assert_eq!(s.passed, 0, "{text}");
+        assert!(
+            text.contains("mutual exclusion violated: w1 entered while w2 was inside (after 16 steps"),
+            "{text}"
+        );
+        assert!(text.contains("no deadlock: deadlock: nothing in flight"), "{text}");
+    }
+
+    #[test]
+    fn the_reference_passes_every_search_covering_every_state() {
+        let (s, text) = grade::<RicartAgrawala>("ricart-agrawala", " --solution", &["5"]);
+        assert_eq!(s, Summary { points: 10, max: 10, passed: 4, total: 4, skipped: 0 }, "{text}");
+        assert_eq!(text.matches(" states, every one)").count(), 4, "{text}");
+        assert!(text.contains("(search, n=3, k=1, every state) ") && text.contains("2101 states"), "{text}");
+    }
+
+    #[test]
+    fn the_skeleton_fails_every_search_with_its_one_line() {
+        let (s, text) = grade::<node::Node>("student", "", &["5"]);
+        assert_eq!(s.passed, 0, "{text}");
+        assert_eq!(text.matches("\n      on_want_cs is not written yet\n").count(), 4, "{text}");
+        assert!(!text.contains("panicked"), "{text}");
     }
 }

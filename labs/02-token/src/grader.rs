@@ -4,13 +4,14 @@
 //!
 //! Group 1 drives nodes by hand through the notes' steps, ending with the notes' worked
 //! example ("Chloe's view"); group 2 runs the simulator over many seeds; group 3 starts
-//! real processes, and kills the token's holder.
+//! real processes, and kills the token's holder; group 4 searches every interleaving of
+//! two and three nodes (`mutexlab check`), where group 2 samples them.
 
 use std::fmt::Debug;
 
 use mutexlab::algorithm::{Action, Algorithm, Output, PeerId};
 use mutexlab::algos::ra_token::{self, RaToken};
-use mutexlab::grade::{Grader, Real, Sweep};
+use mutexlab::grade::{Grader, Real, Search, Sweep};
 use mutexlab::lab::{expect, NOTHING};
 use mutexlab::script::{deliver, done, nodes, start, want, Script};
 use mutexlab::sim::SimReport;
@@ -161,6 +162,13 @@ pub fn grader<N: TokenLab>(algo: &str) -> Grader {
             .stall_ms(1500)
             .expect_stall(&["waiting for the TOKEN"]),
     );
+
+    // Every state of each model, breadth-first: 531, 11,384 and 659 states for the
+    // reference, two seconds in all in a debug build. Crashes are left out: a lost
+    // token is a stall by design (3.2), which a search reports as a deadlock.
+    g.search::<N>("4.1", "every interleaving: safe and served", 4, Search::new(3, 1));
+    g.search::<N>("4.2", "every interleaving, two entries each", 3, Search::new(3, 2));
+    g.search::<N>("4.3", "every interleaving, no FIFO channels", 2, Search::new(3, 1).non_fifo());
     g
 }
 
@@ -264,5 +272,107 @@ fn token_cost(r: &SimReport) -> Result<(), String> {
             "{tokens} TOKENs and {requests} REQUESTs of {} messages; want (N-1) REQUESTs per TOKEN",
             r.total_messages()
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use mutexlab::algorithm::{Config, NoTimer, Out};
+    use mutexlab::grade::{Ctx, Summary};
+
+    use super::*;
+
+    /// The negative control: the reference, but a holder inside that hears a REQUEST
+    /// hands the token on at once, as if it had left.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct PassesInside {
+        inner: RaToken,
+        /// The application is inside.
+        inside: bool,
+        /// The token went on while the application was still inside.
+        gone: bool,
+    }
+
+    type O = Out<ra_token::Msg, NoTimer>;
+
+    impl PassesInside {
+        fn entered(&mut self, out: &O) {
+            self.inside |= out.actions().iter().any(|a| matches!(a, Output::Event { .. }));
+        }
+    }
+
+    impl Algorithm for PassesInside {
+        type Msg = ra_token::Msg;
+        type Timer = NoTimer;
+        fn new(cfg: &Config) -> Self {
+            PassesInside { inner: RaToken::new(cfg), inside: false, gone: false }
+        }
+        fn on_start(&mut self, out: &mut O) {
+            self.inner.on_start(out)
+        }
+        fn on_want_cs(&mut self, out: &mut O) {
+            self.inner.on_want_cs(out);
+            self.entered(out);
+        }
+        fn on_message(&mut self, from: PeerId, msg: Self::Msg, out: &mut O) {
+            let request = matches!(msg, ra_token::Msg::Request { .. });
+            self.inner.on_message(from, msg, out);
+            if request && self.inside && !self.gone {
+                self.gone = true;
+                self.inner.on_cs_done(out);
+            }
+            self.entered(out);
+        }
+        fn on_cs_done(&mut self, out: &mut O) {
+            self.inside = false;
+            if !std::mem::take(&mut self.gone) {
+                self.inner.on_cs_done(out);
+            }
+        }
+    }
+
+    impl TokenLab for PassesInside {
+        fn request(number: u64) -> ra_token::Msg {
+            RaToken::request(number)
+        }
+        fn token(granted: &[u64]) -> ra_token::Msg {
+            RaToken::token(granted)
+        }
+    }
+
+    fn grade<N: TokenLab>(algo: &str, ids: &[&str]) -> (Summary, String) {
+        let ctx = Ctx::new(algo, PathBuf::from("/nonexistent"));
+        let ids: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
+        let mut out = Vec::new();
+        let s = grader::<N>(algo).run(&ctx, &ids, &mut out);
+        (s, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn the_reference_passes_every_search_covering_every_state() {
+        let (s, text) = grade::<RaToken>("ra-token", &["4"]);
+        assert_eq!(s, Summary { points: 9, max: 9, passed: 3, total: 3, skipped: 0 }, "{text}");
+        assert_eq!(text.matches(" states, every one)").count(), 3, "{text}");
+    }
+
+    #[test]
+    fn the_search_catches_a_token_handed_on_from_inside() {
+        let (s, text) = grade::<PassesInside>("passes-inside", &["4"]);
+        assert_eq!(s.passed, 0, "{text}");
+        assert_eq!(text.matches("mutual exclusion violated: ").count(), 3, "{text}");
+        assert!(
+            text.contains("cargo run -- check --algo passes-inside -n 3 -k 2 shows every step"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn the_skeleton_fails_every_search_with_its_one_line() {
+        let (s, text) = grade::<node::Node>("student", &["4"]);
+        assert_eq!(s.passed, 0, "{text}");
+        assert_eq!(text.matches("\n      on_start is not written yet\n").count(), 3, "{text}");
+        assert!(!text.contains("panicked"), "{text}");
     }
 }

@@ -4,13 +4,15 @@
 //!
 //! Group 1 drives three nodes round the ring by hand, rule by rule; group 2 runs the
 //! simulator's election sweeps (agreement, unique terms, the highest wins); group 3
-//! starts real processes, and kills the leader.
+//! starts real processes, and kills the leader; group 4 searches every interleaving of
+//! two to four nodes (`mutexlab check`), where group 2 samples them, and through a
+//! crash and restart finds the planted bug (`--planted forwards-old-term`) in 9 steps.
 
 use std::fmt::Debug;
 
 use mutexlab::algorithm::{ElectionCall, Input, Node, NodeInput, Output, PeerId};
 use mutexlab::algos::chang_roberts::{self, ChangRoberts};
-use mutexlab::grade::{Grader, Real, Sweep};
+use mutexlab::grade::{Grader, Real, Search, Sweep};
 use mutexlab::lab::{expect, NOTHING};
 use mutexlab::script::{self, Script};
 use mutexlab::sim::SimReport;
@@ -198,6 +200,15 @@ pub fn grader<N: ElectLab>(algo: &str) -> Grader {
         4,
         Real::election(5).faults("kill leader at 200ms"),
     );
+
+    // Every state of each model, breadth-first: 280, 1,755, 1,299 and 508 states for the
+    // reference, a second in all. What they check: one leader per term and no term going
+    // back at every state, and at the end every live node agreeing on a live leader (who
+    // wins is group 2's `highest_wins`).
+    g.search::<N>("4.1", "every interleaving: one leader, agreed", 3, Search::new(3, 1));
+    g.search::<N>("4.2", "every interleaving of four nodes", 2, Search::new(4, 1));
+    g.search::<N>("4.3", "every interleaving, no FIFO channels", 2, Search::new(3, 1).non_fifo());
+    g.search::<N>("4.4", "every interleaving, a crash and a restart", 3, Search::new(2, 1).crashes(1));
     g
 }
 
@@ -228,5 +239,56 @@ fn ring_cost(r: &SimReport) -> Result<(), String> {
             "{election} ELECTION and {elected} ELECTED; want laps of {n} ELECTED, at most {} ELECTION each",
             n * (n + 1) / 2
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use mutexlab::grade::{Ctx, Summary};
+
+    use super::*;
+    use crate::planted::ForwardsOldTerm;
+
+    fn grade<N: ElectLab>(algo: &str, flag: &str, ids: &[&str]) -> (Summary, String) {
+        let ctx = Ctx {
+            replay: format!("cargo run -- grade{flag}"),
+            ..Ctx::new(algo, PathBuf::from("/nonexistent"))
+        };
+        let ids: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
+        let mut out = Vec::new();
+        let s = grader::<N>(algo).run(&ctx, &ids, &mut out);
+        (s, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn the_reference_passes_every_search_covering_every_state() {
+        let (s, text) = grade::<ChangRoberts>("chang-roberts", " --solution", &["4"]);
+        assert_eq!(s, Summary { points: 10, max: 10, passed: 4, total: 4, skipped: 0 }, "{text}");
+        assert_eq!(text.matches(" states, every one)").count(), 4, "{text}");
+    }
+
+    #[test]
+    fn the_search_catches_the_planted_old_term_through_a_crash_in_9_steps() {
+        let (s, text) = grade::<ForwardsOldTerm>("forwards-old-term", " --planted forwards-old-term", &["4"]);
+        // Only a restarted node's old term shows it: the quiet searches pass.
+        assert_eq!((s.passed, s.total), (3, 4), "{text}");
+        let (_, failed) = text.split_once("TEST 4.4").expect("4.4 ran");
+        assert!(failed.contains("FAIL"), "{text}");
+        assert!(failed.contains("no deadlock: deadlock: nothing in flight"), "{text}");
+        assert!(failed.contains("(after 9 steps, the fewest;"), "{text}");
+        let more =
+            "… 6 more: cargo run -- check --algo forwards-old-term -n 2 -k 1 --crashes 1 shows every step\n";
+        assert!(failed.contains(more), "{text}");
+        assert!(failed.contains("replay: cargo run -- grade --planted forwards-old-term 4.4\n"), "{text}");
+    }
+
+    #[test]
+    fn the_skeleton_fails_every_search_with_its_one_line() {
+        let (s, text) = grade::<node::Node>("student", "", &["4"]);
+        assert_eq!(s.passed, 0, "{text}");
+        assert!(!text.contains("panicked") && !text.contains("replay:"), "{text}");
+        assert_eq!(text.matches(" is not written yet\n").count(), 4, "{text}");
     }
 }

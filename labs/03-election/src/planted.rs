@@ -1,7 +1,7 @@
 //! A planted bug: the built-in `chang-roberts` that forwards an ELECTION in the term it
-//! came with instead of the newest term it has seen, for checking that test 1.7 catches
-//! it (the other tests do not: a node that misses a term only matters once a restarted
-//! node asks, which no sweep here does).
+//! came with instead of the newest term it has seen, for checking that tests 1.7 and 4.4
+//! catch it (no sweep does: a node that misses a term only matters once a restarted node
+//! asks, which no sweep here has; 4.4's search through a crash finds it in 9 steps).
 //!
 //! `cargo run -- grade --planted forwards-old-term` grades it. The wrapper hands every
 //! input to the reference and changes only the term of an ELECTION it passes on, so it

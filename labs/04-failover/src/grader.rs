@@ -4,13 +4,20 @@
 //!
 //! Group 1 drives four nodes by hand through a failover, step by step; group 2 runs the
 //! simulator with crashes (of the coordinator, then of anyone); group 3 starts real
-//! processes; group 4 kills, pauses and restarts the real coordinator.
+//! processes; group 4 kills, pauses and restarts the real coordinator; group 5 searches
+//! the interleavings of two and three nodes (`mutexlab check`) breadth-first, the first
+//! so many states: heartbeats and suspicion timers, and terms that grow with every
+//! election, make the space unbounded, so no search here finishes. They look for two
+//! inside (or a panic, or a broken contract) on the shortest ways first, which is where
+//! `forgets-inside` is (7 and 8 steps through a crash, 20 through a false suspicion); a
+//! lost request (`forgets-waiting`) never ends the heartbeats, so no state of it is a
+//! deadlock, and the sweeps of group 2 catch it instead (a run that never completes).
 
 use std::fmt::Debug;
 
 use mutexlab::algorithm::{Action, Algorithm, Output, PeerId};
 use mutexlab::algos::centralized_bully::{self as reference, CentralizedBully, Term};
-use mutexlab::grade::{Grader, Real, Sweep};
+use mutexlab::grade::{Grader, Real, Search, Sweep};
 use mutexlab::lab::{expect, NOTHING};
 use mutexlab::script::{deliver, done, down, fire, nodes, start, up, want, Script};
 use mutexlab::sim::SimReport;
@@ -391,6 +398,29 @@ pub fn grader<N: FailoverLab>(algo: &str) -> Grader {
         3,
         Real::new(5, 40).try_crashes().faults("kill 4 at entry 40; restart 4 at entry 80"),
     );
+
+    // The first states of each model, breadth-first (every way of up to 15, 8 and 21
+    // steps, and some longer, for the reference): about three seconds each in a debug
+    // build. The timers fire earliest first, as in the simulator; a timeout may still
+    // fire before the messages that would have stopped it arrive (a false suspicion).
+    g.search::<N>(
+        "5.1",
+        "the coordinator or a follower crashes: never two inside",
+        3,
+        Search::new(2, 1).crashes(1).first(20_000),
+    );
+    g.search::<N>(
+        "5.2",
+        "any of three crashes: never two inside",
+        3,
+        Search::new(3, 1).crashes(1).first(15_000),
+    );
+    g.search::<N>(
+        "5.3",
+        "slow heartbeats, a false suspicion: never two inside",
+        2,
+        Search::new(2, 1).first(20_000),
+    );
     g
 }
 
@@ -410,4 +440,97 @@ fn failover_cost(r: &SimReport) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use mutexlab::grade::{Ctx, Summary};
+
+    use super::*;
+    use crate::planted::{ForgetsInside, ForgetsWaiting};
+
+    fn grade<N: FailoverLab>(algo: &str, flag: &str, ids: &[&str]) -> (Summary, String) {
+        let ctx = Ctx {
+            replay: format!("cargo run -- grade{flag}"),
+            ..Ctx::new(algo, PathBuf::from("/nonexistent"))
+        };
+        let ids: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
+        let mut out = Vec::new();
+        let s = grader::<N>(algo).run(&ctx, &ids, &mut out);
+        (s, String::from_utf8(out).unwrap())
+    }
+
+    /// The reference passes search `id`, covering the first `states` states.
+    fn reference_passes(id: &str, states: u64) {
+        let (s, text) = grade::<CentralizedBully>("centralized-bully", " --solution", &[id]);
+        assert_eq!((s.passed, s.total), (1, 1), "{text}");
+        assert!(text.contains(" states) ... PASS  ("), "{text}");
+        assert!(text.contains(&format!(", the first {states} states)\n")), "{text}");
+    }
+
+    #[test]
+    fn the_reference_passes_5_1_on_its_stated_bound() {
+        reference_passes("5.1", 20_000);
+    }
+
+    #[test]
+    fn the_reference_passes_5_2_on_its_stated_bound() {
+        reference_passes("5.2", 15_000);
+    }
+
+    #[test]
+    fn the_reference_passes_5_3_on_its_stated_bound() {
+        reference_passes("5.3", 20_000);
+    }
+
+    /// `forgets-inside` fails search `id` in `steps` steps, `who` entering while `other`
+    /// is inside.
+    fn forgets_inside_fails(id: &str, steps: usize, who: u32, other: u32) -> String {
+        let (s, text) = grade::<ForgetsInside>("forgets-inside", " --planted forgets-inside", &[id]);
+        assert_eq!(s.passed, 0, "{text}");
+        let want = format!(
+            "mutual exclusion violated: w{who} entered while w{other} was inside (after {steps} steps, "
+        );
+        assert!(text.contains(&want), "{text}");
+        assert!(
+            text.contains(&format!("replay: cargo run -- grade --planted forgets-inside {id}\n")),
+            "{text}"
+        );
+        text
+    }
+
+    #[test]
+    fn the_search_catches_forgets_inside_through_a_crash_in_7_and_8_steps() {
+        forgets_inside_fails("5.1", 7, 1, 0);
+        let text = forgets_inside_fails("5.2", 8, 1, 0);
+        let more =
+            "… 5 more: cargo run -- check --algo forgets-inside -n 3 -k 1 --crashes 1 --max-states 15000 \
+                    shows every step\n";
+        assert!(text.contains(more), "{text}");
+    }
+
+    #[test]
+    fn the_search_catches_forgets_inside_through_a_false_suspicion_in_20_steps() {
+        forgets_inside_fails("5.3", 20, 0, 1);
+    }
+
+    #[test]
+    fn a_lost_request_is_left_to_the_sweeps() {
+        // Heartbeats go on for ever round a lost request: no state is a deadlock, so the
+        // bounded search passes it, and the sweep's step limit is what catches it.
+        let (s, text) =
+            grade::<ForgetsWaiting>("forgets-waiting", " --planted forgets-waiting", &["5.2", "2.1"]);
+        assert_eq!((s.passed, s.total), (1, 2), "{text}");
+        assert!(text.contains("still waiting"), "{text}");
+    }
+
+    #[test]
+    fn the_skeleton_fails_every_search_with_its_one_line() {
+        let (s, text) = grade::<node::Node>("student", "", &["5"]);
+        assert_eq!(s.passed, 0, "{text}");
+        assert!(!text.contains("panicked") && !text.contains("replay:"), "{text}");
+        assert_eq!(text.matches(" is not written yet\n").count(), 3, "{text}");
+    }
 }

@@ -1,0 +1,177 @@
+//! The counterexample file: what `mutexlab check … --out DIR` writes on a violation
+//! (`DIR/counterexample.json`) and `mutexlab replay` reads (design note `check.md`).
+//!
+//! One JSON object: a schema number, the algorithm's name, the check's options (n,
+//! entries, the world's knobs and the search's limits, as [`CheckOpts`] has them), the
+//! property violated, the failure line, the choices from the initial world (each a
+//! [`Choice`], as [`crate::sim::Sim::replay`] takes them) and the world's notes for each
+//! step. Reading it is bounded ([`MAX_BYTES`]) and checked (every node named exists);
+//! a bad file is one line.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::check::{CheckOpts, Counterexample};
+use crate::sim::Choice;
+
+/// The file's name inside the `--out` directory.
+pub const FILE_NAME: &str = "counterexample.json";
+
+/// The schema this code writes and reads.
+pub const SCHEMA: u32 = 1;
+
+/// The largest counterexample file read: far above any a search at small n finds.
+pub const MAX_BYTES: u64 = 8 * 1024 * 1024;
+
+/// The most nodes a counterexample may have: as many as a run may have workers.
+const MAX_NODES: u32 = crate::algorithm::MAX_WORKERS;
+
+/// A counterexample as saved.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CounterexampleFile {
+    /// [`SCHEMA`].
+    pub schema: u32,
+    /// The algorithm's name in the registry.
+    pub algorithm: String,
+    /// The check's options: n, entries, the knobs and the limits.
+    pub opts: CheckOpts,
+    /// The property violated, by name.
+    pub property: String,
+    /// What went wrong, in one line.
+    pub failure: String,
+    /// The choices from the initial world, in order.
+    pub choices: Vec<Choice>,
+    /// The world's notes for each choice.
+    pub steps: Vec<Vec<String>>,
+}
+
+impl CounterexampleFile {
+    /// The file for `violation`, found checking `algorithm` with `opts`.
+    pub fn new(algorithm: &str, opts: &CheckOpts, violation: &Counterexample) -> Self {
+        CounterexampleFile {
+            schema: SCHEMA,
+            algorithm: algorithm.to_string(),
+            opts: opts.clone(),
+            property: violation.property.to_string(),
+            failure: violation.failure.clone(),
+            choices: violation.choices.clone(),
+            steps: violation.steps.clone(),
+        }
+    }
+
+    /// Write it as `dir/counterexample.json` (the directory is made if need be), and
+    /// give the file's path.
+    pub fn write(&self, dir: &Path) -> Result<PathBuf, String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let path = dir.join(FILE_NAME);
+        let mut text = serde_json::to_string_pretty(self).map_err(|e| e.to_string())?;
+        text.push('\n');
+        std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        Ok(path)
+    }
+
+    /// Read `path`, a counterexample file or a directory holding one. An error is one
+    /// line: the file cannot be read, is too big, is not a counterexample, or names a
+    /// node it does not have.
+    pub fn read(path: &Path) -> Result<CounterexampleFile, String> {
+        let path = if path.is_dir() { path.join(FILE_NAME) } else { path.to_path_buf() };
+        let shown = path.display();
+        let file = crate::files::open_regular(&path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+        let mut bytes = Vec::new();
+        file.take(MAX_BYTES + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read {shown}: {e}"))?;
+        if bytes.len() as u64 > MAX_BYTES {
+            return Err(format!("{shown} is over {MAX_BYTES} bytes: not a counterexample file"));
+        }
+        let ce: CounterexampleFile = serde_json::from_slice(&bytes).map_err(|e| {
+            let e = crate::text::clip_to(&e.to_string(), 300).to_string();
+            format!("{shown} is not a counterexample file: {e}")
+        })?;
+        ce.check().map_err(|e| format!("{shown}: {e}"))?;
+        Ok(ce)
+    }
+
+    /// Whether what it says holds together: its schema, its size, and every node it
+    /// names below n.
+    fn check(&self) -> Result<(), String> {
+        if self.schema != SCHEMA {
+            return Err(format!("schema {} is not the one this mutexlab reads ({SCHEMA})", self.schema));
+        }
+        let n = self.opts.n;
+        if n == 0 || n > MAX_NODES {
+            return Err(format!("n must be between 1 and {MAX_NODES}, not {n}"));
+        }
+        if self.opts.entries == 0 || self.opts.entries > 1000 {
+            return Err(format!("entries must be between 1 and 1000, not {}", self.opts.entries));
+        }
+        for (i, c) in self.choices.iter().enumerate() {
+            let named = match *c {
+                Choice::Deliver { from, to, .. }
+                | Choice::Lose { from, to, .. }
+                | Choice::Down { from, to } => {
+                    vec![from, to]
+                }
+                Choice::Call { node, .. }
+                | Choice::Fire { node, .. }
+                | Choice::Crash { node }
+                | Choice::Restart { node } => vec![node],
+                Choice::Timer | Choice::Stale { .. } => Vec::new(),
+            };
+            if let Some(bad) = named.into_iter().find(|&w| w >= n) {
+                return Err(format!("step {} names node {bad}, but n = {n}", i + 1));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> CounterexampleFile {
+        CounterexampleFile {
+            schema: SCHEMA,
+            algorithm: "none".into(),
+            opts: CheckOpts::new(2, 1),
+            property: "mutual exclusion".into(),
+            failure: "w0 and w1 inside at once".into(),
+            choices: vec![Choice::Call { node: 0, index: 0 }, Choice::Deliver { from: 0, to: 1, index: 0 }],
+            steps: vec![vec!["w0 wants".into()], vec![]],
+        }
+    }
+
+    #[test]
+    fn a_file_written_reads_back_the_same_from_its_directory_or_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = sample().write(dir.path()).unwrap();
+        assert_eq!(CounterexampleFile::read(dir.path()).unwrap(), sample());
+        assert_eq!(CounterexampleFile::read(&path).unwrap(), sample());
+    }
+
+    #[test]
+    fn a_bad_file_is_one_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        let bad = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            let e = CounterexampleFile::read(&path).unwrap_err();
+            assert!(!e.contains('\n'), "{e}");
+            e
+        };
+        assert!(bad("{ nope").contains("is not a counterexample file"));
+        let mut ce = sample();
+        ce.choices.push(Choice::Crash { node: 7 });
+        let e = bad(&serde_json::to_string(&ce).unwrap());
+        assert!(e.ends_with("step 3 names node 7, but n = 2"), "{e}");
+        ce = CounterexampleFile { schema: 9, ..sample() };
+        assert!(bad(&serde_json::to_string(&ce).unwrap()).contains("schema 9"));
+        // Over the cap: refused without reading it all.
+        let big = std::fs::File::create(&path).unwrap();
+        big.set_len(MAX_BYTES + 10).unwrap();
+        assert!(CounterexampleFile::read(&path).unwrap_err().contains("is over"));
+        let missing = CounterexampleFile::read(&dir.path().join("nothing")).unwrap_err();
+        assert!(missing.starts_with("cannot read"), "{missing}");
+    }
+}
