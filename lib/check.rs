@@ -1,12 +1,17 @@
 //! The model checker: every interleaving of the same node code the workers run, for a
 //! small number of nodes, breadth-first from the start, so a violation comes with its
-//! shortest counterexample (`mutexlab check`; issue 18, design note `check.md`).
+//! shortest counterexample (`mutexlab check`; issue 18, design note `check.md`); or
+//! depth-first ([`CheckOpts::dfs`]) with an optional depth bound, in little memory, with
+//! a counterexample that need not be the shortest. Breadth-first may run on several
+//! threads ([`CheckOpts::threads`]), level by level, finding the same states. The
+//! engines are in `check/search.rs`.
 //!
 //! It is a third scheduler of the simulator's [`World`] (after [`crate::sim::Sim`]'s seeded
 //! one and a replay): instead of picking one enabled [`Choice`] it takes each in turn.
 //! Worlds compare and hash by protocol state, so the visited set holds only a 64-bit
 //! fingerprint of each state with its parent's fingerprint and the choice that led
-//! there; only the frontier holds whole worlds. A counterexample is rebuilt by walking
+//! there (depth-first: with the depth it was found at); only the frontier (depth-first:
+//! the path) holds whole worlds, kept without the simulator's tallies. A counterexample is rebuilt by walking
 //! the parents back to the start and replaying the choices from the initial world, with
 //! the world's notes (what the simulator prints for a replay) as its numbered steps; the
 //! same replay records it as a run directory's files ([`crate::sim::record`]), which
@@ -40,19 +45,20 @@
 //! worlds hash timers as a set, which is exact then. With [`TimerOrder::Earliest`] only
 //! the earliest fires, as in the simulator, but states still compare without timer
 //! times, so where several timers are armed at once the search is an
-//! under-approximation. [`CheckOpts::forget`] lets nodes clear dead fields. Limits: [`CheckOpts::max_states`] and
-//! [`CheckOpts::max_seconds`]; a search cut short says why.
+//! under-approximation. [`CheckOpts::forget`] lets nodes clear dead fields. Limits:
+//! [`CheckOpts::max_states`], [`CheckOpts::max_seconds`] and [`CheckOpts::max_depth`]; a
+//! search cut short says why. The summary gives states, transitions, depth, time and
+//! the process's peak memory.
 
-use std::collections::hash_map::{DefaultHasher, Entry};
-use std::collections::{HashMap, VecDeque};
-use std::hash::{Hash, Hasher};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
 use crate::algorithm::{Config, Node, PeerId, ServiceKind};
 use crate::sim::record::{Recorder, RunFiles};
-use crate::sim::{Choice, Failure, SimApps, SimService, World, WorldEvent};
+use crate::sim::{Choice, Failure, SimApps, SimService, World};
+
+mod search;
 
 /// What to check: the size of the model and the world's knobs, and the search's limits.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -98,6 +104,16 @@ pub struct CheckOpts {
     /// not (the Stateright bench).
     #[serde(default)]
     pub forget: bool,
+    /// Depth-first instead of breadth-first: little memory, but a counterexample need
+    /// not be the shortest.
+    #[serde(default)]
+    pub dfs: bool,
+    /// Expand no state this many steps from the start (`None`: no bound).
+    #[serde(default)]
+    pub max_depth: Option<u32>,
+    /// Threads for a breadth-first search (depth-first runs on one; 0 counts as 1).
+    #[serde(default = "CheckOpts::default_threads")]
+    pub threads: u32,
 }
 
 /// Which armed timer may fire next, `--timers`.
@@ -125,6 +141,10 @@ impl CheckOpts {
         60.0
     }
 
+    fn default_threads() -> u32 {
+        1
+    }
+
     /// `n` nodes, `entries` each, no knobs, a million states and a minute at most.
     pub fn new(n: u32, entries: u32) -> CheckOpts {
         CheckOpts {
@@ -140,6 +160,9 @@ impl CheckOpts {
             timers: TimerOrder::Any,
             lose: 0,
             forget: false,
+            dfs: false,
+            max_depth: None,
+            threads: CheckOpts::default_threads(),
         }
     }
 }
@@ -301,6 +324,8 @@ pub struct Counterexample {
     /// The replay as a run directory's files (`check --out DIR` writes them).
     #[serde(skip)]
     pub run: RunFiles,
+    /// Found breadth-first, so no counterexample is shorter (depth-first: it may be).
+    pub shortest: bool,
 }
 
 /// What a check found.
@@ -310,6 +335,10 @@ pub struct CheckReport {
     pub n: u32,
     /// Entries per node.
     pub entries: u32,
+    /// How the search went: `breadth-first` or `depth-first`.
+    pub search: &'static str,
+    /// Threads searching.
+    pub threads: u32,
     /// Distinct states found.
     pub states: u64,
     /// Transitions taken (choices applied).
@@ -318,6 +347,8 @@ pub struct CheckReport {
     pub max_depth: u32,
     /// Time taken, in seconds.
     pub seconds: f64,
+    /// The process's peak resident memory (VmHWM), in bytes, where the system says.
+    pub peak_memory_bytes: Option<u64>,
     /// Every reachable state was explored (or the search stopped at a violation).
     pub complete: bool,
     /// Why the search was cut short, if it was.
@@ -348,8 +379,16 @@ impl CheckReport {
     /// The summary `mutexlab check` prints.
     pub fn text(&self, algo: &str) -> String {
         let mut s = format!("check {algo}: n = {}, k = {}\n", self.n, self.entries);
+        let memory = match self.peak_memory_bytes {
+            Some(b) => format!(", peak memory: {:.0} MB", b as f64 / 1e6),
+            None => String::new(),
+        };
+        let how = match self.threads {
+            1 => self.search.to_string(),
+            t => format!("{} on {t} threads", self.search),
+        };
         s.push_str(&format!(
-            "states: {}, transitions: {}, max depth: {}, time: {:.2} s, {:.0} states/s\n",
+            "states: {}, transitions: {}, max depth: {}, time: {:.2} s, {:.0} states/s{memory}\n",
             self.states,
             self.transitions,
             self.max_depth,
@@ -357,9 +396,9 @@ impl CheckReport {
             self.states_per_second()
         ));
         match (&self.cut_short, &self.violation) {
-            (Some(why), _) => s.push_str(&format!("search: cut short ({why})\n")),
-            (None, Some(_)) => s.push_str("search: stopped at the first violation\n"),
-            (None, None) => s.push_str("search: complete\n"),
+            (Some(why), _) => s.push_str(&format!("search: cut short ({why}), {how}\n")),
+            (None, Some(_)) => s.push_str(&format!("search: stopped at the first violation, {how}\n")),
+            (None, None) => s.push_str(&format!("search: complete, {how}\n")),
         }
         // Names of one's own invariants may be longer than the service's.
         let w = self.properties.iter().map(|p| p.name.chars().count()).max().unwrap_or(0).max(22);
@@ -393,7 +432,8 @@ impl CheckReport {
             } else {
                 format!("{}: {}", v.property, v.failure)
             };
-            s.push_str(&format!("counterexample ({} steps, the shortest): {what}\n", v.choices.len()));
+            let which = if v.shortest { "the shortest" } else { "depth-first, not necessarily the shortest" };
+            s.push_str(&format!("counterexample ({} steps, {which}): {what}\n", v.choices.len()));
             for (i, lines) in v.steps.iter().enumerate() {
                 let text = if lines.is_empty() { "(nothing seen)".to_string() } else { lines.join("; ") };
                 s.push_str(&format!("  {:>3}. {text}\n", i + 1));
@@ -416,17 +456,6 @@ pub struct Progress {
     pub seconds: f64,
 }
 
-fn fingerprint<T: Hash>(value: &T) -> u64 {
-    // SipHash with fixed keys: the same state gets the same fingerprint on every run.
-    let mut h = DefaultHasher::new();
-    value.hash(&mut h);
-    h.finish()
-}
-
-/// Worlds waiting to be expanded, each with its depth, fingerprint, choices and bypass
-/// counts.
-type Frontier<N> = VecDeque<(World<N>, u32, u64, Vec<Choice>, Counts)>;
-
 /// Bypass counts of the first [`COUNTED`] nodes, kept inline (no allocation per state).
 type Counts = [u8; COUNTED];
 
@@ -440,6 +469,7 @@ where
 {
     let configs = (0..opts.n).map(|i| Config::new(i, opts.n)).collect();
     let world = World::<N>::new(configs, opts.entries)
+        .without_tallies()
         .stale_timers(opts.stale_timers)
         .any_timer(opts.timers == TimerOrder::Any)
         .lose(opts.lose)
@@ -538,9 +568,9 @@ where
     most
 }
 
-/// Check node type `N`, which provides `service`, breadth-first (see the module doc);
-/// `progress` is called about once a second. What the registry runs for an algorithm by
-/// name.
+/// Check node type `N`, which provides `service`, breadth-first or depth-first as `opts`
+/// say (see the module doc); `progress` is called about once a second. What the
+/// registry runs for an algorithm by name.
 pub fn check<N: Node>(
     service: ServiceKind,
     opts: &CheckOpts,
@@ -563,29 +593,27 @@ where
     N::Service: SimService,
 {
     let started = Instant::now();
-    // Bypass counts ride beside each world, and in its fingerprint only when a bound is
-    // checked (capped at the bound + 1 so that the space stays finite).
-    let counted = service == ServiceKind::Mutex;
-    let cap = opts.bypass_bound.map_or(u8::MAX, |b| b.saturating_add(1).min(u32::from(u8::MAX)) as u8);
-    let print = |world: &World<N>, counts: &Counts| {
-        if opts.bypass_bound.is_some() {
-            fingerprint(&(world, counts))
-        } else {
-            fingerprint(world)
-        }
+    let threads = if opts.dfs { 1 } else { opts.threads.max(1) };
+    let how = search::Search::new(service, opts, invariants);
+    let found = if opts.dfs {
+        search::dfs::<N>(&how, started, progress)
+    } else {
+        search::bfs::<N>(&how, threads as usize, started, progress)
     };
-    let mut most_bypasses = 0u8;
-    let mut quiet = |_: Duration, _: &WorldEvent<'_, N::Msg, N::Timer>| {};
-    let mut start = initial::<N>(opts);
+    let counted = service == ServiceKind::Mutex;
+    let most_bypasses = found.most_bypasses;
     let mut report = CheckReport {
         n: opts.n,
         entries: opts.entries,
-        states: 0,
-        transitions: 0,
-        max_depth: 0,
-        seconds: 0.0,
-        complete: false,
-        cut_short: None,
+        search: if opts.dfs { "depth-first" } else { "breadth-first" },
+        threads,
+        states: found.states,
+        transitions: found.transitions,
+        max_depth: found.max_depth,
+        seconds: started.elapsed().as_secs_f64(),
+        peak_memory_bytes: peak_memory(),
+        complete: found.cut_short.is_none(),
+        cut_short: found.cut_short,
         properties: Vec::new(),
         violation: None,
         most_bypasses: None,
@@ -593,93 +621,8 @@ where
             "liveness beyond terminal states (a request or an election that waits forever in a cycle of states)",
         ],
     };
-    let mut terminals = 0u64;
-    let mut found: Option<(Property, String, u64)> = None;
-    let mut visited: HashMap<u64, (u64, Choice)> = HashMap::new();
-    // Each world waits with its depth, fingerprint and choices, all worked out when it
-    // was found (to judge it), so none is computed twice.
-    let mut frontier: Frontier<N> = VecDeque::new();
-    match crate::panics::quietly(|| start.start(&mut quiet)) {
-        Err(panic) => found = Some((Property::NodeFailure, format!("a node panicked: {panic}"), 0)),
-        Ok(Err(f)) => found = Some((Property::of(&f), f.to_string(), 0)),
-        Ok(Ok(())) => {
-            let counts: Counts = [0; COUNTED];
-            let fp = print(&start, &counts);
-            // The start is its own parent; the choice is never read.
-            visited.insert(fp, (fp, Choice::Timer));
-            let enabled = start.enabled();
-            match judge(service, &start, &enabled, opts, invariants, &counts) {
-                Some((p, why)) => found = Some((p, why, fp)),
-                None => frontier.push_back((start, 0, fp, enabled, counts)),
-            }
-        }
-    }
-    let mut last_progress = started;
-    'search: while let Some((world, depth, parent, enabled, counts)) = frontier.pop_front() {
-        if world.done() {
-            terminals += 1;
-            continue;
-        }
-        if enabled.iter().all(|c| matches!(c, Choice::Crash { .. })) {
-            terminals += 1;
-        }
-        for choice in enabled {
-            let mut next = world.clone();
-            report.transitions += 1;
-            // A node's panic (a lab skeleton's unwritten handler, an assertion) is its
-            // failure, with the way to it, not a backtrace.
-            let applied = crate::panics::quietly(|| next.apply(choice, &mut quiet));
-            let mut next_counts = counts;
-            if counted {
-                most_bypasses = most_bypasses.max(bypass_step(&world, &next, &mut next_counts, cap));
-            }
-            let fp = print(&next, &next_counts);
-            let Entry::Vacant(slot) = visited.entry(fp) else { continue };
-            slot.insert((parent, choice));
-            report.max_depth = report.max_depth.max(depth + 1);
-            match applied {
-                Ok(Ok(())) => {}
-                Ok(Err(f)) => {
-                    found = Some((Property::of(&f), f.to_string(), fp));
-                    break 'search;
-                }
-                Err(panic) => {
-                    found = Some((Property::NodeFailure, format!("a node panicked: {panic}"), fp));
-                    break 'search;
-                }
-            }
-            let next_enabled = next.enabled();
-            if let Some((p, why)) = judge(service, &next, &next_enabled, opts, invariants, &next_counts) {
-                found = Some((p, why, fp));
-                break 'search;
-            }
-            frontier.push_back((next, depth + 1, fp, next_enabled, next_counts));
-        }
-        if visited.len() as u64 >= opts.max_states {
-            report.cut_short = Some(format!("--max-states {} reached", opts.max_states));
-            break;
-        }
-        if report.transitions % 1024 < 64 {
-            let now = Instant::now();
-            if now.duration_since(started).as_secs_f64() >= opts.max_seconds {
-                report.cut_short = Some(format!("--max-seconds {} reached", opts.max_seconds));
-                break;
-            }
-            if now.duration_since(last_progress) >= Duration::from_secs(1) {
-                last_progress = now;
-                progress(&Progress {
-                    states: visited.len() as u64,
-                    depth,
-                    queue: frontier.len(),
-                    seconds: now.duration_since(started).as_secs_f64(),
-                });
-            }
-        }
-    }
-    report.states = visited.len() as u64;
-    report.seconds = started.elapsed().as_secs_f64();
-    report.complete = report.cut_short.is_none();
-    let violated = found.as_ref().map(|(p, ..)| *p);
+    let terminals = found.terminals;
+    let violated = found.violation.as_ref().map(|(p, ..)| *p);
     if counted {
         report.most_bypasses = Some(u32::from(most_bypasses));
     }
@@ -699,28 +642,23 @@ where
             detail,
         });
     }
-    if let Some((p, failure, fp)) = found {
-        let choices = path(&visited, fp);
+    if let Some((p, failure, choices)) = found.violation {
         // A violation stops the run midway; a state where nothing can happen ends it.
         let ended = matches!(p, Property::NoDeadlock | Property::EveryRequestServed);
         let (steps, run) = replay::<N>(service, opts, &choices, (!ended).then_some(failure.as_str()));
-        report.violation = Some(Counterexample { property: p.name(), failure, choices, steps, run });
+        report.violation =
+            Some(Counterexample { property: p.name(), failure, choices, steps, run, shortest: !opts.dfs });
     }
     report
 }
 
-/// The choices from the start to the state with fingerprint `fp`, by its parents.
-fn path(visited: &HashMap<u64, (u64, Choice)>, mut fp: u64) -> Vec<Choice> {
-    let mut choices = Vec::new();
-    while let Some(&(parent, choice)) = visited.get(&fp) {
-        if parent == fp {
-            break;
-        }
-        choices.push(choice);
-        fp = parent;
-    }
-    choices.reverse();
-    choices
+/// The process's peak resident memory so far, from `/proc/self/status` (Linux); `None`
+/// elsewhere.
+pub fn peak_memory() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.trim_start_matches("VmHWM:").trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kb * 1024)
 }
 
 /// Replay `choices` from the initial world, keeping the notes of each step (the start's
@@ -1057,5 +995,203 @@ mod tests {
         assert!(!r.complete);
         assert_eq!(r.cut_short.as_deref(), Some("--max-states 100 reached"));
         assert!(r.text("ricart-agrawala").contains("cut short (--max-states 100 reached)"));
+    }
+
+    fn with(n: u32, k: u32, set: impl FnOnce(&mut CheckOpts)) -> CheckOpts {
+        let mut opts = CheckOpts::new(n, k);
+        set(&mut opts);
+        opts
+    }
+
+    #[test]
+    fn depth_first_finds_every_state_breadth_first_finds() {
+        let bfs = check::<RicartAgrawala>(ServiceKind::Mutex, &CheckOpts::new(3, 1), &mut quiet);
+        let dfs = check::<RicartAgrawala>(ServiceKind::Mutex, &with(3, 1, |o| o.dfs = true), &mut quiet);
+        assert!(dfs.complete && dfs.violation.is_none(), "{}", dfs.text("ricart-agrawala"));
+        assert_eq!((dfs.states, dfs.transitions), (bfs.states, bfs.transitions));
+        assert_eq!(dfs.properties, bfs.properties, "the same terminal states too");
+        assert_eq!(dfs.search, "depth-first");
+        assert!(dfs.text("ricart-agrawala").contains("search: complete, depth-first"));
+    }
+
+    #[test]
+    fn depth_first_finds_a_counterexample_and_does_not_call_it_the_shortest() {
+        let opts = with(2, 1, |o| {
+            o.non_fifo = true;
+            o.dfs = true;
+        });
+        let r = check::<Lamport>(ServiceKind::Mutex, &opts, &mut quiet);
+        let v = r.violation.clone().expect("Lamport needs FIFO channels, depth-first too");
+        assert_eq!(v.property, "mutual exclusion");
+        assert!(!v.shortest);
+        let text = r.text("lamport");
+        assert!(
+            text.contains("steps, depth-first, not necessarily the shortest): mutual exclusion"),
+            "{text}"
+        );
+        assert!(!text.contains("steps, the shortest)"), "{text}");
+        // Its choices are a real way there.
+        let e = crate::sim::Sim::<Lamport>::new(2, 0).non_fifo().replay(1, &v.choices).unwrap_err();
+        assert!(matches!(e.failure, Failure::Overlap { .. }), "{e}");
+    }
+
+    #[test]
+    fn a_depth_bound_is_kept_and_the_search_says_it_was_cut() {
+        for dfs in [false, true] {
+            let r = check::<RicartAgrawala>(
+                ServiceKind::Mutex,
+                &with(3, 1, |o| {
+                    o.dfs = dfs;
+                    o.max_depth = Some(5);
+                }),
+                &mut quiet,
+            );
+            assert!(r.max_depth <= 5, "{}", r.text("ricart-agrawala"));
+            assert!(!r.complete);
+            let why = r.cut_short.clone().unwrap_or_default();
+            assert!(why.starts_with("--max-depth 5 reached; "), "{why}");
+            assert!(r.states < 2_101);
+            // Within the bound, the two searches see the same states: a state first
+            // reached deep is explored again when reached shallower.
+            let bfs = check::<RicartAgrawala>(
+                ServiceKind::Mutex,
+                &with(3, 1, |o| o.max_depth = Some(5)),
+                &mut quiet,
+            );
+            assert_eq!(r.states, bfs.states, "dfs = {dfs}");
+        }
+        for dfs in [false, true] {
+            let r = check::<RicartAgrawala>(
+                ServiceKind::Mutex,
+                &with(2, 1, |o| {
+                    o.dfs = dfs;
+                    o.max_depth = Some(0);
+                }),
+                &mut quiet,
+            );
+            assert_eq!((r.states, r.transitions), (1, 0), "only the start, dfs = {dfs}");
+            assert_eq!(r.cut_short.as_deref(), Some("--max-depth 0 reached; 1 states there not expanded"));
+        }
+        // The overlap is 4 steps deep: a bound of 3 does not reach it.
+        let r = check::<Lamport>(
+            ServiceKind::Mutex,
+            &with(2, 1, |o| {
+                o.non_fifo = true;
+                o.dfs = true;
+                o.max_depth = Some(3);
+            }),
+            &mut quiet,
+        );
+        assert!(r.violation.is_none() && !r.complete, "{}", r.text("lamport"));
+    }
+
+    #[test]
+    fn threads_find_the_same_states_as_one() {
+        let one = check::<RicartAgrawala>(ServiceKind::Mutex, &CheckOpts::new(3, 1), &mut quiet);
+        for threads in [2, 3, 8] {
+            let r =
+                check::<RicartAgrawala>(ServiceKind::Mutex, &with(3, 1, |o| o.threads = threads), &mut quiet);
+            assert_eq!(r.threads, threads);
+            assert!(r.complete);
+            assert_eq!((r.states, r.transitions, r.max_depth), (one.states, one.transitions, one.max_depth));
+            assert_eq!(r.properties, one.properties, "{threads} threads");
+            assert!(r.text("ricart-agrawala").contains(&format!("breadth-first on {threads} threads")));
+        }
+    }
+
+    #[test]
+    fn threads_still_give_a_shortest_counterexample() {
+        let one = check::<Lamport>(ServiceKind::Mutex, &with(2, 1, |o| o.non_fifo = true), &mut quiet);
+        let two = check::<Lamport>(
+            ServiceKind::Mutex,
+            &with(2, 1, |o| {
+                o.non_fifo = true;
+                o.threads = 2;
+            }),
+            &mut quiet,
+        );
+        let (one, two) = (one.violation.unwrap(), two.violation.unwrap());
+        assert_eq!(one.choices.len(), two.choices.len());
+        assert!(two.shortest);
+    }
+
+    #[test]
+    fn the_summary_gives_peak_memory() {
+        let r = check::<RicartAgrawala>(ServiceKind::Mutex, &CheckOpts::new(2, 1), &mut quiet);
+        let bytes = r.peak_memory_bytes.expect("Linux says in /proc/self/status");
+        assert!(bytes > 1_000_000, "{bytes}");
+        assert!(r.text("ricart-agrawala").contains(" MB"), "{}", r.text("ricart-agrawala"));
+    }
+
+    /// Every strategy: breadth-first on one thread and on two, depth-first.
+    fn strategies(opts: &CheckOpts) -> [CheckOpts; 3] {
+        let mut two = opts.clone();
+        two.threads = 2;
+        let mut dfs = opts.clone();
+        dfs.dfs = true;
+        [opts.clone(), two, dfs]
+    }
+
+    #[test]
+    fn every_strategy_counts_bypasses_and_catches_a_bound_exceeded() {
+        let mut opts = CheckOpts::new(3, 2);
+        opts.bypass_bound = Some(2);
+        for o in strategies(&opts) {
+            let r = check::<crate::algos::token_ring::TokenRing>(ServiceKind::Mutex, &o, &mut quiet);
+            assert!(r.complete && r.violation.is_none(), "{}", r.text("token-ring"));
+            let p = r.properties.iter().find(|p| p.name == "bypass bound").unwrap();
+            assert_eq!((p.held, p.detail.as_deref()), (true, Some("at most 2; most seen: 2")), "{o:?}");
+        }
+        let counts: Vec<u64> = strategies(&opts)
+            .iter()
+            .map(|o| check::<crate::algos::token_ring::TokenRing>(ServiceKind::Mutex, o, &mut quiet).states)
+            .collect();
+        assert!(counts.iter().all(|&c| c == counts[0]), "the counts join the state alike: {counts:?}");
+        // Its negative control, in each: the coordinator lets others pass.
+        opts.bypass_bound = Some(1);
+        for o in strategies(&opts) {
+            let r = check::<crate::algos::centralized::Centralized>(ServiceKind::Mutex, &o, &mut quiet);
+            let v = r.violation.clone().unwrap_or_else(|| panic!("{o:?}: {}", r.text("centralized")));
+            assert_eq!(v.property, "bypass bound", "{o:?}");
+            assert!(v.failure.starts_with("bypass bound exceeded: others entered 2 times"), "{}", v.failure);
+            assert_eq!(v.shortest, !o.dfs);
+        }
+        // Without a bound the most seen is told by each.
+        for o in strategies(&CheckOpts::new(3, 1)) {
+            let r = check::<RicartAgrawala>(ServiceKind::Mutex, &o, &mut quiet);
+            assert_eq!((r.states, r.most_bypasses), (2_101, Some(2)), "{o:?}");
+        }
+    }
+
+    #[test]
+    fn every_strategy_judges_invariants_and_records_the_counterexample_run() {
+        let few = Invariant::<RicartAgrawala>::new("at most 3 messages in flight", |w| {
+            let k = w.in_flight().count();
+            if k <= 3 {
+                Ok(())
+            } else {
+                Err(format!("{k} messages in flight"))
+            }
+        });
+        for o in strategies(&CheckOpts::new(3, 1)) {
+            let r =
+                check_with::<RicartAgrawala>(ServiceKind::Mutex, &o, std::slice::from_ref(&few), &mut quiet);
+            let v = r.violation.clone().unwrap_or_else(|| panic!("{o:?}: {}", r.text("ra")));
+            assert_eq!(
+                (v.property, v.failure.as_str()),
+                ("at most 3 messages in flight", "4 messages in flight")
+            );
+            // The replay recorded the run: each node's trace and the resource file.
+            let files = v.run.files("ricart-agrawala");
+            assert!(
+                files.iter().any(|(name, body)| name.starts_with("trace-w") && body.lines().count() > 1),
+                "{o:?}"
+            );
+            assert!(
+                files.iter().any(|(name, _)| name == "resource.log"),
+                "{:?}",
+                files.iter().map(|f| &f.0).collect::<Vec<_>>()
+            );
+        }
     }
 }

@@ -405,6 +405,16 @@ struct CheckArgs {
     /// A reset or cancelled timer may still fire once, as the driver contract allows.
     #[arg(long)]
     stale_timers: bool,
+    /// Depth-first instead of breadth-first: little memory, but a counterexample need
+    /// not be the shortest.
+    #[arg(long)]
+    dfs: bool,
+    /// Expand no state this many steps from the start.
+    #[arg(long, allow_negative_numbers = true)]
+    max_depth: Option<i64>,
+    /// Threads for breadth-first search (depth-first runs on one).
+    #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
+    threads: i64,
     /// Which armed timer may fire next: `any` (no timing assumption) or `earliest`.
     #[arg(long, value_enum, default_value = "any")]
     timers: TimersArg,
@@ -945,6 +955,12 @@ fn cmd_check(a: CheckArgs) -> Outcome {
     let entries = within("-k", a.entries, 1, 1000)? as u32;
     let max_states = within("--max-states", a.max_states, 1, i64::MAX)? as u64;
     let crashes = within("--crashes", a.crashes, 0, 100)? as u32;
+    let max_depth =
+        a.max_depth.map(|d| within("--max-depth", d, 0, u32::MAX as i64)).transpose()?.map(|d| d as u32);
+    let threads = within("--threads", a.threads, 1, 256)? as u32;
+    if a.dfs && threads > 1 {
+        return Err(Error::usage("--threads is for breadth-first search; --dfs runs on one thread"));
+    }
     let bypass_bound = match a.bypass_bound {
         Some(b) => Some(within("--bypass-bound", b, 0, 254)? as u32),
         None => None,
@@ -966,6 +982,9 @@ fn cmd_check(a: CheckArgs) -> Outcome {
         non_fifo: a.non_fifo,
         crashes,
         stale_timers: a.stale_timers,
+        dfs: a.dfs,
+        max_depth,
+        threads,
         bypass_bound,
         highest_wins: false,
         timers: match a.timers {

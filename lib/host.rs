@@ -179,7 +179,7 @@ pub struct Host<N: Node> {
     started: bool,
     app: <N::Service as Service>::App,
     /// Peers the node was told are down (and not since that they are up).
-    down: Vec<bool>,
+    down: smallvec::SmallVec<[bool; 16]>,
     /// Timers set, with the generation of their latest arming.
     timers: Vec<(N::Timer, u64)>,
     /// The last generation handed out.
@@ -222,7 +222,9 @@ impl<N: Node> Eq for Host<N> {}
 
 impl<N: Node> Hash for Host<N> {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.cfg.hash(state);
+        // Only what may differ between two hosts of one node: the rest of its
+        // configuration is fixed for a run (equality still compares it all).
+        (self.cfg.id, self.cfg.incarnation).hash(state);
         self.node.hash(state);
         self.started.hash(state);
         self.app.hash(state);
@@ -250,7 +252,7 @@ impl<N: Node> Host<N> {
     pub fn new(cfg: Config) -> Self {
         let node = N::create(&cfg);
         Host {
-            down: vec![false; cfg.n as usize],
+            down: smallvec::smallvec![false; cfg.n as usize],
             cfg,
             node,
             started: false,

@@ -75,6 +75,12 @@ fn bad_arguments_are_one_line_and_exit_2() {
         (&["check", "--algo", "lamport", "-k", "-1"], "-k must be between 1 and 1000, not -1"),
         (&["check", "--algo", "lamport", "--max-seconds", "0"], "--max-seconds must be between"),
         (&["check", "--algo", "lamport", "--crashes", "x"], "invalid value"),
+        (&["check", "--algo", "lamport", "--threads", "0"], "--threads must be between 1 and 256, not 0"),
+        (&["check", "--algo", "lamport", "--max-depth", "-3"], "--max-depth must be between 0 and"),
+        (
+            &["check", "--algo", "lamport", "--dfs", "--threads", "2"],
+            "--threads is for breadth-first search; --dfs runs on one thread",
+        ),
         (&["check"], "required arguments"),
     ] {
         let out = run(args);
@@ -90,6 +96,28 @@ fn an_election_algorithm_is_checked_too() {
     let out = run(&["check", "--algo", "chang-roberts", "-n", "2"]);
     let s = stdout(&out);
     assert!(s.contains("one leader per term"), "{s}\n{}", stderr(&out));
+}
+
+#[test]
+fn depth_first_says_its_counterexample_may_not_be_the_shortest() {
+    let out = run(&["check", "--algo", "lamport", "-n", "2", "--non-fifo", "--dfs", "--max-depth", "20"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let s = stdout(&out);
+    assert!(s.contains("search: stopped at the first violation, depth-first"), "{s}");
+    assert!(s.contains("steps, depth-first, not necessarily the shortest): mutual exclusion"), "{s}");
+}
+
+#[test]
+fn threads_and_json_carry_the_summary() {
+    let out = run(&["check", "--algo", "ricart-agrawala", "-n", "3", "--threads", "2", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let j = json(&out);
+    assert_eq!(j["states"], 2101, "the same states as on one thread");
+    assert_eq!(j["threads"], 2);
+    assert_eq!(j["search"], "breadth-first");
+    assert_eq!(j["complete"], true);
+    assert!(j["peak_memory_bytes"].as_u64().is_some_and(|b| b > 0), "{j}");
+    assert!(j["transitions"].as_u64().is_some() && j["max_depth"].as_u64().is_some(), "{j}");
 }
 
 #[test]

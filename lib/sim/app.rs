@@ -29,7 +29,7 @@ pub trait SimService: Service {
 }
 
 /// The applications of every node in a simulated run.
-pub trait SimApps<S: Service + ?Sized>: Clone + Debug + PartialEq + Eq + Hash {
+pub trait SimApps<S: Service + ?Sized>: Clone + Debug + PartialEq + Eq + Hash + Send {
     /// The calls application `node` could make now (it is alive).
     fn calls(&self, node: usize) -> Vec<S::Call>;
     /// Application `node` makes `call`; what it did, for the world's observer.

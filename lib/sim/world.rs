@@ -28,11 +28,12 @@
 //!   runtime drops the old connection) and `PeerUp`; the fresh node hears `PeerDown` for
 //!   every peer that is dead then.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
+use smallvec::{smallvec, SmallVec};
 
 use super::app::{SimApps, SimService};
 use super::event::{Lost, Observer, WorldEvent};
@@ -110,6 +111,9 @@ pub enum Choice {
     },
 }
 
+/// One flag per node, inline for up to 16 nodes: a search copies worlds by millions.
+type Flags = SmallVec<[bool; 16]>;
+
 /// A timer that is set, or a stale one.
 #[derive(Clone, Debug)]
 struct SetTimer<T> {
@@ -151,12 +155,13 @@ where
 {
     n: usize,
     hosts: Vec<Host<N>>,
-    configs: Vec<Config>,
-    alive: Vec<bool>,
-    /// Messages in flight, one queue per ordered pair, indexed `from * n + to`.
-    links: Vec<VecDeque<N::Msg>>,
+    alive: Flags,
+    /// Messages in flight, each with its channel `from * n + to`, in channel order and
+    /// in order of sending within a channel: one allocation for all the channels, where
+    /// a queue per ordered pair cost n² in every copy of a world.
+    links: Vec<(u32, N::Msg)>,
     /// `from * n + to`: `from` is dead and `to` is to hear so once the link drains.
-    down_due: Vec<bool>,
+    down_due: SmallVec<[bool; 64]>,
     timers: Vec<SetTimer<N::Timer>>,
     timer_seq: u64,
     pub(super) now: Duration,
@@ -164,6 +169,8 @@ where
     pub(super) apps: <N::Service as SimService>::Apps,
     pub(super) sent: BTreeMap<String, u64>,
     pub(super) counters: BTreeMap<String, u64>,
+    /// Keep `sent` and `counters` (a search reads neither and copies worlds by millions).
+    tallies: bool,
     fifo: bool,
     stale_timers: bool,
     /// Any armed timer may fire, not only the earliest.
@@ -176,7 +183,7 @@ where
     pub(super) lost_done: u32,
     /// Crashes still allowed, and which nodes may crash.
     crash_budget: u32,
-    may_crash: Vec<bool>,
+    may_crash: Flags,
     pub(super) crashes_done: u32,
 }
 
@@ -190,7 +197,6 @@ where
         World {
             n: self.n,
             hosts: self.hosts.clone(),
-            configs: self.configs.clone(),
             alive: self.alive.clone(),
             links: self.links.clone(),
             down_due: self.down_due.clone(),
@@ -200,6 +206,7 @@ where
             apps: self.apps.clone(),
             sent: self.sent.clone(),
             counters: self.counters.clone(),
+            tallies: self.tallies,
             fifo: self.fifo,
             stale_timers: self.stale_timers,
             any_timer: self.any_timer,
@@ -237,7 +244,6 @@ where
         };
         self.n == other.n
             && self.hosts == other.hosts
-            && self.configs == other.configs
             && self.alive == other.alive
             && self.links == other.links
             && self.down_due == other.down_due
@@ -261,7 +267,6 @@ where
     fn hash<H: Hasher>(&self, state: &mut H) {
         self.n.hash(state);
         self.hosts.hash(state);
-        self.configs.hash(state);
         self.alive.hash(state);
         self.links.hash(state);
         self.down_due.hash(state);
@@ -286,17 +291,17 @@ where
         let n = configs.len();
         World {
             n,
-            hosts: configs.iter().cloned().map(Host::new).collect(),
-            configs,
-            alive: vec![true; n],
-            links: (0..n * n).map(|_| VecDeque::new()).collect(),
-            down_due: vec![false; n * n],
+            hosts: configs.into_iter().map(Host::new).collect(),
+            alive: smallvec![true; n],
+            links: Vec::new(),
+            down_due: smallvec![false; n * n],
             timers: Vec::new(),
             timer_seq: 0,
             now: Duration::ZERO,
             apps: N::Service::apps(n, rounds),
             sent: BTreeMap::new(),
             counters: BTreeMap::new(),
+            tallies: true,
             fifo: true,
             stale_timers: false,
             any_timer: false,
@@ -304,7 +309,7 @@ where
             forget: false,
             lost_done: 0,
             crash_budget: 0,
-            may_crash: vec![false; n],
+            may_crash: smallvec![false; n],
             crashes_done: 0,
         }
     }
@@ -323,6 +328,12 @@ where
     /// Let any message in flight on a channel be delivered first.
     pub fn non_fifo(mut self) -> Self {
         self.fifo = false;
+        self
+    }
+
+    /// Keep no tallies of messages sent and counters (a search, which reads neither).
+    pub fn without_tallies(mut self) -> Self {
+        self.tallies = false;
         self
     }
 
@@ -395,18 +406,14 @@ where
 
     /// Every message in flight, as `(from, to, message)`, channel by channel in order.
     pub fn in_flight(&self) -> impl Iterator<Item = (PeerId, PeerId, &N::Msg)> + '_ {
-        let n = self.n;
-        self.links.iter().enumerate().flat_map(move |(l, link)| {
-            link.iter().map(move |m| (PeerId((l / n) as u32), PeerId((l % n) as u32), m))
-        })
+        let n = self.n as u32;
+        self.links.iter().map(move |(l, m)| (PeerId(l / n), PeerId(l % n), m))
     }
 
     /// The applications have done all they meant to, every node is alive and nothing is
     /// in flight.
     pub fn done(&self) -> bool {
-        self.alive.iter().all(|&a| a)
-            && self.links.iter().all(VecDeque::is_empty)
-            && self.apps.done(&self.alive)
+        self.alive.iter().all(|&a| a) && self.links.is_empty() && self.apps.done(&self.alive)
     }
 
     /// A crash or a restart is among the choices.
@@ -434,14 +441,15 @@ where
         }
         let mut out = Vec::new();
         let n = self.n as u32;
-        for (from, to) in (0..n).flat_map(|f| (0..n).map(move |t| (f, t))) {
-            let len = self.links[(from * n + to) as usize].len() as u32;
-            let indices = if self.fifo { len.min(1) } else { len };
-            out.extend((0..indices).map(|index| Choice::Deliver { from, to, index }));
+        // Channels in order, each one's messages in order: the first only, if FIFO.
+        for (l, index) in self.link_indices() {
+            if index == 0 || !self.fifo {
+                out.push(Choice::Deliver { from: l / n, to: l % n, index });
+            }
         }
         for (from, to) in (0..n).flat_map(|f| (0..n).map(move |t| (f, t))) {
-            let l = (from * n + to) as usize;
-            if self.down_due[l] && self.links[l].is_empty() {
+            let l = from * n + to;
+            if self.down_due[l as usize] && self.link_empty(l) {
                 out.push(Choice::Down { from, to });
             }
         }
@@ -458,10 +466,8 @@ where
             }
         }
         if self.lose_budget > 0 {
-            for (from, to) in (0..n).flat_map(|f| (0..n).map(move |t| (f, t))) {
-                let len = self.links[(from * n + to) as usize].len() as u32;
-                out.extend((0..len).map(|index| Choice::Lose { from, to, index }));
-            }
+            let lose = |(l, index)| Choice::Lose { from: l / n, to: l % n, index };
+            out.extend(self.link_indices().map(lose));
         }
         if self.any_timer {
             let mut armed = vec![0u32; self.n];
@@ -487,8 +493,8 @@ where
     fn take(&mut self, choice: Choice, note: &mut Observer<'_, N>) -> Result<(), Failure> {
         match choice {
             Choice::Deliver { from, to, index } => {
-                let link = &mut self.links[(from as usize) * self.n + to as usize];
-                let msg = link.remove(index as usize).expect("an enabled delivery");
+                let first = self.link_start(from * self.n as u32 + to);
+                let (_, msg) = self.links.remove(first + index as usize);
                 let (from, to) = (PeerId(from), PeerId(to));
                 note(self.now, &WorldEvent::Delivered { from, to, index, msg: &msg });
                 self.input(to.index(), Input::Message { from, msg }, note)
@@ -519,8 +525,8 @@ where
                 self.fire(k, note)
             }
             Choice::Lose { from, to, index } => {
-                let link = &mut self.links[(from as usize) * self.n + to as usize];
-                let msg = link.remove(index as usize).expect("an enabled loss");
+                let first = self.link_start(from * self.n as u32 + to);
+                let (_, msg) = self.links.remove(first + index as usize);
                 self.lose_budget -= 1;
                 self.lost_done += 1;
                 let (from, to) = (PeerId(from), PeerId(to));
@@ -541,6 +547,33 @@ where
                 Ok(())
             }
             Choice::Restart { node } => self.restart(node as usize, note),
+        }
+    }
+
+    /// Each message in flight as its channel and its place on that channel, in order.
+    fn link_indices(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let mut index = 0;
+        self.links.iter().enumerate().map(move |(k, &(l, _))| {
+            index = if k > 0 && self.links[k - 1].0 == l { index + 1 } else { 0 };
+            (l, index)
+        })
+    }
+
+    /// Where channel `l`'s messages begin in `links` (or would).
+    fn link_start(&self, l: u32) -> usize {
+        self.links.partition_point(|&(k, _)| k < l)
+    }
+
+    fn link_empty(&self, l: u32) -> bool {
+        self.links.get(self.link_start(l)).is_none_or(|&(k, _)| k != l)
+    }
+
+    /// Drop channel `l`'s messages, each reported lost for `why`.
+    fn clear_link(&mut self, l: u32, why: Lost, note: &mut Observer<'_, N>) {
+        let n = self.n as u32;
+        let (start, end) = (self.link_start(l), self.links.partition_point(|&(k, _)| k <= l));
+        for (_, msg) in self.links.drain(start..end) {
+            note(self.now, &WorldEvent::Lost { from: PeerId(l / n), to: PeerId(l % n), msg: &msg, why });
         }
     }
 
@@ -584,12 +617,16 @@ where
         for effect in step.effects {
             match effect {
                 Effect::Send { to, msg } => {
-                    *self.sent.entry(msg.kind().to_string()).or_default() += 1;
+                    if self.tallies {
+                        *self.sent.entry(msg.kind().to_string()).or_default() += 1;
+                    }
                     note(self.now, &WorldEvent::Sent { from: me, to, msg: &msg });
                     // Counted as sent, as the runtime counts it, but a dead process reads
                     // nothing.
                     if self.alive[to.index()] {
-                        self.links[i * self.n + to.index()].push_back(msg);
+                        let l = (i * self.n + to.index()) as u32;
+                        let end = self.links.partition_point(|&(k, _)| k <= l);
+                        self.links.insert(end, (l, msg));
                     } else {
                         note(
                             self.now,
@@ -622,6 +659,7 @@ where
                         }
                     }
                 }
+                Effect::Count { .. } if !self.tallies => {}
                 Effect::Count { name, by } => {
                     let c = self.counters.entry(name.into_owned()).or_default();
                     *c = c.saturating_add(by); // a program's `by` may be anything
@@ -654,11 +692,7 @@ where
         self.timers.retain(|t| t.node != me);
         for j in 0..self.n {
             // Nothing reaches a dead node, news of others' deaths included.
-            for msg in &self.links[j * self.n + i] {
-                let from = PeerId(j as u32);
-                note(self.now, &WorldEvent::Lost { from, to: me, msg, why: Lost::ReceiverCrashed });
-            }
-            self.links[j * self.n + i].clear();
+            self.clear_link((j * self.n + i) as u32, Lost::ReceiverCrashed, note);
             self.down_due[j * self.n + i] = false;
             if j != i && self.alive[j] {
                 self.down_due[i * self.n + j] = true;
@@ -668,9 +702,10 @@ where
 
     fn restart(&mut self, i: usize, note: &mut Observer<'_, N>) -> Result<(), Failure> {
         let me = PeerId(i as u32);
-        self.configs[i].incarnation += 1;
-        note(self.now, &WorldEvent::Restarts { node: me, incarnation: self.configs[i].incarnation });
-        self.hosts[i] = Host::new(self.configs[i].clone());
+        let mut cfg = self.hosts[i].config().clone();
+        cfg.incarnation += 1;
+        note(self.now, &WorldEvent::Restarts { node: me, incarnation: cfg.incarnation });
+        self.hosts[i] = Host::new(cfg);
         self.alive[i] = true;
         for j in (0..self.n).filter(|&j| j != i) {
             if self.alive[j] {
@@ -678,13 +713,7 @@ where
                 let peer = PeerId(j as u32);
                 if self.down_due[l] {
                     // The runtime drops the old connection when the new one says hello.
-                    for msg in &self.links[l] {
-                        note(
-                            self.now,
-                            &WorldEvent::Lost { from: me, to: peer, msg, why: Lost::SenderRestarted },
-                        );
-                    }
-                    self.links[l].clear();
+                    self.clear_link(l as u32, Lost::SenderRestarted, note);
                     self.down_due[l] = false;
                     note(self.now, &WorldEvent::HearsDown { node: peer, peer: me });
                     self.input(j, Input::PeerDown { peer: me }, note)?;
@@ -829,7 +858,7 @@ mod tests {
         })
         .unwrap();
         assert_eq!(notes, ["w0 timer Beat fires"]);
-        assert_eq!(w.links[1].len(), 1);
+        assert_eq!(w.links.iter().filter(|(l, _)| *l == 1).count(), 1);
         // Earliest first (the simulator) offers one timer choice, and it is the Wait.
         let mut early = after(&[call(0)]);
         assert!(!early.enabled().iter().any(|c| matches!(c, Choice::Fire { .. })));
@@ -854,12 +883,42 @@ mod tests {
         let lose = Choice::Lose { from: 0, to: 1, index: 0 };
         assert!(w.enabled().contains(&lose));
         w.apply(lose, &mut |_, _| {}).unwrap();
-        assert!(w.links.iter().all(VecDeque::is_empty));
+        assert!(w.links.is_empty());
         assert_eq!((w.lost_done, w.sent["PING"]), (1, 1), "sent, and lost");
         // The budget is spent: a second PING cannot be lost, and the state says so.
         w.apply(Choice::Timer, &mut |_, _| {}).unwrap();
         assert!(!w.enabled().iter().any(|c| matches!(c, Choice::Lose { .. })));
         assert_ne!(w.lose_budget, none_yet.lose_budget);
+    }
+
+    /// The losses `choices` report, after `start`, as (from, to, why).
+    fn losses(mut w: World<Beat>, choices: &[Choice]) -> (World<Beat>, Vec<(u32, u32, Lost)>) {
+        let mut lost = Vec::new();
+        for &c in choices {
+            w.apply(c, &mut |_, e| {
+                if let WorldEvent::Lost { from, to, why, .. } = e {
+                    lost.push((from.0, to.0, *why));
+                }
+            })
+            .unwrap();
+        }
+        (w, lost)
+    }
+
+    #[test]
+    fn messages_dropped_at_a_crash_or_a_restart_are_reported_lost_and_leave_the_links() {
+        // w0's PING is in flight to w1 when w1 crashes: lost, and nothing else is.
+        let (w, lost) = losses(world(), &[Choice::Timer, Choice::Crash { node: 1 }]);
+        assert_eq!(lost, [(0, 1, Lost::ReceiverCrashed)]);
+        assert!(w.links.is_empty() && w.in_flight().count() == 0);
+        // w0 sends, crashes (its PING still goes), restarts before w1 heard: the old
+        // life's connection is dropped with its PING.
+        let (w, lost) = losses(world(), &[Choice::Timer, Choice::Crash { node: 0 }]);
+        assert!(lost.is_empty());
+        assert_eq!(w.in_flight().map(|(f, t, _)| (f.0, t.0)).collect::<Vec<_>>(), [(0, 1)]);
+        let (w, lost) = losses(w, &[Choice::Restart { node: 0 }]);
+        assert_eq!(lost, [(0, 1, Lost::SenderRestarted)]);
+        assert!(w.links.is_empty());
     }
 
     #[test]

@@ -36,17 +36,19 @@ const MODELS: [FixedModel; 3] = [(3, 1, 2_101), (3, 2, 34_845), (4, 1, 1_412_505
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Run {
     Mutexlab,
+    MutexlabDfs,
     StaterightBfs,
     StaterightDfs,
 }
 
 impl Run {
-    /// The runs each model gets. mutexlab's check searches breadth-first only, so far.
-    const ALL: [Run; 3] = [Run::Mutexlab, Run::StaterightBfs, Run::StaterightDfs];
+    /// The runs each model gets: each checker breadth-first and depth-first.
+    const ALL: [Run; 4] = [Run::Mutexlab, Run::MutexlabDfs, Run::StaterightBfs, Run::StaterightDfs];
 
     fn arg(self) -> &'static str {
         match self {
             Run::Mutexlab => "mutexlab",
+            Run::MutexlabDfs => "mutexlab-dfs",
             Run::StaterightBfs => "stateright-bfs",
             Run::StaterightDfs => "stateright-dfs",
         }
@@ -58,7 +60,7 @@ impl Run {
 
     fn checker(self) -> &'static str {
         match self {
-            Run::Mutexlab => "mutexlab",
+            Run::Mutexlab | Run::MutexlabDfs => "mutexlab",
             Run::StaterightBfs | Run::StaterightDfs => "Stateright 0.31",
         }
     }
@@ -66,7 +68,7 @@ impl Run {
     fn order(self) -> &'static str {
         match self {
             Run::Mutexlab | Run::StaterightBfs => "breadth-first",
-            Run::StaterightDfs => "depth-first",
+            Run::MutexlabDfs | Run::StaterightDfs => "depth-first",
         }
     }
 }
@@ -143,9 +145,10 @@ fn measure(run: Run, n: u32, k: u32) -> Measure {
 /// One search: the states it found, whether it explored them all, what it found violated.
 fn search(run: Run, n: u32, k: u32) -> (u64, bool, Option<String>) {
     match run {
-        Run::Mutexlab => {
+        Run::Mutexlab | Run::MutexlabDfs => {
             let info = mutexlab::registry::lookup("ricart-agrawala").expect("a built-in algorithm");
             let mut opts = CheckOpts::new(n, k);
+            opts.dfs = run == Run::MutexlabDfs;
             opts.max_states = u64::MAX;
             opts.max_seconds = 3600.0;
             let r = (info.check)(&opts, &mut |_| {});
@@ -242,19 +245,19 @@ fn table(results: &[(FixedModel, Vec<(Run, Measure)>)]) -> String {
         }
     }
     s.push_str(
-        "\n| model | mutexlab ÷ Stateright, states per CPU second, both breadth-first | against Stateright depth-first |\n\
+        "\n| model | mutexlab ÷ Stateright, states per CPU second, both breadth-first | both depth-first |\n\
          |---|---:|---:|\n",
     );
     for ((n, k, _), rows) in results {
         let rate = |want: Run| rows.iter().find(|(r, _)| *r == want).map(|(_, m)| m.per_second());
-        let ratio = |other: Run| match (rate(Run::Mutexlab), rate(other)) {
+        let ratio = |ours: Run, other: Run| match (rate(ours), rate(other)) {
             (Some(a), Some(b)) if b > 0.0 => format!("{:.2}×", a / b),
             _ => "–".to_string(),
         };
         s.push_str(&format!(
             "| RA n={n} k={k} | {} | {} |\n",
-            ratio(Run::StaterightBfs),
-            ratio(Run::StaterightDfs)
+            ratio(Run::Mutexlab, Run::StaterightBfs),
+            ratio(Run::MutexlabDfs, Run::StaterightDfs)
         ));
     }
     s

@@ -1,0 +1,556 @@
+//! The search engines behind [`super::check`]: breadth-first, level by level, on one or
+//! more threads; and depth-first with an optional depth bound, on one.
+//!
+//! Both keep a visited set of 64-bit fingerprints, not worlds. Breadth-first keeps with
+//! each fingerprint its parent's and the choice that led there (the counterexample is
+//! rebuilt by walking them back), and holds whole worlds only for the level being
+//! expanded and the next. Its threads share the visited set in shards, each behind its
+//! own lock, and take the level's worlds in small batches; a level is finished before
+//! the next begins, so every state is found at its distance from the start whatever the
+//! thread count, the states found are the same, and a counterexample is a shortest one.
+//! Depth-first keeps only the fingerprint with the depth it was found at, and the path
+//! it is on (the worlds along it); its counterexample is that path, not necessarily the
+//! shortest. With a depth bound, a state reached again closer to the start than before
+//! is explored again, since what lies below it may have been cut by the bound.
+//!
+//! Every strategy carries each world's bypass counts beside it (in its fingerprint only
+//! when a bound is checked) and judges each new state with [`super::judge`]: the
+//! properties, the bound and the invariants of one's own, the same way.
+
+use std::collections::hash_map::Entry;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use super::{bypass_step, initial, judge, CheckOpts, Counts, Invariant, Progress, Property, COUNTED};
+use crate::algorithm::{Node, ServiceKind};
+use crate::sim::{Choice, Failure, SimService, World, WorldEvent};
+
+/// What a search is for: the service, the options and the invariants of one's own, with
+/// how bypasses are counted.
+pub(super) struct Search<'a, N: Node>
+where
+    N::Service: SimService,
+{
+    service: ServiceKind,
+    opts: &'a CheckOpts,
+    invariants: &'a [Invariant<N>],
+    /// Bypasses are counted (mutual exclusion).
+    counted: bool,
+    /// Counts stop at the bound + 1, so that the space stays finite.
+    cap: u8,
+}
+
+impl<'a, N: Node> Search<'a, N>
+where
+    N::Service: SimService,
+{
+    /// A search of `service` under `opts`, judging `invariants` too.
+    pub(super) fn new(service: ServiceKind, opts: &'a CheckOpts, invariants: &'a [Invariant<N>]) -> Self {
+        let cap = opts.bypass_bound.map_or(u8::MAX, |b| b.saturating_add(1).min(u32::from(u8::MAX)) as u8);
+        Search { service, opts, invariants, counted: service == ServiceKind::Mutex, cap }
+    }
+
+    /// A state's fingerprint: its world's, with its bypass counts when a bound is checked.
+    fn print(&self, world: &World<N>, counts: &Counts) -> u64 {
+        if self.opts.bypass_bound.is_some() {
+            fingerprint(&(world, counts))
+        } else {
+            fingerprint(world)
+        }
+    }
+
+    /// The counts after the step from `before` to `after`, and the most of them.
+    fn count(&self, before: &World<N>, after: &World<N>, counts: &Counts) -> (Counts, u8) {
+        let mut next = *counts;
+        let most = if self.counted { bypass_step(before, after, &mut next, self.cap) } else { 0 };
+        (next, most)
+    }
+}
+
+/// The observer of a search: nothing is formatted, nothing kept.
+fn quiet<M, T>(_: Duration, _: &WorldEvent<'_, M, T>) {}
+
+/// What a search found, for [`super::check`] to report.
+#[derive(Debug, Default)]
+pub(super) struct Outcome {
+    /// Distinct states found.
+    pub states: u64,
+    /// Choices applied.
+    pub transitions: u64,
+    /// The deepest state's depth (breadth-first: its distance from the start).
+    pub max_depth: u32,
+    /// Terminal states found (done, or nothing enabled but crashes).
+    pub terminals: u64,
+    /// Why the search stopped before the end, if it did.
+    pub cut_short: Option<String>,
+    /// The violation found, with the choices from the start to it.
+    pub violation: Option<(Property, String, Vec<Choice>)>,
+    /// The most bypasses seen (mutual exclusion; see [`bypass_step`]).
+    pub most_bypasses: u8,
+}
+
+/// A fingerprint of a state: aHash with fixed keys, so the same state gets the same
+/// fingerprint on every thread (hashing was half the search's work with SipHash, whose
+/// cost is per write, and a world is hashed in hundreds of small writes).
+pub(super) fn fingerprint<T: Hash>(value: &T) -> u64 {
+    const KEYS: [u64; 4] =
+        [0x243f_6a88_85a3_08d3, 0x1319_8a2e_0370_7344, 0xa409_3822_299f_31d0, 0x082e_fa98_ec4e_6c89];
+    ahash::RandomState::with_seeds(KEYS[0], KEYS[1], KEYS[2], KEYS[3]).hash_one(value)
+}
+
+/// Fingerprints are hashes already: a map keyed by them uses them as they are.
+#[derive(Default)]
+struct Unhashed(u64);
+
+impl Hasher for Unhashed {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+type FpMap<V> = HashMap<u64, V, BuildHasherDefault<Unhashed>>;
+
+/// A state found and not yet expanded: its world, bypass counts, fingerprint and
+/// enabled choices (all worked out once, when it was found and judged).
+struct Item<N: Node>
+where
+    N::Service: SimService,
+{
+    world: World<N>,
+    counts: Counts,
+    fp: u64,
+    enabled: Vec<Choice>,
+}
+
+/// What a state newly found turns out to be.
+// Moved once, straight into the frontier: boxing the world would cost an allocation each.
+#[allow(clippy::large_enum_variant)]
+enum Look<N: Node>
+where
+    N::Service: SimService,
+{
+    /// It breaks a property.
+    Violation(Property, String),
+    /// It is done: terminal, nothing to expand.
+    Done,
+    /// It is to be expanded; `terminal` when nothing but crashes is enabled.
+    Next(Item<N>, bool),
+}
+
+/// Judge `world` with its `counts`, just reached by a step that came out as `applied`.
+fn look<N: Node>(
+    how: &Search<'_, N>,
+    world: World<N>,
+    counts: Counts,
+    fp: u64,
+    applied: Result<Result<(), Failure>, String>,
+) -> Look<N>
+where
+    N::Service: SimService,
+{
+    match applied {
+        Ok(Ok(())) => {}
+        Ok(Err(f)) => return Look::Violation(Property::of(&f), f.to_string()),
+        // A node's panic (a lab skeleton's unwritten handler, an assertion) is its
+        // failure, with the way to it, not a backtrace.
+        Err(panic) => return Look::Violation(Property::NodeFailure, format!("a node panicked: {panic}")),
+    }
+    let enabled = world.enabled();
+    if let Some((p, why)) = judge(how.service, &world, &enabled, how.opts, how.invariants, &counts) {
+        return Look::Violation(p, why);
+    }
+    if world.done() {
+        return Look::Done;
+    }
+    let terminal = enabled.iter().all(|c| matches!(c, Choice::Crash { .. }));
+    Look::Next(Item { world, counts, fp, enabled }, terminal)
+}
+
+/// The initial world, started, as a state newly found.
+fn start<N: Node>(how: &Search<'_, N>) -> (u64, Look<N>)
+where
+    N::Service: SimService,
+{
+    let mut world = initial::<N>(how.opts);
+    let applied = crate::panics::quietly(|| world.start(&mut quiet));
+    let counts: Counts = [0; COUNTED];
+    let fp = how.print(&world, &counts);
+    (fp, look(how, world, counts, fp, applied))
+}
+
+/// The visited set of breadth-first search: fingerprint → (parent's fingerprint, the
+/// choice from the parent), in shards that threads lock one at a time.
+struct Visited {
+    shards: Vec<Mutex<FpMap<(u64, Choice)>>>,
+}
+
+impl Visited {
+    fn new(threads: usize) -> Visited {
+        let count = if threads > 1 { 64 } else { 1 };
+        Visited { shards: (0..count).map(|_| Mutex::default()).collect() }
+    }
+
+    fn shard(&self, fp: u64) -> std::sync::MutexGuard<'_, FpMap<(u64, Choice)>> {
+        // Middle bits: the map itself reads the low bits and the top seven.
+        let k = (fp >> 32) as usize % self.shards.len();
+        self.shards[k].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Record `fp`; false if it was there already.
+    fn insert(&self, fp: u64, parent: u64, choice: Choice) -> bool {
+        match self.shard(fp).entry(fp) {
+            Entry::Occupied(_) => false,
+            Entry::Vacant(slot) => {
+                slot.insert((parent, choice));
+                true
+            }
+        }
+    }
+
+    /// The choices from the start to the state with fingerprint `fp`, by its parents.
+    fn path(&self, mut fp: u64) -> Vec<Choice> {
+        let mut choices = Vec::new();
+        loop {
+            let Some((parent, choice)) = self.shard(fp).get(&fp).copied() else { break };
+            if parent == fp {
+                break; // the start is its own parent
+            }
+            choices.push(choice);
+            fp = parent;
+        }
+        choices.reverse();
+        choices
+    }
+}
+
+/// What the threads of a breadth-first search share besides the visited set.
+struct Shared {
+    states: AtomicU64,
+    transitions: AtomicU64,
+    terminals: AtomicU64,
+    /// States found and not yet expanded, in this level and the next.
+    pending: AtomicU64,
+    most_bypasses: AtomicU8,
+    stop: AtomicBool,
+    /// Why the search stopped early: a violation (with its state's fingerprint) or a limit.
+    found: Mutex<Option<(Property, String, u64)>>,
+    cut_short: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn violation(&self, p: Property, why: String, fp: u64) {
+        let mut found = self.found.lock().unwrap_or_else(|e| e.into_inner());
+        found.get_or_insert((p, why, fp));
+        self.stop.store(true, Relaxed);
+    }
+
+    fn cut(&self, why: String) {
+        let mut cut = self.cut_short.lock().unwrap_or_else(|e| e.into_inner());
+        cut.get_or_insert(why);
+        self.stop.store(true, Relaxed);
+    }
+}
+
+/// Worlds one thread takes from the level at a time.
+const BATCH: usize = 64;
+
+/// Breadth-first search on `threads` threads (see the module doc). `progress` is called
+/// on the calling thread about once a second.
+pub(super) fn bfs<N: Node>(
+    how: &Search<'_, N>,
+    threads: usize,
+    started: Instant,
+    progress: &mut dyn FnMut(&Progress),
+) -> Outcome
+where
+    N::Service: SimService,
+{
+    let opts = how.opts;
+    let threads = threads.max(1);
+    let visited = Visited::new(threads);
+    let shared = Shared {
+        states: AtomicU64::new(1),
+        transitions: AtomicU64::new(0),
+        terminals: AtomicU64::new(0),
+        pending: AtomicU64::new(0),
+        most_bypasses: AtomicU8::new(0),
+        stop: AtomicBool::new(false),
+        found: Mutex::new(None),
+        cut_short: Mutex::new(None),
+    };
+    let mut out = Outcome { states: 1, ..Outcome::default() };
+    let (fp, first) = start::<N>(how);
+    visited.insert(fp, fp, Choice::Timer); // the start is its own parent; the choice is never read
+    let mut level = Vec::new();
+    match first {
+        Look::Violation(p, why) => {
+            out.violation = Some((p, why, Vec::new()));
+            return out;
+        }
+        Look::Done => out.terminals = 1,
+        Look::Next(item, terminal) => {
+            out.terminals = u64::from(terminal);
+            level.push(item);
+        }
+    }
+    shared.terminals.store(out.terminals, Relaxed);
+    shared.pending.store(level.len() as u64, Relaxed);
+    let mut depth = 0u32;
+    let mut last_progress = started;
+    while !level.is_empty() && !shared.stop.load(Relaxed) {
+        if opts.max_depth == Some(depth) {
+            shared.cut(format!("--max-depth {depth} reached; {} states there not expanded", level.len()));
+            break;
+        }
+        let before = shared.states.load(Relaxed);
+        let todo = Mutex::new(level);
+        let mut nexts: Vec<Vec<Item<N>>> = Vec::with_capacity(threads);
+        let (todo, visited, shared_ref) = (&todo, &visited, &shared);
+        std::thread::scope(|s| {
+            let helpers: Vec<_> = (1..threads)
+                .map(|_| s.spawn(move || expand(how, todo, depth, visited, shared_ref, None)))
+                .collect();
+            let mut watch = Watch { started, last: &mut last_progress, progress: &mut *progress };
+            nexts.push(expand(how, todo, depth, visited, shared_ref, Some(&mut watch)));
+            for h in helpers {
+                match h.join() {
+                    Ok(next) => nexts.push(next),
+                    // A panic outside a node's handlers is a bug of ours: pass it on.
+                    Err(e) => std::panic::resume_unwind(e),
+                }
+            }
+        });
+        level = Vec::with_capacity(nexts.iter().map(Vec::len).sum());
+        for next in nexts {
+            level.extend(next);
+        }
+        if shared.states.load(Relaxed) > before {
+            out.max_depth = depth + 1;
+        }
+        depth += 1;
+    }
+    out.states = shared.states.load(Relaxed);
+    out.transitions = shared.transitions.load(Relaxed);
+    out.terminals = shared.terminals.load(Relaxed);
+    out.most_bypasses = shared.most_bypasses.load(Relaxed);
+    out.cut_short = shared.cut_short.into_inner().unwrap_or_else(|e| e.into_inner());
+    if let Some((p, why, fp)) = shared.found.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        out.violation = Some((p, why, visited.path(fp)));
+        out.cut_short = None; // stopped at the violation, whatever else was due
+    }
+    out
+}
+
+/// The calling thread's duty besides its share of the work: the time limit and progress.
+struct Watch<'a> {
+    started: Instant,
+    last: &'a mut Instant,
+    progress: &'a mut dyn FnMut(&Progress),
+}
+
+/// One thread's share of a level at `depth`: take batches from `todo` until it is empty,
+/// expand each world, and return the new states found (the next level's, in part).
+fn expand<N: Node>(
+    how: &Search<'_, N>,
+    todo: &Mutex<Vec<Item<N>>>,
+    depth: u32,
+    visited: &Visited,
+    shared: &Shared,
+    mut watch: Option<&mut Watch<'_>>,
+) -> Vec<Item<N>>
+where
+    N::Service: SimService,
+{
+    let opts = how.opts;
+    let mut next = Vec::new();
+    let (mut transitions, mut terminals, mut most) = (0u64, 0u64, 0u8);
+    'work: loop {
+        let batch = {
+            let mut todo = todo.lock().unwrap_or_else(|e| e.into_inner());
+            let at = todo.len().saturating_sub(BATCH);
+            todo.split_off(at)
+        };
+        if batch.is_empty() {
+            break;
+        }
+        for item in batch {
+            if shared.stop.load(Relaxed) {
+                break 'work;
+            }
+            let mut found = 0u64;
+            for &choice in &item.enabled {
+                let mut world = item.world.clone();
+                transitions += 1;
+                let applied = crate::panics::quietly(|| world.apply(choice, &mut quiet));
+                let (counts, seen) = how.count(&item.world, &world, &item.counts);
+                most = most.max(seen);
+                let fp = how.print(&world, &counts);
+                if !visited.insert(fp, item.fp, choice) {
+                    continue;
+                }
+                let states = shared.states.fetch_add(1, Relaxed) + 1;
+                match look(how, world, counts, fp, applied) {
+                    Look::Violation(p, why) => {
+                        shared.violation(p, why, fp);
+                        break 'work;
+                    }
+                    Look::Done => terminals += 1,
+                    Look::Next(item, terminal) => {
+                        terminals += u64::from(terminal);
+                        next.push(item);
+                        found += 1;
+                    }
+                }
+                if states >= opts.max_states {
+                    shared.cut(format!("--max-states {} reached", opts.max_states));
+                    break 'work;
+                }
+            }
+            // One taken, `found` added.
+            shared.pending.fetch_add(found, Relaxed);
+            shared.pending.fetch_sub(1, Relaxed);
+        }
+        if let Some(w) = watch.as_deref_mut() {
+            let now = Instant::now();
+            let seconds = now.duration_since(w.started).as_secs_f64();
+            if seconds >= opts.max_seconds {
+                shared.cut(format!("--max-seconds {} reached", opts.max_seconds));
+                break;
+            }
+            if now.duration_since(*w.last) >= Duration::from_secs(1) {
+                *w.last = now;
+                (w.progress)(&Progress {
+                    states: shared.states.load(Relaxed),
+                    depth,
+                    queue: shared.pending.load(Relaxed) as usize,
+                    seconds,
+                });
+            }
+        }
+    }
+    shared.transitions.fetch_add(transitions, Relaxed);
+    shared.terminals.fetch_add(terminals, Relaxed);
+    shared.most_bypasses.fetch_max(most, Relaxed);
+    next
+}
+
+/// A world on the depth-first path, with the next of its choices to take.
+struct Frame<N: Node>
+where
+    N::Service: SimService,
+{
+    item: Item<N>,
+    next: usize,
+}
+
+/// Depth-first search on the calling thread (see the module doc), no deeper than
+/// `opts.max_depth`.
+pub(super) fn dfs<N: Node>(
+    how: &Search<'_, N>,
+    started: Instant,
+    progress: &mut dyn FnMut(&Progress),
+) -> Outcome
+where
+    N::Service: SimService,
+{
+    let opts = how.opts;
+    let mut out = Outcome { states: 1, ..Outcome::default() };
+    // Each fingerprint with the least depth it was reached at.
+    let mut visited: FpMap<u32> = FpMap::default();
+    let mut stack: Vec<Frame<N>> = Vec::new();
+    let (fp, first) = start::<N>(how);
+    visited.insert(fp, 0);
+    match first {
+        Look::Violation(p, why) => {
+            out.violation = Some((p, why, Vec::new()));
+            return out;
+        }
+        Look::Done => out.terminals = 1,
+        Look::Next(item, terminal) => {
+            out.terminals = u64::from(terminal);
+            stack.push(Frame { item, next: 0 });
+        }
+    }
+    let mut not_expanded = 0u64;
+    if opts.max_depth == Some(0) {
+        not_expanded = stack.len() as u64;
+        stack.clear();
+    }
+    let mut last_progress = started;
+    while !stack.is_empty() {
+        let depth = stack.len() as u32;
+        let top = stack.last_mut().expect("not empty");
+        let Some(&choice) = top.item.enabled.get(top.next) else {
+            stack.pop();
+            continue;
+        };
+        top.next += 1;
+        let mut world = top.item.world.clone();
+        out.transitions += 1;
+        let applied = crate::panics::quietly(|| world.apply(choice, &mut quiet));
+        let (counts, seen) = how.count(&top.item.world, &world, &top.item.counts);
+        out.most_bypasses = out.most_bypasses.max(seen);
+        let fp = how.print(&world, &counts);
+        let again = match visited.entry(fp) {
+            Entry::Vacant(slot) => {
+                slot.insert(depth);
+                out.states += 1;
+                false
+            }
+            Entry::Occupied(mut seen) if opts.max_depth.is_some() && depth < *seen.get() => {
+                seen.insert(depth);
+                true
+            }
+            Entry::Occupied(_) => continue,
+        };
+        out.max_depth = out.max_depth.max(depth);
+        match look(how, world, counts, fp, applied) {
+            Look::Violation(p, why) => {
+                let choices = stack.iter().map(|f| f.item.enabled[f.next - 1]).collect();
+                out.violation = Some((p, why, choices));
+                return out;
+            }
+            Look::Done => out.terminals += u64::from(!again),
+            Look::Next(item, terminal) => {
+                out.terminals += u64::from(!again && terminal);
+                if opts.max_depth == Some(depth) {
+                    not_expanded += u64::from(!again);
+                } else {
+                    stack.push(Frame { item, next: 0 });
+                }
+            }
+        }
+        if out.states >= opts.max_states {
+            out.cut_short = Some(format!("--max-states {} reached", opts.max_states));
+            return out;
+        }
+        if out.transitions.is_multiple_of(1024) {
+            let now = Instant::now();
+            let seconds = now.duration_since(started).as_secs_f64();
+            if seconds >= opts.max_seconds {
+                out.cut_short = Some(format!("--max-seconds {} reached", opts.max_seconds));
+                return out;
+            }
+            if now.duration_since(last_progress) >= Duration::from_secs(1) {
+                last_progress = now;
+                progress(&Progress { states: out.states, depth, queue: stack.len(), seconds });
+            }
+        }
+    }
+    if let (Some(bound), true) = (opts.max_depth, not_expanded > 0) {
+        out.cut_short =
+            Some(format!("--max-depth {bound} reached; {not_expanded} states there not expanded"));
+    }
+    out
+}
