@@ -312,9 +312,10 @@ mod tests {
     fn the_search_catches_the_003_version_every_time_in_16_steps() {
         let (s, text) = grade::<Notes003>("notes-003", " --notes-003", &["5.1"]);
         assert_eq!((s.passed, s.total), (0, 1), "{text}");
-        let want =
-            "      mutual exclusion violated: w1 entered while w2 was inside (after 16 steps, the fewest;";
-        assert!(text.contains(want), "{text}");
+        // Which two nodes overlap depends on the order the search takes its choices in;
+        // the length of the shortest way does not.
+        assert!(text.contains("      mutual exclusion violated: w"), "{text}");
+        assert!(text.contains(" was inside (after 16 steps, the fewest;"), "{text}");
         assert!(
             text.contains(
                 "      … 13 more: cargo run -- check --algo notes-003 -n 3 -k 1 shows every step\n"
@@ -325,10 +326,8 @@ mod tests {
         // Without FIFO channels too; with crashes it never handles a death.
         let (s, text) = grade::<Notes003>("notes-003", " --notes-003", &["5.3", "5.4"]);
         assert_eq!(s.passed, 0, "{text}");
-        assert!(
-            text.contains("mutual exclusion violated: w1 entered while w2 was inside (after 16 steps"),
-            "{text}"
-        );
+        let (_, non_fifo) = text.split_once("TEST 5.3").expect("5.3 ran");
+        assert!(non_fifo.contains(" was inside (after 16 steps, the fewest;"), "{text}");
         assert!(text.contains("no deadlock: deadlock: nothing in flight"), "{text}");
     }
 
