@@ -7,8 +7,8 @@ bin=${MUTEXLAB:-target/release/mutexlab}
 secs=${MAX_SECONDS:-60}
 more="centralized maekawa ricart-agrawala ricart-agrawala-rc token-ring suzuki-kasami ra-token raymond neilsen-mizuno chang-roberts chang-roberts-down ring-list bully"
 algos=$("$bin" algorithms | awk '/^  / && $1 != "flock" { print $1 }')
-echo "| algorithm | n | k | states | transitions | time (s) | search |"
-echo "| --- | --- | --- | ---: | ---: | ---: | --- |"
+echo "| algorithm | n | k | states | transitions | time (s) | memory (MB) | search |"
+echo "| --- | --- | --- | ---: | ---: | ---: | ---: | --- |"
 row() {
     "$bin" check --algo "$1" -n "$2" -k "$3" --max-seconds "$secs" --max-states 100000000 --json |
         python3 -c '
@@ -21,7 +21,8 @@ elif r["complete"]:
     how = "complete"
 else:
     how = "cut short"
-print("| %s | %s | %s | %s | %s | %.2f | %s |" % (a, n, k, format(r["states"], ","), format(r["transitions"], ","), r["seconds"], how))
+mb = (r.get("peak_memory_bytes") or 0) / 1e6
+print("| %s | %s | %s | %s | %s | %.2f | %.0f | %s |" % (a, n, k, format(r["states"], ","), format(r["transitions"], ","), r["seconds"], mb, how))
 ' "$1" "$2" "$3" || true
 }
 for a in $algos; do
