@@ -165,6 +165,49 @@ impl CheckOpts {
             threads: CheckOpts::default_threads(),
         }
     }
+
+    /// The world's knobs and the search's strategy as `mutexlab check`'s flags, those
+    /// that differ from [`CheckOpts::new`]'s, for a command line that repeats this check
+    /// (the limits, `--max-states` and `--max-seconds`, are the caller's to add).
+    /// [`CheckOpts::highest_wins`] has no flag: the registry entry promises it.
+    pub fn flags(&self) -> Vec<String> {
+        let mut f: Vec<String> = Vec::new();
+        let mut with = |flag: &str, value: Option<String>| {
+            f.push(flag.into());
+            f.extend(value);
+        };
+        if self.non_fifo {
+            with("--non-fifo", None);
+        }
+        if self.crashes > 0 {
+            with("--crashes", Some(self.crashes.to_string()));
+        }
+        if self.stale_timers {
+            with("--stale-timers", None);
+        }
+        if self.timers == TimerOrder::Earliest {
+            with("--timers", Some("earliest".into()));
+        }
+        if self.lose > 0 {
+            with("--lose", Some(self.lose.to_string()));
+        }
+        if self.forget {
+            with("--forget", None);
+        }
+        if let Some(b) = self.bypass_bound {
+            with("--bypass-bound", Some(b.to_string()));
+        }
+        if self.dfs {
+            with("--dfs", None);
+        }
+        if let Some(d) = self.max_depth {
+            with("--max-depth", Some(d.to_string()));
+        }
+        if self.threads > 1 {
+            with("--threads", Some(self.threads.to_string()));
+        }
+        f
+    }
 }
 
 /// An invariant of one's own, checked at every state: a name and a judge over read
@@ -328,6 +371,26 @@ pub struct Counterexample {
     pub shortest: bool,
 }
 
+impl Counterexample {
+    /// The property and what went wrong, in one line (the property once: "mutual
+    /// exclusion violated: …" names it already).
+    pub fn headline(&self) -> String {
+        if self.failure.starts_with(self.property) {
+            self.failure.clone()
+        } else {
+            format!("{}: {}", self.property, self.failure)
+        }
+    }
+
+    /// Step `i` (from 0) in one line: its notes, or `(nothing seen)`.
+    pub fn step(&self, i: usize) -> String {
+        match self.steps.get(i) {
+            Some(lines) if !lines.is_empty() => lines.join("; "),
+            _ => "(nothing seen)".to_string(),
+        }
+    }
+}
+
 /// What a check found.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct CheckReport {
@@ -426,17 +489,10 @@ impl CheckReport {
             s.push_str(&format!("not checked: {what}\n"));
         }
         if let Some(v) = &self.violation {
-            // "mutual exclusion violated: …" names its property already.
-            let what = if v.failure.starts_with(v.property) {
-                v.failure.clone()
-            } else {
-                format!("{}: {}", v.property, v.failure)
-            };
             let which = if v.shortest { "the shortest" } else { "depth-first, not necessarily the shortest" };
-            s.push_str(&format!("counterexample ({} steps, {which}): {what}\n", v.choices.len()));
-            for (i, lines) in v.steps.iter().enumerate() {
-                let text = if lines.is_empty() { "(nothing seen)".to_string() } else { lines.join("; ") };
-                s.push_str(&format!("  {:>3}. {text}\n", i + 1));
+            s.push_str(&format!("counterexample ({} steps, {which}): {}\n", v.choices.len(), v.headline()));
+            for i in 0..v.steps.len() {
+                s.push_str(&format!("  {:>3}. {}\n", i + 1, v.step(i)));
             }
         }
         s

@@ -445,17 +445,8 @@ impl Search {
     fn command(&self, algo: &str) -> String {
         let o = &self.opts;
         let mut c = format!("cargo run -- check --algo {algo} -n {} -k {}", o.n, o.entries);
-        if o.non_fifo {
-            c.push_str(" --non-fifo");
-        }
-        if o.crashes > 0 {
-            c.push_str(&format!(" --crashes {}", o.crashes));
-        }
-        if o.stale_timers {
-            c.push_str(" --stale-timers");
-        }
-        if o.timers == crate::check::TimerOrder::Earliest {
-            c.push_str(" --timers earliest");
+        for flag in o.flags() {
+            c = c + " " + &flag;
         }
         if let Some(states) = self.first {
             c.push_str(&format!(" --max-states {states}"));
@@ -796,18 +787,12 @@ fn search_failure(r: &CheckReport, command: &str, replay: &str) -> String {
             return panic.to_string();
         }
     }
-    // "mutual exclusion violated: …" names its property already.
-    let what = if v.failure.starts_with(v.property) {
-        v.failure.clone()
-    } else {
-        format!("{}: {}", v.property, v.failure)
-    };
     let steps = v.steps.len();
     let plural = if steps == 1 { "" } else { "s" };
-    let mut text = format!("{what} (after {steps} step{plural}, the fewest; {} states searched)", r.states);
-    for (i, lines) in v.steps.iter().take(SEARCH_STEPS).enumerate() {
-        let line = if lines.is_empty() { "(nothing seen)".to_string() } else { lines.join("; ") };
-        text.push_str(&format!("\n  {}. {line}", i + 1));
+    let mut text =
+        format!("{} (after {steps} step{plural}, the fewest; {} states searched)", v.headline(), r.states);
+    for i in 0..steps.min(SEARCH_STEPS) {
+        text.push_str(&format!("\n  {}. {}", i + 1, v.step(i)));
     }
     if steps > SEARCH_STEPS {
         text.push_str(&format!("\n  … {} more: {command} shows every step", steps - SEARCH_STEPS));
