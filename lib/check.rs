@@ -353,7 +353,7 @@ pub struct PropertyResult {
     pub detail: Option<String>,
 }
 
-/// A violation and the shortest way to it.
+/// A violation and a way to it: the shortest breadth-first, not necessarily depth-first.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Counterexample {
     /// The property violated.
@@ -418,7 +418,7 @@ pub struct CheckReport {
     pub cut_short: Option<String>,
     /// Each property checked.
     pub properties: Vec<PropertyResult>,
-    /// The first violation found, with its shortest counterexample.
+    /// The first violation found, with its counterexample (the shortest, breadth-first).
     pub violation: Option<Counterexample>,
     /// Mutual exclusion: the most times others entered while one node's application
     /// waited, in the states explored. Exact up to the bound + 1 when a bound is

@@ -86,8 +86,8 @@ enum Cmd {
     /// Measure the notes' comparison table: messages per entry, delays in message times,
     /// and which faults stall or break each mutual-exclusion algorithm.
     Compare(CompareArgs),
-    /// Check an algorithm over every interleaving for a few nodes (breadth-first, the
-    /// shortest counterexample): exit 0 every property held, 1 one is violated.
+    /// Check an algorithm over every interleaving for a few nodes (breadth-first by
+    /// default: the shortest counterexample): exit 0 every property held, 1 one is violated.
     Check(CheckArgs),
     /// Replay a counterexample of `check --out DIR` as real processes, each message and
     /// call released in the counterexample's order, and audit the file: exit 0 clean,

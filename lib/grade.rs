@@ -351,8 +351,8 @@ impl Real {
 /// A search of every interleaving ([`crate::check::check`]) at a small size: `n` nodes,
 /// `entries` each (elections: per initiator), with the world's knobs. It covers every
 /// reachable state, or with [`Search::first`] the first so many in breadth-first order
-/// (for a space too big to finish, or unbounded, as a periodic timer's is under the
-/// world's earliest-timer rule); a search is deterministic, so the same bound covers the
+/// (for a space too big to finish, or unbounded, as it is where every timeout raises a
+/// counter the protocol reads); a search is deterministic, so the same bound covers the
 /// same states every time. It passes when every property held on what it covered.
 /// `grade --n`/`--seed` narrow the sweeps only: a search's size is part of the test.
 #[derive(Clone, Debug)]

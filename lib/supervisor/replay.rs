@@ -7,10 +7,11 @@
 //! the worker's answer before the next: `Deliver{from,to,index}` waits for `to` to have
 //! reported the `index`-th message in flight from `from` (its places on the channel
 //! are a prefix of what `from` sent, so once enough have arrived the `index`-th is the
-//! one the checker meant), then releases it; `Call` has the application make its call;
-//! `Timer` has the node whose timer the checker fired (named by the choice, or by the
-//! step's note) fire its earliest; `Crash` is a SIGKILL, recorded in the fault log as
-//! any kill; `Down` waits for the runtime's own news of the death and hands it over;
+//! one the checker meant), then releases it; `Lose` waits for it alike, then has the
+//! receiver throw it away; `Call` has the application make its call; `Fire{node,index}`
+//! (`--timers any`) has that node fire its `index`-th armed timer, `Timer` (`--timers
+//! earliest`) the node the step's note names its earliest; `Crash` is a SIGKILL,
+//! recorded in the fault log as any kill; `Down` waits for the runtime's own news of the death and hands it over;
 //! `Restart` starts the next incarnation and hands each live peer the news of its
 //! death (if not told yet) and of its new life, and it the news of the peers that are
 //! dead, as the world does. After the last step the end is recorded as a teardown, so
