@@ -986,16 +986,22 @@ fn check_opts(a: &CheckArgs) -> Result<check::CheckOpts, Error> {
     })
 }
 
-fn cmd_check(a: CheckArgs) -> Outcome {
-    let info = registry::lookup(&a.algo).map_err(Error::usage)?;
+/// Refuse an algorithm whose exclusion is the runtime's flock(2), which the world does
+/// not model: a violation found would blame it for nothing, and no counterexample of
+/// it can be replayed.
+fn modelled(info: &registry::AlgoInfo) -> Result<(), Error> {
     if info.kernel_lock {
-        // Its exclusion is the runtime's flock(2), which the world does not model: a
-        // violation found would blame it for nothing.
         return Err(Error::usage(format!(
             "{} relies on the runtime's kernel lock, which check does not model",
             info.name
         )));
     }
+    Ok(())
+}
+
+fn cmd_check(a: CheckArgs) -> Outcome {
+    let info = registry::lookup(&a.algo).map_err(Error::usage)?;
+    modelled(info)?;
     let opts = check_opts(&a)?;
     if let Some(dir) = &a.out {
         crate::sim::record::new_or_empty(dir).map_err(Error::usage)?;
@@ -1038,6 +1044,7 @@ fn cmd_check(a: CheckArgs) -> Outcome {
 fn cmd_replay(a: ReplayArgs) -> Outcome {
     let ce = crate::counterexample::CounterexampleFile::read(&a.path).map_err(Error::usage)?;
     let info = registry::lookup(&ce.algorithm).map_err(Error::usage)?;
+    modelled(info)?;
     if a.step_wait_ms == 0 || a.step_wait_ms > 600_000 {
         return Err(Error::usage(format!(
             "--step-wait-ms must be between 1 and 600000, not {}",

@@ -152,6 +152,16 @@ fn a_bad_counterexample_file_is_one_line_and_exit_2() {
     let out = run(&["replay", bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("no-such-algorithm"), "{}", stderr(&out));
+    // No check can have found it: its exclusion is the kernel's lock, not modelled.
+    let flock = handmade(
+        tmp.path(),
+        "flock",
+        serde_json::json!([{"type": "call", "node": 0, "index": 0}]),
+        serde_json::json!([]),
+    );
+    let out = run(&["replay", flock.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("kernel lock, which check does not model"), "{}", stderr(&out));
 }
 
 /// A counterexample file for `algo` at n = 2, one entry each, with these choices and
