@@ -979,16 +979,22 @@ mod tests {
         assert_eq!(v.choices.len(), 3, "each node calls its election: {}", r.text("toy"));
     }
 
-    #[test]
-    fn an_invariant_of_ones_own_is_judged_at_every_state_and_named() {
-        let quiet_links = Invariant::<RicartAgrawala>::new("at most 3 messages in flight", |w| {
+    /// An invariant of one's own that Ricart-Agrawala at n = 3 breaks: two nodes asking
+    /// their two peers each make four messages in flight.
+    fn at_most_3_in_flight() -> Invariant<RicartAgrawala> {
+        Invariant::new("at most 3 messages in flight", |w| {
             let k = w.in_flight().count();
             if k <= 3 {
                 Ok(())
             } else {
                 Err(format!("{k} messages in flight"))
             }
-        });
+        })
+    }
+
+    #[test]
+    fn an_invariant_of_ones_own_is_judged_at_every_state_and_named() {
+        let quiet_links = at_most_3_in_flight();
         let r = check_with::<RicartAgrawala>(
             ServiceKind::Mutex,
             &CheckOpts::new(3, 1),
@@ -1221,14 +1227,7 @@ mod tests {
 
     #[test]
     fn every_strategy_judges_invariants_and_records_the_counterexample_run() {
-        let few = Invariant::<RicartAgrawala>::new("at most 3 messages in flight", |w| {
-            let k = w.in_flight().count();
-            if k <= 3 {
-                Ok(())
-            } else {
-                Err(format!("{k} messages in flight"))
-            }
-        });
+        let few = at_most_3_in_flight();
         for o in strategies(&CheckOpts::new(3, 1)) {
             let r =
                 check_with::<RicartAgrawala>(ServiceKind::Mutex, &o, std::slice::from_ref(&few), &mut quiet);
