@@ -207,18 +207,7 @@ impl Supervisor<'_> {
             Choice::Fire { node, index } => {
                 self.order(node as usize, ReplayOrder::Fire { nth: Some(index) }, deadline)
             }
-            Choice::Down { from, to } => {
-                let (from, to) = (from as usize, to as usize);
-                if !self.wait_for(|s| s.walk.downs.contains(&(from, to)), deadline)? {
-                    return Err(Stuck::Cannot(format!(
-                        "w{to} has not learnt that w{from} is down within {} ms",
-                        wait.as_millis()
-                    )));
-                }
-                self.walk.downs.remove(&(from, to));
-                self.walk.due.remove(&(from, to));
-                self.order(to, ReplayOrder::Down { peer: PeerId(from as u32) }, deadline)
-            }
+            Choice::Down { from, to } => self.tell_down(from as usize, to as usize, wait, deadline),
             Choice::Call { node, .. } => self.order(node as usize, ReplayOrder::Call, deadline),
             Choice::Crash { node } => {
                 let w = node as usize;
@@ -248,15 +237,8 @@ impl Supervisor<'_> {
                 let (live, dead): (Vec<usize>, Vec<usize>) =
                     (0..n).filter(|&j| j != w).partition(|&j| self.procs.slots[j].alive());
                 for j in live {
-                    if self.walk.due.remove(&(w, j)) {
-                        if !self.wait_for(|s| s.walk.downs.contains(&(w, j)), deadline)? {
-                            let ms = wait.as_millis();
-                            return Err(Stuck::Cannot(format!(
-                                "w{j} has not learnt that w{w} is down within {ms} ms"
-                            )));
-                        }
-                        self.walk.downs.remove(&(w, j));
-                        self.order(j, ReplayOrder::Down { peer: me }, deadline)?;
+                    if self.walk.due.contains(&(w, j)) {
+                        self.tell_down(w, j, wait, deadline)?;
                     }
                     if !self.wait_for(|s| s.walk.ups.contains(&(w, j)), deadline)? {
                         let ms = wait.as_millis();
@@ -268,14 +250,7 @@ impl Supervisor<'_> {
                     self.order(j, ReplayOrder::Up { peer: me }, deadline)?;
                 }
                 for j in dead {
-                    if !self.wait_for(|s| s.walk.downs.contains(&(j, w)), deadline)? {
-                        let ms = wait.as_millis();
-                        return Err(Stuck::Cannot(format!(
-                            "w{w} has not learnt that w{j} is down within {ms} ms"
-                        )));
-                    }
-                    self.walk.downs.remove(&(j, w));
-                    self.order(w, ReplayOrder::Down { peer: PeerId(j as u32) }, deadline)?;
+                    self.tell_down(j, w, wait, deadline)?;
                 }
                 Ok(())
             }
@@ -285,6 +260,18 @@ impl Supervisor<'_> {
                 _ => Err(Stuck::Cannot("the step does not say whose timer fires".into())),
             },
         }
+    }
+
+    /// Wait for `to` to hold the news that `from` is down, then have it told (the
+    /// world's news due is then given).
+    fn tell_down(&mut self, from: usize, to: usize, wait: Duration, deadline: Instant) -> Result<(), Stuck> {
+        if !self.wait_for(|s| s.walk.downs.contains(&(from, to)), deadline)? {
+            let ms = wait.as_millis();
+            return Err(Stuck::Cannot(format!("w{to} has not learnt that w{from} is down within {ms} ms")));
+        }
+        self.walk.downs.remove(&(from, to));
+        self.walk.due.remove(&(from, to));
+        self.order(to, ReplayOrder::Down { peer: PeerId(from as u32) }, deadline)
     }
 
     /// A fault plan's step doing `action` now, for the fault log.
