@@ -638,6 +638,15 @@ impl Grader {
         }
     }
 
+    /// [`Grader::run`] into a string: the summary and what it wrote (for a lab's own
+    /// tests of its grader).
+    pub fn run_text(&self, ctx: &Ctx, ids: &[&str]) -> (Summary, String) {
+        let ids: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
+        let mut out = Vec::new();
+        let s = self.run(ctx, &ids, &mut out);
+        (s, String::from_utf8_lossy(&out).into_owned())
+    }
+
     /// Run the tests whose ids `ids` select (all if empty), writing one line each and
     /// the footer to `out`.
     pub fn run(&self, ctx: &Ctx, ids: &[String], out: &mut dyn Write) -> Summary {
@@ -977,10 +986,7 @@ mod tests {
     }
 
     fn grade(g: &Grader, seed: Option<u64>) -> (Summary, String) {
-        let mut out = Vec::new();
-        let ctx = Ctx { seed, ..Ctx::new("x", PathBuf::from("/nonexistent")) };
-        let s = g.run(&ctx, &[], &mut out);
-        (s, String::from_utf8(out).unwrap())
+        g.run_text(&Ctx { seed, ..Ctx::new("x", PathBuf::from("/nonexistent")) }, &[])
     }
 
     #[test]
@@ -1237,9 +1243,7 @@ mod tests {
         g.replay_flag("--planted amnesia");
         g.search::<Centralized>("8.4", "through a crash", 2, Search::new(3, 1).crashes(1).first(10_000));
         // The grader's own context: its algorithm and the flag that chose the node.
-        let mut out = Vec::new();
-        let s = g.run(&g.ctx(None, None), &[], &mut out);
-        let text = String::from_utf8(out).unwrap();
+        let (s, text) = g.run_text(&g.ctx(None, None), &[]);
         assert_eq!(s.passed, 0, "{text}");
         assert!(text.contains("(search, n=3, k=1, 1 crash, first 10000 states)"), "{text}");
         assert!(
@@ -1273,9 +1277,7 @@ mod tests {
         g.script("8.6", "a trace", 1, || {});
         g.search::<Centralized>("8.7", "every interleaving", 3, Search::new(3, 1));
         g.worker_cmd("python3 node.py", Duration::from_secs(1));
-        let mut out = Vec::new();
-        let s = g.run(&g.ctx(None, None), &[], &mut out);
-        let text = String::from_utf8(out).unwrap();
+        let (s, text) = g.run_text(&g.ctx(None, None), &[]);
         assert_eq!(s, Summary { points: 1, max: 1, passed: 1, total: 1, skipped: 1 }, "{text}");
         assert!(
             text.contains("SKIP  (a program's state lives in its process, which a search cannot copy"),
