@@ -8,10 +8,7 @@ use crate::common::*;
 
 /// `check ARGS --out DIR`: a violation, and its file written.
 fn counterexample(dir: &Path, args: &[&str]) -> serde_json::Value {
-    let mut all = vec!["check"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--out", dir.to_str().unwrap()]);
-    let out = run(&all);
+    let out = check_out(args, dir);
     assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
     let text = std::fs::read_to_string(dir.join("counterexample.json")).unwrap();
     serde_json::from_str(&text).unwrap()
