@@ -165,6 +165,49 @@ impl CheckOpts {
             threads: CheckOpts::default_threads(),
         }
     }
+
+    /// The world's knobs and the search's strategy as `mutexlab check`'s flags, those
+    /// that differ from [`CheckOpts::new`]'s, for a command line that repeats this check
+    /// (the limits, `--max-states` and `--max-seconds`, are the caller's to add).
+    /// [`CheckOpts::highest_wins`] has no flag: the registry entry promises it.
+    pub fn flags(&self) -> Vec<String> {
+        let mut f: Vec<String> = Vec::new();
+        let mut with = |flag: &str, value: Option<String>| {
+            f.push(flag.into());
+            f.extend(value);
+        };
+        if self.non_fifo {
+            with("--non-fifo", None);
+        }
+        if self.crashes > 0 {
+            with("--crashes", Some(self.crashes.to_string()));
+        }
+        if self.stale_timers {
+            with("--stale-timers", None);
+        }
+        if self.timers == TimerOrder::Earliest {
+            with("--timers", Some("earliest".into()));
+        }
+        if self.lose > 0 {
+            with("--lose", Some(self.lose.to_string()));
+        }
+        if self.forget {
+            with("--forget", None);
+        }
+        if let Some(b) = self.bypass_bound {
+            with("--bypass-bound", Some(b.to_string()));
+        }
+        if self.dfs {
+            with("--dfs", None);
+        }
+        if let Some(d) = self.max_depth {
+            with("--max-depth", Some(d.to_string()));
+        }
+        if self.threads > 1 {
+            with("--threads", Some(self.threads.to_string()));
+        }
+        f
+    }
 }
 
 /// An invariant of one's own, checked at every state: a name and a judge over read
@@ -310,7 +353,7 @@ pub struct PropertyResult {
     pub detail: Option<String>,
 }
 
-/// A violation and the shortest way to it.
+/// A violation and a way to it: the shortest breadth-first, not necessarily depth-first.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Counterexample {
     /// The property violated.
@@ -326,6 +369,26 @@ pub struct Counterexample {
     pub run: RunFiles,
     /// Found breadth-first, so no counterexample is shorter (depth-first: it may be).
     pub shortest: bool,
+}
+
+impl Counterexample {
+    /// The property and what went wrong, in one line (the property once: "mutual
+    /// exclusion violated: …" names it already).
+    pub fn headline(&self) -> String {
+        if self.failure.starts_with(self.property) {
+            self.failure.clone()
+        } else {
+            format!("{}: {}", self.property, self.failure)
+        }
+    }
+
+    /// Step `i` (from 0) in one line: its notes, or `(nothing seen)`.
+    pub fn step(&self, i: usize) -> String {
+        match self.steps.get(i) {
+            Some(lines) if !lines.is_empty() => lines.join("; "),
+            _ => "(nothing seen)".to_string(),
+        }
+    }
 }
 
 /// What a check found.
@@ -355,7 +418,7 @@ pub struct CheckReport {
     pub cut_short: Option<String>,
     /// Each property checked.
     pub properties: Vec<PropertyResult>,
-    /// The first violation found, with its shortest counterexample.
+    /// The first violation found, with its counterexample (the shortest, breadth-first).
     pub violation: Option<Counterexample>,
     /// Mutual exclusion: the most times others entered while one node's application
     /// waited, in the states explored. Exact up to the bound + 1 when a bound is
@@ -426,17 +489,10 @@ impl CheckReport {
             s.push_str(&format!("not checked: {what}\n"));
         }
         if let Some(v) = &self.violation {
-            // "mutual exclusion violated: …" names its property already.
-            let what = if v.failure.starts_with(v.property) {
-                v.failure.clone()
-            } else {
-                format!("{}: {}", v.property, v.failure)
-            };
             let which = if v.shortest { "the shortest" } else { "depth-first, not necessarily the shortest" };
-            s.push_str(&format!("counterexample ({} steps, {which}): {what}\n", v.choices.len()));
-            for (i, lines) in v.steps.iter().enumerate() {
-                let text = if lines.is_empty() { "(nothing seen)".to_string() } else { lines.join("; ") };
-                s.push_str(&format!("  {:>3}. {text}\n", i + 1));
+            s.push_str(&format!("counterexample ({} steps, {which}): {}\n", v.choices.len(), v.headline()));
+            for i in 0..v.steps.len() {
+                s.push_str(&format!("  {:>3}. {}\n", i + 1, v.step(i)));
             }
         }
         s
@@ -923,16 +979,22 @@ mod tests {
         assert_eq!(v.choices.len(), 3, "each node calls its election: {}", r.text("toy"));
     }
 
-    #[test]
-    fn an_invariant_of_ones_own_is_judged_at_every_state_and_named() {
-        let quiet_links = Invariant::<RicartAgrawala>::new("at most 3 messages in flight", |w| {
+    /// An invariant of one's own that Ricart-Agrawala at n = 3 breaks: two nodes asking
+    /// their two peers each make four messages in flight.
+    fn at_most_3_in_flight() -> Invariant<RicartAgrawala> {
+        Invariant::new("at most 3 messages in flight", |w| {
             let k = w.in_flight().count();
             if k <= 3 {
                 Ok(())
             } else {
                 Err(format!("{k} messages in flight"))
             }
-        });
+        })
+    }
+
+    #[test]
+    fn an_invariant_of_ones_own_is_judged_at_every_state_and_named() {
+        let quiet_links = at_most_3_in_flight();
         let r = check_with::<RicartAgrawala>(
             ServiceKind::Mutex,
             &CheckOpts::new(3, 1),
@@ -1165,14 +1227,7 @@ mod tests {
 
     #[test]
     fn every_strategy_judges_invariants_and_records_the_counterexample_run() {
-        let few = Invariant::<RicartAgrawala>::new("at most 3 messages in flight", |w| {
-            let k = w.in_flight().count();
-            if k <= 3 {
-                Ok(())
-            } else {
-                Err(format!("{k} messages in flight"))
-            }
-        });
+        let few = at_most_3_in_flight();
         for o in strategies(&CheckOpts::new(3, 1)) {
             let r =
                 check_with::<RicartAgrawala>(ServiceKind::Mutex, &o, std::slice::from_ref(&few), &mut quiet);

@@ -86,8 +86,8 @@ enum Cmd {
     /// Measure the notes' comparison table: messages per entry, delays in message times,
     /// and which faults stall or break each mutual-exclusion algorithm.
     Compare(CompareArgs),
-    /// Check an algorithm over every interleaving for a few nodes (breadth-first, the
-    /// shortest counterexample): exit 0 every property held, 1 one is violated.
+    /// Check an algorithm over every interleaving for a few nodes (breadth-first by
+    /// default: the shortest counterexample): exit 0 every property held, 1 one is violated.
     Check(CheckArgs),
     /// Replay a counterexample of `check --out DIR` as real processes, each message and
     /// call released in the counterexample's order, and audit the file: exit 0 clean,
@@ -934,16 +934,9 @@ fn cmd_compare(a: CompareArgs) -> Outcome {
     }
 }
 
-fn cmd_check(a: CheckArgs) -> Outcome {
-    let info = registry::lookup(&a.algo).map_err(Error::usage)?;
-    if info.kernel_lock {
-        // Its exclusion is the runtime's flock(2), which the world does not model: a
-        // violation found would blame it for nothing.
-        return Err(Error::usage(format!(
-            "{} relies on the runtime's kernel lock, which check does not model",
-            info.name
-        )));
-    }
+/// The check `a` asks for, its numbers within bounds (before the registry entry's
+/// promises are added). [`check::CheckOpts::flags`] writes the knobs back as these flags.
+fn check_opts(a: &CheckArgs) -> Result<check::CheckOpts, Error> {
     let within = |name: &str, v: i64, lo: i64, hi: i64| {
         if (lo..=hi).contains(&v) {
             Ok(v)
@@ -971,10 +964,7 @@ fn cmd_check(a: CheckArgs) -> Outcome {
             a.max_seconds
         )));
     }
-    if let Some(dir) = &a.out {
-        crate::sim::record::new_or_empty(dir).map_err(Error::usage)?;
-    }
-    let opts = check::CheckOpts {
+    Ok(check::CheckOpts {
         n,
         entries,
         max_states,
@@ -993,7 +983,29 @@ fn cmd_check(a: CheckArgs) -> Outcome {
         },
         lose: within("--lose", a.lose, 0, 100)? as u32,
         forget: a.forget,
-    };
+    })
+}
+
+/// Refuse an algorithm whose exclusion is the runtime's flock(2), which the world does
+/// not model: a violation found would blame it for nothing, and no counterexample of
+/// it can be replayed.
+fn modelled(info: &registry::AlgoInfo) -> Result<(), Error> {
+    if info.kernel_lock {
+        return Err(Error::usage(format!(
+            "{} relies on the runtime's kernel lock, which check does not model",
+            info.name
+        )));
+    }
+    Ok(())
+}
+
+fn cmd_check(a: CheckArgs) -> Outcome {
+    let info = registry::lookup(&a.algo).map_err(Error::usage)?;
+    modelled(info)?;
+    let opts = check_opts(&a)?;
+    if let Some(dir) = &a.out {
+        crate::sim::record::new_or_empty(dir).map_err(Error::usage)?;
+    }
     // The entry's promises (its bypass bound, the highest live id) are checked too.
     let opts = info.check_opts(opts);
     // A progress line only for a person watching: a pipe or a test sees none.
@@ -1032,6 +1044,7 @@ fn cmd_check(a: CheckArgs) -> Outcome {
 fn cmd_replay(a: ReplayArgs) -> Outcome {
     let ce = crate::counterexample::CounterexampleFile::read(&a.path).map_err(Error::usage)?;
     let info = registry::lookup(&ce.algorithm).map_err(Error::usage)?;
+    modelled(info)?;
     if a.step_wait_ms == 0 || a.step_wait_ms > 600_000 {
         return Err(Error::usage(format!(
             "--step-wait-ms must be between 1 and 600000, not {}",
@@ -1130,5 +1143,47 @@ fn kept_report(run_dir: impl AsRef<std::path::Path>, known: html::Known) -> bool
             eprintln!("mutexlab: no report: {e}");
             false
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `check`'s options from its command line.
+    fn parsed(words: &[String]) -> check::CheckOpts {
+        let line = ["mutexlab", "check", "--algo", "none"]
+            .iter()
+            .map(|w| w.to_string())
+            .chain(words.iter().cloned());
+        match Cli::try_parse_from(line).unwrap_or_else(|e| panic!("{words:?}: {e}")).cmd {
+            Cmd::Check(a) => check_opts(&a).unwrap(),
+            _ => unreachable!("a check"),
+        }
+    }
+
+    #[test]
+    fn a_checks_flags_read_back_as_its_options() {
+        let plain = check::CheckOpts::new(3, 2);
+        let size = |o: &check::CheckOpts| {
+            vec!["-n".to_string(), o.n.to_string(), "-k".into(), o.entries.to_string()]
+        };
+        assert_eq!(plain.flags(), Vec::<String>::new());
+        assert_eq!(parsed(&size(&plain)), plain);
+        let every = check::CheckOpts {
+            non_fifo: true,
+            crashes: 2,
+            stale_timers: true,
+            timers: check::TimerOrder::Earliest,
+            lose: 1,
+            forget: true,
+            bypass_bound: Some(3),
+            max_depth: Some(7),
+            threads: 2,
+            ..plain.clone()
+        };
+        assert_eq!(parsed(&[size(&every), every.flags()].concat()), every);
+        let dfs = check::CheckOpts { dfs: true, max_depth: Some(0), ..plain };
+        assert_eq!(parsed(&[size(&dfs), dfs.flags()].concat()), dfs);
     }
 }

@@ -351,8 +351,8 @@ impl Real {
 /// A search of every interleaving ([`crate::check::check`]) at a small size: `n` nodes,
 /// `entries` each (elections: per initiator), with the world's knobs. It covers every
 /// reachable state, or with [`Search::first`] the first so many in breadth-first order
-/// (for a space too big to finish, or unbounded, as a periodic timer's is under the
-/// world's earliest-timer rule); a search is deterministic, so the same bound covers the
+/// (for a space too big to finish, or unbounded, as it is where every timeout raises a
+/// counter the protocol reads); a search is deterministic, so the same bound covers the
 /// same states every time. It passes when every property held on what it covered.
 /// `grade --n`/`--seed` narrow the sweeps only: a search's size is part of the test.
 #[derive(Clone, Debug)]
@@ -445,17 +445,8 @@ impl Search {
     fn command(&self, algo: &str) -> String {
         let o = &self.opts;
         let mut c = format!("cargo run -- check --algo {algo} -n {} -k {}", o.n, o.entries);
-        if o.non_fifo {
-            c.push_str(" --non-fifo");
-        }
-        if o.crashes > 0 {
-            c.push_str(&format!(" --crashes {}", o.crashes));
-        }
-        if o.stale_timers {
-            c.push_str(" --stale-timers");
-        }
-        if o.timers == crate::check::TimerOrder::Earliest {
-            c.push_str(" --timers earliest");
+        for flag in o.flags() {
+            c = c + " " + &flag;
         }
         if let Some(states) = self.first {
             c.push_str(&format!(" --max-states {states}"));
@@ -647,6 +638,15 @@ impl Grader {
         }
     }
 
+    /// [`Grader::run`] into a string: the summary and what it wrote (for a lab's own
+    /// tests of its grader).
+    pub fn run_text(&self, ctx: &Ctx, ids: &[&str]) -> (Summary, String) {
+        let ids: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
+        let mut out = Vec::new();
+        let s = self.run(ctx, &ids, &mut out);
+        (s, String::from_utf8_lossy(&out).into_owned())
+    }
+
     /// Run the tests whose ids `ids` select (all if empty), writing one line each and
     /// the footer to `out`.
     pub fn run(&self, ctx: &Ctx, ids: &[String], out: &mut dyn Write) -> Summary {
@@ -796,18 +796,12 @@ fn search_failure(r: &CheckReport, command: &str, replay: &str) -> String {
             return panic.to_string();
         }
     }
-    // "mutual exclusion violated: …" names its property already.
-    let what = if v.failure.starts_with(v.property) {
-        v.failure.clone()
-    } else {
-        format!("{}: {}", v.property, v.failure)
-    };
     let steps = v.steps.len();
     let plural = if steps == 1 { "" } else { "s" };
-    let mut text = format!("{what} (after {steps} step{plural}, the fewest; {} states searched)", r.states);
-    for (i, lines) in v.steps.iter().take(SEARCH_STEPS).enumerate() {
-        let line = if lines.is_empty() { "(nothing seen)".to_string() } else { lines.join("; ") };
-        text.push_str(&format!("\n  {}. {line}", i + 1));
+    let mut text =
+        format!("{} (after {steps} step{plural}, the fewest; {} states searched)", v.headline(), r.states);
+    for i in 0..steps.min(SEARCH_STEPS) {
+        text.push_str(&format!("\n  {}. {}", i + 1, v.step(i)));
     }
     if steps > SEARCH_STEPS {
         text.push_str(&format!("\n  … {} more: {command} shows every step", steps - SEARCH_STEPS));
@@ -992,10 +986,7 @@ mod tests {
     }
 
     fn grade(g: &Grader, seed: Option<u64>) -> (Summary, String) {
-        let mut out = Vec::new();
-        let ctx = Ctx { seed, ..Ctx::new("x", PathBuf::from("/nonexistent")) };
-        let s = g.run(&ctx, &[], &mut out);
-        (s, String::from_utf8(out).unwrap())
+        g.run_text(&Ctx { seed, ..Ctx::new("x", PathBuf::from("/nonexistent")) }, &[])
     }
 
     #[test]
@@ -1252,9 +1243,7 @@ mod tests {
         g.replay_flag("--planted amnesia");
         g.search::<Centralized>("8.4", "through a crash", 2, Search::new(3, 1).crashes(1).first(10_000));
         // The grader's own context: its algorithm and the flag that chose the node.
-        let mut out = Vec::new();
-        let s = g.run(&g.ctx(None, None), &[], &mut out);
-        let text = String::from_utf8(out).unwrap();
+        let (s, text) = g.run_text(&g.ctx(None, None), &[]);
         assert_eq!(s.passed, 0, "{text}");
         assert!(text.contains("(search, n=3, k=1, 1 crash, first 10000 states)"), "{text}");
         assert!(
@@ -1288,9 +1277,7 @@ mod tests {
         g.script("8.6", "a trace", 1, || {});
         g.search::<Centralized>("8.7", "every interleaving", 3, Search::new(3, 1));
         g.worker_cmd("python3 node.py", Duration::from_secs(1));
-        let mut out = Vec::new();
-        let s = g.run(&g.ctx(None, None), &[], &mut out);
-        let text = String::from_utf8(out).unwrap();
+        let (s, text) = g.run_text(&g.ctx(None, None), &[]);
         assert_eq!(s, Summary { points: 1, max: 1, passed: 1, total: 1, skipped: 1 }, "{text}");
         assert!(
             text.contains("SKIP  (a program's state lives in its process, which a search cannot copy"),

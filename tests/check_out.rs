@@ -5,14 +5,6 @@ use std::path::Path;
 
 use crate::common::*;
 
-/// `mutexlab check ARGS --out DIR`.
-fn check_out(args: &[&str], dir: &Path) -> std::process::Output {
-    let mut all = vec!["check"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--out", dir.to_str().unwrap()]);
-    run(&all)
-}
-
 fn on(command: &str, dir: &Path) -> std::process::Output {
     run(&[command, dir.to_str().unwrap()])
 }

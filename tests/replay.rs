@@ -8,10 +8,7 @@ use crate::common::*;
 
 /// `check ARGS --out DIR`: a violation, and its file written.
 fn counterexample(dir: &Path, args: &[&str]) -> serde_json::Value {
-    let mut all = vec!["check"];
-    all.extend_from_slice(args);
-    all.extend_from_slice(&["--out", dir.to_str().unwrap()]);
-    let out = run(&all);
+    let out = check_out(args, dir);
     assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
     let text = std::fs::read_to_string(dir.join("counterexample.json")).unwrap();
     serde_json::from_str(&text).unwrap()
@@ -152,6 +149,16 @@ fn a_bad_counterexample_file_is_one_line_and_exit_2() {
     let out = run(&["replay", bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("no-such-algorithm"), "{}", stderr(&out));
+    // No check can have found it: its exclusion is the kernel's lock, not modelled.
+    let flock = handmade(
+        tmp.path(),
+        "flock",
+        serde_json::json!([{"type": "call", "node": 0, "index": 0}]),
+        serde_json::json!([]),
+    );
+    let out = run(&["replay", flock.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("kernel lock, which check does not model"), "{}", stderr(&out));
 }
 
 /// A counterexample file for `algo` at n = 2, one entry each, with these choices and

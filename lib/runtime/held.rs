@@ -6,8 +6,8 @@
 //! reported to the supervisor; so is the news that a peer is down. The application's
 //! timer (the end of a think time or of a section) is kept until the supervisor says
 //! `Call`; the node's timers are kept with their times on a virtual clock that, as in
-//! the simulator's world, only timers move, and the earliest fires when the supervisor
-//! says `Fire`. [`Held`] is a component in the host's shape: it owns this state and
+//! the simulator's world, only timers move; when the supervisor says `Fire`, the one it
+//! names (by its place in arming order) fires, or without a name the earliest. [`Held`] is a component in the host's shape: it owns this state and
 //! hands back what to do as values; the loop feeds the node.
 
 use std::time::Duration;

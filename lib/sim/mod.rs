@@ -9,8 +9,8 @@
 //! the critical section, which one leaves it, whether virtual time jumps to the next
 //! timer). The same seed always gives the same run, and every run's choices are kept
 //! (in the report, or in the error), so a run can be saved and replayed exactly
-//! ([`Sim::replay`]); the world being `Clone + Eq + Hash` is what an exhaustive search
-//! would need.
+//! ([`Sim::replay`]); the world being `Clone + Eq + Hash` is what the checker's
+//! exhaustive search ([`crate::check`]) needs.
 //!
 //! ```
 //! use mutexlab::algos::centralized::Centralized;
@@ -30,7 +30,9 @@
 //!   sometimes fire once anyway, as the driver contract allows; [`Sim::max_steps`] bounds
 //!   the run (a livelock shows up as [`Failure::StepLimit`]); [`Sim::crashes`] lets up
 //!   to k nodes (of those a predicate allows) crash and restart, as the worker runtime
-//!   and the supervisor's faults make them.
+//!   and the supervisor's faults make them; [`Sim::any_timer`] and [`Sim::lose`] are
+//!   the checker's own (any armed timer may fire, messages may be lost), to replay its
+//!   counterexamples.
 //! - [`Sim::run`]`(rounds)` drives the run until the applications have done their
 //!   rounds and no message is left in flight: for mutual exclusion, each application
 //!   has been inside `rounds` times; for elections, each initiator has called `rounds`

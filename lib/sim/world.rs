@@ -7,7 +7,7 @@
 //! open (which message is delivered, whether an application asks now, whether a node
 //! crashes, whether a cancelled timer still fires once) is a [`Choice`] made outside,
 //! by a scheduler: the seeded one in [`super::Sim`], a list of saved choices to replay
-//! a run, or one day a search that visits every state once.
+//! a run, or the checker's search that takes each in turn ([`crate::check`]).
 //!
 //! Rules of the world (the same as the worker runtime's):
 //! - Channels are FIFO per ordered pair unless the world was made non-FIFO, and then any

@@ -7,10 +7,11 @@
 //! the worker's answer before the next: `Deliver{from,to,index}` waits for `to` to have
 //! reported the `index`-th message in flight from `from` (its places on the channel
 //! are a prefix of what `from` sent, so once enough have arrived the `index`-th is the
-//! one the checker meant), then releases it; `Call` has the application make its call;
-//! `Timer` has the node whose timer the checker fired (named by the choice, or by the
-//! step's note) fire its earliest; `Crash` is a SIGKILL, recorded in the fault log as
-//! any kill; `Down` waits for the runtime's own news of the death and hands it over;
+//! one the checker meant), then releases it; `Lose` waits for it alike, then has the
+//! receiver throw it away; `Call` has the application make its call; `Fire{node,index}`
+//! (`--timers any`) has that node fire its `index`-th armed timer, `Timer` (`--timers
+//! earliest`) the node the step's note names its earliest; `Crash` is a SIGKILL,
+//! recorded in the fault log as any kill; `Down` waits for the runtime's own news of the death and hands it over;
 //! `Restart` starts the next incarnation and hands each live peer the news of its
 //! death (if not told yet) and of its new life, and it the news of the peers that are
 //! dead, as the world does. After the last step the end is recorded as a teardown, so
@@ -206,18 +207,7 @@ impl Supervisor<'_> {
             Choice::Fire { node, index } => {
                 self.order(node as usize, ReplayOrder::Fire { nth: Some(index) }, deadline)
             }
-            Choice::Down { from, to } => {
-                let (from, to) = (from as usize, to as usize);
-                if !self.wait_for(|s| s.walk.downs.contains(&(from, to)), deadline)? {
-                    return Err(Stuck::Cannot(format!(
-                        "w{to} has not learnt that w{from} is down within {} ms",
-                        wait.as_millis()
-                    )));
-                }
-                self.walk.downs.remove(&(from, to));
-                self.walk.due.remove(&(from, to));
-                self.order(to, ReplayOrder::Down { peer: PeerId(from as u32) }, deadline)
-            }
+            Choice::Down { from, to } => self.tell_down(from as usize, to as usize, wait, deadline),
             Choice::Call { node, .. } => self.order(node as usize, ReplayOrder::Call, deadline),
             Choice::Crash { node } => {
                 let w = node as usize;
@@ -247,15 +237,8 @@ impl Supervisor<'_> {
                 let (live, dead): (Vec<usize>, Vec<usize>) =
                     (0..n).filter(|&j| j != w).partition(|&j| self.procs.slots[j].alive());
                 for j in live {
-                    if self.walk.due.remove(&(w, j)) {
-                        if !self.wait_for(|s| s.walk.downs.contains(&(w, j)), deadline)? {
-                            let ms = wait.as_millis();
-                            return Err(Stuck::Cannot(format!(
-                                "w{j} has not learnt that w{w} is down within {ms} ms"
-                            )));
-                        }
-                        self.walk.downs.remove(&(w, j));
-                        self.order(j, ReplayOrder::Down { peer: me }, deadline)?;
+                    if self.walk.due.contains(&(w, j)) {
+                        self.tell_down(w, j, wait, deadline)?;
                     }
                     if !self.wait_for(|s| s.walk.ups.contains(&(w, j)), deadline)? {
                         let ms = wait.as_millis();
@@ -267,14 +250,7 @@ impl Supervisor<'_> {
                     self.order(j, ReplayOrder::Up { peer: me }, deadline)?;
                 }
                 for j in dead {
-                    if !self.wait_for(|s| s.walk.downs.contains(&(j, w)), deadline)? {
-                        let ms = wait.as_millis();
-                        return Err(Stuck::Cannot(format!(
-                            "w{w} has not learnt that w{j} is down within {ms} ms"
-                        )));
-                    }
-                    self.walk.downs.remove(&(j, w));
-                    self.order(w, ReplayOrder::Down { peer: PeerId(j as u32) }, deadline)?;
+                    self.tell_down(j, w, wait, deadline)?;
                 }
                 Ok(())
             }
@@ -284,6 +260,18 @@ impl Supervisor<'_> {
                 _ => Err(Stuck::Cannot("the step does not say whose timer fires".into())),
             },
         }
+    }
+
+    /// Wait for `to` to hold the news that `from` is down, then have it told (the
+    /// world's news due is then given).
+    fn tell_down(&mut self, from: usize, to: usize, wait: Duration, deadline: Instant) -> Result<(), Stuck> {
+        if !self.wait_for(|s| s.walk.downs.contains(&(from, to)), deadline)? {
+            let ms = wait.as_millis();
+            return Err(Stuck::Cannot(format!("w{to} has not learnt that w{from} is down within {ms} ms")));
+        }
+        self.walk.downs.remove(&(from, to));
+        self.walk.due.remove(&(from, to));
+        self.order(to, ReplayOrder::Down { peer: PeerId(from as u32) }, deadline)
     }
 
     /// A fault plan's step doing `action` now, for the fault log.

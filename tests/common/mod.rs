@@ -26,6 +26,14 @@ pub fn run(args: &[&str]) -> Output {
     c.output().expect("mutexlab runs")
 }
 
+/// `mutexlab check ARGS --out DIR`: a counterexample, if any, written into `dir`.
+pub fn check_out(args: &[&str], dir: &std::path::Path) -> Output {
+    let mut all = vec!["check"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--out", dir.to_str().unwrap()]);
+    run(&all)
+}
+
 /// Run `algo` with `n` workers, `k` entries each, the given `[cs_ms, think_ms]` and
 /// any `extra` flags, with `--json`; assert the run is clean and complete, and return
 /// its report.

@@ -302,10 +302,7 @@ mod tests {
             replay: format!("cargo run -- grade{flag}"),
             ..Ctx::new(algo, PathBuf::from("/nonexistent"))
         };
-        let ids: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
-        let mut out = Vec::new();
-        let s = grader::<N>(algo, None).run(&ctx, &ids, &mut out);
-        (s, String::from_utf8(out).unwrap())
+        grader::<N>(algo, None).run_text(&ctx, ids)
     }
 
     #[test]

@@ -344,10 +344,7 @@ mod tests {
 
     fn grade<N: TokenLab>(algo: &str, ids: &[&str]) -> (Summary, String) {
         let ctx = Ctx::new(algo, PathBuf::from("/nonexistent"));
-        let ids: Vec<String> = ids.iter().map(|s| s.to_string()).collect();
-        let mut out = Vec::new();
-        let s = grader::<N>(algo).run(&ctx, &ids, &mut out);
-        (s, String::from_utf8(out).unwrap())
+        grader::<N>(algo).run_text(&ctx, ids)
     }
 
     #[test]
