@@ -1051,6 +1051,7 @@ fn cmd_replay(a: ReplayArgs) -> Outcome {
             a.step_wait_ms
         )));
     }
+    let steps = ce.choices.len();
     let opts = RunOpts {
         workers: ce.opts.n,
         entries: u64::from(ce.opts.entries),
@@ -1072,7 +1073,7 @@ fn cmd_replay(a: ReplayArgs) -> Outcome {
     };
     match supervisor::run(&opts) {
         Ok(r) => {
-            out(&if a.json { to_json(&r) } else { report::summary(&r) });
+            out(&if a.json { to_json(&r) } else { report::replay_summary(&r, steps) });
             let reported = !r.run_dir_kept || kept_report(&r.run_path, html::Known::Report(&r));
             match finished(r.ok, r.failure.as_deref(), a.json) {
                 Verdict::Pass if !reported => Err(Error::said(Kind::Usage)),

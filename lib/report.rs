@@ -133,20 +133,31 @@ fn theory(t: Option<&Theory>, digits: usize) -> String {
 /// The summary table `mutexlab run` or `mutexlab elect` prints: the lines every run
 /// has, with the service's own where they belong.
 pub fn summary(r: &Report) -> String {
-    let mut s = String::new();
     let workers = plural(r.workers.into(), "worker");
-    let _ = match &r.service {
-        ServiceReport::Mutex(m) => writeln!(
-            s,
+    let head = match &r.service {
+        ServiceReport::Mutex(m) => format!(
             "mutexlab run: {}, {workers}, cs {} ms, think {} ms, seed {}",
             r.algorithm, m.cs_ms, m.think_ms, r.seed
         ),
-        ServiceReport::Election(e) => writeln!(
-            s,
+        ServiceReport::Election(e) => format!(
             "mutexlab elect: {}, {workers}, initiators {}, detector {}, seed {}",
             r.algorithm, e.initiators, e.detector, r.seed
         ),
     };
+    summary_under(r, &head)
+}
+
+/// The summary `mutexlab replay` prints: a run's, headed by what it replayed (its
+/// timings and seed are the walk's, not the run's settings).
+pub fn replay_summary(r: &Report, steps: usize) -> String {
+    let workers = plural(r.workers.into(), "worker");
+    let head = format!("mutexlab replay: {}, {workers}, {steps} steps of a counterexample", r.algorithm);
+    summary_under(r, &head)
+}
+
+fn summary_under(r: &Report, head: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{head}");
     network(&mut s, &r.network);
     match &r.service {
         ServiceReport::Mutex(m) => entries(&mut s, r, m),

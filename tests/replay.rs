@@ -57,6 +57,14 @@ fn the_none_baselines_counterexample_replays_and_the_auditor_flags_the_overlap()
     let page = run(&["report", run_dir.to_str().unwrap()]);
     assert_eq!(page.status.code(), Some(0), "{}", stderr(&page));
     assert!(run_dir.join("report.html").is_file());
+    // Its summary says what it is: a replay of so many steps, not a run's settings.
+    let again = tmp.path().join("again");
+    let out = run(&["replay", ce.to_str().unwrap(), "--run-dir", again.to_str().unwrap()]);
+    assert!(processes_mentioning(&again.display().to_string()).is_empty(), "workers outlived the replay");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let steps = j["choices"].as_array().unwrap().len();
+    let head = format!("mutexlab replay: none, 2 workers, {steps} steps of a counterexample\n");
+    assert!(stdout(&out).starts_with(&head), "{}", stdout(&out));
 }
 
 #[test]
