@@ -75,34 +75,22 @@ impl<M, T: PartialEq> Held<M, T> {
     /// afresh. Returns whether the news is new.
     pub(super) fn down(&mut self, peer: PeerId) -> bool {
         self.next[peer.index()] = 0;
-        if self.downs.contains(&peer) {
-            return false;
-        }
-        self.downs.push(peer);
-        true
+        hold(&mut self.downs, peer)
     }
 
     /// The held news that `peer` is down, taken out.
     pub(super) fn take_down(&mut self, peer: PeerId) -> bool {
-        let had = self.downs.contains(&peer);
-        self.downs.retain(|p| *p != peer);
-        had
+        take(&mut self.downs, peer)
     }
 
     /// `peer` is up again: hold the news. Returns whether it is new.
     pub(super) fn up(&mut self, peer: PeerId) -> bool {
-        if self.ups.contains(&peer) {
-            return false;
-        }
-        self.ups.push(peer);
-        true
+        hold(&mut self.ups, peer)
     }
 
     /// The held news that `peer` is up, taken out.
     pub(super) fn take_up(&mut self, peer: PeerId) -> bool {
-        let had = self.ups.contains(&peer);
-        self.ups.retain(|p| *p != peer);
-        had
+        take(&mut self.ups, peer)
     }
 
     /// The node armed `timer` (generation `generation`) to fire `after` from the
@@ -131,6 +119,22 @@ impl<M, T: PartialEq> Held<M, T> {
         self.now = self.now.max(t.at);
         Some((t.timer, t.generation))
     }
+}
+
+/// Hold news of `peer` in `list`, once; whether it is new.
+fn hold(list: &mut Vec<PeerId>, peer: PeerId) -> bool {
+    let new = !list.contains(&peer);
+    if new {
+        list.push(peer);
+    }
+    new
+}
+
+/// The held news of `peer` in `list`, taken out; whether there was any.
+fn take(list: &mut Vec<PeerId>, peer: PeerId) -> bool {
+    let had = list.contains(&peer);
+    list.retain(|p| *p != peer);
+    had
 }
 
 #[cfg(test)]

@@ -889,6 +889,23 @@ impl<A: Node<Service: RunService>> Worker<A> {
         Ok(())
     }
 
+    /// News that `peer` is up (or down) from the channel: to the node, or under held
+    /// delivery reported to the supervisor and kept until its word.
+    fn peer_news(&mut self, peer: PeerId, up: bool) -> anyhow::Result<()> {
+        let Some(h) = &mut self.held else {
+            return self.input(if up { Input::PeerUp { peer } } else { Input::PeerDown { peer } });
+        };
+        let (new, news) = if up {
+            (h.up(peer), control::Held::Up { peer })
+        } else {
+            (h.down(peer), control::Held::Down { peer })
+        };
+        if new {
+            self.link.tell_blocking(&ToSupervisor::Held(news))?;
+        }
+        Ok(())
+    }
+
     /// Hand the algorithm one input through its host, and carry out what it asks.
     fn input(&mut self, input: NodeInput<A>) -> anyhow::Result<()> {
         let step = self.host.step(self.now(), input);
@@ -1028,29 +1045,13 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 }
                 MeshEvent::Up { peer, was_down } => {
                     if self.detect.channel_up(peer, was_down, Instant::now()) {
-                        match &mut self.held {
-                            Some(h) => {
-                                if h.up(peer) {
-                                    self.link
-                                        .tell_blocking(&ToSupervisor::Held(control::Held::Up { peer }))?;
-                                }
-                            }
-                            None => self.input(Input::PeerUp { peer })?,
-                        }
+                        self.peer_news(peer, true)?;
                     }
                 }
                 MeshEvent::Down { peer, unsent, was_down } => {
                     self.trace_unsent(peer, unsent, "peer-down");
                     if !was_down && self.detect.channel_down() {
-                        match &mut self.held {
-                            Some(h) => {
-                                if h.down(peer) {
-                                    self.link
-                                        .tell_blocking(&ToSupervisor::Held(control::Held::Down { peer }))?;
-                                }
-                            }
-                            None => self.input(Input::PeerDown { peer })?,
-                        }
+                        self.peer_news(peer, false)?;
                     }
                 }
                 MeshEvent::Breach(why) => return Err(ModelBreach(why).into()),
