@@ -99,6 +99,12 @@ pub struct CheckOpts {
     /// Up to this many messages in flight may be lost.
     #[serde(default)]
     pub lose: u32,
+    /// Timers fire at most this many times on any path (`None`: no bound). Periodic
+    /// timers and early timeouts otherwise make the space endless; with a bound, "held"
+    /// means held on every way with at most this many timer firings, and a state where
+    /// only the bound stops anything is not judged as terminal.
+    #[serde(default)]
+    pub timer_fires: Option<u32>,
     /// Let nodes forget fields no later step reads ([`crate::algorithm::Node::forget`]):
     /// fewer states, the same verdicts. Off by default, so counts match models that do
     /// not (the Stateright bench).
@@ -159,6 +165,7 @@ impl CheckOpts {
             highest_wins: false,
             timers: TimerOrder::Any,
             lose: 0,
+            timer_fires: None,
             forget: false,
             dfs: false,
             max_depth: None,
@@ -170,6 +177,8 @@ impl CheckOpts {
     /// that differ from [`CheckOpts::new`]'s, for a command line that repeats this check
     /// (the limits, `--max-states` and `--max-seconds`, are the caller's to add).
     /// [`CheckOpts::highest_wins`] has no flag: the registry entry promises it.
+    /// No timer bound writes no flag, so a registry entry's default
+    /// ([`crate::registry::AlgoInfo::timer_fires`]) would apply: add `--timer-fires none`.
     pub fn flags(&self) -> Vec<String> {
         let mut f: Vec<String> = Vec::new();
         let mut with = |flag: &str, value: Option<String>| {
@@ -190,6 +199,9 @@ impl CheckOpts {
         }
         if self.lose > 0 {
             with("--lose", Some(self.lose.to_string()));
+        }
+        if let Some(t) = self.timer_fires {
+            with("--timer-fires", Some(t.to_string()));
         }
         if self.forget {
             with("--forget", None);
@@ -425,8 +437,13 @@ pub struct CheckReport {
     /// checked; without one, a lower bound (the count is not part of the state, so a
     /// state reached again with a higher count is not explored again).
     pub most_bypasses: Option<u32>,
+    /// The timer budget the check ran with (`--timer-fires`), if any.
+    pub timer_fires: Option<u32>,
+    /// States where only that budget stopped anything from happening: at the bound,
+    /// not judged as terminal.
+    pub at_timer_bound: u64,
     /// What this check does not judge.
-    pub not_checked: Vec<&'static str>,
+    pub not_checked: Vec<String>,
 }
 
 impl CheckReport {
@@ -485,6 +502,13 @@ impl CheckReport {
                 "  most bypasses seen: {most} (at least; no bound checked, so the count is not part of the state)\n"
             ));
         }
+        if let Some(t) = self.timer_fires {
+            s.push_str(&format!(
+                "timer bound: at most {t} timer firing{} on any way (--timer-fires); {} states stopped there, not judged as terminal\n",
+                if t == 1 { "" } else { "s" },
+                self.at_timer_bound
+            ));
+        }
         for what in &self.not_checked {
             s.push_str(&format!("not checked: {what}\n"));
         }
@@ -529,6 +553,7 @@ where
         .stale_timers(opts.stale_timers)
         .any_timer(opts.timers == TimerOrder::Any)
         .lose(opts.lose)
+        .timer_fires(opts.timer_fires)
         .forget(opts.forget);
     let world = if opts.non_fifo { world.non_fifo() } else { world };
     world.crashes(opts.crashes, |_| true)
@@ -578,7 +603,8 @@ where
             _ => None,
         };
     }
-    if !enabled.iter().all(|c| matches!(c, Choice::Crash { .. })) {
+    // Not terminal: something can happen, or would but for the timer budget.
+    if !enabled.iter().all(|c| matches!(c, Choice::Crash { .. })) || world.timers_held() {
         return None;
     }
     let waiting = world.waiting();
@@ -673,10 +699,18 @@ where
         properties: Vec::new(),
         violation: None,
         most_bypasses: None,
+        timer_fires: opts.timer_fires,
+        at_timer_bound: found.at_timer_bound,
         not_checked: vec![
-            "liveness beyond terminal states (a request or an election that waits forever in a cycle of states)",
+            "liveness beyond terminal states (a request or an election that waits forever in a cycle of states)".into(),
         ],
     };
+    if let Some(t) = opts.timer_fires {
+        report.not_checked.push(format!(
+            "what can happen after {t} timer firing{} (--timer-fires)",
+            if t == 1 { "" } else { "s" }
+        ));
+    }
     let terminals = found.terminals;
     let violated = found.violation.as_ref().map(|(p, ..)| *p);
     if counted {
@@ -1248,5 +1282,54 @@ mod tests {
                 files.iter().map(|f| &f.0).collect::<Vec<_>>()
             );
         }
+    }
+
+    #[test]
+    fn a_timer_budget_ends_a_search_that_timers_keep_going() {
+        use crate::algos::token_ring_ft::TokenRingFt;
+        let fires = |t: Option<u32>| {
+            check::<TokenRingFt>(
+                ServiceKind::Mutex,
+                &with(2, 1, |o| {
+                    o.timer_fires = t;
+                    o.max_states = 20_000;
+                }),
+                &mut quiet,
+            )
+        };
+        let endless = fires(None);
+        assert!(!endless.complete && endless.violation.is_none(), "{}", endless.text("token-ring-ft"));
+        let (one, two) = (fires(Some(1)), fires(Some(2)));
+        for r in [&one, &two] {
+            assert!(r.complete && r.violation.is_none(), "{}", r.text("token-ring-ft"));
+        }
+        assert!(one.states < two.states, "the budget is part of the state: {} {}", one.states, two.states);
+        let text = one.text("token-ring-ft");
+        assert!(text.contains("timer bound: at most 1 timer firing on any way (--timer-fires)"), "{text}");
+        assert!(text.contains("not checked: what can happen after 1 timer firing (--timer-fires)"), "{text}");
+        assert_eq!(endless.timer_fires, None);
+        assert!(!endless.text("token-ring-ft").contains("timer bound"));
+    }
+
+    #[test]
+    fn a_state_only_the_timer_budget_stops_is_not_judged_terminal() {
+        use crate::algos::token_ring_ft::TokenRingFt;
+        // With no timer firing at all, token-ring-ft's regeneration never runs: the
+        // search ends in states where an application waits and only a timer could help.
+        let opts = with(2, 1, |o| o.timer_fires = Some(0));
+        let r = check::<TokenRingFt>(ServiceKind::Mutex, &opts, &mut quiet);
+        assert!(r.complete && r.violation.is_none(), "{}", r.text("token-ring-ft"));
+        assert!(r.at_timer_bound > 0, "{}", r.text("token-ring-ft"));
+        // The negative control: such a state exists and has a waiting application, which
+        // the deadlock judge would have flagged had it been taken for terminal.
+        let stuck = [Invariant::new(
+            "not stopped by the bound with a waiting application",
+            |w: &World<TokenRingFt>| match w.timers_held() && !w.waiting().is_empty() {
+                true => Err("an application waits and only a timer could help".into()),
+                false => Ok(()),
+            },
+        )];
+        let r = check_with::<TokenRingFt>(ServiceKind::Mutex, &opts, &stuck, &mut quiet);
+        assert!(r.violation.is_some(), "{}", r.text("token-ring-ft"));
     }
 }

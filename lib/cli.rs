@@ -424,6 +424,10 @@ struct CheckArgs {
     /// Let nodes forget fields no later step reads (fewer states, same verdicts).
     #[arg(long)]
     forget: bool,
+    /// Timers fire at most T times on any way, or `none` for no bound (default: 1 for
+    /// algorithms whose timers can fire without end, see `mutexlab algorithms`; else none).
+    #[arg(long, value_name = "T", allow_hyphen_values = true)]
+    timer_fires: Option<String>,
     /// Check that while a node waits, the others enter at most B times (default: the
     /// bound the algorithm promises, if it promises one). The count joins the state.
     #[arg(long, value_name = "B", allow_negative_numbers = true)]
@@ -982,6 +986,18 @@ fn check_opts(a: &CheckArgs) -> Result<check::CheckOpts, Error> {
             TimersArg::Earliest => check::TimerOrder::Earliest,
         },
         lose: within("--lose", a.lose, 0, 100)? as u32,
+        timer_fires: match a.timer_fires.as_deref() {
+            None | Some("none") => None,
+            Some(t) => {
+                let count = t.parse().map_err(|_| {
+                    Error::usage(format!(
+                        "--timer-fires takes a count or `none`, not {:?}",
+                        crate::text::clip_to(t, 40)
+                    ))
+                })?;
+                Some(within("--timer-fires", count, 0, 1000)? as u32)
+            }
+        },
         forget: a.forget,
     })
 }
@@ -1007,7 +1023,10 @@ fn cmd_check(a: CheckArgs) -> Outcome {
         crate::sim::record::new_or_empty(dir).map_err(Error::usage)?;
     }
     // The entry's promises (its bypass bound, the highest live id) are checked too.
-    let opts = info.check_opts(opts);
+    let mut opts = info.check_opts(opts);
+    if a.timer_fires.is_none() {
+        opts.timer_fires = info.timer_fires;
+    }
     // A progress line only for a person watching: a pipe or a test sees none.
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut progress = |p: &check::Progress| {
@@ -1177,6 +1196,7 @@ mod tests {
             stale_timers: true,
             timers: check::TimerOrder::Earliest,
             lose: 1,
+            timer_fires: Some(2),
             forget: true,
             bypass_bound: Some(3),
             max_depth: Some(7),

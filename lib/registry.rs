@@ -71,6 +71,10 @@ pub struct AlgoInfo {
     /// Mutual exclusion: the most times others may enter while one node's application
     /// waits, where the algorithm promises a bound (checked by `mutexlab check`).
     pub bypass: Option<Bypass>,
+    /// The timer budget `mutexlab check` uses unless told (`--timer-fires`), for an
+    /// algorithm whose timers can fire without end (a heartbeat, a retry, a timeout
+    /// that starts a new round): with none its search never ends.
+    pub timer_fires: Option<u32>,
 }
 
 /// A bypass bound an algorithm promises, as data beside the notes' claim: while a
@@ -205,6 +209,7 @@ impl AlgoInfo {
             },
             service: <N::Service as RunService>::KIND,
             highest_wins: false,
+            timer_fires: None,
             summary: "",
             kernel_lock: false,
             majority: false,
@@ -262,6 +267,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "centralized-bully",
+        timer_fires: Some(1),
         family: Family::Permission,
         summary:
             "centralized with heartbeats and a bully election; the new coordinator rebuilds its queue from STATE",
@@ -371,6 +377,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "voting",
+        timer_fires: Some(1),
         family: Family::Permission,
         summary:
             "majority of m coordinators (--replicas, default N); DENY, release and random back-off on failure",
@@ -433,6 +440,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "token-ring-ft",
+        timer_fires: Some(1),
         family: Family::Token,
         summary: "token-ring with generations: a lost TOKEN is made again after an ELECTION lap its holder would stop",
         kernel_lock: false,
@@ -537,6 +545,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "bully",
+        timer_fires: Some(1),
         family: Family::Election,
         summary:
             "ELECTION to every higher id, ANSWER from the live ones, COORDINATOR from the one nobody answers",
@@ -546,6 +555,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "bully-gm",
+        timer_fires: Some(1),
         family: Family::Election,
         summary: "Garcia-Molina's four phases: STATUS_POLL up, ELECTION down, COORDINATOR, NEW_STATE; the leader polls",
         highest_wins: true,
@@ -574,6 +584,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "hirschberg-sinclair",
+        timer_fires: Some(1),
         family: Family::Ring,
         summary: "probes both ways to distance 2^k in phase k; a candidate whose probes come home wins: O(N log N)",
         highest_wins: true,
@@ -732,6 +743,7 @@ pub fn external(label: &str, service: ServiceKind) -> &'static AlgoInfo {
         name: Box::leak(label.to_string().into_boxed_str()),
         family: like.map_or(Family::External, |a| a.family),
         highest_wins: like.is_some_and(|a| a.highest_wins),
+        timer_fires: like.and_then(|a| a.timer_fires),
         summary: "a node in another program, over JSON lines (labs/PROTOCOL.md)",
         theory: like.map_or(|_| None, |a| a.theory),
         mixed: None,

@@ -193,16 +193,54 @@ fn lost_messages_timer_order_and_forgetting_are_flags() {
     assert!(s.contains(" is lost"), "{s}");
     let out = run(&["check", "--algo", "ricart-agrawala", "-n", "3", "-k", "1", "--forget"]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    let out = run(&["check", "--algo", "bully", "-n", "2", "--timers", "earliest"]);
+    let out = run(&["check", "--algo", "bully", "-n", "2", "--timers", "earliest", "--timer-fires", "none"]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(stdout(&out).contains("states: 107,"), "{}", stdout(&out));
     for (args, says) in [
         (&["check", "--algo", "bully", "--timers", "soon"][..], "invalid value 'soon' for '--timers"),
         (&["check", "--algo", "bully", "--lose", "-1"], "--lose must be between 0 and 100, not -1"),
+        (
+            &["check", "--algo", "bully", "--timer-fires", "soon"],
+            "--timer-fires takes a count or `none`, not \"soon\"",
+        ),
+        (
+            &["check", "--algo", "bully", "--timer-fires", "-2"],
+            "--timer-fires must be between 0 and 1000, not -2",
+        ),
     ] {
         let out = run(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
         assert!(stderr(&out).contains(says), "{args:?}: {}", stderr(&out));
         assert_eq!(stderr(&out).trim_end().lines().count(), 1, "{}", stderr(&out));
     }
+}
+
+#[test]
+fn a_timer_algorithm_is_checked_within_its_timer_budget_unless_told_otherwise() {
+    // token-ring-ft's timers fire without end; its registry entry bounds them at 1.
+    let out = run(&["check", "--algo", "token-ring-ft", "-n", "2", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!((v["timer_fires"].as_u64(), v["complete"].as_bool()), (Some(1), Some(true)), "{v}");
+    let two = run(&["check", "--algo", "token-ring-ft", "-n", "2", "--timer-fires", "2"]);
+    assert_eq!(two.status.code(), Some(0), "{}", stdout(&two));
+    assert!(stdout(&two).contains("timer bound: at most 2 timer firings on any way"), "{}", stdout(&two));
+    // `none` lifts the bound, and the search does not end by itself.
+    let out = run(&[
+        "check",
+        "--algo",
+        "token-ring-ft",
+        "-n",
+        "2",
+        "--timer-fires",
+        "none",
+        "--max-states",
+        "5000",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(stdout(&out).contains("search: cut short (--max-states 5000 reached)"), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("timer bound"), "{}", stdout(&out));
+    // An algorithm without timers has no bound by default.
+    let out = run(&["check", "--algo", "ricart-agrawala", "-n", "2"]);
+    assert!(!stdout(&out).contains("timer bound"), "{}", stdout(&out));
 }

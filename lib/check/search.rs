@@ -84,6 +84,9 @@ pub(super) struct Outcome {
     pub max_depth: u32,
     /// Terminal states found (done, or nothing enabled but crashes).
     pub terminals: u64,
+    /// States where only the timer budget kept anything from happening
+    /// ([`World::timers_held`]): at the bound, neither terminal nor judged as such.
+    pub at_timer_bound: u64,
     /// Why the search stopped before the end, if it did.
     pub cut_short: Option<String>,
     /// The violation found, with the choices from the start to it.
@@ -144,8 +147,26 @@ where
     Violation(Property, String),
     /// It is done: terminal, nothing to expand.
     Done,
-    /// It is to be expanded; `terminal` when nothing but crashes is enabled.
-    Next(Item<N>, bool),
+    /// It is to be expanded, with how it ends if nothing but crashes is enabled.
+    Next(Item<N>, End),
+}
+
+/// What a state that is not done has left to do.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum End {
+    /// Something but a crash can happen.
+    Open,
+    /// Nothing but crashes can happen: a terminal state.
+    Terminal,
+    /// Nothing but crashes can happen because the timer budget is spent.
+    AtBound,
+}
+
+impl End {
+    /// `(terminal, at the bound)` as counts to add.
+    fn counts(self) -> (u64, u64) {
+        (u64::from(self == End::Terminal), u64::from(self == End::AtBound))
+    }
 }
 
 /// Judge `world` with its `counts`, just reached by a step that came out as `applied`.
@@ -173,8 +194,12 @@ where
     if world.done() {
         return Look::Done;
     }
-    let terminal = enabled.iter().all(|c| matches!(c, Choice::Crash { .. }));
-    Look::Next(Item { world, counts, fp, enabled }, terminal)
+    let end = match enabled.iter().all(|c| matches!(c, Choice::Crash { .. })) {
+        false => End::Open,
+        true if world.timers_held() => End::AtBound,
+        true => End::Terminal,
+    };
+    Look::Next(Item { world, counts, fp, enabled }, end)
 }
 
 /// The initial world, started, as a state newly found.
@@ -239,6 +264,7 @@ struct Shared {
     states: AtomicU64,
     transitions: AtomicU64,
     terminals: AtomicU64,
+    at_timer_bound: AtomicU64,
     /// States found and not yet expanded, in this level and the next.
     pending: AtomicU64,
     most_bypasses: AtomicU8,
@@ -283,6 +309,7 @@ where
         states: AtomicU64::new(1),
         transitions: AtomicU64::new(0),
         terminals: AtomicU64::new(0),
+        at_timer_bound: AtomicU64::new(0),
         pending: AtomicU64::new(0),
         most_bypasses: AtomicU8::new(0),
         stop: AtomicBool::new(false),
@@ -299,12 +326,13 @@ where
             return out;
         }
         Look::Done => out.terminals = 1,
-        Look::Next(item, terminal) => {
-            out.terminals = u64::from(terminal);
+        Look::Next(item, end) => {
+            (out.terminals, out.at_timer_bound) = end.counts();
             level.push(item);
         }
     }
     shared.terminals.store(out.terminals, Relaxed);
+    shared.at_timer_bound.store(out.at_timer_bound, Relaxed);
     shared.pending.store(level.len() as u64, Relaxed);
     let mut depth = 0u32;
     let mut last_progress = started;
@@ -343,6 +371,7 @@ where
     out.states = shared.states.load(Relaxed);
     out.transitions = shared.transitions.load(Relaxed);
     out.terminals = shared.terminals.load(Relaxed);
+    out.at_timer_bound = shared.at_timer_bound.load(Relaxed);
     out.most_bypasses = shared.most_bypasses.load(Relaxed);
     out.cut_short = shared.cut_short.into_inner().unwrap_or_else(|e| e.into_inner());
     if let Some((p, why, fp)) = shared.found.into_inner().unwrap_or_else(|e| e.into_inner()) {
@@ -374,7 +403,7 @@ where
 {
     let opts = how.opts;
     let mut next = Vec::new();
-    let (mut transitions, mut terminals, mut most) = (0u64, 0u64, 0u8);
+    let (mut transitions, mut terminals, mut at_bound, mut most) = (0u64, 0u64, 0u64, 0u8);
     'work: loop {
         let batch = {
             let mut todo = todo.lock().unwrap_or_else(|e| e.into_inner());
@@ -406,8 +435,9 @@ where
                         break 'work;
                     }
                     Look::Done => terminals += 1,
-                    Look::Next(item, terminal) => {
-                        terminals += u64::from(terminal);
+                    Look::Next(item, end) => {
+                        let (t, b) = end.counts();
+                        (terminals, at_bound) = (terminals + t, at_bound + b);
                         next.push(item);
                         found += 1;
                     }
@@ -441,6 +471,7 @@ where
     }
     shared.transitions.fetch_add(transitions, Relaxed);
     shared.terminals.fetch_add(terminals, Relaxed);
+    shared.at_timer_bound.fetch_add(at_bound, Relaxed);
     shared.most_bypasses.fetch_max(most, Relaxed);
     next
 }
@@ -477,8 +508,8 @@ where
             return out;
         }
         Look::Done => out.terminals = 1,
-        Look::Next(item, terminal) => {
-            out.terminals = u64::from(terminal);
+        Look::Next(item, end) => {
+            (out.terminals, out.at_timer_bound) = end.counts();
             stack.push(Frame { item, next: 0 });
         }
     }
@@ -522,8 +553,11 @@ where
                 return out;
             }
             Look::Done => out.terminals += u64::from(!again),
-            Look::Next(item, terminal) => {
-                out.terminals += u64::from(!again && terminal);
+            Look::Next(item, end) => {
+                if !again {
+                    let (t, b) = end.counts();
+                    (out.terminals, out.at_timer_bound) = (out.terminals + t, out.at_timer_bound + b);
+                }
                 if opts.max_depth == Some(depth) {
                     not_expanded += u64::from(!again);
                 } else {

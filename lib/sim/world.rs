@@ -177,6 +177,8 @@ where
     any_timer: bool,
     /// Messages that may still be lost.
     lose_budget: u32,
+    /// Timers that may still fire ([`World::timer_fires`]; `u32::MAX`: no bound).
+    fire_budget: u32,
     /// After each step, every node forgets what no later step reads ([`Node::forget`]).
     forget: bool,
     /// Messages lost so far (a tally, not state).
@@ -211,6 +213,7 @@ where
             stale_timers: self.stale_timers,
             any_timer: self.any_timer,
             lose_budget: self.lose_budget,
+            fire_budget: self.fire_budget,
             forget: self.forget,
             lost_done: self.lost_done,
             crash_budget: self.crash_budget,
@@ -253,6 +256,7 @@ where
             && self.stale_timers == other.stale_timers
             && self.any_timer == other.any_timer
             && self.lose_budget == other.lose_budget
+            && self.fire_budget == other.fire_budget
             && self.crash_budget == other.crash_budget
             && self.may_crash == other.may_crash
     }
@@ -276,6 +280,7 @@ where
         self.stale_timers.hash(state);
         self.any_timer.hash(state);
         self.lose_budget.hash(state);
+        self.fire_budget.hash(state);
         self.crash_budget.hash(state);
         self.may_crash.hash(state);
     }
@@ -306,6 +311,7 @@ where
             stale_timers: false,
             any_timer: false,
             lose_budget: 0,
+            fire_budget: u32::MAX,
             forget: false,
             lost_done: 0,
             crash_budget: 0,
@@ -362,6 +368,22 @@ where
     pub fn lose(mut self, count: u32) -> Self {
         self.lose_budget = count;
         self
+    }
+
+    /// Let timers fire at most `count` times in all (`None`: no bound), stale ones
+    /// included. A periodic timer or an early timeout can otherwise fire without end,
+    /// each time sending more or raising a counter, so a search never ends; with a budget
+    /// a state whose armed timers it holds back is at the bound ([`World::timers_held`]),
+    /// not terminal.
+    pub fn timer_fires(mut self, count: Option<u32>) -> Self {
+        self.fire_budget = count.unwrap_or(u32::MAX);
+        self
+    }
+
+    /// Armed timers that the budget of [`World::timer_fires`] keeps from firing: what
+    /// happens next is beyond the bound, so the state is not a terminal one.
+    pub fn timers_held(&self) -> bool {
+        self.fire_budget == 0 && !self.timers.is_empty()
     }
 
     /// Allow up to `count` crashes, each of a node `eligible` allows.
@@ -469,7 +491,9 @@ where
             let lose = |(l, index)| Choice::Lose { from: l / n, to: l % n, index };
             out.extend(self.link_indices().map(lose));
         }
-        if self.any_timer {
+        if self.fire_budget == 0 {
+            // The budget is spent: no timer fires (see `timers_held`).
+        } else if self.any_timer {
             let mut armed = vec![0u32; self.n];
             for t in &self.timers {
                 let node = t.node.0;
@@ -581,6 +605,9 @@ where
     /// moves to its time if that is later.
     fn fire(&mut self, k: usize, note: &mut Observer<'_, N>) -> Result<(), Failure> {
         let t = self.timers.remove(k);
+        if self.fire_budget != u32::MAX {
+            self.fire_budget -= 1;
+        }
         self.now = self.now.max(t.at);
         let i = t.node.index();
         if t.live {
@@ -836,6 +863,31 @@ mod tests {
         let hasher = RandomState::new();
         assert_eq!(hasher.hash_one(&one), hasher.hash_one(&two));
         assert_eq!(hasher.hash_one(&beats), hasher.hash_one(&start));
+    }
+
+    #[test]
+    fn a_timer_budget_stops_timers_once_spent_and_is_part_of_the_state() {
+        let configs = || (0..2).map(|i| Config::new(i, 2)).collect::<Vec<_>>();
+        let timer =
+            |w: &World<Beat>| w.enabled().iter().any(|c| matches!(c, Choice::Timer | Choice::Fire { .. }));
+        for any in [false, true] {
+            let mut w = World::<Beat>::new(configs(), 1).any_timer(any).timer_fires(Some(1));
+            w.start(&mut |_, _| {}).unwrap();
+            assert!(timer(&w) && !w.timers_held());
+            let fire = w.enabled().into_iter().find(|c| matches!(c, Choice::Timer | Choice::Fire { .. }));
+            let before = w.clone();
+            w.apply(fire.unwrap(), &mut |_, _| {}).unwrap();
+            // Spent: the re-armed heartbeats wait, and the state says the bound holds them.
+            assert!(!timer(&w) && w.timers_held(), "any = {any}");
+            assert_ne!(w.fire_budget, before.fire_budget);
+        }
+        // No budget: timers fire on and on, and nothing is ever held.
+        let mut w = World::<Beat>::new(configs(), 1).timer_fires(None);
+        w.start(&mut |_, _| {}).unwrap();
+        for _ in 0..10 {
+            w.apply(Choice::Timer, &mut |_, _| {}).unwrap();
+        }
+        assert!(timer(&w) && !w.timers_held());
     }
 
     #[test]
