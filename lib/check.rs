@@ -45,7 +45,10 @@
 //! worlds hash timers as a set, which is exact then. With [`TimerOrder::Earliest`] only
 //! the earliest fires, as in the simulator, but states still compare without timer
 //! times, so where several timers are armed at once the search is an
-//! under-approximation. [`CheckOpts::forget`] lets nodes clear dead fields. Limits:
+//! under-approximation. [`CheckOpts::timer_fires`] bounds timer firings on any way (what
+//! ends the search of an algorithm whose timers fire without end); a state only that
+//! bound stops is counted, not judged as terminal. [`CheckOpts::forget`] lets nodes
+//! clear dead fields. Limits:
 //! [`CheckOpts::max_states`], [`CheckOpts::max_seconds`] and [`CheckOpts::max_depth`]; a
 //! search cut short says why. The summary gives states, transitions, depth, time and
 //! the process's peak memory.

@@ -425,7 +425,8 @@ struct CheckArgs {
     #[arg(long)]
     forget: bool,
     /// Timers fire at most T times on any way, or `none` for no bound (default: 1 for
-    /// algorithms whose timers can fire without end, see `mutexlab algorithms`; else none).
+    /// algorithms whose timers can fire without end, such as centralized-bully and
+    /// bully; else none). Without a bound their search never ends.
     #[arg(long, value_name = "T", allow_hyphen_values = true)]
     timer_fires: Option<String>,
     /// Check that while a node waits, the others enter at most B times (default: the
