@@ -30,7 +30,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::hash::Hash;
+use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 use serde::de::DeserializeOwned;
@@ -65,7 +65,7 @@ pub fn majority(n: u32) -> u32 {
 
 /// Fixed configuration of one node. It never changes while the node runs, so it is kept
 /// apart from the algorithm's mutable state.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
     /// This node.
     pub id: PeerId,
@@ -86,6 +86,15 @@ pub struct Config {
     /// The program that is this node, for a node whose state lives in another process
     /// (`external.rs`); `None` for every other node, which ignores it.
     pub program: Option<Spawn>,
+}
+
+// By hand: only what tells two nodes of one run apart. A node that keeps its `Config`
+// hashes it with every state a search meets, and the rest never differs within a run
+// (equal values still hash alike: equality compares it all).
+impl Hash for Config {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (self.id, self.incarnation).hash(state);
+    }
 }
 
 /// A program that stands for a node (`external.rs`): the command it is started with
