@@ -71,7 +71,8 @@
 //! follows, so the terms it reports strictly increase. A restarted node has forgotten
 //! every term: if it is the highest live node it wins at once with a term that may be
 //! older than the one the others follow. They refuse it and answer STALE with their
-//! term; the winner, still leader, declares again above it.
+//! term; the winner, still leader, declares again above it, unless that term is a higher
+//! node's: then it holds an election, which the higher node wins if it is alive.
 //!
 //! # Cost, in messages per election
 //!
@@ -337,10 +338,22 @@ impl Bully {
         }
     }
 
-    /// A node follows a newer term than the one this node won with: win again above it.
+    /// A node follows a newer term than the one this node won with. Its leader's id is
+    /// the term's low digits: a lower one is outbid (win again above it); a higher one
+    /// outranks this node, which asks those above instead, as rule 6 does. Outbidding a
+    /// higher leader too let two nodes raise each other's terms without end after one
+    /// false suspicion (`mutexlab check` found the way).
     fn on_stale(&mut self, term: u64, out: &mut O) {
         self.see(term);
-        if self.leading() && term > self.term() {
+        if !self.leading() || term <= self.term() {
+            return;
+        }
+        let leader = PeerId((term % u64::from(self.cfg.n.max(1))) as u32);
+        if leader > self.me() {
+            if !self.electing() {
+                self.hold_election(out);
+            }
+        } else {
             self.win(out);
         }
     }
