@@ -689,4 +689,33 @@ mod tests {
         assert!(out.actions().contains(&won), "{:?}", out.actions());
         assert_eq!(w2.leader, Some((PeerId(2), 14)));
     }
+
+    #[test]
+    fn stale_news_of_a_higher_leader_makes_a_leader_ask_not_outbid() {
+        // w1 won after a false suspicion of w2 (term 4 at n = 3); w0 follows w2's term 5.
+        let mut w1 = Bully::create(&Config::new(1, 3));
+        let mut out = O::new(Duration::ZERO);
+        w1.step(Input::Call { call: ElectionCall::Elect }, &mut out);
+        w1.step(Input::Timer { timer: Timer::Answer { election: 1 } }, &mut out);
+        assert_eq!(w1.leader, Some((PeerId(1), 4)));
+        let leader = |out: &O| {
+            out.actions()
+                .iter()
+                .any(|a| matches!(a, crate::algorithm::Output::Event { event: ElectionEvent::Leader { .. } }))
+        };
+        // STALE with w2's term 5: w1 asks w2 (it would answer and win), and does not
+        // win again above it, which let the two outbid each other without end.
+        let mut asks = w1.clone();
+        out.reset(Duration::ZERO);
+        asks.step(Input::Message { from: PeerId(0), msg: Msg::Stale { term: 5 } }, &mut out);
+        assert!(!leader(&out), "{:?}", out.actions());
+        let asked = crate::algorithm::Output::Send { to: PeerId(2), msg: Msg::Election { term: 4 } };
+        assert!(out.actions().contains(&asked), "{:?}", out.actions());
+        // STALE with a lower node's term (w0's, 6): outbid as before.
+        out.reset(Duration::ZERO);
+        w1.step(Input::Message { from: PeerId(0), msg: Msg::Stale { term: 6 } }, &mut out);
+        let won =
+            crate::algorithm::Output::Event { event: ElectionEvent::Leader { id: PeerId(1), term: 10 } };
+        assert!(out.actions().contains(&won), "{:?}", out.actions());
+    }
 }
