@@ -59,18 +59,9 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Print a kept run's message trace merged in time order, or write it for ShiViz:
-    /// exit 0, or 2 if the trace is missing or unreadable.
-    Trace {
-        /// The run directory (kept with --keep, or after a failure).
-        run_dir: PathBuf,
-        /// Write ShiViz's input format (a parsing regex line, then events with vector clocks).
-        #[arg(long)]
-        shiviz: bool,
-        /// Write to this file instead of stdout.
-        #[arg(long, short = 'o')]
-        output: Option<PathBuf>,
-    },
+    /// Print a kept run's message trace merged in time order, or write it for ShiViz,
+    /// whole or a part: exit 0, or 2 if the trace is missing or unreadable.
+    Trace(TraceArgs),
     /// Measure message latency and algorithm throughput on this machine.
     Bench {
         /// Fewer, shorter runs (for a smoke test).
@@ -110,6 +101,40 @@ enum Cmd {
     /// (internal) Removes the sockets of a run whose supervisor was killed; started by `run`.
     #[command(hide = true)]
     Janitor,
+}
+
+#[derive(Args)]
+struct TraceArgs {
+    /// The run directory (kept with --keep, or after a failure).
+    run_dir: PathBuf,
+    /// Write ShiViz's input format (a parsing regex line, then events with vector clocks;
+    /// the supervisor's kills, pauses and restarts are events on their workers).
+    #[arg(long)]
+    shiviz: bool,
+    /// Write to this file instead of stdout, and print its path.
+    #[arg(long, short = 'o')]
+    output: Option<PathBuf>,
+    /// Leave out what happened before this long after the run's start (300ms, 2s).
+    #[arg(long, value_parser = parse_duration_arg)]
+    from: Option<Duration>,
+    /// Leave out what happened after this long after the run's start (300ms, 2s).
+    #[arg(long, value_parser = parse_duration_arg)]
+    to: Option<Duration>,
+    /// Only these workers' events: ids and ranges, like 0,2,5 or 0-3.
+    #[arg(long, value_parser = parse_workers_arg)]
+    workers: Option<WorkerList>,
+}
+
+/// `--workers`' list, sorted (a named type: clap takes a bare `Vec` for a repeated flag).
+#[derive(Clone, Debug)]
+struct WorkerList(Vec<u32>);
+
+fn parse_workers_arg(text: &str) -> Result<WorkerList, String> {
+    crate::export::Part::parse_workers(text).map(WorkerList)
+}
+
+fn parse_duration_arg(text: &str) -> Result<Duration, String> {
+    faults::parse_duration(text).map_err(|why| format!("{why} (like 300ms or 2s)"))
 }
 
 /// The fault-plan grammar, for `run --help` (the README's "Breaking things on purpose"
@@ -504,7 +529,7 @@ fn command(registry: Registry) -> Outcome {
             Ok(Verdict::Pass)
         }
         Cmd::Audit { file, faults, json } => cmd_audit(&file, faults, json),
-        Cmd::Trace { run_dir, shiviz, output } => cmd_trace(&run_dir, shiviz, output.as_deref()),
+        Cmd::Trace(a) => cmd_trace(a),
         Cmd::Report { run_dir, output } => cmd_report(&run_dir, output.as_deref()),
         Cmd::Bench { quick, all_cpus, json } => {
             let r = bench::run(&exe(), quick, all_cpus, json).map_err(|e| Error::failed(e.to_string()))?;
@@ -1084,21 +1109,25 @@ fn cmd_replay(a: ReplayArgs) -> Outcome {
     }
 }
 
-fn cmd_trace(run_dir: &std::path::Path, shiviz: bool, output: Option<&std::path::Path>) -> Outcome {
+fn cmd_trace(a: TraceArgs) -> Outcome {
+    use crate::export::{self, Part};
     use crate::trace;
     use std::io::Write as _;
+    let (run_dir, output) = (a.run_dir.as_path(), a.output.as_deref());
+    let part = Part { from: a.from, to: a.to, workers: a.workers.map(|w| w.0) };
     // Checked whole first (the same code as `audit` for input it cannot read), then
     // streamed: memory by the workers and the messages open at once, not the trace's size.
     let checked = trace::check(run_dir)?;
+    part.check(checked.workers).map_err(Error::usage)?;
     let write = |w: &mut dyn std::io::Write| {
         let mut w = std::io::BufWriter::with_capacity(64 * 1024, w);
-        let summary = if shiviz {
-            trace::write_shiviz(run_dir, checked, &mut w)
+        let done = if a.shiviz {
+            export::write_shiviz(run_dir, checked, &part, &mut w)
         } else {
-            trace::write_text(run_dir, checked, &mut w)
+            export::write_text(run_dir, checked, &part, &mut w)
         }?;
         w.flush().map_err(trace::TraceError::Write)?;
-        Ok::<_, trace::TraceError>(summary)
+        Ok::<_, trace::TraceError>(done)
     };
     let done = match output {
         None => match write(&mut std::io::stdout().lock()) {
@@ -1117,9 +1146,27 @@ fn cmd_trace(run_dir: &std::path::Path, shiviz: bool, output: Option<&std::path:
             }),
             Err(e) => return Err(Error::usage(format!("cannot write {}: {e}", path.display()))),
         },
-    };
-    for note in done?.notes.lines() {
+    }?;
+    for note in done.summary.notes.lines() {
         eprintln!("mutexlab: note: {note}");
+    }
+    if done.left_out() > 0 {
+        eprintln!(
+            "mutexlab: note: wrote {} of {} events; {} left out ({})",
+            done.written,
+            done.events,
+            done.left_out(),
+            part.describe()
+        );
+    }
+    if a.shiviz && done.written > export::SHIVIZ_COMFORT {
+        eprintln!(
+            "mutexlab: note: {} events may be more than ShiViz loads in a browser; export a part with --from/--to or --workers",
+            done.written
+        );
+    }
+    if let Some(path) = output {
+        out(&format!("{}\n", path.display()));
     }
     Ok(Verdict::Pass)
 }
