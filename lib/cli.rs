@@ -86,8 +86,9 @@ enum Cmd {
     Replay(ReplayArgs),
     /// Write a run directory's HTML report (default RUN_DIR/report.html) and print its path.
     Report {
-        /// The run directory (kept with --keep, or a failed run's).
-        run_dir: PathBuf,
+        /// The run directory (kept with --keep, or a failed run's; default: the latest
+        /// run in ./mutexlab-runs, the results store).
+        run_dir: Option<PathBuf>,
         /// Where to write the report.
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
@@ -291,10 +292,12 @@ struct Shared {
     /// Seed for think times and any randomness an algorithm uses.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     seed: u64,
-    /// Run directory, new or empty (default: a fresh temporary directory).
+    /// Run directory, new or empty (default: a fresh temporary directory, filed in
+    /// ./mutexlab-runs/ if the run is kept).
     #[arg(long)]
     run_dir: Option<PathBuf>,
-    /// Keep the run directory even after a clean run (and record the message trace).
+    /// Keep the run directory even after a clean run (and record the message trace); without
+    /// --run-dir, in ./mutexlab-runs/<time>-<algo>/, with `latest` linking to it.
     #[arg(long)]
     keep: bool,
     /// Record every message in trace-w<ID>.log (see `mutexlab trace`); on with --keep.
@@ -530,7 +533,7 @@ fn command(registry: Registry) -> Outcome {
         }
         Cmd::Audit { file, faults, json } => cmd_audit(&file, faults, json),
         Cmd::Trace(a) => cmd_trace(a),
-        Cmd::Report { run_dir, output } => cmd_report(&run_dir, output.as_deref()),
+        Cmd::Report { run_dir, output } => cmd_report(run_dir, output.as_deref()),
         Cmd::Bench { quick, all_cpus, json } => {
             let r = bench::run(&exe(), quick, all_cpus, json).map_err(|e| Error::failed(e.to_string()))?;
             if json {
@@ -703,6 +706,7 @@ fn shared_opts(sh: &Shared, plan: Plan) -> RunOpts {
         seed: sh.seed,
         run_dir: sh.run_dir.clone(),
         keep: sh.keep,
+        store: Some(supervisor::store::STORE_DIR.into()),
         stall_ms: sh.stall_ms,
         progress: !sh.json,
         // What is kept can be read afterwards; a run no one will read is not slowed.
@@ -1085,6 +1089,7 @@ fn cmd_replay(a: ReplayArgs) -> Outcome {
         think_ms: 0.0,
         run_dir: a.run_dir,
         keep: a.keep,
+        store: Some(supervisor::store::STORE_DIR.into()),
         trace: true,
         replay: Some(supervisor::Replay {
             choices: ce.choices,
@@ -1171,9 +1176,14 @@ fn cmd_trace(a: TraceArgs) -> Outcome {
     Ok(Verdict::Pass)
 }
 
-fn cmd_report(run_dir: &std::path::Path, output: Option<&std::path::Path>) -> Outcome {
+fn cmd_report(run_dir: Option<PathBuf>, output: Option<&std::path::Path>) -> Outcome {
+    let run_dir = match run_dir {
+        Some(d) => d,
+        None => supervisor::store::latest(std::path::Path::new(supervisor::store::STORE_DIR))
+            .map_err(Error::usage)?,
+    };
     // Unreadable or not a run: an input error, as `mutexlab audit` has for such input.
-    let path = html::write(run_dir, output, html::Known::Files)?;
+    let path = html::write(&run_dir, output, html::Known::Files)?;
     out(&format!("{}\n", path.display()));
     Ok(Verdict::Pass)
 }
