@@ -43,6 +43,7 @@ enum Cmd {
     Run(RunArgs),
     /// Start N worker processes running one election algorithm, then audit the leaders
     /// they accepted.
+    #[command(after_long_help = ELECT_FAULT_PLANS)]
     Elect(ElectArgs),
     /// List the algorithms.
     Algorithms,
@@ -138,25 +139,47 @@ fn parse_duration_arg(text: &str) -> Result<Duration, String> {
     faults::parse_duration(text).map_err(|why| format!("{why} (like 300ms or 2s)"))
 }
 
-/// The fault-plan grammar, for `run --help` (the README's "Breaking things on purpose"
-/// says more).
-const FAULT_PLANS: &str = "\
+/// The steps of a fault plan, which `run` and `elect` share.
+macro_rules! fault_steps {
+    () => {
+        "\
 Fault plans (--faults, --faults-file): steps separated by ';' or newlines, '#' comments.
   kill W at T           SIGKILL: a crash           term W at T      SIGTERM: orderly exit
   stop W at T for D     SIGSTOP, SIGCONT after D   stop W at T      paused for good
   restart W at T        a dead worker's next life
   partition 0,1|2,3 at T for D                     heal at T
+"
+    };
+}
+
+/// The fault-plan grammar, for `run --help` (the README's "Breaking things on purpose"
+/// says more).
+const FAULT_PLANS: &str = concat!(
+    fault_steps!(),
+    "\
 W is a worker id, `holder` (inside the section) or `coordinator` (the highest id);
 T is a time since the start (300ms, 1.5s) or `entry K` (the K-th entry of the run).
   mutexlab run --faults 'kill 2 at entry 5; restart 2 at 600ms'
   mutexlab run --nemesis kill,stop,restart,partition --seed 7
-`mutexlab elect` takes the target `leader` and times only.";
+`mutexlab elect` takes the target `leader` and times only."
+);
+
+/// The fault-plan grammar, for `elect --help`.
+const ELECT_FAULT_PLANS: &str = concat!(
+    fault_steps!(),
+    "\
+W is a worker id, `leader` (the leader the live workers follow when the step fires) or
+`coordinator` (the highest id); T is a time since the start (300ms, 1.5s).
+  mutexlab elect --faults 'kill leader at 200ms; restart 4 at 600ms'
+  mutexlab elect --nemesis kill,restart --seed 7"
+);
 
 #[derive(Args)]
 struct RunArgs {
-    /// Algorithm (see `mutexlab algorithms`).
-    #[arg(long, default_value = "centralized")]
-    algo: String,
+    /// Algorithm (see `mutexlab algorithms`) [default: centralized]. With --worker-cmd,
+    /// the label of the program's algorithm (its theory is shown); without, `external`.
+    #[arg(long, value_name = "ALGO")]
+    algo: Option<String>,
     /// Number of worker processes.
     #[arg(long, short = 'n', default_value_t = 4, allow_negative_numbers = true)]
     workers: u32,
@@ -201,9 +224,10 @@ struct RunArgs {
 
 #[derive(Args)]
 struct ElectArgs {
-    /// Election algorithm (see `mutexlab algorithms`).
-    #[arg(long, default_value = "bully")]
-    algo: String,
+    /// Election algorithm (see `mutexlab algorithms`) [default: bully]. With --worker-cmd,
+    /// the label of the program's algorithm (its theory is shown); without, `external`.
+    #[arg(long, value_name = "ALGO")]
+    algo: Option<String>,
     /// Number of worker processes.
     #[arg(long, short = 'n', default_value_t = 5, allow_negative_numbers = true)]
     workers: u32,
@@ -309,7 +333,8 @@ struct Shared {
     /// Print one JSON object on stdout instead of the summary.
     #[arg(long)]
     json: bool,
-    /// Fault plan, e.g. "kill 2 at 300ms; restart 2 at 600ms" (see README).
+    /// Fault plan, e.g. "kill 2 at 300ms; restart 2 at 600ms" (the grammar is at the end
+    /// of --help).
     #[arg(long)]
     faults: Option<String>,
     /// Fault plan from a file (one step per line, # comments).
@@ -351,28 +376,30 @@ impl Shared {
             DetectorArg::None => Ok(Detector::None),
             DetectorArg::Perfect => Ok(Detector::Perfect),
             DetectorArg::Heartbeat => {
-                if self.heartbeat_ms == 0 || self.heartbeat_ms > 60_000 {
-                    return Err(Error::usage(format!(
-                        "--heartbeat-ms must be between 1 and 60000, not {}",
-                        self.heartbeat_ms
-                    )));
-                }
-                let delay = (self.latency + self.jitter).clamp(0.0, 120_000.0);
-                let rule = self.heartbeat_ms as f64 + 2.0 * delay + PROCESSING_MS;
-                let suspect = self.suspect_ms.unwrap_or(rule.ceil() as u64);
-                if suspect <= self.heartbeat_ms || suspect > 600_000 {
-                    return Err(Error::usage(format!(
-                        "--suspect-ms must be above --heartbeat-ms ({}) and at most 600000, not {suspect}",
-                        self.heartbeat_ms
-                    )));
-                }
-                Ok(Detector::Heartbeat {
-                    every: Duration::from_millis(self.heartbeat_ms),
-                    suspect: Duration::from_millis(suspect),
-                })
+                heartbeat(self.heartbeat_ms, self.suspect_ms, self.latency + self.jitter)
             }
         }
     }
+}
+
+/// The heartbeat detector of `--heartbeat-ms` and `--suspect-ms` (default: the notes'
+/// rule for messages delayed up to `delay` ms), checked.
+fn heartbeat(heartbeat_ms: u64, suspect_ms: Option<u64>, delay: f64) -> Result<Detector, Error> {
+    if heartbeat_ms == 0 || heartbeat_ms > 60_000 {
+        return Err(Error::usage(format!("--heartbeat-ms must be between 1 and 60000, not {heartbeat_ms}")));
+    }
+    let delay = delay.clamp(0.0, 120_000.0);
+    let rule = heartbeat_ms as f64 + 2.0 * delay + PROCESSING_MS;
+    let suspect = suspect_ms.unwrap_or(rule.ceil() as u64);
+    if suspect <= heartbeat_ms || suspect > 600_000 {
+        return Err(Error::usage(format!(
+            "--suspect-ms must be above --heartbeat-ms ({heartbeat_ms}) and at most 600000, not {suspect}"
+        )));
+    }
+    Ok(Detector::Heartbeat {
+        every: Duration::from_millis(heartbeat_ms),
+        suspect: Duration::from_millis(suspect),
+    })
 }
 
 /// `mutexlab compare`'s options.
@@ -392,9 +419,16 @@ struct CompareArgs {
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     seed: u64,
     /// How survivors learn of a crash in the fault runs (`none` is the notes' world: a
-    /// crash looks like slowness); heartbeat: every 50 ms, suspect after 100 ms.
+    /// crash looks like slowness).
     #[arg(long, value_enum, default_value = "perfect")]
     detector: DetectorArg,
+    /// Heartbeat period P in milliseconds (`--detector heartbeat`).
+    #[arg(long, default_value_t = 50, allow_negative_numbers = true)]
+    heartbeat_ms: u64,
+    /// Silence after which a peer is suspected, in ms (`--detector heartbeat`). Default:
+    /// P + 50 ms (the notes' rule with no added delay).
+    #[arg(long, allow_negative_numbers = true)]
+    suspect_ms: Option<u64>,
     /// Print one JSON object instead of the table.
     #[arg(long, conflicts_with = "markdown")]
     json: bool,
@@ -625,9 +659,11 @@ fn cmd_run(a: RunArgs) -> Outcome {
     let sh = &a.shared;
     let plan = build_plan(sh, a.workers, a.duration)?;
     let detector = sh.detector(a.detector, DetectorArg::Perfect)?;
-    // `--algo` left at its default labels nothing: the program is `external`.
-    let explicit = a.algo != "centralized";
-    let (algo, external) = a.external.opts(canonical(a.algo), explicit);
+    // No `--algo` labels nothing: the program is `external`. `--algo centralized`,
+    // the default's name given on purpose, labels it.
+    let explicit = a.algo.is_some();
+    let (algo, external) =
+        a.external.opts(canonical(a.algo.unwrap_or_else(|| "centralized".into())), explicit);
     let opts = RunOpts {
         algo,
         external,
@@ -656,8 +692,8 @@ fn cmd_elect(a: ElectArgs) -> Outcome {
     if a.settle_ms == 0 || a.settle_ms > 600_000 {
         return Err(Error::usage(format!("--settle-ms must be between 1 and 600000, not {}", a.settle_ms)));
     }
-    let explicit = a.algo != "bully";
-    let (algo, external) = a.external.opts(canonical(a.algo), explicit);
+    let explicit = a.algo.is_some();
+    let (algo, external) = a.external.opts(canonical(a.algo.unwrap_or_else(|| "bully".into())), explicit);
     let opts = RunOpts {
         algo,
         external,
@@ -886,12 +922,20 @@ fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Out
         Err(e) => return Err(e.into()),
     };
     if json {
-        out(&value.map(|v| to_json(&v)).expect("report serialises"));
+        let mut value = value.expect("report serialises");
+        if let Some(fields) = value.as_object_mut() {
+            fields.insert("schema".into(), AUDIT_SCHEMA.into());
+        }
+        out(&to_json(&value));
     } else {
         out(&text);
     }
     Ok(if ok { Verdict::Pass } else { Verdict::Fail })
 }
+
+/// `audit --json`'s `schema`: raised only when a field changes meaning or goes away
+/// (fields may be added), as `run --json`'s.
+const AUDIT_SCHEMA: u32 = 1;
 
 /// The registered spelling of an algorithm typed in another case (`Lamport`); an unknown
 /// name is left for validation to refuse.
@@ -906,14 +950,11 @@ fn cmd_compare(a: CompareArgs) -> Outcome {
         workers: a.workers,
         entries: a.entries,
         seed: a.seed,
-        // The heartbeat figures `run` takes by default with no added latency.
+        // The heartbeat figures `run` takes, with no added latency (compare adds none).
         detector: match a.detector {
             DetectorArg::None => Detector::None,
             DetectorArg::Perfect => Detector::Perfect,
-            DetectorArg::Heartbeat => Detector::Heartbeat {
-                every: Duration::from_millis(50),
-                suspect: Duration::from_millis(50 + PROCESSING_MS as u64),
-            },
+            DetectorArg::Heartbeat => heartbeat(a.heartbeat_ms, a.suspect_ms, 0.0)?,
         },
     };
     compare::validate(&opts).map_err(Error::usage)?;

@@ -164,11 +164,16 @@ fn algorithm_names_match_in_any_case_and_a_typo_gets_the_nearest_name() {
     let out = run(&["run", "-n", "2", "-k", "2", "--latency", "1", "--json"]);
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((j["schema"].as_u64(), j["network"]["latency_ms"].as_f64()), (Some(1), Some(1.0)), "{j}");
-    let help = stdout(&run(&["run", "--help"]));
-    assert!(
-        help.contains("Fault plans (--faults") && help.contains("partition 0,1|2,3 at T for D"),
-        "{help}"
-    );
+    // Both commands that take a fault plan give its grammar in their help, not "see README".
+    for (command, target) in [("run", "`holder` (inside the section)"), ("elect", "`leader` (the leader")] {
+        let help = stdout(&run(&[command, "--help"]));
+        assert!(
+            help.contains("Fault plans (--faults") && help.contains("partition 0,1|2,3 at T for D"),
+            "{command}: {help}"
+        );
+        assert!(help.contains(target), "{command}: {help}");
+        assert!(!help.contains("see README"), "{command}: {help}");
+    }
     let out = run(&["run", "-n", "2", "-k", "2", "--latency", "1"]);
     assert!(stdout(&out).contains("  network     latency 1 ms, jitter 0 ms, drop 0\n"), "{}", stdout(&out));
 }

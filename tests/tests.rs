@@ -22,6 +22,7 @@ mod faults;
 mod impostors;
 mod permission;
 mod readers;
+mod readme;
 mod registry;
 mod replay;
 mod rundir;
