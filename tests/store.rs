@@ -119,3 +119,72 @@ fn pages_outside_a_run_directory_are_world_readable_and_the_run_directory_stays_
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(mode(&named), 0o640);
 }
+
+/// A background run, killed and reaped when the test ends however it ends.
+struct Reaped(Option<std::process::Child>);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The run directory named on the command line of a worker whose parent is `pid`.
+fn run_dir_of_workers(pid: u32) -> Option<PathBuf> {
+    for e in std::fs::read_dir("/proc").ok()?.flatten() {
+        let stat = std::fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        // "pid (comm) state ppid …": the fields after the last ')'.
+        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1));
+        if ppid != Some(&pid.to_string()) {
+            continue;
+        }
+        let cmd = std::fs::read(e.path().join("cmdline")).unwrap_or_default();
+        let args: Vec<String> =
+            cmd.split(|&b| b == 0).map(|a| String::from_utf8_lossy(a).into_owned()).collect();
+        if let Some(i) = args.iter().position(|a| a == "--run-dir") {
+            return args.get(i + 1).map(PathBuf::from);
+        }
+    }
+    None
+}
+
+#[test]
+fn an_interrupted_run_is_filed_in_the_store_with_its_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let cwd = tmp.path();
+    let child = mutexlab()
+        .current_dir(cwd)
+        .args(["run", "-n", "2", "--duration", "30", "--cs-ms", "0.5", "--think-ms", "1", "--keep"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut bg = Reaped(Some(child));
+    let pid = bg.0.as_ref().unwrap().id();
+    let mut dir = None;
+    wait_for("the workers and their run directory", || {
+        dir = run_dir_of_workers(pid);
+        dir.is_some()
+    });
+    let dir = dir.unwrap();
+    wait_for("a few sections", || {
+        std::fs::read_to_string(dir.join("resource.log")).is_ok_and(|s| s.matches("\nEXIT ").count() >= 3)
+    });
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), nix::sys::signal::Signal::SIGINT).unwrap();
+    let out = bg.0.take().unwrap().wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    // Moved from its temporary directory into the store, and named there.
+    assert!(!dir.exists(), "{} is still there", dir.display());
+    let (names, latest) = store(cwd);
+    assert_eq!(names.len(), 1, "{names:?}");
+    assert_eq!(latest, Some(PathBuf::from(&names[0])));
+    let filed = cwd.canonicalize().unwrap().join("mutexlab-runs").join(&names[0]);
+    assert!(err.contains(&format!("run directory kept: {}", filed.display())), "{err}");
+    assert!(filed.join("report.html").is_file() && filed.join("resource.log").is_file());
+    assert!(Background::sockets(&filed).is_empty());
+}
