@@ -107,8 +107,9 @@ enum Cmd {
 
 #[derive(Args)]
 struct TraceArgs {
-    /// The run directory (kept with --keep, or after a failure).
-    run_dir: PathBuf,
+    /// The run directory (kept with --keep, or after a failure; default: the latest run
+    /// in ./mutexlab-runs, the results store).
+    run_dir: Option<PathBuf>,
     /// Write ShiViz's input format (a parsing regex line, then events with vector clocks;
     /// the supervisor's kills, pauses and restarts are events on their workers).
     #[arg(long)]
@@ -1159,7 +1160,12 @@ fn cmd_trace(a: TraceArgs) -> Outcome {
     use crate::export::{self, Part};
     use crate::trace;
     use std::io::Write as _;
-    let (run_dir, output) = (a.run_dir.as_path(), a.output.as_deref());
+    let run_dir = match &a.run_dir {
+        Some(d) => d.clone(),
+        None => supervisor::store::latest(std::path::Path::new(supervisor::store::STORE_DIR))
+            .map_err(Error::usage)?,
+    };
+    let (run_dir, output) = (run_dir.as_path(), a.output.as_deref());
     let part = Part { from: a.from, to: a.to, workers: a.workers.map(|w| w.0) };
     // Checked whole first (the same code as `audit` for input it cannot read), then
     // streamed: memory by the workers and the messages open at once, not the trace's size.

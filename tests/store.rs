@@ -40,7 +40,7 @@ fn kept_and_failed_runs_are_filed_in_the_store_and_report_opens_the_latest() {
     let out = run_in(cwd, &["report"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("no run to report: mutexlab-runs/latest does not exist here"),
+        stderr(&out).contains("no run directory named, and mutexlab-runs/latest does not exist here"),
         "{}",
         stderr(&out)
     );
@@ -71,6 +71,10 @@ fn kept_and_failed_runs_are_filed_in_the_store_and_report_opens_the_latest() {
     // No socket or temporary directory left behind.
     assert!(Background::sockets(&kept).is_empty());
 
+    // `trace` alone reads the latest too.
+    let out = run_in(cwd, &["trace"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).lines().any(|l| l.starts_with("APP w=1 ")), "{}", stdout(&out));
     // A failing run is filed without --keep, and becomes the latest.
     let out = run_in(cwd, &["run", "--algo", "none", "-n", "3", "-k", "5"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));

@@ -555,6 +555,12 @@ fn trace_and_its_shiviz_export_need_memory_by_the_workers_not_the_events() {
     let log = tmp.path().join("out.shiviz");
     let out = run_capped(128, &["trace", "--shiviz", dir, "-o", log.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
+    // More than a browser's ShiViz takes: the way to a part is suggested.
+    assert!(
+        stderr(&out).contains("100000 events may be more than ShiViz loads in a browser; export a part"),
+        "{}",
+        stderr(&out)
+    );
     let log = std::fs::read_to_string(&log).unwrap();
     assert_eq!(log.lines().count(), 2 + 2 * 100_000);
     // The last receive has seen every event of both.

@@ -79,7 +79,7 @@ pub fn latest(store: &Path) -> Result<PathBuf, String> {
     let link = store.join(LATEST);
     link.canonicalize().map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => format!(
-            "no run to report: {} does not exist here (keep a run with --keep, or name a run directory)",
+            "no run directory named, and {} does not exist here (keep a run with --keep, or name a run directory)",
             link.display()
         ),
         _ => format!("cannot read {}: {e}", link.display()),
@@ -120,7 +120,8 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let err = latest(&tmp.path().join(STORE_DIR)).unwrap_err();
         assert!(
-            err.starts_with("no run to report: ") && err.contains("mutexlab-runs/latest does not exist"),
+            err.starts_with("no run directory named, and ")
+                && err.contains("mutexlab-runs/latest does not exist"),
             "{err}"
         );
     }
