@@ -62,9 +62,13 @@ fn centralized_costs_exactly_three_messages_per_ordinary_entry() {
 
 #[test]
 fn no_coordination_is_caught_by_the_auditor() {
-    // The negative control: without mutual exclusion, sections of 1 ms overlap.
-    let out =
-        run(&["run", "--algo", "none", "-n", "3", "-k", "10", "--cs-ms", "1", "--think-ms", "0.5", "--json"]);
+    // The negative control: without mutual exclusion, sections of 1 ms overlap. (In a
+    // directory of its own: the failed run is filed in its results store.)
+    let cwd = tempfile::tempdir().unwrap();
+    let out = run_in(
+        cwd.path(),
+        &["run", "--algo", "none", "-n", "3", "-k", "10", "--cs-ms", "1", "--think-ms", "0.5", "--json"],
+    );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let j = json(&out);
     assert_eq!(j["ok"], false);
@@ -80,7 +84,7 @@ fn no_coordination_is_caught_by_the_auditor() {
     let audit = run(&["audit", dir.join("resource.log").to_str().unwrap()]);
     assert_eq!(audit.status.code(), Some(1));
     assert!(stdout(&audit).contains("overlap"));
-    std::fs::remove_dir_all(dir).unwrap();
+    assert!(dir.starts_with(cwd.path().canonicalize().unwrap().join("mutexlab-runs")), "{}", dir.display());
 }
 
 #[test]

@@ -5,17 +5,8 @@
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::Output;
 
 use crate::common::*;
-
-/// `mutexlab ARGS` with `cwd` as its working directory (the test process's own is never
-/// changed: the tests share it); reaped by the timeout, workers with their supervisor.
-fn run_in(cwd: &Path, args: &[&str]) -> Output {
-    let mut c = assert_cmd::Command::cargo_bin("mutexlab").unwrap();
-    c.current_dir(cwd).args(args).timeout(PATIENCE);
-    c.output().expect("mutexlab runs")
-}
 
 /// The folders of the store in `cwd`, sorted, and what `latest` names.
 fn store(cwd: &Path) -> (Vec<String>, Option<PathBuf>) {
