@@ -43,6 +43,7 @@ enum Cmd {
     Run(RunArgs),
     /// Start N worker processes running one election algorithm, then audit the leaders
     /// they accepted.
+    #[command(after_long_help = ELECT_FAULT_PLANS)]
     Elect(ElectArgs),
     /// List the algorithms.
     Algorithms,
@@ -59,18 +60,9 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
-    /// Print a kept run's message trace merged in time order, or write it for ShiViz:
-    /// exit 0, or 2 if the trace is missing or unreadable.
-    Trace {
-        /// The run directory (kept with --keep, or after a failure).
-        run_dir: PathBuf,
-        /// Write ShiViz's input format (a parsing regex line, then events with vector clocks).
-        #[arg(long)]
-        shiviz: bool,
-        /// Write to this file instead of stdout.
-        #[arg(long, short = 'o')]
-        output: Option<PathBuf>,
-    },
+    /// Print a kept run's message trace merged in time order, or write it for ShiViz,
+    /// whole or a part: exit 0, or 2 if the trace is missing or unreadable.
+    Trace(TraceArgs),
     /// Measure message latency and algorithm throughput on this machine.
     Bench {
         /// Fewer, shorter runs (for a smoke test).
@@ -95,8 +87,9 @@ enum Cmd {
     Replay(ReplayArgs),
     /// Write a run directory's HTML report (default RUN_DIR/report.html) and print its path.
     Report {
-        /// The run directory (kept with --keep, or a failed run's).
-        run_dir: PathBuf,
+        /// The run directory (kept with --keep, or a failed run's; default: the latest
+        /// run in ./mutexlab-runs, the results store).
+        run_dir: Option<PathBuf>,
         /// Where to write the report.
         #[arg(short = 'o', long = "output")]
         output: Option<PathBuf>,
@@ -112,25 +105,82 @@ enum Cmd {
     Janitor,
 }
 
-/// The fault-plan grammar, for `run --help` (the README's "Breaking things on purpose"
-/// says more).
-const FAULT_PLANS: &str = "\
+#[derive(Args)]
+struct TraceArgs {
+    /// The run directory (kept with --keep, or after a failure; default: the latest run
+    /// in ./mutexlab-runs, the results store).
+    run_dir: Option<PathBuf>,
+    /// Write ShiViz's input format (a parsing regex line, then events with vector clocks;
+    /// the supervisor's kills, pauses and restarts are events on their workers).
+    #[arg(long)]
+    shiviz: bool,
+    /// Write to this file instead of stdout, and print its path.
+    #[arg(long, short = 'o')]
+    output: Option<PathBuf>,
+    /// Leave out what happened before this long after the run's start (300ms, 2s).
+    #[arg(long, value_parser = parse_duration_arg)]
+    from: Option<Duration>,
+    /// Leave out what happened after this long after the run's start (300ms, 2s).
+    #[arg(long, value_parser = parse_duration_arg)]
+    to: Option<Duration>,
+    /// Only these workers' events: ids and ranges, like 0,2,5 or 0-3.
+    #[arg(long, value_parser = parse_workers_arg)]
+    workers: Option<WorkerList>,
+}
+
+/// `--workers`' list, sorted (a named type: clap takes a bare `Vec` for a repeated flag).
+#[derive(Clone, Debug)]
+struct WorkerList(Vec<u32>);
+
+fn parse_workers_arg(text: &str) -> Result<WorkerList, String> {
+    crate::export::Part::parse_workers(text).map(WorkerList)
+}
+
+fn parse_duration_arg(text: &str) -> Result<Duration, String> {
+    faults::parse_duration(text).map_err(|why| format!("{why} (like 300ms or 2s)"))
+}
+
+/// The steps of a fault plan, which `run` and `elect` share.
+macro_rules! fault_steps {
+    () => {
+        "\
 Fault plans (--faults, --faults-file): steps separated by ';' or newlines, '#' comments.
   kill W at T           SIGKILL: a crash           term W at T      SIGTERM: orderly exit
   stop W at T for D     SIGSTOP, SIGCONT after D   stop W at T      paused for good
   restart W at T        a dead worker's next life
   partition 0,1|2,3 at T for D                     heal at T
+"
+    };
+}
+
+/// The fault-plan grammar, for `run --help` (the README's "Breaking things on purpose"
+/// says more).
+const FAULT_PLANS: &str = concat!(
+    fault_steps!(),
+    "\
 W is a worker id, `holder` (inside the section) or `coordinator` (the highest id);
 T is a time since the start (300ms, 1.5s) or `entry K` (the K-th entry of the run).
   mutexlab run --faults 'kill 2 at entry 5; restart 2 at 600ms'
   mutexlab run --nemesis kill,stop,restart,partition --seed 7
-`mutexlab elect` takes the target `leader` and times only.";
+`mutexlab elect` takes the target `leader` and times only."
+);
+
+/// The fault-plan grammar, for `elect --help`.
+const ELECT_FAULT_PLANS: &str = concat!(
+    fault_steps!(),
+    "\
+W is a worker id, `leader` (the leader the live workers follow when the step fires) or
+`coordinator` (the highest id); T is a time since the start (300ms, 1.5s).
+  mutexlab elect --faults 'kill leader at 200ms; restart 4 at 600ms'
+  mutexlab elect --nemesis kill,restart --seed 7"
+);
 
 #[derive(Args)]
 struct RunArgs {
-    /// Algorithm (see `mutexlab algorithms`).
-    #[arg(long, default_value = "centralized")]
-    algo: String,
+    /// Algorithm (see `mutexlab algorithms`) [default: centralized]. With --worker-cmd,
+    /// the label of the program's algorithm (its theory is shown); without, `external`.
+    #[arg(long, value_name = "ALGO")]
+    algo: Option<String>,
     /// Number of worker processes.
     #[arg(long, short = 'n', default_value_t = 4, allow_negative_numbers = true)]
     workers: u32,
@@ -175,9 +225,10 @@ struct RunArgs {
 
 #[derive(Args)]
 struct ElectArgs {
-    /// Election algorithm (see `mutexlab algorithms`).
-    #[arg(long, default_value = "bully")]
-    algo: String,
+    /// Election algorithm (see `mutexlab algorithms`) [default: bully]. With --worker-cmd,
+    /// the label of the program's algorithm (its theory is shown); without, `external`.
+    #[arg(long, value_name = "ALGO")]
+    algo: Option<String>,
     /// Number of worker processes.
     #[arg(long, short = 'n', default_value_t = 5, allow_negative_numbers = true)]
     workers: u32,
@@ -266,10 +317,12 @@ struct Shared {
     /// Seed for think times and any randomness an algorithm uses.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     seed: u64,
-    /// Run directory, new or empty (default: a fresh temporary directory).
+    /// Run directory, new or empty (default: a fresh temporary directory, filed in
+    /// ./mutexlab-runs/ if the run is kept).
     #[arg(long)]
     run_dir: Option<PathBuf>,
-    /// Keep the run directory even after a clean run (and record the message trace).
+    /// Keep the run directory even after a clean run (and record the message trace); without
+    /// --run-dir, in ./mutexlab-runs/<time>-<algo>/, with `latest` linking to it.
     #[arg(long)]
     keep: bool,
     /// Record every message in trace-w<ID>.log (see `mutexlab trace`); on with --keep.
@@ -281,7 +334,8 @@ struct Shared {
     /// Print one JSON object on stdout instead of the summary.
     #[arg(long)]
     json: bool,
-    /// Fault plan, e.g. "kill 2 at 300ms; restart 2 at 600ms" (see README).
+    /// Fault plan, e.g. "kill 2 at 300ms; restart 2 at 600ms" (the grammar is at the end
+    /// of --help).
     #[arg(long)]
     faults: Option<String>,
     /// Fault plan from a file (one step per line, # comments).
@@ -323,28 +377,30 @@ impl Shared {
             DetectorArg::None => Ok(Detector::None),
             DetectorArg::Perfect => Ok(Detector::Perfect),
             DetectorArg::Heartbeat => {
-                if self.heartbeat_ms == 0 || self.heartbeat_ms > 60_000 {
-                    return Err(Error::usage(format!(
-                        "--heartbeat-ms must be between 1 and 60000, not {}",
-                        self.heartbeat_ms
-                    )));
-                }
-                let delay = (self.latency + self.jitter).clamp(0.0, 120_000.0);
-                let rule = self.heartbeat_ms as f64 + 2.0 * delay + PROCESSING_MS;
-                let suspect = self.suspect_ms.unwrap_or(rule.ceil() as u64);
-                if suspect <= self.heartbeat_ms || suspect > 600_000 {
-                    return Err(Error::usage(format!(
-                        "--suspect-ms must be above --heartbeat-ms ({}) and at most 600000, not {suspect}",
-                        self.heartbeat_ms
-                    )));
-                }
-                Ok(Detector::Heartbeat {
-                    every: Duration::from_millis(self.heartbeat_ms),
-                    suspect: Duration::from_millis(suspect),
-                })
+                heartbeat(self.heartbeat_ms, self.suspect_ms, self.latency + self.jitter)
             }
         }
     }
+}
+
+/// The heartbeat detector of `--heartbeat-ms` and `--suspect-ms` (default: the notes'
+/// rule for messages delayed up to `delay` ms), checked.
+fn heartbeat(heartbeat_ms: u64, suspect_ms: Option<u64>, delay: f64) -> Result<Detector, Error> {
+    if heartbeat_ms == 0 || heartbeat_ms > 60_000 {
+        return Err(Error::usage(format!("--heartbeat-ms must be between 1 and 60000, not {heartbeat_ms}")));
+    }
+    let delay = delay.clamp(0.0, 120_000.0);
+    let rule = heartbeat_ms as f64 + 2.0 * delay + PROCESSING_MS;
+    let suspect = suspect_ms.unwrap_or(rule.ceil() as u64);
+    if suspect <= heartbeat_ms || suspect > 600_000 {
+        return Err(Error::usage(format!(
+            "--suspect-ms must be above --heartbeat-ms ({heartbeat_ms}) and at most 600000, not {suspect}"
+        )));
+    }
+    Ok(Detector::Heartbeat {
+        every: Duration::from_millis(heartbeat_ms),
+        suspect: Duration::from_millis(suspect),
+    })
 }
 
 /// `mutexlab compare`'s options.
@@ -364,9 +420,16 @@ struct CompareArgs {
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     seed: u64,
     /// How survivors learn of a crash in the fault runs (`none` is the notes' world: a
-    /// crash looks like slowness); heartbeat: every 50 ms, suspect after 100 ms.
+    /// crash looks like slowness).
     #[arg(long, value_enum, default_value = "perfect")]
     detector: DetectorArg,
+    /// Heartbeat period P in milliseconds (`--detector heartbeat`).
+    #[arg(long, default_value_t = 50, allow_negative_numbers = true)]
+    heartbeat_ms: u64,
+    /// Silence after which a peer is suspected, in ms (`--detector heartbeat`). Default:
+    /// P + 50 ms (the notes' rule with no added delay).
+    #[arg(long, allow_negative_numbers = true)]
+    suspect_ms: Option<u64>,
     /// Print one JSON object instead of the table.
     #[arg(long, conflicts_with = "markdown")]
     json: bool,
@@ -509,8 +572,8 @@ fn command(registry: Registry) -> Outcome {
             Ok(Verdict::Pass)
         }
         Cmd::Audit { file, faults, json } => cmd_audit(&file, faults, json),
-        Cmd::Trace { run_dir, shiviz, output } => cmd_trace(&run_dir, shiviz, output.as_deref()),
-        Cmd::Report { run_dir, output } => cmd_report(&run_dir, output.as_deref()),
+        Cmd::Trace(a) => cmd_trace(a),
+        Cmd::Report { run_dir, output } => cmd_report(run_dir, output.as_deref()),
         Cmd::Bench { quick, all_cpus, json } => {
             let r = bench::run(&exe(), quick, all_cpus, json).map_err(|e| Error::failed(e.to_string()))?;
             if json {
@@ -602,9 +665,11 @@ fn cmd_run(a: RunArgs) -> Outcome {
     let sh = &a.shared;
     let plan = build_plan(sh, a.workers, a.duration)?;
     let detector = sh.detector(a.detector, DetectorArg::Perfect)?;
-    // `--algo` left at its default labels nothing: the program is `external`.
-    let explicit = a.algo != "centralized";
-    let (algo, external) = a.external.opts(canonical(a.algo), explicit);
+    // No `--algo` labels nothing: the program is `external`. `--algo centralized`,
+    // the default's name given on purpose, labels it.
+    let explicit = a.algo.is_some();
+    let (algo, external) =
+        a.external.opts(canonical(a.algo.unwrap_or_else(|| "centralized".into())), explicit);
     let opts = RunOpts {
         algo,
         external,
@@ -633,8 +698,8 @@ fn cmd_elect(a: ElectArgs) -> Outcome {
     if a.settle_ms == 0 || a.settle_ms > 600_000 {
         return Err(Error::usage(format!("--settle-ms must be between 1 and 600000, not {}", a.settle_ms)));
     }
-    let explicit = a.algo != "bully";
-    let (algo, external) = a.external.opts(canonical(a.algo), explicit);
+    let explicit = a.algo.is_some();
+    let (algo, external) = a.external.opts(canonical(a.algo.unwrap_or_else(|| "bully".into())), explicit);
     let opts = RunOpts {
         algo,
         external,
@@ -683,6 +748,7 @@ fn shared_opts(sh: &Shared, plan: Plan) -> RunOpts {
         seed: sh.seed,
         run_dir: sh.run_dir.clone(),
         keep: sh.keep,
+        store: Some(supervisor::store::STORE_DIR.into()),
         stall_ms: sh.stall_ms,
         progress: !sh.json,
         // What is kept can be read afterwards; a run no one will read is not slowed.
@@ -862,12 +928,20 @@ fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Out
         Err(e) => return Err(e.into()),
     };
     if json {
-        out(&value.map(|v| to_json(&v)).expect("report serialises"));
+        let mut value = value.expect("report serialises");
+        if let Some(fields) = value.as_object_mut() {
+            fields.insert("schema".into(), AUDIT_SCHEMA.into());
+        }
+        out(&to_json(&value));
     } else {
         out(&text);
     }
     Ok(if ok { Verdict::Pass } else { Verdict::Fail })
 }
+
+/// `audit --json`'s `schema`: raised only when a field changes meaning or goes away
+/// (fields may be added), as `run --json`'s.
+const AUDIT_SCHEMA: u32 = 1;
 
 /// The registered spelling of an algorithm typed in another case (`Lamport`); an unknown
 /// name is left for validation to refuse.
@@ -882,14 +956,11 @@ fn cmd_compare(a: CompareArgs) -> Outcome {
         workers: a.workers,
         entries: a.entries,
         seed: a.seed,
-        // The heartbeat figures `run` takes by default with no added latency.
+        // The heartbeat figures `run` takes, with no added latency (compare adds none).
         detector: match a.detector {
             DetectorArg::None => Detector::None,
             DetectorArg::Perfect => Detector::Perfect,
-            DetectorArg::Heartbeat => Detector::Heartbeat {
-                every: Duration::from_millis(50),
-                suspect: Duration::from_millis(50 + PROCESSING_MS as u64),
-            },
+            DetectorArg::Heartbeat => heartbeat(a.heartbeat_ms, a.suspect_ms, 0.0)?,
         },
     };
     compare::validate(&opts).map_err(Error::usage)?;
@@ -1080,6 +1151,7 @@ fn cmd_replay(a: ReplayArgs) -> Outcome {
         think_ms: 0.0,
         run_dir: a.run_dir,
         keep: a.keep,
+        store: Some(supervisor::store::STORE_DIR.into()),
         trace: true,
         replay: Some(supervisor::Replay {
             choices: ce.choices,
@@ -1104,21 +1176,30 @@ fn cmd_replay(a: ReplayArgs) -> Outcome {
     }
 }
 
-fn cmd_trace(run_dir: &std::path::Path, shiviz: bool, output: Option<&std::path::Path>) -> Outcome {
+fn cmd_trace(a: TraceArgs) -> Outcome {
+    use crate::export::{self, Part};
     use crate::trace;
     use std::io::Write as _;
+    let run_dir = match &a.run_dir {
+        Some(d) => d.clone(),
+        None => supervisor::store::latest(std::path::Path::new(supervisor::store::STORE_DIR))
+            .map_err(Error::usage)?,
+    };
+    let (run_dir, output) = (run_dir.as_path(), a.output.as_deref());
+    let part = Part { from: a.from, to: a.to, workers: a.workers.map(|w| w.0) };
     // Checked whole first (the same code as `audit` for input it cannot read), then
     // streamed: memory by the workers and the messages open at once, not the trace's size.
     let checked = trace::check(run_dir)?;
+    part.check(checked.workers).map_err(Error::usage)?;
     let write = |w: &mut dyn std::io::Write| {
         let mut w = std::io::BufWriter::with_capacity(64 * 1024, w);
-        let summary = if shiviz {
-            trace::write_shiviz(run_dir, checked, &mut w)
+        let done = if a.shiviz {
+            export::write_shiviz(run_dir, checked, &part, &mut w)
         } else {
-            trace::write_text(run_dir, checked, &mut w)
+            export::write_text(run_dir, checked, &part, &mut w)
         }?;
         w.flush().map_err(trace::TraceError::Write)?;
-        Ok::<_, trace::TraceError>(summary)
+        Ok::<_, trace::TraceError>(done)
     };
     let done = match output {
         None => match write(&mut std::io::stdout().lock()) {
@@ -1137,16 +1218,39 @@ fn cmd_trace(run_dir: &std::path::Path, shiviz: bool, output: Option<&std::path:
             }),
             Err(e) => return Err(Error::usage(format!("cannot write {}: {e}", path.display()))),
         },
-    };
-    for note in done?.notes.lines() {
+    }?;
+    for note in done.summary.notes.lines() {
         eprintln!("mutexlab: note: {note}");
+    }
+    if done.left_out() > 0 {
+        eprintln!(
+            "mutexlab: note: wrote {} of {} events; {} left out ({})",
+            done.written,
+            done.events,
+            done.left_out(),
+            part.describe()
+        );
+    }
+    if a.shiviz && done.written > export::SHIVIZ_COMFORT {
+        eprintln!(
+            "mutexlab: note: {} events may be more than ShiViz loads in a browser; export a part with --from/--to or --workers",
+            done.written
+        );
+    }
+    if let Some(path) = output {
+        out(&format!("{}\n", path.display()));
     }
     Ok(Verdict::Pass)
 }
 
-fn cmd_report(run_dir: &std::path::Path, output: Option<&std::path::Path>) -> Outcome {
+fn cmd_report(run_dir: Option<PathBuf>, output: Option<&std::path::Path>) -> Outcome {
+    let run_dir = match run_dir {
+        Some(d) => d,
+        None => supervisor::store::latest(std::path::Path::new(supervisor::store::STORE_DIR))
+            .map_err(Error::usage)?,
+    };
     // Unreadable or not a run: an input error, as `mutexlab audit` has for such input.
-    let path = html::write(run_dir, output, html::Known::Files)?;
+    let path = html::write(&run_dir, output, html::Known::Files)?;
     out(&format!("{}\n", path.display()));
     Ok(Verdict::Pass)
 }

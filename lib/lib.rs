@@ -24,6 +24,7 @@ pub mod compare;
 pub mod control;
 pub mod counterexample;
 pub mod exit;
+pub mod export;
 pub mod external;
 pub mod faults;
 pub mod files;

@@ -76,8 +76,7 @@
 //! received, its send's clock (shared by a worker's sends between two receipts, at most
 //! [`MAX_OPEN_CLOCKS`] entries in all).
 //!
-//! [`write_shiviz`] writes the trace in the input format of ShiViz (one event line,
-//! then `host {"w0":1,…}`, under a first line holding the parsing regex).
+//! [`Clocks`] is that computation, for the exports in [`crate::export`] (ShiViz's log).
 
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
@@ -541,7 +540,7 @@ pub enum TraceError {
 }
 
 /// A whole run's trace, every worker's events merged, in memory: for tests and small
-/// traces. The commands stream instead ([`Reader`], [`write_text`], [`write_shiviz`],
+/// traces. The commands stream instead ([`Reader`], [`write_text`], [`Clocks`],
 /// [`pick_arrows`]), so that they need memory by what they show, not by the trace's size.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Trace {
@@ -597,7 +596,8 @@ pub struct Notes {
 const NOTES_SHOWN: usize = 5;
 
 impl Notes {
-    fn add(&mut self, note: String) {
+    /// Add a note: kept word for word among the first few, else counted.
+    pub fn add(&mut self, note: String) {
         if self.shown.len() < NOTES_SHOWN {
             self.shown.push(note);
         } else {
@@ -617,7 +617,8 @@ impl Notes {
 
 /// Whether the line at hand is a record, torn, or to be skipped.
 enum Line {
-    Event(Event),
+    /// A record, and where it starts on its line.
+    Event(Event, usize),
     Bad(String),
 }
 
@@ -635,6 +636,9 @@ struct WorkerFile {
     /// Bad lines waiting for the next record: torn if it begins a new life (or the file
     /// ends), else the first of them is the file's error.
     held: Vec<(usize, String)>,
+    /// Keep each record's `body=` (what [`Reader::body`] gives), in `body`.
+    bodies: bool,
+    body: Option<String>,
 }
 
 /// Consecutive bad lines that can still be torn ones (a life, and the ones after it,
@@ -679,8 +683,18 @@ impl WorkerFile {
                 clip(&workers)
             ))
         })?;
-        let f =
-            WorkerFile { w, workers, path, lines, lineno: 1, last: None, last_send: None, held: Vec::new() };
+        let f = WorkerFile {
+            w,
+            workers,
+            path,
+            lines,
+            lineno: 1,
+            last: None,
+            last_send: None,
+            held: Vec::new(),
+            bodies: false,
+            body: None,
+        };
         Ok((f, algo))
     }
 
@@ -716,8 +730,8 @@ impl WorkerFile {
                 self.held.push((n, "the last line is cut short (no newline at its end)".into()));
                 continue;
             }
-            let ev = match self.parse_line(notes) {
-                Line::Event(ev) => ev,
+            let (ev, start) = match self.parse_line(notes) {
+                Line::Event(ev, start) => (ev, start),
                 Line::Bad(msg) => {
                     if self.held.len() == MAX_TORN_RUN {
                         let (n, msg) = &self.held[0];
@@ -739,6 +753,11 @@ impl WorkerFile {
                 }
             }
             self.accept(&ev).map_err(|msg| self.bad(n, &msg))?;
+            if self.bodies {
+                // The rest of the record's line after ` body=` (spaces in its strings too).
+                let record = std::str::from_utf8(&self.lines.kept[start..]).unwrap_or_default();
+                self.body = record.split_once(" body=").map(|(_, b)| b.to_string());
+            }
             return Ok(Some(ev));
         }
     }
@@ -765,12 +784,12 @@ impl WorkerFile {
                         &format!("{:?} (a record followed it on its line)", &text[..start]),
                     );
                     notes.add(note);
-                    return Line::Event(ev);
+                    return Line::Event(ev, start);
                 }
             }
         }
         match text.parse::<Event>() {
-            Ok(ev) => Line::Event(ev),
+            Ok(ev) => Line::Event(ev, 0),
             Err(m) => Line::Bad(m),
         }
     }
@@ -829,11 +848,22 @@ pub struct Reader {
     next: Vec<Option<Event>>,
     /// Lines skipped, said once each.
     pub notes: Notes,
+    /// The `body=` of the event last returned, if kept.
+    body: Option<String>,
 }
 
 impl Reader {
     /// Open every trace file in `run_dir` and check their headers agree.
     pub fn open(run_dir: &Path) -> Result<Reader, TraceError> {
+        Reader::open_with(run_dir, false)
+    }
+
+    /// [`Reader::open`], keeping each event's `body=` for [`Reader::body`].
+    pub fn open_keeping_bodies(run_dir: &Path) -> Result<Reader, TraceError> {
+        Reader::open_with(run_dir, true)
+    }
+
+    fn open_with(run_dir: &Path, bodies: bool) -> Result<Reader, TraceError> {
         let io_err = |source| TraceError::Io { path: run_dir.to_path_buf(), source };
         let mut found: Vec<(u32, PathBuf)> = Vec::new();
         for entry in std::fs::read_dir(run_dir).map_err(io_err)? {
@@ -857,7 +887,8 @@ impl Reader {
         let mut files: Vec<WorkerFile> = Vec::with_capacity(found.len());
         let mut algo = String::new();
         for (w, path) in found {
-            let (f, a) = WorkerFile::open(path, w)?;
+            let (mut f, a) = WorkerFile::open(path, w)?;
+            f.bodies = bodies;
             if let Some(first) = files.first() {
                 if (f.workers, a.as_str()) != (first.workers, algo.as_str()) {
                     return Err(TraceError::Bad {
@@ -886,6 +917,7 @@ impl Reader {
             files,
             heads: Default::default(),
             notes: Notes::default(),
+            body: None,
         };
         for i in 0..r.files.len() {
             r.refill(i)?;
@@ -906,8 +938,16 @@ impl Reader {
     pub fn next_event(&mut self) -> Result<Option<Event>, TraceError> {
         let Some(std::cmp::Reverse((_, i))) = self.heads.pop() else { return Ok(None) };
         let e = self.next[i].take().expect("a head has its event");
+        // A file reads one event ahead: its body is the one of the event handed out.
+        self.body = self.files[i].body.take();
         self.refill(i)?;
         Ok(Some(e))
+    }
+
+    /// The message contents (`body=`, the rest of its line) of the event last returned,
+    /// if it has them and the reader was opened keeping them.
+    pub fn body(&self) -> Option<&str> {
+        self.body.as_deref()
     }
 }
 
@@ -1125,7 +1165,10 @@ pub const MAX_OPEN_CLOCKS: usize = 1 << 23;
 /// each worker's current clock, and for each message not yet received its send's
 /// clock, shared by a worker's sends between two receipts. Memory: N² and the open
 /// messages, at most [`MAX_PENDING`] and [`MAX_OPEN_CLOCKS`].
-struct Clocks {
+///
+/// Methods: `new`; `push` (the next event in [`Reader`]'s order), `local` (an event of a
+/// worker's that is not in the trace, such as a fault the supervisor made); `notes`.
+pub struct Clocks {
     types: Types,
     cur: Vec<Vec<u64>>,
     shared: Vec<Option<std::rc::Rc<Snapshot>>>,
@@ -1135,7 +1178,8 @@ struct Clocks {
 }
 
 impl Clocks {
-    fn new(workers: u32) -> Clocks {
+    /// The clocks of a run of `workers` workers, before any event.
+    pub fn new(workers: u32) -> Clocks {
         let n = workers as usize;
         Clocks {
             types: Types::default(),
@@ -1148,7 +1192,7 @@ impl Clocks {
 
     /// The clock of `e`, the next event in [`Reader`]'s order. A receive whose send was
     /// not seen before it (or does not match it) counts as a local event.
-    fn push(&mut self, e: &Event) -> &[u64] {
+    pub fn push(&mut self, e: &Event) -> &[u64] {
         let w = e.w as usize;
         let id = msg_id(e);
         match &e.kind {
@@ -1193,41 +1237,19 @@ impl Clocks {
         }
         &self.cur[w]
     }
-}
 
-/// Write one event and its clock in ShiViz's format (see [`write_shiviz`]).
-fn shiviz_event(out: &mut impl io::Write, e: &Event, vc: &[u64]) -> io::Result<()> {
-    write!(out, "{e}\nw{} {{", e.w)?;
-    let mut first = true;
-    for (w, &c) in vc.iter().enumerate().filter(|(_, &c)| c > 0) {
-        write!(out, "{}\"w{w}\":{c}", if first { "" } else { "," })?;
-        first = false;
+    /// The clock of a local event of worker `w` that the trace does not hold (a fault
+    /// the supervisor made to it), in its place in [`Reader`]'s order.
+    pub fn local(&mut self, w: u32) -> &[u64] {
+        let cur = &mut self.cur[w as usize];
+        cur[w as usize] += 1;
+        cur
     }
-    out.write_all(b"}\n")
-}
 
-/// Write the trace in `run_dir` to `out` in ShiViz's input format: the parsing regex on
-/// the first line, an empty second line (one execution, no delimiter), then for every
-/// event its line and, below it, `w<ID> {"w<ID>":n,…}`, its host and vector clock
-/// (zeros left out, as ShiViz itself drops them). `checked` is what [`check`] said of
-/// it (a first read); this second read writes each event as its clock is computed:
-/// memory is N² and the messages open at once, never a clock per event.
-pub fn write_shiviz(
-    run_dir: &Path,
-    checked: Summary,
-    out: &mut impl io::Write,
-) -> Result<Summary, TraceError> {
-    let summary = checked;
-    let mut r = Reader::open(run_dir)?;
-    let mut clocks = Clocks::new(r.workers);
-    out.write_all(SHIVIZ_REGEX.as_bytes()).and_then(|_| out.write_all(b"\n\n")).map_err(TraceError::Write)?;
-    while let Some(e) = r.next_event()? {
-        let vc = clocks.push(&e);
-        shiviz_event(out, &e, vc).map_err(TraceError::Write)?;
+    /// Add a note if messages were let go unpaired to stay within the bounds.
+    pub fn notes(&self, notes: &mut Notes) {
+        self.open.note("their receives count as local events", notes);
     }
-    let mut summary = summary;
-    clocks.open.note("their receives count as local events", &mut summary.notes);
-    Ok(summary)
 }
 
 /// Write the trace in `run_dir` to `out`, one line per event in time order; `checked`
@@ -1337,24 +1359,7 @@ impl Trace {
         let mut c = Clocks::new(self.workers);
         self.events.iter().map(|e| c.push(e).to_vec()).collect()
     }
-
-    /// The trace in ShiViz's format, as [`write_shiviz`] writes it.
-    pub fn shiviz(&self) -> String {
-        let mut out = Vec::new();
-        out.extend_from_slice(SHIVIZ_REGEX.as_bytes());
-        out.extend_from_slice(b"\n\n");
-        let mut c = Clocks::new(self.workers);
-        for e in &self.events {
-            let vc = c.push(e);
-            shiviz_event(&mut out, e, vc).expect("writing to memory");
-        }
-        String::from_utf8(out).expect("the events are text")
-    }
 }
-
-/// The regex ShiViz parses [`write_shiviz`]'s log with (its own default): the event is
-/// a line, the host and the clock the next.
-pub const SHIVIZ_REGEX: &str = r"(?<event>.*)\n(?<host>\S*) (?<clock>{.*})";
 
 #[cfg(test)]
 mod tests {
@@ -1692,24 +1697,5 @@ mod tests {
         assert_eq!(worker_of("trace-w012.log"), None);
         assert_eq!(worker_of("trace-w.log"), None);
         assert_eq!(worker_of("resource.log"), None);
-    }
-
-    #[test]
-    fn the_shiviz_log_has_the_regex_line_then_event_and_clock_pairs() {
-        let dir = write_run(3, &three());
-        let out = load(dir.path()).unwrap().shiviz();
-        let lines: Vec<&str> = out.lines().collect();
-        assert_eq!(lines[0], SHIVIZ_REGEX);
-        assert_eq!(lines[1], "");
-        assert_eq!(lines.len(), 2 + 2 * 10);
-        assert_eq!(lines[2], "APP w=0 inc=0 t=1 lc=0 ev=want");
-        assert_eq!(lines[3], r#"w0 {"w0":1}"#);
-        assert_eq!(lines[21], r#"w0 {"w0":5,"w1":2,"w2":3}"#);
-        for pair in lines[2..].chunks(2) {
-            let (host, clock) = pair[1].split_once(' ').unwrap();
-            let vc: HashMap<String, u64> = serde_json::from_str(clock).unwrap();
-            assert!(vc.contains_key(host), "{pair:?}");
-            assert!(pair[0].contains(&format!(" w={} ", &host[1..])), "{pair:?}");
-        }
     }
 }

@@ -62,9 +62,13 @@ fn centralized_costs_exactly_three_messages_per_ordinary_entry() {
 
 #[test]
 fn no_coordination_is_caught_by_the_auditor() {
-    // The negative control: without mutual exclusion, sections of 1 ms overlap.
-    let out =
-        run(&["run", "--algo", "none", "-n", "3", "-k", "10", "--cs-ms", "1", "--think-ms", "0.5", "--json"]);
+    // The negative control: without mutual exclusion, sections of 1 ms overlap. (In a
+    // directory of its own: the failed run is filed in its results store.)
+    let cwd = tempfile::tempdir().unwrap();
+    let out = run_in(
+        cwd.path(),
+        &["run", "--algo", "none", "-n", "3", "-k", "10", "--cs-ms", "1", "--think-ms", "0.5", "--json"],
+    );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let j = json(&out);
     assert_eq!(j["ok"], false);
@@ -80,7 +84,7 @@ fn no_coordination_is_caught_by_the_auditor() {
     let audit = run(&["audit", dir.join("resource.log").to_str().unwrap()]);
     assert_eq!(audit.status.code(), Some(1));
     assert!(stdout(&audit).contains("overlap"));
-    std::fs::remove_dir_all(dir).unwrap();
+    assert!(dir.starts_with(cwd.path().canonicalize().unwrap().join("mutexlab-runs")), "{}", dir.display());
 }
 
 #[test]
@@ -164,11 +168,16 @@ fn algorithm_names_match_in_any_case_and_a_typo_gets_the_nearest_name() {
     let out = run(&["run", "-n", "2", "-k", "2", "--latency", "1", "--json"]);
     let j: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((j["schema"].as_u64(), j["network"]["latency_ms"].as_f64()), (Some(1), Some(1.0)), "{j}");
-    let help = stdout(&run(&["run", "--help"]));
-    assert!(
-        help.contains("Fault plans (--faults") && help.contains("partition 0,1|2,3 at T for D"),
-        "{help}"
-    );
+    // Both commands that take a fault plan give its grammar in their help, not "see README".
+    for (command, target) in [("run", "`holder` (inside the section)"), ("elect", "`leader` (the leader")] {
+        let help = stdout(&run(&[command, "--help"]));
+        assert!(
+            help.contains("Fault plans (--faults") && help.contains("partition 0,1|2,3 at T for D"),
+            "{command}: {help}"
+        );
+        assert!(help.contains(target), "{command}: {help}");
+        assert!(!help.contains("see README"), "{command}: {help}");
+    }
     let out = run(&["run", "-n", "2", "-k", "2", "--latency", "1"]);
     assert!(stdout(&out).contains("  network     latency 1 ms, jitter 0 ms, drop 0\n"), "{}", stdout(&out));
 }

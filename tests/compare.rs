@@ -147,3 +147,39 @@ fn bench_json_is_one_object_with_t_and_a_row_per_mutex_run() {
     }
     assert!(!sat.iter().any(|r| r["algorithm"] == "bully"), "{j}");
 }
+
+#[test]
+fn compare_takes_the_heartbeat_flags_its_help_offers() {
+    // `--help` offered --heartbeat-ms under --detector, and compare refused it.
+    let help = stdout(&run(&["compare", "--help"]));
+    assert!(help.contains("--heartbeat-ms") && help.contains("--suspect-ms"), "{help}");
+    let out = run(&[
+        "compare",
+        "--algos",
+        "centralized",
+        "-n",
+        "2",
+        "-k",
+        "2",
+        "--detector",
+        "heartbeat",
+        "--heartbeat-ms",
+        "20",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("heartbeat (every 20 ms, suspect after 70 ms)"), "{text}");
+    // Checked as `run` checks them, before anything is measured.
+    for (args, says) in [
+        (["--heartbeat-ms", "0"], "--heartbeat-ms must be between 1 and 60000, not 0"),
+        (["--suspect-ms", "10"], "--suspect-ms must be above --heartbeat-ms (50)"),
+    ] {
+        let mut all = vec!["compare", "--algos", "centralized", "--detector", "heartbeat"];
+        all.extend(args);
+        let out = run(&all);
+        assert_eq!(out.status.code(), Some(2), "{all:?}");
+        assert!(stderr(&out).contains(says) && stderr(&out).lines().count() == 1, "{}", stderr(&out));
+        assert!(stdout(&out).is_empty());
+    }
+}

@@ -115,6 +115,21 @@ fn a_built_in_name_labels_the_program_and_lends_its_theory() {
 }
 
 #[test]
+fn the_default_algorithm_s_name_given_on_purpose_labels_the_program_too() {
+    // `--algo centralized` was taken for the default left alone: `external`, no theory.
+    let cmd = example();
+    let (out, j) = run_faulty(&["--algo", "centralized", "--worker-cmd", &cmd, "-n", "3", "-k", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(j["algorithm"], "centralized");
+    assert!(j["theory"]["formula"].as_str().is_some_and(|f| f.starts_with("3(N-1)/N")), "{}", j["theory"]);
+    // The negative control: no --algo at all is the program's own, `external`, no theory.
+    let (out, j) = run_faulty(&["--worker-cmd", &cmd, "-n", "3", "-k", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(j["algorithm"], "external");
+    assert!(j["theory"].is_null(), "{}", j["theory"]);
+}
+
+#[test]
 fn a_program_that_writes_garbage_fails_its_worker_with_the_line() {
     let line = failing_run(&node("'garbage'"), &[]);
     assert!(line.contains("worker w"), "{line}");

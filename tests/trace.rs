@@ -218,6 +218,9 @@ fn the_shiviz_export_is_a_regex_line_then_events_with_their_vector_clocks() {
     let file = tmp.path().join("run.shiviz");
     let exported = run(&["trace", dir.to_str().unwrap(), "--shiviz", "-o", file.to_str().unwrap()]);
     assert_eq!(exported.status.code(), Some(0), "{}", stderr(&exported));
+    // It says where it wrote, and nothing was left out.
+    assert_eq!(stdout(&exported), format!("{}\n", file.display()));
+    assert!(stderr(&exported).is_empty(), "{}", stderr(&exported));
     let text = std::fs::read_to_string(&file).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     // ShiViz reads the first line as the parsing regex and the second as the delimiter
@@ -235,7 +238,15 @@ fn the_shiviz_export_is_a_regex_line_then_events_with_their_vector_clocks() {
     let mut clocks = Vec::new();
     for pair in log.chunks(2) {
         let (event, host_clock) = (pair[0], pair[1]);
-        assert!(event.parse::<Event>().is_ok(), "{event}");
+        // The message's type first, where ShiViz's column shows it, then the trace's line.
+        let (head, record) = event.split_once(" | ").expect("a head, then the record");
+        let e = record.parse::<Event>().unwrap_or_else(|m| panic!("{event}: {m}"));
+        match &e.kind {
+            EventKind::Send { msg, .. } | EventKind::Recv { msg, .. } => {
+                assert!(head.starts_with(&format!("{msg} ")), "{event}")
+            }
+            _ => {}
+        }
         let (host, clock) = host_clock.split_once(' ').expect("host, space, clock");
         assert!(host.starts_with('w') && host[1..].parse::<u32>().is_ok(), "{host_clock}");
         assert!(clock.starts_with('{') && clock.ends_with('}'), "{host_clock}");
@@ -256,6 +267,70 @@ fn the_shiviz_export_is_a_regex_line_then_events_with_their_vector_clocks() {
     let times: Vec<u64> = stdout(&plain).lines().map(|l| l.parse::<Event>().unwrap().t).collect();
     assert_eq!(times.len(), t.events.len());
     assert!(times.windows(2).all(|p| p[0] <= p[1]));
+}
+
+#[test]
+fn the_shiviz_export_shows_kills_and_restarts_and_exports_a_part() {
+    let (out, _, tmp) = kept_run(
+        "run",
+        &["--algo", "ricart-agrawala", "-n", "3", "-k", "6", "--faults", "kill 1 at 20ms; restart 1 at 40ms"],
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let dir = run_dir(&tmp);
+    let d = dir.to_str().unwrap();
+    let whole = run(&["trace", d, "--shiviz"]);
+    assert_eq!(whole.status.code(), Some(0), "{}", stderr(&whole));
+    let text = stdout(&whole);
+    let lines: Vec<&str> = text.lines().collect();
+    // The kill and the restart are events on w1's line, in that order.
+    let on_w1: Vec<&str> = lines[2..].chunks(2).filter(|p| p[1].starts_with("w1 ")).map(|p| p[0]).collect();
+    let killed = on_w1.iter().position(|t| t.starts_with("KILLED by SIGKILL | ")).expect("a kill on w1");
+    let restarted = on_w1.iter().position(|t| t.starts_with("RESTARTED as inc=1 | ")).expect("a restart");
+    assert!(killed < restarted);
+    // w1's first life ends in its death; its second begins after the restart.
+    assert!(on_w1[..killed].iter().all(|t| t.contains(" inc=0 ")), "{on_w1:?}");
+    assert!(on_w1[restarted + 1..].iter().all(|t| t.contains(" inc=1 ")), "{on_w1:?}");
+    let all = lines.len() / 2 - 1;
+    // A part: w0 and w2 from 10 ms on, counted on stderr; ShiViz's rules still hold.
+    let part = run(&["trace", d, "--shiviz", "--from", "10ms", "--workers", "0,2"]);
+    assert_eq!(part.status.code(), Some(0), "{}", stderr(&part));
+    let text = stdout(&part);
+    let kept: Vec<&str> = text.lines().skip(2).collect();
+    let mut own: HashMap<String, u64> = HashMap::new();
+    for pair in kept.chunks(2) {
+        let (host, clock) = pair[1].split_once(' ').unwrap();
+        assert!(host == "w0" || host == "w2", "{pair:?}");
+        let vc: HashMap<String, u64> = serde_json::from_str(clock).unwrap();
+        assert!(!vc.contains_key("w1"), "{pair:?}");
+        let n = own.entry(host.to_string()).or_default();
+        *n += 1;
+        assert_eq!(vc.get(host), Some(&*n), "{pair:?}");
+    }
+    let left = all - kept.len() / 2;
+    assert!(left > 0);
+    let err = stderr(&part);
+    assert!(
+        err.contains(&format!(
+            "wrote {} of {all} events; {left} left out (outside 10ms.., of workers other than w0, w2)",
+            kept.len() / 2
+        )),
+        "{err}"
+    );
+    // Bad parts are one line and exit 2.
+    for (args, says) in [
+        (vec!["--workers", "0,7"], "--workers names w7, but the run has 3 workers"),
+        (vec!["--workers", "x"], "expected worker ids"),
+        (vec!["--from", "2s", "--to", "1s"], "is after --to"),
+        (vec!["--from", "soon"], "use a number with ms or s"),
+    ] {
+        let mut all = vec!["trace", d, "--shiviz"];
+        all.extend(args);
+        let bad = run(&all);
+        assert_eq!(bad.status.code(), Some(2), "{all:?}");
+        let err = stderr(&bad);
+        assert!(err.contains(says) && err.lines().count() == 1, "{all:?}: {err}");
+        assert!(stdout(&bad).is_empty());
+    }
 }
 
 #[test]
@@ -480,6 +555,12 @@ fn trace_and_its_shiviz_export_need_memory_by_the_workers_not_the_events() {
     let log = tmp.path().join("out.shiviz");
     let out = run_capped(128, &["trace", "--shiviz", dir, "-o", log.to_str().unwrap()]);
     assert!(out.status.success(), "{}", stderr(&out));
+    // More than a browser's ShiViz takes: the way to a part is suggested.
+    assert!(
+        stderr(&out).contains("100000 events may be more than ShiViz loads in a browser; export a part"),
+        "{}",
+        stderr(&out)
+    );
     let log = std::fs::read_to_string(&log).unwrap();
     assert_eq!(log.lines().count(), 2 + 2 * 100_000);
     // The last receive has seen every event of both.

@@ -129,12 +129,22 @@ pub fn check_writable(path: &Path) -> std::io::Result<()> {
 }
 
 /// [`write_whole`] for a path the user named: one that names no regular file
-/// (`/dev/stdout`) is written directly, as asked.
+/// (`/dev/stdout`) is written directly, as asked. The page is outside a run directory,
+/// for others to read (a course's web directory serves only what it can read): a new
+/// one is world-readable (0644, whatever the umask a run set), one written over keeps
+/// its file's mode.
 pub fn write_named(path: &Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    use std::os::unix::fs::PermissionsExt as _;
     if path.exists() && !path.is_file() {
         return std::fs::write(path, text);
     }
-    write_whole(path, text)
+    let mode = std::fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o7777);
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    tmp.write_all(text.as_bytes())?;
+    tmp.as_file().set_permissions(std::fs::Permissions::from_mode(mode))?;
+    tmp.persist(path).map(drop).map_err(|e| e.error)
 }
 
 /// What the auditor said, from the run's report or from auditing the file now.

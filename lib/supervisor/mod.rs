@@ -69,6 +69,7 @@ mod progress;
 mod replay;
 mod report;
 mod rundir;
+pub mod store;
 use diagnosis::Stall;
 pub use inject::AppliedFault;
 use inject::{Faults, Undo};
@@ -235,7 +236,8 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
         Ok(()) => None,
         Err(RunError::Failed(why)) => Some(why),
         // Interrupted: what was written so far is the evidence; the error names the
-        // directory, which is kept.
+        // directory, which is kept (in the store, if it goes there).
+        Err(RunError::Interrupted(_)) => return Err(RunError::Interrupted(file_kept(opts, &dir.path))),
         Err(e) => return Err(e),
     };
     let mut faults = audit::FaultLog::read(&dir.path.join(control::FAULT_LOG));
@@ -247,7 +249,29 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     let audited = sup.outcome().audit(&dir, &faults, &mut failure, evidence);
     let report = sup.outcome().report(audited, failure, &dir);
     let kept = if report.ok && !opts.keep { dir.remove(&sockets) } else { true };
-    Ok(Report { run_dir_kept: kept, ..report })
+    let mut report = Report { run_dir_kept: kept, ..report };
+    if kept {
+        report.run_path = file_kept(opts, &dir.path);
+        report.run_dir = report.run_path.display().to_string();
+    }
+    Ok(report)
+}
+
+/// Where the kept run directory `path` ends up: in the results store if the caller has
+/// one and named no directory ([`store`]), else where it is. A run that cannot be
+/// filed stays where it is, with a line on stderr.
+fn file_kept(opts: &RunOpts, path: &std::path::Path) -> PathBuf {
+    match (&opts.store, &opts.run_dir) {
+        (Some(to), None) => store::file(path, to, &opts.algo).unwrap_or_else(|e| {
+            eprintln!(
+                "mutexlab: cannot file the run in {}: {e}; it stays in {}",
+                to.display(),
+                path.display()
+            );
+            path.to_path_buf()
+        }),
+        _ => path.to_path_buf(),
+    }
 }
 
 /// One run in progress: the thin loop between the run's components and the operating

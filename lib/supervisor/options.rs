@@ -34,6 +34,9 @@ pub struct RunOpts {
     pub run_dir: Option<PathBuf>,
     /// Keep the run directory even after a clean run (`--keep`).
     pub keep: bool,
+    /// Where a kept run goes when `run_dir` is `None` (the command line's results store,
+    /// [`super::store`]); `None`: it stays in its temporary directory.
+    pub store: Option<PathBuf>,
     /// End the run with a diagnosis after this many ms without progress (`--stall-ms`).
     pub stall_ms: u64,
     /// Show a progress bar (only drawn if stderr is a terminal).
@@ -86,6 +89,7 @@ impl RunOpts {
             replicas: None,
             run_dir: None,
             keep: false,
+            store: None,
             stall_ms: 5_000,
             progress: false,
             exe,

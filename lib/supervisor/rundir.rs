@@ -1,4 +1,5 @@
-//! The run directory: where a run keeps its resource file, fault log, plan and sockets.
+//! The run directory: where a run keeps its resource file, fault log, plan and sockets
+//! (a kept run without `--run-dir` is then filed in the results store, `store.rs`).
 //!
 //! A run either makes a fresh temporary directory or takes one the user named, which
 //! must be new or empty. Either way it claims the directory before using it: it opens

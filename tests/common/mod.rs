@@ -26,6 +26,16 @@ pub fn run(args: &[&str]) -> Output {
     c.output().expect("mutexlab runs")
 }
 
+/// [`run`] with `cwd` as the working directory (the test process's own is never
+/// changed: the tests share it). A run kept without `--run-dir` is filed in
+/// `cwd/mutexlab-runs/`, so a test whose run may be kept that way runs in a directory of
+/// its own, never in the repository.
+pub fn run_in(cwd: &Path, args: &[&str]) -> Output {
+    let mut c = assert_cmd::Command::cargo_bin("mutexlab").unwrap();
+    c.current_dir(cwd).args(args).timeout(PATIENCE);
+    c.output().expect("mutexlab runs")
+}
+
 /// `mutexlab check ARGS --out DIR`: a counterexample, if any, written into `dir`.
 pub fn check_out(args: &[&str], dir: &std::path::Path) -> Output {
     let mut all = vec!["check"];

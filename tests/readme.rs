@@ -1,0 +1,183 @@
+//! The README, held to what the program does: every field `run --json` and `audit --json`
+//! print is in the README's list of them, and the commands of its blocks marked for
+//! testing run as it says they do.
+
+use std::path::Path;
+
+use crate::common::*;
+
+fn readme() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap()
+}
+
+/// The paragraph of `text` that begins with `start`.
+fn paragraph<'a>(text: &'a str, start: &str) -> &'a str {
+    let i = text.find(start).unwrap_or_else(|| panic!("the README has no paragraph starting {start:?}"));
+    let rest = &text[i..];
+    &rest[..rest.find("\n\n").unwrap_or(rest.len())]
+}
+
+/// The fields of `j` (and of its objects in `nested`) that `doc` does not name: a field
+/// `k` is named as `` `k` `` or `` `k.… ``, a field `s` of object `k` as `` `k.s` ``,
+/// `` `s` `` or inside `` `k.{…}` ``.
+fn undocumented(doc: &str, j: &serde_json::Value, nested: &[&str]) -> Vec<String> {
+    let mut missing = Vec::new();
+    for (k, v) in j.as_object().expect("an object") {
+        if !doc.contains(&format!("`{k}`")) && !doc.contains(&format!("`{k}.")) {
+            missing.push(k.clone());
+        }
+        if !nested.contains(&k.as_str()) {
+            continue;
+        }
+        let group = doc.find(&format!("`{k}.{{")).map(|i| &doc[i..i + doc[i..].find('}').unwrap_or(0)]);
+        for s in v.as_object().into_iter().flat_map(|o| o.keys()) {
+            let named = doc.contains(&format!("`{k}.{s}`"))
+                || doc.contains(&format!("`{s}`"))
+                || group.is_some_and(|g| g.split(['{', ',', ' ']).any(|w| w == s));
+            if !named {
+                missing.push(format!("{k}.{s}"));
+            }
+        }
+    }
+    missing
+}
+
+#[test]
+fn every_field_of_run_json_is_in_the_readme() {
+    let out = run(&["run", "-n", "2", "-k", "2", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let j = json(&out);
+    let text = readme();
+    let doc = paragraph(&text, "`--json` prints: `schema`");
+    let nested = ["messages", "entries", "wait_ms", "network", "theory"];
+    assert_eq!(undocumented(doc, &j, &nested), Vec::<String>::new());
+    // The negative control: the list without `seed` and `bad_frames` misses them.
+    let cut = doc.replace("`seed`", "").replace("`messages.bad_frames`", "");
+    assert_eq!(undocumented(&cut, &j, &nested), ["messages.bad_frames", "seed"]);
+}
+
+#[test]
+fn audit_json_has_a_schema_and_every_field_is_in_the_readme() {
+    let tmp = tempfile::tempdir().unwrap();
+    let text = readme();
+    let doc = paragraph(&text, "`mutexlab audit --json` prints one object.");
+    for (command, size, file) in
+        [("run", ["-k", "2"], "resource.log"), ("elect", ["--settle-ms", "100"], "leaders.log")]
+    {
+        let dir = tmp.path().join(command);
+        let out = run(&[command, "-n", "3", size[0], size[1], "--keep", "--run-dir", dir.to_str().unwrap()]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let out = run(&["audit", dir.join(file).to_str().unwrap(), "--json"]);
+        assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+        let j = json(&out);
+        assert_eq!(j["schema"], 1, "{command}: {j}");
+        assert_eq!(undocumented(doc, &j, &["wait_ms"]), Vec::<String>::new(), "{command}");
+    }
+}
+
+/// The commands of the README's blocks marked for testing (```` ```sh test ```` and
+/// ```` ```console test ````): in `sh` blocks every line that is not a comment, in
+/// `console` blocks the lines after `$ `, a trailing `\` joining the next line. Each is
+/// `(line number, command, the exit code its comment gives as "# exit N", else 0)`.
+fn tested_commands(text: &str) -> Vec<(usize, String, i32)> {
+    let mut cmds = Vec::new();
+    let mut block: Option<bool> = None; // Some(console?) inside a tested block
+    let mut pending: Option<(usize, String)> = None;
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        if let Some(info) = line.strip_prefix("```") {
+            block = match (block, info.trim()) {
+                (None, "sh test") => Some(false),
+                (None, "console test") => Some(true),
+                _ => None,
+            };
+            continue;
+        }
+        let Some(console) = block else { continue };
+        let cmd = match (&mut pending, console) {
+            (Some((_, acc)), _) => {
+                acc.push(' ');
+                acc.push_str(line.trim());
+                acc.clone()
+            }
+            (None, true) => match line.strip_prefix("$ ") {
+                Some(c) => c.to_string(),
+                None => continue,
+            },
+            (None, false) if line.trim().is_empty() || line.trim_start().starts_with('#') => continue,
+            (None, false) => line.to_string(),
+        };
+        let start = pending.take().map_or(n, |(s, _)| s);
+        if let Some(head) = cmd.strip_suffix('\\') {
+            pending = Some((start, head.trim_end().to_string()));
+            continue;
+        }
+        let (command, comment) = cmd.split_once(" # ").unwrap_or((&cmd, ""));
+        let exit =
+            comment.strip_prefix("exit ").and_then(|c| c.split(|ch: char| !ch.is_ascii_digit()).next());
+        cmds.push((start, command.trim().to_string(), exit.and_then(|e| e.parse().ok()).unwrap_or(0)));
+    }
+    cmds
+}
+
+/// Run `cmds` in order in `dir` with `mutexlab` on the PATH; what went otherwise than
+/// the README says, one line each.
+fn run_commands(cmds: &[(usize, String, i32)], dir: &Path) -> Vec<String> {
+    let bin = assert_cmd::cargo::cargo_bin("mutexlab");
+    let path = format!("{}:{}", bin.parent().unwrap().display(), std::env::var("PATH").unwrap_or_default());
+    let mut wrong = Vec::new();
+    for (n, cmd, exit) in cmds {
+        // A simple command replaces the shell, so the timeout's kill reaches it (and its
+        // workers, which die with their supervisor).
+        let simple = !cmd.contains(['&', '|', ';', '\n']);
+        let script = if simple { format!("exec {cmd}") } else { cmd.clone() };
+        let mut c = assert_cmd::Command::new("sh");
+        c.arg("-c").arg(script).current_dir(dir).env("PATH", &path).timeout(PATIENCE);
+        let out = c.output().expect("sh runs");
+        if out.status.code() != Some(*exit) {
+            let err = stderr(&out);
+            let tail: String = err.lines().rev().take(3).collect::<Vec<_>>().join(" | ");
+            wrong.push(format!("README.md:{n}: `{cmd}` exited {:?}, not {exit}: {tail}", out.status.code()));
+        }
+    }
+    wrong
+}
+
+#[test]
+fn the_readme_s_tested_commands_run_as_it_says() {
+    let text = readme();
+    let cmds = tested_commands(&text);
+    // The marked blocks: a run, a failing run, the store, check, replay, faults, a
+    // program in Python, the trace and its ShiViz export.
+    assert!(cmds.len() >= 15, "{cmds:#?}");
+    assert!(cmds.iter().any(|(_, c, e)| c.starts_with("mutexlab run --algo none") && *e == 1), "{cmds:#?}");
+    let tmp = tempfile::tempdir().unwrap();
+    // The examples name files of the repository (labs/examples/…) relative to its root.
+    std::os::unix::fs::symlink(Path::new(env!("CARGO_MANIFEST_DIR")).join("labs"), tmp.path().join("labs"))
+        .unwrap();
+    let wrong = run_commands(&cmds, tmp.path());
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+#[test]
+fn a_readme_command_that_does_not_do_what_it_says_is_caught() {
+    // The negative control of the test above, on a README of three lines.
+    let text = "```sh test\nmutexlab run --algo nope   # exit 0\nmutexlab algorithms \\\n  --nope\n```\n\
+                ```sh\nmutexlab not-tested\n```\n```console test\n$ mutexlab algorithms\nignored output\n```\n";
+    let cmds = tested_commands(text);
+    assert_eq!(
+        cmds,
+        [
+            (2, "mutexlab run --algo nope".to_string(), 0),
+            (3, "mutexlab algorithms --nope".to_string(), 0),
+            (10, "mutexlab algorithms".to_string(), 0)
+        ]
+    );
+    let tmp = tempfile::tempdir().unwrap();
+    let wrong = run_commands(&cmds, tmp.path());
+    assert_eq!(wrong.len(), 2, "{wrong:?}");
+    assert!(
+        wrong[0].starts_with("README.md:2: `mutexlab run --algo nope` exited Some(2), not 0: "),
+        "{wrong:?}"
+    );
+}
