@@ -57,8 +57,11 @@ use crate::supervisor::{self, ElectOpts, ExternalOpts, Initiators, Report, RunOp
 
 /// Where a test's line is padded to, so the verdicts line up.
 const WIDTH: usize = 76;
-/// A reason longer than this many lines is cut (a `--seed` replay shows it all).
+/// A reason longer than this many lines is cut (a `--seed` replay and `--verbose` show
+/// it all).
 const REASON_LINES: usize = 6;
+/// A failure's lines that say where to look next: shown after the rest, never cut.
+const NEXT_STEPS: [&str; 3] = ["replay: ", "run directory kept: ", "report: "];
 /// Seeds of the crash runs [`Real::try_crashes`] adds to the simulator try.
 const PRECHECK_SEEDS: u64 = 8;
 /// Steps of each of those runs: far more than a correct two-entry run takes.
@@ -116,6 +119,8 @@ pub struct Ctx {
     pub seed: Option<u64>,
     /// Real runs start every worker with this program as its node (`--worker-cmd`).
     pub external: Option<ExternalOpts>,
+    /// Show every line of a failure (`--verbose`), not the first few.
+    pub verbose: bool,
 }
 
 type Body = Box<dyn Fn(&Ctx, &str) -> Result<Done, String>>;
@@ -144,6 +149,8 @@ struct Test {
     points: u32,
     kind: Kind,
     body: Body,
+    /// Shown under a failure's reason, whatever it was: what the test is about.
+    hint: Option<String>,
 }
 
 /// What a grading session came to.
@@ -470,6 +477,9 @@ struct GradeArgs {
     /// Grade the reference solution instead of your node.
     #[arg(long)]
     solution: bool,
+    /// Show every line of a failure, not the first few.
+    #[arg(long, short)]
+    verbose: bool,
 }
 
 impl Grader {
@@ -510,7 +520,17 @@ impl Grader {
         body: Body,
     ) -> &mut Self {
         assert!(self.tests.iter().all(|t| t.id != id), "test {id} is defined twice");
-        self.tests.push(Test { id: id.into(), what: what.into(), detail, points, kind, body });
+        self.tests.push(Test { id: id.into(), what: what.into(), detail, points, kind, body, hint: None });
+        self
+    }
+
+    /// On a failure of the test added last, show `text` under the reason, never cut:
+    /// what the test is about in the handout's words (`g.sim(…).hint("…")`), for a
+    /// failure whose own line cannot know (a deadlock, a stall).
+    pub fn hint(&mut self, text: &str) -> &mut Self {
+        if let Some(t) = self.tests.last_mut() {
+            t.hint = Some(text.to_string());
+        }
         self
     }
 
@@ -610,7 +630,7 @@ impl Grader {
                 return Err(Error::usage(format!("no test {id}; the tests are {}", ids.join(", "))));
             }
         }
-        let ctx = self.ctx(args.n, args.seed);
+        let ctx = Ctx { verbose: args.verbose, ..self.ctx(args.n, args.seed) };
         let summary = self.run(&ctx, &args.ids, &mut std::io::stdout().lock());
         Ok(if summary.passed == summary.total { Verdict::Pass } else { Verdict::Fail })
     }
@@ -635,6 +655,7 @@ impl Grader {
             n,
             seed,
             external: self.external.clone(),
+            verbose: false,
         }
     }
 
@@ -689,13 +710,11 @@ impl Grader {
                 }
                 Err(why) => {
                     let _ = writeln!(out, "FAIL  ({secs:.1} s)");
-                    let keep = if ctx.seed.is_some() { usize::MAX } else { REASON_LINES };
-                    let lines: Vec<&str> = why.lines().collect();
-                    for line in lines.iter().take(keep) {
+                    let full = ctx.seed.is_some() || ctx.verbose;
+                    // An unwritten handler is the whole story.
+                    let hint = t.hint.as_deref().filter(|_| !is_unwritten(&why));
+                    for line in reason_lines(&why, hint, full) {
                         let _ = writeln!(out, "      {line}");
-                    }
-                    if lines.len() > keep {
-                        let _ = writeln!(out, "      … {} more lines", lines.len() - keep);
                     }
                 }
             }
@@ -708,6 +727,25 @@ impl Grader {
         );
         s
     }
+}
+
+/// A failure's lines as shown: the reason, cut after [`REASON_LINES`] lines unless
+/// `full` (with a line saying how many were left out and how to see them), then the
+/// hint, then the lines that say where to look next ([`NEXT_STEPS`]), which are never
+/// cut.
+fn reason_lines(why: &str, hint: Option<&str>, full: bool) -> Vec<String> {
+    let (next, body): (Vec<&str>, Vec<&str>) =
+        why.lines().partition(|l| NEXT_STEPS.iter().any(|p| l.starts_with(p)));
+    let keep = if full { usize::MAX } else { REASON_LINES };
+    let mut v: Vec<String> = body.iter().take(keep).map(|l| l.to_string()).collect();
+    if body.len() > keep {
+        let more = body.len() - keep;
+        let lines = if more == 1 { "line" } else { "lines" };
+        v.push(format!("… {more} more {lines} (grade --verbose shows them)"));
+    }
+    v.extend(hint.map(|h| format!("hint: {h}")));
+    v.extend(next.iter().map(|l| l.to_string()));
+    v
 }
 
 /// Whether test `id` is among `ids` (by id, or by its group: `2` selects `2.1`).
@@ -953,6 +991,7 @@ impl Ctx {
             n: None,
             seed: None,
             external: None,
+            verbose: false,
         }
     }
 }
@@ -1284,6 +1323,39 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("TOTAL 1/1 points, 1/1 tests passed, 1 skipped\n"), "{text}");
+    }
+
+    #[test]
+    fn a_long_failure_is_cut_but_says_how_to_see_it_and_keeps_where_to_look() {
+        let why = "run failed: no progress\n  w0\n  w1\n  w2\n  w3\n  w4\n  w5\nrun directory kept: /r\nreport: /r/report.html";
+        let cut = reason_lines(why, Some("read task 4"), false);
+        assert_eq!(cut.len(), 6 + 4, "{cut:#?}");
+        assert_eq!(cut[6], "… 1 more line (grade --verbose shows them)");
+        assert_eq!(&cut[7..], ["hint: read task 4", "run directory kept: /r", "report: /r/report.html"]);
+        let full = reason_lines(why, None, true);
+        assert_eq!(full.len(), 9, "{full:#?}");
+        assert!(full.iter().all(|l| !l.contains("more line")), "{full:#?}");
+        assert_eq!(full[6], "  w5");
+        // Through the grader: `--verbose` shows all, and a hint follows any failure but
+        // an unwritten handler's line.
+        let mut g = Grader::new("t", "blank");
+        g.script("9.1", "long", 1, || {
+            panic!("{}", (0..9).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n"))
+        })
+        .hint("what 9.1 is about");
+        g.sim::<Blank>("9.2", "unwritten", 1, Sweep::new(&[2], 0..1, 1)).hint("never shown");
+        let (_, text) = grade(&g, None);
+        assert!(
+            text.contains(
+                "      … 3 more lines (grade --verbose shows them)\n      hint: what 9.1 is about\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("never shown"), "{text}");
+        let (_, text) =
+            g.run_text(&Ctx { verbose: true, ..Ctx::new("x", PathBuf::from("/nonexistent")) }, &[]);
+        assert!(text.contains("      line 8\n      hint: what 9.1 is about\n"), "{text}");
+        assert!(!text.contains("more lines"), "{text}");
     }
 
     #[test]
