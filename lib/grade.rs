@@ -26,6 +26,12 @@
 //!   failed: its state lives in its process, which a search cannot copy; a skipped
 //!   test counts neither for nor against.
 //!
+//! A failure's reason is cut after a few lines (`grade --verbose`, or a `--seed` replay,
+//! shows every line, and the cut says so), followed by the test's hint if it has one
+//! ([`Grader::hint`]) and the lines that say where to look next, never cut: the replay
+//! command, and for a failed real run its kept run directory and the report written
+//! into it (`report: DIR/report.html`).
+//!
 //! Each test runs under [`quietly`], so a panicking node (an unwritten handler above
 //! all) fails its test with one line, never a backtrace. Before starting processes a
 //! real-run test tries the node once in the simulator (and through a few crashes, with
@@ -741,7 +747,7 @@ fn reason_lines(why: &str, hint: Option<&str>, full: bool) -> Vec<String> {
     if body.len() > keep {
         let more = body.len() - keep;
         let lines = if more == 1 { "line" } else { "lines" };
-        v.push(format!("… {more} more {lines} (grade --verbose shows them)"));
+        v.push(format!("… {more} more {lines} (grade --verbose shows every line)"));
     }
     v.extend(hint.map(|h| format!("hint: {h}")));
     v.extend(next.iter().map(|l| l.to_string()));
@@ -896,7 +902,19 @@ fn run_real<N: Node<Service: SimService>>(real: &Real, ctx: &Ctx) -> Result<(), 
         ..RunOpts::new(&ctx.algo, ctx.exe.clone())
     };
     let report = supervisor::run(&opts).map_err(|e| e.to_string())?;
-    judge(&Outcome::from(report), &real.expect)
+    judge(&Outcome::from(report.clone()), &real.expect).map_err(|why| {
+        if !report.run_dir_kept {
+            return why;
+        }
+        // The kept run's page, where the student looks next (the lab program is the whole
+        // command line, so `cargo run -- report DIR` writes it again).
+        match crate::html::write(&report.run_path, None, crate::html::Known::Report(&report)) {
+            Ok(page) => format!("{why}\nreport: {}", page.display()),
+            Err(e) => {
+                format!("{why}\nreport: none ({e}); cargo run -- report {} tries again", report.run_dir)
+            }
+        }
+    })
 }
 
 /// What a real run came to, mutual exclusion or election alike.
@@ -957,8 +975,9 @@ pub fn judge(r: &Outcome, expect: &Expect) -> Result<(), String> {
         )),
         Expect::Clean if r.ok => Ok(()),
         Expect::Clean => {
-            let mut why: Vec<String> = r.failure.iter().map(|f| format!("run failed: {f}")).collect();
-            why.extend(first_violation(&[]));
+            // The audit's verdict first: a long diagnosis after it may be cut.
+            let mut why: Vec<String> = first_violation(&[]).into_iter().collect();
+            why.extend(r.failure.iter().map(|f| format!("run failed: {f}")));
             Err(why.join("\n") + &kept)
         }
         Expect::Stall(_) if r.ok => Err("the run finished cleanly; it was expected to stall".into()),
@@ -1330,7 +1349,7 @@ mod tests {
         let why = "run failed: no progress\n  w0\n  w1\n  w2\n  w3\n  w4\n  w5\nrun directory kept: /r\nreport: /r/report.html";
         let cut = reason_lines(why, Some("read task 4"), false);
         assert_eq!(cut.len(), 6 + 4, "{cut:#?}");
-        assert_eq!(cut[6], "… 1 more line (grade --verbose shows them)");
+        assert_eq!(cut[6], "… 1 more line (grade --verbose shows every line)");
         assert_eq!(&cut[7..], ["hint: read task 4", "run directory kept: /r", "report: /r/report.html"]);
         let full = reason_lines(why, None, true);
         assert_eq!(full.len(), 9, "{full:#?}");
@@ -1347,7 +1366,7 @@ mod tests {
         let (_, text) = grade(&g, None);
         assert!(
             text.contains(
-                "      … 3 more lines (grade --verbose shows them)\n      hint: what 9.1 is about\n"
+                "      … 3 more lines (grade --verbose shows every line)\n      hint: what 9.1 is about\n"
             ),
             "{text}"
         );
