@@ -2,7 +2,7 @@
 CARGO ?= cargo
 ARGS ?=
 
-.PHONY: help build run elect compare test bench bench-check check-table lint fmt clean
+.PHONY: help build run elect compare test bench bench-check check-table lint fmt clean gradescope-selftest
 
 help:
 	@echo "make run    # a small run on defaults (add ARGS='--algo flock -n 8')"
@@ -13,6 +13,7 @@ help:
 	@echo "make bench-check # mutexlab's checker against Stateright on the same models (QUICK=1: n=3 k=1 only)"
 	@echo "make check-table  # the README's table of check counts (release build; MAX_SECONDS=60 per check)"
 	@echo "make lint   # rustfmt check and clippy with warnings as errors"
+	@echo "make gradescope-03-election  # the lab's Gradescope autograder bundle, target/gradescope/03-election.zip (labs/README.md)"
 	@echo "make lab-01-ricart-agrawala  # grade your node in labs/01-ricart-agrawala (SOLUTION=1: the reference; GRADESCOPE=results.json: Gradescope's file too; also lab-02-token, lab-03-election, lab-04-failover)"
 
 build:
@@ -59,3 +60,11 @@ lab-%:
 	@if [ ! -d labs/$* ]; then echo "make: there is no lab labs/$* (see labs/README.md)" >&2; exit 2; fi
 	@if [ ! -f labs/$*/Cargo.toml ]; then echo "make: labs/$* has nothing to grade; read labs/$*/README.md" >&2; exit 2; fi
 	cd labs/$* && $(CARGO) run -q -- grade $(if $(SOLUTION),--solution) $(if $(GRADESCOPE),--gradescope '$(abspath $(GRADESCOPE))') $(ARGS)
+
+# A lab's Gradescope autograder bundle (labs/README.md, "A course at scale"), and its
+# test: run_autograder on lab 03's reference, skeleton and a planted bug.
+gradescope-%:
+	sh scripts/gradescope/bundle.sh $*
+
+gradescope-selftest:
+	bash scripts/gradescope/selftest.sh
