@@ -218,11 +218,13 @@ pub fn grader<N: ElectLab>(algo: &str) -> Grader {
         4,
         Sweep::elections(&[3, 5], 0..200).non_fifo().check(highest_wins),
     );
+    // Only the highest id crashes, the leader-to-be: what a restart asks of a node, and
+    // no more (a crash of anyone, anywhere, takes the built-in's further rules).
     g.sim::<N>(
         "2.4",
-        "crashes and restarts: a restarted node asks, the highest wins",
+        "the highest crashes and restarts: it asks, and wins",
         4,
-        Sweep::elections(&[2, 3, 5], 0..200).crashes(2).check(highest_wins),
+        Sweep::elections(&[2, 3, 5], 0..200).crashes_of(2, |p, n| p.0 + 1 == n).check(highest_wins),
     )
     .hint(RESTART);
 
@@ -259,11 +261,15 @@ pub fn grader<N: ElectLab>(algo: &str) -> Grader {
         3,
         Search::new(2, 1).crashes(1).highest_wins(),
     )
-    .hint(RESTART);
+    .hint(
+        "through a crash: a restarted node starts an election itself (task 4), a participant \
+         that hears of a death starts over (task 3), and an ELECTION carries the newest term \
+         seen (1.7)",
+    );
     g
 }
 
-/// What the tests with restarts are about, under their failures.
+/// What the tests that restart the leader are about, under their failures.
 const RESTART: &str = "a restarted node (cfg.incarnation > 0) remembers no leader, and no \
                        application calls an election for it: it starts one itself (task 4, \
                        on_restart), and those it passes carry the newest term they have seen (1.7)";

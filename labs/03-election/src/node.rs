@@ -118,7 +118,8 @@ impl Node {
         mutexlab::lab::unwritten("on_message")
     }
 
-    /// `peer` died (task 3). If it was the leader, elect a new one.
+    /// `peer` died (task 3). If it was the leader, elect a new one; if this node is a
+    /// participant, start over (what it sent may have died with the peer).
     fn on_peer_down(&mut self, peer: PeerId, out: &mut Out) {
         // YOUR CODE HERE (task 3)
     }
