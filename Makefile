@@ -2,7 +2,7 @@
 CARGO ?= cargo
 ARGS ?=
 
-.PHONY: help build run elect compare test bench bench-check check-table lint fmt clean
+.PHONY: help build run elect compare test bench bench-check check-table lint fmt clean gradescope-selftest
 
 help:
 	@echo "make run    # a small run on defaults (add ARGS='--algo flock -n 8')"
@@ -13,7 +13,8 @@ help:
 	@echo "make bench-check # mutexlab's checker against Stateright on the same models (QUICK=1: n=3 k=1 only)"
 	@echo "make check-table  # the README's table of check counts (release build; MAX_SECONDS=60 per check)"
 	@echo "make lint   # rustfmt check and clippy with warnings as errors"
-	@echo "make lab-01-ricart-agrawala  # grade your node in labs/01-ricart-agrawala (SOLUTION=1: the reference; also lab-02-token, lab-03-election, lab-04-failover)"
+	@echo "make gradescope-03-election  # the lab's Gradescope autograder bundle, target/gradescope/03-election.zip (labs/README.md)"
+	@echo "make lab-01-ricart-agrawala  # grade your node in labs/01-ricart-agrawala (SOLUTION=1: the reference; GRADESCOPE=results.json: Gradescope's file too; also lab-02-token, lab-03-election, lab-04-failover)"
 
 build:
 	$(CARGO) build --release
@@ -52,9 +53,18 @@ clean:
 	$(CARGO) clean
 
 # Grade a lab's crate: `make lab-01-ricart-agrawala` grades the node in its src/node.rs,
-# SOLUTION=1 the reference; ARGS='2.1 --n 3 --seed 46' narrows to one test and seed.
+# SOLUTION=1 the reference; ARGS='2.1 --n 3 --seed 46' narrows to one test and seed;
+# GRADESCOPE=results.json also writes Gradescope's results file there.
 # Each lab is a crate of its own (not part of this package's build) sharing target/.
 lab-%:
 	@if [ ! -d labs/$* ]; then echo "make: there is no lab labs/$* (see labs/README.md)" >&2; exit 2; fi
 	@if [ ! -f labs/$*/Cargo.toml ]; then echo "make: labs/$* has nothing to grade; read labs/$*/README.md" >&2; exit 2; fi
-	cd labs/$* && $(CARGO) run -q -- grade $(if $(SOLUTION),--solution) $(ARGS)
+	cd labs/$* && $(CARGO) run -q -- grade $(if $(SOLUTION),--solution) $(if $(GRADESCOPE),--gradescope '$(abspath $(GRADESCOPE))') $(ARGS)
+
+# A lab's Gradescope autograder bundle (labs/README.md, "A course at scale"), and its
+# test: run_autograder on lab 03's reference, skeleton and a planted bug.
+gradescope-%:
+	sh scripts/gradescope/bundle.sh $*
+
+gradescope-selftest:
+	bash scripts/gradescope/selftest.sh

@@ -16,10 +16,12 @@
 //! node goes quiet, and the failure is the node's own ([`Node::failure`]), which the
 //! host reports after the step as a breach ([`crate::host::Breach::Failed`]): the
 //! worker runtime ends the worker with the one-line reason, which reaches the run's
-//! report as the worker's `Fatal`, and the simulator fails its run with it. A breach of
-//! the driver contract by an external node (a self-send, an `enter` nobody asked for)
-//! fails it the same way ([`Node::breached`]), since a student wants to hear of it, not
-//! find it in a log.
+//! report as the worker's `Fatal`, and the simulator fails its run with it. A program
+//! that exits says so with the last line of its log (Python's `can't open file`, an
+//! exception's last line), and one that exits before answering `init` failed to start:
+//! a wrong command, not a wrong node. A breach of the driver contract by an external
+//! node (a self-send, an `enter` nobody asked for) fails it the same way
+//! ([`Node::breached`]), since a student wants to hear of it, not find it in a log.
 //!
 //! The command a node runs comes in its [`Config`] (`program`): the runtime sets it
 //! from the worker's settings, and the simulator's caller with `Sim::with_config`.
@@ -248,6 +250,9 @@ struct Program {
     last: Option<(String, String)>,
     /// Closed when its stderr has been copied to the end.
     log_done: Option<Receiver<()>>,
+    /// The last line of its stderr, for the reason it exited (Python's `can't open
+    /// file`, an exception's last line).
+    last_words: Arc<StdMutex<String>>,
 }
 
 /// The first line a program is sent; a struct so that `type` comes first.
@@ -337,16 +342,26 @@ impl Program {
     }
 
     /// How the program ended, if it has (waiting briefly: its stdout closes a moment
-    /// before it is reapable).
+    /// before it is reapable), with the last line of its log, which often says why.
     fn exit_status(&mut self) -> String {
         let Some((child, _)) = self.process.as_mut() else { return String::new() };
         let until = Instant::now() + Duration::from_millis(500);
-        loop {
+        let status = loop {
             match child.try_wait() {
-                Ok(Some(status)) => return format!(" ({status})"),
+                Ok(Some(status)) => break format!(" ({status})"),
                 Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(5)),
-                _ => return String::new(),
+                _ => break String::new(),
             }
+        };
+        // Its log ends soon after it does (briefly, as in `reap`).
+        if let Some(done) = &self.log_done {
+            let _ = done.recv_timeout(Duration::from_millis(500));
+        }
+        let said = self.last_words.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if said.is_empty() {
+            status
+        } else {
+            format!("{status}; its stderr ended {}", quote(&said))
         }
     }
 
@@ -464,7 +479,12 @@ fn quote(text: &str) -> String {
 
 /// Start `sh -c command` with piped stdio and threads for its stdout and stderr (the
 /// last receiver hears when the stderr thread is done).
-fn spawn(name: &str, command: &str) -> std::io::Result<(Child, ChildStdin, Receiver<Line>, Receiver<()>)> {
+#[allow(clippy::type_complexity)]
+fn spawn(
+    name: &str,
+    command: &str,
+    last_words: Arc<StdMutex<String>>,
+) -> std::io::Result<(Child, ChildStdin, Receiver<Line>, Receiver<()>)> {
     // A simple command is exec'd by the shell: one process fewer.
     let simple = !command.contains(|c: char| ";&|<>()`$\n\\'\"".contains(c));
     let line = if simple { format!("exec {command}") } else { command.to_string() };
@@ -508,6 +528,12 @@ fn spawn(name: &str, command: &str) -> std::io::Result<(Child, ChildStdin, Recei
         copy_log(stderr, &prefix, |line| {
             // One write per line, so lines of several workers never interleave.
             let _ = std::io::stderr().lock().write_all(line.as_bytes());
+            let text = line.strip_prefix(&prefix).unwrap_or(&line).trim_end();
+            if !text.is_empty() {
+                let mut last = last_words.lock().unwrap_or_else(|e| e.into_inner());
+                last.clear();
+                last.push_str(text);
+            }
         });
         drop(done_tx);
     });
@@ -990,8 +1016,9 @@ impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
             early: None,
             last: None,
             log_done: None,
+            last_words: Arc::default(),
         };
-        match given.map(|s| spawn(&name, &s.command)) {
+        match given.map(|s| spawn(&name, &s.command, Arc::clone(&child.last_words))) {
             None => child.fail("no worker command was given for an external node".into()),
             Some(Err(e)) => child.fail(format!("cannot be started: {e}")),
             Some(Ok((process, stdin, lines, log_done))) => {
@@ -1015,6 +1042,12 @@ impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
                         quote(&init),
                         quote(&v.to_string())
                     )),
+                    // Never answered at all: the command is wrong, not the node.
+                    Err(why) if why.contains("exited") => {
+                        let sent = format!("was sent {} and exited without answering", quote(&init));
+                        let why = why.replacen(&sent, "exited without answering its `init`", 1);
+                        child.fail(format!("failed to start: {why}"))
+                    }
                     Err(why) => child.fail(why),
                 }
             }

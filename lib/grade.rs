@@ -26,6 +26,12 @@
 //!   failed: its state lives in its process, which a search cannot copy; a skipped
 //!   test counts neither for nor against.
 //!
+//! A failure's reason is cut after a few lines (`grade --verbose`, or a `--seed` replay,
+//! shows every line, and the cut says so), followed by the test's hint if it has one
+//! ([`Grader::hint`]) and the lines that say where to look next, never cut: the replay
+//! command, and for a failed real run its kept run directory and the report written
+//! into it (`report: DIR/report.html`).
+//!
 //! Each test runs under [`quietly`], so a panicking node (an unwritten handler above
 //! all) fails its test with one line, never a backtrace. Before starting processes a
 //! real-run test tries the node once in the simulator (and through a few crashes, with
@@ -57,8 +63,11 @@ use crate::supervisor::{self, ElectOpts, ExternalOpts, Initiators, Report, RunOp
 
 /// Where a test's line is padded to, so the verdicts line up.
 const WIDTH: usize = 76;
-/// A reason longer than this many lines is cut (a `--seed` replay shows it all).
+/// A reason longer than this many lines is cut (a `--seed` replay and `--verbose` show
+/// it all).
 const REASON_LINES: usize = 6;
+/// A failure's lines that say where to look next: shown after the rest, never cut.
+const NEXT_STEPS: [&str; 3] = ["replay: ", "run directory kept: ", "report: "];
 /// Seeds of the crash runs [`Real::try_crashes`] adds to the simulator try.
 const PRECHECK_SEEDS: u64 = 8;
 /// Steps of each of those runs: far more than a correct two-entry run takes.
@@ -116,6 +125,8 @@ pub struct Ctx {
     pub seed: Option<u64>,
     /// Real runs start every worker with this program as its node (`--worker-cmd`).
     pub external: Option<ExternalOpts>,
+    /// Show every line of a failure (`--verbose`), not the first few.
+    pub verbose: bool,
 }
 
 type Body = Box<dyn Fn(&Ctx, &str) -> Result<Done, String>>;
@@ -144,6 +155,8 @@ struct Test {
     points: u32,
     kind: Kind,
     body: Body,
+    /// Shown under a failure's reason, whatever it was: what the test is about.
+    hint: Option<String>,
 }
 
 /// What a grading session came to.
@@ -470,6 +483,12 @@ struct GradeArgs {
     /// Grade the reference solution instead of your node.
     #[arg(long)]
     solution: bool,
+    /// Show every line of a failure, not the first few.
+    #[arg(long, short)]
+    verbose: bool,
+    /// Also write the results as Gradescope's results.json to FILE.
+    #[arg(long, value_name = "FILE")]
+    gradescope: Option<PathBuf>,
 }
 
 impl Grader {
@@ -510,7 +529,17 @@ impl Grader {
         body: Body,
     ) -> &mut Self {
         assert!(self.tests.iter().all(|t| t.id != id), "test {id} is defined twice");
-        self.tests.push(Test { id: id.into(), what: what.into(), detail, points, kind, body });
+        self.tests.push(Test { id: id.into(), what: what.into(), detail, points, kind, body, hint: None });
+        self
+    }
+
+    /// On a failure of the test added last, show `text` under the reason, never cut:
+    /// what the test is about in the handout's words (`g.sim(…).hint("…")`), for a
+    /// failure whose own line cannot know (a deadlock, a stall).
+    pub fn hint(&mut self, text: &str) -> &mut Self {
+        if let Some(t) = self.tests.last_mut() {
+            t.hint = Some(text.to_string());
+        }
         self
     }
 
@@ -610,8 +639,23 @@ impl Grader {
                 return Err(Error::usage(format!("no test {id}; the tests are {}", ids.join(", "))));
             }
         }
-        let ctx = self.ctx(args.n, args.seed);
-        let summary = self.run(&ctx, &args.ids, &mut std::io::stdout().lock());
+        let ctx = Ctx { verbose: args.verbose, ..self.ctx(args.n, args.seed) };
+        if let Some(path) = &args.gradescope {
+            // Refused before grading, not after minutes of it.
+            if path.parent().is_some_and(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
+                return Err(Error::usage(format!(
+                    "--gradescope {}: its directory does not exist",
+                    shown(path)
+                )));
+            }
+        }
+        let (summary, results) = self.run_results(&ctx, &args.ids, &mut std::io::stdout().lock());
+        if let Some(path) = &args.gradescope {
+            let json = gradescope_results(&format!("{} ({})", self.title, ctx.algo), &summary, &results);
+            let text = serde_json::to_string_pretty(&json).expect("a results value serialises") + "\n";
+            crate::html::write_whole(path, &text)
+                .map_err(|e| Error::failed(format!("cannot write {}: {e}", shown(path))))?;
+        }
         Ok(if summary.passed == summary.total { Verdict::Pass } else { Verdict::Fail })
     }
 
@@ -635,6 +679,7 @@ impl Grader {
             n,
             seed,
             external: self.external.clone(),
+            verbose: false,
         }
     }
 
@@ -650,7 +695,14 @@ impl Grader {
     /// Run the tests whose ids `ids` select (all if empty), writing one line each and
     /// the footer to `out`.
     pub fn run(&self, ctx: &Ctx, ids: &[String], out: &mut dyn Write) -> Summary {
+        self.run_results(ctx, ids, out).0
+    }
+
+    /// [`Grader::run`], and each test's result for a course's autograder
+    /// ([`gradescope_results`]).
+    pub fn run_results(&self, ctx: &Ctx, ids: &[String], out: &mut dyn Write) -> (Summary, Vec<TestResult>) {
         let mut s = Summary { points: 0, max: 0, passed: 0, total: 0, skipped: 0 };
+        let mut results = Vec::new();
         let _ = writeln!(out, "{} ({})", self.title, ctx.algo);
         for t in self.tests.iter().filter(|t| selected(&t.id, ids)) {
             let mut detail = if t.detail.is_empty() { String::new() } else { format!(", {}", t.detail) };
@@ -663,16 +715,29 @@ impl Grader {
                         .collect();
                 detail = format!(", only {}", only.join(", "));
             }
-            let head = format!("TEST {:<4} {} ({}{detail}) ", t.id, t.what, t.kind.label());
+            let name = format!("{} ({}{detail})", t.what, t.kind.label());
+            let head = format!("TEST {:<4} {name} ", t.id);
             let _ = write!(out, "{head}{} ", ".".repeat(WIDTH.saturating_sub(head.chars().count()).max(3)));
             let _ = out.flush();
             let started = Instant::now();
             // A panic outside the node (in a check, say) is caught here too.
             let verdict = quietly(|| (t.body)(ctx, &t.id)).and_then(|r| r);
             let secs = started.elapsed().as_secs_f64();
+            let mut result = TestResult {
+                id: t.id.clone(),
+                name,
+                points: 0,
+                max: t.points,
+                status: Status::Skipped,
+                lines: Vec::new(),
+                seconds: secs,
+            };
             if let Ok(Done::Skipped(why)) = &verdict {
                 s.skipped += 1;
                 let _ = writeln!(out, "SKIP  ({why})");
+                result.lines.push(format!("skipped: {why}"));
+                result.max = 0;
+                results.push(result);
                 continue;
             }
             s.total += 1;
@@ -681,24 +746,29 @@ impl Grader {
                 Ok(done) => {
                     s.passed += 1;
                     s.points += t.points;
-                    match done {
-                        Done::Passed(Some(note)) => writeln!(out, "PASS  ({secs:.1} s, {note})"),
-                        _ => writeln!(out, "PASS  ({secs:.1} s)"),
-                    }
-                    .unwrap_or(());
+                    let line = match done {
+                        Done::Passed(Some(note)) => format!("PASS  ({secs:.1} s, {note})"),
+                        _ => format!("PASS  ({secs:.1} s)"),
+                    };
+                    let _ = writeln!(out, "{line}");
+                    result.status = Status::Passed;
+                    result.points = t.points;
+                    result.lines.push(line);
                 }
                 Err(why) => {
                     let _ = writeln!(out, "FAIL  ({secs:.1} s)");
-                    let keep = if ctx.seed.is_some() { usize::MAX } else { REASON_LINES };
-                    let lines: Vec<&str> = why.lines().collect();
-                    for line in lines.iter().take(keep) {
+                    let full = ctx.seed.is_some() || ctx.verbose;
+                    // An unwritten handler is the whole story.
+                    let hint = t.hint.as_deref().filter(|_| !is_unwritten(&why));
+                    for line in reason_lines(&why, hint, full) {
                         let _ = writeln!(out, "      {line}");
                     }
-                    if lines.len() > keep {
-                        let _ = writeln!(out, "      … {} more lines", lines.len() - keep);
-                    }
+                    result.status = Status::Failed;
+                    // The autograder's page has room for every line.
+                    result.lines = reason_lines(&why, hint, true);
                 }
             }
+            results.push(result);
         }
         let skipped = if s.skipped > 0 { format!(", {} skipped", s.skipped) } else { String::new() };
         let _ = writeln!(
@@ -706,8 +776,107 @@ impl Grader {
             "TOTAL {}/{} points, {}/{} tests passed{skipped}",
             s.points, s.max, s.passed, s.total
         );
-        s
+        (s, results)
     }
+}
+
+/// How a test ended, for [`TestResult`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    /// It passed: all its points.
+    Passed,
+    /// It failed: none.
+    Failed,
+    /// It could not run for this node (a search of a program): it counts neither way.
+    Skipped,
+}
+
+/// One test's result, as a course's autograder shows it to the student.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TestResult {
+    /// Its id, `2.1`.
+    pub id: String,
+    /// What it checks, with its kind and size: `never two inside (sim, 200 seeds, n=3)`.
+    pub name: String,
+    /// Points earned.
+    pub points: u32,
+    /// Points on offer (0 for a skipped test).
+    pub max: u32,
+    /// How it ended.
+    pub status: Status,
+    /// What the grader said of it, every line (a failure's reason is not cut here).
+    pub lines: Vec<String>,
+    /// How long it took.
+    pub seconds: f64,
+}
+
+/// The most of one test's output a results file holds; the rest is cut with a note
+/// (a reason is a few lines; this guards against a node that says megabytes).
+const RESULT_OUTPUT_BYTES: usize = 16 * 1024;
+
+/// Gradescope's `results.json` for a grading session: the total score, a line for the
+/// whole submission, and each test with its number, name, score, maximum, status and
+/// output (the format of gradescope-autograders.readthedocs.io, "Autograder
+/// Specifications").
+pub fn gradescope_results(title: &str, s: &Summary, results: &[TestResult]) -> serde_json::Value {
+    let tests: Vec<serde_json::Value> = results
+        .iter()
+        .map(|r| {
+            let whole = r.lines.join("\n");
+            let mut output = crate::text::clip_to(&whole, RESULT_OUTPUT_BYTES).into_owned();
+            if output.len() < whole.len() {
+                output.push_str(" (cut; grade --verbose shows it whole)");
+            }
+            let mut t = serde_json::json!({
+                "number": r.id,
+                "name": format!("{} {}", r.id, r.name),
+                "score": f64::from(r.points),
+                "max_score": f64::from(r.max),
+                "output": output,
+                "visibility": "visible",
+            });
+            let status = match r.status {
+                Status::Passed => Some("passed"),
+                Status::Failed => Some("failed"),
+                Status::Skipped => None,
+            };
+            if let Some(status) = status {
+                t["status"] = status.into();
+            }
+            t
+        })
+        .collect();
+    let skipped = if s.skipped > 0 { format!(", {} skipped", s.skipped) } else { String::new() };
+    serde_json::json!({
+        "score": f64::from(s.points),
+        "execution_time": results.iter().map(|r| r.seconds).sum::<f64>().round() as u64,
+        "output": format!("{title}: {}/{} points, {}/{} tests passed{skipped}", s.points, s.max, s.passed, s.total),
+        "tests": tests,
+    })
+}
+
+/// A path for a one-line error, cut to a few hundred bytes.
+fn shown(path: &std::path::Path) -> String {
+    crate::text::clip_to(&path.display().to_string(), 300).into_owned()
+}
+
+/// A failure's lines as shown: the reason, cut after [`REASON_LINES`] lines unless
+/// `full` (with a line saying how many were left out and how to see them), then the
+/// hint, then the lines that say where to look next ([`NEXT_STEPS`]), which are never
+/// cut.
+fn reason_lines(why: &str, hint: Option<&str>, full: bool) -> Vec<String> {
+    let (next, body): (Vec<&str>, Vec<&str>) =
+        why.lines().partition(|l| NEXT_STEPS.iter().any(|p| l.starts_with(p)));
+    let keep = if full { usize::MAX } else { REASON_LINES };
+    let mut v: Vec<String> = body.iter().take(keep).map(|l| l.to_string()).collect();
+    if body.len() > keep {
+        let more = body.len() - keep;
+        let lines = if more == 1 { "line" } else { "lines" };
+        v.push(format!("… {more} more {lines} (grade --verbose shows every line)"));
+    }
+    v.extend(hint.map(|h| format!("hint: {h}")));
+    v.extend(next.iter().map(|l| l.to_string()));
+    v
 }
 
 /// Whether test `id` is among `ids` (by id, or by its group: `2` selects `2.1`).
@@ -858,7 +1027,19 @@ fn run_real<N: Node<Service: SimService>>(real: &Real, ctx: &Ctx) -> Result<(), 
         ..RunOpts::new(&ctx.algo, ctx.exe.clone())
     };
     let report = supervisor::run(&opts).map_err(|e| e.to_string())?;
-    judge(&Outcome::from(report), &real.expect)
+    judge(&Outcome::from(report.clone()), &real.expect).map_err(|why| {
+        if !report.run_dir_kept {
+            return why;
+        }
+        // The kept run's page, where the student looks next (the lab program is the whole
+        // command line, so `cargo run -- report DIR` writes it again).
+        match crate::html::write(&report.run_path, None, crate::html::Known::Report(&report)) {
+            Ok(page) => format!("{why}\nreport: {}", page.display()),
+            Err(e) => {
+                format!("{why}\nreport: none ({e}); cargo run -- report {} tries again", report.run_dir)
+            }
+        }
+    })
 }
 
 /// What a real run came to, mutual exclusion or election alike.
@@ -919,8 +1100,9 @@ pub fn judge(r: &Outcome, expect: &Expect) -> Result<(), String> {
         )),
         Expect::Clean if r.ok => Ok(()),
         Expect::Clean => {
-            let mut why: Vec<String> = r.failure.iter().map(|f| format!("run failed: {f}")).collect();
-            why.extend(first_violation(&[]));
+            // The audit's verdict first: a long diagnosis after it may be cut.
+            let mut why: Vec<String> = first_violation(&[]).into_iter().collect();
+            why.extend(r.failure.iter().map(|f| format!("run failed: {f}")));
             Err(why.join("\n") + &kept)
         }
         Expect::Stall(_) if r.ok => Err("the run finished cleanly; it was expected to stall".into()),
@@ -953,6 +1135,7 @@ impl Ctx {
             n: None,
             seed: None,
             external: None,
+            verbose: false,
         }
     }
 }
@@ -1284,6 +1467,83 @@ mod tests {
             "{text}"
         );
         assert!(text.ends_with("TOTAL 1/1 points, 1/1 tests passed, 1 skipped\n"), "{text}");
+    }
+
+    #[test]
+    fn a_long_failure_is_cut_but_says_how_to_see_it_and_keeps_where_to_look() {
+        let why = "run failed: no progress\n  w0\n  w1\n  w2\n  w3\n  w4\n  w5\nrun directory kept: /r\nreport: /r/report.html";
+        let cut = reason_lines(why, Some("read task 4"), false);
+        assert_eq!(cut.len(), 6 + 4, "{cut:#?}");
+        assert_eq!(cut[6], "… 1 more line (grade --verbose shows every line)");
+        assert_eq!(&cut[7..], ["hint: read task 4", "run directory kept: /r", "report: /r/report.html"]);
+        let full = reason_lines(why, None, true);
+        assert_eq!(full.len(), 9, "{full:#?}");
+        assert!(full.iter().all(|l| !l.contains("more line")), "{full:#?}");
+        assert_eq!(full[6], "  w5");
+        // Through the grader: `--verbose` shows all, and a hint follows any failure but
+        // an unwritten handler's line.
+        let mut g = Grader::new("t", "blank");
+        g.script("9.1", "long", 1, || {
+            panic!("{}", (0..9).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n"))
+        })
+        .hint("what 9.1 is about");
+        g.sim::<Blank>("9.2", "unwritten", 1, Sweep::new(&[2], 0..1, 1)).hint("never shown");
+        let (_, text) = grade(&g, None);
+        assert!(
+            text.contains(
+                "      … 3 more lines (grade --verbose shows every line)\n      hint: what 9.1 is about\n"
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("never shown"), "{text}");
+        let (_, text) =
+            g.run_text(&Ctx { verbose: true, ..Ctx::new("x", PathBuf::from("/nonexistent")) }, &[]);
+        assert!(text.contains("      line 8\n      hint: what 9.1 is about\n"), "{text}");
+        assert!(!text.contains("more lines"), "{text}");
+    }
+
+    #[test]
+    fn gradescope_results_have_every_test_with_its_score_and_output() {
+        let mut g = Grader::new("t", "centralized");
+        g.script("1.1", "a trace", 2, || {});
+        g.script("1.2", "wrong", 3, || assert_eq!(1, 2, "one is not two")).hint("read the notes");
+        g.search::<Centralized>("8.7", "every interleaving", 3, Search::new(3, 1));
+        g.worker_cmd("python3 node.py", Duration::from_secs(1));
+        let (s, results) = g.run_results(&g.ctx(None, None), &[], &mut Vec::new());
+        let j = gradescope_results("Lab 0: t (x)", &s, &results);
+        assert_eq!(j["score"], 2.0);
+        assert_eq!(j["output"], "Lab 0: t (x): 2/5 points, 1/2 tests passed, 1 skipped");
+        let tests = j["tests"].as_array().expect("a list of tests");
+        assert_eq!(tests.len(), 3);
+        assert_eq!(tests[0]["number"], "1.1");
+        assert_eq!(tests[0]["name"], "1.1 a trace (script)");
+        assert_eq!((tests[0]["score"].as_f64(), tests[0]["max_score"].as_f64()), (Some(2.0), Some(2.0)));
+        assert_eq!(tests[0]["status"], "passed");
+        assert_eq!((tests[1]["score"].as_f64(), tests[1]["max_score"].as_f64()), (Some(0.0), Some(3.0)));
+        assert_eq!(tests[1]["status"], "failed");
+        let out = tests[1]["output"].as_str().unwrap_or_default();
+        assert!(out.contains("one is not two") && out.ends_with("\nhint: read the notes"), "{out}");
+        // A skipped test counts neither way and says why.
+        assert_eq!(tests[2]["max_score"], 0.0);
+        assert!(tests[2].get("status").is_none());
+        assert!(tests[2]["output"].as_str().unwrap_or_default().starts_with("skipped: a program's state"));
+        // The whole thing, as the flag writes it; a directory that is not there is
+        // refused before any test runs.
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let file = dir.path().join("results.json");
+        let mut g = Grader::new("t", "centralized");
+        g.script("1.1", "a trace", 2, || {});
+        let args = |p: &std::path::Path| vec!["--gradescope".to_string(), p.display().to_string()];
+        assert_eq!(g.main(args(&file)), Ok(Verdict::Pass));
+        let written: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&file).expect("written")).expect("JSON");
+        assert_eq!(
+            (written["score"].as_f64(), written["tests"][0]["max_score"].as_f64()),
+            (Some(2.0), Some(2.0))
+        );
+        let e = g.main(args(&dir.path().join("no/such/results.json"))).unwrap_err();
+        assert!(e.to_string().contains("its directory does not exist"), "{e}");
+        assert_eq!(exit::code(&Err(e)), 2);
     }
 
     #[test]

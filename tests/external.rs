@@ -407,6 +407,31 @@ fn the_simulator_names_a_failed_program_in_its_diagnosis() {
     garbage.assert_gone();
 }
 
+#[test]
+fn a_program_that_cannot_start_says_so_with_its_last_words() {
+    // Python's own line for a file that is not there, as a student mistypes it.
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.py");
+    let program =
+        Spawn { command: format!("python3 {}", missing.display()), timeout: external::DEFAULT_TIMEOUT };
+    let run = Sim::<External<Mutex>>::with_config(2, 1, |c| c.program = Some(program.clone())).run(1);
+    let e = run.expect_err("a program that never starts serves no one").to_string();
+    let line = e.lines().next().unwrap_or_default();
+    assert!(line.contains("failed to start: exited without answering its `init` (exit status: 2)"), "{e}");
+    assert!(line.contains("can't open file") && line.contains("missing.py"), "{e}");
+    assert!(!line.contains("deadlock"), "{e}");
+    // One that started and then died is not "failed to start".
+    let quitter = Script::new(
+        "import sys\nsys.stdin.readline()\nprint('{\"type\":\"init_ok\"}', flush=True)\nsys.exit('bye')\n",
+    );
+    let program = Spawn { command: quitter.command(), timeout: external::DEFAULT_TIMEOUT };
+    let e = Sim::<External<Mutex>>::with_config(2, 1, |c| c.program = Some(program.clone()))
+        .run(1)
+        .expect_err("it dies at its first input")
+        .to_string();
+    assert!(!e.contains("failed to start") && e.contains("its stderr ended `bye`"), "{e}");
+}
+
 /// Processes a test's programs started, by the pids they wrote to a file: whatever is
 /// still alive when the guard goes (the test failed) is killed.
 struct Strays {

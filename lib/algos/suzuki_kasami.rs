@@ -39,7 +39,7 @@
 //! arrays: its `requested` is `rn`, its `granted` (passed along with the token) is
 //! `last_served`. It is not this algorithm: its token carries no queue, and a leaving
 //! holder picks the next one afresh by scanning ids round from its own successor, so
-//! the two can serve waiting nodes in different orders (a test in `ra_token.rs` shows
+//! the two can serve waiting nodes in different orders (lab 02's question 5 asks for
 //! one). Either way nobody is passed over for ever.
 //!
 //! # Crashes

@@ -228,16 +228,21 @@ pub struct SimError {
     pub step: u64,
     /// What went wrong.
     pub failure: Failure,
-    /// The last events before the failure, oldest first.
-    pub trace: Vec<String>,
+    /// The last events before the failure, oldest first (boxed slices keep the error
+    /// small enough to return by value).
+    pub trace: Box<[String]>,
     /// Every choice up to and including the failing one: [`Sim::replay`] repeats it.
-    pub choices: Vec<Choice>,
+    pub choices: Box<[Choice]>,
+    /// How the run was made, as the Rust that makes it again: `Sim::new(3, 6)` and every
+    /// knob set, `.non_fifo().stale_timers(true)` (a seed alone replays a different run
+    /// when a knob is left out).
+    pub made: Box<str>,
 }
 
 impl fmt::Display for SimError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "seed {} (n = {}), step {}: {}", self.seed, self.n, self.step, self.failure)?;
-        writeln!(f, "replay with Sim::new({}, {}); last events:", self.n, self.seed)?;
+        writeln!(f, "replay with {}; last events:", self.made)?;
         for line in &self.trace {
             writeln!(f, "  {line}")?;
         }
@@ -300,6 +305,9 @@ impl SimReport {
     }
 }
 
+/// A run's step limit unless [`Sim::max_steps`] sets one.
+const MAX_STEPS: u64 = 200_000;
+
 /// The seeded scheduler over a [`World`] of N nodes of `A`.
 pub struct Sim<A: Node>
 where
@@ -313,6 +321,9 @@ where
     step: u64,
     trace: VecDeque<String>,
     choices: Vec<Choice>,
+    /// How this simulator was made, for [`SimError::made`]: the constructor, then each
+    /// knob's call in the order set (a knob set again replaces its call).
+    made: (String, Vec<(&'static str, String)>),
     /// What to do to the applications before the run.
     #[allow(clippy::type_complexity)]
     set_up: Option<Box<dyn FnOnce(&mut <A::Service as SimService>::Apps)>>,
@@ -324,7 +335,9 @@ where
 {
     /// `n` nodes with [`Config::new`] and the given seed.
     pub fn new(n: u32, seed: u64) -> Self {
-        Self::with_config(n, seed, |_| {})
+        let mut sim = Self::with_config(n, seed, |_| {});
+        sim.made.0 = format!("Sim::new({n}, {seed})");
+        sim
     }
 
     /// `n` nodes whose configurations `tweak` adjusts (after id, n and seed are set).
@@ -342,29 +355,46 @@ where
             seed,
             rng: ChaCha8Rng::seed_from_u64(seed),
             world: World::new(configs, 0),
-            max_steps: 200_000,
+            max_steps: MAX_STEPS,
             step: 0,
             trace: VecDeque::new(),
             choices: Vec::new(),
+            made: (format!("Sim::with_config({n}, {seed}, …)"), Vec::new()),
             set_up: None,
         }
+    }
+
+    /// Note a knob's call for [`SimError::made`]; `None` for its default, which is left out.
+    fn knob(&mut self, name: &'static str, call: Option<String>) {
+        self.made.1.retain(|(k, _)| *k != name);
+        self.made.1.extend(call.map(|c| (name, c)));
     }
 
     /// Let up to `count` crashes happen, each to a node `eligible` allows, each followed
     /// later by a restart of that node.
     pub fn crashes(mut self, count: u32, eligible: impl Fn(PeerId) -> bool) -> Self {
+        let may: Vec<String> =
+            (0..self.n as u32).filter(|&i| eligible(PeerId(i))).map(|i| i.to_string()).collect();
+        let who = if may.len() == self.n {
+            "|_| true".to_string()
+        } else {
+            format!("|p| [{}].contains(&p.0)", may.join(", "))
+        };
+        self.knob("crashes", (count > 0).then(|| format!(".crashes({count}, {who})")));
         self.world = self.world.crashes(count, eligible);
         self
     }
 
     /// Let any message in flight on a channel be delivered first, not only the oldest.
     pub fn non_fifo(mut self) -> Self {
+        self.knob("non_fifo", Some(".non_fifo()".into()));
         self.world = self.world.non_fifo();
         self
     }
 
     /// When on, a cancelled or reset timer fires once anyway with probability 1/4.
     pub fn stale_timers(mut self, on: bool) -> Self {
+        self.knob("stale_timers", on.then(|| ".stale_timers(true)".into()));
         self.world = self.world.stale_timers(on);
         self
     }
@@ -373,6 +403,7 @@ where
     /// default): to replay a check's counterexample. A seeded run then fires one of them
     /// at random where it would have fired the earliest.
     pub fn any_timer(mut self, on: bool) -> Self {
+        self.knob("any_timer", on.then(|| ".any_timer(true)".into()));
         self.world = self.world.any_timer(on);
         self
     }
@@ -380,12 +411,14 @@ where
     /// Let up to `count` messages in flight be lost (`mutexlab check --lose`): to replay
     /// a check's counterexample; the seeded scheduler never loses one itself.
     pub fn lose(mut self, count: u32) -> Self {
+        self.knob("lose", (count > 0).then(|| format!(".lose({count})")));
         self.world = self.world.lose(count);
         self
     }
 
     /// Fail with [`Failure::StepLimit`] after this many steps (default 200 000).
     pub fn max_steps(mut self, steps: u64) -> Self {
+        self.knob("max_steps", (steps != MAX_STEPS).then(|| format!(".max_steps({steps})")));
         self.max_steps = steps;
         self
     }
@@ -528,7 +561,8 @@ where
             step: self.step,
             failure,
             trace: self.trace.iter().cloned().collect(),
-            choices: self.choices.clone(),
+            choices: self.choices.clone().into(),
+            made: self.made.1.iter().fold(self.made.0.clone(), |m, (_, call)| m + call).into(),
         }
     }
 }
@@ -704,6 +738,19 @@ mod tests {
         assert!(matches!(e.failure, Failure::Replay { .. }), "{e}");
         let e = make().replay(3, &[Choice::Call { node: 0, index: 3 }]).unwrap_err();
         assert!(matches!(e.failure, Failure::Replay { index: 0, .. }), "{e}");
+    }
+
+    #[test]
+    fn a_failure_says_how_its_simulator_was_made() {
+        let make = || Sim::<Immediate>::new(3, 4).non_fifo().stale_timers(true).crashes(1, |p| p.0 == 0);
+        let e = make().run(3).unwrap_err();
+        let made = "Sim::new(3, 4).non_fifo().stale_timers(true).crashes(1, |p| [0].contains(&p.0))";
+        assert_eq!(&*e.made, made);
+        assert!(e.to_string().contains(&format!("replay with {made}; last events:")), "{e}");
+        // A knob set again, or back to its default, is said once or not at all.
+        let e = Sim::<Immediate>::new(3, 4).stale_timers(true).stale_timers(false).crashes(2, |_| true);
+        let e = e.max_steps(MAX_STEPS).run(3).unwrap_err();
+        assert_eq!(&*e.made, "Sim::new(3, 4).crashes(2, |_| true)");
     }
 
     #[test]

@@ -2,14 +2,16 @@
 //! the built-in `ra-token`). `README.md` says what each test checks and how to read its
 //! failure.
 //!
-//! Group 1 drives nodes by hand through the notes' steps, ending with the notes' worked
-//! example ("Chloe's view"); group 2 runs the simulator over many seeds; group 3 starts
-//! real processes, and kills the token's holder; group 4 searches every interleaving of
-//! two and three nodes (`mutexlab check`), where group 2 samples them.
+//! Group 1 drives nodes by hand through the notes' steps, the notes' worked example
+//! ("Chloe's view"), and a restarted node 0, which must not make a second token (the
+//! planted `--planted token-on-restart` fails it); group 2 runs the simulator over many
+//! seeds; group 3 starts real processes, and kills the token's holder; group 4 searches
+//! every interleaving of two and three nodes (`mutexlab check`), where group 2 samples
+//! them.
 
 use std::fmt::Debug;
 
-use mutexlab::algorithm::{Action, Algorithm, Output, PeerId};
+use mutexlab::algorithm::{Action, Algorithm, Config, Output, PeerId};
 use mutexlab::algos::ra_token::{self, RaToken};
 use mutexlab::grade::{Grader, Real, Search, Sweep};
 use mutexlab::lab::{expect, NOTHING};
@@ -32,6 +34,15 @@ impl TokenLab for node::Node {
     }
     fn token(granted: &[u64]) -> node::Msg {
         node::Msg::Token { granted: granted.to_vec() }
+    }
+}
+
+impl TokenLab for crate::planted::TokenOnRestart {
+    fn request(number: u64) -> ra_token::Msg {
+        RaToken::request(number)
+    }
+    fn token(granted: &[u64]) -> ra_token::Msg {
+        RaToken::token(granted)
     }
 }
 
@@ -139,6 +150,21 @@ pub fn grader<N: TokenLab>(algo: &str) -> Grader {
         );
     });
     g.script("1.6", "Chloe's view: the notes' worked example", 5, move || chloes_view::<N>());
+    g.script("1.7", "a restarted node 0 makes no second token", 2, move || {
+        let mut w = started::<N>(3);
+        want(&mut w, 1);
+        deliver(&mut w, 1, 0, N::request(1));
+        expect(show(deliver(&mut w, 0, 1, N::token(&[0, 0, 0]))), &enter(), "w1 gets the token and goes in");
+        w.restart(0, Config { incarnation: 1, ..Config::new(0, 3) });
+        expect(show(start(&mut w, 0)), NOTHING, "w0 was killed and comes back as incarnation 1");
+        expect(
+            show(want(&mut w, 0)),
+            &ask(3, 0, 1),
+            "w0, restarted, wants in while w1 is inside with the token: it must ask. Only node 0's \
+             first life makes the token (cfg.incarnation == 0): a token made again would be a \
+             second one, and let w0 in beside w1",
+        );
+    });
 
     g.sim::<N>("2.1", "never two inside, every request served", 8, Sweep::new(&[2, 3, 5, 8], 0..200, 3));
     g.sim::<N>(
@@ -279,7 +305,7 @@ fn token_cost(r: &SimReport) -> Result<(), String> {
 mod tests {
     use std::path::PathBuf;
 
-    use mutexlab::algorithm::{Config, NoTimer, Out};
+    use mutexlab::algorithm::{NoTimer, Out};
     use mutexlab::grade::{Ctx, Summary};
 
     use super::*;
@@ -363,6 +389,20 @@ mod tests {
             text.contains("cargo run -- check --algo passes-inside -n 3 -k 2 shows every step"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_token_made_again_on_restart_is_caught() {
+        // The negative control: the reference passes 1.7; a node 0 that makes the token
+        // in every life fails it, and only it, with the rule in its reason.
+        let (s, text) = grade::<RaToken>("ra-token", &["1.7"]);
+        assert_eq!((s.passed, s.total), (1, 1), "{text}");
+        let (s, text) = grade::<crate::planted::TokenOnRestart>("token-on-restart", &["1", "4"]);
+        assert_eq!((s.passed, s.total), (9, 10), "{text}");
+        let (_, failed) = text.split_once("TEST 1.7").expect("1.7 ran");
+        assert!(failed.contains("FAIL"), "{text}");
+        assert!(failed.contains("Only node 0's first life makes the token (cfg.incarnation == 0)"), "{text}");
+        assert!(failed.contains("got:      [\"enter\"]"), "{text}");
     }
 
     #[test]

@@ -2,15 +2,17 @@
 //! built-in `chang-roberts`) and for the planted bug (`--planted`). `README.md` says
 //! what each test checks and how to read its failure.
 //!
-//! Group 1 drives three nodes round the ring by hand, rule by rule; group 2 runs the
-//! simulator's election sweeps (agreement, unique terms, the highest wins); group 3
-//! starts real processes, and kills the leader; group 4 searches every interleaving of
-//! two to four nodes (`mutexlab check`), where group 2 samples them, and through a
-//! crash and restart finds the planted bug (`--planted forwards-old-term`) in 9 steps.
+//! Group 1 drives three nodes round the ring by hand, rule by rule (1.8: a restarted
+//! node starts an election); group 2 runs the simulator's election sweeps (agreement,
+//! unique terms, the highest wins; 2.4 through crashes and restarts); group 3 starts
+//! real processes, kills the leader, and kills and restarts it; group 4 searches every
+//! interleaving of two to four nodes (`mutexlab check`), where group 2 samples them, and
+//! through a crash and restart finds the planted bug (`--planted forwards-old-term`) in
+//! 9 steps. The tests with restarts name the rule under their failures (`hint:`).
 
 use std::fmt::Debug;
 
-use mutexlab::algorithm::{ElectionCall, Input, Node, NodeInput, Output, PeerId};
+use mutexlab::algorithm::{Config, ElectionCall, Input, Node, NodeInput, Output, PeerId};
 use mutexlab::algos::chang_roberts::{self, ChangRoberts};
 use mutexlab::grade::{Grader, Real, Search, Sweep};
 use mutexlab::lab::{expect, NOTHING};
@@ -47,6 +49,15 @@ impl ElectLab for ChangRoberts {
 }
 
 impl ElectLab for crate::planted::ForwardsOldTerm {
+    fn election(id: u32, term: u64) -> chang_roberts::Msg {
+        ChangRoberts::election(id, term)
+    }
+    fn elected(id: u32, term: u64) -> chang_roberts::Msg {
+        ChangRoberts::elected(id, term)
+    }
+}
+
+impl ElectLab for crate::planted::IgnoresRestart {
     fn election(id: u32, term: u64) -> chang_roberts::Msg {
         ChangRoberts::election(id, term)
     }
@@ -173,6 +184,21 @@ pub fn grader<N: ElectLab>(algo: &str) -> Grader {
             "w1, fresh, replaces w0's id with its own, keeping the lap's term 5 (rule iv)",
         );
     });
+    g.script("1.8", "a restarted node starts an election", 2, move || {
+        let mut w = ring::<N>(3);
+        elect(&mut w, 2);
+        deliver(&mut w, 1, 2, el(2, 0));
+        deliver(&mut w, 2, 0, ed(2, 5));
+        deliver(&mut w, 0, 1, ed(2, 5));
+        w.restart(2, Config { incarnation: 1, ..Config::new(2, 3) });
+        expect(
+            step(&mut w, 2, Input::Start),
+            &[send(0, el(2, 0))],
+            "w2, the leader, was killed and comes back as incarnation 1 with no memory: it knows \
+             no leader, and nobody will call an election for it, so it starts one as it starts \
+             (task 4, on_restart)",
+        );
+    });
 
     g.sim::<N>(
         "2.1",
@@ -192,6 +218,15 @@ pub fn grader<N: ElectLab>(algo: &str) -> Grader {
         4,
         Sweep::elections(&[3, 5], 0..200).non_fifo().check(highest_wins),
     );
+    // Only the highest id crashes, the leader-to-be: what a restart asks of a node, and
+    // no more (a crash of anyone, anywhere, takes the built-in's further rules).
+    g.sim::<N>(
+        "2.4",
+        "the highest crashes and restarts: it asks, and wins",
+        4,
+        Sweep::elections(&[2, 3, 5], 0..200).crashes_of(2, |p, n| p.0 + 1 == n).check(highest_wins),
+    )
+    .hint(RESTART);
 
     g.real::<N>("3.1", "real processes agree on the highest", 5, Real::election(5));
     g.real::<N>(
@@ -200,6 +235,13 @@ pub fn grader<N: ElectLab>(algo: &str) -> Grader {
         4,
         Real::election(5).faults("kill leader at 200ms"),
     );
+    g.real::<N>(
+        "3.3",
+        "the leader killed and restarted leads again",
+        3,
+        Real::election(5).faults("kill 4 at 200ms; restart 4 at 400ms"),
+    )
+    .hint(RESTART);
 
     // Every state of each model, breadth-first: 280, 1,755, 1,299 and 508 states for the
     // reference, a second in all. What they check: one leader per term and no term going
@@ -218,9 +260,19 @@ pub fn grader<N: ElectLab>(algo: &str) -> Grader {
         "every interleaving, a crash and a restart",
         3,
         Search::new(2, 1).crashes(1).highest_wins(),
+    )
+    .hint(
+        "through a crash: a restarted node starts an election itself (task 4), a participant \
+         that hears of a death starts over (task 3), and an ELECTION carries the newest term \
+         seen (1.7)",
     );
     g
 }
+
+/// What the tests that restart the leader are about, under their failures.
+const RESTART: &str = "a restarted node (cfg.incarnation > 0) remembers no leader, and no \
+                       application calls an election for it: it starts one itself (task 4, \
+                       on_restart), and those it passes carry the newest term they have seen (1.7)";
 
 /// Every live node names the highest id at the end.
 fn highest_wins(r: &SimReport) -> Result<(), String> {
@@ -259,7 +311,7 @@ mod tests {
     use mutexlab::grade::{Ctx, Summary};
 
     use super::*;
-    use crate::planted::ForwardsOldTerm;
+    use crate::planted::{ForwardsOldTerm, IgnoresRestart};
 
     fn grade<N: ElectLab>(algo: &str, flag: &str, ids: &[&str]) -> (Summary, String) {
         let ctx = Ctx {
@@ -292,6 +344,26 @@ mod tests {
             "… 6 more: cargo run -- check --algo forwards-old-term -n 2 -k 1 --crashes 1 shows every step\n";
         assert!(failed.contains(more), "{text}");
         assert!(failed.contains("replay: cargo run -- grade --planted forwards-old-term 4.4\n"), "{text}");
+    }
+
+    #[test]
+    fn a_node_that_ignores_its_restart_fails_with_the_reason() {
+        // The negative control: the reference passes, a copy deaf to its restart fails
+        // both, with the rule named under each failure.
+        let (s, text) = grade::<ChangRoberts>("chang-roberts", " --solution", &["1.8", "2.4"]);
+        assert_eq!((s.passed, s.total), (2, 2), "{text}");
+        let (s, text) =
+            grade::<IgnoresRestart>("ignores-restart", " --planted ignores-restart", &["1.8", "2.4"]);
+        assert_eq!((s.passed, s.total), (0, 2), "{text}");
+        let (script, sweep) = text.split_once("TEST 2.4").expect("both ran");
+        assert!(script.contains("comes back as incarnation 1 with no memory"), "{text}");
+        assert!(script.contains("got:      []"), "{text}");
+        assert!(sweep.contains("deadlock"), "{text}");
+        assert!(
+            sweep.contains("\n      hint: a restarted node (cfg.incarnation > 0) remembers no leader"),
+            "{text}"
+        );
+        assert!(sweep.contains("replay: cargo run -- grade --planted ignores-restart 2.4 --n "), "{text}");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! cargo run -- grade 2.1 --n 3 --seed 17   # replay one failing simulator run
 //! cargo run -- grade --solution            # grade the built-in reference, chang-roberts
 //! cargo run -- grade --planted forwards-old-term   # a planted bug (src/planted.rs)
+//! cargo run -- grade --planted ignores-restart     # another
 //! ```
 
 mod grader;
@@ -20,8 +21,9 @@ use mutexlab::algos::Family;
 use mutexlab::exit::{Error, Outcome};
 use mutexlab::registry::{AlgoInfo, Registry};
 
-/// The planted bug's name, for `--planted` and the registry.
+/// The planted bugs' names, for `--planted` and the registry.
 const PLANTED: &str = "forwards-old-term";
+const IGNORES_RESTART: &str = "ignores-restart";
 
 fn main() -> ExitCode {
     let entry = |name, summary, info: AlgoInfo| AlgoInfo {
@@ -45,20 +47,28 @@ fn main() -> ExitCode {
             PLANTED,
             "chang-roberts forwarding an ELECTION in its old term",
             AlgoInfo::runs::<planted::ForwardsOldTerm>(),
+        ))
+        .with(entry(
+            IGNORES_RESTART,
+            "chang-roberts starting no election when it restarts",
+            AlgoInfo::runs::<planted::IgnoresRestart>(),
         ));
     mutexlab::lab::main(registry, grade)
 }
 
-/// `grade [--solution | --planted forwards-old-term] [TEST…] [--n N] [--seed S]`.
+/// `grade [--solution | --planted NAME] [TEST…] [--n N] [--seed S]`.
 fn grade(mut rest: Vec<String>) -> Outcome {
     let solution = mutexlab::lab::take_flag(&mut rest, "--solution");
-    let planted = mutexlab::lab::take_planted(&mut rest, &[PLANTED])?.is_some();
-    match (solution, planted) {
-        (true, true) => Err(Error::usage("--solution and --planted are different nodes; pick one")),
-        (true, false) => grader::grader::<ChangRoberts>("chang-roberts").replay_flag("--solution").main(rest),
-        (false, true) => grader::grader::<planted::ForwardsOldTerm>(PLANTED)
+    let planted = mutexlab::lab::take_planted(&mut rest, &[PLANTED, IGNORES_RESTART])?;
+    match (solution, planted.as_deref()) {
+        (true, Some(_)) => Err(Error::usage("--solution and --planted are different nodes; pick one")),
+        (true, None) => grader::grader::<ChangRoberts>("chang-roberts").replay_flag("--solution").main(rest),
+        (false, Some(PLANTED)) => grader::grader::<planted::ForwardsOldTerm>(PLANTED)
             .replay_flag(&format!("--planted {PLANTED}"))
             .main(rest),
-        (false, false) => grader::grader::<node::Node>("student").main(rest),
+        (false, Some(_)) => grader::grader::<planted::IgnoresRestart>(IGNORES_RESTART)
+            .replay_flag(&format!("--planted {IGNORES_RESTART}"))
+            .main(rest),
+        (false, None) => grader::grader::<node::Node>("student").main(rest),
     }
 }

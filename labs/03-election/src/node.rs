@@ -78,6 +78,9 @@ impl MutexlabNode for Node {
 
     fn step(&mut self, input: NodeInput<Self>, out: &mut Out) {
         match input {
+            // A first life waits for its application to call an election; a restarted
+            // node (task 4) has no application that will.
+            Input::Start if self.cfg.incarnation > 0 => self.on_restart(out),
             Input::Start => {}
             Input::Call { .. } => self.on_elect(out),
             Input::Message { from, msg } => self.on_message(from, msg, out),
@@ -115,9 +118,17 @@ impl Node {
         mutexlab::lab::unwritten("on_message")
     }
 
-    /// `peer` died (task 3). If it was the leader, elect a new one.
+    /// `peer` died (task 3). If it was the leader, elect a new one; if this node is a
+    /// participant, start over (what it sent may have died with the peer).
     fn on_peer_down(&mut self, peer: PeerId, out: &mut Out) {
         // YOUR CODE HERE (task 3)
+    }
+
+    /// This node was killed and has come back as a new incarnation (task 4): it starts
+    /// with fresh state, knows no leader, and no application will call an election for
+    /// it. The others keep the leader they had (or elect one without it).
+    fn on_restart(&mut self, out: &mut Out) {
+        // YOUR CODE HERE (task 4)
     }
 
     // -----------------------------------------------------------------------------------
