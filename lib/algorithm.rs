@@ -175,6 +175,43 @@ pub trait Message:
     /// A short upper-case name of the message type, e.g. `"REQUEST"`. Borrowed from the
     /// message, so a kind can come from outside Rust (a worker in another language).
     fn kind(&self) -> &str;
+
+    /// The message as JSON, as the JSON-lines protocol (`labs/PROTOCOL.md`) writes it:
+    /// serde's form flattened into one object with a `type` tag (`Request { ticket: 4 }`
+    /// of kind `REQUEST` is `{"type":"REQUEST","ticket":4}`, a unit variant `Reply` is
+    /// `{"type":"REPLY"}`, a variant holding one value that is not a struct carries it
+    /// as `value`). The tag is the kind where it is the variant's name in other letters,
+    /// else the variant's name. The message trace records it ([`crate::trace`]).
+    fn json(&self) -> serde_json::Value {
+        use serde_json::Value;
+        let tag = |variant: &str| {
+            let kind = self.kind();
+            Value::from(if fold(kind) == fold(variant) { kind } else { variant })
+        };
+        match serde_json::to_value(self) {
+            Ok(Value::String(variant)) => serde_json::json!({ "type": tag(&variant) }),
+            Ok(Value::Object(one)) if one.len() == 1 => {
+                let (variant, inner) = one.into_iter().next().expect("one entry");
+                let mut obj = serde_json::Map::new();
+                obj.insert("type".into(), tag(&variant));
+                match inner {
+                    Value::Object(fields) => obj.extend(fields),
+                    other => {
+                        obj.insert("value".into(), other);
+                    }
+                }
+                Value::Object(obj)
+            }
+            Ok(other) => other,
+            Err(e) => Value::String(format!("unserialisable message: {e}")),
+        }
+    }
+}
+
+/// A variant name or tag reduced for comparison: `REQUEST_ACK`, `RequestAck` and
+/// `request-ack` are one.
+pub(crate) fn fold(tag: &str) -> String {
+    tag.chars().filter(|c| *c != '_' && *c != '-').flat_map(char::to_lowercase).collect()
 }
 
 /// A timer tag. Algorithms without timers use [`NoTimer`]. Not `Copy`, so tags can come

@@ -27,6 +27,7 @@ pub mod exit;
 pub mod external;
 pub mod faults;
 pub mod files;
+pub mod flight;
 pub mod grade;
 pub mod host;
 pub mod html;

@@ -236,7 +236,10 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
         Err(RunError::Failed(why)) => Some(why),
         // Interrupted: what was written so far is the evidence; the error names the
         // directory, which is kept.
-        Err(e) => return Err(e),
+        Err(e) => {
+            keep_trace(opts, &dir.path);
+            return Err(e);
+        }
     };
     let mut faults = audit::FaultLog::read(&dir.path.join(control::FAULT_LOG));
     if let (None, Some((t, ended, window))) = (faults.teardown, teardown) {
@@ -246,8 +249,25 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     }
     let audited = sup.outcome().audit(&dir, &faults, &mut failure, evidence);
     let report = sup.outcome().report(audited, failure, &dir);
-    let kept = if report.ok && !opts.keep { dir.remove(&sockets) } else { true };
-    Ok(Report { run_dir_kept: kept, ..report })
+    let (kept, trace) = if report.ok && !opts.keep {
+        crate::trace::remove_rings(&dir.path);
+        (dir.remove(&sockets), None)
+    } else {
+        (true, keep_trace(opts, &dir.path))
+    };
+    let trace_complete = trace.is_some() && opts.trace;
+    Ok(Report { run_dir_kept: kept, trace, trace_complete, ..report })
+}
+
+/// A kept run's message trace: the flight recorder's rings written out as trace files
+/// if the workers recorded there. Returns the pattern of the trace files' paths, if
+/// there are any.
+fn keep_trace(opts: &RunOpts, dir: &Path) -> Option<String> {
+    for note in crate::trace::from_rings(dir, opts.workers, &opts.algo) {
+        eprintln!("mutexlab: flight recorder: {note}");
+    }
+    let any = (0..opts.workers).any(|w| dir.join(crate::trace::file_name(w)).exists());
+    any.then(|| dir.join("trace-w*.log").display().to_string())
 }
 
 /// One run in progress: the thin loop between the run's components and the operating
