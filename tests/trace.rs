@@ -298,7 +298,15 @@ fn a_stalled_run_s_trace_has_its_messages_and_their_contents() {
     let out = run(&[&args[..], &rest[..]].concat());
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let j = json(&out);
-    assert!(j["failure"].as_str().unwrap().contains("no progress"), "{j}");
+    let failure = j["failure"].as_str().unwrap();
+    assert!(failure.contains("no progress"), "{j}");
+    // Everyone waits for the dead w1, and nobody for a live one: no cycle, no deadlock.
+    assert!(
+        failure.contains("\n  the supervisor knows: w1 is dead, killed by `kill 1 at entry 5`"),
+        "{failure}"
+    );
+    assert!(!failure.contains("deadlock"), "{failure}");
+    assert_eq!(j["deadlocks"], serde_json::json!([]));
     assert_eq!(
         j["trace"].as_str().unwrap(),
         dir.canonicalize().unwrap().join("trace-w*.log").display().to_string()

@@ -256,7 +256,8 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
         (true, keep_trace(opts, &dir.path))
     };
     let trace_complete = trace.is_some() && opts.trace;
-    Ok(Report { run_dir_kept: kept, trace, trace_complete, ..report })
+    let deadlocks = std::mem::take(&mut sup.deadlocks);
+    Ok(Report { run_dir_kept: kept, trace, trace_complete, deadlocks, ..report })
 }
 
 /// A kept run's message trace: the flight recorder's rings written out as trace files
@@ -304,6 +305,8 @@ struct Supervisor<'a> {
     breach: Option<String>,
     /// A replay's walk: what the held workers reported and the walk has not used.
     walk: Walk,
+    /// The waits-for cycles a stall's diagnosis found ([`diagnosis::cycles`]).
+    deadlocks: Vec<Vec<u32>>,
 }
 
 impl<'a> Supervisor<'a> {
@@ -336,6 +339,7 @@ impl<'a> Supervisor<'a> {
             faults: Faults::new(opts.plan.steps.clone()),
             breach: None,
             walk: Walk::default(),
+            deadlocks: Vec::new(),
         })
     }
 
@@ -1027,7 +1031,9 @@ impl Supervisor<'_> {
             kernel: &kernel,
             faults: &self.faults,
         };
-        Ok(Some(stall.describe()))
+        let (text, deadlocks) = (stall.describe(), stall.deadlocks());
+        self.deadlocks = deadlocks.into_iter().map(|c| c.into_iter().map(|w| w as u32).collect()).collect();
+        Ok(Some(text))
     }
 
     /// After a failed run, ask the workers `frozen` (stopped by [`Processes::freeze_all`]) for

@@ -129,6 +129,10 @@ pub struct Report {
     /// last ones, kept by the flight recorder for a failing run ([`crate::flight`]).
     #[serde(default)]
     pub trace_complete: bool,
+    /// A stall's deadlocks: each a cycle of the waits-for graph, the workers in the order
+    /// each waits for the next (`[1, 2]`: w1 waits for w2, w2 for w1); empty if none.
+    #[serde(default)]
+    pub deadlocks: Vec<Vec<u32>>,
 }
 
 /// What only one service measures: its fields stand in the report's JSON object itself.
@@ -417,6 +421,7 @@ impl Outcome<'_> {
             counters: sum.counters,
             trace: None,
             trace_complete: false,
+            deadlocks: Vec::new(),
         }
     }
 
@@ -574,6 +579,7 @@ pub(crate) mod samples {
             counters: counts(&[("attempts", 11)]),
             trace: Some("/tmp/run-x/trace-w*.log".into()),
             trace_complete: false,
+            deadlocks: vec![vec![0, 2]],
         }
     }
 
@@ -622,6 +628,7 @@ pub(crate) mod samples {
             counters: counts(&[("elections", 3)]),
             trace: Some("/tmp/elect-x/trace-w*.log".into()),
             trace_complete: true,
+            deadlocks: Vec::new(),
         }
     }
 }
@@ -680,7 +687,7 @@ mod tests {
             "faults": [fault], "never_fired": ["restart 1 at 300ms"], "lost_messages": 3,
             "unreported": 1, "lost_by": {"w0->w1 REQUEST": 2, "w2->w0 REPLY": 1}, "fenced": true,
             "refused": 4, "counters": {"attempts": 11},
-            "trace": "/tmp/run-x/trace-w*.log", "trace_complete": false
+            "trace": "/tmp/run-x/trace-w*.log", "trace_complete": false, "deadlocks": [[0, 2]]
         });
         let election = json!({
             "schema": 1, "algorithm": "bully", "workers": 3, "ok": false,
@@ -698,7 +705,7 @@ mod tests {
             "plan": "kill 1 at 120ms", "faults": [fault], "never_fired": [], "lost_messages": 2,
             "unreported": 2,
             "counters": {"elections": 3},
-            "trace": "/tmp/elect-x/trace-w*.log", "trace_complete": true
+            "trace": "/tmp/elect-x/trace-w*.log", "trace_complete": true, "deadlocks": []
         });
         assert_eq!(serde_json::to_value(samples::mutex()).unwrap(), mutex);
         assert_eq!(serde_json::to_value(samples::election()).unwrap(), election);
@@ -715,12 +722,12 @@ mod tests {
         let head = ["schema", "algorithm", "workers", "ok", "failure", "model_broken"];
         let mutex = keys(&serde_json::to_string(&samples::mutex()).unwrap());
         assert_eq!(mutex[..head.len()], head);
-        assert_eq!(mutex.len(), 36);
+        assert_eq!(mutex.len(), 37);
         let election = keys(&serde_json::to_string_pretty(&samples::election()).unwrap());
         let order = "schema algorithm workers ok failure model_broken initiators detector leader term \
             elections messages theory time_to_elect_ms message_time_us time_to_elect_t elapsed_s seed \
             network violations violation_count run_dir run_dir_kept plan faults never_fired \
-            lost_messages unreported counters trace trace_complete";
+            lost_messages unreported counters trace trace_complete deadlocks";
         assert_eq!(election, order.split_whitespace().collect::<Vec<_>>());
     }
 
