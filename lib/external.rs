@@ -85,6 +85,10 @@ impl Message for Json {
     fn json(&self) -> Value {
         self.0.clone()
     }
+
+    fn json_text(&self) -> String {
+        self.0.to_string()
+    }
 }
 
 /// How the messages of an external node look as JSON: any tagged object when every
@@ -130,6 +134,10 @@ impl<M: Message> Message for Ref<M> {
 
     fn json(&self) -> Value {
         self.0.json()
+    }
+
+    fn json_text(&self) -> String {
+        self.0.json_text()
     }
 }
 

@@ -7,9 +7,9 @@
 //!
 //! ```text
 //! # mutexlab trace v1 w=0 workers=5 algo=centralized
-//! SEND w=0 inc=0 t=8812345001 lc=4 to=3 type=REQUEST
-//! RECV w=0 inc=0 t=8812391002 lc=9 from=3 from_inc=0 sent_lc=8 type=GRANT
-//! DROP w=0 inc=0 t=8812391502 to=2 type=REQUEST lc=10 why=drop
+//! SEND w=0 inc=0 t=8812345001 lc=4 to=3 type=REQUEST body={"type":"REQUEST","stamp":4}
+//! RECV w=0 inc=0 t=8812391002 lc=9 from=3 from_inc=0 sent_lc=8 type=GRANT body={"type":"GRANT"}
+//! DROP w=0 inc=0 t=8812391502 to=2 type=REQUEST lc=10 why=drop body={"type":"REQUEST","stamp":10}
 //! APP w=0 inc=0 t=8812402003 lc=11 ev=enter
 //! APP w=3 inc=1 t=8812502003 lc=12 ev=leader leader=4 term=9
 //! ```
@@ -27,18 +27,28 @@
 //! that did leave and died with a killed receiver before it was read has no DROP: no
 //! process knows which those were.
 //! `ev` is one of `want`, `enter`, `leave` and `leader` (with `leader` and `term`).
-//! Readers must accept fields added after these at the end of a line.
+//! Readers must accept fields added after these at the end of a line. SEND, RECV and
+//! DROP lines end with `body=`, the message's contents: compact JSON as the JSON-lines
+//! protocol has it ([`crate::algorithm::Message::json_text`]), cut to [`BODY_MAX`]
+//! bytes, always the last field and the rest of the line (its strings may hold spaces);
+//! [`body`] takes it from a line.
 //!
 //! A message is named by `(from, from_inc, to, sent_lc)`: every send ticks the sender's
 //! Lamport clock, broadcasts included (one envelope and one tick per receiver), so no two
 //! messages of one incarnation share a clock. Heartbeats are not traced: they carry no
 //! tick of their own and would drown the messages.
 //!
-//! Workers record only when asked (`--trace`) or when the run directory is kept
-//! (`--keep`): even formatted by hand with no allocation and written in batches, a line
-//! per message costs a saturated run (no think time, empty sections) 10 to 30 % of its
-//! throughput on a 2-core machine, where eight workers share a CPU and every line lands
-//! in a cold cache. Runs that think or hold the section for a millisecond do not notice.
+//! Workers write the whole trace to these files only when asked (`--trace`) or when the
+//! run directory is kept (`--keep`). Otherwise they record the same lines in the flight
+//! recorder ([`crate::flight`]): a ring of the last MiB of lines per life in a file
+//! mapped into memory, which the supervisor writes out as these files ([`from_rings`])
+//! when the run fails, and deletes unread when it does not. A life whose ring wrapped has
+//! a [`WRAPPED`] comment line before its first kept line; readers skip it with a note.
+//! `--no-flight-recorder` records nothing. What the lines cost a saturated run (no think
+//! time, empty sections) on a 2-core machine, where eight workers share a CPU and every
+//! line lands in a cold cache, is measured in the README (Message trace): the lines'
+//! making (clock, numbers by hand, the message's JSON) is most of it; the ring saves
+//! the writes. Runs that think or hold the section for a millisecond do not notice.
 //!
 //! The worker writes its lines to memory and hands them to the kernel with one `write`
 //! at the end of a turn of its event loop once the oldest is [`FLUSH_EVERY`] (5 ms) old
@@ -285,12 +295,12 @@ fn push_word(buf: &mut String, kind: &str) {
 pub const BODY_MAX: usize = 1024;
 
 /// Append ` body=` and the message's contents, as the JSON-lines protocol writes them
-/// ([`Message::json`], compact: one line), cut to [`BODY_MAX`] bytes. Always the line's
+/// ([`Message::json_text`], compact: one line), cut to [`BODY_MAX`] bytes. Always the line's
 /// last field: the rest of the line, spaces in its strings included.
 pub fn push_body<M: Message>(buf: &mut String, msg: &M) {
     buf.push_str(" body=");
     let from = buf.len();
-    let _ = write!(buf, "{}", msg.json());
+    buf.push_str(&msg.json_text());
     if buf.len() - from > BODY_MAX {
         let mut cut = from + BODY_MAX;
         while !buf.is_char_boundary(cut) {
@@ -1528,14 +1538,42 @@ mod tests {
     enum Msg {
         Request { ticket: u64, note: String },
         Reply,
+        Vote(u32),
+        Pair(u32, String),
+        Empty {},
+        TokenPass(Vec<u64>),
     }
     impl Message for Msg {
         fn kind(&self) -> &str {
             match self {
                 Msg::Request { .. } => "REQUEST",
                 Msg::Reply => "REPLY",
+                Msg::Vote(_) => "VOTE",
+                Msg::Pair(..) => "Pair",
+                Msg::Empty {} => "EMPTY",
+                Msg::TokenPass(_) => "TOKEN",
             }
         }
+    }
+
+    #[test]
+    fn a_message_s_json_text_is_its_json_value() {
+        let all = [
+            Msg::Request { ticket: 4, note: "a \"b\" {c} body=}".into() },
+            Msg::Reply,
+            Msg::Vote(3),
+            Msg::Pair(1, "x".into()),
+            Msg::Empty {},
+            Msg::TokenPass(vec![1, 2]),
+        ];
+        for m in all {
+            let text = m.json_text();
+            let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(value, m.json(), "{text}");
+            assert!(text.starts_with("{\"type\":"), "{text}");
+        }
+        assert_eq!(Msg::Vote(3).json_text(), r#"{"type":"VOTE","value":3}"#);
+        assert_eq!(Msg::TokenPass(vec![]).json_text(), r#"{"type":"TokenPass","value":[]}"#);
     }
 
     fn ev(w: u32, t: u64, lc: u64, kind: EventKind) -> Event {
@@ -1693,6 +1731,7 @@ mod tests {
         assert!(drop_line.starts_with("DROP w=0 inc=0 ") && drop_line.contains(" lc=203 why=drop body="));
         let json: serde_json::Value = serde_json::from_str(body(drop_line).unwrap()).unwrap();
         assert_eq!(json, serde_json::json!({"type": "REQUEST", "ticket": 100, "note": "a b body=100"}));
+        assert!(drop_line.ends_with(r#" body={"type":"REQUEST","ticket":100,"note":"a b body=100"}"#));
         // Readers take it unchanged: the marker is a note, the lost sends' receipts local.
         let summary = check(dir.path()).unwrap();
         assert!(summary.notes.lines().iter().any(|n| n.contains("are lost")), "{:?}", summary.notes.lines());

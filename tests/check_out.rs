@@ -53,7 +53,7 @@ fn lamport_without_fifo_is_drawn_with_its_messages() {
     assert_eq!(trace.matches("RECV ").count(), 2, "{trace}");
     // The contents are in the file, as JSON, as a worker's trace has them.
     let w1 = std::fs::read_to_string(dir.join("trace-w1.log")).unwrap();
-    assert!(w1.contains(r#"type=REQUEST body={"stamp":1,"type":"REQUEST"}"#), "{w1}");
+    assert!(w1.contains(r#"type=REQUEST body={"type":"REQUEST","stamp":1}"#), "{w1}");
 }
 
 #[test]

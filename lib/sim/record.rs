@@ -385,7 +385,7 @@ mod tests {
         assert_eq!(arrows.len(), 3, "{arrows:?}");
         assert_eq!(arrows.iter().filter(|a| a.received.is_some()).count(), 2, "the first REQUEST overtaken");
         let w0 = std::fs::read_to_string(dir.path().join(trace::file_name(0))).unwrap();
-        assert!(w0.contains(r#" type=REQUEST body={"stamp":1,"type":"REQUEST"}"#), "{w0}");
+        assert!(w0.contains(r#" type=REQUEST body={"type":"REQUEST","stamp":1}"#), "{w0}");
         let steps = v.steps.concat().join("\n");
         assert!(steps.contains("Request { stamp: 1 }"), "{steps}");
     }
