@@ -46,9 +46,10 @@
 //! a [`WRAPPED`] comment line before its first kept line; readers skip it with a note.
 //! `--no-flight-recorder` records nothing. What the lines cost a saturated run (no think
 //! time, empty sections) on a 2-core machine, where eight workers share a CPU and every
-//! line lands in a cold cache, is measured in the README (Message trace): the lines'
-//! making (clock, numbers by hand, the message's JSON) is most of it; the ring saves
-//! the writes. Runs that think or hold the section for a millisecond do not notice.
+//! line lands in a cold cache, is measured in the README (Message trace): a quarter to
+//! two fifths more CPU per entry, ring or file alike, because making the lines (clock,
+//! numbers by hand, the message's JSON) is most of it and the ring saves only the
+//! writes. Runs that think or hold the section for a millisecond do not notice.
 //!
 //! The worker writes its lines to memory and hands them to the kernel with one `write`
 //! at the end of a turn of its event loop once the oldest is [`FLUSH_EVERY`] (5 ms) old
