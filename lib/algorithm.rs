@@ -184,6 +184,78 @@ pub trait Message:
     /// A short upper-case name of the message type, e.g. `"REQUEST"`. Borrowed from the
     /// message, so a kind can come from outside Rust (a worker in another language).
     fn kind(&self) -> &str;
+
+    /// The message as JSON, as the JSON-lines protocol (`labs/PROTOCOL.md`) writes it:
+    /// serde's form flattened into one object with a `type` tag (`Request { ticket: 4 }`
+    /// of kind `REQUEST` is `{"type":"REQUEST","ticket":4}`, a unit variant `Reply` is
+    /// `{"type":"REPLY"}`, a variant holding one value that is not a struct carries it
+    /// as `value`). The tag is the kind where it is the variant's name in other letters,
+    /// else the variant's name. The message trace records it ([`crate::trace`]).
+    fn json(&self) -> serde_json::Value {
+        use serde_json::Value;
+        let tag = |variant: &str| {
+            let kind = self.kind();
+            Value::from(if fold(kind) == fold(variant) { kind } else { variant })
+        };
+        match serde_json::to_value(self) {
+            Ok(Value::String(variant)) => serde_json::json!({ "type": tag(&variant) }),
+            Ok(Value::Object(one)) if one.len() == 1 => {
+                let (variant, inner) = one.into_iter().next().expect("one entry");
+                let mut obj = serde_json::Map::new();
+                obj.insert("type".into(), tag(&variant));
+                match inner {
+                    Value::Object(fields) => obj.extend(fields),
+                    other => {
+                        obj.insert("value".into(), other);
+                    }
+                }
+                Value::Object(obj)
+            }
+            Ok(other) => other,
+            Err(e) => Value::String(format!("unserialisable message: {e}")),
+        }
+    }
+
+    /// [`Message::json`] as compact text, made from serde's own text without building a
+    /// JSON value: the same object, its `type` first and then the fields in their
+    /// declared order. The trace writes it for every message, where building the value
+    /// costs a saturated run several times more.
+    fn json_text(&self) -> String {
+        match serde_json::to_string(self) {
+            Ok(text) => flat_json(&text, self.kind()).unwrap_or_else(|| self.json().to_string()),
+            Err(_) => self.json().to_string(),
+        }
+    }
+}
+
+/// serde's externally tagged text of an enum value (`"Reply"`, `{"Request":{"ticket":4}}`,
+/// `{"Vote":3}`) flattened as [`Message::json`] does, or `None` if it is not that shape.
+fn flat_json(text: &str, kind: &str) -> Option<String> {
+    let plain = |v: &str| !v.is_empty() && !v.contains(['"', '\\']);
+    let tag = |variant: &str| {
+        let t = if fold(kind) == fold(variant) { kind } else { variant };
+        serde_json::to_string(t).unwrap_or_default()
+    };
+    if let Some(variant) = text.strip_prefix('"').and_then(|t| t.strip_suffix('"')).filter(|v| plain(v)) {
+        return Some(format!("{{\"type\":{}}}", tag(variant)));
+    }
+    let inner = text.strip_prefix("{\"")?.strip_suffix('}')?;
+    let (variant, value) = inner.split_once("\":")?;
+    if !plain(variant) {
+        return None;
+    }
+    let tag = tag(variant);
+    Some(match value.strip_prefix('{') {
+        Some("}") => format!("{{\"type\":{tag}}}"),
+        Some(fields) => format!("{{\"type\":{tag},{fields}"),
+        None => format!("{{\"type\":{tag},\"value\":{value}}}"),
+    })
+}
+
+/// A variant name or tag reduced for comparison: `REQUEST_ACK`, `RequestAck` and
+/// `request-ack` are one.
+pub(crate) fn fold(tag: &str) -> String {
+    tag.chars().filter(|c| *c != '_' && *c != '-').flat_map(char::to_lowercase).collect()
 }
 
 /// A timer tag. Algorithms without timers use [`NoTimer`]. Not `Copy`, so tags can come

@@ -328,6 +328,9 @@ struct Shared {
     /// Record every message in trace-w<ID>.log (see `mutexlab trace`); on with --keep.
     #[arg(long)]
     trace: bool,
+    /// Do not keep each worker's last events for a failing run (the flight recorder).
+    #[arg(long)]
+    no_flight_recorder: bool,
     /// End the run with a diagnosis after this long without progress.
     #[arg(long, default_value_t = 5000, allow_negative_numbers = true)]
     stall_ms: u64,
@@ -753,6 +756,7 @@ fn shared_opts(sh: &Shared, plan: Plan) -> RunOpts {
         progress: !sh.json,
         // What is kept can be read afterwards; a run no one will read is not slowed.
         trace: sh.trace || sh.keep,
+        flight: !sh.no_flight_recorder,
         ..RunOpts::new("", exe())
     }
 }

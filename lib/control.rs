@@ -120,6 +120,10 @@ pub struct WorkerSettings {
     /// Record every message and application event in `trace-w{ID}.log` (`--trace`,
     /// and every `--keep` run).
     pub trace: bool,
+    /// Without `trace`: record the same lines in the flight recorder's ring
+    /// ([`crate::flight`]), which the supervisor keeps only if the run fails or is kept.
+    #[serde(default)]
+    pub flight: bool,
     /// Run this program as the node instead of `algo`'s own (`--worker-cmd`); `algo`
     /// is then only a label, or the reference algorithm of a mixed cluster.
     #[serde(default)]

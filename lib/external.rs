@@ -45,7 +45,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use crate::algorithm::Spawn;
-use crate::algorithm::{Config, Input, Message, Node, NodeInput, NodeOut, Output};
+use crate::algorithm::{fold, Config, Input, Message, Node, NodeInput, NodeOut, Output};
 pub use crate::control::ExternalWorker;
 use crate::runtime::RunService;
 use crate::sim::SimService;
@@ -82,6 +82,14 @@ impl fmt::Debug for Json {
 impl Message for Json {
     fn kind(&self) -> &str {
         self.0.get("type").and_then(Value::as_str).unwrap_or("JSON")
+    }
+
+    fn json(&self) -> Value {
+        self.0.clone()
+    }
+
+    fn json_text(&self) -> String {
+        self.0.to_string()
     }
 }
 
@@ -125,12 +133,14 @@ impl<M: Message> Message for Ref<M> {
     fn kind(&self) -> &str {
         self.0.kind()
     }
-}
 
-/// A variant name or tag reduced for comparison: `REQUEST_ACK`, `RequestAck` and
-/// `request-ack` are one.
-fn fold(tag: &str) -> String {
-    tag.chars().filter(|c| *c != '_' && *c != '-').flat_map(char::to_lowercase).collect()
+    fn json(&self) -> Value {
+        self.0.json()
+    }
+
+    fn json_text(&self) -> String {
+        self.0.json_text()
+    }
 }
 
 /// The variant names of the enum `M`, read from its `Deserialize`: serde hands them to
@@ -165,27 +175,7 @@ fn variants<M: serde::de::DeserializeOwned>() -> &'static [&'static str] {
 
 impl<M: Message> JsonForm for Ref<M> {
     fn to_json(&self) -> Value {
-        let tag = |variant: &str| {
-            let kind = self.0.kind();
-            Value::from(if fold(kind) == fold(variant) { kind } else { variant })
-        };
-        match serde_json::to_value(&self.0) {
-            Ok(Value::String(variant)) => serde_json::json!({ "type": tag(&variant) }),
-            Ok(Value::Object(one)) if one.len() == 1 => {
-                let (variant, inner) = one.into_iter().next().expect("one entry");
-                let mut obj = serde_json::Map::new();
-                obj.insert("type".into(), tag(&variant));
-                match inner {
-                    Value::Object(fields) => obj.extend(fields),
-                    other => {
-                        obj.insert("value".into(), other);
-                    }
-                }
-                Value::Object(obj)
-            }
-            Ok(other) => other,
-            Err(e) => Value::String(format!("unserialisable message: {e}")),
-        }
+        self.0.json()
     }
 
     fn from_json(value: Value) -> Result<Self, String> {

@@ -28,6 +28,7 @@ pub mod export;
 pub mod external;
 pub mod faults;
 pub mod files;
+pub mod flight;
 pub mod grade;
 pub mod host;
 pub mod html;

@@ -203,6 +203,11 @@ fn summary_under(r: &Report, head: &str) -> String {
     if r.run_dir_kept {
         let _ = writeln!(s, "  run dir     {} (kept)", r.run_dir);
     }
+    if let Some(t) = &r.trace {
+        let what =
+            if r.trace_complete { "every event" } else { "flight recorder: each worker's last events" };
+        let _ = writeln!(s, "  trace       {t} ({what})");
+    }
     s
 }
 
@@ -349,6 +354,7 @@ mod tests {
   cut short   1 left open by the run's teardown (not violations)
     cut-short            line 30: cut-short <at> line 30
   run dir     /tmp/run-x (kept)
+  trace       /tmp/run-x/trace-w*.log (flight recorder: each worker's last events)
 "#;
         assert_eq!(summary(&samples::mutex()), mutex);
         let election = r#"mutexlab elect: bully, 3 workers, initiators all, detector heartbeat (every 50 ms, suspect after 100 ms), seed 1
@@ -367,6 +373,7 @@ mod tests {
   audit       NO VERDICT: the run broke the algorithm's model (above); 1 finding up to there, listed as found:
     two-leaders          line 4: two-leaders <at> line 4
   run dir     /tmp/elect-x (kept)
+  trace       /tmp/elect-x/trace-w*.log (every event)
 "#;
         assert_eq!(summary(&samples::election()), election);
     }

@@ -7,9 +7,9 @@
 //!
 //! ```text
 //! # mutexlab trace v1 w=0 workers=5 algo=centralized
-//! SEND w=0 inc=0 t=8812345001 lc=4 to=3 type=REQUEST
-//! RECV w=0 inc=0 t=8812391002 lc=9 from=3 from_inc=0 sent_lc=8 type=GRANT
-//! DROP w=0 inc=0 t=8812391502 to=2 type=REQUEST lc=10 why=drop
+//! SEND w=0 inc=0 t=8812345001 lc=4 to=3 type=REQUEST body={"type":"REQUEST","stamp":4}
+//! RECV w=0 inc=0 t=8812391002 lc=9 from=3 from_inc=0 sent_lc=8 type=GRANT body={"type":"GRANT"}
+//! DROP w=0 inc=0 t=8812391502 to=2 type=REQUEST lc=10 why=drop body={"type":"REQUEST","stamp":10}
 //! APP w=0 inc=0 t=8812402003 lc=11 ev=enter
 //! APP w=3 inc=1 t=8812502003 lc=12 ev=leader leader=4 term=9
 //! ```
@@ -27,18 +27,29 @@
 //! that did leave and died with a killed receiver before it was read has no DROP: no
 //! process knows which those were.
 //! `ev` is one of `want`, `enter`, `leave` and `leader` (with `leader` and `term`).
-//! Readers must accept fields added after these at the end of a line.
+//! Readers must accept fields added after these at the end of a line. SEND, RECV and
+//! DROP lines end with `body=`, the message's contents: compact JSON as the JSON-lines
+//! protocol has it ([`crate::algorithm::Message::json_text`]), cut to [`BODY_MAX`]
+//! bytes, always the last field and the rest of the line (its strings may hold spaces);
+//! [`body`] takes it from a line.
 //!
 //! A message is named by `(from, from_inc, to, sent_lc)`: every send ticks the sender's
 //! Lamport clock, broadcasts included (one envelope and one tick per receiver), so no two
 //! messages of one incarnation share a clock. Heartbeats are not traced: they carry no
 //! tick of their own and would drown the messages.
 //!
-//! Workers record only when asked (`--trace`) or when the run directory is kept
-//! (`--keep`): even formatted by hand with no allocation and written in batches, a line
-//! per message costs a saturated run (no think time, empty sections) 10 to 30 % of its
-//! throughput on a 2-core machine, where eight workers share a CPU and every line lands
-//! in a cold cache. Runs that think or hold the section for a millisecond do not notice.
+//! Workers write the whole trace to these files only when asked (`--trace`) or when the
+//! run directory is kept (`--keep`). Otherwise they record the same lines in the flight
+//! recorder ([`crate::flight`]): a ring of the last MiB of lines per life in a file
+//! mapped into memory, which the supervisor writes out as these files ([`from_rings`])
+//! when the run fails, and deletes unread when it does not. A life whose ring wrapped has
+//! a [`WRAPPED`] comment line before its first kept line; readers skip it with a note.
+//! `--no-flight-recorder` records nothing. What the lines cost a saturated run (no think
+//! time, empty sections) on a 2-core machine, where eight workers share a CPU and every
+//! line lands in a cold cache, is measured in the README (Message trace): a quarter to
+//! two fifths more CPU per entry, ring or file alike, because making the lines (clock,
+//! numbers by hand, the message's JSON) is most of it and the ring saves only the
+//! writes. Runs that think or hold the section for a millisecond do not notice.
 //!
 //! The worker writes its lines to memory and hands them to the kernel with one `write`
 //! at the end of a turn of its event loop once the oldest is [`FLUSH_EVERY`] (5 ms) old
@@ -86,8 +97,9 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::{Duration, Instant};
 
-use crate::algorithm::MAX_WORKERS;
+use crate::algorithm::{Message, MAX_WORKERS};
 use crate::audit::lines::{clip, Lines, MAX_LINE};
+use crate::flight;
 use crate::resource;
 
 /// First words of every trace file's header line.
@@ -278,6 +290,33 @@ fn push_word(buf: &mut String, kind: &str) {
     }
 }
 
+/// The most bytes of a message's contents a line carries (a line may not be longer than
+/// [`MAX_LINE`]); longer ones are cut and end in `…`.
+pub const BODY_MAX: usize = 1024;
+
+/// Append ` body=` and the message's contents, as the JSON-lines protocol writes them
+/// ([`Message::json_text`], compact: one line), cut to [`BODY_MAX`] bytes. Always the line's
+/// last field: the rest of the line, spaces in its strings included.
+pub fn push_body<M: Message>(buf: &mut String, msg: &M) {
+    buf.push_str(" body=");
+    let from = buf.len();
+    buf.push_str(&msg.json_text());
+    if buf.len() - from > BODY_MAX {
+        let mut cut = from + BODY_MAX;
+        while !buf.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        buf.truncate(cut);
+        buf.push('…');
+    }
+}
+
+/// The contents of a SEND, RECV or DROP line's message (`body=`, the rest of the line),
+/// if it has them.
+pub fn body(line: &str) -> Option<&str> {
+    line.split_once(" body=").map(|(_, b)| b)
+}
+
 /// Append ` name=v`. By hand: the writer runs on every message, and `fmt` costs a few
 /// hundred nanoseconds a line, enough to show in a saturated run's throughput.
 fn push_num(buf: &mut String, name: &str, mut v: u64) {
@@ -303,8 +342,11 @@ fn push_num(buf: &mut String, name: &str, mut v: u64) {
 /// the buffer); `flush`, the one `write` of everything buffered (also done on drop).
 #[derive(Debug)]
 pub struct Writer {
-    /// `None` when tracing is off.
+    /// `None` when tracing is off or goes to the ring.
     file: Option<File>,
+    /// The flight recorder's ring ([`crate::flight`]): each line goes there whole as it
+    /// ends, and `buf` never holds more than one.
+    ring: Option<flight::Ring>,
     path: PathBuf,
     w: u32,
     inc: u32,
@@ -329,6 +371,7 @@ impl Writer {
         let len = file.metadata()?.len();
         let mut writer = Writer {
             file: Some(file),
+            ring: None,
             path,
             w,
             inc,
@@ -358,10 +401,29 @@ impl Writer {
         Ok(writer)
     }
 
+    /// A writer that records worker `w`'s life `inc` in the flight recorder's ring, a new
+    /// file in `run_dir` ([`flight::ring_name`]) of `cap` bytes ([`flight::RING_BYTES`]
+    /// for a run): what the run keeps only if it fails (see the module documentation).
+    pub fn ring(run_dir: &Path, w: u32, inc: u32, cap: u64) -> io::Result<Writer> {
+        let path = run_dir.join(flight::ring_name(w, inc));
+        let ring = flight::Ring::create(&path, cap)?;
+        Ok(Writer {
+            file: None,
+            ring: Some(ring),
+            path,
+            w,
+            inc,
+            buf: String::with_capacity(1024),
+            broken: false,
+            since: None,
+        })
+    }
+
     /// A writer that records nothing: tracing is off.
     pub fn off() -> Writer {
         Writer {
             file: None,
+            ring: None,
             path: PathBuf::new(),
             w: 0,
             inc: 0,
@@ -386,7 +448,7 @@ impl Writer {
         if self.broken {
             return false;
         }
-        if self.buf.is_empty() {
+        if self.buf.is_empty() && self.ring.is_none() {
             self.since = Some(Instant::now());
         }
         self.buf.push_str(tag);
@@ -404,37 +466,49 @@ impl Writer {
         push_word(&mut self.buf, value);
     }
 
-    /// This worker sent a message of type `msg` to `to`, stamped `lc`.
-    pub fn send(&mut self, lc: u64, to: u32, msg: &str) {
+    /// This worker sent `msg` to `to`, stamped `lc`.
+    pub fn send<M: Message>(&mut self, lc: u64, to: u32, msg: &M) {
         if self.head("SEND") {
             push_num(&mut self.buf, "lc", lc);
             push_num(&mut self.buf, "to", to.into());
-            self.text("type", msg);
-            self.buf.push('\n');
+            self.text("type", msg.kind());
+            push_body(&mut self.buf, msg);
+            self.end_line();
         }
     }
 
-    /// This worker took in a message; `lc` is its clock after.
-    pub fn recv(&mut self, lc: u64, from: u32, from_inc: u32, sent_lc: u64, msg: &str) {
+    /// This worker took in `msg`; `lc` is its clock after.
+    pub fn recv<M: Message>(&mut self, lc: u64, from: u32, from_inc: u32, sent_lc: u64, msg: &M) {
         if self.head("RECV") {
             push_num(&mut self.buf, "lc", lc);
             push_num(&mut self.buf, "from", from.into());
             push_num(&mut self.buf, "from_inc", from_inc.into());
             push_num(&mut self.buf, "sent_lc", sent_lc);
-            self.text("type", msg);
-            self.buf.push('\n');
+            self.text("type", msg.kind());
+            push_body(&mut self.buf, msg);
+            self.end_line();
         }
     }
 
-    /// The message to `to` stamped `lc` will never arrive, because of `why` (one of
+    /// `msg`, sent to `to` stamped `lc`, will never arrive, because of `why` (one of
     /// [`DROP_REASONS`]).
-    pub fn drop(&mut self, lc: u64, to: u32, msg: &str, why: &str) {
+    pub fn drop<M: Message>(&mut self, lc: u64, to: u32, msg: &M, why: &str) {
         if self.head("DROP") {
             push_num(&mut self.buf, "to", to.into());
-            self.text("type", msg);
+            self.text("type", msg.kind());
             push_num(&mut self.buf, "lc", lc);
             self.text("why", why);
-            self.buf.push('\n');
+            push_body(&mut self.buf, msg);
+            self.end_line();
+        }
+    }
+
+    /// End the line at hand: into the ring at once, or left in `buf` for the next flush.
+    fn end_line(&mut self) {
+        self.buf.push('\n');
+        if let Some(ring) = &mut self.ring {
+            ring.push(self.buf.as_bytes());
+            self.buf.clear();
         }
     }
 
@@ -447,7 +521,7 @@ impl Writer {
                 push_num(&mut self.buf, "leader", l.into());
                 push_num(&mut self.buf, "term", term);
             }
-            self.buf.push('\n');
+            self.end_line();
         }
     }
 
@@ -568,6 +642,89 @@ pub struct Arrow {
     pub received: Option<u64>,
     /// Why it never arrived, when its sender wrote a DROP line for it (`why=`).
     pub dropped: Option<String>,
+}
+
+/// The first words of the comment line that marks, in a trace file made from the flight
+/// recorder's rings, where a life's ring had wrapped: that life's events before it are
+/// lost. Readers skip it with a note.
+pub const WRAPPED: &str = "# flight recorder:";
+
+/// Turn the flight recorder's rings in `run_dir` ([`crate::flight`]) into the ordinary
+/// trace files of a run of `workers` workers of `algo`, each life's lines after the
+/// last one's (a [`WRAPPED`] line first where its ring had wrapped), and delete the
+/// rings. A worker that already has a trace file (`--trace`) keeps it. Memory: one ring
+/// at a time. Returns a line for each ring that could not be read or written.
+pub fn from_rings(run_dir: &Path, workers: u32, algo: &str) -> Vec<String> {
+    let mut notes = Vec::new();
+    let mut rings: Vec<(u32, u32, PathBuf)> = std::fs::read_dir(run_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let (w, inc) = e.file_name().to_str().and_then(flight::ring_of)?;
+            Some((w, inc, e.path()))
+        })
+        .collect();
+    rings.sort();
+    let mut at = 0;
+    while at < rings.len() {
+        let w = rings[at].0;
+        let lives = rings[at..].iter().take_while(|r| r.0 == w).count();
+        let path = run_dir.join(file_name(w));
+        if w < workers && !path.exists() {
+            if let Err(e) = write_rings(&path, w, workers, algo, &rings[at..at + lives], &mut notes) {
+                notes.push(format!("cannot write {}: {e}", path.display()));
+            }
+        }
+        at += lives;
+    }
+    for (_, _, ring) in &rings {
+        let _ = std::fs::remove_file(ring);
+    }
+    notes
+}
+
+/// Write worker `w`'s trace file from its `lives`' rings.
+fn write_rings(
+    path: &Path,
+    w: u32,
+    workers: u32,
+    algo: &str,
+    lives: &[(u32, u32, PathBuf)],
+    notes: &mut Vec<String>,
+) -> io::Result<()> {
+    use std::io::Write as _;
+    let mut out = io::BufWriter::new(OpenOptions::new().write(true).create_new(true).open(path)?);
+    let mut header = format!("{HEADER} w={w} workers={workers} algo=");
+    push_word(&mut header, algo);
+    header.push('\n');
+    out.write_all(header.as_bytes())?;
+    for (_, inc, ring) in lives {
+        match flight::read(ring) {
+            Ok(c) => {
+                if c.lost > 0 {
+                    let kept = c.lines.len();
+                    writeln!(
+                        out,
+                        "{WRAPPED} w={w} inc={inc} kept the last {kept} bytes of this life's events; the {} bytes before them are lost",
+                        c.lost
+                    )?;
+                }
+                out.write_all(&c.lines)?;
+            }
+            Err(e) => notes.push(format!("skipped {}: {e}", ring.display())),
+        }
+    }
+    out.flush()
+}
+
+/// Delete the flight recorder's rings in `run_dir` unread: a clean run keeps nothing.
+pub fn remove_rings(run_dir: &Path) {
+    for entry in std::fs::read_dir(run_dir).into_iter().flatten().flatten() {
+        if entry.file_name().to_str().and_then(flight::ring_of).is_some() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 /// Read every trace file in `run_dir`, check it, and merge the events in time order,
@@ -723,6 +880,11 @@ impl WorkerFile {
                     self.lines.len
                 );
                 notes.add(note);
+                continue;
+            }
+            if ended && self.lines.kept.starts_with(WRAPPED.as_bytes()) {
+                let text = String::from_utf8_lossy(&self.lines.kept);
+                notes.add(format!("{}:{n}: {}", self.path.display(), clip(&text[2..])));
                 continue;
             }
             if !ended {
@@ -1365,6 +1527,61 @@ impl Trace {
 mod tests {
     use super::*;
 
+    /// A message of kind `.0` with no fields.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+    struct K(String);
+    impl Message for K {
+        fn kind(&self) -> &str {
+            &self.0
+        }
+    }
+    fn k(kind: &str) -> K {
+        K(kind.into())
+    }
+
+    /// A message with contents, as an algorithm's enum.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+    enum Msg {
+        Request { ticket: u64, note: String },
+        Reply,
+        Vote(u32),
+        Pair(u32, String),
+        Empty {},
+        TokenPass(Vec<u64>),
+    }
+    impl Message for Msg {
+        fn kind(&self) -> &str {
+            match self {
+                Msg::Request { .. } => "REQUEST",
+                Msg::Reply => "REPLY",
+                Msg::Vote(_) => "VOTE",
+                Msg::Pair(..) => "Pair",
+                Msg::Empty {} => "EMPTY",
+                Msg::TokenPass(_) => "TOKEN",
+            }
+        }
+    }
+
+    #[test]
+    fn a_message_s_json_text_is_its_json_value() {
+        let all = [
+            Msg::Request { ticket: 4, note: "a \"b\" {c} body=}".into() },
+            Msg::Reply,
+            Msg::Vote(3),
+            Msg::Pair(1, "x".into()),
+            Msg::Empty {},
+            Msg::TokenPass(vec![1, 2]),
+        ];
+        for m in all {
+            let text = m.json_text();
+            let value: serde_json::Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(value, m.json(), "{text}");
+            assert!(text.starts_with("{\"type\":"), "{text}");
+        }
+        assert_eq!(Msg::Vote(3).json_text(), r#"{"type":"VOTE","value":3}"#);
+        assert_eq!(Msg::TokenPass(vec![]).json_text(), r#"{"type":"TokenPass","value":[]}"#);
+    }
+
     fn ev(w: u32, t: u64, lc: u64, kind: EventKind) -> Event {
         Event { w, inc: 0, t, lc, kind }
     }
@@ -1440,14 +1657,14 @@ mod tests {
             let mut a = Writer::open(dir.path(), 0, 0, 2, "centralized").unwrap();
             let mut b = Writer::open(dir.path(), 1, 0, 2, "centralized").unwrap();
             a.app(0, "want", None);
-            a.send(1, 1, "REQUEST");
+            a.send(1, 1, &k("REQUEST"));
             a.flush().unwrap();
-            b.recv(2, 0, 0, 1, "REQUEST");
-            b.send(3, 0, "GRANT");
+            b.recv(2, 0, 0, 1, &k("REQUEST"));
+            b.send(3, 0, &k("GRANT"));
             b.flush().unwrap();
-            a.recv(4, 1, 0, 3, "GRANT");
+            a.recv(4, 1, 0, 3, &k("GRANT"));
             a.app(5, "enter", None);
-            a.drop(6, 1, "RELEASE", "down");
+            a.drop(6, 1, &k("RELEASE"), "down");
             // `a` is dropped unflushed: dropping flushes.
         }
         // A second life appends under the same header.
@@ -1482,6 +1699,67 @@ mod tests {
     }
 
     #[test]
+    fn a_wrapped_ring_becomes_a_trace_that_reads_like_a_full_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let request = |i: u64| Msg::Request { ticket: i, note: format!("a b body={i}") };
+        {
+            // Tiny rings, which wrap many times over.
+            let mut a = Writer::ring(dir.path(), 0, 0, 2048).unwrap();
+            let mut b = Writer::ring(dir.path(), 1, 0, 2048).unwrap();
+            assert!(a.recording() && a.due().is_none());
+            for i in 1..=100 {
+                a.send(2 * i - 1, 1, &request(i));
+                b.recv(2 * i, 0, 0, 2 * i - 1, &request(i));
+                b.send(2 * i + 1, 0, &Msg::Reply);
+                a.recv(2 * i + 2, 1, 0, 2 * i + 1, &Msg::Reply);
+                a.drop(2 * i + 3, 1, &request(i), "drop");
+                assert!(a.buf.is_empty(), "a ring holds nothing back");
+            }
+            // A second life of worker 0, whose ring does not wrap.
+            let mut again = Writer::ring(dir.path(), 0, 1, 2048).unwrap();
+            again.app(1, "want", None);
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3);
+        assert!(from_rings(dir.path(), 2, "test").is_empty());
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names.len(), 2, "the rings are gone, two traces made: {names:?}");
+        let text = std::fs::read_to_string(dir.path().join(file_name(0))).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], format!("{HEADER} w=0 workers=2 algo=test"));
+        assert!(lines[1].starts_with(WRAPPED) && lines[1].contains("inc=0"), "{}", lines[1]);
+        assert!(text.len() < 2 * 2048 + 200, "only what the rings kept");
+        assert!(lines.last().unwrap().starts_with("APP w=0 inc=1 "));
+        // The newest line of life 0 is its last DROP, whole, with its contents.
+        let drop_line = lines[lines.len() - 2];
+        assert!(drop_line.starts_with("DROP w=0 inc=0 ") && drop_line.contains(" lc=203 why=drop body="));
+        let json: serde_json::Value = serde_json::from_str(body(drop_line).unwrap()).unwrap();
+        assert_eq!(json, serde_json::json!({"type": "REQUEST", "ticket": 100, "note": "a b body=100"}));
+        assert!(drop_line.ends_with(r#" body={"type":"REQUEST","ticket":100,"note":"a b body=100"}"#));
+        // Readers take it unchanged: the marker is a note, the lost sends' receipts local.
+        let summary = check(dir.path()).unwrap();
+        assert!(summary.notes.lines().iter().any(|n| n.contains("are lost")), "{:?}", summary.notes.lines());
+        let trace = load(dir.path()).unwrap();
+        assert!(trace.events.len() > 20);
+        assert_eq!(trace.events.iter().filter(|e| e.w == 0 && e.inc == 1).count(), 1);
+        let mut shiviz = Vec::new();
+        crate::export::write_shiviz(dir.path(), summary, &crate::export::Part::whole(), &mut shiviz).unwrap();
+    }
+
+    #[test]
+    fn a_message_s_contents_are_its_protocol_json_cut_to_a_bound() {
+        let mut s = String::new();
+        push_body(&mut s, &Msg::Reply);
+        assert_eq!(s, r#" body={"type":"REPLY"}"#);
+        let mut s = String::new();
+        push_body(&mut s, &Msg::Request { ticket: 4, note: "é".repeat(BODY_MAX) });
+        assert!(s.ends_with('…') && s.len() <= " body=".len() + BODY_MAX + '…'.len_utf8(), "{}", s.len());
+        assert_eq!(body("SEND w=0 type=X"), None);
+    }
+
+    #[test]
     fn lines_wait_in_memory_until_due_or_until_the_buffer_is_full() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(file_name(0));
@@ -1489,13 +1767,13 @@ mod tests {
         let header = std::fs::metadata(&path).unwrap().len();
         assert!(header > 0 && w.due().is_none());
         let before = Instant::now();
-        w.send(1, 1, "M");
+        w.send(1, 1, &k("M"));
         assert!(w.due().is_some_and(|d| d >= before + FLUSH_EVERY));
         let mut lc = 1;
         while w.buf.len() < FLUSH_BYTES {
             assert_eq!(std::fs::metadata(&path).unwrap().len(), header, "written before it was due");
             lc += 1;
-            w.send(lc, 1, "M");
+            w.send(lc, 1, &k("M"));
         }
         w.flush_if_due().unwrap();
         assert!(w.due().is_none());
@@ -1507,7 +1785,7 @@ mod tests {
     #[test]
     fn a_writer_that_is_off_records_nothing() {
         let mut w = Writer::off();
-        w.send(1, 1, "M");
+        w.send(1, 1, &k("M"));
         w.app(2, "enter", None);
         assert!(w.due().is_none() && w.buf.is_empty());
         w.flush().unwrap();

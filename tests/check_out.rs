@@ -51,9 +51,9 @@ fn lamport_without_fifo_is_drawn_with_its_messages() {
     let trace = stdout(&on("trace", &dir));
     assert_eq!(trace.matches("SEND ").count(), 3, "{trace}");
     assert_eq!(trace.matches("RECV ").count(), 2, "{trace}");
-    // The contents are in the file, as the checker printed them (spaces taken out).
+    // The contents are in the file, as JSON, as a worker's trace has them.
     let w1 = std::fs::read_to_string(dir.join("trace-w1.log")).unwrap();
-    assert!(w1.contains("type=REQUEST body=Request{stamp:1}"), "{w1}");
+    assert!(w1.contains(r#"type=REQUEST body={"type":"REQUEST","stamp":1}"#), "{w1}");
 }
 
 #[test]

@@ -71,6 +71,7 @@ impl Lab {
             fenced: false,
             majority: false,
             trace: false,
+            flight: false,
             external: None,
             held: false,
         }

@@ -334,21 +334,73 @@ fn the_shiviz_export_shows_kills_and_restarts_and_exports_a_part() {
 }
 
 #[test]
-fn only_kept_or_traced_runs_record_a_trace() {
-    // `none` overlaps, so the run fails and its directory is kept either way.
-    for (flag, traced) in [(None, false), (Some("--trace"), true)] {
+fn a_failing_run_has_its_flight_recorder_s_trace_unless_it_is_turned_off() {
+    // `none` overlaps, so the run fails and its directory is kept either way. Its trace
+    // comes from the flight recorder, or in full with `--trace`, or not at all.
+    for (flag, traced, complete) in
+        [(None, true, false), (Some("--trace"), true, true), (Some("--no-flight-recorder"), false, false)]
+    {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("run");
         let mut args =
-            vec!["run", "--algo", "none", "-n", "3", "-k", "5", "--run-dir", dir.to_str().unwrap()];
+            vec!["run", "--json", "--algo", "none", "-n", "3", "-k", "5", "--run-dir", dir.to_str().unwrap()];
         args.extend(flag);
         let out = run(&args);
         assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        let j = json(&out);
         assert_eq!(dir.join(trace::file_name(0)).exists(), traced, "{flag:?}");
+        assert_eq!(j["trace"].is_string(), traced, "{flag:?}: {j}");
+        assert_eq!(j["trace_complete"], complete, "{flag:?}");
+        let rings = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_str().and_then(mutexlab::flight::ring_of).is_some());
+        assert_eq!(rings.count(), 0, "{flag:?}: the rings are written out or deleted");
         if traced {
+            // Small enough that no ring wrapped: every event is there.
             assert_eq!(count_app(&trace::load(&dir).unwrap(), "enter"), 15);
         }
     }
+}
+
+#[test]
+fn a_stalled_run_s_trace_has_its_messages_and_their_contents() {
+    // The run: w1 dies inside, nobody is told, and the others wait for its REPLY.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let args = ["run", "--json", "--algo", "ricart-agrawala", "-n", "4", "--detector", "none", "-k", "1000"];
+    let rest = ["--faults", "kill 1 at entry 5", "--stall-ms", "500", "--run-dir", dir.to_str().unwrap()];
+    let out = run(&[&args[..], &rest[..]].concat());
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let j = json(&out);
+    let failure = j["failure"].as_str().unwrap();
+    assert!(failure.contains("no progress"), "{j}");
+    // Everyone waits for the dead w1, and nobody for a live one: no cycle, no deadlock.
+    assert!(
+        failure.contains("\n  the supervisor knows: w1 is dead, killed by `kill 1 at entry 5`"),
+        "{failure}"
+    );
+    assert!(!failure.contains("deadlock"), "{failure}");
+    assert_eq!(j["deadlocks"], serde_json::json!([]));
+    assert_eq!(
+        j["trace"].as_str().unwrap(),
+        dir.canonicalize().unwrap().join("trace-w*.log").display().to_string()
+    );
+    assert_eq!(j["trace_complete"], false);
+    let t = trace::load(&dir).unwrap();
+    t.check().unwrap();
+    // The killed worker's ring survived its SIGKILL.
+    assert!(t.events.iter().any(|e| e.w == 1 && matches!(e.kind, EventKind::Send { .. })));
+    assert!(!t.arrows().is_empty());
+    let w0 = std::fs::read_to_string(dir.join(trace::file_name(0))).unwrap();
+    let request = w0.lines().find(|l| l.starts_with("SEND ") && l.contains(" type=REQUEST ")).unwrap();
+    let body: serde_json::Value = serde_json::from_str(trace::body(request).unwrap()).unwrap();
+    assert_eq!(body["type"], "REQUEST", "{request}");
+    assert!(body["ticket"].is_u64(), "{request}");
+    let page = run(&["report", dir.to_str().unwrap()]);
+    assert_eq!(page.status.code(), Some(0), "{}", stderr(&page));
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.matches("data-arrow=\"REQUEST\"").count() > 0);
 }
 
 #[test]
@@ -457,8 +509,10 @@ fn messages_queued_for_a_worker_that_was_killed_are_traced_as_dropped() {
     let gone = queued[0];
     let file = dir.join(trace::file_name(gone.w));
     let text = std::fs::read_to_string(&file).unwrap();
-    let line = gone.to_string();
-    assert!(text.contains(&format!("{line}\n")), "{line} is not in {}", file.display());
+    // The line as written: the event, then its message's contents.
+    let event = gone.to_string();
+    let line = text.lines().find(|l| trace::body(l).is_some_and(|b| *l == format!("{event} body={b}")));
+    let line = line.unwrap_or_else(|| panic!("{event} is not in {}", file.display()));
     std::fs::write(&file, text.replace(&format!("{line}\n"), "")).unwrap();
     let problems = unaccounted(&trace::load(&dir).unwrap(), 2);
     assert_eq!(problems.len(), 1, "{problems:?}");

@@ -448,6 +448,12 @@ impl<A: Node<Service: RunService>> Worker<A> {
             trace::Writer::open(&run_dir, opts.id, opts.incarnation, opts.workers, &opts.algo).map_err(
                 |e| anyhow::anyhow!("cannot open {}: {e}", run_dir.join(trace::file_name(opts.id)).display()),
             )?
+        } else if opts.flight {
+            let ring = trace::Writer::ring(&run_dir, opts.id, opts.incarnation, crate::flight::RING_BYTES);
+            ring.map_err(|e| {
+                let path = run_dir.join(crate::flight::ring_name(opts.id, opts.incarnation));
+                anyhow::anyhow!("cannot make {}: {e}", path.display())
+            })?
         } else {
             trace::Writer::off()
         };
@@ -1084,7 +1090,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
     fn hand_over(&mut self, from: PeerId, sent: u64, msg: A::Msg) -> anyhow::Result<()> {
         self.clock = self.clock.max(sent).saturating_add(1);
         let inc = self.mesh.incarnation(from);
-        self.trace.recv(self.clock, from.0, inc, sent, msg.kind());
+        self.trace.recv(self.clock, from.0, inc, sent, &msg);
         tally(&mut self.stats.received, msg.kind());
         self.input(Input::Message { from, msg })
     }
@@ -1099,9 +1105,9 @@ impl<A: Node<Service: RunService>> Worker<A> {
         let frame = self.mesh.frame(&env, self.net.held_bytes()).map_err(ModelBreach)?;
         self.clock = clock;
         tally(&mut self.stats.sent, msg.kind());
-        self.trace.send(self.clock, to.0, msg.kind());
+        self.trace.send(self.clock, to.0, msg);
         if self.mesh.is_down(to) {
-            self.trace.drop(self.clock, to.0, msg.kind(), "down");
+            self.trace.drop(self.clock, to.0, msg, "down");
         }
         self.send_frame(to, &env, frame);
         Ok(())
@@ -1137,7 +1143,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 let kind = env.msg.as_ref().map_or(HEARTBEAT, |m| m.kind());
                 *self.stats.lost_by.entry(format!("{}->{to} {kind}", self.me)).or_default() += 1;
                 if let Some(msg) = &env.msg {
-                    self.trace.drop(env.clock, to.0, msg.kind(), "drop");
+                    self.trace.drop(env.clock, to.0, msg, "drop");
                 }
             }
         }
@@ -1181,7 +1187,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
 
     fn trace_dropped(&mut self, to: PeerId, frames: &[u8], why: &str) {
         for (clock, msg) in mesh::messages::<A::Msg>(frames) {
-            self.trace.drop(clock, to.0, msg.kind(), why);
+            self.trace.drop(clock, to.0, &msg, why);
         }
     }
 

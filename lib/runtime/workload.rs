@@ -422,6 +422,7 @@ mod tests {
             fenced: false,
             majority: false,
             trace: false,
+            flight: false,
             external: None,
             held: false,
         }

@@ -7,10 +7,10 @@
 //! keeps the lines each file gets; [`RunFiles::write`] writes them:
 //! - `trace-w<ID>.log`, one per node, in the runtime's trace format ([`crate::trace`]):
 //!   SEND, RECV, DROP and APP lines with Lamport clocks kept as a worker keeps them (a
-//!   send ticks, a receive takes the larger clock plus one, an entry ticks). A SEND line
-//!   ends with `body=`, the message's contents as the simulator prints them with the
-//!   spaces taken out; readers ignore fields after the documented ones, so
-//!   `mutexlab trace` shows types only and the file has the contents.
+//!   send ticks, a receive takes the larger clock plus one, an entry ticks). SEND, RECV
+//!   and DROP lines end with `body=`, the message's contents as JSON, exactly as a
+//!   worker's trace has them ([`trace::push_body`]); readers ignore fields after the
+//!   documented ones, so `mutexlab trace` shows types only and the file has the contents.
 //! - `resource.log` (mutual exclusion, [`crate::resource`]): WANT, ENTER, EXIT as the
 //!   runtime's workload writes them: entry numbers from 1 that go on across lives, the
 //!   fence the holder's clock at entry, the counter read and written. A restarted node
@@ -46,9 +46,6 @@ use crate::trace::{self, Event, EventKind};
 const STEP_NS: u64 = 1_000_000;
 /// Nanoseconds between two events of one step.
 const EVENT_NS: u64 = 1_000;
-/// The most bytes of a message's contents a SEND line carries (a trace line may not be
-/// longer than [`crate::audit::MAX_LINE`]).
-const BODY_MAX: usize = 512;
 
 /// What a node's worker would know of itself.
 #[derive(Clone, Debug, Default)]
@@ -125,8 +122,12 @@ impl Recorder {
         Event { w: w as u32, inc, t, lc, kind }
     }
 
-    fn line(&mut self, w: usize, e: &Event) {
-        let _ = writeln!(self.traces[w], "{e}");
+    /// A SEND, RECV or DROP line of node `w`, with its message's contents.
+    fn line<M: Message>(&mut self, w: usize, e: &Event, msg: &M) {
+        let out = &mut self.traces[w];
+        let _ = write!(out, "{e}");
+        trace::push_body(out, msg);
+        out.push('\n');
     }
 
     /// Record one event of the world.
@@ -137,7 +138,7 @@ impl Recorder {
                 self.nodes[i].lc += 1;
                 let lc = self.nodes[i].lc;
                 let e = self.trace(i, lc, EventKind::Send { to: to.0, msg: msg.kind().to_string() });
-                let _ = writeln!(self.traces[i], "{e} body={}", body(msg));
+                self.line(i, &e, msg);
                 self.links[i * self.n + j].push_back((self.nodes[i].inc, lc));
             }
             WorldEvent::Lost { from, to, msg, why } => {
@@ -157,7 +158,7 @@ impl Recorder {
                 };
                 let kind = EventKind::Drop { to: to.0, msg: msg.kind().to_string(), why: why.into() };
                 let t = self.t();
-                self.line(i, &Event { w: from.0, inc, t, lc, kind });
+                self.line(i, &Event { w: from.0, inc, t, lc, kind }, msg);
             }
             WorldEvent::Delivered { from, to, index, msg } => {
                 let (i, j) = (from.index(), to.index());
@@ -166,9 +167,9 @@ impl Recorder {
                 };
                 let node = &mut self.nodes[j];
                 node.lc = node.lc.max(sent_lc) + 1;
-                let (lc, msg) = (node.lc, msg.kind().to_string());
-                let e = self.trace(j, lc, EventKind::Recv { from: from.0, from_inc, sent_lc, msg });
-                self.line(j, &e);
+                let (lc, kind) = (node.lc, msg.kind().to_string());
+                let e = self.trace(j, lc, EventKind::Recv { from: from.0, from_inc, sent_lc, msg: kind });
+                self.line(j, &e, msg);
             }
             WorldEvent::App { node, act } | WorldEvent::Broke { node, act } => self.app(node.index(), act),
             WorldEvent::Crashes { node } => {
@@ -238,7 +239,7 @@ impl Recorder {
         };
         let kind = EventKind::App { ev: ev.into(), leader: leader.map(|l| l.0), term: leader.map(|l| l.1) };
         let (lc, inc) = (self.nodes[w].lc, self.nodes[w].inc);
-        self.line(w, &Event { w: id, inc, t, lc, kind });
+        let _ = writeln!(self.traces[w], "{}", Event { w: id, inc, t, lc, kind });
     }
 
     /// The replay is over: `cut_short` says why, when it stopped at a violation before
@@ -262,13 +263,6 @@ impl Recorder {
             faults: self.faults,
         }
     }
-}
-
-/// A message's contents as one word: as the simulator prints it, without spaces, cut
-/// to [`BODY_MAX`] bytes.
-fn body<M: Message>(msg: &M) -> String {
-    let text: String = format!("{msg:?}").chars().filter(|c| !c.is_whitespace() && !c.is_control()).collect();
-    crate::text::clip_to(&text, BODY_MAX).into_owned()
 }
 
 /// The files of a recorded run, in memory (a counterexample's are a few kilobytes), to
@@ -391,7 +385,7 @@ mod tests {
         assert_eq!(arrows.len(), 3, "{arrows:?}");
         assert_eq!(arrows.iter().filter(|a| a.received.is_some()).count(), 2, "the first REQUEST overtaken");
         let w0 = std::fs::read_to_string(dir.path().join(trace::file_name(0))).unwrap();
-        assert!(w0.contains(" type=REQUEST body=Request{stamp:1}\n"), "{w0}");
+        assert!(w0.contains(r#" type=REQUEST body={"type":"REQUEST","stamp":1}"#), "{w0}");
         let steps = v.steps.concat().join("\n");
         assert!(steps.contains("Request { stamp: 1 }"), "{steps}");
     }

@@ -4,6 +4,19 @@
 //! for what, each peer it names that is dead, paused or across the partition, and each
 //! silent worker as the kernel sees it. It only formats: asking the workers and the
 //! kernel is the supervisor's.
+//!
+//! Two findings go beyond the workers' own words:
+//! - **Deadlock**: the waits-for graph has an edge from each worker that answered to
+//!   each worker its algorithm says it waits for: the workers named after "waiting for",
+//!   up to the first parenthesis or semicolon (`waiting for REPLY from w1, w2 (ticket 4)`
+//!   waits for w1 and w2; `(held by w3 as far as I know)` and `; deferred w3` name no
+//!   wait). A worker may wait for several. [`cycles`] finds the graph's strongly
+//!   connected components (Tarjan) and, in each that holds a cycle, the shortest cycle
+//!   through its lowest worker: `deadlock: w1 → w2 → w1`, one line per component, and
+//!   [`Stall::deadlocks`] for the report's JSON.
+//! - **What only the supervisor knows**: a peer someone waits for that is dead or
+//!   paused looks the same to the waiting workers (silent); the supervisor knows which,
+//!   and since when (the fault that did it), and says so on a line of its own.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -66,6 +79,11 @@ impl Stall<'_> {
             );
         }
         let mut lines = vec![head];
+        for cycle in self.deadlocks() {
+            let mut ws: Vec<String> = cycle.iter().map(|w| format!("w{w}")).collect();
+            ws.push(ws[0].clone());
+            lines.push(format!("deadlock: {} (each waits for the next)", ws.join(" → ")));
+        }
         for (id, s) in self.slots.iter().enumerate() {
             let line = match self.answers.get(&id) {
                 Some(p) => {
@@ -113,6 +131,20 @@ impl Stall<'_> {
             };
             lines.push(line);
         }
+        // A dead or paused peer is silent either way to those that wait for it.
+        let graph = self.graph();
+        for (j, s) in self.slots.iter().enumerate() {
+            let waiting: Vec<String> =
+                (0..graph.len()).filter(|&i| graph[i].contains(&j)).map(|i| format!("w{i}")).collect();
+            if s.life != Life::Running && !waiting.is_empty() {
+                let waits = if waiting.len() == 1 { "waits" } else { "wait" };
+                lines.push(format!(
+                    "the supervisor knows: {}; {} {waits} for it, and cannot tell a dead peer from a paused one",
+                    self.faults.not_running(j, s),
+                    waiting.join(", ")
+                ));
+            }
+        }
         if let Some((groups, since)) = self.faults.partition_in_force() {
             let groups: Vec<String> =
                 groups.iter().map(|g| g.iter().map(u32::to_string).collect::<Vec<_>>().join(",")).collect();
@@ -124,6 +156,117 @@ impl Stall<'_> {
         }
         lines.join("\n  ")
     }
+
+    /// The waits-for graph: for each worker, the workers it waits for (see the module
+    /// documentation); none for a worker that did not answer.
+    fn graph(&self) -> Vec<Vec<usize>> {
+        let n = self.slots.len();
+        (0..n).map(|i| self.answers.get(&i).map_or_else(Vec::new, |p| awaited(&p.algorithm, n, i))).collect()
+    }
+
+    /// The deadlocks the waits-for graph shows: [`cycles`].
+    pub(super) fn deadlocks(&self) -> Vec<Vec<usize>> {
+        cycles(&self.graph())
+    }
+}
+
+/// The workers (below `n`, other than `me`) that the algorithm's words `text` say it waits
+/// for: those named after "waiting for", up to the first parenthesis or semicolon.
+fn awaited(text: &str, n: usize, me: usize) -> Vec<usize> {
+    let Some((_, rest)) = text.split_once("waiting for") else { return Vec::new() };
+    let upto = rest.find(['(', ';']).unwrap_or(rest.len());
+    let part = &rest[..upto];
+    (0..n).filter(|&j| j != me && names(part, j)).collect()
+}
+
+/// The cycles of the graph `edges` (worker → the workers it waits for): for each of its
+/// strongly connected components that holds a cycle, the shortest cycle through the
+/// component's lowest worker, starting there. Components found by Tarjan's algorithm
+/// (without recursion), shortest cycles by a breadth-first search within the component.
+pub(super) fn cycles(edges: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    let n = edges.len();
+    let mut index = vec![usize::MAX; n];
+    let mut low = vec![0; n];
+    let mut on_stack = vec![false; n];
+    let mut stack = Vec::new();
+    let mut comp = vec![usize::MAX; n];
+    let mut comps = 0;
+    let mut next = 0;
+    for root in 0..n {
+        if index[root] != usize::MAX {
+            continue;
+        }
+        // Each frame: a node and how many of its edges were followed.
+        let mut frames = vec![(root, 0)];
+        index[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut k)) = frames.last_mut() {
+            if let Some(&w) = edges[v].get(*k).filter(|&&w| w < n) {
+                *k += 1;
+                if index[w] == usize::MAX {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    frames.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            } else if *k < edges[v].len() {
+                *k += 1;
+                continue;
+            }
+            frames.pop();
+            if let Some(&(u, _)) = frames.last() {
+                low[u] = low[u].min(low[v]);
+            }
+            if low[v] == index[v] {
+                while let Some(w) = stack.pop() {
+                    on_stack[w] = false;
+                    comp[w] = comps;
+                    if w == v {
+                        break;
+                    }
+                }
+                comps += 1;
+            }
+        }
+    }
+    let mut found = Vec::new();
+    for c in 0..comps {
+        let Some(start) = (0..n).find(|&v| comp[v] == c) else { continue };
+        // Breadth first from `start`, within the component, back to `start`.
+        let mut parent = vec![usize::MAX; n];
+        let mut queue = std::collections::VecDeque::from([start]);
+        let mut last = None;
+        'search: while let Some(v) = queue.pop_front() {
+            for &w in edges[v].iter().filter(|&&w| w < n && comp[w] == c) {
+                if w == start {
+                    last = Some(v);
+                    break 'search;
+                }
+                if parent[w] == usize::MAX {
+                    parent[w] = v;
+                    queue.push_back(w);
+                }
+            }
+        }
+        let Some(mut v) = last else { continue };
+        let mut cycle = vec![v];
+        while v != start {
+            v = parent[v];
+            cycle.push(v);
+        }
+        cycle.reverse();
+        found.push(cycle);
+    }
+    found.sort();
+    found
 }
 
 /// Lag at which the supervisor counts itself behind in a diagnosis: a silent worker is
@@ -215,6 +358,7 @@ mod tests {
             "w3: thinking for 0.25s after 1 entry",
             "w4: dead for 3.00s (killed by SIGKILL)",
             "w5: did not answer (the supervisor itself fell 100 ms behind)",
+            "the supervisor knows: w1 is paused; w0 waits for it, and cannot tell a dead peer from a paused one",
             "partition 0,1|2,3,4,5 in force: messages between its sides are held until it heals",
         ];
         assert_eq!(stall.describe(), lines.join("\n  "));
@@ -224,5 +368,96 @@ mod tests {
         assert!(text.starts_with("no progress for 5.0s\n  "), "{text}");
         assert!(text.contains("\n  w3: thinking for 0.25s\n"), "{text}");
         assert!(text.contains("\n  w5: did not answer (wedged?)\n"), "{text}");
+        // The negative control: waits that form no cycle make no deadlock.
+        assert!(!text.contains("deadlock"), "{text}");
+        assert!(stall.deadlocks().is_empty());
+    }
+
+    #[test]
+    fn the_workers_waited_for_are_those_named_after_waiting_for() {
+        assert_eq!(awaited("waiting for REPLY from w1, w2 (ticket 65)", 4, 0), [1, 2]);
+        assert_eq!(awaited("waiting for the TOKEN from w4 (I last passed it to w1)", 5, 0), [4]);
+        assert_eq!(awaited("attempt 2: 1 of 3 votes, waiting for GRANT or DENY from w1, w3", 4, 0), [1, 3]);
+        assert_eq!(awaited("new coordinator (term 3) waiting for STATE from w2", 4, 0), [2]);
+        assert_eq!(
+            awaited("waiting for the TOKEN for request 3 (held by w2 as far as I know)", 4, 0),
+            [] as [usize; 0]
+        );
+        assert_eq!(awaited("waiting for GRANT from w3; deferred w1", 4, 0), [3]);
+        assert_eq!(awaited("holding w1's grant", 4, 0), [] as [usize; 0]);
+        assert_eq!(awaited("waiting for ACK from w0, w9", 4, 0), [] as [usize; 0], "itself, and beyond n");
+    }
+
+    #[test]
+    fn cycles_are_found_in_a_graph_where_a_worker_waits_for_several() {
+        assert_eq!(cycles(&[vec![1], vec![0]]), [vec![0, 1]]);
+        // The negative control: a chain, a worker waiting for a dead one.
+        assert!(cycles(&[vec![1], vec![2], vec![]]).is_empty());
+        assert!(cycles(&[vec![1, 2], vec![2], vec![]]).is_empty());
+        // One component of three, its shortest cycle through w0: w0 → w2 → w0.
+        assert_eq!(cycles(&[vec![1, 2], vec![2], vec![0]]), [vec![0, 2]]);
+        // Two components, and a worker waiting into one of them from outside.
+        let g = [vec![1], vec![0], vec![3], vec![4], vec![2], vec![0, 3]];
+        assert_eq!(cycles(&g), [vec![0, 1], vec![2, 3, 4]]);
+        // A long ring, found without recursion.
+        let n = 5000;
+        let ring: Vec<Vec<usize>> = (0..n).map(|i| vec![(i + 1) % n]).collect();
+        assert_eq!(cycles(&ring), [(0..n).collect::<Vec<_>>()]);
+    }
+
+    /// w1 and w2 wait for each other's REPLY; w0 waits for w3, which the plan killed.
+    #[test]
+    fn a_stall_names_its_deadlock_and_what_only_the_supervisor_knows() {
+        let now = 100_000_000_000;
+        let ms = |ms: u64| now - ms * 1_000_000;
+        let mut slots: Vec<Slot> = (0..4).map(|_| Slot::new(Pid::from_raw(i32::MAX), 0)).collect();
+        (slots[3].life, slots[3].since) = (Life::Exited, ms(900));
+        slots[3].exit = Some("killed by SIGKILL".into());
+        let waits = |algorithm: &str| PendingState {
+            app: "waiting".into(),
+            since_ns: ms(1000),
+            algorithm: algorithm.into(),
+            entries: 3,
+            down: Vec::new(),
+        };
+        let answers = BTreeMap::from([
+            (0, waits("waiting for REPLY from w3 (ticket 9)")),
+            (1, waits("waiting for REPLY from w2 (ticket 7); deferred w0")),
+            (2, waits("waiting for REPLY from w1 (ticket 8)")),
+        ]);
+        let mut faults = Faults::new(Vec::new());
+        faults.log(super::super::inject::AppliedFault {
+            at_ms: 100.0,
+            t: ms(900),
+            action: "kill".into(),
+            worker: Some(3),
+            incarnation: Some(0),
+            pid: None,
+            signal: Some("SIGKILL".into()),
+            dead: None,
+            late_ms: None,
+            note: "kill 3 at 100ms".into(),
+        });
+        let stall = Stall {
+            window: Duration::from_secs(1),
+            lag: Duration::ZERO,
+            elect: false,
+            now,
+            slots: &slots,
+            answers: &answers,
+            kernel: &[None, None, None, None],
+            faults: &faults,
+        };
+        let text = stall.describe();
+        let lines: Vec<&str> = text.split("\n  ").collect();
+        assert_eq!(lines[1], "deadlock: w1 → w2 → w1 (each waits for the next)", "{text}");
+        assert_eq!(stall.deadlocks(), [vec![1, 2]]);
+        assert!(
+            text.ends_with(
+                "\n  the supervisor knows: w3 is dead, killed by `kill 3 at 100ms` at 100.0 ms; w0 waits \
+                 for it, and cannot tell a dead peer from a paused one"
+            ),
+            "{text}"
+        );
     }
 }

@@ -236,9 +236,15 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
         Ok(()) => None,
         Err(RunError::Failed(why)) => Some(why),
         // Interrupted: what was written so far is the evidence; the error names the
-        // directory, which is kept (in the store, if it goes there).
-        Err(RunError::Interrupted(_)) => return Err(RunError::Interrupted(file_kept(opts, &dir.path))),
-        Err(e) => return Err(e),
+        // directory, which is kept (in the store, if it goes there), with its trace.
+        Err(RunError::Interrupted(_)) => {
+            keep_trace(opts, &dir.path);
+            return Err(RunError::Interrupted(file_kept(opts, &dir.path)));
+        }
+        Err(e) => {
+            keep_trace(opts, &dir.path);
+            return Err(e);
+        }
     };
     let mut faults = audit::FaultLog::read(&dir.path.join(control::FAULT_LOG));
     if let (None, Some((t, ended, window))) = (faults.teardown, teardown) {
@@ -248,12 +254,21 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     }
     let audited = sup.outcome().audit(&dir, &faults, &mut failure, evidence);
     let report = sup.outcome().report(audited, failure, &dir);
-    let kept = if report.ok && !opts.keep { dir.remove(&sockets) } else { true };
-    let mut report = Report { run_dir_kept: kept, ..report };
+    let (kept, trace) = if report.ok && !opts.keep {
+        crate::trace::remove_rings(&dir.path);
+        (dir.remove(&sockets), false)
+    } else {
+        (true, keep_trace(opts, &dir.path).is_some())
+    };
+    let deadlocks = std::mem::take(&mut sup.deadlocks);
+    let mut report = Report { run_dir_kept: kept, deadlocks, ..report };
     if kept {
         report.run_path = file_kept(opts, &dir.path);
         report.run_dir = report.run_path.display().to_string();
     }
+    // Where the trace is once the directory is filed.
+    report.trace = trace.then(|| report.run_path.join("trace-w*.log").display().to_string());
+    report.trace_complete = trace && opts.trace;
     Ok(report)
 }
 
@@ -272,6 +287,17 @@ fn file_kept(opts: &RunOpts, path: &std::path::Path) -> PathBuf {
         }),
         _ => path.to_path_buf(),
     }
+}
+
+/// A kept run's message trace: the flight recorder's rings written out as trace files
+/// if the workers recorded there. Returns the pattern of the trace files' paths, if
+/// there are any.
+fn keep_trace(opts: &RunOpts, dir: &Path) -> Option<String> {
+    for note in crate::trace::from_rings(dir, opts.workers, &opts.algo) {
+        eprintln!("mutexlab: flight recorder: {note}");
+    }
+    let any = (0..opts.workers).any(|w| dir.join(crate::trace::file_name(w)).exists());
+    any.then(|| dir.join("trace-w*.log").display().to_string())
 }
 
 /// One run in progress: the thin loop between the run's components and the operating
@@ -308,6 +334,8 @@ struct Supervisor<'a> {
     breach: Option<String>,
     /// A replay's walk: what the held workers reported and the walk has not used.
     walk: Walk,
+    /// The waits-for cycles a stall's diagnosis found ([`diagnosis::cycles`]).
+    deadlocks: Vec<Vec<u32>>,
 }
 
 impl<'a> Supervisor<'a> {
@@ -340,6 +368,7 @@ impl<'a> Supervisor<'a> {
             faults: Faults::new(opts.plan.steps.clone()),
             breach: None,
             walk: Walk::default(),
+            deadlocks: Vec::new(),
         })
     }
 
@@ -1031,7 +1060,9 @@ impl Supervisor<'_> {
             kernel: &kernel,
             faults: &self.faults,
         };
-        Ok(Some(stall.describe()))
+        let (text, deadlocks) = (stall.describe(), stall.deadlocks());
+        self.deadlocks = deadlocks.into_iter().map(|c| c.into_iter().map(|w| w as u32).collect()).collect();
+        Ok(Some(text))
     }
 
     /// After a failed run, ask the workers `frozen` (stopped by [`Processes::freeze_all`]) for

@@ -65,6 +65,10 @@ pub struct RunOpts {
     pub elect: Option<ElectOpts>,
     /// Workers record the message trace ([`crate::trace`]).
     pub trace: bool,
+    /// Without `trace`, workers record it in the flight recorder's rings
+    /// ([`crate::flight`]), written out as the trace if the run fails or is kept (on
+    /// unless `--no-flight-recorder`).
+    pub flight: bool,
     /// Workers that run a program of their own instead of `algo` (`--worker-cmd`).
     pub external: Option<ExternalOpts>,
     /// `mutexlab replay`: the workers hold every message and step, and the supervisor
@@ -76,7 +80,7 @@ impl RunOpts {
     /// A run of `algo`, its workers started from `exe`, with nothing added: the command
     /// line's defaults (4 workers, 25 entries, 1 ms sections, 2 ms think time, seed 1,
     /// a 5 s stall window), no faults, the perfect detector, no progress bar, nothing
-    /// traced or kept. Callers change what they need with `..RunOpts::new(..)`.
+    /// traced or kept but the flight recorder's rings. Callers change what they need with `..RunOpts::new(..)`.
     pub fn new(algo: &str, exe: PathBuf) -> RunOpts {
         RunOpts {
             algo: algo.to_string(),
@@ -102,6 +106,7 @@ impl RunOpts {
             majority: false,
             elect: None,
             trace: false,
+            flight: true,
             external: None,
             replay: None,
         }
@@ -438,6 +443,7 @@ pub(super) fn settings(
         fenced: o.fenced,
         majority: o.majority,
         trace: o.trace,
+        flight: o.flight,
         held: o.replay.is_some(),
         external: o.external.as_ref().and_then(|e| {
             Some(crate::external::ExternalWorker {

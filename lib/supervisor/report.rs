@@ -120,6 +120,19 @@ pub struct Report {
     pub unreported: u64,
     /// The algorithm's own counters, summed over workers (e.g. `attempts`).
     pub counters: BTreeMap<String, u64>,
+    /// The message trace the run directory holds, as a pattern of its files'
+    /// paths (`…/trace-w*.log`), or `None` when it holds none (not kept, or recorded by
+    /// nobody).
+    #[serde(default)]
+    pub trace: Option<String>,
+    /// Whether that trace is every event (`--trace`, `--keep`) or only each worker's
+    /// last ones, kept by the flight recorder for a failing run ([`crate::flight`]).
+    #[serde(default)]
+    pub trace_complete: bool,
+    /// A stall's deadlocks: each a cycle of the waits-for graph, the workers in the order
+    /// each waits for the next (`[1, 2]`: w1 waits for w2, w2 for w1); empty if none.
+    #[serde(default)]
+    pub deadlocks: Vec<Vec<u32>>,
 }
 
 /// What only one service measures: its fields stand in the report's JSON object itself.
@@ -406,6 +419,9 @@ impl Outcome<'_> {
             lost_messages: sum.lost,
             unreported: self.unreported(),
             counters: sum.counters,
+            trace: None,
+            trace_complete: false,
+            deadlocks: Vec::new(),
         }
     }
 
@@ -561,6 +577,9 @@ pub(crate) mod samples {
             lost_messages: 3,
             unreported: 1,
             counters: counts(&[("attempts", 11)]),
+            trace: Some("/tmp/run-x/trace-w*.log".into()),
+            trace_complete: false,
+            deadlocks: vec![vec![0, 2]],
         }
     }
 
@@ -607,6 +626,9 @@ pub(crate) mod samples {
             lost_messages: 2,
             unreported: 2,
             counters: counts(&[("elections", 3)]),
+            trace: Some("/tmp/elect-x/trace-w*.log".into()),
+            trace_complete: true,
+            deadlocks: Vec::new(),
         }
     }
 }
@@ -664,7 +686,8 @@ mod tests {
             "run_dir": "/tmp/run-x", "run_dir_kept": true, "plan": "kill 1 at 120ms\nrestart 1 at 300ms",
             "faults": [fault], "never_fired": ["restart 1 at 300ms"], "lost_messages": 3,
             "unreported": 1, "lost_by": {"w0->w1 REQUEST": 2, "w2->w0 REPLY": 1}, "fenced": true,
-            "refused": 4, "counters": {"attempts": 11}
+            "refused": 4, "counters": {"attempts": 11},
+            "trace": "/tmp/run-x/trace-w*.log", "trace_complete": false, "deadlocks": [[0, 2]]
         });
         let election = json!({
             "schema": 1, "algorithm": "bully", "workers": 3, "ok": false,
@@ -681,7 +704,8 @@ mod tests {
             "violation_count": 1, "run_dir": "/tmp/elect-x", "run_dir_kept": true,
             "plan": "kill 1 at 120ms", "faults": [fault], "never_fired": [], "lost_messages": 2,
             "unreported": 2,
-            "counters": {"elections": 3}
+            "counters": {"elections": 3},
+            "trace": "/tmp/elect-x/trace-w*.log", "trace_complete": true, "deadlocks": []
         });
         assert_eq!(serde_json::to_value(samples::mutex()).unwrap(), mutex);
         assert_eq!(serde_json::to_value(samples::election()).unwrap(), election);
@@ -698,12 +722,12 @@ mod tests {
         let head = ["schema", "algorithm", "workers", "ok", "failure", "model_broken"];
         let mutex = keys(&serde_json::to_string(&samples::mutex()).unwrap());
         assert_eq!(mutex[..head.len()], head);
-        assert_eq!(mutex.len(), 34);
+        assert_eq!(mutex.len(), 37);
         let election = keys(&serde_json::to_string_pretty(&samples::election()).unwrap());
         let order = "schema algorithm workers ok failure model_broken initiators detector leader term \
             elections messages theory time_to_elect_ms message_time_us time_to_elect_t elapsed_s seed \
             network violations violation_count run_dir run_dir_kept plan faults never_fired \
-            lost_messages unreported counters";
+            lost_messages unreported counters trace trace_complete deadlocks";
         assert_eq!(election, order.split_whitespace().collect::<Vec<_>>());
     }
 

@@ -82,6 +82,7 @@ impl RunDir {
                     let _ = std::fs::remove_file(entry.path());
                 }
             }
+            crate::trace::remove_rings(&self.path);
             let _ = std::fs::remove_dir(&self.path);
         }
         self.path.exists()
