@@ -44,8 +44,8 @@ enum Cmd {
     /// Start N worker processes running one election algorithm, then audit the leaders
     /// they accepted.
     Elect(ElectArgs),
-    /// List the algorithms.
-    Algorithms,
+    /// List the algorithms, or (--messages) the JSON of their messages.
+    Algorithms(AlgorithmsArgs),
     /// Audit a resource file or a leader file: exit 0 clean, 1 violations, 2 unreadable or
     /// neither.
     Audit {
@@ -380,6 +380,20 @@ struct CompareArgs {
 }
 
 #[derive(Args)]
+struct AlgorithmsArgs {
+    /// Print the JSON of every message of algorithm NAME (of every algorithm without
+    /// NAME), as a program among its workers sends it (labs/PROTOCOL.md).
+    #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "")]
+    messages: Option<String>,
+    /// Print one JSON object instead of the list.
+    #[arg(long)]
+    json: bool,
+    /// With --messages: print the Markdown table labs/PROTOCOL.md holds.
+    #[arg(long, requires = "messages", conflicts_with = "json")]
+    markdown: bool,
+}
+
+#[derive(Args)]
 struct CheckArgs {
     /// Algorithm (see `mutexlab algorithms`), of either service.
     #[arg(long)]
@@ -489,20 +503,7 @@ fn command(registry: Registry) -> Outcome {
     match cli.cmd {
         Cmd::Run(a) => cmd_run(a),
         Cmd::Elect(a) => cmd_elect(a),
-        Cmd::Algorithms => {
-            let mut text = String::new();
-            for (service, title) in [
-                (ServiceKind::Mutex, "Mutual exclusion (mutexlab run)"),
-                (ServiceKind::Election, "Elections (mutexlab elect)"),
-            ] {
-                text.push_str(&format!("{title}:\n"));
-                for a in registry::registry().iter().filter(|a| a.service == service) {
-                    text.push_str(&format!("  {:<22} {:<11} {}\n", a.name, a.family, a.summary));
-                }
-            }
-            out(&text);
-            Ok(Verdict::Pass)
-        }
+        Cmd::Algorithms(a) => cmd_algorithms(a),
         Cmd::Audit { file, faults, json } => cmd_audit(&file, faults, json),
         Cmd::Trace { run_dir, shiviz, output } => cmd_trace(&run_dir, shiviz, output.as_deref()),
         Cmd::Report { run_dir, output } => cmd_report(&run_dir, output.as_deref()),
@@ -532,6 +533,66 @@ fn command(registry: Registry) -> Outcome {
             Ok(Verdict::Pass)
         }
     }
+}
+
+/// `mutexlab algorithms`: the list, or the messages of one algorithm or all.
+fn cmd_algorithms(a: AlgorithmsArgs) -> Outcome {
+    let algos: Vec<&registry::AlgoInfo> = match a.messages.as_deref() {
+        None | Some("") => registry::registry().iter().collect(),
+        Some(name) => vec![registry::lookup(name).map_err(Error::usage)?],
+    };
+    let shapes = |algo: &registry::AlgoInfo| {
+        (algo.messages)().map_err(|e| Error::failed(format!("the messages of {}: {e}", algo.name)))
+    };
+    if a.markdown {
+        out(&registry::messages_markdown(algos.iter().copied()).map_err(Error::failed)?);
+        return Ok(Verdict::Pass);
+    }
+    if a.json {
+        let mut list = Vec::new();
+        for algo in &algos {
+            let mut v = serde_json::json!({
+                "name": algo.name,
+                "service": algo.service.as_str(),
+                "family": algo.family,
+                "summary": algo.summary,
+            });
+            if a.messages.is_some() {
+                v["messages"] = serde_json::to_value(shapes(algo)?).expect("shapes serialise");
+            }
+            list.push(v);
+        }
+        out(&to_json(&serde_json::json!({ "algorithms": list })));
+        return Ok(Verdict::Pass);
+    }
+    let mut text = String::new();
+    if a.messages.is_some() {
+        for algo in &algos {
+            let shapes = shapes(algo)?;
+            if shapes.is_empty() {
+                text.push_str(&format!("{}: sends no messages\n", algo.name));
+                continue;
+            }
+            text.push_str(&format!("{}:\n", algo.name));
+            let width = shapes.iter().map(|m| m.tag.len()).max().unwrap_or(0);
+            for m in &shapes {
+                text.push_str(&format!("  {:<width$}  {}\n", m.tag, m.shape()));
+            }
+        }
+        out(&text);
+        return Ok(Verdict::Pass);
+    }
+    for (service, title) in [
+        (ServiceKind::Mutex, "Mutual exclusion (mutexlab run)"),
+        (ServiceKind::Election, "Elections (mutexlab elect)"),
+    ] {
+        text.push_str(&format!("{title}:\n"));
+        for a in algos.iter().filter(|a| a.service == service) {
+            text.push_str(&format!("  {:<22} {:<11} {}\n", a.name, a.family, a.summary));
+        }
+    }
+    out(&text);
+    Ok(Verdict::Pass)
 }
 
 /// Help and version go to stdout as clap writes them; any other parse error becomes one

@@ -46,4 +46,8 @@ fn the_custom_command_line_lists_it_beside_the_built_in_ones() {
     let out = run(&["run", "--algo", "central-zero"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("unknown algorithm \"central-zero\""), "{}", stderr(&out));
+    // Its messages are traced from its own type, as the built-in ones are.
+    let out = custom().args(["algorithms", "--messages", "central-zero"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("central-zero:\n  "), "{}", stdout(&out));
 }
