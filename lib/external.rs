@@ -21,6 +21,11 @@
 //! fails it the same way ([`Node::breached`]), since a student wants to hear of it, not
 //! find it in a log.
 //!
+//! An answer may also hold `{"type":"waiting","for":"GRANT","from":[3]}`: what the
+//! program waits for, which is no output of the node interface but its
+//! [`Node::waiting_for`] ("waiting for GRANT from w3") until the next such statement
+//! or an event; a malformed one is dropped with a note on stderr.
+//!
 //! The command a node runs comes in its [`Config`] (`program`): the runtime sets it
 //! from the worker's settings, and the simulator's caller with `Sim::with_config`.
 //!
@@ -446,6 +451,13 @@ struct Program {
     early: Option<Line>,
     /// The last input sent and its answer, to quote when the program writes more.
     last: Option<(String, String)>,
+    /// What the program last said it waits for (`{"type":"waiting",…}`), for
+    /// [`Node::waiting_for`]; cleared by a new statement or its `enter`.
+    waiting: String,
+    /// Number of nodes, to check the ids a statement names.
+    n: u32,
+    /// Statements dropped as malformed, of which the first few are noted.
+    dropped: u32,
     /// Closed when its stderr has been copied to the end.
     log_done: Option<Receiver<()>>,
 }
@@ -1189,6 +1201,9 @@ impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
             lines: None,
             early: None,
             last: None,
+            waiting: String::new(),
+            n: cfg.n,
+            dropped: 0,
             log_done: None,
         };
         match given.map(|s| spawn(&name, &s.command)) {
@@ -1228,9 +1243,13 @@ impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
             return; // failed: quiet from now on, and the driver has been told
         }
         let sent = Self::line(input);
-        match child.exchange(&sent).and_then(|got| Self::answer(&sent, got)) {
+        let got = child.exchange(&sent).map(|got| child.take_waiting(got));
+        match got.and_then(|got| Self::answer(&sent, got)) {
             Ok(outputs) => {
                 for output in outputs {
+                    if matches!(output, Output::Event { .. }) {
+                        child.waiting.clear(); // let in or a leader accepted: waits no more
+                    }
                     push(out, output);
                 }
             }
@@ -1240,7 +1259,7 @@ impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
 
     fn waiting_for(&self) -> String {
         let child = self.child.lock().unwrap_or_else(|e| e.into_inner());
-        child.failed.clone().unwrap_or_default()
+        child.failed.clone().unwrap_or_else(|| child.waiting.clone())
     }
 
     fn failure(&self) -> Option<String> {
@@ -1261,6 +1280,94 @@ impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
         );
         child.give_up(why);
     }
+}
+
+/// The longest statement of what a program waits for that is kept whole.
+const MAX_WAITING: usize = 200;
+/// How many malformed statements of a program are noted on stderr.
+const NOTED: u32 = 3;
+
+impl Program {
+    /// Take the statements of what the program waits for out of its answer (they are
+    /// no outputs of the node interface) and keep the last good one:
+    /// `{"type":"waiting","for":"GRANT","from":[3]}` is "waiting for GRANT from w3",
+    /// as a Rust node's [`Node::waiting_for`] would put it; `{"type":"waiting"}` says
+    /// it waits for nothing. A malformed one is dropped with a note on stderr (the
+    /// first few), never a failure: it is a diagnosis, not the algorithm.
+    fn take_waiting(&mut self, mut got: Value) -> Value {
+        let Value::Array(items) = &mut got else { return got };
+        let is_waiting = |v: &Value| v.get("type").and_then(Value::as_str) == Some("waiting");
+        if !items.iter().any(is_waiting) {
+            return got;
+        }
+        let mut statements = Vec::new();
+        items.retain(|v| {
+            if is_waiting(v) {
+                statements.push(v.clone());
+            }
+            !is_waiting(v)
+        });
+        for st in statements {
+            match waiting_text(&st, self.n) {
+                Ok(text) => self.waiting = text,
+                Err(why) => {
+                    self.dropped += 1;
+                    if self.dropped <= NOTED {
+                        let more =
+                            if self.dropped == NOTED { " (further ones are dropped unnoted)" } else { "" };
+                        eprintln!(
+                            "{}: external node `{}`: dropped the statement {}: {why}{more}",
+                            self.name,
+                            crate::text::clip_to(&self.command, QUOTE),
+                            quote(&st.to_string())
+                        );
+                    }
+                }
+            }
+        }
+        got
+    }
+}
+
+/// The diagnosis a statement `{"type":"waiting","for":WHAT,"from":[IDS]}` makes, or why
+/// it is malformed: `for` a string, `from` (optional) a list of node ids.
+fn waiting_text(st: &Value, n: u32) -> Result<String, String> {
+    let Some(obj) = st.as_object() else { return Err("not an object".into()) };
+    if let Some(key) = obj.keys().find(|k| !["type", "for", "from"].contains(&k.as_str())) {
+        return Err(format!("`{}` is not one of its fields (for, from)", crate::text::clip_to(key, 40)));
+    }
+    let what = match obj.get("for") {
+        None | Some(Value::Null) => {
+            return match obj.get("from") {
+                None => Ok(String::new()),
+                Some(_) => Err("`from` without `for`".into()),
+            }
+        }
+        Some(Value::String(w)) => w.trim(),
+        Some(_) => return Err("`for` must be a string".into()),
+    };
+    if what.is_empty() {
+        return Ok(String::new());
+    }
+    let mut text = format!("waiting for {}", crate::text::clip_to(what, MAX_WAITING));
+    if what.len() > MAX_WAITING {
+        text.push('…');
+    }
+    match obj.get("from") {
+        None => {}
+        Some(Value::Array(ids)) => {
+            let ids: Option<Vec<String>> = ids
+                .iter()
+                .map(|id| id.as_u64().filter(|&i| i < u64::from(n)).map(|i| format!("w{i}")))
+                .collect();
+            let Some(ids) = ids.filter(|ids| !ids.is_empty() && ids.len() <= n as usize) else {
+                return Err(format!("`from` must be a list of node ids, 0 to {}", n.saturating_sub(1)));
+            };
+            text += &format!(" from {}", ids.join(", "));
+        }
+        Some(_) => return Err(format!("`from` must be a list of node ids, 0 to {}", n.saturating_sub(1))),
+    }
+    Ok(text)
 }
 
 /// Put one output in the outbox. `Out` offers no way to push a ready-made output with
@@ -1330,6 +1437,32 @@ mod tests {
         assert!(message_shapes::<crate::algos::baseline::Msg>().unwrap().is_empty());
         // A message type serde cannot trace says so rather than make up a shape.
         assert!(message_shapes::<Json>().is_err());
+    }
+
+    #[test]
+    fn a_statement_of_what_a_program_waits_for_reads_as_a_rust_nodes() {
+        let ok = |v: Value| waiting_text(&v, 4).unwrap();
+        assert_eq!(ok(json!({"type": "waiting", "for": "GRANT", "from": [3]})), "waiting for GRANT from w3");
+        assert_eq!(
+            ok(json!({"type": "waiting", "for": "REPLY", "from": [1, 2]})),
+            "waiting for REPLY from w1, w2"
+        );
+        assert_eq!(ok(json!({"type": "waiting", "for": "the token"})), "waiting for the token");
+        assert_eq!(ok(json!({"type": "waiting"})), "");
+        assert_eq!(ok(json!({"type": "waiting", "for": ""})), "");
+        let long = ok(json!({"type": "waiting", "for": "x".repeat(100_000)}));
+        assert!(long.len() < 300, "cut: {}", long.len());
+        for bad in [
+            json!({"type": "waiting", "for": 3}),
+            json!({"type": "waiting", "for": "GRANT", "from": [4]}),
+            json!({"type": "waiting", "for": "GRANT", "from": 3}),
+            json!({"type": "waiting", "for": "GRANT", "from": [-1]}),
+            json!({"type": "waiting", "for": "GRANT", "from": []}),
+            json!({"type": "waiting", "from": [1]}),
+            json!({"type": "waiting", "for": "GRANT", "who": [1]}),
+        ] {
+            assert!(waiting_text(&bad, 4).is_err(), "{bad}");
+        }
     }
 
     #[test]
