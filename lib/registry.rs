@@ -62,6 +62,9 @@ pub struct AlgoInfo {
     /// Runs the node type in the simulator: `n` nodes, a seed, entries per node (set by
     /// [`AlgoInfo::runs`]).
     pub simulate: fn(u32, u64, u32) -> Result<crate::sim::SimReport, crate::sim::SimError>,
+    /// Runs the node type in the simulator with the settings of `mutexlab sim` (set by
+    /// [`AlgoInfo::runs`]: [`crate::sim::simulate_with`]).
+    pub sim: fn(&crate::sim::SimOpts) -> Result<crate::sim::SimReport, crate::sim::SimError>,
     /// Checks the node type over every interleaving (`mutexlab check`; set by
     /// [`AlgoInfo::runs`]): [`crate::check::check`] for it and its service. An entry
     /// with invariants of its own sets it to [`crate::check::check_with`] and them
@@ -219,6 +222,7 @@ impl AlgoInfo {
             mixed: Some(runtime::run_node::<External<N::Service, Ref<N::Msg>>>),
             states: states_are_values::<N>,
             simulate: crate::sim::simulate::<N>,
+            sim: crate::sim::simulate_with::<N>,
             check: check_node::<N>,
             bypass: None,
             messages: crate::external::message_shapes::<N::Msg>,

@@ -26,6 +26,7 @@ mod registry;
 mod replay;
 mod rundir;
 mod runtime;
+mod sim_cmd;
 mod token;
 mod token_ring_ft;
 mod trace;
