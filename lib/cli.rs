@@ -479,8 +479,10 @@ fn cmd_sim(a: SimArgs) -> Outcome {
         command: command.clone(),
         timeout: Duration::from_millis(a.worker_timeout_ms),
     });
-    // Every setting, so that a replay line repeats the run exactly.
-    let mut settings = String::new();
+    // Every setting, so that a replay line repeats the run exactly, with the program
+    // that ran it (an outside crate's registry is its own binary's).
+    let name = exe().file_name().and_then(|f| f.to_str()).map(shell_word);
+    let mut settings = format!("{} sim", name.as_deref().unwrap_or("mutexlab"));
     match &a.worker_cmd {
         Some(cmd) => {
             if let Some(label) = &a.algo {
@@ -519,7 +521,7 @@ fn cmd_sim(a: SimArgs) -> Outcome {
                 let failure = e.failure.to_string();
                 let failure = failure.lines().next().unwrap_or_default();
                 let failure = crate::text::clip_to(failure, 300);
-                let replay = format!("mutexlab sim{settings} --seeds {seed}");
+                let replay = format!("{settings} --seeds {seed}");
                 if !a.json {
                     out(&format!("seed {seed}: step {}: {failure}\n  replay: {replay}\n", e.step));
                 } else if kept.len() < KEPT {
@@ -546,7 +548,7 @@ fn cmd_sim(a: SimArgs) -> Outcome {
         })));
     } else {
         let seeds = if from == to { format!("seed {from}") } else { format!("seeds {from}..={to}") };
-        out(&format!("mutexlab sim{settings}: {seeds}: {passed} passed, {failed} failed\n"));
+        out(&format!("{settings}: {seeds}: {passed} passed, {failed} failed\n"));
     }
     Ok(if failed == 0 { Verdict::Pass } else { Verdict::Fail })
 }

@@ -8,7 +8,7 @@ use crate::common::*;
 
 /// Run a replay line (`mutexlab sim …`) as a shell would, with this build's binary.
 fn replay(line: &str) -> std::process::Output {
-    let rest = line.trim().strip_prefix("mutexlab ").expect("a mutexlab command");
+    let rest = line.trim().strip_prefix("mutexlab ").expect("the stock binary names itself");
     let bin = assert_cmd::cargo::cargo_bin("mutexlab");
     assert_cmd::Command::new("sh")
         .arg("-c")
