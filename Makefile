@@ -2,7 +2,7 @@
 CARGO ?= cargo
 ARGS ?=
 
-.PHONY: help build run elect compare test bench bench-check check-table lint fmt clean gradescope-selftest
+.PHONY: help build run elect compare test bench bench-check check-table lint fmt clean gradescope-selftest protocol-doc
 
 help:
 	@echo "make run    # a small run on defaults (add ARGS='--algo flock -n 8')"
@@ -14,6 +14,7 @@ help:
 	@echo "make check-table  # the README's table of check counts (release build; MAX_SECONDS=60 per check)"
 	@echo "make lint   # rustfmt check and clippy with warnings as errors"
 	@echo "make gradescope-03-election  # the lab's Gradescope autograder bundle, target/gradescope/03-election.zip (labs/README.md)"
+	@echo "make protocol-doc # write labs/PROTOCOL.md's table of messages afresh from the code"
 	@echo "make lab-01-ricart-agrawala  # grade your node in labs/01-ricart-agrawala (SOLUTION=1: the reference; GRADESCOPE=results.json: Gradescope's file too; also lab-02-token, lab-03-election, lab-04-failover)"
 
 build:
@@ -41,6 +42,11 @@ bench-check:
 
 check-table: build
 	sh scripts/check-table.sh
+
+# The table of every algorithm's messages in labs/PROTOCOL.md, from the message types
+# (the test that checks it writes it when asked).
+protocol-doc:
+	UPDATE_PROTOCOL_DOC=1 $(CARGO) test -q --lib -- --exact registry::tests::protocol_doc_lists_every_message_as_the_code_has_it
 
 lint:
 	$(CARGO) fmt --check

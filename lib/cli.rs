@@ -45,8 +45,8 @@ enum Cmd {
     /// they accepted.
     #[command(after_long_help = ELECT_FAULT_PLANS)]
     Elect(ElectArgs),
-    /// List the algorithms.
-    Algorithms,
+    /// List the algorithms, or (--messages) the JSON of their messages.
+    Algorithms(AlgorithmsArgs),
     /// Audit a resource file or a leader file: exit 0 clean, 1 violations, 2 unreadable or
     /// neither.
     Audit {
@@ -81,6 +81,9 @@ enum Cmd {
     /// Check an algorithm over every interleaving for a few nodes (breadth-first by
     /// default: the shortest counterexample): exit 0 every property held, 1 one is violated.
     Check(CheckArgs),
+    /// Run an algorithm in the seeded simulator over a range of seeds: exit 0 every
+    /// seed passed, 1 one failed (each with a command that replays it).
+    Sim(SimArgs),
     /// Replay a counterexample of `check --out DIR` as real processes, each message and
     /// call released in the counterexample's order, and audit the file: exit 0 clean,
     /// 1 a violation (or a step the real run could not take), 2 a bad file.
@@ -446,6 +449,177 @@ struct CompareArgs {
 }
 
 #[derive(Args)]
+struct AlgorithmsArgs {
+    /// Print the JSON of every message of algorithm NAME (of every algorithm without
+    /// NAME), as a program among its workers sends it (labs/PROTOCOL.md).
+    #[arg(long, value_name = "NAME", num_args = 0..=1, default_missing_value = "")]
+    messages: Option<String>,
+    /// Print one JSON object instead of the list.
+    #[arg(long)]
+    json: bool,
+    /// With --messages: print the Markdown table labs/PROTOCOL.md holds.
+    #[arg(long, requires = "messages", conflicts_with = "json")]
+    markdown: bool,
+}
+
+#[derive(Args)]
+struct SimArgs {
+    /// Algorithm (see `mutexlab algorithms`), of either service; with --worker-cmd,
+    /// the label and service of the program (default: mutual exclusion).
+    #[arg(long)]
+    algo: Option<String>,
+    /// Number of nodes.
+    #[arg(long, short = 'n', default_value_t = 3)]
+    nodes: u32,
+    /// Seeds to run: A..B (B left out), A..=B, or one seed.
+    #[arg(long, default_value = "0..100", value_name = "A..B", value_parser = parse_seeds)]
+    seeds: std::ops::RangeInclusive<u64>,
+    /// Critical-section entries per node (elections: elections per node).
+    #[arg(long, short = 'k', default_value_t = 1)]
+    entries: u32,
+    /// Any message in flight on a channel may be delivered first (no FIFO channels).
+    #[arg(long)]
+    non_fifo: bool,
+    /// Up to this many crashes of any node in each run, each followed by a restart.
+    #[arg(long, default_value_t = 0)]
+    crashes: u32,
+    /// Run this program (`sh -c CMD`) as every node (labs/PROTOCOL.md).
+    #[arg(long, value_name = "CMD")]
+    worker_cmd: Option<String>,
+    /// How long the program may take over one answer.
+    #[arg(long, default_value_t = 5000, value_name = "MS")]
+    worker_timeout_ms: u64,
+    /// Print one JSON object instead of the lines.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `--seeds`: `A..B`, `A..=B` or `A`, as an inclusive range.
+fn parse_seeds(text: &str) -> Result<std::ops::RangeInclusive<u64>, String> {
+    let num =
+        |t: &str| t.trim().parse::<u64>().map_err(|_| format!("`{t}` is not a seed (a whole number ≥ 0)"));
+    let (from, to) = if let Some((a, b)) = text.split_once("..=") {
+        (num(a)?, num(b)?)
+    } else if let Some((a, b)) = text.split_once("..") {
+        let (a, b) = (num(a)?, num(b)?);
+        if b <= a {
+            return Err(format!("{text} holds no seed (A..B leaves B out)"));
+        }
+        (a, b - 1)
+    } else {
+        let a = num(text)?;
+        (a, a)
+    };
+    if to < from {
+        return Err(format!("{text} holds no seed"));
+    }
+    Ok(from..=to)
+}
+
+/// A word for the shell: as it is when it is plain, else in single quotes.
+fn shell_word(text: &str) -> String {
+    if !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,".contains(c)) {
+        return text.to_string();
+    }
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+fn cmd_sim(a: SimArgs) -> Outcome {
+    let info = match (&a.worker_cmd, &a.algo) {
+        (None, None) => return Err(Error::usage("sim needs --algo NAME or --worker-cmd CMD")),
+        (None, Some(name)) => registry::lookup(name).map_err(Error::usage)?,
+        (Some(_), label) => {
+            let like = label.as_deref().and_then(registry::info);
+            let service = like.map_or(ServiceKind::Mutex, |l| l.service);
+            registry::external(label.as_deref().unwrap_or("external"), service)
+        }
+    };
+    modelled(info)?;
+    if a.nodes == 0 || a.nodes > crate::algorithm::MAX_WORKERS {
+        return Err(Error::usage(format!("-n must be 1 to {}", crate::algorithm::MAX_WORKERS)));
+    }
+    if a.entries == 0 {
+        return Err(Error::usage("-k must be at least 1"));
+    }
+    let program = a.worker_cmd.as_ref().map(|command| crate::algorithm::Spawn {
+        command: command.clone(),
+        timeout: Duration::from_millis(a.worker_timeout_ms),
+    });
+    // Every setting, so that a replay line repeats the run exactly, with the program
+    // that ran it (an outside crate's registry is its own binary's).
+    let name = exe().file_name().and_then(|f| f.to_str()).map(shell_word);
+    let mut settings = format!("{} sim", name.as_deref().unwrap_or("mutexlab"));
+    match &a.worker_cmd {
+        Some(cmd) => {
+            if let Some(label) = &a.algo {
+                settings += &format!(" --algo {}", shell_word(label));
+            }
+            settings += &format!(" --worker-cmd {}", shell_word(cmd));
+            if a.worker_timeout_ms != 5000 {
+                settings += &format!(" --worker-timeout-ms {}", a.worker_timeout_ms);
+            }
+        }
+        None => settings += &format!(" --algo {}", info.name),
+    }
+    settings += &format!(" -n {} -k {}", a.nodes, a.entries);
+    if a.non_fifo {
+        settings += " --non-fifo";
+    }
+    if a.crashes > 0 {
+        settings += &format!(" --crashes {}", a.crashes);
+    }
+    // Failures kept for --json: the first few hundred; the rest are counted.
+    const KEPT: usize = 200;
+    let (mut passed, mut failed, mut kept) = (0u64, 0u64, Vec::new());
+    for seed in a.seeds.clone() {
+        let opts = crate::sim::SimOpts {
+            n: a.nodes,
+            seed,
+            entries: a.entries,
+            non_fifo: a.non_fifo,
+            crashes: a.crashes,
+            program: program.clone(),
+        };
+        match (info.sim)(&opts) {
+            Ok(_) => passed += 1,
+            Err(e) => {
+                failed += 1;
+                let failure = e.failure.to_string();
+                let failure = failure.lines().next().unwrap_or_default();
+                let failure = crate::text::clip_to(failure, 300);
+                let replay = format!("{settings} --seeds {seed}");
+                if !a.json {
+                    out(&format!("seed {seed}: step {}: {failure}\n  replay: {replay}\n", e.step));
+                } else if kept.len() < KEPT {
+                    kept.push(serde_json::json!({
+                        "seed": seed, "step": e.step, "failure": failure, "replay": replay,
+                    }));
+                }
+            }
+        }
+    }
+    let (from, to) = (*a.seeds.start(), *a.seeds.end());
+    if a.json {
+        out(&to_json(&serde_json::json!({
+            "algorithm": info.name,
+            "n": a.nodes,
+            "entries": a.entries,
+            "seeds": { "from": from, "to": to },
+            "non_fifo": a.non_fifo,
+            "crashes": a.crashes,
+            "worker_cmd": a.worker_cmd,
+            "passed": passed,
+            "failed": failed,
+            "failures": kept,
+        })));
+    } else {
+        let seeds = if from == to { format!("seed {from}") } else { format!("seeds {from}..={to}") };
+        out(&format!("{settings}: {seeds}: {passed} passed, {failed} failed\n"));
+    }
+    Ok(if failed == 0 { Verdict::Pass } else { Verdict::Fail })
+}
+
+#[derive(Args)]
 struct CheckArgs {
     /// Algorithm (see `mutexlab algorithms`), of either service.
     #[arg(long)]
@@ -560,20 +734,7 @@ fn command(registry: Registry) -> Outcome {
     match cli.cmd {
         Cmd::Run(a) => cmd_run(a),
         Cmd::Elect(a) => cmd_elect(a),
-        Cmd::Algorithms => {
-            let mut text = String::new();
-            for (service, title) in [
-                (ServiceKind::Mutex, "Mutual exclusion (mutexlab run)"),
-                (ServiceKind::Election, "Elections (mutexlab elect)"),
-            ] {
-                text.push_str(&format!("{title}:\n"));
-                for a in registry::registry().iter().filter(|a| a.service == service) {
-                    text.push_str(&format!("  {:<22} {:<11} {}\n", a.name, a.family, a.summary));
-                }
-            }
-            out(&text);
-            Ok(Verdict::Pass)
-        }
+        Cmd::Algorithms(a) => cmd_algorithms(a),
         Cmd::Audit { file, faults, json } => cmd_audit(&file, faults, json),
         Cmd::Trace(a) => cmd_trace(a),
         Cmd::Report { run_dir, output } => cmd_report(run_dir, output.as_deref()),
@@ -586,6 +747,7 @@ fn command(registry: Registry) -> Outcome {
         }
         Cmd::Compare(a) => cmd_compare(a),
         Cmd::Check(a) => cmd_check(a),
+        Cmd::Sim(a) => cmd_sim(a),
         Cmd::Replay(a) => cmd_replay(a),
         Cmd::Worker(w) => match registry::run_worker(&w.run_dir, w.id) {
             Ok(()) => Ok(Verdict::Pass),
@@ -603,6 +765,66 @@ fn command(registry: Registry) -> Outcome {
             Ok(Verdict::Pass)
         }
     }
+}
+
+/// `mutexlab algorithms`: the list, or the messages of one algorithm or all.
+fn cmd_algorithms(a: AlgorithmsArgs) -> Outcome {
+    let algos: Vec<&registry::AlgoInfo> = match a.messages.as_deref() {
+        None | Some("") => registry::registry().iter().collect(),
+        Some(name) => vec![registry::lookup(name).map_err(Error::usage)?],
+    };
+    let shapes = |algo: &registry::AlgoInfo| {
+        (algo.messages)().map_err(|e| Error::failed(format!("the messages of {}: {e}", algo.name)))
+    };
+    if a.markdown {
+        out(&registry::messages_markdown(algos.iter().copied()).map_err(Error::failed)?);
+        return Ok(Verdict::Pass);
+    }
+    if a.json {
+        let mut list = Vec::new();
+        for algo in &algos {
+            let mut v = serde_json::json!({
+                "name": algo.name,
+                "service": algo.service.as_str(),
+                "family": algo.family,
+                "summary": algo.summary,
+            });
+            if a.messages.is_some() {
+                v["messages"] = serde_json::to_value(shapes(algo)?).expect("shapes serialise");
+            }
+            list.push(v);
+        }
+        out(&to_json(&serde_json::json!({ "algorithms": list })));
+        return Ok(Verdict::Pass);
+    }
+    let mut text = String::new();
+    if a.messages.is_some() {
+        for algo in &algos {
+            let shapes = shapes(algo)?;
+            if shapes.is_empty() {
+                text.push_str(&format!("{}: sends no messages\n", algo.name));
+                continue;
+            }
+            text.push_str(&format!("{}:\n", algo.name));
+            let width = shapes.iter().map(|m| m.tag.len()).max().unwrap_or(0);
+            for m in &shapes {
+                text.push_str(&format!("  {:<width$}  {}\n", m.tag, m.shape()));
+            }
+        }
+        out(&text);
+        return Ok(Verdict::Pass);
+    }
+    for (service, title) in [
+        (ServiceKind::Mutex, "Mutual exclusion (mutexlab run)"),
+        (ServiceKind::Election, "Elections (mutexlab elect)"),
+    ] {
+        text.push_str(&format!("{title}:\n"));
+        for a in algos.iter().filter(|a| a.service == service) {
+            text.push_str(&format!("  {:<22} {:<11} {}\n", a.name, a.family, a.summary));
+        }
+    }
+    out(&text);
+    Ok(Verdict::Pass)
 }
 
 /// Help and version go to stdout as clap writes them; any other parse error becomes one

@@ -23,6 +23,11 @@
 //! node (a self-send, an `enter` nobody asked for) fails it the same way
 //! ([`Node::breached`]), since a student wants to hear of it, not find it in a log.
 //!
+//! An answer may also hold `{"type":"waiting","for":"GRANT","from":[3]}`: what the
+//! program waits for, which is no output of the node interface but its
+//! [`Node::waiting_for`] ("waiting for GRANT from w3") until the next such statement
+//! or an event; a malformed one is dropped with a note on stderr.
+//!
 //! The command a node runs comes in its [`Config`] (`program`): the runtime sets it
 //! from the worker's settings, and the simulator's caller with `Sim::with_config`.
 //!
@@ -146,8 +151,13 @@ impl<M: Message> Message for Ref<M> {
 /// The variant names of the enum `M`, read from its `Deserialize`: serde hands them to
 /// `deserialize_enum`, which this deserializer only records.
 fn variants<M: serde::de::DeserializeOwned>() -> &'static [&'static str] {
+    enum_variants::<M>().unwrap_or(&[])
+}
+
+/// [`variants`], or `None` if `M` is not an enum.
+fn enum_variants<M: serde::de::DeserializeOwned>() -> Option<&'static [&'static str]> {
     use serde::de::{self, Visitor};
-    struct Probe<'a>(&'a mut &'static [&'static str]);
+    struct Probe<'a>(&'a mut Option<&'static [&'static str]>);
     impl<'de> de::Deserializer<'de> for Probe<'_> {
         type Error = de::value::Error;
         fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Self::Error> {
@@ -159,7 +169,7 @@ fn variants<M: serde::de::DeserializeOwned>() -> &'static [&'static str] {
             variants: &'static [&'static str],
             _: V,
         ) -> Result<V::Value, Self::Error> {
-            *self.0 = variants;
+            *self.0 = Some(variants);
             Err(de::Error::custom("probed"))
         }
         serde::forward_to_deserialize_any! {
@@ -168,7 +178,7 @@ fn variants<M: serde::de::DeserializeOwned>() -> &'static [&'static str] {
             ignored_any
         }
     }
-    let mut found: &'static [&'static str] = &[];
+    let mut found = None;
     let _ = M::deserialize(Probe(&mut found));
     found
 }
@@ -208,6 +218,201 @@ impl<M: Message> JsonForm for Ref<M> {
     }
 }
 
+/// One message type of an algorithm as a program sees it ([`Ref`]'s JSON form), read
+/// from the message enum's own serde derive (traced by `serde-reflection`), so that the
+/// protocol's documentation cannot drift from the code.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct MessageShape {
+    /// The JSON `type`: the message's kind (`REQUEST`), or else its variant's name.
+    #[serde(rename = "type")]
+    pub tag: String,
+    /// The Rust variant, e.g. `Request`.
+    pub variant: String,
+    /// Every field beside `type`, in declaration order, with its JSON type
+    /// (`u64`, `[u32]`, `{"epoch":u64,"id":u32}`, `u32 | null`).
+    pub fields: Vec<FieldShape>,
+    /// A message of this type as the worker writes it, with zeros and empty lists:
+    /// what [`Ref::to_json`] makes of a value of the variant, read back by
+    /// [`Ref::from_json`].
+    pub example: Value,
+}
+
+/// A field of a [`MessageShape`].
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FieldShape {
+    /// The field's name in the JSON object.
+    pub name: String,
+    /// Its JSON type, as [`MessageShape::fields`] writes it.
+    #[serde(rename = "type")]
+    pub ty: String,
+}
+
+impl MessageShape {
+    /// The object in one line with each field's type for its value:
+    /// `{"type":"REQUEST","stamp":u64}`.
+    pub fn shape(&self) -> String {
+        let mut s = format!("{{\"type\":\"{}\"", self.tag);
+        for f in &self.fields {
+            s.push_str(&format!(",\"{}\":{}", f.name, f.ty));
+        }
+        s.push('}');
+        s
+    }
+}
+
+/// The enums a message type holds (`Status` in `Msg::Status { status: Status }`), as a
+/// tuple: `()`, `(Status,)`, `(A, B)`. The tracer meets one variant of a nested enum
+/// per message that holds it, so each is traced whole first
+/// ([`message_shapes_with`]); one left out is an error that names it, never a
+/// shape with variants missing.
+pub trait Nested {
+    /// Trace each type of the tuple into `tracer`.
+    fn trace(
+        tracer: &mut serde_reflection::Tracer,
+        samples: &serde_reflection::Samples,
+    ) -> Result<(), String>;
+}
+
+macro_rules! nested {
+    ($($t:ident),*) => {
+        impl<$($t: serde::de::DeserializeOwned),*> Nested for ($($t,)*) {
+            #[allow(unused_variables)]
+            fn trace(
+                tracer: &mut serde_reflection::Tracer,
+                samples: &serde_reflection::Samples,
+            ) -> Result<(), String> {
+                $(tracer.trace_type::<$t>(samples).map_err(|e| e.to_string())?;)*
+                Ok(())
+            }
+        }
+    };
+}
+nested!();
+nested!(A);
+nested!(A, B);
+nested!(A, B, C);
+
+/// Every message type of `M`, in declaration order, traced from its `Deserialize`
+/// ([`message_shapes_with`] for a message type that holds enums of its own).
+pub fn message_shapes<M: Message>() -> Result<Vec<MessageShape>, String> {
+    message_shapes_with::<M, ()>()
+}
+
+/// Every message type of `M`, in declaration order, traced from its `Deserialize`,
+/// the enums it holds ([`Nested`]) traced whole first. An enum without variants (the
+/// baselines send nothing) has none. `Err` says why a type cannot be traced (a
+/// nested enum not named in `T`, a hand-written `Deserialize` that checks its input)
+/// or why a traced example does not read back as itself.
+pub fn message_shapes_with<M: Message, T: Nested>() -> Result<Vec<MessageShape>, String> {
+    use serde_reflection::{ContainerFormat, Format, Samples, Tracer, TracerConfig, VariantFormat};
+    match enum_variants::<M>() {
+        None => return Err("the message type is not an enum".into()),
+        Some([]) => return Ok(Vec::new()),
+        Some(_) => {}
+    }
+    let samples = Samples::new();
+    let mut tracer = Tracer::new(TracerConfig::default());
+    T::trace(&mut tracer, &samples)?;
+    let (format, values) = tracer.trace_type::<M>(&samples).map_err(|e| e.to_string())?;
+    let registry = tracer.registry().map_err(|e| {
+        format!(
+            "{e} (name the enums it holds: `messages: message_shapes_with::<Msg, (Status,)>` in its entry)"
+        )
+    })?;
+    let Format::TypeName(name) = format else { return Err("the message type is not an enum".into()) };
+    let Some(ContainerFormat::Enum(variants)) = registry.get(&name) else {
+        return Err(format!("the message type {name} is not an enum"));
+    };
+    let mut shapes = Vec::new();
+    for value in values {
+        let example = Ref(value.clone()).to_json();
+        let tag = example.get("type").and_then(Value::as_str).unwrap_or_default().to_string();
+        let Some(v) = variants.values().find(|v| fold(&v.name) == fold(&tag)) else {
+            return Err(format!("no variant of {name} has the tag {tag}"));
+        };
+        let fields = match &v.value {
+            VariantFormat::Unit => Vec::new(),
+            VariantFormat::Struct(fields) => fields
+                .iter()
+                .map(|f| FieldShape { name: f.name.clone(), ty: json_type(&f.value, &registry, 0) })
+                .collect(),
+            VariantFormat::NewType(f) => match &**f {
+                // A struct inside is flattened beside `type` (see `Ref`).
+                Format::TypeName(t) if matches!(registry.get(t), Some(ContainerFormat::Struct(_))) => {
+                    let Some(ContainerFormat::Struct(fields)) = registry.get(t) else { unreachable!() };
+                    fields
+                        .iter()
+                        .map(|f| FieldShape { name: f.name.clone(), ty: json_type(&f.value, &registry, 0) })
+                        .collect()
+                }
+                other => vec![FieldShape { name: "value".into(), ty: json_type(other, &registry, 0) }],
+            },
+            VariantFormat::Tuple(fs) => {
+                let tys: Vec<String> = fs.iter().map(|f| json_type(f, &registry, 0)).collect();
+                vec![FieldShape { name: "value".into(), ty: format!("[{}]", tys.join(",")) }]
+            }
+            VariantFormat::Variable(_) => return Err(format!("{name}::{} could not be traced", v.name)),
+        };
+        match Ref::<M>::from_json(example.clone()) {
+            Ok(back) if back.0 == value => {}
+            Ok(back) => return Err(format!("{example} reads back as {:?}, not {value:?}", back.0)),
+            Err(e) => return Err(format!("{example} does not read back: {e}")),
+        }
+        shapes.push(MessageShape { tag, variant: v.name.clone(), fields, example });
+    }
+    Ok(shapes)
+}
+
+/// A traced format as a JSON type, for [`FieldShape::ty`]: numbers by their Rust type,
+/// lists in brackets, objects in braces, alternatives joined by `|`.
+fn json_type(f: &serde_reflection::Format, reg: &serde_reflection::Registry, depth: usize) -> String {
+    use serde_reflection::{ContainerFormat as C, Format as F, VariantFormat as V};
+    let ty = |f: &F| json_type(f, reg, depth + 1);
+    let object = |fields: &[serde_reflection::Named<F>]| {
+        let inner: Vec<String> = fields.iter().map(|f| format!("\"{}\":{}", f.name, ty(&f.value))).collect();
+        format!("{{{}}}", inner.join(","))
+    };
+    match f {
+        _ if depth > 6 => "…".into(),
+        F::TypeName(name) => match reg.get(name) {
+            None => name.clone(),
+            Some(C::UnitStruct) => "null".into(),
+            Some(C::NewTypeStruct(inner)) => ty(inner),
+            Some(C::TupleStruct(fs)) => format!("[{}]", fs.iter().map(ty).collect::<Vec<_>>().join(",")),
+            Some(C::Struct(fields)) => object(fields),
+            Some(C::Enum(vs)) => {
+                let alts: Vec<String> = vs
+                    .values()
+                    .map(|v| match &v.value {
+                        V::Unit => format!("\"{}\"", v.name),
+                        V::NewType(inner) => format!("{{\"{}\":{}}}", v.name, ty(inner)),
+                        V::Tuple(fs) => format!(
+                            "{{\"{}\":[{}]}}",
+                            v.name,
+                            fs.iter().map(ty).collect::<Vec<_>>().join(",")
+                        ),
+                        V::Struct(fields) => format!("{{\"{}\":{}}}", v.name, object(fields)),
+                        V::Variable(_) => format!("\"{}\"", v.name),
+                    })
+                    .collect();
+                alts.join(" | ")
+            }
+        },
+        F::Unit => "null".into(),
+        F::Bool => "bool".into(),
+        F::Str | F::Char => "string".into(),
+        F::Option(inner) => format!("{} | null", ty(inner)),
+        F::Seq(inner) => format!("[{}]", ty(inner)),
+        F::Map { key, value } => format!("{{{}:{}}}", ty(key), ty(value)),
+        F::Tuple(fs) => format!("[{}]", fs.iter().map(ty).collect::<Vec<_>>().join(",")),
+        F::TupleArray { content, size } => format!("[{}; {size}]", ty(content)),
+        F::Bytes => "[u8]".into(),
+        F::Variable(_) => "any".into(),
+        // Numbers: by their Rust type, which says the range (`u64`, `i32`, `f64`).
+        other => format!("{other:?}").to_lowercase(),
+    }
+}
+
 /// A node that is a child process speaking JSON lines. Clones share the process (a
 /// driver that copies states, such as an exhaustive checker, cannot use it); equality
 /// and hashing are by that process.
@@ -238,6 +443,13 @@ struct Program {
     early: Option<Line>,
     /// The last input sent and its answer, to quote when the program writes more.
     last: Option<(String, String)>,
+    /// What the program last said it waits for (`{"type":"waiting",…}`), for
+    /// [`Node::waiting_for`]; cleared by a new statement or its `enter`.
+    waiting: String,
+    /// Number of nodes, to check the ids a statement names.
+    n: u32,
+    /// Statements dropped as malformed, of which the first few are noted.
+    dropped: u32,
     /// Closed when its stderr has been copied to the end.
     log_done: Option<Receiver<()>>,
     /// The last line of its stderr, for the reason it exited (Python's `can't open
@@ -1005,6 +1217,9 @@ impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
             lines: None,
             early: None,
             last: None,
+            waiting: String::new(),
+            n: cfg.n,
+            dropped: 0,
             log_done: None,
             last_words: Arc::default(),
         };
@@ -1051,9 +1266,13 @@ impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
             return; // failed: quiet from now on, and the driver has been told
         }
         let sent = Self::line(input);
-        match child.exchange(&sent).and_then(|got| Self::answer(&sent, got)) {
+        let got = child.exchange(&sent).map(|got| child.take_waiting(got));
+        match got.and_then(|got| Self::answer(&sent, got)) {
             Ok(outputs) => {
                 for output in outputs {
+                    if matches!(output, Output::Event { .. }) {
+                        child.waiting.clear(); // let in or a leader accepted: waits no more
+                    }
                     push(out, output);
                 }
             }
@@ -1063,7 +1282,7 @@ impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
 
     fn waiting_for(&self) -> String {
         let child = self.child.lock().unwrap_or_else(|e| e.into_inner());
-        child.failed.clone().unwrap_or_default()
+        child.failed.clone().unwrap_or_else(|| child.waiting.clone())
     }
 
     fn failure(&self) -> Option<String> {
@@ -1084,6 +1303,94 @@ impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
         );
         child.give_up(why);
     }
+}
+
+/// The longest statement of what a program waits for that is kept whole.
+const MAX_WAITING: usize = 200;
+/// How many malformed statements of a program are noted on stderr.
+const NOTED: u32 = 3;
+
+impl Program {
+    /// Take the statements of what the program waits for out of its answer (they are
+    /// no outputs of the node interface) and keep the last good one:
+    /// `{"type":"waiting","for":"GRANT","from":[3]}` is "waiting for GRANT from w3",
+    /// as a Rust node's [`Node::waiting_for`] would put it; `{"type":"waiting"}` says
+    /// it waits for nothing. A malformed one is dropped with a note on stderr (the
+    /// first few), never a failure: it is a diagnosis, not the algorithm.
+    fn take_waiting(&mut self, mut got: Value) -> Value {
+        let Value::Array(items) = &mut got else { return got };
+        let is_waiting = |v: &Value| v.get("type").and_then(Value::as_str) == Some("waiting");
+        if !items.iter().any(is_waiting) {
+            return got;
+        }
+        let mut statements = Vec::new();
+        items.retain(|v| {
+            if is_waiting(v) {
+                statements.push(v.clone());
+            }
+            !is_waiting(v)
+        });
+        for st in statements {
+            match waiting_text(&st, self.n) {
+                Ok(text) => self.waiting = text,
+                Err(why) => {
+                    self.dropped += 1;
+                    if self.dropped <= NOTED {
+                        let more =
+                            if self.dropped == NOTED { " (further ones are dropped unnoted)" } else { "" };
+                        eprintln!(
+                            "{}: external node `{}`: dropped the statement {}: {why}{more}",
+                            self.name,
+                            crate::text::clip_to(&self.command, QUOTE),
+                            quote(&st.to_string())
+                        );
+                    }
+                }
+            }
+        }
+        got
+    }
+}
+
+/// The diagnosis a statement `{"type":"waiting","for":WHAT,"from":[IDS]}` makes, or why
+/// it is malformed: `for` a string, `from` (optional) a list of node ids.
+fn waiting_text(st: &Value, n: u32) -> Result<String, String> {
+    let Some(obj) = st.as_object() else { return Err("not an object".into()) };
+    if let Some(key) = obj.keys().find(|k| !["type", "for", "from"].contains(&k.as_str())) {
+        return Err(format!("`{}` is not one of its fields (for, from)", crate::text::clip_to(key, 40)));
+    }
+    let what = match obj.get("for") {
+        None | Some(Value::Null) => {
+            return match obj.get("from") {
+                None => Ok(String::new()),
+                Some(_) => Err("`from` without `for`".into()),
+            }
+        }
+        Some(Value::String(w)) => w.trim(),
+        Some(_) => return Err("`for` must be a string".into()),
+    };
+    if what.is_empty() {
+        return Ok(String::new());
+    }
+    let mut text = format!("waiting for {}", crate::text::clip_to(what, MAX_WAITING));
+    if what.len() > MAX_WAITING {
+        text.push('…');
+    }
+    match obj.get("from") {
+        None => {}
+        Some(Value::Array(ids)) => {
+            let ids: Option<Vec<String>> = ids
+                .iter()
+                .map(|id| id.as_u64().filter(|&i| i < u64::from(n)).map(|i| format!("w{i}")))
+                .collect();
+            let Some(ids) = ids.filter(|ids| !ids.is_empty() && ids.len() <= n as usize) else {
+                return Err(format!("`from` must be a list of node ids, 0 to {}", n.saturating_sub(1)));
+            };
+            text += &format!(" from {}", ids.join(", "));
+        }
+        Some(_) => return Err(format!("`from` must be a list of node ids, 0 to {}", n.saturating_sub(1))),
+    }
+    Ok(text)
 }
 
 /// Put one output in the outbox. `Out` offers no way to push a ready-made output with
@@ -1135,6 +1442,50 @@ mod tests {
         let e = Ref::<Msg>::from_json(json!({"type": "REQUEST"})).unwrap_err();
         assert!(e.contains("missing field `ticket`"), "{e}");
         assert!(Ref::<Msg>::from_json(json!(["REQUEST"])).is_err());
+    }
+
+    #[test]
+    fn message_shapes_are_traced_from_the_enum() {
+        let shapes = message_shapes::<Msg>().unwrap();
+        let shown: Vec<String> = shapes.iter().map(MessageShape::shape).collect();
+        assert_eq!(shown, [r#"{"type":"REQUEST","ticket":u64}"#, r#"{"type":"REPLY"}"#]);
+        assert_eq!(shapes[0].example, json!({"type": "REQUEST", "ticket": 0}));
+        let lamport = message_shapes::<crate::algos::lamport::Msg>().unwrap();
+        assert!(lamport.iter().all(|s| s.fields[0].name == "stamp"), "{lamport:?}");
+        // Nested types, options and lists are spelled out.
+        let cb = message_shapes::<crate::algos::centralized_bully::Msg>().unwrap();
+        let state = cb.iter().find(|s| s.tag == "STATE").unwrap().shape();
+        assert!(state.contains(r#""term":{"epoch":u64,"id":u32}"#), "{state}");
+        assert!(state.contains(" | null"), "{state}");
+        assert!(message_shapes::<crate::algos::baseline::Msg>().unwrap().is_empty());
+        // A message type serde cannot trace says so rather than make up a shape.
+        assert!(message_shapes::<Json>().is_err());
+    }
+
+    #[test]
+    fn a_statement_of_what_a_program_waits_for_reads_as_a_rust_nodes() {
+        let ok = |v: Value| waiting_text(&v, 4).unwrap();
+        assert_eq!(ok(json!({"type": "waiting", "for": "GRANT", "from": [3]})), "waiting for GRANT from w3");
+        assert_eq!(
+            ok(json!({"type": "waiting", "for": "REPLY", "from": [1, 2]})),
+            "waiting for REPLY from w1, w2"
+        );
+        assert_eq!(ok(json!({"type": "waiting", "for": "the token"})), "waiting for the token");
+        assert_eq!(ok(json!({"type": "waiting"})), "");
+        assert_eq!(ok(json!({"type": "waiting", "for": ""})), "");
+        let long = ok(json!({"type": "waiting", "for": "x".repeat(100_000)}));
+        assert!(long.len() < 300, "cut: {}", long.len());
+        for bad in [
+            json!({"type": "waiting", "for": 3}),
+            json!({"type": "waiting", "for": "GRANT", "from": [4]}),
+            json!({"type": "waiting", "for": "GRANT", "from": 3}),
+            json!({"type": "waiting", "for": "GRANT", "from": [-1]}),
+            json!({"type": "waiting", "for": "GRANT", "from": []}),
+            json!({"type": "waiting", "from": [1]}),
+            json!({"type": "waiting", "for": "GRANT", "who": [1]}),
+        ] {
+            assert!(waiting_text(&bad, 4).is_err(), "{bad}");
+        }
     }
 
     #[test]

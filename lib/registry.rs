@@ -20,7 +20,7 @@ use crate::algorithm::{Node, ServiceKind};
 use crate::algos::*;
 use crate::check::{CheckOpts, CheckReport, Invariant, Progress};
 use crate::control::WorkerSettings;
-use crate::external::{External, Ref};
+use crate::external::{External, MessageShape, Ref};
 use crate::runtime::{self, NodeRun, RunService};
 use crate::sim::{SimService, World};
 
@@ -62,6 +62,9 @@ pub struct AlgoInfo {
     /// Runs the node type in the simulator: `n` nodes, a seed, entries per node (set by
     /// [`AlgoInfo::runs`]).
     pub simulate: fn(u32, u64, u32) -> Result<crate::sim::SimReport, crate::sim::SimError>,
+    /// Runs the node type in the simulator with the settings of `mutexlab sim` (set by
+    /// [`AlgoInfo::runs`]: [`crate::sim::simulate_with`]).
+    pub sim: fn(&crate::sim::SimOpts) -> Result<crate::sim::SimReport, crate::sim::SimError>,
     /// Checks the node type over every interleaving (`mutexlab check`; set by
     /// [`AlgoInfo::runs`]): [`crate::check::check`] for it and its service. An entry
     /// with invariants of its own sets it to [`crate::check::check_with`] and them
@@ -75,6 +78,11 @@ pub struct AlgoInfo {
     /// algorithm whose timers can fire without end (a heartbeat, a retry, a timeout
     /// that starts a new round): with none its search never ends.
     pub timer_fires: Option<u32>,
+    /// The JSON shape of each of its messages as a program among its workers speaks
+    /// them (set by [`AlgoInfo::runs`], traced from the message type's serde derive:
+    /// [`crate::external::message_shapes`]); `mutexlab algorithms --messages` prints
+    /// them and `labs/PROTOCOL.md` holds them as a table ([`messages_markdown`]).
+    pub messages: fn() -> Result<Vec<MessageShape>, String>,
 }
 
 /// A bypass bound an algorithm promises, as data beside the notes' claim: while a
@@ -219,8 +227,10 @@ impl AlgoInfo {
             mixed: Some(runtime::run_node::<External<N::Service, Ref<N::Msg>>>),
             states: states_are_values::<N>,
             simulate: crate::sim::simulate::<N>,
+            sim: crate::sim::simulate_with::<N>,
             check: check_node::<N>,
             bypass: None,
+            messages: crate::external::message_shapes::<N::Msg>,
         }
     }
 }
@@ -562,6 +572,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
         theory: |s| {
             election_theory(bully_gm::messages_per_election(s.n), "6(M-1) (the highest starts) to (M-1)(M+6)")
         },
+        messages: crate::external::message_shapes_with::<bully_gm::Msg, (bully_gm::Status,)>,
         ..AlgoInfo::runs::<bully_gm::BullyGm>()
     },
     AlgoInfo {
@@ -591,6 +602,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
         theory: |s| {
             election_theory(hirschberg_sinclair::messages_per_election(s.n), "under 8M(⌈log₂M⌉+1)")
         },
+        messages: crate::external::message_shapes_with::<hirschberg_sinclair::Msg, (hirschberg_sinclair::Dir,)>,
         ..AlgoInfo::runs::<hirschberg_sinclair::HirschbergSinclair>()
     },
     AlgoInfo {
@@ -747,10 +759,59 @@ pub fn external(label: &str, service: ServiceKind) -> &'static AlgoInfo {
         summary: "a node in another program, over JSON lines (labs/PROTOCOL.md)",
         theory: like.map_or(|_| None, |a| a.theory),
         mixed: None,
+        // Its messages are whatever the program makes them: any object with a `type`.
+        messages: || Ok(Vec::new()),
         ..base
     };
     // One per run or worker: leaking keeps the `&'static` every registry entry has.
     Box::leak(Box::new(info))
+}
+
+/// The marker lines around the generated table in `labs/PROTOCOL.md`.
+pub const DOC_BEGIN: &str =
+    "<!-- messages: generated from the code by `make protocol-doc`; edit the message types, not this table -->";
+/// The line after the generated table.
+pub const DOC_END: &str = "<!-- end of messages -->";
+
+/// Every message of `algos` as one Markdown table (algorithm, `type`, shape), the one
+/// `labs/PROTOCOL.md` holds between [`DOC_BEGIN`] and [`DOC_END`]. Algorithms that send
+/// nothing are left out.
+pub fn messages_markdown<'a>(algos: impl IntoIterator<Item = &'a AlgoInfo>) -> Result<String, String> {
+    let mut t = String::from("| algorithm | message | as JSON |\n| --- | --- | --- |\n");
+    for a in algos {
+        let shapes = (a.messages)().map_err(|e| format!("{}: {e}", a.name))?;
+        for (i, m) in shapes.iter().enumerate() {
+            let name = if i == 0 { format!("`{}`", a.name) } else { String::new() };
+            // A `|` inside a cell, even in code, ends the cell unless escaped.
+            let shape = m.shape().replace('|', "\\|");
+            t.push_str(&format!("| {name} | {} | `{shape}` |\n", m.tag));
+        }
+    }
+    Ok(t)
+}
+
+/// `doc` with the text between its [`DOC_BEGIN`] and [`DOC_END`] lines replaced by
+/// `table`; `Err` if the markers are missing.
+pub fn splice_messages(doc: &str, table: &str) -> Result<String, String> {
+    let begin = doc.find(DOC_BEGIN).ok_or("the line DOC_BEGIN is missing")?;
+    let from = begin + DOC_BEGIN.len();
+    let end = doc[from..].find(DOC_END).ok_or("the line DOC_END is missing after DOC_BEGIN")? + from;
+    Ok(format!("{}\n{table}{}", &doc[..from], &doc[end..]))
+}
+
+/// Whether `doc`'s table of messages is `table`: `Err` names the first line that
+/// differs, as the doc has it and as the code does.
+pub fn doc_messages_agree(doc: &str, table: &str) -> Result<(), String> {
+    let want = splice_messages(doc, table)?;
+    match doc.lines().zip(want.lines()).enumerate().find(|(_, (a, b))| a != b) {
+        Some((i, (has, code))) => {
+            Err(format!("line {}: the doc has\n  {has}\nwhere the code gives\n  {code}", i + 1))
+        }
+        None if doc.lines().count() != want.lines().count() => {
+            Err("the doc's table of messages has a different number of lines than the code's".into())
+        }
+        None => Ok(()),
+    }
 }
 
 /// What a worker with these settings runs: the algorithm they name, or a program of
@@ -972,6 +1033,32 @@ mod tests {
             assert_eq!(report.entries, 6, "{}", a.name);
         }
         assert!(info("nonsense").is_none());
+    }
+
+    #[test]
+    fn protocol_doc_lists_every_message_as_the_code_has_it() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("labs/PROTOCOL.md");
+        let doc = std::fs::read_to_string(&path).unwrap();
+        let table = messages_markdown(BUILTIN).unwrap();
+        // `make protocol-doc` writes the table afresh.
+        if std::env::var_os("UPDATE_PROTOCOL_DOC").is_some() {
+            std::fs::write(&path, splice_messages(&doc, &table).unwrap()).unwrap();
+            return;
+        }
+        if let Err(e) = doc_messages_agree(&doc, &table) {
+            panic!("labs/PROTOCOL.md disagrees with the code: {e}\n(run `make protocol-doc`)");
+        }
+        for a in BUILTIN.iter().filter(|a| a.mixed.is_some()) {
+            assert!(table.contains(&format!("| `{}` |", a.name)), "{} is missing", a.name);
+        }
+        // Negative control: the Lamport worker's `ts` for the built-in's `stamp`.
+        let wrong = doc.replacen(r#"{"type":"REQUEST","stamp":u64}"#, r#"{"type":"REQUEST","ts":u64}"#, 1);
+        assert_ne!(wrong, doc, "lamport's REQUEST is in the doc");
+        let e = doc_messages_agree(&wrong, &table).unwrap_err();
+        assert!(e.contains(r#""ts":u64"#) && e.contains(r#""stamp":u64"#), "{e}");
+        let short = doc.replacen("| `lamport` |", "| `lamport-x` |", 1);
+        assert!(doc_messages_agree(&short, &table).is_err());
+        assert!(doc_messages_agree("no table here", &table).is_err());
     }
 
     #[test]

@@ -333,6 +333,38 @@ fn algorithms_are_listed() {
 }
 
 #[test]
+fn the_messages_of_an_algorithm_are_printed_as_a_program_speaks_them() {
+    let out = run(&["algorithms", "--messages", "lamport"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let s = stdout(&out);
+    assert_eq!(s.lines().next(), Some("lamport:"), "{s}");
+    assert!(s.contains(r#"  REQUEST  {"type":"REQUEST","stamp":u64}"#), "{s}");
+    assert_eq!(s.lines().count(), 4, "a heading and three messages: {s}");
+
+    // --json: the fields and an example the worker reads back.
+    let j = json(&run(&["algorithms", "--messages", "ricart-agrawala", "--json"]));
+    let a = &j["algorithms"][0];
+    assert_eq!(a["name"], "ricart-agrawala");
+    assert_eq!(a["messages"][0]["type"], "REQUEST");
+    assert_eq!(a["messages"][0]["fields"][0], serde_json::json!({"name": "ticket", "type": "u64"}));
+    assert_eq!(a["messages"][0]["example"], serde_json::json!({"type": "REQUEST", "ticket": 0}));
+    assert_eq!(a["messages"][1]["example"], serde_json::json!({"type": "REPLY"}));
+
+    // Every algorithm; the baselines say they send nothing.
+    let s = stdout(&run(&["algorithms", "--messages"]));
+    for a in mutexlab::registry::BUILTIN {
+        assert!(s.lines().any(|l| l.starts_with(&format!("{}:", a.name))), "{} missing: {s}", a.name);
+    }
+    assert!(s.contains("none: sends no messages"), "{s}");
+
+    // A name that is not one: one line, a usage error.
+    let out = run(&["algorithms", "--messages", "lamprot"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("did you mean \"lamport\""), "{}", stderr(&out));
+}
+
+#[test]
 fn sigint_stops_every_worker_and_removes_sockets() {
     let bg = Background::start(&["-n", "4", "--duration", "120", "--cs-ms", "0.5", "--think-ms", "1"]);
     bg.wait_for_exits(5);

@@ -432,6 +432,57 @@ fn a_program_that_cannot_start_says_so_with_its_last_words() {
     assert!(!e.contains("failed to start") && e.contains("its stderr ended `bye`"), "{e}");
 }
 
+/// Asks w1 for the section and never enters, saying what it waits for: first a
+/// malformed statement (dropped with a note), then a good one.
+fn waits_for_a_grant() -> Script {
+    node(
+        "json.dumps([{'type': 'waiting', 'for': 7}, {'type': 'waiting', 'for': 'GRANT', 'from': [1]}] \
+         if line.get('call') == 'want' and me == 0 else [])",
+    )
+}
+
+#[test]
+fn the_simulator_names_what_a_program_says_it_waits_for() {
+    let waiting = waits_for_a_grant();
+    let program = Spawn { command: waiting.command(), timeout: external::DEFAULT_TIMEOUT };
+    let run = Sim::<External<Mutex>>::with_config(2, 1, |c| c.program = Some(program.clone())).run(1);
+    let e = run.expect_err("w0 never enters").to_string();
+    assert!(e.contains("w0 (waiting for GRANT from w1)"), "{e}");
+    drop(e);
+    waiting.assert_gone();
+}
+
+#[test]
+fn a_stalled_program_is_diagnosed_with_what_it_says_it_waits_for() {
+    let waiting = waits_for_a_grant();
+    let cmd = waiting.command();
+    let (out, _) = run_faulty(&[
+        "--worker-cmd",
+        &cmd,
+        "-n",
+        "2",
+        "-k",
+        "1",
+        "--stall-ms",
+        "1000",
+        "--worker-timeout-ms",
+        "2000",
+    ]);
+    waiting.assert_gone();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.lines().any(|l| l.contains("w0: waiting for") && l.contains("; waiting for GRANT from w1")),
+        "{err}"
+    );
+    // The malformed statement was dropped with a note, and nothing broke.
+    assert!(
+        err.contains("dropped the statement `{\"for\":7,\"type\":\"waiting\"}`: `for` must be a string"),
+        "{err}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+}
+
 /// Processes a test's programs started, by the pids they wrote to a file: whatever is
 /// still alive when the guard goes (the test failed) is killed.
 struct Strays {

@@ -46,4 +46,15 @@ fn the_custom_command_line_lists_it_beside_the_built_in_ones() {
     let out = run(&["run", "--algo", "central-zero"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("unknown algorithm \"central-zero\""), "{}", stderr(&out));
+    // Its messages are traced from its own type, as the built-in ones are.
+    let out = custom().args(["algorithms", "--messages", "central-zero"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("central-zero:\n  "), "{}", stdout(&out));
+    // It runs in the simulator by name, and a replay line names its own binary.
+    let out = custom().args(["sim", "--algo", "central-zero", "--seeds", "0..3"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(
+        stdout(&out),
+        "custom_algorithm sim --algo central-zero -n 3 -k 1: seeds 0..=2: 3 passed, 0 failed\n"
+    );
 }

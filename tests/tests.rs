@@ -27,6 +27,7 @@ mod registry;
 mod replay;
 mod rundir;
 mod runtime;
+mod sim_cmd;
 mod store;
 mod token;
 mod token_ring_ft;

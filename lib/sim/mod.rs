@@ -592,6 +592,38 @@ where
     Sim::<N>::new(n, seed).stale_timers(true).run(entries)
 }
 
+/// The settings of one seeded run by name (`mutexlab sim`; [`simulate_with`]).
+#[derive(Clone, Debug, Default)]
+pub struct SimOpts {
+    /// Number of nodes.
+    pub n: u32,
+    /// The seed.
+    pub seed: u64,
+    /// Entries per node (elections: elections per node).
+    pub entries: u32,
+    /// Messages on a channel may overtake each other ([`Sim::non_fifo`]).
+    pub non_fifo: bool,
+    /// Up to this many crashes of any node, each followed by a restart ([`Sim::crashes`]).
+    pub crashes: u32,
+    /// The program external nodes run (`--worker-cmd`), in each node's [`Config`].
+    pub program: Option<crate::algorithm::Spawn>,
+}
+
+/// Run `N` with `opts`, stale timers on (as [`simulate`]): what the registry runs for
+/// `mutexlab sim`.
+pub fn simulate_with<N: Node>(opts: &SimOpts) -> Result<SimReport, SimError>
+where
+    N::Service: SimService,
+{
+    let mut sim = Sim::<N>::with_config(opts.n, opts.seed, |c| c.program = opts.program.clone())
+        .stale_timers(true)
+        .crashes(opts.crashes, |_| true);
+    if opts.non_fifo {
+        sim = sim.non_fifo();
+    }
+    sim.run(opts.entries)
+}
+
 /// Run `A` over `seeds` with every size in `sizes`, `entries` entries per node, and
 /// hand each report to `check`; panic with the replayable error of the first failure.
 /// A helper for the randomized tests.

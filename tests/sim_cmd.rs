@@ -1,0 +1,124 @@
+//! `mutexlab sim`: the seeded simulator over a range of seeds from the command line,
+//! for a built-in algorithm and a program (`--worker-cmd`); each failing seed gives a
+//! replay command with every setting, which fails again as it did.
+
+use std::path::Path;
+
+use crate::common::*;
+
+/// Run a replay line (`mutexlab sim …`) as a shell would, with this build's binary.
+fn replay(line: &str) -> std::process::Output {
+    let rest = line.trim().strip_prefix("mutexlab ").expect("the stock binary names itself");
+    let bin = assert_cmd::cargo::cargo_bin("mutexlab");
+    assert_cmd::Command::new("sh")
+        .arg("-c")
+        .arg(format!("'{}' {rest}", bin.display()))
+        .timeout(PATIENCE)
+        .output()
+        .expect("sh runs")
+}
+
+#[test]
+fn a_failing_seed_prints_a_replay_with_every_setting_that_fails_again() {
+    let out = run(&["sim", "--algo", "lamport", "-n", "3", "--seeds", "0..20", "--non-fifo"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "Lamport needs FIFO channels: {text}{}", stderr(&out));
+    let first = text.lines().next().unwrap();
+    assert!(first.starts_with("seed ") && first.contains("mutual exclusion violated"), "{text}");
+    let line = text.lines().nth(1).unwrap().trim().strip_prefix("replay: ").expect("a replay line");
+    assert!(line.contains("--non-fifo"), "{line}");
+    let summary = text.lines().last().unwrap();
+    assert!(
+        summary.starts_with("mutexlab sim --algo lamport -n 3 -k 1 --non-fifo: seeds 0..=19:"),
+        "{summary}"
+    );
+    assert!(summary.ends_with(" failed") && !summary.ends_with(" 0 failed"), "{summary}");
+
+    // The replay fails the same way; without its setting, the same seed passes.
+    let again = replay(line);
+    assert_eq!(again.status.code(), Some(1), "{}", stderr(&again));
+    assert_eq!(stdout(&again).lines().next(), Some(first));
+    let fifo = replay(&line.replace(" --non-fifo", ""));
+    assert_eq!(fifo.status.code(), Some(0), "with FIFO channels Lamport is safe: {}", stdout(&fifo));
+
+    let j = json(&run(&["sim", "--algo", "lamport", "--seeds", "0..20", "--non-fifo", "--json"]));
+    assert_eq!(j["passed"].as_u64().unwrap() + j["failed"].as_u64().unwrap(), 20, "{j}");
+    assert_eq!(j["failures"][0]["replay"], line, "{j}");
+    assert_eq!(j["non_fifo"], true);
+}
+
+#[test]
+fn clean_seeds_exit_0_and_bad_settings_are_one_line_usage_errors() {
+    let out = run(&[
+        "sim",
+        "--algo",
+        "ricart-agrawala",
+        "-n",
+        "3",
+        "-k",
+        "2",
+        "--seeds",
+        "0..10",
+        "--crashes",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(
+        stdout(&out),
+        "mutexlab sim --algo ricart-agrawala -n 3 -k 2 --crashes 1: seeds 0..=9: 10 passed, 0 failed\n"
+    );
+    let out = run(&["sim", "--algo", "bully", "-n", "4", "--seeds", "3"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    for bad in [
+        vec!["sim", "--algo", "lamport", "--seeds", "5..3"],
+        vec!["sim", "--algo", "lamport", "--seeds", "x"],
+        vec!["sim", "--algo", "lamprot"],
+        vec!["sim", "--algo", "flock"],
+        vec!["sim"],
+        vec!["sim", "--algo", "lamport", "-n", "0"],
+    ] {
+        let out = run(&bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", stderr(&out));
+        assert_eq!(stderr(&out).lines().count(), 1, "{bad:?}: {}", stderr(&out));
+    }
+}
+
+#[test]
+fn a_program_runs_in_the_simulator_and_its_replay_names_the_command() {
+    if std::process::Command::new("python3").arg("-c").arg("").status().is_err() {
+        eprintln!("skipped: python3 is not installed");
+        return;
+    }
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("labs/examples/ricart_agrawala.py");
+    let cmd = format!("python3 {}", example.display());
+    let out = run(&["sim", "--worker-cmd", &cmd, "--algo", "ricart-agrawala", "--seeds", "0..3", "-k", "2"]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert!(stdout(&out).ends_with("seeds 0..=2: 3 passed, 0 failed\n"), "{}", stdout(&out));
+
+    // A program that lets everyone in at once: each seed fails, and its replay line
+    // carries the command, quoted for the shell.
+    let dir = tempfile::tempdir().unwrap();
+    let greedy = dir.path().join("greedy node.py");
+    std::fs::write(
+        &greedy,
+        "import json, sys\n\
+         for text in sys.stdin:\n\
+         \x20   line = json.loads(text)\n\
+         \x20   if line['type'] == 'init':\n\
+         \x20       print(json.dumps({'type': 'init_ok'}), flush=True)\n\
+         \x20   elif line.get('call') == 'want':\n\
+         \x20       print(json.dumps([{'type': 'enter'}]), flush=True)\n\
+         \x20   else:\n\
+         \x20       print('[]', flush=True)\n",
+    )
+    .unwrap();
+    let cmd = format!("python3 '{}'", greedy.display());
+    let out = run(&["sim", "--worker-cmd", &cmd, "--seeds", "0..2"]);
+    assert_eq!(out.status.code(), Some(1), "{}{}", stdout(&out), stderr(&out));
+    let text = stdout(&out);
+    let line = text.lines().nth(1).unwrap().trim().strip_prefix("replay: ").unwrap();
+    assert!(line.contains("--worker-cmd"), "{line}");
+    let again = replay(line);
+    assert_eq!(again.status.code(), Some(1), "the replay fails again: {}", stderr(&again));
+    assert_eq!(stdout(&again).lines().next(), text.lines().next());
+}
