@@ -89,7 +89,14 @@ impl Ring {
     pub fn create(path: &Path, cap: u64) -> io::Result<Ring> {
         assert!((2..=MAX_RING_BYTES).contains(&cap), "a ring of {cap} bytes");
         let file = OpenOptions::new().read(true).write(true).create_new(true).open(path)?;
-        file.set_len(HEADER_BYTES + cap)?;
+        // Blocks allocated now, not on first touch: a page the file system cannot give a
+        // mapping later is a SIGBUS (a full disk), where this is an error to handle.
+        let len = i64::try_from(HEADER_BYTES + cap).map_err(io::Error::other)?;
+        if let Err(e) = nix::fcntl::posix_fallocate(&file, 0, len) {
+            drop(file);
+            let _ = std::fs::remove_file(path);
+            return Err(e.into());
+        }
         // SAFETY: the file is new and this life's alone (its name has the life in it);
         // the supervisor reads it only once this life is over or frozen, and a reader
         // that comes early reads positions before the bytes they cover (see `read`).

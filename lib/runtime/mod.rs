@@ -449,11 +449,18 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 |e| anyhow::anyhow!("cannot open {}: {e}", run_dir.join(trace::file_name(opts.id)).display()),
             )?
         } else if opts.flight {
-            let ring = trace::Writer::ring(&run_dir, opts.id, opts.incarnation, crate::flight::RING_BYTES);
-            ring.map_err(|e| {
-                let path = run_dir.join(crate::flight::ring_name(opts.id, opts.incarnation));
-                anyhow::anyhow!("cannot make {}: {e}", path.display())
-            })?
+            // The recorder is a help, not the run: without room for it this life runs
+            // unrecorded and says so, and the run goes on to meet its real trouble.
+            trace::Writer::ring(&run_dir, opts.id, opts.incarnation, crate::flight::RING_BYTES)
+                .unwrap_or_else(|e| {
+                    let path = run_dir.join(crate::flight::ring_name(opts.id, opts.incarnation));
+                    eprintln!(
+                        "mutexlab worker w{}: no flight recorder: cannot make {}: {e}",
+                        opts.id,
+                        path.display()
+                    );
+                    trace::Writer::off()
+                })
         } else {
             trace::Writer::off()
         };
