@@ -28,6 +28,7 @@ pub mod external;
 pub mod faults;
 pub mod files;
 pub mod grade;
+pub mod handoff;
 pub mod host;
 pub mod html;
 pub mod lab;
