@@ -43,6 +43,14 @@ fn compare_measures_centralized_and_token_ring_and_reports_them_as_json() {
 
     let central = &rows[0];
     assert_eq!(central["messages_per_entry"]["light"].as_f64(), Some(3.0), "{central}");
+    // Handoffs in message hops, from the saturated run's trace: RELEASE then GRANT for
+    // the coordinator's clients, the TOKEN's one pass for the ring.
+    assert_eq!(central["sync_hops"]["median"].as_f64(), Some(2.0), "{central}");
+    assert_eq!(central["sync_hops"]["notes"], "2: RELEASE, GRANT");
+    assert!(central["sync_hops"]["in_message_times"].as_f64().unwrap() > 0.0, "{central}");
+    let u = &central["sync_hops"]["utilisation"];
+    assert!(u["measured"].as_f64().unwrap() > 0.0 && u["predicted"].as_f64().unwrap() < 1.0, "{u}");
+    assert_eq!(rows[1]["sync_hops"]["median"].as_f64(), Some(1.0), "{}", rows[1]);
     // The notes' own problem: with its coordinator dead, nobody is served again.
     let coord = &central["problems"]["runs"][2];
     assert_eq!(coord["outcome"], "stalls", "{coord}");
