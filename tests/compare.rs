@@ -154,4 +154,16 @@ fn bench_json_is_one_object_with_t_and_a_row_per_mutex_run() {
         assert!(r["entries"].as_u64().unwrap() > 0, "{r}");
     }
     assert!(!sat.iter().any(|r| r["algorithm"] == "bully"), "{j}");
+    // C, and each row's k and share of 1/(C+kT): hops counted on a traced run.
+    assert!(j["resource_cost_us"].as_f64().unwrap() > 0.0, "{j}");
+    let row = |algo: &str, n: u32| sat.iter().find(|r| r["algorithm"] == algo && r["workers"] == n).unwrap();
+    let central = row("centralized", 8);
+    assert_eq!(central["k_from"], "trace", "{central}");
+    let k = central["k"].as_f64().unwrap();
+    // The coordinator's own entries hand over in one message, its clients' in two.
+    assert!((1.0..=2.0).contains(&k) && k > 1.5, "{central}");
+    assert!(central["limit_cs_per_s"].as_f64().unwrap() > 0.0, "{central}");
+    assert_eq!(row("token-ring", 8)["k"].as_f64(), Some(1.0), "{j}");
+    // flock sends nothing: k is 0, its limit 1/C.
+    assert_eq!(row("flock", 2)["k"].as_f64(), Some(0.0), "{j}");
 }
