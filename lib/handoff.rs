@@ -117,7 +117,7 @@ impl Handoffs {
     /// when some had none, `no handoff` or `no causal path (90)`.
     pub fn words(&self) -> String {
         let mut s = match (self.median(), self.range()) {
-            (Some(m), Some((lo, hi))) if lo == hi => format!("{}", fmt_hops(m)),
+            (Some(m), Some((lo, hi))) if lo == hi => fmt_hops(m),
             (Some(m), Some((lo, hi))) => format!("{} ({lo}-{hi})", fmt_hops(m)),
             _ if self.handoffs == 0 => return "no handoff".into(),
             _ => return format!("no causal path ({})", self.handoffs),
