@@ -146,7 +146,7 @@ fn hops(exe: &Path, algo: &str, n: u32, entries: u64) -> (Option<f64>, &'static 
         supervisor::run(&o).ok()?;
         let h = handoff::analyse(&dir, None).ok()?;
         // No message at all (flock): nothing sequential but the resource.
-        h.mean().or((h.messages_timed == 0 && h.handoffs > 0).then_some(0.0))
+        h.mean().or((h.messages_timed == 0).then_some(0.0))
     })();
     if let Some(k) = measured {
         return (Some(k), "trace");
