@@ -7,6 +7,14 @@
 //! coordinator needs at least two messages in a row (RELEASE, then GRANT). Everything is
 //! measured in the same run, so the ratios compare like with like.
 //!
+//! That ideal ignores the resource: `flock`, with no message at all, reaches half of it.
+//! So the bench also measures C, the resource's own cost per entry (`none` with one
+//! worker, no think time: 1/C is its throughput), and gives each algorithm's throughput
+//! as a share of the limit 1/(C + kT), k the sequential messages per handoff: the mean
+//! hops of a short traced run of the same algorithm and N ([`crate::handoff`]; the
+//! throughput run itself is not traced, which would slow it), or the number the notes
+//! claim where the trace gives none (`k_from` says which).
+//!
 //! By default the whole benchmark (ping-pong, supervisors, workers) runs on one CPU. On a
 //! virtual machine a message that wakes a process on an idle second CPU costs 5 to 25 µs
 //! depending on how deeply that CPU slept, so unpinned figures swing by a factor of three
@@ -15,6 +23,7 @@
 
 use std::path::Path;
 
+use crate::handoff;
 use crate::supervisor::probe::ping_pong;
 use crate::supervisor::{self, RunOpts};
 
@@ -77,6 +86,8 @@ pub struct BenchReport {
     pub round_trips: u32,
     /// The message-bound ideal 1/(2T), in CS/s.
     pub ideal_cs_per_s: f64,
+    /// C: the resource's own cost per entry (one worker of `none`, no think time), in µs.
+    pub resource_cost_us: f64,
     /// Empty sections, no think time.
     pub saturation: Vec<BenchRow>,
     /// Empty sections, mean think time `light_think_ms`.
@@ -109,6 +120,46 @@ pub struct BenchRow {
     pub jain: f64,
     /// Throughput over the ideal 1/(2T), in percent.
     pub vs_ideal_percent: f64,
+    /// k: sequential messages per handoff; `null` if neither a trace nor a claim gave one.
+    pub k: Option<f64>,
+    /// Where k comes from: `trace` (the mean hops of a traced run), `claim` (the notes'
+    /// number), or `none`.
+    pub k_from: &'static str,
+    /// The limit 1/(C + kT), in CS/s; 0 without k.
+    pub limit_cs_per_s: f64,
+    /// Throughput over that limit, in percent; 0 without k.
+    pub vs_limit_percent: f64,
+}
+
+/// k for `algo` with `n` workers, and where it came from: the mean hops of a short
+/// traced saturated run, else the leading number of the notes' claim.
+fn hops(exe: &Path, algo: &str, n: u32, entries: u64) -> (Option<f64>, &'static str) {
+    let measured = (|| {
+        let tmp = tempfile::tempdir().ok()?;
+        let dir = tmp.path().join("run");
+        let o = RunOpts {
+            trace: true,
+            keep: true,
+            run_dir: Some(dir.clone()),
+            ..opts(exe, algo, n, entries, 0.0)
+        };
+        supervisor::run(&o).ok()?;
+        let h = handoff::analyse(&dir, None).ok()?;
+        // No message at all (flock): nothing sequential but the resource.
+        h.mean().or((h.messages_timed == 0).then_some(0.0))
+    })();
+    if let Some(k) = measured {
+        return (Some(k), "trace");
+    }
+    let claimed = crate::registry::info(algo).and_then(|a| a.claim.as_ref()).and_then(|c| {
+        let said = (c.sync)(n);
+        let digits: String = said.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse::<f64>().ok()
+    });
+    match claimed {
+        Some(k) => (Some(k), "claim"),
+        None => (None, "none"),
+    }
 }
 
 impl BenchRow {
@@ -117,7 +168,9 @@ impl BenchRow {
         n: u32,
         run: &Result<(supervisor::Report, supervisor::MutexPart), supervisor::RunError>,
         ideal: f64,
+        limit: Option<(f64, &'static str, f64)>,
     ) -> BenchRow {
+        let (k, k_from, lim) = limit.map_or((None, "none", 0.0), |(k, from, l)| (Some(k), from, l));
         match run {
             Ok((r, m)) => BenchRow {
                 algorithm: algo.into(),
@@ -130,6 +183,10 @@ impl BenchRow {
                 theory: m.theory.clone(),
                 jain: m.jain,
                 vs_ideal_percent: 100.0 * m.throughput_per_s / ideal,
+                k,
+                k_from,
+                limit_cs_per_s: lim,
+                vs_limit_percent: if lim > 0.0 { 100.0 * m.throughput_per_s / lim } else { 0.0 },
             },
             Err(e) => BenchRow {
                 algorithm: algo.into(),
@@ -142,6 +199,10 @@ impl BenchRow {
                 theory: None,
                 jain: 0.0,
                 vs_ideal_percent: 0.0,
+                k,
+                k_from,
+                limit_cs_per_s: lim,
+                vs_limit_percent: 0.0,
             },
         }
     }
@@ -167,14 +228,25 @@ pub fn run(exe: &Path, quick: bool, all_cpus: bool, json: bool) -> anyhow::Resul
         "one-way message time T = {:.2} µs ({rounds} round trips between two processes)",
         t.as_secs_f64() * 1e6
     ));
-    say(format!("message-bound ideal 1/(2T) = {ideal:.0} CS/s\n"));
-    say("Saturation: empty sections, no think time.".into());
-    say(format!(
-        "{:<20} {:>4} {:>8} {:>9} {:>10} {:>11} {:>6} {:>10}",
-        "algorithm", "N", "entries", "CS/s", "msgs/entry", "theory", "Jain", "vs 1/(2T)"
-    ));
+    say(format!("message-bound ideal 1/(2T) = {ideal:.0} CS/s"));
     let sizes: &[u32] = if quick { &[2, 8] } else { &[2, 8, 32] };
     let total: u64 = if quick { 400 } else { 4_000 };
+    // C: the resource alone, one worker, nothing to wait for.
+    let alone = mutex_run(&opts(exe, "none", 1, total, 0.0))
+        .map_err(|e| anyhow::anyhow!("measuring the resource's cost C (none, -n 1): {e}"))?;
+    let c_s = if alone.1.throughput_per_s > 0.0 { 1.0 / alone.1.throughput_per_s } else { 0.0 };
+    let t_s = t.as_secs_f64();
+    say(format!(
+        "resource cost per entry C = {:.2} µs (one worker of `none`, {} entries); limit 1/(C+kT), \
+         k = sequential messages per handoff (from a traced run, or the notes' claim)\n",
+        c_s * 1e6,
+        alone.1.entries.total
+    ));
+    say("Saturation: empty sections, no think time.".into());
+    say(format!(
+        "{:<20} {:>4} {:>8} {:>9} {:>10} {:>11} {:>6} {:>10} {:>10} {:>12}",
+        "algorithm", "N", "entries", "CS/s", "msgs/entry", "theory", "Jain", "vs 1/(2T)", "k", "vs 1/(C+kT)"
+    ));
     let mut saturation = Vec::new();
     // Elections have no critical section to saturate; `none` is not a lock.
     for info in crate::registry::registry()
@@ -183,9 +255,19 @@ pub fn run(exe: &Path, quick: bool, all_cpus: bool, json: bool) -> anyhow::Resul
     {
         for &n in sizes {
             let run = mutex_run(&opts(exe, info.name, n, (total / u64::from(n)).max(1), 0.0));
+            // A quarter as many entries traced are enough to count hops.
+            let (k, k_from) = hops(exe, info.name, n, (total / 4 / u64::from(n)).max(5));
+            let limit = k.map(|k| (k, k_from, 1.0 / (c_s + k * t_s)));
+            let k_cell = match k {
+                Some(k) if k_from == "claim" => format!("{k:.0} (claim)"),
+                Some(k) => format!("{k:.2}"),
+                None => "-".into(),
+            };
+            let share =
+                |tp: f64| limit.map_or("-".to_string(), |(_, _, l)| format!("{:.1}%", 100.0 * tp / l));
             say(match &run {
                 Ok((r, m)) => format!(
-                    "{:<20} {:>4} {:>8} {:>9.0} {:>10.2} {:>11} {:>6.3} {:>9.1}%{}",
+                    "{:<20} {:>4} {:>8} {:>9.0} {:>10.2} {:>11} {:>6.3} {:>9.1}% {:>10} {:>12}{}",
                     info.name,
                     n,
                     m.entries.total,
@@ -194,11 +276,13 @@ pub fn run(exe: &Path, quick: bool, all_cpus: bool, json: bool) -> anyhow::Resul
                     theory(r),
                     m.jain,
                     100.0 * m.throughput_per_s / ideal,
+                    k_cell,
+                    share(m.throughput_per_s),
                     if r.ok { "" } else { "  (run not clean)" }
                 ),
                 Err(e) => format!("{:<20} {:>4} failed: {e}", info.name, n),
             });
-            saturation.push(BenchRow::of(info.name, n, &run, ideal));
+            saturation.push(BenchRow::of(info.name, n, &run, ideal, limit));
         }
     }
     // Under saturation every worker always wants in, so Roucairol-Carvalho can keep no
@@ -222,7 +306,7 @@ pub fn run(exe: &Path, quick: bool, all_cpus: bool, json: bool) -> anyhow::Resul
             ),
             Err(e) => format!("{algo:<20} {n:>4} failed: {e}"),
         });
-        light.push(BenchRow::of(algo, n, &run, ideal));
+        light.push(BenchRow::of(algo, n, &run, ideal, None));
     }
     Ok(BenchReport {
         schema: 1,
@@ -231,6 +315,7 @@ pub fn run(exe: &Path, quick: bool, all_cpus: bool, json: bool) -> anyhow::Resul
         message_time_us: t.as_secs_f64() * 1e6,
         round_trips: rounds,
         ideal_cs_per_s: ideal,
+        resource_cost_us: c_s * 1e6,
         saturation,
         light,
         light_think_ms: think,

@@ -9,6 +9,10 @@
 //!   median wait at light load, the notes' "delay before entry";
 //! - from the saturated run's `resource.log`, the synchronisation delay: from one
 //!   worker's EXIT to the next ENTER while someone was waiting ([`sync_delays`]);
+//! - from the saturated run's trace, the same handoffs in message hops (the messages
+//!   on the shortest causal chain from the leave to the enter, [`crate::handoff`]),
+//!   their wall-clock time in the run's own median message time, and the share of time
+//!   the resource was held against W/(W+kT) ([`SyncHops`]);
 //! - short fault runs, each judged `survives`, `stalls` or `unsafe` from the run's
 //!   verdict and audit: a crash of a worker outside the section, of the holder, of the
 //!   coordinator (the highest id), and lost messages (`--drop`).
@@ -174,6 +178,9 @@ pub struct Row {
     /// Median EXIT to next ENTER while someone waits, at saturation; `null` if nobody
     /// ever waited.
     pub sync_delay: Option<Delay>,
+    /// Handoffs at saturation in message hops, from the trace; `null` if the trace could
+    /// not be read (a note says why).
+    pub sync_hops: Option<SyncHops>,
     /// The fault runs, and what the notes say breaks it.
     pub problems: Problems,
     /// Both measurement runs were clean (no violation, no failure).
@@ -219,6 +226,43 @@ pub struct Delay {
     pub samples: usize,
     /// What the notes claim.
     pub notes: String,
+}
+
+/// The saturated run's handoffs counted in messages, from its trace
+/// ([`crate::handoff`]), and what the notes claim.
+#[derive(Clone, Debug, Serialize)]
+pub struct SyncHops {
+    /// Median messages on the shortest causal chain from a leave to the next enter,
+    /// over handoffs with a causal path; `null` if none had one.
+    pub median: Option<f64>,
+    /// Their mean: the sequential messages a handoff costs on average.
+    pub mean: Option<f64>,
+    /// Every handoff measured, by hops, and how many had no causal path.
+    pub handoffs: crate::handoff::Handoffs,
+    /// The median handoff (leave to enter, from the trace) over the run's own median
+    /// SEND→RECV time; `null` without a handoff or a message.
+    pub in_message_times: Option<f64>,
+    /// The run's median SEND→RECV time, in µs.
+    pub message_time_us: Option<f64>,
+    /// The resource's utilisation at saturation against W/(W+kT).
+    pub utilisation: Option<Utilisation>,
+    /// What the notes claim (the registry's `Claim::sync`).
+    pub notes: String,
+}
+
+/// The share of the saturated run's time the resource was held, against what k
+/// sequential messages per handoff allow: the notes' W/(W+2T) for the coordinator (W+3T
+/// per entry, the REQUEST overlapping the previous section).
+#[derive(Clone, Debug, Serialize)]
+pub struct Utilisation {
+    /// Sections' total length over the time from the first ENTER to the last EXIT.
+    pub measured: f64,
+    /// W/(W+kT): W the median section, k the median hops, T the run's median message time.
+    pub predicted: f64,
+    /// The median section W, in ms.
+    pub section_ms: f64,
+    /// The k used.
+    pub k: f64,
 }
 
 /// The fault runs and what the notes say breaks the algorithm.
@@ -541,7 +585,12 @@ fn measure(o: &CompareOpts, name: &str, t_ms: f64, tmp: &Path) -> Result<Row, Ru
     let light_dir = tmp.join(format!("{name}-light"));
     let light = supervisor::run(&run_opts(o, name, light_dir.clone(), o.entries, LIGHT))?;
     let sat_dir = tmp.join(format!("{name}-saturated"));
-    let sat = supervisor::run(&run_opts(o, name, sat_dir.clone(), o.entries, SATURATED))?;
+    // Traced, for the handoffs' hops: a few % of a saturated run's speed, which compare
+    // does not measure.
+    let sat = supervisor::run(&RunOpts {
+        trace: true,
+        ..run_opts(o, name, sat_dir.clone(), o.entries, SATURATED)
+    })?;
     let records = |dir: &Path| {
         read_records(&dir.join(RESOURCE_FILE))
             .map_err(|e| RunError::Failed(format!("{name}: cannot read {}: {e}", dir.display())))
@@ -556,7 +605,16 @@ fn measure(o: &CompareOpts, name: &str, t_ms: f64, tmp: &Path) -> Result<Row, Ru
     };
     let coordinator = free.then_some(n - 1);
     let entry = delay(entry_waits(records(&light_dir)?, coordinator), c.map(|c| c.entry));
-    let sync = delay(sync_delays(records(&sat_dir)?), c.map(|c| c.sync));
+    let sat_records = records(&sat_dir)?;
+    let sync = delay(sync_delays(sat_records.clone()), c.map(|c| c.sync));
+    let mut trace_note = None;
+    let sync_hops = match crate::handoff::analyse(&sat_dir, coordinator) {
+        Ok(h) => Some(sync_hops(h, sat_records, said(c.map(|c| c.sync)))),
+        Err(e) => {
+            trace_note = Some(format!("saturated run's trace: {e}"));
+            None
+        }
+    };
     let (light_pe, light_hb) = per_entry(&light, free);
     let (sat_pe, sat_hb) = per_entry(&sat, free);
     let mut runs = Vec::new();
@@ -577,13 +635,37 @@ fn measure(o: &CompareOpts, name: &str, t_ms: f64, tmp: &Path) -> Result<Row, Ru
         },
         entry_delay: entry,
         sync_delay: sync,
+        sync_hops,
         problems: Problems { notes: c.map_or("-", |c| c.problems), runs },
         clean: light.ok && sat.ok,
-        notes_on_runs: [unclean("light-load", &light), unclean("saturated", &sat)]
+        notes_on_runs: [unclean("light-load", &light), unclean("saturated", &sat), trace_note]
             .into_iter()
             .flatten()
             .collect(),
     })
+}
+
+/// The hops row from a saturated run's handoffs and resource records.
+fn sync_hops(h: crate::handoff::Handoffs, records: Vec<Record>, notes: String) -> SyncHops {
+    let (median, mean) = (h.median(), h.mean());
+    let utilisation = match (crate::handoff::utilisation(records), median, h.message_median_ns) {
+        (Some((measured, w)), Some(k), Some(t)) => Some(Utilisation {
+            measured,
+            predicted: crate::handoff::predicted_utilisation(w, k, t),
+            section_ms: w as f64 / 1e6,
+            k,
+        }),
+        _ => None,
+    };
+    SyncHops {
+        median,
+        mean,
+        in_message_times: h.delay_in_messages(),
+        message_time_us: h.message_median_ns.map(|ns| ns as f64 / 1e3),
+        handoffs: h,
+        utilisation,
+        notes,
+    }
 }
 
 /// Put `name` through one fault, retrying with the next seed until it hits as meant.
@@ -673,6 +755,30 @@ fn delay(d: Option<&Delay>) -> String {
     d.map_or_else(|| "no waits".to_string(), |d| format!("{:.3} ms = {}", d.ms, in_t(d.t)))
 }
 
+/// The hops cell: the median (and range), then the claim.
+fn hops(h: Option<&SyncHops>) -> String {
+    h.map_or_else(|| "no trace".to_string(), |h| format!("{} ({})", h.handoffs.words(), h.notes))
+}
+
+/// The handoff in the run's own message times: `2.27 × 21.3 µs`.
+fn in_run_t(h: Option<&SyncHops>) -> String {
+    match h.and_then(|h| Some((h.in_message_times?, h.message_time_us?))) {
+        Some((x, us)) => format!("{x:.2} × {us:.1} µs"),
+        None => "-".to_string(),
+    }
+}
+
+/// Utilisation against W/(W+kT): `0.946 (W/(W+2T) 0.959)`.
+fn used(h: Option<&SyncHops>) -> String {
+    match h.and_then(|h| h.utilisation.as_ref()) {
+        Some(u) => {
+            let k = if u.k.fract() == 0.0 { format!("{:.0}", u.k) } else { format!("{:.1}", u.k) };
+            format!("{:.3} (W/(W+{k}T) {:.3})", u.measured, u.predicted)
+        }
+        None => "-".to_string(),
+    }
+}
+
 /// A fault run's outcome, marked when the fault did not hit as meant.
 fn verdict(r: &FaultRun) -> String {
     let mark = if r.as_intended { "" } else { "?" };
@@ -680,7 +786,7 @@ fn verdict(r: &FaultRun) -> String {
 }
 
 /// The two tables' cells: messages and delays, then problems (the HTML page's too).
-pub(crate) fn cells(c: &Comparison) -> (Vec<[String; 7]>, Vec<[String; 6]>) {
+pub(crate) fn cells(c: &Comparison) -> (Vec<[String; 10]>, Vec<[String; 6]>) {
     let mut costs = Vec::new();
     let mut problems = Vec::new();
     for r in &c.algorithms {
@@ -698,6 +804,9 @@ pub(crate) fn cells(c: &Comparison) -> (Vec<[String; 7]>, Vec<[String; 6]>) {
                 delay(r.sync_delay.as_ref()),
                 r.sync_delay.as_ref().map_or("-", |d| d.notes.as_str())
             ),
+            hops(r.sync_hops.as_ref()),
+            in_run_t(r.sync_hops.as_ref()),
+            used(r.sync_hops.as_ref()),
         ]);
         let v = |i: usize| r.problems.runs.get(i).map_or("-".to_string(), verdict);
         problems.push([r.algorithm.clone(), v(0), v(1), v(2), v(3), r.problems.notes.to_string()]);
@@ -705,7 +814,7 @@ pub(crate) fn cells(c: &Comparison) -> (Vec<[String; 7]>, Vec<[String; 6]>) {
     (costs, problems)
 }
 
-pub(crate) const COST_HEAD: [&str; 7] = [
+pub(crate) const COST_HEAD: [&str; 10] = [
     "algorithm",
     "msgs/entry light",
     "msgs/entry saturated",
@@ -713,6 +822,9 @@ pub(crate) const COST_HEAD: [&str; 7] = [
     "delay before entry (light)",
     "notes say (T)",
     "sync delay, saturated (theory, T)",
+    "sync hops (notes)",
+    "sync delay in run's msg time",
+    "utilisation (predicted)",
 ];
 pub(crate) const PROBLEM_HEAD: [&str; 6] =
     ["algorithm", "non-holder crash", "holder crash", "coordinator crash", "lost messages", "notes say"];
@@ -731,7 +843,12 @@ pub(crate) fn footer(c: &Comparison) -> String {
         "Messages exclude heartbeats; centralized and centralized-bully count the entries of clients \
          only (the coordinator's own cost nothing), for messages and the delay before entry. Delay before \
          entry: median WANT to ENTER at light load. Sync delay: median EXIT to next ENTER while \
-         someone waits."
+         someone waits. Sync hops: messages on the shortest causal chain from that EXIT to \
+         that ENTER, from the saturated run's trace (median, range; a handoff whose ENTER does not \
+         happen after the EXIT has no causal path). Sync delay in the run's message time: the \
+         median handoff over the run's median SEND→RECV time. Utilisation: the share of the \
+         saturated run the resource was held, against W/(W+kT) (W the median section, k the \
+         median hops, T the run's message time; the notes' W/(W+2T) for the coordinator)."
     );
     let f = &c.fault_runs;
     let _ = writeln!(
@@ -919,6 +1036,7 @@ mod tests {
                 },
                 entry_delay: Some(d(0.3)),
                 sync_delay: None,
+                sync_hops: None,
                 problems: Problems {
                     notes: "lost token",
                     runs: vec![
@@ -945,6 +1063,22 @@ mod tests {
         assert_eq!(col(lines[0], "delay before"), col(lines[2], "0.300 ms = 30 T"), "{text}");
         assert!(lines[2].starts_with("token-ring (not clean)"), "{text}");
         assert!(lines[2].contains("no waits"), "a sync delay with no sample is not zero: {text}");
+        assert!(lines[2].contains("no trace"), "hops without a trace are not zero: {text}");
+        let mut with = c.clone();
+        let h = crate::handoff::Handoffs {
+            handoffs: 10,
+            no_path: 1,
+            by_hops: [(2, 9)].into(),
+            delay_median_ns: Some(50_000),
+            message_median_ns: Some(20_000),
+            ..Default::default()
+        };
+        with.algorithms[0].sync_hops = Some(sync_hops(h, vec![], "2: RELEASE, GRANT".into()));
+        let text = super::text(&with);
+        assert!(
+            text.contains("2; 1 of 10 without a causal path (2: RELEASE, GRANT)  2.50 × 20.0 µs"),
+            "{text}"
+        );
         assert!(text.contains("survives  ") && text.contains("stalls?"), "{text}");
         assert!(text.contains("Left out: none, flock: no messages."), "{text}");
 

@@ -30,6 +30,7 @@ pub mod faults;
 pub mod files;
 pub mod flight;
 pub mod grade;
+pub mod handoff;
 pub mod host;
 pub mod html;
 pub mod lab;

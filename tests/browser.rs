@@ -248,6 +248,7 @@ fn comparison() -> Comparison {
         },
         entry_delay: delay(28.0),
         sync_delay: sync,
+        sync_hops: None,
         problems: Problems { notes: "coordinator crash (notes)", runs: runs(o) },
         clean: true,
         notes_on_runs: Vec::new(),

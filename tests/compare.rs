@@ -43,6 +43,14 @@ fn compare_measures_centralized_and_token_ring_and_reports_them_as_json() {
 
     let central = &rows[0];
     assert_eq!(central["messages_per_entry"]["light"].as_f64(), Some(3.0), "{central}");
+    // Handoffs in message hops, from the saturated run's trace: RELEASE then GRANT for
+    // the coordinator's clients, the TOKEN's one pass for the ring.
+    assert_eq!(central["sync_hops"]["median"].as_f64(), Some(2.0), "{central}");
+    assert_eq!(central["sync_hops"]["notes"], "2: RELEASE, GRANT");
+    assert!(central["sync_hops"]["in_message_times"].as_f64().unwrap() > 0.0, "{central}");
+    let u = &central["sync_hops"]["utilisation"];
+    assert!(u["measured"].as_f64().unwrap() > 0.0 && u["predicted"].as_f64().unwrap() < 1.0, "{u}");
+    assert_eq!(rows[1]["sync_hops"]["median"].as_f64(), Some(1.0), "{}", rows[1]);
     // The notes' own problem: with its coordinator dead, nobody is served again.
     let coord = &central["problems"]["runs"][2];
     assert_eq!(coord["outcome"], "stalls", "{coord}");
@@ -146,6 +154,20 @@ fn bench_json_is_one_object_with_t_and_a_row_per_mutex_run() {
         assert!(r["entries"].as_u64().unwrap() > 0, "{r}");
     }
     assert!(!sat.iter().any(|r| r["algorithm"] == "bully"), "{j}");
+    // C, and each row's k and share of 1/(C+kT): hops counted on a traced run.
+    assert!(j["resource_cost_us"].as_f64().unwrap() > 0.0, "{j}");
+    let row = |algo: &str, n: u32| sat.iter().find(|r| r["algorithm"] == algo && r["workers"] == n).unwrap();
+    let central = row("centralized", 8);
+    assert_eq!(central["k_from"], "trace", "{central}");
+    let k = central["k"].as_f64().unwrap();
+    // Its clients hand over in two messages; the coordinator's own entries in fewer.
+    assert!(k > 0.0 && k <= 2.0, "{central}");
+    assert!(central["limit_cs_per_s"].as_f64().unwrap() > 0.0, "{central}");
+    // One TOKEN pass, more where a worker between declines it.
+    let ring = row("token-ring", 8)["k"].as_f64().unwrap();
+    assert!((1.0..=7.0).contains(&ring), "{j}");
+    // flock sends nothing: k is 0, its limit 1/C.
+    assert_eq!(row("flock", 2)["k"].as_f64(), Some(0.0), "{j}");
 }
 
 #[test]

@@ -19,6 +19,7 @@ mod election;
 mod external;
 mod failures;
 mod faults;
+mod handoff;
 mod impostors;
 mod permission;
 mod readers;

@@ -457,6 +457,7 @@ mod tests {
             },
             entry_delay: d(28.0),
             sync_delay: d(19.0),
+            sync_hops: None,
             problems: Problems { notes: "coordinator crash (notes)", runs },
             clean: true,
             notes_on_runs: vec![],
