@@ -281,7 +281,9 @@ impl<T> Default for Sampled<T> {
     }
 }
 
-/// Each worker's waits as counts in [`HIST_BINS`] bins from 0 to `max` ns.
+/// Each worker's waits as counts in [`HIST_BINS`] bins on a log scale from
+/// [`Hist::low`] to `max` ns (a wait below the low end counts in the first bin): one
+/// pause of seconds leaves the waits of microseconds their own bins.
 #[derive(Debug, Default)]
 pub(crate) struct Hist {
     pub max: u64,
@@ -289,8 +291,25 @@ pub(crate) struct Hist {
 }
 
 impl Hist {
+    /// The low end of the scale, ns: 1 µs, or a tenth of the longest wait if shorter.
+    pub fn low(&self) -> f64 {
+        (self.max as f64 / 10.0).clamp(1.0, 1000.0)
+    }
+
+    /// Where `ns` falls on the scale, from 0 (the low end or below) to 1 (the longest).
+    pub fn at(&self, ns: f64) -> f64 {
+        let (lo, hi) = (self.low(), (self.max as f64).max(self.low() * 1.0001));
+        ((ns.max(lo) / lo).ln() / (hi / lo).ln()).clamp(0.0, 1.0)
+    }
+
+    /// The wait (ns) at position `f` of the scale.
+    pub fn ns_at(&self, f: f64) -> f64 {
+        let (lo, hi) = (self.low(), (self.max as f64).max(self.low() * 1.0001));
+        lo * (hi / lo).powf(f)
+    }
+
     fn record(&mut self, w: u32, wait: u64) {
-        let i = (wait as f64 / self.max.max(1) as f64 * HIST_BINS as f64) as usize;
+        let i = (self.at(wait as f64) * HIST_BINS as f64) as usize;
         self.bins.entry(w).or_insert([0; HIST_BINS])[i.min(HIST_BINS - 1)] += 1;
     }
 }
@@ -334,6 +353,8 @@ pub(crate) struct Timeline {
     /// All the trace's events, and its messages by (sender, receiver).
     pub events: u64,
     pub pairs: BTreeMap<(u32, u32), u64>,
+    /// Messages by type in stretches of the run, for the aggregate view.
+    pub slices: Vec<super::events::Slice>,
 }
 
 impl Timeline {
@@ -584,13 +605,14 @@ pub(crate) fn read_trace(
 ) -> Result<(), crate::trace::TraceError> {
     let summary = crate::trace::check(run_dir)?;
     let anchors = super::events::anchors(summary.events, wanted);
-    let v = super::events::read(run_dir, summary.messages, max, anchors)?;
+    let v = super::events::read(run_dir, (summary.events, summary.messages), max, anchors)?;
     tl.arrows = v.msgs;
     tl.arrow_stride = v.stride;
     tl.windows = v.windows;
     tl.bodies = v.bodies;
     tl.events = v.events;
     tl.pairs = v.pairs;
+    tl.slices = v.slices;
     tl.messages = summary.messages;
     tl.message_types = summary.by_type;
     tl.trace_notes = summary.notes.lines();

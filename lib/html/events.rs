@@ -87,6 +87,23 @@ pub(crate) struct TraceView {
     pub events: u64,
     /// Messages sent from each worker to each other: (from, to) → count.
     pub pairs: BTreeMap<(u32, u32), u64>,
+    /// The run cut into [`SLICES`] stretches of as many events each: messages sent in
+    /// each, by type.
+    pub slices: Vec<Slice>,
+}
+
+/// Stretches of the run the aggregate view counts messages in.
+pub(crate) const SLICES: usize = 48;
+
+/// One stretch of the run: its first and last event's time, and the messages sent in
+/// it by type.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct Slice {
+    pub from: u64,
+    pub to: u64,
+    /// Events in it.
+    pub events: u64,
+    pub by_type: BTreeMap<String, u64>,
 }
 
 /// A message's name: sender, its incarnation, receiver, the sender's clock.
@@ -164,12 +181,35 @@ impl Filling {
 /// name), and windows from its start, spread over the rest, or tiling it whole.
 pub(crate) fn anchors(events: u64, wanted: Vec<Anchor>) -> Vec<Anchor> {
     let mut out = wanted;
-    let tiles = events.div_ceil(WINDOW as u64);
-    if tiles as usize <= MAX_WINDOWS {
-        out.extend((0..tiles).map(|k| Anchor::From(k * WINDOW as u64)));
-    } else {
+    // A small run is kept whole and tiled once read (see [`read`]).
+    if !tiles(events) {
         let spread = MAX_WINDOWS.saturating_sub(out.len()).max(1) as u64;
         out.extend((0..spread).map(|k| Anchor::From(k * events / spread)));
+    }
+    out
+}
+
+/// Whether a run of `events` events is small enough to be kept whole and tiled.
+fn tiles(events: u64) -> bool {
+    events.div_ceil(WINDOW as u64) <= MAX_WINDOWS as u64
+}
+
+/// Cut `all` (the whole run) into windows, aligned so that the event `hit` has
+/// [`BEFORE`] events before it in its window: the moment the page opens on is seen with
+/// what led to it.
+fn tile(all: Vec<Event>, hit: Option<u64>) -> Vec<Window> {
+    let offset = hit.map_or(0, |h| h.saturating_sub(BEFORE as u64) % WINDOW as u64) as usize;
+    let mut out = Vec::new();
+    let mut rest = all;
+    let mut first = 0;
+    let mut take = if offset > 0 { offset } else { WINDOW };
+    while !rest.is_empty() {
+        let tail = rest.split_off(take.min(rest.len()));
+        let n = rest.len();
+        out.push(Window { first, events: rest, why: Vec::new() });
+        first += n as u64;
+        rest = tail;
+        take = WINDOW;
     }
     out
 }
@@ -178,7 +218,7 @@ pub(crate) fn anchors(events: u64, wanted: Vec<Anchor>) -> Vec<Anchor> {
 /// counts) for the diagrams: at most `max` messages, and the windows `anchors` ask for.
 pub(crate) fn read(
     run_dir: &Path,
-    messages: u64,
+    (events, messages): (u64, u64),
     max: usize,
     anchors: Vec<Anchor>,
 ) -> Result<TraceView, TraceError> {
@@ -192,9 +232,32 @@ pub(crate) fn read(
     let mut sends = 0u64;
     let mut r = Reader::open(run_dir)?;
     let mut i = 0u64;
+    v.slices = vec![Slice::default(); SLICES];
+    let tiling = tiles(events);
+    // Bounded even if the files grew since they were counted.
+    let mut all: Vec<Event> = Vec::new();
+    let keep_all = WINDOW * MAX_WINDOWS;
     while let Some(e) = r.next_event()? {
+        if tiling && all.len() < keep_all {
+            all.push(e.clone());
+        }
         for f in &mut fill {
             f.push(i, &e);
+        }
+        let slice = &mut v.slices
+            [(i as u128 * SLICES as u128 / u128::from(events.max(1))).min(SLICES as u128 - 1) as usize];
+        if slice.events == 0 {
+            slice.from = e.t;
+        }
+        slice.events += 1;
+        slice.to = e.t;
+        if let EventKind::Send { msg, .. } = &e.kind {
+            // A type the trace's own count would put among the others stays there.
+            if slice.by_type.len() < crate::trace::MAX_TYPES || slice.by_type.contains_key(msg) {
+                *slice.by_type.entry(msg.clone()).or_default() += 1;
+            } else {
+                *slice.by_type.entry(crate::trace::OTHER_TYPES.to_string()).or_default() += 1;
+            }
         }
         i += 1;
         let Some(id) = msg_id(&e) else { continue };
@@ -231,7 +294,16 @@ pub(crate) fn read(
         }
     }
     v.events = i;
+    v.slices.retain(|s| s.events > 0);
+    // The first moment asked for that was met (the end of the run aside).
+    let hit = fill
+        .iter()
+        .find(|f| matches!(f.anchor, Anchor::At(t, _) if t != u64::MAX) && f.hit.is_some())
+        .and_then(|f| f.hit);
     let mut windows: Vec<(Window, Option<u64>)> = fill.into_iter().filter_map(|f| f.finish(i)).collect();
+    if tiling {
+        windows.extend(tile(std::mem::take(&mut all), hit).into_iter().map(|w| (w, None)));
+    }
     windows.retain(|(w, _)| !w.events.is_empty());
     windows.sort_by_key(|(w, _)| w.first);
     // A window mostly inside the one before it is that one; the reasons it was opened
@@ -239,7 +311,6 @@ pub(crate) fn read(
     let mut kept: Vec<Window> = Vec::new();
     let mut reasons: Vec<(String, u64)> = Vec::new();
     // A run small enough to tile whole is drawn as its tiles.
-    let tiling = i.div_ceil(WINDOW as u64) <= MAX_WINDOWS as u64;
     for (mut w, hit) in windows {
         let why = std::mem::take(&mut w.why);
         let at = !why.is_empty();
@@ -252,7 +323,8 @@ pub(crate) fn read(
             _ => kept.push(w),
         }
     }
-    kept.truncate(MAX_WINDOWS);
+    // Tiles aligned on a moment may take one window more.
+    kept.truncate(MAX_WINDOWS + 1);
     for (why, hit) in reasons {
         let holds = |w: &Window| w.first <= hit && hit < w.first + w.events.len() as u64;
         let at = kept.iter().position(holds).or_else(|| kept.iter().rposition(|w| w.first <= hit));
@@ -398,8 +470,21 @@ mod tests {
 
     #[test]
     fn windows_tile_a_small_run_and_say_why_they_were_opened() {
+        // A small run is tiled once read: only the moment is asked for.
         let a = anchors(400, vec![Anchor::At(7, "the first fault".into())]);
-        assert_eq!(a.len(), 4);
+        assert_eq!(a.len(), 1);
+        let e = |i: u64| Event {
+            w: 0,
+            inc: 0,
+            t: i,
+            lc: i,
+            kind: EventKind::App { ev: "want".into(), leader: None, term: None },
+        };
+        let w = tile((0..400).map(e).collect(), Some(300));
+        let firsts: Vec<u64> = w.iter().map(|w| w.first).collect();
+        assert_eq!(firsts, vec![0, 50, 200, 350], "event 300 has {BEFORE} before it in its window");
+        assert_eq!(w.iter().map(|w| w.events.len()).sum::<usize>(), 400);
+        assert_eq!(tile((0..400).map(e).collect(), None).len(), 3);
         let a = anchors(100_000, vec![Anchor::At(7, "x".into())]);
         assert_eq!(a.len(), MAX_WINDOWS);
     }

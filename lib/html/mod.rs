@@ -334,6 +334,7 @@ g.fault.across polyline { stroke: #8a3ffc; stroke-width: 1.5; stroke-dasharray: 
 svg.defs { position: absolute; } svg.logical[hidden] { display: none; }
 #axis-logical:checked ~ .view.wall, #axis-wall:checked ~ .view.logical { display: none; }
 .axes label { margin-right: 14px; font-weight: 600; } .why-axis, .help { color: #555; font-size: 12px; }
+.aggregate { display: flex; gap: 24px; flex-wrap: wrap; } figure { margin: 0; } figcaption { font-size: 12px; color: #555; }
 .legend .key { margin-right: 14px; white-space: nowrap; } .legend svg { vertical-align: middle; margin-right: 3px; }
 g.fault.kill path { stroke: #000; stroke-width: 3; } g.fault.restart path { fill: #1a7f37; }
 g.fault.pause line { stroke: #a07f00; stroke-width: 2; }
@@ -343,6 +344,8 @@ g.refused circle { fill: #fff; stroke: #e08a2e; stroke-width: 2; }
 g.violation circle { fill: #d62d2d; stroke: #fff; stroke-width: 1.5; }
 svg.theory rect.band { fill: #2da44e; fill-opacity: .45; } svg.theory rect.measured { fill: #3d7bd9; }
 svg.hist rect { fill: #3d7bd9; } svg.hist line.axis { stroke: #999; }
+svg.wait-time circle { fill: #3d7bd9; fill-opacity: .7; } svg.wait-time rect.fault-period { fill: #e08a2e; fill-opacity: .18; }
+svg.wait-time path.unserved { fill: #e08a2e; } svg.wait-time line.axis { stroke: #999; }
 svg.hist line.p50 { stroke: #1a7f37; stroke-width: 2; } svg.hist line.p99 { stroke: #d62d2d; stroke-width: 2; }
 .violations td:first-child, .listing td:first-child { white-space: nowrap; }
 .listing tr:target, .violations tr:target { background: #ffe9a8; }
@@ -442,6 +445,12 @@ fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> Stri
     s
 }
 
+/// The page's one time origin: the run's start as the fault log gives it (the origin of
+/// the summary's times), else the leader file's START, else the first thing drawn.
+fn origin(tl: &Timeline) -> u64 {
+    tl.origin.or(tl.start).or(tl.span().map(|(lo, _)| lo)).unwrap_or(0)
+}
+
 /// Lane names, with the role the trace shows: the one worker that sends every GRANT
 /// drawn is the coordinator.
 fn lane_names(tl: &Timeline, lanes: u32) -> Vec<String> {
@@ -465,7 +474,7 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
         tl.message_types.keys().map(String::as_str).chain(tl.arrows.iter().map(|a| a.msg.as_str())).collect();
     let colours = labels::Colours::new(types);
     let names = lane_names(tl, lanes);
-    let t0 = tl.origin.or(tl.start).or(tl.span().map(|(lo, _)| lo)).unwrap_or(0);
+    let t0 = origin(tl);
     let wall = svg::Wall { t0, colours: &colours, names: &names };
     let drawn = svg::diagram(tl, lanes, &v.violations, &wall);
     let origin = if tl.origin.is_some() {
@@ -513,6 +522,9 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
     }
     s.push_str(&svg::defs());
     legend(s, &colours, tl);
+    if lanes >= AGGREGATE_FROM && tl.messages > 0 {
+        aggregate(s, tl, lanes, &colours, t0, drawn.labelled);
+    }
     // The logical axis needs the trace's events; without them, the wall clock alone.
     let wall_view = format!(
         "<div class=\"view wall\">{}<div class=\"scroll\">{}</div></div>",
@@ -591,6 +603,32 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
             }
         )),
         dropped_note(dropped.iter().sum()),
+    );
+}
+
+/// From this many workers on, the page leads with the aggregate view: too many lanes
+/// for arrows alone to be read.
+const AGGREGATE_FROM: u32 = 12;
+
+/// The whole trace counted, not drawn: messages per pair of workers and over the run,
+/// with what the diagrams below leave out.
+fn aggregate(s: &mut String, tl: &Timeline, lanes: u32, colours: &labels::Colours, t0: u64, labelled: usize) {
+    let drawn = tl.arrows.len().div_ceil(tl.arrows.len().div_ceil(svg::MAX_ARROWS).max(1));
+    let _ = writeln!(
+        s,
+        "<h3>All {} messages, counted</h3><p data-aggregate=\"{lanes}\">With {lanes} workers the arrows \
+         below cannot all be read: here every message the trace holds is counted. The wall-clock diagram \
+         draws {drawn} of them as arrows ({}), the logical one {} windows of {} events; {labelled} of the \
+         wall clock's arrows are labelled, where there is room (every hover has the type).</p>\n\
+         <div class=\"aggregate\"><figure><figcaption>Per pair: sender (row) to receiver (column)</figcaption>{}</figure>\
+         <figure><figcaption>Over the run: messages in {} stretches of equal events, by type</figcaption>{}</figure></div>",
+        tl.messages,
+        if drawn as u64 >= tl.messages { "all".to_string() } else { format!("one in {}", tl.messages.div_ceil(drawn.max(1) as u64)) },
+        tl.windows.len(),
+        events::WINDOW,
+        svg::pair_matrix(&tl.pairs, lanes),
+        tl.slices.len(),
+        svg::over_time(&tl.slices, colours, t0),
     );
 }
 
@@ -759,12 +797,25 @@ fn waits(s: &mut String, v: &Verdict, tl: &Timeline) {
     if v.entries.is_none() {
         return;
     }
-    let (by, max) = (&tl.hist.bins, tl.hist.max);
+    let by = &tl.hist.bins;
+    let plot = svg::wait_over_time(tl, origin(tl));
+    if !plot.is_empty() {
+        let _ = writeln!(
+            s,
+            "<h2>Waits over the run</h2>\n<p>Each wait drawn where it was asked for (ms from the page's \
+             origin) and as high as it lasted (log scale); orange triangles at the top: requests never \
+             served; shaded: while a worker was paused or down, or the network partitioned.</p>\n{plot}"
+        );
+    }
+    let many = v.waits.len() > AGGREGATE_FROM as usize;
     let _ = writeln!(
         s,
-        "<h2>Wait times by worker</h2>\n<p>WANT to ENTER, on one scale for all workers; \
-         green line p50, red line p99 (the auditor's figures).</p>\n\
-         <table><tr><th>worker</th><th>waits</th><th>p50 ms</th><th>p99 ms</th><th>max ms</th><th>mean ms</th><th>distribution</th></tr>"
+        "<h2>Wait times by worker</h2>\n<p>WANT to ENTER, on one log scale for all workers \
+         (each bin a fixed factor longer than the one before, so waits of microseconds and of \
+         seconds both show); green line p50, red line p99 (the auditor's figures).</p>\n\
+         <details{}><summary>{} workers</summary><table><tr><th>worker</th><th>waits</th><th>p50 ms</th><th>p99 ms</th><th>max ms</th><th>mean ms</th><th>distribution</th></tr>",
+        if many { "" } else { " open" },
+        v.waits.len()
     );
     let workers = v.waits.len().max(by.keys().last().map_or(0, |w| *w as usize + 1));
     for w in 0..workers as u32 {
@@ -779,10 +830,10 @@ fn waits(s: &mut String, v: &Verdict, tl: &Timeline) {
             st.p99,
             st.max,
             st.mean,
-            svg::wait_histogram(w, &bins, max, &st)
+            svg::wait_histogram(w, &bins, &tl.hist, &st)
         );
     }
-    let _ = writeln!(s, "</table>");
+    let _ = writeln!(s, "</table></details>");
 }
 
 /// The findings, each with an anchor, and the file's lines they point at.
