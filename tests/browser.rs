@@ -465,7 +465,10 @@ fn a_fault_run_an_election_and_32_workers_read_without_overlaps_on_both_axes() {
     let m = measure(&fault);
     readable(&m).unwrap_or_else(|e| panic!("fault run: {e}"));
     let html = std::fs::read_to_string(&fault).unwrap();
-    assert!(html.contains("opened on the first"), "the fault run opens on its interesting part");
+    // The window it opens on is the one holding the first violation or fault.
+    let at = html.find(r#"id="window-caption">"#).expect("a logical axis");
+    let opened = &html[at..at + html[at..].find("</span>").unwrap()];
+    assert!(opened.contains("opened on") && opened.contains("the first "), "{opened}");
 
     // An election, its leader killed: two bursts of a millisecond or two.
     let elect = kept_run(
