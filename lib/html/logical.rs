@@ -8,7 +8,8 @@
 //! with its term); what other files place in time (faults, the auditor's findings) is
 //! placed on a lane after that worker's last event at or before it, and a partition or
 //! heal as a cut through every lane. A message whose other end lies outside the window
-//! is a short stub, said so in its hover. Elements carry `data-lmsg` (arrows),
+//! is a short stub, said so in its hover. A gold band marks a worker holding the token
+//! (from a TOKEN received to one sent), as the trace shows it. Elements carry `data-lmsg` (arrows),
 //! `data-lbar` (bars), `data-label` (text labels) and `data-role`.
 
 use std::collections::HashMap;
@@ -106,6 +107,17 @@ impl Places {
     }
 }
 
+/// A band on lane `w` from column `a` to `b`: the worker holds the token.
+fn token(s: &mut String, w: u32, a: f64, b: f64) {
+    let (x1, x2, y) = (col_x(a), col_x(b), lane_y(w));
+    let _ = writeln!(
+        s,
+        r#"<rect data-role="token" class="token" x="{x1:.1}" y="{:.1}" width="{:.1}" height="12"><title>w{w} holds the token (from receiving a TOKEN to sending one on)</title></rect>"#,
+        y - 6.0,
+        (x2 - x1).max(2.0)
+    );
+}
+
 /// Draw `win` (number `k` of `of`), hidden unless `open`.
 pub(crate) fn window(win: &Window, k: usize, of: usize, total: u64, open: bool, cx: &Ctx) -> Drawn {
     let ev = &win.events;
@@ -132,6 +144,7 @@ pub(crate) fn window(win: &Window, k: usize, of: usize, total: u64, open: bool, 
     let mut boxes = Boxes::default();
     // No label in the lane names' margin.
     boxes.block([0.0, 0.0, LEFT - 2.0, height]);
+    boxes.block([width, 0.0, width + 400.0, height]);
     // The axis: steps, with the time of the first event at each, far enough apart to
     // be read.
     let step = (130.0 / COL).ceil() as u32;
@@ -195,6 +208,23 @@ pub(crate) fn window(win: &Window, k: usize, of: usize, total: u64, open: bool, 
             format!("w{w} waiting from step {c}"),
             "wait",
         ));
+    }
+    // Who holds the token: from receiving a TOKEN to passing it on, as the trace shows.
+    let mut holding: HashMap<u32, f64> = HashMap::new();
+    for (i, e) in ev.iter().enumerate() {
+        match &e.kind {
+            EventKind::Recv { msg, .. } if msg == "TOKEN" => {
+                holding.entry(e.w).or_insert(f64::from(cols[i]));
+            }
+            EventKind::Send { msg, .. } if msg == "TOKEN" => {
+                let from = holding.remove(&e.w).unwrap_or(-0.5);
+                token(&mut s, e.w, from, f64::from(cols[i]));
+            }
+            _ => {}
+        }
+    }
+    for (w, from) in holding {
+        token(&mut s, w, from, f64::from(width_cols) - 0.5);
     }
     for (w, a, b, title, kind) in &bars {
         let (x1, x2, y) = (col_x(*a), col_x(*b), lane_y(*w));
@@ -320,16 +350,6 @@ pub(crate) fn window(win: &Window, k: usize, of: usize, total: u64, open: bool, 
             _ => {}
         }
     }
-    for (text, spots, colour) in &labels {
-        if let Some((lx, ly)) = boxes.place(text, spots) {
-            let _ = writeln!(
-                s,
-                r#"<text data-label="msg" class="msg" x="{lx:.1}" y="{ly:.1}" style="fill:{}">{}</text>"#,
-                super::labels::PALETTE[*colour],
-                esc(text)
-            );
-        }
-    }
     // Faults and findings, where their times fall among the lanes' events.
     for f in cx.faults {
         let title = format!(
@@ -343,6 +363,7 @@ pub(crate) fn window(win: &Window, k: usize, of: usize, total: u64, open: bool, 
             ("kill" | "term" | "restart" | "stop" | "cont", Some(w)) if w < cx.lanes => {
                 let Some(c) = places.col(w, f.t) else { continue };
                 let (x, y) = (col_x(c), lane_y(w));
+                boxes.block([x - 7.0, y - 7.0, x + 7.0, y + 7.0]);
                 let path = match f.action.as_str() {
                     "restart" => format!("M{x:.1},{:.1} l7,12 l-14,0 z", y - 6.0),
                     "stop" | "cont" => format!("M{x:.1},{:.1} l0,{}", y - LANE * 0.4, LANE * 0.8),
@@ -381,6 +402,8 @@ pub(crate) fn window(win: &Window, k: usize, of: usize, total: u64, open: bool, 
     }
     for (w, t, anchor, text) in cx.findings {
         let Some(c) = places.col(*w, *t) else { continue };
+        let (x, y) = (col_x(c), lane_y(*w) - 14.0);
+        boxes.block([x - 8.0, y - 8.0, x + 8.0, y + 8.0]);
         let _ = writeln!(
             s,
             r##"<a href="#{}"><g data-violation="" class="violation"><circle cx="{:.1}" cy="{:.1}" r="7"/><title>{}</title></g></a>"##,
@@ -389,6 +412,16 @@ pub(crate) fn window(win: &Window, k: usize, of: usize, total: u64, open: bool, 
             lane_y(*w) - 14.0,
             esc(text)
         );
+    }
+    for (text, spots, colour) in &labels {
+        if let Some((lx, ly)) = boxes.place(text, spots) {
+            let _ = writeln!(
+                s,
+                r#"<text data-label="msg" class="msg" x="{lx:.1}" y="{ly:.1}" style="fill:{}">{}</text>"#,
+                super::labels::PALETTE[*colour],
+                esc(text)
+            );
+        }
     }
     s.push_str("</svg>\n");
     Drawn { svg: s, dropped: boxes.dropped }

@@ -3,11 +3,17 @@
 //!
 //! It shows the summary and the auditor's verdict as the text summary gives them, the
 //! messages by type beside the algorithm's theory, a space-time diagram (one lane per
-//! worker: sections, waits, messages, faults, leaders, findings in red linked to their
-//! lines), and each worker's wait distribution. Reading the files is `data.rs` (in
-//! memory bounded by what the page draws, whatever the files hold), drawing is `svg.rs`,
-//! and this file lays out the page and writes it whole, into a new file renamed over
-//! the name, never through a link. `compare.rs` makes the page of `mutexlab compare
+//! worker: sections, waits, messages coloured by type with a legend, faults, leaders
+//! and roles, findings in red linked to their lines) on two axes the reader switches
+//! between with CSS alone (logical time, `logical.rs`, in windows of events that open
+//! on the first violation, fault or election; the wall clock with idle stretches
+//! shortened, `svg.rs`), from 12 workers on an aggregate of every message (per pair,
+//! over the run), waits over the run with fault periods shaded, and each worker's wait
+//! distribution on a log scale. All times are in ms from one origin (the run's start).
+//! Reading the files is `data.rs` and `events.rs` (the trace's windows, picks and
+//! message contents; in memory bounded by what the page draws, whatever the files
+//! hold), label placement and colours `labels.rs`, and this file lays out the page and
+//! writes it whole, into a new file renamed over the name, never through a link. `compare.rs` makes the page of `mutexlab compare
 //! --html` with the same head, style and escaping.
 //!
 //! Every string that comes from a file or a worker goes through [`esc`] before it
@@ -329,6 +335,7 @@ g.msg line { stroke-width: 1.3; } g.msg.lost line { stroke-dasharray: 3 2; }
 g.msg.out line, g.msg.in line { stroke-dasharray: 1 2; }
 text[data-label] { font: 9px monospace; paint-order: stroke; stroke: #fff; stroke-width: 3px; }
 text.role { fill: #8a5a00; font-weight: 700; }
+rect.token { fill: #f2b600; fill-opacity: .35; }
 g.break rect { fill: #f4f5f8; } g.break path { stroke: #778; stroke-width: 1.5; fill: none; }
 g.fault.across polyline { stroke: #8a3ffc; stroke-width: 1.5; stroke-dasharray: 6 3; }
 svg.defs { position: absolute; } svg.logical[hidden] { display: none; }
@@ -497,7 +504,9 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
         "<p>One lane per worker, times in ms from {origin}. {what} (click a red dot for \
          the finding); arrows: messages, coloured by type, each labelled beside its send on the \
          sender's lane when there is room; ✕ kill (grey until ▲ restart); hatched: paused; \
-         dotted lines: when a fault hit; dashed purple lines: partitions and heals. Hover \
+         dotted lines: when a fault hit; dashed purple lines: partitions and heals; on the \
+         logical axis, a gold band: the worker holds the token; a lane named \"coord\": the one \
+         worker that sends every GRANT. Hover \
          over anything for its details: a message's hover has both ends' times and Lamport \
          clocks (lc) and, when the trace recorded it, its contents.</p>"
     );

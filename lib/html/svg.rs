@@ -1,10 +1,13 @@
-//! The pictures, as inline SVG: the space-time diagram (one lane per worker, time left to
-//! right) and the small wait histograms.
+//! The pictures, as inline SVG: the space-time diagram on the wall clock (one lane per
+//! worker, time left to right, idle stretches shortened and marked, see [`Scale`]), the
+//! aggregate of a big run (messages per pair and over the run), waits over the run, and
+//! the small log-scale wait histograms. Message labels go where [`Boxes`] finds room.
 //!
 //! Every element a reader or a test may look for carries a data attribute: `data-lane`,
-//! `data-bar="cs"` or `"wait"`, `data-arrow`, `data-fault`, `data-leader`,
-//! `data-violation`. Hover text is an SVG `<title>`, which browsers show without script.
-//! Every string from a file goes through [`esc`].
+//! `data-bar="cs"` or `"wait"`, `data-arrow`, `data-label`, `data-fault`, `data-leader`,
+//! `data-violation`, `data-break`, `data-pair`, `data-slice`, `data-wait`. Hover text is
+//! an SVG `<title>`, which browsers show without script. Every string from a file goes
+//! through [`esc`].
 
 use std::fmt::Write as _;
 
@@ -230,7 +233,9 @@ pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation], wall:
     // The time axis, in ms from the page's origin, idle stretches shortened.
     sc.axis(&mut s, bottom);
     let mut boxes = Boxes::default();
+    // No label in the lane names' margin, or past the right edge.
     boxes.block([0.0, 0.0, LEFT - 2.0, height]);
+    boxes.block([LEFT + WIDTH + 24.0, 0.0, LEFT + WIDTH + 400.0, height]);
     for w in 0..lanes {
         let y = lane_y(w);
         let name = wall.names.get(w as usize).cloned().unwrap_or_else(|| format!("w{w}"));
@@ -259,6 +264,21 @@ pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation], wall:
     stops(&mut s, tl, &sc, lanes, t1);
     bars(&mut s, &mut notes, tl, &sc, lanes, (violations, t1), &mut boxes);
     faults(&mut s, tl, &sc, lanes, bottom, &mut boxes);
+    for (i, v) in violations.iter().enumerate() {
+        let Some(&(w, t)) = tl.at_line.get(&v.line) else { continue };
+        if w >= lanes {
+            continue;
+        }
+        boxes.block([sc.x(t) - 8.0, lane_y(w) - 22.0, sc.x(t) + 8.0, lane_y(w) - 6.0]);
+        let _ = writeln!(
+            s,
+            r##"<a href="#v{i}"><g data-violation="{kind}" class="violation"><circle cx="{x:.1}" cy="{y:.1}" r="7"/><title>{title}</title></g></a>"##,
+            kind = esc(v.kind),
+            x = sc.x(t),
+            y = lane_y(w) - 14.0,
+            title = esc(&format!("{} at line {}: {}", v.kind, v.line, v.detail)),
+        );
+    }
     let (dropped, labelled) = arrows(&mut s, &mut notes, tl, &sc, lanes, wall.colours, &mut boxes);
     for l in tl.leaders.iter().filter(|l| l.w < lanes) {
         let (x, y) = (sc.x(l.t), lane_y(l.w));
@@ -292,20 +312,6 @@ pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation], wall:
                 r.fence,
                 r.over
             )),
-        );
-    }
-    for (i, v) in violations.iter().enumerate() {
-        let Some(&(w, t)) = tl.at_line.get(&v.line) else { continue };
-        if w >= lanes {
-            continue;
-        }
-        let _ = writeln!(
-            s,
-            r##"<a href="#v{i}"><g data-violation="{kind}" class="violation"><circle cx="{x:.1}" cy="{y:.1}" r="7"/><title>{title}</title></g></a>"##,
-            kind = esc(v.kind),
-            x = sc.x(t),
-            y = lane_y(w) - 14.0,
-            title = esc(&format!("{} at line {}: {}", v.kind, v.line, v.detail)),
         );
     }
     s.push_str("</svg>\n");

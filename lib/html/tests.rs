@@ -461,3 +461,18 @@ fn the_logical_axis_draws_every_message_forward_with_its_contents_shown_not_run(
     let html = render(d.path()).unwrap();
     assert!(!html.contains("id=\"axis-logical\"") && !html.contains("data-lmsg"));
 }
+
+#[test]
+fn the_token_holder_is_marked_from_receiving_the_token_to_passing_it_on() {
+    let w0 =
+        "# mutexlab trace v1 w=0 workers=2 algo=token-ring\nSEND w=0 inc=0 t=1000000 lc=1 to=1 type=TOKEN\n";
+    let w1 = "# mutexlab trace v1 w=1 workers=2 algo=token-ring\n\
+              RECV w=1 inc=0 t=1000100 lc=2 from=0 from_inc=0 sent_lc=1 type=TOKEN\n\
+              APP w=1 inc=0 t=1000200 lc=3 ev=enter\n";
+    let body = "# mutexlab resource v1 algo=token-ring workers=2\nWANT w=1 e=1 t=1000000\nENTER w=1 e=1 fence=1:1 t=1000200\n";
+    let d = dir_with(&[(RESOURCE_FILE, body), ("trace-w0.log", w0), ("trace-w1.log", w1)]);
+    let html = render(d.path()).unwrap();
+    // w0 held it before the window began, w1 from its receipt to the window's end.
+    assert_eq!(count(&html, r#"data-role="token""#), 2, "{html}");
+    assert!(html.contains("<title>w1 holds the token"), "{html}");
+}
