@@ -7,6 +7,13 @@
 //! The comparison page of `mutexlab compare --html` is rendered from a made-up
 //! comparison, and its bars, theory bands and grid cells are counted the same way.
 //!
+//! The diagrams are measured in the browser too: a copy of a report gets a script of the
+//! test's own ([`MEASURE`]) that shows each view in turn (every window of the logical
+//! axis, then the wall clock), takes the boxes of every text label and critical-section
+//! bar with `getBoundingClientRect`, and writes what it found into the DOM: overlaps,
+//! legend entries, logical windows, and the closest two messages' sends in the window
+//! the page opens on. A fault run, an election and a 32-worker run are opened so.
+//!
 //! Without `/usr/bin/chromium` the test says so in one line and passes, unless
 //! `MUTEXLAB_REQUIRE_BROWSER=1` (CI), where it fails.
 
@@ -291,4 +298,248 @@ fn the_chart_checker_refuses_a_page_without_its_counts() {
     let empty = r#"<div id="rendered" hidden="" data-rows="0" data-message-bars="0" data-bands="0" data-delay-bars="0" data-cells="0">"#;
     assert_eq!(chart(empty), Ok([0; 5]));
     assert!(chart(r#"<div id="rendered" hidden="">"#).unwrap_err().contains("did not count rows"));
+}
+
+/// The test's own measuring script, appended to a copy of a page: it shows each view in
+/// turn, measures label and bar boxes, and writes its findings into `#measured`.
+const MEASURE: &str = r#"<script>
+(function () {
+  var out = { overlaps: 0, labels: 0, bars: 0, first: '' };
+  function boxes(sel) {
+    return Array.prototype.slice.call(document.querySelectorAll(sel)).map(function (e) {
+      var r = e.getBoundingClientRect();
+      return { r: r, what: e.tagName + ' ' + (e.textContent || '').slice(0, 20) + ' @' + Math.round(r.left) + ',' + Math.round(r.top) };
+    }).filter(function (b) { return b.r.width > 0 && b.r.height > 0; });
+  }
+  function hit(a, b) {
+    return a.left < b.right - 0.5 && b.left < a.right - 0.5 && a.top < b.bottom - 0.5 && b.top < a.bottom - 0.5;
+  }
+  function check() {
+    var ls = boxes('text[data-label]'), bs = boxes('[data-bar="cs"], [data-lbar="cs"]');
+    out.labels += ls.length; out.bars += bs.length;
+    for (var i = 0; i < ls.length; i++) {
+      for (var j = i + 1; j < ls.length; j++) {
+        if (hit(ls[i].r, ls[j].r)) { out.overlaps++; out.first = out.first || ls[i].what + ' / ' + ls[j].what; }
+      }
+      for (var k = 0; k < bs.length; k++) {
+        if (hit(ls[i].r, bs[k].r)) { out.overlaps++; out.first = out.first || ls[i].what + ' / bar ' + bs[k].what; }
+      }
+    }
+  }
+  // The window the page opens on: how close its messages' sends are.
+  var open = document.querySelector('svg.logical:not([hidden])');
+  var gap = -1;
+  if (open) {
+    var pts = Array.prototype.slice.call(open.querySelectorAll('g[data-lmsg]:not(.in) line')).map(function (l) {
+      return [l.x1.baseVal.value, l.y1.baseVal.value];
+    });
+    for (var i = 0; i < pts.length; i++) for (var j = i + 1; j < pts.length; j++) {
+      var d = Math.hypot(pts[i][0] - pts[j][0], pts[i][1] - pts[j][1]);
+      if (gap < 0 || d < gap) gap = d;
+    }
+  }
+  var logicalFirst = !!(document.getElementById('axis-logical') || {}).checked;
+  var ws = Array.prototype.slice.call(document.querySelectorAll('svg.logical'));
+  var l = document.getElementById('axis-logical');
+  if (l) { l.checked = true; }
+  ws.forEach(function (w) {
+    var hidden = w.hasAttribute('hidden');
+    ws.forEach(function (o) { o.setAttribute('hidden', ''); });
+    w.removeAttribute('hidden');
+    check();
+    if (hidden) w.setAttribute('hidden', '');
+  });
+  var wl = document.getElementById('axis-wall');
+  if (wl) { wl.checked = true; }
+  check();
+  var m = document.createElement('div');
+  m.id = 'measured';
+  m.setAttribute('data-overlaps', out.overlaps);
+  m.setAttribute('data-labels', out.labels);
+  m.setAttribute('data-bars', out.bars);
+  m.setAttribute('data-legend', document.querySelectorAll('[data-legend]').length);
+  m.setAttribute('data-windows', ws.length);
+  m.setAttribute('data-logical-first', logicalFirst ? 1 : 0);
+  m.setAttribute('data-closest', Math.floor(gap));
+  m.setAttribute('data-first', out.first.replace(/"/g, "'"));
+  document.body.appendChild(m);
+})();
+</script>"#;
+
+/// What [`MEASURE`] found on a page.
+#[derive(Debug)]
+struct Measured {
+    overlaps: i64,
+    labels: i64,
+    legend: i64,
+    windows: i64,
+    logical_first: bool,
+    /// The closest two sends in the logical window the page opens on, px (-1: none).
+    closest: i64,
+    /// The first overlap, described.
+    first: String,
+}
+
+/// Open a copy of `page` with [`MEASURE`] appended and read back what it found.
+fn measure(page: &Path) -> Measured {
+    let html = std::fs::read_to_string(page).unwrap();
+    let copy = page.with_extension("measured.html");
+    let at = html.rfind("</body>").expect("the page ends its body");
+    std::fs::write(&copy, format!("{}{MEASURE}{}", &html[..at], &html[at..])).unwrap();
+    parse_measured(&dump_dom(&copy)).unwrap_or_else(|e| panic!("{}: {e}", page.display()))
+}
+
+fn parse_measured(dom: &str) -> Result<Measured, String> {
+    let start = dom.find(r#"<div id="measured""#).ok_or("the measuring script did not run")?;
+    let tag = &dom[start..start + dom[start..].find('>').ok_or("cut short")?];
+    let attr = |name: &str| -> Result<&str, String> {
+        let key = format!("data-{name}=\"");
+        let at = tag.find(&key).ok_or_else(|| format!("no {name}: {tag}"))? + key.len();
+        Ok(&tag[at..at + tag[at..].find('"').unwrap_or(0)])
+    };
+    let num = |name: &str| -> Result<i64, String> {
+        attr(name)?.parse().map_err(|_| format!("data-{name} is not a number: {tag}"))
+    };
+    Ok(Measured {
+        overlaps: num("overlaps")?,
+        labels: num("labels")?,
+        legend: num("legend")?,
+        windows: num("windows")?,
+        logical_first: num("logical-first")? == 1,
+        closest: num("closest")?,
+        first: attr("first")?.to_string(),
+    })
+}
+
+/// The promises every report makes: no label on another or on a bar, some labels, a
+/// legend and a logical axis.
+fn readable(m: &Measured) -> Result<(), String> {
+    if m.overlaps > 0 {
+        return Err(format!("{} overlaps, the first {}", m.overlaps, m.first));
+    }
+    if m.labels == 0 || m.legend == 0 || m.windows == 0 {
+        return Err(format!("no labels, legend or logical axis: {m:?}"));
+    }
+    Ok(())
+}
+
+/// Run mutexlab with `args` into `dir` (kept), expecting `code`; the report's path.
+fn kept_run(args: &[&str], dir: &Path, code: i32) -> std::path::PathBuf {
+    let mut all: Vec<&str> = args.to_vec();
+    let d = dir.to_str().unwrap();
+    all.extend(["--keep", "--run-dir", d]);
+    let out = run(&all);
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {}", stderr(&out));
+    let page = dir.join("report.html");
+    assert!(page.exists(), "{args:?} left no report: {}", stderr(&out));
+    page
+}
+
+#[test]
+fn a_fault_run_an_election_and_32_workers_read_without_overlaps_on_both_axes() {
+    if !browser_present() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // A kill that stalls Ricart-Agrawala: the run fails, its report has the arrows.
+    let fault = kept_run(
+        &[
+            "run",
+            "--algo",
+            "ricart-agrawala",
+            "-n",
+            "4",
+            "-k",
+            "40",
+            "--detector",
+            "none",
+            "--faults",
+            "kill 1 at 20ms",
+            "--stall-ms",
+            "500",
+            "--seed",
+            "1",
+        ],
+        &tmp.path().join("fault"),
+        1,
+    );
+    let m = measure(&fault);
+    readable(&m).unwrap_or_else(|e| panic!("fault run: {e}"));
+    let html = std::fs::read_to_string(&fault).unwrap();
+    // The window it opens on is the one holding the first violation or fault.
+    let at = html.find(r#"id="window-caption">"#).expect("a logical axis");
+    let opened = &html[at..at + html[at..].find("</span>").unwrap()];
+    assert!(opened.contains("opened on") && opened.contains("the first "), "{opened}");
+
+    // An election, its leader killed: two bursts of a millisecond or two.
+    let elect = kept_run(
+        &[
+            "elect",
+            "--algo",
+            "bully",
+            "-n",
+            "5",
+            "--faults",
+            "kill 4 at 100ms",
+            "--settle-ms",
+            "100",
+            "--seed",
+            "1",
+        ],
+        &tmp.path().join("elect"),
+        0,
+    );
+    let m = measure(&elect);
+    readable(&m).unwrap_or_else(|e| panic!("election: {e}"));
+    assert!(m.logical_first, "an election opens on logical time: {m:?}");
+    assert!(m.closest >= 4, "two of the election's messages are within {} px: {m:?}", m.closest);
+    assert!(
+        std::fs::read_to_string(&elect).unwrap().contains("leader, term"),
+        "the leader is named with its term"
+    );
+
+    // 32 workers.
+    let big = kept_run(
+        &["run", "--algo", "ricart-agrawala", "-n", "32", "-k", "1", "--seed", "1"],
+        &tmp.path().join("big"),
+        0,
+    );
+    let m = measure(&big);
+    readable(&m).unwrap_or_else(|e| panic!("32 workers: {e}"));
+
+    // The negative control: the election's page with one label drawn twice, and one on
+    // a bar, fails the check.
+    let html = std::fs::read_to_string(&elect).unwrap();
+    let at = html.find("<text data-label=").unwrap();
+    let label = &html[at..at + html[at..].find("</text>").unwrap() + 7];
+    let twice = tmp.path().join("twice.html");
+    std::fs::write(&twice, html.replacen(label, &format!("{label}{label}"), 1)).unwrap();
+    let m = measure(&twice);
+    let err = readable(&m).expect_err("two labels in one place pass the check");
+    assert!(err.contains("1 overlaps"), "{err}");
+    // Every one of the 32 workers entered once: that page has bars.
+    let html = std::fs::read_to_string(&big).unwrap();
+    let at = html.find(r#"<rect data-bar="cs""#).expect("the 32-worker run has sections");
+    let bar = &html[at..at + html[at..].find("</rect>").unwrap() + 7];
+    let (x, y) = (num_attr(bar, "x"), num_attr(bar, "y"));
+    let on_bar = format!(r#"{bar}<text data-label="msg" x="{x}" y="{}">ON BAR</text>"#, y + 10.0);
+    let planted = tmp.path().join("on-bar.html");
+    std::fs::write(&planted, html.replacen(bar, &on_bar, 1)).unwrap();
+    let err = readable(&measure(&planted)).expect_err("a label on a bar passes the check");
+    assert!(err.contains("ON BAR"), "{err}");
+}
+
+/// The number in `name="…"` of an element's text.
+fn num_attr(tag: &str, name: &str) -> f64 {
+    let key = format!(" {name}=\"");
+    let at = tag.find(&key).unwrap() + key.len();
+    tag[at..at + tag[at..].find('"').unwrap()].parse().unwrap()
+}
+
+#[test]
+fn the_measure_reader_refuses_a_page_it_did_not_run_on() {
+    assert!(parse_measured("<html><body></body></html>").unwrap_err().contains("did not run"));
+    let m = parse_measured(r#"<div id="measured" data-overlaps="2" data-labels="5" data-bars="1" data-legend="3" data-windows="1" data-logical-first="1" data-closest="12" data-first="a / b">"#).unwrap();
+    assert_eq!((m.overlaps, m.closest, m.logical_first), (2, 12, true));
+    assert!(readable(&m).unwrap_err().contains("2 overlaps, the first a / b"));
 }

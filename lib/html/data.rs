@@ -118,7 +118,7 @@ pub(crate) struct Pause {
 pub(crate) type Leader = LeaderRecord;
 
 /// A message between two workers, from the trace.
-pub(crate) use crate::trace::Arrow;
+pub(crate) use super::events::Msg as Arrow;
 
 /// A bar on a lane, from `from()` to `to()` (`u64::MAX`: to the end of the run).
 pub(crate) trait Span {
@@ -281,7 +281,9 @@ impl<T> Default for Sampled<T> {
     }
 }
 
-/// Each worker's waits as counts in [`HIST_BINS`] bins from 0 to `max` ns.
+/// Each worker's waits as counts in [`HIST_BINS`] bins on a log scale from
+/// [`Hist::low`] to `max` ns (a wait below the low end counts in the first bin): one
+/// pause of seconds leaves the waits of microseconds their own bins.
 #[derive(Debug, Default)]
 pub(crate) struct Hist {
     pub max: u64,
@@ -289,8 +291,25 @@ pub(crate) struct Hist {
 }
 
 impl Hist {
+    /// The low end of the scale, ns: 1 µs, or a tenth of the longest wait if shorter.
+    pub fn low(&self) -> f64 {
+        (self.max as f64 / 10.0).clamp(1.0, 1000.0)
+    }
+
+    /// Where `ns` falls on the scale, from 0 (the low end or below) to 1 (the longest).
+    pub fn at(&self, ns: f64) -> f64 {
+        let (lo, hi) = (self.low(), (self.max as f64).max(self.low() * 1.0001));
+        ((ns.max(lo) / lo).ln() / (hi / lo).ln()).clamp(0.0, 1.0)
+    }
+
+    /// The wait (ns) at position `f` of the scale.
+    pub fn ns_at(&self, f: f64) -> f64 {
+        let (lo, hi) = (self.low(), (self.max as f64).max(self.low() * 1.0001));
+        lo * (hi / lo).powf(f)
+    }
+
     fn record(&mut self, w: u32, wait: u64) {
-        let i = (wait as f64 / self.max.max(1) as f64 * HIST_BINS as f64) as usize;
+        let i = (self.at(wait as f64) * HIST_BINS as f64) as usize;
         self.bins.entry(w).or_insert([0; HIST_BINS])[i.min(HIST_BINS - 1)] += 1;
     }
 }
@@ -325,13 +344,31 @@ pub(crate) struct Timeline {
     pub start: Option<u64>,
     /// Why the trace present could not be drawn, if it could not.
     pub trace_error: Option<String>,
+    /// The run's start as the fault log gives it (a line's `t` less its `at`): the
+    /// origin of the times the text summary prints.
+    pub origin: Option<u64>,
+    /// The logical diagram's windows, and the contents of their messages.
+    pub windows: Vec<super::events::Window>,
+    pub bodies: std::collections::HashMap<(u32, u32, u64, bool), String>,
+    /// All the trace's events, and its messages by (sender, receiver).
+    pub events: u64,
+    pub pairs: BTreeMap<(u32, u32), u64>,
+    /// Messages by type in stretches of the run, for the aggregate view.
+    pub slices: Vec<super::events::Slice>,
 }
 
 impl Timeline {
     /// The earliest and latest time of anything drawn; `None` if nothing is.
     pub fn span(&self) -> Option<(u64, u64)> {
-        let times = self
-            .sections
+        self.times().into_iter().fold(None, |acc, t| match acc {
+            None => Some((t, t)),
+            Some((lo, hi)) => Some((lo.min(t), hi.max(t))),
+        })
+    }
+
+    /// The time of everything drawn (bounded as what is drawn is), in no order.
+    pub fn times(&self) -> Vec<u64> {
+        self.sections
             .iter()
             .flat_map(|s| [s.want, Some(s.enter), s.exit])
             .flatten()
@@ -339,12 +376,10 @@ impl Timeline {
             .chain(self.refused.iter().map(|r| r.t))
             .chain(self.leaders.iter().map(|l| l.t))
             .chain(self.faults.iter().map(|f| f.t))
-            .chain(self.arrows.iter().flat_map(|a| [Some(a.sent), a.received]).flatten())
-            .chain(self.start);
-        times.fold(None, |acc, t| match acc {
-            None => Some((t, t)),
-            Some((lo, hi)) => Some((lo.min(t), hi.max(t))),
-        })
+            .chain(self.arrows.iter().flat_map(|a| [Some(a.sent), a.received.map(|r| r.0)]).flatten())
+            .chain(self.pauses.iter().flat_map(|p| [Some(p.from), p.to]).flatten())
+            .chain(self.start)
+            .collect()
     }
 }
 
@@ -504,6 +539,16 @@ pub(crate) fn read_faults(path: &Path, tl: &mut Timeline) -> std::io::Result<()>
     let mut down: BTreeMap<u32, u64> = BTreeMap::new();
     each_line(f, |_, line| {
         let Some(l) = FaultLine::parse(line) else { return };
+        if tl.origin.is_none() {
+            // `t=<ns> at=<ms>ms`: the run began `at` before `t`.
+            let at = line
+                .split(' ')
+                .nth(1)
+                .and_then(|a| a.strip_prefix("at=")?.strip_suffix("ms")?.parse::<f64>().ok());
+            if let Some(at) = at.filter(|a| a.is_finite() && *a >= 0.0) {
+                tl.origin = Some(l.t.saturating_sub((at * 1e6) as u64));
+            }
+        }
         let w = l.worker().filter(|w| *w < MAX_WORKERS);
         if l.action == "teardown" && l.note == "interrupted" {
             tl.interrupted = true;
@@ -549,20 +594,28 @@ pub(crate) fn has_trace(run_dir: &Path) -> bool {
     })
 }
 
-/// The messages of the run's trace as the diagram draws them (at most `max`, paired by
-/// the trace's own reader), and the counts of all: memory by what is drawn, not by the
-/// trace's size.
+/// The messages of the run's trace as the diagrams draw them (at most `max` for the
+/// wall clock, the windows `wanted` asks for and a spread of others for the logical
+/// axis), and the counts of all: memory by what is drawn, not by the trace's size.
 pub(crate) fn read_trace(
     run_dir: &Path,
     max: usize,
+    wanted: Vec<super::events::Anchor>,
     tl: &mut Timeline,
 ) -> Result<(), crate::trace::TraceError> {
-    let a = crate::trace::pick_arrows(run_dir, max)?;
-    tl.arrows = a.shown;
-    tl.arrow_stride = a.stride;
-    tl.messages = a.summary.messages;
-    tl.message_types = a.summary.by_type;
-    tl.trace_notes = a.summary.notes.lines();
+    let summary = crate::trace::check(run_dir)?;
+    let anchors = super::events::anchors(summary.events, wanted);
+    let v = super::events::read(run_dir, (summary.events, summary.messages), max, anchors)?;
+    tl.arrows = v.msgs;
+    tl.arrow_stride = v.stride;
+    tl.windows = v.windows;
+    tl.bodies = v.bodies;
+    tl.events = v.events;
+    tl.pairs = v.pairs;
+    tl.slices = v.slices;
+    tl.messages = summary.messages;
+    tl.message_types = summary.by_type;
+    tl.trace_notes = summary.notes.lines();
     Ok(())
 }
 

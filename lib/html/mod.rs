@@ -3,11 +3,17 @@
 //!
 //! It shows the summary and the auditor's verdict as the text summary gives them, the
 //! messages by type beside the algorithm's theory, a space-time diagram (one lane per
-//! worker: sections, waits, messages, faults, leaders, findings in red linked to their
-//! lines), and each worker's wait distribution. Reading the files is `data.rs` (in
-//! memory bounded by what the page draws, whatever the files hold), drawing is `svg.rs`,
-//! and this file lays out the page and writes it whole, into a new file renamed over
-//! the name, never through a link. `compare.rs` makes the page of `mutexlab compare
+//! worker: sections, waits, messages coloured by type with a legend, faults, leaders
+//! and roles, findings in red linked to their lines) on two axes the reader switches
+//! between with CSS alone (logical time, `logical.rs`, in windows of events that open
+//! on the first violation, fault or election; the wall clock with idle stretches
+//! shortened, `svg.rs`), from 12 workers on an aggregate of every message (per pair,
+//! over the run), waits over the run with fault periods shaded, and each worker's wait
+//! distribution on a log scale. All times are in ms from one origin (the run's start).
+//! Reading the files is `data.rs` and `events.rs` (the trace's windows, picks and
+//! message contents; in memory bounded by what the page draws, whatever the files
+//! hold), label placement and colours `labels.rs`, and this file lays out the page and
+//! writes it whole, into a new file renamed over the name, never through a link. `compare.rs` makes the page of `mutexlab compare
 //! --html` with the same head, style and escaping.
 //!
 //! Every string that comes from a file or a worker goes through [`esc`] before it
@@ -24,6 +30,9 @@ use crate::supervisor::{Report, ServiceReport};
 
 mod compare;
 mod data;
+mod events;
+mod labels;
+mod logical;
 mod svg;
 
 pub use compare::comparison_page;
@@ -215,8 +224,10 @@ pub fn render_with(run_dir: &Path, known: Known) -> Result<String, ReportError> 
         .map_err(|err| ReportError::Unreadable { path: fault_log.display().to_string(), err })?;
     if data::has_trace(run_dir) {
         // A damaged trace costs the arrows, not the report.
-        if let Err(e) = data::read_trace(run_dir, svg::MAX_ARROWS, &mut tl) {
+        let wanted = moments(&v, &tl, election);
+        if let Err(e) = data::read_trace(run_dir, svg::MAX_ARROWS, wanted, &mut tl) {
             tl.trace_error = Some(e.to_string());
+            (tl.arrows, tl.windows) = (Vec::new(), Vec::new());
         }
     }
     let highest = tl
@@ -229,6 +240,32 @@ pub fn render_with(run_dir: &Path, known: Known) -> Result<String, ReportError> 
         .map_or(0, |w| w + 1);
     let lanes = v.workers.min(crate::supervisor::MAX_WORKERS).max(highest);
     Ok(page(&shown, &v, &tl, lanes, known))
+}
+
+/// What the logical diagram's windows open on, in the order the page prefers them.
+const FIRST_VIOLATION: &str = "the first violation";
+const FIRST_FAULT: &str = "the first fault";
+const FIRST_ELECTION: &str = "the first election";
+const THE_END: &str = "the end of the run";
+
+/// The moments the other files name, where the logical diagram's windows go.
+fn moments(v: &Verdict, tl: &Timeline, election: bool) -> Vec<events::Anchor> {
+    let mut out = Vec::new();
+    if let Some(&(_, t)) = v.violations.first().and_then(|f| tl.at_line.get(&f.line)) {
+        out.push(events::Anchor::At(t, FIRST_VIOLATION.into()));
+    }
+    let fault =
+        tl.faults.iter().filter(|f| !matches!(f.action.as_str(), "teardown" | "skip")).map(|f| f.t).min();
+    if let Some(t) = fault {
+        out.push(events::Anchor::At(t, FIRST_FAULT.into()));
+    }
+    if election {
+        if let Some(t) = tl.leaders.iter().map(|l| l.t).min() {
+            out.push(events::Anchor::At(t, FIRST_ELECTION.into()));
+        }
+    }
+    out.push(events::Anchor::At(u64::MAX, THE_END.into()));
+    out
 }
 
 fn mutex_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdict, ReportError> {
@@ -304,8 +341,18 @@ rect.cs.bad { fill: #d62d2d; fill-opacity: .9; }
 rect.wait { fill: #9aa3b3; } rect.wait.unserved { fill: #e08a2e; }
 rect.stopped { fill: url(#hatch); fill-opacity: .6; } rect.down { fill: #dfe2e8; }
 line.fault-time { stroke: #999; stroke-width: .8; stroke-dasharray: 1 3; }
-g.msg line { stroke: #4a5a78; stroke-width: 1; } g.msg text { fill: #4a5a78; font-size: 9px; paint-order: stroke; stroke: #fff; stroke-width: 3px; }
-g.msg.lost line { stroke: #d62d2d; stroke-dasharray: 3 2; }
+g.msg line { stroke-width: 1.3; } g.msg.lost line { stroke-dasharray: 3 2; }
+g.msg.out line, g.msg.in line { stroke-dasharray: 1 2; }
+text[data-label] { font: 9px monospace; paint-order: stroke; stroke: #fff; stroke-width: 3px; }
+text.role { fill: #8a5a00; font-weight: 700; }
+rect.token { fill: #f2b600; fill-opacity: .35; }
+g.break rect { fill: #f4f5f8; } g.break path { stroke: #778; stroke-width: 1.5; fill: none; }
+g.fault.across polyline { stroke: #8a3ffc; stroke-width: 1.5; stroke-dasharray: 6 3; }
+svg.defs { position: absolute; } svg.logical[hidden] { display: none; }
+#axis-logical:checked ~ .view.wall, #axis-wall:checked ~ .view.logical { display: none; }
+.axes label { margin-right: 14px; font-weight: 600; } .why-axis, .help { color: #555; font-size: 12px; }
+.aggregate { display: flex; gap: 24px; flex-wrap: wrap; } figure { margin: 0; } figcaption { font-size: 12px; color: #555; }
+.legend .key { margin-right: 14px; white-space: nowrap; } .legend svg { vertical-align: middle; margin-right: 3px; }
 g.fault.kill path { stroke: #000; stroke-width: 3; } g.fault.restart path { fill: #1a7f37; }
 g.fault.pause line { stroke: #a07f00; stroke-width: 2; }
 g.fault.across line { stroke: #8a3ffc; stroke-width: 1.5; stroke-dasharray: 6 3; } g.fault.across text { fill: #8a3ffc; }
@@ -314,15 +361,30 @@ g.refused circle { fill: #fff; stroke: #e08a2e; stroke-width: 2; }
 g.violation circle { fill: #d62d2d; stroke: #fff; stroke-width: 1.5; }
 svg.theory rect.band { fill: #2da44e; fill-opacity: .45; } svg.theory rect.measured { fill: #3d7bd9; }
 svg.hist rect { fill: #3d7bd9; } svg.hist line.axis { stroke: #999; }
+svg.wait-time circle { fill: #3d7bd9; fill-opacity: .7; } svg.wait-time rect.fault-period { fill: #e08a2e; fill-opacity: .18; }
+svg.wait-time path.unserved { fill: #e08a2e; } svg.wait-time line.axis { stroke: #999; }
 svg.hist line.p50 { stroke: #1a7f37; stroke-width: 2; } svg.hist line.p99 { stroke: #d62d2d; stroke-width: 2; }
 .violations td:first-child, .listing td:first-child { white-space: nowrap; }
 .listing tr:target, .violations tr:target { background: #ffe9a8; }
 "#;
 
-/// Counts what the browser built, so a test can read it back from the rendered DOM:
+/// Moves the logical diagram from window to window (its buttons), and counts what the
+/// browser built, so a test can read it back from the rendered DOM:
 /// for each `name=selector` in `#rendered`'s `data-count`, how many elements match, in
 /// its `data-name`.
 const SCRIPT: &str = r#"
+document.addEventListener('click', function (ev) {
+  var b = ev.target.closest && ev.target.closest('[data-go]');
+  if (!b) return;
+  var ws = Array.prototype.slice.call(document.querySelectorAll('svg.logical'));
+  var cur = ws.findIndex(function (w) { return !w.hasAttribute('hidden'); });
+  var next = Math.max(0, Math.min(ws.length - 1, cur + parseInt(b.getAttribute('data-go'), 10)));
+  if (next === cur || cur < 0) return;
+  ws[cur].setAttribute('hidden', '');
+  ws[next].removeAttribute('hidden');
+  var c = document.getElementById('window-caption');
+  if (c) c.textContent = ws[next].getAttribute('data-caption');
+});
 document.addEventListener('DOMContentLoaded', function () {
   var r = document.getElementById('rendered');
   if (!r) return;
@@ -391,21 +453,72 @@ fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> Stri
         ])
     );
 
-    let drawn = svg::diagram(tl, lanes, &v.violations);
+    diagrams(&mut s, v, tl, lanes);
+    messages(&mut s, v, tl, known);
+    let _ = writeln!(s, "<h2>Summary</h2>\n<pre>{}</pre>", esc(&v.text));
+    waits(&mut s, v, tl);
+    findings(&mut s, v, tl);
+    let _ = writeln!(s, "</body></html>");
+    s
+}
+
+/// The page's one time origin: the run's start as the fault log gives it (the origin of
+/// the summary's times), else the leader file's START, else the first thing drawn.
+fn origin(tl: &Timeline) -> u64 {
+    tl.origin.or(tl.start).or(tl.span().map(|(lo, _)| lo)).unwrap_or(0)
+}
+
+/// Lane names, with the role the trace shows: the one worker that sends every GRANT
+/// drawn is the coordinator.
+fn lane_names(tl: &Timeline, lanes: u32) -> Vec<String> {
+    let grants: BTreeSet<u32> = tl.arrows.iter().filter(|a| a.msg == "GRANT").map(|a| a.from).collect();
+    (0..lanes)
+        .map(
+            |w| {
+                if grants.len() == 1 && grants.contains(&w) {
+                    format!("w{w} coord")
+                } else {
+                    format!("w{w}")
+                }
+            },
+        )
+        .collect()
+}
+
+/// The space-time diagram on both axes, the switch between them, and the legend.
+fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
+    let types: Vec<&str> =
+        tl.message_types.keys().map(String::as_str).chain(tl.arrows.iter().map(|a| a.msg.as_str())).collect();
+    let colours = labels::Colours::new(types);
+    let names = lane_names(tl, lanes);
+    let t0 = origin(tl);
+    let wall = svg::Wall { t0, colours: &colours, names: &names };
+    let drawn = svg::diagram(tl, lanes, &v.violations, &wall);
+    let origin = if tl.origin.is_some() {
+        "the run's start (as in the summary)"
+    } else if tl.start.is_some() {
+        "the run's start"
+    } else {
+        "the first event"
+    };
     let _ = writeln!(s, "<h2>Space-time diagram</h2>");
     let what = if v.entries.is_some() {
         "Blue bars: critical sections (ENTER to EXIT); thin grey bars: waits (WANT to ENTER), \
          orange when never served; orange rings: writes a fenced resource refused; red: sections \
          and records the auditor flagged"
     } else {
-        "Diamonds: a worker accepts a leader (filled: itself); red: records the auditor flagged"
+        "Diamonds: a worker accepts a leader (filled: itself, named with its term); red: records the auditor flagged"
     };
     let _ = writeln!(
         s,
-        "<p>One lane per worker, time in ms from the first event. {what} (click a red dot for \
-         the finding); arrows: messages; ✕ kill (grey until ▲ restart); hatched: paused; \
-         dotted lines: when a fault hit; dashed purple lines: partitions and heals. Hover \
-         over anything for its details.</p>"
+        "<p>One lane per worker, times in ms from {origin}. {what} (click a red dot for \
+         the finding); arrows: messages, coloured by type, each labelled beside its send on the \
+         sender's lane when there is room; ✕ kill (grey until ▲ restart); hatched: paused; \
+         dotted lines: when a fault hit; dashed purple lines: partitions and heals; on the \
+         logical axis, a gold band: the worker holds the token; a lane named \"coord\": the one \
+         worker that sends every GRANT. Hover \
+         over anything for its details: a message's hover has both ends' times and Lamport \
+         clocks (lc) and, when the trace recorded it, its contents.</p>"
     );
     match &tl.trace_error {
         Some(e) => {
@@ -426,13 +539,162 @@ fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> Stri
     for n in &drawn.notes {
         let _ = writeln!(s, "<p class=\"note\">{}</p>", esc(n));
     }
-    let _ = writeln!(s, "<div class=\"scroll\">{}</div>", drawn.svg);
-    messages(&mut s, v, tl, known);
-    let _ = writeln!(s, "<h2>Summary</h2>\n<pre>{}</pre>", esc(&v.text));
-    waits(&mut s, v, tl);
-    findings(&mut s, v, tl);
-    let _ = writeln!(s, "</body></html>");
-    s
+    s.push_str(&svg::defs());
+    legend(s, &colours, tl);
+    if lanes >= AGGREGATE_FROM && tl.messages > 0 {
+        aggregate(s, tl, lanes, &colours, t0, drawn.labelled);
+    }
+    // The logical axis needs the trace's events; without them, the wall clock alone.
+    let wall_view = format!(
+        "<div class=\"view wall\">{}<div class=\"scroll\">{}</div></div>",
+        dropped_note(drawn.dropped),
+        drawn.svg
+    );
+    if tl.windows.is_empty() {
+        let _ = writeln!(s, "{wall_view}");
+        return;
+    }
+    let open = [FIRST_VIOLATION, FIRST_FAULT, FIRST_ELECTION]
+        .iter()
+        .find_map(|why| tl.windows.iter().position(|w| w.why.iter().any(|x| x == why)))
+        .unwrap_or(0);
+    let findings: Vec<(u32, u64, String, String)> = v
+        .violations
+        .iter()
+        .enumerate()
+        .filter_map(|(i, f)| {
+            let &(w, t) = tl.at_line.get(&f.line)?;
+            Some((w, t, format!("v{i}"), format!("{} at line {}: {}", f.kind, f.line, f.detail)))
+        })
+        .collect();
+    let faults: Vec<&data::FaultMark> = tl.faults.iter().collect();
+    let cx = logical::Ctx {
+        lanes,
+        t0,
+        colours: &colours,
+        bodies: &tl.bodies,
+        faults: &faults,
+        findings: &findings,
+        names: &names,
+    };
+    let of = tl.windows.len();
+    let mut svgs = String::new();
+    let mut dropped = Vec::new();
+    for (k, w) in tl.windows.iter().enumerate() {
+        let d = logical::window(w, k, of, tl.events, k == open, &cx);
+        svgs.push_str(&d.svg);
+        dropped.push(d.dropped);
+    }
+    // Logical by default where the wall clock squashes the opening window's messages.
+    let logical_first = squashed(tl, &tl.windows[open], t0);
+    let (lc, wc) = if logical_first { (" checked", "") } else { ("", " checked") };
+    let _ = writeln!(
+        s,
+        "<div class=\"axes\"><input type=\"radio\" name=\"axis\" id=\"axis-logical\"{lc}>\
+         <label for=\"axis-logical\">logical time</label> \
+         <input type=\"radio\" name=\"axis\" id=\"axis-wall\"{wc}>\
+         <label for=\"axis-wall\">wall clock (idle stretches shortened)</label>\
+         <span class=\"why-axis\">{}</span>\n\
+         <div class=\"view logical\" data-axis=\"logical\"><p class=\"nav\">\
+         <button type=\"button\" data-go=\"-1\">◀ earlier</button> \
+         <button type=\"button\" data-go=\"1\">later ▶</button> \
+         <span id=\"window-caption\">{}</span></p>\
+         <p class=\"help\">One step per event: each event is one step right of its worker's previous event and of \
+         the send it receives (Lamport's clock recomputed over the window), so no arrow points backwards. \
+         The axis gives the step and the time of its first event. A message whose other end is outside the window is a short stub. \
+         Between windows, events are not drawn on this axis: the wall clock shows the whole run.</p>\
+         {}<div class=\"scroll\">{svgs}</div></div>\n{wall_view}</div>",
+        if logical_first {
+            "Opened on logical time: on the wall clock, a quarter or more of this window's messages start within 4 px of another."
+        } else {
+            "Opened on the wall clock: its messages are far enough apart there; logical time gives one step per event."
+        },
+        esc(&format!(
+            "window {} of {of}: events {}–{} of {}{}",
+            open + 1,
+            tl.windows[open].first + 1,
+            tl.windows[open].first + tl.windows[open].events.len() as u64,
+            tl.events,
+            if tl.windows[open].why.is_empty() {
+                String::new()
+            } else {
+                format!(", opened on {}", tl.windows[open].why.join(" and "))
+            }
+        )),
+        dropped_note(dropped.iter().sum()),
+    );
+}
+
+/// From this many workers on, the page leads with the aggregate view: too many lanes
+/// for arrows alone to be read.
+const AGGREGATE_FROM: u32 = 12;
+
+/// The whole trace counted, not drawn: messages per pair of workers and over the run,
+/// with what the diagrams below leave out.
+fn aggregate(s: &mut String, tl: &Timeline, lanes: u32, colours: &labels::Colours, t0: u64, labelled: usize) {
+    let drawn = tl.arrows.len().div_ceil(tl.arrows.len().div_ceil(svg::MAX_ARROWS).max(1));
+    let _ = writeln!(
+        s,
+        "<h3>All {} messages, counted</h3><p data-aggregate=\"{lanes}\">With {lanes} workers the arrows \
+         below cannot all be read: here every message the trace holds is counted. The wall-clock diagram \
+         draws {drawn} of them as arrows ({}), the logical one {} windows of {} events; {labelled} of the \
+         wall clock's arrows are labelled, where there is room (every hover has the type).</p>\n\
+         <div class=\"aggregate\"><figure><figcaption>Per pair: sender (row) to receiver (column)</figcaption>{}</figure>\
+         <figure><figcaption>Over the run: messages in {} stretches of equal events, by type</figcaption>{}</figure></div>",
+        tl.messages,
+        if drawn as u64 >= tl.messages { "all".to_string() } else { format!("one in {}", tl.messages.div_ceil(drawn.max(1) as u64)) },
+        tl.windows.len(),
+        events::WINDOW,
+        svg::pair_matrix(&tl.pairs, lanes),
+        tl.slices.len(),
+        svg::over_time(&tl.slices, colours, t0),
+    );
+}
+
+/// Whether the wall clock squashes `win`: a quarter or more of its sends are within
+/// 4 px of another send on the wall-clock axis.
+fn squashed(tl: &Timeline, win: &events::Window, t0: u64) -> bool {
+    let sc = svg::Scale::new(t0, tl.times());
+    let mut xs: Vec<(u32, f64)> = win
+        .events
+        .iter()
+        .filter(|e| matches!(e.kind, crate::trace::EventKind::Send { .. }))
+        .map(|e| (e.w, sc.x(e.t)))
+        .collect();
+    if xs.len() < 2 {
+        return false;
+    }
+    xs.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let close = xs.windows(2).filter(|p| p[1].1 - p[0].1 < 4.0).count();
+    close * 4 >= xs.len()
+}
+
+/// What the page says of labels left out.
+fn dropped_note(n: usize) -> String {
+    if n == 0 {
+        return String::new();
+    }
+    format!(
+        "<p class=\"note\" data-dropped=\"{n}\">{n} message label(s) left out for lack of room; each arrow's hover still names its type.</p>"
+    )
+}
+
+/// One swatch per message type, in the colour its arrows and labels have.
+fn legend(s: &mut String, colours: &labels::Colours, tl: &Timeline) {
+    if colours.types.is_empty() {
+        return;
+    }
+    let _ = write!(s, "<p class=\"legend\" id=\"legend\">");
+    for ty in &colours.types {
+        let n = tl.message_types.get(ty).copied().unwrap_or(0);
+        let _ = write!(
+            s,
+            "<span class=\"key\" data-legend=\"{t}\"><svg width=\"22\" height=\"10\" aria-hidden=\"true\"><line x1=\"1\" y1=\"5\" x2=\"21\" y2=\"5\" stroke=\"{c}\" stroke-width=\"3\"/></svg>{t} <small>({n})</small></span> ",
+            t = esc(ty),
+            c = colours.of(ty),
+        );
+    }
+    let _ = writeln!(s, "</p>");
 }
 
 /// Messages by type and per entry, beside the algorithm's theory.
@@ -554,12 +816,25 @@ fn waits(s: &mut String, v: &Verdict, tl: &Timeline) {
     if v.entries.is_none() {
         return;
     }
-    let (by, max) = (&tl.hist.bins, tl.hist.max);
+    let by = &tl.hist.bins;
+    let plot = svg::wait_over_time(tl, origin(tl));
+    if !plot.is_empty() {
+        let _ = writeln!(
+            s,
+            "<h2>Waits over the run</h2>\n<p>Each wait drawn where it was asked for (ms from the page's \
+             origin) and as high as it lasted (log scale); orange triangles at the top: requests never \
+             served; shaded: while a worker was paused or down, or the network partitioned.</p>\n{plot}"
+        );
+    }
+    let many = v.waits.len() > AGGREGATE_FROM as usize;
     let _ = writeln!(
         s,
-        "<h2>Wait times by worker</h2>\n<p>WANT to ENTER, on one scale for all workers; \
-         green line p50, red line p99 (the auditor's figures).</p>\n\
-         <table><tr><th>worker</th><th>waits</th><th>p50 ms</th><th>p99 ms</th><th>max ms</th><th>mean ms</th><th>distribution</th></tr>"
+        "<h2>Wait times by worker</h2>\n<p>WANT to ENTER, on one log scale for all workers \
+         (each bin a fixed factor longer than the one before, so waits of microseconds and of \
+         seconds both show); green line p50, red line p99 (the auditor's figures).</p>\n\
+         <details{}><summary>{} workers</summary><table><tr><th>worker</th><th>waits</th><th>p50 ms</th><th>p99 ms</th><th>max ms</th><th>mean ms</th><th>distribution</th></tr>",
+        if many { "" } else { " open" },
+        v.waits.len()
     );
     let workers = v.waits.len().max(by.keys().last().map_or(0, |w| *w as usize + 1));
     for w in 0..workers as u32 {
@@ -574,10 +849,10 @@ fn waits(s: &mut String, v: &Verdict, tl: &Timeline) {
             st.p99,
             st.max,
             st.mean,
-            svg::wait_histogram(w, &bins, max, &st)
+            svg::wait_histogram(w, &bins, &tl.hist, &st)
         );
     }
-    let _ = writeln!(s, "</table>");
+    let _ = writeln!(s, "</table></details>");
 }
 
 /// The findings, each with an anchor, and the file's lines they point at.

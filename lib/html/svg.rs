@@ -1,16 +1,20 @@
-//! The pictures, as inline SVG: the space-time diagram (one lane per worker, time left to
-//! right) and the small wait histograms.
+//! The pictures, as inline SVG: the space-time diagram on the wall clock (one lane per
+//! worker, time left to right, idle stretches shortened and marked, see [`Scale`]), the
+//! aggregate of a big run (messages per pair and over the run), waits over the run, and
+//! the small log-scale wait histograms. Message labels go where [`Boxes`] finds room.
 //!
 //! Every element a reader or a test may look for carries a data attribute: `data-lane`,
-//! `data-bar="cs"` or `"wait"`, `data-arrow`, `data-fault`, `data-leader`,
-//! `data-violation`. Hover text is an SVG `<title>`, which browsers show without script.
-//! Every string from a file goes through [`esc`].
+//! `data-bar="cs"` or `"wait"`, `data-arrow`, `data-label`, `data-fault`, `data-leader`,
+//! `data-violation`, `data-break`, `data-pair`, `data-slice`, `data-wait`. Hover text is
+//! an SVG `<title>`, which browsers show without script. Every string from a file goes
+//! through [`esc`].
 
 use std::fmt::Write as _;
 
-use super::data::{Timeline, HIST_BINS};
+use super::data::{Hist, Timeline, HIST_BINS};
 pub(crate) use super::data::{MAX_BARS, WIDTH};
 use super::esc;
+use super::labels::{Boxes, Colours, CHAR_W, PALETTE};
 use crate::audit::{Violation, WaitStats};
 
 /// Left margin (lane labels), top margin (time axis), lane height, px (the plot is
@@ -27,21 +31,129 @@ const MAX_LABELS: usize = 300;
 pub(crate) struct Drawn {
     pub svg: String,
     pub notes: Vec<String>,
+    /// Message labels that found no room (their hover has them).
+    pub dropped: usize,
+    /// Message labels drawn.
+    pub labelled: usize,
 }
 
-/// Maps monotonic ns to x and workers to lanes.
-struct Scale {
-    t0: u64,
-    span: f64,
+/// Maps monotonic ns to x on the wall-clock axis, with idle stretches shortened: time
+/// runs at one rate across the active segments, and each gap longer than [`IDLE`] of
+/// the run (at most [`MAX_BREAKS`] of them, the longest) takes [`BREAK`] px, marked.
+pub(crate) struct Scale {
+    /// The page's time origin (ns): every time shown is in ms from it.
+    pub t0: u64,
+    /// Active segments: (from, to) ns and the x where each starts.
+    segs: Vec<(u64, u64, f64)>,
+    /// px per ns within a segment.
+    k: f64,
 }
+
+/// A gap longer than this part of the run is shortened.
+const IDLE: f64 = 0.04;
+/// The most gaps shortened.
+const MAX_BREAKS: usize = 12;
+/// Width of a shortened gap, px.
+pub(crate) const BREAK: f64 = 18.0;
 
 impl Scale {
-    fn x(&self, t: u64) -> f64 {
-        LEFT + t.saturating_sub(self.t0) as f64 / self.span * WIDTH
+    /// The scale for things drawn at `times` (any order), with the page's origin `t0`.
+    pub fn new(t0: u64, mut times: Vec<u64>) -> Scale {
+        times.sort_unstable();
+        times.dedup();
+        let (lo, hi) = match (times.first(), times.last()) {
+            (Some(&lo), Some(&hi)) if hi > lo => (lo, hi),
+            (Some(&lo), _) => (lo, lo + 1),
+            _ => (t0, t0 + 1),
+        };
+        let span = (hi - lo) as f64;
+        let mut gaps: Vec<(u64, u64)> =
+            times.windows(2).filter(|p| (p[1] - p[0]) as f64 > span * IDLE).map(|p| (p[0], p[1])).collect();
+        gaps.sort_by_key(|(a, b)| std::cmp::Reverse(b - a));
+        gaps.truncate(MAX_BREAKS);
+        gaps.sort_unstable();
+        let idle: u64 = gaps.iter().map(|(a, b)| b - a).sum();
+        let active = ((hi - lo) - idle).max(1) as f64;
+        let k = (WIDTH - BREAK * gaps.len() as f64) / active;
+        let mut segs = Vec::with_capacity(gaps.len() + 1);
+        let (mut from, mut x) = (lo, LEFT);
+        for (a, b) in gaps {
+            segs.push((from, a, x));
+            x += (a - from) as f64 * k + BREAK;
+            from = b;
+        }
+        segs.push((from, hi, x));
+        Scale { t0, segs, k }
     }
 
-    fn ms(&self, t: u64) -> f64 {
-        t.saturating_sub(self.t0) as f64 / 1e6
+    pub fn x(&self, t: u64) -> f64 {
+        let i = self.segs.partition_point(|s| s.0 <= t).max(1) - 1;
+        let (from, to, x) = self.segs[i];
+        if t < from {
+            return x;
+        }
+        if t <= to || i + 1 == self.segs.len() {
+            return x + (t - from) as f64 * self.k;
+        }
+        // In a shortened gap: across its break in proportion.
+        let (next, _, nx) = self.segs[i + 1];
+        let end = x + (to - from) as f64 * self.k;
+        end + (t - to) as f64 / (next - to).max(1) as f64 * (nx - end)
+    }
+
+    pub fn ms(&self, t: u64) -> f64 {
+        t as f64 / 1e6 - self.t0 as f64 / 1e6
+    }
+
+    /// The shortened gaps: (from, to) ns.
+    fn breaks(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.segs.windows(2).map(|p| (p[0].1, p[1].0))
+    }
+
+    /// Grid lines at round ms within each segment, and a break mark on each gap.
+    fn axis(&self, s: &mut String, bottom: f64) {
+        let active: u64 = self.segs.iter().map(|(a, b, _)| b - a).sum();
+        let step = tick_step(active.max(1) as f64 / 1e6, 8.0);
+        let mut last_x = f64::NEG_INFINITY;
+        for &(from, to, _) in &self.segs {
+            let (a, b) = (self.ms(from), self.ms(to));
+            let mut k = (a / step).ceil() * step;
+            while k <= b + step * 1e-9 {
+                let t = (k * 1e6 + self.t0 as f64).max(0.0) as u64;
+                let x = self.x(t.clamp(from, to));
+                if x - last_x > 40.0 {
+                    let _ = writeln!(
+                        s,
+                        r#"<line class="tick" x1="{x:.1}" y1="{a}" x2="{x:.1}" y2="{bottom}"/><text class="tick" x="{x:.1}" y="{b}">{k} ms</text>"#,
+                        a = TOP - 6.0,
+                        b = TOP - 10.0,
+                        k = (k * 1e6).round() / 1e6,
+                    );
+                    last_x = x;
+                }
+                k += step;
+            }
+        }
+        for (a, b) in self.breaks() {
+            let (x1, x2) = (self.x(a), self.x(b));
+            let _ = writeln!(
+                s,
+                r#"<g data-break="{:.3}" class="break"><rect x="{x1:.1}" y="{TOP}" width="{:.1}" height="{:.1}"/><path d="M{:.1},{:.1} l4,-8 M{:.1},{:.1} l4,-8"/><title>{}</title></g>"#,
+                (b - a) as f64 / 1e6,
+                x2 - x1,
+                bottom - TOP,
+                x1 + 3.0,
+                TOP - 1.0,
+                x1 + 9.0,
+                TOP - 1.0,
+                esc(&format!(
+                    "nothing drawn from {:.3} to {:.3} ms: {:.3} ms shortened",
+                    self.ms(a),
+                    self.ms(b),
+                    (b - a) as f64 / 1e6
+                )),
+            );
+        }
     }
 }
 
@@ -81,29 +193,56 @@ pub(crate) fn ticks(
     }
 }
 
+/// What the wall-clock diagram needs besides the timeline.
+pub(crate) struct Wall<'a> {
+    /// The page's time origin, ns.
+    pub t0: u64,
+    pub colours: &'a Colours,
+    /// Lane names with their role, if any.
+    pub names: &'a [String],
+}
+
+/// The markers and patterns every diagram of a page refers to, once per page, in an
+/// SVG that is never hidden (a marker inside a hidden diagram would vanish with it).
+pub(crate) fn defs() -> String {
+    let mut s = String::from(
+        r#"<svg class="defs" width="0" height="0" xmlns="http://www.w3.org/2000/svg" aria-hidden="true"><defs>"#,
+    );
+    for (i, c) in PALETTE.iter().enumerate() {
+        let _ = write!(
+            s,
+            r#"<marker id="head{i}" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L8,4 L0,8 z" fill="{c}"/></marker>"#
+        );
+    }
+    s.push_str(r##"<pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="3" height="6" fill="#c9b458"/></pattern></defs></svg>"##);
+    s
+}
+
 /// Draw the run: `lanes` workers, `violations` placed by the line they name.
-pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation]) -> Drawn {
+pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation], wall: &Wall) -> Drawn {
     let mut notes = Vec::new();
-    let (t0, t1) = tl.span().unwrap_or((0, 1));
-    let sc = Scale { t0, span: t1.saturating_sub(t0).max(1) as f64 };
+    let sc = Scale::new(wall.t0, tl.times());
     let height = TOP + LANE * f64::from(lanes) + 8.0;
     let bottom = TOP + LANE * f64::from(lanes);
     let mut s = String::new();
-    let _ = write!(
+    let _ = writeln!(
         s,
-        r##"<svg class="diagram" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{height}" viewBox="0 0 {w} {height}" role="img" aria-label="space-time diagram">
-<defs><marker id="head" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L8,4 L0,8 z" fill="#4a5a78"/></marker>
-<pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="3" height="6" fill="#c9b458"/></pattern></defs>
-"##,
+        r##"<svg class="diagram" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{height}" viewBox="0 0 {w} {height}" role="img" aria-label="space-time diagram, wall clock">"##,
         w = LEFT + WIDTH + 24.0,
     );
-    // The time axis, in ms since the first thing drawn.
-    ticks(&mut s, (LEFT, WIDTH), (TOP, bottom), sc.span / 1e6, 8.0, " ms");
+    // The time axis, in ms from the page's origin, idle stretches shortened.
+    sc.axis(&mut s, bottom);
+    let mut boxes = Boxes::default();
+    // No label in the lane names' margin, or past the right edge.
+    boxes.block([0.0, 0.0, LEFT - 2.0, height]);
+    boxes.block([LEFT + WIDTH + 24.0, 0.0, LEFT + WIDTH + 400.0, height]);
     for w in 0..lanes {
         let y = lane_y(w);
+        let name = wall.names.get(w as usize).cloned().unwrap_or_else(|| format!("w{w}"));
         let _ = writeln!(
             s,
-            r#"<g data-lane="{w}"><line class="lane" x1="{LEFT}" y1="{y}" x2="{x2}" y2="{y}"/><text class="lane" x="8" y="{ty}">w{w}</text></g>"#,
+            r#"<g data-lane="{w}"><line class="lane" x1="{LEFT}" y1="{y}" x2="{x2}" y2="{y}"/><text class="lane" x="6" y="{ty}">{}</text></g>"#,
+            esc(&name),
             x2 = LEFT + WIDTH,
             ty = y + 4.0,
         );
@@ -121,10 +260,26 @@ pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation]) -> Dr
             ));
         }
     }
+    let t1 = tl.span().map_or(0, |(_, hi)| hi);
     stops(&mut s, tl, &sc, lanes, t1);
-    bars(&mut s, &mut notes, tl, &sc, lanes, violations, t1);
-    arrows(&mut s, &mut notes, tl, &sc, lanes);
-    faults(&mut s, tl, &sc, lanes, bottom);
+    bars(&mut s, &mut notes, tl, &sc, lanes, (violations, t1), &mut boxes);
+    faults(&mut s, tl, &sc, lanes, bottom, &mut boxes);
+    for (i, v) in violations.iter().enumerate() {
+        let Some(&(w, t)) = tl.at_line.get(&v.line) else { continue };
+        if w >= lanes {
+            continue;
+        }
+        boxes.block([sc.x(t) - 8.0, lane_y(w) - 22.0, sc.x(t) + 8.0, lane_y(w) - 6.0]);
+        let _ = writeln!(
+            s,
+            r##"<a href="#v{i}"><g data-violation="{kind}" class="violation"><circle cx="{x:.1}" cy="{y:.1}" r="7"/><title>{title}</title></g></a>"##,
+            kind = esc(v.kind),
+            x = sc.x(t),
+            y = lane_y(w) - 14.0,
+            title = esc(&format!("{} at line {}: {}", v.kind, v.line, v.detail)),
+        );
+    }
+    let (dropped, labelled) = arrows(&mut s, &mut notes, tl, &sc, lanes, wall.colours, &mut boxes);
     for l in tl.leaders.iter().filter(|l| l.w < lanes) {
         let (x, y) = (sc.x(l.t), lane_y(l.w));
         let own = if l.leader == l.w { " own" } else { "" };
@@ -159,22 +314,8 @@ pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation]) -> Dr
             )),
         );
     }
-    for (i, v) in violations.iter().enumerate() {
-        let Some(&(w, t)) = tl.at_line.get(&v.line) else { continue };
-        if w >= lanes {
-            continue;
-        }
-        let _ = writeln!(
-            s,
-            r##"<a href="#v{i}"><g data-violation="{kind}" class="violation"><circle cx="{x:.1}" cy="{y:.1}" r="7"/><title>{title}</title></g></a>"##,
-            kind = esc(v.kind),
-            x = sc.x(t),
-            y = lane_y(w) - 14.0,
-            title = esc(&format!("{} at line {}: {}", v.kind, v.line, v.detail)),
-        );
-    }
     s.push_str("</svg>\n");
-    Drawn { svg: s, notes }
+    Drawn { svg: s, notes, dropped, labelled }
 }
 
 /// Spans of a worker's life on its lane: paused (stop to cont, hatched) and down (kill or
@@ -215,8 +356,8 @@ fn bars(
     tl: &Timeline,
     sc: &Scale,
     lanes: u32,
-    violations: &[Violation],
-    end: u64,
+    (violations, end): (&[Violation], u64),
+    boxes: &mut Boxes,
 ) {
     let bad: std::collections::BTreeSet<usize> = violations.iter().map(|v| v.line).collect();
     let mut cs = Vec::new();
@@ -276,7 +417,7 @@ fn bars(
         cs = merge(cs, "sections");
         waits = merge(waits, "waits");
         // The reader may have merged across more than a pixel to stay within its bound.
-        let pixel = sc.span / WIDTH;
+        let pixel = 1.0 / sc.k;
         let gap = tl.sections.gap.max(tl.waits.gap).max(tl.unserved.gap) as f64;
         let closer = if gap <= pixel { "a pixel".to_string() } else { format!("{:.3} ms", gap / 1e6) };
         notes.push(format!(
@@ -298,6 +439,7 @@ fn bars(
         );
     }
     for b in &cs {
+        boxes.block([b.x1, lane_y(b.w) - 8.0, b.x1 + (b.x2 - b.x1).max(1.0), lane_y(b.w) + 8.0]);
         let _ = writeln!(
             s,
             r#"<rect data-bar="cs" data-count="{}" class="cs{}" x="{:.1}" y="{:.1}" width="{:.1}" height="16"><title>{}</title></rect>"#,
@@ -335,7 +477,15 @@ fn merge(mut bars: Vec<Bar>, what: &str) -> Vec<Bar> {
 /// receipt; a message never delivered ends halfway, dashed.
 /// The reader already kept only one message in `tl.arrow_stride`; more than
 /// [`MAX_ARROWS`] given are thinned here.
-fn arrows(s: &mut String, notes: &mut Vec<String>, tl: &Timeline, sc: &Scale, lanes: u32) {
+fn arrows(
+    s: &mut String,
+    notes: &mut Vec<String>,
+    tl: &Timeline,
+    sc: &Scale,
+    lanes: u32,
+    colours: &Colours,
+    boxes: &mut Boxes,
+) -> (usize, usize) {
     let all = &tl.arrows;
     let stride = all.len().div_ceil(MAX_ARROWS).max(1);
     let shown = all.len().div_ceil(stride);
@@ -346,10 +496,11 @@ fn arrows(s: &mut String, notes: &mut Vec<String>, tl: &Timeline, sc: &Scale, la
             "{total} messages: one arrow in {overall} is drawn ({shown} arrows); the counts above are of all of them."
         ));
     }
+    let mut labels = Vec::new();
     for a in all.iter().step_by(stride).filter(|a| a.from < lanes && a.to < lanes) {
         let (x1, y1) = (sc.x(a.sent), lane_y(a.from));
         let (x2, y2, class, got) = match a.received {
-            Some(r) => (sc.x(r), lane_y(a.to), "msg", format!("received {:.3} ms", sc.ms(r))),
+            Some((r, lc)) => (sc.x(r), lane_y(a.to), "msg", format!("received {:.3} ms (lc {lc})", sc.ms(r))),
             None => {
                 let mid = (lane_y(a.from) + lane_y(a.to)) / 2.0;
                 let why = match &a.dropped {
@@ -360,29 +511,55 @@ fn arrows(s: &mut String, notes: &mut Vec<String>, tl: &Timeline, sc: &Scale, la
                 (x1 + 6.0, mid, "msg lost", format!("never delivered: {why}"))
             }
         };
-        let title = format!("{} w{} → w{}: sent {:.3} ms, {got}", a.msg, a.from, a.to, sc.ms(a.sent));
-        let label = if shown <= MAX_LABELS {
-            format!(
-                r#"<text class="msg" x="{:.1}" y="{:.1}">{}</text>"#,
-                (x1 + x2) / 2.0 + 3.0,
-                (y1 + y2) / 2.0,
-                esc(&a.msg)
-            )
-        } else {
-            String::new()
-        };
+        let body = a.body.as_ref().map(|b| format!("\ncontents: {b}")).unwrap_or_default();
+        let title = format!(
+            "{} w{} → w{}: sent {:.3} ms (lc {}), {got}{body}",
+            a.msg,
+            a.from,
+            a.to,
+            sc.ms(a.sent),
+            a.sent_lc
+        );
+        let c = colours.index(&a.msg);
         let _ = writeln!(
             s,
-            r#"<g data-arrow="{}" class="{class}"><line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" marker-end="url(#head)"/>{label}<title>{}</title></g>"#,
+            r#"<g data-arrow="{}" class="{class}"><line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="{}" marker-end="url(#head{c})"/><title>{}</title></g>"#,
             esc(&a.msg),
+            PALETTE[c],
             esc(&title)
         );
+        if shown <= MAX_LABELS {
+            // Beside the send, on the sender's own lane: never on another worker's.
+            let left = x1 - 3.0 - CHAR_W * a.msg.chars().count() as f64;
+            let spots = [
+                (x1 + 3.0, y1 - 12.0),
+                (x1 + 3.0, y1 + 21.0),
+                (left, y1 - 12.0),
+                (left, y1 + 21.0),
+                (x1 + 3.0, y1 - 24.0),
+            ];
+            labels.push((a.msg.as_str(), spots, c));
+        }
     }
+    let before = boxes.dropped;
+    let mut labelled = 0;
+    for (text, spots, c) in labels {
+        if let Some((x, y)) = boxes.place(text, &spots) {
+            labelled += 1;
+            let _ = writeln!(
+                s,
+                r#"<text data-label="msg" class="msg" x="{x:.1}" y="{y:.1}" style="fill:{}">{}</text>"#,
+                PALETTE[c],
+                esc(text)
+            );
+        }
+    }
+    (boxes.dropped - before, labelled)
 }
 
 /// Faults: kills, terms and restarts on their lanes; partitions, heals and the teardown
 /// across the whole diagram.
-fn faults(s: &mut String, tl: &Timeline, sc: &Scale, lanes: u32, bottom: f64) {
+fn faults(s: &mut String, tl: &Timeline, sc: &Scale, lanes: u32, bottom: f64, boxes: &mut Boxes) {
     for f in tl.faults.iter() {
         let x = sc.x(f.t);
         let title = esc(&format!(
@@ -426,11 +603,17 @@ fn faults(s: &mut String, tl: &Timeline, sc: &Scale, lanes: u32, bottom: f64) {
                 );
             }
             ("partition" | "heal" | "teardown", _) => {
+                // Its name at the foot of the line, where there is room.
+                let spots = [(x + 3.0, bottom - 4.0), (x + 3.0, bottom - 16.0), (x + 3.0, bottom - 28.0)];
+                let text = match boxes.place(&f.action, &spots) {
+                    Some((tx, ty)) => {
+                        format!(r#"<text data-label="fault" x="{tx:.1}" y="{ty:.1}">{action}</text>"#)
+                    }
+                    None => String::new(),
+                };
                 let _ = writeln!(
                     s,
-                    r#"<g data-fault="{action}" class="fault across"><line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{bottom}"/><text x="{tx:.1}" y="{ty:.1}">{action}</text><title>{title}</title></g>"#,
-                    tx = x + 3.0,
-                    ty = bottom - 4.0,
+                    r#"<g data-fault="{action}" class="fault across"><line x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{bottom}"/>{text}<title>{title}</title></g>"#,
                 );
             }
             _ => {}
@@ -438,38 +621,37 @@ fn faults(s: &mut String, tl: &Timeline, sc: &Scale, lanes: u32, bottom: f64) {
     }
 }
 
-/// A small histogram of one worker's waits (ns), on a shared scale up to `max_ns`, with
-/// the auditor's p50 and p99 marked.
-pub(crate) fn wait_histogram(w: u32, bins: &[u64; HIST_BINS], max_ns: u64, stats: &WaitStats) -> String {
+/// A small histogram of one worker's waits (ns), on the shared log scale of `hist`,
+/// with the auditor's p50 and p99 marked.
+pub(crate) fn wait_histogram(w: u32, bins: &[u64; HIST_BINS], hist: &Hist, stats: &WaitStats) -> String {
     const BINS: usize = HIST_BINS;
     const W: f64 = 288.0;
     const H: f64 = 54.0;
-    let max_ns = max_ns.max(1);
     let top = bins.iter().copied().max().unwrap_or(0).max(1);
     let mut s = format!(
-        r#"<svg class="hist" data-hist="{w}" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}"><line class="axis" x1="0" y1="{H}" x2="{W}" y2="{H}"/>"#,
+        r#"<svg class="hist" data-hist="{w}" data-scale="log" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}"><line class="axis" x1="0" y1="{H}" x2="{W}" y2="{H}"/>"#,
         h = H + 14.0
     );
     let bw = W / BINS as f64;
-    let width_ms = max_ns as f64 / 1e6 / BINS as f64;
+    let edge = |i: usize| hist.ns_at(i as f64 / BINS as f64) / 1e6;
     for (i, &n) in bins.iter().enumerate().filter(|(_, n)| **n > 0) {
         let bh = (n as f64 / top as f64 * (H - 4.0)).max(1.0);
         let _ = write!(
             s,
-            r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{bh:.1}"><title>{:.3}–{:.3} ms: {n} wait(s)</title></rect>"#,
+            r#"<rect x="{:.1}" y="{:.1}" width="{:.1}" height="{bh:.1}"><title>{}{:.4}–{:.4} ms: {n} wait(s)</title></rect>"#,
             i as f64 * bw + 0.5,
             H - bh,
             bw - 1.0,
-            i as f64 * width_ms,
-            (i + 1) as f64 * width_ms
+            if i == 0 { "up to " } else { "" },
+            if i == 0 { 0.0 } else { edge(i) },
+            edge(i + 1)
         );
     }
-    let full_ms = max_ns as f64 / 1e6;
     for (name, ms) in [("p50", stats.p50), ("p99", stats.p99)] {
         if stats.count == 0 {
             break;
         }
-        let x = (ms / full_ms * W).min(W - 1.0);
+        let x = (hist.at(ms * 1e6) * W).min(W - 1.0);
         let _ = write!(
             s,
             r#"<line class="{name}" x1="{x:.1}" y1="0" x2="{x:.1}" y2="{H}"><title>{name} {ms:.3} ms</title></line>"#
@@ -477,10 +659,205 @@ pub(crate) fn wait_histogram(w: u32, bins: &[u64; HIST_BINS], max_ns: u64, stats
     }
     let _ = write!(
         s,
-        r#"<text x="0" y="{}">0</text><text x="{W}" y="{}" text-anchor="end">{full_ms:.3} ms</text></svg>"#,
-        H + 12.0,
-        H + 12.0
+        r#"<text x="0" y="{y}">{}</text><text x="{mx}" y="{y}" text-anchor="middle">{}</text><text x="{W}" y="{y}" text-anchor="end">{} (log scale)</text></svg>"#,
+        short_ms(edge(0)),
+        short_ms(edge(BINS / 2)),
+        short_ms(edge(BINS)),
+        y = H + 12.0,
+        mx = W / 2.0,
     );
+    s
+}
+
+/// A duration for an axis: `3 µs`, `0.25 ms`, `2.1 s`.
+fn short_ms(ms: f64) -> String {
+    if ms < 0.1 {
+        format!("{:.0} µs", ms * 1000.0)
+    } else if ms < 1000.0 {
+        format!("{} ms", (ms * 100.0).round() / 100.0)
+    } else {
+        format!("{:.1} s", ms / 1000.0)
+    }
+}
+
+/// Every wait drawn (x: when it was asked for, y: how long, on a log scale), with the
+/// times faults held shaded: paused or down workers, and partitions until their heal.
+pub(crate) fn wait_over_time(tl: &Timeline, t0: u64) -> String {
+    const W: f64 = 720.0;
+    const H: f64 = 150.0;
+    const L: f64 = 56.0;
+    let points: Vec<(u64, u64, u32, usize)> = tl
+        .waits
+        .iter()
+        .filter_map(|w| w.enter.map(|e| (w.want, e.saturating_sub(w.want), w.w, w.count)))
+        .collect();
+    let unserved: Vec<(u64, u32)> = tl.unserved.iter().map(|u| (u.want, u.w)).collect();
+    let (Some((lo, hi)), false) = (tl.span(), points.is_empty() && unserved.is_empty()) else {
+        return String::new();
+    };
+    let span = (hi - lo).max(1) as f64;
+    let x = |t: u64| L + t.saturating_sub(lo) as f64 / span * (W - L - 8.0);
+    let longest = points.iter().map(|p| p.1).max().unwrap_or(1).max(1) as f64;
+    let ylo = (longest / 1e4).max(100.0).min(longest / 2.0);
+    let y = |ns: f64| {
+        let f = ((ns.max(ylo) / ylo).ln() / (longest / ylo).ln().max(1e-9)).clamp(0.0, 1.0);
+        H - 4.0 - f * (H - 12.0)
+    };
+    let ms = |t: u64| t as f64 / 1e6 - t0 as f64 / 1e6;
+    let mut s = format!(
+        r#"<svg class="wait-time" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" role="img" aria-label="waits over the run"><line class="axis" x1="{L}" y1="{H}" x2="{W}" y2="{H}"/><line class="axis" x1="{L}" y1="0" x2="{L}" y2="{H}"/>"#,
+        h = H + 16.0
+    );
+    // Fault periods first, under the points.
+    let mut shade = |a: u64, b: u64, what: String| {
+        let _ = write!(
+            s,
+            r#"<rect class="fault-period" data-period="" x="{:.1}" y="0" width="{:.1}" height="{H}"><title>{}</title></rect>"#,
+            x(a),
+            (x(b) - x(a)).max(2.0),
+            esc(&what)
+        );
+    };
+    for p in tl.pauses.iter() {
+        let to = p.to.unwrap_or(hi);
+        let what = if p.down { "down" } else { "paused" };
+        shade(p.from, to, format!("w{} {what} from {:.3} to {:.3} ms", p.w, ms(p.from), ms(to)));
+    }
+    let mut cut: Option<u64> = None;
+    for f in tl.faults.iter() {
+        match f.action.as_str() {
+            "partition" => {
+                cut.get_or_insert(f.t);
+            }
+            "heal" => {
+                if let Some(a) = cut.take() {
+                    shade(a, f.t, format!("partitioned from {:.3} to {:.3} ms", ms(a), ms(f.t)));
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(a) = cut {
+        shade(a, hi, format!("partitioned from {:.3} ms to the end", ms(a)));
+    }
+    for &(want, wait, w, count) in &points {
+        let what = if count > 1 { format!(" ({count} waits merged)") } else { String::new() };
+        let _ = write!(
+            s,
+            r#"<circle data-wait="{w}" cx="{:.1}" cy="{:.1}" r="2"><title>w{w} asked at {:.3} ms and waited {:.3} ms{what}</title></circle>"#,
+            x(want),
+            y(wait as f64),
+            ms(want),
+            wait as f64 / 1e6
+        );
+    }
+    for &(want, w) in &unserved {
+        let _ = write!(
+            s,
+            r#"<path class="unserved" d="M{:.1},4 l-4,-4 l8,0 z"><title>w{w} asked at {:.3} ms and was never let in</title></path>"#,
+            x(want),
+            ms(want)
+        );
+    }
+    let _ = write!(
+        s,
+        r#"<text x="{a}" y="{ty}">{}</text><text x="{W}" y="{ty}" text-anchor="end">{:.3} ms</text><text x="0" y="10">{}</text><text x="0" y="{H}">{}</text><text x="0" y="{m}">log</text></svg>"#,
+        format_args!("{:.3} ms", ms(lo)),
+        ms(hi),
+        short_ms(longest / 1e6),
+        short_ms(ylo / 1e6),
+        a = L,
+        ty = H + 13.0,
+        m = H / 2.0,
+    );
+    s
+}
+
+/// Messages from each worker (rows) to each other (columns), darker for more: the
+/// whole trace's counts, every message in them.
+pub(crate) fn pair_matrix(pairs: &std::collections::BTreeMap<(u32, u32), u64>, lanes: u32) -> String {
+    let cell = (480.0 / f64::from(lanes.max(1))).clamp(6.0, 16.0);
+    let (left, top) = (34.0, 30.0);
+    let side = cell * f64::from(lanes);
+    let max = pairs.values().copied().max().unwrap_or(0).max(1);
+    let mut s = format!(
+        r#"<svg class="pairs" xmlns="http://www.w3.org/2000/svg" width="{w:.0}" height="{h:.0}" viewBox="0 0 {w:.0} {h:.0}" role="img" aria-label="messages per pair of workers"><text x="{left}" y="12">to →</text><text x="0" y="{ty}">from</text>"#,
+        w = left + side + 8.0,
+        h = top + side + 8.0,
+        ty = top - 4.0,
+    );
+    let every = (lanes / 8).max(1);
+    for w in (0..lanes).step_by(every as usize) {
+        let at = f64::from(w) * cell + cell / 2.0;
+        let _ = write!(
+            s,
+            r#"<text class="tick" x="{:.1}" y="{:.1}">{w}</text><text x="2" y="{:.1}">w{w}</text>"#,
+            left + at,
+            top - 8.0,
+            top + at + 4.0
+        );
+    }
+    for (&(from, to), &n) in pairs.iter().filter(|((f, t), _)| *f < lanes && *t < lanes) {
+        let _ = write!(
+            s,
+            r##"<rect data-pair="{from}-{to}" x="{:.1}" y="{:.1}" width="{c:.1}" height="{c:.1}" fill="#1f6fb4" fill-opacity="{:.2}"><title>w{from} → w{to}: {n} message(s)</title></rect>"##,
+            left + f64::from(to) * cell,
+            top + f64::from(from) * cell,
+            0.12 + 0.88 * n as f64 / max as f64,
+            c = cell - 1.0,
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// Messages sent in each stretch of the run, stacked by type in the types' colours.
+pub(crate) fn over_time(slices: &[super::events::Slice], colours: &Colours, t0: u64) -> String {
+    const W: f64 = 720.0;
+    const H: f64 = 110.0;
+    let top = slices.iter().map(|s| s.by_type.values().sum::<u64>()).max().unwrap_or(0).max(1);
+    let bw = W / slices.len().max(1) as f64;
+    let mut s = format!(
+        r##"<svg class="over-time" xmlns="http://www.w3.org/2000/svg" width="{W}" height="{h}" viewBox="0 0 {W} {h}" role="img" aria-label="messages over the run"><line class="axis" x1="0" y1="{H}" x2="{W}" y2="{H}" stroke="#999"/>"##,
+        h = H + 14.0
+    );
+    let ms = |t: u64| t as f64 / 1e6 - t0 as f64 / 1e6;
+    for (i, sl) in slices.iter().enumerate() {
+        let total: u64 = sl.by_type.values().sum();
+        let what: Vec<String> = sl.by_type.iter().map(|(t, n)| format!("{t} {n}")).collect();
+        let title = format!(
+            "{:.3}–{:.3} ms ({} events): {total} message(s){}{}",
+            ms(sl.from),
+            ms(sl.to),
+            sl.events,
+            if what.is_empty() { "" } else { ": " },
+            what.join(", ")
+        );
+        let mut y = H;
+        let _ = write!(s, r#"<g data-slice="{i}"><title>{}</title>"#, esc(&title));
+        for (ty, &n) in &sl.by_type {
+            let h = n as f64 / top as f64 * (H - 4.0);
+            y -= h;
+            let _ = write!(
+                s,
+                r#"<rect x="{:.1}" y="{y:.1}" width="{:.1}" height="{h:.1}" fill="{}"/>"#,
+                i as f64 * bw + 0.5,
+                (bw - 1.0).max(0.5),
+                colours.of(ty)
+            );
+        }
+        s.push_str("</g>");
+    }
+    if let (Some(a), Some(b)) = (slices.first(), slices.last()) {
+        let _ = write!(
+            s,
+            r#"<text x="0" y="{y}">{:.3} ms</text><text x="{W}" y="{y}" text-anchor="end">{:.3} ms</text>"#,
+            ms(a.from),
+            ms(b.to),
+            y = H + 12.0
+        );
+    }
+    s.push_str("</svg>");
     s
 }
 
@@ -527,33 +904,41 @@ mod tests {
     fn arrow(i: u64, received: Option<u64>) -> Arrow {
         Arrow {
             from: (i % 3) as u32,
+            from_inc: 0,
             to: ((i + 1) % 3) as u32,
             msg: "REQUEST".into(),
             sent: i * 10,
-            received,
+            sent_lc: i + 1,
+            received: received.map(|t| (t, i + 2)),
             dropped: None,
+            body: None,
         }
+    }
+
+    fn draw(tl: &Timeline, lanes: u32) -> Drawn {
+        let colours = Colours::new(tl.arrows.iter().map(|a| a.msg.as_str()));
+        diagram(tl, lanes, &[], &Wall { t0: 0, colours: &colours, names: &[] })
     }
 
     #[test]
     fn arrows_carry_their_type_and_times_and_a_lost_one_is_dashed() {
         let tl = Timeline { arrows: vec![arrow(0, Some(2_000_000)), arrow(1, None)], ..Timeline::default() };
-        let d = diagram(&tl, 3, &[]);
+        let d = draw(&tl, 3);
         assert_eq!(d.svg.matches("data-arrow=\"REQUEST\"").count(), 2);
         assert!(
-            d.svg.contains("<title>REQUEST w0 → w1: sent 0.000 ms, received 2.000 ms</title>"),
+            d.svg.contains("<title>REQUEST w0 → w1: sent 0.000 ms (lc 1), received 2.000 ms (lc 2)</title>"),
             "{}",
             d.svg
         );
         assert_eq!(d.svg.matches("class=\"msg lost\"").count(), 1);
         assert!(
-            d.svg.contains("w1 → w2: sent 0.000 ms, never delivered: no receipt and no DROP line"),
+            d.svg.contains("w1 → w2: sent 0.000 ms (lc 2), never delivered: no receipt and no DROP line"),
             "{}",
             d.svg
         );
         assert!(d.notes.is_empty());
         let why = Arrow { dropped: Some("peer-down".into()), ..arrow(1, None) };
-        let d = diagram(&Timeline { arrows: vec![why], ..Timeline::default() }, 3, &[]);
+        let d = draw(&Timeline { arrows: vec![why], ..Timeline::default() }, 3);
         assert!(d.svg.contains("never delivered: dropped by its sender (peer-down)"), "{}", d.svg);
     }
 
@@ -562,7 +947,7 @@ mod tests {
         let n = MAX_ARROWS as u64 * 3 + 1;
         let tl =
             Timeline { arrows: (0..n).map(|i| arrow(i, Some(i * 10 + 5))).collect(), ..Timeline::default() };
-        let d = diagram(&tl, 3, &[]);
+        let d = draw(&tl, 3);
         let drawn = d.svg.matches("data-arrow=").count();
         assert!(drawn <= MAX_ARROWS && drawn > MAX_ARROWS / 2, "{drawn}");
         assert_eq!(d.notes.len(), 1);
@@ -572,6 +957,6 @@ mod tests {
             d.notes[0]
         );
         // Too many to label: the type is in the hover text only.
-        assert_eq!(d.svg.matches("<text class=\"msg\"").count(), 0);
+        assert_eq!(d.svg.matches("<text data-label=\"msg\"").count(), 0);
     }
 }

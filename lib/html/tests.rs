@@ -196,9 +196,19 @@ fn the_trace_becomes_arrows_and_the_message_counts() {
     ]);
     let html = render(d.path()).unwrap();
     assert_eq!(count(&html, "<g data-arrow="), 3, "{html}");
-    assert!(html.contains("<title>REQUEST w0 → w2: sent 0.000 ms, received 0.050 ms</title>"), "{html}");
-    assert!(html.contains("<title>GRANT w2 → w0: sent 0.060 ms, received 0.090 ms</title>"), "{html}");
-    assert_eq!(count(&html, r#"class="msg lost""#), 1, "the partitioned REQUEST never arrived");
+    // Both ends' times and Lamport clocks, on both axes.
+    let title = "<title>REQUEST w0 → w2: sent 0.000 ms (lc 1), received 0.050 ms (lc 2)</title>";
+    assert_eq!(count(&html, title), 2, "{html}");
+    assert!(
+        html.contains("<title>GRANT w2 → w0: sent 0.060 ms (lc 3), received 0.090 ms (lc 4)</title>"),
+        "{html}"
+    );
+    assert_eq!(
+        count(&html, r#"data-arrow="REQUEST" class="msg lost""#),
+        1,
+        "the partitioned REQUEST never arrived"
+    );
+    assert_eq!(count(&html, r#"data-lmsg="REQUEST" class="msg lost""#), 1, "on the logical axis too");
     // Counted from the trace, per entry of the file's 6, beside the theory for 3 workers.
     assert!(html.contains("From the message trace."), "{html}");
     assert!(
@@ -394,4 +404,75 @@ fn a_run_s_own_report_gives_the_page_its_counts_summary_and_findings() {
     assert!(html.contains("<pre>mutexlab elect: bully, 3 workers, initiators all"), "{html}");
     assert!(html.contains("  audit       NO VERDICT: the run broke the algorithm&#39;s model"), "{html}");
     assert!(html.contains(r#"<td class="bad">two-leaders</td>"#), "{html}");
+}
+
+/// The `(x1, x2)` of every line in the elements carrying `attr`.
+fn arrow_xs(html: &str, attr: &str) -> Vec<(f64, f64)> {
+    let num = |s: &str, k: &str| -> f64 {
+        let at = s.find(k).unwrap() + k.len();
+        s[at..].split('"').next().unwrap().parse().unwrap()
+    };
+    html.match_indices(attr)
+        .map(|(i, _)| {
+            let line = &html[i..];
+            (num(line, "x1=\""), num(line, "x2=\""))
+        })
+        .collect()
+}
+
+#[test]
+fn the_logical_axis_draws_every_message_forward_with_its_contents_shown_not_run() {
+    // w0 asks w2 at the same nanosecond w1 does: squashed on the wall clock.
+    let w0 = "# mutexlab trace v1 w=0 workers=3 algo=centralized\n\
+              SEND w=0 inc=0 t=1000000 lc=1 to=2 type=REQUEST body={\"stamp\": 1, \"note\": \"<script>x</script>\"}\n\
+              RECV w=0 inc=0 t=1000003 lc=4 from=2 from_inc=0 sent_lc=3 type=GRANT\n";
+    let w1 = "# mutexlab trace v1 w=1 workers=3 algo=centralized\nSEND w=1 inc=0 t=1000000 lc=1 to=2 type=REQUEST\n";
+    let w2 = "# mutexlab trace v1 w=2 workers=3 algo=centralized\n\
+              RECV w=2 inc=0 t=1000001 lc=2 from=0 from_inc=0 sent_lc=1 type=REQUEST\n\
+              SEND w=2 inc=0 t=1000002 lc=3 to=0 type=GRANT body={}\n\
+              RECV w=2 inc=0 t=1000002 lc=4 from=1 from_inc=0 sent_lc=1 type=REQUEST\n";
+    let d =
+        dir_with(&[(RESOURCE_FILE, CLEAN), ("trace-w0.log", w0), ("trace-w1.log", w1), ("trace-w2.log", w2)]);
+    let html = render(d.path()).unwrap();
+    let xs = arrow_xs(&html, "<g data-lmsg=");
+    assert_eq!(xs.len(), 3, "{html}");
+    for (x1, x2) in &xs {
+        assert!(x2 > x1, "an arrow points backwards: {xs:?}");
+    }
+    // Contents, escaped, with both ends' clocks; a line without them has none.
+    assert!(
+        html.contains(
+            "contents: {&quot;stamp&quot;: 1, &quot;note&quot;: &quot;&lt;script&gt;x&lt;/script&gt;&quot;}"
+        ),
+        "{html}"
+    );
+    assert_eq!(count(&html, "<script>"), 1);
+    assert_eq!(
+        count(&html, "REQUEST w1 → w2: sent 0.000 ms (lc 1), received 0.000 ms (lc 4)</title>"),
+        2,
+        "{html}"
+    );
+    // Squashed on the wall clock: the page opens on logical time, with a legend.
+    assert!(html.contains(r#"id="axis-logical" checked"#), "{html}");
+    assert!(html.contains(r#"data-legend="GRANT""#) && html.contains(r#"data-legend="REQUEST""#));
+    assert!(html.contains("w2 coord"), "w2 sends every GRANT");
+    // Without a trace there is no logical axis, and no switch.
+    let d = dir_with(&[(RESOURCE_FILE, CLEAN)]);
+    let html = render(d.path()).unwrap();
+    assert!(!html.contains("id=\"axis-logical\"") && !html.contains("data-lmsg"));
+}
+
+#[test]
+fn the_token_holder_is_marked_from_receiving_the_token_to_passing_it_on() {
+    let w0 =
+        "# mutexlab trace v1 w=0 workers=2 algo=token-ring\nSEND w=0 inc=0 t=1000000 lc=1 to=1 type=TOKEN\n";
+    let w1 = "# mutexlab trace v1 w=1 workers=2 algo=token-ring\n\
+              RECV w=1 inc=0 t=1000100 lc=2 from=0 from_inc=0 sent_lc=1 type=TOKEN\n\
+              APP w=1 inc=0 t=1000200 lc=3 ev=enter\n";
+    let body = "# mutexlab resource v1 algo=token-ring workers=2\nWANT w=1 e=1 t=1000000\nENTER w=1 e=1 fence=1:1 t=1000200\n";
+    let d = dir_with(&[(RESOURCE_FILE, body), ("trace-w0.log", w0), ("trace-w1.log", w1)]);
+    let html = render(d.path()).unwrap();
+    // w0 held it before the window began, w1 from its receipt to the window's end.
+    assert_eq!(count(&html, r#"data-role="token""#), 2, "{html}");
+    assert!(html.contains("<title>w1 holds the token"), "{html}");
 }
