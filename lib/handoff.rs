@@ -39,10 +39,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::resource::Record;
-use crate::trace::{self, Event, EventKind, Reader, TraceError, MAX_PENDING};
-
-/// A message's name: sender, its incarnation, receiver, the sender's clock.
-type MsgId = (u32, u32, u32, u64);
+use crate::trace::{self, Event, EventKind, MsgId, Reader, TraceError, MAX_PENDING};
 
 /// What the handoffs of one run's trace came to.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]

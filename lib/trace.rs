@@ -1123,10 +1123,11 @@ fn peer_of(e: &Event) -> Option<u32> {
 }
 
 /// A message's name: sender, its incarnation, receiver, the sender's clock.
-type MsgId = (u32, u32, u32, u64);
+pub type MsgId = (u32, u32, u32, u64);
 
-/// The message an event sends, receives or drops.
-fn msg_id(e: &Event) -> Option<MsgId> {
+/// The message an event sends, receives or drops (see the module doc: a SEND and its
+/// RECV name the same one).
+pub fn msg_id(e: &Event) -> Option<MsgId> {
     match &e.kind {
         EventKind::Send { to, .. } | EventKind::Drop { to, .. } => Some((e.w, e.inc, *to, e.lc)),
         EventKind::Recv { from, from_inc, sent_lc, .. } => Some((*from, *from_inc, e.w, *sent_lc)),

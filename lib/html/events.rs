@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::Path;
 
 use crate::text::clip_to;
-use crate::trace::{Event, EventKind, Reader, TraceError};
+use crate::trace::{msg_id, Event, EventKind, MsgId, Reader, TraceError};
 
 /// Events in one window of the logical diagram.
 pub(crate) const WINDOW: usize = 150;
@@ -104,17 +104,6 @@ pub(crate) struct Slice {
     /// Events in it.
     pub events: u64,
     pub by_type: BTreeMap<String, u64>,
-}
-
-/// A message's name: sender, its incarnation, receiver, the sender's clock.
-type MsgId = (u32, u32, u32, u64);
-
-fn msg_id(e: &Event) -> Option<MsgId> {
-    match &e.kind {
-        EventKind::Send { to, .. } | EventKind::Drop { to, .. } => Some((e.w, e.inc, *to, e.lc)),
-        EventKind::Recv { from, from_inc, sent_lc, .. } => Some((*from, *from_inc, e.w, *sent_lc)),
-        EventKind::App { .. } => None,
-    }
 }
 
 /// A window being filled as the events stream by.
@@ -339,11 +328,6 @@ pub(crate) fn read(
     Ok(v)
 }
 
-/// The contents of a line, if it has the field: everything after ` body=`.
-pub(crate) fn body_of(line: &str) -> Option<&str> {
-    line.find(" body=").map(|i| &line[i + 6..])
-}
-
 /// Fill in the contents of the messages drawn and of the windows' events, from a read
 /// of each worker's file line by line (memory: a line, and what is wanted).
 fn bodies(run_dir: &Path, v: &mut TraceView) -> Result<(), TraceError> {
@@ -381,7 +365,7 @@ fn bodies(run_dir: &Path, v: &mut TraceView) -> Result<(), TraceError> {
                 continue;
             }
             let line = String::from_utf8_lossy(&lines.kept);
-            let Some(body) = body_of(&line) else { continue };
+            let Some(body) = crate::trace::body(&line) else { continue };
             // The documented fields first: the parser ignores what follows them.
             let Ok(e) = line.parse::<Event>() else { continue };
             let k = key(&e);
@@ -492,7 +476,7 @@ mod tests {
     #[test]
     fn contents_run_to_the_end_of_the_line() {
         let line = "SEND w=0 inc=0 t=5 lc=1 to=1 type=REQUEST body={\"stamp\": 1, \"note\": \"a b\"}";
-        assert_eq!(body_of(line), Some("{\"stamp\": 1, \"note\": \"a b\"}"));
-        assert_eq!(body_of("SEND w=0 inc=0 t=5 lc=1 to=1 type=REQUEST"), None);
+        assert_eq!(crate::trace::body(line), Some("{\"stamp\": 1, \"note\": \"a b\"}"));
+        assert_eq!(crate::trace::body("SEND w=0 inc=0 t=5 lc=1 to=1 type=REQUEST"), None);
     }
 }
