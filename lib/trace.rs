@@ -918,7 +918,7 @@ impl WorkerFile {
             if self.bodies {
                 // The rest of the record's line after ` body=` (spaces in its strings too).
                 let record = std::str::from_utf8(&self.lines.kept[start..]).unwrap_or_default();
-                self.body = record.split_once(" body=").map(|(_, b)| b.to_string());
+                self.body = body(record).map(str::to_string);
             }
             return Ok(Some(ev));
         }

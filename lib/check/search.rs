@@ -95,6 +95,30 @@ pub(super) struct Outcome {
     pub most_bypasses: u8,
 }
 
+impl Outcome {
+    /// Count the start as `first` judged it, recording a violation there; the start
+    /// to expand, if it is to be.
+    fn begin<N: Node>(&mut self, first: Look<N>) -> Option<Item<N>>
+    where
+        N::Service: SimService,
+    {
+        match first {
+            Look::Violation(p, why) => {
+                self.violation = Some((p, why, Vec::new()));
+                None
+            }
+            Look::Done => {
+                self.terminals = 1;
+                None
+            }
+            Look::Next(item, end) => {
+                (self.terminals, self.at_timer_bound) = end.counts();
+                Some(item)
+            }
+        }
+    }
+}
+
 /// A fingerprint of a state: aHash with fixed keys, so the same state gets the same
 /// fingerprint on every thread (hashing was half the search's work with SipHash, whose
 /// cost is per write, and a world is hashed in hundreds of small writes).
@@ -319,17 +343,9 @@ where
     let mut out = Outcome { states: 1, ..Outcome::default() };
     let (fp, first) = start::<N>(how);
     visited.insert(fp, fp, Choice::Timer); // the start is its own parent; the choice is never read
-    let mut level = Vec::new();
-    match first {
-        Look::Violation(p, why) => {
-            out.violation = Some((p, why, Vec::new()));
-            return out;
-        }
-        Look::Done => out.terminals = 1,
-        Look::Next(item, end) => {
-            (out.terminals, out.at_timer_bound) = end.counts();
-            level.push(item);
-        }
+    let mut level: Vec<Item<N>> = out.begin(first).into_iter().collect();
+    if out.violation.is_some() {
+        return out;
     }
     shared.terminals.store(out.terminals, Relaxed);
     shared.at_timer_bound.store(out.at_timer_bound, Relaxed);
@@ -502,16 +518,9 @@ where
     let mut stack: Vec<Frame<N>> = Vec::new();
     let (fp, first) = start::<N>(how);
     visited.insert(fp, 0);
-    match first {
-        Look::Violation(p, why) => {
-            out.violation = Some((p, why, Vec::new()));
-            return out;
-        }
-        Look::Done => out.terminals = 1,
-        Look::Next(item, end) => {
-            (out.terminals, out.at_timer_bound) = end.counts();
-            stack.push(Frame { item, next: 0 });
-        }
+    stack.extend(out.begin(first).map(|item| Frame { item, next: 0 }));
+    if out.violation.is_some() {
+        return out;
     }
     let mut not_expanded = 0u64;
     if opts.max_depth == Some(0) {
