@@ -14,7 +14,8 @@
 //!   [`supervisor::run`] (an election for [`Real::election`]), started from
 //!   this same executable (whose `main` must install the lab's registry and otherwise be
 //!   [`crate::cli::main`]), with a clean audit;
-//! - runs under a fault plan ([`Real::faults`]) expected to survive, or to stall
+//! - runs under a fault plan ([`Real::faults`], or random faults drawn from a seed as
+//!   `--nemesis` draws them, [`Real::nemesis`]) expected to survive, or to stall
 //!   ([`Real::expect_stall`]) with a diagnosis that names what it should;
 //! - searches ([`Grader::search`], [`Search`]): [`crate::check::check`] over every
 //!   interleaving at a small size, every state (or the first so many, where the space is
@@ -55,7 +56,7 @@ use crate::algorithm::{Node, PeerId, Spawn};
 use crate::audit::Violation;
 use crate::check::{self, CheckOpts, CheckReport};
 use crate::exit::{self, Error, Verdict};
-use crate::faults::Plan;
+use crate::faults::{self, NemesisKind, Plan};
 use crate::lab::{is_unwritten, quietly};
 use crate::runtime::RunService;
 use crate::sim::{Sim, SimError, SimReport, SimService};
@@ -321,6 +322,27 @@ impl Real {
     /// Apply this fault plan (the `--faults` grammar).
     pub fn faults(mut self, plan: &str) -> Real {
         self.faults = plan.to_string();
+        self
+    }
+
+    /// Add `steps` random faults of these kinds, one every `interval_ms`, drawn from `seed`
+    /// as `run --nemesis` draws them: a fixed plan for the seed, so a failure replays
+    /// with the same faults (the machine's timing still varies).
+    pub fn nemesis(mut self, kinds: &[NemesisKind], interval_ms: u64, steps: u32, seed: u64) -> Real {
+        let interval = Duration::from_millis(interval_ms.max(1));
+        let steps = steps.min(faults::MAX_PLAN_STEPS as u32);
+        // Just past the last step's time, so exactly `steps` slots fit.
+        let horizon = interval * steps + Duration::from_nanos(1);
+        let drawn = match faults::nemesis(kinds, interval, horizon, self.workers, seed) {
+            Ok(plan) => plan.to_string(),
+            // Unreachable with `steps` capped; an unparsable step fails the test with
+            // the reason rather than running it without faults.
+            Err(e) => format!("nemesis: {} steps", e.steps),
+        };
+        if !self.faults.is_empty() {
+            self.faults.push('\n');
+        }
+        self.faults.push_str(&drawn);
         self
     }
 
@@ -1146,6 +1168,22 @@ mod tests {
     use crate::algorithm::{Algorithm, Config, NoTimer, Out};
     use crate::algos::baseline::Immediate;
     use crate::algos::centralized::Centralized;
+
+    #[test]
+    fn a_nemesis_test_runs_the_plan_the_command_line_draws_for_its_seed() {
+        use NemesisKind::{Kill, Restart};
+        let real = Real::election(5).nemesis(&[Kill, Restart], 150, 9, 4);
+        // `elect --nemesis kill,restart --nemesis-interval 150 --seed 4`: ten intervals'
+        // horizon, nine steps.
+        let ms = Duration::from_millis(150);
+        let cli = faults::nemesis(&[Kill, Restart], ms, ms * 10, 5, 4).unwrap();
+        assert_eq!(real.faults, cli.to_string());
+        assert_eq!(Plan::parse(&real.faults, 5).unwrap().steps.len(), 9);
+        // Another seed draws another plan, and a plan already given is kept before it.
+        let other = Real::election(5).faults("kill 4 at 10ms").nemesis(&[Kill, Restart], 150, 9, 5);
+        assert!(other.faults.starts_with("kill 4 at 10ms\n"), "{}", other.faults);
+        assert_ne!(other.faults.split_once('\n').unwrap().1, real.faults);
+    }
 
     /// A node whose every handler is still the skeleton's marker.
     #[derive(Clone, Debug, PartialEq, Eq, Hash)]

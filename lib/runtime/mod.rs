@@ -614,16 +614,9 @@ impl<A: Node<Service: RunService>> Worker<A> {
         }
         if self.opts.incarnation > 0 {
             // A restarted worker is told to dial every live peer it can reach: the others
-            // are dead or not started yet, and will dial us when they start.
-            let dead: Vec<PeerId> =
-                (0..self.opts.workers).map(PeerId).filter(|p| *p != self.me && !listed.contains(p)).collect();
-            if !dead.is_empty() {
-                let names: Vec<String> = dead.iter().map(|p| p.to_string()).collect();
-                self.log(format_args!(
-                    "not listed at restart (dead or not started yet), down until they dial us: {}",
-                    names.join(", ")
-                ));
-            }
+            // are dead or not started yet, and will dial us when they start. Nothing to
+            // tell the terminal: the supervisor's fault list says who was dead.
+            let dead = (0..self.opts.workers).map(PeerId).filter(|p| *p != self.me && !listed.contains(p));
             unreachable.extend(dead);
         }
         self.started = Instant::now();

@@ -5,7 +5,8 @@
 //! Group 1 drives three nodes round the ring by hand, rule by rule (1.8: a restarted
 //! node starts an election); group 2 runs the simulator's election sweeps (agreement,
 //! unique terms, the highest wins; 2.4 through crashes and restarts); group 3 starts
-//! real processes, kills the leader, and kills and restarts it; group 4 searches every
+//! real processes, kills the leader, kills and restarts it, and kills and restarts
+//! nodes at random (3.4, a nemesis drawn from a fixed seed); group 4 searches every
 //! interleaving of two to four nodes (`mutexlab check`), where group 2 samples them, and
 //! through a crash and restart finds the planted bug (`--planted forwards-old-term`) in
 //! 9 steps. The tests with restarts name the rule under their failures (`hint:`).
@@ -14,6 +15,7 @@ use std::fmt::Debug;
 
 use mutexlab::algorithm::{Config, ElectionCall, Input, Node, NodeInput, Output, PeerId};
 use mutexlab::algos::chang_roberts::{self, ChangRoberts};
+use mutexlab::faults::NemesisKind;
 use mutexlab::grade::{Grader, Real, Search, Sweep};
 use mutexlab::lab::{expect, NOTHING};
 use mutexlab::script::{self, Script};
@@ -240,6 +242,16 @@ pub fn grader<N: ElectLab>(algo: &str) -> Grader {
         "the leader killed and restarted leads again",
         3,
         Real::election(5).faults("kill 4 at 200ms; restart 4 at 400ms"),
+    )
+    .hint(RESTART);
+    // Seed 4's nine faults (as `mutexlab elect --nemesis kill,restart --nemesis-interval
+    // 150 --seed 4` draws them): w1 and w3 die and come back, w4 twice (last of all), and
+    // w0 for good, so the ring closes over gaps and opens again.
+    g.real::<N>(
+        "3.4",
+        "nine random kills and restarts: all agree on the highest live",
+        3,
+        Real::election(5).nemesis(&[NemesisKind::Kill, NemesisKind::Restart], 150, 9, 4),
     )
     .hint(RESTART);
 

@@ -3,9 +3,9 @@
 //!
 //! - [`ForwardsOldTerm`] forwards an ELECTION in the term it came with instead of the
 //!   newest term it has seen. It matters only once a node that missed a term asks (a
-//!   restarted one): test 1.7 drives that by hand, the restart tests 2.4 and 3.3 see it,
+//!   restarted one): test 1.7 drives that by hand, the restart tests 2.4, 3.3 and 3.4 see it,
 //!   and 4.4's search through a crash finds it in 9 steps.
-//! - [`IgnoresRestart`] starts no election when it restarts: tests 1.8, 2.4, 3.3 and 4.4
+//! - [`IgnoresRestart`] starts no election when it restarts: tests 1.8, 2.4, 3.3, 3.4 and 4.4
 //!   catch it.
 //!
 //! `cargo run -- grade --planted NAME` grades one. Each wrapper hands every input to the
