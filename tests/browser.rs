@@ -362,6 +362,8 @@ const MEASURE: &str = r#"<script>
   m.setAttribute('data-logical-first', logicalFirst ? 1 : 0);
   m.setAttribute('data-closest', Math.floor(gap));
   m.setAttribute('data-first', out.first.replace(/"/g, "'"));
+  m.setAttribute('data-wall-roles', document.querySelectorAll('svg.diagram [data-role]').length);
+  m.setAttribute('data-deadlocks', document.querySelectorAll('svg.diagram [data-deadlock], svg.logical [data-deadlock]').length);
   document.body.appendChild(m);
 })();
 </script>"#;
@@ -378,6 +380,10 @@ struct Measured {
     closest: i64,
     /// The first overlap, described.
     first: String,
+    /// Roles marked on the wall clock (leader labels, token bands).
+    wall_roles: i64,
+    /// Deadlock cycles drawn, on both axes.
+    deadlocks: i64,
 }
 
 /// Open a copy of `page` with [`MEASURE`] appended and read back what it found.
@@ -408,6 +414,8 @@ fn parse_measured(dom: &str) -> Result<Measured, String> {
         logical_first: num("logical-first")? == 1,
         closest: num("closest")?,
         first: attr("first")?.to_string(),
+        wall_roles: num("wall-roles")?,
+        deadlocks: num("deadlocks")?,
     })
 }
 
@@ -465,6 +473,8 @@ fn a_fault_run_an_election_and_32_workers_read_without_overlaps_on_both_axes() {
     );
     let m = measure(&fault);
     readable(&m).unwrap_or_else(|e| panic!("fault run: {e}"));
+    // It stalls, but everyone waits for the dead w1: no cycle to draw.
+    assert_eq!(m.deadlocks, 0, "{m:?}");
     let html = std::fs::read_to_string(&fault).unwrap();
     // The window it opens on is the one holding the first violation or fault.
     let at = html.find(r#"id="window-caption">"#).expect("a logical axis");
@@ -497,6 +507,7 @@ fn a_fault_run_an_election_and_32_workers_read_without_overlaps_on_both_axes() {
         std::fs::read_to_string(&elect).unwrap().contains("leader, term"),
         "the leader is named with its term"
     );
+    assert!(m.wall_roles > 0, "the leader is named on the wall clock too: {m:?}");
 
     // 32 workers.
     let big = kept_run(
@@ -539,7 +550,89 @@ fn num_attr(tag: &str, name: &str) -> f64 {
 #[test]
 fn the_measure_reader_refuses_a_page_it_did_not_run_on() {
     assert!(parse_measured("<html><body></body></html>").unwrap_err().contains("did not run"));
-    let m = parse_measured(r#"<div id="measured" data-overlaps="2" data-labels="5" data-bars="1" data-legend="3" data-windows="1" data-logical-first="1" data-closest="12" data-first="a / b">"#).unwrap();
+    let m = parse_measured(r#"<div id="measured" data-overlaps="2" data-labels="5" data-bars="1" data-legend="3" data-windows="1" data-logical-first="1" data-closest="12" data-first="a / b" data-wall-roles="0" data-deadlocks="0">"#).unwrap();
     assert_eq!((m.overlaps, m.closest, m.logical_first), (2, 12, true));
     assert!(readable(&m).unwrap_err().contains("2 overlaps, the first a / b"));
+}
+
+/// A planted algorithm for `--worker-cmd`: Ricart-Agrawala's REQUEST and REPLY, but a
+/// request that comes while the node wants is never answered. Two nodes that ask at
+/// once (think time 0) each wait for the other's REPLY: a waits-for cycle, named in the
+/// stall's diagnosis through the protocol's `waiting` statement.
+const GREEDY: &str = r#"import json, sys
+peers, wanting, inside, got = [], False, False, set()
+for line in sys.stdin:
+    m = json.loads(line)
+    t, out = m["type"], []
+    if t == "init":
+        peers = m["peers"]
+        print(json.dumps({"type": "init_ok"}), flush=True)
+        continue
+    if t == "call" and m["call"] == "want":
+        wanting, got = True, set()
+        out = [{"type": "broadcast", "msg": {"type": "REQUEST"}}, {"type": "waiting", "for": "REPLY", "from": peers}]
+    elif t == "call" and m["call"] == "done":
+        inside = False
+    elif t == "message" and m["msg"]["type"] == "REQUEST":
+        if not wanting and not inside:
+            out = [{"type": "send", "to": m["from"], "msg": {"type": "REPLY"}}]
+    elif t == "message" and m["msg"]["type"] == "REPLY" and wanting:
+        got.add(m["from"])
+        if got == set(peers):
+            wanting, inside = False, True
+            out = [{"type": "enter"}]
+        else:
+            out = [{"type": "waiting", "for": "REPLY", "from": sorted(set(peers) - got)}]
+    print(json.dumps(out), flush=True)
+"#;
+
+/// Whether a measured page draws a deadlock's cycle on both axes.
+fn cycle_drawn(m: &Measured) -> Result<(), String> {
+    match m.deadlocks {
+        2 => Ok(()),
+        n => Err(format!("{n} deadlock cycles drawn, not one on each axis: {m:?}")),
+    }
+}
+
+#[test]
+fn a_deadlocked_run_draws_its_cycle_and_a_clean_one_none() {
+    if !browser_present() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let node = tmp.path().join("greedy.py");
+    std::fs::write(&node, GREEDY).unwrap();
+    let cmd = format!("python3 {}", node.display());
+    let args = ["run", "--worker-cmd", &cmd, "-n", "2", "-k", "20", "--think-ms", "0", "--seed", "1"];
+    let page = kept_run(
+        &[&args[..], &["--stall-ms", "300", "--worker-timeout-ms", "2000"]].concat(),
+        &tmp.path().join("deadlock"),
+        1,
+    );
+    let m = measure(&page);
+    cycle_drawn(&m).unwrap_or_else(|e| panic!("deadlocked run: {e}"));
+    assert_eq!(m.overlaps, 0, "{m:?}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("deadlock: w0 → w1 → w0"), "the page names the cycle");
+    // `mutexlab report` on the directory alone draws it too, from its stall.json.
+    let again = tmp.path().join("again.html");
+    let out = run(&["report", page.parent().unwrap().to_str().unwrap(), "-o", again.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    cycle_drawn(&measure(&again)).unwrap_or_else(|e| panic!("report from the files: {e}"));
+
+    // The negative controls: a clean token ring draws no cycle (and marks its holder on
+    // the wall clock), and the deadlocked page without its arcs fails the check.
+    let ring = kept_run(
+        &["run", "--algo", "token-ring", "-n", "3", "-k", "3", "--seed", "1"],
+        &tmp.path().join("ring"),
+        0,
+    );
+    let m = measure(&ring);
+    let err = cycle_drawn(&m).expect_err("a clean run passes the cycle check");
+    assert!(err.contains("0 deadlock cycles"), "{err}");
+    assert!(m.wall_roles > 0, "the token holder is marked on the wall clock: {m:?}");
+    readable(&m).unwrap_or_else(|e| panic!("token ring: {e}"));
+    let cut = tmp.path().join("cut.html");
+    std::fs::write(&cut, html.replace("<g data-deadlock=", "<g data-other=")).unwrap();
+    assert!(cycle_drawn(&measure(&cut)).unwrap_err().contains("0 deadlock cycles"));
 }

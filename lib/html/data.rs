@@ -22,7 +22,7 @@ use std::path::Path;
 use crate::audit::lines::Lines;
 use crate::audit::{FaultLine, LeaderRecord, Violation, MAX_LINE};
 use crate::resource::{Fence, Record, Stage};
-use crate::supervisor::MAX_WORKERS;
+use crate::supervisor::{StallRecord, MAX_WORKERS};
 use crate::text::clip_to;
 
 /// How many bytes of a listed line the page quotes.
@@ -117,6 +117,33 @@ pub(crate) struct Pause {
 /// A leader accepted, from the leader file.
 pub(crate) type Leader = LeaderRecord;
 
+/// A worker holding the token, from the trace: from a TOKEN received (or the run's
+/// first event, for the first holder) to one sent; `to` None: to the end of the run.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Hold {
+    pub w: u32,
+    pub from: u64,
+    pub to: Option<u64>,
+    /// How many holds this bar is (1 unless merged).
+    pub count: usize,
+}
+
+/// A stalled run's diagnosis, from the run directory's [`STALL_FILE`](crate::supervisor::STALL_FILE).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct StallMark {
+    /// When it was diagnosed, ns.
+    pub t: u64,
+    pub text: String,
+    /// The waits-for cycles, each worker waiting for the next (and the last for the
+    /// first); workers below [`MAX_WORKERS`], at most [`MAX_CYCLES`] cycles.
+    pub deadlocks: Vec<Vec<u32>>,
+}
+
+/// The most bytes of [`STALL_FILE`](crate::supervisor::STALL_FILE) read: a diagnosis is a line per worker.
+const STALL_BYTES: u64 = 512 * 1024;
+/// The most cycles a page draws.
+const MAX_CYCLES: usize = 64;
+
 /// A message between two workers, from the trace.
 pub(crate) use super::events::Msg as Arrow;
 
@@ -148,6 +175,23 @@ impl Span for Section {
         self.exit = self.exit.zip(o.exit).map(|(a, b)| a.max(b));
         self.count += o.count;
         self.bad |= o.bad;
+    }
+}
+
+impl Span for Hold {
+    fn lane(&self) -> u32 {
+        self.w
+    }
+    fn from(&self) -> u64 {
+        self.from
+    }
+    fn to(&self) -> u64 {
+        self.to.unwrap_or(u64::MAX)
+    }
+    fn absorb(&mut self, o: Hold) {
+        self.from = self.from.min(o.from);
+        self.to = self.to.zip(o.to).map(|(a, b)| a.max(b));
+        self.count += o.count;
     }
 }
 
@@ -355,6 +399,13 @@ pub(crate) struct Timeline {
     pub pairs: BTreeMap<(u32, u32), u64>,
     /// Messages by type in stretches of the run, for the aggregate view.
     pub slices: Vec<super::events::Slice>,
+    /// Who held the token when, from every TOKEN in the trace.
+    pub holds: Bars<Hold>,
+    /// The workers that sent a GRANT (at most two kept: one is the coordinator).
+    pub granters: BTreeSet<u32>,
+    /// The stall's diagnosis, if the run stalled; why it could not be read, if not.
+    pub stall: Option<StallMark>,
+    pub stall_error: Option<String>,
 }
 
 impl Timeline {
@@ -378,7 +429,9 @@ impl Timeline {
             .chain(self.faults.iter().map(|f| f.t))
             .chain(self.arrows.iter().flat_map(|a| [Some(a.sent), a.received.map(|r| r.0)]).flatten())
             .chain(self.pauses.iter().flat_map(|p| [Some(p.from), p.to]).flatten())
+            .chain(self.holds.iter().flat_map(|h| [Some(h.from), h.to]).flatten())
             .chain(self.start)
+            .chain(self.stall.as_ref().map(|s| s.t))
             .collect()
     }
 }
@@ -587,6 +640,34 @@ pub(crate) fn read_faults(path: &Path, tl: &mut Timeline) -> std::io::Result<()>
     Ok(())
 }
 
+/// Read a stalled run's diagnosis from `path` ([`STALL_FILE`](crate::supervisor::STALL_FILE)): `Ok(None)` if there is
+/// none, an error (one line) if it cannot be read or is not what the supervisor
+/// writes. Cycles naming a worker no run can have are left out, and past
+/// [`MAX_CYCLES`] the rest.
+pub(crate) fn read_stall(path: &Path) -> Result<Option<StallMark>, String> {
+    let f = match crate::files::open_regular(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    let mut text = Vec::new();
+    f.take(STALL_BYTES + 1)
+        .read_to_end(&mut text)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if text.len() as u64 > STALL_BYTES {
+        return Err(format!("{} is longer than {STALL_BYTES} bytes: not read", path.display()));
+    }
+    let r: StallRecord = serde_json::from_slice(&text)
+        .map_err(|e| format!("{} is not a stall record: {}", path.display(), clip_to(&e.to_string(), 200)))?;
+    let deadlocks = r
+        .deadlocks
+        .into_iter()
+        .filter(|c| c.len() >= 2 && c.len() <= MAX_WORKERS as usize && c.iter().all(|&w| w < MAX_WORKERS))
+        .take(MAX_CYCLES)
+        .collect();
+    Ok(Some(StallMark { t: r.t, text: r.diagnosis, deadlocks }))
+}
+
 /// Whether the run left a message trace (any `trace-w{ID}.log`).
 pub(crate) fn has_trace(run_dir: &Path) -> bool {
     std::fs::read_dir(run_dir).is_ok_and(|d| {
@@ -613,6 +694,8 @@ pub(crate) fn read_trace(
     tl.events = v.events;
     tl.pairs = v.pairs;
     tl.slices = v.slices;
+    tl.holds = v.holds;
+    tl.granters = v.granters;
     tl.messages = summary.messages;
     tl.message_types = summary.by_type;
     tl.trace_notes = summary.notes.lines();

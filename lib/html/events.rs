@@ -16,13 +16,24 @@
 //!
 //! Contents come from a ` body=` field that runs to the end of a SEND, RECV or DROP line
 //! (it is the last field, and may hold spaces); a line without it has no contents, and
-//! the page says nothing of them.
+//! the page says nothing of them. They are taken in the same pass as the events
+//! ([`Reader::open_keeping_bodies`]), kept beside each event a window may still hold and
+//! each message drawn, and dropped with it.
+//!
+//! The same pass finds the roles the wall-clock diagram marks from the whole trace, not
+//! from the messages it draws: who holds the token (from a TOKEN received to one sent)
+//! and who sends GRANTs.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::Path;
+use std::rc::Rc;
 
+use super::data::{Bars, Hold};
 use crate::text::clip_to;
 use crate::trace::{msg_id, Event, EventKind, MsgId, Reader, TraceError};
+
+/// An event and its message's contents (clipped), if it has them.
+type Kept = (Event, Option<Rc<str>>);
 
 /// Events in one window of the logical diagram.
 pub(crate) const WINDOW: usize = 150;
@@ -90,6 +101,10 @@ pub(crate) struct TraceView {
     /// The run cut into [`SLICES`] stretches of as many events each: messages sent in
     /// each, by type.
     pub slices: Vec<Slice>,
+    /// Who held the token when.
+    pub holds: Bars<Hold>,
+    /// Workers that sent a GRANT: at most two are kept (one means a coordinator).
+    pub granters: BTreeSet<u32>,
 }
 
 /// Stretches of the run the aggregate view counts messages in.
@@ -109,9 +124,9 @@ pub(crate) struct Slice {
 /// A window being filled as the events stream by.
 struct Filling {
     anchor: Anchor,
-    ring: VecDeque<Event>,
+    ring: VecDeque<Kept>,
     first: Option<u64>,
-    events: Vec<Event>,
+    events: Vec<Kept>,
     /// The index of the event the anchor named.
     hit: Option<u64>,
 }
@@ -120,12 +135,13 @@ struct Filling {
 const BEFORE: usize = WINDOW * 2 / 3;
 
 impl Filling {
-    fn push(&mut self, i: u64, e: &Event) {
+    fn push(&mut self, i: u64, e: &Event, body: &Option<Rc<str>>) {
+        let kept = || (e.clone(), body.clone());
         match (&self.anchor, self.first) {
             (Anchor::From(start), _) => {
                 if i >= *start && i < start + WINDOW as u64 {
                     self.first.get_or_insert(i);
-                    self.events.push(e.clone());
+                    self.events.push(kept());
                 }
             }
             (Anchor::At(t, _), None) => {
@@ -133,25 +149,25 @@ impl Filling {
                     self.hit = Some(i);
                     self.first = Some(i - self.ring.len() as u64);
                     self.events = self.ring.drain(..).collect();
-                    self.events.push(e.clone());
+                    self.events.push(kept());
                 } else {
                     let keep = if *t == u64::MAX { WINDOW } else { BEFORE };
                     if self.ring.len() == keep {
                         self.ring.pop_front();
                     }
-                    self.ring.push_back(e.clone());
+                    self.ring.push_back(kept());
                 }
             }
             (Anchor::At(..), Some(_)) => {
                 if self.events.len() < WINDOW {
-                    self.events.push(e.clone());
+                    self.events.push(kept());
                 }
             }
         }
     }
 
-    /// The window, and the index of the event its anchor named.
-    fn finish(mut self, total: u64) -> Option<(Window, Option<u64>)> {
+    /// The window, its events' contents, and the index of the event its anchor named.
+    fn finish(mut self, total: u64) -> Option<(Window, Bodies, Option<u64>)> {
         if self.first.is_none() && !self.ring.is_empty() {
             self.first = Some(total - self.ring.len() as u64);
             self.events = self.ring.into_iter().collect();
@@ -162,8 +178,27 @@ impl Filling {
             Anchor::At(_, why) => vec![why],
             Anchor::From(_) => Vec::new(),
         };
-        Some((Window { first: self.first?, events: self.events, why }, self.hit))
+        let (events, bodies) = split(self.events);
+        Some((Window { first: self.first?, events, why }, bodies, self.hit))
     }
+}
+
+/// A window's contents by [`key`].
+type Bodies = Vec<((u32, u32, u64, bool), Rc<str>)>;
+
+/// Events apart from their contents, the contents by [`key`].
+fn split(kept: Vec<Kept>) -> (Vec<Event>, Bodies) {
+    let mut bodies = Vec::new();
+    let events = kept
+        .into_iter()
+        .map(|(e, b)| {
+            if let Some(b) = b {
+                bodies.push((key(&e), b));
+            }
+            e
+        })
+        .collect();
+    (events, bodies)
 }
 
 /// The anchors for a run of `events` events: `wanted` (the moments the other files
@@ -219,19 +254,43 @@ pub(crate) fn read(
         .collect();
     let mut open: HashMap<MsgId, usize> = HashMap::new();
     let mut sends = 0u64;
-    let mut r = Reader::open(run_dir)?;
+    let mut r = Reader::open_keeping_bodies(run_dir)?;
     let mut i = 0u64;
     v.slices = vec![Slice::default(); SLICES];
     let tiling = tiles(events);
     // Bounded even if the files grew since they were counted.
-    let mut all: Vec<Event> = Vec::new();
+    let mut all: Vec<Kept> = Vec::new();
     let keep_all = WINDOW * MAX_WINDOWS;
+    // Who holds the token since when; whether any TOKEN was seen yet; the first event.
+    let mut holding: HashMap<u32, u64> = HashMap::new();
+    let mut token_seen = false;
+    let mut first_t = None;
     while let Some(e) = r.next_event()? {
+        let body: Option<Rc<str>> = r.body().map(|b| Rc::from(clip_to(b.trim_end(), BODY).as_ref()));
+        let start = *first_t.get_or_insert(e.t);
         if tiling && all.len() < keep_all {
-            all.push(e.clone());
+            all.push((e.clone(), body.clone()));
         }
         for f in &mut fill {
-            f.push(i, &e);
+            f.push(i, &e, &body);
+        }
+        match &e.kind {
+            EventKind::Recv { msg, .. } if msg == "TOKEN" => {
+                holding.entry(e.w).or_insert(e.t);
+                token_seen = true;
+            }
+            EventKind::Send { msg, .. } if msg == "TOKEN" => {
+                // The first holder had it from the start.
+                let from = holding.remove(&e.w).or((!token_seen).then_some(start));
+                if let Some(from) = from {
+                    v.holds.push(Hold { w: e.w, from, to: Some(e.t), count: 1 });
+                }
+                token_seen = true;
+            }
+            EventKind::Send { msg, .. } if msg == "GRANT" && v.granters.len() < 2 => {
+                v.granters.insert(e.w);
+            }
+            _ => {}
         }
         let slice = &mut v.slices
             [(i as u128 * SLICES as u128 / u128::from(events.max(1))).min(SLICES as u128 - 1) as usize];
@@ -264,7 +323,7 @@ pub(crate) fn read(
                         sent_lc: e.lc,
                         received: None,
                         dropped: None,
-                        body: None,
+                        body: body.as_deref().map(str::to_string),
                     });
                 }
                 sends += 1;
@@ -282,6 +341,9 @@ pub(crate) fn read(
             EventKind::App { .. } => {}
         }
     }
+    for (w, from) in holding {
+        v.holds.push(Hold { w, from, to: None, count: 1 });
+    }
     v.events = i;
     v.slices.retain(|s| s.events > 0);
     // The first moment asked for that was met (the end of the run aside).
@@ -289,9 +351,16 @@ pub(crate) fn read(
         .iter()
         .find(|f| matches!(f.anchor, Anchor::At(t, _) if t != u64::MAX) && f.hit.is_some())
         .and_then(|f| f.hit);
-    let mut windows: Vec<(Window, Option<u64>)> = fill.into_iter().filter_map(|f| f.finish(i)).collect();
+    let mut windows: Vec<(Window, Option<u64>)> = Vec::new();
+    let mut bodies: HashMap<(u32, u32, u64, bool), Rc<str>> = HashMap::new();
+    for (w, b, hit) in fill.into_iter().filter_map(|f| f.finish(i)) {
+        bodies.extend(b);
+        windows.push((w, hit));
+    }
     if tiling {
-        windows.extend(tile(std::mem::take(&mut all), hit).into_iter().map(|w| (w, None)));
+        let (all, b) = split(std::mem::take(&mut all));
+        bodies.extend(b);
+        windows.extend(tile(all, hit).into_iter().map(|w| (w, None)));
     }
     windows.retain(|(w, _)| !w.events.is_empty());
     windows.sort_by_key(|(w, _)| w.first);
@@ -323,62 +392,17 @@ pub(crate) fn read(
             }
         }
     }
-    v.windows = kept;
-    bodies(run_dir, &mut v)?;
-    Ok(v)
-}
-
-/// Fill in the contents of the messages drawn and of the windows' events, from a read
-/// of each worker's file line by line (memory: a line, and what is wanted).
-fn bodies(run_dir: &Path, v: &mut TraceView) -> Result<(), TraceError> {
-    let mut wanted: HashMap<(u32, u32, u64, bool), ()> = HashMap::new();
-    for w in &v.windows {
+    // The contents of the events the windows kept, and no others.
+    for w in &kept {
         for e in &w.events {
-            if msg_id(e).is_some() {
-                wanted.insert(key(e), ());
+            let k = key(e);
+            if let Some(b) = bodies.get(&k) {
+                v.bodies.insert(k, b.to_string());
             }
         }
     }
-    for m in &v.msgs {
-        wanted.insert((m.from, m.from_inc, m.sent_lc, false), ());
-    }
-    if wanted.is_empty() {
-        return Ok(());
-    }
-    let io = |source| TraceError::Io { path: run_dir.to_path_buf(), source };
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(run_dir).map_err(io)? {
-        let entry = entry.map_err(io)?;
-        if entry.file_name().to_str().and_then(crate::trace::worker_of).is_some() {
-            files.push(entry.path());
-        }
-    }
-    files.sort();
-    for path in files {
-        let Ok(f) = crate::files::open_regular(&path) else { continue };
-        // Through the auditor's bounded reader: a line past the longest a trace has is
-        // skipped unread.
-        let mut lines = crate::audit::lines::Lines::new(f, Vec::new());
-        let io = |source| TraceError::Io { path: path.clone(), source };
-        while lines.next().map_err(io)?.is_some() {
-            if lines.len > crate::audit::MAX_LINE as u64 {
-                continue;
-            }
-            let line = String::from_utf8_lossy(&lines.kept);
-            let Some(body) = crate::trace::body(&line) else { continue };
-            // The documented fields first: the parser ignores what follows them.
-            let Ok(e) = line.parse::<Event>() else { continue };
-            let k = key(&e);
-            if wanted.contains_key(&k) && !v.bodies.contains_key(&k) {
-                v.bodies.insert(k, clip_to(body.trim_end(), BODY).into_owned());
-            }
-        }
-    }
-    for m in &mut v.msgs {
-        let send = (m.from, m.from_inc, m.sent_lc, false);
-        m.body = v.bodies.get(&send).cloned();
-    }
-    Ok(())
+    v.windows = kept;
+    Ok(v)
 }
 
 /// How contents are looked up: a send or a drop by its sender's clock (a DROP carries

@@ -9,8 +9,11 @@
 //! placed on a lane after that worker's last event at or before it, and a partition or
 //! heal as a cut through every lane. A message whose other end lies outside the window
 //! is a short stub, said so in its hover. A gold band marks a worker holding the token
-//! (from a TOKEN received to one sent), as the trace shows it. Elements carry `data-lmsg` (arrows),
-//! `data-lbar` (bars), `data-label` (text labels) and `data-role`.
+//! (from a TOKEN received to one sent), as the trace shows it. A stalled run's stall is a
+//! red line one step after its last event, in the window that holds that event, with
+//! its deadlocks as red arcs between the lanes ([`super::svg::stall_mark`]). Elements
+//! carry `data-lmsg` (arrows), `data-lbar` (bars), `data-label` (text labels),
+//! `data-role`, `data-stall` and `data-deadlock`.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -47,6 +50,8 @@ pub(crate) struct Ctx<'a> {
     pub findings: &'a [(u32, u64, String, String)],
     /// Lane names with their role, if any ("w2 coord").
     pub names: &'a [String],
+    /// The stall, drawn after the run's last event, in the window that holds it.
+    pub stall: Option<&'a super::data::StallMark>,
 }
 
 impl Ctx<'_> {
@@ -123,7 +128,14 @@ pub(crate) fn window(win: &Window, k: usize, of: usize, total: u64, open: bool, 
     let ev = &win.events;
     let (cols, send_of) = layer(ev);
     let width_cols = cols.iter().max().map_or(1, |c| c + 1);
-    let width = LEFT + COL * f64::from(width_cols) + 48.0;
+    // The stall goes one step after the run's last event, in the window holding it.
+    let stall = cx.stall.filter(|_| win.first + ev.len() as u64 >= total);
+    let room = match stall {
+        Some(st) if !st.deadlocks.is_empty() => COL + super::svg::STALL_ROOM,
+        Some(_) => COL,
+        None => 0.0,
+    };
+    let width = LEFT + COL * f64::from(width_cols) + 48.0 + room;
     let bottom = TOP + LANE * f64::from(cx.lanes);
     let height = bottom + 8.0;
     let places = Places::new(ev, &cols);
@@ -412,6 +424,11 @@ pub(crate) fn window(win: &Window, k: usize, of: usize, total: u64, open: bool, 
             lane_y(*w) - 14.0,
             esc(text)
         );
+    }
+    if let Some(st) = stall {
+        let last = ev.last().map_or(0, |e| e.t);
+        let x = col_x(f64::from(width_cols));
+        super::svg::stall_mark(&mut s, st, (x, cx.ms(st.t.max(last))), (TOP, bottom), cx.lanes, &mut boxes);
     }
     for (text, spots, colour) in &labels {
         if let Some((lx, ly)) = boxes.place(text, spots) {

@@ -4,7 +4,8 @@
 //! It shows the summary and the auditor's verdict as the text summary gives them, the
 //! messages by type beside the algorithm's theory, a space-time diagram (one lane per
 //! worker: sections, waits, messages coloured by type with a legend, faults, leaders
-//! and roles, findings in red linked to their lines) on two axes the reader switches
+//! and roles, findings in red linked to their lines, a stall and the waits-for cycles
+//! its diagnosis found, from the run directory's `stall.json`) on two axes the reader switches
 //! between with CSS alone (logical time, `logical.rs`, in windows of events that open
 //! on the first violation, fault or election; the wall clock with idle stretches
 //! shortened, `svg.rs`), from 12 workers on an aggregate of every message (per pair,
@@ -222,6 +223,11 @@ pub fn render_with(run_dir: &Path, known: Known) -> Result<String, ReportError> 
     let fault_log = run_dir.join(FAULT_LOG);
     data::read_faults(&fault_log, &mut tl)
         .map_err(|err| ReportError::Unreadable { path: fault_log.display().to_string(), err })?;
+    // A damaged stall file costs the stall's drawing, not the report.
+    match data::read_stall(&run_dir.join(crate::supervisor::STALL_FILE)) {
+        Ok(stall) => tl.stall = stall,
+        Err(e) => tl.stall_error = Some(e),
+    }
     if data::has_trace(run_dir) {
         // A damaged trace costs the arrows, not the report.
         let wanted = moments(&v, &tl, election);
@@ -346,6 +352,8 @@ g.msg.out line, g.msg.in line { stroke-dasharray: 1 2; }
 text[data-label] { font: 9px monospace; paint-order: stroke; stroke: #fff; stroke-width: 3px; }
 text.role { fill: #8a5a00; font-weight: 700; }
 rect.token { fill: #f2b600; fill-opacity: .35; }
+g.stall line { stroke: #d62d2d; stroke-width: 1.5; stroke-dasharray: 4 3; } g.deadlock path { stroke: #d62d2d; stroke-width: 2.5; fill: none; }
+text.deadlock { fill: #d62d2d; font-weight: 700; } div.stall { border-left: 4px solid #d62d2d; padding-left: 10px; }
 g.break rect { fill: #f4f5f8; } g.break path { stroke: #778; stroke-width: 1.5; fill: none; }
 g.fault.across polyline { stroke: #8a3ffc; stroke-width: 1.5; stroke-dasharray: 6 3; }
 svg.defs { position: absolute; } svg.logical[hidden] { display: none; }
@@ -450,6 +458,10 @@ fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> Stri
             ("waits", r#"svg.diagram [data-bar="wait"]"#),
             ("faults", "svg.diagram [data-fault]"),
             ("violations", "svg.diagram [data-violation]"),
+            ("deadlocks", "svg.diagram [data-deadlock]"),
+            ("ldeadlocks", "svg.logical [data-deadlock]"),
+            ("roles", "svg.diagram [data-role]"),
+            ("lroles", "svg.logical [data-role]"),
         ])
     );
 
@@ -469,9 +481,9 @@ fn origin(tl: &Timeline) -> u64 {
 }
 
 /// Lane names, with the role the trace shows: the one worker that sends every GRANT
-/// drawn is the coordinator.
+/// is the coordinator.
 fn lane_names(tl: &Timeline, lanes: u32) -> Vec<String> {
-    let grants: BTreeSet<u32> = tl.arrows.iter().filter(|a| a.msg == "GRANT").map(|a| a.from).collect();
+    let grants = &tl.granters;
     (0..lanes)
         .map(
             |w| {
@@ -514,12 +526,14 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
         "<p>One lane per worker, times in ms from {origin}. {what} (click a red dot for \
          the finding); arrows: messages, coloured by type, each labelled beside its send on the \
          sender's lane when there is room; ✕ kill (grey until ▲ restart); hatched: paused; \
-         dotted lines: when a fault hit; dashed purple lines: partitions and heals; on the \
-         logical axis, a gold band: the worker holds the token; a lane named \"coord\": the one \
-         worker that sends every GRANT. Hover \
+         dotted lines: when a fault hit; dashed purple lines: partitions and heals; a gold \
+         band: the worker holds the token; a lane named \"coord\": the one worker that sends \
+         every GRANT; \"leader, term N\": a worker accepts itself as leader; a red line at the \
+         end: the stall, and red arcs between lanes: a deadlock, each worker waiting for the next. Hover \
          over anything for its details: a message's hover has both ends' times and Lamport \
          clocks (lc) and, when the trace recorded it, its contents.</p>"
     );
+    stall_note(s, tl, t0);
     match &tl.trace_error {
         Some(e) => {
             let _ = writeln!(
@@ -576,6 +590,7 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
         faults: &faults,
         findings: &findings,
         names: &names,
+        stall: tl.stall.as_ref(),
     };
     let of = tl.windows.len();
     let mut svgs = String::new();
@@ -622,6 +637,42 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
             }
         )),
         dropped_note(dropped.iter().sum()),
+    );
+}
+
+/// `deadlock: w1 → w2 → w1`.
+pub(crate) fn cycle_text(cycle: &[u32]) -> String {
+    let names: Vec<String> = cycle.iter().chain(cycle.first()).map(|w| format!("w{w}")).collect();
+    format!("deadlock: {}", names.join(" → "))
+}
+
+/// What the page says of a stall: when it was diagnosed, its deadlocks (drawn on both
+/// axes), and the diagnosis itself.
+fn stall_note(s: &mut String, tl: &Timeline, t0: u64) {
+    if let Some(e) = &tl.stall_error {
+        let _ = writeln!(s, "<p class=\"note\">The stall's diagnosis could not be read: {}</p>", esc(e));
+    }
+    let Some(st) = &tl.stall else { return };
+    let at = st.t.saturating_sub(t0) as f64 / 1e6;
+    let found = if st.deadlocks.is_empty() {
+        "its waits form no cycle (no deadlock)".to_string()
+    } else {
+        let cycles: Vec<String> = st
+            .deadlocks
+            .iter()
+            .map(|c| format!("<strong data-deadlock-text=\"\">{}</strong>", esc(&cycle_text(c))))
+            .collect();
+        format!(
+            "{} (each waits for the next), drawn in red between the lanes at the stall, on both axes",
+            cycles.join(", ")
+        )
+    };
+    let _ = writeln!(
+        s,
+        "<div class=\"stall\" data-stall=\"{}\"><p><span class=\"bad\">Stalled</span>: no progress, \
+         diagnosed at {at:.3} ms; {found}.</p><details><summary>The diagnosis</summary><pre>{}</pre></details></div>",
+        st.deadlocks.len(),
+        esc(&st.text)
     );
 }
 

@@ -2,10 +2,15 @@
 //! worker, time left to right, idle stretches shortened and marked, see [`Scale`]), the
 //! aggregate of a big run (messages per pair and over the run), waits over the run, and
 //! the small log-scale wait histograms. Message labels go where [`Boxes`] finds room.
+//! Roles as on the logical axis: gold bands while a worker holds the token, "leader,
+//! term N" beside a worker accepting itself, "coord" in a lane's name; a stall as a red
+//! line, its deadlocks as red arcs from each worker's lane to the next's
+//! ([`stall_mark`], shared with the logical axis).
 //!
 //! Every element a reader or a test may look for carries a data attribute: `data-lane`,
 //! `data-bar="cs"` or `"wait"`, `data-arrow`, `data-label`, `data-fault`, `data-leader`,
-//! `data-violation`, `data-break`, `data-pair`, `data-slice`, `data-wait`. Hover text is
+//! `data-violation`, `data-break`, `data-pair`, `data-slice`, `data-wait`, `data-role`,
+//! `data-stall`, `data-deadlock`. Hover text is
 //! an SVG `<title>`, which browsers show without script. Every string from a file goes
 //! through [`esc`].
 
@@ -214,6 +219,7 @@ pub(crate) fn defs() -> String {
             r#"<marker id="head{i}" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="7" markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L8,4 L0,8 z" fill="{c}"/></marker>"#
         );
     }
+    s.push_str(r##"<marker id="headdl" viewBox="0 0 8 8" refX="8" refY="4" markerWidth="6" markerHeight="6" orient="auto-start-reverse"><path d="M0,0 L8,4 L0,8 z" fill="#d62d2d"/></marker>"##);
     s.push_str(r##"<pattern id="hatch" width="6" height="6" patternUnits="userSpaceOnUse" patternTransform="rotate(45)"><rect width="3" height="6" fill="#c9b458"/></pattern></defs></svg>"##);
     s
 }
@@ -225,10 +231,12 @@ pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation], wall:
     let height = TOP + LANE * f64::from(lanes) + 8.0;
     let bottom = TOP + LANE * f64::from(lanes);
     let mut s = String::new();
+    // Room right of the plot for a deadlock's arcs.
+    let room = if tl.stall.as_ref().is_some_and(|st| !st.deadlocks.is_empty()) { STALL_ROOM } else { 0.0 };
     let _ = writeln!(
         s,
         r##"<svg class="diagram" xmlns="http://www.w3.org/2000/svg" width="{w}" height="{height}" viewBox="0 0 {w} {height}" role="img" aria-label="space-time diagram, wall clock">"##,
-        w = LEFT + WIDTH + 24.0,
+        w = LEFT + WIDTH + 24.0 + room,
     );
     // The time axis, in ms from the page's origin, idle stretches shortened.
     sc.axis(&mut s, bottom);
@@ -262,6 +270,7 @@ pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation], wall:
     }
     let t1 = tl.span().map_or(0, |(_, hi)| hi);
     stops(&mut s, tl, &sc, lanes, t1);
+    holds(&mut s, tl, &sc, lanes, t1);
     bars(&mut s, &mut notes, tl, &sc, lanes, (violations, t1), &mut boxes);
     faults(&mut s, tl, &sc, lanes, bottom, &mut boxes);
     for (i, v) in violations.iter().enumerate() {
@@ -279,7 +288,30 @@ pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation], wall:
             title = esc(&format!("{} at line {}: {}", v.kind, v.line, v.detail)),
         );
     }
+    // Roles and the stall first: their labels go before the messages'.
+    let mut roles = String::new();
+    for l in tl.leaders.iter().filter(|l| l.w < lanes) {
+        let (x, y) = (sc.x(l.t), lane_y(l.w));
+        boxes.block([x - 6.0, y - 6.0, x + 6.0, y + 6.0]);
+        if l.leader == l.w {
+            let text = format!("leader, term {}", l.term);
+            let spots = [(x + 8.0, y - 12.0), (x + 8.0, y + 21.0), (x + 8.0, y - 24.0)];
+            if let Some((lx, ly)) = boxes.place(&text, &spots) {
+                let _ = writeln!(
+                    roles,
+                    r#"<text data-label="role" data-role="leader" class="role" x="{lx:.1}" y="{ly:.1}">{}</text>"#,
+                    esc(&text)
+                );
+            }
+        }
+    }
+    if let Some(st) = &tl.stall {
+        let x = sc.x(st.t);
+        let ms = sc.ms(st.t);
+        stall_mark(&mut roles, st, (x, ms), (TOP, bottom), lanes, &mut boxes);
+    }
     let (dropped, labelled) = arrows(&mut s, &mut notes, tl, &sc, lanes, wall.colours, &mut boxes);
+    s.push_str(&roles);
     for l in tl.leaders.iter().filter(|l| l.w < lanes) {
         let (x, y) = (sc.x(l.t), lane_y(l.w));
         let own = if l.leader == l.w { " own" } else { "" };
@@ -334,6 +366,88 @@ fn stops(s: &mut String, tl: &Timeline, sc: &Scale, lanes: u32, end: u64) {
             wd = (x2 - x1).max(1.0),
             h = LANE * 0.8,
         );
+    }
+}
+
+/// Who holds the token, as gold bands on the lanes (under the sections).
+fn holds(s: &mut String, tl: &Timeline, sc: &Scale, lanes: u32, end: u64) {
+    for h in tl.holds.iter().filter(|h| h.w < lanes) {
+        let to = h.to.unwrap_or(end);
+        let (x1, x2) = (sc.x(h.from), sc.x(to));
+        let title = if h.count > 1 {
+            format!("w{}: {} holds of the token merged (zoomed out)", h.w, h.count)
+        } else {
+            format!(
+                "w{} holds the token from {:.3} to {:.3} ms (from receiving a TOKEN, or the start, to sending one on)",
+                h.w,
+                sc.ms(h.from),
+                sc.ms(to)
+            )
+        };
+        let _ = writeln!(
+            s,
+            r#"<rect data-role="token" class="token" x="{x1:.1}" y="{:.1}" width="{:.1}" height="12"><title>{}</title></rect>"#,
+            lane_y(h.w) - 6.0,
+            (x2 - x1).max(1.0),
+            esc(&title)
+        );
+    }
+}
+
+/// Room right of the last event for a deadlock's arcs, px.
+pub(crate) const STALL_ROOM: f64 = 110.0;
+
+/// A stall at `x` (`ms` from the page's origin): a red line across the lanes from `top`
+/// to `bottom`, and each deadlock's cycle as red arcs from each worker's lane to the
+/// next one's, right of the line, with a label where there is room. Both diagrams
+/// draw it so (their lanes are alike).
+pub(crate) fn stall_mark(
+    s: &mut String,
+    st: &super::data::StallMark,
+    (x, ms): (f64, f64),
+    (top, bottom): (f64, f64),
+    lanes: u32,
+    boxes: &mut Boxes,
+) {
+    let _ = writeln!(
+        s,
+        r#"<g data-stall="" class="stall"><line x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{bottom}"/><title>{}</title></g>"#,
+        esc(&format!("stalled: no progress, diagnosed at {ms:.3} ms"))
+    );
+    for (ci, cycle) in st.deadlocks.iter().enumerate().filter(|(_, c)| c.iter().all(|&w| w < lanes)) {
+        let text = super::cycle_text(cycle);
+        let members: Vec<String> = cycle.iter().map(u32::to_string).collect();
+        let _ = write!(s, r#"<g data-deadlock="{}" class="deadlock">"#, members.join(" "));
+        for (k, &a) in cycle.iter().enumerate() {
+            let b = cycle[(k + 1) % cycle.len()];
+            let (ya, yb) = (lane_y(a), lane_y(b));
+            let bulge = (14.0 + 12.0 * k as f64 + 6.0 * ci as f64).min(STALL_ROOM - 12.0);
+            let _ = write!(
+                s,
+                r#"<path data-waits="{a}-{b}" d="M{x:.1},{ya:.1} Q{:.1},{:.1} {x:.1},{yb:.1}" marker-end="url(#headdl)"><title>{}</title></path>"#,
+                x + 2.0 * bulge,
+                (ya + yb) / 2.0,
+                esc(&format!("w{a} waits for w{b} ({text}, at the stall, {ms:.3} ms)"))
+            );
+        }
+        s.push_str("</g>\n");
+        // No label on the arcs.
+        let ys: Vec<f64> = cycle.iter().map(|&w| lane_y(w)).collect();
+        let (lo, hi) = ys.iter().fold((f64::MAX, f64::MIN), |(a, b), &y| (a.min(y), b.max(y)));
+        let reach = (14.0 + 12.0 * cycle.len() as f64 + 6.0 * ci as f64).min(STALL_ROOM - 12.0);
+        boxes.block([x - 2.0, lo - 4.0, x + reach + 2.0, hi + 4.0]);
+        let label = "deadlock";
+        let lx = x - 4.0 - CHAR_W * label.len() as f64;
+        let spots: Vec<(f64, f64)> = cycle
+            .iter()
+            .flat_map(|&w| [(lx, lane_y(w) - 12.0), (lx, lane_y(w) + 21.0), (lx, lane_y(w) - 24.0)])
+            .collect();
+        if let Some((tx, ty)) = boxes.place(label, &spots) {
+            let _ = writeln!(
+                s,
+                r#"<text data-label="deadlock" class="deadlock" x="{tx:.1}" y="{ty:.1}">{label}</text>"#
+            );
+        }
     }
 }
 

@@ -134,6 +134,22 @@ LEADER w=1 inc=0 leader=2 term=1 t=2200
     assert_eq!(count(&html, "data-leader=\"2\""), 3);
     assert_eq!(count(&html, "class=\"leader own\""), 1);
     assert!(html.contains("audit OK"), "{html}");
+    // The leader named with its term on the wall clock (no trace: no logical axis).
+    let (wall, logical) = views(&html);
+    assert_eq!(count(wall, r#"data-role="leader""#), 1, "{html}");
+    assert!(wall.contains(">leader, term 1</text>"), "{html}");
+    assert_eq!(logical, "");
+}
+
+/// The wall-clock diagram's SVG and the logical windows' (empty without a trace).
+fn views(html: &str) -> (&str, &str) {
+    let svg = |class: &str| -> &str {
+        let open = format!("<svg class=\"{class}\"");
+        let Some(a) = html.find(&open) else { return "" };
+        let b = html.rfind(&open).unwrap();
+        &html[a..b + html[b..].find("</svg>").unwrap()]
+    };
+    (svg("diagram"), svg("logical"))
 }
 
 #[test]
@@ -472,7 +488,82 @@ fn the_token_holder_is_marked_from_receiving_the_token_to_passing_it_on() {
     let body = "# mutexlab resource v1 algo=token-ring workers=2\nWANT w=1 e=1 t=1000000\nENTER w=1 e=1 fence=1:1 t=1000200\n";
     let d = dir_with(&[(RESOURCE_FILE, body), ("trace-w0.log", w0), ("trace-w1.log", w1)]);
     let html = render(d.path()).unwrap();
-    // w0 held it before the window began, w1 from its receipt to the window's end.
-    assert_eq!(count(&html, r#"data-role="token""#), 2, "{html}");
-    assert!(html.contains("<title>w1 holds the token"), "{html}");
+    // w0 held it before the window began, w1 from its receipt to the window's end; on
+    // the wall clock likewise, w0 from the start of the trace.
+    let (wall, logical) = views(&html);
+    assert_eq!(count(logical, r#"data-role="token""#), 2, "{html}");
+    assert_eq!(count(wall, r#"data-role="token""#), 2, "{html}");
+    assert!(logical.contains("<title>w1 holds the token"), "{html}");
+    assert!(wall.contains("<title>w0 holds the token from"), "{wall}");
+    assert!(wall.contains("<title>w1 holds the token from"), "{wall}");
+    // The negative control: a run without a TOKEN marks no holder on either axis.
+    let d = dir_with(&[(RESOURCE_FILE, body), ("trace-w0.log", &w0.replace("TOKEN", "GRANT"))]);
+    let html = render(d.path()).unwrap();
+    assert_eq!(count(&html, r#"data-role="token""#), 0, "{html}");
+}
+
+/// Two workers each waiting for the other's REPLY, as a planted algorithm leaves them.
+const STALLED_W0: &str = "# mutexlab trace v1 w=0 workers=3 algo=ricart-agrawala\n\
+    APP w=0 inc=0 t=1000000 lc=1 ev=want\n\
+    SEND w=0 inc=0 t=1000010 lc=2 to=1 type=REQUEST body={\"type\":\"REQUEST\",\"ticket\":2}\n\
+    RECV w=0 inc=0 t=1000100 lc=3 from=1 from_inc=0 sent_lc=2 type=REQUEST body={\"type\":\"REQUEST\",\"ticket\":2}\n";
+const STALLED_W1: &str = "# mutexlab trace v1 w=1 workers=3 algo=ricart-agrawala\n\
+    APP w=1 inc=0 t=1000000 lc=1 ev=want\n\
+    SEND w=1 inc=0 t=1000010 lc=2 to=0 type=REQUEST body={\"type\":\"REQUEST\",\"ticket\":2}\n\
+    RECV w=1 inc=0 t=1000100 lc=3 from=0 from_inc=0 sent_lc=2 type=REQUEST body={\"type\":\"REQUEST\",\"ticket\":2}\n";
+const STALLED: &str = "# mutexlab resource v1 algo=ricart-agrawala workers=3\n\
+    WANT w=0 e=1 t=1000000\nWANT w=1 e=1 t=1000000\n";
+
+#[test]
+fn a_stall_s_deadlock_is_drawn_between_the_lanes_on_both_axes() {
+    let stall = |deadlocks: &str| {
+        format!(
+            r#"{{"t":1500000000,"diagnosis":"no progress for 1.0s\n  deadlock: w0 → w1 → w0 (each waits for the next)\n  <b>","deadlocks":{deadlocks}}}"#
+        )
+    };
+    let files = |stall: &str| {
+        dir_with(&[
+            (RESOURCE_FILE, STALLED),
+            ("trace-w0.log", STALLED_W0),
+            ("trace-w1.log", STALLED_W1),
+            (crate::supervisor::STALL_FILE, stall),
+        ])
+    };
+    let d = files(&stall("[[0,1]]"));
+    let html = render(d.path()).unwrap();
+    let (wall, logical) = views(&html);
+    for view in [wall, logical] {
+        assert_eq!(count(view, r#"<g data-deadlock="0 1" class="deadlock">"#), 1, "{view}");
+        assert_eq!(count(view, r#"data-waits="0-1""#), 1, "{view}");
+        assert_eq!(count(view, r#"data-waits="1-0""#), 1, "{view}");
+        assert_eq!(count(view, "<g data-stall="), 1, "{view}");
+        assert!(view.contains("<title>w0 waits for w1 (deadlock: w0 → w1 → w0, at the stall"), "{view}");
+    }
+    assert!(html.contains(r#"<strong data-deadlock-text="">deadlock: w0 → w1 → w0</strong>"#), "{html}");
+    // The diagnosis is shown, never run; the stall is placed at its time.
+    assert!(html.contains("  &lt;b&gt;</pre>"), "{html}");
+    assert!(html.contains("diagnosed at 1499.000 ms"), "{html}");
+    // The negative controls: a stall without a cycle draws the stall and no arc; a run
+    // that did not stall draws neither; a stall file that is not one costs only itself.
+    let d = files(&stall("[]"));
+    let html = render(d.path()).unwrap();
+    assert_eq!(count(&html, "data-deadlock="), 0, "{html}");
+    assert_eq!(count(&html, "<g data-stall="), 2, "{html}");
+    assert!(html.contains("its waits form no cycle (no deadlock)"), "{html}");
+    let d = dir_with(&[(RESOURCE_FILE, STALLED), ("trace-w0.log", STALLED_W0), ("trace-w1.log", STALLED_W1)]);
+    let html = render(d.path()).unwrap();
+    assert_eq!(count(&html, "data-deadlock="), 0, "{html}");
+    assert_eq!(count(&html, "data-deadlock-text"), 0, "{html}");
+    assert_eq!(count(&html, "data-stall"), 0, "{html}");
+    for (bad, says) in [("{\"t\":1", "is not a stall record"), (&" ".repeat(600 * 1024)[..], "longer than")] {
+        let d = files(bad);
+        let html = render(d.path()).unwrap();
+        assert!(html.contains("The stall's diagnosis could not be read") && html.contains(says), "{html}");
+        assert_eq!(count(&html, "data-stall"), 0, "{html}");
+        assert_eq!(count(&html, "<g data-lmsg="), 2, "the rest is drawn");
+    }
+    // A cycle through a worker beyond the run's lanes is not drawn between lanes.
+    let d = files(&stall("[[0,7]]"));
+    let html = render(d.path()).unwrap();
+    assert_eq!(count(&html, "<g data-deadlock="), 0, "{html}");
 }

@@ -17,14 +17,36 @@
 //! - **What only the supervisor knows**: a peer someone waits for that is dead or
 //!   paused looks the same to the waiting workers (silent); the supervisor knows which,
 //!   and since when (the fault that did it), and says so on a line of its own.
+//!
+//! The supervisor leaves both in the run directory ([`STALL_FILE`]) for the report.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
 
 use super::inject::Faults;
 use super::proc::{self, ProcState};
 use super::processes::{Life, Slot};
 use crate::control::PendingState;
+
+/// The file a stalled run leaves in its run directory: when the stall was diagnosed,
+/// what the diagnosis said, and its deadlocks, so that a report made later from the
+/// files alone (`mutexlab report DIR`) draws them as the run's own did.
+pub const STALL_FILE: &str = "stall.json";
+
+/// What [`STALL_FILE`] holds (one JSON object).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StallRecord {
+    /// Monotonic ns when the workers' answers were in: the clock of the resource file
+    /// and the trace.
+    pub t: u64,
+    /// The diagnosis, as the run's failure gives it.
+    pub diagnosis: String,
+    /// The waits-for cycles, each in the order each worker waits for the next
+    /// ([`Stall::deadlocks`]).
+    pub deadlocks: Vec<Vec<u32>>,
+}
 
 /// Everything a stall's diagnosis is made from, gathered once the workers were asked.
 pub(super) struct Stall<'a> {

@@ -71,6 +71,7 @@ mod report;
 mod rundir;
 pub mod store;
 use diagnosis::Stall;
+pub use diagnosis::{StallRecord, STALL_FILE};
 pub use inject::AppliedFault;
 use inject::{Faults, Undo};
 use options::settings;
@@ -1062,6 +1063,12 @@ impl Supervisor<'_> {
         };
         let (text, deadlocks) = (stall.describe(), stall.deadlocks());
         self.deadlocks = deadlocks.into_iter().map(|c| c.into_iter().map(|w| w as u32).collect()).collect();
+        // For the report, which may be made later from the files alone; without it the
+        // page just draws no stall.
+        let record = StallRecord { t: now, diagnosis: text.clone(), deadlocks: self.deadlocks.clone() };
+        if let Ok(json) = serde_json::to_string(&record) {
+            let _ = std::fs::write(self.dir.join(STALL_FILE), json);
+        }
         Ok(Some(text))
     }
 

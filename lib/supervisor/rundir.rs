@@ -73,7 +73,7 @@ impl RunDir {
             let _ = std::fs::remove_dir_all(&self.path);
         } else {
             self.remove_sockets(sockets);
-            for f in [control::RESOURCE_FILE, control::FAULT_LOG, control::PLAN_FILE] {
+            for f in [control::RESOURCE_FILE, control::FAULT_LOG, control::PLAN_FILE, super::STALL_FILE] {
                 let _ = std::fs::remove_file(self.path.join(f));
             }
             // The workers' traces: one per worker, by name (the directory was empty).
