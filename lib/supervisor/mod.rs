@@ -469,9 +469,16 @@ impl<'a> Supervisor<'a> {
     /// incarnation, and then the partition in force, if any.
     fn start_worker(&mut self, id: usize) {
         let restarted = self.procs.slots[id].incarnation > 0;
+        // A first life of a lazily connected run dials nobody: it connects when it first
+        // writes to a peer, and every first life is listening before any is started.
+        let lazy = !restarted && options::lazy(self.opts);
         let dial: Vec<(PeerId, String)> = (0..self.procs.slots.len())
             .filter(|&j| {
-                j != id && (restarted || j < id) && self.procs.slots[j].alive() && self.procs.slots[j].ready
+                !lazy
+                    && j != id
+                    && (restarted || j < id)
+                    && self.procs.slots[j].alive()
+                    && self.procs.slots[j].ready
             })
             .map(|j| {
                 (PeerId(j as u32), control::worker_socket(PeerId(j as u32), self.procs.slots[j].incarnation))
