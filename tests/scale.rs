@@ -53,3 +53,42 @@ fn a_token_ring_worker_holds_only_its_neighbours_connections() {
     assert!(ring_max + (n - 1) - 2 <= all_min, "token-ring {ring:?} against ricart-agrawala {all:?}");
     assert!(ring.iter().all(|&c| c > 0), "{ring:?}");
 }
+
+/// `mutexlab run ARGS` with its descriptor limits set to `soft` and `hard` before it
+/// starts.
+fn run_with_nofile(soft: u64, hard: u64, args: &[&str]) -> std::process::Output {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cmd = mutexlab();
+    cmd.arg("run").args(args).arg("--run-dir").arg(dir.path().join("run"));
+    // SAFETY: between fork and exec, one async-signal-safe system call.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, soft, hard)
+                .map_err(std::io::Error::from)
+        });
+    }
+    cmd.output().expect("mutexlab runs")
+}
+
+#[test]
+fn too_few_descriptors_is_one_line_and_exit_3_before_the_run_and_a_soft_limit_is_raised() {
+    let args = ["-n", "16", "--algo", "token-ring", "-k", "3", "--json"];
+    let out = run_with_nofile(64, 64, &args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(3), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("16 workers need 80 file descriptors per process")
+            && err.contains("the hard limit (`ulimit -Hn`) is 64"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty(), "nothing ran");
+    // Negative controls: the same soft limit under a higher hard one is raised, and a
+    // limit that is enough is left alone; both runs are clean.
+    for (soft, hard) in [(64, 4096), (256, 256)] {
+        let out = run_with_nofile(soft, hard, &args);
+        assert_eq!(out.status.code(), Some(0), "soft {soft}, hard {hard}: {}", stderr(&out));
+        assert_eq!(json(&out)["ok"], true);
+    }
+}
