@@ -36,9 +36,10 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-/// Largest worker count accepted: each worker is a process with N-1 sockets. Here, at
-/// the bottom, so that readers of a run's files can check a count against it.
-pub const MAX_WORKERS: u32 = 256;
+/// Largest worker count accepted: each worker is a process, with a socket per peer it
+/// talks to (N-1 for an algorithm that connects all-to-all). Here, at the bottom, so
+/// that readers of a run's files can check a count against it.
+pub const MAX_WORKERS: u32 = 1024;
 
 /// A worker's identity: a small integer, `0..n`.
 #[derive(Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Debug, Serialize, Deserialize)]

@@ -1010,6 +1010,7 @@ impl From<RunError> for Error {
             RunError::Usage(_) => Kind::Usage,
             RunError::Interrupted(_) => Kind::Interrupted,
             RunError::Failed(_) => Kind::Failed,
+            RunError::Limits(_) => Kind::Limits,
         };
         Error::new(kind, e.to_string())
     }

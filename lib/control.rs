@@ -133,6 +133,11 @@ pub struct WorkerSettings {
     /// that arrives, and each news of a peer, is reported instead ([`Held`]).
     #[serde(default)]
     pub held: bool,
+    /// Connect to a peer only when first writing to it, not to every peer at the start
+    /// (algorithms that talk to few peers; see the runtime's mesh). The supervisor then
+    /// names no peer to dial in a first life's `Start`.
+    #[serde(default)]
+    pub lazy: bool,
 }
 
 /// Who tells a node that a peer is down or up again (`--detector`).

@@ -30,6 +30,9 @@ pub enum Kind {
     Usage,
     /// Interrupted by SIGINT or SIGTERM.
     Interrupted,
+    /// The system's limits cannot hold what was asked (a run needing more file
+    /// descriptors than the hard limit allows), said before anything started.
+    Limits,
 }
 
 /// A command's error: its [`Kind`], and the one line to write on stderr unless it was
@@ -92,6 +95,7 @@ impl fmt::Display for Error {
             (None, Kind::Failed) => f.write_str("failed"),
             (None, Kind::Usage) => f.write_str("usage or input error"),
             (None, Kind::Interrupted) => f.write_str("interrupted"),
+            (None, Kind::Limits) => f.write_str("beyond the system's limits"),
         }
     }
 }
@@ -107,15 +111,17 @@ pub fn code(outcome: &Outcome) -> u8 {
             Kind::Failed => 1,
             Kind::Usage => 2,
             Kind::Interrupted => 130,
+            Kind::Limits => 3,
         },
     }
 }
 
 /// The exit codes and what each means, as the README's table gives them.
-pub const DOCUMENTED: [(u8, &str); 4] = [
+pub const DOCUMENTED: [(u8, &str); 5] = [
     (0, "ok"),
     (1, "a violation, a failed run or a failed test"),
     (2, "a usage or input error (one line on stderr, never a backtrace)"),
+    (3, "the system's limits cannot hold the run: more workers than file descriptors allow (one line says how many are needed)"),
     (130, "interrupted by SIGINT or SIGTERM"),
 ];
 
@@ -136,7 +142,7 @@ mod tests {
     /// One outcome of every verdict and kind.
     fn every_outcome() -> Vec<Outcome> {
         let mut all = vec![Ok(Verdict::Pass), Ok(Verdict::Fail)];
-        all.extend([Kind::Failed, Kind::Usage, Kind::Interrupted].map(|k| Err(Error::said(k))));
+        all.extend([Kind::Failed, Kind::Usage, Kind::Interrupted, Kind::Limits].map(|k| Err(Error::said(k))));
         all
     }
 
@@ -170,7 +176,7 @@ mod tests {
         for (d, means) in DOCUMENTED {
             assert!(codes.contains(&d), "no outcome exits {d} ({means})");
         }
-        assert_eq!(codes, [0, 1, 1, 2, 130], "pass, fail, failed, usage, interrupted");
+        assert_eq!(codes, [0, 1, 1, 2, 130, 3], "pass, fail, failed, usage, interrupted, limits");
     }
 
     #[test]

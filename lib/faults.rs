@@ -124,13 +124,13 @@ pub struct PlanError {
 /// an entry count), so a plan's cost grows with its length for the whole run.
 pub const MAX_PLAN_STEPS: usize = 10_000;
 
-/// The largest plan file [`read_plan_file`] accepts: 16 MiB.
+/// The largest plan file [`read_plan_file`] accepts: 64 MiB.
 ///
 /// Any plan within [`MAX_PLAN_STEPS`] as `Display` writes it (which is what `plan.txt`
-/// holds) fits, so every saved plan replays: the longest step, a partition of 256 workers
-/// with the longest times, is under 1000 bytes (a unit test checks), so under 10 MB for
-/// the lot.
-pub const MAX_PLAN_BYTES: u64 = 16 << 20;
+/// holds) fits, so every saved plan replays: the longest step, a partition of
+/// [`MAX_WORKERS`](crate::algorithm::MAX_WORKERS) workers with the longest times, is
+/// under 6000 bytes (a unit test checks), so under 60 MB for the lot.
+pub const MAX_PLAN_BYTES: u64 = 64 << 20;
 
 /// Steps and words quoted in a [`PlanError`] are cut to this many characters, so the
 /// error stays one readable line whatever the input.
@@ -148,7 +148,7 @@ pub enum PlanFileError {
         source: std::io::Error,
     },
     /// It holds more than [`MAX_PLAN_BYTES`].
-    #[error("{path} is larger than {MAX_PLAN_BYTES} bytes (16 MiB), the most a plan file may hold")]
+    #[error("{path} is larger than {MAX_PLAN_BYTES} bytes (64 MiB), the most a plan file may hold")]
     TooLarge {
         /// The file, as named.
         path: String,
@@ -1561,7 +1561,7 @@ mod bounds {
         let f = file_with(&body);
         let e = read_plan_file(f.path()).unwrap_err();
         assert!(matches!(e, PlanFileError::TooLarge { .. }), "{e}");
-        assert!(e.to_string().contains("16777216 bytes"), "{e}");
+        assert!(e.to_string().contains("67108864 bytes"), "{e}");
         // A file that never ends is no regular file, and refused before a byte is read.
         let e = read_plan_file(Path::new("/dev/zero")).unwrap_err();
         assert_eq!(e.to_string(), "cannot read /dev/zero: not a regular file (a character device)");
@@ -1592,15 +1592,16 @@ mod bounds {
 
     #[test]
     fn every_plan_within_the_step_cap_fits_in_a_plan_file() {
-        // The longest step `Display` writes: 256 workers (the supervisor's most) split in
-        // two groups, at and for the longest times.
+        // The longest step `Display` writes: every worker the supervisor may start, split
+        // in two groups, at and for the longest times.
+        let (half, all) = (crate::algorithm::MAX_WORKERS / 2, crate::algorithm::MAX_WORKERS);
         let longest = Step {
-            action: Action::Partition(vec![(0..128).collect(), (128..256).collect()]),
+            action: Action::Partition(vec![(0..half).collect(), (half..all).collect()]),
             when: When::At(Duration::from_nanos(u64::MAX - 1)),
             duration: Some(Duration::from_nanos(u64::MAX - 1)),
         };
         let line = format!("{longest}\n").len();
-        assert!(line < 1000, "{line}");
+        assert!(line < 6000, "{line}");
         assert!((line * MAX_PLAN_STEPS) as u64 <= MAX_PLAN_BYTES);
     }
 

@@ -78,6 +78,11 @@ pub struct AlgoInfo {
     /// algorithm whose timers can fire without end (a heartbeat, a retry, a timeout
     /// that starts a new round): with none its search never ends.
     pub timer_fires: Option<u32>,
+    /// Each node talks to few peers (a ring's successor, a coordinator, a tree's
+    /// neighbours): its workers connect to a peer when they first write to it, not to
+    /// every peer at the start, which is what lets a run reach a thousand workers
+    /// ([`WorkerSettings::lazy`]). A peer never talked to is then never reported down.
+    pub few_peers: bool,
     /// The JSON shape of each of its messages as a program among its workers speaks
     /// them (set by [`AlgoInfo::runs`], traced from the message type's serde derive:
     /// [`crate::external::message_shapes`]); `mutexlab algorithms --messages` prints
@@ -218,6 +223,7 @@ impl AlgoInfo {
             service: <N::Service as RunService>::KIND,
             highest_wins: false,
             timer_fires: None,
+            few_peers: false,
             summary: "",
             kernel_lock: false,
             majority: false,
@@ -258,6 +264,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "centralized",
+        few_peers: true,
         family: Family::Permission,
         summary: "a coordinator (highest id) with a FIFO queue: REQUEST, GRANT, RELEASE",
         kernel_lock: false,
@@ -418,6 +425,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "token-ring",
+        few_peers: true,
         family: Family::Token,
         summary: "one TOKEN round a fixed ring 0→1→…→N-1→0; a token a full lap unused is held 1 ms per hop",
         kernel_lock: false,
@@ -511,6 +519,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "raymond",
+        few_peers: true,
         family: Family::Token,
         summary:
             "a token on a fixed binary tree; REQUESTs climb towards it, per-node FIFO queues route it back",
@@ -533,6 +542,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "neilsen-mizuno",
+        few_peers: true,
         family: Family::Token,
         summary:
             "a token and a tree whose parent links follow the last requester; the TOKEN goes straight to it",

@@ -693,7 +693,7 @@ fn one_line_refusal(args: &[&str]) -> String {
 #[test]
 fn an_endless_plan_file_is_refused_with_one_line() {
     // No regular file: refused before a byte is read (a huge regular one is refused
-    // past 16 MiB: `faults::bounds`).
+    // past 64 MiB: `faults::bounds`).
     let err = one_line_refusal(&["run", "--faults-file", "/dev/zero"]);
     assert!(
         err.contains("--faults-file") && err.contains("not a regular file (a character device)"),
@@ -743,7 +743,7 @@ fn a_huge_worker_count_is_refused_before_any_plan_is_sized_by_it() {
         let mut args = vec!["run", "-n", "4000000000"];
         args.extend_from_slice(plan);
         let err = one_line_refusal(&args);
-        assert!(err.contains("--workers must be between 1 and 256"), "{err}");
+        assert!(err.contains("--workers must be between 1 and 1024"), "{err}");
     }
 }
 

@@ -74,6 +74,7 @@ impl Lab {
             flight: false,
             external: None,
             held: false,
+            lazy: false,
         }
     }
 

@@ -570,7 +570,7 @@ fn a_header_s_worker_count_is_checked_before_anything_is_sized_by_it() {
         let err = stderr(&out);
         assert_eq!(err.lines().count(), 1, "{err}");
         assert!(
-            err.contains("trace-w0.log:1: header: workers=100000") && err.contains("at most 256"),
+            err.contains("trace-w0.log:1: header: workers=100000") && err.contains("at most 1024"),
             "{err}"
         );
     }

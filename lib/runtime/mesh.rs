@@ -26,6 +26,12 @@
 //!
 //! Worker i dials every worker below it (a restarted worker dials every live worker);
 //! the supervisor orders the dials so that of any two workers only one dials the other.
+//! A lazily connected mesh ([`Mesh::connect_lazily`], for algorithms that talk to few
+//! peers) dials nobody at the start, but a peer the first time it has something to
+//! write to it; a peer never written to nor heard from holds no descriptor, and is
+//! never reported down. Two such workers may dial each other at once: each then writes
+//! on the connection it dialed and reads the other's as a second channel (either one
+//! closing is the peer's death), so each direction is still one FIFO stream.
 //! Every connection opens with a [`Hello`] from the caller that proves the run's secret
 //! ([`crate::auth`]): who is calling, whom, and as which incarnation.
 //!
@@ -127,6 +133,8 @@ pub const DROP_LINES: u64 = 50;
 pub(super) const LISTENER: Token = Token(0);
 /// A peer's channel: `PEER_BASE + id`.
 const PEER_BASE: usize = 1 << 20;
+/// A peer's second channel, read only (see [`Mesh::connect_lazily`]): `EXTRA_BASE + id`.
+const EXTRA_BASE: usize = 1 << 22;
 /// A connection that has not said hello yet: `PENDING_BASE + n`.
 const PENDING_BASE: usize = 1 << 24;
 
@@ -200,6 +208,8 @@ enum Todo<M> {
     Install(Hello, UnixStream, FrameReader),
     /// Read what the peer's channel has.
     Read(PeerId),
+    /// Read what the peer's second channel has (a lazily connected mesh's).
+    ReadExtra(PeerId),
     /// The peer is gone.
     Lose(PeerId),
     /// Write the queues of this peer and every one after it.
@@ -230,6 +240,11 @@ struct Peer {
     /// `stream` is registered for WRITABLE too: only while `out` is backed up, because
     /// every read by the peer would otherwise wake this process for nothing.
     write_interest: bool,
+    /// `stream` is a connection this worker dialed (not one it accepted).
+    dialed: bool,
+    /// Lazily connected meshes only: the peer's own dialed connection, when both dialed
+    /// each other at once. Read only: each side writes on the one it dialed.
+    extra: Option<(UnixStream, FrameReader)>,
 }
 
 impl Peer {
@@ -303,6 +318,11 @@ pub(super) struct Mesh<M> {
     pub(super) bad_frames: u64,
     /// Connections dropped or refused (`dropped_connections` in the statistics).
     pub(super) dropped_connections: u64,
+    /// Connect to a peer only when there is something to write to it
+    /// ([`Mesh::connect_lazily`]).
+    lazy: bool,
+    /// Channels this life has made or adopted (a lazily connected mesh's fan-out).
+    pub(super) channels_opened: u64,
     todo: VecDeque<Todo<M>>,
 }
 
@@ -347,6 +367,8 @@ impl<M: Message> Mesh<M> {
             drops_logged: 0,
             bad_frames: 0,
             dropped_connections: 0,
+            lazy: false,
+            channels_opened: 0,
             todo: VecDeque::new(),
         })
     }
@@ -363,7 +385,8 @@ impl<M: Message> Mesh<M> {
                 Todo::Consider(token, hello) => self.consider(token, hello, &mut then),
                 Todo::Adopt(hello, stream, reader) => self.adopt(hello, stream, reader, &mut then),
                 Todo::Install(hello, stream, reader) => self.install(hello, stream, reader, &mut then),
-                Todo::Read(peer) => self.read(peer, &mut then),
+                Todo::Read(peer) => self.read(peer, false, &mut then),
+                Todo::ReadExtra(peer) => self.read(peer, true, &mut then),
                 Todo::Lose(peer) => self.lose(peer, &mut then),
                 Todo::Flush(peer) => self.flush(peer, &mut then),
             }
@@ -379,6 +402,16 @@ impl<M: Message> Mesh<M> {
         self.todo.push_back(Todo::Emit(event));
     }
 
+    /// Connect to a peer the first time something is written to it, not at the start:
+    /// a worker of an algorithm that talks to few peers then holds only the channels it
+    /// uses. The peer's socket is the one of the life the supervisor announced (all are
+    /// listening before any worker starts). If both dial each other at once, each keeps
+    /// writing on the connection it dialed and reads the other's as a second channel,
+    /// so each direction stays one FIFO stream; a third connection is refused as ever.
+    pub(super) fn connect_lazily(&mut self) {
+        self.lazy = true;
+    }
+
     /// The supervisor's `Start`: the current life of each worker.
     pub(super) fn set_announced(&mut self, incarnations: Vec<u32>) {
         for (p, inc) in incarnations.into_iter().enumerate().take(self.announced.len()) {
@@ -392,8 +425,21 @@ impl<M: Message> Mesh<M> {
     }
 
     /// `peer` has a channel open now.
+    #[cfg(test)]
     pub(super) fn has_channel(&self, peer: PeerId) -> bool {
         self.peers[peer.index()].stream.is_some()
+    }
+
+    /// Whether `peer`'s channel is down as far as anyone can tell: it has none, or, in a
+    /// lazily connected mesh (where a peer without one is just not talked to yet), it
+    /// was lost.
+    pub(super) fn channel_down(&self, peer: PeerId) -> bool {
+        let p = &self.peers[peer.index()];
+        if self.lazy {
+            p.down
+        } else {
+            p.stream.is_none()
+        }
     }
 
     /// The incarnation of `peer` the algorithm knows.
@@ -450,6 +496,7 @@ impl<M: Message> Mesh<M> {
                 self.pending_readable(token, &mut then);
                 self.todo.extend(then);
             }
+            t if t >= EXTRA_BASE => self.todo.push_back(Todo::ReadExtra(PeerId((t - EXTRA_BASE) as u32))),
             t if t >= PEER_BASE => self.todo.push_back(Todo::Read(PeerId((t - PEER_BASE) as u32))),
             _ => {}
         }
@@ -524,8 +571,44 @@ impl<M: Message> Mesh<M> {
         p.stream = Some(stream);
         p.write_interest = false; // registered READABLE only
         p.had_channel = true;
+        p.dialed = true;
         p.redial = None;
+        self.channels_opened += 1;
         Ok(())
+    }
+
+    /// A lazily connected mesh has something for `peer`, which it has no channel to:
+    /// dial it. `None` if the channel is there to write on; otherwise whether the peer
+    /// was lost (`then` reports it down).
+    fn dial_lazily(&mut self, peer: PeerId, then: &mut Vec<Todo<M>>) -> Option<bool> {
+        let i = peer.index();
+        let announced = self.announced[i];
+        if announced > self.peers[i].incarnation {
+            // A life this worker never spoke with has been replaced: what was queued was
+            // meant for it, and the new one will dial us itself.
+            then.push(Todo::Lose(peer));
+            return Some(true);
+        }
+        let path = self.socket_path.with_file_name(crate::control::worker_socket(peer, announced));
+        match self.connect(peer, &path) {
+            Ok(()) => None,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                self.peers[i].redial = Some((path, REDIAL_FIRST));
+                then.push(Todo::Emit(MeshEvent::Timer {
+                    after: REDIAL_FIRST,
+                    timer: MeshTimer::Redial(peer),
+                }));
+                Some(false)
+            }
+            Err(e) => {
+                then.push(Todo::Emit(MeshEvent::Log(format!(
+                    "cannot connect to {peer} at {}: {e}; it is down until it dials us",
+                    path.display()
+                ))));
+                then.push(Todo::Lose(peer));
+                Some(true)
+            }
+        }
     }
 
     /// The `Redial` timer for `peer` fired.
@@ -766,6 +849,12 @@ impl<M: Message> Mesh<M> {
             }
             return;
         }
+        if self.lazy && inc == p.incarnation && p.stream.is_some() && p.dialed && p.extra.is_none() {
+            // Both dialed at once: its connection is the one it writes on.
+            if let Some(PendingConn { stream, reader, .. }) = self.pending_conns.remove(&token) {
+                return self.add_extra(peer, stream, reader, then);
+            }
+        }
         let refusal = if inc < announced || inc < p.incarnation {
             Some(format!("claims {peer}'s incarnation {inc}, but the supervisor announced {announced}"))
         } else if inc == p.incarnation && p.had_channel {
@@ -814,6 +903,7 @@ impl<M: Message> Mesh<M> {
             // A new incarnation with fresh state: the old one is gone, whether or not its
             // channel has closed yet, and so is everything queued for it.
             then.push(Todo::Read(peer));
+            then.push(Todo::ReadExtra(peer));
             then.push(Todo::Lose(peer));
         }
         then.push(Todo::Install(hello, stream, reader));
@@ -839,6 +929,8 @@ impl<M: Message> Mesh<M> {
         let p = &mut self.peers[idx];
         p.stream = Some(stream);
         p.write_interest = false; // registered READABLE only
+        p.dialed = false;
+        self.channels_opened += 1;
         p.reader = reader;
         p.incarnation = hello.incarnation;
         p.had_channel = true;
@@ -849,13 +941,37 @@ impl<M: Message> Mesh<M> {
         then.push(Todo::Read(peer));
     }
 
-    /// Read what `peer`'s channel has.
-    fn read(&mut self, peer: PeerId, then: &mut Vec<Todo<M>>) {
+    /// The peer's own connection, when both dialed each other at once: read it beside
+    /// the channel this worker dialed.
+    fn add_extra(
+        &mut self,
+        peer: PeerId,
+        mut stream: UnixStream,
+        reader: FrameReader,
+        then: &mut Vec<Todo<M>>,
+    ) {
+        let idx = peer.index();
+        if let Err(e) = self.registry.reregister(&mut stream, Token(EXTRA_BASE + idx), Interest::READABLE) {
+            let _ = self.registry.deregister(&mut stream);
+            self.dropped_connections += 1;
+            then.push(Todo::Emit(MeshEvent::Log(format!("dropping {peer}'s connection: {e}"))));
+            then.push(Todo::Lose(peer));
+            return;
+        }
+        self.peers[idx].extra = Some((stream, reader));
+        self.channels_opened += 1;
+        // Frames that arrived right behind the hello.
+        then.push(Todo::ReadExtra(peer));
+    }
+
+    /// Read what `peer`'s channel (or its second channel, `extra`) has.
+    fn read(&mut self, peer: PeerId, extra: bool, then: &mut Vec<Todo<M>>) {
         let idx = peer.index();
         let p = &mut self.peers[idx];
-        let (stream, reader) = match p.stream.as_mut() {
-            Some(s) => (s, &mut p.reader),
-            None => return,
+        let (stream, reader) = match (extra, p.stream.as_mut(), p.extra.as_mut()) {
+            (false, Some(s), _) => (s, &mut p.reader),
+            (true, _, Some((s, r))) => (s, r),
+            _ => return,
         };
         let ChannelRead { inbox, bad, end } = read_channel::<M, _>(reader, stream, peer, self.me);
         for line in bad {
@@ -882,7 +998,10 @@ impl<M: Message> Mesh<M> {
                 }
                 then.push(Todo::Lose(peer));
             }
-            ChannelEnd::Again => then.push(Todo::Emit(MeshEvent::Again(Token(PEER_BASE + idx)))),
+            ChannelEnd::Again => {
+                let base = if extra { EXTRA_BASE } else { PEER_BASE };
+                then.push(Todo::Emit(MeshEvent::Again(Token(base + idx))))
+            }
             ChannelEnd::Open => {}
         }
     }
@@ -891,6 +1010,9 @@ impl<M: Message> Mesh<M> {
     fn lose(&mut self, peer: PeerId, then: &mut Vec<Todo<M>>) {
         let p = &mut self.peers[peer.index()];
         if let Some(mut stream) = p.stream.take() {
+            let _ = self.registry.deregister(&mut stream);
+        }
+        if let Some((mut stream, _)) = p.extra.take() {
             let _ = self.registry.deregister(&mut stream);
         }
         p.reader = FrameReader::default();
@@ -937,6 +1059,15 @@ impl<M: Message> Mesh<M> {
             // Backed up for a while: drop what is written before writing more.
             p.forget_written();
         }
+        if p.stream.is_none() {
+            if !self.lazy || p.down || p.redial.is_some() {
+                return false;
+            }
+            if let Some(lost) = self.dial_lazily(peer, then) {
+                return lost;
+            }
+        }
+        let p = &mut self.peers[i];
         let Some(stream) = p.stream.as_mut() else {
             return false;
         };
@@ -974,6 +1105,7 @@ impl<M: Message> Mesh<M> {
             }
             // Take what it sent before it went, then report it down.
             then.push(Todo::Read(peer));
+            then.push(Todo::ReadExtra(peer));
             then.push(Todo::Lose(peer));
             return true;
         }
@@ -1400,6 +1532,88 @@ mod tests {
         // A heartbeat is a few bytes, whatever the queues hold.
         let beat = Envelope { from: PeerId(0), to: PeerId(1), clock: 1, msg: None::<Text> };
         assert!(w0.frame(&beat, MAX_UNSENT).is_ok());
+    }
+
+    /// Worker `me` of 3 in `dir`, at its socket's real name, connecting lazily.
+    fn lazy_mesh(dir: &Path, me: u32) -> (mio::Poll, Mesh<Text>) {
+        let poll = mio::Poll::new().unwrap();
+        let registry = poll.registry().try_clone().unwrap();
+        let path = dir.join(crate::control::worker_socket(PeerId(me), 0));
+        let mut mesh = Mesh::listen(registry, path, PeerId(me), 0, 3, Secret::from_bytes(SECRET)).unwrap();
+        mesh.connect_lazily();
+        (poll, mesh)
+    }
+
+    fn send(from: &mut Mesh<Text>, to: u32, msgs: &[&str]) {
+        for m in msgs {
+            let f = frame(from, to, m);
+            from.queue(PeerId(to), &f);
+        }
+        from.flush_all();
+    }
+
+    #[test]
+    fn a_lazily_connected_mesh_connects_only_to_the_peers_it_writes_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_p0, mut w0) = lazy_mesh(dir.path(), 0);
+        let (_p1, mut w1) = lazy_mesh(dir.path(), 1);
+        let (_p2, mut w2) = lazy_mesh(dir.path(), 2);
+        // Nothing is dialed until something is written, and then only that peer.
+        assert!(said(&drain(&mut w1)).is_empty());
+        assert!(!w1.has_channel(PeerId(0)) && !w1.has_channel(PeerId(2)));
+        send(&mut w1, 2, &["one", "two"]);
+        assert!(said(&drain(&mut w1)).is_empty());
+        assert!(w1.has_channel(PeerId(2)) && !w1.has_channel(PeerId(0)));
+        w2.readable(LISTENER);
+        assert_eq!(said(&drain(&mut w2)), ["up w1 false", "heard w1", "w1:one", "w1:two"]);
+        // The answer goes back on the same connection: no second one.
+        send(&mut w2, 1, &["back"]);
+        assert!(said(&drain(&mut w2)).is_empty());
+        w1.readable(Token(PEER_BASE + 2));
+        assert_eq!(said(&drain(&mut w1)), ["heard w2", "w2:back"]);
+        assert_eq!((w1.channels_opened, w2.channels_opened, w0.channels_opened), (1, 1, 0));
+        w0.readable(LISTENER);
+        assert!(drain(&mut w0).is_empty(), "nobody called w0");
+        // A peer without a channel is no channel down; one that cannot be reached is.
+        assert!(!w1.channel_down(PeerId(0)));
+        drop((_p0, w0));
+        send(&mut w1, 0, &["lost"]);
+        assert_eq!(said(&drain(&mut w1)), ["down w0 false [\"lost\"]"]);
+        assert!(w1.channel_down(PeerId(0)));
+    }
+
+    #[test]
+    fn two_lazy_meshes_that_dial_each_other_at_once_keep_each_direction_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_p0, mut w0) = lazy_mesh(dir.path(), 0);
+        let (_p1, mut w1) = lazy_mesh(dir.path(), 1);
+        send(&mut w0, 1, &["a1", "a2"]);
+        send(&mut w1, 0, &["b1", "b2"]);
+        assert!(said(&drain(&mut w0)).is_empty() && said(&drain(&mut w1)).is_empty());
+        // Each accepts the other's connection as a second channel: nobody is down.
+        w0.readable(LISTENER);
+        assert_eq!(said(&drain(&mut w0)), ["heard w1", "w1:b1", "w1:b2"]);
+        w1.readable(LISTENER);
+        assert_eq!(said(&drain(&mut w1)), ["heard w0", "w0:a1", "w0:a2"]);
+        // Later messages go on the connection each dialed, and arrive on the other's
+        // second channel, in order.
+        send(&mut w0, 1, &["a3"]);
+        assert!(drain(&mut w0).is_empty());
+        w1.readable(Token(EXTRA_BASE));
+        assert_eq!(said(&drain(&mut w1)), ["heard w0", "w0:a3"]);
+        // A third connection claiming w1 is refused as ever.
+        std::fs::rename(dir.path().join("w0.0.sock"), dir.path().join("w0.sock")).unwrap();
+        let _again = call(dir.path(), &hello(1, 0, 0), &[]);
+        w0.readable(LISTENER);
+        assert_eq!(
+            logs(&drain(&mut w0)),
+            ["refusing a connection whose hello claims w1 (incarnation 0), whose channel is already open"]
+        );
+        // Either connection closing is w1's death: both close.
+        drop((_p1, w1));
+        w0.readable(Token(PEER_BASE + 1));
+        assert_eq!(said(&drain(&mut w0)), ["down w1 false []"]);
+        assert!(w0.channel_down(PeerId(1)));
     }
 
     #[test]

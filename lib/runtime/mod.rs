@@ -437,6 +437,10 @@ impl<A: Node<Service: RunService>> Worker<A> {
             opts.workers,
             secret,
         )?;
+        let mut mesh = mesh;
+        if opts.lazy {
+            mesh.connect_lazily();
+        }
         let term = Arc::new(AtomicBool::new(false));
         for sig in [SIGTERM, SIGINT] {
             signal_hook::flag::register(sig, Arc::clone(&term))?;
@@ -756,7 +760,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
                         entries: self.work.entries(),
                         down: (0..self.opts.workers)
                             .map(PeerId)
-                            .filter(|p| *p != self.me && !self.mesh.has_channel(*p))
+                            .filter(|p| *p != self.me && self.mesh.channel_down(*p))
                             .collect(),
                     };
                     self.link.tell_blocking(&ToSupervisor::Pending(state))?;

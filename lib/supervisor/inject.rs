@@ -363,7 +363,7 @@ impl Faults {
         let why = match why {
             RunError::Interrupted(_) => "interrupted".to_string(),
             RunError::Failed(f) => format!("run failed: {}", f.lines().next().unwrap_or_default()),
-            RunError::Usage(u) => u.clone(),
+            RunError::Usage(u) | RunError::Limits(u) => u.clone(),
         };
         // The log only: it is the end of the run, not one of the plan's faults. Only what
         // began within the stall window before the end is the teardown's doing.

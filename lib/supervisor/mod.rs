@@ -16,10 +16,11 @@
 //! believe (`Start`, then `Incarnation` at each restart).
 //!
 //! The main thread spawns the workers and then waits on one channel that carries
-//! everything that can happen: control frames from workers (one reader thread per
-//! link), closed links, and SIGINT/SIGTERM (from `ctrlc`). It never writes to a worker
-//! itself: each link has a writer thread with its own queue, so a paused or wedged
-//! worker that stops reading can never block the main loop. Progress is read
+//! everything that can happen: control frames from workers, closed links, and
+//! SIGINT/SIGTERM (from `ctrlc`). It never writes to a worker itself: one thread serves
+//! every link (`links`), reading what the workers say and writing each link's own queue
+//! without blocking, so a paused or wedged worker that stops reading can never block
+//! the main loop, and the supervisor's threads do not grow with the number of workers. Progress is read
 //! from the resource file itself, so a run that stops growing it for the stall window
 //! ends with a diagnosis rather than a hang, and one whose file is deleted under it ends
 //! at once, saying so. A run whose evidence cannot be read is still reported (its
@@ -32,7 +33,7 @@
 //! One job per file, each a component that owns its state and hands the loop values:
 //! `processes` the worker processes and their control links, `inject` fault execution
 //! and the fault log, `progress` the resource file's tail and the stall clock,
-//! `diagnosis` what a stalled run says of itself, `replay` the walk of a
+//! `diagnosis` what a stalled run says of itself, `links` the control links' thread, `replay` the walk of a
 //! counterexample through held workers (`mutexlab replay`) in place of letting the
 //! run go. This file holds [`run`], the
 //! top-level sequence, and the thin loop between them (`Supervisor`); `options` what a
@@ -61,6 +62,8 @@ use crate::resource;
 mod diagnosis;
 mod inject;
 pub mod janitor;
+mod limits;
+mod links;
 mod options;
 pub mod probe;
 mod proc;
@@ -101,6 +104,10 @@ pub enum RunError {
     /// Something outside the algorithm failed (spawning, sockets): exit 1.
     #[error("{0}")]
     Failed(String),
+    /// The system's limits cannot hold the run (too few file descriptors), said before
+    /// it starts: exit 3.
+    #[error("{0}")]
+    Limits(String),
 }
 
 /// What happens in a run, as seen by the supervisor's main loop.
@@ -181,6 +188,7 @@ pub const HANDOVER: Duration = Duration::from_millis(250);
 /// removed after a clean run unless `--keep`; the report says whether it was kept.
 fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     let info = validate(opts)?;
+    limits::make_room(opts.workers)?;
     install_signal_handler()?;
     let dir = RunDir::create(opts.run_dir.as_deref())?;
     // Declared after `dir`, so dropped first: told `done` and reaped once every removal
@@ -362,7 +370,7 @@ impl<'a> Supervisor<'a> {
             info,
             dir: dir.to_path_buf(),
             rx,
-            procs: Processes::new(dir, tx, secret),
+            procs: Processes::new(dir, tx, secret)?,
             started: None,
             finished: None,
             progress: Progress::new(opts, &dir.join(control::RESOURCE_FILE)),
@@ -470,9 +478,16 @@ impl<'a> Supervisor<'a> {
     /// incarnation, and then the partition in force, if any.
     fn start_worker(&mut self, id: usize) {
         let restarted = self.procs.slots[id].incarnation > 0;
+        // A first life of a lazily connected run dials nobody: it connects when it first
+        // writes to a peer, and every first life is listening before any is started.
+        let lazy = !restarted && options::lazy(self.opts);
         let dial: Vec<(PeerId, String)> = (0..self.procs.slots.len())
             .filter(|&j| {
-                j != id && (restarted || j < id) && self.procs.slots[j].alive() && self.procs.slots[j].ready
+                !lazy
+                    && j != id
+                    && (restarted || j < id)
+                    && self.procs.slots[j].alive()
+                    && self.procs.slots[j].ready
             })
             .map(|j| {
                 (PeerId(j as u32), control::worker_socket(PeerId(j as u32), self.procs.slots[j].incarnation))

@@ -414,6 +414,12 @@ pub(super) fn check(s: &WorkerSettings) -> Result<(), String> {
     s.check(crate::registry::info(&s.algo).map(|a| a.service))
 }
 
+/// Whether the run's workers connect to a peer when they first write to it
+/// ([`crate::registry::AlgoInfo::few_peers`]).
+pub(super) fn lazy(o: &RunOpts) -> bool {
+    crate::registry::info(&o.algo).is_some_and(|a| a.few_peers)
+}
+
 /// What worker `id`, life `incarnation`, is handed on its control link.
 pub(super) fn settings(
     o: &RunOpts,
@@ -445,6 +451,7 @@ pub(super) fn settings(
         trace: o.trace,
         flight: o.flight,
         held: o.replay.is_some(),
+        lazy: lazy(o),
         external: o.external.as_ref().and_then(|e| {
             Some(crate::external::ExternalWorker {
                 command: e.command_for(id)?.to_string(),

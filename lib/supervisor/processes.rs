@@ -1,19 +1,17 @@
 //! The worker processes: each spawned from our own executable with its control link
 //! inherited (fork and exec), in the workers' process group, and reaped by pid; frozen
 //! all at once and stopped in order at the end, and what they had started (a program's
-//! keeper) waited for ([`Strays`]). Also each control link's two threads,
-//! the writer that drains the main loop's queue and the reader that forwards frames to
-//! it. (What the kernel says of a process that does not answer is read in `proc`.)
+//! keeper) waited for ([`Strays`]). Each control link is served by the one thread of
+//! `links`, which reads every link and writes what the main loop queued. (What the
+//! kernel says of a process that does not answer is read in `proc`.)
 
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nix::libc;
@@ -21,10 +19,11 @@ use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
+use super::links::Links;
 use super::{settings, Event, RunError, RunOpts};
 use crate::algorithm::PeerId;
 use crate::auth::Secret;
-use crate::control::{self, ToSupervisor, ToWorker, WorkerSetup, WorkerStats};
+use crate::control::{self, ToWorker, WorkerSetup, WorkerStats};
 use crate::resource;
 use crate::wire;
 
@@ -99,14 +98,6 @@ pub(super) enum Paused {
     Lost(nix::errno::Errno),
 }
 
-/// What the main loop hands a connection's writer thread.
-pub(super) enum Outgoing {
-    /// Bytes to write (whole frames).
-    Frame(Vec<u8>),
-    /// Say so once everything queued before this is written.
-    Flushed(Sender<()>),
-}
-
 /// The worker processes and their control links: each worker's slot, the workers'
 /// process group, each link's writer queue and owner, and what the workers killed at
 /// the end had started. It spawns, signals and reaps; the supervisor's loop decides
@@ -119,12 +110,12 @@ pub(super) struct Processes {
     /// one. Valid while any worker in it is unreaped; the first worker started when
     /// none is alive founds a new one.
     group: Option<Pid>,
-    /// Link index → the queue of its writer thread, until the link closes.
-    conns: Vec<Option<Sender<Outgoing>>>,
+    /// Link index → whether the main loop still writes to it.
+    conns: Vec<bool>,
+    /// The thread that reads and writes every link.
+    links: Links,
     /// Link index → the worker it was made for.
     conn_owner: BTreeMap<usize, usize>,
-    /// Where link reader threads send what they read.
-    tx: Sender<Event>,
     /// The run's secret, handed to every worker.
     secret: Secret,
     /// What the workers killed at the end had started (a program's keeper), dying of
@@ -135,18 +126,20 @@ pub(super) struct Processes {
 }
 
 impl Processes {
-    /// No worker yet, in run directory `dir`; link readers will send to `tx`.
-    pub(super) fn new(dir: &Path, tx: Sender<Event>, secret: Secret) -> Processes {
-        Processes {
+    /// No worker yet, in run directory `dir`; what the links say goes to `tx`.
+    pub(super) fn new(dir: &Path, tx: Sender<Event>, secret: Secret) -> Result<Processes, RunError> {
+        let links = Links::start(tx)
+            .map_err(|e| RunError::Failed(format!("cannot start the control links' thread: {e}")))?;
+        Ok(Processes {
             slots: Vec::new(),
             group: None,
             conns: Vec::new(),
+            links,
             conn_owner: BTreeMap::new(),
-            tx,
             secret,
             strays: Strays::default(),
             dir: dir.to_path_buf(),
-        }
+        })
     }
 
     /// Worker `slot` with link `conn`, for tests that need no process.
@@ -171,7 +164,7 @@ impl Processes {
     /// Link `conn` closed: forget it; returns its worker if it was that worker's
     /// current link (which the worker then no longer has).
     pub(super) fn closed(&mut self, conn: usize) -> Option<usize> {
-        self.conns.get_mut(conn).map(|c| c.take());
+        self.forget(conn);
         let id = self.conn_owner.remove(&conn)?;
         if self.slots[id].conn != Some(conn) {
             return None; // an earlier incarnation's link
@@ -184,12 +177,20 @@ impl Processes {
     pub(super) fn drop_link(&mut self, w: usize) {
         if let Some(conn) = self.slots[w].conn.take() {
             self.conn_owner.remove(&conn);
-            self.conns.get_mut(conn).map(|c| c.take());
+            self.forget(conn);
         }
     }
 
-    /// Queue a message for worker `id`'s control link. Never blocks: the link's writer
-    /// thread writes it. A worker with no link (dead, or not ready yet) gets nothing.
+    /// Write nothing more on link `conn`.
+    fn forget(&mut self, conn: usize) {
+        if let Some(open) = self.conns.get_mut(conn).filter(|open| **open) {
+            *open = false;
+            self.links.forget(conn);
+        }
+    }
+
+    /// Queue a message for worker `id`'s control link. Never blocks: the links' thread
+    /// writes it. A worker with no link (dead, or not ready yet) gets nothing.
     pub(super) fn send(&mut self, id: usize, msg: &ToWorker) -> bool {
         self.send_all(id, std::slice::from_ref(msg))
     }
@@ -201,22 +202,24 @@ impl Processes {
             return false;
         }
         let Some(conn) = self.slots[id].conn else { return false };
-        let Some(Some(tx)) = self.conns.get(conn) else { return false };
+        if self.conns.get(conn) != Some(&true) {
+            return false;
+        }
         let mut buf = Vec::new();
         for msg in msgs {
             wire::encode(&mut buf, msg);
         }
-        tx.send(Outgoing::Frame(buf)).is_ok()
+        self.links.send(conn, buf)
     }
 
-    /// Ask the writer threads of `ids` to say when all queued so far is written; the
+    /// Ask the links' thread to say when all queued so far for `ids` is written; the
     /// receiver hears once per link that will answer.
     fn flush_request(&self, ids: &[usize]) -> (Receiver<()>, usize) {
         let (ack_tx, ack_rx) = mpsc::channel();
         let mut asked = 0;
         for &id in ids {
-            let link = self.slots[id].conn.and_then(|c| self.conns.get(c).and_then(|l| l.as_ref()));
-            if link.is_some_and(|l| l.send(Outgoing::Flushed(ack_tx.clone())).is_ok()) {
+            let link = self.slots[id].conn.filter(|&c| self.conns.get(c) == Some(&true));
+            if link.is_some_and(|c| self.links.flushed(c, ack_tx.clone())) {
                 asked += 1;
             }
         }
@@ -286,13 +289,10 @@ impl Processes {
         wire::encode(&mut setup, &WorkerSetup { settings, secret: self.secret.clone() });
         let _ = ours.write_all(&setup);
         let conn = self.conns.len();
-        let (out_tx, out_rx) = mpsc::channel();
-        let ours = Arc::new(ours);
-        let writer = Arc::clone(&ours);
-        std::thread::spawn(move || write_control(writer, out_rx));
-        let tx = self.tx.clone();
-        std::thread::spawn(move || read_control(conn, ours, tx));
-        self.conns.push(Some(out_tx));
+        if !self.links.add(conn, ours) {
+            return Err(RunError::Failed("the control links' thread is gone".into()));
+        }
+        self.conns.push(true);
         self.conn_owner.insert(conn, id as usize);
         Ok((pid, conn))
     }
@@ -492,9 +492,6 @@ impl Processes {
     }
 }
 
-/// Write what the main loop queued for one worker, in order. Only this thread blocks
-/// when the worker stops reading; it ends when the main loop drops the queue or the
-/// worker is gone (a write to a dead worker fails with EPIPE).
 /// How long the end of a run waits for what its killed workers started to die.
 const STRAY_PATIENCE: Duration = Duration::from_secs(5);
 
@@ -566,42 +563,6 @@ fn children_of(parents: &[Pid]) -> Vec<i32> {
         .collect()
 }
 
-fn write_control(stream: Arc<UnixStream>, queue: Receiver<Outgoing>) {
-    for out in queue {
-        match out {
-            Outgoing::Frame(bytes) => {
-                if (&*stream).write_all(&bytes).is_err() {
-                    return;
-                }
-            }
-            Outgoing::Flushed(ack) => {
-                let _ = ack.send(());
-            }
-        }
-    }
-}
-
-fn read_control(id: usize, stream: Arc<UnixStream>, tx: Sender<Event>) {
-    let mut recv = &*stream;
-    loop {
-        match wire::read_blocking::<ToSupervisor, _>(&mut recv) {
-            Ok(Some(msg)) => {
-                if tx.send(Event::Frame(id, msg)).is_err() {
-                    return;
-                }
-            }
-            Ok(None) => {
-                let _ = tx.send(Event::Closed(id, None));
-                return;
-            }
-            Err(e) => {
-                let _ = tx.send(Event::Closed(id, Some(e.to_string())));
-                return;
-            }
-        }
-    }
-}
-
 /// How a waited-for process ended; `None` if it has not ended (stopped or continued).
 pub(super) fn describe(st: WaitStatus) -> Option<String> {
     match st {
@@ -668,7 +629,7 @@ mod tests {
     fn freeze_all_stops_the_running_and_stop_all_kills_and_reaps_every_one() {
         let tmp = tempfile::tempdir().unwrap();
         // The processes alone: no supervisor around them.
-        let mut procs = Processes::new(tmp.path(), mpsc::channel().0, Secret::generate().unwrap());
+        let mut procs = Processes::new(tmp.path(), mpsc::channel().0, Secret::generate().unwrap()).unwrap();
         // Reaped by pid below, as the supervisor does; the handles are not waited on.
         let children: Vec<_> = (0..2).map(|_| Command::new("sleep").arg("30").spawn().unwrap()).collect();
         for child in &children {
@@ -691,7 +652,7 @@ mod tests {
     #[test]
     fn a_paused_worker_is_stopped_in_fact_and_a_terminated_one_leaves_though_paused() {
         let tmp = tempfile::tempdir().unwrap();
-        let mut procs = Processes::new(tmp.path(), mpsc::channel().0, Secret::generate().unwrap());
+        let mut procs = Processes::new(tmp.path(), mpsc::channel().0, Secret::generate().unwrap()).unwrap();
         // Reaped by pid, as the supervisor does; the handle is not waited on.
         let pid = Command::new("sleep").arg("30").spawn().map(|c| Pid::from_raw(c.id() as i32)).unwrap();
         procs.slots.push(Slot::new(pid, 0));
