@@ -4,8 +4,8 @@
 //! codes (0 ok, 1 violation or failed run, 2 usage or input error, 130 interrupted).
 //!
 //! It lives in the library so that a crate with algorithms of its own gets all of it
-//! (`run`, `audit`, `algorithms`, `bench` and the hidden `worker` and `janitor` its runs
-//! start) with a few lines of `main`:
+//! (`run`, `audit`, `algorithms`, `bench`, `completions` and `man` naming its algorithms,
+//! and the hidden `worker` and `janitor` its runs start) with a few lines of `main`:
 //!
 //! ```no_run
 //! use mutexlab::registry::Registry;
@@ -95,6 +95,20 @@ enum Cmd {
         run_dir: Option<PathBuf>,
         /// Where to write the report.
         #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
+    /// Print the shell completion script for SHELL (the algorithm names included): see
+    /// the README's "Set up" for where each shell reads it.
+    Completions {
+        /// The shell to complete in.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page mutexlab(1), or write it and one page per command
+    /// (mutexlab-run(1), …) into DIR.
+    Man {
+        /// Write every page into this directory (made if missing), each as NAME.1, and
+        /// print their paths.
+        #[arg(short = 'o', long = "output", value_name = "DIR")]
         output: Option<PathBuf>,
     },
     /// (internal) A worker process; started by `run`.
@@ -749,6 +763,13 @@ fn command(registry: Registry) -> Outcome {
         Cmd::Check(a) => cmd_check(a),
         Cmd::Sim(a) => cmd_sim(a),
         Cmd::Replay(a) => cmd_replay(a),
+        Cmd::Completions { shell } => {
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut described(), bin_name(), &mut buf);
+            out(&String::from_utf8_lossy(&buf));
+            Ok(Verdict::Pass)
+        }
+        Cmd::Man { output } => cmd_man(output.as_deref()),
         Cmd::Worker(w) => match registry::run_worker(&w.run_dir, w.id) {
             Ok(()) => Ok(Verdict::Pass),
             Err(e) => {
@@ -765,6 +786,101 @@ fn command(registry: Registry) -> Outcome {
             Ok(Verdict::Pass)
         }
     }
+}
+
+/// The name the program was started by (`mutexlab`, or an outside crate's binary), which
+/// completions complete and man pages name.
+fn bin_name() -> String {
+    std::env::args_os()
+        .next()
+        .and_then(|a| PathBuf::from(a).file_name().and_then(|f| f.to_str()).map(str::to_string))
+        .unwrap_or_else(|| WHO.to_string())
+}
+
+/// The command line as completions and man pages describe it: its own definition, with
+/// the installed registry's names as the values of every flag that takes an algorithm.
+/// Parsing keeps taking any string there (`--algo` labels a `--worker-cmd` program, and
+/// names are read in any case), so the names are added here only.
+fn described() -> clap::Command {
+    use clap::builder::{PossibleValue, PossibleValuesParser};
+    use clap::CommandFactory;
+    let names = |service: Option<ServiceKind>| {
+        let values = registry::registry()
+            .iter()
+            .filter(move |a| service.is_none_or(|s| a.service == s))
+            .map(|a| PossibleValue::new(a.name).help(a.summary));
+        PossibleValuesParser::new(values)
+    };
+    let algo = |service| move |a: clap::Arg| a.value_parser(names(service));
+    // Without the hidden commands, which static completions would offer.
+    let full = Cli::command();
+    clap::Command::new(bin_name())
+        .version(full.get_version().unwrap_or_default().to_string())
+        .about(full.get_about().cloned().unwrap_or_default())
+        .subcommand_required(true)
+        .arg_required_else_help(true)
+        .subcommands(full.get_subcommands().filter(|s| !s.is_hide_set()).cloned())
+        .mut_subcommand("run", |c| c.mut_arg("algo", algo(Some(ServiceKind::Mutex))))
+        .mut_subcommand("elect", |c| c.mut_arg("algo", algo(Some(ServiceKind::Election))))
+        .mut_subcommand("compare", |c| c.mut_arg("algos", algo(Some(ServiceKind::Mutex))))
+        .mut_subcommand("check", |c| c.mut_arg("algo", algo(None)))
+        .mut_subcommand("sim", |c| c.mut_arg("algo", algo(None)))
+        .mut_subcommand("algorithms", |c| c.mut_arg("messages", algo(None)))
+}
+
+/// `mutexlab man`: the main page on stdout, or every page into a directory.
+fn cmd_man(dir: Option<&std::path::Path>) -> Outcome {
+    // As clap_mangen::generate_to builds it (`help` is not a page).
+    let mut cmd = described().disable_help_subcommand(true);
+    cmd.build();
+    let Some(dir) = dir else {
+        out(&String::from_utf8_lossy(&man_page(&cmd)));
+        return Ok(Verdict::Pass);
+    };
+    let cannot = |e: std::io::Error| Error::usage(format!("cannot write {}: {e}", dir.display()));
+    std::fs::create_dir_all(dir).map_err(cannot)?;
+    let mut pages = vec![&cmd];
+    pages.extend(cmd.get_subcommands().filter(|s| !s.is_hide_set()));
+    let mut written = Vec::new();
+    for page in pages {
+        let path = dir.join(clap_mangen::Man::new(page.clone()).get_filename());
+        std::fs::write(&path, man_page(page)).map_err(cannot)?;
+        written.push(format!("{}\n", path.display()));
+    }
+    written.sort();
+    out(&written.concat());
+    Ok(Verdict::Pass)
+}
+
+/// One man page, as clap_mangen renders it but for the text after the options (the
+/// fault-plan grammar), whose lines are kept as they are rather than filled.
+fn man_page(cmd: &clap::Command) -> Vec<u8> {
+    let man = clap_mangen::Man::new(cmd.clone());
+    let mut w = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = (|| -> std::io::Result<()> {
+        man.render_title(&mut w)?;
+        man.render_name_section(&mut w)?;
+        man.render_synopsis_section(&mut w)?;
+        man.render_description_section(&mut w)?;
+        man.render_options_section(&mut w)?;
+        if cmd.get_subcommands().any(|s| !s.is_hide_set()) {
+            man.render_subcommands_section(&mut w)?;
+        }
+        if let Some(after) = cmd.get_after_long_help() {
+            let mut r = roff::Roff::new();
+            r.control("SH", ["FAULT PLANS"]).control("nf", []);
+            for line in after.to_string().lines() {
+                r.text([roff::roman(line)]);
+            }
+            r.control("fi", []).to_writer(&mut w)?;
+        }
+        if cmd.get_version().is_some() {
+            man.render_version_section(&mut w)?;
+        }
+        Ok(())
+    })();
+    w
 }
 
 /// `mutexlab algorithms`: the list, or the messages of one algorithm or all.
@@ -845,6 +961,14 @@ fn usage_error(e: clap::Error) -> Outcome {
     let text = e.render().to_string();
     let first = text.lines().next().unwrap_or("invalid arguments");
     let first = first.strip_prefix("error: ").unwrap_or(first);
+    // "the following required arguments were not provided:" names them on the next
+    // lines, indented: they join the line.
+    let named: Vec<&str> = if first.ends_with(':') {
+        text.lines().skip(1).take_while(|l| l.starts_with("  ")).map(str::trim).collect()
+    } else {
+        Vec::new()
+    };
+    let first = if named.is_empty() { first.to_string() } else { format!("{first} {}", named.join(", ")) };
     let tips: Vec<&str> = text.lines().filter_map(|l| l.trim().strip_prefix("tip: ")).collect();
     let tips: String = tips.iter().map(|t| format!("; {t}")).collect();
     Err(Error::usage(format!("{first}{tips} (see --help)")))
