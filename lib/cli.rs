@@ -26,7 +26,7 @@ use crate::exit::{self, Error, Kind, Outcome, Verdict};
 use crate::faults::{self, Plan};
 use crate::registry::Registry;
 use crate::supervisor::{ElectOpts, Initiators, RunError, RunOpts};
-use crate::{audit, bench, check, compare, html, registry, report, supervisor};
+use crate::{audit, bench, check, compare, html, output, registry, report, supervisor};
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
@@ -605,27 +605,30 @@ fn cmd_sim(a: SimArgs) -> Outcome {
                 if !a.json {
                     out(&format!("seed {seed}: step {}: {failure}\n  replay: {replay}\n", e.step));
                 } else if kept.len() < KEPT {
-                    kept.push(serde_json::json!({
-                        "seed": seed, "step": e.step, "failure": failure, "replay": replay,
-                    }));
+                    kept.push(output::SimFailure {
+                        seed,
+                        step: e.step,
+                        failure: failure.into_owned(),
+                        replay,
+                    });
                 }
             }
         }
     }
     let (from, to) = (*a.seeds.start(), *a.seeds.end());
     if a.json {
-        out(&to_json(&serde_json::json!({
-            "algorithm": info.name,
-            "n": a.nodes,
-            "entries": a.entries,
-            "seeds": { "from": from, "to": to },
-            "non_fifo": a.non_fifo,
-            "crashes": a.crashes,
-            "worker_cmd": a.worker_cmd,
-            "passed": passed,
-            "failed": failed,
-            "failures": kept,
-        })));
+        out(&to_json(&output::SimOutput {
+            algorithm: info.name.to_string(),
+            n: a.nodes,
+            entries: a.entries,
+            seeds: output::SeedRange { from, to },
+            non_fifo: a.non_fifo,
+            crashes: a.crashes,
+            worker_cmd: a.worker_cmd.clone(),
+            passed,
+            failed,
+            failures: kept,
+        }));
     } else {
         let seeds = if from == to { format!("seed {from}") } else { format!("seeds {from}..={to}") };
         out(&format!("{settings}: {seeds}: {passed} passed, {failed} failed\n"));
@@ -897,20 +900,19 @@ fn cmd_algorithms(a: AlgorithmsArgs) -> Outcome {
         return Ok(Verdict::Pass);
     }
     if a.json {
-        let mut list = Vec::new();
+        let mut algorithms = Vec::new();
         for algo in &algos {
-            let mut v = serde_json::json!({
-                "name": algo.name,
-                "service": algo.service.as_str(),
-                "family": algo.family,
-                "summary": algo.summary,
+            algorithms.push(output::AlgorithmEntry {
+                name: algo.name,
+                service: algo.service,
+                family: algo.family,
+                summary: algo.summary,
+                messages: if a.messages.is_some() { Some(shapes(algo)?) } else { None },
             });
-            if a.messages.is_some() {
-                v["messages"] = serde_json::to_value(shapes(algo)?).expect("shapes serialise");
-            }
-            list.push(v);
         }
-        out(&to_json(&serde_json::json!({ "algorithms": list })));
+        // Through a JSON value, whose keys are in order, as the output always had them.
+        let value = serde_json::to_value(output::AlgorithmList { algorithms }).expect("the list serialises");
+        out(&to_json(&value));
         return Ok(Verdict::Pass);
     }
     let mut text = String::new();
@@ -1256,8 +1258,8 @@ fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Out
         None => audit::FaultLog::load(&file.with_file_name(crate::control::FAULT_LOG))?,
     };
     let shown = file.display().to_string();
-    let (ok, text, value) = match audit::audit_file(&file, &faults) {
-        Ok(r) => (r.ok, report::audit_summary(&shown, &r), serde_json::to_value(&r)),
+    let (ok, text, report) = match audit::audit_file(&file, &faults) {
+        Ok(r) => (r.ok, report::audit_summary(&shown, &r), output::AuditKind::Resource(r)),
         Err(audit::AuditError::NotResource { .. }) => {
             // Not a resource file: perhaps a leader file. Validity (the highest live id
             // leads) is left out: the file does not say which algorithm promises it.
@@ -1266,7 +1268,7 @@ fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Out
                 ..audit::Rules::default()
             };
             match audit::audit_leaders_file(&file, &faults, rules) {
-                Ok(r) => (r.ok, report::leaders_summary(&shown, &r), serde_json::to_value(&r)),
+                Ok(r) => (r.ok, report::leaders_summary(&shown, &r), output::AuditKind::Leaders(r)),
                 Err(audit::AuditError::NotLeaders { .. }) => {
                     return Err(Error::usage(format!(
                         "{shown} is neither a mutexlab resource file nor a leader file"
@@ -1278,10 +1280,9 @@ fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Out
         Err(e) => return Err(e.into()),
     };
     if json {
-        let mut value = value.expect("report serialises");
-        if let Some(fields) = value.as_object_mut() {
-            fields.insert("schema".into(), AUDIT_SCHEMA.into());
-        }
+        // Through a JSON value, whose keys are in order, as the output always had them.
+        let value = serde_json::to_value(output::AuditOutput { schema: AUDIT_SCHEMA, report })
+            .expect("report serialises");
         out(&to_json(&value));
     } else {
         out(&text);

@@ -28,6 +28,7 @@ mod registry;
 mod replay;
 mod rundir;
 mod runtime;
+mod schemas;
 mod sim_cmd;
 mod store;
 mod token;
