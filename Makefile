@@ -2,7 +2,7 @@
 CARGO ?= cargo
 ARGS ?=
 
-.PHONY: help build run elect compare test bench bench-check check-table lint fmt clean gradescope-selftest protocol-doc
+.PHONY: help build run elect compare test bench bench-check check-table lint fmt clean gradescope-selftest protocol-doc schemas
 
 help:
 	@echo "make run    # a small run on defaults (add ARGS='--algo flock -n 8')"
@@ -15,6 +15,7 @@ help:
 	@echo "make lint   # rustfmt check and clippy with warnings as errors"
 	@echo "make gradescope-03-election  # the lab's Gradescope autograder bundle, target/gradescope/03-election.zip (labs/README.md)"
 	@echo "make protocol-doc # write labs/PROTOCOL.md's table of messages afresh from the code"
+	@echo "make schemas # write schemas/*.schema.json, the JSON Schemas of every --json output, afresh from the types"
 	@echo "make lab-01-ricart-agrawala  # grade your node in labs/01-ricart-agrawala (SOLUTION=1: the reference; GRADESCOPE=results.json: Gradescope's file too; also lab-02-token, lab-03-election, lab-04-failover)"
 
 build:
@@ -47,6 +48,11 @@ check-table: build
 # (the test that checks it writes it when asked).
 protocol-doc:
 	UPDATE_PROTOCOL_DOC=1 $(CARGO) test -q --lib -- --exact registry::tests::protocol_doc_lists_every_message_as_the_code_has_it
+
+# The JSON Schemas of every --json output, from the types that print them (the test
+# that checks the files writes them when asked).
+schemas:
+	UPDATE_SCHEMAS=1 $(CARGO) test -q --lib -- --exact schemas::tests::the_published_schemas_are_what_the_types_generate
 
 lint:
 	$(CARGO) fmt --check

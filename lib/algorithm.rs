@@ -147,7 +147,7 @@ impl Config {
 /// Which service a node type provides, by name: `mutex` (`mutexlab run`) or `election`
 /// (`mutexlab elect`), as the registry lists it and `--json` and the control link write
 /// it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ServiceKind {
     /// Mutual exclusion ([`Mutex`]).

@@ -72,7 +72,7 @@ fn pin_to_one_cpu() -> anyhow::Result<usize> {
 }
 
 /// What `mutexlab bench --json` prints.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct BenchReport {
     /// Version of this layout.
     pub schema: u32,
@@ -97,7 +97,7 @@ pub struct BenchReport {
 }
 
 /// One benchmark run.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct BenchRow {
     /// The algorithm's name.
     pub algorithm: String,

@@ -354,7 +354,7 @@ impl Property {
 }
 
 /// How one property fared.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct PropertyResult {
     /// Its name.
     pub name: &'static str,
@@ -369,7 +369,7 @@ pub struct PropertyResult {
 }
 
 /// A violation and a way to it: the shortest breadth-first, not necessarily depth-first.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Counterexample {
     /// The property violated.
     pub property: &'static str,
@@ -407,7 +407,7 @@ impl Counterexample {
 }
 
 /// What a check found.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct CheckReport {
     /// Number of nodes.
     pub n: u32,

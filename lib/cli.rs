@@ -4,8 +4,8 @@
 //! codes (0 ok, 1 violation or failed run, 2 usage or input error, 130 interrupted).
 //!
 //! It lives in the library so that a crate with algorithms of its own gets all of it
-//! (`run`, `audit`, `algorithms`, `bench` and the hidden `worker` and `janitor` its runs
-//! start) with a few lines of `main`:
+//! (`run`, `audit`, `algorithms`, `bench`, `completions` and `man` naming its algorithms,
+//! and the hidden `worker` and `janitor` its runs start) with a few lines of `main`:
 //!
 //! ```no_run
 //! use mutexlab::registry::Registry;
@@ -26,7 +26,7 @@ use crate::exit::{self, Error, Kind, Outcome, Verdict};
 use crate::faults::{self, Plan};
 use crate::registry::Registry;
 use crate::supervisor::{ElectOpts, Initiators, RunError, RunOpts};
-use crate::{audit, bench, check, compare, html, registry, report, supervisor};
+use crate::{audit, bench, check, compare, html, output, registry, report, supervisor};
 use clap::{Args, Parser, Subcommand};
 
 #[derive(Parser)]
@@ -95,6 +95,20 @@ enum Cmd {
         run_dir: Option<PathBuf>,
         /// Where to write the report.
         #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
+    /// Print the shell completion script for SHELL (the algorithm names included): see
+    /// the README's "Set up" for where each shell reads it.
+    Completions {
+        /// The shell to complete in.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page mutexlab(1), or write it and one page per command
+    /// (mutexlab-run(1), …) into DIR.
+    Man {
+        /// Write every page into this directory (made if missing), each as NAME.1, and
+        /// print their paths.
+        #[arg(short = 'o', long = "output", value_name = "DIR")]
         output: Option<PathBuf>,
     },
     /// (internal) A worker process; started by `run`.
@@ -591,27 +605,30 @@ fn cmd_sim(a: SimArgs) -> Outcome {
                 if !a.json {
                     out(&format!("seed {seed}: step {}: {failure}\n  replay: {replay}\n", e.step));
                 } else if kept.len() < KEPT {
-                    kept.push(serde_json::json!({
-                        "seed": seed, "step": e.step, "failure": failure, "replay": replay,
-                    }));
+                    kept.push(output::SimFailure {
+                        seed,
+                        step: e.step,
+                        failure: failure.into_owned(),
+                        replay,
+                    });
                 }
             }
         }
     }
     let (from, to) = (*a.seeds.start(), *a.seeds.end());
     if a.json {
-        out(&to_json(&serde_json::json!({
-            "algorithm": info.name,
-            "n": a.nodes,
-            "entries": a.entries,
-            "seeds": { "from": from, "to": to },
-            "non_fifo": a.non_fifo,
-            "crashes": a.crashes,
-            "worker_cmd": a.worker_cmd,
-            "passed": passed,
-            "failed": failed,
-            "failures": kept,
-        })));
+        out(&to_json(&output::SimOutput {
+            algorithm: info.name.to_string(),
+            n: a.nodes,
+            entries: a.entries,
+            seeds: output::SeedRange { from, to },
+            non_fifo: a.non_fifo,
+            crashes: a.crashes,
+            worker_cmd: a.worker_cmd.clone(),
+            passed,
+            failed,
+            failures: kept,
+        }));
     } else {
         let seeds = if from == to { format!("seed {from}") } else { format!("seeds {from}..={to}") };
         out(&format!("{settings}: {seeds}: {passed} passed, {failed} failed\n"));
@@ -749,6 +766,13 @@ fn command(registry: Registry) -> Outcome {
         Cmd::Check(a) => cmd_check(a),
         Cmd::Sim(a) => cmd_sim(a),
         Cmd::Replay(a) => cmd_replay(a),
+        Cmd::Completions { shell } => {
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut described(), bin_name(), &mut buf);
+            out(&String::from_utf8_lossy(&buf));
+            Ok(Verdict::Pass)
+        }
+        Cmd::Man { output } => cmd_man(output.as_deref()),
         Cmd::Worker(w) => match registry::run_worker(&w.run_dir, w.id) {
             Ok(()) => Ok(Verdict::Pass),
             Err(e) => {
@@ -767,6 +791,101 @@ fn command(registry: Registry) -> Outcome {
     }
 }
 
+/// The name the program was started by (`mutexlab`, or an outside crate's binary), which
+/// completions complete and man pages name.
+fn bin_name() -> String {
+    std::env::args_os()
+        .next()
+        .and_then(|a| PathBuf::from(a).file_name().and_then(|f| f.to_str()).map(str::to_string))
+        .unwrap_or_else(|| WHO.to_string())
+}
+
+/// The command line as completions and man pages describe it: its own definition, with
+/// the installed registry's names as the values of every flag that takes an algorithm.
+/// Parsing keeps taking any string there (`--algo` labels a `--worker-cmd` program, and
+/// names are read in any case), so the names are added here only.
+fn described() -> clap::Command {
+    use clap::builder::{PossibleValue, PossibleValuesParser};
+    use clap::CommandFactory;
+    let names = |service: Option<ServiceKind>| {
+        let values = registry::registry()
+            .iter()
+            .filter(move |a| service.is_none_or(|s| a.service == s))
+            .map(|a| PossibleValue::new(a.name).help(a.summary));
+        PossibleValuesParser::new(values)
+    };
+    let algo = |service| move |a: clap::Arg| a.value_parser(names(service));
+    // Without the hidden commands, which static completions would offer.
+    let full = Cli::command();
+    clap::Command::new(bin_name())
+        .version(full.get_version().unwrap_or_default().to_string())
+        .about(full.get_about().cloned().unwrap_or_default())
+        .subcommand_required(true)
+        .arg_required_else_help(true)
+        .subcommands(full.get_subcommands().filter(|s| !s.is_hide_set()).cloned())
+        .mut_subcommand("run", |c| c.mut_arg("algo", algo(Some(ServiceKind::Mutex))))
+        .mut_subcommand("elect", |c| c.mut_arg("algo", algo(Some(ServiceKind::Election))))
+        .mut_subcommand("compare", |c| c.mut_arg("algos", algo(Some(ServiceKind::Mutex))))
+        .mut_subcommand("check", |c| c.mut_arg("algo", algo(None)))
+        .mut_subcommand("sim", |c| c.mut_arg("algo", algo(None)))
+        .mut_subcommand("algorithms", |c| c.mut_arg("messages", algo(None)))
+}
+
+/// `mutexlab man`: the main page on stdout, or every page into a directory.
+fn cmd_man(dir: Option<&std::path::Path>) -> Outcome {
+    // As clap_mangen::generate_to builds it (`help` is not a page).
+    let mut cmd = described().disable_help_subcommand(true);
+    cmd.build();
+    let Some(dir) = dir else {
+        out(&String::from_utf8_lossy(&man_page(&cmd)));
+        return Ok(Verdict::Pass);
+    };
+    let cannot = |e: std::io::Error| Error::usage(format!("cannot write {}: {e}", dir.display()));
+    std::fs::create_dir_all(dir).map_err(cannot)?;
+    let mut pages = vec![&cmd];
+    pages.extend(cmd.get_subcommands().filter(|s| !s.is_hide_set()));
+    let mut written = Vec::new();
+    for page in pages {
+        let path = dir.join(clap_mangen::Man::new(page.clone()).get_filename());
+        std::fs::write(&path, man_page(page)).map_err(cannot)?;
+        written.push(format!("{}\n", path.display()));
+    }
+    written.sort();
+    out(&written.concat());
+    Ok(Verdict::Pass)
+}
+
+/// One man page, as clap_mangen renders it but for the text after the options (the
+/// fault-plan grammar), whose lines are kept as they are rather than filled.
+fn man_page(cmd: &clap::Command) -> Vec<u8> {
+    let man = clap_mangen::Man::new(cmd.clone());
+    let mut w = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = (|| -> std::io::Result<()> {
+        man.render_title(&mut w)?;
+        man.render_name_section(&mut w)?;
+        man.render_synopsis_section(&mut w)?;
+        man.render_description_section(&mut w)?;
+        man.render_options_section(&mut w)?;
+        if cmd.get_subcommands().any(|s| !s.is_hide_set()) {
+            man.render_subcommands_section(&mut w)?;
+        }
+        if let Some(after) = cmd.get_after_long_help() {
+            let mut r = roff::Roff::new();
+            r.control("SH", ["FAULT PLANS"]).control("nf", []);
+            for line in after.to_string().lines() {
+                r.text([roff::roman(line)]);
+            }
+            r.control("fi", []).to_writer(&mut w)?;
+        }
+        if cmd.get_version().is_some() {
+            man.render_version_section(&mut w)?;
+        }
+        Ok(())
+    })();
+    w
+}
+
 /// `mutexlab algorithms`: the list, or the messages of one algorithm or all.
 fn cmd_algorithms(a: AlgorithmsArgs) -> Outcome {
     let algos: Vec<&registry::AlgoInfo> = match a.messages.as_deref() {
@@ -781,20 +900,19 @@ fn cmd_algorithms(a: AlgorithmsArgs) -> Outcome {
         return Ok(Verdict::Pass);
     }
     if a.json {
-        let mut list = Vec::new();
+        let mut algorithms = Vec::new();
         for algo in &algos {
-            let mut v = serde_json::json!({
-                "name": algo.name,
-                "service": algo.service.as_str(),
-                "family": algo.family,
-                "summary": algo.summary,
+            algorithms.push(output::AlgorithmEntry {
+                name: algo.name,
+                service: algo.service,
+                family: algo.family,
+                summary: algo.summary,
+                messages: if a.messages.is_some() { Some(shapes(algo)?) } else { None },
             });
-            if a.messages.is_some() {
-                v["messages"] = serde_json::to_value(shapes(algo)?).expect("shapes serialise");
-            }
-            list.push(v);
         }
-        out(&to_json(&serde_json::json!({ "algorithms": list })));
+        // Through a JSON value, whose keys are in order, as the output always had them.
+        let value = serde_json::to_value(output::AlgorithmList { algorithms }).expect("the list serialises");
+        out(&to_json(&value));
         return Ok(Verdict::Pass);
     }
     let mut text = String::new();
@@ -845,6 +963,14 @@ fn usage_error(e: clap::Error) -> Outcome {
     let text = e.render().to_string();
     let first = text.lines().next().unwrap_or("invalid arguments");
     let first = first.strip_prefix("error: ").unwrap_or(first);
+    // "the following required arguments were not provided:" names them on the next
+    // lines, indented: they join the line.
+    let named: Vec<&str> = if first.ends_with(':') {
+        text.lines().skip(1).take_while(|l| l.starts_with("  ")).map(str::trim).collect()
+    } else {
+        Vec::new()
+    };
+    let first = if named.is_empty() { first.to_string() } else { format!("{first} {}", named.join(", ")) };
     let tips: Vec<&str> = text.lines().filter_map(|l| l.trim().strip_prefix("tip: ")).collect();
     let tips: String = tips.iter().map(|t| format!("; {t}")).collect();
     Err(Error::usage(format!("{first}{tips} (see --help)")))
@@ -1133,8 +1259,8 @@ fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Out
         None => audit::FaultLog::load(&file.with_file_name(crate::control::FAULT_LOG))?,
     };
     let shown = file.display().to_string();
-    let (ok, text, value) = match audit::audit_file(&file, &faults) {
-        Ok(r) => (r.ok, report::audit_summary(&shown, &r), serde_json::to_value(&r)),
+    let (ok, text, report) = match audit::audit_file(&file, &faults) {
+        Ok(r) => (r.ok, report::audit_summary(&shown, &r), output::AuditKind::Resource(r)),
         Err(audit::AuditError::NotResource { .. }) => {
             // Not a resource file: perhaps a leader file. Validity (the highest live id
             // leads) is left out: the file does not say which algorithm promises it.
@@ -1143,7 +1269,7 @@ fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Out
                 ..audit::Rules::default()
             };
             match audit::audit_leaders_file(&file, &faults, rules) {
-                Ok(r) => (r.ok, report::leaders_summary(&shown, &r), serde_json::to_value(&r)),
+                Ok(r) => (r.ok, report::leaders_summary(&shown, &r), output::AuditKind::Leaders(r)),
                 Err(audit::AuditError::NotLeaders { .. }) => {
                     return Err(Error::usage(format!(
                         "{shown} is neither a mutexlab resource file nor a leader file"
@@ -1155,10 +1281,9 @@ fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Out
         Err(e) => return Err(e.into()),
     };
     if json {
-        let mut value = value.expect("report serialises");
-        if let Some(fields) = value.as_object_mut() {
-            fields.insert("schema".into(), AUDIT_SCHEMA.into());
-        }
+        // Through a JSON value, whose keys are in order, as the output always had them.
+        let value = serde_json::to_value(output::AuditOutput { schema: AUDIT_SCHEMA, report })
+            .expect("report serialises");
         out(&to_json(&value));
     } else {
         out(&text);

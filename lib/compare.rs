@@ -78,7 +78,7 @@ pub struct CompareOpts {
 }
 
 /// An algorithm left out of the default list, and why.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Excluded {
     /// Its name.
     pub algorithm: String,
@@ -87,7 +87,7 @@ pub struct Excluded {
 }
 
 /// The whole measured table; `--json` prints it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Comparison {
     /// The version of this layout.
     pub schema: u32,
@@ -138,7 +138,7 @@ impl Comparison {
 }
 
 /// Section and think time of a run, in ms.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Timing {
     /// The critical section's length.
     pub cs_ms: f64,
@@ -147,7 +147,7 @@ pub struct Timing {
 }
 
 /// How the fault runs are made.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct FaultSettings {
     /// Entries per worker.
     pub entries_per_worker: u64,
@@ -164,7 +164,7 @@ pub struct FaultSettings {
 }
 
 /// One algorithm's line of the table.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Row {
     /// The algorithm's name.
     pub algorithm: String,
@@ -196,7 +196,7 @@ pub const EVERY_ENTRY: &str = "every entry";
 pub const CLIENT_ENTRIES: &str = "entries of every worker but the coordinator";
 
 /// Messages per entry, measured and claimed.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct PerEntry {
     /// At light load.
     pub light: f64,
@@ -216,7 +216,7 @@ pub struct PerEntry {
 }
 
 /// A delay in ms and in message times T, and what is claimed for it.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Delay {
     /// The median, in ms.
     pub ms: f64,
@@ -230,7 +230,7 @@ pub struct Delay {
 
 /// The saturated run's handoffs counted in messages, from its trace
 /// ([`crate::handoff`]), and what the notes claim.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct SyncHops {
     /// Median messages on the shortest causal chain from a leave to the next enter,
     /// over handoffs with a causal path; `null` if none had one.
@@ -253,7 +253,7 @@ pub struct SyncHops {
 /// The share of the saturated run's time the resource was held, against what k
 /// sequential messages per handoff allow: the notes' W/(W+2T) for the coordinator (W+3T
 /// per entry, the REQUEST overlapping the previous section).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Utilisation {
     /// Sections' total length over the time from the first ENTER to the last EXIT.
     pub measured: f64,
@@ -266,7 +266,7 @@ pub struct Utilisation {
 }
 
 /// The fault runs and what the notes say breaks the algorithm.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Problems {
     /// What the notes say breaks the algorithm.
     pub notes: &'static str,
@@ -275,7 +275,7 @@ pub struct Problems {
 }
 
 /// What a fault run did to the algorithm.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Outcome {
     /// Clean run: every live worker finished, no violation.
@@ -298,7 +298,7 @@ impl Outcome {
 }
 
 /// One fault run.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct FaultRun {
     /// `non-holder crash`, `holder crash`, `coordinator crash`, `lost messages`.
     pub fault: &'static str,

@@ -221,7 +221,7 @@ impl<M: Message> JsonForm for Ref<M> {
 /// One message type of an algorithm as a program sees it ([`Ref`]'s JSON form), read
 /// from the message enum's own serde derive (traced by `serde-reflection`), so that the
 /// protocol's documentation cannot drift from the code.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct MessageShape {
     /// The JSON `type`: the message's kind (`REQUEST`), or else its variant's name.
     #[serde(rename = "type")]
@@ -238,7 +238,7 @@ pub struct MessageShape {
 }
 
 /// A field of a [`MessageShape`].
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct FieldShape {
     /// The field's name in the JSON object.
     pub name: String,

@@ -836,12 +836,64 @@ pub struct TestResult {
 /// (a reason is a few lines; this guards against a node that says megabytes).
 const RESULT_OUTPUT_BYTES: usize = 16 * 1024;
 
+/// Gradescope's `results.json` (the format of gradescope-autograders.readthedocs.io,
+/// "Autograder Specifications"), as [`gradescope_results`] makes it; its fields are in
+/// the order of its keys in the file.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
+pub struct GradescopeResults {
+    /// The seconds the tests took, rounded.
+    pub execution_time: u64,
+    /// A line for the whole submission: its points and tests passed.
+    pub output: String,
+    /// The points earned.
+    pub score: f64,
+    /// Each test.
+    pub tests: Vec<GradescopeTest>,
+}
+
+/// One test of [`GradescopeResults`].
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
+pub struct GradescopeTest {
+    /// Points on offer (0 for a skipped test).
+    pub max_score: f64,
+    /// Its id and what it checks: `2.1 never two inside (sim, 200 seeds, n=3)`.
+    pub name: String,
+    /// Its id, `2.1`.
+    pub number: String,
+    /// What the grader said of it (cut after 16 KiB, saying so).
+    pub output: String,
+    /// Points earned.
+    pub score: f64,
+    /// `passed` or `failed`; left out for a skipped test.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status: Option<GradescopeStatus>,
+    /// Always `visible`: the student sees every test.
+    pub visibility: GradescopeVisibility,
+}
+
+/// A [`GradescopeTest`]'s status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum GradescopeStatus {
+    /// All its points.
+    Passed,
+    /// None.
+    Failed,
+}
+
+/// Who sees a [`GradescopeTest`]: the student, at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum GradescopeVisibility {
+    /// The student sees it at once.
+    Visible,
+}
+
 /// Gradescope's `results.json` for a grading session: the total score, a line for the
 /// whole submission, and each test with its number, name, score, maximum, status and
-/// output (the format of gradescope-autograders.readthedocs.io, "Autograder
-/// Specifications").
-pub fn gradescope_results(title: &str, s: &Summary, results: &[TestResult]) -> serde_json::Value {
-    let tests: Vec<serde_json::Value> = results
+/// output.
+pub fn gradescope_results(title: &str, s: &Summary, results: &[TestResult]) -> GradescopeResults {
+    let tests = results
         .iter()
         .map(|r| {
             let whole = r.lines.join("\n");
@@ -849,32 +901,31 @@ pub fn gradescope_results(title: &str, s: &Summary, results: &[TestResult]) -> s
             if output.len() < whole.len() {
                 output.push_str(" (cut; grade --verbose shows it whole)");
             }
-            let mut t = serde_json::json!({
-                "number": r.id,
-                "name": format!("{} {}", r.id, r.name),
-                "score": f64::from(r.points),
-                "max_score": f64::from(r.max),
-                "output": output,
-                "visibility": "visible",
-            });
-            let status = match r.status {
-                Status::Passed => Some("passed"),
-                Status::Failed => Some("failed"),
-                Status::Skipped => None,
-            };
-            if let Some(status) = status {
-                t["status"] = status.into();
+            GradescopeTest {
+                max_score: f64::from(r.max),
+                name: format!("{} {}", r.id, r.name),
+                number: r.id.clone(),
+                output,
+                score: f64::from(r.points),
+                status: match r.status {
+                    Status::Passed => Some(GradescopeStatus::Passed),
+                    Status::Failed => Some(GradescopeStatus::Failed),
+                    Status::Skipped => None,
+                },
+                visibility: GradescopeVisibility::Visible,
             }
-            t
         })
         .collect();
     let skipped = if s.skipped > 0 { format!(", {} skipped", s.skipped) } else { String::new() };
-    serde_json::json!({
-        "score": f64::from(s.points),
-        "execution_time": results.iter().map(|r| r.seconds).sum::<f64>().round() as u64,
-        "output": format!("{title}: {}/{} points, {}/{} tests passed{skipped}", s.points, s.max, s.passed, s.total),
-        "tests": tests,
-    })
+    GradescopeResults {
+        score: f64::from(s.points),
+        execution_time: results.iter().map(|r| r.seconds).sum::<f64>().round() as u64,
+        output: format!(
+            "{title}: {}/{} points, {}/{} tests passed{skipped}",
+            s.points, s.max, s.passed, s.total
+        ),
+        tests,
+    }
 }
 
 /// A path for a one-line error, cut to a few hundred bytes.
@@ -1548,7 +1599,14 @@ mod tests {
         g.search::<Centralized>("8.7", "every interleaving", 3, Search::new(3, 1));
         g.worker_cmd("python3 node.py", Duration::from_secs(1));
         let (s, results) = g.run_results(&g.ctx(None, None), &[], &mut Vec::new());
-        let j = gradescope_results("Lab 0: t (x)", &s, &results);
+        let j = serde_json::to_value(gradescope_results("Lab 0: t (x)", &s, &results)).unwrap();
+        // As its published schema says, which a list of no tests breaks.
+        let file =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas/gradescope-results.schema.json");
+        let schema = serde_json::from_str(&std::fs::read_to_string(file).expect("published")).expect("JSON");
+        let validator = jsonschema::validator_for(&schema).expect("a schema");
+        assert!(validator.is_valid(&j), "{j}");
+        assert!(!validator.is_valid(&serde_json::json!({"score": 1.0, "tests": 3})));
         assert_eq!(j["score"], 2.0);
         assert_eq!(j["output"], "Lab 0: t (x): 2/5 points, 1/2 tests passed, 1 skipped");
         let tests = j["tests"].as_array().expect("a list of tests");

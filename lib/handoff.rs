@@ -42,7 +42,7 @@ use crate::resource::Record;
 use crate::trace::{self, Event, EventKind, MsgId, Reader, TraceError, MAX_PENDING};
 
 /// What the handoffs of one run's trace came to.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Handoffs {
     /// Handoffs measured (those touching the skipped worker left out).
     pub handoffs: u64,

@@ -451,3 +451,111 @@ fn a_worker_that_dies_ends_the_run_naming_it() {
     assert!(processes_mentioning(&dir.display().to_string()).is_empty());
     assert!(Background::sockets(&dir).is_empty());
 }
+
+/// The visible commands, as `--help` lists them (the hidden worker, echo and janitor
+/// are no user's to type).
+const COMMANDS: [&str; 13] = [
+    "run",
+    "elect",
+    "algorithms",
+    "audit",
+    "trace",
+    "bench",
+    "compare",
+    "check",
+    "sim",
+    "replay",
+    "report",
+    "completions",
+    "man",
+];
+
+#[test]
+fn completions_offer_the_commands_and_the_registrys_algorithm_names() {
+    let out = run(&["completions", "bash"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let script = stdout(&out);
+    for command in COMMANDS {
+        assert!(script.contains(&format!("mutexlab__subcmd__{command}\"")), "no {command} in:\n{script}");
+    }
+    // `--algo` offers the names: election names for elect, mutual exclusion for run.
+    assert!(script.contains("ricart-agrawala") && script.contains("chang-roberts"), "{script}");
+    assert!(!script.contains("janitor"), "a hidden command is offered:\n{script}");
+    // Elvish's and PowerShell's scripts complete commands and flags, not values.
+    for (shell, word) in
+        [("zsh", "lamport"), ("fish", "lamport"), ("elvish", "--algo"), ("powershell", "--algo")]
+    {
+        let out = run(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{shell}: {}", stderr(&out));
+        assert!(stdout(&out).contains(word), "{shell}: no {word}");
+    }
+    // The negative control: a shell it has no script for.
+    let out = run(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("invalid value 'tcsh'"), "{}", stderr(&out));
+    assert!(stdout(&out).is_empty());
+    let out = run(&["completions"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out).trim(),
+        "mutexlab: the following required arguments were not provided: <SHELL> (see --help)"
+    );
+}
+
+#[test]
+fn bash_completes_an_algorithm_flag_with_the_services_names() {
+    if std::process::Command::new("bash").arg("-c").arg("true").status().is_err() {
+        eprintln!("skipped: no bash");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let script = tmp.path().join("mutexlab.bash");
+    std::fs::write(&script, run(&["completions", "bash"]).stdout).unwrap();
+    // What bash offers after `mutexlab CMD --algo `, as a user's Tab would ask it.
+    let offered = |command: &str| {
+        let line = format!(
+            "source {}; COMP_WORDS=(mutexlab {command} --algo ''); COMP_CWORD=3; \
+             _mutexlab mutexlab '' --algo; echo \"${{COMPREPLY[@]}}\"",
+            script.display()
+        );
+        let out = std::process::Command::new("bash").arg("-c").arg(line).output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let run_names = offered("run");
+    assert!(run_names.split_whitespace().any(|w| w == "lamport"), "{run_names}");
+    assert!(!run_names.split_whitespace().any(|w| w == "bully"), "{run_names}");
+    let elect_names = offered("elect");
+    assert!(elect_names.split_whitespace().any(|w| w == "bully"), "{elect_names}");
+    assert!(!elect_names.split_whitespace().any(|w| w == "lamport"), "{elect_names}");
+}
+
+#[test]
+fn the_man_page_renders_with_every_command() {
+    let out = run(&["man"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let page = stdout(&out);
+    assert!(page.contains(".TH mutexlab 1"), "{page}");
+    for command in COMMANDS {
+        assert!(page.contains(&format!("mutexlab\\-{command}(1)")), "no {command} in:\n{page}");
+    }
+    assert!(!page.contains("janitor"), "{page}");
+    // One page per command, the fault plans kept line by line.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("man1");
+    let out = run(&["man", "-o", dir.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out).lines().count(), COMMANDS.len() + 1, "{}", stdout(&out));
+    for command in COMMANDS {
+        assert!(dir.join(format!("mutexlab-{command}.1")).exists(), "no page for {command}");
+    }
+    let run_page = std::fs::read_to_string(dir.join("mutexlab-run.1")).unwrap();
+    assert!(run_page.contains(".SH \"FAULT PLANS\"\n.nf\n"), "{run_page}");
+    assert!(run_page.contains("ricart\\-agrawala"), "the algorithm names:\n{run_page}");
+    // Where it cannot write: one line, exit 2.
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let out = run(&["man", "-o", file.join("sub").to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stderr(&out).lines().count(), 1, "{}", stderr(&out));
+}

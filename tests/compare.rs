@@ -145,6 +145,7 @@ fn bench_json_is_one_object_with_t_and_a_row_per_mutex_run() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let j = json(&out);
     assert_eq!(j["schema"], 1);
+    crate::schemas::assert_valid("bench.schema.json", &j);
     assert!(j["message_time_us"].as_f64().unwrap() > 0.0, "{j}");
     let sat = j["saturation"].as_array().unwrap();
     // Every row is a mutual-exclusion run that was made: elections are not benched.

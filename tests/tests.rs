@@ -29,6 +29,7 @@ mod replay;
 mod rundir;
 mod runtime;
 mod scale;
+mod schemas;
 mod sim_cmd;
 mod store;
 mod token;

@@ -30,7 +30,7 @@ pub mod voting;
 
 /// What theory says an algorithm costs in messages per critical-section entry, for the
 /// run's size. `min == max` when the count is exact.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, schemars::JsonSchema)]
 pub struct Theory {
     /// Fewest messages per entry on average over a run.
     pub per_entry_min: f64,
@@ -78,7 +78,9 @@ pub struct Shape {
 
 /// What kind of algorithm it is, as `mutexlab algorithms` lists it and `compare`'s
 /// `--json` writes it (`"permission"`, …).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Family {
     /// Mutual exclusion without a distributed algorithm (`none`, `flock`).

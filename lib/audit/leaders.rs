@@ -112,7 +112,7 @@ pub struct Rules {
 }
 
 /// What the election auditor found.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct ElectionReport {
     /// No violations.
     pub ok: bool,

@@ -75,7 +75,7 @@ pub enum AuditError {
 }
 
 /// One thing that went wrong.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Violation {
     /// A short stable name: `overlap`, `lost-update`, `stale-token`, `stale-writer`,
     /// `enter-without-exit`, `exit-without-enter`, `unserved`, `corrupt-record`,
@@ -89,7 +89,7 @@ pub struct Violation {
 }
 
 /// Summary statistics of one set of wait times, in milliseconds.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct WaitStats {
     /// How many waits.
     pub count: usize,
@@ -159,7 +159,7 @@ impl Waits {
 }
 
 /// What the auditor found.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct AuditReport {
     /// No violations.
     pub ok: bool,

@@ -43,7 +43,7 @@ use crate::host::{hash_unordered, Breach, Effect, Host, Step};
 
 /// One thing that can happen next. Serialisable, so a run is a list of choices that can
 /// be saved and replayed.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Choice {
     /// Deliver the `index`-th message in flight on the channel `from → to` (always 0

@@ -27,7 +27,7 @@ use crate::resource;
 pub(super) const LATE: Duration = Duration::from_millis(1);
 
 /// One fault the supervisor applied, as written to `faults.log`.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct AppliedFault {
     /// Milliseconds since the run started.
     pub at_ms: f64,

@@ -29,7 +29,7 @@ pub(super) fn breach_failure(why: &str) -> String {
 }
 
 /// The mutual-exclusion run's messages.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Messages {
     /// Every message the workers reported sending.
     pub total: u64,
@@ -44,7 +44,7 @@ pub struct Messages {
 }
 
 /// The entries completed.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct Entries {
     /// Over all workers.
     pub total: u64,
@@ -57,7 +57,7 @@ pub struct Entries {
 pub const JSON_SCHEMA: u32 = 1;
 
 /// The message faults every worker applied (`--latency`, `--jitter`, `--drop`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Network {
     /// Added to every message's delivery, in ms.
     pub latency_ms: f64,
@@ -71,7 +71,7 @@ pub struct Network {
 /// The fields every run has are here; what only one service measures is its
 /// [`ServiceReport`], whose fields the JSON lists between the run's outcome and its
 /// timing, as if they were this struct's own.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Report {
     /// [`JSON_SCHEMA`].
     pub schema: u32,
@@ -136,7 +136,7 @@ pub struct Report {
 }
 
 /// What only one service measures: its fields stand in the report's JSON object itself.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 #[serde(untagged)]
 pub enum ServiceReport {
     /// `mutexlab run`.
@@ -146,7 +146,7 @@ pub enum ServiceReport {
 }
 
 /// What a mutual-exclusion run measured besides what every run has.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct MutexPart {
     /// The entries completed.
     pub entries: Entries,
@@ -181,7 +181,7 @@ pub struct MutexPart {
 }
 
 /// An election run's messages.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct ElectMessages {
     /// The election's own messages: every type but HEARTBEAT.
     pub total: u64,
@@ -198,7 +198,7 @@ pub struct ElectMessages {
 }
 
 /// What an election run measured besides what every run has.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ElectionPart {
     /// Who called an election at the start (`all`, `lowest` or ids).
     pub initiators: String,
