@@ -450,6 +450,10 @@ struct CompareArgs {
     /// P + 50 ms (the notes' rule with no added delay).
     #[arg(long, allow_negative_numbers = true)]
     suspect_ms: Option<u64>,
+    /// Make every run R times, one after the other, and show each figure as the median
+    /// with its range, each fault's outcomes as counts (`stalls 2/3`).
+    #[arg(long, value_name = "R", default_value_t = compare::DEFAULT_REPEAT, allow_negative_numbers = true)]
+    repeat: u32,
     /// Print one JSON object instead of the table.
     #[arg(long, conflicts_with = "markdown")]
     json: bool,
@@ -1308,6 +1312,7 @@ fn cmd_compare(a: CompareArgs) -> Outcome {
         workers: a.workers,
         entries: a.entries,
         seed: a.seed,
+        repeat: a.repeat,
         // The heartbeat figures `run` takes, with no added latency (compare adds none).
         detector: match a.detector {
             DetectorArg::None => Detector::None,

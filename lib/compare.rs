@@ -20,6 +20,18 @@
 //! Times are also given in message times T: the one-way time between two processes,
 //! measured once by [`probe::ping_pong`](crate::supervisor::probe::ping_pong) at the start. The output is a [`Comparison`],
 //! printed as a text table ([`text`]), a Markdown table ([`markdown`]) or JSON.
+//!
+//! **Repeats** (`--repeat R`, [`DEFAULT_REPEAT`]): every run above is made R times, one
+//! after the other (never side by side: on a small machine a second run would load the
+//! first and move its delays), repeat r with seed `seed + r` (fault runs from
+//! `seed + r·3`, so that repeat 0 is the single run of old). A figure is the median over
+//! the repeats with its range ([`Spread`], [`RowSpread`]); the hops are counted over every
+//! handoff of every repeat. A fault's outcomes are tallied over the repeats
+//! ([`Tally`]: `stalls 2/3, survives 1/3` where they differ), and beside them the
+//! simulator decides the same fault over [`SIM_SEEDS`] seeds ([`SimDecision`],
+//! [`crate::sim::fault_run`]: the crash right after the third entry, never restarted,
+//! or each message lost with the same probability), so that what the algorithm does
+//! always can be told from what one run happened to do.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -36,7 +48,20 @@ use crate::resource::Record;
 use crate::supervisor::{self, AppliedFault, Report, RunError, RunOpts};
 
 /// Version of the JSON layout; raised whenever a field changes meaning or goes away.
+/// (Repeats added fields only: a figure is still the figure, now the median over them.)
 pub const SCHEMA: u32 = 1;
+
+/// Repeats of every run unless `--repeat` says: three give a median and a range and
+/// tell `2/3` from `3/3`, and keep a default `compare` near a minute and a half on two
+/// loaded cores (one repeat took about 30 s there).
+pub const DEFAULT_REPEAT: u32 = 3;
+/// The most repeats `--repeat` takes.
+pub const MAX_REPEAT: u32 = 50;
+/// The seeds over which the simulator decides each fault.
+pub const SIM_SEEDS: std::ops::Range<u64> = 0..50;
+/// A simulated fault run that has not finished after this many steps is a stall (a
+/// clean run of 5 nodes and 10 entries takes a few hundred).
+const SIM_MAX_STEPS: u64 = 20_000;
 
 /// Light load: think time long next to the section, so most requests find nobody ahead.
 const LIGHT: (f64, f64) = (1.0, 20.0);
@@ -75,6 +100,8 @@ pub struct CompareOpts {
     pub seed: u64,
     /// How survivors learn of a crash in the fault runs (the others have no crash).
     pub detector: Detector,
+    /// How many times every run is made ([`DEFAULT_REPEAT`]).
+    pub repeat: u32,
 }
 
 /// An algorithm left out of the default list, and why.
@@ -105,6 +132,8 @@ pub struct Comparison {
     pub message_time_us: f64,
     /// How long the whole comparison took, in seconds.
     pub elapsed_s: f64,
+    /// How many times every run was made; each figure is the median over them.
+    pub repeat: u32,
     /// Algorithms left out of the default list.
     pub excluded: Vec<Excluded>,
     /// One row per algorithm compared.
@@ -128,9 +157,11 @@ impl Comparison {
                 stall_ms: FAULT_STALL_MS,
                 drop: DROP,
                 detector: detector.to_string(),
+                sim_seeds: format!("{}..{}", SIM_SEEDS.start, SIM_SEEDS.end),
             },
             message_time_us: 0.0,
             elapsed_s: 0.0,
+            repeat: 1,
             excluded: Vec::new(),
             algorithms: Vec::new(),
         }
@@ -161,6 +192,8 @@ pub struct FaultSettings {
     pub drop: f64,
     /// How survivors learn of a crash.
     pub detector: String,
+    /// The seeds over which the simulator decides each fault, as `A..B`.
+    pub sim_seeds: String,
 }
 
 /// One algorithm's line of the table.
@@ -188,6 +221,71 @@ pub struct Row {
     /// Why a measurement run was not clean.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes_on_runs: Vec<String>,
+    /// Each figure's median and range over the repeats.
+    pub spread: RowSpread,
+}
+
+/// One figure over the repeats: the median (the mean of the middle two for an even
+/// count) and the range.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Spread {
+    /// The median.
+    pub median: f64,
+    /// The smallest.
+    pub min: f64,
+    /// The largest.
+    pub max: f64,
+    /// How many repeats gave the figure.
+    pub runs: usize,
+}
+
+impl Spread {
+    /// The spread of `values`; `None` if there are none.
+    pub fn of(values: &[f64]) -> Option<Spread> {
+        let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let m = v.len() / 2;
+        let median = if v.len() % 2 == 1 { v[m] } else { (v[m - 1] + v[m]) / 2.0 };
+        Some(Spread { median, min: v[0], max: v[v.len() - 1], runs: v.len() })
+    }
+
+    /// `median [min–max]` with `p` decimals; the median alone for a single run.
+    pub fn words(&self, p: usize) -> String {
+        if self.runs <= 1 {
+            format!("{:.p$}", self.median)
+        } else {
+            format!("{:.p$} [{:.p$}–{:.p$}]", self.median, self.min, self.max)
+        }
+    }
+}
+
+/// Every figure of a row over the repeats (each over the repeats that gave it; `null`
+/// where none did). The row's own fields hold the medians.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RowSpread {
+    /// How many times each run was made.
+    pub repeats: u32,
+    /// Messages per entry at light load.
+    pub messages_light: Option<Spread>,
+    /// Messages per entry at saturation.
+    pub messages_saturation: Option<Spread>,
+    /// The delay before entry, in ms (each repeat's median).
+    pub entry_delay_ms: Option<Spread>,
+    /// The same in message times T.
+    pub entry_delay_t: Option<Spread>,
+    /// The synchronisation delay, in ms (each repeat's median).
+    pub sync_delay_ms: Option<Spread>,
+    /// The same in message times T.
+    pub sync_delay_t: Option<Spread>,
+    /// Each repeat's median hops.
+    pub sync_hops: Option<Spread>,
+    /// Each repeat's handoff in its own message times.
+    pub sync_in_message_times: Option<Spread>,
+    /// Each repeat's measured utilisation.
+    pub utilisation: Option<Spread>,
 }
 
 /// [`PerEntry::counted`] when every entry counts.
@@ -270,8 +368,173 @@ pub struct Utilisation {
 pub struct Problems {
     /// What the notes say breaks the algorithm.
     pub notes: &'static str,
-    /// One run per fault.
+    /// One run per fault: the first repeat's.
     pub runs: Vec<FaultRun>,
+    /// Per fault, in the order of `runs`: every repeat, their tally, and what the
+    /// simulator decides.
+    pub by_fault: Vec<FaultSummary>,
+}
+
+/// One fault over the repeats, and over the simulator's seeds.
+#[derive(Clone, Debug, Serialize)]
+pub struct FaultSummary {
+    /// The fault, as in [`FaultRun::fault`].
+    pub fault: &'static str,
+    /// Every repeat's run, the first as in [`Problems::runs`].
+    pub repeats: Vec<FaultRun>,
+    /// Their outcomes, counted over the repeats where the fault hit as meant.
+    pub tally: Tally,
+    /// The simulator's decision; `null` where it does not model the run (a heartbeat
+    /// detector).
+    pub sim: Option<SimDecision>,
+}
+
+/// Outcomes counted: those of the runs where the fault hit as meant, and the misses.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Tally {
+    /// Survived.
+    pub survives: u32,
+    /// Stalled.
+    pub stalls: u32,
+    /// Broke safety.
+    #[serde(rename = "unsafe")]
+    pub unsafe_: u32,
+    /// Runs in which the fault did not hit as meant (their outcome is not counted).
+    pub missed: u32,
+}
+
+impl Tally {
+    /// Count `outcome`.
+    pub fn add(&mut self, outcome: Outcome) {
+        match outcome {
+            Outcome::Survives => self.survives += 1,
+            Outcome::Stalls => self.stalls += 1,
+            Outcome::Unsafe => self.unsafe_ += 1,
+        }
+    }
+
+    /// The runs' outcomes, those that missed counted apart.
+    pub fn of(runs: &[FaultRun]) -> Tally {
+        let mut t = Tally::default();
+        for r in runs {
+            if r.as_intended {
+                t.add(r.outcome);
+            } else {
+                t.missed += 1;
+            }
+        }
+        t
+    }
+
+    /// The runs counted, misses included.
+    pub fn total(&self) -> u32 {
+        self.survives + self.stalls + self.unsafe_ + self.missed
+    }
+
+    /// The outcomes seen, most frequent first (the worse first among equals).
+    pub fn seen(&self) -> Vec<(Outcome, u32)> {
+        let mut v: Vec<(Outcome, u32)> = [
+            (Outcome::Unsafe, self.unsafe_),
+            (Outcome::Stalls, self.stalls),
+            (Outcome::Survives, self.survives),
+        ]
+        .into_iter()
+        .filter(|&(_, k)| k > 0)
+        .collect();
+        v.sort_by_key(|&(_, k)| std::cmp::Reverse(k));
+        v
+    }
+
+    /// The one outcome of every run that hit, if they agree and one did.
+    pub fn unanimous(&self) -> Option<Outcome> {
+        match self.seen()[..] {
+            [(o, _)] => Some(o),
+            _ => None,
+        }
+    }
+
+    /// `stalls 3/3`, `stalls 2/3, survives 1/3`, with `, 1/3 missed` for the misses.
+    pub fn words(&self) -> String {
+        let r = self.total();
+        let mut parts: Vec<String> =
+            self.seen().iter().map(|(o, k)| format!("{} {k}/{r}", o.word())).collect();
+        if self.missed > 0 {
+            parts.push(format!("{}/{r} missed", self.missed));
+        }
+        parts.join(", ")
+    }
+}
+
+/// What seeded simulations of the same fault came to ([`crate::sim::fault_run`]).
+#[derive(Clone, Debug, Serialize)]
+pub struct SimDecision {
+    /// The seeds, as `A..B`.
+    pub seeds: String,
+    /// Outcomes over the seeds where the fault hit as meant: finished is `survives`, a
+    /// state where nothing can happen or a run past the step limit is `stalls`, two
+    /// inside at once is `unsafe`.
+    pub tally: Tally,
+    /// What was simulated: nodes, entries, the fault, the detector.
+    pub model: String,
+    /// The first failure of the world other than two inside (a broken driver contract, a
+    /// node's panic), counted as a stall as a real run's failure is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub other_failure: Option<String>,
+}
+
+impl SimDecision {
+    /// `sim: always stalls (seeds 0..50)`, `sim: stalls 12/50, survives 38/50 (seeds
+    /// 0..50)`; with misses, `(47 of seeds 0..50 hit)`.
+    pub fn words(&self) -> String {
+        let t = &self.tally;
+        let hit = t.total() - t.missed;
+        let over = if t.missed == 0 {
+            format!("seeds {}", self.seeds)
+        } else {
+            format!("{hit} of seeds {} hit", self.seeds)
+        };
+        if hit == 0 {
+            return format!("sim: never hit (seeds {})", self.seeds);
+        }
+        let what = match t.unanimous() {
+            Some(o) => format!("always {}", o.word()),
+            None => {
+                t.seen().iter().map(|(o, k)| format!("{} {k}/{hit}", o.word())).collect::<Vec<_>>().join(", ")
+            }
+        };
+        format!("sim: {what} ({over})")
+    }
+}
+
+impl FaultSummary {
+    /// The cell: the repeats' tally (a single run's word, `?` when it missed, as
+    /// before repeats), then the simulator's decision.
+    pub fn words(&self) -> String {
+        let mut s = match &self.repeats[..] {
+            [one] => verdict(one),
+            runs => {
+                let t = Tally::of(runs);
+                if t.missed == t.total() {
+                    // No repeat hit: what the misses did, marked as misses.
+                    let mut m = Tally::default();
+                    runs.iter().for_each(|r| m.add(r.outcome));
+                    let r = t.total();
+                    m.seen()
+                        .iter()
+                        .map(|(o, k)| format!("{}? {k}/{r}", o.word()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                } else {
+                    t.words()
+                }
+            }
+        };
+        if let Some(d) = &self.sim {
+            s.push_str(" · ");
+            s.push_str(&d.words());
+        }
+        s
+    }
 }
 
 /// What a fault run did to the algorithm.
@@ -362,6 +625,18 @@ impl Fault {
             Fault::Holder => kill.is_some_and(|f| inside(&f.note) && f.worker != Some(n - 1)),
             Fault::Coordinator => kill.is_some(),
             Fault::Lost => lost > 0,
+        }
+    }
+
+    /// The same for a simulated run: the node crashed and whether it was inside, and
+    /// the messages lost.
+    fn sim_hit(self, crashed: Option<(u32, bool)>, lost: u64, n: u32) -> bool {
+        match (self, crashed) {
+            (Fault::NonHolder, Some((_, inside))) => !inside,
+            (Fault::Holder, Some((w, inside))) => inside && w != n - 1,
+            (Fault::Coordinator, Some(_)) => true,
+            (Fault::Lost, _) => lost > 0,
+            (_, None) => false,
         }
     }
 }
@@ -475,6 +750,9 @@ pub fn validate(o: &CompareOpts) -> Result<(), String> {
     if !(2..=1000).contains(&o.entries) {
         return Err(format!("-k must be between 2 and 1000, not {}", o.entries));
     }
+    if !(1..=MAX_REPEAT).contains(&o.repeat) {
+        return Err(format!("--repeat must be between 1 and {MAX_REPEAT}, not {}", o.repeat));
+    }
     for name in &o.algos {
         match registry::lookup(name) {
             Err(e) => return Err(e),
@@ -527,6 +805,7 @@ pub fn compare(o: &CompareOpts, mut done: impl FnMut(&Row, Duration)) -> Result<
         elapsed_s: started.elapsed().as_secs_f64(),
         excluded,
         algorithms: rows,
+        repeat: o.repeat,
         ..Comparison::new(o.workers, o.entries, &o.detector.to_string())
     })
 }
@@ -574,74 +853,267 @@ fn unclean(what: &str, r: &Report) -> Option<String> {
     Some(format!("{what} run not clean: {why}"))
 }
 
-/// One algorithm's row: two measurement runs and the fault runs.
-fn measure(o: &CompareOpts, name: &str, t_ms: f64, tmp: &Path) -> Result<Row, RunError> {
-    let info = registry::info(name).ok_or_else(|| RunError::Usage(format!("unknown algorithm {name:?}")))?;
+/// One repeat's measurement runs of one algorithm.
+#[derive(Clone, Debug)]
+struct Measured {
+    /// Messages per entry at light load and at saturation.
+    light: f64,
+    saturation: f64,
+    /// Heartbeats left out of them.
+    heartbeats_light: u64,
+    heartbeats_saturation: u64,
+    /// The median wait at light load and its samples, in ns.
+    entry: Option<(f64, usize)>,
+    /// The median synchronisation delay at saturation and its samples, in ns.
+    sync: Option<(f64, usize)>,
+    /// The handoffs from the trace, or why the trace could not be read.
+    hops: Result<SyncHops, String>,
+    /// Both runs clean.
+    clean: bool,
+    /// Why a run was not clean.
+    notes: Vec<String>,
+}
+
+/// One repeat (`rep`, from 0) of the two measurement runs; the directories go after.
+fn measure_once(o: &CompareOpts, name: &str, rep: u32, tmp: &Path) -> Result<Measured, RunError> {
     let c = claim(name);
     let free = c.is_some_and(|c| c.coordinator_free);
     let n = o.workers;
     let said = |f: Option<fn(u32) -> String>| f.map_or_else(|| "-".to_string(), |f| f(n));
-
-    let light_dir = tmp.join(format!("{name}-light"));
-    let light = supervisor::run(&run_opts(o, name, light_dir.clone(), o.entries, LIGHT))?;
-    let sat_dir = tmp.join(format!("{name}-saturated"));
+    let seed = o.seed.wrapping_add(u64::from(rep));
+    let light_dir = tmp.join(format!("{name}-light-{rep}"));
+    let light = supervisor::run(&RunOpts { seed, ..run_opts(o, name, light_dir.clone(), o.entries, LIGHT) })?;
+    let sat_dir = tmp.join(format!("{name}-saturated-{rep}"));
     // Traced, for the handoffs' hops: a few % of a saturated run's speed, which compare
     // does not measure.
     let sat = supervisor::run(&RunOpts {
         trace: true,
+        seed,
         ..run_opts(o, name, sat_dir.clone(), o.entries, SATURATED)
     })?;
     let records = |dir: &Path| {
         read_records(&dir.join(RESOURCE_FILE))
             .map_err(|e| RunError::Failed(format!("{name}: cannot read {}: {e}", dir.display())))
     };
-    let delay = |mut samples: Vec<u64>, claimed: Option<fn(u32) -> String>| {
-        median(&mut samples).map(|ns| Delay {
-            ms: ns / 1e6,
-            t: ns / 1e6 / t_ms,
-            samples: samples.len(),
-            notes: said(claimed),
-        })
-    };
+    let med = |mut samples: Vec<u64>| median(&mut samples).map(|ns| (ns, samples.len()));
     let coordinator = free.then_some(n - 1);
-    let entry = delay(entry_waits(records(&light_dir)?, coordinator), c.map(|c| c.entry));
+    let entry = med(entry_waits(records(&light_dir)?, coordinator));
     let sat_records = records(&sat_dir)?;
-    let sync = delay(sync_delays(sat_records.clone()), c.map(|c| c.sync));
-    let mut trace_note = None;
-    let sync_hops = match crate::handoff::analyse(&sat_dir, coordinator) {
-        Ok(h) => Some(sync_hops(h, sat_records, said(c.map(|c| c.sync)))),
-        Err(e) => {
-            trace_note = Some(format!("saturated run's trace: {e}"));
-            None
-        }
-    };
+    let sync = med(sync_delays(sat_records.clone()));
+    let hops = crate::handoff::analyse(&sat_dir, coordinator)
+        .map(|h| sync_hops(h, sat_records, said(c.map(|c| c.sync))))
+        .map_err(|e| e.to_string());
+    // Read: a repeat's files need not wait for the others (the disk is small).
+    let _ = std::fs::remove_dir_all(&light_dir);
+    let _ = std::fs::remove_dir_all(&sat_dir);
     let (light_pe, light_hb) = per_entry(&light, free);
     let (sat_pe, sat_hb) = per_entry(&sat, free);
-    let mut runs = Vec::new();
-    for fault in FAULTS {
-        runs.push(fault_run(o, name, fault, tmp)?);
+    Ok(Measured {
+        light: light_pe,
+        saturation: sat_pe,
+        heartbeats_light: light_hb,
+        heartbeats_saturation: sat_hb,
+        entry,
+        sync,
+        hops,
+        clean: light.ok && sat.ok,
+        notes: [unclean("light-load", &light), unclean("saturated", &sat)].into_iter().flatten().collect(),
+    })
+}
+
+/// One algorithm's row: the measurement runs and the fault runs, each made
+/// `o.repeat` times, and the simulator's decision on each fault.
+fn measure(o: &CompareOpts, name: &str, t_ms: f64, tmp: &Path) -> Result<Row, RunError> {
+    let info = registry::info(name).ok_or_else(|| RunError::Usage(format!("unknown algorithm {name:?}")))?;
+    let mut measured = Vec::new();
+    for rep in 0..o.repeat {
+        measured.push(measure_once(o, name, rep, tmp)?);
     }
-    Ok(Row {
-        algorithm: name.to_string(),
+    let mut by_fault = Vec::new();
+    for fault in FAULTS {
+        let mut repeats = Vec::new();
+        for rep in 0..o.repeat {
+            repeats.push(fault_run(o, name, fault, rep, tmp)?);
+        }
+        by_fault.push(FaultSummary {
+            fault: fault.name(),
+            tally: Tally::of(&repeats),
+            repeats,
+            sim: simulate_fault(o, info, fault),
+        });
+    }
+    Ok(aggregate(info, o.workers, t_ms, &measured, by_fault))
+}
+
+/// The row of `info` from its repeats' measurements and its faults: each figure the
+/// median over the repeats, its range in [`Row::spread`], the hops over every handoff.
+fn aggregate(info: &AlgoInfo, n: u32, t_ms: f64, measured: &[Measured], by_fault: Vec<FaultSummary>) -> Row {
+    let c = info.claim.as_ref();
+    let free = c.is_some_and(|c| c.coordinator_free);
+    let said = |f: Option<fn(u32) -> String>| f.map_or_else(|| "-".to_string(), |f| f(n));
+    let over = |get: &dyn Fn(&Measured) -> Option<f64>| {
+        Spread::of(&measured.iter().filter_map(get).collect::<Vec<_>>())
+    };
+    let light = over(&|m| Some(m.light));
+    let saturation = over(&|m| Some(m.saturation));
+    let entry_ms = over(&|m| m.entry.map(|(ns, _)| ns / 1e6));
+    let sync_ms = over(&|m| m.sync.map(|(ns, _)| ns / 1e6));
+    let in_t = |s: Option<Spread>| {
+        s.map(|s| Spread { median: s.median / t_ms, min: s.min / t_ms, max: s.max / t_ms, runs: s.runs })
+    };
+    let delay = |s: Option<Spread>, samples: usize, claimed: Option<fn(u32) -> String>| {
+        s.map(|s| Delay { ms: s.median, t: s.median / t_ms, samples, notes: said(claimed) })
+    };
+    let samples =
+        |get: fn(&Measured) -> Option<(f64, usize)>| measured.iter().filter_map(get).map(|x| x.1).sum();
+    let traced: Vec<&SyncHops> = measured.iter().filter_map(|m| m.hops.as_ref().ok()).collect();
+    let hop_spread = |get: &dyn Fn(&SyncHops) -> Option<f64>| {
+        Spread::of(&traced.iter().filter_map(|h| get(h)).collect::<Vec<_>>())
+    };
+    let many = measured.len() > 1;
+    let mut notes = Vec::new();
+    for (r, m) in measured.iter().enumerate() {
+        let run = |what: &str| if many { format!("repeat {}: {what}", r + 1) } else { what.to_string() };
+        notes.extend(m.notes.iter().map(|n| run(n)));
+        if let Err(e) = &m.hops {
+            notes.push(run(&format!("saturated run's trace: {e}")));
+        }
+    }
+    let med = |get: fn(&Measured) -> u64| {
+        Spread::of(&measured.iter().map(|m| get(m) as f64).collect::<Vec<_>>())
+            .map_or(0, |s| s.median.round() as u64)
+    };
+    Row {
+        algorithm: info.name.to_string(),
         family: info.family.to_string(),
         messages_per_entry: PerEntry {
-            light: light_pe,
-            saturation: sat_pe,
+            light: light.map_or(0.0, |s| s.median),
+            saturation: saturation.map_or(0.0, |s| s.median),
             counted: if free { CLIENT_ENTRIES } else { EVERY_ENTRY },
-            heartbeats_light: light_hb,
-            heartbeats_saturation: sat_hb,
+            heartbeats_light: med(|m| m.heartbeats_light),
+            heartbeats_saturation: med(|m| m.heartbeats_saturation),
             theory: (info.theory)(Shape { n, replicas: None, initiators: 0 }),
             notes: said(c.map(|c| c.messages)),
         },
-        entry_delay: entry,
-        sync_delay: sync,
-        sync_hops,
-        problems: Problems { notes: c.map_or("-", |c| c.problems), runs },
-        clean: light.ok && sat.ok,
-        notes_on_runs: [unclean("light-load", &light), unclean("saturated", &sat), trace_note]
-            .into_iter()
-            .flatten()
-            .collect(),
+        entry_delay: delay(entry_ms, samples(|m| m.entry), c.map(|c| c.entry)),
+        sync_delay: delay(sync_ms, samples(|m| m.sync), c.map(|c| c.sync)),
+        sync_hops: (!traced.is_empty()).then(|| merge_hops(&traced)),
+        problems: Problems {
+            notes: c.map_or("-", |c| c.problems),
+            runs: by_fault.iter().filter_map(|f| f.repeats.first().cloned()).collect(),
+            by_fault,
+        },
+        clean: measured.iter().all(|m| m.clean),
+        notes_on_runs: notes,
+        spread: RowSpread {
+            repeats: measured.len() as u32,
+            messages_light: light,
+            messages_saturation: saturation,
+            entry_delay_t: in_t(entry_ms),
+            entry_delay_ms: entry_ms,
+            sync_delay_t: in_t(sync_ms),
+            sync_delay_ms: sync_ms,
+            sync_hops: hop_spread(&|h| h.median),
+            sync_in_message_times: hop_spread(&|h| h.in_message_times),
+            utilisation: hop_spread(&|h| h.utilisation.as_ref().map(|u| u.measured)),
+        },
+    }
+}
+
+/// The repeats' handoffs as one: hops counted over every handoff of every repeat, the
+/// times and the utilisation the medians of the repeats'.
+fn merge_hops(runs: &[&SyncHops]) -> SyncHops {
+    let med = |v: Vec<f64>| Spread::of(&v).map(|s| s.median);
+    let mut h = crate::handoff::Handoffs::default();
+    for r in runs {
+        let x = &r.handoffs;
+        h.handoffs += x.handoffs;
+        h.no_path += x.no_path;
+        h.skipped += x.skipped;
+        h.messages_timed += x.messages_timed;
+        for (&hops, &k) in &x.by_hops {
+            *h.by_hops.entry(hops).or_default() += k;
+        }
+        h.notes.extend(x.notes.iter().take(8).cloned());
+    }
+    h.delay_median_ns =
+        med(runs.iter().filter_map(|r| r.handoffs.delay_median_ns).map(|v| v as f64).collect())
+            .map(|v| v.round() as u64);
+    h.message_median_ns =
+        med(runs.iter().filter_map(|r| r.handoffs.message_median_ns).map(|v| v as f64).collect())
+            .map(|v| v.round() as u64);
+    let used: Vec<&Utilisation> = runs.iter().filter_map(|r| r.utilisation.as_ref()).collect();
+    let u = |get: fn(&Utilisation) -> f64| med(used.iter().map(|u| get(u)).collect()).unwrap_or(0.0);
+    SyncHops {
+        median: h.median(),
+        mean: h.mean(),
+        in_message_times: med(runs.iter().filter_map(|r| r.in_message_times).collect()),
+        message_time_us: med(runs.iter().filter_map(|r| r.message_time_us).collect()),
+        handoffs: h,
+        utilisation: (!used.is_empty()).then(|| Utilisation {
+            measured: u(|u| u.measured),
+            predicted: u(|u| u.predicted),
+            section_ms: u(|u| u.section_ms),
+            k: u(|u| u.k),
+        }),
+        notes: runs.first().map_or_else(String::new, |r| r.notes.clone()),
+    }
+}
+
+/// What the simulator decides for `fault` on `info` over [`SIM_SEEDS`]: the same crash
+/// (right after entry [`FAULT_AT_ENTRY`], never restarted) or the same losses as the real
+/// runs, with the real runs' size and entries. `None` under a heartbeat detector, whose
+/// timing the simulator does not model.
+fn simulate_fault(o: &CompareOpts, info: &AlgoInfo, fault: Fault) -> Option<SimDecision> {
+    use crate::sim::{CrashAt, Ending, Failure, FaultSim, Victim};
+    let (detector, told) = match o.detector {
+        Detector::Perfect => (true, "perfect detector"),
+        Detector::None => (false, "no detector"),
+        Detector::Heartbeat { .. } => return None,
+    };
+    let n = o.workers;
+    let at = |victim| Some(CrashAt { victim, at_entry: FAULT_AT_ENTRY });
+    let (crash, drop, what) = match fault {
+        Fault::NonHolder => (at(Victim::Node(0)), 0.0, format!("w0 crashes at entry {FAULT_AT_ENTRY}")),
+        Fault::Holder => (at(Victim::Holder), 0.0, format!("the holder crashes at entry {FAULT_AT_ENTRY}")),
+        Fault::Coordinator => {
+            (at(Victim::Node(n - 1)), 0.0, format!("w{} crashes at entry {FAULT_AT_ENTRY}", n - 1))
+        }
+        Fault::Lost => (None, DROP, format!("each message lost with probability {DROP}")),
+    };
+    let mut tally = Tally::default();
+    let mut other_failure = None;
+    for seed in SIM_SEEDS {
+        let r = (info.fault_sim)(&FaultSim {
+            n,
+            seed,
+            entries: FAULT_ENTRIES as u32,
+            crash,
+            drop,
+            detector,
+            max_steps: SIM_MAX_STEPS,
+        });
+        if !fault.sim_hit(r.crashed, r.lost, n) {
+            tally.missed += 1;
+            continue;
+        }
+        tally.add(match r.ending {
+            Ok(Ending::Finished) => Outcome::Survives,
+            Ok(Ending::Stuck | Ending::StepLimit) => Outcome::Stalls,
+            Err(Failure::Overlap { .. }) => Outcome::Unsafe,
+            Err(e) => {
+                other_failure.get_or_insert_with(|| format!("seed {seed}: {e}"));
+                Outcome::Stalls
+            }
+        });
+    }
+    Some(SimDecision {
+        seeds: format!("{}..{}", SIM_SEEDS.start, SIM_SEEDS.end),
+        tally,
+        model: format!(
+            "{n} nodes, {FAULT_ENTRIES} entries each; {what}, never restarted or lost for good; {told}"
+        ),
+        other_failure,
     })
 }
 
@@ -668,15 +1140,17 @@ fn sync_hops(h: crate::handoff::Handoffs, records: Vec<Record>, notes: String) -
     }
 }
 
-/// Put `name` through one fault, retrying with the next seed until it hits as meant.
-fn fault_run(o: &CompareOpts, name: &str, fault: Fault, tmp: &Path) -> Result<FaultRun, RunError> {
+/// Put `name` through one fault (repeat `rep`), retrying with the next seed until it
+/// hits as meant; repeat r starts at `seed + r·ATTEMPTS`, so that the repeats' seeds
+/// never overlap.
+fn fault_run(o: &CompareOpts, name: &str, fault: Fault, rep: u32, tmp: &Path) -> Result<FaultRun, RunError> {
     let (plan_text, drop) = fault.plan();
     let plan =
         Plan::parse(&plan_text, o.workers).map_err(|e| RunError::Failed(format!("{plan_text}: {e}")))?;
     let mut last = None;
     for attempt in 0..ATTEMPTS {
-        let seed = o.seed.wrapping_add(attempt);
-        let dir = tmp.join(format!("{name}-{}-{attempt}", fault.name().replace(' ', "-")));
+        let seed = o.seed.wrapping_add(u64::from(rep) * ATTEMPTS + attempt);
+        let dir = tmp.join(format!("{name}-{}-{rep}-{attempt}", fault.name().replace(' ', "-")));
         let opts = RunOpts {
             seed,
             plan: plan.clone(),
@@ -686,6 +1160,9 @@ fn fault_run(o: &CompareOpts, name: &str, fault: Fault, tmp: &Path) -> Result<Fa
             ..run_opts(o, name, dir, FAULT_ENTRIES, FAULT_TIMING)
         };
         let r = supervisor::run(&opts)?;
+        if let Some(dir) = &opts.run_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
         let hit = fault.hit(&r.faults, r.lost_messages, o.workers);
         let run = FaultRun {
             fault: fault.name(),
@@ -750,30 +1227,47 @@ fn in_t(t: f64) -> String {
     }
 }
 
-/// A delay as `ms = T`.
-fn delay(d: Option<&Delay>) -> String {
-    d.map_or_else(|| "no waits".to_string(), |d| format!("{:.3} ms = {}", d.ms, in_t(d.t)))
+/// A delay as `ms = T`, with the range over the repeats where there are several:
+/// `0.063 [0.050–0.080] ms = 35 [28–44] T`.
+fn delay(d: Option<&Delay>, ms: Option<&Spread>, t: Option<&Spread>) -> String {
+    let Some(d) = d else { return "no waits".to_string() };
+    match (ms, t) {
+        (Some(ms), Some(t)) if ms.runs > 1 => {
+            let p = if d.t >= 10.0 { 0 } else { 1 };
+            format!("{} ms = {} T", ms.words(3), t.words(p))
+        }
+        _ => format!("{:.3} ms = {}", d.ms, in_t(d.t)),
+    }
 }
 
-/// The hops cell: the median (and range), then the claim.
+/// A figure with `p` decimals, with its range over the repeats where there are several.
+fn figure(v: f64, spread: Option<&Spread>, p: usize) -> String {
+    match spread {
+        Some(s) if s.runs > 1 => s.words(p),
+        _ => format!("{v:.p$}"),
+    }
+}
+
+/// The hops cell: the median (and range) over every handoff, then the claim.
 fn hops(h: Option<&SyncHops>) -> String {
     h.map_or_else(|| "no trace".to_string(), |h| format!("{} ({})", h.handoffs.words(), h.notes))
 }
 
-/// The handoff in the run's own message times: `2.27 × 21.3 µs`.
-fn in_run_t(h: Option<&SyncHops>) -> String {
+/// The handoff in the run's own message times: `2.27 × 21.3 µs`, or over repeats
+/// `2.27 [2.10–2.50] × 21.3 µs` (the median repeat's message time).
+fn in_run_t(h: Option<&SyncHops>, spread: Option<&Spread>) -> String {
     match h.and_then(|h| Some((h.in_message_times?, h.message_time_us?))) {
-        Some((x, us)) => format!("{x:.2} × {us:.1} µs"),
+        Some((x, us)) => format!("{} × {us:.1} µs", figure(x, spread, 2)),
         None => "-".to_string(),
     }
 }
 
-/// Utilisation against W/(W+kT): `0.946 (W/(W+2T) 0.959)`.
-fn used(h: Option<&SyncHops>) -> String {
+/// Utilisation against W/(W+kT): `0.946 (W/(W+2T) 0.959)`, the range after the median.
+fn used(h: Option<&SyncHops>, spread: Option<&Spread>) -> String {
     match h.and_then(|h| h.utilisation.as_ref()) {
         Some(u) => {
             let k = if u.k.fract() == 0.0 { format!("{:.0}", u.k) } else { format!("{:.1}", u.k) };
-            format!("{:.3} (W/(W+{k}T) {:.3})", u.measured, u.predicted)
+            format!("{} (W/(W+{k}T) {:.3})", figure(u.measured, spread, 3), u.predicted)
         }
         None => "-".to_string(),
     }
@@ -792,23 +1286,29 @@ pub(crate) fn cells(c: &Comparison) -> (Vec<[String; 10]>, Vec<[String; 6]>) {
     for r in &c.algorithms {
         let m = &r.messages_per_entry;
         let mark = if r.clean { "" } else { " (not clean)" };
+        let sp = &r.spread;
         costs.push([
             format!("{}{mark}", r.algorithm),
-            format!("{:.2}", m.light),
-            format!("{:.2}", m.saturation),
+            figure(m.light, sp.messages_light.as_ref(), 2),
+            figure(m.saturation, sp.messages_saturation.as_ref(), 2),
             m.notes.clone(),
-            delay(r.entry_delay.as_ref()),
+            delay(r.entry_delay.as_ref(), sp.entry_delay_ms.as_ref(), sp.entry_delay_t.as_ref()),
             r.entry_delay.as_ref().map_or("-".to_string(), |d| d.notes.clone()),
             format!(
                 "{} ({})",
-                delay(r.sync_delay.as_ref()),
+                delay(r.sync_delay.as_ref(), sp.sync_delay_ms.as_ref(), sp.sync_delay_t.as_ref()),
                 r.sync_delay.as_ref().map_or("-", |d| d.notes.as_str())
             ),
             hops(r.sync_hops.as_ref()),
-            in_run_t(r.sync_hops.as_ref()),
-            used(r.sync_hops.as_ref()),
+            in_run_t(r.sync_hops.as_ref(), sp.sync_in_message_times.as_ref()),
+            used(r.sync_hops.as_ref(), sp.utilisation.as_ref()),
         ]);
-        let v = |i: usize| r.problems.runs.get(i).map_or("-".to_string(), verdict);
+        // The repeats' tally and the simulator's decision where there is one; a single
+        // run's word otherwise.
+        let v = |i: usize| match r.problems.by_fault.get(i) {
+            Some(f) if !f.repeats.is_empty() => f.words(),
+            _ => r.problems.runs.get(i).map_or("-".to_string(), verdict),
+        };
         problems.push([r.algorithm.clone(), v(0), v(1), v(2), v(3), r.problems.notes.to_string()]);
     }
     (costs, problems)
@@ -850,6 +1350,14 @@ pub(crate) fn footer(c: &Comparison) -> String {
          saturated run the resource was held, against W/(W+kT) (W the median section, k the \
          median hops, T the run's message time; the notes' W/(W+2T) for the coordinator)."
     );
+    if c.repeat > 1 {
+        let _ = writeln!(
+            s,
+            "Every run made {} times, one after the other: each figure is the median over the \
+             repeats, [min–max] their range; the hops are counted over every handoff of every repeat.",
+            c.repeat
+        );
+    }
     let f = &c.fault_runs;
     let _ = writeln!(
         s,
@@ -858,6 +1366,25 @@ pub(crate) fn footer(c: &Comparison) -> String {
          not hit as meant in {ATTEMPTS} seeds.",
         f.entries_per_worker, f.cs_ms, f.drop, f.stall_ms, f.detector
     );
+    if c.repeat > 1 {
+        let _ = writeln!(
+            s,
+            "`stalls 2/3`: the outcome in 2 of 3 repeats (a repeat in which the fault did not hit \
+             as meant is counted as missed, not by its outcome)."
+        );
+    }
+    let simulated = c.algorithms.iter().flat_map(|r| &r.problems.by_fault).any(|f| f.sim.is_some());
+    if simulated {
+        let _ = writeln!(
+            s,
+            "`sim:` the same fault in the simulator (`mutexlab sim`'s world, the same N and entries), \
+             one run per seed of {}: the crash right after entry {FAULT_AT_ENTRY}, never restarted, \
+             survivors told as by the detector; or each message lost with probability {}. \
+             Finished = survives, nothing left to happen or no end in {SIM_MAX_STEPS} steps = stalls, \
+             two inside = unsafe. Seeded runs, not every interleaving: `always` is over those seeds.",
+            f.sim_seeds, f.drop
+        );
+    }
     // One line per reason: the baselines share theirs.
     let mut reasons: Vec<&str> = Vec::new();
     for e in &c.excluded {
@@ -1043,9 +1570,11 @@ mod tests {
                         run("non-holder crash", Outcome::Survives, true),
                         run("holder crash", Outcome::Stalls, false),
                     ],
+                    by_fault: vec![],
                 },
                 clean: false,
                 notes_on_runs: vec![],
+                spread: RowSpread::default(),
             }],
             ..Comparison::new(3, 5, "perfect")
         }
@@ -1134,6 +1663,184 @@ mod tests {
         }
     }
 
+    fn fault(outcome: Outcome, as_intended: bool) -> FaultRun {
+        FaultRun {
+            fault: "holder crash",
+            plan: "kill holder at entry 3".into(),
+            drop: 0.0,
+            seed: 1,
+            outcome,
+            as_intended,
+            detail: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_spread_is_the_median_and_the_range_of_the_repeats() {
+        let s = Spread::of(&[3.0, 1.0, 2.0]).unwrap();
+        assert_eq!(s, Spread { median: 2.0, min: 1.0, max: 3.0, runs: 3 });
+        assert_eq!(s.words(1), "2.0 [1.0–3.0]");
+        // An even count: the mean of the middle two.
+        assert_eq!(Spread::of(&[4.0, 1.0, 2.0, 8.0]).unwrap().median, 3.0);
+        // One run: the figure alone, as before repeats; none: no spread, not zero.
+        assert_eq!(Spread::of(&[1.5]).unwrap().words(2), "1.50");
+        assert_eq!(Spread::of(&[]), None);
+    }
+
+    #[test]
+    fn outcomes_that_differ_between_repeats_are_counted_never_shown_as_one_word() {
+        let differ =
+            [fault(Outcome::Stalls, true), fault(Outcome::Survives, true), fault(Outcome::Stalls, true)];
+        let t = Tally::of(&differ);
+        assert_eq!(t.unanimous(), None);
+        assert_eq!(t.words(), "stalls 2/3, survives 1/3");
+        let summary = |runs: &[FaultRun], sim| FaultSummary {
+            fault: "holder crash",
+            repeats: runs.to_vec(),
+            tally: Tally::of(runs),
+            sim,
+        };
+        let cell = summary(&differ, None).words();
+        // The negative control: a mixed cell is neither word alone nor n/n.
+        assert!(cell != "stalls" && cell != "survives" && !cell.contains("3/3"), "{cell}");
+        let same = [fault(Outcome::Stalls, true), fault(Outcome::Stalls, true), fault(Outcome::Stalls, true)];
+        assert_eq!(Tally::of(&same).unanimous(), Some(Outcome::Stalls));
+        assert_eq!(summary(&same, None).words(), "stalls 3/3");
+        // A miss is counted apart, not by its outcome.
+        let missed = [fault(Outcome::Stalls, true), fault(Outcome::Survives, false)];
+        assert_eq!(summary(&missed, None).words(), "stalls 1/2, 1/2 missed");
+        let none_hit = [fault(Outcome::Stalls, false), fault(Outcome::Stalls, false)];
+        assert_eq!(summary(&none_hit, None).words(), "stalls? 2/2");
+        // A single run reads as before repeats.
+        assert_eq!(summary(&[fault(Outcome::Unsafe, false)], None).words(), "unsafe?");
+
+        let sim = |survives, stalls, missed| SimDecision {
+            seeds: "0..50".into(),
+            tally: Tally { survives, stalls, unsafe_: 0, missed },
+            model: String::new(),
+            other_failure: None,
+        };
+        assert_eq!(
+            summary(&same, Some(sim(0, 50, 0))).words(),
+            "stalls 3/3 · sim: always stalls (seeds 0..50)"
+        );
+        assert_eq!(
+            summary(&differ, Some(sim(38, 12, 0))).words(),
+            "stalls 2/3, survives 1/3 · sim: survives 38/50, stalls 12/50 (seeds 0..50)"
+        );
+        assert_eq!(sim(0, 47, 3).words(), "sim: always stalls (47 of seeds 0..50 hit)");
+        assert_eq!(sim(0, 0, 50).words(), "sim: never hit (seeds 0..50)");
+        let v = serde_json::to_value(Tally { unsafe_: 1, ..Tally::default() }).unwrap();
+        assert_eq!(v["unsafe"], 1, "{v}");
+    }
+
+    /// A made-up repeat of the measurement runs.
+    fn measured(light: f64, sync_ns: f64, hops: &[(u32, u64)], clean: bool) -> Measured {
+        let h = crate::handoff::Handoffs {
+            handoffs: hops.iter().map(|h| h.1).sum(),
+            by_hops: hops.iter().copied().collect(),
+            delay_median_ns: Some(sync_ns as u64),
+            message_median_ns: Some(20_000),
+            ..Default::default()
+        };
+        Measured {
+            light,
+            saturation: 3.0,
+            heartbeats_light: 0,
+            heartbeats_saturation: 0,
+            entry: Some((sync_ns * 2.0, 10)),
+            sync: Some((sync_ns, 19)),
+            hops: Ok(sync_hops(h, vec![], "2: RELEASE, GRANT".into())),
+            clean,
+            notes: if clean { vec![] } else { vec!["saturated run not clean: stall".into()] },
+        }
+    }
+
+    #[test]
+    fn repeats_are_aggregated_into_medians_with_their_range_in_every_table() {
+        let info = registry::info("centralized").unwrap();
+        let runs = [
+            measured(3.0, 40_000.0, &[(2, 9)], true),
+            measured(2.5, 60_000.0, &[(2, 8), (1, 1)], true),
+            measured(4.0, 50_000.0, &[(2, 10)], false),
+        ];
+        let by_fault = vec![FaultSummary {
+            fault: "holder crash",
+            repeats: vec![
+                fault(Outcome::Stalls, true),
+                fault(Outcome::Survives, true),
+                fault(Outcome::Stalls, true),
+            ],
+            tally: Tally { survives: 1, stalls: 2, ..Tally::default() },
+            sim: None,
+        }];
+        let row = aggregate(info, 5, 0.01, &runs, by_fault);
+        assert_eq!(row.messages_per_entry.light, 3.0);
+        assert_eq!(row.spread.messages_light, Some(Spread { median: 3.0, min: 2.5, max: 4.0, runs: 3 }));
+        let sync = row.sync_delay.as_ref().unwrap();
+        assert_eq!((sync.ms, sync.samples), (0.05, 57));
+        assert!((sync.t - 5.0).abs() < 1e-9, "{sync:?}");
+        // Hops over every handoff of every repeat: 27 of 2, one of 1.
+        let h = row.sync_hops.as_ref().unwrap();
+        assert_eq!((h.handoffs.handoffs, h.median), (28, Some(2.0)));
+        assert_eq!(h.handoffs.words(), "2 (1-2)");
+        assert_eq!(h.in_message_times, Some(2.5));
+        assert!(!row.clean && row.notes_on_runs == ["repeat 3: saturated run not clean: stall"], "{row:?}");
+        assert_eq!(row.problems.runs.len(), 1, "the first repeat's run");
+
+        let c = Comparison { repeat: 3, algorithms: vec![row], ..Comparison::new(5, 20, "perfect") };
+        let text = text(&c);
+        assert!(text.contains("3.00 [2.50–4.00]"), "{text}");
+        assert!(text.contains("0.050 [0.040–0.060] ms = 5.0 [4.0–6.0] T (2: RELEASE, GRANT)"), "{text}");
+        assert!(text.contains("2.50 [2.00–3.00] × 20.0 µs"), "{text}");
+        assert!(text.contains("stalls 2/3, survives 1/3"), "{text}");
+        assert!(text.contains("Every run made 3 times"), "{text}");
+        let md = markdown(&c);
+        assert!(md.contains("| 3.00 [2.50–4.00] |") && md.contains("| stalls 2/3, survives 1/3 |"), "{md}");
+        let page = crate::html::comparison_page(&c);
+        assert!(page.contains("<td>3.00 [2.50–4.00]</td>"), "the page's table");
+        assert!(page.contains(r#"<line data-range="light""#), "the range over the bar");
+        assert!(page.contains(r#"data-cell="stalls 2/3, survives 1/3" class="mixed""#), "{page}");
+        let v = serde_json::to_value(&c).unwrap();
+        let r = &v["algorithms"][0];
+        assert_eq!(r["messages_per_entry"]["light"], 3.0, "the median, in the old field");
+        assert_eq!(r["spread"]["messages_light"]["min"], 2.5);
+        assert_eq!(r["spread"]["sync_delay_ms"]["max"], 0.06);
+        assert_eq!(r["problems"]["by_fault"][0]["tally"]["stalls"], 2);
+        assert_eq!(r["problems"]["runs"][0]["outcome"], "stalls");
+        assert_eq!((v["schema"].as_u64(), v["repeat"].as_u64()), (Some(1), Some(3)));
+    }
+
+    #[test]
+    fn the_simulator_decides_a_holder_crash_of_the_ring_and_of_the_coordinator() {
+        let o = CompareOpts {
+            exe: PathBuf::from("mutexlab"),
+            algos: vec![],
+            workers: 5,
+            entries: 20,
+            seed: 1,
+            detector: Detector::Perfect,
+            repeat: 1,
+        };
+        let ring = registry::info("token-ring").unwrap();
+        // A holder that is also the highest id belongs to the coordinator's column: missed.
+        let d = simulate_fault(&o, ring, Fault::Holder).unwrap();
+        assert_eq!(d.tally.unanimous(), Some(Outcome::Stalls), "{d:?}");
+        assert!(d.words().starts_with("sim: always stalls ("), "{d:?}");
+        // A node outside: the ring goes on, unless the token was on its way to it.
+        let d = simulate_fault(&o, ring, Fault::NonHolder).unwrap();
+        assert!(d.tally.survives > 0 && d.tally.unsafe_ == 0, "{d:?}");
+        let central = registry::info("centralized").unwrap();
+        assert_eq!(
+            simulate_fault(&o, central, Fault::Coordinator).unwrap().tally.unanimous(),
+            Some(Outcome::Stalls)
+        );
+        // The heartbeat detector's timing is not modelled: no decision rather than a wrong one.
+        let hb =
+            Detector::Heartbeat { every: Duration::from_millis(50), suspect: Duration::from_millis(100) };
+        assert!(simulate_fault(&CompareOpts { detector: hb, ..o }, ring, Fault::Holder).is_none());
+    }
+
     #[test]
     fn bad_requests_are_refused_by_name() {
         let o = CompareOpts {
@@ -1143,11 +1850,13 @@ mod tests {
             entries: 20,
             seed: 1,
             detector: Detector::Perfect,
+            repeat: 3,
         };
         assert_eq!(validate(&o), Ok(()));
         for (bad, says) in [
             (CompareOpts { workers: 1, ..o.clone() }, "-n must be"),
             (CompareOpts { entries: 1, ..o.clone() }, "-k must be"),
+            (CompareOpts { repeat: 0, ..o.clone() }, "--repeat must be between 1"),
             (CompareOpts { algos: vec!["lamprey".into()], ..o.clone() }, "unknown algorithm"),
             (CompareOpts { algos: vec!["bully".into()], ..o.clone() }, "is an election"),
         ] {

@@ -65,6 +65,9 @@ pub struct AlgoInfo {
     /// Runs the node type in the simulator with the settings of `mutexlab sim` (set by
     /// [`AlgoInfo::runs`]: [`crate::sim::simulate_with`]).
     pub sim: fn(&crate::sim::SimOpts) -> Result<crate::sim::SimReport, crate::sim::SimError>,
+    /// Runs the node type in the simulator with one fault as `mutexlab compare` makes it
+    /// (set by [`AlgoInfo::runs`]: [`crate::sim::fault_run`]).
+    pub fault_sim: fn(&crate::sim::FaultSim) -> crate::sim::FaultSimReport,
     /// Checks the node type over every interleaving (`mutexlab check`; set by
     /// [`AlgoInfo::runs`]): [`crate::check::check`] for it and its service. An entry
     /// with invariants of its own sets it to [`crate::check::check_with`] and them
@@ -234,6 +237,7 @@ impl AlgoInfo {
             states: states_are_values::<N>,
             simulate: crate::sim::simulate::<N>,
             sim: crate::sim::simulate_with::<N>,
+            fault_sim: crate::sim::fault_run::<N>,
             check: check_node::<N>,
             bypass: None,
             messages: crate::external::message_shapes::<N::Msg>,

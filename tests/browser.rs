@@ -256,9 +256,10 @@ fn comparison() -> Comparison {
         entry_delay: delay(28.0),
         sync_delay: sync,
         sync_hops: None,
-        problems: Problems { notes: "coordinator crash (notes)", runs: runs(o) },
+        problems: Problems { notes: "coordinator crash (notes)", runs: runs(o), by_fault: Vec::new() },
         clean: true,
         notes_on_runs: Vec::new(),
+        spread: Default::default(),
     };
     Comparison {
         message_time_us: 2.0,

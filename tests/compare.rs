@@ -7,7 +7,18 @@ use crate::common::*;
 
 #[test]
 fn compare_measures_centralized_and_token_ring_and_reports_them_as_json() {
-    let out = run(&["compare", "--algos", "centralized,token-ring", "-n", "3", "-k", "10", "--json"]);
+    let out = run(&[
+        "compare",
+        "--algos",
+        "centralized,token-ring",
+        "-n",
+        "3",
+        "-k",
+        "10",
+        "--repeat",
+        "1",
+        "--json",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let j = json(&out);
     assert_eq!(j["schema"], 1);
@@ -58,11 +69,52 @@ fn compare_measures_centralized_and_token_ring_and_reports_them_as_json() {
 }
 
 #[test]
+fn compare_repeat_shows_each_figure_with_its_range_and_each_fault_over_the_repeats() {
+    let out = run(&["compare", "--algos", "centralized", "-n", "3", "-k", "5", "--repeat", "2", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let j = json(&out);
+    assert_eq!((j["schema"].as_u64(), j["repeat"].as_u64()), (Some(1), Some(2)), "{j}");
+    let r = &j["algorithms"][0];
+    let sp = &r["spread"];
+    assert_eq!(sp["repeats"], 2, "{sp}");
+    let light = &sp["messages_light"];
+    assert_eq!(light["runs"], 2, "{sp}");
+    // The figure in the old field is the median of the two.
+    let (lo, hi) = (light["min"].as_f64().unwrap(), light["max"].as_f64().unwrap());
+    assert_eq!(r["messages_per_entry"]["light"].as_f64(), Some((lo + hi) / 2.0), "{r}");
+    assert!(sp["sync_delay_ms"]["min"].as_f64().unwrap() <= sp["sync_delay_ms"]["max"].as_f64().unwrap());
+    let faults = r["problems"]["by_fault"].as_array().unwrap();
+    assert_eq!(faults.len(), 4, "{r}");
+    for f in faults {
+        assert_eq!(f["repeats"].as_array().unwrap().len(), 2, "{f}");
+        let t = &f["tally"];
+        let counted: u64 =
+            ["survives", "stalls", "unsafe", "missed"].iter().map(|k| t[k].as_u64().unwrap()).sum();
+        assert_eq!(counted, 2, "{f}");
+        // The perfect detector is modelled: every fault has the simulator's decision.
+        assert_eq!(f["sim"]["seeds"], "0..50", "{f}");
+    }
+    // Its coordinator's crash stalls it in the simulator on every seed.
+    assert_eq!(faults[2]["sim"]["tally"]["stalls"], 50, "{}", faults[2]);
+
+    // The same spread in the Markdown table.
+    let out =
+        run(&["compare", "--algos", "centralized", "-n", "2", "-k", "3", "--repeat", "2", "--markdown"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let md = stdout(&out);
+    let row = md.lines().find(|l| l.starts_with("| centralized |")).unwrap();
+    assert!(row.contains(" [") && row.contains("–"), "a figure with its range: {md}");
+    let faults = md.lines().filter(|l| l.starts_with("| centralized |")).nth(1).unwrap();
+    assert!(faults.contains("/2") && faults.contains("sim: always stalls (seeds 0..50)"), "{md}");
+    assert!(md.contains("Every run made 2 times"), "{md}");
+}
+
+#[test]
 fn compare_html_writes_the_page_beside_the_text_table_and_names_it_on_stderr() {
     let tmp = tempfile::tempdir().unwrap();
     let page = tmp.path().join("compare.html");
     let p = page.to_str().unwrap();
-    let out = run(&["compare", "--algos", "centralized", "-n", "2", "-k", "2", "--html", p]);
+    let out = run(&["compare", "--algos", "centralized", "-n", "2", "-k", "2", "--repeat", "1", "--html", p]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // The text table still goes to stdout, the page's path to stderr.
     assert!(stdout(&out).starts_with("algorithm "), "{}", stdout(&out));
@@ -131,6 +183,7 @@ fn compare_refuses_an_election_and_a_one_worker_table_with_exit_2() {
         (vec!["compare", "--algos", "bully"], "is an election"),
         (vec!["compare", "--algos", "centralized,lamprey"], "unknown algorithm \"lamprey\""),
         (vec!["compare", "-n", "1"], "-n must be between 2 and 32"),
+        (vec!["compare", "--repeat", "0"], "--repeat must be between 1 and 50"),
     ] {
         let out = run(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
@@ -188,6 +241,8 @@ fn compare_takes_the_heartbeat_flags_its_help_offers() {
         "heartbeat",
         "--heartbeat-ms",
         "20",
+        "--repeat",
+        "1",
         "--json",
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));

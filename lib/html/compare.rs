@@ -8,7 +8,11 @@
 //! - delays in message times T: the delay before entry (light load) and the
 //!   synchronisation delay (saturation);
 //! - problems: a grid of algorithms by faults, each cell coloured survives, stalls or
-//!   unsafe.
+//!   unsafe, or `mixed` where the repeats differ (the cell counts them: `stalls 2/3,
+//!   survives 1/3`), the simulator's decision in its hover text.
+//!
+//! Over several repeats a bar is the median and a thin line over it (`data-range`) spans
+//! the repeats' range.
 //!
 //! Hover text (`<title>`) gives every exact figure. Every bar, band and cell carries a
 //! data attribute (`data-bar`, `data-band`, `data-cell`), and the run report's script
@@ -20,7 +24,7 @@ use std::fmt::Write as _;
 
 use super::{esc, head, rendered, SCRIPT};
 use crate::algos::Theory;
-use crate::compare::{self, Comparison, FaultRun, Row};
+use crate::compare::{self, Comparison, FaultRun, FaultSummary, Row, Spread};
 
 /// The comparison page's own style: bars, bands and the grid's colours.
 const STYLE: &str = r#"
@@ -30,6 +34,7 @@ svg.chart rect.band { fill: #2da44e; fill-opacity: .35; } svg.chart rect.band.ex
 svg.chart text.value { fill: #1d2330; } svg.chart text.claim { fill: #7a5b00; }
 svg.grid rect.survives { fill: #2da44e; } svg.grid rect.stalls { fill: #e08a2e; }
 svg.grid rect.unsafe { fill: #d62d2d; } svg.grid rect.none { fill: #dfe2e8; }
+svg.grid rect.mixed { fill: #8a5cc2; } svg.chart line.range { stroke: #1d2330; stroke-width: 1.5; }
 svg.grid rect.missed { fill-opacity: .45; stroke: #555; stroke-dasharray: 3 2; }
 svg.grid text.cell { fill: #fff; font-weight: 600; text-anchor: middle; }
 svg.grid rect.none + text.cell, svg.grid rect.missed + text.cell { fill: #1d2330; }
@@ -45,7 +50,7 @@ const CLAIM: f64 = 380.0;
 const ROW: f64 = 34.0;
 const AXIS: f64 = 22.0;
 /// One cell of the problems grid.
-const CELL_W: f64 = 124.0;
+const CELL_W: f64 = 180.0;
 const CELL_H: f64 = 24.0;
 
 /// The page for `c`.
@@ -172,6 +177,28 @@ fn bar(s: &mut String, kind: &str, y: f64, v: f64, scale: f64, shown: &str, hove
     );
 }
 
+/// The repeats' range of a bar at height `y`, as a thin line over it; nothing for one run.
+fn whisker(s: &mut String, kind: &str, y: f64, spread: Option<&Spread>, scale: f64) {
+    let Some(r) = spread.filter(|r| r.runs > 1) else { return };
+    let x = |v: f64| NAMES + (v / scale * PLOT).max(0.0);
+    let _ = writeln!(
+        s,
+        r#"<line data-range="{kind}" class="range" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}"/>"#,
+        x(r.min),
+        y + 5.5,
+        x(r.max),
+        y + 5.5
+    );
+}
+
+/// ` (median of R repeats, range min–max)` for hover text; nothing for one run.
+fn over_repeats(spread: Option<&Spread>, p: usize) -> String {
+    match spread.filter(|r| r.runs > 1) {
+        Some(r) => format!(" (median of {} repeats, range {:.p$}–{:.p$})", r.runs, r.min, r.max),
+        None => String::new(),
+    }
+}
+
 /// The algorithm's name at the left of its row, marked when a run without faults was
 /// not clean.
 fn name(s: &mut String, r: &Row, y: f64) {
@@ -186,6 +213,13 @@ fn messages_chart(c: &Comparison) -> String {
         .algorithms
         .iter()
         .flat_map(|r| [r.messages_per_entry.light, r.messages_per_entry.saturation])
+        .chain(
+            c.algorithms
+                .iter()
+                .flat_map(|r| [r.spread.messages_light, r.spread.messages_saturation])
+                .flatten()
+                .map(|s| s.max),
+        )
         .chain(bands.iter().flatten().flat_map(|(lo, hi, _)| [*lo, *hi]).filter(|v| v.is_finite()))
         .fold(1.0, f64::max);
     let scale = top * 1.1;
@@ -212,16 +246,24 @@ fn messages_chart(c: &Comparison) -> String {
             );
         }
         let counted = format!("counted over {}", m.counted);
-        for (kind, v, when, heartbeats) in [
-            ("light", m.light, "at light load", m.heartbeats_light),
-            ("saturation", m.saturation, "at saturation", m.heartbeats_saturation),
+        for (kind, v, when, heartbeats, spread) in [
+            ("light", m.light, "at light load", m.heartbeats_light, r.spread.messages_light.as_ref()),
+            (
+                "saturation",
+                m.saturation,
+                "at saturation",
+                m.heartbeats_saturation,
+                r.spread.messages_saturation.as_ref(),
+            ),
         ] {
             let hover = format!(
-                "{}: {v:.4} messages per entry {when}, {counted}; {heartbeats} heartbeats left out",
-                r.algorithm
+                "{}: {v:.4} messages per entry {when}{}, {counted}; {heartbeats} heartbeats left out",
+                r.algorithm,
+                over_repeats(spread, 2)
             );
             let row_y = if kind == "light" { y + 5.0 } else { y + 18.0 };
             bar(&mut s, kind, row_y, v, scale, &format!("{v:.2}"), &hover);
+            whisker(&mut s, kind, row_y, spread, scale);
         }
         let _ = writeln!(
             s,
@@ -243,6 +285,13 @@ fn delays_chart(c: &Comparison) -> String {
         .flat_map(|r| [r.entry_delay.as_ref(), r.sync_delay.as_ref()])
         .flatten()
         .map(|d| d.t)
+        .chain(
+            c.algorithms
+                .iter()
+                .flat_map(|r| [r.spread.entry_delay_t, r.spread.sync_delay_t])
+                .flatten()
+                .map(|s| s.max),
+        )
         .fold(1.0, f64::max);
     let scale = top * 1.1;
     let mut s = chart_svg("delays", "delays in message times", c.algorithms.len());
@@ -251,17 +300,35 @@ fn delays_chart(c: &Comparison) -> String {
         let y = AXIS + ROW * i as f64;
         let _ = writeln!(s, r#"<g data-algo="{}">"#, esc(&r.algorithm));
         name(&mut s, r, y);
-        for (kind, d, what, row_y) in [
-            ("entry", r.entry_delay.as_ref(), "delay before entry at light load", y + 5.0),
-            ("sync", r.sync_delay.as_ref(), "synchronisation delay at saturation", y + 18.0),
+        for (kind, d, what, row_y, spread) in [
+            (
+                "entry",
+                r.entry_delay.as_ref(),
+                "delay before entry at light load",
+                y + 5.0,
+                r.spread.entry_delay_t.as_ref(),
+            ),
+            (
+                "sync",
+                r.sync_delay.as_ref(),
+                "synchronisation delay at saturation",
+                y + 18.0,
+                r.spread.sync_delay_t.as_ref(),
+            ),
         ] {
             match d {
                 Some(d) => {
                     let hover = format!(
-                        "{}: {what} {:.4} ms = {:.2} T (median of {} samples); notes: {}",
-                        r.algorithm, d.ms, d.t, d.samples, d.notes
+                        "{}: {what} {:.4} ms = {:.2} T (median of {} samples){}; notes: {}",
+                        r.algorithm,
+                        d.ms,
+                        d.t,
+                        d.samples,
+                        over_repeats(spread, 2).replace(')', " T)"),
+                        d.notes
                     );
                     bar(&mut s, kind, row_y, d.t, scale, &format!("{:.1} T", d.t), &hover);
+                    whisker(&mut s, kind, row_y, spread, scale);
                 }
                 None => {
                     let _ = writeln!(
@@ -319,6 +386,28 @@ fn cell_hover(r: &Row, f: &FaultRun) -> String {
     h
 }
 
+/// A cell over several repeats: its class (the one outcome, `mixed`, or missed), the
+/// repeats' tally, and hover text with each repeat and the simulator's decision.
+fn summary_cell(r: &Row, f: &FaultSummary) -> (String, String, String) {
+    let t = &f.tally;
+    let (class, word) = match t.unanimous() {
+        _ if t.missed == t.total() => {
+            let first = f.repeats[0].outcome.word();
+            (format!("{first} missed"), format!("{first}? {}/{}", t.missed, t.total()))
+        }
+        Some(o) => (o.word().to_string(), t.words()),
+        None => ("mixed".to_string(), t.words()),
+    };
+    let mut hover = format!("{}, {}: {}", r.algorithm, f.fault, t.words());
+    for run in &f.repeats {
+        let _ = write!(hover, "; {}", cell_hover(r, run).split_once(": ").map_or("", |x| x.1));
+    }
+    if let Some(d) = &f.sim {
+        let _ = write!(hover, "; {} — {}", d.words(), d.model);
+    }
+    (class, word, hover)
+}
+
 /// Algorithms by faults, each cell coloured by its verdict, the notes' problems beside.
 fn problems_grid(c: &Comparison) -> String {
     let faults = fault_names(c);
@@ -348,8 +437,10 @@ fn problems_grid(c: &Comparison) -> String {
         for (j, fault) in faults.iter().enumerate() {
             let x = NAMES + CELL_W * j as f64;
             let run = r.problems.runs.iter().find(|f| f.fault == *fault);
-            let (class, word, hover) = match run {
-                Some(f) => {
+            let summary = r.problems.by_fault.iter().find(|f| f.fault == *fault && f.repeats.len() > 1);
+            let (class, word, hover) = match (summary, run) {
+                (Some(f), _) => summary_cell(r, f),
+                (None, Some(f)) => {
                     let missed = if f.as_intended { "" } else { " missed" };
                     let mark = if f.as_intended { "" } else { "?" };
                     (
@@ -358,9 +449,14 @@ fn problems_grid(c: &Comparison) -> String {
                         cell_hover(r, f),
                     )
                 }
-                None => {
+                (None, None) => {
                     ("none".to_string(), "not run".to_string(), format!("{}, {fault}: not run", r.algorithm))
                 }
+            };
+            // One repeat: the simulator's decision in the hover text too.
+            let hover = match r.problems.by_fault.iter().find(|f| f.fault == *fault && f.repeats.len() == 1) {
+                Some(FaultSummary { sim: Some(d), .. }) => format!("{hover}; {}", d.words()),
+                _ => hover,
             };
             let _ = writeln!(
                 s,
@@ -458,9 +554,10 @@ mod tests {
             entry_delay: d(28.0),
             sync_delay: d(19.0),
             sync_hops: None,
-            problems: Problems { notes: "coordinator crash (notes)", runs },
+            problems: Problems { notes: "coordinator crash (notes)", runs, by_fault: vec![] },
             clean: true,
             notes_on_runs: vec![],
+            spread: Default::default(),
         };
         let all = |o| {
             vec![

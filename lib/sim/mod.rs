@@ -50,6 +50,9 @@
 //!   an event's `Display`, formatted only when a trace is kept.
 //! - [`record`] writes a replay's events as a run directory that the tools made for real
 //!   runs read (`mutexlab check --out DIR` writes its counterexample so).
+//! - [`fault_run`] (`fault.rs`) makes one fault as `mutexlab compare` makes it on real
+//!   workers (a crash at the K-th entry that never restarts, or lost messages), so that
+//!   many seeds can decide a fault's outcome.
 //! - [`sweep`] runs many sizes and seeds (stale timers on) and hands each report to a
 //!   check, panicking with the replayable error of the first failed run.
 //!
@@ -95,10 +98,12 @@ use crate::host::Breach;
 
 mod app;
 mod event;
+mod fault;
 pub mod record;
 mod world;
 pub use app::{ElectionApps, MutexApps, SimApps, SimService};
 pub use event::{AppAct, Lost, Observer, WorldEvent};
+pub use fault::{fault_run, CrashAt, Ending, FaultSim, FaultSimReport, Victim};
 pub use world::{Choice, World};
 
 /// How many recent events a [`SimError`] carries.

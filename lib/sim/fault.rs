@@ -1,0 +1,269 @@
+//! One fault as `mutexlab compare` makes it on real workers, made in the simulator
+//! instead, so that many seeds can say whether an outcome is the algorithm's or the
+//! run's luck ([`fault_run`]).
+//!
+//! Unlike [`super::Sim::crashes`], a crash here is the supervisor's `kill VICTIM at
+//! entry K`: the victim (a fixed node, or whoever has just entered) crashes right after
+//! the K-th entry of the run and never restarts. Survivors hear of it as under the
+//! perfect detector (the world's `PeerDown`), or never ([`FaultSim::detector`] off: the
+//! notes' world, where a crash looks like slowness). Lost messages are the runtime's
+//! `--drop`: each message sent is lost with a probability, decided as it is sent. The
+//! rest is the seeded scheduler's policy ([`super::Sim`]: stale timers on, timers
+//! racing messages now and then), with its own generator, so one seed is one run.
+//!
+//! A run ends [`Ending::Finished`] when every live application has had its entries,
+//! [`Ending::Stuck`] when nothing can happen while a live one waits, and
+//! [`Ending::StepLimit`] when it keeps going without finishing; a failure of the world
+//! (two inside at once, a broken driver contract) comes back as the [`Failure`].
+
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+use super::{AppAct, Choice, Failure, Lost, SimApps, SimService, World, WorldEvent, TIMER_RACE};
+use crate::algorithm::{Config, Node};
+
+/// Who the crash hits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Victim {
+    /// This node, wherever it is.
+    Node(u32),
+    /// The node that has just entered: the holder.
+    Holder,
+}
+
+/// The crash of one node, right after the run's `at_entry`-th entry; it never restarts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CrashAt {
+    /// Who.
+    pub victim: Victim,
+    /// After which entry of the run (counted over all nodes, from 1).
+    pub at_entry: u64,
+}
+
+/// One seeded run with one fault.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultSim {
+    /// Number of nodes.
+    pub n: u32,
+    /// The seed of the scheduler (and of the losses).
+    pub seed: u64,
+    /// Entries each application wants.
+    pub entries: u32,
+    /// The crash, if any.
+    pub crash: Option<CrashAt>,
+    /// Each message sent is lost with this probability (0: none).
+    pub drop: f64,
+    /// Survivors hear of a crash (the perfect detector); off, they never do.
+    pub detector: bool,
+    /// The step at which a run that has not finished is called [`Ending::StepLimit`].
+    pub max_steps: u64,
+}
+
+/// How a run ended without a failure of the world.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// Every live application had its entries.
+    Finished,
+    /// Nothing could happen while a live application waited.
+    Stuck,
+    /// The step limit came first.
+    StepLimit,
+}
+
+/// What a [`fault_run`] did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FaultSimReport {
+    /// How it ended, or what broke.
+    pub ending: Result<Ending, Failure>,
+    /// The node crashed and whether it was inside the critical section then; `None`
+    /// if the crash never came (the run ended first).
+    pub crashed: Option<(u32, bool)>,
+    /// Messages lost.
+    pub lost: u64,
+    /// Steps taken.
+    pub steps: u64,
+}
+
+/// Whether every live application has done all it meant to: nothing left to ask for,
+/// nothing to leave, not waiting.
+fn live_done<N: Node>(w: &World<N>) -> bool
+where
+    N::Service: SimService,
+{
+    let apps = w.apps();
+    (0..w.n()).filter(|&i| w.alive()[i]).all(|i| apps.calls(i).is_empty() && !apps.waiting(i, w.alive()))
+}
+
+/// Run `N` with the fault `f` (see the module doc).
+pub fn fault_run<N: Node>(f: &FaultSim) -> FaultSimReport
+where
+    N::Service: SimService,
+{
+    let configs = (0..f.n).map(|i| Config::new(i, f.n)).collect();
+    let mut world = World::<N>::new(configs, f.entries).stale_timers(true);
+    if f.crash.is_some() {
+        world = world.crashes(1, |_| true);
+    }
+    if f.drop > 0.0 {
+        world = world.lose(u32::MAX);
+    }
+    let mut rng = ChaCha8Rng::seed_from_u64(f.seed);
+    let mut report = FaultSimReport { ending: Ok(Ending::Finished), crashed: None, lost: 0, steps: 0 };
+    // What one step did: entries (with who entered) and messages sent, by channel.
+    let mut entered: Vec<u32> = Vec::new();
+    let mut sent: Vec<(u32, u32)> = Vec::new();
+    let mut entries = 0u64;
+    let observe =
+        |entered: &mut Vec<u32>, sent: &mut Vec<(u32, u32)>, e: &WorldEvent<'_, N::Msg, N::Timer>| {
+            match e {
+                WorldEvent::App { node, act: AppAct::Enters } => entered.push(node.0),
+                WorldEvent::Sent { from, to, .. } => sent.push((from.0, to.0)),
+                // Sent to a dead node: it never went on the channel.
+                WorldEvent::Lost { from, to, why: Lost::ReceiverDead, .. } => {
+                    if let Some(k) = sent.iter().rposition(|&s| s == (from.0, to.0)) {
+                        sent.remove(k);
+                    }
+                }
+                _ => {}
+            }
+        };
+    if let Err(e) = world.start(&mut |_, e| observe(&mut entered, &mut sent, e)) {
+        report.ending = Err(e);
+        return report;
+    }
+    loop {
+        // Losses first, for what the last step sent: newest first, so that the indices
+        // of the ones still to decide stay right.
+        if f.drop > 0.0 && !sent.is_empty() {
+            let mut on_link = std::collections::BTreeMap::<(u32, u32), u32>::new();
+            for (from, to, _) in world.in_flight() {
+                *on_link.entry((from.0, to.0)).or_default() += 1;
+            }
+            for k in (0..sent.len()).rev() {
+                let (from, to) = sent[k];
+                let later = sent[k + 1..].iter().filter(|&&s| s == (from, to)).count() as u32;
+                let Some(index) = on_link.get(&(from, to)).and_then(|c| c.checked_sub(later + 1)) else {
+                    continue;
+                };
+                if rng.random_bool(f.drop) {
+                    if let Err(e) = world.apply(Choice::Lose { from, to, index }, &mut |_, _| {}) {
+                        report.ending = Err(e);
+                        return report;
+                    }
+                    report.lost += 1;
+                    *on_link.get_mut(&(from, to)).expect("counted above") -= 1;
+                }
+            }
+        }
+        sent.clear();
+        // The crash, right after the entry it waits for.
+        for node in entered.drain(..) {
+            entries += 1;
+            let Some(c) = f.crash.filter(|c| c.at_entry == entries && report.crashed.is_none()) else {
+                continue;
+            };
+            let victim = match c.victim {
+                Victim::Node(v) => v,
+                Victim::Holder => node,
+            };
+            report.crashed = Some((victim, victim == node));
+            if let Err(e) = world.apply(Choice::Crash { node: victim }, &mut |_, _| {}) {
+                report.ending = Err(e);
+                return report;
+            }
+        }
+        if live_done(&world) {
+            return report;
+        }
+        if report.steps >= f.max_steps {
+            report.ending = Ok(Ending::StepLimit);
+            return report;
+        }
+        let Some(choice) = pick(&world, &mut rng, f.detector) else {
+            report.ending = Ok(Ending::Stuck);
+            return report;
+        };
+        report.steps += 1;
+        if let Err(e) = world.apply(choice, &mut |_, e| observe(&mut entered, &mut sent, e)) {
+            report.ending = Err(e);
+            return report;
+        }
+    }
+}
+
+/// [`super::Sim`]'s policy without crashes and restarts (the fault makes its own
+/// crash), and without news of deaths when there is no detector. `None`: nothing can
+/// happen.
+fn pick<N: Node>(world: &World<N>, rng: &mut ChaCha8Rng, detector: bool) -> Option<Choice>
+where
+    N::Service: SimService,
+{
+    let enabled = world.enabled();
+    if let Some(&Choice::Stale { index, .. }) = enabled.first() {
+        return Some(Choice::Stale { index, keep: rng.random_bool(0.25) });
+    }
+    let ordinary = |c: &Choice| match c {
+        Choice::Deliver { .. } | Choice::Call { .. } => true,
+        Choice::Down { .. } => detector,
+        _ => false,
+    };
+    let mut candidates: Vec<Choice> = enabled.iter().copied().filter(ordinary).collect();
+    let quiet = !candidates.iter().any(|c| matches!(c, Choice::Deliver { .. }));
+    let timers: Vec<Choice> =
+        enabled.iter().copied().filter(|c| matches!(c, Choice::Timer | Choice::Fire { .. })).collect();
+    if !timers.is_empty() && (quiet || rng.random_range(0..TIMER_RACE) == 0) {
+        let k = if timers.len() > 1 { rng.random_range(0..timers.len()) } else { 0 };
+        candidates.push(timers[k]);
+    }
+    if candidates.is_empty() {
+        return None;
+    }
+    Some(candidates[rng.random_range(0..candidates.len())])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algos::centralized::Centralized;
+    use crate::algos::token_ring::TokenRing;
+
+    fn sim(crash: Option<CrashAt>, drop: f64, seed: u64) -> FaultSim {
+        FaultSim { n: 4, seed, entries: 5, crash, drop, detector: true, max_steps: 50_000 }
+    }
+
+    #[test]
+    fn no_fault_finishes_and_a_crashed_coordinator_stalls_its_clients() {
+        for seed in 0..5 {
+            let r = fault_run::<Centralized>(&sim(None, 0.0, seed));
+            assert_eq!(r.ending, Ok(Ending::Finished), "seed {seed}: {r:?}");
+            assert_eq!((r.crashed, r.lost), (None, 0));
+            let coordinator = CrashAt { victim: Victim::Node(3), at_entry: 3 };
+            let r = fault_run::<Centralized>(&sim(Some(coordinator), 0.0, seed));
+            assert_eq!(r.crashed.map(|c| c.0), Some(3), "seed {seed}: {r:?}");
+            assert_eq!(r.ending, Ok(Ending::Stuck), "seed {seed}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn the_ring_stalls_when_its_holder_dies_and_survives_a_node_outside() {
+        for seed in 0..5 {
+            let holder = CrashAt { victim: Victim::Holder, at_entry: 3 };
+            let r = fault_run::<TokenRing>(&sim(Some(holder), 0.0, seed));
+            assert!(matches!(r.crashed, Some((_, true))), "seed {seed}: {r:?}");
+            assert_eq!(r.ending, Ok(Ending::Stuck), "seed {seed}: {r:?}");
+        }
+    }
+
+    #[test]
+    fn lost_messages_are_lost_and_counted() {
+        // With every message lost, only the coordinator's own entries (no message) happen.
+        let r = fault_run::<Centralized>(&sim(None, 1.0, 1));
+        assert!(r.lost > 0, "{r:?}");
+        assert_eq!(r.ending, Ok(Ending::Stuck), "{r:?}");
+        // The same seed gives the same run.
+        assert_eq!(
+            fault_run::<Centralized>(&sim(None, 0.3, 9)),
+            fault_run::<Centralized>(&sim(None, 0.3, 9))
+        );
+    }
+}
