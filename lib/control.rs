@@ -133,6 +133,10 @@ pub struct WorkerSettings {
     /// that arrives, and each news of a peer, is reported instead ([`Held`]).
     #[serde(default)]
     pub held: bool,
+    /// The run's time bounds (Tm, Tp), from which the node derives its timeouts
+    /// ([`crate::algorithm::Config::timing`]).
+    #[serde(default)]
+    pub timing: crate::algorithm::Timing,
 }
 
 /// Who tells a node that a peer is down or up again (`--detector`).

@@ -74,6 +74,7 @@ impl Lab {
             flight: false,
             external: None,
             held: false,
+            timing: Default::default(),
         }
     }
 

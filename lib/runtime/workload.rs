@@ -425,6 +425,7 @@ mod tests {
             flight: false,
             external: None,
             held: false,
+            timing: Default::default(),
         }
     }
 
