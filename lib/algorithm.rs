@@ -87,6 +87,55 @@ pub struct Config {
     /// The program that is this node, for a node whose state lives in another process
     /// (`external.rs`); `None` for every other node, which ignores it.
     pub program: Option<Spawn>,
+    /// The run's time bounds, from which a node derives its timeouts (no clock inside).
+    pub timing: Timing,
+}
+
+/// The bounds of the notes' synchronous model, as the driver knows them for this run:
+/// every message arrives within `message` (Tm), and a node replies within `processing`
+/// (Tp) of a message's arrival. A node that waits for a reply waits [`Timing::reply`],
+/// 2·Tm + Tp; beyond it the peer is taken for dead. The worker runtime takes Tm from the
+/// run's `--latency` and `--jitter`, and Tp from the machine's load (as the heartbeat
+/// detector does); tests and the simulator use [`Timing::DEFAULT`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Timing {
+    /// Tm: the longest one-way message time.
+    pub message: Duration,
+    /// Tp: the longest time from a message's arrival to the reply's dispatch.
+    pub processing: Duration,
+}
+
+impl Timing {
+    /// Tm = 0, Tp = 50 ms: a reply within 50 ms, what the worker runtime derives for a
+    /// run of a few workers with no added latency.
+    pub const DEFAULT: Timing = Timing { message: Duration::ZERO, processing: Duration::from_millis(50) };
+
+    /// 2·Tm + Tp: the longest a request's reply can take, there and back, when the peer
+    /// is alive.
+    pub fn reply(&self) -> Duration {
+        self.message.saturating_mul(2).saturating_add(self.processing)
+    }
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing::DEFAULT
+    }
+}
+
+/// `2·Tm + Tp = 2×60 ms + 50 ms = 170 ms`: the derivation, as a run shows it.
+impl fmt::Display for Timing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let ms = |d: Duration| {
+            let ms = d.as_secs_f64() * 1e3;
+            if ms.fract() == 0.0 {
+                format!("{ms:.0} ms")
+            } else {
+                format!("{ms:.1} ms")
+            }
+        };
+        write!(f, "2·Tm + Tp = 2×{} + {} = {}", ms(self.message), ms(self.processing), ms(self.reply()))
+    }
 }
 
 // By hand: only what tells two nodes of one run apart. A node that keeps its `Config`
@@ -111,7 +160,16 @@ pub struct Spawn {
 impl Config {
     /// A configuration with the given id and size, seed 0 and no extra parameters.
     pub fn new(id: u32, n: u32) -> Self {
-        Config { id: PeerId(id), n, seed: 0, replicas: None, incarnation: 0, majority: false, program: None }
+        Config {
+            id: PeerId(id),
+            n,
+            seed: 0,
+            replicas: None,
+            incarnation: 0,
+            majority: false,
+            program: None,
+            timing: Timing::DEFAULT,
+        }
     }
 
     /// Every node, this one included, in id order.

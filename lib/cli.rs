@@ -376,41 +376,75 @@ struct Shared {
     /// Probability that a message is lost.
     #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     drop: f64,
-    /// Heartbeat period P in milliseconds (`--detector heartbeat`).
-    #[arg(long, default_value_t = 50, allow_negative_numbers = true)]
-    heartbeat_ms: u64,
+    /// Heartbeat period P in milliseconds (`--detector heartbeat`). Default: 50 ms, longer
+    /// past 22 workers so that the run sends at most 10,000 heartbeats a second
+    /// (N(N-1)/P): 1.6 s at 128 workers.
+    #[arg(long, allow_negative_numbers = true)]
+    heartbeat_ms: Option<u64>,
     /// Silence after which a peer is suspected, in ms (`--detector heartbeat`). Default:
     /// the notes' rule, twice the largest message delay plus the processing time, counted
-    /// from the heartbeat due: P + 2×(latency + jitter) + 50 ms.
+    /// from the heartbeat due: P + 2×(latency + jitter) + Tp.
     #[arg(long, allow_negative_numbers = true)]
     suspect_ms: Option<u64>,
+    /// The processing time Tp the timeouts allow for, in ms: how long a worker may take to
+    /// reply. With the largest message delay Tm (latency + jitter) it gives the notes'
+    /// timeouts: an election waits 2·Tm + Tp for an answer. Default: 50 ms, or with more
+    /// workers than cores the time every other worker on a core takes to run a 3 ms
+    /// slice first (⌈N / cores⌉ × 3 ms: 192 ms for 128 workers on 2 cores).
+    #[arg(long, allow_negative_numbers = true)]
+    processing_ms: Option<u64>,
 }
 
-/// Time a worker may take to handle a heartbeat on a busy machine (the notes' processing
-/// time): scheduling delays of tens of ms are common with more processes than cores.
-const PROCESSING_MS: f64 = 50.0;
-
 impl Shared {
-    /// The detector asked for, `default` if none was.
-    fn detector(&self, asked: Option<DetectorArg>, default: DetectorArg) -> Result<Detector, Error> {
+    /// The detector asked for, `default` if none was, for `workers` workers.
+    fn detector(
+        &self,
+        asked: Option<DetectorArg>,
+        default: DetectorArg,
+        workers: u32,
+    ) -> Result<Detector, Error> {
         match asked.unwrap_or(default) {
             DetectorArg::None => Ok(Detector::None),
             DetectorArg::Perfect => Ok(Detector::Perfect),
-            DetectorArg::Heartbeat => {
-                heartbeat(self.heartbeat_ms, self.suspect_ms, self.latency + self.jitter)
+            DetectorArg::Heartbeat => heartbeat(
+                self.heartbeat_ms,
+                self.suspect_ms,
+                self.latency + self.jitter,
+                self.processing(workers)?,
+                workers,
+            ),
+        }
+    }
+
+    /// The processing time Tp: `--processing-ms`, checked, or the default for `workers`.
+    fn processing(&self, workers: u32) -> Result<Duration, Error> {
+        match self.processing_ms {
+            Some(ms) if ms == 0 || ms > 600_000 => {
+                Err(Error::usage(format!("--processing-ms must be between 1 and 600000, not {ms}")))
             }
+            Some(ms) => Ok(Duration::from_millis(ms)),
+            None => Ok(supervisor::processing_time(workers, supervisor::cores())),
         }
     }
 }
 
-/// The heartbeat detector of `--heartbeat-ms` and `--suspect-ms` (default: the notes'
-/// rule for messages delayed up to `delay` ms), checked.
-fn heartbeat(heartbeat_ms: u64, suspect_ms: Option<u64>, delay: f64) -> Result<Detector, Error> {
+/// The heartbeat detector of `--heartbeat-ms` and `--suspect-ms` (default: the period
+/// for `workers` workers, and the notes' rule for messages delayed up to `delay` ms and
+/// processing time `processing`), checked.
+fn heartbeat(
+    heartbeat_ms: Option<u64>,
+    suspect_ms: Option<u64>,
+    delay: f64,
+    processing: Duration,
+    workers: u32,
+) -> Result<Detector, Error> {
+    let heartbeat_ms =
+        heartbeat_ms.unwrap_or_else(|| supervisor::heartbeat_period(workers).as_millis() as u64);
     if heartbeat_ms == 0 || heartbeat_ms > 60_000 {
         return Err(Error::usage(format!("--heartbeat-ms must be between 1 and 60000, not {heartbeat_ms}")));
     }
     let delay = delay.clamp(0.0, 120_000.0);
-    let rule = heartbeat_ms as f64 + 2.0 * delay + PROCESSING_MS;
+    let rule = heartbeat_ms as f64 + 2.0 * delay + processing.as_secs_f64() * 1e3;
     let suspect = suspect_ms.unwrap_or(rule.ceil() as u64);
     if suspect <= heartbeat_ms || suspect > 600_000 {
         return Err(Error::usage(format!(
@@ -1019,7 +1053,7 @@ fn cmd_run(a: RunArgs) -> Outcome {
     }
     let sh = &a.shared;
     let plan = build_plan(sh, a.workers, a.duration)?;
-    let detector = sh.detector(a.detector, DetectorArg::Perfect)?;
+    let detector = sh.detector(a.detector, DetectorArg::Perfect, a.workers)?;
     // No `--algo` labels nothing: the program is `external`. `--algo centralized`,
     // the default's name given on purpose, labels it.
     let explicit = a.algo.is_some();
@@ -1036,6 +1070,7 @@ fn cmd_run(a: RunArgs) -> Outcome {
         think_ms: a.think_ms + 0.0,
         replicas: a.replicas,
         detector,
+        processing: Some(sh.processing(a.workers)?),
         fenced: a.fenced,
         majority: a.majority,
         elect: None,
@@ -1047,7 +1082,7 @@ fn cmd_run(a: RunArgs) -> Outcome {
 fn cmd_elect(a: ElectArgs) -> Outcome {
     let sh = &a.shared;
     let plan = build_plan(sh, a.workers, None)?;
-    let detector = sh.detector(a.detector, DetectorArg::Heartbeat)?;
+    let detector = sh.detector(a.detector, DetectorArg::Heartbeat, a.workers)?;
     let initiators =
         a.initiators.parse::<Initiators>().map_err(|e| Error::usage(format!("--initiators: {e}")))?;
     if a.settle_ms == 0 || a.settle_ms > 600_000 {
@@ -1065,6 +1100,7 @@ fn cmd_elect(a: ElectArgs) -> Outcome {
         think_ms: 0.0,
         replicas: None,
         detector,
+        processing: Some(sh.processing(a.workers)?),
         elect: Some(ElectOpts { initiators, settle: Duration::from_millis(a.settle_ms) }),
         ..shared_opts(sh, plan)
     };
@@ -1317,7 +1353,9 @@ fn cmd_compare(a: CompareArgs) -> Outcome {
         detector: match a.detector {
             DetectorArg::None => Detector::None,
             DetectorArg::Perfect => Detector::Perfect,
-            DetectorArg::Heartbeat => heartbeat(a.heartbeat_ms, a.suspect_ms, 0.0)?,
+            DetectorArg::Heartbeat => {
+                heartbeat(Some(a.heartbeat_ms), a.suspect_ms, 0.0, supervisor::PROCESSING, a.workers)?
+            }
         },
     };
     compare::validate(&opts).map_err(Error::usage)?;

@@ -138,6 +138,10 @@ pub struct WorkerSettings {
     /// names no peer to dial in a first life's `Start`.
     #[serde(default)]
     pub lazy: bool,
+    /// The run's time bounds (Tm, Tp), from which the node derives its timeouts
+    /// ([`crate::algorithm::Config::timing`]).
+    #[serde(default)]
+    pub timing: crate::algorithm::Timing,
 }
 
 /// Who tells a node that a peer is down or up again (`--detector`).

@@ -241,6 +241,13 @@ fn elected(s: &mut String, e: &ElectionPart) {
         _ => "no agreement".into(),
     };
     let _ = writeln!(s, "  elected in  {took}, from the last kill or restart (else the start)");
+    if !e.timeouts.is_empty() {
+        let _ = writeln!(
+            s,
+            "  timeouts    a reply within {} (Tm = --latency + --jitter, Tp = --processing-ms)",
+            e.timeouts
+        );
+    }
     let theory = theory(e.theory.as_ref(), 0);
     let _ = writeln!(
         s,
@@ -360,6 +367,7 @@ mod tests {
         let election = r#"mutexlab elect: bully, 3 workers, initiators all, detector heartbeat (every 50 ms, suspect after 100 ms), seed 1
   leader      w2 (term 5), agreed by every live worker
   elected in  7.50 ms = 1200 T (T = 6.2 µs one way), from the last kill or restart (else the start)
+  timeouts    a reply within 2·Tm + Tp = 2×0 ms + 50 ms = 50 ms (Tm = --latency + --jitter, Tp = --processing-ms)
   messages    8 in 2 elections, 4.0 per election (theory 2–8: M-1 to M²-1)
               (not counting what 2 incarnations sent: their counts died with them or never came)
               ANSWER 3, COORDINATOR 2, ELECTION 3, HEARTBEAT 40

@@ -75,6 +75,7 @@ impl Lab {
             external: None,
             held: false,
             lazy: false,
+            timing: Default::default(),
         }
     }
 

@@ -29,11 +29,13 @@
 //!
 //! 1. *Holding an election*: ELECTION to every higher id not known to be down. With
 //!    nobody left to ask, it has won (step 2 at once). Otherwise it waits up to
-//!    [`ANSWER_TIMEOUT`] for an ANSWER.
+//!    [`answer_timeout`] for an ANSWER: the notes' 2·Tm + Tp, from the bounds the driver
+//!    gives in [`Config::timing`] (the worker runtime from `--latency`, `--jitter` and
+//!    the machine's load; the node reads no clock).
 //! 2. *No ANSWER in time*: nobody above is alive. It wins: it takes a new term, tells its
 //!    application, and sends COORDINATOR to every other node not known to be down.
 //! 3. *An ANSWER*: somebody above is alive and holds its own election; this node's part
-//!    is over. It waits up to [`COORDINATOR_TIMEOUT`] for the winner's COORDINATOR.
+//!    is over. It waits up to [`coordinator_timeout`] for the winner's COORDINATOR.
 //! 4. *No COORDINATOR in time*: whoever answered died before winning. Start again.
 //! 5. *ELECTION from below*: ANSWER at once, then hold an election unless already
 //!    holding one (but see *Late ELECTIONs*).
@@ -90,15 +92,24 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::algorithm::{
-    Config, Election, ElectionCall, ElectionEvent, Input, Message, Node, NodeInput, NodeOut, PeerId,
+    Config, Election, ElectionCall, ElectionEvent, Input, Message, Node, NodeInput, NodeOut, PeerId, Timing,
 };
 
 /// How long a node that sent ELECTION waits for an ANSWER before it declares itself: the
-/// notes' 2T + P, for message time T and processing time P, with room to spare.
-pub const ANSWER_TIMEOUT: Duration = Duration::from_millis(100);
-/// How long a node that got an ANSWER waits for a COORDINATOR before it starts over: the
-/// answerer's own election must fit in it.
-pub const COORDINATOR_TIMEOUT: Duration = Duration::from_millis(300);
+/// notes' 2·Tm + Tp, for the run's message time Tm and processing time Tp
+/// ([`Timing::reply`]).
+pub fn answer_timeout(timing: &Timing) -> Duration {
+    timing.reply()
+}
+
+/// How long a node that got an ANSWER waits for a COORDINATOR before it starts over:
+/// three replies' time, 6·Tm + 3·Tp. The answerer's own election must fit in it: the
+/// highest live node hears an ELECTION within Tm + Tp of ours (the asker sends to every
+/// higher id at once), waits out its own ANSWER timeout (2·Tm + Tp) if a dead node is
+/// above it, and its COORDINATOR takes Tm + Tp more: 4·Tm + 3·Tp.
+pub fn coordinator_timeout(timing: &Timing) -> Duration {
+    timing.reply().saturating_mul(3)
+}
 
 /// The fewest and the most messages one election costs among `live` live nodes, when
 /// nobody fails during it: `live - 1` and `live² - 1` (see the module doc).
@@ -244,7 +255,7 @@ impl Bully {
             out.send(p, Msg::Election { term: self.term() });
         }
         self.phase = Phase::Electing { asked };
-        out.set_timer(Timer::Answer { election: self.election }, ANSWER_TIMEOUT);
+        out.set_timer(Timer::Answer { election: self.election }, answer_timeout(&self.cfg.timing));
     }
 
     /// 2. Nobody above is alive: lead in a new term and tell everyone.
@@ -268,7 +279,10 @@ impl Bully {
             if asked.contains(&from) {
                 self.cancel_timer(out);
                 self.phase = Phase::Answered;
-                out.set_timer(Timer::Coordinator { election: self.election }, COORDINATOR_TIMEOUT);
+                out.set_timer(
+                    Timer::Coordinator { election: self.election },
+                    coordinator_timeout(&self.cfg.timing),
+                );
             }
         }
     }

@@ -37,10 +37,10 @@
 //! The notes send to one node at a time and wait for each; here each phase sends to all
 //! of its targets at once and collects replies until every target has answered, is
 //! reported down (`PeerDown` counts as "no reply" at once), or the phase's timer,
-//! [`ANSWER_TIMEOUT`], runs out.
+//! [`answer_timeout`], runs out.
 //! 1. STATUS_POLL to every higher id not known to be down. Any STATUS back means a
 //!    higher node is alive: this node will not be coordinator and stops. It waits up
-//!    to [`HANDOVER_TIMEOUT`] for that node's ELECTION; if none comes, it starts again.
+//!    to [`handover_timeout`] for that node's ELECTION; if none comes, it starts again.
 //!    No reply at all: go on.
 //! 2. Status ELECTION, with itself as candidate. ELECTION to every lower id not known to
 //!    be down; those that answer form ACTIVE.
@@ -58,23 +58,23 @@
 //!   election of its own takes the election over and holds its own, as plain bully does;
 //!   so the question climbs to the highest live node, which finds nobody above.
 //! - ELECTION from a higher id: status ELECTION with the sender as CANDIDATE, stop any
-//!   election of its own, answer, and wait up to [`CANDIDATE_TIMEOUT`] for the COORDINATOR.
+//!   election of its own, answer, and wait up to [`candidate_timeout`] for the COORDINATOR.
 //! - COORDINATOR: accepted only in status ELECTION from its CANDIDATE, in that same
 //!   election, with a term above the one it follows: status REORGANIZATION, answer, and
-//!   wait up to [`CANDIDATE_TIMEOUT`] for the NEW_STATE.
+//!   wait up to [`candidate_timeout`] for the NEW_STATE.
 //! - NEW_STATE: accepted only in REORGANIZATION from that coordinator with that term:
 //!   status NORMAL, keep the members, tell the application who leads, answer.
 //! - POLL: answer with its status and the term of the leader it follows.
 //!
 //! A node in ELECTION or REORGANIZATION whose candidate is reported down, or stays silent
-//! past [`CANDIDATE_TIMEOUT`], holds an election itself, so no run hangs on a dead
+//! past [`candidate_timeout`], holds an election itself, so no run hangs on a dead
 //! candidate. While it polls upwards it keeps its status, so a candidate that was only
 //! slow is still accepted.
 //!
 //! # The coordinator's poll
 //!
 //! While it leads (status NORMAL, no election of its own), the coordinator sends POLL to
-//! every node not known to be down every [`POLL_PERIOD`]. It holds a new election when a
+//! every node not known to be down every [`poll_period`]. It holds a new election when a
 //! node outside ACTIVE answers (a node that missed the election, or came back), when a
 //! member answers with a status other than NORMAL or following another term, or when a
 //! member has not answered one poll by the time the next is due (the poll's timeout is
@@ -137,21 +137,36 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::algorithm::{
-    Config, Election, ElectionCall, ElectionEvent, Input, Message, Node, NodeInput, NodeOut, PeerId,
+    Config, Election, ElectionCall, ElectionEvent, Input, Message, Node, NodeInput, NodeOut, PeerId, Timing,
 };
 use crate::algos::bully::next_term;
 
 /// How long each phase waits for its replies: the notes' "wait with timeout", one
-/// message there and back, with room to spare.
-pub const ANSWER_TIMEOUT: Duration = Duration::from_millis(50);
+/// message there and back, 2·Tm + Tp for the run's message time Tm and processing time
+/// Tp ([`Timing::reply`]; 50 ms by default).
+pub fn answer_timeout(timing: &Timing) -> Duration {
+    timing.reply()
+}
+
 /// How long a node that lost phase 1 waits for the ELECTION of a higher node: that
-/// node's own phase 1 must fit in it.
-pub const HANDOVER_TIMEOUT: Duration = Duration::from_millis(150);
+/// node's own phase 1 (one reply's time) and its ELECTION must fit in it; three replies'
+/// time.
+pub fn handover_timeout(timing: &Timing) -> Duration {
+    timing.reply().saturating_mul(3)
+}
+
 /// How long a node in ELECTION or REORGANIZATION waits for its candidate's next message:
-/// a phase of the candidate's, or a restart up to its next ELECTION, must fit in it.
-pub const CANDIDATE_TIMEOUT: Duration = Duration::from_millis(150);
-/// How often the coordinator polls everyone; also how long a member has to answer.
-pub const POLL_PERIOD: Duration = Duration::from_millis(200);
+/// a phase of the candidate's, or a restart up to its next ELECTION, must fit in it;
+/// three replies' time.
+pub fn candidate_timeout(timing: &Timing) -> Duration {
+    timing.reply().saturating_mul(3)
+}
+
+/// How often the coordinator polls everyone; also how long a member has to answer:
+/// four replies' time.
+pub fn poll_period(timing: &Timing) -> Duration {
+    timing.reply().saturating_mul(4)
+}
 
 /// The fewest and the most messages one election costs among `live` live nodes, with a
 /// perfect failure detector and nobody failing during it: `6(live-1)` and
@@ -432,7 +447,7 @@ impl BullyGm {
         }
         self.status = status;
         if let Some(timer) = self.candidate_timer() {
-            out.set_timer(timer, CANDIDATE_TIMEOUT);
+            out.set_timer(timer, candidate_timeout(&self.cfg.timing));
         }
     }
 
@@ -469,7 +484,7 @@ impl BullyGm {
             out.send(p, Msg::StatusPoll { election, term });
         }
         self.phase = Phase::Polling { waiting: higher };
-        out.set_timer(Timer::Replies { election, phase: 1 }, ANSWER_TIMEOUT);
+        out.set_timer(Timer::Replies { election, phase: 1 }, answer_timeout(&self.cfg.timing));
     }
 
     /// The notes' "goto Elect": the group changed during phase 3 or 4.
@@ -520,7 +535,7 @@ impl BullyGm {
             return self.judge(out);
         }
         if let Some(timer) = self.phase_timer() {
-            out.set_timer(timer, ANSWER_TIMEOUT);
+            out.set_timer(timer, answer_timeout(&self.cfg.timing));
         }
     }
 
@@ -562,7 +577,7 @@ impl BullyGm {
         self.unanswered.clear();
         out.emit(ElectionEvent::Leader { id: me, term });
         if self.cfg.n > 1 {
-            out.set_timer(Timer::Poll { term }, POLL_PERIOD);
+            out.set_timer(Timer::Poll { term }, poll_period(&self.cfg.timing));
         }
     }
 
@@ -600,7 +615,7 @@ impl BullyGm {
             Phase::Polling { .. } => {
                 out.cancel_timer(Timer::Replies { election, phase: 1 });
                 self.phase = Phase::Outranked { answered: BTreeSet::from([from]) };
-                out.set_timer(Timer::Handover { election }, HANDOVER_TIMEOUT);
+                out.set_timer(Timer::Handover { election }, handover_timeout(&self.cfg.timing));
             }
             Phase::Outranked { answered } => {
                 answered.insert(from);
@@ -683,7 +698,7 @@ impl BullyGm {
             out.send(p, Msg::Poll { term });
         }
         self.unanswered = self.group.iter().filter(|p| !self.down.contains(p)).copied().collect();
-        out.set_timer(Timer::Poll { term }, POLL_PERIOD);
+        out.set_timer(Timer::Poll { term }, poll_period(&self.cfg.timing));
     }
 
     /// POLL_STATUS: a member in good standing, or a change that calls for an election.
@@ -848,7 +863,7 @@ mod tests {
     /// Run until just before a poll could come due: long enough for any election below
     /// to finish, timeouts and all.
     fn settle(net: &mut Net<BullyGm>) {
-        net.run_for(POLL_PERIOD - Duration::from_millis(1)).unwrap();
+        net.run_for(poll_period(&Timing::DEFAULT) - Duration::from_millis(1)).unwrap();
     }
 
     fn step(node: &mut BullyGm, input: NodeInput<BullyGm>) -> Vec<Output<Msg, Timer, ElectionEvent>> {
@@ -981,7 +996,7 @@ mod tests {
             } else {
                 net.run_for(Duration::ZERO).unwrap();
                 assert_eq!(net.node(3).waiting_for(), "phase 1: waiting for STATUS from w4");
-                net.run_for(ANSWER_TIMEOUT).unwrap();
+                net.run_for(answer_timeout(&Timing::DEFAULT)).unwrap();
             }
             assert_eq!(trace(&net, mark)[0], (3, 4, "STATUS_POLL"));
             assert_eq!(net.sent_since(mark).len(), 1 + 6 * 3);
@@ -1057,7 +1072,7 @@ mod tests {
         assert_eq!(net.leader_of(3), Some((PeerId(3), 7)));
         assert_eq!(net.agreement(), Err("w1 names no leader".into()));
         let mark = net.sent.len();
-        net.run_for(POLL_PERIOD).unwrap();
+        net.run_for(poll_period(&Timing::DEFAULT)).unwrap();
         assert_eq!(net.check(), Ok(PeerId(3)));
         assert!((0..4).all(|i| net.leader_of(i) == Some((PeerId(3), 11))));
         #[rustfmt::skip]
@@ -1078,13 +1093,13 @@ mod tests {
         settle(&mut net);
         net.crash(1);
         let mark = net.sent.len();
-        net.run_for(POLL_PERIOD).unwrap();
+        net.run_for(poll_period(&Timing::DEFAULT)).unwrap();
         assert_eq!(net.count_since(mark, "POLL"), 3);
         assert_eq!(net.count_since(mark, "POLL_STATUS"), 2);
         assert_eq!(net.count_since(mark, "ELECTION"), 0);
         // The next tick elects; w1's silence costs phases 2 and 3 a timeout each, and
         // all is over before the tick after.
-        net.run_for(POLL_PERIOD).unwrap();
+        net.run_for(poll_period(&Timing::DEFAULT)).unwrap();
         assert_eq!(net.count_since(mark, "ELECTION"), 3);
         assert_eq!(net.count_since(mark, "COORDINATOR"), 3);
         assert_eq!(net.count_since(mark, "NEW_STATE"), 2);
@@ -1101,7 +1116,7 @@ mod tests {
         net.elect(0);
         settle(&mut net);
         let (mark, events) = (net.sent.len(), net.leaders.len());
-        net.run_for(5 * POLL_PERIOD).unwrap();
+        net.run_for(5 * poll_period(&Timing::DEFAULT)).unwrap();
         assert_eq!(net.count_since(mark, "POLL"), 5 * 3, "one poll per period");
         assert_eq!(net.count_since(mark, "POLL_STATUS"), 5 * 3);
         assert_eq!(net.sent_since(mark).len(), 5 * 6);
@@ -1123,7 +1138,7 @@ mod tests {
                 net.run_for(Duration::ZERO).unwrap();
             } else {
                 net.crash(2);
-                net.run_for(CANDIDATE_TIMEOUT).unwrap();
+                net.run_for(candidate_timeout(&Timing::DEFAULT)).unwrap();
                 assert!(net.node(1).waiting_for().starts_with("phase 1"), "{}", net.node(1).waiting_for());
                 settle(&mut net);
             }
@@ -1253,7 +1268,10 @@ mod tests {
         let acts = step(&mut w0, Input::Timer { timer: Timer::Replies { election: 1, phase: 1 } });
         // Nobody below w0 to tell: it wins at once and sets its poll.
         let won = Output::Event { event: ElectionEvent::Leader { id: PeerId(0), term: 3 } };
-        assert_eq!(acts, [won, Output::SetTimer { timer: Timer::Poll { term: 3 }, after: POLL_PERIOD }]);
+        assert_eq!(
+            acts,
+            [won, Output::SetTimer { timer: Timer::Poll { term: 3 }, after: poll_period(&Timing::DEFAULT) }]
+        );
         assert_eq!(w0.leader, Some((PeerId(0), 3)));
         assert!(w0.waiting_for().is_empty());
         // The poll is set, and a stale phase timer does nothing now.

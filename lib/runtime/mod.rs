@@ -426,6 +426,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             // A program of the user's (`--worker-cmd`) is the node: it comes with the node's
             // configuration.
             program: opts.external.as_ref().map(|e| Spawn { command: e.command.clone(), timeout: e.timeout }),
+            timing: opts.timing,
         };
         let poll = Poll::new()?;
         let socket_path = run_dir.join(control::worker_socket(me, opts.incarnation));

@@ -426,6 +426,7 @@ mod tests {
             external: None,
             held: false,
             lazy: false,
+            timing: Default::default(),
         }
     }
 

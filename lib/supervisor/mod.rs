@@ -78,7 +78,10 @@ pub use diagnosis::{StallRecord, STALL_FILE};
 pub use inject::AppliedFault;
 use inject::{Faults, Undo};
 use options::settings;
-pub use options::{validate, ElectOpts, ExternalOpts, Initiators, RunOpts, MIN_STALL_MS};
+pub use options::{
+    cores, heartbeat_period, processing_time, timing, validate, ElectOpts, ExternalOpts, Initiators, RunOpts,
+    MIN_STALL_MS, PROCESSING,
+};
 use processes::{Life, Paused, Processes, Slot};
 use progress::Progress;
 pub use replay::Replay;

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::{RunError, MAX_WORKERS};
-use crate::algorithm::ServiceKind;
+use crate::algorithm::{ServiceKind, Timing};
 use crate::control::{Detector, WorkerSettings};
 use crate::faults::{Action, Plan, Target};
 use crate::registry::{self as algos, AlgoInfo};
@@ -55,6 +55,9 @@ pub struct RunOpts {
     pub drop: f64,
     /// How workers learn that a peer is down or up.
     pub detector: Detector,
+    /// The processing time Tp the nodes' timeouts allow for (`--processing-ms`); `None`:
+    /// [`processing_time`] for this many workers on this machine.
+    pub processing: Option<Duration>,
     /// The resource refuses writes under a fencing token older than one it has seen
     /// (`run --fenced`).
     pub fenced: bool,
@@ -102,6 +105,7 @@ impl RunOpts {
             jitter_ms: 0.0,
             drop: 0.0,
             detector: Detector::Perfect,
+            processing: None,
             fenced: false,
             majority: false,
             elect: None,
@@ -399,6 +403,56 @@ pub(super) fn fits_a_socket(dir: &std::path::Path) -> bool {
     longest.as_os_str().len() < 108
 }
 
+/// The notes' processing time Tp when none is asked for: 50 ms, the time a worker may
+/// take to reply on a busy machine, or, with more workers than fit, the time a ready
+/// worker may wait for every other worker on its core to run a time slice before it
+/// runs itself: ⌈workers / cores⌉ × [`SLICE`]. On 2 cores that is 50 ms up to 32
+/// workers, 192 ms at 128, 384 ms at 256.
+pub fn processing_time(workers: u32, cores: u32) -> Duration {
+    let queue = workers.div_ceil(cores.max(1));
+    PROCESSING.max(SLICE.saturating_mul(queue))
+}
+
+/// The least processing time Tp: scheduling delays of tens of ms are common with more
+/// processes than cores.
+pub const PROCESSING: Duration = Duration::from_millis(50);
+
+/// The scheduler's time slice, as Linux's EEVDF gives a busy process (3 ms).
+pub const SLICE: Duration = Duration::from_millis(3);
+
+/// The cores this process may run on (1 if unknown).
+pub fn cores() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+}
+
+/// The run's time bounds as its nodes see them: Tm is the longest one-way delay the
+/// message faults allow (`--latency` + `--jitter`; a hop between two processes on one
+/// machine is otherwise microseconds, within Tp), Tp is asked for or
+/// [`processing_time`].
+pub fn timing(o: &RunOpts) -> Timing {
+    Timing {
+        message: ms(o.latency_ms) + ms(o.jitter_ms),
+        processing: o.processing.unwrap_or_else(|| processing_time(o.workers, cores())),
+    }
+}
+
+/// The heartbeat period P when none is asked for: 50 ms, or longer where N(N-1)
+/// heartbeats a period would pass [`HEARTBEATS_PER_S`]: the detector's own traffic grows
+/// as N², and past what the machine can carry it starves the workers it watches, which
+/// then look dead. 50 ms up to 22 workers; 1.6 s at 128, 6.5 s at 256.
+pub fn heartbeat_period(workers: u32) -> Duration {
+    let n = u64::from(workers);
+    let ms = (n * n.saturating_sub(1) * 1000).div_ceil(HEARTBEATS_PER_S);
+    HEARTBEAT.max(Duration::from_millis(ms))
+}
+
+/// The default heartbeat period for a few workers.
+pub const HEARTBEAT: Duration = Duration::from_millis(50);
+
+/// The most heartbeats a second the default period lets the whole run send: about a
+/// tenth of what two cores carry between loaded processes.
+pub const HEARTBEATS_PER_S: u64 = 10_000;
+
 /// Milliseconds as a duration; anything not above zero (`-0` included) is zero.
 pub(super) fn ms(v: f64) -> Duration {
     if v > 0.0 {
@@ -452,6 +506,7 @@ pub(super) fn settings(
         flight: o.flight,
         held: o.replay.is_some(),
         lazy: lazy(o),
+        timing: timing(o),
         external: o.external.as_ref().and_then(|e| {
             Some(crate::external::ExternalWorker {
                 command: e.command_for(id)?.to_string(),

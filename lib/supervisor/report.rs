@@ -204,6 +204,9 @@ pub struct ElectionPart {
     pub initiators: String,
     /// How workers learnt of peers going down and up.
     pub detector: String,
+    /// The time bounds the nodes were given and the reply timeout they derive from them
+    /// (`2·Tm + Tp = 2×0 ms + 50 ms = 50 ms`; [`crate::algorithm::Timing`]).
+    pub timeouts: String,
     /// The leader every live worker named at the end.
     pub leader: Option<u32>,
     /// The newest term any of them had for it.
@@ -469,6 +472,7 @@ impl Outcome<'_> {
         ElectionPart {
             initiators: e.map(|e| e.initiators.to_string()).unwrap_or_default(),
             detector: self.opts.detector.to_string(),
+            timeouts: super::options::timing(self.opts).to_string(),
             leader: a.leader.map(|l| l.0),
             term: a.leader.map(|l| l.1),
             elections,
@@ -588,6 +592,7 @@ pub(crate) mod samples {
         let service = ServiceReport::Election(ElectionPart {
             initiators: "all".into(),
             detector: "heartbeat (every 50 ms, suspect after 100 ms)".into(),
+            timeouts: "2·Tm + Tp = 2×0 ms + 50 ms = 50 ms".into(),
             leader: Some(2),
             term: Some(5),
             elections: 2,
@@ -692,7 +697,8 @@ mod tests {
         let election = json!({
             "schema": 1, "algorithm": "bully", "workers": 3, "ok": false,
             "failure": "w1 sent a frame over the cap", "model_broken": true, "initiators": "all",
-            "detector": "heartbeat (every 50 ms, suspect after 100 ms)", "leader": 2, "term": 5,
+        "detector": "heartbeat (every 50 ms, suspect after 100 ms)",
+            "timeouts": "2·Tm + Tp = 2×0 ms + 50 ms = 50 ms", "leader": 2, "term": 5,
             "elections": 2,
             "messages": {"total": 8, "by_type": {"ANSWER": 3, "COORDINATOR": 2, "ELECTION": 3,
                 "HEARTBEAT": 40}, "per_election": 4.0, "heartbeats": 40, "bad_frames": 1,
@@ -724,7 +730,8 @@ mod tests {
         assert_eq!(mutex[..head.len()], head);
         assert_eq!(mutex.len(), 37);
         let election = keys(&serde_json::to_string_pretty(&samples::election()).unwrap());
-        let order = "schema algorithm workers ok failure model_broken initiators detector leader term \
+        let order =
+            "schema algorithm workers ok failure model_broken initiators detector timeouts leader term \
             elections messages theory time_to_elect_ms message_time_us time_to_elect_t elapsed_s seed \
             network violations violation_count run_dir run_dir_kept plan faults never_fired \
             lost_messages unreported counters trace trace_complete deadlocks";
