@@ -39,17 +39,22 @@
 //! tick of their own and would drown the messages.
 //!
 //! Workers write the whole trace to these files only when asked (`--trace`) or when the
-//! run directory is kept (`--keep`). Otherwise they record the same lines in the flight
-//! recorder ([`crate::flight`]): a ring of the last MiB of lines per life in a file
-//! mapped into memory, which the supervisor writes out as these files ([`from_rings`])
-//! when the run fails, and deletes unread when it does not. A life whose ring wrapped has
-//! a [`WRAPPED`] comment line before its first kept line; readers skip it with a note.
-//! `--no-flight-recorder` records nothing. What the lines cost a saturated run (no think
-//! time, empty sections) on a 2-core machine, where eight workers share a CPU and every
-//! line lands in a cold cache, is measured in the README (Message trace): a quarter to
-//! two fifths more CPU per entry, ring or file alike, because making the lines (clock,
-//! numbers by hand, the message's JSON) is most of it and the ring saves only the
-//! writes. Runs that think or hold the section for a millisecond do not notice.
+//! run directory is kept (`--keep`). Otherwise they record the same events in the
+//! flight recorder ([`crate::flight`]): a ring of the last MiB of records per life in a
+//! file mapped into memory, which the supervisor writes out as these files
+//! ([`from_rings`]) when the run fails, and deletes unread when it does not. A record
+//! is no line: a fixed head of numbers (tag, time, clocks, peer) and the message as
+//! MessagePack, the wire's own encoding ([`RECORD_HEAD`]), so a clean run makes no text
+//! at all. The lines are made when a ring is written out, by the same function as the
+//! file's writer uses, the message read back through the run's [`Decode`] (the
+//! registry's [`decode_body`] of its message type, a program's JSON included): a ring's
+//! lines are the lines `--trace` would have written. A life whose ring wrapped has a
+//! [`WRAPPED`] comment line before its first kept line; readers skip it with a note.
+//! `--no-flight-recorder` records nothing. What recording costs a saturated run (no
+//! think time, empty sections) is measured in the README (Message trace) and by
+//! `mutexlab bench` (Recording): the full trace a third or more CPU per entry (making
+//! the lines: clock, numbers by hand, the message's JSON), the flight recorder a few per
+//! cent. Runs that think or hold the section for a millisecond do not notice either.
 //!
 //! The worker writes its lines to memory and hands them to the kernel with one `write`
 //! at the end of a turn of its event loop once the oldest is [`FLUSH_EVERY`] (5 ms) old
