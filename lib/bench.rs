@@ -94,6 +94,101 @@ pub struct BenchReport {
     pub light: Vec<BenchRow>,
     /// The mean think time of the `light` runs, in ms.
     pub light_think_ms: f64,
+    /// What recording the message trace costs a saturated run.
+    pub recording: Recording,
+}
+
+/// What recording costs: one saturated algorithm run without recording, with the
+/// flight recorder (the default) and with `--trace`, the three interleaved
+/// ([`RECORDING_ROUNDS`] times), each as medians.
+#[derive(Debug, serde::Serialize)]
+pub struct Recording {
+    /// The algorithm.
+    pub algorithm: &'static str,
+    /// Workers in each run.
+    pub workers: u32,
+    /// Runs of each way, interleaved.
+    pub rounds: u32,
+    /// `off` (`--no-flight-recorder`), `flight recorder`, `trace`, in that order.
+    pub ways: Vec<RecordingWay>,
+}
+
+/// One way of recording, over its runs.
+#[derive(Debug, serde::Serialize)]
+pub struct RecordingWay {
+    /// `off`, `flight recorder` or `trace`.
+    pub way: &'static str,
+    /// Median critical sections per second.
+    pub throughput_per_s: f64,
+    /// Median CPU time (user and system, this process and its workers) per entry, in µs:
+    /// steadier than throughput on a loaded machine.
+    pub cpu_us_per_entry: f64,
+    /// `cpu_us_per_entry` over that of `off`: 1.0 costs nothing.
+    pub cpu_vs_off: f64,
+    /// Runs that failed or were not clean (they count in no median).
+    pub failed: u32,
+}
+
+/// How often each way of recording runs.
+pub const RECORDING_ROUNDS: u32 = 3;
+
+/// User and system CPU time of this process and its reaped children, in seconds.
+fn cpu_seconds() -> f64 {
+    use nix::sys::resource::{getrusage, UsageWho};
+    let secs = |who| {
+        getrusage(who).map_or(0.0, |u| {
+            let (a, b) = (u.user_time(), u.system_time());
+            (a.tv_sec() + b.tv_sec()) as f64 + (a.tv_usec() + b.tv_usec()) as f64 * 1e-6
+        })
+    };
+    secs(UsageWho::RUSAGE_SELF) + secs(UsageWho::RUSAGE_CHILDREN)
+}
+
+/// The median of `v` (0 if empty).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Measure [`Recording`] for `algo` with `n` workers, `entries` each.
+fn recording(exe: &Path, algo: &'static str, n: u32, entries: u64) -> Recording {
+    let ways: [(&'static str, bool, bool); 3] =
+        [("off", false, false), ("flight recorder", true, false), ("trace", true, true)];
+    let mut got: Vec<(Vec<f64>, Vec<f64>, u32)> = ways.iter().map(|_| (Vec::new(), Vec::new(), 0)).collect();
+    for _ in 0..RECORDING_ROUNDS {
+        for (i, &(_, flight, trace)) in ways.iter().enumerate() {
+            let o = RunOpts { flight, trace, ..opts(exe, algo, n, entries, 0.0) };
+            let before = cpu_seconds();
+            match mutex_run(&o) {
+                Ok((r, m)) if r.ok && m.entries.total > 0 => {
+                    let cpu = (cpu_seconds() - before) / m.entries.total as f64 * 1e6;
+                    got[i].0.push(m.throughput_per_s);
+                    got[i].1.push(cpu);
+                }
+                _ => got[i].2 += 1,
+            }
+        }
+    }
+    let off = median(got[0].1.clone());
+    let ways = ways
+        .iter()
+        .zip(got)
+        .map(|(&(way, _, _), (tp, cpu, failed))| {
+            let cpu = median(cpu);
+            RecordingWay {
+                way,
+                throughput_per_s: median(tp),
+                cpu_us_per_entry: cpu,
+                cpu_vs_off: if off > 0.0 { cpu / off } else { 0.0 },
+                failed,
+            }
+        })
+        .collect();
+    Recording { algorithm: algo, workers: n, rounds: RECORDING_ROUNDS, ways }
 }
 
 /// One benchmark run.
@@ -308,6 +403,20 @@ pub fn run(exe: &Path, quick: bool, all_cpus: bool, json: bool) -> anyhow::Resul
         });
         light.push(BenchRow::of(algo, n, &run, ideal, None));
     }
+    let (algo, n) = ("ricart-agrawala", 6);
+    say(format!(
+        "\nRecording: {algo}, N = {n}, saturated; no recording, the flight recorder (default) and \
+         --trace, interleaved, medians of {RECORDING_ROUNDS} runs each."
+    ));
+    let rec = recording(exe, algo, n, if quick { 100 } else { 500 });
+    say(format!("{:<16} {:>9} {:>14} {:>10}", "recording", "CS/s", "CPU µs/entry", "CPU vs off"));
+    for w in &rec.ways {
+        let failed = if w.failed > 0 { format!("  ({} runs failed)", w.failed) } else { String::new() };
+        say(format!(
+            "{:<16} {:>9.0} {:>14.1} {:>10.2}{failed}",
+            w.way, w.throughput_per_s, w.cpu_us_per_entry, w.cpu_vs_off
+        ));
+    }
     Ok(BenchReport {
         schema: 1,
         all_cpus,
@@ -319,5 +428,6 @@ pub fn run(exe: &Path, quick: bool, all_cpus: bool, json: bool) -> anyhow::Resul
         saturation,
         light,
         light_think_ms: think,
+        recording: rec,
     })
 }

@@ -1,10 +1,10 @@
-//! The flight recorder's ring: the last lines a worker's life recorded, in a file of
+//! The flight recorder's ring: the last records a worker's life made, in a file of
 //! fixed size mapped into its memory, so that they outlive the worker.
 //!
 //! Every worker of every run records its trace ([`crate::trace`]) whether or not the run
-//! asked for one. Without `--trace` the lines go to a ring, not to the trace file: one
+//! asked for one. Without `--trace` the events go to a ring, not to the trace file: one
 //! file per worker and life in the run directory ([`ring_name`], `flight-w3-1.ring`), of
-//! [`RING_BYTES`] once made, of which each line overwrites the oldest when it is full.
+//! [`RING_BYTES`] once made, of which each record overwrites the oldest when it is full.
 //! When the run fails or is kept, the supervisor turns the rings into the ordinary
 //! `trace-w<ID>.log` files (`trace::from_rings`); after a clean run not kept it deletes
 //! them unread.
@@ -15,31 +15,38 @@
 //! kills when the run stalls or ends, loses its heap; the pages of a shared file mapping
 //! are the kernel's page cache, and every store the worker made before it died is in the
 //! file for the supervisor to read. Recording is then a copy into memory, with no
-//! system call: a clean run pays for formatting the lines and touching the ring's pages,
-//! and leaves nothing behind. The file is made sparse, so a short run's ring takes only
-//! the pages it wrote.
+//! system call. The file is made sparse, so a short run's ring takes only the pages it
+//! wrote.
+//!
+//! What a record holds is the trace's business (`trace`: a few numbers and the message
+//! as its wire bytes, formatted as text only when a ring is written out, so that a
+//! clean run pays for a copy and not for making lines); this file keeps records whole.
 //!
 //! # Layout and wrapping
 //!
 //! A [`HEADER_BYTES`] header (the magic [`MAGIC`], the data's capacity, then the
 //! positions `start` and `head`, each a little-endian `u64`), then the data, a circle of
-//! `capacity` bytes. Positions count bytes ever written: the lines kept are the bytes
-//! from `start` to `head`, each at its position modulo the capacity, and `start` is
-//! always the first byte of a line. To add a line [`Ring::push`] (1) moves `start`
-//! forward past whole old lines until the new one fits, (2) copies the line in, (3) moves
+//! `capacity` bytes. Each record is its length (a little-endian `u32`) and that many
+//! bytes. Positions count bytes ever written: the records kept are the bytes from
+//! `start` to `head`, each at its position modulo the capacity, and `start` is always
+//! the first byte of a record. To add a record [`Ring::push`] (1) moves `start` forward
+//! past whole old records until the new one fits, (2) copies the record in, (3) moves
 //! `head` past it; each position is stored after what it covers, in that order. A worker
-//! killed anywhere in between leaves positions that describe whole lines only: the bytes
-//! a cut-short copy overwrote lie before `start`, and the bytes after `head` are never
-//! read. So a torn or overwritten line is never misread; at worst the line being copied
-//! when the worker died is lost. A reader that finds `start` above zero knows that the
-//! life recorded `start` bytes it no longer has ([`Contents::lost`]); the trace file
-//! marks the place with a comment line, which trace readers skip with a note.
+//! killed anywhere in between leaves positions that describe whole records only: the
+//! bytes a cut-short copy overwrote lie before `start`, and the bytes after `head` are
+//! never read. So a torn or overwritten record is never misread; at worst the record
+//! being copied when the worker died is lost. A reader that finds `start` above zero
+//! knows that the life recorded `start` bytes it no longer has ([`Contents::lost`]); the
+//! trace file marks the place with a comment line, which trace readers skip with a note.
 //!
-//! A line longer than half the ring is not recorded (it would push out everything
-//! else); trace lines are at most a few KiB and a ring is a MiB.
+//! Reading trusts nothing it reads: [`read`] refuses a ring whose header claims more than
+//! [`MAX_RING_BYTES`] or disagrees with the file's size, holds one ring at a time, and
+//! [`Contents::records`] stops at a record whose length runs past `head` (torn: only a
+//! ring damaged from outside has one), which [`Contents::torn`] then counts, so the
+//! records before it are still read.
 //!
-//! Reading is bounded: [`read`] refuses a ring whose header claims more than
-//! [`MAX_RING_BYTES`] or disagrees with the file's size, and holds one ring at a time.
+//! A record longer than a quarter of the ring is not recorded (it would push out
+//! everything else); records are tens of bytes and a ring is a MiB.
 
 use std::fs::{File, OpenOptions};
 use std::io;
@@ -48,19 +55,21 @@ use std::sync::atomic::{compiler_fence, Ordering};
 
 use memmap2::MmapMut;
 
-/// The ring's data bytes: a few thousand trace lines (a line with its message's
-/// contents is 100 to 250 bytes).
+/// The ring's data bytes: tens of thousands of events (a record with its message is 40
+/// to 100 bytes).
 pub const RING_BYTES: u64 = 1 << 20;
 /// The most a ring's header may claim: readers refuse larger ones unread.
 pub const MAX_RING_BYTES: u64 = 64 << 20;
 /// The header's size: the magic, the capacity, `start` and `head`.
 pub const HEADER_BYTES: u64 = 64;
-/// The first bytes of every ring file.
-pub const MAGIC: &[u8; 16] = b"mutexlab ring v1";
+/// The first bytes of every ring file (v1 held text lines; v2 length-prefixed records).
+pub const MAGIC: &[u8; 16] = b"mutexlab ring v2";
+/// The bytes before each record: its length.
+pub const LEN_BYTES: u64 = 4;
 
-const CAP_AT: usize = 16;
-const START_AT: usize = 24;
-const HEAD_AT: usize = 32;
+pub(crate) const CAP_AT: usize = 16;
+pub(crate) const START_AT: usize = 24;
+pub(crate) const HEAD_AT: usize = 32;
 
 /// The ring file of worker `w`'s life `inc`, inside the run directory.
 pub fn ring_name(w: u32, inc: u32) -> String {
@@ -87,7 +96,7 @@ impl Ring {
     /// Make the ring file at `path` (new: an existing file is an error) with `cap` data
     /// bytes, and map it.
     pub fn create(path: &Path, cap: u64) -> io::Result<Ring> {
-        assert!((2..=MAX_RING_BYTES).contains(&cap), "a ring of {cap} bytes");
+        assert!((16..=MAX_RING_BYTES).contains(&cap), "a ring of {cap} bytes");
         let file = OpenOptions::new().read(true).write(true).create_new(true).open(path)?;
         // Blocks allocated now, not on first touch: a page the file system cannot give a
         // mapping later is a SIGBUS (a full disk), where this is an error to handle.
@@ -114,34 +123,50 @@ impl Ring {
         self.map[at..at + 8].copy_from_slice(&v.to_le_bytes());
     }
 
-    /// The data byte at position `pos`.
-    fn byte(&self, pos: u64) -> u8 {
-        self.map[(HEADER_BYTES + pos % self.cap) as usize]
+    /// Copy `bytes` into the data at position `pos`, wrapping at the end.
+    fn put(&mut self, pos: u64, bytes: &[u8]) {
+        let at = (pos % self.cap) as usize;
+        let first = bytes.len().min(self.cap as usize - at);
+        let base = HEADER_BYTES as usize;
+        self.map[base + at..base + at + first].copy_from_slice(&bytes[..first]);
+        self.map[base..base + bytes.len() - first].copy_from_slice(&bytes[first..]);
     }
 
-    /// Add one line (its newline included). Returns false, recording nothing, for a line
-    /// longer than half the ring or one not ending in a newline.
-    pub fn push(&mut self, line: &[u8]) -> bool {
-        let len = line.len() as u64;
-        if len == 0 || len > self.cap / 2 || line.last() != Some(&b'\n') {
+    /// The length of the record at position `pos` (which may wrap).
+    fn len_at(&self, pos: u64) -> u64 {
+        let mut len = [0u8; LEN_BYTES as usize];
+        for (k, b) in len.iter_mut().enumerate() {
+            *b = self.map[(HEADER_BYTES + (pos + k as u64) % self.cap) as usize];
+        }
+        u64::from(u32::from_le_bytes(len))
+    }
+
+    /// Add one record, the concatenation of `parts` (a record is written in pieces so
+    /// that nobody has to join them first). Returns false, recording nothing, for an
+    /// empty record or one longer than a quarter of the ring.
+    pub fn push(&mut self, parts: &[&[u8]]) -> bool {
+        let body: usize = parts.iter().map(|p| p.len()).sum();
+        let len = LEN_BYTES + body as u64;
+        if body == 0 || len > self.cap / 4 {
             return false;
         }
         let new_head = self.head + len;
         if new_head - self.start > self.cap {
-            // The first line that starts at or after `new_head - cap`: the one after the
-            // newline at or after `new_head - cap - 1` (the last line ends in one).
-            let mut pos = new_head - self.cap - 1;
-            while self.byte(pos) != b'\n' {
-                pos += 1;
+            // Whole old records out, oldest first, until the new one fits.
+            let mut pos = self.start;
+            while new_head - pos > self.cap {
+                pos += LEN_BYTES + self.len_at(pos);
             }
-            self.start = pos + 1;
+            self.start = pos;
             self.store(START_AT, self.start);
         }
-        let at = (self.head % self.cap) as usize;
-        let first = line.len().min(self.cap as usize - at);
-        let base = HEADER_BYTES as usize;
-        self.map[base + at..base + at + first].copy_from_slice(&line[..first]);
-        self.map[base..base + line.len() - first].copy_from_slice(&line[first..]);
+        let mut pos = self.head;
+        self.put(pos, &(body as u32).to_le_bytes());
+        pos += LEN_BYTES;
+        for part in parts {
+            self.put(pos, part);
+            pos += part.len() as u64;
+        }
         self.head = new_head;
         self.store(HEAD_AT, self.head);
         true
@@ -151,10 +176,41 @@ impl Ring {
 /// What a ring holds.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Contents {
-    /// Bytes of lines the life recorded that were pushed out (0: it holds them all).
+    /// Bytes of records the life made that were pushed out (0: it holds them all).
     pub lost: u64,
-    /// The lines kept, oldest first, each ending in a newline.
-    pub lines: Vec<u8>,
+    /// The records kept, oldest first, each its length and its bytes (see
+    /// [`Contents::records`]).
+    pub bytes: Vec<u8>,
+}
+
+impl Contents {
+    /// The records, oldest first. Stops at a record whose length runs past the end,
+    /// which only a damaged ring has ([`Contents::torn`] says how many bytes were left).
+    pub fn records(&self) -> impl Iterator<Item = &[u8]> + '_ {
+        let mut rest = &self.bytes[..];
+        std::iter::from_fn(move || {
+            let (len, tail) = split_record(rest)?;
+            let (record, after) = tail.split_at(len);
+            rest = after;
+            Some(record)
+        })
+    }
+
+    /// Bytes after the last whole record: 0, unless the ring's last record is torn.
+    pub fn torn(&self) -> usize {
+        let mut rest = &self.bytes[..];
+        while let Some((len, tail)) = split_record(rest) {
+            rest = &tail[len..];
+        }
+        rest.len()
+    }
+}
+
+/// The next record's length and the bytes from its start, if it is whole and not empty.
+fn split_record(bytes: &[u8]) -> Option<(usize, &[u8])> {
+    let (len, tail) = bytes.split_first_chunk::<{ LEN_BYTES as usize }>()?;
+    let len = u32::from_le_bytes(*len) as usize;
+    (len > 0 && len <= tail.len()).then_some((len, tail))
 }
 
 /// Read the ring file at `path`, or say in one line why it is not one.
@@ -166,35 +222,35 @@ pub fn read(path: &Path) -> Result<Contents, String> {
     }
     let mut head = [0u8; HEADER_BYTES as usize];
     std::os::unix::fs::FileExt::read_exact_at(&file, &mut head, 0).map_err(|e| e.to_string())?;
+    if &head[..MAGIC.len()] == b"mutexlab ring v1" {
+        return Err("a ring of an older mutexlab (v1), which this one does not read".into());
+    }
     if &head[..MAGIC.len()] != MAGIC {
         return Err("not a mutexlab ring (no magic)".into());
     }
     let num = |at: usize| u64::from_le_bytes(head[at..at + 8].try_into().expect("8 bytes"));
     let (cap, start, end) = (num(CAP_AT), num(START_AT), num(HEAD_AT));
-    if !(2..=MAX_RING_BYTES).contains(&cap) || size != HEADER_BYTES + cap {
+    if !(16..=MAX_RING_BYTES).contains(&cap) || size != HEADER_BYTES + cap {
         return Err(format!("its header claims {cap} bytes of data in a file of {size}"));
     }
     if start > end || end - start > cap {
         return Err(format!("its positions are inconsistent (start {start}, head {end}, capacity {cap})"));
     }
-    let mut lines = vec![0u8; (end - start) as usize];
+    let mut bytes = vec![0u8; (end - start) as usize];
     let at = start % cap;
-    let first = lines.len().min((cap - at) as usize);
+    let first = bytes.len().min((cap - at) as usize);
     let rd = |buf: &mut [u8], off: u64| std::os::unix::fs::FileExt::read_exact_at(&file, buf, off);
-    rd(&mut lines[..first], HEADER_BYTES + at).map_err(|e| e.to_string())?;
-    rd(&mut lines[first..], HEADER_BYTES).map_err(|e| e.to_string())?;
-    if lines.last().is_some_and(|&b| b != b'\n') {
-        return Err("its last line has no newline".into());
-    }
-    Ok(Contents { lost: start, lines })
+    rd(&mut bytes[..first], HEADER_BYTES + at).map_err(|e| e.to_string())?;
+    rd(&mut bytes[first..], HEADER_BYTES).map_err(|e| e.to_string())?;
+    Ok(Contents { lost: start, bytes })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn lines(c: &Contents) -> Vec<String> {
-        String::from_utf8(c.lines.clone()).unwrap().lines().map(str::to_string).collect()
+    fn records(c: &Contents) -> Vec<String> {
+        c.records().map(|r| String::from_utf8(r.to_vec()).unwrap()).collect()
     }
 
     #[test]
@@ -208,56 +264,78 @@ mod tests {
     }
 
     #[test]
-    fn a_tiny_ring_wraps_keeping_whole_lines_only() {
+    fn a_tiny_ring_wraps_keeping_whole_records_only() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(ring_name(0, 0));
-        let mut ring = Ring::create(&path, 40).unwrap();
-        assert_eq!(read(&path).unwrap(), Contents { lost: 0, lines: vec![] });
+        let mut ring = Ring::create(&path, 64).unwrap();
+        assert_eq!(read(&path).unwrap(), Contents { lost: 0, bytes: vec![] });
         let mut all = Vec::new();
-        for i in 0..50u32 {
-            let line = format!("line {i}{}\n", "x".repeat((i % 7) as usize));
-            assert!(ring.push(line.as_bytes()));
-            all.push(line.trim_end().to_string());
+        for i in 0..80u32 {
+            // Records of odd sizes, in two parts, so that they straddle the ring's end
+            // (length and body alike) at every offset.
+            let rec = format!("rec {i}{}", "x".repeat((i % 7) as usize));
+            let (a, b) = rec.as_bytes().split_at(3);
+            assert!(ring.push(&[a, b]));
+            all.push(rec);
             let got = read(&path).unwrap();
-            let kept = lines(&got);
-            // The newest lines, in order, whole, and no more than fit.
-            assert_eq!(kept[..], all[all.len() - kept.len()..], "after line {i}");
-            assert!(got.lines.len() <= 40);
-            let total: usize = all.iter().map(|l| l.len() + 1).sum();
-            assert_eq!(got.lost as usize + got.lines.len(), total);
+            let kept = records(&got);
+            // The newest records, in order, whole, and no more than fit.
+            assert_eq!(kept[..], all[all.len() - kept.len()..], "after record {i}");
+            assert!(got.bytes.len() <= 64 && got.torn() == 0);
+            let total: usize = all.iter().map(|r| r.len() + LEN_BYTES as usize).sum();
+            assert_eq!(got.lost as usize + got.bytes.len(), total);
+            assert!(kept.len() >= (i as usize + 1).min(3), "a wrapped ring still holds the newest records");
         }
-        assert!(!ring.push(&[b'y'; 21]), "longer than half the ring");
-        assert!(!ring.push(b"no newline"));
+        assert!(!ring.push(&[&[b'y'; 13]]), "longer than a quarter of the ring");
+        assert!(!ring.push(&[]), "empty");
     }
 
     #[test]
-    fn a_life_killed_mid_copy_leaves_only_whole_lines() {
+    fn a_life_killed_mid_copy_leaves_only_whole_records() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(ring_name(1, 0));
-        let mut ring = Ring::create(&path, 32).unwrap();
+        let mut ring = Ring::create(&path, 64).unwrap();
         for i in 0..9 {
-            ring.push(format!("old {i}\n").as_bytes());
+            ring.push(&[format!("old {i}").as_bytes()]);
         }
-        let before = lines(&read(&path).unwrap());
+        let before = records(&read(&path).unwrap());
         // What a life killed between moving `start` and moving `head` leaves: `start`
-        // past the lines the new one will cover, and some of its bytes copied over them.
-        let new = b"NEWNEWNEWNEW\n";
-        let new_head = ring.head + new.len() as u64;
-        let mut pos = new_head - ring.cap - 1;
-        while ring.byte(pos) != b'\n' {
-            pos += 1;
+        // past the records the new one will cover, and some of its bytes copied over them.
+        let new = b"NEWNEWNEWNE";
+        let new_head = ring.head + LEN_BYTES + new.len() as u64;
+        let mut pos = ring.start;
+        while new_head - pos > ring.cap {
+            pos += LEN_BYTES + ring.len_at(pos);
         }
-        ring.start = pos + 1;
+        ring.start = pos;
         ring.store(START_AT, ring.start);
-        for (k, b) in new[..7].iter().enumerate() {
-            let at = ((ring.head + k as u64) % ring.cap + HEADER_BYTES) as usize;
-            ring.map[at] = *b;
-        }
+        ring.put(ring.head, &(new.len() as u32).to_le_bytes());
+        ring.put(ring.head + LEN_BYTES, &new[..7]);
         let after = read(&path).unwrap();
-        let kept = lines(&after);
+        let kept = records(&after);
         assert!(!kept.is_empty() && kept.len() < before.len(), "{kept:?}");
-        assert_eq!(kept[..], before[before.len() - kept.len()..], "only whole old lines");
-        assert!(!String::from_utf8(after.lines).unwrap().contains("NEW"));
+        assert_eq!(kept[..], before[before.len() - kept.len()..], "only whole old records");
+        assert!(!String::from_utf8_lossy(&after.bytes).contains("NEW"));
+        assert_eq!(after.torn(), 0);
+    }
+
+    #[test]
+    fn a_torn_last_record_is_left_out_and_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(ring_name(2, 0));
+        let mut ring = Ring::create(&path, 256).unwrap();
+        for i in 0..3 {
+            ring.push(&[format!("whole {i}").as_bytes()]);
+        }
+        // A ring damaged from outside: `head` moved past a record whose bytes are only
+        // partly there (its length says 40, 10 are).
+        ring.put(ring.head, &40u32.to_le_bytes());
+        ring.put(ring.head + LEN_BYTES, b"torn recor");
+        ring.head += LEN_BYTES + 10;
+        ring.store(HEAD_AT, ring.head);
+        let got = read(&path).unwrap();
+        assert_eq!(records(&got), ["whole 0", "whole 1", "whole 2"]);
+        assert_eq!(got.torn(), LEN_BYTES as usize + 10);
     }
 
     #[test]
@@ -266,15 +344,18 @@ mod tests {
         let path = dir.path().join("r");
         std::fs::write(&path, b"short").unwrap();
         assert!(read(&path).unwrap_err().contains("shorter"));
-        let mut bytes = vec![0u8; HEADER_BYTES as usize + 8];
+        let mut bytes = vec![0u8; HEADER_BYTES as usize + 16];
         std::fs::write(&path, &bytes).unwrap();
         assert!(read(&path).unwrap_err().contains("no magic"));
+        bytes[..16].copy_from_slice(b"mutexlab ring v1");
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(read(&path).unwrap_err().contains("older"));
         bytes[..16].copy_from_slice(MAGIC);
         bytes[CAP_AT..CAP_AT + 8].copy_from_slice(&u64::MAX.to_le_bytes());
         std::fs::write(&path, &bytes).unwrap();
         assert!(read(&path).unwrap_err().contains("claims"), "never sized by the header");
-        bytes[CAP_AT..CAP_AT + 8].copy_from_slice(&8u64.to_le_bytes());
-        bytes[HEAD_AT..HEAD_AT + 8].copy_from_slice(&9u64.to_le_bytes());
+        bytes[CAP_AT..CAP_AT + 8].copy_from_slice(&16u64.to_le_bytes());
+        bytes[HEAD_AT..HEAD_AT + 8].copy_from_slice(&17u64.to_le_bytes());
         std::fs::write(&path, &bytes).unwrap();
         assert!(read(&path).unwrap_err().contains("inconsistent"));
     }

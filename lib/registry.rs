@@ -91,6 +91,10 @@ pub struct AlgoInfo {
     /// [`crate::external::message_shapes`]); `mutexlab algorithms --messages` prints
     /// them and `labs/PROTOCOL.md` holds them as a table ([`messages_markdown`]).
     pub messages: fn() -> Result<Vec<MessageShape>, String>,
+    /// Reads one of its messages as the flight recorder keeps it (its wire bytes) for
+    /// the trace lines written from the rings (set by [`AlgoInfo::runs`]:
+    /// [`crate::trace::decode_body`] of its message type).
+    pub body: crate::trace::Decode,
 }
 
 /// A bypass bound an algorithm promises, as data beside the notes' claim: while a
@@ -241,6 +245,8 @@ impl AlgoInfo {
             check: check_node::<N>,
             bypass: None,
             messages: crate::external::message_shapes::<N::Msg>,
+            // A program among the reference's workers speaks `Ref<N::Msg>`, the same bytes.
+            body: crate::trace::decode_body::<N::Msg>,
         }
     }
 }
@@ -1250,5 +1256,54 @@ for line in sys.stdin:
         // Nodes of different ids differ (they know their id), so a set of three fresh
         // nodes and their states after a run has at least three members.
         assert!(counts.iter().all(|&c| c >= 3), "{counts:?}");
+    }
+
+    /// Worker 0's trace file in `dir`, each line with its time taken out (two writers
+    /// record the same events at different times).
+    fn timeless(dir: &Path) -> Vec<String> {
+        let text = std::fs::read_to_string(dir.join(crate::trace::file_name(0))).unwrap();
+        text.lines()
+            .map(|l| l.split(' ').filter(|f| !f.starts_with("t=")).collect::<Vec<_>>().join(" "))
+            .collect()
+    }
+
+    #[test]
+    fn a_dumped_ring_reads_a_program_s_messages_as_the_trace_file_does() {
+        use crate::external::Json;
+        use crate::trace::Writer;
+        use serde_json::json;
+        // A whole cluster of programs (`--worker-cmd`): any JSON object with a type.
+        let msgs = [
+            Json(json!({"type": "REQUEST", "ticket": 4, "who": "a b", "n": -3, "x": 1.5, "u": "é\n\"q\""})),
+            Json(json!({"type": "REPLY"})),
+            Json(json!({"type": "STATE", "nested": {"list": [1, null, true], "empty": {}}})),
+        ];
+        let entry = external("my-ra", ServiceKind::Mutex);
+        // A program among Ricart-Agrawala's workers (`--worker-cmd-for`): the
+        // reference's messages, which it speaks as `Ref`, decoded by the reference's entry.
+        let reference = [Ref(ricart_agrawala::Msg::Request { ticket: 9 }), Ref(ricart_agrawala::Msg::Reply)];
+        let ra = info("ricart-agrawala").unwrap();
+        fn both<M: crate::algorithm::Message>(msgs: &[M], decode: crate::trace::Decode) {
+            let (file, ring) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+            let mut writers = [
+                Writer::open(file.path(), 0, 0, 2, "x").unwrap(),
+                Writer::ring(ring.path(), 0, 0, crate::flight::RING_BYTES).unwrap(),
+            ];
+            for w in &mut writers {
+                for (i, m) in msgs.iter().enumerate() {
+                    let lc = i as u64;
+                    w.send(lc, 1, m);
+                    w.recv(lc, 1, 2, lc, m);
+                    w.drop(lc, 1, m, "partition");
+                }
+            }
+            drop(writers);
+            assert_eq!(crate::trace::from_rings(ring.path(), 2, "x", decode), Vec::<String>::new());
+            let (traced, dumped) = (timeless(file.path()), timeless(ring.path()));
+            assert_eq!(traced.len(), 1 + 3 * msgs.len());
+            assert_eq!(dumped, traced);
+        }
+        both(&msgs, entry.body);
+        both(&reference, ra.body);
     }
 }

@@ -222,6 +222,17 @@ fn bench_json_is_one_object_with_t_and_a_row_per_mutex_run() {
     assert!((1.0..=7.0).contains(&ring), "{j}");
     // flock sends nothing: k is 0, its limit 1/C.
     assert_eq!(row("flock", 2)["k"].as_f64(), Some(0.0), "{j}");
+    // What recording costs, measured in the same run: three ways, against the first.
+    let ways = j["recording"]["ways"].as_array().unwrap();
+    let names: Vec<&str> = ways.iter().map(|w| w["way"].as_str().unwrap()).collect();
+    assert_eq!(names, ["off", "flight recorder", "trace"], "{j}");
+    for w in ways {
+        assert_eq!(w["failed"], 0, "{w}");
+        assert!(
+            w["cpu_us_per_entry"].as_f64().unwrap() > 0.0 && w["throughput_per_s"].as_f64().unwrap() > 0.0
+        );
+    }
+    assert_eq!(ways[0]["cpu_vs_off"].as_f64(), Some(1.0), "{j}");
 }
 
 #[test]

@@ -250,11 +250,11 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
         // Interrupted: what was written so far is the evidence; the error names the
         // directory, which is kept (in the store, if it goes there), with its trace.
         Err(RunError::Interrupted(_)) => {
-            keep_trace(opts, &dir.path);
+            keep_trace(opts, info, &dir.path);
             return Err(RunError::Interrupted(file_kept(opts, &dir.path)));
         }
         Err(e) => {
-            keep_trace(opts, &dir.path);
+            keep_trace(opts, info, &dir.path);
             return Err(e);
         }
     };
@@ -270,7 +270,7 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
         crate::trace::remove_rings(&dir.path);
         (dir.remove(&sockets), false)
     } else {
-        (true, keep_trace(opts, &dir.path).is_some())
+        (true, keep_trace(opts, info, &dir.path).is_some())
     };
     let deadlocks = std::mem::take(&mut sup.deadlocks);
     let mut report = Report { run_dir_kept: kept, deadlocks, ..report };
@@ -304,8 +304,8 @@ fn file_kept(opts: &RunOpts, path: &std::path::Path) -> PathBuf {
 /// A kept run's message trace: the flight recorder's rings written out as trace files
 /// if the workers recorded there. Returns the pattern of the trace files' paths, if
 /// there are any.
-fn keep_trace(opts: &RunOpts, dir: &Path) -> Option<String> {
-    for note in crate::trace::from_rings(dir, opts.workers, &opts.algo) {
+fn keep_trace(opts: &RunOpts, info: &AlgoInfo, dir: &Path) -> Option<String> {
+    for note in crate::trace::from_rings(dir, opts.workers, &opts.algo, info.body) {
         eprintln!("mutexlab: flight recorder: {note}");
     }
     let any = (0..opts.workers).any(|w| dir.join(crate::trace::file_name(w)).exists());
