@@ -101,7 +101,7 @@ pub struct BenchReport {
 /// What recording costs: one saturated algorithm run without recording, with the
 /// flight recorder (the default) and with `--trace`, the three interleaved
 /// ([`RECORDING_ROUNDS`] times), each as medians.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct Recording {
     /// The algorithm.
     pub algorithm: &'static str,
@@ -114,7 +114,7 @@ pub struct Recording {
 }
 
 /// One way of recording, over its runs.
-#[derive(Debug, serde::Serialize)]
+#[derive(Debug, serde::Serialize, schemars::JsonSchema)]
 pub struct RecordingWay {
     /// `off`, `flight recorder` or `trace`.
     pub way: &'static str,

@@ -227,7 +227,7 @@ pub struct Row {
 
 /// One figure over the repeats: the median (the mean of the middle two for an even
 /// count) and the range.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Spread {
     /// The median.
     pub median: f64,
@@ -264,7 +264,7 @@ impl Spread {
 
 /// Every figure of a row over the repeats (each over the repeats that gave it; `null`
 /// where none did). The row's own fields hold the medians.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct RowSpread {
     /// How many times each run was made.
     pub repeats: u32,
@@ -376,7 +376,7 @@ pub struct Problems {
 }
 
 /// One fault over the repeats, and over the simulator's seeds.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct FaultSummary {
     /// The fault, as in [`FaultRun::fault`].
     pub fault: &'static str,
@@ -390,7 +390,7 @@ pub struct FaultSummary {
 }
 
 /// Outcomes counted: those of the runs where the fault hit as meant, and the misses.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 pub struct Tally {
     /// Survived.
     pub survives: u32,
@@ -466,7 +466,7 @@ impl Tally {
 }
 
 /// What seeded simulations of the same fault came to ([`crate::sim::fault_run`]).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct SimDecision {
     /// The seeds, as `A..B`.
     pub seeds: String,
