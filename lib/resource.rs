@@ -264,13 +264,16 @@ pub struct Committed {
 pub struct Resource {
     file: File,
     line: String,
+    /// The file's tail as [`Resource::committed`] last read it, kept between calls: a
+    /// fresh zeroed buffer each time was most of what an entry cost a worker.
+    tail: Vec<u8>,
 }
 
 impl Resource {
     /// Open an existing resource file for appending and reading.
     pub fn open(path: &Path) -> io::Result<Resource> {
         let file = OpenOptions::new().read(true).append(true).open(path)?;
-        Ok(Resource { file, line: String::with_capacity(128) })
+        Ok(Resource { file, line: String::with_capacity(128), tail: Vec::new() })
     }
 
     /// The underlying file (for `flock`).
@@ -352,25 +355,26 @@ impl Resource {
 
     /// Find the counter and the last fence by scanning the file backwards from its end.
     /// A last line without its newline (a write still landing) is skipped.
-    pub fn committed(&self) -> io::Result<Committed> {
+    pub fn committed(&mut self) -> io::Result<Committed> {
         let len = self.file.metadata()?.len();
         let mut want = 4096u64;
         loop {
             let start = len.saturating_sub(want);
-            let mut buf = vec![0u8; (len - start) as usize];
-            self.file.read_exact_at(&mut buf, start)?;
+            let n = (len - start) as usize;
+            // Only what grows is zeroed: the same size again costs nothing here.
+            self.tail.resize(n, 0);
+            self.file.read_exact_at(&mut self.tail, start)?;
+            let text = &self.tail[..];
+            // Whole lines only: not a first line cut by the window, nor a last one
+            // still landing.
+            let from = match start {
+                0 => 0,
+                _ => text.iter().position(|&b| b == b'\n').map_or(text.len(), |p| p + 1),
+            };
+            let to = text.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1).max(from);
             let mut found = Committed::default();
             let (mut have_value, mut have_fence) = (false, false);
-            // Skip a partial first line unless we read from the very start.
-            let text = &buf[..];
-            let body_end = text.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
-            let mut lines = text[..body_end].split(|&b| b == b'\n').rev();
-            lines.next(); // the empty piece after the final newline
-            let mut lines: Vec<&[u8]> = lines.collect();
-            if start > 0 {
-                lines.pop();
-            }
-            for line in lines {
+            for line in text[from..to].split(|&b| b == b'\n').rev() {
                 let Ok(s) = std::str::from_utf8(line) else {
                     continue;
                 };
