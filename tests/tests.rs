@@ -30,6 +30,7 @@ mod rundir;
 mod runtime;
 mod sim_cmd;
 mod store;
+mod superpeers;
 mod token;
 mod token_ring_ft;
 mod trace;

@@ -96,6 +96,7 @@ use crate::host::Breach;
 mod app;
 mod event;
 pub mod record;
+pub mod superpeer;
 mod world;
 pub use app::{ElectionApps, MutexApps, SimApps, SimService};
 pub use event::{AppAct, Lost, Observer, WorldEvent};
