@@ -84,6 +84,10 @@ enum Cmd {
     /// Run an algorithm in the seeded simulator over a range of seeds: exit 0 every
     /// seed passed, 1 one failed (each with a command that replays it).
     Sim(SimArgs),
+    /// Choose super-peers among thousands of nodes in the seeded simulator (the 002
+    /// notes) and measure what the notes require of them, before and after some crash:
+    /// exit 0, or 2 for parameters that cannot work.
+    Superpeers(SuperpeersArgs),
     /// Replay a counterexample of `check --out DIR` as real processes, each message and
     /// call released in the counterexample's order, and audit the file: exit 0 clean,
     /// 1 a violation (or a step the real run could not take), 2 a bad file.
@@ -515,6 +519,31 @@ struct AlgorithmsArgs {
 }
 
 #[derive(Args)]
+struct SuperpeersArgs {
+    /// Numbers of nodes, one row each: 1000 or 100,1000,10000.
+    #[arg(long, short = 'n', default_value = "100,1000,10000", value_delimiter = ',')]
+    nodes: Vec<usize>,
+    /// Seed of the nodes' places, ranks and crashes.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Super-peers wanted, as a share of the nodes.
+    #[arg(long, default_value_t = 0.05)]
+    share: f64,
+    /// The most normal nodes one super-peer serves.
+    #[arg(long, default_value_t = 40)]
+    capacity: usize,
+    /// The latency a normal node may have to its super-peer, ms (the space is 100 ms wide).
+    #[arg(long, default_value_t = 40.0, value_name = "MS")]
+    bound_ms: f64,
+    /// The share of super-peers that crash.
+    #[arg(long, default_value_t = 0.1)]
+    fail: f64,
+    /// Print one JSON list instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args)]
 struct SimArgs {
     /// Algorithm (see `mutexlab algorithms`), of either service; with --worker-cmd,
     /// the label and service of the program (default: mutual exclusion).
@@ -574,6 +603,42 @@ fn shell_word(text: &str) -> String {
         return text.to_string();
     }
     format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+fn cmd_superpeers(a: SuperpeersArgs) -> Outcome {
+    use crate::sim::superpeer::{self, Params};
+    let params: Vec<Params> = a
+        .nodes
+        .iter()
+        .map(|&n| Params {
+            share: a.share,
+            capacity: a.capacity,
+            bound_ms: a.bound_ms,
+            fail: a.fail,
+            ..Params::new(n, a.seed)
+        })
+        .collect();
+    if let Some(e) = params.iter().find_map(Params::check) {
+        return Err(Error::usage(e));
+    }
+    let rows: Vec<superpeer::Outcome> = params.iter().map(superpeer::select).collect();
+    if a.json {
+        out(&to_json(&rows));
+    } else {
+        let p = &params[0];
+        out(&format!(
+            "mutexlab superpeers: seed {}, {} % super-peers serving at most {} each, within {} ms \
+             (a space {} ms wide), then {} % of them crash\n{}",
+            p.seed,
+            p.share * 100.0,
+            p.capacity,
+            p.bound_ms,
+            p.side_ms,
+            p.fail * 100.0,
+            superpeer::table(&rows)
+        ));
+    }
+    Ok(Verdict::Pass)
 }
 
 fn cmd_sim(a: SimArgs) -> Outcome {
@@ -803,6 +868,7 @@ fn command(registry: Registry) -> Outcome {
         Cmd::Compare(a) => cmd_compare(a),
         Cmd::Check(a) => cmd_check(a),
         Cmd::Sim(a) => cmd_sim(a),
+        Cmd::Superpeers(a) => cmd_superpeers(a),
         Cmd::Replay(a) => cmd_replay(a),
         Cmd::Completions { shell } => {
             let mut buf = Vec::new();

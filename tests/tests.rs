@@ -32,6 +32,7 @@ mod scale;
 mod schemas;
 mod sim_cmd;
 mod store;
+mod superpeers;
 mod token;
 mod token_ring_ft;
 mod trace;

@@ -25,18 +25,10 @@ use crate::resource::{Fence, Record, Stage};
 use crate::supervisor::{StallRecord, MAX_WORKERS};
 use crate::text::clip_to;
 
+pub(crate) use super::bars::{Bars, Span, MAX_BARS, WIDTH};
+
 /// How many bytes of a listed line the page quotes.
 const QUOTE: usize = 300;
-
-/// The diagram's plot width, px: what a bar narrower than a pixel is measured against.
-pub(crate) const WIDTH: f64 = 1200.0;
-
-/// Beyond this many sections, bars closer than a pixel on a lane are drawn as one.
-pub(crate) const MAX_BARS: usize = 4000;
-
-/// How many bars of one kind (sections, waits, unserved requests) are kept while
-/// reading; beyond it, bars of a lane closer than a growing gap are merged.
-pub(crate) const KEEP_BARS: usize = MAX_BARS;
 
 /// How many leaders, refusals, fault lines, or pauses and downtimes are kept; beyond it,
 /// one in k is.
@@ -117,17 +109,6 @@ pub(crate) struct Pause {
 /// A leader accepted, from the leader file.
 pub(crate) type Leader = LeaderRecord;
 
-/// A worker holding the token, from the trace: from a TOKEN received (or the run's
-/// first event, for the first holder) to one sent; `to` None: to the end of the run.
-#[derive(Clone, Debug, PartialEq)]
-pub(crate) struct Hold {
-    pub w: u32,
-    pub from: u64,
-    pub to: Option<u64>,
-    /// How many holds this bar is (1 unless merged).
-    pub count: usize,
-}
-
 /// A stalled run's diagnosis, from the run directory's [`STALL_FILE`](crate::supervisor::STALL_FILE).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct StallMark {
@@ -144,17 +125,9 @@ const STALL_BYTES: u64 = 512 * 1024;
 /// The most cycles a page draws.
 const MAX_CYCLES: usize = 64;
 
+pub(crate) use super::events::Hold;
 /// A message between two workers, from the trace.
 pub(crate) use super::events::Msg as Arrow;
-
-/// A bar on a lane, from `from()` to `to()` (`u64::MAX`: to the end of the run).
-pub(crate) trait Span {
-    fn lane(&self) -> u32;
-    fn from(&self) -> u64;
-    fn to(&self) -> u64;
-    /// Become the bar covering both.
-    fn absorb(&mut self, other: Self);
-}
 
 impl Span for Section {
     fn lane(&self) -> u32 {
@@ -209,76 +182,6 @@ impl Span for Wait {
         self.want = self.want.min(o.want);
         self.enter = self.enter.zip(o.enter).map(|(a, b)| a.max(b));
         self.count += o.count;
-    }
-}
-
-/// Bars by lane, at most [`KEEP_BARS`] of them: past that, a bar that starts within
-/// `gap` ns of the end of its lane's previous one is merged into it, and the gap grows
-/// (to a pixel of the time seen so far, then doubling) until half the cap is left. A
-/// lane's bars come in time order from a well-formed file, so merging with the last
-/// bar is enough; a file out of order just merges less.
-#[derive(Debug)]
-pub(crate) struct Bars<T> {
-    lanes: BTreeMap<u32, Vec<T>>,
-    kept: usize,
-    /// Bars pushed, merged or not.
-    pub seen: u64,
-    /// Bars this close (ns) were merged; 0 while none were.
-    pub gap: u64,
-    lo: u64,
-    hi: u64,
-}
-
-impl<T: Span> Bars<T> {
-    pub fn push(&mut self, bar: T) {
-        let (from, to) = (bar.from(), bar.to());
-        self.lo = if self.seen == 0 { from } else { self.lo.min(from) };
-        self.hi = self.hi.max(from).max(if to == u64::MAX { from } else { to });
-        self.seen += 1;
-        let lane = self.lanes.entry(bar.lane()).or_default();
-        if let Some(last) = lane.last_mut() {
-            if self.gap > 0 && from >= last.from() && from <= last.to().saturating_add(self.gap) {
-                last.absorb(bar);
-                return;
-            }
-        }
-        lane.push(bar);
-        self.kept += 1;
-        if self.kept > KEEP_BARS {
-            self.coarsen();
-        }
-    }
-
-    fn coarsen(&mut self) {
-        let pixel = (self.hi - self.lo) / WIDTH as u64;
-        while self.kept > KEEP_BARS / 2 {
-            self.gap = self.gap.saturating_mul(2).max(pixel).max(1);
-            let gap = self.gap;
-            self.kept = 0;
-            for lane in self.lanes.values_mut() {
-                lane.sort_by_key(Span::from);
-                let mut merged: Vec<T> = Vec::with_capacity(lane.len());
-                for bar in lane.drain(..) {
-                    match merged.last_mut() {
-                        Some(last) if bar.from() <= last.to().saturating_add(gap) => last.absorb(bar),
-                        _ => merged.push(bar),
-                    }
-                }
-                self.kept += merged.len();
-                *lane = merged;
-            }
-        }
-    }
-
-    /// The bars kept, lane by lane.
-    pub fn iter(&self) -> impl Iterator<Item = &T> {
-        self.lanes.values().flatten()
-    }
-}
-
-impl<T> Default for Bars<T> {
-    fn default() -> Bars<T> {
-        Bars { lanes: BTreeMap::new(), kept: 0, seen: 0, gap: 0, lo: 0, hi: 0 }
     }
 }
 
@@ -705,6 +608,7 @@ pub(crate) fn read_trace(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::html::bars::KEEP_BARS;
 
     #[test]
     fn sections_pair_want_enter_and_exit_and_keep_the_unserved() {

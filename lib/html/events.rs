@@ -28,7 +28,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::path::Path;
 use std::rc::Rc;
 
-use super::data::{Bars, Hold};
+use super::bars::Bars;
 use crate::text::clip_to;
 use crate::trace::{msg_id, Event, EventKind, MsgId, Reader, TraceError};
 
@@ -41,6 +41,17 @@ pub(crate) const WINDOW: usize = 150;
 pub(crate) const MAX_WINDOWS: usize = 12;
 /// How many bytes of a message's contents are kept.
 pub(crate) const BODY: usize = 240;
+
+/// A worker holding the token, from the trace: from a TOKEN received (or the run's
+/// first event, for the first holder) to one sent; `to` None: to the end of the run.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Hold {
+    pub w: u32,
+    pub from: u64,
+    pub to: Option<u64>,
+    /// How many holds this bar is (1 unless merged).
+    pub count: usize,
+}
 
 /// A message as the diagrams draw it.
 #[derive(Clone, Debug, PartialEq, Eq)]

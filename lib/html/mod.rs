@@ -11,7 +11,7 @@
 //! shortened, `svg.rs`), from 12 workers on an aggregate of every message (per pair,
 //! over the run), waits over the run with fault periods shaded, and each worker's wait
 //! distribution on a log scale. All times are in ms from one origin (the run's start).
-//! Reading the files is `data.rs` and `events.rs` (the trace's windows, picks and
+//! Reading the files is `data.rs` and `events.rs` (bars kept bounded by `bars.rs`; the trace's windows, picks and
 //! message contents; in memory bounded by what the page draws, whatever the files
 //! hold), label placement and colours `labels.rs`, and this file lays out the page and
 //! writes it whole, into a new file renamed over the name, never through a link. `compare.rs` makes the page of `mutexlab compare
@@ -29,6 +29,7 @@ use crate::audit::{self, AuditError, FaultLog, Violation, WaitStats};
 use crate::control::{FAULT_LOG, LEADERS_FILE, RESOURCE_FILE};
 use crate::supervisor::{Report, ServiceReport};
 
+mod bars;
 mod compare;
 mod data;
 mod events;

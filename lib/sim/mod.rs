@@ -100,6 +100,7 @@ mod app;
 mod event;
 mod fault;
 pub mod record;
+pub mod superpeer;
 mod world;
 pub use app::{ElectionApps, MutexApps, SimApps, SimService};
 pub use event::{AppAct, Lost, Observer, WorldEvent};
