@@ -2,7 +2,7 @@
 CARGO ?= cargo
 ARGS ?=
 
-.PHONY: help build run elect compare test bench bench-check check-table lint fmt clean gradescope-selftest protocol-doc schemas
+.PHONY: help build run elect compare compare-table test bench bench-check check-table lint fmt clean gradescope-selftest protocol-doc schemas
 
 help:
 	@echo "make run    # a small run on defaults (add ARGS='--algo flock -n 8')"
@@ -12,6 +12,7 @@ help:
 	@echo "make bench  # message latency and throughput on this machine (release build; ARGS=--json)"
 	@echo "make bench-check # mutexlab's checker against Stateright on the same models (QUICK=1: n=3 k=1 only)"
 	@echo "make check-table  # the README's table of check counts (release build; MAX_SECONDS=60 per check)"
+	@echo "make compare-table  # write the README's comparison table afresh from compare --markdown (release build; ARGS='--repeat 5')"
 	@echo "make lint   # rustfmt check and clippy with warnings as errors"
 	@echo "make gradescope-03-election  # the lab's Gradescope autograder bundle, target/gradescope/03-election.zip (labs/README.md)"
 	@echo "make protocol-doc # write labs/PROTOCOL.md's table of messages afresh from the code"
@@ -43,6 +44,10 @@ bench-check:
 
 check-table: build
 	sh scripts/check-table.sh
+
+# The README's comparison table: what `compare --markdown` prints, between its markers.
+compare-table: build
+	ARGS='$(ARGS)' sh scripts/compare-table.sh
 
 # The table of every algorithm's messages in labs/PROTOCOL.md, from the message types
 # (the test that checks it writes it when asked).

@@ -1435,8 +1435,13 @@ fn cmd_compare(a: CompareArgs) -> Outcome {
         },
     };
     let progress = |row: &compare::Row, took: Duration| {
-        let runs: Vec<String> =
-            row.problems.runs.iter().map(|r| format!("{} {}", r.fault, r.outcome.word())).collect();
+        // Over repeats, each fault's tally; a single run's word otherwise.
+        let runs: Vec<String> = match &row.problems.by_fault[..] {
+            faults if faults.iter().any(|f| f.repeats.len() > 1) => {
+                faults.iter().map(|f| format!("{} {}", f.fault, f.tally.words())).collect()
+            }
+            _ => row.problems.runs.iter().map(|r| format!("{} {}", r.fault, r.outcome.word())).collect(),
+        };
         eprintln!(
             "compare: {:<20} {:>5.1} s  {:.2}/{:.2} msgs/entry  {}",
             row.algorithm,

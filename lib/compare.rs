@@ -51,9 +51,10 @@ use crate::supervisor::{self, AppliedFault, Report, RunError, RunOpts};
 /// (Repeats added fields only: a figure is still the figure, now the median over them.)
 pub const SCHEMA: u32 = 1;
 
-/// Repeats of every run unless `--repeat` says: three give a median and a range and
-/// tell `2/3` from `3/3`, and keep a default `compare` near a minute and a half on two
-/// loaded cores (one repeat took about 30 s there).
+/// Repeats of every run unless `--repeat` says: three give a true median and a range,
+/// and tell `2/3` from `3/3`. The runs are made one after the other, so a default
+/// `compare` takes about three times `--repeat 1` (52 s on two cores shared with other
+/// work, load 11): most of it is the fault runs' one-second stall windows.
 pub const DEFAULT_REPEAT: u32 = 3;
 /// The most repeats `--repeat` takes.
 pub const MAX_REPEAT: u32 = 50;
@@ -1329,6 +1330,12 @@ pub(crate) const COST_HEAD: [&str; 10] = [
 pub(crate) const PROBLEM_HEAD: [&str; 6] =
     ["algorithm", "non-holder crash", "holder crash", "coordinator crash", "lost messages", "notes say"];
 
+/// The README's comparison (`make compare-table`, `scripts/compare-table.sh`) lies
+/// between this line and [`README_END`]; a test holds its tables to [`markdown`]'s shape.
+pub const README_BEGIN: &str = "<!-- compare-table: written by `make compare-table` -->";
+/// The end of the README's comparison.
+pub const README_END: &str = "<!-- compare-table end -->";
+
 /// The lines under the tables: T, the settings, and what `?` and the counts mean.
 pub(crate) fn footer(c: &Comparison) -> String {
     let mut s = String::new();
@@ -1839,6 +1846,90 @@ mod tests {
         let hb =
             Detector::Heartbeat { every: Duration::from_millis(50), suspect: Duration::from_millis(100) };
         assert!(simulate_fault(&CompareOpts { detector: hb, ..o }, ring, Fault::Holder).is_none());
+    }
+
+    /// A table's header cells, and each row's first cell and number of cells.
+    type TableShape = (Vec<String>, Vec<(String, usize)>);
+
+    /// Each Markdown table in `md` (a run of lines starting with `|`): its header's cells,
+    /// then each row's first cell (without a `(not clean)` mark) and its number of cells.
+    /// The figures are left out: they vary from run to run.
+    fn shape(md: &str) -> Vec<TableShape> {
+        let cells = |l: &str| -> Vec<String> {
+            let inner = l.trim().trim_start_matches('|').trim_end_matches('|');
+            let mut out = vec![String::new()];
+            let mut chars = inner.chars().peekable();
+            while let Some(ch) = chars.next() {
+                match ch {
+                    '\\' if chars.peek() == Some(&'|') => out.last_mut().unwrap().push(chars.next().unwrap()),
+                    '|' => out.push(String::new()),
+                    _ => out.last_mut().unwrap().push(ch),
+                }
+            }
+            out.iter().map(|c| c.trim().to_string()).collect()
+        };
+        let mut tables = Vec::new();
+        let mut lines = md.lines().peekable();
+        while let Some(l) = lines.next() {
+            if !l.starts_with('|') {
+                continue;
+            }
+            let head = cells(l);
+            let mut rows = Vec::new();
+            while let Some(r) = lines.next_if(|r| r.starts_with('|')) {
+                let c = cells(r);
+                if c.iter().all(|x| x.chars().all(|ch| ch == '-' || ch == ':')) {
+                    continue;
+                }
+                rows.push((c[0].trim_end_matches(" (not clean)").to_string(), c.len()));
+            }
+            tables.push((head, rows));
+        }
+        tables
+    }
+
+    /// The README's comparison, between its markers.
+    fn readme_table(readme: &str) -> &str {
+        let from = readme.find(README_BEGIN).expect("the README has the compare-table markers");
+        let to = readme[from..].find(README_END).expect("the README's compare-table has its end marker");
+        &readme[from..from + to]
+    }
+
+    #[test]
+    fn the_readme_s_table_has_the_shape_compare_markdown_prints() {
+        // A comparison of every default algorithm, made up: only its shape is compared.
+        let (names, excluded) = default_algorithms();
+        let rows = names
+            .iter()
+            .map(|name| {
+                let info = registry::info(name).unwrap();
+                let by_fault = FAULTS
+                    .iter()
+                    .map(|f| FaultSummary {
+                        fault: f.name(),
+                        repeats: vec![fault(Outcome::Stalls, true); 3],
+                        tally: Tally { stalls: 3, ..Tally::default() },
+                        sim: None,
+                    })
+                    .collect();
+                let m = measured(3.0, 50_000.0, &[(1, 9)], true);
+                aggregate(info, 5, 0.01, &[m.clone(), m.clone(), m], by_fault)
+            })
+            .collect();
+        let c = Comparison { repeat: 3, excluded, algorithms: rows, ..Comparison::new(5, 20, "perfect") };
+        let printed = shape(&markdown(&c));
+        assert_eq!(printed.len(), 2, "figures and faults");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+        let readme = std::fs::read_to_string(path).unwrap();
+        let documented = shape(readme_table(&readme));
+        assert_eq!(documented, printed, "run `make compare-table` to write the README's table afresh");
+
+        // The negative control: a renamed column or a missing row is told apart.
+        let table = readme_table(&readme);
+        let renamed = table.replacen("| msgs/entry light |", "| messages light |", 1);
+        assert_ne!(shape(&renamed), printed);
+        let first_row = table.lines().find(|l| l.starts_with("| centralized |")).unwrap();
+        assert_ne!(shape(&table.replacen(&format!("{first_row}\n"), "", 1)), printed);
     }
 
     #[test]
