@@ -623,7 +623,7 @@ fn cmd_superpeers(a: SuperpeersArgs) -> Outcome {
     }
     let rows: Vec<superpeer::Outcome> = params.iter().map(superpeer::select).collect();
     if a.json {
-        out(&to_json(&rows));
+        out(&to_json(&superpeer::Report { schema: 1, runs: rows }));
     } else {
         let p = &params[0];
         out(&format!(

@@ -53,6 +53,7 @@ pub fn schemas() -> Vec<Published> {
         one::<SimOutput>("sim.schema.json", "mutexlab sim --json"),
         one::<crate::bench::BenchReport>("bench.schema.json", "mutexlab bench --json"),
         one::<crate::compare::Comparison>("compare.schema.json", "mutexlab compare --json"),
+        one::<crate::sim::superpeer::Report>("superpeers.schema.json", "mutexlab superpeers --json"),
         one::<crate::grade::GradescopeResults>("gradescope-results.schema.json", "grade --gradescope FILE"),
     ]
 }

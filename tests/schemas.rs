@@ -92,8 +92,15 @@ fn algorithms_and_sim_print_what_their_schemas_say() {
 
 #[test]
 fn compare_prints_what_its_schema_says() {
-    let compared = output(&["compare", "--algos", "centralized", "-n", "2", "-k", "2", "--json"], 0);
-    assert_valid("compare.schema.json", &compared);
+    let args = ["compare", "--algos", "centralized", "-n", "2", "-k", "2", "--repeat", "1", "--json"];
+    assert_valid("compare.schema.json", &output(&args, 0));
+}
+
+#[test]
+fn superpeers_prints_what_its_schema_says() {
+    let selected = output(&["superpeers", "-n", "100,300", "--json"], 0);
+    assert_eq!(selected["runs"].as_array().map(Vec::len), Some(2), "{selected}");
+    assert_valid("superpeers.schema.json", &selected);
 }
 
 #[test]

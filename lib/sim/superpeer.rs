@@ -39,7 +39,7 @@ use serde::Serialize;
 pub const MAX_NODES: usize = 20_000;
 
 /// What a selection is asked for.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Params {
     /// Nodes.
     pub n: usize,
@@ -100,7 +100,7 @@ impl Params {
 }
 
 /// What the notes ask of a set of super-peers, measured.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Properties {
     /// Live nodes.
     pub nodes: usize,
@@ -123,7 +123,7 @@ pub struct Properties {
 }
 
 /// One selection, before and after its super-peers' crashes.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Outcome {
     /// What was asked.
     pub params: Params,
@@ -143,6 +143,15 @@ pub struct Outcome {
     pub promoted: usize,
     /// The requirements measured after the crashes and the recovery.
     pub after: Properties,
+}
+
+/// What `mutexlab superpeers --json` prints: one selection per size asked for.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Report {
+    /// The version of this document's shape.
+    pub schema: u32,
+    /// One selection per `-n` size, in the order given.
+    pub runs: Vec<Outcome>,
 }
 
 /// The nodes and who serves whom.
