@@ -138,10 +138,10 @@ struct TraceArgs {
     /// Write to this file instead of stdout, and print its path.
     #[arg(long, short = 'o')]
     output: Option<PathBuf>,
-    /// Leave out what happened before this long after the run's start (300ms, 2s).
+    /// Leave out what happened before this long after the run's start (300ms, 2s, 1m).
     #[arg(long, value_parser = parse_duration_arg)]
     from: Option<Duration>,
-    /// Leave out what happened after this long after the run's start (300ms, 2s).
+    /// Leave out what happened after this long after the run's start (300ms, 2s, 1m).
     #[arg(long, value_parser = parse_duration_arg)]
     to: Option<Duration>,
     /// Only these workers' events: ids and ranges, like 0,2,5 or 0-3.
@@ -157,8 +157,9 @@ fn parse_workers_arg(text: &str) -> Result<WorkerList, String> {
     crate::export::Part::parse_workers(text).map(WorkerList)
 }
 
+/// A time with a unit, read as fault plans read theirs.
 fn parse_duration_arg(text: &str) -> Result<Duration, String> {
-    faults::parse_duration(text).map_err(|why| format!("{why} (like 300ms or 2s)"))
+    faults::parse_duration(text)
 }
 
 /// The steps of a fault plan, which `run` and `elect` share.
@@ -180,7 +181,8 @@ const FAULT_PLANS: &str = concat!(
     fault_steps!(),
     "\
 W is a worker id, `holder` (inside the section) or `coordinator` (the highest id);
-T is a time since the start (300ms, 1.5s) or `entry K` (the K-th entry of the run).
+T is a time since the start or `entry K` (the K-th entry of the run). Times and D are a
+number and a unit: ns, us, ms, s, m, h (300ms, 1.5s, 2m, 1m30s; exact to the ns).
   mutexlab run --faults 'kill 2 at entry 5; restart 2 at 600ms'
   mutexlab run --nemesis kill,stop,restart,partition --seed 7
 `mutexlab elect` takes the target `leader` and times only."
@@ -191,7 +193,8 @@ const ELECT_FAULT_PLANS: &str = concat!(
     fault_steps!(),
     "\
 W is a worker id, `leader` (the leader the live workers follow when the step fires) or
-`coordinator` (the highest id); T is a time since the start (300ms, 1.5s).
+`coordinator` (the highest id); T is a time since the start. Times and D are a number
+and a unit: ns, us, ms, s, m, h (300ms, 1.5s, 2m, 1m30s; exact to the ns).
   mutexlab elect --faults 'kill leader at 200ms; restart 4 at 600ms'
   mutexlab elect --nemesis kill,restart --seed 7"
 );
@@ -215,7 +218,7 @@ struct RunArgs {
     )]
     entries: u64,
     /// Run for this long instead of a fixed number of entries: seconds (`20`, `1.5`) or
-    /// with a unit as in fault plans (`20s`, `500ms`).
+    /// a number and a unit as in fault plans (`20s`, `500ms`, `2m`, `1m30s`).
     #[arg(long, allow_hyphen_values = true, value_parser = seconds)]
     duration: Option<f64>,
     /// Time spent inside the critical section, in milliseconds (fractions allowed).
@@ -1095,19 +1098,22 @@ fn to_json(value: &impl serde::Serialize) -> String {
     serde_json::to_string_pretty(value).expect("report serialises") + "\n"
 }
 
-/// `--duration`: a bare number is seconds; `20s` and `500ms` read as in a fault plan.
+/// `--duration`: a bare number is seconds; a number with a unit (`20s`, `500ms`, `2m`)
+/// reads as in a fault plan.
 fn seconds(text: &str) -> Result<f64, String> {
     let t = text.trim();
     if t.starts_with("--") || t.is_empty() {
-        return Err("--duration needs a time: seconds (20, 1.5) or 20s, 500ms".into());
+        return Err("--duration needs a time: seconds (20, 1.5) or 20s, 500ms, 2m".into());
     }
     if t.starts_with('-') {
         return Err("a time must be more than 0".into());
     }
-    if t.ends_with('s') {
-        return crate::faults::parse_duration(t).map(|d| d.as_secs_f64()).map_err(|why| why.to_string());
+    if let Ok(secs) = t.parse::<f64>() {
+        return Ok(secs);
     }
-    t.parse::<f64>().map_err(|_| "use seconds (20, 1.5) or a number with ms or s (20s, 500ms)".to_string())
+    faults::parse_duration(t)
+        .map(|d| d.as_secs_f64())
+        .map_err(|why| format!("{why}; use seconds (20, 1.5) or a number and a unit (20s, 500ms, 2m)"))
 }
 
 fn cmd_run(a: RunArgs) -> Outcome {

@@ -220,8 +220,14 @@ fn bad_input_gets_one_clear_line_and_exit_2() {
     assert_usage_error(&["run", "--think-ms", "NaN"], "--think-ms");
     assert_usage_error(&["run", "--duration", "0"], "--duration");
     assert_usage_error(&["run", "--duration", "0ms"], "--duration must be between");
-    assert_usage_error(&["run", "--duration", "20m"], "use seconds (20, 1.5) or a number with ms or s");
-    assert_usage_error(&["run", "--duration", "2.s"], "use a number with ms or s");
+    assert_usage_error(&["run", "--duration", "20x"], "use seconds (20, 1.5) or a number and a unit");
+    assert_usage_error(&["run", "--duration", "2.s"], "use a number and a unit, like 300ms, 1.5s or 2m");
+    // humantime's units: 2 days is more than the day a run may take.
+    assert_usage_error(
+        &["run", "--duration", "2d"],
+        "--duration must be between 0 and 86400 seconds, not 172800.0",
+    );
+    assert_usage_error(&["run", "--duration", "1.0000000001s"], "finer than a nanosecond");
     assert_usage_error(&["run", "--duration", "-5s"], "a time must be more than 0");
     assert_usage_error(&["run", "--duration", "-5"], "a time must be more than 0");
     assert_usage_error(&["run", "--duration", "--json"], "--duration needs a time");

@@ -321,7 +321,7 @@ fn the_shiviz_export_shows_kills_and_restarts_and_exports_a_part() {
         (vec!["--workers", "0,7"], "--workers names w7, but the run has 3 workers"),
         (vec!["--workers", "x"], "expected worker ids"),
         (vec!["--from", "2s", "--to", "1s"], "is after --to"),
-        (vec!["--from", "soon"], "use a number with ms or s"),
+        (vec!["--from", "soon"], "use a number and a unit, like 300ms, 1.5s or 2m"),
     ] {
         let mut all = vec!["trace", d, "--shiviz"];
         all.extend(args);
