@@ -324,13 +324,7 @@ enum TimerKind {
     Mesh(MeshTimer),
     /// Send the next heartbeats, and suspect peers silent too long (`detector.rs`).
     Heartbeat,
-    /// An initiator has waited long enough for its channels: it calls `elect` now.
-    Begin,
 }
-
-/// The longest an election's initiator waits for a channel to every peer before it calls
-/// `elect` anyway (a peer dead from the start never connects).
-const BEGIN_WAIT: Duration = Duration::from_secs(2);
 
 /// The worker's timers: a deadline heap whose head sets the poll timeout. Timers due at
 /// the same instant fire in the order they were set.
@@ -416,10 +410,6 @@ struct Worker<A: Node<Service: RunService>> {
     /// Held delivery (`mutexlab replay`): what waits for the supervisor's word
     /// (`held.rs`); `None` in any other run.
     held: Option<HeldFor<A>>,
-    /// The election application's first steps, held until this worker has a channel to
-    /// every peer ([`BEGIN_WAIT`] at most): an election called while peers are still
-    /// connecting takes the slow ones for dead, and each of them later holds its own.
-    begin: Vec<AppStep>,
 }
 
 impl<A: Node<Service: RunService>> Worker<A> {
@@ -503,7 +493,6 @@ impl<A: Node<Service: RunService>> Worker<A> {
             net: NetFaults::new(&opts, seed),
             trace,
             held: opts.held.then(|| Held::new(opts.workers)),
-            begin: Vec::new(),
             opts,
         })
     }
@@ -652,16 +641,9 @@ impl<A: Node<Service: RunService>> Worker<A> {
             Work::Mutex(w) => vec![w.think()],
             // Held: an election is called when the supervisor says `Call`.
             Work::Election(_) if self.held.is_some() => Vec::new(),
-            Work::Election(e) => {
-                self.begin = e.begin();
-                if !self.begin.is_empty() {
-                    self.push_timer(BEGIN_WAIT, TimerKind::Begin);
-                }
-                Vec::new()
-            }
+            Work::Election(e) => e.begin(),
         };
         self.perform(steps)?;
-        self.begin_when_connected()?;
         self.run_local()?;
         self.flush_all()?;
         self.flush_trace();
@@ -903,10 +885,6 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 }
                 TimerKind::Deliver => self.deliver_due(),
                 TimerKind::Heartbeat => self.beat()?,
-                TimerKind::Begin => {
-                    let steps = std::mem::take(&mut self.begin);
-                    self.perform(steps)?;
-                }
                 TimerKind::Mesh(timer) => {
                     self.mesh.timer(timer);
                     self.drain_mesh()?;
@@ -927,18 +905,6 @@ impl<A: Node<Service: RunService>> Worker<A> {
 
     /// News that `peer` is up (or down) from the channel: to the node, or under held
     /// delivery reported to the supervisor and kept until its word.
-    /// The election's first steps, once this worker has a channel to every peer.
-    fn begin_when_connected(&mut self) -> anyhow::Result<()> {
-        let me = self.me;
-        if self.begin.is_empty()
-            || (0..self.opts.workers).map(PeerId).any(|p| p != me && !self.mesh.has_channel(p))
-        {
-            return Ok(());
-        }
-        let steps = std::mem::take(&mut self.begin);
-        self.perform(steps)
-    }
-
     fn peer_news(&mut self, peer: PeerId, up: bool) -> anyhow::Result<()> {
         let Some(h) = &mut self.held else {
             return self.input(if up { Input::PeerUp { peer } } else { Input::PeerDown { peer } });
@@ -1095,7 +1061,6 @@ impl<A: Node<Service: RunService>> Worker<A> {
                     if self.detect.channel_up(peer, was_down, Instant::now()) {
                         self.peer_news(peer, true)?;
                     }
-                    self.begin_when_connected()?;
                 }
                 MeshEvent::Down { peer, unsent, was_down } => {
                     self.trace_unsent(peer, unsent, "peer-down");
