@@ -459,9 +459,72 @@ impl Node for Bully {
 mod tests {
     use super::*;
     use crate::algos::elect_script::{elect_once, scenarios, within, Initiators, Net};
+    use crate::algos::elect_timed::{Machine, Timed};
 
     fn trace(net: &Net<Bully>, mark: usize) -> Vec<(u32, u32, &str)> {
         net.sent_since(mark).iter().map(|s| (s.from, s.to, s.kind.as_str())).collect()
+    }
+
+    /// The ANSWER and COORDINATOR timeouts follow the run's bounds: with 60 ms of latency
+    /// a node waits 2×60 + 50 = 170 ms, not the 100 ms once fixed (which a reply over a
+    /// 60 ms link, 120 ms there and back, outlasts).
+    #[test]
+    fn the_timeouts_follow_the_runs_message_and_processing_times() {
+        let ms = Duration::from_millis;
+        let slow = Timing { message: ms(60), processing: ms(50) };
+        assert_eq!(answer_timeout(&slow), ms(170));
+        assert_eq!(coordinator_timeout(&slow), ms(510));
+        assert_ne!(answer_timeout(&slow), ms(100), "the old fixed value");
+        assert!(answer_timeout(&slow) > 2 * slow.message, "a reply's round trip fits");
+        assert_eq!(answer_timeout(&Timing::DEFAULT), ms(50));
+        // The node arms what its configuration says.
+        let mut w0 = Bully::create(&Config { timing: slow, ..Config::new(0, 3) });
+        let mut out = O::new(Duration::ZERO);
+        w0.step(Input::Call { call: ElectionCall::Elect }, &mut out);
+        let armed =
+            crate::algorithm::Output::SetTimer { timer: Timer::Answer { election: 1 }, after: ms(170) };
+        assert!(out.actions().contains(&armed), "{:?}", out.actions());
+    }
+
+    /// The machine of the runs at scale, in the timed driver: 2 cores, 20 µs of CPU for
+    /// each message a node handles, up to 1 ms on the wire.
+    fn loaded() -> Machine {
+        Machine { cores: 2, cost: Duration::from_micros(20), delay: Duration::from_millis(1) }
+    }
+
+    /// Every node elects at once at N = 128 on that machine, and the highest waits 150 ms
+    /// for a core (of the ⌈128/2⌉ × 3 ms = 192 ms a ready process may wait there). A
+    /// timeout derived with that processing time, as the runtime derives it, outlasts
+    /// the late replies: one election, within the theory's M² - 1.
+    #[test]
+    fn at_scale_the_derived_timeout_holds_one_election_within_the_bound() {
+        let n = 128;
+        let timing = Timing { message: loaded().delay, processing: Duration::from_millis(192) };
+        let mut net = Timed::<Bully>::new(n, timing, loaded(), 1);
+        net.stall(n - 1, Duration::from_millis(150));
+        net.elect_all();
+        net.run().unwrap();
+        net.check().unwrap();
+        assert_eq!(net.elections(), 1, "{:?}", net.terms.keys().collect::<Vec<_>>());
+        within(net.sent, messages_per_election(n)).unwrap();
+    }
+
+    /// Negative control: the same run with the default 50 ms (and the 100 ms once fixed)
+    /// times out on replies that are only late: nodes below the highest win, the highest
+    /// bullies them, and the messages pass the bound.
+    #[test]
+    fn at_scale_a_short_timeout_holds_many_elections_beyond_the_bound() {
+        let n = 128;
+        for reply in [50, 100] {
+            let timing = Timing { message: Duration::ZERO, processing: Duration::from_millis(reply) };
+            let mut net = Timed::<Bully>::new(n, timing, loaded(), 1);
+            net.stall(n - 1, Duration::from_millis(150));
+            net.elect_all();
+            net.run().unwrap();
+            net.check().unwrap();
+            assert!(net.elections() > 1, "{reply} ms: {} elections", net.elections());
+            assert!(within(net.sent, messages_per_election(n)).is_err(), "{reply} ms: {} messages", net.sent);
+        }
     }
 
     #[test]

@@ -15,6 +15,8 @@ pub mod chang_roberts;
 pub(crate) mod elect_script;
 #[cfg(test)]
 mod elect_sweeps;
+#[cfg(test)]
+pub(crate) mod elect_timed;
 pub mod hirschberg_sinclair;
 pub mod lamport;
 pub mod maekawa;

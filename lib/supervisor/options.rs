@@ -522,6 +522,29 @@ pub(super) fn settings(
 pub(super) mod tests {
     use super::*;
 
+    /// The nodes' time bounds follow the run's settings: Tm is `--latency` + `--jitter`,
+    /// Tp is asked for or grows with the workers per core; the reply timeout 2·Tm + Tp
+    /// is no longer the 100 ms once fixed.
+    #[test]
+    fn the_timing_follows_latency_jitter_and_the_workers_per_core() {
+        let ms = Duration::from_millis;
+        let o = RunOpts { latency_ms: 60.0, jitter_ms: 5.0, processing: Some(ms(50)), ..sample() };
+        let t = timing(&o);
+        assert_eq!((t.message, t.processing, t.reply()), (ms(65), ms(50), ms(180)));
+        assert_ne!(t.reply(), ms(100), "the old fixed ANSWER timeout");
+        assert_eq!(t.to_string(), "2·Tm + Tp = 2×65 ms + 50 ms = 180 ms");
+        assert_eq!(timing(&RunOpts { workers: 5, ..sample() }).message, Duration::ZERO);
+        assert_eq!(processing_time(5, 2), ms(50));
+        assert_eq!(processing_time(32, 2), ms(50));
+        assert_eq!(processing_time(128, 2), ms(192));
+        assert_eq!(processing_time(256, 2), ms(384));
+        assert_eq!(processing_time(256, 0), ms(768), "no cores known: one");
+        assert_eq!(heartbeat_period(5), HEARTBEAT);
+        assert_eq!(heartbeat_period(22), HEARTBEAT);
+        assert_eq!(heartbeat_period(128), ms(1626));
+        assert_eq!(heartbeat_period(256), ms(6528));
+    }
+
     /// Options that pass [`validate`]: a small run of `lamport`, no faults.
     pub(in crate::supervisor) fn sample() -> RunOpts {
         RunOpts {
