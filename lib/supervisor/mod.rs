@@ -643,6 +643,11 @@ impl<'a> Supervisor<'a> {
                     return Ok(());
                 }
                 self.procs.slots[id].ready = true;
+                if self.started.is_none() {
+                    // Starting a thousand workers takes longer than the stall window:
+                    // each Ready is progress, so only a start that stands still fails.
+                    self.progress.progressed();
+                }
                 // A restarted worker joins a run already under way.
                 if self.started.is_some() && !self.procs.slots[id].started {
                     self.start_worker(id);
