@@ -460,7 +460,7 @@ fn a_worker_that_dies_ends_the_run_naming_it() {
 
 /// The visible commands, as `--help` lists them (the hidden worker, echo and janitor
 /// are no user's to type).
-const COMMANDS: [&str; 13] = [
+const COMMANDS: [&str; 14] = [
     "run",
     "elect",
     "algorithms",
@@ -472,6 +472,7 @@ const COMMANDS: [&str; 13] = [
     "sim",
     "replay",
     "report",
+    "superpeers",
     "completions",
     "man",
 ];
