@@ -1031,10 +1031,11 @@ fn cmd_algorithms(a: AlgorithmsArgs) -> Outcome {
                 continue;
             }
             text.push_str(&format!("{}:\n", algo.name));
-            let width = shapes.iter().map(|m| m.tag.len()).max().unwrap_or(0);
-            for m in &shapes {
-                text.push_str(&format!("  {:<width$}  {}\n", m.tag, m.shape()));
-            }
+            text.push_str(&crate::text::columns(
+                None,
+                shapes.iter().map(|m| vec![m.tag.to_string(), m.shape()]),
+                "  ",
+            ));
         }
         out(&text);
         return Ok(Verdict::Pass);
@@ -1044,9 +1045,9 @@ fn cmd_algorithms(a: AlgorithmsArgs) -> Outcome {
         (ServiceKind::Election, "Elections (mutexlab elect)"),
     ] {
         text.push_str(&format!("{title}:\n"));
-        for a in algos.iter().filter(|a| a.service == service) {
-            text.push_str(&format!("  {:<22} {:<11} {}\n", a.name, a.family, a.summary));
-        }
+        let rows = algos.iter().filter(|a| a.service == service);
+        let rows = rows.map(|a| vec![a.name.to_string(), a.family.to_string(), a.summary.to_string()]);
+        text.push_str(&crate::text::columns(None, rows, "  "));
     }
     out(&text);
     Ok(Verdict::Pass)

@@ -1420,22 +1420,10 @@ pub fn text(c: &Comparison) -> String {
     s
 }
 
-/// Columns padded to their widest cell (in characters: `∞` is one), two spaces apart.
+/// Columns padded to their widest cell (as shown: `∞` is one), two spaces apart, with
+/// a rule under the header.
 fn aligned<const K: usize>(s: &mut String, head: &[&str; K], rows: &[[String; K]]) {
-    let widths: [usize; K] = std::array::from_fn(|i| {
-        rows.iter().map(|r| r[i].chars().count()).chain([head[i].chars().count()]).max().unwrap_or(0)
-    });
-    let mut line = |cells: [&str; K]| {
-        let padded: Vec<String> = cells.iter().zip(widths).map(|(c, w)| format!("{c:<w$}")).collect();
-        s.push_str(padded.join("  ").trim_end());
-        s.push('\n');
-    };
-    line(*head);
-    let rules: [String; K] = widths.map(|w| "-".repeat(w));
-    line(std::array::from_fn(|i| rules[i].as_str()));
-    for r in rows {
-        line(std::array::from_fn(|i| r[i].as_str()));
-    }
+    s.push_str(&crate::text::columns(Some(head), rows.iter().map(|r| r.to_vec()), ""));
 }
 
 /// The same tables in Markdown, for the README or a closing note.
