@@ -141,6 +141,19 @@ impl FrameReader {
     /// Read what the stream has now: until it would block, ends, or the reader holds
     /// [`FILL_BUDGET`] unconsumed bytes.
     pub fn fill<R: Read>(&mut self, r: &mut R) -> Result<Fill, FrameError> {
+        self.fill_from(r, false)
+    }
+
+    /// As [`fill`](Self::fill), but a read that returns less than it asked for counts as
+    /// "would block": a stream socket hands over all it holds, so it held no more, and
+    /// the readiness event that brought us here comes again for new bytes. That saves
+    /// the read that fails with EAGAIN after each message. Only for a readiness event
+    /// that did not also report the peer's end (which comes only once).
+    pub fn fill_until_short<R: Read>(&mut self, r: &mut R) -> Result<Fill, FrameError> {
+        self.fill_from(r, true)
+    }
+
+    fn fill_from<R: Read>(&mut self, r: &mut R, stop_short: bool) -> Result<Fill, FrameError> {
         let mut chunk = [0u8; 16 * 1024];
         self.compact();
         loop {
@@ -149,7 +162,12 @@ impl FrameReader {
             }
             match r.read(&mut chunk) {
                 Ok(0) => return Ok(Fill::Eof),
-                Ok(k) => self.buf.extend_from_slice(&chunk[..k]),
+                Ok(k) => {
+                    self.buf.extend_from_slice(&chunk[..k]);
+                    if stop_short && k < chunk.len() {
+                        return Ok(Fill::WouldBlock);
+                    }
+                }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(Fill::WouldBlock),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e.into()),
@@ -371,6 +389,45 @@ mod tests {
         r.push(&(MAX_FRAME as u32).to_be_bytes());
         r.push(&vec![0xc0; MAX_FRAME]);
         assert_eq!(r.next_frame().unwrap().unwrap().len(), MAX_FRAME);
+    }
+
+    #[test]
+    fn a_short_read_ends_a_fill_until_short_but_not_a_fill() {
+        /// Pieces as a socket hands them over, then "would block"; counts the reads.
+        struct Pieces(Vec<Vec<u8>>, usize);
+        impl Read for Pieces {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                self.1 += 1;
+                match self.0.first() {
+                    None => Err(io::ErrorKind::WouldBlock.into()),
+                    Some(p) => {
+                        let p = self.0.remove(0);
+                        buf[..p.len()].copy_from_slice(&p);
+                        Ok(p.len())
+                    }
+                }
+            }
+        }
+        let mut one = Vec::new();
+        encode(&mut one, &Ping { from: PeerId(1), incarnation: 2 });
+        let (a, b) = one.split_at(3);
+        // One short read, and the fill ends there: no read fails with EAGAIN.
+        let mut src = Pieces(vec![one.clone()], 0);
+        let mut r = FrameReader::default();
+        assert_eq!(r.fill_until_short(&mut src).unwrap(), Fill::WouldBlock);
+        assert_eq!(src.1, 1);
+        assert!(r.next_frame().unwrap().is_some());
+        // The control: a fill reads on until the stream says it would block.
+        let mut src = Pieces(vec![a.to_vec(), b.to_vec()], 0);
+        let mut r = FrameReader::default();
+        assert_eq!(r.fill(&mut src).unwrap(), Fill::WouldBlock);
+        assert_eq!(src.1, 3);
+        assert!(r.next_frame().unwrap().is_some());
+        // A full read is not short: the fill goes on.
+        let mut src = Pieces(vec![vec![0; 16 * 1024], vec![0; 5]], 0);
+        let mut r = FrameReader::default();
+        assert_eq!(r.fill_until_short(&mut src).unwrap(), Fill::WouldBlock);
+        assert_eq!((src.1, r.leftover()), (2, 16 * 1024 + 5));
     }
 
     #[test]

@@ -210,6 +210,9 @@ enum Todo<M> {
     Read(PeerId),
     /// Read what the peer's second channel has (a lazily connected mesh's).
     ReadExtra(PeerId),
+    /// As `Read` (`ReadExtra` if true), for a readiness event that did not report the
+    /// peer's end: a short read means the channel is drained.
+    ReadEdge(PeerId, bool),
     /// The peer is gone.
     Lose(PeerId),
     /// Write the queues of this peer and every one after it.
@@ -385,8 +388,9 @@ impl<M: Message> Mesh<M> {
                 Todo::Consider(token, hello) => self.consider(token, hello, &mut then),
                 Todo::Adopt(hello, stream, reader) => self.adopt(hello, stream, reader, &mut then),
                 Todo::Install(hello, stream, reader) => self.install(hello, stream, reader, &mut then),
-                Todo::Read(peer) => self.read(peer, false, &mut then),
-                Todo::ReadExtra(peer) => self.read(peer, true, &mut then),
+                Todo::Read(peer) => self.read(peer, false, false, &mut then),
+                Todo::ReadExtra(peer) => self.read(peer, true, false, &mut then),
+                Todo::ReadEdge(peer, extra) => self.read(peer, extra, true, &mut then),
                 Todo::Lose(peer) => self.lose(peer, &mut then),
                 Todo::Flush(peer) => self.flush(peer, &mut then),
             }
@@ -485,8 +489,10 @@ impl<M: Message> Mesh<M> {
         self.peers[to.index()].out.extend_from_slice(frame);
     }
 
-    /// Serve `token`, one of the mesh's sources, which is readable.
-    pub(super) fn readable(&mut self, token: Token) {
+    /// Serve `token`, one of the mesh's sources, which is readable; `edge`: the event
+    /// said only that (not the peer's end, not an error), so a channel's short read
+    /// means it is drained.
+    pub(super) fn readable(&mut self, token: Token, edge: bool) {
         match token.0 {
             t if t == LISTENER.0 => {
                 self.todo.push_back(Todo::Accept { left: ACCEPT_BATCH, refused: 0, evicted: 0 })
@@ -496,8 +502,14 @@ impl<M: Message> Mesh<M> {
                 self.pending_readable(token, &mut then);
                 self.todo.extend(then);
             }
-            t if t >= EXTRA_BASE => self.todo.push_back(Todo::ReadExtra(PeerId((t - EXTRA_BASE) as u32))),
-            t if t >= PEER_BASE => self.todo.push_back(Todo::Read(PeerId((t - PEER_BASE) as u32))),
+            t if t >= EXTRA_BASE => self.todo.push_back(match PeerId((t - EXTRA_BASE) as u32) {
+                peer if edge => Todo::ReadEdge(peer, true),
+                peer => Todo::ReadExtra(peer),
+            }),
+            t if t >= PEER_BASE => self.todo.push_back(match PeerId((t - PEER_BASE) as u32) {
+                peer if edge => Todo::ReadEdge(peer, false),
+                peer => Todo::Read(peer),
+            }),
             _ => {}
         }
     }
@@ -508,7 +520,7 @@ impl<M: Message> Mesh<M> {
             MeshTimer::HelloDue(token) => self.hello_overdue(token),
             MeshTimer::Accept => {
                 self.accept_retry = false;
-                self.readable(LISTENER);
+                self.readable(LISTENER, false);
             }
             MeshTimer::Redial(peer) => self.redial(peer),
         }
@@ -965,7 +977,7 @@ impl<M: Message> Mesh<M> {
     }
 
     /// Read what `peer`'s channel (or its second channel, `extra`) has.
-    fn read(&mut self, peer: PeerId, extra: bool, then: &mut Vec<Todo<M>>) {
+    fn read(&mut self, peer: PeerId, extra: bool, edge: bool, then: &mut Vec<Todo<M>>) {
         let idx = peer.index();
         let p = &mut self.peers[idx];
         let (stream, reader) = match (extra, p.stream.as_mut(), p.extra.as_mut()) {
@@ -973,7 +985,7 @@ impl<M: Message> Mesh<M> {
             (true, _, Some((s, r))) => (s, r),
             _ => return,
         };
-        let ChannelRead { inbox, bad, end } = read_channel::<M, _>(reader, stream, peer, self.me);
+        let ChannelRead { inbox, bad, end } = read_channel::<M, _>(reader, stream, peer, self.me, edge);
         for line in bad {
             self.bad_frames += 1;
             self.bad_logged += 1;
@@ -1159,8 +1171,9 @@ fn read_channel<M: DeserializeOwned, R: Read>(
     stream: &mut R,
     peer: PeerId,
     me: PeerId,
+    edge: bool,
 ) -> ChannelRead<M> {
-    let fill = reader.fill(stream);
+    let fill = if edge { reader.fill_until_short(stream) } else { reader.fill(stream) };
     let mut read = ChannelRead { inbox: Vec::new(), bad: Vec::new(), end: ChannelEnd::Open };
     loop {
         match reader.next_frame() {
@@ -1268,7 +1281,7 @@ mod tests {
 
     /// What worker 0 reads from `bytes`, on worker 1's channel.
     fn read_from_w1(bytes: &[u8]) -> ChannelRead<String> {
-        read_channel::<String, _>(&mut FrameReader::default(), &mut &bytes[..], PeerId(1), PeerId(0))
+        read_channel::<String, _>(&mut FrameReader::default(), &mut &bytes[..], PeerId(1), PeerId(0), false)
     }
 
     fn envelope(from: u32, msg: &str) -> Vec<u8> {
@@ -1417,7 +1430,7 @@ mod tests {
         }
         w1.flush_all();
         assert!(said(&drain(&mut w1)).is_empty());
-        w0.readable(LISTENER);
+        w0.readable(LISTENER, false);
         let events = drain(&mut w0);
         assert!(matches!(events[0], MeshEvent::Timer { timer: MeshTimer::HelloDue(_), .. }));
         assert_eq!(said(&events), ["up w1 false", "heard w1", "w1:one", "w1:two"]);
@@ -1427,7 +1440,7 @@ mod tests {
         w0.queue(PeerId(1), &f);
         w0.flush_all();
         assert!(drain(&mut w0).is_empty());
-        w1.readable(Token(PEER_BASE));
+        w1.readable(Token(PEER_BASE), false);
         assert_eq!(said(&drain(&mut w1)), ["heard w0", "w0:back"]);
     }
 
@@ -1439,7 +1452,7 @@ mod tests {
         let _a = call(dir.path(), &forged, &["let me in"]);
         let _b = call(dir.path(), &hello(2, 1, 0), &["wrong door"]);
         let _c = call(dir.path(), &hello(5, 0, 0), &["stranger"]);
-        w0.readable(LISTENER);
+        w0.readable(LISTENER, false);
         let events = drain(&mut w0);
         assert!(said(&events).is_empty(), "{:?}", said(&events));
         assert_eq!(
@@ -1459,7 +1472,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (_p, mut w0) = mesh(dir.path(), 0);
         let mut old = call(dir.path(), &hello(1, 0, 0), &[]);
-        w0.readable(LISTENER);
+        w0.readable(LISTENER, false);
         assert_eq!(said(&drain(&mut w0)), ["up w1 false"]);
         // The old life's last message, read as the new life is adopted: the reply the
         // loop queues to it goes down with the old life, never to the new one.
@@ -1469,7 +1482,7 @@ mod tests {
         old.write_all(&bytes).unwrap();
         w0.announce(PeerId(1), 1);
         let _new = call(dir.path(), &hello(1, 0, 1), &["fresh"]);
-        w0.readable(LISTENER);
+        w0.readable(LISTENER, false);
         let mut seen = Vec::new();
         while let Some(event) = w0.poll_event() {
             if let MeshEvent::Message { envelope, .. } = &event {
@@ -1487,7 +1500,7 @@ mod tests {
         assert_eq!(w0.incarnation(PeerId(1)), 1);
         // A second connection claiming the same life is refused.
         let _again = call(dir.path(), &hello(1, 0, 1), &[]);
-        w0.readable(LISTENER);
+        w0.readable(LISTENER, false);
         let events = drain(&mut w0);
         assert_eq!(
             logs(&events),
@@ -1495,7 +1508,7 @@ mod tests {
         );
         let mut buf = [0u8; 1];
         drop(_new);
-        w0.readable(Token(PEER_BASE + 1));
+        w0.readable(Token(PEER_BASE + 1), false);
         assert_eq!(said(&drain(&mut w0)), ["down w1 false []"]);
         assert!(w0.is_down(PeerId(1)) && !w0.has_channel(PeerId(1)));
         // The old life's channel was closed by w0.
@@ -1507,10 +1520,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (_p, mut w0) = mesh(dir.path(), 0);
         let mut w1 = call(dir.path(), &hello(1, 0, 0), &["fine"]);
-        w0.readable(LISTENER);
+        w0.readable(LISTENER, false);
         assert_eq!(said(&drain(&mut w0)), ["up w1 false", "heard w1", "w1:fine"]);
         w1.write_all(&((wire::MAX_FRAME + 1) as u32).to_be_bytes()).unwrap();
-        w0.readable(Token(PEER_BASE + 1));
+        w0.readable(Token(PEER_BASE + 1), false);
         let said = said(&drain(&mut w0));
         assert_eq!(said.len(), 1);
         assert!(
@@ -1564,15 +1577,15 @@ mod tests {
         send(&mut w1, 2, &["one", "two"]);
         assert!(said(&drain(&mut w1)).is_empty());
         assert!(w1.has_channel(PeerId(2)) && !w1.has_channel(PeerId(0)));
-        w2.readable(LISTENER);
+        w2.readable(LISTENER, false);
         assert_eq!(said(&drain(&mut w2)), ["up w1 false", "heard w1", "w1:one", "w1:two"]);
         // The answer goes back on the same connection: no second one.
         send(&mut w2, 1, &["back"]);
         assert!(said(&drain(&mut w2)).is_empty());
-        w1.readable(Token(PEER_BASE + 2));
+        w1.readable(Token(PEER_BASE + 2), false);
         assert_eq!(said(&drain(&mut w1)), ["heard w2", "w2:back"]);
         assert_eq!((w1.channels_opened, w2.channels_opened, w0.channels_opened), (1, 1, 0));
-        w0.readable(LISTENER);
+        w0.readable(LISTENER, false);
         assert!(drain(&mut w0).is_empty(), "nobody called w0");
         // A peer without a channel is no channel down; one that cannot be reached is.
         assert!(!w1.channel_down(PeerId(0)));
@@ -1591,27 +1604,27 @@ mod tests {
         send(&mut w1, 0, &["b1", "b2"]);
         assert!(said(&drain(&mut w0)).is_empty() && said(&drain(&mut w1)).is_empty());
         // Each accepts the other's connection as a second channel: nobody is down.
-        w0.readable(LISTENER);
+        w0.readable(LISTENER, false);
         assert_eq!(said(&drain(&mut w0)), ["heard w1", "w1:b1", "w1:b2"]);
-        w1.readable(LISTENER);
+        w1.readable(LISTENER, false);
         assert_eq!(said(&drain(&mut w1)), ["heard w0", "w0:a1", "w0:a2"]);
         // Later messages go on the connection each dialed, and arrive on the other's
         // second channel, in order.
         send(&mut w0, 1, &["a3"]);
         assert!(drain(&mut w0).is_empty());
-        w1.readable(Token(EXTRA_BASE));
+        w1.readable(Token(EXTRA_BASE), false);
         assert_eq!(said(&drain(&mut w1)), ["heard w0", "w0:a3"]);
         // A third connection claiming w1 is refused as ever.
         std::fs::rename(dir.path().join("w0.0.sock"), dir.path().join("w0.sock")).unwrap();
         let _again = call(dir.path(), &hello(1, 0, 0), &[]);
-        w0.readable(LISTENER);
+        w0.readable(LISTENER, false);
         assert_eq!(
             logs(&drain(&mut w0)),
             ["refusing a connection whose hello claims w1 (incarnation 0), whose channel is already open"]
         );
         // Either connection closing is w1's death: both close.
         drop((_p1, w1));
-        w0.readable(Token(PEER_BASE + 1));
+        w0.readable(Token(PEER_BASE + 1), false);
         assert_eq!(said(&drain(&mut w0)), ["down w1 false []"]);
         assert!(w0.channel_down(PeerId(1)));
     }
@@ -1621,7 +1634,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (_p, mut w0) = mesh(dir.path(), 0);
         let _silent = StdStream::connect(dir.path().join("w0.sock")).unwrap();
-        w0.readable(LISTENER);
+        w0.readable(LISTENER, false);
         let events = drain(&mut w0);
         let Some(MeshEvent::Timer { after, timer }) = events.first() else { panic!("{events:?}") };
         assert_eq!(*after, HELLO_DEADLINE);

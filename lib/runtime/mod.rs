@@ -699,7 +699,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             // because another worker finished is taken for a crash.
             let control = events.iter().any(|ev| ev.token() == CONTROL);
             if control {
-                self.dispatch(CONTROL)?;
+                self.dispatch(CONTROL, false)?;
             }
             for ev in events.iter() {
                 if !self.running || self.terminating() {
@@ -712,13 +712,13 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 if mesh::is_channel(token) && !(ev.is_readable() || ev.is_read_closed() || ev.is_error()) {
                     continue; // writable: the flush below takes care of it
                 }
-                self.dispatch(token)?;
+                self.dispatch(token, ev.is_readable() && !ev.is_read_closed() && !ev.is_error())?;
             }
             for token in std::mem::take(&mut self.again) {
                 if !self.running || self.terminating() {
                     break;
                 }
-                self.dispatch(token)?;
+                self.dispatch(token, false)?;
             }
             if !self.running || self.terminating() {
                 continue;
@@ -848,7 +848,9 @@ impl<A: Node<Service: RunService>> Worker<A> {
     }
 
     /// Serve a readable source.
-    fn dispatch(&mut self, token: Token) -> anyhow::Result<()> {
+    /// `edge`: the event said the source is readable and nothing more (see
+    /// `Mesh::readable`).
+    fn dispatch(&mut self, token: Token, edge: bool) -> anyhow::Result<()> {
         match token {
             CONTROL => self.control_readable(),
             SIGNALS => {
@@ -858,7 +860,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 Ok(())
             }
             token if mesh::is_mesh(token) => {
-                self.mesh.readable(token);
+                self.mesh.readable(token, edge);
                 self.drain_mesh()
             }
             _ => Ok(()),
