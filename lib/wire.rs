@@ -398,9 +398,9 @@ mod tests {
         impl Read for Pieces {
             fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
                 self.1 += 1;
-                match self.0.first() {
-                    None => Err(io::ErrorKind::WouldBlock.into()),
-                    Some(p) => {
+                match self.0.is_empty() {
+                    true => Err(io::ErrorKind::WouldBlock.into()),
+                    false => {
                         let p = self.0.remove(0);
                         buf[..p.len()].copy_from_slice(&p);
                         Ok(p.len())
