@@ -1806,17 +1806,22 @@ mod tests {
         assert_eq!((v["schema"].as_u64(), v["repeat"].as_u64()), (Some(1), Some(3)));
     }
 
-    #[test]
-    fn the_simulator_decides_a_holder_crash_of_the_ring_and_of_the_coordinator() {
-        let o = CompareOpts {
+    /// compare's defaults (N = 5, -k 20, seed 1, the perfect detector), `repeat` times.
+    fn opts(repeat: u32) -> CompareOpts {
+        CompareOpts {
             exe: PathBuf::from("mutexlab"),
             algos: vec![],
             workers: 5,
             entries: 20,
             seed: 1,
             detector: Detector::Perfect,
-            repeat: 1,
-        };
+            repeat,
+        }
+    }
+
+    #[test]
+    fn the_simulator_decides_a_holder_crash_of_the_ring_and_of_the_coordinator() {
+        let o = opts(1);
         let ring = registry::info("token-ring").unwrap();
         // A holder that is also the highest id belongs to the coordinator's column: missed.
         let d = simulate_fault(&o, ring, Fault::Holder).unwrap();
@@ -1922,15 +1927,7 @@ mod tests {
 
     #[test]
     fn bad_requests_are_refused_by_name() {
-        let o = CompareOpts {
-            exe: PathBuf::from("mutexlab"),
-            algos: vec![],
-            workers: 5,
-            entries: 20,
-            seed: 1,
-            detector: Detector::Perfect,
-            repeat: 3,
-        };
+        let o = opts(3);
         assert_eq!(validate(&o), Ok(()));
         for (bad, says) in [
             (CompareOpts { workers: 1, ..o.clone() }, "-n must be"),
