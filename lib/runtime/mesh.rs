@@ -778,6 +778,13 @@ impl<M: Message> Mesh<M> {
     /// The `HelloDue` timer of a pending connection fired.
     fn hello_overdue(&mut self, token: Token) {
         let secs = HELLO_DEADLINE.as_secs_f64();
+        let mut then = Vec::new();
+        // The hello may be in the socket with its readiness not served yet: a poll returns
+        // a few hundred events, and a busy worker fires its timers after serving those, so
+        // at a few hundred peers a caller that did speak would be dropped. Read it first.
+        if self.pending_conns.get(&token).is_some_and(|pc| pc.held.is_none()) {
+            self.pending_readable(token, &mut then);
+        }
         let held = self.pending_conns.get(&token).and_then(|pc| pc.held.clone());
         let why = match held {
             Some(h) => format!(
@@ -786,7 +793,6 @@ impl<M: Message> Mesh<M> {
             ),
             None => format!("dropping a connection that sent no hello within {secs} s"),
         };
-        let mut then = Vec::new();
         self.drop_pending(token, why, &mut then);
         self.todo.extend(then);
     }
@@ -1641,5 +1647,26 @@ mod tests {
         w0.timer(*timer);
         assert_eq!(logs(&drain(&mut w0)), ["dropping a connection that sent no hello within 2 s"]);
         assert_eq!(w0.dropped_connections, 1);
+    }
+
+    #[test]
+    fn a_hello_waiting_unread_when_its_deadline_fires_is_believed_not_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_p, mut w0) = mesh(dir.path(), 0);
+        let mut late = StdStream::connect(dir.path().join("w0.sock")).unwrap();
+        w0.readable(LISTENER, false);
+        let events = drain(&mut w0);
+        let Some(&MeshEvent::Timer { timer, .. }) = events.first() else { panic!("{events:?}") };
+        // The hello arrives, but its readiness is not served before the deadline fires
+        // (a busy worker's poll returned other events first).
+        let mut bytes = Vec::new();
+        wire::encode(&mut bytes, &hello(1, 0, 0));
+        late.write_all(&bytes).unwrap();
+        w0.timer(timer);
+        let events = drain(&mut w0);
+        assert!(logs(&events).is_empty(), "{events:?}");
+        assert_eq!(said(&events), ["up w1 false"]);
+        assert_eq!(w0.dropped_connections, 0);
+        assert!(w0.has_channel(PeerId(1)));
     }
 }
