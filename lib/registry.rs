@@ -86,6 +86,12 @@ pub struct AlgoInfo {
     /// every peer at the start, which is what lets a run reach a thousand workers
     /// ([`WorkerSettings::lazy`]). A peer never talked to is then never reported down.
     pub few_peers: bool,
+    /// The most workers a release build of it ran clean with when measured (`run -k 1
+    /// --cs-ms 0 --think-ms 1` on the two-core machine of the README's "How far it
+    /// scales"); `run` warns in one line before starting more. `None`: not measured (the
+    /// algorithms that talk to few peers were measured clean at
+    /// [`crate::control::MAX_WORKERS`], the most a run takes).
+    pub measured_clean: Option<u32>,
     /// The JSON shape of each of its messages as a program among its workers speaks
     /// them (set by [`AlgoInfo::runs`], traced from the message type's serde derive:
     /// [`crate::external::message_shapes`]); `mutexlab algorithms --messages` prints
@@ -231,6 +237,7 @@ impl AlgoInfo {
             highest_wins: false,
             timer_fires: None,
             few_peers: false,
+            measured_clean: None,
             summary: "",
             kernel_lock: false,
             majority: false,
@@ -265,6 +272,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "flock",
+        measured_clean: Some(1024),
         family: Family::Baseline,
         summary: "the kernel's exclusive flock(2) on the resource file; no messages",
         kernel_lock: true,
@@ -294,6 +302,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "centralized-bully",
+        measured_clean: Some(128),
         timer_fires: Some(1),
         family: Family::Permission,
         summary:
@@ -322,6 +331,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "lamport",
+        measured_clean: Some(384),
         family: Family::Permission,
         summary:
             "a request queue on every node with Lamport clocks: REQUEST, ACK, RELEASE to all (needs FIFO)",
@@ -338,6 +348,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "maekawa",
+        measured_clean: Some(512),
         family: Family::Permission,
         summary:
             "grid quorums of about 2√N-1 voters; INQUIRE/YIELD/FAILED take votes back so it cannot deadlock",
@@ -371,6 +382,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "ricart-agrawala",
+        measured_clean: Some(512),
         family: Family::Permission,
         summary: "ask everyone with a ticket (highest seen + 1); deferred REPLYs serve as the release",
         kernel_lock: false,
@@ -386,6 +398,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "ricart-agrawala-rc",
+        measured_clean: Some(512),
         family: Family::Permission,
         summary: "Ricart-Agrawala keeping permissions until asked (Roucairol-Carvalho): re-entry can be free",
         kernel_lock: false,
@@ -404,6 +417,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "voting",
+        measured_clean: Some(64),
         timer_fires: Some(1),
         family: Family::Permission,
         summary:
@@ -468,6 +482,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "token-ring-ft",
+        measured_clean: Some(1024),
         timer_fires: Some(1),
         family: Family::Token,
         summary: "token-ring with generations: a lost TOKEN is made again after an ELECTION lap its holder would stop",
@@ -495,6 +510,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "suzuki-kasami",
+        measured_clean: Some(1024),
         family: Family::Token,
         summary:
             "broadcast a numbered REQUEST; the TOKEN carries each node's last served request and a queue",
@@ -512,6 +528,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "ra-token",
+        measured_clean: Some(1024),
         family: Family::Token,
         summary:
             "the notes' Ricart-Agrawala token passing: a TOKEN with granted[] and no queue, to the next waiter round the ring",

@@ -6,10 +6,17 @@
 //! and the workers inherit it; where the hard limit is too low, the run says so in one
 //! line (how many descriptors N workers need against the limit) and exits 3, instead of
 //! failing later with "too many open files" from somewhere inside.
+//!
+//! Past the descriptors, what stops an all-to-all algorithm is soft: N(N-1) connections
+//! made at the start and messages growing as N² per round, which a slow or loaded
+//! machine may not get through within the stall window. Where the registry has the
+//! largest N an algorithm was measured clean at ([`AlgoInfo::measured_clean`]), a bigger
+//! run is warned about in one line ([`beyond_measured`]) and then made all the same.
 
 use nix::sys::resource::{getrlimit, setrlimit, Resource};
 
 use super::RunError;
+use crate::registry::AlgoInfo;
 
 /// Descriptors a process of the run holds beyond one per worker: standard streams,
 /// polls, signal pipes, the control link, the listener, the resource and trace files,
@@ -65,9 +72,49 @@ pub(super) fn make_room(workers: u32) -> Result<(), RunError> {
     }
 }
 
+/// The one-line warning for a run of `workers` of `info`'s algorithm, if that is more
+/// than it was measured clean at.
+pub(super) fn beyond_measured(info: &AlgoInfo, workers: u32) -> Option<String> {
+    let clean = info.measured_clean.filter(|&m| workers > m)?;
+    Some(format!(
+        "mutexlab: warning: {} was measured clean up to {clean} workers on a two-core machine, not at {workers} \
+         (connections and messages grow as N²; see README, How far it scales); a slow machine may need a \
+         longer --stall-ms",
+        info.name
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_beyond_the_measured_size_is_warned_about_in_one_line() {
+        let reg = crate::registry::registry();
+        let ra = reg.get("ricart-agrawala").unwrap();
+        let clean = ra.measured_clean.expect("ricart-agrawala was measured");
+        let said = beyond_measured(ra, clean + 1).expect("a warning");
+        assert_eq!(said.lines().count(), 1, "{said}");
+        assert!(
+            said.starts_with(&format!(
+                "mutexlab: warning: ricart-agrawala was measured clean up to {clean} workers on a two-core machine, not at {}",
+                clean + 1
+            )),
+            "{said}"
+        );
+        // Negative controls: the measured size itself, and an algorithm that talks to few
+        // peers at the most workers a run takes.
+        assert_eq!(beyond_measured(ra, clean), None);
+        let ring = reg.get("token-ring").unwrap();
+        assert_eq!(beyond_measured(ring, crate::control::MAX_WORKERS), None);
+        // Every all-to-all mutual exclusion algorithm says how far it was measured.
+        for a in reg
+            .iter()
+            .filter(|a| a.service == crate::algorithm::ServiceKind::Mutex && !a.few_peers && a.name != "none")
+        {
+            assert!(a.measured_clean.is_some(), "{}", a.name);
+        }
+    }
 
     #[test]
     fn the_soft_limit_is_raised_within_the_hard_one_or_the_run_is_refused() {

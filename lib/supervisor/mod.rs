@@ -192,6 +192,9 @@ pub const HANDOVER: Duration = Duration::from_millis(250);
 fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     let info = validate(opts)?;
     limits::make_room(opts.workers)?;
+    if let Some(warning) = limits::beyond_measured(info, opts.workers) {
+        eprintln!("{warning}");
+    }
     install_signal_handler()?;
     let dir = RunDir::create(opts.run_dir.as_deref())?;
     // Declared after `dir`, so dropped first: told `done` and reaped once every removal
