@@ -12,7 +12,10 @@
 //! enter: the fewest message edges on any happens-before path (each worker's events in
 //! file order, plus an edge from a SEND to the RECV that names it by `(from, from_inc,
 //! to, sent_lc)`) that starts at the leave and ends at the enter. The same worker
-//! entering again is a chain of 0 messages. An enter that does not happen after the
+//! entering again is reached by its own program order, a path of no message; so for it
+//! the chain that counts is the shortest one that leaves it and comes back before the
+//! enter (voting's REQUEST out and a vote back: 2), and 0 only when none came back (a
+//! token it kept, or `flock`). An enter that does not happen after the
 //! leave at all (the kernel's `flock` hands over with no message; a SEND line lost with a
 //! killed worker's last batch breaks a chain) has **no causal path**, and is counted as
 //! such, never as 0. This is exact and does not depend on the machine's load: 1 for the
@@ -152,6 +155,8 @@ struct Open {
     dist: Vec<Option<u32>>,
     /// Messages sent after the leave and not yet received: their sender's distance.
     carried: HashMap<MsgId, u32>,
+    /// The shortest chain from the leave back to the leaver itself, in messages.
+    back: Option<u32>,
 }
 
 /// The handoffs of a trace, computed as its events stream by (see the module
@@ -204,7 +209,7 @@ impl Tracker {
                     self.open = (!self.waiting.is_empty()).then(|| {
                         let mut dist = vec![None; self.workers as usize];
                         dist[w as usize] = Some(0);
-                        Open { leaver: w, t: e.t, dist, carried: HashMap::new() }
+                        Open { leaver: w, t: e.t, dist, carried: HashMap::new(), back: None }
                     });
                 }
                 _ => {}
@@ -235,7 +240,9 @@ impl Tracker {
                 }
                 if let Some(open) = &mut self.open {
                     if let Some(d) = open.carried.remove(&id) {
-                        let mine = &mut open.dist[w as usize];
+                        // The leaver stays at 0 for the chains it starts; what comes back
+                        // to it is kept apart, for its own re-entry.
+                        let mine = if w == open.leaver { &mut open.back } else { &mut open.dist[w as usize] };
                         *mine = Some(mine.map_or(d + 1, |m| m.min(d + 1)));
                     }
                 }
@@ -257,7 +264,9 @@ impl Tracker {
         }
         self.out.handoffs += 1;
         let _ = self.delays.record(t.saturating_sub(open.t));
-        match open.dist[enterer as usize] {
+        let hops =
+            if enterer == open.leaver { Some(open.back.unwrap_or(0)) } else { open.dist[enterer as usize] };
+        match hops {
             Some(h) => *self.out.by_hops.entry(h).or_default() += 1,
             None => self.out.no_path += 1,
         }
@@ -419,7 +428,8 @@ mod tests {
                    APP w=1 inc=0 t=22 lc=5 ev=enter\n";
         let h = analyse_text("odd", &[w0b, w1b], None);
         assert_eq!((h.handoffs, h.no_path), (1, 1), "{h:?}");
-        // The same worker entering again is a chain of no message: 0, with a path.
+        // The same worker entering again with nothing coming back (a token kept): 0,
+        // with a path.
         let w0c = "APP w=0 inc=0 t=10 lc=1 ev=want\n\
                    APP w=0 inc=0 t=11 lc=2 ev=enter\n\
                    APP w=0 inc=0 t=20 lc=3 ev=leave\n\
@@ -428,6 +438,39 @@ mod tests {
         let w1c = "APP w=1 inc=0 t=12 lc=1 ev=want\n";
         let h = analyse_text("odd", &[w0c, w1c], None);
         assert_eq!((h.handoffs, h.no_path, h.by_hops.clone()), (1, 0, BTreeMap::from([(0, 1)])));
+    }
+
+    #[test]
+    fn a_leaver_entering_again_counts_the_chain_that_came_back_to_it() {
+        // Voting: w0 leaves while w1 waits, asks again, and its voter w2 grants it first:
+        // REQUEST out, GRANT back, 2 hops (not the 0 of its own program order).
+        let w0 = "APP w=0 inc=0 t=10 lc=1 ev=want\n\
+                  APP w=0 inc=0 t=11 lc=2 ev=enter\n\
+                  APP w=0 inc=0 t=20 lc=3 ev=leave\n\
+                  SEND w=0 inc=0 t=21 lc=4 to=2 type=RELEASE\n\
+                  APP w=0 inc=0 t=22 lc=5 ev=want\n\
+                  SEND w=0 inc=0 t=23 lc=6 to=2 type=REQUEST\n\
+                  RECV w=0 inc=0 t=40 lc=9 from=2 from_inc=0 sent_lc=8 type=GRANT\n\
+                  APP w=0 inc=0 t=41 lc=10 ev=enter\n";
+        let w1 = "APP w=1 inc=0 t=12 lc=1 ev=want\n";
+        let w2 = "RECV w=2 inc=0 t=30 lc=5 from=0 from_inc=0 sent_lc=4 type=RELEASE\n\
+                  RECV w=2 inc=0 t=31 lc=7 from=0 from_inc=0 sent_lc=6 type=REQUEST\n\
+                  SEND w=2 inc=0 t=32 lc=8 to=0 type=GRANT\n";
+        let h = analyse_text("voting", &[w0, w1, w2], None);
+        assert_eq!((h.handoffs, h.by_hops.clone()), (1, BTreeMap::from([(2, 1)])), "{h:?}");
+        // The chain that comes back does not shorten another worker's: w2 grants w1
+        // instead, and w1's entry is 2 hops as before.
+        let w0 = "APP w=0 inc=0 t=10 lc=1 ev=want\n\
+                  APP w=0 inc=0 t=11 lc=2 ev=enter\n\
+                  APP w=0 inc=0 t=20 lc=3 ev=leave\n\
+                  SEND w=0 inc=0 t=21 lc=4 to=2 type=RELEASE\n";
+        let w1 = "APP w=1 inc=0 t=12 lc=1 ev=want\n\
+                  RECV w=1 inc=0 t=40 lc=9 from=2 from_inc=0 sent_lc=8 type=GRANT\n\
+                  APP w=1 inc=0 t=41 lc=10 ev=enter\n";
+        let w2 = "RECV w=2 inc=0 t=30 lc=5 from=0 from_inc=0 sent_lc=4 type=RELEASE\n\
+                  SEND w=2 inc=0 t=32 lc=8 to=1 type=GRANT\n";
+        let h = analyse_text("voting", &[w0, w1, w2], None);
+        assert_eq!(h.by_hops, BTreeMap::from([(2, 1)]), "{h:?}");
     }
 
     #[test]
