@@ -45,7 +45,8 @@
 //! them in [`FaultSettings::longest_quiet_ms`] and the footer, to be read against the
 //! 1000 ms window. (The longest is `token-ring-ft` under lost messages waiting out its
 //! own 250 ms watchdog once or twice, not the load: 220–490 ms; the other algorithms'
-//! stay under about 70 ms with four fault runs side by side on two loaded cores.)
+//! stayed under 170 ms with four fault runs side by side on two cores at load 12–21,
+//! under 300 ms at load 78–120.)
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -67,8 +68,9 @@ pub const SCHEMA: u32 = 1;
 
 /// Repeats of every run unless `--repeat` says: three give a true median and a range,
 /// and tell `2/3` from `3/3`. With the fault runs side by side ([`fault_width`]) a
-/// default `compare` takes about a minute on two cores shared with other work, where it
-/// took 150 s with every run one after the other (release build, `--repeat 1` 51 s).
+/// default `compare` takes about a minute: 60 s on two cores shared with other work
+/// (load average 12–21, release build; 28 s of it the timing runs), `--repeat 1` 23 s,
+/// where with every run one after the other they took 150 s and 51 s.
 pub const DEFAULT_REPEAT: u32 = 3;
 /// The most repeats `--repeat` takes.
 pub const MAX_REPEAT: u32 = 50;
