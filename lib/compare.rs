@@ -23,24 +23,24 @@
 //!
 //! **Repeats** (`--repeat R`, [`DEFAULT_REPEAT`]): every run above is made R times,
 //! repeat r with seed `seed + r` (fault runs from `seed + r·3`, so that repeat 0 is the
-//! single run of old). A figure is the median over
-//! the repeats with its range ([`Spread`], [`RowSpread`]); the hops are counted over every
-//! handoff of every repeat. A fault's outcomes are tallied over the repeats
+//! single run of old). A figure is the median over the repeats with its range
+//! ([`Spread`], [`RowSpread`]); the hops are counted over every handoff of every repeat. A fault's outcomes are tallied over the repeats
 //! ([`Tally`]: `stalls 2/3, survives 1/3` where they differ), and beside them the
 //! simulator decides the same fault over [`SIM_SEEDS`] seeds ([`SimDecision`],
 //! [`crate::sim::fault_run`]: the crash right after the third entry, never restarted,
 //! or each message lost with the same probability), so that what the algorithm does
 //! always can be told from what one run happened to do.
 //!
-//! **Scheduling** ([`schedule`]): the timing runs (light and saturated) come first, one
+//! **Scheduling**: the timing runs (light and saturated) come first, one
 //! at a time with nothing beside them: on a small machine a second run would load the
 //! first and move its delays. Then the fault runs and the simulator's decisions go up to
 //! [`fault_width`] at once (two per core, at most [`MAX_FAULT_WIDTH`]). A fault run's
 //! figure is its outcome, not a time, and most of its time is asleep: 5 ms sections, or
 //! a stalled run's silent one-second window, which was most of `compare`'s time when the
 //! fault runs went one after the other (85 stalled runs of 161 in a default `compare`,
-//! 97 s of its 150). The stall window is not shortened for going side by side; what
-//! the load could do to it is measured on every comparison instead: each fault run's
+//! 97 s of its 150). The stall window is not shortened for going side by side (and the
+//! supervisor discounts from its stall clock any time it was itself behind, as in every
+//! run); what the load could do to it is measured on every comparison instead: each fault run's
 //! longest spell from one ENTER or EXIT to the next ([`longest_quiet`]), the longest of
 //! them in [`FaultSettings::longest_quiet_ms`] and the footer, to be read against the
 //! 1000 ms window. (The longest is `token-ring-ft` under lost messages waiting out its
@@ -797,7 +797,7 @@ pub fn validate(o: &CompareOpts) -> Result<(), String> {
 ///
 /// First every timing run (light and saturated, every repeat), one at a time with
 /// nothing beside it; then the fault runs and the simulator's decisions, up to
-/// [`fault_width`] at once ([`schedule`]). Rows are finished in the order asked.
+/// [`fault_width`] at once. Rows are finished in the order asked.
 pub fn compare(o: &CompareOpts, mut done: impl FnMut(&Row, Duration)) -> Result<Comparison, RunError> {
     validate(o).map_err(RunError::Usage)?;
     let started = Instant::now();
