@@ -68,9 +68,9 @@ pub const SCHEMA: u32 = 1;
 
 /// Repeats of every run unless `--repeat` says: three give a true median and a range,
 /// and tell `2/3` from `3/3`. With the fault runs side by side ([`fault_width`]) a
-/// default `compare` takes about a minute: 60 s on two cores shared with other work
-/// (load average 12–21, release build; 28 s of it the timing runs), `--repeat 1` 23 s,
-/// where with every run one after the other they took 150 s and 51 s.
+/// default `compare` takes about a minute on two cores shared with other work (release
+/// build): 58 s at load average 3.5, 60 s at 12–21 (28 s of it the timing runs);
+/// `--repeat 1` 20–23 s. With every run one after the other they took 148–150 s and 51 s.
 pub const DEFAULT_REPEAT: u32 = 3;
 /// The most repeats `--repeat` takes.
 pub const MAX_REPEAT: u32 = 50;
