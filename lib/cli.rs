@@ -491,8 +491,9 @@ struct CompareArgs {
     /// P + 50 ms (the notes' rule with no added delay).
     #[arg(long, allow_negative_numbers = true)]
     suspect_ms: Option<u64>,
-    /// Make every run R times, one after the other, and show each figure as the median
-    /// with its range, each fault's outcomes as counts (`stalls 2/3`).
+    /// Make every run R times and show each figure as the median with its range, each
+    /// fault's outcomes as counts (`stalls 2/3`). Light and saturated runs go one at a
+    /// time with nothing beside them, fault runs a few side by side.
     #[arg(long, value_name = "R", default_value_t = compare::DEFAULT_REPEAT, allow_negative_numbers = true)]
     repeat: u32,
     /// Print one JSON object instead of the table.

@@ -21,17 +21,32 @@
 //! measured once by [`probe::ping_pong`](crate::supervisor::probe::ping_pong) at the start. The output is a [`Comparison`],
 //! printed as a text table ([`text`]), a Markdown table ([`markdown`]) or JSON.
 //!
-//! **Repeats** (`--repeat R`, [`DEFAULT_REPEAT`]): every run above is made R times, one
-//! after the other (never side by side: on a small machine a second run would load the
-//! first and move its delays), repeat r with seed `seed + r` (fault runs from
-//! `seed + r·3`, so that repeat 0 is the single run of old). A figure is the median over
-//! the repeats with its range ([`Spread`], [`RowSpread`]); the hops are counted over every
-//! handoff of every repeat. A fault's outcomes are tallied over the repeats
+//! **Repeats** (`--repeat R`, [`DEFAULT_REPEAT`]): every run above is made R times,
+//! repeat r with seed `seed + r` (fault runs from `seed + r·3`, so that repeat 0 is the
+//! single run of old). A figure is the median over the repeats with its range
+//! ([`Spread`], [`RowSpread`]); the hops are counted over every handoff of every repeat. A fault's outcomes are tallied over the repeats
 //! ([`Tally`]: `stalls 2/3, survives 1/3` where they differ), and beside them the
 //! simulator decides the same fault over [`SIM_SEEDS`] seeds ([`SimDecision`],
 //! [`crate::sim::fault_run`]: the crash right after the third entry, never restarted,
 //! or each message lost with the same probability), so that what the algorithm does
 //! always can be told from what one run happened to do.
+//!
+//! **Scheduling**: the timing runs (light and saturated) come first, one
+//! at a time with nothing beside them: on a small machine a second run would load the
+//! first and move its delays. Then the fault runs and the simulator's decisions go up to
+//! [`fault_width`] at once (two per core, at most [`MAX_FAULT_WIDTH`]). A fault run's
+//! figure is its outcome, not a time, and most of its time is asleep: 5 ms sections, or
+//! a stalled run's silent one-second window, which was most of `compare`'s time when the
+//! fault runs went one after the other (85 stalled runs of 161 in a default `compare`,
+//! 97 s of its 150). The stall window is not shortened for going side by side (and the
+//! supervisor discounts from its stall clock any time it was itself behind, as in every
+//! run); what the load could do to it is measured on every comparison instead: each fault run's
+//! longest spell from one ENTER or EXIT to the next ([`longest_quiet`]), the longest of
+//! them in [`FaultSettings::longest_quiet_ms`] and the footer, to be read against the
+//! 1000 ms window. (The longest is `token-ring-ft` under lost messages waiting out its
+//! own 250 ms watchdog once or twice, not the load: 220–490 ms; the other algorithms'
+//! stayed under 170 ms with four fault runs side by side on two cores at load 12–21,
+//! under 300 ms at load 78–120.)
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -52,9 +67,10 @@ use crate::supervisor::{self, AppliedFault, Report, RunError, RunOpts};
 pub const SCHEMA: u32 = 1;
 
 /// Repeats of every run unless `--repeat` says: three give a true median and a range,
-/// and tell `2/3` from `3/3`. The runs are made one after the other, so a default
-/// `compare` takes about three times `--repeat 1` (52 s on two cores shared with other
-/// work, load 11): most of it is the fault runs' one-second stall windows.
+/// and tell `2/3` from `3/3`. With the fault runs side by side ([`fault_width`]) a
+/// default `compare` takes about a minute on two cores shared with other work (release
+/// build): 58 s at load average 3.5, 60 s at 12–21 (28 s of it the timing runs);
+/// `--repeat 1` 20–23 s. With every run one after the other they took 148–150 s and 51 s.
 pub const DEFAULT_REPEAT: u32 = 3;
 /// The most repeats `--repeat` takes.
 pub const MAX_REPEAT: u32 = 50;
@@ -156,6 +172,8 @@ impl Comparison {
                 cs_ms: FAULT_TIMING.0,
                 think_ms: FAULT_TIMING.1,
                 stall_ms: FAULT_STALL_MS,
+                side_by_side: 1,
+                longest_quiet_ms: None,
                 drop: DROP,
                 detector: detector.to_string(),
                 sim_seeds: format!("{}..{}", SIM_SEEDS.start, SIM_SEEDS.end),
@@ -189,6 +207,13 @@ pub struct FaultSettings {
     pub think_ms: f64,
     /// The stall window, in ms.
     pub stall_ms: u64,
+    /// The most fault runs let go side by side ([`fault_width`]); the timing runs go one
+    /// at a time with nothing beside them.
+    pub side_by_side: u32,
+    /// The longest any fault run went from one ENTER or EXIT to the next, in ms
+    /// ([`longest_quiet`]): how near a run that went on came to the stall window. `null`
+    /// before anything is measured.
+    pub longest_quiet_ms: Option<f64>,
     /// The probability of losing a message in the lost-messages run.
     pub drop: f64,
     /// How survivors learn of a crash.
@@ -767,7 +792,12 @@ pub fn validate(o: &CompareOpts) -> Result<(), String> {
 }
 
 /// Measure every algorithm asked for; `done` is called with each row as it is finished
-/// (for progress). Usage errors come back as [`RunError::Usage`].
+/// (for progress), with the time its own runs took (summed: its fault runs went beside
+/// others). Usage errors come back as [`RunError::Usage`].
+///
+/// First every timing run (light and saturated, every repeat), one at a time with
+/// nothing beside it; then the fault runs and the simulator's decisions, up to
+/// [`fault_width`] at once. Rows are finished in the order asked.
 pub fn compare(o: &CompareOpts, mut done: impl FnMut(&Row, Duration)) -> Result<Comparison, RunError> {
     validate(o).map_err(RunError::Usage)?;
     let started = Instant::now();
@@ -777,6 +807,12 @@ pub fn compare(o: &CompareOpts, mut done: impl FnMut(&Row, Duration)) -> Result<
     } else {
         (o.algos.clone(), Vec::new())
     };
+    let infos = names
+        .iter()
+        .map(|name| {
+            registry::info(name).ok_or_else(|| RunError::Usage(format!("unknown algorithm {name:?}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let t = crate::supervisor::probe::ping_pong(&o.exe, PING_PONG_ROUNDS)
         .map_err(|e| RunError::Failed(format!("measuring the message time T: {e}")))?;
     let t_ms = t.as_secs_f64() * 1e3;
@@ -785,30 +821,256 @@ pub fn compare(o: &CompareOpts, mut done: impl FnMut(&Row, Duration)) -> Result<
         .prefix("mutexlab-compare-")
         .tempdir()
         .map_err(|e| RunError::Failed(format!("cannot make a temporary directory: {e}")))?;
-    let mut rows = Vec::new();
-    for name in &names {
-        let t0 = Instant::now();
-        match measure(o, name, t_ms, tmp.path()) {
-            Ok(row) => {
-                done(&row, t0.elapsed());
-                rows.push(row);
+    let jobs = jobs(names.len(), o.repeat);
+    let mut parts: Vec<Parts> = names.iter().map(|_| Parts::default()).collect();
+    let mut rows: Vec<Row> = Vec::new();
+    let width = fault_width();
+    let mut quiet: Option<u64> = None;
+    let run = |job: &Job| -> Result<Done, RunError> {
+        let name = &names[job.algo];
+        Ok(match job.what {
+            What::Timing { rep } => Done::Measured(Box::new(measure_once(o, name, rep, tmp.path())?)),
+            What::Fault { fault, rep } => {
+                let (run, quiet) = fault_run(o, name, FAULTS[fault], rep, tmp.path())?;
+                Done::Fault(run, quiet)
             }
-            Err(e @ RunError::Interrupted(_)) => {
-                // The error names the interrupted run's directory: keep it, as `run` does.
-                let _ = tmp.keep();
-                return Err(e);
-            }
-            Err(e) => return Err(e),
+            What::Sim { fault } => Done::Sim(simulate_fault(o, infos[job.algo], FAULTS[fault])),
+        })
+    };
+    let finished = schedule(&jobs, width, run, |i, result, took| {
+        let job = jobs[i];
+        if let Done::Fault(_, q) = &result {
+            quiet = quiet.max(*q);
         }
+        parts[job.algo].add(job, result, took);
+        // Rows in the order asked: each once it and every row before it are complete.
+        while let Some(p) = parts.get_mut(rows.len()).filter(|p| p.complete(o.repeat)) {
+            let row = p.row(infos[rows.len()], o.workers, t_ms);
+            done(&row, p.took);
+            rows.push(row);
+        }
+    });
+    match finished {
+        Ok(()) => {}
+        Err(e @ RunError::Interrupted(_)) => {
+            // The error names the interrupted run's directory: keep it, as `run` does.
+            let _ = tmp.keep();
+            return Err(e);
+        }
+        Err(e) => return Err(e),
     }
-    Ok(Comparison {
+    let mut c = Comparison {
         message_time_us: t_ms * 1e3,
         elapsed_s: started.elapsed().as_secs_f64(),
         excluded,
         algorithms: rows,
         repeat: o.repeat,
         ..Comparison::new(o.workers, o.entries, &o.detector.to_string())
-    })
+    };
+    c.fault_runs.side_by_side = width as u32;
+    c.fault_runs.longest_quiet_ms = quiet.map(|ns| ns as f64 / 1e6);
+    Ok(c)
+}
+
+/// How many fault runs (and simulator decisions) go side by side: two per core, at
+/// least two and at most [`MAX_FAULT_WIDTH`]. A fault run spends most of its time asleep
+/// (5 ms sections, 2 ms think time, or a silent stall window), so two per core keep the
+/// cores far from full; its verdict is an outcome, not a time, and a live run's longest
+/// quiet spell stays far below [`FAULT_STALL_MS`] (see the module doc).
+pub fn fault_width() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    (2 * cores).clamp(2, MAX_FAULT_WIDTH)
+}
+
+/// The most fault runs [`fault_width`] lets go side by side, whatever the core count.
+pub const MAX_FAULT_WIDTH: usize = 8;
+
+/// Whether a job needs the machine to itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Lane {
+    /// A timing run: its delays are the figure, so nothing may run beside it.
+    Alone,
+    /// A fault run or a simulation: its outcome is the figure, not its time.
+    Beside,
+}
+
+/// One unit of work of a comparison, for one algorithm (by its index).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Job {
+    algo: usize,
+    what: What,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum What {
+    /// Repeat `rep` of the light and saturated runs.
+    Timing { rep: u32 },
+    /// Repeat `rep` of fault `FAULTS[fault]`.
+    Fault { fault: usize, rep: u32 },
+    /// The simulator's decision on `FAULTS[fault]`.
+    Sim { fault: usize },
+}
+
+impl Job {
+    fn lane(&self) -> Lane {
+        match self.what {
+            What::Timing { .. } => Lane::Alone,
+            What::Fault { .. } | What::Sim { .. } => Lane::Beside,
+        }
+    }
+}
+
+/// A comparison's jobs for `algos` algorithms made `repeat` times: every timing run
+/// first, in the order asked, then each algorithm's fault runs and simulations, so
+/// that the rows are finished one after another.
+fn jobs(algos: usize, repeat: u32) -> Vec<Job> {
+    let mut v = Vec::new();
+    for algo in 0..algos {
+        v.extend((0..repeat).map(|rep| Job { algo, what: What::Timing { rep } }));
+    }
+    for algo in 0..algos {
+        for fault in 0..FAULTS.len() {
+            v.extend((0..repeat).map(|rep| Job { algo, what: What::Fault { fault, rep } }));
+            v.push(Job { algo, what: What::Sim { fault } });
+        }
+    }
+    v
+}
+
+/// What a job came to.
+enum Done {
+    Measured(Box<Measured>),
+    /// The run, and the longest it went quiet and went on, in ns.
+    Fault(FaultRun, Option<u64>),
+    Sim(Option<SimDecision>),
+}
+
+/// One algorithm's results as they come in, and the time its jobs took.
+#[derive(Default)]
+struct Parts {
+    measured: Vec<(u32, Measured)>,
+    faults: Vec<(usize, u32, FaultRun)>,
+    sims: Vec<(usize, Option<SimDecision>)>,
+    took: Duration,
+    /// Made into its row already.
+    taken: bool,
+}
+
+impl Parts {
+    fn add(&mut self, job: Job, result: Done, took: Duration) {
+        self.took += took;
+        match (job.what, result) {
+            (What::Timing { rep }, Done::Measured(m)) => self.measured.push((rep, *m)),
+            (What::Fault { fault, rep }, Done::Fault(r, _)) => self.faults.push((fault, rep, r)),
+            (What::Sim { fault }, Done::Sim(d)) => self.sims.push((fault, d)),
+            _ => unreachable!("each job gives its own kind of result"),
+        }
+    }
+
+    /// Every job of the algorithm is in, and its row not made yet.
+    fn complete(&self, repeat: u32) -> bool {
+        let r = repeat as usize;
+        !self.taken
+            && self.measured.len() == r
+            && self.faults.len() == r * FAULTS.len()
+            && self.sims.len() == FAULTS.len()
+    }
+
+    /// The row, from the results in repeat order whatever order they came in.
+    fn row(&mut self, info: &AlgoInfo, n: u32, t_ms: f64) -> Row {
+        self.taken = true;
+        self.measured.sort_by_key(|(rep, _)| *rep);
+        self.faults.sort_by_key(|(fault, rep, _)| (*fault, *rep));
+        self.sims.sort_by_key(|(fault, _)| *fault);
+        let measured: Vec<Measured> = self.measured.drain(..).map(|(_, m)| m).collect();
+        let mut runs = std::mem::take(&mut self.faults).into_iter().peekable();
+        let mut by_fault = Vec::new();
+        for (f, sim) in std::mem::take(&mut self.sims) {
+            let mut repeats = Vec::new();
+            while let Some((_, _, r)) = runs.next_if(|(g, _, _)| *g == f) {
+                repeats.push(r);
+            }
+            by_fault.push(FaultSummary { fault: FAULTS[f].name(), tally: Tally::of(&repeats), repeats, sim });
+        }
+        aggregate(info, n, t_ms, &measured, by_fault)
+    }
+}
+
+/// Run `jobs` in order: each [`Lane::Alone`] job with nothing beside it (every job
+/// before it has ended, none after it starts until it ends), the [`Lane::Beside`] ones
+/// up to `width` at once. `done` gets each job's index, its result and how long it
+/// took, on the calling thread, as they end. At the first error nothing more starts;
+/// the jobs under way are waited for, and the first error is returned.
+fn schedule<T: Send>(
+    jobs: &[Job],
+    width: usize,
+    run: impl Fn(&Job) -> Result<T, RunError> + Sync,
+    done: impl FnMut(usize, T, Duration),
+) -> Result<(), RunError> {
+    schedule_by(jobs, Job::lane, width, run, done)
+}
+
+/// [`schedule`] over any jobs, with `lane` saying which need the machine to themselves.
+fn schedule_by<J: Sync, T: Send>(
+    jobs: &[J],
+    lane: impl Fn(&J) -> Lane,
+    width: usize,
+    run: impl Fn(&J) -> Result<T, RunError> + Sync,
+    mut done: impl FnMut(usize, T, Duration),
+) -> Result<(), RunError> {
+    let width = width.max(1);
+    let timed = |job: &J| {
+        let t0 = Instant::now();
+        // A panic in a run is this job's error, so that the others are still waited for.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(job)))
+            .unwrap_or_else(|_| Err(RunError::Failed("a run panicked".into())));
+        (r, t0.elapsed())
+    };
+    let mut first_err: Option<RunError> = None;
+    // Takes a job's result; says whether an error has come (this one or an earlier).
+    let mut take = |i: usize, (r, took): (Result<T, RunError>, Duration)| {
+        match r {
+            Ok(v) if first_err.is_none() => done(i, v, took),
+            Ok(_) => {}
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+        first_err.is_some()
+    };
+    let mut failed = false;
+    std::thread::scope(|s| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let mut running = 0usize;
+        for (i, job) in jobs.iter().enumerate() {
+            let alone = lane(job) == Lane::Alone;
+            // Alone: wait for every job under way; beside: for a free place.
+            let most = if alone { 0 } else { width - 1 };
+            while running > most {
+                let (k, r) = rx.recv().expect("every job sends its result");
+                running -= 1;
+                failed |= take(k, r);
+            }
+            if failed {
+                break;
+            }
+            if alone {
+                failed |= take(i, timed(job));
+            } else {
+                let (tx, timed) = (tx.clone(), &timed);
+                s.spawn(move || {
+                    let _ = tx.send((i, timed(job)));
+                });
+                running += 1;
+            }
+        }
+        while running > 0 {
+            let (k, r) = rx.recv().expect("every job sends its result");
+            running -= 1;
+            take(k, r);
+        }
+    });
+    first_err.map_or(Ok(()), Err)
 }
 
 /// One run's options; the run lives in `dir` (new), which the caller removes.
@@ -920,30 +1182,6 @@ fn measure_once(o: &CompareOpts, name: &str, rep: u32, tmp: &Path) -> Result<Mea
         clean: light.ok && sat.ok,
         notes: [unclean("light-load", &light), unclean("saturated", &sat)].into_iter().flatten().collect(),
     })
-}
-
-/// One algorithm's row: the measurement runs and the fault runs, each made
-/// `o.repeat` times, and the simulator's decision on each fault.
-fn measure(o: &CompareOpts, name: &str, t_ms: f64, tmp: &Path) -> Result<Row, RunError> {
-    let info = registry::info(name).ok_or_else(|| RunError::Usage(format!("unknown algorithm {name:?}")))?;
-    let mut measured = Vec::new();
-    for rep in 0..o.repeat {
-        measured.push(measure_once(o, name, rep, tmp)?);
-    }
-    let mut by_fault = Vec::new();
-    for fault in FAULTS {
-        let mut repeats = Vec::new();
-        for rep in 0..o.repeat {
-            repeats.push(fault_run(o, name, fault, rep, tmp)?);
-        }
-        by_fault.push(FaultSummary {
-            fault: fault.name(),
-            tally: Tally::of(&repeats),
-            repeats,
-            sim: simulate_fault(o, info, fault),
-        });
-    }
-    Ok(aggregate(info, o.workers, t_ms, &measured, by_fault))
 }
 
 /// The row of `info` from its repeats' measurements and its faults: each figure the
@@ -1144,11 +1382,20 @@ fn sync_hops(h: crate::handoff::Handoffs, records: Vec<Record>, notes: String) -
 /// Put `name` through one fault (repeat `rep`), retrying with the next seed until it
 /// hits as meant; repeat r starts at `seed + r·ATTEMPTS`, so that the repeats' seeds
 /// never overlap.
-fn fault_run(o: &CompareOpts, name: &str, fault: Fault, rep: u32, tmp: &Path) -> Result<FaultRun, RunError> {
+/// With the run, the longest its attempts went without an ENTER or EXIT and then went on
+/// ([`longest_quiet`]), in ns.
+fn fault_run(
+    o: &CompareOpts,
+    name: &str,
+    fault: Fault,
+    rep: u32,
+    tmp: &Path,
+) -> Result<(FaultRun, Option<u64>), RunError> {
     let (plan_text, drop) = fault.plan();
     let plan =
         Plan::parse(&plan_text, o.workers).map_err(|e| RunError::Failed(format!("{plan_text}: {e}")))?;
     let mut last = None;
+    let mut quiet = None;
     for attempt in 0..ATTEMPTS {
         let seed = o.seed.wrapping_add(u64::from(rep) * ATTEMPTS + attempt);
         let dir = tmp.join(format!("{name}-{}-{rep}-{attempt}", fault.name().replace(' ', "-")));
@@ -1162,6 +1409,8 @@ fn fault_run(o: &CompareOpts, name: &str, fault: Fault, rep: u32, tmp: &Path) ->
         };
         let r = supervisor::run(&opts)?;
         if let Some(dir) = &opts.run_dir {
+            let gap = read_records(&dir.join(RESOURCE_FILE)).ok().and_then(longest_quiet);
+            quiet = quiet.max(gap);
             let _ = std::fs::remove_dir_all(dir);
         }
         let hit = fault.hit(&r.faults, r.lost_messages, o.workers);
@@ -1175,11 +1424,25 @@ fn fault_run(o: &CompareOpts, name: &str, fault: Fault, rep: u32, tmp: &Path) ->
             detail: detail(&r),
         };
         if hit {
-            return Ok(run);
+            return Ok((run, quiet));
         }
         last = Some(run);
     }
-    Ok(last.expect("at least one attempt"))
+    Ok((last.expect("at least one attempt"), quiet))
+}
+
+/// The longest a run went from one ENTER or EXIT to the next, in ns: a quiet spell the
+/// run came through, which its stall window must be well above (the supervisor's stall
+/// clock runs from the last ENTER or EXIT). `None` with fewer than two.
+pub fn longest_quiet(records: impl IntoIterator<Item = Record>) -> Option<u64> {
+    let mut t: Vec<u64> = records
+        .into_iter()
+        .filter(|r| matches!(r, Record::Enter { .. } | Record::Exit { .. }))
+        .map(|r| r.time())
+        .collect();
+    // Workers stamp a record before appending it, so the file may be a hair out of order.
+    t.sort_unstable();
+    t.windows(2).map(|w| w[1] - w[0]).max()
 }
 
 /// Violations that break mutual exclusion or the data, as opposed to liveness.
@@ -1280,6 +1543,24 @@ fn verdict(r: &FaultRun) -> String {
     format!("{}{mark}", r.outcome.word())
 }
 
+/// How the runs went: the timing runs alone, the fault runs side by side, and the
+/// longest a fault run went quiet against its stall window.
+fn side_by_side(f: &FaultSettings) -> String {
+    let quiet = match f.longest_quiet_ms {
+        Some(q) => format!(
+            "; the longest a fault run went from one ENTER or EXIT to the next: {q:.0} ms, against \
+             the {} ms stall window",
+            f.stall_ms
+        ),
+        None => String::new(),
+    };
+    format!(
+        "Light and saturated runs one at a time with nothing beside them; fault runs up to {} side \
+         by side{quiet}.",
+        f.side_by_side
+    )
+}
+
 /// The two tables' cells: messages and delays, then problems (the HTML page's too).
 pub(crate) fn cells(c: &Comparison) -> (Vec<[String; 10]>, Vec<[String; 6]>) {
     let mut costs = Vec::new();
@@ -1360,8 +1641,8 @@ pub(crate) fn footer(c: &Comparison) -> String {
     if c.repeat > 1 {
         let _ = writeln!(
             s,
-            "Every run made {} times, one after the other: each figure is the median over the \
-             repeats, [min–max] their range; the hops are counted over every handoff of every repeat.",
+            "Every run made {} times: each figure is the median over the repeats, [min–max] their \
+             range; the hops are counted over every handoff of every repeat.",
             c.repeat
         );
     }
@@ -1373,6 +1654,7 @@ pub(crate) fn footer(c: &Comparison) -> String {
          not hit as meant in {ATTEMPTS} seeds.",
         f.entries_per_worker, f.cs_ms, f.drop, f.stall_ms, f.detector
     );
+    let _ = writeln!(s, "{}", side_by_side(f));
     if c.repeat > 1 {
         let _ = writeln!(
             s,
@@ -1939,5 +2221,173 @@ mod tests {
             let why = validate(&bad).unwrap_err();
             assert!(why.starts_with(says) || why.contains(says), "{why}");
         }
+    }
+
+    /// A job's start or end, in the order the scheduler's runs saw them.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    enum Seen {
+        Start(usize),
+        End(usize),
+    }
+
+    /// What a log of starts and ends breaks: a job in `alone` that had company, or more
+    /// than `width` jobs at once; one line each.
+    fn breaches(log: &[Seen], alone: impl Fn(usize) -> bool, width: usize) -> Vec<String> {
+        let mut running: Vec<usize> = Vec::new();
+        let mut out = Vec::new();
+        for &e in log {
+            match e {
+                Seen::Start(i) => running.push(i),
+                Seen::End(i) => running.retain(|&j| j != i),
+            }
+            if running.len() > 1 {
+                if let Some(&i) = running.iter().find(|&&i| alone(i)) {
+                    out.push(format!("job {i} runs alone but {running:?} ran at once"));
+                }
+            }
+            if running.len() > width {
+                out.push(format!("{running:?} ran at once, more than {width}"));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn a_timing_run_has_the_machine_to_itself_and_fault_runs_share_it_up_to_the_width() {
+        let jobs = jobs(3, 3);
+        assert_eq!(
+            jobs.len(),
+            3 * 3 + 3 * FAULTS.len() * 4,
+            "the timing runs, the faults' repeats, a sim each"
+        );
+        let timing: Vec<usize> = (0..jobs.len()).filter(|&i| jobs[i].lane() == Lane::Alone).collect();
+        assert_eq!(timing, (0..9).collect::<Vec<_>>(), "every timing run first, before any fault run");
+        for width in [1, 2, 4] {
+            let log = std::sync::Mutex::new(Vec::new());
+            let mut done = Vec::new();
+            let run = |job: &Job| {
+                let i = jobs.iter().position(|j| j == job).unwrap();
+                log.lock().unwrap().push(Seen::Start(i));
+                // Give the others a chance to start meanwhile.
+                for _ in 0..50 {
+                    std::thread::yield_now();
+                }
+                log.lock().unwrap().push(Seen::End(i));
+                Ok(i)
+            };
+            schedule(&jobs, width, run, |i, v, _| {
+                assert_eq!(i, v);
+                done.push(i);
+            })
+            .unwrap();
+            let log = log.into_inner().unwrap();
+            assert_eq!(breaches(&log, |i| jobs[i].lane() == Lane::Alone, width), Vec::<String>::new());
+            done.sort_unstable();
+            assert_eq!(done, (0..jobs.len()).collect::<Vec<_>>(), "each job once, each reported");
+            // The timing runs in the order asked.
+            let starts: Vec<usize> = log
+                .iter()
+                .filter_map(|e| match e {
+                    Seen::Start(i) if timing.contains(i) => Some(*i),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(starts, timing);
+        }
+        // Negative control: the checker sees company beside a timing run, and a crowd.
+        let company = [Seen::Start(9), Seen::Start(0), Seen::End(0), Seen::End(9)];
+        assert_eq!(breaches(&company, |i| i == 0, 4).len(), 1);
+        let crowd = [Seen::Start(9), Seen::Start(10), Seen::Start(11), Seen::End(9)];
+        assert_eq!(breaches(&crowd, |i| i == 0, 2).len(), 1);
+    }
+
+    #[test]
+    fn fault_runs_do_go_side_by_side() {
+        // Two jobs that each wait to meet the other: only side by side can both meet.
+        let met = (std::sync::Mutex::new(0), std::sync::Condvar::new());
+        let run = |_: &usize| {
+            let (n, cv) = &met;
+            let mut n = n.lock().unwrap();
+            *n += 1;
+            cv.notify_all();
+            // A safety limit for a scheduler that runs them one at a time: the test then fails.
+            let (n, _) = cv.wait_timeout_while(n, Duration::from_secs(10), |n| *n < 2).unwrap();
+            Ok(*n >= 2)
+        };
+        let mut each = Vec::new();
+        schedule_by(&[0, 1], |_| Lane::Beside, 2, run, |_, met, _| each.push(met)).unwrap();
+        assert_eq!(each, [true, true]);
+    }
+
+    #[test]
+    fn after_an_error_nothing_more_starts_and_the_first_error_is_returned() {
+        let started = std::sync::Mutex::new(Vec::new());
+        // Width 1: the order of starts is the jobs' order.
+        let lanes = [Lane::Alone, Lane::Beside, Lane::Beside, Lane::Alone, Lane::Beside];
+        let run = |&i: &usize| {
+            started.lock().unwrap().push(i);
+            if i == 2 {
+                Err(RunError::Failed("job 2 broke".into()))
+            } else {
+                Ok(i)
+            }
+        };
+        let mut done = Vec::new();
+        let r = schedule_by(&[0, 1, 2, 3, 4], |&i| lanes[i], 1, run, |i, _, _| done.push(i));
+        assert!(matches!(r, Err(RunError::Failed(ref e)) if e == "job 2 broke"), "{r:?}");
+        assert_eq!(started.into_inner().unwrap(), [0, 1, 2]);
+        assert_eq!(done, [0, 1]);
+    }
+
+    #[test]
+    fn a_row_is_made_in_repeat_order_whatever_order_its_runs_ended_in() {
+        let info = registry::info("centralized").unwrap();
+        let mut p = Parts::default();
+        let one = Duration::from_millis(1);
+        for f in (0..FAULTS.len()).rev() {
+            p.add(Job { algo: 0, what: What::Sim { fault: f } }, Done::Sim(None), one);
+            for rep in (0..2u32).rev() {
+                let run = FaultRun {
+                    fault: FAULTS[f].name(),
+                    seed: u64::from(rep),
+                    ..fault(Outcome::Stalls, true)
+                };
+                p.add(Job { algo: 0, what: What::Fault { fault: f, rep } }, Done::Fault(run, Some(5)), one);
+            }
+        }
+        assert!(!p.complete(2), "the timing runs are not in");
+        for rep in (0..2u32).rev() {
+            let m = measured(f64::from(rep) + 2.0, 50_000.0, &[(2, 10)], true);
+            p.add(Job { algo: 0, what: What::Timing { rep } }, Done::Measured(Box::new(m)), one);
+        }
+        assert!(p.complete(2));
+        let row = p.row(info, 5, 0.01);
+        assert!(!p.complete(2), "a row is made once");
+        assert_eq!(p.took, one * (2 + 4 * 3) as u32);
+        let faults: Vec<&str> = row.problems.by_fault.iter().map(|f| f.fault).collect();
+        assert_eq!(faults, FAULTS.map(Fault::name));
+        for f in &row.problems.by_fault {
+            assert_eq!(f.repeats.iter().map(|r| r.seed).collect::<Vec<_>>(), [0, 1], "{f:?}");
+            assert_eq!(f.tally.stalls, 2);
+        }
+        assert_eq!(row.problems.runs[0].seed, 0, "the first repeat's run");
+        let light = row.spread.messages_light.unwrap();
+        assert_eq!((light.min, light.max, light.runs), (2.0, 3.0, 2));
+    }
+
+    #[test]
+    fn the_longest_quiet_spell_is_between_entries_and_exits_only() {
+        let ms = 1_000_000;
+        let rec = [
+            want(0, 0),
+            enter(0, ms),
+            exit(0, 2 * ms),
+            want(1, 40 * ms),
+            enter(1, 30 * ms),
+            exit(1, 31 * ms),
+        ];
+        // 2 ms to 30 ms; the WANT at 40 ms moves nothing; the file's order does not matter.
+        assert_eq!(longest_quiet(rec), Some(28 * ms));
+        assert_eq!(longest_quiet([want(0, 0), enter(0, ms)]), None, "one ENTER is no spell");
     }
 }
