@@ -1442,7 +1442,19 @@ fn cmd_compare(a: CompareArgs) -> Outcome {
             Err(e) => return Err(Error::usage(format!("cannot write {}: {e}", p.display()))),
         },
     };
-    let progress = |row: &compare::Row, took: Duration| {
+    let progress = |p: compare::Progress<'_>| {
+        let (row, took) = match p {
+            compare::Progress::Timed(name, took) => {
+                eprintln!(
+                    "compare: {name:<20} {:>5.1} s  timing runs done ({} light, {} saturated); fault runs follow",
+                    took.as_secs_f64(),
+                    opts.repeat,
+                    opts.repeat
+                );
+                return;
+            }
+            compare::Progress::Row(row, took) => (row, took),
+        };
         // Over repeats, each fault's tally; a single run's word otherwise.
         let runs: Vec<String> = match &row.problems.by_fault[..] {
             faults if faults.iter().any(|f| f.repeats.len() > 1) => {

@@ -791,14 +791,24 @@ pub fn validate(o: &CompareOpts) -> Result<(), String> {
     Ok(())
 }
 
-/// Measure every algorithm asked for; `done` is called with each row as it is finished
-/// (for progress), with the time its own runs took (summed: its fault runs went beside
-/// others). Usage errors come back as [`RunError::Usage`].
+/// What [`compare`] tells its caller as it goes, for progress.
+pub enum Progress<'a> {
+    /// Every timing run of an algorithm is made (the first phase): its name, and the
+    /// time those runs took.
+    Timed(&'a str, Duration),
+    /// A row is finished, with the time its own runs took (summed: its fault runs went
+    /// beside others).
+    Row(&'a Row, Duration),
+}
+
+/// Measure every algorithm asked for; `done` hears of each algorithm's timing runs and
+/// each row as they are finished ([`Progress`]). Usage errors come back as
+/// [`RunError::Usage`].
 ///
 /// First every timing run (light and saturated, every repeat), one at a time with
 /// nothing beside it; then the fault runs and the simulator's decisions, up to
 /// [`fault_width`] at once. Rows are finished in the order asked.
-pub fn compare(o: &CompareOpts, mut done: impl FnMut(&Row, Duration)) -> Result<Comparison, RunError> {
+pub fn compare(o: &CompareOpts, mut done: impl FnMut(Progress<'_>)) -> Result<Comparison, RunError> {
     validate(o).map_err(RunError::Usage)?;
     let started = Instant::now();
     let (names, excluded) = if o.algos.is_empty() {
@@ -843,10 +853,13 @@ pub fn compare(o: &CompareOpts, mut done: impl FnMut(&Row, Duration)) -> Result<
             quiet = quiet.max(*q);
         }
         parts[job.algo].add(job, result, took);
+        if matches!(job.what, What::Timing { .. }) && parts[job.algo].measured.len() == o.repeat as usize {
+            done(Progress::Timed(&names[job.algo], parts[job.algo].took));
+        }
         // Rows in the order asked: each once it and every row before it are complete.
         while let Some(p) = parts.get_mut(rows.len()).filter(|p| p.complete(o.repeat)) {
             let row = p.row(infos[rows.len()], o.workers, t_ms);
-            done(&row, p.took);
+            done(Progress::Row(&row, p.took));
             rows.push(row);
         }
     });

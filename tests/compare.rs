@@ -27,9 +27,11 @@ fn compare_measures_centralized_and_token_ring_and_reports_them_as_json() {
     let rows = j["algorithms"].as_array().unwrap();
     let names: Vec<&str> = rows.iter().map(|r| r["algorithm"].as_str().unwrap()).collect();
     assert_eq!(names, ["centralized", "token-ring"]);
-    // One progress line per algorithm on stderr, none on stdout (which is the JSON).
+    // Two progress lines per algorithm on stderr (its timing runs, then its row), none
+    // on stdout (which is the JSON).
     let err = stderr(&out);
-    assert_eq!(err.lines().filter(|l| l.starts_with("compare: ")).count(), 2, "{err}");
+    assert_eq!(err.lines().filter(|l| l.starts_with("compare: ")).count(), 4, "{err}");
+    assert_eq!(err.lines().filter(|l| l.contains("timing runs done")).count(), 2, "{err}");
 
     for r in rows {
         let name = r["algorithm"].as_str().unwrap();
