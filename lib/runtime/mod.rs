@@ -903,17 +903,17 @@ impl<A: Node<Service: RunService>> Worker<A> {
         }
         if !ready {
             let me = self.me;
-            let missing: Vec<String> = (0..self.opts.workers)
+            let missing: std::collections::BTreeSet<PeerId> = (0..self.opts.workers)
                 .map(PeerId)
                 .filter(|&p| p != me && !self.mesh.is_down(p) && !self.detect.serving(p))
                 .chain(self.mesh.unconnected())
-                .take(8)
-                .map(|p| p.to_string())
                 .collect();
+            let shown: Vec<String> = missing.iter().take(8).map(|p| p.to_string()).collect();
+            let more = if missing.len() > 8 { ", …" } else { "" };
             let waited = detector::connect_time(self.opts.workers).as_secs_f64();
             self.log(format_args!(
-                "the mesh is not ready after {waited:.1} s (waiting for {}…); electing anyway",
-                missing.join(", ")
+                "the mesh is not ready after {waited:.1} s (waiting for {}{more}); electing anyway",
+                shown.join(", ")
             ));
         }
         let Work::Election(e) = &mut self.work else { return Ok(()) };
