@@ -397,7 +397,8 @@ struct Shared {
     /// reply. With the largest message delay Tm (latency + jitter) it gives the notes'
     /// timeouts: an election waits 2·Tm + Tp for an answer. Default: 50 ms, or with more
     /// workers than cores the time every other worker on a core takes to run a 3 ms
-    /// slice first (⌈N / cores⌉ × 3 ms: 192 ms for 128 workers on 2 cores).
+    /// slice first (⌈N / cores⌉ × 3 ms), or, past that, the time the cores take to carry
+    /// every worker asking every other (N(N-1) × 40 µs / cores: 1.3 s for 256 on 2 cores).
     #[arg(long, allow_negative_numbers = true)]
     processing_ms: Option<u64>,
 }

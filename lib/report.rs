@@ -182,6 +182,9 @@ fn summary_under(r: &Report, head: &str) -> String {
         }
         ServiceReport::Election(_) => {}
     }
+    if let Some(line) = r.election().and_then(|e| against_theory(e, r.faults.len())) {
+        let _ = writeln!(s, "  theory      {line}");
+    }
     let (bad_frames, dropped) = r.bad_input();
     if bad_frames + dropped > 0 {
         let _ = writeln!(s, "  bad input   {bad_frames} frames dropped, {dropped} connections dropped");
@@ -256,6 +259,42 @@ fn elected(s: &mut String, e: &ElectionPart) {
         plural(e.elections as u64, "election"),
         e.messages.per_election
     );
+}
+
+/// Whether an election run stayed within its theory: at most one election at the start
+/// and one per fault, each within the most messages theory allows; and if not, where it
+/// went beyond.
+fn against_theory(e: &ElectionPart, faults: usize) -> Option<String> {
+    let t = e.theory.as_ref().filter(|t| t.per_entry_max.is_finite())?;
+    let allowed = 1 + faults as u64;
+    let most = (allowed as f64 * t.per_entry_max).round() as u64;
+    let elections = e.elections as u64;
+    let mut beyond = Vec::new();
+    if elections > allowed {
+        beyond.push(format!(
+            "{} where at most {allowed} (1 + 1 per fault, {} applied)",
+            plural(elections, "election"),
+            plural(faults as u64, "fault")
+        ));
+    }
+    if e.messages.total > most {
+        beyond.push(format!(
+            "{} messages, above the {most} that {} of at most {:.0} allow",
+            e.messages.total,
+            plural(allowed, "election"),
+            t.per_entry_max
+        ));
+    }
+    Some(if beyond.is_empty() {
+        format!(
+            "within: {}, {} messages (at most {allowed} × {:.0})",
+            plural(elections, "election"),
+            e.messages.total,
+            t.per_entry_max
+        )
+    } else {
+        format!("BEYOND: {}", beyond.join("; "))
+    })
 }
 
 /// A mutual-exclusion run's waits and fairness, its messages lost by link and type, and
@@ -372,6 +411,7 @@ mod tests {
               (not counting what 2 incarnations sent: their counts died with them or never came)
               ANSWER 3, COORDINATOR 2, ELECTION 3, HEARTBEAT 40
   counted     elections 3 (the algorithm's own counts, all workers)
+  theory      within: 2 elections, 8 messages (at most 2 × 8)
   bad input   1 frames dropped, 0 connections dropped
   lost        2 messages dropped on purpose (--drop)
   plan        kill 1 at 120ms

@@ -9,6 +9,10 @@
 //! LEADER w=2 inc=0 leader=3 term=1 t=8123456
 //! ```
 //!
+//! An election run's header also says how long a handover may take there
+//! (`handover_ms=`, the run's reply time 2·Tm + Tp, if above the auditor's own
+//! allowance), so the `two-leaders` check scales with the run's timeouts.
+//!
 //! The supervisor writes the `START` line (monotonic ns, the clock of every record and
 //! of the fault log) when it starts the workers.
 //!
@@ -98,6 +102,9 @@ impl FromStr for LeaderRecord {
     }
 }
 
+/// The longest handover a leader file's header may allow (`handover_ms=`): ten minutes.
+pub const MAX_HANDOVER_MS: u64 = 600_000;
+
 /// What the election auditor is asked to check besides the invariants.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Rules {
@@ -107,7 +114,8 @@ pub struct Rules {
     pub bound_ns: Option<u64>,
     /// How long two live workers may both believe themselves leader before it is
     /// `two-leaders`: a handover (the new leader declares, the old one hears of it) takes
-    /// a few message times. 0: not for a moment.
+    /// a few message times. 0: not for a moment. A header's `handover_ms=` (the run's
+    /// reply time, 2·Tm + Tp) raises it: the old leader hears of the new within that.
     pub overlap_ns: u64,
 }
 
@@ -163,12 +171,16 @@ pub fn audit_leaders(
     let mut lines = Lines::new(src, head);
     let lives = Lives::of(faults);
     let mut a = Judge::default();
+    let mut rules = rules;
     let mut lineno = 0;
     while let Some(ended) = lines.next().map_err(Some)? {
         lineno += 1;
         let text = String::from_utf8_lossy(&lines.kept).into_owned();
         if lineno == 1 {
             a.header(&text);
+            if rules.overlap_ns > 0 {
+                rules.overlap_ns = rules.overlap_ns.max(a.handover_ns);
+            }
             continue;
         }
         if text.is_empty() && ended || text.starts_with('#') {
@@ -269,6 +281,8 @@ struct Judge {
     first_t: Option<u64>,
     /// When the supervisor started the workers (the `START` line), if it says.
     start_t: Option<u64>,
+    /// The header's `handover_ms=`, in ns (0 if it says none).
+    handover_ns: u64,
     /// Pairs of workers that both believe themselves leader, while it lasts.
     overlaps: BTreeMap<(u32, u32), Overlap>,
     /// Each worker's partners in `overlaps`, so a record looks only at its own pairs.
@@ -306,6 +320,18 @@ impl Judge {
         for field in text[LEADERS_HEADER.len()..].split_whitespace() {
             match field.split_once('=') {
                 Some(("algo", v)) => self.report.algorithm = Some(clip(v).into_owned()),
+                // The run's own reply time (2·Tm + Tp), which a handover may take.
+                Some(("handover_ms", v)) => match v.parse::<u64>() {
+                    Ok(ms) if ms <= MAX_HANDOVER_MS => self.handover_ns = ms * 1_000_000,
+                    _ => self.flag(
+                        "corrupt-record",
+                        1,
+                        format!(
+                            "header: handover_ms={:?} is not a number of ms up to {MAX_HANDOVER_MS}",
+                            clip(v)
+                        ),
+                    ),
+                },
                 Some(("workers", v)) => match v.parse() {
                     Ok(n) if n <= MAX_WORKER_ID => self.report.workers = n,
                     _ => self.flag(
@@ -648,6 +674,30 @@ mod tests {
         let killed = |t| FaultLog { crashes: vec![Crash::at(2, t)], ..FaultLog::default() };
         assert!(!kinds(&judge(&lasting, &killed(90), rules)).contains(&"two-leaders"));
         assert!(kinds(&judge(&lasting, &killed(500), rules)).contains(&"two-leaders"));
+    }
+
+    /// The header's `handover_ms=` lets a handover take the run's reply time; without
+    /// it (the negative control) the same overlap is caught.
+    #[test]
+    fn the_headers_handover_time_raises_the_allowance() {
+        let rules = Rules { overlap_ns: 250_000_000, ..Rules::default() };
+        // w3 declares at 0.1 s; w2, which led, hears of it 0.6 s later.
+        let body = format!("{}{}{}", rec(2, 2, 1, 10), rec(3, 3, 7, 100_000_000), rec(2, 3, 7, 700_000_000));
+        let with = |header: &str| {
+            let text = format!("{LEADERS_HEADER} algo=bully workers=4{header}\n{body}");
+            audit_leaders(text.as_bytes(), &FaultLog::default(), rules).unwrap()
+        };
+        assert!(kinds(&with("")).contains(&"two-leaders"), "250 ms: too long");
+        assert!(kinds(&with(" handover_ms=384")).contains(&"two-leaders"), "384 ms: too long");
+        let r = with(" handover_ms=1306");
+        assert!(!kinds(&r).contains(&"two-leaders"), "{:?}", r.violations);
+        // It only raises: a smaller one keeps the auditor's own.
+        let quick = format!("{}{}{}", rec(2, 2, 1, 10), rec(3, 3, 7, 20), rec(2, 3, 7, 200_000_000));
+        let text = format!("{LEADERS_HEADER} algo=bully workers=4 handover_ms=1\n{quick}");
+        let r = audit_leaders(text.as_bytes(), &FaultLog::default(), rules).unwrap();
+        assert!(!kinds(&r).contains(&"two-leaders"), "{:?}", r.violations);
+        // Not a number: a corrupt header.
+        assert!(kinds(&with(" handover_ms=soon")).contains(&"corrupt-record"));
     }
 
     #[test]

@@ -26,6 +26,14 @@ use std::time::{Duration, Instant};
 use crate::algorithm::PeerId;
 use crate::control::Detector;
 
+/// How long making the mesh may take: 2 s, and 20 ms more per worker (an all-to-all
+/// mesh of 256 took 2.5 s on a loaded 2-core machine). An initiator waits at most this
+/// long for its mesh before it holds its election, and a peer not heard from since the
+/// start is given this long more before it is suspected.
+pub(super) fn connect_time(workers: u32) -> Duration {
+    Duration::from_secs(2) + Duration::from_millis(20).saturating_mul(workers)
+}
+
 /// The message type heartbeats are counted under.
 pub const HEARTBEAT: &str = "HEARTBEAT";
 
@@ -49,6 +57,15 @@ impl Detect {
         }
     }
 
+    /// Whether `peer` is known to serve its channels: under `heartbeat`, once a frame
+    /// came from it; the other detectors cannot tell, and say yes.
+    pub(super) fn serving(&self, peer: PeerId) -> bool {
+        match self {
+            Detect::Heartbeat(hb) => hb.heard_from(peer),
+            Detect::Perfect | Detect::None => true,
+        }
+    }
+
     /// The mesh lost its channel to a peer: whether the node is told it is down.
     pub(super) fn channel_down(&self) -> bool {
         matches!(self, Detect::Perfect)
@@ -59,7 +76,7 @@ impl Detect {
     pub(super) fn channel_up(&mut self, peer: PeerId, was_down: bool, now: Instant) -> bool {
         match self {
             Detect::Perfect => was_down,
-            Detect::Heartbeat(hb) => hb.heard(peer, now),
+            Detect::Heartbeat(hb) => hb.up(peer, now),
             Detect::None => false,
         }
     }
@@ -74,6 +91,13 @@ pub(super) struct Heartbeat {
     heard: Vec<Instant>,
     /// Peers this detector has told the node are down (and not since that they are up).
     suspected: Vec<bool>,
+    /// Peers a frame came from since the run began (`start`): they serve their channels.
+    served: Vec<bool>,
+    /// Peers heard from, or whose channel came up, since the run began: a peer that has
+    /// not is still connecting, and is given [`connect_time`] more before it is suspected.
+    alive: Vec<bool>,
+    /// [`connect_time`] for this run's size.
+    connecting: Duration,
     /// When the heartbeat timer last fired: a much later firing means this worker itself
     /// was not running (stopped, frozen by the supervisor, or starved of CPU).
     last_beat: Instant,
@@ -82,7 +106,16 @@ pub(super) struct Heartbeat {
 impl Heartbeat {
     fn new(every: Duration, suspect: Duration, n: usize) -> Heartbeat {
         let now = Instant::now();
-        Heartbeat { every, suspect, heard: vec![now; n], suspected: vec![false; n], last_beat: now }
+        Heartbeat {
+            every,
+            suspect,
+            heard: vec![now; n],
+            suspected: vec![false; n],
+            served: vec![false; n],
+            alive: vec![false; n],
+            connecting: connect_time(n as u32),
+            last_beat: now,
+        }
     }
 
     /// The run began at `now`: every peer's silence is counted from now. The timer is
@@ -95,8 +128,22 @@ impl Heartbeat {
     /// A frame came from `peer` at `now`: it is alive. True if it was suspected, and
     /// the node is to be told it is up.
     pub(super) fn heard(&mut self, peer: PeerId, now: Instant) -> bool {
+        self.served[peer.index()] = true;
+        self.up(peer, now)
+    }
+
+    /// `peer`'s channel came up at `now` (it dialed, and may still be dialing others):
+    /// alive, not yet serving. True if it was suspected.
+    fn up(&mut self, peer: PeerId, now: Instant) -> bool {
         self.heard[peer.index()] = now;
+        self.alive[peer.index()] = true;
         std::mem::replace(&mut self.suspected[peer.index()], false)
+    }
+
+    /// Whether a frame came from `peer` since the run began: a peer sends its first
+    /// heartbeat once it has dialed everyone it dials and serves its channels.
+    pub(super) fn heard_from(&self, peer: PeerId) -> bool {
+        self.served[peer.index()]
     }
 
     /// The period, after which the timer is set again.
@@ -118,7 +165,9 @@ impl Heartbeat {
         }
         let mut down = Vec::new();
         for (i, heard) in self.heard.iter().enumerate() {
-            if i != me.index() && !self.suspected[i] && now.saturating_duration_since(*heard) > self.suspect {
+            // A peer never heard from is still making its connections, not silent.
+            let allowed = if self.alive[i] { self.suspect } else { self.suspect + self.connecting };
+            if i != me.index() && !self.suspected[i] && now.saturating_duration_since(*heard) > allowed {
                 self.suspected[i] = true;
                 down.push(PeerId(i as u32));
             }
@@ -140,6 +189,9 @@ mod tests {
     fn detect(t0: Instant) -> Heartbeat {
         let mut d = Heartbeat::new(EVERY, SUSPECT, 3);
         d.start(t0);
+        for p in [PeerId(1), PeerId(2)] {
+            d.heard(p, t0);
+        }
         d
     }
 
@@ -195,6 +247,34 @@ mod tests {
         let mut d = detect(t0);
         d.last_beat = t0 + ms(1000) - EVERY;
         assert_eq!(d.tick(t0 + ms(1000), ME), vec![PeerId(1), PeerId(2)]);
+    }
+
+    /// A peer never heard from since the start is connecting: it is suspected only after
+    /// the connection time too; the negative control, heard once at the start, is
+    /// suspected at the suspicion time.
+    #[test]
+    fn a_peer_still_connecting_is_given_the_connection_time() {
+        let t0 = Instant::now();
+        let mut d = Heartbeat::new(EVERY, SUSPECT, 3);
+        d.start(t0);
+        d.heard(PeerId(1), t0);
+        let first = |d: &mut Heartbeat, p: PeerId| {
+            (1..1000u32).map(|k| t0 + EVERY * k).find(|&now| d.tick(now, ME).contains(&p)).map(|t| t - t0)
+        };
+        let connecting = connect_time(3);
+        assert_eq!(connecting, ms(2060));
+        assert_eq!(first(&mut d, PeerId(1)), Some(ms(200)), "heard, then silent");
+        assert_eq!(first(&mut d, PeerId(2)), Some(ms(2250)), "silent since the start: 150 ms + 2060 ms");
+        assert!(!d.heard_from(PeerId(2)) && d.heard_from(PeerId(1)));
+        // A channel coming up is a sign of life, not of serving.
+        let mut d = Heartbeat::new(EVERY, SUSPECT, 3);
+        d.start(t0);
+        let mut any = Detect::Heartbeat(d);
+        assert!(!any.channel_up(PeerId(2), false, t0 + ms(10)));
+        assert!(!any.serving(PeerId(2)));
+        let Detect::Heartbeat(d) = &mut any else { unreachable!() };
+        assert_eq!(first(d, PeerId(2)), Some(ms(200)), "alive since its channel came up");
+        assert!(Detect::new(Detector::Perfect, 3).serving(PeerId(2)));
     }
 
     #[test]

@@ -428,6 +428,21 @@ impl<M: Message> Mesh<M> {
         self.peers[peer.index()].down
     }
 
+    /// Every peer's current life has had a channel, or is down: the mesh is made, and a
+    /// message to any live peer leaves at once instead of waiting for it to dial.
+    pub(super) fn connected(&self) -> bool {
+        let me = self.me.index();
+        self.peers.iter().enumerate().all(|(i, p)| i == me || p.had_channel || p.down)
+    }
+
+    /// The peers that have neither had a channel nor are down (see [`Mesh::connected`]).
+    pub(super) fn unconnected(&self) -> Vec<PeerId> {
+        let me = self.me.index();
+        let missing =
+            |(i, p): (usize, &Peer)| (i != me && !p.had_channel && !p.down).then_some(PeerId(i as u32));
+        self.peers.iter().enumerate().filter_map(missing).collect()
+    }
+
     /// `peer` has a channel open now.
     #[cfg(test)]
     pub(super) fn has_channel(&self, peer: PeerId) -> bool {

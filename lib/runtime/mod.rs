@@ -324,6 +324,8 @@ enum TimerKind {
     Mesh(MeshTimer),
     /// Send the next heartbeats, and suspect peers silent too long (`detector.rs`).
     Heartbeat,
+    /// An initiator has waited long enough for its mesh (`elect.rs`).
+    Begin,
 }
 
 /// The worker's timers: a deadline heap whose head sets the poll timeout. Timers due at
@@ -634,11 +636,18 @@ impl<A: Node<Service: RunService>> Worker<A> {
             self.drain_mesh()?;
         }
         self.start_detector();
+        let ready = self.opts.lazy || self.mesh_ready();
         let steps = match &mut self.work {
             Work::Mutex(w) => vec![w.think()],
             // Held: an election is called when the supervisor says `Call`.
             Work::Election(_) if self.held.is_some() => Vec::new(),
-            Work::Election(e) => e.begin(),
+            Work::Election(e) => {
+                let steps = e.begin(ready);
+                if e.waiting() {
+                    self.push_timer(detector::connect_time(self.opts.workers), TimerKind::Begin);
+                }
+                steps
+            }
         };
         self.perform(steps)?;
         self.run_local()?;
@@ -723,6 +732,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             if !self.running || self.terminating() {
                 continue;
             }
+            self.begin_when_connected(false)?;
             self.fire_timers()?;
             self.run_local()?;
             self.flush_all()?;
@@ -871,6 +881,46 @@ impl<A: Node<Service: RunService>> Worker<A> {
         self.timers.push(Instant::now(), after, kind);
     }
 
+    /// The mesh is connected, and every live peer is known to serve its channels (it
+    /// has finished dialing): an ELECTION sent now is read at once.
+    fn mesh_ready(&self) -> bool {
+        let me = self.me;
+        self.mesh.connected()
+            && (0..self.opts.workers)
+                .map(PeerId)
+                .all(|p| p == me || self.mesh.is_down(p) || self.detect.serving(p))
+    }
+
+    /// An initiator waiting for its mesh holds its election once the mesh is connected,
+    /// or when the wait is `over` (saying which peers never came).
+    fn begin_when_connected(&mut self, over: bool) -> anyhow::Result<()> {
+        if !matches!(&self.work, Work::Election(e) if e.waiting()) {
+            return Ok(());
+        }
+        let ready = self.mesh_ready();
+        if !(over || ready) {
+            return Ok(());
+        }
+        if !ready {
+            let me = self.me;
+            let missing: std::collections::BTreeSet<PeerId> = (0..self.opts.workers)
+                .map(PeerId)
+                .filter(|&p| p != me && !self.mesh.is_down(p) && !self.detect.serving(p))
+                .chain(self.mesh.unconnected())
+                .collect();
+            let shown: Vec<String> = missing.iter().take(8).map(|p| p.to_string()).collect();
+            let more = if missing.len() > 8 { ", …" } else { "" };
+            let waited = detector::connect_time(self.opts.workers).as_secs_f64();
+            self.log(format_args!(
+                "the mesh is not ready after {waited:.1} s (waiting for {}{more}); electing anyway",
+                shown.join(", ")
+            ));
+        }
+        let Work::Election(e) = &mut self.work else { return Ok(()) };
+        let steps = e.go();
+        self.perform(steps)
+    }
+
     /// Fire every timer that is due, each to its owner.
     fn fire_timers(&mut self) -> anyhow::Result<()> {
         let now = Instant::now();
@@ -882,6 +932,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
                         w.timer(timer);
                     }
                 }
+                TimerKind::Begin => self.begin_when_connected(true)?,
                 TimerKind::Deliver => self.deliver_due(),
                 TimerKind::Heartbeat => self.beat()?,
                 TimerKind::Mesh(timer) => {

@@ -204,7 +204,14 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     })?;
     let resource_path = dir.path.join(control::RESOURCE_FILE);
     let made = if let Evidence::Leaders(_) = evidence {
-        let header = format!("{} algo={} workers={}\n", audit::LEADERS_HEADER, opts.algo, opts.workers);
+        // A handover takes up to a reply's time: the auditor allows that, if longer.
+        let handover = timing(opts).reply().max(HANDOVER).as_millis();
+        let header = format!(
+            "{} algo={} workers={} handover_ms={handover}\n",
+            audit::LEADERS_HEADER,
+            opts.algo,
+            opts.workers
+        );
         let path = dir.path.join(control::LEADERS_FILE);
         std::fs::OpenOptions::new()
             .write(true)

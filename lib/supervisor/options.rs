@@ -406,12 +406,22 @@ pub(super) fn fits_a_socket(dir: &std::path::Path) -> bool {
 /// The notes' processing time Tp when none is asked for: 50 ms, the time a worker may
 /// take to reply on a busy machine, or, with more workers than fit, the time a ready
 /// worker may wait for every other worker on its core to run a time slice before it
-/// runs itself: ⌈workers / cores⌉ × [`SLICE`]. On 2 cores that is 50 ms up to 32
-/// workers, 192 ms at 128, 384 ms at 256.
+/// runs itself: ⌈workers / cores⌉ × [`SLICE`]; or, when every worker asks every other
+/// at once (all initiators of an election: N(N−1) requests and replies), the time the
+/// cores take to carry them all at [`MESSAGE_CPU`] each. On 2 cores that is 50 ms up
+/// to 32 workers, 325 ms at 128, 1.3 s at 256.
 pub fn processing_time(workers: u32, cores: u32) -> Duration {
-    let queue = workers.div_ceil(cores.max(1));
-    PROCESSING.max(SLICE.saturating_mul(queue))
+    let cores = cores.max(1);
+    let queue = workers.div_ceil(cores);
+    let n = u64::from(workers);
+    let storm = MESSAGE_CPU
+        .saturating_mul((n * n.saturating_sub(1) / u64::from(cores)).min(u64::from(u32::MAX)) as u32);
+    PROCESSING.max(SLICE.saturating_mul(queue)).max(storm)
 }
+
+/// What one message costs the cores between loaded workers, sent and received: a run of
+/// 256 bully workers on 2 cores carried 200k–300k messages in about 3 s.
+pub const MESSAGE_CPU: Duration = Duration::from_micros(40);
 
 /// The least processing time Tp: scheduling delays of tens of ms are common with more
 /// processes than cores.
@@ -536,9 +546,14 @@ pub(super) mod tests {
         assert_eq!(timing(&RunOpts { workers: 5, ..sample() }).message, Duration::ZERO);
         assert_eq!(processing_time(5, 2), ms(50));
         assert_eq!(processing_time(32, 2), ms(50));
-        assert_eq!(processing_time(128, 2), ms(192));
-        assert_eq!(processing_time(256, 2), ms(384));
-        assert_eq!(processing_time(256, 0), ms(768), "no cores known: one");
+        assert_eq!(processing_time(64, 2), ms(96), "the scheduler's round");
+        assert_eq!(
+            processing_time(128, 2),
+            Duration::from_micros(325_120),
+            "every worker asking every other"
+        );
+        assert_eq!(processing_time(256, 2), Duration::from_micros(1_305_600));
+        assert_eq!(processing_time(256, 0), Duration::from_micros(2_611_200), "no cores known: one");
         assert_eq!(heartbeat_period(5), HEARTBEAT);
         assert_eq!(heartbeat_period(22), HEARTBEAT);
         assert_eq!(heartbeat_period(128), ms(1626));
