@@ -201,7 +201,12 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     })?;
     let resource_path = dir.path.join(control::RESOURCE_FILE);
     let made = if let Evidence::Leaders(_) = evidence {
-        let header = format!("{} algo={} workers={}\n", audit::LEADERS_HEADER, opts.algo, opts.workers);
+        let mut header = format!("{} algo={} workers={}", audit::LEADERS_HEADER, opts.algo, opts.workers);
+        // Super-peers are judged by their places, which the seed gives.
+        if info.own_leaders {
+            header += &format!(" seed={}", opts.seed);
+        }
+        header.push('\n');
         let path = dir.path.join(control::LEADERS_FILE);
         std::fs::OpenOptions::new()
             .write(true)
@@ -516,9 +521,8 @@ impl<'a> Supervisor<'a> {
     /// left: nobody will enter again. An election run is done when it has settled.
     fn all_done(&self) -> bool {
         if let Some(e) = &self.opts.elect {
-            return self.faults.settled()
-                && self.agreed().is_some()
-                && self.progress.quiet_for(Instant::now()) >= e.settle;
+            let settled = if self.info.own_leaders { self.homed() } else { self.agreed().is_some() };
+            return self.faults.settled() && settled && self.progress.quiet_for(Instant::now()) >= e.settle;
         }
         let nothing_more = self.quiescent() && !self.faults.timed_restart_pending();
         self.procs.slots.iter().enumerate().all(|(id, s)| {
@@ -543,6 +547,13 @@ impl<'a> Supervisor<'a> {
             term = term.max(t);
         }
         self.procs.slots.get(id.index()).is_some_and(Slot::alive).then_some((id, term))
+    }
+
+    /// Under an election whose workers name leaders of their own (super-peers): every
+    /// live worker follows a live one.
+    fn homed(&self) -> bool {
+        let alive = |id: PeerId| self.procs.slots.get(id.index()).is_some_and(Slot::alive);
+        self.procs.slots.iter().filter(|s| s.alive()).all(|s| s.leader.is_some_and(|(id, _)| alive(id)))
     }
 
     /// The `leader` a fault plan names: of the live leaders the live workers follow, the
