@@ -34,6 +34,11 @@ fn twelve_workers_choose_super_peers_and_re_home_the_orphans_of_a_killed_one() {
     let leaders = dir.join("leaders.log");
     let audit = run(&["audit", dir.to_str().unwrap()]);
     assert_eq!(audit.status.code(), Some(0), "{}", stdout(&audit));
+    // Measured as the simulator measures its own: 11 live workers, all within the bound.
+    let measured = run(&["superpeers", "--run", dir.to_str().unwrap()]);
+    assert_eq!(measured.status.code(), Some(0), "{}", stderr(&measured));
+    let row = stdout(&measured).lines().find(|l| l.starts_with("| real run")).unwrap_or_default().to_string();
+    assert!(row.starts_with("| real run, at its end | 11 |") && row.contains("| 100.0 % |"), "{row}");
     let text = std::fs::read_to_string(&leaders).unwrap();
     assert!(
         text.starts_with(&format!("# mutexlab leaders v1 algo=superpeer workers=12 seed={seed}\n")),

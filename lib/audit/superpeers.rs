@@ -41,10 +41,32 @@ pub fn audit_superpeers_file(path: &Path, faults: &FaultLog) -> Result<ElectionR
 }
 
 /// Audit super-peer leader file contents; `Err(None)` if they are not a leader file.
-pub fn audit_superpeers(
-    mut src: impl Read,
-    faults: &FaultLog,
-) -> Result<ElectionReport, Option<std::io::Error>> {
+pub fn audit_superpeers(src: impl Read, faults: &FaultLog) -> Result<ElectionReport, Option<std::io::Error>> {
+    read(src, faults).map(|r| r.report)
+}
+
+/// What a super-peer run ended with, as its files say: its seed, and each worker's
+/// super-peer (itself for one) if it is alive and has one at the end.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Roles {
+    /// The seed of the places, from the header (`None`: it names none).
+    pub seed: Option<u64>,
+    /// By worker id.
+    pub of: Vec<Option<u32>>,
+}
+
+/// The audit of the super-peer leader file at `path`, and the roles it ends with.
+pub fn final_roles(path: &Path, faults: &FaultLog) -> Result<(ElectionReport, Roles), AuditError> {
+    let shown = || path.display().to_string();
+    let f = crate::files::open_regular(path).map_err(|err| AuditError::Unreadable { path: shown(), err })?;
+    let judge = read(f, faults).map_err(|e| match e {
+        None => AuditError::NotLeaders { path: shown() },
+        Some(err) => AuditError::Unreadable { path: shown(), err },
+    })?;
+    Ok((judge.report, Roles { seed: judge.seed, of: judge.roles }))
+}
+
+fn read(mut src: impl Read, faults: &FaultLog) -> Result<Judge, Option<std::io::Error>> {
     let mut head = Vec::new();
     (&mut src).take(LEADERS_HEADER.len() as u64).read_to_end(&mut head).map_err(Some)?;
     if head != LEADERS_HEADER.as_bytes() {
@@ -82,7 +104,8 @@ pub fn audit_superpeers(
             }
         }
     }
-    Ok(j.finish(faults))
+    j.finish(faults);
+    Ok(j)
 }
 
 /// The auditor's state while reading.
@@ -96,6 +119,8 @@ struct Judge {
     /// its life's start: (incarnation, leader, term, line, t).
     role: BTreeMap<u32, (u32, u32, u64, usize, u64)>,
     terms: BTreeSet<u64>,
+    /// At the end: each worker's super-peer, if it is alive and has one.
+    roles: Vec<Option<u32>>,
 }
 
 impl Judge {
@@ -140,7 +165,7 @@ impl Judge {
         self.role.insert(r.w, (r.inc, r.leader, r.term, line, r.t));
     }
 
-    fn finish(mut self, faults: &FaultLog) -> ElectionReport {
+    fn finish(&mut self, faults: &FaultLog) {
         let n = self.report.workers;
         self.report.terms = self.terms.len();
         let Some(seed) = self.seed.filter(|_| n > 0) else {
@@ -151,6 +176,7 @@ impl Judge {
             );
             return self.done();
         };
+        self.roles = vec![None; n as usize];
         // Who is dead at the end: killed since its last restart; when its life began.
         let mut last_kill: BTreeMap<u32, u64> = BTreeMap::new();
         let mut began: BTreeMap<u32, u64> = BTreeMap::new();
@@ -179,6 +205,7 @@ impl Judge {
                 continue;
             };
             settled = settled.max(Some(t));
+            self.roles[w as usize] = Some(s);
             if s == w {
                 sps += 1;
                 continue;
@@ -224,9 +251,8 @@ impl Judge {
         self.done()
     }
 
-    fn done(mut self) -> ElectionReport {
+    fn done(&mut self) {
         self.report.ok = self.report.violation_count == 0;
-        self.report
     }
 }
 

@@ -216,6 +216,29 @@ pub fn select(p: &Params) -> Outcome {
     Outcome { params: *p, elected, added, before, failed, orphans: orphans.len(), rejoined, promoted, after }
 }
 
+/// The requirements as roles chosen elsewhere meet them (a run of the `superpeer`
+/// algorithm as processes, read from its files by `audit/superpeers.rs`): `of[i]` is
+/// node `i`'s super-peer (itself for one), `None` for a node dead or without one, with
+/// the places of `seed` in the default space and bound.
+pub fn measure(seed: u64, of: &[Option<u32>]) -> Properties {
+    let n = of.len();
+    let (pos, rank, _) = latency::layout(seed, n, latency::SIDE_MS);
+    let mut net = Net::new(pos, &rank, latency::BOUND_MS, latency::CAPACITY);
+    for (i, s) in of.iter().enumerate() {
+        net.alive[i] = s.is_some();
+        if *s == Some(i as u32) {
+            net.promote(i);
+        }
+    }
+    for (i, s) in of.iter().enumerate() {
+        match s.map(|s| s as usize) {
+            Some(s) if s != i && s < n => net.join(i, s),
+            _ => {}
+        }
+    }
+    properties(&net, latency::BOUND_MS)
+}
+
 /// The table of outcomes, as Markdown: one row per selection.
 pub fn table(rows: &[Outcome]) -> String {
     let mut s = String::from(
@@ -285,6 +308,23 @@ mod tests {
         assert_eq!(p.check(), None);
         let o = select(&p);
         assert!(o.before.within_bound < 1.0 && o.before.max_load == 1, "{o:?}");
+    }
+
+    #[test]
+    fn roles_chosen_elsewhere_measure_as_the_simulator_s_own() {
+        let p = Params::new(300, 4);
+        let o = select(&p);
+        let (pos, rank, _) = latency::layout(p.seed, p.n, p.side_ms);
+        let mut net = Net::new(pos, &rank, p.bound_ms, p.capacity);
+        net.cover(&net.by_rank());
+        net.share(p.wanted());
+        let normal: Vec<usize> = (0..p.n).filter(|&i| !net.sp[i]).collect();
+        let left = net.join_within(&normal);
+        net.join_anywhere(&left);
+        let of: Vec<Option<u32>> = (0..p.n)
+            .map(|i| if net.sp[i] { Some(i as u32) } else { net.serves[i].map(|s| s as u32) })
+            .collect();
+        assert_eq!(measure(p.seed, &of), o.before);
     }
 
     #[test]
