@@ -9,7 +9,9 @@
 //!   node's terms only rise: [`Failure::TermBackwards`]), and the run is over when every
 //!   live node names the same live leader and nothing is in flight. Which leader is the
 //!   right one (the highest live id, for bully and the ring algorithms) is the caller's
-//!   check, on the report.
+//!   check, on the report. Nodes that name leaders of their own (super-peers,
+//!   [`crate::algorithm::Node::OWN_LEADERS`]) are over when every live node follows a
+//!   live one, and a term may name many.
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;

@@ -9,7 +9,9 @@
 //! clock, thread or file. The network is a latency space: nodes at seeded random points
 //! of a square [`Params::side_ms`] wide, one-way latency the distance between them (as
 //! network coordinates estimate it). Each node draws a seeded rank; ties go to the lower
-//! id.
+//! id. Places, ranks and the steps' rules are [`crate::latency`]'s, which the
+//! `superpeer` algorithm shares when it runs as processes (`algos/superpeer.rs`): for a
+//! seed, both choose the same super-peers, and [`measure`] measures a real run's roles.
 //!
 //! The selection, each step a rule a node applies to what it can see within the bound
 //! (a grid of cells as wide as the bound finds those nodes without looking at the rest):
