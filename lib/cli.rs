@@ -1431,7 +1431,7 @@ fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Out
                 overlap_ns: supervisor::HANDOVER.as_nanos() as u64,
                 ..audit::Rules::default()
             };
-            let judged = if own_leaders(&file) {
+            let judged = if audit::superpeers::own_leaders(&file) {
                 audit::superpeers::audit_superpeers_file(&file, &faults)
             } else {
                 audit::audit_leaders_file(&file, &faults, rules)
@@ -1457,24 +1457,6 @@ fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Out
         out(&text);
     }
     Ok(if ok { Verdict::Pass } else { Verdict::Fail })
-}
-
-/// The leader file at `path` names, in its header, an algorithm whose workers name
-/// leaders of their own (super-peers), which their own auditor judges. Reads the first
-/// line only, bounded.
-fn own_leaders(path: &std::path::Path) -> bool {
-    use std::io::Read;
-    let mut head = Vec::new();
-    let read =
-        crate::files::open_regular(path).and_then(|f| f.take(audit::MAX_LINE as u64).read_to_end(&mut head));
-    let head = String::from_utf8_lossy(&head);
-    let first = head.lines().next().unwrap_or("");
-    read.is_ok()
-        && first.starts_with(audit::LEADERS_HEADER)
-        && first
-            .split_whitespace()
-            .filter_map(|w| w.strip_prefix("algo="))
-            .any(|a| registry::lookup(a).is_ok_and(|a| a.own_leaders))
 }
 
 /// `audit --json`'s `schema`: raised only when a field changes meaning or goes away

@@ -30,6 +30,23 @@ use super::{clip, AuditError, ElectionReport, FaultLog, LeaderRecord, Lines, Quo
 use super::{LEADERS_HEADER, MAX_LINE, MAX_WORKER_ID};
 use crate::latency::{self, BOUND_MS, CAPACITY, SHARE};
 
+/// The leader file at `path` names, in its header, an algorithm whose workers name
+/// leaders of their own (super-peers), which their own auditor judges. Reads the first
+/// line only, bounded.
+pub fn own_leaders(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = Vec::new();
+    let read = crate::files::open_regular(path).and_then(|f| f.take(MAX_LINE as u64).read_to_end(&mut head));
+    let head = String::from_utf8_lossy(&head);
+    let first = head.lines().next().unwrap_or("");
+    read.is_ok()
+        && first.starts_with(LEADERS_HEADER)
+        && first
+            .split_whitespace()
+            .filter_map(|w| w.strip_prefix("algo="))
+            .any(|a| crate::registry::lookup(a).is_ok_and(|a| a.own_leaders))
+}
+
 /// Audit the super-peer leader file at `path`.
 pub fn audit_superpeers_file(path: &Path, faults: &FaultLog) -> Result<ElectionReport, AuditError> {
     let shown = || path.display().to_string();
@@ -360,6 +377,20 @@ mod tests {
         let k = kinds(&r);
         assert!(k.contains(&"over-capacity") && k.contains(&"share"), "{k:?}");
         assert!(r.violations.iter().any(|v| v.detail.contains("w0 serves 59")));
+    }
+
+    #[test]
+    fn only_a_super_peer_algorithm_s_file_goes_to_this_auditor() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        assert!(own_leaders(&file("a", &format!("{LEADERS_HEADER} algo=superpeer workers=3 seed=1\n"))));
+        assert!(!own_leaders(&file("b", &format!("{LEADERS_HEADER} algo=bully workers=3\n"))));
+        assert!(!own_leaders(&file("c", "algo=superpeer\n")));
+        assert!(!own_leaders(&dir.path().join("missing")));
     }
 
     #[test]
