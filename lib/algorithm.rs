@@ -628,6 +628,12 @@ pub trait Node: Clone + PartialEq + Eq + Hash + fmt::Debug + Send + 'static {
     /// fresh one too: it has forgotten everything).
     fn create(cfg: &Config) -> Self;
 
+    /// An election whose nodes each name a leader of their own rather than all one (a
+    /// super-peer and the normal nodes it serves, `algos/superpeer.rs`): drivers take it
+    /// as settled when every live node follows a live node, and do not ask that they
+    /// agree or that a term names one leader.
+    const OWN_LEADERS: bool = false;
+
     /// Handle one input.
     fn step(&mut self, input: NodeInput<Self>, out: &mut NodeOut<Self>);
 

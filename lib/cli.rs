@@ -546,6 +546,10 @@ struct SuperpeersArgs {
     /// Print one JSON list instead of the table.
     #[arg(long)]
     json: bool,
+    /// Measure a kept `elect --algo superpeer` run from its files instead (its leader
+    /// file and fault log), beside the simulator's selection for its seed and size.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["json", "nodes"])]
+    run: Option<PathBuf>,
 }
 
 #[derive(Args)]
@@ -612,6 +616,9 @@ fn shell_word(text: &str) -> String {
 
 fn cmd_superpeers(a: SuperpeersArgs) -> Outcome {
     use crate::sim::superpeer::{self, Params};
+    if let Some(dir) = &a.run {
+        return superpeers_run(dir);
+    }
     let params: Vec<Params> = a
         .nodes
         .iter()
@@ -644,6 +651,49 @@ fn cmd_superpeers(a: SuperpeersArgs) -> Outcome {
         ));
     }
     Ok(Verdict::Pass)
+}
+
+/// `superpeers --run DIR`: the roles a real run ended with, measured as the simulator
+/// measures its own, beside the simulator's for the same seed and size.
+fn superpeers_run(dir: &std::path::Path) -> Outcome {
+    use crate::sim::superpeer::{self, Params};
+    let file = dir.join(crate::control::LEADERS_FILE);
+    if !file.exists() {
+        return Err(Error::usage(format!("{} holds no {}", dir.display(), crate::control::LEADERS_FILE)));
+    }
+    let faults = audit::FaultLog::load(&dir.join(crate::control::FAULT_LOG))?;
+    let (report, roles) = audit::superpeers::final_roles(&file, &faults)?;
+    let Some(seed) = roles.seed.filter(|_| roles.of.len() >= 2) else {
+        return Err(Error::usage(format!(
+            "{} is not a superpeer run's leader file (no seed= or workers=)",
+            file.display()
+        )));
+    };
+    let real = superpeer::measure(seed, &roles.of);
+    let sim = superpeer::select(&Params::new(roles.of.len(), seed));
+    let row = |what: &str, p: &superpeer::Properties| {
+        format!(
+            "| {what} | {} | {} ({:.1} %) | {:.1} % | {:.1} / {:.1} | {} ({}) |\n",
+            p.nodes,
+            p.superpeers,
+            p.share * 100.0,
+            p.within_bound * 100.0,
+            p.worst_ms,
+            p.mean_ms,
+            p.max_load,
+            crate::latency::CAPACITY
+        )
+    };
+    out(&format!(
+        "mutexlab superpeers --run: seed {seed}, {} workers, audit {}\n\
+         | selection | live nodes | super-peers | within bound | worst / mean ms | max load (cap) |\n\
+         |---|---:|---:|---:|---:|---:|\n{}{}",
+        roles.of.len(),
+        if report.ok { "OK".to_string() } else { format!("{} violation(s)", report.violation_count) },
+        row("real run, at its end", &real),
+        row("simulator, before crashes", &sim.before),
+    ));
+    Ok(if report.ok { Verdict::Pass } else { Verdict::Fail })
 }
 
 fn cmd_sim(a: SimArgs) -> Outcome {
@@ -1383,7 +1433,12 @@ fn cmd_audit(path: &std::path::Path, faults: Option<PathBuf>, json: bool) -> Out
                 overlap_ns: supervisor::HANDOVER.as_nanos() as u64,
                 ..audit::Rules::default()
             };
-            match audit::audit_leaders_file(&file, &faults, rules) {
+            let judged = if audit::superpeers::own_leaders(&file) {
+                audit::superpeers::audit_superpeers_file(&file, &faults)
+            } else {
+                audit::audit_leaders_file(&file, &faults, rules)
+            };
+            match judged {
                 Ok(r) => (r.ok, report::leaders_summary(&shown, &r), output::AuditKind::Leaders(r)),
                 Err(audit::AuditError::NotLeaders { .. }) => {
                     return Err(Error::usage(format!(

@@ -34,6 +34,7 @@ pub mod handoff;
 pub mod host;
 pub mod html;
 pub mod lab;
+pub mod latency;
 pub mod output;
 pub mod panics;
 pub mod registry;

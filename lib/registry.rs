@@ -37,6 +37,11 @@ pub struct AlgoInfo {
     pub service: ServiceKind,
     /// Elections: the auditor checks that the agreed leader is the highest live id.
     pub highest_wins: bool,
+    /// Elections whose nodes each name a leader of their own, a super-peer
+    /// ([`crate::algorithm::Node::OWN_LEADERS`], set by [`AlgoInfo::runs`]): the run
+    /// settles when every live worker follows a live one, and the super-peer auditor
+    /// ([`crate::audit::superpeers`]) judges it instead of the leaders' agreement.
+    pub own_leaders: bool,
     /// One line for `mutexlab algorithms`.
     pub summary: &'static str,
     /// The runtime wraps each critical section in `flock(2)` on the resource file.
@@ -235,6 +240,7 @@ impl AlgoInfo {
             },
             service: <N::Service as RunService>::KIND,
             highest_wins: false,
+            own_leaders: N::OWN_LEADERS,
             timer_fires: None,
             few_peers: false,
             measured_clean: None,
@@ -641,6 +647,17 @@ pub static BUILTIN: &[AlgoInfo] = &[
         },
         messages: crate::external::message_shapes_with::<hirschberg_sinclair::Msg, (hirschberg_sinclair::Dir,)>,
         ..AlgoInfo::runs::<hirschberg_sinclair::HirschbergSinclair>()
+    },
+    AlgoInfo {
+        name: "superpeer",
+        family: Family::Election,
+        summary: "super-peers: HELLO places, a cover election in rank order within the latency bound, a coordinator adds the share and joins the rest with capacity; orphans re-homed",
+        theory: |s| {
+            let m = u64::from(s.n);
+            let (lo, hi) = (superpeer::messages(m, 0), superpeer::messages(m, m * m.saturating_sub(1) / 2));
+            election_theory((lo, hi), "M(M-1) HELLO + a DECIDED per pair within the bound + 2(M-1)")
+        },
+        ..AlgoInfo::runs::<superpeer::SuperPeer>()
     },
     AlgoInfo {
         name: "ring-list",
@@ -1056,7 +1073,9 @@ mod tests {
             let run = (a.simulate)(3, 1, 2);
             if a.service == ServiceKind::Election {
                 let report = run.unwrap_or_else(|e| panic!("{}: {e}", a.name));
-                assert_eq!(report.leader.map(|l| l.0), Some(crate::algorithm::PeerId(2)), "{}", a.name);
+                // Super-peers and those they serve name leaders of their own.
+                let highest = (!a.own_leaders).then_some(crate::algorithm::PeerId(2));
+                assert_eq!(report.leader.map(|l| l.0), highest, "{}", a.name);
                 continue;
             }
             if a.family == Family::Baseline {

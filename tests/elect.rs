@@ -15,6 +15,8 @@ fn election_algorithms() -> Vec<&'static str> {
     mutexlab::registry::BUILTIN
         .iter()
         .filter(|a| a.service == mutexlab::algorithm::ServiceKind::Election)
+        // Super-peers elect many leaders, not the highest: `superpeer_elect.rs`.
+        .filter(|a| !a.own_leaders)
         .map(|a| a.name)
         .collect()
 }

@@ -32,6 +32,7 @@ mod scale;
 mod schemas;
 mod sim_cmd;
 mod store;
+mod superpeer_elect;
 mod superpeers;
 mod token;
 mod token_ring_ft;

@@ -25,6 +25,7 @@ pub mod ra_token;
 pub mod raymond;
 pub mod ricart_agrawala;
 pub mod ring_list;
+pub mod superpeer;
 pub mod suzuki_kasami;
 pub mod token_ring;
 pub mod token_ring_ft;

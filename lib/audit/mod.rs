@@ -36,6 +36,7 @@ use serde::Serialize;
 mod faultlog;
 pub mod leaders;
 pub(crate) mod lines;
+pub mod superpeers;
 
 use faultlog::CrashIndex;
 pub(crate) use faultlog::FaultLine;

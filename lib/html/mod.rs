@@ -304,7 +304,11 @@ fn leaders_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdi
     // file does not say whether its algorithm promises the highest id wins.
     let rules =
         audit::Rules { overlap_ns: crate::supervisor::HANDOVER.as_nanos() as u64, ..audit::Rules::default() };
-    let a = audit::audit_leaders_file(path, faults, rules)?;
+    let a = if audit::superpeers::own_leaders(path) {
+        audit::superpeers::audit_superpeers_file(path, faults)?
+    } else {
+        audit::audit_leaders_file(path, faults, rules)?
+    };
     let mut v = Verdict {
         algorithm: a.algorithm.clone().unwrap_or_else(|| "?".into()),
         workers: a.workers,

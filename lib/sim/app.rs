@@ -9,7 +9,9 @@
 //!   node's terms only rise: [`Failure::TermBackwards`]), and the run is over when every
 //!   live node names the same live leader and nothing is in flight. Which leader is the
 //!   right one (the highest live id, for bully and the ring algorithms) is the caller's
-//!   check, on the report.
+//!   check, on the report. Nodes that name leaders of their own (super-peers,
+//!   [`crate::algorithm::Node::OWN_LEADERS`]) are over when every live node follows a
+//!   live one, and a term may name many.
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
@@ -54,6 +56,9 @@ pub trait SimApps<S: Service + ?Sized>: Clone + Debug + PartialEq + Eq + Hash + 
     fn leader(&self, _alive: &[bool]) -> Option<(PeerId, u64)> {
         None
     }
+    /// The nodes each name a leader of their own ([`crate::algorithm::Node::OWN_LEADERS`]):
+    /// done when every live node follows a live one. Nothing for other services.
+    fn own_leaders(&mut self) {}
 }
 
 /// What a mutual-exclusion application is doing.
@@ -170,6 +175,8 @@ pub struct ElectionApps {
     terms: BTreeMap<u64, PeerId>,
     /// Leaders announced, all nodes together.
     pub(super) announcements: u64,
+    /// Each node names a leader of its own (see [`SimApps::own_leaders`]).
+    own: bool,
 }
 
 impl ElectionApps {
@@ -211,6 +218,7 @@ impl SimService for Election {
             leader: vec![None; n],
             terms: BTreeMap::new(),
             announcements: 0,
+            own: false,
         }
     }
 }
@@ -233,7 +241,7 @@ impl SimApps<Election> for ElectionApps {
         let me = PeerId(node as u32);
         let ElectionEvent::Leader { id, term } = *event;
         let act = AppAct::AcceptsLeader { leader: id, term };
-        if let Some(&other) = self.terms.get(&term) {
+        if let Some(&other) = self.terms.get(&term).filter(|_| !self.own) {
             if other != id {
                 return (act, Err(Failure::SplitBrain { term, first: other, second: id, by: me }));
             }
@@ -255,11 +263,22 @@ impl SimApps<Election> for ElectionApps {
     }
 
     fn done(&self, alive: &[bool]) -> bool {
+        if self.own {
+            let follows = |i: usize| self.leader[i].is_some_and(|(id, _)| alive[id.index()]);
+            return self.left.iter().all(|&l| l == 0) && (0..alive.len()).all(|i| !alive[i] || follows(i));
+        }
         self.left.iter().all(|&l| l == 0) && self.agreed(alive).is_some_and(|(id, _)| alive[id.index()])
     }
 
     fn waiting(&self, node: usize, alive: &[bool]) -> bool {
+        if self.own {
+            return self.leader[node].is_none_or(|(id, _)| !alive[id.index()]);
+        }
         self.leader[node].is_none() || self.agreed(alive).is_none()
+    }
+
+    fn own_leaders(&mut self) {
+        self.own = true;
     }
 
     fn entries(&self) -> Vec<u64> {

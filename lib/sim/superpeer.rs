@@ -9,7 +9,9 @@
 //! clock, thread or file. The network is a latency space: nodes at seeded random points
 //! of a square [`Params::side_ms`] wide, one-way latency the distance between them (as
 //! network coordinates estimate it). Each node draws a seeded rank; ties go to the lower
-//! id.
+//! id. Places, ranks and the steps' rules are [`crate::latency`]'s, which the
+//! `superpeer` algorithm shares when it runs as processes (`algos/superpeer.rs`): for a
+//! seed, both choose the same super-peers, and [`measure`] measures a real run's roles.
 //!
 //! The selection, each step a rule a node applies to what it can see within the bound
 //! (a grid of cells as wide as the bound finds those nodes without looking at the rest):
@@ -29,11 +31,10 @@
 //!    those left hold the cover election among themselves (step 1), and the rest join as
 //!    in step 3.
 
-use std::collections::HashMap;
-
-use rand::{RngExt, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use rand::RngExt;
 use serde::Serialize;
+
+use crate::latency::{self, Net};
 
 /// The most nodes a selection takes (step 2 is quadratic in the worst case).
 pub const MAX_NODES: usize = 20_000;
@@ -61,7 +62,15 @@ impl Params {
     /// The defaults for `n` nodes: 5 % super-peers serving at most 40 each, within
     /// 40 ms, in a space 100 ms wide; 10 % of them crash.
     pub fn new(n: usize, seed: u64) -> Params {
-        Params { n, share: 0.05, capacity: 40, bound_ms: 40.0, fail: 0.1, side_ms: 100.0, seed }
+        Params {
+            n,
+            share: latency::SHARE,
+            capacity: latency::CAPACITY,
+            bound_ms: latency::BOUND_MS,
+            fail: 0.1,
+            side_ms: latency::SIDE_MS,
+            seed,
+        }
     }
 
     /// Why these parameters cannot be run, in one line; `None` if they can.
@@ -95,7 +104,7 @@ impl Params {
 
     /// Super-peers the share asks for: ⌈share · n⌉.
     pub fn wanted(&self) -> usize {
-        ((self.share * self.n as f64).ceil() as usize).clamp(1, self.n)
+        latency::wanted(self.share, self.n)
     }
 }
 
@@ -154,167 +163,43 @@ pub struct Report {
     pub runs: Vec<Outcome>,
 }
 
-/// The nodes and who serves whom.
-struct Net {
-    pos: Vec<(f64, f64)>,
-    rank: Vec<(u64, usize)>,
-    bound: f64,
-    cap: usize,
-    alive: Vec<bool>,
-    sp: Vec<bool>,
-    /// A normal node's super-peer.
-    serves: Vec<Option<usize>>,
-    load: Vec<usize>,
-    /// Super-peers by grid cell (cells as wide as the bound).
-    cells: HashMap<(i64, i64), Vec<usize>>,
-}
-
-impl Net {
-    fn dist(&self, a: usize, b: usize) -> f64 {
-        let (p, q) = (self.pos[a], self.pos[b]);
-        ((p.0 - q.0).powi(2) + (p.1 - q.1).powi(2)).sqrt()
-    }
-
-    fn cell(&self, i: usize) -> (i64, i64) {
-        ((self.pos[i].0 / self.bound).floor() as i64, (self.pos[i].1 / self.bound).floor() as i64)
-    }
-
-    fn promote(&mut self, i: usize) {
-        self.sp[i] = true;
-        self.serves[i] = None;
-        let c = self.cell(i);
-        self.cells.entry(c).or_default().push(i);
-    }
-
-    /// Live super-peers within the bound of `i`, nearest first.
-    fn near(&self, i: usize) -> Vec<(f64, usize)> {
-        let (cx, cy) = self.cell(i);
-        let mut out: Vec<(f64, usize)> = (-1..=1)
-            .flat_map(|dx| (-1..=1).map(move |dy| (cx + dx, cy + dy)))
-            .filter_map(|c| self.cells.get(&c))
-            .flatten()
-            .filter(|&&s| self.alive[s] && s != i)
-            .map(|&s| (self.dist(i, s), s))
-            .filter(|(d, _)| *d <= self.bound)
-            .collect();
-        out.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        out
-    }
-
-    /// Step 1 over `who` (in rank order): each with no live super-peer within the bound
-    /// becomes one. Returns how many did.
-    fn cover(&mut self, who: &[usize]) -> usize {
-        let mut made = 0;
-        for &i in who {
-            if self.alive[i] && !self.sp[i] && self.near(i).is_empty() {
-                self.promote(i);
-                made += 1;
-            }
-        }
-        made
-    }
-
-    /// Step 3 for `who`: those with the fewest choices first, each the nearest within the
-    /// bound with room. Returns those that found none.
-    fn join_within(&mut self, who: &[usize]) -> Vec<usize> {
-        let mut order: Vec<(usize, (u64, usize), usize)> =
-            who.iter().map(|&i| (self.near(i).len(), self.rank[i], i)).collect();
-        order.sort_unstable();
-        let mut left = Vec::new();
-        for (_, _, i) in order {
-            match self.near(i).into_iter().find(|&(_, s)| self.load[s] < self.cap) {
-                Some((_, s)) => {
-                    self.serves[i] = Some(s);
-                    self.load[s] += 1;
-                }
-                None => left.push(i),
-            }
-        }
-        left
-    }
-
-    /// The nearest live super-peer with room, anywhere.
-    fn join_anywhere(&mut self, who: &[usize]) {
-        let sps: Vec<usize> = (0..self.sp.len()).filter(|&s| self.sp[s] && self.alive[s]).collect();
-        for &i in who {
-            let best = sps
-                .iter()
-                .filter(|&&s| self.load[s] < self.cap)
-                .map(|&s| (self.dist(i, s), s))
-                .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-            if let Some((_, s)) = best {
-                self.serves[i] = Some(s);
-                self.load[s] += 1;
-            }
-        }
-    }
-
-    fn properties(&self) -> Properties {
-        let live: Vec<usize> = (0..self.pos.len()).filter(|&i| self.alive[i]).collect();
-        let sps: Vec<usize> = live.iter().copied().filter(|&i| self.sp[i]).collect();
-        let normal: Vec<usize> = live.iter().copied().filter(|&i| !self.sp[i]).collect();
-        let served: Vec<f64> =
-            normal.iter().filter_map(|&i| self.serves[i].map(|s| self.dist(i, s))).collect();
-        let within = served.iter().filter(|&&d| d <= self.bound).count();
-        let loads: Vec<usize> = sps.iter().map(|&s| self.load[s]).collect();
-        Properties {
-            nodes: live.len(),
-            superpeers: sps.len(),
-            share: sps.len() as f64 / live.len().max(1) as f64,
-            within_bound: if normal.is_empty() { 1.0 } else { within as f64 / normal.len() as f64 },
-            worst_ms: served.iter().copied().fold(0.0, f64::max),
-            mean_ms: served.iter().sum::<f64>() / served.len().max(1) as f64,
-            max_load: loads.iter().copied().max().unwrap_or(0),
-            mean_load: loads.iter().sum::<usize>() as f64 / loads.len().max(1) as f64,
-            unserved: normal.len() - served.len(),
-        }
+/// The requirements as `net` meets them now.
+fn properties(net: &Net, bound: f64) -> Properties {
+    let live: Vec<usize> = (0..net.len()).filter(|&i| net.alive[i]).collect();
+    let sps: Vec<usize> = live.iter().copied().filter(|&i| net.sp[i]).collect();
+    let normal: Vec<usize> = live.iter().copied().filter(|&i| !net.sp[i]).collect();
+    let served: Vec<f64> = normal.iter().filter_map(|&i| net.serves[i].map(|s| net.dist(i, s))).collect();
+    let within = served.iter().filter(|&&d| d <= bound).count();
+    let loads: Vec<usize> = sps.iter().map(|&s| net.load[s]).collect();
+    Properties {
+        nodes: live.len(),
+        superpeers: sps.len(),
+        share: sps.len() as f64 / live.len().max(1) as f64,
+        within_bound: if normal.is_empty() { 1.0 } else { within as f64 / normal.len() as f64 },
+        worst_ms: served.iter().copied().fold(0.0, f64::max),
+        mean_ms: served.iter().sum::<f64>() / served.len().max(1) as f64,
+        max_load: loads.iter().copied().max().unwrap_or(0),
+        mean_load: loads.iter().sum::<usize>() as f64 / loads.len().max(1) as f64,
+        unserved: normal.len() - served.len(),
     }
 }
 
 /// Choose super-peers for `p` (checked with [`Params::check`] first), crash some, and
-/// measure both.
+/// measure both. Places, ranks and the rules are [`crate::latency`]'s, which the
+/// super-peer algorithm shares.
 pub fn select(p: &Params) -> Outcome {
-    let mut rng = ChaCha8Rng::seed_from_u64(p.seed);
     let n = p.n;
-    let pos: Vec<(f64, f64)> =
-        (0..n).map(|_| (rng.random_range(0.0..p.side_ms), rng.random_range(0.0..p.side_ms))).collect();
-    let rank: Vec<(u64, usize)> = (0..n).map(|i| (rng.random::<u64>(), i)).collect();
-    let mut net = Net {
-        pos,
-        rank,
-        bound: p.bound_ms,
-        cap: p.capacity,
-        alive: vec![true; n],
-        sp: vec![false; n],
-        serves: vec![None; n],
-        load: vec![0; n],
-        cells: HashMap::new(),
-    };
-    let mut by_rank: Vec<usize> = (0..n).collect();
-    by_rank.sort_by_key(|&i| net.rank[i]);
+    let (pos, rank, mut rng) = latency::layout(p.seed, n, p.side_ms);
+    let mut net = Net::new(pos, &rank, p.bound_ms, p.capacity);
     // 1. Cover.
-    let elected = net.cover(&by_rank);
+    let elected = net.cover(&net.by_rank());
     // 2. Share: the farthest from its nearest super-peer, until there are enough.
-    let mut nearest: Vec<f64> = (0..n)
-        .map(|i| if net.sp[i] { 0.0 } else { net.near(i).first().map_or(f64::INFINITY, |x| x.0) })
-        .collect();
-    let mut added = 0;
-    while elected + added < p.wanted() {
-        let far = (0..n)
-            .filter(|&i| !net.sp[i])
-            .max_by(|&a, &b| nearest[a].total_cmp(&nearest[b]).then(net.rank[b].cmp(&net.rank[a])));
-        let Some(far) = far else { break };
-        net.promote(far);
-        added += 1;
-        for (i, d) in nearest.iter_mut().enumerate() {
-            *d = d.min(net.dist(i, far));
-        }
-    }
+    let added = net.share(p.wanted());
     // 3. Join.
     let normal: Vec<usize> = (0..n).filter(|&i| !net.sp[i]).collect();
     let left = net.join_within(&normal);
     net.join_anywhere(&left);
-    let before = net.properties();
+    let before = properties(&net, p.bound_ms);
     // 4. Crashes, and recovery.
     let mut sps: Vec<usize> = (0..n).filter(|&i| net.sp[i]).collect();
     let failed = ((p.fail * sps.len() as f64).round() as usize).min(sps.len().saturating_sub(1));
@@ -325,43 +210,35 @@ pub fn select(p: &Params) -> Outcome {
     }
     let mut orphans: Vec<usize> =
         (0..n).filter(|&i| net.alive[i] && net.serves[i].is_some_and(|s| !net.alive[s])).collect();
-    orphans.sort_by_key(|&i| net.rank[i]);
-    for &i in &orphans {
-        net.serves[i] = None;
-    }
-    let orphaned = orphans.len();
+    orphans.sort_by_key(|&i| rank[i]);
     // The share back, from the orphans farthest from the survivors: where capacity went.
-    let want = ((p.share * (n - failed) as f64).ceil() as usize).max(1);
-    let mut live_sps = sps.len() - failed;
-    let survivors: Vec<usize> = sps[failed..].to_vec();
-    let mut far: Vec<(f64, usize)> = orphans
-        .iter()
-        .map(|&i| (survivors.iter().map(|&s| net.dist(i, s)).fold(f64::INFINITY, f64::min), i))
-        .collect();
-    let mut promoted = 0;
-    while live_sps < want {
-        let Some(k) = (0..far.len())
-            .filter(|&k| !net.sp[far[k].1])
-            .max_by(|&a, &b| far[a].0.total_cmp(&far[b].0).then(net.rank[far[b].1].cmp(&net.rank[far[a].1])))
-        else {
-            break;
-        };
-        let new = far[k].1;
-        net.promote(new);
-        (live_sps, promoted) = (live_sps + 1, promoted + 1);
-        for (d, i) in far.iter_mut() {
-            *d = d.min(net.dist(*i, new));
+    let want = latency::wanted(p.share, n - failed);
+    let (rejoined, promoted) = net.recover(&orphans, want);
+    let after = properties(&net, p.bound_ms);
+    Outcome { params: *p, elected, added, before, failed, orphans: orphans.len(), rejoined, promoted, after }
+}
+
+/// The requirements as roles chosen elsewhere meet them (a run of the `superpeer`
+/// algorithm as processes, read from its files by `audit/superpeers.rs`): `of[i]` is
+/// node `i`'s super-peer (itself for one), `None` for a node dead or without one, with
+/// the places of `seed` in the default space and bound.
+pub fn measure(seed: u64, of: &[Option<u32>]) -> Properties {
+    let n = of.len();
+    let (pos, rank, _) = latency::layout(seed, n, latency::SIDE_MS);
+    let mut net = Net::new(pos, &rank, latency::BOUND_MS, latency::CAPACITY);
+    for (i, s) in of.iter().enumerate() {
+        net.alive[i] = s.is_some();
+        if *s == Some(i as u32) {
+            net.promote(i);
         }
     }
-    let orphans: Vec<usize> = orphans.into_iter().filter(|&i| !net.sp[i]).collect();
-    let left = net.join_within(&orphans);
-    let rejoined = orphans.len() - left.len();
-    let promoted = promoted + net.cover(&left);
-    let still: Vec<usize> = left.iter().copied().filter(|&i| !net.sp[i]).collect();
-    let rest = net.join_within(&still);
-    net.join_anywhere(&rest);
-    let after = net.properties();
-    Outcome { params: *p, elected, added, before, failed, orphans: orphaned, rejoined, promoted, after }
+    for (i, s) in of.iter().enumerate() {
+        match s.map(|s| s as usize) {
+            Some(s) if s != i && s < n => net.join(i, s),
+            _ => {}
+        }
+    }
+    properties(&net, latency::BOUND_MS)
 }
 
 /// The table of outcomes, as Markdown: one row per selection.
@@ -433,6 +310,23 @@ mod tests {
         assert_eq!(p.check(), None);
         let o = select(&p);
         assert!(o.before.within_bound < 1.0 && o.before.max_load == 1, "{o:?}");
+    }
+
+    #[test]
+    fn roles_chosen_elsewhere_measure_as_the_simulator_s_own() {
+        let p = Params::new(300, 4);
+        let o = select(&p);
+        let (pos, rank, _) = latency::layout(p.seed, p.n, p.side_ms);
+        let mut net = Net::new(pos, &rank, p.bound_ms, p.capacity);
+        net.cover(&net.by_rank());
+        net.share(p.wanted());
+        let normal: Vec<usize> = (0..p.n).filter(|&i| !net.sp[i]).collect();
+        let left = net.join_within(&normal);
+        net.join_anywhere(&left);
+        let of: Vec<Option<u32>> = (0..p.n)
+            .map(|i| if net.sp[i] { Some(i as u32) } else { net.serves[i].map(|s| s as u32) })
+            .collect();
+        assert_eq!(measure(p.seed, &of), o.before);
     }
 
     #[test]

@@ -303,7 +303,7 @@ where
             timers: Vec::new(),
             timer_seq: 0,
             now: Duration::ZERO,
-            apps: N::Service::apps(n, rounds),
+            apps: Self::fresh_apps(n, rounds),
             sent: BTreeMap::new(),
             counters: BTreeMap::new(),
             tallies: true,
@@ -322,8 +322,18 @@ where
 
     /// The same world with fresh applications that will do `rounds`.
     pub fn with_rounds(mut self, rounds: u32) -> Self {
-        self.apps = N::Service::apps(self.n, rounds);
+        self.apps = Self::fresh_apps(self.n, rounds);
         self
+    }
+
+    /// Fresh applications of `n` nodes that will do `rounds`, told whether the nodes
+    /// name leaders of their own.
+    fn fresh_apps(n: usize, rounds: u32) -> <N::Service as SimService>::Apps {
+        let mut apps = N::Service::apps(n, rounds);
+        if N::OWN_LEADERS {
+            apps.own_leaders();
+        }
+        apps
     }
 
     /// The applications, to read them or set them up (e.g. who initiates elections).

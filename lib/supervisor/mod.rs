@@ -206,12 +206,17 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     let made = if let Evidence::Leaders(_) = evidence {
         // A handover takes up to a reply's time: the auditor allows that, if longer.
         let handover = timing(opts).reply().max(HANDOVER).as_millis();
-        let header = format!(
-            "{} algo={} workers={} handover_ms={handover}\n",
+        let mut header = format!(
+            "{} algo={} workers={} handover_ms={handover}",
             audit::LEADERS_HEADER,
             opts.algo,
             opts.workers
         );
+        // Super-peers are judged by their places, which the seed gives.
+        if info.own_leaders {
+            header += &format!(" seed={}", opts.seed);
+        }
+        header.push('\n');
         let path = dir.path.join(control::LEADERS_FILE);
         std::fs::OpenOptions::new()
             .write(true)
@@ -526,9 +531,8 @@ impl<'a> Supervisor<'a> {
     /// left: nobody will enter again. An election run is done when it has settled.
     fn all_done(&self) -> bool {
         if let Some(e) = &self.opts.elect {
-            return self.faults.settled()
-                && self.agreed().is_some()
-                && self.progress.quiet_for(Instant::now()) >= e.settle;
+            let settled = if self.info.own_leaders { self.homed() } else { self.agreed().is_some() };
+            return self.faults.settled() && settled && self.progress.quiet_for(Instant::now()) >= e.settle;
         }
         let nothing_more = self.quiescent() && !self.faults.timed_restart_pending();
         self.procs.slots.iter().enumerate().all(|(id, s)| {
@@ -553,6 +557,13 @@ impl<'a> Supervisor<'a> {
             term = term.max(t);
         }
         self.procs.slots.get(id.index()).is_some_and(Slot::alive).then_some((id, term))
+    }
+
+    /// Under an election whose workers name leaders of their own (super-peers): every
+    /// live worker follows a live one.
+    fn homed(&self) -> bool {
+        let alive = |id: PeerId| self.procs.slots.get(id.index()).is_some_and(Slot::alive);
+        self.procs.slots.iter().filter(|s| s.alive()).all(|s| s.leader.is_some_and(|(id, _)| alive(id)))
     }
 
     /// The `leader` a fault plan names: of the live leaders the live workers follow, the

@@ -378,7 +378,12 @@ impl Outcome<'_> {
                     overlap_ns: HANDOVER.as_nanos() as u64,
                 };
                 let path = dir.path.join(control::LEADERS_FILE);
-                let a = audit::audit_leaders_file(&path, faults, rules).unwrap_or_else(|e| {
+                let a = if self.info.own_leaders {
+                    audit::superpeers::audit_superpeers_file(&path, faults)
+                } else {
+                    audit::audit_leaders_file(&path, faults, rules)
+                };
+                let a = a.unwrap_or_else(|e| {
                     unjudged(failure, e);
                     ElectionReport::default()
                 });
