@@ -161,7 +161,7 @@ fn summary_under(r: &Report, head: &str) -> String {
     network(&mut s, &r.network);
     match &r.service {
         ServiceReport::Mutex(m) => entries(&mut s, r, m),
-        ServiceReport::Election(e) => elected(&mut s, e),
+        ServiceReport::Election(e) => elected(&mut s, &r.algorithm, e),
     }
     unreported(&mut s, r.unreported);
     if !r.by_type().is_empty() {
@@ -229,10 +229,22 @@ fn entries(s: &mut String, r: &Report, m: &MutexPart) {
 }
 
 /// An election run's leader, how long it took, and its messages.
-fn elected(s: &mut String, e: &ElectionPart) {
+fn elected(s: &mut String, algorithm: &str, e: &ElectionPart) {
+    // Super-peer selections name no one leader: each worker follows a super-peer.
+    let own_leaders = crate::registry::info(algorithm).is_some_and(|a| a.own_leaders);
     match (e.leader, e.term) {
         (Some(l), Some(t)) => {
             let _ = writeln!(s, "  leader      w{l} (term {t}), agreed by every live worker");
+        }
+        _ if own_leaders && e.time_to_elect_ms.is_some() => {
+            let _ = writeln!(
+                s,
+                "  roles       every live worker follows a live super-peer (no one leader, by design; \
+                 `mutexlab superpeers --run DIR` measures them)"
+            );
+        }
+        _ if own_leaders => {
+            let _ = writeln!(s, "  roles       not every live worker follows a live super-peer");
         }
         _ => {
             let _ = writeln!(s, "  leader      none agreed");
@@ -424,6 +436,25 @@ mod tests {
   trace       /tmp/elect-x/trace-w*.log (every event)
 "#;
         assert_eq!(summary(&samples::election()), election);
+    }
+
+    #[test]
+    fn a_super_peer_selection_reports_roles_not_a_missing_leader() {
+        let line = |algorithm: &str, settled: bool| {
+            let mut r = samples::election();
+            r.algorithm = algorithm.into();
+            if let ServiceReport::Election(e) = &mut r.service {
+                (e.leader, e.term) = (None, None);
+                e.time_to_elect_ms = settled.then_some(7.5);
+            }
+            summary(&r).lines().nth(1).unwrap_or_default().to_string()
+        };
+        assert!(
+            line("superpeer", true).starts_with("  roles       every live worker follows a live super-peer")
+        );
+        assert_eq!(line("superpeer", false), "  roles       not every live worker follows a live super-peer");
+        // An election with one leader to agree on still says when none was agreed.
+        assert_eq!(line("bully", true), "  leader      none agreed");
     }
 
     #[test]
