@@ -119,6 +119,69 @@ pub struct Rules {
     pub overlap_ns: u64,
 }
 
+/// The fields of a leaders file's header line that an election auditor reads; a field
+/// it does not know is passed over, so that new ones do not break old readers.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct Header {
+    /// `algo=`.
+    pub algorithm: Option<String>,
+    /// `workers=`.
+    pub workers: Option<u32>,
+    /// `handover_ms=`: the run's own reply time (2·Tm + Tp), which a handover may take.
+    pub handover_ms: Option<u64>,
+    /// `seed=`: a super-peer run's places come from it.
+    pub seed: Option<u64>,
+}
+
+impl ElectionReport {
+    /// Count a violation; keep its line while fewer than [`KEEP`] are kept.
+    pub(super) fn flag(&mut self, kind: &'static str, line: usize, detail: String) {
+        self.violation_count += 1;
+        if self.violations.len() < KEEP {
+            self.violations.push(Violation { kind, line, detail });
+        }
+    }
+}
+
+impl Header {
+    /// The header's fields, each bad one flagged as a `corrupt-record` on line 1.
+    pub(super) fn parse(text: &str, report: &mut ElectionReport) -> Header {
+        let mut h = Header::default();
+        let fields = text.strip_prefix(LEADERS_HEADER).unwrap_or(text);
+        for field in fields.split_whitespace() {
+            let Some((key, v)) = field.split_once('=') else { continue };
+            let bad = |what: &str| format!("header: {key}={:?} is not {what}", clip(v));
+            match key {
+                "algo" => h.algorithm = Some(clip(v).into_owned()),
+                "workers" => match v.parse() {
+                    Ok(n) if n <= MAX_WORKER_ID => h.workers = Some(n),
+                    _ => report.flag("corrupt-record", 1, bad("a worker count")),
+                },
+                "handover_ms" => match v.parse::<u64>() {
+                    Ok(ms) if ms <= MAX_HANDOVER_MS => h.handover_ms = Some(ms),
+                    _ => report.flag(
+                        "corrupt-record",
+                        1,
+                        bad(&format!("a number of ms up to {MAX_HANDOVER_MS}")),
+                    ),
+                },
+                "seed" => match v.parse() {
+                    Ok(seed) => h.seed = Some(seed),
+                    _ => report.flag("corrupt-record", 1, bad("a seed")),
+                },
+                _ => {}
+            }
+        }
+        if let Some(a) = &h.algorithm {
+            report.algorithm = Some(a.clone());
+        }
+        if let Some(n) = h.workers {
+            report.workers = n;
+        }
+        h
+    }
+}
+
 /// What the election auditor found.
 #[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct ElectionReport {
@@ -177,9 +240,9 @@ pub fn audit_leaders(
         lineno += 1;
         let text = String::from_utf8_lossy(&lines.kept).into_owned();
         if lineno == 1 {
-            a.header(&text);
+            let h = Header::parse(&text, &mut a.report);
             if rules.overlap_ns > 0 {
-                rules.overlap_ns = rules.overlap_ns.max(a.handover_ns);
+                rules.overlap_ns = rules.overlap_ns.max(h.handover_ms.unwrap_or(0) * 1_000_000);
             }
             continue;
         }
@@ -281,8 +344,6 @@ struct Judge {
     first_t: Option<u64>,
     /// When the supervisor started the workers (the `START` line), if it says.
     start_t: Option<u64>,
-    /// The header's `handover_ms=`, in ns (0 if it says none).
-    handover_ns: u64,
     /// Pairs of workers that both believe themselves leader, while it lasts.
     overlaps: BTreeMap<(u32, u32), Overlap>,
     /// Each worker's partners in `overlaps`, so a record looks only at its own pairs.
@@ -310,39 +371,7 @@ struct Overlap {
 
 impl Judge {
     fn flag(&mut self, kind: &'static str, line: usize, detail: String) {
-        self.report.violation_count += 1;
-        if self.report.violations.len() < KEEP {
-            self.report.violations.push(Violation { kind, line, detail });
-        }
-    }
-
-    fn header(&mut self, text: &str) {
-        for field in text[LEADERS_HEADER.len()..].split_whitespace() {
-            match field.split_once('=') {
-                Some(("algo", v)) => self.report.algorithm = Some(clip(v).into_owned()),
-                // The run's own reply time (2·Tm + Tp), which a handover may take.
-                Some(("handover_ms", v)) => match v.parse::<u64>() {
-                    Ok(ms) if ms <= MAX_HANDOVER_MS => self.handover_ns = ms * 1_000_000,
-                    _ => self.flag(
-                        "corrupt-record",
-                        1,
-                        format!(
-                            "header: handover_ms={:?} is not a number of ms up to {MAX_HANDOVER_MS}",
-                            clip(v)
-                        ),
-                    ),
-                },
-                Some(("workers", v)) => match v.parse() {
-                    Ok(n) if n <= MAX_WORKER_ID => self.report.workers = n,
-                    _ => self.flag(
-                        "corrupt-record",
-                        1,
-                        format!("header: workers={:?} is not a worker count", clip(v)),
-                    ),
-                },
-                _ => {}
-            }
-        }
+        self.report.flag(kind, line, detail);
     }
 
     /// End the overlaps of two self-believed leaders that are over by time `now` (one of

@@ -26,8 +26,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::Path;
 
-use super::{clip, AuditError, ElectionReport, FaultLog, LeaderRecord, Lines, Quote, Violation, KEEP};
-use super::{LEADERS_HEADER, MAX_LINE, MAX_WORKER_ID};
+use super::leaders::Header;
+use super::{AuditError, ElectionReport, FaultLog, LeaderRecord, Lines, Quote};
+use super::{LEADERS_HEADER, MAX_LINE};
 use crate::latency::{self, BOUND_MS, CAPACITY, SHARE};
 
 /// The leader file at `path` names, in its header, an algorithm whose workers name
@@ -96,7 +97,7 @@ fn read(mut src: impl Read, faults: &FaultLog) -> Result<Judge, Option<std::io::
         lineno += 1;
         let text = String::from_utf8_lossy(&lines.kept).into_owned();
         if lineno == 1 {
-            j.header(&text);
+            j.seed = Header::parse(&text, &mut j.report).seed;
             continue;
         }
         if text.is_empty() && ended || text.starts_with('#') {
@@ -142,31 +143,7 @@ struct Judge {
 
 impl Judge {
     fn flag(&mut self, kind: &'static str, line: usize, detail: String) {
-        self.report.violation_count += 1;
-        if self.report.violations.len() < KEEP {
-            self.report.violations.push(Violation { kind, line, detail });
-        }
-    }
-
-    fn header(&mut self, text: &str) {
-        for field in text[LEADERS_HEADER.len()..].split_whitespace() {
-            match field.split_once('=') {
-                Some(("algo", v)) => self.report.algorithm = Some(clip(v).into_owned()),
-                Some(("workers", v)) => match v.parse() {
-                    Ok(n) if (1..=MAX_WORKER_ID).contains(&n) => self.report.workers = n,
-                    _ => self.flag(
-                        "corrupt-record",
-                        1,
-                        format!("header: workers={:?} is not a worker count", clip(v)),
-                    ),
-                },
-                Some(("seed", v)) => match v.parse() {
-                    Ok(s) => self.seed = Some(s),
-                    _ => self.flag("corrupt-record", 1, format!("header: seed={:?} is not a seed", clip(v))),
-                },
-                _ => {}
-            }
-        }
+        self.report.flag(kind, line, detail);
     }
 
     fn record(&mut self, line: usize, r: LeaderRecord) {
