@@ -354,7 +354,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "maekawa",
-        measured_clean: Some(512),
+        measured_clean: Some(768),
         family: Family::Permission,
         summary:
             "grid quorums of about 2√N-1 voters; INQUIRE/YIELD/FAILED take votes back so it cannot deadlock",

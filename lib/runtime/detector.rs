@@ -26,13 +26,7 @@ use std::time::{Duration, Instant};
 use crate::algorithm::PeerId;
 use crate::control::Detector;
 
-/// How long making the mesh may take: 2 s, and 20 ms more per worker (an all-to-all
-/// mesh of 256 took 2.5 s on a loaded 2-core machine). An initiator waits at most this
-/// long for its mesh before it holds its election, and a peer not heard from since the
-/// start is given this long more before it is suspected.
-pub(super) fn connect_time(workers: u32) -> Duration {
-    Duration::from_secs(2) + Duration::from_millis(20).saturating_mul(workers)
-}
+pub(super) use super::mesh::connect_time;
 
 /// The message type heartbeats are counted under.
 pub const HEARTBEAT: &str = "HEARTBEAT";

@@ -5,7 +5,7 @@
 //! An initiator calls once its mesh is ready (every peer has a channel or is down, and,
 //! under the heartbeat detector, every live peer has been heard, so it has finished
 //! dialing and reads its channels), or after
-//! [`connect_time`](super::detector::connect_time): an ELECTION to a peer still making
+//! [`connect_time`](super::mesh::connect_time): an ELECTION to a peer still making
 //! its connections waits for it, and the asker's timeout (2·Tm + Tp) expires on a peer
 //! that is alive. At N = 256 that made 23–77 elections and two leaders out of one. An
 //! initiator told of a leader while it waits calls nothing: it has its answer.

@@ -35,7 +35,7 @@
 //! Every connection opens with a [`Hello`] from the caller that proves the run's secret
 //! ([`crate::auth`]): who is calling, whom, and as which incarnation.
 //!
-//! - A connection that has not said hello within [`HELLO_DEADLINE`] is dropped, with a
+//! - A connection that has not said hello within [`connect_time`] is dropped, with a
 //!   line on stderr. At most [`max_pending`] connections may be waiting for their hello,
 //!   so idle callers cannot use up this process's descriptors. When a new caller finds
 //!   the room full, the silent caller that has waited longest is dropped to make room
@@ -111,8 +111,19 @@ use crate::algorithm::{Message, PeerId};
 use crate::auth::{Hello, Secret};
 use crate::wire::{self, Envelope, Fill, FrameReader};
 
-/// How long an accepted connection may stay silent before its hello.
+/// How long an accepted connection may stay silent before its hello, at the least; a
+/// run of many workers allows [`connect_time`].
 pub const HELLO_DEADLINE: Duration = Duration::from_secs(2);
+
+/// How long making the mesh may take: [`HELLO_DEADLINE`], and 20 ms more per worker (an
+/// all-to-all mesh of 256 took 2.5 s on a loaded 2-core machine, and at 768 a caller's
+/// hello came more than 2 s after its connect: hundreds of processes share the CPUs).
+/// An accepted connection may wait this long for its hello; an initiator waits at most
+/// this long for its mesh before it holds its election, and a peer not heard from since
+/// the start is given this long more before it is suspected.
+pub fn connect_time(workers: u32) -> Duration {
+    HELLO_DEADLINE + Duration::from_millis(20).saturating_mul(workers)
+}
 /// How soon to try `accept` again after it failed (EMFILE and the like).
 const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 /// Connections accepted in one go before the loop serves everyone else.
@@ -777,7 +788,10 @@ impl<M: Message> Mesh<M> {
             return;
         }
         self.pending_conns.insert(token, PendingConn { stream, reader: FrameReader::default(), held: None });
-        then.push(Todo::Emit(MeshEvent::Timer { after: HELLO_DEADLINE, timer: MeshTimer::HelloDue(token) }));
+        then.push(Todo::Emit(MeshEvent::Timer {
+            after: connect_time(self.workers),
+            timer: MeshTimer::HelloDue(token),
+        }));
         // Data may already be waiting; edge-triggered polling would not say so.
         self.pending_readable(token, then)
     }
@@ -792,7 +806,7 @@ impl<M: Message> Mesh<M> {
 
     /// The `HelloDue` timer of a pending connection fired.
     fn hello_overdue(&mut self, token: Token) {
-        let secs = HELLO_DEADLINE.as_secs_f64();
+        let secs = connect_time(self.workers).as_secs_f64();
         let mut then = Vec::new();
         // The hello may be in the socket with its readiness not served yet: a poll returns
         // a few hundred events, and a busy worker fires its timers after serving those, so
@@ -1658,9 +1672,11 @@ mod tests {
         w0.readable(LISTENER, false);
         let events = drain(&mut w0);
         let Some(MeshEvent::Timer { after, timer }) = events.first() else { panic!("{events:?}") };
-        assert_eq!(*after, HELLO_DEADLINE);
+        // Three workers: 2 s and 20 ms a worker.
+        assert_eq!(*after, connect_time(3));
+        assert_eq!(*after, HELLO_DEADLINE + Duration::from_millis(60));
         w0.timer(*timer);
-        assert_eq!(logs(&drain(&mut w0)), ["dropping a connection that sent no hello within 2 s"]);
+        assert_eq!(logs(&drain(&mut w0)), ["dropping a connection that sent no hello within 2.06 s"]);
         assert_eq!(w0.dropped_connections, 1);
     }
 
