@@ -182,6 +182,81 @@ impl Header {
     }
 }
 
+/// A line of a leaders file that an election auditor judges.
+pub(super) enum Line {
+    /// The header's fields (line 1).
+    Header(Header),
+    /// The supervisor's `START t=`: when it started the workers.
+    Start(u64),
+    /// A worker's record, with its line number.
+    Record(usize, LeaderRecord),
+}
+
+/// A leaders file read line by line for either election auditor: what is no line of a
+/// leaders file (torn, corrupt, too long, a second START, a worker id out of range) is
+/// flagged on the report and passed over, and comments and blank lines are skipped.
+pub(super) struct LeaderLines<R> {
+    lines: Lines<R>,
+    lineno: usize,
+    started: bool,
+}
+
+impl<R: Read> LeaderLines<R> {
+    /// Begin reading `src`; `Err(None)` if it is not a leaders file.
+    pub(super) fn open(mut src: R) -> Result<LeaderLines<R>, Option<std::io::Error>> {
+        let mut head = Vec::new();
+        (&mut src).take(LEADERS_HEADER.len() as u64).read_to_end(&mut head).map_err(Some)?;
+        if head != LEADERS_HEADER.as_bytes() {
+            return Err(None);
+        }
+        Ok(LeaderLines { lines: Lines::new(src, head), lineno: 0, started: false })
+    }
+
+    /// The next line to judge, `None` at the end of the file.
+    pub(super) fn next(&mut self, report: &mut ElectionReport) -> std::io::Result<Option<Line>> {
+        while let Some(ended) = self.lines.next()? {
+            self.lineno += 1;
+            let lineno = self.lineno;
+            let text = String::from_utf8_lossy(&self.lines.kept).into_owned();
+            if lineno == 1 {
+                return Ok(Some(Line::Header(Header::parse(&text, report))));
+            }
+            if text.is_empty() && ended || text.starts_with('#') {
+                continue;
+            }
+            let quote = Quote { bytes: &self.lines.kept, len: self.lines.len };
+            if !ended {
+                report.flag("torn-record", lineno, format!("last line is cut short (no newline): {quote}"));
+                continue;
+            }
+            if let Some(t) = text.strip_prefix("START t=") {
+                match t.parse::<u64>() {
+                    Ok(t) if !self.started => {
+                        self.started = true;
+                        return Ok(Some(Line::Start(t)));
+                    }
+                    Ok(_) => report.flag("corrupt-record", lineno, format!("a second START: {quote}")),
+                    Err(_) => {
+                        report.flag("corrupt-record", lineno, format!("START t= is not a number: {quote}"))
+                    }
+                }
+                continue;
+            }
+            match text.parse::<LeaderRecord>() {
+                Ok(r) if r.w.max(r.leader) >= super::id_bound(report.workers) => {
+                    report.flag("corrupt-record", lineno, format!("worker id out of range: {quote}"))
+                }
+                Ok(r) if self.lines.len <= super::MAX_LINE as u64 => {
+                    return Ok(Some(Line::Record(lineno, r)))
+                }
+                Ok(_) => report.flag("corrupt-record", lineno, format!("line too long: {quote}")),
+                Err(e) => report.flag("corrupt-record", lineno, format!("{e}: {quote}")),
+            }
+        }
+        Ok(None)
+    }
+}
+
 /// What the election auditor found.
 #[derive(Clone, Debug, Default, Serialize, schemars::JsonSchema)]
 pub struct ElectionReport {
@@ -222,53 +297,23 @@ pub fn audit_leaders_file(
 
 /// Audit leader file contents; `Err(None)` if they are not a leader file.
 pub fn audit_leaders(
-    mut src: impl Read,
+    src: impl Read,
     faults: &FaultLog,
     rules: Rules,
 ) -> Result<ElectionReport, Option<std::io::Error>> {
-    let mut head = Vec::new();
-    (&mut src).take(LEADERS_HEADER.len() as u64).read_to_end(&mut head).map_err(Some)?;
-    if head != LEADERS_HEADER.as_bytes() {
-        return Err(None);
-    }
-    let mut lines = Lines::new(src, head);
+    let mut file = LeaderLines::open(src)?;
     let lives = Lives::of(faults);
     let mut a = Judge::default();
     let mut rules = rules;
-    let mut lineno = 0;
-    while let Some(ended) = lines.next().map_err(Some)? {
-        lineno += 1;
-        let text = String::from_utf8_lossy(&lines.kept).into_owned();
-        if lineno == 1 {
-            let h = Header::parse(&text, &mut a.report);
-            if rules.overlap_ns > 0 {
-                rules.overlap_ns = rules.overlap_ns.max(h.handover_ms.unwrap_or(0) * 1_000_000);
+    while let Some(line) = file.next(&mut a.report).map_err(Some)? {
+        match line {
+            Line::Header(h) => {
+                if rules.overlap_ns > 0 {
+                    rules.overlap_ns = rules.overlap_ns.max(h.handover_ms.unwrap_or(0) * 1_000_000);
+                }
             }
-            continue;
-        }
-        if text.is_empty() && ended || text.starts_with('#') {
-            continue;
-        }
-        let quote = Quote { bytes: &lines.kept, len: lines.len };
-        if !ended {
-            a.flag("torn-record", lineno, format!("last line is cut short (no newline): {quote}"));
-            continue;
-        }
-        if let Some(t) = text.strip_prefix("START t=") {
-            match t.parse::<u64>() {
-                Ok(t) if a.start_t.is_none() => a.start_t = Some(t),
-                Ok(_) => a.flag("corrupt-record", lineno, format!("a second START: {quote}")),
-                Err(_) => a.flag("corrupt-record", lineno, format!("START t= is not a number: {quote}")),
-            }
-            continue;
-        }
-        match text.parse::<LeaderRecord>() {
-            Ok(r) if r.w.max(r.leader) >= super::id_bound(a.report.workers) => {
-                a.flag("corrupt-record", lineno, format!("worker id out of range: {quote}"))
-            }
-            Ok(r) if lines.len <= super::MAX_LINE as u64 => a.record(lineno, r, &lives, rules),
-            Ok(_) => a.flag("corrupt-record", lineno, format!("line too long: {quote}")),
-            Err(e) => a.flag("corrupt-record", lineno, format!("{e}: {quote}")),
+            Line::Start(t) => a.start_t = Some(t),
+            Line::Record(lineno, r) => a.record(lineno, r, &lives, rules),
         }
     }
     Ok(a.finish(&lives, rules))

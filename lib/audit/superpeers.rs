@@ -26,8 +26,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;
 use std::path::Path;
 
-use super::leaders::Header;
-use super::{AuditError, ElectionReport, FaultLog, LeaderRecord, Lines, Quote};
+use super::leaders::{LeaderLines, Line};
+use super::{AuditError, ElectionReport, FaultLog, LeaderRecord};
 use super::{LEADERS_HEADER, MAX_LINE};
 use crate::latency::{self, BOUND_MS, CAPACITY, SHARE};
 
@@ -84,42 +84,14 @@ pub fn final_roles(path: &Path, faults: &FaultLog) -> Result<(ElectionReport, Ro
     Ok((judge.report, Roles { seed: judge.seed, of: judge.roles }))
 }
 
-fn read(mut src: impl Read, faults: &FaultLog) -> Result<Judge, Option<std::io::Error>> {
-    let mut head = Vec::new();
-    (&mut src).take(LEADERS_HEADER.len() as u64).read_to_end(&mut head).map_err(Some)?;
-    if head != LEADERS_HEADER.as_bytes() {
-        return Err(None);
-    }
-    let mut lines = Lines::new(src, head);
+fn read(src: impl Read, faults: &FaultLog) -> Result<Judge, Option<std::io::Error>> {
+    let mut file = LeaderLines::open(src)?;
     let mut j = Judge::default();
-    let mut lineno = 0;
-    while let Some(ended) = lines.next().map_err(Some)? {
-        lineno += 1;
-        let text = String::from_utf8_lossy(&lines.kept).into_owned();
-        if lineno == 1 {
-            j.seed = Header::parse(&text, &mut j.report).seed;
-            continue;
-        }
-        if text.is_empty() && ended || text.starts_with('#') {
-            continue;
-        }
-        let quote = Quote { bytes: &lines.kept, len: lines.len };
-        if !ended {
-            j.flag("torn-record", lineno, format!("last line is cut short (no newline): {quote}"));
-        } else if let Some(t) = text.strip_prefix("START t=") {
-            match t.parse::<u64>() {
-                Ok(t) if j.start_t.is_none() => j.start_t = Some(t),
-                _ => j.flag("corrupt-record", lineno, format!("a bad or second START: {quote}")),
-            }
-        } else {
-            match text.parse::<LeaderRecord>() {
-                Ok(r) if r.w.max(r.leader) >= j.report.workers => {
-                    j.flag("corrupt-record", lineno, format!("worker id out of range: {quote}"))
-                }
-                Ok(r) if lines.len <= MAX_LINE as u64 => j.record(lineno, r),
-                Ok(_) => j.flag("corrupt-record", lineno, format!("line too long: {quote}")),
-                Err(e) => j.flag("corrupt-record", lineno, format!("{e}: {quote}")),
-            }
+    while let Some(line) = file.next(&mut j.report).map_err(Some)? {
+        match line {
+            Line::Header(h) => j.seed = h.seed,
+            Line::Start(t) => j.start_t = Some(t),
+            Line::Record(lineno, r) => j.record(lineno, r),
         }
     }
     j.finish(faults);
