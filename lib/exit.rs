@@ -18,6 +18,9 @@ pub enum Verdict {
     Pass,
     /// Something judged was found wrong: a violation, a failed run, a failed test.
     Fail,
+    /// No answer either way: a search or a simulation ran out of its budget (steps,
+    /// states, memory or time) before it finished, and found nothing wrong in what it saw.
+    Inconclusive,
 }
 
 /// What sort of error ended a command.
@@ -107,6 +110,7 @@ pub fn code(outcome: &Outcome) -> u8 {
     match outcome {
         Ok(Verdict::Pass) => 0,
         Ok(Verdict::Fail) => 1,
+        Ok(Verdict::Inconclusive) => 4,
         Err(e) => match e.kind {
             Kind::Failed => 1,
             Kind::Usage => 2,
@@ -117,11 +121,12 @@ pub fn code(outcome: &Outcome) -> u8 {
 }
 
 /// The exit codes and what each means, as the README's table gives them.
-pub const DOCUMENTED: [(u8, &str); 5] = [
+pub const DOCUMENTED: [(u8, &str); 6] = [
     (0, "ok"),
     (1, "a violation, a failed run or a failed test"),
     (2, "a usage or input error (one line on stderr, never a backtrace)"),
     (3, "the system's limits cannot hold the run: more workers than file descriptors allow (one line says how many are needed)"),
+    (4, "inconclusive: a search or simulation ran out of its budget (steps, states, memory) with nothing wrong found in what it covered"),
     (130, "interrupted by SIGINT or SIGTERM"),
 ];
 
@@ -141,7 +146,7 @@ mod tests {
 
     /// One outcome of every verdict and kind.
     fn every_outcome() -> Vec<Outcome> {
-        let mut all = vec![Ok(Verdict::Pass), Ok(Verdict::Fail)];
+        let mut all = vec![Ok(Verdict::Pass), Ok(Verdict::Fail), Ok(Verdict::Inconclusive)];
         all.extend([Kind::Failed, Kind::Usage, Kind::Interrupted, Kind::Limits].map(|k| Err(Error::said(k))));
         all
     }
@@ -176,7 +181,7 @@ mod tests {
         for (d, means) in DOCUMENTED {
             assert!(codes.contains(&d), "no outcome exits {d} ({means})");
         }
-        assert_eq!(codes, [0, 1, 1, 2, 130, 3], "pass, fail, failed, usage, interrupted, limits");
+        assert_eq!(codes, [0, 1, 4, 1, 2, 130, 3], "pass, fail, inconclusive, failed, usage, interrupted, limits");
     }
 
     #[test]
