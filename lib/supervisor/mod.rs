@@ -43,9 +43,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
@@ -120,30 +118,14 @@ enum Event {
     Signal,
 }
 
-/// The current run's event channel, for the process-wide signal handler.
-fn signal_slot() -> &'static Mutex<Option<Sender<Event>>> {
-    static SLOT: OnceLock<Mutex<Option<Sender<Event>>>> = OnceLock::new();
-    SLOT.get_or_init(|| Mutex::new(None))
+/// Install the process's SIGINT/SIGTERM/SIGHUP handler ([`crate::interrupt`]).
+fn install_signal_handler() -> Result<(), RunError> {
+    crate::interrupt::install().map_err(RunError::Failed)
 }
 
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-/// Install the SIGINT/SIGTERM/SIGHUP handler once per process. `ctrlc` owns these
-/// signals in the supervisor; nothing else here installs handlers for them.
-fn install_signal_handler() -> Result<(), RunError> {
-    static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
-    INSTALLED
-        .get_or_init(|| {
-            ctrlc::set_handler(|| {
-                INTERRUPTED.store(true, Ordering::SeqCst);
-                if let Some(tx) = signal_slot().lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-                    let _ = tx.send(Event::Signal);
-                }
-            })
-            .map_err(|e| e.to_string())
-        })
-        .clone()
-        .map_err(|e| RunError::Failed(format!("cannot install the signal handler: {e}")))
+/// A signal has come: the run ends, interrupted.
+fn interrupted() -> bool {
+    crate::interrupt::requested()
 }
 
 /// Run a whole experiment of either service and audit its evidence: a mutual-exclusion
@@ -240,7 +222,10 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
             return Err(e);
         }
     };
-    *signal_slot().lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
+    // A signal wakes the main loop, which waits on this channel.
+    crate::interrupt::set_hook(Some(Box::new(move || {
+        let _ = tx.send(Event::Signal);
+    })));
     let result = sup.drive();
     // When the run ended: the failure was detected (before any diagnosis), or now.
     let ended =
@@ -255,7 +240,7 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     // Whoever was inside or waiting was cut short by the end of the run, not by a crash.
     // Stamped once every worker is gone, so it follows every record.
     let teardown = result.as_ref().err().map(|e| sup.teardown(e, ended));
-    *signal_slot().lock().unwrap_or_else(|e| e.into_inner()) = None;
+    crate::interrupt::set_hook(None);
     let sockets = sup.procs.sockets();
     dir.remove_sockets(&sockets);
 
@@ -590,7 +575,7 @@ impl<'a> Supervisor<'a> {
 
     fn wait_until_inner(&mut self, done: impl Fn(&Self) -> bool, phase: &str) -> Result<(), RunError> {
         while !done(self) {
-            if INTERRUPTED.load(Ordering::SeqCst) {
+            if interrupted() {
                 return Err(RunError::Interrupted(self.dir.clone()));
             }
             // A round meant to end within its tick; what it takes beyond is the loop's own lag.
