@@ -906,6 +906,12 @@ fn command(registry: Registry) -> Outcome {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
+    // Every command a person starts ends on SIGINT/SIGTERM with 130 within the grace; a
+    // worker has its own handlers, and the janitor and the echo live and die with a run.
+    if !matches!(cli.cmd, Cmd::Worker(_) | Cmd::Janitor | Cmd::Echo { .. }) {
+        crate::interrupt::install()
+            .map_err(|e| Error::failed(format!("cannot install the signal handler: {e}")))?;
+    }
     match cli.cmd {
         Cmd::Run(a) => cmd_run(a),
         Cmd::Elect(a) => cmd_elect(a),

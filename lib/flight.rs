@@ -48,7 +48,7 @@
 //! A record longer than a quarter of the ring is not recorded (it would push out
 //! everything else); records are tens of bytes and a ring is a MiB.
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{compiler_fence, Ordering};
@@ -215,7 +215,8 @@ fn split_record(bytes: &[u8]) -> Option<(usize, &[u8])> {
 
 /// Read the ring file at `path`, or say in one line why it is not one.
 pub fn read(path: &Path) -> Result<Contents, String> {
-    let file = File::open(path).map_err(|e| e.to_string())?;
+    // Not blocking, not following a link: anyone of the user's may have put a FIFO here.
+    let file = crate::files::open_regular(path).map_err(|e| e.to_string())?;
     let size = file.metadata().map_err(|e| e.to_string())?.len();
     if size < HEADER_BYTES {
         return Err(format!("{size} bytes, shorter than a ring's header"));

@@ -33,6 +33,7 @@ pub mod grade;
 pub mod handoff;
 pub mod host;
 pub mod html;
+pub mod interrupt;
 pub mod lab;
 pub mod latency;
 pub mod output;

@@ -128,22 +128,25 @@ fn signal_slot() -> &'static Mutex<Option<Sender<Event>>> {
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
-/// Install the SIGINT/SIGTERM/SIGHUP handler once per process. `ctrlc` owns these
-/// signals in the supervisor; nothing else here installs handlers for them.
+/// Install the process's SIGINT/SIGTERM/SIGHUP handler ([`crate::interrupt`]), once.
 fn install_signal_handler() -> Result<(), RunError> {
-    static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
-    INSTALLED
-        .get_or_init(|| {
-            ctrlc::set_handler(|| {
-                INTERRUPTED.store(true, Ordering::SeqCst);
-                if let Some(tx) = signal_slot().lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-                    let _ = tx.send(Event::Signal);
-                }
-            })
-            .map_err(|e| e.to_string())
-        })
-        .clone()
+    crate::interrupt::install()
         .map_err(|e| RunError::Failed(format!("cannot install the signal handler: {e}")))
+}
+
+/// While the run in `dir` lasts, a signal stops it in order (the loop sees
+/// [`INTERRUPTED`], or the event wakes it); if that takes longer than the grace, the
+/// process ends anyway, naming where the directory was left.
+fn interrupt_hook(dir: &Path) -> crate::interrupt::Hook {
+    crate::interrupt::Hook::new(
+        || {
+            INTERRUPTED.store(true, Ordering::SeqCst);
+            if let Some(tx) = signal_slot().lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                let _ = tx.send(Event::Signal);
+            }
+        },
+        Some(format!("run directory left at {}", dir.display())),
+    )
 }
 
 /// Run a whole experiment of either service and audit its evidence: a mutual-exclusion
@@ -202,6 +205,7 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     let _janitor = janitor::Janitor::start(&opts.exe, &dir).inspect_err(|_| {
         dir.remove(&[]);
     })?;
+    let _hook = interrupt_hook(&dir.path);
     let resource_path = dir.path.join(control::RESOURCE_FILE);
     let made = if let Evidence::Leaders(_) = evidence {
         // A handover takes up to a reply's time: the auditor allows that, if longer.
@@ -426,10 +430,11 @@ impl<'a> Supervisor<'a> {
         // A replay's crashes and its end are faults of the log too.
         if self.faults.planned() || self.opts.replay.is_some() {
             let path = self.dir.join(control::FAULT_LOG);
-            let f = std::fs::File::create(&path)
+            let f = crate::files::open_writable(&path, true, false)
                 .map_err(|e| RunError::Failed(format!("cannot create {}: {e}", path.display())))?;
             self.faults.log_to(f);
-            let _ = std::fs::write(self.dir.join(control::PLAN_FILE), self.opts.plan.to_string());
+            let _ = crate::files::open_writable(&self.dir.join(control::PLAN_FILE), true, false)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, self.opts.plan.to_string().as_bytes()));
         }
         self.started = Some(Instant::now());
         self.progress.progressed();
@@ -437,9 +442,7 @@ impl<'a> Supervisor<'a> {
             // The auditor times the first election from here.
             let path = self.dir.join(control::LEADERS_FILE);
             let line = format!("START t={}\n", resource::monotonic_ns());
-            std::fs::OpenOptions::new()
-                .append(true)
-                .open(&path)
+            crate::files::open_writable(&path, false, true)
                 .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()))
                 .map_err(|e| RunError::Failed(format!("cannot write {}: {e}", path.display())))?;
         }
@@ -1111,7 +1114,8 @@ impl Supervisor<'_> {
         // page just draws no stall.
         let record = StallRecord { t: now, diagnosis: text.clone(), deadlocks: self.deadlocks.clone() };
         if let Ok(json) = serde_json::to_string(&record) {
-            let _ = std::fs::write(self.dir.join(STALL_FILE), json);
+            let _ = crate::files::open_writable(&self.dir.join(STALL_FILE), true, false)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, json.as_bytes()));
         }
         Ok(Some(text))
     }

@@ -1,0 +1,83 @@
+//! Hostile files under a run and signals at awkward times: a FIFO planted where the
+//! supervisor writes out a ring, and SIGINT/SIGTERM to a command that has no orderly
+//! wind-down of its own.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::Signal;
+
+use crate::common::*;
+
+/// Wait for `child` to exit within `limit`; kill it (and fail) if it does not.
+fn exits_within(child: &mut std::process::Child, limit: Duration, what: &str) -> std::process::ExitStatus {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{what}: still running after {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn mkfifo(p: &Path) {
+    nix::unistd::mkfifo(p, nix::sys::stat::Mode::S_IRWXU).unwrap();
+}
+
+#[test]
+fn a_ring_replaced_by_a_fifo_is_refused_in_one_line_and_the_run_ends() {
+    // `--algo none` fails, so its rings are written out as traces at the end.
+    let mut bg = Background::start(&["--algo", "none", "-n", "2", "--duration", "3"]);
+    let ring = bg.run_dir().join("flight-w0-0.ring");
+    wait_for("worker 0's ring", || ring.exists());
+    std::fs::remove_file(&ring).unwrap();
+    mkfifo(&ring);
+    // Before: the supervisor blocked in `open` for as long as nobody opened the FIFO.
+    let mut child = bg.child.take().unwrap();
+    let status = exits_within(&mut child, PATIENCE, "a supervisor writing out a FIFO ring");
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    let says: Vec<&str> = err.lines().filter(|l| l.contains("flight-w0-0.ring")).collect();
+    assert_eq!(says.len(), 1, "{err}");
+    assert!(says[0].ends_with("flight-w0-0.ring: not a regular file (a FIFO)"), "{err}");
+    // The other worker's ring still became its trace.
+    assert!(std::fs::read_to_string(bg.run_dir().join("trace-w1.log")).unwrap().lines().count() > 1);
+}
+
+/// Whether `pid` has a handler for `sig` installed (`SigCgt` in its status).
+fn catches(pid: u32, sig: Signal) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok())
+        .is_some_and(|mask| mask & (1 << (sig as u64 - 1)) != 0)
+}
+
+#[test]
+fn sigint_and_sigterm_end_a_long_command_at_once_with_130() {
+    for sig in [Signal::SIGTERM, Signal::SIGINT] {
+        let mut child = mutexlab()
+            .args(["sim", "--algo", "ricart-agrawala", "-n", "8", "--seeds", "0..1000000"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        wait_for("the command's signal handler", || catches(pid, sig));
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig).unwrap();
+        let status = exits_within(&mut child, Duration::from_secs(10), "an interrupted sim");
+        let mut err = String::new();
+        std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+        // Before: SIGTERM killed it outright (143 in a shell, no line).
+        assert_eq!(status.code(), Some(130), "{sig}: {err}");
+        assert_eq!(err.lines().last(), Some("mutexlab: interrupted"), "{sig}: {err}");
+    }
+}
