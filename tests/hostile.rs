@@ -81,3 +81,22 @@ fn sigint_and_sigterm_end_a_long_command_at_once_with_130() {
         assert_eq!(err.lines().last(), Some("mutexlab: interrupted"), "{sig}: {err}");
     }
 }
+
+#[test]
+fn a_store_whose_latest_is_a_directory_is_refused_before_the_run_in_one_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("mutexlab-runs");
+    std::fs::create_dir_all(store.join("latest")).unwrap();
+    let out = run_in(tmp.path(), &["run", "-n", "2", "--duration", "1", "--keep"]);
+    let err = stderr(&out);
+    // Before: the run ran, exit 2, a path that no longer existed, and `.latest.PID` left.
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        "mutexlab: mutexlab-runs/latest is not a link to the newest run but a directory: move it away, or name a run directory with --run-dir"
+    );
+    assert_eq!(stdout(&out), "", "refused before the run");
+    let left: Vec<String> =
+        std::fs::read_dir(&store).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+    assert_eq!(left, ["latest"]);
+}

@@ -194,6 +194,9 @@ pub const HANDOVER: Duration = Duration::from_millis(250);
 /// removed after a clean run unless `--keep`; the report says whether it was kept.
 fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     let info = validate(opts)?;
+    if let (Some(store), None) = (&opts.store, &opts.run_dir) {
+        store::check(store).map_err(RunError::Usage)?;
+    }
     limits::make_room(opts.workers)?;
     if let Some(warning) = limits::beyond_measured(info, opts.workers) {
         eprintln!("{warning}");
