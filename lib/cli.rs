@@ -1733,7 +1733,19 @@ fn cmd_trace(a: TraceArgs) -> Outcome {
         None => supervisor::store::latest(std::path::Path::new(supervisor::store::STORE_DIR))
             .map_err(Error::usage)?,
     };
-    let (run_dir, output) = (run_dir.as_path(), a.output.as_deref());
+    // A run whose supervisor died before writing out the flight recorder: its rings.
+    let rings = trace::traces_from_rings(&run_dir)?;
+    if let Some((_, notes)) = &rings {
+        eprintln!(
+            "mutexlab: note: {} holds no trace files; read from its flight recorder's rings (each worker's last events)",
+            run_dir.display()
+        );
+        for note in notes {
+            eprintln!("mutexlab: note: flight recorder: {note}");
+        }
+    }
+    let run_dir = rings.as_ref().map_or(run_dir.as_path(), |(d, _)| d.path());
+    let output = a.output.as_deref();
     let part = Part { from: a.from, to: a.to, workers: a.workers.map(|w| w.0) };
     // Checked whole first (the same code as `audit` for input it cannot read), then
     // streamed: memory by the workers and the messages open at once, not the trace's size.

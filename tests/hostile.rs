@@ -100,3 +100,41 @@ fn a_store_whose_latest_is_a_directory_is_refused_before_the_run_in_one_line() {
         std::fs::read_dir(&store).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
     assert_eq!(left, ["latest"]);
 }
+
+#[test]
+fn trace_reads_the_rings_a_killed_supervisor_left() {
+    let bg = Background::start(&["--algo", "ricart-agrawala", "-n", "3", "--duration", "120"]);
+    bg.wait_for_exits(5);
+    let dir = bg.run_dir();
+    bg.signal(Signal::SIGKILL);
+    let shown = dir.display().to_string();
+    wait_for("the workers to die with their supervisor", || processes_mentioning(&shown).is_empty());
+    let rings = |d: &Path| {
+        std::fs::read_dir(d)
+            .unwrap()
+            .filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".ring"))
+            .count()
+    };
+    assert_eq!(rings(&dir), 3);
+    // Before: "holds no trace files", exit 2.
+    let out = run(&["trace", &shown]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("holds no trace files; read from its flight recorder's rings"), "{err}");
+    let text = stdout(&out);
+    for w in 0..3 {
+        assert!(text.contains(&format!("SEND w={w} inc=0 ")), "worker {w}'s sends: {text:.300}");
+    }
+    assert!(text.contains("RECV "), "{text:.300}");
+    assert_eq!(rings(&dir), 3, "a reader leaves the rings as they are");
+    // Negative control: rings with no run file to say whose they are is one line, exit 2.
+    std::fs::remove_file(dir.join("resource.log")).unwrap();
+    let out = run(&["trace", &shown]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("holds the flight recorder's rings but no trace files, and neither its resource.log"),
+        "{err}"
+    );
+}
