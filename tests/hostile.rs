@@ -138,3 +138,43 @@ fn trace_reads_the_rings_a_killed_supervisor_left() {
         "{err}"
     );
 }
+
+#[test]
+fn a_worker_restarted_often_keeps_the_rings_of_its_last_lives_and_the_rest_are_counted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let out = run(&[
+        "run",
+        "--algo",
+        "none",
+        "-n",
+        "2",
+        "--duration",
+        "2",
+        "--nemesis",
+        "kill,restart",
+        "--nemesis-interval",
+        "20",
+        "--run-dir",
+        dir.to_str().unwrap(),
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let log = std::fs::read_to_string(dir.join("faults.log")).unwrap();
+    let restarts = log.lines().filter(|l| l.contains(" restart w=")).count();
+    assert!(restarts >= 10, "the plan restarted the workers {restarts} times");
+    // Before: every life's ring stayed until the end (a MiB each).
+    let line = err.lines().find(|l| l.contains("dropped the rings of")).unwrap_or_else(|| panic!("{err}"));
+    let dropped: usize =
+        line.split("dropped the rings of ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!(dropped > 0 && dropped <= restarts, "{line}");
+    assert!(line.ends_with("(each worker keeps the rings of its last 4 lives)"), "{line}");
+    for w in 0..2 {
+        let Ok(text) = std::fs::read_to_string(dir.join(format!("trace-w{w}.log"))) else { continue };
+        let mut lives: Vec<&str> =
+            text.lines().filter_map(|l| l.split(' ').find(|p| p.starts_with("inc="))).collect();
+        lives.sort();
+        lives.dedup();
+        assert!(lives.len() <= 4, "worker {w}'s trace holds lives {lives:?}");
+    }
+}

@@ -272,11 +272,11 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
         // Interrupted: what was written so far is the evidence; the error names the
         // directory, which is kept (in the store, if it goes there), with its trace.
         Err(RunError::Interrupted(_)) => {
-            keep_trace(opts, info, &dir.path);
+            keep_trace(opts, info, &dir.path, sup.procs.rings.dropped);
             return Err(RunError::Interrupted(file_kept(opts, &dir.path)));
         }
         Err(e) => {
-            keep_trace(opts, info, &dir.path);
+            keep_trace(opts, info, &dir.path, sup.procs.rings.dropped);
             return Err(e);
         }
     };
@@ -292,7 +292,7 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
         crate::trace::remove_rings(&dir.path);
         (dir.remove(&sockets), false)
     } else {
-        (true, keep_trace(opts, info, &dir.path).is_some())
+        (true, keep_trace(opts, info, &dir.path, sup.procs.rings.dropped).is_some())
     };
     let deadlocks = std::mem::take(&mut sup.deadlocks);
     let mut report = Report { run_dir_kept: kept, deadlocks, ..report };
@@ -326,9 +326,15 @@ fn file_kept(opts: &RunOpts, path: &std::path::Path) -> PathBuf {
 /// A kept run's message trace: the flight recorder's rings written out as trace files
 /// if the workers recorded there. Returns the pattern of the trace files' paths, if
 /// there are any.
-fn keep_trace(opts: &RunOpts, info: &AlgoInfo, dir: &Path) -> Option<String> {
+fn keep_trace(opts: &RunOpts, info: &AlgoInfo, dir: &Path, dropped: u64) -> Option<String> {
     for note in crate::trace::from_rings(dir, opts.workers, &opts.algo, info.body) {
         eprintln!("mutexlab: flight recorder: {note}");
+    }
+    if dropped > 0 {
+        eprintln!(
+            "mutexlab: flight recorder: dropped the rings of {dropped} older lives during the run (each worker keeps the rings of its last {} lives)",
+            crate::flight::LIVES_KEPT
+        );
     }
     let any = (0..opts.workers).any(|w| dir.join(crate::trace::file_name(w)).exists());
     any.then(|| dir.join("trace-w*.log").display().to_string())
