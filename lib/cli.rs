@@ -910,6 +910,12 @@ fn command(registry: Registry) -> Outcome {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
+    // Every command a person starts ends on SIGINT/SIGTERM with 130 within the grace; a
+    // worker has its own handlers, and the janitor and the echo live and die with a run.
+    if !matches!(cli.cmd, Cmd::Worker(_) | Cmd::Janitor | Cmd::Echo { .. }) {
+        crate::interrupt::install()
+            .map_err(|e| Error::failed(format!("cannot install the signal handler: {e}")))?;
+    }
     match cli.cmd {
         Cmd::Run(a) => cmd_run(a),
         Cmd::Elect(a) => cmd_elect(a),
@@ -1651,8 +1657,9 @@ fn cmd_check(a: CheckArgs) -> Outcome {
     if a.timer_fires.is_none() {
         opts.timer_fires = info.timer_fires;
     }
-    // SIGINT or SIGTERM stops the search where it is, and what it covered is reported.
-    crate::interrupt::install().map_err(Error::failed)?;
+    // SIGINT or SIGTERM stops the search where it is (it polls for it), and what it
+    // covered is reported within the grace.
+    let _hook = crate::interrupt::Hook::new(|| {}, None);
     // A progress line only for a person watching: a pipe or a test sees none.
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut progress = |p: &check::Progress| {
@@ -1751,7 +1758,19 @@ fn cmd_trace(a: TraceArgs) -> Outcome {
         None => supervisor::store::latest(std::path::Path::new(supervisor::store::STORE_DIR))
             .map_err(Error::usage)?,
     };
-    let (run_dir, output) = (run_dir.as_path(), a.output.as_deref());
+    // A run whose supervisor died before writing out the flight recorder: its rings.
+    let rings = trace::traces_from_rings(&run_dir)?;
+    if let Some((_, notes)) = &rings {
+        eprintln!(
+            "mutexlab: note: {} holds no trace files; read from its flight recorder's rings (each worker's last events)",
+            run_dir.display()
+        );
+        for note in notes {
+            eprintln!("mutexlab: note: flight recorder: {note}");
+        }
+    }
+    let run_dir = rings.as_ref().map_or(run_dir.as_path(), |(d, _)| d.path());
+    let output = a.output.as_deref();
     let part = Part { from: a.from, to: a.to, workers: a.workers.map(|w| w.0) };
     // Checked whole first (the same code as `audit` for input it cannot read), then
     // streamed: memory by the workers and the messages open at once, not the trace's size.

@@ -5,6 +5,8 @@
 //! asked for one. Without `--trace` the events go to a ring, not to the trace file: one
 //! file per worker and life in the run directory ([`ring_name`], `flight-w3-1.ring`), of
 //! [`RING_BYTES`] once made, of which each record overwrites the oldest when it is full.
+//! A worker keeps the rings of its last [`LIVES_KEPT`] lives ([`Kept`]), so a worker
+//! restarted often does not fill the disk with rings of lives long over.
 //! When the run fails or is kept, the supervisor turns the rings into the ordinary
 //! `trace-w<ID>.log` files (`trace::from_rings`); after a clean run not kept it deletes
 //! them unread.
@@ -48,7 +50,7 @@
 //! A record longer than a quarter of the ring is not recorded (it would push out
 //! everything else); records are tens of bytes and a ring is a MiB.
 
-use std::fs::{File, OpenOptions};
+use std::fs::OpenOptions;
 use std::io;
 use std::path::Path;
 use std::sync::atomic::{compiler_fence, Ordering};
@@ -81,6 +83,36 @@ pub fn ring_of(name: &str) -> Option<(u32, u32)> {
     let (w, inc) = name.strip_prefix("flight-w")?.strip_suffix(".ring")?.split_once('-')?;
     let num = |s: &str| s.parse::<u32>().ok().filter(|n| n.to_string() == s);
     Some((num(w)?, num(inc)?))
+}
+
+/// How many rings a worker keeps: one restarted more often keeps its newest lives'
+/// and loses the oldest's, so a run's rings take at most this many [`RING_BYTES`] per
+/// worker, however long it runs and however often it restarts.
+pub const LIVES_KEPT: usize = 4;
+
+/// The rings of each worker's lives on disk, oldest first, kept to [`LIVES_KEPT`].
+#[derive(Debug, Default)]
+pub struct Kept {
+    lives: std::collections::BTreeMap<u32, std::collections::VecDeque<u32>>,
+    /// Rings removed to make room, over the run.
+    pub dropped: u64,
+}
+
+impl Kept {
+    /// Worker `w`'s life `inc` starts in `run_dir`: make room for its ring, removing its
+    /// oldest. Lives are one after another, so every earlier one is over: one that made
+    /// no ring (killed before it could) never will, and takes no place.
+    pub fn starting(&mut self, run_dir: &Path, w: u32, inc: u32) {
+        let lives = self.lives.entry(w).or_default();
+        lives.retain(|&i| run_dir.join(ring_name(w, i)).symlink_metadata().is_ok());
+        while lives.len() >= LIVES_KEPT {
+            let old = lives.pop_front().expect("not empty");
+            if std::fs::remove_file(run_dir.join(ring_name(w, old))).is_ok() {
+                self.dropped += 1;
+            }
+        }
+        lives.push_back(inc);
+    }
 }
 
 /// A life's ring, mapped and being written.
@@ -215,7 +247,8 @@ fn split_record(bytes: &[u8]) -> Option<(usize, &[u8])> {
 
 /// Read the ring file at `path`, or say in one line why it is not one.
 pub fn read(path: &Path) -> Result<Contents, String> {
-    let file = File::open(path).map_err(|e| e.to_string())?;
+    // Not blocking, not following a link: anyone of the user's may have put a FIFO here.
+    let file = crate::files::open_regular(path).map_err(|e| e.to_string())?;
     let size = file.metadata().map_err(|e| e.to_string())?.len();
     if size < HEADER_BYTES {
         return Err(format!("{size} bytes, shorter than a ring's header"));
@@ -261,6 +294,29 @@ mod tests {
         {
             assert_eq!(ring_of(other), None, "{other}");
         }
+    }
+
+    #[test]
+    fn a_worker_keeps_the_rings_of_its_last_lives_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut kept = Kept::default();
+        // Worker 1 restarted 11 times (lives 0 to 11), worker 0 never. Lives 8 and 10
+        // were killed before they made a ring: they take no place.
+        for (w, lives) in [(0, 1), (1, 12)] {
+            for inc in 0..lives {
+                kept.starting(dir.path(), w, inc);
+                if !(w == 1 && (inc == 8 || inc == 10)) {
+                    Ring::create(&dir.path().join(ring_name(w, inc)), 64).unwrap();
+                }
+            }
+        }
+        let mut on_disk: Vec<(u32, u32)> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| ring_of(e.unwrap().file_name().to_str().unwrap()).unwrap())
+            .collect();
+        on_disk.sort();
+        assert_eq!(on_disk, [(0, 0), (1, 6), (1, 7), (1, 9), (1, 11)]);
+        assert_eq!(kept.dropped, 6, "each one dropped is counted");
     }
 
     #[test]

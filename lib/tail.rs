@@ -8,7 +8,6 @@
 //! over (the auditor reports it), so every worker the tail names is one of the run's.
 
 use std::collections::BTreeSet;
-use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
@@ -61,7 +60,7 @@ impl Tail {
     /// Read a chunk at a time, so memory stays bounded by [`CHUNK`] however much was
     /// added; a line longer than a chunk is no record, and is passed over.
     pub fn poll(&mut self) -> bool {
-        let mut f = match File::open(&self.path) {
+        let mut f = match crate::files::open_regular(&self.path) {
             Ok(f) => {
                 self.gone = false;
                 f
@@ -168,7 +167,7 @@ mod tests {
     fn follows_entries_and_the_holder_across_partial_lines() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r");
-        let mut f = File::create(&path).unwrap();
+        let mut f = std::fs::File::create(&path).unwrap();
         writeln!(f, "# mutexlab resource v1").unwrap();
         let mut t = Tail::new(&path, 2);
         assert!(!t.poll(), "a header is no progress");
@@ -190,7 +189,7 @@ mod tests {
     fn a_worker_outside_the_run_is_never_followed() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r");
-        let mut f = File::create(&path).unwrap();
+        let mut f = std::fs::File::create(&path).unwrap();
         writeln!(f, "# mutexlab resource v1").unwrap();
         writeln!(f, "ENTER w=0 e=1 fence=1:0 t=1\nENTER w=99 e=1 fence=2:99 t=2").unwrap();
         writeln!(f, "EXIT w=2 e=1 fence=2:2 read=0 value=1 t=3").unwrap();
@@ -207,7 +206,7 @@ mod tests {
     fn memory_is_bounded_by_a_chunk_and_an_overlong_line_is_passed_over() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r");
-        let mut f = File::create(&path).unwrap();
+        let mut f = std::fs::File::create(&path).unwrap();
         writeln!(f, "# mutexlab resource v1").unwrap();
         let mut t = Tail::new(&path, 2);
         // Half a line that is already longer than any record: passed over at once.
@@ -230,7 +229,7 @@ mod tests {
     fn a_dead_worker_is_never_the_holder() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r");
-        let mut f = File::create(&path).unwrap();
+        let mut f = std::fs::File::create(&path).unwrap();
         writeln!(f, "# mutexlab resource v1").unwrap();
         writeln!(f, "ENTER w=0 e=1 fence=1:0 t=1\nEXIT w=0 e=1 fence=1:0 read=0 value=1 t=2").unwrap();
         writeln!(f, "ENTER w=2 e=1 fence=2:2 t=3\nEXIT w=2 e=1 fence=2:2 read=1 value=2 t=4").unwrap();

@@ -819,7 +819,16 @@ pub const WRAPPED: &str = "# flight recorder:";
 /// for each ring that could not be read or written, and for records left out (a torn
 /// last one, or one whose message does not decode).
 pub fn from_rings(run_dir: &Path, workers: u32, algo: &str, decode: Decode) -> Vec<String> {
-    let mut notes = Vec::new();
+    let rings = rings_in(run_dir);
+    let notes = write_traces(&rings, run_dir, workers, algo, decode);
+    for (_, _, ring) in &rings {
+        let _ = std::fs::remove_file(ring);
+    }
+    notes
+}
+
+/// The flight recorder's rings in `run_dir`: worker, life and path, in that order.
+fn rings_in(run_dir: &Path) -> Vec<(u32, u32, PathBuf)> {
     let mut rings: Vec<(u32, u32, PathBuf)> = std::fs::read_dir(run_dir)
         .into_iter()
         .flatten()
@@ -830,11 +839,24 @@ pub fn from_rings(run_dir: &Path, workers: u32, algo: &str, decode: Decode) -> V
         })
         .collect();
     rings.sort();
+    rings
+}
+
+/// Write each worker's trace file into `out` from its `rings` (as [`rings_in`] gives
+/// them), unless it has one there already. Returns [`from_rings`]'s notes.
+fn write_traces(
+    rings: &[(u32, u32, PathBuf)],
+    out: &Path,
+    workers: u32,
+    algo: &str,
+    decode: Decode,
+) -> Vec<String> {
+    let mut notes = Vec::new();
     let mut at = 0;
     while at < rings.len() {
         let w = rings[at].0;
         let lives = rings[at..].iter().take_while(|r| r.0 == w).count();
-        let path = run_dir.join(file_name(w));
+        let path = out.join(file_name(w));
         if w < workers && !path.exists() {
             let header = Header { w, workers, algo };
             if let Err(e) = write_rings(&path, &header, &rings[at..at + lives], decode, &mut notes) {
@@ -843,10 +865,72 @@ pub fn from_rings(run_dir: &Path, workers: u32, algo: &str, decode: Decode) -> V
         }
         at += lives;
     }
-    for (_, _, ring) in &rings {
-        let _ = std::fs::remove_file(ring);
-    }
     notes
+}
+
+/// The most of a run file's first line read for its header.
+const HEADER_MAX: u64 = 4096;
+
+/// For a reader of a run directory that holds the flight recorder's rings and no trace
+/// file (its supervisor was killed before it wrote them out): the rings written out as
+/// trace files into a private temporary directory, left as they are in `run_dir`, and
+/// the notes of what could not be read. The run's algorithm and worker count come from
+/// its resource or leader file's header, the message decoder from the registry.
+/// `Ok(None)`: there is a trace file, or no ring.
+pub fn traces_from_rings(run_dir: &Path) -> Result<Option<(tempfile::TempDir, Vec<String>)>, TraceError> {
+    let io_err = |source| TraceError::Io { path: run_dir.to_path_buf(), source };
+    let mut any_trace = false;
+    for entry in std::fs::read_dir(run_dir).map_err(io_err)? {
+        any_trace |= entry.map_err(io_err)?.file_name().to_str().and_then(worker_of).is_some();
+    }
+    let rings = rings_in(run_dir);
+    if any_trace || rings.is_empty() {
+        return Ok(None);
+    }
+    let inconsistent = |why: String| {
+        TraceError::Inconsistent(format!(
+            "{} holds the flight recorder's rings but no trace files, and {why}",
+            run_dir.display()
+        ))
+    };
+    let (algo, workers) = run_header(run_dir).map_err(inconsistent)?;
+    let info = crate::registry::info(&algo).ok_or_else(|| {
+        inconsistent(format!("its run's algorithm {} is not one this mutexlab knows", clip(&algo)))
+    })?;
+    let out = tempfile::Builder::new()
+        .prefix("mutexlab-rings-")
+        .tempdir()
+        .map_err(|e| inconsistent(format!("no directory to write them out in: {e}")))?;
+    let notes = write_traces(&rings, out.path(), workers, &algo, info.body);
+    Ok(Some((out, notes)))
+}
+
+/// The algorithm and worker count a run directory's resource or leader file says in
+/// its header line, or why neither does.
+fn run_header(run_dir: &Path) -> Result<(String, u32), String> {
+    use std::io::Read as _;
+    let files = [
+        (crate::control::RESOURCE_FILE, crate::resource::HEADER),
+        (crate::control::LEADERS_FILE, crate::audit::LEADERS_HEADER),
+    ];
+    for (name, header) in files {
+        let Ok(f) = crate::files::open_regular(&run_dir.join(name)) else { continue };
+        let mut head = Vec::new();
+        if f.take(HEADER_MAX).read_to_end(&mut head).is_err() {
+            continue;
+        }
+        let first =
+            String::from_utf8_lossy(head.split(|&b| b == b'\n').next().unwrap_or_default()).into_owned();
+        let Some(rest) = first.strip_prefix(header) else { continue };
+        let word = |name: &str| rest.split(' ').find_map(|p| field(p, name)).map(str::to_string);
+        let algo = word("algo");
+        let workers =
+            word("workers").and_then(|n| n.parse::<u32>().ok()).filter(|&n| (1..=MAX_WORKERS).contains(&n));
+        if let (Some(algo), Some(workers)) = (algo, workers) {
+            return Ok((algo, workers));
+        }
+    }
+    Err(format!("neither its {} nor its {} names the run's algorithm and workers", files[0].0, files[1].0))
 }
 
 /// What a trace file's header line says.

@@ -20,6 +20,7 @@ mod external;
 mod failures;
 mod faults;
 mod handoff;
+mod hostile;
 mod impostors;
 mod permission;
 mod readers;

@@ -358,7 +358,7 @@ impl Faults {
     ) -> (u64, u64, u64) {
         let path = dir.join(control::FAULT_LOG);
         if self.log.is_none() {
-            self.log = std::fs::OpenOptions::new().create(true).append(true).open(&path).ok();
+            self.log = crate::files::open_writable(&path, true, true).ok();
         }
         let why = match why {
             RunError::Interrupted(_) => "interrupted".to_string(),

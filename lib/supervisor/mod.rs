@@ -118,14 +118,27 @@ enum Event {
     Signal,
 }
 
-/// Install the process's SIGINT/SIGTERM/SIGHUP handler ([`crate::interrupt`]).
+/// Install the process's SIGINT/SIGTERM/SIGHUP handler ([`crate::interrupt`]), once.
 fn install_signal_handler() -> Result<(), RunError> {
-    crate::interrupt::install().map_err(RunError::Failed)
+    crate::interrupt::install()
+        .map_err(|e| RunError::Failed(format!("cannot install the signal handler: {e}")))
 }
 
 /// A signal has come: the run ends, interrupted.
 fn interrupted() -> bool {
     crate::interrupt::requested()
+}
+
+/// While the run in `dir` lasts, a signal wakes its main loop through `tx` (the loop
+/// then sees [`interrupted`]) and the run stops in order; if that takes longer than the
+/// grace, the process ends anyway, naming where the directory was left.
+fn interrupt_hook(dir: &Path, tx: Sender<Event>) -> crate::interrupt::Hook {
+    crate::interrupt::Hook::new(
+        move || {
+            let _ = tx.send(Event::Signal);
+        },
+        Some(format!("run directory left at {}", dir.display())),
+    )
 }
 
 /// Run a whole experiment of either service and audit its evidence: a mutual-exclusion
@@ -173,6 +186,9 @@ pub const HANDOVER: Duration = Duration::from_millis(250);
 /// removed after a clean run unless `--keep`; the report says whether it was kept.
 fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     let info = validate(opts)?;
+    if let (Some(store), None) = (&opts.store, &opts.run_dir) {
+        store::check(store).map_err(RunError::Usage)?;
+    }
     limits::make_room(opts.workers)?;
     if let Some(warning) = limits::beyond_measured(info, opts.workers) {
         eprintln!("{warning}");
@@ -184,6 +200,8 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     let _janitor = janitor::Janitor::start(&opts.exe, &dir).inspect_err(|_| {
         dir.remove(&[]);
     })?;
+    let (tx, rx) = mpsc::channel();
+    let _hook = interrupt_hook(&dir.path, tx.clone());
     let resource_path = dir.path.join(control::RESOURCE_FILE);
     let made = if let Evidence::Leaders(_) = evidence {
         // A handover takes up to a reply's time: the auditor allows that, if longer.
@@ -214,18 +232,13 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
         dir.remove(&[]);
         return Err(RunError::Usage(format!("cannot create {}: {e}", path.display())));
     }
-    let (tx, rx) = mpsc::channel();
-    let mut sup = match Supervisor::new(opts, info, &dir.path, tx.clone(), rx) {
+    let mut sup = match Supervisor::new(opts, info, &dir.path, tx, rx) {
         Ok(s) => s,
         Err(e) => {
             dir.remove(&[]);
             return Err(e);
         }
     };
-    // A signal wakes the main loop, which waits on this channel.
-    crate::interrupt::set_hook(Some(Box::new(move || {
-        let _ = tx.send(Event::Signal);
-    })));
     let result = sup.drive();
     // When the run ended: the failure was detected (before any diagnosis), or now.
     let ended =
@@ -240,7 +253,6 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     // Whoever was inside or waiting was cut short by the end of the run, not by a crash.
     // Stamped once every worker is gone, so it follows every record.
     let teardown = result.as_ref().err().map(|e| sup.teardown(e, ended));
-    crate::interrupt::set_hook(None);
     let sockets = sup.procs.sockets();
     dir.remove_sockets(&sockets);
 
@@ -250,11 +262,11 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
         // Interrupted: what was written so far is the evidence; the error names the
         // directory, which is kept (in the store, if it goes there), with its trace.
         Err(RunError::Interrupted(_)) => {
-            keep_trace(opts, info, &dir.path);
+            keep_trace(opts, info, &dir.path, sup.procs.rings.dropped);
             return Err(RunError::Interrupted(file_kept(opts, &dir.path)));
         }
         Err(e) => {
-            keep_trace(opts, info, &dir.path);
+            keep_trace(opts, info, &dir.path, sup.procs.rings.dropped);
             return Err(e);
         }
     };
@@ -270,7 +282,7 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
         crate::trace::remove_rings(&dir.path);
         (dir.remove(&sockets), false)
     } else {
-        (true, keep_trace(opts, info, &dir.path).is_some())
+        (true, keep_trace(opts, info, &dir.path, sup.procs.rings.dropped).is_some())
     };
     let deadlocks = std::mem::take(&mut sup.deadlocks);
     let mut report = Report { run_dir_kept: kept, deadlocks, ..report };
@@ -304,9 +316,15 @@ fn file_kept(opts: &RunOpts, path: &std::path::Path) -> PathBuf {
 /// A kept run's message trace: the flight recorder's rings written out as trace files
 /// if the workers recorded there. Returns the pattern of the trace files' paths, if
 /// there are any.
-fn keep_trace(opts: &RunOpts, info: &AlgoInfo, dir: &Path) -> Option<String> {
+fn keep_trace(opts: &RunOpts, info: &AlgoInfo, dir: &Path, dropped: u64) -> Option<String> {
     for note in crate::trace::from_rings(dir, opts.workers, &opts.algo, info.body) {
         eprintln!("mutexlab: flight recorder: {note}");
+    }
+    if dropped > 0 {
+        eprintln!(
+            "mutexlab: flight recorder: dropped the rings of {dropped} older lives during the run (each worker keeps the rings of its last {} lives)",
+            crate::flight::LIVES_KEPT
+        );
     }
     let any = (0..opts.workers).any(|w| dir.join(crate::trace::file_name(w)).exists());
     any.then(|| dir.join("trace-w*.log").display().to_string())
@@ -411,10 +429,11 @@ impl<'a> Supervisor<'a> {
         // A replay's crashes and its end are faults of the log too.
         if self.faults.planned() || self.opts.replay.is_some() {
             let path = self.dir.join(control::FAULT_LOG);
-            let f = std::fs::File::create(&path)
+            let f = crate::files::open_writable(&path, true, false)
                 .map_err(|e| RunError::Failed(format!("cannot create {}: {e}", path.display())))?;
             self.faults.log_to(f);
-            let _ = std::fs::write(self.dir.join(control::PLAN_FILE), self.opts.plan.to_string());
+            let _ = crate::files::open_writable(&self.dir.join(control::PLAN_FILE), true, false)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, self.opts.plan.to_string().as_bytes()));
         }
         self.started = Some(Instant::now());
         self.progress.progressed();
@@ -422,9 +441,7 @@ impl<'a> Supervisor<'a> {
             // The auditor times the first election from here.
             let path = self.dir.join(control::LEADERS_FILE);
             let line = format!("START t={}\n", resource::monotonic_ns());
-            std::fs::OpenOptions::new()
-                .append(true)
-                .open(&path)
+            crate::files::open_writable(&path, false, true)
                 .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()))
                 .map_err(|e| RunError::Failed(format!("cannot write {}: {e}", path.display())))?;
         }
@@ -1096,7 +1113,8 @@ impl Supervisor<'_> {
         // page just draws no stall.
         let record = StallRecord { t: now, diagnosis: text.clone(), deadlocks: self.deadlocks.clone() };
         if let Ok(json) = serde_json::to_string(&record) {
-            let _ = std::fs::write(self.dir.join(STALL_FILE), json);
+            let _ = crate::files::open_writable(&self.dir.join(STALL_FILE), true, false)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, json.as_bytes()));
         }
         Ok(Some(text))
     }

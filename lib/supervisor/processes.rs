@@ -123,6 +123,8 @@ pub(super) struct Processes {
     strays: Strays,
     /// The run directory.
     dir: PathBuf,
+    /// The flight recorder's rings on disk, kept to the last few lives of each worker.
+    pub(super) rings: crate::flight::Kept,
 }
 
 impl Processes {
@@ -139,6 +141,7 @@ impl Processes {
             secret,
             strays: Strays::default(),
             dir: dir.to_path_buf(),
+            rings: crate::flight::Kept::default(),
         })
     }
 
@@ -307,6 +310,9 @@ impl Processes {
         incarnation: u32,
         start_entry: u64,
     ) -> Result<(), RunError> {
+        // The life `LIVES_KEPT` back is over: its ring goes, so that the rings stay bounded
+        // however often the worker restarts.
+        self.rings.starting(&self.dir, id as u32, incarnation);
         let (pid, conn) = self.spawn(opts, started, id as u32, incarnation, start_entry)?;
         let slot = Slot { conn: Some(conn), ..Slot::new(pid, incarnation) };
         if id < self.slots.len() {
