@@ -49,8 +49,9 @@
 //! ends the search of an algorithm whose timers fire without end); a state only that
 //! bound stops is counted, not judged as terminal. [`CheckOpts::forget`] lets nodes
 //! clear dead fields. Limits:
-//! [`CheckOpts::max_states`], [`CheckOpts::max_seconds`] and [`CheckOpts::max_depth`]; a
-//! search cut short says why. The summary gives states, transitions, depth, time and
+//! [`CheckOpts::max_states`], [`CheckOpts::max_seconds`], [`CheckOpts::max_memory`] and
+//! [`CheckOpts::max_depth`], and a signal ([`crate::interrupt`]); a search cut short says
+//! why, and reports what it covered. The summary gives states, transitions, depth, time and
 //! the process's peak memory.
 
 use std::time::Instant;
@@ -61,7 +62,10 @@ use crate::algorithm::{Config, Node, PeerId, ServiceKind};
 use crate::sim::record::{Recorder, RunFiles};
 use crate::sim::{Choice, Failure, SimApps, SimService, World};
 
+mod memory;
 mod search;
+
+pub use memory::default_bound as default_max_memory;
 
 /// What to check: the size of the model and the world's knobs, and the search's limits.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -76,6 +80,11 @@ pub struct CheckOpts {
     /// Stop after this many seconds.
     #[serde(default = "CheckOpts::default_max_seconds")]
     pub max_seconds: f64,
+    /// Stop when the process's resident memory reaches this many bytes (`None`: four
+    /// fifths of what the machine had available at the start). A bound of the machine
+    /// running the search, so a counterexample file does not carry it.
+    #[serde(skip)]
+    pub max_memory: Option<u64>,
     /// Any message in flight on a channel may be delivered first.
     #[serde(default)]
     pub non_fifo: bool,
@@ -161,6 +170,7 @@ impl CheckOpts {
             entries,
             max_states: CheckOpts::default_max_states(),
             max_seconds: CheckOpts::default_max_seconds(),
+            max_memory: None,
             non_fifo: false,
             crashes: 0,
             stale_timers: false,
@@ -479,7 +489,10 @@ impl CheckReport {
             self.states_per_second()
         ));
         match (&self.cut_short, &self.violation) {
-            (Some(why), _) => s.push_str(&format!("search: cut short ({why}), {how}\n")),
+            (Some(why), _) => s.push_str(&format!(
+                "search: incomplete, cut short ({why}), {how}; what follows holds of the {} states reached, not of all\n",
+                self.states
+            )),
             (None, Some(_)) => s.push_str(&format!("search: stopped at the first violation, {how}\n")),
             (None, None) => s.push_str(&format!("search: complete, {how}\n")),
         }
@@ -680,10 +693,11 @@ where
     let started = Instant::now();
     let threads = if opts.dfs { 1 } else { opts.threads.max(1) };
     let how = search::Search::new(service, opts, invariants);
+    let mut limits = search::Limits::new(opts, started);
     let found = if opts.dfs {
-        search::dfs::<N>(&how, started, progress)
+        search::dfs::<N>(&how, &mut limits, progress)
     } else {
-        search::bfs::<N>(&how, threads as usize, started, progress)
+        search::bfs::<N>(&how, threads as usize, &mut limits, progress)
     };
     let counted = service == ServiceKind::Mutex;
     let most_bypasses = found.most_bypasses;

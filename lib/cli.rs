@@ -811,6 +811,10 @@ struct CheckArgs {
     /// Stop after this many seconds.
     #[arg(long, default_value_t = 60.0, allow_negative_numbers = true)]
     max_seconds: f64,
+    /// Stop when the search holds this many MB (default: 4/5 of the memory available
+    /// at the start); what it covered is reported, as for every other limit.
+    #[arg(long, value_name = "MB", allow_negative_numbers = true)]
+    max_memory: Option<i64>,
     /// Any message in flight on a channel may be delivered first (no FIFO channels).
     #[arg(long)]
     non_fifo: bool,
@@ -909,8 +913,7 @@ fn command(registry: Registry) -> Outcome {
     // Every command a person starts ends on SIGINT/SIGTERM with 130 within the grace; a
     // worker has its own handlers, and the janitor and the echo live and die with a run.
     if !matches!(cli.cmd, Cmd::Worker(_) | Cmd::Janitor | Cmd::Echo { .. }) {
-        crate::interrupt::install()
-            .map_err(|e| Error::failed(format!("cannot install the signal handler: {e}")))?;
+        crate::interrupt::install().map_err(Error::failed)?;
     }
     match cli.cmd {
         Cmd::Run(a) => cmd_run(a),
@@ -1575,6 +1578,11 @@ fn check_opts(a: &CheckArgs) -> Result<check::CheckOpts, Error> {
     let max_depth =
         a.max_depth.map(|d| within("--max-depth", d, 0, u32::MAX as i64)).transpose()?.map(|d| d as u32);
     let threads = within("--threads", a.threads, 1, 256)? as u32;
+    let max_memory = a
+        .max_memory
+        .map(|m| within("--max-memory", m, 1, 1 << 30))
+        .transpose()?
+        .map(|m| m as u64 * 1_000_000);
     if a.dfs && threads > 1 {
         return Err(Error::usage("--threads is for breadth-first search; --dfs runs on one thread"));
     }
@@ -1593,6 +1601,7 @@ fn check_opts(a: &CheckArgs) -> Result<check::CheckOpts, Error> {
         entries,
         max_states,
         max_seconds: a.max_seconds,
+        max_memory,
         non_fifo: a.non_fifo,
         crashes,
         stale_timers: a.stale_timers,
@@ -1647,6 +1656,9 @@ fn cmd_check(a: CheckArgs) -> Outcome {
     if a.timer_fires.is_none() {
         opts.timer_fires = info.timer_fires;
     }
+    // SIGINT or SIGTERM stops the search where it is, and what it covered is reported.
+    crate::interrupt::install().map_err(Error::failed)?;
+    crate::interrupt::wind_down();
     // A progress line only for a person watching: a pipe or a test sees none.
     let tty = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let mut progress = |p: &check::Progress| {
@@ -1677,7 +1689,19 @@ fn cmd_check(a: CheckArgs) -> Outcome {
             None => eprintln!("no counterexample: nothing written to {shown}"),
         }
     }
-    Ok(if r.violation.is_some() { Verdict::Fail } else { Verdict::Pass })
+    // A violation stands however the search ended; without one, a search that did not
+    // cover every state has no verdict (exit 4), or was interrupted (130).
+    Ok(match (&r.violation, &r.cut_short) {
+        (Some(_), _) => Verdict::Fail,
+        (None, None) => Verdict::Pass,
+        (None, Some(_)) if crate::interrupt::requested() => {
+            return Err(Error::new(
+                Kind::Interrupted,
+                "interrupted: the search stopped; the report above covers what it reached",
+            ))
+        }
+        (None, Some(_)) => Verdict::Inconclusive,
+    })
 }
 
 fn cmd_replay(a: ReplayArgs) -> Outcome {

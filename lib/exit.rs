@@ -133,18 +133,6 @@ pub const DOCUMENTED: [(u8, &str); 6] = [
 /// End a command: write an error's line as `who: line` on stderr, and give the exit code
 /// [`code`] maps the outcome to.
 pub fn finish(outcome: Outcome, who: &str) -> ExitCode {
-    let outcome = match outcome {
-        Err(e) if e.kind == Kind::Interrupted => Err(e),
-        // A signal came, and the command ended anyway before the grace was out: what it
-        // had to say is said, and the exit code is the signal's.
-        other if crate::interrupt::requested() => {
-            if let Err(e) = other {
-                e.say(who);
-            }
-            Err(Error::new(Kind::Interrupted, "interrupted"))
-        }
-        other => other,
-    };
     let code = code(&outcome);
     if let Err(e) = outcome {
         e.say(who);

@@ -1,84 +1,57 @@
-//! SIGINT and SIGTERM, for every command: each ends it within [`GRACE`], exit 130.
+//! SIGINT, SIGTERM and SIGHUP, owned once per process. `ctrlc` allows one handler a
+//! process, and a command may both search and run workers (a lab's grader), so the
+//! handler lives here, below everything that wants to hear of a signal: it raises one
+//! flag that long loops poll ([`requested`]), and calls the hook the current run has set
+//! ([`set_hook`]), which wakes a loop that waits on a channel rather than polls.
 //!
-//! One handler for the process ([`install`], through `ctrlc`, which must be the only
-//! owner of these signals in a process). A command that winds down in order when
-//! interrupted (a run stops its workers and keeps its directory) holds a [`Hook`]: the
-//! first signal calls it and sets [`requested`], which the command's loop reads, and
-//! the command has [`GRACE`] to finish. A command with no hook, a second signal, or a
-//! command still going after the grace (blocked in a system call, say) ends at once
-//! with one line and exit 130, without waiting for anything more. A command that
-//! finished its work after the signal still exits 130 ([`crate::exit::finish`]).
+//! Every command ends on a signal with 130, within [`GRACE`]: one that winds down in
+//! order (a run with its hook set, a search that said so with [`wind_down`]) has the
+//! grace to end itself; any other, a second signal, or one still going after the grace
+//! (blocked in a system call, say) ends at once with one line and exit 130.
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-/// How long a command that holds a [`Hook`] has, after the first signal, to end itself.
+/// How long a command that winds down in order has, after the first signal, to end.
 pub const GRACE: Duration = Duration::from_secs(3);
 
 static REQUESTED: AtomicBool = AtomicBool::new(false);
+static WINDS_DOWN: AtomicBool = AtomicBool::new(false);
 static SIGNALS: AtomicU32 = AtomicU32::new(0);
 
-/// What a signal calls, and what the line of an ending forced after the grace adds.
-struct Registered {
-    notify: Box<dyn Fn() + Send>,
-    left: Option<String>,
+/// What to call on a signal besides raising the flag.
+type Hook = Box<dyn Fn() + Send>;
+
+fn hook() -> &'static Mutex<Option<Hook>> {
+    static HOOK: OnceLock<Mutex<Option<Hook>>> = OnceLock::new();
+    HOOK.get_or_init(|| Mutex::new(None))
 }
 
-fn slot() -> &'static Mutex<Option<Registered>> {
-    static SLOT: OnceLock<Mutex<Option<Registered>>> = OnceLock::new();
-    SLOT.get_or_init(|| Mutex::new(None))
-}
-
-/// Install the process's SIGINT/SIGTERM/SIGHUP handler, once; later calls return the
-/// first one's result.
+/// Install the handler, once per process; later calls return the first one's result.
 pub fn install() -> Result<(), String> {
     static INSTALLED: OnceLock<Result<(), String>> = OnceLock::new();
-    INSTALLED.get_or_init(|| ctrlc::set_handler(on_signal).map_err(|e| e.to_string())).clone()
+    INSTALLED
+        .get_or_init(|| {
+            ctrlc::set_handler(on_signal).map_err(|e| format!("cannot install the signal handler: {e}"))
+        })
+        .clone()
 }
 
-/// Whether SIGINT or SIGTERM has come.
-pub fn requested() -> bool {
-    REQUESTED.load(Ordering::SeqCst)
-}
-
-/// While alive, a signal calls `notify` (from the handler's thread) instead of ending
-/// the process at once, and the command has [`GRACE`] to end itself. `left` is what a
-/// forced ending adds to its line (where the run's directory was left, say).
-pub struct Hook(());
-
-impl Hook {
-    /// Register `notify`, in place of any hook before it.
-    pub fn new(notify: impl Fn() + Send + 'static, left: Option<String>) -> Hook {
-        *lock() = Some(Registered { notify: Box::new(notify), left });
-        if requested() {
-            // The signal came before the hook: the command learns of it as it starts.
-            if let Some(r) = lock().as_ref() {
-                (r.notify)();
-            }
-        }
-        Hook(())
-    }
-}
-
-impl Drop for Hook {
-    fn drop(&mut self) {
-        *lock() = None;
-    }
-}
-
-fn lock() -> std::sync::MutexGuard<'static, Option<Registered>> {
-    slot().lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The handler (`ctrlc` calls it on a thread of its own, so it may block and exit).
+/// The handler (`ctrlc` calls it on a thread of its own, so it may sleep and exit).
 fn on_signal() {
     REQUESTED.store(true, Ordering::SeqCst);
     if SIGNALS.fetch_add(1, Ordering::SeqCst) > 0 {
         force("interrupted again; stopped at once");
     }
-    let hooked = lock().as_ref().map(|r| (r.notify)()).is_some();
-    if !hooked {
+    let hooked = match hook().lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        Some(h) => {
+            h();
+            true
+        }
+        None => false,
+    };
+    if !hooked && !WINDS_DOWN.load(Ordering::SeqCst) {
         force("interrupted");
     }
     std::thread::spawn(|| {
@@ -92,11 +65,23 @@ fn on_signal() {
 
 /// End the process now: one line, exit 130.
 fn force(why: &str) -> ! {
-    // `try_lock`: the main thread may hold the slot; the line goes without its addition.
-    let left = slot().try_lock().ok().and_then(|r| r.as_ref().and_then(|r| r.left.clone()));
-    match left {
-        Some(left) => eprintln!("mutexlab: {why}; {left}"),
-        None => eprintln!("mutexlab: {why}"),
-    }
+    eprintln!("mutexlab: {why}");
     std::process::exit(130)
+}
+
+/// A signal has come since the process started.
+pub fn requested() -> bool {
+    REQUESTED.load(Ordering::SeqCst)
+}
+
+/// Call `h` on every signal from now on (`None`: nothing more than the flag). While a
+/// hook is set, a signal leaves the command [`GRACE`] to end itself.
+pub fn set_hook(h: Option<Hook>) {
+    *hook().lock().unwrap_or_else(|e| e.into_inner()) = h;
+}
+
+/// This command polls [`requested`] and ends itself in order (with a partial report,
+/// say): a signal leaves it [`GRACE`] to, instead of ending it at once.
+pub fn wind_down() {
+    WINDS_DOWN.store(true, Ordering::SeqCst);
 }

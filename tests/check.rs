@@ -1,5 +1,6 @@
 //! `mutexlab check`: the exhaustive search from the command line, its summary and its
-//! exit codes (0 every property held, 1 one violated, 2 bad arguments).
+//! exit codes (0 every property held, 1 one violated, 2 bad arguments, 4 cut short by a
+//! limit with nothing violated, 130 interrupted).
 
 use crate::common::*;
 
@@ -59,8 +60,97 @@ fn json_names_each_property_and_the_counterexample_choices() {
 #[test]
 fn a_limit_cuts_the_search_short_and_the_summary_says_why() {
     let out = run(&["check", "--algo", "ricart-agrawala", "-n", "3", "--max-states", "50"]);
-    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert!(stdout(&out).contains("search: cut short (--max-states 50 reached)"), "{}", stdout(&out));
+    assert_eq!(out.status.code(), Some(4), "inconclusive, not a pass: {}", stderr(&out));
+    assert!(
+        stdout(&out).contains(
+            "search: incomplete, cut short (--max-states 50 reached), breadth-first; what follows holds of the 50 states reached, not of all"
+        ),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn the_memory_bound_stops_the_search_with_what_it_covered() {
+    // A bound below what the process holds at the start: the first look stops it.
+    let out = run(&["check", "--algo", "ricart-agrawala", "-n", "4", "--max-memory", "1", "--json"]);
+    assert_eq!(out.status.code(), Some(4), "{}", stderr(&out));
+    let j = json(&out);
+    assert_eq!(j["complete"], false);
+    let why = j["cut_short"].as_str().unwrap();
+    assert!(why.starts_with("memory bound: ") && why.ends_with("the bound is 1 MB (--max-memory)"), "{why}");
+    assert!(j["states"].as_u64().unwrap() >= 1, "{j}");
+    let out = run(&["check", "--algo", "ricart-agrawala", "--max-memory", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("--max-memory must be between 1 and"), "{}", stderr(&out));
+}
+
+#[test]
+fn an_address_space_limit_ends_the_search_cleanly_not_in_the_allocator() {
+    // About 10 KB a state at n = 16: with `ulimit -v` at 300 MB the allocator failed and
+    // the process aborted with a backtrace (exit 134) before the search stopped itself.
+    let exe = assert_cmd::cargo::cargo_bin("mutexlab");
+    let script = format!(
+        "ulimit -v 300000 && exec '{}' check --algo ricart-agrawala -n 16 -k 1000 --max-seconds 600",
+        exe.display()
+    );
+    let mut c = assert_cmd::Command::new("sh");
+    let out = c.args(["-c", &script]).timeout(PATIENCE).output().unwrap();
+    let (s, e) = (stdout(&out), stderr(&out));
+    assert_eq!(out.status.code(), Some(4), "{s}{e}");
+    assert!(s.contains("search: incomplete, cut short (memory bound: ") && s.contains("`ulimit -v`"), "{s}");
+    assert!(s.contains("mutual exclusion       held on "), "{s}");
+    assert!(!e.contains("memory allocation") && !e.contains("panicked"), "{e}");
+}
+
+/// A child process killed and reaped however the test ends.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Whether process `pid` has a handler for signal `sig` (its `SigCgt` mask says so).
+fn catches(pid: u32, sig: i32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let mask = status.lines().find_map(|l| l.strip_prefix("SigCgt:")).map(str::trim).unwrap_or("0");
+    u64::from_str_radix(mask, 16).is_ok_and(|m| m & (1 << (sig - 1)) != 0)
+}
+
+#[test]
+fn sigterm_and_sigint_stop_a_search_with_its_partial_report_and_exit_130() {
+    use nix::sys::signal::Signal;
+    use std::io::Read;
+    for sig in [Signal::SIGTERM, Signal::SIGINT] {
+        // A search of minutes (1.4 million states).
+        let child = mutexlab()
+            .args(["check", "--algo", "ricart-agrawala", "-n", "4", "--max-states", "100000000"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut child = Reaped(child);
+        let pid = child.0.id();
+        wait_for("check's signal handler", || catches(pid, sig as i32));
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig).unwrap();
+        let asked = std::time::Instant::now();
+        let status = child.0.wait().unwrap();
+        let took = asked.elapsed();
+        let (mut s, mut e) = (String::new(), String::new());
+        child.0.stdout.take().unwrap().read_to_string(&mut s).unwrap();
+        child.0.stderr.take().unwrap().read_to_string(&mut e).unwrap();
+        assert_eq!(status.code(), Some(130), "{sig}: {s}{e}");
+        assert!(took < std::time::Duration::from_secs(10), "{sig}: {took:?}");
+        assert!(s.contains("search: incomplete, cut short (interrupted by a signal)"), "{sig}: {s}");
+        assert!(s.contains("mutual exclusion       held on "), "{sig}: {s}");
+        assert!(
+            e.contains("interrupted: the search stopped; the report above covers what it reached"),
+            "{e}"
+        );
+    }
 }
 
 #[test]
@@ -237,8 +327,12 @@ fn a_timer_algorithm_is_checked_within_its_timer_budget_unless_told_otherwise() 
         "--max-states",
         "5000",
     ]);
-    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    assert!(stdout(&out).contains("search: cut short (--max-states 5000 reached)"), "{}", stdout(&out));
+    assert_eq!(out.status.code(), Some(4), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("search: incomplete, cut short (--max-states 5000 reached)"),
+        "{}",
+        stdout(&out)
+    );
     assert!(!stdout(&out).contains("timer bound"), "{}", stdout(&out));
     // An algorithm without timers has no bound by default.
     let out = run(&["check", "--algo", "ricart-agrawala", "-n", "2"]);

@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use super::memory;
 use super::{bypass_step, initial, judge, CheckOpts, Counts, Invariant, Progress, Property, COUNTED};
 use crate::algorithm::{Node, ServiceKind};
 use crate::sim::{Choice, Failure, SimService, World, WorldEvent};
@@ -116,6 +117,32 @@ impl Outcome {
                 Some(item)
             }
         }
+    }
+}
+
+/// What a search watches as it goes, besides its state count: the time, the memory
+/// and a signal. Each ends it with a partial report that says which stopped it.
+pub(super) struct Limits {
+    started: Instant,
+    max_seconds: f64,
+    memory: memory::Bound,
+}
+
+impl Limits {
+    /// The limits `opts` set, from `started`.
+    pub(super) fn new(opts: &CheckOpts, started: Instant) -> Limits {
+        Limits { started, max_seconds: opts.max_seconds, memory: memory::Bound::new(opts.max_memory) }
+    }
+
+    /// Why the search must stop now, if it must.
+    fn reached(&mut self, now: Instant) -> Option<String> {
+        if crate::interrupt::requested() {
+            return Some("interrupted by a signal".into());
+        }
+        if now.duration_since(self.started).as_secs_f64() >= self.max_seconds {
+            return Some(format!("--max-seconds {} reached", self.max_seconds));
+        }
+        self.memory.reached()
     }
 }
 
@@ -320,7 +347,7 @@ const BATCH: usize = 64;
 pub(super) fn bfs<N: Node>(
     how: &Search<'_, N>,
     threads: usize,
-    started: Instant,
+    limits: &mut Limits,
     progress: &mut dyn FnMut(&Progress),
 ) -> Outcome
 where
@@ -351,7 +378,7 @@ where
     shared.at_timer_bound.store(out.at_timer_bound, Relaxed);
     shared.pending.store(level.len() as u64, Relaxed);
     let mut depth = 0u32;
-    let mut last_progress = started;
+    let mut last_progress = limits.started;
     while !level.is_empty() && !shared.stop.load(Relaxed) {
         if opts.max_depth == Some(depth) {
             shared.cut(format!("--max-depth {depth} reached; {} states there not expanded", level.len()));
@@ -365,7 +392,8 @@ where
             let helpers: Vec<_> = (1..threads)
                 .map(|_| s.spawn(move || expand(how, todo, depth, visited, shared_ref, None)))
                 .collect();
-            let mut watch = Watch { started, last: &mut last_progress, progress: &mut *progress };
+            let mut watch =
+                Watch { limits: &mut *limits, last: &mut last_progress, progress: &mut *progress };
             nexts.push(expand(how, todo, depth, visited, shared_ref, Some(&mut watch)));
             for h in helpers {
                 match h.join() {
@@ -375,7 +403,10 @@ where
                 }
             }
         });
-        level = Vec::with_capacity(nexts.iter().map(Vec::len).sum());
+        // The longest share is the next level's vector, not copied: a second vector as
+        // long as the level would double its memory for a moment.
+        let longest = (0..nexts.len()).max_by_key(|&i| nexts[i].len()).unwrap_or(0);
+        level = if nexts.is_empty() { Vec::new() } else { nexts.swap_remove(longest) };
         for next in nexts {
             level.extend(next);
         }
@@ -397,9 +428,9 @@ where
     out
 }
 
-/// The calling thread's duty besides its share of the work: the time limit and progress.
+/// The calling thread's duty besides its share of the work: the limits and progress.
 struct Watch<'a> {
-    started: Instant,
+    limits: &'a mut Limits,
     last: &'a mut Instant,
     progress: &'a mut dyn FnMut(&Progress),
 }
@@ -469,9 +500,9 @@ where
         }
         if let Some(w) = watch.as_deref_mut() {
             let now = Instant::now();
-            let seconds = now.duration_since(w.started).as_secs_f64();
-            if seconds >= opts.max_seconds {
-                shared.cut(format!("--max-seconds {} reached", opts.max_seconds));
+            let seconds = now.duration_since(w.limits.started).as_secs_f64();
+            if let Some(why) = w.limits.reached(now) {
+                shared.cut(why);
                 break;
             }
             if now.duration_since(*w.last) >= Duration::from_secs(1) {
@@ -505,7 +536,7 @@ where
 /// `opts.max_depth`.
 pub(super) fn dfs<N: Node>(
     how: &Search<'_, N>,
-    started: Instant,
+    limits: &mut Limits,
     progress: &mut dyn FnMut(&Progress),
 ) -> Outcome
 where
@@ -527,7 +558,7 @@ where
         not_expanded = stack.len() as u64;
         stack.clear();
     }
-    let mut last_progress = started;
+    let mut last_progress = limits.started;
     while !stack.is_empty() {
         let depth = stack.len() as u32;
         let top = stack.last_mut().expect("not empty");
@@ -580,9 +611,9 @@ where
         }
         if out.transitions.is_multiple_of(1024) {
             let now = Instant::now();
-            let seconds = now.duration_since(started).as_secs_f64();
-            if seconds >= opts.max_seconds {
-                out.cut_short = Some(format!("--max-seconds {} reached", opts.max_seconds));
+            let seconds = now.duration_since(limits.started).as_secs_f64();
+            if let Some(why) = limits.reached(now) {
+                out.cut_short = Some(why);
                 return out;
             }
             if now.duration_since(last_progress) >= Duration::from_secs(1) {

@@ -43,9 +43,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
-use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
@@ -120,33 +118,14 @@ enum Event {
     Signal,
 }
 
-/// The current run's event channel, for the process-wide signal handler.
-fn signal_slot() -> &'static Mutex<Option<Sender<Event>>> {
-    static SLOT: OnceLock<Mutex<Option<Sender<Event>>>> = OnceLock::new();
-    SLOT.get_or_init(|| Mutex::new(None))
-}
-
-static INTERRUPTED: AtomicBool = AtomicBool::new(false);
-
-/// Install the process's SIGINT/SIGTERM/SIGHUP handler ([`crate::interrupt`]), once.
+/// Install the process's SIGINT/SIGTERM/SIGHUP handler ([`crate::interrupt`]).
 fn install_signal_handler() -> Result<(), RunError> {
-    crate::interrupt::install()
-        .map_err(|e| RunError::Failed(format!("cannot install the signal handler: {e}")))
+    crate::interrupt::install().map_err(RunError::Failed)
 }
 
-/// While the run in `dir` lasts, a signal stops it in order (the loop sees
-/// [`INTERRUPTED`], or the event wakes it); if that takes longer than the grace, the
-/// process ends anyway, naming where the directory was left.
-fn interrupt_hook(dir: &Path) -> crate::interrupt::Hook {
-    crate::interrupt::Hook::new(
-        || {
-            INTERRUPTED.store(true, Ordering::SeqCst);
-            if let Some(tx) = signal_slot().lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-                let _ = tx.send(Event::Signal);
-            }
-        },
-        Some(format!("run directory left at {}", dir.display())),
-    )
+/// A signal has come: the run ends, interrupted.
+fn interrupted() -> bool {
+    crate::interrupt::requested()
 }
 
 /// Run a whole experiment of either service and audit its evidence: a mutual-exclusion
@@ -208,7 +187,6 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     let _janitor = janitor::Janitor::start(&opts.exe, &dir).inspect_err(|_| {
         dir.remove(&[]);
     })?;
-    let _hook = interrupt_hook(&dir.path);
     let resource_path = dir.path.join(control::RESOURCE_FILE);
     let made = if let Evidence::Leaders(_) = evidence {
         // A handover takes up to a reply's time: the auditor allows that, if longer.
@@ -247,7 +225,10 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
             return Err(e);
         }
     };
-    *signal_slot().lock().unwrap_or_else(|e| e.into_inner()) = Some(tx);
+    // A signal wakes the main loop, which waits on this channel.
+    crate::interrupt::set_hook(Some(Box::new(move || {
+        let _ = tx.send(Event::Signal);
+    })));
     let result = sup.drive();
     // When the run ended: the failure was detected (before any diagnosis), or now.
     let ended =
@@ -262,7 +243,7 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     // Whoever was inside or waiting was cut short by the end of the run, not by a crash.
     // Stamped once every worker is gone, so it follows every record.
     let teardown = result.as_ref().err().map(|e| sup.teardown(e, ended));
-    *signal_slot().lock().unwrap_or_else(|e| e.into_inner()) = None;
+    crate::interrupt::set_hook(None);
     let sockets = sup.procs.sockets();
     dir.remove_sockets(&sockets);
 
@@ -602,7 +583,7 @@ impl<'a> Supervisor<'a> {
 
     fn wait_until_inner(&mut self, done: impl Fn(&Self) -> bool, phase: &str) -> Result<(), RunError> {
         while !done(self) {
-            if INTERRUPTED.load(Ordering::SeqCst) {
+            if interrupted() {
                 return Err(RunError::Interrupted(self.dir.clone()));
             }
             // A round meant to end within its tick; what it takes beyond is the loop's own lag.

@@ -26,12 +26,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use super::{RunError, Supervisor, INTERRUPTED};
+use super::{interrupted, RunError, Supervisor};
 use crate::algorithm::PeerId;
 use crate::control::{Held, ReplayOrder, ToWorker};
 use crate::faults::{Action, Step, Target, When};
 use crate::sim::Choice;
-use std::sync::atomic::Ordering;
 use std::sync::mpsc::RecvTimeoutError;
 
 /// What a replay walks: the choices from the initial world, the world's notes for
@@ -299,7 +298,7 @@ impl Supervisor<'_> {
     /// Serve events until `done` holds (true) or the deadline passes (false).
     fn wait_for(&mut self, done: impl Fn(&Self) -> bool, deadline: Instant) -> Result<bool, RunError> {
         while !done(self) {
-            if INTERRUPTED.load(Ordering::SeqCst) {
+            if interrupted() {
                 return Err(RunError::Interrupted(self.dir.clone()));
             }
             let left = deadline.saturating_duration_since(Instant::now());
