@@ -605,7 +605,8 @@ impl Judge {
                         format!("every live worker names w{l}, which is dead at the end"),
                     );
                 }
-                if rules.highest_wins && alive.last().is_some_and(|&h| h != l) {
+                // A dead leader is `no-leader` above, not an agreed one to rank.
+                if rules.highest_wins && alive.contains(&l) && alive.last().is_some_and(|&h| h != l) {
                     let h = alive.last().copied().unwrap_or(l);
                     self.flag(
                         "not-highest",
@@ -710,8 +711,8 @@ mod tests {
     #[test]
     fn a_dead_leader_named_by_every_live_worker_is_no_agreement_and_no_time() {
         let faults = FaultLog { crashes: vec![Crash::at(3, 100)], ..FaultLog::default() };
-        let r = judge(&clean(), &faults, Rules::default());
-        assert!(kinds(&r).contains(&"no-leader"), "{:?}", r.violations);
+        let r = judge(&clean(), &faults, Rules { highest_wins: true, ..Rules::default() });
+        assert_eq!(kinds(&r), ["no-leader"], "not also 'the agreed leader is w3': {:?}", r.violations);
         assert_eq!((r.leader, r.time_to_agree_ms), (None, None));
         // Negative control: a follower killed leaves the agreement and its time.
         let faults = FaultLog { crashes: vec![Crash::at(1, 100)], ..FaultLog::default() };
