@@ -182,8 +182,19 @@ fn summary_under(r: &Report, head: &str) -> String {
         }
         ServiceReport::Election(_) => {}
     }
-    if let Some(line) = r.election().and_then(|e| against_theory(e, r.faults.len())) {
-        let _ = writeln!(s, "  theory      {line}");
+    if let Some(e) = r.election() {
+        if let Some(line) = against_theory(e, r.faults.len()) {
+            // "within" says the elections ended within bounds: not of a run that failed or
+            // agreed on no leader (it once followed a dead leader "agreed" in 0 ms).
+            let own_leaders = crate::registry::info(&r.algorithm).is_some_and(|a| a.own_leaders);
+            let settled = if own_leaders { e.time_to_elect_ms.is_some() } else { e.leader.is_some() };
+            let line = if r.failure.is_some() || !settled {
+                "not judged: the run failed or ended with no leader agreed".to_string()
+            } else {
+                line
+            };
+            let _ = writeln!(s, "  theory      {line}");
+        }
     }
     let (bad_frames, dropped) = r.bad_input();
     if bad_frames + dropped > 0 {
@@ -423,7 +434,7 @@ mod tests {
               (not counting what 2 incarnations sent: their counts died with them or never came)
               ANSWER 3, COORDINATOR 2, ELECTION 3, HEARTBEAT 40
   counted     elections 3 (the algorithm's own counts, all workers)
-  theory      within: 2 elections, 8 messages (at most 2 × 8)
+  theory      not judged: the run failed or ended with no leader agreed
   bad input   1 frames dropped, 0 connections dropped
   lost        2 messages dropped on purpose (--drop)
   plan        kill 1 at 120ms
@@ -436,6 +447,28 @@ mod tests {
   trace       /tmp/elect-x/trace-w*.log (every event)
 "#;
         assert_eq!(summary(&samples::election()), election);
+    }
+
+    /// A failed election, as a leader kill at 128 workers once ended (the stall window
+    /// passed before the detector spoke): no leader agreed, no time, and no "within".
+    #[test]
+    fn a_failed_election_claims_no_agreement_time_or_bound() {
+        let mut r = samples::election();
+        if let ServiceReport::Election(e) = &mut r.service {
+            (e.leader, e.term, e.time_to_elect_ms, e.time_to_elect_t) = (None, None, None, None);
+        }
+        r.failure = Some("no progress for 5.0s".into());
+        let text = summary(&r);
+        assert!(text.contains("  leader      none agreed\n"), "{text}");
+        assert!(text.contains("  elected in  no agreement,"), "{text}");
+        assert!(text.contains("  theory      not judged: the run failed"), "{text}");
+        for claim in ["agreed by", " T (T = ", "theory      within"] {
+            assert!(!text.contains(claim), "{claim:?} in\n{text}");
+        }
+        // Negative control: a clean run with a leader is judged against its bound.
+        let mut r = samples::election();
+        r.failure = None;
+        assert!(summary(&r).contains("  theory      within: 2 elections, 8 messages"), "{}", summary(&r));
     }
 
     #[test]

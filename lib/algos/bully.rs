@@ -58,11 +58,16 @@
 //! accepted the winner do the same. The term in ELECTION says how old the sender's view
 //! is: an ELECTION whose term is older than the leader a node follows was sent before
 //! that leader's COORDINATOR reached the sender, which it is already on its way to do.
-//! So such a node only answers. The leader itself also checks that its COORDINATOR went
-//! to the asker (it did not if the asker was down, or has restarted since); if not, it
-//! sends the asker its COORDINATOR again. An ELECTION from a node that already follows
-//! the current leader is a new election (its application called `elect`): the leader
-//! wins it again, with a new term.
+//! So such a node only answers. The leader, though, is the highest live node, and rule 5
+//! has it hold an election, which it wins at once: it announces again, to the asker. It
+//! does so at once if its COORDINATOR never went to the asker (the asker was known to be
+//! down then), and otherwise when the same node asks a second time: a first late
+//! ELECTION may have crossed the COORDINATOR on its way, but a second one means it never
+//! arrived (sent while the asker was down, before this node heard so, and the asker
+//! restarted before it did: `mutexlab elect --algo bully -n 6 --seed 103 --nemesis
+//! kill,restart --nemesis-interval 200` waited for it forever). An ELECTION from a node
+//! that already follows the current leader is a new election (its application called
+//! `elect`): the leader wins it again, with a new term.
 //!
 //! # Terms
 //!
@@ -206,6 +211,9 @@ pub struct Bully {
     election: u64,
     /// While leading: the peers its COORDINATOR went to (and that have not restarted).
     told: BTreeSet<PeerId>,
+    /// While leading: the told peers that have sent a late ELECTION since they were told;
+    /// another one from them means the COORDINATOR was lost (see *Late ELECTIONs*).
+    asked_late: BTreeSet<PeerId>,
 }
 
 impl Bully {
@@ -268,6 +276,7 @@ impl Bully {
         self.leader = Some((me, term));
         out.emit(ElectionEvent::Leader { id: me, term });
         self.told = self.cfg.others().filter(|p| !self.down.contains(p)).collect();
+        self.asked_late.clear();
         for &p in &self.told {
             out.send(p, Msg::Coordinator { term });
         }
@@ -313,10 +322,13 @@ impl Bully {
         }
         let mine = self.term();
         if term < mine {
-            // The asker has not yet heard of the leader this node follows.
-            if self.leading() && !self.told.contains(&from) {
-                // ... and never will unless told again: it was down when this node won.
+            // The asker has not yet heard of the leader this node follows. The leader
+            // announces again if its COORDINATOR never went there, or if this is the
+            // asker's second late ELECTION: the first may have crossed it.
+            if self.leading() && (!self.told.contains(&from) || !self.asked_late.insert(from)) {
                 self.told.insert(from);
+                self.asked_late.remove(&from);
+                out.count("reannounced", 1);
                 out.send(from, Msg::Coordinator { term: mine });
             }
             return;
@@ -342,6 +354,7 @@ impl Bully {
             self.phase = Phase::Idle;
             self.leader = Some((from, term));
             self.told.clear();
+            self.asked_late.clear();
             out.emit(ElectionEvent::Leader { id: from, term });
             if self.down.contains(&from) {
                 // It died after it won: the news came late.
@@ -396,6 +409,7 @@ impl Bully {
     fn on_peer_up(&mut self, peer: PeerId, out: &mut O) {
         self.down.remove(&peer);
         self.told.remove(&peer);
+        self.asked_late.remove(&peer);
         if !self.leading() || self.electing() {
             return;
         }
@@ -422,6 +436,7 @@ impl Node for Bully {
             seen: 0,
             election: 0,
             told: BTreeSet::new(),
+            asked_late: BTreeSet::new(),
         }
     }
 
@@ -669,6 +684,32 @@ mod tests {
         let expected = [
             (3, 1, "COORDINATOR"), (1, 2, "ELECTION"), (1, 3, "ELECTION"), (2, 1, "ANSWER"),
             (3, 1, "ANSWER"),
+        ];
+        assert_eq!(trace(&net, mark), expected);
+    }
+
+    /// `elect -n 6 --seed 103 --nemesis kill,restart`, reduced: the leader's COORDINATOR
+    /// to w0 is lost while w0 is down (nobody has noticed), and w0 is back before anybody
+    /// does. Its first ELECTION may have crossed the COORDINATOR, so it is only answered;
+    /// its second makes the leader announce again. It was answered for ever.
+    #[test]
+    fn a_coordinator_lost_to_a_node_that_was_down_is_announced_again() {
+        let mut net = Net::<Bully>::new(3);
+        net.crash(0);
+        net.elect(2);
+        net.run().unwrap();
+        assert_eq!(net.leader_of(1), Some((PeerId(2), 5)));
+        let mark = net.sent.len();
+        net.revive_unseen(0);
+        net.run().unwrap();
+        assert_eq!(net.check(), Ok(PeerId(2)));
+        assert_eq!(net.leader_of(0), Some((PeerId(2), 5)));
+        #[rustfmt::skip]
+        let expected = [
+            (0, 1, "ELECTION"), (0, 2, "ELECTION"), (1, 0, "ANSWER"), (2, 0, "ANSWER"),
+            // No COORDINATOR: w0 asks again, and w2 announces again.
+            (0, 1, "ELECTION"), (0, 2, "ELECTION"), (1, 0, "ANSWER"), (2, 0, "ANSWER"),
+            (2, 0, "COORDINATOR"),
         ];
         assert_eq!(trace(&net, mark), expected);
     }

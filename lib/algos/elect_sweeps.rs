@@ -4,7 +4,9 @@
 //! uniqueness as it goes (no term names two leaders, no node's term goes back) and
 //! agreement at the end (every live node names one live leader); these sweeps add
 //! validity (the highest id wins) and that the elections stay within their message
-//! bounds when nothing crashes.
+//! bounds when nothing crashes. Then the crashes again with news of them as a heartbeat
+//! detector gives it ([`Sim::unnoticed_restarts`]): a node may die, miss a message and
+//! restart before the sender ever heard it was down.
 
 use crate::algorithm::{Election, Node, PeerId};
 use crate::sim::{Sim, SimReport};
@@ -16,12 +18,16 @@ fn sweep<N: Node<Service = Election>>(
     seeds: std::ops::Range<u64>,
     initiators: fn(u32) -> Vec<u32>,
     crashes: u32,
+    unnoticed: bool,
     mut check: impl FnMut(&SimReport),
 ) {
     for &n in sizes {
         for seed in seeds.clone() {
             let who = initiators(n);
-            let mut sim = Sim::<N>::new(n, seed).stale_timers(true).crashes(crashes, |_| true);
+            let mut sim = Sim::<N>::new(n, seed)
+                .stale_timers(true)
+                .crashes(crashes, |_| true)
+                .unnoticed_restarts(unnoticed);
             sim = sim.set_up(move |apps| apps.initiators(&who));
             match sim.run(1) {
                 Ok(r) => check(&r),
@@ -44,7 +50,7 @@ fn lowest(_: u32) -> Vec<u32> {
 fn sweeps<N: Node<Service = Election>>(bound: fn(u32) -> (u64, u64)) {
     let sizes = [2, 3, 5, 8];
     for initiators in [all as fn(u32) -> Vec<u32>, lowest] {
-        sweep::<N>(&sizes, 0..50, initiators, 0, |r| {
+        sweep::<N>(&sizes, 0..50, initiators, 0, false, |r| {
             assert_eq!(r.leader.map(|l| l.0), Some(PeerId(r.n - 1)), "seed {} n {}", r.seed, r.n);
             // One initiator and no timer racing a message: within the notes' worst case.
             // (Timeouts that fire before an answer arrives, as the scheduler allows,
@@ -64,12 +70,50 @@ fn sweeps<N: Node<Service = Election>>(bound: fn(u32) -> (u64, u64)) {
         // Two crashes: a node can die, restart and die again, or two can be down at once
         // (chang-roberts, sim seed 281, n = 3: a stale lap closed past a restarted node).
         let mut crashed = 0;
-        sweep::<N>(&sizes, 0..50, initiators, 2, |r| {
+        sweep::<N>(&sizes, 0..50, initiators, 2, false, |r| {
             assert_eq!(r.leader.map(|l| l.0), Some(PeerId(r.n - 1)), "seed {} n {}", r.seed, r.n);
             crashed += r.crashes;
         });
         assert!(crashed >= 50, "only {crashed} crashes in 200 runs");
     }
+}
+
+/// Crashes whose restarts peers may miss ([`Sim::unnoticed_restarts`]), in the notes'
+/// synchronous system ([`Sim::synchronous`]: no timeout before a reply in flight): a
+/// message to a node that is down is lost, the node is back before the sender noticed,
+/// and no early timeout starts a round that would hide a node waiting for ever. The
+/// highest id leads at the end; the error names the first run that did not get there.
+fn unnoticed_sweep<N: Node<Service = Election>>() -> Result<(), String> {
+    for &n in &[2, 3, 5, 6, 8] {
+        for crashes in [1, 2] {
+            for initiators in [all as fn(u32) -> Vec<u32>, lowest] {
+                for seed in 0..100 {
+                    let who = initiators(n);
+                    let mut sim = Sim::<N>::new(n, seed)
+                        .stale_timers(true)
+                        .crashes(crashes, |_| true)
+                        .unnoticed_restarts(true)
+                        .synchronous(true)
+                        .max_steps(20_000);
+                    sim = sim.set_up(move |apps| apps.initiators(&who));
+                    let r = sim.run(1).map_err(|e| e.to_string())?;
+                    if r.leader.map(|l| l.0) != Some(PeerId(n - 1)) {
+                        return Err(format!("seed {seed} n {n}: leader {:?}", r.leader));
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `mutexlab elect --algo bully -n 6 --seed 103 --nemesis kill,restart`: the leader's
+/// COORDINATOR to w0 was lost while w0 was down, w0 came back before the leader noticed,
+/// and was answered for ever. The sweeps with crashes never found it: the leader always
+/// heard of the restart, and early timeouts started rounds that told w0 in the end.
+#[test]
+fn bully_elects_the_highest_when_restarts_go_unnoticed() {
+    unnoticed_sweep::<super::bully::Bully>().unwrap_or_else(|e| panic!("{e}"));
 }
 
 #[test]

@@ -268,12 +268,14 @@ pub struct ElectionReport {
     pub workers: u32,
     /// Records read.
     pub records: usize,
-    /// The leader every live worker names at the end, and its term.
+    /// The leader every live worker names at the end, and its term, if it is alive: a
+    /// dead one named by all is no agreement (`no-leader`).
     pub leader: Option<(u32, u64)>,
     /// Distinct terms announced.
     pub terms: usize,
     /// From the last kill or restart (else the `START` line, else the first record) to
-    /// the record that completed the final agreement, in ms.
+    /// the record that completed the final agreement, in ms; `None` without one (no
+    /// `leader`).
     pub time_to_agree_ms: Option<f64>,
     /// Every violation found (the first few hundred; `violation_count` has them all).
     pub violations: Vec<Violation>,
@@ -594,15 +596,17 @@ impl Judge {
         match agreed {
             Some(l) => {
                 let term = self.belief.values().filter(|b| b.1 == l).map(|b| b.2).max().unwrap_or(0);
-                self.report.leader = Some((l, term));
-                if !alive.contains(&l) {
+                if alive.contains(&l) {
+                    self.report.leader = Some((l, term));
+                } else {
                     self.flag(
                         "no-leader",
                         0,
                         format!("every live worker names w{l}, which is dead at the end"),
                     );
                 }
-                if rules.highest_wins && alive.last().is_some_and(|&h| h != l) {
+                // A dead leader is `no-leader` above, not an agreed one to rank.
+                if rules.highest_wins && alive.contains(&l) && alive.last().is_some_and(|&h| h != l) {
                     let h = alive.last().copied().unwrap_or(l);
                     self.flag(
                         "not-highest",
@@ -626,7 +630,10 @@ impl Judge {
             }
         }
         let from = lives.last_fault.or(self.start_t).or(self.first_t);
-        if let (Some(since), Some(from)) = (self.agreed_since, from) {
+        // Without a live leader agreed at the end, an agreement from earlier is no
+        // election's time (it once read "elected in 0.00 ms" for a dead leader).
+        let since = self.agreed_since.filter(|_| self.report.leader.is_some());
+        if let (Some(since), Some(from)) = (since, from) {
             let took = since.saturating_sub(from);
             self.report.time_to_agree_ms = Some(took as f64 / 1e6);
             if let Some(bound) = rules.bound_ns.filter(|&b| took > b) {
@@ -696,6 +703,23 @@ mod tests {
             Some(3e-6),
             "3 ns, from the first record to the one completing agreement"
         );
+    }
+
+    /// The leader killed, and the run over before anyone suspected it (a detector slower
+    /// than the stall window): every live worker still names it. No leader was agreed
+    /// and no election timed; this once reported w3 as agreed, elected in 0 ms.
+    #[test]
+    fn a_dead_leader_named_by_every_live_worker_is_no_agreement_and_no_time() {
+        let faults = FaultLog { crashes: vec![Crash::at(3, 100)], ..FaultLog::default() };
+        let r = judge(&clean(), &faults, Rules { highest_wins: true, ..Rules::default() });
+        assert_eq!(kinds(&r), ["no-leader"], "not also 'the agreed leader is w3': {:?}", r.violations);
+        assert_eq!((r.leader, r.time_to_agree_ms), (None, None));
+        // Negative control: a follower killed leaves the agreement and its time.
+        let faults = FaultLog { crashes: vec![Crash::at(1, 100)], ..FaultLog::default() };
+        let r = judge(&clean(), &faults, Rules::default());
+        assert!(r.ok, "{:?}", r.violations);
+        assert_eq!(r.leader, Some((3, 1)));
+        assert!(r.time_to_agree_ms.is_some());
     }
 
     #[test]

@@ -30,7 +30,10 @@
 //!   sometimes fire once anyway, as the driver contract allows; [`Sim::max_steps`] bounds
 //!   the run (a livelock shows up as [`Failure::StepLimit`]); [`Sim::crashes`] lets up
 //!   to k nodes (of those a predicate allows) crash and restart, as the worker runtime
-//!   and the supervisor's faults make them; [`Sim::any_timer`] and [`Sim::lose`] are
+//!   and the supervisor's faults make them, and [`Sim::unnoticed_restarts`] lets a
+//!   restart go unnoticed by a peer that never heard of the death, as a heartbeat
+//!   detector may miss a quick one, and [`Sim::synchronous`] keeps timers from racing
+//!   messages; [`Sim::any_timer`] and [`Sim::lose`] are
 //!   the checker's own (any armed timer may fire, messages may be lost), to replay its
 //!   counterexamples.
 //! - [`Sim::run`]`(rounds)` drives the run until the applications have done their
@@ -84,7 +87,9 @@
 //! `world.rs`); a crash or a restart is a candidate on one step in sixteen, and a dead
 //! node is always restarted eventually (when nothing else can happen, that is the only
 //! choice), but a crash never stands in for nothing happening: a deadlock stays one. A
-//! run ends only when every node is alive and done.
+//! run ends only when every node is alive and done. With [`Sim::unnoticed_restarts`]
+//! news of a death is as rare a candidate as a restart, so a node is often back before
+//! a peer heard it was gone.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
@@ -325,6 +330,10 @@ where
     world: World<A>,
     max_steps: u64,
     step: u64,
+    /// [`Sim::unnoticed_restarts`]: news of a death is a rare choice, as a restart is.
+    unnoticed: bool,
+    /// [`Sim::synchronous`]: no timer fires while a message is in flight.
+    synchronous: bool,
     trace: VecDeque<String>,
     choices: Vec<Choice>,
     /// How this simulator was made, for [`SimError::made`]: the constructor, then each
@@ -363,6 +372,8 @@ where
             world: World::new(configs, 0),
             max_steps: MAX_STEPS,
             step: 0,
+            unnoticed: false,
+            synchronous: false,
             trace: VecDeque::new(),
             choices: Vec::new(),
             made: (format!("Sim::with_config({n}, {seed}, …)"), Vec::new()),
@@ -388,6 +399,26 @@ where
         };
         self.knob("crashes", (count > 0).then(|| format!(".crashes({count}, {who})")));
         self.world = self.world.crashes(count, eligible);
+        self
+    }
+
+    /// News of crashes as a heartbeat detector gives it, late or never
+    /// ([`World::unnoticed_restarts`]): a node that restarts before a peer heard of its
+    /// death is no news to that peer, whose messages to the dead node were lost.
+    pub fn unnoticed_restarts(mut self, on: bool) -> Self {
+        self.knob("unnoticed_restarts", on.then(|| ".unnoticed_restarts(true)".into()));
+        self.world = self.world.unnoticed_restarts(on);
+        self.unnoticed = on;
+        self
+    }
+
+    /// The notes' synchronous system for bully: every message arrives before any
+    /// timeout (2·Tm + Tp) runs out, so no timer fires while a message is in flight. An
+    /// early timeout can start a round that hides a livelock the real runs have (a node
+    /// answered for ever and never told the leader), as it did for `bully`.
+    pub fn synchronous(mut self, on: bool) -> Self {
+        self.knob("synchronous", on.then(|| ".synchronous(true)".into()));
+        self.synchronous = on;
         self
     }
 
@@ -534,13 +565,21 @@ where
         if let Some(&Choice::Stale { index, .. }) = enabled.first() {
             return Some(Choice::Stale { index, keep: self.rng.random_bool(0.25) });
         }
-        let ordinary =
-            |c: &Choice| matches!(c, Choice::Deliver { .. } | Choice::Down { .. } | Choice::Call { .. });
+        // With unnoticed restarts news of a death is as rare as a restart, so that a node
+        // often restarts before a peer has heard it died (a detector's suspicion takes
+        // many message times).
+        let late_news = self.unnoticed;
+        let ordinary = |c: &Choice| match c {
+            Choice::Deliver { .. } | Choice::Call { .. } => true,
+            Choice::Down { .. } => !late_news,
+            _ => false,
+        };
         let mut candidates: Vec<Choice> = enabled.iter().copied().filter(ordinary).collect();
         let stuck = candidates.is_empty();
         let rare = self.world.may_crash_or_restart() && self.rng.random_range(0..CRASH_RARITY) == 0;
         for c in enabled {
             match c {
+                Choice::Down { .. } if late_news && (stuck || rare) => candidates.push(*c),
                 Choice::Restart { .. } if stuck || rare => candidates.push(*c),
                 Choice::Crash { .. } if !stuck && rare => candidates.push(*c),
                 _ => {}
@@ -549,7 +588,8 @@ where
         let quiet = !candidates.iter().any(|c| matches!(c, Choice::Deliver { .. }));
         let timers: Vec<Choice> =
             enabled.iter().copied().filter(|c| matches!(c, Choice::Timer | Choice::Fire { .. })).collect();
-        if !timers.is_empty() && (quiet || self.rng.random_range(0..TIMER_RACE) == 0) {
+        // Drawn only where it was before the synchronous knob: seeded runs stay as they were.
+        if !timers.is_empty() && (quiet || (!self.synchronous && self.rng.random_range(0..TIMER_RACE) == 0)) {
             // Earliest first offers one timer choice: no draw, so seeded runs stay as they were.
             let k = if timers.len() > 1 { self.rng.random_range(0..timers.len()) } else { 0 };
             candidates.push(timers[k]);

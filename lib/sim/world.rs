@@ -27,6 +27,11 @@
 //!   `PeerDown` (if not yet, dropping the old life's undelivered messages, as the
 //!   runtime drops the old connection) and `PeerUp`; the fresh node hears `PeerDown` for
 //!   every peer that is dead then.
+//! - With unnoticed restarts ([`World::unnoticed_restarts`]) news of crashes is as a
+//!   heartbeat detector gives it, late or never: a live peer that has not yet heard that
+//!   a node died hears nothing when it restarts (it missed the death: what it sent the
+//!   dead node is lost, and nothing tells it so), and the fresh node hears of each dead
+//!   peer later, by a [`Choice::Down`] of its own.
 
 use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
@@ -187,6 +192,8 @@ where
     crash_budget: u32,
     may_crash: Flags,
     pub(super) crashes_done: u32,
+    /// A restart that a peer has not yet seen as a death is not news to it.
+    unnoticed_restarts: bool,
 }
 
 // By hand: a derive would ask the service type itself to be `Clone`, which a search
@@ -219,6 +226,7 @@ where
             crash_budget: self.crash_budget,
             may_crash: self.may_crash.clone(),
             crashes_done: self.crashes_done,
+            unnoticed_restarts: self.unnoticed_restarts,
         }
     }
 }
@@ -259,6 +267,7 @@ where
             && self.fire_budget == other.fire_budget
             && self.crash_budget == other.crash_budget
             && self.may_crash == other.may_crash
+            && self.unnoticed_restarts == other.unnoticed_restarts
     }
 }
 
@@ -283,6 +292,7 @@ where
         self.fire_budget.hash(state);
         self.crash_budget.hash(state);
         self.may_crash.hash(state);
+        self.unnoticed_restarts.hash(state);
     }
 }
 
@@ -317,6 +327,7 @@ where
             crash_budget: 0,
             may_crash: smallvec![false; n],
             crashes_done: 0,
+            unnoticed_restarts: false,
         }
     }
 
@@ -400,6 +411,15 @@ where
     pub fn crashes(mut self, count: u32, eligible: impl Fn(PeerId) -> bool) -> Self {
         self.crash_budget = count;
         self.may_crash = (0..self.n).map(|i| eligible(PeerId(i as u32))).collect();
+        self
+    }
+
+    /// News of crashes as a heartbeat detector gives it (see the module doc): a restart
+    /// is news only to the peers that heard of the death, and a fresh node hears of the
+    /// dead peers by [`Choice::Down`], late. A message lost to a node that was down, then
+    /// restarted before its sender noticed, is then a path the world can take.
+    pub fn unnoticed_restarts(mut self, on: bool) -> Self {
+        self.unnoticed_restarts = on;
         self
     }
 
@@ -752,6 +772,9 @@ where
                     // The runtime drops the old connection when the new one says hello.
                     self.clear_link(l as u32, Lost::SenderRestarted, note);
                     self.down_due[l] = false;
+                    if self.unnoticed_restarts {
+                        continue; // It never saw the death, so the return is no news.
+                    }
                     note(self.now, &WorldEvent::HearsDown { node: peer, peer: me });
                     self.input(j, Input::PeerDown { peer: me }, note)?;
                 }
@@ -762,6 +785,10 @@ where
         self.input(i, Input::Start, note)?;
         let dead: Vec<usize> = (0..self.n).filter(|&j| j != i && !self.alive[j]).collect();
         for j in dead {
+            if self.unnoticed_restarts {
+                self.down_due[j * self.n + i] = true; // Its detector will tell it, later.
+                continue;
+            }
             self.down_due[j * self.n + i] = false;
             note(self.now, &WorldEvent::HearsDown { node: me, peer: PeerId(j as u32) });
             self.input(i, Input::PeerDown { peer: PeerId(j as u32) }, note)?;

@@ -25,12 +25,29 @@ pub(super) fn stalled(idle: Duration, lag: Duration, window: Duration) -> bool {
 }
 
 /// The stall window for a run with `o`: at least `--stall-ms`, long enough for a few
-/// slow sections, and a second longer than a worker program's deadline for an answer,
-/// so that a silent program fails as itself (its worker's Fatal), not as the run's stall.
+/// slow sections, a second longer than a worker program's deadline for an answer, so
+/// that a silent program fails as itself (its worker's Fatal), not as the run's stall,
+/// and for an election twice what one takes after a kill ([`election_span`]).
 pub(super) fn stall_window(o: &RunOpts) -> Duration {
     let floor = 3.0 * (o.cs_ms + 2.0 * o.think_ms + o.latency_ms + o.jitter_ms);
     let program = o.external.as_ref().map_or(Duration::ZERO, |e| e.timeout + Duration::from_secs(1));
-    Duration::from_millis(o.stall_ms.max(floor.ceil() as u64)).max(program)
+    let election = if o.elect.is_some() { 2 * election_span(o) } else { Duration::ZERO };
+    Duration::from_millis(o.stall_ms.max(floor.ceil() as u64)).max(program).max(election)
+}
+
+/// How long an election may take after its leader is killed, from N's timeouts: the
+/// heartbeat detector hears the dead leader's last heartbeat up to a period late and
+/// suspects it a period and its silence later (P + P + suspect; the perfect detector
+/// at once), and the election then waits its notes' timeouts: an ANSWER (2·Tm + Tp)
+/// and a COORDINATOR (three more), twice over if the one that answered dies. At 128
+/// workers on 2 cores that is 1.6 + 1.6 + 1.9 + 8 × 0.33 s: past the 5 s once fixed,
+/// which failed such runs before the detector had spoken.
+pub(super) fn election_span(o: &RunOpts) -> Duration {
+    let detect = match o.detector {
+        crate::control::Detector::Heartbeat { every, suspect } => 2 * every + suspect,
+        _ => Duration::ZERO,
+    };
+    detect + 8 * super::options::timing(o).reply()
 }
 
 /// Progress's own state: the resource file's tail (the run's heartbeat), when it last
@@ -222,6 +239,36 @@ mod tests {
         };
         let program = RunOpts { stall_ms: 5_000, external: Some(external), ..sample() };
         assert_eq!(window(program), Duration::from_secs(6));
+    }
+
+    /// `elect --algo bully -n 128` with a leader kill, on defaults: the heartbeat
+    /// detector suspects the dead leader 1.6 + 1.6 + 1.9 s after its last heartbeat, past
+    /// the 5 s window once fixed, which failed the run before anyone noticed. The
+    /// window now outlasts the detector and the election's timeouts, twice.
+    #[test]
+    fn an_election_s_stall_window_outlasts_its_detector_and_timeouts() {
+        use crate::control::Detector;
+        use crate::supervisor::{heartbeat_period, processing_time, timing, ElectOpts, Initiators};
+        for workers in [128, 256] {
+            let every = heartbeat_period(workers);
+            let processing = processing_time(workers, 2);
+            let suspect = every + processing; // The CLI's rule with no latency: P + 2·Tm + Tp.
+            let elect = RunOpts {
+                workers,
+                stall_ms: 5_000,
+                processing: Some(processing),
+                detector: Detector::Heartbeat { every, suspect },
+                elect: Some(ElectOpts { initiators: Initiators::All, settle: Duration::from_millis(100) }),
+                ..sample()
+            };
+            let window = stall_window(&elect);
+            let detected = 2 * every + suspect;
+            assert!(window >= 2 * (detected + 8 * timing(&elect).reply()), "{workers}: {window:?}");
+            assert!(window > Duration::from_secs(5), "{workers}: {window:?}");
+            // Negative control: a mutual-exclusion run keeps the flag's window.
+            let run = RunOpts { elect: None, ..elect };
+            assert_eq!(stall_window(&run), Duration::from_secs(5), "{workers}");
+        }
     }
 
     #[test]
