@@ -45,6 +45,8 @@
 //! instantiates its tests with [`crate::external::External`] and real runs start every
 //! worker with that program as its node, as `run --worker-cmd` does.
 
+mod isolate;
+
 use std::io::Write;
 use std::ops::Range;
 use std::path::PathBuf;
@@ -76,9 +78,12 @@ const PRECHECK_STEPS: u64 = 20_000;
 /// A search meant to cover every state stops here all the same (a node with more
 /// states than the reference's, or with a counter that only grows, would go on).
 const SEARCH_CAP: u64 = 200_000;
-/// A search stops after this long whatever its bound: a guard against a hang, far
-/// above what any lab's search takes.
-const SEARCH_SECONDS: f64 = 600.0;
+/// A search stops after this long whatever its bound: far above what any lab's search
+/// takes, and within its test's time limit ([`Kind::limit`]).
+const SEARCH_SECONDS: f64 = 100.0;
+/// The whole grading's time budget unless `--time-budget` says otherwise: within
+/// Gradescope's default ten minutes, with room to compile.
+const DEFAULT_BUDGET: u64 = 480;
 /// The counterexample's steps a failed search shows (its `check` command shows all).
 const SEARCH_STEPS: usize = 3;
 
@@ -98,6 +103,17 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// How long a test of this kind may take before it fails with `no answer in N s`:
+    /// many times what the labs' reference takes on a loaded machine.
+    pub fn limit(self) -> Duration {
+        Duration::from_secs(match self {
+            Kind::Script => 10,
+            Kind::Sim => 60,
+            Kind::Run | Kind::Faults => 90,
+            Kind::Search => 120,
+        })
+    }
+
     /// The word a test's line shows.
     pub fn label(self) -> &'static str {
         match self {
@@ -511,6 +527,11 @@ struct GradeArgs {
     /// Also write the results as Gradescope's results.json to FILE.
     #[arg(long, value_name = "FILE")]
     gradescope: Option<PathBuf>,
+    /// Seconds for all the tests: a test not started by then fails as not run, and the
+    /// results are written all the same.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_BUDGET,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    time_budget: u64,
 }
 
 impl Grader {
@@ -662,6 +683,9 @@ impl Grader {
             }
         }
         let ctx = Ctx { verbose: args.verbose, ..self.ctx(args.n, args.seed) };
+        if let Some(id) = std::env::var_os(isolate::CHILD_ENV) {
+            return self.answer(&ctx, &id.to_string_lossy());
+        }
         if let Some(path) = &args.gradescope {
             // Refused before grading, not after minutes of it.
             if path.parent().is_some_and(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
@@ -671,7 +695,12 @@ impl Grader {
                 )));
             }
         }
-        let (summary, results) = self.run_results(&ctx, &args.ids, &mut std::io::stdout().lock());
+        // Each test in a process of its own; only this one writes the results, once every
+        // test's processes are gone.
+        let isolation = isolate::Isolation::new(ctx.exe.clone()).map_err(Error::failed)?;
+        let budget = Budget { iso: isolation, seconds: args.time_budget, started: Instant::now() };
+        let (summary, results) =
+            self.run_tests(&ctx, &args.ids, &mut std::io::stdout().lock(), Some(&budget));
         if let Some(path) = &args.gradescope {
             let json = gradescope_results(&format!("{} ({})", self.title, ctx.algo), &summary, &results);
             let text = serde_json::to_string_pretty(&json).expect("a results value serialises") + "\n";
@@ -679,6 +708,26 @@ impl Grader {
                 .map_err(|e| Error::failed(format!("cannot write {}: {e}", shown(path))))?;
         }
         Ok(if summary.passed == summary.total { Verdict::Pass } else { Verdict::Fail })
+    }
+
+    /// In a test's child ([`isolate`]): run test `id` alone and answer the grader.
+    fn answer(&self, ctx: &Ctx, id: &str) -> exit::Outcome {
+        let Some((token, file)) = isolate::channel() else {
+            return Err(Error::usage(format!(
+                "{} is set but this process has no grader to answer",
+                isolate::CHILD_ENV
+            )));
+        };
+        let Some(t) = self.tests.iter().find(|t| t.id == id) else {
+            return Err(Error::usage(format!("no test {id}")));
+        };
+        let answer = match quietly(|| (t.body)(ctx, &t.id)).and_then(|r| r) {
+            Ok(Done::Passed(note)) => isolate::Answer::Passed(note),
+            Ok(Done::Skipped(why)) => isolate::Answer::Skipped(why),
+            Err(why) => isolate::Answer::Failed(why),
+        };
+        isolate::send(file, &token, &answer).map_err(|e| Error::failed(format!("cannot answer: {e}")))?;
+        Ok(Verdict::Pass)
     }
 
     /// The context `main` grades in: this executable for workers, the program if any,
@@ -723,6 +772,18 @@ impl Grader {
     /// [`Grader::run`], and each test's result for a course's autograder
     /// ([`gradescope_results`]).
     pub fn run_results(&self, ctx: &Ctx, ids: &[String], out: &mut dyn Write) -> (Summary, Vec<TestResult>) {
+        self.run_tests(ctx, ids, out, None)
+    }
+
+    /// [`Grader::run_results`], each test in this process, or with `budget` in a child
+    /// process of its own within its time limit and what is left of the budget.
+    fn run_tests(
+        &self,
+        ctx: &Ctx,
+        ids: &[String],
+        out: &mut dyn Write,
+        budget: Option<&Budget>,
+    ) -> (Summary, Vec<TestResult>) {
         let mut s = Summary { points: 0, max: 0, passed: 0, total: 0, skipped: 0 };
         let mut results = Vec::new();
         let _ = writeln!(out, "{} ({})", self.title, ctx.algo);
@@ -742,8 +803,11 @@ impl Grader {
             let _ = write!(out, "{head}{} ", ".".repeat(WIDTH.saturating_sub(head.chars().count()).max(3)));
             let _ = out.flush();
             let started = Instant::now();
-            // A panic outside the node (in a check, say) is caught here too.
-            let verdict = quietly(|| (t.body)(ctx, &t.id)).and_then(|r| r);
+            let verdict = match budget {
+                Some(b) => b.run(t),
+                // A panic outside the node (in a check, say) is caught here too.
+                None => quietly(|| (t.body)(ctx, &t.id)).and_then(|r| r),
+            };
             let secs = started.elapsed().as_secs_f64();
             let mut result = TestResult {
                 id: t.id.clone(),
@@ -780,8 +844,9 @@ impl Grader {
                 Err(why) => {
                     let _ = writeln!(out, "FAIL  ({secs:.1} s)");
                     let full = ctx.seed.is_some() || ctx.verbose;
-                    // An unwritten handler is the whole story.
-                    let hint = t.hint.as_deref().filter(|_| !is_unwritten(&why));
+                    // A hint is about how the node behaved: an unwritten handler, a panic
+                    // or a test that never ended is the whole story.
+                    let hint = t.hint.as_deref().filter(|_| behaved(&why));
                     for line in reason_lines(&why, hint, full) {
                         let _ = writeln!(out, "      {line}");
                     }
@@ -800,6 +865,63 @@ impl Grader {
         );
         (s, results)
     }
+}
+
+/// Tests in child processes ([`isolate`]) within a time budget for them all.
+struct Budget {
+    iso: isolate::Isolation,
+    /// The whole budget, in seconds.
+    seconds: u64,
+    started: Instant,
+}
+
+impl Budget {
+    /// Test `t` in a child, within its kind's limit and what is left of the budget.
+    fn run(&self, t: &Test) -> Result<Done, String> {
+        let left =
+            (self.started + Duration::from_secs(self.seconds)).saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!(
+                "{NOT_RUN} the grader's time budget of {} s ran out before this test (cargo run -- grade {} \
+                 runs it alone)",
+                self.seconds, t.id
+            ));
+        }
+        let limit = t.kind.limit().min(left);
+        match self.iso.run(&t.id, limit) {
+            isolate::Ended::Answered(isolate::Answer::Passed(note)) => Ok(Done::Passed(note)),
+            isolate::Ended::Answered(isolate::Answer::Skipped(why)) => Ok(Done::Skipped(why)),
+            isolate::Ended::Answered(isolate::Answer::Failed(why)) => Err(why),
+            isolate::Ended::TimedOut => {
+                let cut = if limit < t.kind.limit() {
+                    format!(", all that was left of the grader's time budget of {} s", self.seconds)
+                } else {
+                    String::new()
+                };
+                Err(format!(
+                    "{NO_ANSWER} {} s{cut}: the test was stopped (a node that loops forever, or waits \
+                     for something that never comes)",
+                    limit.as_secs_f64().round()
+                ))
+            }
+            isolate::Ended::NoAnswer(why) => Err(why),
+        }
+    }
+}
+
+/// How a test past its time limit fails: `no answer in 10 s: …`.
+const NO_ANSWER: &str = "no answer in";
+/// How a test the budget left no time for fails.
+const NOT_RUN: &str = "not run:";
+
+/// Whether a failure's reason is about how the node behaved, which a test's hint may
+/// explain: not an unwritten handler, a panic, a process that ended or never answered.
+fn behaved(why: &str) -> bool {
+    let panicked = ["the node failed at ", "the node failed: ", "a node panicked: "];
+    let ended = [NO_ANSWER, NOT_RUN, "the test's process ", "the grader could not run the test"];
+    !is_unwritten(why)
+        && !panicked.iter().any(|p| why.contains(p))
+        && !ended.iter().any(|p| why.starts_with(p))
 }
 
 /// How a test ended, for [`TestResult`].
@@ -896,7 +1018,7 @@ pub fn gradescope_results(title: &str, s: &Summary, results: &[TestResult]) -> G
     let tests = results
         .iter()
         .map(|r| {
-            let whole = r.lines.join("\n");
+            let whole = for_the_student(&r.id, &r.lines).join("\n");
             let mut output = crate::text::clip_to(&whole, RESULT_OUTPUT_BYTES).into_owned();
             if output.len() < whole.len() {
                 output.push_str(" (cut; grade --verbose shows it whole)");
@@ -926,6 +1048,22 @@ pub fn gradescope_results(title: &str, s: &Summary, results: &[TestResult]) -> G
         ),
         tests,
     }
+}
+
+/// A test's lines as a student reads them on the autograder's page: the kept run
+/// directory and its report are in the autograder's machine, out of the student's
+/// reach, so their lines become the command that makes both on the student's own.
+fn for_the_student(id: &str, lines: &[String]) -> Vec<String> {
+    let kept = |l: &String| l.starts_with("run directory kept: ") || l.starts_with("report: ");
+    let mut v: Vec<String> = lines.iter().filter(|l| !kept(l)).cloned().collect();
+    if lines.iter().any(kept) {
+        v.push(format!(
+            "this run's directory and report stay on the autograder, out of your reach: \
+             `cargo run -- grade {id}` in your lab's folder runs the test on your machine, and a \
+             failed run keeps them there (mutexlab-runs/latest)"
+        ));
+    }
+    v
 }
 
 /// A path for a one-line error, cut to a few hundred bytes.
@@ -1094,6 +1232,8 @@ fn run_real<N: Node<Service: SimService>>(real: &Real, ctx: &Ctx) -> Result<(), 
         stall_ms: real.stall_ms,
         plan,
         external: ctx.external.clone(),
+        // A failed run is kept in the results store, never in /tmp (a clean one is removed).
+        store: Some(supervisor::store::STORE_DIR.into()),
         elect: real
             .elect
             .then(|| ElectOpts { initiators: Initiators::All, settle: Duration::from_millis(300) }),
