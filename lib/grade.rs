@@ -172,8 +172,10 @@ struct Test {
     points: u32,
     kind: Kind,
     body: Body,
-    /// Shown under a failure's reason, whatever it was: what the test is about.
-    hint: Option<String>,
+    /// Shown under a failure's reason: the first whose words (any of them; none: any
+    /// reason) the reason contains. What the test is about, or what a failure of the
+    /// kind seen comes from.
+    hints: Vec<(Vec<String>, String)>,
 }
 
 /// What a grading session came to.
@@ -572,7 +574,15 @@ impl Grader {
         body: Body,
     ) -> &mut Self {
         assert!(self.tests.iter().all(|t| t.id != id), "test {id} is defined twice");
-        self.tests.push(Test { id: id.into(), what: what.into(), detail, points, kind, body, hint: None });
+        self.tests.push(Test {
+            id: id.into(),
+            what: what.into(),
+            detail,
+            points,
+            kind,
+            body,
+            hints: Vec::new(),
+        });
         self
     }
 
@@ -580,8 +590,17 @@ impl Grader {
     /// what the test is about in the handout's words (`g.sim(…).hint("…")`), for a
     /// failure whose own line cannot know (a deadlock, a stall).
     pub fn hint(&mut self, text: &str) -> &mut Self {
+        self.hint_if(&[], text)
+    }
+
+    /// On a failure of the test added last whose reason contains any of `seen`, show
+    /// `text` under it (the first such hint of the test's that matches; `&[]`: any
+    /// failure), so that the hint follows from what the test saw: `.hint_if(&["split
+    /// brain"], "a term …")`. Never shown under an unwritten handler, a panic, or a test
+    /// that ran out of time.
+    pub fn hint_if(&mut self, seen: &[&str], text: &str) -> &mut Self {
         if let Some(t) = self.tests.last_mut() {
-            t.hint = Some(text.to_string());
+            t.hints.push((seen.iter().map(|s| s.to_string()).collect(), text.to_string()));
         }
         self
     }
@@ -697,10 +716,14 @@ impl Grader {
         }
         // Each test in a process of its own; only this one writes the results, once every
         // test's processes are gone.
-        let isolation = isolate::Isolation::new(ctx.exe.clone()).map_err(Error::failed)?;
-        let budget = Budget { iso: isolation, seconds: args.time_budget, started: Instant::now() };
+        let budget = if IN_CHILDREN.load(std::sync::atomic::Ordering::Relaxed) {
+            let iso = isolate::Isolation::new(ctx.exe.clone()).map_err(Error::failed)?;
+            Some(Budget { iso, seconds: args.time_budget, started: Instant::now() })
+        } else {
+            None
+        };
         let (summary, results) =
-            self.run_tests(&ctx, &args.ids, &mut std::io::stdout().lock(), Some(&budget));
+            self.run_tests(&ctx, &args.ids, &mut std::io::stdout().lock(), budget.as_ref());
         if let Some(path) = &args.gradescope {
             let json = gradescope_results(&format!("{} ({})", self.title, ctx.algo), &summary, &results);
             let text = serde_json::to_string_pretty(&json).expect("a results value serialises") + "\n";
@@ -846,7 +869,12 @@ impl Grader {
                     let full = ctx.seed.is_some() || ctx.verbose;
                     // A hint is about how the node behaved: an unwritten handler, a panic
                     // or a test that never ended is the whole story.
-                    let hint = t.hint.as_deref().filter(|_| behaved(&why));
+                    let hint = t
+                        .hints
+                        .iter()
+                        .find(|(seen, _)| seen.is_empty() || seen.iter().any(|s| why.contains(s.as_str())))
+                        .map(|(_, text)| text.as_str())
+                        .filter(|_| behaved(&why));
                     for line in reason_lines(&why, hint, full) {
                         let _ = writeln!(out, "      {line}");
                     }
@@ -907,6 +935,16 @@ impl Budget {
             isolate::Ended::NoAnswer(why) => Err(why),
         }
     }
+}
+
+/// Whether [`Grader::main`] runs each test in a child process: set by the lab program's
+/// `main` ([`crate::lab::main`]), whose program run again with the same arguments
+/// reaches the same grader; a grader run from elsewhere (a unit test) runs them here.
+static IN_CHILDREN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Make [`Grader::main`] run each test in a child process of this same program.
+pub(crate) fn tests_in_children() {
+    IN_CHILDREN.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// How a test past its time limit fails: `no answer in 10 s: …`.
@@ -1725,6 +1763,27 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("never shown"), "{text}");
+        // A hint follows from what the test saw: not under a panic or a deadlock it is
+        // not about.
+        let mut h = Grader::new("t", "centralized");
+        h.script("9.3", "a panic in the node", 1, || panic!("the node failed at src/node.rs:3: boom"))
+            .hint("about restarts");
+        h.script("9.4", "a deadlock", 1, || panic!("deadlock: w1 waits"))
+            .hint_if(&["split brain"], "about terms")
+            .hint_if(&["deadlock", "no progress"], "about waiting");
+        h.script("9.5", "a split brain", 1, || panic!("split brain: term 3"))
+            .hint_if(&["split brain"], "about terms")
+            .hint_if(&["deadlock"], "about waiting");
+        h.script("9.6", "something else", 1, || panic!("two inside")).hint_if(&["deadlock"], "about waiting");
+        let (s, text) = grade(&h, None);
+        assert_eq!(s.passed, 0, "{text}");
+        assert!(!text.contains("about restarts"), "{text}");
+        let (_, after) = text.split_once("TEST 9.4").expect("9.4 ran");
+        let (deadlock, after) = after.split_once("TEST 9.5").expect("9.5 ran");
+        let (split, other) = after.split_once("TEST 9.6").expect("9.6 ran");
+        assert!(deadlock.contains("hint: about waiting") && !deadlock.contains("about terms"), "{text}");
+        assert!(split.contains("hint: about terms") && !split.contains("about waiting"), "{text}");
+        assert!(!other.contains("hint:"), "{text}");
         let (_, text) =
             g.run_text(&Ctx { verbose: true, ..Ctx::new("x", PathBuf::from("/nonexistent")) }, &[]);
         assert!(text.contains("      line 8\n      hint: what 9.1 is about\n"), "{text}");
@@ -1759,6 +1818,24 @@ mod tests {
         assert_eq!(tests[1]["status"], "failed");
         let out = tests[1]["output"].as_str().unwrap_or_default();
         assert!(out.contains("one is not two") && out.ends_with("\nhint: read the notes"), "{out}");
+        // A kept run's paths are the autograder's: the student gets the command instead.
+        let kept = TestResult {
+            id: "3.3".into(),
+            name: "a real run (faults)".into(),
+            points: 0,
+            max: 3,
+            status: Status::Failed,
+            lines: vec![
+                "audit: disagreement".into(),
+                "run directory kept: /x/r".into(),
+                "report: /x/r/report.html".into(),
+            ],
+            seconds: 1.0,
+        };
+        let j = gradescope_results("t", &s, std::slice::from_ref(&kept));
+        let out = &j.tests[0].output;
+        assert!(!out.contains("/x/r") && out.starts_with("audit: disagreement\n"), "{out}");
+        assert!(out.contains("out of your reach: `cargo run -- grade 3.3` in your lab's folder"), "{out}");
         // A skipped test counts neither way and says why.
         assert_eq!(tests[2]["max_score"], 0.0);
         assert!(tests[2].get("status").is_none());
