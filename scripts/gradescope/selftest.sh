@@ -155,7 +155,7 @@ grep -q 'the test.s process ended (exit status 0) before the test did' "$tmp/res
 started=$SECONDS
 looped=$(AUTOGRADER_TIME_BUDGET=25 grade "$tmp/looper.rs" .)
 took=$((SECONDS - started))
-expect "a node that loops forever (25 s budget)" "$looped" "2.0 63.0"
+expect "a node that loops forever (25 s budget; run_autograder took ${took}s)" "$looped" "2.0 63.0"
 if ! grep -q '"output": "no answer in 10 s: the test was stopped' "$tmp/results" ||
     ! grep -q '"output": "not run: the grader.s time budget of 25 s ran out' "$tmp/results"; then
     cat "$tmp/results"; echo "selftest: the looper's failures do not say why" >&2; exit 1
