@@ -6,8 +6,10 @@
 //! or writes a file cannot stand in for the grader's answer.
 //!
 //! The child is in a process group of its own and dies with the grader; where the grader
-//! is root (as in Gradescope's containers) it runs as `nobody`, which cannot write the
-//! results file, signal the grader or touch anything of root's. A child that gives no
+//! writes Gradescope's results as root (as in Gradescope's containers) it runs as
+//! `nobody`, which cannot write the results file, signal the grader or touch anything of
+//! root's. (Grading on one's own machine, even as root, it keeps the grader's user: a
+//! node or `--worker-cmd` program of the user's own files stays readable.) A child that gives no
 //! answer within its time limit, or ends without one, fails its test; either way its
 //! whole group is killed, then every process that escaped the group (the grader is their
 //! subreaper, so they become its children), and the temporary directory it was given
@@ -84,11 +86,12 @@ pub(super) struct Isolation {
 }
 
 impl Isolation {
-    /// This program again, with its arguments (`grade …`); as `nobody` if the grader is
-    /// root. Makes the grader the subreaper of its children's orphans, and the results
-    /// store (`mutexlab-runs`, where a failed real run is kept) the child's to write.
-    pub(super) fn new(exe: PathBuf) -> Result<Isolation, String> {
-        let user = nix::unistd::geteuid().is_root().then(|| {
+    /// This program again, with its arguments (`grade …`); as `nobody` if `unprivileged`
+    /// and the grader is root. Makes the grader the subreaper of its children's orphans,
+    /// and the results store (`mutexlab-runs`, where a failed real run is kept) the
+    /// child's to write.
+    pub(super) fn new(exe: PathBuf, unprivileged: bool) -> Result<Isolation, String> {
+        let user = (unprivileged && nix::unistd::geteuid().is_root()).then(|| {
             match nix::unistd::User::from_name("nobody") {
                 Ok(Some(u)) => User { uid: u.uid.as_raw(), gid: u.gid.as_raw() },
                 // Debian's and Ubuntu's numbers for nobody and nogroup.
