@@ -41,6 +41,15 @@
 //! failed, and is a usage error for a command line it cannot follow: the lab's `main`
 //! ([`crate::lab::main`]) exits with their codes ([`crate::exit`]).
 //!
+//! Run from the lab program ([`crate::lab::main`]), [`Grader::main`] runs each test in a
+//! child process of its own (`isolate`): the program again, one test, its answer on a
+//! pipe. The child's process group is killed at the test's time limit ([`Kind::limit`]),
+//! which fails the test with `no answer in N s`, and the next test runs; a budget for
+//! them all (`--time-budget`) fails those it leaves no time for as `not run`. Only the
+//! grader's process writes the results, once each child and its processes are gone; a
+//! failed real run is kept in the results store (`mutexlab-runs/`), and Gradescope's
+//! output gives the student the command that keeps it on their machine instead.
+//!
 //! A grader can grade a program in another language ([`Grader::worker_cmd`]): the lab
 //! instantiates its tests with [`crate::external::External`] and real runs start every
 //! worker with that program as its node, as `run --worker-cmd` does.
