@@ -41,9 +41,20 @@
 //! failed, and is a usage error for a command line it cannot follow: the lab's `main`
 //! ([`crate::lab::main`]) exits with their codes ([`crate::exit`]).
 //!
+//! Run from the lab program ([`crate::lab::main`]), [`Grader::main`] runs each test in a
+//! child process of its own (`isolate`): the program again, one test, its answer on a
+//! pipe. The child's process group is killed at the test's time limit ([`Kind::limit`]),
+//! which fails the test with `no answer in N s`, and the next test runs; a budget for
+//! them all (`--time-budget`) fails those it leaves no time for as `not run`. Only the
+//! grader's process writes the results, once each child and its processes are gone; a
+//! failed real run is kept in the results store (`mutexlab-runs/`), and Gradescope's
+//! output gives the student the command that keeps it on their machine instead.
+//!
 //! A grader can grade a program in another language ([`Grader::worker_cmd`]): the lab
 //! instantiates its tests with [`crate::external::External`] and real runs start every
 //! worker with that program as its node, as `run --worker-cmd` does.
+
+mod isolate;
 
 use std::io::Write;
 use std::ops::Range;
@@ -76,9 +87,12 @@ const PRECHECK_STEPS: u64 = 20_000;
 /// A search meant to cover every state stops here all the same (a node with more
 /// states than the reference's, or with a counter that only grows, would go on).
 const SEARCH_CAP: u64 = 200_000;
-/// A search stops after this long whatever its bound: a guard against a hang, far
-/// above what any lab's search takes.
-const SEARCH_SECONDS: f64 = 600.0;
+/// A search stops after this long whatever its bound: far above what any lab's search
+/// takes, and within its test's time limit ([`Kind::limit`]).
+const SEARCH_SECONDS: f64 = 100.0;
+/// The whole grading's time budget unless `--time-budget` says otherwise: within
+/// Gradescope's default ten minutes, with room to compile.
+const DEFAULT_BUDGET: u64 = 480;
 /// The counterexample's steps a failed search shows (its `check` command shows all).
 const SEARCH_STEPS: usize = 3;
 
@@ -98,6 +112,17 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// How long a test of this kind may take before it fails with `no answer in N s`:
+    /// many times what the labs' reference takes on a loaded machine.
+    pub fn limit(self) -> Duration {
+        Duration::from_secs(match self {
+            Kind::Script => 10,
+            Kind::Sim => 60,
+            Kind::Run | Kind::Faults => 90,
+            Kind::Search => 120,
+        })
+    }
+
     /// The word a test's line shows.
     pub fn label(self) -> &'static str {
         match self {
@@ -156,8 +181,10 @@ struct Test {
     points: u32,
     kind: Kind,
     body: Body,
-    /// Shown under a failure's reason, whatever it was: what the test is about.
-    hint: Option<String>,
+    /// Shown under a failure's reason: the first whose words (any of them; none: any
+    /// reason) the reason contains. What the test is about, or what a failure of the
+    /// kind seen comes from.
+    hints: Vec<(Vec<String>, String)>,
 }
 
 /// What a grading session came to.
@@ -511,6 +538,11 @@ struct GradeArgs {
     /// Also write the results as Gradescope's results.json to FILE.
     #[arg(long, value_name = "FILE")]
     gradescope: Option<PathBuf>,
+    /// Seconds for all the tests: a test not started by then fails as not run, and the
+    /// results are written all the same.
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_BUDGET,
+          value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    time_budget: u64,
 }
 
 impl Grader {
@@ -551,7 +583,15 @@ impl Grader {
         body: Body,
     ) -> &mut Self {
         assert!(self.tests.iter().all(|t| t.id != id), "test {id} is defined twice");
-        self.tests.push(Test { id: id.into(), what: what.into(), detail, points, kind, body, hint: None });
+        self.tests.push(Test {
+            id: id.into(),
+            what: what.into(),
+            detail,
+            points,
+            kind,
+            body,
+            hints: Vec::new(),
+        });
         self
     }
 
@@ -559,8 +599,17 @@ impl Grader {
     /// what the test is about in the handout's words (`g.sim(…).hint("…")`), for a
     /// failure whose own line cannot know (a deadlock, a stall).
     pub fn hint(&mut self, text: &str) -> &mut Self {
+        self.hint_if(&[], text)
+    }
+
+    /// On a failure of the test added last whose reason contains any of `seen`, show
+    /// `text` under it (the first such hint of the test's that matches; `&[]`: any
+    /// failure), so that the hint follows from what the test saw: `.hint_if(&["split
+    /// brain"], "a term …")`. Never shown under an unwritten handler, a panic, or a test
+    /// that ran out of time.
+    pub fn hint_if(&mut self, seen: &[&str], text: &str) -> &mut Self {
         if let Some(t) = self.tests.last_mut() {
-            t.hint = Some(text.to_string());
+            t.hints.push((seen.iter().map(|s| s.to_string()).collect(), text.to_string()));
         }
         self
     }
@@ -662,6 +711,9 @@ impl Grader {
             }
         }
         let ctx = Ctx { verbose: args.verbose, ..self.ctx(args.n, args.seed) };
+        if let Some(id) = std::env::var_os(isolate::CHILD_ENV) {
+            return self.answer(&ctx, &id.to_string_lossy());
+        }
         if let Some(path) = &args.gradescope {
             // Refused before grading, not after minutes of it.
             if path.parent().is_some_and(|d| !d.as_os_str().is_empty() && !d.is_dir()) {
@@ -671,7 +723,18 @@ impl Grader {
                 )));
             }
         }
-        let (summary, results) = self.run_results(&ctx, &args.ids, &mut std::io::stdout().lock());
+        // Each test in a process of its own; only this one writes the results, once every
+        // test's processes are gone.
+        let budget = if IN_CHILDREN.load(std::sync::atomic::Ordering::Relaxed) {
+            // Where a grade is at stake, as root, the tests run as nobody.
+            let iso =
+                isolate::Isolation::new(ctx.exe.clone(), args.gradescope.is_some()).map_err(Error::failed)?;
+            Some(Budget { iso, seconds: args.time_budget, started: Instant::now() })
+        } else {
+            None
+        };
+        let (summary, results) =
+            self.run_tests(&ctx, &args.ids, &mut std::io::stdout().lock(), budget.as_ref());
         if let Some(path) = &args.gradescope {
             let json = gradescope_results(&format!("{} ({})", self.title, ctx.algo), &summary, &results);
             let text = serde_json::to_string_pretty(&json).expect("a results value serialises") + "\n";
@@ -679,6 +742,26 @@ impl Grader {
                 .map_err(|e| Error::failed(format!("cannot write {}: {e}", shown(path))))?;
         }
         Ok(if summary.passed == summary.total { Verdict::Pass } else { Verdict::Fail })
+    }
+
+    /// In a test's child ([`isolate`]): run test `id` alone and answer the grader.
+    fn answer(&self, ctx: &Ctx, id: &str) -> exit::Outcome {
+        let Some((token, file)) = isolate::channel() else {
+            return Err(Error::usage(format!(
+                "{} is set but this process has no grader to answer",
+                isolate::CHILD_ENV
+            )));
+        };
+        let Some(t) = self.tests.iter().find(|t| t.id == id) else {
+            return Err(Error::usage(format!("no test {id}")));
+        };
+        let answer = match quietly(|| (t.body)(ctx, &t.id)).and_then(|r| r) {
+            Ok(Done::Passed(note)) => isolate::Answer::Passed(note),
+            Ok(Done::Skipped(why)) => isolate::Answer::Skipped(why),
+            Err(why) => isolate::Answer::Failed(why),
+        };
+        isolate::send(file, &token, &answer).map_err(|e| Error::failed(format!("cannot answer: {e}")))?;
+        Ok(Verdict::Pass)
     }
 
     /// The context `main` grades in: this executable for workers, the program if any,
@@ -723,6 +806,18 @@ impl Grader {
     /// [`Grader::run`], and each test's result for a course's autograder
     /// ([`gradescope_results`]).
     pub fn run_results(&self, ctx: &Ctx, ids: &[String], out: &mut dyn Write) -> (Summary, Vec<TestResult>) {
+        self.run_tests(ctx, ids, out, None)
+    }
+
+    /// [`Grader::run_results`], each test in this process, or with `budget` in a child
+    /// process of its own within its time limit and what is left of the budget.
+    fn run_tests(
+        &self,
+        ctx: &Ctx,
+        ids: &[String],
+        out: &mut dyn Write,
+        budget: Option<&Budget>,
+    ) -> (Summary, Vec<TestResult>) {
         let mut s = Summary { points: 0, max: 0, passed: 0, total: 0, skipped: 0 };
         let mut results = Vec::new();
         let _ = writeln!(out, "{} ({})", self.title, ctx.algo);
@@ -742,8 +837,11 @@ impl Grader {
             let _ = write!(out, "{head}{} ", ".".repeat(WIDTH.saturating_sub(head.chars().count()).max(3)));
             let _ = out.flush();
             let started = Instant::now();
-            // A panic outside the node (in a check, say) is caught here too.
-            let verdict = quietly(|| (t.body)(ctx, &t.id)).and_then(|r| r);
+            let verdict = match budget {
+                Some(b) => b.run(t),
+                // A panic outside the node (in a check, say) is caught here too.
+                None => quietly(|| (t.body)(ctx, &t.id)).and_then(|r| r),
+            };
             let secs = started.elapsed().as_secs_f64();
             let mut result = TestResult {
                 id: t.id.clone(),
@@ -780,8 +878,14 @@ impl Grader {
                 Err(why) => {
                     let _ = writeln!(out, "FAIL  ({secs:.1} s)");
                     let full = ctx.seed.is_some() || ctx.verbose;
-                    // An unwritten handler is the whole story.
-                    let hint = t.hint.as_deref().filter(|_| !is_unwritten(&why));
+                    // A hint is about how the node behaved: an unwritten handler, a panic
+                    // or a test that never ended is the whole story.
+                    let hint = t
+                        .hints
+                        .iter()
+                        .find(|(seen, _)| seen.is_empty() || seen.iter().any(|s| why.contains(s.as_str())))
+                        .map(|(_, text)| text.as_str())
+                        .filter(|_| behaved(&why));
                     for line in reason_lines(&why, hint, full) {
                         let _ = writeln!(out, "      {line}");
                     }
@@ -800,6 +904,73 @@ impl Grader {
         );
         (s, results)
     }
+}
+
+/// Tests in child processes ([`isolate`]) within a time budget for them all.
+struct Budget {
+    iso: isolate::Isolation,
+    /// The whole budget, in seconds.
+    seconds: u64,
+    started: Instant,
+}
+
+impl Budget {
+    /// Test `t` in a child, within its kind's limit and what is left of the budget.
+    fn run(&self, t: &Test) -> Result<Done, String> {
+        let left =
+            (self.started + Duration::from_secs(self.seconds)).saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(format!(
+                "{NOT_RUN} the grader's time budget of {} s ran out before this test (cargo run -- grade {} \
+                 runs it alone)",
+                self.seconds, t.id
+            ));
+        }
+        let limit = t.kind.limit().min(left);
+        match self.iso.run(&t.id, limit) {
+            isolate::Ended::Answered(isolate::Answer::Passed(note)) => Ok(Done::Passed(note)),
+            isolate::Ended::Answered(isolate::Answer::Skipped(why)) => Ok(Done::Skipped(why)),
+            isolate::Ended::Answered(isolate::Answer::Failed(why)) => Err(why),
+            isolate::Ended::TimedOut => {
+                let cut = if limit < t.kind.limit() {
+                    format!(", all that was left of the grader's time budget of {} s", self.seconds)
+                } else {
+                    String::new()
+                };
+                Err(format!(
+                    "{NO_ANSWER} {} s{cut}: the test was stopped (a node that loops forever, or waits \
+                     for something that never comes)",
+                    limit.as_secs_f64().round()
+                ))
+            }
+            isolate::Ended::NoAnswer(why) => Err(why),
+        }
+    }
+}
+
+/// Whether [`Grader::main`] runs each test in a child process: set by the lab program's
+/// `main` ([`crate::lab::main`]), whose program run again with the same arguments
+/// reaches the same grader; a grader run from elsewhere (a unit test) runs them here.
+static IN_CHILDREN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Make [`Grader::main`] run each test in a child process of this same program.
+pub(crate) fn tests_in_children() {
+    IN_CHILDREN.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// How a test past its time limit fails: `no answer in 10 s: …`.
+const NO_ANSWER: &str = "no answer in";
+/// How a test the budget left no time for fails.
+const NOT_RUN: &str = "not run:";
+
+/// Whether a failure's reason is about how the node behaved, which a test's hint may
+/// explain: not an unwritten handler, a panic, a process that ended or never answered.
+fn behaved(why: &str) -> bool {
+    let panicked = ["the node failed at ", "the node failed: ", "a node panicked: "];
+    let ended = [NO_ANSWER, NOT_RUN, "the test's process ", "the grader could not run the test"];
+    !is_unwritten(why)
+        && !panicked.iter().any(|p| why.contains(p))
+        && !ended.iter().any(|p| why.starts_with(p))
 }
 
 /// How a test ended, for [`TestResult`].
@@ -896,7 +1067,7 @@ pub fn gradescope_results(title: &str, s: &Summary, results: &[TestResult]) -> G
     let tests = results
         .iter()
         .map(|r| {
-            let whole = r.lines.join("\n");
+            let whole = for_the_student(&r.id, &r.lines).join("\n");
             let mut output = crate::text::clip_to(&whole, RESULT_OUTPUT_BYTES).into_owned();
             if output.len() < whole.len() {
                 output.push_str(" (cut; grade --verbose shows it whole)");
@@ -926,6 +1097,22 @@ pub fn gradescope_results(title: &str, s: &Summary, results: &[TestResult]) -> G
         ),
         tests,
     }
+}
+
+/// A test's lines as a student reads them on the autograder's page: the kept run
+/// directory and its report are in the autograder's machine, out of the student's
+/// reach, so their lines become the command that makes both on the student's own.
+fn for_the_student(id: &str, lines: &[String]) -> Vec<String> {
+    let kept = |l: &String| l.starts_with("run directory kept: ") || l.starts_with("report: ");
+    let mut v: Vec<String> = lines.iter().filter(|l| !kept(l)).cloned().collect();
+    if lines.iter().any(kept) {
+        v.push(format!(
+            "this run's directory and report stay on the autograder, out of your reach: \
+             `cargo run -- grade {id}` in your lab's folder runs the test on your machine, and a \
+             failed run keeps them there (mutexlab-runs/latest)"
+        ));
+    }
+    v
 }
 
 /// A path for a one-line error, cut to a few hundred bytes.
@@ -1094,6 +1281,8 @@ fn run_real<N: Node<Service: SimService>>(real: &Real, ctx: &Ctx) -> Result<(), 
         stall_ms: real.stall_ms,
         plan,
         external: ctx.external.clone(),
+        // A failed run is kept in the results store, never in /tmp (a clean one is removed).
+        store: Some(supervisor::store::STORE_DIR.into()),
         elect: real
             .elect
             .then(|| ElectOpts { initiators: Initiators::All, settle: Duration::from_millis(300) }),
@@ -1585,6 +1774,27 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("never shown"), "{text}");
+        // A hint follows from what the test saw: not under a panic or a deadlock it is
+        // not about.
+        let mut h = Grader::new("t", "centralized");
+        h.script("9.3", "a panic in the node", 1, || panic!("the node failed at src/node.rs:3: boom"))
+            .hint("about restarts");
+        h.script("9.4", "a deadlock", 1, || panic!("deadlock: w1 waits"))
+            .hint_if(&["split brain"], "about terms")
+            .hint_if(&["deadlock", "no progress"], "about waiting");
+        h.script("9.5", "a split brain", 1, || panic!("split brain: term 3"))
+            .hint_if(&["split brain"], "about terms")
+            .hint_if(&["deadlock"], "about waiting");
+        h.script("9.6", "something else", 1, || panic!("two inside")).hint_if(&["deadlock"], "about waiting");
+        let (s, text) = grade(&h, None);
+        assert_eq!(s.passed, 0, "{text}");
+        assert!(!text.contains("about restarts"), "{text}");
+        let (_, after) = text.split_once("TEST 9.4").expect("9.4 ran");
+        let (deadlock, after) = after.split_once("TEST 9.5").expect("9.5 ran");
+        let (split, other) = after.split_once("TEST 9.6").expect("9.6 ran");
+        assert!(deadlock.contains("hint: about waiting") && !deadlock.contains("about terms"), "{text}");
+        assert!(split.contains("hint: about terms") && !split.contains("about waiting"), "{text}");
+        assert!(!other.contains("hint:"), "{text}");
         let (_, text) =
             g.run_text(&Ctx { verbose: true, ..Ctx::new("x", PathBuf::from("/nonexistent")) }, &[]);
         assert!(text.contains("      line 8\n      hint: what 9.1 is about\n"), "{text}");
@@ -1619,6 +1829,24 @@ mod tests {
         assert_eq!(tests[1]["status"], "failed");
         let out = tests[1]["output"].as_str().unwrap_or_default();
         assert!(out.contains("one is not two") && out.ends_with("\nhint: read the notes"), "{out}");
+        // A kept run's paths are the autograder's: the student gets the command instead.
+        let kept = TestResult {
+            id: "3.3".into(),
+            name: "a real run (faults)".into(),
+            points: 0,
+            max: 3,
+            status: Status::Failed,
+            lines: vec![
+                "audit: disagreement".into(),
+                "run directory kept: /x/r".into(),
+                "report: /x/r/report.html".into(),
+            ],
+            seconds: 1.0,
+        };
+        let j = gradescope_results("t", &s, std::slice::from_ref(&kept));
+        let out = &j.tests[0].output;
+        assert!(!out.contains("/x/r") && out.starts_with("audit: disagreement\n"), "{out}");
+        assert!(out.contains("out of your reach: `cargo run -- grade 3.3` in your lab's folder"), "{out}");
         // A skipped test counts neither way and says why.
         assert_eq!(tests[2]["max_score"], 0.0);
         assert!(tests[2].get("status").is_none());

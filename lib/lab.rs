@@ -23,7 +23,8 @@ use crate::registry::Registry;
 
 /// A lab program's `main`. With `grade` as its first argument it installs `registry`
 /// (the workers a real-run test starts are this program again, and must know the same
-/// algorithms), hands the other arguments to `grade` and exits with its outcome, an
+/// algorithms, as must each test's own process: [`crate::grade`] runs every test in a
+/// child, this program again), hands the other arguments to `grade` and exits with its outcome, an
 /// error's line written as `grade: …`; otherwise it is the whole `mutexlab` command line
 /// with `registry`.
 pub fn main(registry: Registry, grade: impl FnOnce(Vec<String>) -> Outcome) -> ExitCode {
@@ -31,6 +32,9 @@ pub fn main(registry: Registry, grade: impl FnOnce(Vec<String>) -> Outcome) -> E
     if args.next().is_none_or(|a| a != "grade") {
         return crate::cli::main(registry);
     }
+    // This program again, with these arguments, reaches this grader: each test can run
+    // in a child process of its own.
+    crate::grade::tests_in_children();
     exit::finish(grade_with(registry, args, grade), "grade")
 }
 

@@ -9,7 +9,9 @@
 //! nodes at random (3.4, a nemesis drawn from a fixed seed); group 4 searches every
 //! interleaving of two to four nodes (`mutexlab check`), where group 2 samples them, and
 //! through a crash and restart finds the planted bug (`--planted forwards-old-term`) in
-//! 9 steps. The tests with restarts name the rule under their failures (`hint:`).
+//! 9 steps. The tests with restarts name, under a failure, the rules that what they saw
+//! comes from (`hint:`): a term's rule for two leaders in a term, the restart's and the
+//! death's for a node left waiting; none under a panic.
 
 use std::fmt::Debug;
 
@@ -228,7 +230,8 @@ pub fn grader<N: ElectLab>(algo: &str) -> Grader {
         4,
         Sweep::elections(&[2, 3, 5], 0..200).crashes_of(2, |p, n| p.0 + 1 == n).check(highest_wins),
     )
-    .hint(RESTART);
+    .hint_if(TERMS_SEEN, TERM)
+    .hint_if(WAITS_SEEN, RESTART_OR_DEATH);
 
     g.real::<N>("3.1", "real processes agree on the highest", 5, Real::election(5));
     g.real::<N>(
@@ -243,7 +246,8 @@ pub fn grader<N: ElectLab>(algo: &str) -> Grader {
         3,
         Real::election(5).faults("kill 4 at 200ms; restart 4 at 400ms"),
     )
-    .hint(RESTART);
+    .hint_if(TERMS_SEEN, TERM)
+    .hint_if(WAITS_SEEN, RESTART);
     // Seed 4's nine faults (as `mutexlab elect --nemesis kill,restart --nemesis-interval
     // 150 --seed 4` draws them): w1 and w3 die and come back, w4 twice (last of all), and
     // w0 for good, so the ring closes over gaps and opens again.
@@ -253,7 +257,8 @@ pub fn grader<N: ElectLab>(algo: &str) -> Grader {
         3,
         Real::election(5).nemesis(&[NemesisKind::Kill, NemesisKind::Restart], 150, 9, 4),
     )
-    .hint(RESTART);
+    .hint_if(TERMS_SEEN, TERM)
+    .hint_if(WAITS_SEEN, RESTART_OR_DEATH);
 
     // Every state of each model, breadth-first: 280, 1,755, 1,299 and 508 states for the
     // reference, a second in all. What they check: one leader per term and no term going
@@ -281,10 +286,36 @@ pub fn grader<N: ElectLab>(algo: &str) -> Grader {
     g
 }
 
-/// What the tests that restart the leader are about, under their failures.
+/// What a failure of the tests that kill and restart nodes says, in the simulator's and
+/// the auditor's words: two leaders for a term, or a term going back.
+const TERMS_SEEN: &[&str] =
+    &["split brain", "split-brain", "two-leaders", "term-backwards", "accepted a leader of term"];
+/// Or: a node waits for ever, or the nodes end up on different leaders or none.
+const WAITS_SEEN: &[&str] = &[
+    "deadlock",
+    "no completion",
+    "no progress",
+    "disagreement",
+    "no-leader",
+    "not-highest",
+    "no leader agreed",
+    "not on the highest",
+];
+
+/// Under a failure that shows two leaders for a term or a term going back.
+const TERM: &str = "an ELECTION carries the newest term its sender has seen (1.7), and a leader \
+                    takes a term above every term it has seen: a restarted node's election must \
+                    not win a term that an older leader already holds";
+/// Under a wait or a disagreement when only the leader is killed and restarted.
 const RESTART: &str = "a restarted node (cfg.incarnation > 0) remembers no leader, and no \
                        application calls an election for it: it starts one itself (task 4, \
                        on_restart), and those it passes carry the newest term they have seen (1.7)";
+/// Under a wait or a disagreement when nodes die in the middle of an election too.
+const RESTART_OR_DEATH: &str = "a restarted node (cfg.incarnation > 0) remembers no leader, and no \
+                                application calls an election for it: it starts one itself (task \
+                                4, on_restart); a participant that hears of a death starts the \
+                                election over (task 3); and the ELECTIONs passed carry the newest \
+                                term seen (1.7)";
 
 /// Every live node names the highest id at the end.
 fn highest_wins(r: &SimReport) -> Result<(), String> {
@@ -375,6 +406,8 @@ mod tests {
             sweep.contains("\n      hint: a restarted node (cfg.incarnation > 0) remembers no leader"),
             "{text}"
         );
+        // What it saw is a node left waiting, not two leaders in a term: no term's hint.
+        assert!(!sweep.contains("hint: an ELECTION carries"), "{text}");
         assert!(sweep.contains("replay: cargo run -- grade --planted ignores-restart 2.4 --n "), "{text}");
     }
 
