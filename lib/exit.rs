@@ -181,7 +181,11 @@ mod tests {
         for (d, means) in DOCUMENTED {
             assert!(codes.contains(&d), "no outcome exits {d} ({means})");
         }
-        assert_eq!(codes, [0, 1, 4, 1, 2, 130, 3], "pass, fail, inconclusive, failed, usage, interrupted, limits");
+        assert_eq!(
+            codes,
+            [0, 1, 4, 1, 2, 130, 3],
+            "pass, fail, inconclusive, failed, usage, interrupted, limits"
+        );
     }
 
     #[test]

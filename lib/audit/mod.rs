@@ -89,6 +89,81 @@ pub struct Violation {
     pub detail: String,
 }
 
+/// The kinds of finding against liveness: a request never served, a section never left,
+/// no leader agreed at the end, or one agreed later than the bound. Every other kind is
+/// against safety: mutual exclusion, the shared data and the leader's uniqueness, and a
+/// line that is not a whole record (what it hid cannot be vouched for).
+pub const LIVENESS: [&str; 4] = ["unserved", "enter-without-exit", "no-leader", "slow-election"];
+
+/// Whether a finding of `kind` is against liveness ([`LIVENESS`]) rather than safety.
+pub fn is_liveness(kind: &str) -> bool {
+    LIVENESS.contains(&kind)
+}
+
+/// The violations split by the property they are against, every one counted (listed or
+/// not): a run that only stalled broke no safety property, and says so.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct Split {
+    /// No violation of safety (liveness aside).
+    pub safety_ok: bool,
+    /// How many violations are against safety.
+    pub safety_violations: usize,
+    /// How many are against liveness ([`LIVENESS`]).
+    pub liveness_violations: usize,
+    /// Every violation counted, by kind.
+    pub violations_by_kind: BTreeMap<String, usize>,
+}
+
+impl Split {
+    /// Count `n` more violations of `kind`.
+    pub fn count(&mut self, kind: &str, n: usize) {
+        if n == 0 {
+            return;
+        }
+        if is_liveness(kind) {
+            self.liveness_violations += n;
+        } else {
+            self.safety_violations += n;
+        }
+        *self.violations_by_kind.entry(kind.to_string()).or_default() += n;
+        self.safety_ok = self.safety_violations == 0;
+    }
+
+    /// `safety: OK; liveness: 119 requests never served`, for summaries.
+    pub fn line(&self) -> String {
+        let kinds = |liveness: bool| -> Vec<(&str, usize)> {
+            self.violations_by_kind
+                .iter()
+                .filter(|(k, _)| is_liveness(k) == liveness)
+                .map(|(k, &n)| (k.as_str(), n))
+                .collect()
+        };
+        let safety = match self.safety_violations {
+            0 => "OK".to_string(),
+            n => {
+                let by: Vec<String> = kinds(false).iter().map(|(k, n)| format!("{k} {n}")).collect();
+                format!("{n} VIOLATION{} ({})", if n == 1 { "" } else { "S" }, by.join(", "))
+            }
+        };
+        let liveness = if self.liveness_violations == 0 {
+            "OK".to_string()
+        } else {
+            let s = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+            let by: Vec<String> = kinds(true)
+                .into_iter()
+                .map(|(k, n)| match k {
+                    "unserved" => s(n, "request never served", "requests never served"),
+                    "enter-without-exit" => s(n, "section never left", "sections never left"),
+                    "no-leader" => "no leader agreed at the end".to_string(),
+                    _ => s(n, "election later than the bound", "elections later than the bound"),
+                })
+                .collect();
+            by.join(", ")
+        };
+        format!("safety: {safety}; liveness: {liveness}")
+    }
+}
+
 /// Summary statistics of one set of wait times, in milliseconds.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct WaitStats {
@@ -198,6 +273,9 @@ pub struct AuditReport {
     pub violations: Vec<Violation>,
     /// How many violations were found, listed or not.
     pub violation_count: usize,
+    /// The same, split into safety and liveness.
+    #[serde(flatten)]
+    pub split: Split,
     /// Not violations: sections still open and requests still unserved at the end of
     /// the file that the run's teardown cut short (kind `cut-short`; at most two per
     /// worker).
@@ -314,6 +392,7 @@ struct Auditor {
 impl Auditor {
     fn flag(&mut self, kind: &'static str, line: usize, detail: String) {
         self.report.violation_count += 1;
+        self.report.split.count(kind, 1);
         if self.report.violations.len() < KEEP {
             self.report.violations.push(Violation { kind, line, detail });
         }
@@ -414,6 +493,7 @@ impl Auditor {
                         self.flag("overlap", *at, detail);
                     }
                     self.report.violation_count += open.overlapped_more;
+                    self.report.split.count("overlap", open.overlapped_more);
                     let crashed = |c: &(Fence, usize, u64)| self.crashed_between(w, c.2, t);
                     match self.closed.get(&w) {
                         Some(c) if c.0 >= fence && !crashed(c) => {}
@@ -526,6 +606,7 @@ impl Auditor {
                     Quote::of(&open.text)
                 );
                 self.report.violation_count += 1;
+                self.report.split.count("overlap", 1);
                 if self.report.violations.len() < KEEP {
                     self.report.violations.push(Violation { kind: "overlap", line, detail });
                 }
@@ -669,6 +750,7 @@ impl Auditor {
         r.jain_waits = jain(r.wait_ms_by_worker.iter().filter(|w| w.count > 0).map(|w| w.mean));
         r.span_s = self.first_t.map_or(0.0, |f| (self.last_t - f) as f64 / 1e9);
         r.ok = r.violation_count == 0;
+        r.split.safety_ok = r.split.safety_violations == 0;
         self.report
     }
 }
@@ -1013,6 +1095,24 @@ WANT w=1 e=1 t=25
         let r = audit_bytes(&file(body), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["exit-without-enter"]);
         assert!(r.violations[0].detail.contains("line 3"), "{}", r.violations[0].detail);
+    }
+
+    #[test]
+    fn a_stall_breaks_liveness_only_and_an_overlap_breaks_safety() {
+        // w0 never leaves, w1 is never served: liveness, every one counted.
+        let stalled = "WANT w=0 e=1 t=1\nENTER w=0 e=1 fence=1:0 t=2\nWANT w=1 e=1 t=3\n";
+        let r = audit_bytes(&file(stalled), &none()).unwrap();
+        assert!(!r.ok && r.split.safety_ok, "{:?}", r.split);
+        assert_eq!((r.split.safety_violations, r.split.liveness_violations), (0, 2));
+        assert_eq!(r.split.line(), "safety: OK; liveness: 1 section never left, 1 request never served");
+        // The control: w1 enters anyway, an overlap.
+        let r = audit_bytes(&file(&format!("{stalled}ENTER w=1 e=1 fence=2:1 t=4\n")), &none()).unwrap();
+        assert!(!r.split.safety_ok);
+        assert_eq!((r.split.safety_violations, r.split.liveness_violations), (1, 2));
+        assert_eq!(r.split.line(), "safety: 1 VIOLATION (overlap 1); liveness: 2 sections never left");
+        // A clean file is OK on both.
+        let r = audit_bytes(&file(CLEAN), &none()).unwrap();
+        assert!(r.ok && r.split.safety_ok && r.split.liveness_violations == 0);
     }
 
     #[test]
