@@ -336,6 +336,7 @@ fn audit_reader(mut src: impl Read, faults: &FaultLog) -> Result<AuditReport, Un
         crashes: CrashIndex::build(&faults.crashes),
         teardown: faults.teardown,
         ended: faults.ended,
+        write_refused: faults.write_refused,
         ..Auditor::default()
     };
     if faults.overflow {
@@ -387,6 +388,9 @@ struct Auditor {
     crashes: BTreeMap<u32, CrashIndex>,
     teardown: Option<u64>,
     ended: Option<(u64, u64)>,
+    /// [`FaultLog::write_refused`], and the torn line it excuses.
+    write_refused: bool,
+    torn_by_refusal: Option<Violation>,
 }
 
 impl Auditor {
@@ -413,8 +417,16 @@ impl Auditor {
         if !ended {
             // Every record is written whole, newline included, in one write(2): a last
             // line without its newline was cut short (a full disk, a truncated copy),
-            // even if what is left still parses, so none of its fields is trusted.
-            self.flag("torn-record", line, format!("last line is cut short (no newline): {text}"));
+            // even if what is left still parses, so none of its fields is trusted. If
+            // the kernel refused a worker's write, that write left it: no finding.
+            if self.write_refused {
+                let detail = format!(
+                    "last line is cut short (no newline) by the write the kernel refused (the run's failure): {text}"
+                );
+                self.torn_by_refusal = Some(Violation { kind: "cut-short", line, detail });
+            } else {
+                self.flag("torn-record", line, format!("last line is cut short (no newline): {text}"));
+            }
             return;
         }
         if len > MAX_LINE as u64 {
@@ -736,6 +748,7 @@ impl Auditor {
                 self.flag("unserved", line, format!("w{w}'s request was never served ({bypassed})"));
             }
         }
+        cut_short.extend(self.torn_by_refusal.take());
         cut_short.sort_by_key(|v| v.line);
         self.report.cut_short = cut_short;
         let r = &mut self.report;
@@ -1147,6 +1160,21 @@ WANT w=1 e=1 t=25
         assert_eq!(r.violations[0].line, 1);
         // The control: a whole file is clean.
         assert!(audit_bytes(&cut, &none()).unwrap().ok);
+    }
+
+    #[test]
+    fn a_line_torn_by_a_write_the_kernel_refused_is_the_run_s_failure_not_a_finding() {
+        let cut = file(CLEAN);
+        let cut = &cut[..cut.len() - 5];
+        let refused = FaultLog { write_refused: true, teardown: Some(u64::MAX), ..none() };
+        let r = audit_bytes(cut, &refused).unwrap();
+        assert!(r.ok, "{:?}", r.violations);
+        assert_eq!(r.cut_short.len(), 2, "{:?}", r.cut_short);
+        let torn = r.cut_short.iter().find(|v| v.line == 7).unwrap();
+        assert!(torn.detail.contains("the write the kernel refused"), "{}", torn.detail);
+        // The control: without the refusal it is torn.
+        let r = audit_bytes(cut, &FaultLog { teardown: Some(u64::MAX), ..none() }).unwrap();
+        assert_eq!(kinds(&r), vec!["torn-record"]);
     }
 
     #[test]
