@@ -579,6 +579,11 @@ struct SimArgs {
     /// How long the program may take over one answer.
     #[arg(long, default_value_t = 5000, value_name = "MS")]
     worker_timeout_ms: u64,
+    /// Steps each run may take (default: 8·n·k·(n+4), at least 200000); a run that ends
+    /// there still making progress is inconclusive (exit 4), one that stopped making
+    /// progress half a budget before is a livelock (exit 1).
+    #[arg(long, value_name = "STEPS")]
+    max_steps: Option<u64>,
     /// Print one JSON object instead of the lines.
     #[arg(long)]
     json: bool,
@@ -740,9 +745,17 @@ fn cmd_sim(a: SimArgs) -> Outcome {
     if a.crashes > 0 {
         settings += &format!(" --crashes {}", a.crashes);
     }
+    if a.max_steps == Some(0) {
+        return Err(Error::usage("--max-steps must be at least 1"));
+    }
+    let max_steps = a.max_steps.unwrap_or_else(|| crate::sim::step_budget(a.nodes, a.entries));
+    if let Some(m) = a.max_steps {
+        settings += &format!(" --max-steps {m}");
+    }
     // Failures kept for --json: the first few hundred; the rest are counted.
     const KEPT: usize = 200;
     let (mut passed, mut failed, mut kept) = (0u64, 0u64, Vec::new());
+    let (mut inconclusive, mut unsure) = (0u64, Vec::new());
     for seed in a.seeds.clone() {
         let opts = crate::sim::SimOpts {
             n: a.nodes,
@@ -751,9 +764,21 @@ fn cmd_sim(a: SimArgs) -> Outcome {
             non_fifo: a.non_fifo,
             crashes: a.crashes,
             program: program.clone(),
+            max_steps: Some(max_steps),
         };
         match (info.sim)(&opts) {
             Ok(_) => passed += 1,
+            // The budget ran out with the run still going: no answer, and no replay.
+            Err(e) if e.failure.inconclusive() => {
+                inconclusive += 1;
+                if !a.json {
+                    let failure = e.failure.to_string();
+                    let why = failure.split("; still waiting").next().unwrap_or_default();
+                    out(&format!("seed {seed}: {why}; --max-steps raises the budget\n"));
+                } else if unsure.len() < KEPT {
+                    unsure.push(seed);
+                }
+            }
             Err(e) => {
                 failed += 1;
                 let failure = e.failure.to_string();
@@ -786,12 +811,26 @@ fn cmd_sim(a: SimArgs) -> Outcome {
             passed,
             failed,
             failures: kept,
+            inconclusive,
+            inconclusive_seeds: unsure,
+            max_steps,
         }));
     } else {
         let seeds = if from == to { format!("seed {from}") } else { format!("seeds {from}..={to}") };
-        out(&format!("{settings}: {seeds}: {passed} passed, {failed} failed\n"));
+        let unsure = if inconclusive > 0 {
+            format!(", {inconclusive} inconclusive (out of the {max_steps}-step budget)")
+        } else {
+            String::new()
+        };
+        out(&format!("{settings}: {seeds}: {passed} passed, {failed} failed{unsure}\n"));
     }
-    Ok(if failed == 0 { Verdict::Pass } else { Verdict::Fail })
+    Ok(if failed > 0 {
+        Verdict::Fail
+    } else if inconclusive > 0 {
+        Verdict::Inconclusive
+    } else {
+        Verdict::Pass
+    })
 }
 
 #[derive(Args)]

@@ -106,6 +106,16 @@ impl CounterexampleFile {
             return Err(format!("entries must be between 1 and 1000, not {}", self.opts.entries));
         }
         for (i, c) in self.choices.iter().enumerate() {
+            // An application has one call to make at a time (a want, a done or an
+            // election), so a call's index is 0; another would replay as some other step.
+            if let Choice::Call { index, .. } = *c {
+                if index != 0 {
+                    return Err(format!(
+                        "step {} is the application's call {index}, but an application has only call 0",
+                        i + 1
+                    ));
+                }
+            }
             let named = match *c {
                 Choice::Deliver { from, to, .. }
                 | Choice::Lose { from, to, .. }
@@ -165,6 +175,14 @@ mod tests {
         ce.choices.push(Choice::Crash { node: 7 });
         let e = bad(&serde_json::to_string(&ce).unwrap());
         assert!(e.ends_with("step 3 names node 7, but n = 2"), "{e}");
+        // A call other than the one an application has is refused, not replayed as one.
+        let mut ce = sample();
+        ce.choices[0] = Choice::Call { node: 0, index: u32::MAX };
+        let e = bad(&serde_json::to_string(&ce).unwrap());
+        assert!(
+            e.ends_with("step 1 is the application's call 4294967295, but an application has only call 0"),
+            "{e}"
+        );
         ce = CounterexampleFile { schema: 9, ..sample() };
         assert!(bad(&serde_json::to_string(&ce).unwrap()).contains("schema 9"));
         // Over the cap: refused without reading it all.

@@ -70,6 +70,13 @@ pub struct SimOutput {
     pub failed: u64,
     /// The first failures (a few hundred; `failed` counts them all), by seed.
     pub failures: Vec<SimFailure>,
+    /// How many seeds ran out of the step budget while still making progress: neither
+    /// passed nor failed.
+    pub inconclusive: u64,
+    /// The first of those seeds (a few hundred; `inconclusive` counts them all).
+    pub inconclusive_seeds: Vec<u64>,
+    /// The step budget of each run (`--max-steps`, or the default for n and k).
+    pub max_steps: u64,
     /// Number of nodes.
     pub n: u32,
     /// Any message in flight on a channel could be delivered first.

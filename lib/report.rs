@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::algos::Theory;
-use crate::audit::{AuditReport, ElectionReport, Violation};
+use crate::audit::{AuditReport, ElectionReport, Split, Violation};
 use crate::supervisor::{AppliedFault, ElectionPart, MutexPart, Report, ServiceReport};
 
 /// How many violations a human summary lists before it only counts.
@@ -93,11 +93,12 @@ fn ending(
     }
 }
 
-/// The auditor's verdict under `label`: OK, or the violations. When the run broke the
-/// algorithm's model (`model_broken`), there is no verdict, and what the audit found up
-/// to there is listed as found: it may precede the breach and be the algorithm's own
-/// (the breach sent nothing and closed no channel), so it is neither blamed nor excused.
-fn verdict(s: &mut String, label: &str, list: &[Violation], count: usize, model_broken: bool) {
+/// The auditor's verdict under `label`: OK, or safety and liveness apart (a stall is no
+/// safety failure), each with its own violations. When the run broke the algorithm's
+/// model (`model_broken`), there is no verdict, and what the audit found up to there is
+/// listed as found: it may precede the breach and be the algorithm's own (the breach
+/// sent nothing and closed no channel), so it is neither blamed nor excused.
+fn verdict(s: &mut String, label: &str, list: &[Violation], count: usize, split: &Split, model_broken: bool) {
     if model_broken {
         let found = match count {
             0 => "nothing found up to there".to_string(),
@@ -109,10 +110,14 @@ fn verdict(s: &mut String, label: &str, list: &[Violation], count: usize, model_
     }
     if count == 0 {
         let _ = writeln!(s, "  {label:<11} OK: no violations");
-    } else {
-        let _ = writeln!(s, "  {label:<11} {count} VIOLATION{}", if count == 1 { "" } else { "S" });
-        violations(s, list, count);
+        return;
     }
+    let _ = writeln!(s, "  {label:<11} {}", split.line());
+    // Safety first; each list counts its own.
+    let (live, safe): (Vec<Violation>, Vec<Violation>) =
+        list.iter().cloned().partition(|v| crate::audit::is_liveness(v.kind));
+    violations(s, &safe, split.safety_violations.max(safe.len()));
+    violations(s, &live, split.liveness_violations.max(live.len()));
 }
 
 /// What theory expects, to stand beside a measurement: ` (theory …: formula)`, numbers
@@ -208,7 +213,7 @@ fn summary_under(r: &Report, head: &str) -> String {
         ServiceReport::Election(_) => {}
     }
     ending(&mut s, &r.plan, &r.faults, &r.never_fired, r.failure.as_deref());
-    verdict(&mut s, "audit", &r.violations, r.violation_count, r.model_broken);
+    verdict(&mut s, "audit", &r.violations, r.violation_count, &r.split, r.model_broken);
     if let Some(m) = r.mutex().filter(|m| !m.cut_short.is_empty()) {
         let n = m.cut_short.len();
         let _ = writeln!(s, "  cut short   {n} left open by the run's teardown (not violations)");
@@ -361,7 +366,7 @@ pub fn leaders_summary(path: &str, a: &ElectionReport) -> String {
     if let Some(ms) = a.time_to_agree_ms {
         let _ = writeln!(s, "  agreed in   {ms:.2} ms");
     }
-    verdict(&mut s, "verdict", &a.violations, a.violation_count, false);
+    verdict(&mut s, "verdict", &a.violations, a.violation_count, &a.split, false);
     s
 }
 
@@ -381,7 +386,7 @@ pub fn audit_summary(path: &str, a: &AuditReport) -> String {
     if a.fenced {
         let _ = writeln!(s, "  fenced      {} stale write(s) refused by the resource", a.refused);
     }
-    verdict(&mut s, "verdict", &a.violations, a.violation_count, false);
+    verdict(&mut s, "verdict", &a.violations, a.violation_count, &a.split, false);
     if !a.cut_short.is_empty() {
         let n = a.cut_short.len();
         let _ = writeln!(s, "  cut short   {n} left open by the run's teardown (not violations)");
@@ -418,7 +423,7 @@ mod tests {
         120.5 ms  kill w1 (SIGKILL) (2.5 ms late)  kill 1 at 120ms
   never fired restart 1 at 300ms
   run FAILED  no progress for 5 s
-  audit       1 VIOLATION
+  audit       safety: 1 VIOLATION (overlap 1); liveness: OK
     overlap              line 12: overlap <at> line 12
   cut short   1 left open by the run's teardown (not violations)
     cut-short            line 30: cut-short <at> line 30

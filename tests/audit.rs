@@ -139,3 +139,50 @@ ENTER w=0 e=2 fence=2:0 t=50
     assert_eq!(kinds(&j, "violations"), vec!["enter-without-exit"], "{j}");
     assert_eq!(j["cut_short"][0]["line"], 6, "{j}");
 }
+
+/// A stalled run's file: w0 never leaves its section and w1's request is never served.
+const STALLED: &str = "\
+WANT w=0 e=1 t=10
+ENTER w=0 e=1 fence=1:0 t=20
+WANT w=1 e=1 t=21
+";
+
+#[test]
+fn a_stall_is_a_liveness_failure_and_safety_stays_ok_in_the_text_the_json_and_the_page() {
+    let tmp = tempfile::tempdir().unwrap();
+    let f = resource(tmp.path(), format!("{HEADER}{STALLED}").as_bytes());
+    let (code, j) = audit_json(&f);
+    assert_eq!(code, Some(1), "{j}");
+    assert_eq!(j["ok"], false, "{j}");
+    assert_eq!(j["safety_ok"], true, "{j}");
+    assert_eq!(
+        (j["safety_violations"].as_u64(), j["liveness_violations"].as_u64()),
+        (Some(0), Some(2)),
+        "{j}"
+    );
+    assert_eq!(j["violations_by_kind"], serde_json::json!({"enter-without-exit": 1, "unserved": 1}), "{j}");
+    let out = run(&["audit", f.to_str().unwrap()]);
+    let text = stdout(&out);
+    assert!(
+        text.contains("verdict     safety: OK; liveness: 1 section never left, 1 request never served"),
+        "{text}"
+    );
+    assert!(!text.contains("VIOLATION"), "{text}");
+    let page = tmp.path().join("page.html");
+    let out = run(&["report", tmp.path().to_str().unwrap(), "-o", page.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<span class=\"ok\">safety: OK</span>"), "{html}");
+    assert!(html.contains("liveness: 1 section never left, 1 request never served"), "{html}");
+    // The control: an overlap is a safety violation, and says so.
+    let overlap = format!("{HEADER}{STALLED}ENTER w=1 e=1 fence=2:1 t=30\n");
+    let f = resource(tmp.path(), overlap.as_bytes());
+    let (code, j) = audit_json(&f);
+    assert_eq!(code, Some(1), "{j}");
+    assert_eq!((j["safety_ok"].as_bool(), j["safety_violations"].as_u64()), (Some(false), Some(1)), "{j}");
+    let text = stdout(&run(&["audit", f.to_str().unwrap()]));
+    assert!(
+        text.contains("verdict     safety: 1 VIOLATION (overlap 1); liveness: 2 sections never left"),
+        "{text}"
+    );
+}

@@ -20,7 +20,7 @@ fn the_none_baselines_counterexample_is_an_overlap_the_auditor_finds_in_its_file
     let audit = on("audit", &dir);
     assert_eq!(audit.status.code(), Some(1), "{}", stderr(&audit));
     let said = stdout(&audit);
-    assert!(said.contains("1 VIOLATION") && said.contains("overlap"), "{said}");
+    assert!(said.contains("safety: 1 VIOLATION (overlap 1); liveness: OK"), "{said}");
     assert!(said.contains("2 left open by the run's teardown"), "{said}");
     let trace = on("trace", &dir);
     assert_eq!(trace.status.code(), Some(0), "{}", stderr(&trace));
@@ -30,7 +30,7 @@ fn the_none_baselines_counterexample_is_an_overlap_the_auditor_finds_in_its_file
     let report = on("report", &dir);
     assert_eq!(report.status.code(), Some(0), "{}", stderr(&report));
     let page = std::fs::read_to_string(dir.join("report.html")).unwrap();
-    assert!(page.contains("audit: 1 violation(s)"), "the page gives the auditor's verdict");
+    assert!(page.contains("safety: 1 VIOLATION (overlap 1)"), "the page gives the auditor's verdict");
 }
 
 #[test]

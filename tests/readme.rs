@@ -181,3 +181,34 @@ fn a_readme_command_that_does_not_do_what_it_says_is_caught() {
         "{wrong:?}"
     );
 }
+
+/// The README's three statements of the most workers a run has are the program's one
+/// constant, and the program holds to it at the limit and one past it.
+#[test]
+fn the_readme_s_worker_limit_is_the_program_s() {
+    let max = mutexlab::algorithm::MAX_WORKERS;
+    let shown = format!("{},{:03}", max / 1000, max % 1000);
+    let text = readme();
+    for said in [
+        format!("| `-n`, `--workers` | worker processes (1–{shown}) |"),
+        format!("without one, {shown} and up) |"),
+        format!("a header's `workers=` above {shown} (the most a run has)"),
+    ] {
+        assert!(text.contains(&said), "README.md should say {said:?}");
+    }
+    // A header of one more is refused by the trace reader, an id of the limit is corrupt.
+    let tmp = tempfile::tempdir().unwrap();
+    let f = tmp.path().join("resource.log");
+    std::fs::write(
+        &f,
+        format!("# mutexlab resource v1 algo=test\nWANT w={} e=1 t=1\nWANT w={max} e=1 t=2\n", max - 1),
+    )
+    .unwrap();
+    let out = run(&["audit", f.to_str().unwrap(), "--json"]);
+    let j = json(&out);
+    let kinds: Vec<&str> =
+        j["violations"].as_array().unwrap().iter().map(|v| v["kind"].as_str().unwrap()).collect();
+    assert_eq!(kinds, ["corrupt-record", "unserved"], "{j}");
+    let out = run(&["run", "-n", &(max + 1).to_string(), "-k", "1"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}

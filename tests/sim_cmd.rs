@@ -122,3 +122,74 @@ fn a_program_runs_in_the_simulator_and_its_replay_names_the_command() {
     assert_eq!(again.status.code(), Some(1), "the replay fails again: {}", stderr(&again));
     assert_eq!(stdout(&again).lines().next(), text.lines().next());
 }
+
+#[test]
+fn a_step_budget_that_runs_out_is_inconclusive_and_a_livelock_still_fails() {
+    // The issue's case: 60,000 entries need more than the old fixed 200,000 steps; the
+    // default budget grows with n and k, and the run passes.
+    let out = run(&["sim", "--algo", "ricart-agrawala", "-n", "3", "-k", "20000", "--seeds", "0"]);
+    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    // A budget too small to finish, the run still going: exit 4, no failure, no replay.
+    let small = [
+        "sim",
+        "--algo",
+        "ricart-agrawala",
+        "-n",
+        "3",
+        "-k",
+        "20000",
+        "--seeds",
+        "0..2",
+        "--max-steps",
+        "5000",
+    ];
+    let out = run(&small);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(4), "{text}{}", stderr(&out));
+    assert!(text.contains("seed 0: inconclusive: the step budget of 5000 steps ran out"), "{text}");
+    assert!(!text.contains("replay:"), "{text}");
+    assert!(
+        text.ends_with("seeds 0..=1: 0 passed, 0 failed, 2 inconclusive (out of the 5000-step budget)\n"),
+        "{text}"
+    );
+    let out = run(&[&small[..], &["--json"]].concat());
+    assert_eq!(out.status.code(), Some(4));
+    let j = json(&out);
+    assert_eq!(
+        (j["inconclusive"].as_u64(), j["failed"].as_u64(), j["max_steps"].as_u64()),
+        (Some(2), Some(0), Some(5000)),
+        "{j}"
+    );
+    assert_eq!(j["inconclusive_seeds"], serde_json::json!([0, 1]), "{j}");
+
+    // The control: a program that bounces a message between two nodes for ever and
+    // never lets anyone in is a livelock, a failure with its replay.
+    if std::process::Command::new("python3").arg("-c").arg("").status().is_err() {
+        eprintln!("skipped the livelock: python3 is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bouncer = dir.path().join("bouncer.py");
+    std::fs::write(
+        &bouncer,
+        "import json, sys\n\
+         for text in sys.stdin:\n\
+         \x20   line = json.loads(text)\n\
+         \x20   if line['type'] == 'init':\n\
+         \x20       peer = line['peers'][0]\n\
+         \x20       print(json.dumps({'type': 'init_ok'}), flush=True)\n\
+         \x20   elif line.get('call') == 'want':\n\
+         \x20       print(json.dumps([{'type': 'send', 'to': peer, 'msg': {'type': 'PING'}}]), flush=True)\n\
+         \x20   elif line['type'] == 'message':\n\
+         \x20       print(json.dumps([{'type': 'send', 'to': line['from'], 'msg': {'type': 'PING'}}]), flush=True)\n\
+         \x20   else:\n\
+         \x20       print('[]', flush=True)\n",
+    )
+    .unwrap();
+    let cmd = format!("python3 {}", bouncer.display());
+    let out = run(&["sim", "--worker-cmd", &cmd, "-n", "2", "--seeds", "0", "--max-steps", "2000"]);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}{}", stderr(&out));
+    assert!(text.contains("no completion in the last 2000 of 2000 steps (livelock or starvation)"), "{text}");
+    assert!(text.contains("replay: "), "{text}");
+}

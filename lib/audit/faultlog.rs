@@ -52,6 +52,10 @@ pub struct FaultLog {
     pub overflow: bool,
     /// Restarts (`restart` lines): the worker and when its new life began.
     pub restarts: Vec<(u32, u64)>,
+    /// A worker's write to the resource file was refused by the kernel (a full disk, a
+    /// file size limit), as the supervisor heard from it: a torn last line is what
+    /// that write left, the run's failure and no finding against the algorithm.
+    pub write_refused: bool,
 }
 
 /// More crashes than any run's plan can make ([`crate::faults::MAX_PLAN_STEPS`]), with

@@ -137,6 +137,7 @@ impl ElectionReport {
     /// Count a violation; keep its line while fewer than [`KEEP`] are kept.
     pub(super) fn flag(&mut self, kind: &'static str, line: usize, detail: String) {
         self.violation_count += 1;
+        self.split.count(kind, 1);
         if self.violations.len() < KEEP {
             self.violations.push(Violation { kind, line, detail });
         }
@@ -281,6 +282,9 @@ pub struct ElectionReport {
     pub violations: Vec<Violation>,
     /// How many violations were found, listed or not.
     pub violation_count: usize,
+    /// The same, split into safety and liveness.
+    #[serde(flatten)]
+    pub split: super::Split,
 }
 
 /// Audit the leader file at `path`.
@@ -651,6 +655,7 @@ impl Judge {
         self.report.terms = self.terms.len();
         self.report.workers = n;
         self.report.ok = self.report.violation_count == 0;
+        self.report.split.safety_ok = self.report.split.safety_violations == 0;
         self.report
     }
 }

@@ -89,6 +89,81 @@ pub struct Violation {
     pub detail: String,
 }
 
+/// The kinds of finding against liveness: a request never served, a section never left,
+/// no leader agreed at the end, or one agreed later than the bound. Every other kind is
+/// against safety: mutual exclusion, the shared data and the leader's uniqueness, and a
+/// line that is not a whole record (what it hid cannot be vouched for).
+pub const LIVENESS: [&str; 4] = ["unserved", "enter-without-exit", "no-leader", "slow-election"];
+
+/// Whether a finding of `kind` is against liveness ([`LIVENESS`]) rather than safety.
+pub fn is_liveness(kind: &str) -> bool {
+    LIVENESS.contains(&kind)
+}
+
+/// The violations split by the property they are against, every one counted (listed or
+/// not): a run that only stalled broke no safety property, and says so.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct Split {
+    /// No violation of safety (liveness aside).
+    pub safety_ok: bool,
+    /// How many violations are against safety.
+    pub safety_violations: usize,
+    /// How many are against liveness ([`LIVENESS`]).
+    pub liveness_violations: usize,
+    /// Every violation counted, by kind.
+    pub violations_by_kind: BTreeMap<String, usize>,
+}
+
+impl Split {
+    /// Count `n` more violations of `kind`.
+    pub fn count(&mut self, kind: &str, n: usize) {
+        if n == 0 {
+            return;
+        }
+        if is_liveness(kind) {
+            self.liveness_violations += n;
+        } else {
+            self.safety_violations += n;
+        }
+        *self.violations_by_kind.entry(kind.to_string()).or_default() += n;
+        self.safety_ok = self.safety_violations == 0;
+    }
+
+    /// `safety: OK; liveness: 119 requests never served`, for summaries.
+    pub fn line(&self) -> String {
+        let kinds = |liveness: bool| -> Vec<(&str, usize)> {
+            self.violations_by_kind
+                .iter()
+                .filter(|(k, _)| is_liveness(k) == liveness)
+                .map(|(k, &n)| (k.as_str(), n))
+                .collect()
+        };
+        let safety = match self.safety_violations {
+            0 => "OK".to_string(),
+            n => {
+                let by: Vec<String> = kinds(false).iter().map(|(k, n)| format!("{k} {n}")).collect();
+                format!("{n} VIOLATION{} ({})", if n == 1 { "" } else { "S" }, by.join(", "))
+            }
+        };
+        let liveness = if self.liveness_violations == 0 {
+            "OK".to_string()
+        } else {
+            let s = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+            let by: Vec<String> = kinds(true)
+                .into_iter()
+                .map(|(k, n)| match k {
+                    "unserved" => s(n, "request never served", "requests never served"),
+                    "enter-without-exit" => s(n, "section never left", "sections never left"),
+                    "no-leader" => "no leader agreed at the end".to_string(),
+                    _ => s(n, "election later than the bound", "elections later than the bound"),
+                })
+                .collect();
+            by.join(", ")
+        };
+        format!("safety: {safety}; liveness: {liveness}")
+    }
+}
+
 /// Summary statistics of one set of wait times, in milliseconds.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct WaitStats {
@@ -198,6 +273,9 @@ pub struct AuditReport {
     pub violations: Vec<Violation>,
     /// How many violations were found, listed or not.
     pub violation_count: usize,
+    /// The same, split into safety and liveness.
+    #[serde(flatten)]
+    pub split: Split,
     /// Not violations: sections still open and requests still unserved at the end of
     /// the file that the run's teardown cut short (kind `cut-short`; at most two per
     /// worker).
@@ -258,6 +336,7 @@ fn audit_reader(mut src: impl Read, faults: &FaultLog) -> Result<AuditReport, Un
         crashes: CrashIndex::build(&faults.crashes),
         teardown: faults.teardown,
         ended: faults.ended,
+        write_refused: faults.write_refused,
         ..Auditor::default()
     };
     if faults.overflow {
@@ -309,11 +388,15 @@ struct Auditor {
     crashes: BTreeMap<u32, CrashIndex>,
     teardown: Option<u64>,
     ended: Option<(u64, u64)>,
+    /// [`FaultLog::write_refused`], and the torn line it excuses.
+    write_refused: bool,
+    torn_by_refusal: Option<Violation>,
 }
 
 impl Auditor {
     fn flag(&mut self, kind: &'static str, line: usize, detail: String) {
         self.report.violation_count += 1;
+        self.report.split.count(kind, 1);
         if self.report.violations.len() < KEEP {
             self.report.violations.push(Violation { kind, line, detail });
         }
@@ -334,8 +417,16 @@ impl Auditor {
         if !ended {
             // Every record is written whole, newline included, in one write(2): a last
             // line without its newline was cut short (a full disk, a truncated copy),
-            // even if what is left still parses, so none of its fields is trusted.
-            self.flag("torn-record", line, format!("last line is cut short (no newline): {text}"));
+            // even if what is left still parses, so none of its fields is trusted. If
+            // the kernel refused a worker's write, that write left it: no finding.
+            if self.write_refused {
+                let detail = format!(
+                    "last line is cut short (no newline) by the write the kernel refused (the run's failure): {text}"
+                );
+                self.torn_by_refusal = Some(Violation { kind: "cut-short", line, detail });
+            } else {
+                self.flag("torn-record", line, format!("last line is cut short (no newline): {text}"));
+            }
             return;
         }
         if len > MAX_LINE as u64 {
@@ -414,6 +505,7 @@ impl Auditor {
                         self.flag("overlap", *at, detail);
                     }
                     self.report.violation_count += open.overlapped_more;
+                    self.report.split.count("overlap", open.overlapped_more);
                     let crashed = |c: &(Fence, usize, u64)| self.crashed_between(w, c.2, t);
                     match self.closed.get(&w) {
                         Some(c) if c.0 >= fence && !crashed(c) => {}
@@ -526,6 +618,7 @@ impl Auditor {
                     Quote::of(&open.text)
                 );
                 self.report.violation_count += 1;
+                self.report.split.count("overlap", 1);
                 if self.report.violations.len() < KEEP {
                     self.report.violations.push(Violation { kind: "overlap", line, detail });
                 }
@@ -655,6 +748,7 @@ impl Auditor {
                 self.flag("unserved", line, format!("w{w}'s request was never served ({bypassed})"));
             }
         }
+        cut_short.extend(self.torn_by_refusal.take());
         cut_short.sort_by_key(|v| v.line);
         self.report.cut_short = cut_short;
         let r = &mut self.report;
@@ -669,6 +763,7 @@ impl Auditor {
         r.jain_waits = jain(r.wait_ms_by_worker.iter().filter(|w| w.count > 0).map(|w| w.mean));
         r.span_s = self.first_t.map_or(0.0, |f| (self.last_t - f) as f64 / 1e9);
         r.ok = r.violation_count == 0;
+        r.split.safety_ok = r.split.safety_violations == 0;
         self.report
     }
 }
@@ -1016,6 +1111,24 @@ WANT w=1 e=1 t=25
     }
 
     #[test]
+    fn a_stall_breaks_liveness_only_and_an_overlap_breaks_safety() {
+        // w0 never leaves, w1 is never served: liveness, every one counted.
+        let stalled = "WANT w=0 e=1 t=1\nENTER w=0 e=1 fence=1:0 t=2\nWANT w=1 e=1 t=3\n";
+        let r = audit_bytes(&file(stalled), &none()).unwrap();
+        assert!(!r.ok && r.split.safety_ok, "{:?}", r.split);
+        assert_eq!((r.split.safety_violations, r.split.liveness_violations), (0, 2));
+        assert_eq!(r.split.line(), "safety: OK; liveness: 1 section never left, 1 request never served");
+        // The control: w1 enters anyway, an overlap.
+        let r = audit_bytes(&file(&format!("{stalled}ENTER w=1 e=1 fence=2:1 t=4\n")), &none()).unwrap();
+        assert!(!r.split.safety_ok);
+        assert_eq!((r.split.safety_violations, r.split.liveness_violations), (1, 2));
+        assert_eq!(r.split.line(), "safety: 1 VIOLATION (overlap 1); liveness: 2 sections never left");
+        // A clean file is OK on both.
+        let r = audit_bytes(&file(CLEAN), &none()).unwrap();
+        assert!(r.ok && r.split.safety_ok && r.split.liveness_violations == 0);
+    }
+
+    #[test]
     fn unserved_request_is_flagged() {
         let r = audit_bytes(&file("WANT w=1 e=1 t=10\n"), &none()).unwrap();
         assert_eq!(kinds(&r), vec!["unserved"]);
@@ -1047,6 +1160,21 @@ WANT w=1 e=1 t=25
         assert_eq!(r.violations[0].line, 1);
         // The control: a whole file is clean.
         assert!(audit_bytes(&cut, &none()).unwrap().ok);
+    }
+
+    #[test]
+    fn a_line_torn_by_a_write_the_kernel_refused_is_the_run_s_failure_not_a_finding() {
+        let cut = file(CLEAN);
+        let cut = &cut[..cut.len() - 5];
+        let refused = FaultLog { write_refused: true, teardown: Some(u64::MAX), ..none() };
+        let r = audit_bytes(cut, &refused).unwrap();
+        assert!(r.ok, "{:?}", r.violations);
+        assert_eq!(r.cut_short.len(), 2, "{:?}", r.cut_short);
+        let torn = r.cut_short.iter().find(|v| v.line == 7).unwrap();
+        assert!(torn.detail.contains("the write the kernel refused"), "{}", torn.detail);
+        // The control: without the refusal it is torn.
+        let r = audit_bytes(cut, &FaultLog { teardown: Some(u64::MAX), ..none() }).unwrap();
+        assert_eq!(kinds(&r), vec!["torn-record"]);
     }
 
     #[test]

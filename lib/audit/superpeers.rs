@@ -219,6 +219,7 @@ impl Judge {
 
     fn done(&mut self) {
         self.report.ok = self.report.violation_count == 0;
+        self.report.split.safety_ok = self.report.split.safety_violations == 0;
     }
 }
 

@@ -166,6 +166,8 @@ struct Verdict {
     text: String,
     violations: Vec<Violation>,
     count: usize,
+    /// `count` split into safety and liveness.
+    split: audit::Split,
     cut_short: Vec<Violation>,
     /// Mutual exclusion only: completed entries and waits by worker.
     entries: Option<u64>,
@@ -183,6 +185,7 @@ impl Verdict {
         self.text = crate::report::summary(r);
         self.violations.clone_from(&r.violations);
         self.count = r.violation_count;
+        self.split.clone_from(&r.split);
         self.model_broken = r.model_broken;
     }
 }
@@ -283,6 +286,7 @@ fn mutex_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdict
         text: crate::report::audit_summary(&path.display().to_string(), &a),
         violations: a.violations,
         count: a.violation_count,
+        split: a.split,
         cut_short: a.cut_short,
         entries: Some(a.entries),
         waits: a.wait_ms_by_worker,
@@ -315,6 +319,7 @@ fn leaders_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdi
         text: crate::report::leaders_summary(&path.display().to_string(), &a),
         violations: a.violations,
         count: a.violation_count,
+        split: a.split,
         cut_short: Vec::new(),
         entries: None,
         waits: Vec::new(),
@@ -441,9 +446,16 @@ fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> Stri
     } else if v.count == 0 {
         "<span class=\"ok\">audit OK: no violations</span>".to_string()
     } else {
+        // Safety and liveness apart: a stall is no safety failure.
+        let class = |ok: bool| if ok { "ok" } else { "bad" };
+        let line = v.split.line();
+        let (safety, liveness) = line.split_once("; ").unwrap_or((&line, ""));
         format!(
-            "<span class=\"bad\">audit: {} violation(s)</span> (<a href=\"#findings\">listed below</a>)",
-            v.count
+            "audit: <span class=\"{}\">{}</span>; <span class=\"{}\">{}</span> (<a href=\"#findings\">listed below</a>)",
+            class(v.split.safety_violations == 0),
+            esc(safety),
+            class(v.split.liveness_violations == 0),
+            esc(liveness)
         )
     };
     let _ = writeln!(s, "<p>Run directory <code>{}</code>. {verdict}</p>", esc(dir));

@@ -98,7 +98,12 @@ EXIT w=1 e=1 fence=2:1 read=0 value=1 t=3500
     assert!(html.contains(r#"<tr id="L4"><td>4</td><td><code>ENTER w=1 e=1 fence=2:1 t=2500</code>"#));
     assert!(html.contains(r#"<tr id="L3">"#));
     assert!(html.contains(r#"class="cs bad""#), "the overlapping section is red");
-    assert!(html.contains("violation(s)"));
+    assert!(
+        html.contains(
+            "<span class=\"bad\">safety: 3 VIOLATIONS (lost-update 1, overlap 1, stale-writer 1)</span>"
+        ),
+        "{html}"
+    );
     // The control: the clean run has neither.
     let d = dir_with(&[(RESOURCE_FILE, CLEAN)]);
     let clean = render(d.path()).unwrap();

@@ -210,14 +210,53 @@ pub enum Failure {
         /// Each waiting node with what it says it waits for.
         waiting: Vec<(PeerId, String)>,
     },
-    /// The run went on for too long without finishing (livelock or starvation).
-    #[error("no completion after {steps} steps; still waiting: {}", describe(waiting))]
+    /// The run reached its step limit without finishing. With no entry (or election)
+    /// completed in the last half of the budget, it is a livelock or starvation; with
+    /// one, the run was still getting on and the budget was too small to say
+    /// ([`Failure::inconclusive`]).
+    #[error("{}; still waiting: {}", step_limit(*steps, *idle), describe(waiting))]
     StepLimit {
         /// The step limit.
         steps: u64,
-        /// Each waiting node with what it says it waits for.
-        waiting: Vec<(PeerId, String)>,
+        /// Each waiting node with what it says it waits for (boxed: the error stays small).
+        waiting: Box<[(PeerId, String)]>,
+        /// Steps since the last entry (or election) completed, or since the start.
+        idle: u64,
     },
+}
+
+/// What a step limit means: a livelock seen, or a budget too small to tell.
+fn step_limit(steps: u64, idle: u64) -> String {
+    if stalled(steps, idle) {
+        format!("no completion in the last {idle} of {steps} steps (livelock or starvation)")
+    } else {
+        format!(
+            "inconclusive: the step budget of {steps} steps ran out while the run was still making progress \
+             (the last entry {idle} steps before its end)"
+        )
+    }
+}
+
+/// A run at its step limit that completed nothing in the last half of it is stuck.
+fn stalled(steps: u64, idle: u64) -> bool {
+    idle >= steps / 2
+}
+
+impl Failure {
+    /// A step budget that ran out while the run was still making progress: no verdict
+    /// either way. Every other failure, a livelock included, is a finding.
+    pub fn inconclusive(&self) -> bool {
+        matches!(self, Failure::StepLimit { steps, idle, .. } if !stalled(*steps, *idle))
+    }
+}
+
+/// The default step budget of `mutexlab sim` for `n` nodes and `k` entries each: it grows
+/// with n × k, and with n again since an entry takes O(n) messages in most algorithms
+/// (ricart-agrawala at n = 64, k = 25 takes about 210 000 steps); never below the
+/// simulator's own default.
+pub fn step_budget(n: u32, k: u32) -> u64 {
+    let (n, k) = (u64::from(n), u64::from(k));
+    8u64.saturating_mul(n).saturating_mul(k).saturating_mul(n + 4).max(MAX_STEPS)
 }
 
 fn describe(waiting: &[(PeerId, String)]) -> String {
@@ -318,6 +357,9 @@ impl SimReport {
 
 /// A run's step limit unless [`Sim::max_steps`] sets one.
 const MAX_STEPS: u64 = 200_000;
+
+/// How often (in steps) a run samples how many entries are done.
+const PROGRESS_EVERY: u64 = 256;
 
 /// The seeded scheduler over a [`World`] of N nodes of `A`.
 pub struct Sim<A: Node>
@@ -499,6 +541,8 @@ where
         let Sim { world, trace, step, .. } = self;
         let started = world.start(&mut |now, event| note(trace, *step, now, event));
         started.map_err(|f| self.fail(f))?;
+        // Entries (or elections) completed, and the step at which that count last rose.
+        let (mut done, mut last) = (0u64, 0u64);
         loop {
             if self.world.done() {
                 break;
@@ -525,9 +569,19 @@ where
                     }
                 },
                 None => {
+                    // Progress is sampled every so many steps: cheap, and exact enough to
+                    // tell a run still going from one that stopped long ago.
+                    if self.step.is_multiple_of(PROGRESS_EVERY) {
+                        let now: u64 = self.world.apps.entries().iter().sum();
+                        if now != done {
+                            (done, last) = (now, self.step);
+                        }
+                    }
                     if self.step >= self.max_steps {
-                        let waiting = self.world.waiting();
-                        return Err(self.fail(Failure::StepLimit { steps: self.max_steps, waiting }));
+                        let waiting = self.world.waiting().into();
+                        let idle = self.step - last;
+                        let failure = Failure::StepLimit { steps: self.max_steps, waiting, idle };
+                        return Err(self.fail(failure));
                     }
                     match self.pick(&enabled) {
                         Some(c) => c,
@@ -653,6 +707,8 @@ pub struct SimOpts {
     pub crashes: u32,
     /// The program external nodes run (`--worker-cmd`), in each node's [`Config`].
     pub program: Option<crate::algorithm::Spawn>,
+    /// The step budget ([`Sim::max_steps`]); `None`: [`step_budget`] of n and entries.
+    pub max_steps: Option<u64>,
 }
 
 /// Run `N` with `opts`, stale timers on (as [`simulate`]): what the registry runs for
@@ -663,7 +719,8 @@ where
 {
     let mut sim = Sim::<N>::with_config(opts.n, opts.seed, |c| c.program = opts.program.clone())
         .stale_timers(true)
-        .crashes(opts.crashes, |_| true);
+        .crashes(opts.crashes, |_| true)
+        .max_steps(opts.max_steps.unwrap_or_else(|| step_budget(opts.n, opts.entries)));
     if opts.non_fifo {
         sim = sim.non_fifo();
     }
@@ -699,6 +756,19 @@ mod tests {
     use crate::algorithm::{Algorithm, Out};
     use crate::algos::baseline::Immediate;
     use crate::algos::centralized::Centralized;
+
+    #[test]
+    fn a_budget_that_runs_out_mid_run_is_inconclusive_and_one_past_the_last_entry_is_not() {
+        use crate::algos::ricart_agrawala::RicartAgrawala;
+        // Still entering when the budget ends: no verdict.
+        let e = Sim::<RicartAgrawala>::new(3, 0).max_steps(2_000).run(1_000).unwrap_err();
+        assert!(e.failure.inconclusive(), "{e}");
+        assert!(e.failure.to_string().starts_with("inconclusive: the step budget of 2000 steps"), "{e}");
+        // The budget grows with n and k, and never falls below the old default.
+        assert_eq!(step_budget(3, 1), MAX_STEPS);
+        assert_eq!(step_budget(64, 25), 8 * 64 * 25 * 68);
+        assert!(step_budget(1024, u32::MAX) > step_budget(1024, 1));
+    }
 
     #[test]
     fn centralized_is_safe_and_costs_three_per_ordinary_entry() {

@@ -271,6 +271,7 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
         }
     };
     let mut faults = audit::FaultLog::read(&dir.path.join(control::FAULT_LOG));
+    faults.write_refused |= sup.write_refused;
     if let (None, Some((t, ended, window))) = (faults.teardown, teardown) {
         // The line did not reach the disk (a full one, say): the audit knows it anyway.
         faults.teardown = Some(t);
@@ -362,6 +363,9 @@ struct Supervisor<'a> {
     /// A worker's runtime could not keep the algorithm's model (`ToSupervisor::Breach`):
     /// its line. The run failed there, and its audit is no verdict on the algorithm.
     breach: Option<String>,
+    /// A worker said the kernel refused its write to the resource file (a full disk,
+    /// a file size limit): a torn last line is then the run's failure, not a finding.
+    write_refused: bool,
     /// A replay's walk: what the held workers reported and the walk has not used.
     walk: Walk,
     /// The waits-for cycles a stall's diagnosis found ([`diagnosis::cycles`]).
@@ -397,6 +401,7 @@ impl<'a> Supervisor<'a> {
             progress: Progress::new(opts, &dir.join(control::RESOURCE_FILE)),
             faults: Faults::new(opts.plan.steps.clone()),
             breach: None,
+            write_refused: false,
             walk: Walk::default(),
             deadlocks: Vec::new(),
         })
@@ -703,6 +708,11 @@ impl<'a> Supervisor<'a> {
             // While finishing too: it would answer Finish, and its failure go unsaid.
             ToSupervisor::Fatal(why) if phase != "starting" => {
                 self.finished.get_or_insert_with(Instant::now);
+                // The workload's own words for a refused write (runtime/workload.rs).
+                let resource = self.dir.join(control::RESOURCE_FILE);
+                if why.starts_with(&format!("cannot write {}: ", resource.display())) {
+                    self.write_refused = true;
+                }
                 let line = format!("worker w{id} gave up while {phase}: {why}");
                 self.procs.slots[id].fatal = Some(why);
                 return Err(RunError::Failed(line));

@@ -100,6 +100,9 @@ pub struct Report {
     pub violations: Vec<Violation>,
     /// How many violations the auditor found.
     pub violation_count: usize,
+    /// The same, split into safety and liveness (a stall breaks liveness only).
+    #[serde(flatten)]
+    pub split: audit::Split,
     /// The directory's path, shown (lossily, if it is not UTF-8): `run_path` is the path.
     pub run_dir: String,
     /// The run directory itself, for whoever writes into it (its report).
@@ -397,9 +400,13 @@ impl Outcome<'_> {
     pub(super) fn report(&self, mut audited: Audited, failure: Option<String>, dir: &RunDir) -> Report {
         let mut sum = self.sum_stats();
         let elapsed = self.elapsed;
-        let (ok, violations, violation_count) = match &mut audited {
-            Audited::Mutex(a) => (a.ok, std::mem::take(&mut a.violations), a.violation_count),
-            Audited::Election(a, _) => (a.ok, std::mem::take(&mut a.violations), a.violation_count),
+        let (ok, violations, violation_count, split) = match &mut audited {
+            Audited::Mutex(a) => {
+                (a.ok, std::mem::take(&mut a.violations), a.violation_count, a.split.clone())
+            }
+            Audited::Election(a, _) => {
+                (a.ok, std::mem::take(&mut a.violations), a.violation_count, a.split.clone())
+            }
         };
         let service = match audited {
             Audited::Mutex(a) => ServiceReport::Mutex(self.mutex_part(a, &mut sum, elapsed)),
@@ -418,6 +425,7 @@ impl Outcome<'_> {
             network: self.network(),
             violations,
             violation_count,
+            split,
             run_dir: dir.path.display().to_string(),
             run_path: dir.path.clone(),
             run_dir_kept: true,
@@ -506,6 +514,15 @@ pub(crate) mod samples {
         Violation { kind, line, detail: format!("{kind} <at> line {line}") }
     }
 
+    /// The split of `kinds`, one violation each.
+    fn split(kinds: &[&str]) -> audit::Split {
+        let mut s = audit::Split { safety_ok: true, ..audit::Split::default() };
+        for k in kinds {
+            s.count(k, 1);
+        }
+        s
+    }
+
     fn fault() -> AppliedFault {
         AppliedFault {
             at_ms: 120.5,
@@ -577,6 +594,7 @@ pub(crate) mod samples {
             network: Network { latency_ms: 1.0, jitter_ms: 0.5, drop: 0.25 },
             violations: vec![violation("overlap", 12)],
             violation_count: 1,
+            split: split(&["overlap"]),
             run_dir: "/tmp/run-x".into(),
             run_path: "/tmp/run-x".into(),
             run_dir_kept: true,
@@ -627,6 +645,7 @@ pub(crate) mod samples {
             network: Network::default(),
             violations: vec![violation("two-leaders", 4)],
             violation_count: 1,
+            split: split(&["two-leaders"]),
             run_dir: "/tmp/elect-x".into(),
             run_path: "/tmp/elect-x".into(),
             run_dir_kept: true,
@@ -718,6 +737,14 @@ mod tests {
             "counters": {"elections": 3},
             "trace": "/tmp/elect-x/trace-w*.log", "trace_complete": true, "deadlocks": []
         });
+        // Safety and liveness apart (one json! of all would pass the macro's recursion limit).
+        let (mut mutex, mut election) = (mutex, election);
+        for (j, kind) in [(&mut mutex, "overlap"), (&mut election, "two-leaders")] {
+            j["safety_ok"] = json!(false);
+            j["safety_violations"] = json!(1);
+            j["liveness_violations"] = json!(0);
+            j["violations_by_kind"] = json!({ kind: 1 });
+        }
         assert_eq!(serde_json::to_value(samples::mutex()).unwrap(), mutex);
         assert_eq!(serde_json::to_value(samples::election()).unwrap(), election);
         // Nothing rides along unseen (`run_path` is the caller's, never printed).
@@ -733,12 +760,13 @@ mod tests {
         let head = ["schema", "algorithm", "workers", "ok", "failure", "model_broken"];
         let mutex = keys(&serde_json::to_string(&samples::mutex()).unwrap());
         assert_eq!(mutex[..head.len()], head);
-        assert_eq!(mutex.len(), 37);
+        assert_eq!(mutex.len(), 41);
         let election = keys(&serde_json::to_string_pretty(&samples::election()).unwrap());
         let order =
             "schema algorithm workers ok failure model_broken initiators detector timeouts leader term \
             elections messages theory time_to_elect_ms message_time_us time_to_elect_t elapsed_s seed \
-            network violations violation_count run_dir run_dir_kept plan faults never_fired \
+            network violations violation_count safety_ok safety_violations liveness_violations \
+            violations_by_kind run_dir run_dir_kept plan faults never_fired \
             lost_messages unreported counters trace trace_complete deadlocks";
         assert_eq!(election, order.split_whitespace().collect::<Vec<_>>());
     }
