@@ -1094,10 +1094,10 @@ mod tests {
         assert_eq!(opts.timers, TimerOrder::Any, "the checker makes no timing assumption");
         let any = check::<Bully>(ServiceKind::Election, &opts, &mut quiet);
         assert!(any.complete && any.violation.is_none(), "{}", any.text("bully"));
-        assert_eq!(any.states, 107);
+        assert_eq!(any.states, 109);
         opts.timers = TimerOrder::Earliest;
         let earliest = check::<Bully>(ServiceKind::Election, &opts, &mut quiet);
-        assert_eq!(earliest.states, 107);
+        assert_eq!(earliest.states, 109);
     }
 
     #[test]
