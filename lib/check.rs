@@ -67,6 +67,12 @@ mod search;
 
 pub use memory::default_bound as default_max_memory;
 
+/// The most nodes a check takes (`-n`), and so the most a counterexample may have.
+pub const MAX_NODES: u32 = 16;
+
+/// The most entries per node a check takes (`-k`).
+pub const MAX_ENTRIES: u32 = 1000;
+
 /// What to check: the size of the model and the world's knobs, and the search's limits.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CheckOpts {

@@ -1611,8 +1611,8 @@ fn check_opts(a: &CheckArgs) -> Result<check::CheckOpts, Error> {
             Err(Error::usage(format!("{name} must be between {lo} and {hi}, not {v}")))
         }
     };
-    let n = within("-n", a.nodes, 1, 16)? as u32;
-    let entries = within("-k", a.entries, 1, 1000)? as u32;
+    let n = within("-n", a.nodes, 1, check::MAX_NODES.into())? as u32;
+    let entries = within("-k", a.entries, 1, check::MAX_ENTRIES.into())? as u32;
     let max_states = within("--max-states", a.max_states, 1, i64::MAX)? as u64;
     let crashes = within("--crashes", a.crashes, 0, 100)? as u32;
     let max_depth =

@@ -25,8 +25,9 @@ pub const SCHEMA: u32 = 1;
 /// The largest counterexample file read: far above any a search at small n finds.
 pub const MAX_BYTES: u64 = 8 * 1024 * 1024;
 
-/// The most nodes a counterexample may have: as many as a run may have workers.
-const MAX_NODES: u32 = crate::algorithm::MAX_WORKERS;
+/// The most nodes a counterexample may have: as many as `check` takes, so a replay
+/// starts no more workers than a counterexample can need.
+const MAX_NODES: u32 = crate::check::MAX_NODES;
 
 /// A counterexample as saved.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -92,19 +93,23 @@ impl CounterexampleFile {
         Ok(ce)
     }
 
-    /// Whether what it says holds together: its schema, its size, and every node it
-    /// names below n.
+    /// Whether what it says holds together: its schema, its size (one `check` takes),
+    /// every node it names below n, and each step's node up or down as the step needs.
+    /// What only the run can tell (a message's or a timer's index) is checked when the
+    /// replay reaches the step.
     fn check(&self) -> Result<(), String> {
         if self.schema != SCHEMA {
             return Err(format!("schema {} is not the one this mutexlab reads ({SCHEMA})", self.schema));
         }
         let n = self.opts.n;
         if n == 0 || n > MAX_NODES {
-            return Err(format!("n must be between 1 and {MAX_NODES}, not {n}"));
+            return Err(format!("n must be between 1 and {MAX_NODES} (the sizes check takes), not {n}"));
         }
-        if self.opts.entries == 0 || self.opts.entries > 1000 {
-            return Err(format!("entries must be between 1 and 1000, not {}", self.opts.entries));
+        let most = crate::check::MAX_ENTRIES;
+        if self.opts.entries == 0 || self.opts.entries > most {
+            return Err(format!("entries must be between 1 and {most}, not {}", self.opts.entries));
         }
+        let mut up = vec![true; n as usize];
         for (i, c) in self.choices.iter().enumerate() {
             // An application has one call to make at a time (a want, a done or an
             // election), so a call's index is 0; another would replay as some other step.
@@ -130,6 +135,22 @@ impl CounterexampleFile {
             };
             if let Some(bad) = named.into_iter().find(|&w| w >= n) {
                 return Err(format!("step {} names node {bad}, but n = {n}", i + 1));
+            }
+            // Who is up follows from the file alone (every node starts up): as in the
+            // world, only a node that is up calls, fires or crashes, only a down one
+            // restarts.
+            match *c {
+                Choice::Call { node, .. } | Choice::Fire { node, .. } | Choice::Crash { node }
+                    if !up[node as usize] =>
+                {
+                    return Err(format!("step {} has w{node} act, but w{node} is down then", i + 1));
+                }
+                Choice::Restart { node } if up[node as usize] => {
+                    return Err(format!("step {} restarts w{node}, but w{node} is up then", i + 1));
+                }
+                Choice::Crash { node } => up[node as usize] = false,
+                Choice::Restart { node } => up[node as usize] = true,
+                _ => {}
             }
         }
         Ok(())
@@ -183,6 +204,34 @@ mod tests {
             e.ends_with("step 1 is the application's call 4294967295, but an application has only call 0"),
             "{e}"
         );
+        // Sizes check does not take: refused before any worker starts.
+        let mut ce = sample();
+        ce.opts.n = 257;
+        let e = bad(&serde_json::to_string(&ce).unwrap());
+        assert!(e.ends_with("n must be between 1 and 16 (the sizes check takes), not 257"), "{e}");
+        ce.opts.n = 17;
+        assert!(bad(&serde_json::to_string(&ce).unwrap()).ends_with("not 17"));
+        ce.opts.n = 16;
+        ce.opts.entries = 1001;
+        assert!(bad(&serde_json::to_string(&ce).unwrap())
+            .ends_with("entries must be between 1 and 1000, not 1001"));
+        // A node up or down as the step needs, from the file alone.
+        let steps = |choices: Vec<Choice>| {
+            let ce = CounterexampleFile { choices, ..sample() };
+            std::fs::write(&path, serde_json::to_string(&ce).unwrap()).unwrap();
+            CounterexampleFile::read(&path)
+        };
+        let (crash, restart) = (Choice::Crash { node: 1 }, Choice::Restart { node: 1 });
+        assert!(steps(vec![crash, restart, crash, restart]).is_ok(), "the control: a file that holds");
+        let e = steps(vec![crash, crash]).unwrap_err();
+        assert!(e.ends_with("step 2 has w1 act, but w1 is down then"), "{e}");
+        let e = steps(vec![crash, Choice::Call { node: 1, index: 0 }]).unwrap_err();
+        assert!(e.ends_with("step 2 has w1 act, but w1 is down then"), "{e}");
+        let e = steps(vec![crash, Choice::Fire { node: 1, index: 0 }]).unwrap_err();
+        assert!(e.ends_with("step 2 has w1 act, but w1 is down then"), "{e}");
+        let e = steps(vec![crash, restart, restart]).unwrap_err();
+        assert!(e.ends_with("step 3 restarts w1, but w1 is up then"), "{e}");
+        assert!(!e.contains('\n'));
         ce = CounterexampleFile { schema: 9, ..sample() };
         assert!(bad(&serde_json::to_string(&ce).unwrap()).contains("schema 9"));
         // Over the cap: refused without reading it all.

@@ -86,6 +86,15 @@ impl Slot {
     pub(super) fn alive(&self) -> bool {
         self.life != Life::Exited
     }
+
+    /// The kernel says the process has exited (a zombie, or gone), whether or not its
+    /// exit has been handled here yet.
+    pub(super) fn exited(&self) -> bool {
+        matches!(
+            super::proc::state(self.pid),
+            super::proc::ProcState::Exited(_) | super::proc::ProcState::Gone
+        )
+    }
 }
 
 /// How pausing a worker ended ([`Processes::pause`]).

@@ -308,6 +308,37 @@ mod tests {
         assert_eq!(sup.progress.lag, Duration::ZERO);
     }
 
+    /// A 1,200-step replay's finish blamed workers that had already exited ("workers did
+    /// not respond while finishing", naming them): one the kernel says has exited holds
+    /// nothing up; one still running is named, and only it.
+    #[test]
+    fn a_slow_finish_names_only_the_workers_still_running() {
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = sample();
+        resource::create(&tmp.path().join(crate::control::RESOURCE_FILE), "lamport", 3, false).unwrap();
+        // Pids nobody has: workers that are gone, their exits not handled yet.
+        let mut sup = crate::supervisor::tests::with_slots(&opts, tmp.path(), 2);
+        sup.started = Some(Instant::now());
+        for slot in &mut sup.procs.slots {
+            slot.stats = Some(Default::default());
+        }
+        sup.progress.last_progress = Instant::now() - sup.stall_window() - Duration::from_secs(11);
+        assert!(sup.check_progress("finishing").is_ok(), "both have exited: nobody to blame");
+        // The control: a worker still running is blamed.
+        let mut child = std::process::Command::new("sleep").arg("60").spawn().unwrap();
+        sup.procs.slots[1].pid = nix::unistd::Pid::from_raw(child.id() as i32);
+        let err = sup.check_progress("finishing").map_err(|e| e.to_string());
+        let _ = child.kill();
+        let _ = child.wait();
+        let err = err.unwrap_err();
+        let pid = child.id();
+        assert!(
+            err.starts_with(&format!("workers did not respond while finishing: w1 (pid {pid},")),
+            "{err}"
+        );
+        assert!(!err.contains("w0"), "{err}");
+    }
+
     /// The stall decision given times: no process, no waiting.
     #[test]
     fn a_stall_is_decided_by_the_time_given_less_the_lag_and_progress_restarts_it() {

@@ -154,7 +154,8 @@ impl Supervisor<'_> {
         for (i, &choice) in replay.choices.iter().enumerate() {
             let lines = replay.steps.get(i).map(Vec::as_slice).unwrap_or(&[]);
             match self.replay_step(choice, lines, replay.step_wait) {
-                Ok(()) => {}
+                // A step taken is the walk's progress, whether or not it wrote to the file.
+                Ok(()) => self.progress.progressed(),
                 Err(Stuck::Run(e)) => return Err(e),
                 Err(Stuck::Cannot(why)) => {
                     let line = format!(
