@@ -285,7 +285,7 @@ fn lost_messages_timer_order_and_forgetting_are_flags() {
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     let out = run(&["check", "--algo", "bully", "-n", "2", "--timers", "earliest", "--timer-fires", "none"]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
-    assert!(stdout(&out).contains("states: 107,"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("states: 109,"), "{}", stdout(&out));
     for (args, says) in [
         (&["check", "--algo", "bully", "--timers", "soon"][..], "invalid value 'soon' for '--timers"),
         (&["check", "--algo", "bully", "--lose", "-1"], "--lose must be between 0 and 100, not -1"),
