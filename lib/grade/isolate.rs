@@ -83,6 +83,8 @@ pub(super) struct Isolation {
     exe: PathBuf,
     argv: Vec<OsString>,
     user: Option<User>,
+    /// Where a copy of the program that `nobody` can run lives, while the grader does.
+    _copy: Option<std::sync::Arc<tempfile::TempDir>>,
 }
 
 impl Isolation {
@@ -102,13 +104,19 @@ impl Isolation {
         if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong) } == -1 {
             return Err(format!("cannot become the subreaper of the tests' processes: {}", Errno::last()));
         }
+        let (mut exe, mut copy) = (exe, None);
         if let Some(u) = user {
             let store = std::path::Path::new(crate::supervisor::store::STORE_DIR);
             std::fs::create_dir_all(store)
                 .and_then(|()| std::os::unix::fs::lchown(store, Some(u.uid), Some(u.gid)))
                 .map_err(|e| format!("cannot make {} for the tests' kept runs: {e}", store.display()))?;
+            // The program may sit where only root can reach (a build under a private
+            // directory): nobody runs a copy in a directory of its own that all may read.
+            let (dir, at) = runnable_copy(&exe)
+                .map_err(|e| format!("cannot copy {} for the tests to run: {e}", exe.display()))?;
+            (exe, copy) = (at, Some(std::sync::Arc::new(dir)));
         }
-        Ok(Isolation { exe, argv: std::env::args_os().skip(1).collect(), user })
+        Ok(Isolation { exe, argv: std::env::args_os().skip(1).collect(), user, _copy: copy })
     }
 
     /// Run test `id` in a child, waiting at most `limit` for its answer; return once the
@@ -157,6 +165,18 @@ impl Isolation {
         }
         Ok(read_answer(&bytes, &token).unwrap_or_else(|| Ended::NoAnswer(no_answer(status.ok(), &bytes))))
     }
+}
+
+/// A copy of the program `exe` that any user may run, in a new directory any user may
+/// read (the directory, removed when dropped, and the copy's path).
+fn runnable_copy(exe: &std::path::Path) -> std::io::Result<(tempfile::TempDir, PathBuf)> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new().prefix("mutexlab-grader-").tempdir()?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))?;
+    let at = dir.path().join(exe.file_name().unwrap_or_else(|| "grader".as_ref()));
+    std::fs::copy(exe, &at)?;
+    std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o755))?;
+    Ok((dir, at))
 }
 
 /// In the child, between fork and exec: the answer's pipe on descriptor 3, the user
