@@ -725,7 +725,7 @@ impl Grader {
         }
         // Each test in a process of its own; only this one writes the results, once every
         // test's processes are gone.
-        let budget = if IN_CHILDREN.load(std::sync::atomic::Ordering::Relaxed) {
+        let budget = if crate::lab::tests_in_children() {
             // Where a grade is at stake, as root, the tests run as nobody.
             let iso =
                 isolate::Isolation::new(ctx.exe.clone(), args.gradescope.is_some()).map_err(Error::failed)?;
@@ -946,16 +946,6 @@ impl Budget {
             isolate::Ended::NoAnswer(why) => Err(why),
         }
     }
-}
-
-/// Whether [`Grader::main`] runs each test in a child process: set by the lab program's
-/// `main` ([`crate::lab::main`]), whose program run again with the same arguments
-/// reaches the same grader; a grader run from elsewhere (a unit test) runs them here.
-static IN_CHILDREN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Make [`Grader::main`] run each test in a child process of this same program.
-pub(crate) fn tests_in_children() {
-    IN_CHILDREN.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// How a test past its time limit fails: `no answer in 10 s: …`.

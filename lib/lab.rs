@@ -21,6 +21,16 @@ use crate::exit::{self, Error, Outcome};
 pub use crate::panics::{is_unwritten, quietly, unwritten, NOT_WRITTEN};
 use crate::registry::Registry;
 
+/// Whether the grader runs each test in a child process of this same program: only
+/// under a lab program's [`main`], whose program run again with the same arguments
+/// reaches the same grader; a grader run from elsewhere (a unit test) runs them itself.
+static IN_CHILDREN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// See [`IN_CHILDREN`].
+pub(crate) fn tests_in_children() -> bool {
+    IN_CHILDREN.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// A lab program's `main`. With `grade` as its first argument it installs `registry`
 /// (the workers a real-run test starts are this program again, and must know the same
 /// algorithms, as must each test's own process: [`crate::grade`] runs every test in a
@@ -34,7 +44,7 @@ pub fn main(registry: Registry, grade: impl FnOnce(Vec<String>) -> Outcome) -> E
     }
     // This program again, with these arguments, reaches this grader: each test can run
     // in a child process of its own.
-    crate::grade::tests_in_children();
+    IN_CHILDREN.store(true, std::sync::atomic::Ordering::Relaxed);
     exit::finish(grade_with(registry, args, grade), "grade")
 }
 

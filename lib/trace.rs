@@ -875,9 +875,12 @@ const HEADER_MAX: u64 = 4096;
 /// file (its supervisor was killed before it wrote them out): the rings written out as
 /// trace files into a private temporary directory, left as they are in `run_dir`, and
 /// the notes of what could not be read. The run's algorithm and worker count come from
-/// its resource or leader file's header, the message decoder from the registry.
-/// `Ok(None)`: there is a trace file, or no ring.
-pub fn traces_from_rings(run_dir: &Path) -> Result<Option<(tempfile::TempDir, Vec<String>)>, TraceError> {
+/// its resource or leader file's header, the message decoder from `decoder` (the
+/// registry's, which sits above this module). `Ok(None)`: there is a trace file, or no ring.
+pub fn traces_from_rings(
+    run_dir: &Path,
+    decoder: impl Fn(&str) -> Option<Decode>,
+) -> Result<Option<(tempfile::TempDir, Vec<String>)>, TraceError> {
     let io_err = |source| TraceError::Io { path: run_dir.to_path_buf(), source };
     let mut any_trace = false;
     for entry in std::fs::read_dir(run_dir).map_err(io_err)? {
@@ -894,14 +897,14 @@ pub fn traces_from_rings(run_dir: &Path) -> Result<Option<(tempfile::TempDir, Ve
         ))
     };
     let (algo, workers) = run_header(run_dir).map_err(inconsistent)?;
-    let info = crate::registry::info(&algo).ok_or_else(|| {
+    let body = decoder(&algo).ok_or_else(|| {
         inconsistent(format!("its run's algorithm {} is not one this mutexlab knows", clip(&algo)))
     })?;
     let out = tempfile::Builder::new()
         .prefix("mutexlab-rings-")
         .tempdir()
         .map_err(|e| inconsistent(format!("no directory to write them out in: {e}")))?;
-    let notes = write_traces(&rings, out.path(), workers, &algo, info.body);
+    let notes = write_traces(&rings, out.path(), workers, &algo, body);
     Ok(Some((out, notes)))
 }
 
