@@ -638,3 +638,200 @@ fn a_deadlocked_run_draws_its_cycle_and_a_clean_one_none() {
     std::fs::write(&cut, html.replace("<g data-deadlock=", "<g data-other=")).unwrap();
     assert!(cycle_drawn(&measure(&cut)).unwrap_err().contains("0 deadlock cycles"));
 }
+
+/// A hand-written walk of a Ricart-Agrawala whose node counts one REPLY too few: w0
+/// asks (a broadcast to w1 and w2), w1 replies, and w0 enters on that one REPLY while
+/// its REQUEST to w2 is still in flight. A field of w2 holds markup, to be shown as text.
+const RA_WALK: &str = r#"{"schema":1,"algorithm":"ricart-agrawala","service":"mutex","n":3,"entries":1,"flags":[],
+ "property":"every reply before entry","failure":"w0 entered without a REPLY from w2","violation_step":3,
+ "messages":[
+  {"id":0,"from":0,"to":1,"kind":"REQUEST","body":{"type":"REQUEST","stamp":1},"sent":1,"delivered":2,"lost":null},
+  {"id":1,"from":0,"to":2,"kind":"REQUEST","body":{"type":"REQUEST","stamp":1},"sent":1,"delivered":null,"lost":null},
+  {"id":2,"from":1,"to":0,"kind":"REPLY","body":{"type":"REPLY"},"sent":2,"delivered":3,"lost":null}],
+ "steps":[
+  {"number":0,"choice":null,"words":"every node starts","notes":[],"sent":[],"delivered":[],"lost":[],"breaks":null,
+   "state":{"nodes":[
+     {"id":0,"name":"w0","alive":true,"incarnation":0,"app":"idle","down":[],"timers":[],"state":{"clock":0,"requesting":false,"replies":[]}},
+     {"id":1,"name":"w1","alive":true,"incarnation":0,"app":"idle","down":[],"timers":[],"state":{"clock":0,"requesting":false,"replies":[]}},
+     {"id":2,"name":"w2","alive":true,"incarnation":0,"app":"idle","down":[],"timers":[],"state":{"clock":0,"note":"</script><script>document.title='pwned'</script>"}}],
+    "channels":[],"properties":[{"name":"every reply before entry","holds":true,"why":null}]}},
+  {"number":1,"choice":{"type":"call","node":0,"index":0},"words":"w0 asks for the critical section; w0 sends REQUEST to w1 and w2",
+   "notes":["w0 asks for the critical section","w0 sends REQUEST to w1 and w2"],"sent":[0,1],"delivered":[],"lost":[],"breaks":null,
+   "state":{"nodes":[
+     {"id":0,"name":"w0","alive":true,"incarnation":0,"app":"waiting","down":[],"timers":[],"state":{"clock":1,"requesting":true,"replies":[]}},
+     {"id":1,"name":"w1","alive":true,"incarnation":0,"app":"idle","down":[],"timers":[],"state":{"clock":0,"requesting":false,"replies":[]}},
+     {"id":2,"name":"w2","alive":true,"incarnation":0,"app":"idle","down":[],"timers":[],"state":{"clock":0,"note":"</script><script>document.title='pwned'</script>"}}],
+    "channels":[{"from":0,"to":1,"messages":[0]},{"from":0,"to":2,"messages":[1]}],
+    "properties":[{"name":"every reply before entry","holds":true,"why":null}]}},
+  {"number":2,"choice":{"type":"deliver","from":0,"to":1,"index":0},"words":"w1 receives REQUEST from w0; w1 sends REPLY to w0",
+   "notes":["w1 receives REQUEST from w0","w1 sends REPLY to w0"],"sent":[2],"delivered":[0],"lost":[],"breaks":null,
+   "state":{"nodes":[
+     {"id":0,"name":"w0","alive":true,"incarnation":0,"app":"waiting","down":[],"timers":[],"state":{"clock":1,"requesting":true,"replies":[]}},
+     {"id":1,"name":"w1","alive":true,"incarnation":0,"app":"idle","down":[],"timers":[],"state":{"clock":2,"requesting":false,"replies":[]}},
+     {"id":2,"name":"w2","alive":true,"incarnation":0,"app":"idle","down":[],"timers":[],"state":{"clock":0,"note":"</script><script>document.title='pwned'</script>"}}],
+    "channels":[{"from":0,"to":2,"messages":[1]},{"from":1,"to":0,"messages":[2]}],
+    "properties":[{"name":"every reply before entry","holds":true,"why":null}]}},
+  {"number":3,"choice":{"type":"deliver","from":1,"to":0,"index":0},"words":"w0 receives REPLY from w1; w0 enters the critical section",
+   "notes":["w0 receives REPLY from w1","w0 enters the critical section"],"sent":[],"delivered":[2],"lost":[],
+   "breaks":{"property":"every reply before entry","why":"w0 entered without a REPLY from w2"},
+   "state":{"nodes":[
+     {"id":0,"name":"w0","alive":true,"incarnation":0,"app":"inside","down":[],"timers":[],"state":{"clock":3,"requesting":false,"replies":["w1"]}},
+     {"id":1,"name":"w1","alive":true,"incarnation":0,"app":"idle","down":[],"timers":[],"state":{"clock":2,"requesting":false,"replies":[]}},
+     {"id":2,"name":"w2","alive":true,"incarnation":0,"app":"idle","down":[],"timers":[],"state":{"clock":0,"note":"</script><script>document.title='pwned'</script>"}}],
+    "channels":[{"from":0,"to":2,"messages":[1]}],
+    "properties":[{"name":"every reply before entry","holds":false,"why":"w0 entered without a REPLY from w2"}]}}],
+ "enabled":[{"index":0,"choice":{"type":"deliver","from":0,"to":2,"index":0},"words":"deliver REQUEST w0 → w2"}]}"#;
+
+/// The test's own stepping script, appended to a copy of a stepping page: from the
+/// start it presses ArrowRight until the selected step is the breaking one, noting at
+/// each step `selected:changed-fields:breaking`, steps back once, clicks message 0's
+/// arrow, and writes what it saw into `#stepped`.
+const STEP: &str = r#"<script>
+document.addEventListener('DOMContentLoaded', function () {
+  var r = document.getElementById('rendered'), log = [];
+  function a(k) { return r.getAttribute('data-' + k); }
+  function at() { return a('selected') + ':' + a('changed') + ':' + a('selected-breaking'); }
+  function key(k) { document.body.dispatchEvent(new KeyboardEvent('keydown', { key: k, bubbles: true })); }
+  key('Home');
+  log.push(at());
+  for (var i = 0; i < 200 && a('selected-breaking') !== '1'; i++) { key('ArrowRight'); log.push(at()); }
+  var hash = location.hash, red = document.querySelectorAll('#steps li.breaking.selected, #diagram rect.row.breaking.selected').length;
+  key('ArrowLeft');
+  var back = a('selected');
+  key('v');
+  var again = a('selected');
+  var arrow = document.querySelector('#diagram g[data-msg="0"]');
+  if (arrow) arrow.dispatchEvent(new MouseEvent('click', { bubbles: true }));
+  var m = document.createElement('div');
+  m.id = 'stepped';
+  m.setAttribute('data-log', log.join(' '));
+  m.setAttribute('data-hash', hash);
+  m.setAttribute('data-red', red);
+  m.setAttribute('data-back', back);
+  m.setAttribute('data-again', again);
+  m.setAttribute('data-pinned-at', a('selected') + '/' + a('pinned') + '/' + document.querySelectorAll('#steps li.msg-end').length);
+  m.setAttribute('data-title', document.title);
+  document.body.appendChild(m);
+});
+</script>"#;
+
+/// What [`STEP`] saw: each step pressed to, as (selected, changed fields, breaking).
+#[derive(Debug)]
+struct Stepped {
+    log: Vec<(String, usize, bool)>,
+    hash: String,
+    /// The breaking step drawn red where selected: in the list and the diagram.
+    red: usize,
+    back: String,
+    again: String,
+    /// After clicking message 0: the selected step / the pinned message / steps marked as its ends.
+    pinned_at: String,
+    title: String,
+}
+
+fn stepped(page_html: &str, dir: &Path) -> Stepped {
+    let at = page_html.rfind("</body>").expect("the page ends its body");
+    let copy = dir.join("stepped.html");
+    std::fs::write(&copy, format!("{}{STEP}{}", &page_html[..at], &page_html[at..])).unwrap();
+    let dom = dump_dom(&copy);
+    parse_stepped(&dom).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn parse_stepped(dom: &str) -> Result<Stepped, String> {
+    let start = dom.find(r#"<div id="stepped""#).ok_or("the stepping script did not run")?;
+    let tag = &dom[start..start + dom[start..].find('>').ok_or("cut short")?];
+    let attr = |name: &str| -> Result<String, String> {
+        let key = format!("data-{name}=\"");
+        let at = tag.find(&key).ok_or_else(|| format!("no {name}: {tag}"))? + key.len();
+        Ok(tag[at..at + tag[at..].find('"').unwrap_or(0)].to_string())
+    };
+    let log = attr("log")?
+        .split(' ')
+        .map(|e| {
+            let f: Vec<&str> = e.split(':').collect();
+            match f[..] {
+                [s, c, b] => Ok((s.to_string(), c.parse().map_err(|_| format!("changed {c}"))?, b == "1")),
+                _ => Err(format!("log entry {e}")),
+            }
+        })
+        .collect::<Result<_, String>>()?;
+    Ok(Stepped {
+        log,
+        hash: attr("hash")?,
+        red: attr("red")?.parse().map_err(|_| "red".to_string())?,
+        back: attr("back")?,
+        again: attr("again")?,
+        pinned_at: attr("pinned-at")?,
+        title: attr("title")?,
+    })
+}
+
+/// The promise of a stepping page: the arrow keys walk from the start to a step drawn
+/// as breaking, and some node's fields change on the way.
+fn reaches_violation(s: &Stepped) -> Result<(), String> {
+    let last = s.log.last().ok_or("nothing stepped")?;
+    if !last.2 {
+        return Err(format!("the arrows never reached a breaking step: {:?}", s.log));
+    }
+    if s.red != 2 {
+        return Err(format!("the breaking step is drawn red {} times, not in the list and the diagram", s.red));
+    }
+    if s.log.iter().all(|e| e.1 == 0) {
+        return Err(format!("no field changed between steps: {:?}", s.log));
+    }
+    Ok(())
+}
+
+#[test]
+fn the_stepping_page_steps_by_keyboard_to_its_violation() {
+    if !browser_present() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let page = mutexlab::html::step_page("ricart-agrawala, n = 3", Some(RA_WALK), mutexlab::html::PageMode::Static);
+    let s = stepped(&page, tmp.path());
+    reaches_violation(&s).unwrap_or_else(|e| panic!("{e}"));
+    let steps: Vec<&str> = s.log.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(steps, ["0", "1", "2", "3"], "{s:?}");
+    // Step 1 changes w0's app, clock and requesting; the start changes nothing.
+    assert_eq!(s.log[0].1, 0, "{s:?}");
+    assert!(s.log[1].1 >= 3, "{s:?}");
+    assert_eq!(s.hash, "#step=3");
+    assert_eq!((s.back.as_str(), s.again.as_str()), ("2", "3"));
+    // Message 0 delivered at step 2: selected, pinned, its send and delivery marked.
+    assert_eq!(s.pinned_at, "2/0/2", "{s:?}");
+    assert!(!s.title.contains("pwned"), "a field's markup ran: {s:?}");
+
+    // What the page drew, counted by its own script after the last render.
+    let dom = dump_dom(&{
+        let p = tmp.path().join("page.html");
+        std::fs::write(&p, &page).unwrap();
+        p
+    });
+    let [steps, arrows, fans, unfinished] =
+        rendered(&dom, ["steps", "arrows", "fans", "unfinished"]).unwrap_or_else(|e| panic!("{e}"));
+    // Four rows; three arrows, the broadcast's two under one label; the REQUEST to w2
+    // never delivered.
+    assert_eq!((steps, arrows, fans, unfinished), (4, 3, 1, 1), "{dom}");
+    assert!(dom.contains("still in flight"));
+    assert!(dom.contains("&lt;/script&gt;&lt;script&gt;document.title"), "the field is shown as text");
+    assert!(dom.contains("data-breaking=\"3\""));
+
+    // The negative controls: the same walk with nothing breaking never reaches a
+    // breaking step, and one whose states never change shows no change.
+    let whole: serde_json::Value = serde_json::from_str(RA_WALK).unwrap();
+    let mut clean = whole.clone();
+    clean["violation_step"] = serde_json::Value::Null;
+    clean["steps"][3]["breaks"] = serde_json::Value::Null;
+    let page = mutexlab::html::step_page("clean", Some(&clean.to_string()), mutexlab::html::PageMode::Static);
+    let err = reaches_violation(&stepped(&page, tmp.path())).expect_err("a clean walk passes");
+    assert!(err.contains("never reached a breaking step"), "{err}");
+    let mut still = whole;
+    let start = still["steps"][0]["state"].clone();
+    for i in 1..4 {
+        still["steps"][i]["state"]["nodes"] = start["nodes"].clone();
+    }
+    let page = mutexlab::html::step_page("still", Some(&still.to_string()), mutexlab::html::PageMode::Static);
+    let err = reaches_violation(&stepped(&page, tmp.path())).expect_err("a walk without changes passes");
+    assert!(err.contains("no field changed"), "{err}");
+}
