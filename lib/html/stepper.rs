@@ -42,7 +42,7 @@ pub fn step_page(title: &str, walk_json: Option<&str>, mode: PageMode) -> String
         s,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
          <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none';{connect} style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:\">\
-         <title>{t}</title><style>{BASE_STYLE}{STYLE}</style></head><body>\n<h1>{t}</h1>\n{BODY}",
+         <link rel=\"icon\" href=\"data:,\"><title>{t}</title><style>{BASE_STYLE}{STYLE}</style></head><body>\n<h1>{t}</h1>\n{BODY}",
         t = esc(title)
     );
     let _ = writeln!(s, "<script type=\"application/json\" id=\"config\">{{\"explore\":{explore}}}</script>");
@@ -84,7 +84,7 @@ svg.spacetime text.restart { font-size: 13px; font-weight: 700; text-anchor: mid
 g.msg { cursor: pointer; } g.msg line.shaft { stroke: #5b7fb8; stroke-width: 1.4; } g.msg line.hit { stroke: transparent; stroke-width: 10; }
 g.msg.pending line.shaft { stroke-dasharray: 5 3; stroke: #e08a2e; } g.msg.lost line.shaft { stroke-dasharray: 2 3; stroke: #888; }
 g.msg.hot line.shaft { stroke: #1f4e9c; stroke-width: 2.4; } g.msg.pinned line.shaft { stroke: #d9480f; stroke-width: 3; }
-text.msglabel { font: 10px monospace; paint-order: stroke; stroke: #fff; stroke-width: 3px; text-anchor: middle; }
+text.msglabel { font: 10px monospace; text-anchor: middle; paint-order: stroke; stroke: #fff; stroke-width: 3px; } text.msglabel.fan { text-anchor: start; }
 #properties ul, #channels ul { margin: 2px 0 8px; padding-left: 18px; }
 .node { border: 1px solid #e3e5ea; padding: 4px 8px; margin-bottom: 8px; } .node.down { background: #f4f5f8; color: #667; }
 .node h3 { font-size: 14px; margin: 2px 0; } .node ul { list-style: none; margin: 0; padding-left: 14px; font: 12px monospace; }
@@ -98,7 +98,7 @@ button.choice { display: block; margin: 3px 0; text-align: left; } #explore-resu
 const BODY: &str = r#"<p id="summary"></p>
 <p id="error" class="bad" hidden></p>
 <nav class="bar">
-<button id="first" title="the start (Home)">&#x23EE; first</button><button id="prev" title="one step back (&#x2190;)">&#x25C0; back</button><span id="position"></span><button id="next" title="one step forward (&#x2192;)">forward &#x25B6;</button><button id="last" title="the last step (End)">last &#x23ED;</button><button id="violation" title="the step that breaks a property (v)">jump to violation</button>
+<button id="first" title="the start (Home)">&#xAB; first</button><button id="prev" title="one step back (&#x2190;)">&#x25C0; back</button><span id="position"></span><button id="next" title="one step forward (&#x2192;)">forward &#x25B6;</button><button id="last" title="the last step (End)">last &#xBB;</button><button id="violation" title="the step that breaks a property (v)">jump to violation</button>
 <span class="explore-only"> &#xB7; path <code id="path"></code> <button id="back" title="drop the last choice">undo choice</button><button id="forward" title="take again the choice undone">redo</button><button id="check-here" title="search for a violation from the selected step">check from here</button><button id="save" title="save the path as a counterexample file">save</button></span>
 <span class="help">&#x2190; &#x2192; step, Home/End, v: the violation; click a step, a row or an arrow</span>
 </nav>
@@ -181,7 +181,7 @@ const SCRIPT: &str = r#"
     var flags = (W.flags || []).join(' ');
     s.appendChild(el('span', null, W.algorithm + ', ' + W.service + ', n = ' + W.n + ', ' + W.entries +
       (W.entries === 1 ? ' entry' : ' entries') + ' each' + (flags ? ', ' + flags : '') + ': ' +
-      (W.steps.length - 1) + ' steps. '));
+      (W.steps.length - 1) + (W.steps.length === 2 ? ' step. ' : ' steps. ')));
     var v = violation();
     s.appendChild(W.failure || v >= 0
       ? el('span', 'bad', (v >= 0 ? 'Step ' + W.steps[v].number + ' breaks ' : 'Breaks ') + (W.property || 'a property') + ': ' + (W.failure || (W.steps[v].breaks || {}).why || ''))
@@ -247,11 +247,14 @@ const SCRIPT: &str = r#"
   function renderDiagram() {
     var d = $('diagram'), nodes = W.steps[0].state.nodes, rows = W.steps.length;
     var bottom = TOP + rows * ROW + 34, width = LEFT + nodes.length * LANE, ends = pinnedEnds(), v = violation();
+    var under = {}, stacked = {};
+    (W.messages || []).forEach(function (m) { if (indexOf(m.delivered) < 0) under[m.to] = (under[m.to] || 0) + 1; });
+    var deepest = Math.max.apply(null, [0].concat(Object.keys(under).map(function (k) { return under[k]; })));
     clear(d);
-    var svg = sv('svg', { 'class': 'spacetime', width: width, height: bottom + 8 });
+    var svg = sv('svg', { 'class': 'spacetime', width: width, height: bottom + 11 * deepest + 4 });
     var defs = sv('defs', {});
     [['arrow', '#5b7fb8'], ['arrow-hot', '#1f4e9c'], ['arrow-pin', '#d9480f']].forEach(function (a) {
-      var mk = sv('marker', { id: a[0], viewBox: '0 0 8 8', refX: 8, refY: 4, markerWidth: 7, markerHeight: 7, orient: 'auto' });
+      var mk = sv('marker', { id: a[0], viewBox: '0 0 8 8', refX: 8, refY: 4, markerWidth: 9, markerHeight: 9, markerUnits: 'userSpaceOnUse', orient: 'auto' });
       mk.appendChild(sv('path', { d: 'M0,0 L8,4 L0,8 z', fill: a[1] }));
       defs.appendChild(mk);
     });
@@ -303,14 +306,16 @@ const SCRIPT: &str = r#"
       if (fan.length > 1) {
         g.setAttribute('data-fan', fan[0].id);
         if (fan[0] === m) {
-          var t = sv('text', { 'class': 'msglabel', 'data-fan-label': m.id, x: x1, y: y1 - 5 }, m.kind + ' \u00d7' + fan.length + ' (broadcast)');
-          g.appendChild(t);
+          g.appendChild(sv('text', { 'class': 'msglabel fan', 'data-fan-label': m.id, x: x1 + 6, y: y1 - 5 },
+            m.kind + ' \u00d7' + fan.length + ' (broadcast)'));
         }
       } else {
         g.appendChild(sv('text', { 'class': 'msglabel', 'data-label': m.id, x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 3 }, m.kind));
       }
       if (e < 0) {
-        g.appendChild(sv('text', { 'class': 'msglabel', x: x2, y: bottom + 6 }, m.lost != null ? 'lost at step ' + m.lost : 'still in flight'));
+        // Stacked under the lane, one line per message that never arrived there.
+        var k = stacked[m.to] = (stacked[m.to] || 0) + 1;
+        g.appendChild(sv('text', { 'class': 'msglabel', x: x2, y: bottom + 11 * k - 4 }, (m.lost != null ? 'lost at step ' + m.lost : 'still in flight') + ' (#' + m.id + ')'));
       }
       g.addEventListener('click', function () { pin(m.id); });
       svg.appendChild(g);
