@@ -823,13 +823,28 @@ fn the_stepping_page_steps_by_keyboard_to_its_violation() {
     // Four rows; three arrows, the broadcast's two under one label; the REQUEST to w2
     // never delivered.
     assert_eq!((steps, arrows, fans, unfinished), (4, 3, 1, 1), "{dom}");
-    assert!(dom.contains("still in flight"));
+    assert!(dom.contains("still in flight (#1)"));
     assert!(dom.contains("&lt;/script&gt;&lt;script&gt;document.title"), "the field is shown as text");
     assert!(dom.contains("data-breaking=\"3\""));
 
+    // w2 crashing at step 3 with the REQUEST to it lost: a ✕ on its lane at that row,
+    // the REQUEST drawn dashed to the bottom and labelled lost.
+    let whole: serde_json::Value = serde_json::from_str(RA_WALK).unwrap();
+    let mut crashed = whole.clone();
+    crashed["steps"][3]["state"]["nodes"][2]["alive"] = false.into();
+    crashed["messages"][1]["lost"] = 3.into();
+    let p = tmp.path().join("crashed.html");
+    std::fs::write(
+        &p,
+        mutexlab::html::step_page("crash", Some(&crashed.to_string()), mutexlab::html::PageMode::Static),
+    )
+    .unwrap();
+    let dom = dump_dom(&p);
+    assert_eq!(dom.matches("data-crash=\"2\"").count(), 1, "{dom}");
+    assert!(dom.contains("lost at step 3 (#1)") && !dom.contains("still in flight (#"), "{dom}");
+
     // The negative controls: the same walk with nothing breaking never reaches a
     // breaking step, and one whose states never change shows no change.
-    let whole: serde_json::Value = serde_json::from_str(RA_WALK).unwrap();
     let mut clean = whole.clone();
     clean["violation_step"] = serde_json::Value::Null;
     clean["steps"][3]["breaks"] = serde_json::Value::Null;
