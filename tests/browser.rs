@@ -58,6 +58,11 @@ impl Drop for Browser {
 /// The DOM of `page` after its scripts ran, as headless Chromium dumps it. Killed at
 /// the deadline if it hangs.
 fn dump_dom(page: &Path) -> String {
+    dump_url(&format!("file://{}", page.display()), &[])
+}
+
+/// The DOM of the page at `url` after its scripts ran, with Chromium's `extra` flags.
+fn dump_url(url: &str, extra: &[&str]) -> String {
     let profile = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(CHROMIUM);
     cmd.args([
@@ -71,8 +76,9 @@ fn dump_dom(page: &Path) -> String {
         "--disable-sync",
     ])
     .arg(format!("--user-data-dir={}", profile.path().display()))
+    .args(extra)
     .arg("--dump-dom")
-    .arg(format!("file://{}", page.display()))
+    .arg(url)
     .stdin(Stdio::null())
     .stdout(Stdio::piped())
     .stderr(Stdio::null())
@@ -93,7 +99,7 @@ fn dump_dom(page: &Path) -> String {
     drop(done);
     watchdog.join().unwrap();
     read.expect("chromium's output is text");
-    assert!(status.is_ok_and(|s| s.success()), "chromium failed on {}", page.display());
+    assert!(status.is_ok_and(|s| s.success()), "chromium failed on {url}");
     dom
 }
 
@@ -637,4 +643,439 @@ fn a_deadlocked_run_draws_its_cycle_and_a_clean_one_none() {
     let cut = tmp.path().join("cut.html");
     std::fs::write(&cut, html.replace("<g data-deadlock=", "<g data-other=")).unwrap();
     assert!(cycle_drawn(&measure(&cut)).unwrap_err().contains("0 deadlock cycles"));
+}
+
+/// A hand-written walk of a Ricart-Agrawala whose node counts one REPLY too few: w0
+/// asks (a broadcast to w1 and w2), w1 replies, and w0 enters on that one REPLY while
+/// its REQUEST to w2 is still in flight. A field of w2 holds markup, to be shown as text.
+const RA_WALK: &str = r#"{"schema":1,"algorithm":"ricart-agrawala","service":"mutex","n":3,"entries":1,"flags":[],
+ "property":"every reply before entry","failure":"w0 entered without a REPLY from w2","violation_step":3,
+ "messages":[
+  {"id":0,"from":0,"to":1,"kind":"REQUEST","body":{"type":"REQUEST","stamp":1},"sent":1,"delivered":2,"lost":null},
+  {"id":1,"from":0,"to":2,"kind":"REQUEST","body":{"type":"REQUEST","stamp":1},"sent":1,"delivered":null,"lost":null},
+  {"id":2,"from":1,"to":0,"kind":"REPLY","body":{"type":"REPLY"},"sent":2,"delivered":3,"lost":null}],
+ "steps":[
+  {"number":0,"choice":null,"words":"every node starts","notes":[],"sent":[],"delivered":[],"lost":[],"breaks":null,
+   "state":{"nodes":[
+     {"id":0,"name":"w0","alive":true,"incarnation":0,"app":"idle","down":[],"timers":[],"state":{"clock":0,"requesting":false,"replies":[]}},
+     {"id":1,"name":"w1","alive":true,"incarnation":0,"app":"idle","down":[],"timers":[],"state":{"clock":0,"requesting":false,"replies":[]}},
+     {"id":2,"name":"w2","alive":true,"incarnation":0,"app":"idle","down":[],"timers":[],"state":{"clock":0,"note":"</script><script>document.title='pwned'</script>"}}],
+    "channels":[],"properties":[{"name":"every reply before entry","holds":true,"why":null}]}},
+  {"number":1,"choice":{"type":"call","node":0,"index":0},"words":"w0 asks for the critical section; w0 sends REQUEST to w1 and w2",
+   "notes":["w0 asks for the critical section","w0 sends REQUEST to w1 and w2"],"sent":[0,1],"delivered":[],"lost":[],"breaks":null,
+   "state":{"nodes":[
+     {"id":0,"name":"w0","alive":true,"incarnation":0,"app":"waiting","down":[],"timers":[],"state":{"clock":1,"requesting":true,"replies":[]}},
+     {"id":1,"name":"w1","alive":true,"incarnation":0,"app":"idle","down":[],"timers":[],"state":{"clock":0,"requesting":false,"replies":[]}},
+     {"id":2,"name":"w2","alive":true,"incarnation":0,"app":"idle","down":[],"timers":[],"state":{"clock":0,"note":"</script><script>document.title='pwned'</script>"}}],
+    "channels":[{"from":0,"to":1,"messages":[0]},{"from":0,"to":2,"messages":[1]}],
+    "properties":[{"name":"every reply before entry","holds":true,"why":null}]}},
+  {"number":2,"choice":{"type":"deliver","from":0,"to":1,"index":0},"words":"w1 receives REQUEST from w0; w1 sends REPLY to w0",
+   "notes":["w1 receives REQUEST from w0","w1 sends REPLY to w0"],"sent":[2],"delivered":[0],"lost":[],"breaks":null,
+   "state":{"nodes":[
+     {"id":0,"name":"w0","alive":true,"incarnation":0,"app":"waiting","down":[],"timers":[],"state":{"clock":1,"requesting":true,"replies":[]}},
+     {"id":1,"name":"w1","alive":true,"incarnation":0,"app":"idle","down":[],"timers":[],"state":{"clock":2,"requesting":false,"replies":[]}},
+     {"id":2,"name":"w2","alive":true,"incarnation":0,"app":"idle","down":[],"timers":[],"state":{"clock":0,"note":"</script><script>document.title='pwned'</script>"}}],
+    "channels":[{"from":0,"to":2,"messages":[1]},{"from":1,"to":0,"messages":[2]}],
+    "properties":[{"name":"every reply before entry","holds":true,"why":null}]}},
+  {"number":3,"choice":{"type":"deliver","from":1,"to":0,"index":0},"words":"w0 receives REPLY from w1; w0 enters the critical section",
+   "notes":["w0 receives REPLY from w1","w0 enters the critical section"],"sent":[],"delivered":[2],"lost":[],
+   "breaks":{"property":"every reply before entry","why":"w0 entered without a REPLY from w2"},
+   "state":{"nodes":[
+     {"id":0,"name":"w0","alive":true,"incarnation":0,"app":"inside","down":[],"timers":[],"state":{"clock":3,"requesting":false,"replies":["w1"]}},
+     {"id":1,"name":"w1","alive":true,"incarnation":0,"app":"idle","down":[],"timers":[],"state":{"clock":2,"requesting":false,"replies":[]}},
+     {"id":2,"name":"w2","alive":true,"incarnation":0,"app":"idle","down":[],"timers":[],"state":{"clock":0,"note":"</script><script>document.title='pwned'</script>"}}],
+    "channels":[{"from":0,"to":2,"messages":[1]}],
+    "properties":[{"name":"every reply before entry","holds":false,"why":"w0 entered without a REPLY from w2"}]}}],
+ "enabled":[{"index":0,"choice":{"type":"deliver","from":0,"to":2,"index":0},"words":"deliver REQUEST w0 → w2"}]}"#;
+
+/// The test's own stepping script, appended to a copy of a stepping page: from the
+/// start it presses ArrowRight until the selected step is the breaking one, noting at
+/// each step `selected:changed-fields:breaking`, steps back once, clicks message 0's
+/// arrow, and writes what it saw into `#stepped`.
+const STEP: &str = r#"<script>
+document.addEventListener('DOMContentLoaded', function () {
+  var r = document.getElementById('rendered'), log = [];
+  function a(k) { return r.getAttribute('data-' + k); }
+  function at() { return a('selected') + ':' + a('changed') + ':' + a('selected-breaking'); }
+  function key(k) { document.body.dispatchEvent(new KeyboardEvent('keydown', { key: k, bubbles: true })); }
+  key('Home');
+  log.push(at());
+  for (var i = 0; i < 200 && a('selected-breaking') !== '1'; i++) { key('ArrowRight'); log.push(at()); }
+  var hash = location.hash, red = document.querySelectorAll('#steps li.breaking.selected, #diagram rect.row.breaking.selected').length;
+  key('ArrowLeft');
+  var back = a('selected');
+  key('v');
+  var again = a('selected');
+  var arrow = document.querySelector('#diagram g[data-msg="0"]');
+  if (arrow) arrow.dispatchEvent(new MouseEvent('click', { bubbles: true }));
+  var m = document.createElement('div');
+  m.id = 'stepped';
+  m.setAttribute('data-log', log.join(' '));
+  m.setAttribute('data-hash', hash);
+  m.setAttribute('data-red', red);
+  m.setAttribute('data-back', back);
+  m.setAttribute('data-again', again);
+  m.setAttribute('data-pinned-at', a('selected') + '/' + a('pinned') + '/' + document.querySelectorAll('#steps li.msg-end').length);
+  m.setAttribute('data-title', document.title);
+  document.body.appendChild(m);
+});
+</script>"#;
+
+/// What [`STEP`] saw: each step pressed to, as (selected, changed fields, breaking).
+#[derive(Debug)]
+struct Stepped {
+    log: Vec<(String, usize, bool)>,
+    hash: String,
+    /// The breaking step drawn red where selected: in the list and the diagram.
+    red: usize,
+    back: String,
+    again: String,
+    /// After clicking message 0: the selected step / the pinned message / steps marked as its ends.
+    pinned_at: String,
+    title: String,
+}
+
+fn stepped(page_html: &str, dir: &Path) -> Stepped {
+    let at = page_html.rfind("</body>").expect("the page ends its body");
+    let copy = dir.join("stepped.html");
+    std::fs::write(&copy, format!("{}{STEP}{}", &page_html[..at], &page_html[at..])).unwrap();
+    let dom = dump_dom(&copy);
+    parse_stepped(&dom).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn parse_stepped(dom: &str) -> Result<Stepped, String> {
+    let start = dom.find(r#"<div id="stepped""#).ok_or("the stepping script did not run")?;
+    let tag = &dom[start..start + dom[start..].find('>').ok_or("cut short")?];
+    let attr = |name: &str| -> Result<String, String> {
+        let key = format!("data-{name}=\"");
+        let at = tag.find(&key).ok_or_else(|| format!("no {name}: {tag}"))? + key.len();
+        Ok(tag[at..at + tag[at..].find('"').unwrap_or(0)].to_string())
+    };
+    let log = attr("log")?
+        .split(' ')
+        .map(|e| {
+            let f: Vec<&str> = e.split(':').collect();
+            match f[..] {
+                [s, c, b] => Ok((s.to_string(), c.parse().map_err(|_| format!("changed {c}"))?, b == "1")),
+                _ => Err(format!("log entry {e}")),
+            }
+        })
+        .collect::<Result<_, String>>()?;
+    Ok(Stepped {
+        log,
+        hash: attr("hash")?,
+        red: attr("red")?.parse().map_err(|_| "red".to_string())?,
+        back: attr("back")?,
+        again: attr("again")?,
+        pinned_at: attr("pinned-at")?,
+        title: attr("title")?,
+    })
+}
+
+/// The promise of a stepping page: the arrow keys walk from the start to a step drawn
+/// as breaking, and some node's fields change on the way.
+fn reaches_violation(s: &Stepped) -> Result<(), String> {
+    let last = s.log.last().ok_or("nothing stepped")?;
+    if !last.2 {
+        return Err(format!("the arrows never reached a breaking step: {:?}", s.log));
+    }
+    if s.red != 2 {
+        return Err(format!(
+            "the breaking step is drawn red {} times, not in the list and the diagram",
+            s.red
+        ));
+    }
+    if s.log.iter().all(|e| e.1 == 0) {
+        return Err(format!("no field changed between steps: {:?}", s.log));
+    }
+    Ok(())
+}
+
+#[test]
+fn the_stepping_page_steps_by_keyboard_to_its_violation() {
+    if !browser_present() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let page =
+        mutexlab::html::step_page("ricart-agrawala, n = 3", Some(RA_WALK), mutexlab::html::PageMode::Static);
+    let s = stepped(&page, tmp.path());
+    reaches_violation(&s).unwrap_or_else(|e| panic!("{e}"));
+    let steps: Vec<&str> = s.log.iter().map(|e| e.0.as_str()).collect();
+    assert_eq!(steps, ["0", "1", "2", "3"], "{s:?}");
+    // Step 1 changes w0's app, clock and requesting; the start changes nothing.
+    assert_eq!(s.log[0].1, 0, "{s:?}");
+    assert!(s.log[1].1 >= 3, "{s:?}");
+    assert_eq!(s.hash, "#step=3");
+    assert_eq!((s.back.as_str(), s.again.as_str()), ("2", "3"));
+    // Message 0 delivered at step 2: selected, pinned, its send and delivery marked.
+    assert_eq!(s.pinned_at, "2/0/2", "{s:?}");
+    assert!(!s.title.contains("pwned"), "a field's markup ran: {s:?}");
+
+    // What the page drew, counted by its own script after the last render.
+    let dom = dump_dom(&{
+        let p = tmp.path().join("page.html");
+        std::fs::write(&p, &page).unwrap();
+        p
+    });
+    let [steps, arrows, fans, unfinished] =
+        rendered(&dom, ["steps", "arrows", "fans", "unfinished"]).unwrap_or_else(|e| panic!("{e}"));
+    // Four rows; three arrows, the broadcast's two under one label; the REQUEST to w2
+    // never delivered.
+    assert_eq!((steps, arrows, fans, unfinished), (4, 3, 1, 1), "{dom}");
+    assert!(dom.contains("still in flight (#1)"));
+    assert!(dom.contains("&lt;/script&gt;&lt;script&gt;document.title"), "the field is shown as text");
+    assert!(dom.contains("data-breaking=\"3\""));
+
+    // w2 crashing at step 3 with the REQUEST to it lost: a ✕ on its lane at that row,
+    // the REQUEST drawn dashed to the bottom and labelled lost.
+    let whole: serde_json::Value = serde_json::from_str(RA_WALK).unwrap();
+    let mut crashed = whole.clone();
+    crashed["steps"][3]["state"]["nodes"][2]["alive"] = false.into();
+    crashed["messages"][1]["lost"] = 3.into();
+    let p = tmp.path().join("crashed.html");
+    std::fs::write(
+        &p,
+        mutexlab::html::step_page("crash", Some(&crashed.to_string()), mutexlab::html::PageMode::Static),
+    )
+    .unwrap();
+    let dom = dump_dom(&p);
+    assert_eq!(dom.matches("data-crash=\"2\"").count(), 1, "{dom}");
+    assert!(dom.contains("lost at step 3 (#1)") && !dom.contains("still in flight (#"), "{dom}");
+
+    // The negative controls: the same walk with nothing breaking never reaches a
+    // breaking step, and one whose states never change shows no change.
+    let mut clean = whole.clone();
+    clean["violation_step"] = serde_json::Value::Null;
+    clean["steps"][3]["breaks"] = serde_json::Value::Null;
+    let page = mutexlab::html::step_page("clean", Some(&clean.to_string()), mutexlab::html::PageMode::Static);
+    let err = reaches_violation(&stepped(&page, tmp.path())).expect_err("a clean walk passes");
+    assert!(err.contains("never reached a breaking step"), "{err}");
+    let mut still = whole;
+    let start = still["steps"][0]["state"].clone();
+    for i in 1..4 {
+        still["steps"][i]["state"]["nodes"] = start["nodes"].clone();
+    }
+    let page = mutexlab::html::step_page("still", Some(&still.to_string()), mutexlab::html::PageMode::Static);
+    let err = reaches_violation(&stepped(&page, tmp.path())).expect_err("a walk without changes passes");
+    assert!(err.contains("no field changed"), "{err}");
+}
+
+/// The test's own exploring script, appended to the explorer's page: it takes two choices,
+/// undoes one and redoes it, goes back to the start and takes a choice there (cutting
+/// the path), checks from there, saves, then asks for a path the server refuses. Each
+/// stage waits for the page to render the last one (a `MutationObserver`, no timer), and
+/// `#explored` holds the path and selected step at each stage, as far as it got.
+const EXPLORE: &str = r#"<script>
+document.addEventListener('DOMContentLoaded', function () {
+  var r = document.getElementById('rendered'), log = [], i = 0, over = false, last = '';
+  function a(k) { return r.getAttribute('data-' + k); }
+  function click(sel) { var e = document.querySelector(sel); if (e) e.click(); else log.push('no ' + sel); }
+  function key(k) { document.body.dispatchEvent(new KeyboardEvent('keydown', { key: k, bubbles: true })); }
+  function text(id) { return document.getElementById(id).textContent; }
+  var plan = [
+    [function () { return a('path') === '' && a('choices') === '1'; }, function () { click('.choice[data-index="0"]'); }],
+    [function () { return a('path') === '0'; }, function () { click('.choice[data-index="0"]'); }],
+    [function () { return a('path') === '0,0'; }, function () { click('#back'); }],
+    [function () { return a('path') === '0'; }, function () { click('#forward'); }],
+    [function () { return a('path') === '0,0' && a('steps') === '3'; }, function () { key('Home'); }],
+    [function () { return a('selected') === '0' && a('choices') === '1'; }, function () { click('.choice[data-index="0"]'); }],
+    [function () { return a('path') === '0' && a('steps') === '2'; }, function () { click('#check-here'); }],
+    [function () { return a('path') === '0,0,0' && a('selected-breaking') === '1'; }, function () { click('#save'); }],
+    [function () { return / replay /.test(text('explore-result')); }, function () { location.hash = '#path=0,7&step=0'; }],
+    [function () { return !document.getElementById('error').hidden; }, null]
+  ];
+  function advance() {
+    while (!over && i < plan.length && plan[i][0]()) {
+      log.push(a('path') + '@' + a('selected'));
+      var act = plan[i][1];
+      i++;
+      if (act) act();
+    }
+    if (over) return;
+    over = i === plan.length;
+    // Written only when it changes: the write is itself a mutation the observer sees.
+    var now = [i, log.join(' '), text('explore-result'), text('error')];
+    if (now.join('\n') === last) return;
+    last = now.join('\n');
+    var m = document.getElementById('explored') || document.body.appendChild(document.createElement('div'));
+    m.id = 'explored';
+    ['done', 'log', 'result', 'error'].forEach(function (k, j) { m.setAttribute('data-' + k, now[j]); });
+  }
+  new MutationObserver(advance).observe(document.body, { attributes: true, childList: true, subtree: true, characterData: true });
+  advance();
+});
+</script>"#;
+
+/// A stand-in for `mutexlab explore`'s server on 127.0.0.1: the page at `/` and the
+/// API of the walk contract over [`RA_WALK`] (only choice 0 exists, three times); with
+/// `broken`, every walk is refused. It notes each request line; stops and joins on drop.
+struct FakeExplorer {
+    addr: std::net::SocketAddr,
+    seen: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl FakeExplorer {
+    fn start(page: String, broken: bool) -> FakeExplorer {
+        use std::sync::{atomic::AtomicBool, Arc, Mutex};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (seen, stop) = (Arc::new(Mutex::new(Vec::new())), Arc::new(AtomicBool::new(false)));
+        let (seen2, stop2, page) = (seen.clone(), stop.clone(), Arc::new(page));
+        let thread = std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                if stop2.load(std::sync::atomic::Ordering::SeqCst) {
+                    break;
+                }
+                let Ok(conn) = conn else { continue };
+                let (seen, page) = (seen2.clone(), page.clone());
+                // A connection of its own: the browser may open one and send nothing.
+                std::thread::spawn(move || serve_one(conn, &page, broken, &seen));
+            }
+        });
+        FakeExplorer { addr, seen, stop, thread: Some(thread) }
+    }
+}
+
+impl Drop for FakeExplorer {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let _ = std::net::TcpStream::connect(self.addr);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn serve_one(mut conn: std::net::TcpStream, page: &str, broken: bool, seen: &std::sync::Mutex<Vec<String>>) {
+    use std::io::Write as _;
+    let _ = conn.set_read_timeout(Some(PATIENCE));
+    let mut head = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        match conn.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(k) => head.extend_from_slice(&buf[..k]),
+        }
+    }
+    let head = String::from_utf8_lossy(&head);
+    let line = head.lines().next().unwrap_or("").to_string();
+    seen.lock().unwrap().push(line.rsplit_once(' ').map_or(line.as_str(), |l| l.0).to_string());
+    let (status, kind, body) = answer(&line, page, broken);
+    let _ = write!(
+        conn,
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+}
+
+/// The fake explorer's answer to a request line: status, content type, body.
+fn answer(line: &str, page: &str, broken: bool) -> (&'static str, &'static str, String) {
+    use serde_json::{json, Value};
+    const JSON: &str = "application/json";
+    let target = line.split(' ').nth(1).unwrap_or("");
+    let (route, query) = target.split_once('?').unwrap_or((target, ""));
+    let path: Result<Vec<usize>, _> = query
+        .strip_prefix("path=")
+        .unwrap_or("")
+        .split(',')
+        .filter(|s| !s.is_empty())
+        .map(str::parse)
+        .collect();
+    let refuse = |why: String| ("400 Bad Request", JSON, json!({ "error": why }).to_string());
+    match (route, path) {
+        ("/", _) => ("200 OK", "text/html; charset=utf-8", page.to_string()),
+        (_, Err(_)) => refuse(format!("not a path: {query}")),
+        ("/api/walk", Ok(p)) => {
+            let whole: Value = serde_json::from_str(RA_WALK).unwrap();
+            let n = p.len();
+            if broken || n > 3 || p.iter().any(|&i| i != 0) {
+                return refuse(format!("no such choice on the path {p:?}"));
+            }
+            let mut w = whole.clone();
+            w["steps"] = Value::Array(whole["steps"].as_array().unwrap()[..=n].to_vec());
+            let sent_by_now = |m: &&Value| m["sent"].as_u64().is_some_and(|s| s as usize <= n);
+            let msgs = whole["messages"].as_array().unwrap().iter().filter(sent_by_now).map(|m| {
+                let mut m = m.clone();
+                if m["delivered"].as_u64().is_some_and(|d| d as usize > n) {
+                    m["delivered"] = Value::Null;
+                }
+                m
+            });
+            w["messages"] = Value::Array(msgs.collect());
+            if n < 3 {
+                for k in ["violation_step", "property", "failure"] {
+                    w[k] = Value::Null;
+                }
+                let next = &whole["steps"][n + 1];
+                w["enabled"] = json!([{ "index": 0, "choice": next["choice"], "words": next["words"] }]);
+            } else {
+                w["enabled"] = json!([]);
+            }
+            ("200 OK", JSON, w.to_string())
+        }
+        ("/api/check", Ok(_)) => {
+            ("200 OK", JSON, json!({ "found": true, "path": [0, 0, 0], "summary": "a violation 2 steps on" }).to_string())
+        }
+        ("/api/save", Ok(_)) if line.starts_with("POST ") => (
+            "200 OK",
+            JSON,
+            json!({ "file": "/tmp/c/counterexample.json", "replay": "mutexlab replay /tmp/c/counterexample.json" })
+                .to_string(),
+        ),
+        _ => ("404 Not Found", JSON, json!({ "error": "no such thing" }).to_string()),
+    }
+}
+
+/// The `data-NAME` attribute of the `<div id="ID">` in `dom`.
+fn div_attr(dom: &str, id: &str, name: &str) -> Result<String, String> {
+    let start = dom.find(&format!("<div id=\"{id}\"")).ok_or_else(|| format!("no #{id}"))?;
+    let tag = &dom[start..start + dom[start..].find('>').ok_or("cut short")?];
+    let key = format!("data-{name}=\"");
+    let at = tag.find(&key).ok_or_else(|| format!("no {name}: {tag}"))? + key.len();
+    Ok(tag[at..at + tag[at..].find('"').unwrap_or(0)].to_string())
+}
+
+/// The explorer's page driven through [`FakeExplorer`], with [`EXPLORE`] appended.
+fn explore_through(broken: bool) -> (String, Vec<String>) {
+    let page = mutexlab::html::step_page("explore", None, mutexlab::html::PageMode::Explore);
+    let at = page.rfind("</body>").unwrap();
+    let server = FakeExplorer::start(format!("{}{EXPLORE}{}", &page[..at], &page[at..]), broken);
+    // Virtual time runs only while the page is idle: the dump waits for its fetches.
+    let dom = dump_url(&format!("http://{}/", server.addr), &["--virtual-time-budget=30000"]);
+    let seen = server.seen.lock().unwrap().clone();
+    (dom, seen)
+}
+
+#[test]
+fn the_explore_page_takes_choices_undoes_checks_and_saves_through_its_server() {
+    if !browser_present() {
+        return;
+    }
+    let (dom, seen) = explore_through(false);
+    let log = div_attr(&dom, "explored", "log").unwrap_or_else(|e| panic!("{e}: {seen:?}"));
+    // path@selected at each stage: taken, taken, undone, redone, back at the start, a
+    // choice there cuts the path to [0], check finds [0,0,0] and selects its step 3.
+    assert_eq!(log, "@0 0@1 0,0@2 0@1 0,0@2 0,0@0 0@1 0,0,0@3 0,0,0@3 0,0,0@3", "{seen:?}");
+    assert_eq!(div_attr(&dom, "explored", "done").unwrap(), "10");
+    let result = div_attr(&dom, "explored", "result").unwrap();
+    assert!(
+        result.contains("saved /tmp/c/counterexample.json") && result.contains("mutexlab replay /tmp/c"),
+        "{result}"
+    );
+    // A refused path is one line on the page, the server's own words.
+    let error = div_attr(&dom, "explored", "error").unwrap();
+    assert_eq!(error, "/api/walk: no such choice on the path [0, 7]");
+    for asked in ["GET /api/walk?path=", "GET /api/check?path=0", "POST /api/save?path=0,0,0"] {
+        assert!(seen.iter().any(|s| s == asked), "{asked} not asked: {seen:?}");
+    }
+    assert!(!seen.iter().any(|s| s.contains("favicon")), "{seen:?}");
+
+    // The negative control: a server that refuses every walk leaves the page at its
+    // first stage, with the refusal on the error line.
+    let (dom, seen) = explore_through(true);
+    assert_eq!(div_attr(&dom, "explored", "done").unwrap(), "0", "{seen:?}");
+    assert_eq!(div_attr(&dom, "explored", "error").unwrap(), "/api/walk: no such choice on the path []");
 }

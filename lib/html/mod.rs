@@ -35,9 +35,11 @@ mod data;
 mod events;
 mod labels;
 mod logical;
+mod stepper;
 mod svg;
 
 pub use compare::comparison_page;
+pub use stepper::{step_page, PageMode};
 
 use data::Timeline;
 
