@@ -275,6 +275,23 @@ pub trait Message:
         }
     }
 
+    /// The message in the words every list of steps uses, the terminal's and the
+    /// stepping page's alike: its kind, then its fields as JSON (`REQUEST {"stamp":1}`,
+    /// `REPLY`).
+    fn words(&self) -> String {
+        match self.json() {
+            serde_json::Value::Object(mut fields) => {
+                fields.remove("type");
+                if fields.is_empty() {
+                    self.kind().to_string()
+                } else {
+                    format!("{} {}", self.kind(), serde_json::Value::Object(fields))
+                }
+            }
+            other => format!("{} {other}", self.kind()),
+        }
+    }
+
     /// [`Message::json`] as compact text, made from serde's own text without building a
     /// JSON value: the same object, its `type` first and then the fields in their
     /// declared order. The trace writes it for every message, where building the value

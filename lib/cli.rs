@@ -1740,7 +1740,9 @@ fn cmd_check(a: CheckArgs) -> Outcome {
                 v.run.write(dir, info.name).map_err(|e| Error::failed(e.to_string()))?;
                 let file = crate::counterexample::CounterexampleFile::new(info.name, &opts, v);
                 file.write(dir).map_err(Error::failed)?;
-                eprintln!("counterexample written to {shown}: `mutexlab replay {shown}` runs it as real processes, `mutexlab report {shown}` draws it, `mutexlab audit {shown}` judges its files, `mutexlab trace {shown}` lists its messages");
+                let page =
+                    crate::explore::write_steps_page(info, &opts, &v.choices, dir).map_err(Error::failed)?;
+                eprintln!("counterexample written to {shown}: open {} to step through it, `mutexlab replay {shown}` runs it as real processes, `mutexlab report {shown}` draws it, `mutexlab audit {shown}` judges its files, `mutexlab trace {shown}` lists its messages", page.display());
             }
             None => eprintln!("no counterexample: nothing written to {shown}"),
         }

@@ -222,6 +222,33 @@ impl Explorer {
     }
 }
 
+/// The file a counterexample's stepping page is written to, beside the counterexample.
+pub const STEPS_PAGE: &str = "steps.html";
+
+/// Write the stepping page of `choices` (a counterexample of `info` under `opts`) as
+/// `dir/steps.html`, self-contained, and give its path.
+pub fn write_steps_page(
+    info: &AlgoInfo,
+    opts: &CheckOpts,
+    choices: &[crate::sim::Choice],
+    dir: &FsPath,
+) -> Result<PathBuf, String> {
+    let mut w = (info.walk)(opts, &Route::Choices(choices.to_vec()))?;
+    w.algorithm = info.name.to_string();
+    let flags = opts.flags();
+    let flags = if flags.is_empty() { String::new() } else { format!(" {}", flags.join(" ")) };
+    let what = match (&w.failure, w.violation_step) {
+        (Some(f), Some(k)) => format!("{f} (step {k} of {})", choices.len()),
+        _ => format!("{} steps", choices.len()),
+    };
+    let title = format!("{} -n {} -k {}{flags}: {what}", info.name, opts.n, opts.entries);
+    let json = serde_json::to_string(&w).map_err(|e| e.to_string())?;
+    let page = crate::html::step_page(&title, Some(&json), crate::html::PageMode::Static);
+    let path = dir.join(STEPS_PAGE);
+    crate::html::write_whole(&path, &page).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(path)
+}
+
 fn absolute(p: &FsPath) -> PathBuf {
     std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf())
 }

@@ -1686,7 +1686,10 @@ mod tests {
             text.contains("\n        1. w0 wants the critical section; w0 enters the critical section\n"),
             "{text}"
         );
-        assert!(text.contains("\n        2. w1 wants the critical section\n"), "{text}");
+        assert!(
+            text.contains("\n        2. w1 wants the critical section; w1 enters the critical section\n"),
+            "{text}"
+        );
         assert!(!text.contains("more:"), "two steps are shown whole: {text}");
         assert!(text.contains("\n      replay: cargo run -- grade 8.3\n"), "{text}");
 

@@ -439,7 +439,11 @@ fn finish_step<N: Node>(
 where
     N::Service: SimService,
 {
-    step.words = if step.notes.is_empty() { "(nothing seen)".to_string() } else { step.notes.join("; ") };
+    step.words = match (step.number, step.notes.is_empty()) {
+        (0, true) => "every node starts".to_string(),
+        (_, true) => "(nothing seen)".to_string(),
+        _ => step.notes.join("; "),
+    };
     let enabled = world.enabled();
     let broke = match applied {
         Ok(Ok(())) => judge(service, world, &enabled, opts, invariants, &counts[..world.n().min(COUNTED)]),
@@ -484,8 +488,17 @@ where
             .filter(|(who, ..)| who.0 == i)
             .map(|(_, t, live)| TimerSeen { timer: crate::fields::from_debug(t), stale: !live })
             .collect(),
-        state: host.node().state(),
+        state: without_config(host.node().state()),
     }
+}
+
+/// A node's fields without the configuration it keeps (id, n, incarnation, settings):
+/// the snapshot says those once, and they would fill every node's tree.
+fn without_config(mut state: Value) -> Value {
+    if let Value::Object(fields) = &mut state {
+        fields.retain(|k, v| !(matches!(k.as_str(), "cfg" | "config") && v.get("incarnation").is_some()));
+    }
+    state
 }
 
 /// A choice in words, as the explorer lists it, from the world it would be taken in.

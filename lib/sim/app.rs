@@ -133,6 +133,8 @@ impl SimApps<Mutex> for MutexApps {
     fn event(&mut self, node: usize, MutexEvent::Enter: &MutexEvent) -> (AppAct, Result<(), Failure>) {
         let me = PeerId(node as u32);
         if let Some(inside) = self.inside {
+            // In, too: what a walk's last step shows (the world stops at the failure).
+            self.apps[node] = Mx::Inside;
             return (AppAct::Enters, Err(Failure::Overlap { inside, entering: me }));
         }
         self.apps[node] = Mx::Inside;

@@ -12,7 +12,7 @@
 use std::fmt::{self, Debug};
 use std::time::Duration;
 
-use crate::algorithm::{Node, PeerId};
+use crate::algorithm::{Message, Node, PeerId};
 
 /// What [`super::World::start`] and [`super::World::apply`] report to, for node type
 /// `N`: each event as it happens, with the world's virtual time.
@@ -147,13 +147,14 @@ pub enum WorldEvent<'a, M, T> {
 }
 
 impl<M, T> WorldEvent<'_, M, T> {
-    /// Whether the simulator's traces show it: everything but sends, losses, and the
-    /// event that broke the promise (the failure says it).
+    /// Whether the simulator's traces show it: everything but sends and the losses that
+    /// follow from another step. The act that broke the promise is shown too: a list of
+    /// steps says "w1 enters the critical section" where two end up inside.
     pub fn is_note(&self) -> bool {
         match self {
             // A loss the network chose is a step of its own; the others follow from one.
             WorldEvent::Lost { why, .. } => matches!(why, Lost::Network { .. }),
-            WorldEvent::Sent { .. } | WorldEvent::Broke { .. } => false,
+            WorldEvent::Sent { .. } => false,
             _ => true,
         }
     }
@@ -173,20 +174,20 @@ impl fmt::Display for AppAct {
 
 /// The line of the simulator's trace (see the module doc); sends and losses have lines
 /// of their own that no trace of today prints.
-impl<M: Debug, T: Debug> fmt::Display for WorldEvent<'_, M, T> {
+impl<M: Message, T: Debug> fmt::Display for WorldEvent<'_, M, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            WorldEvent::Sent { from, to, msg } => write!(f, "{from} sends {to}: {msg:?}"),
+            WorldEvent::Sent { from, to, msg } => write!(f, "{from} sends {to}: {}", msg.words()),
             WorldEvent::Lost { from, to, msg, why } => {
                 let why = match why {
                     Lost::ReceiverDead => "its receiver is down",
                     Lost::ReceiverCrashed => "its receiver crashed",
                     Lost::SenderRestarted => "its sender restarted",
-                    Lost::Network { .. } => return write!(f, "{from} -> {to}: {msg:?} is lost"),
+                    Lost::Network { .. } => return write!(f, "{from} -> {to}: {} is lost", msg.words()),
                 };
-                write!(f, "{from} -> {to}: {msg:?} is lost ({why})")
+                write!(f, "{from} -> {to}: {} is lost ({why})", msg.words())
             }
-            WorldEvent::Delivered { from, to, msg, .. } => write!(f, "{from} -> {to}: {msg:?}"),
+            WorldEvent::Delivered { from, to, msg, .. } => write!(f, "{from} -> {to}: {}", msg.words()),
             WorldEvent::HearsDown { node, peer } => write!(f, "{node} hears {peer} is down"),
             WorldEvent::HearsUp { node, peer } => write!(f, "{node} hears {peer} is up"),
             WorldEvent::App { node, act } | WorldEvent::Broke { node, act } => write!(f, "{node} {act}"),
@@ -206,21 +207,27 @@ impl<M: Debug, T: Debug> fmt::Display for WorldEvent<'_, M, T> {
 mod tests {
     use super::*;
 
-    #[derive(Debug)]
-    struct Request {
-        #[allow(dead_code)] // read by Debug
-        stamp: u64,
+    #[derive(Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+    enum Msg {
+        Request { stamp: u64 },
     }
 
-    type E<'a> = WorldEvent<'a, Request, &'static str>;
+    impl Message for Msg {
+        fn kind(&self) -> &str {
+            "REQUEST"
+        }
+    }
+
+    type E<'a> = WorldEvent<'a, Msg, &'static str>;
 
     #[test]
-    fn each_note_reads_as_the_simulator_has_always_printed_it() {
+    fn each_note_reads_in_the_words_every_list_of_steps_uses() {
         let (w0, w1) = (PeerId(0), PeerId(1));
-        let msg = Request { stamp: 3 };
+        let msg = Msg::Request { stamp: 3 };
         let app = |act| E::App { node: w1, act };
         let cases: Vec<(E, &str)> = vec![
-            (E::Delivered { from: w0, to: w1, index: 0, msg: &msg }, "w0 -> w1: Request { stamp: 3 }"),
+            (E::Delivered { from: w0, to: w1, index: 0, msg: &msg }, r#"w0 -> w1: REQUEST {"stamp":3}"#),
+            (E::Broke { node: w1, act: AppAct::Enters }, "w1 enters the critical section"),
             (E::HearsDown { node: w1, peer: w0 }, "w1 hears w0 is down"),
             (E::HearsUp { node: w1, peer: w0 }, "w1 hears w0 is up"),
             (app(AppAct::Wants), "w1 wants the critical section"),
@@ -240,7 +247,6 @@ mod tests {
         let quiet = [
             E::Sent { from: w0, to: w1, msg: &msg },
             E::Lost { from: w0, to: w1, msg: &msg, why: Lost::ReceiverCrashed },
-            E::Broke { node: w1, act: AppAct::Enters },
         ];
         for event in quiet {
             assert!(!event.is_note(), "{event}");

@@ -668,7 +668,7 @@ where
 }
 
 /// Keep `event` in the trace of recent events, if the trace shows it.
-fn note<M: fmt::Debug, T: fmt::Debug>(
+fn note<M: crate::algorithm::Message, T: fmt::Debug>(
     trace: &mut VecDeque<String>,
     step: u64,
     now: Duration,

@@ -387,7 +387,7 @@ mod tests {
         let w0 = std::fs::read_to_string(dir.path().join(trace::file_name(0))).unwrap();
         assert!(w0.contains(r#" type=REQUEST body={"type":"REQUEST","stamp":1}"#), "{w0}");
         let steps = v.steps.concat().join("\n");
-        assert!(steps.contains("Request { stamp: 1 }"), "{steps}");
+        assert!(steps.contains(r#"REQUEST {"stamp":1}"#), "{steps}");
     }
 
     #[test]
@@ -432,7 +432,7 @@ mod tests {
         assert_eq!(dropped.len(), 1, "the REQUEST lost with its receiver: {:?}", t.arrows());
         assert_eq!(dropped[0].dropped.as_deref(), Some("peer-down"));
         assert!(t.events.iter().any(|e| e.w == 1 && e.inc == 1), "the new life's lines are its own");
-        assert!(lines.iter().any(|l| l == "w0 -> w1: Request is lost (its receiver crashed)"), "{lines:?}");
+        assert!(lines.iter().any(|l| l == "w0 -> w1: REQUEST is lost (its receiver crashed)"), "{lines:?}");
     }
 
     /// Never lets anyone in: every request waits for ever.
