@@ -165,7 +165,7 @@ const SCRIPT: &str = r#"
   }
   function fate(m) {
     if (m.delivered != null) return 'delivered at step ' + m.delivered;
-    if (m.lost != null) return 'lost at step ' + m.lost;
+    if (m.lost != null) return 'lost at step ' + m.lost + (m.lost_why ? ' (' + m.lost_why + ')' : '');
     return 'still in flight';
   }
 
@@ -469,7 +469,7 @@ const SCRIPT: &str = r#"
     return api('GET', '/api/walk?path=' + p.join(',')).then(function (w) {
       try { load(w); } catch (e) { error('/api/walk: ' + e.message); return; }
       error('');
-      path = p.slice();
+      path = Array.isArray(w.path) ? w.path.slice() : p.slice();
       choicesAt[path.join(',')] = W.enabled || [];
       var i = where === 'violation' ? violation() : where === 'last' ? W.steps.length - 1 : indexOf(where);
       select(i >= 0 ? i : W.steps.length - 1);
