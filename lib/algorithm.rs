@@ -662,6 +662,14 @@ pub trait Node: Clone + PartialEq + Eq + Hash + fmt::Debug + Send + 'static {
     /// differing only there compare equal. It must not change anything the node does
     /// afterwards; real runs and the simulator never call it. The default forgets nothing.
     fn forget(&mut self) {}
+
+    /// The node's state as readable data, for the stepping page and the explorer: by
+    /// default its fields by their own names, read from its `Debug` text
+    /// ([`crate::fields::from_debug`]). A node that stands for a program says what it
+    /// can of that program instead.
+    fn state(&self) -> serde_json::Value {
+        crate::fields::from_debug(self)
+    }
 }
 
 /// The inputs of node type `N`.

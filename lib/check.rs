@@ -64,6 +64,7 @@ use crate::sim::{Choice, Failure, SimApps, SimService, World};
 
 mod memory;
 mod search;
+pub mod walk;
 
 pub use memory::default_bound as default_max_memory;
 
@@ -138,6 +139,11 @@ pub struct CheckOpts {
     /// Threads for a breadth-first search (depth-first runs on one; 0 counts as 1).
     #[serde(default = "CheckOpts::default_threads")]
     pub threads: u32,
+    /// Search from the world these choices lead to, not from the start (the explorer's
+    /// "check from here"); a counterexample found begins with them. Bypasses are
+    /// counted from there. Not saved: a counterexample file holds the whole path.
+    #[serde(skip)]
+    pub from: Vec<Choice>,
 }
 
 /// Which armed timer may fire next, `--timers`.
@@ -189,6 +195,7 @@ impl CheckOpts {
             dfs: false,
             max_depth: None,
             threads: CheckOpts::default_threads(),
+            from: Vec::new(),
         }
     }
 
@@ -755,7 +762,8 @@ where
             detail,
         });
     }
-    if let Some((p, failure, choices)) = found.violation {
+    if let Some((p, failure, found_choices)) = found.violation {
+        let choices = [opts.from.as_slice(), &found_choices].concat();
         // A violation stops the run midway; a state where nothing can happen ends it.
         let ended = matches!(p, Property::NoDeadlock | Property::EveryRequestServed);
         let (steps, run) = replay::<N>(service, opts, &choices, (!ended).then_some(failure.as_str()));

@@ -81,6 +81,11 @@ enum Cmd {
     /// Check an algorithm over every interleaving for a few nodes (breadth-first by
     /// default: the shortest counterexample): exit 0 every property held, 1 one is violated.
     Check(CheckArgs),
+    /// Step through the checker's world in a browser: serve a page on 127.0.0.1 that
+    /// lists what can happen next, takes the step clicked, searches from where you are
+    /// and saves the path for `mutexlab replay` (takes `check`'s options; saves go to
+    /// `--out DIR`, default ./mutexlab-explored). Ctrl-C ends it.
+    Explore(ExploreArgs),
     /// Run an algorithm in the seeded simulator over a range of seeds: exit 0 every
     /// seed passed, 1 one failed (each with a command that replays it).
     Sim(SimArgs),
@@ -902,6 +907,15 @@ struct CheckArgs {
 }
 
 #[derive(Args)]
+struct ExploreArgs {
+    #[command(flatten)]
+    check: CheckArgs,
+    /// The port on 127.0.0.1 (default: a free one; the address is printed).
+    #[arg(long, default_value_t = 0)]
+    port: u16,
+}
+
+#[derive(Args)]
 struct ReplayArgs {
     /// A counterexample file, or the `check --out` directory holding one.
     path: PathBuf,
@@ -971,6 +985,7 @@ fn command(registry: Registry) -> Outcome {
         }
         Cmd::Compare(a) => cmd_compare(a),
         Cmd::Check(a) => cmd_check(a),
+        Cmd::Explore(a) => cmd_explore(a),
         Cmd::Sim(a) => cmd_sim(a),
         Cmd::Superpeers(a) => cmd_superpeers(a),
         Cmd::Replay(a) => cmd_replay(a),
@@ -1650,6 +1665,7 @@ fn check_opts(a: &CheckArgs) -> Result<check::CheckOpts, Error> {
         threads,
         bypass_bound,
         highest_wins: false,
+        from: Vec::new(),
         timers: match a.timers {
             TimersArg::Any => check::TimerOrder::Any,
             TimersArg::Earliest => check::TimerOrder::Earliest,
@@ -1742,6 +1758,33 @@ fn cmd_check(a: CheckArgs) -> Outcome {
         }
         (None, Some(_)) => Verdict::Inconclusive,
     })
+}
+
+fn cmd_explore(a: ExploreArgs) -> Outcome {
+    let info = registry::lookup(&a.check.algo).map_err(Error::usage)?;
+    modelled(info)?;
+    let mut opts = info.check_opts(check_opts(&a.check)?);
+    if a.check.timer_fires.is_none() {
+        opts.timer_fires = info.timer_fires;
+    }
+    let save_to = a.check.out.clone().unwrap_or_else(|| PathBuf::from("mutexlab-explored"));
+    let mut explorer = crate::explore::Explorer::new(info, opts, save_to.clone()).map_err(Error::failed)?;
+    let json = a.check.json;
+    explorer
+        .serve(a.port, &mut |url| {
+            if json {
+                out(&format!("{}\n", serde_json::json!({ "url": url, "saves": save_to })));
+            } else {
+                out(&format!(
+                    "mutexlab explore: {} -n {}: open {url}\n  saved paths go to {}/path-N; Ctrl-C ends it\n",
+                    info.name,
+                    a.check.nodes,
+                    save_to.display()
+                ));
+            }
+        })
+        .map_err(Error::failed)?;
+    Err(Error::new(Kind::Interrupted, "interrupted: the explorer stopped"))
 }
 
 fn cmd_replay(a: ReplayArgs) -> Outcome {

@@ -1289,6 +1289,19 @@ impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
         self.child.lock().unwrap_or_else(|e| e.into_inner()).failed.clone()
     }
 
+    /// Its state lives in the program, which reports none: what the node knows of it.
+    fn state(&self) -> Value {
+        let child = self.child.lock().unwrap_or_else(|e| e.into_inner());
+        serde_json::json!({
+            "program": child.command,
+            "state": "kept inside the program, which does not report it",
+            "waiting_for": child.waiting,
+            "last_input": child.last.as_ref().map(|(sent, _)| sent),
+            "last_answer": child.last.as_ref().map(|(_, got)| got),
+            "failed": child.failed,
+        })
+    }
+
     fn breached(&mut self, breach: &str) {
         let mut child = self.child.lock().unwrap_or_else(|e| e.into_inner());
         if child.failed.is_some() {

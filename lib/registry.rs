@@ -18,6 +18,7 @@ use std::sync::OnceLock;
 use crate::algorithm::PeerId;
 use crate::algorithm::{Node, ServiceKind};
 use crate::algos::*;
+use crate::check::walk::{Route, Walk};
 use crate::check::{CheckOpts, CheckReport, Invariant, Progress};
 use crate::control::WorkerSettings;
 use crate::external::{External, MessageShape, Ref};
@@ -79,6 +80,9 @@ pub struct AlgoInfo {
     /// (`check_tokens`, `check_centralized` below); run it through
     /// [`AlgoInfo::check_opts`] so that the entry's promises are checked too.
     pub check: CheckFn,
+    /// How the stepping page and the explorer walk a path of it (set by
+    /// [`AlgoInfo::runs`]; an entry with invariants of its own judges them there too).
+    pub walk: WalkFn,
     /// Mutual exclusion: the most times others may enter while one node's application
     /// waits, where the algorithm promises a bound (checked by `mutexlab check`).
     pub bypass: Option<Bypass>,
@@ -171,12 +175,17 @@ fn one_token<N: Tokens<Service: SimService>>(w: &World<N>) -> Result<(), String>
     Err(format!("{} tokens: held by [{}], {flying} in flight", held.len() + flying, held.join(", ")))
 }
 
+/// "One token at most", for checks and walks alike.
+fn one_token_invariant<N: Tokens<Service: SimService>>() -> Invariant<N> {
+    Invariant::new("one token at most", one_token::<N>)
+}
+
 /// [`crate::check::check_with`] for a token algorithm: one token at most.
 fn check_tokens<N: Tokens<Service: RunService + SimService>>(
     opts: &CheckOpts,
     progress: &mut dyn FnMut(&Progress),
 ) -> CheckReport {
-    let own = [Invariant::new("one token at most", one_token::<N>)];
+    let own = [one_token_invariant()];
     crate::check::check_with::<N>(<N::Service as RunService>::KIND, opts, &own, progress)
 }
 
@@ -202,12 +211,17 @@ fn queue_once<N: Queue<Service: SimService>>(w: &World<N>) -> Result<(), String>
     Ok(())
 }
 
+/// "Queue holds no one twice", for checks and walks alike.
+fn queue_invariant<N: Queue<Service: SimService>>() -> Invariant<N> {
+    Invariant::new("queue holds no one twice", queue_once::<N>)
+}
+
 /// [`crate::check::check_with`] for a coordinator's queue: it holds no one twice.
 fn check_queue<N: Queue<Service: RunService + SimService>>(
     opts: &CheckOpts,
     progress: &mut dyn FnMut(&Progress),
 ) -> CheckReport {
-    let own = [Invariant::new("queue holds no one twice", queue_once::<N>)];
+    let own = [queue_invariant()];
     crate::check::check_with::<N>(<N::Service as RunService>::KIND, opts, &own, progress)
 }
 
@@ -220,6 +234,35 @@ fn check_node<N: Node<Service: RunService + SimService>>(
     progress: &mut dyn FnMut(&Progress),
 ) -> CheckReport {
     crate::check::check::<N>(<N::Service as RunService>::KIND, opts, progress)
+}
+
+/// How the stepping page and the explorer walk a path of a node type: the check's
+/// options and the path ([`crate::check::walk::walk`] for it, with the entry's own
+/// invariants).
+pub type WalkFn = fn(&CheckOpts, &Route) -> Result<Walk, String>;
+
+/// [`crate::check::walk::walk`] for `N`.
+fn walk_node<N: Node<Service: RunService + SimService>>(
+    opts: &CheckOpts,
+    route: &Route,
+) -> Result<Walk, String> {
+    crate::check::walk::walk::<N>(<N::Service as RunService>::KIND, opts, &[], route)
+}
+
+/// [`crate::check::walk::walk`] for a token algorithm, judging its one token.
+fn walk_tokens<N: Tokens<Service: RunService + SimService>>(
+    opts: &CheckOpts,
+    route: &Route,
+) -> Result<Walk, String> {
+    crate::check::walk::walk::<N>(<N::Service as RunService>::KIND, opts, &[one_token_invariant()], route)
+}
+
+/// [`crate::check::walk::walk`] for a coordinator's queue, judging it.
+fn walk_queue<N: Queue<Service: RunService + SimService>>(
+    opts: &CheckOpts,
+    route: &Route,
+) -> Result<Walk, String> {
+    crate::check::walk::walk::<N>(<N::Service as RunService>::KIND, opts, &[queue_invariant()], route)
 }
 
 /// How a worker process runs a node type: [`runtime::run_node`] for it.
@@ -256,6 +299,7 @@ impl AlgoInfo {
             sim: crate::sim::simulate_with::<N>,
             fault_sim: crate::sim::fault_run::<N>,
             check: check_node::<N>,
+            walk: walk_node::<N>,
             bypass: None,
             messages: crate::external::message_shapes::<N::Msg>,
             // A program among the reference's workers speaks `Ref<N::Msg>`, the same bytes.
@@ -304,6 +348,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
             coordinator_free: true,
         }),
         check: check_queue::<centralized::Centralized>,
+        walk: walk_queue::<centralized::Centralized>,
         ..AlgoInfo::runs::<centralized::Centralized>()
     },
     AlgoInfo {
@@ -479,6 +524,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
             coordinator_free: false,
         }),
         check: check_tokens::<token_ring::TokenRing>,
+        walk: walk_tokens::<token_ring::TokenRing>,
         bypass: Some(Bypass {
             bound: |n| n.saturating_sub(1),
             claim: "notes: \"Order well-defined; starvation cannot occur\": the token reaches a waiting node \
@@ -530,6 +576,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
             coordinator_free: false,
         }),
         check: check_tokens::<suzuki_kasami::SuzukiKasami>,
+        walk: walk_tokens::<suzuki_kasami::SuzukiKasami>,
         ..AlgoInfo::runs::<suzuki_kasami::SuzukiKasami>()
     },
     AlgoInfo {
@@ -548,6 +595,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
             coordinator_free: false,
         }),
         check: check_tokens::<ra_token::RaToken>,
+        walk: walk_tokens::<ra_token::RaToken>,
         ..AlgoInfo::runs::<ra_token::RaToken>()
     },
     AlgoInfo {
@@ -571,6 +619,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
             coordinator_free: false,
         }),
         check: check_tokens::<raymond::Raymond>,
+        walk: walk_tokens::<raymond::Raymond>,
         ..AlgoInfo::runs::<raymond::Raymond>()
     },
     AlgoInfo {
@@ -594,6 +643,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
             coordinator_free: false,
         }),
         check: check_tokens::<neilsen_mizuno::NeilsenMizuno>,
+        walk: walk_tokens::<neilsen_mizuno::NeilsenMizuno>,
         ..AlgoInfo::runs::<neilsen_mizuno::NeilsenMizuno>()
     },
     AlgoInfo {

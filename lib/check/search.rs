@@ -259,7 +259,12 @@ where
     N::Service: SimService,
 {
     let mut world = initial::<N>(how.opts);
-    let applied = crate::panics::quietly(|| world.start(&mut quiet));
+    // Started, then led along the prefix to search from (none: the start itself). A
+    // prefix that is not a path of this world is the caller's error, caught before.
+    let applied = crate::panics::quietly(|| {
+        world.start(&mut quiet)?;
+        how.opts.from.iter().try_for_each(|&c| world.apply(c, &mut quiet))
+    });
     let counts: Counts = [0; COUNTED];
     let fp = how.print(&world, &counts);
     (fp, look(how, world, counts, fp, applied))

@@ -47,6 +47,8 @@ pub trait SimApps<S: Service + ?Sized>: Clone + Debug + PartialEq + Eq + Hash + 
     fn waiting(&self, node: usize, alive: &[bool]) -> bool;
     /// Entries each application made (mutual exclusion), zeros otherwise.
     fn entries(&self) -> Vec<u64>;
+    /// What application `node` is doing, in a few words (the stepping page shows it).
+    fn phase(&self, node: usize) -> String;
     /// The node whose application is inside the critical section (mutual exclusion),
     /// else `None`.
     fn inside(&self) -> Option<PeerId> {
@@ -159,6 +161,20 @@ impl SimApps<Mutex> for MutexApps {
 
     fn inside(&self) -> Option<PeerId> {
         self.inside
+    }
+
+    fn phase(&self, node: usize) -> String {
+        let left = match self.left[node] {
+            0 => String::new(),
+            1 => ", 1 entry left".to_string(),
+            k => format!(", {k} entries left"),
+        };
+        match self.apps[node] {
+            Mx::Idle if self.left[node] == 0 => "done".to_string(),
+            Mx::Idle => format!("idle{left}"),
+            Mx::Waiting => "waiting".to_string(),
+            Mx::Inside => "inside".to_string(),
+        }
     }
 }
 
@@ -287,5 +303,16 @@ impl SimApps<Election> for ElectionApps {
 
     fn leader(&self, alive: &[bool]) -> Option<(PeerId, u64)> {
         self.agreed(alive)
+    }
+
+    fn phase(&self, node: usize) -> String {
+        let named = match self.leader[node] {
+            Some((id, term)) => format!("follows {id} (term {term})"),
+            None => "knows no leader".to_string(),
+        };
+        match self.left[node] {
+            0 => named,
+            k => format!("{named}; may call {k} election{}", if k == 1 { "" } else { "s" }),
+        }
     }
 }

@@ -441,6 +441,18 @@ where
         self.hosts[id as usize].node()
     }
 
+    /// Node `id`'s host: what the driver knows of it (incarnation, who it was told is
+    /// down, its application).
+    pub fn host(&self, id: u32) -> &Host<N> {
+        &self.hosts[id as usize]
+    }
+
+    /// Every timer armed, oldest first, as `(node, timer, live)`: `live` is false for a
+    /// reset or cancelled one that may still fire once (stale timers).
+    pub fn timers(&self) -> impl Iterator<Item = (PeerId, &N::Timer, bool)> + '_ {
+        self.timers.iter().map(|t| (t.node, &t.timer, t.live))
+    }
+
     /// The number of nodes.
     pub fn n(&self) -> usize {
         self.n
