@@ -1163,3 +1163,49 @@ fn lamports_non_fifo_counterexample_steps_to_its_violation_with_the_overtaken_re
     let page = mutexlab::html::step_page("moved", Some(&moved.to_string()), mutexlab::html::PageMode::Static);
     assert_ne!(stepped(&page, tmp.path()).spans, expected);
 }
+
+/// `mutexlab explore` as a child, killed and reaped on drop however the test ends.
+struct Explorer(Child);
+
+impl Drop for Explorer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_explore_page_loads_a_path_from_the_real_explorer() {
+    if !browser_present() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let saves = tmp.path().join("saves");
+    let mut child = crate::common::mutexlab()
+        .args(["explore", "--algo", "lamport", "-n", "2", "--non-fifo", "--json", "--out"])
+        .arg(&saves)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mutexlab explore starts");
+    let stdout = child.stdout.take().unwrap();
+    let _explorer = Explorer(child);
+    // Its first line names the address, token and all, once it listens.
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).unwrap();
+    let said: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    let url = said["url"].as_str().unwrap();
+    // The hash names the path to load: three choices, the last one selected.
+    let dom = dump_url(&format!("{url}#path=0,0,0&step=3"), &["--virtual-time-budget=30000"]);
+    let [steps, selected, arrows] =
+        rendered(&dom, ["steps", "selected", "arrows"]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((steps, selected), (4, 3), "{dom}");
+    assert!(arrows > 0, "{dom}");
+    assert_eq!(div_attr(&dom, "rendered", "path").unwrap(), "0,0,0");
+    assert!(dom.contains(r#"<p id="error" class="bad" hidden="">"#), "an error is shown: {dom}");
+    assert!(dom.contains("class=\"choice\""), "no choices after three steps: {dom}");
+    // The control: a path the world does not have is refused, and the page says so.
+    let dom = dump_url(&format!("{url}#path=0,99&step=1"), &["--virtual-time-budget=30000"]);
+    assert!(!dom.contains(r#"<p id="error" class="bad" hidden="">"#), "no error shown: {dom}");
+}
