@@ -841,6 +841,9 @@ fn the_stepping_page_steps_by_keyboard_to_its_violation() {
     assert!(dom.contains("still in flight (#1)"));
     assert!(dom.contains("&lt;/script&gt;&lt;script&gt;document.title"), "the field is shown as text");
     assert!(dom.contains("data-breaking=\"3\""));
+    // The hash picks the step the page opens on.
+    let dom = dump_url(&format!("file://{}#step=2", tmp.path().join("page.html").display()), &[]);
+    assert_eq!(rendered(&dom, ["selected"]), Ok([2]), "{dom}");
 
     // w2 crashing at step 3 with the REQUEST to it lost: a ✕ on its lane at that row,
     // the REQUEST drawn dashed to the bottom and labelled lost.

@@ -125,7 +125,7 @@ const SCRIPT: &str = r#"
   var cfg = JSON.parse($('config').textContent);
   var SVG = 'http://www.w3.org/2000/svg', LANE = 120, ROW = 26, TOP = 36, LEFT = 44;
   var W = null, sel = 0, pinned = null, msgs = {}, lanes = {}, names = {};
-  var path = [], redo = [], choicesAt = {};
+  var path = [], redo = [], choicesAt = {}, asked = 0;
 
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -478,7 +478,9 @@ const SCRIPT: &str = r#"
 
   // Load the walk along `p` and select `where`: 'last', 'violation' or a step number.
   function go(p, where) {
+    var mine = ++asked;
     return api('GET', '/api/walk?path=' + p.join(',')).then(function (w) {
+      if (mine !== asked) return; // a later click's walk is the one to show
       try { load(w); } catch (e) { error('/api/walk: ' + e.message); return; }
       error('');
       path = Array.isArray(w.path) ? w.path.slice() : p.slice();
