@@ -706,6 +706,16 @@ document.addEventListener('DOMContentLoaded', function () {
   var back = a('selected');
   key('v');
   var again = a('selected');
+  // Each arrow's ends, as the rows they fall on (or the bottom, under every row).
+  var rows = Array.prototype.slice.call(document.querySelectorAll('#diagram rect.row'));
+  function row(y) {
+    var hit = rows.filter(function (r) { var t = +r.getAttribute('y'); return y >= t && y < t + (+r.getAttribute('height')); })[0];
+    return hit ? hit.getAttribute('data-row') : 'bottom';
+  }
+  var spans = Array.prototype.slice.call(document.querySelectorAll('#diagram g[data-msg]')).map(function (g) {
+    var l = g.querySelector('line.shaft');
+    return g.getAttribute('data-msg') + ':' + row(+l.getAttribute('y1')) + ':' + row(+l.getAttribute('y2'));
+  });
   var arrow = document.querySelector('#diagram g[data-msg="0"]');
   if (arrow) arrow.dispatchEvent(new MouseEvent('click', { bubbles: true }));
   var m = document.createElement('div');
@@ -717,6 +727,7 @@ document.addEventListener('DOMContentLoaded', function () {
   m.setAttribute('data-again', again);
   m.setAttribute('data-pinned-at', a('selected') + '/' + a('pinned') + '/' + document.querySelectorAll('#steps li.msg-end').length);
   m.setAttribute('data-title', document.title);
+  m.setAttribute('data-spans', spans.join(' '));
   document.body.appendChild(m);
 });
 </script>"#;
@@ -733,6 +744,8 @@ struct Stepped {
     /// After clicking message 0: the selected step / the pinned message / steps marked as its ends.
     pinned_at: String,
     title: String,
+    /// Each arrow as `id:send-row:delivery-row` (`bottom` where it never arrived).
+    spans: Vec<String>,
 }
 
 fn stepped(page_html: &str, dir: &Path) -> Stepped {
@@ -769,6 +782,7 @@ fn parse_stepped(dom: &str) -> Result<Stepped, String> {
         again: attr("again")?,
         pinned_at: attr("pinned-at")?,
         title: attr("title")?,
+        spans: attr("spans")?.split(' ').filter(|s| !s.is_empty()).map(String::from).collect(),
     })
 }
 
@@ -811,6 +825,7 @@ fn the_stepping_page_steps_by_keyboard_to_its_violation() {
     // Message 0 delivered at step 2: selected, pinned, its send and delivery marked.
     assert_eq!(s.pinned_at, "2/0/2", "{s:?}");
     assert!(!s.title.contains("pwned"), "a field's markup ran: {s:?}");
+    assert_eq!(s.spans, ["0:1:2", "1:1:bottom", "2:2:3"], "{s:?}");
 
     // What the page drew, counted by its own script after the last render.
     let dom = dump_dom(&{
@@ -826,6 +841,9 @@ fn the_stepping_page_steps_by_keyboard_to_its_violation() {
     assert!(dom.contains("still in flight (#1)"));
     assert!(dom.contains("&lt;/script&gt;&lt;script&gt;document.title"), "the field is shown as text");
     assert!(dom.contains("data-breaking=\"3\""));
+    // The hash picks the step the page opens on.
+    let dom = dump_url(&format!("file://{}#step=2", tmp.path().join("page.html").display()), &[]);
+    assert_eq!(rendered(&dom, ["selected"]), Ok([2]), "{dom}");
 
     // w2 crashing at step 3 with the REQUEST to it lost: a ✕ on its lane at that row,
     // the REQUEST drawn dashed to the bottom and labelled lost.
@@ -1078,4 +1096,119 @@ fn the_explore_page_takes_choices_undoes_checks_and_saves_through_its_server() {
     let (dom, seen) = explore_through(true);
     assert_eq!(div_attr(&dom, "explored", "done").unwrap(), "0", "{seen:?}");
     assert_eq!(div_attr(&dom, "explored", "error").unwrap(), "/api/walk: no such choice on the path []");
+}
+
+/// The walk of the shortest counterexample `check` finds for `algo` under `opts`, as
+/// the stepping page gets it.
+fn real_walk(algo: &str, opts: mutexlab::check::CheckOpts) -> String {
+    let info = mutexlab::registry::lookup(algo).unwrap();
+    let opts = info.check_opts(opts);
+    let found = (info.check)(&opts, &mut |_| {});
+    let v = found.violation.unwrap_or_else(|| panic!("check finds no violation of {algo}"));
+    let mut w = (info.walk)(&opts, &mutexlab::check::walk::Route::Choices(v.choices.clone())).unwrap();
+    w.algorithm = algo.into();
+    serde_json::to_string(&w).unwrap()
+}
+
+/// The messages of `walk` that a later message on the same channel overtook: sent
+/// before it, delivered after it or never.
+fn overtaken(walk: &serde_json::Value) -> Vec<u64> {
+    let msgs = walk["messages"].as_array().unwrap();
+    let arrives = |m: &serde_json::Value| m["delivered"].as_u64().unwrap_or(u64::MAX);
+    msgs.iter()
+        .filter(|a| {
+            msgs.iter().any(|b| {
+                (a["from"] == b["from"] && a["to"] == b["to"])
+                    && b["sent"].as_u64() > a["sent"].as_u64()
+                    && b["delivered"].is_u64()
+                    && arrives(b) < arrives(a)
+            })
+        })
+        .map(|a| a["id"].as_u64().unwrap())
+        .collect()
+}
+
+#[test]
+fn lamports_non_fifo_counterexample_steps_to_its_violation_with_the_overtaken_request_drawn_whole() {
+    if !browser_present() {
+        return;
+    }
+    let json = real_walk(
+        "lamport",
+        mutexlab::check::CheckOpts { non_fifo: true, ..mutexlab::check::CheckOpts::new(2, 1) },
+    );
+    let walk: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let passed = overtaken(&walk);
+    assert!(!passed.is_empty(), "no message overtaken in {json}");
+    let tmp = tempfile::tempdir().unwrap();
+    let page =
+        mutexlab::html::step_page("lamport -n 2 --non-fifo", Some(&json), mutexlab::html::PageMode::Static);
+    let s = stepped(&page, tmp.path());
+    reaches_violation(&s).unwrap_or_else(|e| panic!("{e}"));
+    let at = walk["violation_step"].as_u64().expect("the walk breaks a property").to_string();
+    assert_eq!(s.log.last().unwrap().0, at, "{s:?}");
+    // Every arrow from its send row to its delivery row, the overtaken one too.
+    let expected: Vec<String> = walk["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            let to = m["delivered"].as_u64().map_or("bottom".to_string(), |d| d.to_string());
+            format!("{}:{}:{to}", m["id"], m["sent"])
+        })
+        .collect();
+    assert_eq!(s.spans, expected, "overtaken: {passed:?}");
+    // The control: the same walk with the overtaken message's delivery moved to its
+    // send step draws a different span, and the comparison sees it.
+    let mut moved = walk.clone();
+    let m = moved["messages"].as_array_mut().unwrap().iter_mut().find(|m| m["id"] == passed[0]).unwrap();
+    m["delivered"] = m["sent"].clone();
+    let page = mutexlab::html::step_page("moved", Some(&moved.to_string()), mutexlab::html::PageMode::Static);
+    assert_ne!(stepped(&page, tmp.path()).spans, expected);
+}
+
+/// `mutexlab explore` as a child, killed and reaped on drop however the test ends.
+struct Explorer(Child);
+
+impl Drop for Explorer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn the_explore_page_loads_a_path_from_the_real_explorer() {
+    if !browser_present() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let saves = tmp.path().join("saves");
+    let mut child = crate::common::mutexlab()
+        .args(["explore", "--algo", "lamport", "-n", "2", "--non-fifo", "--json", "--out"])
+        .arg(&saves)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("mutexlab explore starts");
+    let stdout = child.stdout.take().unwrap();
+    let _explorer = Explorer(child);
+    // Its first line names the address, token and all, once it listens.
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).unwrap();
+    let said: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"));
+    let url = said["url"].as_str().unwrap();
+    // The hash names the path to load: three choices, the last one selected.
+    let dom = dump_url(&format!("{url}#path=0,0,0&step=3"), &["--virtual-time-budget=30000"]);
+    let [steps, selected, arrows] =
+        rendered(&dom, ["steps", "selected", "arrows"]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!((steps, selected), (4, 3), "{dom}");
+    assert!(arrows > 0, "{dom}");
+    assert_eq!(div_attr(&dom, "rendered", "path").unwrap(), "0,0,0");
+    assert!(dom.contains(r#"<p id="error" class="bad" hidden="">"#), "an error is shown: {dom}");
+    assert!(dom.contains("class=\"choice\""), "no choices after three steps: {dom}");
+    // The control: a path the world does not have is refused, and the page says so.
+    let dom = dump_url(&format!("{url}#path=0,99&step=1"), &["--virtual-time-budget=30000"]);
+    assert!(!dom.contains(r#"<p id="error" class="bad" hidden="">"#), "no error shown: {dom}");
 }

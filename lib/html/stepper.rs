@@ -125,7 +125,7 @@ const SCRIPT: &str = r#"
   var cfg = JSON.parse($('config').textContent);
   var SVG = 'http://www.w3.org/2000/svg', LANE = 120, ROW = 26, TOP = 36, LEFT = 44;
   var W = null, sel = 0, pinned = null, msgs = {}, lanes = {}, names = {};
-  var path = [], redo = [], choicesAt = {};
+  var path = [], redo = [], choicesAt = {}, asked = 0;
 
   function el(tag, cls, text) {
     var e = document.createElement(tag);
@@ -165,7 +165,7 @@ const SCRIPT: &str = r#"
   }
   function fate(m) {
     if (m.delivered != null) return 'delivered at step ' + m.delivered;
-    if (m.lost != null) return 'lost at step ' + m.lost;
+    if (m.lost != null) return 'lost at step ' + m.lost + (m.lost_why ? ' (' + m.lost_why + ')' : '');
     return 'still in flight';
   }
 
@@ -290,7 +290,7 @@ const SCRIPT: &str = r#"
       var k = m.sent + '|' + m.from + '|' + m.kind;
       (fans[k] = fans[k] || []).push(m);
     });
-    var hot = W.steps[sel];
+    var hot = W.steps[sel], placed = [];
     (W.messages || []).forEach(function (m) {
       var s = indexOf(m.sent), e = indexOf(m.delivered), fan = fans[m.sent + '|' + m.from + '|' + m.kind];
       var x1 = laneX(m.from), y1 = rowY(s), x2 = laneX(m.to), y2 = e >= 0 ? rowY(e) : bottom - 4;
@@ -306,11 +306,23 @@ const SCRIPT: &str = r#"
       if (fan.length > 1) {
         g.setAttribute('data-fan', fan[0].id);
         if (fan[0] === m) {
-          g.appendChild(sv('text', { 'class': 'msglabel fan', 'data-fan-label': m.id, x: x1 + 6, y: y1 - 5 },
-            m.kind + ' \u00d7' + fan.length + ' (broadcast)'));
+          var fl = m.kind + ' \u00d7' + fan.length + ' (broadcast)';
+          placed.push([x1 + 6 + 3 * fl.length, y1 - 5, 6 * fl.length]);
+          g.appendChild(sv('text', { 'class': 'msglabel fan', 'data-fan-label': m.id, x: x1 + 6, y: y1 - 5 }, fl));
         }
       } else {
-        g.appendChild(sv('text', { 'class': 'msglabel', 'data-label': m.id, x: (x1 + x2) / 2, y: (y1 + y2) / 2 - 3 }, m.kind));
+        // The first place along the arrow, from a third of the way, clear of the labels
+        // placed so far (boxes estimated: 6 px a character, 11 px high).
+        var w = 6 * m.kind.length, at = null;
+        [1 / 3, 0.5, 0.2, 0.65, 0.8, 0.1].some(function (f) {
+          var x = x1 + (x2 - x1) * f, y = y1 + (y2 - y1) * f - 3;
+          at = at || [x, y];
+          var clear = placed.every(function (b) { return Math.abs(b[0] - x) * 2 >= b[2] + w || Math.abs(b[1] - y) >= 11; });
+          if (clear) at = [x, y];
+          return clear;
+        });
+        placed.push([at[0], at[1], w]);
+        g.appendChild(sv('text', { 'class': 'msglabel', 'data-label': m.id, x: at[0], y: at[1] }, m.kind));
       }
       if (e < 0) {
         // Stacked under the lane, one line per message that never arrived there.
@@ -466,10 +478,12 @@ const SCRIPT: &str = r#"
 
   // Load the walk along `p` and select `where`: 'last', 'violation' or a step number.
   function go(p, where) {
+    var mine = ++asked;
     return api('GET', '/api/walk?path=' + p.join(',')).then(function (w) {
+      if (mine !== asked) return; // a later click's walk is the one to show
       try { load(w); } catch (e) { error('/api/walk: ' + e.message); return; }
       error('');
-      path = p.slice();
+      path = Array.isArray(w.path) ? w.path.slice() : p.slice();
       choicesAt[path.join(',')] = W.enabled || [];
       var i = where === 'violation' ? violation() : where === 'last' ? W.steps.length - 1 : indexOf(where);
       select(i >= 0 ? i : W.steps.length - 1);
