@@ -173,9 +173,11 @@ pub(crate) fn tick_times(cols: &[u32], times: &[u64]) -> Vec<Option<u64>> {
     let width = cols.iter().max().map_or(0, |c| *c as usize + 1);
     let mut lo = vec![u64::MAX; width];
     let mut hi = vec![0u64; width];
+    let mut filled = vec![false; width];
     for (&c, &t) in cols.iter().zip(times) {
         lo[c as usize] = lo[c as usize].min(t);
         hi[c as usize] = hi[c as usize].max(t);
+        filled[c as usize] = true;
     }
     // The latest time at or left of each column, the earliest right of it.
     let mut left = vec![0u64; width];
@@ -187,7 +189,7 @@ pub(crate) fn tick_times(cols: &[u32], times: &[u64]) -> Vec<Option<u64>> {
     let mut right = u64::MAX;
     let mut out = vec![None; width];
     for c in (0..width).rev() {
-        if left[c] <= right && hi[c] > 0 {
+        if left[c] <= right && filled[c] {
             out[c] = Some(left[c]);
         }
         right = right.min(lo[c]);
