@@ -622,7 +622,7 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
         .enumerate()
         .filter_map(|(i, f)| {
             let &(w, t) = tl.at_line.get(&f.line)?;
-            Some((w, t, format!("v{i}"), format!("{} at line {}: {}", f.kind, f.line, f.detail)))
+            Some((w, t, format!("v{i}"), format!("{} at line {}: {}", f.kind, f.line, in_ms(&f.detail, t0))))
         })
         .collect();
     let faults: Vec<&data::FaultMark> = tl.faults.iter().collect();
@@ -630,7 +630,7 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
     let unserved: Vec<(u32, u64)> = tl.unserved.iter().map(|u| (u.w, u.want)).collect();
     let flagged: Vec<(u32, u64)> =
         v.violations.iter().flat_map(data::lines_named).filter_map(|l| tl.at_line.get(&l).copied()).collect();
-    let overlaps = overlaps(v, tl);
+    let overlaps = overlaps(&v.violations, tl);
     let cx = logical::Ctx {
         lanes,
         t0,
@@ -700,9 +700,9 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
 
 /// The overlaps the auditor found: who was inside first, who entered then, and when
 /// the first of the two left (from the resource file's sections, when kept).
-fn overlaps(v: &Verdict, tl: &Timeline) -> Vec<logical::Overlap> {
+pub(crate) fn overlaps(violations: &[Violation], tl: &Timeline) -> Vec<logical::Overlap> {
     let exit = |line: usize| tl.sections.iter().find(|s| s.line == line).and_then(|s| s.exit);
-    v.violations
+    violations
         .iter()
         .enumerate()
         .filter(|(_, f)| f.kind == "overlap")

@@ -273,6 +273,28 @@ pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation], wall:
     holds(&mut s, tl, &sc, lanes, t1);
     bars(&mut s, &mut notes, tl, &sc, lanes, (violations, t1), &mut boxes);
     faults(&mut s, tl, &sc, lanes, bottom, &mut boxes);
+    // Two workers inside at once: a band across both lanes for as long as it lasted.
+    for o in super::overlaps(violations, tl) {
+        let ((w1, _), (w2, from)) = (o.first, o.second);
+        if w1 >= lanes || w2 >= lanes {
+            continue;
+        }
+        let until = o.until.unwrap_or(t1);
+        let (x1, x2) = (sc.x(from), sc.x(until.max(from)));
+        let (top, low) = (lane_y(w1.min(w2)) - 14.0, lane_y(w1.max(w2)) + 14.0);
+        let _ = writeln!(
+            s,
+            r##"<a href="#{}"><g data-wall-overlap="{w1},{w2}" class="overlap"><rect x="{x1:.1}" y="{top:.1}" width="{:.1}" height="{:.1}"/><title>{}</title></g></a>"##,
+            esc(&o.anchor),
+            (x2 - x1).max(2.0),
+            low - top,
+            esc(&format!(
+                "w{w1} and w{w2} both inside from {:.3} to {}",
+                sc.ms(from),
+                o.until.map_or("the end of the run".to_string(), |t| format!("{:.3} ms", sc.ms(t)))
+            ))
+        );
+    }
     for (i, v) in violations.iter().enumerate() {
         let Some(&(w, t)) = tl.at_line.get(&v.line) else { continue };
         if w >= lanes {
@@ -285,7 +307,7 @@ pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation], wall:
             kind = esc(v.kind),
             x = sc.x(t),
             y = lane_y(w) - 14.0,
-            title = esc(&format!("{} at line {}: {}", v.kind, v.line, v.detail)),
+            title = esc(&format!("{} at line {}: {}", v.kind, v.line, super::in_ms(&v.detail, wall.t0))),
         );
     }
     // Roles and the stall first: their labels go before the messages'.

@@ -671,6 +671,12 @@ fn an_overlap_is_a_band_across_both_lanes_with_the_message_that_let_the_second_i
     let html = render(d.path()).unwrap();
     let (_, logical) = views(&html);
     assert_eq!(count(logical, r#"data-overlap="0,1""#), 1, "{logical}");
+    // On the wall clock too, from w1's entry to w0's exit.
+    assert!(
+        html.contains(r#"data-wall-overlap="0,1""#)
+            && html.contains("<title>w0 and w1 both inside from 0.002 to 0.002 ms</title>"),
+        "{html}"
+    );
     // The band's sentence, in the page's ms (the origin is the first WANT, at 1000 ns).
     assert!(logical.contains("w0 and w1 both inside from 0.002 to 0.002 ms</text>"), "{logical}");
     // The GO that let w1 in is picked out; the HELLO w0 never received is lost.
