@@ -628,8 +628,13 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
     let faults: Vec<&data::FaultMark> = tl.faults.iter().collect();
     let pauses: Vec<&data::Pause> = tl.pauses.iter().collect();
     let unserved: Vec<(u32, u64)> = tl.unserved.iter().map(|u| (u.w, u.want)).collect();
-    let flagged: Vec<(u32, u64)> =
-        v.violations.iter().flat_map(data::lines_named).filter_map(|l| tl.at_line.get(&l).copied()).collect();
+    // As on the wall clock: a section whose ENTER is a finding's own line.
+    let flagged: Vec<(u32, u64)> = v
+        .violations
+        .iter()
+        .filter(|f| tl.listed.get(&f.line).is_some_and(|l| l.starts_with("ENTER ")))
+        .filter_map(|f| tl.at_line.get(&f.line).copied())
+        .collect();
     let overlaps = overlaps(&v.violations, tl);
     let cx = logical::Ctx {
         lanes,

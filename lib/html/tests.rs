@@ -688,8 +688,8 @@ fn an_overlap_is_a_band_across_both_lanes_with_the_message_that_let_the_second_i
         .contains("the last message w1 received before it entered while w0 was inside"));
     assert_eq!(count(logical, "data-enabler"), 1);
     assert!(logical.contains(r#"<g data-lmsg="HELLO" class="msg lost""#), "{logical}");
-    // Both sections red on the logical axis too.
-    assert_eq!(count(logical, r#"data-lbar="cs" class="cs bad""#), 2, "{logical}");
+    // The section that entered on the flagged line is red on the logical axis too.
+    assert_eq!(count(logical, r#"data-lbar="cs" class="cs bad""#), 1, "{logical}");
     // The finding quotes ms and links to its window.
     let row = &html[html.find(r#"<tr id="v0">"#).unwrap()..];
     let row = &row[..row.find("</tr>").unwrap()];
@@ -741,6 +741,8 @@ fn the_logical_view_carries_the_faults_shading_lost_messages_and_unserved_waits(
     // w2's wait ends at its ✕, and w1's last request is never served.
     assert!(logical.contains("w2 waiting from 5.000 ms until it was killed at 5.100 ms"), "{logical}");
     assert_eq!(count(logical, r#"class="wait unserved""#), 1, "{logical}");
+    // A request never served flags its WANT, not the section before it.
+    assert_eq!(count(logical, "cs bad"), 0, "{logical}");
     // w0 resumed after its pause, w2 restarted: both lanes jump, marked.
     assert_eq!(count(logical, "data-jump="), 2, "{logical}");
     assert!(logical.contains("w2 restarted at 5.500 ms"), "{logical}");
