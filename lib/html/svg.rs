@@ -273,8 +273,26 @@ pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation], wall:
     holds(&mut s, tl, &sc, lanes, t1);
     bars(&mut s, &mut notes, tl, &sc, lanes, (violations, t1), &mut boxes);
     faults(&mut s, tl, &sc, lanes, bottom, &mut boxes);
-    // Two workers inside at once: a band across both lanes for as long as it lasted.
-    for o in super::overlaps(violations, tl) {
+    // Two workers inside at once: a band across both lanes for as long as it lasted,
+    // and the last message the second received before it entered, when every message
+    // is drawn (else the one drawn may not be the last).
+    let overlaps = super::overlaps(violations, tl);
+    let whole = tl.arrow_stride <= 1 && tl.arrows.len() <= MAX_ARROWS;
+    let enablers: std::collections::HashMap<usize, String> = overlaps
+        .iter()
+        .filter(|_| whole)
+        .filter_map(|o| {
+            let ((w1, _), (w2, t2)) = (o.first, o.second);
+            let (i, _) = tl
+                .arrows
+                .iter()
+                .enumerate()
+                .filter_map(|(i, a)| a.received.filter(|(r, _)| a.to == w2 && *r <= t2).map(|(r, _)| (i, r)))
+                .max_by_key(|(_, r)| *r)?;
+            Some((i, format!("the last message w{w2} received before it entered while w{w1} was inside")))
+        })
+        .collect();
+    for o in overlaps {
         let ((w1, _), (w2, from)) = (o.first, o.second);
         if w1 >= lanes || w2 >= lanes {
             continue;
@@ -332,7 +350,8 @@ pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation], wall:
         let ms = sc.ms(st.t);
         stall_mark(&mut roles, st, (x, ms), (TOP, bottom), lanes, &mut boxes);
     }
-    let (dropped, labelled) = arrows(&mut s, &mut notes, tl, &sc, lanes, wall.colours, &mut boxes);
+    let (dropped, labelled) =
+        arrows(&mut s, &mut notes, tl, &sc, lanes, (wall.colours, &enablers), &mut boxes);
     s.push_str(&roles);
     for l in tl.leaders.iter().filter(|l| l.w < lanes) {
         let (x, y) = (sc.x(l.t), lane_y(l.w));
@@ -619,7 +638,7 @@ fn arrows(
     tl: &Timeline,
     sc: &Scale,
     lanes: u32,
-    colours: &Colours,
+    (colours, enablers): (&Colours, &std::collections::HashMap<usize, String>),
     boxes: &mut Boxes,
 ) -> (usize, usize) {
     let all = &tl.arrows;
@@ -633,7 +652,7 @@ fn arrows(
         ));
     }
     let mut labels = Vec::new();
-    for a in all.iter().step_by(stride).filter(|a| a.from < lanes && a.to < lanes) {
+    for (i, a) in all.iter().enumerate().step_by(stride).filter(|(_, a)| a.from < lanes && a.to < lanes) {
         let (x1, y1) = (sc.x(a.sent), lane_y(a.from));
         let (x2, y2, class, got) = match a.received {
             Some((r, lc)) => (sc.x(r), lane_y(a.to), "msg", format!("received {:.3} ms (lc {lc})", sc.ms(r))),
@@ -648,8 +667,12 @@ fn arrows(
             }
         };
         let body = a.body.as_ref().map(|b| format!("\ncontents: {b}")).unwrap_or_default();
+        let (enabler, why) = match enablers.get(&i) {
+            Some(why) => (r#" enabler" data-enabler=""#, format!("\n{why}")),
+            None => ("", String::new()),
+        };
         let title = format!(
-            "{} w{} → w{}: sent {:.3} ms (lc {}), {got}{body}",
+            "{} w{} → w{}: sent {:.3} ms (lc {}), {got}{body}{why}",
             a.msg,
             a.from,
             a.to,
@@ -659,7 +682,7 @@ fn arrows(
         let c = colours.index(&a.msg);
         let _ = writeln!(
             s,
-            r#"<g data-arrow="{}" class="{class}"><line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="{}" marker-end="url(#head{c})"/><title>{}</title></g>"#,
+            r#"<g data-arrow="{}" class="{class}{enabler}"><line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="{}" marker-end="url(#head{c})"/><title>{}</title></g>"#,
             esc(&a.msg),
             PALETTE[c],
             esc(&title)

@@ -671,7 +671,8 @@ fn an_overlap_is_a_band_across_both_lanes_with_the_message_that_let_the_second_i
     let html = render(d.path()).unwrap();
     let (_, logical) = views(&html);
     assert_eq!(count(logical, r#"data-overlap="0,1""#), 1, "{logical}");
-    // On the wall clock too, from w1's entry to w0's exit.
+    // On the wall clock too, from w1's entry to w0's exit, with the GO picked out.
+    assert!(html.contains(r#"<g data-arrow="GO" class="msg enabler" data-enabler="""#), "{html}");
     assert!(
         html.contains(r#"data-wall-overlap="0,1""#)
             && html.contains("<title>w0 and w1 both inside from 0.002 to 0.002 ms</title>"),
