@@ -748,3 +748,24 @@ fn the_logical_view_carries_the_faults_shading_lost_messages_and_unserved_waits(
     assert_eq!(count(logical, "data-jump="), 2, "{logical}");
     assert!(logical.contains("w2 restarted at 5.500 ms"), "{logical}");
 }
+
+#[test]
+fn the_window_opened_on_a_moment_holds_it() {
+    use super::events::{anchors, read, Anchor};
+    // 3000 events of one worker, one a ns; the moment is event 460. The spread puts a
+    // window at events 300–449, which a window around 460 (from 360) mostly overlaps:
+    // that one was dropped for it, and its reason went to a window without event 460.
+    let mut trace = String::from("# mutexlab trace v1 w=0 workers=1 algo=none\n");
+    for i in 0..3000u64 {
+        trace += &format!("APP w=0 inc=0 t={} lc={} ev=want\n", 1000 + i, i + 1);
+    }
+    let d = dir_with(&[("trace-w0.log", &trace)]);
+    let wanted = vec![Anchor::At(1460, "the first fault".into()), Anchor::At(u64::MAX, "the end".into())];
+    let v = read(d.path(), (3000, 0), 100, anchors(3000, wanted)).unwrap();
+    let opened: Vec<_> = v.windows.iter().filter(|w| w.why.iter().any(|y| y == "the first fault")).collect();
+    assert_eq!(opened.len(), 1);
+    let w = opened[0];
+    assert!(w.first <= 460 && 460 < w.first + w.events.len() as u64, "opened on 460, holds {}..", w.first);
+    assert!(v.windows.iter().any(|w| w.first == 300), "the spread's window stays");
+    assert!(v.windows.len() <= super::events::MAX_WINDOWS + 1);
+}
