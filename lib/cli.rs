@@ -1306,6 +1306,9 @@ fn run_and_report(opts: &RunOpts, sh: &Shared) -> Outcome {
             } else {
                 out(&report::summary(&r));
             }
+            if let Some(line) = report::never_fired_line(&r) {
+                eprintln!("mutexlab: {line}");
+            }
             // A kept run's report was asked for with it: not written is not a success.
             let reported = !r.run_dir_kept || kept_report(&r.run_path, html::Known::Report(&r));
             match finished(r.ok, r.failure.as_deref(), sh.json) {

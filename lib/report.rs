@@ -152,6 +152,24 @@ pub fn summary(r: &Report) -> String {
     summary_under(r, &head)
 }
 
+/// The one line that says a plan's steps never fired, and why, or `None` when every
+/// step fired: `run` writes it on stderr at the end and the run's page near its top, so
+/// a fault plan the run outlived is not mistaken for one the algorithm survived.
+pub fn never_fired_line(r: &Report) -> Option<String> {
+    let first = r.never_fired.first()?;
+    let planned = r.plan.lines().filter(|l| !l.trim().is_empty()).count().max(r.never_fired.len());
+    let longer = match r.service {
+        ServiceReport::Mutex(_) => "--entries/--duration",
+        ServiceReport::Election(_) => "--settle-ms",
+    };
+    Some(format!(
+        "{} of {planned} planned faults never fired: the run ended at {:.0} ms, before `{first}`; \
+         a longer run ({longer}) lets them fire",
+        r.never_fired.len(),
+        r.elapsed_s * 1e3
+    ))
+}
+
 /// The summary `mutexlab replay` prints: a run's, headed by what it replayed (its
 /// timings and seed are the walk's, not the run's settings).
 pub fn replay_summary(r: &Report, steps: usize) -> String {
@@ -399,6 +417,20 @@ pub fn audit_summary(path: &str, a: &AuditReport) -> String {
 mod tests {
     use super::*;
     use crate::supervisor::samples;
+
+    #[test]
+    fn a_plan_that_never_fired_says_so_in_one_line() {
+        let r = samples::mutex();
+        assert_eq!(
+            never_fired_line(&r).as_deref(),
+            Some(
+                "1 of 2 planned faults never fired: the run ended at 125 ms, before `restart 1 at 300ms`; \
+                 a longer run (--entries/--duration) lets them fire"
+            )
+        );
+        // Every step fired: nothing to say.
+        assert_eq!(never_fired_line(&Report { never_fired: Vec::new(), ..r }), None);
+    }
 
     /// Every line of both services' summaries, as `run` and `elect` printed them before
     /// the two reports became one.

@@ -1212,3 +1212,118 @@ fn the_explore_page_loads_a_path_from_the_real_explorer() {
     let dom = dump_url(&format!("{url}#path=0,99&step=1"), &["--virtual-time-budget=30000"]);
     assert!(!dom.contains(r#"<p id="error" class="bad" hidden="">"#), "no error shown: {dom}");
 }
+
+/// The logical window the page opens on, from the DOM the browser built: its span (ms
+/// from the run's start) and the times of the faults it draws.
+fn open_window(dom: &str) -> Result<(f64, f64, Vec<f64>), String> {
+    let mut rest = dom;
+    while let Some(at) = rest.find("<svg class=\"logical\"") {
+        let svg = &rest[at..];
+        let tag = &svg[..svg.find('>').ok_or("cut short")?];
+        rest = &svg[tag.len()..];
+        if tag.contains(" hidden") {
+            continue;
+        }
+        let body = &svg[..svg.find("</svg>").ok_or("an unclosed window")?];
+        let ms = |text: &str, name: &str| -> Result<f64, String> {
+            let key = format!("{name}=\"");
+            let v = &text[text.find(&key).ok_or_else(|| format!("no {name}"))? + key.len()..];
+            v[..v.find('"').unwrap_or(0)].parse().map_err(|_| format!("{name} is no number"))
+        };
+        let drawn =
+            body.split("<g data-fault=").skip(1).map(|g| ms(g, "data-fault-ms")).collect::<Result<_, _>>()?;
+        return Ok((ms(tag, "data-from-ms")?, ms(tag, "data-to-ms")?, drawn));
+    }
+    Err("no logical window is open".into())
+}
+
+/// Where the page's open logical window starts in `html`.
+fn open_svg(html: &str) -> Option<usize> {
+    let mut at = 0;
+    while let Some(i) = html[at..].find("<svg class=\"logical\"") {
+        let tag_end = at + i + html[at + i..].find('>')?;
+        if !html[at + i..tag_end].contains(" hidden") {
+            return Some(at + i);
+        }
+        at = tag_end;
+    }
+    None
+}
+
+/// Whether the open window draws every fault of `faults_log` (`at=<ms>ms ACTION w=…`)
+/// that falls within its span, on a lane below `lanes`.
+fn every_fault_drawn(dom: &str, faults_log: &str, lanes: u32) -> Result<usize, String> {
+    let (from, to, drawn) = open_window(dom)?;
+    let mut due = 0;
+    for line in faults_log.lines() {
+        let mut words = line.split(' ').skip(1);
+        let at = words.next().and_then(|a| a.strip_prefix("at=")?.strip_suffix("ms")?.parse::<f64>().ok());
+        let (Some(at), Some(action)) = (at, words.next()) else { continue };
+        let lane = words.next().and_then(|w| w.strip_prefix("w=")?.parse::<u32>().ok());
+        let drawable = matches!(action, "kill" | "term" | "restart" | "stop" | "cont" | "partition" | "heal");
+        if !drawable || lane.is_some_and(|w| w >= lanes) || at < from - 0.001 || at > to + 0.001 {
+            continue;
+        }
+        due += 1;
+        if !drawn.iter().any(|d| (d - at).abs() < 0.002) {
+            return Err(format!(
+                "{action} at {at} ms is in the open window ({from}–{to} ms) but not drawn: {drawn:?}"
+            ));
+        }
+    }
+    Ok(due)
+}
+
+#[test]
+fn a_nemesis_run_s_logical_view_draws_every_fault_of_the_window_it_opens_on() {
+    if !browser_present() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("nemesis");
+    let args = ["run", "--algo", "ricart-agrawala", "-n", "5", "--nemesis", "kill,restart,stop"];
+    let page = kept_run(&[&args[..], &["--duration", "1.2", "--seed", "1"]].concat(), &dir, 0);
+    let log = std::fs::read_to_string(dir.join("faults.log")).unwrap();
+    let dom = dump_dom(&page);
+    // It opens on the first fault, and draws it with every other fault of the window.
+    let at = dom.find(r#"id="window-caption">"#).expect("a logical axis");
+    let caption = &dom[at..at + dom[at..].find("</span>").unwrap()];
+    assert!(caption.contains("opened on the first fault"), "{caption}");
+    let due = every_fault_drawn(&dom, &log, 5).unwrap_or_else(|e| panic!("{e}"));
+    let (from, to, _) = open_window(&dom).unwrap();
+    let first = log.split(" at=").nth(1).and_then(|a| a.split("ms").next()?.parse::<f64>().ok()).unwrap();
+    assert!(from <= first && first <= to, "the first fault, at {first} ms, is outside {from}–{to} ms");
+    assert!(due >= 1, "{caption}");
+    let [open_faults] = rendered(&dom, ["lfaults-open"]).unwrap();
+    assert!(open_faults >= due, "{open_faults} marks for {due} faults");
+    // The negative control: the same page without its first fault mark fails the check.
+    let html = std::fs::read_to_string(&page).unwrap();
+    let cut = dir.join("cut.html");
+    let open = open_svg(&html).expect("an open window in the page");
+    let mark = open + html[open..].find("<g data-fault=").expect("a fault mark in the open window");
+    let end = mark + html[mark..].find("</g>").unwrap() + 4;
+    std::fs::write(&cut, format!("{}{}", &html[..mark], &html[end..])).unwrap();
+    let err = every_fault_drawn(&dump_dom(&cut), &log, 5).expect_err("a missing fault passes the check");
+    assert!(err.contains("not drawn"), "{err}");
+}
+
+#[test]
+fn an_overlap_is_drawn_as_a_band_across_both_lanes() {
+    if !browser_present() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    // `none` lets everyone in at once: overlaps.
+    let page = kept_run(
+        &["run", "--algo", "none", "-n", "3", "-k", "3", "--seed", "1"],
+        &tmp.path().join("none"),
+        1,
+    );
+    let dom = dump_dom(&page);
+    let [bands] = rendered(&dom, ["overlaps"]).unwrap();
+    assert!(bands > 0, "no overlap band");
+    assert!(dom.contains("both inside from "), "the band says who and when");
+    // The negative control: a clean run of a real algorithm has none.
+    let clean = kept_run(&["run", "-n", "3", "-k", "3", "--seed", "1"], &tmp.path().join("clean"), 0);
+    assert_eq!(rendered(&dump_dom(&clean), ["overlaps"]).unwrap(), [0]);
+}

@@ -795,3 +795,35 @@ fn a_worker_stopped_from_outside_is_diagnosed_as_paused() {
     let failure = json(&out)["failure"].as_str().unwrap().to_string();
     assert!(failure.contains("from w2 (w2 paused, not by the supervisor)"), "{failure}");
 }
+
+#[test]
+fn a_plan_the_run_outlives_says_so_on_stderr_and_on_its_page() {
+    // The run is over long before its only step is due: one line at the end says so.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let d = dir.to_str().unwrap();
+    let args =
+        ["run", "--json", "-n", "2", "-k", "2", "--keep", "--run-dir", d, "--faults", "kill 1 at 30000ms"];
+    let out = run(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(json(&out)["never_fired"], serde_json::json!(["kill 1 at 30000ms"]));
+    let err = stderr(&out);
+    let lines: Vec<&str> = err.lines().filter(|l| l.contains("never fired")).collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].starts_with("mutexlab: 1 of 1 planned faults never fired: the run ended at ")
+            && lines[0].ends_with(
+                "ms, before `kill 1 at 30000ms`; a longer run (--entries/--duration) lets them fire"
+            ),
+        "{err}"
+    );
+    // Its page says it near the top, before the diagram.
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    let at = html.find("data-never-fired").expect("the page says the plan never fired");
+    assert!(at < html.find("Space-time diagram").unwrap(), "near the top");
+    // The negative control: a step that fires leaves no such line.
+    let (out, j) =
+        run_faulty(&["-n", "2", "-k", "40", "--think-ms", "5", "--faults", "stop 1 at entry 2 for 5ms"]);
+    assert_eq!(j["never_fired"], serde_json::json!([]), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("never fired"), "{}", stderr(&out));
+}

@@ -306,6 +306,8 @@ pub(crate) struct Timeline {
     pub holds: Bars<Hold>,
     /// The workers that sent a GRANT (at most two kept: one is the coordinator).
     pub granters: BTreeSet<u32>,
+    /// What became of the windows' messages received after them, or never.
+    pub fates: std::collections::HashMap<crate::trace::MsgId, super::events::Fate>,
     /// The stall's diagnosis, if the run stalled; why it could not be read, if not.
     pub stall: Option<StallMark>,
     pub stall_error: Option<String>,
@@ -599,6 +601,7 @@ pub(crate) fn read_trace(
     tl.slices = v.slices;
     tl.holds = v.holds;
     tl.granters = v.granters;
+    tl.fates = v.fates;
     tl.messages = summary.messages;
     tl.message_types = summary.by_type;
     tl.trace_notes = summary.notes.lines();

@@ -116,6 +116,19 @@ pub(crate) struct TraceView {
     pub holds: Bars<Hold>,
     /// Workers that sent a GRANT: at most two are kept (one means a coordinator).
     pub granters: BTreeSet<u32>,
+    /// What became of each message a window sends but does not see received: received
+    /// later (when), or dropped by its sender (why); one absent from here was never
+    /// received at all. Bounded by the windows' events.
+    pub fates: HashMap<MsgId, Fate>,
+}
+
+/// What became of a message after the window that sent it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Fate {
+    /// Received at this time (ns).
+    Received(u64),
+    /// Dropped by its sender, for this reason.
+    Dropped(String),
 }
 
 /// Stretches of the run the aggregate view counts messages in.
@@ -386,14 +399,25 @@ pub(crate) fn read(
         if let Some(hit) = hit {
             reasons.extend(why.into_iter().map(|y| (y, hit)));
         }
+        let holds = |last: &Window, h: u64| last.first <= h && h < last.first + last.events.len() as u64;
         match kept.last() {
             _ if at && tiling => {}
-            Some(last) if w.first < last.first + (last.events.len() / 2) as u64 => {}
+            // Mostly the window before, unless that one misses the moment this one holds.
+            Some(last)
+                if w.first < last.first + (last.events.len() / 2) as u64
+                    && hit.is_none_or(|h| holds(last, h)) => {}
             _ => kept.push(w),
         }
     }
-    // Tiles aligned on a moment may take one window more.
-    kept.truncate(MAX_WINDOWS + 1);
+    // Tiles aligned on a moment may take one window more; past that, windows that hold
+    // no moment go first.
+    let moments: Vec<u64> = reasons.iter().map(|(_, h)| *h).collect();
+    while kept.len() > MAX_WINDOWS + 1 {
+        let spare = kept
+            .iter()
+            .rposition(|w| !moments.iter().any(|&h| w.first <= h && h < w.first + w.events.len() as u64));
+        kept.remove(spare.unwrap_or(kept.len() - 1));
+    }
     for (why, hit) in reasons {
         let holds = |w: &Window| w.first <= hit && hit < w.first + w.events.len() as u64;
         let at = kept.iter().position(holds).or_else(|| kept.iter().rposition(|w| w.first <= hit));
@@ -413,7 +437,47 @@ pub(crate) fn read(
         }
     }
     v.windows = kept;
+    v.fates = fates(run_dir, &v.windows)?;
     Ok(v)
+}
+
+/// The fates of the messages `windows` send and do not see received, from a second
+/// pass over the trace: memory by the windows, not the run.
+fn fates(run_dir: &Path, windows: &[Window]) -> Result<HashMap<MsgId, Fate>, TraceError> {
+    let mut asked: BTreeSet<MsgId> = BTreeSet::new();
+    for w in windows {
+        let got: BTreeSet<MsgId> = w
+            .events
+            .iter()
+            .filter(|e| matches!(e.kind, EventKind::Recv { .. } | EventKind::Drop { .. }))
+            .filter_map(msg_id)
+            .collect();
+        asked.extend(
+            w.events
+                .iter()
+                .filter(|e| matches!(e.kind, EventKind::Send { .. }))
+                .filter_map(msg_id)
+                .filter(|id| !got.contains(id)),
+        );
+    }
+    let mut out = HashMap::new();
+    if asked.is_empty() {
+        return Ok(out);
+    }
+    let mut r = Reader::open(run_dir)?;
+    while let Some(e) = r.next_event()? {
+        let Some(id) = msg_id(&e).filter(|id| asked.contains(id)) else { continue };
+        match &e.kind {
+            EventKind::Recv { .. } => {
+                out.insert(id, Fate::Received(e.t));
+            }
+            EventKind::Drop { why, .. } => {
+                out.insert(id, Fate::Dropped(why.clone()));
+            }
+            _ => {}
+        }
+    }
+    Ok(out)
 }
 
 /// How contents are looked up: a send or a drop by its sender's clock (a DROP carries
@@ -428,13 +492,29 @@ pub(crate) fn key(e: &Event) -> (u32, u32, u64, bool) {
 /// whose send is in the window, one step after that send. This is Lamport's clock
 /// recomputed over the window, so a worker's events go left to right and no message
 /// arrow points backwards. Also returns, for each receive, the index of its send.
+#[cfg(test)]
 pub(crate) fn layer(events: &[Event]) -> (Vec<u32>, Vec<Option<usize>>) {
+    layer_jumping(events, |_| false)
+}
+
+/// [`layer`], where an event `jump` names (a worker's first after a restart or a pause)
+/// goes one step after every event before it: its lane jumps over the time it was gone,
+/// so no other lane's earlier events are drawn beside it.
+pub(crate) fn layer_jumping(
+    events: &[Event],
+    jump: impl Fn(usize) -> bool,
+) -> (Vec<u32>, Vec<Option<usize>>) {
     let mut cols = Vec::with_capacity(events.len());
     let mut send_of = vec![None; events.len()];
     let mut last: HashMap<u32, u32> = HashMap::new();
     let mut open: HashMap<MsgId, usize> = HashMap::new();
+    // The rightmost column so far, and the time of the events in it.
+    let mut right: Option<u32> = None;
     for (i, e) in events.iter().enumerate() {
         let mut col = last.get(&e.w).map_or(0, |c| c + 1);
+        if jump(i) {
+            col = col.max(right.map_or(0, |r| r + 1));
+        }
         if let (EventKind::Recv { .. }, Some(id)) = (&e.kind, msg_id(e)) {
             if let Some(s) = open.remove(&id) {
                 col = col.max(cols[s] + 1);
@@ -445,6 +525,7 @@ pub(crate) fn layer(events: &[Event]) -> (Vec<u32>, Vec<Option<usize>>) {
             open.insert(id, i);
         }
         last.insert(e.w, col);
+        right = right.max(Some(col));
         cols.push(col);
     }
     (cols, send_of)

@@ -179,6 +179,8 @@ struct Verdict {
     /// The run broke the algorithm's model (`Report::model_broken`): its findings are
     /// no verdict on the algorithm.
     model_broken: bool,
+    /// The run's plan had steps that never fired: the line that says so.
+    never_fired: Option<String>,
 }
 
 impl Verdict {
@@ -189,6 +191,7 @@ impl Verdict {
         self.count = r.violation_count;
         self.split.clone_from(&r.split);
         self.model_broken = r.model_broken;
+        self.never_fired = crate::report::never_fired_line(r);
     }
 }
 
@@ -294,6 +297,7 @@ fn mutex_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdict
         waits: a.wait_ms_by_worker,
         elections: None,
         model_broken: false,
+        never_fired: None,
     };
     if let Known::Report(r) = known {
         if let Some(m) = r.mutex() {
@@ -327,6 +331,7 @@ fn leaders_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdi
         waits: Vec::new(),
         elections: Some(a.terms),
         model_broken: false,
+        never_fired: None,
     };
     if let Known::Report(r) = known {
         if r.election().is_some() {
@@ -386,6 +391,9 @@ svg.wait-time path.unserved { fill: #e08a2e; } svg.wait-time line.axis { stroke:
 svg.hist line.p50 { stroke: #1a7f37; stroke-width: 2; } svg.hist line.p99 { stroke: #d62d2d; stroke-width: 2; }
 .violations td:first-child, .listing td:first-child { white-space: nowrap; }
 .listing tr:target, .violations tr:target { background: #ffe9a8; }
+g.overlap rect { fill: #d62d2d; fill-opacity: .14; stroke: #d62d2d; stroke-width: 1.5; stroke-dasharray: 4 2; }
+text.overlap { fill: #c0262d; font-weight: 700; } g.msg.enabler line { stroke-width: 3.5; }
+g.jump path { stroke: #1a7f37; stroke-width: 2; fill: none; }
 "#;
 
 /// Moves the logical diagram from window to window (its buttons), and counts what the
@@ -394,6 +402,19 @@ svg.hist line.p50 { stroke: #1a7f37; stroke-width: 2; } svg.hist line.p99 { stro
 /// its `data-name`.
 const SCRIPT: &str = r#"
 document.addEventListener('click', function (ev) {
+  var f = ev.target.closest && ev.target.closest('[data-show-window]');
+  if (f) {
+    var all = Array.prototype.slice.call(document.querySelectorAll('svg.logical'));
+    var want = all[parseInt(f.getAttribute('data-show-window'), 10)];
+    if (!want) return;
+    all.forEach(function (w) { w.setAttribute('hidden', ''); });
+    want.removeAttribute('hidden');
+    var ax = document.getElementById('axis-logical');
+    if (ax) ax.checked = true;
+    var cap = document.getElementById('window-caption');
+    if (cap) cap.textContent = want.getAttribute('data-caption');
+    return;
+  }
   var b = ev.target.closest && ev.target.closest('[data-go]');
   if (!b) return;
   var ws = Array.prototype.slice.call(document.querySelectorAll('svg.logical'));
@@ -461,6 +482,9 @@ fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> Stri
         )
     };
     let _ = writeln!(s, "<p>Run directory <code>{}</code>. {verdict}</p>", esc(dir));
+    if let Some(line) = &v.never_fired {
+        let _ = writeln!(s, "<p class=\"note\" data-never-fired=\"\">{}</p>", esc(line));
+    }
     if tl.interrupted {
         let _ = writeln!(
             s,
@@ -481,6 +505,9 @@ fn page(dir: &str, v: &Verdict, tl: &Timeline, lanes: u32, known: Known) -> Stri
             ("ldeadlocks", "svg.logical [data-deadlock]"),
             ("roles", "svg.diagram [data-role]"),
             ("lroles", "svg.logical [data-role]"),
+            ("lfaults-open", "svg.logical:not([hidden]) [data-fault]"),
+            ("overlaps", "svg.logical [data-overlap]"),
+            ("enablers", "svg.logical [data-enabler]"),
         ])
     );
 
@@ -532,7 +559,7 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
     } else {
         "the first event"
     };
-    let _ = writeln!(s, "<h2>Space-time diagram</h2>");
+    let _ = writeln!(s, "<h2 id=\"diagram\">Space-time diagram</h2>");
     let what = if v.entries.is_some() {
         "Blue bars: critical sections (ENTER to EXIT); thin grey bars: waits (WANT to ENTER), \
          orange when never served; orange rings: writes a fenced resource refused; red: sections \
@@ -597,10 +624,20 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
         .enumerate()
         .filter_map(|(i, f)| {
             let &(w, t) = tl.at_line.get(&f.line)?;
-            Some((w, t, format!("v{i}"), format!("{} at line {}: {}", f.kind, f.line, f.detail)))
+            Some((w, t, format!("v{i}"), format!("{} at line {}: {}", f.kind, f.line, in_ms(&f.detail, t0))))
         })
         .collect();
     let faults: Vec<&data::FaultMark> = tl.faults.iter().collect();
+    let pauses: Vec<&data::Pause> = tl.pauses.iter().collect();
+    let unserved: Vec<(u32, u64)> = tl.unserved.iter().map(|u| (u.w, u.want)).collect();
+    // As on the wall clock: a section whose ENTER is a finding's own line.
+    let flagged: Vec<(u32, u64)> = v
+        .violations
+        .iter()
+        .filter(|f| tl.listed.get(&f.line).is_some_and(|l| l.starts_with("ENTER ")))
+        .filter_map(|f| tl.at_line.get(&f.line).copied())
+        .collect();
+    let overlaps = overlaps(&v.violations, tl);
     let cx = logical::Ctx {
         lanes,
         t0,
@@ -610,6 +647,11 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
         findings: &findings,
         names: &names,
         stall: tl.stall.as_ref(),
+        pauses: &pauses,
+        unserved: &unserved,
+        flagged: &flagged,
+        overlaps: &overlaps,
+        fates: &tl.fates,
     };
     let of = tl.windows.len();
     let mut svgs = String::new();
@@ -635,7 +677,11 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
          <span id=\"window-caption\">{}</span></p>\
          <p class=\"help\">One step per event: each event is one step right of its worker's previous event and of \
          the send it receives (Lamport's clock recomputed over the window), so no arrow points backwards. \
-         The axis gives the step and the time of its first event. A message whose other end is outside the window is a short stub. \
+         The axis gives the step and the time by which everything left of it had happened, where nothing right of it happened \
+         earlier (a step where workers' times cross has none). A worker's first event after a restart or a pause jumps right \
+         of every earlier event (//). A message whose other end is outside the window is a short stub: dashed if it was never received. \
+         Shaded: paused or down, as on the wall clock; a red band across two lanes: both inside at once, the thick arrow the \
+         message that let the second in. \
          Between windows, events are not drawn on this axis: the wall clock shows the whole run.</p>\
          {}<div class=\"scroll\">{svgs}</div></div>\n{wall_view}</div>",
         if logical_first {
@@ -657,6 +703,61 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
         )),
         dropped_note(dropped.iter().sum()),
     );
+}
+
+/// The overlaps the auditor found: who was inside first, who entered then, and when
+/// the first of the two left (from the resource file's sections, when kept).
+pub(crate) fn overlaps(violations: &[Violation], tl: &Timeline) -> Vec<logical::Overlap> {
+    let exit = |line: usize| tl.sections.iter().find(|s| s.line == line).and_then(|s| s.exit);
+    violations
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| f.kind == "overlap")
+        .filter_map(|(i, f)| {
+            let lines = data::lines_named(f);
+            let (&second_line, &first_line) = (lines.first()?, lines.get(1)?);
+            let (second, first) = (*tl.at_line.get(&second_line)?, *tl.at_line.get(&first_line)?);
+            let until = match (exit(first_line), exit(second_line)) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            Some(logical::Overlap { first, second, until, anchor: format!("v{i}") })
+        })
+        .collect()
+}
+
+/// The window of the logical diagram that holds time `t`, if one does.
+fn window_at(tl: &Timeline, t: u64) -> Option<usize> {
+    tl.windows.iter().position(|w| {
+        let (lo, hi) = (w.events.iter().map(|e| e.t).min(), w.events.iter().map(|e| e.t).max());
+        lo.zip(hi).is_some_and(|(lo, hi)| lo <= t && t <= hi)
+    })
+}
+
+/// A finding's text with the raw times it quotes (`t=<ns>`) as the page's ms from `t0`.
+pub(crate) fn in_ms(detail: &str, t0: u64) -> String {
+    let mut out = String::with_capacity(detail.len());
+    let mut rest = detail;
+    while let Some(i) = rest.find("t=") {
+        let after = &rest[i + 2..];
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        // Only a whole field: `t=` after a space or quote, digits up to a space or quote.
+        let whole = (i == 0 || matches!(rest.as_bytes()[i - 1], b' ' | b'"'))
+            && after[digits..].chars().next().is_none_or(|c| !c.is_ascii_alphanumeric());
+        match after[..digits].parse::<u64>() {
+            Ok(ns) if whole && digits > 0 => {
+                out.push_str(&rest[..i]);
+                let _ = write!(out, "at {:.3} ms", ns.saturating_sub(t0) as f64 / 1e6);
+                rest = &after[digits..];
+            }
+            _ => {
+                out.push_str(&rest[..i + 2]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `deadlock: w1 → w2 → w1`.
@@ -941,14 +1042,28 @@ fn findings(s: &mut String, v: &Verdict, tl: &Timeline) {
             "whole file".into()
         }
     };
+    let t0 = origin(tl);
+    // Where a finding is drawn: the logical window that holds its line's moment.
+    let drawn = |f: &Violation| -> String {
+        let Some(&(w, t)) = tl.at_line.get(&f.line) else { return String::new() };
+        let at = format!("w{w} at {:.3} ms", t.saturating_sub(t0) as f64 / 1e6);
+        match window_at(tl, t) {
+            Some(k) => format!(
+                ", <a href=\"#diagram\" data-show-window=\"{k}\">{at}, window {} of the diagram</a>",
+                k + 1
+            ),
+            None => format!(", {at}"),
+        }
+    };
     let _ = writeln!(s, "<table class=\"violations\"><tr><th>kind</th><th>where</th><th>what</th></tr>");
     for (i, f) in v.violations.iter().enumerate() {
         let _ = writeln!(
             s,
-            "<tr id=\"v{i}\"><td class=\"bad\">{}</td><td>{}</td><td>{}</td></tr>",
+            "<tr id=\"v{i}\"><td class=\"bad\">{}</td><td>{}{}</td><td>{}</td></tr>",
             esc(f.kind),
             line_link(f.line),
-            esc(&f.detail)
+            drawn(f),
+            esc(&in_ms(&f.detail, t0))
         );
     }
     for f in &v.cut_short {
@@ -957,7 +1072,7 @@ fn findings(s: &mut String, v: &Verdict, tl: &Timeline) {
             "<tr><td>{} (not a violation)</td><td>{}</td><td>{}</td></tr>",
             esc(f.kind),
             line_link(f.line),
-            esc(&f.detail)
+            esc(&in_ms(&f.detail, t0))
         );
     }
     let _ = writeln!(s, "</table>");

@@ -273,6 +273,46 @@ pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation], wall:
     holds(&mut s, tl, &sc, lanes, t1);
     bars(&mut s, &mut notes, tl, &sc, lanes, (violations, t1), &mut boxes);
     faults(&mut s, tl, &sc, lanes, bottom, &mut boxes);
+    // Two workers inside at once: a band across both lanes for as long as it lasted,
+    // and the last message the second received before it entered, when every message
+    // is drawn (else the one drawn may not be the last).
+    let overlaps = super::overlaps(violations, tl);
+    let whole = tl.arrow_stride <= 1 && tl.arrows.len() <= MAX_ARROWS;
+    let enablers: std::collections::HashMap<usize, String> = overlaps
+        .iter()
+        .filter(|_| whole)
+        .filter_map(|o| {
+            let ((w1, _), (w2, t2)) = (o.first, o.second);
+            let (i, _) = tl
+                .arrows
+                .iter()
+                .enumerate()
+                .filter_map(|(i, a)| a.received.filter(|(r, _)| a.to == w2 && *r <= t2).map(|(r, _)| (i, r)))
+                .max_by_key(|(_, r)| *r)?;
+            Some((i, format!("the last message w{w2} received before it entered while w{w1} was inside")))
+        })
+        .collect();
+    for o in overlaps {
+        let ((w1, _), (w2, from)) = (o.first, o.second);
+        if w1 >= lanes || w2 >= lanes {
+            continue;
+        }
+        let until = o.until.unwrap_or(t1);
+        let (x1, x2) = (sc.x(from), sc.x(until.max(from)));
+        let (top, low) = (lane_y(w1.min(w2)) - 14.0, lane_y(w1.max(w2)) + 14.0);
+        let _ = writeln!(
+            s,
+            r##"<a href="#{}"><g data-wall-overlap="{w1},{w2}" class="overlap"><rect x="{x1:.1}" y="{top:.1}" width="{:.1}" height="{:.1}"/><title>{}</title></g></a>"##,
+            esc(&o.anchor),
+            (x2 - x1).max(2.0),
+            low - top,
+            esc(&format!(
+                "w{w1} and w{w2} both inside from {:.3} to {}",
+                sc.ms(from),
+                o.until.map_or("the end of the run".to_string(), |t| format!("{:.3} ms", sc.ms(t)))
+            ))
+        );
+    }
     for (i, v) in violations.iter().enumerate() {
         let Some(&(w, t)) = tl.at_line.get(&v.line) else { continue };
         if w >= lanes {
@@ -285,7 +325,7 @@ pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation], wall:
             kind = esc(v.kind),
             x = sc.x(t),
             y = lane_y(w) - 14.0,
-            title = esc(&format!("{} at line {}: {}", v.kind, v.line, v.detail)),
+            title = esc(&format!("{} at line {}: {}", v.kind, v.line, super::in_ms(&v.detail, wall.t0))),
         );
     }
     // Roles and the stall first: their labels go before the messages'.
@@ -310,7 +350,8 @@ pub(crate) fn diagram(tl: &Timeline, lanes: u32, violations: &[Violation], wall:
         let ms = sc.ms(st.t);
         stall_mark(&mut roles, st, (x, ms), (TOP, bottom), lanes, &mut boxes);
     }
-    let (dropped, labelled) = arrows(&mut s, &mut notes, tl, &sc, lanes, wall.colours, &mut boxes);
+    let (dropped, labelled) =
+        arrows(&mut s, &mut notes, tl, &sc, lanes, (wall.colours, &enablers), &mut boxes);
     s.push_str(&roles);
     for l in tl.leaders.iter().filter(|l| l.w < lanes) {
         let (x, y) = (sc.x(l.t), lane_y(l.w));
@@ -597,7 +638,7 @@ fn arrows(
     tl: &Timeline,
     sc: &Scale,
     lanes: u32,
-    colours: &Colours,
+    (colours, enablers): (&Colours, &std::collections::HashMap<usize, String>),
     boxes: &mut Boxes,
 ) -> (usize, usize) {
     let all = &tl.arrows;
@@ -611,7 +652,7 @@ fn arrows(
         ));
     }
     let mut labels = Vec::new();
-    for a in all.iter().step_by(stride).filter(|a| a.from < lanes && a.to < lanes) {
+    for (i, a) in all.iter().enumerate().step_by(stride).filter(|(_, a)| a.from < lanes && a.to < lanes) {
         let (x1, y1) = (sc.x(a.sent), lane_y(a.from));
         let (x2, y2, class, got) = match a.received {
             Some((r, lc)) => (sc.x(r), lane_y(a.to), "msg", format!("received {:.3} ms (lc {lc})", sc.ms(r))),
@@ -626,8 +667,12 @@ fn arrows(
             }
         };
         let body = a.body.as_ref().map(|b| format!("\ncontents: {b}")).unwrap_or_default();
+        let (enabler, why) = match enablers.get(&i) {
+            Some(why) => (r#" enabler" data-enabler=""#, format!("\n{why}")),
+            None => ("", String::new()),
+        };
         let title = format!(
-            "{} w{} → w{}: sent {:.3} ms (lc {}), {got}{body}",
+            "{} w{} → w{}: sent {:.3} ms (lc {}), {got}{body}{why}",
             a.msg,
             a.from,
             a.to,
@@ -637,7 +682,7 @@ fn arrows(
         let c = colours.index(&a.msg);
         let _ = writeln!(
             s,
-            r#"<g data-arrow="{}" class="{class}"><line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="{}" marker-end="url(#head{c})"/><title>{}</title></g>"#,
+            r#"<g data-arrow="{}" class="{class}{enabler}"><line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="{}" marker-end="url(#head{c})"/><title>{}</title></g>"#,
             esc(&a.msg),
             PALETTE[c],
             esc(&title)

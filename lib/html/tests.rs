@@ -572,3 +572,200 @@ fn a_stall_s_deadlock_is_drawn_between_the_lanes_on_both_axes() {
     let html = render(d.path()).unwrap();
     assert_eq!(count(&html, "<g data-deadlock="), 0, "{html}");
 }
+
+/// Whether tick `labels` (a time, or none, per column) keep every lane's times in
+/// order: a labelled column's time is no earlier than any event at or left of it and no
+/// later than any event right of it.
+fn ticks_honest(cols: &[u32], times: &[u64], labels: &[Option<u64>]) -> Result<(), String> {
+    for (c, label) in labels.iter().enumerate() {
+        let Some(tick) = label else { continue };
+        for (&ec, &t) in cols.iter().zip(times) {
+            let backwards = if ec as usize <= c { t > *tick } else { t < *tick };
+            if backwards {
+                return Err(format!("tick {c} says {tick}, but the event at step {ec} is at {t}"));
+            }
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn logical_ticks_never_run_backwards_within_a_lane_and_a_restart_jumps() {
+    use crate::trace::{Event, EventKind};
+    let app = |w, inc, t, what: &str| Event {
+        w,
+        inc,
+        t,
+        lc: 0,
+        kind: EventKind::App { ev: what.into(), leader: None, term: None },
+    };
+    // w0 busy from 10 to 14; w1 restarted, its first event at 900.
+    let events = vec![
+        app(0, 0, 10, "want"),
+        app(0, 0, 11, "enter"),
+        app(0, 0, 12, "leave"),
+        app(0, 0, 14, "want"),
+        app(1, 1, 900, "want"),
+    ];
+    let times: Vec<u64> = events.iter().map(|e| e.t).collect();
+    // Laid out by Lamport's rule alone, w1's 900 sits in step 0 beside w0's 10.
+    let (cols, _) = super::events::layer(&events);
+    assert_eq!(cols, vec![0, 1, 2, 3, 0]);
+    // The negative control: the old rule (each step's earliest time) makes w1's lane
+    // run from 900 back to 11, and the checker says so.
+    let mut earliest = vec![None; 4];
+    for (&c, &t) in cols.iter().zip(&times) {
+        let e: &mut Option<u64> = &mut earliest[c as usize];
+        *e = Some(e.map_or(t, |x: u64| x.min(t)));
+    }
+    assert!(ticks_honest(&cols, &times, &earliest).unwrap_err().contains("at 900"));
+    // The rule: no step where the lanes' times cross has a time.
+    let honest = logical::tick_times(&cols, &times);
+    ticks_honest(&cols, &times, &honest).unwrap();
+    assert_eq!(honest, vec![None, None, None, Some(900)]);
+    // With the restart's jump, w1's first event goes after everything before it, and
+    // every step has its time again.
+    let (cols, _) = super::events::layer_jumping(&events, |i| i == 4);
+    assert_eq!(cols, vec![0, 1, 2, 3, 4]);
+    let honest = logical::tick_times(&cols, &times);
+    ticks_honest(&cols, &times, &honest).unwrap();
+    assert_eq!(honest, vec![Some(10), Some(11), Some(12), Some(14), Some(900)]);
+}
+
+#[test]
+fn findings_quote_the_page_s_milliseconds_not_nanoseconds() {
+    let detail = "\"ENTER w=0 e=2 fence=2:0 t=13083371026592\" while w1 is inside since line 6: \"ENTER w=1 e=1 fence=1:1 t=13083370559055\"";
+    let t0 = 13_083_368_000_000;
+    assert_eq!(
+        in_ms(detail, t0),
+        "\"ENTER w=0 e=2 fence=2:0 at 3.027 ms\" while w1 is inside since line 6: \"ENTER w=1 e=1 fence=1:1 at 2.559 ms\""
+    );
+    // Only whole `t=` fields: other words and a bare `t=` are left as they are.
+    assert_eq!(in_ms("count=5 at=3 t= t=x lost t=7", 2), "count=5 at=3 t= t=x lost at 0.000 ms");
+}
+
+/// The overlap of [`an_overlap_is_drawn_in_red_and_linked_to_its_lines`] with its
+/// trace: w0 sends GO to w1, which enters on receiving it while w0 is inside.
+const OVERLAP: &str = "\
+# mutexlab resource v1 algo=none workers=2
+WANT w=0 e=1 t=1000
+ENTER w=0 e=1 fence=1:0 t=2000
+ENTER w=1 e=1 fence=2:1 t=2600
+EXIT w=0 e=1 fence=1:0 read=0 value=1 t=3000
+EXIT w=1 e=1 fence=2:1 read=0 value=1 t=3500
+";
+
+#[test]
+fn an_overlap_is_a_band_across_both_lanes_with_the_message_that_let_the_second_in() {
+    let w0 = "# mutexlab trace v1 w=0 workers=2 algo=none\n\
+              APP w=0 inc=0 t=1000 lc=1 ev=want\n\
+              APP w=0 inc=0 t=2000 lc=2 ev=enter\n\
+              SEND w=0 inc=0 t=2100 lc=3 to=1 type=GO\n\
+              APP w=0 inc=0 t=3000 lc=4 ev=leave\n";
+    let w1 = "# mutexlab trace v1 w=1 workers=2 algo=none\n\
+              SEND w=1 inc=0 t=1500 lc=1 to=0 type=HELLO\n\
+              RECV w=1 inc=0 t=2400 lc=4 from=0 from_inc=0 sent_lc=3 type=GO\n\
+              APP w=1 inc=0 t=2500 lc=5 ev=enter\n\
+              APP w=1 inc=0 t=3500 lc=6 ev=leave\n";
+    let d = dir_with(&[(RESOURCE_FILE, OVERLAP), ("trace-w0.log", w0), ("trace-w1.log", w1)]);
+    let html = render(d.path()).unwrap();
+    let (_, logical) = views(&html);
+    assert_eq!(count(logical, r#"data-overlap="0,1""#), 1, "{logical}");
+    // On the wall clock too, from w1's entry to w0's exit, with the GO picked out.
+    assert!(html.contains(r#"<g data-arrow="GO" class="msg enabler" data-enabler="""#), "{html}");
+    assert!(
+        html.contains(r#"data-wall-overlap="0,1""#)
+            && html.contains("<title>w0 and w1 both inside from 0.002 to 0.002 ms</title>"),
+        "{html}"
+    );
+    // The band's sentence, in the page's ms (the origin is the first WANT, at 1000 ns).
+    assert!(logical.contains("w0 and w1 both inside from 0.002 to 0.002 ms</text>"), "{logical}");
+    // The GO that let w1 in is picked out; the HELLO w0 never received is lost.
+    let go = logical.find(r#"<g data-lmsg="GO" class="msg enabler" data-enabler="""#).expect(logical);
+    assert!(logical[go..]
+        .split("</g>")
+        .next()
+        .unwrap()
+        .contains("the last message w1 received before it entered while w0 was inside"));
+    assert_eq!(count(logical, "data-enabler"), 1);
+    assert!(logical.contains(r#"<g data-lmsg="HELLO" class="msg lost""#), "{logical}");
+    // The section that entered on the flagged line is red on the logical axis too.
+    assert_eq!(count(logical, r#"data-lbar="cs" class="cs bad""#), 1, "{logical}");
+    // The finding quotes ms and links to its window.
+    let row = &html[html.find(r#"<tr id="v0">"#).unwrap()..];
+    let row = &row[..row.find("</tr>").unwrap()];
+    assert!(row.contains(r#"data-show-window="0">w1 at 0.002 ms, window 1 of the diagram</a>"#), "{row}");
+    assert!(row.contains("fence=2:1 at 0.002 ms") && !row.contains("t=2600"), "{row}");
+    // The control: a clean run has no band and no message picked out.
+    let w0 =
+        "# mutexlab trace v1 w=0 workers=3 algo=centralized\nSEND w=0 inc=0 t=1000000 lc=1 to=1 type=GO\n";
+    let w1 = "# mutexlab trace v1 w=1 workers=3 algo=centralized\nRECV w=1 inc=0 t=1000001 lc=2 from=0 from_inc=0 sent_lc=1 type=GO\n";
+    let d = dir_with(&[(RESOURCE_FILE, CLEAN), ("trace-w0.log", w0), ("trace-w1.log", w1)]);
+    let html = render(d.path()).unwrap();
+    assert!(!html.contains("data-overlap=\"") && !html.contains("data-enabler=\"\""), "{html}");
+}
+
+#[test]
+fn the_logical_view_carries_the_faults_shading_lost_messages_and_unserved_waits() {
+    // CLEAN's faults with a trace: w0 paused 4.6 to 4.8 ms; w2 killed at 6.1 ms while
+    // waiting, restarted at 6.5 ms (5.1 and 5.5 ms from the run's start, as the page
+    // counts); w1's last request never served.
+    let resource = format!("{CLEAN}WANT w=1 e=3 t=7500000\n");
+    let w0 = "# mutexlab trace v1 w=0 workers=3 algo=centralized\n\
+              APP w=0 inc=0 t=1000000 lc=1 ev=want\nAPP w=0 inc=0 t=1100000 lc=2 ev=enter\n\
+              APP w=0 inc=0 t=2000000 lc=3 ev=leave\nAPP w=0 inc=0 t=4100000 lc=4 ev=want\n\
+              APP w=0 inc=0 t=4200000 lc=5 ev=enter\nAPP w=0 inc=0 t=5000000 lc=6 ev=leave\n\
+              SEND w=0 inc=0 t=6150000 lc=7 to=2 type=GO\n";
+    let w1 = "# mutexlab trace v1 w=1 workers=3 algo=centralized\n\
+              APP w=1 inc=0 t=1500000 lc=1 ev=want\nAPP w=1 inc=0 t=2100000 lc=2 ev=enter\n\
+              APP w=1 inc=0 t=3000000 lc=3 ev=leave\nAPP w=1 inc=0 t=7500000 lc=4 ev=want\n";
+    let w2 = "# mutexlab trace v1 w=2 workers=3 algo=centralized\n\
+              APP w=2 inc=0 t=2500000 lc=1 ev=want\nAPP w=2 inc=0 t=3100000 lc=2 ev=enter\n\
+              APP w=2 inc=0 t=4000000 lc=3 ev=leave\nAPP w=2 inc=0 t=6000000 lc=4 ev=want\n\
+              APP w=2 inc=1 t=7100000 lc=1 ev=want\nAPP w=2 inc=1 t=7200000 lc=2 ev=enter\n\
+              APP w=2 inc=1 t=8000000 lc=3 ev=leave\n";
+    let d = dir_with(&[
+        (RESOURCE_FILE, &resource),
+        (FAULT_LOG, FAULTS),
+        ("trace-w0.log", w0),
+        ("trace-w1.log", w1),
+        ("trace-w2.log", w2),
+    ]);
+    let html = render(d.path()).unwrap();
+    let (_, logical) = views(&html);
+    // Every fault of the window: kill, restart, partition, heal, stop and cont.
+    assert_eq!(count(logical, "data-fault-ms="), 6, "{logical}");
+    assert_eq!(count(logical, r#"data-lshade="down""#), 1, "{logical}");
+    assert_eq!(count(logical, r#"data-lshade="stopped""#), 1, "{logical}");
+    // The GO sent to the dead w2 was never received.
+    assert!(logical.contains(r#"<g data-lmsg="GO" class="msg lost""#), "{logical}");
+    // w2's wait ends at its ✕, and w1's last request is never served.
+    assert!(logical.contains("w2 waiting from 5.000 ms until it was killed at 5.100 ms"), "{logical}");
+    assert_eq!(count(logical, r#"class="wait unserved""#), 1, "{logical}");
+    // A request never served flags its WANT, not the section before it.
+    assert_eq!(count(logical, "cs bad"), 0, "{logical}");
+    // w0 resumed after its pause, w2 restarted: both lanes jump, marked.
+    assert_eq!(count(logical, "data-jump="), 2, "{logical}");
+    assert!(logical.contains("w2 restarted at 5.500 ms"), "{logical}");
+}
+
+#[test]
+fn the_window_opened_on_a_moment_holds_it() {
+    use super::events::{anchors, read, Anchor};
+    // 3000 events of one worker, one a ns; the moment is event 460. The spread puts a
+    // window at events 300–449, which a window around 460 (from 360) mostly overlaps:
+    // that one was dropped for it, and its reason went to a window without event 460.
+    let mut trace = String::from("# mutexlab trace v1 w=0 workers=1 algo=none\n");
+    for i in 0..3000u64 {
+        trace += &format!("APP w=0 inc=0 t={} lc={} ev=want\n", 1000 + i, i + 1);
+    }
+    let d = dir_with(&[("trace-w0.log", &trace)]);
+    let wanted = vec![Anchor::At(1460, "the first fault".into()), Anchor::At(u64::MAX, "the end".into())];
+    let v = read(d.path(), (3000, 0), 100, anchors(3000, wanted)).unwrap();
+    let opened: Vec<_> = v.windows.iter().filter(|w| w.why.iter().any(|y| y == "the first fault")).collect();
+    assert_eq!(opened.len(), 1);
+    let w = opened[0];
+    assert!(w.first <= 460 && 460 < w.first + w.events.len() as u64, "opened on 460, holds {}..", w.first);
+    assert!(v.windows.iter().any(|w| w.first == 300), "the spread's window stays");
+    assert!(v.windows.len() <= super::events::MAX_WINDOWS + 1);
+}
