@@ -16,6 +16,7 @@ mod cli;
 mod compare;
 mod elect;
 mod election;
+mod explorer;
 mod external;
 mod failures;
 mod faults;
