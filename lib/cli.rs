@@ -1803,6 +1803,7 @@ fn cmd_replay(a: ReplayArgs) -> Outcome {
         )));
     }
     let steps = ce.choices.len();
+    let walked = ce.choices.clone();
     let opts = RunOpts {
         workers: ce.opts.n,
         entries: u64::from(ce.opts.entries),
@@ -1826,6 +1827,13 @@ fn cmd_replay(a: ReplayArgs) -> Outcome {
     match supervisor::run(&opts) {
         Ok(r) => {
             out(&if a.json { to_json(&r) } else { report::replay_summary(&r, steps) });
+            // Beside the run's report, the path it replayed, to step through.
+            if r.run_dir_kept {
+                match crate::explore::write_steps_page(info, &ce.opts, &walked, &r.run_path) {
+                    Ok(p) => eprintln!("the replayed path, step by step: {}", p.display()),
+                    Err(e) => eprintln!("mutexlab: no stepping page: {e}"),
+                }
+            }
             let reported = !r.run_dir_kept || kept_report(&r.run_path, html::Known::Report(&r));
             match finished(r.ok, r.failure.as_deref(), a.json) {
                 Verdict::Pass if !reported => Err(Error::said(Kind::Usage)),

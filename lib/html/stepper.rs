@@ -104,13 +104,13 @@ const BODY: &str = r#"<p id="summary"></p>
 </nav>
 <p id="explore-result" class="explore-only"></p>
 <div class="panes">
-<section><h2>Steps</h2><ul id="steps"></ul></section>
+<section><h2>Steps</h2><ul id="steps"></ul>
+<div class="explore-only"><h3 id="choices-title">Choices</h3><div id="choices"></div></div></section>
 <section><h2>Messages</h2><div id="diagram"></div></section>
 <section><h2 id="state-title">State</h2><div id="pinned" hidden></div>
 <h3>Properties</h3><div id="properties"></div>
 <h3>Nodes</h3><div id="nodes"></div>
 <h3>In flight, per channel in order</h3><div id="channels"></div>
-<div class="explore-only"><h3 id="choices-title">Choices</h3><div id="choices"></div></div>
 </section>
 </div>
 <div id="rendered" hidden></div>
@@ -379,7 +379,9 @@ const SCRIPT: &str = r#"
     var props = $('properties'), ul = el('ul');
     clear(props);
     (st.state.properties || []).forEach(function (p) {
-      ul.appendChild(el('li', p.holds ? 'ok' : 'bad', (p.holds ? '\u2713 ' : '\u2717 ') + p.name + (p.why ? ': ' + p.why : '')));
+      // null: judged only where nothing more can happen, which this state is not.
+      if (p.holds === null) ul.appendChild(el('li', 'help', '\u00b7 ' + p.name + ': judged when nothing more can happen'));
+      else ul.appendChild(el('li', p.holds ? 'ok' : 'bad', (p.holds ? '\u2713 ' : '\u2717 ') + p.name + (p.why ? ': ' + p.why : '')));
     });
     props.appendChild(ul);
     var nodes = $('nodes');
