@@ -1226,6 +1226,11 @@ fn search_failure(r: &CheckReport, command: &str, replay: &str) -> String {
         text.push_str(&format!("\n  … {} more: {command} shows every step", steps - SEARCH_STEPS));
     }
     text.push_str(&format!("\nreplay: {replay}"));
+    // Where a student sees why: every node's state at every step.
+    let explore = command.replacen(" check ", " explore ", 1);
+    text.push_str(&format!(
+        "\nstep through it: {command} --out cex, then open cex/steps.html (or choose the steps yourself: {explore})"
+    ));
     text
 }
 
@@ -1692,6 +1697,7 @@ mod tests {
         );
         assert!(!text.contains("more:"), "two steps are shown whole: {text}");
         assert!(text.contains("\n      replay: cargo run -- grade 8.3\n"), "{text}");
+        assert!(text.contains("cex/steps.html"), "{text}");
 
         let mut g = Grader::new("t", "centralized");
         g.replay_flag("--planted amnesia");
