@@ -458,6 +458,16 @@ impl<'a> Supervisor<'a> {
             Some(replay) => self.walk(replay)?,
             None => self.wait_until(Self::all_done, "running")?,
         }
+        if self.opts.elect.is_some() && self.opts.replay.is_none() {
+            // Settled. Freezing the workers one by one takes a while, and one not frozen
+            // yet hears nothing from those that are: it may suspect the leader and elect
+            // itself. What it records after this line is the teardown's, not the run's.
+            let path = self.dir.join(control::LEADERS_FILE);
+            let line = format!("END t={}\n", resource::monotonic_ns());
+            crate::files::open_writable(&path, false, true)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()))
+                .map_err(|e| RunError::Failed(format!("cannot write {}: {e}", path.display())))?;
+        }
         self.finished = Some(Instant::now());
         self.progress.finish();
         // Every worker finds Finish waiting before any channel closes by another's exit:
