@@ -722,6 +722,9 @@ impl<'a> Supervisor<'a> {
                 let resource = self.dir.join(control::RESOURCE_FILE);
                 if why.starts_with(&format!("cannot write {}: ", resource.display())) {
                     self.write_refused = true;
+                    // Where the file ends now is where that write's torn bytes end.
+                    let size = std::fs::symlink_metadata(&resource).map_or(0, |m| m.len());
+                    self.faults.write_refused(&self.dir, self.started, id, size, &why);
                 }
                 let line = format!("worker w{id} gave up while {phase}: {why}");
                 self.procs.slots[id].fatal = Some(why);
