@@ -731,6 +731,8 @@ impl<'a> Supervisor<'a> {
                 return Err(RunError::Failed(line));
             }
             ToSupervisor::Fatal(why) => self.procs.slots[id].fatal = Some(why),
+            // Not progress: only what a stall's diagnosis says of a silent worker.
+            ToSupervisor::InputBlocked(note) => self.procs.slots[id].input_blocked = note,
             ToSupervisor::Held(news) => self.walk.heard(id, news),
             ToSupervisor::Pending(_) => {}
         }
