@@ -165,8 +165,7 @@ fn the_leader_file_is_audited_alone_from_a_run_directory() {
     let text = std::fs::read_to_string(&log).unwrap();
     let term = text
         .lines()
-        .filter(|l| l.starts_with("LEADER"))
-        .last()
+        .rfind(|l| l.starts_with("LEADER"))
         .unwrap()
         .split(" term=")
         .nth(1)
