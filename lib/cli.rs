@@ -1929,8 +1929,21 @@ fn cmd_report(run_dir: Option<PathBuf>, output: Option<&std::path::Path>) -> Out
         None => supervisor::store::latest(std::path::Path::new(supervisor::store::STORE_DIR))
             .map_err(Error::usage)?,
     };
+    // A run whose supervisor died before writing out the flight recorder: its arrows
+    // come from the rings, as `mutexlab trace` reads them.
+    let rings = crate::trace::traces_from_rings(&run_dir, |algo| registry::info(algo).map(|i| i.body))?;
+    if let Some((_, notes)) = &rings {
+        eprintln!(
+            "mutexlab: note: {} holds no trace files; the report's messages are read from its flight recorder's rings (each worker's last events)",
+            run_dir.display()
+        );
+        for note in notes {
+            eprintln!("mutexlab: note: flight recorder: {note}");
+        }
+    }
+    let traces = rings.as_ref().map(|(d, _)| d.path());
     // Unreadable or not a run: an input error, as `mutexlab audit` has for such input.
-    let path = html::write(&run_dir, output, html::Known::Files)?;
+    let path = html::write_with_traces(&run_dir, traces, output, html::Known::Files)?;
     out(&format!("{}\n", path.display()));
     Ok(Verdict::Pass)
 }

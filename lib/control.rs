@@ -335,6 +335,40 @@ pub enum ToSupervisor {
         /// The term it was elected in.
         term: u64,
     },
+    /// The worker's program has not read its input for a while, and the worker waits
+    /// to write to it, answering nobody (`Some`); or it reads again (`None`). For the
+    /// diagnosis of a stall, which would otherwise find the worker silent.
+    InputBlocked(Option<InputBlocked>),
+}
+
+/// A worker's program that has not read its stdin (see [`crate::external`]): since
+/// when (monotonic ns, the clock of the run's files), and how many lines wait in its
+/// pipe, the one being written included.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputBlocked {
+    /// When it last read anything, as far as the worker saw.
+    pub since_ns: u64,
+    /// Lines written and not read (wholly or in part), and the one waiting to go.
+    pub lines: u64,
+}
+
+/// What the process does when its program's input blocks (`Some`) and when it moves
+/// again (`None`).
+pub type BlockedHook = Box<dyn Fn(Option<InputBlocked>) + Send + Sync>;
+static BLOCKED_HOOK: std::sync::OnceLock<BlockedHook> = std::sync::OnceLock::new();
+
+/// Install what this process does when its program stops reading: the worker runtime
+/// tells the supervisor. Set once; a second call is ignored.
+pub fn on_input_blocked(hook: BlockedHook) {
+    let _ = BLOCKED_HOOK.set(hook);
+}
+
+/// Say that this process's program stopped reading (`Some`) or reads again (`None`);
+/// nothing without a hook (the simulator).
+pub fn input_blocked(note: Option<InputBlocked>) {
+    if let Some(hook) = BLOCKED_HOOK.get() {
+        hook(note);
+    }
 }
 
 /// Supervisor → worker.

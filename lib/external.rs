@@ -28,6 +28,14 @@
 //! [`Node::waiting_for`] ("waiting for GRANT from w3") until the next such statement
 //! or an event; a malformed one is dropped with a note on stderr.
 //!
+//! A program that stops reading its stdin fills the pipe, and the write of the next
+//! input waits (up to the deadline). The worker can answer nobody meanwhile, so once a
+//! write has waited [`BLOCKED_NOTE`], it says so through the hook the runtime installs
+//! ([`crate::control::on_input_blocked`]): since when the program has read nothing, and how many lines
+//! wait in its pipe (the pipe's unread bytes, `FIONREAD`, matched against the lengths of
+//! the last lines written). A stall's diagnosis then names that instead of a worker that
+//! "did not answer".
+//!
 //! The command a node runs comes in its [`Config`] (`program`): the runtime sets it
 //! from the worker's settings, and the simulator's caller with `Sim::with_config`.
 //!
@@ -37,6 +45,7 @@
 //! algorithm's own messages ([`Ref`]): the same bytes on the wire, and a flat JSON
 //! object for the program, so the reference workers never know the difference.
 
+use std::collections::VecDeque;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -52,6 +61,7 @@ use serde_json::Value;
 pub use crate::algorithm::Spawn;
 use crate::algorithm::{fold, Config, Input, Message, Node, NodeInput, NodeOut, Output};
 pub use crate::control::ExternalWorker;
+use crate::control::{input_blocked, InputBlocked};
 use crate::runtime::RunService;
 use crate::sim::SimService;
 
@@ -64,6 +74,11 @@ pub const MAX_LINE: usize = 1 << 20;
 const QUOTE: usize = 160;
 /// The longest stderr line copied whole; the rest of a longer one is read and dropped.
 pub const MAX_LOG_LINE: usize = 4096;
+/// How long a write to the program waits before the worker says it is blocked.
+pub const BLOCKED_NOTE: Duration = Duration::from_millis(200);
+/// The most bytes of written lines remembered to count those still unread: the
+/// largest pipe an unprivileged program can ask for (`/proc/sys/fs/pipe-max-size`).
+const REMEMBERED: u64 = 1 << 20;
 
 /// A message or timer tag of an external node: any JSON value (a message is an object
 /// with a string `type`, which is its [`Message::kind`]). `serde_json::Value` is `Eq`
@@ -455,6 +470,9 @@ struct Program {
     /// The last line of its stderr, for the reason it exited (Python's `can't open
     /// file`, an exception's last line).
     last_words: Arc<StdMutex<String>>,
+    /// The lengths of the last lines written to its stdin (at most [`REMEMBERED`]
+    /// bytes' worth), newest last, to count those still unread.
+    written: VecDeque<u64>,
 }
 
 /// The first line a program is sent; a struct so that `type` comes first.
@@ -600,14 +618,39 @@ impl Program {
             _ => {}
         }
         let deadline = Instant::now() + self.timeout;
-        match write_within(stdin, format!("{sent}\n").as_bytes(), deadline) {
+        let line = format!("{sent}\n");
+        remember(&mut self.written, line.len() as u64);
+        let written = &self.written;
+        let mut told = false;
+        let mut last_read = (Instant::now(), crate::resource::monotonic_ns(), pending(stdin));
+        let wrote = write_within(stdin, line.as_bytes(), deadline, |stdin, left| {
+            // Fewer bytes unread than last look: the program read some.
+            let unread = pending(stdin);
+            let read = unread < last_read.2;
+            if unread < last_read.2 {
+                last_read = (Instant::now(), crate::resource::monotonic_ns(), unread);
+            }
+            // Told once it has waited a while, and again whenever the program reads.
+            if (!told && last_read.0.elapsed() >= BLOCKED_NOTE) || (told && read) {
+                told = true;
+                let lines = unread_lines(written, unread + left);
+                input_blocked(Some(InputBlocked { since_ns: last_read.1, lines }));
+            }
+        });
+        if told {
+            input_blocked(None);
+        }
+        match wrote {
             Ok(true) => {}
             Ok(false) => {
+                let stdin = &self.process.as_ref().expect("still running").1;
+                let lines = unread_lines(&self.written, pending(stdin) + line.len() as u64);
                 return Err(format!(
-                    "was sent {} and did not read it within {} ms",
+                    "was sent {} and did not read it within {} ms ({lines} line{} waiting in its input)",
                     quote(sent),
-                    self.timeout.as_millis()
-                ))
+                    self.timeout.as_millis(),
+                    if lines == 1 { "" } else { "s" }
+                ));
             }
             Err(e) => {
                 let status = self.exit_status();
@@ -645,8 +688,14 @@ impl Program {
 }
 
 /// Write all of `bytes` to the program's stdin (non-blocking) by `deadline`: `Ok(false)`
-/// when the program has not taken them by then.
-fn write_within(stdin: &mut ChildStdin, mut bytes: &[u8], deadline: Instant) -> std::io::Result<bool> {
+/// when the program has not taken them by then. While it waits, `waiting` is called
+/// every [`BLOCKED_NOTE`] or sooner with the stdin and how many bytes are still to go.
+fn write_within(
+    stdin: &mut ChildStdin,
+    mut bytes: &[u8],
+    deadline: Instant,
+    mut waiting: impl FnMut(&ChildStdin, u64),
+) -> std::io::Result<bool> {
     use std::os::fd::AsRawFd;
     while !bytes.is_empty() {
         match stdin.write(bytes) {
@@ -654,13 +703,15 @@ fn write_within(stdin: &mut ChildStdin, mut bytes: &[u8], deadline: Instant) -> 
             Ok(n) => bytes = &bytes[n..],
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                waiting(stdin, bytes.len() as u64);
                 let left = deadline.saturating_duration_since(Instant::now());
                 if left.is_zero() {
                     return Ok(false);
                 }
                 let mut fd =
                     nix::libc::pollfd { fd: stdin.as_raw_fd(), events: nix::libc::POLLOUT, revents: 0 };
-                let ms = left.as_millis().clamp(1, i32::MAX as u128) as nix::libc::c_int;
+                let ms =
+                    left.min(BLOCKED_NOTE / 2).as_millis().clamp(1, i32::MAX as u128) as nix::libc::c_int;
                 // SAFETY: one valid pollfd; EINTR and readiness both go round again.
                 unsafe { nix::libc::poll(&mut fd, 1, ms) };
             }
@@ -668,6 +719,45 @@ fn write_within(stdin: &mut ChildStdin, mut bytes: &[u8], deadline: Instant) -> 
         }
     }
     Ok(true)
+}
+
+/// Remember a line of `len` bytes written to the program, forgetting the oldest beyond
+/// [`REMEMBERED`] bytes: no pipe holds more.
+fn remember(written: &mut VecDeque<u64>, len: u64) {
+    written.push_back(len);
+    let mut total: u64 = written.iter().sum();
+    while total > REMEMBERED + len {
+        total -= written.pop_front().unwrap_or(0);
+    }
+}
+
+/// Bytes written to the program's stdin that it has not read (`FIONREAD` on the pipe);
+/// 0 if the kernel does not say.
+fn pending(stdin: &ChildStdin) -> u64 {
+    use std::os::fd::AsRawFd;
+    let mut n: nix::libc::c_int = 0;
+    // SAFETY: FIONREAD writes one c_int to a valid pointer; a pipe's end answers it.
+    let r = unsafe { nix::libc::ioctl(stdin.as_raw_fd(), nix::libc::FIONREAD, &mut n) };
+    if r == 0 {
+        n.max(0) as u64
+    } else {
+        0
+    }
+}
+
+/// How many of the lines `written` (lengths, newest last) the last `unread` bytes
+/// touch: those not read, wholly or in part.
+fn unread_lines(written: &VecDeque<u64>, unread: u64) -> u64 {
+    let mut covered = 0;
+    let mut lines = 0;
+    for &len in written.iter().rev() {
+        if covered >= unread {
+            break;
+        }
+        covered += len;
+        lines += 1;
+    }
+    lines
 }
 
 /// `text` shortened for a one-line diagnosis.
@@ -1222,6 +1312,7 @@ impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
             dropped: 0,
             log_done: None,
             last_words: Arc::default(),
+            written: VecDeque::new(),
         };
         match given.map(|s| spawn(&name, &s.command, Arc::clone(&child.last_words))) {
             None => child.fail("no worker command was given for an external node".into()),

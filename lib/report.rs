@@ -297,6 +297,9 @@ fn elected(s: &mut String, algorithm: &str, e: &ElectionPart) {
             e.timeouts
         );
     }
+    if e.after_end > 0 {
+        let _ = writeln!(s, "  after end   {}", after_end(e.after_end));
+    }
     let theory = theory(e.theory.as_ref(), 0);
     let _ = writeln!(
         s,
@@ -305,6 +308,14 @@ fn elected(s: &mut String, algorithm: &str, e: &ElectionPart) {
         plural(e.elections as u64, "election"),
         e.messages.per_election
     );
+}
+
+/// The line for leader records stamped after the supervisor's `END`.
+fn after_end(n: usize) -> String {
+    format!(
+        "{} written once the run had settled, while its workers were stopped one by one (the teardown's: not judged)",
+        plural(n as u64, "leader record")
+    )
 }
 
 /// Whether an election run stayed within its theory: at most one election at the start
@@ -383,6 +394,9 @@ pub fn leaders_summary(path: &str, a: &ElectionReport) -> String {
     }
     if let Some(ms) = a.time_to_agree_ms {
         let _ = writeln!(s, "  agreed in   {ms:.2} ms");
+    }
+    if a.after_end > 0 {
+        let _ = writeln!(s, "  after end   {}", after_end(a.after_end));
     }
     verdict(&mut s, "verdict", &a.violations, a.violation_count, &a.split, false);
     s
@@ -467,6 +481,7 @@ mod tests {
   leader      w2 (term 5), agreed by every live worker
   elected in  7.50 ms = 1200 T (T = 6.2 µs one way), from the last kill or restart (else the start)
   timeouts    a reply within 2·Tm + Tp = 2×0 ms + 50 ms = 50 ms (Tm = --latency + --jitter, Tp = --processing-ms)
+  after end   2 leader records written once the run had settled, while its workers were stopped one by one (the teardown's: not judged)
   messages    8 in 2 elections, 4.0 per election (theory 2–8: M-1 to M²-1)
               (not counting what 2 incarnations sent: their counts died with them or never came)
               ANSWER 3, COORDINATOR 2, ELECTION 3, HEARTBEAT 40

@@ -186,3 +186,42 @@ fn a_stall_is_a_liveness_failure_and_safety_stays_ok_in_the_text_the_json_and_th
         "{text}"
     );
 }
+
+/// A full disk refused w1's EXIT halfway: the run's own audit excused the torn line, and
+/// `mutexlab audit DIR` later called it `torn-record`. The supervisor leaves a
+/// `write-refused` line naming the writer and the file's length then; the excuse holds
+/// for a torn line that ends there, and for no other.
+#[test]
+fn a_write_the_kernel_refused_is_excused_by_a_later_audit_of_the_directory_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    let whole = format!("{HEADER}{CLEAN}");
+    let torn = &whole.as_bytes()[..whole.len() - 9];
+    resource(tmp.path(), torn);
+    let dir = tmp.path().to_str().unwrap();
+    let log = tmp.path().join("faults.log");
+    let teardown =
+        "t=200000 at=0.200ms teardown ended=200000 window=5000000000 # run failed: worker w1 gave up\n";
+    let refused = |size: usize| {
+        format!("t=150000 at=0.150ms write-refused w=1 size={size} # cannot write resource.log: No space left on device (os error 28)\n")
+    };
+    std::fs::write(&log, format!("{}{teardown}", refused(torn.len()))).unwrap();
+    let (code, j) = audit_json(tmp.path());
+    assert_eq!(code, Some(0), "{j}");
+    assert_eq!(kinds(&j, "violations"), Vec::<String>::new(), "{j}");
+    let cut: Vec<&str> =
+        j["cut_short"].as_array().unwrap().iter().map(|v| v["detail"].as_str().unwrap()).collect();
+    assert!(
+        cut.iter().any(|d| d.contains("by the write the kernel refused (w1's, the run's failure)")),
+        "{j}"
+    );
+    let out = run(&["audit", dir]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    // The controls: without the line, or with a file that ends elsewhere than where the
+    // refused write left it (cut or grown since), the torn line is a finding.
+    for log_text in [teardown.to_string(), format!("{}{teardown}", refused(torn.len() - 1))] {
+        std::fs::write(&log, log_text).unwrap();
+        let (code, j) = audit_json(tmp.path());
+        assert_eq!(code, Some(1), "{j}");
+        assert_eq!(kinds(&j, "violations"), vec!["torn-record"], "{j}");
+    }
+}

@@ -163,8 +163,17 @@ fn the_leader_file_is_audited_alone_from_a_run_directory() {
     // A second leader for a term already given is split brain.
     let log = dir.join("leaders.log");
     let text = std::fs::read_to_string(&log).unwrap();
-    let term =
-        text.lines().last().unwrap().split(" term=").nth(1).unwrap().split(' ').next().unwrap().to_string();
+    let term = text
+        .lines()
+        .rfind(|l| l.starts_with("LEADER"))
+        .unwrap()
+        .split(" term=")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .to_string();
     std::fs::write(&log, format!("{text}LEADER w=0 inc=0 leader=1 term={term} t=1\n")).unwrap();
     let out = run(&["audit", "--json", log.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));

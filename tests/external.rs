@@ -798,3 +798,74 @@ fn a_program_that_fails_inside_the_section_is_its_failure_and_no_overlap() {
     );
     assert_eq!(j["violation_count"], 0, "{}", j["violations"]);
 }
+
+/// Answers `init`, reads and answers its input for 3.5 s, then stops reading: it answers
+/// each input without reading it (it sees one come by the pipe's unread bytes growing),
+/// each time with a 1 ms timer, so inputs keep coming until its (shrunk, 4 KiB) pipe is
+/// full and the worker's next write waits.
+const STOPS_READING: &str = "\
+import array, fcntl, json, os, termios, time
+def line():
+    text = b''
+    while not text.endswith(b'\\n'):
+        text += os.read(0, 1)
+    return text
+line()
+fcntl.fcntl(0, 1031, 4096)  # F_SETPIPE_SZ: a small pipe fills at once
+print(json.dumps({'type': 'init_ok'}), flush=True)
+again = json.dumps([{'type': 'set_timer', 'timer': {'type': 'again'}, 'after_ms': 1}])
+until = time.monotonic() + 3.5
+while time.monotonic() < until:
+    line()
+    print(again, flush=True)
+seen = 0
+while True:
+    n = array.array('i', [0])
+    fcntl.ioctl(0, termios.FIONREAD, n, True)
+    if n[0] > seen:
+        seen = n[0]
+        print(again, flush=True)
+    else:
+        time.sleep(0.001)
+";
+
+/// A program that stops reading its input holds its worker inside a step, writing to
+/// a full pipe, so it answers no query: the stall's diagnosis said only "did not answer
+/// (wedged?)". It names the program that does not read, and how much waits for it.
+/// Timing: the stall window is the program's deadline and a second (5 s); the program
+/// stops reading after 3.5 s, its worker is blocked from about 3.7 s, asked at 5 s and
+/// waited for until 6 s, before its own deadline (about 7.7 s) could end it.
+#[test]
+fn a_program_that_does_not_read_its_input_is_named_by_the_stall_diagnosis() {
+    let script = Script::new(STOPS_READING);
+    let cmd = script.command();
+    let args =
+        ["--worker-cmd", &cmd, "-n", "2", "-k", "1", "--worker-timeout-ms", "4000", "--stall-ms", "1000"];
+    let (out, j) = run_faulty(&args);
+    script.assert_gone();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let failure = j["failure"].as_str().unwrap_or_default();
+    assert!(failure.starts_with("no progress for 5.0s"), "{failure}");
+    for w in ["w0", "w1"] {
+        let line =
+            failure.lines().map(str::trim).find(|l| l.starts_with(&format!("{w}: "))).unwrap_or_default();
+        assert!(line.contains(": its program has not read its input for "), "{failure}");
+        // 4 KiB of `{"type":"timer",…}` lines, some 40 bytes each.
+        let waiting: u64 = line
+            .rsplit_once(" (")
+            .and_then(|(_, n)| n.strip_suffix(" lines waiting)")?.parse().ok())
+            .unwrap_or(0);
+        assert!((20..=200).contains(&waiting), "{line}");
+    }
+    assert!(!failure.contains("did not answer"), "{failure}");
+}
+
+/// The same program with the worker's own deadline short: the worker gives up on it,
+/// saying how many lines wait in its input.
+#[test]
+fn a_program_past_its_deadline_to_read_is_failed_with_what_waits() {
+    let script = Script::new(STOPS_READING);
+    let line = failing_run(&script, &["--worker-timeout-ms", "1000", "--stall-ms", "20000"]);
+    assert!(line.contains("and did not read it within 1000 ms ("), "{line}");
+    assert!(line.contains(" lines waiting in its input)"), "{line}");
+}

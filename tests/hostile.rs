@@ -127,6 +127,18 @@ fn trace_reads_the_rings_a_killed_supervisor_left() {
     }
     assert!(text.contains("RECV "), "{text:.300}");
     assert_eq!(rings(&dir), 3, "a reader leaves the rings as they are");
+    // `report` reads them too: its diagram has arrows (before: none, and no word why).
+    let page = dir.join("page.html");
+    let out = run(&["report", &shown, "-o", page.to_str().unwrap()]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("holds no trace files; the report's messages are read from its flight recorder's rings"),
+        "{err}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("<g data-arrow="), "no arrows: {:.300}", html);
+    assert_eq!(rings(&dir), 3, "the report leaves the rings as they are");
     // Negative control: rings with no run file to say whose they are is one line, exit 2.
     std::fs::remove_file(dir.join("resource.log")).unwrap();
     let out = run(&["trace", &shown]);

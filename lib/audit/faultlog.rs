@@ -56,6 +56,10 @@ pub struct FaultLog {
     /// file size limit), as the supervisor heard from it: a torn last line is what
     /// that write left, the run's failure and no finding against the algorithm.
     pub write_refused: bool,
+    /// The `write-refused` line the supervisor left for a later audit: whose write it
+    /// was, and the resource file's length when the supervisor heard of it. Only a torn
+    /// last line that ends there is that write's.
+    pub refused: Option<(u32, u64)>,
 }
 
 /// More crashes than any run's plan can make ([`crate::faults::MAX_PLAN_STEPS`]), with
@@ -113,6 +117,15 @@ impl FaultLog {
                 let worker = fields.next().and_then(|f| f.strip_prefix("w=")?.parse().ok());
                 if let (Some(w), true) = (worker, self.restarts.len() < MAX_CRASHES) {
                     self.restarts.push((w, t));
+                }
+            }
+            "write-refused" if self.refused.is_none() => {
+                let fields: Vec<&str> = fields.collect();
+                let field = |key: &str| fields.iter().find_map(|f| f.strip_prefix(key)?.parse::<u64>().ok());
+                let worker = field("w=").and_then(|w| u32::try_from(w).ok());
+                if let (Some(w), Some(size)) = (worker, field("size=")) {
+                    self.write_refused = true;
+                    self.refused = Some((w, size));
                 }
             }
             "teardown" if self.teardown.is_none_or(|d| t < d) => {

@@ -14,7 +14,13 @@
 //! allowance), so the `two-leaders` check scales with the run's timeouts.
 //!
 //! The supervisor writes the `START` line (monotonic ns, the clock of every record and
-//! of the fault log) when it starts the workers.
+//! of the fault log) when it starts the workers, and an `END` line when it judged the
+//! run settled and begins to stop the workers. Stopping them takes a while (each is
+//! frozen in turn for its `Finish`), and a worker not frozen yet hears nothing from those
+//! that are: it may suspect the leader and elect itself. A record stamped after `END`
+//! is that teardown's, not the run's: it is counted (`after_end`) and not judged. (A
+//! record stamped after `END` but written before it is judged: the two stamps are
+//! microseconds apart.)
 //!
 //! With the fault log's kills and restarts, that is enough to check what the notes ask
 //! of an election:
@@ -189,6 +195,8 @@ pub(super) enum Line {
     Header(Header),
     /// The supervisor's `START t=`: when it started the workers.
     Start(u64),
+    /// The supervisor's `END t=`: when it judged the run settled and began to stop it.
+    End(u64),
     /// A worker's record, with its line number.
     Record(usize, LeaderRecord),
 }
@@ -200,6 +208,7 @@ pub(super) struct LeaderLines<R> {
     lines: Lines<R>,
     lineno: usize,
     started: bool,
+    ended: bool,
 }
 
 impl<R: Read> LeaderLines<R> {
@@ -210,7 +219,7 @@ impl<R: Read> LeaderLines<R> {
         if head != LEADERS_HEADER.as_bytes() {
             return Err(None);
         }
-        Ok(LeaderLines { lines: Lines::new(src, head), lineno: 0, started: false })
+        Ok(LeaderLines { lines: Lines::new(src, head), lineno: 0, started: false, ended: false })
     }
 
     /// The next line to judge, `None` at the end of the file.
@@ -239,6 +248,19 @@ impl<R: Read> LeaderLines<R> {
                     Ok(_) => report.flag("corrupt-record", lineno, format!("a second START: {quote}")),
                     Err(_) => {
                         report.flag("corrupt-record", lineno, format!("START t= is not a number: {quote}"))
+                    }
+                }
+                continue;
+            }
+            if let Some(t) = text.strip_prefix("END t=") {
+                match t.parse::<u64>() {
+                    Ok(t) if !self.ended => {
+                        self.ended = true;
+                        return Ok(Some(Line::End(t)));
+                    }
+                    Ok(_) => report.flag("corrupt-record", lineno, format!("a second END: {quote}")),
+                    Err(_) => {
+                        report.flag("corrupt-record", lineno, format!("END t= is not a number: {quote}"))
                     }
                 }
                 continue;
@@ -285,6 +307,11 @@ pub struct ElectionReport {
     /// The same, split into safety and liveness.
     #[serde(flatten)]
     pub split: super::Split,
+    /// Records stamped after the supervisor's `END` line: written while the run was
+    /// being stopped (a worker not frozen yet that suspected a frozen leader), so not
+    /// judged.
+    #[serde(default)]
+    pub after_end: usize,
 }
 
 /// Audit the leader file at `path`.
@@ -319,6 +346,9 @@ pub fn audit_leaders(
                 }
             }
             Line::Start(t) => a.start_t = Some(t),
+            Line::End(t) => a.end_t = Some(t),
+            // The teardown's, not the run's (see the module documentation).
+            Line::Record(_, r) if a.end_t.is_some_and(|end| r.t > end) => a.report.after_end += 1,
             Line::Record(lineno, r) => a.record(lineno, r, &lives, rules),
         }
     }
@@ -395,6 +425,8 @@ struct Judge {
     first_t: Option<u64>,
     /// When the supervisor started the workers (the `START` line), if it says.
     start_t: Option<u64>,
+    /// When the supervisor judged the run settled (the `END` line), if it says.
+    end_t: Option<u64>,
     /// Pairs of workers that both believe themselves leader, while it lasts.
     overlaps: BTreeMap<(u32, u32), Overlap>,
     /// Each worker's partners in `overlaps`, so a record looks only at its own pairs.
@@ -725,6 +757,31 @@ mod tests {
         assert!(r.ok, "{:?}", r.violations);
         assert_eq!(r.leader, Some((3, 1)));
         assert!(r.time_to_agree_ms.is_some());
+    }
+
+    /// `elect --algo bully -n 32 --faults 'kill leader at 3s'` (seed 10, 6 of 60 such
+    /// runs on a loaded machine): every live worker followed w3 when the run settled;
+    /// while the supervisor froze the workers one by one, w2, not frozen yet, heard
+    /// nothing from w3, suspected it and elected itself, 114 ms after. That record was
+    /// judged as the run's end: `disagreement` and `two-leaders` for a run that ended
+    /// agreed. After the supervisor's `END` it is the teardown's: counted, not judged.
+    #[test]
+    fn a_record_stamped_after_the_end_is_the_teardowns_and_not_judged() {
+        let late = format!("{}{}", rec(2, 2, 7, 500), rec(0, 2, 7, 501));
+        let rules = Rules { highest_wins: true, overlap_ns: 1, ..Rules::default() };
+        // Negative control: without the END line, the same records are findings.
+        let r = judge(&format!("{}{late}", clean()), &FaultLog::default(), rules);
+        assert!(kinds(&r).contains(&"disagreement"), "{:?}", r.violations);
+        assert!(kinds(&r).contains(&"two-leaders"), "{:?}", r.violations);
+        let r = judge(&format!("{}END t=100\n{late}", clean()), &FaultLog::default(), rules);
+        assert!(r.ok, "{:?}", r.violations);
+        assert_eq!((r.leader, r.records, r.after_end), (Some((3, 1)), 4, 2));
+        // A record stamped before the END is the run's, wherever it lands in the file.
+        let r = judge(&format!("{}END t=100\n{}", clean(), rec(2, 2, 7, 99)), &FaultLog::default(), rules);
+        assert!(kinds(&r).contains(&"disagreement"), "{:?}", r.violations);
+        // A second END, or one that is no time, is no supervisor's.
+        let r = judge(&format!("{}END t=100\nEND t=x\nEND t=200\n", clean()), &FaultLog::default(), rules);
+        assert_eq!(kinds(&r), ["corrupt-record", "corrupt-record"], "{:?}", r.violations);
     }
 
     #[test]

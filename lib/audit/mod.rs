@@ -343,10 +343,18 @@ fn audit_reader(mut src: impl Read, faults: &FaultLog) -> Result<AuditReport, Un
         let detail = format!("the fault log names more than {MAX_CRASHES} crashes; the rest were not read");
         a.flag("corrupt-record", 0, detail);
     }
-    let mut lineno = 0;
+    let (mut lineno, mut at) = (0, 0u64);
     while let Some(ended) = lines.next().map_err(Unjudged::Io)? {
         lineno += 1;
+        if !ended {
+            // The refused write's excuse holds for a torn line that ends where the file
+            // ended when the supervisor heard of it, if its fault log says where.
+            let end = at + lines.len;
+            a.write_refused = faults.write_refused && faults.refused.is_none_or(|(_, size)| size == end);
+            a.refused_by = faults.refused.map(|(w, _)| w);
+        }
         a.line(lineno, &lines.kept, lines.len, ended);
+        at += lines.len + 1;
     }
     Ok(a.finish())
 }
@@ -390,6 +398,8 @@ struct Auditor {
     ended: Option<(u64, u64)>,
     /// [`FaultLog::write_refused`], and the torn line it excuses.
     write_refused: bool,
+    /// Whose write it was, if the fault log says.
+    refused_by: Option<u32>,
     torn_by_refusal: Option<Violation>,
 }
 
@@ -420,8 +430,9 @@ impl Auditor {
             // even if what is left still parses, so none of its fields is trusted. If
             // the kernel refused a worker's write, that write left it: no finding.
             if self.write_refused {
+                let whose = self.refused_by.map(|w| format!("w{w}'s, ")).unwrap_or_default();
                 let detail = format!(
-                    "last line is cut short (no newline) by the write the kernel refused (the run's failure): {text}"
+                    "last line is cut short (no newline) by the write the kernel refused ({whose}the run's failure): {text}"
                 );
                 self.torn_by_refusal = Some(Violation { kind: "cut-short", line, detail });
             } else {

@@ -87,10 +87,14 @@ pub fn final_roles(path: &Path, faults: &FaultLog) -> Result<(ElectionReport, Ro
 fn read(src: impl Read, faults: &FaultLog) -> Result<Judge, Option<std::io::Error>> {
     let mut file = LeaderLines::open(src)?;
     let mut j = Judge::default();
+    let mut end = None;
     while let Some(line) = file.next(&mut j.report).map_err(Some)? {
         match line {
             Line::Header(h) => j.seed = h.seed,
             Line::Start(t) => j.start_t = Some(t),
+            Line::End(t) => end = Some(t),
+            // Stamped after the supervisor began stopping the run: the teardown's.
+            Line::Record(_, r) if end.is_some_and(|end| r.t > end) => j.report.after_end += 1,
             Line::Record(lineno, r) => j.record(lineno, r),
         }
     }

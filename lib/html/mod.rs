@@ -111,7 +111,19 @@ pub fn render(run_dir: &Path) -> Result<String, ReportError> {
 /// The default name is always replaced, never written through: whatever was planted
 /// under it (a symlink to a file elsewhere, a FIFO) is left untouched.
 pub fn write(run_dir: &Path, out: Option<&Path>, known: Known) -> Result<PathBuf, ReportError> {
-    let html = render_with(run_dir, known)?;
+    write_with_traces(run_dir, None, out, known)
+}
+
+/// [`write`], with the message trace read from `traces` when given (the trace files a
+/// reader rebuilt from the flight recorder's rings of a run whose supervisor was
+/// killed: [`crate::trace::traces_from_rings`]) instead of from `run_dir`.
+pub fn write_with_traces(
+    run_dir: &Path,
+    traces: Option<&Path>,
+    out: Option<&Path>,
+    known: Known,
+) -> Result<PathBuf, ReportError> {
+    let html = render_traced(run_dir, traces, known)?;
     let path = out.map_or_else(|| run_dir.join(REPORT_FILE), Path::to_path_buf);
     let written = if out.is_some() { write_named(&path, &html) } else { write_whole(&path, &html) };
     written.map_err(|err| ReportError::Write { path: path.display().to_string(), err })?;
@@ -197,6 +209,11 @@ impl Verdict {
 
 /// The report of the run in `run_dir`, with whatever else is `known` of it.
 pub fn render_with(run_dir: &Path, known: Known) -> Result<String, ReportError> {
+    render_traced(run_dir, None, known)
+}
+
+/// [`render_with`], the trace read from `traces` if given (see [`write_with_traces`]).
+fn render_traced(run_dir: &Path, traces: Option<&Path>, known: Known) -> Result<String, ReportError> {
     let shown = run_dir.display().to_string();
     std::fs::read_dir(run_dir).map_err(|err| ReportError::Unreadable { path: shown.clone(), err })?;
     let resource = run_dir.join(RESOURCE_FILE);
@@ -237,10 +254,11 @@ pub fn render_with(run_dir: &Path, known: Known) -> Result<String, ReportError> 
         Ok(stall) => tl.stall = stall,
         Err(e) => tl.stall_error = Some(e),
     }
-    if data::has_trace(run_dir) {
+    let trace_dir = traces.unwrap_or(run_dir);
+    if data::has_trace(trace_dir) {
         // A damaged trace costs the arrows, not the report.
         let wanted = moments(&v, &tl, election);
-        if let Err(e) = data::read_trace(run_dir, svg::MAX_ARROWS, wanted, &mut tl) {
+        if let Err(e) = data::read_trace(trace_dir, svg::MAX_ARROWS, wanted, &mut tl) {
             tl.trace_error = Some(e.to_string());
             (tl.arrows, tl.windows) = (Vec::new(), Vec::new());
         }

@@ -9,8 +9,9 @@
 //! Writes to the supervisor ([`Link::tell`]) are short and blocking: `Ready`, `Done`
 //! when the workload is over, `Pending` and `Stats` when asked, `Fatal` (from
 //! `run_worker`) before giving up, and `Breach` when the runtime cannot keep the
-//! algorithm's model (`ModelBreach`). A frame the supervisor would refuse is never
-//! written: saying so is an error.
+//! algorithm's model (`ModelBreach`), and `InputBlocked` from inside a step whose
+//! program stopped reading its input ([`Link::blocked_hook`]). A frame the supervisor
+//! would refuse is never written: saying so is an error.
 //!
 //! [`Link`] owns the stream, its reader and its write buffer; what the supervisor says
 //! comes out of it as [`ToWorker`] values.
@@ -107,6 +108,25 @@ impl Link {
     /// Make the stream blocking for good (the last words, after `Finish`).
     pub(super) fn block(&mut self) -> io::Result<()> {
         self.stream.set_nonblocking(false)
+    }
+
+    /// What to do when the node's program stops reading its input (see
+    /// [`crate::external`]): the worker is inside a step and answers nobody, so tell the
+    /// supervisor on a second handle on the link, one whole frame at a time, blocking,
+    /// and leave the stream's mode as it was. Only this thread ever writes the link.
+    pub(super) fn blocked_hook(&self) -> io::Result<crate::control::BlockedHook> {
+        let stream = self.stream.try_clone()?;
+        Ok(Box::new(move |note| {
+            use nix::fcntl::{fcntl, FcntlArg, OFlag};
+            let mut frame = Vec::new();
+            wire::encode(&mut frame, &ToSupervisor::InputBlocked(note));
+            let Ok(flags) = fcntl(&stream, FcntlArg::F_GETFL) else { return };
+            let flags = OFlag::from_bits_truncate(flags);
+            let _ = fcntl(&stream, FcntlArg::F_SETFL(flags - OFlag::O_NONBLOCK));
+            // A supervisor gone or not reading only loses the note.
+            let _ = (&stream).write_all(&frame);
+            let _ = fcntl(&stream, FcntlArg::F_SETFL(flags));
+        }))
     }
 
     /// Write `msg` on the link, blocking even if the stream is not, and leave the stream

@@ -605,6 +605,8 @@ impl<A: Node<Service: RunService>> Worker<A> {
         }
         self.serving = true;
         let mut source = self.link.poll_source()?;
+        // A program that stops reading its input holds this worker inside a step.
+        crate::control::on_input_blocked(self.link.blocked_hook()?);
         self.poll.registry().register(&mut source, CONTROL, Interest::READABLE)?;
         let mut unreachable = Vec::new();
         let listed: Vec<PeerId> = dial.iter().map(|(p, _)| *p).collect();

@@ -147,7 +147,16 @@ impl Stall<'_> {
                     Life::Stopped => format!("w{id}: {} (SIGSTOP)", status[id].clone().unwrap_or_default()),
                     Life::Running => match self.kernel[id].as_ref().and_then(proc::ProcState::unexpected) {
                         Some(k) => format!("w{id}: {k}"),
-                        None => format!("w{id}: {}", silent(lag)),
+                        // It waits to write to its program: why it answered nobody.
+                        None => match s.input_blocked {
+                            Some(b) => format!(
+                                "w{id}: its program has not read its input for {:.1} s ({} line{} waiting)",
+                                ago(b.since_ns),
+                                b.lines,
+                                if b.lines == 1 { "" } else { "s" }
+                            ),
+                            None => format!("w{id}: {}", silent(lag)),
+                        },
                     },
                 },
             };

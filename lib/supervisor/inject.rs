@@ -383,6 +383,37 @@ impl Faults {
         }
         (f.t, ended, window)
     }
+
+    /// Worker `w`'s write to the resource file was refused by the kernel (`why`, in its
+    /// words), and the file was `size` bytes long when the supervisor heard of it: say so
+    /// in the log, so that a later `mutexlab audit` of the directory excuses the torn line
+    /// that write left, as this run's own audit does.
+    pub(super) fn write_refused(
+        &mut self,
+        dir: &Path,
+        started: Option<Instant>,
+        w: usize,
+        size: u64,
+        why: &str,
+    ) {
+        let path = dir.join(control::FAULT_LOG);
+        if self.log.is_none() {
+            self.log = crate::files::open_writable(&path, true, true).ok();
+        }
+        let note = crate::text::clip_to(&why.replace('\n', " "), 512).into_owned();
+        let f = self.fault(started, "write-refused", None, None, note);
+        let line = format!("t={} at={:.3}ms write-refused w={w} size={size} # {}", f.t, f.at_ms, f.note);
+        let written = match self.log.as_mut() {
+            Some(log) => writeln!(log, "{line}").and_then(|()| log.sync_data()),
+            None => Err(std::io::Error::other("it could not be opened")),
+        };
+        if let Err(e) = written {
+            eprintln!(
+                "mutexlab: cannot record w{w}'s refused write in {}: {e}; this run's audit knows of it, a later `mutexlab audit` will not",
+                path.display()
+            );
+        }
+    }
 }
 
 #[cfg(test)]

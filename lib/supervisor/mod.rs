@@ -458,6 +458,22 @@ impl<'a> Supervisor<'a> {
             Some(replay) => self.walk(replay)?,
             None => self.wait_until(Self::all_done, "running")?,
         }
+        if self.opts.elect.is_some() && self.opts.replay.is_none() {
+            // Settled. Freezing the workers one by one takes a while, and one not frozen
+            // yet hears nothing from those that are: it may suspect the leader and elect
+            // itself. What it records after this line is the teardown's, not the run's.
+            let path = self.dir.join(control::LEADERS_FILE);
+            let line = format!("END t={}\n", resource::monotonic_ns());
+            let marked = crate::files::open_writable(&path, false, true)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
+            // The run settled all the same; its audit, if the file is there, judges all.
+            if let Err(e) = marked {
+                eprintln!(
+                    "mutexlab: cannot mark the end in {}: {e}; what is recorded while the workers are stopped is judged too",
+                    path.display()
+                );
+            }
+        }
         self.finished = Some(Instant::now());
         self.progress.finish();
         // Every worker finds Finish waiting before any channel closes by another's exit:
@@ -712,12 +728,17 @@ impl<'a> Supervisor<'a> {
                 let resource = self.dir.join(control::RESOURCE_FILE);
                 if why.starts_with(&format!("cannot write {}: ", resource.display())) {
                     self.write_refused = true;
+                    // Where the file ends now is where that write's torn bytes end.
+                    let size = std::fs::symlink_metadata(&resource).map_or(0, |m| m.len());
+                    self.faults.write_refused(&self.dir, self.started, id, size, &why);
                 }
                 let line = format!("worker w{id} gave up while {phase}: {why}");
                 self.procs.slots[id].fatal = Some(why);
                 return Err(RunError::Failed(line));
             }
             ToSupervisor::Fatal(why) => self.procs.slots[id].fatal = Some(why),
+            // Not progress: only what a stall's diagnosis says of a silent worker.
+            ToSupervisor::InputBlocked(note) => self.procs.slots[id].input_blocked = note,
             ToSupervisor::Held(news) => self.walk.heard(id, news),
             ToSupervisor::Pending(_) => {}
         }

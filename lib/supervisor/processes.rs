@@ -61,6 +61,8 @@ pub(super) struct Slot {
     pub(super) view: Option<u64>,
     /// Under an election: the leader this life last accepted, and its term.
     pub(super) leader: Option<(PeerId, u64)>,
+    /// Its program has not read its input, as the worker last said (`InputBlocked`).
+    pub(super) input_blocked: Option<crate::control::InputBlocked>,
 }
 
 impl Slot {
@@ -80,6 +82,7 @@ impl Slot {
             since: resource::monotonic_ns(),
             view: None,
             leader: None,
+            input_blocked: None,
         }
     }
 

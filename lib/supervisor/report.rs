@@ -227,6 +227,9 @@ pub struct ElectionPart {
     pub message_time_us: Option<f64>,
     /// `time_to_elect_ms` in message times T.
     pub time_to_elect_t: Option<f64>,
+    /// Leader records written after the run had settled, while its workers were being
+    /// stopped (the audit's `after_end`): the teardown's, not judged.
+    pub after_end: usize,
 }
 
 impl Report {
@@ -501,6 +504,7 @@ impl Outcome<'_> {
             time_to_elect_ms: a.time_to_agree_ms,
             message_time_us: t_ms.map(|t| t * 1e3),
             time_to_elect_t: a.time_to_agree_ms.zip(t_ms).map(|(e, t)| e / t),
+            after_end: a.after_end,
         }
     }
 }
@@ -631,6 +635,7 @@ pub(crate) mod samples {
             time_to_elect_ms: Some(7.5),
             message_time_us: Some(6.25),
             time_to_elect_t: Some(1200.0),
+            after_end: 2,
         });
         Report {
             schema: JSON_SCHEMA,
@@ -728,7 +733,7 @@ mod tests {
                 "HEARTBEAT": 40}, "per_election": 4.0, "heartbeats": 40, "bad_frames": 1,
                 "dropped_connections": 0},
             "theory": theory, "time_to_elect_ms": 7.5, "message_time_us": 6.25,
-            "time_to_elect_t": 1200.0, "elapsed_s": 0.5, "seed": 1,
+            "time_to_elect_t": 1200.0, "after_end": 2, "elapsed_s": 0.5, "seed": 1,
             "network": {"latency_ms": 0.0, "jitter_ms": 0.0, "drop": 0.0},
             "violations": [{"kind": "two-leaders", "line": 4, "detail": "two-leaders <at> line 4"}],
             "violation_count": 1, "run_dir": "/tmp/elect-x", "run_dir_kept": true,
@@ -764,7 +769,7 @@ mod tests {
         let election = keys(&serde_json::to_string_pretty(&samples::election()).unwrap());
         let order =
             "schema algorithm workers ok failure model_broken initiators detector timeouts leader term \
-            elections messages theory time_to_elect_ms message_time_us time_to_elect_t elapsed_s seed \
+            elections messages theory time_to_elect_ms message_time_us time_to_elect_t after_end elapsed_s seed \
             network violations violation_count safety_ok safety_violations liveness_violations \
             violations_by_kind run_dir run_dir_kept plan faults never_fired \
             lost_messages unreported counters trace trace_complete deadlocks";
