@@ -460,7 +460,7 @@ fn a_worker_that_dies_ends_the_run_naming_it() {
 
 /// The visible commands, as `--help` lists them (the hidden worker, echo and janitor
 /// are no user's to type).
-const COMMANDS: [&str; 14] = [
+const COMMANDS: [&str; 15] = [
     "run",
     "elect",
     "algorithms",
@@ -469,6 +469,7 @@ const COMMANDS: [&str; 14] = [
     "bench",
     "compare",
     "check",
+    "explore",
     "sim",
     "replay",
     "report",

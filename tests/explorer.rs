@@ -221,8 +221,7 @@ fn three_clicks_in_the_explorer_save_a_path_that_replay_runs_as_processes() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let saves = tmp.path().join("saves");
-    let mut cmd = mutexlab().into();
-    let cmd: &mut Command = &mut cmd;
+    let mut cmd = mutexlab();
     cmd.args(["explore", "--algo", "ricart-agrawala", "-n", "2", "--json", "--out"])
         .arg(&saves)
         .stdin(Stdio::null())
