@@ -464,7 +464,7 @@ function find() {
     if (on) hits++;
   });
   var c = document.getElementById('find-count');
-  if (c) c.textContent = q === '' ? '' : hits + (hits === 1 ? ' arrow matches' : ' arrows match');
+  if (c) c.textContent = q === '' ? '' : hits + (hits === 1 ? ' arrow matches' : ' arrows match') + ' in all windows';
   said('search-hits', hits);
 }
 function vc(g) { return (g.getAttribute('data-vc') || '').split(',').map(Number); }
