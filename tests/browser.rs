@@ -1327,3 +1327,136 @@ fn an_overlap_is_drawn_as_a_band_across_both_lanes() {
     let clean = kept_run(&["run", "-n", "3", "-k", "3", "--seed", "1"], &tmp.path().join("clean"), 0);
     assert_eq!(rendered(&dump_dom(&clean), ["overlaps"]).unwrap(), [0]);
 }
+
+/// A test's actions on a report, after the page's own script set it up: untick worker 5,
+/// search "REPLY", and click the middle arrow of the open window (on its hit area, as a
+/// pointer would). It writes the clicked arrow's clock into `#found`; the page's script
+/// writes its counts into `#rendered`.
+const FIND: &str = r#"<script>
+document.addEventListener('DOMContentLoaded', function () {
+  var f = document.createElement('div');
+  f.id = 'found';
+  document.body.appendChild(f);
+  var w5 = document.querySelector('[data-filter-w="5"]');
+  w5.checked = false;
+  w5.dispatchEvent(new Event('change', { bubbles: true }));
+  var box = document.getElementById('find-text');
+  box.value = 'REPLY';
+  box.dispatchEvent(new Event('input', { bubbles: true }));
+  var open = document.querySelector('svg.logical:not([hidden])');
+  var gs = Array.prototype.slice.call(open.querySelectorAll('[data-lmsg]')).filter(function (g) {
+    return !g.hasAttribute('display');
+  });
+  var g = gs[Math.floor(gs.length / 2)];
+  g.querySelector('line.hit-area').dispatchEvent(new MouseEvent('click', { bubbles: true }));
+  f.setAttribute('data-clicked', g.getAttribute('data-vc'));
+  f.setAttribute('data-pinned', document.getElementById('pinned-text').textContent.length);
+});
+</script>"#;
+
+/// An arrow as the report's HTML draws it: its attributes and its hover.
+struct Arrow {
+    from: String,
+    to: String,
+    vc: Vec<u64>,
+    title: String,
+}
+
+fn arrows_in(html: &str) -> Vec<Arrow> {
+    let attr = |g: &str, name: &str| -> String {
+        let key = format!(" {name}=\"");
+        g.find(&key).map(|at| g[at + key.len()..].split('"').next().unwrap().to_string()).unwrap_or_default()
+    };
+    html.split("<g data-lmsg=")
+        .skip(1)
+        .map(|g| {
+            let g = &g[..g.find("</g>").unwrap()];
+            let title = &g[g.find("<title>").unwrap() + 7..g.find("</title>").unwrap()];
+            Arrow {
+                from: attr(g, "data-from"),
+                to: attr(g, "data-to"),
+                vc: attr(g, "data-vc").split(',').map(|n| n.parse().unwrap()).collect(),
+                title: title.to_lowercase(),
+            }
+        })
+        .collect()
+}
+
+/// Whether the counts the page's script left after [`FIND`]'s actions are those the
+/// report's HTML implies: every arrow to or from w5 hidden, the other arrows whose hover
+/// says "reply" found, and the shown arrows of the open window whose clock is at most
+/// the clicked one's (its past) or at least (its future) counted, the clicked one apart.
+fn found_as_drawn(dom: &str, html: &str) -> Result<[usize; 4], String> {
+    let [hidden, hits, past, future] =
+        rendered(dom, ["filter-hidden", "search-hits", "causal-past", "causal-future"])?;
+    let all = arrows_in(html);
+    let w5 = |a: &Arrow| a.from == "5" || a.to == "5";
+    let want_hidden = all.iter().filter(|a| w5(a)).count();
+    let want_hits = all.iter().filter(|a| !w5(a) && a.title.contains("reply")).count();
+    let start = dom.find(r#"<div id="found""#).ok_or("the test's script did not run")?;
+    let tag = &dom[start..start + dom[start..].find('>').ok_or("cut short")?];
+    let clicked: Vec<u64> = tag
+        .split("data-clicked=\"")
+        .nth(1)
+        .ok_or("nothing clicked")?
+        .split('"')
+        .next()
+        .unwrap()
+        .split(',')
+        .map(|n| n.parse().unwrap())
+        .collect();
+    if tag.contains(r#"data-pinned="0""#) {
+        return Err("the clicked arrow's contents are not in the panel".into());
+    }
+    let at = open_svg(html).ok_or("no open window")?;
+    let open = &html[at..at + html[at..].find("</svg>").unwrap()];
+    let le = |a: &[u64], b: &[u64]| a.iter().zip(b).all(|(x, y)| x <= y);
+    let shown: Vec<Arrow> = arrows_in(open).into_iter().filter(|a| !w5(a)).collect();
+    let want_past = shown.iter().filter(|a| a.vc != clicked && le(&a.vc, &clicked)).count();
+    let want_future = shown.iter().filter(|a| !le(&a.vc, &clicked) && le(&clicked, &a.vc)).count();
+    let got = [hidden, hits, past, future];
+    let want = [want_hidden, want_hits, want_past, want_future];
+    if got != want {
+        return Err(format!(
+            "hidden, hits, past, future: the page counted {got:?}, the HTML implies {want:?}"
+        ));
+    }
+    Ok(got)
+}
+
+#[test]
+fn a_big_run_filters_by_worker_searches_and_highlights_a_clicked_arrow_s_causal_past_and_future() {
+    if !browser_present() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let page = kept_run(
+        &["run", "--algo", "ricart-agrawala", "-n", "6", "-k", "2", "--seed", "1"],
+        &tmp.path().join("run"),
+        0,
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    // Every REQUEST is a broadcast to the 5 others: labelled once, as a fan.
+    assert!(html.contains(">REQUEST ×5</text>"), "no fan label");
+    let with = |page_html: &str, name: &str| -> String {
+        let at = page_html.rfind("</body>").unwrap();
+        let copy = tmp.path().join(name);
+        std::fs::write(&copy, format!("{}{FIND}{}", &page_html[..at], &page_html[at..])).unwrap();
+        dump_dom(&copy)
+    };
+    let [hidden, hits, past, future] =
+        found_as_drawn(&with(&html, "found.html"), &html).unwrap_or_else(|e| panic!("{e}"));
+    assert!(hidden > 0 && hits > 0 && past + future > 0, "{hidden} {hits} {past} {future}");
+    // The negative controls: a page whose causal order says every clock is below every
+    // other, and one whose worker filter hides nothing, fail the check.
+    let everyone = html.replacen("if (!(a[i] <= b[i])) return false;", "", 1);
+    assert_ne!(everyone, html);
+    let err = found_as_drawn(&with(&everyone, "everyone.html"), &everyone)
+        .expect_err("a wrong causal order passes");
+    assert!(err.contains("page counted"), "{err}");
+    let no_filter = html.replacen("if (off) {", "if (false) {", 1);
+    assert_ne!(no_filter, html);
+    let err =
+        found_as_drawn(&with(&no_filter, "no-filter.html"), &no_filter).expect_err("a dead filter passes");
+    assert!(err.contains("page counted"), "{err}");
+}

@@ -24,6 +24,47 @@ use super::events::{key, layer_jumping, Fate, Window};
 use super::labels::{Boxes, Colours};
 use crate::trace::{msg_id, Event, EventKind, MsgId};
 
+/// Vector clocks over a window's events (one entry per lane): each event's clock is its
+/// lane's previous one, joined with its send's if that is in the window, plus one. The
+/// window holds consecutive events, so a causal path between two of its events stays
+/// inside it: comparing these clocks gives happens-before among the window's events.
+fn vector_clocks(ev: &[Event], send_of: &[Option<usize>], lanes: u32) -> Vec<Vec<u64>> {
+    let n = lanes as usize;
+    let mut cur: Vec<Vec<u64>> = vec![vec![0; n]; n];
+    let mut vcs: Vec<Vec<u64>> = Vec::with_capacity(ev.len());
+    for (i, e) in ev.iter().enumerate() {
+        let w = e.w as usize;
+        if w >= n {
+            vcs.push(vec![0; n]);
+            continue;
+        }
+        let mut v = cur[w].clone();
+        if let Some(s) = send_of[i] {
+            for (a, b) in v.iter_mut().zip(&vcs[s]) {
+                *a = (*a).max(*b);
+            }
+        }
+        v[w] += 1;
+        cur[w].clone_from(&v);
+        vcs.push(v);
+    }
+    vcs
+}
+
+fn vc_text(vc: &[u64]) -> String {
+    vc.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+}
+
+/// An arrow's data for the page's script: its ends, its own event's vector clock (the
+/// send, or the receive of a message sent before the window) and its contents.
+fn ends(from: u32, to: u32, vc: &[u64], body: Option<&String>) -> String {
+    format!(
+        r#" data-from="{from}" data-to="{to}" data-vc="{}"{}"#,
+        vc_text(vc),
+        body.map(|b| format!(r#" data-body="{}""#, esc(b))).unwrap_or_default()
+    )
+}
+
 /// Left margin (lane names), top margin, lane height, column width, px.
 const LEFT: f64 = 72.0;
 const TOP: f64 = 28.0;
@@ -590,8 +631,9 @@ pub(crate) fn window(win: &Window, k: usize, of: usize, total: u64, open: bool, 
         }
         let _ = writeln!(
             s,
-            r#"<rect data-lbar="{kind}" class="{kind}{extra}" x="{x1:.1}" y="{top:.1}" width="{:.1}" height="{h}"><title>{}</title></rect>"#,
+            r#"<rect data-lbar="{kind}" class="{kind}{extra}" x="{x1:.1}" y="{top:.1}" width="{:.1}" height="{h}" data-w="{}"><title>{}</title></rect>"#,
             (x2 - x1).max(2.0),
+            bar.w,
             esc(&bar.title),
             kind = bar.kind,
             extra = bar.extra,
@@ -607,9 +649,13 @@ pub(crate) fn window(win: &Window, k: usize, of: usize, total: u64, open: bool, 
             _ => None,
         })
         .collect();
-    // A label: its text, the spots it may take in order, its colour.
-    type Label = (String, Vec<(f64, f64)>, usize);
+    // A label: its text, the spots it may take in order, its colour, how many sends it
+    // names (a broadcast's sends, one after another on a lane, are labelled once).
+    type Label = (String, Vec<(f64, f64)>, usize, usize);
     let mut labels: Vec<Label> = Vec::new();
+    // Per lane, the label of the send just before (type, contents), while a fan goes on.
+    let mut fan: HashMap<u32, (usize, String, Option<String>)> = HashMap::new();
+    let vcs = vector_clocks(ev, &send_of, cx.lanes);
     let enabler = |r: Option<&usize>| -> (&str, String) {
         match r.and_then(|r| enablers.get(r)) {
             Some(why) => (" enabler", format!("\n{why}")),
@@ -618,6 +664,7 @@ pub(crate) fn window(win: &Window, k: usize, of: usize, total: u64, open: bool, 
     };
     for (i, e) in ev.iter().enumerate() {
         let (x, y) = (col_x(f64::from(cols[i])), lane_y(e.w));
+        let fan_before = fan.remove(&e.w);
         if let Some(f) = jumped.get(&i) {
             let what = if f.action == "restart" { "restarted" } else { "resumed" };
             let _ = writeln!(
@@ -679,22 +726,39 @@ pub(crate) fn window(win: &Window, k: usize, of: usize, total: u64, open: bool, 
                         }
                     }
                 };
+                let vcr = recv_of
+                    .get(&i)
+                    .map(|&r| format!(r#" data-vcr="{}""#, vc_text(&vcs[r])))
+                    .unwrap_or_default();
                 let _ = writeln!(
                     s,
-                    r#"<g data-lmsg="{}" class="{class}{en_class}"{}><line x1="{x:.1}" y1="{y:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="{}" marker-end="url(#head{colour})"/><title>{}</title></g>"#,
+                    r#"<g data-lmsg="{}" class="{class}{en_class}"{}{}{vcr}><line x1="{x:.1}" y1="{y:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="{}" marker-end="url(#head{colour})"/><title>{}</title></g>"#,
                     esc(msg),
                     if en_class.is_empty() { "" } else { r#" data-enabler="""# },
+                    ends(e.w, *to, &vcs[i], cx.bodies.get(&key(e))),
                     cx.colours.of(msg),
                     esc(&format!("{head}{got}{body}{en_why}"))
                 );
-                let spots = vec![
-                    (x + 3.0, y - 12.0),
-                    (x + 3.0, y + 21.0),
-                    (x + 3.0, y - 24.0),
-                    (x - 3.0 - super::labels::CHAR_W * msg.len() as f64, y - 12.0),
-                    (x - 3.0 - super::labels::CHAR_W * msg.len() as f64, y + 21.0),
-                ];
-                labels.push((msg.clone(), spots, colour));
+                let contents = cx.bodies.get(&key(e)).cloned();
+                match fan_before {
+                    // The next send of a broadcast: its fan's label counts it.
+                    Some((l, m, b)) if m == *msg && b == contents => {
+                        labels[l].3 += 1;
+                        fan.insert(e.w, (l, m, b));
+                    }
+                    _ => {
+                        let wide = super::labels::CHAR_W * (msg.len() + 4) as f64;
+                        let spots = vec![
+                            (x + 3.0, y - 12.0),
+                            (x + 3.0, y + 21.0),
+                            (x + 3.0, y - 24.0),
+                            (x - 3.0 - wide, y - 12.0),
+                            (x - 3.0 - wide, y + 21.0),
+                        ];
+                        fan.insert(e.w, (labels.len(), msg.clone(), contents));
+                        labels.push((msg.clone(), spots, colour, 1));
+                    }
+                }
             }
             EventKind::Recv { from, msg, sent_lc, from_inc } if send_of[i].is_none() && *from < cx.lanes => {
                 let colour = cx.colours.index(msg);
@@ -709,9 +773,10 @@ pub(crate) fn window(win: &Window, k: usize, of: usize, total: u64, open: bool, 
                 );
                 let _ = writeln!(
                     s,
-                    r#"<g data-lmsg="{}" class="msg in{en_class}"{}><line x1="{:.1}" y1="{y1:.1}" x2="{x:.1}" y2="{y:.1}" stroke="{}" marker-end="url(#head{colour})"/><title>{}</title></g>"#,
+                    r#"<g data-lmsg="{}" class="msg in{en_class}"{}{}><line x1="{:.1}" y1="{y1:.1}" x2="{x:.1}" y2="{y:.1}" stroke="{}" marker-end="url(#head{colour})"/><title>{}</title></g>"#,
                     esc(msg),
                     if en_class.is_empty() { "" } else { r#" data-enabler="""# },
+                    ends(*from, e.w, &vcs[i], cx.bodies.get(&key(e))),
                     x - COL * 0.6,
                     cx.colours.of(msg),
                     esc(&title)
@@ -834,13 +899,18 @@ pub(crate) fn window(win: &Window, k: usize, of: usize, total: u64, open: bool, 
             None => boxes.dropped -= 1,
         }
     }
-    for (text, spots, colour) in &labels {
-        if let Some((lx, ly)) = boxes.place(text, spots) {
+    for (text, spots, colour, n) in &labels {
+        let (text, fan) = if *n > 1 {
+            (format!("{text} ×{n}"), format!(r#" data-fan="{n}""#))
+        } else {
+            (text.clone(), String::new())
+        };
+        if let Some((lx, ly)) = boxes.place(&text, spots) {
             let _ = writeln!(
                 s,
-                r#"<text data-label="msg" class="msg" x="{lx:.1}" y="{ly:.1}" style="fill:{}">{}</text>"#,
+                r#"<text data-label="msg"{fan} class="msg" x="{lx:.1}" y="{ly:.1}" style="fill:{}">{}</text>"#,
                 super::labels::PALETTE[*colour],
-                esc(text)
+                esc(&text)
             );
         }
     }

@@ -412,6 +412,14 @@ svg.hist line.p50 { stroke: #1a7f37; stroke-width: 2; } svg.hist line.p99 { stro
 g.overlap rect { fill: #d62d2d; fill-opacity: .14; stroke: #d62d2d; stroke-width: 1.5; stroke-dasharray: 4 2; }
 text.overlap { fill: #c0262d; font-weight: 700; } g.msg.enabler line { stroke-width: 3.5; }
 g.jump path { stroke: #1a7f37; stroke-width: 2; fill: none; }
+.finder { font-size: 12px; margin: 4px 0; } .finder .group { margin-right: 12px; } .finder label { white-space: nowrap; }
+.pinned { font-size: 12px; border-left: 4px solid #3d7bd9; padding-left: 8px; margin: 4px 0; }
+.pinned pre { margin: 2px 0; white-space: pre-wrap; }
+g[data-lmsg] { cursor: pointer; } g[data-lmsg] line.hit-area { stroke: transparent; stroke-width: 9; }
+g[data-lmsg].hit line:first-child { stroke-width: 4; } g[data-lmsg].pinned line:first-child { stroke-width: 4; stroke: #000; }
+g[data-lmsg].past line:first-child { stroke: #3d7bd9; stroke-width: 2.5; }
+g[data-lmsg].future line:first-child { stroke: #1a7f37; stroke-width: 2.5; }
+g[data-lmsg].dim { opacity: .15; }
 "#;
 
 /// Moves the logical diagram from window to window (its buttons), and counts what the
@@ -444,7 +452,77 @@ document.addEventListener('click', function (ev) {
   var c = document.getElementById('window-caption');
   if (c) c.textContent = ws[next].getAttribute('data-caption');
 });
+function arrows() { return Array.prototype.slice.call(document.querySelectorAll('svg.logical [data-lmsg]')); }
+function said(name, n) { var r = document.getElementById('rendered'); if (r) r.setAttribute('data-' + name, String(n)); }
+function ticked(sel, attr) {
+  var off = {};
+  document.querySelectorAll(sel).forEach(function (c) { if (!c.checked) off[c.getAttribute(attr)] = true; });
+  return off;
+}
+// Hide the unticked workers' lanes, bars and arrows and the unticked types' arrows.
+function filter() {
+  var w = ticked('[data-filter-w]', 'data-filter-w'), k = ticked('[data-filter-kind]', 'data-filter-kind'), hidden = 0;
+  arrows().forEach(function (g) {
+    var off = w[g.getAttribute('data-from')] || w[g.getAttribute('data-to')] || k[g.getAttribute('data-lmsg')];
+    if (off) { g.setAttribute('display', 'none'); hidden++; } else g.removeAttribute('display');
+  });
+  document.querySelectorAll('svg.logical [data-llane], svg.logical [data-w]').forEach(function (e) {
+    if (w[e.getAttribute('data-llane') || e.getAttribute('data-w')]) e.setAttribute('display', 'none'); else e.removeAttribute('display');
+  });
+  said('filter-hidden', hidden);
+  find();
+}
+// Mark the shown arrows whose hover (type, ends, times, contents) holds the text.
+function find() {
+  var box = document.getElementById('find-text');
+  var q = box ? box.value.trim().toLowerCase() : '', hits = 0;
+  arrows().forEach(function (g) {
+    var t = g.querySelector('title'), on = q !== '' && !g.hasAttribute('display') && !!t && t.textContent.toLowerCase().indexOf(q) >= 0;
+    g.classList.toggle('hit', on);
+    if (on) hits++;
+  });
+  var c = document.getElementById('find-count');
+  if (c) c.textContent = q === '' ? '' : hits + (hits === 1 ? ' arrow matches' : ' arrows match') + ' in all windows';
+  said('search-hits', hits);
+}
+function vc(g) { return (g.getAttribute('data-vc') || '').split(',').map(Number); }
+function le(a, b) { for (var i = 0; i < a.length; i++) if (!(a[i] <= b[i])) return false; return a.length === b.length; }
+// Pin an arrow: its hover in the panel, and the shown arrows of its window in its causal
+// past (their event's clock at most its own) and future (at least) marked, the rest dimmed.
+function pin(g) {
+  var me = vc(g), past = 0, future = 0;
+  arrows().forEach(function (o) { o.classList.remove('pinned', 'past', 'future', 'dim'); });
+  g.closest('svg').querySelectorAll('[data-lmsg]').forEach(function (o) {
+    if (o === g) { o.classList.add('pinned'); return; }
+    if (o.hasAttribute('display')) return;
+    var v = vc(o);
+    if (le(v, me)) { o.classList.add('past'); past++; }
+    else if (le(me, v)) { o.classList.add('future'); future++; }
+    else o.classList.add('dim');
+  });
+  var t = g.querySelector('title'), p = document.getElementById('pinned-text');
+  if (p) p.textContent = (t ? t.textContent : '') + '\n' + past + ' arrows in its causal past, ' + future + ' in its future';
+  said('causal-past', past);
+  said('causal-future', future);
+}
+document.addEventListener('change', function (ev) {
+  if (ev.target.closest && ev.target.closest('.finder')) filter();
+});
+document.addEventListener('input', function (ev) { if (ev.target.id === 'find-text') find(); });
+document.addEventListener('click', function (ev) {
+  var g = ev.target.closest && ev.target.closest('svg.logical [data-lmsg]');
+  if (g) pin(g);
+});
 document.addEventListener('DOMContentLoaded', function () {
+  // A wider, invisible line over each arrow, so a 1.3 px arrow can be clicked.
+  arrows().forEach(function (g) {
+    var l = g.querySelector('line');
+    if (!l) return;
+    var h = l.cloneNode(false);
+    h.setAttribute('class', 'hit-area');
+    h.removeAttribute('marker-end');
+    g.appendChild(h);
+  });
   var r = document.getElementById('rendered');
   if (!r) return;
   (r.getAttribute('data-count') || '').split(';').forEach(function (pair) {
@@ -701,7 +779,7 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
          Shaded: paused or down, as on the wall clock; a red band across two lanes: both inside at once, the thick arrow the \
          message that let the second in. \
          Between windows, events are not drawn on this axis: the wall clock shows the whole run.</p>\
-         {}<div class=\"scroll\">{svgs}</div></div>\n{wall_view}</div>",
+         {}{}<div class=\"scroll\">{svgs}</div></div>\n{wall_view}</div>",
         if logical_first {
             "Opened on logical time: on the wall clock, a quarter or more of this window's messages start within 4 px of another."
         } else {
@@ -720,7 +798,45 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
             }
         )),
         dropped_note(dropped.iter().sum()),
+        finder(lanes, &tl.windows),
     );
+}
+
+/// The logical view's toolbar and pinned panel: a box per worker and per message type
+/// in the windows (unticked: hidden), a search over the arrows' hovers, and the panel a
+/// clicked arrow's contents and causal counts go into ([`SCRIPT`] drives them).
+fn finder(lanes: u32, windows: &[events::Window]) -> String {
+    let kinds: BTreeSet<&str> = windows
+        .iter()
+        .flat_map(|w| &w.events)
+        .filter_map(|e| match &e.kind {
+            crate::trace::EventKind::Send { msg, .. } | crate::trace::EventKind::Recv { msg, .. } => {
+                Some(msg.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    let mut s = String::from("<div class=\"finder\"><span class=\"group\">workers:");
+    for w in 0..lanes {
+        let _ = write!(s, " <label><input type=\"checkbox\" checked data-filter-w=\"{w}\">w{w}</label>");
+    }
+    s.push_str("</span> <span class=\"group\">messages:");
+    for k in kinds {
+        let _ = write!(
+            s,
+            " <label><input type=\"checkbox\" checked data-filter-kind=\"{}\">{}</label>",
+            esc(k),
+            esc(k)
+        );
+    }
+    s.push_str(
+        "</span> <label>find <input type=\"search\" id=\"find-text\" placeholder=\"in type, ends, contents\"></label> \
+         <span id=\"find-count\"></span></div>\
+         <div id=\"pinned\" class=\"pinned\"><span class=\"help\">Click an arrow: its contents stay here; \
+         arrows sent in its causal past are drawn blue, those in its future green, the rest dimmed.</span>\
+         <pre id=\"pinned-text\"></pre></div>",
+    );
+    s
 }
 
 /// The overlaps the auditor found: who was inside first, who entered then, and when

@@ -480,7 +480,7 @@ fn the_logical_axis_draws_every_message_forward_with_its_contents_shown_not_run(
     // Without a trace there is no logical axis, and no switch.
     let d = dir_with(&[(RESOURCE_FILE, CLEAN)]);
     let html = render(d.path()).unwrap();
-    assert!(!html.contains("id=\"axis-logical\"") && !html.contains("data-lmsg"));
+    assert!(!html.contains("id=\"axis-logical\"") && !html.contains("<g data-lmsg"));
 }
 
 #[test]
@@ -768,4 +768,45 @@ fn the_window_opened_on_a_moment_holds_it() {
     assert!(w.first <= 460 && 460 < w.first + w.events.len() as u64, "opened on 460, holds {}..", w.first);
     assert!(v.windows.iter().any(|w| w.first == 300), "the spread's window stays");
     assert!(v.windows.len() <= super::events::MAX_WINDOWS + 1);
+}
+
+#[test]
+fn arrows_carry_their_ends_clocks_and_contents_escaped_and_a_broadcast_is_one_fan() {
+    // w0 broadcasts a REQUEST to w1 and w2; w1 replies.
+    let w0 = "# mutexlab trace v1 w=0 workers=3 algo=ricart-agrawala\n\
+              SEND w=0 inc=0 t=1000000 lc=1 to=1 type=REQUEST body={\"stamp\": 1, \"x\": \"<i>\"}\n\
+              SEND w=0 inc=0 t=1000001 lc=2 to=2 type=REQUEST body={\"stamp\": 1, \"x\": \"<i>\"}\n\
+              RECV w=0 inc=0 t=1000005 lc=4 from=1 from_inc=0 sent_lc=3 type=REPLY\n";
+    let w1 = "# mutexlab trace v1 w=1 workers=3 algo=ricart-agrawala\n\
+              RECV w=1 inc=0 t=1000002 lc=2 from=0 from_inc=0 sent_lc=1 type=REQUEST\n\
+              SEND w=1 inc=0 t=1000004 lc=3 to=0 type=REPLY body={}\n";
+    let w2 = "# mutexlab trace v1 w=2 workers=3 algo=ricart-agrawala\n\
+              RECV w=2 inc=0 t=1000003 lc=3 from=0 from_inc=0 sent_lc=2 type=REQUEST\n";
+    let d =
+        dir_with(&[(RESOURCE_FILE, CLEAN), ("trace-w0.log", w0), ("trace-w1.log", w1), ("trace-w2.log", w2)]);
+    let html = render(d.path()).unwrap();
+    // Each arrow: its ends, its send's vector clock over the window, its receive's, and
+    // its contents escaped.
+    let body = r#"data-body="{&quot;stamp&quot;: 1, &quot;x&quot;: &quot;&lt;i&gt;&quot;}""#;
+    assert!(
+        html.contains(&format!(r#"data-from="0" data-to="1" data-vc="1,0,0" {body} data-vcr="1,1,0">"#)),
+        "{html}"
+    );
+    assert!(html.contains(&format!(r#"data-from="0" data-to="2" data-vc="2,0,0" {body} data-vcr="2,0,1">"#)));
+    assert!(html.contains(r#"data-from="1" data-to="0" data-vc="1,2,0" data-body="{}" data-vcr="3,2,0">"#));
+    assert!(!html.contains("<i>"), "contents never become markup");
+    // On the logical axis the broadcast is labelled once, with its count; the single
+    // REPLY as itself.
+    let (_, logical) = views(&html);
+    assert_eq!(count(logical, r#"data-fan="2""#), 1, "{logical}");
+    assert_eq!(count(logical, ">REQUEST ×2</text>"), 1, "{logical}");
+    assert_eq!(count(logical, ">REQUEST</text>"), 0, "{logical}");
+    assert_eq!(count(logical, ">REPLY</text>"), 1, "{logical}");
+    // The toolbar: a box per worker and per type, the search box and the pinned panel.
+    for w in 0..3 {
+        assert!(html.contains(&format!(r#"checked data-filter-w="{w}">w{w}</label>"#)), "{html}");
+    }
+    assert!(!html.contains(r#"data-filter-w="3""#));
+    assert!(html.contains(r#"data-filter-kind="REPLY""#) && html.contains(r#"data-filter-kind="REQUEST""#));
+    assert!(html.contains(r#"id="find-text""#) && html.contains(r#"id="pinned-text""#));
 }
