@@ -571,6 +571,12 @@ type Counts = [u8; COUNTED];
 /// Nodes whose bypasses are counted (the command line allows 16 nodes at most).
 const COUNTED: usize = 16;
 
+/// Where bypass counts stop: at the bound + 1, so that the space stays finite (no
+/// bound: the most a count holds).
+fn bypass_cap(opts: &CheckOpts) -> u8 {
+    opts.bypass_bound.map_or(u8::MAX, |b| b.saturating_add(1).min(u32::from(u8::MAX)) as u8)
+}
+
 /// The initial world of a check, not started.
 fn initial<N: Node>(opts: &CheckOpts) -> World<N>
 where

@@ -113,21 +113,9 @@ impl Parser<'_> {
                         }
                         let v = self.value(depth + 1)?;
                         fields.insert(key, v);
-                        if self.eat(b',') {
-                            // `..` of a non-exhaustive Debug, or a trailing comma.
-                            self.blank();
-                            if self.s[self.at..].starts_with(b"..") {
-                                self.at += 2;
-                            }
-                            if self.eat(b'}') {
-                                break;
-                            }
-                            continue;
-                        }
-                        if self.eat(b'}') {
+                        if self.closed_after_item(b'}')? {
                             break;
                         }
-                        return None;
                     }
                 }
                 // The top level's and a field's own type are known; a variant's name is
@@ -179,14 +167,24 @@ impl Parser<'_> {
         }
         loop {
             items.push(self.value(depth + 1)?);
-            if self.eat(b',') {
-                if self.eat(close) {
-                    return Some(items);
-                }
-                continue;
+            if self.closed_after_item(close)? {
+                return Some(items);
             }
-            return self.eat(close).then_some(items);
         }
+    }
+
+    /// After an item: a comma (then maybe `..` of a non-exhaustive `Debug`, or the
+    /// close of a trailing comma) or the close. `Some(true)` closed, `Some(false)`
+    /// another item follows, `None` neither.
+    fn closed_after_item(&mut self, close: u8) -> Option<bool> {
+        if self.eat(b',') {
+            self.blank();
+            if self.s[self.at..].starts_with(b"..") {
+                self.at += 2;
+            }
+            return Some(self.eat(close));
+        }
+        self.eat(close).then_some(true)
     }
 
     /// `{a, b}` (a set: an array) or `{k: v, ..}` (a map: an object when every key is
@@ -203,16 +201,9 @@ impl Parser<'_> {
                 vals.push(self.value(depth + 1)?);
             }
             keys.push(k);
-            if self.eat(b',') {
-                if self.eat(b'}') {
-                    break;
-                }
-                continue;
-            }
-            if self.eat(b'}') {
+            if self.closed_after_item(b'}')? {
                 break;
             }
-            return None;
         }
         if vals.is_empty() {
             return Some(Value::Array(keys));

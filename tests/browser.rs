@@ -65,24 +65,15 @@ fn dump_dom(page: &Path) -> String {
 fn dump_url(url: &str, extra: &[&str]) -> String {
     let profile = tempfile::tempdir().unwrap();
     let mut cmd = Command::new(CHROMIUM);
-    cmd.args([
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-    ])
-    .arg(format!("--user-data-dir={}", profile.path().display()))
-    .args(extra)
-    .arg("--dump-dom")
-    .arg(url)
-    .stdin(Stdio::null())
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null())
-    .process_group(0);
+    cmd.args(crate::common::HEADLESS)
+        .arg(format!("--user-data-dir={}", profile.path().display()))
+        .args(extra)
+        .arg("--dump-dom")
+        .arg(url)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .process_group(0);
     let mut browser = Browser { child: cmd.spawn().expect("chromium starts") };
     let mut stdout = browser.child.stdout.take().unwrap();
     // The watchdog kills the group at the deadline unless told the dump is over.

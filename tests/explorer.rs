@@ -25,7 +25,7 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use serde_json::{json, Value};
 
-use crate::common::{mutexlab, stderr, stdout, PATIENCE};
+use crate::common::{mutexlab, stderr, stdout, HEADLESS, PATIENCE};
 
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -89,18 +89,8 @@ impl Session {
             l.split("started successfully on port ").nth(1).map(|p| p.trim_end_matches('.').to_string())
         });
         let profile = tempfile::tempdir().unwrap();
-        let args = [
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--window-size=1400,900",
-        ];
-        let mut args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        let mut args: Vec<String> = HEADLESS.iter().map(|a| a.to_string()).collect();
+        args.push("--window-size=1400,900".into());
         args.push(format!("--user-data-dir={}", profile.path().display()));
         let caps = json!({"capabilities": {"alwaysMatch": {
             "browserName": "chrome",

@@ -50,7 +50,7 @@ where
 {
     /// A search of `service` under `opts`, judging `invariants` too.
     pub(super) fn new(service: ServiceKind, opts: &'a CheckOpts, invariants: &'a [Invariant<N>]) -> Self {
-        let cap = opts.bypass_bound.map_or(u8::MAX, |b| b.saturating_add(1).min(u32::from(u8::MAX)) as u8);
+        let cap = super::bypass_cap(opts);
         Search { service, opts, invariants, counted: service == ServiceKind::Mutex, cap }
     }
 

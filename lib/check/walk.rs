@@ -305,7 +305,7 @@ where
         .into_iter()
         .chain(invariants.iter().map(|i| Property::Invariant(i.name)))
         .collect();
-    let cap = opts.bypass_bound.map_or(u8::MAX, |b| b.saturating_add(1).min(u32::from(u8::MAX)) as u8);
+    let cap = super::bypass_cap(opts);
     let mut counts: Counts = [0; COUNTED];
 
     let mut start = blank_step(0, None);

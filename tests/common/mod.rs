@@ -13,6 +13,19 @@ use assert_cmd::cargo::CommandCargoExt;
 /// A generous limit for any one wait, for a loaded 2-core machine.
 pub const PATIENCE: Duration = Duration::from_secs(60);
 
+/// Headless Chromium's flags for the browser tests: without the background-networking
+/// ones, this machine's closed network refuses its connections by the dozen.
+pub const HEADLESS: [&str; 8] = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+];
+
 /// The binary under test.
 pub fn mutexlab() -> Command {
     Command::cargo_bin("mutexlab").expect("the mutexlab binary is built")
