@@ -120,6 +120,13 @@ fn catches(pid: u32, sig: i32) -> bool {
     u64::from_str_radix(mask, 16).is_ok_and(|m| m & (1 << (sig - 1)) != 0)
 }
 
+/// The process's own (anonymous) resident memory, in KiB.
+fn anon_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let kib = status.lines().find_map(|l| l.strip_prefix("RssAnon:")).unwrap_or("0 kB");
+    kib.trim().trim_end_matches("kB").trim().parse().unwrap_or(0)
+}
+
 #[test]
 fn sigterm_and_sigint_stop_a_search_with_its_partial_report_and_exit_130() {
     use nix::sys::signal::Signal;
@@ -134,7 +141,10 @@ fn sigterm_and_sigint_stop_a_search_with_its_partial_report_and_exit_130() {
             .unwrap();
         let mut child = Reaped(child);
         let pid = child.0.id();
+        // The handler is there from the start, but a signal before the search begins
+        // ends the command with no report: wait for the search's states to take memory.
         wait_for("check's signal handler", || catches(pid, sig as i32));
+        wait_for("the search under way", || anon_kib(pid) > 8 << 10);
         nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), sig).unwrap();
         let asked = std::time::Instant::now();
         let status = child.0.wait().unwrap();
