@@ -129,6 +129,11 @@ pub struct CheckOpts {
     /// not (the Stateright bench).
     #[serde(default)]
     pub forget: bool,
+    /// The seed in every node's [`Config`] (`--seed`), for algorithms that draw from it:
+    /// 0 for a search; a failing simulator seed's path carries its seed, so the world it
+    /// is walked in is the one the simulator ran.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub seed: u64,
     /// Depth-first instead of breadth-first: little memory, but a counterexample need
     /// not be the shortest.
     #[serde(default)]
@@ -144,6 +149,10 @@ pub struct CheckOpts {
     /// counted from there. Not saved: a counterexample file holds the whole path.
     #[serde(skip)]
     pub from: Vec<Choice>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// Which armed timer may fire next, `--timers`.
@@ -192,6 +201,7 @@ impl CheckOpts {
             lose: 0,
             timer_fires: None,
             forget: false,
+            seed: 0,
             dfs: false,
             max_depth: None,
             threads: CheckOpts::default_threads(),
@@ -231,6 +241,9 @@ impl CheckOpts {
         }
         if self.forget {
             with("--forget", None);
+        }
+        if self.seed != 0 {
+            with("--seed", Some(self.seed.to_string()));
         }
         if let Some(b) = self.bypass_bound {
             with("--bypass-bound", Some(b.to_string()));
@@ -582,7 +595,7 @@ fn initial<N: Node>(opts: &CheckOpts) -> World<N>
 where
     N::Service: SimService,
 {
-    let configs = (0..opts.n).map(|i| Config::new(i, opts.n)).collect();
+    let configs = (0..opts.n).map(|i| Config { seed: opts.seed, ..Config::new(i, opts.n) }).collect();
     let world = World::<N>::new(configs, opts.entries)
         .without_tallies()
         .stale_timers(opts.stale_timers)

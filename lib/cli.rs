@@ -592,6 +592,11 @@ struct SimArgs {
     /// Print one JSON object instead of the lines.
     #[arg(long)]
     json: bool,
+    /// Write the first failing seed's path into this directory, new or empty:
+    /// `steps.html` to step through it, and `counterexample.json`, which `mutexlab
+    /// replay` runs as real processes.
+    #[arg(long, value_name = "DIR", conflicts_with = "worker_cmd")]
+    out: Option<PathBuf>,
 }
 
 /// `--seeds`: `A..B`, `A..=B` or `A`, as an inclusive range.
@@ -706,6 +711,35 @@ fn superpeers_run(dir: &std::path::Path) -> Outcome {
     Ok(if report.ok { Verdict::Pass } else { Verdict::Fail })
 }
 
+/// A failing seed's path into `dir` (`sim --out`), walked in the checker's world set as
+/// the simulator's: its seed in every node's configuration, the earliest timer first,
+/// stale timers, and the run's channels and crashes. Says on stderr what it wrote.
+fn write_sim_path(
+    info: &registry::AlgoInfo,
+    a: &SimArgs,
+    e: &crate::sim::SimError,
+    failure: &str,
+    dir: &std::path::Path,
+) {
+    let opts = check::CheckOpts {
+        non_fifo: a.non_fifo,
+        crashes: a.crashes,
+        stale_timers: true,
+        timers: check::TimerOrder::Earliest,
+        seed: e.seed,
+        ..check::CheckOpts::new(a.nodes, a.entries)
+    };
+    let shown = dir.display();
+    match crate::explore::write_path(info, &opts, &e.choices, failure, dir) {
+        Ok(page) => eprintln!(
+            "seed {}'s path written to {shown}: open {} to step through it; `mutexlab replay {shown}` runs it as real processes",
+            e.seed,
+            page.display()
+        ),
+        Err(why) => eprintln!("mutexlab: seed {}'s path not written to {shown}: {why}", e.seed),
+    }
+}
+
 fn cmd_sim(a: SimArgs) -> Outcome {
     let info = match (&a.worker_cmd, &a.algo) {
         (None, None) => return Err(Error::usage("sim needs --algo NAME or --worker-cmd CMD")),
@@ -757,6 +791,10 @@ fn cmd_sim(a: SimArgs) -> Outcome {
     if let Some(m) = a.max_steps {
         settings += &format!(" --max-steps {m}");
     }
+    if let Some(dir) = &a.out {
+        crate::sim::record::new_or_empty(dir).map_err(Error::usage)?;
+    }
+    let mut written = false;
     // Failures kept for --json: the first few hundred; the rest are counted.
     const KEPT: usize = 200;
     let (mut passed, mut failed, mut kept) = (0u64, 0u64, Vec::new());
@@ -790,6 +828,10 @@ fn cmd_sim(a: SimArgs) -> Outcome {
                 let failure = failure.lines().next().unwrap_or_default();
                 let failure = crate::text::clip_to(failure, 300);
                 let replay = format!("{settings} --seeds {seed}");
+                if let (Some(dir), false) = (&a.out, written) {
+                    written = true;
+                    write_sim_path(info, &a, &e, &failure, dir);
+                }
                 if !a.json {
                     out(&format!("seed {seed}: step {}: {failure}\n  replay: {replay}\n", e.step));
                 } else if kept.len() < KEPT {
@@ -802,6 +844,9 @@ fn cmd_sim(a: SimArgs) -> Outcome {
                 }
             }
         }
+    }
+    if let (Some(dir), false) = (&a.out, written) {
+        eprintln!("no seed failed: nothing written to {}", dir.display());
     }
     let (from, to) = (*a.seeds.start(), *a.seeds.end());
     if a.json {
@@ -887,6 +932,10 @@ struct CheckArgs {
     /// Let nodes forget fields no later step reads (fewer states, same verdicts).
     #[arg(long)]
     forget: bool,
+    /// The seed in every node's configuration, for algorithms that draw from it (voting's
+    /// back-off); a failing `sim` seed's counterexample carries its seed.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
     /// Timers fire at most T times on any way, or `none` for no bound (default: 1 for
     /// algorithms whose timers can fire without end, such as centralized-bully and
     /// bully; else none). Without a bound their search never ends.
@@ -1687,6 +1736,7 @@ fn check_opts(a: &CheckArgs) -> Result<check::CheckOpts, Error> {
             }
         },
         forget: a.forget,
+        seed: a.seed,
     })
 }
 
@@ -1822,6 +1872,8 @@ fn cmd_replay(a: ReplayArgs) -> Outcome {
         // Elections: every node's application may call, as in the checker's world.
         elect: (info.service == ServiceKind::Election)
             .then(|| ElectOpts { initiators: Initiators::All, settle: Duration::from_millis(1) }),
+        // The nodes' configuration seed the checker's world gave them.
+        seed: ce.opts.seed,
         ..RunOpts::new(info.name, exe())
     };
     match supervisor::run(&opts) {
@@ -1999,6 +2051,7 @@ mod tests {
             bypass_bound: Some(3),
             max_depth: Some(7),
             threads: 2,
+            seed: 9,
             ..plain.clone()
         };
         assert_eq!(parsed(&[size(&every), every.flags()].concat()), every);

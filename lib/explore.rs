@@ -189,15 +189,7 @@ impl Explorer {
             Ok(w) => w,
             Err(e) => return error(400, e),
         };
-        let file = CounterexampleFile {
-            schema: crate::counterexample::SCHEMA,
-            algorithm: self.info.name.to_string(),
-            opts: self.opts.clone(),
-            property: w.property.clone().unwrap_or_default(),
-            failure: w.failure.clone().unwrap_or_else(|| "a path built in the explorer".into()),
-            choices: w.choices.clone(),
-            steps: w.steps.iter().skip(1).map(|s| s.notes.clone()).collect(),
-        };
+        let file = counterexample_of(self.info, &self.opts, &w, "a path built in the explorer");
         let dir = self.free_dir();
         match file.write(&dir) {
             Ok(written) => {
@@ -233,13 +225,51 @@ pub fn write_steps_page(
     choices: &[crate::sim::Choice],
     dir: &FsPath,
 ) -> Result<PathBuf, String> {
+    let w = (info.walk)(opts, &Route::Choices(choices.to_vec()))?;
+    steps_page(info, opts, w, dir)
+}
+
+/// Write a path found by another driver (a failing simulator seed) as `check --out`
+/// writes a counterexample: `counterexample.json`, which `mutexlab replay` runs as real
+/// processes, and its stepping page; give the page's path. `failure` is what that
+/// driver saw, for when no property the walk judges names it (a livelock, say).
+pub fn write_path(
+    info: &AlgoInfo,
+    opts: &CheckOpts,
+    choices: &[crate::sim::Choice],
+    failure: &str,
+    dir: &FsPath,
+) -> Result<PathBuf, String> {
     let mut w = (info.walk)(opts, &Route::Choices(choices.to_vec()))?;
+    if w.failure.is_none() {
+        w.failure = Some(failure.to_string());
+    }
+    counterexample_of(info, opts, &w, failure).write(dir)?;
+    steps_page(info, opts, w, dir)
+}
+
+/// The counterexample file of a walk; `failure` when the walk broke nothing.
+fn counterexample_of(info: &AlgoInfo, opts: &CheckOpts, w: &Walk, failure: &str) -> CounterexampleFile {
+    CounterexampleFile {
+        schema: crate::counterexample::SCHEMA,
+        algorithm: info.name.to_string(),
+        opts: opts.clone(),
+        property: w.property.clone().unwrap_or_default(),
+        failure: w.failure.clone().unwrap_or_else(|| failure.into()),
+        choices: w.choices.clone(),
+        steps: w.steps.iter().skip(1).map(|s| s.notes.clone()).collect(),
+    }
+}
+
+fn steps_page(info: &AlgoInfo, opts: &CheckOpts, mut w: Walk, dir: &FsPath) -> Result<PathBuf, String> {
     w.algorithm = info.name.to_string();
+    let steps = w.choices.len();
     let flags = opts.flags();
     let flags = if flags.is_empty() { String::new() } else { format!(" {}", flags.join(" ")) };
     let what = match (&w.failure, w.violation_step) {
-        (Some(f), Some(k)) => format!("{f} (step {k} of {})", choices.len()),
-        _ => format!("{} steps", choices.len()),
+        (Some(f), Some(k)) => format!("{f} (step {k} of {steps})"),
+        (Some(f), None) => format!("{f} ({steps} steps)"),
+        _ => format!("{steps} steps"),
     };
     let title = format!("{} -n {} -k {}{flags}: {what}", info.name, opts.n, opts.entries);
     let json = serde_json::to_string(&w).map_err(|e| e.to_string())?;

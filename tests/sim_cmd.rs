@@ -193,3 +193,56 @@ fn a_step_budget_that_runs_out_is_inconclusive_and_a_livelock_still_fails() {
     assert!(text.contains("no completion in the last 2000 of 2000 steps (livelock or starvation)"), "{text}");
     assert!(text.contains("replay: "), "{text}");
 }
+
+#[test]
+fn a_failing_seed_is_written_to_step_through_and_replays_as_processes() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("seed");
+    let args = ["sim", "--algo", "lamport", "-n", "3", "--non-fifo", "--seeds", "0..50", "--out"];
+    let out = run(&[&args[..], &[dir.to_str().unwrap()]].concat());
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    // The first failing seed's path: the page and the file, said on stderr.
+    let first: u64 = stdout(&out).split_whitespace().nth(1).unwrap().trim_end_matches(':').parse().unwrap();
+    let said = format!(
+        "seed {first}'s path written to {}: open {}",
+        dir.display(),
+        dir.join("steps.html").display()
+    );
+    assert!(stderr(&out).contains(&said), "{}", stderr(&out));
+    let ce: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("counterexample.json")).unwrap()).unwrap();
+    assert_eq!(ce["property"], "mutual exclusion", "{ce}");
+    assert_eq!(ce["opts"]["seed"], first, "{ce}");
+    assert_eq!(ce["opts"]["timers"], "earliest", "{ce}");
+    let page = std::fs::read_to_string(dir.join("steps.html")).unwrap();
+    assert!(
+        page.contains("lamport -n 3 -k 1 --non-fifo --stale-timers --timers earliest"),
+        "a page titled by its world"
+    );
+    assert!(page.contains("enters"), "the steps in words");
+
+    // Real processes take the same path and overlap.
+    let run_dir = tmp.path().join("run");
+    let again = run(&["replay", dir.to_str().unwrap(), "--run-dir", run_dir.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(1), "{}{}", stdout(&again), stderr(&again));
+    assert!(stdout(&again).contains("overlap"), "{}", stdout(&again));
+    assert!(processes_mentioning(&run_dir.display().to_string()).is_empty(), "workers outlived the replay");
+
+    // Negative control: seeds that all pass write nothing, and say so.
+    let clean = tmp.path().join("clean");
+    let out =
+        run(&["sim", "--algo", "lamport", "-n", "3", "--seeds", "0..5", "--out", clean.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).contains("no seed failed: nothing written to"), "{}", stderr(&out));
+    assert!(!clean.join("counterexample.json").exists());
+
+    // A directory with files in it, or a program's nodes (which the checker's world
+    // does not start), are refused in one line.
+    for bad in [
+        vec!["sim", "--algo", "lamport", "--out", dir.to_str().unwrap()],
+        vec!["sim", "--worker-cmd", "true", "--out", clean.to_str().unwrap()],
+    ] {
+        let out = run(&bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", stderr(&out));
+    }
+}
