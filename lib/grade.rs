@@ -733,6 +733,17 @@ impl Grader {
         } else {
             None
         };
+        // SIGINT or SIGTERM: the test under way is stopped and its processes and
+        // temporary directory removed, the rest are marked not run, and the results are
+        // written as for a budget that ran out; then exit 130.
+        let _hook = match budget {
+            Some(_) => {
+                crate::interrupt::install()
+                    .map_err(|e| Error::failed(format!("cannot install the signal handler: {e}")))?;
+                Some(crate::interrupt::Hook::new(|| {}, None))
+            }
+            None => None,
+        };
         let (summary, results) =
             self.run_tests(&ctx, &args.ids, &mut std::io::stdout().lock(), budget.as_ref());
         if let Some(path) = &args.gradescope {
@@ -740,6 +751,12 @@ impl Grader {
             let text = serde_json::to_string_pretty(&json).expect("a results value serialises") + "\n";
             crate::html::write_whole(path, &text)
                 .map_err(|e| Error::failed(format!("cannot write {}: {e}", shown(path))))?;
+        }
+        if budget.is_some() && crate::interrupt::requested() {
+            return Err(Error::new(
+                exit::Kind::Interrupted,
+                "interrupted: the test under way was stopped and the rest not run",
+            ));
         }
         Ok(if summary.passed == summary.total { Verdict::Pass } else { Verdict::Fail })
     }
@@ -926,8 +943,14 @@ impl Budget {
                 self.seconds, t.id
             ));
         }
+        if crate::interrupt::requested() {
+            return Err(format!("{NOT_RUN} the grader was interrupted"));
+        }
         let limit = t.kind.limit().min(left);
         match self.iso.run(&t.id, limit) {
+            isolate::Ended::Interrupted => {
+                Err(format!("{NOT_RUN} the grader was interrupted and stopped it"))
+            }
             isolate::Ended::Answered(isolate::Answer::Passed(note)) => Ok(Done::Passed(note)),
             isolate::Ended::Answered(isolate::Answer::Skipped(why)) => Ok(Done::Skipped(why)),
             isolate::Ended::Answered(isolate::Answer::Failed(why)) => Err(why),

@@ -14,7 +14,7 @@
 //! whole group is killed, then every process that escaped the group (the grader is their
 //! subreaper, so they become its children), and the temporary directory it was given
 //! (`TMPDIR`) is removed. Only then does the grader go on, and only the grader writes the
-//! results.
+//! results. A signal to the grader ends the test under way the same way, at once.
 //!
 //! A node that reads its own process's memory could still find the token and forge its
 //! own tests' answers: the child runs the node's code, so it can only be as honest as
@@ -66,6 +66,8 @@ pub(super) enum Ended {
     Answered(Answer),
     /// No answer within the time limit: it was killed.
     TimedOut,
+    /// The grader was interrupted (SIGINT, SIGTERM) before it answered: it was killed.
+    Interrupted,
     /// It ended, or answered something the grader cannot read: why, in a line.
     NoAnswer(String),
 }
@@ -161,7 +163,7 @@ impl Isolation {
         sweep_orphans();
         drop(tmp);
         if !exited {
-            return Ok(Ended::TimedOut);
+            return Ok(if crate::interrupt::requested() { Ended::Interrupted } else { Ended::TimedOut });
         }
         Ok(read_answer(&bytes, &token).unwrap_or_else(|| Ended::NoAnswer(no_answer(status.ok(), &bytes))))
     }
@@ -236,7 +238,7 @@ fn collect(read: &OwnedFd, pid: Pid, limit: Duration) -> (Vec<u8>, bool) {
             }
         }
         let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
+        if left.is_zero() || crate::interrupt::requested() {
             return (bytes, false);
         }
         std::thread::sleep(TICK.min(left));

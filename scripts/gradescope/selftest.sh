@@ -7,7 +7,8 @@
 # not compile 0 with a line that says so. Two hostile ones: a node that writes the
 # results file itself and exits scores 0 (it scored 63/63 when the tests ran in the
 # grader's process), and one that loops forever gets its honest score and a results
-# file within the time budget (it used to hang the grader). Every results file has the
+# file within the time budget (it used to hang the grader); signalled while it loops, the
+# grader stops, cleans up, writes its results and exits 130. Every results file has the
 # fields the project's schema requires, and no run leaves a temporary directory behind:
 # a failed run is kept in the results store. setup.sh is not run (it installs system
 # packages); its build step is. The bundle's lab depends on this tree's library and
@@ -163,6 +164,33 @@ fi
 if [ "$took" -gt 120 ]; then
     echo "selftest: grading the looper took ${took}s, its budget 25 s (and the build)" >&2; exit 1
 fi
+# A signal to the grader (Gradescope's own timeout, a Ctrl-C) while the looper's 1.2 runs:
+# that test is stopped at once, its processes and temporary files removed, the rest
+# marked not run, the results written, exit 130 (the grader used to die at once and
+# leave its temporary directories behind). The lab's program still holds the looper.
+(cd "$root/source/lab" && TMPDIR="$tmp/tmpdir" exec "$repo/target/debug/autograder" grade \
+    --gradescope "$tmp/signalled.json" >"$tmp/stdout" 2>&1) &
+grader=$!
+waited=0
+until grep -q 'TEST 1.2' "$tmp/stdout" 2>/dev/null; do
+    sleep 0.1; waited=$((waited + 1))
+    if [ $waited -gt 1200 ]; then kill -KILL $grader; echo "selftest: the grader never reached 1.2" >&2; exit 1; fi
+done
+sleep 0.5
+kill -TERM $grader
+started=$SECONDS
+status=0; wait $grader || status=$?
+if [ $status != 130 ] || [ $((SECONDS - started)) -gt 5 ]; then
+    cat "$tmp/stdout"; echo "selftest: a signalled grader exited $status after $((SECONDS - started)) s, not 130 at once" >&2; exit 1
+fi
+if [ -n "$(ls -A "$tmp/tmpdir")" ] || pgrep -f signalled.json >/dev/null; then
+    ls -la "$tmp/tmpdir" >&2; echo "selftest: a signalled grader left temporary files or processes behind" >&2; exit 1
+fi
+if ! grep -q 'not run: the grader was interrupted and stopped it' "$tmp/signalled.json" ||
+    ! grep -q '"output": "not run: the grader was interrupted"' "$tmp/signalled.json"; then
+    cat "$tmp/signalled.json"; echo "selftest: a signalled grader's results do not say so" >&2; exit 1
+fi
+echo "selftest: a grader signalled during 1.2 stopped it, cleaned up, wrote its results and exited 130"
 expect "no node.rs" "$(grade "" .)" "0.0 0"
 grep -q 'No node.rs in your submission' "$tmp/results" || { cat "$tmp/results"; exit 1; }
 expect "a node.rs that does not compile" "$(grade "$tmp/broken.rs" .)" "0.0 0"
