@@ -628,6 +628,10 @@ fn merge(mut bars: Vec<Bar>, what: &str) -> Vec<Bar> {
     out
 }
 
+/// A message label: its text, the spots it may take in order, its colour, and how many
+/// sends it names.
+type Label<'a> = (&'a str, [(f64, f64); 5], usize, u32);
+
 /// Messages as arrows from the sender's lane at the send to the receiver's at the
 /// receipt; a message never delivered ends halfway, dashed.
 /// The reader already kept only one message in `tl.arrow_stride`; more than
@@ -651,7 +655,11 @@ fn arrows(
             "{total} messages: one arrow in {overall} is drawn ({shown} arrows); the counts above are of all of them."
         ));
     }
-    let mut labels = Vec::new();
+    // (text, spots, colour, sends it names): a broadcast's sends leave one point of the
+    // sender's lane, and are labelled once, `REQUEST ×31`.
+    let mut labels: Vec<Label> = Vec::new();
+    // Per sender: the label of its last send, and where that send left its lane.
+    let mut fan: std::collections::HashMap<u32, (usize, f64)> = std::collections::HashMap::new();
     for (i, a) in all.iter().enumerate().step_by(stride).filter(|(_, a)| a.from < lanes && a.to < lanes) {
         let (x1, y1) = (sc.x(a.sent), lane_y(a.from));
         let (x2, y2, class, got) = match a.received {
@@ -688,28 +696,40 @@ fn arrows(
             esc(&title)
         );
         if shown <= MAX_LABELS {
-            // Beside the send, on the sender's own lane: never on another worker's.
-            let left = x1 - 3.0 - CHAR_W * a.msg.chars().count() as f64;
-            let spots = [
-                (x1 + 3.0, y1 - 12.0),
-                (x1 + 3.0, y1 + 21.0),
-                (left, y1 - 12.0),
-                (left, y1 + 21.0),
-                (x1 + 3.0, y1 - 24.0),
-            ];
-            labels.push((a.msg.as_str(), spots, c));
+            match fan.get(&a.from) {
+                // The same type from the same point of the lane: the fan's label counts it.
+                Some(&(l, x)) if labels[l].0 == a.msg && (x1 - x).abs() < 2.0 => labels[l].3 += 1,
+                _ => {
+                    // Beside the send, on the sender's own lane: never on another worker's.
+                    let left = x1 - 3.0 - CHAR_W * (a.msg.chars().count() + 4) as f64;
+                    let spots = [
+                        (x1 + 3.0, y1 - 12.0),
+                        (x1 + 3.0, y1 + 21.0),
+                        (left, y1 - 12.0),
+                        (left, y1 + 21.0),
+                        (x1 + 3.0, y1 - 24.0),
+                    ];
+                    fan.insert(a.from, (labels.len(), x1));
+                    labels.push((a.msg.as_str(), spots, c, 1));
+                }
+            }
         }
     }
     let before = boxes.dropped;
     let mut labelled = 0;
-    for (text, spots, c) in labels {
-        if let Some((x, y)) = boxes.place(text, &spots) {
+    for (text, spots, c, n) in labels {
+        let (text, fan) = if n > 1 {
+            (format!("{text} ×{n}"), format!(r#" data-fan="{n}""#))
+        } else {
+            (text.to_string(), String::new())
+        };
+        if let Some((x, y)) = boxes.place(&text, &spots) {
             labelled += 1;
             let _ = writeln!(
                 s,
-                r#"<text data-label="msg" class="msg" x="{x:.1}" y="{y:.1}" style="fill:{}">{}</text>"#,
+                r#"<text data-label="msg"{fan} class="msg" x="{x:.1}" y="{y:.1}" style="fill:{}">{}</text>"#,
                 PALETTE[c],
-                esc(text)
+                esc(&text)
             );
         }
     }

@@ -802,6 +802,28 @@ fn arrows_carry_their_ends_clocks_and_contents_escaped_and_a_broadcast_is_one_fa
     assert_eq!(count(logical, ">REQUEST ×2</text>"), 1, "{logical}");
     assert_eq!(count(logical, ">REQUEST</text>"), 0, "{logical}");
     assert_eq!(count(logical, ">REPLY</text>"), 1, "{logical}");
+    // On the wall clock too: the two sends leave one point of w0's lane.
+    let (wall, _) = views(&html);
+    assert_eq!(count(wall, r#"data-fan="2""#), 1, "{wall}");
+    assert_eq!(count(wall, ">REQUEST ×2</text>"), 1, "{wall}");
+    assert_eq!(count(wall, ">REQUEST</text>"), 0, "{wall}");
+    // Negative control: the same two sends 1 ms apart are two labels there.
+    let apart = "# mutexlab trace v1 w=0 workers=3 algo=ricart-agrawala\n\
+                 SEND w=0 inc=0 t=1000000 lc=1 to=1 type=REQUEST body={}\n\
+                 SEND w=0 inc=0 t=2050000 lc=2 to=2 type=REQUEST body={}\n";
+    let w1 = "# mutexlab trace v1 w=1 workers=3 algo=ricart-agrawala\n\
+              RECV w=1 inc=0 t=1000002 lc=2 from=0 from_inc=0 sent_lc=1 type=REQUEST\n";
+    let w2 = "# mutexlab trace v1 w=2 workers=3 algo=ricart-agrawala\n\
+              RECV w=2 inc=0 t=2050003 lc=3 from=0 from_inc=0 sent_lc=2 type=REQUEST\n";
+    let d = dir_with(&[
+        (RESOURCE_FILE, CLEAN),
+        ("trace-w0.log", apart),
+        ("trace-w1.log", w1),
+        ("trace-w2.log", w2),
+    ]);
+    let html2 = render(d.path()).unwrap();
+    let (wall, _) = views(&html2);
+    assert_eq!(count(wall, ">REQUEST</text>"), 2, "{wall}");
     // The toolbar: a box per worker and per type, the search box and the pinned panel.
     for w in 0..3 {
         assert!(html.contains(&format!(r#"checked data-filter-w="{w}">w{w}</label>"#)), "{html}");
