@@ -1345,12 +1345,34 @@ document.addEventListener('DOMContentLoaded', function () {
 });
 </script>"#;
 
-/// An arrow as the report's HTML draws it: its attributes and its hover.
+/// A test's action on a report: keep the arrows whose event is from FROM to TO ms, in
+/// both views.
+const TIME: &str = r#"<script>
+document.addEventListener('DOMContentLoaded', function () {
+  var lo = document.getElementById('from-ms'), hi = document.getElementById('to-ms');
+  lo.value = 'FROM';
+  lo.dispatchEvent(new Event('input', { bubbles: true }));
+  hi.value = 'TO';
+  hi.dispatchEvent(new Event('input', { bubbles: true }));
+});
+</script>"#;
+
+/// Whether the page hid, after [`TIME`] kept `lo` to `hi` ms, the arrows of both views
+/// the HTML puts outside that range.
+fn time_filtered(dom: &str, html: &str, lo: f64, hi: f64) -> Result<usize, String> {
+    let [hidden] = rendered(dom, ["filter-hidden"])?;
+    let want = both_views_arrows(html).iter().filter(|a| a.2 < lo || a.2 > hi).count();
+    if hidden != want {
+        return Err(format!("the page hid {hidden} arrows, the HTML implies {want}"));
+    }
+    Ok(hidden)
+}
+
+/// An arrow of the logical view as the report's HTML draws it: its ends and clock.
 struct Arrow {
     from: String,
     to: String,
     vc: Vec<u64>,
-    title: String,
 }
 
 fn arrows_in(html: &str) -> Vec<Arrow> {
@@ -1362,28 +1384,46 @@ fn arrows_in(html: &str) -> Vec<Arrow> {
         .skip(1)
         .map(|g| {
             let g = &g[..g.find("</g>").unwrap()];
-            let title = &g[g.find("<title>").unwrap() + 7..g.find("</title>").unwrap()];
             Arrow {
                 from: attr(g, "data-from"),
                 to: attr(g, "data-to"),
                 vc: attr(g, "data-vc").split(',').map(|n| n.parse().unwrap()).collect(),
-                title: title.to_lowercase(),
             }
         })
         .collect()
 }
 
+/// Both views' arrows (the logical windows' and the wall clock's): sender, receiver, the
+/// time of its event in ms, and its hover, lowercased.
+fn both_views_arrows(html: &str) -> Vec<(String, String, f64, String)> {
+    let attr = |g: &str, name: &str| -> String {
+        let key = format!(" {name}=\"");
+        g.find(&key).map(|at| g[at + key.len()..].split('"').next().unwrap().to_string()).unwrap_or_default()
+    };
+    html.split("<g data-lmsg=")
+        .skip(1)
+        .chain(html.split("<g data-arrow=").skip(1))
+        .map(|g| {
+            let g = &g[..g.find("</g>").unwrap()];
+            let title = &g[g.find("<title>").unwrap() + 7..g.find("</title>").unwrap()];
+            let ms = attr(g, "data-ms").parse().unwrap_or_else(|_| panic!("an arrow without its time: {g}"));
+            (attr(g, "data-from"), attr(g, "data-to"), ms, title.to_lowercase())
+        })
+        .collect()
+}
+
 /// Whether the counts the page's script left after [`FIND`]'s actions are those the
-/// report's HTML implies: every arrow to or from w5 hidden, the other arrows whose hover
-/// says "reply" found, and the shown arrows of the open window whose clock is at most
+/// report's HTML implies: every arrow to or from w5 hidden (in both views), the other
+/// arrows whose hover says "reply" found, and the shown arrows of the open window whose clock is at most
 /// the clicked one's (its past) or at least (its future) counted, the clicked one apart.
 fn found_as_drawn(dom: &str, html: &str) -> Result<[usize; 4], String> {
     let [hidden, hits, past, future] =
         rendered(dom, ["filter-hidden", "search-hits", "causal-past", "causal-future"])?;
-    let all = arrows_in(html);
     let w5 = |a: &Arrow| a.from == "5" || a.to == "5";
-    let want_hidden = all.iter().filter(|a| w5(a)).count();
-    let want_hits = all.iter().filter(|a| !w5(a) && a.title.contains("reply")).count();
+    let both = both_views_arrows(html);
+    let to_w5 = |(from, to, _, _): &&(String, String, f64, String)| from == "5" || to == "5";
+    let want_hidden = both.iter().filter(to_w5).count();
+    let want_hits = both.iter().filter(|a| !to_w5(a) && a.3.contains("reply")).count();
     let start = dom.find(r#"<div id="found""#).ok_or("the test's script did not run")?;
     let tag = &dom[start..start + dom[start..].find('>').ok_or("cut short")?];
     let clicked: Vec<u64> = tag
@@ -1450,4 +1490,29 @@ fn a_big_run_filters_by_worker_searches_and_highlights_a_clicked_arrow_s_causal_
     let err =
         found_as_drawn(&with(&no_filter, "no-filter.html"), &no_filter).expect_err("a dead filter passes");
     assert!(err.contains("page counted"), "{err}");
+
+    // A time range keeps the arrows of both views whose event falls in it: the middle
+    // third of the wall clock's sends.
+    let mut times: Vec<&str> = html
+        .split("<g data-arrow=")
+        .skip(1)
+        .filter_map(|g| g.split(" data-ms=\"").nth(1).and_then(|t| t.split('"').next()))
+        .collect();
+    times.sort_by(|a, b| a.parse::<f64>().unwrap().total_cmp(&b.parse::<f64>().unwrap()));
+    let (lo, hi) = (times[times.len() / 3], times[2 * times.len() / 3]);
+    let timed = |page_html: &str, name: &str| -> String {
+        let script = TIME.replace("FROM", lo).replace("TO", hi);
+        let at = page_html.rfind("</body>").unwrap();
+        let copy = tmp.path().join(name);
+        std::fs::write(&copy, format!("{}{script}{}", &page_html[..at], &page_html[at..])).unwrap();
+        dump_dom(&copy)
+    };
+    let (l, h) = (lo.parse().unwrap(), hi.parse().unwrap());
+    let hidden = time_filtered(&timed(&html, "timed.html"), &html, l, h).unwrap_or_else(|e| panic!("{e}"));
+    assert!(hidden > 0, "the range {lo}..{hi} ms hides nothing");
+    let untimed = html.replacen("(lo !== null && ms < lo) || (hi !== null && ms > hi)", "false", 1);
+    assert_ne!(untimed, html);
+    let err =
+        time_filtered(&timed(&untimed, "untimed.html"), &untimed, l, h).expect_err("a dead range passes");
+    assert!(err.contains("the page hid 0"), "{err}");
 }

@@ -732,9 +732,10 @@ pub(crate) fn window(win: &Window, k: usize, of: usize, total: u64, open: bool, 
                     .unwrap_or_default();
                 let _ = writeln!(
                     s,
-                    r#"<g data-lmsg="{}" class="{class}{en_class}"{}{}{vcr}><line x1="{x:.1}" y1="{y:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="{}" marker-end="url(#head{colour})"/><title>{}</title></g>"#,
+                    r#"<g data-lmsg="{}" class="{class}{en_class}"{} data-ms="{:.3}"{}{vcr}><line x1="{x:.1}" y1="{y:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="{}" marker-end="url(#head{colour})"/><title>{}</title></g>"#,
                     esc(msg),
                     if en_class.is_empty() { "" } else { r#" data-enabler="""# },
+                    cx.ms(e.t),
                     ends(e.w, *to, &vcs[i], cx.bodies.get(&key(e))),
                     cx.colours.of(msg),
                     esc(&format!("{head}{got}{body}{en_why}"))
@@ -773,9 +774,10 @@ pub(crate) fn window(win: &Window, k: usize, of: usize, total: u64, open: bool, 
                 );
                 let _ = writeln!(
                     s,
-                    r#"<g data-lmsg="{}" class="msg in{en_class}"{}{}><line x1="{:.1}" y1="{y1:.1}" x2="{x:.1}" y2="{y:.1}" stroke="{}" marker-end="url(#head{colour})"/><title>{}</title></g>"#,
+                    r#"<g data-lmsg="{}" class="msg in{en_class}"{} data-ms="{:.3}"{}><line x1="{:.1}" y1="{y1:.1}" x2="{x:.1}" y2="{y:.1}" stroke="{}" marker-end="url(#head{colour})"/><title>{}</title></g>"#,
                     esc(msg),
                     if en_class.is_empty() { "" } else { r#" data-enabler="""# },
+                    cx.ms(e.t),
                     ends(*from, e.w, &vcs[i], cx.bodies.get(&key(e))),
                     x - COL * 0.6,
                     cx.colours.of(msg),

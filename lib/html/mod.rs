@@ -452,22 +452,29 @@ document.addEventListener('click', function (ev) {
   var c = document.getElementById('window-caption');
   if (c) c.textContent = ws[next].getAttribute('data-caption');
 });
-function arrows() { return Array.prototype.slice.call(document.querySelectorAll('svg.logical [data-lmsg]')); }
+// Both views' arrows: the logical windows' and the wall clock's.
+function arrows() { return Array.prototype.slice.call(document.querySelectorAll('svg.logical [data-lmsg], svg.diagram [data-arrow]')); }
+function kind(g) { return g.getAttribute('data-lmsg') || g.getAttribute('data-arrow'); }
+function bound(id) { var b = document.getElementById(id), v = b ? parseFloat(b.value) : NaN; return isNaN(v) ? null : v; }
 function said(name, n) { var r = document.getElementById('rendered'); if (r) r.setAttribute('data-' + name, String(n)); }
 function ticked(sel, attr) {
   var off = {};
   document.querySelectorAll(sel).forEach(function (c) { if (!c.checked) off[c.getAttribute(attr)] = true; });
   return off;
 }
-// Hide the unticked workers' lanes, bars and arrows and the unticked types' arrows.
+// Hide, in both views, the unticked workers' lanes, bars and arrows, the unticked types'
+// arrows, and the arrows whose event is outside the times asked for (ms).
 function filter() {
   var w = ticked('[data-filter-w]', 'data-filter-w'), k = ticked('[data-filter-kind]', 'data-filter-kind'), hidden = 0;
+  var lo = bound('from-ms'), hi = bound('to-ms');
   arrows().forEach(function (g) {
-    var off = w[g.getAttribute('data-from')] || w[g.getAttribute('data-to')] || k[g.getAttribute('data-lmsg')];
+    var ms = parseFloat(g.getAttribute('data-ms'));
+    var off = w[g.getAttribute('data-from')] || w[g.getAttribute('data-to')] || k[kind(g)] ||
+      (lo !== null && ms < lo) || (hi !== null && ms > hi);
     if (off) { g.setAttribute('display', 'none'); hidden++; } else g.removeAttribute('display');
   });
-  document.querySelectorAll('svg.logical [data-llane], svg.logical [data-w]').forEach(function (e) {
-    if (w[e.getAttribute('data-llane') || e.getAttribute('data-w')]) e.setAttribute('display', 'none'); else e.removeAttribute('display');
+  document.querySelectorAll('svg.logical [data-llane], svg.logical [data-w], svg.diagram [data-lane], svg.diagram [data-w]').forEach(function (e) {
+    if (w[e.getAttribute('data-llane') || e.getAttribute('data-lane') || e.getAttribute('data-w')]) e.setAttribute('display', 'none'); else e.removeAttribute('display');
   });
   said('filter-hidden', hidden);
   find();
@@ -482,7 +489,7 @@ function find() {
     if (on) hits++;
   });
   var c = document.getElementById('find-count');
-  if (c) c.textContent = q === '' ? '' : hits + (hits === 1 ? ' arrow matches' : ' arrows match') + ' in all windows';
+  if (c) c.textContent = q === '' ? '' : hits + (hits === 1 ? ' arrow matches' : ' arrows match') + ' (both views, every window)';
   said('search-hits', hits);
 }
 function vc(g) { return (g.getAttribute('data-vc') || '').split(',').map(Number); }
@@ -508,10 +515,22 @@ function pin(g) {
 document.addEventListener('change', function (ev) {
   if (ev.target.closest && ev.target.closest('.finder')) filter();
 });
-document.addEventListener('input', function (ev) { if (ev.target.id === 'find-text') find(); });
+document.addEventListener('input', function (ev) {
+  if (ev.target.id === 'find-text') find();
+  if (ev.target.id === 'from-ms' || ev.target.id === 'to-ms') filter();
+});
+// A wall-clock arrow has no vector clock: pinned, its contents only.
+function pinWall(g) {
+  arrows().forEach(function (o) { o.classList.remove('pinned', 'past', 'future', 'dim'); });
+  g.classList.add('pinned');
+  var t = g.querySelector('title'), p = document.getElementById('pinned-text');
+  if (p) p.textContent = (t ? t.textContent : '') + '\n(its causal past and future are marked on the logical axis)';
+}
 document.addEventListener('click', function (ev) {
   var g = ev.target.closest && ev.target.closest('svg.logical [data-lmsg]');
   if (g) pin(g);
+  var a = ev.target.closest && ev.target.closest('svg.diagram [data-arrow]');
+  if (a) pinWall(a);
 });
 document.addEventListener('DOMContentLoaded', function () {
   // A wider, invisible line over each arrow, so a 1.3 px arrow can be clicked.
@@ -766,7 +785,7 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
          <label for=\"axis-logical\">logical time</label> \
          <input type=\"radio\" name=\"axis\" id=\"axis-wall\"{wc}>\
          <label for=\"axis-wall\">wall clock (idle stretches shortened)</label>\
-         <span class=\"why-axis\">{}</span>\n\
+         <span class=\"why-axis\">{}</span>\n{finder}\
          <div class=\"view logical\" data-axis=\"logical\"><p class=\"nav\">\
          <button type=\"button\" data-go=\"-1\">◀ earlier</button> \
          <button type=\"button\" data-go=\"1\">later ▶</button> \
@@ -779,7 +798,7 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
          Shaded: paused or down, as on the wall clock; a red band across two lanes: both inside at once, the thick arrow the \
          message that let the second in. \
          Between windows, events are not drawn on this axis: the wall clock shows the whole run.</p>\
-         {}{}<div class=\"scroll\">{svgs}</div></div>\n{wall_view}</div>",
+         {}<div class=\"scroll\">{svgs}</div></div>\n{wall_view}</div>",
         if logical_first {
             "Opened on logical time: on the wall clock, a quarter or more of this window's messages start within 4 px of another."
         } else {
@@ -798,13 +817,13 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
             }
         )),
         dropped_note(dropped.iter().sum()),
-        finder(lanes, &tl.windows),
+        finder = finder(lanes, &tl.windows),
     );
 }
 
-/// The logical view's toolbar and pinned panel: a box per worker and per message type
-/// in the windows (unticked: hidden), a search over the arrows' hovers, and the panel a
-/// clicked arrow's contents and causal counts go into ([`SCRIPT`] drives them).
+/// The toolbar and pinned panel of both views: a box per worker and per message type in
+/// the windows (unticked: hidden), a time range, a search over the arrows' hovers, and
+/// the panel a clicked arrow's contents and causal counts go into ([`SCRIPT`] drives them).
 fn finder(lanes: u32, windows: &[events::Window]) -> String {
     let kinds: BTreeSet<&str> = windows
         .iter()
@@ -830,7 +849,9 @@ fn finder(lanes: u32, windows: &[events::Window]) -> String {
         );
     }
     s.push_str(
-        "</span> <label>find <input type=\"search\" id=\"find-text\" placeholder=\"in type, ends, contents\"></label> \
+        "</span> <label>from <input type=\"number\" step=\"any\" min=\"0\" id=\"from-ms\" size=\"8\"></label> \
+         <label>to <input type=\"number\" step=\"any\" min=\"0\" id=\"to-ms\" size=\"8\"> ms</label> \
+         <label>find <input type=\"search\" id=\"find-text\" placeholder=\"in type, ends, contents\"></label> \
          <span id=\"find-count\"></span></div>\
          <div id=\"pinned\" class=\"pinned\"><span class=\"help\">Click an arrow: its contents stay here; \
          arrows sent in its causal past are drawn blue, those in its future green, the rest dimmed.</span>\

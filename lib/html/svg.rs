@@ -585,8 +585,9 @@ fn bars(
     for b in &waits {
         let _ = writeln!(
             s,
-            r#"<rect data-bar="wait" class="wait{}" x="{:.1}" y="{:.1}" width="{:.1}" height="3"><title>{}</title></rect>"#,
+            r#"<rect data-bar="wait" class="wait{}" data-w="{}" x="{:.1}" y="{:.1}" width="{:.1}" height="3"><title>{}</title></rect>"#,
             b.class,
+            b.w,
             b.x1,
             lane_y(b.w) - 1.5,
             (b.x2 - b.x1).max(0.5),
@@ -597,9 +598,10 @@ fn bars(
         boxes.block([b.x1, lane_y(b.w) - 8.0, b.x1 + (b.x2 - b.x1).max(1.0), lane_y(b.w) + 8.0]);
         let _ = writeln!(
             s,
-            r#"<rect data-bar="cs" data-count="{}" class="cs{}" x="{:.1}" y="{:.1}" width="{:.1}" height="16"><title>{}</title></rect>"#,
+            r#"<rect data-bar="cs" data-count="{}" class="cs{}" data-w="{}" x="{:.1}" y="{:.1}" width="{:.1}" height="16"><title>{}</title></rect>"#,
             b.count,
             b.class,
+            b.w,
             b.x1,
             lane_y(b.w) - 8.0,
             (b.x2 - b.x1).max(1.0),
@@ -690,8 +692,11 @@ fn arrows(
         let c = colours.index(&a.msg);
         let _ = writeln!(
             s,
-            r#"<g data-arrow="{}" class="{class}{enabler}"><line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="{}" marker-end="url(#head{c})"/><title>{}</title></g>"#,
+            r#"<g data-arrow="{}" class="{class}{enabler}" data-from="{}" data-to="{}" data-ms="{:.3}"><line x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="{}" marker-end="url(#head{c})"/><title>{}</title></g>"#,
             esc(&a.msg),
+            a.from,
+            a.to,
+            sc.ms(a.sent),
             PALETTE[c],
             esc(&title)
         );
