@@ -853,6 +853,29 @@ mod tests {
     }
 
     #[test]
+    fn without_fifo_a_channel_is_a_multiset_and_the_counts_are_stateright_s_unordered_network_s() {
+        // Stateright 0.31's unordered non-duplicating network on the same model: 2,879 and
+        // 44,833 (and 2,084,955 at n = 4); kept in send order they were 3,146 and 52,268.
+        for (k, want) in [(1, 2_879), (2, 44_833)] {
+            let opts = CheckOpts { non_fifo: true, ..CheckOpts::new(3, k) };
+            let r = check::<RicartAgrawala>(ServiceKind::Mutex, &opts, &mut quiet);
+            assert!(r.complete && r.violation.is_none(), "{}", r.text("ricart-agrawala"));
+            assert_eq!(r.states, want, "k = {k}");
+        }
+        // The same messages in another order on a channel: one state without FIFO, two with.
+        let order = |first: u64, fifo: bool| {
+            let mut w = initial::<RicartAgrawala>(&CheckOpts { non_fifo: !fifo, ..CheckOpts::new(2, 1) });
+            w.push_in_flight(0, 1, crate::algos::ricart_agrawala::Msg::Request { ticket: first });
+            w.push_in_flight(0, 1, crate::algos::ricart_agrawala::Msg::Request { ticket: 3 - first });
+            w
+        };
+        assert!(order(1, false) == order(2, false));
+        assert_eq!(search::fingerprint(&order(1, false)), search::fingerprint(&order(2, false)));
+        assert!(order(1, true) != order(2, true), "FIFO: the order is state");
+        assert_ne!(search::fingerprint(&order(1, true)), search::fingerprint(&order(2, true)));
+    }
+
+    #[test]
     fn the_none_baseline_overlaps_in_a_few_steps() {
         let r = check::<Immediate>(ServiceKind::Mutex, &CheckOpts::new(2, 1), &mut quiet);
         let v = r.violation.clone().expect("no coordination must be caught");

@@ -233,7 +233,8 @@ where
 
 // By hand, not derived, so that a search recognises a state it has seen (design note
 // layers.md, "State that is the same compares the same"). In: the hosts, incarnations,
-// who is up, each channel's messages in order, news of deaths due, the armed timers as
+// who is up, each channel's messages in order (as a multiset when channels are not
+// FIFO), news of deaths due, the armed timers as
 // a multiset (whose, which, live or stale), the applications' phases, the crashes and
 // losses still allowed and the world's knobs. Out, kept beside as Stateright keeps
 // history: the clock, timer times, sequence numbers and generations, messages sent,
@@ -245,18 +246,18 @@ where
     N::Service: SimService,
 {
     fn eq(&self, other: &Self) -> bool {
-        let same_timers = self.timers.len() == other.timers.len() && {
-            // A multiset: match each timer with a distinct one of the other's.
-            let mut used = vec![false; other.timers.len()];
-            self.timers.iter().all(|t| {
-                let k = (0..other.timers.len()).find(|&k| !used[k] && other.timers[k].key() == t.key());
-                k.map(|k| used[k] = true).is_some()
-            })
+        let same_timers = same_multiset(&self.timers, &other.timers, |a, b| a.key() == b.key());
+        // Without FIFO a channel is a multiset: which of two messages was sent first
+        // cannot change what may happen next, since either may be delivered first.
+        let same_links = if self.fifo && other.fifo {
+            self.links == other.links
+        } else {
+            same_multiset(&self.links, &other.links, |a, b| a == b)
         };
         self.n == other.n
             && self.hosts == other.hosts
             && self.alive == other.alive
-            && self.links == other.links
+            && same_links
             && self.down_due == other.down_due
             && same_timers
             && self.apps == other.apps
@@ -273,6 +274,18 @@ where
 
 impl<N: Node> Eq for World<N> where N::Service: SimService {}
 
+/// Whether `a` and `b` hold the same items, counted, in any order (`same` matches two).
+fn same_multiset<T>(a: &[T], b: &[T], same: impl Fn(&T, &T) -> bool) -> bool {
+    a.len() == b.len() && {
+        // Match each item with a distinct one of the other's.
+        let mut used = vec![false; b.len()];
+        a.iter().all(|x| {
+            let k = (0..b.len()).find(|&k| !used[k] && same(x, &b[k]));
+            k.map(|k| used[k] = true).is_some()
+        })
+    }
+}
+
 impl<N: Node> Hash for World<N>
 where
     N::Service: SimService,
@@ -281,7 +294,11 @@ where
         self.n.hash(state);
         self.hosts.hash(state);
         self.alive.hash(state);
-        self.links.hash(state);
+        if self.fifo {
+            self.links.hash(state);
+        } else {
+            hash_unordered(self.links.iter(), state);
+        }
         self.down_due.hash(state);
         hash_unordered(self.timers.iter().map(SetTimer::key), state);
         self.apps.hash(state);
@@ -466,6 +483,15 @@ where
     /// The applications, to read (what an invariant of the checker's may look at).
     pub fn apps(&self) -> &<N::Service as SimService>::Apps {
         &self.apps
+    }
+
+    /// Put `msg` in flight from `from` to `to`, behind what is there (tests build
+    /// worlds with it).
+    #[cfg(test)]
+    pub(crate) fn push_in_flight(&mut self, from: u32, to: u32, msg: N::Msg) {
+        let l = from * self.n as u32 + to;
+        let end = self.links.partition_point(|&(k, _)| k <= l);
+        self.links.insert(end, (l, msg));
     }
 
     /// Every message in flight, as `(from, to, message)`, channel by channel in order.
