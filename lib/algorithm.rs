@@ -680,6 +680,14 @@ pub trait Node: Clone + PartialEq + Eq + Hash + fmt::Debug + Send + 'static {
     /// afterwards; real runs and the simulator never call it. The default forgets nothing.
     fn forget(&mut self) {}
 
+    /// The largest counter in this node's state that only grows (a Lamport clock, a
+    /// ticket, a term), for the checker's state constraint (`check --counter-bound B`):
+    /// a search expands no state where a node's is above B, as TLC's state constraints
+    /// bound such models. The default, 0, has nothing to bound.
+    fn counter(&self) -> u64 {
+        0
+    }
+
     /// The node's state as readable data, for the stepping page and the explorer: by
     /// default its fields by their own names, read from its `Debug` text
     /// ([`crate::fields::from_debug`]). A node that stands for a program says what it
@@ -745,6 +753,11 @@ pub trait Algorithm: Clone + PartialEq + Eq + Hash + fmt::Debug + Send + 'static
 
     /// For the checker only: clear the fields no later step reads (see [`Node::forget`]).
     fn forget(&mut self) {}
+
+    /// For the checker only: the largest counter that only grows (see [`Node::counter`]).
+    fn counter(&self) -> u64 {
+        0
+    }
 }
 
 impl<A: Algorithm> Node for A {
@@ -774,6 +787,10 @@ impl<A: Algorithm> Node for A {
 
     fn forget(&mut self) {
         Algorithm::forget(self)
+    }
+
+    fn counter(&self) -> u64 {
+        Algorithm::counter(self)
     }
 }
 

@@ -895,7 +895,7 @@ struct CheckArgs {
     #[arg(long, short = 'k', default_value_t = 1, allow_negative_numbers = true)]
     entries: i64,
     /// Stop after this many distinct states.
-    #[arg(long, default_value_t = 1_000_000, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 5_000_000, allow_negative_numbers = true)]
     max_states: i64,
     /// Stop after this many seconds.
     #[arg(long, default_value_t = 60.0, allow_negative_numbers = true)]
@@ -941,6 +941,11 @@ struct CheckArgs {
     /// bully; else none). Without a bound their search never ends.
     #[arg(long, value_name = "T", allow_hyphen_values = true)]
     timer_fires: Option<String>,
+    /// Expand no state where a node's clock, ticket or term is above B, or `none` for no
+    /// bound (default: the algorithm's, for those whose counters make the space too big
+    /// to finish, such as lamport; else none). States past it are judged, not expanded.
+    #[arg(long, value_name = "B", allow_hyphen_values = true)]
+    counter_bound: Option<String>,
     /// Check that while a node waits, the others enter at most B times (default: the
     /// bound the algorithm promises, if it promises one). The count joins the state.
     #[arg(long, value_name = "B", allow_negative_numbers = true)]
@@ -1737,6 +1742,18 @@ fn check_opts(a: &CheckArgs) -> Result<check::CheckOpts, Error> {
         },
         forget: a.forget,
         seed: a.seed,
+        counter_bound: match a.counter_bound.as_deref() {
+            None | Some("none") => None,
+            Some(b) => {
+                let bound = b.parse().map_err(|_| {
+                    Error::usage(format!(
+                        "--counter-bound takes a number or `none`, not {:?}",
+                        crate::text::clip_to(b, 40)
+                    ))
+                })?;
+                Some(within("--counter-bound", bound, 1, 1_000_000)? as u64)
+            }
+        },
     })
 }
 
@@ -1764,6 +1781,9 @@ fn cmd_check(a: CheckArgs) -> Outcome {
     let mut opts = info.check_opts(opts);
     if a.timer_fires.is_none() {
         opts.timer_fires = info.timer_fires;
+    }
+    if a.counter_bound.is_none() {
+        opts.counter_bound = info.default_counter_bound(opts.n, opts.entries);
     }
     // SIGINT or SIGTERM stops the search where it is (it polls for it), and what it
     // covered is reported within the grace.
@@ -1821,6 +1841,9 @@ fn cmd_explore(a: ExploreArgs) -> Outcome {
     let mut opts = info.check_opts(check_opts(&a.check)?);
     if a.check.timer_fires.is_none() {
         opts.timer_fires = info.timer_fires;
+    }
+    if a.check.counter_bound.is_none() {
+        opts.counter_bound = info.default_counter_bound(opts.n, opts.entries);
     }
     let save_to = a.check.out.clone().unwrap_or_else(|| PathBuf::from("mutexlab-explored"));
     let mut explorer = crate::explore::Explorer::new(info, opts, save_to.clone()).map_err(Error::failed)?;
@@ -2047,6 +2070,7 @@ mod tests {
             timers: check::TimerOrder::Earliest,
             lose: 1,
             timer_fires: Some(2),
+            counter_bound: Some(12),
             forget: true,
             bypass_bound: Some(3),
             max_depth: Some(7),

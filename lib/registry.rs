@@ -90,6 +90,10 @@ pub struct AlgoInfo {
     /// algorithm whose timers can fire without end (a heartbeat, a retry, a timeout
     /// that starts a new round): with none its search never ends.
     pub timer_fires: Option<u32>,
+    /// The counter bound `mutexlab check` uses unless told (`--counter-bound`), for an
+    /// algorithm whose clocks, tickets or terms make its space too big to finish from
+    /// k = 2 or n = 4 on ([`AlgoInfo::default_counter_bound`]).
+    pub counter_bound: Option<u64>,
     /// Each node talks to few peers (a ring's successor, a coordinator, a tree's
     /// neighbours): its workers connect to a peer when they first write to it, not to
     /// every peer at the start, which is what lets a run reach a thousand workers
@@ -269,6 +273,13 @@ fn walk_queue<N: Queue<Service: RunService + SimService>>(
 pub type WorkerFn = runtime::RunNode;
 
 impl AlgoInfo {
+    /// The counter bound `check` uses at `n` nodes and `k` entries unless told: the
+    /// entry's, from k = 2 or n = 4 on. Smaller models finish unbounded and are checked
+    /// whole.
+    pub fn default_counter_bound(&self, n: u32, k: u32) -> Option<u64> {
+        self.counter_bound.filter(|_| k >= 2 || n >= 4)
+    }
+
     /// The parts of an entry that run node type `N` (as a worker, in the simulator, as a
     /// program among its workers, the state check); fill in the rest:
     /// `AlgoInfo { name: "mine", family: Family::Permission, summary: "…", kernel_lock: false,
@@ -285,6 +296,7 @@ impl AlgoInfo {
             highest_wins: false,
             own_leaders: N::OWN_LEADERS,
             timer_fires: None,
+            counter_bound: None,
             few_peers: false,
             measured_clean: None,
             summary: "",
@@ -382,6 +394,8 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "lamport",
+        // Clocks past 10: n = 3, k = 2 completes in seconds (without, it ran out of memory).
+        counter_bound: Some(10),
         measured_clean: Some(384),
         family: Family::Permission,
         summary:
@@ -648,6 +662,8 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "bully",
+        // Terms past 8: n = 3, k = 2 completes in under a minute (without, it ran out of memory).
+        counter_bound: Some(8),
         timer_fires: Some(1),
         family: Family::Election,
         summary:
@@ -658,6 +674,8 @@ pub static BUILTIN: &[AlgoInfo] = &[
     },
     AlgoInfo {
         name: "bully-gm",
+        // Terms past 5: n = 3, k = 2 completes in under a minute breadth-first.
+        counter_bound: Some(5),
         timer_fires: Some(1),
         family: Family::Election,
         summary: "Garcia-Molina's four phases: STATUS_POLL up, ELECTION down, COORDINATOR, NEW_STATE; the leader polls",
@@ -860,6 +878,7 @@ pub fn external(label: &str, service: ServiceKind) -> &'static AlgoInfo {
         family: like.map_or(Family::External, |a| a.family),
         highest_wins: like.is_some_and(|a| a.highest_wins),
         timer_fires: like.and_then(|a| a.timer_fires),
+        counter_bound: like.and_then(|a| a.counter_bound),
         summary: "a node in another program, over JSON lines (labs/PROTOCOL.md)",
         theory: like.map_or(|_| None, |a| a.theory),
         mixed: None,

@@ -177,6 +177,8 @@ fn bad_arguments_are_one_line_and_exit_2() {
         (&["check", "--algo", "lamport", "--crashes", "x"], "invalid value"),
         (&["check", "--algo", "lamport", "--threads", "0"], "--threads must be between 1 and 256, not 0"),
         (&["check", "--algo", "lamport", "--max-depth", "-3"], "--max-depth must be between 0 and"),
+        (&["check", "--algo", "lamport", "--counter-bound", "x"], "--counter-bound takes a number or `none`"),
+        (&["check", "--algo", "lamport", "--counter-bound", "0"], "--counter-bound must be between 1 and"),
         (
             &["check", "--algo", "lamport", "--dfs", "--threads", "2"],
             "--threads is for breadth-first search; --dfs runs on one thread",
@@ -347,4 +349,22 @@ fn a_timer_algorithm_is_checked_within_its_timer_budget_unless_told_otherwise() 
     // An algorithm without timers has no bound by default.
     let out = run(&["check", "--algo", "ricart-agrawala", "-n", "2"]);
     assert!(!stdout(&out).contains("timer bound"), "{}", stdout(&out));
+}
+
+#[test]
+fn lamport_s_growing_clocks_are_bounded_by_default_and_the_bound_is_said() {
+    // The entry's default (10) as typed, here a smaller one by hand to stay quick.
+    let j =
+        json(&run(&["check", "--algo", "lamport", "-n", "3", "-k", "2", "--counter-bound", "6", "--json"]));
+    assert_eq!(j["complete"], true, "{j}");
+    assert_eq!((j["counter_bound"].as_u64(), j["at_counter_bound"].as_u64()), (Some(6), Some(5149)), "{j}");
+    // `none` lifts it: the tiny model has no counter past 1 anyway, and says no bound.
+    let out = run(&["check", "--algo", "lamport", "-n", "2", "--counter-bound", "none"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("counter bound"), "{}", stdout(&out));
+    // The default is the entry's from k = 2 on, and shows; k = 1 is checked whole.
+    let out = run(&["check", "--algo", "lamport", "-n", "2", "-k", "2"]);
+    assert!(stdout(&out).contains("counter bound: clocks, tickets and terms at most 10"), "{}", stdout(&out));
+    let out = run(&["check", "--algo", "lamport", "-n", "2", "-k", "1"]);
+    assert!(!stdout(&out).contains("counter bound"), "{}", stdout(&out));
 }

@@ -458,6 +458,12 @@ impl Node for Bully {
         }
     }
 
+    /// The check's counter bound: the highest term seen or followed, or the number of
+    /// this node's latest election, whichever is larger.
+    fn counter(&self) -> u64 {
+        self.seen.max(self.term()).max(self.election)
+    }
+
     fn waiting_for(&self) -> String {
         match &self.phase {
             Phase::Idle => String::new(),

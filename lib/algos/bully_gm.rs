@@ -820,6 +820,12 @@ impl Node for BullyGm {
         }
     }
 
+    /// The check's counter bound: the highest term seen or followed, or the number of
+    /// this node's latest election in this life, whichever is larger.
+    fn counter(&self) -> u64 {
+        self.seen.max(self.term()).max(self.election & u64::from(u32::MAX))
+    }
+
     fn waiting_for(&self) -> String {
         let list = |set: &BTreeSet<PeerId>| set.iter().map(PeerId::to_string).collect::<Vec<_>>().join(", ");
         match &self.phase {

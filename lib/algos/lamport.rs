@@ -157,6 +157,10 @@ impl Algorithm for Lamport {
         out.broadcast(Msg::Release { stamp });
     }
 
+    fn counter(&self) -> u64 {
+        self.clock
+    }
+
     fn pending(&self) -> String {
         let Some(stamp) = self.mine else { return String::new() };
         if self.inside {

@@ -235,6 +235,10 @@ impl<const KEEP: bool> Algorithm for Ra<KEEP> {
             self.ticket = 0;
         }
     }
+
+    fn counter(&self) -> u64 {
+        self.highest.max(self.ticket)
+    }
 }
 
 #[cfg(test)]

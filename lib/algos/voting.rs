@@ -341,6 +341,11 @@ impl Algorithm for Voting {
         }
     }
 
+    /// The check's counter bound: the attempts made so far.
+    fn counter(&self) -> u64 {
+        self.attempts
+    }
+
     fn pending(&self) -> String {
         match self.phase {
             Phase::Asking => {

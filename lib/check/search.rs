@@ -88,6 +88,9 @@ pub(super) struct Outcome {
     /// States where only the timer budget kept anything from happening
     /// ([`World::timers_held`]): at the bound, neither terminal nor judged as such.
     pub at_timer_bound: u64,
+    /// States not expanded because a node's growing counter is past the bound
+    /// ([`World::past_counter_bound`]): neither terminal nor judged as such.
+    pub at_counter_bound: u64,
     /// Why the search stopped before the end, if it did.
     pub cut_short: Option<String>,
     /// The violation found, with the choices from the start to it.
@@ -113,7 +116,7 @@ impl Outcome {
                 None
             }
             Look::Next(item, end) => {
-                (self.terminals, self.at_timer_bound) = end.counts();
+                [self.terminals, self.at_timer_bound, self.at_counter_bound] = end.counts();
                 Some(item)
             }
         }
@@ -211,12 +214,14 @@ pub(super) enum End {
     Terminal,
     /// Nothing but crashes can happen because the timer budget is spent.
     AtBound,
+    /// Nothing is expanded: a node's growing counter is past the bound.
+    AtCounterBound,
 }
 
 impl End {
-    /// `(terminal, at the bound)` as counts to add.
-    fn counts(self) -> (u64, u64) {
-        (u64::from(self == End::Terminal), u64::from(self == End::AtBound))
+    /// `[terminal, at the timer bound, at the counter bound]` as counts to add.
+    fn counts(self) -> [u64; 3] {
+        [self == End::Terminal, self == End::AtBound, self == End::AtCounterBound].map(u64::from)
     }
 }
 
@@ -247,6 +252,7 @@ where
     }
     let end = match enabled.iter().all(|c| matches!(c, Choice::Crash { .. })) {
         false => End::Open,
+        true if world.past_counter_bound() => End::AtCounterBound,
         true if world.timers_held() => End::AtBound,
         true => End::Terminal,
     };
@@ -321,6 +327,7 @@ struct Shared {
     transitions: AtomicU64,
     terminals: AtomicU64,
     at_timer_bound: AtomicU64,
+    at_counter_bound: AtomicU64,
     /// States found and not yet expanded, in this level and the next.
     pending: AtomicU64,
     most_bypasses: AtomicU8,
@@ -366,6 +373,7 @@ where
         transitions: AtomicU64::new(0),
         terminals: AtomicU64::new(0),
         at_timer_bound: AtomicU64::new(0),
+        at_counter_bound: AtomicU64::new(0),
         pending: AtomicU64::new(0),
         most_bypasses: AtomicU8::new(0),
         stop: AtomicBool::new(false),
@@ -381,6 +389,7 @@ where
     }
     shared.terminals.store(out.terminals, Relaxed);
     shared.at_timer_bound.store(out.at_timer_bound, Relaxed);
+    shared.at_counter_bound.store(out.at_counter_bound, Relaxed);
     shared.pending.store(level.len() as u64, Relaxed);
     let mut depth = 0u32;
     let mut last_progress = limits.started;
@@ -424,6 +433,7 @@ where
     out.transitions = shared.transitions.load(Relaxed);
     out.terminals = shared.terminals.load(Relaxed);
     out.at_timer_bound = shared.at_timer_bound.load(Relaxed);
+    out.at_counter_bound = shared.at_counter_bound.load(Relaxed);
     out.most_bypasses = shared.most_bypasses.load(Relaxed);
     out.cut_short = shared.cut_short.into_inner().unwrap_or_else(|e| e.into_inner());
     if let Some((p, why, fp)) = shared.found.into_inner().unwrap_or_else(|e| e.into_inner()) {
@@ -455,7 +465,9 @@ where
 {
     let opts = how.opts;
     let mut next = Vec::new();
-    let (mut transitions, mut terminals, mut at_bound, mut most) = (0u64, 0u64, 0u64, 0u8);
+    let (mut transitions, mut most) = (0u64, 0u8);
+    // Terminal states, at the timer bound, at the counter bound.
+    let mut ends = [0u64; 3];
     'work: loop {
         let batch = {
             let mut todo = todo.lock().unwrap_or_else(|e| e.into_inner());
@@ -486,10 +498,11 @@ where
                         shared.violation(p, why, fp);
                         break 'work;
                     }
-                    Look::Done => terminals += 1,
+                    Look::Done => ends[0] += 1,
                     Look::Next(item, end) => {
-                        let (t, b) = end.counts();
-                        (terminals, at_bound) = (terminals + t, at_bound + b);
+                        for (sum, add) in ends.iter_mut().zip(end.counts()) {
+                            *sum += add;
+                        }
                         next.push(item);
                         found += 1;
                     }
@@ -522,8 +535,9 @@ where
         }
     }
     shared.transitions.fetch_add(transitions, Relaxed);
-    shared.terminals.fetch_add(terminals, Relaxed);
-    shared.at_timer_bound.fetch_add(at_bound, Relaxed);
+    shared.terminals.fetch_add(ends[0], Relaxed);
+    shared.at_timer_bound.fetch_add(ends[1], Relaxed);
+    shared.at_counter_bound.fetch_add(ends[2], Relaxed);
     shared.most_bypasses.fetch_max(most, Relaxed);
     next
 }
@@ -600,8 +614,10 @@ where
             Look::Done => out.terminals += u64::from(!again),
             Look::Next(item, end) => {
                 if !again {
-                    let (t, b) = end.counts();
-                    (out.terminals, out.at_timer_bound) = (out.terminals + t, out.at_timer_bound + b);
+                    let [t, b, c] = end.counts();
+                    out.terminals += t;
+                    out.at_timer_bound += b;
+                    out.at_counter_bound += c;
                 }
                 if opts.max_depth == Some(depth) {
                     not_expanded += u64::from(!again);

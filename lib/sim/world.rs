@@ -184,6 +184,9 @@ where
     lose_budget: u32,
     /// Timers that may still fire ([`World::timer_fires`]; `u32::MAX`: no bound).
     fire_budget: u32,
+    /// The most any node's growing counter may be in a state that is expanded
+    /// ([`World::counter_bound`]; `u64::MAX`: no bound).
+    counter_bound: u64,
     /// After each step, every node forgets what no later step reads ([`Node::forget`]).
     forget: bool,
     /// Messages lost so far (a tally, not state).
@@ -221,6 +224,7 @@ where
             any_timer: self.any_timer,
             lose_budget: self.lose_budget,
             fire_budget: self.fire_budget,
+            counter_bound: self.counter_bound,
             forget: self.forget,
             lost_done: self.lost_done,
             crash_budget: self.crash_budget,
@@ -266,6 +270,7 @@ where
             && self.any_timer == other.any_timer
             && self.lose_budget == other.lose_budget
             && self.fire_budget == other.fire_budget
+            && self.counter_bound == other.counter_bound
             && self.crash_budget == other.crash_budget
             && self.may_crash == other.may_crash
             && self.unnoticed_restarts == other.unnoticed_restarts
@@ -307,6 +312,7 @@ where
         self.any_timer.hash(state);
         self.lose_budget.hash(state);
         self.fire_budget.hash(state);
+        self.counter_bound.hash(state);
         self.crash_budget.hash(state);
         self.may_crash.hash(state);
         self.unnoticed_restarts.hash(state);
@@ -339,6 +345,7 @@ where
             any_timer: false,
             lose_budget: 0,
             fire_budget: u32::MAX,
+            counter_bound: u64::MAX,
             forget: false,
             lost_done: 0,
             crash_budget: 0,
@@ -416,6 +423,25 @@ where
     pub fn timer_fires(mut self, count: Option<u32>) -> Self {
         self.fire_budget = count.unwrap_or(u32::MAX);
         self
+    }
+
+    /// Expand no state where some node's growing counter ([`Node::counter`]: a clock,
+    /// a ticket, a term) is above `bound` (`None`: no bound): nothing is enabled there.
+    /// A state constraint, as TLC bounds models whose counters grow without end; such a
+    /// state is at the bound ([`World::past_counter_bound`]), not terminal.
+    pub fn counter_bound(mut self, bound: Option<u64>) -> Self {
+        self.counter_bound = bound.unwrap_or(u64::MAX);
+        self
+    }
+
+    /// Some live node's growing counter is above [`World::counter_bound`].
+    pub fn past_counter_bound(&self) -> bool {
+        self.counter_bound != u64::MAX
+            && self
+                .hosts
+                .iter()
+                .zip(self.alive.iter())
+                .any(|(h, &up)| up && h.node().counter() > self.counter_bound)
     }
 
     /// Armed timers that the budget of [`World::timer_fires`] keeps from firing: what
@@ -522,6 +548,9 @@ where
     /// Everything that can happen next, in a fixed order. Undecided stale timers come
     /// alone: their fate is settled before anything else happens.
     pub fn enabled(&self) -> Vec<Choice> {
+        if self.past_counter_bound() {
+            return Vec::new();
+        }
         let undecided: Vec<Choice> = (0..self.timers.len())
             .filter(|&k| !self.timers[k].live && !self.timers[k].decided)
             .flat_map(|k| [false, true].map(|keep| Choice::Stale { index: k as u32, keep }))
