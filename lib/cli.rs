@@ -62,6 +62,9 @@ enum Cmd {
     },
     /// Print a kept run's message trace merged in time order, or write it for ShiViz,
     /// whole or a part: exit 0, or 2 if the trace is missing or unreadable.
+    ///
+    /// Node states recorded with `run --states` (STATE lines) are not listed, nor
+    /// written for ShiViz: `mutexlab report` shows them at a clicked message.
     Trace(TraceArgs),
     /// Measure message latency and algorithm throughput on this machine.
     Bench {
@@ -360,6 +363,10 @@ struct Shared {
     /// Do not keep each worker's last events for a failing run (the flight recorder).
     #[arg(long)]
     no_flight_recorder: bool,
+    /// Record each worker's node state after every step that changed it, in the trace
+    /// or the flight recorder (the report shows it at a clicked message); costs CPU.
+    #[arg(long)]
+    states: bool,
     /// End the run with a diagnosis after this long without progress.
     #[arg(long, default_value_t = 5000, allow_negative_numbers = true)]
     stall_ms: u64,
@@ -1337,6 +1344,7 @@ fn shared_opts(sh: &Shared, plan: Plan) -> RunOpts {
         // What is kept can be read afterwards; a run no one will read is not slowed.
         trace: sh.trace || sh.keep,
         flight: !sh.no_flight_recorder,
+        states: sh.states,
         ..RunOpts::new("", exe())
     }
 }
