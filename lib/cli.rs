@@ -1879,6 +1879,7 @@ fn cmd_trace(a: TraceArgs) -> Outcome {
     // streamed: memory by the workers and the messages open at once, not the trace's size.
     let checked = trace::check(run_dir)?;
     part.check(checked.workers).map_err(Error::usage)?;
+    let states = checked.states;
     let write = |w: &mut dyn std::io::Write| {
         let mut w = std::io::BufWriter::with_capacity(64 * 1024, w);
         let done = if a.shiviz {
@@ -1909,6 +1910,11 @@ fn cmd_trace(a: TraceArgs) -> Outcome {
     }?;
     for note in done.summary.notes.lines() {
         eprintln!("mutexlab: note: {note}");
+    }
+    if states > 0 {
+        eprintln!(
+            "mutexlab: note: left out the {states} node states the run recorded (STATE lines, --states): `mutexlab report` shows them"
+        );
     }
     if done.left_out() > 0 {
         eprintln!(

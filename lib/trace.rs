@@ -1761,6 +1761,8 @@ pub struct Summary {
     pub messages: u64,
     /// What the reader skipped or could not pair.
     pub notes: Notes,
+    /// STATE lines (`--states`): read and checked, but no events.
+    pub states: u64,
 }
 
 /// Checks the messages of a trace as it streams by: no receive before its send.
@@ -1820,7 +1822,15 @@ impl Checker {
             let slot = if slot == MAX_TYPES { OTHER } else { slot as u32 };
             by_type.insert(self.types.name(slot).to_string(), n);
         }
-        Summary { workers, algo, events: self.events, messages: self.sent.iter().sum(), by_type, notes }
+        Summary {
+            workers,
+            algo,
+            events: self.events,
+            messages: self.sent.iter().sum(),
+            by_type,
+            notes,
+            states: 0,
+        }
     }
 }
 
@@ -1833,7 +1843,8 @@ pub fn check(run_dir: &Path) -> Result<Summary, TraceError> {
     while let Some(e) = r.next_event()? {
         c.push(&e)?;
     }
-    Ok(c.summary(r.workers, r.algo, r.notes))
+    let states = r.state_lines();
+    Ok(Summary { states, ..c.summary(r.workers, r.algo, r.notes) })
 }
 
 /// A vector clock shared by the sends a worker made between two receipts.
@@ -2443,7 +2454,7 @@ mod tests {
         assert_eq!(traced.lines().filter(|l| l.starts_with("STATE ") && l.ends_with('…')).count(), 2);
         // Not events: checked, counted apart, listed by no one.
         let summary = check(file.path()).unwrap();
-        assert_eq!(summary.events, 20);
+        assert_eq!((summary.events, summary.states), (20, 10));
         assert!(summary.notes.shown.is_empty(), "{:?}", summary.notes);
         let mut listed = Vec::new();
         write_text(file.path(), summary, &mut listed).unwrap();

@@ -58,6 +58,8 @@ fn a_run_with_states_traces_its_nodes_fields_and_its_report_shows_them() {
     let listed = run(&["trace", dir.to_str().unwrap()]);
     assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
     assert!(!stdout(&listed).contains("STATE"));
+    let note = format!("left out the {} node states the run recorded", states.len());
+    assert!(stderr(&listed).contains(&note), "{}", stderr(&listed));
     let shiviz = run(&["trace", "--shiviz", dir.to_str().unwrap()]);
     assert!(!stdout(&shiviz).contains("STATE") && !stdout(&shiviz).contains("requesting"));
     // The page: the states as tables of their fields, and arrows that name them.
@@ -75,6 +77,9 @@ fn a_run_without_states_records_none_and_its_page_says_so() {
     let dir = tmp.path().join("run");
     kept(&dir, &[]);
     assert!(states_in(&dir, 3).is_empty());
+    let listed = run(&["trace", dir.to_str().unwrap()]);
+    assert_eq!(listed.status.code(), Some(0), "{}", stderr(&listed));
+    assert!(!stderr(&listed).contains("node states"), "{}", stderr(&listed));
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert!(html.contains("This run recorded no node states (run --states records them)."));
     assert!(!html.contains("id=\"node-states\"") && !html.contains(" data-sst=\""));
