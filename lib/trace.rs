@@ -2502,6 +2502,18 @@ mod tests {
         let with = load(dir.path()).unwrap();
         std::fs::write(&path, format!("{good}{then}")).unwrap();
         assert_eq!(with, load(dir.path()).unwrap());
+        // A STATE line glued to a torn one (by an older writer) is split off and kept.
+        let glued =
+            format!("{good}SEND w=0 inc=0 t=3 lc=3 to=1 tySTATE w=0 inc=1 t=50 lc=0 json={{\"a\":1}}\n");
+        std::fs::write(&path, format!("{glued}APP w=0 inc=1 t=99 lc=1 ev=want\n")).unwrap();
+        let summary = check(dir.path()).unwrap();
+        assert!(summary.notes.shown[0].contains("a record followed it on its line"), "{:?}", summary.notes);
+        let mut r = Reader::open_keeping_bodies_and_states(dir.path()).unwrap();
+        let mut last = None;
+        while let Some(e) = r.next_event().unwrap() {
+            last = Some((e.inc, r.state().map(|s| (s.inc, s.json.clone()))));
+        }
+        assert_eq!(last, Some((1, Some((1, r#"{"a":1}"#.to_string())))));
     }
 
     #[test]
