@@ -62,6 +62,9 @@ enum Cmd {
     },
     /// Print a kept run's message trace merged in time order, or write it for ShiViz,
     /// whole or a part: exit 0, or 2 if the trace is missing or unreadable.
+    ///
+    /// Node states recorded with `run --states` (STATE lines) are not listed, nor
+    /// written for ShiViz: `mutexlab report` shows them at a clicked message.
     Trace(TraceArgs),
     /// Measure message latency and algorithm throughput on this machine.
     Bench {
@@ -360,6 +363,11 @@ struct Shared {
     /// Do not keep each worker's last events for a failing run (the flight recorder).
     #[arg(long)]
     no_flight_recorder: bool,
+    /// Record each worker's node state after every step that changed it, in the trace
+    /// or the flight recorder (the report shows it at a clicked arrow). Costs CPU: about
+    /// +80 % on ricart-agrawala -n 8, more when saturated (see the README).
+    #[arg(long)]
+    states: bool,
     /// End the run with a diagnosis after this long without progress.
     #[arg(long, default_value_t = 5000, allow_negative_numbers = true)]
     stall_ms: u64,
@@ -1391,6 +1399,7 @@ fn shared_opts(sh: &Shared, plan: Plan) -> RunOpts {
         // What is kept can be read afterwards; a run no one will read is not slowed.
         trace: sh.trace || sh.keep,
         flight: !sh.no_flight_recorder,
+        states: sh.states,
         ..RunOpts::new("", exe())
     }
 }
@@ -1946,6 +1955,7 @@ fn cmd_trace(a: TraceArgs) -> Outcome {
     // streamed: memory by the workers and the messages open at once, not the trace's size.
     let checked = trace::check(run_dir)?;
     part.check(checked.workers).map_err(Error::usage)?;
+    let states = checked.states;
     let write = |w: &mut dyn std::io::Write| {
         let mut w = std::io::BufWriter::with_capacity(64 * 1024, w);
         let done = if a.shiviz {
@@ -1976,6 +1986,11 @@ fn cmd_trace(a: TraceArgs) -> Outcome {
     }?;
     for note in done.summary.notes.lines() {
         eprintln!("mutexlab: note: {note}");
+    }
+    if states > 0 {
+        eprintln!(
+            "mutexlab: note: left out the {states} node states the run recorded (STATE lines, --states): `mutexlab report` shows them"
+        );
     }
     if done.left_out() > 0 {
         eprintln!(

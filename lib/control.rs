@@ -124,6 +124,10 @@ pub struct WorkerSettings {
     /// ([`crate::flight`]), which the supervisor keeps only if the run fails or is kept.
     #[serde(default)]
     pub flight: bool,
+    /// Record the node's state after each step that changed it, as STATE records in the
+    /// trace or the ring (`--states`).
+    #[serde(default)]
+    pub states: bool,
     /// Run this program as the node instead of `algo`'s own (`--worker-cmd`); `algo`
     /// is then only a label, or the reference algorithm of a mixed cluster.
     #[serde(default)]

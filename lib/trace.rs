@@ -27,6 +27,12 @@
 //! that did leave and died with a killed receiver before it was read has no DROP: no
 //! process knows which those were.
 //! `ev` is one of `want`, `enter`, `leave` and `leader` (with `leader` and `term`).
+//! A run with `--states` also records the node's state ([`crate::algorithm::Node::state`])
+//! after each step that changed it, before the step's SENDs, on a STATE line:
+//! `STATE w=0 inc=0 t=8812402100 lc=11 json={"state":"Wanted",...}`, `lc` the worker's
+//! clock then, `json=` the rest of the line, cut to [`STATE_MAX`] bytes (a cut one ends
+//! in `…`). A STATE line is no event: the readers keep it aside ([`State`],
+//! [`Reader::state`]), `mutexlab trace` does not list it, and the exports leave it out.
 //! Readers must accept fields added after these at the end of a line. SEND, RECV and
 //! DROP lines end with `body=`, the message's contents: compact JSON as the JSON-lines
 //! protocol has it ([`crate::algorithm::Message::json_text`]), cut to [`BODY_MAX`]
@@ -277,6 +283,84 @@ impl FromStr for Event {
 /// documentation).
 pub const DROP_REASONS: &[&str] = &["drop", "down", "partition", "peer-down", "exit"];
 
+/// The most bytes of a node's state a STATE line carries (a line may not be longer
+/// than [`MAX_LINE`]); a longer state is cut and ends in `…`.
+pub const STATE_MAX: usize = 3 * 1024;
+
+/// A STATE line: worker `w`'s node's state after a step of its life `inc`, as JSON
+/// text (see the module documentation).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct State {
+    /// The worker.
+    pub w: u32,
+    /// Its incarnation.
+    pub inc: u32,
+    /// Monotonic nanoseconds.
+    pub t: u64,
+    /// The worker's Lamport clock when it was recorded.
+    pub lc: u64,
+    /// The state's JSON text, compact; cut to [`STATE_MAX`] bytes ending in `…`.
+    pub json: String,
+}
+
+impl State {
+    /// Whether the state was cut to [`STATE_MAX`] bytes (its JSON is then not whole).
+    pub fn cut(&self) -> bool {
+        self.json.ends_with('…')
+    }
+}
+
+impl fmt::Display for State {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut line = String::new();
+        push_line(&mut line, self.w, self.inc, self.t, &Rec::State { lc: self.lc }, ("", &self.json));
+        f.write_str(line.trim_end_matches('\n'))
+    }
+}
+
+impl FromStr for State {
+    type Err = String;
+
+    /// Parse one STATE line (without its newline).
+    fn from_str(line: &str) -> Result<State, String> {
+        let rest = line.strip_prefix("STATE ").ok_or("not a STATE line")?;
+        let (head, json) = rest.split_once(" json=").ok_or("STATE line lacks json=")?;
+        let mut parts = head.split(' ');
+        let mut num = |name: &str| -> Result<u64, String> {
+            let part = parts.next().ok_or_else(|| format!("STATE line lacks {name}="))?;
+            let v = field(part, name).ok_or_else(|| format!("expected {name}=…, found {part:?}"))?;
+            v.parse().map_err(|_| format!("{name}={v} is not a number"))
+        };
+        let id = |v: u64, name: &str| u32::try_from(v).map_err(|_| format!("{name}={v} is out of range"));
+        let (w, inc) = (id(num("w")?, "w")?, id(num("inc")?, "inc")?);
+        let (t, lc) = (num("t")?, num("lc")?);
+        if json.is_empty() {
+            return Err("json= is empty".into());
+        }
+        Ok(State { w, inc, t, lc, json: json.to_string() })
+    }
+}
+
+/// Append ` json=` and a state's JSON text cut to [`STATE_MAX`] bytes; the line's last
+/// field.
+fn push_state_text(buf: &mut String, json: &str) {
+    buf.push_str(" json=");
+    buf.push_str(cut_state(json));
+    if json.len() > STATE_MAX {
+        buf.push('…');
+    }
+}
+
+/// A state's JSON text cut to at most [`STATE_MAX`] bytes, on a character's boundary (the
+/// caller marks a cut one).
+fn cut_state(json: &str) -> &str {
+    let mut cut = json.len().min(STATE_MAX);
+    while !json.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &json[..cut]
+}
+
 /// The value of `name=value`, if `part` is that field.
 fn field<'a>(part: &'a str, name: &str) -> Option<&'a str> {
     part.strip_prefix(name)?.strip_prefix('=')
@@ -364,6 +448,7 @@ enum Rec<'a> {
     Recv { lc: u64, from: u32, from_inc: u32, sent_lc: u64 },
     Drop { lc: u64, to: u32, why: &'a str },
     App { lc: u64, ev: &'a str, leader: Option<(u32, u64)> },
+    State { lc: u64 },
 }
 
 /// A message as a line shows it: its type and its protocol JSON ([`Message::kind`],
@@ -389,13 +474,15 @@ pub fn decode_body<M: Message>(bytes: &[u8]) -> Result<Body, String> {
 
 /// Append one whole line (its newline included): `w`'s life `inc` recorded `rec` at
 /// `t`, with `msg` (type, JSON) for a SEND, RECV or DROP. Both the trace file's writer
-/// and the flight recorder's reader make their lines here, so they are the same.
+/// and the flight recorder's reader make their lines here, so they are the same. A
+/// STATE line's JSON text comes as `msg.1`.
 fn push_line(buf: &mut String, w: u32, inc: u32, t: u64, rec: &Rec, msg: (&str, &str)) {
     let tag = match rec {
         Rec::Send { .. } => "SEND",
         Rec::Recv { .. } => "RECV",
         Rec::Drop { .. } => "DROP",
         Rec::App { .. } => "APP",
+        Rec::State { .. } => "STATE",
     };
     buf.push_str(tag);
     push_num(buf, "w", w.into());
@@ -427,6 +514,10 @@ fn push_line(buf: &mut String, w: u32, inc: u32, t: u64, rec: &Rec, msg: (&str, 
                 push_num(buf, "term", term);
             }
         }
+        Rec::State { lc } => {
+            push_num(buf, "lc", lc);
+            push_state_text(buf, msg.1);
+        }
     }
     if let Rec::Send { .. } | Rec::Recv { .. } = rec {
         push_text(buf, "type", msg.0);
@@ -437,18 +528,22 @@ fn push_line(buf: &mut String, w: u32, inc: u32, t: u64, rec: &Rec, msg: (&str, 
 
 /// A flight recorder's record (see [`crate::flight`] for how a ring keeps them): a
 /// fixed head of [`RECORD_HEAD`] bytes, little-endian, then the message's MessagePack
-/// bytes for a SEND, RECV or DROP. The head is the tag (1 SEND, 2 RECV, 3 DROP, 4 APP),
+/// bytes for a SEND, RECV or DROP, the state's JSON text (UTF-8, at most [`STATE_MAX`]
+/// bytes) for a STATE. The head is the tag (1 SEND, 2 RECV, 3 DROP, 4 APP, 5 STATE),
 /// a small number (DROP: the index of `why` in [`DROP_REASONS`]; APP: of `ev` in
 /// [`APP_EVENTS`], with 1 added to its high bit's place when a leader follows), two
 /// bytes of zeros, then `t`, `lc`, and two numbers: SEND and DROP the receiver; RECV the
 /// sender and its incarnation (in the high half), then `sent_lc`; APP the leader and
-/// its term.
+/// its term; STATE nothing more.
 const RECORD_HEAD: usize = 40;
 
 const TAG_SEND: u8 = 1;
 const TAG_RECV: u8 = 2;
 const TAG_DROP: u8 = 3;
 const TAG_APP: u8 = 4;
+const TAG_STATE: u8 = 5;
+/// A STATE record whose state was cut to [`STATE_MAX`] bytes has this small number.
+const STATE_CUT: u8 = 1;
 /// The APP record's small number has this bit when a leader and term follow.
 const WITH_LEADER: u8 = 0x80;
 
@@ -466,6 +561,7 @@ fn record_head(t: u64, rec: &Rec) -> [u8; RECORD_HEAD] {
             let with = if leader.is_some() { WITH_LEADER } else { 0 };
             (TAG_APP, index(APP_EVENTS, ev) | with, lc, u64::from(l), term)
         }
+        Rec::State { lc } => (TAG_STATE, 0, lc, 0, 0),
     };
     let mut head = [0u8; RECORD_HEAD];
     head[0] = tag;
@@ -499,6 +595,7 @@ fn parse_record(record: &[u8]) -> Result<(u64, Rec<'static>, &[u8]), String> {
             ev: pick(APP_EVENTS, small & !WITH_LEADER)?,
             leader: if small & WITH_LEADER != 0 { Some((id(a)?, b)) } else { None },
         },
+        TAG_STATE => Rec::State { lc },
         _ => return Err(format!("an unknown record tag {tag}")),
     };
     Ok((t, rec, &record[RECORD_HEAD..]))
@@ -674,6 +771,34 @@ impl Writer {
         if self.recording() {
             self.record::<NoMessage>(resource::monotonic_ns(), Rec::App { lc, ev, leader }, None);
         }
+    }
+
+    /// The node's state after a step, as JSON text (`--states`): a STATE record, cut to
+    /// [`STATE_MAX`] bytes.
+    pub fn state(&mut self, lc: u64, json: &str) {
+        if self.recording() {
+            self.record_state(resource::monotonic_ns(), lc, json);
+        }
+    }
+
+    /// [`Writer::state`] at `t`.
+    fn record_state(&mut self, t: u64, lc: u64, json: &str) {
+        if self.broken {
+            return;
+        }
+        let rec = Rec::State { lc };
+        if let Some(ring) = &mut self.ring {
+            let mut head = record_head(t, &rec);
+            if json.len() > STATE_MAX {
+                head[1] = STATE_CUT;
+            }
+            ring.push(&[&head, cut_state(json).as_bytes()]);
+            return;
+        }
+        if self.buf.is_empty() {
+            self.since = Some(Instant::now());
+        }
+        push_line(&mut self.buf, self.w, self.inc, t, &rec, ("", json));
     }
 
     /// Write everything buffered with one `write`, so that a file only ever gains whole
@@ -1007,6 +1132,15 @@ fn record_line(buf: &mut String, (w, inc): (u32, u32), record: &[u8], decode: De
         push_line(buf, w, inc, t, &rec, ("", ""));
         return Ok(());
     }
+    if let Rec::State { .. } = rec {
+        let json = std::str::from_utf8(bytes).map_err(|_| "a state that is not UTF-8 text".to_string())?;
+        let mut text = json.to_string();
+        if record[1] == STATE_CUT {
+            text.push('…');
+        }
+        push_line(buf, w, inc, t, &rec, ("", &text));
+        return Ok(());
+    }
     let body = decode(bytes)?;
     push_line(buf, w, inc, t, &rec, (&body.kind, &body.json));
     Ok(())
@@ -1070,6 +1204,8 @@ impl Notes {
 enum Line {
     /// A record, and where it starts on its line.
     Event(Event, usize),
+    /// A STATE line.
+    State(State),
     Bad(String),
 }
 
@@ -1090,6 +1226,14 @@ struct WorkerFile {
     /// Keep each record's `body=` (what [`Reader::body`] gives), in `body`.
     bodies: bool,
     body: Option<String>,
+    /// Keep STATE lines: the last one of the current life in `state`, and in
+    /// `event_state` the one that was last when the event read ahead was read (what
+    /// [`Reader::state`] gives).
+    states: bool,
+    state: Option<std::rc::Rc<State>>,
+    event_state: Option<std::rc::Rc<State>>,
+    /// STATE lines read, kept or not.
+    state_lines: u64,
 }
 
 /// Consecutive bad lines that can still be torn ones (a life, and the ones after it,
@@ -1097,7 +1241,7 @@ struct WorkerFile {
 const MAX_TORN_RUN: usize = 4;
 
 /// The tags a record starts with: a line holding one further in was glued to a torn one.
-const TAGS: [&str; 4] = ["SEND", "RECV", "DROP", "APP"];
+const TAGS: [&str; 5] = ["SEND", "RECV", "DROP", "APP", "STATE"];
 
 impl WorkerFile {
     /// Open worker `w`'s file and read its header: its worker count and algorithm.
@@ -1145,6 +1289,10 @@ impl WorkerFile {
             held: Vec::new(),
             bodies: false,
             body: None,
+            states: false,
+            state: None,
+            event_state: None,
+            state_lines: 0,
         };
         Ok((f, algo))
     }
@@ -1188,6 +1336,10 @@ impl WorkerFile {
             }
             let (ev, start) = match self.parse_line(notes) {
                 Line::Event(ev, start) => (ev, start),
+                Line::State(st) => {
+                    self.take_state(st, notes)?;
+                    continue;
+                }
                 Line::Bad(msg) => {
                     if self.held.len() == MAX_TORN_RUN {
                         let (n, msg) = &self.held[0];
@@ -1209,6 +1361,11 @@ impl WorkerFile {
                 }
             }
             self.accept(&ev).map_err(|msg| self.bad(n, &msg))?;
+            if self.states {
+                // A state of an earlier life is not this one's.
+                self.state = self.state.take().filter(|s| s.inc == ev.inc);
+                self.event_state = self.state.clone();
+            }
             if self.bodies {
                 // The rest of the record's line after ` body=` (spaces in its strings too).
                 let record = std::str::from_utf8(&self.lines.kept[start..]).unwrap_or_default();
@@ -1216,6 +1373,41 @@ impl WorkerFile {
             }
             return Ok(Some(ev));
         }
+    }
+
+    /// A STATE line read: checked like a record (its worker, life and time), then kept
+    /// if asked. Torn lines before it end a life as before a record.
+    fn take_state(&mut self, st: State, notes: &mut Notes) -> Result<(), TraceError> {
+        let n = self.lineno;
+        if !self.held.is_empty() {
+            if st.inc <= self.last.map_or(0, |(inc, _)| inc) {
+                let (n, msg) = &self.held[0];
+                return Err(self.bad(*n, msg));
+            }
+            for (n, msg) in std::mem::take(&mut self.held) {
+                notes.add(self.torn_note(n, &msg));
+            }
+        }
+        if st.w != self.w {
+            return Err(self.bad(n, &format!("w={} in worker {}'s file", st.w, self.w)));
+        }
+        if let Some((inc, t)) = self.last {
+            if st.inc < inc {
+                return Err(self.bad(n, &format!("inc={} after inc={inc}: lives go forward", st.inc)));
+            }
+            if st.t < t {
+                return Err(self.bad(n, &format!("t={} before the previous line's t={t}", st.t)));
+            }
+            if st.inc > inc {
+                self.last_send = None;
+            }
+        }
+        self.last = Some((st.inc, st.t));
+        self.state_lines += 1;
+        if self.states {
+            self.state = Some(std::rc::Rc::new(st));
+        }
+        Ok(())
     }
 
     fn torn_note(&self, n: usize, msg: &str) -> String {
@@ -1233,6 +1425,19 @@ impl WorkerFile {
         while let Some(i) = marks.pop() {
             let Some(tag) = TAGS.iter().find(|t| text[..i].ends_with(*t)) else { continue };
             let start = i - tag.len();
+            if *tag == "STATE" {
+                if let Ok(st) = text[start..].parse::<State>() {
+                    if st.w == self.w {
+                        let note = self.torn_note(
+                            self.lineno,
+                            &format!("{:?} (a record followed it on its line)", &text[..start]),
+                        );
+                        notes.add(note);
+                        return Line::State(st);
+                    }
+                }
+                continue;
+            }
             if let Ok(ev) = text[start..].parse::<Event>() {
                 if ev.w == self.w {
                     let note = self.torn_note(
@@ -1243,6 +1448,12 @@ impl WorkerFile {
                     return Line::Event(ev, start);
                 }
             }
+        }
+        if text.starts_with("STATE ") {
+            return match text.parse::<State>() {
+                Ok(st) => Line::State(st),
+                Err(m) => Line::Bad(m),
+            };
         }
         match text.parse::<Event>() {
             Ok(ev) => Line::Event(ev, 0),
@@ -1306,20 +1517,28 @@ pub struct Reader {
     pub notes: Notes,
     /// The `body=` of the event last returned, if kept.
     body: Option<String>,
+    /// The state kept for the event last returned ([`Reader::state`]).
+    state: Option<std::rc::Rc<State>>,
 }
 
 impl Reader {
     /// Open every trace file in `run_dir` and check their headers agree.
     pub fn open(run_dir: &Path) -> Result<Reader, TraceError> {
-        Reader::open_with(run_dir, false)
+        Reader::open_with(run_dir, false, false)
     }
 
     /// [`Reader::open`], keeping each event's `body=` for [`Reader::body`].
     pub fn open_keeping_bodies(run_dir: &Path) -> Result<Reader, TraceError> {
-        Reader::open_with(run_dir, true)
+        Reader::open_with(run_dir, true, false)
     }
 
-    fn open_with(run_dir: &Path, bodies: bool) -> Result<Reader, TraceError> {
+    /// [`Reader::open_keeping_bodies`], also keeping each event's worker's last STATE
+    /// line before it, for [`Reader::state`].
+    pub fn open_keeping_bodies_and_states(run_dir: &Path) -> Result<Reader, TraceError> {
+        Reader::open_with(run_dir, true, true)
+    }
+
+    fn open_with(run_dir: &Path, bodies: bool, states: bool) -> Result<Reader, TraceError> {
         let io_err = |source| TraceError::Io { path: run_dir.to_path_buf(), source };
         let mut found: Vec<(u32, PathBuf)> = Vec::new();
         for entry in std::fs::read_dir(run_dir).map_err(io_err)? {
@@ -1345,6 +1564,7 @@ impl Reader {
         for (w, path) in found {
             let (mut f, a) = WorkerFile::open(path, w)?;
             f.bodies = bodies;
+            f.states = states;
             if let Some(first) = files.first() {
                 if (f.workers, a.as_str()) != (first.workers, algo.as_str()) {
                     return Err(TraceError::Bad {
@@ -1374,6 +1594,7 @@ impl Reader {
             heads: Default::default(),
             notes: Notes::default(),
             body: None,
+            state: None,
         };
         for i in 0..r.files.len() {
             r.refill(i)?;
@@ -1396,6 +1617,7 @@ impl Reader {
         let e = self.next[i].take().expect("a head has its event");
         // A file reads one event ahead: its body is the one of the event handed out.
         self.body = self.files[i].body.take();
+        self.state = self.files[i].event_state.take();
         self.refill(i)?;
         Ok(Some(e))
     }
@@ -1404,6 +1626,18 @@ impl Reader {
     /// if it has them and the reader was opened keeping them.
     pub fn body(&self) -> Option<&str> {
         self.body.as_deref()
+    }
+
+    /// The last STATE line its worker recorded in the same life before the event last
+    /// returned (the node's state when it was recorded: a SEND follows its step's
+    /// state, a RECV precedes its own), if the reader was opened keeping them.
+    pub fn state(&self) -> Option<&std::rc::Rc<State>> {
+        self.state.as_ref()
+    }
+
+    /// STATE lines read so far in all files, kept or not.
+    pub fn state_lines(&self) -> u64 {
+        self.files.iter().map(|f| f.state_lines).sum()
     }
 }
 
@@ -1527,6 +1761,8 @@ pub struct Summary {
     pub messages: u64,
     /// What the reader skipped or could not pair.
     pub notes: Notes,
+    /// STATE lines (`--states`): read and checked, but no events.
+    pub states: u64,
 }
 
 /// Checks the messages of a trace as it streams by: no receive before its send.
@@ -1586,7 +1822,15 @@ impl Checker {
             let slot = if slot == MAX_TYPES { OTHER } else { slot as u32 };
             by_type.insert(self.types.name(slot).to_string(), n);
         }
-        Summary { workers, algo, events: self.events, messages: self.sent.iter().sum(), by_type, notes }
+        Summary {
+            workers,
+            algo,
+            events: self.events,
+            messages: self.sent.iter().sum(),
+            by_type,
+            notes,
+            states: 0,
+        }
     }
 }
 
@@ -1599,7 +1843,8 @@ pub fn check(run_dir: &Path) -> Result<Summary, TraceError> {
     while let Some(e) = r.next_event()? {
         c.push(&e)?;
     }
-    Ok(c.summary(r.workers, r.algo, r.notes))
+    let states = r.state_lines();
+    Ok(Summary { states, ..c.summary(r.workers, r.algo, r.notes) })
 }
 
 /// A vector clock shared by the sends a worker made between two receipts.
@@ -2146,6 +2391,129 @@ mod tests {
         );
         assert!(lines[2].starts_with("APP w=0 inc=0 ") && lines[2].ends_with(" lc=3 ev=want"));
         check(dir.path()).unwrap();
+    }
+
+    #[test]
+    fn a_state_line_round_trips_and_is_cut_to_its_bound() {
+        let line = r#"STATE w=2 inc=1 t=40 lc=7 json={"a":"x y","b":[1,2],"c":" json= w=3"}"#;
+        let st: State = line.parse().unwrap();
+        assert_eq!((st.w, st.inc, st.t, st.lc), (2, 1, 40, 7));
+        assert_eq!(st.json, r#"{"a":"x y","b":[1,2],"c":" json= w=3"}"#);
+        assert!(!st.cut());
+        assert_eq!(st.to_string(), line);
+        for bad in
+            ["STATE w=0 inc=0 t=1 lc=1", "STATE w=0 inc=0 t=x lc=1 json={}", "STATE w=0 t=1 lc=1 json={}"]
+        {
+            assert!(bad.parse::<State>().is_err(), "{bad}");
+        }
+        // Longer than the bound: cut on a character's boundary, marked, and short enough
+        // for any reader's line.
+        let long = format!(r#"{{"s":"{}"}}"#, "é".repeat(STATE_MAX));
+        let st = State { w: 0, inc: 0, t: 1, lc: 1, json: long };
+        let line = st.to_string();
+        assert!(line.len() < MAX_LINE, "{}", line.len());
+        let back: State = line.parse().unwrap();
+        assert!(back.cut() && back.json.len() <= STATE_MAX + '…'.len_utf8());
+        assert_eq!(back.to_string(), line, "a cut state stays as it is");
+    }
+
+    /// Worker 0's two lives: per step a RECV, the state after it, a SEND; one state is
+    /// longer than the bound.
+    fn states_and_events(life: &mut dyn FnMut(u32) -> Writer) {
+        for inc in 0..2 {
+            let mut w = life(inc);
+            for i in 0..5u64 {
+                let t = 1_000_000 * u64::from(inc) + 10 * i;
+                w.record(t, Rec::Recv { lc: 2 * i + 1, from: 1, from_inc: 0, sent_lc: i }, Some(&Msg::Reply));
+                let json = if i == 3 {
+                    format!(r#"{{"step":{i},"pad":"{}"}}"#, "é".repeat(STATE_MAX))
+                } else {
+                    format!(r#"{{"step":{i},"life":{inc},"peers":["w1"]}}"#)
+                };
+                w.record_state(t + 1, 2 * i + 1, &json);
+                w.record(t + 2, Rec::Send { lc: 2 * i + 2, to: 1 }, Some(&Msg::Vote(i as u32)));
+            }
+        }
+    }
+
+    #[test]
+    fn states_from_a_ring_are_the_trace_file_s_lines_and_readers_keep_them_aside() {
+        let (file, ring) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        states_and_events(&mut |inc| Writer::open(file.path(), 0, inc, 2, "test").unwrap());
+        states_and_events(&mut |inc| Writer::ring(ring.path(), 0, inc, 1 << 16).unwrap());
+        for dir in [&file, &ring] {
+            std::fs::write(dir.path().join(file_name(1)), format!("{HEADER} w=1 workers=2 algo=test\n"))
+                .unwrap();
+        }
+        assert_eq!(from_rings(ring.path(), 2, "test", decode_body::<Msg>), Vec::<String>::new());
+        let traced = std::fs::read_to_string(file.path().join(file_name(0))).unwrap();
+        let dumped = std::fs::read_to_string(ring.path().join(file_name(0))).unwrap();
+        assert_eq!(dumped, traced, "line for line, states included");
+        assert_eq!(traced.lines().filter(|l| l.starts_with("STATE ")).count(), 10);
+        assert!(traced.lines().all(|l| l.len() < MAX_LINE));
+        assert_eq!(traced.lines().filter(|l| l.starts_with("STATE ") && l.ends_with('…')).count(), 2);
+        // Not events: checked, counted apart, listed by no one.
+        let summary = check(file.path()).unwrap();
+        assert_eq!((summary.events, summary.states), (20, 10));
+        assert!(summary.notes.shown.is_empty(), "{:?}", summary.notes);
+        let mut listed = Vec::new();
+        write_text(file.path(), summary, &mut listed).unwrap();
+        assert!(!String::from_utf8(listed).unwrap().contains("STATE"));
+        // Each event's state: its worker's last STATE of the same life before it.
+        let mut r = Reader::open_keeping_bodies_and_states(file.path()).unwrap();
+        let mut seen = Vec::new();
+        while let Some(e) = r.next_event().unwrap() {
+            seen.push((e.kind.clone(), e.inc, r.state().map(|s| (s.inc, s.lc, s.cut()))));
+        }
+        assert_eq!(r.state_lines(), 10);
+        let of = |i: usize| seen[i].2;
+        assert_eq!(of(0), None, "the first RECV comes before any state");
+        assert_eq!(of(1), Some((0, 1, false)), "a SEND follows its step's state");
+        assert_eq!(of(2), Some((0, 1, false)), "a RECV precedes its own step's");
+        assert_eq!(of(7), Some((0, 7, true)));
+        assert_eq!(of(10), None, "a new life forgets the last one's state");
+        assert_eq!(of(11), Some((1, 1, false)));
+        // A reader that does not keep them has none.
+        let mut r = Reader::open(file.path()).unwrap();
+        while r.next_event().unwrap().is_some() {
+            assert!(r.state().is_none());
+        }
+    }
+
+    #[test]
+    fn a_bad_state_line_is_named_and_an_old_trace_reads_without_any() {
+        let dir = write_run(2, &three()[..2]);
+        let path = dir.path().join(file_name(0));
+        let good = std::fs::read_to_string(&path).unwrap();
+        let then = "APP w=0 inc=0 t=99 lc=99 ev=want\n";
+        let cases = [
+            (format!("{good}STATE w=0 inc=0 t=x lc=1 json={{}}\n{then}"), ":4: t=x is not a number"),
+            (format!("{good}STATE w=1 inc=0 t=9 lc=1 json={{}}\n{then}"), ":4: w=1 in worker 0's file"),
+            (format!("{good}STATE w=0 inc=0 t=0 lc=1 json={{}}\n{then}"), ":4: t=0 before"),
+            (format!("{good}STATE w=0 inc=0 t=9 lc=1\n{then}"), ":4: STATE line lacks json="),
+        ];
+        for (text, want) in cases {
+            std::fs::write(&path, &text).unwrap();
+            let e = load(dir.path()).unwrap_err().to_string();
+            assert!(e.contains(want), "{want:?} not in {e:?}");
+        }
+        // A good one is skipped by the event readers; the old file (none) reads as before.
+        std::fs::write(&path, format!("{good}STATE w=0 inc=0 t=9 lc=1 json={{\"a\":1}}\n{then}")).unwrap();
+        let with = load(dir.path()).unwrap();
+        std::fs::write(&path, format!("{good}{then}")).unwrap();
+        assert_eq!(with, load(dir.path()).unwrap());
+        // A STATE line glued to a torn one (by an older writer) is split off and kept.
+        let glued =
+            format!("{good}SEND w=0 inc=0 t=3 lc=3 to=1 tySTATE w=0 inc=1 t=50 lc=0 json={{\"a\":1}}\n");
+        std::fs::write(&path, format!("{glued}APP w=0 inc=1 t=99 lc=1 ev=want\n")).unwrap();
+        let summary = check(dir.path()).unwrap();
+        assert!(summary.notes.shown[0].contains("a record followed it on its line"), "{:?}", summary.notes);
+        let mut r = Reader::open_keeping_bodies_and_states(dir.path()).unwrap();
+        let mut last = None;
+        while let Some(e) = r.next_event().unwrap() {
+            last = Some((e.inc, r.state().map(|s| (s.inc, s.json.clone()))));
+        }
+        assert_eq!(last, Some((1, Some((1, r#"{"a":1}"#.to_string())))));
     }
 
     #[test]

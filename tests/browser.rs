@@ -1516,3 +1516,57 @@ fn a_big_run_filters_by_worker_searches_and_highlights_a_clicked_arrow_s_causal_
         time_filtered(&timed(&untimed, "untimed.html"), &untimed, l, h).expect_err("a dead range passes");
     assert!(err.contains("the page hid 0"), "{err}");
 }
+
+/// A test's action on a report: click the first arrow of the open window that names
+/// both its ends' states (or the first arrow, if none does), on its hit area; the panel's
+/// text goes into `#clicked-state`, and the page's script counts the states it showed.
+const CLICK_STATE: &str = r#"<script>
+document.addEventListener('DOMContentLoaded', function () {
+  var f = document.createElement('div');
+  f.id = 'clicked-state';
+  document.body.appendChild(f);
+  var open = document.querySelector('svg.logical:not([hidden])');
+  var gs = Array.prototype.slice.call(open.querySelectorAll('[data-lmsg]'));
+  var both = gs.filter(function (g) {
+    var s = g.getAttribute('data-sst'), r = g.getAttribute('data-rst');
+    return s !== null && s !== '-' && r !== null && r !== '-';
+  });
+  var g = both.length ? both[0] : gs[0];
+  g.querySelector('line.hit-area').dispatchEvent(new MouseEvent('click', { bubbles: true }));
+  f.textContent = document.getElementById('pinned-states').textContent;
+});
+</script>"#;
+
+/// The page's count of states shown after [`CLICK_STATE`], and the panel's text.
+fn clicked_state(dom: &str) -> Result<(usize, String), String> {
+    let [shown] = rendered(dom, ["pinned-states"])?;
+    let start = dom.find(r#"<div id="clicked-state">"#).ok_or("the test's script did not run")?;
+    let rest = &dom[start + r#"<div id="clicked-state">"#.len()..];
+    Ok((shown, rest[..rest.find("</div>").unwrap_or(0)].to_string()))
+}
+
+#[test]
+fn a_clicked_arrow_shows_its_ends_node_states_and_a_run_without_says_it_has_none() {
+    if !browser_present() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let base = ["run", "--algo", "ricart-agrawala", "-n", "3", "-k", "2", "--seed", "1"];
+    let with = |page: &Path, name: &str| -> String {
+        let html = std::fs::read_to_string(page).unwrap();
+        let at = html.rfind("</body>").unwrap();
+        let copy = tmp.path().join(name);
+        std::fs::write(&copy, format!("{}{CLICK_STATE}{}", &html[..at], &html[at..])).unwrap();
+        dump_dom(&copy)
+    };
+    let page = kept_run(&[&base[..], &["--states"]].concat(), &tmp.path().join("states"), 0);
+    let (shown, text) = clicked_state(&with(&page, "states.html")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(shown, 2, "the sender's and the receiver's states: {text}");
+    assert!(text.contains("state when it sent this") && text.contains("state when this arrived"), "{text}");
+    assert!(text.contains("requesting") && text.contains("deferred"), "{text}");
+    // The negative control: no states recorded, none shown, and the panel says why.
+    let page = kept_run(&base, &tmp.path().join("none"), 0);
+    let (shown, text) = clicked_state(&with(&page, "none.html")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(shown, 0, "{text}");
+    assert_eq!(text, "This run recorded no node states (run --states records them).");
+}

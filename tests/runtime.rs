@@ -72,6 +72,7 @@ impl Lab {
             majority: false,
             trace: false,
             flight: false,
+            states: false,
             external: None,
             held: false,
             lazy: false,

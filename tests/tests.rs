@@ -33,6 +33,7 @@ mod runtime;
 mod scale;
 mod schemas;
 mod sim_cmd;
+mod states;
 mod store;
 mod superpeer_elect;
 mod superpeers;

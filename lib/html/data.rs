@@ -297,6 +297,8 @@ pub(crate) struct Timeline {
     /// The logical diagram's windows, and the contents of their messages.
     pub windows: Vec<super::events::Window>,
     pub bodies: std::collections::HashMap<(u32, u32, u64, bool), String>,
+    /// The node states of the windows' messages (`run --states`).
+    pub states: super::events::NodeStates,
     /// All the trace's events, and its messages by (sender, receiver).
     pub events: u64,
     pub pairs: BTreeMap<(u32, u32), u64>,
@@ -602,6 +604,7 @@ pub(crate) fn read_trace(
     tl.holds = v.holds;
     tl.granters = v.granters;
     tl.fates = v.fates;
+    tl.states = v.states;
     tl.messages = summary.messages;
     tl.message_types = summary.by_type;
     tl.trace_notes = summary.notes.lines();

@@ -20,6 +20,10 @@
 //! ([`Reader::open_keeping_bodies`]), kept beside each event a window may still hold and
 //! each message drawn, and dropped with it.
 //!
+//! Node states (`run --states`, STATE lines) are taken in a pass of their own, made only
+//! when the trace holds some ([`states`]): for each message event of the windows, the
+//! last state its worker recorded before it, at most [`MAX_STATES`] distinct ones.
+//!
 //! The same pass finds the roles the wall-clock diagram marks from the whole trace, not
 //! from the messages it draws: who holds the token (from a TOKEN received to one sent)
 //! and who sends GRANTs.
@@ -30,7 +34,7 @@ use std::rc::Rc;
 
 use super::bars::Bars;
 use crate::text::clip_to;
-use crate::trace::{msg_id, Event, EventKind, MsgId, Reader, TraceError};
+use crate::trace::{msg_id, Event, EventKind, MsgId, Reader, State, TraceError};
 
 /// An event and its message's contents (clipped), if it has them.
 type Kept = (Event, Option<Rc<str>>);
@@ -120,6 +124,24 @@ pub(crate) struct TraceView {
     /// later (when), or dropped by its sender (why); one absent from here was never
     /// received at all. Bounded by the windows' events.
     pub fates: HashMap<MsgId, Fate>,
+    /// The node states of the windows' message events.
+    pub states: NodeStates,
+}
+
+/// The most distinct node states a page holds.
+pub(crate) const MAX_STATES: usize = 1000;
+
+/// The node states the windows' SENDs and RECVs were recorded after (`run --states`).
+#[derive(Debug, Default)]
+pub(crate) struct NodeStates {
+    /// STATE lines in the whole trace: 0 when the run recorded none.
+    pub recorded: u64,
+    /// Distinct states, in the order first needed, at most [`MAX_STATES`].
+    pub list: Vec<Rc<State>>,
+    /// A SEND's or RECV's state, by [`key`]: its index in `list`.
+    pub of: HashMap<(u32, u32, u64, bool), usize>,
+    /// Message events of the windows whose state did not fit in `list`.
+    pub over: u64,
 }
 
 /// What became of a message after the window that sent it.
@@ -438,7 +460,51 @@ pub(crate) fn read(
     }
     v.windows = kept;
     v.fates = fates(run_dir, &v.windows)?;
+    let recorded = r.state_lines();
+    if recorded > 0 {
+        v.states = states(run_dir, &v.windows)?;
+        v.states.recorded = recorded;
+    }
     Ok(v)
+}
+
+/// The node states of the windows' SENDs and RECVs, from a pass over the trace keeping
+/// them: memory by the windows, not the run. An event is taken only if it is the one
+/// the window holds at its index (the files did not change under us).
+fn states(run_dir: &Path, windows: &[Window]) -> Result<NodeStates, TraceError> {
+    let mut out = NodeStates::default();
+    let mut ids: HashMap<*const State, usize> = HashMap::new();
+    let mut r = Reader::open_keeping_bodies_and_states(run_dir)?;
+    let end = windows.iter().map(|w| w.first + w.events.len() as u64).max().unwrap_or(0);
+    let mut i = 0u64;
+    while let Some(e) = r.next_event()? {
+        if i >= end {
+            break;
+        }
+        // Windows may overlap: the event is any one's that holds it at its index.
+        let held = windows
+            .iter()
+            .any(|w| i.checked_sub(w.first).and_then(|j| w.events.get(j as usize)).is_some_and(|x| *x == e));
+        i += 1;
+        let Some(st) = r.state() else { continue };
+        if !held || !matches!(e.kind, EventKind::Send { .. } | EventKind::Recv { .. }) {
+            continue;
+        }
+        let id = match ids.get(&Rc::as_ptr(st)) {
+            Some(&id) => id,
+            None if out.list.len() < MAX_STATES => {
+                out.list.push(Rc::clone(st));
+                ids.insert(Rc::as_ptr(st), out.list.len() - 1);
+                out.list.len() - 1
+            }
+            None => {
+                out.over += 1;
+                continue;
+            }
+        };
+        out.of.insert(key(&e), id);
+    }
+    Ok(out)
 }
 
 /// The fates of the messages `windows` send and do not see received, from a second

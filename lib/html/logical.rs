@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 
 use super::data::{FaultMark, Pause};
 use super::esc;
-use super::events::{key, layer_jumping, Fate, Window};
+use super::events::{key, layer_jumping, Fate, NodeStates, Window};
 use super::labels::{Boxes, Colours};
 use crate::trace::{msg_id, Event, EventKind, MsgId};
 
@@ -65,6 +65,25 @@ fn ends(from: u32, to: u32, vc: &[u64], body: Option<&String>) -> String {
     )
 }
 
+/// An arrow's node states (`run --states`): ` data-sst` the index of the sender's state
+/// at its SEND, ` data-rst` the receiver's at its RECV, for each end the window holds.
+fn state_attrs(states: &NodeStates, send: Option<&Event>, recv: Option<&Event>) -> String {
+    let mut s = String::new();
+    for (name, e) in [("data-sst", send), ("data-rst", recv)] {
+        // Where the page holds states: the event's index, or `-` for none.
+        match e.map(|e| states.of.get(&key(e))) {
+            Some(Some(i)) => {
+                let _ = write!(s, r#" {name}="{i}""#);
+            }
+            Some(None) if states.recorded > 0 => {
+                let _ = write!(s, r#" {name}="-""#);
+            }
+            _ => {}
+        }
+    }
+    s
+}
+
 /// Left margin (lane names), top margin, lane height, column width, px.
 const LEFT: f64 = 72.0;
 const TOP: f64 = 28.0;
@@ -86,6 +105,8 @@ pub(crate) struct Ctx<'a> {
     pub t0: u64,
     pub colours: &'a Colours,
     pub bodies: &'a HashMap<(u32, u32, u64, bool), String>,
+    /// The node states of the windows' messages (`run --states`).
+    pub states: &'a NodeStates,
     pub faults: &'a [&'a FaultMark],
     /// Findings placed at (worker, time), with their anchor and text.
     pub findings: &'a [(u32, u64, String, String)],
@@ -726,10 +747,11 @@ pub(crate) fn window(win: &Window, k: usize, of: usize, total: u64, open: bool, 
                         }
                     }
                 };
-                let vcr = recv_of
+                let mut vcr = recv_of
                     .get(&i)
                     .map(|&r| format!(r#" data-vcr="{}""#, vc_text(&vcs[r])))
                     .unwrap_or_default();
+                vcr.push_str(&state_attrs(cx.states, Some(e), recv_of.get(&i).map(|&r| &ev[r])));
                 let _ = writeln!(
                     s,
                     r#"<g data-lmsg="{}" class="{class}{en_class}"{} data-ms="{:.3}"{}{vcr}><line x1="{x:.1}" y1="{y:.1}" x2="{x2:.1}" y2="{y2:.1}" stroke="{}" marker-end="url(#head{colour})"/><title>{}</title></g>"#,
@@ -774,11 +796,12 @@ pub(crate) fn window(win: &Window, k: usize, of: usize, total: u64, open: bool, 
                 );
                 let _ = writeln!(
                     s,
-                    r#"<g data-lmsg="{}" class="msg in{en_class}"{} data-ms="{:.3}"{}><line x1="{:.1}" y1="{y1:.1}" x2="{x:.1}" y2="{y:.1}" stroke="{}" marker-end="url(#head{colour})"/><title>{}</title></g>"#,
+                    r#"<g data-lmsg="{}" class="msg in{en_class}"{} data-ms="{:.3}"{}{}><line x1="{:.1}" y1="{y1:.1}" x2="{x:.1}" y2="{y:.1}" stroke="{}" marker-end="url(#head{colour})"/><title>{}</title></g>"#,
                     esc(msg),
                     if en_class.is_empty() { "" } else { r#" data-enabler="""# },
                     cx.ms(e.t),
                     ends(*from, e.w, &vcs[i], cx.bodies.get(&key(e))),
+                    state_attrs(cx.states, None, Some(e)),
                     x - COL * 0.6,
                     cx.colours.of(msg),
                     esc(&title)

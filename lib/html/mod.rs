@@ -415,6 +415,9 @@ g.jump path { stroke: #1a7f37; stroke-width: 2; fill: none; }
 .finder { font-size: 12px; margin: 4px 0; } .finder .group { margin-right: 12px; } .finder label { white-space: nowrap; }
 .pinned { font-size: 12px; border-left: 4px solid #3d7bd9; padding-left: 8px; margin: 4px 0; }
 .pinned pre { margin: 2px 0; white-space: pre-wrap; }
+.pinned table.state { border-collapse: collapse; margin: 2px 0 6px; } .pinned .state-head { margin-top: 4px; font-weight: 600; }
+.pinned table.state th { text-align: left; font-weight: 600; padding-right: 10px; vertical-align: top; }
+.pinned table.state td { font-family: monospace; white-space: pre-wrap; word-break: break-all; }
 g[data-lmsg] { cursor: pointer; } g[data-lmsg] line.hit-area { stroke: transparent; stroke-width: 9; }
 g[data-lmsg].hit line:first-child { stroke-width: 4; } g[data-lmsg].pinned line:first-child { stroke-width: 4; stroke: #000; }
 g[data-lmsg].past line:first-child { stroke: #3d7bd9; stroke-width: 2.5; }
@@ -509,8 +512,32 @@ function pin(g) {
   });
   var t = g.querySelector('title'), p = document.getElementById('pinned-text');
   if (p) p.textContent = (t ? t.textContent : '') + '\n' + past + ' arrows in its causal past, ' + future + ' in its future';
+  pinStates(g);
   said('causal-past', past);
   said('causal-future', future);
+}
+// The pinned arrow's node states (run --states): the sender's last recorded state before
+// its SEND (after the step that sent it), the receiver's before its RECV (before handling it).
+function pinStates(g) {
+  var ps = document.getElementById('pinned-states'), store = document.getElementById('node-states'), shown = 0;
+  if (!ps) return;
+  ps.textContent = '';
+  if (!store) { ps.textContent = ps.getAttribute('data-none') || ''; said('pinned-states', 0); return; }
+  [['data-sst', 'data-from', 'when it sent this (after the step that sent it)'],
+   ['data-rst', 'data-to', 'when this arrived (before it handled it)']].forEach(function (x) {
+    var i = g.getAttribute(x[0]);
+    if (i === null) return;
+    var src = i === '-' ? null : store.querySelector('[data-state="' + i + '"]');
+    var d = document.createElement('div'), h = document.createElement('div');
+    h.className = 'state-head';
+    var none = 'none recorded before it in this life' +
+      (store.getAttribute('data-over') !== '0' ? ', or past the page\'s ' + store.getAttribute('data-max') + ' states' : '');
+    h.textContent = 'w' + g.getAttribute(x[1]) + '\'s state ' + x[2] + ': ' + (src ? src.getAttribute('data-caption') : none);
+    d.appendChild(h);
+    if (src && src.firstElementChild) { d.appendChild(src.firstElementChild.cloneNode(true)); shown++; }
+    ps.appendChild(d);
+  });
+  said('pinned-states', shown);
 }
 document.addEventListener('change', function (ev) {
   if (ev.target.closest && ev.target.closest('.finder')) filter();
@@ -524,7 +551,9 @@ function pinWall(g) {
   arrows().forEach(function (o) { o.classList.remove('pinned', 'past', 'future', 'dim'); });
   g.classList.add('pinned');
   var t = g.querySelector('title'), p = document.getElementById('pinned-text');
-  if (p) p.textContent = (t ? t.textContent : '') + '\n(its causal past and future are marked on the logical axis)';
+  if (p) p.textContent = (t ? t.textContent : '') + '\n(its causal past and future, and its ends\' states, are shown for its arrow on the logical axis)';
+  var ps = document.getElementById('pinned-states');
+  if (ps) ps.textContent = '';
 }
 document.addEventListener('click', function (ev) {
   var g = ev.target.closest && ev.target.closest('svg.logical [data-lmsg]');
@@ -758,6 +787,7 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
         t0,
         colours: &colours,
         bodies: &tl.bodies,
+        states: &tl.states,
         faults: &faults,
         findings: &findings,
         names: &names,
@@ -817,14 +847,15 @@ fn diagrams(s: &mut String, v: &Verdict, tl: &Timeline, lanes: u32) {
             }
         )),
         dropped_note(dropped.iter().sum()),
-        finder = finder(lanes, &tl.windows),
+        finder = finder(lanes, &tl.windows, &tl.states, t0),
     );
 }
 
 /// The toolbar and pinned panel of both views: a box per worker and per message type in
 /// the windows (unticked: hidden), a time range, a search over the arrows' hovers, and
-/// the panel a clicked arrow's contents and causal counts go into ([`SCRIPT`] drives them).
-fn finder(lanes: u32, windows: &[events::Window]) -> String {
+/// the panel a clicked arrow's contents, causal counts and ends' states go into
+/// ([`SCRIPT`] drives them).
+fn finder(lanes: u32, windows: &[events::Window], states: &events::NodeStates, t0: u64) -> String {
     let kinds: BTreeSet<&str> = windows
         .iter()
         .flat_map(|w| &w.events)
@@ -855,8 +886,53 @@ fn finder(lanes: u32, windows: &[events::Window]) -> String {
          <span id=\"find-count\"></span></div>\
          <div id=\"pinned\" class=\"pinned\"><span class=\"help\">Click an arrow: its contents stay here; \
          arrows sent in its causal past are drawn blue, those in its future green, the rest dimmed.</span>\
-         <pre id=\"pinned-text\"></pre></div>",
+         <pre id=\"pinned-text\"></pre>",
     );
+    s.push_str(&state_store(states, t0));
+    s.push_str("</div>");
+    s
+}
+
+/// The pinned panel's node states (`run --states`): where [`SCRIPT`] puts a clicked
+/// arrow's sender's and receiver's states, and the states themselves, hidden, each a
+/// table of its fields (or its text, when it is no JSON object or was cut), with a
+/// caption saying whose and when. A run that recorded none says so there.
+fn state_store(states: &events::NodeStates, t0: u64) -> String {
+    if states.recorded == 0 {
+        return "<div id=\"pinned-states\" data-none=\"This run recorded no node states \
+                (run --states records them).\"></div>"
+            .into();
+    }
+    let mut s = format!(
+        "<div id=\"pinned-states\"></div><div id=\"node-states\" hidden data-over=\"{}\" data-max=\"{}\">",
+        states.over,
+        events::MAX_STATES
+    );
+    for (i, st) in states.list.iter().enumerate() {
+        let caption = format!(
+            "w{}, life {}, recorded at {:.3} ms (lc {}){}",
+            st.w,
+            st.inc,
+            st.t.saturating_sub(t0) as f64 / 1e6,
+            st.lc,
+            if st.cut() { format!(", cut at {} bytes", crate::trace::STATE_MAX) } else { String::new() }
+        );
+        let _ = write!(s, "<div data-state=\"{i}\" data-caption=\"{}\">", esc(&caption));
+        match serde_json::from_str::<serde_json::Value>(&st.json) {
+            Ok(serde_json::Value::Object(fields)) => {
+                s.push_str("<table class=\"state\">");
+                for (name, value) in &fields {
+                    let _ = write!(s, "<tr><th>{}</th><td>{}</td></tr>", esc(name), esc(&value.to_string()));
+                }
+                s.push_str("</table>");
+            }
+            _ => {
+                let _ = write!(s, "<pre class=\"state\">{}</pre>", esc(&st.json));
+            }
+        }
+        s.push_str("</div>");
+    }
+    s.push_str("</div>");
     s
 }
 

@@ -832,3 +832,57 @@ fn arrows_carry_their_ends_clocks_and_contents_escaped_and_a_broadcast_is_one_fa
     assert!(html.contains(r#"data-filter-kind="REPLY""#) && html.contains(r#"data-filter-kind="REQUEST""#));
     assert!(html.contains(r#"id="find-text""#) && html.contains(r#"id="pinned-text""#));
 }
+
+#[test]
+fn node_states_go_into_the_pinned_panel_s_store_escaped_and_arrows_name_theirs() {
+    // w2 records its state after taking the REQUEST in, before sending the GRANT; w0 a
+    // cut one before its RECV of the GRANT; w1 one that is no JSON object.
+    let cut = format!("{{\"pad\":\"{}\"}}", "x".repeat(crate::trace::STATE_MAX));
+    let cut = crate::trace::State { w: 0, inc: 0, t: 1080000, lc: 3, json: cut }.to_string();
+    let w0 = TRACE_W0.replace("RECV w=0", &format!("{cut}\nRECV w=0"));
+    let w1 = format!("{TRACE_W1}STATE w=1 inc=0 t=1700000 lc=1 json=\"Idle\"\n");
+    let w2 = TRACE_W2.replace(
+        "SEND w=2",
+        "STATE w=2 inc=0 t=1055000 lc=2 json={\"queue\":[\"w0\"],\"note\":\"</div><b>x</b>\"}\nSEND w=2",
+    );
+    let d = dir_with(&[
+        (RESOURCE_FILE, CLEAN),
+        ("trace-w0.log", &w0),
+        ("trace-w1.log", &w1),
+        ("trace-w2.log", &w2),
+    ]);
+    let html = render(d.path()).unwrap();
+    let store = &html[html.find(r#"<div id="node-states""#).expect("a store")..];
+    // Two states are needed by arrows (w1's follows its only event); each once.
+    assert_eq!(count(store, "<div data-state="), 2, "{store}");
+    assert!(store.contains("<th>queue</th><td>[&quot;w0&quot;]</td>"), "{store}");
+    assert!(!html.contains("<b>x</b>") && store.contains("&lt;/div&gt;&lt;b&gt;x&lt;/b&gt;"), "escaped");
+    assert!(
+        store.contains(r#"<pre class="state">{&quot;pad&quot;:&quot;xxx"#)
+            && store.contains("cut at 3072 bytes")
+    );
+    // The GRANT's sender had a state before it sent, and so had its receiver before it
+    // took it in; the REQUEST's sender and receiver had none yet.
+    let lmsg = |ty: &str| {
+        let at = html.find(&format!(r#"<g data-lmsg="{ty}" class="msg""#)).unwrap();
+        html[at..at + html[at..].find('>').unwrap()].to_string()
+    };
+    let grant = lmsg("GRANT");
+    assert!(
+        grant.contains(r#"data-sst=""#) && grant.contains(r#"data-rst=""#) && !grant.contains("\"-\""),
+        "{grant}"
+    );
+    let request = lmsg("REQUEST");
+    assert!(request.contains(r#"data-sst="-""#) && request.contains(r#"data-rst="-""#), "{request}");
+    assert!(!html.contains("This run recorded no node states"));
+    // Without STATE lines: no store, and the panel's words for it.
+    let d = dir_with(&[
+        (RESOURCE_FILE, CLEAN),
+        ("trace-w0.log", TRACE_W0),
+        ("trace-w1.log", TRACE_W1),
+        ("trace-w2.log", TRACE_W2),
+    ]);
+    let html = render(d.path()).unwrap();
+    assert!(!html.contains(r#"<div id="node-states""#) && !html.contains("data-sst=\""));
+    assert!(html.contains("This run recorded no node states (run --states records them)."));
+}

@@ -412,6 +412,9 @@ struct Worker<A: Node<Service: RunService>> {
     /// Held delivery (`mutexlab replay`): what waits for the supervisor's word
     /// (`held.rs`); `None` in any other run.
     held: Option<HeldFor<A>>,
+    /// `--states`: the JSON text of the node's state last recorded in the trace, so an
+    /// unchanged one is not recorded again.
+    last_state: String,
 }
 
 impl<A: Node<Service: RunService>> Worker<A> {
@@ -499,6 +502,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             net: NetFaults::new(&opts, seed),
             trace,
             held: opts.held.then(|| Held::new(opts.workers)),
+            last_state: String::new(),
             opts,
         })
     }
@@ -996,6 +1000,9 @@ impl<A: Node<Service: RunService>> Worker<A> {
         }) {
             return Err(anyhow::Error::msg(why.clone()));
         }
+        if self.opts.states {
+            self.record_state();
+        }
         for breach in &step.breaches {
             if matches!(breach, Breach::Event { .. }) {
                 self.stats.unasked_grants += 1;
@@ -1034,6 +1041,22 @@ impl<A: Node<Service: RunService>> Worker<A> {
             }
         }
         self.run_local()
+    }
+}
+
+impl<A: Node<Service: RunService>> Worker<A> {
+    /// `--states`: record the node's state after a step, before the step's sends (so a
+    /// SEND's last STATE before it is the state it was sent from), unless it is what
+    /// was last recorded.
+    fn record_state(&mut self) {
+        if !self.trace.recording() {
+            return;
+        }
+        let text = self.host.node().state().to_string();
+        if text != self.last_state {
+            self.trace.state(self.clock, &text);
+            self.last_state = text;
+        }
     }
 }
 

@@ -423,6 +423,7 @@ mod tests {
             majority: false,
             trace: false,
             flight: false,
+            states: false,
             external: None,
             held: false,
             lazy: false,

@@ -72,6 +72,9 @@ pub struct RunOpts {
     /// ([`crate::flight`]), written out as the trace if the run fails or is kept (on
     /// unless `--no-flight-recorder`).
     pub flight: bool,
+    /// Workers record their node's state after each step that changed it, in the trace
+    /// or the rings (`--states`).
+    pub states: bool,
     /// Workers that run a program of their own instead of `algo` (`--worker-cmd`).
     pub external: Option<ExternalOpts>,
     /// `mutexlab replay`: the workers hold every message and step, and the supervisor
@@ -111,6 +114,7 @@ impl RunOpts {
             elect: None,
             trace: false,
             flight: true,
+            states: false,
             external: None,
             replay: None,
         }
@@ -245,6 +249,12 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
             }
         }
     };
+    if opts.states && !opts.trace && !opts.flight {
+        return Err(RunError::Usage(
+            "--states records into the trace or the flight recorder: add --trace or --keep, or drop --no-flight-recorder"
+                .into(),
+        ));
+    }
     if opts.workers == 0 || opts.workers > MAX_WORKERS {
         return Err(RunError::Usage(format!(
             "--workers must be between 1 and {MAX_WORKERS}, not {}",
@@ -514,6 +524,7 @@ pub(super) fn settings(
         majority: o.majority,
         trace: o.trace,
         flight: o.flight,
+        states: o.states,
         held: o.replay.is_some(),
         lazy: lazy(o),
         timing: timing(o),
