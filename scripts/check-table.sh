@@ -26,6 +26,8 @@ elif r["complete"]:
     how = "complete"
 else:
     how = "cut short"
+if r.get("counter_bound") is not None:
+    how += " (counters at most %d)" % r["counter_bound"]
 mb = (r.get("peak_memory_bytes") or 0) / 1e6
 fires = "no bound" if r.get("timer_fires") is None else "at most %d" % r["timer_fires"]
 print("| %s | %s | %s | %s | %s | %s | %.2f | %.0f | %s |" % (a, n, k, fires, format(r["states"], ","), format(r["transitions"], ","), r["seconds"], mb, how))
