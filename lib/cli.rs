@@ -1684,6 +1684,26 @@ fn cmd_compare(a: CompareArgs) -> Outcome {
 
 /// The check `a` asks for, its numbers within bounds (before the registry entry's
 /// promises are added). [`check::CheckOpts::flags`] writes the knobs back as these flags.
+/// A flag that takes `what` (a number from `lo` to `hi`), or `none`, as if not given.
+fn count_or_none(
+    flag: &str,
+    what: &str,
+    text: Option<&str>,
+    (lo, hi): (i64, i64),
+) -> Result<Option<u64>, Error> {
+    let Some(text) = text.filter(|t| *t != "none") else {
+        return Ok(None);
+    };
+    match text.parse::<i64>() {
+        Ok(v) if (lo..=hi).contains(&v) => Ok(Some(v as u64)),
+        Ok(v) => Err(Error::usage(format!("{flag} must be between {lo} and {hi}, not {v}"))),
+        Err(_) => Err(Error::usage(format!(
+            "{flag} takes {what} or `none`, not {:?}",
+            crate::text::clip_to(text, 40)
+        ))),
+    }
+}
+
 fn check_opts(a: &CheckArgs) -> Result<check::CheckOpts, Error> {
     let within = |name: &str, v: i64, lo: i64, hi: i64| {
         if (lo..=hi).contains(&v) {
@@ -1737,32 +1757,16 @@ fn check_opts(a: &CheckArgs) -> Result<check::CheckOpts, Error> {
             TimersArg::Earliest => check::TimerOrder::Earliest,
         },
         lose: within("--lose", a.lose, 0, 100)? as u32,
-        timer_fires: match a.timer_fires.as_deref() {
-            None | Some("none") => None,
-            Some(t) => {
-                let count = t.parse().map_err(|_| {
-                    Error::usage(format!(
-                        "--timer-fires takes a count or `none`, not {:?}",
-                        crate::text::clip_to(t, 40)
-                    ))
-                })?;
-                Some(within("--timer-fires", count, 0, 1000)? as u32)
-            }
-        },
+        timer_fires: count_or_none("--timer-fires", "a count", a.timer_fires.as_deref(), (0, 1000))?
+            .map(|t| t as u32),
         forget: a.forget,
         seed: a.seed,
-        counter_bound: match a.counter_bound.as_deref() {
-            None | Some("none") => None,
-            Some(b) => {
-                let bound = b.parse().map_err(|_| {
-                    Error::usage(format!(
-                        "--counter-bound takes a number or `none`, not {:?}",
-                        crate::text::clip_to(b, 40)
-                    ))
-                })?;
-                Some(within("--counter-bound", bound, 1, 1_000_000)? as u64)
-            }
-        },
+        counter_bound: count_or_none(
+            "--counter-bound",
+            "a number",
+            a.counter_bound.as_deref(),
+            (1, 1_000_000),
+        )?,
     })
 }
 
