@@ -1925,6 +1925,8 @@ fn cmd_replay(a: ReplayArgs) -> Outcome {
             let reported = !r.run_dir_kept || kept_report(&r.run_path, html::Known::Report(&r));
             match finished(r.ok, r.failure.as_deref(), a.json) {
                 Verdict::Pass if !reported => Err(Error::said(Kind::Usage)),
+                // The real run parted from the file: no verdict either way, not a failure.
+                Verdict::Fail if r.model_broken => Ok(Verdict::NoVerdict),
                 verdict => Ok(verdict),
             }
         }

@@ -21,6 +21,10 @@ pub enum Verdict {
     /// No answer either way: a search or a simulation ran out of its budget (steps,
     /// states, memory or time) before it finished, and found nothing wrong in what it saw.
     Inconclusive,
+    /// No verdict on the algorithm: a replay's real run could not follow its
+    /// counterexample (or the runtime broke what the algorithm was promised), which
+    /// says nothing of the algorithm either way.
+    NoVerdict,
 }
 
 /// What sort of error ended a command.
@@ -111,6 +115,7 @@ pub fn code(outcome: &Outcome) -> u8 {
         Ok(Verdict::Pass) => 0,
         Ok(Verdict::Fail) => 1,
         Ok(Verdict::Inconclusive) => 4,
+        Ok(Verdict::NoVerdict) => 5,
         Err(e) => match e.kind {
             Kind::Failed => 1,
             Kind::Usage => 2,
@@ -121,12 +126,13 @@ pub fn code(outcome: &Outcome) -> u8 {
 }
 
 /// The exit codes and what each means, as the README's table gives them.
-pub const DOCUMENTED: [(u8, &str); 6] = [
+pub const DOCUMENTED: [(u8, &str); 7] = [
     (0, "ok"),
     (1, "a violation, a failed run or a failed test"),
     (2, "a usage or input error (one line on stderr, never a backtrace)"),
     (3, "the system's limits cannot hold the run: more workers than file descriptors allow (one line says how many are needed)"),
     (4, "inconclusive: a search or simulation ran out of its budget (steps, states, memory) with nothing wrong found in what it covered"),
+    (5, "no verdict: a replay's real processes could not take a step of its counterexample (or the runtime broke what the algorithm was promised); it says nothing of the algorithm"),
     (130, "interrupted by SIGINT or SIGTERM"),
 ];
 
@@ -158,7 +164,8 @@ mod tests {
 
     /// One outcome of every verdict and kind.
     fn every_outcome() -> Vec<Outcome> {
-        let mut all = vec![Ok(Verdict::Pass), Ok(Verdict::Fail), Ok(Verdict::Inconclusive)];
+        let mut all =
+            vec![Ok(Verdict::Pass), Ok(Verdict::Fail), Ok(Verdict::Inconclusive), Ok(Verdict::NoVerdict)];
         all.extend([Kind::Failed, Kind::Usage, Kind::Interrupted, Kind::Limits].map(|k| Err(Error::said(k))));
         all
     }
@@ -195,8 +202,8 @@ mod tests {
         }
         assert_eq!(
             codes,
-            [0, 1, 4, 1, 2, 130, 3],
-            "pass, fail, inconclusive, failed, usage, interrupted, limits"
+            [0, 1, 4, 5, 1, 2, 130, 3],
+            "pass, fail, inconclusive, no verdict, failed, usage, interrupted, limits"
         );
     }
 

@@ -120,7 +120,8 @@ fn a_step_the_real_run_cannot_take_ends_the_replay_with_one_line_naming_it() {
     std::fs::write(&bad, serde_json::to_string(&j).unwrap()).unwrap();
     let run_dir = tmp.path().join("run");
     let out = replay(&bad, &run_dir, &["--step-wait-ms", "300"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    // Its own exit code: no verdict, where a violation is 1.
+    assert_eq!(out.status.code(), Some(5), "{}", stderr(&out));
     let err = stderr(&out);
     let line = err.lines().find(|l| l.contains("cannot take step")).unwrap_or_else(|| panic!("{err}"));
     assert!(
@@ -219,7 +220,7 @@ fn a_timer_fires_only_when_the_walk_says_and_only_at_the_node_it_names() {
     // The control: w0 has no timer armed at step 2, so it cannot fire one.
     let file = handmade(tmp.path(), "token-ring", choices, notes("w0"));
     let out = replay(&file, &tmp.path().join("run0"), &["--step-wait-ms", "2000"]);
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(5), "no verdict: {}", stderr(&out));
     assert!(
         stderr(&out).contains(
             "cannot take step 2 of 6 (a timer fires: w0 timer IdleHold fires): w0 says: no timer is armed"
