@@ -384,13 +384,19 @@ struct Measured {
     deadlocks: i64,
 }
 
+/// The DOM of `page_html` with a test's `script` put before its `</body>`, written to
+/// `copy` and opened there.
+fn with_script(page_html: &str, script: &str, copy: &Path) -> String {
+    let at = page_html.rfind("</body>").expect("the page ends its body");
+    std::fs::write(copy, format!("{}{script}{}", &page_html[..at], &page_html[at..])).unwrap();
+    dump_dom(copy)
+}
+
 /// Open a copy of `page` with [`MEASURE`] appended and read back what it found.
 fn measure(page: &Path) -> Measured {
     let html = std::fs::read_to_string(page).unwrap();
-    let copy = page.with_extension("measured.html");
-    let at = html.rfind("</body>").expect("the page ends its body");
-    std::fs::write(&copy, format!("{}{MEASURE}{}", &html[..at], &html[at..])).unwrap();
-    parse_measured(&dump_dom(&copy)).unwrap_or_else(|e| panic!("{}: {e}", page.display()))
+    let dom = with_script(&html, MEASURE, &page.with_extension("measured.html"));
+    parse_measured(&dom).unwrap_or_else(|e| panic!("{}: {e}", page.display()))
 }
 
 fn parse_measured(dom: &str) -> Result<Measured, String> {
@@ -740,11 +746,7 @@ struct Stepped {
 }
 
 fn stepped(page_html: &str, dir: &Path) -> Stepped {
-    let at = page_html.rfind("</body>").expect("the page ends its body");
-    let copy = dir.join("stepped.html");
-    std::fs::write(&copy, format!("{}{STEP}{}", &page_html[..at], &page_html[at..])).unwrap();
-    let dom = dump_dom(&copy);
-    parse_stepped(&dom).unwrap_or_else(|e| panic!("{e}"))
+    parse_stepped(&with_script(page_html, STEP, &dir.join("stepped.html"))).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn parse_stepped(dom: &str) -> Result<Stepped, String> {
@@ -1469,12 +1471,7 @@ fn a_big_run_filters_by_worker_searches_and_highlights_a_clicked_arrow_s_causal_
     let html = std::fs::read_to_string(&page).unwrap();
     // Every REQUEST is a broadcast to the 5 others: labelled once, as a fan.
     assert!(html.contains(">REQUEST ×5</text>"), "no fan label");
-    let with = |page_html: &str, name: &str| -> String {
-        let at = page_html.rfind("</body>").unwrap();
-        let copy = tmp.path().join(name);
-        std::fs::write(&copy, format!("{}{FIND}{}", &page_html[..at], &page_html[at..])).unwrap();
-        dump_dom(&copy)
-    };
+    let with = |page_html: &str, name: &str| with_script(page_html, FIND, &tmp.path().join(name));
     let [hidden, hits, past, future] =
         found_as_drawn(&with(&html, "found.html"), &html).unwrap_or_else(|e| panic!("{e}"));
     assert!(hidden > 0 && hits > 0 && past + future > 0, "{hidden} {hits} {past} {future}");
@@ -1500,13 +1497,8 @@ fn a_big_run_filters_by_worker_searches_and_highlights_a_clicked_arrow_s_causal_
         .collect();
     times.sort_by(|a, b| a.parse::<f64>().unwrap().total_cmp(&b.parse::<f64>().unwrap()));
     let (lo, hi) = (times[times.len() / 3], times[2 * times.len() / 3]);
-    let timed = |page_html: &str, name: &str| -> String {
-        let script = TIME.replace("FROM", lo).replace("TO", hi);
-        let at = page_html.rfind("</body>").unwrap();
-        let copy = tmp.path().join(name);
-        std::fs::write(&copy, format!("{}{script}{}", &page_html[..at], &page_html[at..])).unwrap();
-        dump_dom(&copy)
-    };
+    let script = TIME.replace("FROM", lo).replace("TO", hi);
+    let timed = |page_html: &str, name: &str| with_script(page_html, &script, &tmp.path().join(name));
     let (l, h) = (lo.parse().unwrap(), hi.parse().unwrap());
     let hidden = time_filtered(&timed(&html, "timed.html"), &html, l, h).unwrap_or_else(|e| panic!("{e}"));
     assert!(hidden > 0, "the range {lo}..{hi} ms hides nothing");
@@ -1552,12 +1544,8 @@ fn a_clicked_arrow_shows_its_ends_node_states_and_a_run_without_says_it_has_none
     }
     let tmp = tempfile::tempdir().unwrap();
     let base = ["run", "--algo", "ricart-agrawala", "-n", "3", "-k", "2", "--seed", "1"];
-    let with = |page: &Path, name: &str| -> String {
-        let html = std::fs::read_to_string(page).unwrap();
-        let at = html.rfind("</body>").unwrap();
-        let copy = tmp.path().join(name);
-        std::fs::write(&copy, format!("{}{CLICK_STATE}{}", &html[..at], &html[at..])).unwrap();
-        dump_dom(&copy)
+    let with = |page: &Path, name: &str| {
+        with_script(&std::fs::read_to_string(page).unwrap(), CLICK_STATE, &tmp.path().join(name))
     };
     let page = kept_run(&[&base[..], &["--states"]].concat(), &tmp.path().join("states"), 0);
     let (shown, text) = clicked_state(&with(&page, "states.html")).unwrap_or_else(|e| panic!("{e}"));
