@@ -1213,7 +1213,7 @@ fn run_search<N: Node<Service: SimService + RunService>>(
             "a program's state lives in its process, which a search cannot copy; the sweeps test it".into(),
         ));
     }
-    let r = check::check::<N>(<N::Service as RunService>::KIND, &search.opts, &mut |_| {});
+    let r = check::check::<N>(&search.opts, &mut |_| {});
     match &r.violation {
         None => Ok(Done::Passed(Some(searched(&r, search)))),
         Some(_) => Err(search_failure(&r, &search.command(&ctx.algo), &format!("{} {id}", ctx.replay))),

@@ -7,48 +7,44 @@
 //! the driver contract ([`host`]), and guards a real shared file ([`resource`]). After
 //! the run the auditor ([`audit`]) reads the file alone and says whether two workers
 //! were ever inside at once, whether updates were lost, and how long each worker
-//! waited. The same nodes run in the seeded simulator ([`sim`]), and the command line
-//! ([`cli`]) runs any registry of them, the built-in one or a crate's own.
+//! waited. The same nodes run in the seeded simulator ([`sim`]) and the exhaustive
+//! checker ([`check`]), and the command line ([`cli`]) runs any registry of them, the
+//! built-in one or a crate's own.
+//!
+//! The layers are crates, each depending only on those below it: `mutexlab-core` (the
+//! node contract and every format), `mutexlab-algos`, then `mutexlab-sim` (simulator
+//! and checker) and `mutexlab-runtime` (the worker process) side by side, and this
+//! crate on top (registry, supervisor, audit, tools, command line). Their modules are
+//! re-exported here under the paths they always had (`mutexlab::algorithm::Node`,
+//! `mutexlab::sim::Sim`, `mutexlab::runtime::run_node`).
 
 // Every public item says what it is: students and outside crates read the API docs.
 #![warn(missing_docs)]
 
-pub mod algorithm;
-pub mod algos;
+pub use mutexlab_algos as algos;
+pub use mutexlab_core::{
+    algorithm, auth, control, faults, fields, files, flight, host, interrupt, latency, leaders, lines,
+    panics, resource, script, text, trace, wire,
+};
+pub use mutexlab_runtime as runtime;
+pub use mutexlab_runtime::external;
+pub use mutexlab_sim as sim;
+pub use mutexlab_sim::{check, counterexample};
+
 pub mod audit;
-pub mod auth;
 pub mod bench;
-pub mod check;
 pub mod cli;
 pub mod compare;
-pub mod control;
-pub mod counterexample;
 pub mod exit;
 pub mod explore;
 pub mod export;
-pub mod external;
-pub mod faults;
-pub mod fields;
-pub mod files;
-pub mod flight;
 pub mod grade;
 pub mod handoff;
-pub mod host;
 pub mod html;
-pub mod interrupt;
 pub mod lab;
-pub mod latency;
 pub mod output;
-pub mod panics;
 pub mod registry;
 pub mod report;
-pub mod resource;
-pub mod runtime;
 pub mod schemas;
-pub mod script;
-pub mod sim;
 pub mod supervisor;
 pub mod tail;
-pub mod text;
-pub mod trace;
-pub mod wire;

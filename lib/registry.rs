@@ -190,7 +190,7 @@ fn check_tokens<N: Tokens<Service: RunService + SimService>>(
     progress: &mut dyn FnMut(&Progress),
 ) -> CheckReport {
     let own = [one_token_invariant()];
-    crate::check::check_with::<N>(<N::Service as RunService>::KIND, opts, &own, progress)
+    crate::check::check_with::<N>(opts, &own, progress)
 }
 
 /// Coordinators with a queue of waiting nodes, for "queue holds no one twice".
@@ -226,7 +226,7 @@ fn check_queue<N: Queue<Service: RunService + SimService>>(
     progress: &mut dyn FnMut(&Progress),
 ) -> CheckReport {
     let own = [queue_invariant()];
-    crate::check::check_with::<N>(<N::Service as RunService>::KIND, opts, &own, progress)
+    crate::check::check_with::<N>(opts, &own, progress)
 }
 
 /// How `mutexlab check` checks a node type: the options, and a callback for progress.
@@ -237,7 +237,7 @@ fn check_node<N: Node<Service: RunService + SimService>>(
     opts: &CheckOpts,
     progress: &mut dyn FnMut(&Progress),
 ) -> CheckReport {
-    crate::check::check::<N>(<N::Service as RunService>::KIND, opts, progress)
+    crate::check::check::<N>(opts, progress)
 }
 
 /// How the stepping page and the explorer walk a path of a node type: the check's
@@ -250,7 +250,7 @@ fn walk_node<N: Node<Service: RunService + SimService>>(
     opts: &CheckOpts,
     route: &Route,
 ) -> Result<Walk, String> {
-    crate::check::walk::walk::<N>(<N::Service as RunService>::KIND, opts, &[], route)
+    crate::check::walk::walk::<N>(opts, &[], route)
 }
 
 /// [`crate::check::walk::walk`] for a token algorithm, judging its one token.
@@ -258,7 +258,7 @@ fn walk_tokens<N: Tokens<Service: RunService + SimService>>(
     opts: &CheckOpts,
     route: &Route,
 ) -> Result<Walk, String> {
-    crate::check::walk::walk::<N>(<N::Service as RunService>::KIND, opts, &[one_token_invariant()], route)
+    crate::check::walk::walk::<N>(opts, &[one_token_invariant()], route)
 }
 
 /// [`crate::check::walk::walk`] for a coordinator's queue, judging it.
@@ -266,7 +266,7 @@ fn walk_queue<N: Queue<Service: RunService + SimService>>(
     opts: &CheckOpts,
     route: &Route,
 ) -> Result<Walk, String> {
-    crate::check::walk::walk::<N>(<N::Service as RunService>::KIND, opts, &[queue_invariant()], route)
+    crate::check::walk::walk::<N>(opts, &[queue_invariant()], route)
 }
 
 /// How a worker process runs a node type: [`runtime::run_node`] for it.
@@ -288,11 +288,11 @@ impl AlgoInfo {
         AlgoInfo {
             name: "",
             // A default by service: set your own.
-            family: match <N::Service as RunService>::KIND {
+            family: match <N::Service as crate::algorithm::Service>::KIND {
                 ServiceKind::Mutex => Family::Permission,
                 ServiceKind::Election => Family::Election,
             },
-            service: <N::Service as RunService>::KIND,
+            service: <N::Service as crate::algorithm::Service>::KIND,
             highest_wins: false,
             own_leaders: N::OWN_LEADERS,
             timer_fires: None,

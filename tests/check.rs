@@ -251,7 +251,6 @@ fn an_algorithm_s_promises_and_invariants_are_listed_and_bypasses_can_be_bounded
 /// is asked twice for one request (at most one REQUEST in flight per channel).
 #[test]
 fn an_invariant_of_ones_own_is_checked_from_outside_the_library() {
-    use mutexlab::algorithm::ServiceKind;
     use mutexlab::algos::ricart_agrawala::{Msg, RicartAgrawala};
     use mutexlab::check::{check_with, CheckOpts, Invariant};
     use mutexlab::sim::World;
@@ -266,7 +265,7 @@ fn an_invariant_of_ones_own_is_checked_from_outside_the_library() {
         Ok(())
     }
     let mine = Invariant::new("one request per channel", one_request_per_channel);
-    let r = check_with::<RicartAgrawala>(ServiceKind::Mutex, &CheckOpts::new(3, 2), &[mine], &mut |_| {});
+    let r = check_with::<RicartAgrawala>(&CheckOpts::new(3, 2), &[mine], &mut |_| {});
     // A node asks again only after its previous REQUESTs were answered.
     assert!(r.complete && r.violation.is_none(), "{}", r.text("ricart-agrawala"));
     assert!(r.text("ricart-agrawala").contains("one request per channel held on 34845 states"));
@@ -279,8 +278,7 @@ fn an_invariant_of_ones_own_is_checked_from_outside_the_library() {
             _ => Ok(()),
         }
     });
-    let r =
-        check_with::<RicartAgrawala>(ServiceKind::Mutex, &CheckOpts::new(3, 1), &[never_inside], &mut |_| {});
+    let r = check_with::<RicartAgrawala>(&CheckOpts::new(3, 1), &[never_inside], &mut |_| {});
     let v = r.violation.expect("w2 enters somewhere");
     assert_eq!((v.property, v.failure.as_str()), ("w2 never enters", "w2 is inside"));
     assert_eq!(v.choices.len(), 5, "w2 asks, both reply, w2 enters: {:?}", v.steps);

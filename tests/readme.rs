@@ -212,3 +212,104 @@ fn the_readme_s_worker_limit_is_the_program_s() {
     let out = run(&["run", "-n", &(max + 1).to_string(), "-k", "1"]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
+
+/// The README's layout map ("How it is built"), as entries: each path it names (a
+/// top-level line, or an indented name under the folder above it) with the text that
+/// describes it.
+fn layout_map(text: &str) -> Vec<(String, String)> {
+    let start = text.find("## How it is built\n").expect("the README has a layout map");
+    let block = &text[start..];
+    let block = &block[block.find("```text\n").unwrap() + 8..];
+    let block = &block[..block.find("```").unwrap()];
+    let mut entries: Vec<(String, String)> = Vec::new();
+    let mut folder = String::new();
+    for line in block.lines() {
+        let (path, rest) = match (line.strip_prefix("  "), line.starts_with(' ')) {
+            // A description carried on: it belongs to the entry above.
+            (_, true) if line.starts_with("   ") => {
+                entries.last_mut().unwrap().1.push_str(line);
+                continue;
+            }
+            (Some(sub), _) => {
+                let name = sub.split_whitespace().next().unwrap();
+                (format!("{folder}{name}"), &sub[name.len()..])
+            }
+            _ => {
+                let name = line.split_whitespace().next().unwrap();
+                if name.ends_with('/') {
+                    folder = name.to_string();
+                }
+                (name.to_string(), &line[name.len()..])
+            }
+        };
+        entries.push((path, rest.to_string()));
+    }
+    entries
+}
+
+#[test]
+fn the_readme_s_layout_map_is_the_tree() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let map = layout_map(&readme());
+    let named: std::collections::BTreeSet<&str> = map.iter().map(|(p, _)| p.as_str()).collect();
+    let mut wrong = Vec::new();
+    for (path, about) in &map {
+        if !root.join(path).exists() {
+            wrong.push(format!("the map names {path}, which is not in the tree"));
+        }
+        // Every file a folder's description names in backquotes is in that folder.
+        // (a file's own folder, `check/` beside `check.rs`, resolves from its parent).
+        let dir = if path.ends_with('/') {
+            root.join(path)
+        } else {
+            root.join(path).parent().unwrap().to_path_buf()
+        };
+        for quoted in about.split('`').skip(1).step_by(2) {
+            if quoted.ends_with(".rs") && !quoted.contains(' ') && !dir.join(quoted).exists() {
+                wrong.push(format!("{path}'s line names {quoted}, which is not there"));
+            }
+        }
+    }
+    // Every crate of the workspace, every module of the top crate and of the core is
+    // named, and every file of the folders the map describes file by file.
+    let listed = |dir: &str| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(root.join(dir))
+            .unwrap()
+            .map(|e| e.unwrap())
+            .filter(|e| e.file_name() != "Cargo.toml" && e.file_name() != "lib.rs")
+            .map(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                if e.path().is_dir() {
+                    format!("{dir}{name}/")
+                } else {
+                    format!("{dir}{name}")
+                }
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    for entry in listed("lib/").into_iter().chain(listed("lib/core/")) {
+        // A module's folder of submodules (`check/` beside `check.rs`) goes with its file.
+        let file_of_folder = entry.strip_suffix('/').map(|d| format!("{d}.rs"));
+        if !named.contains(entry.as_str()) && !file_of_folder.is_some_and(|f| named.contains(f.as_str())) {
+            wrong.push(format!("{entry} is in the tree, not in the map"));
+        }
+    }
+    let about = |path: &str| map.iter().find(|(p, _)| p == path).map(|(_, a)| a.clone()).unwrap_or_default();
+    for dir in ["lib/supervisor/", "lib/audit/", "lib/html/", "lib/runtime/", "lib/sim/"] {
+        let text = about(dir);
+        for file in listed(dir) {
+            let name = file.rsplit('/').find(|s| !s.is_empty()).unwrap();
+            let tested = name.ends_with("tests.rs");
+            if !file.ends_with('/')
+                && !tested
+                && !text.contains(&format!("`{name}`"))
+                && !named.contains(file.as_str())
+            {
+                wrong.push(format!("{file} is in the tree, not in its folder's line of the map"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "the README's layout map and the tree differ:\n{}", wrong.join("\n"));
+}

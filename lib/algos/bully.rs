@@ -479,8 +479,8 @@ impl Node for Bully {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algos::elect_script::{elect_once, scenarios, within, Initiators, Net};
-    use crate::algos::elect_timed::{Machine, Timed};
+    use mutexlab_core::script::elect::{elect_once, scenarios, within, Initiators, Net};
+    use mutexlab_core::script::timed::{Machine, Timed};
 
     fn trace(net: &Net<Bully>, mark: usize) -> Vec<(u32, u32, &str)> {
         net.sent_since(mark).iter().map(|s| (s.from, s.to, s.kind.as_str())).collect()

@@ -139,7 +139,7 @@ use serde::{Deserialize, Serialize};
 use crate::algorithm::{
     Config, Election, ElectionCall, ElectionEvent, Input, Message, Node, NodeInput, NodeOut, PeerId, Timing,
 };
-use crate::algos::bully::next_term;
+use crate::bully::next_term;
 
 /// How long each phase waits for its replies: the notes' "wait with timeout", one
 /// message there and back, 2·Tm + Tp for the run's message time Tm and processing time
@@ -860,7 +860,7 @@ impl Node for BullyGm {
 mod tests {
     use super::*;
     use crate::algorithm::Output;
-    use crate::algos::elect_script::{within, Initiators, Net};
+    use mutexlab_core::script::elect::{within, Initiators, Net};
 
     fn trace(net: &Net<BullyGm>, mark: usize) -> Vec<(u32, u32, &str)> {
         net.sent_since(mark).iter().map(|s| (s.from, s.to, s.kind.as_str())).collect()

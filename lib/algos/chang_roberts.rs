@@ -128,7 +128,7 @@ use serde::{Deserialize, Serialize};
 use crate::algorithm::{
     Config, Election, ElectionCall, ElectionEvent, Input, Message, NoTimer, Node, NodeInput, NodeOut, PeerId,
 };
-use crate::algos::bully::next_term;
+use crate::bully::next_term;
 
 /// The fewest and the most messages one election of [`ChangRoberts`] (going up) costs in
 /// a ring of `live` live nodes, one initiator or all of them, when nobody fails during
@@ -452,7 +452,7 @@ impl<D: Direction> Node for ChangRobertsOn<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algos::elect_script::{elect_once, scenarios, within, Initiators, Net};
+    use mutexlab_core::script::elect::{elect_once, scenarios, within, Initiators, Net};
 
     fn e(id: u32, term: u64) -> Msg {
         Msg::Election { id: PeerId(id), term }

@@ -148,7 +148,7 @@ use serde::{Deserialize, Serialize};
 use crate::algorithm::{
     Config, Election, ElectionCall, ElectionEvent, Input, Message, Node, NodeInput, NodeOut, PeerId,
 };
-use crate::algos::bully::next_term;
+use crate::bully::next_term;
 
 /// A generous bound on one hop. A candidate in phase k waits 2^(k+1) hops for its
 /// answers, a leader N hops for its ELECTED to come home, a beaten node 16N hops (more
@@ -633,8 +633,8 @@ impl Node for HirschbergSinclair {
 mod tests {
     use super::*;
     use crate::algorithm::Output;
-    use crate::algos::chang_roberts::ChangRobertsDown;
-    use crate::algos::elect_script::{elect_once, scenarios, within, Initiators, Net};
+    use crate::chang_roberts::ChangRobertsDown;
+    use mutexlab_core::script::elect::{elect_once, scenarios, within, Initiators, Net};
 
     fn probe(id: u32, round: u64, phase: u32, hops: u64, dir: Dir) -> Msg {
         Msg::Probe { id: PeerId(id), round, phase, hops, dir, term: 0 }

@@ -280,9 +280,9 @@ mod tests {
 
     use super::*;
     use crate::algorithm::{Action, MutexEvent, Output};
-    use crate::algos::suzuki_kasami::SuzukiKasami;
     use crate::script::{broadcast, deliver, done, nodes, out, send, start, want, Script};
     use crate::sim::{sweep, Failure, Sim, SimError, SimReport};
+    use crate::suzuki_kasami::SuzukiKasami;
 
     type Act = Action<Msg, NoTimer>;
 

@@ -92,7 +92,7 @@ use serde::{Deserialize, Serialize};
 use crate::algorithm::{
     Config, Election, ElectionCall, ElectionEvent, Input, Message, NoTimer, Node, NodeInput, NodeOut, PeerId,
 };
-use crate::algos::bully::next_term;
+use crate::bully::next_term;
 
 /// The fewest and the most messages one election costs in a ring of `live` live nodes,
 /// from one initiator to all of them, when nobody fails during it: `2·live` and
@@ -338,7 +338,7 @@ impl Node for RingList {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algos::elect_script::{elect_once, scenarios, within, Initiators, Net};
+    use mutexlab_core::script::elect::{elect_once, scenarios, within, Initiators, Net};
 
     fn ids(v: &[u32]) -> Vec<PeerId> {
         v.iter().copied().map(PeerId).collect()

@@ -368,8 +368,8 @@ impl Node for SuperPeer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algos::elect_script::Net as Script;
     use crate::sim::superpeer::{select, Params};
+    use mutexlab_core::script::elect::Net as Script;
 
     /// Every live node's role after `net` ran: `(id, its super-peer)`.
     fn roles(net: &Script<SuperPeer>) -> Vec<(u32, u32)> {

@@ -138,7 +138,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::algorithm::{Algorithm, Config, Message, Out, PeerId};
-pub use crate::algos::token_ring::IDLE_HOLD;
+pub use crate::token_ring::IDLE_HOLD;
 
 /// The watchdog's allowance per node of the ring: one hop, one critical section and one
 /// idle hold, with a wide margin for a loaded machine.
@@ -498,9 +498,9 @@ mod tests {
 
     use super::*;
     use crate::algorithm::{Action, Input, Mutex, MutexCall, MutexEvent, Node};
-    use crate::algos::token_ring::{self, TokenRing};
     use crate::host::{Effect, Host};
     use crate::sim::{Failure, Sim, SimError};
+    use crate::token_ring::{self, TokenRing};
 
     /// What a scripted application is doing.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -35,15 +35,17 @@ use serde::Serialize;
 
 mod faultlog;
 pub mod leaders;
-pub(crate) mod lines;
+#[cfg(test)]
+mod record_tests;
+pub use crate::lines;
 pub mod superpeers;
 
+use crate::lines::{clip, Lines, Quote};
+pub use crate::lines::{EXCERPT, MAX_LINE};
 use faultlog::CrashIndex;
 pub(crate) use faultlog::FaultLine;
 pub use faultlog::{Crash, FaultLog, MAX_CRASHES};
 pub use leaders::{audit_leaders_file, ElectionReport, LeaderRecord, Rules, LEADERS_HEADER};
-use lines::{clip, Lines, Quote};
-pub use lines::{EXCERPT, MAX_LINE};
 
 use crate::resource::{Fence, Record, Stage, HEADER};
 

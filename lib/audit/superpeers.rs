@@ -230,9 +230,9 @@ impl Judge {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::algos::elect_script::Net as Script;
     use crate::algos::superpeer::SuperPeer;
     use crate::audit::Crash;
+    use crate::script::elect::Net as Script;
 
     /// The leader file of a selection of `n` with `seed` (by the algorithm, in the
     /// script), one record per node, with `kill` killed after and the rest re-homed.

@@ -30,8 +30,8 @@ use std::sync::Arc;
 use super::workload::AppStep;
 use super::AppCall;
 use crate::algorithm::PeerId;
-use crate::audit::LeaderRecord;
 use crate::control::{self, ToSupervisor, WorkerSettings};
+use crate::leaders::LeaderRecord;
 use crate::resource;
 
 /// An election worker's application: the leader file, and the leader it follows.

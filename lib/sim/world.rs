@@ -250,30 +250,58 @@ where
     N::Service: SimService,
 {
     fn eq(&self, other: &Self) -> bool {
-        let same_timers = same_multiset(&self.timers, &other.timers, |a, b| a.key() == b.key());
+        // Every field named, none with `..`: a field added to `World` does not compile
+        // here until it is put in or out, and the same in `hash` below.
+        let World {
+            n,
+            hosts,
+            alive,
+            links,
+            down_due,
+            timers,
+            timer_seq: _,
+            now: _,
+            apps,
+            sent: _,
+            counters: _,
+            tallies: _,
+            fifo,
+            stale_timers,
+            any_timer,
+            lose_budget,
+            fire_budget,
+            counter_bound,
+            forget: _,
+            lost_done: _,
+            crash_budget,
+            may_crash,
+            crashes_done: _,
+            unnoticed_restarts,
+        } = self;
+        let same_timers = same_multiset(timers, &other.timers, |a, b| a.key() == b.key());
         // Without FIFO a channel is a multiset: which of two messages was sent first
         // cannot change what may happen next, since either may be delivered first.
-        let same_links = if self.fifo && other.fifo {
-            self.links == other.links
+        let same_links = if *fifo && other.fifo {
+            *links == other.links
         } else {
-            same_multiset(&self.links, &other.links, |a, b| a == b)
+            same_multiset(links, &other.links, |a, b| a == b)
         };
-        self.n == other.n
-            && self.hosts == other.hosts
-            && self.alive == other.alive
+        *n == other.n
+            && *hosts == other.hosts
+            && *alive == other.alive
             && same_links
-            && self.down_due == other.down_due
+            && *down_due == other.down_due
             && same_timers
-            && self.apps == other.apps
-            && self.fifo == other.fifo
-            && self.stale_timers == other.stale_timers
-            && self.any_timer == other.any_timer
-            && self.lose_budget == other.lose_budget
-            && self.fire_budget == other.fire_budget
-            && self.counter_bound == other.counter_bound
-            && self.crash_budget == other.crash_budget
-            && self.may_crash == other.may_crash
-            && self.unnoticed_restarts == other.unnoticed_restarts
+            && *apps == other.apps
+            && *fifo == other.fifo
+            && *stale_timers == other.stale_timers
+            && *any_timer == other.any_timer
+            && *lose_budget == other.lose_budget
+            && *fire_budget == other.fire_budget
+            && *counter_bound == other.counter_bound
+            && *crash_budget == other.crash_budget
+            && *may_crash == other.may_crash
+            && *unnoticed_restarts == other.unnoticed_restarts
     }
 }
 
@@ -296,26 +324,53 @@ where
     N::Service: SimService,
 {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.n.hash(state);
-        self.hosts.hash(state);
-        self.alive.hash(state);
-        if self.fifo {
-            self.links.hash(state);
+        // The fields `eq` compares, each named (see there).
+        let World {
+            n,
+            hosts,
+            alive,
+            links,
+            down_due,
+            timers,
+            timer_seq: _,
+            now: _,
+            apps,
+            sent: _,
+            counters: _,
+            tallies: _,
+            fifo,
+            stale_timers,
+            any_timer,
+            lose_budget,
+            fire_budget,
+            counter_bound,
+            forget: _,
+            lost_done: _,
+            crash_budget,
+            may_crash,
+            crashes_done: _,
+            unnoticed_restarts,
+        } = self;
+        n.hash(state);
+        hosts.hash(state);
+        alive.hash(state);
+        if *fifo {
+            links.hash(state);
         } else {
-            hash_unordered(self.links.iter(), state);
+            hash_unordered(links.iter(), state);
         }
-        self.down_due.hash(state);
-        hash_unordered(self.timers.iter().map(SetTimer::key), state);
-        self.apps.hash(state);
-        self.fifo.hash(state);
-        self.stale_timers.hash(state);
-        self.any_timer.hash(state);
-        self.lose_budget.hash(state);
-        self.fire_budget.hash(state);
-        self.counter_bound.hash(state);
-        self.crash_budget.hash(state);
-        self.may_crash.hash(state);
-        self.unnoticed_restarts.hash(state);
+        down_due.hash(state);
+        hash_unordered(timers.iter().map(SetTimer::key), state);
+        apps.hash(state);
+        fifo.hash(state);
+        stale_timers.hash(state);
+        any_timer.hash(state);
+        lose_budget.hash(state);
+        fire_budget.hash(state);
+        counter_bound.hash(state);
+        crash_budget.hash(state);
+        may_crash.hash(state);
+        unnoticed_restarts.hash(state);
     }
 }
 

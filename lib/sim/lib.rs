@@ -13,8 +13,8 @@
 //! exhaustive search ([`crate::check`]) needs.
 //!
 //! ```
-//! use mutexlab::algos::centralized::Centralized;
-//! use mutexlab::sim::Sim;
+//! use mutexlab_algos::centralized::Centralized;
+//! use mutexlab_sim::Sim;
 //!
 //! // Three nodes, seed 7, every node enters the critical section twice.
 //! let report = Sim::<Centralized>::new(3, 7).run(2).expect("no violation");
@@ -91,6 +91,9 @@
 //! news of a death is as rare a candidate as a restart, so a node is often back before
 //! a peer heard it was gone.
 
+// Every public item says what it is: students and outside crates read the API docs.
+#![warn(missing_docs)]
+
 use std::collections::{BTreeMap, VecDeque};
 use std::fmt;
 use std::time::Duration;
@@ -100,8 +103,16 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::algorithm::{Config, Node, PeerId};
 use crate::host::Breach;
+// The layers below, under the names every file here uses (`crate::algorithm::…`).
+#[cfg(test)]
+use mutexlab_algos as algos;
+use mutexlab_core::{
+    algorithm, control, fields, files, host, interrupt, latency, panics, resource, text, trace,
+};
 
 mod app;
+pub mod check;
+pub mod counterexample;
 mod event;
 mod fault;
 pub mod record;

@@ -5,6 +5,16 @@
 //! [`crate::algorithm`]). Nothing here imports a driver: the registry
 //! ([`crate::registry`]) names each node type with what runs it.
 
+// Every public item says what it is: students and outside crates read the API docs.
+#![warn(missing_docs)]
+
+// The layer below, under the names every file here uses (`crate::algorithm::…`).
+use mutexlab_core::{algorithm, latency};
+#[cfg(test)]
+use mutexlab_core::{host, script};
+#[cfg(test)]
+use mutexlab_sim as sim;
+
 pub mod baseline;
 pub mod bully;
 pub mod bully_gm;
@@ -12,11 +22,7 @@ pub mod centralized;
 pub mod centralized_bully;
 pub mod chang_roberts;
 #[cfg(test)]
-pub(crate) mod elect_script;
-#[cfg(test)]
 mod elect_sweeps;
-#[cfg(test)]
-pub(crate) mod elect_timed;
 pub mod hirschberg_sinclair;
 pub mod lamport;
 pub mod maekawa;
@@ -25,6 +31,8 @@ pub mod ra_token;
 pub mod raymond;
 pub mod ricart_agrawala;
 pub mod ring_list;
+#[cfg(test)]
+mod script_tests;
 pub mod superpeer;
 pub mod suzuki_kasami;
 pub mod token_ring;

@@ -59,11 +59,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub use crate::algorithm::Spawn;
-use crate::algorithm::{fold, Config, Input, Message, Node, NodeInput, NodeOut, Output};
+use crate::algorithm::{fold, Config, Input, Message, Node, NodeInput, NodeOut, Output, Service};
 pub use crate::control::ExternalWorker;
 use crate::control::{input_blocked, InputBlocked};
-use crate::runtime::RunService;
-use crate::sim::SimService;
 
 /// The default deadline for one answer (`--worker-timeout-ms`).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -1247,7 +1245,7 @@ fn expand(mut output: Value) -> Value {
     output
 }
 
-impl<S: RunService + SimService, M: JsonForm> External<S, M> {
+impl<S: Service, M: JsonForm> External<S, M> {
     /// Turn the answer to `sent` into outputs, or say why it is not a list of them.
     fn answer(sent: &str, got: Value) -> Result<Vec<Output<M, Json, S::Event>>, String> {
         let Value::Array(items) = got else {
@@ -1290,7 +1288,7 @@ impl<S: RunService + SimService, M: JsonForm> External<S, M> {
     }
 }
 
-impl<S: RunService + SimService, M: JsonForm> Node for External<S, M> {
+impl<S: Service, M: JsonForm> Node for External<S, M> {
     type Msg = M;
     type Timer = Json;
     type Service = S;

@@ -109,8 +109,8 @@ use std::str::FromStr;
 use std::time::{Duration, Instant};
 
 use crate::algorithm::{Message, MAX_WORKERS};
-use crate::audit::lines::{clip, Lines, MAX_LINE};
 use crate::flight;
+use crate::lines::{clip, Lines, MAX_LINE};
 use crate::resource;
 
 /// First words of every trace file's header line.
@@ -1039,7 +1039,7 @@ fn run_header(run_dir: &Path) -> Result<(String, u32), String> {
     use std::io::Read as _;
     let files = [
         (crate::control::RESOURCE_FILE, crate::resource::HEADER),
-        (crate::control::LEADERS_FILE, crate::audit::LEADERS_HEADER),
+        (crate::control::LEADERS_FILE, crate::leaders::LEADERS_HEADER),
     ];
     for (name, header) in files {
         let Ok(f) = crate::files::open_regular(&run_dir.join(name)) else { continue };
@@ -2286,8 +2286,6 @@ mod tests {
         let trace = load(dir.path()).unwrap();
         assert!(trace.events.len() > 20);
         assert_eq!(trace.events.iter().filter(|e| e.w == 0 && e.inc == 1).count(), 1);
-        let mut shiviz = Vec::new();
-        crate::export::write_shiviz(dir.path(), summary, &crate::export::Part::whole(), &mut shiviz).unwrap();
     }
 
     /// The same events, at the same times, to a writer: life 0 of worker 1, then life 1.

@@ -4,7 +4,7 @@
 //! One JSON object: a schema number, the algorithm's name, the check's options (n,
 //! entries, the world's knobs and the search's limits, as [`CheckOpts`] has them), the
 //! property violated, the failure line, the choices from the initial world (each a
-//! [`Choice`], as [`crate::sim::Sim::replay`] takes them) and the world's notes for each
+//! [`Choice`], as [`crate::Sim::replay`] takes them) and the world's notes for each
 //! step. Reading it is bounded ([`MAX_BYTES`]) and checked (every node named exists);
 //! a bad file is one line.
 
@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::check::{CheckOpts, Counterexample};
-use crate::sim::Choice;
+use crate::Choice;
 
 /// The file's name inside the `--out` directory.
 pub const FILE_NAME: &str = "counterexample.json";

@@ -55,6 +55,9 @@
 //! a frame, a frame refused from a live peer), that is a [`ModelBreach`], not a death:
 //! it is told as `Breach` instead of `Fatal`, and the run's audit is no verdict.
 
+// Every public item says what it is: students and outside crates read the API docs.
+#![warn(missing_docs)]
+
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::io::{self, Write};
 use std::os::unix::net::UnixStream as StdUnixStream;
@@ -71,13 +74,17 @@ use crate::algorithm::{
     NodeInput, PeerId, Service, ServiceKind, Spawn,
 };
 use crate::auth::Secret;
-use crate::control::{self, PendingState, ReplayOrder, ToSupervisor, ToWorker, WorkerSettings, WorkerStats};
+use crate::control::{PendingState, ReplayOrder, ToSupervisor, ToWorker, WorkerSettings, WorkerStats};
 use crate::host::{Breach, Effect, Host, Step};
-use crate::trace;
-use crate::wire::{self, Envelope};
+use crate::wire::Envelope;
+// The layer below, under the names every file here uses (`crate::algorithm::…`).
+#[cfg(test)]
+use mutexlab_algos as algos;
+use mutexlab_core::{algorithm, auth, control, flight, host, leaders, panics, resource, text, trace, wire};
 
 mod detector;
 mod elect;
+pub mod external;
 mod held;
 mod link;
 mod mesh;
@@ -226,10 +233,6 @@ pub enum AppEvent {
 /// applications (`workload.rs` for `mutex`, `elect.rs` for `election`), and its calls
 /// and events in that loop's words.
 pub trait RunService: Service {
-    /// Which service it is, as the registry and `--json` give it.
-    const KIND: ServiceKind;
-    /// The service's name (`mutex`, `election`).
-    const NAME: &'static str = Self::KIND.as_str();
     /// The call, or `None` if it is not one of this service's.
     fn from_app(call: AppCall) -> Option<Self::Call>;
     /// The event in the application loop's words.
@@ -237,7 +240,6 @@ pub trait RunService: Service {
 }
 
 impl RunService for Mutex {
-    const KIND: ServiceKind = ServiceKind::Mutex;
     fn from_app(call: AppCall) -> Option<MutexCall> {
         match call {
             AppCall::Want => Some(MutexCall::Want),
@@ -251,7 +253,6 @@ impl RunService for Mutex {
 }
 
 impl RunService for Election {
-    const KIND: ServiceKind = ServiceKind::Election;
     fn from_app(call: AppCall) -> Option<ElectionCall> {
         (call == AppCall::Elect).then_some(ElectionCall::Elect)
     }

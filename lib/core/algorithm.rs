@@ -330,7 +330,7 @@ fn flat_json(text: &str, kind: &str) -> Option<String> {
 
 /// A variant name or tag reduced for comparison: `REQUEST_ACK`, `RequestAck` and
 /// `request-ack` are one.
-pub(crate) fn fold(tag: &str) -> String {
+pub fn fold(tag: &str) -> String {
     tag.chars().filter(|c| *c != '_' && *c != '-').flat_map(char::to_lowercase).collect()
 }
 
@@ -511,6 +511,10 @@ impl<M, T> Out<M, T, MutexEvent> {
 /// node reports back, and the application's side of the contract, which the host
 /// ([`crate::host::Host`]) checks.
 pub trait Service: fmt::Debug + Send + 'static {
+    /// Which service it is, as the registry, the control link and `--json` name it.
+    const KIND: ServiceKind;
+    /// The service's name (`mutex`, `election`).
+    const NAME: &'static str = Self::KIND.as_str();
     /// What the application can ask.
     type Call: Clone + PartialEq + Eq + Hash + fmt::Debug + Serialize + DeserializeOwned + Send + 'static;
     /// What the node can tell the application.
@@ -564,6 +568,7 @@ pub enum MutexApp {
 }
 
 impl Service for Mutex {
+    const KIND: ServiceKind = ServiceKind::Mutex;
     type Call = MutexCall;
     type Event = MutexEvent;
     type App = MutexApp;
@@ -611,6 +616,7 @@ pub enum ElectionEvent {
 }
 
 impl Service for Election {
+    const KIND: ServiceKind = ServiceKind::Election;
     type Call = ElectionCall;
     type Event = ElectionEvent;
     type App = ();

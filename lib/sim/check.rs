@@ -6,7 +6,7 @@
 //! threads ([`CheckOpts::threads`]), level by level, finding the same states. The
 //! engines are in `check/search.rs`.
 //!
-//! It is a third scheduler of the simulator's [`World`] (after [`crate::sim::Sim`]'s seeded
+//! It is a third scheduler of the simulator's [`World`] (after [`crate::Sim`]'s seeded
 //! one and a replay): instead of picking one enabled [`Choice`] it takes each in turn.
 //! Worlds compare and hash by protocol state, so the visited set holds only a 64-bit
 //! fingerprint of each state with its parent's fingerprint and the choice that led
@@ -14,7 +14,7 @@
 //! the path) holds whole worlds, kept without the simulator's tallies. A counterexample is rebuilt by walking
 //! the parents back to the start and replaying the choices from the initial world, with
 //! the world's notes (what the simulator prints for a replay) as its numbered steps; the
-//! same replay records it as a run directory's files ([`crate::sim::record`]), which
+//! same replay records it as a run directory's files ([`crate::record`]), which
 //! `mutexlab check --out DIR` writes for `audit`, `report` and `trace` to read.
 //!
 //! Properties, each reported by name (see [`Property`]):
@@ -59,8 +59,8 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::algorithm::{Config, Node, PeerId, ServiceKind};
-use crate::sim::record::{Recorder, RunFiles};
-use crate::sim::{Choice, Failure, SimApps, SimService, World};
+use crate::record::{Recorder, RunFiles};
+use crate::{Choice, Failure, SimApps, SimService, World};
 
 mod memory;
 mod search;
@@ -280,8 +280,8 @@ impl CheckOpts {
 /// (one token at most); anyone passes theirs to [`check_with`]:
 ///
 /// ```
-/// use mutexlab::check::Invariant;
-/// use mutexlab::algos::ricart_agrawala::RicartAgrawala;
+/// use mutexlab_sim::check::Invariant;
+/// use mutexlab_algos::ricart_agrawala::RicartAgrawala;
 /// let few: Invariant<RicartAgrawala> = Invariant::new("at most 4 messages in flight", |w| {
 ///     let k = w.in_flight().count();
 ///     if k <= 4 { Ok(()) } else { Err(format!("{k} messages in flight")) }
@@ -424,7 +424,7 @@ pub struct Counterexample {
     pub property: &'static str,
     /// What went wrong, in one line.
     pub failure: String,
-    /// The choices from the initial world, in order ([`crate::sim::Sim::replay`] repeats them).
+    /// The choices from the initial world, in order ([`crate::Sim::replay`] repeats them).
     pub choices: Vec<Choice>,
     /// What happened, step by step: the world's notes for each choice.
     pub steps: Vec<Vec<String>>,
@@ -728,23 +728,18 @@ where
     most
 }
 
-/// Check node type `N`, which provides `service`, breadth-first or depth-first as `opts`
+/// Check node type `N` breadth-first or depth-first as `opts`
 /// say (see the module doc); `progress` is called about once a second. What the
 /// registry runs for an algorithm by name.
-pub fn check<N: Node>(
-    service: ServiceKind,
-    opts: &CheckOpts,
-    progress: &mut dyn FnMut(&Progress),
-) -> CheckReport
+pub fn check<N: Node>(opts: &CheckOpts, progress: &mut dyn FnMut(&Progress)) -> CheckReport
 where
     N::Service: SimService,
 {
-    check_with::<N>(service, opts, &[], progress)
+    check_with::<N>(opts, &[], progress)
 }
 
 /// [`check`], and `invariants` of one's own at every state, each reported by its name.
 pub fn check_with<N: Node>(
-    service: ServiceKind,
     opts: &CheckOpts,
     invariants: &[Invariant<N>],
     progress: &mut dyn FnMut(&Progress),
@@ -752,6 +747,7 @@ pub fn check_with<N: Node>(
 where
     N::Service: SimService,
 {
+    let service = <N::Service as crate::algorithm::Service>::KIND;
     let started = Instant::now();
     let threads = if opts.dfs { 1 } else { opts.threads.max(1) };
     let how = search::Search::new(service, opts, invariants);
@@ -883,7 +879,7 @@ mod tests {
 
     #[test]
     fn ricart_agrawala_n3_k1_holds_everything_on_every_state() {
-        let r = check::<RicartAgrawala>(ServiceKind::Mutex, &CheckOpts::new(3, 1), &mut quiet);
+        let r = check::<RicartAgrawala>(&CheckOpts::new(3, 1), &mut quiet);
         assert!(r.complete && r.violation.is_none(), "{}", r.text("ricart-agrawala"));
         assert!(r.properties.iter().all(|p| p.held));
         assert_eq!(r.states, 2_101, "the count an outside search over the same World found");
@@ -895,7 +891,7 @@ mod tests {
         // 44,833 (and 2,084,955 at n = 4); kept in send order they were 3,146 and 52,268.
         for (k, want) in [(1, 2_879), (2, 44_833)] {
             let opts = CheckOpts { non_fifo: true, ..CheckOpts::new(3, k) };
-            let r = check::<RicartAgrawala>(ServiceKind::Mutex, &opts, &mut quiet);
+            let r = check::<RicartAgrawala>(&opts, &mut quiet);
             assert!(r.complete && r.violation.is_none(), "{}", r.text("ricart-agrawala"));
             assert_eq!(r.states, want, "k = {k}");
         }
@@ -917,7 +913,7 @@ mod tests {
         // Lamport n = 3, k = 2 ran out of memory unbounded; with clocks at most 6 every
         // state within the bound is explored in a moment.
         let opts = CheckOpts { counter_bound: Some(6), ..CheckOpts::new(3, 2) };
-        let r = check::<Lamport>(ServiceKind::Mutex, &opts, &mut quiet);
+        let r = check::<Lamport>(&opts, &mut quiet);
         assert!(r.complete && r.violation.is_none(), "{}", r.text("lamport"));
         assert_eq!(r.at_counter_bound, Some(5_149), "{}", r.text("lamport"));
         assert_eq!(r.states, 8_106);
@@ -947,7 +943,7 @@ mod tests {
 
     #[test]
     fn the_none_baseline_overlaps_in_a_few_steps() {
-        let r = check::<Immediate>(ServiceKind::Mutex, &CheckOpts::new(2, 1), &mut quiet);
+        let r = check::<Immediate>(&CheckOpts::new(2, 1), &mut quiet);
         let v = r.violation.clone().expect("no coordination must be caught");
         assert_eq!(v.property, "mutual exclusion");
         // w0 asks, is let in; w1 asks, is let in.
@@ -959,17 +955,17 @@ mod tests {
     fn a_counterexample_replays_in_the_simulator_to_the_same_failure() {
         let mut opts = CheckOpts::new(2, 1);
         opts.non_fifo = true;
-        let r = check::<Lamport>(ServiceKind::Mutex, &opts, &mut quiet);
+        let r = check::<Lamport>(&opts, &mut quiet);
         let v = r.violation.expect("Lamport needs FIFO channels");
         assert_eq!(v.property, "mutual exclusion");
-        let e = crate::sim::Sim::<Lamport>::new(2, 0).non_fifo().replay(1, &v.choices).unwrap_err();
+        let e = crate::Sim::<Lamport>::new(2, 0).non_fifo().replay(1, &v.choices).unwrap_err();
         assert!(matches!(e.failure, Failure::Overlap { .. }), "{e}");
         assert_eq!(e.choices[..], v.choices[..]);
     }
 
     #[test]
     fn lamport_with_fifo_holds_at_n2() {
-        let r = check::<Lamport>(ServiceKind::Mutex, &CheckOpts::new(2, 1), &mut quiet);
+        let r = check::<Lamport>(&CheckOpts::new(2, 1), &mut quiet);
         assert!(r.complete && r.violation.is_none(), "{}", r.text("lamport"));
     }
 
@@ -999,7 +995,7 @@ mod tests {
 
     #[test]
     fn a_node_that_panics_fails_with_one_line_and_the_way_there() {
-        let r = check::<Unwritten>(ServiceKind::Mutex, &CheckOpts::new(2, 1), &mut quiet);
+        let r = check::<Unwritten>(&CheckOpts::new(2, 1), &mut quiet);
         let v = r.violation.expect("a panic is the node's failure");
         assert_eq!(v.property, "no node failure");
         assert!(v.failure.starts_with("a node panicked: on_want_cs is not written yet"), "{}", v.failure);
@@ -1008,7 +1004,7 @@ mod tests {
 
     #[test]
     fn without_a_bound_the_most_bypasses_are_told_and_the_counts_stay() {
-        let r = check::<RicartAgrawala>(ServiceKind::Mutex, &CheckOpts::new(3, 1), &mut quiet);
+        let r = check::<RicartAgrawala>(&CheckOpts::new(3, 1), &mut quiet);
         assert_eq!(r.states, 2_101, "no bound, no count in the state");
         assert_eq!(r.most_bypasses, Some(2));
         assert!(!r.properties.iter().any(|p| p.name == "bypass bound"));
@@ -1024,7 +1020,7 @@ mod tests {
         // slow while w2 enters twice.
         let mut opts = CheckOpts::new(3, 2);
         opts.bypass_bound = Some(1);
-        let r = check::<crate::algos::centralized::Centralized>(ServiceKind::Mutex, &opts, &mut quiet);
+        let r = check::<crate::algos::centralized::Centralized>(&opts, &mut quiet);
         let v = r.violation.clone().expect("w2 passes w0 twice");
         assert_eq!(v.property, "bypass bound");
         assert_eq!(v.failure, "bypass bound exceeded: others entered 2 times while w0 waited (bound 1)");
@@ -1039,9 +1035,9 @@ mod tests {
     #[test]
     fn token_ring_keeps_its_bound_of_n_minus_1_and_the_count_joins_the_state() {
         let mut opts = CheckOpts::new(3, 2);
-        let free = check::<crate::algos::token_ring::TokenRing>(ServiceKind::Mutex, &opts, &mut quiet);
+        let free = check::<crate::algos::token_ring::TokenRing>(&opts, &mut quiet);
         opts.bypass_bound = Some(2);
-        let r = check::<crate::algos::token_ring::TokenRing>(ServiceKind::Mutex, &opts, &mut quiet);
+        let r = check::<crate::algos::token_ring::TokenRing>(&opts, &mut quiet);
         assert!(r.complete && r.violation.is_none(), "{}", r.text("token-ring"));
         let p = r.properties.iter().find(|p| p.name == "bypass bound").unwrap();
         assert_eq!(
@@ -1110,7 +1106,7 @@ mod tests {
     fn elect<const MODE: u8>(highest_wins: bool) -> CheckReport {
         let mut opts = CheckOpts::new(3, 1);
         opts.highest_wins = highest_wins;
-        check::<Elect<MODE>>(ServiceKind::Election, &opts, &mut quiet)
+        check::<Elect<MODE>>(&opts, &mut quiet)
     }
 
     #[test]
@@ -1172,12 +1168,7 @@ mod tests {
     #[test]
     fn an_invariant_of_ones_own_is_judged_at_every_state_and_named() {
         let quiet_links = at_most_3_in_flight();
-        let r = check_with::<RicartAgrawala>(
-            ServiceKind::Mutex,
-            &CheckOpts::new(3, 1),
-            &[quiet_links],
-            &mut quiet,
-        );
+        let r = check_with::<RicartAgrawala>(&CheckOpts::new(3, 1), &[quiet_links], &mut quiet);
         let v = r.violation.clone().expect("two requests to two peers each are four");
         assert_eq!(
             (v.property, v.failure.as_str()),
@@ -1190,10 +1181,10 @@ mod tests {
     #[test]
     fn forgetting_dead_tickets_merges_states_and_is_off_by_default() {
         let mut opts = CheckOpts::new(3, 2);
-        let plain = check::<RicartAgrawala>(ServiceKind::Mutex, &opts, &mut quiet);
+        let plain = check::<RicartAgrawala>(&opts, &mut quiet);
         assert_eq!(plain.states, 34_845, "the Stateright model's count");
         opts.forget = true;
-        let r = check::<RicartAgrawala>(ServiceKind::Mutex, &opts, &mut quiet);
+        let r = check::<RicartAgrawala>(&opts, &mut quiet);
         assert!(r.complete && r.violation.is_none(), "{}", r.text("ricart-agrawala"));
         assert_eq!(r.states, 30_846, "a ticket is dead once its request is over");
     }
@@ -1202,14 +1193,14 @@ mod tests {
     fn a_lost_message_leaves_the_centralized_requester_waiting_forever() {
         use crate::algos::centralized::Centralized;
         let mut opts = CheckOpts::new(2, 1);
-        assert!(check::<Centralized>(ServiceKind::Mutex, &opts, &mut quiet).violation.is_none());
+        assert!(check::<Centralized>(&opts, &mut quiet).violation.is_none());
         opts.lose = 1;
-        let r = check::<Centralized>(ServiceKind::Mutex, &opts, &mut quiet);
+        let r = check::<Centralized>(&opts, &mut quiet);
         let v = r.violation.clone().expect("a lost REQUEST or GRANT is never made good");
         assert_eq!(v.property, "no deadlock", "{}", r.text("centralized"));
         assert!(v.choices.iter().any(|c| matches!(c, Choice::Lose { .. })));
         assert!(v.steps.iter().flatten().any(|l| l.ends_with("is lost")), "{:?}", v.steps);
-        let e = crate::sim::Sim::<Centralized>::new(2, 0).lose(1).replay(1, &v.choices).unwrap_err();
+        let e = crate::Sim::<Centralized>::new(2, 0).lose(1).replay(1, &v.choices).unwrap_err();
         assert!(matches!(e.failure, Failure::Deadlock { .. }), "{e}");
     }
 
@@ -1218,11 +1209,11 @@ mod tests {
         use crate::algos::bully::Bully;
         let mut opts = CheckOpts::new(2, 1);
         assert_eq!(opts.timers, TimerOrder::Any, "the checker makes no timing assumption");
-        let any = check::<Bully>(ServiceKind::Election, &opts, &mut quiet);
+        let any = check::<Bully>(&opts, &mut quiet);
         assert!(any.complete && any.violation.is_none(), "{}", any.text("bully"));
         assert_eq!(any.states, 109);
         opts.timers = TimerOrder::Earliest;
-        let earliest = check::<Bully>(ServiceKind::Election, &opts, &mut quiet);
+        let earliest = check::<Bully>(&opts, &mut quiet);
         assert_eq!(earliest.states, 109);
     }
 
@@ -1230,7 +1221,7 @@ mod tests {
     fn a_state_limit_cuts_the_search_short_and_says_so() {
         let mut opts = CheckOpts::new(3, 1);
         opts.max_states = 100;
-        let r = check::<RicartAgrawala>(ServiceKind::Mutex, &opts, &mut quiet);
+        let r = check::<RicartAgrawala>(&opts, &mut quiet);
         assert!(!r.complete);
         assert_eq!(r.cut_short.as_deref(), Some("--max-states 100 reached"));
         assert!(r.text("ricart-agrawala").contains("cut short (--max-states 100 reached)"));
@@ -1244,8 +1235,8 @@ mod tests {
 
     #[test]
     fn depth_first_finds_every_state_breadth_first_finds() {
-        let bfs = check::<RicartAgrawala>(ServiceKind::Mutex, &CheckOpts::new(3, 1), &mut quiet);
-        let dfs = check::<RicartAgrawala>(ServiceKind::Mutex, &with(3, 1, |o| o.dfs = true), &mut quiet);
+        let bfs = check::<RicartAgrawala>(&CheckOpts::new(3, 1), &mut quiet);
+        let dfs = check::<RicartAgrawala>(&with(3, 1, |o| o.dfs = true), &mut quiet);
         assert!(dfs.complete && dfs.violation.is_none(), "{}", dfs.text("ricart-agrawala"));
         assert_eq!((dfs.states, dfs.transitions), (bfs.states, bfs.transitions));
         assert_eq!(dfs.properties, bfs.properties, "the same terminal states too");
@@ -1259,7 +1250,7 @@ mod tests {
             o.non_fifo = true;
             o.dfs = true;
         });
-        let r = check::<Lamport>(ServiceKind::Mutex, &opts, &mut quiet);
+        let r = check::<Lamport>(&opts, &mut quiet);
         let v = r.violation.clone().expect("Lamport needs FIFO channels, depth-first too");
         assert_eq!(v.property, "mutual exclusion");
         assert!(!v.shortest);
@@ -1270,7 +1261,7 @@ mod tests {
         );
         assert!(!text.contains("steps, the shortest)"), "{text}");
         // Its choices are a real way there.
-        let e = crate::sim::Sim::<Lamport>::new(2, 0).non_fifo().replay(1, &v.choices).unwrap_err();
+        let e = crate::Sim::<Lamport>::new(2, 0).non_fifo().replay(1, &v.choices).unwrap_err();
         assert!(matches!(e.failure, Failure::Overlap { .. }), "{e}");
     }
 
@@ -1278,7 +1269,6 @@ mod tests {
     fn a_depth_bound_is_kept_and_the_search_says_it_was_cut() {
         for dfs in [false, true] {
             let r = check::<RicartAgrawala>(
-                ServiceKind::Mutex,
                 &with(3, 1, |o| {
                     o.dfs = dfs;
                     o.max_depth = Some(5);
@@ -1292,16 +1282,11 @@ mod tests {
             assert!(r.states < 2_101);
             // Within the bound, the two searches see the same states: a state first
             // reached deep is explored again when reached shallower.
-            let bfs = check::<RicartAgrawala>(
-                ServiceKind::Mutex,
-                &with(3, 1, |o| o.max_depth = Some(5)),
-                &mut quiet,
-            );
+            let bfs = check::<RicartAgrawala>(&with(3, 1, |o| o.max_depth = Some(5)), &mut quiet);
             assert_eq!(r.states, bfs.states, "dfs = {dfs}");
         }
         for dfs in [false, true] {
             let r = check::<RicartAgrawala>(
-                ServiceKind::Mutex,
                 &with(2, 1, |o| {
                     o.dfs = dfs;
                     o.max_depth = Some(0);
@@ -1313,7 +1298,6 @@ mod tests {
         }
         // The overlap is 4 steps deep: a bound of 3 does not reach it.
         let r = check::<Lamport>(
-            ServiceKind::Mutex,
             &with(2, 1, |o| {
                 o.non_fifo = true;
                 o.dfs = true;
@@ -1326,10 +1310,9 @@ mod tests {
 
     #[test]
     fn threads_find_the_same_states_as_one() {
-        let one = check::<RicartAgrawala>(ServiceKind::Mutex, &CheckOpts::new(3, 1), &mut quiet);
+        let one = check::<RicartAgrawala>(&CheckOpts::new(3, 1), &mut quiet);
         for threads in [2, 3, 8] {
-            let r =
-                check::<RicartAgrawala>(ServiceKind::Mutex, &with(3, 1, |o| o.threads = threads), &mut quiet);
+            let r = check::<RicartAgrawala>(&with(3, 1, |o| o.threads = threads), &mut quiet);
             assert_eq!(r.threads, threads);
             assert!(r.complete);
             assert_eq!((r.states, r.transitions, r.max_depth), (one.states, one.transitions, one.max_depth));
@@ -1340,9 +1323,8 @@ mod tests {
 
     #[test]
     fn threads_still_give_a_shortest_counterexample() {
-        let one = check::<Lamport>(ServiceKind::Mutex, &with(2, 1, |o| o.non_fifo = true), &mut quiet);
+        let one = check::<Lamport>(&with(2, 1, |o| o.non_fifo = true), &mut quiet);
         let two = check::<Lamport>(
-            ServiceKind::Mutex,
             &with(2, 1, |o| {
                 o.non_fifo = true;
                 o.threads = 2;
@@ -1356,7 +1338,7 @@ mod tests {
 
     #[test]
     fn the_summary_gives_peak_memory() {
-        let r = check::<RicartAgrawala>(ServiceKind::Mutex, &CheckOpts::new(2, 1), &mut quiet);
+        let r = check::<RicartAgrawala>(&CheckOpts::new(2, 1), &mut quiet);
         let bytes = r.peak_memory_bytes.expect("Linux says in /proc/self/status");
         assert!(bytes > 1_000_000, "{bytes}");
         assert!(r.text("ricart-agrawala").contains(" MB"), "{}", r.text("ricart-agrawala"));
@@ -1376,20 +1358,20 @@ mod tests {
         let mut opts = CheckOpts::new(3, 2);
         opts.bypass_bound = Some(2);
         for o in strategies(&opts) {
-            let r = check::<crate::algos::token_ring::TokenRing>(ServiceKind::Mutex, &o, &mut quiet);
+            let r = check::<crate::algos::token_ring::TokenRing>(&o, &mut quiet);
             assert!(r.complete && r.violation.is_none(), "{}", r.text("token-ring"));
             let p = r.properties.iter().find(|p| p.name == "bypass bound").unwrap();
             assert_eq!((p.held, p.detail.as_deref()), (true, Some("at most 2; most seen: 2")), "{o:?}");
         }
         let counts: Vec<u64> = strategies(&opts)
             .iter()
-            .map(|o| check::<crate::algos::token_ring::TokenRing>(ServiceKind::Mutex, o, &mut quiet).states)
+            .map(|o| check::<crate::algos::token_ring::TokenRing>(o, &mut quiet).states)
             .collect();
         assert!(counts.iter().all(|&c| c == counts[0]), "the counts join the state alike: {counts:?}");
         // Its negative control, in each: the coordinator lets others pass.
         opts.bypass_bound = Some(1);
         for o in strategies(&opts) {
-            let r = check::<crate::algos::centralized::Centralized>(ServiceKind::Mutex, &o, &mut quiet);
+            let r = check::<crate::algos::centralized::Centralized>(&o, &mut quiet);
             let v = r.violation.clone().unwrap_or_else(|| panic!("{o:?}: {}", r.text("centralized")));
             assert_eq!(v.property, "bypass bound", "{o:?}");
             assert!(v.failure.starts_with("bypass bound exceeded: others entered 2 times"), "{}", v.failure);
@@ -1397,7 +1379,7 @@ mod tests {
         }
         // Without a bound the most seen is told by each.
         for o in strategies(&CheckOpts::new(3, 1)) {
-            let r = check::<RicartAgrawala>(ServiceKind::Mutex, &o, &mut quiet);
+            let r = check::<RicartAgrawala>(&o, &mut quiet);
             assert_eq!((r.states, r.most_bypasses), (2_101, Some(2)), "{o:?}");
         }
     }
@@ -1406,8 +1388,7 @@ mod tests {
     fn every_strategy_judges_invariants_and_records_the_counterexample_run() {
         let few = at_most_3_in_flight();
         for o in strategies(&CheckOpts::new(3, 1)) {
-            let r =
-                check_with::<RicartAgrawala>(ServiceKind::Mutex, &o, std::slice::from_ref(&few), &mut quiet);
+            let r = check_with::<RicartAgrawala>(&o, std::slice::from_ref(&few), &mut quiet);
             let v = r.violation.clone().unwrap_or_else(|| panic!("{o:?}: {}", r.text("ra")));
             assert_eq!(
                 (v.property, v.failure.as_str()),
@@ -1432,7 +1413,6 @@ mod tests {
         use crate::algos::token_ring_ft::TokenRingFt;
         let fires = |t: Option<u32>| {
             check::<TokenRingFt>(
-                ServiceKind::Mutex,
                 &with(2, 1, |o| {
                     o.timer_fires = t;
                     o.max_states = 20_000;
@@ -1460,7 +1440,7 @@ mod tests {
         // With no timer firing at all, token-ring-ft's regeneration never runs: the
         // search ends in states where an application waits and only a timer could help.
         let opts = with(2, 1, |o| o.timer_fires = Some(0));
-        let r = check::<TokenRingFt>(ServiceKind::Mutex, &opts, &mut quiet);
+        let r = check::<TokenRingFt>(&opts, &mut quiet);
         assert!(r.complete && r.violation.is_none(), "{}", r.text("token-ring-ft"));
         assert!(r.at_timer_bound > 0, "{}", r.text("token-ring-ft"));
         // The negative control: such a state exists and has a waiting application, which
@@ -1472,7 +1452,7 @@ mod tests {
                 false => Ok(()),
             },
         )];
-        let r = check_with::<TokenRingFt>(ServiceKind::Mutex, &opts, &stuck, &mut quiet);
+        let r = check_with::<TokenRingFt>(&opts, &stuck, &mut quiet);
         assert!(r.violation.is_some(), "{}", r.text("token-ring-ft"));
     }
 }

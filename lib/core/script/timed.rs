@@ -1,5 +1,5 @@
 //! A timed driver for election tests: N hosts on a machine model with message delays and
-//! CPU, for what the zero-time drivers ([`super::elect_script::Net`], the simulator)
+//! CPU, for what the zero-time drivers ([`super::elect::Net`], the simulator)
 //! cannot show: whether a node's timeouts outlast the replies a loaded machine makes late.
 //!
 //! Every input a node handles costs `cost` of CPU on one of `cores` cores (the first one
@@ -20,7 +20,7 @@ use crate::host::{Effect, Host, Step};
 
 /// The machine the nodes share.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Machine {
+pub struct Machine {
     /// CPUs.
     pub cores: usize,
     /// CPU time one input takes, its sends included.
@@ -36,7 +36,7 @@ enum Ev<N: Node> {
 }
 
 /// N election nodes on one [`Machine`].
-pub(crate) struct Timed<N: Node<Service = Election>> {
+pub struct Timed<N: Node<Service = Election>> {
     hosts: Vec<Host<N>>,
     machine: Machine,
     rng: ChaCha8Rng,

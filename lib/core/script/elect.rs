@@ -1,5 +1,5 @@
-//! A deterministic driver for election tests, shared by `bully`, `chang_roberts` and
-//! `ring_list`.
+//! A deterministic driver for election tests, shared by the election algorithms' tests
+//! (`bully`, `chang_roberts`, `ring_list` and others) and the super-peer audit's.
 //!
 //! [`Net`] makes N hosts ([`crate::host::Host`]) and starts them. Messages go into one
 //! global FIFO queue and are delivered in the order they were sent, with no time
@@ -20,24 +20,31 @@ const MAX_STEPS: usize = 1_000_000;
 
 /// One message sent: by whom, to whom, of what kind.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Sent {
+pub struct Sent {
+    /// The sender.
     pub from: u32,
+    /// The receiver.
     pub to: u32,
+    /// The message's kind (its `Message::kind`).
     pub kind: String,
 }
 
 /// One `Leader` event: node `who`, in its incarnation, accepted `id` in `term`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Accepted {
+pub struct Accepted {
+    /// The node that accepted a leader.
     pub who: u32,
+    /// Its incarnation then.
     pub incarnation: u32,
+    /// The leader it accepted.
     pub id: PeerId,
+    /// The term it was elected in.
     pub term: u64,
 }
 
 /// Who calls `elect`.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Initiators {
+pub enum Initiators {
     /// The lowest live id.
     Lowest,
     /// The highest live id.
@@ -55,7 +62,7 @@ struct Armed<T> {
 }
 
 /// N election nodes, a FIFO network between them, and the timers they armed.
-pub(crate) struct Net<N: Node<Service = Election>> {
+pub struct Net<N: Node<Service = Election>> {
     hosts: Vec<Host<N>>,
     alive: Vec<bool>,
     queue: VecDeque<(PeerId, PeerId, N::Msg)>,
@@ -93,14 +100,17 @@ impl<N: Node<Service = Election>> Net<N> {
         net
     }
 
+    /// How many nodes.
     pub fn n(&self) -> u32 {
         self.hosts.len() as u32
     }
 
+    /// Node `i`'s state.
     pub fn node(&self, i: u32) -> &N {
         self.hosts[i as usize].node()
     }
 
+    /// Whether node `i` is up.
     pub fn is_alive(&self, i: u32) -> bool {
         self.alive[i as usize]
     }
@@ -363,7 +373,7 @@ impl<N: Node<Service = Election>> Net<N> {
 }
 
 /// Within the theory's bounds, inclusive.
-pub(crate) fn within(measured: usize, (lo, hi): (u64, u64)) -> Result<(), String> {
+pub fn within(measured: usize, (lo, hi): (u64, u64)) -> Result<(), String> {
     let m = measured as u64;
     if lo <= m && m <= hi {
         Ok(())
@@ -373,12 +383,12 @@ pub(crate) fn within(measured: usize, (lo, hi): (u64, u64)) -> Result<(), String
 }
 
 /// Scenarios every election algorithm must pass, written once.
-pub(crate) mod scenarios {
+pub mod scenarios {
     use super::*;
 
     /// Killing the leader after it won: everyone notices, everyone elects, and the next
     /// one down wins in a higher term; again and again until one node is left.
-    pub(crate) fn the_leader_dies_again_and_again<N: Node<Service = Election>>() {
+    pub fn the_leader_dies_again_and_again<N: Node<Service = Election>>() {
         for n in [2, 3, 5, 8] {
             let mut net = Net::<N>::new(n);
             net.elect(0);
@@ -395,7 +405,7 @@ pub(crate) mod scenarios {
 
     /// The highest node dies and the next leads; the highest comes back and leads again,
     /// in a term above the old ones.
-    pub(crate) fn the_highest_comes_back_and_leads_again<N: Node<Service = Election>>() {
+    pub fn the_highest_comes_back_and_leads_again<N: Node<Service = Election>>() {
         let mut net = Net::<N>::new(4);
         net.elect(0);
         net.run().unwrap();
@@ -413,7 +423,7 @@ pub(crate) mod scenarios {
 /// One election on a fresh net of `n` nodes: `dead` crashes first and everyone learns
 /// it, then `who` call `elect`, then the net runs until quiet. Every check must pass;
 /// the net and the number of messages the election took.
-pub(crate) fn elect_once<N: Node<Service = Election>>(
+pub fn elect_once<N: Node<Service = Election>>(
     n: u32,
     dead: Option<u32>,
     who: Initiators,

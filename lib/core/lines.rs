@@ -14,15 +14,16 @@ pub const EXCERPT: usize = 160;
 /// A line as a finding quotes it: in full if short, else its first [`EXCERPT`] bytes
 /// (never splitting a character), an ellipsis and its full length in bytes. Formatted
 /// only when a finding is made, so clean records cost nothing.
-pub(super) struct Quote<'a> {
+pub struct Quote<'a> {
     /// The line's first bytes (all of it if `len` is no more).
-    pub(super) bytes: &'a [u8],
+    pub bytes: &'a [u8],
     /// The line's full length.
-    pub(super) len: u64,
+    pub len: u64,
 }
 
 impl<'a> Quote<'a> {
-    pub(super) fn of(text: &'a str) -> Quote<'a> {
+    /// The quote of a whole line.
+    pub fn of(text: &'a str) -> Quote<'a> {
         Quote { bytes: text.as_bytes(), len: text.len() as u64 }
     }
 }
@@ -43,32 +44,34 @@ impl std::fmt::Display for Quote<'_> {
 }
 
 /// At most [`EXCERPT`] bytes of a message that may repeat part of a line.
-pub(crate) fn clip(msg: &str) -> std::borrow::Cow<'_, str> {
+pub fn clip(msg: &str) -> std::borrow::Cow<'_, str> {
     crate::text::clip_to(msg, EXCERPT)
 }
 
 /// Reads lines with a fixed buffer: at most [`MAX_LINE`] bytes of a line are kept, the
 /// rest is counted and skipped, so memory does not grow with line length.
-pub(crate) struct Lines<R> {
+pub struct Lines<R> {
     src: std::io::BufReader<R>,
     /// The current line's first bytes, without its newline.
-    pub(crate) kept: Vec<u8>,
+    pub kept: Vec<u8>,
     /// The current line's full length, without its newline.
-    pub(crate) len: u64,
+    pub len: u64,
     /// Whether `kept` holds a line already returned (cleared before the next).
     returned: bool,
 }
 
 impl<R: Read> Lines<R> {
     /// Lines of `src`, the first of which begins with `prefix`, already read.
-    pub(crate) fn new(src: R, prefix: Vec<u8>) -> Self {
+    pub fn new(src: R, prefix: Vec<u8>) -> Self {
         let len = prefix.len() as u64;
         Lines { src: std::io::BufReader::with_capacity(64 * 1024, src), kept: prefix, len, returned: false }
     }
 
     /// The next line: `Some(true)` if it ended with a newline, `Some(false)` for a last
     /// line without one, `None` at the end. Its bytes are in `kept`, its length in `len`.
-    pub(crate) fn next(&mut self) -> std::io::Result<Option<bool>> {
+    // Not an `Iterator`: each line reuses the one buffer, which an iterator cannot lend.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> std::io::Result<Option<bool>> {
         if std::mem::replace(&mut self.returned, true) {
             self.kept.clear();
             self.len = 0;

@@ -235,7 +235,7 @@ impl<N: Node> Hash for Host<N> {
 
 /// Hash `items` as a multiset: the same items in any order hash the same. Each item is
 /// hashed on its own with a fixed-key hasher and the results are summed.
-pub(crate) fn hash_unordered<T: Hash, H: Hasher>(items: impl Iterator<Item = T>, state: &mut H) {
+pub fn hash_unordered<T: Hash, H: Hasher>(items: impl Iterator<Item = T>, state: &mut H) {
     let (mut count, mut sum) = (0usize, 0u64);
     for item in items {
         let mut h = std::hash::DefaultHasher::new();
@@ -288,8 +288,8 @@ impl<N: Node> Host<N> {
         self.timers.iter().find(|(t, _)| t == timer).map(|&(_, g)| g)
     }
 
-    /// The node, to set it up or call a handler by hand in a unit test; no driver may.
-    #[cfg(test)]
+    /// The node, to set it up or call a handler by hand in a unit test ([`crate::script`]);
+    /// no driver may.
     pub(crate) fn node_mut(&mut self) -> &mut N {
         &mut self.node
     }

@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use super::{bypass_step, initial, judge, CheckOpts, Counts, Invariant, Property, COUNTED};
 use crate::algorithm::{Message, Node, PeerId, ServiceKind};
-use crate::sim::{Choice, Failure, Lost, SimApps, SimService, World, WorldEvent};
+use crate::{Choice, Failure, Lost, SimApps, SimService, World, WorldEvent};
 
 /// The schema of a walk's JSON.
 pub const SCHEMA: u32 = 1;
@@ -276,18 +276,14 @@ fn take(ids: &mut Vec<u64>, index: usize) -> Option<u64> {
     (index < ids.len()).then(|| ids.remove(index))
 }
 
-/// Walk `route` for node type `N` (providing `service`) under `opts`, judging
+/// Walk `route` for node type `N` under `opts`, judging
 /// `invariants` too. An error is one line: a choice that cannot happen where it is
 /// taken, or a path too long.
-pub fn walk<N: Node>(
-    service: ServiceKind,
-    opts: &CheckOpts,
-    invariants: &[Invariant<N>],
-    route: &Route,
-) -> Result<Walk, String>
+pub fn walk<N: Node>(opts: &CheckOpts, invariants: &[Invariant<N>], route: &Route) -> Result<Walk, String>
 where
     N::Service: SimService,
 {
+    let service = <N::Service as crate::algorithm::Service>::KIND;
     let len = match route {
         Route::Choices(c) => c.len(),
         Route::Indices(i) => i.len(),
@@ -577,7 +573,7 @@ mod tests {
 
     /// The shortest counterexample of `N` under `opts`, found by the search.
     fn counterexample<N: Node<Service: SimService>>(opts: &CheckOpts) -> Vec<Choice> {
-        let r = super::super::check::<N>(ServiceKind::Mutex, opts, &mut quiet);
+        let r = super::super::check::<N>(opts, &mut quiet);
         r.violation.expect("a violation").choices
     }
 
@@ -586,7 +582,7 @@ mod tests {
         let mut opts = CheckOpts::new(2, 1);
         opts.non_fifo = true;
         let choices = counterexample::<Lamport>(&opts);
-        let w = walk::<Lamport>(ServiceKind::Mutex, &opts, &[], &Route::Choices(choices.clone())).unwrap();
+        let w = walk::<Lamport>(&opts, &[], &Route::Choices(choices.clone())).unwrap();
         assert_eq!(w.steps.len(), choices.len() + 1, "the start and one per choice");
         assert_eq!(w.violation_step, Some(choices.len()), "it breaks at the last step");
         assert_eq!(w.property.as_deref(), Some("mutual exclusion"));
@@ -616,12 +612,9 @@ mod tests {
     #[test]
     fn the_explorer_s_indices_walk_the_same_path_as_its_choices() {
         let opts = CheckOpts::new(3, 1);
-        let w =
-            walk::<RicartAgrawala>(ServiceKind::Mutex, &opts, &[], &Route::Indices(vec![0, 0, 0])).unwrap();
+        let w = walk::<RicartAgrawala>(&opts, &[], &Route::Indices(vec![0, 0, 0])).unwrap();
         assert_eq!(w.steps.len(), 4);
-        let again =
-            walk::<RicartAgrawala>(ServiceKind::Mutex, &opts, &[], &Route::Choices(w.choices.clone()))
-                .unwrap();
+        let again = walk::<RicartAgrawala>(&opts, &[], &Route::Choices(w.choices.clone())).unwrap();
         assert_eq!(again.path, [0, 0, 0], "choices give back the indices they were taken by");
         assert_eq!(serde_json::to_value(&again.steps).unwrap(), serde_json::to_value(&w.steps).unwrap());
         assert!(!w.enabled.is_empty());
@@ -637,14 +630,11 @@ mod tests {
     fn a_choice_that_cannot_happen_or_an_index_past_the_list_is_one_line() {
         let opts = CheckOpts::new(2, 1);
         let bad = Route::Choices(vec![Choice::Deliver { from: 0, to: 1, index: 0 }]);
-        let e = walk::<RicartAgrawala>(ServiceKind::Mutex, &opts, &[], &bad).unwrap_err();
+        let e = walk::<RicartAgrawala>(&opts, &[], &bad).unwrap_err();
         assert!(e.contains("step 1") && e.contains("cannot happen"), "{e}");
-        let e =
-            walk::<RicartAgrawala>(ServiceKind::Mutex, &opts, &[], &Route::Indices(vec![99])).unwrap_err();
+        let e = walk::<RicartAgrawala>(&opts, &[], &Route::Indices(vec![99])).unwrap_err();
         assert!(e.contains("no choice 99"), "{e}");
         let long = Route::Indices(vec![0; MAX_STEPS + 1]);
-        assert!(walk::<RicartAgrawala>(ServiceKind::Mutex, &opts, &[], &long)
-            .unwrap_err()
-            .contains("longer"));
+        assert!(walk::<RicartAgrawala>(&opts, &[], &long).unwrap_err().contains("longer"));
     }
 }

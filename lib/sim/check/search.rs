@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use super::memory;
 use super::{bypass_step, initial, judge, CheckOpts, Counts, Invariant, Progress, Property, COUNTED};
 use crate::algorithm::{Node, ServiceKind};
-use crate::sim::{Choice, Failure, SimService, World, WorldEvent};
+use crate::{Choice, Failure, SimService, World, WorldEvent};
 
 /// What a search is for: the service, the options and the invariants of one's own, with
 /// how bypasses are counted.
