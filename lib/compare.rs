@@ -57,7 +57,7 @@ use serde::Serialize;
 use crate::algorithm::ServiceKind;
 use crate::algos::{Claim, Family, Shape, Theory};
 use crate::control::{Detector, RESOURCE_FILE};
-use crate::faults::Plan;
+use crate::faults::{FaultKind, Plan, Standing};
 use crate::registry::{self, AlgoInfo};
 use crate::resource::Record;
 use crate::supervisor::{self, AppliedFault, Report, RunError, RunOpts};
@@ -642,13 +642,13 @@ impl Fault {
     /// Whether a run of `n` workers, with these faults applied and this many messages
     /// lost, was hit the way this fault means.
     fn hit(self, faults: &[AppliedFault], lost: u64, n: u32) -> bool {
-        let kill = faults.iter().find(|f| f.action == "kill");
-        // The supervisor's note on a kill says where its victim was.
-        let inside = |note: &str| note.ends_with(" inside the critical section");
+        let kill = faults.iter().find(|f| f.action == FaultKind::Kill);
+        // Where the supervisor saw its victim when it killed it.
+        let inside = |f: &AppliedFault| f.standing == Some(Standing::Inside);
         match self {
-            Fault::NonHolder => kill.is_some_and(|f| !inside(&f.note)),
+            Fault::NonHolder => kill.is_some_and(|f| !inside(f)),
             // A holder that is also the coordinator belongs to the next column.
-            Fault::Holder => kill.is_some_and(|f| inside(&f.note) && f.worker != Some(n - 1)),
+            Fault::Holder => kill.is_some_and(|f| inside(f) && f.worker != Some(n - 1)),
             Fault::Coordinator => kill.is_some(),
             Fault::Lost => lost > 0,
         }
@@ -1317,21 +1317,28 @@ fn merge_hops(runs: &[&SyncHops]) -> SyncHops {
 /// runs, with the real runs' size and entries. `None` under a heartbeat detector, whose
 /// timing the simulator does not model.
 fn simulate_fault(o: &CompareOpts, info: &AlgoInfo, fault: Fault) -> Option<SimDecision> {
-    use crate::sim::{CrashAt, Ending, Failure, FaultSim, Victim};
+    use crate::sim::{CrashAt, Ending, Failure, FaultSim};
     let (detector, told) = match o.detector {
         Detector::Perfect => (true, "perfect detector"),
         Detector::None => (false, "no detector"),
         Detector::Heartbeat { .. } => return None,
     };
     let n = o.workers;
-    let at = |victim| Some(CrashAt { victim, at_entry: FAULT_AT_ENTRY });
-    let (crash, drop, what) = match fault {
-        Fault::NonHolder => (at(Victim::Node(0)), 0.0, format!("w0 crashes at entry {FAULT_AT_ENTRY}")),
-        Fault::Holder => (at(Victim::Holder), 0.0, format!("the holder crashes at entry {FAULT_AT_ENTRY}")),
-        Fault::Coordinator => {
-            (at(Victim::Node(n - 1)), 0.0, format!("w{} crashes at entry {FAULT_AT_ENTRY}", n - 1))
+    // The same plan step as the real runs', so both are asked for one fault in one
+    // vocabulary.
+    let (plan, drop) = fault.plan();
+    let crash = match plan.is_empty() {
+        true => None,
+        false => {
+            let step = Plan::parse(&plan, n).ok()?.steps.into_iter().next()?;
+            Some(CrashAt::from_step(&step).ok()?)
         }
-        Fault::Lost => (None, DROP, format!("each message lost with probability {DROP}")),
+    };
+    let what = match fault {
+        Fault::NonHolder => format!("w0 crashes at entry {FAULT_AT_ENTRY}"),
+        Fault::Holder => format!("the holder crashes at entry {FAULT_AT_ENTRY}"),
+        Fault::Coordinator => format!("w{} crashes at entry {FAULT_AT_ENTRY}", n - 1),
+        Fault::Lost => format!("each message lost with probability {DROP}"),
     };
     let mut tally = Tally::default();
     let mut other_failure = None;
@@ -1914,16 +1921,22 @@ mod tests {
         let kill = |w: u32, where_: &str| AppliedFault {
             at_ms: 1.0,
             t: 1,
-            action: "kill".into(),
+            action: FaultKind::Kill,
             worker: Some(w),
             incarnation: Some(0),
             pid: Some(1),
             signal: Some("SIGKILL".into()),
             dead: Some(2),
             late_ms: None,
+            standing: Some(if where_ == "inside" { Standing::Inside } else { Standing::Outside }),
             note: format!("kill holder at entry 3; w{w} {where_} the critical section"),
         };
-        let skip = AppliedFault { action: "skip".into(), note: "w0 is dead".into(), ..kill(0, "outside") };
+        let skip = AppliedFault {
+            action: FaultKind::Skip,
+            standing: None,
+            note: "w0 is dead".into(),
+            ..kill(0, "outside")
+        };
         assert!(Fault::NonHolder.hit(&[kill(0, "outside")], 0, 5));
         assert!(!Fault::NonHolder.hit(&[kill(0, "inside")], 0, 5), "the victim was the holder");
         assert!(!Fault::NonHolder.hit(std::slice::from_ref(&skip), 0, 5), "nothing was killed");

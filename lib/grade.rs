@@ -1353,7 +1353,12 @@ impl From<Report> for Outcome {
             kept: r.run_dir_kept,
             never_fired: r.never_fired,
             // The notes of the steps that came due and found no target.
-            skipped: r.faults.into_iter().filter(|f| f.action == "skip").map(|f| f.note).collect(),
+            skipped: r
+                .faults
+                .into_iter()
+                .filter(|f| f.action == crate::faults::FaultKind::Skip)
+                .map(|f| f.note)
+                .collect(),
         }
     }
 }

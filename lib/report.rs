@@ -547,13 +547,14 @@ mod tests {
         let fault = |late_ms| AppliedFault {
             at_ms: 2106.5,
             t: 1,
-            action: "stop".into(),
+            action: crate::faults::FaultKind::Stop,
             worker: Some(3),
             incarnation: Some(0),
             pid: Some(1),
             signal: Some("SIGSTOP".into()),
             dead: None,
             late_ms,
+            standing: None,
             note: "stop 3 at 2100ms for 1ms".into(),
         };
         let mut s = String::new();

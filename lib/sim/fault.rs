@@ -21,23 +21,43 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{AppAct, Choice, Failure, Lost, SimApps, SimService, World, WorldEvent, TIMER_RACE};
 use crate::algorithm::{Config, Node};
-
-/// Who the crash hits.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Victim {
-    /// This node, wherever it is.
-    Node(u32),
-    /// The node that has just entered: the holder.
-    Holder,
-}
+use crate::faults::{Action, Step, Target, When};
 
 /// The crash of one node, right after the run's `at_entry`-th entry; it never restarts.
+/// Written as the supervisor's plan writes it (`kill holder at entry 3`), and made from
+/// such a step ([`CrashAt::from_step`]), so a real run and its simulation are asked for
+/// the same fault in the same words.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CrashAt {
-    /// Who.
-    pub victim: Victim,
+    /// Who: a worker, the holder or the coordinator (never the leader).
+    victim: Target,
     /// After which entry of the run (counted over all nodes, from 1).
-    pub at_entry: u64,
+    at_entry: u64,
+}
+
+impl CrashAt {
+    /// The crash a plan's step asks for, if the simulator can make it: a `kill` of a
+    /// worker, the holder or the coordinator at an entry of the run.
+    pub fn from_step(step: &Step) -> Result<CrashAt, String> {
+        match (&step.action, step.when, step.duration) {
+            (Action::Kill(victim), When::Entry(at_entry), None) if *victim != Target::Leader => {
+                Ok(CrashAt { victim: *victim, at_entry })
+            }
+            _ => Err(format!(
+                "the simulator's fault runs make only `kill <worker|holder|coordinator> at entry K`, not `{step}`"
+            )),
+        }
+    }
+
+    /// Who it hits.
+    pub fn victim(&self) -> Target {
+        self.victim
+    }
+
+    /// After which entry of the run.
+    pub fn at_entry(&self) -> u64 {
+        self.at_entry
+    }
 }
 
 /// One seeded run with one fault.
@@ -163,8 +183,10 @@ where
                 continue;
             };
             let victim = match c.victim {
-                Victim::Node(v) => v,
-                Victim::Holder => node,
+                Target::Worker(v) => v,
+                Target::Holder => node,
+                Target::Coordinator => f.n - 1,
+                Target::Leader => unreachable!("CrashAt::from_step refuses the leader"),
             };
             report.crashed = Some((victim, victim == node));
             if let Err(e) = world.apply(Choice::Crash { node: victim }, &mut |_, _| {}) {
@@ -231,13 +253,36 @@ mod tests {
         FaultSim { n: 4, seed, entries: 5, crash, drop, detector: true, max_steps: 50_000 }
     }
 
+    /// The crash of a one-step plan, written as `--faults` takes it.
+    fn crash(plan: &str) -> Result<CrashAt, String> {
+        let plan = crate::faults::Plan::parse(plan, 4).map_err(|e| e.to_string())?;
+        CrashAt::from_step(&plan.steps[0])
+    }
+
+    #[test]
+    fn a_crash_is_asked_for_as_a_plan_step_and_the_others_are_refused() {
+        assert_eq!(
+            crash("kill coordinator at entry 3").map(|c| (c.victim(), c.at_entry())),
+            Ok((Target::Coordinator, 3))
+        );
+        for other in [
+            "kill leader at entry 3",
+            "kill 1 at 300ms",
+            "stop holder at entry 2 for 1s",
+            "term 0 at entry 1",
+        ] {
+            let e = crash(other).unwrap_err();
+            assert!(e.contains("only `kill <worker|holder|coordinator> at entry K`"), "{other}: {e}");
+        }
+    }
+
     #[test]
     fn no_fault_finishes_and_a_crashed_coordinator_stalls_its_clients() {
         for seed in 0..5 {
             let r = fault_run::<Centralized>(&sim(None, 0.0, seed));
             assert_eq!(r.ending, Ok(Ending::Finished), "seed {seed}: {r:?}");
             assert_eq!((r.crashed, r.lost), (None, 0));
-            let coordinator = CrashAt { victim: Victim::Node(3), at_entry: 3 };
+            let coordinator = crash("kill coordinator at entry 3").unwrap();
             let r = fault_run::<Centralized>(&sim(Some(coordinator), 0.0, seed));
             assert_eq!(r.crashed.map(|c| c.0), Some(3), "seed {seed}: {r:?}");
             assert_eq!(r.ending, Ok(Ending::Stuck), "seed {seed}: {r:?}");
@@ -247,7 +292,7 @@ mod tests {
     #[test]
     fn the_ring_stalls_when_its_holder_dies_and_survives_a_node_outside() {
         for seed in 0..5 {
-            let holder = CrashAt { victim: Victim::Holder, at_entry: 3 };
+            let holder = crash("kill holder at entry 3").unwrap();
             let r = fault_run::<TokenRing>(&sim(Some(holder), 0.0, seed));
             assert!(matches!(r.crashed, Some((_, true))), "seed {seed}: {r:?}");
             assert_eq!(r.ending, Ok(Ending::Stuck), "seed {seed}: {r:?}");

@@ -107,7 +107,7 @@ use crate::host::Breach;
 #[cfg(test)]
 use mutexlab_algos as algos;
 use mutexlab_core::{
-    algorithm, control, fields, files, host, interrupt, latency, panics, resource, text, trace,
+    algorithm, control, faults, fields, files, host, interrupt, latency, panics, resource, text, trace,
 };
 
 mod app;
@@ -120,7 +120,7 @@ pub mod superpeer;
 mod world;
 pub use app::{ElectionApps, MutexApps, SimApps, SimService};
 pub use event::{AppAct, Lost, Observer, WorldEvent};
-pub use fault::{fault_run, CrashAt, Ending, FaultSim, FaultSimReport, Victim};
+pub use fault::{fault_run, CrashAt, Ending, FaultSim, FaultSimReport};
 pub use world::{Choice, World};
 
 /// How many recent events a [`SimError`] carries.

@@ -460,13 +460,14 @@ mod tests {
         faults.log(super::super::inject::AppliedFault {
             at_ms: 100.0,
             t: ms(900),
-            action: "kill".into(),
+            action: crate::faults::FaultKind::Kill,
             worker: Some(3),
             incarnation: Some(0),
             pid: None,
             signal: Some("SIGKILL".into()),
             dead: None,
             late_ms: None,
+            standing: None,
             note: "kill 3 at 100ms".into(),
         });
         let stall = Stall {

@@ -15,74 +15,16 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
-use serde::Serialize;
 
 use super::{Life, RunError, Slot};
 use crate::control::{self, ToWorker};
-use crate::faults::{Action, Step, When};
+pub use crate::faults::AppliedFault;
+use crate::faults::{Action, FaultKind, Step, When};
 use crate::resource;
 
 /// A fault applied this long or more after its time is marked late: below it, the
 /// main loop's own granularity.
 pub(super) const LATE: Duration = Duration::from_millis(1);
-
-/// One fault the supervisor applied, as written to `faults.log`.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
-pub struct AppliedFault {
-    /// Milliseconds since the run started.
-    pub at_ms: f64,
-    /// Monotonic ns: the resource file's clock.
-    pub t: u64,
-    /// `kill`, `term`, `stop`, `cont`, `restart`, `partition`, `heal`, or `skip`.
-    pub action: String,
-    /// The worker acted on, if any.
-    pub worker: Option<u32>,
-    /// The incarnation of that worker acted on, if any.
-    pub incarnation: Option<u32>,
-    /// The process signalled, if any.
-    pub pid: Option<i32>,
-    /// The signal sent (`SIGKILL`, `SIGTERM`, `SIGSTOP`, `SIGCONT`), if any.
-    pub signal: Option<String>,
-    /// `kill` and `term`: when the process was reaped (monotonic ns). With `t`, taken
-    /// before the signal, it brackets the moment of death for the auditor.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub dead: Option<u64>,
-    /// How long after its time the fault was applied (the plan's time for a step, the
-    /// pause's end for a `cont`, the partition's for its heal), if 1 ms or more.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub late_ms: Option<f64>,
-    /// Anything else: the plan step, whether the target was inside, why a step was skipped.
-    pub note: String,
-}
-
-impl AppliedFault {
-    /// The line in `faults.log`.
-    pub fn log_line(&self) -> String {
-        let mut l = format!("t={} at={:.3}ms {}", self.t, self.at_ms, self.action);
-        if let Some(w) = self.worker {
-            l += &format!(" w={w}");
-        }
-        if let Some(i) = self.incarnation {
-            l += &format!(" inc={i}");
-        }
-        if let Some(p) = self.pid {
-            l += &format!(" pid={p}");
-        }
-        if let Some(sig) = &self.signal {
-            l += &format!(" signal={sig}");
-        }
-        if let Some(d) = self.dead {
-            l += &format!(" dead={d}");
-        }
-        if let Some(late) = self.late_ms {
-            l += &format!(" late={late:.3}ms");
-        }
-        if !self.note.is_empty() {
-            l += &format!(" # {}", self.note);
-        }
-        l
-    }
-}
 
 /// Something the plan asked to undo later.
 #[derive(Clone, Copy, Debug)]
@@ -171,7 +113,7 @@ impl Faults {
     /// The partition in force, if any: its groups, and when it was applied (ms into the run).
     pub(super) fn partition_in_force(&self) -> Option<(&[Vec<u32>], Option<f64>)> {
         let (_, groups) = self.partition.as_ref()?;
-        let since = self.applied.iter().rev().find(|f| f.action == "partition").map(|f| f.at_ms);
+        let since = self.applied.iter().rev().find(|f| f.action == FaultKind::Partition).map(|f| f.at_ms);
         Some((groups, since))
     }
 
@@ -275,7 +217,7 @@ impl Faults {
     pub(super) fn fault(
         &self,
         started: Option<Instant>,
-        action: &str,
+        action: FaultKind,
         worker: Option<(usize, &Slot)>,
         signal: Option<Signal>,
         note: String,
@@ -286,13 +228,14 @@ impl Faults {
         AppliedFault {
             at_ms,
             t,
-            action: action.to_string(),
+            action,
             worker: worker.map(|(w, _)| w as u32),
             incarnation: worker.map(|(_, s)| s.incarnation),
             pid: worker.map(|(_, s)| s.pid.as_raw()),
             signal: signal.map(|s| s.as_str().to_string()),
             dead: None,
             late_ms: late.map(|l| l.as_secs_f64() * 1e3),
+            standing: None,
             note,
         }
     }
@@ -309,19 +252,19 @@ impl Faults {
     /// that killed or paused it (with how late that fault was, since a late one is often
     /// why the next step finds its target gone), or how it ended by itself.
     pub(super) fn not_running(&self, w: usize, s: &Slot) -> String {
-        let cause = self.applied.iter().rev().find(|f| {
-            f.worker == Some(w as u32)
-                && matches!(f.action.as_str(), "kill" | "term" | "stop" | "restart" | "cont")
-        });
+        let cause =
+            self.applied.iter().rev().find(|f| f.worker == Some(w as u32) && f.action.acts_on_a_life());
         let by = |f: &AppliedFault| {
             let step = f.note.split(';').next().unwrap_or_default();
             let late = f.late_ms.map(|l| format!(", {l:.1} ms late")).unwrap_or_default();
             format!("`{step}` at {:.1} ms{late}", f.at_ms)
         };
         match (s.life, cause) {
-            (Life::Stopped, Some(f)) if f.action == "stop" => format!("w{w} is paused, by {}", by(f)),
+            (Life::Stopped, Some(f)) if f.action == FaultKind::Stop => {
+                format!("w{w} is paused, by {}", by(f))
+            }
             (Life::Stopped, _) => format!("w{w} is paused"),
-            (Life::Exited, Some(f)) if matches!(f.action.as_str(), "kill" | "term") => {
+            (Life::Exited, Some(f)) if matches!(f.action, FaultKind::Kill | FaultKind::Term) => {
                 format!("w{w} is dead, killed by {}", by(f))
             }
             (Life::Exited, _) => format!("w{w} is dead ({})", s.exit.as_deref().unwrap_or("it exited")),
@@ -368,7 +311,7 @@ impl Faults {
         // The log only: it is the end of the run, not one of the plan's faults. Only what
         // began within the stall window before the end is the teardown's doing.
         let window = window.as_nanos() as u64;
-        let f = self.fault(started, "teardown", None, None, why);
+        let f = self.fault(started, FaultKind::Teardown, None, None, why);
         let line =
             format!("t={} at={:.3}ms teardown ended={ended} window={window} # {}", f.t, f.at_ms, f.note);
         let written = match self.log.as_mut() {
@@ -401,7 +344,7 @@ impl Faults {
             self.log = crate::files::open_writable(&path, true, true).ok();
         }
         let note = crate::text::clip_to(&why.replace('\n', " "), 512).into_owned();
-        let f = self.fault(started, "write-refused", None, None, note);
+        let f = self.fault(started, FaultKind::WriteRefused, None, None, note);
         let line = format!("t={} at={:.3}ms write-refused w={w} size={size} # {}", f.t, f.at_ms, f.note);
         let written = match self.log.as_mut() {
             Some(log) => writeln!(log, "{line}").and_then(|()| log.sync_data()),
@@ -427,13 +370,14 @@ mod tests {
         AppliedFault {
             at_ms: 12.3456,
             t: 1_000,
-            action: action.into(),
+            action: FaultKind::from_name(action).expect("a fault kind"),
             worker: None,
             incarnation: None,
             pid: None,
             signal: None,
             dead: None,
             late_ms: None,
+            standing: None,
             note: String::new(),
         }
     }
@@ -470,7 +414,7 @@ mod tests {
             late_ms: Some(6.5),
             ..bare("kill")
         });
-        sup.record("skip", None, None, "stop w9: no such worker".into());
+        sup.record(FaultKind::Skip, None, None, "stop w9: no such worker".into());
         // Only the first line of a failure's message: the log is one line per fault.
         let (t, ended, window) = sup.teardown(&RunError::Failed("worker w0 died\n  and more".into()), 1_700);
         let log = std::fs::read_to_string(&path).unwrap();
@@ -530,7 +474,7 @@ mod tests {
             (stop.action.as_str(), stop.note.as_str()),
             ("skip", "stop 1 at 120ms: w1 is paused, by `stop 1 at 60ms for 1s` at 62.0 ms, 2.0 ms late")
         );
-        assert_eq!(partition.action, "partition");
+        assert_eq!(partition.action, FaultKind::Partition);
         // Each at least as late as the supervisor was behind its time.
         for (f, due) in [(kill, 100.0), (stop, 120.0), (partition, 140.0)] {
             let late = f.late_ms.unwrap_or_default();

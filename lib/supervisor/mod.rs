@@ -53,7 +53,7 @@ use crate::audit;
 use crate::auth::Secret;
 pub use crate::control::MAX_WORKERS;
 use crate::control::{self, PendingState, ToSupervisor, ToWorker};
-use crate::faults::{Action, Step, Target};
+use crate::faults::{Action, FaultKind, Standing, Step, Target};
 use crate::registry::AlgoInfo;
 use crate::resource;
 
@@ -751,7 +751,7 @@ impl Supervisor<'_> {
     /// A fault on worker `worker`, timestamped now (see [`Faults::fault`]).
     fn fault(
         &self,
-        action: &str,
+        action: FaultKind,
         worker: Option<usize>,
         signal: Option<Signal>,
         note: String,
@@ -769,7 +769,7 @@ impl Supervisor<'_> {
         self.faults.log(f);
     }
 
-    fn record(&mut self, action: &str, worker: Option<usize>, signal: Option<Signal>, note: String) {
+    fn record(&mut self, action: FaultKind, worker: Option<usize>, signal: Option<Signal>, note: String) {
         let f = self.fault(action, worker, signal, note);
         self.log_fault(f);
     }
@@ -777,7 +777,7 @@ impl Supervisor<'_> {
     /// Record that step `text` was skipped because worker `w` is not running, and why.
     fn skip_not_running(&mut self, w: usize, text: &str) {
         let why = self.faults.not_running(w, &self.procs.slots[w]);
-        self.record("skip", Some(w), None, format!("{text}: {why}"));
+        self.record(FaultKind::Skip, Some(w), None, format!("{text}: {why}"));
     }
 
     /// The run failed or was interrupted and has been torn down: record it (see
@@ -862,21 +862,20 @@ impl Supervisor<'_> {
                     } else {
                         "no live worker has entered yet"
                     };
-                    self.record("skip", None, None, format!("{text}: {why}"));
+                    self.record(FaultKind::Skip, None, None, format!("{text}: {why}"));
                     return Ok(());
                 }
             },
             _ => None,
         };
-        // Where the worker stands when the fault hits it, for the fault log's note.
-        let inside = |s: &Self, w: usize| match (&s.opts.elect, s.procs.slots[w].leader) {
-            (None, _) if s.progress.tail().inside.contains(&(w as u32)) => {
-                "inside the critical section".to_string()
-            }
-            (None, _) => "outside the critical section".to_string(),
-            (Some(_), Some((l, term))) if l.index() == w => format!("leading (term {term})"),
-            (Some(_), Some((l, term))) => format!("following {l} (term {term})"),
-            (Some(_), None) => "following no leader".to_string(),
+        // Where the worker stands when the fault hits it: in the record, and in words in
+        // the fault log's note.
+        let standing = |s: &Self, w: usize| match (&s.opts.elect, s.procs.slots[w].leader) {
+            (None, _) if s.progress.tail().inside.contains(&(w as u32)) => Standing::Inside,
+            (None, _) => Standing::Outside,
+            (Some(_), Some((l, term))) if l.index() == w => Standing::Leading { term },
+            (Some(_), Some((leader, term))) => Standing::Following { leader, term },
+            (Some(_), None) => Standing::NoLeader,
         };
         match &st.action {
             Action::Kill(_) | Action::Term(_) => {
@@ -887,8 +886,15 @@ impl Supervisor<'_> {
                 }
                 let kill_it = matches!(st.action, Action::Kill(_));
                 let sig = if kill_it { Signal::SIGKILL } else { Signal::SIGTERM };
-                let note = format!("{text}; w{w} {}", inside(self, w));
-                let mut fault = self.fault(if kill_it { "kill" } else { "term" }, Some(w), Some(sig), note);
+                let stood = standing(self, w);
+                let note = format!("{text}; w{w} {stood}");
+                let mut fault = self.fault(
+                    if kill_it { FaultKind::Kill } else { FaultKind::Term },
+                    Some(w),
+                    Some(sig),
+                    note,
+                );
+                fault.standing = Some(stood);
                 fault.dead = Some(self.procs.end(w, sig));
                 self.log_fault(fault);
                 self.procs.drop_link(w);
@@ -900,8 +906,10 @@ impl Supervisor<'_> {
                     self.skip_not_running(w, &text);
                     return Ok(());
                 }
-                let note = format!("{text}; w{w} {}", inside(self, w));
-                let fault = self.fault("stop", Some(w), Some(Signal::SIGSTOP), note);
+                let stood = standing(self, w);
+                let note = format!("{text}; w{w} {stood}");
+                let mut fault = self.fault(FaultKind::Stop, Some(w), Some(Signal::SIGSTOP), note);
+                fault.standing = Some(stood);
                 match self.procs.pause(w) {
                     Paused::Stopped => {
                         self.log_fault(fault);
@@ -912,24 +920,34 @@ impl Supervisor<'_> {
                     }
                     Paused::Exited => {
                         self.forget_dead(w);
-                        self.record("skip", Some(w), None, format!("{text}: w{w} exited before it stopped"));
+                        self.record(
+                            FaultKind::Skip,
+                            Some(w),
+                            None,
+                            format!("{text}: w{w} exited before it stopped"),
+                        );
                     }
                     Paused::Lost(e) => {
-                        self.record("skip", Some(w), None, format!("{text}: waitpid failed: {e}"));
+                        self.record(FaultKind::Skip, Some(w), None, format!("{text}: waitpid failed: {e}"));
                     }
                 }
             }
             Action::Restart(w) => {
                 let w = *w as usize;
                 if self.procs.slots[w].alive() {
-                    self.record("skip", Some(w), None, format!("{text}: w{w} is alive"));
+                    self.record(FaultKind::Skip, Some(w), None, format!("{text}: w{w} is alive"));
                     return Ok(());
                 }
                 let inc = self.procs.slots[w].incarnation + 1;
                 // Every EXIT it wrote, in all its lives (the file was read just above).
                 let before = self.progress.tail().exits_by_worker[w];
                 self.procs.launch(self.opts, self.started, w, inc, before)?;
-                self.record("restart", Some(w), None, format!("{text}; resumes after entry {before}"));
+                self.record(
+                    FaultKind::Restart,
+                    Some(w),
+                    None,
+                    format!("{text}; resumes after entry {before}"),
+                );
                 // Tell everyone already running which life of w to believe from now on;
                 // workers started later learn it from their Start.
                 let running: Vec<usize> =
@@ -940,7 +958,7 @@ impl Supervisor<'_> {
             }
             Action::Partition(groups) => {
                 let generation = self.faults.partition(groups.clone());
-                self.record("partition", None, None, text);
+                self.record(FaultKind::Partition, None, None, text);
                 for id in 0..self.procs.slots.len() {
                     self.sync_partition(id);
                 }
@@ -956,7 +974,7 @@ impl Supervisor<'_> {
     /// Continue a paused worker, first handing its socket the partition state it missed
     /// while paused (nothing is sent to a paused worker: it does not read).
     pub(super) fn cont(&mut self, w: usize, why: &str) {
-        let fault = self.fault("cont", Some(w), Some(Signal::SIGCONT), why.to_string());
+        let fault = self.fault(FaultKind::Cont, Some(w), Some(Signal::SIGCONT), why.to_string());
         self.procs.slots[w].life = Life::Running;
         if self.sync_partition(w) {
             self.procs.flush(&[w], Duration::from_secs(1));
@@ -967,7 +985,7 @@ impl Supervisor<'_> {
 
     fn heal(&mut self, why: &str) {
         self.faults.heal();
-        self.record("heal", None, None, why.to_string());
+        self.record(FaultKind::Heal, None, None, why.to_string());
         for id in 0..self.procs.slots.len() {
             self.sync_partition(id);
         }

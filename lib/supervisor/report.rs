@@ -531,13 +531,14 @@ pub(crate) mod samples {
         AppliedFault {
             at_ms: 120.5,
             t: 7,
-            action: "kill".into(),
+            action: crate::faults::FaultKind::Kill,
             worker: Some(1),
             incarnation: Some(0),
             pid: Some(4242),
             signal: Some("SIGKILL".into()),
             dead: Some(9),
             late_ms: Some(2.5),
+            standing: Some(crate::faults::Standing::Outside),
             note: "kill 1 at 120ms".into(),
         }
     }
