@@ -223,6 +223,8 @@ pub fn write_text(run_dir: &Path, checked: Summary, out: &mut impl io::Write) ->
 /// A whole run's trace, every worker's events merged, in memory: for tests and small
 /// traces. The commands stream instead ([`Reader`], [`write_text`], [`Clocks`],
 /// [`pick_arrows`]), so that they need memory by what they show, not by the trace's size.
+///
+/// [`Clocks`]: super::Clocks
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Trace {
     /// Workers in the run, from the headers.

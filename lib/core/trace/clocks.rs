@@ -19,16 +19,21 @@ impl Drop for Snapshot {
 }
 
 /// The most clock entries kept for sends not yet received (8 bytes each): past it,
-/// the oldest open messages are let go, as past [`MAX_PENDING`](super::MAX_PENDING).
+/// the oldest open messages are let go, as past [`MAX_PENDING`].
+///
+/// [`MAX_PENDING`]: super::MAX_PENDING
 pub const MAX_OPEN_CLOCKS: usize = 1 << 23;
 
 /// Vector clocks computed as the events stream by (see the module documentation):
 /// each worker's current clock, and for each message not yet received its send's
 /// clock, shared by a worker's sends between two receipts. Memory: N² and the open
-/// messages, at most [`MAX_PENDING`](super::MAX_PENDING) and [`MAX_OPEN_CLOCKS`].
+/// messages, at most [`MAX_PENDING`] and [`MAX_OPEN_CLOCKS`].
 ///
-/// Methods: `new`; `push` (the next event in [`Reader`](super::Reader)'s order), `local` (an event of a
+/// Methods: `new`; `push` (the next event in [`Reader`]'s order), `local` (an event of a
 /// worker's that is not in the trace, such as a fault the supervisor made); `notes`.
+///
+/// [`MAX_PENDING`]: super::MAX_PENDING
+/// [`Reader`]: super::Reader
 pub struct Clocks {
     types: Types,
     cur: Vec<Vec<u64>>,
@@ -51,8 +56,10 @@ impl Clocks {
         }
     }
 
-    /// The clock of `e`, the next event in [`Reader`](super::Reader)'s order. A receive whose send was
+    /// The clock of `e`, the next event in [`Reader`]'s order. A receive whose send was
     /// not seen before it (or does not match it) counts as a local event.
+    ///
+    /// [`Reader`]: super::Reader
     pub fn push(&mut self, e: &Event) -> &[u64] {
         let w = e.w as usize;
         let id = msg_id(e);
@@ -100,7 +107,9 @@ impl Clocks {
     }
 
     /// The clock of a local event of worker `w` that the trace does not hold (a fault
-    /// the supervisor made to it), in its place in [`Reader`](super::Reader)'s order.
+    /// the supervisor made to it), in its place in [`Reader`]'s order.
+    ///
+    /// [`Reader`]: super::Reader
     pub fn local(&mut self, w: u32) -> &[u64] {
         let cur = &mut self.cur[w as usize];
         cur[w as usize] += 1;

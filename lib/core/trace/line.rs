@@ -166,6 +166,8 @@ pub const DROP_REASONS: &[&str] = &["drop", "down", "partition", "peer-down", "e
 
 /// The most bytes of a node's state a STATE line carries (a line may not be longer
 /// than [`MAX_LINE`]); a longer state is cut and ends in `…`.
+///
+/// [`MAX_LINE`]: crate::lines::MAX_LINE
 pub const STATE_MAX: usize = 3 * 1024;
 
 /// A STATE line: worker `w`'s node's state after a step of its life `inc`, as JSON
@@ -262,6 +264,8 @@ pub(super) fn push_word(buf: &mut String, kind: &str) {
 
 /// The most bytes of a message's contents a line carries (a line may not be longer than
 /// [`MAX_LINE`]); longer ones are cut and end in `…`.
+///
+/// [`MAX_LINE`]: crate::lines::MAX_LINE
 pub const BODY_MAX: usize = 1024;
 
 /// Append ` body=` and the message's contents, as the JSON-lines protocol writes them

@@ -99,6 +99,11 @@
 //! [`MAX_OPEN_CLOCKS`] entries in all).
 //!
 //! [`Clocks`] is that computation, for the exports in [`crate::export`] (ShiViz's log).
+//!
+//! [`resource::monotonic_ns`]: crate::resource::monotonic_ns
+//! [`RECORD_HEAD`]: ring::RECORD_HEAD
+//! [`MAX_LINE`]: crate::lines::MAX_LINE
+//! [`MAX_WORKERS`]: crate::algorithm::MAX_WORKERS
 
 use std::io;
 use std::path::PathBuf;

@@ -27,6 +27,8 @@ pub const WRAPPED: &str = "# flight recorder:";
 /// has a trace file (`--trace`) keeps it. Memory: one ring at a time. Returns a line
 /// for each ring that could not be read or written, and for records left out (a torn
 /// last one, or one whose message does not decode).
+///
+/// [`decode_body`]: super::decode_body
 pub fn from_rings(run_dir: &Path, workers: u32, algo: &str, decode: Decode) -> Vec<String> {
     let rings = rings_in(run_dir);
     let notes = write_traces(&rings, run_dir, workers, algo, decode);

@@ -35,6 +35,8 @@ pub fn decode_body<M: Message>(bytes: &[u8]) -> Result<Body, String> {
 /// bytes of zeros, then `t`, `lc`, and two numbers: SEND and DROP the receiver; RECV the
 /// sender and its incarnation (in the high half), then `sent_lc`; APP the leader and
 /// its term; STATE nothing more.
+///
+/// [`STATE_MAX`]: super::STATE_MAX
 pub(super) const RECORD_HEAD: usize = 40;
 
 pub(super) const TAG_SEND: u8 = 1;
@@ -43,6 +45,8 @@ const TAG_DROP: u8 = 3;
 const TAG_APP: u8 = 4;
 const TAG_STATE: u8 = 5;
 /// A STATE record whose state was cut to [`STATE_MAX`] bytes has this small number.
+///
+/// [`STATE_MAX`]: super::STATE_MAX
 pub(super) const STATE_CUT: u8 = 1;
 /// The APP record's small number has this bit when a leader and term follow.
 const WITH_LEADER: u8 = 0x80;

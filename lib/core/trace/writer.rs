@@ -26,7 +26,7 @@ pub struct Writer {
     /// `None` when tracing is off or goes to the ring.
     file: Option<File>,
     /// The flight recorder's ring ([`crate::flight`]): each event goes there as a
-    /// record at once, never as text (see [`RECORD_HEAD`]).
+    /// record at once, never as text (see [`RECORD_HEAD`](super::ring::RECORD_HEAD)).
     ring: Option<flight::Ring>,
     path: PathBuf,
     w: u32,
