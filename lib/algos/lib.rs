@@ -3,7 +3,7 @@
 //!
 //! Each algorithm lives in its own file as a sans-IO state machine (see
 //! [`crate::algorithm`]). Nothing here imports a driver: the registry
-//! ([`crate::registry`]) names each node type with what runs it.
+//! (`mutexlab::registry`, in the crate above) names each node type with what runs it.
 
 // Every public item says what it is: students and outside crates read the API docs.
 #![warn(missing_docs)]

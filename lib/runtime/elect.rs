@@ -10,7 +10,7 @@
 //! that is alive. At N = 256 that made 23–77 elections and two leaders out of one. An
 //! initiator told of a leader while it waits calls nothing: it has its answer.
 //!
-//! The file is the evidence: the election auditor ([`crate::audit::leaders`]) judges the
+//! The file is the evidence: the election auditor (`mutexlab::audit::leaders`) judges the
 //! run from it and the fault log alone, as the resource auditor judges mutual exclusion
 //! from the resource file. The `Leader` frame on the control link only lets the
 //! supervisor see the run settle and find the `leader` a fault plan names. A restarted

@@ -98,7 +98,7 @@
 //! received, its send's clock (shared by a worker's sends between two receipts, at most
 //! [`MAX_OPEN_CLOCKS`] entries in all).
 //!
-//! [`Clocks`] is that computation, for the exports in [`crate::export`] (ShiViz's log).
+//! [`Clocks`] is that computation, for the exports of `mutexlab::export` (ShiViz's log).
 //!
 //! [`resource::monotonic_ns`]: crate::resource::monotonic_ns
 //! [`RECORD_HEAD`]: ring::RECORD_HEAD
