@@ -947,10 +947,7 @@ pub fn resolve(settings: &WorkerSettings) -> Option<NodeRun> {
             (reference, reference.mixed?)
         }
         Some(ext) => {
-            // The control link names the service; anything but an election is mutual
-            // exclusion, as the supervisor writes only these two.
-            let service = ServiceKind::from_name(&ext.service).unwrap_or(ServiceKind::Mutex);
-            let info = external(&settings.algo, service);
+            let info = external(&settings.algo, ext.service);
             (info, info.worker)
         }
         None => {

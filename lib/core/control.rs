@@ -191,8 +191,8 @@ pub struct ExternalWorker {
     pub command: String,
     /// How long the program may take over one answer.
     pub timeout: Duration,
-    /// `mutex` or `election`.
-    pub service: String,
+    /// The service the program provides.
+    pub service: ServiceKind,
     /// The other workers run the built-in algorithm `algo` (`--worker-cmd-for`): speak
     /// its messages (`external::Ref`).
     #[serde(default)]
@@ -223,7 +223,7 @@ impl WorkerSettings {
             return Err(format!("unknown algorithm {:?}", self.algo));
         }
         let mutex = match &self.external {
-            Some(e) => e.service == ServiceKind::Mutex.as_str(),
+            Some(e) => e.service == ServiceKind::Mutex,
             None => service == Some(ServiceKind::Mutex),
         };
         if mutex && self.duration.is_none() && self.entries == 0 {

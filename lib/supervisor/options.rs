@@ -532,7 +532,7 @@ pub(super) fn settings(
             Some(crate::external::ExternalWorker {
                 command: e.command_for(id)?.to_string(),
                 timeout: e.timeout,
-                service: if o.elect.is_some() { "election" } else { "mutex" }.into(),
+                service: if o.elect.is_some() { ServiceKind::Election } else { ServiceKind::Mutex },
                 among_reference: e.command.is_none(),
             })
         }),
