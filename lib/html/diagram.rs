@@ -235,9 +235,10 @@ fn finder(lanes: u32, windows: &[events::Window], states: &events::NodeStates, t
 }
 
 /// The pinned panel's node states (`run --states`): where
-/// [`SCRIPT`](super::head::SCRIPT) puts a clicked arrow's sender's and receiver's states, and the states themselves, hidden, each a
-/// table of its fields (or its text, when it is no JSON object or was cut), with a
-/// caption saying whose and when. A run that recorded none says so there.
+/// [`SCRIPT`](super::head::SCRIPT) puts a clicked arrow's sender's and receiver's
+/// states, and the states themselves, hidden, each a table of its fields (or its text,
+/// when it is no JSON object or was cut), with a caption saying whose and when. A run
+/// that recorded none says so there.
 fn state_store(states: &events::NodeStates, t0: u64) -> String {
     if states.recorded == 0 {
         return "<div id=\"pinned-states\" data-none=\"This run recorded no node states \

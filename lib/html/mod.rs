@@ -18,8 +18,8 @@
 //! charts `charts.rs`. The page is laid out by `sections.rs` (its diagram section
 //! `diagram.rs`, its style and script `head.rs`); this file judges the run (the
 //! auditor's verdict), holds what those files share, and writes the page whole, into a
-//! new file renamed over the name, never through a link. `compare.rs` makes the page of `mutexlab compare
-//! --html` with the same head, style and escaping.
+//! new file renamed over the name, never through a link. `compare.rs` makes the page of
+//! `mutexlab compare --html` with the same head, style and escaping.
 //!
 //! Every string that comes from a file or a worker goes through [`esc`] before it
 //! reaches the page: a field holding `<script>` is shown, never run.
