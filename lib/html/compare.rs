@@ -22,7 +22,8 @@
 
 use std::fmt::Write as _;
 
-use super::{esc, head, rendered, SCRIPT};
+use super::esc;
+use super::head::{head, rendered, SCRIPT};
 use crate::algos::Theory;
 use crate::compare::{self, Comparison, FaultRun, FaultSummary, Row, Spread};
 
@@ -152,7 +153,7 @@ fn range(lo: f64, hi: f64) -> String {
 /// The horizontal axis of a bar chart of `rows` algorithms: round values from 0 to `max`.
 fn axis(s: &mut String, max: f64, rows: usize, unit: &str) {
     let bottom = AXIS + ROW * rows as f64;
-    super::svg::ticks(s, (NAMES, PLOT), (AXIS, bottom), max, 6.0, unit);
+    super::axis::ticks(s, (NAMES, PLOT), (AXIS, bottom), max, 6.0, unit);
     let _ = writeln!(s, r#"<line class="axis" x1="{NAMES}" y1="{AXIS}" x2="{NAMES}" y2="{bottom}"/>"#);
 }
 

@@ -13,76 +13,20 @@
 //! red line one step after its last event, in the window that holds that event, with
 //! its deadlocks as red arcs between the lanes ([`super::svg::stall_mark`]). Elements
 //! carry `data-lmsg` (arrows), `data-lbar` (bars), `data-label` (text labels),
-//! `data-role`, `data-stall` and `data-deadlock`.
+//! `data-role`, `data-stall` and `data-deadlock`. Where a time falls in a window is
+//! `places.rs`; the vector clocks and data its arrows carry for the script, `causal.rs`.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
+use super::causal::{ends, state_attrs, vc_text, vector_clocks};
 use super::data::{FaultMark, Pause};
 use super::esc;
 use super::events::{key, layer_jumping, Fate, NodeStates, Window};
 use super::labels::{Boxes, Colours};
+pub(crate) use super::places::tick_times;
+use super::places::{jumps, Places};
 use crate::trace::{msg_id, Event, EventKind, MsgId};
-
-/// Vector clocks over a window's events (one entry per lane): each event's clock is its
-/// lane's previous one, joined with its send's if that is in the window, plus one. The
-/// window holds consecutive events, so a causal path between two of its events stays
-/// inside it: comparing these clocks gives happens-before among the window's events.
-fn vector_clocks(ev: &[Event], send_of: &[Option<usize>], lanes: u32) -> Vec<Vec<u64>> {
-    let n = lanes as usize;
-    let mut cur: Vec<Vec<u64>> = vec![vec![0; n]; n];
-    let mut vcs: Vec<Vec<u64>> = Vec::with_capacity(ev.len());
-    for (i, e) in ev.iter().enumerate() {
-        let w = e.w as usize;
-        if w >= n {
-            vcs.push(vec![0; n]);
-            continue;
-        }
-        let mut v = cur[w].clone();
-        if let Some(s) = send_of[i] {
-            for (a, b) in v.iter_mut().zip(&vcs[s]) {
-                *a = (*a).max(*b);
-            }
-        }
-        v[w] += 1;
-        cur[w].clone_from(&v);
-        vcs.push(v);
-    }
-    vcs
-}
-
-fn vc_text(vc: &[u64]) -> String {
-    vc.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
-}
-
-/// An arrow's data for the page's script: its ends, its own event's vector clock (the
-/// send, or the receive of a message sent before the window) and its contents.
-fn ends(from: u32, to: u32, vc: &[u64], body: Option<&String>) -> String {
-    format!(
-        r#" data-from="{from}" data-to="{to}" data-vc="{}"{}"#,
-        vc_text(vc),
-        body.map(|b| format!(r#" data-body="{}""#, esc(b))).unwrap_or_default()
-    )
-}
-
-/// An arrow's node states (`run --states`): ` data-sst` the index of the sender's state
-/// at its SEND, ` data-rst` the receiver's at its RECV, for each end the window holds.
-fn state_attrs(states: &NodeStates, send: Option<&Event>, recv: Option<&Event>) -> String {
-    let mut s = String::new();
-    for (name, e) in [("data-sst", send), ("data-rst", recv)] {
-        // Where the page holds states: the event's index, or `-` for none.
-        match e.map(|e| states.of.get(&key(e))) {
-            Some(Some(i)) => {
-                let _ = write!(s, r#" {name}="{i}""#);
-            }
-            Some(None) if states.recorded > 0 => {
-                let _ = write!(s, r#" {name}="-""#);
-            }
-            _ => {}
-        }
-    }
-    s
-}
 
 /// Left margin (lane names), top margin, lane height, column width, px.
 const LEFT: f64 = 72.0;
@@ -149,73 +93,6 @@ pub(crate) struct Drawn {
     pub dropped: usize,
 }
 
-/// Where a time falls on each lane: after the lane's last event at or before it.
-struct Places {
-    by_lane: HashMap<u32, Vec<(u64, u32)>>,
-    all: Vec<(u64, u32)>,
-    t_lo: u64,
-    t_hi: u64,
-}
-
-impl Places {
-    /// `open_lo`: the window starts the run, so what came before its first event falls
-    /// in it; `open_hi`: it ends the run, likewise after its last.
-    fn new(events: &[Event], cols: &[u32], open_lo: bool, open_hi: bool) -> Places {
-        let mut by_lane: HashMap<u32, Vec<(u64, u32)>> = HashMap::new();
-        let mut all = Vec::with_capacity(events.len());
-        for (e, &c) in events.iter().zip(cols) {
-            by_lane.entry(e.w).or_default().push((e.t, c));
-            all.push((e.t, c));
-        }
-        all.sort_unstable();
-        let t_lo = if open_lo { 0 } else { events.iter().map(|e| e.t).min().unwrap_or(0) };
-        let t_hi = if open_hi { u64::MAX } else { events.iter().map(|e| e.t).max().unwrap_or(0) };
-        Places { by_lane, all, t_lo, t_hi }
-    }
-
-    /// [`Places::col`], held to the window: before it the left edge, after it `end`.
-    fn within(&self, w: u32, t: u64, end: f64) -> f64 {
-        if t < self.t_lo {
-            -0.5
-        } else if t > self.t_hi {
-            end
-        } else {
-            self.col(w, t).unwrap_or(-0.5)
-        }
-    }
-
-    /// Just before lane `w`'s first event after `t`, if it has one in the window: where
-    /// a restart is drawn, beside the incarnation it starts.
-    fn before_next(&self, w: u32, t: u64) -> Option<f64> {
-        let list = self.by_lane.get(&w)?;
-        let i = list.partition_point(|(te, _)| *te < t);
-        list.get(i).map(|(_, c)| f64::from(*c) - 0.5)
-    }
-
-    /// The column (fractional) of time `t` on lane `w`; `None` outside the window.
-    fn col(&self, w: u32, t: u64) -> Option<f64> {
-        if t < self.t_lo || t > self.t_hi {
-            return None;
-        }
-        let at = |list: &[(u64, u32)]| -> Option<f64> {
-            let i = list.partition_point(|(te, _)| *te <= t);
-            if i == 0 {
-                return list.first().map(|(_, c)| f64::from(*c) - 0.5);
-            }
-            let (te, c) = list[i - 1];
-            Some(f64::from(c) + if te == t { 0.0 } else { 0.5 })
-        };
-        match self.by_lane.get(&w) {
-            Some(l) => at(l),
-            None => {
-                // A lane with no event here: after everything that happened before.
-                let i = self.all.partition_point(|(te, _)| *te <= t);
-                Some(self.all[..i].iter().map(|(_, c)| f64::from(*c)).fold(-0.5, f64::max) + 0.5)
-            }
-        }
-    }
-}
-
 /// A band on lane `w` from column `a` to `b`: the worker holds the token.
 fn token(s: &mut String, w: u32, a: f64, b: f64) {
     let (x1, x2, y) = (col_x(a), col_x(b), lane_y(w));
@@ -225,57 +102,6 @@ fn token(s: &mut String, w: u32, a: f64, b: f64) {
         y - 6.0,
         (x2 - x1).max(2.0)
     );
-}
-
-/// The time each column of a window's axis may honestly show, or `None`: the time by
-/// which every event at or left of it had happened, when no event right of it happened
-/// earlier. A tick with that time never makes a lane's times run backwards; where the
-/// lanes' times cross (one worker far behind another), there is none.
-pub(crate) fn tick_times(cols: &[u32], times: &[u64]) -> Vec<Option<u64>> {
-    let width = cols.iter().max().map_or(0, |c| *c as usize + 1);
-    let mut lo = vec![u64::MAX; width];
-    let mut hi = vec![0u64; width];
-    let mut filled = vec![false; width];
-    for (&c, &t) in cols.iter().zip(times) {
-        lo[c as usize] = lo[c as usize].min(t);
-        hi[c as usize] = hi[c as usize].max(t);
-        filled[c as usize] = true;
-    }
-    // The latest time at or left of each column, the earliest right of it.
-    let mut left = vec![0u64; width];
-    let mut run = 0;
-    for c in 0..width {
-        run = run.max(hi[c]);
-        left[c] = run;
-    }
-    let mut right = u64::MAX;
-    let mut out = vec![None; width];
-    for c in (0..width).rev() {
-        if left[c] <= right && filled[c] {
-            out[c] = Some(left[c]);
-        }
-        right = right.min(lo[c]);
-    }
-    out
-}
-
-/// The events that follow a restart or a pause of their worker within the window: each
-/// is the worker's first event after a `restart` or `cont` fault, with that fault.
-fn jumps<'f>(ev: &[Event], faults: &[&'f FaultMark]) -> HashMap<usize, &'f FaultMark> {
-    let mut out = HashMap::new();
-    let first_t = ev.first().map_or(0, |e| e.t);
-    let mut prev: HashMap<u32, u64> = HashMap::new();
-    for (i, e) in ev.iter().enumerate() {
-        let since = prev.get(&e.w).copied().unwrap_or(first_t);
-        let hit = faults.iter().find(|f| {
-            f.w == Some(e.w) && matches!(f.action.as_str(), "restart" | "cont") && f.t > since && f.t <= e.t
-        });
-        if let Some(f) = hit {
-            out.insert(i, *f);
-        }
-        prev.insert(e.w, e.t);
-    }
-    out
 }
 
 /// A bar on a lane: its worker, columns, the times it spans (ns; `None`: beyond the

@@ -19,7 +19,8 @@
 
 use std::fmt::Write as _;
 
-use super::{esc, BASE_STYLE};
+use super::esc;
+use super::head::BASE_STYLE;
 
 /// Where the page's walk comes from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
