@@ -308,7 +308,7 @@ pub(crate) fn read(
     let mut all: Vec<Kept> = Vec::new();
     let keep_all = WINDOW * MAX_WINDOWS;
     // Who holds the token since when; whether any TOKEN was seen yet; the first event.
-    let mut holding: HashMap<u32, u64> = HashMap::new();
+    let mut holding: BTreeMap<u32, u64> = BTreeMap::new();
     let mut token_seen = false;
     let mut first_t = None;
     while let Some(e) = r.next_event()? {

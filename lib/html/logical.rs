@@ -16,7 +16,7 @@
 //! `data-role`, `data-stall` and `data-deadlock`. Where a time falls in a window is
 //! `places.rs`; the vector clocks and data its arrows carry for the script, `causal.rs`.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
 
 use super::causal::{ends, state_attrs, vc_text, vector_clocks};
@@ -264,8 +264,8 @@ pub(crate) fn window(win: &Window, k: usize, of: usize, total: u64, open: bool, 
             .and_then(|ft| places.col(w, ft).map(|c| (c, ft)))
     };
     // Sections and waits, from the trace's own application events.
-    let mut inside: HashMap<u32, usize> = HashMap::new();
-    let mut want: HashMap<u32, usize> = HashMap::new();
+    let mut inside: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut want: BTreeMap<u32, usize> = BTreeMap::new();
     let mut bars: Vec<Bar> = Vec::new();
     for (i, e) in ev.iter().enumerate() {
         let EventKind::App { ev: what, .. } = &e.kind else { continue };
@@ -407,7 +407,7 @@ pub(crate) fn window(win: &Window, k: usize, of: usize, total: u64, open: bool, 
         }
     }
     // Who holds the token: from receiving a TOKEN to passing it on, as the trace shows.
-    let mut holding: HashMap<u32, f64> = HashMap::new();
+    let mut holding: BTreeMap<u32, f64> = BTreeMap::new();
     for (i, e) in ev.iter().enumerate() {
         match &e.kind {
             EventKind::Recv { msg, .. } if msg == "TOKEN" => {
