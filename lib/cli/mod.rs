@@ -1,0 +1,362 @@
+//! The command line: its commands and their help, parsing, and the dispatch that runs one
+//! and ends it. Each command ends in an [`exit::Outcome`], a verdict or a typed error, and
+//! [`main`] ends them all through [`exit::finish`], the one place that maps them to exit
+//! codes (0 ok, 1 violation or failed run, 2 usage or input error, 130 interrupted). Each
+//! command's flags and what it does with them are in a file of its own below; the work
+//! itself lives in the rest of the library.
+//!
+//! It lives in the library so that a crate with algorithms of its own gets all of it
+//! (`run`, `audit`, `algorithms`, `bench`, `completions` and `man` naming its algorithms,
+//! and the hidden `worker` and `janitor` its runs start) with a few lines of `main`:
+//!
+//! ```no_run
+//! use mutexlab::registry::Registry;
+//!
+//! fn main() -> std::process::ExitCode {
+//!     // Registry::builtin().with(AlgoInfo { name: "mine", …, ..AlgoInfo::runs::<Mine>() })
+//!     mutexlab::cli::main(Registry::builtin())
+//! }
+//! ```
+
+mod algorithms;
+mod audit;
+mod check;
+mod compare;
+mod man;
+mod replay;
+mod report;
+mod run;
+mod sim;
+mod superpeers;
+mod trace;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::exit::{self, Error, Kind, Outcome, Verdict};
+use crate::registry::{self, Registry};
+use crate::supervisor::{self, RunError};
+use crate::{bench, html};
+use clap::{Args, Parser, Subcommand};
+
+use algorithms::{cmd_algorithms, AlgorithmsArgs};
+use audit::cmd_audit;
+use check::{cmd_check, cmd_explore, CheckArgs, ExploreArgs};
+use compare::{cmd_compare, CompareArgs};
+use man::{bin_name, cmd_man, described};
+use replay::{cmd_replay, ReplayArgs};
+use report::cmd_report;
+use run::{cmd_elect, cmd_run, ElectArgs, RunArgs};
+use sim::{cmd_sim, SimArgs};
+use superpeers::{cmd_superpeers, SuperpeersArgs};
+use trace::{cmd_trace, TraceArgs};
+
+#[derive(Parser)]
+#[command(name = "mutexlab", version, about = "A multi-process lab for distributed mutual exclusion")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Start N worker processes running one algorithm over a shared file, then audit it.
+    #[command(after_long_help = FAULT_PLANS)]
+    Run(RunArgs),
+    /// Start N worker processes running one election algorithm, then audit the leaders
+    /// they accepted.
+    #[command(after_long_help = ELECT_FAULT_PLANS)]
+    Elect(ElectArgs),
+    /// List the algorithms, or (--messages) the JSON of their messages.
+    Algorithms(AlgorithmsArgs),
+    /// Audit a resource file or a leader file: exit 0 clean, 1 violations, 2 unreadable or
+    /// neither.
+    Audit {
+        /// The resource file (resource.log) or leader file (leaders.log), or a run
+        /// directory holding one.
+        file: PathBuf,
+        /// The supervisor's fault log (default: faults.log beside FILE, if present).
+        #[arg(long)]
+        faults: Option<PathBuf>,
+        /// Print one JSON object instead of the summary.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a kept run's message trace merged in time order, or write it for ShiViz,
+    /// whole or a part: exit 0, or 2 if the trace is missing or unreadable.
+    ///
+    /// Node states recorded with `run --states` (STATE lines) are not listed, nor
+    /// written for ShiViz: `mutexlab report` shows them at a clicked message.
+    Trace(TraceArgs),
+    /// Measure message latency and algorithm throughput on this machine.
+    Bench {
+        /// Fewer, shorter runs (for a smoke test).
+        #[arg(long)]
+        quick: bool,
+        /// Let the processes use every CPU (default: all on one CPU, for steady figures).
+        #[arg(long)]
+        all_cpus: bool,
+        /// Print one JSON object at the end instead of the tables.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure the notes' comparison table: messages per entry, delays in message times,
+    /// and which faults stall or break each mutual-exclusion algorithm.
+    Compare(CompareArgs),
+    /// Check an algorithm over every interleaving for a few nodes (breadth-first by
+    /// default: the shortest counterexample): exit 0 every property held, 1 one is violated.
+    Check(CheckArgs),
+    /// Step through the checker's world in a browser: serve a page on 127.0.0.1 that
+    /// lists what can happen next, takes the step clicked, searches from where you are
+    /// and saves the path for `mutexlab replay` (takes `check`'s options; saves go to
+    /// `--out DIR`, default ./mutexlab-explored). Ctrl-C ends it.
+    Explore(ExploreArgs),
+    /// Run an algorithm in the seeded simulator over a range of seeds: exit 0 every
+    /// seed passed, 1 one failed (each with a command that replays it).
+    Sim(SimArgs),
+    /// Choose super-peers among thousands of nodes in the seeded simulator (the 002
+    /// notes) and measure what the notes require of them, before and after some crash:
+    /// exit 0, or 2 for parameters that cannot work.
+    Superpeers(SuperpeersArgs),
+    /// Replay a counterexample of `check --out DIR` as real processes, each message and
+    /// call released in the counterexample's order, and audit the file: exit 0 clean,
+    /// 1 a violation (or a step the real run could not take), 2 a bad file.
+    Replay(ReplayArgs),
+    /// Write a run directory's HTML report (default RUN_DIR/report.html) and print its path.
+    Report {
+        /// The run directory (kept with --keep, or a failed run's; default: the latest
+        /// run in ./mutexlab-runs, the results store).
+        run_dir: Option<PathBuf>,
+        /// Where to write the report.
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+    },
+    /// Print the shell completion script for SHELL (the algorithm names included): see
+    /// the README's "Set up" for where each shell reads it.
+    Completions {
+        /// The shell to complete in.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page mutexlab(1), or write it and one page per command
+    /// (mutexlab-run(1), …) into DIR.
+    Man {
+        /// Write every page into this directory (made if missing), each as NAME.1, and
+        /// print their paths.
+        #[arg(short = 'o', long = "output", value_name = "DIR")]
+        output: Option<PathBuf>,
+    },
+    /// (internal) A worker process; started by `run`.
+    #[command(hide = true)]
+    Worker(WorkerArgs),
+    /// (internal) The echo end of the benchmark's ping-pong.
+    #[command(hide = true)]
+    Echo { socket: PathBuf },
+    /// (internal) Removes the sockets of a run whose supervisor was killed; started by `run`.
+    #[command(hide = true)]
+    Janitor,
+}
+
+/// The steps of a fault plan, which `run` and `elect` share.
+macro_rules! fault_steps {
+    () => {
+        "\
+Fault plans (--faults, --faults-file): steps separated by ';' or newlines, '#' comments.
+  kill W at T           SIGKILL: a crash           term W at T      SIGTERM: orderly exit
+  stop W at T for D     SIGSTOP, SIGCONT after D   stop W at T      paused for good
+  restart W at T        a dead worker's next life
+  partition 0,1|2,3 at T for D                     heal at T
+"
+    };
+}
+
+/// The fault-plan grammar, for `run --help` (the README's "Breaking things on purpose"
+/// says more).
+const FAULT_PLANS: &str = concat!(
+    fault_steps!(),
+    "\
+W is a worker id, `holder` (inside the section) or `coordinator` (the highest id);
+T is a time since the start or `entry K` (the K-th entry of the run). Times and D are a
+number and a unit: ns, us, ms, s, m, h (300ms, 1.5s, 2m, 1m30s; exact to the ns).
+  mutexlab run --faults 'kill 2 at entry 5; restart 2 at 600ms'
+  mutexlab run --nemesis kill,stop,restart,partition --seed 7
+`mutexlab elect` takes the target `leader` and times only."
+);
+
+/// The fault-plan grammar, for `elect --help`.
+const ELECT_FAULT_PLANS: &str = concat!(
+    fault_steps!(),
+    "\
+W is a worker id, `leader` (the leader the live workers follow when the step fires) or
+`coordinator` (the highest id); T is a time since the start. Times and D are a number
+and a unit: ns, us, ms, s, m, h (300ms, 1.5s, 2m, 1m30s; exact to the ns).
+  mutexlab elect --faults 'kill leader at 200ms; restart 4 at 600ms'
+  mutexlab elect --nemesis kill,restart --seed 7"
+);
+
+/// A worker's command line only says who it is, for `ps`: its settings and the run's
+/// secret come on the control link it inherits (fd 3), read by the same code the
+/// supervisor wrote them with.
+#[derive(Args)]
+struct WorkerArgs {
+    #[arg(long)]
+    id: Option<u32>,
+    #[arg(long)]
+    run_dir: PathBuf,
+}
+
+/// Who the command line's error lines name.
+const WHO: &str = "mutexlab";
+
+/// Run the command line with the algorithms of `registry`, which becomes the process's
+/// registry (workers, started from this same executable, build the same one), and exit
+/// with the code [`exit::code`] gives its outcome.
+pub fn main(registry: Registry) -> ExitCode {
+    exit::finish(command(registry), WHO)
+}
+
+/// The command line's work, up to its outcome.
+fn command(registry: Registry) -> Outcome {
+    if registry.install().is_err() {
+        return Err(Error::failed("a registry was installed before the command line started"));
+    }
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage_error(e),
+    };
+    // Every command a person starts ends on SIGINT/SIGTERM with 130 within the grace; a
+    // worker has its own handlers, and the janitor and the echo live and die with a run.
+    if !matches!(cli.cmd, Cmd::Worker(_) | Cmd::Janitor | Cmd::Echo { .. }) {
+        crate::interrupt::install()
+            .map_err(|e| Error::failed(format!("cannot install the signal handler: {e}")))?;
+    }
+    match cli.cmd {
+        Cmd::Run(a) => cmd_run(a),
+        Cmd::Elect(a) => cmd_elect(a),
+        Cmd::Algorithms(a) => cmd_algorithms(a),
+        Cmd::Audit { file, faults, json } => cmd_audit(&file, faults, json),
+        Cmd::Trace(a) => cmd_trace(a),
+        Cmd::Report { run_dir, output } => cmd_report(run_dir, output.as_deref()),
+        Cmd::Bench { quick, all_cpus, json } => {
+            let r = bench::run(&exe(), quick, all_cpus, json).map_err(|e| Error::failed(e.to_string()))?;
+            if json {
+                out(&to_json(&r));
+            }
+            Ok(Verdict::Pass)
+        }
+        Cmd::Compare(a) => cmd_compare(a),
+        Cmd::Check(a) => cmd_check(a),
+        Cmd::Explore(a) => cmd_explore(a),
+        Cmd::Sim(a) => cmd_sim(a),
+        Cmd::Superpeers(a) => cmd_superpeers(a),
+        Cmd::Replay(a) => cmd_replay(a),
+        Cmd::Completions { shell } => {
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut described(), bin_name(), &mut buf);
+            out(&String::from_utf8_lossy(&buf));
+            Ok(Verdict::Pass)
+        }
+        Cmd::Man { output } => cmd_man(output.as_deref()),
+        Cmd::Worker(w) => match registry::run_worker(&w.run_dir, w.id) {
+            Ok(()) => Ok(Verdict::Pass),
+            Err(e) => {
+                let who = w.id.map_or("worker".to_string(), |id| format!("w{id}"));
+                Err(Error::failed(format!("{who}: {e:#}")))
+            }
+        },
+        Cmd::Echo { socket } => {
+            supervisor::probe::echo(&socket).map_err(|e| Error::failed(e.to_string()))?;
+            Ok(Verdict::Pass)
+        }
+        Cmd::Janitor => {
+            supervisor::janitor::serve().map_err(|e| Error::failed(format!("janitor: {e}")))?;
+            Ok(Verdict::Pass)
+        }
+    }
+}
+
+/// Help and version go to stdout as clap writes them; any other parse error becomes one
+/// line on stderr and a usage error, like every other.
+fn usage_error(e: clap::Error) -> Outcome {
+    use clap::error::ErrorKind;
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let _ = e.print();
+        return Ok(Verdict::Pass);
+    }
+    if matches!(e.kind(), ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand | ErrorKind::MissingSubcommand)
+    {
+        let _ = e.print();
+        return Err(Error::said(Kind::Usage));
+    }
+    // One line, but clap's whole point: what is wrong, and its tips ("a similar
+    // argument exists: '--json'"), without the usage block `--help` prints anyway.
+    let text = e.render().to_string();
+    let first = text.lines().next().unwrap_or("invalid arguments");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    // "the following required arguments were not provided:" names them on the next
+    // lines, indented: they join the line.
+    let named: Vec<&str> = if first.ends_with(':') {
+        text.lines().skip(1).take_while(|l| l.starts_with("  ")).map(str::trim).collect()
+    } else {
+        Vec::new()
+    };
+    let first = if named.is_empty() { first.to_string() } else { format!("{first} {}", named.join(", ")) };
+    let tips: Vec<&str> = text.lines().filter_map(|l| l.trim().strip_prefix("tip: ")).collect();
+    let tips: String = tips.iter().map(|t| format!("; {t}")).collect();
+    Err(Error::usage(format!("{first}{tips} (see --help)")))
+}
+
+fn exe() -> PathBuf {
+    std::env::current_exe().unwrap_or_else(|_| PathBuf::from("mutexlab"))
+}
+
+/// Write to stdout; a reader that went away (`| head`) is not an error worth a word.
+fn out(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
+}
+
+/// A report as pretty JSON, one object and a newline.
+fn to_json(value: &impl serde::Serialize) -> String {
+    serde_json::to_string_pretty(value).expect("report serialises") + "\n"
+}
+
+/// What kind of error each of the library's errors is, and so its exit code.
+impl From<RunError> for Error {
+    fn from(e: RunError) -> Error {
+        let kind = match e {
+            RunError::Usage(_) => Kind::Usage,
+            RunError::Interrupted(_) => Kind::Interrupted,
+            RunError::Failed(_) => Kind::Failed,
+            RunError::Limits(_) => Kind::Limits,
+        };
+        Error::new(kind, e.to_string())
+    }
+}
+
+/// A file that cannot be read or is not what it should be: an input error.
+impl From<crate::audit::AuditError> for Error {
+    fn from(e: crate::audit::AuditError) -> Error {
+        Error::usage(e.to_string())
+    }
+}
+
+/// A trace that is missing, unreadable or inconsistent: an input error.
+impl From<crate::trace::TraceError> for Error {
+    fn from(e: crate::trace::TraceError) -> Error {
+        Error::usage(e.to_string())
+    }
+}
+
+/// A run directory that cannot be read or is not a run, or a page that cannot be
+/// written: an input error, as `audit` has for such input.
+impl From<html::ReportError> for Error {
+    fn from(e: html::ReportError) -> Error {
+        Error::usage(e.to_string())
+    }
+}
+
+/// The registered spelling of an algorithm typed in another case (`Lamport`); an unknown
+/// name is left for validation to refuse.
+fn canonical(algo: String) -> String {
+    registry::lookup(&algo).map_or(algo, |a| a.name.to_string())
+}
