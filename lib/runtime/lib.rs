@@ -31,8 +31,9 @@
 //! effect to its owner; `entry` is the worker process's way in ([`run_worker`]) and
 //! out, and `service` the services a worker can run ([`RunService`]). This file is the
 //! crate's map: its modules and what it offers. One message's way: node → host → loop
-//! (`carry`, `send`) → mesh (`frame`, `queue`, then `flush_all`) → wire, and back: mesh
-//! (`readable`, `poll_event`) → loop (`deliver`) → host → node. What the worker sends,
+//! (`carry`, `send`) → mesh (`send`: framed, past the network faults, queued; written by
+//! the turn's `flush_all`) → wire, and back: mesh (`readable`, `poll_event`) → loop
+//! (`deliver`) → host → node. What the worker sends,
 //! receives, loses and does goes to its message trace ([`crate::trace`]) when the run
 //! asks for one, one line per event, written every few milliseconds.
 //! Each file's own documentation says the rest.

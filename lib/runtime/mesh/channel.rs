@@ -11,7 +11,9 @@ use serde::de::DeserializeOwned;
 use crate::algorithm::{Message, PeerId};
 use crate::wire::{self, Envelope, Fill, FrameReader};
 
-use super::{Mesh, MeshEvent, Peer, Todo, BAD_FRAME_LINES, EXTRA_BASE, MAX_UNSENT, PEER_BASE};
+use crate::netfaults::Fate;
+
+use super::{Mesh, MeshEvent, Peer, Sent, Todo, BAD_FRAME_LINES, EXTRA_BASE, MAX_UNSENT, PEER_BASE};
 
 impl Peer {
     /// Forget the bytes of `out` written so far, up to where the frame being written
@@ -53,7 +55,7 @@ impl<M: Message> Mesh<M> {
     /// cap (the receiver would have to refuse it and close the channel), or it would
     /// take what this worker holds unwritten for its peers (with `held_elsewhere`, what
     /// the network faults hold) past [`MAX_UNSENT`].
-    pub(crate) fn frame(&self, env: &Envelope<Option<M>>, held_elsewhere: usize) -> Result<Vec<u8>, String> {
+    pub(super) fn frame(&self, env: &Envelope<Option<M>>, held_elsewhere: usize) -> Result<Vec<u8>, String> {
         let mut frame = Vec::new();
         let Some(msg) = &env.msg else {
             // A heartbeat is a few bytes, whatever the queues hold.
@@ -75,6 +77,29 @@ impl<M: Message> Mesh<M> {
             ));
         }
         Ok(frame)
+    }
+
+    /// Send `env` to its peer in one call: framed (`Err`, as [`Mesh::frame`] says, if
+    /// the runtime cannot carry it), dropped if the peer is down, else handed to `fate`
+    /// (the network faults, given `held_elsewhere` bytes of what they hold) and queued if
+    /// it is to go now; [`Mesh::flush_all`] writes it at the end of the loop's turn.
+    pub(crate) fn send(
+        &mut self,
+        env: &Envelope<Option<M>>,
+        held_elsewhere: usize,
+        fate: impl FnOnce(Vec<u8>) -> Fate,
+    ) -> Result<Sent, String> {
+        let frame = self.frame(env, held_elsewhere)?;
+        if self.peers[env.to.index()].down {
+            return Ok(Sent::Down);
+        }
+        Ok(match fate(frame) {
+            Fate::Now(frame) => {
+                self.queue(env.to, &frame);
+                Sent::Queued
+            }
+            kept => Sent::Kept(kept),
+        })
     }
 
     /// Put `frame` at the end of `to`'s outgoing queue ([`Mesh::flush_all`] writes it).

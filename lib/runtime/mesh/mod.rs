@@ -2,8 +2,8 @@
 //! [`crate::wire`]. This worker listens on its own socket and accepts callers, who must
 //! say hello first; dials the peers the supervisor names (again, with back-off, while a
 //! backlog is full); believes, holds or refuses each hello; reads every peer's frames;
-//! and writes each peer's outgoing queue without ever blocking ([`Mesh::queue`] queues,
-//! [`Mesh::flush_all`] writes). Whatever ends a channel ends in a [`MeshEvent::Down`];
+//! and writes each peer's outgoing queue without ever blocking ([`Mesh::send`] frames a
+//! message and queues it, [`Mesh::flush_all`] writes). Whatever ends a channel ends in a [`MeshEvent::Down`];
 //! so only the peer's death (its end of the stream closed or reset, a dial refused) or a
 //! newer life may end one, never this worker's refusal of what a live peer sent.
 //!
@@ -17,7 +17,7 @@
 //! [`Mesh`] owns its sockets and its state and knows nothing of the node, the detector
 //! or the application. The loop tells it what happened ([`Mesh::readable`] for one of
 //! its poll tokens, [`Mesh::timer`] for one of its timers, [`Mesh::announce`],
-//! [`Mesh::dial`], [`Mesh::flush_all`]) and then takes what came of it, one
+//! [`Mesh::dial`], [`Mesh::send`], [`Mesh::flush_all`]) and then takes what came of it, one
 //! [`MeshEvent`] at a time, from [`Mesh::poll_event`]: a message, a peer up or down, a
 //! breach of the model, a timer to set, a source to serve again, a line to log. Work
 //! that must follow what the loop does with an event (closing a channel after its last
@@ -112,6 +112,7 @@ use mio::{Interest, Registry, Token};
 
 use crate::algorithm::{Message, PeerId};
 use crate::auth::{Hello, Secret};
+use crate::netfaults::Fate;
 use crate::wire::{Envelope, FrameReader};
 
 mod channel;
@@ -208,6 +209,18 @@ pub(super) enum MeshEvent<M> {
     Again(Token),
     /// A line for stderr.
     Log(String),
+}
+
+/// What became of an envelope handed to [`Mesh::send`].
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Sent {
+    /// In its peer's queue: the loop's next [`Mesh::flush_all`] writes it.
+    Queued,
+    /// Not sent: its peer is down, and a new life starts afresh.
+    Down,
+    /// The network faults have it: held by a partition, delayed or lost (never
+    /// [`Fate::Now`], which is queued).
+    Kept(Fate),
 }
 
 /// Work the mesh still has to do, in order, before or between the events it gives.
@@ -798,6 +811,37 @@ mod tests {
         w0.readable(Token(PEER_BASE + 1), false);
         assert_eq!(said(&drain(&mut w0)), ["down w1 false []"]);
         assert!(w0.channel_down(PeerId(1)));
+    }
+
+    #[test]
+    fn a_message_is_sent_in_one_call_queued_kept_by_the_faults_or_dropped_for_a_peer_down() {
+        let dir = tempfile::tempdir().unwrap();
+        let (_p0, mut w0) = mesh(dir.path(), 0);
+        let (_p1, mut w1) = mesh(dir.path(), 1);
+        assert!(w1.dial(PeerId(0), dir.path().join("w0.sock")));
+        let env = |msg: &str| Envelope {
+            from: PeerId(1),
+            to: PeerId(0),
+            clock: 2,
+            msg: Some(Text(msg.to_string())),
+        };
+        assert_eq!(w1.send(&env("one"), 0, Fate::Now), Ok(Sent::Queued));
+        assert_eq!(w1.send(&env("held"), 0, |_| Fate::Held), Ok(Sent::Kept(Fate::Held)));
+        assert_eq!(w1.send(&env("lost"), 0, |_| Fate::Lost), Ok(Sent::Kept(Fate::Lost)));
+        assert_eq!(w1.send(&env("two"), 0, Fate::Now), Ok(Sent::Queued));
+        // Refused as `frame` refuses it, before the faults see it.
+        let big = w1.send(&env(&"x".repeat(wire::MAX_FRAME + 1)), 0, |_| panic!("framed")).unwrap_err();
+        assert!(big.contains("over the 65536-byte frame cap"), "{big}");
+        w1.flush_all();
+        assert!(said(&drain(&mut w1)).is_empty());
+        w0.readable(LISTENER, false);
+        assert_eq!(said(&drain(&mut w0)), ["up w1 false", "heard w1", "w1:one", "w1:two"]);
+        // w0 is gone: to a peer that is down nothing reaches the faults or the queue.
+        drop((_p0, w0));
+        w1.readable(Token(PEER_BASE), false);
+        assert_eq!(said(&drain(&mut w1)), ["down w0 false []"]);
+        assert_eq!(w1.send(&env("late"), 0, |_| panic!("to the faults")), Ok(Sent::Down));
+        assert!(w1.take_unsent(PeerId(0)).is_empty());
     }
 
     #[test]

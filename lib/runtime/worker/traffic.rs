@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::algorithm::{Input, Message, Node, PeerId};
 use crate::control::{self, ToSupervisor};
 use crate::detector::Detect;
-use crate::mesh::{self, MeshEvent};
+use crate::mesh::{self, MeshEvent, Sent};
 use crate::netfaults::Fate;
 use crate::service::RunService;
 use crate::timers::TimerKind;
@@ -89,14 +89,13 @@ impl<A: Node<Service: RunService>> Worker<A> {
     pub(super) fn send(&mut self, to: PeerId, msg: &A::Msg) -> anyhow::Result<()> {
         let clock = self.clock.saturating_add(1);
         let env = Envelope { from: self.me, to, clock, msg: Some(msg.clone()) };
-        let frame = self.mesh.frame(&env, self.net.held_bytes()).map_err(ModelBreach)?;
+        let net = &mut self.net;
+        let sent =
+            self.mesh.send(&env, net.held_bytes(), |frame| net.fate(to, frame)).map_err(ModelBreach)?;
         self.clock = clock;
         tally(&mut self.stats.sent, msg.kind());
         self.trace.send(self.clock, to.0, msg);
-        if self.mesh.is_down(to) {
-            self.trace.drop(self.clock, to.0, msg, "down");
-        }
-        self.send_frame(to, &env, frame);
+        self.sent(&env, sent);
         Ok(())
     }
 
@@ -105,27 +104,28 @@ impl<A: Node<Service: RunService>> Worker<A> {
     fn send_heartbeat(&mut self, to: PeerId) {
         let env = Envelope { from: self.me, to, clock: self.clock, msg: None };
         *self.stats.sent.entry(HEARTBEAT.to_string()).or_default() += 1;
+        let net = &mut self.net;
         // A heartbeat is never refused (`Mesh::frame`).
-        if let Ok(frame) = self.mesh.frame(&env, 0) {
-            self.send_frame(to, &env, frame);
+        if let Ok(sent) = self.mesh.send(&env, 0, |frame| net.fate(to, frame)) {
+            self.sent(&env, sent);
         }
     }
 
-    /// Queue `env`, encoded as `frame`, for `to`, through the network faults if any.
-    fn send_frame(&mut self, to: PeerId, env: &Envelope<Option<A::Msg>>, frame: Vec<u8>) {
-        if self.mesh.is_down(to) {
-            // Nobody to deliver it to; a new incarnation starts afresh.
-            return;
-        }
-        if !self.net.on() {
-            self.mesh.queue(to, &frame);
-            return;
-        }
-        match self.net.send(to, frame) {
-            Fate::Now(frame) => self.mesh.queue(to, &frame),
-            Fate::Held => {}
-            Fate::Delayed(after) => self.push_timer(after, TimerKind::Deliver),
-            Fate::Lost => {
+    /// What became of `env` on its way through the network faults to the mesh: a
+    /// message to a peer that is down is traced as dropped, a delayed one sets the
+    /// `Deliver` timer, and a lost one is counted and traced.
+    fn sent(&mut self, env: &Envelope<Option<A::Msg>>, sent: Sent) {
+        let to = env.to;
+        match sent {
+            Sent::Queued | Sent::Kept(Fate::Now(_) | Fate::Held) => {}
+            Sent::Down => {
+                // Nobody to deliver it to; a new incarnation starts afresh.
+                if let Some(msg) = &env.msg {
+                    self.trace.drop(env.clock, to.0, msg, "down");
+                }
+            }
+            Sent::Kept(Fate::Delayed(after)) => self.push_timer(after, TimerKind::Deliver),
+            Sent::Kept(Fate::Lost) => {
                 self.stats.lost += 1;
                 let kind = env.msg.as_ref().map_or(HEARTBEAT, |m| m.kind());
                 *self.stats.lost_by.entry(format!("{}->{to} {kind}", self.me)).or_default() += 1;
