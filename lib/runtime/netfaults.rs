@@ -77,6 +77,15 @@ impl NetFaults {
         !self.latency.is_zero() || !self.jitter.is_zero() || self.drop > 0.0 || self.groups.is_some()
     }
 
+    /// What becomes of a frame for `to` on the send path: released now when no fault is
+    /// on (without drawing from the random source), else as [`NetFaults::send`] says.
+    pub(super) fn fate(&mut self, to: PeerId, frame: Vec<u8>) -> Fate {
+        if !self.on() {
+            return Fate::Now(frame);
+        }
+        self.send(to, frame)
+    }
+
     /// A frame for `to`: lose it, delay it, or release it now (to the peer's queue, or
     /// held back by a partition).
     pub(super) fn send(&mut self, to: PeerId, frame: Vec<u8>) -> Fate {
