@@ -129,3 +129,43 @@ fn states_with_nothing_to_record_into_is_refused() {
         "{err}"
     );
 }
+
+/// A page is a function of its run directory: rendered again, byte for byte the same,
+/// here for a stalled run whose workers are left waiting and inside at the end (drawn
+/// in worker order, where a hash map's order once made each rendering differ).
+#[test]
+fn the_same_run_directory_renders_the_same_page_every_time() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let d = dir.to_str().unwrap();
+    let out = run(&[
+        "run",
+        "--algo",
+        "centralized",
+        "-n",
+        "5",
+        "-k",
+        "4",
+        "--trace",
+        "--keep",
+        "--run-dir",
+        d,
+        "--stall-ms",
+        "1500",
+        "--faults",
+        "kill coordinator at entry 2",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "the clients stall: {}", stderr(&out));
+    let pages: Vec<String> = (0..4)
+        .map(|i| {
+            let page = tmp.path().join(format!("page{i}.html"));
+            let out = run(&["report", d, "-o", page.to_str().unwrap()]);
+            assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+            std::fs::read_to_string(&page).unwrap()
+        })
+        .collect();
+    assert!(pages[0].contains("waited"), "the page draws the waits left open");
+    for (i, p) in pages.iter().enumerate().skip(1) {
+        assert!(*p == pages[0], "rendering {i} differs from the first");
+    }
+}
