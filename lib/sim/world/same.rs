@@ -1,0 +1,183 @@
+//! When two worlds are the same state: `Clone`, `Eq` and `Hash` for [`World`], by hand.
+//! A search recognises a state it has seen by these, so they name every field, in or
+//! out, and a field added to `World` does not compile here until it is placed.
+
+use std::hash::{Hash, Hasher};
+
+use super::*;
+use crate::host::hash_unordered;
+
+// By hand: a derive would ask the service type itself to be `Clone`, which a search
+// generic over the node type cannot promise.
+impl<N: Node> Clone for World<N>
+where
+    N::Service: SimService,
+{
+    fn clone(&self) -> Self {
+        World {
+            n: self.n,
+            hosts: self.hosts.clone(),
+            alive: self.alive.clone(),
+            links: self.links.clone(),
+            down_due: self.down_due.clone(),
+            timers: self.timers.clone(),
+            timer_seq: self.timer_seq,
+            now: self.now,
+            apps: self.apps.clone(),
+            sent: self.sent.clone(),
+            counters: self.counters.clone(),
+            tallies: self.tallies,
+            fifo: self.fifo,
+            stale_timers: self.stale_timers,
+            any_timer: self.any_timer,
+            lose_budget: self.lose_budget,
+            fire_budget: self.fire_budget,
+            counter_bound: self.counter_bound,
+            forget: self.forget,
+            lost_done: self.lost_done,
+            crash_budget: self.crash_budget,
+            may_crash: self.may_crash.clone(),
+            crashes_done: self.crashes_done,
+            unnoticed_restarts: self.unnoticed_restarts,
+        }
+    }
+}
+
+// By hand, not derived, so that a search recognises a state it has seen (design note
+// layers.md, "State that is the same compares the same"). In: the hosts, incarnations,
+// who is up, each channel's messages in order (as a multiset when channels are not
+// FIFO), news of deaths due, the armed timers as
+// a multiset (whose, which, live or stale), the applications' phases, the crashes and
+// losses still allowed and the world's knobs. Out, kept beside as Stateright keeps
+// history: the clock, timer times, sequence numbers and generations, messages sent,
+// counters, losses and crashes done. The timers are a set because the checker lets any
+// armed timer fire (design note check.md); the seeded scheduler's earliest-first rule
+// reads the times.
+impl<N: Node> PartialEq for World<N>
+where
+    N::Service: SimService,
+{
+    fn eq(&self, other: &Self) -> bool {
+        // Every field named, none with `..`: a field added to `World` does not compile
+        // here until it is put in or out, and the same in `hash` below.
+        let World {
+            n,
+            hosts,
+            alive,
+            links,
+            down_due,
+            timers,
+            timer_seq: _,
+            now: _,
+            apps,
+            sent: _,
+            counters: _,
+            tallies: _,
+            fifo,
+            stale_timers,
+            any_timer,
+            lose_budget,
+            fire_budget,
+            counter_bound,
+            forget: _,
+            lost_done: _,
+            crash_budget,
+            may_crash,
+            crashes_done: _,
+            unnoticed_restarts,
+        } = self;
+        let same_timers = same_multiset(timers, &other.timers, |a, b| a.key() == b.key());
+        // Without FIFO a channel is a multiset: which of two messages was sent first
+        // cannot change what may happen next, since either may be delivered first.
+        let same_links = if *fifo && other.fifo {
+            *links == other.links
+        } else {
+            same_multiset(links, &other.links, |a, b| a == b)
+        };
+        *n == other.n
+            && *hosts == other.hosts
+            && *alive == other.alive
+            && same_links
+            && *down_due == other.down_due
+            && same_timers
+            && *apps == other.apps
+            && *fifo == other.fifo
+            && *stale_timers == other.stale_timers
+            && *any_timer == other.any_timer
+            && *lose_budget == other.lose_budget
+            && *fire_budget == other.fire_budget
+            && *counter_bound == other.counter_bound
+            && *crash_budget == other.crash_budget
+            && *may_crash == other.may_crash
+            && *unnoticed_restarts == other.unnoticed_restarts
+    }
+}
+
+impl<N: Node> Eq for World<N> where N::Service: SimService {}
+
+/// Whether `a` and `b` hold the same items, counted, in any order (`same` matches two).
+fn same_multiset<T>(a: &[T], b: &[T], same: impl Fn(&T, &T) -> bool) -> bool {
+    a.len() == b.len() && {
+        // Match each item with a distinct one of the other's.
+        let mut used = vec![false; b.len()];
+        a.iter().all(|x| {
+            let k = (0..b.len()).find(|&k| !used[k] && same(x, &b[k]));
+            k.map(|k| used[k] = true).is_some()
+        })
+    }
+}
+
+impl<N: Node> Hash for World<N>
+where
+    N::Service: SimService,
+{
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        // The fields `eq` compares, each named (see there).
+        let World {
+            n,
+            hosts,
+            alive,
+            links,
+            down_due,
+            timers,
+            timer_seq: _,
+            now: _,
+            apps,
+            sent: _,
+            counters: _,
+            tallies: _,
+            fifo,
+            stale_timers,
+            any_timer,
+            lose_budget,
+            fire_budget,
+            counter_bound,
+            forget: _,
+            lost_done: _,
+            crash_budget,
+            may_crash,
+            crashes_done: _,
+            unnoticed_restarts,
+        } = self;
+        n.hash(state);
+        hosts.hash(state);
+        alive.hash(state);
+        if *fifo {
+            links.hash(state);
+        } else {
+            hash_unordered(links.iter(), state);
+        }
+        down_due.hash(state);
+        hash_unordered(timers.iter().map(SetTimer::key), state);
+        apps.hash(state);
+        fifo.hash(state);
+        stale_timers.hash(state);
+        any_timer.hash(state);
+        lose_budget.hash(state);
+        fire_budget.hash(state);
+        counter_bound.hash(state);
+        crash_budget.hash(state);
+        may_crash.hash(state);
+        unnoticed_restarts.hash(state);
+    }
+}
