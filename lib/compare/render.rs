@@ -1,0 +1,435 @@
+//! The comparison printed: the text table, the Markdown table (the README's), and the
+//! cells and footer they share with the HTML page.
+
+use std::fmt::Write as _;
+
+use super::model::*;
+use super::{ATTEMPTS, FAULT_AT_ENTRY, SIM_MAX_STEPS};
+
+/// A count of message times, with precision that suits its size.
+fn in_t(t: f64) -> String {
+    if t >= 10.0 {
+        format!("{t:.0} T")
+    } else {
+        format!("{t:.1} T")
+    }
+}
+
+/// A delay as `ms = T`, with the range over the repeats where there are several:
+/// `0.063 [0.050–0.080] ms = 35 [28–44] T`.
+fn delay(d: Option<&Delay>, ms: Option<&Spread>, t: Option<&Spread>) -> String {
+    let Some(d) = d else { return "no waits".to_string() };
+    match (ms, t) {
+        (Some(ms), Some(t)) if ms.runs > 1 => {
+            let p = if d.t >= 10.0 { 0 } else { 1 };
+            format!("{} ms = {} T", ms.words(3), t.words(p))
+        }
+        _ => format!("{:.3} ms = {}", d.ms, in_t(d.t)),
+    }
+}
+
+/// A figure with `p` decimals, with its range over the repeats where there are several.
+fn figure(v: f64, spread: Option<&Spread>, p: usize) -> String {
+    match spread {
+        Some(s) if s.runs > 1 => s.words(p),
+        _ => format!("{v:.p$}"),
+    }
+}
+
+/// The hops cell: the median (and range) over every handoff, then the claim.
+fn hops(h: Option<&SyncHops>) -> String {
+    h.map_or_else(|| "no trace".to_string(), |h| format!("{} ({})", h.handoffs.words(), h.notes))
+}
+
+/// The handoff in the run's own message times: `2.27 × 21.3 µs`, or over repeats
+/// `2.27 [2.10–2.50] × 21.3 µs` (the median repeat's message time).
+fn in_run_t(h: Option<&SyncHops>, spread: Option<&Spread>) -> String {
+    match h.and_then(|h| Some((h.in_message_times?, h.message_time_us?))) {
+        Some((x, us)) => format!("{} × {us:.1} µs", figure(x, spread, 2)),
+        None => "-".to_string(),
+    }
+}
+
+/// Utilisation against W/(W+kT): `0.946 (W/(W+2T) 0.959)`, the range after the median.
+fn used(h: Option<&SyncHops>, spread: Option<&Spread>) -> String {
+    match h.and_then(|h| h.utilisation.as_ref()) {
+        Some(u) => {
+            let k = if u.k.fract() == 0.0 { format!("{:.0}", u.k) } else { format!("{:.1}", u.k) };
+            format!("{} (W/(W+{k}T) {:.3})", figure(u.measured, spread, 3), u.predicted)
+        }
+        None => "-".to_string(),
+    }
+}
+
+/// How the runs went: the timing runs alone, the fault runs side by side, and the
+/// longest a fault run went quiet against its stall window.
+fn side_by_side(f: &FaultSettings) -> String {
+    let quiet = match f.longest_quiet_ms {
+        Some(q) => format!(
+            "; the longest a fault run went from one ENTER or EXIT to the next: {q:.0} ms, against \
+             the {} ms stall window",
+            f.stall_ms
+        ),
+        None => String::new(),
+    };
+    format!(
+        "Light and saturated runs one at a time with nothing beside them; fault runs up to {} side \
+         by side{quiet}.",
+        f.side_by_side
+    )
+}
+
+/// The two tables' cells: messages and delays, then problems (the HTML page's too).
+pub(crate) fn cells(c: &Comparison) -> (Vec<[String; 10]>, Vec<[String; 6]>) {
+    let mut costs = Vec::new();
+    let mut problems = Vec::new();
+    for r in &c.algorithms {
+        let m = &r.messages_per_entry;
+        let mark = if r.clean { "" } else { " (not clean)" };
+        let sp = &r.spread;
+        costs.push([
+            format!("{}{mark}", r.algorithm),
+            figure(m.light, sp.messages_light.as_ref(), 2),
+            figure(m.saturation, sp.messages_saturation.as_ref(), 2),
+            m.notes.clone(),
+            delay(r.entry_delay.as_ref(), sp.entry_delay_ms.as_ref(), sp.entry_delay_t.as_ref()),
+            r.entry_delay.as_ref().map_or("-".to_string(), |d| d.notes.clone()),
+            format!(
+                "{} ({})",
+                delay(r.sync_delay.as_ref(), sp.sync_delay_ms.as_ref(), sp.sync_delay_t.as_ref()),
+                r.sync_delay.as_ref().map_or("-", |d| d.notes.as_str())
+            ),
+            hops(r.sync_hops.as_ref()),
+            in_run_t(r.sync_hops.as_ref(), sp.sync_in_message_times.as_ref()),
+            used(r.sync_hops.as_ref(), sp.utilisation.as_ref()),
+        ]);
+        // The repeats' tally and the simulator's decision where there is one; a single
+        // run's word otherwise.
+        let v = |i: usize| match r.problems.by_fault.get(i) {
+            Some(f) if !f.repeats.is_empty() => f.words(),
+            _ => r.problems.runs.get(i).map_or("-".to_string(), verdict),
+        };
+        problems.push([r.algorithm.clone(), v(0), v(1), v(2), v(3), r.problems.notes.to_string()]);
+    }
+    (costs, problems)
+}
+
+pub(crate) const COST_HEAD: [&str; 10] = [
+    "algorithm",
+    "msgs/entry light",
+    "msgs/entry saturated",
+    "notes say",
+    "delay before entry (light)",
+    "notes say (T)",
+    "sync delay, saturated (theory, T)",
+    "sync hops (notes)",
+    "sync delay in run's msg time",
+    "utilisation (predicted)",
+];
+pub(crate) const PROBLEM_HEAD: [&str; 6] =
+    ["algorithm", "non-holder crash", "holder crash", "coordinator crash", "lost messages", "notes say"];
+
+/// The README's comparison (`make compare-table`, `scripts/compare-table.sh`) lies
+/// between this line and [`README_END`]; a test holds its tables to [`markdown`]'s shape.
+pub const README_BEGIN: &str = "<!-- compare-table: written by `make compare-table` -->";
+/// The end of the README's comparison.
+pub const README_END: &str = "<!-- compare-table end -->";
+
+/// The lines under the tables: T, the settings, and what `?` and the counts mean.
+pub(crate) fn footer(c: &Comparison) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "N = {}; T = {:.1} µs one way (ping-pong between two processes); light load: {} ms sections, \
+         {} ms mean think time; saturated: no think time; {} entries per worker.",
+        c.workers, c.message_time_us, c.light.cs_ms, c.light.think_ms, c.entries_per_worker
+    );
+    let _ = writeln!(
+        s,
+        "Messages exclude heartbeats; centralized and centralized-bully count the entries of clients \
+         only (the coordinator's own cost nothing), for messages and the delay before entry. Delay before \
+         entry: median WANT to ENTER at light load. Sync delay: median EXIT to next ENTER while \
+         someone waits. Sync hops: messages on the shortest causal chain from that EXIT to \
+         that ENTER, from the saturated run's trace (median, range; a handoff whose ENTER does not \
+         happen after the EXIT has no causal path). Sync delay in the run's message time: the \
+         median handoff over the run's median SEND→RECV time. Utilisation: the share of the \
+         saturated run the resource was held, against W/(W+kT) (W the median section, k the \
+         median hops, T the run's message time; the notes' W/(W+2T) for the coordinator)."
+    );
+    if c.repeat > 1 {
+        let _ = writeln!(
+            s,
+            "Every run made {} times: each figure is the median over the repeats, [min–max] their \
+             range; the hops are counted over every handoff of every repeat.",
+            c.repeat
+        );
+    }
+    let f = &c.fault_runs;
+    let _ = writeln!(
+        s,
+        "Fault runs: {} entries per worker, {} ms sections, kill at entry {FAULT_AT_ENTRY}, \
+         --drop {}, --stall-ms {}, detector {}; coordinator = highest id; `?` = the fault did \
+         not hit as meant in {ATTEMPTS} seeds.",
+        f.entries_per_worker, f.cs_ms, f.drop, f.stall_ms, f.detector
+    );
+    let _ = writeln!(s, "{}", side_by_side(f));
+    if c.repeat > 1 {
+        let _ = writeln!(
+            s,
+            "`stalls 2/3`: the outcome in 2 of 3 repeats (a repeat in which the fault did not hit \
+             as meant is counted as missed, not by its outcome)."
+        );
+    }
+    let simulated = c.algorithms.iter().flat_map(|r| &r.problems.by_fault).any(|f| f.sim.is_some());
+    if simulated {
+        let _ = writeln!(
+            s,
+            "`sim:` the same fault in the simulator (`mutexlab sim`'s world, the same N and entries), \
+             one run per seed of {}: the crash right after entry {FAULT_AT_ENTRY}, never restarted, \
+             survivors told as by the detector; or each message lost with probability {}. \
+             Finished = survives, nothing left to happen or no end in {SIM_MAX_STEPS} steps = stalls, \
+             two inside = unsafe. Seeded runs, not every interleaving: `always` is over those seeds.",
+            f.sim_seeds, f.drop
+        );
+    }
+    // One line per reason: the baselines share theirs.
+    let mut reasons: Vec<&str> = Vec::new();
+    for e in &c.excluded {
+        if !reasons.contains(&e.why.as_str()) {
+            reasons.push(&e.why);
+        }
+    }
+    for why in reasons {
+        let names: Vec<&str> =
+            c.excluded.iter().filter(|e| e.why == why).map(|e| e.algorithm.as_str()).collect();
+        let _ = writeln!(s, "Left out: {}: {why}.", names.join(", "));
+    }
+    let _ = writeln!(s, "Measured in {:.1} s.", c.elapsed_s);
+    s
+}
+
+/// Plain aligned text: one table of costs and delays, one of problems, and the notes.
+pub fn text(c: &Comparison) -> String {
+    let (costs, problems) = cells(c);
+    let mut s = String::new();
+    aligned(&mut s, &COST_HEAD, &costs);
+    s.push('\n');
+    aligned(&mut s, &PROBLEM_HEAD, &problems);
+    s.push('\n');
+    s.push_str(&footer(c));
+    s
+}
+
+/// Columns padded to their widest cell (as shown: `∞` is one), two spaces apart, with
+/// a rule under the header.
+fn aligned<const K: usize>(s: &mut String, head: &[&str; K], rows: &[[String; K]]) {
+    s.push_str(&crate::text::columns(Some(head), rows.iter().map(|r| r.to_vec()), ""));
+}
+
+/// The same tables in Markdown, for the README or a closing note.
+pub fn markdown(c: &Comparison) -> String {
+    let (costs, problems) = cells(c);
+    let mut s = String::new();
+    table(&mut s, &COST_HEAD, &costs);
+    s.push('\n');
+    table(&mut s, &PROBLEM_HEAD, &problems);
+    s.push('\n');
+    s.push_str(&footer(c));
+    s
+}
+
+/// A Markdown table; a `|` inside a cell is escaped.
+fn table<const K: usize>(s: &mut String, head: &[&str; K], rows: &[[String; K]]) {
+    let mut row = |cells: Vec<&str>| {
+        let cells: Vec<String> = cells.iter().map(|c| c.replace('|', "\\|")).collect();
+        let _ = writeln!(s, "| {} |", cells.join(" | "));
+    };
+    row(head.to_vec());
+    row(vec!["---"; K]);
+    for r in rows {
+        row(r.iter().map(String::as_str).collect());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::default_algorithms;
+    use super::super::measure::{aggregate, sync_hops, FAULTS};
+    use super::super::tests::{fault, measured};
+    use super::*;
+    use crate::registry;
+    use std::path::Path;
+
+    /// A comparison of one made-up row, for the renderers.
+    fn sample() -> Comparison {
+        let d = |ms: f64| Delay { ms, t: ms * 100.0, samples: 9, notes: "2".into() };
+        let run = |fault, outcome, as_intended| FaultRun {
+            fault,
+            plan: String::new(),
+            drop: 0.0,
+            seed: 1,
+            outcome,
+            as_intended,
+            detail: String::new(),
+        };
+        Comparison {
+            message_time_us: 10.0,
+            elapsed_s: 1.0,
+            excluded: vec![
+                Excluded { algorithm: "none".into(), why: "no messages".into() },
+                Excluded { algorithm: "flock".into(), why: "no messages".into() },
+            ],
+            algorithms: vec![Row {
+                algorithm: "token-ring".into(),
+                family: "token".into(),
+                messages_per_entry: PerEntry {
+                    light: 7.5,
+                    saturation: 1.05,
+                    counted: "every entry",
+                    heartbeats_light: 0,
+                    heartbeats_saturation: 0,
+                    theory: None,
+                    notes: "1 to ∞ | notes".into(),
+                },
+                entry_delay: Some(d(0.3)),
+                sync_delay: None,
+                sync_hops: None,
+                problems: Problems {
+                    notes: "lost token",
+                    runs: vec![
+                        run("non-holder crash", Outcome::Survives, true),
+                        run("holder crash", Outcome::Stalls, false),
+                    ],
+                    by_fault: vec![],
+                },
+                clean: false,
+                notes_on_runs: vec![],
+                spread: RowSpread::default(),
+            }],
+            ..Comparison::new(3, 5, "perfect")
+        }
+    }
+
+    #[test]
+    fn the_tables_mark_misses_and_unclean_runs_and_align_by_characters() {
+        let c = sample();
+        let text = text(&c);
+        let lines: Vec<&str> = text.lines().collect();
+        // Header, rule and row of the first table line up column by column, `∞` counted
+        // as one character.
+        let col = |l: &str, what: &str| l.find(what).map(|b| l[..b].chars().count());
+        assert_eq!(col(lines[0], "notes say"), col(lines[2], "1 to ∞"), "{text}");
+        assert_eq!(col(lines[0], "delay before"), col(lines[2], "0.300 ms = 30 T"), "{text}");
+        assert!(lines[2].starts_with("token-ring (not clean)"), "{text}");
+        assert!(lines[2].contains("no waits"), "a sync delay with no sample is not zero: {text}");
+        assert!(lines[2].contains("no trace"), "hops without a trace are not zero: {text}");
+        let mut with = c.clone();
+        let h = crate::handoff::Handoffs {
+            handoffs: 10,
+            no_path: 1,
+            by_hops: [(2, 9)].into(),
+            delay_median_ns: Some(50_000),
+            message_median_ns: Some(20_000),
+            ..Default::default()
+        };
+        with.algorithms[0].sync_hops = Some(sync_hops(h, vec![], "2: RELEASE, GRANT".into()));
+        let text = super::text(&with);
+        assert!(
+            text.contains("2; 1 of 10 without a causal path (2: RELEASE, GRANT)  2.50 × 20.0 µs"),
+            "{text}"
+        );
+        assert!(text.contains("survives  ") && text.contains("stalls?"), "{text}");
+        assert!(text.contains("Left out: none, flock: no messages."), "{text}");
+
+        let md = markdown(&c);
+        assert!(md.contains("| 1 to ∞ \\| notes |"), "a pipe in a cell is escaped: {md}");
+        assert_eq!(md.lines().filter(|l| l.starts_with("| token-ring")).count(), 2, "{md}");
+        let v = serde_json::to_value(&c).unwrap();
+        assert_eq!(v["algorithms"][0]["problems"]["runs"][1]["outcome"], "stalls");
+        assert!(v["algorithms"][0]["sync_delay"].is_null());
+    }
+
+    /// A table's header cells, and each row's first cell and number of cells.
+    type TableShape = (Vec<String>, Vec<(String, usize)>);
+
+    /// Each Markdown table in `md` (a run of lines starting with `|`): its header's cells,
+    /// then each row's first cell (without a `(not clean)` mark) and its number of cells.
+    /// The figures are left out: they vary from run to run.
+    fn shape(md: &str) -> Vec<TableShape> {
+        let cells = |l: &str| -> Vec<String> {
+            let inner = l.trim().trim_start_matches('|').trim_end_matches('|');
+            let mut out = vec![String::new()];
+            let mut chars = inner.chars().peekable();
+            while let Some(ch) = chars.next() {
+                match ch {
+                    '\\' if chars.peek() == Some(&'|') => out.last_mut().unwrap().push(chars.next().unwrap()),
+                    '|' => out.push(String::new()),
+                    _ => out.last_mut().unwrap().push(ch),
+                }
+            }
+            out.iter().map(|c| c.trim().to_string()).collect()
+        };
+        let mut tables = Vec::new();
+        let mut lines = md.lines().peekable();
+        while let Some(l) = lines.next() {
+            if !l.starts_with('|') {
+                continue;
+            }
+            let head = cells(l);
+            let mut rows = Vec::new();
+            while let Some(r) = lines.next_if(|r| r.starts_with('|')) {
+                let c = cells(r);
+                if c.iter().all(|x| x.chars().all(|ch| ch == '-' || ch == ':')) {
+                    continue;
+                }
+                rows.push((c[0].trim_end_matches(" (not clean)").to_string(), c.len()));
+            }
+            tables.push((head, rows));
+        }
+        tables
+    }
+
+    /// The README's comparison, between its markers.
+    fn readme_table(readme: &str) -> &str {
+        let from = readme.find(README_BEGIN).expect("the README has the compare-table markers");
+        let to = readme[from..].find(README_END).expect("the README's compare-table has its end marker");
+        &readme[from..from + to]
+    }
+
+    #[test]
+    fn the_readme_s_table_has_the_shape_compare_markdown_prints() {
+        // A comparison of every default algorithm, made up: only its shape is compared.
+        let (names, excluded) = default_algorithms();
+        let rows = names
+            .iter()
+            .map(|name| {
+                let info = registry::info(name).unwrap();
+                let by_fault = FAULTS
+                    .iter()
+                    .map(|f| FaultSummary {
+                        fault: f.name(),
+                        repeats: vec![fault(Outcome::Stalls, true); 3],
+                        tally: Tally { stalls: 3, ..Tally::default() },
+                        sim: None,
+                    })
+                    .collect();
+                let m = measured(3.0, 50_000.0, &[(1, 9)], true);
+                aggregate(info, 5, 0.01, &[m.clone(), m.clone(), m], by_fault)
+            })
+            .collect();
+        let c = Comparison { repeat: 3, excluded, algorithms: rows, ..Comparison::new(5, 20, "perfect") };
+        let printed = shape(&markdown(&c));
+        assert_eq!(printed.len(), 2, "figures and faults");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
+        let readme = std::fs::read_to_string(path).unwrap();
+        let documented = shape(readme_table(&readme));
+        assert_eq!(documented, printed, "run `make compare-table` to write the README's table afresh");
+
+        // The negative control: a renamed column or a missing row is told apart.
+        let table = readme_table(&readme);
+        let renamed = table.replacen("| msgs/entry light |", "| messages light |", 1);
+        assert_ne!(shape(&renamed), printed);
+        let first_row = table.lines().find(|l| l.starts_with("| centralized |")).unwrap();
+        assert_ne!(shape(&table.replacen(&format!("{first_row}\n"), "", 1)), printed);
+    }
+}
