@@ -94,7 +94,7 @@ pub struct FaultSettings {
     pub think_ms: f64,
     /// The stall window, in ms.
     pub stall_ms: u64,
-    /// The most fault runs let go side by side ([`fault_width`](super::fault_width)); the timing runs go one
+    /// The most fault runs let go side by side ([`fault_width`]); the timing runs go one
     /// at a time with nothing beside them.
     pub side_by_side: u32,
     /// The longest any fault run went from one ENTER or EXIT to the next, in ms

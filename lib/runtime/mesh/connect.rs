@@ -18,16 +18,29 @@ use super::{
     PEER_BASE, PENDING_BASE, REDIAL_FIRST, REDIAL_MAX,
 };
 
+/// Whether a failed dial still found the peer listening, so that it is alive and is to
+/// be dialed again, never reported down: its backlog was full (`WouldBlock`), or it
+/// took our call and let it go before our hello was written (`BrokenPipe`,
+/// `ConnectionReset`), as a listener flooded by silent callers does with the oldest of
+/// them. A dead peer's socket refuses the call (`ConnectionRefused`) or is gone.
+fn listening(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset)
+}
+
 impl<M: Message> Mesh<M> {
     /// Dial `peer` at `path` at startup. False if it cannot be reached: the caller then
     /// tells the algorithm it is down (after `on_start`), and it will dial us when it
-    /// starts again. A full backlog is not failure: the dial is tried again later.
+    /// starts again. A peer still listening ([`listening`]) is not failure: the dial is
+    /// tried again later.
     pub(crate) fn dial(&mut self, peer: PeerId, path: PathBuf) -> bool {
         self.peers[peer.index()].incarnation = self.announced[peer.index()];
         match self.connect(peer, &path) {
             Ok(()) => true,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                self.emit(MeshEvent::Log(format!("{peer}'s backlog is full; dialing again shortly")));
+            Err(e) if listening(&e) => {
+                self.emit(MeshEvent::Log(match e.kind() {
+                    io::ErrorKind::WouldBlock => format!("{peer}'s backlog is full; dialing again shortly"),
+                    _ => format!("{peer} let our call go before our hello ({e}); dialing again shortly"),
+                }));
                 self.peers[peer.index()].redial = Some((path, REDIAL_FIRST));
                 self.emit(MeshEvent::Timer { after: REDIAL_FIRST, timer: MeshTimer::Redial(peer) });
                 true
@@ -97,7 +110,7 @@ impl<M: Message> Mesh<M> {
         let path = self.socket_path.with_file_name(crate::control::worker_socket(peer, announced));
         match self.connect(peer, &path) {
             Ok(()) => None,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+            Err(e) if listening(&e) => {
                 self.peers[i].redial = Some((path, REDIAL_FIRST));
                 then.push(Todo::Emit(MeshEvent::Timer {
                     after: REDIAL_FIRST,
@@ -127,7 +140,7 @@ impl<M: Message> Mesh<M> {
         }
         match self.connect(peer, &path) {
             Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+            Err(e) if listening(&e) => {
                 let next = (wait * 2).min(REDIAL_MAX);
                 self.peers[peer.index()].redial = Some((path, next));
                 self.emit(MeshEvent::Timer { after: next, timer: MeshTimer::Redial(peer) });
@@ -275,5 +288,32 @@ impl<M: Message> Mesh<M> {
             self.dropped_connections += 1;
             self.log_drop(why, then);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_peer_that_lets_our_call_go_is_dialed_again_and_only_a_refusal_is_down() {
+        for kind in [io::ErrorKind::WouldBlock, io::ErrorKind::BrokenPipe, io::ErrorKind::ConnectionReset] {
+            assert!(listening(&io::Error::from(kind)), "{kind:?}: the peer is alive");
+        }
+        for kind in
+            [io::ErrorKind::ConnectionRefused, io::ErrorKind::NotFound, io::ErrorKind::PermissionDenied]
+        {
+            assert!(!listening(&io::Error::from(kind)), "{kind:?}: nobody is listening");
+        }
+    }
+
+    /// A real refusal: a socket file with no listener behind it (a dead worker's).
+    #[test]
+    fn a_socket_nobody_listens_on_refuses_the_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("w9.0.sock");
+        drop(std::os::unix::net::UnixListener::bind(&path).unwrap());
+        let e = std::os::unix::net::UnixStream::connect(&path).unwrap_err();
+        assert!(!listening(&e), "{e}");
     }
 }
