@@ -72,11 +72,15 @@ clean:
 # Grade a lab's crate: `make lab-01-ricart-agrawala` grades the node in its src/node.rs,
 # SOLUTION=1 the reference; ARGS='2.1 --n 3 --seed 46' narrows to one test and seed;
 # GRADESCOPE=results.json also writes Gradescope's results file there.
+# make exits 2 on any failure, so the grader's own code (1: a test failed) is printed.
 # Each lab is a crate of its own (not part of this package's build) sharing target/.
 lab-%:
 	@if [ ! -d labs/$* ]; then echo "make: there is no lab labs/$* (see labs/README.md)" >&2; exit 2; fi
 	@if [ ! -f labs/$*/Cargo.toml ]; then echo "make: labs/$* has nothing to grade; read labs/$*/README.md" >&2; exit 2; fi
-	cd labs/$* && $(CARGO) run -q -- grade $(if $(SOLUTION),--solution) $(if $(GRADESCOPE),--gradescope '$(abspath $(GRADESCOPE))') $(ARGS)
+	@cd labs/$* && $(CARGO) run -q -- grade $(if $(SOLUTION),--solution) $(if $(GRADESCOPE),--gradescope '$(abspath $(GRADESCOPE))') $(ARGS); \
+	code=$$?; if [ $$code -ne 0 ]; then \
+	  echo "make: the grader exited $$code (the README's exit table); make itself reports any failure as 2" >&2; \
+	  exit $$code; fi
 
 # A lab's Gradescope autograder bundle (labs/README.md, "A course at scale"), and its
 # test: run_autograder on lab 03's reference, skeleton and a planted bug.

@@ -559,6 +559,12 @@ fn the_man_page_renders_with_every_command() {
     }
     let run_page = std::fs::read_to_string(dir.join("mutexlab-run.1")).unwrap();
     assert!(run_page.contains(".SH \"FAULT PLANS\"\n.nf\n"), "{run_page}");
+    // Every page says what its exit codes mean, from the one table.
+    for command in COMMANDS {
+        let page = std::fs::read_to_string(dir.join(format!("mutexlab-{command}.1"))).unwrap();
+        assert!(page.contains(".SH \"EXIT STATUS\""), "no exit codes on {command}'s page");
+        assert!(page.contains("inconclusive") && page.contains("130"), "{page}");
+    }
     assert!(run_page.contains("ricart\\-agrawala"), "the algorithm names:\n{run_page}");
     // Where it cannot write: one line, exit 2.
     let file = tmp.path().join("a-file");

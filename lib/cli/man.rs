@@ -73,7 +73,8 @@ pub(super) fn cmd_man(dir: Option<&std::path::Path>) -> Outcome {
 }
 
 /// One man page, as clap_mangen renders it but for the text after the options (the
-/// fault-plan grammar), whose lines are kept as they are rather than filled.
+/// fault-plan grammar), whose lines are kept as they are rather than filled, and with
+/// the exit codes every command shares.
 fn man_page(cmd: &clap::Command) -> Vec<u8> {
     let man = clap_mangen::Man::new(cmd.clone());
     let mut w = Vec::new();
@@ -95,10 +96,22 @@ fn man_page(cmd: &clap::Command) -> Vec<u8> {
             }
             r.control("fi", []).to_writer(&mut w)?;
         }
+        exit_status().to_writer(&mut w)?;
         if cmd.get_version().is_some() {
             man.render_version_section(&mut w)?;
         }
         Ok(())
     })();
     w
+}
+
+/// The EXIT STATUS section: the codes [`crate::exit`] maps every outcome to, as the
+/// README's table gives them.
+fn exit_status() -> roff::Roff {
+    let mut r = roff::Roff::new();
+    r.control("SH", ["EXIT STATUS"]);
+    for (code, means) in crate::exit::DOCUMENTED {
+        r.control("TP", []).text([roff::bold(code.to_string())]).text([roff::roman(means)]);
+    }
+    r
 }
