@@ -23,7 +23,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 
-use crate::common::{run, stderr, PATIENCE};
+use crate::common::{run, skipped, stderr, PATIENCE};
 use mutexlab::algos::Theory;
 use mutexlab::compare::{self, Comparison, Delay, FaultRun, Outcome, PerEntry, Problems, Row};
 use nix::sys::signal::{killpg, Signal};
@@ -38,7 +38,9 @@ fn browser_present() -> bool {
     }
     let required = std::env::var("MUTEXLAB_REQUIRE_BROWSER").is_ok_and(|v| v == "1");
     assert!(!required, "MUTEXLAB_REQUIRE_BROWSER=1 but {CHROMIUM} is absent");
-    eprintln!("browser test skipped: {CHROMIUM} is absent (set MUTEXLAB_REQUIRE_BROWSER=1 to require it)");
+    skipped(&format!(
+        "the browser test: {CHROMIUM} is absent (set MUTEXLAB_REQUIRE_BROWSER=1 to require it)"
+    ));
     false
 }
 

@@ -514,7 +514,7 @@ fn completions_offer_the_commands_and_the_registrys_algorithm_names() {
 #[test]
 fn bash_completes_an_algorithm_flag_with_the_services_names() {
     if std::process::Command::new("bash").arg("-c").arg("true").status().is_err() {
-        eprintln!("skipped: no bash");
+        skipped("no bash");
         return;
     }
     let tmp = tempfile::tempdir().unwrap();

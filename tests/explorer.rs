@@ -25,7 +25,7 @@ use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use serde_json::{json, Value};
 
-use crate::common::{mutexlab, stderr, stdout, HEADLESS, PATIENCE};
+use crate::common::{mutexlab, skipped, stderr, stdout, HEADLESS, PATIENCE};
 
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -38,9 +38,9 @@ fn driver_present() -> bool {
     }
     let required = std::env::var("MUTEXLAB_REQUIRE_BROWSER").is_ok_and(|v| v == "1");
     assert!(!required, "MUTEXLAB_REQUIRE_BROWSER=1 but {CHROMEDRIVER} or {CHROMIUM} is absent");
-    eprintln!(
-        "explorer test skipped: {CHROMEDRIVER} is absent (set MUTEXLAB_REQUIRE_BROWSER=1 to require it)"
-    );
+    skipped(&format!(
+        "the explorer test: {CHROMEDRIVER} is absent (set MUTEXLAB_REQUIRE_BROWSER=1 to require it)"
+    ));
     false
 }
 

@@ -516,7 +516,7 @@ impl Drop for Strays {
 #[test]
 fn a_compound_command_and_all_it_started_die_with_a_worker_killed_outright() {
     if std::process::Command::new("python3").arg("-c").arg("").status().is_err() {
-        eprintln!("skipped: python3 is not installed");
+        skipped("python3 is not installed");
         return;
     }
     // Each worker's shell starts two sleepers that would outlive everything, one of
@@ -742,7 +742,7 @@ fn a_program_whose_keeper_is_killed_leaves_no_daemon_behind() {
     // The program is dead either way, so the run ends.
     let out = run.finish();
     if !gone && stderr(&out).contains("no PID namespace for worker programs here") {
-        eprintln!("skipped: no PID namespace here, and a child subreaper cannot outlive its keeper");
+        skipped("no PID namespace here, and a child subreaper cannot outlive its keeper");
         return;
     }
     assert!(gone, "the daemon outlived the keeper: {}", stderr(&out));

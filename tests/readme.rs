@@ -33,7 +33,7 @@ fn undocumented(doc: &str, j: &serde_json::Value, nested: &[&str]) -> Vec<String
         for s in v.as_object().into_iter().flat_map(|o| o.keys()) {
             let named = doc.contains(&format!("`{k}.{s}`"))
                 || doc.contains(&format!("`{s}`"))
-                || group.is_some_and(|g| g.split(['{', ',', ' ']).any(|w| w == s));
+                || group.is_some_and(|g| g.split(['{', ',', ' ', '\n']).any(|w| w == s));
             if !named {
                 missing.push(format!("{k}.{s}"));
             }
@@ -54,6 +54,19 @@ fn every_field_of_run_json_is_in_the_readme() {
     // The negative control: the list without `seed` and `bad_frames` misses them.
     let cut = doc.replace("`seed`", "").replace("`messages.bad_frames`", "");
     assert_eq!(undocumented(&cut, &j, &nested), ["messages.bad_frames", "seed"]);
+}
+
+#[test]
+fn every_field_of_elect_json_is_in_the_readme() {
+    let out = run(&["elect", "-n", "3", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let j = json(&out);
+    let text = readme();
+    let doc = paragraph(&text, "`--json` prints `schema`, `network`, `algorithm`");
+    assert_eq!(undocumented(doc, &j, &["messages"]), Vec::<String>::new());
+    // The negative control: the list without `timeouts` misses it.
+    let cut = doc.replace("`timeouts`", "");
+    assert_eq!(undocumented(&cut, &j, &["messages"]), ["timeouts"]);
 }
 
 #[test]
@@ -312,4 +325,26 @@ fn the_readme_s_layout_map_is_the_tree() {
         }
     }
     assert!(wrong.is_empty(), "the README's layout map and the tree differ:\n{}", wrong.join("\n"));
+}
+
+/// The schema files `names` leaves out of `dir`.
+fn schemas_unnamed(dir: &Path, names: &str) -> Vec<String> {
+    let mut missing: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|f| f.ends_with(".schema.json") && !names.contains(&format!("`{f}`")))
+        .collect();
+    missing.sort();
+    missing
+}
+
+#[test]
+fn the_readme_names_every_schema_file() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("schemas");
+    let text = readme();
+    let list = paragraph(&text, "Every `--json` output has a JSON Schema");
+    assert_eq!(schemas_unnamed(&dir, list), Vec::<String>::new());
+    // The negative control: the list without one of them misses it.
+    let cut = list.replace("`superpeers.schema.json`", "");
+    assert_eq!(schemas_unnamed(&dir, &cut), ["superpeers.schema.json"]);
 }

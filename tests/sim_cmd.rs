@@ -86,7 +86,7 @@ fn clean_seeds_exit_0_and_bad_settings_are_one_line_usage_errors() {
 #[test]
 fn a_program_runs_in_the_simulator_and_its_replay_names_the_command() {
     if std::process::Command::new("python3").arg("-c").arg("").status().is_err() {
-        eprintln!("skipped: python3 is not installed");
+        skipped("python3 is not installed");
         return;
     }
     let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("labs/examples/ricart_agrawala.py");
@@ -165,7 +165,7 @@ fn a_step_budget_that_runs_out_is_inconclusive_and_a_livelock_still_fails() {
     // The control: a program that bounces a message between two nodes for ever and
     // never lets anyone in is a livelock, a failure with its replay.
     if std::process::Command::new("python3").arg("-c").arg("").status().is_err() {
-        eprintln!("skipped the livelock: python3 is not installed");
+        skipped("the livelock: python3 is not installed");
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -26,6 +26,14 @@ pub const HEADLESS: [&str; 8] = [
     "--disable-sync",
 ];
 
+/// Say that a test skipped its work and why, where `cargo test` shows it without
+/// `--nocapture`: the test harness captures `eprintln!`, not a direct write to stderr,
+/// so a skipped test would otherwise read as a plain `ok`.
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipped: {why}");
+}
+
 /// The binary under test.
 pub fn mutexlab() -> Command {
     Command::cargo_bin("mutexlab").expect("the mutexlab binary is built")
