@@ -141,6 +141,13 @@ fn bad_election_options_are_one_line_errors() {
         (vec!["elect", "--settle-ms", "0"], "--settle-ms must be between"),
         (vec!["run", "--algo", "flock", "--fenced"], "already takes its fences from the file"),
         (vec!["run", "--algo", "lamport", "--majority"], "has no majority rule; these do: centralized-bully"),
+        // Heartbeat timing without heartbeats is refused, not silently ignored.
+        (vec!["run", "--heartbeat-ms", "20"], "add --detector heartbeat (the detector here is perfect)"),
+        (
+            vec!["elect", "--detector", "none", "--suspect-ms", "300"],
+            "add --detector heartbeat (the detector here is none)",
+        ),
+        (vec!["compare", "--heartbeat-ms", "30"], "add --detector heartbeat (the detector here is perfect)"),
     ] {
         let out = run(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::run::{heartbeat, DetectorArg};
+use super::run::{heartbeat, heartbeat_flags_fit, DetectorArg};
 use super::{canonical, exe, out, to_json};
 use crate::control::Detector;
 use crate::exit::{Error, Outcome, Verdict};
@@ -31,9 +31,9 @@ pub(super) struct CompareArgs {
     /// crash looks like slowness).
     #[arg(long, value_enum, default_value = "perfect")]
     detector: DetectorArg,
-    /// Heartbeat period P in milliseconds (`--detector heartbeat`).
-    #[arg(long, default_value_t = 50, allow_negative_numbers = true)]
-    heartbeat_ms: u64,
+    /// Heartbeat period P in milliseconds (`--detector heartbeat`). Default: 50 ms.
+    #[arg(long, allow_negative_numbers = true)]
+    heartbeat_ms: Option<u64>,
     /// Silence after which a peer is suspected, in ms (`--detector heartbeat`). Default:
     /// P + 50 ms (the notes' rule with no added delay).
     #[arg(long, allow_negative_numbers = true)]
@@ -56,6 +56,7 @@ pub(super) struct CompareArgs {
 }
 
 pub(super) fn cmd_compare(a: CompareArgs) -> Outcome {
+    heartbeat_flags_fit(a.detector, a.heartbeat_ms, a.suspect_ms)?;
     let opts = compare::CompareOpts {
         exe: exe(),
         algos: a.algos.iter().map(|s| canonical(s.trim().to_string())).collect(),
@@ -67,9 +68,13 @@ pub(super) fn cmd_compare(a: CompareArgs) -> Outcome {
         detector: match a.detector {
             DetectorArg::None => Detector::None,
             DetectorArg::Perfect => Detector::Perfect,
-            DetectorArg::Heartbeat => {
-                heartbeat(Some(a.heartbeat_ms), a.suspect_ms, 0.0, supervisor::PROCESSING, a.workers)?
-            }
+            DetectorArg::Heartbeat => heartbeat(
+                Some(a.heartbeat_ms.unwrap_or(50)),
+                a.suspect_ms,
+                0.0,
+                supervisor::PROCESSING,
+                a.workers,
+            )?,
         },
     };
     compare::validate(&opts).map_err(Error::usage)?;

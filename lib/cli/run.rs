@@ -224,7 +224,9 @@ impl Shared {
         default: DetectorArg,
         workers: u32,
     ) -> Result<Detector, Error> {
-        match asked.unwrap_or(default) {
+        let chosen = asked.unwrap_or(default);
+        heartbeat_flags_fit(chosen, self.heartbeat_ms, self.suspect_ms)?;
+        match chosen {
             DetectorArg::None => Ok(Detector::None),
             DetectorArg::Perfect => Ok(Detector::Perfect),
             DetectorArg::Heartbeat => heartbeat(
@@ -246,6 +248,26 @@ impl Shared {
             Some(ms) => Ok(Duration::from_millis(ms)),
             None => Ok(supervisor::processing_time(workers, supervisor::cores())),
         }
+    }
+}
+
+/// Refuse `--heartbeat-ms` or `--suspect-ms` where the detector has no heartbeats,
+/// rather than run without what was asked for.
+pub(super) fn heartbeat_flags_fit(
+    detector: DetectorArg,
+    heartbeat_ms: Option<u64>,
+    suspect_ms: Option<u64>,
+) -> Result<(), Error> {
+    if detector == DetectorArg::Heartbeat {
+        return Ok(());
+    }
+    let given = [("--heartbeat-ms", heartbeat_ms), ("--suspect-ms", suspect_ms)];
+    match given.iter().find(|(_, v)| v.is_some()) {
+        Some((flag, _)) => Err(Error::usage(format!(
+            "{flag} sets the heartbeat detector's timing; add --detector heartbeat (the detector here is {})",
+            clap::ValueEnum::to_possible_value(&detector).map_or(String::new(), |v| v.get_name().to_string())
+        ))),
+        None => Ok(()),
     }
 }
 
