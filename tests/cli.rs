@@ -219,21 +219,36 @@ fn bad_input_gets_one_clear_line_and_exit_2() {
     assert_usage_error(&["run", "--cs-ms", "-3"], "--cs-ms must be between 0 and");
     assert_usage_error(&["run", "--think-ms", "NaN"], "--think-ms");
     assert_usage_error(&["run", "--duration", "0"], "--duration");
-    assert_usage_error(&["run", "--duration", "0ms"], "--duration must be between");
+    assert_usage_error(&["run", "--duration", "0ms"], "--duration must be above 0");
     assert_usage_error(&["run", "--duration", "20x"], "use seconds (20, 1.5) or a number and a unit");
     assert_usage_error(&["run", "--duration", "2.s"], "use a number and a unit, like 300ms, 1.5s or 2m");
     // humantime's units: 2 days is more than the day a run may take.
     assert_usage_error(
         &["run", "--duration", "2d"],
-        "--duration must be between 0 and 86400 seconds, not 172800.0",
+        "--duration must be above 0 and at most 86400 seconds, not 172800",
     );
     assert_usage_error(&["run", "--duration", "1.0000000001s"], "finer than a nanosecond");
     assert_usage_error(&["run", "--duration", "-5s"], "a time must be more than 0");
     assert_usage_error(&["run", "--duration", "-5"], "a time must be more than 0");
     assert_usage_error(&["run", "--duration", "--json"], "--duration needs a time");
     assert_usage_error(&["run", "--run-dir", "/proc/no/such/dir"], "cannot create run directory");
-    assert_usage_error(&["run", "--workers", "many"], "invalid value");
-    assert_usage_error(&["run", "--workers", "-1"], "'--workers <WORKERS>'");
+    // A flag of a whole number says so, not what Rust's parser calls the text.
+    assert_usage_error(
+        &["run", "--workers", "many"],
+        "--workers takes a whole number of 0 or more; 'many' is not a number",
+    );
+    assert_usage_error(
+        &["run", "--workers", "-1"],
+        "--workers takes a whole number of 0 or more; '-1' is a negative number",
+    );
+    assert_usage_error(
+        &["run", "--seed", "-1"],
+        "--seed takes a whole number of 0 or more; '-1' is a negative number",
+    );
+    assert_usage_error(&["run", "--seed", "1.5"], "'1.5' is not a whole number");
+    assert_usage_error(&["run", "--seed", "99999999999999999999"], "'99999999999999999999' is too large");
+    // A flag of a few values lists them.
+    assert_usage_error(&["check", "--algo", "lamport", "--timers", "bogus"], "it takes any, earliest");
     assert_usage_error(&["run", "--stall-ms", "0"], "--stall-ms must be at least");
     // clap's tips survive the one line.
     assert_usage_error(

@@ -371,7 +371,7 @@ fn a_message_the_reference_cannot_read_is_refused_with_its_fields() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
-        err.contains("whose message is wrong: not a `REQUEST` of this algorithm: missing field `ticket`"),
+        err.contains("whose message is wrong: a `REQUEST` of this algorithm cannot be made of it: missing field `ticket`"),
         "{err}"
     );
     let line = err.lines().find(|l| l.starts_with("mutexlab: run failed:")).unwrap();

@@ -158,8 +158,8 @@ fn check_opts(a: &CheckArgs) -> Result<check::CheckOpts, Error> {
     };
     if !a.max_seconds.is_finite() || a.max_seconds <= 0.0 || a.max_seconds > 86_400.0 {
         return Err(Error::usage(format!(
-            "--max-seconds must be between 0 and 86400, not {:?}",
-            a.max_seconds
+            "--max-seconds must be above 0 and at most 86400, not {}",
+            crate::text::short_float(a.max_seconds)
         )));
     }
     Ok(check::CheckOpts {

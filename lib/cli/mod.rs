@@ -274,6 +274,35 @@ fn command(registry: Registry) -> Outcome {
     }
 }
 
+/// A flag that takes a whole number given something else: clap's parser says `invalid
+/// digit found in string` or `-3 is not in 0..=4294967295`, which names no rule a person
+/// broke. `None` for any other error.
+fn number_refused(e: &clap::Error) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    if e.kind() != ErrorKind::ValueValidation {
+        return None;
+    }
+    let ContextValue::String(value) = e.get(ContextKind::InvalidValue)? else { return None };
+    let ContextValue::String(arg) = e.get(ContextKind::InvalidArg)? else { return None };
+    let why = std::error::Error::source(e).map(|s| s.to_string()).unwrap_or_default();
+    let flag = arg.split(' ').next().unwrap_or(arg);
+    let integer = why.contains("invalid digit") || why.contains(" is not in ") || why.contains("too large");
+    if !integer {
+        return None;
+    }
+    let what =
+        if value.strip_prefix('-').is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit())) {
+            "a negative number"
+        } else if value.contains(['.', 'e', 'E']) && value.parse::<f64>().is_ok() {
+            "not a whole number"
+        } else if value.bytes().all(|b| b.is_ascii_digit()) {
+            "too large"
+        } else {
+            "not a number"
+        };
+    Some(format!("{flag} takes a whole number of 0 or more; '{value}' is {what}"))
+}
+
 /// Help and version go to stdout as clap writes them; any other parse error becomes one
 /// line on stderr and a usage error, like every other.
 fn usage_error(e: clap::Error) -> Outcome {
@@ -287,8 +316,12 @@ fn usage_error(e: clap::Error) -> Outcome {
         let _ = e.print();
         return Err(Error::said(Kind::Usage));
     }
-    // One line, but clap's whole point: what is wrong, and its tips ("a similar
-    // argument exists: '--json'"), without the usage block `--help` prints anyway.
+    if let Some(line) = number_refused(&e) {
+        return Err(Error::usage(format!("{line} (see --help)")));
+    }
+    // One line, but clap's whole point: what is wrong, its tips ("a similar argument
+    // exists: '--json'") and the values a flag takes, without the usage block `--help`
+    // prints anyway.
     let text = e.render().to_string();
     let first = text.lines().next().unwrap_or("invalid arguments");
     let first = first.strip_prefix("error: ").unwrap_or(first);
@@ -300,7 +333,18 @@ fn usage_error(e: clap::Error) -> Outcome {
         Vec::new()
     };
     let first = if named.is_empty() { first.to_string() } else { format!("{first} {}", named.join(", ")) };
-    let tips: Vec<&str> = text.lines().filter_map(|l| l.trim().strip_prefix("tip: ")).collect();
+    let mut tips: Vec<&str> = text.lines().filter_map(|l| l.trim().strip_prefix("tip: ")).collect();
+    tips.extend(text.lines().filter_map(|l| l.trim().strip_prefix("[possible values: ")?.strip_suffix(']')));
+    let tips: Vec<String> = tips
+        .iter()
+        .map(|t| {
+            if text.contains(&format!("[possible values: {t}]")) {
+                format!("it takes {t}")
+            } else {
+                t.to_string()
+            }
+        })
+        .collect();
     let tips: String = tips.iter().map(|t| format!("; {t}")).collect();
     Err(Error::usage(format!("{first}{tips} (see --help)")))
 }

@@ -146,7 +146,8 @@ pub(super) enum DetectorArg {
 /// Options `run` and `elect` share.
 #[derive(Args)]
 struct Shared {
-    /// Seed for think times and any randomness an algorithm uses.
+    /// Seed for everything random in the run: think times (`run`), the nemesis, message
+    /// delays and losses, and any randomness an algorithm uses.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     seed: u64,
     /// Run directory, new or empty (default: a fresh temporary directory, filed in
@@ -322,7 +323,10 @@ pub(super) fn cmd_run(a: RunArgs) -> Outcome {
     if let Some(d) = a.duration {
         if !d.is_finite() || d <= 0.0 || d > 86_400.0 {
             // `{:?}` keeps 1e300 short; `{}` would print all 301 digits.
-            return Err(Error::usage(format!("--duration must be between 0 and 86400 seconds, not {d:?}")));
+            return Err(Error::usage(format!(
+                "--duration must be above 0 and at most 86400 seconds, not {}",
+                crate::text::short_float(d)
+            )));
         }
     }
     let sh = &a.shared;

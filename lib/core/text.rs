@@ -4,6 +4,16 @@
 
 use std::borrow::Cow;
 
+/// A number as a person typed it: `0`, `172800`, `1.5`; `1e300` stays short where `{}`
+/// would print every digit, and `NaN` and `inf` are themselves.
+pub fn short_float(x: f64) -> String {
+    if x.is_finite() && x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x:?}")
+    }
+}
+
 /// At most `max` bytes of `text`, never splitting a character; an ellipsis if cut.
 pub fn clip_to(text: &str, max: usize) -> Cow<'_, str> {
     if text.len() <= max {
@@ -52,6 +62,14 @@ where
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_number_is_shown_as_typed() {
+        for (x, shown) in [(0.0, "0"), (172_800.0, "172800"), (1.5, "1.5"), (1e300, "1e300"), (-2.0, "-2")] {
+            assert_eq!(super::short_float(x), shown);
+        }
+        assert_eq!(super::short_float(f64::NAN), "NaN");
+    }
     use super::*;
 
     #[test]

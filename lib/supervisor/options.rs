@@ -360,7 +360,7 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
     }
     if let Some(d) = opts.duration {
         if d.is_zero() || d > Duration::from_secs(24 * 3600) {
-            return Err(RunError::Usage("--duration must be between 0 and 86400 seconds".into()));
+            return Err(RunError::Usage("--duration must be above 0 and at most 86400 seconds".into()));
         }
     }
     for (name, v) in [("--latency", opts.latency_ms), ("--jitter", opts.jitter_ms)] {

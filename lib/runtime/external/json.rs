@@ -160,7 +160,7 @@ impl<M: Message> JsonForm for Ref<M> {
                 Err(e) => why = e.to_string(),
             }
         }
-        Err(format!("not a `{tag}` of this algorithm: {why}"))
+        Err(format!("a `{tag}` of this algorithm cannot be made of it: {why}"))
     }
 }
 
