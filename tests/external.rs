@@ -146,6 +146,19 @@ fn a_program_that_never_answers_fails_at_the_deadline() {
 }
 
 #[test]
+fn a_program_slow_to_start_is_not_failed_by_the_answer_deadline_and_says_so() {
+    // An interpreter's start under load is not an answer's work: the deadline for the
+    // `init` answer counts from when the program has read it. Before, a start of 1 s
+    // against a 300 ms deadline failed the run.
+    let cmd = format!("sleep 1 && {}", example());
+    let (out, j) = run_faulty(&["--worker-cmd", &cmd, "-n", "2", "-k", "2", "--worker-timeout-ms", "300"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(j["violation_count"], 0);
+    assert!(err.contains("ms to start (to read its first input); a start may take 10 s"), "{err}");
+}
+
+#[test]
 fn a_program_that_exits_at_once_fails_its_worker() {
     let quitter = Script::new("import sys\nsys.exit(3)\n");
     let line = failing_run(&quitter, &[]);

@@ -77,6 +77,11 @@ pub use shapes::{message_shapes, message_shapes_with, FieldShape, MessageShape, 
 
 /// The default deadline for one answer (`--worker-timeout-ms`).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+/// What a program may take to start, on top of the deadline for its `init` answer: an
+/// interpreter's start is not an answer's work, and on a loaded machine it alone can
+/// take seconds. The start ends when the program has read its `init` line; the answer's
+/// deadline counts from there. A start past the answer deadline is said on stderr.
+pub const START_ALLOWANCE: Duration = Duration::from_secs(10);
 /// The longest answer line read; a longer one is garbage, not a reason to run out of
 /// memory.
 pub const MAX_LINE: usize = 1 << 20;
@@ -215,6 +220,7 @@ impl<S: Service, M: JsonForm> Node for External<S, M> {
             name: name.clone(),
             command: given.as_ref().map_or_else(String::new, |s| s.command.clone()),
             timeout: given.as_ref().map_or(DEFAULT_TIMEOUT, |s| s.timeout),
+            allowance: START_ALLOWANCE,
             process: None,
             failed: None,
             lines: None,

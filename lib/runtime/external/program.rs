@@ -24,6 +24,9 @@ pub(super) struct Program {
     pub(super) name: String,
     pub(super) command: String,
     pub(super) timeout: Duration,
+    /// Time the next exchange may take beyond `timeout`: the start allowance, for the
+    /// first (`init`), then none.
+    pub(super) allowance: Duration,
     /// `None` once it has failed and been reaped.
     pub(super) process: Option<(Child, ChildStdin)>,
     /// Why it failed: the node's [`Node::failure`], and its stall diagnosis.
@@ -155,7 +158,9 @@ impl Program {
             }
             _ => {}
         }
-        let deadline = Instant::now() + self.timeout;
+        let start = std::mem::take(&mut self.allowance);
+        let allowed = self.timeout + start;
+        let deadline = Instant::now() + allowed;
         let line = format!("{sent}\n");
         remember(&mut self.written, line.len() as u64);
         let written = &self.written;
@@ -186,7 +191,7 @@ impl Program {
                 return Err(format!(
                     "was sent {} and did not read it within {} ms ({lines} line{} waiting in its input)",
                     quote(sent),
-                    self.timeout.as_millis(),
+                    allowed.as_millis(),
                     if lines == 1 { "" } else { "s" }
                 ));
             }
@@ -195,6 +200,36 @@ impl Program {
                 return Err(format!("could not be sent {} ({e}): it has exited{status}", quote(sent)));
             }
         }
+        // The first input waits for the program to start: the answer's deadline counts
+        // from when it has read the line, and the start has its own allowance.
+        let deadline = if start.is_zero() {
+            deadline
+        } else {
+            let called = Instant::now();
+            match self.read_by(called + start) {
+                Some(read) => {
+                    let took = read.duration_since(called);
+                    if took > self.timeout {
+                        eprintln!(
+                            "mutexlab: {}: the program took {} ms to start (to read its first input); a \
+                             start may take {} s, on top of the {} ms an answer may",
+                            self.name,
+                            took.as_millis(),
+                            start.as_secs(),
+                            self.timeout.as_millis()
+                        );
+                    }
+                    read + self.timeout
+                }
+                None => {
+                    return Err(format!(
+                        "was sent {} and did not start reading its input within {} s",
+                        quote(sent),
+                        start.as_secs()
+                    ))
+                }
+            }
+        };
         let lines = self.lines.as_ref().expect("a live child has a reader");
         let got = self
             .early
@@ -222,6 +257,27 @@ impl Program {
         serde_json::from_str(&got).map_err(|e| {
             format!("was sent {} and answered {}, which is not JSON ({e})", quote(sent), quote(&got))
         })
+    }
+}
+
+impl Program {
+    /// When the program read what was last written (its pipe emptied) or answered, if
+    /// it did by `until`. A starting program is watched this way, a few times a
+    /// millisecond: it has not answered yet, so there is nothing else to wait on.
+    fn read_by(&mut self, until: Instant) -> Option<Instant> {
+        loop {
+            let Some((_, stdin)) = self.process.as_ref() else { return Some(Instant::now()) };
+            if self.early.is_some() || pending(stdin) == 0 {
+                return Some(Instant::now());
+            }
+            let lines = self.lines.as_ref().expect("a live child has a reader");
+            match lines.recv_timeout(Duration::from_millis(2)) {
+                Ok(line) => self.early = Some(line),
+                Err(RecvTimeoutError::Disconnected) => self.early = Some(Line::Eof),
+                Err(RecvTimeoutError::Timeout) if Instant::now() >= until => return None,
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+        }
     }
 }
 
