@@ -30,9 +30,16 @@ pub enum AuditKind {
     Leaders(ElectionReport),
 }
 
+/// `algorithms --json`'s `schema`: raised only when a field changes meaning or goes away.
+pub const ALGORITHMS_SCHEMA: u32 = 1;
+/// `sim --json`'s `schema`: raised only when a field changes meaning or goes away.
+pub const SIM_SCHEMA: u32 = 1;
+
 /// What `mutexlab algorithms --json` prints.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct AlgorithmList {
+    /// Raised only when a field changes meaning or goes away (fields may be added).
+    pub schema: u32,
     /// Every registered algorithm (or, with `--messages NAME`, that one).
     pub algorithms: Vec<AlgorithmEntry>,
 }
@@ -60,6 +67,8 @@ pub struct AlgorithmEntry {
 /// output always had them.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct SimOutput {
+    /// Raised only when a field changes meaning or goes away (fields may be added).
+    pub schema: u32,
     /// The algorithm's name (or the label of a `--worker-cmd` program).
     pub algorithm: String,
     /// Crashes (each followed by a restart) allowed in each run.

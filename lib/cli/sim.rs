@@ -225,6 +225,7 @@ pub(super) fn cmd_sim(a: SimArgs) -> Outcome {
     let (from, to) = (*a.seeds.start(), *a.seeds.end());
     if a.json {
         out(&to_json(&output::SimOutput {
+            schema: output::SIM_SCHEMA,
             algorithm: info.name.to_string(),
             n: a.nodes,
             entries: a.entries,
