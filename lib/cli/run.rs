@@ -469,11 +469,8 @@ pub(super) fn interrupted_or_failed(e: RunError, keep: bool) -> Error {
 /// library bounds each input; this only names the flag in the error.
 fn build_plan(a: &Shared, workers: u32, duration: Option<f64>) -> Result<Plan, Error> {
     // Plans are checked against the worker count and sized by it: a count out of range
-    // would cost gigabytes here before `supervisor::validate` could refuse it.
-    if workers > supervisor::MAX_WORKERS {
-        let why = format!("--workers must be between 1 and {}, not {}", supervisor::MAX_WORKERS, workers);
-        return Err(Error::usage(why));
-    }
+    // would cost gigabytes here, so it is refused first, by the check `validate` makes.
+    supervisor::check_workers(workers)?;
     let mut text = String::new();
     if let Some(f) = &a.faults {
         text.push_str(f);

@@ -77,8 +77,8 @@ pub use inject::AppliedFault;
 use inject::{Faults, Undo};
 use options::settings;
 pub use options::{
-    cores, heartbeat_period, processing_time, timing, validate, ElectOpts, ExternalOpts, Initiators, RunOpts,
-    MIN_STALL_MS, PROCESSING,
+    check_workers, cores, heartbeat_period, processing_time, timing, validate, ElectOpts, ExternalOpts,
+    Initiators, RunOpts, MIN_STALL_MS, PROCESSING,
 };
 use processes::{Life, Paused, Processes, Slot};
 use progress::Progress;

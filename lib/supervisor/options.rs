@@ -213,6 +213,15 @@ impl std::fmt::Display for Initiators {
 /// pass for a stuck algorithm.
 pub const MIN_STALL_MS: u64 = 100;
 
+/// The worker count's check (`--workers`, `-n`): the one the command line makes before
+/// it sizes a fault plan by the count, and [`validate`] for every caller.
+pub fn check_workers(workers: u32) -> Result<(), RunError> {
+    if workers == 0 || workers > MAX_WORKERS {
+        return Err(RunError::Usage(format!("--workers must be between 1 and {MAX_WORKERS}, not {workers}")));
+    }
+    Ok(())
+}
+
 /// Check options that do not need the file system.
 pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
     let info = match &opts.external {
@@ -257,12 +266,7 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
                 .into(),
         ));
     }
-    if opts.workers == 0 || opts.workers > MAX_WORKERS {
-        return Err(RunError::Usage(format!(
-            "--workers must be between 1 and {MAX_WORKERS}, not {}",
-            opts.workers
-        )));
-    }
+    check_workers(opts.workers)?;
     // A plan parsed for this many workers names only theirs; one built any other way
     // (through the library) is checked here, since every step is looked up by id.
     for st in &opts.plan.steps {
@@ -711,6 +715,18 @@ pub(super) mod tests {
         ] {
             let why = refusal(o.clone());
             assert!(why.starts_with(says), "{o:?}: {why:?}");
+        }
+    }
+
+    #[test]
+    fn the_worker_count_has_one_check_which_validate_makes() {
+        for n in [1, MAX_WORKERS] {
+            assert!(check_workers(n).is_ok(), "{n}");
+        }
+        for n in [0, MAX_WORKERS + 1] {
+            let said = check_workers(n).unwrap_err().to_string();
+            assert_eq!(said, format!("--workers must be between 1 and {MAX_WORKERS}, not {n}"));
+            assert_eq!(refusal(RunOpts { workers: n, ..sample() }), said);
         }
     }
 
