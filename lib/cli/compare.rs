@@ -74,11 +74,10 @@ pub(super) fn cmd_compare(a: CompareArgs) -> Outcome {
         },
     };
     compare::validate(&opts).map_err(Error::usage)?;
-    // The names, resolved once and in the order given, after the ranges as before.
+    // The names, resolved once, each checked as it comes (the ranges first, as ever).
     for name in &a.algos {
-        let info = reg.lookup(name.trim()).map_err(Error::usage)?;
-        compare::comparable(info).map_err(Error::usage)?;
-        opts.algos.push(info);
+        opts.algos.push(reg.lookup(name.trim()).map_err(Error::usage)?);
+        compare::validate(&opts).map_err(Error::usage)?;
     }
     // Checked before the minute of measuring, so that a path that cannot be written is
     // refused at once; what is there stays until the page replaces it.
