@@ -694,7 +694,7 @@ mod tests {
     #[test]
     fn the_simulator_decides_a_holder_crash_of_the_ring_and_of_the_coordinator() {
         let o = opts(1);
-        let ring = crate::registry::Registry::builtin().get("token-ring").unwrap();
+        let ring = super::super::tests::builtin("token-ring");
         // A holder that is also the highest id belongs to the coordinator's column: missed.
         let d = simulate_fault(&o, ring, Fault::Holder).unwrap();
         assert_eq!(d.tally.unanimous(), Some(Outcome::Stalls), "{d:?}");
@@ -702,7 +702,7 @@ mod tests {
         // A node outside: the ring goes on, unless the token was on its way to it.
         let d = simulate_fault(&o, ring, Fault::NonHolder).unwrap();
         assert!(d.tally.survives > 0 && d.tally.unsafe_ == 0, "{d:?}");
-        let central = crate::registry::Registry::builtin().get("centralized").unwrap();
+        let central = super::super::tests::builtin("centralized");
         assert_eq!(
             simulate_fault(&o, central, Fault::Coordinator).unwrap().tally.unanimous(),
             Some(Outcome::Stalls)

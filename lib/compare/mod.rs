@@ -201,9 +201,9 @@ pub enum Progress<'a> {
     Row(&'a Row, Duration),
 }
 
-/// Measure every algorithm asked for (with none, the defaults of `reg`); `done` hears of each algorithm's timing runs and
-/// each row as they are finished ([`Progress`]). Usage errors come back as
-/// [`RunError::Usage`].
+/// Measure every algorithm asked for (none asked: the defaults of `reg`); `done` hears
+/// of each algorithm's timing runs and each row as they are finished ([`Progress`]).
+/// Usage errors come back as [`RunError::Usage`].
 ///
 /// First every timing run (light and saturated, every repeat), one at a time with
 /// nothing beside it; then the fault runs and the simulator's decisions, up to
@@ -369,7 +369,7 @@ mod tests {
 
     #[test]
     fn repeats_are_aggregated_into_medians_with_their_range_in_every_table() {
-        let info = crate::registry::Registry::builtin().get("centralized").unwrap();
+        let info = builtin("centralized");
         let runs = [
             measured(3.0, 40_000.0, &[(2, 9)], true),
             measured(2.5, 60_000.0, &[(2, 8), (1, 1)], true),

@@ -335,7 +335,7 @@ mod tests {
 
     #[test]
     fn a_row_is_made_in_repeat_order_whatever_order_its_runs_ended_in() {
-        let info = crate::registry::Registry::builtin().get("centralized").unwrap();
+        let info = super::super::tests::builtin("centralized");
         let mut p = Parts::default();
         let one = Duration::from_millis(1);
         for f in (0..FAULTS.len()).rev() {
