@@ -35,7 +35,11 @@ fn opts(exe: &Path, algo: &str, n: u32, entries: u64, think_ms: f64) -> RunOpts 
         cs_ms: 0.0,
         think_ms,
         stall_ms: 10_000,
-        ..RunOpts::new(algo, exe.to_path_buf())
+        // The bench's algorithms are built in, named in this file.
+        ..RunOpts::new(
+            crate::registry::info(algo).unwrap_or_else(|| panic!("{algo} is not registered")),
+            exe.to_path_buf(),
+        )
     }
 }
 
@@ -43,7 +47,10 @@ fn opts(exe: &Path, algo: &str, n: u32, entries: u64, think_ms: f64) -> RunOpts 
 fn mutex_run(opts: &RunOpts) -> Result<(supervisor::Report, supervisor::MutexPart), supervisor::RunError> {
     let r = supervisor::run(opts)?;
     let m = r.mutex().cloned().ok_or_else(|| {
-        supervisor::RunError::Failed(format!("{} ran as an election, not as mutual exclusion", opts.algo))
+        supervisor::RunError::Failed(format!(
+            "{} ran as an election, not as mutual exclusion",
+            opts.algo.name
+        ))
     })?;
     Ok((r, m))
 }

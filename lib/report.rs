@@ -4,6 +4,7 @@ use std::fmt::Write as _;
 
 use crate::algos::Theory;
 use crate::audit::{AuditReport, ElectionReport, Split, Violation};
+use crate::registry::Registry;
 use crate::supervisor::{AppliedFault, ElectionPart, MutexPart, Report, ServiceReport};
 
 /// How many violations a human summary lists before it only counts.
@@ -136,8 +137,9 @@ fn theory(t: Option<&Theory>, digits: usize) -> String {
 }
 
 /// The summary table `mutexlab run` or `mutexlab elect` prints: the lines every run
-/// has, with the service's own where they belong.
-pub fn summary(r: &Report) -> String {
+/// has, with the service's own where they belong; `reg` says what the run's algorithm
+/// is (a super-peer election names no one leader).
+pub fn summary(r: &Report, reg: &Registry) -> String {
     let workers = plural(r.workers.into(), "worker");
     let head = match &r.service {
         ServiceReport::Mutex(m) => format!(
@@ -149,7 +151,7 @@ pub fn summary(r: &Report) -> String {
             r.algorithm, e.initiators, e.detector, r.seed
         ),
     };
-    summary_under(r, &head)
+    summary_under(r, &head, reg)
 }
 
 /// The one line that says a plan's steps never fired, and why, or `None` when every
@@ -172,19 +174,21 @@ pub fn never_fired_line(r: &Report) -> Option<String> {
 
 /// The summary `mutexlab replay` prints: a run's, headed by what it replayed (its
 /// timings and seed are the walk's, not the run's settings).
-pub fn replay_summary(r: &Report, steps: usize) -> String {
+pub fn replay_summary(r: &Report, steps: usize, reg: &Registry) -> String {
     let workers = plural(r.workers.into(), "worker");
     let head = format!("mutexlab replay: {}, {workers}, {steps} steps of a counterexample", r.algorithm);
-    summary_under(r, &head)
+    summary_under(r, &head, reg)
 }
 
-fn summary_under(r: &Report, head: &str) -> String {
+fn summary_under(r: &Report, head: &str, reg: &Registry) -> String {
+    // Super-peer selections name no one leader: each worker follows a super-peer.
+    let own_leaders = reg.get(&r.algorithm).is_some_and(|a| a.own_leaders);
     let mut s = String::new();
     let _ = writeln!(s, "{head}");
     network(&mut s, &r.network);
     match &r.service {
         ServiceReport::Mutex(m) => entries(&mut s, r, m),
-        ServiceReport::Election(e) => elected(&mut s, &r.algorithm, e),
+        ServiceReport::Election(e) => elected(&mut s, own_leaders, e),
     }
     unreported(&mut s, r.unreported);
     if !r.by_type().is_empty() {
@@ -209,7 +213,6 @@ fn summary_under(r: &Report, head: &str) -> String {
         if let Some(line) = against_theory(e, r.faults.len()) {
             // "within" says the elections ended within bounds: not of a run that failed or
             // agreed on no leader (it once followed a dead leader "agreed" in 0 ms).
-            let own_leaders = crate::registry::info(&r.algorithm).is_some_and(|a| a.own_leaders);
             let settled = if own_leaders { e.time_to_elect_ms.is_some() } else { e.leader.is_some() };
             let line = if r.failure.is_some() || !settled {
                 "not judged: the run failed or ended with no leader agreed".to_string()
@@ -263,9 +266,7 @@ fn entries(s: &mut String, r: &Report, m: &MutexPart) {
 }
 
 /// An election run's leader, how long it took, and its messages.
-fn elected(s: &mut String, algorithm: &str, e: &ElectionPart) {
-    // Super-peer selections name no one leader: each worker follows a super-peer.
-    let own_leaders = crate::registry::info(algorithm).is_some_and(|a| a.own_leaders);
+fn elected(s: &mut String, own_leaders: bool, e: &ElectionPart) {
     match (e.leader, e.term) {
         (Some(l), Some(t)) => {
             let _ = writeln!(s, "  leader      w{l} (term {t}), agreed by every live worker");
@@ -476,7 +477,7 @@ mod tests {
   run dir     /tmp/run-x (kept)
   trace       /tmp/run-x/trace-w*.log (flight recorder: each worker's last events)
 "#;
-        assert_eq!(summary(&samples::mutex()), mutex);
+        assert_eq!(summary(&samples::mutex(), &Registry::builtin()), mutex);
         let election = r#"mutexlab elect: bully, 3 workers, initiators all, detector heartbeat (every 50 ms, suspect after 100 ms), seed 1
   leader      w2 (term 5), agreed by every live worker
   elected in  7.50 ms = 1200 T (T = 6.2 µs one way), from the last kill or restart (else the start)
@@ -498,7 +499,7 @@ mod tests {
   run dir     /tmp/elect-x (kept)
   trace       /tmp/elect-x/trace-w*.log (every event)
 "#;
-        assert_eq!(summary(&samples::election()), election);
+        assert_eq!(summary(&samples::election(), &Registry::builtin()), election);
     }
 
     /// A failed election, as a leader kill at 128 workers once ended (the stall window
@@ -510,7 +511,7 @@ mod tests {
             (e.leader, e.term, e.time_to_elect_ms, e.time_to_elect_t) = (None, None, None, None);
         }
         r.failure = Some("no progress for 5.0s".into());
-        let text = summary(&r);
+        let text = summary(&r, &Registry::builtin());
         assert!(text.contains("  leader      none agreed\n"), "{text}");
         assert!(text.contains("  elected in  no agreement,"), "{text}");
         assert!(text.contains("  theory      not judged: the run failed"), "{text}");
@@ -520,7 +521,11 @@ mod tests {
         // Negative control: a clean run with a leader is judged against its bound.
         let mut r = samples::election();
         r.failure = None;
-        assert!(summary(&r).contains("  theory      within: 2 elections, 8 messages"), "{}", summary(&r));
+        assert!(
+            summary(&r, &Registry::builtin()).contains("  theory      within: 2 elections, 8 messages"),
+            "{}",
+            summary(&r, &Registry::builtin())
+        );
     }
 
     #[test]
@@ -532,7 +537,7 @@ mod tests {
                 (e.leader, e.term) = (None, None);
                 e.time_to_elect_ms = settled.then_some(7.5);
             }
-            summary(&r).lines().nth(1).unwrap_or_default().to_string()
+            summary(&r, &Registry::builtin()).lines().nth(1).unwrap_or_default().to_string()
         };
         assert!(
             line("superpeer", true).starts_with("  roles       every live worker follows a live super-peer")

@@ -215,6 +215,12 @@ fn bad_input_gets_one_clear_line_and_exit_2() {
     assert_usage_error(&["run", "--algo", "bogus"], "valid: none, flock, centralized");
     assert_usage_error(&["run", "--workers", "0"], "--workers must be between 1 and");
     assert_usage_error(&["run", "--workers", "100000"], "--workers must be between 1 and");
+    // One check of the count, at both ends, before the plan is read for that many workers.
+    for n in ["0", "100000"] {
+        assert_usage_error(&["run", "-n", n, "--faults", "garbage"], "--workers must be between 1 and");
+        assert_usage_error(&["elect", "-n", n, "--faults", "garbage"], "--workers must be between 1 and");
+    }
+    assert_usage_error(&["run", "-n", "2", "--faults", "garbage"], "--faults: bad fault plan");
     assert_usage_error(&["run", "--entries", "0"], "--entries must be");
     assert_usage_error(&["run", "--cs-ms", "-3"], "--cs-ms must be between 0 and");
     assert_usage_error(&["run", "--think-ms", "NaN"], "--think-ms");

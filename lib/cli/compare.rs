@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::run::{heartbeat, heartbeat_flags_fit, DetectorArg};
-use super::{canonical, exe, out, to_json};
+use super::{exe, out, to_json};
 use crate::control::Detector;
 use crate::exit::{Error, Outcome, Verdict};
-use crate::{compare, html, supervisor};
+use crate::{compare, html, registry, supervisor};
 
 /// `mutexlab compare`'s options.
 #[derive(Args)]
@@ -57,9 +57,10 @@ pub(super) struct CompareArgs {
 
 pub(super) fn cmd_compare(a: CompareArgs) -> Outcome {
     heartbeat_flags_fit(a.detector, a.heartbeat_ms, a.suspect_ms)?;
-    let opts = compare::CompareOpts {
+    let reg = registry::registry();
+    let mut opts = compare::CompareOpts {
         exe: exe(),
-        algos: a.algos.iter().map(|s| canonical(s.trim().to_string())).collect(),
+        algos: Vec::new(),
         workers: a.workers,
         entries: a.entries,
         seed: a.seed,
@@ -78,6 +79,11 @@ pub(super) fn cmd_compare(a: CompareArgs) -> Outcome {
         },
     };
     compare::validate(&opts).map_err(Error::usage)?;
+    // The names, resolved once, each checked as it comes (the ranges first, as ever).
+    for name in &a.algos {
+        opts.algos.push(reg.lookup(name.trim()).map_err(Error::usage)?);
+        compare::validate(&opts).map_err(Error::usage)?;
+    }
     // Checked before the minute of measuring, so that a path that cannot be written is
     // refused at once; what is there stays until the page replaces it.
     let page = match a.html.as_deref() {
@@ -116,7 +122,7 @@ pub(super) fn cmd_compare(a: CompareArgs) -> Outcome {
             runs.join(", ")
         );
     };
-    let c = compare::compare(&opts, progress)?;
+    let c = compare::compare(&opts, reg, progress)?;
     out(&if a.json {
         to_json(&c)
     } else if a.markdown {

@@ -398,9 +398,3 @@ impl From<html::ReportError> for Error {
         Error::usage(e.to_string())
     }
 }
-
-/// The registered spelling of an algorithm typed in another case (`Lamport`); an unknown
-/// name is left for validation to refuse.
-fn canonical(algo: String) -> String {
-    registry::lookup(&algo).map_or(algo, |a| a.name.to_string())
-}

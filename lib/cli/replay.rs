@@ -66,11 +66,11 @@ pub(super) fn cmd_replay(a: ReplayArgs) -> Outcome {
             .then(|| ElectOpts { initiators: Initiators::All, settle: Duration::from_millis(1) }),
         // The nodes' configuration seed the checker's world gave them.
         seed: ce.opts.seed,
-        ..RunOpts::new(info.name, exe())
+        ..RunOpts::new(info, exe())
     };
     match supervisor::run(&opts) {
         Ok(r) => {
-            out(&if a.json { to_json(&r) } else { report::replay_summary(&r, steps) });
+            out(&if a.json { to_json(&r) } else { report::replay_summary(&r, steps, registry::registry()) });
             // Beside the run's report, the path it replayed, to step through.
             if r.run_dir_kept {
                 match crate::explore::write_steps_page(info, &ce.opts, &walked, &r.run_path) {

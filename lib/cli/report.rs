@@ -15,7 +15,8 @@ pub(super) fn cmd_report(run_dir: Option<PathBuf>, output: Option<&std::path::Pa
     };
     // A run whose supervisor died before writing out the flight recorder: its arrows
     // come from the rings, as `mutexlab trace` reads them.
-    let rings = crate::trace::traces_from_rings(&run_dir, |algo| registry::info(algo).map(|i| i.body))?;
+    let reg = registry::registry();
+    let rings = crate::trace::traces_from_rings(&run_dir, |algo| reg.get(algo).map(|i| i.body))?;
     if let Some((_, notes)) = &rings {
         eprintln!(
             "mutexlab: note: {} holds no trace files; the report's messages are read from its flight recorder's rings (each worker's last events)",
@@ -27,7 +28,7 @@ pub(super) fn cmd_report(run_dir: Option<PathBuf>, output: Option<&std::path::Pa
     }
     let traces = rings.as_ref().map(|(d, _)| d.path());
     // Unreadable or not a run: an input error, as `mutexlab audit` has for such input.
-    let path = html::write_with_traces(&run_dir, traces, output, html::Known::Files)?;
+    let path = html::write_with_traces(&run_dir, traces, output, html::Known::Files, reg)?;
     out(&format!("{}\n", path.display()));
     Ok(Verdict::Pass)
 }
@@ -36,7 +37,7 @@ pub(super) fn cmd_report(run_dir: Option<PathBuf>, output: Option<&std::path::Pa
 /// JSON); failing to write it does not change the run's verdict, but says so in one
 /// line and returns false, so the run does not exit 0.
 pub(super) fn kept_report(run_dir: impl AsRef<std::path::Path>, known: html::Known) -> bool {
-    match html::write(run_dir.as_ref(), None, known) {
+    match html::write(run_dir.as_ref(), None, known, registry::registry()) {
         Ok(path) => {
             eprintln!("report: {}", path.display());
             true

@@ -9,10 +9,12 @@ use std::time::Duration;
 use clap::Args;
 
 use super::report::kept_report;
-use super::{canonical, exe, out, to_json, WHO};
+use super::{exe, out, to_json, WHO};
+use crate::algorithm::ServiceKind;
 use crate::control::Detector;
 use crate::exit::{Error, Kind, Outcome, Verdict};
 use crate::faults::{self, Plan};
+use crate::registry::{self, AlgoInfo};
 use crate::supervisor::{self, ElectOpts, Initiators, RunError, RunOpts};
 use crate::{html, report};
 
@@ -115,20 +117,40 @@ fn parse_worker_cmd_for(text: &str) -> Result<(u32, String), String> {
 }
 
 impl ExternalArgs {
-    /// The run's external options, and the label to show for the algorithm.
-    fn opts(&self, algo: String, explicit: bool) -> (String, Option<supervisor::ExternalOpts>) {
+    /// The run's algorithm, resolved here once from `--algo` (`default` if not given) in
+    /// the process's registry, and its external options. With `--worker-cmd` the
+    /// algorithm is the program's entry for `service`, labelled `--algo` (as registered,
+    /// if it names an algorithm in another case) or, without it, `external`.
+    fn opts(
+        &self,
+        algo: Option<String>,
+        default: &str,
+        service: ServiceKind,
+    ) -> Result<(&'static AlgoInfo, Option<supervisor::ExternalOpts>), Error> {
+        let reg = registry::registry();
         let timeout = Duration::from_millis(self.worker_timeout_ms);
-        match &self.worker_cmd {
-            None if self.worker_cmd_for.is_empty() => (algo, None),
+        let registered = || reg.lookup(algo.as_deref().unwrap_or(default)).map_err(Error::usage);
+        Ok(match &self.worker_cmd {
+            None if self.worker_cmd_for.is_empty() => (registered()?, None),
             None => (
-                algo,
+                registered()?,
                 Some(supervisor::ExternalOpts { command: None, only: self.worker_cmd_for.clone(), timeout }),
             ),
-            Some(command) => (
-                if explicit { algo } else { "external".into() },
-                Some(supervisor::ExternalOpts { command: Some(command.clone()), only: Vec::new(), timeout }),
-            ),
-        }
+            Some(command) => {
+                let label = match &algo {
+                    Some(name) => reg.lookup(name).map_or(name.as_str(), |a| a.name),
+                    None => "external",
+                };
+                (
+                    reg.external(label, service),
+                    Some(supervisor::ExternalOpts {
+                        command: Some(command.clone()),
+                        only: Vec::new(),
+                        timeout,
+                    }),
+                )
+            }
+        })
     }
 }
 
@@ -332,13 +354,11 @@ pub(super) fn cmd_run(a: RunArgs) -> Outcome {
     let sh = &a.shared;
     let plan = build_plan(sh, a.workers, a.duration)?;
     let detector = sh.detector(a.detector, DetectorArg::Perfect, a.workers)?;
+    let processing = sh.processing(a.workers)?;
     // No `--algo` labels nothing: the program is `external`. `--algo centralized`,
     // the default's name given on purpose, labels it.
-    let explicit = a.algo.is_some();
-    let (algo, external) =
-        a.external.opts(canonical(a.algo.unwrap_or_else(|| "centralized".into())), explicit);
+    let (algo, external) = a.external.opts(a.algo, "centralized", ServiceKind::Mutex)?;
     let opts = RunOpts {
-        algo,
         external,
         workers: a.workers,
         entries: a.entries,
@@ -348,11 +368,11 @@ pub(super) fn cmd_run(a: RunArgs) -> Outcome {
         think_ms: a.think_ms + 0.0,
         replicas: a.replicas,
         detector,
-        processing: Some(sh.processing(a.workers)?),
+        processing: Some(processing),
         fenced: a.fenced,
         majority: a.majority,
         elect: None,
-        ..shared_opts(sh, plan)
+        ..shared_opts(sh, plan, algo)
     };
     run_and_report(&opts, sh)
 }
@@ -366,10 +386,9 @@ pub(super) fn cmd_elect(a: ElectArgs) -> Outcome {
     if a.settle_ms == 0 || a.settle_ms > 600_000 {
         return Err(Error::usage(format!("--settle-ms must be between 1 and 600000, not {}", a.settle_ms)));
     }
-    let explicit = a.algo.is_some();
-    let (algo, external) = a.external.opts(canonical(a.algo.unwrap_or_else(|| "bully".into())), explicit);
+    let processing = sh.processing(a.workers)?;
+    let (algo, external) = a.external.opts(a.algo, "bully", ServiceKind::Election)?;
     let opts = RunOpts {
-        algo,
         external,
         workers: a.workers,
         entries: 1,
@@ -378,9 +397,9 @@ pub(super) fn cmd_elect(a: ElectArgs) -> Outcome {
         think_ms: 0.0,
         replicas: None,
         detector,
-        processing: Some(sh.processing(a.workers)?),
+        processing: Some(processing),
         elect: Some(ElectOpts { initiators, settle: Duration::from_millis(a.settle_ms) }),
-        ..shared_opts(sh, plan)
+        ..shared_opts(sh, plan, algo)
     };
     run_and_report(&opts, sh)
 }
@@ -393,7 +412,7 @@ fn run_and_report(opts: &RunOpts, sh: &Shared) -> Outcome {
             if sh.json {
                 out(&to_json(&r));
             } else {
-                out(&report::summary(&r));
+                out(&report::summary(&r, registry::registry()));
             }
             if let Some(line) = report::never_fired_line(&r) {
                 eprintln!("mutexlab: {line}");
@@ -411,7 +430,7 @@ fn run_and_report(opts: &RunOpts, sh: &Shared) -> Outcome {
 }
 
 /// The options `run` and `elect` take alike; the caller fills in the rest.
-fn shared_opts(sh: &Shared, plan: Plan) -> RunOpts {
+fn shared_opts(sh: &Shared, plan: Plan, algo: &'static AlgoInfo) -> RunOpts {
     RunOpts {
         plan,
         latency_ms: sh.latency,
@@ -427,7 +446,7 @@ fn shared_opts(sh: &Shared, plan: Plan) -> RunOpts {
         trace: sh.trace || sh.keep,
         flight: !sh.no_flight_recorder,
         states: sh.states,
-        ..RunOpts::new("", exe())
+        ..RunOpts::new(algo, exe())
     }
 }
 
@@ -476,11 +495,8 @@ pub(super) fn interrupted_or_failed(e: RunError, keep: bool) -> Error {
 /// library bounds each input; this only names the flag in the error.
 fn build_plan(a: &Shared, workers: u32, duration: Option<f64>) -> Result<Plan, Error> {
     // Plans are checked against the worker count and sized by it: a count out of range
-    // would cost gigabytes here before `supervisor::validate` could refuse it.
-    if workers > supervisor::MAX_WORKERS {
-        let why = format!("--workers must be between 1 and {}, not {}", supervisor::MAX_WORKERS, workers);
-        return Err(Error::usage(why));
-    }
+    // would cost gigabytes here, so it is refused first, by the check `validate` makes.
+    supervisor::check_workers(workers)?;
     let mut text = String::new();
     if let Some(f) = &a.faults {
         text.push_str(f);

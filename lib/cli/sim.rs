@@ -115,13 +115,14 @@ fn write_sim_path(
 }
 
 pub(super) fn cmd_sim(a: SimArgs) -> Outcome {
+    let reg = registry::registry();
     let info = match (&a.worker_cmd, &a.algo) {
         (None, None) => return Err(Error::usage("sim needs --algo NAME or --worker-cmd CMD")),
-        (None, Some(name)) => registry::lookup(name).map_err(Error::usage)?,
+        (None, Some(name)) => reg.lookup(name).map_err(Error::usage)?,
         (Some(_), label) => {
-            let like = label.as_deref().and_then(registry::info);
-            let service = like.map_or(ServiceKind::Mutex, |l| l.service);
-            registry::external(label.as_deref().unwrap_or("external"), service)
+            let label = label.as_deref().unwrap_or("external");
+            let service = reg.get(label).map_or(ServiceKind::Mutex, |l| l.service);
+            reg.external(label, service)
         }
     };
     modelled(info)?;

@@ -56,7 +56,8 @@ pub(super) fn cmd_trace(a: TraceArgs) -> Outcome {
             .map_err(Error::usage)?,
     };
     // A run whose supervisor died before writing out the flight recorder: its rings.
-    let rings = trace::traces_from_rings(&run_dir, |algo| registry::info(algo).map(|i| i.body))?;
+    let reg = registry::registry();
+    let rings = trace::traces_from_rings(&run_dir, |algo| reg.get(algo).map(|i| i.body))?;
     if let Some((_, notes)) = &rings {
         eprintln!(
             "mutexlab: note: {} holds no trace files; read from its flight recorder's rings (each worker's last events)",

@@ -144,7 +144,13 @@ pub(super) fn median(v: &mut [u64]) -> Option<f64> {
 }
 
 /// One run's options; the run lives in `dir` (new), which the caller removes.
-fn run_opts(o: &CompareOpts, algo: &str, dir: PathBuf, entries: u64, (cs, think): (f64, f64)) -> RunOpts {
+fn run_opts(
+    o: &CompareOpts,
+    algo: &'static AlgoInfo,
+    dir: PathBuf,
+    entries: u64,
+    (cs, think): (f64, f64),
+) -> RunOpts {
     RunOpts {
         workers: o.workers,
         entries,
@@ -208,21 +214,27 @@ pub(super) struct Measured {
 }
 
 /// One repeat (`rep`, from 0) of the two measurement runs; the directories go after.
-pub(super) fn measure_once(o: &CompareOpts, name: &str, rep: u32, tmp: &Path) -> Result<Measured, RunError> {
-    let c = claim(name);
+pub(super) fn measure_once(
+    o: &CompareOpts,
+    info: &'static AlgoInfo,
+    rep: u32,
+    tmp: &Path,
+) -> Result<Measured, RunError> {
+    let name = info.name;
+    let c = claim(info);
     let free = c.is_some_and(|c| c.coordinator_free);
     let n = o.workers;
     let said = |f: Option<fn(u32) -> String>| f.map_or_else(|| "-".to_string(), |f| f(n));
     let seed = o.seed.wrapping_add(u64::from(rep));
     let light_dir = tmp.join(format!("{name}-light-{rep}"));
-    let light = supervisor::run(&RunOpts { seed, ..run_opts(o, name, light_dir.clone(), o.entries, LIGHT) })?;
+    let light = supervisor::run(&RunOpts { seed, ..run_opts(o, info, light_dir.clone(), o.entries, LIGHT) })?;
     let sat_dir = tmp.join(format!("{name}-saturated-{rep}"));
     // Traced, for the handoffs' hops: a few % of a saturated run's speed, which compare
     // does not measure.
     let sat = supervisor::run(&RunOpts {
         trace: true,
         seed,
-        ..run_opts(o, name, sat_dir.clone(), o.entries, SATURATED)
+        ..run_opts(o, info, sat_dir.clone(), o.entries, SATURATED)
     })?;
     let records = |dir: &Path| {
         read_records(&dir.join(RESOURCE_FILE))
@@ -462,14 +474,14 @@ pub(super) fn sync_hops(h: crate::handoff::Handoffs, records: Vec<Record>, notes
     }
 }
 
-/// Put `name` through one fault (repeat `rep`), retrying with the next seed until it
+/// Put `info` through one fault (repeat `rep`), retrying with the next seed until it
 /// hits as meant; repeat r starts at `seed + r·ATTEMPTS`, so that the repeats' seeds
 /// never overlap.
 /// With the run, the longest its attempts went without an ENTER or EXIT and then went on
 /// ([`longest_quiet`]), in ns.
 pub(super) fn fault_run(
     o: &CompareOpts,
-    name: &str,
+    info: &'static AlgoInfo,
     fault: Fault,
     rep: u32,
     tmp: &Path,
@@ -481,14 +493,14 @@ pub(super) fn fault_run(
     let mut quiet = None;
     for attempt in 0..ATTEMPTS {
         let seed = o.seed.wrapping_add(u64::from(rep) * ATTEMPTS + attempt);
-        let dir = tmp.join(format!("{name}-{}-{rep}-{attempt}", fault.name().replace(' ', "-")));
+        let dir = tmp.join(format!("{}-{}-{rep}-{attempt}", info.name, fault.name().replace(' ', "-")));
         let opts = RunOpts {
             seed,
             plan: plan.clone(),
             drop,
             stall_ms: FAULT_STALL_MS,
             detector: o.detector,
-            ..run_opts(o, name, dir, FAULT_ENTRIES, FAULT_TIMING)
+            ..run_opts(o, info, dir, FAULT_ENTRIES, FAULT_TIMING)
         };
         let r = supervisor::run(&opts)?;
         if let Some(dir) = &opts.run_dir {
@@ -569,7 +581,6 @@ fn detail(r: &Report) -> String {
 mod tests {
     use super::super::tests::opts;
     use super::*;
-    use crate::registry;
     use crate::resource::Fence;
     use std::time::Duration;
 
@@ -683,7 +694,7 @@ mod tests {
     #[test]
     fn the_simulator_decides_a_holder_crash_of_the_ring_and_of_the_coordinator() {
         let o = opts(1);
-        let ring = registry::info("token-ring").unwrap();
+        let ring = super::super::tests::builtin("token-ring");
         // A holder that is also the highest id belongs to the coordinator's column: missed.
         let d = simulate_fault(&o, ring, Fault::Holder).unwrap();
         assert_eq!(d.tally.unanimous(), Some(Outcome::Stalls), "{d:?}");
@@ -691,7 +702,7 @@ mod tests {
         // A node outside: the ring goes on, unless the token was on its way to it.
         let d = simulate_fault(&o, ring, Fault::NonHolder).unwrap();
         assert!(d.tally.survives > 0 && d.tally.unsafe_ == 0, "{d:?}");
-        let central = registry::info("centralized").unwrap();
+        let central = super::super::tests::builtin("centralized");
         assert_eq!(
             simulate_fault(&o, central, Fault::Coordinator).unwrap().tally.unanimous(),
             Some(Outcome::Stalls)

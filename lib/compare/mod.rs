@@ -57,7 +57,7 @@ use std::time::{Duration, Instant};
 use crate::algorithm::ServiceKind;
 use crate::algos::{Claim, Family};
 use crate::control::Detector;
-use crate::registry::{self, AlgoInfo};
+use crate::registry::{AlgoInfo, Registry};
 use crate::supervisor::RunError;
 
 mod measure;
@@ -121,8 +121,9 @@ const PING_PONG_ROUNDS: u32 = 2000;
 pub struct CompareOpts {
     /// The `mutexlab` executable the workers are started from.
     pub exe: PathBuf,
-    /// Algorithm names; empty means [`default_algorithms`].
-    pub algos: Vec<String>,
+    /// The algorithms, as the registry's entries; empty means [`default_algorithms`] of
+    /// the registry [`compare`] is given.
+    pub algos: Vec<&'static AlgoInfo>,
     /// Workers in every run.
     pub workers: u32,
     /// Entries per worker in the light and saturated runs.
@@ -135,10 +136,10 @@ pub struct CompareOpts {
     pub repeat: u32,
 }
 
-/// The claim for `name`, if its registry entry has one (an algorithm from another
+/// The claim for `info`, if its registry entry has one (an algorithm from another
 /// crate may not).
-fn claim(name: &str) -> Option<&'static Claim> {
-    registry::info(name).and_then(|a| a.claim.as_ref())
+fn claim(info: &'static AlgoInfo) -> Option<&'static Claim> {
+    info.claim.as_ref()
 }
 
 /// Why an algorithm of the registry is left out by default, if it is.
@@ -155,14 +156,14 @@ fn excluded_why(a: &AlgoInfo) -> Option<&'static str> {
     None
 }
 
-/// Every mutual-exclusion algorithm of the registry but the baselines, and the
+/// Every mutual-exclusion algorithm of `reg` but the baselines, and the
 /// mutual-exclusion ones left out, with why.
-pub fn default_algorithms() -> (Vec<&'static str>, Vec<Excluded>) {
+pub fn default_algorithms(reg: &Registry) -> (Vec<&'static AlgoInfo>, Vec<Excluded>) {
     let mut chosen = Vec::new();
     let mut left = Vec::new();
-    for a in registry::registry().iter() {
+    for a in reg.iter() {
         match excluded_why(a) {
-            None => chosen.push(a.name),
+            None => chosen.push(a),
             Some(why) if a.service == ServiceKind::Mutex => {
                 left.push(Excluded { algorithm: a.name.into(), why: why.into() })
             }
@@ -172,7 +173,8 @@ pub fn default_algorithms() -> (Vec<&'static str>, Vec<Excluded>) {
     (chosen, left)
 }
 
-/// Check what was asked before anything runs: names, and the ranges of N and entries.
+/// Check what was asked before anything runs: the ranges of N and entries, and that
+/// every algorithm is comparable.
 pub fn validate(o: &CompareOpts) -> Result<(), String> {
     if !(2..=32).contains(&o.workers) {
         return Err(format!("-n must be between 2 and 32 for a comparison, not {}", o.workers));
@@ -183,16 +185,10 @@ pub fn validate(o: &CompareOpts) -> Result<(), String> {
     if !(1..=MAX_REPEAT).contains(&o.repeat) {
         return Err(format!("--repeat must be between 1 and {MAX_REPEAT}, not {}", o.repeat));
     }
-    for name in &o.algos {
-        match registry::lookup(name) {
-            Err(e) => return Err(e),
-            Ok(a) if a.service != ServiceKind::Mutex => {
-                return Err(format!("{name:?} is an election, and compare measures mutual exclusion"))
-            }
-            Ok(_) => {}
-        }
+    match o.algos.iter().find(|a| a.service != ServiceKind::Mutex) {
+        Some(a) => Err(format!("{:?} is an election, and compare measures mutual exclusion", a.name)),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// What [`compare`] tells its caller as it goes, for progress.
@@ -205,28 +201,22 @@ pub enum Progress<'a> {
     Row(&'a Row, Duration),
 }
 
-/// Measure every algorithm asked for; `done` hears of each algorithm's timing runs and
-/// each row as they are finished ([`Progress`]). Usage errors come back as
-/// [`RunError::Usage`].
+/// Measure every algorithm asked for (none asked: the defaults of `reg`); `done` hears
+/// of each algorithm's timing runs and each row as they are finished ([`Progress`]).
+/// Usage errors come back as [`RunError::Usage`].
 ///
 /// First every timing run (light and saturated, every repeat), one at a time with
 /// nothing beside it; then the fault runs and the simulator's decisions, up to
 /// [`fault_width`] at once. Rows are finished in the order asked.
-pub fn compare(o: &CompareOpts, mut done: impl FnMut(Progress<'_>)) -> Result<Comparison, RunError> {
+pub fn compare(
+    o: &CompareOpts,
+    reg: &Registry,
+    mut done: impl FnMut(Progress<'_>),
+) -> Result<Comparison, RunError> {
     validate(o).map_err(RunError::Usage)?;
     let started = Instant::now();
-    let (names, excluded) = if o.algos.is_empty() {
-        let (names, excluded) = default_algorithms();
-        (names.into_iter().map(String::from).collect(), excluded)
-    } else {
-        (o.algos.clone(), Vec::new())
-    };
-    let infos = names
-        .iter()
-        .map(|name| {
-            registry::info(name).ok_or_else(|| RunError::Usage(format!("unknown algorithm {name:?}")))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
+    let (infos, excluded) =
+        if o.algos.is_empty() { default_algorithms(reg) } else { (o.algos.clone(), Vec::new()) };
     let t = crate::supervisor::probe::ping_pong(&o.exe, PING_PONG_ROUNDS)
         .map_err(|e| RunError::Failed(format!("measuring the message time T: {e}")))?;
     let t_ms = t.as_secs_f64() * 1e3;
@@ -235,17 +225,17 @@ pub fn compare(o: &CompareOpts, mut done: impl FnMut(Progress<'_>)) -> Result<Co
         .prefix("mutexlab-compare-")
         .tempdir()
         .map_err(|e| RunError::Failed(format!("cannot make a temporary directory: {e}")))?;
-    let jobs = jobs(names.len(), o.repeat);
-    let mut parts: Vec<Parts> = names.iter().map(|_| Parts::default()).collect();
+    let jobs = jobs(infos.len(), o.repeat);
+    let mut parts: Vec<Parts> = infos.iter().map(|_| Parts::default()).collect();
     let mut rows: Vec<Row> = Vec::new();
     let width = fault_width();
     let mut quiet: Option<u64> = None;
     let run = |job: &Job| -> Result<Done, RunError> {
-        let name = &names[job.algo];
+        let info = infos[job.algo];
         Ok(match job.what {
-            What::Timing { rep } => Done::Measured(Box::new(measure_once(o, name, rep, tmp.path())?)),
+            What::Timing { rep } => Done::Measured(Box::new(measure_once(o, info, rep, tmp.path())?)),
             What::Fault { fault, rep } => {
-                let (run, quiet) = fault_run(o, name, FAULTS[fault], rep, tmp.path())?;
+                let (run, quiet) = fault_run(o, info, FAULTS[fault], rep, tmp.path())?;
                 Done::Fault(run, quiet)
             }
             What::Sim { fault } => Done::Sim(simulate_fault(o, infos[job.algo], FAULTS[fault])),
@@ -258,7 +248,7 @@ pub fn compare(o: &CompareOpts, mut done: impl FnMut(Progress<'_>)) -> Result<Co
         }
         parts[job.algo].add(job, result, took);
         if matches!(job.what, What::Timing { .. }) && parts[job.algo].measured.len() == o.repeat as usize {
-            done(Progress::Timed(&names[job.algo], parts[job.algo].took));
+            done(Progress::Timed(infos[job.algo].name, parts[job.algo].took));
         }
         // Rows in the order asked: each once it and every row before it are complete.
         while let Some(p) = parts.get_mut(rows.len()).filter(|p| p.complete(o.repeat)) {
@@ -328,6 +318,11 @@ mod tests {
         }
     }
 
+    /// The built-in algorithm `name`.
+    pub(super) fn builtin(name: &str) -> &'static AlgoInfo {
+        Registry::builtin().get(name).unwrap()
+    }
+
     /// compare's defaults (N = 5, -k 20, seed 1, the perfect detector), `repeat` times.
     pub(super) fn opts(repeat: u32) -> CompareOpts {
         CompareOpts {
@@ -343,19 +338,38 @@ mod tests {
 
     #[test]
     fn the_default_list_is_every_mutex_algorithm_but_the_baselines_and_each_has_a_claim() {
-        let (chosen, left) = default_algorithms();
-        assert!(chosen.contains(&"centralized") && chosen.contains(&"token-ring"));
-        assert!(!chosen.contains(&"bully"), "elections are not compared");
+        let (chosen, left) = default_algorithms(&Registry::builtin());
+        let names: Vec<&str> = chosen.iter().map(|a| a.name).collect();
+        assert!(names.contains(&"centralized") && names.contains(&"token-ring"));
+        assert!(!names.contains(&"bully"), "elections are not compared");
         let left: Vec<&str> = left.iter().map(|e| e.algorithm.as_str()).collect();
         assert_eq!(left, ["none", "flock"]);
-        for name in chosen {
-            assert!(claim(name).is_some(), "{name} has no claim");
+        for a in chosen {
+            assert!(claim(a).is_some(), "{} has no claim", a.name);
         }
     }
 
     #[test]
+    fn the_defaults_are_those_of_the_registry_given() {
+        // An algorithm a lab registers is compared by default, where the process's
+        // registry (the built-in one here) does not know it.
+        let reg = Registry::builtin().with(AlgoInfo {
+            name: "lamport-again",
+            family: Family::Permission,
+            summary: "Lamport under another name",
+            ..AlgoInfo::runs::<crate::algos::lamport::Lamport>()
+        });
+        let names = |reg: &Registry| default_algorithms(reg).0.iter().map(|a| a.name).collect::<Vec<_>>();
+        assert_eq!(names(&reg).last(), Some(&"lamport-again"));
+        assert!(!names(crate::registry::registry()).contains(&"lamport-again"));
+        let mine = reg.get("lamport-again").unwrap();
+        assert!(claim(mine).is_none(), "no claim of its own: none borrowed by name");
+        assert_eq!(validate(&CompareOpts { algos: vec![mine], ..opts(1) }), Ok(()));
+    }
+
+    #[test]
     fn repeats_are_aggregated_into_medians_with_their_range_in_every_table() {
-        let info = registry::info("centralized").unwrap();
+        let info = builtin("centralized");
         let runs = [
             measured(3.0, 40_000.0, &[(2, 9)], true),
             measured(2.5, 60_000.0, &[(2, 8), (1, 1)], true),
@@ -416,8 +430,10 @@ mod tests {
             (CompareOpts { workers: 1, ..o.clone() }, "-n must be"),
             (CompareOpts { entries: 1, ..o.clone() }, "-k must be"),
             (CompareOpts { repeat: 0, ..o.clone() }, "--repeat must be between 1"),
-            (CompareOpts { algos: vec!["lamprey".into()], ..o.clone() }, "unknown algorithm"),
-            (CompareOpts { algos: vec!["bully".into()], ..o.clone() }, "is an election"),
+            (
+                CompareOpts { algos: vec![builtin("lamport"), builtin("bully")], ..o.clone() },
+                "\"bully\" is an election",
+            ),
         ] {
             let why = validate(&bad).unwrap_err();
             assert!(why.starts_with(says) || why.contains(says), "{why}");

@@ -257,7 +257,7 @@ mod tests {
     use super::super::measure::{aggregate, sync_hops, FAULTS};
     use super::super::tests::{fault, measured};
     use super::*;
-    use crate::registry;
+    use crate::registry::Registry;
     use std::path::Path;
 
     /// A comparison of one made-up row, for the renderers.
@@ -399,11 +399,10 @@ mod tests {
     #[test]
     fn the_readme_s_table_has_the_shape_compare_markdown_prints() {
         // A comparison of every default algorithm, made up: only its shape is compared.
-        let (names, excluded) = default_algorithms();
-        let rows = names
-            .iter()
-            .map(|name| {
-                let info = registry::info(name).unwrap();
+        let (infos, excluded) = default_algorithms(&Registry::builtin());
+        let rows = infos
+            .into_iter()
+            .map(|info| {
                 let by_fault = FAULTS
                     .iter()
                     .map(|f| FaultSummary {

@@ -216,7 +216,6 @@ mod tests {
     use super::super::measure::Fault;
     use super::super::tests::{fault, measured};
     use super::*;
-    use crate::registry;
 
     /// A job's start or end, in the order the scheduler's runs saw them.
     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -336,7 +335,7 @@ mod tests {
 
     #[test]
     fn a_row_is_made_in_repeat_order_whatever_order_its_runs_ended_in() {
-        let info = registry::info("centralized").unwrap();
+        let info = super::super::tests::builtin("centralized");
         let mut p = Parts::default();
         let one = Duration::from_millis(1);
         for f in (0..FAULTS.len()).rev() {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::algorithm::Node;
+use crate::algorithm::{Node, ServiceKind};
 use crate::audit::Violation;
 use crate::faults::{self, NemesisKind, Plan};
 use crate::lab::{is_unwritten, quietly};
@@ -150,6 +150,15 @@ pub(super) fn run_real<N: Node<Service: SimService>>(real: &Real, ctx: &Ctx) -> 
         });
     }
     let plan = Plan::parse(&real.faults, real.workers).map_err(|e| format!("fault plan: {e}"))?;
+    // The grader's algorithm in the process's registry (the lab's binary installed it);
+    // a program of the student's (`--worker-cmd`) is labelled with its name.
+    let reg = crate::registry::registry();
+    let algo = match ctx.external.as_ref().filter(|e| e.command.is_some()) {
+        Some(_) => {
+            reg.external(&ctx.algo, if real.elect { ServiceKind::Election } else { ServiceKind::Mutex })
+        }
+        None => reg.lookup(&ctx.algo).map_err(|e| e.to_string())?,
+    };
     let opts = RunOpts {
         workers: real.workers,
         entries: real.entries,
@@ -163,7 +172,7 @@ pub(super) fn run_real<N: Node<Service: SimService>>(real: &Real, ctx: &Ctx) -> 
         elect: real
             .elect
             .then(|| ElectOpts { initiators: Initiators::All, settle: Duration::from_millis(300) }),
-        ..RunOpts::new(&ctx.algo, ctx.exe.clone())
+        ..RunOpts::new(algo, ctx.exe.clone())
     };
     let report = supervisor::run(&opts).map_err(|e| e.to_string())?;
     judge(&Outcome::from(report.clone()), &real.expect).map_err(|why| {
@@ -172,7 +181,7 @@ pub(super) fn run_real<N: Node<Service: SimService>>(real: &Real, ctx: &Ctx) -> 
         }
         // The kept run's page, where the student looks next (the lab program is the whole
         // command line, so `cargo run -- report DIR` writes it again).
-        match crate::html::write(&report.run_path, None, crate::html::Known::Report(&report)) {
+        match crate::html::write(&report.run_path, None, crate::html::Known::Report(&report), reg) {
             Ok(page) => format!("{why}\nreport: {}", page.display()),
             Err(e) => {
                 format!("{why}\nreport: none ({e}); cargo run -- report {} tries again", report.run_dir)

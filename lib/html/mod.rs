@@ -30,6 +30,7 @@ use std::path::{Path, PathBuf};
 
 use crate::audit::{self, AuditError, FaultLog, Violation, WaitStats};
 use crate::control::{FAULT_LOG, LEADERS_FILE, RESOURCE_FILE};
+use crate::registry::{AlgoInfo, Registry};
 use crate::supervisor::Report;
 
 mod axis;
@@ -112,16 +113,22 @@ pub fn esc(text: &str) -> String {
     out
 }
 
-/// The report of the run in `run_dir`, from its files alone.
-pub fn render(run_dir: &Path) -> Result<String, ReportError> {
-    render_with(run_dir, Known::Files)
+/// The report of the run in `run_dir`, from its files alone; `reg` knows the algorithms
+/// the files name (their theory, whether they name one leader).
+pub fn render(run_dir: &Path, reg: &Registry) -> Result<String, ReportError> {
+    render_with(run_dir, Known::Files, reg)
 }
 
 /// Write the report of `run_dir` to `out` (default `run_dir/report.html`); returns its path.
 /// The default name is always replaced, never written through: whatever was planted
 /// under it (a symlink to a file elsewhere, a FIFO) is left untouched.
-pub fn write(run_dir: &Path, out: Option<&Path>, known: Known) -> Result<PathBuf, ReportError> {
-    write_with_traces(run_dir, None, out, known)
+pub fn write(
+    run_dir: &Path,
+    out: Option<&Path>,
+    known: Known,
+    reg: &Registry,
+) -> Result<PathBuf, ReportError> {
+    write_with_traces(run_dir, None, out, known, reg)
 }
 
 /// [`write`], with the message trace read from `traces` when given (the trace files a
@@ -132,8 +139,9 @@ pub fn write_with_traces(
     traces: Option<&Path>,
     out: Option<&Path>,
     known: Known,
+    reg: &Registry,
 ) -> Result<PathBuf, ReportError> {
-    let html = render_traced(run_dir, traces, known)?;
+    let html = render_traced(run_dir, traces, known, reg)?;
     let path = out.map_or_else(|| run_dir.join(REPORT_FILE), Path::to_path_buf);
     let written = if out.is_some() { write_named(&path, &html) } else { write_whole(&path, &html) };
     written.map_err(|err| ReportError::Write { path: path.display().to_string(), err })?;
@@ -185,6 +193,8 @@ pub fn write_named(path: &Path, text: &str) -> std::io::Result<()> {
 /// What the auditor said, from the run's report or from auditing the file now.
 struct Verdict {
     algorithm: String,
+    /// The registry's entry for `algorithm`, if it has one.
+    algo: Option<&'static AlgoInfo>,
     workers: u32,
     /// The text summary, as `mutexlab run`, `elect` or `audit` prints it.
     text: String,
@@ -207,8 +217,8 @@ struct Verdict {
 
 impl Verdict {
     /// The run's own verdict, of either service: the one its summary printed.
-    fn ran(&mut self, r: &Report) {
-        self.text = crate::report::summary(r);
+    fn ran(&mut self, r: &Report, reg: &Registry) {
+        self.text = crate::report::summary(r, reg);
         self.violations.clone_from(&r.violations);
         self.count = r.violation_count;
         self.split.clone_from(&r.split);
@@ -218,12 +228,17 @@ impl Verdict {
 }
 
 /// The report of the run in `run_dir`, with whatever else is `known` of it.
-pub fn render_with(run_dir: &Path, known: Known) -> Result<String, ReportError> {
-    render_traced(run_dir, None, known)
+pub fn render_with(run_dir: &Path, known: Known, reg: &Registry) -> Result<String, ReportError> {
+    render_traced(run_dir, None, known, reg)
 }
 
 /// [`render_with`], the trace read from `traces` if given (see [`write_with_traces`]).
-fn render_traced(run_dir: &Path, traces: Option<&Path>, known: Known) -> Result<String, ReportError> {
+fn render_traced(
+    run_dir: &Path,
+    traces: Option<&Path>,
+    known: Known,
+    reg: &Registry,
+) -> Result<String, ReportError> {
     let shown = run_dir.display().to_string();
     std::fs::read_dir(run_dir).map_err(|err| ReportError::Unreadable { path: shown.clone(), err })?;
     let resource = run_dir.join(RESOURCE_FILE);
@@ -236,9 +251,9 @@ fn render_traced(run_dir: &Path, traces: Option<&Path>, known: Known) -> Result<
         return Err(ReportError::NotRun { path: shown });
     }
     let v = if election {
-        leaders_verdict(&leaders, &faults, known)?
+        leaders_verdict(&leaders, &faults, known, reg)?
     } else {
-        mutex_verdict(&resource, &faults, known)?
+        mutex_verdict(&resource, &faults, known, reg)?
     };
     let lines: BTreeSet<usize> =
         v.violations.iter().chain(&v.cut_short).flat_map(data::lines_named).collect();
@@ -311,10 +326,16 @@ fn moments(v: &Verdict, tl: &Timeline, election: bool) -> Vec<events::Anchor> {
     out
 }
 
-fn mutex_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdict, ReportError> {
+fn mutex_verdict(
+    path: &Path,
+    faults: &FaultLog,
+    known: Known,
+    reg: &Registry,
+) -> Result<Verdict, ReportError> {
     let a = audit::audit_file(path, faults)?;
     let mut v = Verdict {
         algorithm: a.algorithm.clone().unwrap_or_else(|| "?".into()),
+        algo: a.algorithm.as_deref().and_then(|name| reg.get(name)),
         workers: a.workers,
         text: crate::report::audit_summary(&path.display().to_string(), &a),
         violations: a.violations,
@@ -331,13 +352,18 @@ fn mutex_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdict
         if let Some(m) = r.mutex() {
             v.cut_short.clone_from(&m.cut_short);
             v.waits.clone_from(&m.wait_ms_by_worker);
-            v.ran(r);
+            v.ran(r, reg);
         }
     }
     Ok(v)
 }
 
-fn leaders_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdict, ReportError> {
+fn leaders_verdict(
+    path: &Path,
+    faults: &FaultLog,
+    known: Known,
+    reg: &Registry,
+) -> Result<Verdict, ReportError> {
     // As `mutexlab audit` judges a leader file alone: validity is left out, since the
     // file does not say whether its algorithm promises the highest id wins.
     let rules =
@@ -349,6 +375,7 @@ fn leaders_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdi
     };
     let mut v = Verdict {
         algorithm: a.algorithm.clone().unwrap_or_else(|| "?".into()),
+        algo: a.algorithm.as_deref().and_then(|name| reg.get(name)),
         workers: a.workers,
         text: crate::report::leaders_summary(&path.display().to_string(), &a),
         violations: a.violations,
@@ -363,7 +390,7 @@ fn leaders_verdict(path: &Path, faults: &FaultLog, known: Known) -> Result<Verdi
     };
     if let Known::Report(r) = known {
         if r.election().is_some() {
-            v.ran(r);
+            v.ran(r, reg);
         }
     }
     Ok(v)

@@ -175,7 +175,7 @@ fn messages(s: &mut String, v: &Verdict, tl: &Timeline, known: Known) {
 /// the commands' defaults are assumed, and the sentence that says so comes back when
 /// the assumption changes the figure.
 fn files_theory(v: &Verdict) -> (Option<Theory>, Option<String>) {
-    let Some(a) = crate::registry::info(&v.algorithm) else { return (None, None) };
+    let Some(a) = v.algo else { return (None, None) };
     let shape = |initiators| Shape { n: v.workers, replicas: None, initiators };
     if v.elections.is_some() {
         // `mutexlab elect` starts with every worker calling an election.

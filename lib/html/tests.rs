@@ -2,6 +2,16 @@
 
 use super::*;
 
+/// [`super::render`] with the built-in algorithms.
+fn render(dir: &Path) -> Result<String, ReportError> {
+    super::render(dir, &Registry::builtin())
+}
+
+/// [`super::render_with`] with the built-in algorithms.
+fn render_with(dir: &Path, known: Known) -> Result<String, ReportError> {
+    super::render_with(dir, known, &Registry::builtin())
+}
+
 /// Three workers, two sections each, one after another; w2 killed and restarted, and a
 /// partition that heals.
 const CLEAN: &str = "\

@@ -230,6 +230,28 @@ impl Registry {
         self.algos.iter().copied()
     }
 
+    /// Look `name` up as a user typed it: exactly, else ignoring case; the error names
+    /// the nearest name, if one is near, and lists them all.
+    pub fn lookup(&self, name: &str) -> Result<&'static AlgoInfo, UnknownAlgorithm> {
+        if let Some(a) = self.get(name).or_else(|| self.iter().find(|a| a.name.eq_ignore_ascii_case(name))) {
+            return Ok(a);
+        }
+        let typed = name.to_ascii_lowercase();
+        let nearest = self
+            .iter()
+            .map(|a| (strsim::damerau_levenshtein(&typed, a.name), a.name))
+            .filter(|&(d, n)| d <= 2.max(n.len() / 4))
+            .min()
+            .map(|(_, n)| n);
+        Err(UnknownAlgorithm { name: name.to_string(), nearest, valid: self.names() })
+    }
+
+    /// The registry entry for `--worker-cmd` labelled `label` ([`external`]), lent the
+    /// family and theory of the algorithm of that name here, if it has one.
+    pub fn external(&self, label: &str, service: ServiceKind) -> &'static AlgoInfo {
+        external(label, self.get(label), service)
+    }
+
     /// The names, comma-separated, for error messages.
     pub fn names(&self) -> String {
         self.iter().map(|a| a.name).collect::<Vec<_>>().join(", ")
@@ -255,26 +277,33 @@ pub fn info(name: &str) -> Option<&'static AlgoInfo> {
     registry().get(name)
 }
 
-/// Look `name` up as a user typed it: exactly, else ignoring case. The error is one
-/// line that suggests the nearest name, if one is near, and lists them all.
-pub fn lookup(name: &str) -> Result<&'static AlgoInfo, String> {
-    let reg = registry();
-    if let Some(a) = reg.get(name).or_else(|| reg.iter().find(|a| a.name.eq_ignore_ascii_case(name))) {
-        return Ok(a);
-    }
-    let typed = name.to_ascii_lowercase();
-    let nearest = reg
-        .iter()
-        .map(|a| (strsim::damerau_levenshtein(&typed, a.name), a.name))
-        .filter(|&(d, n)| d <= 2.max(n.len() / 4))
-        .min();
-    let hint = nearest.map(|(_, n)| format!("; did you mean {n:?}?")).unwrap_or_default();
-    Err(format!("unknown algorithm {name:?}{hint} (valid: {})", reg.names()))
+/// Look `name` up in the process's registry as a user typed it ([`Registry::lookup`]).
+pub fn lookup(name: &str) -> Result<&'static AlgoInfo, UnknownAlgorithm> {
+    registry().lookup(name)
 }
 
 /// The names of all algorithms in the process's registry, comma-separated.
 pub fn names() -> String {
     registry().names()
+}
+
+/// A name no algorithm of the registry has: one line that suggests the nearest name, if
+/// one is near, and lists them all.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("unknown algorithm {name:?}{} (valid: {valid})", .nearest.map(|n| format!("; did you mean {n:?}?")).unwrap_or_default())]
+pub struct UnknownAlgorithm {
+    /// The name as typed.
+    pub name: String,
+    /// The registered name nearest to it, if one is near.
+    pub nearest: Option<&'static str>,
+    /// Every registered name, comma-separated.
+    pub valid: String,
+}
+
+impl From<UnknownAlgorithm> for String {
+    fn from(e: UnknownAlgorithm) -> String {
+        e.to_string()
+    }
 }
 
 /// Whether the states of node type `N` are values: run `n` nodes from `seed` in the
@@ -304,20 +333,24 @@ pub fn states_are_values<N: Node<Service: SimService>>(
 }
 
 /// The registry entry for `--worker-cmd`: node type [`External`] of the service, named
-/// `label`. A label that names an algorithm of the same service lends its family and
-/// theory, so a Ricart-Agrawala in Python is compared with 2(N-1).
-pub fn external(label: &str, service: ServiceKind) -> &'static AlgoInfo {
+/// `label`. `like`, the algorithm the label names if any, lends its family and theory
+/// when of the same service, so a Ricart-Agrawala in Python is compared with 2(N-1);
+/// its workers connect to peers as its own do ([`AlgoInfo::few_peers`]), whatever its
+/// service.
+pub fn external(label: &str, like: Option<&'static AlgoInfo>, service: ServiceKind) -> &'static AlgoInfo {
     let base = match service {
         ServiceKind::Election => AlgoInfo::runs::<External<crate::algorithm::Election>>(),
         ServiceKind::Mutex => AlgoInfo::runs::<External<crate::algorithm::Mutex>>(),
     };
-    let like = info(label).filter(|a| a.service == base.service);
+    let few_peers = like.is_some_and(|a| a.few_peers);
+    let like = like.filter(|a| a.service == base.service);
     let info = AlgoInfo {
         name: Box::leak(label.to_string().into_boxed_str()),
         family: like.map_or(Family::External, |a| a.family),
         highest_wins: like.is_some_and(|a| a.highest_wins),
         timer_fires: like.and_then(|a| a.timer_fires),
         counter_bound: like.and_then(|a| a.counter_bound),
+        few_peers,
         summary: "a node in another program, over JSON lines (labs/PROTOCOL.md)",
         theory: like.map_or(|_| None, |a| a.theory),
         mixed: None,
@@ -331,19 +364,19 @@ pub fn external(label: &str, service: ServiceKind) -> &'static AlgoInfo {
 
 /// What a worker with these settings runs: the algorithm they name, or a program of
 /// the user's standing for it (`--worker-cmd`), or among its workers
-/// (`--worker-cmd-for`). `None` for a name the process's registry does not know.
-pub fn resolve(settings: &WorkerSettings) -> Option<NodeRun> {
+/// (`--worker-cmd-for`). `None` for a name `reg` does not know.
+pub fn resolve(reg: &Registry, settings: &WorkerSettings) -> Option<NodeRun> {
     let (info, run) = match &settings.external {
         Some(ext) if ext.among_reference => {
-            let reference = info(&settings.algo)?;
+            let reference = reg.get(&settings.algo)?;
             (reference, reference.mixed?)
         }
         Some(ext) => {
-            let info = external(&settings.algo, ext.service);
+            let info = reg.external(&settings.algo, ext.service);
             (info, info.worker)
         }
         None => {
-            let info = info(&settings.algo)?;
+            let info = reg.get(&settings.algo)?;
             (info, info.worker)
         }
     };
@@ -354,7 +387,8 @@ pub fn resolve(settings: &WorkerSettings) -> Option<NodeRun> {
 /// control link, find what it names in the process's registry, and run it
 /// ([`runtime::run_worker`]).
 pub fn run_worker(run_dir: &Path, cmdline_id: Option<u32>) -> anyhow::Result<()> {
-    runtime::run_worker(run_dir, cmdline_id, resolve)
+    // The worker's entry point: the process's registry, as the command line installed it.
+    runtime::run_worker(run_dir, cmdline_id, |s| resolve(registry(), s))
 }
 
 #[cfg(test)]
@@ -772,6 +806,46 @@ for line in sys.stdin:
     }
 
     #[test]
+    fn a_registry_given_resolves_names_the_process_s_registry_does_not_know() {
+        let reg = Registry::builtin().with(AlgoInfo {
+            name: "toy",
+            family: Family::Permission,
+            summary: "w0 lets one in at a time",
+            few_peers: true,
+            ..AlgoInfo::runs::<toy::Toy>()
+        });
+        // The process's registry is the built-in one: it knows no toy.
+        assert!(info("toy").is_none() && lookup("toy").is_err());
+        assert_eq!(reg.lookup("Toy").map(|a| a.name), Ok("toy"), "in any case");
+        // A program labelled `toy` is lent the toy's family and its way of connecting, by
+        // the registry given; the process's lends nothing.
+        let lent = reg.external("toy", ServiceKind::Mutex);
+        assert_eq!((lent.name, lent.family, lent.few_peers), ("toy", Family::Permission, true));
+        let unlent = registry().external("toy", ServiceKind::Mutex);
+        assert_eq!((unlent.family, unlent.few_peers), (Family::External, false));
+        // Of another service it lends its connections only (as a label always has).
+        let other = reg.external("toy", ServiceKind::Election);
+        assert_eq!((other.family, other.few_peers), (Family::External, true));
+    }
+
+    #[test]
+    fn an_unknown_name_is_one_line_with_the_nearest_name_and_every_name() {
+        let reg = Registry::builtin();
+        let e = reg.lookup("lamprot").unwrap_err();
+        assert_eq!(e.nearest, Some("lamport"));
+        let valid = reg.names();
+        assert_eq!(
+            e.to_string(),
+            format!("unknown algorithm \"lamprot\"; did you mean \"lamport\"? (valid: {valid})")
+        );
+        // Negative control: nothing near, no suggestion.
+        let e = reg.lookup("zzzzzzzzzz").unwrap_err();
+        assert_eq!(e.nearest, None);
+        assert_eq!(e.to_string(), format!("unknown algorithm \"zzzzzzzzzz\" (valid: {valid})"));
+        assert_eq!(String::from(e.clone()), e.to_string());
+    }
+
+    #[test]
     fn every_built_in_state_is_clone_eq_and_hash() {
         // Every type the built-in registry names but the baselines' (a unit struct,
         // which `none` and `flock` share, and which cannot pass a simulated run).
@@ -806,7 +880,7 @@ for line in sys.stdin:
             Json(json!({"type": "REPLY"})),
             Json(json!({"type": "STATE", "nested": {"list": [1, null, true], "empty": {}}})),
         ];
-        let entry = external("my-ra", ServiceKind::Mutex);
+        let entry = registry().external("my-ra", ServiceKind::Mutex);
         // A program among Ricart-Agrawala's workers (`--worker-cmd-for`): the
         // reference's messages, which it speaks as `Ref`, decoded by the reference's entry.
         let reference = [Ref(ricart_agrawala::Msg::Request { ticket: 9 }), Ref(ricart_agrawala::Msg::Reply)];

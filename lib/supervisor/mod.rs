@@ -77,8 +77,8 @@ pub use inject::AppliedFault;
 use inject::{Faults, Undo};
 use options::settings;
 pub use options::{
-    cores, heartbeat_period, processing_time, timing, validate, ElectOpts, ExternalOpts, Initiators, RunOpts,
-    MIN_STALL_MS, PROCESSING,
+    check_workers, cores, heartbeat_period, processing_time, timing, validate, ElectOpts, ExternalOpts,
+    Initiators, RunOpts, MIN_STALL_MS, PROCESSING,
 };
 use processes::{Life, Paused, Processes, Slot};
 use progress::Progress;
@@ -209,7 +209,7 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
         let mut header = format!(
             "{} algo={} workers={} handover_ms={handover}",
             audit::LEADERS_HEADER,
-            opts.algo,
+            opts.algo.name,
             opts.workers
         );
         // Super-peers are judged by their places, which the seed gives.
@@ -225,7 +225,7 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
             .and_then(|mut f| std::io::Write::write_all(&mut f, header.as_bytes()))
             .map_err(|e| (path, e))
     } else {
-        resource::create(&resource_path, &opts.algo, opts.workers, opts.fenced)
+        resource::create(&resource_path, opts.algo.name, opts.workers, opts.fenced)
             .map_err(|e| (resource_path.clone(), e))
     };
     if let Err((path, e)) = made {
@@ -302,7 +302,7 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
 /// filed stays where it is, with a line on stderr.
 fn file_kept(opts: &RunOpts, path: &std::path::Path) -> PathBuf {
     match (&opts.store, &opts.run_dir) {
-        (Some(to), None) => store::file(path, to, &opts.algo).unwrap_or_else(|e| {
+        (Some(to), None) => store::file(path, to, opts.algo.name).unwrap_or_else(|e| {
             eprintln!(
                 "mutexlab: cannot file the run in {}: {e}; it stays in {}",
                 to.display(),
@@ -318,7 +318,7 @@ fn file_kept(opts: &RunOpts, path: &std::path::Path) -> PathBuf {
 /// if the workers recorded there. Returns the pattern of the trace files' paths, if
 /// there are any.
 fn keep_trace(opts: &RunOpts, info: &AlgoInfo, dir: &Path, dropped: u64) -> Option<String> {
-    for note in crate::trace::from_rings(dir, opts.workers, &opts.algo, info.body) {
+    for note in crate::trace::from_rings(dir, opts.workers, opts.algo.name, info.body) {
         eprintln!("mutexlab: flight recorder: {note}");
     }
     if dropped > 0 {

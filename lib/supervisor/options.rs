@@ -14,8 +14,9 @@ use crate::registry::{self as algos, AlgoInfo};
 /// How to run.
 #[derive(Clone, Debug)]
 pub struct RunOpts {
-    /// The algorithm's name in the registry (`--algo`).
-    pub algo: String,
+    /// The algorithm (`--algo`), as the registry's entry; with `external.command`, the
+    /// label of the program's algorithm ([`crate::registry::Registry::external`]).
+    pub algo: &'static AlgoInfo,
     /// Worker processes (`-n`).
     pub workers: u32,
     /// Entries per worker (ignored when `duration` is set).
@@ -87,9 +88,9 @@ impl RunOpts {
     /// line's defaults (4 workers, 25 entries, 1 ms sections, 2 ms think time, seed 1,
     /// a 5 s stall window), no faults, the perfect detector, no progress bar, nothing
     /// traced or kept but the flight recorder's rings. Callers change what they need with `..RunOpts::new(..)`.
-    pub fn new(algo: &str, exe: PathBuf) -> RunOpts {
+    pub fn new(algo: &'static AlgoInfo, exe: PathBuf) -> RunOpts {
         RunOpts {
-            algo: algo.to_string(),
+            algo,
             workers: 4,
             entries: 25,
             duration: None,
@@ -212,11 +213,19 @@ impl std::fmt::Display for Initiators {
 /// pass for a stuck algorithm.
 pub const MIN_STALL_MS: u64 = 100;
 
+/// The worker count's check (`--workers`, `-n`): the one the command line makes before
+/// it sizes a fault plan by the count, and [`validate`] for every caller.
+pub fn check_workers(workers: u32) -> Result<(), RunError> {
+    if workers == 0 || workers > MAX_WORKERS {
+        return Err(RunError::Usage(format!("--workers must be between 1 and {MAX_WORKERS}, not {workers}")));
+    }
+    Ok(())
+}
+
 /// Check options that do not need the file system.
 pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
-    let builtin = || algos::lookup(&opts.algo).map_err(RunError::Usage);
     let info = match &opts.external {
-        None => builtin()?,
+        None => opts.algo,
         Some(e) => {
             let usage = |m: String| Err(RunError::Usage(m));
             if e.command.iter().chain(e.only.iter().map(|(_, c)| c)).any(|c| c.trim().is_empty()) {
@@ -232,19 +241,21 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
                 ));
             }
             match &e.command {
+                // The program's entry for the run's service, lent what `algo` has (an
+                // entry made so already gives the same).
                 Some(_) => crate::registry::external(
-                    &opts.algo,
+                    opts.algo.name,
+                    Some(opts.algo),
                     if opts.elect.is_some() { ServiceKind::Election } else { ServiceKind::Mutex },
                 ),
                 None => {
-                    let info = builtin()?;
-                    if info.mixed.is_none() {
+                    if opts.algo.mixed.is_none() {
                         return usage(format!(
                             "--worker-cmd-for: {:?} cannot have an external worker among its own",
-                            opts.algo
+                            opts.algo.name
                         ));
                     }
-                    info
+                    opts.algo
                 }
             }
         }
@@ -255,12 +266,7 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
                 .into(),
         ));
     }
-    if opts.workers == 0 || opts.workers > MAX_WORKERS {
-        return Err(RunError::Usage(format!(
-            "--workers must be between 1 and {MAX_WORKERS}, not {}",
-            opts.workers
-        )));
-    }
+    check_workers(opts.workers)?;
     // A plan parsed for this many workers names only theirs; one built any other way
     // (through the library) is checked here, since every step is looked up by id.
     for st in &opts.plan.steps {
@@ -284,13 +290,13 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
         (None, service) => {
             return Err(RunError::Usage(format!(
                 "{:?} is an algorithm of the {service} service: run it with `mutexlab elect`",
-                opts.algo
+                opts.algo.name
             )))
         }
         (Some(_), service) => {
             return Err(RunError::Usage(format!(
                 "{:?} is an algorithm of the {service} service, not an election: run it with `mutexlab run`",
-                opts.algo
+                opts.algo.name
             )))
         }
     }
@@ -335,14 +341,14 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
         let with: Vec<&str> = algos::registry().iter().filter(|a| a.majority).map(|a| a.name).collect();
         return Err(RunError::Usage(format!(
             "--majority: {:?} has no majority rule; these do: {}",
-            opts.algo,
+            opts.algo.name,
             with.join(", ")
         )));
     }
     if opts.fenced && info.kernel_lock {
         return Err(RunError::Usage(format!(
             "--fenced: {:?} already takes its fences from the file under the kernel's lock",
-            opts.algo
+            opts.algo.name
         )));
     }
     if opts.elect.is_none() && opts.duration.is_none() && (opts.entries == 0 || opts.entries > 10_000_000) {
@@ -391,7 +397,8 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
         }
     }
     // The check every worker applies to what it is handed: refuse here what it would.
-    check(&settings(opts, 0, 0, 0, None)).map_err(|e| RunError::Usage(format!("invalid settings: {e}")))?;
+    check(opts, &settings(opts, 0, 0, 0, None))
+        .map_err(|e| RunError::Usage(format!("invalid settings: {e}")))?;
     // Before anything is made: a run directory whose sockets could not be named.
     if let Some(dir) = &opts.run_dir {
         let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
@@ -482,16 +489,16 @@ pub(super) fn ms(v: f64) -> Duration {
     }
 }
 
-/// The settings' own check ([`WorkerSettings::check`]), with the service the registry
-/// gives their algorithm.
-pub(super) fn check(s: &WorkerSettings) -> Result<(), String> {
-    s.check(crate::registry::info(&s.algo).map(|a| a.service))
+/// The settings' own check ([`WorkerSettings::check`]) of settings `s` made from `o`,
+/// with the service of `o`'s algorithm.
+pub(super) fn check(o: &RunOpts, s: &WorkerSettings) -> Result<(), String> {
+    s.check(Some(o.algo.service))
 }
 
 /// Whether the run's workers connect to a peer when they first write to it
 /// ([`crate::registry::AlgoInfo::few_peers`]).
 pub(super) fn lazy(o: &RunOpts) -> bool {
-    crate::registry::info(&o.algo).is_some_and(|a| a.few_peers)
+    o.algo.few_peers
 }
 
 /// What worker `id`, life `incarnation`, is handed on its control link.
@@ -505,7 +512,7 @@ pub(super) fn settings(
     WorkerSettings {
         id,
         workers: o.workers,
-        algo: o.algo.clone(),
+        algo: o.algo.name.to_string(),
         incarnation,
         entries: o.entries,
         duration: duration.or(o.duration),
@@ -578,8 +585,13 @@ pub(super) mod tests {
             entries: 10,
             seed: 7,
             stall_ms: MIN_STALL_MS,
-            ..RunOpts::new("lamport", PathBuf::from("mutexlab"))
+            ..RunOpts::new(algo("lamport"), PathBuf::from("mutexlab"))
         }
+    }
+
+    /// The built-in algorithm `name`.
+    pub(in crate::supervisor) fn algo(name: &str) -> &'static AlgoInfo {
+        crate::registry::Registry::builtin().get(name).unwrap()
     }
 
     #[test]
@@ -596,16 +608,14 @@ pub(super) mod tests {
     #[test]
     fn a_service_runs_only_under_its_own_command_and_an_election_plan_has_no_entries() {
         let elect = |algo: &str, plan: &str| RunOpts {
-            algo: algo.into(),
+            algo: super::tests::algo(algo),
             plan: Plan::parse(plan, 3).unwrap(),
             elect: Some(ElectOpts { initiators: Initiators::All, settle: Duration::from_millis(100) }),
             ..sample()
         };
         assert_eq!(refusal(elect("bully", "kill leader at 1s; restart 2 at 2s")), "");
         assert!(refusal(elect("lamport", "")).contains("not an election: run it with `mutexlab run`"));
-        assert!(
-            refusal(RunOpts { algo: "bully".into(), ..sample() }).contains("run it with `mutexlab elect`")
-        );
+        assert!(refusal(RunOpts { algo: algo("bully"), ..sample() }).contains("run it with `mutexlab elect`"));
         assert!(refusal(elect("bully", "kill 1 at entry 3")).contains("has no entries"));
         assert!(refusal(elect("bully", "stop holder at 1s")).contains("no critical section"));
         let leader = RunOpts { plan: Plan::parse("kill leader at 1s", 3).unwrap(), ..sample() };
@@ -618,6 +628,32 @@ pub(super) mod tests {
             ..elect("bully", "")
         };
         assert!(refusal(four).contains("--initiators names w3"));
+    }
+
+    #[test]
+    fn a_run_takes_its_algorithm_as_an_entry_the_process_s_registry_need_not_hold() {
+        let reg = crate::registry::Registry::builtin().with(AlgoInfo {
+            name: "lamport-again",
+            summary: "Lamport under another name",
+            ..AlgoInfo::runs::<crate::algos::lamport::Lamport>()
+        });
+        let mine = RunOpts { algo: reg.get("lamport-again").unwrap(), ..sample() };
+        assert!(crate::registry::info("lamport-again").is_none(), "the built-in registry");
+        assert_eq!(validate(&mine).unwrap().name, "lamport-again");
+        // On the control link it is its name, as before.
+        assert_eq!(settings(&mine, 0, 0, 0, None).algo, "lamport-again");
+        // Run as a program of the user's, it is that program's entry, still by its name.
+        let program = RunOpts {
+            external: Some(ExternalOpts {
+                command: Some("true".into()),
+                timeout: Duration::from_secs(1),
+                ..ExternalOpts::default()
+            }),
+            ..mine
+        };
+        let entry = validate(&program).unwrap();
+        assert_eq!((entry.name, entry.family), ("lamport-again", crate::algos::Family::Permission), "lent");
+        assert!(entry.mixed.is_none(), "the program's own entry, not the algorithm's");
     }
 
     #[test]
@@ -662,7 +698,6 @@ pub(super) mod tests {
     #[test]
     fn one_past_each_bound_is_refused_by_name() {
         for (o, says) in [
-            (RunOpts { algo: "lamprey".into(), ..sample() }, "unknown algorithm \"lamprey\""),
             (RunOpts { workers: 0, ..sample() }, "--workers"),
             (RunOpts { workers: MAX_WORKERS + 1, ..sample() }, "--workers"),
             (RunOpts { entries: 0, ..sample() }, "--entries"),
@@ -684,6 +719,18 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn the_worker_count_has_one_check_which_validate_makes() {
+        for n in [1, MAX_WORKERS] {
+            assert!(check_workers(n).is_ok(), "{n}");
+        }
+        for n in [0, MAX_WORKERS + 1] {
+            let said = check_workers(n).unwrap_err().to_string();
+            assert_eq!(said, format!("--workers must be between 1 and {MAX_WORKERS}, not {n}"));
+            assert_eq!(refusal(RunOpts { workers: n, ..sample() }), said);
+        }
+    }
+
+    #[test]
     fn milliseconds_not_above_zero_are_zero() {
         assert_eq!(ms(1.5), Duration::from_micros(1500));
         for v in [0.0, -0.0, -3.0, f64::NAN] {
@@ -700,6 +747,6 @@ pub(super) mod tests {
         assert_eq!((s.cs, s.think), (Duration::from_millis(1), Duration::from_millis(2)));
         assert_eq!(s.parent, Some(std::process::id()));
         assert_eq!(settings(&o, 0, 0, 0, None).duration, Some(Duration::from_secs(5)));
-        check(&s).unwrap();
+        check(&o, &s).unwrap();
     }
 }

@@ -270,7 +270,7 @@ impl Processes {
             left.max(Duration::from_millis(1))
         });
         let settings = settings(o, id, incarnation, start_entry, left);
-        super::options::check(&settings)
+        super::options::check(o, &settings)
             .map_err(|e| RunError::Usage(format!("invalid settings for w{id}: {e}")))?;
         let cannot = |e: std::io::Error| RunError::Failed(format!("cannot start worker {id}: {e}"));
         let (mut ours, theirs) = control::link_pair().map_err(cannot)?;

@@ -417,7 +417,7 @@ impl Outcome<'_> {
         };
         Report {
             schema: JSON_SCHEMA,
-            algorithm: self.opts.algo.clone(),
+            algorithm: self.opts.algo.name.to_string(),
             workers: self.opts.workers,
             ok: ok && failure.is_none(),
             failure,
