@@ -141,6 +141,10 @@ fn bad_election_options_are_one_line_errors() {
         (vec!["elect", "--settle-ms", "0"], "--settle-ms must be between"),
         (vec!["run", "--algo", "flock", "--fenced"], "already takes its fences from the file"),
         (vec!["run", "--algo", "lamport", "--majority"], "has no majority rule; these do: centralized-bully"),
+        (
+            vec!["run", "--algo", "centralized", "--replicas", "2"],
+            "has no replicated coordinators; these do: voting",
+        ),
         // Heartbeat timing without heartbeats is refused, not silently ignored.
         (vec!["run", "--heartbeat-ms", "20"], "add --detector heartbeat (the detector here is perfect)"),
         (

@@ -47,7 +47,9 @@ pub(super) fn cmd_algorithms(a: AlgorithmsArgs) -> Outcome {
             });
         }
         // Through a JSON value, whose keys are in order, as the output always had them.
-        let value = serde_json::to_value(output::AlgorithmList { schema: output::ALGORITHMS_SCHEMA, algorithms }).expect("the list serialises");
+        let value =
+            serde_json::to_value(output::AlgorithmList { schema: output::ALGORITHMS_SCHEMA, algorithms })
+                .expect("the list serialises");
         out(&to_json(&value));
         return Ok(Verdict::Pass);
     }

@@ -171,6 +171,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
         summary:
             "majority of m coordinators (--replicas, default N); DENY, release and random back-off on failure",
         kernel_lock: false,
+        replicas: true,
         theory: |s| {
             let m = s.replicas.unwrap_or(s.n).clamp(1, s.n.max(1));
             let (n, mf) = (f64::from(s.n.max(1)), f64::from(m));

@@ -58,6 +58,9 @@ pub struct AlgoInfo {
     /// The node has a majority rule, which `run --majority` turns on
     /// ([`crate::algorithm::Config::majority`]).
     pub majority: bool,
+    /// The node takes replicated coordinators, which `run --replicas` counts
+    /// ([`crate::algorithm::Config::replicas`]).
+    pub replicas: bool,
     /// Expected messages per entry (per election, for elections) for a run of this
     /// shape, where theory gives a number.
     pub theory: fn(Shape) -> Option<Theory>,
@@ -179,6 +182,7 @@ impl AlgoInfo {
             summary: "",
             kernel_lock: false,
             majority: false,
+            replicas: false,
             theory: |_| None,
             claim: None,
             worker: runtime::run_node::<N>,

@@ -345,6 +345,14 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
             with.join(", ")
         )));
     }
+    if opts.replicas.is_some() && !info.replicas {
+        let with: Vec<&str> = algos::registry().iter().filter(|a| a.replicas).map(|a| a.name).collect();
+        return Err(RunError::Usage(format!(
+            "--replicas: {:?} has no replicated coordinators; these do: {}",
+            opts.algo.name,
+            with.join(", ")
+        )));
+    }
     if opts.fenced && info.kernel_lock {
         return Err(RunError::Usage(format!(
             "--fenced: {:?} already takes its fences from the file under the kernel's lock",
@@ -686,7 +694,7 @@ pub(super) mod tests {
             RunOpts { workers: MAX_WORKERS, ..sample() },
             RunOpts { entries: 10_000_000, ..sample() },
             RunOpts { stall_ms: MIN_STALL_MS, ..sample() },
-            RunOpts { replicas: Some(3), ..sample() },
+            RunOpts { replicas: Some(3), algo: algo("voting"), ..sample() },
             RunOpts { drop: 1.0, cs_ms: 600_000.0, latency_ms: 60_000.0, ..sample() },
             RunOpts { cs_ms: -0.0, think_ms: -0.0, ..sample() },
             RunOpts { entries: 0, duration: Some(Duration::from_secs(86_400)), ..sample() },
@@ -710,8 +718,8 @@ pub(super) mod tests {
             (RunOpts { jitter_ms: f64::INFINITY, ..sample() }, "--jitter"),
             (RunOpts { drop: 1.5, ..sample() }, "--drop"),
             (RunOpts { stall_ms: MIN_STALL_MS - 1, ..sample() }, "--stall-ms"),
-            (RunOpts { replicas: Some(0), ..sample() }, "--replicas"),
-            (RunOpts { replicas: Some(4), ..sample() }, "--replicas"),
+            (RunOpts { replicas: Some(0), algo: algo("voting"), ..sample() }, "--replicas"),
+            (RunOpts { replicas: Some(4), algo: algo("voting"), ..sample() }, "--replicas"),
         ] {
             let why = refusal(o.clone());
             assert!(why.starts_with(says), "{o:?}: {why:?}");
