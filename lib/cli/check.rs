@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::out;
 use super::to_json;
+use super::{invocation, out};
 use crate::exit::{Error, Kind, Outcome, Verdict};
 use crate::{check, registry};
 
@@ -253,7 +253,8 @@ pub(super) fn cmd_check(a: CheckArgs) -> Outcome {
                 file.write(dir).map_err(Error::failed)?;
                 let page =
                     crate::explore::write_steps_page(info, &opts, &v.choices, dir).map_err(Error::failed)?;
-                eprintln!("counterexample written to {shown}: open {} to step through it, `mutexlab replay {shown}` runs it as real processes, `mutexlab report {shown}` draws it, `mutexlab audit {shown}` judges its files, `mutexlab trace {shown}` lists its messages", page.display());
+                let me = invocation();
+                eprintln!("counterexample written to {shown}: open {} to step through it, `{me} replay {shown}` runs it as real processes, `{me} report {shown}` draws it, `{me} audit {shown}` judges its files, `{me} trace {shown}` lists its messages", page.display());
             }
             None => eprintln!("no counterexample: nothing written to {shown}"),
         }

@@ -353,6 +353,26 @@ fn exe() -> PathBuf {
     std::env::current_exe().unwrap_or_else(|_| PathBuf::from("mutexlab"))
 }
 
+/// A word for the shell: as it is when it is plain, else in single quotes.
+pub(super) fn shell_word(text: &str) -> String {
+    if !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,".contains(c)) {
+        return text.to_string();
+    }
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
+
+/// How a command line this program prints starts, so that it can be pasted as it is:
+/// `mutexlab`, or for another binary (a lab's, an outside crate's) `cargo run --` where
+/// cargo started it, else the binary's path, since neither is on the PATH.
+pub(super) fn invocation() -> String {
+    let exe = exe();
+    match exe.file_name().and_then(|f| f.to_str()) {
+        Some(WHO) | None => WHO.to_string(),
+        Some(_) if std::env::var_os("CARGO").is_some() => "cargo run --".to_string(),
+        Some(_) => shell_word(&exe.display().to_string()),
+    }
+}
+
 /// Write to stdout; a reader that went away (`| head`) is not an error worth a word.
 fn out(text: &str) {
     use std::io::Write;
@@ -396,5 +416,21 @@ impl From<crate::trace::TraceError> for Error {
 impl From<html::ReportError> for Error {
     fn from(e: html::ReportError) -> Error {
         Error::usage(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::invocation;
+
+    #[test]
+    fn a_binary_not_named_mutexlab_prints_a_command_line_that_runs_it() {
+        // This test binary is `mutexlab-<hash>`, as a lab's is `lab-01-…`: not on the PATH.
+        let got = invocation();
+        if std::env::var_os("CARGO").is_some() {
+            assert_eq!(got, "cargo run --");
+        } else {
+            assert!(got.contains("/mutexlab-"), "{got}");
+        }
     }
 }

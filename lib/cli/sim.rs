@@ -8,7 +8,7 @@ use std::time::Duration;
 use clap::Args;
 
 use super::check::modelled;
-use super::{exe, out, to_json};
+use super::{invocation, out, shell_word, to_json};
 use crate::algorithm::ServiceKind;
 use crate::exit::{Error, Outcome, Verdict};
 use crate::{check, output, registry};
@@ -77,14 +77,6 @@ fn parse_seeds(text: &str) -> Result<std::ops::RangeInclusive<u64>, String> {
     Ok(from..=to)
 }
 
-/// A word for the shell: as it is when it is plain, else in single quotes.
-fn shell_word(text: &str) -> String {
-    if !text.is_empty() && text.chars().all(|c| c.is_ascii_alphanumeric() || "-_./=:,".contains(c)) {
-        return text.to_string();
-    }
-    format!("'{}'", text.replace('\'', "'\\''"))
-}
-
 /// A failing seed's path into `dir` (`sim --out`), walked in the checker's world set as
 /// the simulator's: its seed in every node's configuration, the earliest timer first,
 /// stale timers, and the run's channels and crashes. Says on stderr what it wrote.
@@ -106,9 +98,10 @@ fn write_sim_path(
     let shown = dir.display();
     match crate::explore::write_path(info, &opts, &e.choices, failure, dir) {
         Ok(page) => eprintln!(
-            "seed {}'s path written to {shown}: open {} to step through it; `mutexlab replay {shown}` runs it as real processes",
+            "seed {}'s path written to {shown}: open {} to step through it; `{} replay {shown}` runs it as real processes",
             e.seed,
-            page.display()
+            page.display(),
+            invocation()
         ),
         Err(why) => eprintln!("mutexlab: seed {}'s path not written to {shown}: {why}", e.seed),
     }
@@ -138,8 +131,7 @@ pub(super) fn cmd_sim(a: SimArgs) -> Outcome {
     });
     // Every setting, so that a replay line repeats the run exactly, with the program
     // that ran it (an outside crate's registry is its own binary's).
-    let name = exe().file_name().and_then(|f| f.to_str()).map(shell_word);
-    let mut settings = format!("{} sim", name.as_deref().unwrap_or("mutexlab"));
+    let mut settings = format!("{} sim", invocation());
     match &a.worker_cmd {
         Some(cmd) => {
             if let Some(label) = &a.algo {
