@@ -95,8 +95,8 @@ pub(super) struct ElectArgs {
 #[derive(Args)]
 struct ExternalArgs {
     /// Run this program (`sh -c CMD`) as every worker's node, speaking JSON lines on its
-    /// stdin and stdout (labs/PROTOCOL.md). The run is labelled `external`, or `--algo`
-    /// if given a value other than its default (a built-in name lends its theory).
+    /// stdin and stdout (labs/PROTOCOL.md). The run is labelled `external`, or by
+    /// `--algo` when one is given (a built-in name lends its theory, even the default's).
     #[arg(long, value_name = "CMD")]
     worker_cmd: Option<String>,
     /// Run this program as worker ID's node only, among workers of `--algo` (its
