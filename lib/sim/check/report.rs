@@ -36,6 +36,10 @@ pub enum Property {
     HighestLiveId,
     /// An algorithm's or a user's own [`Invariant`], by its name.
     Invariant(&'static str),
+    /// Mutual exclusion, with [`CheckOpts::liveness`]: no request waits for ever round
+    /// a cycle of states that takes every delivery, timer and call that stays enabled
+    /// (weak fairness).
+    FairCycles,
 }
 
 impl Property {
@@ -52,6 +56,7 @@ impl Property {
             Property::AgreementWhenQuiet => "agreement when quiet",
             Property::HighestLiveId => "highest live id",
             Property::Invariant(name) => name,
+            Property::FairCycles => "every request served (fair cycles)",
         }
     }
 
@@ -135,6 +140,10 @@ pub struct Counterexample {
     pub run: RunFiles,
     /// Found breadth-first, so no counterexample is shorter (depth-first: it may be).
     pub shortest: bool,
+    /// A lasso (`every request served (fair cycles)`): the choices from this index
+    /// (from 0) to the end are a cycle, which repeats for ever.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cycle_start: Option<usize>,
 }
 
 impl Counterexample {
@@ -204,6 +213,31 @@ pub struct CheckReport {
     pub at_counter_bound: Option<u64>,
     /// What this check does not judge.
     pub not_checked: Vec<String>,
+    /// The liveness pass (`--liveness`), if it ran: it runs after a safety search that
+    /// found no violation, for mutual exclusion.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub liveness: Option<LivenessResult>,
+}
+
+/// How the liveness pass went: its own exploration, without a timer budget, keeping
+/// the graph of states to look for cycles in.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct LivenessResult {
+    /// Distinct states in its graph.
+    pub states: u64,
+    /// Edges in its graph.
+    pub transitions: u64,
+    /// States past the counter bound, if one was set: in the graph, with no edges, so
+    /// no cycle goes through them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at_counter_bound: Option<u64>,
+    /// Time it took, in seconds.
+    pub seconds: f64,
+    /// Every state within the bounds was explored. A lasso found holds anyway; without
+    /// one, a pass cut short decides nothing.
+    pub complete: bool,
+    /// Why it was cut short, if it was.
+    pub cut_short: Option<String>,
 }
 
 impl CheckReport {
@@ -259,6 +293,30 @@ impl CheckReport {
                 s.push_str(&format!("  {:<w$} VIOLATED{detail}\n", p.name, w = w));
             }
         }
+        if let Some(l) = &self.liveness {
+            let decided = self.properties.iter().any(|p| p.name == Property::FairCycles.name());
+            if !decided {
+                s.push_str(&format!(
+                    "  {:<w$} UNDECIDED (the liveness pass was cut short and found no lasso in what it reached)\n",
+                    Property::FairCycles.name(),
+                    w = w
+                ));
+            }
+            let bound = match (self.counter_bound, l.at_counter_bound) {
+                (Some(b), Some(k)) => {
+                    format!(", counter bound {b} ({k} states past it, no cycle through them)")
+                }
+                _ => String::new(),
+            };
+            let how = match &l.cut_short {
+                None => "complete".to_string(),
+                Some(why) => format!("cut short ({why})"),
+            };
+            s.push_str(&format!(
+                "liveness: weak fairness on every delivery, timer and call (not crashes, restarts or losses), no timer budget{bound}: {} states, {} transitions, {:.2} s, {how}\n",
+                l.states, l.transitions, l.seconds
+            ));
+        }
         let bounded = self.properties.iter().any(|p| p.name == Property::Bypass.name());
         if let (Some(most), false) = (self.most_bypasses, bounded) {
             s.push_str(&format!(
@@ -283,8 +341,26 @@ impl CheckReport {
         }
         if let Some(v) = &self.violation {
             let which = if v.shortest { "the shortest" } else { "depth-first, not necessarily the shortest" };
-            s.push_str(&format!("counterexample ({} steps, {which}): {}\n", v.choices.len(), v.headline()));
+            match v.cycle_start {
+                Some(c) => s.push_str(&format!(
+                    "counterexample (a lasso: {c} steps to a cycle of {}, which repeats for ever): {}\n",
+                    v.choices.len() - c,
+                    v.headline()
+                )),
+                None => s.push_str(&format!(
+                    "counterexample ({} steps, {which}): {}\n",
+                    v.choices.len(),
+                    v.headline()
+                )),
+            }
             for i in 0..v.steps.len() {
+                if v.cycle_start == Some(i) {
+                    s.push_str(&format!(
+                        "  the cycle: steps {} to {} repeat for ever\n",
+                        i + 1,
+                        v.steps.len()
+                    ));
+                }
                 s.push_str(&format!("  {:>3}. {}\n", i + 1, v.step(i)));
             }
         }
