@@ -293,6 +293,12 @@ impl CheckReport {
                 s.push_str(&format!("  {:<w$} VIOLATED{detail}\n", p.name, w = w));
             }
         }
+        let bounded = self.properties.iter().any(|p| p.name == Property::Bypass.name());
+        if let (Some(most), false) = (self.most_bypasses, bounded) {
+            s.push_str(&format!(
+                "  most bypasses seen: {most} (at least; no bound checked, so the count is not part of the state)\n"
+            ));
+        }
         if let Some(l) = &self.liveness {
             let decided = self.properties.iter().any(|p| p.name == Property::FairCycles.name());
             if !decided {
@@ -315,12 +321,6 @@ impl CheckReport {
             s.push_str(&format!(
                 "liveness: weak fairness on every delivery, timer and call (not crashes, restarts or losses), no timer budget{bound}: {} states, {} transitions, {:.2} s, {how}\n",
                 l.states, l.transitions, l.seconds
-            ));
-        }
-        let bounded = self.properties.iter().any(|p| p.name == Property::Bypass.name());
-        if let (Some(most), false) = (self.most_bypasses, bounded) {
-            s.push_str(&format!(
-                "  most bypasses seen: {most} (at least; no bound checked, so the count is not part of the state)\n"
             ));
         }
         if let Some(t) = self.timer_fires {
