@@ -59,8 +59,10 @@ pub(super) struct Outcome {
     pub transitions: u64,
     /// States past the counter bound (no edges).
     pub at_counter_bound: u64,
-    /// Why exploring stopped before the graph was whole, if it did.
+    /// Why exploring stopped before the graph was whole, if a limit stopped it.
     pub cut_short: Option<String>,
+    /// Exploring stopped early because the graph so far held a lasso.
+    pub stopped_at_lasso: bool,
     /// The lasso with the shortest way to its cycle, if there is one.
     pub lasso: Option<Lasso>,
 }
@@ -192,7 +194,14 @@ where
         edges: Vec::new(),
         words: actions.words,
     };
-    let mut out = Outcome { states: 0, transitions: 0, at_counter_bound: 0, cut_short: None, lasso: None };
+    let mut out = Outcome {
+        states: 0,
+        transitions: 0,
+        at_counter_bound: 0,
+        cut_short: None,
+        stopped_at_lasso: false,
+        lasso: None,
+    };
     if !matches!(begun, Ok(Ok(()))) {
         out.cut_short = Some("the start itself fails (the safety search says how)".into());
         return (g, out);
@@ -217,7 +226,17 @@ where
         };
     add(&mut g, world, (u32::MAX, Choice::Timer), &mut frontier);
     let mut s = 0u32;
+    // The graph so far is looked at for a lasso each time it doubles: a lasso among the
+    // states expanded is a real one, so a buggy model need not be explored whole.
+    let mut look_at = 1024usize;
     while let Some(world) = frontier.pop_front() {
+        if g.expanded() >= look_at {
+            look_at *= 2;
+            if (0..opts.n).any(|i| lasso(&g, i).is_some()) {
+                out.stopped_at_lasso = true;
+                break;
+            }
+        }
         if let Some(why) = limit(opts, started, &mut memory, g.fps.len() as u64) {
             out.cut_short = Some(why);
             break;

@@ -337,6 +337,7 @@ where
             seconds: began.elapsed().as_secs_f64(),
             complete: l.cut_short.is_none(),
             cut_short: l.cut_short,
+            stopped_at_lasso: l.stopped_at_lasso,
         });
         if decided {
             report.properties.push(PropertyResult {

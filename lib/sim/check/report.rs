@@ -233,11 +233,15 @@ pub struct LivenessResult {
     pub at_counter_bound: Option<u64>,
     /// Time it took, in seconds.
     pub seconds: f64,
-    /// Every state within the bounds was explored. A lasso found holds anyway; without
-    /// one, a pass cut short decides nothing.
+    /// No limit cut it short: every state within the bounds was explored, or it
+    /// stopped at a lasso. A lasso found holds anyway; without one, a pass cut short
+    /// decides nothing.
     pub complete: bool,
     /// Why it was cut short, if it was.
     pub cut_short: Option<String>,
+    /// It stopped once the states it had explored held a lasso (it looks each time
+    /// their number doubles), so not every state was explored.
+    pub stopped_at_lasso: bool,
 }
 
 impl CheckReport {
@@ -314,9 +318,10 @@ impl CheckReport {
                 }
                 _ => String::new(),
             };
-            let how = match &l.cut_short {
-                None => "complete".to_string(),
-                Some(why) => format!("cut short ({why})"),
+            let how = match (&l.cut_short, l.stopped_at_lasso) {
+                (Some(why), _) => format!("cut short ({why})"),
+                (None, true) => "stopped at the first lasso".to_string(),
+                (None, false) => "complete".to_string(),
             };
             s.push_str(&format!(
                 "liveness: weak fairness on every delivery, timer and call (not crashes, restarts or losses), no timer budget{bound}: {} states, {} transitions, {:.2} s, {how}\n",
