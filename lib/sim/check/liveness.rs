@@ -732,4 +732,69 @@ mod tests {
         assert!(r.liveness.is_none());
         assert!(r.text("ra").contains("--liveness checks it"));
     }
+
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    enum Beat {
+        Tick,
+        Grow,
+    }
+
+    /// w0's request is dropped by w1, whose timers fire for ever: `Tick` (with `TICKS`)
+    /// changes nothing, `Grow` counts up without end, so the states never run out.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct Endless<const TICKS: bool> {
+        me: u32,
+        count: u64,
+    }
+
+    impl<const TICKS: bool> Algorithm for Endless<TICKS> {
+        type Msg = Msg;
+        type Timer = Beat;
+        fn new(cfg: &Config) -> Self {
+            Endless { me: cfg.id.0, count: 0 }
+        }
+        fn on_start(&mut self, out: &mut Out<Msg, Beat>) {
+            if self.me == 1 {
+                if TICKS {
+                    out.set_timer(Beat::Tick, Duration::from_millis(10));
+                }
+                out.set_timer(Beat::Grow, Duration::from_millis(10));
+            }
+        }
+        fn on_want_cs(&mut self, out: &mut Out<Msg, Beat>) {
+            match self.me {
+                0 => out.send(PeerId(1), Msg::Req),
+                _ => out.enter_cs(),
+            }
+        }
+        fn on_message(&mut self, _: PeerId, _: Msg, _: &mut Out<Msg, Beat>) {}
+        fn on_cs_done(&mut self, _: &mut Out<Msg, Beat>) {}
+        fn on_timer(&mut self, timer: Beat, out: &mut Out<Msg, Beat>) {
+            if timer == Beat::Grow {
+                self.count += 1;
+            }
+            out.set_timer(timer, Duration::from_millis(10));
+        }
+    }
+
+    #[test]
+    fn a_lasso_in_an_endless_space_is_found_without_exploring_it_all() {
+        let opts = CheckOpts { max_states: 200_000, ..toy_opts() };
+        let out = fair_cycles::<Endless<true>>(&opts, Instant::now());
+        assert!(out.stopped_at_lasso, "{out:?}");
+        assert_eq!(out.cut_short, None);
+        assert!(out.states < 20_000, "it looks each time the graph doubles: {}", out.states);
+        let l = out.lasso.expect("w0 waits while w1 ticks");
+        assert_eq!(l.node, 0);
+        // Fairness is per node's timers: w1's Tick alone going round is fair to w1.
+        assert!(l.cycle.iter().all(|c| matches!(c, Choice::Fire { node: 1, .. })), "{l:?}");
+        let r = check::<Endless<true>>(&CheckOpts { max_states: 3_000, ..toy_opts() }, &mut quiet);
+        assert_eq!(r.violation.map(|v| v.property), Some("every request served (fair cycles)"));
+        // Its negative control: without the tick no state repeats, there is no lasso, and
+        // the pass runs to its limit.
+        let out =
+            fair_cycles::<Endless<false>>(&CheckOpts { max_states: 3_000, ..toy_opts() }, Instant::now());
+        assert!(!out.stopped_at_lasso && out.lasso.is_none());
+        assert_eq!(out.cut_short.as_deref(), Some("--max-states 3000 reached"));
+    }
 }
