@@ -656,10 +656,9 @@ mod tests {
         assert!(c < v.choices.len());
         let text = r.text("toy");
         assert!(text.contains("counterexample (a lasso: "), "{text}");
-        assert!(
-            text.contains(&format!("the cycle: steps {} to {} repeat for ever", c + 1, v.choices.len())),
-            "{text}"
-        );
+        assert_eq!(c + 1, v.choices.len(), "a cycle of one step: w1's tick");
+        assert!(text.contains(&format!("the cycle: step {} repeats for ever", c + 1)), "{text}");
+        assert!(text.contains("search: complete, breadth-first"), "the safety search finished: {text}");
         assert!(text.contains("every request served (fair cycles) VIOLATED"), "{text}");
         // Its negative control: without the tick, the same lost request ends in a state
         // where nothing happens, the safety search's deadlock, and no cycle.
@@ -740,7 +739,7 @@ mod tests {
     }
 
     /// w0's request is dropped by w1, whose timers fire for ever: `Tick` (with `TICKS`)
-    /// changes nothing, `Grow` counts up without end, so the states never run out.
+    /// sends w0 a heartbeat, `Grow` counts up without end, so the states never run out.
     #[derive(Clone, Debug, PartialEq, Eq, Hash)]
     struct Endless<const TICKS: bool> {
         me: u32,
@@ -770,8 +769,10 @@ mod tests {
         fn on_message(&mut self, _: PeerId, _: Msg, _: &mut Out<Msg, Beat>) {}
         fn on_cs_done(&mut self, _: &mut Out<Msg, Beat>) {}
         fn on_timer(&mut self, timer: Beat, out: &mut Out<Msg, Beat>) {
-            if timer == Beat::Grow {
-                self.count += 1;
+            match timer {
+                Beat::Grow => self.count += 1,
+                // A heartbeat: w0 ignores it.
+                Beat::Tick => out.send(PeerId(0), Msg::Rel),
             }
             out.set_timer(timer, Duration::from_millis(10));
         }
@@ -786,8 +787,13 @@ mod tests {
         assert!(out.states < 20_000, "it looks each time the graph doubles: {}", out.states);
         let l = out.lasso.expect("w0 waits while w1 ticks");
         assert_eq!(l.node, 0);
-        // Fairness is per node's timers: w1's Tick alone going round is fair to w1.
-        assert!(l.cycle.iter().all(|c| matches!(c, Choice::Fire { node: 1, .. })), "{l:?}");
+        // Fairness is per node's timers: w1's Tick alone going round is fair to w1; the
+        // heartbeat it sends is delivered in the cycle, which empties the channel again.
+        assert_eq!(l.cycle.len(), 2, "{l:?}");
+        assert!(
+            matches!(l.cycle[..], [Choice::Fire { node: 1, .. }, Choice::Deliver { from: 1, to: 0, .. }]),
+            "{l:?}"
+        );
         let r = check::<Endless<true>>(&CheckOpts { max_states: 3_000, ..toy_opts() }, &mut quiet);
         assert_eq!(r.violation.map(|v| v.property), Some("every request served (fair cycles)"));
         // Its negative control: without the tick no state repeats, there is no lasso, and

@@ -278,6 +278,8 @@ impl CheckReport {
                 "search: incomplete, cut short ({why}), {how}; what follows holds of the {} states reached, not of all\n",
                 self.states
             )),
+            // A lasso comes from the liveness pass, after a safety search that finished.
+            (None, Some(v)) if v.cycle_start.is_some() => s.push_str(&format!("search: complete, {how}\n")),
             (None, Some(_)) => s.push_str(&format!("search: stopped at the first violation, {how}\n")),
             (None, None) => s.push_str(&format!("search: complete, {how}\n")),
         }
@@ -360,11 +362,10 @@ impl CheckReport {
             }
             for i in 0..v.steps.len() {
                 if v.cycle_start == Some(i) {
-                    s.push_str(&format!(
-                        "  the cycle: steps {} to {} repeat for ever\n",
-                        i + 1,
-                        v.steps.len()
-                    ));
+                    s.push_str(&match v.steps.len() - i {
+                        1 => format!("  the cycle: step {} repeats for ever\n", i + 1),
+                        _ => format!("  the cycle: steps {} to {} repeat for ever\n", i + 1, v.steps.len()),
+                    });
                 }
                 s.push_str(&format!("  {:>3}. {}\n", i + 1, v.step(i)));
             }
