@@ -225,7 +225,27 @@ pub fn write_steps_page(
     choices: &[crate::sim::Choice],
     dir: &FsPath,
 ) -> Result<PathBuf, String> {
-    let w = (info.walk)(opts, &Route::Choices(choices.to_vec()))?;
+    write_lasso_page(info, opts, choices, None, dir)
+}
+
+/// [`write_steps_page`], or for a lasso (`lasso`: where its cycle starts, from 0, the
+/// property and the failure): the choices from there on are a cycle that repeats for
+/// ever, and the page marks where it begins.
+pub fn write_lasso_page(
+    info: &AlgoInfo,
+    opts: &CheckOpts,
+    choices: &[crate::sim::Choice],
+    lasso: Option<(usize, &str, &str)>,
+    dir: &FsPath,
+) -> Result<PathBuf, String> {
+    let mut w = (info.walk)(opts, &Route::Choices(choices.to_vec()))?;
+    // The walk numbers the start 0 and the choices from 1; it judges no cycle, so the
+    // lasso's property and failure are the caller's.
+    if let Some((c, property, failure)) = lasso {
+        w.cycle_step = Some(c + 1);
+        w.property.get_or_insert_with(|| property.to_string());
+        w.failure.get_or_insert_with(|| failure.to_string());
+    }
     steps_page(info, opts, w, dir)
 }
 
@@ -266,7 +286,12 @@ fn steps_page(info: &AlgoInfo, opts: &CheckOpts, mut w: Walk, dir: &FsPath) -> R
     let steps = w.choices.len();
     let flags = opts.flags();
     let flags = if flags.is_empty() { String::new() } else { format!(" {}", flags.join(" ")) };
+    let what = match (&w.failure, w.cycle_step) {
+        (Some(f), Some(c)) => format!("{f} (steps {c} to {steps} repeat for ever)"),
+        _ => String::new(),
+    };
     let what = match (&w.failure, w.violation_step) {
+        _ if !what.is_empty() => what,
         (Some(f), Some(k)) => format!("{f} (step {k} of {steps})"),
         (Some(f), None) => format!("{f} ({steps} steps)"),
         _ => format!("{steps} steps"),

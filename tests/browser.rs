@@ -1560,3 +1560,27 @@ fn a_clicked_arrow_shows_its_ends_node_states_and_a_run_without_says_it_has_none
     assert_eq!(shown, 0, "{text}");
     assert_eq!(text, "This run recorded no node states (run --states records them).");
 }
+
+#[test]
+fn a_lassos_stepping_page_marks_where_its_cycle_begins() {
+    if !browser_present() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let draw = |walk: &str, name: &str| {
+        let page = mutexlab::html::step_page("a lasso", Some(walk), mutexlab::html::PageMode::Static);
+        let p = tmp.path().join(name);
+        std::fs::write(&p, &page).unwrap();
+        let dom = dump_dom(&p);
+        let attr = |k: &str| div_attr(&dom, "rendered", k).unwrap_or_else(|e| panic!("{e}"));
+        (attr("cycle"), attr("in-cycle"), attr("steps"))
+    };
+    // The same walk, its steps 2 and 3 said to be a cycle that repeats.
+    let mut w: serde_json::Value = serde_json::from_str(RA_WALK).unwrap();
+    w["cycle_step"] = serde_json::json!(2);
+    let (cycle, inside, steps) = draw(&w.to_string(), "lasso.html");
+    assert_eq!((cycle.as_str(), inside.as_str(), steps.as_str()), ("2", "2", "4"));
+    // Its negative control: a walk with no cycle marks none.
+    let (cycle, inside, _) = draw(RA_WALK, "plain.html");
+    assert_eq!((cycle.as_str(), inside.as_str()), ("", "0"));
+}

@@ -366,3 +366,35 @@ fn lamport_s_growing_clocks_are_bounded_by_default_and_the_bound_is_said() {
     let out = run(&["check", "--algo", "lamport", "-n", "2", "-k", "1"]);
     assert!(!stdout(&out).contains("counter bound"), "{}", stdout(&out));
 }
+
+#[test]
+fn liveness_under_fairness_is_asked_for_reported_apart_and_undecided_when_cut_short() {
+    let out = run(&["check", "--algo", "ricart-agrawala", "-n", "2", "--liveness", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let j = json(&out);
+    let fair = j["properties"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "every request served (fair cycles)");
+    assert_eq!(fair.map(|p| p["held"].clone()), Some(serde_json::json!(true)), "{j}");
+    assert_eq!(j["liveness"]["complete"], true, "{j}");
+    assert!(j["liveness"]["states"].as_u64().unwrap() >= j["states"].as_u64().unwrap());
+    // Not asked: no pass, and the summary says what is not checked.
+    let out = run(&["check", "--algo", "ricart-agrawala", "-n", "2"]);
+    assert!(stdout(&out).contains("--liveness checks it"), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("fair cycles"), "{}", stdout(&out));
+    // Its generations make centralized-bully's states endless without a timer budget:
+    // the pass is cut short, finds no lasso, and decides nothing (exit 4), though the
+    // safety search within one timer firing is complete.
+    let out = run(&["check", "--algo", "centralized-bully", "-n", "2", "--liveness", "--max-states", "3000"]);
+    assert_eq!(out.status.code(), Some(4), "{}", stdout(&out));
+    let s = stdout(&out);
+    assert!(s.contains("search: complete"), "{s}");
+    assert!(s.contains("every request served (fair cycles) UNDECIDED"), "{s}");
+    assert!(s.contains("cut short (--max-states 3000 reached)"), "{s}");
+    // An election has no requests to serve: one line, exit 2.
+    let out = run(&["check", "--algo", "bully", "-n", "2", "--liveness"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stderr(&out), "mutexlab: --liveness is for mutual exclusion; bully is an election\n");
+}

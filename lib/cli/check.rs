@@ -75,6 +75,13 @@ pub(super) struct CheckArgs {
     /// to finish, such as lamport; else none). States past it are judged, not expanded.
     #[arg(long, value_name = "B", allow_hyphen_values = true)]
     counter_bound: Option<String>,
+    /// After a safety search that finds nothing, look for a request never served round
+    /// a cycle of states that takes every delivery, timer and call that stays enabled
+    /// (weak fairness): `every request served (fair cycles)`, a lasso if not. Its own
+    /// pass without a timer budget (within --counter-bound), keeping every state and
+    /// edge; mutual exclusion only. A pass cut short that found none decides nothing.
+    #[arg(long)]
+    liveness: bool,
     /// Check that while a node waits, the others enter at most B times (default: the
     /// bound the algorithm promises, if it promises one). The count joins the state.
     #[arg(long, value_name = "B", allow_negative_numbers = true)]
@@ -185,6 +192,7 @@ fn check_opts(a: &CheckArgs) -> Result<check::CheckOpts, Error> {
         timer_fires: count_or_none("--timer-fires", "a count", a.timer_fires.as_deref(), (0, 1000))?
             .map(|t| t as u32),
         forget: a.forget,
+        liveness: a.liveness,
         seed: a.seed,
         counter_bound: count_or_none(
             "--counter-bound",
@@ -212,6 +220,12 @@ pub(super) fn cmd_check(a: CheckArgs) -> Outcome {
     let info = registry::lookup(&a.algo).map_err(Error::usage)?;
     modelled(info)?;
     let opts = check_opts(&a)?;
+    if a.liveness && info.service != crate::algorithm::ServiceKind::Mutex {
+        return Err(Error::usage(format!(
+            "--liveness is for mutual exclusion; {} is an election",
+            info.name
+        )));
+    }
     if let Some(dir) = &a.out {
         crate::sim::record::new_or_empty(dir).map_err(Error::usage)?;
     }
@@ -251,8 +265,14 @@ pub(super) fn cmd_check(a: CheckArgs) -> Outcome {
                 v.run.write(dir, info.name).map_err(|e| Error::failed(e.to_string()))?;
                 let file = crate::counterexample::CounterexampleFile::new(info.name, &opts, v);
                 file.write(dir).map_err(Error::failed)?;
-                let page =
-                    crate::explore::write_steps_page(info, &opts, &v.choices, dir).map_err(Error::failed)?;
+                let page = crate::explore::write_lasso_page(
+                    info,
+                    &opts,
+                    &v.choices,
+                    v.cycle_start.map(|c| (c, v.property, v.failure.as_str())),
+                    dir,
+                )
+                .map_err(Error::failed)?;
                 let me = invocation();
                 eprintln!("counterexample written to {shown}: open {} to step through it, `{me} replay {shown}` runs it as real processes, `{me} report {shown}` draws it, `{me} audit {shown}` judges its files, `{me} trace {shown}` lists its messages", page.display());
             }
@@ -261,7 +281,9 @@ pub(super) fn cmd_check(a: CheckArgs) -> Outcome {
     }
     // A violation stands however the search ended; without one, a search that did not
     // cover every state has no verdict (exit 4), or was interrupted (130).
-    Ok(match (&r.violation, &r.cut_short) {
+    // A liveness pass cut short without a lasso decides nothing either.
+    let undecided = r.liveness.as_ref().and_then(|l| l.cut_short.as_ref());
+    Ok(match (&r.violation, r.cut_short.as_ref().or(undecided)) {
         (Some(_), _) => Verdict::Fail,
         (None, None) => Verdict::Pass,
         (None, Some(_)) if crate::interrupt::requested() => {

@@ -1,6 +1,7 @@
 //! The stepping page: a counterexample (or any walk of the checker's `World`) stepped
 //! through one choice at a time. Left, the steps in `check`'s own numbers and words, the
-//! breaking step in red with its property and why; middle, a space-time diagram the
+//! breaking step in red with its property and why (a lasso's cycle, which repeats for
+//! ever, edged in purple from the step it begins at); middle, a space-time diagram the
 //! page's script draws from the walk (a lane per node, a row per step, every message an
 //! arrow from its send row to its delivery row, drawn whole even when later ones
 //! overtake it); right, the selected step's snapshot: each node's fields as a tree with
@@ -72,7 +73,8 @@ body:not(.explore) .explore-only { display: none; }
 #steps li { padding: 3px 6px; border-left: 3px solid transparent; cursor: pointer; }
 #steps li:hover { background: #f0f3f9; } #steps li.selected { background: #dbe7fb; border-left-color: #1f4e9c; }
 #steps li.breaking { color: #c0262d; border-left-color: #d62d2d; background: #fde8e8; }
-#steps li.breaking.selected { background: #f8c9c9; } #steps li.msg-end { outline: 2px solid #e08a2e; }
+#steps li.breaking.selected { background: #f8c9c9; }
+#steps li.in-cycle { border-left-color: #7a4fb5; } #steps li.cycle-start { border-top: 2px dashed #7a4fb5; } #steps li.msg-end { outline: 2px solid #e08a2e; }
 #steps .num { font-weight: 600; font-variant-numeric: tabular-nums; } #steps .why { font-size: 12px; }
 #diagram { overflow: auto; max-height: 78vh; border: 1px solid #e3e5ea; }
 svg.spacetime rect.row { fill: transparent; cursor: pointer; } svg.spacetime rect.row:hover { fill: #f0f3f9; }
@@ -232,6 +234,15 @@ const SCRIPT: &str = r#"
         li.classList.add('breaking');
         var b = st.breaks || { property: W.property, why: W.failure };
         li.appendChild(el('div', 'why', '\u2717 breaks ' + (b.property || 'a property') + (b.why ? ': ' + b.why : '')));
+      }
+      if (W.cycle_step != null && st.number >= W.cycle_step) {
+        // A lasso: from here to the last step is a cycle that repeats for ever.
+        li.classList.add('in-cycle');
+        if (st.number === W.cycle_step) {
+          li.classList.add('cycle-start');
+          li.appendChild(el('div', 'why', '\u21bb the cycle begins: steps ' + W.cycle_step + ' to ' +
+            W.steps[W.steps.length - 1].number + ' repeat for ever'));
+        }
       }
       if (i === sel) li.classList.add('selected');
       if (ends.indexOf(i) >= 0) li.classList.add('msg-end');
@@ -501,6 +512,9 @@ const SCRIPT: &str = r#"
     set('selected', cur ? cur.getAttribute('data-step') : '');
     set('selected-breaking', cur && cur.classList.contains('breaking') ? 1 : 0);
     set('breaking', br ? br.getAttribute('data-step') : '');
+    var cy = document.querySelector('#steps li.cycle-start');
+    set('cycle', cy ? cy.getAttribute('data-step') : '');
+    set('in-cycle', q('#steps li.in-cycle'));
     set('arrows', q('#diagram g[data-msg]'));
     set('fans', q('#diagram [data-fan-label]'));
     set('unfinished', q('#diagram g.pending, #diagram g.lost'));

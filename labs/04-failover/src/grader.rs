@@ -12,6 +12,9 @@
 //! `forgets-inside` is (7 and 8 steps through a crash, 20 through a false suspicion); a
 //! lost request (`forgets-waiting`) never ends the heartbeats, so no state of it is a
 //! deadlock, and the sweeps of group 2 catch it instead (a run that never completes).
+//! The checker's fair-cycle pass (`check --liveness`) does not see it either: every
+//! round of re-election round the lost request takes new timer generations, so no
+//! state repeats and there is no cycle to find.
 
 use std::fmt::Debug;
 

@@ -36,7 +36,13 @@
 //! - invariants of one's own ([`Invariant`], through [`check_with`]): an algorithm's from
 //!   its registry entry (one token at most), or a user's.
 //!
-//! Not checked: liveness beyond terminal states (the summary says so).
+//! - `every request served (fair cycles)`, with [`CheckOpts::liveness`] (mutual
+//!   exclusion): no request waits for ever on a cycle of states that is weakly fair to
+//!   every delivery, timer and call; a lasso (the way to the cycle, then the cycle) is
+//!   its counterexample. Its own pass after the safety search (`check/liveness.rs`).
+//!
+//! Not checked: liveness beyond terminal states without [`CheckOpts::liveness`] (the
+//! summary says so), and under strong fairness with it.
 //!
 //! Knobs are the world's: non-FIFO channels, crashes (each followed by a restart, of any
 //! node), stale timers, lost messages ([`CheckOpts::lose`]), and which timers may fire
@@ -60,6 +66,7 @@ use crate::algorithm::{Config, Node, PeerId, ServiceKind};
 use crate::record::{Recorder, RunFiles};
 use crate::{Choice, Failure, SimApps, SimService, World};
 
+mod liveness;
 mod memory;
 mod opts;
 mod report;
@@ -68,7 +75,7 @@ pub mod walk;
 
 pub use memory::default_bound as default_max_memory;
 pub use opts::{CheckOpts, TimerOrder, MAX_ENTRIES, MAX_NODES};
-pub use report::{CheckReport, Counterexample, Progress, Property, PropertyResult};
+pub use report::{CheckReport, Counterexample, LivenessResult, Progress, Property, PropertyResult};
 
 /// An invariant of one's own, checked at every state: a name and a judge over read
 /// access to the world ([`World::node`], [`World::apps`], [`World::in_flight`],
@@ -278,10 +285,15 @@ where
         at_timer_bound: found.at_timer_bound,
         counter_bound: opts.counter_bound,
         at_counter_bound: opts.counter_bound.map(|_| found.at_counter_bound),
-        not_checked: vec![
-            "liveness beyond terminal states (a request or an election that waits forever in a cycle of states)".into(),
-        ],
+        not_checked: Vec::new(),
+        liveness: None,
     };
+    let live = opts.liveness && service == ServiceKind::Mutex;
+    report.not_checked.push(match (live, service) {
+        (true, _) => "liveness under strong fairness (a request that waits for ever while a delivery, timer or call is enabled on and off, never taken)".into(),
+        (false, ServiceKind::Mutex) => "liveness beyond terminal states (a request that waits forever in a cycle of states; --liveness checks it)".into(),
+        (false, _) => "liveness beyond terminal states (an election that waits forever in a cycle of states)".into(),
+    });
     if let Some(b) = opts.counter_bound {
         report
             .not_checked
@@ -314,13 +326,64 @@ where
             detail,
         });
     }
+    if live && found.violation.is_none() {
+        let began = Instant::now();
+        let l = liveness::fair_cycles::<N>(opts, began);
+        let decided = l.lasso.is_some() || l.cut_short.is_none();
+        report.liveness = Some(LivenessResult {
+            states: l.states,
+            transitions: l.transitions,
+            at_counter_bound: opts.counter_bound.map(|_| l.at_counter_bound),
+            seconds: began.elapsed().as_secs_f64(),
+            complete: l.cut_short.is_none(),
+            cut_short: l.cut_short,
+            stopped_at_lasso: l.stopped_at_lasso,
+        });
+        if decided {
+            report.properties.push(PropertyResult {
+                name: Property::FairCycles.name(),
+                held: l.lasso.is_none(),
+                states: l.states,
+                terminal: false,
+                detail: Some("weak fairness".into()),
+            });
+        }
+        if let Some(lasso) = l.lasso {
+            let choices = [opts.from.as_slice(), &lasso.stem, &lasso.cycle].concat();
+            let cycle_start = opts.from.len() + lasso.stem.len();
+            let failure = format!(
+                "{} waits for ever: its request is never served round a cycle of {} step{} that repeats for ever, taking every delivery, timer and call that stays enabled (weak fairness)",
+                PeerId(lasso.node),
+                lasso.cycle.len(),
+                if lasso.cycle.len() == 1 { "" } else { "s" }
+            );
+            let (steps, run) = replay::<N>(service, opts, &choices, Some(&failure));
+            report.violation = Some(Counterexample {
+                property: Property::FairCycles.name(),
+                failure,
+                choices,
+                steps,
+                run,
+                shortest: false,
+                cycle_start: Some(cycle_start),
+            });
+        }
+        report.peak_memory_bytes = peak_memory();
+    }
     if let Some((p, failure, found_choices)) = found.violation {
         let choices = [opts.from.as_slice(), &found_choices].concat();
         // A violation stops the run midway; a state where nothing can happen ends it.
         let ended = matches!(p, Property::NoDeadlock | Property::EveryRequestServed);
         let (steps, run) = replay::<N>(service, opts, &choices, (!ended).then_some(failure.as_str()));
-        report.violation =
-            Some(Counterexample { property: p.name(), failure, choices, steps, run, shortest: !opts.dfs });
+        report.violation = Some(Counterexample {
+            property: p.name(),
+            failure,
+            choices,
+            steps,
+            run,
+            shortest: !opts.dfs,
+            cycle_start: None,
+        });
     }
     report
 }

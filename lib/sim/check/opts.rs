@@ -78,6 +78,12 @@ pub struct CheckOpts {
     /// is walked in is the one the simulator ran.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub seed: u64,
+    /// After a safety search that found nothing, check `every request served (fair
+    /// cycles)` (mutual exclusion): its own pass, without a timer budget, keeping the
+    /// graph of states, looks for a request that waits for ever round a cycle that
+    /// takes every delivery, timer and call that stays enabled (weak fairness).
+    #[serde(default)]
+    pub liveness: bool,
     /// Depth-first instead of breadth-first: little memory, but a counterexample need
     /// not be the shortest.
     #[serde(default)]
@@ -148,6 +154,7 @@ impl CheckOpts {
             timer_fires: None,
             counter_bound: None,
             forget: false,
+            liveness: false,
             seed: 0,
             dfs: false,
             max_depth: None,
@@ -191,6 +198,9 @@ impl CheckOpts {
         }
         if self.forget {
             with("--forget", None);
+        }
+        if self.liveness {
+            with("--liveness", None);
         }
         if self.seed != 0 {
             with("--seed", Some(self.seed.to_string()));

@@ -36,6 +36,10 @@ pub enum Property {
     HighestLiveId,
     /// An algorithm's or a user's own [`Invariant`], by its name.
     Invariant(&'static str),
+    /// Mutual exclusion, with [`CheckOpts::liveness`]: no request waits for ever round
+    /// a cycle of states that takes every delivery, timer and call that stays enabled
+    /// (weak fairness).
+    FairCycles,
 }
 
 impl Property {
@@ -52,6 +56,7 @@ impl Property {
             Property::AgreementWhenQuiet => "agreement when quiet",
             Property::HighestLiveId => "highest live id",
             Property::Invariant(name) => name,
+            Property::FairCycles => "every request served (fair cycles)",
         }
     }
 
@@ -135,6 +140,10 @@ pub struct Counterexample {
     pub run: RunFiles,
     /// Found breadth-first, so no counterexample is shorter (depth-first: it may be).
     pub shortest: bool,
+    /// A lasso (`every request served (fair cycles)`): the choices from this index
+    /// (from 0) to the end are a cycle, which repeats for ever.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cycle_start: Option<usize>,
 }
 
 impl Counterexample {
@@ -204,6 +213,35 @@ pub struct CheckReport {
     pub at_counter_bound: Option<u64>,
     /// What this check does not judge.
     pub not_checked: Vec<String>,
+    /// The liveness pass (`--liveness`), if it ran: it runs after a safety search that
+    /// found no violation, for mutual exclusion.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub liveness: Option<LivenessResult>,
+}
+
+/// How the liveness pass went: its own exploration, without a timer budget, keeping
+/// the graph of states to look for cycles in.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct LivenessResult {
+    /// Distinct states in its graph.
+    pub states: u64,
+    /// Edges in its graph.
+    pub transitions: u64,
+    /// States past the counter bound, if one was set: in the graph, with no edges, so
+    /// no cycle goes through them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub at_counter_bound: Option<u64>,
+    /// Time it took, in seconds.
+    pub seconds: f64,
+    /// No limit cut it short: every state within the bounds was explored, or it
+    /// stopped at a lasso. A lasso found holds anyway; without one, a pass cut short
+    /// decides nothing.
+    pub complete: bool,
+    /// Why it was cut short, if it was.
+    pub cut_short: Option<String>,
+    /// It stopped once the states it had explored held a lasso (it looks each time
+    /// their number doubles), so not every state was explored.
+    pub stopped_at_lasso: bool,
 }
 
 impl CheckReport {
@@ -240,6 +278,8 @@ impl CheckReport {
                 "search: incomplete, cut short ({why}), {how}; what follows holds of the {} states reached, not of all\n",
                 self.states
             )),
+            // A lasso comes from the liveness pass, after a safety search that finished.
+            (None, Some(v)) if v.cycle_start.is_some() => s.push_str(&format!("search: complete, {how}\n")),
             (None, Some(_)) => s.push_str(&format!("search: stopped at the first violation, {how}\n")),
             (None, None) => s.push_str(&format!("search: complete, {how}\n")),
         }
@@ -265,6 +305,31 @@ impl CheckReport {
                 "  most bypasses seen: {most} (at least; no bound checked, so the count is not part of the state)\n"
             ));
         }
+        if let Some(l) = &self.liveness {
+            let decided = self.properties.iter().any(|p| p.name == Property::FairCycles.name());
+            if !decided {
+                s.push_str(&format!(
+                    "  {:<w$} UNDECIDED (the liveness pass was cut short and found no lasso in what it reached)\n",
+                    Property::FairCycles.name(),
+                    w = w
+                ));
+            }
+            let bound = match (self.counter_bound, l.at_counter_bound) {
+                (Some(b), Some(k)) => {
+                    format!(", counter bound {b} ({k} states past it, no cycle through them)")
+                }
+                _ => String::new(),
+            };
+            let how = match (&l.cut_short, l.stopped_at_lasso) {
+                (Some(why), _) => format!("cut short ({why})"),
+                (None, true) => "stopped at the first lasso".to_string(),
+                (None, false) => "complete".to_string(),
+            };
+            s.push_str(&format!(
+                "liveness: weak fairness on every delivery, timer and call (not crashes, restarts or losses), no timer budget{bound}: {} states, {} transitions, {:.2} s, {how}\n",
+                l.states, l.transitions, l.seconds
+            ));
+        }
         if let Some(t) = self.timer_fires {
             s.push_str(&format!(
                 "timer bound: at most {t} timer firing{} on any way (--timer-fires); {} states stopped there, not judged as terminal\n",
@@ -283,8 +348,25 @@ impl CheckReport {
         }
         if let Some(v) = &self.violation {
             let which = if v.shortest { "the shortest" } else { "depth-first, not necessarily the shortest" };
-            s.push_str(&format!("counterexample ({} steps, {which}): {}\n", v.choices.len(), v.headline()));
+            match v.cycle_start {
+                Some(c) => s.push_str(&format!(
+                    "counterexample (a lasso: {c} steps to a cycle of {}, which repeats for ever): {}\n",
+                    v.choices.len() - c,
+                    v.headline()
+                )),
+                None => s.push_str(&format!(
+                    "counterexample ({} steps, {which}): {}\n",
+                    v.choices.len(),
+                    v.headline()
+                )),
+            }
             for i in 0..v.steps.len() {
+                if v.cycle_start == Some(i) {
+                    s.push_str(&match v.steps.len() - i {
+                        1 => format!("  the cycle: step {} repeats for ever\n", i + 1),
+                        _ => format!("  the cycle: steps {} to {} repeat for ever\n", i + 1, v.steps.len()),
+                    });
+                }
                 s.push_str(&format!("  {:>3}. {}\n", i + 1, v.step(i)));
             }
         }

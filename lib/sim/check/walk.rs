@@ -60,6 +60,10 @@ pub struct Walk {
     pub failure: Option<String>,
     /// The number of the step that broke it.
     pub violation_step: Option<usize>,
+    /// A lasso's: the number of the first step of the cycle, which repeats for ever from
+    /// there to the last step.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cycle_step: Option<usize>,
     /// Every message sent along the path, by id.
     pub messages: Vec<MessageSeen>,
     /// The start (number 0), then one per choice (numbered from 1, as `check` prints).
@@ -389,6 +393,7 @@ where
         property,
         failure,
         violation_step,
+        cycle_step: None,
         messages: ledger.messages,
         steps,
         enabled,
