@@ -43,6 +43,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::algorithm::{PeerId, ServiceKind};
 use crate::auth::Secret;
+use crate::faults::Partition;
 
 /// The file descriptor a worker finds its control link on.
 pub const LINK_FD: RawFd = 3;
@@ -398,14 +399,10 @@ pub enum ToWorker {
     Finish,
     /// Say what you are waiting for.
     Query,
-    /// Hold messages to workers outside your group until `Heal` (workers named in no
-    /// group form one more group together).
-    Partition {
-        /// The groups, by worker id.
-        groups: Vec<Vec<u32>>,
-    },
-    /// Deliver everything held by a partition, in order, and hold nothing more.
-    Heal,
+    /// The plan's partition in force from now on: hold messages to workers outside your
+    /// group. `None`, the heal: deliver everything held by a partition, in order, and
+    /// hold nothing more.
+    Partition(Option<Partition>),
     /// Held delivery: do one step of a replay; answered with [`Held::Stepped`].
     Replay(ReplayOrder),
 }

@@ -1,6 +1,6 @@
 //! Network faults on the send path: latency, jitter and loss as the settings ask
-//! (`--latency`, `--jitter`, `--drop`), and the partitions the supervisor orders
-//! (`Partition`, `Heal`). While faults are on, the frame of every message to a peer
+//! (`--latency`, `--jitter`, `--drop`), and the plan's partitions, in force as the
+//! supervisor orders ([`Partition`], or none: the heal). While faults are on, the frame of every message to a peer
 //! comes here on its way to the mesh ([`NetFaults::send`]) and may be lost, delayed (the
 //! `Deliver` timer releases it, [`NetFaults::due`]) or held back until the partition
 //! heals. Delays keep each channel FIFO, and what is delayed or held for a peer that is
@@ -16,6 +16,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::algorithm::PeerId;
 use crate::control::WorkerSettings;
+use crate::faults::Partition;
 
 /// What becomes of a frame handed to [`NetFaults::send`].
 #[derive(Debug, PartialEq, Eq)]
@@ -43,7 +44,7 @@ pub(super) struct NetFaults {
     delayed: Vec<VecDeque<(Instant, Vec<u8>)>>,
     /// Frames held back by a partition, per peer, in order.
     held: Vec<Vec<u8>>,
-    /// Group number of each worker while partitioned.
+    /// Group number of each worker while partitioned ([`Partition::group_of`]).
     groups: Option<Vec<usize>>,
 }
 
@@ -133,12 +134,12 @@ impl NetFaults {
         out
     }
 
-    /// The supervisor's `Partition` (`Some`): hold what crosses it from now on; or its
-    /// `Heal` (`None`): what was held, per peer in order, to queue now.
-    pub(super) fn partition(&mut self, groups: Option<Vec<Vec<u32>>>) -> Vec<(PeerId, Vec<u8>)> {
-        match groups {
-            Some(groups) => {
-                self.groups = Some(group_of(&groups, self.workers));
+    /// The partition the supervisor puts in force (`Some`): hold what crosses it from
+    /// now on; or its heal (`None`): what was held, per peer in order, to queue now.
+    pub(super) fn partition(&mut self, p: Option<Partition>) -> Vec<(PeerId, Vec<u8>)> {
+        match p {
+            Some(p) => {
+                self.groups = Some(p.group_of(self.workers));
                 Vec::new()
             }
             None => {
@@ -163,35 +164,9 @@ impl NetFaults {
     }
 }
 
-/// Each worker's group number under the partition `groups` (ids beyond the run are
-/// ignored).
-fn group_of(groups: &[Vec<u32>], workers: u32) -> Vec<usize> {
-    // Workers named in no group form one more group together.
-    let mut of = vec![groups.len(); workers as usize];
-    for (g, members) in groups.iter().enumerate() {
-        for &w in members {
-            if let Some(slot) = of.get_mut(w as usize) {
-                *slot = g;
-            }
-        }
-    }
-    of
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn workers_named_in_no_group_form_one_more_group() {
-        assert_eq!(group_of(&[vec![0, 2], vec![1]], 5), vec![0, 1, 0, 2, 2]);
-        assert_eq!(group_of(&[vec![3]], 4), vec![1, 1, 1, 0]);
-    }
-
-    #[test]
-    fn ids_beyond_the_run_are_ignored() {
-        assert_eq!(group_of(&[vec![0, 7], vec![1, 99]], 3), vec![0, 1, 2]);
-    }
 
     fn faults(latency_ms: u64, drop: f64) -> NetFaults {
         NetFaults::with(PeerId(0), 3, (Duration::from_millis(latency_ms), Duration::ZERO, drop), 7)
@@ -201,7 +176,7 @@ mod tests {
     fn a_partition_holds_frames_across_it_until_the_heal_in_order() {
         let mut net = faults(0, 0.0);
         assert!(!net.on());
-        assert_eq!(net.partition(Some(vec![vec![0], vec![1, 2]])), vec![]);
+        assert_eq!(net.partition(Some(vec![vec![0], vec![1, 2]].into())), vec![]);
         assert!(net.on());
         assert_eq!(net.send(PeerId(1), vec![1]), Fate::Held);
         assert_eq!(net.send(PeerId(1), vec![2]), Fate::Held);
@@ -226,10 +201,5 @@ mod tests {
         assert_eq!(net.due(later + Duration::from_secs(1)), vec![]);
         let mut lossy = faults(0, 1.0);
         assert_eq!(lossy.send(PeerId(1), vec![1]), Fate::Lost);
-    }
-
-    #[test]
-    fn no_groups_is_one_group_of_everyone() {
-        assert_eq!(group_of(&[], 3), vec![0, 0, 0]);
     }
 }

@@ -190,13 +190,10 @@ impl Stall<'_> {
                 ));
             }
         }
-        if let Some((groups, since)) = self.faults.partition_in_force() {
-            let groups: Vec<String> =
-                groups.iter().map(|g| g.iter().map(u32::to_string).collect::<Vec<_>>().join(",")).collect();
+        if let Some((p, since)) = self.faults.partition_in_force() {
             let since = since.map(|ms| format!(" since {ms:.1} ms")).unwrap_or_default();
             lines.push(format!(
-                "partition {} in force{since}: messages between its sides are held until it heals",
-                groups.join("|")
+                "partition {p} in force{since}: messages between its sides are held until it heals"
             ));
         }
         lines.join("\n  ")
@@ -424,7 +421,7 @@ mod tests {
         ]);
         let kernel = [None, None, Some(ProcState::Stopped), None, None, Some(ProcState::Active('S'))];
         let mut faults = Nemesis::new(Vec::new());
-        faults.partition(vec![vec![0, 1], vec![2, 3, 4, 5]]);
+        faults.partition(vec![vec![0, 1], vec![2, 3, 4, 5]].into());
         let stall = Stall {
             window: Duration::from_secs(5),
             lag: Duration::from_millis(100),

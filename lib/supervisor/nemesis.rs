@@ -22,7 +22,7 @@ use super::{Life, RunError, RunOpts, Slot};
 use crate::algorithm::PeerId;
 use crate::control::{self, ToWorker};
 pub use crate::faults::AppliedFault;
-use crate::faults::{Action, FaultKind, Standing, Step, Target, When};
+use crate::faults::{Action, FaultKind, Partition, Standing, Step, Target, When};
 use crate::resource;
 
 /// A fault applied this long or more after its time is marked late: below it, the
@@ -67,7 +67,7 @@ pub(super) struct Nemesis {
     /// `faults.log`, once the run has a plan (or a teardown to record).
     log: Option<std::fs::File>,
     /// The partition in force (its generation and groups), if any.
-    partition: Option<(u64, Vec<Vec<u32>>)>,
+    partition: Option<(u64, Partition)>,
     /// Partitions applied so far: each gets the next generation.
     partitions: u64,
     /// When the fault being applied was due, if it had a time (see [`LATE`]).
@@ -125,15 +125,15 @@ impl Nemesis {
     }
 
     /// The partition in force, if any: its groups, and when it was applied (ms into the run).
-    pub(super) fn partition_in_force(&self) -> Option<(&[Vec<u32>], Option<f64>)> {
-        let (_, groups) = self.partition.as_ref()?;
+    pub(super) fn partition_in_force(&self) -> Option<(&Partition, Option<f64>)> {
+        let (_, p) = self.partition.as_ref()?;
         let since = self.applied.iter().rev().find(|f| f.action == FaultKind::Partition).map(|f| f.at_ms);
-        Some((groups, since))
+        Some((p, since))
     }
 
     /// Which side of the partition in force worker `w` is on, if one is.
     pub(super) fn side(&self, w: usize) -> Option<usize> {
-        self.partition.as_ref().and_then(|(_, groups)| groups.iter().position(|g| g.contains(&(w as u32))))
+        self.partition.as_ref().and_then(|(_, p)| p.side(w as u32))
     }
 
     /// How long the main loop may sleep, given when the run `started`: briefly while a
@@ -201,12 +201,12 @@ impl Nemesis {
         self.undo.push((at, undo));
     }
 
-    /// Put `groups` in force as the next generation of partition; returns its
-    /// generation (for its heal, [`Undo::Heal`]).
-    pub(super) fn partition(&mut self, groups: Vec<Vec<u32>>) -> u64 {
+    /// Put `p` in force as the next generation of partition; returns its generation
+    /// (for its heal, [`Undo::Heal`]).
+    pub(super) fn partition(&mut self, p: Partition) -> u64 {
         self.partitions += 1;
         let generation = self.partitions;
-        self.partition = Some((generation, groups));
+        self.partition = Some((generation, p));
         generation
     }
 
@@ -469,8 +469,8 @@ impl Nemesis {
                     run.procs.send(other, &ToWorker::Incarnation { id: PeerId(w as u32), incarnation: inc });
                 }
             }
-            Action::Partition(groups) => {
-                let generation = self.partition(groups.clone());
+            Action::Partition(p) => {
+                let generation = self.partition(p.clone());
                 self.record(run, FaultKind::Partition, None, text);
                 for id in 0..run.procs.slots.len() {
                     self.sync_partition(run.procs, id);
@@ -547,10 +547,7 @@ impl Nemesis {
             return None;
         }
         s.view = current;
-        Some(match &self.partition {
-            Some((_, groups)) => ToWorker::Partition { groups: groups.clone() },
-            None => ToWorker::Heal,
-        })
+        Some(ToWorker::Partition(self.partition.as_ref().map(|(_, p)| p.clone())))
     }
 
     /// The run failed or was interrupted (`why`) and has been torn down: record it in
@@ -828,9 +825,9 @@ mod tests {
         assert!(faults.never_fired().is_empty() && faults.settled());
         // Partitions get generations; a heal due for an older one finds it out of force.
         let now = Instant::now();
-        let first = faults.partition(vec![vec![0], vec![1, 2]]);
+        let first = faults.partition(vec![vec![0], vec![1, 2]].into());
         faults.later(now + ms(50), Undo::Heal { generation: first });
-        let second = faults.partition(vec![vec![0, 1], vec![2]]);
+        let second = faults.partition(vec![vec![0, 1], vec![2]].into());
         assert!(!faults.in_force(first) && faults.in_force(second));
         assert!(!faults.settled(), "the first partition's heal is still to come");
         assert!(faults.take_due_undos(now).is_empty());
@@ -856,7 +853,7 @@ mod tests {
             format!("{:?}", None::<ToWorker>),
             "nothing in force, nothing sent yet"
         );
-        faults.partition(vec![vec![0], vec![1]]);
+        faults.partition(vec![vec![0], vec![1]].into());
         slot.life = Life::Stopped;
         assert_eq!(
             told(&faults, &mut slot),
@@ -864,11 +861,11 @@ mod tests {
             "a paused worker does not read"
         );
         slot.life = Life::Running;
-        let groups = vec![vec![0], vec![1]];
-        assert_eq!(told(&faults, &mut slot), format!("{:?}", Some(ToWorker::Partition { groups })));
+        let p = Partition::from(vec![vec![0], vec![1]]);
+        assert_eq!(told(&faults, &mut slot), format!("{:?}", Some(ToWorker::Partition(Some(p)))));
         assert_eq!(told(&faults, &mut slot), format!("{:?}", None::<ToWorker>), "told once");
         faults.end_partition();
-        assert_eq!(told(&faults, &mut slot), format!("{:?}", Some(ToWorker::Heal)));
+        assert_eq!(told(&faults, &mut slot), format!("{:?}", Some(ToWorker::Partition(None))));
         assert_eq!(told(&faults, &mut slot), format!("{:?}", None::<ToWorker>));
     }
 }

@@ -269,7 +269,7 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
             | Action::Term(Target::Worker(w))
             | Action::Stop(Target::Worker(w))
             | Action::Restart(w) => vec![*w],
-            Action::Partition(groups) => groups.concat(),
+            Action::Partition(p) => p.groups.concat(),
             _ => Vec::new(),
         };
         if let Some(bad) = named.into_iter().find(|&w| w >= opts.workers) {
