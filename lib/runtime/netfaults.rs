@@ -16,7 +16,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::algorithm::PeerId;
 use crate::control::WorkerSettings;
-use crate::faults::Partition;
+use crate::faults::{MessageFaults, Partition};
 
 /// What becomes of a frame handed to [`NetFaults::send`].
 #[derive(Debug, PartialEq, Eq)]
@@ -37,9 +37,7 @@ pub(super) enum Fate {
 pub(super) struct NetFaults {
     me: PeerId,
     workers: u32,
-    latency: Duration,
-    jitter: Duration,
-    drop: f64,
+    messages: MessageFaults,
     rng: ChaCha8Rng,
     delayed: Vec<VecDeque<(Instant, Vec<u8>)>>,
     /// Frames held back by a partition, per peer, in order.
@@ -52,20 +50,16 @@ impl NetFaults {
     /// The faults `opts` asks for, on the frames of worker `opts.id`, drawn from a
     /// source seeded by `seed`.
     pub(super) fn new(opts: &WorkerSettings, seed: u64) -> NetFaults {
-        NetFaults::with(PeerId(opts.id), opts.workers, (opts.latency, opts.jitter, opts.drop), seed)
+        NetFaults::with(PeerId(opts.id), opts.workers, opts.messages, seed)
     }
 
-    /// Latency, jitter and loss probability `faults` on the frames of worker `me` of
-    /// `workers`.
-    fn with(me: PeerId, workers: u32, faults: (Duration, Duration, f64), seed: u64) -> NetFaults {
+    /// The `messages` faults on the frames of worker `me` of `workers`.
+    fn with(me: PeerId, workers: u32, messages: MessageFaults, seed: u64) -> NetFaults {
         let n = workers as usize;
-        let (latency, jitter, drop) = faults;
         NetFaults {
             me,
             workers,
-            latency,
-            jitter,
-            drop,
+            messages,
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6e65_7466_6175_6c74),
             delayed: (0..n).map(|_| VecDeque::new()).collect(),
             held: vec![Vec::new(); n],
@@ -75,7 +69,7 @@ impl NetFaults {
 
     /// Whether a frame must come here at all: faults are asked for, or a partition is on.
     pub(super) fn on(&self) -> bool {
-        !self.latency.is_zero() || !self.jitter.is_zero() || self.drop > 0.0 || self.groups.is_some()
+        self.messages.any() || self.groups.is_some()
     }
 
     /// What becomes of a frame for `to` on the send path: released now when no fault is
@@ -90,15 +84,12 @@ impl NetFaults {
     /// A frame for `to`: lose it, delay it, or release it now (to the peer's queue, or
     /// held back by a partition).
     pub(super) fn send(&mut self, to: PeerId, frame: Vec<u8>) -> Fate {
-        if self.drop > 0.0 && self.rng.random_bool(self.drop.min(1.0)) {
+        let MessageFaults { latency, jitter, drop } = self.messages;
+        if drop > 0.0 && self.rng.random_bool(drop.min(1.0)) {
             return Fate::Lost;
         }
-        let delay = self.latency
-            + if self.jitter.is_zero() {
-                Duration::ZERO
-            } else {
-                self.jitter.mul_f64(self.rng.random_range(0.0..1.0))
-            };
+        let delay = latency
+            + if jitter.is_zero() { Duration::ZERO } else { jitter.mul_f64(self.rng.random_range(0.0..1.0)) };
         if delay.is_zero() && self.delayed[to.index()].is_empty() {
             return self.release(to, frame);
         }
@@ -169,7 +160,9 @@ mod tests {
     use super::*;
 
     fn faults(latency_ms: u64, drop: f64) -> NetFaults {
-        NetFaults::with(PeerId(0), 3, (Duration::from_millis(latency_ms), Duration::ZERO, drop), 7)
+        let messages =
+            MessageFaults { latency: Duration::from_millis(latency_ms), jitter: Duration::ZERO, drop };
+        NetFaults::with(PeerId(0), 3, messages, 7)
     }
 
     #[test]

@@ -135,6 +135,34 @@ impl fmt::Display for Partition {
     }
 }
 
+/// Faults on every message between workers, for the whole run (`--latency`, `--jitter`,
+/// `--drop`): what a worker is handed with its settings and its runtime does to each
+/// message it sends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MessageFaults {
+    /// A fixed delay on every message.
+    pub latency: Duration,
+    /// An extra delay drawn uniformly up to this.
+    pub jitter: Duration,
+    /// The probability that a message is lost.
+    pub drop: f64,
+}
+
+impl MessageFaults {
+    /// Whether any message is delayed or lost at all.
+    pub fn any(&self) -> bool {
+        !self.latency.is_zero() || !self.jitter.is_zero() || self.drop > 0.0
+    }
+
+    /// Refuse a loss that is no probability.
+    pub fn check(&self) -> Result<(), String> {
+        if !self.drop.is_finite() || !(0.0..=1.0).contains(&self.drop) {
+            return Err(format!("drop must be a probability between 0 and 1, not {}", self.drop));
+        }
+        Ok(())
+    }
+}
+
 /// When a step fires.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum When {
@@ -709,6 +737,18 @@ fn check_restarts(steps: &[Step], workers: u32) -> Result<(), (usize, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn message_faults_are_on_when_any_is_and_a_drop_must_be_a_probability() {
+        let none = MessageFaults::default();
+        assert!(!none.any() && none.check().is_ok());
+        assert!(MessageFaults { jitter: ms(1), ..none }.any());
+        assert!(MessageFaults { drop: 1.0, ..none }.check().is_ok());
+        for drop in [1.5, -0.1, f64::NAN] {
+            let err = MessageFaults { drop, ..none }.check().unwrap_err();
+            assert!(err.starts_with("drop must be a probability between 0 and 1, not "), "{err}");
+        }
+    }
 
     #[test]
     fn a_partition_puts_workers_named_in_no_group_in_one_more_and_ignores_ids_beyond_the_run() {
