@@ -403,10 +403,9 @@ impl Nemesis {
                     self.skip_not_running(run, w, &text);
                     return Ok(());
                 }
-                let (kind, sig) = match st.action {
-                    Action::Kill(_) => (FaultKind::Kill, Signal::SIGKILL),
-                    _ => (FaultKind::Term, Signal::SIGTERM),
-                };
+                let sig =
+                    if matches!(st.action, Action::Kill(_)) { Signal::SIGKILL } else { Signal::SIGTERM };
+                let kind = st.action.kind();
                 let stood = Self::standing(run, w);
                 let mut fault = self.fault_on(run, kind, Some(w), Some(sig), format!("{text}; w{w} {stood}"));
                 fault.standing = Some(stood);
@@ -425,7 +424,7 @@ impl Nemesis {
                 }
                 let stood = Self::standing(run, w);
                 let note = format!("{text}; w{w} {stood}");
-                let mut fault = self.fault_on(run, FaultKind::Stop, Some(w), Some(Signal::SIGSTOP), note);
+                let mut fault = self.fault_on(run, st.action.kind(), Some(w), Some(Signal::SIGSTOP), note);
                 fault.standing = Some(stood);
                 match run.procs.pause(w) {
                     Paused::Stopped => {
@@ -455,12 +454,7 @@ impl Nemesis {
                 // Every EXIT it wrote, in all its lives (the file was read just above).
                 let before = run.progress.tail().exits_by_worker[w];
                 run.procs.launch(run.opts, run.started, w, inc, before)?;
-                self.record(
-                    run,
-                    FaultKind::Restart,
-                    Some(w),
-                    format!("{text}; resumes after entry {before}"),
-                );
+                self.record(run, st.action.kind(), Some(w), format!("{text}; resumes after entry {before}"));
                 // Tell everyone already running which life of w to believe from now on;
                 // workers started later learn it from their Start.
                 let running: Vec<usize> =
@@ -471,7 +465,7 @@ impl Nemesis {
             }
             Action::Partition(p) => {
                 let generation = self.partition(p.clone());
-                self.record(run, FaultKind::Partition, None, text);
+                self.record(run, st.action.kind(), None, text);
                 for id in 0..run.procs.slots.len() {
                     self.sync_partition(run.procs, id);
                 }

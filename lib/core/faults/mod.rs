@@ -277,6 +277,20 @@ impl fmt::Display for Target {
     }
 }
 
+impl Action {
+    /// The kind of fault it is, as `faults.log` and the report name it once applied.
+    pub const fn kind(&self) -> FaultKind {
+        match self {
+            Action::Kill(_) => FaultKind::Kill,
+            Action::Term(_) => FaultKind::Term,
+            Action::Stop(_) => FaultKind::Stop,
+            Action::Restart(_) => FaultKind::Restart,
+            Action::Partition(_) => FaultKind::Partition,
+            Action::Heal => FaultKind::Heal,
+        }
+    }
+}
+
 impl fmt::Display for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -737,6 +751,17 @@ fn check_restarts(steps: &[Step], workers: u32) -> Result<(), (usize, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_action_s_kind_is_named_by_the_plan_s_own_word_for_it() {
+        let plan = "kill 1 at 1s; term holder at 1s; stop leader at 1s; restart 1 at 2s; partition 0|1 at 1s; heal at 1s";
+        let steps = Plan::parse(plan, 3).unwrap().steps;
+        assert_eq!(steps.len(), 6);
+        for st in steps {
+            let word = st.to_string().split(' ').next().unwrap().to_string();
+            assert_eq!(Some(st.action.kind()), FaultKind::from_name(&word), "{st}");
+        }
+    }
 
     #[test]
     fn message_faults_are_on_when_any_is_and_a_drop_must_be_a_probability() {
