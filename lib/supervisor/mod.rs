@@ -257,7 +257,8 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
 /// plan, the faults applied and their log, the partition in force) and [`Progress`] (the
 /// resource file's tail, the stall clock, the bar). This struct holds the run's options
 /// and clock and moves values between them: its main loop (`wait_until`) takes each
-/// [`Event`], and between events checks progress and carries out what the plan has due.
+/// [`Event`], and between events checks progress and lends the nemesis the run to carry
+/// out what the plan has due.
 /// A stall's diagnosis is written from a [`Stall`] value, and the report from an
 /// [`Outcome`].
 ///

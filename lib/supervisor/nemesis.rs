@@ -1,7 +1,8 @@
-//! Fault execution as a component ([`Nemesis`]): which of the plan's steps are due (kill,
-//! term, stop and the `cont` that ends a pause, restart, partition, heal) and which
-//! undos, as values the supervisor's loop carries out on the workers through
-//! `Processes`; each applied fault timestamped and written to `faults.log`
+//! The nemesis, fault execution as a component ([`Nemesis`]): which of the plan's steps
+//! are due (kill, term, stop and the `cont` that ends a pause, restart, partition, heal)
+//! and which undos, carried out on the workers of the [`Run`] the supervisor lends it
+//! for the call (its processes, the progress it reads targets from, the options, the
+//! start); each applied fault timestamped, written to `faults.log` and handed back
 //! ([`AppliedFault`]), the partition in force kept in step with every worker, and the
 //! teardown line a failed or interrupted run leaves for the auditor.
 //!
