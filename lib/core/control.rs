@@ -43,6 +43,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::algorithm::{PeerId, ServiceKind};
 use crate::auth::Secret;
+use crate::faults::{MessageFaults, Partition};
 
 /// The file descriptor a worker finds its control link on.
 pub const LINK_FD: RawFd = 3;
@@ -103,12 +104,8 @@ pub struct WorkerSettings {
     pub parent: Option<u32>,
     /// Entries this worker completed in earlier incarnations (numbering goes on).
     pub start_entry: u64,
-    /// Message faults: a fixed delay on every message (`--latency`).
-    pub latency: Duration,
-    /// Message faults: an extra delay drawn uniformly up to this (`--jitter`).
-    pub jitter: Duration,
-    /// Message faults: the probability that a message is lost (`--drop`).
-    pub drop: f64,
+    /// Faults on every message this worker sends (`--latency`, `--jitter`, `--drop`).
+    pub messages: MessageFaults,
     /// Under an election: this worker's application calls `elect` when the run starts.
     pub initiator: bool,
     /// How the worker learns that a peer is down or back up.
@@ -238,10 +235,8 @@ impl WorkerSettings {
                 ));
             }
         }
-        if !self.drop.is_finite() || !(0.0..=1.0).contains(&self.drop) {
-            return Err(format!("drop must be a probability between 0 and 1, not {}", self.drop));
-        }
-        if self.held && (self.drop > 0.0 || !self.latency.is_zero() || !self.jitter.is_zero()) {
+        self.messages.check()?;
+        if self.held && self.messages.any() {
             return Err("held delivery takes no message faults".into());
         }
         if self.held && matches!(self.detector, Detector::Heartbeat { .. }) {
@@ -398,14 +393,10 @@ pub enum ToWorker {
     Finish,
     /// Say what you are waiting for.
     Query,
-    /// Hold messages to workers outside your group until `Heal` (workers named in no
-    /// group form one more group together).
-    Partition {
-        /// The groups, by worker id.
-        groups: Vec<Vec<u32>>,
-    },
-    /// Deliver everything held by a partition, in order, and hold nothing more.
-    Heal,
+    /// The plan's partition in force from now on: hold messages to workers outside your
+    /// group. `None`, the heal: deliver everything held by a partition, in order, and
+    /// hold nothing more.
+    Partition(Option<Partition>),
     /// Held delivery: do one step of a replay; answered with [`Held::Stepped`].
     Replay(ReplayOrder),
 }

@@ -64,7 +64,9 @@
 // The layer below, under the names every file here uses (`crate::algorithm::…`).
 #[cfg(test)]
 use mutexlab_algos as algos;
-use mutexlab_core::{algorithm, auth, control, flight, host, leaders, panics, resource, text, trace, wire};
+use mutexlab_core::{
+    algorithm, auth, control, faults, flight, host, leaders, panics, resource, text, trace, wire,
+};
 
 mod detector;
 mod elect;

@@ -3,7 +3,7 @@
 //! settings and the run's secret, checked), says `Ready`, and waits for `Start`; from
 //! then on the link is polled with the mesh, and the loop serves what the supervisor
 //! says ([`Link::next`]): `Incarnation` (a peer's new life, taken up by the mesh),
-//! `Partition` and `Heal` (for the network faults), `Replay` (one step of a replay,
+//! `Partition` (the plan's partition in force, or none: the heal), `Replay` (one step of a replay,
 //! under held delivery, answered with `Held(Stepped)`), `Query` (answered at once with where
 //! the application and the algorithm stand) and `Finish` (the statistics, then stop).
 //! Writes to the supervisor ([`Link::tell`]) are short and blocking: `Ready`, `Done`

@@ -1,6 +1,6 @@
 //! Network faults on the send path: latency, jitter and loss as the settings ask
-//! (`--latency`, `--jitter`, `--drop`), and the partitions the supervisor orders
-//! (`Partition`, `Heal`). While faults are on, the frame of every message to a peer
+//! (`--latency`, `--jitter`, `--drop`), and the plan's partitions, in force as the
+//! supervisor orders ([`Partition`], or none: the heal). While faults are on, the frame of every message to a peer
 //! comes here on its way to the mesh ([`NetFaults::send`]) and may be lost, delayed (the
 //! `Deliver` timer releases it, [`NetFaults::due`]) or held back until the partition
 //! heals. Delays keep each channel FIFO, and what is delayed or held for a peer that is
@@ -16,6 +16,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::algorithm::PeerId;
 use crate::control::WorkerSettings;
+use crate::faults::{MessageFaults, Partition};
 
 /// What becomes of a frame handed to [`NetFaults::send`].
 #[derive(Debug, PartialEq, Eq)]
@@ -36,14 +37,12 @@ pub(super) enum Fate {
 pub(super) struct NetFaults {
     me: PeerId,
     workers: u32,
-    latency: Duration,
-    jitter: Duration,
-    drop: f64,
+    messages: MessageFaults,
     rng: ChaCha8Rng,
     delayed: Vec<VecDeque<(Instant, Vec<u8>)>>,
     /// Frames held back by a partition, per peer, in order.
     held: Vec<Vec<u8>>,
-    /// Group number of each worker while partitioned.
+    /// Group number of each worker while partitioned ([`Partition::group_of`]).
     groups: Option<Vec<usize>>,
 }
 
@@ -51,20 +50,16 @@ impl NetFaults {
     /// The faults `opts` asks for, on the frames of worker `opts.id`, drawn from a
     /// source seeded by `seed`.
     pub(super) fn new(opts: &WorkerSettings, seed: u64) -> NetFaults {
-        NetFaults::with(PeerId(opts.id), opts.workers, (opts.latency, opts.jitter, opts.drop), seed)
+        NetFaults::with(PeerId(opts.id), opts.workers, opts.messages, seed)
     }
 
-    /// Latency, jitter and loss probability `faults` on the frames of worker `me` of
-    /// `workers`.
-    fn with(me: PeerId, workers: u32, faults: (Duration, Duration, f64), seed: u64) -> NetFaults {
+    /// The `messages` faults on the frames of worker `me` of `workers`.
+    fn with(me: PeerId, workers: u32, messages: MessageFaults, seed: u64) -> NetFaults {
         let n = workers as usize;
-        let (latency, jitter, drop) = faults;
         NetFaults {
             me,
             workers,
-            latency,
-            jitter,
-            drop,
+            messages,
             rng: ChaCha8Rng::seed_from_u64(seed ^ 0x6e65_7466_6175_6c74),
             delayed: (0..n).map(|_| VecDeque::new()).collect(),
             held: vec![Vec::new(); n],
@@ -74,7 +69,7 @@ impl NetFaults {
 
     /// Whether a frame must come here at all: faults are asked for, or a partition is on.
     pub(super) fn on(&self) -> bool {
-        !self.latency.is_zero() || !self.jitter.is_zero() || self.drop > 0.0 || self.groups.is_some()
+        self.messages.any() || self.groups.is_some()
     }
 
     /// What becomes of a frame for `to` on the send path: released now when no fault is
@@ -89,15 +84,12 @@ impl NetFaults {
     /// A frame for `to`: lose it, delay it, or release it now (to the peer's queue, or
     /// held back by a partition).
     pub(super) fn send(&mut self, to: PeerId, frame: Vec<u8>) -> Fate {
-        if self.drop > 0.0 && self.rng.random_bool(self.drop.min(1.0)) {
+        let MessageFaults { latency, jitter, drop } = self.messages;
+        if drop > 0.0 && self.rng.random_bool(drop.min(1.0)) {
             return Fate::Lost;
         }
-        let delay = self.latency
-            + if self.jitter.is_zero() {
-                Duration::ZERO
-            } else {
-                self.jitter.mul_f64(self.rng.random_range(0.0..1.0))
-            };
+        let delay = latency
+            + if jitter.is_zero() { Duration::ZERO } else { jitter.mul_f64(self.rng.random_range(0.0..1.0)) };
         if delay.is_zero() && self.delayed[to.index()].is_empty() {
             return self.release(to, frame);
         }
@@ -133,12 +125,12 @@ impl NetFaults {
         out
     }
 
-    /// The supervisor's `Partition` (`Some`): hold what crosses it from now on; or its
-    /// `Heal` (`None`): what was held, per peer in order, to queue now.
-    pub(super) fn partition(&mut self, groups: Option<Vec<Vec<u32>>>) -> Vec<(PeerId, Vec<u8>)> {
-        match groups {
-            Some(groups) => {
-                self.groups = Some(group_of(&groups, self.workers));
+    /// The partition the supervisor puts in force (`Some`): hold what crosses it from
+    /// now on; or its heal (`None`): what was held, per peer in order, to queue now.
+    pub(super) fn partition(&mut self, p: Option<Partition>) -> Vec<(PeerId, Vec<u8>)> {
+        match p {
+            Some(p) => {
+                self.groups = Some(p.group_of(self.workers));
                 Vec::new()
             }
             None => {
@@ -163,45 +155,21 @@ impl NetFaults {
     }
 }
 
-/// Each worker's group number under the partition `groups` (ids beyond the run are
-/// ignored).
-fn group_of(groups: &[Vec<u32>], workers: u32) -> Vec<usize> {
-    // Workers named in no group form one more group together.
-    let mut of = vec![groups.len(); workers as usize];
-    for (g, members) in groups.iter().enumerate() {
-        for &w in members {
-            if let Some(slot) = of.get_mut(w as usize) {
-                *slot = g;
-            }
-        }
-    }
-    of
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn workers_named_in_no_group_form_one_more_group() {
-        assert_eq!(group_of(&[vec![0, 2], vec![1]], 5), vec![0, 1, 0, 2, 2]);
-        assert_eq!(group_of(&[vec![3]], 4), vec![1, 1, 1, 0]);
-    }
-
-    #[test]
-    fn ids_beyond_the_run_are_ignored() {
-        assert_eq!(group_of(&[vec![0, 7], vec![1, 99]], 3), vec![0, 1, 2]);
-    }
-
     fn faults(latency_ms: u64, drop: f64) -> NetFaults {
-        NetFaults::with(PeerId(0), 3, (Duration::from_millis(latency_ms), Duration::ZERO, drop), 7)
+        let messages =
+            MessageFaults { latency: Duration::from_millis(latency_ms), jitter: Duration::ZERO, drop };
+        NetFaults::with(PeerId(0), 3, messages, 7)
     }
 
     #[test]
     fn a_partition_holds_frames_across_it_until_the_heal_in_order() {
         let mut net = faults(0, 0.0);
         assert!(!net.on());
-        assert_eq!(net.partition(Some(vec![vec![0], vec![1, 2]])), vec![]);
+        assert_eq!(net.partition(Some(vec![vec![0], vec![1, 2]].into())), vec![]);
         assert!(net.on());
         assert_eq!(net.send(PeerId(1), vec![1]), Fate::Held);
         assert_eq!(net.send(PeerId(1), vec![2]), Fate::Held);
@@ -226,10 +194,5 @@ mod tests {
         assert_eq!(net.due(later + Duration::from_secs(1)), vec![]);
         let mut lossy = faults(0, 1.0);
         assert_eq!(lossy.send(PeerId(1), vec![1]), Fate::Lost);
-    }
-
-    #[test]
-    fn no_groups_is_one_group_of_everyone() {
-        assert_eq!(group_of(&[], 3), vec![0, 0, 0]);
     }
 }

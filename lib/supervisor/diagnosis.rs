@@ -2,8 +2,9 @@
 //! worker answered it waits for, what the kernel says of the silent ones, the slots and
 //! the partition in force, [`Stall::describe`] writes the failure's lines: who waits
 //! for what, each peer it names that is dead, paused or across the partition, and each
-//! silent worker as the kernel sees it. It only formats: asking the workers and the
-//! kernel is the supervisor's.
+//! silent worker as the kernel sees it. It only formats: asking the workers is the
+//! supervisor's. A phase other than running that stands still (starting, finishing) is
+//! said by [`unresponsive`]: the workers holding it up, with the kernel's word on each.
 //!
 //! Two findings go beyond the workers' own words:
 //! - **Deadlock**: the waits-for graph has an edge from each worker that answered to
@@ -21,14 +22,16 @@
 //! The supervisor leaves both in the run directory ([`STALL_FILE`]) for the report.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::inject::Faults;
+use super::nemesis::Nemesis;
 use super::proc::{self, ProcState};
 use super::processes::{Life, Slot};
 use crate::control::PendingState;
+use crate::resource;
 
 /// The file a stalled run leaves in its run directory: when the stall was diagnosed,
 /// what the diagnosis said, and its deadlocks, so that a report made later from the
@@ -46,6 +49,17 @@ pub struct StallRecord {
     /// The waits-for cycles, each in the order each worker waits for the next
     /// ([`Stall::deadlocks`]).
     pub deadlocks: Vec<Vec<u32>>,
+}
+
+impl StallRecord {
+    /// Leave it in run directory `dir`, for the report, which may be made later from the
+    /// files alone; without it the page just draws no stall.
+    pub(super) fn write(&self, dir: &Path) {
+        if let Ok(json) = serde_json::to_string(self) {
+            let _ = crate::files::open_writable(&dir.join(STALL_FILE), true, false)
+                .and_then(|mut f| std::io::Write::write_all(&mut f, json.as_bytes()));
+        }
+    }
 }
 
 /// Everything a stall's diagnosis is made from, gathered once the workers were asked.
@@ -66,7 +80,7 @@ pub(super) struct Stall<'a> {
     /// By id: what the kernel says of each silent worker believed running.
     pub(super) kernel: &'a [Option<ProcState>],
     /// The plan's state: the partition in force, if any.
-    pub(super) faults: &'a Faults,
+    pub(super) faults: &'a Nemesis,
 }
 
 impl Stall<'_> {
@@ -176,13 +190,10 @@ impl Stall<'_> {
                 ));
             }
         }
-        if let Some((groups, since)) = self.faults.partition_in_force() {
-            let groups: Vec<String> =
-                groups.iter().map(|g| g.iter().map(u32::to_string).collect::<Vec<_>>().join(",")).collect();
+        if let Some((p, since)) = self.faults.partition_in_force() {
             let since = since.map(|ms| format!(" since {ms:.1} ms")).unwrap_or_default();
             lines.push(format!(
-                "partition {} in force{since}: messages between its sides are held until it heals",
-                groups.join("|")
+                "partition {p} in force{since}: messages between its sides are held until it heals"
             ));
         }
         lines.join("\n  ")
@@ -304,6 +315,47 @@ pub(super) fn cycles(edges: &[Vec<usize>]) -> Vec<Vec<usize>> {
 /// then not called wedged, since the supervisor may be the slow one.
 pub(super) const BEHIND: Duration = Duration::from_millis(50);
 
+/// The workers (of `slots`) holding up `phase` (`starting`: not Ready; `finishing`: not exited),
+/// each with its state: for one the supervisor believes running, the kernel's word,
+/// since someone else may have stopped it.
+pub(super) fn unresponsive(slots: &[Slot], phase: &str) -> String {
+    let ago = |t: u64| resource::monotonic_ns().saturating_sub(t) as f64 / 1e9;
+    let late: Vec<String> = slots
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| if phase == "starting" { !s.ready } else { s.alive() && !s.exited() })
+        .map(|(id, s)| {
+            let state = match s.life {
+                Life::Exited => format!("dead: {}", s.exit.clone().unwrap_or_default()),
+                Life::Stopped => format!("paused for {:.2}s", ago(s.since)),
+                Life::Running => {
+                    let what = if !s.ready {
+                        "running, never said Ready"
+                    } else if s.stats.is_some() {
+                        "sent its statistics but did not exit"
+                    } else if phase == "finishing" {
+                        "told to finish, sent no statistics"
+                    } else {
+                        "running"
+                    };
+                    // Someone else may have stopped it: then that is why.
+                    match proc::state(s.pid).unexpected() {
+                        Some(k) if what == "running" => k,
+                        Some(k) => format!("{k}; {}", what.trim_start_matches("running, ")),
+                        None => what.to_string(),
+                    }
+                }
+            };
+            format!("w{id} (pid {}, incarnation {}, {state})", s.pid, s.incarnation)
+        })
+        .collect();
+    if late.is_empty() {
+        "none left (the control links are down)".to_string()
+    } else {
+        late.join(", ")
+    }
+}
+
 /// What a diagnosis says of a running worker that did not answer, given how far the
 /// supervisor itself was behind.
 pub(super) fn silent(lag: Duration) -> String {
@@ -368,8 +420,8 @@ mod tests {
             (3, pending("thinking", 250, 1, "", Vec::new())),
         ]);
         let kernel = [None, None, Some(ProcState::Stopped), None, None, Some(ProcState::Active('S'))];
-        let mut faults = Faults::new(Vec::new());
-        faults.partition(vec![vec![0, 1], vec![2, 3, 4, 5]]);
+        let mut faults = Nemesis::new(Vec::new());
+        faults.partition(vec![vec![0, 1], vec![2, 3, 4, 5]].into());
         let stall = Stall {
             window: Duration::from_secs(5),
             lag: Duration::from_millis(100),
@@ -456,8 +508,8 @@ mod tests {
             (1, waits("waiting for REPLY from w2 (ticket 7); deferred w0")),
             (2, waits("waiting for REPLY from w1 (ticket 8)")),
         ]);
-        let mut faults = Faults::new(Vec::new());
-        faults.log(super::super::inject::AppliedFault {
+        let mut faults = Nemesis::new(Vec::new());
+        faults.log(super::super::nemesis::AppliedFault {
             at_ms: 100.0,
             t: ms(900),
             action: crate::faults::FaultKind::Kill,

@@ -31,8 +31,9 @@
 //! crash and enter the section while the others are being stopped.
 //!
 //! One job per file, each a component that owns its state and hands the loop values:
-//! `processes` the worker processes and their control links, `inject` fault execution
-//! and the fault log, `progress` the resource file's tail and the stall clock,
+//! `processes` the worker processes and their control links, `nemesis` the fault plan
+//! carried out on the processes it is lent, and the fault log, `evidence` the file the
+//! auditor judges, `progress` the resource file's tail and the stall clock,
 //! `diagnosis` what a stalled run says of itself, `links` the control links' thread, `replay` the walk of a
 //! counterexample through held workers (`mutexlab replay`) in place of letting the
 //! run go. This file holds [`run`], the
@@ -46,22 +47,20 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::time::{Duration, Instant};
 
-use nix::sys::signal::Signal;
-
 use crate::algorithm::PeerId;
 use crate::audit;
 use crate::auth::Secret;
 pub use crate::control::MAX_WORKERS;
 use crate::control::{self, PendingState, ToSupervisor, ToWorker};
-use crate::faults::{Action, FaultKind, Standing, Step, Target};
 use crate::registry::AlgoInfo;
 use crate::resource;
 
 mod diagnosis;
-mod inject;
+mod evidence;
 pub mod janitor;
 mod limits;
 mod links;
+mod nemesis;
 mod options;
 pub mod probe;
 mod proc;
@@ -73,14 +72,15 @@ mod rundir;
 pub mod store;
 use diagnosis::Stall;
 pub use diagnosis::{StallRecord, STALL_FILE};
-pub use inject::AppliedFault;
-use inject::{Faults, Undo};
+use evidence::Evidence;
+pub use nemesis::AppliedFault;
+use nemesis::{Nemesis, Run};
 use options::settings;
 pub use options::{
     check_workers, cores, heartbeat_period, processing_time, timing, validate, ElectOpts, ExternalOpts,
     Initiators, RunOpts, MIN_STALL_MS, PROCESSING,
 };
-use processes::{Life, Paused, Processes, Slot};
+use processes::{Life, Processes, Slot};
 use progress::Progress;
 pub use replay::Replay;
 use replay::Walk;
@@ -156,26 +156,6 @@ pub fn run(opts: &RunOpts) -> Result<Report, RunError> {
     execute(opts, &evidence)
 }
 
-/// The file a run's service leaves in the run directory for the auditor.
-enum Evidence {
-    /// Mutual exclusion: the shared resource itself.
-    Resource,
-    /// An election: the leader file; and the one-way message time T measured before
-    /// the run, to give the time to elect in.
-    Leaders(Option<Duration>),
-}
-
-/// The run's evidence could not be read (its directory deleted under it, say): the run
-/// cannot be judged, which is its failure, after any it already had. The report is
-/// still made, so `--json` still prints its object.
-fn unjudged(failure: &mut Option<String>, e: audit::AuditError) {
-    *failure = Some(match failure.take() {
-        Some(f) if f.contains('\n') => format!("{f}\nand the run cannot be judged: {e}"),
-        Some(f) => format!("{f}; and the run cannot be judged: {e}"),
-        None => format!("the run cannot be judged: {e}"),
-    });
-}
-
 /// How long two workers may both believe themselves leader in an election run before
 /// the auditor calls it `two-leaders`: a handover takes a few message times, and a
 /// loaded machine may hold a process back for tens of ms.
@@ -202,35 +182,9 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     })?;
     let (tx, rx) = mpsc::channel();
     let _hook = interrupt_hook(&dir.path, tx.clone());
-    let resource_path = dir.path.join(control::RESOURCE_FILE);
-    let made = if let Evidence::Leaders(_) = evidence {
-        // A handover takes up to a reply's time: the auditor allows that, if longer.
-        let handover = timing(opts).reply().max(HANDOVER).as_millis();
-        let mut header = format!(
-            "{} algo={} workers={} handover_ms={handover}",
-            audit::LEADERS_HEADER,
-            opts.algo.name,
-            opts.workers
-        );
-        // Super-peers are judged by their places, which the seed gives.
-        if info.own_leaders {
-            header += &format!(" seed={}", opts.seed);
-        }
-        header.push('\n');
-        let path = dir.path.join(control::LEADERS_FILE);
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, header.as_bytes()))
-            .map_err(|e| (path, e))
-    } else {
-        resource::create(&resource_path, opts.algo.name, opts.workers, opts.fenced)
-            .map_err(|e| (resource_path.clone(), e))
-    };
-    if let Err((path, e)) = made {
+    if let Err(e) = evidence.create(opts, info, &dir.path) {
         dir.remove(&[]);
-        return Err(RunError::Usage(format!("cannot create {}: {e}", path.display())));
+        return Err(e);
     }
     let mut sup = match Supervisor::new(opts, info, &dir.path, tx, rx) {
         Ok(s) => s,
@@ -262,11 +216,11 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
         // Interrupted: what was written so far is the evidence; the error names the
         // directory, which is kept (in the store, if it goes there), with its trace.
         Err(RunError::Interrupted(_)) => {
-            keep_trace(opts, info, &dir.path, sup.procs.rings.dropped);
-            return Err(RunError::Interrupted(file_kept(opts, &dir.path)));
+            rundir::keep_trace(opts, info, &dir.path, sup.procs.rings.dropped);
+            return Err(RunError::Interrupted(rundir::file_kept(opts, &dir.path)));
         }
         Err(e) => {
-            keep_trace(opts, info, &dir.path, sup.procs.rings.dropped);
+            rundir::keep_trace(opts, info, &dir.path, sup.procs.rings.dropped);
             return Err(e);
         }
     };
@@ -283,12 +237,12 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
         crate::trace::remove_rings(&dir.path);
         (dir.remove(&sockets), false)
     } else {
-        (true, keep_trace(opts, info, &dir.path, sup.procs.rings.dropped).is_some())
+        (true, rundir::keep_trace(opts, info, &dir.path, sup.procs.rings.dropped).is_some())
     };
     let deadlocks = std::mem::take(&mut sup.deadlocks);
     let mut report = Report { run_dir_kept: kept, deadlocks, ..report };
     if kept {
-        report.run_path = file_kept(opts, &dir.path);
+        report.run_path = rundir::file_kept(opts, &dir.path);
         report.run_dir = report.run_path.display().to_string();
     }
     // Where the trace is once the directory is filed.
@@ -297,47 +251,14 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     Ok(report)
 }
 
-/// Where the kept run directory `path` ends up: in the results store if the caller has
-/// one and named no directory ([`store`]), else where it is. A run that cannot be
-/// filed stays where it is, with a line on stderr.
-fn file_kept(opts: &RunOpts, path: &std::path::Path) -> PathBuf {
-    match (&opts.store, &opts.run_dir) {
-        (Some(to), None) => store::file(path, to, opts.algo.name).unwrap_or_else(|e| {
-            eprintln!(
-                "mutexlab: cannot file the run in {}: {e}; it stays in {}",
-                to.display(),
-                path.display()
-            );
-            path.to_path_buf()
-        }),
-        _ => path.to_path_buf(),
-    }
-}
-
-/// A kept run's message trace: the flight recorder's rings written out as trace files
-/// if the workers recorded there. Returns the pattern of the trace files' paths, if
-/// there are any.
-fn keep_trace(opts: &RunOpts, info: &AlgoInfo, dir: &Path, dropped: u64) -> Option<String> {
-    for note in crate::trace::from_rings(dir, opts.workers, opts.algo.name, info.body) {
-        eprintln!("mutexlab: flight recorder: {note}");
-    }
-    if dropped > 0 {
-        eprintln!(
-            "mutexlab: flight recorder: dropped the rings of {dropped} older lives during the run (each worker keeps the rings of its last {} lives)",
-            crate::flight::LIVES_KEPT
-        );
-    }
-    let any = (0..opts.workers).any(|w| dir.join(crate::trace::file_name(w)).exists());
-    any.then(|| dir.join("trace-w*.log").display().to_string())
-}
-
 /// One run in progress: the thin loop between the run's components and the operating
 /// system. Each job is a component that owns its state and answers with values:
-/// [`Processes`] (the workers, their process group and control links), [`Faults`] (the
+/// [`Processes`] (the workers, their process group and control links), [`Nemesis`] (the
 /// plan, the faults applied and their log, the partition in force) and [`Progress`] (the
 /// resource file's tail, the stall clock, the bar). This struct holds the run's options
 /// and clock and moves values between them: its main loop (`wait_until`) takes each
-/// [`Event`], and between events checks progress and carries out what the plan has due.
+/// [`Event`], and between events checks progress and lends the nemesis the run to carry
+/// out what the plan has due.
 /// A stall's diagnosis is written from a [`Stall`] value, and the report from an
 /// [`Outcome`].
 ///
@@ -358,8 +279,8 @@ struct Supervisor<'a> {
     finished: Option<Instant>,
     /// Progress: the resource file's tail, the stall clock and the progress bar.
     progress: Progress,
-    /// Fault execution: the plan, the faults applied and the partition in force.
-    faults: Faults,
+    /// The nemesis: the plan, the faults applied and the partition in force.
+    nemesis: Nemesis,
     /// A worker's runtime could not keep the algorithm's model (`ToSupervisor::Breach`):
     /// its line. The run failed there, and its audit is no verdict on the algorithm.
     breach: Option<String>,
@@ -399,7 +320,7 @@ impl<'a> Supervisor<'a> {
             started: None,
             finished: None,
             progress: Progress::new(opts, &dir.join(control::RESOURCE_FILE)),
-            faults: Faults::new(opts.plan.steps.clone()),
+            nemesis: Nemesis::new(opts.plan.steps.clone()),
             breach: None,
             write_refused: false,
             walk: Walk::default(),
@@ -418,8 +339,8 @@ impl<'a> Supervisor<'a> {
             opts: self.opts,
             info: self.info,
             slots: &self.procs.slots,
-            applied: self.faults.applied(),
-            never_fired: self.faults.never_fired(),
+            applied: self.nemesis.applied(),
+            never_fired: self.nemesis.never_fired(),
             elapsed,
             model_broken: self.breach.is_some(),
             evidence_gone: self.progress.tail().gone,
@@ -432,11 +353,11 @@ impl<'a> Supervisor<'a> {
         }
         self.wait_until(|s| s.procs.slots.iter().all(|w| w.ready), "starting")?;
         // A replay's crashes and its end are faults of the log too.
-        if self.faults.planned() || self.opts.replay.is_some() {
+        if self.nemesis.planned() || self.opts.replay.is_some() {
             let path = self.dir.join(control::FAULT_LOG);
             let f = crate::files::open_writable(&path, true, false)
                 .map_err(|e| RunError::Failed(format!("cannot create {}: {e}", path.display())))?;
-            self.faults.log_to(f);
+            self.nemesis.log_to(f);
             let _ = crate::files::open_writable(&self.dir.join(control::PLAN_FILE), true, false)
                 .and_then(|mut f| std::io::Write::write_all(&mut f, self.opts.plan.to_string().as_bytes()));
         }
@@ -444,13 +365,11 @@ impl<'a> Supervisor<'a> {
         self.progress.progressed();
         if self.opts.elect.is_some() {
             // The auditor times the first election from here.
-            let path = self.dir.join(control::LEADERS_FILE);
-            let line = format!("START t={}\n", resource::monotonic_ns());
-            crate::files::open_writable(&path, false, true)
-                .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()))
-                .map_err(|e| RunError::Failed(format!("cannot write {}: {e}", path.display())))?;
+            evidence::mark(&self.dir, "START")
+                .map_err(|(path, e)| RunError::Failed(format!("cannot write {}: {e}", path.display())))?;
         }
-        self.apply_initial_partitions()?;
+        let (nemesis, mut run) = self.nemesis();
+        nemesis.apply_initial_partitions(&mut run)?;
         for id in 0..self.procs.slots.len() {
             self.start_worker(id);
         }
@@ -462,12 +381,8 @@ impl<'a> Supervisor<'a> {
             // Settled. Freezing the workers one by one takes a while, and one not frozen
             // yet hears nothing from those that are: it may suspect the leader and elect
             // itself. What it records after this line is the teardown's, not the run's.
-            let path = self.dir.join(control::LEADERS_FILE);
-            let line = format!("END t={}\n", resource::monotonic_ns());
-            let marked = crate::files::open_writable(&path, false, true)
-                .and_then(|mut f| std::io::Write::write_all(&mut f, line.as_bytes()));
             // The run settled all the same; its audit, if the file is there, judges all.
-            if let Err(e) = marked {
+            if let Err((path, e)) = evidence::mark(&self.dir, "END") {
                 eprintln!(
                     "mutexlab: cannot mark the end in {}: {e}; what is recorded while the workers are stopped is judged too",
                     path.display()
@@ -489,8 +404,9 @@ impl<'a> Supervisor<'a> {
             self.procs.send(id, &ToWorker::Finish);
         }
         self.procs.flush(&alive, Duration::from_secs(1));
+        let (nemesis, mut run) = self.nemesis();
         for id in paused {
-            self.cont(id, "end of run");
+            nemesis.cont(&mut run, id, "end of run");
         }
         for id in frozen {
             self.procs.thaw(id);
@@ -540,7 +456,7 @@ impl<'a> Supervisor<'a> {
         // the worker applies it before its first entry.
         let incarnations = self.procs.slots.iter().map(|s| s.incarnation).collect();
         let mut msgs = vec![ToWorker::Start { dial, incarnations }];
-        msgs.extend(self.partition_update(id));
+        msgs.extend(self.nemesis.partition_update(&mut self.procs.slots[id]));
         self.procs.send_all(id, &msgs);
     }
 
@@ -554,52 +470,14 @@ impl<'a> Supervisor<'a> {
     /// left: nobody will enter again. An election run is done when it has settled.
     fn all_done(&self) -> bool {
         if let Some(e) = &self.opts.elect {
-            let settled = if self.info.own_leaders { self.homed() } else { self.agreed().is_some() };
-            return self.faults.settled() && settled && self.progress.quiet_for(Instant::now()) >= e.settle;
+            let settled =
+                if self.info.own_leaders { self.procs.homed() } else { self.procs.agreed().is_some() };
+            return self.nemesis.settled() && settled && self.progress.quiet_for(Instant::now()) >= e.settle;
         }
-        let nothing_more = self.quiescent() && !self.faults.timed_restart_pending();
+        let nothing_more = self.quiescent() && !self.nemesis.timed_restart_pending();
         self.procs.slots.iter().enumerate().all(|(id, s)| {
-            s.done || (s.life == Life::Exited && (nothing_more || !self.faults.restart_planned(id)))
+            s.done || (s.life == Life::Exited && (nothing_more || !self.nemesis.restart_planned(id)))
         })
-    }
-
-    /// Under an election: the leader every live worker names, if they all name the same
-    /// one and it is alive, with the newest term any of them has for it. A paused worker
-    /// counts: it must wake and agree too. Terms may differ: a worker that followed this
-    /// leader in an older term and missed a re-announcement (say it was suspected while
-    /// the announcement went round) follows the right leader all the same, which is
-    /// what the auditor's agreement asks.
-    fn agreed(&self) -> Option<(PeerId, u64)> {
-        let mut leaders = self.procs.slots.iter().filter(|s| s.alive()).map(|s| s.leader);
-        let (id, mut term) = leaders.next()??;
-        for l in leaders {
-            let (other, t) = l?;
-            if other != id {
-                return None;
-            }
-            term = term.max(t);
-        }
-        self.procs.slots.get(id.index()).is_some_and(Slot::alive).then_some((id, term))
-    }
-
-    /// Under an election whose workers name leaders of their own (super-peers): every
-    /// live worker follows a live one.
-    fn homed(&self) -> bool {
-        let alive = |id: PeerId| self.procs.slots.get(id.index()).is_some_and(Slot::alive);
-        self.procs.slots.iter().filter(|s| s.alive()).all(|s| s.leader.is_some_and(|(id, _)| alive(id)))
-    }
-
-    /// The `leader` a fault plan names: of the live leaders the live workers follow, the
-    /// one with the newest term.
-    fn leader(&self) -> Option<usize> {
-        self.procs
-            .slots
-            .iter()
-            .filter(|s| s.alive())
-            .filter_map(|s| s.leader)
-            .filter(|(id, _)| self.procs.slots.get(id.index()).is_some_and(|s| s.alive()))
-            .max_by_key(|&(_, term)| term)
-            .map(|(id, _)| id.index())
     }
 
     fn wait_until(&mut self, done: impl Fn(&Self) -> bool, phase: &str) -> Result<(), RunError> {
@@ -616,8 +494,9 @@ impl<'a> Supervisor<'a> {
             if interrupted() {
                 return Err(RunError::Interrupted(self.dir.clone()));
             }
-            // A round meant to end within its tick; what it takes beyond is the loop's own lag.
-            let (round, tick) = (Instant::now(), self.tick());
+            // A round meant to end within its tick (the plan's next event, at most); what it
+            // takes beyond is the loop's own lag.
+            let (round, tick) = (Instant::now(), self.nemesis.tick(self.started));
             match self.rx.recv_timeout(tick) {
                 Ok(ev) => self.handle(ev, phase)?,
                 Err(RecvTimeoutError::Timeout) => {}
@@ -627,7 +506,8 @@ impl<'a> Supervisor<'a> {
             }
             self.check_progress(phase)?;
             if phase == "running" {
-                self.apply_faults()?;
+                let (nemesis, mut run) = self.nemesis();
+                nemesis.apply_due(&mut run)?;
             }
             self.progress.fell_behind(round.elapsed().saturating_sub(tick));
         }
@@ -730,7 +610,7 @@ impl<'a> Supervisor<'a> {
                     self.write_refused = true;
                     // Where the file ends now is where that write's torn bytes end.
                     let size = std::fs::symlink_metadata(&resource).map_or(0, |m| m.len());
-                    self.faults.write_refused(&self.dir, self.started, id, size, &why);
+                    self.nemesis.write_refused(&self.dir, self.started, id, size, &why);
                 }
                 let line = format!("worker w{id} gave up while {phase}: {why}");
                 self.procs.slots[id].fatal = Some(why);
@@ -746,279 +626,33 @@ impl<'a> Supervisor<'a> {
     }
 }
 
-// Fault execution: the plan's steps carried out on the workers, and their record.
 impl Supervisor<'_> {
-    /// A fault on worker `worker`, timestamped now (see [`Faults::fault`]).
-    fn fault(
-        &self,
-        action: FaultKind,
-        worker: Option<usize>,
-        signal: Option<Signal>,
-        note: String,
-    ) -> AppliedFault {
-        let slot = worker.map(|w| (w, &self.procs.slots[w]));
-        self.faults.fault(self.started, action, slot, signal, note)
-    }
-
-    /// Write a fault to `faults.log` and the report.
-    fn log_fault(&mut self, f: AppliedFault) {
-        // An election run settles only once quiet after its last fault.
-        self.progress.news();
-        // Above the progress line, as it fires (nothing when stderr is no terminal).
-        self.progress.fault_fired(&f);
-        self.faults.log(f);
-    }
-
-    fn record(&mut self, action: FaultKind, worker: Option<usize>, signal: Option<Signal>, note: String) {
-        let f = self.fault(action, worker, signal, note);
-        self.log_fault(f);
-    }
-
-    /// Record that step `text` was skipped because worker `w` is not running, and why.
-    fn skip_not_running(&mut self, w: usize, text: &str) {
-        let why = self.faults.not_running(w, &self.procs.slots[w]);
-        self.record(FaultKind::Skip, Some(w), None, format!("{text}: {why}"));
+    /// The nemesis, and the run it acts on (lent for one call).
+    fn nemesis(&mut self) -> (&mut Nemesis, Run<'_>) {
+        let run = Run {
+            procs: &mut self.procs,
+            progress: &mut self.progress,
+            opts: self.opts,
+            started: self.started,
+        };
+        (&mut self.nemesis, run)
     }
 
     /// The run failed or was interrupted and has been torn down: record it (see
-    /// [`Faults::teardown`]).
-    pub(super) fn teardown(&mut self, why: &RunError, ended: u64) -> (u64, u64, u64) {
-        let window = self.stall_window();
-        self.faults.teardown(&self.dir, self.started, why, ended, window)
-    }
-
-    /// Apply what is due: the undos first (a pause's end, a partition's heal), then
-    /// the plan steps due by now, in plan order.
-    pub(super) fn apply_faults(&mut self) -> Result<(), RunError> {
-        let Some(start) = self.started else { return Ok(()) };
-        for (at, u) in self.faults.take_due_undos(Instant::now()) {
-            self.faults.applying(Some(at));
-            match u {
-                Undo::Cont { worker, incarnation } => {
-                    if self.procs.slots[worker].incarnation == incarnation
-                        && self.procs.slots[worker].life == Life::Stopped
-                    {
-                        self.cont(worker, "pause over");
-                    }
-                }
-                // A later partition is not cut short by an earlier one's timer.
-                Undo::Heal { generation } => {
-                    if self.faults.in_force(generation) {
-                        self.heal("partition over");
-                    }
-                }
-            }
-        }
-        self.faults.applying(None);
-        // The entry count as of now, not as of the last look.
-        self.poll_tail();
-        let elapsed = start.elapsed();
-        for (st, due) in self.faults.take_due_steps(start, elapsed, self.progress.tail().enters) {
-            self.faults.applying(due);
-            let applied = self.apply_step(&st);
-            self.faults.applying(None);
-            applied?;
-        }
-        Ok(())
-    }
-
-    /// Partitions due at 0 ms, applied before any worker starts: each worker then gets
-    /// the partition with its Start, so not even a first message crosses it.
-    pub(super) fn apply_initial_partitions(&mut self) -> Result<(), RunError> {
-        for st in self.faults.take_initial_partitions() {
-            self.apply_step(&st)?;
-        }
-        Ok(())
-    }
-
-    fn resolve(&self, t: Target) -> Option<usize> {
-        match t {
-            Target::Worker(w) => Some(w as usize),
-            Target::Holder => {
-                let alive = |w: u32| self.procs.slots.get(w as usize).is_some_and(Slot::alive);
-                self.progress.tail().holder(alive).map(|w| w as usize)
-            }
-            Target::Coordinator => Some(self.procs.slots.len() - 1),
-            Target::Leader => self.leader(),
-        }
-    }
-
-    /// Worker `w` is dead and reaped, so everything it wrote is in the file: read it all,
-    /// then forget it was inside.
-    fn forget_dead(&mut self, w: usize) {
-        self.progress.forget(w, self.started);
-    }
-
-    fn apply_step(&mut self, st: &Step) -> Result<(), RunError> {
-        let text = st.to_string();
-        // Who is inside now: an earlier step of this round may have taken a while.
-        self.poll_tail();
-        let target = match &st.action {
-            Action::Kill(t) | Action::Term(t) | Action::Stop(t) => match self.resolve(*t) {
-                Some(w) => Some(w),
-                None => {
-                    let why = if self.opts.elect.is_some() {
-                        "no live worker follows a live leader yet"
-                    } else {
-                        "no live worker has entered yet"
-                    };
-                    self.record(FaultKind::Skip, None, None, format!("{text}: {why}"));
-                    return Ok(());
-                }
-            },
-            _ => None,
-        };
-        // Where the worker stands when the fault hits it: in the record, and in words in
-        // the fault log's note.
-        let standing = |s: &Self, w: usize| match (&s.opts.elect, s.procs.slots[w].leader) {
-            (None, _) if s.progress.tail().inside.contains(&(w as u32)) => Standing::Inside,
-            (None, _) => Standing::Outside,
-            (Some(_), Some((l, term))) if l.index() == w => Standing::Leading { term },
-            (Some(_), Some((leader, term))) => Standing::Following { leader, term },
-            (Some(_), None) => Standing::NoLeader,
-        };
-        match &st.action {
-            Action::Kill(_) | Action::Term(_) => {
-                let w = target.expect("resolved above");
-                if !self.procs.slots[w].alive() {
-                    self.skip_not_running(w, &text);
-                    return Ok(());
-                }
-                let kill_it = matches!(st.action, Action::Kill(_));
-                let sig = if kill_it { Signal::SIGKILL } else { Signal::SIGTERM };
-                let stood = standing(self, w);
-                let note = format!("{text}; w{w} {stood}");
-                let mut fault = self.fault(
-                    if kill_it { FaultKind::Kill } else { FaultKind::Term },
-                    Some(w),
-                    Some(sig),
-                    note,
-                );
-                fault.standing = Some(stood);
-                fault.dead = Some(self.procs.end(w, sig));
-                self.log_fault(fault);
-                self.procs.drop_link(w);
-                self.forget_dead(w);
-            }
-            Action::Stop(_) => {
-                let w = target.expect("resolved above");
-                if self.procs.slots[w].life != Life::Running {
-                    self.skip_not_running(w, &text);
-                    return Ok(());
-                }
-                let stood = standing(self, w);
-                let note = format!("{text}; w{w} {stood}");
-                let mut fault = self.fault(FaultKind::Stop, Some(w), Some(Signal::SIGSTOP), note);
-                fault.standing = Some(stood);
-                match self.procs.pause(w) {
-                    Paused::Stopped => {
-                        self.log_fault(fault);
-                        if let Some(d) = st.duration {
-                            let incarnation = self.procs.slots[w].incarnation;
-                            self.faults.later(Instant::now() + d, Undo::Cont { worker: w, incarnation });
-                        }
-                    }
-                    Paused::Exited => {
-                        self.forget_dead(w);
-                        self.record(
-                            FaultKind::Skip,
-                            Some(w),
-                            None,
-                            format!("{text}: w{w} exited before it stopped"),
-                        );
-                    }
-                    Paused::Lost(e) => {
-                        self.record(FaultKind::Skip, Some(w), None, format!("{text}: waitpid failed: {e}"));
-                    }
-                }
-            }
-            Action::Restart(w) => {
-                let w = *w as usize;
-                if self.procs.slots[w].alive() {
-                    self.record(FaultKind::Skip, Some(w), None, format!("{text}: w{w} is alive"));
-                    return Ok(());
-                }
-                let inc = self.procs.slots[w].incarnation + 1;
-                // Every EXIT it wrote, in all its lives (the file was read just above).
-                let before = self.progress.tail().exits_by_worker[w];
-                self.procs.launch(self.opts, self.started, w, inc, before)?;
-                self.record(
-                    FaultKind::Restart,
-                    Some(w),
-                    None,
-                    format!("{text}; resumes after entry {before}"),
-                );
-                // Tell everyone already running which life of w to believe from now on;
-                // workers started later learn it from their Start.
-                let running: Vec<usize> =
-                    (0..self.procs.slots.len()).filter(|&j| j != w && self.procs.slots[j].started).collect();
-                for other in running {
-                    self.procs.send(other, &ToWorker::Incarnation { id: PeerId(w as u32), incarnation: inc });
-                }
-            }
-            Action::Partition(groups) => {
-                let generation = self.faults.partition(groups.clone());
-                self.record(FaultKind::Partition, None, None, text);
-                for id in 0..self.procs.slots.len() {
-                    self.sync_partition(id);
-                }
-                if let Some(d) = st.duration {
-                    self.faults.later(Instant::now() + d, Undo::Heal { generation });
-                }
-            }
-            Action::Heal => self.heal(&text),
-        }
-        Ok(())
-    }
-
-    /// Continue a paused worker, first handing its socket the partition state it missed
-    /// while paused (nothing is sent to a paused worker: it does not read).
-    pub(super) fn cont(&mut self, w: usize, why: &str) {
-        let fault = self.fault(FaultKind::Cont, Some(w), Some(Signal::SIGCONT), why.to_string());
-        self.procs.slots[w].life = Life::Running;
-        if self.sync_partition(w) {
-            self.procs.flush(&[w], Duration::from_secs(1));
-        }
-        self.procs.resume(w);
-        self.log_fault(fault);
-    }
-
-    fn heal(&mut self, why: &str) {
-        self.faults.heal();
-        self.record(FaultKind::Heal, None, None, why.to_string());
-        for id in 0..self.procs.slots.len() {
-            self.sync_partition(id);
-        }
-    }
-
-    /// What worker `id` must be told to match the partition in force, if anything (see
-    /// [`Faults::partition_update`]).
-    pub(super) fn partition_update(&mut self, id: usize) -> Option<ToWorker> {
-        self.faults.partition_update(&mut self.procs.slots[id])
-    }
-
-    /// Bring worker `id` up to date with the partition in force (see
-    /// [`Self::partition_update`]); returns whether it was sent anything.
-    pub(super) fn sync_partition(&mut self, id: usize) -> bool {
-        match self.partition_update(id) {
-            Some(msg) => self.procs.send(id, &msg),
-            None => false,
-        }
+    /// [`Nemesis::teardown`]).
+    fn teardown(&mut self, why: &RunError, ended: u64) -> (u64, u64, u64) {
+        let window = self.progress.window();
+        self.nemesis.teardown(&self.dir, self.started, why, ended, window)
     }
 }
 
 // Progress, stalls and their diagnosis, and the statistics of a failed run.
 impl Supervisor<'_> {
-    /// Read what the file gained since the last look (see [`Progress::poll`]).
-    pub(super) fn poll_tail(&mut self) {
-        self.progress.poll(self.started);
-    }
-
     /// End the run if the file has not grown for too long: with a diagnosis of who waits
     /// for what while `running`, else with the workers that hold up `phase`.
     pub(super) fn check_progress(&mut self, phase: &str) -> Result<(), RunError> {
-        self.poll_tail();
-        if phase == "running" && self.quiescent() && self.faults.timed_restart_pending() {
+        self.progress.poll(self.started);
+        if phase == "running" && self.quiescent() && self.nemesis.timed_restart_pending() {
             // Nobody is stuck: every live worker is done and the supervisor itself waits
             // for a restart in its plan. The stall clock starts when that worker runs.
             self.progress.progressed();
@@ -1052,64 +686,10 @@ impl Supervisor<'_> {
             }
             return Err(RunError::Failed(format!(
                 "workers did not respond while {phase}: {}",
-                self.unresponsive(phase)
+                diagnosis::unresponsive(&self.procs.slots, phase)
             )));
         }
         Ok(())
-    }
-
-    /// The run's stall window (see [`progress::stall_window`]).
-    pub(super) fn stall_window(&self) -> Duration {
-        self.progress.window()
-    }
-
-    /// How long the main loop may sleep: until the plan's next event (see
-    /// [`Faults::tick`]).
-    pub(super) fn tick(&self) -> Duration {
-        self.faults.tick(self.started)
-    }
-
-    /// The workers holding up `phase` (`starting`: not Ready; `finishing`: not exited),
-    /// each with its state: for one the supervisor believes running, the kernel's word,
-    /// since someone else may have stopped it.
-    fn unresponsive(&self, phase: &str) -> String {
-        let ago = |t: u64| resource::monotonic_ns().saturating_sub(t) as f64 / 1e9;
-        let late: Vec<String> = self
-            .procs
-            .slots
-            .iter()
-            .enumerate()
-            .filter(|(_, s)| if phase == "starting" { !s.ready } else { s.alive() && !s.exited() })
-            .map(|(id, s)| {
-                let state = match s.life {
-                    Life::Exited => format!("dead: {}", s.exit.clone().unwrap_or_default()),
-                    Life::Stopped => format!("paused for {:.2}s", ago(s.since)),
-                    Life::Running => {
-                        let what = if !s.ready {
-                            "running, never said Ready"
-                        } else if s.stats.is_some() {
-                            "sent its statistics but did not exit"
-                        } else if phase == "finishing" {
-                            "told to finish, sent no statistics"
-                        } else {
-                            "running"
-                        };
-                        // Someone else may have stopped it: then that is why.
-                        match proc::state(s.pid).unexpected() {
-                            Some(k) if what == "running" => k,
-                            Some(k) => format!("{k}; {}", what.trim_start_matches("running, ")),
-                            None => what.to_string(),
-                        }
-                    }
-                };
-                format!("w{id} (pid {}, incarnation {}, {state})", s.pid, s.incarnation)
-            })
-            .collect();
-        if late.is_empty() {
-            "none left (the control links are down)".to_string()
-        } else {
-            late.join(", ")
-        }
     }
 
     /// Ask every live worker what it waits for, and say who is stuck. A worker believed
@@ -1119,7 +699,7 @@ impl Supervisor<'_> {
     /// stall to diagnose (`None`: the answers would not agree with the file).
     fn diagnose(&mut self) -> Result<Option<String>, RunError> {
         let asked_at = Instant::now();
-        let window = self.stall_window();
+        let window = self.progress.window();
         let asked: Vec<usize> = (0..self.procs.slots.len())
             .filter(|&id| {
                 let s = &self.procs.slots[id];
@@ -1143,7 +723,7 @@ impl Supervisor<'_> {
                 Err(_) => break,
             }
         }
-        self.poll_tail();
+        self.progress.poll(self.started);
         if self.progress.moved_since(asked_at) {
             return Ok(None);
         }
@@ -1163,17 +743,13 @@ impl Supervisor<'_> {
             slots: &self.procs.slots,
             answers: &states,
             kernel: &kernel,
-            faults: &self.faults,
+            faults: &self.nemesis,
         };
         let (text, deadlocks) = (stall.describe(), stall.deadlocks());
         self.deadlocks = deadlocks.into_iter().map(|c| c.into_iter().map(|w| w as u32).collect()).collect();
         // For the report, which may be made later from the files alone; without it the
         // page just draws no stall.
-        let record = StallRecord { t: now, diagnosis: text.clone(), deadlocks: self.deadlocks.clone() };
-        if let Ok(json) = serde_json::to_string(&record) {
-            let _ = crate::files::open_writable(&self.dir.join(STALL_FILE), true, false)
-                .and_then(|mut f| std::io::Write::write_all(&mut f, json.as_bytes()));
-        }
+        StallRecord { t: now, diagnosis: text.clone(), deadlocks: self.deadlocks.clone() }.write(&self.dir);
         Ok(Some(text))
     }
 
@@ -1254,10 +830,10 @@ mod tests {
         );
         // Kept nowhere: the last worker's belief is still none, so there is no agreement.
         assert_eq!(sup.procs.slots[3].leader, None);
-        assert_eq!(sup.agreed(), None);
+        assert_eq!(sup.procs.agreed(), None);
         // A belief that got in some other way is looked up, never indexed blindly.
         sup.procs.slots.iter_mut().for_each(|s| s.leader = Some((PeerId(99), 1)));
-        assert_eq!(sup.agreed(), None);
-        assert_eq!(sup.leader(), None);
+        assert_eq!(sup.procs.agreed(), None);
+        assert_eq!(sup.procs.leader(), None);
     }
 }

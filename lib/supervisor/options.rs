@@ -275,7 +275,7 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
             | Action::Term(Target::Worker(w))
             | Action::Stop(Target::Worker(w))
             | Action::Restart(w) => vec![*w],
-            Action::Partition(groups) => groups.concat(),
+            Action::Partition(p) => p.groups.concat(),
             _ => Vec::new(),
         };
         if let Some(bad) = named.into_iter().find(|&w| w >= opts.workers) {
@@ -530,9 +530,11 @@ pub(super) fn settings(
         replicas: o.replicas,
         parent: Some(std::process::id()),
         start_entry,
-        latency: ms(o.latency_ms),
-        jitter: ms(o.jitter_ms),
-        drop: o.drop,
+        messages: crate::faults::MessageFaults {
+            latency: ms(o.latency_ms),
+            jitter: ms(o.jitter_ms),
+            drop: o.drop,
+        },
         initiator: o.elect.as_ref().is_some_and(|e| e.initiators.contains(id)),
         detector: o.detector,
         fenced: o.fenced,

@@ -498,6 +498,44 @@ impl Processes {
         self.strays.wait_gone(STRAY_PATIENCE);
     }
 
+    /// Under an election: the leader every live worker names, if they all name the same
+    /// one and it is alive, with the newest term any of them has for it. A paused worker
+    /// counts: it must wake and agree too. Terms may differ: a worker that followed this
+    /// leader in an older term and missed a re-announcement (say it was suspected while
+    /// the announcement went round) follows the right leader all the same, which is
+    /// what the auditor's agreement asks.
+    pub(super) fn agreed(&self) -> Option<(PeerId, u64)> {
+        let mut leaders = self.slots.iter().filter(|s| s.alive()).map(|s| s.leader);
+        let (id, mut term) = leaders.next()??;
+        for l in leaders {
+            let (other, t) = l?;
+            if other != id {
+                return None;
+            }
+            term = term.max(t);
+        }
+        self.slots.get(id.index()).is_some_and(Slot::alive).then_some((id, term))
+    }
+
+    /// Under an election whose workers name leaders of their own (super-peers): every
+    /// live worker follows a live one.
+    pub(super) fn homed(&self) -> bool {
+        let alive = |id: PeerId| self.slots.get(id.index()).is_some_and(Slot::alive);
+        self.slots.iter().filter(|s| s.alive()).all(|s| s.leader.is_some_and(|(id, _)| alive(id)))
+    }
+
+    /// The `leader` a fault plan names: of the live leaders the live workers follow, the
+    /// one with the newest term.
+    pub(super) fn leader(&self) -> Option<usize> {
+        self.slots
+            .iter()
+            .filter(|s| s.alive())
+            .filter_map(|s| s.leader)
+            .filter(|(id, _)| self.slots.get(id.index()).is_some_and(|s| s.alive()))
+            .max_by_key(|&(_, term)| term)
+            .map(|(id, _)| id.index())
+    }
+
     /// Every socket this run created: each incarnation's mesh socket.
     pub(super) fn sockets(&self) -> Vec<PathBuf> {
         let mut all = Vec::new();

@@ -1,7 +1,7 @@
 //! Progress: the resource file is the run's heartbeat. [`Progress`] reads what it
 //! gained, keeps the stall clock and the progress bar, and says whether the run has
 //! stalled at a given time; the main loop sleeps no longer than the next timed event
-//! ([`Faults::tick`](super::inject::Faults::tick)), and a run that stops growing the
+//! ([`Nemesis::tick`](super::nemesis::Nemesis::tick)), and a run that stops growing the
 //! file for the stall window ends with a diagnosis (who waits for what, each silent
 //! worker as the kernel sees it, written by `diagnosis`) rather than a hang.
 //!
@@ -224,7 +224,7 @@ mod tests {
     #[test]
     fn the_stall_window_is_the_flag_or_three_slow_rounds_whichever_is_longer() {
         let tmp = tempfile::tempdir().unwrap();
-        let window = |o: RunOpts| idle(&o, tmp.path()).stall_window();
+        let window = |o: RunOpts| idle(&o, tmp.path()).progress.window();
         // 3 × (1 + 2 × 2) ms is well under the flag.
         assert_eq!(window(sample()), Duration::from_millis(MIN_STALL_MS));
         assert_eq!(window(RunOpts { stall_ms: 5_000, ..sample() }), Duration::from_secs(5));
@@ -290,7 +290,7 @@ mod tests {
         resource::create(&path, "lamport", 3, false).unwrap();
         let mut sup = idle(&opts, tmp.path());
         sup.started = Some(Instant::now());
-        let window = sup.stall_window();
+        let window = sup.progress.window();
         sup.progress.last_progress = Instant::now() - window - Duration::from_secs(1);
         // Rounds that overran their tick: noise below LAG_NOISE, then 2 s in all.
         sup.progress.fell_behind(LAG_NOISE / 2);
@@ -322,7 +322,7 @@ mod tests {
         for slot in &mut sup.procs.slots {
             slot.stats = Some(Default::default());
         }
-        sup.progress.last_progress = Instant::now() - sup.stall_window() - Duration::from_secs(11);
+        sup.progress.last_progress = Instant::now() - sup.progress.window() - Duration::from_secs(11);
         assert!(sup.check_progress("finishing").is_ok(), "both have exited: nobody to blame");
         // The control: a worker still running is blamed.
         let mut child = std::process::Command::new("sleep").arg("60").spawn().unwrap();

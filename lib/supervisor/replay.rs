@@ -177,7 +177,7 @@ impl Supervisor<'_> {
         let window = Duration::from_nanos(since) + Duration::from_secs(1);
         let ended = crate::resource::monotonic_ns();
         let why = RunError::Usage("end of the replay".into());
-        self.faults.teardown(&self.dir, started, &why, ended, window);
+        self.nemesis.teardown(&self.dir, started, &why, ended, window);
         Ok(())
     }
 
@@ -214,7 +214,9 @@ impl Supervisor<'_> {
                 if !self.procs.slots[w].alive() {
                     return Err(Stuck::Cannot(format!("w{w} is not running")));
                 }
-                self.apply_step(&self.now_step(Action::Kill(Target::Worker(node))))?;
+                let step = self.now_step(Action::Kill(Target::Worker(node)));
+                let (nemesis, mut run) = self.nemesis();
+                nemesis.apply_step(&mut run, &step)?;
                 self.walk.forget(w);
                 for j in (0..n).filter(|&j| j != w && self.procs.slots[j].alive()) {
                     self.walk.due.insert((w, j));
@@ -223,7 +225,9 @@ impl Supervisor<'_> {
             }
             Choice::Restart { node } => {
                 let w = node as usize;
-                self.apply_step(&self.now_step(Action::Restart(node)))?;
+                let step = self.now_step(Action::Restart(node));
+                let (nemesis, mut run) = self.nemesis();
+                nemesis.apply_step(&mut run, &step)?;
                 let started = |s: &Self| s.procs.slots[w].started;
                 if !self.wait_for(started, deadline)? {
                     return Err(Stuck::Cannot(format!(

@@ -12,9 +12,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use super::evidence::{unjudged, Evidence};
 use super::processes::Slot;
 use super::rundir::RunDir;
-use super::{unjudged, AppliedFault, Evidence, RunOpts, HANDOVER};
+use super::{AppliedFault, RunOpts, HANDOVER};
 use crate::algos::{Shape, Theory};
 use crate::audit::{self, AuditReport, ElectionReport, Violation, WaitStats};
 use crate::control;

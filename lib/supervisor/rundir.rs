@@ -7,7 +7,8 @@
 //! whichever of the two made it), checks that it is the user's own and empty, and makes
 //! it private (mode 0700; the process umask is set to 077, so every file and socket the
 //! run and its workers create is private too). A run that fails to claim the directory
-//! deletes nothing.
+//! deletes nothing. A kept run's directory gets the message trace from the workers'
+//! rings ([`keep_trace`]) and is filed in the store ([`file_kept`]).
 //!
 //! The lock is held for the whole run, cleanup included, and is shared with the janitor
 //! (`janitor.rs`), which keeps it after a supervisor killed outright until it has swept
@@ -21,8 +22,9 @@ use nix::errno::Errno;
 use nix::fcntl::{self, FlockArg, OFlag};
 use nix::sys::stat::{self, Mode};
 
-use super::RunError;
+use super::{store, RunError, RunOpts};
 use crate::control;
+use crate::registry::AlgoInfo;
 
 /// The run directory, made by us (a fresh temp dir) or named by the user (new or empty),
 /// claimed by this run.
@@ -87,6 +89,40 @@ impl RunDir {
         }
         self.path.exists()
     }
+}
+
+/// Where the kept run directory `path` ends up: in the results store if the caller has
+/// one and named no directory ([`store`]), else where it is. A run that cannot be
+/// filed stays where it is, with a line on stderr.
+pub(super) fn file_kept(opts: &RunOpts, path: &Path) -> PathBuf {
+    match (&opts.store, &opts.run_dir) {
+        (Some(to), None) => store::file(path, to, opts.algo.name).unwrap_or_else(|e| {
+            eprintln!(
+                "mutexlab: cannot file the run in {}: {e}; it stays in {}",
+                to.display(),
+                path.display()
+            );
+            path.to_path_buf()
+        }),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// A kept run's message trace: the flight recorder's rings written out as trace files
+/// if the workers recorded there. Returns the pattern of the trace files' paths, if
+/// there are any.
+pub(super) fn keep_trace(opts: &RunOpts, info: &AlgoInfo, dir: &Path, dropped: u64) -> Option<String> {
+    for note in crate::trace::from_rings(dir, opts.workers, opts.algo.name, info.body) {
+        eprintln!("mutexlab: flight recorder: {note}");
+    }
+    if dropped > 0 {
+        eprintln!(
+            "mutexlab: flight recorder: dropped the rings of {dropped} older lives during the run (each worker keeps the rings of its last {} lives)",
+            crate::flight::LIVES_KEPT
+        );
+    }
+    let any = (0..opts.workers).any(|w| dir.join(crate::trace::file_name(w)).exists());
+    any.then(|| dir.join("trace-w*.log").display().to_string())
 }
 
 /// Claim a directory the user named: create it if need be, lock it, then check it.

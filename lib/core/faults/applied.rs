@@ -127,7 +127,7 @@ impl fmt::Display for Standing {
 }
 
 /// One fault the supervisor applied, as written to `faults.log`.
-#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct AppliedFault {
     /// Milliseconds since the run started.
     pub at_ms: f64,

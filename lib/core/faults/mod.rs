@@ -43,6 +43,8 @@ use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
+use serde::{Deserialize, Serialize};
+
 mod applied;
 mod nemesis;
 pub use applied::{AppliedFault, FaultKind, Standing};
@@ -73,10 +75,92 @@ pub enum Action {
     Stop(Target),
     /// Start a dead worker again with the next incarnation.
     Restart(u32),
-    /// Hold messages between these groups (workers in no group form one more group).
-    Partition(Vec<Vec<u32>>),
+    /// Hold messages between the groups of this partition.
+    Partition(Partition),
     /// End any partition.
     Heal,
+}
+
+/// A split of the workers into groups whose messages to one another are held until the
+/// heal; workers named in no group form one more group together. What a plan's
+/// `partition` step puts in force, what the supervisor hands each worker on its control
+/// link, and what the runtime holds messages by. Written as the plan writes it: `0,1|2`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Partition {
+    /// The groups, by worker id, in the order named.
+    pub groups: Vec<Vec<u32>>,
+}
+
+impl Partition {
+    /// Which of the named groups worker `w` is in, if any.
+    pub fn side(&self, w: u32) -> Option<usize> {
+        self.groups.iter().position(|g| g.contains(&w))
+    }
+
+    /// The group number of each of `workers` workers, those named in no group all in
+    /// one more (ids beyond the run are ignored).
+    pub fn group_of(&self, workers: u32) -> Vec<usize> {
+        let mut of = vec![self.groups.len(); workers as usize];
+        for (g, members) in self.groups.iter().enumerate() {
+            for &w in members {
+                if let Some(slot) = of.get_mut(w as usize) {
+                    *slot = g;
+                }
+            }
+        }
+        of
+    }
+}
+
+impl From<Vec<Vec<u32>>> for Partition {
+    fn from(groups: Vec<Vec<u32>>) -> Partition {
+        Partition { groups }
+    }
+}
+
+impl fmt::Display for Partition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, g) in self.groups.iter().enumerate() {
+            if i > 0 {
+                f.write_str("|")?;
+            }
+            for (j, w) in g.iter().enumerate() {
+                if j > 0 {
+                    f.write_str(",")?;
+                }
+                write!(f, "{w}")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Faults on every message between workers, for the whole run (`--latency`, `--jitter`,
+/// `--drop`): what a worker is handed with its settings and its runtime does to each
+/// message it sends.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MessageFaults {
+    /// A fixed delay on every message.
+    pub latency: Duration,
+    /// An extra delay drawn uniformly up to this.
+    pub jitter: Duration,
+    /// The probability that a message is lost.
+    pub drop: f64,
+}
+
+impl MessageFaults {
+    /// Whether any message is delayed or lost at all.
+    pub fn any(&self) -> bool {
+        !self.latency.is_zero() || !self.jitter.is_zero() || self.drop > 0.0
+    }
+
+    /// Refuse a loss that is no probability.
+    pub fn check(&self) -> Result<(), String> {
+        if !self.drop.is_finite() || !(0.0..=1.0).contains(&self.drop) {
+            return Err(format!("drop must be a probability between 0 and 1, not {}", self.drop));
+        }
+        Ok(())
+    }
 }
 
 /// When a step fires.
@@ -193,6 +277,20 @@ impl fmt::Display for Target {
     }
 }
 
+impl Action {
+    /// The kind of fault it is, as `faults.log` and the report name it once applied.
+    pub const fn kind(&self) -> FaultKind {
+        match self {
+            Action::Kill(_) => FaultKind::Kill,
+            Action::Term(_) => FaultKind::Term,
+            Action::Stop(_) => FaultKind::Stop,
+            Action::Restart(_) => FaultKind::Restart,
+            Action::Partition(_) => FaultKind::Partition,
+            Action::Heal => FaultKind::Heal,
+        }
+    }
+}
+
 impl fmt::Display for Action {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -200,21 +298,7 @@ impl fmt::Display for Action {
             Action::Term(t) => write!(f, "term {t}"),
             Action::Stop(t) => write!(f, "stop {t}"),
             Action::Restart(w) => write!(f, "restart {w}"),
-            Action::Partition(groups) => {
-                f.write_str("partition ")?;
-                for (i, g) in groups.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str("|")?;
-                    }
-                    for (j, w) in g.iter().enumerate() {
-                        if j > 0 {
-                            f.write_str(",")?;
-                        }
-                        write!(f, "{w}")?;
-                    }
-                }
-                Ok(())
-            }
+            Action::Partition(p) => write!(f, "partition {p}"),
             Action::Heal => f.write_str("heal"),
         }
     }
@@ -432,7 +516,7 @@ fn parse_step(text: &str, workers: u32) -> Result<Step, String> {
                 None => return Err(format!("`restart` needs a worker id, found `{}`", clip(t))),
             },
         },
-        "partition" => Action::Partition(parse_groups(&mut w, workers)?),
+        "partition" => Action::Partition(Partition { groups: parse_groups(&mut w, workers)? }),
         "heal" => Action::Heal,
         other => return Err(format!("unknown action `{}`; expected {ACTIONS}", clip(other))),
     };
@@ -668,6 +752,41 @@ fn check_restarts(steps: &[Step], workers: u32) -> Result<(), (usize, String)> {
 mod tests {
     use super::*;
 
+    #[test]
+    fn an_action_s_kind_is_named_by_the_plan_s_own_word_for_it() {
+        let plan = "kill 1 at 1s; term holder at 1s; stop leader at 1s; restart 1 at 2s; partition 0|1 at 1s; heal at 1s";
+        let steps = Plan::parse(plan, 3).unwrap().steps;
+        assert_eq!(steps.len(), 6);
+        for st in steps {
+            let word = st.to_string().split(' ').next().unwrap().to_string();
+            assert_eq!(Some(st.action.kind()), FaultKind::from_name(&word), "{st}");
+        }
+    }
+
+    #[test]
+    fn message_faults_are_on_when_any_is_and_a_drop_must_be_a_probability() {
+        let none = MessageFaults::default();
+        assert!(!none.any() && none.check().is_ok());
+        assert!(MessageFaults { jitter: ms(1), ..none }.any());
+        assert!(MessageFaults { drop: 1.0, ..none }.check().is_ok());
+        for drop in [1.5, -0.1, f64::NAN] {
+            let err = MessageFaults { drop, ..none }.check().unwrap_err();
+            assert!(err.starts_with("drop must be a probability between 0 and 1, not "), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_partition_puts_workers_named_in_no_group_in_one_more_and_ignores_ids_beyond_the_run() {
+        let of = |groups: Vec<Vec<u32>>, n| Partition::from(groups).group_of(n);
+        assert_eq!(of(vec![vec![0, 2], vec![1]], 5), vec![0, 1, 0, 2, 2]);
+        assert_eq!(of(vec![vec![3]], 4), vec![1, 1, 1, 0]);
+        assert_eq!(of(vec![vec![0, 7], vec![1, 99]], 3), vec![0, 1, 2]);
+        assert_eq!(of(vec![], 3), vec![0, 0, 0], "no groups is one group of everyone");
+        let p = Partition::from(vec![vec![3, 1], vec![0]]);
+        assert_eq!((p.side(1), p.side(0), p.side(2)), (Some(0), Some(1), None));
+        assert_eq!(p.to_string(), "3,1|0");
+    }
+
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
     }
@@ -711,7 +830,7 @@ stop coordinator at entry 10 for 300ms
             Step { action: Stop(Worker(0)), when: When::At(ms(1000)), duration: Some(ms(400)) },
             Step { action: Term(Worker(1)), when: When::At(ms(2000)), duration: None },
             Step {
-                action: Partition(vec![vec![0, 1], vec![2, 3, 4]]),
+                action: Partition(vec![vec![0, 1], vec![2, 3, 4]].into()),
                 when: When::At(ms(1000)),
                 duration: Some(ms(500)),
             },
@@ -757,7 +876,7 @@ stop coordinator at entry 10 for 300ms
             Step { action: Action::Kill(Target::Worker(1)), when: When::At(ms(300)), duration: None }
         );
         let s = one("partition 0, 1 | 2 ,3 at 1.5 s for 2 ms", 4);
-        assert_eq!(s.action, Action::Partition(vec![vec![0, 1], vec![2, 3]]));
+        assert_eq!(s.action, Action::Partition(vec![vec![0, 1], vec![2, 3]].into()));
         assert_eq!((s.when, s.duration), (When::At(ms(1500)), Some(ms(2))));
         assert_eq!(one("stop holder at entry   7 for 1s", 2).when, When::Entry(7));
     }
@@ -1065,8 +1184,8 @@ stop coordinator at entry 10 for 300ms
             "partition group `2,0,1` holds every worker; give at least two groups or leave some workers out",
         );
         // One group that leaves workers outside is fine, and so are groups not covering all.
-        assert_eq!(one("partition 0 at 1s", 3).action, Action::Partition(vec![vec![0]]));
-        assert_eq!(one("partition 2|0 at 1s", 4).action, Action::Partition(vec![vec![2], vec![0]]));
+        assert_eq!(one("partition 0 at 1s", 3).action, Action::Partition(vec![vec![0]].into()));
+        assert_eq!(one("partition 2|0 at 1s", 4).action, Action::Partition(vec![vec![2], vec![0]].into()));
     }
 
     #[test]
@@ -1139,7 +1258,7 @@ stop coordinator at entry 10 for 300ms
             },
             Step { action: Action::Restart(4), when: When::Entry(u64::MAX), duration: None },
             Step {
-                action: Action::Partition(vec![vec![3]]),
+                action: Action::Partition(vec![vec![3]].into()),
                 when: When::At(Duration::from_nanos(1_500_001)),
                 duration: Some(Duration::from_micros(250)),
             },
@@ -1167,7 +1286,7 @@ stop coordinator at entry 10 for 300ms
         assert_eq!(doc_steps()[7].to_string(), "stop coordinator at entry 10 for 300ms",);
         assert_eq!(When::At(Duration::from_nanos(1_000_001)).to_string(), "1.000001ms");
         assert_eq!(When::At(Duration::from_nanos(1_100_000)).to_string(), "1.1ms");
-        assert_eq!(Action::Partition(vec![vec![3, 1], vec![0]]).to_string(), "partition 3,1|0");
+        assert_eq!(Action::Partition(vec![vec![3, 1], vec![0]].into()).to_string(), "partition 3,1|0");
     }
 
     #[test]
@@ -1263,7 +1382,7 @@ stop coordinator at entry 10 for 300ms
                     assert!(kinds.contains(&NemesisKind::Stop));
                     assert!(alive[*w as usize], "stop of dead worker: {s}");
                 }
-                Action::Partition(groups) => {
+                Action::Partition(Partition { groups }) => {
                     assert!(kinds.contains(&NemesisKind::Partition));
                     assert_eq!(groups.len(), 2);
                     assert!(groups.iter().all(|g| !g.is_empty() && g.windows(2).all(|w| w[0] < w[1])));
@@ -1399,7 +1518,7 @@ mod bounds {
         // in two groups, at and for the longest times.
         let (half, all) = (crate::algorithm::MAX_WORKERS / 2, crate::algorithm::MAX_WORKERS);
         let longest = Step {
-            action: Action::Partition(vec![(0..half).collect(), (half..all).collect()]),
+            action: Action::Partition(vec![(0..half).collect(), (half..all).collect()].into()),
             when: When::At(Duration::from_nanos(u64::MAX - 1)),
             duration: Some(Duration::from_nanos(u64::MAX - 1)),
         };

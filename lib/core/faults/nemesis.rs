@@ -163,7 +163,11 @@ pub fn nemesis(
                     a.sort_unstable();
                     b.sort_unstable();
                     let d = pause(&mut rng, interval);
-                    Step { action: Action::Partition(vec![a, b]), when: When::At(t), duration: Some(d) }
+                    Step {
+                        action: Action::Partition(vec![a, b].into()),
+                        when: When::At(t),
+                        duration: Some(d),
+                    }
                 }
             };
             plan.steps.push(step);

@@ -1,6 +1,6 @@
 //! What the supervisor orders on the control link, as the loop serves it: `Finish`
 //! (the statistics, then the end), `Query` (where this worker stands, for a stall's
-//! diagnosis), a restarted peer's `Incarnation`, `Partition` and `Heal`, and under held
+//! diagnosis), a restarted peer's `Incarnation`, `Partition` (or its heal), and under held
 //! delivery (`mutexlab replay`) each `Replay` step.
 
 use crate::algorithm::{Input, Node, PeerId};
@@ -50,8 +50,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
                     self.mesh.announce(id, incarnation);
                     self.drain_mesh()?;
                 }
-                ToWorker::Partition { groups } => self.partition(Some(groups)),
-                ToWorker::Heal => self.partition(None),
+                ToWorker::Partition(p) => self.partition(p),
                 ToWorker::Replay(order) => {
                     let done = self.replay_step(order)?;
                     self.link.tell_blocking(&ToSupervisor::Held(control::Held::Stepped(done)))?;

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use crate::algorithm::{Input, Message, Node, PeerId};
 use crate::control::{self, ToSupervisor};
 use crate::detector::Detect;
+use crate::faults::Partition;
 use crate::mesh::{self, MeshEvent, Sent};
 use crate::netfaults::Fate;
 use crate::service::RunService;
@@ -143,10 +144,10 @@ impl<A: Node<Service: RunService>> Worker<A> {
         }
     }
 
-    /// The supervisor's `Partition` (`Some`) or `Heal` (`None`): on a heal, what the
-    /// partition held is queued, in order.
-    pub(super) fn partition(&mut self, groups: Option<Vec<Vec<u32>>>) {
-        for (to, frames) in self.net.partition(groups) {
+    /// The supervisor's `Partition`: one in force (`Some`), or the heal (`None`), on
+    /// which what the partition held is queued, in order.
+    pub(super) fn partition(&mut self, p: Option<Partition>) {
+        for (to, frames) in self.net.partition(p) {
             self.mesh.queue(to, &frames);
         }
     }

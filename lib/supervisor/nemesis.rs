@@ -1,7 +1,8 @@
-//! Fault execution as a component ([`Faults`]): which of the plan's steps are due (kill,
-//! term, stop and the `cont` that ends a pause, restart, partition, heal) and which
-//! undos, as values the supervisor's loop carries out on the workers through
-//! `Processes`; each applied fault timestamped and written to `faults.log`
+//! The nemesis, fault execution as a component ([`Nemesis`]): which of the plan's steps
+//! are due (kill, term, stop and the `cont` that ends a pause, restart, partition, heal)
+//! and which undos, carried out on the workers of the [`Run`] the supervisor lends it
+//! for the call (its processes, the progress it reads targets from, the options, the
+//! start); each applied fault timestamped, written to `faults.log` and handed back
 //! ([`AppliedFault`]), the partition in force kept in step with every worker, and the
 //! teardown line a failed or interrupted run leaves for the auditor.
 //!
@@ -16,10 +17,13 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::Signal;
 
-use super::{Life, RunError, Slot};
+use super::processes::{Paused, Processes};
+use super::progress::Progress;
+use super::{Life, RunError, RunOpts, Slot};
+use crate::algorithm::PeerId;
 use crate::control::{self, ToWorker};
 pub use crate::faults::AppliedFault;
-use crate::faults::{Action, FaultKind, Step, When};
+use crate::faults::{Action, FaultKind, Partition, Standing, Step, Target, When};
 use crate::resource;
 
 /// A fault applied this long or more after its time is marked late: below it, the
@@ -39,11 +43,22 @@ pub(super) enum Undo {
     },
 }
 
-/// Fault execution's own state: the plan steps not yet applied, the undos they left
-/// (a pause's end, a partition's heal), the faults applied and their log, and the
-/// partition in force. It decides what is due when and keeps the record; the
-/// supervisor's loop carries out each step on the processes.
-pub(super) struct Faults {
+/// What the nemesis acts on and reads, lent by the supervisor for one call: the worker
+/// processes and their control links, the resource file's progress (who is inside, how
+/// many entries were made; a fault is news to it), the run's options (a restart
+/// launches a worker with them, an election names a leader) and when the run started.
+pub(super) struct Run<'a> {
+    pub(super) procs: &'a mut Processes,
+    pub(super) progress: &'a mut Progress,
+    pub(super) opts: &'a RunOpts,
+    pub(super) started: Option<Instant>,
+}
+
+/// The nemesis: the plan steps not yet applied, the undos they left (a pause's end, a
+/// partition's heal), the faults applied and their log, and the partition in force. It
+/// decides what is due when, carries it out on the [`Run`] it is lent, and keeps the
+/// record; each call answers with the faults it applied.
+pub(super) struct Nemesis {
     /// Plan steps not yet applied, in plan order.
     steps: Vec<Step>,
     /// What applied steps asked to undo later, with when.
@@ -53,17 +68,17 @@ pub(super) struct Faults {
     /// `faults.log`, once the run has a plan (or a teardown to record).
     log: Option<std::fs::File>,
     /// The partition in force (its generation and groups), if any.
-    partition: Option<(u64, Vec<Vec<u32>>)>,
+    partition: Option<(u64, Partition)>,
     /// Partitions applied so far: each gets the next generation.
     partitions: u64,
     /// When the fault being applied was due, if it had a time (see [`LATE`]).
     due: Option<Instant>,
 }
 
-impl Faults {
+impl Nemesis {
     /// The plan's `steps`, none applied yet.
-    pub(super) fn new(steps: Vec<Step>) -> Faults {
-        Faults {
+    pub(super) fn new(steps: Vec<Step>) -> Nemesis {
+        Nemesis {
             steps,
             undo: Vec::new(),
             applied: Vec::new(),
@@ -111,15 +126,15 @@ impl Faults {
     }
 
     /// The partition in force, if any: its groups, and when it was applied (ms into the run).
-    pub(super) fn partition_in_force(&self) -> Option<(&[Vec<u32>], Option<f64>)> {
-        let (_, groups) = self.partition.as_ref()?;
+    pub(super) fn partition_in_force(&self) -> Option<(&Partition, Option<f64>)> {
+        let (_, p) = self.partition.as_ref()?;
         let since = self.applied.iter().rev().find(|f| f.action == FaultKind::Partition).map(|f| f.at_ms);
-        Some((groups, since))
+        Some((p, since))
     }
 
     /// Which side of the partition in force worker `w` is on, if one is.
     pub(super) fn side(&self, w: usize) -> Option<usize> {
-        self.partition.as_ref().and_then(|(_, groups)| groups.iter().position(|g| g.contains(&(w as u32))))
+        self.partition.as_ref().and_then(|(_, p)| p.side(w as u32))
     }
 
     /// How long the main loop may sleep, given when the run `started`: briefly while a
@@ -182,22 +197,17 @@ impl Faults {
         now
     }
 
-    /// The fault being applied from now on was due at `due` (`None`: it had no time).
-    pub(super) fn applying(&mut self, due: Option<Instant>) {
-        self.due = due;
-    }
-
     /// Undo `undo` at `at`.
     pub(super) fn later(&mut self, at: Instant, undo: Undo) {
         self.undo.push((at, undo));
     }
 
-    /// Put `groups` in force as the next generation of partition; returns its
-    /// generation (for its heal, [`Undo::Heal`]).
-    pub(super) fn partition(&mut self, groups: Vec<Vec<u32>>) -> u64 {
+    /// Put `p` in force as the next generation of partition; returns its generation
+    /// (for its heal, [`Undo::Heal`]).
+    pub(super) fn partition(&mut self, p: Partition) -> u64 {
         self.partitions += 1;
         let generation = self.partitions;
-        self.partition = Some((generation, groups));
+        self.partition = Some((generation, p));
         generation
     }
 
@@ -207,7 +217,7 @@ impl Faults {
     }
 
     /// End the partition in force.
-    pub(super) fn heal(&mut self) {
+    fn end_partition(&mut self) {
         self.partition = None;
     }
 
@@ -248,6 +258,257 @@ impl Faults {
         self.applied.push(f);
     }
 
+    /// Log `f` (see [`Nemesis::log`]), as news to `progress`.
+    fn commit(&mut self, progress: &mut Progress, f: AppliedFault) {
+        // An election run settles only once quiet after its last fault.
+        progress.news();
+        // Above the progress line, as it fires (nothing when stderr is no terminal).
+        progress.fault_fired(&f);
+        self.log(f);
+    }
+
+    /// A fault on worker `worker` of `run`, timestamped now (see [`Nemesis::fault`]).
+    fn fault_on(
+        &self,
+        run: &Run<'_>,
+        action: FaultKind,
+        worker: Option<usize>,
+        signal: Option<Signal>,
+        note: String,
+    ) -> AppliedFault {
+        let slot = worker.map(|w| (w, &run.procs.slots[w]));
+        self.fault(run.started, action, slot, signal, note)
+    }
+
+    /// Make a fault and log it at once: for what acts on no process, or has acted.
+    fn record(&mut self, run: &mut Run<'_>, action: FaultKind, worker: Option<usize>, note: String) {
+        let f = self.fault_on(run, action, worker, None, note);
+        self.commit(run.progress, f);
+    }
+
+    /// Record that step `text` was skipped because worker `w` is not running, and why.
+    fn skip_not_running(&mut self, run: &mut Run<'_>, w: usize, text: &str) {
+        let why = self.not_running(w, &run.procs.slots[w]);
+        self.record(run, FaultKind::Skip, Some(w), format!("{text}: {why}"));
+    }
+
+    /// The faults applied since the record held `before`.
+    fn since(&self, before: usize) -> Vec<AppliedFault> {
+        self.applied[before..].to_vec()
+    }
+
+    /// Apply what is due on `run`: the undos first (a pause's end, a partition's heal),
+    /// then the plan steps due by now, in plan order.
+    pub(super) fn apply_due(&mut self, run: &mut Run<'_>) -> Result<Vec<AppliedFault>, RunError> {
+        let Some(start) = run.started else { return Ok(Vec::new()) };
+        let before = self.applied.len();
+        for (at, u) in self.take_due_undos(Instant::now()) {
+            self.due = Some(at);
+            match u {
+                Undo::Cont { worker, incarnation } => {
+                    let s = &run.procs.slots[worker];
+                    if s.incarnation == incarnation && s.life == Life::Stopped {
+                        self.cont(run, worker, "pause over");
+                    }
+                }
+                // A later partition is not cut short by an earlier one's timer.
+                Undo::Heal { generation } => {
+                    if self.in_force(generation) {
+                        self.heal(run, "partition over");
+                    }
+                }
+            }
+        }
+        self.due = None;
+        // The entry count as of now, not as of the last look.
+        run.progress.poll(run.started);
+        let elapsed = start.elapsed();
+        for (st, due) in self.take_due_steps(start, elapsed, run.progress.tail().enters) {
+            self.due = due;
+            let applied = self.step(run, &st);
+            self.due = None;
+            applied?;
+        }
+        Ok(self.since(before))
+    }
+
+    /// Partitions due at 0 ms, applied before any worker starts: each worker then gets
+    /// the partition with its Start, so not even a first message crosses it.
+    pub(super) fn apply_initial_partitions(
+        &mut self,
+        run: &mut Run<'_>,
+    ) -> Result<Vec<AppliedFault>, RunError> {
+        let before = self.applied.len();
+        for st in self.take_initial_partitions() {
+            self.step(run, &st)?;
+        }
+        Ok(self.since(before))
+    }
+
+    /// Carry out step `st` on `run` now, whatever its time (a replay's crash or restart).
+    pub(super) fn apply_step(&mut self, run: &mut Run<'_>, st: &Step) -> Result<Vec<AppliedFault>, RunError> {
+        let before = self.applied.len();
+        self.step(run, st)?;
+        Ok(self.since(before))
+    }
+
+    /// The worker `t` names now, if any: the holder is one inside the critical section
+    /// (as the file says), the leader the one the live workers follow.
+    fn resolve(&self, run: &Run<'_>, t: Target) -> Option<usize> {
+        match t {
+            Target::Worker(w) => Some(w as usize),
+            Target::Holder => {
+                let alive = |w: u32| run.procs.slots.get(w as usize).is_some_and(Slot::alive);
+                run.progress.tail().holder(alive).map(|w| w as usize)
+            }
+            Target::Coordinator => Some(run.procs.slots.len() - 1),
+            Target::Leader => run.procs.leader(),
+        }
+    }
+
+    /// Where worker `w` stands as a fault hits it: in the record, and in words in the
+    /// fault log's note.
+    fn standing(run: &Run<'_>, w: usize) -> Standing {
+        match (&run.opts.elect, run.procs.slots[w].leader) {
+            (None, _) if run.progress.tail().inside.contains(&(w as u32)) => Standing::Inside,
+            (None, _) => Standing::Outside,
+            (Some(_), Some((l, term))) if l.index() == w => Standing::Leading { term },
+            (Some(_), Some((leader, term))) => Standing::Following { leader, term },
+            (Some(_), None) => Standing::NoLeader,
+        }
+    }
+
+    fn step(&mut self, run: &mut Run<'_>, st: &Step) -> Result<(), RunError> {
+        let text = st.to_string();
+        // Who is inside now: an earlier step of this round may have taken a while.
+        run.progress.poll(run.started);
+        let target = match &st.action {
+            Action::Kill(t) | Action::Term(t) | Action::Stop(t) => match self.resolve(run, *t) {
+                Some(w) => Some(w),
+                None => {
+                    let why = if run.opts.elect.is_some() {
+                        "no live worker follows a live leader yet"
+                    } else {
+                        "no live worker has entered yet"
+                    };
+                    self.record(run, FaultKind::Skip, None, format!("{text}: {why}"));
+                    return Ok(());
+                }
+            },
+            _ => None,
+        };
+        match &st.action {
+            Action::Kill(_) | Action::Term(_) => {
+                let w = target.expect("resolved above");
+                if !run.procs.slots[w].alive() {
+                    self.skip_not_running(run, w, &text);
+                    return Ok(());
+                }
+                let sig =
+                    if matches!(st.action, Action::Kill(_)) { Signal::SIGKILL } else { Signal::SIGTERM };
+                let kind = st.action.kind();
+                let stood = Self::standing(run, w);
+                let mut fault = self.fault_on(run, kind, Some(w), Some(sig), format!("{text}; w{w} {stood}"));
+                fault.standing = Some(stood);
+                fault.dead = Some(run.procs.end(w, sig));
+                self.commit(run.progress, fault);
+                run.procs.drop_link(w);
+                // Dead and reaped, so everything it wrote is in the file: read it all,
+                // then forget it was inside.
+                run.progress.forget(w, run.started);
+            }
+            Action::Stop(_) => {
+                let w = target.expect("resolved above");
+                if run.procs.slots[w].life != Life::Running {
+                    self.skip_not_running(run, w, &text);
+                    return Ok(());
+                }
+                let stood = Self::standing(run, w);
+                let note = format!("{text}; w{w} {stood}");
+                let mut fault = self.fault_on(run, st.action.kind(), Some(w), Some(Signal::SIGSTOP), note);
+                fault.standing = Some(stood);
+                match run.procs.pause(w) {
+                    Paused::Stopped => {
+                        self.commit(run.progress, fault);
+                        if let Some(d) = st.duration {
+                            let incarnation = run.procs.slots[w].incarnation;
+                            self.later(Instant::now() + d, Undo::Cont { worker: w, incarnation });
+                        }
+                    }
+                    Paused::Exited => {
+                        run.progress.forget(w, run.started);
+                        let note = format!("{text}: w{w} exited before it stopped");
+                        self.record(run, FaultKind::Skip, Some(w), note);
+                    }
+                    Paused::Lost(e) => {
+                        self.record(run, FaultKind::Skip, Some(w), format!("{text}: waitpid failed: {e}"));
+                    }
+                }
+            }
+            Action::Restart(w) => {
+                let w = *w as usize;
+                if run.procs.slots[w].alive() {
+                    self.record(run, FaultKind::Skip, Some(w), format!("{text}: w{w} is alive"));
+                    return Ok(());
+                }
+                let inc = run.procs.slots[w].incarnation + 1;
+                // Every EXIT it wrote, in all its lives (the file was read just above).
+                let before = run.progress.tail().exits_by_worker[w];
+                run.procs.launch(run.opts, run.started, w, inc, before)?;
+                self.record(run, st.action.kind(), Some(w), format!("{text}; resumes after entry {before}"));
+                // Tell everyone already running which life of w to believe from now on;
+                // workers started later learn it from their Start.
+                let running: Vec<usize> =
+                    (0..run.procs.slots.len()).filter(|&j| j != w && run.procs.slots[j].started).collect();
+                for other in running {
+                    run.procs.send(other, &ToWorker::Incarnation { id: PeerId(w as u32), incarnation: inc });
+                }
+            }
+            Action::Partition(p) => {
+                let generation = self.partition(p.clone());
+                self.record(run, st.action.kind(), None, text);
+                for id in 0..run.procs.slots.len() {
+                    self.sync_partition(run.procs, id);
+                }
+                if let Some(d) = st.duration {
+                    self.later(Instant::now() + d, Undo::Heal { generation });
+                }
+            }
+            Action::Heal => self.heal(run, &text),
+        }
+        Ok(())
+    }
+
+    /// Continue paused worker `w` of `run`, first handing its socket the partition state
+    /// it missed while paused (nothing is sent to a paused worker: it does not read).
+    pub(super) fn cont(&mut self, run: &mut Run<'_>, w: usize, why: &str) -> AppliedFault {
+        let fault = self.fault_on(run, FaultKind::Cont, Some(w), Some(Signal::SIGCONT), why.to_string());
+        run.procs.slots[w].life = Life::Running;
+        if self.sync_partition(run.procs, w) {
+            run.procs.flush(&[w], Duration::from_secs(1));
+        }
+        run.procs.resume(w);
+        self.commit(run.progress, fault.clone());
+        fault
+    }
+
+    fn heal(&mut self, run: &mut Run<'_>, why: &str) {
+        self.end_partition();
+        self.record(run, FaultKind::Heal, None, why.to_string());
+        for id in 0..run.procs.slots.len() {
+            self.sync_partition(run.procs, id);
+        }
+    }
+
+    /// Bring worker `id` of `procs` up to date with the partition in force (see
+    /// [`Nemesis::partition_update`]); returns whether it was sent anything.
+    fn sync_partition(&self, procs: &mut Processes, id: usize) -> bool {
+        match self.partition_update(&mut procs.slots[id]) {
+            Some(msg) => procs.send(id, &msg),
+            None => false,
+        }
+    }
+
     /// Why worker `w` (in `slot`) is not running, for a step that skips it: the fault
     /// that killed or paused it (with how late that fault was, since a late one is often
     /// why the next step finds its target gone), or how it ended by itself.
@@ -281,10 +542,7 @@ impl Faults {
             return None;
         }
         s.view = current;
-        Some(match &self.partition {
-            Some((_, groups)) => ToWorker::Partition { groups: groups.clone() },
-            None => ToWorker::Heal,
-        })
+        Some(ToWorker::Partition(self.partition.as_ref().map(|(_, p)| p.clone())))
     }
 
     /// The run failed or was interrupted (`why`) and has been torn down: record it in
@@ -407,14 +665,11 @@ mod tests {
         let opts = sample();
         let mut sup = idle(&opts, tmp.path());
         let path = tmp.path().join(control::FAULT_LOG);
-        sup.faults.log = Some(std::fs::File::create(&path).unwrap());
-        sup.log_fault(AppliedFault {
-            worker: Some(1),
-            dead: Some(1_500),
-            late_ms: Some(6.5),
-            ..bare("kill")
-        });
-        sup.record(FaultKind::Skip, None, None, "stop w9: no such worker".into());
+        sup.nemesis.log = Some(std::fs::File::create(&path).unwrap());
+        let (nemesis, mut run) = sup.nemesis();
+        let kill = AppliedFault { worker: Some(1), dead: Some(1_500), late_ms: Some(6.5), ..bare("kill") };
+        nemesis.commit(run.progress, kill);
+        nemesis.record(&mut run, FaultKind::Skip, None, "stop w9: no such worker".into());
         // Only the first line of a failure's message: the log is one line per fault.
         let (t, ended, window) = sup.teardown(&RunError::Failed("worker w0 died\n  and more".into()), 1_700);
         let log = std::fs::read_to_string(&path).unwrap();
@@ -426,9 +681,9 @@ mod tests {
         assert_eq!(read.crashes, vec![Crash { worker: 1, t: 1_000, dead: 1_500 }]);
         assert_eq!(read.teardown, Some(t));
         assert_eq!(read.ended, Some((ended, window)));
-        assert_eq!(window, sup.stall_window().as_nanos() as u64);
+        assert_eq!(window, sup.progress.window().as_nanos() as u64);
         // The teardown goes to the log only, not to the report's faults.
-        let applied: Vec<&str> = sup.faults.applied.iter().map(|f| f.action.as_str()).collect();
+        let applied: Vec<&str> = sup.nemesis.applied.iter().map(|f| f.action.as_str()).collect();
         assert_eq!(applied, ["kill", "skip"]);
     }
 
@@ -442,12 +697,12 @@ mod tests {
         let opts = crate::supervisor::RunOpts { plan: plan.unwrap(), ..sample() };
         let mut sup = crate::supervisor::tests::with_slots(&opts, tmp.path(), 3);
         let path = tmp.path().join(control::FAULT_LOG);
-        sup.faults.log = Some(std::fs::File::create(&path).unwrap());
+        sup.nemesis.log = Some(std::fs::File::create(&path).unwrap());
         sup.started = Some(Instant::now() - Duration::from_millis(250));
         // What two earlier faults did, each late itself.
         sup.procs.slots[0].life = Life::Exited;
         let note = "kill 0 at 50ms; w0 outside the critical section".to_string();
-        sup.faults.applied.push(AppliedFault {
+        sup.nemesis.applied.push(AppliedFault {
             worker: Some(0),
             at_ms: 56.5,
             late_ms: Some(6.5),
@@ -456,16 +711,18 @@ mod tests {
         });
         sup.procs.slots[1].life = Life::Stopped;
         let note = "stop 1 at 60ms for 1s; w1 inside the critical section".to_string();
-        sup.faults.applied.push(AppliedFault {
+        sup.nemesis.applied.push(AppliedFault {
             worker: Some(1),
             at_ms: 62.0,
             late_ms: Some(2.0),
             note,
             ..bare("stop")
         });
-        sup.apply_faults().unwrap();
-        assert!(sup.faults.steps.is_empty());
-        let [kill, stop, partition] = &sup.faults.applied[2..] else { panic!("{:?}", sup.faults.applied) };
+        let (nemesis, mut run) = sup.nemesis();
+        let answered = nemesis.apply_due(&mut run).unwrap();
+        assert!(sup.nemesis.steps.is_empty());
+        let [kill, stop, partition] = &sup.nemesis.applied[2..] else { panic!("{:?}", sup.nemesis.applied) };
+        assert_eq!(answered, sup.nemesis.applied[2..], "each call answers with what it applied");
         assert_eq!(
             (kill.action.as_str(), kill.note.as_str()),
             ("skip", "kill 0 at 100ms: w0 is dead, killed by `kill 0 at 50ms` at 56.5 ms, 6.5 ms late")
@@ -488,12 +745,13 @@ mod tests {
         assert!(read.fields.starts_with("late="), "{line}");
         // A step on time, or one with no time (an entry count), is not late.
         sup.started = Some(Instant::now());
-        sup.faults.steps = crate::faults::Plan::parse("heal at 10s\nheal at entry 1", 3).unwrap().steps;
+        sup.nemesis.steps = crate::faults::Plan::parse("heal at 10s\nheal at entry 1", 3).unwrap().steps;
         sup.progress.tail_mut().enters = 1;
-        sup.apply_faults().unwrap();
-        assert_eq!(sup.faults.steps.len(), 1, "heal at 10s is still to come");
+        let (nemesis, mut run) = sup.nemesis();
+        assert_eq!(nemesis.apply_due(&mut run).unwrap().len(), 1);
+        assert_eq!(sup.nemesis.steps.len(), 1, "heal at 10s is still to come");
         assert_eq!(
-            sup.faults.applied.last().map(|f| (f.note.as_str(), f.late_ms)),
+            sup.nemesis.applied.last().map(|f| (f.note.as_str(), f.late_ms)),
             Some(("heal at entry 1", None))
         );
     }
@@ -504,7 +762,7 @@ mod tests {
 
     #[test]
     fn the_tick_waits_for_the_next_step_within_bounds() {
-        let mut faults = Faults::new(Vec::new());
+        let mut faults = Nemesis::new(Vec::new());
         // Before the run starts, and with nothing planned once it has.
         assert_eq!(faults.tick(None), Duration::from_millis(100));
         let started = Some(Instant::now());
@@ -530,7 +788,7 @@ mod tests {
     fn steps_fire_in_plan_order_once_their_time_or_entry_count_comes() {
         let plan = "partition 0|1,2 at 0ms for 50ms\nkill 1 at 30ms\nstop 2 at entry 4 for 10ms\n\
                     heal at 0ms\nrestart 1 at 30ms\nkill 0 at entry 2";
-        let mut faults = Faults::new(crate::faults::Plan::parse(plan, 3).unwrap().steps);
+        let mut faults = Nemesis::new(crate::faults::Plan::parse(plan, 3).unwrap().steps);
         let start = Instant::now();
         let ms = Duration::from_millis;
         let names = |due: Vec<(Step, Option<Instant>)>| -> Vec<(String, Option<Duration>)> {
@@ -562,16 +820,16 @@ mod tests {
         assert!(faults.never_fired().is_empty() && faults.settled());
         // Partitions get generations; a heal due for an older one finds it out of force.
         let now = Instant::now();
-        let first = faults.partition(vec![vec![0], vec![1, 2]]);
+        let first = faults.partition(vec![vec![0], vec![1, 2]].into());
         faults.later(now + ms(50), Undo::Heal { generation: first });
-        let second = faults.partition(vec![vec![0, 1], vec![2]]);
+        let second = faults.partition(vec![vec![0, 1], vec![2]].into());
         assert!(!faults.in_force(first) && faults.in_force(second));
         assert!(!faults.settled(), "the first partition's heal is still to come");
         assert!(faults.take_due_undos(now).is_empty());
         let due = faults.take_due_undos(now + ms(60));
         assert!(matches!(due[..], [(_, Undo::Heal { generation })] if generation == first), "{due:?}");
         assert_eq!(faults.side(2), Some(1));
-        faults.heal();
+        faults.end_partition();
         assert_eq!(faults.side(2), None);
         assert!(faults.settled());
     }
@@ -580,8 +838,8 @@ mod tests {
     /// heal that ends it.
     #[test]
     fn each_worker_is_told_the_partition_in_force_once() {
-        let mut faults = Faults::new(Vec::new());
-        let told = |f: &Faults, s: &mut Slot| format!("{:?}", f.partition_update(s));
+        let mut faults = Nemesis::new(Vec::new());
+        let told = |f: &Nemesis, s: &mut Slot| format!("{:?}", f.partition_update(s));
         let mut slot = Slot::new(nix::unistd::Pid::from_raw(i32::MAX), 0);
         assert_eq!(told(&faults, &mut slot), format!("{:?}", None::<ToWorker>), "not started");
         slot.started = true;
@@ -590,7 +848,7 @@ mod tests {
             format!("{:?}", None::<ToWorker>),
             "nothing in force, nothing sent yet"
         );
-        faults.partition(vec![vec![0], vec![1]]);
+        faults.partition(vec![vec![0], vec![1]].into());
         slot.life = Life::Stopped;
         assert_eq!(
             told(&faults, &mut slot),
@@ -598,11 +856,11 @@ mod tests {
             "a paused worker does not read"
         );
         slot.life = Life::Running;
-        let groups = vec![vec![0], vec![1]];
-        assert_eq!(told(&faults, &mut slot), format!("{:?}", Some(ToWorker::Partition { groups })));
+        let p = Partition::from(vec![vec![0], vec![1]]);
+        assert_eq!(told(&faults, &mut slot), format!("{:?}", Some(ToWorker::Partition(Some(p)))));
         assert_eq!(told(&faults, &mut slot), format!("{:?}", None::<ToWorker>), "told once");
-        faults.heal();
-        assert_eq!(told(&faults, &mut slot), format!("{:?}", Some(ToWorker::Heal)));
+        faults.end_partition();
+        assert_eq!(told(&faults, &mut slot), format!("{:?}", Some(ToWorker::Partition(None))));
         assert_eq!(told(&faults, &mut slot), format!("{:?}", None::<ToWorker>));
     }
 }
