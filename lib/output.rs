@@ -34,6 +34,19 @@ pub enum AuditKind {
 pub const ALGORITHMS_SCHEMA: u32 = 1;
 /// `sim --json`'s `schema`: raised only when a field changes meaning or goes away.
 pub const SIM_SCHEMA: u32 = 1;
+/// `check --json`'s `schema`: raised only when a field changes meaning or goes away.
+pub const CHECK_SCHEMA: u32 = 1;
+
+/// What `mutexlab check --json` prints: the check's report, with the version of this
+/// layout.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct CheckOutput<'a> {
+    /// Raised only when a field changes meaning or goes away (fields may be added).
+    pub schema: u32,
+    /// What the check found.
+    #[serde(flatten)]
+    pub report: &'a crate::check::CheckReport,
+}
 
 /// What `mutexlab algorithms --json` prints.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]

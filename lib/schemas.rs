@@ -49,7 +49,7 @@ pub fn schemas() -> Vec<Published> {
         one::<crate::supervisor::Report>("run.schema.json", "mutexlab run|elect|replay --json"),
         one::<AuditOutput>("audit.schema.json", "mutexlab audit --json"),
         one::<AlgorithmList>("algorithms.schema.json", "mutexlab algorithms [--messages [NAME]] --json"),
-        one::<crate::check::CheckReport>("check.schema.json", "mutexlab check --json"),
+        one::<crate::output::CheckOutput>("check.schema.json", "mutexlab check --json"),
         one::<SimOutput>("sim.schema.json", "mutexlab sim --json"),
         one::<crate::bench::BenchReport>("bench.schema.json", "mutexlab bench --json"),
         one::<crate::compare::Comparison>("compare.schema.json", "mutexlab compare --json"),

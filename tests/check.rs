@@ -173,8 +173,14 @@ fn bad_arguments_are_one_line_and_exit_2() {
         ),
         (&["check", "--algo", "lamport", "-n", "0"], "-n must be between 1 and 16, not 0"),
         (&["check", "--algo", "lamport", "-k", "-1"], "-k must be between 1 and 1000, not -1"),
-        (&["check", "--algo", "lamport", "--max-seconds", "0"], "--max-seconds must be between"),
-        (&["check", "--algo", "lamport", "--crashes", "x"], "invalid value"),
+        (
+            &["check", "--algo", "lamport", "--max-seconds", "0"],
+            "--max-seconds must be above 0 and at most 86400, not 0",
+        ),
+        (
+            &["check", "--algo", "lamport", "--crashes", "x"],
+            "--crashes takes a whole number of 0 or more; 'x' is not a number",
+        ),
         (&["check", "--algo", "lamport", "--threads", "0"], "--threads must be between 1 and 256, not 0"),
         (&["check", "--algo", "lamport", "--max-depth", "-3"], "--max-depth must be between 0 and"),
         (&["check", "--algo", "lamport", "--counter-bound", "x"], "--counter-bound takes a number or `none`"),

@@ -34,7 +34,7 @@ fn the_readme_s_super_peer_table_is_what_the_command_prints() {
 fn parameters_that_cannot_work_are_refused_in_one_line() {
     for (args, says) in [
         (vec!["-n", "1"], "-n must be 2 to"),
-        (vec!["-n", "ten"], "invalid value 'ten'"),
+        (vec!["-n", "ten"], "'ten' is not a number"),
         (vec!["--share", "1.5"], "--share must be"),
         (vec!["--capacity", "0"], "--capacity must be"),
         (vec!["--bound-ms", "0"], "--bound-ms must be"),

@@ -257,7 +257,11 @@ pub(super) fn cmd_check(a: CheckArgs) -> Outcome {
     if tty && r.seconds >= 1.0 {
         eprintln!();
     }
-    out(&if a.json { to_json(&r) } else { r.text(info.name) });
+    out(&if a.json {
+        to_json(&crate::output::CheckOutput { schema: crate::output::CHECK_SCHEMA, report: &r })
+    } else {
+        r.text(info.name)
+    });
     if let Some(dir) = &a.out {
         let shown = dir.display();
         match &r.violation {
