@@ -50,11 +50,22 @@ fn the_custom_command_line_lists_it_beside_the_built_in_ones() {
     let out = custom().args(["algorithms", "--messages", "central-zero"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(stdout(&out).starts_with("central-zero:\n  "), "{}", stdout(&out));
-    // It runs in the simulator by name, and a replay line names its own binary.
+    // It runs in the simulator by name, and a replay line names its own binary: by
+    // its path, since the PATH does not find it.
     let out = custom().args(["sim", "--algo", "central-zero", "--seeds", "0..3"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let exe = custom().get_program().to_string_lossy().into_owned();
     assert_eq!(
         stdout(&out),
-        "custom_algorithm sim --algo central-zero -n 3 -k 1: seeds 0..=2: 3 passed, 0 failed\n"
+        format!("{exe} sim --algo central-zero -n 3 -k 1: seeds 0..=2: 3 passed, 0 failed\n")
     );
+    // Where the PATH finds it, its name is enough.
+    let dir = std::path::Path::new(&exe).parent().unwrap();
+    let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap_or_default());
+    let out = custom()
+        .args(["sim", "--algo", "central-zero", "--seeds", "0..3"])
+        .env("PATH", path)
+        .output()
+        .unwrap();
+    assert!(stdout(&out).starts_with("custom_algorithm sim --algo central-zero"), "{}", stdout(&out));
 }

@@ -362,15 +362,30 @@ pub(super) fn shell_word(text: &str) -> String {
 }
 
 /// How a command line this program prints starts, so that it can be pasted as it is:
-/// `mutexlab`, or for another binary (a lab's, an outside crate's) `cargo run --` where
-/// cargo started it, else the binary's path, since neither is on the PATH.
+/// `mutexlab`, or another binary's name (a lab's, an outside crate's) where the PATH
+/// finds this very binary by it; else `cargo run --` for a package's binary that cargo
+/// started (a lab's: `cargo run -- check …` in its folder), else the binary's path.
 pub(super) fn invocation() -> String {
     let exe = exe();
-    match exe.file_name().and_then(|f| f.to_str()) {
-        Some(WHO) | None => WHO.to_string(),
-        Some(_) if std::env::var_os("CARGO").is_some() => "cargo run --".to_string(),
-        Some(_) => shell_word(&exe.display().to_string()),
+    let Some(name) = exe.file_name().and_then(|f| f.to_str()) else { return WHO.to_string() };
+    if name == WHO || on_path(name, &exe) {
+        return name.to_string();
     }
+    let profile = exe.parent().and_then(|d| d.file_name()).and_then(|d| d.to_str());
+    if std::env::var_os("CARGO").is_some() && matches!(profile, Some("debug" | "release")) {
+        return "cargo run --".to_string();
+    }
+    shell_word(&exe.display().to_string())
+}
+
+/// Whether the PATH finds `exe` by `name`.
+fn on_path(name: &str, exe: &std::path::Path) -> bool {
+    let Some(path) = std::env::var_os("PATH") else { return false };
+    let ours = std::fs::canonicalize(exe).ok();
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+        .is_some_and(|p| std::fs::canonicalize(p).ok() == ours)
 }
 
 /// Write to stdout; a reader that went away (`| head`) is not an error worth a word.
@@ -425,12 +440,9 @@ mod tests {
 
     #[test]
     fn a_binary_not_named_mutexlab_prints_a_command_line_that_runs_it() {
-        // This test binary is `mutexlab-<hash>`, as a lab's is `lab-01-…`: not on the PATH.
+        // This test binary is `target/debug/deps/mutexlab-<hash>`: not on the PATH, and
+        // not one `cargo run` starts, so its path is what runs it.
         let got = invocation();
-        if std::env::var_os("CARGO").is_some() {
-            assert_eq!(got, "cargo run --");
-        } else {
-            assert!(got.contains("/mutexlab-"), "{got}");
-        }
+        assert!(got.contains("/deps/mutexlab-"), "{got}");
     }
 }
