@@ -191,6 +191,27 @@ where
     enabled: Vec<Choice>,
 }
 
+/// A state in breadth-first search's level: an [`Item`] without its enabled choices,
+/// worked out again when it is expanded (the levels hold states by the hundred thousand,
+/// and the list was an allocation each).
+struct Queued<N: Node>
+where
+    N::Service: SimService,
+{
+    world: World<N>,
+    counts: Counts,
+    fp: u64,
+}
+
+impl<N: Node> From<Item<N>> for Queued<N>
+where
+    N::Service: SimService,
+{
+    fn from(Item { world, counts, fp, enabled: _ }: Item<N>) -> Self {
+        Queued { world, counts, fp }
+    }
+}
+
 /// What a state newly found turns out to be.
 // Moved once, straight into the frontier: boxing the world would cost an allocation each.
 #[allow(clippy::large_enum_variant)]
@@ -448,7 +469,7 @@ where
     let mut out = Outcome { states: 1, ..Outcome::default() };
     let (fp, first) = start::<N>(how);
     visited.insert(fp, fp); // the start is its own parent
-    let mut level: Vec<Item<N>> = out.begin(first).into_iter().collect();
+    let mut level: Vec<Queued<N>> = out.begin(first).into_iter().map(Queued::from).collect();
     if out.violation.is_some() {
         return out;
     }
@@ -465,7 +486,7 @@ where
         }
         let before = shared.states.load(Relaxed);
         let todo = Mutex::new(level);
-        let mut nexts: Vec<Vec<Item<N>>> = Vec::with_capacity(threads);
+        let mut nexts: Vec<Vec<Queued<N>>> = Vec::with_capacity(threads);
         let (todo, visited, shared_ref) = (&todo, &visited, &shared);
         std::thread::scope(|s| {
             let helpers: Vec<_> = (1..threads)
@@ -519,12 +540,12 @@ struct Watch<'a> {
 /// expand each world, and return the new states found (the next level's, in part).
 fn expand<N: Node>(
     how: &Search<'_, N>,
-    todo: &Mutex<Vec<Item<N>>>,
+    todo: &Mutex<Vec<Queued<N>>>,
     depth: u32,
     visited: &Visited,
     shared: &Shared,
     mut watch: Option<&mut Watch<'_>>,
-) -> Vec<Item<N>>
+) -> Vec<Queued<N>>
 where
     N::Service: SimService,
 {
@@ -547,7 +568,7 @@ where
                 break 'work;
             }
             let mut found = 0u64;
-            for &choice in &item.enabled {
+            for choice in item.world.enabled() {
                 let mut world = item.world.clone();
                 transitions += 1;
                 let applied = crate::panics::quietly(|| world.apply(choice, &mut quiet));
@@ -568,7 +589,7 @@ where
                         for (sum, add) in ends.iter_mut().zip(end.counts()) {
                             *sum += add;
                         }
-                        next.push(item);
+                        next.push(item.into());
                         found += 1;
                     }
                 }
