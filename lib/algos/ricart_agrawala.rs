@@ -87,8 +87,8 @@ impl Message for Msg {
 struct Peers {
     /// Peers 0 to 63.
     low: u64,
-    /// Peers from 64 on, 64 a word.
-    more: Vec<u64>,
+    /// Peers from 64 on, 64 a word (a boxed slice: a word smaller than a `Vec`).
+    more: Box<[u64]>,
 }
 
 impl Peers {
@@ -99,7 +99,9 @@ impl Peers {
             return Some((&mut self.low, bit));
         }
         if grow && self.more.len() < w {
-            self.more.resize(w, 0);
+            let mut more = std::mem::take(&mut self.more).into_vec();
+            more.resize(w, 0);
+            self.more = more.into_boxed_slice();
         }
         self.more.get_mut(w - 1).map(|word| (word, bit))
     }
@@ -117,8 +119,9 @@ impl Peers {
         let Some((word, bit)) = self.word(*p, false) else { return false };
         let was = *word & bit != 0;
         *word &= !bit;
-        while self.more.last() == Some(&0) {
-            self.more.pop();
+        if self.more.last() == Some(&0) {
+            let keep = self.more.iter().rposition(|&w| w != 0).map_or(0, |k| k + 1);
+            self.more = self.more[..keep].into();
         }
         was
     }
