@@ -55,8 +55,6 @@
 //! and not inside asks the fresh peer unless it holds that peer's permission; a peer
 //! that went down answered nothing, so it is never added to the kept permissions.
 
-use std::collections::BTreeSet;
-
 use serde::{Deserialize, Serialize};
 
 use crate::algorithm::{Algorithm, Config, Message, NoTimer, Out, PeerId};
@@ -82,6 +80,87 @@ impl Message for Msg {
     }
 }
 
+/// A set of peers, one bit each: a search copies and hashes nodes by millions, and a
+/// bit set is copied without an allocation (up to 64 nodes) and hashed in a word. The
+/// words past the first keep no trailing zero, so equal sets are equal values.
+#[derive(Clone, Default, PartialEq, Eq, Hash)]
+struct Peers {
+    /// Peers 0 to 63.
+    low: u64,
+    /// Peers from 64 on, 64 a word (a boxed slice: a word smaller than a `Vec`).
+    more: Box<[u64]>,
+}
+
+impl Peers {
+    /// The word `p` is in, if there is one, and its bit there.
+    fn word(&mut self, p: PeerId, grow: bool) -> Option<(&mut u64, u64)> {
+        let (w, bit) = (p.index() / 64, 1u64 << (p.index() % 64));
+        if w == 0 {
+            return Some((&mut self.low, bit));
+        }
+        if grow && self.more.len() < w {
+            let mut more = std::mem::take(&mut self.more).into_vec();
+            more.resize(w, 0);
+            self.more = more.into_boxed_slice();
+        }
+        self.more.get_mut(w - 1).map(|word| (word, bit))
+    }
+
+    /// Add `p`; false if it was there.
+    fn insert(&mut self, p: PeerId) -> bool {
+        let (word, bit) = self.word(p, true).expect("grown to hold it");
+        let was = *word & bit != 0;
+        *word |= bit;
+        !was
+    }
+
+    /// Take `p` out; false if it was not there.
+    fn remove(&mut self, p: &PeerId) -> bool {
+        let Some((word, bit)) = self.word(*p, false) else { return false };
+        let was = *word & bit != 0;
+        *word &= !bit;
+        if self.more.last() == Some(&0) {
+            let keep = self.more.iter().rposition(|&w| w != 0).map_or(0, |k| k + 1);
+            self.more = self.more[..keep].into();
+        }
+        was
+    }
+
+    fn contains(&self, p: &PeerId) -> bool {
+        let (w, bit) = (p.index() / 64, 1u64 << (p.index() % 64));
+        let word = if w == 0 { Some(self.low) } else { self.more.get(w - 1).copied() };
+        word.is_some_and(|word| word & bit != 0)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.low == 0 && self.more.is_empty()
+    }
+
+    /// The peers in ascending order (as a `BTreeSet` gives them).
+    fn iter(&self) -> impl Iterator<Item = PeerId> + '_ {
+        std::iter::once(&self.low).chain(&self.more).enumerate().flat_map(|(w, &word)| {
+            (0..64).filter(move |b| word & (1u64 << b) != 0).map(move |b| PeerId((w * 64 + b) as u32))
+        })
+    }
+}
+
+impl FromIterator<PeerId> for Peers {
+    fn from_iter<I: IntoIterator<Item = PeerId>>(iter: I) -> Self {
+        let mut set = Peers::default();
+        for p in iter {
+            set.insert(p);
+        }
+        set
+    }
+}
+
+// As a `BTreeSet<PeerId>` prints, so a node's state reads the same.
+impl std::fmt::Debug for Peers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.iter()).finish()
+    }
+}
+
 /// Plain Ricart-Agrawala: ask everyone on every entry.
 pub type RicartAgrawala = Ra<false>;
 
@@ -101,13 +180,13 @@ pub struct Ra<const KEEP: bool> {
     /// The application is inside.
     inside: bool,
     /// Peers whose REPLY this node still waits for.
-    awaiting: BTreeSet<PeerId>,
+    awaiting: Peers,
     /// Peers whose REQUEST gets its REPLY when this node leaves the section.
-    deferred: BTreeSet<PeerId>,
+    deferred: Peers,
     /// Roucairol-Carvalho only: peers whose permission this node holds.
-    held: BTreeSet<PeerId>,
+    held: Peers,
     /// Peers whose channel closed and that have not come back: dead, so not inside.
-    down: BTreeSet<PeerId>,
+    down: Peers,
 }
 
 impl<const KEEP: bool> Ra<KEEP> {
@@ -156,10 +235,10 @@ impl<const KEEP: bool> Algorithm for Ra<KEEP> {
             ticket: 0,
             requesting: false,
             inside: false,
-            awaiting: BTreeSet::new(),
-            deferred: BTreeSet::new(),
-            held: BTreeSet::new(),
-            down: BTreeSet::new(),
+            awaiting: Peers::default(),
+            deferred: Peers::default(),
+            held: Peers::default(),
+            down: Peers::default(),
         }
     }
 
@@ -169,7 +248,7 @@ impl<const KEEP: bool> Algorithm for Ra<KEEP> {
         // A dead peer is not inside; if it comes back, on_peer_up asks the new one.
         self.awaiting =
             self.cfg.others().filter(|p| !self.held.contains(p) && !self.down.contains(p)).collect();
-        for &p in &self.awaiting {
+        for p in self.awaiting.iter() {
             out.send(p, Msg::Request { ticket: self.ticket });
         }
         self.try_enter(out);
@@ -193,7 +272,7 @@ impl<const KEEP: bool> Algorithm for Ra<KEEP> {
     fn on_cs_done(&mut self, out: &mut Out<Msg, NoTimer>) {
         self.requesting = false;
         self.inside = false;
-        for p in std::mem::take(&mut self.deferred) {
+        for p in std::mem::take(&mut self.deferred).iter() {
             self.reply(p, out);
         }
     }
@@ -225,7 +304,7 @@ impl<const KEEP: bool> Algorithm for Ra<KEEP> {
         if !self.requesting || self.inside || self.awaiting.is_empty() {
             return String::new();
         }
-        let who: Vec<String> = self.awaiting.iter().map(PeerId::to_string).collect();
+        let who: Vec<String> = self.awaiting.iter().map(|p| p.to_string()).collect();
         format!("waiting for REPLY from {} (ticket {})", who.join(", "), self.ticket)
     }
 
@@ -247,6 +326,34 @@ mod tests {
     use crate::algorithm::Action;
     use crate::script::{out, send};
     use crate::sim::{sweep, Sim};
+
+    #[test]
+    fn a_peer_set_does_what_a_btreeset_does_and_equal_sets_are_equal_values() {
+        use std::collections::BTreeSet;
+        let (mut set, mut model) = (Peers::default(), BTreeSet::new());
+        // Ids inside the first word, past it and past the second, in and out in turn.
+        let ids = [3u32, 0, 63, 64, 3, 130, 64, 7, 130, 200, 0, 200, 63, 7];
+        for (k, &id) in ids.iter().enumerate() {
+            let p = PeerId(id);
+            if k % 3 == 2 {
+                assert_eq!(set.remove(&p), model.remove(&p), "remove {id}");
+            } else {
+                assert_eq!(set.insert(p), model.insert(p), "insert {id}");
+            }
+            assert_eq!(set.iter().collect::<Vec<_>>(), model.iter().copied().collect::<Vec<_>>());
+            assert!(model.iter().all(|q| set.contains(q)) && !set.contains(&PeerId(999)));
+            assert_eq!(set.is_empty(), model.is_empty());
+            // The same members built afresh: the same value, and the same Debug text.
+            let fresh: Peers = model.iter().copied().collect();
+            assert_eq!(fresh, set, "after {k} steps");
+            assert_eq!(format!("{set:?}"), format!("{model:?}"));
+        }
+        // A high id in and out leaves no trailing word behind.
+        let mut grown = Peers::default();
+        grown.insert(PeerId(300));
+        grown.remove(&PeerId(300));
+        assert_eq!(grown, Peers::default());
+    }
 
     fn req(ticket: u64) -> Msg {
         Msg::Request { ticket }

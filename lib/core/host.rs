@@ -228,8 +228,17 @@ impl<N: Node> Hash for Host<N> {
         self.node.hash(state);
         self.started.hash(state);
         self.app.hash(state);
-        self.down.hash(state);
+        hash_flags(&self.down, state);
         hash_unordered(self.timers.iter().map(|(t, _)| t), state);
+    }
+}
+
+/// Hash a slice of flags as its length and 64 flags a word: `Hash for [bool]` writes each
+/// flag on its own, and a search hashes many per state.
+pub fn hash_flags<H: Hasher>(flags: &[bool], state: &mut H) {
+    state.write_usize(flags.len());
+    for chunk in flags.chunks(64) {
+        state.write_u64(chunk.iter().enumerate().fold(0, |w, (k, &f)| w | (u64::from(f) << k)));
     }
 }
 
@@ -428,6 +437,24 @@ impl<N: Node> Host<N> {
 mod tests {
     use super::*;
     use crate::algorithm::{Algorithm, MutexApp, MutexCall, MutexEvent, Out};
+
+    #[test]
+    fn flags_hash_by_value_and_length_and_past_one_word() {
+        use std::hash::BuildHasher;
+        let keys = std::hash::RandomState::new();
+        let h = |flags: &[bool]| {
+            let mut state = keys.build_hasher();
+            hash_flags(flags, &mut state);
+            state.finish()
+        };
+        let mut long = vec![false; 70];
+        let quiet = h(&long);
+        long[66] = true;
+        assert_ne!(h(&long), quiet, "a flag past the first word counts");
+        assert_ne!(h(&[true]), h(&[true, false]), "the length counts");
+        assert_ne!(h(&[true, false]), h(&[false, true]));
+        assert_eq!(h(&[false, true, true]), h(&[false, true, true]));
+    }
 
     /// A node that does whatever its messages tell it to, to provoke every rule.
     #[derive(Clone, Debug, PartialEq, Eq, Hash)]

@@ -34,6 +34,11 @@ pub trait SimService: Service {
 pub trait SimApps<S: Service + ?Sized>: Clone + Debug + PartialEq + Eq + Hash + Send {
     /// The calls application `node` could make now (it is alive).
     fn calls(&self, node: usize) -> Vec<S::Call>;
+    /// How many calls application `node` could make now: [`SimApps::calls`]'s length,
+    /// without building them (a search asks at every state).
+    fn call_count(&self, node: usize) -> usize {
+        self.calls(node).len()
+    }
     /// Application `node` makes `call`; what it did, for the world's observer.
     fn call(&mut self, node: usize, call: &S::Call) -> AppAct;
     /// Node `node` tells its application `event`: what it was told, for the world's
@@ -112,6 +117,12 @@ impl SimApps<Mutex> for MutexApps {
             Mx::Inside => vec![MutexCall::Done],
             _ => Vec::new(),
         }
+    }
+
+    fn call_count(&self, node: usize) -> usize {
+        usize::from(
+            matches!(self.apps[node], Mx::Idle if self.left[node] > 0) || self.apps[node] == Mx::Inside,
+        )
     }
 
     fn call(&mut self, node: usize, call: &MutexCall) -> AppAct {
@@ -250,6 +261,10 @@ impl SimApps<Election> for ElectionApps {
         }
     }
 
+    fn call_count(&self, node: usize) -> usize {
+        usize::from(self.left[node] > 0)
+    }
+
     fn call(&mut self, node: usize, ElectionCall::Elect: &ElectionCall) -> AppAct {
         self.left[node] -= 1;
         AppAct::CallsElection
@@ -316,5 +331,27 @@ impl SimApps<Election> for ElectionApps {
             0 => named,
             k => format!("{named}; may call {k} election{}", if k == 1 { "" } else { "s" }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_count_is_the_number_of_calls_in_every_phase() {
+        let mut mx = <Mutex as SimService>::apps(2, 1);
+        let counts = |a: &MutexApps| (0..2).map(|i| (a.call_count(i), a.calls(i).len())).collect::<Vec<_>>();
+        assert_eq!(counts(&mx), [(1, 1), (1, 1)], "idle with an entry left");
+        mx.call(0, &MutexCall::Want);
+        assert_eq!(counts(&mx)[0], (0, 0), "waiting");
+        let _ = mx.event(0, &MutexEvent::Enter);
+        assert_eq!(counts(&mx)[0], (1, 1), "inside");
+        mx.call(0, &MutexCall::Done);
+        assert_eq!(counts(&mx)[0], (0, 0), "idle with no entry left");
+        let mut el = <Election as SimService>::apps(2, 1);
+        assert_eq!((el.call_count(0), el.calls(0).len()), (1, 1));
+        el.call(0, &ElectionCall::Elect);
+        assert_eq!((el.call_count(0), el.calls(0).len()), (0, 0));
     }
 }

@@ -1,16 +1,17 @@
 //! The search engines behind [`super::check`]: breadth-first, level by level, on one or
 //! more threads; and depth-first with an optional depth bound, on one.
 //!
-//! Both keep a visited set of 64-bit fingerprints, not worlds. Breadth-first keeps with
-//! each fingerprint its parent's and the choice that led there (the counterexample is
-//! rebuilt by walking them back), and holds whole worlds only for the level being
-//! expanded and the next. Its threads share the visited set in shards, each behind its
-//! own lock, and take the level's worlds in small batches; a level is finished before
-//! the next begins, so every state is found at its distance from the start whatever the
-//! thread count, the states found are the same, and a counterexample is a shortest one.
-//! Depth-first keeps only the fingerprint with the depth it was found at, and the path
-//! it is on (the worlds along it); its counterexample is that path, not necessarily the
-//! shortest. With a depth bound, a state reached again closer to the start than before
+//! Both keep a visited set of 64-bit fingerprints, not worlds, in shards. Breadth-first
+//! keeps with each fingerprint only its parent's (the counterexample is rebuilt by
+//! walking them back and replaying the way, choosing at each state the first choice
+//! that leads to the next), and holds whole worlds only for the level being expanded and
+//! the next. Its threads share the visited set's shards, each behind its own lock, and
+//! take the level's worlds in small batches; a level is finished before the next begins,
+//! so every state is found at its distance from the start whatever the thread count, the
+//! states found are the same, and a counterexample is a shortest one. Depth-first keeps
+//! only the fingerprints (with a depth bound, with the depth each was found at), and the
+//! path it is on (the worlds along it); its counterexample is that path, not necessarily
+//! the shortest. With a depth bound, a state reached again closer to the start than before
 //! is explored again, since what lies below it may have been cut by the bound.
 //!
 //! Every strategy carries each world's bypass counts beside it (in its fingerprint only
@@ -18,7 +19,7 @@
 //! properties, the bound and the invariants of one's own, the same way.
 
 use std::collections::hash_map::Entry;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hash, Hasher};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Mutex;
@@ -190,6 +191,27 @@ where
     enabled: Vec<Choice>,
 }
 
+/// A state in breadth-first search's level: an [`Item`] without its enabled choices,
+/// worked out again when it is expanded (the levels hold states by the hundred thousand,
+/// and the list was an allocation each).
+struct Queued<N: Node>
+where
+    N::Service: SimService,
+{
+    world: World<N>,
+    counts: Counts,
+    fp: u64,
+}
+
+impl<N: Node> From<Item<N>> for Queued<N>
+where
+    N::Service: SimService,
+{
+    fn from(Item { world, counts, fp, enabled: _ }: Item<N>) -> Self {
+        Queued { world, counts, fp }
+    }
+}
+
 /// What a state newly found turns out to be.
 // Moved once, straight into the frontier: boxing the world would cost an allocation each.
 #[allow(clippy::large_enum_variant)]
@@ -259,8 +281,9 @@ where
     Look::Next(Item { world, counts, fp, enabled }, end)
 }
 
-/// The initial world, started, as a state newly found.
-fn start<N: Node>(how: &Search<'_, N>) -> (u64, Look<N>)
+/// The initial world, started and led along the prefix to search from, with how that
+/// went.
+fn started<N: Node>(how: &Search<'_, N>) -> (World<N>, Result<Result<(), Failure>, String>)
 where
     N::Service: SimService,
 {
@@ -271,52 +294,115 @@ where
         world.start(&mut quiet)?;
         how.opts.from.iter().try_for_each(|&c| world.apply(c, &mut quiet))
     });
+    (world, applied)
+}
+
+/// The initial world, started, as a state newly found.
+fn start<N: Node>(how: &Search<'_, N>) -> (u64, Look<N>)
+where
+    N::Service: SimService,
+{
+    let (world, applied) = started(how);
     let counts: Counts = [0; COUNTED];
     let fp = how.print(&world, &counts);
     (fp, look(how, world, counts, fp, applied))
 }
 
-/// The visited set of breadth-first search: fingerprint → (parent's fingerprint, the
-/// choice from the parent), in shards that threads lock one at a time.
-struct Visited {
-    shards: Vec<Mutex<FpMap<(u64, Choice)>>>,
+/// Shards of a visited set: a table grows by doubling, and while it moves its entries it
+/// holds both; in shards only one shard's worth is doubled at a time, so the peak memory
+/// is the tables' own, not half as much again.
+const SHARDS: usize = 64;
+
+/// Which shard `fp` belongs to: its middle bits, since a table itself reads the low
+/// bits and the top seven.
+fn shard_of(fp: u64) -> usize {
+    (fp >> 32) as usize % SHARDS
 }
 
-impl Visited {
-    fn new(threads: usize) -> Visited {
-        let count = if threads > 1 { 64 } else { 1 };
-        Visited { shards: (0..count).map(|_| Mutex::default()).collect() }
-    }
+/// The visited set of depth-first search without a depth bound: fingerprints only.
+struct Seen {
+    shards: Vec<HashSet<u64, BuildHasherDefault<Unhashed>>>,
+}
 
-    fn shard(&self, fp: u64) -> std::sync::MutexGuard<'_, FpMap<(u64, Choice)>> {
-        // Middle bits: the map itself reads the low bits and the top seven.
-        let k = (fp >> 32) as usize % self.shards.len();
-        self.shards[k].lock().unwrap_or_else(|e| e.into_inner())
+impl Seen {
+    fn new() -> Seen {
+        Seen { shards: (0..SHARDS).map(|_| HashSet::default()).collect() }
     }
 
     /// Record `fp`; false if it was there already.
-    fn insert(&self, fp: u64, parent: u64, choice: Choice) -> bool {
+    fn insert(&mut self, fp: u64) -> bool {
+        self.shards[shard_of(fp)].insert(fp)
+    }
+}
+
+/// The visited set of breadth-first search: fingerprint → its parent's fingerprint, in
+/// shards that threads lock one at a time. The choice from the parent is not kept (it
+/// would double each entry): [`Visited::path`] finds it again by replaying the way.
+struct Visited {
+    shards: Vec<Mutex<FpMap<u64>>>,
+}
+
+impl Visited {
+    fn new() -> Visited {
+        Visited { shards: (0..SHARDS).map(|_| Mutex::default()).collect() }
+    }
+
+    fn shard(&self, fp: u64) -> std::sync::MutexGuard<'_, FpMap<u64>> {
+        self.shards[shard_of(fp)].lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Record `fp`, found from `parent`; false if it was there already.
+    fn insert(&self, fp: u64, parent: u64) -> bool {
         match self.shard(fp).entry(fp) {
             Entry::Occupied(_) => false,
             Entry::Vacant(slot) => {
-                slot.insert((parent, choice));
+                slot.insert(parent);
                 true
             }
         }
     }
 
-    /// The choices from the start to the state with fingerprint `fp`, by its parents.
-    fn path(&self, mut fp: u64) -> Vec<Choice> {
-        let mut choices = Vec::new();
-        loop {
-            let Some((parent, choice)) = self.shard(fp).get(&fp).copied() else { break };
+    /// The fingerprints from the start to the state with fingerprint `fp`, by its
+    /// parents; the start's own first.
+    fn prints(&self, mut fp: u64) -> Vec<u64> {
+        let mut prints = vec![fp];
+        while let Some(parent) = self.shard(fp).get(&fp).copied() {
             if parent == fp {
                 break; // the start is its own parent
             }
-            choices.push(choice);
+            prints.push(parent);
             fp = parent;
         }
-        choices.reverse();
+        prints.reverse();
+        prints
+    }
+
+    /// The choices from the start to the state with fingerprint `fp`: along its parents,
+    /// at each state the first enabled choice (in [`World::enabled`]'s order, the order
+    /// a state is expanded in, so the choice that found the state first) that leads to
+    /// the next state's fingerprint.
+    fn path<N: Node>(&self, how: &Search<'_, N>, fp: u64) -> Vec<Choice>
+    where
+        N::Service: SimService,
+    {
+        let prints = self.prints(fp);
+        let (mut world, _) = started(how);
+        let mut counts: Counts = [0; COUNTED];
+        let mut choices = Vec::with_capacity(prints.len().saturating_sub(1));
+        for &want in &prints[1..] {
+            let next = world.enabled().into_iter().find_map(|choice| {
+                let mut after = world.clone();
+                // Its outcome was judged when it was found; only the state is wanted.
+                let _ = crate::panics::quietly(|| after.apply(choice, &mut quiet));
+                let (after_counts, _) = how.count(&world, &after, &counts);
+                (how.print(&after, &after_counts) == want).then_some((choice, after, after_counts))
+            });
+            let Some((choice, after, after_counts)) = next else {
+                break; // cannot be: each state was found from its parent by one choice
+            };
+            choices.push(choice);
+            (world, counts) = (after, after_counts);
+        }
         choices
     }
 }
@@ -367,7 +453,7 @@ where
 {
     let opts = how.opts;
     let threads = threads.max(1);
-    let visited = Visited::new(threads);
+    let visited = Visited::new();
     let shared = Shared {
         states: AtomicU64::new(1),
         transitions: AtomicU64::new(0),
@@ -382,8 +468,8 @@ where
     };
     let mut out = Outcome { states: 1, ..Outcome::default() };
     let (fp, first) = start::<N>(how);
-    visited.insert(fp, fp, Choice::Timer); // the start is its own parent; the choice is never read
-    let mut level: Vec<Item<N>> = out.begin(first).into_iter().collect();
+    visited.insert(fp, fp); // the start is its own parent
+    let mut level: Vec<Queued<N>> = out.begin(first).into_iter().map(Queued::from).collect();
     if out.violation.is_some() {
         return out;
     }
@@ -400,7 +486,7 @@ where
         }
         let before = shared.states.load(Relaxed);
         let todo = Mutex::new(level);
-        let mut nexts: Vec<Vec<Item<N>>> = Vec::with_capacity(threads);
+        let mut nexts: Vec<Vec<Queued<N>>> = Vec::with_capacity(threads);
         let (todo, visited, shared_ref) = (&todo, &visited, &shared);
         std::thread::scope(|s| {
             let helpers: Vec<_> = (1..threads)
@@ -437,7 +523,7 @@ where
     out.most_bypasses = shared.most_bypasses.load(Relaxed);
     out.cut_short = shared.cut_short.into_inner().unwrap_or_else(|e| e.into_inner());
     if let Some((p, why, fp)) = shared.found.into_inner().unwrap_or_else(|e| e.into_inner()) {
-        out.violation = Some((p, why, visited.path(fp)));
+        out.violation = Some((p, why, visited.path(how, fp)));
         out.cut_short = None; // stopped at the violation, whatever else was due
     }
     out
@@ -454,12 +540,12 @@ struct Watch<'a> {
 /// expand each world, and return the new states found (the next level's, in part).
 fn expand<N: Node>(
     how: &Search<'_, N>,
-    todo: &Mutex<Vec<Item<N>>>,
+    todo: &Mutex<Vec<Queued<N>>>,
     depth: u32,
     visited: &Visited,
     shared: &Shared,
     mut watch: Option<&mut Watch<'_>>,
-) -> Vec<Item<N>>
+) -> Vec<Queued<N>>
 where
     N::Service: SimService,
 {
@@ -482,14 +568,14 @@ where
                 break 'work;
             }
             let mut found = 0u64;
-            for &choice in &item.enabled {
+            for choice in item.world.enabled() {
                 let mut world = item.world.clone();
                 transitions += 1;
                 let applied = crate::panics::quietly(|| world.apply(choice, &mut quiet));
                 let (counts, seen) = how.count(&item.world, &world, &item.counts);
                 most = most.max(seen);
                 let fp = how.print(&world, &counts);
-                if !visited.insert(fp, item.fp, choice) {
+                if !visited.insert(fp, item.fp) {
                     continue;
                 }
                 let states = shared.states.fetch_add(1, Relaxed) + 1;
@@ -503,7 +589,7 @@ where
                         for (sum, add) in ends.iter_mut().zip(end.counts()) {
                             *sum += add;
                         }
-                        next.push(item);
+                        next.push(item.into());
                         found += 1;
                     }
                 }
@@ -563,11 +649,16 @@ where
 {
     let opts = how.opts;
     let mut out = Outcome { states: 1, ..Outcome::default() };
-    // Each fingerprint with the least depth it was reached at.
-    let mut visited: FpMap<u32> = FpMap::default();
+    // With a depth bound each fingerprint with the least depth it was reached at;
+    // without, the fingerprints alone (half the memory).
+    let mut depths: FpMap<u32> = FpMap::default();
+    let mut prints = Seen::new();
     let mut stack: Vec<Frame<N>> = Vec::new();
     let (fp, first) = start::<N>(how);
-    visited.insert(fp, 0);
+    match opts.max_depth {
+        Some(_) => depths.insert(fp, 0).is_none(),
+        None => prints.insert(fp),
+    };
     stack.extend(out.begin(first).map(|item| Frame { item, next: 0 }));
     if out.violation.is_some() {
         return out;
@@ -592,17 +683,22 @@ where
         let (counts, seen) = how.count(&top.item.world, &world, &top.item.counts);
         out.most_bypasses = out.most_bypasses.max(seen);
         let fp = how.print(&world, &counts);
-        let again = match visited.entry(fp) {
-            Entry::Vacant(slot) => {
+        let again = match opts.max_depth.map(|_| depths.entry(fp)) {
+            None if prints.insert(fp) => {
+                out.states += 1;
+                false
+            }
+            None => continue,
+            Some(Entry::Vacant(slot)) => {
                 slot.insert(depth);
                 out.states += 1;
                 false
             }
-            Entry::Occupied(mut seen) if opts.max_depth.is_some() && depth < *seen.get() => {
+            Some(Entry::Occupied(mut seen)) if depth < *seen.get() => {
                 seen.insert(depth);
                 true
             }
-            Entry::Occupied(_) => continue,
+            Some(Entry::Occupied(_)) => continue,
         };
         out.max_depth = out.max_depth.max(depth);
         match look(how, world, counts, fp, applied) {

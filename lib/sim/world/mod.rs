@@ -455,7 +455,7 @@ where
             }
         }
         for i in (0..self.n).filter(|&i| self.alive[i]) {
-            let calls = self.apps.calls(i).len() as u32;
+            let calls = self.apps.call_count(i) as u32;
             out.extend((0..calls).map(|index| Choice::Call { node: i as u32, index }));
         }
         for i in 0..self.n {
@@ -472,8 +472,8 @@ where
         }
         if self.fire_budget == 0 {
             // The budget is spent: no timer fires (see `timers_held`).
-        } else if self.any_timer {
-            let mut armed = vec![0u32; self.n];
+        } else if self.any_timer && !self.timers.is_empty() {
+            let mut armed: SmallVec<[u32; 16]> = smallvec![0; self.n];
             for t in &self.timers {
                 let node = t.node.0;
                 out.push(Choice::Fire { node, index: armed[node as usize] });

@@ -5,7 +5,7 @@
 use std::hash::{Hash, Hasher};
 
 use super::*;
-use crate::host::hash_unordered;
+use crate::host::{hash_flags, hash_unordered};
 
 // By hand: a derive would ask the service type itself to be `Clone`, which a search
 // generic over the node type cannot promise.
@@ -161,13 +161,13 @@ where
         } = self;
         n.hash(state);
         hosts.hash(state);
-        alive.hash(state);
+        hash_flags(alive, state);
         if *fifo {
             links.hash(state);
         } else {
             hash_unordered(links.iter(), state);
         }
-        down_due.hash(state);
+        hash_flags(down_due, state);
         hash_unordered(timers.iter().map(SetTimer::key), state);
         apps.hash(state);
         fifo.hash(state);
@@ -177,7 +177,7 @@ where
         fire_budget.hash(state);
         counter_bound.hash(state);
         crash_budget.hash(state);
-        may_crash.hash(state);
+        hash_flags(may_crash, state);
         unnoticed_restarts.hash(state);
     }
 }
