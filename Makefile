@@ -15,7 +15,7 @@ help:
 	@echo "make compare-table  # write the README's comparison table afresh from compare --markdown (release build; ARGS='--repeat 5')"
 	@echo "make lint   # rustfmt check and clippy with warnings as errors"
 	@echo "make gradescope-03-election  # the lab's Gradescope autograder bundle, target/gradescope/03-election.zip (labs/README.md)"
-	@echo "make protocol-doc # write labs/PROTOCOL.md's table of messages afresh from the code"
+	@echo "make protocol-doc # write labs/PROTOCOL.md's messages and rules afresh from the code"
 	@echo "make schemas # write schemas/*.schema.json, the JSON Schemas of every --json output, afresh from the types"
 	@echo "make lab-01-ricart-agrawala  # grade your node in labs/01-ricart-agrawala (SOLUTION=1: the reference; GRADESCOPE=results.json: Gradescope's file too; also lab-02-token, lab-03-election, lab-04-failover)"
 
@@ -49,7 +49,8 @@ check-table: build
 compare-table: build
 	ARGS='$(ARGS)' sh scripts/compare-table.sh
 
-# The table of every algorithm's messages in labs/PROTOCOL.md, from the message types
+# The table of every algorithm's messages in labs/PROTOCOL.md, from the message types, and
+# every algorithm's rules, from its module's doc comment
 # (the test that checks it writes it when asked).
 protocol-doc:
 	UPDATE_PROTOCOL_DOC=1 $(CARGO) test -q --lib -- --exact registry::tests::protocol_doc_lists_every_message_as_the_code_has_it

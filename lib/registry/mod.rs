@@ -31,7 +31,10 @@ mod protocol;
 pub use builtin::BUILTIN;
 use checks::*;
 pub use checks::{CheckFn, WalkFn};
-pub use protocol::{doc_messages_agree, messages_markdown, splice_messages, DOC_BEGIN, DOC_END};
+pub use protocol::{
+    doc_agrees, doc_messages_agree, messages_markdown, rules_markdown, splice_messages, splice_rules,
+    DOC_BEGIN, DOC_END,
+};
 
 /// A registry entry.
 #[derive(Debug)]
@@ -125,6 +128,10 @@ pub struct AlgoInfo {
     /// the trace lines written from the rings (set by [`AlgoInfo::runs`]:
     /// [`crate::trace::decode_body`] of its message type).
     pub body: crate::trace::Decode,
+    /// The node type's Rust path (set by [`AlgoInfo::runs`]: `std::any::type_name`): its
+    /// module's doc comment is the algorithm's rules, which `labs/PROTOCOL.md` carries
+    /// ([`rules_markdown`]).
+    pub node_type: fn() -> &'static str,
 }
 
 /// A bypass bound an algorithm promises, as data beside the notes' claim: while a
@@ -197,6 +204,7 @@ impl AlgoInfo {
             messages: crate::external::message_shapes::<N::Msg>,
             // A program among the reference's workers speaks `Ref<N::Msg>`, the same bytes.
             body: crate::trace::decode_body::<N::Msg>,
+            node_type: std::any::type_name::<N>,
         }
     }
 }
@@ -621,21 +629,34 @@ mod tests {
         }
     }
 
+    /// `labs/PROTOCOL.md` with its generated parts made afresh from the code.
+    fn protocol_doc_from_the_code(doc: &str) -> String {
+        let table = messages_markdown(BUILTIN).unwrap();
+        let source = |m: &str| {
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("lib/algos/{m}.rs"));
+            std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))
+        };
+        let rules = rules_markdown(BUILTIN, source).unwrap();
+        let doc = splice_messages(doc, &table).unwrap();
+        splice_rules(&doc, &rules).unwrap()
+    }
+
     #[test]
     fn protocol_doc_lists_every_message_as_the_code_has_it() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("labs/PROTOCOL.md");
         let doc = std::fs::read_to_string(&path).unwrap();
         let table = messages_markdown(BUILTIN).unwrap();
-        // `make protocol-doc` writes the table afresh.
+        // `make protocol-doc` writes the generated parts afresh.
         if std::env::var_os("UPDATE_PROTOCOL_DOC").is_some() {
-            std::fs::write(&path, splice_messages(&doc, &table).unwrap()).unwrap();
+            std::fs::write(&path, protocol_doc_from_the_code(&doc)).unwrap();
             return;
         }
-        if let Err(e) = doc_messages_agree(&doc, &table) {
+        if let Err(e) = doc_agrees(&doc, &protocol_doc_from_the_code(&doc)) {
             panic!("labs/PROTOCOL.md disagrees with the code: {e}\n(run `make protocol-doc`)");
         }
         for a in BUILTIN.iter().filter(|a| a.mixed.is_some()) {
             assert!(table.contains(&format!("| `{}` |", a.name)), "{} is missing", a.name);
+            assert!(doc.contains(&format!("<code>{}</code>", a.name)), "{}'s rules are missing", a.name);
         }
         // Negative control: the Lamport worker's `ts` for the built-in's `stamp`.
         let wrong = doc.replacen(r#"{"type":"REQUEST","stamp":u64}"#, r#"{"type":"REQUEST","ts":u64}"#, 1);
@@ -645,6 +666,27 @@ mod tests {
         let short = doc.replacen("| `lamport` |", "| `lamport-x` |", 1);
         assert!(doc_messages_agree(&short, &table).is_err());
         assert!(doc_messages_agree("no table here", &table).is_err());
+        // And a rule edited in the doc instead of the module's comment.
+        let edited =
+            doc.replacen("only worker 0's first life makes the token", "worker 0 makes the token", 1);
+        assert_ne!(edited, doc, "suzuki-kasami's rule is in the doc");
+        assert!(doc_agrees(&edited, &protocol_doc_from_the_code(&edited)).is_err());
+    }
+
+    #[test]
+    fn a_module_doc_becomes_markdown_a_worker_s_author_reads() {
+        let src = "//! Title with `code`.\n//!\n//! Uses [`Config::incarnation`] and rn[j].\n//! # Crashes\nuse x;\n//! not doc\n";
+        let a = &BUILTIN.iter().find(|a| a.name == "suzuki-kasami").unwrap();
+        let md = rules_markdown([*a], |m| {
+            assert_eq!(m, "suzuki_kasami");
+            Ok(src.to_string())
+        })
+        .unwrap();
+        assert!(md.starts_with("<details>\n<summary><code>suzuki-kasami</code> (<code>lib/algos/suzuki_kasami.rs</code>): Title with <code>code</code>.</summary>"), "{md}");
+        assert!(md.contains("Uses `Config::incarnation` and rn[j]."), "{md}");
+        assert!(md.contains("\n#### Crashes\n"), "{md}");
+        assert!(!md.contains("not doc"), "{md}");
+        assert!(rules_markdown([*a], |_| Ok("use x;\n".into())).is_err(), "a module without a doc");
     }
 
     #[test]
