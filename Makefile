@@ -17,7 +17,7 @@ help:
 	@echo "make gradescope-03-election  # the lab's Gradescope autograder bundle, target/gradescope/03-election.zip (labs/README.md)"
 	@echo "make protocol-doc # write labs/PROTOCOL.md's messages and rules afresh from the code"
 	@echo "make schemas # write schemas/*.schema.json, the JSON Schemas of every --json output, afresh from the types"
-	@echo "make lab-01-ricart-agrawala  # grade your node in labs/01-ricart-agrawala (SOLUTION=1: the reference; GRADESCOPE=results.json: Gradescope's file too; also lab-02-token, lab-03-election, lab-04-failover)"
+	@echo "make lab-01-ricart-agrawala  # grade your node in labs/01-ricart-agrawala (SOLUTION=1: the reference; GRADESCOPE=results.json: Gradescope's file too; also lab-02-token, lab-03-election, lab-04-failover, lab-05-fifo)"
 
 build:
 	$(CARGO) build --release

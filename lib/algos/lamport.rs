@@ -85,7 +85,38 @@ pub struct Lamport {
     inside: bool,
 }
 
+/// What the entry rule promises: a node inside holds the oldest request of all, in
+/// (stamp, id) order, so no other node has one ordered before it. `nodes[i]` says
+/// whether node i is inside and the stamp of its request, if it has one. Over FIFO
+/// channels this holds in every state; without FIFO it breaks at the step a node enters
+/// while an older request is still on its way, before anyone else gets in (lab 05).
+pub fn oldest_inside(nodes: &[(bool, Option<u64>)]) -> Result<(), String> {
+    let request = |i: usize| nodes[i].1.map(|stamp| (stamp, i));
+    for (i, _) in nodes.iter().enumerate().filter(|(_, (inside, _))| *inside) {
+        let Some(mine) = request(i) else { continue };
+        if let Some((stamp, j)) = (0..nodes.len()).filter(|&j| j != i).filter_map(request).find(|&r| r < mine)
+        {
+            return Err(format!(
+                "w{i} is inside with its request stamped {}, but w{j}'s request stamped {stamp} is older",
+                mine.0
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl Lamport {
+    /// This node's outstanding request's stamp, if its application asked (lab 05's
+    /// invariant reads it).
+    pub fn request(&self) -> Option<u64> {
+        self.mine
+    }
+
+    /// Whether its application is inside the section.
+    pub fn inside(&self) -> bool {
+        self.inside
+    }
+
     /// Advance the clock for an event (a send, or a receipt of `seen`).
     fn tick(&mut self, seen: u64) -> u64 {
         self.clock = self.clock.max(seen) + 1;
@@ -324,6 +355,16 @@ mod tests {
                 }
             },
         );
+    }
+
+    #[test]
+    fn a_node_inside_holds_the_oldest_request() {
+        assert_eq!(oldest_inside(&[(true, Some(3)), (false, Some(4)), (false, None)]), Ok(()));
+        // Ties go to the lower id.
+        assert_eq!(oldest_inside(&[(true, Some(3)), (false, Some(3))]), Ok(()));
+        let e = oldest_inside(&[(false, Some(3)), (true, Some(3))]).unwrap_err();
+        assert_eq!(e, "w1 is inside with its request stamped 3, but w0's request stamped 3 is older");
+        assert!(oldest_inside(&[(false, Some(2)), (false, None), (true, Some(5))]).is_err());
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod centralized_bully;
 pub mod chang_roberts;
 #[cfg(test)]
 mod elect_sweeps;
+pub mod fifo;
 pub mod hirschberg_sinclair;
 pub mod lamport;
 pub mod maekawa;

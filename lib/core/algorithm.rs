@@ -483,6 +483,11 @@ impl<M, T, E> Out<M, T, E> {
         self.actions.push(Output::Count { name: Cow::Borrowed(name), by });
     }
 
+    /// Push an output as it is (a layer around a node passes on what the node did).
+    pub fn push(&mut self, action: Output<M, T, E>) {
+        self.actions.push(action);
+    }
+
     /// The outputs pushed so far, in order.
     pub fn actions(&self) -> &[Output<M, T, E>] {
         &self.actions

@@ -80,6 +80,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::algorithm::Node;
+use crate::check::Invariant;
 use crate::lab::quietly;
 use crate::runtime::RunService;
 use crate::sim::{SimReport, SimService};
@@ -342,7 +343,28 @@ impl Grader {
             points,
             Kind::Search,
             detail,
-            Box::new(move |ctx, id| run_search::<N>(&search, ctx, id)),
+            Box::new(move |ctx, id| run_search::<N>(&search, &[], ctx, id)),
+        )
+    }
+
+    /// A search that also judges `invariants` in every state (a lab's own, or one the
+    /// student writes), as `check` does for the entry that names them.
+    pub fn search_with<N: Node<Service: SimService + RunService>>(
+        &mut self,
+        id: &str,
+        what: &str,
+        points: u32,
+        search: Search,
+        invariants: Vec<Invariant<N>>,
+    ) -> &mut Self {
+        let detail = search.detail();
+        self.add(
+            id,
+            what,
+            points,
+            Kind::Search,
+            detail,
+            Box::new(move |ctx, id| run_search::<N>(&search, &invariants, ctx, id)),
         )
     }
 }

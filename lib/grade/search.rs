@@ -3,7 +3,7 @@
 
 use super::{Ctx, Done};
 use crate::algorithm::Node;
-use crate::check::{self, CheckOpts, CheckReport};
+use crate::check::{self, CheckOpts, CheckReport, Invariant};
 use crate::lab::is_unwritten;
 use crate::runtime::RunService;
 use crate::sim::SimService;
@@ -126,6 +126,7 @@ impl Search {
 
 pub(super) fn run_search<N: Node<Service: SimService + RunService>>(
     search: &Search,
+    invariants: &[Invariant<N>],
     ctx: &Ctx,
     id: &str,
 ) -> Result<Done, String> {
@@ -134,7 +135,7 @@ pub(super) fn run_search<N: Node<Service: SimService + RunService>>(
             "a program's state lives in its process, which a search cannot copy; the sweeps test it".into(),
         ));
     }
-    let r = check::check::<N>(&search.opts, &mut |_| {});
+    let r = check::check_with::<N>(&search.opts, invariants, &mut |_| {});
     match &r.violation {
         None => Ok(Done::Passed(Some(searched(&r, search)))),
         Some(_) => Err(search_failure(&r, &search.command(&ctx.algo), &format!("{} {id}", ctx.replay))),
