@@ -127,7 +127,7 @@ impl Node {
     /// This node was killed and has come back as a new incarnation (task 4): it starts
     /// with fresh state, knows no leader, and no application will call an election for
     /// it. The others keep the leader they had (or elect one without it).
-    fn on_restart(&mut self, out: &mut Out) {
+    pub(crate) fn on_restart(&mut self, out: &mut Out) {
         // YOUR CODE HERE (task 4)
     }
 
