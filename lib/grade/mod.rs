@@ -175,6 +175,9 @@ struct Test {
     /// reason) the reason contains. What the test is about, or what a failure of the
     /// kind seen comes from.
     hints: Vec<(Vec<String>, String)>,
+    /// Tests that must have passed, in the same session, for this one to run
+    /// ([`Grader::after`]).
+    after: Vec<String>,
 }
 
 /// What a grading session came to.
@@ -252,7 +255,20 @@ impl Grader {
             kind,
             body,
             hints: Vec::new(),
+            after: Vec::new(),
         });
+        self
+    }
+
+    /// Run the test added last only if each of `ids` (tests or groups) that ran in the
+    /// same session passed; otherwise it fails as not run, naming the first that
+    /// failed. For a real run, whose interleaving is the machine's: a node the
+    /// deterministic tests already caught would pass it or not by chance, so its grade
+    /// would change from one grading to the next. Run alone (`grade 3.1`), it runs.
+    pub fn after(&mut self, ids: &[&str]) -> &mut Self {
+        if let Some(t) = self.tests.last_mut() {
+            t.after = ids.iter().map(|s| s.to_string()).collect();
+        }
         self
     }
 

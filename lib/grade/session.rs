@@ -205,6 +205,8 @@ impl Grader {
     ) -> (Summary, Vec<TestResult>) {
         let mut s = Summary { points: 0, max: 0, passed: 0, total: 0, skipped: 0 };
         let mut results = Vec::new();
+        // The tests that failed so far, for [`Grader::after`].
+        let mut failed: Vec<String> = Vec::new();
         let _ = writeln!(out, "{} ({})", self.title, ctx.algo);
         for t in self.tests.iter().filter(|t| selected(&t.id, ids)) {
             let mut detail = if t.detail.is_empty() { String::new() } else { format!(", {}", t.detail) };
@@ -222,10 +224,15 @@ impl Grader {
             let _ = write!(out, "{head}{} ", ".".repeat(WIDTH.saturating_sub(head.chars().count()).max(3)));
             let _ = out.flush();
             let started = Instant::now();
-            let verdict = match budget {
-                Some(b) => b.run(t),
+            let before = failed.iter().find(|f| t.after.iter().any(|a| selected(f, std::slice::from_ref(a))));
+            let verdict = match (before, budget) {
+                (Some(first), _) => Err(format!(
+                    "not run: {first} failed first, and a real run of a node the deterministic tests \
+                     caught would pass or fail by chance; fix {first}, then this test runs"
+                )),
+                (None, Some(b)) => b.run(t),
                 // A panic outside the node (in a check, say) is caught here too.
-                None => quietly(|| (t.body)(ctx, &t.id)).and_then(|r| r),
+                (None, None) => quietly(|| (t.body)(ctx, &t.id)).and_then(|r| r),
             };
             let secs = started.elapsed().as_secs_f64();
             let mut result = TestResult {
@@ -275,6 +282,7 @@ impl Grader {
                         let _ = writeln!(out, "      {line}");
                     }
                     result.status = Status::Failed;
+                    failed.push(t.id.clone());
                     // The autograder's page has room for every line.
                     result.lines = reason_lines(&why, hint, true);
                 }
@@ -441,6 +449,23 @@ mod tests {
             g.run_text(&Ctx { verbose: true, ..Ctx::new("x", PathBuf::from("/nonexistent")) }, &[]);
         assert!(text.contains("      line 8\n      hint: what 9.1 is about\n"), "{text}");
         assert!(!text.contains("more lines"), "{text}");
+    }
+
+    #[test]
+    fn a_test_after_a_failed_one_is_not_run_unless_run_alone() {
+        let mut g = Grader::new("t", "x");
+        g.script("1.1", "fails", 1, || panic!("boom"));
+        g.script("1.2", "passes", 1, || {});
+        g.script("3.1", "a real run", 1, || {}).after(&["1"]);
+        g.script("3.2", "after a passed one", 1, || {}).after(&["1.2"]);
+        let ctx = Ctx::new("x", PathBuf::from("/nonexistent"));
+        let (s, text) = g.run_text(&ctx, &[]);
+        assert_eq!((s.passed, s.total), (2, 4), "{text}");
+        let (_, real) = text.split_once("TEST 3.1").expect("3.1 listed");
+        assert!(real.contains("not run: 1.1 failed first"), "{text}");
+        // Negative control: alone, its prerequisite unknown, it runs.
+        let (s, text) = g.run_text(&ctx, &["3.1"]);
+        assert_eq!((s.passed, s.total), (1, 1), "{text}");
     }
 
     #[test]

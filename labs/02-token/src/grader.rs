@@ -175,7 +175,10 @@ pub fn grader<N: TokenLab>(algo: &str) -> Grader {
     );
     g.sim::<N>("2.3", "needs no FIFO channels", 4, Sweep::new(&[3, 5], 0..200, 3).non_fifo());
 
-    g.real::<N>("3.1", "real processes, clean audit", 5, Real::new(5, 20));
+    // A node the sweeps caught (one that forgets `granted[myID] ← myNum`, say, and is sent
+    // the token again unasked) fails a real run only when the machine's interleaving
+    // happens to show it: not run then, so the grade is the same every time.
+    g.real::<N>("3.1", "real processes, clean audit", 5, Real::new(5, 20)).after(&["2"]);
     g.real::<N>(
         "3.2",
         "a killed holder takes the token: the rest stall, and say why",
@@ -403,6 +406,79 @@ mod tests {
         assert!(failed.contains("FAIL"), "{text}");
         assert!(failed.contains("Only node 0's first life makes the token (cfg.incarnation == 0)"), "{text}");
         assert!(failed.contains("got:      [\"enter\"]"), "{text}");
+    }
+
+    /// The reference, but a leaving holder forgets `granted[myID] ← myNum`: every token
+    /// it sends carries its own entry as the token brought it.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct ForgetsGranted {
+        inner: RaToken,
+        me: usize,
+        /// Its entry in `granted` as the token last brought it.
+        brought: u64,
+    }
+
+    impl ForgetsGranted {
+        fn unsaid(&self, out: &mut O) {
+            let acts: Vec<_> = out.drain().collect();
+            for a in acts {
+                match a {
+                    Output::Send { to, msg: ra_token::Msg::Token { mut granted } } => {
+                        granted[self.me] = self.brought;
+                        out.send(to, ra_token::Msg::Token { granted });
+                    }
+                    other => out.push(other),
+                }
+            }
+        }
+    }
+
+    impl Algorithm for ForgetsGranted {
+        type Msg = ra_token::Msg;
+        type Timer = NoTimer;
+        fn new(cfg: &Config) -> Self {
+            ForgetsGranted { inner: RaToken::new(cfg), me: cfg.id.index(), brought: 0 }
+        }
+        fn on_start(&mut self, out: &mut O) {
+            self.inner.on_start(out)
+        }
+        fn on_want_cs(&mut self, out: &mut O) {
+            self.inner.on_want_cs(out);
+            self.unsaid(out);
+        }
+        fn on_message(&mut self, from: PeerId, msg: ra_token::Msg, out: &mut O) {
+            if let ra_token::Msg::Token { granted } = &msg {
+                self.brought = granted.get(self.me).copied().unwrap_or(0);
+            }
+            self.inner.on_message(from, msg, out);
+            self.unsaid(out);
+        }
+        fn on_cs_done(&mut self, out: &mut O) {
+            self.inner.on_cs_done(out);
+            self.unsaid(out);
+        }
+    }
+
+    impl TokenLab for ForgetsGranted {
+        fn request(number: u64) -> ra_token::Msg {
+            RaToken::request(number)
+        }
+        fn token(granted: &[u64]) -> ra_token::Msg {
+            RaToken::token(granted)
+        }
+    }
+
+    #[test]
+    fn a_real_run_is_not_left_to_chance_for_a_node_the_sweeps_caught() {
+        // It is sent the token again unasked: extra TOKENs, which 2.2 counts every time;
+        // 3.1 would see it only when the machine's interleaving shows it.
+        let (s, text) = grade::<ForgetsGranted>("forgets-granted", &["2", "3.1"]);
+        assert!(s.passed < 3, "{text}");
+        let (_, real) = text.split_once("TEST 3.1").expect("3.1 listed");
+        assert!(real.contains("FAIL") && real.contains("not run: 2."), "{text}");
+        // Negative control: the reference's sweeps pass, and its 3.1 is not held back.
+        let (s, text) = grade::<RaToken>("ra-token", &["2"]);
+        assert_eq!((s.passed, s.total), (3, 3), "{text}");
     }
 
     #[test]
