@@ -309,6 +309,9 @@ pub enum ToSupervisor {
     },
     /// The worker cannot go on, and says why before it exits.
     Fatal(String),
+    /// As `Fatal`, the failure being a write to the resource file that the kernel
+    /// refused (a full disk, a file size limit): the line it may have torn is excused.
+    WriteRefused(String),
     /// The worker's runtime could not keep the model its node was promised (a message
     /// over the frame cap, a frame refused from a live peer): the run must stop now,
     /// with this line as its failure. The worker stands still, its channels open, until

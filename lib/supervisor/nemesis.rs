@@ -557,13 +557,11 @@ impl Nemesis {
         ended: u64,
         window: Duration,
     ) -> (u64, u64, u64) {
-        let path = dir.join(control::FAULT_LOG);
-        if self.log.is_none() {
-            self.log = crate::files::open_writable(&path, true, true).ok();
-        }
         let why = match why {
             RunError::Interrupted(_) => "interrupted".to_string(),
-            RunError::Failed(f) => format!("run failed: {}", f.lines().next().unwrap_or_default()),
+            RunError::Failed(f) | RunError::Stalled(f) => {
+                format!("run failed: {}", f.lines().next().unwrap_or_default())
+            }
             RunError::Usage(u) | RunError::Limits(u) => u.clone(),
         };
         // The log only: it is the end of the run, not one of the plan's faults. Only what
@@ -572,16 +570,7 @@ impl Nemesis {
         let f = self.fault(started, FaultKind::Teardown, None, None, why);
         let line =
             format!("t={} at={:.3}ms teardown ended={ended} window={window} # {}", f.t, f.at_ms, f.note);
-        let written = match self.log.as_mut() {
-            Some(log) => writeln!(log, "{line}").and_then(|()| log.sync_data()),
-            None => Err(std::io::Error::other("it could not be opened")),
-        };
-        if let Err(e) = written {
-            eprintln!(
-                "mutexlab: cannot record the teardown in {}: {e}; this run's audit knows of it, a later `mutexlab audit` will not",
-                path.display()
-            );
-        }
+        self.append_synced(dir, &line, "the teardown");
         (f.t, ended, window)
     }
 
@@ -597,20 +586,27 @@ impl Nemesis {
         size: u64,
         why: &str,
     ) {
+        let note = crate::text::clip_to(&why.replace('\n', " "), 512).into_owned();
+        let f = self.fault(started, FaultKind::WriteRefused, None, None, note);
+        let line = format!("t={} at={:.3}ms write-refused w={w} size={size} # {}", f.t, f.at_ms, f.note);
+        self.append_synced(dir, &line, &format!("w{w}'s refused write"));
+    }
+
+    /// Append `line`, one the report does not list (the run's end, a refused write), to
+    /// `dir`'s fault log (opened now if the run had none) and sync it: the auditor of a
+    /// later `mutexlab audit` reads it there. If it cannot be, say so, naming it `what`.
+    fn append_synced(&mut self, dir: &Path, line: &str, what: &str) {
         let path = dir.join(control::FAULT_LOG);
         if self.log.is_none() {
             self.log = crate::files::open_writable(&path, true, true).ok();
         }
-        let note = crate::text::clip_to(&why.replace('\n', " "), 512).into_owned();
-        let f = self.fault(started, FaultKind::WriteRefused, None, None, note);
-        let line = format!("t={} at={:.3}ms write-refused w={w} size={size} # {}", f.t, f.at_ms, f.note);
         let written = match self.log.as_mut() {
             Some(log) => writeln!(log, "{line}").and_then(|()| log.sync_data()),
             None => Err(std::io::Error::other("it could not be opened")),
         };
         if let Err(e) = written {
             eprintln!(
-                "mutexlab: cannot record w{w}'s refused write in {}: {e}; this run's audit knows of it, a later `mutexlab audit` will not",
+                "mutexlab: cannot record {what} in {}: {e}; this run's audit knows of it, a later `mutexlab audit` will not",
                 path.display()
             );
         }
@@ -685,6 +681,27 @@ mod tests {
         // The teardown goes to the log only, not to the report's faults.
         let applied: Vec<&str> = sup.nemesis.applied.iter().map(|f| f.action.as_str()).collect();
         assert_eq!(applied, ["kill", "skip"]);
+    }
+
+    /// A run with no plan has no log until a refused write or its teardown needs one:
+    /// both open it, the second after the first, and neither is one of the report's faults.
+    #[test]
+    fn a_refused_write_and_the_teardown_open_the_log_and_append_to_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut n = Nemesis::new(Vec::new());
+        n.write_refused(tmp.path(), None, 1, 42, "cannot write r: no space\non device");
+        let failed = RunError::Failed("worker w1 gave up".into());
+        let (t, _, _) = n.teardown(tmp.path(), None, &failed, 7, Duration::from_secs(1));
+        let log = std::fs::read_to_string(tmp.path().join(control::FAULT_LOG)).unwrap();
+        let lines: Vec<&str> = log.lines().collect();
+        assert_eq!(lines.len(), 2, "{log}");
+        assert!(
+            lines[0].ends_with(" at=0.000ms write-refused w=1 size=42 # cannot write r: no space on device")
+        );
+        let teardown =
+            format!("t={t} at=0.000ms teardown ended=7 window=1000000000 # run failed: worker w1 gave up");
+        assert_eq!(lines[1], teardown);
+        assert!(n.applied().is_empty());
     }
 
     /// The supervisor is 250 ms behind a plan whose steps find their targets dead or
