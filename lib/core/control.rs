@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::algorithm::{PeerId, ServiceKind};
 use crate::auth::Secret;
-use crate::faults::{MessageFaults, Partition};
+use crate::faults::{LinkFault, MessageFaults, Partition};
 
 /// The file descriptor a worker finds its control link on.
 pub const LINK_FD: RawFd = 3;
@@ -400,6 +400,9 @@ pub enum ToWorker {
     /// group. `None`, the heal: deliver everything held by a partition, in order, and
     /// hold nothing more.
     Partition(Option<Partition>),
+    /// The plan's `drop` and `delay` steps in force from now on, all of them (none: every
+    /// one has ended): lose or hold longer the messages you send on their links.
+    Links(Vec<LinkFault>),
     /// Held delivery: do one step of a replay; answered with [`Held::Stepped`].
     Replay(ReplayOrder),
 }

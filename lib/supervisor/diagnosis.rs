@@ -190,6 +190,14 @@ impl Stall<'_> {
                 ));
             }
         }
+        // A message lost on purpose is never sent again: the plan, not the algorithm,
+        // may be what the workers wait for.
+        for (step, at) in self.faults.drops() {
+            lines.push(format!(
+                "the plan lost messages on purpose: `{step}` at {at:.1} ms; a lost message is never sent again, \
+                 and an algorithm that counts on reliable channels may wait for it forever"
+            ));
+        }
         if let Some((p, since)) = self.faults.partition_in_force() {
             let since = since.map(|ms| format!(" since {ms:.1} ms")).unwrap_or_default();
             lines.push(format!(

@@ -457,11 +457,13 @@ impl<'a> Supervisor<'a> {
             .collect();
         self.procs.slots[id].started = true;
         self.procs.slots[id].view = None;
-        // One write for both: the partition is in the socket before Start can be read, so
-        // the worker applies it before its first entry.
+        self.procs.slots[id].links_view = 0;
+        // One write for all: the partition and link faults are in the socket before Start
+        // can be read, so the worker applies them before its first entry.
         let incarnations = self.procs.slots.iter().map(|s| s.incarnation).collect();
         let mut msgs = vec![ToWorker::Start { dial, incarnations }];
         msgs.extend(self.nemesis.partition_update(&mut self.procs.slots[id]));
+        msgs.extend(self.nemesis.links_update(&mut self.procs.slots[id]));
         self.procs.send_all(id, &msgs);
     }
 

@@ -1,9 +1,10 @@
 //! The nemesis, fault execution as a component ([`Nemesis`]): which of the plan's steps
-//! are due (kill, term, stop and the `cont` that ends a pause, restart, partition, heal)
-//! and which undos, carried out on the workers of the [`Run`] the supervisor lends it
+//! are due (kill, term, stop and the `cont` that ends a pause, restart, partition, heal,
+//! drop and delay and the `restore` that ends them) and which undos, carried out on the workers of the [`Run`] the supervisor lends it
 //! for the call (its processes, the progress it reads targets from, the options, the
 //! start); each applied fault timestamped, written to `faults.log` and handed back
-//! ([`AppliedFault`]), the partition in force kept in step with every worker, and the
+//! ([`AppliedFault`]), the partition and link faults in force kept in step with every
+//! worker, and the
 //! teardown line a failed or interrupted run leaves for the auditor.
 //!
 //! A loaded machine can make the supervisor late: a fault that fires [`LATE`] or more
@@ -23,7 +24,7 @@ use super::{Life, RunError, RunOpts, Slot};
 use crate::algorithm::PeerId;
 use crate::control::{self, ToWorker};
 pub use crate::faults::AppliedFault;
-use crate::faults::{Action, FaultKind, Partition, Standing, Step, Target, When};
+use crate::faults::{Action, FaultKind, LinkFault, Partition, Standing, Step, Target, When};
 use crate::resource;
 
 /// A fault applied this long or more after its time is marked late: below it, the
@@ -40,6 +41,10 @@ pub(super) enum Undo {
     /// Heal the partition of this generation, if it is still the one in force.
     Heal {
         generation: u64,
+    },
+    /// End the `drop` or `delay` step of this number.
+    Restore {
+        number: u64,
     },
 }
 
@@ -71,6 +76,10 @@ pub(super) struct Nemesis {
     partition: Option<(u64, Partition)>,
     /// Partitions applied so far: each gets the next generation.
     partitions: u64,
+    /// The `drop` and `delay` steps in force: each one's number, its text and what it does.
+    links: Vec<(u64, String, LinkFault)>,
+    /// Changes to `links` so far: the version each worker is told ([`Slot::links_view`]).
+    links_version: u64,
     /// When the fault being applied was due, if it had a time (see [`LATE`]).
     due: Option<Instant>,
 }
@@ -85,6 +94,8 @@ impl Nemesis {
             log: None,
             partition: None,
             partitions: 0,
+            links: Vec::new(),
+            links_version: 0,
             due: None,
         }
     }
@@ -130,6 +141,13 @@ impl Nemesis {
         let (_, p) = self.partition.as_ref()?;
         let since = self.applied.iter().rev().find(|f| f.action == FaultKind::Partition).map(|f| f.at_ms);
         Some((p, since))
+    }
+
+    /// The `drop` steps applied so far, as the fault log notes them, with when (ms into
+    /// the run): what a stall's diagnosis names, since a message lost is never resent.
+    pub(super) fn drops(&self) -> Vec<(&str, f64)> {
+        let drops = self.applied.iter().filter(|f| f.action == FaultKind::Drop);
+        drops.map(|f| (f.note.as_str(), f.at_ms)).collect()
     }
 
     /// Which side of the partition in force worker `w` is on, if one is.
@@ -317,6 +335,7 @@ impl Nemesis {
                         self.heal(run, "partition over");
                     }
                 }
+                Undo::Restore { number } => self.restore(run, number),
             }
         }
         self.due = None;
@@ -475,8 +494,48 @@ impl Nemesis {
                 }
             }
             Action::Heal => self.heal(run, &text),
+            Action::Drop(..) | Action::Delay(..) => {
+                let fault = st.action.link_fault().expect("a drop or a delay");
+                self.record(run, st.action.kind(), None, text.clone());
+                self.links_version += 1;
+                let number = self.links_version;
+                self.links.push((number, text, fault));
+                self.sync_all_links(run.procs);
+                if let Some(d) = st.duration {
+                    self.later(Instant::now() + d, Undo::Restore { number });
+                }
+            }
         }
         Ok(())
+    }
+
+    /// End the `drop` or `delay` step of `number`, and tell every worker.
+    fn restore(&mut self, run: &mut Run<'_>, number: u64) {
+        let Some(i) = self.links.iter().position(|(n, _, _)| *n == number) else { return };
+        let (_, text, _) = self.links.remove(i);
+        self.links_version += 1;
+        self.record(run, FaultKind::Restore, None, format!("`{text}` over"));
+        self.sync_all_links(run.procs);
+    }
+
+    /// Tell every worker the link faults in force (see [`Nemesis::links_update`]).
+    fn sync_all_links(&self, procs: &mut Processes) {
+        for id in 0..procs.slots.len() {
+            if let Some(msg) = self.links_update(&mut procs.slots[id]) {
+                procs.send(id, &msg);
+            }
+        }
+    }
+
+    /// What the worker in `slot` must be told to match the link faults in force, if
+    /// anything: as for the partition ([`Nemesis::partition_update`]), only a started,
+    /// running worker, once per change. Counts it as told.
+    pub(super) fn links_update(&self, s: &mut Slot) -> Option<ToWorker> {
+        if !s.started || s.life != Life::Running || s.links_view == self.links_version {
+            return None;
+        }
+        s.links_view = self.links_version;
+        Some(ToWorker::Links(self.links.iter().map(|(_, _, l)| *l).collect()))
     }
 
     /// Continue paused worker `w` of `run`, first handing its socket the partition state
@@ -484,7 +543,8 @@ impl Nemesis {
     pub(super) fn cont(&mut self, run: &mut Run<'_>, w: usize, why: &str) -> AppliedFault {
         let fault = self.fault_on(run, FaultKind::Cont, Some(w), Some(Signal::SIGCONT), why.to_string());
         run.procs.slots[w].life = Life::Running;
-        if self.sync_partition(run.procs, w) {
+        let links = self.links_update(&mut run.procs.slots[w]).is_some_and(|msg| run.procs.send(w, &msg));
+        if self.sync_partition(run.procs, w) | links {
             run.procs.flush(&[w], Duration::from_secs(1));
         }
         run.procs.resume(w);
@@ -849,6 +909,47 @@ mod tests {
         faults.end_partition();
         assert_eq!(faults.side(2), None);
         assert!(faults.settled());
+    }
+
+    /// A `drop` step goes to every running worker once; its end (the restore) too, and
+    /// the restore is logged with the step it ends.
+    #[test]
+    fn each_worker_is_told_the_link_faults_in_force_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let plan = crate::faults::Plan::parse("drop 0.5 0->1 at 0ms for 10ms", 3).unwrap();
+        let opts = crate::supervisor::RunOpts { plan, ..sample() };
+        let mut sup = crate::supervisor::tests::with_slots(&opts, tmp.path(), 3);
+        sup.started = Some(Instant::now());
+        let told = |f: &Nemesis, s: &mut Slot| format!("{:?}", f.links_update(s));
+        let none = format!("{:?}", None::<ToWorker>);
+        let (nemesis, mut run) = sup.nemesis();
+        let applied = nemesis.apply_due(&mut run).unwrap();
+        assert_eq!(applied.iter().map(|f| f.action).collect::<Vec<_>>(), [FaultKind::Drop]);
+        assert_eq!(sup.nemesis.drops(), [("drop 0.5 0->1 at 0ms for 10ms", applied[0].at_ms)]);
+        let fault = crate::faults::LinkFault {
+            links: crate::faults::Links::Link(0, 1),
+            drop: 0.5,
+            delay: Duration::ZERO,
+        };
+        let mut slot = Slot::new(nix::unistd::Pid::from_raw(i32::MAX), 0);
+        assert_eq!(told(&sup.nemesis, &mut slot), none, "not started");
+        slot.started = true;
+        assert_eq!(told(&sup.nemesis, &mut slot), format!("{:?}", Some(ToWorker::Links(vec![fault]))));
+        assert_eq!(told(&sup.nemesis, &mut slot), none, "told once");
+        // Its end, due 10 ms later.
+        let (nemesis, mut run) = sup.nemesis();
+        let later = Instant::now() + Duration::from_millis(20);
+        let undos = nemesis.take_due_undos(later);
+        assert!(matches!(undos[..], [(_, Undo::Restore { number: 1 })]), "{undos:?}");
+        nemesis.restore(&mut run, 1);
+        let last = sup.nemesis.applied().last().unwrap();
+        assert_eq!(
+            (last.action, last.note.as_str()),
+            (FaultKind::Restore, "`drop 0.5 0->1 at 0ms for 10ms` over")
+        );
+        assert_eq!(told(&sup.nemesis, &mut slot), format!("{:?}", Some(ToWorker::Links(vec![]))));
+        assert_eq!(told(&sup.nemesis, &mut slot), none);
+        assert!(sup.nemesis.settled());
     }
 
     /// A worker is told of a partition once, only while started and running, and of the
