@@ -273,6 +273,13 @@ fn a_drop_step_stalls_a_reliable_algorithm_and_the_diagnosis_names_it() {
     assert!(log.lines().next().unwrap().ends_with(" # drop 1 0->2 at entry 2 for 300ms"), "{log}");
     assert!(log.lines().nth(1).unwrap().ends_with(" # `drop 1 0->2 at entry 2 for 300ms` over"), "{log}");
     std::fs::remove_dir_all(&dir).unwrap();
+    // One at 0 ms is in force before the workers start: w0's first request is lost too.
+    let all = args("drop 1 0 at 0ms", "500");
+    let out = run(&all.iter().map(String::as_str).collect::<Vec<_>>());
+    let j = json(&out);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(j["entries"]["by_worker"][0], 0, "{j}");
+    std::fs::remove_dir_all(&dir).unwrap();
     // A delay loses nothing: the same run is clean (60 sections of 1 ms outlast the
     // delay's 10 ms, so its end is seen too).
     let all = args("delay 5ms 0->2 at entry 2 for 10ms", "5000");

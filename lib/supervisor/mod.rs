@@ -374,7 +374,7 @@ impl<'a> Supervisor<'a> {
                 .map_err(|(path, e)| RunError::Failed(format!("cannot write {}: {e}", path.display())))?;
         }
         let (nemesis, mut run) = self.nemesis();
-        nemesis.apply_initial_partitions(&mut run)?;
+        nemesis.apply_initial_network_steps(&mut run)?;
         for id in 0..self.procs.slots.len() {
             self.start_worker(id);
         }

@@ -206,11 +206,14 @@ impl Nemesis {
             .collect()
     }
 
-    /// Take the partitions due at 0 ms, to apply before any worker starts.
-    pub(super) fn take_initial_partitions(&mut self) -> Vec<Step> {
-        let (now, later): (Vec<Step>, Vec<Step>) = std::mem::take(&mut self.steps)
-            .into_iter()
-            .partition(|st| st.when == When::At(Duration::ZERO) && matches!(st.action, Action::Partition(_)));
+    /// Take the partitions and `drop` and `delay` steps due at 0 ms, to apply before any
+    /// worker starts.
+    pub(super) fn take_initial_network_steps(&mut self) -> Vec<Step> {
+        let (now, later): (Vec<Step>, Vec<Step>) =
+            std::mem::take(&mut self.steps).into_iter().partition(|st| {
+                st.when == When::At(Duration::ZERO)
+                    && matches!(st.action, Action::Partition(_) | Action::Drop(..) | Action::Delay(..))
+            });
         self.steps = later;
         now
     }
@@ -351,14 +354,14 @@ impl Nemesis {
         Ok(self.since(before))
     }
 
-    /// Partitions due at 0 ms, applied before any worker starts: each worker then gets
-    /// the partition with its Start, so not even a first message crosses it.
-    pub(super) fn apply_initial_partitions(
+    /// Partitions and `drop` and `delay` steps due at 0 ms, applied before any worker
+    /// starts: each worker then gets them with its Start, so they act on its first message.
+    pub(super) fn apply_initial_network_steps(
         &mut self,
         run: &mut Run<'_>,
     ) -> Result<Vec<AppliedFault>, RunError> {
         let before = self.applied.len();
-        for st in self.take_initial_partitions() {
+        for st in self.take_initial_network_steps() {
             self.step(run, &st)?;
         }
         Ok(self.since(before))
@@ -864,16 +867,17 @@ mod tests {
     #[test]
     fn steps_fire_in_plan_order_once_their_time_or_entry_count_comes() {
         let plan = "partition 0|1,2 at 0ms for 50ms\nkill 1 at 30ms\nstop 2 at entry 4 for 10ms\n\
-                    heal at 0ms\nrestart 1 at 30ms\nkill 0 at entry 2";
+                    heal at 0ms\nrestart 1 at 30ms\nkill 0 at entry 2\ndelay 1ms 0 at 0ms";
         let mut faults = Nemesis::new(crate::faults::Plan::parse(plan, 3).unwrap().steps);
         let start = Instant::now();
         let ms = Duration::from_millis;
         let names = |due: Vec<(Step, Option<Instant>)>| -> Vec<(String, Option<Duration>)> {
             due.into_iter().map(|(st, at)| (st.to_string(), at.map(|at| at - start))).collect()
         };
-        // Only partitions at 0 ms go before the workers start; a heal at 0 ms waits.
-        let first: Vec<String> = faults.take_initial_partitions().iter().map(Step::to_string).collect();
-        assert_eq!(first, ["partition 0|1,2 at 0ms for 50ms"]);
+        // Only partitions and link faults at 0 ms go before the workers start; a heal at
+        // 0 ms waits.
+        let first: Vec<String> = faults.take_initial_network_steps().iter().map(Step::to_string).collect();
+        assert_eq!(first, ["partition 0|1,2 at 0ms for 50ms", "delay 1ms 0 at 0ms"]);
         assert!(faults.planned() && !faults.settled());
         assert!(faults.timed_restart_pending() && faults.restart_planned(1) && !faults.restart_planned(0));
         // At 0 ms with no entries: the heal, due at the start.
