@@ -165,6 +165,8 @@ Fault plans (--faults, --faults-file): steps separated by ';' or newlines, '#' c
   stop W at T for D     SIGSTOP, SIGCONT after D   stop W at T      paused for good
   restart W at T        a dead worker's next life
   partition 0,1|2,3 at T for D                     heal at T
+  drop P A->B at T for D  lose messages A sends B, each with probability P
+  delay D2 A at T for D   hold every message A sends or receives D2 longer
 "
     };
 }
