@@ -1,11 +1,11 @@
 //! The nemesis, fault execution as a component ([`Nemesis`]): which of the plan's steps
 //! are due (kill, term, stop and the `cont` that ends a pause, restart, partition, heal,
-//! drop and delay and the `restore` that ends them) and which undos, carried out on the workers of the [`Run`] the supervisor lends it
-//! for the call (its processes, the progress it reads targets from, the options, the
-//! start); each applied fault timestamped, written to `faults.log` and handed back
-//! ([`AppliedFault`]), the partition and link faults in force kept in step with every
-//! worker, and the
-//! teardown line a failed or interrupted run leaves for the auditor.
+//! drop and delay and the `restore` that ends them) and which undos, carried out on the
+//! workers of the [`Run`] the supervisor lends it for the call (its processes, the
+//! progress it reads targets from, the options, the start); each applied fault
+//! timestamped, written to `faults.log` and handed back ([`AppliedFault`]), the partition
+//! and link faults in force kept in step with every worker, and the teardown line a
+//! failed or interrupted run leaves for the auditor.
 //!
 //! A loaded machine can make the supervisor late: a fault that fires [`LATE`] or more
 //! after its time says by how much (`late=` in the log, `late_ms` in the report), and a
