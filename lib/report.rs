@@ -229,7 +229,8 @@ fn summary_under(r: &Report, head: &str, reg: &Registry) -> String {
     match &r.service {
         ServiceReport::Mutex(m) => waits_and_losses(&mut s, r, m),
         ServiceReport::Election(_) if r.lost_messages > 0 => {
-            let _ = writeln!(s, "  lost        {} messages dropped on purpose (--drop)", r.lost_messages);
+            let by = lost_by(r);
+            let _ = writeln!(s, "  lost        {} messages dropped on purpose ({by})", r.lost_messages);
         }
         ServiceReport::Election(_) => {}
     }
@@ -355,6 +356,16 @@ fn against_theory(e: &ElectionPart, faults: usize) -> Option<String> {
     })
 }
 
+/// What lost messages on purpose in run `r`: `--drop`, the plan's `drop` steps, or both.
+fn lost_by(r: &Report) -> &'static str {
+    let steps = r.faults.iter().any(|f| f.action == crate::faults::FaultKind::Drop);
+    match (r.network.drop > 0.0, steps) {
+        (true, true) => "--drop and the plan's drop steps",
+        (false, true) => "the plan's drop steps",
+        _ => "--drop",
+    }
+}
+
 /// A mutual-exclusion run's waits and fairness, its messages lost by link and type, and
 /// what the fenced resource refused.
 fn waits_and_losses(s: &mut String, r: &Report, m: &MutexPart) {
@@ -366,7 +377,7 @@ fn waits_and_losses(s: &mut String, r: &Report, m: &MutexPart) {
     );
     if r.lost_messages > 0 {
         let what = plural(r.lost_messages, "message");
-        let _ = writeln!(s, "  lost        {what} dropped on purpose (--drop):");
+        let _ = writeln!(s, "  lost        {what} dropped on purpose ({}):", lost_by(r));
         let mut by: Vec<(&String, &u64)> = m.lost_by.iter().collect();
         by.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
         let shown: Vec<String> = by.iter().take(8).map(|(k, v)| format!("{k} ×{v}")).collect();
@@ -570,5 +581,24 @@ mod tests {
             "{s}"
         );
         assert_eq!(lines[2], "       2106.5 ms  stop w3 (SIGSTOP)  stop 3 at 2100ms for 1ms", "{s}");
+    }
+
+    /// Lost messages name what lost them: `--drop`, the plan's `drop` steps, or both.
+    #[test]
+    fn lost_messages_name_what_lost_them() {
+        let lost = |drop: f64, step: bool| {
+            let mut r = samples::mutex();
+            r.network.drop = drop;
+            r.faults.retain(|f| f.action != crate::faults::FaultKind::Drop);
+            if step {
+                let f = r.faults.first().cloned().expect("the sample has faults");
+                r.faults.push(AppliedFault { action: crate::faults::FaultKind::Drop, worker: None, ..f });
+            }
+            let text = summary(&r, &Registry::builtin());
+            text.lines().find(|l| l.starts_with("  lost ")).unwrap_or_default().to_string()
+        };
+        assert!(lost(0.25, false).ends_with(" dropped on purpose (--drop):"));
+        assert!(lost(0.0, true).ends_with(" dropped on purpose (the plan's drop steps):"));
+        assert!(lost(0.25, true).ends_with(" dropped on purpose (--drop and the plan's drop steps):"));
     }
 }

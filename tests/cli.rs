@@ -172,7 +172,9 @@ fn algorithm_names_match_in_any_case_and_a_typo_gets_the_nearest_name() {
     for (command, target) in [("run", "`holder` (inside the section)"), ("elect", "`leader` (the leader")] {
         let help = stdout(&run(&[command, "--help"]));
         assert!(
-            help.contains("Fault plans (--faults") && help.contains("partition 0,1|2,3 at T for D"),
+            help.contains("Fault plans (--faults")
+                && help.contains("partition 0,1|2,3 at T for D")
+                && help.contains("drop P A->B at T for D"),
             "{command}: {help}"
         );
         assert!(help.contains(target), "{command}: {help}");

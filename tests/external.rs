@@ -443,6 +443,16 @@ fn a_program_that_cannot_start_says_so_with_its_last_words() {
         .expect_err("it dies at its first input")
         .to_string();
     assert!(!e.contains("failed to start") && e.contains("its stderr ended `bye`"), "{e}");
+    // One that answers `init` with words that say "exited" did not exit: told as it is.
+    let liar =
+        Script::new("import sys\nsys.stdin.readline()\nprint('exited', flush=True)\nsys.stdin.read()\n");
+    let program = Spawn { command: liar.command(), timeout: external::DEFAULT_TIMEOUT };
+    let e = Sim::<External<Mutex>>::with_config(2, 1, |c| c.program = Some(program.clone()))
+        .run(1)
+        .expect_err("it answers garbage")
+        .to_string();
+    assert!(!e.contains("failed to start") && e.contains("answered `exited`, which is not JSON"), "{e}");
+    liar.assert_gone();
 }
 
 /// Asks w1 for the section and never enters, saying what it waits for: first a

@@ -239,6 +239,57 @@ fn lost_messages_stall_centralized_with_a_diagnosis() {
     }
 }
 
+/// A `drop` step that loses every request w0 sends to `centralized`'s coordinator (w2)
+/// stalls w0, and the diagnosis blames the step; `faults.log` names the drop and its end.
+/// The control: a `delay` step on the same link only slows the run, which is clean.
+#[test]
+fn a_drop_step_stalls_a_reliable_algorithm_and_the_diagnosis_names_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("run");
+    let args = |plan: &'static str, stall: &'static str| {
+        let d = dir.to_str().unwrap().to_string();
+        let all = ["run", "--json", "--keep", "--run-dir", &d, "-n", "3", "-k", "20", "--cs-ms", "1"];
+        let mut all: Vec<String> = all.iter().map(|s| s.to_string()).collect();
+        all.extend(["--think-ms", "1", "--stall-ms", stall, "--faults", plan].map(String::from));
+        all
+    };
+    let all = args("drop 1 0->2 at entry 2 for 300ms", "1000");
+    let out = run(&all.iter().map(String::as_str).collect::<Vec<_>>());
+    let j = json(&out);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(actions(&j), vec!["drop", "restore"], "{}", stderr(&out));
+    assert!(j["lost_messages"].as_u64().unwrap() >= 1, "{j}");
+    let failure = j["failure"].as_str().unwrap();
+    assert!(failure.starts_with("no progress"), "{failure}");
+    // Said first, before any deadlock the lost message makes.
+    let second = failure.lines().nth(1).unwrap_or_default();
+    assert!(
+        second.starts_with("  the plan lost messages on purpose: `drop 1 0->2 at entry 2 for 300ms` at "),
+        "{failure}"
+    );
+    let log = std::fs::read_to_string(dir.join("faults.log")).unwrap();
+    let kinds: Vec<&str> = log.lines().map(|l| l.split_whitespace().nth(2).unwrap_or("")).collect();
+    assert_eq!(kinds[..2], ["drop", "restore"], "{log}");
+    assert!(log.lines().next().unwrap().ends_with(" # drop 1 0->2 at entry 2 for 300ms"), "{log}");
+    assert!(log.lines().nth(1).unwrap().ends_with(" # `drop 1 0->2 at entry 2 for 300ms` over"), "{log}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    // One at 0 ms is in force before the workers start: w0's first request is lost too.
+    let all = args("drop 1 0 at 0ms", "500");
+    let out = run(&all.iter().map(String::as_str).collect::<Vec<_>>());
+    let j = json(&out);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(j["entries"]["by_worker"][0], 0, "{j}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    // A delay loses nothing: the same run is clean (60 sections of 1 ms outlast the
+    // delay's 10 ms, so its end is seen too).
+    let all = args("delay 5ms 0->2 at entry 2 for 10ms", "5000");
+    let out = run(&all.iter().map(String::as_str).collect::<Vec<_>>());
+    let j = json(&out);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(actions(&j), vec!["delay", "restore"]);
+    assert_eq!(j["entries"]["total"], 60);
+}
+
 #[test]
 fn a_bad_plan_is_rejected_pointing_at_the_step() {
     for (plan, needle) in [

@@ -165,6 +165,8 @@ Fault plans (--faults, --faults-file): steps separated by ';' or newlines, '#' c
   stop W at T for D     SIGSTOP, SIGCONT after D   stop W at T      paused for good
   restart W at T        a dead worker's next life
   partition 0,1|2,3 at T for D                     heal at T
+  drop P A->B at T for D  lose messages A sends B, each with probability P
+  delay D2 A at T for D   hold every message A sends or receives D2 longer
 "
     };
 }
@@ -333,19 +335,11 @@ fn usage_error(e: clap::Error) -> Outcome {
         Vec::new()
     };
     let first = if named.is_empty() { first.to_string() } else { format!("{first} {}", named.join(", ")) };
-    let mut tips: Vec<&str> = text.lines().filter_map(|l| l.trim().strip_prefix("tip: ")).collect();
-    tips.extend(text.lines().filter_map(|l| l.trim().strip_prefix("[possible values: ")?.strip_suffix(']')));
-    let tips: Vec<String> = tips
-        .iter()
-        .map(|t| {
-            if text.contains(&format!("[possible values: {t}]")) {
-                format!("it takes {t}")
-            } else {
-                t.to_string()
-            }
-        })
-        .collect();
-    let tips: String = tips.iter().map(|t| format!("; {t}")).collect();
+    // clap's tips as they are, then the values a flag takes as "it takes …".
+    let lines = || text.lines().map(str::trim);
+    let tips = lines().filter_map(|l| l.strip_prefix("tip: ")).map(|t| format!("; {t}"));
+    let values = lines().filter_map(|l| l.strip_prefix("[possible values: ")?.strip_suffix(']'));
+    let tips: String = tips.chain(values.map(|v| format!("; it takes {v}"))).collect();
     Err(Error::usage(format!("{first}{tips} (see --help)")))
 }
 
@@ -405,7 +399,7 @@ impl From<RunError> for Error {
         let kind = match e {
             RunError::Usage(_) => Kind::Usage,
             RunError::Interrupted(_) => Kind::Interrupted,
-            RunError::Failed(_) => Kind::Failed,
+            RunError::Failed(_) | RunError::Stalled(_) => Kind::Failed,
             RunError::Limits(_) => Kind::Limits,
         };
         Error::new(kind, e.to_string())
@@ -436,7 +430,28 @@ impl From<html::ReportError> for Error {
 
 #[cfg(test)]
 mod tests {
-    use super::invocation;
+    use super::{invocation, usage_error};
+
+    /// clap's error for `args` to a command with `--timers any|earliest` and `--json`.
+    fn refused(args: &[&str]) -> String {
+        let cmd = clap::Command::new("x")
+            .arg(clap::Arg::new("timers").long("timers").value_parser(["any", "earliest"]))
+            .arg(clap::Arg::new("json").long("json").action(clap::ArgAction::SetTrue));
+        let e = cmd.try_get_matches_from(args).expect_err("refused");
+        usage_error(e).expect_err("a usage error").to_string()
+    }
+
+    #[test]
+    fn a_usage_error_is_one_line_with_the_tips_then_the_values_a_flag_takes() {
+        let bad = refused(&["x", "--timers", "bogus"]);
+        assert_eq!(bad, "invalid value 'bogus' for '--timers <timers>'; it takes any, earliest (see --help)");
+        let typo = refused(&["x", "--jsn"]);
+        assert!(
+            typo.starts_with("unexpected argument '--jsn' found; a similar argument exists: '--json'"),
+            "{typo}"
+        );
+        assert!(!typo.contains("it takes") && typo.ends_with(" (see --help)"), "{typo}");
+    }
 
     #[test]
     fn a_binary_not_named_mutexlab_prints_a_command_line_that_runs_it() {

@@ -43,7 +43,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::algorithm::{PeerId, ServiceKind};
 use crate::auth::Secret;
-use crate::faults::{MessageFaults, Partition};
+use crate::faults::{LinkFault, MessageFaults, Partition};
 
 /// The file descriptor a worker finds its control link on.
 pub const LINK_FD: RawFd = 3;
@@ -309,6 +309,9 @@ pub enum ToSupervisor {
     },
     /// The worker cannot go on, and says why before it exits.
     Fatal(String),
+    /// As `Fatal`, the failure being a write to the resource file that the kernel
+    /// refused (a full disk, a file size limit): the line it may have torn is excused.
+    WriteRefused(String),
     /// The worker's runtime could not keep the model its node was promised (a message
     /// over the frame cap, a frame refused from a live peer): the run must stop now,
     /// with this line as its failure. The worker stands still, its channels open, until
@@ -397,6 +400,9 @@ pub enum ToWorker {
     /// group. `None`, the heal: deliver everything held by a partition, in order, and
     /// hold nothing more.
     Partition(Option<Partition>),
+    /// The plan's `drop` and `delay` steps in force from now on, all of them (none: every
+    /// one has ended): lose or hold longer the messages you send on their links.
+    Links(Vec<LinkFault>),
     /// Held delivery: do one step of a replay; answered with [`Held::Stepped`].
     Replay(ReplayOrder),
 }

@@ -197,6 +197,8 @@ pub struct Outcome {
     pub ok: bool,
     /// Why it failed, apart from the audit's violations (a stall diagnosis, say).
     pub failure: Option<String>,
+    /// The failure is a stall, and `failure` its diagnosis.
+    pub stalled: bool,
     /// The audit's findings.
     pub violations: Vec<Violation>,
     /// The run directory.
@@ -216,6 +218,7 @@ impl From<Report> for Outcome {
         Outcome {
             ok: r.ok,
             failure: r.failure,
+            stalled: r.stalled,
             violations: r.violations,
             run_dir: r.run_dir,
             kept: r.run_dir_kept,
@@ -265,7 +268,7 @@ pub fn judge(r: &Outcome, expect: &Expect) -> Result<(), String> {
             }
             let failure = r.failure.clone().unwrap_or_default();
             let missing: Vec<&String> = mentions.iter().filter(|m| !failure.contains(m.as_str())).collect();
-            if !failure.contains("no progress") {
+            if !r.stalled {
                 Err(format!("expected a stall; the run failed otherwise: {failure}{kept}"))
             } else if missing.is_empty() {
                 Ok(())
@@ -304,6 +307,7 @@ mod tests {
         let clean = Outcome {
             ok: true,
             failure: None,
+            stalled: false,
             violations: vec![],
             run_dir: "/r".into(),
             kept: false,
@@ -313,6 +317,7 @@ mod tests {
         let stalled = Outcome {
             ok: false,
             failure: Some("no progress for 1.5s\n  w0: waiting for REPLY from w1 (w1 paused)".into()),
+            stalled: true,
             violations: vec![v("unserved")],
             kept: true,
             ..clean.clone()
@@ -324,6 +329,14 @@ mod tests {
         assert!(e.contains("run failed: no progress") && e.contains("audit: unserved at line 7"), "{e}");
         assert!(e.ends_with("run directory kept: /r"), "{e}");
         assert!(judge(&clean, &stall).unwrap_err().contains("expected to stall"));
+        // A failure that only quotes the words, such as a worker's own, is no stall.
+        let quoted = Outcome {
+            failure: Some("worker w1 gave up while running: no progress (w1 paused)".into()),
+            stalled: false,
+            ..stalled.clone()
+        };
+        let e = judge(&quoted, &stall).unwrap_err();
+        assert!(e.starts_with("expected a stall; the run failed otherwise: worker w1 gave up"), "{e}");
         let missed = Outcome { never_fired: vec!["kill 4 at entry 400".into()], ..clean.clone() };
         let e = judge(&missed, &Expect::Clean).unwrap_err();
         assert!(e.contains("`kill 4 at entry 400` never fired"), "{e}");

@@ -698,7 +698,8 @@ pub(crate) fn window(win: &Window, k: usize, of: usize, total: u64, open: bool, 
                     esc(&title)
                 );
             }
-            ("partition" | "heal", _) => {
+            // A plan's link faults act on messages, as a partition does: drawn alike.
+            ("partition" | "heal" | "drop" | "delay" | "restore", _) => {
                 // A cut: on each lane, after its last event before the moment.
                 let pts: Vec<String> = (0..cx.lanes)
                     .filter_map(|w| places.col(w, f.t).map(|c| format!("{:.1},{:.1}", col_x(c), lane_y(w))))

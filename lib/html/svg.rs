@@ -630,7 +630,7 @@ fn faults(s: &mut String, tl: &Timeline, sc: &Scale, lanes: u32, bottom: f64, bo
                     b = y + LANE * 0.4,
                 );
             }
-            ("partition" | "heal" | "teardown", _) => {
+            ("partition" | "heal" | "teardown" | "drop" | "delay" | "restore", _) => {
                 // Its name at the foot of the line, where there is room.
                 let spots = [(x + 3.0, bottom - 4.0), (x + 3.0, bottom - 16.0), (x + 3.0, bottom - 28.0)];
                 let text = match boxes.place(&f.action, &spots) {

@@ -57,6 +57,22 @@ fn count(html: &str, needle: &str) -> usize {
     html.matches(needle).count()
 }
 
+/// A plan's `drop` and `delay` steps and their ends act on no one worker: drawn across
+/// the lanes, as a partition is.
+#[test]
+fn drop_and_delay_steps_and_their_ends_are_drawn_across_the_lanes() {
+    let faults = "\
+t=3500000 at=2.500ms drop # drop 0.5 0->1 at 2.5ms for 1ms
+t=4500000 at=3.500ms restore # `drop 0.5 0->1 at 2.5ms for 1ms` over
+t=4600000 at=3.600ms delay # delay 2ms 2 at 3.6ms
+";
+    let d = dir_with(&[(RESOURCE_FILE, CLEAN), (FAULT_LOG, faults)]);
+    let html = render(d.path()).unwrap();
+    for kind in ["drop", "restore", "delay"] {
+        assert!(count(&html, &format!(r#"data-fault="{kind}""#)) >= 1, "{kind}: {html}");
+    }
+}
+
 #[test]
 fn a_clean_run_has_its_lanes_bars_and_fault_marks() {
     let d = dir_with(&[(RESOURCE_FILE, CLEAN), (FAULT_LOG, FAULTS)]);

@@ -1,6 +1,7 @@
 //! Network faults on the send path: latency, jitter and loss as the settings ask
-//! (`--latency`, `--jitter`, `--drop`), and the plan's partitions, in force as the
-//! supervisor orders ([`Partition`], or none: the heal). While faults are on, the frame of every message to a peer
+//! (`--latency`, `--jitter`, `--drop`), and the plan's partitions and its `drop` and
+//! `delay` steps, in force as the supervisor orders ([`Partition`], or none: the heal;
+//! [`LinkFault`]s). While faults are on, the frame of every message to a peer
 //! comes here on its way to the mesh ([`NetFaults::send`]) and may be lost, delayed (the
 //! `Deliver` timer releases it, [`NetFaults::due`]) or held back until the partition
 //! heals. Delays keep each channel FIFO, and what is delayed or held for a peer that is
@@ -16,7 +17,7 @@ use rand_chacha::ChaCha8Rng;
 
 use crate::algorithm::PeerId;
 use crate::control::WorkerSettings;
-use crate::faults::{MessageFaults, Partition};
+use crate::faults::{LinkFault, MessageFaults, Partition};
 
 /// What becomes of a frame handed to [`NetFaults::send`].
 #[derive(Debug, PartialEq, Eq)]
@@ -44,6 +45,8 @@ pub(super) struct NetFaults {
     held: Vec<Vec<u8>>,
     /// Group number of each worker while partitioned ([`Partition::group_of`]).
     groups: Option<Vec<usize>>,
+    /// The plan's `drop` and `delay` steps in force.
+    links: Vec<LinkFault>,
 }
 
 impl NetFaults {
@@ -64,12 +67,19 @@ impl NetFaults {
             delayed: (0..n).map(|_| VecDeque::new()).collect(),
             held: vec![Vec::new(); n],
             groups: None,
+            links: Vec::new(),
         }
     }
 
-    /// Whether a frame must come here at all: faults are asked for, or a partition is on.
+    /// Whether a frame must come here at all: faults are asked for, or a partition or a
+    /// plan's link fault is on.
     pub(super) fn on(&self) -> bool {
-        self.messages.any() || self.groups.is_some()
+        self.messages.any() || self.groups.is_some() || !self.links.is_empty()
+    }
+
+    /// The plan's `drop` and `delay` steps in force from now on (all of them).
+    pub(super) fn set_links(&mut self, links: Vec<LinkFault>) {
+        self.links = links;
     }
 
     /// What becomes of a frame for `to` on the send path: released now when no fault is
@@ -82,13 +92,22 @@ impl NetFaults {
     }
 
     /// A frame for `to`: lose it, delay it, or release it now (to the peer's queue, or
-    /// held back by a partition).
+    /// held back by a partition). `--drop` is drawn first, then each link fault's loss;
+    /// the delays add up.
     pub(super) fn send(&mut self, to: PeerId, frame: Vec<u8>) -> Fate {
         let MessageFaults { latency, jitter, drop } = self.messages;
         if drop > 0.0 && self.rng.random_bool(drop.min(1.0)) {
             return Fate::Lost;
         }
+        let mut extra = Duration::ZERO;
+        for l in self.links.iter().filter(|l| l.links.carries(self.me.0, to.0)) {
+            if l.drop > 0.0 && self.rng.random_bool(l.drop.min(1.0)) {
+                return Fate::Lost;
+            }
+            extra += l.delay;
+        }
         let delay = latency
+            + extra
             + if jitter.is_zero() { Duration::ZERO } else { jitter.mul_f64(self.rng.random_range(0.0..1.0)) };
         if delay.is_zero() && self.delayed[to.index()].is_empty() {
             return self.release(to, frame);
@@ -194,5 +213,27 @@ mod tests {
         assert_eq!(net.due(later + Duration::from_secs(1)), vec![]);
         let mut lossy = faults(0, 1.0);
         assert_eq!(lossy.send(PeerId(1), vec![1]), Fate::Lost);
+    }
+
+    #[test]
+    fn a_link_fault_acts_on_its_links_only_until_it_is_lifted() {
+        use crate::faults::Links;
+        let mut net = faults(0, 0.0);
+        let lose = LinkFault { links: Links::Link(0, 1), drop: 1.0, delay: Duration::ZERO };
+        let slow = LinkFault { links: Links::Worker(2), drop: 0.0, delay: Duration::from_millis(40) };
+        net.set_links(vec![lose, slow]);
+        assert!(net.on());
+        assert_eq!(net.send(PeerId(1), vec![1]), Fate::Lost);
+        match net.send(PeerId(2), vec![2]) {
+            Fate::Delayed(d) => assert!(d > Duration::from_millis(30), "{d:?}"),
+            other => panic!("{other:?}"),
+        }
+        // Worker 1 sending to 0 is not on `0->1`.
+        let mut other = NetFaults::with(PeerId(1), 3, MessageFaults::default(), 7);
+        other.set_links(vec![lose]);
+        assert_eq!(other.send(PeerId(0), vec![3]), Fate::Now(vec![3]));
+        net.set_links(Vec::new());
+        assert!(!net.on());
+        assert_eq!(net.fate(PeerId(1), vec![4]), Fate::Now(vec![4]));
     }
 }

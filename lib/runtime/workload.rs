@@ -371,13 +371,27 @@ impl Workload {
 
     fn append(&mut self, rec: &Record) -> anyhow::Result<()> {
         let path = &self.resource_path;
-        self.resource.append(rec).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
+        self.resource.append(rec).map_err(|error| WriteRefused { path: path.clone(), error }.into())
     }
 
     fn append_fenced(&mut self, rec: &Record) -> anyhow::Result<Fenced> {
         let path = &self.resource_path;
-        self.resource.append_fenced(rec).map_err(|e| anyhow::anyhow!("cannot write {}: {e}", path.display()))
+        self.resource.append_fenced(rec).map_err(|error| WriteRefused { path: path.clone(), error }.into())
     }
+}
+
+/// The kernel refused a write to the resource file (a full disk, a file size limit):
+/// told to the supervisor as such ([`ToSupervisor::WriteRefused`]), which records it so
+/// that the torn line the write may have left is excused.
+///
+/// [`ToSupervisor::WriteRefused`]: crate::control::ToSupervisor::WriteRefused
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {}: {error}", path.display())]
+pub(crate) struct WriteRefused {
+    /// The resource file.
+    pub(crate) path: PathBuf,
+    /// What the kernel said (not a `source`: the line already says it).
+    pub(crate) error: std::io::Error,
 }
 
 #[cfg(test)]

@@ -115,6 +115,14 @@ impl Stall<'_> {
             );
         }
         let mut lines = vec![head];
+        // A message lost on purpose is never sent again: the plan, not the algorithm,
+        // may be what the workers wait for: said first.
+        for (step, at) in self.faults.drops() {
+            lines.push(format!(
+                "the plan lost messages on purpose: `{step}` at {at:.1} ms; a lost message is never sent again, \
+                 and an algorithm that counts on reliable channels may wait for it forever"
+            ));
+        }
         for cycle in self.deadlocks() {
             let mut ws: Vec<String> = cycle.iter().map(|w| format!("w{w}")).collect();
             ws.push(ws[0].clone());

@@ -105,6 +105,10 @@ pub enum RunError {
     /// Something outside the algorithm failed (spawning, sockets): exit 1.
     #[error("{0}")]
     Failed(String),
+    /// The run made no progress for the stall window: exit 1, with the diagnosis of who
+    /// waits for what (`no progress for …`).
+    #[error("{0}")]
+    Stalled(String),
     /// The system's limits cannot hold the run (too few file descriptors), said before
     /// it starts: exit 3.
     #[error("{0}")]
@@ -200,7 +204,7 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     sup.progress.finish();
     // Freeze everyone before anyone leaves (see the module documentation).
     let frozen = sup.procs.freeze_all();
-    if matches!(result, Err(RunError::Failed(_))) {
+    if matches!(result, Err(RunError::Failed(_) | RunError::Stalled(_))) {
         sup.collect_stats(&frozen);
     }
     sup.procs.stop_all();
@@ -210,9 +214,10 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
     let sockets = sup.procs.sockets();
     dir.remove_sockets(&sockets);
 
+    let stalled = matches!(result, Err(RunError::Stalled(_)));
     let mut failure = match result {
         Ok(()) => None,
-        Err(RunError::Failed(why)) => Some(why),
+        Err(RunError::Failed(why) | RunError::Stalled(why)) => Some(why),
         // Interrupted: what was written so far is the evidence; the error names the
         // directory, which is kept (in the store, if it goes there), with its trace.
         Err(RunError::Interrupted(_)) => {
@@ -240,7 +245,7 @@ fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
         (true, rundir::keep_trace(opts, info, &dir.path, sup.procs.rings.dropped).is_some())
     };
     let deadlocks = std::mem::take(&mut sup.deadlocks);
-    let mut report = Report { run_dir_kept: kept, deadlocks, ..report };
+    let mut report = Report { run_dir_kept: kept, deadlocks, stalled, ..report };
     if kept {
         report.run_path = rundir::file_kept(opts, &dir.path);
         report.run_dir = report.run_path.display().to_string();
@@ -369,7 +374,7 @@ impl<'a> Supervisor<'a> {
                 .map_err(|(path, e)| RunError::Failed(format!("cannot write {}: {e}", path.display())))?;
         }
         let (nemesis, mut run) = self.nemesis();
-        nemesis.apply_initial_partitions(&mut run)?;
+        nemesis.apply_initial_network_steps(&mut run)?;
         for id in 0..self.procs.slots.len() {
             self.start_worker(id);
         }
@@ -452,11 +457,13 @@ impl<'a> Supervisor<'a> {
             .collect();
         self.procs.slots[id].started = true;
         self.procs.slots[id].view = None;
-        // One write for both: the partition is in the socket before Start can be read, so
-        // the worker applies it before its first entry.
+        self.procs.slots[id].links_view = 0;
+        // One write for all: the partition and link faults are in the socket before Start
+        // can be read, so the worker applies them before its first entry.
         let incarnations = self.procs.slots.iter().map(|s| s.incarnation).collect();
         let mut msgs = vec![ToWorker::Start { dial, incarnations }];
         msgs.extend(self.nemesis.partition_update(&mut self.procs.slots[id]));
+        msgs.extend(self.nemesis.links_update(&mut self.procs.slots[id]));
         self.procs.send_all(id, &msgs);
     }
 
@@ -482,7 +489,7 @@ impl<'a> Supervisor<'a> {
 
     fn wait_until(&mut self, done: impl Fn(&Self) -> bool, phase: &str) -> Result<(), RunError> {
         let result = self.wait_until_inner(done, phase);
-        if matches!(result, Err(RunError::Failed(_))) && self.started.is_some() {
+        if matches!(result, Err(RunError::Failed(_) | RunError::Stalled(_))) && self.started.is_some() {
             // A failure detected here ends the run now, whatever is done about it after.
             self.finished.get_or_insert_with(Instant::now);
         }
@@ -553,6 +560,7 @@ impl<'a> Supervisor<'a> {
     fn on_frame(&mut self, conn: usize, msg: ToSupervisor, phase: &str) -> Result<(), RunError> {
         // Each link was made for one worker's life: frames on it speak for that life only.
         let Some(id) = self.procs.owner(conn) else { return Ok(()) };
+        let refused = matches!(msg, ToSupervisor::WriteRefused(_));
         match msg {
             ToSupervisor::Ready { id: said, pid, incarnation } => {
                 let s = &self.procs.slots[id];
@@ -602,13 +610,12 @@ impl<'a> Supervisor<'a> {
             // A worker that gives up once the run has begun stands still, its channels
             // open, and waits for this: stop now, before anyone acts on its silence.
             // While finishing too: it would answer Finish, and its failure go unsaid.
-            ToSupervisor::Fatal(why) if phase != "starting" => {
+            ToSupervisor::Fatal(why) | ToSupervisor::WriteRefused(why) if phase != "starting" => {
                 self.finished.get_or_insert_with(Instant::now);
-                // The workload's own words for a refused write (runtime/workload.rs).
-                let resource = self.dir.join(control::RESOURCE_FILE);
-                if why.starts_with(&format!("cannot write {}: ", resource.display())) {
+                if refused {
                     self.write_refused = true;
                     // Where the file ends now is where that write's torn bytes end.
+                    let resource = self.dir.join(control::RESOURCE_FILE);
                     let size = std::fs::symlink_metadata(&resource).map_or(0, |m| m.len());
                     self.nemesis.write_refused(&self.dir, self.started, id, size, &why);
                 }
@@ -616,7 +623,9 @@ impl<'a> Supervisor<'a> {
                 self.procs.slots[id].fatal = Some(why);
                 return Err(RunError::Failed(line));
             }
-            ToSupervisor::Fatal(why) => self.procs.slots[id].fatal = Some(why),
+            ToSupervisor::Fatal(why) | ToSupervisor::WriteRefused(why) => {
+                self.procs.slots[id].fatal = Some(why)
+            }
             // Not progress: only what a stall's diagnosis says of a silent worker.
             ToSupervisor::InputBlocked(note) => self.procs.slots[id].input_blocked = note,
             ToSupervisor::Held(news) => self.walk.heard(id, news),
@@ -672,7 +681,7 @@ impl Supervisor<'_> {
             // deadline, say), or a file that moves again, outranks the stall.
             let Some(diagnosis) = self.diagnose()? else { return Ok(()) };
             self.finished.get_or_insert(detected);
-            return Err(RunError::Failed(diagnosis));
+            return Err(RunError::Stalled(diagnosis));
         }
         if phase != "running" && self.progress.stalled_at(now, Duration::from_secs(10)) {
             // Exits already queued come before any blame: those workers did respond.

@@ -1,10 +1,11 @@
 //! The nemesis, fault execution as a component ([`Nemesis`]): which of the plan's steps
-//! are due (kill, term, stop and the `cont` that ends a pause, restart, partition, heal)
-//! and which undos, carried out on the workers of the [`Run`] the supervisor lends it
-//! for the call (its processes, the progress it reads targets from, the options, the
-//! start); each applied fault timestamped, written to `faults.log` and handed back
-//! ([`AppliedFault`]), the partition in force kept in step with every worker, and the
-//! teardown line a failed or interrupted run leaves for the auditor.
+//! are due (kill, term, stop and the `cont` that ends a pause, restart, partition, heal,
+//! drop and delay and the `restore` that ends them) and which undos, carried out on the
+//! workers of the [`Run`] the supervisor lends it for the call (its processes, the
+//! progress it reads targets from, the options, the start); each applied fault
+//! timestamped, written to `faults.log` and handed back ([`AppliedFault`]), the partition
+//! and link faults in force kept in step with every worker, and the teardown line a
+//! failed or interrupted run leaves for the auditor.
 //!
 //! A loaded machine can make the supervisor late: a fault that fires [`LATE`] or more
 //! after its time says by how much (`late=` in the log, `late_ms` in the report), and a
@@ -23,7 +24,7 @@ use super::{Life, RunError, RunOpts, Slot};
 use crate::algorithm::PeerId;
 use crate::control::{self, ToWorker};
 pub use crate::faults::AppliedFault;
-use crate::faults::{Action, FaultKind, Partition, Standing, Step, Target, When};
+use crate::faults::{Action, FaultKind, LinkFault, Partition, Standing, Step, Target, When};
 use crate::resource;
 
 /// A fault applied this long or more after its time is marked late: below it, the
@@ -40,6 +41,10 @@ pub(super) enum Undo {
     /// Heal the partition of this generation, if it is still the one in force.
     Heal {
         generation: u64,
+    },
+    /// End the `drop` or `delay` step of this number.
+    Restore {
+        number: u64,
     },
 }
 
@@ -71,6 +76,10 @@ pub(super) struct Nemesis {
     partition: Option<(u64, Partition)>,
     /// Partitions applied so far: each gets the next generation.
     partitions: u64,
+    /// The `drop` and `delay` steps in force: each one's number, its text and what it does.
+    links: Vec<(u64, String, LinkFault)>,
+    /// Changes to `links` so far: the version each worker is told ([`Slot::links_view`]).
+    links_version: u64,
     /// When the fault being applied was due, if it had a time (see [`LATE`]).
     due: Option<Instant>,
 }
@@ -85,6 +94,8 @@ impl Nemesis {
             log: None,
             partition: None,
             partitions: 0,
+            links: Vec::new(),
+            links_version: 0,
             due: None,
         }
     }
@@ -130,6 +141,13 @@ impl Nemesis {
         let (_, p) = self.partition.as_ref()?;
         let since = self.applied.iter().rev().find(|f| f.action == FaultKind::Partition).map(|f| f.at_ms);
         Some((p, since))
+    }
+
+    /// The `drop` steps applied so far, as the fault log notes them, with when (ms into
+    /// the run): what a stall's diagnosis names, since a message lost is never resent.
+    pub(super) fn drops(&self) -> Vec<(&str, f64)> {
+        let drops = self.applied.iter().filter(|f| f.action == FaultKind::Drop);
+        drops.map(|f| (f.note.as_str(), f.at_ms)).collect()
     }
 
     /// Which side of the partition in force worker `w` is on, if one is.
@@ -188,11 +206,14 @@ impl Nemesis {
             .collect()
     }
 
-    /// Take the partitions due at 0 ms, to apply before any worker starts.
-    pub(super) fn take_initial_partitions(&mut self) -> Vec<Step> {
-        let (now, later): (Vec<Step>, Vec<Step>) = std::mem::take(&mut self.steps)
-            .into_iter()
-            .partition(|st| st.when == When::At(Duration::ZERO) && matches!(st.action, Action::Partition(_)));
+    /// Take the partitions and `drop` and `delay` steps due at 0 ms, to apply before any
+    /// worker starts.
+    pub(super) fn take_initial_network_steps(&mut self) -> Vec<Step> {
+        let (now, later): (Vec<Step>, Vec<Step>) =
+            std::mem::take(&mut self.steps).into_iter().partition(|st| {
+                st.when == When::At(Duration::ZERO)
+                    && matches!(st.action, Action::Partition(_) | Action::Drop(..) | Action::Delay(..))
+            });
         self.steps = later;
         now
     }
@@ -317,6 +338,7 @@ impl Nemesis {
                         self.heal(run, "partition over");
                     }
                 }
+                Undo::Restore { number } => self.restore(run, number),
             }
         }
         self.due = None;
@@ -332,14 +354,14 @@ impl Nemesis {
         Ok(self.since(before))
     }
 
-    /// Partitions due at 0 ms, applied before any worker starts: each worker then gets
-    /// the partition with its Start, so not even a first message crosses it.
-    pub(super) fn apply_initial_partitions(
+    /// Partitions and `drop` and `delay` steps due at 0 ms, applied before any worker
+    /// starts: each worker then gets them with its Start, so they act on its first message.
+    pub(super) fn apply_initial_network_steps(
         &mut self,
         run: &mut Run<'_>,
     ) -> Result<Vec<AppliedFault>, RunError> {
         let before = self.applied.len();
-        for st in self.take_initial_partitions() {
+        for st in self.take_initial_network_steps() {
             self.step(run, &st)?;
         }
         Ok(self.since(before))
@@ -475,8 +497,48 @@ impl Nemesis {
                 }
             }
             Action::Heal => self.heal(run, &text),
+            Action::Drop(..) | Action::Delay(..) => {
+                let fault = st.action.link_fault().expect("a drop or a delay");
+                self.record(run, st.action.kind(), None, text.clone());
+                self.links_version += 1;
+                let number = self.links_version;
+                self.links.push((number, text, fault));
+                self.sync_all_links(run.procs);
+                if let Some(d) = st.duration {
+                    self.later(Instant::now() + d, Undo::Restore { number });
+                }
+            }
         }
         Ok(())
+    }
+
+    /// End the `drop` or `delay` step of `number`, and tell every worker.
+    fn restore(&mut self, run: &mut Run<'_>, number: u64) {
+        let Some(i) = self.links.iter().position(|(n, _, _)| *n == number) else { return };
+        let (_, text, _) = self.links.remove(i);
+        self.links_version += 1;
+        self.record(run, FaultKind::Restore, None, format!("`{text}` over"));
+        self.sync_all_links(run.procs);
+    }
+
+    /// Tell every worker the link faults in force (see [`Nemesis::links_update`]).
+    fn sync_all_links(&self, procs: &mut Processes) {
+        for id in 0..procs.slots.len() {
+            if let Some(msg) = self.links_update(&mut procs.slots[id]) {
+                procs.send(id, &msg);
+            }
+        }
+    }
+
+    /// What the worker in `slot` must be told to match the link faults in force, if
+    /// anything: as for the partition ([`Nemesis::partition_update`]), only a started,
+    /// running worker, once per change. Counts it as told.
+    pub(super) fn links_update(&self, s: &mut Slot) -> Option<ToWorker> {
+        if !s.started || s.life != Life::Running || s.links_view == self.links_version {
+            return None;
+        }
+        s.links_view = self.links_version;
+        Some(ToWorker::Links(self.links.iter().map(|(_, _, l)| *l).collect()))
     }
 
     /// Continue paused worker `w` of `run`, first handing its socket the partition state
@@ -484,7 +546,8 @@ impl Nemesis {
     pub(super) fn cont(&mut self, run: &mut Run<'_>, w: usize, why: &str) -> AppliedFault {
         let fault = self.fault_on(run, FaultKind::Cont, Some(w), Some(Signal::SIGCONT), why.to_string());
         run.procs.slots[w].life = Life::Running;
-        if self.sync_partition(run.procs, w) {
+        let links = self.links_update(&mut run.procs.slots[w]).is_some_and(|msg| run.procs.send(w, &msg));
+        if self.sync_partition(run.procs, w) | links {
             run.procs.flush(&[w], Duration::from_secs(1));
         }
         run.procs.resume(w);
@@ -557,13 +620,11 @@ impl Nemesis {
         ended: u64,
         window: Duration,
     ) -> (u64, u64, u64) {
-        let path = dir.join(control::FAULT_LOG);
-        if self.log.is_none() {
-            self.log = crate::files::open_writable(&path, true, true).ok();
-        }
         let why = match why {
             RunError::Interrupted(_) => "interrupted".to_string(),
-            RunError::Failed(f) => format!("run failed: {}", f.lines().next().unwrap_or_default()),
+            RunError::Failed(f) | RunError::Stalled(f) => {
+                format!("run failed: {}", f.lines().next().unwrap_or_default())
+            }
             RunError::Usage(u) | RunError::Limits(u) => u.clone(),
         };
         // The log only: it is the end of the run, not one of the plan's faults. Only what
@@ -572,16 +633,7 @@ impl Nemesis {
         let f = self.fault(started, FaultKind::Teardown, None, None, why);
         let line =
             format!("t={} at={:.3}ms teardown ended={ended} window={window} # {}", f.t, f.at_ms, f.note);
-        let written = match self.log.as_mut() {
-            Some(log) => writeln!(log, "{line}").and_then(|()| log.sync_data()),
-            None => Err(std::io::Error::other("it could not be opened")),
-        };
-        if let Err(e) = written {
-            eprintln!(
-                "mutexlab: cannot record the teardown in {}: {e}; this run's audit knows of it, a later `mutexlab audit` will not",
-                path.display()
-            );
-        }
+        self.append_synced(dir, &line, "the teardown");
         (f.t, ended, window)
     }
 
@@ -597,20 +649,27 @@ impl Nemesis {
         size: u64,
         why: &str,
     ) {
+        let note = crate::text::clip_to(&why.replace('\n', " "), 512).into_owned();
+        let f = self.fault(started, FaultKind::WriteRefused, None, None, note);
+        let line = format!("t={} at={:.3}ms write-refused w={w} size={size} # {}", f.t, f.at_ms, f.note);
+        self.append_synced(dir, &line, &format!("w{w}'s refused write"));
+    }
+
+    /// Append `line`, one the report does not list (the run's end, a refused write), to
+    /// `dir`'s fault log (opened now if the run had none) and sync it: the auditor of a
+    /// later `mutexlab audit` reads it there. If it cannot be, say so, naming it `what`.
+    fn append_synced(&mut self, dir: &Path, line: &str, what: &str) {
         let path = dir.join(control::FAULT_LOG);
         if self.log.is_none() {
             self.log = crate::files::open_writable(&path, true, true).ok();
         }
-        let note = crate::text::clip_to(&why.replace('\n', " "), 512).into_owned();
-        let f = self.fault(started, FaultKind::WriteRefused, None, None, note);
-        let line = format!("t={} at={:.3}ms write-refused w={w} size={size} # {}", f.t, f.at_ms, f.note);
         let written = match self.log.as_mut() {
             Some(log) => writeln!(log, "{line}").and_then(|()| log.sync_data()),
             None => Err(std::io::Error::other("it could not be opened")),
         };
         if let Err(e) = written {
             eprintln!(
-                "mutexlab: cannot record w{w}'s refused write in {}: {e}; this run's audit knows of it, a later `mutexlab audit` will not",
+                "mutexlab: cannot record {what} in {}: {e}; this run's audit knows of it, a later `mutexlab audit` will not",
                 path.display()
             );
         }
@@ -685,6 +744,27 @@ mod tests {
         // The teardown goes to the log only, not to the report's faults.
         let applied: Vec<&str> = sup.nemesis.applied.iter().map(|f| f.action.as_str()).collect();
         assert_eq!(applied, ["kill", "skip"]);
+    }
+
+    /// A run with no plan has no log until a refused write or its teardown needs one:
+    /// both open it, the second after the first, and neither is one of the report's faults.
+    #[test]
+    fn a_refused_write_and_the_teardown_open_the_log_and_append_to_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut n = Nemesis::new(Vec::new());
+        n.write_refused(tmp.path(), None, 1, 42, "cannot write r: no space\non device");
+        let failed = RunError::Failed("worker w1 gave up".into());
+        let (t, _, _) = n.teardown(tmp.path(), None, &failed, 7, Duration::from_secs(1));
+        let log = std::fs::read_to_string(tmp.path().join(control::FAULT_LOG)).unwrap();
+        let lines: Vec<&str> = log.lines().collect();
+        assert_eq!(lines.len(), 2, "{log}");
+        assert!(
+            lines[0].ends_with(" at=0.000ms write-refused w=1 size=42 # cannot write r: no space on device")
+        );
+        let teardown =
+            format!("t={t} at=0.000ms teardown ended=7 window=1000000000 # run failed: worker w1 gave up");
+        assert_eq!(lines[1], teardown);
+        assert!(n.applied().is_empty());
     }
 
     /// The supervisor is 250 ms behind a plan whose steps find their targets dead or
@@ -787,16 +867,17 @@ mod tests {
     #[test]
     fn steps_fire_in_plan_order_once_their_time_or_entry_count_comes() {
         let plan = "partition 0|1,2 at 0ms for 50ms\nkill 1 at 30ms\nstop 2 at entry 4 for 10ms\n\
-                    heal at 0ms\nrestart 1 at 30ms\nkill 0 at entry 2";
+                    heal at 0ms\nrestart 1 at 30ms\nkill 0 at entry 2\ndelay 1ms 0 at 0ms";
         let mut faults = Nemesis::new(crate::faults::Plan::parse(plan, 3).unwrap().steps);
         let start = Instant::now();
         let ms = Duration::from_millis;
         let names = |due: Vec<(Step, Option<Instant>)>| -> Vec<(String, Option<Duration>)> {
             due.into_iter().map(|(st, at)| (st.to_string(), at.map(|at| at - start))).collect()
         };
-        // Only partitions at 0 ms go before the workers start; a heal at 0 ms waits.
-        let first: Vec<String> = faults.take_initial_partitions().iter().map(Step::to_string).collect();
-        assert_eq!(first, ["partition 0|1,2 at 0ms for 50ms"]);
+        // Only partitions and link faults at 0 ms go before the workers start; a heal at
+        // 0 ms waits.
+        let first: Vec<String> = faults.take_initial_network_steps().iter().map(Step::to_string).collect();
+        assert_eq!(first, ["partition 0|1,2 at 0ms for 50ms", "delay 1ms 0 at 0ms"]);
         assert!(faults.planned() && !faults.settled());
         assert!(faults.timed_restart_pending() && faults.restart_planned(1) && !faults.restart_planned(0));
         // At 0 ms with no entries: the heal, due at the start.
@@ -832,6 +913,47 @@ mod tests {
         faults.end_partition();
         assert_eq!(faults.side(2), None);
         assert!(faults.settled());
+    }
+
+    /// A `drop` step goes to every running worker once; its end (the restore) too, and
+    /// the restore is logged with the step it ends.
+    #[test]
+    fn each_worker_is_told_the_link_faults_in_force_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let plan = crate::faults::Plan::parse("drop 0.5 0->1 at 0ms for 10ms", 3).unwrap();
+        let opts = crate::supervisor::RunOpts { plan, ..sample() };
+        let mut sup = crate::supervisor::tests::with_slots(&opts, tmp.path(), 3);
+        sup.started = Some(Instant::now());
+        let told = |f: &Nemesis, s: &mut Slot| format!("{:?}", f.links_update(s));
+        let none = format!("{:?}", None::<ToWorker>);
+        let (nemesis, mut run) = sup.nemesis();
+        let applied = nemesis.apply_due(&mut run).unwrap();
+        assert_eq!(applied.iter().map(|f| f.action).collect::<Vec<_>>(), [FaultKind::Drop]);
+        assert_eq!(sup.nemesis.drops(), [("drop 0.5 0->1 at 0ms for 10ms", applied[0].at_ms)]);
+        let fault = crate::faults::LinkFault {
+            links: crate::faults::Links::Link(0, 1),
+            drop: 0.5,
+            delay: Duration::ZERO,
+        };
+        let mut slot = Slot::new(nix::unistd::Pid::from_raw(i32::MAX), 0);
+        assert_eq!(told(&sup.nemesis, &mut slot), none, "not started");
+        slot.started = true;
+        assert_eq!(told(&sup.nemesis, &mut slot), format!("{:?}", Some(ToWorker::Links(vec![fault]))));
+        assert_eq!(told(&sup.nemesis, &mut slot), none, "told once");
+        // Its end, due 10 ms later.
+        let (nemesis, mut run) = sup.nemesis();
+        let later = Instant::now() + Duration::from_millis(20);
+        let undos = nemesis.take_due_undos(later);
+        assert!(matches!(undos[..], [(_, Undo::Restore { number: 1 })]), "{undos:?}");
+        nemesis.restore(&mut run, 1);
+        let last = sup.nemesis.applied().last().unwrap();
+        assert_eq!(
+            (last.action, last.note.as_str()),
+            (FaultKind::Restore, "`drop 0.5 0->1 at 0ms for 10ms` over")
+        );
+        assert_eq!(told(&sup.nemesis, &mut slot), format!("{:?}", Some(ToWorker::Links(vec![]))));
+        assert_eq!(told(&sup.nemesis, &mut slot), none);
+        assert!(sup.nemesis.settled());
     }
 
     /// A worker is told of a partition once, only while started and running, and of the

@@ -276,6 +276,7 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
             | Action::Stop(Target::Worker(w))
             | Action::Restart(w) => vec![*w],
             Action::Partition(p) => p.groups.concat(),
+            Action::Drop(_, links) | Action::Delay(_, links) => links.workers(),
             _ => Vec::new(),
         };
         if let Some(bad) = named.into_iter().find(|&w| w >= opts.workers) {

@@ -59,6 +59,8 @@ pub(super) struct Slot {
     /// The partition this incarnation was last sent (its generation), `None` if it was
     /// sent none or a heal since.
     pub(super) view: Option<u64>,
+    /// The version of the plan's link faults this incarnation was last sent (0: none).
+    pub(super) links_view: u64,
     /// Under an election: the leader this life last accepted, and its term.
     pub(super) leader: Option<(PeerId, u64)>,
     /// Its program has not read its input, as the worker last said (`InputBlocked`).
@@ -81,6 +83,7 @@ impl Slot {
             planned_exit: false,
             since: resource::monotonic_ns(),
             view: None,
+            links_view: 0,
             leader: None,
             input_blocked: None,
         }

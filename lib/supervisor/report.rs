@@ -88,6 +88,11 @@ pub struct Report {
     /// (a message over the frame cap, a frame refused from a live peer): the run
     /// stopped there, and `violations` are no verdict on the algorithm.
     pub model_broken: bool,
+    /// The failure is a stall: no progress for the stall window, and `failure` is its
+    /// diagnosis (for readers in the same process, such as a test's grader).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub stalled: bool,
     /// What the run's service measured.
     #[serde(flatten)]
     pub service: ServiceReport,
@@ -423,6 +428,7 @@ impl Outcome<'_> {
             ok: ok && failure.is_none(),
             failure,
             model_broken: self.model_broken,
+            stalled: false,
             service,
             elapsed_s: elapsed.as_secs_f64(),
             seed: self.opts.seed,
@@ -594,6 +600,7 @@ pub(crate) mod samples {
             ok: false,
             failure: Some("no progress for 5 s".into()),
             model_broken: false,
+            stalled: false,
             service,
             elapsed_s: 0.125,
             seed: 7,
@@ -646,6 +653,7 @@ pub(crate) mod samples {
             ok: false,
             failure: Some("w1 sent a frame over the cap".into()),
             model_broken: true,
+            stalled: false,
             service,
             elapsed_s: 0.5,
             seed: 1,

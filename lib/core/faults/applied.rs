@@ -36,11 +36,17 @@ pub enum FaultKind {
     /// The kernel refused a worker's write to the resource file.
     #[serde(rename = "write-refused")]
     WriteRefused,
+    /// Messages on some links lost at random (a `drop` step).
+    Drop,
+    /// Messages on some links held longer (a `delay` step).
+    Delay,
+    /// A `drop` or `delay` step's end.
+    Restore,
 }
 
 impl FaultKind {
     /// Every kind, in the order above.
-    pub const ALL: [FaultKind; 10] = [
+    pub const ALL: [FaultKind; 13] = [
         FaultKind::Kill,
         FaultKind::Term,
         FaultKind::Stop,
@@ -51,6 +57,9 @@ impl FaultKind {
         FaultKind::Skip,
         FaultKind::Teardown,
         FaultKind::WriteRefused,
+        FaultKind::Drop,
+        FaultKind::Delay,
+        FaultKind::Restore,
     ];
 
     /// Its name in `faults.log` and `--json`.
@@ -66,6 +75,9 @@ impl FaultKind {
             FaultKind::Skip => "skip",
             FaultKind::Teardown => "teardown",
             FaultKind::WriteRefused => "write-refused",
+            FaultKind::Drop => "drop",
+            FaultKind::Delay => "delay",
+            FaultKind::Restore => "restore",
         }
     }
 
@@ -133,7 +145,8 @@ pub struct AppliedFault {
     pub at_ms: f64,
     /// Monotonic ns: the resource file's clock.
     pub t: u64,
-    /// `kill`, `term`, `stop`, `cont`, `restart`, `partition`, `heal`, or `skip`.
+    /// `kill`, `term`, `stop`, `cont`, `restart`, `partition`, `heal`, `drop`, `delay`,
+    /// `restore` or `skip`.
     #[schemars(with = "String")]
     pub action: FaultKind,
     /// The worker acted on, if any.

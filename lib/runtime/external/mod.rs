@@ -72,7 +72,7 @@ mod program;
 mod shapes;
 mod waiting;
 pub use json::{Json, JsonForm, Ref};
-use program::{quote, spawn, Program};
+use program::{quote, spawn, ExchangeError, Program};
 pub use shapes::{message_shapes, message_shapes_with, FieldShape, MessageShape, Nested};
 
 /// The default deadline for one answer (`--worker-timeout-ms`).
@@ -258,12 +258,11 @@ impl<S: Service, M: JsonForm> Node for External<S, M> {
                         quote(&v.to_string())
                     )),
                     // Never answered at all: the command is wrong, not the node.
-                    Err(why) if why.contains("exited") => {
-                        let sent = format!("was sent {} and exited without answering", quote(&init));
-                        let why = why.replacen(&sent, "exited without answering its `init`", 1);
-                        child.fail(format!("failed to start: {why}"))
+                    Err(ExchangeError::Unanswered { status, .. }) => {
+                        child.fail(format!("failed to start: exited without answering its `init`{status}"))
                     }
-                    Err(why) => child.fail(why),
+                    Err(why @ ExchangeError::Unsent { .. }) => child.fail(format!("failed to start: {why}")),
+                    Err(why) => child.fail(why.to_string()),
                 }
             }
         }
@@ -276,7 +275,7 @@ impl<S: Service, M: JsonForm> Node for External<S, M> {
             return; // failed: quiet from now on, and the driver has been told
         }
         let sent = Self::line(input);
-        let got = child.exchange(&sent).map(|got| child.take_waiting(got));
+        let got = child.exchange(&sent).map(|got| child.take_waiting(got)).map_err(|e| e.to_string());
         match got.and_then(|got| Self::answer(&sent, got)) {
             Ok(outputs) => {
                 for output in outputs {

@@ -129,9 +129,9 @@ impl Program {
     /// Send one line and read the answer as JSON; `Err` says what went wrong, quoting
     /// what was sent and what came back. The deadline covers both the write (a program
     /// that stops reading fills its pipe) and the answer.
-    pub(super) fn exchange(&mut self, sent: &str) -> Result<Value, String> {
+    pub(super) fn exchange(&mut self, sent: &str) -> Result<Value, ExchangeError> {
         let Some((_, stdin)) = self.process.as_mut() else {
-            return Err("has already failed".into());
+            return Err(ExchangeError::Other("has already failed".into()));
         };
         let lines = self.lines.as_ref().expect("a live child has a reader");
         // One answer per input: a line already waiting was written unasked.
@@ -145,16 +145,18 @@ impl Program {
         match &self.early {
             Some(Line::Text(extra)) => {
                 let (before, answer) = self.last.clone().unwrap_or_default();
-                return Err(format!(
+                return Err(ExchangeError::Other(format!(
                     "wrote {} when nothing was asked of it (it had answered {} with {}; one line \
                      answers one input)",
                     quote(extra),
                     quote(&before),
                     quote(&answer)
-                ));
+                )));
             }
             Some(Line::TooLong) => {
-                return Err(format!("wrote a line over {MAX_LINE} bytes when nothing was asked of it"))
+                return Err(ExchangeError::Other(format!(
+                    "wrote a line over {MAX_LINE} bytes when nothing was asked of it"
+                )))
             }
             _ => {}
         }
@@ -188,16 +190,16 @@ impl Program {
             Ok(false) => {
                 let stdin = &self.process.as_ref().expect("still running").1;
                 let lines = unread_lines(&self.written, pending(stdin) + line.len() as u64);
-                return Err(format!(
+                return Err(ExchangeError::Other(format!(
                     "was sent {} and did not read it within {} ms ({lines} line{} waiting in its input)",
                     quote(sent),
                     allowed.as_millis(),
                     if lines == 1 { "" } else { "s" }
-                ));
+                )));
             }
             Err(e) => {
                 let status = self.exit_status();
-                return Err(format!("could not be sent {} ({e}): it has exited{status}", quote(sent)));
+                return Err(ExchangeError::Unsent { sent: sent.to_string(), error: e, status });
             }
         }
         // The first input waits for the program to start: the answer's deadline counts
@@ -222,11 +224,11 @@ impl Program {
                     read + self.timeout
                 }
                 None => {
-                    return Err(format!(
+                    return Err(ExchangeError::Other(format!(
                         "was sent {} and did not start reading its input within {} s",
                         quote(sent),
                         start.as_secs()
-                    ))
+                    )))
                 }
             }
         };
@@ -239,25 +241,60 @@ impl Program {
         let got = match got {
             Ok(Line::Text(text)) => text,
             Ok(Line::TooLong) => {
-                return Err(format!("was sent {} and answered a line over {MAX_LINE} bytes", quote(sent)))
+                return Err(ExchangeError::Other(format!(
+                    "was sent {} and answered a line over {MAX_LINE} bytes",
+                    quote(sent)
+                )))
             }
             Ok(Line::Eof) | Err(RecvTimeoutError::Disconnected) => {
                 let status = self.exit_status();
-                return Err(format!("was sent {} and exited without answering{status}", quote(sent)));
+                return Err(ExchangeError::Unanswered { sent: sent.to_string(), status });
             }
             Err(RecvTimeoutError::Timeout) => {
-                return Err(format!(
+                return Err(ExchangeError::Other(format!(
                     "was sent {} and did not answer within {} ms",
                     quote(sent),
                     self.timeout.as_millis()
-                ))
+                )))
             }
         };
         self.last = Some((sent.to_string(), got.clone()));
         serde_json::from_str(&got).map_err(|e| {
-            format!("was sent {} and answered {}, which is not JSON ({e})", quote(sent), quote(&got))
+            ExchangeError::Other(format!(
+                "was sent {} and answered {}, which is not JSON ({e})",
+                quote(sent),
+                quote(&got)
+            ))
         })
     }
+}
+
+/// Why an exchange with the program failed. Whether it exited is what a caller decides
+/// on (a program that exits at its first input never started); the rest is told as is.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum ExchangeError {
+    /// It exited before it took the line: the write failed.
+    #[error("could not be sent {} ({error}): it has exited{status}", quote(sent))]
+    Unsent {
+        /// The line.
+        sent: String,
+        /// Why the write failed.
+        error: std::io::Error,
+        /// How it ended ([`Program::exit_status`]).
+        status: String,
+    },
+    /// It took the line and exited without answering.
+    #[error("was sent {} and exited without answering{status}", quote(sent))]
+    Unanswered {
+        /// The line.
+        sent: String,
+        /// How it ended ([`Program::exit_status`]).
+        status: String,
+    },
+    /// Anything else, in words: no answer in time, an answer that is no JSON, a line
+    /// nobody asked for.
+    #[error("{0}")]
+    Other(String),
 }
 
 impl Program {

@@ -29,7 +29,7 @@ use crate::mesh::{self, Mesh};
 use crate::netfaults::NetFaults;
 use crate::service::{AppCall, AppEvent, RunService};
 use crate::timers::{TimerKind, Timers};
-use crate::workload::Workload;
+use crate::workload::{Workload, WriteRefused};
 use crate::{trace, wire, ModelBreach, WorkerOpts};
 
 mod app;
@@ -242,7 +242,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             return Err(e); // not begun, or finished: nothing left for a peer to act on
         }
         let line = cut(&format!("{e:#}"));
-        self.stand_still(ToSupervisor::Fatal(line.clone()));
+        self.stand_still(gave_up(&e, line.clone()));
         Err(Told(line).into())
     }
 
@@ -635,5 +635,32 @@ impl<A: Node<Service: RunService>> Worker<A> {
             self.trace.state(self.clock, &text);
             self.last_state = text;
         }
+    }
+}
+
+/// What a worker that gives up tells the supervisor, `line` being its failure in words:
+/// a write the kernel refused on the resource file as such, anything else as `Fatal`.
+fn gave_up(e: &anyhow::Error, line: String) -> ToSupervisor {
+    if e.downcast_ref::<WriteRefused>().is_some() {
+        ToSupervisor::WriteRefused(line)
+    } else {
+        ToSupervisor::Fatal(line)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_write_is_told_as_such_and_nothing_else_is_for_its_words() {
+        let error = io::Error::from_raw_os_error(28);
+        let refused = anyhow::Error::from(WriteRefused { path: "/r/resource.log".into(), error });
+        let line = format!("{refused:#}");
+        assert_eq!(line, "cannot write /r/resource.log: No space left on device (os error 28)");
+        assert!(matches!(gave_up(&refused, line.clone()), ToSupervisor::WriteRefused(l) if l == line));
+        // The same words from anywhere else are a plain failure.
+        let other = anyhow::anyhow!("{line}");
+        assert!(matches!(gave_up(&other, line.clone()), ToSupervisor::Fatal(l) if l == line));
     }
 }

@@ -51,6 +51,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
                     self.drain_mesh()?;
                 }
                 ToWorker::Partition(p) => self.partition(p),
+                ToWorker::Links(links) => self.net.set_links(links),
                 ToWorker::Replay(order) => {
                     let done = self.replay_step(order)?;
                     self.link.tell_blocking(&ToSupervisor::Held(control::Held::Stepped(done)))?;
