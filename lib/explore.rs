@@ -278,6 +278,8 @@ fn counterexample_of(info: &AlgoInfo, opts: &CheckOpts, w: &Walk, failure: &str)
         failure: w.failure.clone().unwrap_or_else(|| failure.into()),
         choices: w.choices.clone(),
         steps: w.steps.iter().skip(1).map(|s| s.notes.clone()).collect(),
+        // The walk numbers its steps from 1; the file's index is from 0.
+        cycle_start: w.cycle_step.map(|c| c - 1),
     }
 }
 

@@ -660,6 +660,9 @@ mod tests {
         assert!(text.contains(&format!("the cycle: step {} repeats for ever", c + 1)), "{text}");
         assert!(text.contains("search: complete, breadth-first"), "the safety search finished: {text}");
         assert!(text.contains("every request served (fair cycles) VIOLATED"), "{text}");
+        // `check --out` saves where the cycle starts in its counterexample file.
+        let file = crate::counterexample::CounterexampleFile::new("toy", &toy_opts(), &v);
+        assert_eq!(file.cycle_start, Some(c));
         // Its negative control: without the tick, the same lost request ends in a state
         // where nothing happens, the safety search's deadlock, and no cycle.
         assert_eq!(only_w0::<false, false>().lasso, None);
