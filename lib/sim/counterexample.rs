@@ -55,12 +55,18 @@ pub struct CounterexampleFile {
 }
 
 impl CounterexampleFile {
-    /// The file for `violation`, found checking `algorithm` with `opts`.
+    /// The file for `violation`, found checking `algorithm` with `opts`. A lasso was
+    /// found without a timer budget (the fair-cycle pass has none), so its file has none
+    /// either: whoever walks its choices again may fire every timer it fires.
     pub fn new(algorithm: &str, opts: &CheckOpts, violation: &Counterexample) -> Self {
+        let opts = match violation.cycle_start {
+            Some(_) => CheckOpts { timer_fires: None, ..opts.clone() },
+            None => opts.clone(),
+        };
         CounterexampleFile {
             schema: SCHEMA,
             algorithm: algorithm.to_string(),
-            opts: opts.clone(),
+            opts,
             property: violation.property.to_string(),
             failure: violation.failure.clone(),
             choices: violation.choices.clone(),
