@@ -819,6 +819,8 @@ mod tests {
         let t1 = Term { epoch: 1, id: 1 };
         assert_eq!(sends(&down(&mut w, 1, 2)), [(0, Msg::Coordinator { term: t1 })]);
         assert_eq!(w[1].term, t1);
+        // The check's counter bound reads the epoch, which every win raises.
+        assert_eq!((Algorithm::counter(&w[1]), Algorithm::counter(&w[0])), (1, 0));
         assert_eq!(w[1].pending(), "new coordinator (term 1.1) waiting for STATE from w0");
         // w0 hears of the death, elects: ELECTION to w1 (w2 is down).
         let a = down(&mut w, 0, 2);
