@@ -238,6 +238,16 @@ pub fn write_lasso_page(
     lasso: Option<(usize, &str, &str)>,
     dir: &FsPath,
 ) -> Result<PathBuf, String> {
+    // A lasso was found without a timer budget (the fair-cycle pass has none): walk it
+    // without one, or its timers past the budget could not fire.
+    let free;
+    let opts = match lasso {
+        Some(_) => {
+            free = CheckOpts { timer_fires: None, ..opts.clone() };
+            &free
+        }
+        None => opts,
+    };
     let mut w = (info.walk)(opts, &Route::Choices(choices.to_vec()))?;
     // The walk numbers the start 0 and the choices from 1; it judges no cycle, so the
     // lasso's property and failure are the caller's.
@@ -278,6 +288,8 @@ fn counterexample_of(info: &AlgoInfo, opts: &CheckOpts, w: &Walk, failure: &str)
         failure: w.failure.clone().unwrap_or_else(|| failure.into()),
         choices: w.choices.clone(),
         steps: w.steps.iter().skip(1).map(|s| s.notes.clone()).collect(),
+        // The walk numbers its steps from 1; the file's index is from 0.
+        cycle_start: w.cycle_step.map(|c| c - 1),
     }
 }
 

@@ -390,9 +390,10 @@ fn liveness_under_fairness_is_asked_for_reported_apart_and_undecided_when_cut_sh
     let out = run(&["check", "--algo", "ricart-agrawala", "-n", "2"]);
     assert!(stdout(&out).contains("--liveness checks it"), "{}", stdout(&out));
     assert!(!stdout(&out).contains("fair cycles"), "{}", stdout(&out));
-    // Its generations make centralized-bully's states endless without a timer budget:
-    // the pass is cut short, finds no lasso, and decides nothing (exit 4), though the
-    // safety search within one timer firing is complete.
+    // Without a timer budget centralized-bully's states are endless (its heartbeats can
+    // fire faster than they are delivered, piling up on the channels): the pass is cut
+    // short, finds no lasso, and decides nothing (exit 4), though the safety search
+    // within one timer firing is complete.
     let out = run(&["check", "--algo", "centralized-bully", "-n", "2", "--liveness", "--max-states", "3000"]);
     assert_eq!(out.status.code(), Some(4), "{}", stdout(&out));
     let s = stdout(&out);

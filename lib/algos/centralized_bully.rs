@@ -242,17 +242,22 @@ impl Message for Msg {
     }
 }
 
-/// Timers, each tagged with a generation so a stale firing is recognised.
+/// Timers. None carries a generation: setting one again resets it, and the host drops
+/// the firing of a setting reset or cancelled since ([`crate::host::Host::fire`]), so
+/// the one that fires is the latest. (A driver may still deliver a stale one once, as
+/// the simulator's stale timers do; each handler checks the role the timer was set for,
+/// and a stale firing then acts as the live one would, early.) A tag would make the
+/// state grow with every setting, and no cycle of states would ever close.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Timer {
     /// Coordinator: time to send HEARTBEAT (if anyone depends on us).
     Heartbeat,
     /// Waiting node: the coordinator has been silent too long.
-    Suspect(u64),
+    Suspect,
     /// Candidate: nobody higher answered.
-    Election(u64),
+    Election,
     /// Candidate that got an ANSWER: no COORDINATOR came.
-    AwaitCoordinator(u64),
+    AwaitCoordinator,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -287,10 +292,6 @@ pub struct CentralizedBully {
     down: BTreeSet<PeerId>,
     app: App,
     role: Role,
-    /// Generation of the election timers.
-    gen: u64,
-    /// Generation of the suspicion timer.
-    suspect_gen: u64,
     // Coordinator only.
     holder: Option<PeerId>,
     queue: VecDeque<PeerId>,
@@ -329,7 +330,6 @@ impl CentralizedBully {
     /// Start (or restart) a bully election.
     fn start_election(&mut self, out: &mut Out<Msg, Timer>) {
         out.count("elections", 1);
-        self.gen += 1;
         self.stop_coordinating();
         let higher: BTreeSet<PeerId> =
             self.cfg.others().filter(|p| *p > self.me() && !self.down.contains(p)).collect();
@@ -340,7 +340,7 @@ impl CentralizedBully {
             out.send(p, Msg::Election);
         }
         self.role = Role::Electing(higher);
-        out.set_timer(Timer::Election(self.gen), ELECTION_TIMEOUT);
+        out.set_timer(Timer::Election, ELECTION_TIMEOUT);
     }
 
     /// Forget the coordinator's state (on losing or leaving the role).
@@ -355,7 +355,6 @@ impl CentralizedBully {
 
     /// Win: take a new term above every epoch seen and ask everyone for their state.
     fn declare(&mut self, out: &mut Out<Msg, Timer>) {
-        self.gen += 1;
         out.count("terms", 1);
         self.max_epoch += 1;
         self.term = Term { epoch: self.max_epoch, id: self.me().0 };
@@ -478,8 +477,7 @@ impl CentralizedBully {
     /// A waiting follower (re)arms its suspicion of the coordinator.
     fn watch(&mut self, out: &mut Out<Msg, Timer>) {
         if self.app == App::Waiting && self.role == Role::Follower && self.coordinator != Some(self.me()) {
-            self.suspect_gen += 1;
-            out.set_timer(Timer::Suspect(self.suspect_gen), SUSPECT_AFTER);
+            out.set_timer(Timer::Suspect, SUSPECT_AFTER);
         }
     }
 
@@ -498,7 +496,6 @@ impl CentralizedBully {
             self.term = term;
             self.coordinator = Some(from);
             self.role = Role::Follower;
-            self.gen += 1;
         } else if !self.is_coordinator() {
             self.role = Role::Follower;
         }
@@ -527,8 +524,6 @@ impl Algorithm for CentralizedBully {
             down: BTreeSet::new(),
             app: App::Idle,
             role: if first_life && cfg.id == highest { Role::Coordinator(None) } else { Role::Follower },
-            gen: 0,
-            suspect_gen: 0,
             holder: None,
             queue: VecDeque::new(),
             lock: None,
@@ -603,9 +598,8 @@ impl Algorithm for CentralizedBully {
                 }
             }
             Msg::Answer if matches!(self.role, Role::Electing(_)) => {
-                self.gen += 1;
                 self.role = Role::AwaitCoordinator;
-                out.set_timer(Timer::AwaitCoordinator(self.gen), COORDINATOR_TIMEOUT);
+                out.set_timer(Timer::AwaitCoordinator, COORDINATOR_TIMEOUT);
             }
             Msg::Coordinator { term } => self.on_coordinator(from, term, out),
             Msg::State { term, inside, waiting, inc, lock } if self.is_coordinator() && term == self.term => {
@@ -671,17 +665,13 @@ impl Algorithm for CentralizedBully {
                 }
                 out.set_timer(Timer::Heartbeat, HEARTBEAT);
             }
-            Timer::Suspect(g)
-                if g == self.suspect_gen && self.app == App::Waiting && self.role == Role::Follower =>
-            {
+            // Each timer means something only in the role it was set for; the host fires
+            // only its latest setting, which is what a generation tag used to check.
+            Timer::Suspect if self.app == App::Waiting && self.role == Role::Follower => {
                 self.start_election(out)
             }
-            Timer::Election(g) if g == self.gen && matches!(self.role, Role::Electing(_)) => {
-                self.declare(out)
-            }
-            Timer::AwaitCoordinator(g) if g == self.gen && self.role == Role::AwaitCoordinator => {
-                self.start_election(out)
-            }
+            Timer::Election if matches!(self.role, Role::Electing(_)) => self.declare(out),
+            Timer::AwaitCoordinator if self.role == Role::AwaitCoordinator => self.start_election(out),
             _ => {}
         }
     }
@@ -730,6 +720,12 @@ impl Algorithm for CentralizedBully {
                 out.send(peer, Msg::Lock { lock }); // Its ACK may be the one missing.
             }
         }
+    }
+
+    /// The check's counter bound: the highest epoch seen (every election that wins
+    /// raises it, so a model with false suspicions grows without end).
+    fn counter(&self) -> u64 {
+        self.max_epoch
     }
 
     fn pending(&self) -> String {
@@ -797,7 +793,7 @@ mod tests {
         let mut w = nodes::<CentralizedBully>(3);
         let a = want(&mut w, 0);
         assert_eq!(a[0], send(2, Msg::Request { term: T0, inc: 0 }));
-        assert!(matches!(a[1], Action::SetTimer { timer: Timer::Suspect(_), after: SUSPECT_AFTER }));
+        assert!(matches!(a[1], Action::SetTimer { timer: Timer::Suspect, after: SUSPECT_AFTER }));
         assert_eq!(
             deliver(&mut w, 0, 2, Msg::Request { term: T0, inc: 0 }),
             [send(0, Msg::Grant { term: T0, inc: 0 })]
@@ -823,6 +819,8 @@ mod tests {
         let t1 = Term { epoch: 1, id: 1 };
         assert_eq!(sends(&down(&mut w, 1, 2)), [(0, Msg::Coordinator { term: t1 })]);
         assert_eq!(w[1].term, t1);
+        // The check's counter bound reads the epoch, which every win raises.
+        assert_eq!((Algorithm::counter(&w[1]), Algorithm::counter(&w[0])), (1, 0));
         assert_eq!(w[1].pending(), "new coordinator (term 1.1) waiting for STATE from w0");
         // w0 hears of the death, elects: ELECTION to w1 (w2 is down).
         let a = down(&mut w, 0, 2);
@@ -954,14 +952,24 @@ mod tests {
     fn a_silent_coordinator_is_suspected() {
         let mut w = nodes::<CentralizedBully>(3);
         want(&mut w, 0);
-        let g = w[0].suspect_gen;
-        let a = fire(&mut w, 0, Timer::Suspect(g));
+        // A HEARTBEAT resets the suspicion (the host drops the earlier setting's firing).
+        let a = deliver(&mut w, 2, 0, Msg::Heartbeat { term: T0 });
+        assert_eq!(a, [Action::SetTimer { timer: Timer::Suspect, after: SUSPECT_AFTER }]);
+        let a = fire(&mut w, 0, Timer::Suspect);
         assert_eq!(sends(&a), [(1, Msg::Election), (2, Msg::Election)]);
-        // An old suspicion timer means nothing.
+        // Once granted, the suspicion that fires means nothing.
         let mut w = nodes::<CentralizedBully>(3);
         want(&mut w, 0);
-        deliver(&mut w, 2, 0, Msg::Heartbeat { term: T0 });
-        assert!(fire(&mut w, 0, Timer::Suspect(1)).is_empty());
+        deliver(&mut w, 2, 0, Msg::Grant { term: T0, inc: 0 });
+        assert!(fire(&mut w, 0, Timer::Suspect).is_empty());
+        // Nor do an election's timers once the role they were set for is over.
+        let mut w = nodes::<CentralizedBully>(3);
+        want(&mut w, 0);
+        fire(&mut w, 0, Timer::Suspect);
+        deliver(&mut w, 1, 0, Msg::Answer);
+        assert!(fire(&mut w, 0, Timer::Election).is_empty(), "answered: no longer electing");
+        deliver(&mut w, 2, 0, Msg::Coordinator { term: T0 });
+        assert!(fire(&mut w, 0, Timer::AwaitCoordinator).is_empty(), "following again");
     }
 
     #[test]

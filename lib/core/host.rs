@@ -490,8 +490,11 @@ mod tests {
         fn on_cs_done(&mut self, _: &mut Out<Cmd, u8>) {
             self.heard.push("done".into());
         }
-        fn on_timer(&mut self, t: u8, _: &mut Out<Cmd, u8>) {
+        fn on_timer(&mut self, t: u8, out: &mut Out<Cmd, u8>) {
             self.heard.push(format!("timer {t}"));
+            if t == 9 {
+                out.set_timer(9, Duration::from_millis(1)); // a beat that re-arms itself
+            }
         }
         fn on_peer_down(&mut self, p: PeerId, _: &mut Out<Cmd, u8>) {
             self.heard.push(format!("down {p}"));
@@ -557,6 +560,31 @@ mod tests {
         assert_eq!(tell(&mut h, Cmd::Cancel(5)).effects, [Effect::Disarm { timer: 5 }]);
         assert!(h.fire(Duration::ZERO, &5, third).is_none(), "cancelled: stale");
         assert_eq!(h.node().heard, ["timer 5"]);
+    }
+
+    /// What a node without generation tags of its own relies on (`centralized-bully`):
+    /// timers are told apart by value, so setting one leaves another's setting live, and
+    /// a timer re-armed from its own firing fires again, its old setting spent.
+    #[test]
+    fn only_the_latest_setting_of_each_timer_fires() {
+        let mut h = host();
+        let arm = |s: Step<Puppet>| match s.effects[..] {
+            [Effect::Arm { generation, .. }] => generation,
+            ref other => panic!("{other:?}"),
+        };
+        let five = arm(tell(&mut h, Cmd::Arm(5, 10)));
+        let six = arm(tell(&mut h, Cmd::Arm(6, 10)));
+        let six_again = arm(tell(&mut h, Cmd::Arm(6, 10)));
+        assert!(h.fire(Duration::ZERO, &6, six).is_none(), "6 reset: its first setting is stale");
+        assert!(h.fire(Duration::ZERO, &5, five).is_some(), "setting 6 left 5 live");
+        assert!(h.fire(Duration::ZERO, &6, six_again).is_some());
+        let beat = arm(tell(&mut h, Cmd::Arm(9, 1)));
+        let again = arm(h.fire(Duration::ZERO, &9, beat).expect("live"));
+        assert!(again > beat);
+        assert!(h.fire(Duration::ZERO, &9, beat).is_none(), "the spent setting fires no more");
+        assert_eq!(h.armed(&9), Some(again));
+        assert!(h.fire(Duration::ZERO, &9, again).is_some());
+        assert_eq!(h.node().heard, ["timer 5", "timer 6", "timer 9", "timer 9"]);
     }
 
     #[test]

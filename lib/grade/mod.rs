@@ -665,6 +665,58 @@ mod tests {
         assert!(!text.contains("more lines"), "{text}");
     }
 
+    /// A node that never answers a request while its timer ticks for ever: no state is a
+    /// deadlock, so only the fair-cycle pass sees the request lost.
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct Deaf;
+
+    impl Algorithm for Deaf {
+        type Msg = crate::algos::centralized::Msg;
+        type Timer = u8;
+        fn new(_: &Config) -> Self {
+            Deaf
+        }
+        fn on_start(&mut self, out: &mut Out<Self::Msg, u8>) {
+            out.set_timer(0, Duration::from_millis(50));
+        }
+        fn on_timer(&mut self, _: u8, out: &mut Out<Self::Msg, u8>) {
+            out.set_timer(0, Duration::from_millis(50));
+        }
+        fn on_want_cs(&mut self, _: &mut Out<Self::Msg, u8>) {}
+        fn on_message(&mut self, _: PeerId, _: Self::Msg, _: &mut Out<Self::Msg, u8>) {}
+        fn on_cs_done(&mut self, _: &mut Out<Self::Msg, u8>) {}
+    }
+
+    #[test]
+    fn a_liveness_search_finds_a_request_lost_round_a_fair_cycle() {
+        // The negative control: without the pass the deaf node passes.
+        let mut g = Grader::new("t", "deaf");
+        g.search::<Deaf>("8.8", "never two inside", 1, Search::new(2, 1).first(1000));
+        g.search::<Deaf>("8.9", "every request served", 2, Search::new(2, 1).liveness().first(1000));
+        let (s, text) = grade(&g, None);
+        assert_eq!((s.points, s.passed, s.total), (1, 1, 2), "{text}");
+        assert!(text.contains("(search, n=2, k=1, fair cycles, first 1000 states) ."), "{text}");
+        let want =
+            "      every request served (fair cycles): w0 waits for ever: its request is never served \
+                    round a cycle of 2 steps that repeats for ever, taking every delivery, timer and call \
+                    that stays enabled (weak fairness) (a lasso: 2 steps to a cycle of 2, which repeats \
+                    for ever; 4 states searched for fair cycles)";
+        assert!(text.contains(want), "{text}");
+        assert!(
+            text.contains(
+                "cargo run -- check --algo x -n 2 -k 1 --liveness --max-states 1000 shows every step"
+            ),
+            "{text}"
+        );
+        // A correct node passes, and the line says what the pass covered.
+        let mut g = Grader::new("t", "centralized");
+        g.search::<Centralized>("8.10", "every request served", 2, Search::new(2, 1).liveness());
+        let (s, text) = grade(&g, None);
+        assert_eq!((s.passed, s.total), (1, 1), "{text}");
+        assert!(text.contains(", 19 states, every one; fair cycles: "), "{text}");
+        assert!(text.contains(" states, every one)\n"), "{text}");
+    }
+
     #[test]
     fn an_unwritten_node_fails_a_search_with_its_one_line() {
         let mut g = Grader::new("t", "blank");

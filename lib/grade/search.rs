@@ -72,6 +72,15 @@ impl Search {
         self
     }
 
+    /// Also look for a request never served round a cycle of states that is weakly fair
+    /// to every delivery, timer and call (`check --liveness`: a lasso, which no terminal
+    /// state shows when heartbeats go on for ever round a lost request). Its own pass
+    /// after the safety search, within the same bound ([`Search::first`]).
+    pub fn liveness(mut self) -> Search {
+        self.opts.liveness = true;
+        self
+    }
+
     /// Cover only the first `states` states, breadth-first (the shortest ways first).
     pub fn first(mut self, states: u64) -> Search {
         self.opts.max_states = states;
@@ -96,6 +105,9 @@ impl Search {
         }
         if o.timers == crate::check::TimerOrder::Earliest {
             v.push("earliest timer first".into());
+        }
+        if o.liveness {
+            v.push("fair cycles".into());
         }
         v
     }
@@ -142,12 +154,18 @@ pub(super) fn run_search<N: Node<Service: SimService + RunService>>(
     }
 }
 
-/// What a search that found nothing covered: every state, its stated bound, or less.
+/// What a search that found nothing covered: every state, its stated bound, or less;
+/// and so for its fair-cycle pass, if it has one.
 fn searched(r: &CheckReport, search: &Search) -> String {
-    match (&r.cut_short, search.first) {
-        (None, _) => format!("{} states, every one", r.states),
-        (Some(_), Some(first)) if r.states >= first => format!("the first {first} states"),
-        (Some(why), _) => format!("{} states, then cut short: {why}", r.states),
+    let covered = |states: u64, cut_short: &Option<String>| match (cut_short, search.first) {
+        (None, _) => format!("{states} states, every one"),
+        (Some(_), Some(first)) if states >= first => format!("the first {first} states"),
+        (Some(why), _) => format!("{states} states, then cut short: {why}"),
+    };
+    let safety = covered(r.states, &r.cut_short);
+    match &r.liveness {
+        Some(l) => format!("{safety}; fair cycles: {}", covered(l.states, &l.cut_short)),
+        None => safety,
     }
 }
 
@@ -162,8 +180,16 @@ fn search_failure(r: &CheckReport, command: &str, replay: &str) -> String {
     }
     let steps = v.steps.len();
     let plural = if steps == 1 { "" } else { "s" };
-    let mut text =
-        format!("{} (after {steps} step{plural}, the fewest; {} states searched)", v.headline(), r.states);
+    let mut text = match (v.cycle_start, &r.liveness) {
+        (Some(c), Some(l)) => format!(
+            "{} (a lasso: {c} step{} to a cycle of {}, which repeats for ever; {} states searched for fair cycles)",
+            v.headline(),
+            if c == 1 { "" } else { "s" },
+            steps - c,
+            l.states
+        ),
+        _ => format!("{} (after {steps} step{plural}, the fewest; {} states searched)", v.headline(), r.states),
+    };
     for i in 0..steps.min(SEARCH_STEPS) {
         text.push_str(&format!("\n  {}. {}", i + 1, v.step(i)));
     }

@@ -5,8 +5,10 @@
 //! entries, the world's knobs and the search's limits, as [`CheckOpts`] has them), the
 //! property violated, the failure line, the choices from the initial world (each a
 //! [`Choice`], as [`crate::Sim::replay`] takes them) and the world's notes for each
-//! step. Reading it is bounded ([`MAX_BYTES`]) and checked (every node named exists);
-//! a bad file is one line.
+//! step; for a lasso (`every request served (fair cycles)`), `cycle_start`, the index of
+//! the choice where the cycle begins (absent for a path to a violation, and in files
+//! written before lassos had it: those read as before). Reading it is bounded
+//! ([`MAX_BYTES`]) and checked (every node named exists); a bad file is one line.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -46,19 +48,30 @@ pub struct CounterexampleFile {
     pub choices: Vec<Choice>,
     /// The world's notes for each choice.
     pub steps: Vec<Vec<String>>,
+    /// A lasso: the choices from this index (from 0) to the end are a cycle that
+    /// repeats for ever. Absent for a safety path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cycle_start: Option<usize>,
 }
 
 impl CounterexampleFile {
-    /// The file for `violation`, found checking `algorithm` with `opts`.
+    /// The file for `violation`, found checking `algorithm` with `opts`. A lasso was
+    /// found without a timer budget (the fair-cycle pass has none), so its file has none
+    /// either: whoever walks its choices again may fire every timer it fires.
     pub fn new(algorithm: &str, opts: &CheckOpts, violation: &Counterexample) -> Self {
+        let opts = match violation.cycle_start {
+            Some(_) => CheckOpts { timer_fires: None, ..opts.clone() },
+            None => opts.clone(),
+        };
         CounterexampleFile {
             schema: SCHEMA,
             algorithm: algorithm.to_string(),
-            opts: opts.clone(),
+            opts,
             property: violation.property.to_string(),
             failure: violation.failure.clone(),
             choices: violation.choices.clone(),
             steps: violation.steps.clone(),
+            cycle_start: violation.cycle_start,
         }
     }
 
@@ -108,6 +121,14 @@ impl CounterexampleFile {
         let most = crate::check::MAX_ENTRIES;
         if self.opts.entries == 0 || self.opts.entries > most {
             return Err(format!("entries must be between 1 and {most}, not {}", self.opts.entries));
+        }
+        if let Some(c) = self.cycle_start {
+            if c >= self.choices.len() {
+                return Err(format!(
+                    "cycle_start {c} is not one of its {} steps (a cycle starts at an index from 0)",
+                    self.choices.len()
+                ));
+            }
         }
         let mut up = vec![true; n as usize];
         for (i, c) in self.choices.iter().enumerate() {
@@ -170,7 +191,29 @@ mod tests {
             failure: "w0 and w1 inside at once".into(),
             choices: vec![Choice::Call { node: 0, index: 0 }, Choice::Deliver { from: 0, to: 1, index: 0 }],
             steps: vec![vec!["w0 wants".into()], vec![]],
+            cycle_start: None,
         }
+    }
+
+    #[test]
+    fn a_lasso_s_cycle_start_is_kept_and_a_file_without_one_still_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let lasso = CounterexampleFile { cycle_start: Some(1), ..sample() };
+        let path = lasso.write(dir.path()).unwrap();
+        assert!(std::fs::read_to_string(&path).unwrap().contains("\"cycle_start\": 1"));
+        assert_eq!(CounterexampleFile::read(&path).unwrap(), lasso);
+        // A safety path writes none, and a file from before lassos (no such key) reads.
+        sample().write(dir.path()).unwrap();
+        assert!(!std::fs::read_to_string(&path).unwrap().contains("cycle_start"));
+        assert_eq!(CounterexampleFile::read(&path).unwrap(), sample());
+        // A cycle that starts past the last step is refused in one line.
+        let past = CounterexampleFile { cycle_start: Some(2), ..sample() };
+        std::fs::write(&path, serde_json::to_string(&past).unwrap()).unwrap();
+        let e = CounterexampleFile::read(&path).unwrap_err();
+        assert!(
+            e.ends_with("cycle_start 2 is not one of its 2 steps (a cycle starts at an index from 0)"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -71,18 +71,20 @@ impl Message for Msg {
     }
 }
 
-/// Timers. Those with a number carry a generation: setting `Suspect(7)` does not cancel
-/// `Suspect(6)`, so an old one still fires, and its handler must see it is old.
+/// Timers. Setting one that is already set resets it: the runtime drops the firing of
+/// the earlier setting, so only the latest fires (`Suspect` set again on each HEARTBEAT
+/// is a silence timer that starts over). Its handler still checks that the node is in
+/// the role the timer was set for, which may have ended since.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Timer {
     /// Coordinator: time for a HEARTBEAT round (every `HEARTBEAT`, 50 ms).
     Heartbeat,
     /// Waiting follower: `SUSPECT_AFTER` (200 ms) without a word from its coordinator.
-    Suspect(u64),
+    Suspect,
     /// Candidate: no ANSWER within `ELECTION_TIMEOUT`.
-    Election(u64),
+    Election,
     /// Candidate that got an ANSWER: no COORDINATOR within `COORDINATOR_TIMEOUT`.
-    AwaitCoordinator(u64),
+    AwaitCoordinator,
 }
 
 type Out = MutexOut<Msg, Timer>;
@@ -132,10 +134,6 @@ pub struct Node {
     down: BTreeSet<PeerId>,
     app: App,
     role: Role,
-    /// Generation of the election timers.
-    gen: u64,
-    /// Generation of the suspicion timer: only `Timer::Suspect(suspect_gen)` is current.
-    suspect_gen: u64,
     /// Coordinator only: who holds the section, and who waits, in order.
     holder: Option<PeerId>,
     queue: VecDeque<PeerId>,
@@ -163,8 +161,6 @@ impl Algorithm for Node {
             down: BTreeSet::new(),
             app: App::Idle,
             role: if first_life && cfg.id == highest { Role::Coordinator } else { Role::Follower },
-            gen: 0,
-            suspect_gen: 0,
             holder: None,
             queue: VecDeque::new(),
         }
@@ -249,9 +245,8 @@ impl Algorithm for Node {
                 }
             }
             Msg::Answer if matches!(self.role, Role::Electing(_)) => {
-                self.gen += 1;
                 self.role = Role::AwaitCoordinator;
-                out.set_timer(Timer::AwaitCoordinator(self.gen), COORDINATOR_TIMEOUT);
+                out.set_timer(Timer::AwaitCoordinator, COORDINATOR_TIMEOUT);
             }
             // Someone follows a newer term than ours: declare again, above it.
             Msg::Stale { term } if term > self.term && self.is_coordinator() => self.start_election(out),
@@ -278,14 +273,11 @@ impl Algorithm for Node {
                 out.set_timer(Timer::Heartbeat, HEARTBEAT);
             }
             Timer::Heartbeat => {}
-            Timer::Suspect(gen) => self.on_silence(gen, out),
-            Timer::Election(g) if g == self.gen && matches!(self.role, Role::Electing(_)) => {
-                self.declare(out)
-            }
-            Timer::AwaitCoordinator(g) if g == self.gen && self.role == Role::AwaitCoordinator => {
-                self.start_election(out)
-            }
-            Timer::Election(_) | Timer::AwaitCoordinator(_) => {}
+            Timer::Suspect => self.on_silence(out),
+            // Each means something only while the election it was set for still waits.
+            Timer::Election if matches!(self.role, Role::Electing(_)) => self.declare(out),
+            Timer::AwaitCoordinator if self.role == Role::AwaitCoordinator => self.start_election(out),
+            Timer::Election | Timer::AwaitCoordinator => {}
         }
     }
 
@@ -363,7 +355,6 @@ impl Node {
     /// Hold a bully election: ELECTION to every live higher id, or win at once.
     fn start_election(&mut self, out: &mut Out) {
         out.count("elections", 1);
-        self.gen += 1;
         if self.is_coordinator() {
             self.role = Role::Follower;
         }
@@ -377,12 +368,11 @@ impl Node {
             out.send(p, Msg::Election);
         }
         self.role = Role::Electing(higher);
-        out.set_timer(Timer::Election(self.gen), ELECTION_TIMEOUT);
+        out.set_timer(Timer::Election, ELECTION_TIMEOUT);
     }
 
     /// Win: take a term above every epoch seen, then recover (`begin_recovery`).
     fn declare(&mut self, out: &mut Out) {
-        self.gen += 1;
         out.count("terms", 1);
         self.max_epoch += 1;
         self.term = Term { epoch: self.max_epoch, id: self.me().0 };
@@ -417,12 +407,11 @@ impl Node {
         }
     }
 
-    /// A waiting follower arms a fresh suspicion of its coordinator: the older
-    /// `Suspect` timers still fire, but are no longer current.
+    /// A waiting follower (re)starts its suspicion of its coordinator: setting
+    /// `Suspect` again resets it, so the earlier setting never fires.
     fn watch(&mut self, out: &mut Out) {
         if self.app == App::Waiting && self.role == Role::Follower && self.coordinator != Some(self.me()) {
-            self.suspect_gen += 1;
-            out.set_timer(Timer::Suspect(self.suspect_gen), SUSPECT_AFTER);
+            out.set_timer(Timer::Suspect, SUSPECT_AFTER);
         }
     }
 
@@ -442,10 +431,11 @@ impl Node {
         mutexlab::lab::unwritten("on_node_down")
     }
 
-    /// Task 1. The suspicion timer of generation `gen` fired. If it is the current one,
-    /// and this node is still a follower waiting for its GRANT, its coordinator has been
-    /// silent for `SUSPECT_AFTER`: hold an election. Otherwise it means nothing.
-    fn on_silence(&mut self, gen: u64, out: &mut Out) {
+    /// Task 1. The suspicion timer fired: nothing reset it for `SUSPECT_AFTER` (the
+    /// runtime drops a setting that `watch` reset since). If this node is still a
+    /// follower waiting for its GRANT, its coordinator has been silent that long: hold an
+    /// election. Otherwise (granted meanwhile, or in an election) it means nothing.
+    fn on_silence(&mut self, out: &mut Out) {
         // YOUR CODE HERE
         mutexlab::lab::unwritten("on_silence")
     }

@@ -660,6 +660,14 @@ mod tests {
         assert!(text.contains(&format!("the cycle: step {} repeats for ever", c + 1)), "{text}");
         assert!(text.contains("search: complete, breadth-first"), "the safety search finished: {text}");
         assert!(text.contains("every request served (fair cycles) VIOLATED"), "{text}");
+        // `check --out` saves where the cycle starts in its counterexample file, and no
+        // timer budget: the lasso was found without one, and fires more timers than it.
+        let budget = CheckOpts { timer_fires: Some(1), ..toy_opts() };
+        let file = crate::counterexample::CounterexampleFile::new("toy", &budget, &v);
+        assert_eq!((file.cycle_start, file.opts.timer_fires), (Some(c), None));
+        let safety = crate::check::Counterexample { cycle_start: None, ..v.clone() };
+        let file = crate::counterexample::CounterexampleFile::new("toy", &budget, &safety);
+        assert_eq!(file.opts.timer_fires, Some(1), "a safety path keeps the search's budget");
         // Its negative control: without the tick, the same lost request ends in a state
         // where nothing happens, the safety search's deadlock, and no cycle.
         assert_eq!(only_w0::<false, false>().lasso, None);
