@@ -39,6 +39,33 @@ impl<M: Message> Message for Numbered<M> {
     }
 }
 
+/// Pass on what a node inside a layer did (`own`) through the layer's `out`: each
+/// message through `send` (a broadcast as one send to each of `others`), everything
+/// else as it is. Lab 05's skeleton passes Lamport's outputs on with it too.
+pub fn relay<M, N, T, E>(
+    mut own: Out<M, T, E>,
+    others: &[PeerId],
+    out: &mut Out<N, T, E>,
+    mut send: impl FnMut(PeerId, M, &mut Out<N, T, E>),
+) where
+    M: Clone,
+{
+    for action in own.drain() {
+        match action {
+            Output::Send { to, msg } => send(to, msg, out),
+            Output::Broadcast { msg } => {
+                for &to in others {
+                    send(to, msg.clone(), out);
+                }
+            }
+            Output::SetTimer { timer, after } => out.push(Output::SetTimer { timer, after }),
+            Output::CancelTimer { timer } => out.push(Output::CancelTimer { timer }),
+            Output::Event { event } => out.push(Output::Event { event }),
+            Output::Count { name, by } => out.push(Output::Count { name, by }),
+        }
+    }
+}
+
 /// `A` over numbered channels.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Fifo<A: Algorithm> {
@@ -66,20 +93,8 @@ impl<A: Algorithm> Fifo<A> {
     ) {
         let mut own = Out::new(out.now());
         f(&mut self.node, &mut own);
-        for action in own.drain() {
-            match action {
-                Output::Send { to, msg } => self.send(to, msg, out),
-                Output::Broadcast { msg } => {
-                    for to in self.cfg.others() {
-                        self.send(to, msg.clone(), out);
-                    }
-                }
-                Output::SetTimer { timer, after } => out.push(Output::SetTimer { timer, after }),
-                Output::CancelTimer { timer } => out.push(Output::CancelTimer { timer }),
-                Output::Event { event } => out.push(Output::Event { event }),
-                Output::Count { name, by } => out.push(Output::Count { name, by }),
-            }
-        }
+        let others: Vec<PeerId> = self.cfg.others().collect();
+        relay(own, &others, out, |to, msg, out| self.send(to, msg, out));
     }
 
     fn send(&mut self, to: PeerId, msg: A::Msg, out: &mut Out<Numbered<A::Msg>, A::Timer>) {

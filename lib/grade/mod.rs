@@ -352,15 +352,7 @@ impl Grader {
         points: u32,
         search: Search,
     ) -> &mut Self {
-        let detail = search.detail();
-        self.add(
-            id,
-            what,
-            points,
-            Kind::Search,
-            detail,
-            Box::new(move |ctx, id| run_search::<N>(&search, &[], ctx, id)),
-        )
+        self.search_with::<N>(id, what, points, search, Vec::new())
     }
 
     /// A search that also judges `invariants` in every state (a lab's own, or one the

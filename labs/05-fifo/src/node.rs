@@ -12,7 +12,8 @@
 
 use std::collections::BTreeMap;
 
-use mutexlab::algorithm::{Algorithm, Config, NoTimer, Out as Outbox, Output, PeerId};
+use mutexlab::algorithm::{Algorithm, Config, NoTimer, Out as Outbox, PeerId};
+use mutexlab::algos::fifo::relay;
 use mutexlab::algos::lamport::{self, Lamport};
 
 /// What the lab's messages are: Lamport's own, each with its number on its channel
@@ -69,23 +70,12 @@ impl Node {
     }
 
     /// Run one of Lamport's handlers, then pass on what it did, its messages numbered
-    /// (given, but for [`Node::send`]).
+    /// by [`Node::send`] (given).
     fn inner(&mut self, out: &mut Out, f: impl FnOnce(&mut Lamport, &mut Outbox<lamport::Msg, NoTimer>)) {
         let mut own = Outbox::new(out.now());
         f(&mut self.lamport, &mut own);
-        for action in own.drain() {
-            match action {
-                Output::Send { to, msg } => self.send(to, msg, out),
-                Output::Broadcast { msg } => {
-                    for to in self.cfg.others() {
-                        self.send(to, msg.clone(), out);
-                    }
-                }
-                Output::Event { event } => out.emit(event),
-                Output::Count { name, by } => out.push(Output::Count { name, by }),
-                Output::SetTimer { timer, .. } | Output::CancelTimer { timer } => match timer {},
-            }
-        }
+        let others: Vec<PeerId> = self.cfg.others().collect();
+        relay(own, &others, out, |to, msg, out| self.send(to, msg, out));
     }
 
     /// Send Lamport's `msg` to `to` with its number on that channel: 1 for the first
