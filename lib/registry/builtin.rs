@@ -13,6 +13,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
         kernel_lock: false,
         theory: |_| Theory::exact(0.0, "0"),
         mixed: None,
+        symmetric: Some(check_node_symmetric::<baseline::Immediate>),
         ..AlgoInfo::runs::<baseline::Immediate>()
     },
     AlgoInfo {
@@ -43,6 +44,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
             coordinator_free: true,
         }),
         check: check_queue::<centralized::Centralized>,
+        symmetric: Some(check_queue_symmetric::<centralized::Centralized>),
         walk: walk_queue::<centralized::Centralized>,
         ..AlgoInfo::runs::<centralized::Centralized>()
     },

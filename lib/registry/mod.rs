@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use crate::algorithm::PeerId;
-use crate::algorithm::{Node, ServiceKind};
+use crate::algorithm::{Node, ServiceKind, Symmetric};
 use crate::algos::*;
 use crate::check::walk::{Route, Walk};
 use crate::check::{CheckOpts, CheckReport, Invariant, Progress};
@@ -91,6 +91,11 @@ pub struct AlgoInfo {
     /// (`check_tokens`, `check_centralized` below); run it through
     /// [`AlgoInfo::check_opts`] so that the entry's promises are checked too.
     pub check: CheckFn,
+    /// The same check up to symmetry (`check --symmetry`), for a node type whose nodes
+    /// are interchangeable up to renaming ([`crate::algorithm::Symmetric`]):
+    /// [`crate::check::check_symmetric`] with the entry's invariants. `None`: the
+    /// algorithm declares no symmetry, and `--symmetry` is refused.
+    pub symmetric: Option<CheckFn>,
     /// How the stepping page and the explorer walk a path of it (set by
     /// [`AlgoInfo::runs`]; an entry with invariants of its own judges them there too).
     pub walk: WalkFn,
@@ -192,6 +197,7 @@ impl AlgoInfo {
             sim: crate::sim::simulate_with::<N>,
             fault_sim: crate::sim::fault_run::<N>,
             check: check_node::<N>,
+            symmetric: None,
             walk: walk_node::<N>,
             bypass: None,
             messages: crate::external::message_shapes::<N::Msg>,
