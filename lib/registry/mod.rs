@@ -408,6 +408,25 @@ mod tests {
     fn quiet(_: &Progress) {}
 
     #[test]
+    fn voting_carries_a_counter_bound_that_finishes_n3_k2() {
+        let voting = info("voting").unwrap();
+        // From k = 2 on; n = 3, k = 1 is checked whole (361,082 states).
+        assert_eq!((voting.default_counter_bound(3, 1), voting.default_counter_bound(3, 2)), (None, Some(1)));
+        let opts = CheckOpts {
+            timer_fires: voting.timer_fires,
+            counter_bound: voting.default_counter_bound(3, 2),
+            max_seconds: 600.0,
+            ..voting.check_opts(CheckOpts::new(3, 2))
+        };
+        let r = (voting.check)(&opts, &mut quiet);
+        assert!(r.complete && r.violation.is_none(), "{}", r.text("voting"));
+        assert_eq!((r.states, r.at_counter_bound), (123_785, Some(74_064)));
+        assert!(r
+            .text("voting")
+            .contains("counter bound: clocks, tickets and terms at most 1 (--counter-bound)"));
+    }
+
+    #[test]
     fn an_entry_adds_its_promises_and_invariants_to_the_check() {
         let ring = info("token-ring").unwrap();
         let opts = ring.check_opts(CheckOpts::new(3, 2));
