@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::algorithm::{Algorithm, Config, Message, NoTimer, Out, PeerId};
+use crate::algorithm::{Algorithm, Config, Message, NoTimer, Out, PeerId, Renaming, Symmetric};
 
 /// The baselines send no messages; this type has no values.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -43,6 +43,22 @@ impl Algorithm for Immediate {
     }
 
     fn on_cs_done(&mut self, _out: &mut Out<Msg, NoTimer>) {}
+}
+
+/// Every node the same and no id in its state: any renaming is a symmetry.
+impl Symmetric for Immediate {
+    fn renamings(n: u32) -> Vec<Renaming> {
+        Renaming::all_of(n, &(0..n).collect::<Vec<_>>())
+    }
+    fn renamed(&self, _: &Renaming) -> Self {
+        Immediate
+    }
+    fn msg_renamed(msg: &Msg, _: &Renaming) -> Msg {
+        match *msg {}
+    }
+    fn timer_renamed(timer: &NoTimer, _: &Renaming) -> NoTimer {
+        match *timer {}
+    }
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ use std::collections::VecDeque;
 
 use serde::{Deserialize, Serialize};
 
-use crate::algorithm::{Algorithm, Config, Message, NoTimer, Out, PeerId};
+use crate::algorithm::{Algorithm, Config, Message, NoTimer, Out, PeerId, Renaming, Symmetric};
 
 /// Messages of the centralized algorithm.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -171,6 +171,30 @@ impl Algorithm for Centralized {
             },
             (false, _) => String::new(),
         }
+    }
+}
+
+/// The nodes other than the coordinator are interchangeable: none compares ids, and
+/// the coordinator serves them first come, first served. A renaming must fix the
+/// coordinator, which is chosen by id (the highest).
+impl Symmetric for Centralized {
+    fn renamings(n: u32) -> Vec<Renaming> {
+        Renaming::all_of(n, &(0..n.saturating_sub(1)).collect::<Vec<_>>())
+    }
+    fn renamed(&self, r: &Renaming) -> Self {
+        Centralized {
+            me: r.of(self.me),
+            coordinator: r.of(self.coordinator),
+            waiting: self.waiting,
+            holder: self.holder.map(|h| r.of(h)),
+            queue: self.queue.iter().map(|&p| r.of(p)).collect(),
+        }
+    }
+    fn msg_renamed(msg: &Msg, _: &Renaming) -> Msg {
+        msg.clone()
+    }
+    fn timer_renamed(timer: &NoTimer, _: &Renaming) -> NoTimer {
+        match *timer {}
     }
 }
 

@@ -86,6 +86,11 @@ pub(super) struct CheckArgs {
     /// bound the algorithm promises, if it promises one). The count joins the state.
     #[arg(long, value_name = "B", allow_negative_numbers = true)]
     bypass_bound: Option<i64>,
+    /// Count a state and its renamed twins once, for an algorithm whose nodes are
+    /// interchangeable up to renaming (`none`, `centralized`: not the coordinator); the
+    /// report gives the states up to symmetry and the full count they stand for.
+    #[arg(long)]
+    symmetry: bool,
     /// Print one JSON object instead of the summary.
     #[arg(long)]
     json: bool,
@@ -216,10 +221,35 @@ pub(super) fn modelled(info: &registry::AlgoInfo) -> Result<(), Error> {
     Ok(())
 }
 
+/// The check `--symmetry` asks of `info` at `n` nodes: its check up to symmetry, or a
+/// usage error for an algorithm that declares no symmetry or too many nodes.
+fn symmetric_check(info: &registry::AlgoInfo, n: u32) -> Result<registry::CheckFn, Error> {
+    let Some(check) = info.symmetric else {
+        return Err(Error::usage(format!(
+            "--symmetry: {} does not declare its nodes interchangeable up to renaming (those that do: {})",
+            info.name,
+            registry::registry()
+                .iter()
+                .filter(|a| a.symmetric.is_some())
+                .map(|a| a.name)
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    };
+    if n > check::MAX_SYMMETRY_NODES {
+        return Err(Error::usage(format!(
+            "--symmetry takes at most {} nodes (every renaming is tried at every state), not {n}",
+            check::MAX_SYMMETRY_NODES
+        )));
+    }
+    Ok(check)
+}
+
 pub(super) fn cmd_check(a: CheckArgs) -> Outcome {
     let info = registry::lookup(&a.algo).map_err(Error::usage)?;
     modelled(info)?;
     let opts = check_opts(&a)?;
+    let run_check = if a.symmetry { symmetric_check(info, opts.n)? } else { info.check };
     if a.liveness && info.service != crate::algorithm::ServiceKind::Mutex {
         return Err(Error::usage(format!(
             "--liveness is for mutual exclusion; {} is an election",
@@ -253,7 +283,7 @@ pub(super) fn cmd_check(a: CheckArgs) -> Outcome {
             );
         }
     };
-    let r = (info.check)(&opts, &mut progress);
+    let r = run_check(&opts, &mut progress);
     if tty && r.seconds >= 1.0 {
         eprintln!();
     }
@@ -303,6 +333,9 @@ pub(super) fn cmd_check(a: CheckArgs) -> Outcome {
 pub(super) fn cmd_explore(a: ExploreArgs) -> Outcome {
     let info = registry::lookup(&a.check.algo).map_err(Error::usage)?;
     modelled(info)?;
+    if a.check.symmetry {
+        return Err(Error::usage("--symmetry is for check; explore steps through real states"));
+    }
     let mut opts = info.check_opts(check_opts(&a.check)?);
     if a.check.timer_fires.is_none() {
         opts.timer_fires = info.timer_fires;
@@ -374,5 +407,32 @@ mod tests {
         assert_eq!(parsed(&[size(&every), every.flags()].concat()), every);
         let dfs = check::CheckOpts { dfs: true, max_depth: Some(0), ..plain };
         assert_eq!(parsed(&[size(&dfs), dfs.flags()].concat()), dfs);
+    }
+
+    #[test]
+    fn symmetry_is_refused_in_one_line_for_an_algorithm_that_does_not_declare_it() {
+        let entry = |name| registry::lookup(name).unwrap();
+        // Ricart-Agrawala breaks ties by id: renaming two nodes changes who goes first.
+        for name in ["ricart-agrawala", "lamport", "token-ring", "bully"] {
+            let e = symmetric_check(entry(name), 3).expect_err(name);
+            assert_eq!(e.kind(), Kind::Usage);
+            let line = e.line().unwrap();
+            assert!(!line.contains('\n'));
+            assert!(
+                line.starts_with(&format!("--symmetry: {name} does not declare"))
+                    && line.contains("centralized"),
+                "{line}"
+            );
+        }
+        assert!(symmetric_check(entry("centralized"), 3).is_ok());
+        assert!(symmetric_check(entry("none"), 6).is_ok());
+        let e = symmetric_check(entry("centralized"), 7).unwrap_err();
+        assert_eq!(
+            (e.kind(), e.line()),
+            (
+                Kind::Usage,
+                Some("--symmetry takes at most 6 nodes (every renaming is tried at every state), not 7")
+            )
+        );
     }
 }

@@ -805,6 +805,97 @@ impl<A: Algorithm> Node for A {
     }
 }
 
+/// A renaming of nodes: node `i` is called `to[i]`, a permutation of `0..n`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Renaming {
+    to: Vec<PeerId>,
+}
+
+impl Renaming {
+    /// The renaming that sends node `i` to `to[i]`; `None` unless `to` is a permutation
+    /// of `0..to.len()`.
+    pub fn new(to: Vec<u32>) -> Option<Renaming> {
+        let mut seen = vec![false; to.len()];
+        for &t in &to {
+            let slot = seen.get_mut(t as usize)?;
+            if std::mem::replace(slot, true) {
+                return None;
+            }
+        }
+        Some(Renaming { to: to.into_iter().map(PeerId).collect() })
+    }
+
+    /// Every permutation of the nodes `movable` among themselves, the other nodes of
+    /// `0..n` keeping their ids: the identity first.
+    pub fn all_of(n: u32, movable: &[u32]) -> Vec<Renaming> {
+        let mut orders = vec![movable.to_vec()];
+        // Heap's algorithm, iteratively: every order of `movable` once.
+        let mut order = movable.to_vec();
+        let mut c = vec![0usize; order.len()];
+        let mut i = 1;
+        while i < order.len() {
+            if c[i] < i {
+                order.swap(if i % 2 == 0 { 0 } else { c[i] }, i);
+                orders.push(order.clone());
+                c[i] += 1;
+                i = 1;
+            } else {
+                c[i] = 0;
+                i += 1;
+            }
+        }
+        orders
+            .into_iter()
+            .map(|o| {
+                let mut to: Vec<u32> = (0..n).collect();
+                for (&from, &into) in movable.iter().zip(&o) {
+                    to[from as usize] = into;
+                }
+                Renaming { to: to.into_iter().map(PeerId).collect() }
+            })
+            .collect()
+    }
+
+    /// What node `p` is called after the renaming.
+    pub fn of(&self, p: PeerId) -> PeerId {
+        self.to[p.index()]
+    }
+
+    /// The renaming of nothing: every node keeps its id.
+    pub fn is_identity(&self) -> bool {
+        self.to.iter().enumerate().all(|(i, p)| p.index() == i)
+    }
+
+    /// `items`, one per node, moved to where the renaming puts their nodes.
+    pub fn permute<T: Clone>(&self, items: &[T]) -> Vec<T> {
+        let mut out = items.to_vec();
+        for (i, item) in items.iter().enumerate() {
+            out[self.to[i].index()] = item.clone();
+        }
+        out
+    }
+}
+
+/// A node type whose nodes are interchangeable up to renaming (`mutexlab check
+/// --symmetry`, as Stateright's `Representative`): for every renaming `r` it lists, a
+/// world renamed by `r` (each node's state, message and timer with its ids renamed, the
+/// nodes, channels and timers moved to their new names) behaves as the world does with
+/// every id renamed by `r`. That is false of an algorithm that orders nodes by id (a
+/// tie-break by id, a ring by id, a coordinator chosen as the highest id): a renaming
+/// must then fix those ids, or it is no symmetry. The checker keys each state by the
+/// least fingerprint of its renamings, so a state and its renamed twins count once.
+pub trait Symmetric: Node {
+    /// The renamings of `n` nodes under which the algorithm is the same, the identity
+    /// among them (a group: [`Renaming::all_of`] of the nodes that are interchangeable).
+    fn renamings(n: u32) -> Vec<Renaming>;
+    /// This node's state with every node id in it renamed by `r`.
+    fn renamed(&self, r: &Renaming) -> Self;
+    /// `msg` with every node id in it renamed by `r`.
+    fn msg_renamed(msg: &Self::Msg, r: &Renaming) -> Self::Msg;
+    /// `timer` with every node id in it renamed by `r`.
+    fn timer_renamed(timer: &Self::Timer, r: &Renaming) -> Self::Timer;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -825,6 +916,19 @@ mod tests {
         assert_eq!(cfg.successor(|p| p != PeerId(2)), Some(PeerId(3)));
         assert_eq!(cfg.predecessor(|p| p != PeerId(0)), Some(PeerId(3)), "round the ring");
         assert_eq!(cfg.successor(|_| false), None, "alone");
+    }
+
+    #[test]
+    fn renamings_are_every_permutation_of_the_movable_nodes_once() {
+        let all = Renaming::all_of(4, &[0, 1, 2]);
+        assert_eq!(all.len(), 6);
+        assert!(all[0].is_identity());
+        assert!(all.iter().all(|r| r.of(PeerId(3)) == PeerId(3)), "w3 is not movable");
+        let distinct: std::collections::HashSet<_> = all.iter().collect();
+        assert_eq!(distinct.len(), 6);
+        let r = Renaming::new(vec![1, 2, 0]).unwrap();
+        assert_eq!(r.permute(&['a', 'b', 'c']), ['c', 'a', 'b']);
+        assert!(Renaming::new(vec![0, 0]).is_none() && Renaming::new(vec![2, 0]).is_none());
     }
 
     #[test]

@@ -37,7 +37,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::algorithm::{
-    Config, Input, Message, Node, NodeInput, NodeOut, NodeOutput, Output, PeerId, Service,
+    Config, Input, Message, Node, NodeInput, NodeOut, NodeOutput, Output, PeerId, Renaming, Service,
+    Symmetric,
 };
 
 /// Something a driver must do for its node.
@@ -274,6 +275,23 @@ impl<N: Node> Host<N> {
     /// The node, to read its state.
     pub fn node(&self) -> &N {
         &self.node
+    }
+
+    /// This host with every node id renamed by `r` (its own, the node's state, who is
+    /// down, its timers), for the checker's symmetry reduction ([`Symmetric`]).
+    pub fn renamed(&self, r: &Renaming) -> Self
+    where
+        N: Symmetric,
+    {
+        Host {
+            cfg: Config { id: r.of(self.cfg.id), ..self.cfg.clone() },
+            node: self.node.renamed(r),
+            started: self.started,
+            app: self.app.clone(),
+            down: r.permute(&self.down).into_iter().collect(),
+            timers: self.timers.iter().map(|(t, g)| (N::timer_renamed(t, r), *g)).collect(),
+            generation: self.generation,
+        }
     }
 
     /// Let the node clear the fields no later step reads ([`Node::forget`]).

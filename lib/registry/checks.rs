@@ -95,6 +95,23 @@ pub(super) fn check_queue<N: Queue<Service: RunService + SimService>>(
     crate::check::check_with::<N>(opts, &own, progress)
 }
 
+/// [`check_queue`] up to symmetry ([`crate::check::check_symmetric`]).
+pub(super) fn check_queue_symmetric<N: Queue<Service: RunService + SimService> + Symmetric>(
+    opts: &CheckOpts,
+    progress: &mut dyn FnMut(&Progress),
+) -> CheckReport {
+    let own = [queue_invariant()];
+    crate::check::check_symmetric::<N>(opts, &own, progress)
+}
+
+/// [`check_node`] up to symmetry ([`crate::check::check_symmetric`]).
+pub(super) fn check_node_symmetric<N: Symmetric<Service: RunService + SimService>>(
+    opts: &CheckOpts,
+    progress: &mut dyn FnMut(&Progress),
+) -> CheckReport {
+    crate::check::check_symmetric::<N>(opts, &[], progress)
+}
+
 /// How `mutexlab check` checks a node type: the options, and a callback for progress.
 pub type CheckFn = fn(&CheckOpts, &mut dyn FnMut(&Progress)) -> CheckReport;
 

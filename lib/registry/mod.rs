@@ -16,7 +16,7 @@ use std::path::Path;
 use std::sync::OnceLock;
 
 use crate::algorithm::PeerId;
-use crate::algorithm::{Node, ServiceKind};
+use crate::algorithm::{Node, ServiceKind, Symmetric};
 use crate::algos::*;
 use crate::check::walk::{Route, Walk};
 use crate::check::{CheckOpts, CheckReport, Invariant, Progress};
@@ -94,6 +94,11 @@ pub struct AlgoInfo {
     /// (`check_tokens`, `check_centralized` below); run it through
     /// [`AlgoInfo::check_opts`] so that the entry's promises are checked too.
     pub check: CheckFn,
+    /// The same check up to symmetry (`check --symmetry`), for a node type whose nodes
+    /// are interchangeable up to renaming ([`crate::algorithm::Symmetric`]):
+    /// [`crate::check::check_symmetric`] with the entry's invariants. `None`: the
+    /// algorithm declares no symmetry, and `--symmetry` is refused.
+    pub symmetric: Option<CheckFn>,
     /// How the stepping page and the explorer walk a path of it (set by
     /// [`AlgoInfo::runs`]; an entry with invariants of its own judges them there too).
     pub walk: WalkFn,
@@ -199,6 +204,7 @@ impl AlgoInfo {
             sim: crate::sim::simulate_with::<N>,
             fault_sim: crate::sim::fault_run::<N>,
             check: check_node::<N>,
+            symmetric: None,
             walk: walk_node::<N>,
             bypass: None,
             messages: crate::external::message_shapes::<N::Msg>,
@@ -408,6 +414,25 @@ mod tests {
     use super::*;
 
     fn quiet(_: &Progress) {}
+
+    #[test]
+    fn voting_carries_a_counter_bound_that_finishes_n3_k2() {
+        let voting = info("voting").unwrap();
+        // From k = 2 on; n = 3, k = 1 is checked whole (361,082 states).
+        assert_eq!((voting.default_counter_bound(3, 1), voting.default_counter_bound(3, 2)), (None, Some(1)));
+        let opts = CheckOpts {
+            timer_fires: voting.timer_fires,
+            counter_bound: voting.default_counter_bound(3, 2),
+            max_seconds: 600.0,
+            ..voting.check_opts(CheckOpts::new(3, 2))
+        };
+        let r = (voting.check)(&opts, &mut quiet);
+        assert!(r.complete && r.violation.is_none(), "{}", r.text("voting"));
+        assert_eq!((r.states, r.at_counter_bound), (123_785, Some(74_064)));
+        assert!(r
+            .text("voting")
+            .contains("counter bound: clocks, tickets and terms at most 1 (--counter-bound)"));
+    }
 
     #[test]
     fn an_entry_adds_its_promises_and_invariants_to_the_check() {

@@ -19,7 +19,7 @@ use std::hash::{Hash, Hasher};
 
 use super::{AppAct, Failure};
 use crate::algorithm::{
-    Election, ElectionCall, ElectionEvent, Mutex, MutexCall, MutexEvent, PeerId, Service,
+    Election, ElectionCall, ElectionEvent, Mutex, MutexCall, MutexEvent, PeerId, Renaming, Service,
 };
 
 /// A service the simulator can run: it names the applications' side.
@@ -66,6 +66,9 @@ pub trait SimApps<S: Service + ?Sized>: Clone + Debug + PartialEq + Eq + Hash + 
     /// The nodes each name a leader of their own ([`crate::algorithm::Node::OWN_LEADERS`]):
     /// done when every live node follows a live one. Nothing for other services.
     fn own_leaders(&mut self) {}
+    /// These applications with their nodes renamed by `r` (the checker's symmetry
+    /// reduction): each application where its node goes, and every id in them renamed.
+    fn renamed(&self, r: &Renaming) -> Self;
 }
 
 /// What a mutual-exclusion application is doing.
@@ -111,6 +114,15 @@ impl SimService for Mutex {
 }
 
 impl SimApps<Mutex> for MutexApps {
+    fn renamed(&self, r: &Renaming) -> Self {
+        MutexApps {
+            apps: r.permute(&self.apps),
+            left: r.permute(&self.left),
+            entries: r.permute(&self.entries),
+            inside: self.inside.map(|p| r.of(p)),
+        }
+    }
+
     fn calls(&self, node: usize) -> Vec<MutexCall> {
         match self.apps[node] {
             Mx::Idle if self.left[node] > 0 => vec![MutexCall::Want],
@@ -253,6 +265,17 @@ impl SimService for Election {
 }
 
 impl SimApps<Election> for ElectionApps {
+    fn renamed(&self, r: &Renaming) -> Self {
+        let leader = self.leader.iter().map(|l| l.map(|(id, term)| (r.of(id), term))).collect::<Vec<_>>();
+        ElectionApps {
+            left: r.permute(&self.left),
+            leader: r.permute(&leader),
+            terms: self.terms.iter().map(|(&term, &id)| (term, r.of(id))).collect(),
+            announcements: self.announcements,
+            own: self.own,
+        }
+    }
+
     fn calls(&self, node: usize) -> Vec<ElectionCall> {
         if self.left[node] > 0 {
             vec![ElectionCall::Elect]

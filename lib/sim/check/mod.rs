@@ -62,7 +62,7 @@
 
 use std::time::Instant;
 
-use crate::algorithm::{Config, Node, PeerId, ServiceKind};
+use crate::algorithm::{Config, Node, PeerId, ServiceKind, Symmetric};
 use crate::record::{Recorder, RunFiles};
 use crate::{Choice, Failure, SimApps, SimService, World};
 
@@ -74,8 +74,10 @@ mod search;
 pub mod walk;
 
 pub use memory::default_bound as default_max_memory;
-pub use opts::{CheckOpts, TimerOrder, MAX_ENTRIES, MAX_NODES};
-pub use report::{CheckReport, Counterexample, LivenessResult, Progress, Property, PropertyResult};
+pub use opts::{CheckOpts, TimerOrder, MAX_ENTRIES, MAX_NODES, MAX_SYMMETRY_NODES};
+pub use report::{
+    CheckReport, Counterexample, LivenessResult, Progress, Property, PropertyResult, SymmetryResult,
+};
 
 /// An invariant of one's own, checked at every state: a name and a judge over read
 /// access to the world ([`World::node`], [`World::apps`], [`World::in_flight`],
@@ -254,10 +256,46 @@ pub fn check_with<N: Node>(
 where
     N::Service: SimService,
 {
+    check_inner::<N>(opts, invariants, None, progress)
+}
+
+/// [`check_with`] up to symmetry (`mutexlab check --symmetry`): the visited set keys each
+/// state by the least fingerprint of its renamings under the node type's group
+/// ([`Symmetric::renamings`]), so a state and its renamed twins are explored once. The
+/// report gives the states up to symmetry and, where the start is symmetric, the count
+/// of the full search they stand for ([`SymmetryResult`]). A counterexample is a path
+/// of real states, replayable as any other. The invariants must not tell renamed
+/// states apart (those of the registry do not). At most [`MAX_SYMMETRY_NODES`] nodes:
+/// every renaming of the group is tried at every state.
+pub fn check_symmetric<N: Symmetric>(
+    opts: &CheckOpts,
+    invariants: &[Invariant<N>],
+    progress: &mut dyn FnMut(&Progress),
+) -> CheckReport
+where
+    N::Service: SimService,
+{
+    check_inner::<N>(opts, invariants, Some(search::Sym::of(opts.n)), progress)
+}
+
+fn check_inner<N: Node>(
+    opts: &CheckOpts,
+    invariants: &[Invariant<N>],
+    sym: Option<search::Sym<N>>,
+    progress: &mut dyn FnMut(&Progress),
+) -> CheckReport
+where
+    N::Service: SimService,
+{
     let service = <N::Service as crate::algorithm::Service>::KIND;
     let started = Instant::now();
     let threads = if opts.dfs { 1 } else { opts.threads.max(1) };
+    let renamings = sym.as_ref().map(|s| s.count() as u64);
     let how = search::Search::new(service, opts, invariants);
+    let how = match sym {
+        Some(sym) => how.symmetric(sym),
+        None => how,
+    };
     let mut limits = search::Limits::new(opts, started);
     let found = if opts.dfs {
         search::dfs::<N>(&how, &mut limits, progress)
@@ -287,6 +325,10 @@ where
         at_counter_bound: opts.counter_bound.map(|_| found.at_counter_bound),
         not_checked: Vec::new(),
         liveness: None,
+        symmetry: renamings.map(|renamings| SymmetryResult {
+            renamings,
+            full_states: (found.start_orbit == 1).then_some(found.orbits),
+        }),
     };
     let live = opts.liveness && service == ServiceKind::Mutex;
     report.not_checked.push(match (live, service) {
@@ -502,6 +544,134 @@ mod tests {
         // Negative control: with no bound the same world goes on.
         let free = initial::<Lamport>(&CheckOpts::new(3, 2));
         assert!(!free.past_counter_bound());
+    }
+
+    /// `choice` with its nodes renamed by `r` (indices stay: a renamed world keeps each
+    /// channel's and each node's timers' order).
+    fn choice_renamed(c: Choice, r: &crate::algorithm::Renaming) -> Choice {
+        let of = |i: u32| r.of(PeerId(i)).0;
+        match c {
+            Choice::Deliver { from, to, index } => Choice::Deliver { from: of(from), to: of(to), index },
+            Choice::Lose { from, to, index } => Choice::Lose { from: of(from), to: of(to), index },
+            Choice::Down { from, to } => Choice::Down { from: of(from), to: of(to) },
+            Choice::Call { node, index } => Choice::Call { node: of(node), index },
+            Choice::Fire { node, index } => Choice::Fire { node: of(node), index },
+            Choice::Crash { node } => Choice::Crash { node: of(node) },
+            Choice::Restart { node } => Choice::Restart { node: of(node) },
+            c @ (Choice::Timer | Choice::Stale { .. }) => c,
+        }
+    }
+
+    #[test]
+    fn a_renamed_world_steps_as_the_world_with_its_ids_renamed() {
+        // Centralized's declared symmetries, on every state of n = 3 with a crash: each
+        // renamed world enables the renamed choices, and a step then a renaming is the
+        // renaming then the renamed step (ids in states, messages, channels, down
+        // flags and applications all follow). Renaming back gives the world again.
+        use crate::algorithm::{Renaming, Symmetric};
+        use crate::algos::centralized::Centralized;
+        let opts = CheckOpts { crashes: 1, ..CheckOpts::new(3, 1) };
+        let mut w = initial::<Centralized>(&opts);
+        w.start(&mut |_, _| {}).unwrap();
+        let (mut todo, mut seen) = (vec![w], std::collections::HashSet::new());
+        let renamings = Centralized::renamings(3);
+        let mut moved = 0;
+        while let Some(w) = todo.pop() {
+            if !seen.insert(search::fingerprint(&w)) {
+                continue;
+            }
+            for r in &renamings {
+                let back = Renaming::new(
+                    (0..3).map(|i| (0..3).find(|&j| r.of(PeerId(j)).0 == i).unwrap()).collect(),
+                )
+                .unwrap();
+                let twin = w.renamed(r);
+                assert!(twin.renamed(&back) == w);
+                moved += usize::from(twin != w);
+                let mut want: Vec<Choice> = w.enabled().into_iter().map(|c| choice_renamed(c, r)).collect();
+                let mut got = twin.enabled();
+                want.sort_by_key(|c| format!("{c:?}"));
+                got.sort_by_key(|c| format!("{c:?}"));
+                assert_eq!(got, want);
+                for c in w.enabled() {
+                    let (mut a, mut b) = (w.clone(), twin.clone());
+                    let ra = a.apply(c, &mut |_, _| {}).map_err(|f| f.to_string());
+                    let rb = b.apply(choice_renamed(c, r), &mut |_, _| {}).map_err(|f| f.to_string());
+                    assert_eq!(ra.is_ok(), rb.is_ok());
+                    assert!(a.renamed(r) == b, "{c:?} under {r:?}");
+                    if ra.is_ok() {
+                        todo.push(a);
+                    }
+                }
+            }
+        }
+        assert!(seen.len() > 100 && moved > 100, "{} states, {moved} moved", seen.len());
+        assert_eq!(renamings.len(), 2, "w0 and w1 swap; w2, the coordinator, stays");
+    }
+
+    #[test]
+    fn under_symmetry_a_state_and_its_renamed_twin_count_once_and_the_full_count_is_kept() {
+        use crate::algos::centralized::Centralized;
+        // w0 asks, or w1 asks: two states, one up to symmetry.
+        let opts = CheckOpts::new(3, 1);
+        let asks = |node: u32| {
+            let mut w = initial::<Centralized>(&opts);
+            w.start(&mut |_, _| {}).unwrap();
+            w.apply(Choice::Call { node, index: 0 }, &mut |_, _| {}).unwrap();
+            w
+        };
+        let (w0, w1) = (asks(0), asks(1));
+        let counts: Counts = [0; COUNTED];
+        let plain = search::Search::new(ServiceKind::Mutex, &opts, &[]);
+        let sym = search::Search::new(ServiceKind::Mutex, &opts, &[]).symmetric(search::Sym::of(3));
+        assert_ne!(plain.key(&w0, &counts), plain.key(&w1, &counts), "twice without symmetry");
+        assert_eq!(sym.key(&w0, &counts), sym.key(&w1, &counts), "once with it");
+        assert_eq!(sym.key(&w0, &counts).1, 2, "standing for both");
+        // The coordinator asking is no twin of either.
+        assert_ne!(sym.key(&asks(2), &counts).0, sym.key(&w0, &counts).0);
+        // Whole searches, every strategy: fewer states, and the ones found stand for
+        // exactly the full search's.
+        for (n, k, full, reduced) in [(3, 2, 727, 376), (4, 1, 681, 145)] {
+            for o in strategies(&CheckOpts::new(n, k)) {
+                let all = check::<Centralized>(&o, &mut quiet);
+                let up_to = check_symmetric::<Centralized>(&o, &[], &mut quiet);
+                assert!(all.complete && up_to.complete && up_to.violation.is_none());
+                assert_eq!((all.states, up_to.states), (full, reduced), "{}", up_to.text("centralized"));
+                let renamings = if n == 3 { 2 } else { 6 };
+                assert_eq!(up_to.symmetry, Some(SymmetryResult { renamings, full_states: Some(full) }));
+                assert!(all.symmetry.is_none());
+                assert!(up_to.text("centralized").contains(&format!(
+                    "symmetry: {reduced} states up to symmetry ({renamings} renamings of the nodes); they stand for {full} states"
+                )));
+            }
+        }
+        // From a start that is not symmetric the full count is not known.
+        let from = CheckOpts { from: vec![Choice::Call { node: 0, index: 0 }], ..CheckOpts::new(3, 1) };
+        let r = check_symmetric::<Centralized>(&from, &[], &mut quiet);
+        assert_eq!(r.symmetry.and_then(|s| s.full_states), None);
+    }
+
+    #[test]
+    fn a_violation_found_up_to_symmetry_is_a_real_path_that_replays_to_it() {
+        use crate::algos::centralized::Centralized;
+        // The planted bug: a crash of the coordinator lets a second node in. Every
+        // strategy's counterexample is a path of real states: walked step by step it
+        // breaks mutual exclusion at its last step, with the failure the report gives.
+        let crash = CheckOpts { crashes: 1, ..CheckOpts::new(3, 1) };
+        for o in strategies(&crash) {
+            let r = check_symmetric::<Centralized>(&o, &[], &mut quiet);
+            let v = r.violation.clone().expect("the coordinator's amnesia is found under symmetry");
+            assert_eq!(v.property, "mutual exclusion");
+            let w = walk::walk::<Centralized>(&o, &[], &walk::Route::Choices(v.choices.clone())).unwrap();
+            assert_eq!(w.violation_step, Some(v.choices.len()), "{}", r.text("centralized"));
+            assert_eq!(w.failure.as_deref(), Some(v.failure.as_str()));
+        }
+        // And `none` up to symmetry: its overlap replays in the simulator.
+        let r = check_symmetric::<Immediate>(&CheckOpts::new(3, 1), &[], &mut quiet);
+        let v = r.violation.expect("no coordination is caught under symmetry too");
+        let e = crate::Sim::<Immediate>::new(3, 0).replay(1, &v.choices).unwrap_err();
+        assert!(matches!(e.failure, Failure::Overlap { .. }), "{e}");
+        assert_eq!(e.failure.to_string(), v.failure);
     }
 
     #[test]

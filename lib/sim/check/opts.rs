@@ -8,6 +8,10 @@ use crate::Choice;
 /// The most nodes a check takes (`-n`), and so the most a counterexample may have.
 pub const MAX_NODES: u32 = 16;
 
+/// The most nodes a check up to symmetry takes (`--symmetry`): it renames every state
+/// by each renaming of the group, up to 6! = 720 of them.
+pub const MAX_SYMMETRY_NODES: u32 = 6;
+
 /// The most entries per node a check takes (`-k`).
 pub const MAX_ENTRIES: u32 = 1000;
 

@@ -217,6 +217,21 @@ pub struct CheckReport {
     /// found no violation, for mutual exclusion.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub liveness: Option<LivenessResult>,
+    /// The search was up to symmetry (`--symmetry`): `states` counts one state for each
+    /// state and its renamed twins.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub symmetry: Option<SymmetryResult>,
+}
+
+/// A search up to symmetry: how many renamings it tried, and the full count.
+#[derive(Clone, Debug, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct SymmetryResult {
+    /// The renamings of the node type's group (the identity among them).
+    pub renamings: u64,
+    /// The distinct states the states found stand for, their renamed twins counted (the
+    /// sum of their orbits): what the full search finds when it is complete. `None`
+    /// where the start is not symmetric, so the full count is not known.
+    pub full_states: Option<u64>,
 }
 
 /// How the liveness pass went: its own exploration, without a timer budget, keeping
@@ -273,6 +288,16 @@ impl CheckReport {
             self.seconds,
             self.states_per_second()
         ));
+        if let Some(sym) = &self.symmetry {
+            let full = match sym.full_states {
+                Some(f) => format!("; they stand for {f} states, renamed twins counted"),
+                None => "; the start is not symmetric, so the full count is not known".into(),
+            };
+            s.push_str(&format!(
+                "symmetry: {} states up to symmetry ({} renamings of the nodes){full}\n",
+                self.states, sym.renamings
+            ));
+        }
         match (&self.cut_short, &self.violation) {
             (Some(why), _) => s.push_str(&format!(
                 "search: incomplete, cut short ({why}), {how}; what follows holds of the {} states reached, not of all\n",

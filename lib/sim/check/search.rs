@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use super::memory;
 use super::{bypass_step, initial, judge, CheckOpts, Counts, Invariant, Progress, Property, COUNTED};
-use crate::algorithm::{Node, ServiceKind};
+use crate::algorithm::{Node, PeerId, Renaming, ServiceKind, Symmetric};
 use crate::{Choice, Failure, SimService, World, WorldEvent};
 
 /// What a search is for: the service, the options and the invariants of one's own, with
@@ -43,6 +43,38 @@ where
     counted: bool,
     /// Counts stop at the bound + 1, so that the space stays finite.
     cap: u8,
+    /// Symmetry reduction, where the node type declares it and it was asked for.
+    sym: Option<Sym<N>>,
+}
+
+/// A symmetry reduction: the renamings of the node type's group, and how a world is
+/// renamed (`World::renamed`, which needs the node type to be `Symmetric`).
+pub(super) struct Sym<N: Node>
+where
+    N::Service: SimService,
+{
+    renamings: Vec<Renaming>,
+    rename: fn(&World<N>, &Renaming) -> World<N>,
+}
+
+impl<N: Symmetric> Sym<N>
+where
+    N::Service: SimService,
+{
+    /// The node type's symmetries at `n` nodes.
+    pub(super) fn of(n: u32) -> Sym<N> {
+        Sym { renamings: N::renamings(n), rename: World::<N>::renamed }
+    }
+}
+
+impl<N: Node> Sym<N>
+where
+    N::Service: SimService,
+{
+    /// The renamings, the identity among them.
+    pub(super) fn count(&self) -> usize {
+        self.renamings.len()
+    }
 }
 
 impl<'a, N: Node> Search<'a, N>
@@ -52,16 +84,54 @@ where
     /// A search of `service` under `opts`, judging `invariants` too.
     pub(super) fn new(service: ServiceKind, opts: &'a CheckOpts, invariants: &'a [Invariant<N>]) -> Self {
         let cap = super::bypass_cap(opts);
-        Search { service, opts, invariants, counted: service == ServiceKind::Mutex, cap }
+        Search { service, opts, invariants, counted: service == ServiceKind::Mutex, cap, sym: None }
     }
 
-    /// A state's fingerprint: its world's, with its bypass counts when a bound is checked.
+    /// The same search, keyed up to the symmetries `sym`.
+    pub(super) fn symmetric(self, sym: Sym<N>) -> Self {
+        Search { sym: Some(sym), ..self }
+    }
+
+    /// A state's fingerprint: its world's, with its bypass counts when a bound is checked;
+    /// under symmetry the least of its renamings' (see [`Search::key`]).
     fn print(&self, world: &World<N>, counts: &Counts) -> u64 {
+        match &self.sym {
+            None => self.own_print(world, counts),
+            Some(_) => self.key(world, counts).0,
+        }
+    }
+
+    fn own_print(&self, world: &World<N>, counts: &Counts) -> u64 {
         if self.opts.bypass_bound.is_some() {
             fingerprint(&(world, counts))
         } else {
             fingerprint(world)
         }
+    }
+
+    /// A state's key in the visited set and the number of distinct states it stands for:
+    /// without symmetry its fingerprint and 1; with it, the least fingerprint of its
+    /// renamings (one key for a state and all its renamed twins) and how many distinct
+    /// fingerprints they have (its orbit).
+    pub(super) fn key(&self, world: &World<N>, counts: &Counts) -> (u64, u64) {
+        let Some(sym) = &self.sym else { return (self.own_print(world, counts), 1) };
+        let mut prints: Vec<u64> = sym
+            .renamings
+            .iter()
+            .map(|r| {
+                if r.is_identity() {
+                    return self.own_print(world, counts);
+                }
+                let mut moved: Counts = [0; COUNTED];
+                for (i, &c) in counts.iter().enumerate().take(world.n().min(COUNTED)) {
+                    moved[r.of(PeerId(i as u32)).index()] = c;
+                }
+                self.own_print(&(sym.rename)(world, r), &moved)
+            })
+            .collect();
+        prints.sort_unstable();
+        prints.dedup();
+        (prints[0], prints.len() as u64)
     }
 
     /// The counts after the step from `before` to `after`, and the most of them.
@@ -98,6 +168,12 @@ pub(super) struct Outcome {
     pub violation: Option<(Property, String, Vec<Choice>)>,
     /// The most bypasses seen (mutual exclusion; see [`bypass_step`]).
     pub most_bypasses: u8,
+    /// Under symmetry: the distinct states the states found stand for (the sum of their
+    /// orbits), and the start's orbit (1 when the start is its own every renaming, so
+    /// that the states reachable are closed under renaming and the sum is the count a
+    /// full search finds). Without symmetry, `states` and 1.
+    pub orbits: u64,
+    pub start_orbit: u64,
 }
 
 impl Outcome {
@@ -297,15 +373,16 @@ where
     (world, applied)
 }
 
-/// The initial world, started, as a state newly found.
-fn start<N: Node>(how: &Search<'_, N>) -> (u64, Look<N>)
+/// The initial world, started, as a state newly found: its key, its orbit and how it
+/// looks.
+fn start<N: Node>(how: &Search<'_, N>) -> (u64, u64, Look<N>)
 where
     N::Service: SimService,
 {
     let (world, applied) = started(how);
     let counts: Counts = [0; COUNTED];
-    let fp = how.print(&world, &counts);
-    (fp, look(how, world, counts, fp, applied))
+    let (fp, orbit) = how.key(&world, &counts);
+    (fp, orbit, look(how, world, counts, fp, applied))
 }
 
 /// Shards of a visited set: a table grows by doubling, and while it moves its entries it
@@ -381,29 +458,38 @@ impl Visited {
     /// at each state the first enabled choice (in [`World::enabled`]'s order, the order
     /// a state is expanded in, so the choice that found the state first) that leads to
     /// the next state's fingerprint.
-    fn path<N: Node>(&self, how: &Search<'_, N>, fp: u64) -> Vec<Choice>
+    ///
+    /// Under symmetry the way is of real states, not representatives: a state reached
+    /// may be a renamed twin of the one that was expanded, and a renaming of the step
+    /// that was taken there leads to a twin of the next. The last state is returned with
+    /// how its step went, to be judged again (its failure names its own nodes).
+    #[allow(clippy::type_complexity)]
+    fn path<N: Node>(
+        &self,
+        how: &Search<'_, N>,
+        fp: u64,
+    ) -> (Vec<Choice>, World<N>, Counts, Result<Result<(), Failure>, String>)
     where
         N::Service: SimService,
     {
         let prints = self.prints(fp);
-        let (mut world, _) = started(how);
+        let (mut world, mut applied) = started(how);
         let mut counts: Counts = [0; COUNTED];
         let mut choices = Vec::with_capacity(prints.len().saturating_sub(1));
         for &want in &prints[1..] {
             let next = world.enabled().into_iter().find_map(|choice| {
                 let mut after = world.clone();
-                // Its outcome was judged when it was found; only the state is wanted.
-                let _ = crate::panics::quietly(|| after.apply(choice, &mut quiet));
+                let outcome = crate::panics::quietly(|| after.apply(choice, &mut quiet));
                 let (after_counts, _) = how.count(&world, &after, &counts);
-                (how.print(&after, &after_counts) == want).then_some((choice, after, after_counts))
+                (how.print(&after, &after_counts) == want).then_some((choice, after, after_counts, outcome))
             });
-            let Some((choice, after, after_counts)) = next else {
+            let Some((choice, after, after_counts, outcome)) = next else {
                 break; // cannot be: each state was found from its parent by one choice
             };
             choices.push(choice);
-            (world, counts) = (after, after_counts);
+            (world, counts, applied) = (after, after_counts, outcome);
         }
-        choices
+        (choices, world, counts, applied)
     }
 }
 
@@ -411,6 +497,8 @@ impl Visited {
 struct Shared {
     states: AtomicU64,
     transitions: AtomicU64,
+    /// The orbits of the states found (see [`Outcome::orbits`]).
+    orbits: AtomicU64,
     terminals: AtomicU64,
     at_timer_bound: AtomicU64,
     at_counter_bound: AtomicU64,
@@ -457,6 +545,7 @@ where
     let shared = Shared {
         states: AtomicU64::new(1),
         transitions: AtomicU64::new(0),
+        orbits: AtomicU64::new(0),
         terminals: AtomicU64::new(0),
         at_timer_bound: AtomicU64::new(0),
         at_counter_bound: AtomicU64::new(0),
@@ -466,14 +555,15 @@ where
         found: Mutex::new(None),
         cut_short: Mutex::new(None),
     };
-    let mut out = Outcome { states: 1, ..Outcome::default() };
-    let (fp, first) = start::<N>(how);
+    let (fp, orbit, first) = start::<N>(how);
+    let mut out = Outcome { states: 1, orbits: orbit, start_orbit: orbit, ..Outcome::default() };
     visited.insert(fp, fp); // the start is its own parent
     let mut level: Vec<Queued<N>> = out.begin(first).into_iter().map(Queued::from).collect();
     if out.violation.is_some() {
         return out;
     }
     shared.terminals.store(out.terminals, Relaxed);
+    shared.orbits.store(out.orbits, Relaxed);
     shared.at_timer_bound.store(out.at_timer_bound, Relaxed);
     shared.at_counter_bound.store(out.at_counter_bound, Relaxed);
     shared.pending.store(level.len() as u64, Relaxed);
@@ -517,13 +607,21 @@ where
     }
     out.states = shared.states.load(Relaxed);
     out.transitions = shared.transitions.load(Relaxed);
+    out.orbits = shared.orbits.load(Relaxed);
     out.terminals = shared.terminals.load(Relaxed);
     out.at_timer_bound = shared.at_timer_bound.load(Relaxed);
     out.at_counter_bound = shared.at_counter_bound.load(Relaxed);
     out.most_bypasses = shared.most_bypasses.load(Relaxed);
     out.cut_short = shared.cut_short.into_inner().unwrap_or_else(|e| e.into_inner());
     if let Some((p, why, fp)) = shared.found.into_inner().unwrap_or_else(|e| e.into_inner()) {
-        out.violation = Some((p, why, visited.path(how, fp)));
+        let (choices, world, counts, applied) = visited.path(how, fp);
+        // Under symmetry the way may end in a renamed twin of the state judged: judge
+        // the state it ends in, so that the failure names the nodes of that way.
+        let (p, why) = match how.sym.is_some().then(|| look(how, world, counts, fp, applied)) {
+            Some(Look::Violation(p, why)) => (p, why),
+            _ => (p, why),
+        };
+        out.violation = Some((p, why, choices));
         out.cut_short = None; // stopped at the violation, whatever else was due
     }
     out
@@ -551,7 +649,7 @@ where
 {
     let opts = how.opts;
     let mut next = Vec::new();
-    let (mut transitions, mut most) = (0u64, 0u8);
+    let (mut transitions, mut most, mut orbits) = (0u64, 0u8, 0u64);
     // Terminal states, at the timer bound, at the counter bound.
     let mut ends = [0u64; 3];
     'work: loop {
@@ -574,10 +672,11 @@ where
                 let applied = crate::panics::quietly(|| world.apply(choice, &mut quiet));
                 let (counts, seen) = how.count(&item.world, &world, &item.counts);
                 most = most.max(seen);
-                let fp = how.print(&world, &counts);
+                let (fp, orbit) = how.key(&world, &counts);
                 if !visited.insert(fp, item.fp) {
                     continue;
                 }
+                orbits += orbit;
                 let states = shared.states.fetch_add(1, Relaxed) + 1;
                 match look(how, world, counts, fp, applied) {
                     Look::Violation(p, why) => {
@@ -621,6 +720,7 @@ where
         }
     }
     shared.transitions.fetch_add(transitions, Relaxed);
+    shared.orbits.fetch_add(orbits, Relaxed);
     shared.terminals.fetch_add(ends[0], Relaxed);
     shared.at_timer_bound.fetch_add(ends[1], Relaxed);
     shared.at_counter_bound.fetch_add(ends[2], Relaxed);
@@ -648,13 +748,13 @@ where
     N::Service: SimService,
 {
     let opts = how.opts;
-    let mut out = Outcome { states: 1, ..Outcome::default() };
     // With a depth bound each fingerprint with the least depth it was reached at;
     // without, the fingerprints alone (half the memory).
     let mut depths: FpMap<u32> = FpMap::default();
     let mut prints = Seen::new();
     let mut stack: Vec<Frame<N>> = Vec::new();
-    let (fp, first) = start::<N>(how);
+    let (fp, orbit, first) = start::<N>(how);
+    let mut out = Outcome { states: 1, orbits: orbit, start_orbit: orbit, ..Outcome::default() };
     match opts.max_depth {
         Some(_) => depths.insert(fp, 0).is_none(),
         None => prints.insert(fp),
@@ -682,16 +782,18 @@ where
         let applied = crate::panics::quietly(|| world.apply(choice, &mut quiet));
         let (counts, seen) = how.count(&top.item.world, &world, &top.item.counts);
         out.most_bypasses = out.most_bypasses.max(seen);
-        let fp = how.print(&world, &counts);
+        let (fp, orbit) = how.key(&world, &counts);
         let again = match opts.max_depth.map(|_| depths.entry(fp)) {
             None if prints.insert(fp) => {
                 out.states += 1;
+                out.orbits += orbit;
                 false
             }
             None => continue,
             Some(Entry::Vacant(slot)) => {
                 slot.insert(depth);
                 out.states += 1;
+                out.orbits += orbit;
                 false
             }
             Some(Entry::Occupied(mut seen)) if depth < *seen.get() => {

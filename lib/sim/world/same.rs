@@ -5,6 +5,7 @@
 use std::hash::{Hash, Hasher};
 
 use super::*;
+use crate::algorithm::{Renaming, Symmetric};
 use crate::host::{hash_flags, hash_unordered};
 
 // By hand: a derive would ask the service type itself to be `Clone`, which a search
@@ -179,5 +180,84 @@ where
         crash_budget.hash(state);
         hash_flags(may_crash, state);
         unnoticed_restarts.hash(state);
+    }
+}
+
+impl<N: Symmetric> World<N>
+where
+    N::Service: SimService,
+{
+    /// This world with its nodes renamed by `r` (the checker's symmetry reduction): each
+    /// host, application, channel, timer and flag moved to its node's new name, and
+    /// every id inside the nodes' states, messages and timers renamed. Every field is
+    /// named, as in `eq`, so that a field added to `World` is placed here too.
+    pub fn renamed(&self, r: &Renaming) -> Self {
+        let World {
+            n,
+            hosts,
+            alive,
+            links,
+            down_due,
+            timers,
+            timer_seq,
+            now,
+            apps,
+            sent,
+            counters,
+            tallies,
+            fifo,
+            stale_timers,
+            any_timer,
+            lose_budget,
+            fire_budget,
+            counter_bound,
+            forget,
+            lost_done,
+            crash_budget,
+            may_crash,
+            crashes_done,
+            unnoticed_restarts,
+        } = self;
+        let k = *n as u32;
+        // Channel `from * n + to` is that of the renamed pair.
+        let moved = |l: u32| r.of(PeerId(l / k)).0 * k + r.of(PeerId(l % k)).0;
+        let mut links: Vec<(u32, N::Msg)> =
+            links.iter().map(|(l, m)| (moved(*l), N::msg_renamed(m, r))).collect();
+        // Stable: each channel keeps its messages in the order they were sent.
+        links.sort_by_key(|&(l, _)| l);
+        let mut due = down_due.clone();
+        for (l, &d) in down_due.iter().enumerate() {
+            due[moved(l as u32) as usize] = d;
+        }
+        let renamed_hosts: Vec<Host<N>> = hosts.iter().map(|h| h.renamed(r)).collect();
+        World {
+            n: *n,
+            hosts: r.permute(&renamed_hosts),
+            alive: r.permute(alive).into_iter().collect(),
+            links,
+            down_due: due,
+            timers: timers
+                .iter()
+                .map(|t| SetTimer { node: r.of(t.node), timer: N::timer_renamed(&t.timer, r), ..t.clone() })
+                .collect(),
+            timer_seq: *timer_seq,
+            now: *now,
+            apps: apps.renamed(r),
+            sent: sent.clone(),
+            counters: counters.clone(),
+            tallies: *tallies,
+            fifo: *fifo,
+            stale_timers: *stale_timers,
+            any_timer: *any_timer,
+            lose_budget: *lose_budget,
+            fire_budget: *fire_budget,
+            counter_bound: *counter_bound,
+            forget: *forget,
+            lost_done: *lost_done,
+            crash_budget: *crash_budget,
+            may_crash: r.permute(may_crash).into_iter().collect(),
+            crashes_done: *crashes_done,
+            unnoticed_restarts: *unnoticed_restarts,
+        }
     }
 }
