@@ -9,7 +9,7 @@ help:
 	@echo "make elect  # an election on defaults (add ARGS=\"--algo chang-roberts --faults 'kill leader at 200ms'\")"
 	@echo "make compare # the notes' comparison table, measured (add ARGS='--markdown' or ARGS='--algos centralized,lamport')"
 	@echo "make test   # the whole test suite"
-	@echo "make bench  # message latency and throughput on this machine (release build; ARGS=--json)"
+	@echo "make bench  # message latency and throughput on this machine, beside a bare baseline program (release build; ARGS=--json)"
 	@echo "make bench-check # mutexlab's checker against Stateright on the same models (QUICK=1: n=3 k=1 only)"
 	@echo "make check-table  # the README's table of check counts (release build; MAX_SECONDS=60 per check)"
 	@echo "make compare-table  # write the README's comparison table afresh from compare --markdown (release build; ARGS='--repeat 5')"
@@ -34,7 +34,10 @@ compare:
 test:
 	$(CARGO) test
 
+# The baseline program (bench/baseline/) is a binary of this package: `mutexlab bench`
+# runs it from beside itself.
 bench:
+	$(CARGO) build --release --bin mutexlab-baseline
 	$(CARGO) run --release -- bench $(ARGS)
 
 # A crate of its own (bench/check, its own workspace and lock file): the library and

@@ -9,6 +9,7 @@
 mod common;
 
 mod audit;
+mod baseline;
 mod browser;
 mod check;
 mod check_out;
