@@ -74,6 +74,12 @@ impl MutexlabNode for Node {
         self.0.waiting_for()
     }
 }
+
+impl Node {
+    // The lab's grader names this handler (task 4), so that a node.rs from before it
+    // fails to compile; the wrapped node starts its election on `Input::Start` itself.
+    pub(crate) fn on_restart(&mut self, _out: &mut NodeOut<Self>) {}
+}
 EOF
 sed 's|// PLANTED|if _start { return; } // a restart starts no election|' "$tmp/reference.rs" >"$tmp/planted.rs"
 printf 'this is not Rust\n' >"$tmp/broken.rs"
