@@ -11,8 +11,9 @@
 //! and the usual diagnosis.
 //!
 //! A lab program's `main` is [`main`]: the whole command line with the student's node
-//! registered, or the grader; [`take_flag`] and [`take_option`] pick the grader's own
-//! flags (which node to grade) out of its arguments. Either way the program exits
+//! registered, or the grader; [`Graded::take`] picks which node to grade (the student's,
+//! `--solution` or `--planted NAME`) out of its arguments, and [`take_flag`] and
+//! [`take_option`] any other flag of a grader's own. Either way the program exits
 //! through [`crate::exit`], with the codes the README gives.
 
 use std::process::ExitCode;
@@ -76,6 +77,41 @@ pub fn expect<S: AsRef<str>>(mut got: Vec<String>, want: &[S], step: &str) {
     want.sort();
     got.sort();
     assert!(got == want, "{step}\n  expected: {want:?}\n  got:      {got:?}");
+}
+
+/// Which node `grade` grades, chosen by the grader's own flags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Graded {
+    /// The student's node: no flag.
+    Student,
+    /// The lab's reference: `--solution`.
+    Solution,
+    /// A copy of the reference with one wrong line: `--planted NAME`.
+    Planted(String),
+}
+
+impl Graded {
+    /// Take `--solution` and `--planted NAME` (one of `planted`) out of `args`; both at
+    /// once is a usage error.
+    pub fn take(args: &mut Vec<String>, planted: &[&str]) -> Result<Graded, Error> {
+        let solution = take_flag(args, "--solution");
+        match (solution, take_planted(args, planted)?) {
+            (true, Some(_)) => Err(Error::usage("--solution and --planted are different nodes; pick one")),
+            (true, None) => Ok(Graded::Solution),
+            (false, Some(name)) => Ok(Graded::Planted(name)),
+            (false, None) => Ok(Graded::Student),
+        }
+    }
+
+    /// The flag that chooses this node again, which every replay line must repeat
+    /// (see [`crate::grade::Grader::graded`]).
+    pub fn flag(&self) -> Option<String> {
+        match self {
+            Graded::Student => None,
+            Graded::Solution => Some("--solution".into()),
+            Graded::Planted(name) => Some(format!("--planted {name}")),
+        }
+    }
 }
 
 /// Take `--planted NAME` out of `args`: the planted bug to grade, one of `known` (copies
@@ -158,6 +194,27 @@ mod tests {
         assert_eq!(e, Error::usage("--planted takes one of a, b, not \"x\""));
         // A longer flag with the same start is not this one.
         assert_eq!(take_option(&mut args(&["--plantedx=1"]), "--planted"), Ok(None));
+    }
+
+    #[test]
+    fn the_graded_node_is_one_of_three_and_says_its_flag() {
+        let take = |a: &[&str]| Graded::take(&mut args(a), &["forgets-waiting"]);
+        assert_eq!(take(&["1.3"]), Ok(Graded::Student));
+        assert_eq!(take(&["--solution", "1.3"]), Ok(Graded::Solution));
+        let mut a = args(&["2.1", "--planted=forgets-waiting", "--n", "3"]);
+        let planted = Graded::take(&mut a, &["forgets-waiting"]).unwrap();
+        assert_eq!(planted, Graded::Planted("forgets-waiting".into()));
+        assert_eq!(a, args(&["2.1", "--n", "3"]), "the grader's flags are taken out");
+        assert_eq!(
+            take(&["--solution", "--planted", "forgets-waiting"]),
+            Err(Error::usage("--solution and --planted are different nodes; pick one"))
+        );
+        assert_eq!(
+            take(&["--planted", "x"]),
+            Err(Error::usage("--planted takes one of forgets-waiting, not \"x\""))
+        );
+        let flags: Vec<_> = [Graded::Student, Graded::Solution, planted].iter().map(Graded::flag).collect();
+        assert_eq!(flags, [None, Some("--solution".into()), Some("--planted forgets-waiting".into())]);
     }
 
     #[test]

@@ -228,6 +228,14 @@ impl Grader {
         self
     }
 
+    /// The node graded is `which`: replay lines repeat the flag that chose it.
+    pub fn graded(&mut self, which: &crate::lab::Graded) -> &mut Self {
+        if let Some(flag) = which.flag() {
+            self.node_flags.push(flag);
+        }
+        self
+    }
+
     /// Real runs start every worker with `command` (`sh -c`) as its node, each answer
     /// due within `timeout`; replay lines repeat `--worker-cmd`. The tests' node type
     /// must be an [`crate::external::External`]: the simulator's nodes are handed the

@@ -17,7 +17,8 @@ use std::process::ExitCode;
 
 use mutexlab::algos::ra_token::RaToken;
 use mutexlab::algos::{Family, Theory};
-use mutexlab::exit::{Error, Outcome};
+use mutexlab::exit::Outcome;
+use mutexlab::lab::Graded;
 use mutexlab::registry::{AlgoInfo, Registry};
 
 /// The planted bug's name, for `--planted` and the registry.
@@ -51,14 +52,12 @@ fn main() -> ExitCode {
 
 /// `grade [--solution | --planted token-on-restart] [TEST…] [--n N] [--seed S]`.
 fn grade(mut rest: Vec<String>) -> Outcome {
-    let solution = mutexlab::lab::take_flag(&mut rest, "--solution");
-    let planted = mutexlab::lab::take_planted(&mut rest, &[PLANTED])?.is_some();
-    match (solution, planted) {
-        (true, true) => Err(Error::usage("--solution and --planted are different nodes; pick one")),
-        (true, false) => grader::grader::<RaToken>("ra-token").replay_flag("--solution").main(rest),
-        (false, true) => grader::grader::<planted::TokenOnRestart>(PLANTED)
-            .replay_flag(&format!("--planted {PLANTED}"))
-            .main(rest),
-        (false, false) => grader::grader::<node::Node>("student").main(rest),
+    let which = Graded::take(&mut rest, &[PLANTED])?;
+    match which {
+        Graded::Solution => grader::grader::<RaToken>("ra-token"),
+        Graded::Planted(_) => grader::grader::<planted::TokenOnRestart>(PLANTED),
+        Graded::Student => grader::grader::<node::Node>("student"),
     }
+    .graded(&which)
+    .main(rest)
 }

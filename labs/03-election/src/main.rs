@@ -18,7 +18,8 @@ use std::process::ExitCode;
 
 use mutexlab::algos::chang_roberts::ChangRoberts;
 use mutexlab::algos::Family;
-use mutexlab::exit::{Error, Outcome};
+use mutexlab::exit::Outcome;
+use mutexlab::lab::Graded;
 use mutexlab::registry::{AlgoInfo, Registry};
 
 /// The planted bugs' names, for `--planted` and the registry.
@@ -58,17 +59,13 @@ fn main() -> ExitCode {
 
 /// `grade [--solution | --planted NAME] [TEST…] [--n N] [--seed S]`.
 fn grade(mut rest: Vec<String>) -> Outcome {
-    let solution = mutexlab::lab::take_flag(&mut rest, "--solution");
-    let planted = mutexlab::lab::take_planted(&mut rest, &[PLANTED, IGNORES_RESTART])?;
-    match (solution, planted.as_deref()) {
-        (true, Some(_)) => Err(Error::usage("--solution and --planted are different nodes; pick one")),
-        (true, None) => grader::grader::<ChangRoberts>("chang-roberts").replay_flag("--solution").main(rest),
-        (false, Some(PLANTED)) => grader::grader::<planted::ForwardsOldTerm>(PLANTED)
-            .replay_flag(&format!("--planted {PLANTED}"))
-            .main(rest),
-        (false, Some(_)) => grader::grader::<planted::IgnoresRestart>(IGNORES_RESTART)
-            .replay_flag(&format!("--planted {IGNORES_RESTART}"))
-            .main(rest),
-        (false, None) => grader::grader::<node::Node>("student").main(rest),
+    let which = Graded::take(&mut rest, &[PLANTED, IGNORES_RESTART])?;
+    match &which {
+        Graded::Solution => grader::grader::<ChangRoberts>("chang-roberts"),
+        Graded::Planted(name) if name == PLANTED => grader::grader::<planted::ForwardsOldTerm>(PLANTED),
+        Graded::Planted(_) => grader::grader::<planted::IgnoresRestart>(IGNORES_RESTART),
+        Graded::Student => grader::grader::<node::Node>("student"),
     }
+    .graded(&which)
+    .main(rest)
 }

@@ -17,7 +17,8 @@ use std::process::ExitCode;
 
 use mutexlab::algos::centralized_bully::CentralizedBully;
 use mutexlab::algos::{Family, Theory};
-use mutexlab::exit::{Error, Outcome};
+use mutexlab::exit::Outcome;
+use mutexlab::lab::Graded;
 use mutexlab::registry::{AlgoInfo, Registry};
 
 /// As `centralized`, plus elections and heartbeats: what `run` compares the count with.
@@ -68,21 +69,13 @@ fn main() -> ExitCode {
 
 /// `grade [--solution | --planted NAME] [TEST…] [--n N] [--seed S]`.
 fn grade(mut rest: Vec<String>) -> Outcome {
-    let solution = mutexlab::lab::take_flag(&mut rest, "--solution");
-    let planted = mutexlab::lab::take_planted(&mut rest, &PLANTED)?;
-    let mut g = match (solution, planted.as_deref()) {
-        (true, Some(_)) => {
-            return Err(Error::usage("--solution and --planted are different nodes; pick one"));
-        }
-        (true, None) => grader::grader::<CentralizedBully>("centralized-bully"),
-        (false, Some(name)) if name == PLANTED[0] => grader::grader::<planted::ForgetsWaiting>(name),
-        (false, Some(name)) => grader::grader::<planted::ForgetsInside>(name),
-        (false, None) => grader::grader::<node::Node>("student"),
-    };
-    if solution {
-        g.replay_flag("--solution");
-    } else if let Some(name) = &planted {
-        g.replay_flag(&format!("--planted {name}"));
+    let which = Graded::take(&mut rest, &PLANTED)?;
+    match &which {
+        Graded::Solution => grader::grader::<CentralizedBully>("centralized-bully"),
+        Graded::Planted(name) if name == PLANTED[0] => grader::grader::<planted::ForgetsWaiting>(name),
+        Graded::Planted(name) => grader::grader::<planted::ForgetsInside>(name),
+        Graded::Student => grader::grader::<node::Node>("student"),
     }
-    g.main(rest)
+    .graded(&which)
+    .main(rest)
 }

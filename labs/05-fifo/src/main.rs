@@ -23,7 +23,8 @@ use mutexlab::algos::lamport::Lamport;
 use mutexlab::algos::{Family, Shape, Theory};
 use mutexlab::check::walk::{walk, Route, Walk};
 use mutexlab::check::{check_with, CheckOpts, CheckReport, Invariant, Progress};
-use mutexlab::exit::{Error, Outcome};
+use mutexlab::exit::Outcome;
+use mutexlab::lab::Graded;
 use mutexlab::registry::{AlgoInfo, Registry};
 
 use grader::{on_lab, on_lamport, FifoLab, Judge, Reference, Yours, INVARIANT};
@@ -106,20 +107,12 @@ fn main() -> ExitCode {
 
 /// `grade [--solution | --planted NAME] [TEST…] [--n N] [--seed S]`.
 fn grade(mut rest: Vec<String>) -> Outcome {
-    let solution = mutexlab::lab::take_flag(&mut rest, "--solution");
-    let planted = mutexlab::lab::take_planted(&mut rest, &PLANTED)?;
-    let mut g = match (solution, planted.as_deref()) {
-        (true, Some(_)) => {
-            return Err(Error::usage("--solution and --planted are different nodes; pick one"));
-        }
-        (true, None) => grader::grader::<Fifo<Lamport>, Reference>("lamport-numbered"),
-        (false, Some(name)) => grader::grader::<planted::TrustsArrival, Reference>(name),
-        (false, None) => grader::grader::<node::Node, Yours>("student"),
-    };
-    if solution {
-        g.replay_flag("--solution");
-    } else if let Some(name) = &planted {
-        g.replay_flag(&format!("--planted {name}"));
+    let which = Graded::take(&mut rest, &PLANTED)?;
+    match &which {
+        Graded::Solution => grader::grader::<Fifo<Lamport>, Reference>("lamport-numbered"),
+        Graded::Planted(name) => grader::grader::<planted::TrustsArrival, Reference>(name),
+        Graded::Student => grader::grader::<node::Node, Yours>("student"),
     }
-    g.main(rest)
+    .graded(&which)
+    .main(rest)
 }
