@@ -400,6 +400,40 @@ impl Action {
         }
     }
 
+    /// Whether a `for` may end it: a pause, a partition, a `drop` or a `delay`.
+    pub const fn takes_for(&self) -> bool {
+        match self {
+            Action::Stop(_) | Action::Partition(_) | Action::Drop(..) | Action::Delay(..) => true,
+            Action::Kill(_) | Action::Term(_) | Action::Restart(_) | Action::Heal => false,
+        }
+    }
+
+    /// Whom it acts on, when it acts on one worker chosen by a [`Target`].
+    pub const fn target(&self) -> Option<Target> {
+        match *self {
+            Action::Kill(t) | Action::Term(t) | Action::Stop(t) => Some(t),
+            Action::Restart(_)
+            | Action::Partition(_)
+            | Action::Heal
+            | Action::Drop(..)
+            | Action::Delay(..) => None,
+        }
+    }
+
+    /// The workers it names by id (not those a target such as `holder` finds).
+    pub fn workers(&self) -> Vec<u32> {
+        match self {
+            Action::Kill(t) | Action::Term(t) | Action::Stop(t) => match t {
+                Target::Worker(w) => vec![*w],
+                Target::Holder | Target::Coordinator | Target::Leader => Vec::new(),
+            },
+            Action::Restart(w) => vec![*w],
+            Action::Partition(p) => p.groups.concat(),
+            Action::Heal => Vec::new(),
+            Action::Drop(_, links) | Action::Delay(_, links) => links.workers(),
+        }
+    }
+
     /// What a `drop` or `delay` step puts in force; `None` for any other.
     pub fn link_fault(&self) -> Option<LinkFault> {
         match *self {
@@ -473,7 +507,10 @@ fn write_ms(f: &mut fmt::Formatter<'_>, d: Duration) -> fmt::Result {
     }
 }
 
-const ACTIONS: &str = "kill, term, stop, restart, partition, heal, drop or delay";
+/// The words that start a step, for an error: `kill, term, … or delay`.
+fn actions() -> String {
+    FaultKind::names(FaultKind::is_step)
+}
 const LINKS: &str = "`A->B` (worker A's messages to B) or a worker id (every message it sends or receives)";
 const TARGETS: &str = "a worker id, `holder`, `coordinator` or `leader`";
 const GROUPS_EXAMPLE: &str = "`0,1|2,3`";
@@ -617,8 +654,10 @@ fn worker_number(word: &str, workers: u32) -> Option<Result<u32, String>> {
 fn parse_step(text: &str, workers: u32) -> Result<Step, String> {
     let mut w = Words { words: text.split_whitespace().peekable() };
     let verb = w.next().unwrap_or("");
-    let action = match verb {
-        "kill" | "term" | "stop" => {
+    let unknown = || format!("unknown action `{}`; expected {}", clip(verb), actions());
+    let Some(kind) = FaultKind::from_name(verb) else { return Err(unknown()) };
+    let action = match kind {
+        FaultKind::Kill | FaultKind::Term | FaultKind::Stop => {
             let target = match w.next() {
                 Some("holder") => Target::Holder,
                 Some("coordinator") => Target::Coordinator,
@@ -630,13 +669,13 @@ fn parse_step(text: &str, workers: u32) -> Result<Step, String> {
                     None => return Err(format!("bad target `{}`: expected {TARGETS}", clip(t))),
                 },
             };
-            match verb {
-                "kill" => Action::Kill(target),
-                "term" => Action::Term(target),
+            match kind {
+                FaultKind::Kill => Action::Kill(target),
+                FaultKind::Term => Action::Term(target),
                 _ => Action::Stop(target),
             }
         }
-        "restart" => match w.next() {
+        FaultKind::Restart => match w.next() {
             Some("at") => return Err("`restart` needs a worker id before `at`".to_string()),
             None => return Err("`restart` needs a worker id".to_string()),
             Some(t) => match worker_number(t, workers) {
@@ -644,16 +683,16 @@ fn parse_step(text: &str, workers: u32) -> Result<Step, String> {
                 None => return Err(format!("`restart` needs a worker id, found `{}`", clip(t))),
             },
         },
-        "partition" => Action::Partition(Partition { groups: parse_groups(&mut w, workers)? }),
-        "heal" => Action::Heal,
-        "drop" => {
+        FaultKind::Partition => Action::Partition(Partition { groups: parse_groups(&mut w, workers)? }),
+        FaultKind::Heal => Action::Heal,
+        FaultKind::Drop => {
             let p = match w.next() {
                 None | Some("at") => return Err("`drop` needs a probability, like `drop 0.3 1->2`".into()),
                 Some(p) => Probability::parse(p)?,
             };
             Action::Drop(p, parse_links(&mut w, verb, workers)?)
         }
-        "delay" => {
+        FaultKind::Delay => {
             if matches!(w.peek(), None | Some("at")) {
                 return Err("`delay` needs a duration, like `delay 20ms 1->2`".into());
             }
@@ -663,7 +702,12 @@ fn parse_step(text: &str, workers: u32) -> Result<Step, String> {
             }
             Action::Delay(d, parse_links(&mut w, verb, workers)?)
         }
-        other => return Err(format!("unknown action `{}`; expected {ACTIONS}", clip(other))),
+        // Records of what the supervisor did, never written in a plan.
+        FaultKind::Cont
+        | FaultKind::Skip
+        | FaultKind::Teardown
+        | FaultKind::WriteRefused
+        | FaultKind::Restore => return Err(unknown()),
     };
     match w.next() {
         Some("at") => {}
@@ -691,8 +735,7 @@ fn parse_step(text: &str, workers: u32) -> Result<Step, String> {
         }
         Some(_) => When::At(take_duration(&mut w)?),
     };
-    let for_ok =
-        matches!(action, Action::Stop(_) | Action::Partition(_) | Action::Drop(..) | Action::Delay(..));
+    let for_ok = action.takes_for();
     let duration = match w.peek() {
         None => None,
         Some("for") if !for_ok => return Err("`for` only applies to stop, partition, drop and delay".into()),
@@ -931,6 +974,48 @@ mod tests {
             let word = st.to_string().split(' ').next().unwrap().to_string();
             assert_eq!(Some(st.action.kind()), FaultKind::from_name(&word), "{st}");
         }
+    }
+
+    /// The plan's verbs are the kinds of the one vocabulary that are steps; the others
+    /// (what only the supervisor records) are unknown to a plan, named in the error.
+    #[test]
+    fn only_the_kinds_that_are_steps_start_a_step() {
+        for k in FaultKind::ALL {
+            let why = Plan::parse(&format!("{k} 1 at 1s"), 3).err().map(|e| e.why).unwrap_or_default();
+            assert_eq!(why.starts_with("unknown action"), !k.is_step(), "{k}: {why}");
+        }
+        let why = Plan::parse("cont 1 at 1s", 3).unwrap_err().why;
+        assert_eq!(
+            why,
+            "unknown action `cont`; expected kill, term, stop, restart, partition, heal, drop or delay"
+        );
+        // Every kind once, each name its own.
+        let names: std::collections::BTreeSet<&str> = FaultKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert_eq!(names.len(), FaultKind::ALL.len());
+    }
+
+    #[test]
+    fn an_action_names_its_workers_and_its_target() {
+        let steps = Plan::parse(
+            "kill holder at 1s; stop 2 at 1s; restart 1 at 2s; partition 0|1 at 1s; \
+             heal at 1s; drop 0.5 0->2 at 1s",
+            3,
+        )
+        .unwrap()
+        .steps;
+        let got: Vec<(Vec<u32>, Option<Target>)> =
+            steps.iter().map(|s| (s.action.workers(), s.action.target())).collect();
+        assert_eq!(
+            got,
+            [
+                (vec![], Some(Target::Holder)),
+                (vec![2], Some(Target::Worker(2))),
+                (vec![1], None),
+                (vec![0, 1], None),
+                (vec![], None),
+                (vec![0, 2], None)
+            ]
+        );
     }
 
     #[test]
@@ -1533,25 +1618,24 @@ stop coordinator at entry 10 for 300ms
 
     #[test]
     fn nemesis_list() {
-        use NemesisKind::*;
+        use FaultKind::*;
+        const VALID: &str = "kill, stop, restart, partition, drop or delay";
         assert_eq!(parse_nemesis("kill,stop,restart,partition"), Ok(vec![Kill, Stop, Restart, Partition]));
         assert_eq!(parse_nemesis(" partition , kill,kill "), Ok(vec![Partition, Kill]));
+        assert_eq!(parse_nemesis("drop,delay"), Ok(vec![Drop, Delay]));
         assert_eq!(
             parse_nemesis("kill,explode"),
-            Err("unknown nemesis kind `explode`; expected kill, stop, restart or partition".into())
+            Err(format!("unknown nemesis kind `explode`; expected {VALID}"))
         );
-        assert_eq!(
-            parse_nemesis("term"),
-            Err("unknown nemesis kind `term`; expected kill, stop, restart or partition".into())
-        );
+        // Kinds of the vocabulary the nemesis does not draw are refused alike.
+        for word in ["term", "heal", "cont", "skip", "restore"] {
+            assert_eq!(parse_nemesis(word), Err(format!("unknown nemesis kind `{word}`; expected {VALID}")));
+        }
         assert_eq!(
             parse_nemesis("kill,,stop"),
-            Err("empty item in nemesis list `kill,,stop`; expected kill, stop, restart or partition".into())
+            Err(format!("empty item in nemesis list `kill,,stop`; expected {VALID}"))
         );
-        assert_eq!(
-            parse_nemesis(" "),
-            Err("empty nemesis list; expected a comma list of kill, stop, restart or partition".into())
-        );
+        assert_eq!(parse_nemesis(" "), Err(format!("empty nemesis list; expected a comma list of {VALID}")));
         assert_eq!(Kill.to_string(), "kill");
         assert_eq!(Partition.to_string(), "partition");
     }
@@ -1601,10 +1685,21 @@ stop coordinator at entry 10 for 300ms
                     all.sort_unstable();
                     assert_eq!(all, (0..workers).collect::<Vec<_>>());
                 }
+                Action::Drop(p, links) => {
+                    assert!(kinds.contains(&NemesisKind::Drop));
+                    assert!((1..=9).any(|k| p.to_string() == format!("0.{k}")), "{s}");
+                    assert!(links.workers().iter().all(|&w| w < workers), "{s}");
+                }
+                Action::Delay(d, links) => {
+                    assert!(kinds.contains(&NemesisKind::Delay));
+                    let most = (interval.as_millis() / 4).max(1) as u64;
+                    assert!(*d >= ms(1) && *d <= ms(most) && d.subsec_nanos() % 1_000_000 == 0, "{s}");
+                    assert!(links.workers().iter().all(|&w| w < workers), "{s}");
+                }
                 other => panic!("unexpected action {other}"),
             }
             match &s.action {
-                Action::Stop(_) | Action::Partition(_) => {
+                Action::Stop(_) | Action::Partition(_) | Action::Drop(..) | Action::Delay(..) => {
                     let d = s.duration.expect("for");
                     assert!(d >= interval / 4 && d < interval, "{s}");
                 }
@@ -1631,6 +1726,27 @@ stop coordinator at entry 10 for 300ms
                 assert_eq!(Plan::parse(&text, workers), Ok(p), "workers {workers} seed {seed}:\n{text}");
             }
         }
+    }
+
+    /// `drop` and `delay` are drawn as any other kind, and a list without them draws
+    /// the same plan from a seed as before they could be drawn (the test above's 29
+    /// steps).
+    #[test]
+    fn the_nemesis_draws_drop_and_delay_steps_that_replay() {
+        let kinds = [FaultKind::Drop, FaultKind::Delay];
+        for workers in 2..5 {
+            for seed in 0..200 {
+                let p = nemesis(&kinds, ms(40), ms(400), workers, seed).unwrap();
+                assert_eq!(p.steps.len(), 9, "one step per interval: both always apply");
+                check_nemesis(&p, &kinds, ms(40), ms(400), workers);
+                assert_eq!(Plan::parse(&p.to_string(), workers), Ok(p));
+            }
+        }
+        let p = nemesis(&kinds, ms(40), ms(4000), 3, 7).unwrap();
+        let drawn = |k: FaultKind| p.steps.iter().filter(|s| s.action.kind() == k).count();
+        assert!(drawn(FaultKind::Drop) > 10 && drawn(FaultKind::Delay) > 10, "{p}");
+        // With one worker there is no link to act on.
+        assert_eq!(nemesis(&kinds, ms(10), ms(300), 1, 1).unwrap(), Plan::default());
     }
 
     #[test]
@@ -1752,7 +1868,7 @@ mod bounds {
         let word = "x".repeat(1 << 20);
         let e = Plan::parse(&format!("{word} at 1s"), 2).unwrap_err();
         assert_eq!(e.step, format!("{}…", "x".repeat(QUOTE_CHARS)));
-        assert_eq!(e.why, format!("unknown action `{}…`; expected {ACTIONS}", "x".repeat(QUOTE_CHARS)));
+        assert_eq!(e.why, format!("unknown action `{}…`; expected {}", "x".repeat(QUOTE_CHARS), actions()));
         assert!(e.to_string().len() < 400, "{}", e.to_string().len());
         // Control characters are escaped, in the step (Debug) and in the reason.
         let e = Plan::parse("\0\0 at 1s", 2).unwrap_err();
