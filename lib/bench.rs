@@ -36,28 +36,29 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::handoff;
+use crate::registry::Registry;
 use crate::supervisor::probe::ping_pong;
 use crate::supervisor::{self, RunOpts};
 
 /// The options of one benchmark run: no faults, a fresh temp dir, no progress bar.
-fn opts(exe: &Path, algo: &str, n: u32, entries: u64, think_ms: f64) -> RunOpts {
+fn opts(exe: &Path, reg: &Registry, algo: &str, n: u32, entries: u64, think_ms: f64) -> RunOpts {
     RunOpts {
         workers: n,
         entries,
         cs_ms: 0.0,
         think_ms,
         stall_ms: 10_000,
-        // The bench's algorithms are built in, named in this file.
-        ..RunOpts::new(
-            crate::registry::info(algo).unwrap_or_else(|| panic!("{algo} is not registered")),
-            exe.to_path_buf(),
-        )
+        // The bench names its algorithms in this file; `reg` is the command line's registry.
+        ..RunOpts::new(reg.get(algo).unwrap_or_else(|| panic!("{algo} is not registered")), exe.to_path_buf())
     }
 }
 
 /// A mutual-exclusion run: its report, and the part only such a run has.
-fn mutex_run(opts: &RunOpts) -> Result<(supervisor::Report, supervisor::MutexPart), supervisor::RunError> {
-    let r = supervisor::run(opts)?;
+fn mutex_run(
+    opts: &RunOpts,
+    reg: &Registry,
+) -> Result<(supervisor::Report, supervisor::MutexPart), supervisor::RunError> {
+    let r = supervisor::run(opts, reg)?;
     let m = r.mutex().cloned().ok_or_else(|| {
         supervisor::RunError::Failed(format!(
             "{} ran as an election, not as mutual exclusion",
@@ -179,15 +180,15 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Measure [`Recording`] for `algo` with `n` workers, `entries` each.
-fn recording(exe: &Path, algo: &'static str, n: u32, entries: u64) -> Recording {
+fn recording(exe: &Path, reg: &Registry, algo: &'static str, n: u32, entries: u64) -> Recording {
     let ways: [(&'static str, bool, bool); 3] =
         [("off", false, false), ("flight recorder", true, false), ("trace", true, true)];
     let mut got: Vec<(Vec<f64>, Vec<f64>, u32)> = ways.iter().map(|_| (Vec::new(), Vec::new(), 0)).collect();
     for _ in 0..RECORDING_ROUNDS {
         for (i, &(_, flight, trace)) in ways.iter().enumerate() {
-            let o = RunOpts { flight, trace, ..opts(exe, algo, n, entries, 0.0) };
+            let o = RunOpts { flight, trace, ..opts(exe, reg, algo, n, entries, 0.0) };
             let before = cpu_seconds();
-            match mutex_run(&o) {
+            match mutex_run(&o, reg) {
                 Ok((r, m)) if r.ok && m.entries.total > 0 => {
                     let cpu = (cpu_seconds() - before) / m.entries.total as f64 * 1e6;
                     got[i].0.push(m.throughput_per_s);
@@ -462,9 +463,9 @@ fn bare_run(program: &Path, mode: &str, n: u32, k: u64) -> anyhow::Result<(Measu
 }
 
 /// One mutexlab run measured as the baseline is; `None` if it failed or was not clean.
-fn mutexlab_run(exe: &Path, algo: &str, n: u32, k: u64) -> Option<Measured> {
+fn mutexlab_run(exe: &Path, reg: &Registry, algo: &str, n: u32, k: u64) -> Option<Measured> {
     let before = cpu_seconds();
-    let (r, m) = mutex_run(&opts(exe, algo, n, k, 0.0)).ok()?;
+    let (r, m) = mutex_run(&opts(exe, reg, algo, n, k, 0.0), reg).ok()?;
     let cpu = cpu_seconds() - before;
     (r.ok && m.entries.total > 0 && m.throughput_per_s > 0.0)
         .then(|| (cpu * 1e6 / m.entries.total as f64, 1e6 / m.throughput_per_s, m.messages.per_entry))
@@ -472,12 +473,12 @@ fn mutexlab_run(exe: &Path, algo: &str, n: u32, k: u64) -> Option<Measured> {
 
 /// The pairs the bench measures: the token ring beside the bare ring, everything else
 /// beside the bare centralized lock (the cheapest entry with messages this machine has).
-fn baseline_pairs(quick: bool) -> Vec<(&'static str, u32, &'static str)> {
+fn baseline_pairs(reg: &Registry, quick: bool) -> Vec<(&'static str, u32, &'static str)> {
     let mut pairs = vec![("token-ring", 8, "ring"), ("centralized", 8, "central")];
     if !quick {
         pairs.insert(0, ("centralized", 2, "central"));
         pairs.insert(0, ("token-ring", 2, "ring"));
-        for info in crate::registry::registry().iter().filter(|a| {
+        for info in reg.iter().filter(|a| {
             // `flock` sends no message: beside the bare lock's messages it may rightly cost
             // less, which the rule for shares would call an error.
             a.name != "none"
@@ -494,8 +495,15 @@ fn baseline_pairs(quick: bool) -> Vec<(&'static str, u32, &'static str)> {
 
 /// Measure [`Baseline`]: `rounds` rounds, in each every pair's two sides one after the
 /// other (the baseline first in even rounds, mutexlab first in odd ones).
-pub fn baseline(exe: &Path, program: &Path, rounds: u32, k: u64, quick: bool) -> anyhow::Result<Baseline> {
-    let pairs = baseline_pairs(quick);
+pub fn baseline(
+    exe: &Path,
+    reg: &Registry,
+    program: &Path,
+    rounds: u32,
+    k: u64,
+    quick: bool,
+) -> anyhow::Result<Baseline> {
+    let pairs = baseline_pairs(reg, quick);
     let load_before = Load::now();
     let mut got: Vec<Vec<(Measured, Measured)>> = pairs.iter().map(|_| Vec::new()).collect();
     let mut failed = vec![0u32; pairs.len()];
@@ -504,9 +512,9 @@ pub fn baseline(exe: &Path, program: &Path, rounds: u32, k: u64, quick: bool) ->
         for (i, &(algo, n, mode)) in pairs.iter().enumerate() {
             let (mine, bare) = if round % 2 == 0 {
                 let bare = bare_run(program, mode, n, k)?;
-                (mutexlab_run(exe, algo, n, k), bare)
+                (mutexlab_run(exe, reg, algo, n, k), bare)
             } else {
-                let mine = mutexlab_run(exe, algo, n, k);
+                let mine = mutexlab_run(exe, reg, algo, n, k);
                 (mine, bare_run(program, mode, n, k)?)
             };
             frame_bytes = bare.1;
@@ -670,7 +678,7 @@ pub struct BenchRow {
 
 /// k for `algo` with `n` workers, and where it came from: the mean hops of a short
 /// traced saturated run, else the leading number of the notes' claim.
-fn hops(exe: &Path, algo: &str, n: u32, entries: u64) -> (Option<f64>, &'static str) {
+fn hops(exe: &Path, reg: &Registry, algo: &str, n: u32, entries: u64) -> (Option<f64>, &'static str) {
     let measured = (|| {
         let tmp = tempfile::tempdir().ok()?;
         let dir = tmp.path().join("run");
@@ -678,9 +686,9 @@ fn hops(exe: &Path, algo: &str, n: u32, entries: u64) -> (Option<f64>, &'static 
             trace: true,
             keep: true,
             run_dir: Some(dir.clone()),
-            ..opts(exe, algo, n, entries, 0.0)
+            ..opts(exe, reg, algo, n, entries, 0.0)
         };
-        supervisor::run(&o).ok()?;
+        supervisor::run(&o, reg).ok()?;
         let h = handoff::analyse(&dir, None).ok()?;
         // No message at all (flock): nothing sequential but the resource.
         h.mean().or((h.messages_timed == 0).then_some(0.0))
@@ -688,7 +696,7 @@ fn hops(exe: &Path, algo: &str, n: u32, entries: u64) -> (Option<f64>, &'static 
     if let Some(k) = measured {
         return (Some(k), "trace");
     }
-    let claimed = crate::registry::info(algo).and_then(|a| a.claim.as_ref()).and_then(|c| {
+    let claimed = reg.get(algo).and_then(|a| a.claim.as_ref()).and_then(|c| {
         let said = (c.sync)(n);
         let digits: String = said.chars().take_while(char::is_ascii_digit).collect();
         digits.parse::<f64>().ok()
@@ -759,7 +767,13 @@ impl BenchRow {
 
 /// Run the whole benchmark, on one CPU unless `all_cpus`. The table is printed as it
 /// is measured, unless `json`: then nothing is printed and the caller prints the report.
-pub fn run(exe: &Path, quick: bool, all_cpus: bool, json: bool) -> anyhow::Result<BenchReport> {
+pub fn run(
+    exe: &Path,
+    reg: &Registry,
+    quick: bool,
+    all_cpus: bool,
+    json: bool,
+) -> anyhow::Result<BenchReport> {
     let say = |line: String| {
         if !json {
             println!("{line}");
@@ -788,7 +802,7 @@ pub fn run(exe: &Path, quick: bool, all_cpus: bool, json: bool) -> anyhow::Resul
     let sizes: &[u32] = if quick { &[2, 8] } else { &[2, 8, 32] };
     let total: u64 = if quick { 400 } else { 4_000 };
     // C: the resource alone, one worker, nothing to wait for.
-    let alone = mutex_run(&opts(exe, "none", 1, total, 0.0))
+    let alone = mutex_run(&opts(exe, reg, "none", 1, total, 0.0), reg)
         .map_err(|e| anyhow::anyhow!("measuring the resource's cost C (none, -n 1): {e}"))?;
     let c_s = if alone.1.throughput_per_s > 0.0 { 1.0 / alone.1.throughput_per_s } else { 0.0 };
     let t_s = t.as_secs_f64();
@@ -805,14 +819,11 @@ pub fn run(exe: &Path, quick: bool, all_cpus: bool, json: bool) -> anyhow::Resul
     ));
     let mut saturation = Vec::new();
     // Elections have no critical section to saturate; `none` is not a lock.
-    for info in crate::registry::registry()
-        .iter()
-        .filter(|a| a.name != "none" && a.service == crate::algorithm::ServiceKind::Mutex)
-    {
+    for info in reg.iter().filter(|a| a.name != "none" && a.service == crate::algorithm::ServiceKind::Mutex) {
         for &n in sizes {
-            let run = mutex_run(&opts(exe, info.name, n, (total / u64::from(n)).max(1), 0.0));
+            let run = mutex_run(&opts(exe, reg, info.name, n, (total / u64::from(n)).max(1), 0.0), reg);
             // A quarter as many entries traced are enough to count hops.
-            let (k, k_from) = hops(exe, info.name, n, (total / 4 / u64::from(n)).max(5));
+            let (k, k_from) = hops(exe, reg, info.name, n, (total / 4 / u64::from(n)).max(5));
             let limit = k.map(|k| (k, k_from, 1.0 / (c_s + k * t_s)));
             let k_cell = match k {
                 Some(k) if k_from == "claim" => format!("{k:.0} (claim)"),
@@ -851,7 +862,7 @@ pub fn run(exe: &Path, quick: bool, all_cpus: bool, json: bool) -> anyhow::Resul
     let mut light = Vec::new();
     for algo in ["ricart-agrawala", "ricart-agrawala-rc"] {
         let entries = if quick { 25 } else { 100 };
-        let run = mutex_run(&opts(exe, algo, n, entries, think));
+        let run = mutex_run(&opts(exe, reg, algo, n, entries, think), reg);
         say(match &run {
             Ok((r, m)) => format!(
                 "{:<20} {:>4} {:>8} {:>10.2} {:>11}{}",
@@ -871,7 +882,7 @@ pub fn run(exe: &Path, quick: bool, all_cpus: bool, json: bool) -> anyhow::Resul
         "\nRecording: {algo}, N = {n}, saturated; no recording, the flight recorder (default) and \
          --trace, interleaved, medians of {RECORDING_ROUNDS} runs each."
     ));
-    let rec = recording(exe, algo, n, if quick { 100 } else { 500 });
+    let rec = recording(exe, reg, algo, n, if quick { 100 } else { 500 });
     say(format!("{:<16} {:>9} {:>14} {:>10}", "recording", "CS/s", "CPU µs/entry", "CPU vs off"));
     for w in &rec.ways {
         let failed = if w.failed > 0 { format!("  ({} runs failed)", w.failed) } else { String::new() };
@@ -888,7 +899,7 @@ pub fn run(exe: &Path, quick: bool, all_cpus: bool, json: bool) -> anyhow::Resul
         program.display(),
         Load::now().words()
     ));
-    let base = baseline(exe, &program, rounds, k, quick)?;
+    let base = baseline(exe, reg, &program, rounds, k, quick)?;
     for line in baseline_lines(&base) {
         say(line);
     }

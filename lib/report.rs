@@ -571,6 +571,7 @@ mod tests {
             dead: None,
             late_ms,
             standing: None,
+            step: None,
             note: "stop 3 at 2100ms for 1ms".into(),
         };
         let mut s = String::new();

@@ -341,6 +341,47 @@ fn the_same_seed_gives_the_same_nemesis_plan() {
     assert_ne!(plan, c["plan"].as_str().unwrap(), "a different seed should give a different plan");
 }
 
+/// The nemesis draws `delay` and `drop` steps as any other kind (they were refused
+/// before): each one applied is in the report with the `restore` that ends it, and the
+/// plan it saved holds them in the plan's grammar.
+#[test]
+fn the_nemesis_draws_delay_and_drop_steps_and_each_ends_with_its_restore() {
+    let args = [
+        "--algo",
+        "centralized",
+        "-n",
+        "3",
+        "--duration",
+        "0.5",
+        "--stall-ms",
+        "5000",
+        "--nemesis",
+        "delay",
+        "--nemesis-interval",
+        "100",
+        "--seed",
+        "3",
+    ];
+    let (out, j) = run_faulty(&args);
+    // Only held messages, none lost: the run is clean.
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let plan = j["plan"].as_str().unwrap();
+    assert_eq!(plan.lines().count(), 4, "{plan}");
+    assert!(plan.lines().all(|l| l.starts_with("delay ") && l.contains(" for ")), "{plan}");
+    let applied = actions(&j);
+    assert_eq!(applied.iter().filter(|a| *a == "delay").count(), 4, "{applied:?}");
+    // The last one's end may come after the run's.
+    assert!(applied.iter().filter(|a| *a == "restore").count() >= 3, "{applied:?}");
+    let mut drops = args.to_vec();
+    drops[9] = "drop";
+    // A lost request is never sent again: a stall is the algorithm's due, said soon.
+    drops[7] = "1000";
+    let (out, j) = run_faulty(&drops);
+    let plan = j["plan"].as_str().unwrap();
+    assert!(plan.lines().count() == 4 && plan.lines().all(|l| l.starts_with("drop 0.")), "{plan}");
+    assert!(actions(&j).contains(&"drop".to_string()), "{}", stderr(&out));
+}
+
 #[test]
 fn a_saved_plan_replays() {
     let tmp = tempfile::tempdir().unwrap();

@@ -239,7 +239,8 @@ fn command(registry: Registry) -> Outcome {
         Cmd::Trace(a) => cmd_trace(a),
         Cmd::Report { run_dir, output } => cmd_report(run_dir, output.as_deref()),
         Cmd::Bench { quick, all_cpus, json } => {
-            let r = bench::run(&exe(), quick, all_cpus, json).map_err(|e| Error::failed(e.to_string()))?;
+            let r = bench::run(&exe(), registry::registry(), quick, all_cpus, json)
+                .map_err(|e| Error::failed(e.to_string()))?;
             if json {
                 out(&to_json(&r));
             }

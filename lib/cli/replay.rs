@@ -68,9 +68,10 @@ pub(super) fn cmd_replay(a: ReplayArgs) -> Outcome {
         seed: ce.opts.seed,
         ..RunOpts::new(info, exe())
     };
-    match supervisor::run(&opts) {
+    let reg = registry::registry();
+    match supervisor::run(&opts, reg) {
         Ok(r) => {
-            out(&if a.json { to_json(&r) } else { report::replay_summary(&r, steps, registry::registry()) });
+            out(&if a.json { to_json(&r) } else { report::replay_summary(&r, steps, reg) });
             // Beside the run's report, the path it replayed, to step through.
             if r.run_dir_kept {
                 match crate::explore::write_steps_page(info, &ce.opts, &walked, &r.run_path) {

@@ -204,7 +204,7 @@ struct Shared {
     /// Fault plan from a file (one step per line, # comments).
     #[arg(long)]
     faults_file: Option<PathBuf>,
-    /// Random faults from the seed: a list of kill, stop, restart, partition.
+    /// Random faults from the seed: a list of kill, stop, restart, partition, drop, delay.
     #[arg(long)]
     nemesis: Option<String>,
     /// Milliseconds between nemesis faults.
@@ -407,12 +407,14 @@ pub(super) fn cmd_elect(a: ElectArgs) -> Outcome {
 /// What `run` and `elect` do once their options are made: the run, its summary or JSON
 /// object, the page of a kept run, and the exit status.
 fn run_and_report(opts: &RunOpts, sh: &Shared) -> Outcome {
-    match supervisor::run(opts) {
+    // The command line's registry: the one the binary installed, else the built-in one.
+    let reg = registry::registry();
+    match supervisor::run(opts, reg) {
         Ok(r) => {
             if sh.json {
                 out(&to_json(&r));
             } else {
-                out(&report::summary(&r, registry::registry()));
+                out(&report::summary(&r, reg));
             }
             if let Some(line) = report::never_fired_line(&r) {
                 eprintln!("mutexlab: {line}");

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use crate::algos::Shape;
 use crate::control::{Detector, RESOURCE_FILE};
 use crate::faults::{FaultKind, Plan, Standing};
-use crate::registry::AlgoInfo;
+use crate::registry::{AlgoInfo, Registry};
 use crate::resource::Record;
 use crate::supervisor::{self, AppliedFault, Report, RunError, RunOpts};
 
@@ -216,6 +216,7 @@ pub(super) struct Measured {
 /// One repeat (`rep`, from 0) of the two measurement runs; the directories go after.
 pub(super) fn measure_once(
     o: &CompareOpts,
+    reg: &Registry,
     info: &'static AlgoInfo,
     rep: u32,
     tmp: &Path,
@@ -227,15 +228,15 @@ pub(super) fn measure_once(
     let said = |f: Option<fn(u32) -> String>| f.map_or_else(|| "-".to_string(), |f| f(n));
     let seed = o.seed.wrapping_add(u64::from(rep));
     let light_dir = tmp.join(format!("{name}-light-{rep}"));
-    let light = supervisor::run(&RunOpts { seed, ..run_opts(o, info, light_dir.clone(), o.entries, LIGHT) })?;
+    let light =
+        supervisor::run(&RunOpts { seed, ..run_opts(o, info, light_dir.clone(), o.entries, LIGHT) }, reg)?;
     let sat_dir = tmp.join(format!("{name}-saturated-{rep}"));
     // Traced, for the handoffs' hops: a few % of a saturated run's speed, which compare
     // does not measure.
-    let sat = supervisor::run(&RunOpts {
-        trace: true,
-        seed,
-        ..run_opts(o, info, sat_dir.clone(), o.entries, SATURATED)
-    })?;
+    let sat = supervisor::run(
+        &RunOpts { trace: true, seed, ..run_opts(o, info, sat_dir.clone(), o.entries, SATURATED) },
+        reg,
+    )?;
     let records = |dir: &Path| {
         read_records(&dir.join(RESOURCE_FILE))
             .map_err(|e| RunError::Failed(format!("{name}: cannot read {}: {e}", dir.display())))
@@ -424,6 +425,7 @@ pub(super) fn simulate_fault(o: &CompareOpts, info: &AlgoInfo, fault: Fault) -> 
             entries: FAULT_ENTRIES as u32,
             crash,
             drop,
+            links: Vec::new(),
             detector,
             max_steps: SIM_MAX_STEPS,
         });
@@ -481,6 +483,7 @@ pub(super) fn sync_hops(h: crate::handoff::Handoffs, records: Vec<Record>, notes
 /// ([`longest_quiet`]), in ns.
 pub(super) fn fault_run(
     o: &CompareOpts,
+    reg: &Registry,
     info: &'static AlgoInfo,
     fault: Fault,
     rep: u32,
@@ -502,7 +505,7 @@ pub(super) fn fault_run(
             detector: o.detector,
             ..run_opts(o, info, dir, FAULT_ENTRIES, FAULT_TIMING)
         };
-        let r = supervisor::run(&opts)?;
+        let r = supervisor::run(&opts, reg)?;
         if let Some(dir) = &opts.run_dir {
             let gap = read_records(&dir.join(RESOURCE_FILE)).ok().and_then(longest_quiet);
             quiet = quiet.max(gap);
@@ -666,6 +669,7 @@ mod tests {
             dead: Some(2),
             late_ms: None,
             standing: Some(if where_ == "inside" { Standing::Inside } else { Standing::Outside }),
+            step: None,
             note: format!("kill holder at entry 3; w{w} {where_} the critical section"),
         };
         let skip = AppliedFault {

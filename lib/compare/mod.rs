@@ -233,9 +233,9 @@ pub fn compare(
     let run = |job: &Job| -> Result<Done, RunError> {
         let info = infos[job.algo];
         Ok(match job.what {
-            What::Timing { rep } => Done::Measured(Box::new(measure_once(o, info, rep, tmp.path())?)),
+            What::Timing { rep } => Done::Measured(Box::new(measure_once(o, reg, info, rep, tmp.path())?)),
             What::Fault { fault, rep } => {
-                let (run, quiet) = fault_run(o, info, FAULTS[fault], rep, tmp.path())?;
+                let (run, quiet) = fault_run(o, reg, info, FAULTS[fault], rep, tmp.path())?;
                 Done::Fault(run, quiet)
             }
             What::Sim { fault } => Done::Sim(simulate_fault(o, infos[job.algo], FAULTS[fault])),

@@ -174,7 +174,7 @@ pub(super) fn run_real<N: Node<Service: SimService>>(real: &Real, ctx: &Ctx) -> 
             .then(|| ElectOpts { initiators: Initiators::All, settle: Duration::from_millis(300) }),
         ..RunOpts::new(algo, ctx.exe.clone())
     };
-    let report = supervisor::run(&opts).map_err(|e| e.to_string())?;
+    let report = supervisor::run(&opts, reg).map_err(|e| e.to_string())?;
     judge(&Outcome::from(report.clone()), &real.expect).map_err(|why| {
         if !report.run_dir_kept {
             return why;
@@ -287,7 +287,7 @@ mod tests {
 
     #[test]
     fn a_nemesis_test_runs_the_plan_the_command_line_draws_for_its_seed() {
-        use NemesisKind::{Kill, Restart};
+        use faults::FaultKind::{Kill, Restart};
         let real = Real::election(5).nemesis(&[Kill, Restart], 150, 9, 4);
         // `elect --nemesis kill,restart --nemesis-interval 150 --seed 4`: ten intervals'
         // horizon, nine steps.

@@ -7,7 +7,9 @@
 //! the K-th entry of the run and never restarts. Survivors hear of it as under the
 //! perfect detector (the world's `PeerDown`), or never ([`FaultSim::detector`] off: the
 //! notes' world, where a crash looks like slowness). Lost messages are the runtime's
-//! `--drop`: each message sent is lost with a probability, decided as it is sent. The
+//! `--drop`: each message sent is lost with a probability, decided as it is sent; and a
+//! plan's `drop P LINKS at 0ms` ([`plan_faults`]) loses those on its links with its own
+//! probability, for the whole run. The
 //! rest is the seeded scheduler's policy ([`super::Sim`]: stale timers on, timers
 //! racing messages now and then), with its own generator, so one seed is one run.
 //!
@@ -21,7 +23,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::{AppAct, Choice, Failure, Lost, SimApps, SimService, World, WorldEvent, TIMER_RACE};
 use crate::algorithm::{Config, Node};
-use crate::faults::{Action, Step, Target, When};
+use crate::faults::{Action, LinkFault, Plan, Step, Target, When};
 
 /// The crash of one node, right after the run's `at_entry`-th entry; it never restarts.
 /// Written as the supervisor's plan writes it (`kill holder at entry 3`), and made from
@@ -60,6 +62,27 @@ impl CrashAt {
     }
 }
 
+/// The faults of `plan` the simulator makes: at most one `kill <worker|holder|coordinator>
+/// at entry K` ([`CrashAt`]) and any `drop P LINKS at 0ms` without a `for` (for the whole
+/// run: the simulator has no clock to start or end one by). Any other step is refused,
+/// named: a `delay` only makes likelier what its scheduler already may do.
+pub fn plan_faults(plan: &Plan) -> Result<(Option<CrashAt>, Vec<LinkFault>), String> {
+    let (mut crash, mut links) = (None, Vec::new());
+    for step in &plan.steps {
+        match (&step.action, step.when, step.duration) {
+            (Action::Drop(..), When::At(at), None) if at.is_zero() => links.extend(step.action.link_fault()),
+            (Action::Kill(_), ..) if crash.is_none() => crash = Some(CrashAt::from_step(step)?),
+            _ => {
+                return Err(format!(
+                    "the simulator's fault runs make one `kill <worker|holder|coordinator> at entry K` and \
+                     `drop P LINKS at 0ms` steps, not `{step}`"
+                ))
+            }
+        }
+    }
+    Ok((crash, links))
+}
+
 /// One seeded run with one fault.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FaultSim {
@@ -73,6 +96,8 @@ pub struct FaultSim {
     pub crash: Option<CrashAt>,
     /// Each message sent is lost with this probability (0: none).
     pub drop: f64,
+    /// And each one on these links with theirs (a plan's `drop` steps, [`plan_faults`]).
+    pub links: Vec<LinkFault>,
     /// Survivors hear of a crash (the perfect detector); off, they never do.
     pub detector: bool,
     /// The step at which a run that has not finished is called [`Ending::StepLimit`].
@@ -124,7 +149,8 @@ where
     if f.crash.is_some() {
         world = world.crashes(1, |_| true);
     }
-    if f.drop > 0.0 {
+    let losing = f.drop > 0.0 || f.links.iter().any(|l| l.drop > 0.0);
+    if losing {
         world = world.lose(u32::MAX);
     }
     let mut rng = ChaCha8Rng::seed_from_u64(f.seed);
@@ -154,7 +180,7 @@ where
     loop {
         // Losses first, for what the last step sent: newest first, so that the indices
         // of the ones still to decide stay right.
-        if f.drop > 0.0 && !sent.is_empty() {
+        if losing && !sent.is_empty() {
             let mut on_link = std::collections::BTreeMap::<(u32, u32), u32>::new();
             for (from, to, _) in world.in_flight() {
                 *on_link.entry((from.0, to.0)).or_default() += 1;
@@ -165,7 +191,13 @@ where
                 let Some(index) = on_link.get(&(from, to)).and_then(|c| c.checked_sub(later + 1)) else {
                     continue;
                 };
-                if rng.random_bool(f.drop) {
+                // `--drop` first, then each link fault on the way, as the runtime does.
+                let lost = (f.drop > 0.0 && rng.random_bool(f.drop))
+                    || f.links
+                        .iter()
+                        .filter(|l| l.drop > 0.0 && l.links.carries(from, to))
+                        .any(|l| rng.random_bool(l.drop));
+                if lost {
                     if let Err(e) = world.apply(Choice::Lose { from, to, index }, &mut |_, _| {}) {
                         report.ending = Err(e);
                         return report;
@@ -250,7 +282,7 @@ mod tests {
     use crate::algos::token_ring::TokenRing;
 
     fn sim(crash: Option<CrashAt>, drop: f64, seed: u64) -> FaultSim {
-        FaultSim { n: 4, seed, entries: 5, crash, drop, detector: true, max_steps: 50_000 }
+        FaultSim { n: 4, seed, entries: 5, crash, drop, links: Vec::new(), detector: true, max_steps: 50_000 }
     }
 
     /// The crash of a one-step plan, written as `--faults` takes it.
@@ -297,6 +329,44 @@ mod tests {
             assert!(matches!(r.crashed, Some((_, true))), "seed {seed}: {r:?}");
             assert_eq!(r.ending, Ok(Ending::Stuck), "seed {seed}: {r:?}");
         }
+    }
+
+    /// A plan's `drop` step loses the messages of its links only: w0's requests to the
+    /// coordinator, lost every one, stall w0; a link no message takes loses nothing.
+    #[test]
+    fn a_plan_s_drop_step_loses_the_messages_of_its_links() {
+        let plan = |text: &str| plan_faults(&crate::faults::Plan::parse(text, 4).unwrap());
+        for seed in 0..5 {
+            let (crash, links) = plan("drop 1 0->3 at 0ms").unwrap();
+            let r = fault_run::<Centralized>(&FaultSim { links, ..sim(crash, 0.0, seed) });
+            assert!(r.lost > 0, "seed {seed}: {r:?}");
+            assert_eq!(r.ending, Ok(Ending::Stuck), "seed {seed}: {r:?}");
+            // Negative control: clients of the centralized lock never talk to each other.
+            let (crash, links) = plan("drop 1 1->2 at 0ms").unwrap();
+            let r = fault_run::<Centralized>(&FaultSim { links, ..sim(crash, 0.0, seed) });
+            assert_eq!((r.ending, r.lost), (Ok(Ending::Finished), 0), "seed {seed}");
+        }
+        // A link fault draws only for the messages on its links: beside `--drop`, one on
+        // a link nobody uses leaves the seed's run as it was.
+        assert_eq!(
+            fault_run::<Centralized>(&sim(None, 0.3, 9)),
+            fault_run::<Centralized>(&FaultSim {
+                links: plan("drop 1 1->2 at 0ms").unwrap().1,
+                ..sim(None, 0.3, 9)
+            })
+        );
+        let (crash, links) = plan("kill holder at entry 3; drop 0.5 2 at 0ms").unwrap();
+        assert_eq!((crash.map(|c| c.victim()), links.len()), (Some(Target::Holder), 1));
+        for refused in
+            ["delay 5ms 1 at 0ms", "drop 0.5 1 at 300ms", "drop 0.5 1 at 0ms for 1s", "stop 1 at 1s"]
+        {
+            let e = plan(refused).unwrap_err();
+            assert!(
+                e.ends_with(&format!("not `{}`", crate::faults::Plan::parse(refused, 4).unwrap().steps[0])),
+                "{e}"
+            );
+        }
+        assert!(plan("kill 0 at entry 1; kill 1 at entry 2").is_err(), "one crash only");
     }
 
     #[test]

@@ -120,7 +120,7 @@ pub mod superpeer;
 mod world;
 pub use app::{ElectionApps, MutexApps, SimApps, SimService};
 pub use event::{AppAct, Lost, Observer, WorldEvent};
-pub use fault::{fault_run, CrashAt, Ending, FaultSim, FaultSimReport};
+pub use fault::{fault_run, plan_faults, CrashAt, Ending, FaultSim, FaultSimReport};
 pub use world::{Choice, World};
 
 /// How many recent events a [`SimError`] carries.

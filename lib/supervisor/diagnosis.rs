@@ -429,7 +429,8 @@ mod tests {
         ]);
         let kernel = [None, None, Some(ProcState::Stopped), None, None, Some(ProcState::Active('S'))];
         let mut faults = Nemesis::new(Vec::new());
-        faults.partition(vec![vec![0, 1], vec![2, 3, 4, 5]].into());
+        let made = crate::faults::Plan::parse("partition 0,1|2,3,4,5 at 0ms", 6).unwrap().steps.remove(0);
+        faults.partition(vec![vec![0, 1], vec![2, 3, 4, 5]].into(), made);
         let stall = Stall {
             window: Duration::from_secs(5),
             lag: Duration::from_millis(100),
@@ -528,6 +529,7 @@ mod tests {
             dead: None,
             late_ms: None,
             standing: None,
+            step: crate::faults::Plan::parse("kill 3 at 100ms", 4).unwrap().steps.pop(),
             note: "kill 3 at 100ms".into(),
         });
         let stall = Stall {

@@ -52,7 +52,7 @@ use crate::audit;
 use crate::auth::Secret;
 pub use crate::control::MAX_WORKERS;
 use crate::control::{self, PendingState, ToSupervisor, ToWorker};
-use crate::registry::AlgoInfo;
+use crate::registry::{AlgoInfo, Registry};
 use crate::resource;
 
 mod diagnosis;
@@ -83,7 +83,7 @@ pub use options::{
 use processes::{Life, Processes, Slot};
 use progress::Progress;
 pub use replay::Replay;
-use replay::Walk;
+use replay::{Walk, Walked};
 #[cfg(test)]
 pub(crate) use report::samples;
 use report::Outcome;
@@ -148,16 +148,17 @@ fn interrupt_hook(dir: &Path, tx: Sender<Event>) -> crate::interrupt::Hook {
 /// Run a whole experiment of either service and audit its evidence: a mutual-exclusion
 /// run's resource file, or an election's leader file (`opts.elect` set). Before an
 /// election the one-way message time T is measured, on this machine, so the time to
-/// elect can be given in message times.
-pub fn run(opts: &RunOpts) -> Result<Report, RunError> {
+/// elect can be given in message times. `reg` is the registry `opts.algo` was chosen
+/// from: a refusal names its algorithms.
+pub fn run(opts: &RunOpts, reg: &Registry) -> Result<Report, RunError> {
     let evidence = match opts.elect {
         None => Evidence::Resource,
         Some(_) => {
-            validate(opts)?;
+            validate(opts, reg)?;
             Evidence::Leaders(probe::ping_pong(&opts.exe, 500).ok().map(|t| t + options::ms(opts.latency_ms)))
         }
     };
-    execute(opts, &evidence)
+    execute(opts, reg, &evidence)
 }
 
 /// How long two workers may both believe themselves leader in an election run before
@@ -168,8 +169,8 @@ pub const HANDOVER: Duration = Duration::from_millis(250);
 /// The sequence every run follows: make the run directory, drive the run, tear it down
 /// in order, read the fault log, audit the run's evidence and report. The directory is
 /// removed after a clean run unless `--keep`; the report says whether it was kept.
-fn execute(opts: &RunOpts, evidence: &Evidence) -> Result<Report, RunError> {
-    let info = validate(opts)?;
+fn execute(opts: &RunOpts, reg: &Registry, evidence: &Evidence) -> Result<Report, RunError> {
+    let info = validate(opts, reg)?;
     if let (Some(store), None) = (&opts.store, &opts.run_dir) {
         store::check(store).map_err(RunError::Usage)?;
     }
@@ -379,7 +380,7 @@ impl<'a> Supervisor<'a> {
             self.start_worker(id);
         }
         match &self.opts.replay {
-            Some(replay) => self.walk(replay)?,
+            Some(replay) => self.replay(replay)?,
             None => self.wait_until(Self::all_done, "running")?,
         }
         if self.opts.elect.is_some() && self.opts.replay.is_none() {
@@ -504,13 +505,7 @@ impl<'a> Supervisor<'a> {
             // A round meant to end within its tick (the plan's next event, at most); what it
             // takes beyond is the loop's own lag.
             let (round, tick) = (Instant::now(), self.nemesis.tick(self.started));
-            match self.rx.recv_timeout(tick) {
-                Ok(ev) => self.handle(ev, phase)?,
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err(RunError::Failed("event channel closed".into()))
-                }
-            }
+            self.serve(tick, phase)?;
             self.check_progress(phase)?;
             if phase == "running" {
                 let (nemesis, mut run) = self.nemesis();
@@ -519,6 +514,15 @@ impl<'a> Supervisor<'a> {
             self.progress.fell_behind(round.elapsed().saturating_sub(tick));
         }
         Ok(())
+    }
+
+    /// Handle the next event, if one comes within `wait`.
+    fn serve(&mut self, wait: Duration, phase: &str) -> Result<(), RunError> {
+        match self.rx.recv_timeout(wait) {
+            Ok(ev) => self.handle(ev, phase),
+            Err(RecvTimeoutError::Timeout) => Ok(()),
+            Err(RecvTimeoutError::Disconnected) => Err(RunError::Failed("event channel closed".into())),
+        }
     }
 
     fn handle(&mut self, ev: Event, phase: &str) -> Result<(), RunError> {
@@ -636,6 +640,39 @@ impl<'a> Supervisor<'a> {
 }
 
 impl Supervisor<'_> {
+    /// Drive a replay's walk ([`Walk`]) to its end, serving events while it waits, then
+    /// record the end. A step the real run cannot take ends the run with its line.
+    fn replay(&mut self, replay: &Replay) -> Result<(), RunError> {
+        loop {
+            if interrupted() {
+                return Err(RunError::Interrupted(self.dir.clone()));
+            }
+            let run = Run {
+                procs: &mut self.procs,
+                progress: &mut self.progress,
+                opts: self.opts,
+                started: self.started,
+            };
+            match self.walk.advance(replay, &mut self.nemesis, run)? {
+                Walked::Done => break,
+                Walked::Waiting(until) => {
+                    self.serve(until.saturating_duration_since(Instant::now()), "replaying")?
+                }
+                Walked::Cannot(line) => {
+                    self.finished.get_or_insert_with(Instant::now);
+                    self.breach = Some(line.clone());
+                    return Err(RunError::Failed(line));
+                }
+            }
+        }
+        self.finished = Some(Instant::now());
+        // Whatever the last step left open was cut short by the end, not a violation.
+        let window = self.started.map_or(Duration::ZERO, |s| s.elapsed()) + Duration::from_secs(1);
+        let why = RunError::Usage("end of the replay".into());
+        self.nemesis.teardown(&self.dir, self.started, &why, resource::monotonic_ns(), window);
+        Ok(())
+    }
+
     /// The nemesis, and the run it acts on (lent for one call).
     fn nemesis(&mut self) -> (&mut Nemesis, Run<'_>) {
         let run = Run {
@@ -806,7 +843,7 @@ mod tests {
     /// A supervisor for `opts` in `dir` with no worker started: for the parts that can be
     /// tested without processes.
     pub(super) fn idle<'a>(opts: &'a RunOpts, dir: &Path) -> Supervisor<'a> {
-        let info = validate(opts).unwrap();
+        let info = validate(opts, &Registry::builtin()).unwrap();
         let (tx, rx) = mpsc::channel();
         Supervisor::new(opts, info, dir, tx, rx).unwrap()
     }

@@ -72,12 +72,12 @@ pub(super) struct Nemesis {
     applied: Vec<AppliedFault>,
     /// `faults.log`, once the run has a plan (or a teardown to record).
     log: Option<std::fs::File>,
-    /// The partition in force (its generation and groups), if any.
-    partition: Option<(u64, Partition)>,
+    /// The partition in force (its generation, groups and the step that made it), if any.
+    partition: Option<(u64, Partition, Step)>,
     /// Partitions applied so far: each gets the next generation.
     partitions: u64,
-    /// The `drop` and `delay` steps in force: each one's number, its text and what it does.
-    links: Vec<(u64, String, LinkFault)>,
+    /// The `drop` and `delay` steps in force: each one's number, the step and what it does.
+    links: Vec<(u64, Step, LinkFault)>,
     /// Changes to `links` so far: the version each worker is told ([`Slot::links_view`]).
     links_version: u64,
     /// When the fault being applied was due, if it had a time (see [`LATE`]).
@@ -138,21 +138,21 @@ impl Nemesis {
 
     /// The partition in force, if any: its groups, and when it was applied (ms into the run).
     pub(super) fn partition_in_force(&self) -> Option<(&Partition, Option<f64>)> {
-        let (_, p) = self.partition.as_ref()?;
+        let (_, p, _) = self.partition.as_ref()?;
         let since = self.applied.iter().rev().find(|f| f.action == FaultKind::Partition).map(|f| f.at_ms);
         Some((p, since))
     }
 
-    /// The `drop` steps applied so far, as the fault log notes them, with when (ms into
-    /// the run): what a stall's diagnosis names, since a message lost is never resent.
-    pub(super) fn drops(&self) -> Vec<(&str, f64)> {
+    /// The `drop` steps applied so far, with when (ms into the run): what a stall's
+    /// diagnosis names, since a message lost is never resent.
+    pub(super) fn drops(&self) -> Vec<(&Step, f64)> {
         let drops = self.applied.iter().filter(|f| f.action == FaultKind::Drop);
-        drops.map(|f| (f.note.as_str(), f.at_ms)).collect()
+        drops.filter_map(|f| Some((f.step.as_ref()?, f.at_ms))).collect()
     }
 
     /// Which side of the partition in force worker `w` is on, if one is.
     pub(super) fn side(&self, w: usize) -> Option<usize> {
-        self.partition.as_ref().and_then(|(_, p)| p.side(w as u32))
+        self.partition.as_ref().and_then(|(_, p, _)| p.side(w as u32))
     }
 
     /// How long the main loop may sleep, given when the run `started`: briefly while a
@@ -223,18 +223,18 @@ impl Nemesis {
         self.undo.push((at, undo));
     }
 
-    /// Put `p` in force as the next generation of partition; returns its generation
-    /// (for its heal, [`Undo::Heal`]).
-    pub(super) fn partition(&mut self, p: Partition) -> u64 {
+    /// Put `p` in force as the next generation of partition, made by `step`; returns
+    /// its generation (for its heal, [`Undo::Heal`]).
+    pub(super) fn partition(&mut self, p: Partition, step: Step) -> u64 {
         self.partitions += 1;
         let generation = self.partitions;
-        self.partition = Some((generation, p));
+        self.partition = Some((generation, p, step));
         generation
     }
 
     /// Whether the partition of `generation` is still the one in force.
     pub(super) fn in_force(&self, generation: u64) -> bool {
-        self.partition.as_ref().is_some_and(|(g, _)| *g == generation)
+        self.partition.as_ref().is_some_and(|(g, _, _)| *g == generation)
     }
 
     /// End the partition in force.
@@ -267,6 +267,7 @@ impl Nemesis {
             dead: None,
             late_ms: late.map(|l| l.as_secs_f64() * 1e3),
             standing: None,
+            step: None,
             note,
         }
     }
@@ -301,16 +302,25 @@ impl Nemesis {
         self.fault(run.started, action, slot, signal, note)
     }
 
-    /// Make a fault and log it at once: for what acts on no process, or has acted.
-    fn record(&mut self, run: &mut Run<'_>, action: FaultKind, worker: Option<usize>, note: String) {
-        let f = self.fault_on(run, action, worker, None, note);
+    /// Make a fault of plan step `step` (if a step asked for it) and log it at once: for
+    /// what acts on no process, or has acted.
+    fn record(
+        &mut self,
+        run: &mut Run<'_>,
+        action: FaultKind,
+        step: Option<&Step>,
+        worker: Option<usize>,
+        note: String,
+    ) {
+        let mut f = self.fault_on(run, action, worker, None, note);
+        f.step = step.cloned();
         self.commit(run.progress, f);
     }
 
-    /// Record that step `text` was skipped because worker `w` is not running, and why.
-    fn skip_not_running(&mut self, run: &mut Run<'_>, w: usize, text: &str) {
+    /// Record that step `st` was skipped because worker `w` is not running, and why.
+    fn skip_not_running(&mut self, run: &mut Run<'_>, w: usize, st: &Step) {
         let why = self.not_running(w, &run.procs.slots[w]);
-        self.record(run, FaultKind::Skip, Some(w), format!("{text}: {why}"));
+        self.record(run, FaultKind::Skip, Some(st), Some(w), format!("{st}: {why}"));
     }
 
     /// The faults applied since the record held `before`.
@@ -335,7 +345,8 @@ impl Nemesis {
                 // A later partition is not cut short by an earlier one's timer.
                 Undo::Heal { generation } => {
                     if self.in_force(generation) {
-                        self.heal(run, "partition over");
+                        let made = self.partition.as_ref().map(|(_, _, st)| st.clone());
+                        self.heal(run, made.as_ref(), "partition over");
                     }
                 }
                 Undo::Restore { number } => self.restore(run, number),
@@ -404,8 +415,8 @@ impl Nemesis {
         let text = st.to_string();
         // Who is inside now: an earlier step of this round may have taken a while.
         run.progress.poll(run.started);
-        let target = match &st.action {
-            Action::Kill(t) | Action::Term(t) | Action::Stop(t) => match self.resolve(run, *t) {
+        let target = match st.action.target() {
+            Some(t) => match self.resolve(run, t) {
                 Some(w) => Some(w),
                 None => {
                     let why = if run.opts.elect.is_some() {
@@ -413,17 +424,17 @@ impl Nemesis {
                     } else {
                         "no live worker has entered yet"
                     };
-                    self.record(run, FaultKind::Skip, None, format!("{text}: {why}"));
+                    self.record(run, FaultKind::Skip, Some(st), None, format!("{text}: {why}"));
                     return Ok(());
                 }
             },
-            _ => None,
+            None => None,
         };
         match &st.action {
             Action::Kill(_) | Action::Term(_) => {
                 let w = target.expect("resolved above");
                 if !run.procs.slots[w].alive() {
-                    self.skip_not_running(run, w, &text);
+                    self.skip_not_running(run, w, st);
                     return Ok(());
                 }
                 let sig =
@@ -432,6 +443,7 @@ impl Nemesis {
                 let stood = Self::standing(run, w);
                 let mut fault = self.fault_on(run, kind, Some(w), Some(sig), format!("{text}; w{w} {stood}"));
                 fault.standing = Some(stood);
+                fault.step = Some(st.clone());
                 fault.dead = Some(run.procs.end(w, sig));
                 self.commit(run.progress, fault);
                 run.procs.drop_link(w);
@@ -442,13 +454,14 @@ impl Nemesis {
             Action::Stop(_) => {
                 let w = target.expect("resolved above");
                 if run.procs.slots[w].life != Life::Running {
-                    self.skip_not_running(run, w, &text);
+                    self.skip_not_running(run, w, st);
                     return Ok(());
                 }
                 let stood = Self::standing(run, w);
                 let note = format!("{text}; w{w} {stood}");
                 let mut fault = self.fault_on(run, st.action.kind(), Some(w), Some(Signal::SIGSTOP), note);
                 fault.standing = Some(stood);
+                fault.step = Some(st.clone());
                 match run.procs.pause(w) {
                     Paused::Stopped => {
                         self.commit(run.progress, fault);
@@ -460,24 +473,26 @@ impl Nemesis {
                     Paused::Exited => {
                         run.progress.forget(w, run.started);
                         let note = format!("{text}: w{w} exited before it stopped");
-                        self.record(run, FaultKind::Skip, Some(w), note);
+                        self.record(run, FaultKind::Skip, Some(st), Some(w), note);
                     }
                     Paused::Lost(e) => {
-                        self.record(run, FaultKind::Skip, Some(w), format!("{text}: waitpid failed: {e}"));
+                        let note = format!("{text}: waitpid failed: {e}");
+                        self.record(run, FaultKind::Skip, Some(st), Some(w), note);
                     }
                 }
             }
             Action::Restart(w) => {
                 let w = *w as usize;
                 if run.procs.slots[w].alive() {
-                    self.record(run, FaultKind::Skip, Some(w), format!("{text}: w{w} is alive"));
+                    self.record(run, FaultKind::Skip, Some(st), Some(w), format!("{text}: w{w} is alive"));
                     return Ok(());
                 }
                 let inc = run.procs.slots[w].incarnation + 1;
                 // Every EXIT it wrote, in all its lives (the file was read just above).
                 let before = run.progress.tail().exits_by_worker[w];
                 run.procs.launch(run.opts, run.started, w, inc, before)?;
-                self.record(run, st.action.kind(), Some(w), format!("{text}; resumes after entry {before}"));
+                let note = format!("{text}; resumes after entry {before}");
+                self.record(run, st.action.kind(), Some(st), Some(w), note);
                 // Tell everyone already running which life of w to believe from now on;
                 // workers started later learn it from their Start.
                 let running: Vec<usize> =
@@ -487,8 +502,8 @@ impl Nemesis {
                 }
             }
             Action::Partition(p) => {
-                let generation = self.partition(p.clone());
-                self.record(run, st.action.kind(), None, text);
+                let generation = self.partition(p.clone(), st.clone());
+                self.record(run, st.action.kind(), Some(st), None, text);
                 for id in 0..run.procs.slots.len() {
                     self.sync_partition(run.procs, id);
                 }
@@ -496,13 +511,13 @@ impl Nemesis {
                     self.later(Instant::now() + d, Undo::Heal { generation });
                 }
             }
-            Action::Heal => self.heal(run, &text),
+            Action::Heal => self.heal(run, Some(st), &text),
             Action::Drop(..) | Action::Delay(..) => {
                 let fault = st.action.link_fault().expect("a drop or a delay");
-                self.record(run, st.action.kind(), None, text.clone());
+                self.record(run, st.action.kind(), Some(st), None, text);
                 self.links_version += 1;
                 let number = self.links_version;
-                self.links.push((number, text, fault));
+                self.links.push((number, st.clone(), fault));
                 self.sync_all_links(run.procs);
                 if let Some(d) = st.duration {
                     self.later(Instant::now() + d, Undo::Restore { number });
@@ -515,9 +530,9 @@ impl Nemesis {
     /// End the `drop` or `delay` step of `number`, and tell every worker.
     fn restore(&mut self, run: &mut Run<'_>, number: u64) {
         let Some(i) = self.links.iter().position(|(n, _, _)| *n == number) else { return };
-        let (_, text, _) = self.links.remove(i);
+        let (_, st, _) = self.links.remove(i);
         self.links_version += 1;
-        self.record(run, FaultKind::Restore, None, format!("`{text}` over"));
+        self.record(run, FaultKind::Restore, Some(&st), None, format!("`{st}` over"));
         self.sync_all_links(run.procs);
     }
 
@@ -543,8 +558,12 @@ impl Nemesis {
 
     /// Continue paused worker `w` of `run`, first handing its socket the partition state
     /// it missed while paused (nothing is sent to a paused worker: it does not read).
+    /// The record holds the step that paused it.
     pub(super) fn cont(&mut self, run: &mut Run<'_>, w: usize, why: &str) -> AppliedFault {
-        let fault = self.fault_on(run, FaultKind::Cont, Some(w), Some(Signal::SIGCONT), why.to_string());
+        let mut fault = self.fault_on(run, FaultKind::Cont, Some(w), Some(Signal::SIGCONT), why.to_string());
+        let paused =
+            self.applied.iter().rev().find(|f| f.worker == Some(w as u32) && f.action == FaultKind::Stop);
+        fault.step = paused.and_then(|f| f.step.clone());
         run.procs.slots[w].life = Life::Running;
         let links = self.links_update(&mut run.procs.slots[w]).is_some_and(|msg| run.procs.send(w, &msg));
         if self.sync_partition(run.procs, w) | links {
@@ -555,9 +574,11 @@ impl Nemesis {
         fault
     }
 
-    fn heal(&mut self, run: &mut Run<'_>, why: &str) {
+    /// End the partition in force: a plan's `heal` step, or the end of the `for` of the
+    /// partition `step`.
+    fn heal(&mut self, run: &mut Run<'_>, step: Option<&Step>, why: &str) {
         self.end_partition();
-        self.record(run, FaultKind::Heal, None, why.to_string());
+        self.record(run, FaultKind::Heal, step, None, why.to_string());
         for id in 0..run.procs.slots.len() {
             self.sync_partition(run.procs, id);
         }
@@ -579,7 +600,7 @@ impl Nemesis {
         let cause =
             self.applied.iter().rev().find(|f| f.worker == Some(w as u32) && f.action.acts_on_a_life());
         let by = |f: &AppliedFault| {
-            let step = f.note.split(';').next().unwrap_or_default();
+            let step = f.step.as_ref().map(Step::to_string).unwrap_or_default();
             let late = f.late_ms.map(|l| format!(", {l:.1} ms late")).unwrap_or_default();
             format!("`{step}` at {:.1} ms{late}", f.at_ms)
         };
@@ -600,12 +621,12 @@ impl Nemesis {
     /// anything: only a started, running worker is told (a paused one does not read; it
     /// is brought up to date when continued). Counts it as told.
     pub(super) fn partition_update(&self, s: &mut Slot) -> Option<ToWorker> {
-        let current = self.partition.as_ref().map(|(g, _)| *g);
+        let current = self.partition.as_ref().map(|(g, _, _)| *g);
         if !s.started || s.life != Life::Running || s.view == current {
             return None;
         }
         s.view = current;
-        Some(ToWorker::Partition(self.partition.as_ref().map(|(_, p)| p.clone())))
+        Some(ToWorker::Partition(self.partition.as_ref().map(|(_, p, _)| p.clone())))
     }
 
     /// The run failed or was interrupted (`why`) and has been torn down: record it in
@@ -695,6 +716,7 @@ mod tests {
             dead: None,
             late_ms: None,
             standing: None,
+            step: None,
             note: String::new(),
         }
     }
@@ -728,7 +750,7 @@ mod tests {
         let (nemesis, mut run) = sup.nemesis();
         let kill = AppliedFault { worker: Some(1), dead: Some(1_500), late_ms: Some(6.5), ..bare("kill") };
         nemesis.commit(run.progress, kill);
-        nemesis.record(&mut run, FaultKind::Skip, None, "stop w9: no such worker".into());
+        nemesis.record(&mut run, FaultKind::Skip, None, None, "stop w9: no such worker".into());
         // Only the first line of a failure's message: the log is one line per fault.
         let (t, ended, window) = sup.teardown(&RunError::Failed("worker w0 died\n  and more".into()), 1_700);
         let log = std::fs::read_to_string(&path).unwrap();
@@ -781,8 +803,10 @@ mod tests {
         sup.started = Some(Instant::now() - Duration::from_millis(250));
         // What two earlier faults did, each late itself.
         sup.procs.slots[0].life = Life::Exited;
+        let step = |text: &str| crate::faults::Plan::parse(text, 3).unwrap().steps.pop();
         let note = "kill 0 at 50ms; w0 outside the critical section".to_string();
         sup.nemesis.applied.push(AppliedFault {
+            step: step("kill 0 at 50ms"),
             worker: Some(0),
             at_ms: 56.5,
             late_ms: Some(6.5),
@@ -790,8 +814,9 @@ mod tests {
             ..bare("kill")
         });
         sup.procs.slots[1].life = Life::Stopped;
-        let note = "stop 1 at 60ms for 1s; w1 inside the critical section".to_string();
+        let note = "stop 1 at 60ms for 1000ms; w1 inside the critical section".to_string();
         sup.nemesis.applied.push(AppliedFault {
+            step: step("stop 1 at 60ms for 1s"),
             worker: Some(1),
             at_ms: 62.0,
             late_ms: Some(2.0),
@@ -809,7 +834,7 @@ mod tests {
         );
         assert_eq!(
             (stop.action.as_str(), stop.note.as_str()),
-            ("skip", "stop 1 at 120ms: w1 is paused, by `stop 1 at 60ms for 1s` at 62.0 ms, 2.0 ms late")
+            ("skip", "stop 1 at 120ms: w1 is paused, by `stop 1 at 60ms for 1000ms` at 62.0 ms, 2.0 ms late")
         );
         assert_eq!(partition.action, FaultKind::Partition);
         // Each at least as late as the supervisor was behind its time.
@@ -901,9 +926,9 @@ mod tests {
         assert!(faults.never_fired().is_empty() && faults.settled());
         // Partitions get generations; a heal due for an older one finds it out of force.
         let now = Instant::now();
-        let first = faults.partition(vec![vec![0], vec![1, 2]].into());
+        let first = faults.partition(vec![vec![0], vec![1, 2]].into(), step(When::Entry(1)));
         faults.later(now + ms(50), Undo::Heal { generation: first });
-        let second = faults.partition(vec![vec![0, 1], vec![2]].into());
+        let second = faults.partition(vec![vec![0, 1], vec![2]].into(), step(When::Entry(2)));
         assert!(!faults.in_force(first) && faults.in_force(second));
         assert!(!faults.settled(), "the first partition's heal is still to come");
         assert!(faults.take_due_undos(now).is_empty());
@@ -929,7 +954,10 @@ mod tests {
         let (nemesis, mut run) = sup.nemesis();
         let applied = nemesis.apply_due(&mut run).unwrap();
         assert_eq!(applied.iter().map(|f| f.action).collect::<Vec<_>>(), [FaultKind::Drop]);
-        assert_eq!(sup.nemesis.drops(), [("drop 0.5 0->1 at 0ms for 10ms", applied[0].at_ms)]);
+        let drops: Vec<(String, f64)> =
+            sup.nemesis.drops().into_iter().map(|(st, at)| (st.to_string(), at)).collect();
+        assert_eq!(drops, [("drop 0.5 0->1 at 0ms for 10ms".to_string(), applied[0].at_ms)]);
+        assert_eq!(applied[0].step.as_ref(), Some(&opts.plan.steps[0]), "the record holds the step, typed");
         let fault = crate::faults::LinkFault {
             links: crate::faults::Links::Link(0, 1),
             drop: 0.5,
@@ -951,6 +979,7 @@ mod tests {
             (last.action, last.note.as_str()),
             (FaultKind::Restore, "`drop 0.5 0->1 at 0ms for 10ms` over")
         );
+        assert_eq!(last.step.as_ref(), Some(&opts.plan.steps[0]), "a restore holds the step it ends");
         assert_eq!(told(&sup.nemesis, &mut slot), format!("{:?}", Some(ToWorker::Links(vec![]))));
         assert_eq!(told(&sup.nemesis, &mut slot), none);
         assert!(sup.nemesis.settled());
@@ -970,7 +999,7 @@ mod tests {
             format!("{:?}", None::<ToWorker>),
             "nothing in force, nothing sent yet"
         );
-        faults.partition(vec![vec![0], vec![1]].into());
+        faults.partition(vec![vec![0], vec![1]].into(), step(When::Entry(1)));
         slot.life = Life::Stopped;
         assert_eq!(
             told(&faults, &mut slot),

@@ -8,8 +8,8 @@ use std::time::Duration;
 use super::{RunError, MAX_WORKERS};
 use crate::algorithm::{ServiceKind, Timing};
 use crate::control::{Detector, WorkerSettings};
-use crate::faults::{Action, Plan, Target};
-use crate::registry::{self as algos, AlgoInfo};
+use crate::faults::{Plan, Target};
+use crate::registry::{AlgoInfo, Registry};
 
 /// How to run.
 #[derive(Clone, Debug)]
@@ -222,8 +222,9 @@ pub fn check_workers(workers: u32) -> Result<(), RunError> {
     Ok(())
 }
 
-/// Check options that do not need the file system.
-pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
+/// Check options that do not need the file system. An option the algorithm has no use
+/// for is refused naming those of `reg`, the registry it was chosen from, that have one.
+pub fn validate(opts: &RunOpts, reg: &Registry) -> Result<&'static AlgoInfo, RunError> {
     let info = match &opts.external {
         None => opts.algo,
         Some(e) => {
@@ -270,16 +271,7 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
     // A plan parsed for this many workers names only theirs; one built any other way
     // (through the library) is checked here, since every step is looked up by id.
     for st in &opts.plan.steps {
-        let named = match &st.action {
-            Action::Kill(Target::Worker(w))
-            | Action::Term(Target::Worker(w))
-            | Action::Stop(Target::Worker(w))
-            | Action::Restart(w) => vec![*w],
-            Action::Partition(p) => p.groups.concat(),
-            Action::Drop(_, links) | Action::Delay(_, links) => links.workers(),
-            _ => Vec::new(),
-        };
-        if let Some(bad) = named.into_iter().find(|&w| w >= opts.workers) {
+        if let Some(bad) = st.action.workers().into_iter().find(|&w| w >= opts.workers) {
             return Err(RunError::Usage(format!(
                 "`{st}` names w{bad}, but there are only {} workers",
                 opts.workers
@@ -316,21 +308,13 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
                     "`{st}`: an election run has no entries; give a time (`at 300ms`)"
                 )));
             }
-            if let Action::Kill(Target::Holder)
-            | Action::Term(Target::Holder)
-            | Action::Stop(Target::Holder) = st.action
-            {
+            if st.action.target() == Some(Target::Holder) {
                 return Err(RunError::Usage(format!(
                     "`{st}`: an election run has no critical section; target `leader` or a worker id"
                 )));
             }
         }
-    } else if let Some(st) = opts.plan.steps.iter().find(|st| {
-        matches!(
-            st.action,
-            Action::Kill(Target::Leader) | Action::Term(Target::Leader) | Action::Stop(Target::Leader)
-        )
-    }) {
+    } else if let Some(st) = opts.plan.steps.iter().find(|st| st.action.target() == Some(Target::Leader)) {
         return Err(RunError::Usage(format!("`{st}`: `leader` is a target of `mutexlab elect` only")));
     }
     if opts.fenced && opts.elect.is_some() {
@@ -339,7 +323,7 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
         ));
     }
     if opts.majority && !info.majority {
-        let with: Vec<&str> = algos::registry().iter().filter(|a| a.majority).map(|a| a.name).collect();
+        let with: Vec<&str> = reg.iter().filter(|a| a.majority).map(|a| a.name).collect();
         return Err(RunError::Usage(format!(
             "--majority: {:?} has no majority rule; these do: {}",
             opts.algo.name,
@@ -347,7 +331,7 @@ pub fn validate(opts: &RunOpts) -> Result<&'static AlgoInfo, RunError> {
         )));
     }
     if opts.replicas.is_some() && !info.replicas {
-        let with: Vec<&str> = algos::registry().iter().filter(|a| a.replicas).map(|a| a.name).collect();
+        let with: Vec<&str> = reg.iter().filter(|a| a.replicas).map(|a| a.name).collect();
         return Err(RunError::Usage(format!(
             "--replicas: {:?} has no replicated coordinators; these do: {}",
             opts.algo.name,
@@ -609,11 +593,14 @@ pub(super) mod tests {
     fn a_plan_naming_a_worker_the_run_does_not_have_is_refused() {
         for step in ["kill 5 at 1s", "restart 3 at 2s", "partition 0|4 at 1s", "stop 3 at entry 2"] {
             let plan = Plan::parse(&format!("kill 3 at 500ms; {step}"), 8).unwrap();
-            let err = validate(&RunOpts { plan, ..sample() }).map(|_| ()).unwrap_err().to_string();
+            let err = validate(&RunOpts { plan, ..sample() }, &Registry::builtin())
+                .map(|_| ())
+                .unwrap_err()
+                .to_string();
             assert!(err.ends_with("but there are only 3 workers"), "{step}: {err}");
         }
         let fits = Plan::parse("kill 2 at 1s; restart 2 at 2s; partition 0|1,2 at 3s", 3).unwrap();
-        assert!(validate(&RunOpts { plan: fits, ..sample() }).is_ok());
+        assert!(validate(&RunOpts { plan: fits, ..sample() }, &Registry::builtin()).is_ok());
     }
 
     #[test]
@@ -650,7 +637,7 @@ pub(super) mod tests {
         });
         let mine = RunOpts { algo: reg.get("lamport-again").unwrap(), ..sample() };
         assert!(crate::registry::info("lamport-again").is_none(), "the built-in registry");
-        assert_eq!(validate(&mine).unwrap().name, "lamport-again");
+        assert_eq!(validate(&mine, &reg).unwrap().name, "lamport-again");
         // On the control link it is its name, as before.
         assert_eq!(settings(&mine, 0, 0, 0, None).algo, "lamport-again");
         // Run as a program of the user's, it is that program's entry, still by its name.
@@ -662,9 +649,34 @@ pub(super) mod tests {
             }),
             ..mine
         };
-        let entry = validate(&program).unwrap();
+        let entry = validate(&program, &reg).unwrap();
         assert_eq!((entry.name, entry.family), ("lamport-again", crate::algos::Family::Permission), "lent");
         assert!(entry.mixed.is_none(), "the program's own entry, not the algorithm's");
+    }
+
+    /// An option the algorithm has no use for names the algorithms of the registry the
+    /// caller gives that have one, not those of the process's registry.
+    #[test]
+    fn an_option_refused_names_the_algorithms_of_the_registry_given() {
+        let reg = Registry::builtin()
+            .with(AlgoInfo {
+                name: "bully-again",
+                summary: "centralized-bully under another name",
+                majority: true,
+                ..AlgoInfo::runs::<crate::algos::centralized_bully::CentralizedBully>()
+            })
+            .with(AlgoInfo {
+                name: "voting-again",
+                summary: "voting under another name",
+                replicas: true,
+                ..AlgoInfo::runs::<crate::algos::voting::Voting>()
+            });
+        let said = |o: &RunOpts, reg: &Registry| validate(o, reg).unwrap_err().to_string();
+        let majority = RunOpts { majority: true, ..sample() };
+        assert!(said(&majority, &reg).ends_with("these do: centralized-bully, bully-again"));
+        assert!(said(&majority, &Registry::builtin()).ends_with("these do: centralized-bully"));
+        let replicas = RunOpts { replicas: Some(2), ..sample() };
+        assert!(said(&replicas, &reg).ends_with("these do: voting, voting-again"));
     }
 
     #[test]
@@ -682,7 +694,7 @@ pub(super) mod tests {
 
     /// The usage message `validate` gives for `o`, or "" if it accepts it.
     fn refusal(o: RunOpts) -> String {
-        match validate(&o) {
+        match validate(&o, &Registry::builtin()) {
             Ok(_) => String::new(),
             Err(RunError::Usage(m)) => m,
             Err(e) => panic!("not a usage error: {e}"),
@@ -691,7 +703,7 @@ pub(super) mod tests {
 
     #[test]
     fn the_bounds_themselves_are_accepted() {
-        assert_eq!(validate(&sample()).unwrap().name, "lamport");
+        assert_eq!(validate(&sample(), &Registry::builtin()).unwrap().name, "lamport");
         for o in [
             RunOpts { workers: 1, ..sample() },
             RunOpts { workers: MAX_WORKERS, ..sample() },

@@ -20,18 +20,21 @@
 //! step's wait) ends the replay with one line naming the step; the run's audit is then
 //! no verdict on the algorithm.
 //!
-//! [`Walk`] is the component: what the workers reported and not yet released, as
-//! values. The walk itself is a method of the supervisor, which owns the processes.
+//! [`Walk`] is the component: what the workers reported and not yet used, and where
+//! the walk stands (the step, and what is left of it), as values. It is a state machine
+//! the supervisor drives: [`Walk::advance`] takes every step it can on the [`Run`] it
+//! is lent and says what it waits for, and the supervisor serves events ([`Walk::heard`]
+//! takes the workers' news) until then.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::time::{Duration, Instant};
 
-use super::{interrupted, RunError, Supervisor};
+use super::nemesis::{Nemesis, Run};
+use super::RunError;
 use crate::algorithm::PeerId;
 use crate::control::{Held, ReplayOrder, ToWorker};
 use crate::faults::{Action, Step, Target, When};
 use crate::sim::Choice;
-use std::sync::mpsc::RecvTimeoutError;
 
 /// What a replay walks: the choices from the initial world, the world's notes for
 /// each, and how long a step may wait for what it needs.
@@ -45,7 +48,50 @@ pub struct Replay {
     pub step_wait: Duration,
 }
 
-/// What the workers reported and the walk has not used yet.
+/// Where a walk stands after [`Walk::advance`].
+#[derive(Debug, PartialEq)]
+pub(super) enum Walked {
+    /// Every step is taken.
+    Done,
+    /// The step under way waits for news from the workers, until this deadline.
+    Waiting(Instant),
+    /// The real run cannot take a step: the line that says which and why.
+    Cannot(String),
+}
+
+/// One thing a step does, in order; a step is done when none is left.
+#[derive(Clone, Debug)]
+enum Op {
+    /// Wait for `to` to hold the `index`-th message in flight from `from`, then have it
+    /// released to the node (or thrown away: `lose`).
+    Take { from: usize, to: usize, index: usize, lose: bool },
+    /// Give running worker `w` one order.
+    Order { w: usize, order: ReplayOrder },
+    /// Wait for `w`'s answer to its order.
+    Answer { w: usize },
+    /// SIGKILL running worker `w`, recorded as the plan's kill.
+    Crash { w: usize },
+    /// Start `w`'s next life.
+    Restart { w: usize },
+    /// Wait for `w`'s new life to start, then tell the world's news as the world does.
+    Started { w: usize },
+    /// Wait for `to` to hold the news that `from` is down, then have it told.
+    Down { from: usize, to: usize },
+    /// Wait for `to` to hold the news that `from` is up again, then have it told.
+    Up { from: usize, to: usize },
+}
+
+/// What one [`Op`] came to.
+enum Poll {
+    /// Done; these come next, before the rest of the step.
+    Done(Vec<Op>),
+    /// Not yet: waiting for news; if the step's time runs out, this says why.
+    Pending(String),
+    /// The real run cannot do it: why.
+    Cannot(String),
+}
+
+/// What the workers reported and the walk has not used yet, and where the walk stands.
 #[derive(Debug, Default)]
 pub(super) struct Walk {
     /// By ordered pair (from, to): the places of messages `to` holds from `from`.
@@ -59,6 +105,11 @@ pub(super) struct Walk {
     ups: BTreeSet<(usize, usize)>,
     /// Each worker's answer to its last order, not read yet.
     stepped: BTreeMap<usize, Result<(), String>>,
+    /// The next choice to take.
+    next: usize,
+    /// The step under way (its index), what is left of it and its deadline.
+    current: Option<(usize, Instant)>,
+    ops: VecDeque<Op>,
 }
 
 impl Walk {
@@ -99,6 +150,193 @@ impl Walk {
         self.ups.retain(|&(_, to)| to != w);
         self.stepped.remove(&w);
     }
+
+    /// Take every step of `replay` that can be taken now on `run`, `nemesis` carrying
+    /// out its crashes and restarts: each step's orders in turn, each waiting for the
+    /// workers' answer before the next (see the module doc). A step taken is the run's
+    /// progress. Says what it waits for, that it is done, or the step the real run
+    /// cannot take; an `Err` is the run's own failure.
+    pub(super) fn advance(
+        &mut self,
+        replay: &Replay,
+        nemesis: &mut Nemesis,
+        mut run: Run<'_>,
+    ) -> Result<Walked, RunError> {
+        loop {
+            let Some((i, deadline)) = self.current else {
+                let Some(&choice) = replay.choices.get(self.next) else { return Ok(Walked::Done) };
+                let i = self.next;
+                self.next += 1;
+                match ops(choice, lines(replay, i), run.procs.slots.len()) {
+                    Ok(ops) => {
+                        self.ops = ops.into();
+                        self.current = Some((i, Instant::now() + replay.step_wait));
+                    }
+                    Err(why) => return Ok(Walked::Cannot(cannot(replay, i, &why))),
+                }
+                continue;
+            };
+            let Some(op) = self.ops.front().cloned() else {
+                // A step taken is the walk's progress, whether or not it wrote to the file.
+                self.current = None;
+                run.progress.progressed();
+                continue;
+            };
+            match self.poll(op, nemesis, &mut run, replay.step_wait)? {
+                Poll::Done(then) => {
+                    self.ops.pop_front();
+                    for op in then.into_iter().rev() {
+                        self.ops.push_front(op);
+                    }
+                }
+                Poll::Pending(why) if Instant::now() >= deadline => {
+                    return Ok(Walked::Cannot(cannot(replay, i, &why)))
+                }
+                Poll::Pending(_) => return Ok(Walked::Waiting(deadline)),
+                Poll::Cannot(why) => return Ok(Walked::Cannot(cannot(replay, i, &why))),
+            }
+        }
+    }
+
+    fn poll(
+        &mut self,
+        op: Op,
+        nemesis: &mut Nemesis,
+        run: &mut Run<'_>,
+        wait: Duration,
+    ) -> Result<Poll, RunError> {
+        let ms = wait.as_millis();
+        let n = run.procs.slots.len();
+        Ok(match op {
+            Op::Take { from, to, index, lose } => match self.take(from, to, index) {
+                None => {
+                    Poll::Pending(format!("w{to} has not received that message from w{from} within {ms} ms"))
+                }
+                Some(seq) => {
+                    let from = PeerId(from as u32);
+                    // A lost message reaches the receiver's runtime too, and is thrown away
+                    // there: that is where the walk can see it has been sent.
+                    let order = if lose {
+                        ReplayOrder::Lose { from, seq }
+                    } else {
+                        ReplayOrder::Release { from, seq }
+                    };
+                    Poll::Done(vec![Op::Order { w: to, order }, Op::Answer { w: to }])
+                }
+            },
+            Op::Order { w, order } => {
+                if !run.procs.slots[w].alive() {
+                    return Ok(Poll::Cannot(format!("w{w} is not running")));
+                }
+                self.stepped.remove(&w);
+                run.procs.send(w, &ToWorker::Replay(order));
+                Poll::Done(Vec::new())
+            }
+            Op::Answer { w } => match self.stepped.remove(&w) {
+                None => Poll::Pending(format!("w{w} did not answer in time")),
+                Some(Err(why)) => Poll::Cannot(format!("w{w} says: {}", crate::text::clip_to(&why, 300))),
+                Some(Ok(())) => Poll::Done(Vec::new()),
+            },
+            Op::Crash { w } => {
+                if !run.procs.slots[w].alive() {
+                    return Ok(Poll::Cannot(format!("w{w} is not running")));
+                }
+                let step = now_step(run.started, Action::Kill(Target::Worker(w as u32)));
+                nemesis.apply_step(run, &step)?;
+                self.forget(w);
+                for j in (0..n).filter(|&j| j != w && run.procs.slots[j].alive()) {
+                    self.due.insert((w, j));
+                }
+                Poll::Done(Vec::new())
+            }
+            Op::Restart { w } => {
+                let step = now_step(run.started, Action::Restart(w as u32));
+                nemesis.apply_step(run, &step)?;
+                Poll::Done(Vec::new())
+            }
+            Op::Started { w } if !run.procs.slots[w].started => {
+                Poll::Pending(format!("w{w}'s new life did not start within {ms} ms"))
+            }
+            Op::Started { w } => {
+                // As the world restarts a node: each live peer hears of the old life's
+                // death (if not yet) and of the new life; then it hears of the dead.
+                let (live, dead): (Vec<usize>, Vec<usize>) =
+                    (0..n).filter(|&j| j != w).partition(|&j| run.procs.slots[j].alive());
+                let mut then = Vec::new();
+                for j in live {
+                    if self.due.contains(&(w, j)) {
+                        then.push(Op::Down { from: w, to: j });
+                    }
+                    then.push(Op::Up { from: w, to: j });
+                }
+                then.extend(dead.into_iter().map(|j| Op::Down { from: j, to: w }));
+                Poll::Done(then)
+            }
+            Op::Down { from, to } => {
+                if !self.downs.remove(&(from, to)) {
+                    return Ok(Poll::Pending(format!(
+                        "w{to} has not learnt that w{from} is down within {ms} ms"
+                    )));
+                }
+                // The world's news due is given.
+                self.due.remove(&(from, to));
+                let order = ReplayOrder::Down { peer: PeerId(from as u32) };
+                Poll::Done(vec![Op::Order { w: to, order }, Op::Answer { w: to }])
+            }
+            Op::Up { from, to } => {
+                if !self.ups.remove(&(from, to)) {
+                    return Ok(Poll::Pending(format!(
+                        "w{to} has not learnt that w{from} is up within {ms} ms"
+                    )));
+                }
+                let order = ReplayOrder::Up { peer: PeerId(from as u32) };
+                Poll::Done(vec![Op::Order { w: to, order }, Op::Answer { w: to }])
+            }
+        })
+    }
+}
+
+/// The world's notes for step `i`.
+fn lines(replay: &Replay, i: usize) -> &[String] {
+    replay.steps.get(i).map(Vec::as_slice).unwrap_or(&[])
+}
+
+/// The line that says step `i` of `replay` cannot be taken, and why.
+fn cannot(replay: &Replay, i: usize, why: &str) -> String {
+    format!(
+        "the replay cannot take step {} of {} ({}): {why}; the real run parted from the counterexample there, which says nothing of the algorithm",
+        i + 1,
+        replay.choices.len(),
+        describe(replay.choices[i], lines(replay, i))
+    )
+}
+
+/// What `choice` does, in order, among `n` workers; `Err`: the real run cannot take it.
+fn ops(choice: Choice, lines: &[String], n: usize) -> Result<Vec<Op>, String> {
+    let order = |w: u32, order| vec![Op::Order { w: w as usize, order }, Op::Answer { w: w as usize }];
+    Ok(match choice {
+        Choice::Deliver { from, to, index } | Choice::Lose { from, to, index } => {
+            let lose = matches!(choice, Choice::Lose { .. });
+            vec![Op::Take { from: from as usize, to: to as usize, index: index as usize, lose }]
+        }
+        Choice::Fire { node, index } => order(node, ReplayOrder::Fire { nth: Some(index) }),
+        Choice::Down { from, to } => vec![Op::Down { from: from as usize, to: to as usize }],
+        Choice::Call { node, .. } => order(node, ReplayOrder::Call),
+        Choice::Crash { node } => vec![Op::Crash { w: node as usize }],
+        Choice::Restart { node } => vec![Op::Restart { w: node as usize }, Op::Started { w: node as usize }],
+        Choice::Stale { .. } => return Err("stale timers are not replayed".into()),
+        _ => match timer_node(choice, lines) {
+            Some(w) if w < n => order(w as u32, ReplayOrder::Fire { nth: None }),
+            _ => return Err("the step does not say whose timer fires".into()),
+        },
+    })
+}
+
+/// A fault plan's step doing `action` now, in a run that began at `started`, for the
+/// fault log.
+fn now_step(started: Option<Instant>, action: Action) -> Step {
+    let at = started.map_or(Duration::ZERO, |s| s.elapsed());
+    Step { action, when: When::At(at), duration: None }
 }
 
 /// Whose timer fires at a `Timer` step: the node the step's note names
@@ -134,194 +372,6 @@ fn describe(choice: Choice, lines: &[String]) -> String {
     }
 }
 
-/// Why a step could not be taken.
-enum Stuck {
-    /// The real run cannot take it: this, in a few words.
-    Cannot(String),
-    /// The run itself failed (a worker died, an interruption).
-    Run(RunError),
-}
-
-impl From<RunError> for Stuck {
-    fn from(e: RunError) -> Stuck {
-        Stuck::Run(e)
-    }
-}
-
-impl Supervisor<'_> {
-    /// Walk the replay's choices in order (see the module doc), then record the end.
-    pub(super) fn walk(&mut self, replay: &Replay) -> Result<(), RunError> {
-        for (i, &choice) in replay.choices.iter().enumerate() {
-            let lines = replay.steps.get(i).map(Vec::as_slice).unwrap_or(&[]);
-            match self.replay_step(choice, lines, replay.step_wait) {
-                // A step taken is the walk's progress, whether or not it wrote to the file.
-                Ok(()) => self.progress.progressed(),
-                Err(Stuck::Run(e)) => return Err(e),
-                Err(Stuck::Cannot(why)) => {
-                    let line = format!(
-                        "the replay cannot take step {} of {} ({}): {why}; the real run parted from the counterexample there, which says nothing of the algorithm",
-                        i + 1,
-                        replay.choices.len(),
-                        describe(choice, lines)
-                    );
-                    self.finished.get_or_insert_with(Instant::now);
-                    self.breach = Some(line.clone());
-                    return Err(RunError::Failed(line));
-                }
-            }
-        }
-        self.finished = Some(Instant::now());
-        // Whatever the last step left open was cut short by the end, not a violation.
-        let started = self.started;
-        let since = started.map_or(0, |s| s.elapsed().as_nanos() as u64);
-        let window = Duration::from_nanos(since) + Duration::from_secs(1);
-        let ended = crate::resource::monotonic_ns();
-        let why = RunError::Usage("end of the replay".into());
-        self.nemesis.teardown(&self.dir, started, &why, ended, window);
-        Ok(())
-    }
-
-    fn replay_step(&mut self, choice: Choice, lines: &[String], wait: Duration) -> Result<(), Stuck> {
-        let n = self.procs.slots.len();
-        let deadline = Instant::now() + wait;
-        match choice {
-            Choice::Deliver { from, to, index } | Choice::Lose { from, to, index } => {
-                let (from, to, index) = (from as usize, to as usize, index as usize);
-                let arrived = |s: &Self| s.walk.arrived.get(&(from, to)).is_some_and(|h| h.len() > index);
-                if !self.wait_for(arrived, deadline)? {
-                    return Err(Stuck::Cannot(format!(
-                        "w{to} has not received that message from w{from} within {} ms",
-                        wait.as_millis()
-                    )));
-                }
-                let seq = self.walk.take(from, to, index).expect("waited for");
-                let from = PeerId(from as u32);
-                // A lost message reaches the receiver's runtime too, and is thrown away
-                // there: that is where the walk can see it has been sent.
-                let order = match choice {
-                    Choice::Lose { .. } => ReplayOrder::Lose { from, seq },
-                    _ => ReplayOrder::Release { from, seq },
-                };
-                self.order(to, order, deadline)
-            }
-            Choice::Fire { node, index } => {
-                self.order(node as usize, ReplayOrder::Fire { nth: Some(index) }, deadline)
-            }
-            Choice::Down { from, to } => self.tell_down(from as usize, to as usize, wait, deadline),
-            Choice::Call { node, .. } => self.order(node as usize, ReplayOrder::Call, deadline),
-            Choice::Crash { node } => {
-                let w = node as usize;
-                if !self.procs.slots[w].alive() {
-                    return Err(Stuck::Cannot(format!("w{w} is not running")));
-                }
-                let step = self.now_step(Action::Kill(Target::Worker(node)));
-                let (nemesis, mut run) = self.nemesis();
-                nemesis.apply_step(&mut run, &step)?;
-                self.walk.forget(w);
-                for j in (0..n).filter(|&j| j != w && self.procs.slots[j].alive()) {
-                    self.walk.due.insert((w, j));
-                }
-                Ok(())
-            }
-            Choice::Restart { node } => {
-                let w = node as usize;
-                let step = self.now_step(Action::Restart(node));
-                let (nemesis, mut run) = self.nemesis();
-                nemesis.apply_step(&mut run, &step)?;
-                let started = |s: &Self| s.procs.slots[w].started;
-                if !self.wait_for(started, deadline)? {
-                    return Err(Stuck::Cannot(format!(
-                        "w{w}'s new life did not start within {} ms",
-                        wait.as_millis()
-                    )));
-                }
-                // As the world restarts a node: each live peer hears of the old life's
-                // death (if not yet) and of the new life; then it hears of the dead.
-                let me = PeerId(node);
-                let (live, dead): (Vec<usize>, Vec<usize>) =
-                    (0..n).filter(|&j| j != w).partition(|&j| self.procs.slots[j].alive());
-                for j in live {
-                    if self.walk.due.contains(&(w, j)) {
-                        self.tell_down(w, j, wait, deadline)?;
-                    }
-                    if !self.wait_for(|s| s.walk.ups.contains(&(w, j)), deadline)? {
-                        let ms = wait.as_millis();
-                        return Err(Stuck::Cannot(format!(
-                            "w{j} has not learnt that w{w} is up within {ms} ms"
-                        )));
-                    }
-                    self.walk.ups.remove(&(w, j));
-                    self.order(j, ReplayOrder::Up { peer: me }, deadline)?;
-                }
-                for j in dead {
-                    self.tell_down(j, w, wait, deadline)?;
-                }
-                Ok(())
-            }
-            Choice::Stale { .. } => Err(Stuck::Cannot("stale timers are not replayed".into())),
-            _ => match timer_node(choice, lines) {
-                Some(w) if w < n => self.order(w, ReplayOrder::Fire { nth: None }, deadline),
-                _ => Err(Stuck::Cannot("the step does not say whose timer fires".into())),
-            },
-        }
-    }
-
-    /// Wait for `to` to hold the news that `from` is down, then have it told (the
-    /// world's news due is then given).
-    fn tell_down(&mut self, from: usize, to: usize, wait: Duration, deadline: Instant) -> Result<(), Stuck> {
-        if !self.wait_for(|s| s.walk.downs.contains(&(from, to)), deadline)? {
-            let ms = wait.as_millis();
-            return Err(Stuck::Cannot(format!("w{to} has not learnt that w{from} is down within {ms} ms")));
-        }
-        self.walk.downs.remove(&(from, to));
-        self.walk.due.remove(&(from, to));
-        self.order(to, ReplayOrder::Down { peer: PeerId(from as u32) }, deadline)
-    }
-
-    /// A fault plan's step doing `action` now, for the fault log.
-    fn now_step(&self, action: Action) -> Step {
-        let at = self.started.map_or(Duration::ZERO, |s| s.elapsed());
-        Step { action, when: When::At(at), duration: None }
-    }
-
-    /// Give worker `w` one order and wait for its answer.
-    fn order(&mut self, w: usize, order: ReplayOrder, deadline: Instant) -> Result<(), Stuck> {
-        if !self.procs.slots[w].alive() {
-            return Err(Stuck::Cannot(format!("w{w} is not running")));
-        }
-        self.walk.stepped.remove(&w);
-        self.procs.send(w, &ToWorker::Replay(order));
-        if !self.wait_for(|s| s.walk.stepped.contains_key(&w), deadline)? {
-            return Err(Stuck::Cannot(format!("w{w} did not answer in time")));
-        }
-        match self.walk.stepped.remove(&w) {
-            Some(Err(why)) => Err(Stuck::Cannot(format!("w{w} says: {}", crate::text::clip_to(&why, 300)))),
-            _ => Ok(()),
-        }
-    }
-
-    /// Serve events until `done` holds (true) or the deadline passes (false).
-    fn wait_for(&mut self, done: impl Fn(&Self) -> bool, deadline: Instant) -> Result<bool, RunError> {
-        while !done(self) {
-            if interrupted() {
-                return Err(RunError::Interrupted(self.dir.clone()));
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Ok(false);
-            }
-            match self.rx.recv_timeout(left) {
-                Ok(ev) => self.handle(ev, "replaying")?,
-                Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => {
-                    return Err(RunError::Failed("event channel closed".into()))
-                }
-            }
-        }
-        Ok(true)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -340,6 +390,58 @@ mod tests {
         w.heard(1, Held::Down { peer: PeerId(0) });
         assert_eq!(w.take(0, 1, 0), None);
         assert!(w.downs.contains(&(0, 1)));
+    }
+
+    /// The walk, driven as the supervisor drives it, with no process: each step waits
+    /// for the worker's news, the next begins once it is in, and a step that cannot be
+    /// taken (a worker's refusal, a deadline passed) comes back as one line naming it.
+    #[test]
+    fn the_walk_waits_for_each_answer_and_names_the_step_it_cannot_take() {
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = crate::supervisor::options::tests::sample();
+        let mut sup = crate::supervisor::tests::with_slots(&opts, tmp.path(), 3);
+        let replay = Replay {
+            choices: vec![Choice::Call { node: 1, index: 0 }, Choice::Deliver { from: 1, to: 0, index: 0 }],
+            steps: vec![vec![], vec!["w1 -> w0: REQUEST".into()]],
+            step_wait: Duration::from_secs(60),
+        };
+        fn advance(sup: &mut crate::supervisor::Supervisor<'_>, replay: &Replay) -> Walked {
+            let run = Run {
+                procs: &mut sup.procs,
+                progress: &mut sup.progress,
+                opts: sup.opts,
+                started: sup.started,
+            };
+            sup.walk.advance(replay, &mut sup.nemesis, run).unwrap()
+        }
+        assert!(matches!(advance(&mut sup, &replay), Walked::Waiting(_)), "w1's answer to its call");
+        assert!(matches!(advance(&mut sup, &replay), Walked::Waiting(_)), "still");
+        sup.walk.heard(1, Held::Stepped(Ok(())));
+        assert!(matches!(advance(&mut sup, &replay), Walked::Waiting(_)), "the message to arrive");
+        assert_eq!(sup.walk.next, 2, "on the second step");
+        sup.walk.heard(0, Held::Arrived { from: PeerId(1), seq: 7, kind: "REQUEST".into() });
+        assert!(matches!(advance(&mut sup, &replay), Walked::Waiting(_)), "w0's answer to the release");
+        sup.walk.heard(0, Held::Stepped(Err("no message 7".into())));
+        assert_eq!(
+            advance(&mut sup, &replay),
+            Walked::Cannot(
+                "the replay cannot take step 2 of 2 (deliver message 0 in flight w1 -> w0: w1 -> w0: REQUEST): \
+                 w0 says: no message 7; the real run parted from the counterexample there, which says nothing \
+                 of the algorithm"
+                    .into()
+            )
+        );
+        // A step whose time runs out says what it waited for.
+        let mut sup = crate::supervisor::tests::with_slots(&opts, tmp.path(), 3);
+        let late = Replay { step_wait: Duration::ZERO, ..replay.clone() };
+        let Walked::Cannot(line) = advance(&mut sup, &late) else { panic!("not late") };
+        assert!(line.contains("step 1 of 2 (w1's application calls): w1 did not answer in time"), "{line}");
+        // Every step taken: done.
+        let mut sup = crate::supervisor::tests::with_slots(&opts, tmp.path(), 3);
+        let one = Replay { choices: vec![Choice::Call { node: 2, index: 0 }], steps: vec![], ..replay };
+        assert!(matches!(advance(&mut sup, &one), Walked::Waiting(_)));
+        sup.walk.heard(2, Held::Stepped(Ok(())));
+        assert_eq!(advance(&mut sup, &one), Walked::Done);
     }
 
     #[test]

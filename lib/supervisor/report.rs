@@ -546,6 +546,7 @@ pub(crate) mod samples {
             dead: Some(9),
             late_ms: Some(2.5),
             standing: Some(crate::faults::Standing::Outside),
+            step: None,
             note: "kill 1 at 120ms".into(),
         }
     }
@@ -796,7 +797,7 @@ mod tests {
         use std::time::Duration;
         let counts = |pairs: &[(&str, u64)]| pairs.iter().map(|&(k, v)| (k.to_string(), v)).collect();
         let opts = crate::supervisor::options::tests::sample();
-        let info = crate::supervisor::validate(&opts).unwrap();
+        let info = crate::supervisor::validate(&opts, &crate::registry::Registry::builtin()).unwrap();
         let slot = |incarnation, stats: Option<WorkerStats>| Slot {
             stats,
             ..Slot::new(Pid::from_raw(i32::MAX), incarnation)

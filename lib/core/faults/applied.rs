@@ -1,6 +1,7 @@
-//! A fault as it was applied ([`AppliedFault`]): what was done ([`FaultKind`]), to which
-//! worker and life, with which signal, when, and where the victim stood then
-//! ([`Standing`]). The supervisor makes one for every step it carries out or skips and
+//! A fault as it was applied ([`AppliedFault`]): what was done ([`FaultKind`], the one
+//! vocabulary of faults: the plan's steps, the nemesis's draws and the supervisor's
+//! records), which plan step asked for it (typed), to which worker and life, with which
+//! signal, when, and where the victim stood then ([`Standing`]). The supervisor makes one for every step it carries out or skips and
 //! writes it to `faults.log` ([`AppliedFault::log_line`]) and the run's report; the
 //! auditor reads that file back, and `compare` reads the record itself.
 
@@ -8,91 +9,141 @@ use std::fmt;
 
 use serde::Serialize;
 
+use super::Step;
 use crate::algorithm::PeerId;
 
-/// What the supervisor did: a plan step's action, the end of a pause or partition, a
-/// step it skipped, or the teardown of a failed run. Written as its lowercase name.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum FaultKind {
+/// Declares [`FaultKind`] from one list: each kind's variant and its name, so that
+/// the names, [`FaultKind::ALL`] and the serialization cannot miss a kind.
+macro_rules! fault_kinds {
+    ($($(#[$doc:meta])* $kind:ident = $name:literal,)*) => {
+        /// What the supervisor did: a plan step's action, the end of a pause or partition,
+        /// a step it skipped, or the teardown of a failed run. Written as its name.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum FaultKind {
+            $($(#[$doc])* $kind,)*
+        }
+
+        impl FaultKind {
+            /// Every kind, in the order declared.
+            pub const ALL: [FaultKind; [$($name),*].len()] = [$(FaultKind::$kind),*];
+
+            /// Its name in `faults.log`, `--json`, a plan and `--nemesis`.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(FaultKind::$kind => $name,)*
+                }
+            }
+        }
+    };
+}
+
+fault_kinds! {
     /// SIGKILL: a crash.
-    Kill,
+    Kill = "kill",
     /// SIGTERM: an orderly exit.
-    Term,
+    Term = "term",
     /// SIGSTOP: a pause.
-    Stop,
+    Stop = "stop",
     /// SIGCONT: a pause's end.
-    Cont,
+    Cont = "cont",
     /// A dead worker started again, in its next incarnation.
-    Restart,
+    Restart = "restart",
     /// Messages between groups held.
-    Partition,
+    Partition = "partition",
     /// A partition's end.
-    Heal,
+    Heal = "heal",
     /// A step not carried out (its target dead, paused or not found), and why.
-    Skip,
+    Skip = "skip",
     /// A failed or interrupted run was taken down here.
-    Teardown,
+    Teardown = "teardown",
     /// The kernel refused a worker's write to the resource file.
-    #[serde(rename = "write-refused")]
-    WriteRefused,
+    WriteRefused = "write-refused",
     /// Messages on some links lost at random (a `drop` step).
-    Drop,
+    Drop = "drop",
     /// Messages on some links held longer (a `delay` step).
-    Delay,
+    Delay = "delay",
     /// A `drop` or `delay` step's end.
-    Restore,
+    Restore = "restore",
 }
 
 impl FaultKind {
-    /// Every kind, in the order above.
-    pub const ALL: [FaultKind; 13] = [
-        FaultKind::Kill,
-        FaultKind::Term,
-        FaultKind::Stop,
-        FaultKind::Cont,
-        FaultKind::Restart,
-        FaultKind::Partition,
-        FaultKind::Heal,
-        FaultKind::Skip,
-        FaultKind::Teardown,
-        FaultKind::WriteRefused,
-        FaultKind::Drop,
-        FaultKind::Delay,
-        FaultKind::Restore,
-    ];
-
-    /// Its name in `faults.log` and `--json`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            FaultKind::Kill => "kill",
-            FaultKind::Term => "term",
-            FaultKind::Stop => "stop",
-            FaultKind::Cont => "cont",
-            FaultKind::Restart => "restart",
-            FaultKind::Partition => "partition",
-            FaultKind::Heal => "heal",
-            FaultKind::Skip => "skip",
-            FaultKind::Teardown => "teardown",
-            FaultKind::WriteRefused => "write-refused",
-            FaultKind::Drop => "drop",
-            FaultKind::Delay => "delay",
-            FaultKind::Restore => "restore",
-        }
-    }
-
     /// The kind of that name, if there is one.
     pub fn from_name(name: &str) -> Option<FaultKind> {
         FaultKind::ALL.into_iter().find(|k| k.as_str() == name)
     }
 
+    /// The names of the kinds `which` picks, for an error: `kill, stop or delay`.
+    pub fn names(which: impl Fn(FaultKind) -> bool) -> String {
+        let names: Vec<&str> =
+            FaultKind::ALL.into_iter().filter(|&k| which(k)).map(FaultKind::as_str).collect();
+        match names.split_last() {
+            Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+            Some((last, _)) => last.to_string(),
+            None => String::new(),
+        }
+    }
+
+    /// Whether a plan writes it as a step (its name the step's first word): the
+    /// others are only ever records of what the supervisor did.
+    pub const fn is_step(self) -> bool {
+        match self {
+            FaultKind::Kill
+            | FaultKind::Term
+            | FaultKind::Stop
+            | FaultKind::Restart
+            | FaultKind::Partition
+            | FaultKind::Heal
+            | FaultKind::Drop
+            | FaultKind::Delay => true,
+            FaultKind::Cont
+            | FaultKind::Skip
+            | FaultKind::Teardown
+            | FaultKind::WriteRefused
+            | FaultKind::Restore => false,
+        }
+    }
+
+    /// Whether the seeded nemesis (`--nemesis`) can draw steps of it.
+    pub const fn drawn_by_nemesis(self) -> bool {
+        match self {
+            FaultKind::Kill
+            | FaultKind::Stop
+            | FaultKind::Restart
+            | FaultKind::Partition
+            | FaultKind::Drop
+            | FaultKind::Delay => true,
+            FaultKind::Term
+            | FaultKind::Heal
+            | FaultKind::Cont
+            | FaultKind::Skip
+            | FaultKind::Teardown
+            | FaultKind::WriteRefused
+            | FaultKind::Restore => false,
+        }
+    }
+
     /// Whether it ends or halts a worker's life: what a later step on that worker is
     /// skipped because of.
     pub const fn acts_on_a_life(self) -> bool {
-        matches!(
-            self,
-            FaultKind::Kill | FaultKind::Term | FaultKind::Stop | FaultKind::Restart | FaultKind::Cont
-        )
+        match self {
+            FaultKind::Kill | FaultKind::Term | FaultKind::Stop | FaultKind::Restart | FaultKind::Cont => {
+                true
+            }
+            FaultKind::Partition
+            | FaultKind::Heal
+            | FaultKind::Skip
+            | FaultKind::Teardown
+            | FaultKind::WriteRefused
+            | FaultKind::Drop
+            | FaultKind::Delay
+            | FaultKind::Restore => false,
+        }
+    }
+}
+
+impl Serialize for FaultKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
     }
 }
 
@@ -170,6 +221,13 @@ pub struct AppliedFault {
     #[serde(skip)]
     #[schemars(skip)]
     pub standing: Option<Standing>,
+    /// The plan's step, typed, that this record carries out, skips or ends (the stop a
+    /// `cont` ends, the partition a `heal` at its `for` ends, the `drop` or `delay` a
+    /// `restore` ends); `None` for what no step asked for (a heal or cont at the end of
+    /// the run after no step's pause, a teardown). The note writes it in the plan's words.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub step: Option<Step>,
     /// Anything else: the plan step, whether the target was inside, why a step was skipped.
     pub note: String,
 }

@@ -1,7 +1,6 @@
 //! The seeded nemesis (`--nemesis`): a random plan drawn from a seed, in the plan's own
 //! grammar, so that a run it broke replays from its `plan.txt`.
 
-use std::fmt;
 use std::time::Duration;
 
 use rand::seq::SliceRandom;
@@ -28,46 +27,28 @@ pub struct NemesisTooLong {
     pub min_interval: Duration,
 }
 
-/// Kinds of fault the random nemesis may choose.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NemesisKind {
-    /// `kill`: SIGKILL a live worker, never the last one alive.
-    Kill,
-    /// `stop`: pause a live worker until before the next step.
-    Stop,
-    /// `restart`: start a dead worker again.
-    Restart,
-    /// `partition`: split the workers in two groups until before the next step.
-    Partition,
-}
-
-impl fmt::Display for NemesisKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            NemesisKind::Kill => "kill",
-            NemesisKind::Stop => "stop",
-            NemesisKind::Restart => "restart",
-            NemesisKind::Partition => "partition",
-        })
-    }
-}
+/// Kinds of fault the random nemesis may choose: those of the one vocabulary it
+/// draws ([`FaultKind::drawn_by_nemesis`]).
+pub type NemesisKind = FaultKind;
 
 /// Reads a `--nemesis` list such as `kill,stop,restart,partition` (spaces allowed around
 /// the commas; repeats are dropped, first occurrence kept).
-pub fn parse_nemesis(list: &str) -> Result<Vec<NemesisKind>, String> {
-    const VALID: &str = "kill, stop, restart or partition";
+pub fn parse_nemesis(list: &str) -> Result<Vec<FaultKind>, String> {
+    let valid = FaultKind::names(FaultKind::drawn_by_nemesis);
     if list.trim().is_empty() {
-        return Err(format!("empty nemesis list; expected a comma list of {VALID}"));
+        return Err(format!("empty nemesis list; expected a comma list of {valid}"));
     }
     let mut kinds = Vec::new();
     for word in list.split(',').map(str::trim) {
-        let kind = match word {
-            "kill" => NemesisKind::Kill,
-            "stop" => NemesisKind::Stop,
-            "restart" => NemesisKind::Restart,
-            "partition" => NemesisKind::Partition,
-            "" => return Err(format!("empty item in nemesis list `{list}`; expected {VALID}")),
-            other => return Err(format!("unknown nemesis kind `{other}`; expected {VALID}")),
+        let kind = match FaultKind::from_name(word) {
+            Some(k) if k.drawn_by_nemesis() => k,
+            _ if word.is_empty() => {
+                return Err(format!("empty item in nemesis list `{list}`; expected {valid}"))
+            }
+            _ => {
+                let word = crate::text::clip_to(word, 120);
+                return Err(format!("unknown nemesis kind `{word}`; expected {valid}"));
+            }
         };
         if !kinds.contains(&kind) {
             kinds.push(kind);
@@ -86,7 +67,12 @@ pub fn parse_nemesis(list: &str) -> Result<Vec<NemesisKind>, String> {
 ///   before the next step;
 /// - `restart` of a dead worker, when one is dead (without `restart`, the dead stay dead);
 /// - `partition` of all workers into two random non-empty groups, `for` a time as for
-///   `stop` (needs at least two workers).
+///   `stop` (needs at least two workers);
+/// - `drop` of the messages on one random link (`A->B`) or of one random worker, with a
+///   probability from 0.1 to 0.9 in tenths, `for` a time as for `stop` (needs at least
+///   two workers);
+/// - `delay` of the same, by whole milliseconds from 1 up to a quarter of `interval`
+///   (1 ms below 4 ms), `for` a time as for `stop` (needs at least two workers).
 ///
 /// A step where nothing applies is skipped. Pauses are whole milliseconds when `interval`
 /// is at least 4 ms. A zero `interval` or no workers give an empty plan. The result always
@@ -96,7 +82,7 @@ pub fn parse_nemesis(list: &str) -> Result<Vec<NemesisKind>, String> {
 /// (counting the steps that would be skipped too, so the answer does not depend on the
 /// seed).
 pub fn nemesis(
-    kinds: &[NemesisKind],
+    kinds: &[FaultKind],
     interval: Duration,
     horizon: Duration,
     workers: u32,
@@ -115,7 +101,7 @@ pub fn nemesis(
         let min_interval = Duration::from_nanos(u64::try_from(min_ns).unwrap_or(u64::MAX));
         return Err(NemesisTooLong { steps, interval, horizon, min_interval });
     }
-    let mut uniq: Vec<NemesisKind> = Vec::new();
+    let mut uniq: Vec<FaultKind> = Vec::new();
     for k in kinds {
         if !uniq.contains(k) {
             uniq.push(*k);
@@ -127,50 +113,67 @@ pub fn nemesis(
     while t < horizon && u64::try_from(t.as_nanos()).is_ok() {
         let live: Vec<u32> = (0..workers).filter(|&w| alive[w as usize]).collect();
         let dead: Vec<u32> = (0..workers).filter(|&w| !alive[w as usize]).collect();
-        let applicable: Vec<NemesisKind> = uniq
+        let applicable: Vec<FaultKind> = uniq
             .iter()
             .copied()
             .filter(|k| match k {
-                NemesisKind::Kill => live.len() >= 2,
-                NemesisKind::Stop => !live.is_empty(),
-                NemesisKind::Restart => !dead.is_empty(),
-                NemesisKind::Partition => workers >= 2,
+                FaultKind::Kill => live.len() >= 2,
+                FaultKind::Stop => !live.is_empty(),
+                FaultKind::Restart => !dead.is_empty(),
+                FaultKind::Partition | FaultKind::Drop | FaultKind::Delay => workers >= 2,
+                // Not drawn ([`FaultKind::drawn_by_nemesis`]).
+                FaultKind::Term
+                | FaultKind::Heal
+                | FaultKind::Cont
+                | FaultKind::Skip
+                | FaultKind::Teardown
+                | FaultKind::WriteRefused
+                | FaultKind::Restore => false,
             })
             .collect();
         if !applicable.is_empty() {
             let kind = applicable[rng.random_range(0..applicable.len())];
-            let step = match kind {
-                NemesisKind::Kill => {
+            let action = match kind {
+                FaultKind::Kill => {
                     let w = live[rng.random_range(0..live.len())];
                     alive[w as usize] = false;
-                    Step { action: Action::Kill(Target::Worker(w)), when: When::At(t), duration: None }
+                    Action::Kill(Target::Worker(w))
                 }
-                NemesisKind::Stop => {
-                    let w = live[rng.random_range(0..live.len())];
-                    let d = pause(&mut rng, interval);
-                    Step { action: Action::Stop(Target::Worker(w)), when: When::At(t), duration: Some(d) }
-                }
-                NemesisKind::Restart => {
+                FaultKind::Stop => Action::Stop(Target::Worker(live[rng.random_range(0..live.len())])),
+                FaultKind::Restart => {
                     let w = dead[rng.random_range(0..dead.len())];
                     alive[w as usize] = true;
-                    Step { action: Action::Restart(w), when: When::At(t), duration: None }
+                    Action::Restart(w)
                 }
-                NemesisKind::Partition => {
+                FaultKind::Partition => {
                     let mut all: Vec<u32> = (0..workers).collect();
                     all.shuffle(&mut rng);
                     let cut = rng.random_range(1..all.len());
                     let (mut a, mut b) = (all[..cut].to_vec(), all[cut..].to_vec());
                     a.sort_unstable();
                     b.sort_unstable();
-                    let d = pause(&mut rng, interval);
-                    Step {
-                        action: Action::Partition(vec![a, b].into()),
-                        when: When::At(t),
-                        duration: Some(d),
-                    }
+                    Action::Partition(vec![a, b].into())
                 }
+                FaultKind::Drop => {
+                    let p = Probability(rng.random_range(1..=9u32) * (Probability::ONE / 10));
+                    Action::Drop(p, some_links(&mut rng, workers))
+                }
+                FaultKind::Delay => {
+                    let most = (interval.as_millis() / 4).clamp(1, u128::from(u64::MAX)) as u64;
+                    let d = Duration::from_millis(rng.random_range(1..=most));
+                    Action::Delay(d, some_links(&mut rng, workers))
+                }
+                FaultKind::Term
+                | FaultKind::Heal
+                | FaultKind::Cont
+                | FaultKind::Skip
+                | FaultKind::Teardown
+                | FaultKind::WriteRefused
+                | FaultKind::Restore => unreachable!("only drawable kinds apply"),
             };
-            plan.steps.push(step);
+            // What ends by itself ends before the next step.
+            let duration = action.takes_for().then(|| pause(&mut rng, interval));
+            plan.steps.push(Step { action, when: When::At(t), duration });
         }
         t = match t.checked_add(interval) {
             Some(next) => next,
@@ -178,6 +181,17 @@ pub fn nemesis(
         };
     }
     Ok(plan)
+}
+
+/// One random link `A->B` or one random worker's links, of `workers` (at least two).
+fn some_links(rng: &mut ChaCha8Rng, workers: u32) -> Links {
+    let a = rng.random_range(0..workers);
+    if rng.random_bool(0.5) {
+        return Links::Worker(a);
+    }
+    // Any other worker: those above `a` shifted past it.
+    let b = rng.random_range(0..workers - 1);
+    Links::Link(a, if b >= a { b + 1 } else { b })
 }
 
 /// How many steps [`nemesis`] may make: one for each multiple of `interval` from 1 up that
