@@ -215,8 +215,12 @@ impl<A: Node<Service: RunService>> Worker<A> {
 /// [`trace::OTHER_TYPES`], so that a program inventing a type per message costs its
 /// worker a bounded count, and the statistics still fit their frame.
 fn tally(counts: &mut BTreeMap<String, u64>, kind: &str) {
-    let key =
-        if counts.contains_key(kind) || counts.len() < trace::MAX_TYPES { kind } else { trace::OTHER_TYPES };
+    // A type already counted (every message but each type's first) takes one look-up.
+    if let Some(c) = counts.get_mut(kind) {
+        *c += 1;
+        return;
+    }
+    let key = if counts.len() < trace::MAX_TYPES { kind } else { trace::OTHER_TYPES };
     match counts.get_mut(key) {
         Some(c) => *c += 1,
         None => {
