@@ -27,7 +27,7 @@
 //! REFUSED w=4 e=9 at=exit fence=31:4 over=40:3 t=8812502003
 //! ```
 
-use std::fmt::{self, Write as _};
+use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -57,7 +57,8 @@ impl fmt::Display for Fence {
 impl FromStr for Fence {
     type Err = ();
     fn from_str(s: &str) -> Result<Self, ()> {
-        let (c, i) = s.split_once(':').ok_or(())?;
+        let at = s.bytes().position(|b| b == b':').ok_or(())?;
+        let (c, i) = (&s[..at], &s[at + 1..]);
         Ok(Fence { clock: c.parse().map_err(|_| ())?, id: i.parse().map_err(|_| ())? })
     }
 }
@@ -158,6 +159,67 @@ impl Record {
     }
 }
 
+impl Record {
+    /// Append the record's line, as [`Display`](fmt::Display) shows it, and its newline
+    /// to `buf`. By hand: a worker writes three records an entry, and `fmt` was a
+    /// measurable part of what an entry cost it.
+    pub fn push_line(&self, buf: &mut String) {
+        let (tag, w, e) = match *self {
+            Record::Want { w, e, .. } => ("WANT", w, e),
+            Record::Enter { w, e, .. } => ("ENTER", w, e),
+            Record::Exit { w, e, .. } => ("EXIT", w, e),
+            Record::Refused { w, e, .. } => ("REFUSED", w, e),
+        };
+        buf.push_str(tag);
+        push_num(buf, " w=", u64::from(w));
+        push_num(buf, " e=", e);
+        match *self {
+            Record::Want { .. } => {}
+            Record::Enter { fence, .. } => push_fence(buf, " fence=", fence),
+            Record::Exit { fence, read, value, .. } => {
+                push_fence(buf, " fence=", fence);
+                push_num(buf, " read=", read);
+                push_num(buf, " value=", value);
+            }
+            Record::Refused { at, fence, over, .. } => {
+                buf.push_str(" at=");
+                buf.push_str(at.name());
+                push_fence(buf, " fence=", fence);
+                push_fence(buf, " over=", over);
+            }
+        }
+        push_num(buf, " t=", self.time());
+        buf.push('\n');
+    }
+}
+
+/// Append `name` (with its space and `=`) and `v` in decimal.
+fn push_num(buf: &mut String, name: &str, v: u64) {
+    buf.push_str(name);
+    push_digits(buf, v);
+}
+
+/// Append `name` and `fence` as `clock:id`.
+fn push_fence(buf: &mut String, name: &str, fence: Fence) {
+    push_num(buf, name, fence.clock);
+    buf.push(':');
+    push_digits(buf, u64::from(fence.id));
+}
+
+fn push_digits(buf: &mut String, mut v: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    buf.push_str(std::str::from_utf8(&digits[i..]).expect("ASCII digits"));
+}
+
 impl fmt::Display for Record {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -178,7 +240,7 @@ impl FromStr for Record {
 
     /// Parse one line (without its newline). Fields must come in the documented order.
     fn from_str(line: &str) -> Result<Self, String> {
-        let mut parts = line.split(' ');
+        let mut parts = Fields(Some(line));
         let tag = parts.next().unwrap_or_default();
         let names: &[&str] = match tag {
             "WANT" => &["w", "e", "t"],
@@ -187,14 +249,14 @@ impl FromStr for Record {
             "REFUSED" => &["w", "e", "at", "fence", "over", "t"],
             _ => return Err(format!("unknown record type {tag:?}")),
         };
-        let mut vals = Vec::with_capacity(names.len());
-        for name in names {
+        // No allocation: a worker parses a record back on every entry.
+        let mut vals = [""; 6];
+        for (name, val) in names.iter().zip(&mut vals) {
             let part = parts.next().ok_or_else(|| format!("{tag} record lacks {name}="))?;
-            let v = part
+            *val = part
                 .strip_prefix(name)
                 .and_then(|r| r.strip_prefix('='))
                 .ok_or_else(|| format!("expected {name}=…, found {part:?}"))?;
-            vals.push(v);
         }
         if let Some(extra) = parts.next() {
             return Err(format!("unexpected field {extra:?}"));
@@ -219,6 +281,29 @@ impl FromStr for Record {
             }
             _ => Record::Exit { w, e: num(1)?, fence: fence(2)?, read: num(3)?, value: num(4)?, t: num(5)? },
         })
+    }
+}
+
+/// `str::split(' ')`, by bytes: the supervisor's tail of the file and the audit split
+/// every record, and a char search per field was most of what that cost.
+struct Fields<'a>(Option<&'a str>);
+
+impl<'a> Iterator for Fields<'a> {
+    type Item = &'a str;
+
+    fn next(&mut self) -> Option<&'a str> {
+        let rest = self.0?;
+        match rest.bytes().position(|b| b == b' ') {
+            // A space is one byte: both sides of it are whole characters.
+            Some(i) => {
+                self.0 = Some(&rest[i + 1..]);
+                Some(&rest[..i])
+            }
+            None => {
+                self.0 = None;
+                Some(rest)
+            }
+        }
     }
 }
 
@@ -267,13 +352,16 @@ pub struct Resource {
     /// The file's tail as [`Resource::committed`] last read it, kept between calls: a
     /// fresh zeroed buffer each time was most of what an entry cost a worker.
     tail: Vec<u8>,
+    /// Where the file ended when last read (it only grows).
+    end: u64,
 }
 
 impl Resource {
     /// Open an existing resource file for appending and reading.
     pub fn open(path: &Path) -> io::Result<Resource> {
         let file = OpenOptions::new().read(true).append(true).open(path)?;
-        Ok(Resource { file, line: String::with_capacity(128), tail: Vec::new() })
+        let end = file.metadata()?.len();
+        Ok(Resource { file, line: String::with_capacity(128), tail: Vec::new(), end })
     }
 
     /// The underlying file (for `flock`).
@@ -284,7 +372,7 @@ impl Resource {
     /// Append one record with a single `write`, so records never interleave.
     pub fn append(&mut self, rec: &Record) -> io::Result<()> {
         self.line.clear();
-        let _ = writeln!(self.line, "{rec}");
+        rec.push_line(&mut self.line);
         let n = nix::unistd::write(&self.file, self.line.as_bytes()).map_err(io::Error::from)?;
         if n != self.line.len() {
             // The rest is not written: a second write could land after another worker's
@@ -356,15 +444,55 @@ impl Resource {
     /// Find the counter and the last fence by scanning the file backwards from its end.
     /// A last line without its newline (a write still landing) is skipped.
     pub fn committed(&mut self) -> io::Result<Committed> {
-        let len = self.file.metadata()?.len();
-        let mut want = 4096u64;
+        self.scan(true)
+    }
+
+    /// The counter alone (see [`Resource::committed`]): what an unfenced worker reads
+    /// once inside, where the last fence is its own ENTER, just written.
+    pub fn counter(&mut self) -> io::Result<u64> {
+        Ok(self.scan(false)?.value)
+    }
+
+    /// Read from `start` to the end of the file into `tail`, if that is at most
+    /// [`READ_AHEAD`] bytes: the file's length then, `None` if there is more. A regular
+    /// file's read comes back short only at its end, so this is one `pread` where a
+    /// `stat` for the length and a `pread` were two.
+    fn read_to_end(&mut self, start: u64) -> io::Result<Option<u64>> {
+        if self.tail.len() < READ_AHEAD {
+            self.tail.resize(READ_AHEAD, 0); // zeroed once, reused from then on
+        }
+        let mut filled = 0;
+        while filled < READ_AHEAD {
+            let want = READ_AHEAD - filled;
+            match self.file.read_at(&mut self.tail[filled..READ_AHEAD], start + filled as u64) {
+                Ok(n) if n < want => return Ok(Some(start + (filled + n) as u64)),
+                Ok(n) => filled += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(None)
+    }
+
+    /// [`Resource::committed`], the last fence only if `need_fence`. The scan reads
+    /// what was written since the file was last read (it only grows: the byte before
+    /// its end then on, so that a whole first line is seen whole), which holds the last
+    /// EXIT when this worker wrote its own since, and widens backwards fourfold from a
+    /// [`WINDOW`] while what it looks for is not in sight.
+    fn scan(&mut self, need_fence: bool) -> io::Result<Committed> {
+        let first = self.end.saturating_sub(1);
+        let (mut start, len) = match self.read_to_end(first)? {
+            // Nothing at all past a place the file reached before: it was cut short
+            // from outside; find its length.
+            Some(len) if len > first || first == 0 => (first, len),
+            _ => {
+                let len = self.file.metadata()?.len();
+                (len, len)
+            }
+        };
+        self.end = len;
         loop {
-            let start = len.saturating_sub(want);
-            let n = (len - start) as usize;
-            // Only what grows is zeroed: the same size again costs nothing here.
-            self.tail.resize(n, 0);
-            self.file.read_exact_at(&mut self.tail, start)?;
-            let text = &self.tail[..];
+            let text = &self.tail[..(len - start) as usize];
             // Whole lines only: not a first line cut by the window, nor a last one
             // still landing.
             let from = match start {
@@ -373,17 +501,24 @@ impl Resource {
             };
             let to = text.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1).max(from);
             let mut found = Committed::default();
-            let (mut have_value, mut have_fence) = (false, false);
+            let (mut have_value, mut have_fence) = (false, !need_fence);
             for line in text[from..to].split(|&b| b == b'\n').rev() {
+                // Only an EXIT or an ENTER line can be one: the others (the WANTs of the
+                // waiting, mostly) are passed over unparsed.
+                let exit = !have_value && line.starts_with(b"EXIT ");
+                let enter = !have_fence && line.starts_with(b"ENTER ");
+                if !(exit || enter) {
+                    continue;
+                }
                 let Ok(s) = std::str::from_utf8(line) else {
                     continue;
                 };
                 match s.parse::<Record>() {
-                    Ok(Record::Exit { value, .. }) if !have_value => {
+                    Ok(Record::Exit { value, .. }) => {
                         found.value = value;
                         have_value = true;
                     }
-                    Ok(Record::Enter { fence, .. }) if !have_fence => {
+                    Ok(Record::Enter { fence, .. }) => {
                         found.last_fence = Some(fence);
                         have_fence = true;
                     }
@@ -396,10 +531,21 @@ impl Resource {
             if start == 0 {
                 return Ok(found);
             }
-            want *= 4;
+            start = len.saturating_sub((len - start).max(WINDOW) * 4);
+            let n = (len - start) as usize;
+            if self.tail.len() < n {
+                self.tail.resize(n, 0);
+            }
+            self.file.read_exact_at(&mut self.tail[..n], start)?;
         }
     }
 }
+
+/// The least a scan of the file's tail widens to when what it reads first falls short.
+const WINDOW: u64 = 512;
+/// How much a scan reads forward to the file's end before it asks for its length
+/// instead: what the file may grow between two entries of one worker.
+const READ_AHEAD: usize = 64 * 1024;
 
 #[cfg(test)]
 mod tests {
@@ -416,6 +562,37 @@ mod tests {
             r.append(&Record::Enter { w, e: 1, fence: Fence { clock, id: w }, t: 1 }).unwrap();
         }
         assert_eq!(r.highest_fence_clock().unwrap(), 9);
+    }
+
+    #[test]
+    fn lines_made_by_hand_are_what_display_shows() {
+        let f = Fence { clock: u64::MAX, id: u32::MAX };
+        let zero = Fence { clock: 0, id: 0 };
+        for r in [
+            Record::Want { w: 0, e: 0, t: 0 },
+            Record::Want { w: u32::MAX, e: u64::MAX, t: u64::MAX },
+            Record::Enter { w: 7, e: 10, fence: f, t: 1_000_000_007 },
+            Record::Exit { w: 1, e: 2, fence: zero, read: 9, value: 10, t: 5 },
+            Record::Exit { w: 3, e: 99, fence: f, read: u64::MAX - 1, value: u64::MAX, t: 12 },
+            Record::Refused { w: 1, e: 2, at: Stage::Enter, fence: zero, over: f, t: 6 },
+            Record::Refused { w: 4, e: 9, at: Stage::Exit, fence: Fence { clock: 31, id: 4 }, over: f, t: 6 },
+        ] {
+            let mut line = String::from("kept ");
+            r.push_line(&mut line);
+            assert_eq!(line, format!("kept {r}\n"));
+        }
+    }
+
+    #[test]
+    fn fields_split_as_str_split_does() {
+        for line in ["", " ", "WANT", "WANT w=1  e=2 ", " a b", "é ü  x", "a\tb c"] {
+            let mine: Vec<&str> = Fields(Some(line)).collect();
+            assert_eq!(mine, line.split(' ').collect::<Vec<_>>(), "{line:?}");
+        }
+        assert_eq!("3:4".parse::<Fence>(), Ok(Fence { clock: 3, id: 4 }));
+        assert!(
+            "3".parse::<Fence>().is_err() && "3:".parse::<Fence>().is_err() && ":4".parse::<Fence>().is_err()
+        );
     }
 
     #[test]
@@ -504,5 +681,38 @@ mod tests {
         let c = r.committed().unwrap();
         assert_eq!(c.value, 300);
         assert_eq!(c.last_fence, Some(f(999)));
+        assert_eq!(r.counter().unwrap(), 300);
+    }
+
+    /// A worker's handle reads on from where the file last ended: what others wrote
+    /// since, however much (past what it reads ahead), and an EXIT far back.
+    #[test]
+    fn the_tail_is_found_however_much_others_wrote_since() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("resource");
+        create(&path, "test", 3, false).unwrap();
+        let mut mine = Resource::open(&path).unwrap();
+        let mut other = Resource::open(&path).unwrap();
+        let f = |c| Fence { clock: c, id: 1 };
+        assert_eq!(mine.counter().unwrap(), 0);
+        other.append(&Record::Enter { w: 1, e: 1, fence: f(1), t: 1 }).unwrap();
+        other.append(&Record::Exit { w: 1, e: 1, fence: f(1), read: 0, value: 1, t: 2 }).unwrap();
+        assert_eq!(mine.counter().unwrap(), 1, "a little written by another");
+        for (grown, value) in [(READ_AHEAD / 4, 2), (3 * READ_AHEAD, 3)] {
+            other.append(&Record::Enter { w: 1, e: value, fence: f(value), t: 3 }).unwrap();
+            other.append(&Record::Exit { w: 1, e: value, fence: f(value), read: 0, value, t: 4 }).unwrap();
+            let start = std::fs::metadata(&path).unwrap().len() as usize;
+            while (std::fs::metadata(&path).unwrap().len() as usize) < start + grown {
+                other.append(&Record::Want { w: 2, e: 1, t: 5 }).unwrap();
+            }
+            other.append(&Record::Enter { w: 0, e: 1, fence: f(100 + value), t: 6 }).unwrap();
+            let c = mine.committed().unwrap();
+            assert_eq!((c.value, c.last_fence), (value, Some(f(100 + value))), "{grown} bytes since");
+            assert_eq!(mine.counter().unwrap(), value);
+        }
+        // A torn last line (a write still landing) is left out.
+        let mut torn = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+        io::Write::write_all(&mut torn, b"EXIT w=2 e=1 fen").unwrap();
+        assert_eq!(mine.counter().unwrap(), 3);
     }
 }

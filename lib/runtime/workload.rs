@@ -209,15 +209,17 @@ impl Workload {
                     steps.push(AppStep::Tell(ToSupervisor::Done { entries: self.entries }));
                     return Ok(Some(steps));
                 }
-                self.set_app(App::Waiting);
-                let rec = Record::Want { w: self.me.0, e: self.entries + 1, t: resource::monotonic_ns() };
+                // One clock reading for the record and the state's time.
+                let t = resource::monotonic_ns();
+                self.set_app_at(App::Waiting, t);
+                let rec = Record::Want { w: self.me.0, e: self.entries + 1, t };
                 self.append(&rec)?;
                 steps.push(AppStep::Trace { what: "want", leader: None });
                 steps.push(AppStep::Call(AppCall::Want));
             }
             Local::CsDone => {
-                self.leave_cs(&mut steps)?;
-                steps.push(self.think());
+                let t = self.leave_cs(&mut steps)?;
+                steps.push(self.think_at(t));
                 steps.push(AppStep::Call(AppCall::Done));
             }
         }
@@ -233,7 +235,12 @@ impl Workload {
 
     /// Think: the timer after which it asks to enter.
     pub(super) fn think(&mut self) -> AppStep {
-        self.set_app(App::Thinking);
+        self.think_at(resource::monotonic_ns())
+    }
+
+    /// [`Workload::think`] from `t`, monotonic ns.
+    fn think_at(&mut self, t: u64) -> AppStep {
+        self.set_app_at(App::Thinking, t);
         let mean = self.think.as_secs_f64();
         let after = if mean <= 0.0 {
             // Not inline: the loop must poll for messages between entries, or a worker
@@ -271,18 +278,19 @@ impl Workload {
             *clock = (*clock).max(fence.clock);
         }
         let e = self.entries + 1;
-        let rec = Record::Enter { w: self.me.0, e, fence, t: resource::monotonic_ns() };
+        let t = resource::monotonic_ns();
+        let rec = Record::Enter { w: self.me.0, e, fence, t };
         let mut steps = Vec::new();
         if self.fenced {
             match self.append_fenced(&rec)? {
                 Fenced::Accepted(now) => {
                     steps.push(AppStep::Trace { what: "enter", leader: None });
-                    self.set_app(App::Inside { fence, read: now.value, landed: true });
+                    self.set_app_at(App::Inside { fence, read: now.value, landed: true }, t);
                 }
                 Fenced::Refused { .. } => {
                     // Believed inside, but the resource says a newer holder exists: leave
                     // at once, and ask again after thinking (a new WANT, the same entry).
-                    self.set_app(App::Inside { fence, read: 0, landed: false });
+                    self.set_app_at(App::Inside { fence, read: 0, landed: false }, t);
                     self.local.push_back(Local::CsDone);
                     return Ok(steps);
                 }
@@ -290,8 +298,8 @@ impl Workload {
         } else {
             self.append(&rec)?;
             steps.push(AppStep::Trace { what: "enter", leader: None });
-            let read = self.resource.committed()?.value;
-            self.set_app(App::Inside { fence, read, landed: true });
+            let read = self.resource.counter()?;
+            self.set_app_at(App::Inside { fence, read, landed: true }, t);
         }
         if self.cs.is_zero() {
             self.local.push_back(Local::CsDone);
@@ -301,21 +309,16 @@ impl Workload {
         Ok(steps)
     }
 
-    fn leave_cs(&mut self, steps: &mut Vec<AppStep>) -> anyhow::Result<()> {
+    /// Leave the section: write the EXIT. Returns when, monotonic ns (the EXIT's time).
+    fn leave_cs(&mut self, steps: &mut Vec<AppStep>) -> anyhow::Result<u64> {
         let App::Inside { fence, read, landed } = self.app else {
             anyhow::bail!("internal error: leaving a section we are not in");
         };
+        let t = resource::monotonic_ns();
         if !landed {
-            return Ok(()); // The REFUSED record is written; the entry is still to make.
+            return Ok(t); // The REFUSED record is written; the entry is still to make.
         }
-        let rec = Record::Exit {
-            w: self.me.0,
-            e: self.entries + 1,
-            fence,
-            read,
-            value: read + 1,
-            t: resource::monotonic_ns(),
-        };
+        let rec = Record::Exit { w: self.me.0, e: self.entries + 1, fence, read, value: read + 1, t };
         let done = if self.fenced {
             matches!(self.append_fenced(&rec)?, Fenced::Accepted(_))
         } else {
@@ -331,7 +334,7 @@ impl Workload {
             let file = lock.unlock().map_err(|(_, e)| anyhow::anyhow!("unlock failed: {e}"))?;
             self.lock_file = Some(file);
         }
-        Ok(())
+        Ok(t)
     }
 
     /// SIGTERM or SIGINT came: the line saying where it found the application.
@@ -365,8 +368,14 @@ impl Workload {
     }
 
     fn set_app(&mut self, app: App) {
+        self.set_app_at(app, resource::monotonic_ns());
+    }
+
+    /// The application stands at `app` from `t` (monotonic ns: a record's own time, so
+    /// that a step reads the clock once).
+    fn set_app_at(&mut self, app: App, t: u64) {
         self.app = app;
-        self.app_since = resource::monotonic_ns();
+        self.app_since = t;
     }
 
     fn append(&mut self, rec: &Record) -> anyhow::Result<()> {

@@ -169,6 +169,14 @@ impl Writer {
         }
     }
 
+    /// [`Writer::recv`] at `t` (monotonic ns): a clock reading the caller shares with
+    /// the rest of its step.
+    pub fn recv_at<M: Message>(&mut self, t: u64, lc: u64, from: u32, from_inc: u32, sent_lc: u64, msg: &M) {
+        if self.recording() {
+            self.record(t, Rec::Recv { lc, from, from_inc, sent_lc }, Some(msg));
+        }
+    }
+
     /// `msg`, sent to `to` stamped `lc`, will never arrive, because of `why` (one of
     /// [`DROP_REASONS`]).
     pub fn drop<M: Message>(&mut self, lc: u64, to: u32, msg: &M, why: &str) {
@@ -353,6 +361,19 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text.lines().count() as u64, 1 + lc);
         assert!(text.ends_with('\n'));
+    }
+
+    #[test]
+    fn a_receipt_given_its_time_is_recorded_at_that_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut w = Writer::open(dir.path(), 0, 0, 2, "x").unwrap();
+        w.recv_at(12_345, 3, 1, 0, 2, &k("GRANT"));
+        w.flush().unwrap();
+        let text = std::fs::read_to_string(dir.path().join(file_name(0))).unwrap();
+        assert!(
+            text.contains("\nRECV w=0 inc=0 t=12345 lc=3 from=1 from_inc=0 sent_lc=2 type=GRANT "),
+            "{text}"
+        );
     }
 
     #[test]

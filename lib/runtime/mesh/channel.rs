@@ -55,15 +55,26 @@ impl<M: Message> Mesh<M> {
     /// cap (the receiver would have to refuse it and close the channel), or it would
     /// take what this worker holds unwritten for its peers (with `held_elsewhere`, what
     /// the network faults hold) past [`MAX_UNSENT`].
+    #[cfg(test)]
     pub(super) fn frame(&self, env: &Envelope<Option<M>>, held_elsewhere: usize) -> Result<Vec<u8>, String> {
         let mut frame = Vec::new();
+        self.frame_into(&mut frame, env, held_elsewhere).map(|()| frame)
+    }
+
+    /// [`Mesh::frame`] into `frame`, which must be empty (and is left so on `Err`).
+    fn frame_into(
+        &self,
+        frame: &mut Vec<u8>,
+        env: &Envelope<Option<M>>,
+        held_elsewhere: usize,
+    ) -> Result<(), String> {
         let Some(msg) = &env.msg else {
             // A heartbeat is a few bytes, whatever the queues hold.
-            wire::encode(&mut frame, env);
-            return Ok(frame);
+            wire::encode(frame, env);
+            return Ok(());
         };
         let (kind, to) = (msg.kind(), env.to);
-        if let Err(wire::FrameError::Oversized(n)) = wire::try_encode(&mut frame, env) {
+        if let Err(wire::FrameError::Oversized(n)) = wire::try_encode(frame, env) {
             let (kind, cap) = (crate::cut(kind), wire::MAX_FRAME);
             return Err(format!("message {kind} to {to} is {n} bytes, over the {cap}-byte frame cap"));
         }
@@ -71,12 +82,13 @@ impl<M: Message> Mesh<M> {
         // stuck in its own program) would make the queues grow without end.
         let unsent = self.unsent() + held_elsewhere + frame.len();
         if unsent > MAX_UNSENT {
+            frame.clear();
             let kind = crate::cut(kind);
             return Err(format!(
                 "message {kind} to {to} would put {unsent} bytes in its queues to peers that have not read them, over the {MAX_UNSENT}-byte cap"
             ));
         }
-        Ok(frame)
+        Ok(())
     }
 
     /// Send `env` to its peer in one call: framed (`Err`, as [`Mesh::frame`] says, if
@@ -89,13 +101,19 @@ impl<M: Message> Mesh<M> {
         held_elsewhere: usize,
         fate: impl FnOnce(Vec<u8>) -> Fate,
     ) -> Result<Sent, String> {
-        let frame = self.frame(env, held_elsewhere)?;
+        // Framed in a buffer that lives on: no allocation per message, unless the
+        // network faults keep the frame.
+        let mut frame = std::mem::take(&mut self.scratch);
+        frame.clear();
+        self.frame_into(&mut frame, env, held_elsewhere)?;
         if self.peers[env.to.index()].down {
+            self.scratch = frame;
             return Ok(Sent::Down);
         }
         Ok(match fate(frame) {
             Fate::Now(frame) => {
                 self.queue(env.to, &frame);
+                self.scratch = frame;
                 Sent::Queued
             }
             kept => Sent::Kept(kept),
@@ -116,7 +134,9 @@ impl<M: Message> Mesh<M> {
             (true, _, Some((s, r))) => (s, r),
             _ => return,
         };
-        let ChannelRead { inbox, bad, end } = read_channel::<M, _>(reader, stream, peer, self.me, edge);
+        let inbox = std::mem::take(&mut self.inbox);
+        let ChannelRead { mut inbox, bad, end } =
+            read_channel::<M, _>(reader, stream, peer, self.me, edge, inbox);
         for line in bad {
             self.bad_frames += 1;
             self.bad_logged += 1;
@@ -130,9 +150,8 @@ impl<M: Message> Mesh<M> {
         if !inbox.is_empty() {
             then.push(Todo::Emit(MeshEvent::Heard(peer)));
         }
-        then.extend(
-            inbox.into_iter().map(|envelope| Todo::Emit(MeshEvent::Message { from: peer, envelope })),
-        );
+        then.extend(inbox.drain(..).map(|envelope| Todo::Emit(MeshEvent::Message { from: peer, envelope })));
+        self.inbox = inbox;
         match end {
             ChannelEnd::Refused(why) => then.push(Todo::Emit(MeshEvent::Breach(why))),
             ChannelEnd::Closed(why) => {
@@ -296,16 +315,17 @@ enum ChannelEnd {
 }
 
 /// Read what `stream`, `peer`'s channel to worker `me`, has now, into `reader`, and
-/// take out every whole frame.
+/// take out every whole frame, into `inbox` (empty: a buffer kept between reads).
 fn read_channel<M: DeserializeOwned, R: Read>(
     reader: &mut FrameReader,
     stream: &mut R,
     peer: PeerId,
     me: PeerId,
     edge: bool,
+    inbox: Vec<Envelope<Option<M>>>,
 ) -> ChannelRead<M> {
     let fill = if edge { reader.fill_until_short(stream) } else { reader.fill(stream) };
-    let mut read = ChannelRead { inbox: Vec::new(), bad: Vec::new(), end: ChannelEnd::Open };
+    let mut read = ChannelRead { inbox, bad: Vec::new(), end: ChannelEnd::Open };
     loop {
         match reader.next_frame() {
             Ok(Some(body)) => match wire::decode::<Envelope<Option<M>>>(body) {
@@ -412,7 +432,15 @@ mod tests {
 
     /// What worker 0 reads from `bytes`, on worker 1's channel.
     fn read_from_w1(bytes: &[u8]) -> ChannelRead<String> {
-        read_channel::<String, _>(&mut FrameReader::default(), &mut &bytes[..], PeerId(1), PeerId(0), false)
+        let inbox = Vec::new();
+        read_channel::<String, _>(
+            &mut FrameReader::default(),
+            &mut &bytes[..],
+            PeerId(1),
+            PeerId(0),
+            false,
+            inbox,
+        )
     }
 
     fn envelope(from: u32, msg: &str) -> Vec<u8> {

@@ -329,6 +329,12 @@ pub(super) struct Mesh<M> {
     /// Channels this life has made or adopted (a lazily connected mesh's fan-out).
     pub(super) channels_opened: u64,
     todo: VecDeque<Todo<M>>,
+    /// The frame of the message being sent, kept to save an allocation each.
+    scratch: Vec<u8>,
+    /// What one piece of work led to ([`Mesh::poll_event`]), and the envelopes one read
+    /// took in: kept, empty, between uses, to save allocations per message.
+    then: Vec<Todo<M>>,
+    inbox: Vec<Envelope<Option<M>>>,
 }
 
 impl<M> Drop for Mesh<M> {
@@ -375,6 +381,9 @@ impl<M: Message> Mesh<M> {
             lazy: false,
             channels_opened: 0,
             todo: VecDeque::new(),
+            scratch: Vec::new(),
+            then: Vec::new(),
+            inbox: Vec::new(),
         })
     }
 
@@ -383,7 +392,8 @@ impl<M: Message> Mesh<M> {
     pub(super) fn poll_event(&mut self) -> Option<MeshEvent<M>> {
         loop {
             let todo = self.todo.pop_front()?;
-            let mut then = Vec::new();
+            // A buffer that lives on: no allocation per message read.
+            let mut then = std::mem::take(&mut self.then);
             match todo {
                 Todo::Emit(event) => return Some(event),
                 Todo::Accept { left, refused, evicted } => self.accept_one(left, refused, evicted, &mut then),
@@ -398,9 +408,10 @@ impl<M: Message> Mesh<M> {
             }
             // What that work led to comes before whatever was already waiting, as the
             // rest of a synchronous call would.
-            for todo in then.into_iter().rev() {
+            for todo in then.drain(..).rev() {
                 self.todo.push_front(todo);
             }
+            self.then = then;
         }
     }
 

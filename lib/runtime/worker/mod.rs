@@ -84,6 +84,8 @@ struct Worker<A: Node<Service: RunService>> {
     again: Vec<Token>,
     clock: u64,
     started: Instant,
+    /// When `started` was, monotonic ns: the node's time is counted from it.
+    started_ns: u64,
     /// Every timer of the worker, its components' and the node's.
     timers: Timers,
     /// Algorithm timers armed and not yet fired, by generation.
@@ -184,6 +186,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             again: Vec::new(),
             clock,
             started: Instant::now(),
+            started_ns: crate::resource::monotonic_ns(),
             timers: Timers::default(),
             algo_timers: HashMap::new(),
             work,
@@ -325,6 +328,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             unreachable.extend(dead);
         }
         self.started = Instant::now();
+        self.started_ns = crate::resource::monotonic_ns();
         if let Work::Mutex(w) = &mut self.work {
             w.deadline = self.opts.duration.map(|d| self.started + d);
         }
@@ -378,8 +382,14 @@ impl<A: Node<Service: RunService>> Worker<A> {
         }
     }
 
+    /// The node's time: since the run began for this worker.
     fn now(&self) -> Duration {
-        self.started.elapsed()
+        self.since_start(crate::resource::monotonic_ns())
+    }
+
+    /// The node's time at `t`, monotonic ns (the clock `Instant` reads too).
+    fn since_start(&self, t: u64) -> Duration {
+        Duration::from_nanos(t.saturating_sub(self.started_ns))
     }
 
     /// Poll and serve until the run ends for this worker.

@@ -78,9 +78,12 @@ impl<A: Node<Service: RunService>> Worker<A> {
     pub(super) fn hand_over(&mut self, from: PeerId, sent: u64, msg: A::Msg) -> anyhow::Result<()> {
         self.clock = self.clock.max(sent).saturating_add(1);
         let inc = self.mesh.incarnation(from);
-        self.trace.recv(self.clock, from.0, inc, sent, &msg);
+        // One clock reading for the trace and the node's step.
+        let t = crate::resource::monotonic_ns();
+        self.trace.recv_at(t, self.clock, from.0, inc, sent, &msg);
         tally(&mut self.stats.received, msg.kind());
-        self.input(Input::Message { from, msg })
+        let step = self.host.step(self.since_start(t), Input::Message { from, msg });
+        self.carry(step)
     }
 
     /// Send `msg` to `to` (the host has checked that `to` is a peer), stamped with the
@@ -215,8 +218,12 @@ impl<A: Node<Service: RunService>> Worker<A> {
 /// [`trace::OTHER_TYPES`], so that a program inventing a type per message costs its
 /// worker a bounded count, and the statistics still fit their frame.
 fn tally(counts: &mut BTreeMap<String, u64>, kind: &str) {
-    let key =
-        if counts.contains_key(kind) || counts.len() < trace::MAX_TYPES { kind } else { trace::OTHER_TYPES };
+    // A type already counted (every message but each type's first) takes one look-up.
+    if let Some(c) = counts.get_mut(kind) {
+        *c += 1;
+        return;
+    }
+    let key = if counts.len() < trace::MAX_TYPES { kind } else { trace::OTHER_TYPES };
     match counts.get_mut(key) {
         Some(c) => *c += 1,
         None => {
