@@ -218,8 +218,54 @@ fn bypass_step<N: Node>(before: &World<N>, after: &World<N>, counts: &mut Counts
 where
     N::Service: SimService,
 {
-    let entered = after.apps().inside().filter(|&j| before.apps().inside() != Some(j));
-    let (was, is) = (before.alive(), after.alive());
+    let was = before.alive();
+    bypass_from(before.apps().inside(), was, |i| before.apps().waiting(i, was), after, counts, cap)
+}
+
+/// What [`bypass_step`] reads of the state before a step, kept apart where the search
+/// moves that world on instead of copying it (a depth-first search's last choice).
+pub(super) struct BypassBefore {
+    inside: Option<PeerId>,
+    alive: smallvec::SmallVec<[bool; 16]>,
+    waiting: [bool; COUNTED],
+}
+
+impl BypassBefore {
+    pub(super) fn of<N: Node>(w: &World<N>) -> BypassBefore
+    where
+        N::Service: SimService,
+    {
+        let mut waiting = [false; COUNTED];
+        for (i, slot) in waiting.iter_mut().enumerate().take(w.n()) {
+            *slot = w.apps().waiting(i, w.alive());
+        }
+        BypassBefore { inside: w.apps().inside(), alive: smallvec::SmallVec::from_slice(w.alive()), waiting }
+    }
+
+    /// [`bypass_step`] from this state to `after`.
+    pub(super) fn step<N: Node>(&self, after: &World<N>, counts: &mut Counts, cap: u8) -> u8
+    where
+        N::Service: SimService,
+    {
+        bypass_from(self.inside, &self.alive, |i| self.waiting[i], after, counts, cap)
+    }
+}
+
+/// [`bypass_step`] from what it reads of the state before: who was inside, who was up,
+/// and whether node `i`'s application was waiting.
+fn bypass_from<N: Node>(
+    inside: Option<PeerId>,
+    was: &[bool],
+    was_waiting: impl Fn(usize) -> bool,
+    after: &World<N>,
+    counts: &mut Counts,
+    cap: u8,
+) -> u8
+where
+    N::Service: SimService,
+{
+    let entered = after.apps().inside().filter(|&j| inside != Some(j));
+    let is = after.alive();
     // A node stops waiting only by entering or by a crash, and starts at a count of 0:
     // without either, no count changes (most steps: this keeps the search fast).
     if entered.is_none() && was == is {
@@ -229,7 +275,7 @@ where
     for (i, c) in counts.iter_mut().enumerate().take(after.n()) {
         if !after.apps().waiting(i, is) {
             *c = 0;
-        } else if before.apps().waiting(i, was) && entered.is_some_and(|j| j.index() != i) {
+        } else if was_waiting(i) && entered.is_some_and(|j| j.index() != i) {
             *c = c.saturating_add(1).min(cap);
         }
         most = most.max(*c);
