@@ -9,7 +9,7 @@ set -eu
 bin=${MUTEXLAB:-target/release/mutexlab}
 secs=${MAX_SECONDS:-60}
 timed="centralized-bully voting token-ring-ft bully bully-gm hirschberg-sinclair"
-k2="lamport centralized-bully voting token-ring-ft bully-gm hirschberg-sinclair"
+k2="none lamport centralized-bully voting token-ring-ft bully-gm hirschberg-sinclair superpeer"
 more="centralized maekawa ricart-agrawala ricart-agrawala-rc token-ring suzuki-kasami ra-token raymond neilsen-mizuno chang-roberts chang-roberts-down ring-list bully"
 algos=$("$bin" algorithms | awk '/^  / && $1 != "flock" { print $1 }')
 echo "| algorithm | n | k | timer firings | states | transitions | time (s) | memory (MB) | search |"

@@ -61,7 +61,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::algorithm::{Algorithm, Config, Message, Out, PeerId};
+use crate::algorithm::{Algorithm, Config, Message, Out, PeerId, Renaming, Symmetric};
 
 /// How long a node holds a token that has gone a full lap unused before passing it on.
 pub const IDLE_HOLD: Duration = Duration::from_millis(1);
@@ -264,6 +264,37 @@ impl Algorithm for TokenRing {
             None => "never had it; w0 made it".to_string(),
         };
         format!("waiting for the TOKEN{from} ({last})")
+    }
+}
+
+/// The ring's rotations, and only those: a node's successor is the next id round the
+/// ring, so a renaming that keeps every node's successor is a rotation, and nothing else
+/// is a symmetry. Worker 0 making the token breaks it only at the start (a restarted
+/// worker 0 makes none), and `check` keys states reached from there.
+impl Symmetric for TokenRing {
+    fn renamings(n: u32) -> Vec<Renaming> {
+        (0..n.max(1))
+            .map(|s| {
+                Renaming::new((0..n).map(|i| (i + s) % n).collect()).expect("a rotation is a permutation")
+            })
+            .collect()
+    }
+    fn renamed(&self, r: &Renaming) -> Self {
+        TokenRing {
+            cfg: Config { id: r.of(self.cfg.id), ..self.cfg.clone() },
+            holding: self.holding,
+            idle: self.idle,
+            waiting: self.waiting,
+            inside: self.inside,
+            down: self.down.iter().map(|&p| r.of(p)).collect(),
+            last_passed: self.last_passed.map(|p| r.of(p)),
+        }
+    }
+    fn msg_renamed(msg: &Msg, _: &Renaming) -> Msg {
+        msg.clone()
+    }
+    fn timer_renamed(timer: &Timer, _: &Renaming) -> Timer {
+        *timer
     }
 }
 

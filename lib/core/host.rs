@@ -196,7 +196,8 @@ impl<N: Node> Clone for Host<N> {
             node: self.node.clone(),
             started: self.started,
             app: self.app.clone(),
-            down: self.down.clone(),
+            // A copy: `SmallVec::clone` pushes the flags one by one.
+            down: smallvec::SmallVec::from_slice(&self.down),
             timers: self.timers.clone(),
             generation: self.generation,
         }

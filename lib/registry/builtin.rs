@@ -229,6 +229,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
             coordinator_free: false,
         }),
         check: check_tokens::<token_ring::TokenRing>,
+        symmetric: Some(check_tokens_symmetric::<token_ring::TokenRing>),
         walk: walk_tokens::<token_ring::TokenRing>,
         bypass: Some(Bypass {
             bound: |n| n.saturating_sub(1),

@@ -59,6 +59,15 @@ pub(super) fn check_tokens<N: Tokens<Service: RunService + SimService>>(
     crate::check::check_with::<N>(opts, &own, progress)
 }
 
+/// [`check_tokens`] up to symmetry ([`crate::check::check_symmetric`]).
+pub(super) fn check_tokens_symmetric<N: Tokens<Service: RunService + SimService> + Symmetric>(
+    opts: &CheckOpts,
+    progress: &mut dyn FnMut(&Progress),
+) -> CheckReport {
+    let own = [one_token_invariant()];
+    crate::check::check_symmetric::<N>(opts, &own, progress)
+}
+
 /// Coordinators with a queue of waiting nodes, for "queue holds no one twice".
 pub(super) trait Queue: Node {
     fn queued(&self) -> Vec<PeerId>;

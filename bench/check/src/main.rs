@@ -17,6 +17,11 @@
 //! `bench-check [--quick] [--repeat R]`: `--quick` checks only n = 3 with one entry (a
 //! sanity run of a few seconds); `--repeat R` runs each measurement R times and keeps
 //! the one with the least CPU time (the least disturbed by other programs' cache use).
+//!
+//! `bench-check one RUN N K [THREADS]` is one measurement, as the parent starts it; by
+//! hand, THREADS (1 to 8, default 1) runs a breadth-first search on that many threads
+//! (mutexlab's depth-first search has one), to see whether a second thread helps (CPU
+//! time counts every thread's).
 
 mod ra;
 
@@ -133,29 +138,30 @@ fn usage_now() -> (f64, u64) {
 }
 
 /// One measurement, in this process.
-fn measure(run: Run, n: u32, k: u32) -> Measure {
+fn measure(run: Run, n: u32, k: u32, threads: u32) -> Measure {
     let (cpu, _) = usage_now();
     let started = Instant::now();
-    let (states, complete, violated) = search(run, n, k);
+    let (states, complete, violated) = search(run, n, k, threads);
     let wall = started.elapsed().as_secs_f64();
     let (cpu_after, peak_kb) = usage_now();
     Measure { states, seconds: cpu_after - cpu, wall, peak_kb, complete, violated }
 }
 
 /// One search: the states it found, whether it explored them all, what it found violated.
-fn search(run: Run, n: u32, k: u32) -> (u64, bool, Option<String>) {
+fn search(run: Run, n: u32, k: u32, threads: u32) -> (u64, bool, Option<String>) {
     match run {
         Run::Mutexlab | Run::MutexlabDfs => {
             let info = mutexlab::registry::lookup("ricart-agrawala").expect("a built-in algorithm");
             let mut opts = CheckOpts::new(n, k);
             opts.dfs = run == Run::MutexlabDfs;
+            opts.threads = threads;
             opts.max_states = u64::MAX;
             opts.max_seconds = 3600.0;
             let r = (info.check)(&opts, &mut |_| {});
             (r.states, r.complete, r.violation.map(|v| v.property.to_string()))
         }
         Run::StaterightBfs | Run::StaterightDfs => {
-            let builder = ra::model(n as usize, k).checker().threads(1);
+            let builder = ra::model(n as usize, k).checker().threads(threads as usize);
             let (states, discoveries) = if run == Run::StaterightBfs {
                 let c = builder.spawn_bfs().join();
                 (c.unique_state_count(), c.discoveries())
@@ -275,10 +281,14 @@ fn main() -> ExitCode {
         let run = args.get(1).and_then(|a| Run::from_arg(a));
         let n = args.get(2).and_then(|a| a.parse().ok()).filter(|n| (1..=6).contains(n));
         let k = args.get(3).and_then(|a| a.parse().ok()).filter(|k| (1..=10).contains(k));
-        let (Some(run), Some(n), Some(k)) = (run, n, k) else {
-            return usage("one: expected a checker, n (1 to 6) and k (1 to 10)");
+        let threads = match args.get(4) {
+            None => Some(1),
+            Some(t) => t.parse().ok().filter(|t| (1..=8).contains(t)),
         };
-        println!("{}", measure(run, n, k).line());
+        let (Some(run), Some(n), Some(k), Some(threads)) = (run, n, k, threads) else {
+            return usage("one: expected a checker, n (1 to 6), k (1 to 10) and optionally threads (1 to 8)");
+        };
+        println!("{}", measure(run, n, k, threads).line());
         return ExitCode::SUCCESS;
     }
     let mut quick = false;

@@ -218,8 +218,54 @@ fn bypass_step<N: Node>(before: &World<N>, after: &World<N>, counts: &mut Counts
 where
     N::Service: SimService,
 {
-    let entered = after.apps().inside().filter(|&j| before.apps().inside() != Some(j));
-    let (was, is) = (before.alive(), after.alive());
+    let was = before.alive();
+    bypass_from(before.apps().inside(), was, |i| before.apps().waiting(i, was), after, counts, cap)
+}
+
+/// What [`bypass_step`] reads of the state before a step, kept apart where the search
+/// moves that world on instead of copying it (a depth-first search's last choice).
+pub(super) struct BypassBefore {
+    inside: Option<PeerId>,
+    alive: smallvec::SmallVec<[bool; 16]>,
+    waiting: [bool; COUNTED],
+}
+
+impl BypassBefore {
+    pub(super) fn of<N: Node>(w: &World<N>) -> BypassBefore
+    where
+        N::Service: SimService,
+    {
+        let mut waiting = [false; COUNTED];
+        for (i, slot) in waiting.iter_mut().enumerate().take(w.n()) {
+            *slot = w.apps().waiting(i, w.alive());
+        }
+        BypassBefore { inside: w.apps().inside(), alive: smallvec::SmallVec::from_slice(w.alive()), waiting }
+    }
+
+    /// [`bypass_step`] from this state to `after`.
+    pub(super) fn step<N: Node>(&self, after: &World<N>, counts: &mut Counts, cap: u8) -> u8
+    where
+        N::Service: SimService,
+    {
+        bypass_from(self.inside, &self.alive, |i| self.waiting[i], after, counts, cap)
+    }
+}
+
+/// [`bypass_step`] from what it reads of the state before: who was inside, who was up,
+/// and whether node `i`'s application was waiting.
+fn bypass_from<N: Node>(
+    inside: Option<PeerId>,
+    was: &[bool],
+    was_waiting: impl Fn(usize) -> bool,
+    after: &World<N>,
+    counts: &mut Counts,
+    cap: u8,
+) -> u8
+where
+    N::Service: SimService,
+{
+    let entered = after.apps().inside().filter(|&j| inside != Some(j));
+    let is = after.alive();
     // A node stops waiting only by entering or by a crash, and starts at a count of 0:
     // without either, no count changes (most steps: this keeps the search fast).
     if entered.is_none() && was == is {
@@ -229,7 +275,7 @@ where
     for (i, c) in counts.iter_mut().enumerate().take(after.n()) {
         if !after.apps().waiting(i, is) {
             *c = 0;
-        } else if before.apps().waiting(i, was) && entered.is_some_and(|j| j.index() != i) {
+        } else if was_waiting(i) && entered.is_some_and(|j| j.index() != i) {
             *c = c.saturating_add(1).min(cap);
         }
         most = most.max(*c);
@@ -562,19 +608,21 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_renamed_world_steps_as_the_world_with_its_ids_renamed() {
-        // Centralized's declared symmetries, on every state of n = 3 with a crash: each
-        // renamed world enables the renamed choices, and a step then a renaming is the
-        // renaming then the renamed step (ids in states, messages, channels, down
-        // flags and applications all follow). Renaming back gives the world again.
-        use crate::algorithm::{Renaming, Symmetric};
-        use crate::algos::centralized::Centralized;
-        let opts = CheckOpts { crashes: 1, ..CheckOpts::new(3, 1) };
-        let mut w = initial::<Centralized>(&opts);
+    /// Every state of `N` at `opts` reachable from the start: each renaming of `N`'s
+    /// group enables the renamed choices, and a step then a renaming is the renaming then
+    /// the renamed step (ids in states, messages, channels, down flags and applications
+    /// all follow); renaming back gives the world again. The states seen and how many
+    /// renamed twins differed from their world.
+    fn renamings_commute_with_steps<N: crate::algorithm::Symmetric>(opts: &CheckOpts) -> (usize, usize)
+    where
+        N::Service: SimService,
+    {
+        use crate::algorithm::Renaming;
+        let n = opts.n;
+        let mut w = initial::<N>(opts);
         w.start(&mut |_, _| {}).unwrap();
         let (mut todo, mut seen) = (vec![w], std::collections::HashSet::new());
-        let renamings = Centralized::renamings(3);
+        let renamings = N::renamings(n);
         let mut moved = 0;
         while let Some(w) = todo.pop() {
             if !seen.insert(search::fingerprint(&w)) {
@@ -582,7 +630,7 @@ mod tests {
             }
             for r in &renamings {
                 let back = Renaming::new(
-                    (0..3).map(|i| (0..3).find(|&j| r.of(PeerId(j)).0 == i).unwrap()).collect(),
+                    (0..n).map(|i| (0..n).find(|&j| r.of(PeerId(j)).0 == i).unwrap()).collect(),
                 )
                 .unwrap();
                 let twin = w.renamed(r);
@@ -605,8 +653,18 @@ mod tests {
                 }
             }
         }
-        assert!(seen.len() > 100 && moved > 100, "{} states, {moved} moved", seen.len());
-        assert_eq!(renamings.len(), 2, "w0 and w1 swap; w2, the coordinator, stays");
+        (seen.len(), moved)
+    }
+
+    #[test]
+    fn a_renamed_world_steps_as_the_world_with_its_ids_renamed() {
+        // Centralized's declared symmetries, on every state of n = 3 with a crash.
+        use crate::algorithm::Symmetric;
+        use crate::algos::centralized::Centralized;
+        let opts = CheckOpts { crashes: 1, ..CheckOpts::new(3, 1) };
+        let (seen, moved) = renamings_commute_with_steps::<Centralized>(&opts);
+        assert!(seen > 100 && moved > 100, "{seen} states, {moved} moved");
+        assert_eq!(Centralized::renamings(3).len(), 2, "w0 and w1 swap; w2, the coordinator, stays");
     }
 
     #[test]
@@ -672,6 +730,136 @@ mod tests {
         let e = crate::Sim::<Immediate>::new(3, 0).replay(1, &v.choices).unwrap_err();
         assert!(matches!(e.failure, Failure::Overlap { .. }), "{e}");
         assert_eq!(e.failure.to_string(), v.failure);
+    }
+
+    /// A planted bug for the ring's symmetry: a node leaving the section sends its
+    /// successor a second TOKEN (rotation-symmetric, so the reduction must keep it).
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct DoubleToken {
+        ring: crate::algos::token_ring::TokenRing,
+        next: PeerId,
+    }
+
+    impl crate::algorithm::Algorithm for DoubleToken {
+        type Msg = crate::algos::token_ring::Msg;
+        type Timer = crate::algos::token_ring::Timer;
+        fn new(cfg: &crate::algorithm::Config) -> Self {
+            let next = PeerId((cfg.id.0 + 1) % cfg.n);
+            DoubleToken { ring: crate::algorithm::Algorithm::new(cfg), next }
+        }
+        fn on_start(&mut self, out: &mut crate::algorithm::Out<Self::Msg, Self::Timer>) {
+            self.ring.on_start(out)
+        }
+        fn on_want_cs(&mut self, out: &mut crate::algorithm::Out<Self::Msg, Self::Timer>) {
+            self.ring.on_want_cs(out)
+        }
+        fn on_message(
+            &mut self,
+            from: PeerId,
+            msg: Self::Msg,
+            out: &mut crate::algorithm::Out<Self::Msg, Self::Timer>,
+        ) {
+            self.ring.on_message(from, msg, out)
+        }
+        fn on_cs_done(&mut self, out: &mut crate::algorithm::Out<Self::Msg, Self::Timer>) {
+            self.ring.on_cs_done(out);
+            out.send(self.next, crate::algos::token_ring::Msg::Token { idle: 0 });
+        }
+        fn on_timer(&mut self, timer: Self::Timer, out: &mut crate::algorithm::Out<Self::Msg, Self::Timer>) {
+            self.ring.on_timer(timer, out)
+        }
+        fn on_peer_down(&mut self, peer: PeerId, out: &mut crate::algorithm::Out<Self::Msg, Self::Timer>) {
+            self.ring.on_peer_down(peer, out)
+        }
+        fn on_peer_up(&mut self, peer: PeerId, out: &mut crate::algorithm::Out<Self::Msg, Self::Timer>) {
+            self.ring.on_peer_up(peer, out)
+        }
+    }
+
+    impl crate::algorithm::Symmetric for DoubleToken {
+        fn renamings(n: u32) -> Vec<crate::algorithm::Renaming> {
+            crate::algos::token_ring::TokenRing::renamings(n)
+        }
+        fn renamed(&self, r: &crate::algorithm::Renaming) -> Self {
+            DoubleToken { ring: self.ring.renamed(r), next: r.of(self.next) }
+        }
+        fn msg_renamed(msg: &Self::Msg, _: &crate::algorithm::Renaming) -> Self::Msg {
+            msg.clone()
+        }
+        fn timer_renamed(timer: &Self::Timer, _: &crate::algorithm::Renaming) -> Self::Timer {
+            *timer
+        }
+    }
+
+    #[test]
+    fn the_token_rings_rotations_commute_with_its_steps() {
+        use crate::algorithm::{Renaming, Symmetric};
+        use crate::algos::token_ring::TokenRing;
+        for (n, crashes) in [(3, 1), (4, 0)] {
+            let opts = CheckOpts { crashes, ..CheckOpts::new(n, 1) };
+            let (seen, moved) = renamings_commute_with_steps::<TokenRing>(&opts);
+            assert!(seen > 100 && moved > 100, "n = {n}: {seen} states, {moved} moved");
+            let rotations = TokenRing::renamings(n);
+            assert_eq!(rotations.len(), n as usize);
+            assert!(rotations[0].is_identity());
+            // Rotations only: a swap of two nodes is no symmetry of a ring (at n = 3 a
+            // swap reverses the ring's direction).
+            let swap = Renaming::new([vec![1, 0], (2..n).collect()].concat()).unwrap();
+            assert!(!rotations.contains(&swap));
+        }
+        // Negative control: a renaming that is not a rotation does not commute. At n = 3
+        // swapping w1 and w2 reverses the ring: w0's token goes to w1, its twin's to w2.
+        let opts = CheckOpts::new(3, 1);
+        let mut w = initial::<TokenRing>(&opts);
+        w.start(&mut |_, _| {}).unwrap();
+        let swap = Renaming::new(vec![0, 2, 1]).unwrap();
+        let twin = w.renamed(&swap);
+        let mut want: Vec<Choice> = w.enabled().into_iter().map(|c| choice_renamed(c, &swap)).collect();
+        want.sort_by_key(|c| format!("{c:?}"));
+        let (mut a, mut b) = (w.clone(), twin.clone());
+        let deliver = Choice::Deliver { from: 0, to: 1, index: 0 };
+        a.apply(deliver, &mut |_, _| {}).unwrap();
+        b.apply(choice_renamed(deliver, &swap), &mut |_, _| {}).unwrap();
+        assert!(a.renamed(&swap) != b, "w1 passes to w2, its twin w2 to w0: not the same");
+    }
+
+    #[test]
+    fn the_token_ring_up_to_rotation_finds_fewer_states_and_the_same_violation() {
+        use crate::algos::token_ring::TokenRing;
+        // Counts: (n, k, full, up to rotation), every strategy the same.
+        for (n, k, full, reduced) in [(3, 1, 485, 215), (3, 2, 3_731, 1_321), (4, 1, 2_728, 934)] {
+            for o in strategies(&CheckOpts::new(n, k)) {
+                let all = check::<TokenRing>(&o, &mut quiet);
+                let up_to = check_symmetric::<TokenRing>(&o, &[], &mut quiet);
+                assert!(
+                    all.complete && up_to.complete && all.violation.is_none() && up_to.violation.is_none()
+                );
+                assert_eq!((all.states, up_to.states), (full, reduced), "n = {n}, k = {k}");
+                // The start (w0 makes the token) is not its own rotation: the sum of the
+                // orbits is no full count, and the report says it is not known.
+                assert_eq!(up_to.symmetry, Some(SymmetryResult { renamings: n as u64, full_states: None }));
+            }
+        }
+        // The planted bug: the full search and the one up to rotation find the same
+        // violation at the same depth breadth-first, each a real path that replays to it.
+        for o in strategies(&CheckOpts::new(3, 1)) {
+            let all = check::<DoubleToken>(&o, &mut quiet);
+            let up_to = check_symmetric::<DoubleToken>(&o, &[], &mut quiet);
+            let (v, w) = (
+                all.violation.expect("the second token is found"),
+                up_to.violation.expect("up to rotation too"),
+            );
+            assert_eq!(v.property, "mutual exclusion");
+            assert_eq!(w.property, "mutual exclusion");
+            if !o.dfs {
+                assert_eq!(v.choices.len(), w.choices.len(), "both shortest");
+            }
+            assert!(up_to.states < all.states, "{} up to rotation, {} in full", up_to.states, all.states);
+            let walked =
+                walk::walk::<DoubleToken>(&o, &[], &walk::Route::Choices(w.choices.clone())).unwrap();
+            assert_eq!(walked.violation_step, Some(w.choices.len()));
+            assert_eq!(walked.failure.as_deref(), Some(w.failure.as_str()));
+        }
     }
 
     #[test]

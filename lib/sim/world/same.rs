@@ -10,6 +10,8 @@ use crate::host::{hash_flags, hash_unordered};
 
 // By hand: a derive would ask the service type itself to be `Clone`, which a search
 // generic over the node type cannot promise.
+// The flags by `from_slice`, a copy: `SmallVec::clone` pushes them one by one, and that
+// was a twentieth of a depth-first search.
 impl<N: Node> Clone for World<N>
 where
     N::Service: SimService,
@@ -18,9 +20,9 @@ where
         World {
             n: self.n,
             hosts: self.hosts.clone(),
-            alive: self.alive.clone(),
+            alive: SmallVec::from_slice(&self.alive),
             links: self.links.clone(),
-            down_due: self.down_due.clone(),
+            down_due: SmallVec::from_slice(&self.down_due),
             timers: self.timers.clone(),
             timer_seq: self.timer_seq,
             now: self.now,
@@ -37,7 +39,7 @@ where
             forget: self.forget,
             lost_done: self.lost_done,
             crash_budget: self.crash_budget,
-            may_crash: self.may_crash.clone(),
+            may_crash: SmallVec::from_slice(&self.may_crash),
             crashes_done: self.crashes_done,
             unnoticed_restarts: self.unnoticed_restarts,
         }
