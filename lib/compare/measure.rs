@@ -5,13 +5,14 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::algos::Shape;
+use crate::algos::{Claim, Shape};
 use crate::control::{Detector, RESOURCE_FILE};
 use crate::faults::{FaultKind, Plan, Standing};
 use crate::registry::AlgoInfo;
 use crate::resource::Record;
 use crate::supervisor::{self, AppliedFault, Report, RunError, RunOpts};
 
+use super::entries::EntryCounts;
 use super::model::*;
 use super::{
     claim, CompareOpts, ATTEMPTS, DROP, FAULT_AT_ENTRY, FAULT_ENTRIES, FAULT_STALL_MS, FAULT_TIMING, LIGHT,
@@ -28,6 +29,10 @@ pub(super) enum Fault {
 }
 
 pub(super) const FAULTS: [Fault; 4] = [Fault::NonHolder, Fault::Holder, Fault::Coordinator, Fault::Lost];
+
+/// The faults a failure detector can rescue from: the crashes (a lost message is no
+/// crash, and no detector tells of it).
+pub(super) const CRASHES: [Fault; 3] = [Fault::NonHolder, Fault::Holder, Fault::Coordinator];
 
 impl Fault {
     pub(super) fn name(self) -> &'static str {
@@ -207,6 +212,8 @@ pub(super) struct Measured {
     pub(super) sync: Option<(f64, usize)>,
     /// The handoffs from the trace, or why the trace could not be read.
     pub(super) hops: Result<SyncHops, String>,
+    /// The light run's entries counted from its trace, or why it could not be read.
+    pub(super) entries: Result<EntryCounts, String>,
     /// Both runs clean.
     pub(super) clean: bool,
     /// Why a run was not clean.
@@ -227,14 +234,20 @@ pub(super) fn measure_once(
     let said = |f: Option<fn(u32) -> String>| f.map_or_else(|| "-".to_string(), |f| f(n));
     let seed = o.seed.wrapping_add(u64::from(rep));
     let light_dir = tmp.join(format!("{name}-light-{rep}"));
-    let light = supervisor::run(&RunOpts { seed, ..run_opts(o, info, light_dir.clone(), o.entries, LIGHT) })?;
+    // Traced, for the delay before entry in messages: at light load the lines cost
+    // nothing a section of think time does not cover.
+    let light = supervisor::run(&RunOpts {
+        trace: true,
+        seed,
+        ..run_opts(o, info, light_dir.clone(), o.entries, (o.cs_ms, LIGHT.1))
+    })?;
     let sat_dir = tmp.join(format!("{name}-saturated-{rep}"));
     // Traced, for the handoffs' hops: a few % of a saturated run's speed, which compare
     // does not measure.
     let sat = supervisor::run(&RunOpts {
         trace: true,
         seed,
-        ..run_opts(o, info, sat_dir.clone(), o.entries, SATURATED)
+        ..run_opts(o, info, sat_dir.clone(), o.entries, (o.cs_ms, SATURATED.1))
     })?;
     let records = |dir: &Path| {
         read_records(&dir.join(RESOURCE_FILE))
@@ -243,6 +256,8 @@ pub(super) fn measure_once(
     let med = |mut samples: Vec<u64>| median(&mut samples).map(|ns| (ns, samples.len()));
     let coordinator = free.then_some(n - 1);
     let entry = med(entry_waits(records(&light_dir)?, coordinator));
+    let entries = super::entries::analyse(&light_dir, coordinator, c.and_then(|c| c.entry_by_hops_of))
+        .map_err(|e| e.to_string());
     let sat_records = records(&sat_dir)?;
     let sync = med(sync_delays(sat_records.clone()));
     let hops = crate::handoff::analyse(&sat_dir, coordinator)
@@ -261,6 +276,7 @@ pub(super) fn measure_once(
         entry,
         sync,
         hops,
+        entries,
         clean: light.ok && sat.ok,
         notes: [unclean("light-load", &light), unclean("saturated", &sat)].into_iter().flatten().collect(),
     })
@@ -274,6 +290,7 @@ pub(super) fn aggregate(
     t_ms: f64,
     measured: &[Measured],
     by_fault: Vec<FaultSummary>,
+    rescue: Vec<FaultSummary>,
 ) -> Row {
     let c = info.claim.as_ref();
     let free = c.is_some_and(|c| c.coordinator_free);
@@ -305,6 +322,9 @@ pub(super) fn aggregate(
         if let Err(e) = &m.hops {
             notes.push(run(&format!("saturated run's trace: {e}")));
         }
+        if let Err(e) = &m.entries {
+            notes.push(run(&format!("light-load run's trace: {e}")));
+        }
     }
     let med = |get: fn(&Measured) -> u64| {
         Spread::of(&measured.iter().map(|m| get(m) as f64).collect::<Vec<_>>())
@@ -325,10 +345,12 @@ pub(super) fn aggregate(
         entry_delay: delay(entry_ms, samples(|m| m.entry), c.map(|c| c.entry)),
         sync_delay: delay(sync_ms, samples(|m| m.sync), c.map(|c| c.sync)),
         sync_hops: (!traced.is_empty()).then(|| merge_hops(&traced)),
+        entry_messages: entry_messages(c, n, measured),
         problems: Problems {
             notes: c.map_or("-", |c| c.problems),
             runs: by_fault.iter().filter_map(|f| f.repeats.first().cloned()).collect(),
             by_fault,
+            rescue,
         },
         clean: measured.iter().all(|m| m.clean),
         notes_on_runs: notes,
@@ -345,6 +367,64 @@ pub(super) fn aggregate(
             utilisation: hop_spread(&|h| h.utilisation.as_ref().map(|u| u.measured)),
         },
     }
+}
+
+/// The repeats' entries counted in messages as one, beside the notes' formula; `None`
+/// if no repeat's trace could be read.
+fn entry_messages(c: Option<&Claim>, n: u32, measured: &[Measured]) -> Option<EntryMessages> {
+    let runs: Vec<&EntryCounts> = measured.iter().filter_map(|m| m.entries.as_ref().ok()).collect();
+    if runs.is_empty() {
+        return None;
+    }
+    let mut all = EntryCounts { hops_of: runs[0].hops_of.clone(), ..EntryCounts::default() };
+    for r in &runs {
+        all.entries += r.entries;
+        all.quiet += r.quiet;
+        all.skipped += r.skipped;
+        all.let_go += r.let_go;
+        all.release_samples += r.release_samples;
+        all.sequential.merge(&r.sequential);
+        all.sequential_quiet.merge(&r.sequential_quiet);
+        all.chain.merge(&r.chain);
+        all.chain_quiet.merge(&r.chain_quiet);
+    }
+    let med = |get: fn(&EntryCounts) -> Option<u64>| {
+        Spread::of(&runs.iter().filter_map(|r| get(r)).map(|v| v as f64).collect::<Vec<_>>())
+            .map(|s| s.median.round() as u64)
+    };
+    all.wall_median_ns = med(|r| r.wall_median_ns);
+    all.wall_quiet_median_ns = med(|r| r.wall_quiet_median_ns);
+    all.message_median_ns = med(|r| r.message_median_ns);
+    all.release_median_ns = med(|r| r.release_median_ns);
+    all.section_median_ns = med(|r| r.section_median_ns);
+    let notes = c.and_then(|c| c.notes_entry).map(|f| {
+        let (min, max) = (f.range)(n);
+        NotesFormula {
+            row: f.row.to_string(),
+            formula: (f.formula)(n),
+            min,
+            max: max.is_finite().then_some(max),
+        }
+    });
+    Some(EntryMessages {
+        wall_in_message_times: Spread::of(
+            &runs.iter().filter_map(|r| r.wall_in_message_times()).collect::<Vec<_>>(),
+        ),
+        wall_ms: Spread::of(
+            &runs.iter().filter_map(|r| r.wall_quiet_median_ns).map(|ns| ns as f64 / 1e6).collect::<Vec<_>>(),
+        ),
+        wall_all_ms: Spread::of(
+            &runs.iter().filter_map(|r| r.wall_median_ns).map(|ns| ns as f64 / 1e6).collect::<Vec<_>>(),
+        ),
+        release_us: Spread::of(
+            &runs.iter().filter_map(|r| r.release_median_ns).map(|ns| ns as f64 / 1e3).collect::<Vec<_>>(),
+        ),
+        quiet_within_notes: notes.as_ref().and_then(|f| f.holds(&all.sequential_quiet)),
+        all_within_notes: notes.as_ref().and_then(|f| f.holds(&all.sequential)),
+        notes,
+        registry: c.map_or_else(|| "-".to_string(), |c| (c.entry)(n)),
+        counts: all,
+    })
 }
 
 /// The repeats' handoffs as one: hops counted over every handoff of every repeat, the
@@ -484,6 +564,7 @@ pub(super) fn fault_run(
     info: &'static AlgoInfo,
     fault: Fault,
     rep: u32,
+    detector: Detector,
     tmp: &Path,
 ) -> Result<(FaultRun, Option<u64>), RunError> {
     let (plan_text, drop) = fault.plan();
@@ -493,13 +574,14 @@ pub(super) fn fault_run(
     let mut quiet = None;
     for attempt in 0..ATTEMPTS {
         let seed = o.seed.wrapping_add(u64::from(rep) * ATTEMPTS + attempt);
-        let dir = tmp.join(format!("{}-{}-{rep}-{attempt}", info.name, fault.name().replace(' ', "-")));
+        let dir =
+            tmp.join(format!("{}-{}-{detector}-{rep}-{attempt}", info.name, fault.name().replace(' ', "-")));
         let opts = RunOpts {
             seed,
             plan: plan.clone(),
             drop,
             stall_ms: FAULT_STALL_MS,
-            detector: o.detector,
+            detector,
             ..run_opts(o, info, dir, FAULT_ENTRIES, FAULT_TIMING)
         };
         let r = supervisor::run(&opts)?;
@@ -524,6 +606,51 @@ pub(super) fn fault_run(
         last = Some(run);
     }
     Ok((last.expect("at least one attempt"), quiet))
+}
+
+/// One repeat of the manager's saturated run with sections of `cs_ms`.
+#[derive(Clone, Debug, Default)]
+pub(super) struct ManagerRun {
+    /// Sections' total over first ENTER to last EXIT, and the median section in ns.
+    pub(super) used: Option<(f64, u64)>,
+    /// The run's median SEND→RECV time, in ns.
+    pub(super) t_ns: Option<u64>,
+    /// Mean hops per handoff, the coordinator's own included.
+    pub(super) mean_hops: Option<f64>,
+    /// Why it could not be measured, or was not clean.
+    pub(super) note: Option<String>,
+}
+
+/// Repeat `rep` of the manager's saturated run with sections of `cs_ms` (traced, for
+/// the run's own T); its directory goes after.
+pub(super) fn manager_once(
+    o: &CompareOpts,
+    info: &'static AlgoInfo,
+    rep: u32,
+    cs_ms: f64,
+    tmp: &Path,
+) -> Result<ManagerRun, RunError> {
+    let dir = tmp.join(format!("{}-manager-{cs_ms:.4}-{rep}", info.name));
+    let seed = o.seed.wrapping_add(u64::from(rep));
+    let r = supervisor::run(&RunOpts {
+        trace: true,
+        seed,
+        ..run_opts(o, info, dir.clone(), o.entries, (cs_ms, SATURATED.1))
+    })?;
+    let mut m = ManagerRun { note: unclean("manager's saturated", &r), ..ManagerRun::default() };
+    match read_records(&dir.join(RESOURCE_FILE)) {
+        Ok(records) => m.used = crate::handoff::utilisation(records),
+        Err(e) => m.note = Some(format!("cannot read its resource file: {e}")),
+    }
+    match crate::handoff::analyse(&dir, None) {
+        Ok(h) => {
+            m.t_ns = h.message_median_ns;
+            m.mean_hops = h.mean();
+        }
+        Err(e) => m.note = Some(format!("its trace: {e}")),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(m)
 }
 
 /// The longest a run went from one ENTER or EXIT to the next, in ns: a quiet spell the
@@ -693,7 +820,7 @@ mod tests {
 
     #[test]
     fn the_simulator_decides_a_holder_crash_of_the_ring_and_of_the_coordinator() {
-        let o = opts(1);
+        let o = CompareOpts { detector: Detector::Perfect, ..opts(1) };
         let ring = super::super::tests::builtin("token-ring");
         // A holder that is also the highest id belongs to the coordinator's column: missed.
         let d = simulate_fault(&o, ring, Fault::Holder).unwrap();

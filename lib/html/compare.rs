@@ -490,6 +490,11 @@ fn tables(s: &mut String, c: &Comparison) {
     let _ = writeln!(s, "<h2>The table</h2>");
     table(s, &compare::COST_HEAD, &costs);
     let _ = writeln!(s, "<p></p>");
+    let manager = compare::manager_cells(c);
+    if !manager.is_empty() {
+        table(s, &compare::MANAGER_HEAD, &manager);
+        let _ = writeln!(s, "<p></p>");
+    }
     table(s, &compare::PROBLEM_HEAD, &problems);
     for line in compare::footer(c).lines() {
         let _ = writeln!(s, "<p>{}</p>", esc(line));
@@ -555,7 +560,8 @@ mod tests {
             entry_delay: d(28.0),
             sync_delay: d(19.0),
             sync_hops: None,
-            problems: Problems { notes: "coordinator crash (notes)", runs, by_fault: vec![] },
+            entry_messages: None,
+            problems: Problems { notes: "coordinator crash (notes)", runs, by_fault: vec![], rescue: vec![] },
             clean: true,
             notes_on_runs: vec![],
             spread: Default::default(),
