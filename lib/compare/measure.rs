@@ -574,8 +574,10 @@ pub(super) fn fault_run(
     let mut quiet = None;
     for attempt in 0..ATTEMPTS {
         let seed = o.seed.wrapping_add(u64::from(rep) * ATTEMPTS + attempt);
-        let dir =
-            tmp.join(format!("{}-{}-{detector}-{rep}-{attempt}", info.name, fault.name().replace(' ', "-")));
+        // The rescue's runs beside the others' (a detector's name is too long for a path
+        // a socket lives under).
+        let tag = if detector == o.detector { "" } else { "-rescue" };
+        let dir = tmp.join(format!("{}-{}{tag}-{rep}-{attempt}", info.name, fault.name().replace(' ', "-")));
         let opts = RunOpts {
             seed,
             plan: plan.clone(),
