@@ -85,9 +85,9 @@ pub(super) fn jobs(algos: usize, repeat: u32, manager: Option<usize>, rescue: bo
         }
     }
     for algo in 0..algos {
-        for fault in 0..FAULTS.len() {
+        for (fault, f) in FAULTS.iter().enumerate() {
             v.extend((0..repeat).map(|rep| Job { algo, what: What::Fault { fault, rep } }));
-            if rescue && CRASHES.contains(&FAULTS[fault]) {
+            if rescue && CRASHES.contains(f) {
                 v.extend((0..repeat).map(|rep| Job { algo, what: What::Rescue { fault, rep } }));
             }
             v.push(Job { algo, what: What::Sim { fault } });
