@@ -514,6 +514,56 @@ mod tests {
         assert_eq!(r["problems"]["by_fault"][0]["tally"]["stalls"], 2);
         assert_eq!(r["problems"]["runs"][0]["outcome"], "stalls");
         assert_eq!((v["schema"].as_u64(), v["repeat"].as_u64()), (Some(1), Some(3)));
+
+        // The delay before entry in messages: every entry of every repeat, then the quiet.
+        let cell = "2 (2-4); quiet 2 (27 of 30)";
+        assert!(text.contains(cell) && md.contains(&format!("| {cell} |")), "{text}");
+        assert!(page.contains(&format!("<td>{cell}</td>")), "{page}");
+        assert!(text.contains("notes (Centralized): 2; quiet entries within, all outside"), "{text}");
+        let e = &r["entry_messages"];
+        assert_eq!(e["counts"]["sequential_quiet"]["2"], 27, "{e}");
+        assert_eq!(e["counts"]["sequential"]["4"], 3, "{e}");
+        assert_eq!(
+            (e["quiet_within_notes"].as_bool(), e["all_within_notes"].as_bool()),
+            (Some(true), Some(false))
+        );
+        // Quiet entries' wall time over the run's own T: 50 µs over 20 µs.
+        assert_eq!(e["wall_in_message_times"]["median"].as_f64(), Some(2.5), "{e}");
+    }
+
+    #[test]
+    fn the_manager_s_figures_stand_beside_w_plus_3t_and_w_over_w_plus_2t() {
+        let info = builtin("centralized");
+        let m = measured(3.0, 50_000.0, &[(2, 10)], true);
+        let row = aggregate(info, 5, 0.01, &[m.clone(), m.clone(), m], vec![], vec![]);
+        let run = |w_ns: u64, used: f64| ManagerRun {
+            used: Some((used, w_ns)),
+            t_ns: Some(25_000),
+            mean_hops: Some(1.6),
+            note: None,
+        };
+        let runs: Vec<(usize, u32, ManagerRun)> = (0..3)
+            .flat_map(|level| {
+                (0..2).map(move |rep| (level, rep, run([25_000, 1_000_000, 3_000_000][level], 0.5)))
+            })
+            .collect();
+        let man = manager_figures(&row, &runs);
+        // W = 1040 µs, T = 20 µs: W+3T = 1100 µs, as measured; 1/(W+3T) ≈ 909/s.
+        let cost = man.cost.as_ref().unwrap();
+        assert_eq!((cost.w_us, cost.t_us, cost.predicted_us), (1040.0, 20.0, 1100.0));
+        assert_eq!(cost.measured_us.median, 1100.0);
+        assert!((cost.predicted_rate_per_s - 1e6 / 1100.0).abs() < 1e-9, "{cost:?}");
+        assert_eq!(man.utilisation.len(), 3);
+        // W = T: W/(W+2T) = 1/3; with 1.6 hops a handoff, 1/2.6.
+        let u = &man.utilisation[0];
+        assert!(
+            (u.predicted - 1.0 / 3.0).abs() < 1e-12 && (u.with_mean_hops.unwrap() - 1.0 / 2.6).abs() < 1e-12
+        );
+        assert_eq!(u.measured.unwrap().runs, 2, "one figure a repeat");
+        let c = Comparison { manager: Some(man), ..Comparison::new(5, 20, "none") };
+        let text = text(&c);
+        assert!(text.contains("W+3T = 1100.0 µs") && text.contains("W/(W+2T) = 0.333"), "{text}");
+        assert!(text.contains("25.0 µs = 1.0 T") && text.contains("3000.0 µs = 120.0 T"), "W in T: {text}");
     }
 
     #[test]
