@@ -44,7 +44,7 @@ use crate::trace::{self, Event, EventKind, MsgId, Reader, TraceError};
 
 /// Messages carried for one open request at most; past it the request is let go (a
 /// note says how many), so memory stays bounded whatever the trace.
-const MAX_CARRIED: usize = 4096;
+pub const MAX_CARRIED: usize = 4096;
 
 /// Entries counted by a whole number (messages), each count with how many entries had it.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]

@@ -4,9 +4,17 @@
 //! and the registry's theory claim.
 //!
 //! For each algorithm it makes:
-//! - a light-load run (long think time next to a short section) and a saturated one (no
-//!   think time): messages per entry from the run report, heartbeats left out, and the
-//!   median wait at light load, the notes' "delay before entry";
+//! - a light-load run (long think time next to a section of `--cs-ms`) and a saturated
+//!   one (no think time): messages per entry from the run report, heartbeats left out,
+//!   and the median wait at light load;
+//! - from the light-load run's trace, the notes' "delay before entry (in message times)"
+//!   as they count it ([`entries`]): the messages in each entry's causal past since its
+//!   request (their sequential network), the longest causal chain (a parallel one), the
+//!   wall time in the run's own message time, beside the notes' formula at this N
+//!   ([`crate::algos::NotesEntry`]) or the registry's claim;
+//! - for the 003 notes' manager (the algorithm of the notes' centralized row): a quiet
+//!   request's time from its want to the coordinator's receipt of its RELEASE beside
+//!   W+3T, and saturated runs at three section lengths beside W/(W+2T) ([`Manager`]);
 //! - from the saturated run's `resource.log`, the synchronisation delay: from one
 //!   worker's EXIT to the next ENTER while someone was waiting ([`sync_delays`]);
 //! - from the saturated run's trace, the same handoffs in message hops (the messages
@@ -15,7 +23,10 @@
 //!   the resource was held against W/(W+kT) ([`SyncHops`]);
 //! - short fault runs, each judged `survives`, `stalls` or `unsafe` from the run's
 //!   verdict and audit: a crash of a worker outside the section, of the holder, of the
-//!   coordinator (the highest id), and lost messages (`--drop`).
+//!   coordinator (the highest id), and lost messages (`--drop`). They run under
+//!   `--detector`, `none` by default (the notes' model: a crash looks like slowness), and
+//!   the crashes again under the perfect detector, what it rescues
+//!   ([`Problems::rescue`]).
 //!
 //! Times are also given in message times T: the one-way time between two processes,
 //! measured once by [`probe::ping_pong`](crate::supervisor::probe::ping_pong) at the start. The output is a [`Comparison`],
@@ -31,7 +42,7 @@
 //! or each message lost with the same probability), so that what the algorithm does
 //! always can be told from what one run happened to do.
 //!
-//! **Scheduling**: the timing runs (light and saturated) come first, one
+//! **Scheduling**: the timing runs (light and saturated, then the manager's) come first, one
 //! at a time with nothing beside them: on a small machine a second run would load the
 //! first and move its delays. Then the fault runs and the simulator's decisions go up to
 //! [`fault_width`] at once (two per core, at most [`MAX_FAULT_WIDTH`]). A fault run's
