@@ -331,6 +331,8 @@ impl Tracker {
             a.1 = o.quiet;
         }
         if self.skip == Some(w as u32) {
+            // Its own entry asked nobody: its next SEND is no release.
+            self.asked[w] = None;
             self.out.skipped += 1;
             return;
         }
@@ -406,6 +408,14 @@ mod tests {
                   RECV w=1 inc=0 t=247 lc=9 from=0 from_inc=0 sent_lc=8 type=RELEASE\n";
         let e = analyse_text("centralized", &[w0, w1], Some(1), None);
         assert_eq!((e.entries, e.quiet, e.skipped), (1, 1, 0));
+        // The coordinator's own entry later, then a GRANT: no release of its own.
+        let w1b = format!(
+            "{w1}APP w=1 inc=0 t=300 lc=10 ev=want\nAPP w=1 inc=0 t=301 lc=11 ev=enter\n\
+             APP w=1 inc=0 t=400 lc=12 ev=leave\nSEND w=1 inc=0 t=900 lc=13 to=0 type=GRANT\n"
+        );
+        let w0b = format!("{w0}RECV w=0 inc=0 t=950 lc=14 from=1 from_inc=0 sent_lc=13 type=GRANT\n");
+        let e2 = analyse_text("centralized", &[&w0b, &w1b], Some(1), None);
+        assert_eq!((e2.skipped, e2.release_samples), (1, 1), "{e2:?}");
         assert_eq!(e.sequential_quiet, counts(&[(2, 1)]));
         assert_eq!(e.chain, counts(&[(2, 1)]));
         assert_eq!(e.wall_median_ns, Some(31));
