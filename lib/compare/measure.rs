@@ -613,7 +613,7 @@ pub(super) fn fault_run(
 /// One repeat of the manager's saturated run with sections of `cs_ms`.
 #[derive(Clone, Debug, Default)]
 pub(super) struct ManagerRun {
-    /// Sections' total over first ENTER to last EXIT, and the median section in ns.
+    /// Sections' total over first ENTER to last EXIT, and the mean section in ns.
     pub(super) used: Option<(f64, u64)>,
     /// The run's median SEND→RECV time, in ns.
     pub(super) t_ns: Option<u64>,
@@ -641,7 +641,12 @@ pub(super) fn manager_once(
     })?;
     let mut m = ManagerRun { note: unclean("manager's saturated", &r), ..ManagerRun::default() };
     match read_records(&dir.join(RESOURCE_FILE)) {
-        Ok(records) => m.used = crate::handoff::utilisation(records),
+        // The mean section, not the median: utilisation is a sum, and a short section's
+        // timer either fires at the loop's next turn or waits out its 1 ms resolution.
+        Ok(records) => {
+            let mean = mean_section(&records);
+            m.used = crate::handoff::utilisation(records).zip(mean).map(|((share, _), w)| (share, w));
+        }
         Err(e) => m.note = Some(format!("cannot read its resource file: {e}")),
     }
     match crate::handoff::analyse(&dir, None) {
@@ -653,6 +658,27 @@ pub(super) fn manager_once(
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(m)
+}
+
+/// The mean section, ENTER to its EXIT, in ns; `None` if none was completed.
+pub(super) fn mean_section(records: &[Record]) -> Option<u64> {
+    let mut inside = std::collections::HashMap::new();
+    let (mut sum, mut k) = (0u64, 0u64);
+    for r in records {
+        match *r {
+            Record::Enter { w, t, .. } => {
+                inside.insert(w, t);
+            }
+            Record::Exit { w, t, .. } => {
+                if let Some(since) = inside.remove(&w) {
+                    sum += t.saturating_sub(since);
+                    k += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    (k > 0).then(|| sum / k)
 }
 
 /// The longest a run went from one ENTER or EXIT to the next, in ns: a quiet spell the
@@ -812,6 +838,13 @@ mod tests {
         assert!(Fault::Coordinator.hit(&[kill(4, "outside")], 0, 5));
         assert!(!Fault::Coordinator.hit(&[skip], 0, 5));
         assert!(Fault::Lost.hit(&[], 2, 5) && !Fault::Lost.hit(&[], 0, 5));
+    }
+
+    #[test]
+    fn the_mean_section_weighs_a_long_one_the_median_would_hide() {
+        let log = [enter(0, 0), exit(0, 10), enter(1, 20), exit(1, 30), enter(2, 40), exit(2, 1040)];
+        assert_eq!(mean_section(&log), Some(340));
+        assert_eq!(mean_section(&[enter(0, 5)]), None, "no section completed");
     }
 
     #[test]

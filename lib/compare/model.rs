@@ -376,7 +376,8 @@ pub struct ManagerLoad {
     pub cs_ms: f64,
     /// Each repeat's measured utilisation (sections' total over first ENTER to last EXIT).
     pub measured: Option<Spread>,
-    /// The median section W measured, in µs (the median repeat's).
+    /// The mean section W measured, in µs (the median repeat's): utilisation is a sum,
+    /// and a short section's timer either fires at once or waits out its 1 ms resolution.
     pub w_us: f64,
     /// The run's median SEND→RECV time T, in µs (the median repeat's).
     pub t_us: f64,

@@ -248,7 +248,7 @@ pub(crate) const PROBLEM_HEAD: [&str; 7] = [
 ];
 pub(crate) const MANAGER_HEAD: [&str; 6] = [
     "the manager (003 notes)",
-    "W (median section)",
+    "W (section)",
     "T (run's median message)",
     "measured",
     "notes' formula",
@@ -299,11 +299,11 @@ pub(crate) fn footer(c: &Comparison) -> String {
              1/(W+3T), utilisation W/(W+2T)): W the median section and T the median SEND→RECV \
              time of the same runs, from their traces. A request: from the WANT to the \
              coordinator's receipt of the RELEASE, over the light-load runs' quiet requests \
-             (sections of --cs-ms); rate = 1/that. Utilisation: saturated runs with sections of \
-             0.001, 1 and 3 ms asked (a worker's section timer has 1 ms resolution: the first is \
-             over at the next turn of its loop, W of a few T), W measured; k̄ the run's mean \
-             messages per handoff (the coordinator's own entries hand over in one, its clients' \
-             in two)."
+             (sections of --cs-ms, W their median); rate = 1/that. Utilisation: saturated runs \
+             with sections of 0.001, 1 and 3 ms asked, W the mean section measured (a worker's \
+             section timer has 1 ms resolution: the smallest fires at the next turn of its loop \
+             or waits out a whole ms, so its W is a mix, no W ≈ T); k̄ the run's mean messages \
+             per handoff (the coordinator's own entries hand over in one, its clients' in two)."
         );
     }
     if c.repeat > 1 {
