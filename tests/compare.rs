@@ -71,6 +71,88 @@ fn compare_measures_centralized_and_token_ring_and_reports_them_as_json() {
 }
 
 #[test]
+fn compare_counts_the_delay_before_entry_in_the_notes_message_times() {
+    // The 002 notes' table: centralized 2, Ricart-Agrawala 2(n-1), "in message times",
+    // assuming messages go one after another. At light load most requests find nobody
+    // ahead (quiet), and for those the count is exact; a busier entry's causal past holds
+    // its own request and replies too, so no entry has fewer.
+    let out = run(&[
+        "compare",
+        "--algos",
+        "centralized,ricart-agrawala",
+        "-n",
+        "4",
+        "-k",
+        "12",
+        "--repeat",
+        "1",
+        "--json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let j = json(&out);
+    crate::schemas::assert_valid("compare.schema.json", &j);
+    for (r, formula, exact) in [(&j["algorithms"][0], "2", 2), (&j["algorithms"][1], "2(n-1) = 6", 6)] {
+        let e = &r["entry_messages"];
+        let c = &e["counts"];
+        assert_eq!(e["notes"]["formula"], formula, "{e}");
+        assert_eq!(e["notes"]["min"].as_f64(), Some(f64::from(exact)), "{e}");
+        let quiet = c["quiet"].as_u64().unwrap();
+        assert!(quiet > 0, "a light-load run with no quiet entry: {e}");
+        // Every quiet entry: exactly the formula in messages, on a chain of two.
+        let only = |k: u32, n: u64| serde_json::json!({ k.to_string(): n });
+        assert_eq!(c["sequential_quiet"], only(exact, quiet), "{e}");
+        assert_eq!(c["chain_quiet"], only(2, quiet), "{e}");
+        assert_eq!(e["quiet_within_notes"], true, "{e}");
+        // No entry at all below it.
+        let least = c["sequential"].as_object().unwrap().keys().map(|k| k.parse::<u32>().unwrap()).min();
+        assert_eq!(least, Some(exact), "{e}");
+        assert!(e["wall_in_message_times"]["median"].as_f64().unwrap() > 0.0, "{e}");
+    }
+    // The coordinator's own entries cost nothing and are left out, as for the counts.
+    assert!(j["algorithms"][0]["entry_messages"]["counts"]["skipped"].as_u64().unwrap() > 0);
+    // The table says which claim is whose.
+    let md =
+        run(&["compare", "--algos", "ricart-agrawala", "-n", "3", "-k", "4", "--repeat", "1", "--markdown"]);
+    assert_eq!(md.status.code(), Some(0), "{}", stderr(&md));
+    let md = stdout(&md);
+    let row = md.lines().find(|l| l.starts_with("| ricart-agrawala |")).unwrap();
+    assert!(row.contains("| 2(N-1) = 4 (notes) |"), "the notes' claim, marked: {md}");
+    assert!(row.contains("| notes (Distributed): 2(n-1) = 4; quiet entries "), "{md}");
+    assert!(md.contains("| sync hops (registry's claim) |"), "{md}");
+
+    // The manager (003 notes): a quiet request's W+3T, and utilisation at three loads.
+    let m = &j["manager"];
+    assert_eq!(m["algorithm"], "centralized", "{m}");
+    let cost = &m["cost"];
+    let (w, t) = (cost["w_us"].as_f64().unwrap(), cost["t_us"].as_f64().unwrap());
+    assert_eq!(cost["predicted_us"].as_f64(), Some(w + 3.0 * t), "{cost}");
+    // A request holds the section, so it costs more than W.
+    assert!(cost["measured_us"]["median"].as_f64().unwrap() > w, "{cost}");
+    let loads = m["utilisation"].as_array().unwrap();
+    assert_eq!(loads.len(), 3, "{m}");
+    for u in loads {
+        let measured = u["measured"]["median"].as_f64().unwrap();
+        assert!(measured > 0.0 && measured <= 1.0, "{u}");
+        let (w, t) = (u["w_us"].as_f64().unwrap(), u["t_us"].as_f64().unwrap());
+        assert!((u["predicted"].as_f64().unwrap() - w / (w + 2.0 * t)).abs() < 1e-9, "{u}");
+    }
+    // Longer sections use the resource more of the time, as W/(W+2T) says.
+    let share = |i: usize| loads[i]["measured"]["median"].as_f64().unwrap();
+    assert!(share(0) < share(2), "{m}");
+
+    // Under the notes' model (no detector, the default) Ricart-Agrawala stalls on a
+    // crash; the perfect detector's rescue is a column of its own.
+    assert_eq!(j["fault_runs"]["detector"], "none");
+    assert_eq!(j["fault_runs"]["rescue_detector"], "perfect");
+    let ra = &j["algorithms"][1]["problems"];
+    assert_eq!(ra["runs"][0]["outcome"], "stalls", "{ra}");
+    let rescue = ra["rescue"].as_array().unwrap();
+    let faults: Vec<&str> = rescue.iter().map(|f| f["fault"].as_str().unwrap()).collect();
+    assert_eq!(faults, ["non-holder crash", "holder crash", "coordinator crash"], "{ra}");
+    assert_eq!(rescue[0]["repeats"][0]["outcome"], "survives", "{ra}");
+}
+
+#[test]
 fn compare_repeat_shows_each_figure_with_its_range_and_each_fault_over_the_repeats() {
     let out = run(&["compare", "--algos", "centralized", "-n", "3", "-k", "5", "--repeat", "2", "--json"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
@@ -93,7 +175,7 @@ fn compare_repeat_shows_each_figure_with_its_range_and_each_fault_over_the_repea
         let counted: u64 =
             ["survives", "stalls", "unsafe", "missed"].iter().map(|k| t[k].as_u64().unwrap()).sum();
         assert_eq!(counted, 2, "{f}");
-        // The perfect detector is modelled: every fault has the simulator's decision.
+        // No detector is modelled: every fault has the simulator's decision.
         assert_eq!(f["sim"]["seeds"], "0..50", "{f}");
     }
     // Its coordinator's crash stalls it in the simulator on every seed.
@@ -186,6 +268,8 @@ fn compare_refuses_an_election_and_a_one_worker_table_with_exit_2() {
         (vec!["compare", "--algos", "centralized,lamprey"], "unknown algorithm \"lamprey\""),
         (vec!["compare", "-n", "1"], "-n must be between 2 and 32"),
         (vec!["compare", "--repeat", "0"], "--repeat must be between 1 and 50"),
+        (vec!["compare", "--cs-ms", "0"], "--cs-ms must be above 0 and at most 100"),
+        (vec!["compare", "--cs-ms", "NaN"], "--cs-ms must be above 0"),
     ] {
         let out = run(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

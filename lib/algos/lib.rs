@@ -145,4 +145,23 @@ pub struct Claim {
     pub problems: &'static str,
     /// The coordinator's own entries cost no message and are left out of the count.
     pub coordinator_free: bool,
+    /// The 002 notes' delay before entry, for the four algorithms of their table; `None`
+    /// for the others (then `entry` is the registry's own claim).
+    pub notes_entry: Option<NotesEntry>,
+    /// The delay before entry is the hops of this message from the request to the entry
+    /// (the token round a ring, which no request reaches), not the messages of the
+    /// request's causal chains.
+    pub entry_by_hops_of: Option<&'static str>,
+}
+
+/// The 002 notes' "delay before entry (in message times)" for one row of their table:
+/// "assumes that messages are transmitted sequentially over the network".
+#[derive(Clone, Copy, Debug)]
+pub struct NotesEntry {
+    /// The notes' row: `Centralized`, `Decentralized`, `Distributed`, `Token ring`.
+    pub row: &'static str,
+    /// The formula in the notes' words with its value at N: `2(n-1) = 8`.
+    pub formula: fn(u32) -> String,
+    /// Its least and most at N (`f64::INFINITY`: unbounded).
+    pub range: fn(u32) -> (f64, f64),
 }

@@ -27,10 +27,15 @@ pub(super) struct CompareArgs {
     /// Seed of the first run of each kind; a fault run that misses retries with the next.
     #[arg(long, default_value_t = 1, allow_negative_numbers = true)]
     seed: u64,
-    /// How survivors learn of a crash in the fault runs (`none` is the notes' world: a
-    /// crash looks like slowness).
-    #[arg(long, value_enum, default_value = "perfect")]
+    /// How survivors learn of a crash in the fault runs. `none` is the notes' model (a
+    /// crash looks like slowness); unless it is `perfect`, the crashes are made again
+    /// under the perfect detector, in a column of their own: what a detector rescues.
+    #[arg(long, value_enum, default_value = "none")]
     detector: DetectorArg,
+    /// The section W of the light-load and saturated runs, in ms (the fault runs keep
+    /// theirs). The manager's W+3T is measured at this W.
+    #[arg(long, value_name = "W", default_value_t = 1.0, allow_negative_numbers = true)]
+    cs_ms: f64,
     /// Heartbeat period P in milliseconds (`--detector heartbeat`). Default: 50 ms.
     #[arg(long, allow_negative_numbers = true)]
     heartbeat_ms: Option<u64>,
@@ -65,6 +70,7 @@ pub(super) fn cmd_compare(a: CompareArgs) -> Outcome {
         entries: a.entries,
         seed: a.seed,
         repeat: a.repeat,
+        cs_ms: a.cs_ms,
         // The heartbeat figures `run` takes, with no added latency (compare adds none).
         detector: match a.detector {
             DetectorArg::None => Detector::None,

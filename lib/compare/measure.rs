@@ -5,13 +5,14 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::algos::Shape;
+use crate::algos::{Claim, Shape};
 use crate::control::{Detector, RESOURCE_FILE};
 use crate::faults::{FaultKind, Plan, Standing};
 use crate::registry::{AlgoInfo, Registry};
 use crate::resource::Record;
 use crate::supervisor::{self, AppliedFault, Report, RunError, RunOpts};
 
+use super::entries::EntryCounts;
 use super::model::*;
 use super::{
     claim, CompareOpts, ATTEMPTS, DROP, FAULT_AT_ENTRY, FAULT_ENTRIES, FAULT_STALL_MS, FAULT_TIMING, LIGHT,
@@ -28,6 +29,10 @@ pub(super) enum Fault {
 }
 
 pub(super) const FAULTS: [Fault; 4] = [Fault::NonHolder, Fault::Holder, Fault::Coordinator, Fault::Lost];
+
+/// The faults a failure detector can rescue from: the crashes (a lost message is no
+/// crash, and no detector tells of it).
+pub(super) const CRASHES: [Fault; 3] = [Fault::NonHolder, Fault::Holder, Fault::Coordinator];
 
 impl Fault {
     pub(super) fn name(self) -> &'static str {
@@ -207,6 +212,8 @@ pub(super) struct Measured {
     pub(super) sync: Option<(f64, usize)>,
     /// The handoffs from the trace, or why the trace could not be read.
     pub(super) hops: Result<SyncHops, String>,
+    /// The light run's entries counted from its trace, or why it could not be read.
+    pub(super) entries: Result<EntryCounts, String>,
     /// Both runs clean.
     pub(super) clean: bool,
     /// Why a run was not clean.
@@ -228,13 +235,21 @@ pub(super) fn measure_once(
     let said = |f: Option<fn(u32) -> String>| f.map_or_else(|| "-".to_string(), |f| f(n));
     let seed = o.seed.wrapping_add(u64::from(rep));
     let light_dir = tmp.join(format!("{name}-light-{rep}"));
-    let light =
-        supervisor::run(&RunOpts { seed, ..run_opts(o, info, light_dir.clone(), o.entries, LIGHT) }, reg)?;
+    // Traced, for the delay before entry in messages: at light load the lines cost
+    // nothing a section of think time does not cover.
+    let light = supervisor::run(
+        &RunOpts { trace: true, seed, ..run_opts(o, info, light_dir.clone(), o.entries, (o.cs_ms, LIGHT.1)) },
+        reg,
+    )?;
     let sat_dir = tmp.join(format!("{name}-saturated-{rep}"));
     // Traced, for the handoffs' hops: a few % of a saturated run's speed, which compare
     // does not measure.
     let sat = supervisor::run(
-        &RunOpts { trace: true, seed, ..run_opts(o, info, sat_dir.clone(), o.entries, SATURATED) },
+        &RunOpts {
+            trace: true,
+            seed,
+            ..run_opts(o, info, sat_dir.clone(), o.entries, (o.cs_ms, SATURATED.1))
+        },
         reg,
     )?;
     let records = |dir: &Path| {
@@ -244,6 +259,8 @@ pub(super) fn measure_once(
     let med = |mut samples: Vec<u64>| median(&mut samples).map(|ns| (ns, samples.len()));
     let coordinator = free.then_some(n - 1);
     let entry = med(entry_waits(records(&light_dir)?, coordinator));
+    let entries = super::entries::analyse(&light_dir, coordinator, c.and_then(|c| c.entry_by_hops_of))
+        .map_err(|e| e.to_string());
     let sat_records = records(&sat_dir)?;
     let sync = med(sync_delays(sat_records.clone()));
     let hops = crate::handoff::analyse(&sat_dir, coordinator)
@@ -262,6 +279,7 @@ pub(super) fn measure_once(
         entry,
         sync,
         hops,
+        entries,
         clean: light.ok && sat.ok,
         notes: [unclean("light-load", &light), unclean("saturated", &sat)].into_iter().flatten().collect(),
     })
@@ -275,6 +293,7 @@ pub(super) fn aggregate(
     t_ms: f64,
     measured: &[Measured],
     by_fault: Vec<FaultSummary>,
+    rescue: Vec<FaultSummary>,
 ) -> Row {
     let c = info.claim.as_ref();
     let free = c.is_some_and(|c| c.coordinator_free);
@@ -306,6 +325,9 @@ pub(super) fn aggregate(
         if let Err(e) = &m.hops {
             notes.push(run(&format!("saturated run's trace: {e}")));
         }
+        if let Err(e) = &m.entries {
+            notes.push(run(&format!("light-load run's trace: {e}")));
+        }
     }
     let med = |get: fn(&Measured) -> u64| {
         Spread::of(&measured.iter().map(|m| get(m) as f64).collect::<Vec<_>>())
@@ -326,10 +348,12 @@ pub(super) fn aggregate(
         entry_delay: delay(entry_ms, samples(|m| m.entry), c.map(|c| c.entry)),
         sync_delay: delay(sync_ms, samples(|m| m.sync), c.map(|c| c.sync)),
         sync_hops: (!traced.is_empty()).then(|| merge_hops(&traced)),
+        entry_messages: entry_messages(c, n, measured),
         problems: Problems {
             notes: c.map_or("-", |c| c.problems),
             runs: by_fault.iter().filter_map(|f| f.repeats.first().cloned()).collect(),
             by_fault,
+            rescue,
         },
         clean: measured.iter().all(|m| m.clean),
         notes_on_runs: notes,
@@ -346,6 +370,64 @@ pub(super) fn aggregate(
             utilisation: hop_spread(&|h| h.utilisation.as_ref().map(|u| u.measured)),
         },
     }
+}
+
+/// The repeats' entries counted in messages as one, beside the notes' formula; `None`
+/// if no repeat's trace could be read.
+fn entry_messages(c: Option<&Claim>, n: u32, measured: &[Measured]) -> Option<EntryMessages> {
+    let runs: Vec<&EntryCounts> = measured.iter().filter_map(|m| m.entries.as_ref().ok()).collect();
+    if runs.is_empty() {
+        return None;
+    }
+    let mut all = EntryCounts { hops_of: runs[0].hops_of.clone(), ..EntryCounts::default() };
+    for r in &runs {
+        all.entries += r.entries;
+        all.quiet += r.quiet;
+        all.skipped += r.skipped;
+        all.let_go += r.let_go;
+        all.release_samples += r.release_samples;
+        all.sequential.merge(&r.sequential);
+        all.sequential_quiet.merge(&r.sequential_quiet);
+        all.chain.merge(&r.chain);
+        all.chain_quiet.merge(&r.chain_quiet);
+    }
+    let med = |get: fn(&EntryCounts) -> Option<u64>| {
+        Spread::of(&runs.iter().filter_map(|r| get(r)).map(|v| v as f64).collect::<Vec<_>>())
+            .map(|s| s.median.round() as u64)
+    };
+    all.wall_median_ns = med(|r| r.wall_median_ns);
+    all.wall_quiet_median_ns = med(|r| r.wall_quiet_median_ns);
+    all.message_median_ns = med(|r| r.message_median_ns);
+    all.release_median_ns = med(|r| r.release_median_ns);
+    all.section_median_ns = med(|r| r.section_median_ns);
+    let notes = c.and_then(|c| c.notes_entry).map(|f| {
+        let (min, max) = (f.range)(n);
+        NotesFormula {
+            row: f.row.to_string(),
+            formula: (f.formula)(n),
+            min,
+            max: max.is_finite().then_some(max),
+        }
+    });
+    Some(EntryMessages {
+        wall_in_message_times: Spread::of(
+            &runs.iter().filter_map(|r| r.wall_in_message_times()).collect::<Vec<_>>(),
+        ),
+        wall_ms: Spread::of(
+            &runs.iter().filter_map(|r| r.wall_quiet_median_ns).map(|ns| ns as f64 / 1e6).collect::<Vec<_>>(),
+        ),
+        wall_all_ms: Spread::of(
+            &runs.iter().filter_map(|r| r.wall_median_ns).map(|ns| ns as f64 / 1e6).collect::<Vec<_>>(),
+        ),
+        release_us: Spread::of(
+            &runs.iter().filter_map(|r| r.release_median_ns).map(|ns| ns as f64 / 1e3).collect::<Vec<_>>(),
+        ),
+        quiet_within_notes: notes.as_ref().and_then(|f| f.holds(&all.sequential_quiet)),
+        all_within_notes: notes.as_ref().and_then(|f| f.holds(&all.sequential)),
+        notes,
+        registry: c.map_or_else(|| "-".to_string(), |c| (c.entry)(n)),
+        counts: all,
+    })
 }
 
 /// The repeats' handoffs as one: hops counted over every handoff of every repeat, the
@@ -487,6 +569,7 @@ pub(super) fn fault_run(
     info: &'static AlgoInfo,
     fault: Fault,
     rep: u32,
+    detector: Detector,
     tmp: &Path,
 ) -> Result<(FaultRun, Option<u64>), RunError> {
     let (plan_text, drop) = fault.plan();
@@ -496,13 +579,16 @@ pub(super) fn fault_run(
     let mut quiet = None;
     for attempt in 0..ATTEMPTS {
         let seed = o.seed.wrapping_add(u64::from(rep) * ATTEMPTS + attempt);
-        let dir = tmp.join(format!("{}-{}-{rep}-{attempt}", info.name, fault.name().replace(' ', "-")));
+        // The rescue's runs beside the others' (a detector's name is too long for a path
+        // a socket lives under).
+        let tag = if detector == o.detector { "" } else { "-rescue" };
+        let dir = tmp.join(format!("{}-{}{tag}-{rep}-{attempt}", info.name, fault.name().replace(' ', "-")));
         let opts = RunOpts {
             seed,
             plan: plan.clone(),
             drop,
             stall_ms: FAULT_STALL_MS,
-            detector: o.detector,
+            detector,
             ..run_opts(o, info, dir, FAULT_ENTRIES, FAULT_TIMING)
         };
         let r = supervisor::run(&opts, reg)?;
@@ -527,6 +613,77 @@ pub(super) fn fault_run(
         last = Some(run);
     }
     Ok((last.expect("at least one attempt"), quiet))
+}
+
+/// One repeat of the manager's saturated run with sections of `cs_ms`.
+#[derive(Clone, Debug, Default)]
+pub(super) struct ManagerRun {
+    /// Sections' total over first ENTER to last EXIT, and the mean section in ns.
+    pub(super) used: Option<(f64, u64)>,
+    /// The run's median SEND→RECV time, in ns.
+    pub(super) t_ns: Option<u64>,
+    /// Mean hops per handoff, the coordinator's own included.
+    pub(super) mean_hops: Option<f64>,
+    /// Why it could not be measured, or was not clean.
+    pub(super) note: Option<String>,
+}
+
+/// Repeat `rep` of the manager's saturated run with sections of `cs_ms` (traced, for
+/// the run's own T); its directory goes after.
+pub(super) fn manager_once(
+    o: &CompareOpts,
+    reg: &Registry,
+    info: &'static AlgoInfo,
+    rep: u32,
+    cs_ms: f64,
+    tmp: &Path,
+) -> Result<ManagerRun, RunError> {
+    let dir = tmp.join(format!("{}-manager-{cs_ms:.4}-{rep}", info.name));
+    let seed = o.seed.wrapping_add(u64::from(rep));
+    let r = supervisor::run(
+        &RunOpts { trace: true, seed, ..run_opts(o, info, dir.clone(), o.entries, (cs_ms, SATURATED.1)) },
+        reg,
+    )?;
+    let mut m = ManagerRun { note: unclean("manager's saturated", &r), ..ManagerRun::default() };
+    match read_records(&dir.join(RESOURCE_FILE)) {
+        // The mean section, not the median: utilisation is a sum, and a short section's
+        // timer either fires at the loop's next turn or waits out its 1 ms resolution.
+        Ok(records) => {
+            let mean = mean_section(&records);
+            m.used = crate::handoff::utilisation(records).zip(mean).map(|((share, _), w)| (share, w));
+        }
+        Err(e) => m.note = Some(format!("cannot read its resource file: {e}")),
+    }
+    match crate::handoff::analyse(&dir, None) {
+        Ok(h) => {
+            m.t_ns = h.message_median_ns;
+            m.mean_hops = h.mean();
+        }
+        Err(e) => m.note = Some(format!("its trace: {e}")),
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(m)
+}
+
+/// The mean section, ENTER to its EXIT, in ns; `None` if none was completed.
+pub(super) fn mean_section(records: &[Record]) -> Option<u64> {
+    let mut inside = std::collections::HashMap::new();
+    let (mut sum, mut k) = (0u64, 0u64);
+    for r in records {
+        match *r {
+            Record::Enter { w, t, .. } => {
+                inside.insert(w, t);
+            }
+            Record::Exit { w, t, .. } => {
+                if let Some(since) = inside.remove(&w) {
+                    sum += t.saturating_sub(since);
+                    k += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    (k > 0).then(|| sum / k)
 }
 
 /// The longest a run went from one ENTER or EXIT to the next, in ns: a quiet spell the
@@ -690,6 +847,13 @@ mod tests {
     }
 
     #[test]
+    fn the_mean_section_weighs_a_long_one_the_median_would_hide() {
+        let log = [enter(0, 0), exit(0, 10), enter(1, 20), exit(1, 30), enter(2, 40), exit(2, 1040)];
+        assert_eq!(mean_section(&log), Some(340));
+        assert_eq!(mean_section(&[enter(0, 5)]), None, "no section completed");
+    }
+
+    #[test]
     fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
         assert_eq!(median(&mut [9, 1, 5]), Some(5.0));
         assert_eq!(median(&mut [4, 1, 2, 8]), Some(3.0));
@@ -697,7 +861,7 @@ mod tests {
 
     #[test]
     fn the_simulator_decides_a_holder_crash_of_the_ring_and_of_the_coordinator() {
-        let o = opts(1);
+        let o = CompareOpts { detector: Detector::Perfect, ..opts(1) };
         let ring = super::super::tests::builtin("token-ring");
         // A holder that is also the highest id belongs to the coordinator's column: missed.
         let d = simulate_fault(&o, ring, Fault::Holder).unwrap();

@@ -4,9 +4,17 @@
 //! and the registry's theory claim.
 //!
 //! For each algorithm it makes:
-//! - a light-load run (long think time next to a short section) and a saturated one (no
-//!   think time): messages per entry from the run report, heartbeats left out, and the
-//!   median wait at light load, the notes' "delay before entry";
+//! - a light-load run (long think time next to a section of `--cs-ms`) and a saturated
+//!   one (no think time): messages per entry from the run report, heartbeats left out,
+//!   and the median wait at light load;
+//! - from the light-load run's trace, the notes' "delay before entry (in message times)"
+//!   as they count it ([`entries`]): the messages in each entry's causal past since its
+//!   request (their sequential network), the longest causal chain (a parallel one), the
+//!   wall time in the run's own message time, beside the notes' formula at this N
+//!   ([`crate::algos::NotesEntry`]) or the registry's claim;
+//! - for the 003 notes' manager (the algorithm of the notes' centralized row): a quiet
+//!   request's time from its want to the coordinator's receipt of its RELEASE beside
+//!   W+3T, and saturated runs at three section lengths beside W/(W+2T) ([`Manager`]);
 //! - from the saturated run's `resource.log`, the synchronisation delay: from one
 //!   worker's EXIT to the next ENTER while someone was waiting ([`sync_delays`]);
 //! - from the saturated run's trace, the same handoffs in message hops (the messages
@@ -15,7 +23,10 @@
 //!   the resource was held against W/(W+kT) ([`SyncHops`]);
 //! - short fault runs, each judged `survives`, `stalls` or `unsafe` from the run's
 //!   verdict and audit: a crash of a worker outside the section, of the holder, of the
-//!   coordinator (the highest id), and lost messages (`--drop`).
+//!   coordinator (the highest id), and lost messages (`--drop`). They run under
+//!   `--detector`, `none` by default (the notes' model: a crash looks like slowness), and
+//!   the crashes again under the perfect detector, what it rescues
+//!   ([`Problems::rescue`]).
 //!
 //! Times are also given in message times T: the one-way time between two processes,
 //! measured once by [`probe::ping_pong`](crate::supervisor::probe::ping_pong) at the start. The output is a [`Comparison`],
@@ -31,7 +42,7 @@
 //! or each message lost with the same probability), so that what the algorithm does
 //! always can be told from what one run happened to do.
 //!
-//! **Scheduling**: the timing runs (light and saturated) come first, one
+//! **Scheduling**: the timing runs (light and saturated, then the manager's) come first, one
 //! at a time with nothing beside them: on a small machine a second run would load the
 //! first and move its delays. Then the fault runs and the simulator's decisions go up to
 //! [`fault_width`] at once (two per core, at most [`MAX_FAULT_WIDTH`]). A fault run's
@@ -60,19 +71,22 @@ use crate::control::Detector;
 use crate::registry::{AlgoInfo, Registry};
 use crate::supervisor::RunError;
 
+pub mod entries;
 mod measure;
 mod model;
 mod render;
 mod schedule;
 
 pub use measure::{entry_waits, longest_quiet, outcome, read_records, sync_delays};
-use measure::{fault_run, measure_once, simulate_fault, FAULTS};
+use measure::{fault_run, manager_once, measure_once, simulate_fault, ManagerRun, FAULTS};
 pub use model::{
-    Comparison, Delay, Excluded, FaultRun, FaultSettings, FaultSummary, Outcome, PerEntry, Problems, Row,
-    RowSpread, SimDecision, Spread, SyncHops, Tally, Timing, Utilisation, CLIENT_ENTRIES, EVERY_ENTRY,
+    Comparison, Delay, EntryMessages, Excluded, FaultRun, FaultSettings, FaultSummary, Manager, ManagerCost,
+    ManagerLoad, NotesFormula, Outcome, PerEntry, Problems, Row, RowSpread, SimDecision, Spread, SyncHops,
+    Tally, Timing, Utilisation, CLIENT_ENTRIES, EVERY_ENTRY,
 };
-pub(crate) use render::{cells, footer, COST_HEAD, PROBLEM_HEAD};
+pub(crate) use render::{cells, footer, manager_cells, COST_HEAD, MANAGER_HEAD, PROBLEM_HEAD};
 pub use render::{markdown, text, README_BEGIN, README_END};
+pub(crate) use schedule::MANAGER_LOADS;
 pub use schedule::{fault_width, MAX_FAULT_WIDTH};
 use schedule::{jobs, schedule, Done, Job, Parts, What};
 
@@ -95,7 +109,11 @@ pub const SIM_SEEDS: std::ops::Range<u64> = 0..50;
 const SIM_MAX_STEPS: u64 = 20_000;
 
 /// Light load: think time long next to the section, so most requests find nobody ahead.
+/// The section is `--cs-ms` (this by default).
 const LIGHT: (f64, f64) = (1.0, 20.0);
+/// The longest section `--cs-ms` takes: a saturated run of the defaults is 100 of them
+/// one after another.
+pub const MAX_CS_MS: f64 = 100.0;
 /// Saturation: every worker asks again as soon as it leaves.
 const SATURATED: (f64, f64) = (1.0, 0.0);
 /// Fault runs: sections long enough that the holder is surely inside when the kill
@@ -134,6 +152,8 @@ pub struct CompareOpts {
     pub detector: Detector,
     /// How many times every run is made ([`DEFAULT_REPEAT`]).
     pub repeat: u32,
+    /// The section W of the light and saturated runs, in ms (`--cs-ms`).
+    pub cs_ms: f64,
 }
 
 /// The claim for `info`, if its registry entry has one (an algorithm from another
@@ -185,6 +205,9 @@ pub fn validate(o: &CompareOpts) -> Result<(), String> {
     if !(1..=MAX_REPEAT).contains(&o.repeat) {
         return Err(format!("--repeat must be between 1 and {MAX_REPEAT}, not {}", o.repeat));
     }
+    if !(o.cs_ms.is_finite() && o.cs_ms > 0.0 && o.cs_ms <= MAX_CS_MS) {
+        return Err(format!("--cs-ms must be above 0 and at most {MAX_CS_MS}, not {}", o.cs_ms));
+    }
     match o.algos.iter().find(|a| a.service != ServiceKind::Mutex) {
         Some(a) => Err(format!("{:?} is an election, and compare measures mutual exclusion", a.name)),
         None => Ok(()),
@@ -225,17 +248,32 @@ pub fn compare(
         .prefix("mutexlab-compare-")
         .tempdir()
         .map_err(|e| RunError::Failed(format!("cannot make a temporary directory: {e}")))?;
-    let jobs = jobs(infos.len(), o.repeat);
-    let mut parts: Vec<Parts> = infos.iter().map(|_| Parts::default()).collect();
+    // The 003 notes' manager: the algorithm of the notes' centralized row.
+    let manager = infos
+        .iter()
+        .position(|i| claim(i).and_then(|c| c.notes_entry).is_some_and(|e| e.row == "Centralized"));
+    // Under another detector the crashes are made again under the perfect one.
+    let rescue = o.detector != Detector::Perfect;
+    let jobs = jobs(infos.len(), o.repeat, manager, rescue);
+    let mut parts: Vec<Parts> = (0..infos.len()).map(|i| Parts::new(manager == Some(i), rescue)).collect();
     let mut rows: Vec<Row> = Vec::new();
+    let mut manager_row: Option<Manager> = None;
     let width = fault_width();
     let mut quiet: Option<u64> = None;
     let run = |job: &Job| -> Result<Done, RunError> {
         let info = infos[job.algo];
         Ok(match job.what {
             What::Timing { rep } => Done::Measured(Box::new(measure_once(o, reg, info, rep, tmp.path())?)),
+            What::Manager { level, rep } => {
+                Done::Manager(manager_once(o, reg, info, rep, MANAGER_LOADS[level], tmp.path())?)
+            }
             What::Fault { fault, rep } => {
-                let (run, quiet) = fault_run(o, reg, info, FAULTS[fault], rep, tmp.path())?;
+                let (run, quiet) = fault_run(o, reg, info, FAULTS[fault], rep, o.detector, tmp.path())?;
+                Done::Fault(run, quiet)
+            }
+            What::Rescue { fault, rep } => {
+                let (run, quiet) =
+                    fault_run(o, reg, info, FAULTS[fault], rep, Detector::Perfect, tmp.path())?;
                 Done::Fault(run, quiet)
             }
             What::Sim { fault } => Done::Sim(simulate_fault(o, infos[job.algo], FAULTS[fault])),
@@ -253,6 +291,9 @@ pub fn compare(
         // Rows in the order asked: each once it and every row before it are complete.
         while let Some(p) = parts.get_mut(rows.len()).filter(|p| p.complete(o.repeat)) {
             let row = p.row(infos[rows.len()], o.workers, t_ms);
+            if manager == Some(rows.len()) {
+                manager_row = Some(manager_figures(&row, &p.managers));
+            }
             done(Progress::Row(&row, p.took));
             rows.push(row);
         }
@@ -272,11 +313,60 @@ pub fn compare(
         excluded,
         algorithms: rows,
         repeat: o.repeat,
+        manager: manager_row,
         ..Comparison::new(o.workers, o.entries, &o.detector.to_string())
     };
+    c.light.cs_ms = o.cs_ms;
+    c.saturation.cs_ms = o.cs_ms;
+    c.fault_runs.rescue_detector = rescue.then(|| Detector::Perfect.to_string());
     c.fault_runs.side_by_side = width as u32;
     c.fault_runs.longest_quiet_ms = quiet.map(|ns| ns as f64 / 1e6);
     Ok(c)
+}
+
+/// The manager's figures: its cost from its row's light runs, its utilisation from the
+/// runs at [`MANAGER_LOADS`] (sorted by load and repeat).
+fn manager_figures(row: &Row, runs: &[(usize, u32, ManagerRun)]) -> Manager {
+    let cost = row.entry_messages.as_ref().and_then(|e| {
+        let c = &e.counts;
+        let measured = e.release_us?;
+        let ns = measured.median * 1e3;
+        let (w, t) = (c.section_median_ns? as f64, c.message_median_ns? as f64);
+        let predicted = w + 3.0 * t;
+        Some(ManagerCost {
+            measured_us: measured,
+            samples: c.release_samples,
+            w_us: w / 1e3,
+            t_us: t / 1e3,
+            predicted_us: predicted / 1e3,
+            rate_per_s: 1e9 / ns,
+            predicted_rate_per_s: 1e9 / predicted,
+        })
+    });
+    let utilisation = MANAGER_LOADS
+        .iter()
+        .enumerate()
+        .map(|(level, &cs_ms)| {
+            let mine: Vec<&ManagerRun> = runs.iter().filter(|r| r.0 == level).map(|r| &r.2).collect();
+            let med = |v: Vec<f64>| Spread::of(&v).map(|s| s.median);
+            let w = med(mine.iter().filter_map(|m| m.used.map(|u| u.1 as f64)).collect());
+            let t = med(mine.iter().filter_map(|m| m.t_ns.map(|t| t as f64)).collect());
+            let k_bar = med(mine.iter().filter_map(|m| m.mean_hops).collect());
+            let (w, t) = (w.unwrap_or(0.0), t.unwrap_or(0.0));
+            let share = |k: f64| if w + k * t > 0.0 { w / (w + k * t) } else { 0.0 };
+            ManagerLoad {
+                cs_ms,
+                measured: Spread::of(&mine.iter().filter_map(|m| m.used.map(|u| u.0)).collect::<Vec<_>>()),
+                w_us: w / 1e3,
+                t_us: t / 1e3,
+                predicted: share(2.0),
+                with_mean_hops: k_bar.map(share),
+                mean_hops: k_bar,
+                notes: mine.iter().filter_map(|m| m.note.clone()).collect(),
+            }
+        })
+        .collect();
+    Manager { algorithm: row.algorithm.clone(), cost, utilisation }
 }
 
 #[cfg(test)]
@@ -313,6 +403,21 @@ mod tests {
             entry: Some((sync_ns * 2.0, 10)),
             sync: Some((sync_ns, 19)),
             hops: Ok(sync_hops(h, vec![], "2: RELEASE, GRANT".into())),
+            entries: Ok(entries::EntryCounts {
+                entries: 10,
+                quiet: 9,
+                sequential: entries::Counts([(2, 9), (4, 1)].into()),
+                sequential_quiet: entries::Counts([(2, 9)].into()),
+                chain: entries::Counts([(2, 9), (4, 1)].into()),
+                chain_quiet: entries::Counts([(2, 9)].into()),
+                wall_median_ns: Some(sync_ns as u64 * 2),
+                wall_quiet_median_ns: Some(sync_ns as u64),
+                message_median_ns: Some(20_000),
+                release_median_ns: Some(1_100_000),
+                release_samples: 9,
+                section_median_ns: Some(1_040_000),
+                ..Default::default()
+            }),
             clean,
             notes: if clean { vec![] } else { vec!["saturated run not clean: stall".into()] },
         }
@@ -323,7 +428,7 @@ mod tests {
         Registry::builtin().get(name).unwrap()
     }
 
-    /// compare's defaults (N = 5, -k 20, seed 1, the perfect detector), `repeat` times.
+    /// compare's defaults (N = 5, -k 20, seed 1, no detector, 1 ms sections), `repeat` times.
     pub(super) fn opts(repeat: u32) -> CompareOpts {
         CompareOpts {
             exe: PathBuf::from("mutexlab"),
@@ -331,8 +436,9 @@ mod tests {
             workers: 5,
             entries: 20,
             seed: 1,
-            detector: Detector::Perfect,
+            detector: Detector::None,
             repeat,
+            cs_ms: 1.0,
         }
     }
 
@@ -385,7 +491,7 @@ mod tests {
             tally: Tally { survives: 1, stalls: 2, ..Tally::default() },
             sim: None,
         }];
-        let row = aggregate(info, 5, 0.01, &runs, by_fault);
+        let row = aggregate(info, 5, 0.01, &runs, by_fault, vec![]);
         assert_eq!(row.messages_per_entry.light, 3.0);
         assert_eq!(row.spread.messages_light, Some(Spread { median: 3.0, min: 2.5, max: 4.0, runs: 3 }));
         let sync = row.sync_delay.as_ref().unwrap();
@@ -420,6 +526,56 @@ mod tests {
         assert_eq!(r["problems"]["by_fault"][0]["tally"]["stalls"], 2);
         assert_eq!(r["problems"]["runs"][0]["outcome"], "stalls");
         assert_eq!((v["schema"].as_u64(), v["repeat"].as_u64()), (Some(1), Some(3)));
+
+        // The delay before entry in messages: every entry of every repeat, then the quiet.
+        let cell = "2 (2-4); quiet 2 (27 of 30)";
+        assert!(text.contains(cell) && md.contains(&format!("| {cell} |")), "{text}");
+        assert!(page.contains(&format!("<td>{cell}</td>")), "{page}");
+        assert!(text.contains("notes (Centralized): 2; quiet entries within, all outside"), "{text}");
+        let e = &r["entry_messages"];
+        assert_eq!(e["counts"]["sequential_quiet"]["2"], 27, "{e}");
+        assert_eq!(e["counts"]["sequential"]["4"], 3, "{e}");
+        assert_eq!(
+            (e["quiet_within_notes"].as_bool(), e["all_within_notes"].as_bool()),
+            (Some(true), Some(false))
+        );
+        // Quiet entries' wall time over the run's own T: 50 µs over 20 µs.
+        assert_eq!(e["wall_in_message_times"]["median"].as_f64(), Some(2.5), "{e}");
+    }
+
+    #[test]
+    fn the_manager_s_figures_stand_beside_w_plus_3t_and_w_over_w_plus_2t() {
+        let info = builtin("centralized");
+        let m = measured(3.0, 50_000.0, &[(2, 10)], true);
+        let row = aggregate(info, 5, 0.01, &[m.clone(), m.clone(), m], vec![], vec![]);
+        let run = |w_ns: u64, used: f64| ManagerRun {
+            used: Some((used, w_ns)),
+            t_ns: Some(25_000),
+            mean_hops: Some(1.6),
+            note: None,
+        };
+        let runs: Vec<(usize, u32, ManagerRun)> = (0..3)
+            .flat_map(|level| {
+                (0..2).map(move |rep| (level, rep, run([25_000, 1_000_000, 3_000_000][level], 0.5)))
+            })
+            .collect();
+        let man = manager_figures(&row, &runs);
+        // W = 1040 µs, T = 20 µs: W+3T = 1100 µs, as measured; 1/(W+3T) ≈ 909/s.
+        let cost = man.cost.as_ref().unwrap();
+        assert_eq!((cost.w_us, cost.t_us, cost.predicted_us), (1040.0, 20.0, 1100.0));
+        assert_eq!(cost.measured_us.median, 1100.0);
+        assert!((cost.predicted_rate_per_s - 1e6 / 1100.0).abs() < 1e-9, "{cost:?}");
+        assert_eq!(man.utilisation.len(), 3);
+        // W = T: W/(W+2T) = 1/3; with 1.6 hops a handoff, 1/2.6.
+        let u = &man.utilisation[0];
+        assert!(
+            (u.predicted - 1.0 / 3.0).abs() < 1e-12 && (u.with_mean_hops.unwrap() - 1.0 / 2.6).abs() < 1e-12
+        );
+        assert_eq!(u.measured.unwrap().runs, 2, "one figure a repeat");
+        let c = Comparison { manager: Some(man), ..Comparison::new(5, 20, "none") };
+        let text = text(&c);
+        assert!(text.contains("W+3T = 1100.0 µs") && text.contains("W/(W+2T) = 0.333"), "{text}");
+        assert!(text.contains("25.0 µs = 1.0 T") && text.contains("3000.0 µs = 120.0 T"), "W in T: {text}");
     }
 
     #[test]

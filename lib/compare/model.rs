@@ -38,6 +38,8 @@ pub struct Comparison {
     pub elapsed_s: f64,
     /// How many times every run was made; each figure is the median over them.
     pub repeat: u32,
+    /// The 003 notes' manager measured, when the centralized algorithm is compared.
+    pub manager: Option<Manager>,
     /// Algorithms left out of the default list.
     pub excluded: Vec<Excluded>,
     /// One row per algorithm compared.
@@ -63,11 +65,13 @@ impl Comparison {
                 longest_quiet_ms: None,
                 drop: DROP,
                 detector: detector.to_string(),
+                rescue_detector: None,
                 sim_seeds: format!("{}..{}", SIM_SEEDS.start, SIM_SEEDS.end),
             },
             message_time_us: 0.0,
             elapsed_s: 0.0,
             repeat: 1,
+            manager: None,
             excluded: Vec::new(),
             algorithms: Vec::new(),
         }
@@ -105,6 +109,9 @@ pub struct FaultSettings {
     pub drop: f64,
     /// How survivors learn of a crash.
     pub detector: String,
+    /// The detector the crashes are made again under, for the rescue column; `null`
+    /// when `detector` is already the perfect one.
+    pub rescue_detector: Option<String>,
     /// The seeds over which the simulator decides each fault, as `A..B`.
     pub sim_seeds: String,
 }
@@ -127,6 +134,9 @@ pub struct Row {
     /// Handoffs at saturation in message hops, from the trace; `null` if the trace could
     /// not be read (a note says why).
     pub sync_hops: Option<SyncHops>,
+    /// The delay before entry in message times as the 002 notes count it, from the
+    /// light-load runs' traces; `null` if no trace could be read (a note says why).
+    pub entry_messages: Option<EntryMessages>,
     /// The fault runs, and what the notes say breaks it.
     pub problems: Problems,
     /// Both measurement runs were clean (no violation, no failure).
@@ -276,6 +286,113 @@ pub struct Utilisation {
     pub k: f64,
 }
 
+/// The delay before entry in message times, counted from the light-load runs' traces
+/// ([`super::entries`]) over every entry of every repeat, beside the notes' formula.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct EntryMessages {
+    /// The entries' counts, merged over the repeats (the medians in ns are the median
+    /// repeat's).
+    pub counts: super::entries::EntryCounts,
+    /// Each repeat's median want-to-enter time of quiet entries over its own median
+    /// SEND→RECV time.
+    pub wall_in_message_times: Option<Spread>,
+    /// Each repeat's median want-to-enter time of quiet entries, in ms (from the trace).
+    pub wall_ms: Option<Spread>,
+    /// The same over every entry.
+    pub wall_all_ms: Option<Spread>,
+    /// Each repeat's median want to RELEASE received over quiet requests, in µs.
+    pub release_us: Option<Spread>,
+    /// The 002 notes' formula, where their table has the algorithm.
+    pub notes: Option<NotesFormula>,
+    /// The registry's claim (`Claim::entry`), for the algorithms the notes leave out and
+    /// beside theirs.
+    pub registry: String,
+    /// Every quiet entry's sequential count lies within the notes' range; `null` without
+    /// a formula or a quiet entry.
+    pub quiet_within_notes: Option<bool>,
+    /// The same over every entry.
+    pub all_within_notes: Option<bool>,
+}
+
+/// The 002 notes' delay before entry at this N.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct NotesFormula {
+    /// Their table's row.
+    pub row: String,
+    /// The formula and its value: `2(n-1) = 8`.
+    pub formula: String,
+    /// The least it allows.
+    pub min: f64,
+    /// The most it allows; `null`: unbounded.
+    pub max: Option<f64>,
+}
+
+impl NotesFormula {
+    /// Whether every count in `c` lies within the formula's range; `None` if `c` is empty.
+    pub fn holds(&self, c: &super::entries::Counts) -> Option<bool> {
+        let (lo, hi) = c.range()?;
+        Some(f64::from(lo) >= self.min && self.max.is_none_or(|m| f64::from(hi) <= m))
+    }
+}
+
+/// The 003 notes' manager (the centralized coordinator): a request costs W+3T, a single
+/// user's rate is at most 1/(W+3T), and the resource is used W/(W+2T) of the time
+/// when requests come while it is held.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct Manager {
+    /// The algorithm measured.
+    pub algorithm: String,
+    /// A quiet request from its want to the manager's receipt of its RELEASE, in the
+    /// light-load runs (sections of `--cs-ms`).
+    pub cost: Option<ManagerCost>,
+    /// Saturated runs at three section lengths, W ≈ T and well above.
+    pub utilisation: Vec<ManagerLoad>,
+}
+
+/// The manager's cost of one request, measured beside W+3T.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct ManagerCost {
+    /// Each repeat's median want → RELEASE received, in µs.
+    pub measured_us: Spread,
+    /// Requests measured, over every repeat.
+    pub samples: u64,
+    /// The median section W, in µs (the median repeat's).
+    pub w_us: f64,
+    /// The run's median SEND→RECV time T, in µs (the median repeat's).
+    pub t_us: f64,
+    /// W+3T, in µs.
+    pub predicted_us: f64,
+    /// 1/(measured), per second: the most requests a single user can make.
+    pub rate_per_s: f64,
+    /// 1/(W+3T), per second.
+    pub predicted_rate_per_s: f64,
+}
+
+/// The manager's utilisation at one section length.
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
+pub struct ManagerLoad {
+    /// The section asked for, in ms (the worker's timer has 1 ms resolution: the
+    /// smallest is over at the next turn of its loop).
+    pub cs_ms: f64,
+    /// Each repeat's measured utilisation (sections' total over first ENTER to last EXIT).
+    pub measured: Option<Spread>,
+    /// The mean section W measured, in µs (the median repeat's): utilisation is a sum,
+    /// and a short section's timer either fires at once or waits out its 1 ms resolution.
+    pub w_us: f64,
+    /// The run's median SEND→RECV time T, in µs (the median repeat's).
+    pub t_us: f64,
+    /// W/(W+2T), the notes'.
+    pub predicted: f64,
+    /// W/(W+k̄T) with k̄ the run's mean hops per handoff (the coordinator's own entries
+    /// hand over in one message, its clients' in two).
+    pub with_mean_hops: Option<f64>,
+    /// That k̄.
+    pub mean_hops: Option<f64>,
+    /// Why a repeat could not be measured, if one could not.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
 /// The fault runs and what the notes say breaks the algorithm.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct Problems {
@@ -286,6 +403,10 @@ pub struct Problems {
     /// Per fault, in the order of `runs`: every repeat, their tally, and what the
     /// simulator decides.
     pub by_fault: Vec<FaultSummary>,
+    /// The crashes again under the perfect detector, where the runs above had another
+    /// (`--detector none`, the notes' model, by default): what the detector rescues.
+    /// Empty when the runs above had the perfect detector.
+    pub rescue: Vec<FaultSummary>,
 }
 
 /// One fault over the repeats, and over the simulator's seeds.

@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use super::entries::Counts;
 use super::model::*;
 use super::{ATTEMPTS, FAULT_AT_ENTRY, SIM_MAX_STEPS};
 
@@ -79,21 +80,89 @@ fn side_by_side(f: &FaultSettings) -> String {
     )
 }
 
+/// The delay before entry counted in messages: every entry's median and range, then
+/// the quiet entries'; a ring's token hops say so.
+fn entry_count(e: Option<&EntryMessages>, get: fn(&EntryMessages) -> (&Counts, &Counts)) -> String {
+    let Some(e) = e else { return "no trace".to_string() };
+    let (all, quiet) = get(e);
+    let c = &e.counts;
+    let what = if c.hops_of.is_some() { " token hops" } else { "" };
+    if c.entries == 0 {
+        return "no entry".to_string();
+    }
+    format!("{}{what}; quiet {} ({} of {})", all.words(), quiet.words(), c.quiet, c.entries)
+}
+
+/// The delay before entry's wall time in the run's own message time:
+/// `0.072 [0.070–0.080] ms = 3.6 [3.2–4.1] × 20.1 µs`.
+fn entry_wall(e: Option<&EntryMessages>) -> String {
+    let Some(e) = e else { return "-".to_string() };
+    match (&e.wall_ms, &e.wall_in_message_times, e.counts.message_median_ns) {
+        (Some(ms), Some(t), Some(us)) => {
+            format!("{} ms = {} × {:.1} µs", ms.words(3), t.words(1), us as f64 / 1e3)
+        }
+        _ => "-".to_string(),
+    }
+}
+
+/// The claim beside the delay before entry: the 002 notes' formula with whether the
+/// counts lie within it, or the registry's own where the notes have no row.
+fn entry_claim(e: Option<&EntryMessages>) -> String {
+    let Some(e) = e else { return "-".to_string() };
+    let Some(f) = &e.notes else { return format!("registry: {}", e.registry) };
+    let held = |h: Option<bool>| match h {
+        Some(true) => "within",
+        Some(false) => "outside",
+        None => "none",
+    };
+    format!(
+        "notes ({}): {}; quiet entries {}, all {}",
+        f.row,
+        f.formula,
+        held(e.quiet_within_notes),
+        held(e.all_within_notes)
+    )
+}
+
+/// The crashes under the perfect detector: `non-holder survives 3/3 · …`; `-` when
+/// the fault runs had it already.
+fn rescue(r: &Row) -> String {
+    if r.problems.rescue.is_empty() {
+        return "-".to_string();
+    }
+    r.problems
+        .rescue
+        .iter()
+        .map(|f| {
+            let what = f.fault.trim_end_matches(" crash");
+            let tally = match &f.repeats[..] {
+                [one] => verdict(one),
+                _ => f.tally.words(),
+            };
+            format!("{what} {tally}")
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
 /// The two tables' cells: messages and delays, then problems (the HTML page's too).
-pub(crate) fn cells(c: &Comparison) -> (Vec<[String; 10]>, Vec<[String; 6]>) {
+pub(crate) fn cells(c: &Comparison) -> (Vec<[String; 12]>, Vec<[String; 7]>) {
     let mut costs = Vec::new();
     let mut problems = Vec::new();
     for r in &c.algorithms {
         let m = &r.messages_per_entry;
         let mark = if r.clean { "" } else { " (not clean)" };
         let sp = &r.spread;
+        let e = r.entry_messages.as_ref();
         costs.push([
             format!("{}{mark}", r.algorithm),
             figure(m.light, sp.messages_light.as_ref(), 2),
             figure(m.saturation, sp.messages_saturation.as_ref(), 2),
             m.notes.clone(),
-            delay(r.entry_delay.as_ref(), sp.entry_delay_ms.as_ref(), sp.entry_delay_t.as_ref()),
-            r.entry_delay.as_ref().map_or("-".to_string(), |d| d.notes.clone()),
+            entry_count(e, |e| (&e.counts.sequential, &e.counts.sequential_quiet)),
+            entry_count(e, |e| (&e.counts.chain, &e.counts.chain_quiet)),
+            entry_wall(e),
+            entry_claim(e),
             format!(
                 "{} ({})",
                 delay(r.sync_delay.as_ref(), sp.sync_delay_ms.as_ref(), sp.sync_delay_t.as_ref()),
@@ -109,25 +178,82 @@ pub(crate) fn cells(c: &Comparison) -> (Vec<[String; 10]>, Vec<[String; 6]>) {
             Some(f) if !f.repeats.is_empty() => f.words(),
             _ => r.problems.runs.get(i).map_or("-".to_string(), verdict),
         };
-        problems.push([r.algorithm.clone(), v(0), v(1), v(2), v(3), r.problems.notes.to_string()]);
+        problems.push([r.algorithm.clone(), v(0), v(1), v(2), v(3), rescue(r), r.problems.notes.to_string()]);
     }
     (costs, problems)
 }
 
-pub(crate) const COST_HEAD: [&str; 10] = [
+/// The manager's table: its cost of a request and its utilisation at three loads,
+/// each beside the 003 notes' formula; empty without a manager.
+pub(crate) fn manager_cells(c: &Comparison) -> Vec<[String; 6]> {
+    let Some(m) = &c.manager else { return Vec::new() };
+    let mut rows = Vec::new();
+    match &m.cost {
+        Some(k) => rows.push([
+            format!("{}: a quiet request, want → RELEASE received", m.algorithm),
+            format!("{:.1} µs", k.w_us),
+            format!("{:.1} µs", k.t_us),
+            format!("{} µs ({} requests)", k.measured_us.words(1), k.samples),
+            format!("W+3T = {:.1} µs", k.predicted_us),
+            format!("rate {:.0}/s; 1/(W+3T) = {:.0}/s", k.rate_per_s, k.predicted_rate_per_s),
+        ]),
+        None => rows.push([
+            format!("{}: a quiet request, want → RELEASE received", m.algorithm),
+            "-".into(),
+            "-".into(),
+            "no quiet request with its RELEASE in the trace".into(),
+            "W+3T".into(),
+            "-".into(),
+        ]),
+    }
+    for u in &m.utilisation {
+        let w_t = if u.t_us > 0.0 { format!(" = {:.1} T", u.w_us / u.t_us) } else { String::new() };
+        rows.push([
+            format!("utilisation, saturated, sections of {} ms asked", u.cs_ms),
+            format!("{:.1} µs{w_t}", u.w_us),
+            format!("{:.1} µs", u.t_us),
+            u.measured.map_or_else(|| "-".to_string(), |s| s.words(3)),
+            format!("W/(W+2T) = {:.3}", u.predicted),
+            match (u.with_mean_hops, u.mean_hops) {
+                (Some(p), Some(k)) => format!("W/(W+k̄T) = {p:.3}, k̄ = {k:.2} hops a handoff"),
+                _ => "-".to_string(),
+            },
+        ]);
+    }
+    rows
+}
+
+pub(crate) const COST_HEAD: [&str; 12] = [
     "algorithm",
     "msgs/entry light",
     "msgs/entry saturated",
-    "notes say",
-    "delay before entry (light)",
-    "notes say (T)",
-    "sync delay, saturated (theory, T)",
-    "sync hops (notes)",
+    "msgs claimed ((notes): the notes')",
+    "delay before entry, sequential: msgs in its causal past since the request",
+    "delay before entry, parallel: longest causal chain",
+    "delay before entry, wall, quiet entries: ms = run's msg times",
+    "delay before entry claimed",
+    "sync delay, saturated (registry's claim, T)",
+    "sync hops (registry's claim)",
     "sync delay in run's msg time",
     "utilisation (predicted)",
 ];
-pub(crate) const PROBLEM_HEAD: [&str; 6] =
-    ["algorithm", "non-holder crash", "holder crash", "coordinator crash", "lost messages", "notes say"];
+pub(crate) const PROBLEM_HEAD: [&str; 7] = [
+    "algorithm",
+    "non-holder crash",
+    "holder crash",
+    "coordinator crash",
+    "lost messages",
+    "crashes with the perfect detector",
+    "notes say",
+];
+pub(crate) const MANAGER_HEAD: [&str; 6] = [
+    "the manager (003 notes)",
+    "W (section)",
+    "T (run's median message)",
+    "measured",
+    "notes' formula",
+    "beside",
+];
 
 /// The README's comparison (`make compare-table`, `scripts/compare-table.sh`) lies
 /// between this line and [`README_END`]; a test holds its tables to [`markdown`]'s shape.
@@ -147,8 +273,18 @@ pub(crate) fn footer(c: &Comparison) -> String {
     let _ = writeln!(
         s,
         "Messages exclude heartbeats; centralized and centralized-bully count the entries of clients \
-         only (the coordinator's own cost nothing), for messages and the delay before entry. Delay before \
-         entry: median WANT to ENTER at light load. Sync delay: median EXIT to next ENTER while \
+         only (the coordinator's own cost nothing), for messages and the delay before entry. Delay \
+         before entry, from the light-load runs' traces, every entry of every repeat as median \
+         (min-max), then the quiet entries (nobody else asking from the request to the entry, the \
+         notes' case; (q of n): q of the n entries were quiet): sequential, the messages in the entry's causal past since its request (SEND \
+         after the WANT, RECV before the ENTER), the 002 notes' count (\"assumes that messages are \
+         transmitted sequentially\"); parallel, the most messages on one causal chain from the WANT \
+         to the ENTER; for the rings, the TOKEN's hops from the WANT to the ENTER (no request reaches \
+         the token). Wall: the repeats' median WANT to ENTER of quiet entries, and that over the \
+         run's own median SEND→RECV time. Claimed: the 002 notes' formula at this N where their table has the \
+         algorithm (notes (row)), with whether the counts lie within it; else the registry's own \
+         claim (registry). Claims marked (notes) are the notes'; the others, and every sync \
+         claim (the notes give none), the registry's. Sync delay: median EXIT to next ENTER while \
          someone waits. Sync hops: messages on the shortest causal chain from that EXIT to \
          that ENTER, from the saturated run's trace (median, range; a handoff whose ENTER does not \
          happen after the EXIT has no causal path). Sync delay in the run's message time: the \
@@ -156,6 +292,20 @@ pub(crate) fn footer(c: &Comparison) -> String {
          saturated run the resource was held, against W/(W+kT) (W the median section, k the \
          median hops, T the run's message time; the notes' W/(W+2T) for the coordinator)."
     );
+    if c.manager.is_some() {
+        let _ = writeln!(
+            s,
+            "The manager (003 notes: a request costs W+3T, a single user's rate is at most \
+             1/(W+3T), utilisation W/(W+2T)): W the median section and T the median SEND→RECV \
+             time of the same runs, from their traces. A request: from the WANT to the \
+             coordinator's receipt of the RELEASE, over the light-load runs' quiet requests \
+             (sections of --cs-ms, W their median); rate = 1/that. Utilisation: saturated runs \
+             with sections of 0.001, 1 and 3 ms asked, W the mean section measured (a worker's \
+             section timer has 1 ms resolution: the smallest fires at the next turn of its loop \
+             or waits out a whole ms, so its W is a mix, no W ≈ T); k̄ the run's mean messages \
+             per handoff (the coordinator's own entries hand over in one, its clients' in two)."
+        );
+    }
     if c.repeat > 1 {
         let _ = writeln!(
             s,
@@ -168,10 +318,22 @@ pub(crate) fn footer(c: &Comparison) -> String {
     let _ = writeln!(
         s,
         "Fault runs: {} entries per worker, {} ms sections, kill at entry {FAULT_AT_ENTRY}, \
-         --drop {}, --stall-ms {}, detector {}; coordinator = highest id; `?` = the fault did \
+         --drop {}, --stall-ms {}, detector {}{}; coordinator = highest id; `?` = the fault did \
          not hit as meant in {ATTEMPTS} seeds.",
-        f.entries_per_worker, f.cs_ms, f.drop, f.stall_ms, f.detector
+        f.entries_per_worker,
+        f.cs_ms,
+        f.drop,
+        f.stall_ms,
+        f.detector,
+        if f.detector == "none" { " (the notes' model: a crash looks like slowness)" } else { "" }
     );
+    if let Some(d) = &f.rescue_detector {
+        let _ = writeln!(
+            s,
+            "Crashes with the {d} detector: the same three crashes, the same seeds, survivors told \
+             of the crash: what a failure detector rescues."
+        );
+    }
     let _ = writeln!(s, "{}", side_by_side(f));
     if c.repeat > 1 {
         let _ = writeln!(
@@ -214,6 +376,11 @@ pub fn text(c: &Comparison) -> String {
     let mut s = String::new();
     aligned(&mut s, &COST_HEAD, &costs);
     s.push('\n');
+    let manager = manager_cells(c);
+    if !manager.is_empty() {
+        aligned(&mut s, &MANAGER_HEAD, &manager);
+        s.push('\n');
+    }
     aligned(&mut s, &PROBLEM_HEAD, &problems);
     s.push('\n');
     s.push_str(&footer(c));
@@ -232,6 +399,11 @@ pub fn markdown(c: &Comparison) -> String {
     let mut s = String::new();
     table(&mut s, &COST_HEAD, &costs);
     s.push('\n');
+    let manager = manager_cells(c);
+    if !manager.is_empty() {
+        table(&mut s, &MANAGER_HEAD, &manager);
+        s.push('\n');
+    }
     table(&mut s, &PROBLEM_HEAD, &problems);
     s.push('\n');
     s.push_str(&footer(c));
@@ -294,6 +466,7 @@ mod tests {
                 entry_delay: Some(d(0.3)),
                 sync_delay: None,
                 sync_hops: None,
+                entry_messages: None,
                 problems: Problems {
                     notes: "lost token",
                     runs: vec![
@@ -301,6 +474,7 @@ mod tests {
                         run("holder crash", Outcome::Stalls, false),
                     ],
                     by_fault: vec![],
+                    rescue: vec![],
                 },
                 clean: false,
                 notes_on_runs: vec![],
@@ -318,8 +492,8 @@ mod tests {
         // Header, rule and row of the first table line up column by column, `∞` counted
         // as one character.
         let col = |l: &str, what: &str| l.find(what).map(|b| l[..b].chars().count());
-        assert_eq!(col(lines[0], "notes say"), col(lines[2], "1 to ∞"), "{text}");
-        assert_eq!(col(lines[0], "delay before"), col(lines[2], "0.300 ms = 30 T"), "{text}");
+        assert_eq!(col(lines[0], "msgs claimed"), col(lines[2], "1 to ∞"), "{text}");
+        assert_eq!(col(lines[0], "delay before entry, seq"), col(lines[2], "no trace"), "{text}");
         assert!(lines[2].starts_with("token-ring (not clean)"), "{text}");
         assert!(lines[2].contains("no waits"), "a sync delay with no sample is not zero: {text}");
         assert!(lines[2].contains("no trace"), "hops without a trace are not zero: {text}");
@@ -413,12 +587,33 @@ mod tests {
                     })
                     .collect();
                 let m = measured(3.0, 50_000.0, &[(1, 9)], true);
-                aggregate(info, 5, 0.01, &[m.clone(), m.clone(), m], by_fault)
+                aggregate(info, 5, 0.01, &[m.clone(), m.clone(), m], by_fault, vec![])
             })
             .collect();
-        let c = Comparison { repeat: 3, excluded, algorithms: rows, ..Comparison::new(5, 20, "perfect") };
+        let load = |cs_ms| ManagerLoad {
+            cs_ms,
+            measured: Spread::of(&[0.9]),
+            w_us: 1000.0,
+            t_us: 25.0,
+            predicted: 0.95,
+            with_mean_hops: Some(0.96),
+            mean_hops: Some(1.6),
+            notes: vec![],
+        };
+        let manager = Manager {
+            algorithm: "centralized".into(),
+            cost: None,
+            utilisation: super::super::MANAGER_LOADS.map(load).to_vec(),
+        };
+        let c = Comparison {
+            repeat: 3,
+            excluded,
+            algorithms: rows,
+            manager: Some(manager),
+            ..Comparison::new(5, 20, "none")
+        };
         let printed = shape(&markdown(&c));
-        assert_eq!(printed.len(), 2, "figures and faults");
+        assert_eq!(printed.len(), 3, "figures, the manager and faults");
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
         let readme = std::fs::read_to_string(path).unwrap();
         let documented = shape(readme_table(&readme));

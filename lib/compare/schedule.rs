@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use crate::registry::AlgoInfo;
 use crate::supervisor::RunError;
 
-use super::measure::{aggregate, Measured, FAULTS};
+use super::measure::{aggregate, ManagerRun, Measured, CRASHES, FAULTS};
 use super::model::*;
 
 /// How many fault runs (and simulator decisions) go side by side: two per core, at
@@ -43,8 +43,12 @@ pub(super) struct Job {
 pub(super) enum What {
     /// Repeat `rep` of the light and saturated runs.
     Timing { rep: u32 },
+    /// Repeat `rep` of the manager's saturated run with sections of `MANAGER_LOADS[level]` ms.
+    Manager { level: usize, rep: u32 },
     /// Repeat `rep` of fault `FAULTS[fault]`.
     Fault { fault: usize, rep: u32 },
+    /// Repeat `rep` of crash `FAULTS[fault]` under the perfect detector.
+    Rescue { fault: usize, rep: u32 },
     /// The simulator's decision on `FAULTS[fault]`.
     Sim { fault: usize },
 }
@@ -52,23 +56,40 @@ pub(super) enum What {
 impl Job {
     fn lane(&self) -> Lane {
         match self.what {
-            What::Timing { .. } => Lane::Alone,
-            What::Fault { .. } | What::Sim { .. } => Lane::Beside,
+            What::Timing { .. } | What::Manager { .. } => Lane::Alone,
+            What::Fault { .. } | What::Rescue { .. } | What::Sim { .. } => Lane::Beside,
         }
     }
 }
 
+/// The manager's section lengths asked for, in ms. A worker's section is a timer of its
+/// event loop, whose wait has a resolution of 1 ms: 1 µs is over by the loop's next turn
+/// (W of a few T), and nothing between that and 1 ms can be asked for. So W ≈ T, about
+/// 40 T and about 120 T on this machine (T ≈ 25 µs in a saturated run); each W is
+/// measured and shown in the run's own T.
+pub(crate) const MANAGER_LOADS: [f64; 3] = [0.001, 1.0, 3.0];
+
 /// A comparison's jobs for `algos` algorithms made `repeat` times: every timing run
-/// first, in the order asked, then each algorithm's fault runs and simulations, so
-/// that the rows are finished one after another.
-pub(super) fn jobs(algos: usize, repeat: u32) -> Vec<Job> {
+/// first, in the order asked, then the manager's runs at three loads if `manager` names
+/// one (alone too), then each algorithm's fault runs (with the crashes again under the
+/// perfect detector if `rescue`) and simulations, so that the rows are finished one
+/// after another.
+pub(super) fn jobs(algos: usize, repeat: u32, manager: Option<usize>, rescue: bool) -> Vec<Job> {
     let mut v = Vec::new();
     for algo in 0..algos {
         v.extend((0..repeat).map(|rep| Job { algo, what: What::Timing { rep } }));
     }
+    if let Some(algo) = manager {
+        for level in 0..MANAGER_LOADS.len() {
+            v.extend((0..repeat).map(|rep| Job { algo, what: What::Manager { level, rep } }));
+        }
+    }
     for algo in 0..algos {
-        for fault in 0..FAULTS.len() {
+        for (fault, f) in FAULTS.iter().enumerate() {
             v.extend((0..repeat).map(|rep| Job { algo, what: What::Fault { fault, rep } }));
+            if rescue && CRASHES.contains(f) {
+                v.extend((0..repeat).map(|rep| Job { algo, what: What::Rescue { fault, rep } }));
+            }
             v.push(Job { algo, what: What::Sim { fault } });
         }
     }
@@ -78,6 +99,7 @@ pub(super) fn jobs(algos: usize, repeat: u32) -> Vec<Job> {
 /// What a job came to.
 pub(super) enum Done {
     Measured(Box<Measured>),
+    Manager(ManagerRun),
     /// The run, and the longest it went quiet and went on, in ns.
     Fault(FaultRun, Option<u64>),
     Sim(Option<SimDecision>),
@@ -87,7 +109,13 @@ pub(super) enum Done {
 #[derive(Default)]
 pub(super) struct Parts {
     pub(super) measured: Vec<(u32, Measured)>,
+    /// The manager's runs by load and repeat, if it is this algorithm.
+    pub(super) managers: Vec<(usize, u32, ManagerRun)>,
     faults: Vec<(usize, u32, FaultRun)>,
+    rescues: Vec<(usize, u32, FaultRun)>,
+    /// Whether this algorithm has the manager's runs, and the rescue runs.
+    manager: bool,
+    rescue: bool,
     sims: Vec<(usize, Option<SimDecision>)>,
     pub(super) took: Duration,
     /// Made into its row already.
@@ -95,11 +123,18 @@ pub(super) struct Parts {
 }
 
 impl Parts {
+    /// An algorithm's parts, with the manager's runs or not, and the rescue runs or not.
+    pub(super) fn new(manager: bool, rescue: bool) -> Parts {
+        Parts { manager, rescue, ..Parts::default() }
+    }
+
     pub(super) fn add(&mut self, job: Job, result: Done, took: Duration) {
         self.took += took;
         match (job.what, result) {
             (What::Timing { rep }, Done::Measured(m)) => self.measured.push((rep, *m)),
+            (What::Manager { level, rep }, Done::Manager(m)) => self.managers.push((level, rep, m)),
             (What::Fault { fault, rep }, Done::Fault(r, _)) => self.faults.push((fault, rep, r)),
+            (What::Rescue { fault, rep }, Done::Fault(r, _)) => self.rescues.push((fault, rep, r)),
             (What::Sim { fault }, Done::Sim(d)) => self.sims.push((fault, d)),
             _ => unreachable!("each job gives its own kind of result"),
         }
@@ -110,7 +145,9 @@ impl Parts {
         let r = repeat as usize;
         !self.taken
             && self.measured.len() == r
+            && self.managers.len() == if self.manager { r * MANAGER_LOADS.len() } else { 0 }
             && self.faults.len() == r * FAULTS.len()
+            && self.rescues.len() == if self.rescue { r * CRASHES.len() } else { 0 }
             && self.sims.len() == FAULTS.len()
     }
 
@@ -130,7 +167,24 @@ impl Parts {
             }
             by_fault.push(FaultSummary { fault: FAULTS[f].name(), tally: Tally::of(&repeats), repeats, sim });
         }
-        aggregate(info, n, t_ms, &measured, by_fault)
+        self.rescues.sort_by_key(|(fault, rep, _)| (*fault, *rep));
+        let mut rescue: Vec<FaultSummary> = Vec::new();
+        for (f, _, r) in std::mem::take(&mut self.rescues) {
+            match rescue.last_mut() {
+                Some(s) if s.fault == FAULTS[f].name() => s.repeats.push(r),
+                _ => rescue.push(FaultSummary {
+                    fault: FAULTS[f].name(),
+                    repeats: vec![r],
+                    tally: Tally::default(),
+                    sim: None,
+                }),
+            }
+        }
+        for s in &mut rescue {
+            s.tally = Tally::of(&s.repeats);
+        }
+        self.managers.sort_by_key(|(level, rep, _)| (*level, *rep));
+        aggregate(info, n, t_ms, &measured, by_fault, rescue)
     }
 }
 
@@ -248,14 +302,14 @@ mod tests {
 
     #[test]
     fn a_timing_run_has_the_machine_to_itself_and_fault_runs_share_it_up_to_the_width() {
-        let jobs = jobs(3, 3);
+        let jobs = jobs(3, 3, Some(0), true);
         assert_eq!(
             jobs.len(),
-            3 * 3 + 3 * FAULTS.len() * 4,
-            "the timing runs, the faults' repeats, a sim each"
+            3 * 3 + 3 * 3 + 3 * FAULTS.len() * 4 + 3 * 3 * 3,
+            "the timing runs, the manager's, the faults' repeats, a sim each, the crashes again"
         );
         let timing: Vec<usize> = (0..jobs.len()).filter(|&i| jobs[i].lane() == Lane::Alone).collect();
-        assert_eq!(timing, (0..9).collect::<Vec<_>>(), "every timing run first, before any fault run");
+        assert_eq!(timing, (0..18).collect::<Vec<_>>(), "every timing run first, before any fault run");
         for width in [1, 2, 4] {
             let log = std::sync::Mutex::new(Vec::new());
             let mut done = Vec::new();
@@ -336,7 +390,7 @@ mod tests {
     #[test]
     fn a_row_is_made_in_repeat_order_whatever_order_its_runs_ended_in() {
         let info = super::super::tests::builtin("centralized");
-        let mut p = Parts::default();
+        let mut p = Parts::new(false, false);
         let one = Duration::from_millis(1);
         for f in (0..FAULTS.len()).rev() {
             p.add(Job { algo: 0, what: What::Sim { fault: f } }, Done::Sim(None), one);

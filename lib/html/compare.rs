@@ -85,7 +85,8 @@ pub fn comparison_page(c: &Comparison) -> String {
         "<p><span class=\"key\" style=\"background:#8aa9d9\"></span>light load \
          ({} ms sections, {} ms think time)<span class=\"key\" style=\"background:#1f4e9c\"></span>saturation \
          <span class=\"key\" style=\"background:#2da44e;opacity:.5\"></span>the registry's theory for N = {}. \
-         On the right, what the notes say. Heartbeats are left out.</p>",
+         On the right, what is claimed: marked (notes) where it is the notes', the registry's \
+         otherwise. Heartbeats are left out.</p>",
         c.light.cs_ms, c.light.think_ms, c.workers
     );
     if c.algorithms.iter().any(|r| r.messages_per_entry.counted != compare::EVERY_ENTRY) {
@@ -104,7 +105,9 @@ pub fn comparison_page(c: &Comparison) -> String {
         "<p><span class=\"key\" style=\"background:#9aa3b3\"></span>delay before entry: median \
          WANT to ENTER at light load<span class=\"key\" style=\"background:#3d7bd9\"></span>\
          synchronisation delay: median EXIT to the next ENTER while someone waits, at \
-         saturation. No bar: no sample.</p>"
+         saturation. No bar: no sample. Both in the ping-pong T, which moves with the \
+         machine's load; the table below gives the delay before entry in the notes' own \
+         unit, messages, counted from the trace.</p>"
     );
     let _ = writeln!(s, "<div class=\"scroll\">{}</div>", delays_chart(c));
 
@@ -268,7 +271,7 @@ fn messages_chart(c: &Comparison) -> String {
         }
         let _ = writeln!(
             s,
-            r#"<text class="claim" x="{:.1}" y="{:.1}">notes: {}</text></g>"#,
+            r#"<text class="claim" x="{:.1}" y="{:.1}">claimed: {}</text></g>"#,
             NAMES + PLOT + 12.0,
             y + ROW / 2.0 + 2.0,
             esc(&m.notes)
@@ -320,7 +323,7 @@ fn delays_chart(c: &Comparison) -> String {
             match d {
                 Some(d) => {
                     let hover = format!(
-                        "{}: {what} {:.4} ms = {:.2} T (median of {} samples){}; notes: {}",
+                        "{}: {what} {:.4} ms = {:.2} T (median of {} samples){}; claimed: {}",
                         r.algorithm,
                         d.ms,
                         d.t,
@@ -344,7 +347,7 @@ fn delays_chart(c: &Comparison) -> String {
         let said = |d: Option<&compare::Delay>| d.map_or("-", |d| d.notes.as_str()).to_string();
         let _ = writeln!(
             s,
-            r#"<text class="claim" x="{:.1}" y="{:.1}">notes: {}</text><text class="claim" x="{:.1}" y="{:.1}">notes: {}</text></g>"#,
+            r#"<text class="claim" x="{:.1}" y="{:.1}">claimed: {}</text><text class="claim" x="{:.1}" y="{:.1}">claimed: {}</text></g>"#,
             NAMES + PLOT + 12.0,
             y + 14.5,
             esc(&said(r.entry_delay.as_ref())),
@@ -473,7 +476,7 @@ fn problems_grid(c: &Comparison) -> String {
         }
         let _ = writeln!(
             s,
-            r#"<text class="claim" x="{:.1}" y="{:.1}">notes: {}</text></g>"#,
+            r#"<text class="claim" x="{:.1}" y="{:.1}">claimed: {}</text></g>"#,
             NAMES + CELL_W * faults.len() as f64 + 12.0,
             y + CELL_H / 2.0 + 4.0,
             esc(r.problems.notes)
@@ -490,6 +493,11 @@ fn tables(s: &mut String, c: &Comparison) {
     let _ = writeln!(s, "<h2>The table</h2>");
     table(s, &compare::COST_HEAD, &costs);
     let _ = writeln!(s, "<p></p>");
+    let manager = compare::manager_cells(c);
+    if !manager.is_empty() {
+        table(s, &compare::MANAGER_HEAD, &manager);
+        let _ = writeln!(s, "<p></p>");
+    }
     table(s, &compare::PROBLEM_HEAD, &problems);
     for line in compare::footer(c).lines() {
         let _ = writeln!(s, "<p>{}</p>", esc(line));
@@ -555,7 +563,8 @@ mod tests {
             entry_delay: d(28.0),
             sync_delay: d(19.0),
             sync_hops: None,
-            problems: Problems { notes: "coordinator crash (notes)", runs, by_fault: vec![] },
+            entry_messages: None,
+            problems: Problems { notes: "coordinator crash (notes)", runs, by_fault: vec![], rescue: vec![] },
             clean: true,
             notes_on_runs: vec![],
             spread: Default::default(),
