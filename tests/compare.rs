@@ -125,7 +125,8 @@ fn compare_counts_the_delay_before_entry_in_the_notes_message_times() {
     assert_eq!(m["algorithm"], "centralized", "{m}");
     let cost = &m["cost"];
     let (w, t) = (cost["w_us"].as_f64().unwrap(), cost["t_us"].as_f64().unwrap());
-    assert_eq!(cost["predicted_us"].as_f64(), Some(w + 3.0 * t), "{cost}");
+    // The JSON gives µs to three decimals: equal within their rounding.
+    assert!((cost["predicted_us"].as_f64().unwrap() - (w + 3.0 * t)).abs() < 0.005, "{cost}");
     // A request holds the section, so it costs more than W.
     assert!(cost["measured_us"]["median"].as_f64().unwrap() > w, "{cost}");
     let loads = m["utilisation"].as_array().unwrap();
@@ -134,7 +135,8 @@ fn compare_counts_the_delay_before_entry_in_the_notes_message_times() {
         let measured = u["measured"]["median"].as_f64().unwrap();
         assert!(measured > 0.0 && measured <= 1.0, "{u}");
         let (w, t) = (u["w_us"].as_f64().unwrap(), u["t_us"].as_f64().unwrap());
-        assert!((u["predicted"].as_f64().unwrap() - w / (w + 2.0 * t)).abs() < 1e-9, "{u}");
+        // w_us and t_us are rounded to three decimals in the JSON, the prediction is not.
+        assert!((u["predicted"].as_f64().unwrap() - w / (w + 2.0 * t)).abs() < 1e-5, "{u}");
     }
     // Longer sections use the resource more of the time, as W/(W+2T) says.
     let share = |i: usize| loads[i]["measured"]["median"].as_f64().unwrap();
