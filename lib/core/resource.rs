@@ -206,18 +206,9 @@ fn push_fence(buf: &mut String, name: &str, fence: Fence) {
     push_digits(buf, u64::from(fence.id));
 }
 
-fn push_digits(buf: &mut String, mut v: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (v % 10) as u8;
-        v /= 10;
-        if v == 0 {
-            break;
-        }
-    }
-    buf.push_str(std::str::from_utf8(&digits[i..]).expect("ASCII digits"));
+/// `v` in decimal, without `fmt` (the writer runs on every entry).
+fn push_digits(buf: &mut String, v: u64) {
+    buf.push_str(itoa::Buffer::new().format(v));
 }
 
 impl fmt::Display for Record {
