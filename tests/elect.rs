@@ -151,7 +151,8 @@ fn bad_election_options_are_one_line_errors() {
             vec!["elect", "--detector", "none", "--suspect-ms", "300"],
             "add --detector heartbeat (the detector here is none)",
         ),
-        (vec!["compare", "--heartbeat-ms", "30"], "add --detector heartbeat (the detector here is perfect)"),
+        // compare runs under the notes' model, no detector, by default.
+        (vec!["compare", "--heartbeat-ms", "30"], "add --detector heartbeat (the detector here is none)"),
     ] {
         let out = run(&args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
