@@ -29,6 +29,7 @@ pub mod lines;
 pub mod panics;
 pub mod resource;
 pub mod script;
+pub mod service;
 pub mod text;
 pub mod trace;
 pub mod wire;
