@@ -82,6 +82,7 @@ use std::time::Duration;
 use crate::algorithm::Node;
 use crate::check::Invariant;
 use crate::lab::quietly;
+use crate::registry::Registry;
 use crate::runtime::RunService;
 use crate::sim::{SimReport, SimService};
 use crate::supervisor::ExternalOpts;
@@ -125,10 +126,13 @@ impl Kind {
     }
 }
 
-/// What a grading session knows besides the tests: the algorithm's name in the
-/// registry, the executable that runs workers, and the narrowing from the command line.
+/// What a grading session knows besides the tests: the registry and the algorithm's
+/// name in it, the executable that runs workers, and the narrowing from the command line.
 #[derive(Clone, Debug)]
 pub struct Ctx {
+    /// The algorithms real runs look `algo` up in: the lab's, as its binary installed them
+    /// for its workers (taken once, where the session starts; no test reads a global).
+    pub reg: &'static Registry,
     /// The name real runs ask for (`--algo`).
     pub algo: String,
     /// The executable workers are started from.
@@ -386,9 +390,11 @@ impl Grader {
 }
 
 impl Ctx {
-    /// A context for grading `algo` with workers started from `exe`, every size and seed.
+    /// A context for grading `algo` with workers started from `exe`, every size and seed,
+    /// in this process's registry (the lab's, once its binary installed it).
     pub fn new(algo: &str, exe: PathBuf) -> Ctx {
         Ctx {
+            reg: crate::registry::registry(),
             algo: algo.into(),
             exe,
             replay: "cargo run -- grade".into(),

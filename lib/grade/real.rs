@@ -150,9 +150,9 @@ pub(super) fn run_real<N: Node<Service: SimService>>(real: &Real, ctx: &Ctx) -> 
         });
     }
     let plan = Plan::parse(&real.faults, real.workers).map_err(|e| format!("fault plan: {e}"))?;
-    // The grader's algorithm in the process's registry (the lab's binary installed it);
-    // a program of the student's (`--worker-cmd`) is labelled with its name.
-    let reg = crate::registry::registry();
+    // The grader's algorithm in the lab's registry; a program of the student's
+    // (`--worker-cmd`) is labelled with its name.
+    let reg = ctx.reg;
     let algo = match ctx.external.as_ref().filter(|e| e.command.is_some()) {
         Some(_) => {
             reg.external(&ctx.algo, if real.elect { ServiceKind::Election } else { ServiceKind::Mutex })

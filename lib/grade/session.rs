@@ -152,25 +152,16 @@ impl Grader {
     /// The context `main` grades in: this executable for workers, the program if any,
     /// and a replay command that repeats the flags that chose the node.
     pub(super) fn ctx(&self, n: Option<u32>, seed: Option<u64>) -> Ctx {
-        Ctx {
-            algo: self.algo.clone(),
-            exe: std::env::current_exe().unwrap_or_else(|_| PathBuf::from("mutexlab")),
-            replay: {
-                let mut r = String::from("cargo run -- grade");
-                for f in &self.node_flags {
-                    r = r + " " + f;
-                }
-                // Single quotes round the command, as a shell would need them.
-                if let Some(ExternalOpts { command: Some(cmd), .. }) = &self.external {
-                    r = format!("{r} --worker-cmd '{}'", cmd.replace('\'', r"'\''"));
-                }
-                r
-            },
-            n,
-            seed,
-            external: self.external.clone(),
-            verbose: false,
+        let mut replay = String::from("cargo run -- grade");
+        for f in &self.node_flags {
+            replay = replay + " " + f;
         }
+        // Single quotes round the command, as a shell would need them.
+        if let Some(ExternalOpts { command: Some(cmd), .. }) = &self.external {
+            replay = format!("{replay} --worker-cmd '{}'", cmd.replace('\'', r"'\''"));
+        }
+        let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("mutexlab"));
+        Ctx { replay, n, seed, external: self.external.clone(), ..Ctx::new(&self.algo, exe) }
     }
 
     /// [`Grader::run`] into a string: the summary and what it wrote (for a lab's own
