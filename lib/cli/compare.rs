@@ -81,6 +81,7 @@ pub(super) fn cmd_compare(a: CompareArgs) -> Outcome {
                 0.0,
                 supervisor::PROCESSING,
                 a.workers,
+                false,
             )?,
         },
     };

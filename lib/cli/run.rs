@@ -240,12 +240,14 @@ struct Shared {
 }
 
 impl Shared {
-    /// The detector asked for, `default` if none was, for `workers` workers.
+    /// The detector asked for, `default` if none was, for `workers` workers of an
+    /// algorithm that talks to few peers or not.
     fn detector(
         &self,
         asked: Option<DetectorArg>,
         default: DetectorArg,
         workers: u32,
+        few_peers: bool,
     ) -> Result<Detector, Error> {
         let chosen = asked.unwrap_or(default);
         heartbeat_flags_fit(chosen, self.heartbeat_ms, self.suspect_ms)?;
@@ -258,6 +260,7 @@ impl Shared {
                 self.latency + self.jitter,
                 self.processing(workers)?,
                 workers,
+                few_peers,
             ),
         }
     }
@@ -303,9 +306,10 @@ pub(super) fn heartbeat(
     delay: f64,
     processing: Duration,
     workers: u32,
+    few_peers: bool,
 ) -> Result<Detector, Error> {
     let heartbeat_ms =
-        heartbeat_ms.unwrap_or_else(|| supervisor::heartbeat_period(workers).as_millis() as u64);
+        heartbeat_ms.unwrap_or_else(|| supervisor::heartbeat_period(workers, few_peers).as_millis() as u64);
     if heartbeat_ms == 0 || heartbeat_ms > 60_000 {
         return Err(Error::usage(format!("--heartbeat-ms must be between 1 and 60000, not {heartbeat_ms}")));
     }
@@ -353,11 +357,11 @@ pub(super) fn cmd_run(a: RunArgs) -> Outcome {
     }
     let sh = &a.shared;
     let plan = build_plan(sh, a.workers, a.duration)?;
-    let detector = sh.detector(a.detector, DetectorArg::Perfect, a.workers)?;
     let processing = sh.processing(a.workers)?;
     // No `--algo` labels nothing: the program is `external`. `--algo centralized`,
     // the default's name given on purpose, labels it.
     let (algo, external) = a.external.opts(a.algo, "centralized", ServiceKind::Mutex)?;
+    let detector = sh.detector(a.detector, DetectorArg::Perfect, a.workers, algo.few_peers)?;
     let opts = RunOpts {
         external,
         workers: a.workers,
@@ -380,7 +384,6 @@ pub(super) fn cmd_run(a: RunArgs) -> Outcome {
 pub(super) fn cmd_elect(a: ElectArgs) -> Outcome {
     let sh = &a.shared;
     let plan = build_plan(sh, a.workers, None)?;
-    let detector = sh.detector(a.detector, DetectorArg::Heartbeat, a.workers)?;
     let initiators =
         a.initiators.parse::<Initiators>().map_err(|e| Error::usage(format!("--initiators: {e}")))?;
     if a.settle_ms == 0 || a.settle_ms > 600_000 {
@@ -388,6 +391,7 @@ pub(super) fn cmd_elect(a: ElectArgs) -> Outcome {
     }
     let processing = sh.processing(a.workers)?;
     let (algo, external) = a.external.opts(a.algo, "bully", ServiceKind::Election)?;
+    let detector = sh.detector(a.detector, DetectorArg::Heartbeat, a.workers, algo.few_peers)?;
     let opts = RunOpts {
         external,
         workers: a.workers,

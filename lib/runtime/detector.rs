@@ -42,12 +42,34 @@ pub(super) enum Detect {
 }
 
 impl Detect {
-    /// The detector `kind` for `n` workers.
-    pub(super) fn new(kind: Detector, n: usize) -> Detect {
+    /// The detector `kind` for `n` workers; `lazy` for a lazily connected mesh, whose
+    /// heartbeat detector watches only the peers this worker talks to.
+    pub(super) fn new(kind: Detector, n: usize, lazy: bool) -> Detect {
         match kind {
             Detector::Perfect => Detect::Perfect,
             Detector::None => Detect::None,
-            Detector::Heartbeat { every, suspect } => Detect::Heartbeat(Heartbeat::new(every, suspect, n)),
+            Detector::Heartbeat { every, suspect } => {
+                Detect::Heartbeat(Heartbeat::new(every, suspect, n, lazy))
+            }
+        }
+    }
+
+    /// This worker is writing to `peer`: under `heartbeat` in a lazy mesh, a peer to
+    /// watch from now on.
+    pub(super) fn watch(&mut self, peer: PeerId) {
+        if let Detect::Heartbeat(hb) = self {
+            if !hb.watched[peer.index()] {
+                hb.up_from(peer, Instant::now());
+            }
+        }
+    }
+
+    /// Whether heartbeats go to `peer`: every peer, except in a lazy mesh, where only
+    /// the peers this worker talks to (it would otherwise dial them all).
+    pub(super) fn watching(&self, peer: PeerId) -> bool {
+        match self {
+            Detect::Heartbeat(hb) => hb.watched[peer.index()],
+            Detect::Perfect | Detect::None => true,
         }
     }
 
@@ -95,10 +117,14 @@ pub(super) struct Heartbeat {
     /// When the heartbeat timer last fired: a much later firing means this worker itself
     /// was not running (stopped, frozen by the supervisor, or starved of CPU).
     last_beat: Instant,
+    /// Peers this detector beats to and may suspect: all of them, or in a lazily
+    /// connected mesh only those written to or heard from (a peer nobody talks to is
+    /// neither dialled for heartbeats nor reported down for its silence).
+    watched: Vec<bool>,
 }
 
 impl Heartbeat {
-    fn new(every: Duration, suspect: Duration, n: usize) -> Heartbeat {
+    fn new(every: Duration, suspect: Duration, n: usize, lazy: bool) -> Heartbeat {
         let now = Instant::now();
         Heartbeat {
             every,
@@ -109,7 +135,15 @@ impl Heartbeat {
             alive: vec![false; n],
             connecting: connect_time(n as u32),
             last_beat: now,
+            watched: vec![!lazy; n],
         }
+    }
+
+    /// A lazily connected peer is watched from `now`: its silence counts from then, with
+    /// [`connect_time`] allowed as for any peer still connecting.
+    fn up_from(&mut self, peer: PeerId, now: Instant) {
+        self.watched[peer.index()] = true;
+        self.heard[peer.index()] = now;
     }
 
     /// The run began at `now`: every peer's silence is counted from now. The timer is
@@ -129,6 +163,7 @@ impl Heartbeat {
     /// `peer`'s channel came up at `now` (it dialed, and may still be dialing others):
     /// alive, not yet serving. True if it was suspected.
     fn up(&mut self, peer: PeerId, now: Instant) -> bool {
+        self.watched[peer.index()] = true;
         self.heard[peer.index()] = now;
         self.alive[peer.index()] = true;
         std::mem::replace(&mut self.suspected[peer.index()], false)
@@ -161,7 +196,8 @@ impl Heartbeat {
         for (i, heard) in self.heard.iter().enumerate() {
             // A peer never heard from is still making its connections, not silent.
             let allowed = if self.alive[i] { self.suspect } else { self.suspect + self.connecting };
-            if i != me.index() && !self.suspected[i] && now.saturating_duration_since(*heard) > allowed {
+            let silent = now.saturating_duration_since(*heard) > allowed;
+            if i != me.index() && self.watched[i] && !self.suspected[i] && silent {
                 self.suspected[i] = true;
                 down.push(PeerId(i as u32));
             }
@@ -181,7 +217,7 @@ mod tests {
     /// A detector for 3 workers whose every peer was last heard, and whose timer last
     /// fired, at `t0`.
     fn detect(t0: Instant) -> Heartbeat {
-        let mut d = Heartbeat::new(EVERY, SUSPECT, 3);
+        let mut d = Heartbeat::new(EVERY, SUSPECT, 3, false);
         d.start(t0);
         for p in [PeerId(1), PeerId(2)] {
             d.heard(p, t0);
@@ -210,6 +246,29 @@ mod tests {
         // Heard again: up, once.
         assert!(d.heard(PeerId(2), t0 + ms(400)));
         assert!(!d.heard(PeerId(2), t0 + ms(410)));
+    }
+
+    #[test]
+    fn in_a_lazy_mesh_only_the_peers_talked_to_are_watched() {
+        let t0 = Instant::now();
+        let mut d = Detect::new(Detector::Heartbeat { every: EVERY, suspect: SUSPECT }, 3, true);
+        let Detect::Heartbeat(hb) = &mut d else { unreachable!() };
+        hb.start(t0);
+        // Nobody talked to: no heartbeats, and no silence to suspect, however long.
+        let long = t0 + SUSPECT * 100;
+        assert_eq!(hb.tick(long, ME), Vec::<PeerId>::new());
+        assert!(!d.watching(PeerId(1)) && !d.watching(PeerId(2)));
+        // Written to: watched from then on, and suspected when it stays silent past
+        // the suspicion time and the time to connect.
+        d.watch(PeerId(2));
+        assert!(d.watching(PeerId(2)) && !d.watching(PeerId(1)));
+        let Detect::Heartbeat(hb) = &mut d else { unreachable!() };
+        let later = Instant::now() + SUSPECT + hb.connecting + EVERY;
+        assert_eq!(hb.tick(later, ME), vec![PeerId(2)]);
+        // The same detector for an all-to-all mesh watches everyone from the start.
+        assert!(
+            Detect::new(Detector::Heartbeat { every: EVERY, suspect: SUSPECT }, 3, false).watching(PeerId(1))
+        );
     }
 
     #[test]
@@ -249,7 +308,7 @@ mod tests {
     #[test]
     fn a_peer_still_connecting_is_given_the_connection_time() {
         let t0 = Instant::now();
-        let mut d = Heartbeat::new(EVERY, SUSPECT, 3);
+        let mut d = Heartbeat::new(EVERY, SUSPECT, 3, false);
         d.start(t0);
         d.heard(PeerId(1), t0);
         let first = |d: &mut Heartbeat, p: PeerId| {
@@ -261,23 +320,23 @@ mod tests {
         assert_eq!(first(&mut d, PeerId(2)), Some(ms(2250)), "silent since the start: 150 ms + 2060 ms");
         assert!(!d.heard_from(PeerId(2)) && d.heard_from(PeerId(1)));
         // A channel coming up is a sign of life, not of serving.
-        let mut d = Heartbeat::new(EVERY, SUSPECT, 3);
+        let mut d = Heartbeat::new(EVERY, SUSPECT, 3, false);
         d.start(t0);
         let mut any = Detect::Heartbeat(d);
         assert!(!any.channel_up(PeerId(2), false, t0 + ms(10)));
         assert!(!any.serving(PeerId(2)));
         let Detect::Heartbeat(d) = &mut any else { unreachable!() };
         assert_eq!(first(d, PeerId(2)), Some(ms(200)), "alive since its channel came up");
-        assert!(Detect::new(Detector::Perfect, 3).serving(PeerId(2)));
+        assert!(Detect::new(Detector::Perfect, 3, false).serving(PeerId(2)));
     }
 
     #[test]
     fn only_the_perfect_detector_reports_channels() {
         let now = Instant::now();
-        assert!(Detect::new(Detector::Perfect, 3).channel_down());
-        assert!(!Detect::new(Detector::None, 3).channel_down());
-        assert!(Detect::new(Detector::Perfect, 3).channel_up(PeerId(1), true, now));
-        assert!(!Detect::new(Detector::Perfect, 3).channel_up(PeerId(1), false, now));
-        assert!(!Detect::new(Detector::None, 3).channel_up(PeerId(1), true, now));
+        assert!(Detect::new(Detector::Perfect, 3, false).channel_down());
+        assert!(!Detect::new(Detector::None, 3, false).channel_down());
+        assert!(Detect::new(Detector::Perfect, 3, false).channel_up(PeerId(1), true, now));
+        assert!(!Detect::new(Detector::Perfect, 3, false).channel_up(PeerId(1), false, now));
+        assert!(!Detect::new(Detector::None, 3, false).channel_up(PeerId(1), true, now));
     }
 }

@@ -456,15 +456,22 @@ pub fn timing(o: &RunOpts) -> Timing {
     }
 }
 
-/// The heartbeat period P when none is asked for: 50 ms, or longer where N(N-1)
-/// heartbeats a period would pass [`HEARTBEATS_PER_S`]: the detector's own traffic grows
-/// as N², and past what the machine can carry it starves the workers it watches, which
-/// then look dead. 50 ms up to 22 workers; 1.6 s at 128, 6.5 s at 256.
-pub fn heartbeat_period(workers: u32) -> Duration {
+/// The heartbeat period P when none is asked for: 50 ms, or longer where a period's
+/// heartbeats would pass [`HEARTBEATS_PER_S`]: the detector's own traffic grows with
+/// the channels, and past what the machine can carry it starves the workers it watches,
+/// which then look dead. All to all, N(N-1) a period: 50 ms up to 22 workers; 1.6 s at
+/// 128, 6.5 s at 256. An algorithm whose workers talk to few peers (`few_peers`: a
+/// ring's neighbours, a head and a directory) beats only on the channels it uses,
+/// counted as [`FEW_PEERS`] a worker: 50 ms up to 125 workers, 410 ms at 1,024.
+pub fn heartbeat_period(workers: u32, few_peers: bool) -> Duration {
     let n = u64::from(workers);
-    let ms = (n * n.saturating_sub(1) * 1000).div_ceil(HEARTBEATS_PER_S);
+    let per_period = if few_peers { n * FEW_PEERS } else { n * n.saturating_sub(1) };
+    let ms = (per_period * 1000).div_ceil(HEARTBEATS_PER_S);
     HEARTBEAT.max(Duration::from_millis(ms))
 }
+
+/// The channels a worker of a few-peers algorithm is counted to beat on.
+pub const FEW_PEERS: u64 = 4;
 
 /// The default heartbeat period for a few workers.
 pub const HEARTBEAT: Duration = Duration::from_millis(50);
@@ -567,10 +574,13 @@ pub(super) mod tests {
         );
         assert_eq!(processing_time(256, 2), Duration::from_micros(1_305_600));
         assert_eq!(processing_time(256, 0), Duration::from_micros(2_611_200), "no cores known: one");
-        assert_eq!(heartbeat_period(5), HEARTBEAT);
-        assert_eq!(heartbeat_period(22), HEARTBEAT);
-        assert_eq!(heartbeat_period(128), ms(1626));
-        assert_eq!(heartbeat_period(256), ms(6528));
+        assert_eq!(heartbeat_period(5, false), HEARTBEAT);
+        assert_eq!(heartbeat_period(22, false), HEARTBEAT);
+        assert_eq!(heartbeat_period(128, false), ms(1626));
+        assert_eq!(heartbeat_period(256, false), ms(6528));
+        // Few peers each: the period grows with N, not N².
+        assert_eq!(heartbeat_period(125, true), HEARTBEAT);
+        assert_eq!(heartbeat_period(1024, true), ms(410));
     }
 
     /// Options that pass [`validate`]: a small run of `lamport`, no faults.

@@ -250,7 +250,7 @@ mod tests {
         use crate::control::Detector;
         use crate::supervisor::{heartbeat_period, processing_time, timing, ElectOpts, Initiators};
         for workers in [128, 256] {
-            let every = heartbeat_period(workers);
+            let every = heartbeat_period(workers, false);
             let processing = processing_time(workers, 2);
             let suspect = every + processing; // The CLI's rule with no latency: P + 2·Tm + Tp.
             let elect = RunOpts {

@@ -190,7 +190,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             timers: Timers::default(),
             algo_timers: HashMap::new(),
             work,
-            detect: Detect::new(opts.detector, opts.workers as usize),
+            detect: Detect::new(opts.detector, opts.workers as usize, opts.lazy),
             stats: WorkerStats { id: me, ..Default::default() },
             serving: false,
             running: true,

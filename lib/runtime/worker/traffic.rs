@@ -91,6 +91,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
     /// may wait unwritten) is never sent: it is a [`ModelBreach`] of this worker, whether
     /// or not `to` is up.
     pub(super) fn send(&mut self, to: PeerId, msg: &A::Msg) -> anyhow::Result<()> {
+        self.detect.watch(to);
         let clock = self.clock.saturating_add(1);
         let env = Envelope { from: self.me, to, clock, msg: Some(msg.clone()) };
         let net = &mut self.net;
@@ -198,7 +199,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
         let every = hb.every();
         let me = self.me;
         for peer in (0..self.opts.workers).map(PeerId).filter(|&p| p != me) {
-            if !self.mesh.is_down(peer) {
+            if !self.mesh.is_down(peer) && self.detect.watching(peer) {
                 self.send_heartbeat(peer);
             }
         }
