@@ -35,6 +35,7 @@ pub mod ring_list;
 #[cfg(test)]
 mod script_tests;
 pub mod superpeer;
+pub mod superpeer_cells;
 pub mod suzuki_kasami;
 pub mod token_ring;
 pub mod token_ring_ft;

@@ -94,28 +94,40 @@ fn superpeers_run(dir: &std::path::Path) -> Outcome {
         )));
     };
     let real = superpeer::measure(seed, &roles.of);
-    let sim = superpeer::select(&Params::new(roles.of.len(), seed));
+    // The simulator's figures for the rule the run's algorithm follows.
+    let (sim, rule) = if report.algorithm.as_deref() == Some("superpeer-cells") {
+        (
+            superpeer::measure(seed, &crate::latency::cells_select(seed, roles.of.len())),
+            "the cells' rule, no faults",
+        )
+    } else {
+        (superpeer::select(&Params::new(roles.of.len(), seed)).before, "before crashes")
+    };
     let row = |what: &str, p: &superpeer::Properties| {
         format!(
-            "| {what} | {} | {} ({:.1} %) | {:.1} % | {:.1} / {:.1} | {} ({}) |\n",
+            "| {what} | {} | {} ({:.1} %) | {:.1} % | {:.1} / {:.1} | {} / {:.1} / {} ({}) | {:.2} |\n",
             p.nodes,
             p.superpeers,
             p.share * 100.0,
             p.within_bound * 100.0,
             p.worst_ms,
             p.mean_ms,
+            p.min_load,
+            p.mean_load,
             p.max_load,
-            crate::latency::CAPACITY
+            crate::latency::CAPACITY,
+            p.load_cv,
         )
     };
     out(&format!(
-        "mutexlab superpeers --run: seed {seed}, {} workers, audit {}\n\
-         | selection | live nodes | super-peers | within bound | worst / mean ms | max load (cap) |\n\
-         |---|---:|---:|---:|---:|---:|\n{}{}",
+        "mutexlab superpeers --run: {}, seed {seed}, {} workers, audit {}\n\
+         | selection | live nodes | super-peers | within bound | worst / mean ms | min / mean / max load (cap) | load spread (cv) |\n\
+         |---|---:|---:|---:|---:|---:|---:|\n{}{}",
+        report.algorithm.as_deref().unwrap_or("superpeer"),
         roles.of.len(),
         if report.ok { "OK".to_string() } else { format!("{} violation(s)", report.violation_count) },
         row("real run, at its end", &real),
-        row("simulator, before crashes", &sim.before),
+        row(&format!("simulator, {rule}"), &sim),
     ));
     Ok(if report.ok { Verdict::Pass } else { Verdict::Fail })
 }

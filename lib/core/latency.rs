@@ -15,7 +15,7 @@
 //! ([`Net::join_within`], [`Net::join_anywhere`]) and recovery after crashes
 //! ([`Net::recover`]); `sim/superpeer.rs` explains them step by step.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
 
 use rand::{RngExt, SeedableRng};
@@ -284,6 +284,100 @@ impl Net {
     }
 }
 
+/// Cells across the space for a selection that scales (`superpeer-cells`): the peer
+/// groups. 4 × 4 cells 25 ms wide, whose diagonal (35.4 ms) is within [`BOUND_MS`], so
+/// any member of a cell is within the bound of any other: a cell's election needs no
+/// distances, and no node needs to hear from anyone outside its cell.
+pub const CELLS_PER_SIDE: usize = 4;
+/// Cells in all.
+pub const CELLS: usize = CELLS_PER_SIDE * CELLS_PER_SIDE;
+
+/// The cell a place lies in, `0..CELLS`, row by row.
+pub fn cell_of(p: Point) -> usize {
+    let side = SIDE_MS / CELLS_PER_SIDE as f64;
+    let at = |v: f64| ((v / side).floor().max(0.0) as usize).min(CELLS_PER_SIDE - 1);
+    at(p.y) * CELLS_PER_SIDE + at(p.x)
+}
+
+/// Super-peers a cell of `m` live nodes elects: its share of them, and enough that none
+/// serves more than [`CAPACITY`] (`s` super-peers serve `m - s` nodes). Summed over the
+/// cells, at least the share of all the nodes (a sum of ceilings is at least the ceiling
+/// of the sum).
+pub fn cell_superpeers(m: usize) -> usize {
+    if m == 0 {
+        return 0;
+    }
+    wanted(SHARE, m).max(m.div_ceil(CAPACITY + 1))
+}
+
+/// One cell's election: `members` (id, place, rank) are its live nodes, `before` the
+/// roles they held (id → its super-peer, itself for a super-peer), empty the first
+/// time. Super-peers stay super-peers; while the cell has fewer than
+/// [`cell_superpeers`], the lowest-ranked others (ties to the lower id) become ones. Each
+/// super-peer has room for an even share of the cell's normal nodes (at most the
+/// capacity): followers of a live super-peer with room stay, and every other node joins
+/// the nearest super-peer with room (in rank order). Returns each member's super-peer.
+pub fn cell_roles(members: &[(u32, Point, u64)], before: &BTreeMap<u32, u32>) -> BTreeMap<u32, u32> {
+    let mut by_rank: Vec<&(u32, Point, u64)> = members.iter().collect();
+    by_rank.sort_by_key(|&&(id, _, rank)| (rank, id));
+    let live: BTreeMap<u32, Point> = members.iter().map(|&(id, at, _)| (id, at)).collect();
+    let was_sp = |id: u32| before.get(&id) == Some(&id);
+    let mut sps: Vec<u32> = by_rank.iter().map(|m| m.0).filter(|&id| was_sp(id)).collect();
+    for &&(id, _, _) in &by_rank {
+        if sps.len() >= cell_superpeers(members.len()) {
+            break;
+        }
+        if !sps.contains(&id) {
+            sps.push(id);
+        }
+    }
+    let mut roles: BTreeMap<u32, u32> = sps.iter().map(|&s| (s, s)).collect();
+    let mut load: BTreeMap<u32, usize> = sps.iter().map(|&s| (s, 0)).collect();
+    // An even share of the cell's normal nodes each (loads differ by one at most when
+    // nobody stays put), never past the capacity.
+    let room = (members.len() - sps.len()).div_ceil(sps.len().max(1)).min(CAPACITY);
+    let mut rest = Vec::new();
+    let others: Vec<u32> = by_rank.iter().map(|m| m.0).filter(|id| !roles.contains_key(id)).collect();
+    for id in others {
+        match before.get(&id).copied().filter(|s| load.get(s).is_some_and(|&l| l < room)) {
+            Some(s) => {
+                roles.insert(id, s);
+                *load.get_mut(&s).expect("a super-peer") += 1;
+            }
+            None => rest.push(id),
+        }
+    }
+    for id in rest {
+        let best = sps
+            .iter()
+            .filter(|s| load[s] < room)
+            .map(|&s| (live[&id].dist(live[&s]), s))
+            .min_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        if let Some((_, s)) = best {
+            roles.insert(id, s);
+            *load.get_mut(&s).expect("a super-peer") += 1;
+        }
+    }
+    roles
+}
+
+/// Every node's super-peer when each cell holds its election over all its nodes (the
+/// `superpeer-cells` selection with no faults), by id.
+pub fn cells_select(seed: u64, n: usize) -> Vec<Option<u32>> {
+    let (pos, rank, _) = layout(seed, n, SIDE_MS);
+    let mut cells: Vec<Vec<(u32, Point, u64)>> = vec![Vec::new(); CELLS];
+    for i in 0..n {
+        cells[cell_of(pos[i])].push((i as u32, pos[i], rank[i]));
+    }
+    let mut of = vec![None; n];
+    for members in &cells {
+        for (id, s) in cell_roles(members, &BTreeMap::new()) {
+            of[id as usize] = Some(s);
+        }
+    }
+    of
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,5 +390,53 @@ mod tests {
         }
         assert_ne!(place(8, 12, 3), place(7, 12, 3), "another seed, another place");
         assert!(pos.iter().all(|p| (0.0..SIDE_MS).contains(&p.x) && (0.0..SIDE_MS).contains(&p.y)));
+    }
+
+    #[test]
+    fn any_two_nodes_of_a_cell_are_within_the_bound() {
+        let side = SIDE_MS / CELLS_PER_SIDE as f64;
+        assert!(side * 2f64.sqrt() <= BOUND_MS);
+        assert_eq!(cell_of(Point { x: 0.0, y: 0.0 }), 0);
+        assert_eq!(cell_of(Point { x: 99.9, y: 0.1 }), CELLS_PER_SIDE - 1);
+        assert_eq!(cell_of(Point { x: 99.9, y: 99.9 }), CELLS - 1);
+        assert_eq!(cell_of(Point { x: 26.0, y: 51.0 }), 2 * CELLS_PER_SIDE + 1);
+    }
+
+    #[test]
+    fn every_cell_meets_share_and_capacity_and_the_sum_meets_the_share() {
+        for (n, seed) in [(2, 1), (30, 2), (400, 3), (1024, 1), (5000, 4)] {
+            let of = cells_select(seed, n);
+            let sps = (0..n).filter(|&i| of[i] == Some(i as u32)).count();
+            assert!(sps >= wanted(SHARE, n), "n={n}: {sps} super-peers");
+            let (pos, _, _) = layout(seed, n, SIDE_MS);
+            for i in 0..n {
+                let s = of[i].expect("a role") as usize;
+                assert_eq!(of[s], Some(s as u32), "w{i} follows a super-peer");
+                assert!(pos[i].dist(pos[s]) <= BOUND_MS);
+                assert_eq!(cell_of(pos[i]), cell_of(pos[s]), "within its own cell");
+            }
+            for s in 0..n {
+                let load = (0..n).filter(|&i| i != s && of[i] == Some(s as u32)).count();
+                assert!(load <= CAPACITY, "n={n}: w{s} serves {load}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_cell_keeps_what_it_can_when_a_super_peer_dies() {
+        let (pos, rank, _) = layout(5, 200, SIDE_MS);
+        let members: Vec<(u32, Point, u64)> =
+            (0..200).filter(|&i| cell_of(pos[i]) == 5).map(|i| (i as u32, pos[i], rank[i])).collect();
+        let first = cell_roles(&members, &BTreeMap::new());
+        let dead = *first.iter().find(|(i, s)| i == s).expect("a super-peer").0;
+        let live: Vec<_> = members.iter().copied().filter(|m| m.0 != dead).collect();
+        let after = cell_roles(&live, &first);
+        for (&i, &s) in &first {
+            if i != dead && s != dead {
+                assert_eq!(after[&i], s, "w{i} keeps its super-peer");
+            }
+        }
+        assert_eq!(after.len(), live.len(), "every live member has a role");
+        assert!(after.values().all(|s| *s != dead));
     }
 }

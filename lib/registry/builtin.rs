@@ -463,6 +463,21 @@ pub static BUILTIN: &[AlgoInfo] = &[
         ..AlgoInfo::runs::<superpeer::SuperPeer>()
     },
     AlgoInfo {
+        name: "superpeer-cells",
+        family: Family::Election,
+        summary: "super-peers for thousands: group heads gather places by id, each latency cell's directory elects the cell's super-peers (its share, its capacity); nobody talks to all",
+        // A node talks to its group's head and its cell's directory only.
+        few_peers: true,
+        theory: |s| {
+            Some(Theory::range(
+                superpeer_cells::messages(s.n).0 as f64,
+                superpeer_cells::messages(s.n).1 as f64,
+                "(N-H) JOIN + 16H BUNDLE + N ROLE less a directory's own, H = ⌈N/32⌉ heads, N = workers".into(),
+            ))
+        },
+        ..AlgoInfo::runs::<superpeer_cells::SuperPeerCells>()
+    },
+    AlgoInfo {
         name: "ring-list",
         family: Family::Ring,
         summary: "ELECTION collects the live ids round the ring; its initiator announces the highest",

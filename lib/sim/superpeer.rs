@@ -127,6 +127,11 @@ pub struct Properties {
     pub max_load: usize,
     /// The mean normal nodes a super-peer serves.
     pub mean_load: f64,
+    /// The fewest normal nodes a super-peer serves.
+    pub min_load: usize,
+    /// How evenly the super-peers share the normal nodes: the standard deviation of their
+    /// loads over the mean (0: every one serves as many).
+    pub load_cv: f64,
     /// Normal nodes no super-peer could take (every one full).
     pub unserved: usize,
 }
@@ -163,6 +168,10 @@ pub struct Report {
     pub runs: Vec<Outcome>,
 }
 
+fn mean_load(loads: &[usize]) -> f64 {
+    loads.iter().sum::<usize>() as f64 / loads.len().max(1) as f64
+}
+
 /// The requirements as `net` meets them now.
 fn properties(net: &Net, bound: f64) -> Properties {
     let live: Vec<usize> = (0..net.len()).filter(|&i| net.alive[i]).collect();
@@ -179,7 +188,17 @@ fn properties(net: &Net, bound: f64) -> Properties {
         worst_ms: served.iter().copied().fold(0.0, f64::max),
         mean_ms: served.iter().sum::<f64>() / served.len().max(1) as f64,
         max_load: loads.iter().copied().max().unwrap_or(0),
-        mean_load: loads.iter().sum::<usize>() as f64 / loads.len().max(1) as f64,
+        mean_load: mean_load(&loads),
+        min_load: loads.iter().copied().min().unwrap_or(0),
+        load_cv: {
+            let m = mean_load(&loads);
+            let var = loads.iter().map(|&l| (l as f64 - m).powi(2)).sum::<f64>() / loads.len().max(1) as f64;
+            if m > 0.0 {
+                var.sqrt() / m
+            } else {
+                0.0
+            }
+        },
         unserved: normal.len() - served.len(),
     }
 }
