@@ -45,6 +45,8 @@ pub(super) struct Slot {
     pub(super) life: Life,
     pub(super) conn: Option<usize>,
     pub(super) ready: bool,
+    /// Where its peers dial this life, made from its `Ready` ([`super::Addressing::dial`]).
+    pub(super) endpoint: Option<control::Endpoint>,
     /// Sent Start (to this incarnation).
     pub(super) started: bool,
     pub(super) done: bool,
@@ -75,6 +77,7 @@ impl Slot {
             life: Life::Running,
             conn: None,
             ready: false,
+            endpoint: None,
             started: false,
             done: false,
             stats: None,
