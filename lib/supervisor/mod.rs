@@ -158,7 +158,11 @@ pub fn run(opts: &RunOpts, reg: &Registry) -> Result<Report, RunError> {
         None => Evidence::Resource,
         Some(_) => {
             validate(opts, reg)?;
-            Evidence::Leaders(probe::ping_pong(&opts.exe, 500).ok().map(|t| t + options::ms(opts.latency_ms)))
+            Evidence::Leaders(
+                probe::ping_pong(&opts.exe, 500, opts.transport)
+                    .ok()
+                    .map(|t| t + options::ms(opts.latency_ms)),
+            )
         }
     };
     execute(opts, reg, &evidence)
