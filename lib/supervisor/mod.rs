@@ -1,7 +1,7 @@
 //! The supervisor: starts the workers, watches the run, stops it, and calls the auditor.
 //!
 //! It owns the run directory (the resource file, the fault log, one mesh socket per
-//! worker), and every worker process: each is our own binary re-executed as the hidden
+//! worker unless the run is over TCP, `transport`), and every worker process: each is our own binary re-executed as the hidden
 //! `worker` subcommand, all in one process group apart from the supervisor's (so a
 //! terminal's Ctrl-C reaches only the supervisor, which then stops them in order, and
 //! one signal reaches them all), with a parent-death signal so

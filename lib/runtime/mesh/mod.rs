@@ -432,8 +432,9 @@ impl<M: Message> Mesh<M> {
 
     /// Connect to a peer the first time something is written to it, not at the start:
     /// a worker of an algorithm that talks to few peers then holds only the channels it
-    /// uses. The peer's socket is the one of the life the supervisor announced (all are
-    /// listening before any worker starts). If both dial each other at once, each keeps
+    /// uses. The peer is dialed where the supervisor's `Start` (or a restart's
+    /// `Incarnation`) said the announced life listens (all first lives are listening
+    /// before any worker starts). If both dial each other at once, each keeps
     /// writing on the connection it dialed and reads the other's as a second channel,
     /// so each direction stays one FIFO stream; a third connection is refused as ever.
     pub(super) fn connect_lazily(&mut self) {
