@@ -451,9 +451,7 @@ impl<'a> Supervisor<'a> {
         // A first life of a lazily connected run dials nobody: it connects when it first
         // writes to a peer, and every first life is listening before any is started.
         let lazy = !restarted && options::lazy(self.opts);
-        // Where every live worker that said Ready listens.
-        let listening: Vec<Option<control::Endpoint>> =
-            (self.procs.slots.iter()).map(|s| s.endpoint.clone().filter(|_| s.alive() && s.ready)).collect();
+        let listening = self.procs.listening();
         let dial: Vec<(PeerId, control::Endpoint)> = (0..self.procs.slots.len())
             .filter(|&j| !lazy && j != id && (restarted || j < id))
             .filter_map(|j| Some((PeerId(j as u32), listening[j].clone()?)))
@@ -596,13 +594,7 @@ impl<'a> Supervisor<'a> {
                 // learns first which life of it to believe from now on, and where it
                 // listens; workers started later learn it from their Start.
                 if self.started.is_some() && !self.procs.slots[id].started {
-                    let running: Vec<usize> = (0..self.procs.slots.len())
-                        .filter(|&j| j != id && self.procs.slots[j].started)
-                        .collect();
-                    let announce = ToWorker::Incarnation { id: said, incarnation, endpoint: dial };
-                    for other in running {
-                        self.procs.send(other, &announce);
-                    }
+                    self.procs.announce(id, &ToWorker::Incarnation { id: said, incarnation, endpoint: dial });
                     self.start_worker(id);
                 }
             }

@@ -542,6 +542,20 @@ impl Processes {
             .map(|(id, _)| id.index())
     }
 
+    /// Where every live worker that said Ready listens, by id.
+    pub(super) fn listening(&self) -> Vec<Option<control::Endpoint>> {
+        self.slots.iter().map(|s| s.endpoint.clone().filter(|_| s.alive() && s.ready)).collect()
+    }
+
+    /// Tell every started worker but `id` of `id`'s new life (`ToWorker::Incarnation`).
+    pub(super) fn announce(&mut self, id: usize, news: &ToWorker) {
+        for other in 0..self.slots.len() {
+            if other != id && self.slots[other].started {
+                self.send(other, news);
+            }
+        }
+    }
+
     /// Every socket this run created: each incarnation's mesh socket.
     pub(super) fn sockets(&self) -> Vec<PathBuf> {
         let mut all = Vec::new();
