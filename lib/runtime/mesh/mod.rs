@@ -1062,4 +1062,24 @@ mod tests {
         let env: Envelope<Option<Text>> = wire::decode(&frame()).unwrap();
         assert_eq!(env.msg, Some(Text("queued".into())));
     }
+
+    #[test]
+    fn a_tcp_dial_refused_after_it_was_under_way_is_a_peer_down_with_the_same_line() {
+        use std::os::fd::AsRawFd;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        // SAFETY: a plain system call on a socket this test owns.
+        assert_eq!(unsafe { nix::libc::listen(listener.as_raw_fd(), 0) }, 0);
+        let addr = listener.local_addr().unwrap();
+        let _filler = std::net::TcpStream::connect(addr).unwrap();
+        let (mut p1, mut w1, _) = tcp_mesh(1, false);
+        assert!(w1.dial(PeerId(0), Endpoint::Tcp(addr)));
+        assert!(!w1.has_channel(PeerId(0)), "the handshake waits for room");
+        // The peer dies: the SYN sent again finds the port closed.
+        drop(listener);
+        let events = serve_until_said(&mut p1, &mut w1, Token(PEER_BASE));
+        assert_eq!(said(&events), ["down w0 false []"]);
+        let refused = std::io::Error::from_raw_os_error(nix::libc::ECONNREFUSED);
+        let line = format!("cannot connect to w0 at TCP {addr}: {refused}; it is down until it dials us");
+        assert_eq!(logs(&events), [line.as_str()]);
+    }
 }
