@@ -186,6 +186,9 @@ fn summary_under(r: &Report, head: &str, reg: &Registry) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{head}");
     network(&mut s, &r.network);
+    if r.transport == crate::supervisor::Transport::Tcp {
+        let _ = writeln!(s, "  transport   tcp");
+    }
     match &r.service {
         ServiceReport::Mutex(m) => entries(&mut s, r, m),
         ServiceReport::Election(e) => elected(&mut s, own_leaders, e),

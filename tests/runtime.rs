@@ -20,7 +20,7 @@ use mutexlab::algos::centralized::Msg;
 use mutexlab::audit::{self, Crash};
 use mutexlab::auth::{Hello, Secret};
 use mutexlab::control::{
-    self, PendingState, ToSupervisor, ToWorker, WorkerSettings, WorkerSetup, WorkerStats,
+    self, Endpoint, PendingState, ToSupervisor, ToWorker, WorkerSettings, WorkerSetup, WorkerStats,
 };
 use mutexlab::resource::{self, Record};
 use mutexlab::runtime::{max_pending, HELLO_DEADLINE};
@@ -75,6 +75,7 @@ impl Lab {
             held: false,
             lazy: false,
             timing: Default::default(),
+            listen: None,
         }
     }
 
@@ -174,8 +175,8 @@ impl Worker {
     }
 
     fn start_with(&mut self, dial: &[(u32, &str)], incarnations: &[u32]) {
-        let dial = dial.iter().map(|(p, s)| (PeerId(*p), s.to_string())).collect();
-        self.send(&ToWorker::Start { dial, incarnations: incarnations.to_vec() });
+        let dial = dial.iter().map(|(p, s)| (PeerId(*p), Endpoint::Unix(s.to_string()))).collect();
+        self.send(&ToWorker::Start { dial, incarnations: incarnations.to_vec(), listening: Vec::new() });
     }
 
     fn query(&mut self) -> PendingState {
@@ -335,7 +336,11 @@ fn a_failed_dial_leaves_the_peer_down_until_its_next_life_calls() {
     assert!(p.algorithm.contains("GRANT from w1"), "{p:?}");
     // w1 is restarted: the supervisor announces it, and it calls. w0's algorithm hears
     // it is up and asks again.
-    w0.send(&ToWorker::Incarnation { id: PeerId(1), incarnation: 1 });
+    w0.send(&ToWorker::Incarnation {
+        id: PeerId(1),
+        incarnation: 1,
+        endpoint: Endpoint::Unix(control::worker_socket(PeerId(1), 1)),
+    });
     let mut w1 = lab.call(0, 1, 1, 1);
     assert_eq!(recv_msg(&mut w1).msg, Msg::Request);
     send_msg(&mut w1, 1, 0, 10, Msg::Grant);
@@ -441,7 +446,11 @@ fn a_restarted_peer_s_hello_waits_for_the_notice_that_may_come_after_it() {
     send_msg(&mut new, 1, 0, 10, Msg::Grant);
     // The old life's channel is still open: the new one has not replaced it yet.
     assert!(w0.query().down.is_empty());
-    w0.send(&ToWorker::Incarnation { id: PeerId(1), incarnation: 1 });
+    w0.send(&ToWorker::Incarnation {
+        id: PeerId(1),
+        incarnation: 1,
+        endpoint: Endpoint::Unix(control::worker_socket(PeerId(1), 1)),
+    });
     // The old channel is replaced. w0's algorithm hears its coordinator has fresh
     // state and asks again; then the waiting GRANT is delivered and w0 enters and leaves.
     assert!(closed(&mut old));

@@ -41,3 +41,4 @@ mod superpeers;
 mod token;
 mod token_ring_ft;
 mod trace;
+mod transport;

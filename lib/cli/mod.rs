@@ -150,7 +150,7 @@ enum Cmd {
     Worker(WorkerArgs),
     /// (internal) The echo end of the benchmark's ping-pong.
     #[command(hide = true)]
-    Echo { socket: PathBuf },
+    Echo { socket: String },
     /// (internal) Removes the sockets of a run whose supervisor was killed; started by `run`.
     #[command(hide = true)]
     Janitor,

@@ -237,6 +237,11 @@ struct Shared {
     /// every worker asking every other (N(N-1) × 40 µs / cores: 1.3 s for 256 on 2 cores).
     #[arg(long, allow_negative_numbers = true)]
     processing_ms: Option<u64>,
+    /// The byte streams between workers: a Unix socket per worker in the run directory,
+    /// or TCP on the loopback address, each worker on a port the kernel picks. The same
+    /// frames, hellos and message counts either way.
+    #[arg(long, value_enum, default_value_t = supervisor::Transport::Unix)]
+    transport: supervisor::Transport,
 }
 
 impl Shared {
@@ -452,6 +457,7 @@ fn shared_opts(sh: &Shared, plan: Plan, algo: &'static AlgoInfo) -> RunOpts {
         trace: sh.trace || sh.keep,
         flight: !sh.no_flight_recorder,
         states: sh.states,
+        transport: sh.transport,
         ..RunOpts::new(algo, exe())
     }
 }

@@ -240,7 +240,7 @@ pub fn compare(
     let started = Instant::now();
     let (infos, excluded) =
         if o.algos.is_empty() { default_algorithms(reg) } else { (o.algos.clone(), Vec::new()) };
-    let t = crate::supervisor::probe::ping_pong(&o.exe, PING_PONG_ROUNDS)
+    let t = crate::supervisor::probe::ping_pong(&o.exe, PING_PONG_ROUNDS, crate::supervisor::Transport::Unix)
         .map_err(|e| RunError::Failed(format!("measuring the message time T: {e}")))?;
     let t_ms = t.as_secs_f64() * 1e3;
     // Every run lives here and is removed with it, clean or not.

@@ -7,9 +7,9 @@
 //!
 //! ```text
 //! super  → WorkerSetup  (the settings and the run's secret: the first frame, always)
-//! worker → Ready        (listening on its mesh socket)
+//! worker → Ready        (listening on its mesh socket, Unix or TCP: says which)
 //! super  → Start        (whom to dial, every worker's incarnation; the run begins)
-//! super  → Incarnation  (a worker was restarted: believe hellos from its new life)
+//! super  → Incarnation  (a restarted worker is ready: believe hellos from its new life)
 //! worker → Done         (finished its entries; keeps serving peers)
 //! worker → Leader       (under an election: accepted a leader; any number of times)
 //! super  → Finish       (everyone is done)
@@ -63,6 +63,26 @@ pub const PLAN_FILE: &str = "plan.txt";
 /// new listener never fights an old socket file.
 pub fn worker_socket(id: PeerId, inc: u32) -> String {
     format!("w{}.{}.sock", id.0, inc)
+}
+
+/// Where a worker's mesh listens, or where a peer reaches it (`--transport`): a Unix
+/// socket's name in the run directory, or a TCP address. A worker told to listen on TCP
+/// port 0 reports the port it got in its `Ready`.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Endpoint {
+    /// A socket file, named relative to the run directory.
+    Unix(String),
+    /// A TCP address.
+    Tcp(std::net::SocketAddr),
+}
+
+impl std::fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Endpoint::Unix(name) => f.write_str(name),
+            Endpoint::Tcp(addr) => write!(f, "tcp {addr}"),
+        }
+    }
 }
 
 /// Everything a worker is told before it starts: the first frame on its link.
@@ -143,6 +163,10 @@ pub struct WorkerSettings {
     /// ([`crate::algorithm::Config::timing`]).
     #[serde(default)]
     pub timing: crate::algorithm::Timing,
+    /// Where to listen for peers: `None`, this life's Unix socket in the run directory
+    /// ([`worker_socket`]); a TCP address (port 0: any free port) under `--transport tcp`.
+    #[serde(default)]
+    pub listen: Option<Endpoint>,
 }
 
 /// Who tells a node that a peer is down or up again (`--detector`).
@@ -201,6 +225,13 @@ pub struct ExternalWorker {
 pub const MAX_COMMAND: usize = 16 * 1024;
 
 impl WorkerSettings {
+    /// Where this life listens: [`WorkerSettings::listen`], or its Unix socket's name.
+    pub fn listen_on(&self) -> Endpoint {
+        self.listen
+            .clone()
+            .unwrap_or_else(|| Endpoint::Unix(worker_socket(PeerId(self.id), self.incarnation)))
+    }
+
     /// Whether a worker can run with these settings: the one check both the supervisor
     /// (before it spawns) and the worker (when it reads them) apply. `service` is what
     /// the registry says `algo` provides (`mutex`, `election`), `None` if it knows no
@@ -306,6 +337,8 @@ pub enum ToSupervisor {
         pid: u32,
         /// Its incarnation.
         incarnation: u32,
+        /// What it listens on, as bound (a TCP port 0 asked for is the real port here).
+        endpoint: Endpoint,
     },
     /// The worker cannot go on, and says why before it exits.
     Fatal(String),
@@ -376,21 +409,26 @@ pub fn input_blocked(note: Option<InputBlocked>) {
 /// Supervisor → worker.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum ToWorker {
-    /// Begin: dial these peers (id and socket name), then run the application.
+    /// Begin: dial these peers (id and endpoint), then run the application.
     /// `incarnations[i]` is worker i's current incarnation: hellos from any other life
     /// of it are not believed until an [`ToWorker::Incarnation`] announces it.
     Start {
-        /// The peers to dial, with their socket names in the run directory.
-        dial: Vec<(PeerId, String)>,
+        /// The peers to dial, with where each listens.
+        dial: Vec<(PeerId, Endpoint)>,
         /// Every worker's current incarnation, by id.
         incarnations: Vec<u32>,
+        /// Where each worker's current life listens, by id (`None`: not ready, or
+        /// dead): a lazily connected mesh dials from it when it first writes to a peer.
+        listening: Vec<Option<Endpoint>>,
     },
-    /// A worker was restarted.
+    /// A worker was restarted, and its new life is listening.
     Incarnation {
         /// The worker.
         id: PeerId,
         /// Its new incarnation.
         incarnation: u32,
+        /// Where the new life listens.
+        endpoint: Endpoint,
     },
     /// Everyone is done: report stats and exit.
     Finish,

@@ -174,13 +174,15 @@ mod tests {
         let _source = link.poll_source().unwrap();
         assert_eq!(link.fill().unwrap(), Fill::WouldBlock);
         let mut bytes = Vec::new();
-        wire::encode(&mut bytes, &ToWorker::Incarnation { id: PeerId(2), incarnation: 1 });
+        let endpoint = crate::control::Endpoint::Tcp("127.0.0.1:4000".parse().unwrap());
+        wire::encode(&mut bytes, &ToWorker::Incarnation { id: PeerId(2), incarnation: 1, endpoint });
         wire::encode(&mut bytes, &ToWorker::Finish);
         theirs.write_all(&bytes).unwrap();
         assert_eq!(link.fill().unwrap(), Fill::WouldBlock);
         assert!(matches!(
             link.next().unwrap(),
-            Some(ToWorker::Incarnation { id: PeerId(2), incarnation: 1 })
+            Some(ToWorker::Incarnation { id: PeerId(2), incarnation: 1, endpoint: crate::control::Endpoint::Tcp(a) })
+                if a.port() == 4000
         ));
         assert!(matches!(link.next().unwrap(), Some(ToWorker::Finish)));
         assert!(link.next().unwrap().is_none());

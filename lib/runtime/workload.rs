@@ -449,6 +449,7 @@ mod tests {
             held: false,
             lazy: false,
             timing: Default::default(),
+            listen: None,
         }
     }
 

@@ -1,7 +1,7 @@
 //! The supervisor: starts the workers, watches the run, stops it, and calls the auditor.
 //!
 //! It owns the run directory (the resource file, the fault log, one mesh socket per
-//! worker), and every worker process: each is our own binary re-executed as the hidden
+//! worker unless the run is over TCP, `transport`), and every worker process: each is our own binary re-executed as the hidden
 //! `worker` subcommand, all in one process group apart from the supervisor's (so a
 //! terminal's Ctrl-C reaches only the supervisor, which then stops them in order, and
 //! one signal reaches them all), with a parent-death signal so
@@ -70,6 +70,7 @@ mod replay;
 mod report;
 mod rundir;
 pub mod store;
+mod transport;
 use diagnosis::Stall;
 pub use diagnosis::{StallRecord, STALL_FILE};
 use evidence::Evidence;
@@ -91,6 +92,8 @@ pub use report::{
     ElectMessages, ElectionPart, Entries, Messages, MutexPart, Network, Report, ServiceReport, JSON_SCHEMA,
 };
 use rundir::RunDir;
+use transport::Addressing;
+pub use transport::Transport;
 
 /// Why a run could not be judged a success.
 #[derive(Debug, thiserror::Error)]
@@ -155,7 +158,11 @@ pub fn run(opts: &RunOpts, reg: &Registry) -> Result<Report, RunError> {
         None => Evidence::Resource,
         Some(_) => {
             validate(opts, reg)?;
-            Evidence::Leaders(probe::ping_pong(&opts.exe, 500).ok().map(|t| t + options::ms(opts.latency_ms)))
+            Evidence::Leaders(
+                probe::ping_pong(&opts.exe, 500, opts.transport)
+                    .ok()
+                    .map(|t| t + options::ms(opts.latency_ms)),
+            )
         }
     };
     execute(opts, reg, &evidence)
@@ -309,7 +316,7 @@ impl<'a> Supervisor<'a> {
     ) -> Result<Self, RunError> {
         // Checked before the directory was made too, but symbolic links may have made
         // its real path longer.
-        if !options::fits_a_socket(dir) {
+        if opts.transport == Transport::Unix && !options::fits_a_socket(dir) {
             return Err(RunError::Usage(format!(
                 "run directory path is too long for a Unix socket ({} bytes); choose a shorter --run-dir",
                 dir.as_os_str().len()
@@ -444,17 +451,10 @@ impl<'a> Supervisor<'a> {
         // A first life of a lazily connected run dials nobody: it connects when it first
         // writes to a peer, and every first life is listening before any is started.
         let lazy = !restarted && options::lazy(self.opts);
-        let dial: Vec<(PeerId, String)> = (0..self.procs.slots.len())
-            .filter(|&j| {
-                !lazy
-                    && j != id
-                    && (restarted || j < id)
-                    && self.procs.slots[j].alive()
-                    && self.procs.slots[j].ready
-            })
-            .map(|j| {
-                (PeerId(j as u32), control::worker_socket(PeerId(j as u32), self.procs.slots[j].incarnation))
-            })
+        let listening = self.procs.listening();
+        let dial: Vec<(PeerId, control::Endpoint)> = (0..self.procs.slots.len())
+            .filter(|&j| !lazy && j != id && (restarted || j < id))
+            .filter_map(|j| Some((PeerId(j as u32), listening[j].clone()?)))
             .collect();
         self.procs.slots[id].started = true;
         self.procs.slots[id].view = None;
@@ -462,7 +462,7 @@ impl<'a> Supervisor<'a> {
         // One write for all: the partition and link faults are in the socket before Start
         // can be read, so the worker applies them before its first entry.
         let incarnations = self.procs.slots.iter().map(|s| s.incarnation).collect();
-        let mut msgs = vec![ToWorker::Start { dial, incarnations }];
+        let mut msgs = vec![ToWorker::Start { dial, incarnations, listening }];
         msgs.extend(self.nemesis.partition_update(&mut self.procs.slots[id]));
         msgs.extend(self.nemesis.links_update(&mut self.procs.slots[id]));
         self.procs.send_all(id, &msgs);
@@ -566,7 +566,7 @@ impl<'a> Supervisor<'a> {
         let Some(id) = self.procs.owner(conn) else { return Ok(()) };
         let refused = matches!(msg, ToSupervisor::WriteRefused(_));
         match msg {
-            ToSupervisor::Ready { id: said, pid, incarnation } => {
+            ToSupervisor::Ready { id: said, pid, incarnation, endpoint } => {
                 let s = &self.procs.slots[id];
                 if said.index() != id
                     || s.pid.as_raw() as u32 != pid
@@ -578,14 +578,23 @@ impl<'a> Supervisor<'a> {
                     );
                     return Ok(());
                 }
+                let Some(dial) = Addressing::of(self.opts).dial(id as u32, incarnation, &endpoint) else {
+                    return Err(RunError::Failed(format!(
+                        "worker w{id} said it listens on {endpoint}, which is not what it was told to listen on"
+                    )));
+                };
+                self.procs.slots[id].endpoint = Some(dial.clone());
                 self.procs.slots[id].ready = true;
                 if self.started.is_none() {
                     // Starting a thousand workers takes longer than the stall window:
                     // each Ready is progress, so only a start that stands still fails.
                     self.progress.progressed();
                 }
-                // A restarted worker joins a run already under way.
+                // A restarted worker joins a run already under way. Everyone running
+                // learns first which life of it to believe from now on, and where it
+                // listens; workers started later learn it from their Start.
                 if self.started.is_some() && !self.procs.slots[id].started {
+                    self.procs.announce(id, &ToWorker::Incarnation { id: said, incarnation, endpoint: dial });
                     self.start_worker(id);
                 }
             }

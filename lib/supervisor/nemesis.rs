@@ -21,7 +21,6 @@ use nix::sys::signal::Signal;
 use super::processes::{Paused, Processes};
 use super::progress::Progress;
 use super::{Life, RunError, RunOpts, Slot};
-use crate::algorithm::PeerId;
 use crate::control::{self, ToWorker};
 pub use crate::faults::AppliedFault;
 use crate::faults::{Action, FaultKind, LinkFault, Partition, Standing, Step, Target, When};
@@ -493,13 +492,8 @@ impl Nemesis {
                 run.procs.launch(run.opts, run.started, w, inc, before)?;
                 let note = format!("{text}; resumes after entry {before}");
                 self.record(run, st.action.kind(), Some(st), Some(w), note);
-                // Tell everyone already running which life of w to believe from now on;
-                // workers started later learn it from their Start.
-                let running: Vec<usize> =
-                    (0..run.procs.slots.len()).filter(|&j| j != w && run.procs.slots[j].started).collect();
-                for other in running {
-                    run.procs.send(other, &ToWorker::Incarnation { id: PeerId(w as u32), incarnation: inc });
-                }
+                // Everyone running learns of the new life when it is ready (it says where
+                // it listens then): see the supervisor's Ready.
             }
             Action::Partition(p) => {
                 let generation = self.partition(p.clone(), st.clone());

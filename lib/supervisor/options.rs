@@ -81,6 +81,8 @@ pub struct RunOpts {
     /// `mutexlab replay`: the workers hold every message and step, and the supervisor
     /// walks these choices instead of letting the run go ([`super::replay`]).
     pub replay: Option<super::Replay>,
+    /// The byte streams between workers (`--transport`).
+    pub transport: super::Transport,
 }
 
 impl RunOpts {
@@ -118,6 +120,7 @@ impl RunOpts {
             states: false,
             external: None,
             replay: None,
+            transport: super::Transport::Unix,
         }
     }
 }
@@ -393,7 +396,7 @@ pub fn validate(opts: &RunOpts, reg: &Registry) -> Result<&'static AlgoInfo, Run
     check(opts, &settings(opts, 0, 0, 0, None))
         .map_err(|e| RunError::Usage(format!("invalid settings: {e}")))?;
     // Before anything is made: a run directory whose sockets could not be named.
-    if let Some(dir) = &opts.run_dir {
+    if let Some(dir) = opts.run_dir.as_ref().filter(|_| opts.transport == super::Transport::Unix) {
         let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
         if !fits_a_socket(&dir) {
             return Err(RunError::Usage(format!(
@@ -537,6 +540,7 @@ pub(super) fn settings(
         held: o.replay.is_some(),
         lazy: lazy(o),
         timing: timing(o),
+        listen: super::transport::Addressing::of(o).listen(id, incarnation),
         external: o.external.as_ref().and_then(|e| {
             Some(crate::external::ExternalWorker {
                 command: e.command_for(id)?.to_string(),

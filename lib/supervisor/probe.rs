@@ -1,16 +1,30 @@
-//! The ping-pong probe: the one-way message time T between two processes over a Unix
-//! socket, which the election report, `compare` and `bench` state their times in. The
-//! echo end is our own binary re-executed as the hidden `echo` subcommand.
+//! The ping-pong probe: the one-way message time T between two processes over the
+//! run's transport (a Unix socket, or TCP on loopback), which the election report,
+//! `compare` and `bench` state their times in. The echo end is our own binary
+//! re-executed as the hidden `echo` subcommand.
 
 use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The echo end of the ping-pong: connect and send back every 8-byte message.
-pub fn echo(socket: &Path) -> anyhow::Result<()> {
-    let mut s = UnixStream::connect(socket)?;
+use super::Transport;
+
+/// The echo end of the ping-pong: connect to `to` (a TCP address, or else a Unix
+/// socket's path) and send back every 8-byte message.
+pub fn echo(to: &str) -> anyhow::Result<()> {
+    match to.parse::<std::net::SocketAddr>() {
+        Ok(addr) => {
+            let s = TcpStream::connect(addr)?;
+            s.set_nodelay(true)?;
+            echo_on(s)
+        }
+        Err(_) => echo_on(UnixStream::connect(to)?),
+    }
+}
+
+fn echo_on(mut s: impl Read + Write) -> anyhow::Result<()> {
     let mut buf = [0u8; 8];
     loop {
         match s.read_exact(&mut buf) {
@@ -21,39 +35,56 @@ pub fn echo(socket: &Path) -> anyhow::Result<()> {
     }
 }
 
-/// One-way message time between two processes, from `rounds` round trips (the median
-/// of five batches).
-pub fn ping_pong(exe: &Path, rounds: u32) -> anyhow::Result<Duration> {
+/// One-way message time between two processes over `transport`, from `rounds` round
+/// trips (the median of five batches).
+pub fn ping_pong(exe: &std::path::Path, rounds: u32, transport: Transport) -> anyhow::Result<Duration> {
     let dir = tempfile::Builder::new().prefix("mutexlab-bench-").tempdir()?;
     let path = dir.path().join("pingpong.sock");
-    let listener = UnixListener::bind(&path)?;
-    let mut child = Command::new(exe).arg("echo").arg(&path).stdin(Stdio::null()).spawn()?;
-    let result = (|| {
-        let (mut s, _) = listener.accept()?;
-        let mut buf = [0u8; 8];
-        let mut once = |i: u32| -> std::io::Result<()> {
-            s.write_all(&u64::from(i).to_le_bytes())?;
-            s.read_exact(&mut buf)
-        };
-        for i in 0..rounds / 10 {
-            once(i)?; // warm up
+    // The listener first, then the echo dials it.
+    let (unix, tcp, to) = match transport {
+        Transport::Unix => (Some(UnixListener::bind(&path)?), None, path.display().to_string()),
+        Transport::Tcp => {
+            let l = TcpListener::bind("127.0.0.1:0")?;
+            let to = l.local_addr()?.to_string();
+            (None, Some(l), to)
         }
-        // The median of five batches: one batch that shared a CPU with something else
-        // (or with its partner) once gave ten times the usual figure.
-        let batch = (rounds / 5).max(1);
-        let mut times = Vec::with_capacity(5);
-        for _ in 0..5 {
-            let t0 = Instant::now();
-            for i in 0..batch {
-                once(i)?;
-            }
-            times.push(t0.elapsed() / (2 * batch));
-        }
-        times.sort();
-        Ok::<_, anyhow::Error>(times[2])
-    })();
-    drop(listener);
+    };
+    let mut child = Command::new(exe).arg("echo").arg(&to).stdin(Stdio::null()).spawn()?;
+    let result = match (&unix, &tcp) {
+        (Some(l), _) => l.accept().map_err(anyhow::Error::from).and_then(|(s, _)| measure(s, rounds)),
+        (_, Some(l)) => l.accept().map_err(anyhow::Error::from).and_then(|(s, _)| {
+            // As the mesh's streams: a frame goes at once, not after the last one's ACK.
+            s.set_nodelay(true)?;
+            measure(s, rounds)
+        }),
+        _ => unreachable!("one listener or the other"),
+    };
+    drop((unix, tcp));
     let _ = child.kill();
     let _ = child.wait();
     result
+}
+
+fn measure(mut s: impl Read + Write, rounds: u32) -> anyhow::Result<Duration> {
+    let mut buf = [0u8; 8];
+    let mut once = |i: u32| -> std::io::Result<()> {
+        s.write_all(&u64::from(i).to_le_bytes())?;
+        s.read_exact(&mut buf)
+    };
+    for i in 0..rounds / 10 {
+        once(i)?; // warm up
+    }
+    // The median of five batches: one batch that shared a CPU with something else
+    // (or with its partner) once gave ten times the usual figure.
+    let batch = (rounds / 5).max(1);
+    let mut times = Vec::with_capacity(5);
+    for _ in 0..5 {
+        let t0 = Instant::now();
+        for i in 0..batch {
+            once(i)?;
+        }
+        times.push(t0.elapsed() / (2 * batch));
+    }
+    times.sort();
+    Ok(times[2])
 }

@@ -45,6 +45,8 @@ pub(super) struct Slot {
     pub(super) life: Life,
     pub(super) conn: Option<usize>,
     pub(super) ready: bool,
+    /// Where its peers dial this life, made from its `Ready` ([`super::Addressing::dial`]).
+    pub(super) endpoint: Option<control::Endpoint>,
     /// Sent Start (to this incarnation).
     pub(super) started: bool,
     pub(super) done: bool,
@@ -75,6 +77,7 @@ impl Slot {
             life: Life::Running,
             conn: None,
             ready: false,
+            endpoint: None,
             started: false,
             done: false,
             stats: None,
@@ -537,6 +540,20 @@ impl Processes {
             .filter(|(id, _)| self.slots.get(id.index()).is_some_and(|s| s.alive()))
             .max_by_key(|&(_, term)| term)
             .map(|(id, _)| id.index())
+    }
+
+    /// Where every live worker that said Ready listens, by id.
+    pub(super) fn listening(&self) -> Vec<Option<control::Endpoint>> {
+        self.slots.iter().map(|s| s.endpoint.clone().filter(|_| s.alive() && s.ready)).collect()
+    }
+
+    /// Tell every started worker but `id` of `id`'s new life (`ToWorker::Incarnation`).
+    pub(super) fn announce(&mut self, id: usize, news: &ToWorker) {
+        for other in 0..self.slots.len() {
+            if other != id && self.slots[other].started {
+                self.send(other, news);
+            }
+        }
     }
 
     /// Every socket this run created: each incarnation's mesh socket.

@@ -102,6 +102,8 @@ pub struct Report {
     pub seed: u64,
     /// The message faults applied.
     pub network: Network,
+    /// The byte streams between workers (`--transport`).
+    pub transport: super::Transport,
     /// What the auditor found (the first few hundred; `violation_count` counts all).
     pub violations: Vec<Violation>,
     /// How many violations the auditor found.
@@ -433,6 +435,7 @@ impl Outcome<'_> {
             elapsed_s: elapsed.as_secs_f64(),
             seed: self.opts.seed,
             network: self.network(),
+            transport: self.opts.transport,
             violations,
             violation_count,
             split,
@@ -606,6 +609,7 @@ pub(crate) mod samples {
             elapsed_s: 0.125,
             seed: 7,
             network: Network { latency_ms: 1.0, jitter_ms: 0.5, drop: 0.25 },
+            transport: Default::default(),
             violations: vec![violation("overlap", 12)],
             violation_count: 1,
             split: split(&["overlap"]),
@@ -659,6 +663,7 @@ pub(crate) mod samples {
             elapsed_s: 0.5,
             seed: 1,
             network: Network::default(),
+            transport: Default::default(),
             violations: vec![violation("two-leaders", 4)],
             violation_count: 1,
             split: split(&["two-leaders"]),
@@ -724,7 +729,7 @@ mod tests {
             "theory": theory, "throughput_per_s": 90.5, "wait_ms": waits(1.0),
             "wait_ms_by_worker": [waits(0.5), waits(1.5)], "max_bypass": 2, "jain": 0.99,
             "jain_waits": 0.875, "elapsed_s": 0.125, "cs_ms": 1.0, "think_ms": 2.0, "seed": 7,
-            "network": {"latency_ms": 1.0, "jitter_ms": 0.5, "drop": 0.25},
+            "network": {"latency_ms": 1.0, "jitter_ms": 0.5, "drop": 0.25}, "transport": "unix",
             "violations": [{"kind": "overlap", "line": 12, "detail": "overlap <at> line 12"}],
             "violation_count": 1,
             "cut_short": [{"kind": "cut-short", "line": 30, "detail": "cut-short <at> line 30"}],
@@ -745,7 +750,7 @@ mod tests {
                 "dropped_connections": 0},
             "theory": theory, "time_to_elect_ms": 7.5, "message_time_us": 6.25,
             "time_to_elect_t": 1200.0, "after_end": 2, "elapsed_s": 0.5, "seed": 1,
-            "network": {"latency_ms": 0.0, "jitter_ms": 0.0, "drop": 0.0},
+            "network": {"latency_ms": 0.0, "jitter_ms": 0.0, "drop": 0.0}, "transport": "unix",
             "violations": [{"kind": "two-leaders", "line": 4, "detail": "two-leaders <at> line 4"}],
             "violation_count": 1, "run_dir": "/tmp/elect-x", "run_dir_kept": true,
             "plan": "kill 1 at 120ms", "faults": [fault], "never_fired": [], "lost_messages": 2,
@@ -776,12 +781,12 @@ mod tests {
         let head = ["schema", "algorithm", "workers", "ok", "failure", "model_broken"];
         let mutex = keys(&serde_json::to_string(&samples::mutex()).unwrap());
         assert_eq!(mutex[..head.len()], head);
-        assert_eq!(mutex.len(), 41);
+        assert_eq!(mutex.len(), 42);
         let election = keys(&serde_json::to_string_pretty(&samples::election()).unwrap());
         let order =
             "schema algorithm workers ok failure model_broken initiators detector timeouts leader term \
             elections messages theory time_to_elect_ms message_time_us time_to_elect_t after_end elapsed_s seed \
-            network violations violation_count safety_ok safety_violations liveness_violations \
+            network transport violations violation_count safety_ok safety_violations liveness_violations \
             violations_by_kind run_dir run_dir_kept plan faults never_fired \
             lost_messages unreported counters trace trace_complete deadlocks";
         assert_eq!(election, order.split_whitespace().collect::<Vec<_>>());

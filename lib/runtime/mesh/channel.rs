@@ -174,6 +174,9 @@ impl<M: Message> Mesh<M> {
         if let Some(mut stream) = p.stream.take() {
             let _ = self.registry.deregister(&mut stream);
         }
+        if let Some((mut stream, _)) = p.dialing.take() {
+            let _ = self.registry.deregister(&mut stream);
+        }
         if let Some((mut stream, _)) = p.extra.take() {
             let _ = self.registry.deregister(&mut stream);
         }
@@ -213,6 +216,10 @@ impl<M: Message> Mesh<M> {
     /// channel failed (and `then` reads and loses it).
     fn flush_one(&mut self, peer: PeerId, then: &mut Vec<Todo<M>>) -> bool {
         let i = peer.index();
+        // A TCP dial under way: nothing is written before it ends, either way.
+        if let Some(lost) = self.dial_progress(peer, then) {
+            return lost;
+        }
         let p = &mut self.peers[i];
         if p.written == p.out.len() {
             return false;

@@ -4,15 +4,15 @@
 //! waiting for their hello, dropping the silent ones when it is full.
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
 
-use mio::net::UnixStream;
 use mio::{Interest, Token};
 
 use crate::algorithm::{Message, PeerId};
 use crate::auth::Hello;
+use crate::control::Endpoint;
 use crate::wire::{self, FrameReader};
 
+use super::stream::{Dialing, Stream};
 use super::{
     connect_time, Mesh, MeshEvent, MeshTimer, PendingConn, Todo, ACCEPT_RETRY, DROP_LINES, LISTENER,
     PEER_BASE, PENDING_BASE, REDIAL_FIRST, REDIAL_MAX,
@@ -22,34 +22,35 @@ use super::{
 /// be dialed again, never reported down: its backlog was full (`WouldBlock`), or it
 /// took our call and let it go before our hello was written (`BrokenPipe`,
 /// `ConnectionReset`), as a listener flooded by silent callers does with the oldest of
-/// them. A dead peer's socket refuses the call (`ConnectionRefused`) or is gone.
+/// them. A dead peer's socket refuses the call (`ConnectionRefused`: a Unix socket file
+/// with nobody behind it, or a TCP port nobody listens on) or is gone (`NotFound`).
+/// (A TCP backlog that is full makes no error: the kernel retries the handshake.)
 fn listening(e: &io::Error) -> bool {
     matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::BrokenPipe | io::ErrorKind::ConnectionReset)
 }
 
 impl<M: Message> Mesh<M> {
-    /// Dial `peer` at `path` at startup. False if it cannot be reached: the caller then
+    /// Dial `peer` at `to` at startup. False if it cannot be reached: the caller then
     /// tells the algorithm it is down (after `on_start`), and it will dial us when it
     /// starts again. A peer still listening ([`listening`]) is not failure: the dial is
-    /// tried again later.
-    pub(crate) fn dial(&mut self, peer: PeerId, path: PathBuf) -> bool {
+    /// tried again later. Nor is a TCP dial still under way: its outcome comes later,
+    /// from [`Mesh::flush_all`] (a refusal then reports the peer down).
+    pub(crate) fn dial(&mut self, peer: PeerId, to: Endpoint) -> bool {
         self.peers[peer.index()].incarnation = self.announced[peer.index()];
-        match self.connect(peer, &path) {
+        match self.connect(peer, &to) {
             Ok(()) => true,
             Err(e) if listening(&e) => {
                 self.emit(MeshEvent::Log(match e.kind() {
                     io::ErrorKind::WouldBlock => format!("{peer}'s backlog is full; dialing again shortly"),
                     _ => format!("{peer} let our call go before our hello ({e}); dialing again shortly"),
                 }));
-                self.peers[peer.index()].redial = Some((path, REDIAL_FIRST));
+                self.peers[peer.index()].redial = Some((to, REDIAL_FIRST));
                 self.emit(MeshEvent::Timer { after: REDIAL_FIRST, timer: MeshTimer::Redial(peer) });
                 true
             }
             Err(e) => {
-                self.emit(MeshEvent::Log(format!(
-                    "cannot connect to {peer} at {}: {e}; it is down until it dials us",
-                    path.display()
-                )));
+                let line = self.unreachable_line(peer, &to, &e);
+                self.emit(MeshEvent::Log(line));
                 false
             }
         }
@@ -60,9 +61,34 @@ impl<M: Message> Mesh<M> {
         self.todo.push_back(Todo::Lose(peer));
     }
 
-    /// Connect to `peer` and make the connection its channel, hello first.
-    fn connect(&mut self, peer: PeerId, path: &Path) -> io::Result<()> {
-        let mut stream = UnixStream::connect(path)?;
+    fn unreachable_line(&self, peer: PeerId, to: &Endpoint, e: &io::Error) -> String {
+        let at = match to {
+            Endpoint::Unix(name) => self.dir.join(name).display().to_string(),
+            Endpoint::Tcp(addr) => format!("TCP {addr}"),
+        };
+        format!("cannot connect to {peer} at {at}: {e}; it is down until it dials us")
+    }
+
+    /// Connect to `peer` and make the connection its channel, hello first; a TCP dial
+    /// still under way waits in `dialing` ([`Mesh::dial_progress`]).
+    fn connect(&mut self, peer: PeerId, to: &Endpoint) -> io::Result<()> {
+        let mut stream = Stream::connect(&self.dir, to)?;
+        match stream.dial_state() {
+            Dialing::Connected => self.open_channel(peer, stream, false),
+            Dialing::Failed(e) => Err(e),
+            Dialing::InProgress => {
+                // Writable says the handshake ended, either way.
+                let token = Token(PEER_BASE + peer.index());
+                self.registry.register(&mut stream, token, Interest::READABLE | Interest::WRITABLE)?;
+                self.peers[peer.index()].dialing = Some((stream, to.clone()));
+                Ok(())
+            }
+        }
+    }
+
+    /// Make `stream`, connected to `peer`, its channel: hello first. `registered`: it
+    /// is registered already, under the channel's token.
+    fn open_channel(&mut self, peer: PeerId, mut stream: Stream, registered: bool) -> io::Result<()> {
         let mut hello = Vec::new();
         wire::encode(&mut hello, &Hello::new(&self.secret, self.me, peer, self.incarnation));
         // Say hello at once (a fresh socket has room for it): a listener drops callers
@@ -77,7 +103,12 @@ impl<M: Message> Mesh<M> {
                 Err(e) => return Err(e),
             }
         }
-        self.registry.register(&mut stream, Token(PEER_BASE + peer.index()), Interest::READABLE)?;
+        let token = Token(PEER_BASE + peer.index());
+        if registered {
+            self.registry.reregister(&mut stream, token, Interest::READABLE)?;
+        } else {
+            self.registry.register(&mut stream, token, Interest::READABLE)?;
+        }
         let p = &mut self.peers[peer.index()];
         // The rest of the hello must go first, ahead of anything queued for this peer.
         // Nothing is written while there is no channel, so what is queued is whole frames.
@@ -95,9 +126,52 @@ impl<M: Message> Mesh<M> {
         Ok(())
     }
 
+    /// Where a TCP dial to `peer` stands, if one is under way: `Some(false)` still
+    /// under way (or to be tried again), `Some(true)` failed and the peer is lost
+    /// (`then` reports it down), `None` no dial waits (or it completed: the channel is
+    /// open, hello first).
+    pub(super) fn dial_progress(&mut self, peer: PeerId, then: &mut Vec<Todo<M>>) -> Option<bool> {
+        let p = &mut self.peers[peer.index()];
+        let state = p.dialing.as_ref()?.0.dial_state();
+        if matches!(state, Dialing::InProgress) {
+            return Some(false);
+        }
+        let (mut stream, to) = p.dialing.take()?;
+        let result = match state {
+            Dialing::Failed(e) => {
+                let _ = self.registry.deregister(&mut stream);
+                Err(e)
+            }
+            _ => self.open_channel(peer, stream, true),
+        };
+        match result {
+            Ok(()) => None,
+            Err(e) => self.dial_failed(peer, to, e, then),
+        }
+    }
+
+    /// A dial of `peer` at `to` failed with `e`: dial again later if it is listening,
+    /// or it is down ([`Mesh::dial_lazily`]'s answer).
+    fn dial_failed(
+        &mut self,
+        peer: PeerId,
+        to: Endpoint,
+        e: io::Error,
+        then: &mut Vec<Todo<M>>,
+    ) -> Option<bool> {
+        if listening(&e) {
+            self.peers[peer.index()].redial = Some((to, REDIAL_FIRST));
+            then.push(Todo::Emit(MeshEvent::Timer { after: REDIAL_FIRST, timer: MeshTimer::Redial(peer) }));
+            return Some(false);
+        }
+        then.push(Todo::Emit(MeshEvent::Log(self.unreachable_line(peer, &to, &e))));
+        then.push(Todo::Lose(peer));
+        Some(true)
+    }
+
     /// A lazily connected mesh has something for `peer`, which it has no channel to:
-    /// dial it. `None` if the channel is there to write on; otherwise whether the peer
-    /// was lost (`then` reports it down).
+    /// dial it. `None` if the channel is there to write on (or a TCP dial is under way);
+    /// otherwise whether the peer was lost (`then` reports it down).
     pub(super) fn dial_lazily(&mut self, peer: PeerId, then: &mut Vec<Todo<M>>) -> Option<bool> {
         let i = peer.index();
         let announced = self.announced[i];
@@ -107,49 +181,36 @@ impl<M: Message> Mesh<M> {
             then.push(Todo::Lose(peer));
             return Some(true);
         }
-        let path = self.socket_path.with_file_name(crate::control::worker_socket(peer, announced));
-        match self.connect(peer, &path) {
+        // Where the supervisor said it listens; a run over Unix sockets may leave that
+        // out, the name being the life's.
+        let to = self.listening[i]
+            .clone()
+            .unwrap_or_else(|| Endpoint::Unix(crate::control::worker_socket(peer, announced)));
+        match self.connect(peer, &to) {
             Ok(()) => None,
-            Err(e) if listening(&e) => {
-                self.peers[i].redial = Some((path, REDIAL_FIRST));
-                then.push(Todo::Emit(MeshEvent::Timer {
-                    after: REDIAL_FIRST,
-                    timer: MeshTimer::Redial(peer),
-                }));
-                Some(false)
-            }
-            Err(e) => {
-                then.push(Todo::Emit(MeshEvent::Log(format!(
-                    "cannot connect to {peer} at {}: {e}; it is down until it dials us",
-                    path.display()
-                ))));
-                then.push(Todo::Lose(peer));
-                Some(true)
-            }
+            Err(e) => self.dial_failed(peer, to, e, then),
         }
     }
 
     /// The `Redial` timer for `peer` fired.
     pub(super) fn redial(&mut self, peer: PeerId) {
         let p = &mut self.peers[peer.index()];
-        let Some((path, wait)) = p.redial.take() else {
+        let Some((to, wait)) = p.redial.take() else {
             return;
         };
-        if p.stream.is_some() || p.down {
+        if p.stream.is_some() || p.dialing.is_some() || p.down {
             return; // it dialed us, or it died meanwhile
         }
-        match self.connect(peer, &path) {
+        match self.connect(peer, &to) {
             Ok(()) => {}
             Err(e) if listening(&e) => {
                 let next = (wait * 2).min(REDIAL_MAX);
-                self.peers[peer.index()].redial = Some((path, next));
+                self.peers[peer.index()].redial = Some((to, next));
                 self.emit(MeshEvent::Timer { after: next, timer: MeshTimer::Redial(peer) });
             }
             Err(e) => {
-                self.emit(MeshEvent::Log(format!(
-                    "cannot connect to {peer} at {}: {e}; it is down until it dials us",
-                    path.display()
-                )));
+                let line = self.unreachable_line(peer, &to, &e);
+                self.emit(MeshEvent::Log(line));
                 self.todo.push_back(Todo::Lose(peer));
             }
         }
@@ -169,7 +230,7 @@ impl<M: Message> Mesh<M> {
             return self.accepted(true, refused, evicted, then);
         }
         match self.listener.accept() {
-            Ok((stream, _)) => {
+            Ok(stream) => {
                 if self.accept_failures > 0 {
                     let n = std::mem::take(&mut self.accept_failures);
                     then.push(Todo::Emit(MeshEvent::Log(format!(
@@ -263,7 +324,7 @@ impl<M: Message> Mesh<M> {
         }
     }
 
-    pub(super) fn add_pending(&mut self, mut stream: UnixStream, then: &mut Vec<Todo<M>>) {
+    pub(super) fn add_pending(&mut self, mut stream: Stream, then: &mut Vec<Todo<M>>) {
         let token = Token(PENDING_BASE + self.next_pending);
         self.next_pending += 1;
         if let Err(e) = self.registry.register(&mut stream, token, Interest::READABLE) {

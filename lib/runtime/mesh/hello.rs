@@ -4,14 +4,14 @@
 //! adopting a believed connection as its peer's channel (or, in a lazily connected
 //! mesh, as its second channel).
 
-use mio::net::UnixStream;
 use mio::{Interest, Token};
 
 use crate::algorithm::{Message, PeerId};
 use crate::auth::Hello;
 use crate::wire::{self, Fill, FrameReader};
 
-use super::{connect_time, Mesh, MeshEvent, PendingConn, Todo, EXTRA_BASE, PEER_BASE};
+use super::{connect_time, Mesh, MeshEvent, PendingConn, Stream, Todo, EXTRA_BASE, PEER_BASE};
+use crate::control::Endpoint;
 
 impl<M: Message> Mesh<M> {
     /// The `HelloDue` timer of a pending connection fired.
@@ -106,8 +106,10 @@ impl<M: Message> Mesh<M> {
             }
             return;
         }
-        if self.lazy && inc == p.incarnation && p.stream.is_some() && p.dialed && p.extra.is_none() {
-            // Both dialed at once: its connection is the one it writes on.
+        let ours = (p.stream.is_some() && p.dialed) || p.dialing.is_some();
+        if self.lazy && inc == p.incarnation && ours && p.extra.is_none() {
+            // Both dialed at once: its connection is the one it writes on (ours may still
+            // be under way).
             if let Some(PendingConn { stream, reader, .. }) = self.pending_conns.remove(&token) {
                 return self.add_extra(peer, stream, reader, then);
             }
@@ -128,14 +130,18 @@ impl<M: Message> Mesh<M> {
         }
     }
 
-    /// The supervisor says worker `peer` now lives as `incarnation`: believe it, and
-    /// take up any hello from that life that was waiting for this.
-    pub(crate) fn announce(&mut self, peer: PeerId, incarnation: u32) {
+    /// The supervisor says worker `peer` now lives as `incarnation`, listening on
+    /// `endpoint`: believe it, and take up any hello from that life that was waiting for
+    /// this.
+    pub(crate) fn announce(&mut self, peer: PeerId, incarnation: u32, endpoint: Endpoint) {
         if peer.index() >= self.announced.len() || peer == self.me {
             self.emit(MeshEvent::Log(format!("ignoring an announcement about {peer}, which is not a peer")));
             return;
         }
         let slot = &mut self.announced[peer.index()];
+        if incarnation >= *slot {
+            self.listening[peer.index()] = Some(endpoint);
+        }
         *slot = (*slot).max(incarnation);
         let waiting: Vec<Token> = self
             .pending_conns
@@ -157,7 +163,7 @@ impl<M: Message> Mesh<M> {
     pub(super) fn adopt(
         &mut self,
         hello: Hello,
-        stream: UnixStream,
+        stream: Stream,
         reader: FrameReader,
         then: &mut Vec<Todo<M>>,
     ) {
@@ -175,7 +181,7 @@ impl<M: Message> Mesh<M> {
     pub(super) fn install(
         &mut self,
         hello: Hello,
-        mut stream: UnixStream,
+        mut stream: Stream,
         reader: FrameReader,
         then: &mut Vec<Todo<M>>,
     ) {
@@ -206,13 +212,7 @@ impl<M: Message> Mesh<M> {
 
     /// The peer's own connection, when both dialed each other at once: read it beside
     /// the channel this worker dialed.
-    fn add_extra(
-        &mut self,
-        peer: PeerId,
-        mut stream: UnixStream,
-        reader: FrameReader,
-        then: &mut Vec<Todo<M>>,
-    ) {
+    fn add_extra(&mut self, peer: PeerId, mut stream: Stream, reader: FrameReader, then: &mut Vec<Todo<M>>) {
         let idx = peer.index();
         if let Err(e) = self.registry.reregister(&mut stream, Token(EXTRA_BASE + idx), Interest::READABLE) {
             let _ = self.registry.deregister(&mut stream);

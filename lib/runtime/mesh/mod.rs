@@ -1,5 +1,6 @@
-//! The Unix-socket mesh: one reliable FIFO stream per pair of workers, framed by
-//! [`crate::wire`]. This worker listens on its own socket and accepts callers, who must
+//! The mesh: one reliable FIFO stream per pair of workers (a Unix socket or a TCP
+//! connection, `stream.rs`), framed by [`crate::wire`]. This worker listens on its own
+//! socket and accepts callers, who must
 //! say hello first; dials the peers the supervisor names (again, with back-off, while a
 //! backlog is full); believes, holds or refuses each hello; reads every peer's frames;
 //! and writes each peer's outgoing queue without ever blocking ([`Mesh::send`] frames a
@@ -9,8 +10,8 @@
 //!
 //! This file holds the component, its events and its state; its jobs are files of their
 //! own: dialing and accepting connections (`connect.rs`), believing, holding or refusing
-//! hellos (`hello.rs`), and the channels: reading frames, queueing and writing them,
-//! losing a peer (`channel.rs`).
+//! hellos (`hello.rs`), the channels: reading frames, queueing and writing them,
+//! losing a peer (`channel.rs`), and the byte streams under it all (`stream.rs`).
 //!
 //! # A component in the host's shape
 //!
@@ -64,7 +65,9 @@
 //! - A dial that fails (the peer just died, or is not listening yet) is no error: the
 //!   peer is down for the algorithm, with a line on stderr, and it will dial us if it
 //!   starts again. A dial that finds the peer's backlog full is tried again, with
-//!   back-off, until it succeeds or the peer dials us.
+//!   back-off, until it succeeds or the peer dials us. A TCP dial completes later: the
+//!   connection waits, queueing what is written to the peer, until its socket is
+//!   writable, and then it is a channel (hello first) or a failed dial as above.
 //!
 //! # What the algorithm is told about peers
 //!
@@ -107,18 +110,20 @@ use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use mio::net::{UnixListener, UnixStream};
 use mio::{Interest, Registry, Token};
 
 use crate::algorithm::{Message, PeerId};
 use crate::auth::{Hello, Secret};
+use crate::control::Endpoint;
 use crate::netfaults::Fate;
 use crate::wire::{Envelope, FrameReader};
 
 mod channel;
 mod connect;
 mod hello;
+mod stream;
 pub(crate) use channel::messages;
+use stream::{Listener, Stream};
 
 /// How long an accepted connection may stay silent before its hello, at the least; a
 /// run of many workers allows [`connect_time`].
@@ -235,9 +240,9 @@ enum Todo<M> {
     /// Weigh a proven hello on a pending connection.
     Consider(Token, Hello),
     /// Make a believed hello's connection its peer's channel.
-    Adopt(Hello, UnixStream, FrameReader),
+    Adopt(Hello, Stream, FrameReader),
     /// The same, once any older life is gone.
-    Install(Hello, UnixStream, FrameReader),
+    Install(Hello, Stream, FrameReader),
     /// Read what the peer's channel has.
     Read(PeerId),
     /// Read what the peer's second channel has (a lazily connected mesh's).
@@ -256,7 +261,10 @@ enum Todo<M> {
 #[derive(Default)]
 struct Peer {
     /// The channel: we write on it and read from it.
-    stream: Option<UnixStream>,
+    stream: Option<Stream>,
+    /// A dial of ours still under way (TCP), and where to: it becomes `stream` when it
+    /// completes. What is written to the peer meanwhile waits in `out`.
+    dialing: Option<(Stream, Endpoint)>,
     reader: FrameReader,
     out: Vec<u8>,
     written: usize,
@@ -270,8 +278,8 @@ struct Peer {
     had_channel: bool,
     /// The algorithm was told this peer is down, and not since that it is back.
     down: bool,
-    /// A dial that found the backlog full, to try again: the path and the next wait.
-    redial: Option<(PathBuf, Duration)>,
+    /// A dial that found the backlog full, to try again: where, and the next wait.
+    redial: Option<(Endpoint, Duration)>,
     /// `stream` is registered for WRITABLE too: only while `out` is backed up, because
     /// every read by the peer would otherwise wake this process for nothing.
     write_interest: bool,
@@ -279,12 +287,12 @@ struct Peer {
     dialed: bool,
     /// Lazily connected meshes only: the peer's own dialed connection, when both dialed
     /// each other at once. Read only: each side writes on the one it dialed.
-    extra: Option<(UnixStream, FrameReader)>,
+    extra: Option<(Stream, FrameReader)>,
 }
 
 /// An accepted connection waiting for its hello.
 struct PendingConn {
-    stream: UnixStream,
+    stream: Stream,
     reader: FrameReader,
     /// A proven hello from a life of its peer the supervisor has not announced yet.
     held: Option<Hello>,
@@ -305,8 +313,11 @@ pub(super) struct Mesh<M> {
     registry: Registry,
     /// Each worker's current incarnation, as the supervisor announced it.
     announced: Vec<u32>,
-    listener: UnixListener,
-    socket_path: PathBuf,
+    /// Where each worker's announced life listens, as far as the supervisor said.
+    listening: Vec<Option<Endpoint>>,
+    listener: Listener,
+    /// The run directory, where Unix socket names are.
+    dir: PathBuf,
     peers: Vec<Peer>,
     pending_conns: HashMap<Token, PendingConn>,
     next_pending: usize,
@@ -337,26 +348,25 @@ pub(super) struct Mesh<M> {
     inbox: Vec<Envelope<Option<M>>>,
 }
 
-impl<M> Drop for Mesh<M> {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.socket_path);
-    }
-}
-
 impl<M: Message> Mesh<M> {
-    /// Listen at `socket_path` (a stale socket file there is removed first) as worker
-    /// `me`, life `incarnation`, of `workers`, registering every socket with `registry`.
+    /// Listen on `on` (a Unix socket's name in the run directory `dir`, where a stale
+    /// socket file is removed first, or a TCP address) as worker `me`, life
+    /// `incarnation`, of `workers`, registering every socket with `registry`.
     pub(super) fn listen(
         registry: Registry,
-        socket_path: PathBuf,
+        dir: PathBuf,
+        on: &Endpoint,
         me: PeerId,
         incarnation: u32,
         workers: u32,
         secret: Secret,
     ) -> anyhow::Result<Mesh<M>> {
-        let _ = std::fs::remove_file(&socket_path);
-        let mut listener = UnixListener::bind(&socket_path)
-            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", socket_path.display()))?;
+        let where_ = || match on {
+            Endpoint::Unix(name) => dir.join(name).display().to_string(),
+            Endpoint::Tcp(addr) => format!("TCP {addr}"),
+        };
+        let mut listener =
+            Listener::bind(&dir, on).map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", where_()))?;
         registry.register(&mut listener, LISTENER, Interest::READABLE)?;
         let n = workers as usize;
         Ok(Mesh {
@@ -366,8 +376,9 @@ impl<M: Message> Mesh<M> {
             secret,
             registry,
             announced: vec![0; n],
+            listening: vec![None; n],
             listener,
-            socket_path,
+            dir,
             peers: (0..n).map(|_| Peer::default()).collect(),
             pending_conns: HashMap::new(),
             next_pending: 0,
@@ -421,18 +432,27 @@ impl<M: Message> Mesh<M> {
 
     /// Connect to a peer the first time something is written to it, not at the start:
     /// a worker of an algorithm that talks to few peers then holds only the channels it
-    /// uses. The peer's socket is the one of the life the supervisor announced (all are
-    /// listening before any worker starts). If both dial each other at once, each keeps
+    /// uses. The peer is dialed where the supervisor's `Start` (or a restart's
+    /// `Incarnation`) said the announced life listens (all first lives are listening
+    /// before any worker starts). If both dial each other at once, each keeps
     /// writing on the connection it dialed and reads the other's as a second channel,
     /// so each direction stays one FIFO stream; a third connection is refused as ever.
     pub(super) fn connect_lazily(&mut self) {
         self.lazy = true;
     }
 
-    /// The supervisor's `Start`: the current life of each worker.
-    pub(super) fn set_announced(&mut self, incarnations: Vec<u32>) {
+    /// What this worker listens on, as bound (for TCP, the port the kernel gave).
+    pub(super) fn endpoint(&self) -> std::io::Result<Endpoint> {
+        self.listener.endpoint()
+    }
+
+    /// The supervisor's `Start`: the current life of each worker, and where it listens.
+    pub(super) fn set_announced(&mut self, incarnations: Vec<u32>, listening: Vec<Option<Endpoint>>) {
         for (p, inc) in incarnations.into_iter().enumerate().take(self.announced.len()) {
             self.announced[p] = inc;
+        }
+        for (p, at) in listening.into_iter().enumerate().take(self.listening.len()) {
+            self.listening[p] = at;
         }
     }
 
@@ -470,7 +490,7 @@ impl<M: Message> Mesh<M> {
         if self.lazy {
             p.down
         } else {
-            p.stream.is_none()
+            p.stream.is_none() && p.dialing.is_none()
         }
     }
 
@@ -553,8 +573,10 @@ mod tests {
     fn mesh(dir: &Path, me: u32) -> (mio::Poll, Mesh<Text>) {
         let poll = mio::Poll::new().unwrap();
         let registry = poll.registry().try_clone().unwrap();
-        let path = dir.join(format!("w{me}.sock"));
-        let mesh = Mesh::listen(registry, path, PeerId(me), 0, 3, Secret::from_bytes(SECRET)).unwrap();
+        let on = Endpoint::Unix(format!("w{me}.sock"));
+        let mesh =
+            Mesh::listen(registry, dir.to_path_buf(), &on, PeerId(me), 0, 3, Secret::from_bytes(SECRET))
+                .unwrap();
         (poll, mesh)
     }
 
@@ -618,7 +640,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (_p0, mut w0) = mesh(dir.path(), 0);
         let (_p1, mut w1) = mesh(dir.path(), 1);
-        assert!(w1.dial(PeerId(0), dir.path().join("w0.sock")));
+        assert!(w1.dial(PeerId(0), Endpoint::Unix("w0.sock".into())));
         for m in ["one", "two"] {
             let f = frame(&w1, 0, m);
             w1.queue(PeerId(0), &f);
@@ -675,7 +697,7 @@ mod tests {
         let mut bytes = Vec::new();
         wire::encode(&mut bytes, &env);
         old.write_all(&bytes).unwrap();
-        w0.announce(PeerId(1), 1);
+        w0.announce(PeerId(1), 1, Endpoint::Unix("w1.1.sock".into()));
         let _new = call(dir.path(), &hello(1, 0, 1), &["fresh"]);
         w0.readable(LISTENER, false);
         let mut seen = Vec::new();
@@ -746,8 +768,10 @@ mod tests {
     fn lazy_mesh(dir: &Path, me: u32) -> (mio::Poll, Mesh<Text>) {
         let poll = mio::Poll::new().unwrap();
         let registry = poll.registry().try_clone().unwrap();
-        let path = dir.join(crate::control::worker_socket(PeerId(me), 0));
-        let mut mesh = Mesh::listen(registry, path, PeerId(me), 0, 3, Secret::from_bytes(SECRET)).unwrap();
+        let on = Endpoint::Unix(crate::control::worker_socket(PeerId(me), 0));
+        let mut mesh =
+            Mesh::listen(registry, dir.to_path_buf(), &on, PeerId(me), 0, 3, Secret::from_bytes(SECRET))
+                .unwrap();
         mesh.connect_lazily();
         (poll, mesh)
     }
@@ -829,7 +853,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (_p0, mut w0) = mesh(dir.path(), 0);
         let (_p1, mut w1) = mesh(dir.path(), 1);
-        assert!(w1.dial(PeerId(0), dir.path().join("w0.sock")));
+        assert!(w1.dial(PeerId(0), Endpoint::Unix("w0.sock".into())));
         let env = |msg: &str| Envelope {
             from: PeerId(1),
             to: PeerId(0),
@@ -890,5 +914,172 @@ mod tests {
         assert_eq!(said(&events), ["up w1 false"]);
         assert_eq!(w0.dropped_connections, 0);
         assert!(w0.has_channel(PeerId(1)));
+    }
+
+    // Over TCP: the same mesh, the streams a kernel's TCP connections on loopback.
+
+    /// Worker `me` of 3 listening on a TCP port of the kernel's choosing, and where.
+    fn tcp_mesh(me: u32, lazy: bool) -> (mio::Poll, Mesh<Text>, Endpoint) {
+        let poll = mio::Poll::new().unwrap();
+        let registry = poll.registry().try_clone().unwrap();
+        let on = Endpoint::Tcp("127.0.0.1:0".parse().unwrap());
+        // No file is made: the directory only names Unix sockets.
+        let dir = std::env::temp_dir();
+        let mut mesh =
+            Mesh::listen(registry, dir, &on, PeerId(me), 0, 3, Secret::from_bytes(SECRET)).unwrap();
+        if lazy {
+            mesh.connect_lazily();
+        }
+        let at = mesh.endpoint().unwrap();
+        (poll, mesh, at)
+    }
+
+    /// Wait until `poll` reports `token` (a bound only so that a broken test ends).
+    fn wait_for(poll: &mut mio::Poll, token: Token) {
+        let mut events = mio::Events::with_capacity(16);
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            assert!(!left.is_zero(), "{token:?} never became ready");
+            poll.poll(&mut events, Some(left)).unwrap();
+            if events.iter().any(|e| e.token() == token) {
+                return;
+            }
+        }
+    }
+
+    /// Serve `token` of `mesh` as its poll reports it, until the mesh says something.
+    fn serve_until_said(poll: &mut mio::Poll, mesh: &mut Mesh<Text>, token: Token) -> Vec<MeshEvent<Text>> {
+        loop {
+            wait_for(poll, token);
+            if token == LISTENER || token.0 >= PEER_BASE {
+                mesh.readable(token, false);
+            }
+            mesh.flush_all();
+            let events = drain(mesh);
+            if !said(&events).is_empty() {
+                return events;
+            }
+        }
+    }
+
+    /// Let `mesh`'s dial to `peer` finish (it may have at once, on loopback).
+    fn dialed(poll: &mut mio::Poll, mesh: &mut Mesh<Text>, peer: u32) {
+        while !mesh.has_channel(PeerId(peer)) {
+            wait_for(poll, Token(PEER_BASE + peer as usize));
+            mesh.flush_all();
+            assert!(said(&drain(mesh)).is_empty());
+        }
+    }
+
+    #[test]
+    fn two_meshes_over_tcp_say_hello_first_and_keep_each_direction_in_order() {
+        let (mut p0, mut w0, at0) = tcp_mesh(0, false);
+        let (mut p1, mut w1, _) = tcp_mesh(1, false);
+        assert!(matches!(at0, Endpoint::Tcp(a) if a.port() != 0), "the port the kernel gave: {at0:?}");
+        assert!(w1.dial(PeerId(0), at0));
+        // Queued behind the hello while the handshake may still be under way.
+        send(&mut w1, 0, &["one", "two"]);
+        assert!(said(&drain(&mut w1)).is_empty());
+        dialed(&mut p1, &mut w1, 0);
+        let events = serve_until_said(&mut p0, &mut w0, LISTENER);
+        let mut got = said(&events);
+        while got.len() < 4 {
+            got.extend(said(&serve_until_said(&mut p0, &mut w0, Token(PEER_BASE + 1))));
+        }
+        assert_eq!(got, ["up w1 false", "heard w1", "w1:one", "w1:two"]);
+        send(&mut w0, 1, &["back"]);
+        assert!(said(&drain(&mut w0)).is_empty());
+        assert_eq!(said(&serve_until_said(&mut p1, &mut w1, Token(PEER_BASE))), ["heard w0", "w0:back"]);
+        // The peer's end closing is its death, over TCP as over a Unix socket.
+        drop((p0, w0));
+        assert_eq!(said(&serve_until_said(&mut p1, &mut w1, Token(PEER_BASE))), ["down w0 false []"]);
+    }
+
+    #[test]
+    fn a_lazy_mesh_dials_over_tcp_where_the_supervisor_said_the_peer_listens() {
+        let (mut p0, mut w0, at0) = tcp_mesh(0, true);
+        let (mut p1, mut w1, _) = tcp_mesh(1, true);
+        w1.set_announced(vec![0, 0, 0], vec![Some(at0), None, None]);
+        send(&mut w1, 0, &["hi"]);
+        assert!(said(&drain(&mut w1)).is_empty());
+        dialed(&mut p1, &mut w1, 0);
+        let mut got = said(&serve_until_said(&mut p0, &mut w0, LISTENER));
+        while got.len() < 3 {
+            got.extend(said(&serve_until_said(&mut p0, &mut w0, Token(PEER_BASE + 1))));
+        }
+        assert_eq!(got, ["up w1 false", "heard w1", "w1:hi"]);
+        assert_eq!(w1.channels_opened, 1);
+    }
+
+    #[test]
+    fn a_tcp_port_nobody_listens_on_is_a_peer_down_as_a_missing_socket_is() {
+        let addr = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let (mut p1, mut w1, _) = tcp_mesh(1, false);
+        let events = if w1.dial(PeerId(0), Endpoint::Tcp(addr)) {
+            // The refusal comes later, with the socket's readiness.
+            serve_until_said(&mut p1, &mut w1, Token(PEER_BASE))
+        } else {
+            // The kernel refused at once (loopback may): as a missing Unix socket.
+            w1.unreachable(PeerId(0));
+            drain(&mut w1)
+        };
+        assert_eq!(said(&events), ["down w0 false []"]);
+        let refused = std::io::Error::from_raw_os_error(nix::libc::ECONNREFUSED);
+        let line = format!("cannot connect to w0 at TCP {addr}: {refused}; it is down until it dials us");
+        assert_eq!(logs(&events), [line.as_str()]);
+        assert!(w1.is_down(PeerId(0)) && !w1.has_channel(PeerId(0)));
+    }
+
+    #[test]
+    fn a_tcp_dial_still_under_way_keeps_what_is_written_for_after_its_hello() {
+        use std::os::fd::AsRawFd;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        // An accept queue of one, filled: the kernel drops our SYN until there is room,
+        // so the dial stays under way (its SYN is sent again after about a second).
+        // SAFETY: a plain system call on a socket this test owns.
+        assert_eq!(unsafe { nix::libc::listen(listener.as_raw_fd(), 0) }, 0);
+        let addr = listener.local_addr().unwrap();
+        let _filler = std::net::TcpStream::connect(addr).unwrap();
+        let (mut p1, mut w1, _) = tcp_mesh(1, false);
+        assert!(w1.dial(PeerId(0), Endpoint::Tcp(addr)));
+        assert!(!w1.has_channel(PeerId(0)) && !w1.channel_down(PeerId(0)), "under way, not down");
+        send(&mut w1, 0, &["queued"]);
+        assert!(said(&drain(&mut w1)).is_empty());
+        drop(listener.accept().unwrap()); // room for the SYN sent again
+        dialed(&mut p1, &mut w1, 0);
+        let (mut s, _) = listener.accept().unwrap();
+        let mut frame = || {
+            let mut len = [0u8; 4];
+            s.read_exact(&mut len).unwrap();
+            let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+            s.read_exact(&mut body).unwrap();
+            body
+        };
+        let hello: Hello = wire::decode(&frame()).unwrap();
+        assert_eq!((hello.from, hello.to, hello.incarnation), (PeerId(1), PeerId(0), 0));
+        assert!(hello.proves(&Secret::from_bytes(SECRET)));
+        let env: Envelope<Option<Text>> = wire::decode(&frame()).unwrap();
+        assert_eq!(env.msg, Some(Text("queued".into())));
+    }
+
+    #[test]
+    fn a_tcp_dial_refused_after_it_was_under_way_is_a_peer_down_with_the_same_line() {
+        use std::os::fd::AsRawFd;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        // SAFETY: a plain system call on a socket this test owns.
+        assert_eq!(unsafe { nix::libc::listen(listener.as_raw_fd(), 0) }, 0);
+        let addr = listener.local_addr().unwrap();
+        let _filler = std::net::TcpStream::connect(addr).unwrap();
+        let (mut p1, mut w1, _) = tcp_mesh(1, false);
+        assert!(w1.dial(PeerId(0), Endpoint::Tcp(addr)));
+        assert!(!w1.has_channel(PeerId(0)), "the handshake waits for room");
+        // The peer dies: the SYN sent again finds the port closed.
+        drop(listener);
+        let events = serve_until_said(&mut p1, &mut w1, Token(PEER_BASE));
+        assert_eq!(said(&events), ["down w0 false []"]);
+        let refused = std::io::Error::from_raw_os_error(nix::libc::ECONNREFUSED);
+        let line = format!("cannot connect to w0 at TCP {addr}: {refused}; it is down until it dials us");
+        assert_eq!(logs(&events), [line.as_str()]);
     }
 }

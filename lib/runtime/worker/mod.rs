@@ -9,7 +9,6 @@
 use std::collections::HashMap;
 use std::io::{self, Write};
 use std::os::unix::net::UnixStream as StdUnixStream;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -68,7 +67,6 @@ const SIGNALS: Token = Token(2);
 /// supervisor's `Finish` (after the statistics) or when the control link closes.
 struct Worker<A: Node<Service: RunService>> {
     opts: WorkerSettings,
-    run_dir: PathBuf,
     me: PeerId,
     /// The algorithm, behind the host that keeps the driver contract.
     host: Host<A>,
@@ -128,10 +126,10 @@ impl<A: Node<Service: RunService>> Worker<A> {
             timing: opts.timing,
         };
         let poll = Poll::new()?;
-        let socket_path = run_dir.join(control::worker_socket(me, opts.incarnation));
         let mesh = Mesh::listen(
             poll.registry().try_clone()?,
-            socket_path,
+            run_dir.clone(),
+            &opts.listen_on(),
             me,
             opts.incarnation,
             opts.workers,
@@ -175,7 +173,6 @@ impl<A: Node<Service: RunService>> Worker<A> {
             (Work::Mutex(workload), clock)
         };
         Ok(Worker {
-            run_dir,
             me,
             host: Host::new(cfg),
             poll,
@@ -286,13 +283,18 @@ impl<A: Node<Service: RunService>> Worker<A> {
 
     /// The worker's sequence proper: from `Ready` to the end of the event loop.
     fn serve(&mut self) -> anyhow::Result<()> {
-        let ready =
-            ToSupervisor::Ready { id: self.me, pid: std::process::id(), incarnation: self.opts.incarnation };
+        let endpoint = self.mesh.endpoint()?;
+        let ready = ToSupervisor::Ready {
+            id: self.me,
+            pid: std::process::id(),
+            incarnation: self.opts.incarnation,
+            endpoint,
+        };
         self.link.tell(&ready)?;
         // Wait for Start on the blocking control stream: nothing else can happen yet.
         let dial = match self.link.read_blocking()? {
-            Some(ToWorker::Start { dial, incarnations }) => {
-                self.mesh.set_announced(incarnations);
+            Some(ToWorker::Start { dial, incarnations, listening }) => {
+                self.mesh.set_announced(incarnations, listening);
                 dial
             }
             Some(other) => anyhow::bail!("expected Start from the supervisor, got {other:?}"),
@@ -309,13 +311,12 @@ impl<A: Node<Service: RunService>> Worker<A> {
         self.poll.registry().register(&mut source, CONTROL, Interest::READABLE)?;
         let mut unreachable = Vec::new();
         let listed: Vec<PeerId> = dial.iter().map(|(p, _)| *p).collect();
-        for (peer, path) in dial {
+        for (peer, to) in dial {
             if peer == self.me || peer.0 >= self.opts.workers {
                 self.log(format_args!("ignoring an order to dial {peer}, which is not a peer"));
                 continue;
             }
-            let path = self.run_dir.join(path);
-            if !self.mesh.dial(peer, path) {
+            if !self.mesh.dial(peer, to) {
                 unreachable.push(peer);
             }
             self.drain_mesh()?;

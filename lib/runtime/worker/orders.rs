@@ -46,8 +46,8 @@ impl<A: Node<Service: RunService>> Worker<A> {
                     self.link.tell_blocking(&ToSupervisor::Pending(state))?;
                 }
                 ToWorker::Start { .. } => self.log(format_args!("ignoring a second Start")),
-                ToWorker::Incarnation { id, incarnation } => {
-                    self.mesh.announce(id, incarnation);
+                ToWorker::Incarnation { id, incarnation, endpoint } => {
+                    self.mesh.announce(id, incarnation, endpoint);
                     self.drain_mesh()?;
                 }
                 ToWorker::Partition(p) => self.partition(p),
