@@ -341,7 +341,7 @@ fn run_theory(s: &mut String, c: &ElectionCost, unsettled: bool) {
         .iter()
         .map(|r| {
             let bound = if r.min == r.max { format!("{}", r.max) } else { format!("{}–{}", r.min, r.max) };
-            format!("{} M={} {bound}", r.after, r.live)
+            format!("{} M={}: {} of {bound}", r.after, r.live, r.messages)
         })
         .collect();
     let verdict = match (unsettled, c.within) {
@@ -351,7 +351,7 @@ fn run_theory(s: &mut String, c: &ElectionCost, unsettled: bool) {
     };
     let _ = writeln!(
         s,
-        "  theory      {verdict} {} messages, {}–{} for this run ({})",
+        "  theory      {verdict} {} messages, {}–{} for this run (by round, messages of its bound: {})",
         c.counted,
         c.min,
         c.max,

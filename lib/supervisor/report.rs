@@ -559,6 +559,7 @@ impl Outcome<'_> {
             t_ms: e.message_time_us.map(|us| us / 1e3),
             reported: e.messages.total,
             notes_turnaround: (self.info.name == "bully").then_some(election_cost::NOTES_TURNAROUND),
+            asks: (self.info.name == "bully").then_some("ELECTION"),
         };
         match election_cost::analyse(from, &inputs) {
             Ok(c) => {
