@@ -283,8 +283,10 @@ impl Bully {
         }
     }
 
-    /// 3. Somebody above answered: it takes over; wait for the winner. Later ANSWERs
-    /// are noted too: this node starts again early only once all who answered are down.
+    /// 3. Somebody above answered: it takes over; wait for the winner.
+    ///
+    /// Later ANSWERs are noted too: this node starts again early only once all who
+    /// answered are down.
     fn on_answer(&mut self, from: PeerId, out: &mut O) {
         if let Phase::Answered { by } = &mut self.phase {
             if from > self.cfg.id {
