@@ -22,9 +22,10 @@ fn unreported(s: &mut String, n: u64, cost: Option<&ElectionCost>) {
         let whole = if c.trace_whole { "" } else { ", as far as the flight recorder kept it" };
         let _ = writeln!(
             s,
-            "              (of which {} sent by {} that sent no counts (killed): counted from their trace{whole})",
+            "              (of which {} sent by {} that sent no counts (killed): counted from {} trace{whole})",
             c.unreported_sent,
-            c.unreported_lives.join(", ")
+            c.unreported_lives.join(", "),
+            if n == 1 { "its" } else { "their" }
         );
     } else if n > 0 {
         let missing = plural(n, "incarnation");

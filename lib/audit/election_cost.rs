@@ -320,27 +320,37 @@ fn why(wins: &[(u32, u64, bool)]) -> String {
     let mut times: BTreeMap<u32, u32> = BTreeMap::new();
     for &(w, _, higher_alive) in wins {
         if higher_alive {
-            early.insert(format!("w{w}"));
+            early.insert(w);
         }
         *times.entry(w).or_default() += 1;
     }
     let mut said = Vec::new();
     if !early.is_empty() {
-        let early: Vec<String> = early.into_iter().collect();
+        let early: Vec<String> = early.into_iter().map(|w| format!("w{w}")).collect();
         said.push(format!(
             "{} won with a higher worker alive, no ANSWER having come within the timeout",
-            early.join(", ")
+            some(&early)
         ));
     }
-    let again: Vec<String> =
-        times.iter().filter(|(_, &n)| n > 1).map(|(w, n)| format!("w{w} {n} terms")).collect();
+    let mut again: Vec<(u32, u32)> = times.into_iter().filter(|&(_, n)| n > 1).collect();
+    again.sort_by_key(|&(w, n)| (std::cmp::Reverse(n), w));
+    let again: Vec<String> = again.iter().map(|(w, n)| format!("w{w} {n} terms")).collect();
     if !again.is_empty() {
-        said.push(format!("won again: {} (each new term above one others followed)", again.join(", ")));
+        said.push(format!("won again: {} (each new term above one others followed)", some(&again)));
     }
     if said.is_empty() {
         said.push("the round's wins are each by a different highest live worker".into());
     }
     said.join("; ")
+}
+
+/// The first few of `list`, and how many more.
+fn some(list: &[String]) -> String {
+    const SHOWN: usize = 6;
+    match list.len() {
+        n if n > SHOWN => format!("{} and {} more", list[..SHOWN].join(", "), n - SHOWN),
+        _ => list.join(", "),
+    }
 }
 
 /// The longest causal chain of messages from a kill to each acceptance after it.
