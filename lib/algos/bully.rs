@@ -48,8 +48,7 @@
 //! The driver reports crashes (`PeerDown`, `PeerUp`) and for now that report is
 //! perfect. So a node asks no peer it knows is down, and an electing node that learns
 //! its last unanswered higher peer is down wins at once instead of waiting out the
-//! timeout, and one that was answered starts again at once when every peer that
-//! answered it is down (not at any higher peer's death: the dead leader never answered). The timeouts stay for peers that die unnoticed, as in the notes' example,
+//! timeout. The timeouts stay for peers that die unnoticed, as in the notes' example,
 //! where process 6 asks the crashed 7 and wins when 7 stays silent.
 //!
 //! # Late ELECTIONs
