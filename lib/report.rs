@@ -518,6 +518,66 @@ mod tests {
         assert_eq!(never_fired_line(&Report { never_fired: Vec::new(), ..r }), None);
     }
 
+    /// An election weighed against the run it was: the killed life's sends beside the
+    /// count, each round of its bound, and the turnaround three ways; and its negative
+    /// control, a round past its bound said BEYOND with why.
+    #[test]
+    fn an_election_s_cost_is_printed_against_the_run_s_own_rounds() {
+        use crate::audit::election_cost::{Round, Turnaround};
+        let round = |after: &str, live, messages, min, max| Round {
+            after: after.into(),
+            live,
+            messages,
+            min,
+            max,
+            ..Round::default()
+        };
+        let cost = ElectionCost {
+            unreported_sent: 2,
+            unreported_lives: vec!["w2.0".into()],
+            rounds: vec![round("start", 3, 2, 2, 8), round("kill w2 (leader)", 2, 3, 1, 3)],
+            min: 3,
+            max: 11,
+            counted: 5,
+            within: true,
+            turnaround: Some(Turnaround {
+                after: "kill w2 (leader)".into(),
+                chain: 2,
+                notes: Some("1 to about 5".into()),
+                wall_ms: 1.5,
+                wall_t: Some(300.0),
+            }),
+            trace_whole: true,
+            ..ElectionCost::default()
+        };
+        let mut r = samples::election();
+        r.failure = None;
+        if let ServiceReport::Election(e) = &mut r.service {
+            e.cost = Some(cost.clone());
+        }
+        let text = summary(&r, &Registry::builtin());
+        for line in [
+            "              (of which 2 sent by w2.0 that sent no counts (killed): counted from their trace)\n",
+            "  theory      within: 5 messages, 3–11 for this run (by round, messages of its bound: start M=3: 2 of 2–8; kill w2 (leader) M=2: 3 of 1–3)\n",
+            "  turnaround  after kill w2 (leader): 2 messages on the longest causal chain (notes: 1 to about 5); wall 1.50 ms = 300 T\n",
+        ] {
+            assert!(text.contains(line), "{line}\n{text}");
+        }
+        assert!(!text.contains("not counting"), "{text}");
+        // The negative control: a round past its bound.
+        let beyond = ElectionCost {
+            within: false,
+            beyond: vec!["kill w2 (leader): 4 messages above its 3".into()],
+            ..cost
+        };
+        if let ServiceReport::Election(e) = &mut r.service {
+            e.cost = Some(beyond);
+        }
+        let text = summary(&r, &Registry::builtin());
+        assert!(text.contains("  theory      BEYOND: 5 messages, 3–11 for this run"), "{text}");
+        assert!(text.contains("\n              kill w2 (leader): 4 messages above its 3\n"), "{text}");
+    }
+
     /// Every line of both services' summaries, as `run` and `elect` printed them before
     /// the two reports became one.
     #[test]
