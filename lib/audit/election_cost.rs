@@ -9,7 +9,9 @@
 //! the notes hold per round is said, with who won and why it could.
 //!
 //! The trace also holds what the report's statistics cannot: the sends of a life that
-//! was killed (its statistics died with it), counted from its own trace, and the
+//! was killed (its statistics died with it), counted from its own trace (as far as it
+//! reached the disk: under `--trace` a kill loses the last few ms a worker buffers, and a
+//! life whose ring was dropped, past the lives a worker keeps, counts nothing), and the
 //! turnaround after the last kill of a leader in message times, the longest causal
 //! chain of messages from the kill to the last worker accepting the new leader, as
 //! `compare` counts delay before entry ([`crate::compare`]'s `entries`).
