@@ -3,7 +3,9 @@
 //!
 //! The registry's theory is per election among M live workers (bully: M-1 when the
 //! highest starts, M²-1 at most). A run is the start plus one round per kill or
-//! restart, each with its own M, so the run's bound is the sum over its rounds; a kill
+//! restart, each with its own M, so the run's bound is the sum over its rounds, each
+//! with what was sent to the dead added, at most M (a survivor not yet told of the
+//! death asks the dead leader too, once, as the notes' timeout model has it); a kill
 //! of a worker that was not the leader calls for no election (0). Each round's
 //! elections are the terms won in it (a worker announcing itself): more than the one
 //! the notes hold per round is said, with who won and why it could.
