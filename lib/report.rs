@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::algos::Theory;
+use crate::audit::election_cost::ElectionCost;
 use crate::audit::{AuditReport, ElectionReport, Split, Violation};
 use crate::registry::Registry;
 use crate::supervisor::{AppliedFault, ElectionPart, MutexPart, Report, ServiceReport};
@@ -13,11 +14,20 @@ const SHOW: usize = 10;
 /// How many plan steps a human summary lists before it only counts.
 const SHOW_STEPS: usize = 20;
 
-/// A list of plan steps under a label, one per line, the first beside the label.
 /// Why some messages are missing from the counts: a worker reports them as it finishes,
 /// and `n` incarnations that died (or were paused at the end, and never asked) did not.
-fn unreported(s: &mut String, n: u64) {
-    if n > 0 {
+/// An election's are then counted from their trace instead, when it could be read.
+fn unreported(s: &mut String, n: u64, cost: Option<&ElectionCost>) {
+    if let Some(c) = cost.filter(|_| n > 0) {
+        let whole = if c.trace_whole { "" } else { ", as far as the flight recorder kept it" };
+        let _ = writeln!(
+            s,
+            "              (of which {} sent by {} that sent no counts (killed): counted from {} trace{whole})",
+            c.unreported_sent,
+            c.unreported_lives.join(", "),
+            if n == 1 { "its" } else { "their" }
+        );
+    } else if n > 0 {
         let missing = plural(n, "incarnation");
         let _ = writeln!(
             s,
@@ -26,6 +36,7 @@ fn unreported(s: &mut String, n: u64) {
     }
 }
 
+/// A list of plan steps under a label, one per line, the first beside the label.
 fn steps<'a>(out: &mut String, label: &str, list: impl IntoIterator<Item = &'a str>) {
     let list: Vec<&str> = list.into_iter().map(str::trim).filter(|l| !l.is_empty()).collect();
     for (i, step) in list.iter().take(SHOW_STEPS).enumerate() {
@@ -193,7 +204,7 @@ fn summary_under(r: &Report, head: &str, reg: &Registry) -> String {
         ServiceReport::Mutex(m) => entries(&mut s, r, m),
         ServiceReport::Election(e) => elected(&mut s, own_leaders, e),
     }
-    unreported(&mut s, r.unreported);
+    unreported(&mut s, r.unreported, r.election().and_then(|e| e.cost.as_ref()));
     if !r.by_type().is_empty() {
         let types: Vec<String> = r.by_type().iter().map(|(k, v)| format!("{k} {v}")).collect();
         let _ = writeln!(s, "              {}", types.join(", "));
@@ -212,7 +223,9 @@ fn summary_under(r: &Report, head: &str, reg: &Registry) -> String {
         }
         ServiceReport::Election(_) => {}
     }
-    if let Some(e) = r.election() {
+    if let Some((e, c)) = r.election().and_then(|e| Some((e, e.cost.as_ref()?))) {
+        run_theory(&mut s, c, r.failure.is_some() || e.leader.is_none());
+    } else if let Some(e) = r.election() {
         if let Some(line) = against_theory(e, r.faults.len()) {
             // "within" says the elections ended within bounds: not of a run that failed or
             // agreed on no leader (it once followed a dead leader "agreed" in 0 ms).
@@ -321,6 +334,53 @@ fn after_end(n: usize) -> String {
         "{} written once the run had settled, while its workers were stopped one by one (the teardown's: not judged)",
         plural(n as u64, "leader record")
     )
+}
+
+/// An election run against the theory of the run it was: the count against the rounds'
+/// bounds summed, what went past the notes and why, and the turnaround after a leader's
+/// kill in message times, beside the notes' and the wall time in T.
+fn run_theory(s: &mut String, c: &ElectionCost, unsettled: bool) {
+    let rounds: Vec<String> = c
+        .rounds
+        .iter()
+        .map(|r| {
+            let bound = if r.min == r.max { format!("{}", r.max) } else { format!("{}–{}", r.min, r.max) };
+            format!("{} M={}: {} of {bound}", r.after, r.live, r.messages)
+        })
+        .collect();
+    let verdict = match (unsettled, c.within) {
+        (true, _) => "not judged (the run failed or ended with no leader agreed):",
+        (false, true) => "within:",
+        (false, false) => "BEYOND:",
+    };
+    let _ = writeln!(
+        s,
+        "  theory      {verdict} {} messages, {}–{} for this run (by round, messages of its bound: {})",
+        c.counted,
+        c.min,
+        c.max,
+        rounds.join("; ")
+    );
+    for b in &c.beyond {
+        let _ = writeln!(s, "              {b}");
+    }
+    if !c.trace_whole {
+        let _ = writeln!(
+            s,
+            "              (a flight recorder's ring had wrapped: the rounds' counts miss its oldest events)"
+        );
+    }
+    if let Some(t) = &c.turnaround {
+        let wall_t = t.wall_t.map(|x| format!(" = {x:.0} T")).unwrap_or_default();
+        let notes = t.notes.as_ref().map(|n| format!(" (notes: {n})")).unwrap_or_default();
+        let _ = writeln!(
+            s,
+            "  turnaround  after {}: {} on the longest causal chain{notes}; wall {:.2} ms{wall_t}",
+            t.after,
+            plural(t.chain.into(), "message"),
+            t.wall_ms
+        );
+    }
 }
 
 /// Whether an election run stayed within its theory: at most one election at the start
@@ -459,6 +519,66 @@ mod tests {
         );
         // Every step fired: nothing to say.
         assert_eq!(never_fired_line(&Report { never_fired: Vec::new(), ..r }), None);
+    }
+
+    /// An election weighed against the run it was: the killed life's sends beside the
+    /// count, each round of its bound, and the turnaround three ways; and its negative
+    /// control, a round past its bound said BEYOND with why.
+    #[test]
+    fn an_election_s_cost_is_printed_against_the_run_s_own_rounds() {
+        use crate::audit::election_cost::{Round, Turnaround};
+        let round = |after: &str, live, messages, min, max| Round {
+            after: after.into(),
+            live,
+            messages,
+            min,
+            max,
+            ..Round::default()
+        };
+        let cost = ElectionCost {
+            unreported_sent: 2,
+            unreported_lives: vec!["w2.0".into()],
+            rounds: vec![round("start", 3, 2, 2, 8), round("kill w2 (leader)", 2, 3, 1, 3)],
+            min: 3,
+            max: 11,
+            counted: 5,
+            within: true,
+            turnaround: Some(Turnaround {
+                after: "kill w2 (leader)".into(),
+                chain: 2,
+                notes: Some("1 to about 5".into()),
+                wall_ms: 1.5,
+                wall_t: Some(300.0),
+            }),
+            trace_whole: true,
+            ..ElectionCost::default()
+        };
+        let mut r = samples::election();
+        r.failure = None;
+        if let ServiceReport::Election(e) = &mut r.service {
+            e.cost = Some(cost.clone());
+        }
+        let text = summary(&r, &Registry::builtin());
+        for line in [
+            "              (of which 2 sent by w2.0 that sent no counts (killed): counted from their trace)\n",
+            "  theory      within: 5 messages, 3–11 for this run (by round, messages of its bound: start M=3: 2 of 2–8; kill w2 (leader) M=2: 3 of 1–3)\n",
+            "  turnaround  after kill w2 (leader): 2 messages on the longest causal chain (notes: 1 to about 5); wall 1.50 ms = 300 T\n",
+        ] {
+            assert!(text.contains(line), "{line}\n{text}");
+        }
+        assert!(!text.contains("not counting"), "{text}");
+        // The negative control: a round past its bound.
+        let beyond = ElectionCost {
+            within: false,
+            beyond: vec!["kill w2 (leader): 4 messages above its 3".into()],
+            ..cost
+        };
+        if let ServiceReport::Election(e) = &mut r.service {
+            e.cost = Some(beyond);
+        }
+        let text = summary(&r, &Registry::builtin());
+        assert!(text.contains("  theory      BEYOND: 5 messages, 3–11 for this run"), "{text}");
+        assert!(text.contains("\n              kill w2 (leader): 4 messages above its 3\n"), "{text}");
     }
 
     /// Every line of both services' summaries, as `run` and `elect` printed them before

@@ -239,3 +239,49 @@ fn a_partition_under_a_heartbeat_detector_gives_two_coordinators_and_the_resourc
     let (out, j) = run_faulty(&args("perfect"));
     assert_eq!(out.status.code(), Some(0), "{}\n{j}", stderr(&out));
 }
+
+#[test]
+fn elect_bully_counts_the_killed_leader_s_sends_from_its_trace_and_weighs_the_run_it_was() {
+    // w4 alone starts: it wins at once and tells the four others, then is killed; those
+    // four COORDINATORs are in the count only through its trace.
+    let args = [
+        "--algo",
+        "bully",
+        "-n",
+        "5",
+        "--initiators",
+        "4",
+        "--detector",
+        "perfect",
+        "--faults",
+        "kill leader at 100ms",
+    ];
+    let (out, j) = elect(&args);
+    assert_eq!(out.status.code(), Some(0), "{}\n{j}", stderr(&out));
+    let c = &j["cost"];
+    assert_eq!(c["unreported_sent"], 4, "{c}");
+    assert_eq!(c["unreported_lives"], serde_json::json!(["w4.0"]));
+    assert_eq!(j["messages"]["total"], c["counted"], "the killed leader's sends are in the total");
+    let rounds: Vec<(String, u64, u64, u64)> = c["rounds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let n = |k: &str| r[k].as_u64().unwrap();
+            (r["after"].as_str().unwrap().to_string(), n("live"), n("min"), n("max"))
+        })
+        .collect();
+    // M-1 to M²-1 at M = 5, then from M-1 at M = 4.
+    assert_eq!(rounds[0], ("start".into(), 5, 4, 24));
+    assert_eq!(rounds[1].0, "kill w4 (leader)");
+    assert_eq!((rounds[1].1, rounds[1].2), (4, 3));
+    assert_eq!(c["rounds"][0]["messages"], 4, "the start: w4's COORDINATORs");
+    // A survivor pulled into the election before it saw w4's channel close asks w4 too:
+    // the bound allows each one such message.
+    let to_dead = c["rounds"][1]["to_dead"].as_u64().unwrap().min(4);
+    assert_eq!((c["max"].as_u64(), c["within"].as_bool()), (Some(39 + to_dead), Some(true)), "{c}");
+    let t = &c["turnaround"];
+    assert_eq!(t["after"], "kill w4 (leader)");
+    let chain = t["chain"].as_u64().unwrap();
+    assert!((1..=c["counted"].as_u64().unwrap()).contains(&chain), "{t}");
+}

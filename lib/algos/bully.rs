@@ -190,8 +190,8 @@ enum Phase {
     Idle,
     /// Sent ELECTION to these higher ids; none has answered yet.
     Electing { asked: BTreeSet<PeerId> },
-    /// A higher id answered; waiting for a COORDINATOR.
-    Answered,
+    /// These higher ids answered; waiting for a COORDINATOR.
+    Answered { by: BTreeSet<PeerId> },
 }
 
 type O = NodeOut<Bully>;
@@ -244,7 +244,7 @@ impl Bully {
         match self.phase {
             Phase::Idle => {}
             Phase::Electing { .. } => out.cancel_timer(Timer::Answer { election }),
-            Phase::Answered => out.cancel_timer(Timer::Coordinator { election }),
+            Phase::Answered { .. } => out.cancel_timer(Timer::Coordinator { election }),
         }
     }
 
@@ -283,11 +283,20 @@ impl Bully {
     }
 
     /// 3. Somebody above answered: it takes over; wait for the winner.
+    ///
+    /// Later ANSWERs are noted too: this node starts again early only once all who
+    /// answered are down.
     fn on_answer(&mut self, from: PeerId, out: &mut O) {
+        if let Phase::Answered { by } = &mut self.phase {
+            if from > self.cfg.id {
+                by.insert(from);
+            }
+            return;
+        }
         if let Phase::Electing { asked } = &self.phase {
             if asked.contains(&from) {
                 self.cancel_timer(out);
-                self.phase = Phase::Answered;
+                self.phase = Phase::Answered { by: BTreeSet::from([from]) };
                 out.set_timer(
                     Timer::Coordinator { election: self.election },
                     coordinator_timeout(&self.cfg.timing),
@@ -303,7 +312,7 @@ impl Bully {
             (Timer::Answer { election }, Phase::Electing { .. }) if election == self.election => {
                 self.win(out)
             }
-            (Timer::Coordinator { election }, Phase::Answered) if election == self.election => {
+            (Timer::Coordinator { election }, Phase::Answered { .. }) if election == self.election => {
                 self.hold_election(out)
             }
             _ => {}
@@ -387,7 +396,6 @@ impl Bully {
 
     fn on_peer_down(&mut self, peer: PeerId, out: &mut O) {
         self.down.insert(peer);
-        let me = self.me();
         match &mut self.phase {
             // Dead peers do not answer: with nobody left to, this node has won.
             Phase::Electing { asked } => {
@@ -396,8 +404,15 @@ impl Bully {
                     self.win(out);
                 }
             }
-            // Perhaps the one that answered: it will not win now.
-            Phase::Answered if peer > me => self.hold_election(out),
+            // Those that answered hold the election on: only with all of them down will
+            // none win. (Starting again at any higher death made every node that answered
+            // before it heard of a dead leader ask twice.)
+            Phase::Answered { by } => {
+                by.remove(&peer);
+                if by.is_empty() {
+                    self.hold_election(out);
+                }
+            }
             Phase::Idle if self.leader.is_some_and(|(id, _)| id == peer) => self.hold_election(out),
             _ => {}
         }
@@ -471,7 +486,10 @@ impl Node for Bully {
                 let who: Vec<String> = asked.iter().map(PeerId::to_string).collect();
                 format!("electing: waiting for ANSWER from {}", who.join(", "))
             }
-            Phase::Answered => "electing: answered, waiting for COORDINATOR".into(),
+            Phase::Answered { by } => {
+                let who: Vec<String> = by.iter().map(PeerId::to_string).collect();
+                format!("electing: answered by {}, waiting for COORDINATOR", who.join(", "))
+            }
         }
     }
 }
@@ -755,7 +773,7 @@ mod tests {
         let mut out = O::new(Duration::ZERO);
         w0.step(Input::Call { call: ElectionCall::Elect }, &mut out);
         w0.step(Input::Message { from: PeerId(1), msg: Msg::Answer }, &mut out);
-        assert_eq!(w0.waiting_for(), "electing: answered, waiting for COORDINATOR");
+        assert_eq!(w0.waiting_for(), "electing: answered by w1, waiting for COORDINATOR");
         out.reset(Duration::ZERO);
         w0.step(Input::Timer { timer: Timer::Coordinator { election: 1 } }, &mut out);
         let sends: Vec<_> = out
@@ -773,6 +791,35 @@ mod tests {
         w0.step(Input::Timer { timer: Timer::Coordinator { election: 1 } }, &mut out);
         w0.step(Input::Timer { timer: Timer::Answer { election: 1 } }, &mut out);
         assert!(out.actions().is_empty(), "{:?}", out.actions());
+    }
+
+    #[test]
+    fn an_answered_node_starts_again_only_when_all_who_answered_are_down() {
+        // w0 of 4 asks w1 and w2 (w3, the leader, is dead but not yet reported); both
+        // answer. The leader's death is no news to the election that w1 and w2 hold on:
+        // w0 asks nobody again (it once did, at any higher death). w1's is no news
+        // either; only with w2 down too does w0 start over.
+        let mut w0 = Bully::create(&Config::new(0, 4));
+        let mut out = O::new(Duration::ZERO);
+        w0.step(Input::PeerDown { peer: PeerId(3) }, &mut out);
+        w0.step(Input::Call { call: ElectionCall::Elect }, &mut out);
+        w0.step(Input::Message { from: PeerId(1), msg: Msg::Answer }, &mut out);
+        w0.step(Input::Message { from: PeerId(2), msg: Msg::Answer }, &mut out);
+        assert_eq!(w0.waiting_for(), "electing: answered by w1, w2, waiting for COORDINATOR");
+        let mut w0b = Bully::create(&Config::new(0, 4));
+        let mut out = O::new(Duration::ZERO);
+        w0b.step(Input::Call { call: ElectionCall::Elect }, &mut out);
+        w0b.step(Input::Message { from: PeerId(2), msg: Msg::Answer }, &mut out);
+        out.reset(Duration::ZERO);
+        w0b.step(Input::PeerDown { peer: PeerId(3) }, &mut out);
+        assert!(out.actions().iter().all(|a| !matches!(a, crate::algorithm::Output::Send { .. })));
+        assert_eq!(w0b.waiting_for(), "electing: answered by w2, waiting for COORDINATOR");
+        w0.step(Input::PeerDown { peer: PeerId(1) }, &mut out);
+        assert_eq!(w0.waiting_for(), "electing: answered by w2, waiting for COORDINATOR");
+        w0.step(Input::PeerDown { peer: PeerId(2) }, &mut out);
+        // Everyone above is down now: it asks nobody and wins at once.
+        assert_eq!(w0.waiting_for(), "");
+        assert_eq!(w0.leader, Some((PeerId(0), next_term(0, 4, PeerId(0)))));
     }
 
     #[test]

@@ -33,6 +33,7 @@ use std::path::Path;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
+pub mod election_cost;
 mod faultlog;
 pub mod leaders;
 #[cfg(test)]

@@ -307,7 +307,7 @@ pub fn run(
         Some(c) => format!("every process on CPU {c} (--all-cpus to spread them)"),
     });
     let rounds = if quick { 2_000 } else { 20_000 };
-    let t = ping_pong(exe, rounds)?;
+    let t = ping_pong(exe, rounds, crate::supervisor::Transport::Unix)?;
     let ideal = 1.0 / (2.0 * t.as_secs_f64());
     say(format!(
         "one-way message time T = {:.2} µs ({rounds} round trips between two processes)",

@@ -245,7 +245,9 @@ fn execute(opts: &RunOpts, reg: &Registry, evidence: &Evidence) -> Result<Report
         faults.ended = Some((ended, window));
     }
     let audited = sup.outcome().audit(&dir, &faults, &mut failure, evidence);
-    let report = sup.outcome().report(audited, failure, &dir);
+    let mut report = sup.outcome().report(audited, failure, &dir);
+    // Before the rings go: the killed lives' sends are only in their trace.
+    sup.outcome().weigh_election(&mut report, &dir, &faults);
     let (kept, trace) = if report.ok && !opts.keep {
         crate::trace::remove_rings(&dir.path);
         (dir.remove(&sockets), false)

@@ -17,6 +17,7 @@ use super::processes::Slot;
 use super::rundir::RunDir;
 use super::{AppliedFault, RunOpts, HANDOVER};
 use crate::algos::{Shape, Theory};
+use crate::audit::election_cost::{self, ElectionCost};
 use crate::audit::{self, AuditReport, ElectionReport, Violation, WaitStats};
 use crate::control;
 use crate::registry::AlgoInfo;
@@ -238,6 +239,10 @@ pub struct ElectionPart {
     /// Leader records written after the run had settled, while its workers were being
     /// stopped (the audit's `after_end`): the teardown's, not judged.
     pub after_end: usize,
+    /// The run against the theory of the run it was, from its trace: the killed lives'
+    /// sends (in `messages.total`), each round's bound, and the turnaround after a
+    /// leader's kill in message times; `None` when the trace could not be read.
+    pub cost: Option<ElectionCost>,
 }
 
 impl Report {
@@ -515,6 +520,61 @@ impl Outcome<'_> {
             message_time_us: t_ms.map(|t| t * 1e3),
             time_to_elect_t: a.time_to_agree_ms.zip(t_ms).map(|(e, t)| e / t),
             after_end: a.after_end,
+            cost: None,
+        }
+    }
+
+    /// The lives whose final statistics never came: (worker, incarnation).
+    fn unreported_lives(&self) -> std::collections::BTreeSet<(u32, u32)> {
+        let mut lives = std::collections::BTreeSet::new();
+        for (w, s) in self.slots.iter().enumerate() {
+            let last = s.incarnation + u32::from(s.stats.is_none());
+            lives.extend((0..last).map(|inc| (w as u32, inc)));
+        }
+        lives
+    }
+
+    /// Weigh an election run against the theory of the run it was, from its trace in
+    /// `dir` (the trace files, or else the flight recorder's rings, written out to a
+    /// temporary directory and left in place), and count the killed lives' sends into
+    /// its messages. A trace that cannot be read leaves `cost` empty, with a line saying why.
+    pub(super) fn weigh_election(&self, report: &mut Report, dir: &RunDir, faults: &audit::FaultLog) {
+        let ServiceReport::Election(e) = &mut report.service else { return };
+        if self.info.own_leaders {
+            return;
+        }
+        let unreported = self.unreported_lives();
+        let body = self.info.body;
+        let rings = match crate::trace::traces_from_rings(&dir.path, |_| Some(body)) {
+            Ok(r) => r,
+            Err(err) => return eprintln!("mutexlab: election cost not weighed: {err}"),
+        };
+        let from = rings.as_ref().map_or(dir.path.as_path(), |(t, _)| t.path());
+        let start_ns = election_cost::start_of(&dir.path.join(control::LEADERS_FILE)).unwrap_or(0);
+        let initiators = self.opts.elect.as_ref().map_or(0, |x| x.initiators.count(self.opts.workers));
+        let inputs = election_cost::Inputs {
+            workers: self.opts.workers,
+            initiators,
+            theory: self.info.theory,
+            faults,
+            start_ns,
+            unreported: &unreported,
+            t_ms: e.message_time_us.map(|us| us / 1e3),
+            reported: e.messages.total,
+            notes_turnaround: (self.info.name == "bully").then_some(election_cost::NOTES_TURNAROUND),
+            asks: (self.info.name == "bully").then_some("ELECTION"),
+        };
+        match election_cost::analyse(from, &inputs) {
+            Ok(c) => {
+                e.messages.total += c.unreported_sent;
+                for (k, v) in &c.unreported_by_type {
+                    *e.messages.by_type.entry(k.clone()).or_default() += v;
+                }
+                let elections = e.elections.max(1) as f64;
+                e.messages.per_election = e.messages.total as f64 / elections;
+                e.cost = Some(c);
+            }
+            Err(err) => eprintln!("mutexlab: election cost not weighed: {err}"),
         }
     }
 }
@@ -650,6 +710,7 @@ pub(crate) mod samples {
             message_time_us: Some(6.25),
             time_to_elect_t: Some(1200.0),
             after_end: 2,
+            cost: None,
         });
         Report {
             schema: JSON_SCHEMA,
@@ -749,7 +810,7 @@ mod tests {
                 "HEARTBEAT": 40}, "per_election": 4.0, "heartbeats": 40, "bad_frames": 1,
                 "dropped_connections": 0},
             "theory": theory, "time_to_elect_ms": 7.5, "message_time_us": 6.25,
-            "time_to_elect_t": 1200.0, "after_end": 2, "elapsed_s": 0.5, "seed": 1,
+            "time_to_elect_t": 1200.0, "after_end": 2, "cost": null, "elapsed_s": 0.5, "seed": 1,
             "network": {"latency_ms": 0.0, "jitter_ms": 0.0, "drop": 0.0}, "transport": "unix",
             "violations": [{"kind": "two-leaders", "line": 4, "detail": "two-leaders <at> line 4"}],
             "violation_count": 1, "run_dir": "/tmp/elect-x", "run_dir_kept": true,
@@ -785,7 +846,7 @@ mod tests {
         let election = keys(&serde_json::to_string_pretty(&samples::election()).unwrap());
         let order =
             "schema algorithm workers ok failure model_broken initiators detector timeouts leader term \
-            elections messages theory time_to_elect_ms message_time_us time_to_elect_t after_end elapsed_s seed \
+            elections messages theory time_to_elect_ms message_time_us time_to_elect_t after_end cost elapsed_s seed \
             network transport violations violation_count safety_ok safety_violations liveness_violations \
             violations_by_kind run_dir run_dir_kept plan faults never_fired \
             lost_messages unreported counters trace trace_complete deadlocks";
