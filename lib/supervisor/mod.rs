@@ -61,6 +61,7 @@ pub mod janitor;
 mod limits;
 mod links;
 mod nemesis;
+pub mod netns;
 mod options;
 pub mod probe;
 mod proc;
