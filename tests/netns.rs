@@ -250,3 +250,18 @@ fn measure_wiring() {
         healed.as_secs_f64() * 1e3
     );
 }
+
+#[test]
+fn netns_without_tcp_is_a_usage_error_in_one_line() {
+    let out = crate::common::mutexlab()
+        .args(["run", "--netns", "-n", "2", "--entries", "1"])
+        .output()
+        .expect("mutexlab runs");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("mutexlab: --netns needs --transport tcp"), "{err}");
+    let out =
+        crate::common::mutexlab().args(["elect", "--netns", "-n", "2"]).output().expect("mutexlab runs");
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+}

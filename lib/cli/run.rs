@@ -237,6 +237,10 @@ struct Shared {
     /// every worker asking every other (N(N-1) × 40 µs / cores: 1.3 s for 256 on 2 cores).
     #[arg(long, allow_negative_numbers = true)]
     processing_ms: Option<u64>,
+    /// Each worker in a network namespace of its own, joined by veth pairs to a bridge;
+    /// a partition is then made in the kernel. Needs --transport tcp and user namespaces.
+    #[arg(long)]
+    netns: bool,
 }
 
 impl Shared {
@@ -407,6 +411,8 @@ pub(super) fn cmd_elect(a: ElectArgs) -> Outcome {
 /// What `run` and `elect` do once their options are made: the run, its summary or JSON
 /// object, the page of a kept run, and the exit status.
 fn run_and_report(opts: &RunOpts, sh: &Shared) -> Outcome {
+    // `--transport tcp` is not in this build: when it is, its value goes here.
+    supervisor::netns::check_flags(opts.netns, false).map_err(Error::usage)?;
     // The command line's registry: the one the binary installed, else the built-in one.
     let reg = registry::registry();
     match supervisor::run(opts, reg) {
@@ -448,6 +454,7 @@ fn shared_opts(sh: &Shared, plan: Plan, algo: &'static AlgoInfo) -> RunOpts {
         trace: sh.trace || sh.keep,
         flight: !sh.no_flight_recorder,
         states: sh.states,
+        netns: sh.netns,
         ..RunOpts::new(algo, exe())
     }
 }

@@ -81,6 +81,9 @@ pub struct RunOpts {
     /// `mutexlab replay`: the workers hold every message and step, and the supervisor
     /// walks these choices instead of letting the run go ([`super::replay`]).
     pub replay: Option<super::Replay>,
+    /// Each worker in a network namespace of its own, wired by a keeper
+    /// ([`super::netns`]), and partitions made there (`--netns`).
+    pub netns: bool,
 }
 
 impl RunOpts {
@@ -118,6 +121,7 @@ impl RunOpts {
             states: false,
             external: None,
             replay: None,
+            netns: false,
         }
     }
 }
