@@ -265,3 +265,44 @@ fn netns_without_tcp_is_a_usage_error_in_one_line() {
         crate::common::mutexlab().args(["elect", "--netns", "-n", "2"]).output().expect("mutexlab runs");
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// A whole run under `--netns`, through the library (the command line refuses `--netns`
+/// until `--transport tcp` exists). Its workers still talk over Unix sockets, which the
+/// kernel's partition does not cut: this checks the wiring (each life isolated and
+/// attached, a restarted one too, the run clean inside namespaces) and the record, not
+/// the cut, which the keeper's own test above checks.
+#[test]
+fn a_run_under_netns_wires_every_life_and_records_its_partitions_as_the_kernels() {
+    use mutexlab::faults::{FaultKind, Plan};
+    use mutexlab::registry::Registry;
+    use mutexlab::supervisor::RunOpts;
+
+    if keeper().is_none() {
+        return;
+    }
+    let reg = Registry::builtin();
+    let plan = Plan::parse("partition 0|1,2 at 100ms; heal at 200ms; kill 0 at 300ms; restart 0 at 400ms", 3)
+        .unwrap();
+    let opts = RunOpts {
+        workers: 3,
+        duration: Some(Duration::from_millis(700)),
+        plan,
+        netns: true,
+        ..RunOpts::new(reg.get("centralized").unwrap(), env!("CARGO_BIN_EXE_mutexlab").into())
+    };
+    let r = mutexlab::supervisor::run(&opts, &reg).expect("the run ends");
+    assert!(r.ok, "{:?}", r.failure);
+    let kinds: Vec<(FaultKind, bool)> = r.faults.iter().map(|f| (f.action, f.kernel)).collect();
+    assert_eq!(
+        kinds,
+        [
+            (FaultKind::Partition, true),
+            (FaultKind::Heal, true),
+            (FaultKind::Kill, false),
+            (FaultKind::Restart, false)
+        ],
+        "{:#?}",
+        r.faults
+    );
+    assert!(r.faults[0].note.ends_with("; in the kernel"), "{}", r.faults[0].note);
+}
