@@ -6,25 +6,29 @@
 //! [`super::Keeper`] for the other side). At end of input it exits, and the kernel
 //! removes its namespace with every bridge and veth pair in it.
 //!
-//! Links are made with `ip` from iproute2, one `ip -batch` process for the keeper's side
-//! of a request and one inside the worker's namespace: netlink from this process would
-//! save those processes (see docs/cluster.md, "2. `--netns`", for what that costs).
+//! Links are made by route netlink ([`super::rtnl`]); for an address in a worker's
+//! namespace the keeper enters it just long enough to open a socket there.
 
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufRead, Write};
 use std::net::Ipv4Addr;
-use std::os::fd::{AsRawFd, BorrowedFd};
-use std::os::unix::process::CommandExt;
-use std::process::{Command, Stdio};
 
-use nix::sched::{setns, unshare, CloneFlags};
+use nix::sched::{unshare, CloneFlags};
 use nix::unistd::{getgid, getuid};
 
+use super::rtnl::Rtnl;
 use super::{refusal, Request, MAIN_BRIDGE, PREFIX};
 
-/// The keeper's network: every worker's host-side port, and the partition in force.
+/// The loopback's index in every network namespace.
+const LOOPBACK: u32 = 1;
+
+/// The keeper's network: its netlink socket and namespace, every worker's host-side
+/// port, and the partition in force.
 struct Net {
+    rtnl: Rtnl,
+    /// The keeper's own network namespace, to come back to from a worker's.
+    home: File,
     /// Worker → the name of its host-side veth end.
     ports: BTreeMap<u32, String>,
     /// Worker → its group, while a partition is in force; with its generation.
@@ -44,14 +48,19 @@ pub fn serve() -> io::Result<()> {
         return Ok(());
     }
     let setup = map_ids(uid.as_raw(), gid.as_raw()).and_then(|()| {
-        ip(None, &[format!("link add {MAIN_BRIDGE} type bridge"), format!("link set {MAIN_BRIDGE} up")])
+        let home = File::open("/proc/self/ns/net").map_err(|e| format!("/proc/self/ns/net: {e}"))?;
+        let mut rtnl = Rtnl::open()?;
+        rtnl.add_bridge(MAIN_BRIDGE)?;
+        Ok(Net { rtnl, home, ports: BTreeMap::new(), groups: None, made: 0, partitions: 0 })
     });
-    if let Err(e) = setup {
-        writeln!(out, "err cannot set up the keeper's namespace: {e}")?;
-        return Ok(());
-    }
+    let mut net = match setup {
+        Ok(net) => net,
+        Err(e) => {
+            writeln!(out, "err cannot set up the keeper's namespace: {e}")?;
+            return Ok(());
+        }
+    };
     writeln!(out, "ready")?;
-    let mut net = Net { ports: BTreeMap::new(), groups: None, made: 0, partitions: 0 };
     for line in io::stdin().lock().lines() {
         let line = line?;
         let answer = match Request::parse(&line) {
@@ -115,33 +124,20 @@ impl Net {
     fn attach(&mut self, w: u32, pid: i32, addr: Ipv4Addr) -> Result<(), String> {
         if let Some(old) = self.ports.remove(&w) {
             // Gone already if its namespace was: the pair dies with either end.
-            let _ = ip(None, &[format!("link del {old}")]);
+            let _ = self.rtnl.delete(&old);
         }
         let ns = File::open(format!("/proc/{pid}/ns/net")).map_err(|e| format!("process {pid}: {e}"))?;
         self.made += 1;
         let port = format!("v{}", self.made);
-        let bridge = self.bridge_of(w);
         // The worker's MAC address follows from its IP address, so a next life keeps
         // it: its peers' ARP caches stay right, as they would for a rebooted machine.
         let [a, b, c, d] = addr.octets();
-        let mac = format!("02:00:{a:02x}:{b:02x}:{c:02x}:{d:02x}");
-        ip(
-            None,
-            &[
-                format!("link add {port} type veth peer name eth0 address {mac} netns {pid}"),
-                format!("link set {port} master {bridge}"),
-                format!("link set {port} up"),
-            ],
-        )?;
+        self.rtnl.add_veth(&port, &self.bridge_of(w), pid, [0x02, 0, a, b, c, d])?;
         self.ports.insert(w, port);
-        ip(
-            Some(ns.as_raw_fd()),
-            &[
-                "link set lo up".into(),
-                format!("addr add {addr}/{PREFIX} dev eth0"),
-                "link set eth0 up".into(),
-            ],
-        )
+        let (mut there, eth0) = Rtnl::open_in(&ns, &self.home, "eth0")?;
+        there.add_address(eth0, addr, PREFIX)?;
+        there.set_up(eth0)?;
+        there.set_up(LOOPBACK)
     }
 
     /// One bridge per group; every port moves to its group's; the bridges of the
@@ -151,25 +147,19 @@ impl Net {
         self.partitions += 1;
         let count = groups.iter().max().map_or(0, |g| g + 2);
         self.groups = Some((self.partitions, groups));
-        let mut batch = Vec::new();
         for g in 0..count {
-            let b = group_bridge(self.partitions, g);
-            batch.push(format!("link add {b} type bridge"));
-            batch.push(format!("link set {b} up"));
+            self.rtnl.add_bridge(&group_bridge(self.partitions, g))?;
         }
-        self.move_ports(&mut batch);
-        batch.extend(before.iter().map(|b| format!("link del {b}")));
-        ip(None, &batch)
+        self.move_ports()?;
+        before.iter().try_for_each(|b| self.rtnl.delete(b))
     }
 
     /// Every port back on the main bridge; the partition's bridges go.
     fn heal(&mut self) -> Result<(), String> {
         let before = self.old_bridges();
         self.groups = None;
-        let mut batch = Vec::new();
-        self.move_ports(&mut batch);
-        batch.extend(before.iter().map(|b| format!("link del {b}")));
-        ip(None, &batch)
+        self.move_ports()?;
+        before.iter().try_for_each(|b| self.rtnl.delete(b))
     }
 
     /// The bridges of the partition in force, if any.
@@ -179,11 +169,11 @@ impl Net {
         (0..count).map(|g| group_bridge(*generation, g)).collect()
     }
 
-    /// Add to `batch` the moves of every port to its bridge.
-    fn move_ports(&self, batch: &mut Vec<String>) {
-        for (&w, port) in &self.ports {
-            batch.push(format!("link set {port} master {}", self.bridge_of(w)));
-        }
+    /// Move every port to its bridge.
+    fn move_ports(&mut self) -> Result<(), String> {
+        let moves: Vec<(String, String)> =
+            self.ports.iter().map(|(&w, port)| (port.clone(), self.bridge_of(w))).collect();
+        moves.iter().try_for_each(|(port, bridge)| self.rtnl.set_bridge(port, bridge))
     }
 }
 
@@ -191,36 +181,4 @@ impl Net {
 /// generation and group below 10^5).
 fn group_bridge(generation: u64, g: usize) -> String {
     format!("p{}g{g}", generation % 100_000)
-}
-
-/// Run `commands` in one `ip -batch` process, in the network namespace `netns` (a
-/// descriptor of it) or the keeper's; its error line if it fails.
-fn ip(netns: Option<i32>, commands: &[String]) -> Result<(), String> {
-    if commands.is_empty() {
-        return Ok(());
-    }
-    let mut cmd = Command::new("ip");
-    cmd.args(["-batch", "-"]).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped());
-    if let Some(fd) = netns {
-        // SAFETY: one system call between fork and exec, on a descriptor open until the
-        // spawn returns.
-        unsafe {
-            cmd.pre_exec(move || {
-                setns(BorrowedFd::borrow_raw(fd), CloneFlags::CLONE_NEWNET).map_err(io::Error::from)
-            });
-        }
-    }
-    let mut child = cmd.spawn().map_err(|e| format!("cannot run ip: {e}"))?;
-    let input = commands.join("\n") + "\n";
-    let wrote = child.stdin.take().map(|mut s| s.write_all(input.as_bytes()));
-    let out = child.wait_with_output().map_err(|e| format!("ip: {e}"))?;
-    if out.status.success() {
-        return match wrote {
-            Some(Err(e)) => Err(format!("ip: {e}")),
-            _ => Ok(()),
-        };
-    }
-    let said = String::from_utf8_lossy(&out.stderr);
-    let said: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).collect();
-    Err(format!("ip failed ({}): {}", out.status, said.join("; ")))
 }

@@ -13,6 +13,7 @@
 //! when the keeper exits.
 
 pub mod keeper;
+mod rtnl;
 
 use std::fmt;
 use std::fs::File;
