@@ -40,6 +40,7 @@ fn keeper() -> Option<Keeper> {
                 line.contains("kernel.unprivileged_userns_clone")
                     || line.contains("user.max_user_namespaces")
             );
+            crate::common::skipped(&format!("user namespaces are refused here; checked the refusal: {line}"));
             None
         }
         Err(e) => panic!("the keeper did not start: {e}"),
@@ -305,4 +306,43 @@ fn a_run_under_netns_wires_every_life_and_records_its_partitions_as_the_kernels(
         r.faults
     );
     assert!(r.faults[0].note.ends_with("; in the kernel"), "{}", r.faults[0].note);
+}
+
+/// A negative control for the refusal: a user namespace whose own limit on user
+/// namespaces is 0 stands in for a system that refuses them.
+#[test]
+fn where_user_namespaces_are_refused_the_keeper_names_the_sysctl() {
+    let out = Command::new("unshare")
+        .args(["-r", "sh", "-c", "echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" netns-keeper"])
+        .arg(env!("CARGO_BIN_EXE_mutexlab"))
+        .stdin(Stdio::null())
+        .output()
+        .expect("unshare runs");
+    if !out.status.success() {
+        // No user namespace at all here: the keeper itself is refused, as it says.
+        assert!(keeper().is_none(), "unshare -r failed: {}", String::from_utf8_lossy(&out.stderr));
+        return;
+    }
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        said.lines().collect::<Vec<_>>(),
+        ["refused --netns needs a user namespace, and this system refuses one (unshare: No space left on \
+          device): sysctl user.max_user_namespaces is 0 (a positive number allows them)"]
+    );
+}
+
+/// The supervisor's side of a refusal: a keeper that says `refused LINE` is a usage
+/// error (exit 2) with that line, and it is reaped.
+#[test]
+fn a_refusing_keeper_is_a_usage_error_with_its_line() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("keeper");
+    std::fs::write(&fake, "#!/bin/sh\necho 'refused no namespaces here'\n").unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    match Keeper::start(&fake) {
+        Err(RunError::Usage(line)) => assert_eq!(line, "no namespaces here"),
+        Err(e) => panic!("not a usage error: {e}"),
+        Ok(_) => panic!("a refusing keeper was taken as ready"),
+    }
 }
