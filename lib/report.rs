@@ -695,6 +695,7 @@ mod tests {
             late_ms,
             standing: None,
             step: None,
+            kernel: false,
             note: "stop 3 at 2100ms for 1ms".into(),
         };
         let mut s = String::new();

@@ -24,6 +24,7 @@ mod faults;
 mod handoff;
 mod hostile;
 mod impostors;
+mod netns;
 mod permission;
 mod readers;
 mod readme;

@@ -154,6 +154,9 @@ enum Cmd {
     /// (internal) Removes the sockets of a run whose supervisor was killed; started by `run`.
     #[command(hide = true)]
     Janitor,
+    /// (internal) Owns the workers' network namespaces under `--netns`; started by `run`.
+    #[command(name = "netns-keeper", hide = true)]
+    NetnsKeeper,
 }
 
 /// The steps of a fault plan, which `run` and `elect` share.
@@ -227,7 +230,7 @@ fn command(registry: Registry) -> Outcome {
     };
     // Every command a person starts ends on SIGINT/SIGTERM with 130 within the grace; a
     // worker has its own handlers, and the janitor and the echo live and die with a run.
-    if !matches!(cli.cmd, Cmd::Worker(_) | Cmd::Janitor | Cmd::Echo { .. }) {
+    if !matches!(cli.cmd, Cmd::Worker(_) | Cmd::Janitor | Cmd::Echo { .. } | Cmd::NetnsKeeper) {
         crate::interrupt::install()
             .map_err(|e| Error::failed(format!("cannot install the signal handler: {e}")))?;
     }
@@ -272,6 +275,10 @@ fn command(registry: Registry) -> Outcome {
         }
         Cmd::Janitor => {
             supervisor::janitor::serve().map_err(|e| Error::failed(format!("janitor: {e}")))?;
+            Ok(Verdict::Pass)
+        }
+        Cmd::NetnsKeeper => {
+            supervisor::netns::keeper::serve().map_err(|e| Error::failed(format!("network keeper: {e}")))?;
             Ok(Verdict::Pass)
         }
     }

@@ -242,6 +242,10 @@ struct Shared {
     /// frames, hellos and message counts either way.
     #[arg(long, value_enum, default_value_t = supervisor::Transport::Unix)]
     transport: supervisor::Transport,
+    /// Each worker in a network namespace of its own, joined by veth pairs to a bridge;
+    /// a partition is then made in the kernel. Needs --transport tcp and user namespaces.
+    #[arg(long)]
+    netns: bool,
 }
 
 impl Shared {
@@ -416,6 +420,9 @@ pub(super) fn cmd_elect(a: ElectArgs) -> Outcome {
 /// What `run` and `elect` do once their options are made: the run, its summary or JSON
 /// object, the page of a kept run, and the exit status.
 fn run_and_report(opts: &RunOpts, sh: &Shared) -> Outcome {
+    // `--transport tcp` is not in this build: when it is, its value goes here.
+    supervisor::netns::check_flags(opts.netns, opts.transport == supervisor::Transport::Tcp)
+        .map_err(Error::usage)?;
     // The command line's registry: the one the binary installed, else the built-in one.
     let reg = registry::registry();
     match supervisor::run(opts, reg) {
@@ -458,6 +465,7 @@ fn shared_opts(sh: &Shared, plan: Plan, algo: &'static AlgoInfo) -> RunOpts {
         flight: !sh.no_flight_recorder,
         states: sh.states,
         transport: sh.transport,
+        netns: sh.netns,
         ..RunOpts::new(algo, exe())
     }
 }

@@ -827,6 +827,7 @@ mod tests {
             late_ms: None,
             standing: Some(if where_ == "inside" { Standing::Inside } else { Standing::Outside }),
             step: None,
+            kernel: false,
             note: format!("kill holder at entry 3; w{w} {where_} the critical section"),
         };
         let skip = AppliedFault {

@@ -530,6 +530,7 @@ mod tests {
             late_ms: None,
             standing: None,
             step: crate::faults::Plan::parse("kill 3 at 100ms", 4).unwrap().steps.pop(),
+            kernel: false,
             note: "kill 3 at 100ms".into(),
         });
         let stall = Stall {

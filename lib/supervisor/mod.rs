@@ -61,6 +61,7 @@ pub mod janitor;
 mod limits;
 mod links;
 mod nemesis;
+pub mod netns;
 mod options;
 pub mod probe;
 mod proc;
@@ -186,6 +187,8 @@ fn execute(opts: &RunOpts, reg: &Registry, evidence: &Evidence) -> Result<Report
         eprintln!("{warning}");
     }
     install_signal_handler()?;
+    // Before anything else starts: where user namespaces are refused, this is the refusal.
+    let net = if opts.netns { Some(netns::Keeper::start(&opts.exe)?) } else { None };
     let dir = RunDir::create(opts.run_dir.as_deref())?;
     // Declared after `dir`, so dropped first: told `done` and reaped once every removal
     // below is over, on every way out of this function.
@@ -198,7 +201,7 @@ fn execute(opts: &RunOpts, reg: &Registry, evidence: &Evidence) -> Result<Report
         dir.remove(&[]);
         return Err(e);
     }
-    let mut sup = match Supervisor::new(opts, info, &dir.path, tx, rx) {
+    let mut sup = match Supervisor::new(opts, info, &dir.path, tx, rx, net) {
         Ok(s) => s,
         Err(e) => {
             dir.remove(&[]);
@@ -315,6 +318,7 @@ impl<'a> Supervisor<'a> {
         dir: &Path,
         tx: Sender<Event>,
         rx: Receiver<Event>,
+        net: Option<netns::Keeper>,
     ) -> Result<Self, RunError> {
         // Checked before the directory was made too, but symbolic links may have made
         // its real path longer.
@@ -331,11 +335,11 @@ impl<'a> Supervisor<'a> {
             info,
             dir: dir.to_path_buf(),
             rx,
-            procs: Processes::new(dir, tx, secret)?,
+            procs: Processes::new(dir, tx, secret, net)?,
             started: None,
             finished: None,
             progress: Progress::new(opts, &dir.join(control::RESOURCE_FILE)),
-            nemesis: Nemesis::new(opts.plan.steps.clone()),
+            nemesis: Nemesis::new(opts.plan.steps.clone()).in_kernel(opts.netns),
             breach: None,
             write_refused: false,
             walk: Walk::default(),
@@ -856,7 +860,7 @@ mod tests {
     pub(super) fn idle<'a>(opts: &'a RunOpts, dir: &Path) -> Supervisor<'a> {
         let info = validate(opts, &Registry::builtin()).unwrap();
         let (tx, rx) = mpsc::channel();
-        Supervisor::new(opts, info, dir, tx, rx).unwrap()
+        Supervisor::new(opts, info, dir, tx, rx, None).unwrap()
     }
 
     /// `idle`, with `n` ready workers that were never spawned (pids nobody signals),

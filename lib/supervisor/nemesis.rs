@@ -81,6 +81,9 @@ pub(super) struct Nemesis {
     links_version: u64,
     /// When the fault being applied was due, if it had a time (see [`LATE`]).
     due: Option<Instant>,
+    /// Partitions are made in the kernel by the network keeper (`--netns`), and the
+    /// workers are told none.
+    kernel: bool,
 }
 
 impl Nemesis {
@@ -96,7 +99,13 @@ impl Nemesis {
             links: Vec::new(),
             links_version: 0,
             due: None,
+            kernel: false,
         }
+    }
+
+    /// The same, its partitions made in the kernel if `kernel` (`--netns`).
+    pub(super) fn in_kernel(self, kernel: bool) -> Nemesis {
+        Nemesis { kernel, ..self }
     }
 
     /// Whether any plan step is left.
@@ -267,6 +276,7 @@ impl Nemesis {
             late_ms: late.map(|l| l.as_secs_f64() * 1e3),
             standing: None,
             step: None,
+            kernel: false,
             note,
         }
     }
@@ -345,7 +355,7 @@ impl Nemesis {
                 Undo::Heal { generation } => {
                     if self.in_force(generation) {
                         let made = self.partition.as_ref().map(|(_, _, st)| st.clone());
-                        self.heal(run, made.as_ref(), "partition over");
+                        self.heal(run, made.as_ref(), "partition over")?;
                     }
                 }
                 Undo::Restore { number } => self.restore(run, number),
@@ -497,15 +507,20 @@ impl Nemesis {
             }
             Action::Partition(p) => {
                 let generation = self.partition(p.clone(), st.clone());
-                self.record(run, st.action.kind(), Some(st), None, text);
-                for id in 0..run.procs.slots.len() {
-                    self.sync_partition(run.procs, id);
+                if self.kernel {
+                    let groups = p.group_of(run.opts.workers);
+                    self.in_the_kernel(run, st.action.kind(), Some(st), text, |net| net.partition(&groups))?;
+                } else {
+                    self.record(run, st.action.kind(), Some(st), None, text);
+                    for id in 0..run.procs.slots.len() {
+                        self.sync_partition(run.procs, id);
+                    }
                 }
                 if let Some(d) = st.duration {
                     self.later(Instant::now() + d, Undo::Heal { generation });
                 }
             }
-            Action::Heal => self.heal(run, Some(st), &text),
+            Action::Heal => self.heal(run, Some(st), &text)?,
             Action::Drop(..) | Action::Delay(..) => {
                 let fault = st.action.link_fault().expect("a drop or a delay");
                 self.record(run, st.action.kind(), Some(st), None, text);
@@ -570,12 +585,41 @@ impl Nemesis {
 
     /// End the partition in force: a plan's `heal` step, or the end of the `for` of the
     /// partition `step`.
-    fn heal(&mut self, run: &mut Run<'_>, step: Option<&Step>, why: &str) {
+    fn heal(&mut self, run: &mut Run<'_>, step: Option<&Step>, why: &str) -> Result<(), RunError> {
         self.end_partition();
+        if self.kernel {
+            return self.in_the_kernel(run, FaultKind::Heal, step, why.to_string(), |net| net.heal());
+        }
         self.record(run, FaultKind::Heal, step, None, why.to_string());
         for id in 0..run.procs.slots.len() {
             self.sync_partition(run.procs, id);
         }
+        Ok(())
+    }
+
+    /// Under `--netns`: record a partition or heal (`kind`, of `step`, the note `note`)
+    /// as the kernel's, and have the network keeper make it with `act`. The record is
+    /// taken before, as for any fault; a keeper that fails ends the run.
+    fn in_the_kernel(
+        &mut self,
+        run: &mut Run<'_>,
+        kind: FaultKind,
+        step: Option<&Step>,
+        note: String,
+        act: impl FnOnce(&mut super::netns::Keeper) -> Result<(), String>,
+    ) -> Result<(), RunError> {
+        // The log's line says it too (the note is free text after `#`).
+        let mut f = self.fault_on(run, kind, None, None, format!("{note}; in the kernel"));
+        f.step = step.cloned();
+        f.kernel = true;
+        let net = run
+            .procs
+            .net
+            .as_mut()
+            .ok_or_else(|| RunError::Failed("--netns without its network keeper".into()))?;
+        act(net).map_err(|e| RunError::Failed(format!("the network keeper failed at `{}`: {e}", f.note)))?;
+        self.commit(run.progress, f);
+        Ok(())
     }
 
     /// Bring worker `id` of `procs` up to date with the partition in force (see
@@ -615,6 +659,9 @@ impl Nemesis {
     /// anything: only a started, running worker is told (a paused one does not read; it
     /// is brought up to date when continued). Counts it as told.
     pub(super) fn partition_update(&self, s: &mut Slot) -> Option<ToWorker> {
+        if self.kernel {
+            return None; // the kernel's to enforce, not the workers'
+        }
         let current = self.partition.as_ref().map(|(g, _, _)| *g);
         if !s.started || s.life != Life::Running || s.view == current {
             return None;
@@ -711,6 +758,7 @@ mod tests {
             late_ms: None,
             standing: None,
             step: None,
+            kernel: false,
             note: String::new(),
         }
     }
@@ -1007,5 +1055,17 @@ mod tests {
         faults.end_partition();
         assert_eq!(told(&faults, &mut slot), format!("{:?}", Some(ToWorker::Partition(None))));
         assert_eq!(told(&faults, &mut slot), format!("{:?}", None::<ToWorker>));
+    }
+
+    #[test]
+    fn under_netns_the_workers_are_told_no_partition_the_kernel_makes() {
+        let mut faults = Nemesis::new(Vec::new()).in_kernel(true);
+        let mut slot = Slot::new(nix::unistd::Pid::from_raw(i32::MAX), 0);
+        slot.started = true;
+        faults.partition(vec![vec![0], vec![1]].into(), step(When::Entry(1)));
+        assert!(faults.partition_update(&mut slot).is_none(), "the runtimes must not drop frames too");
+        assert!(faults.partition_in_force().is_some(), "the diagnosis still knows of it");
+        faults.end_partition();
+        assert!(faults.partition_update(&mut slot).is_none());
     }
 }

@@ -83,6 +83,9 @@ pub struct RunOpts {
     pub replay: Option<super::Replay>,
     /// The byte streams between workers (`--transport`).
     pub transport: super::Transport,
+    /// Each worker in a network namespace of its own, wired by a keeper
+    /// ([`super::netns`]), and partitions made there (`--netns`).
+    pub netns: bool,
 }
 
 impl RunOpts {
@@ -121,6 +124,7 @@ impl RunOpts {
             external: None,
             replay: None,
             transport: super::Transport::Unix,
+            netns: false,
         }
     }
 }

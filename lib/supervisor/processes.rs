@@ -143,11 +143,18 @@ pub(super) struct Processes {
     dir: PathBuf,
     /// The flight recorder's rings on disk, kept to the last few lives of each worker.
     pub(super) rings: crate::flight::Kept,
+    /// Under `--netns`, the keeper of the workers' network namespaces.
+    pub(super) net: Option<super::netns::Keeper>,
 }
 
 impl Processes {
     /// No worker yet, in run directory `dir`; what the links say goes to `tx`.
-    pub(super) fn new(dir: &Path, tx: Sender<Event>, secret: Secret) -> Result<Processes, RunError> {
+    pub(super) fn new(
+        dir: &Path,
+        tx: Sender<Event>,
+        secret: Secret,
+        net: Option<super::netns::Keeper>,
+    ) -> Result<Processes, RunError> {
         let links = Links::start(tx)
             .map_err(|e| RunError::Failed(format!("cannot start the control links' thread: {e}")))?;
         Ok(Processes {
@@ -160,6 +167,7 @@ impl Processes {
             strays: Strays::default(),
             dir: dir.to_path_buf(),
             rings: crate::flight::Kept::default(),
+            net,
         })
     }
 
@@ -290,6 +298,9 @@ impl Processes {
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit());
         cmd.process_group(join.map_or(0, Pid::as_raw));
         control::hand_down(&mut cmd, &theirs);
+        if let Some(net) = &self.net {
+            net.isolate(&mut cmd);
+        }
         // SAFETY: between fork and exec we only make one async-signal-safe system call.
         unsafe {
             cmd.pre_exec(|| nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from));
@@ -337,6 +348,10 @@ impl Processes {
             self.slots[id] = slot;
         } else {
             self.slots.push(slot);
+        }
+        if let Some(net) = self.net.as_mut() {
+            net.attach(id as u32, pid.as_raw())
+                .map_err(|e| RunError::Failed(format!("cannot wire worker {id} to the network: {e}")))?;
         }
         Ok(())
     }
@@ -705,7 +720,8 @@ mod tests {
     fn freeze_all_stops_the_running_and_stop_all_kills_and_reaps_every_one() {
         let tmp = tempfile::tempdir().unwrap();
         // The processes alone: no supervisor around them.
-        let mut procs = Processes::new(tmp.path(), mpsc::channel().0, Secret::generate().unwrap()).unwrap();
+        let mut procs =
+            Processes::new(tmp.path(), mpsc::channel().0, Secret::generate().unwrap(), None).unwrap();
         // Reaped by pid below, as the supervisor does; the handles are not waited on.
         let children: Vec<_> = (0..2).map(|_| Command::new("sleep").arg("30").spawn().unwrap()).collect();
         for child in &children {
@@ -728,7 +744,8 @@ mod tests {
     #[test]
     fn a_paused_worker_is_stopped_in_fact_and_a_terminated_one_leaves_though_paused() {
         let tmp = tempfile::tempdir().unwrap();
-        let mut procs = Processes::new(tmp.path(), mpsc::channel().0, Secret::generate().unwrap()).unwrap();
+        let mut procs =
+            Processes::new(tmp.path(), mpsc::channel().0, Secret::generate().unwrap(), None).unwrap();
         // Reaped by pid, as the supervisor does; the handle is not waited on.
         let pid = Command::new("sleep").arg("30").spawn().map(|c| Pid::from_raw(c.id() as i32)).unwrap();
         procs.slots.push(Slot::new(pid, 0));

@@ -610,6 +610,7 @@ pub(crate) mod samples {
             late_ms: Some(2.5),
             standing: Some(crate::faults::Standing::Outside),
             step: None,
+            kernel: false,
             note: "kill 1 at 120ms".into(),
         }
     }

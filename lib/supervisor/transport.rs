@@ -52,9 +52,23 @@ fn loopback(_id: u32) -> IpAddr {
     IpAddr::V4(Ipv4Addr::LOCALHOST)
 }
 
+/// Worker `id` in its own network namespace, at the address the keeper gave it.
+fn in_netns(id: u32) -> IpAddr {
+    IpAddr::V4(super::netns::address(id))
+}
+
 impl Addressing {
-    /// The addressing of run `o`: over its transport, on this machine's loopback.
+    /// The addressing of run `o`: over its transport, on this machine's loopback; or,
+    /// under `--netns`, each worker listening on every address of its own namespace and
+    /// reached at that namespace's address ([`super::netns::address`]).
     pub(super) fn of(o: &super::RunOpts) -> Addressing {
+        if o.netns && o.transport == Transport::Tcp {
+            return Addressing {
+                transport: Transport::Tcp,
+                bind: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                host: in_netns,
+            };
+        }
         Addressing::local(o.transport)
     }
 

@@ -228,6 +228,10 @@ pub struct AppliedFault {
     #[serde(skip)]
     #[schemars(skip)]
     pub step: Option<Step>,
+    /// `partition` and `heal`: made in the kernel, by moving the workers' network
+    /// namespaces between bridges (`--netns`), not by the runtimes dropping frames.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kernel: bool,
     /// Anything else: the plan step, whether the target was inside, why a step was skipped.
     pub note: String,
 }
