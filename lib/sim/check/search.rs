@@ -738,7 +738,12 @@ where
         let batch = {
             let mut todo = todo[i].lock().unwrap_or_else(|e| e.into_inner());
             let at = todo.len().saturating_sub(BATCH);
-            todo.split_off(at)
+            let batch = todo.split_off(at);
+            if todo.is_empty() {
+                // Its room goes back now, not at the level's end, when the next is longest.
+                *todo = Vec::new();
+            }
+            batch
         };
         if batch.is_empty() {
             share = from.next();
