@@ -598,6 +598,12 @@ impl Shared {
 /// Worlds one thread takes from the level at a time.
 const BATCH: usize = 64;
 
+/// A batch of a level's worlds, at most [`BATCH`]. A level is kept in batches, each
+/// allocated to its size, not in one vector grown by doubling: a world in the level is
+/// 440 bytes before its heap (Ricart-Agrawala, n = 4), and a doubled vector's unused half
+/// was up to that much again per state.
+type Batch<N> = Vec<Queued<N>>;
+
 /// Breadth-first search on `threads` threads (see the module doc). `progress` is called
 /// on the calling thread about once a second.
 pub(super) fn bfs<N: Node>(
@@ -628,9 +634,10 @@ where
     let (fp, orbit, first) = start::<N>(how);
     let mut out = Outcome { states: 1, orbits: orbit, start_orbit: orbit, ..Outcome::default() };
     visited.insert(fp, fp); // the start is its own parent
-                            // The level in one share per thread: the worlds each thread found (see [`expand`]).
-    let mut level: Vec<Vec<Queued<N>>> = (0..threads).map(|_| Vec::new()).collect();
-    level[0].extend(out.begin(first).map(Queued::from));
+                            // The level in one share per thread: the worlds each thread found (see [`expand`]),
+                            // in batches.
+    let mut level: Vec<Vec<Batch<N>>> = (0..threads).map(|_| Vec::new()).collect();
+    level[0].extend(out.begin(first).map(|item| vec![Queued::from(item)]));
     if out.violation.is_some() {
         return out;
     }
@@ -638,7 +645,7 @@ where
     shared.orbits.store(out.orbits, Relaxed);
     shared.at_timer_bound.store(out.at_timer_bound, Relaxed);
     shared.at_counter_bound.store(out.at_counter_bound, Relaxed);
-    let waiting = |level: &[Vec<Queued<N>>]| level.iter().map(Vec::len).sum::<usize>();
+    let waiting = |level: &[Vec<Batch<N>>]| level.iter().flatten().map(Vec::len).sum::<usize>();
     shared.pending.store(waiting(&level) as u64, Relaxed);
     let mut depth = 0u32;
     let mut last_progress = limits.started;
@@ -649,8 +656,8 @@ where
             break;
         }
         let before = shared.states.load(Relaxed);
-        let todo: Vec<Mutex<Vec<Queued<N>>>> = level.into_iter().map(Mutex::new).collect();
-        let mut nexts: Vec<Vec<Queued<N>>> = Vec::with_capacity(threads);
+        let todo: Vec<Mutex<Vec<Batch<N>>>> = level.into_iter().map(Mutex::new).collect();
+        let mut nexts: Vec<Vec<Batch<N>>> = Vec::with_capacity(threads);
         let (todo, visited, shared_ref) = (&todo[..], &visited, &shared);
         std::thread::scope(|s| {
             let helpers: Vec<_> = (1..threads)
@@ -716,18 +723,18 @@ struct Watch<'a> {
 /// under `World::clone` and `drop`), which is why a second thread did not help.
 fn expand<N: Node>(
     how: &Search<'_, N>,
-    todo: &[Mutex<Vec<Queued<N>>>],
+    todo: &[Mutex<Vec<Batch<N>>>],
     me: usize,
     depth: u32,
     visited: &Visited,
     shared: &Shared,
     mut watch: Option<&mut Watch<'_>>,
-) -> Vec<Queued<N>>
+) -> Vec<Batch<N>>
 where
     N::Service: SimService,
 {
     let opts = how.opts;
-    let mut next = Vec::new();
+    let mut next: Vec<Batch<N>> = Vec::new();
     let (mut transitions, mut most, mut orbits) = (0u64, 0u8, 0u64);
     // Terminal states, at the timer bound, at the counter bound.
     let mut ends = [0u64; 3];
@@ -735,20 +742,10 @@ where
     let mut from = (0..todo.len()).map(|i| (me + i) % todo.len());
     let mut share = from.next();
     'work: while let Some(i) = share {
-        let batch = {
-            let mut todo = todo[i].lock().unwrap_or_else(|e| e.into_inner());
-            let at = todo.len().saturating_sub(BATCH);
-            let batch = todo.split_off(at);
-            if todo.is_empty() {
-                // Its room goes back now, not at the level's end, when the next is longest.
-                *todo = Vec::new();
-            }
-            batch
-        };
-        if batch.is_empty() {
+        let Some(batch) = todo[i].lock().unwrap_or_else(|e| e.into_inner()).pop() else {
             share = from.next();
             continue;
-        }
+        };
         for item in batch {
             if shared.stop.load(Relaxed) {
                 break 'work;
@@ -776,7 +773,14 @@ where
                         for (sum, add) in ends.iter_mut().zip(end.counts()) {
                             *sum += add;
                         }
-                        next.push(item.into());
+                        match next.last_mut() {
+                            Some(batch) if batch.len() < BATCH => batch.push(item.into()),
+                            _ => {
+                                let mut batch = Vec::with_capacity(BATCH);
+                                batch.push(item.into());
+                                next.push(batch);
+                            }
+                        }
                         found += 1;
                     }
                 }
