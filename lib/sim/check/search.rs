@@ -719,7 +719,7 @@ struct Watch<'a> {
 /// A world is best freed by the thread that allocated it: glibc's malloc gives each
 /// thread an arena, and a free into another thread's arena takes that arena's lock. With
 /// one shared list of the level, half the worlds were freed across, and the two threads
-/// spent a third of their time waiting on each other's arena locks (`perf`: futex waits
+/// spent a quarter of their time waiting on each other's arena locks (`perf`: futex waits
 /// under `World::clone` and `drop`), which is why a second thread did not help.
 fn expand<N: Node>(
     how: &Search<'_, N>,
