@@ -73,7 +73,7 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::algorithm::{Algorithm, Config, Message, NoTimer, Out, PeerId};
+use crate::algorithm::{Algorithm, Config, Message, NoTimer, Out, PeerId, Renaming, Symmetric};
 
 /// Messages of the Ricart-Agrawala token-passing algorithm.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -117,8 +117,9 @@ pub struct RaToken {
     in_cs: bool,
     /// The application asked and is not inside yet (the notes' Main blocked in receive).
     waiting: bool,
-    /// Where this node last knew the token to be, for the stall diagnosis.
-    holder: PeerId,
+    /// Where this node last knew the token to be, for the stall diagnosis (`None`: not
+    /// since it restarted).
+    holder: Option<PeerId>,
     /// Peers whose channel closed and that have not come back.
     down: BTreeSet<PeerId>,
     /// Peers that came back while this node did not hold the token: their `granted`
@@ -144,7 +145,7 @@ impl RaToken {
             self.cfg.successor(|j| !self.down.contains(&j) && self.requested[j.index()] > granted[j.index()]);
         if let Some(next) = next {
             let granted = self.token.take().expect("held");
-            self.holder = next;
+            self.holder = Some(next);
             out.send(next, Msg::Token { granted });
         }
     }
@@ -169,7 +170,9 @@ impl Algorithm for RaToken {
             my_num: 0,
             in_cs: false,
             waiting: false,
-            holder: PeerId(0),
+            // w0 makes the token; a restarted node cannot know where it went (and a
+            // guess by id would be no symmetry of the ring's).
+            holder: (cfg.incarnation == 0).then_some(PeerId(0)),
             down: BTreeSet::new(),
             reborn: BTreeSet::new(),
         }
@@ -216,7 +219,7 @@ impl Algorithm for RaToken {
                     granted[p.index()] = 0;
                 }
                 self.token = Some(granted);
-                self.holder = self.cfg.id;
+                self.holder = Some(self.cfg.id);
                 if self.waiting {
                     self.enter(out);
                 } else {
@@ -267,10 +270,48 @@ impl Algorithm for RaToken {
         if !self.waiting {
             return String::new();
         }
-        format!(
-            "waiting for the TOKEN for request {} (held by {} as far as I know)",
-            self.my_num, self.holder
-        )
+        match self.holder {
+            Some(h) => {
+                format!("waiting for the TOKEN for request {} (held by {h} as far as I know)", self.my_num)
+            }
+            None => format!(
+                "waiting for the TOKEN for request {} (where it is, unknown: restarted since)",
+                self.my_num
+            ),
+        }
+    }
+}
+
+/// The ring's rotations, and only those: sendToken searches from the leaver's successor
+/// round the ring, so a renaming must keep every node's successor (a swap of two nodes
+/// changes which of two waiting nodes is served first). `requested` and the token's
+/// `granted` are indexed by id and move with the renaming. Worker 0 making the token
+/// breaks the symmetry only at the start, as in `token-ring`.
+impl Symmetric for RaToken {
+    fn renamings(n: u32) -> Vec<Renaming> {
+        Renaming::rotations(n)
+    }
+    fn renamed(&self, r: &Renaming) -> Self {
+        RaToken {
+            cfg: Config { id: r.of(self.cfg.id), ..self.cfg.clone() },
+            requested: r.permute(&self.requested),
+            token: self.token.as_ref().map(|g| r.permute(g)),
+            my_num: self.my_num,
+            in_cs: self.in_cs,
+            waiting: self.waiting,
+            holder: self.holder.map(|h| r.of(h)),
+            down: self.down.iter().map(|&p| r.of(p)).collect(),
+            reborn: self.reborn.iter().map(|&p| r.of(p)).collect(),
+        }
+    }
+    fn msg_renamed(msg: &Msg, r: &Renaming) -> Msg {
+        match msg {
+            Msg::Request { number } => Msg::Request { number: *number },
+            Msg::Token { granted } => Msg::Token { granted: r.permute(granted) },
+        }
+    }
+    fn timer_renamed(timer: &NoTimer, _: &Renaming) -> NoTimer {
+        match *timer {}
     }
 }
 
@@ -795,7 +836,7 @@ mod tests {
         fn send_token(&mut self, out: &mut O) {
             let r = &mut self.0;
             if let (Some(next), true) = (r.cfg.successor(|_| true), r.token.is_some()) {
-                r.holder = next;
+                r.holder = Some(next);
                 out.send(next, Msg::Token { granted: r.token.take().expect("held") });
             }
         }

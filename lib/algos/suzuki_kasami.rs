@@ -69,7 +69,7 @@ use std::collections::{BTreeSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use crate::algorithm::{Algorithm, Config, Message, NoTimer, Out, PeerId};
+use crate::algorithm::{Algorithm, Config, Message, NoTimer, Out, PeerId, Renaming, Symmetric};
 
 /// Messages of Suzuki-Kasami.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -118,8 +118,8 @@ pub struct SuzukiKasami {
     waiting: bool,
     /// The application is inside.
     inside: bool,
-    /// Where this node last knew the token to be.
-    holder: PeerId,
+    /// Where this node last knew the token to be (`None`: not since it restarted).
+    holder: Option<PeerId>,
     /// Peers whose channel closed and that have not come back.
     down: BTreeSet<PeerId>,
     /// Peers that came back while the token was not here: their `last_served` entry is
@@ -157,7 +157,7 @@ impl SuzukiKasami {
         tok.queue.retain(|p| !self.down.contains(p));
         if let Some(next) = tok.queue.pop_front() {
             let Token { last_served, queue } = self.token.take().expect("held");
-            self.holder = next;
+            self.holder = Some(next);
             out.send(next, Msg::Token { last_served, queue });
         }
     }
@@ -175,7 +175,9 @@ impl Algorithm for SuzukiKasami {
             token: None,
             waiting: false,
             inside: false,
-            holder: PeerId(0),
+            // w0 makes the token; a restarted node cannot know where it went (and a
+            // guess by id would be no symmetry of the ring's).
+            holder: (cfg.incarnation == 0).then_some(PeerId(0)),
             down: BTreeSet::new(),
             restarted: BTreeSet::new(),
         }
@@ -234,7 +236,7 @@ impl Algorithm for SuzukiKasami {
                 let me = self.cfg.id.index();
                 tok.last_served[me] = self.rn[me] - u64::from(self.waiting && self.rn[me] > 0);
                 self.token = Some(tok);
-                self.holder = self.cfg.id;
+                self.holder = Some(self.cfg.id);
                 if self.waiting {
                     self.enter(out);
                 } else {
@@ -286,10 +288,53 @@ impl Algorithm for SuzukiKasami {
             return String::new();
         }
         let me = self.cfg.id.index();
-        format!(
-            "waiting for the TOKEN for request {} (held by {} as far as I know)",
-            self.rn[me], self.holder
-        )
+        match self.holder {
+            Some(h) => {
+                format!("waiting for the TOKEN for request {} (held by {h} as far as I know)", self.rn[me])
+            }
+            None => format!(
+                "waiting for the TOKEN for request {} (where it is, unknown: restarted since)",
+                self.rn[me]
+            ),
+        }
+    }
+}
+
+/// The ring's rotations, and only those: a leaving holder queues the waiting nodes in
+/// ring order from its successor, so a renaming must keep every node's successor (a swap
+/// of two nodes changes who is queued first when both wait). `rn`, the token's
+/// `last_served` and its queue are indexed by id and move with the renaming. Worker 0
+/// making the token breaks the symmetry only at the start, as in `token-ring`.
+impl Symmetric for SuzukiKasami {
+    fn renamings(n: u32) -> Vec<Renaming> {
+        Renaming::rotations(n)
+    }
+    fn renamed(&self, r: &Renaming) -> Self {
+        SuzukiKasami {
+            cfg: Config { id: r.of(self.cfg.id), ..self.cfg.clone() },
+            rn: r.permute(&self.rn),
+            token: self.token.as_ref().map(|t| Token {
+                last_served: r.permute(&t.last_served),
+                queue: t.queue.iter().map(|&p| r.of(p)).collect(),
+            }),
+            waiting: self.waiting,
+            inside: self.inside,
+            holder: self.holder.map(|h| r.of(h)),
+            down: self.down.iter().map(|&p| r.of(p)).collect(),
+            restarted: self.restarted.iter().map(|&p| r.of(p)).collect(),
+        }
+    }
+    fn msg_renamed(msg: &Msg, r: &Renaming) -> Msg {
+        match msg {
+            Msg::Request { number } => Msg::Request { number: *number },
+            Msg::Token { last_served, queue } => Msg::Token {
+                last_served: r.permute(last_served),
+                queue: queue.iter().map(|&p| r.of(p)).collect(),
+            },
+        }
+    }
+    fn timer_renamed(timer: &NoTimer, _: &Renaming) -> NoTimer {
+        match *timer {}
     }
 }
 

@@ -273,11 +273,7 @@ impl Algorithm for TokenRing {
 /// worker 0 makes none), and `check` keys states reached from there.
 impl Symmetric for TokenRing {
     fn renamings(n: u32) -> Vec<Renaming> {
-        (0..n.max(1))
-            .map(|s| {
-                Renaming::new((0..n).map(|i| (i + s) % n).collect()).expect("a rotation is a permutation")
-            })
-            .collect()
+        Renaming::rotations(n)
     }
     fn renamed(&self, r: &Renaming) -> Self {
         TokenRing {

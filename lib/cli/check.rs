@@ -425,7 +425,9 @@ mod tests {
             );
         }
         assert!(symmetric_check(entry("centralized"), 3).is_ok());
-        assert!(symmetric_check(entry("token-ring"), 3).is_ok(), "its rotations");
+        for name in ["token-ring", "suzuki-kasami", "ra-token"] {
+            assert!(symmetric_check(entry(name), 3).is_ok(), "{name}: its rotations");
+        }
         assert!(symmetric_check(entry("none"), 6).is_ok());
         let e = symmetric_check(entry("centralized"), 7).unwrap_err();
         assert_eq!(

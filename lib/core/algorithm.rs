@@ -666,6 +666,12 @@ impl Renaming {
         Some(Renaming { to: to.into_iter().map(PeerId).collect() })
     }
 
+    /// The rotations of a ring of `n` nodes (node `i` called `i + s mod n`), the identity
+    /// first: the symmetries of an algorithm that orders nodes only round the ring.
+    pub fn rotations(n: u32) -> Vec<Renaming> {
+        (0..n.max(1)).map(|s| Renaming { to: (0..n).map(|i| PeerId((i + s) % n)).collect() }).collect()
+    }
+
     /// Every permutation of the nodes `movable` among themselves, the other nodes of
     /// `0..n` keeping their ids: the identity first.
     pub fn all_of(n: u32, movable: &[u32]) -> Vec<Renaming> {

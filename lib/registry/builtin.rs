@@ -319,6 +319,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
             entry_by_hops_of: None,
         }),
         check: check_tokens::<suzuki_kasami::SuzukiKasami>,
+        symmetric: Some(check_tokens_symmetric::<suzuki_kasami::SuzukiKasami>),
         walk: walk_tokens::<suzuki_kasami::SuzukiKasami>,
         ..AlgoInfo::runs::<suzuki_kasami::SuzukiKasami>()
     },
@@ -340,6 +341,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
             entry_by_hops_of: None,
         }),
         check: check_tokens::<ra_token::RaToken>,
+        symmetric: Some(check_tokens_symmetric::<ra_token::RaToken>),
         walk: walk_tokens::<ra_token::RaToken>,
         ..AlgoInfo::runs::<ra_token::RaToken>()
     },

@@ -5,8 +5,9 @@
 //! Each model is Ricart-Agrawala at a fixed size: mutexlab checks its library node
 //! through the registry entry `mutexlab check` uses, Stateright checks the actor model in
 //! `ra.rs`, written to have the same states. Every measurement runs in a child process
-//! of its own (this program, `one …`), on one thread, so its peak memory is its own and
-//! one checker's heap does not slow the next. States must agree, every search must
+//! of its own (this program, `one …`), on one thread (two for the rows that say so: both
+//! checkers breadth-first on two threads), so its peak memory is its own and one
+//! checker's heap does not slow the next. States must agree, every search must
 //! complete and no property may fail; otherwise the run ends with exit code 1 and says
 //! which. Usage errors exit with 2.
 //!
@@ -44,11 +45,22 @@ enum Run {
     MutexlabDfs,
     StaterightBfs,
     StaterightDfs,
+    /// Breadth-first on two threads.
+    Mutexlab2,
+    StaterightBfs2,
 }
 
 impl Run {
-    /// The runs each model gets: each checker breadth-first and depth-first.
-    const ALL: [Run; 4] = [Run::Mutexlab, Run::MutexlabDfs, Run::StaterightBfs, Run::StaterightDfs];
+    /// The runs each model gets: each checker breadth-first and depth-first, and
+    /// breadth-first on two threads.
+    const ALL: [Run; 6] = [
+        Run::Mutexlab,
+        Run::MutexlabDfs,
+        Run::StaterightBfs,
+        Run::StaterightDfs,
+        Run::Mutexlab2,
+        Run::StaterightBfs2,
+    ];
 
     fn arg(self) -> &'static str {
         match self {
@@ -56,6 +68,8 @@ impl Run {
             Run::MutexlabDfs => "mutexlab-dfs",
             Run::StaterightBfs => "stateright-bfs",
             Run::StaterightDfs => "stateright-dfs",
+            Run::Mutexlab2 => "mutexlab-2",
+            Run::StaterightBfs2 => "stateright-bfs-2",
         }
     }
 
@@ -65,8 +79,8 @@ impl Run {
 
     fn checker(self) -> &'static str {
         match self {
-            Run::Mutexlab | Run::MutexlabDfs => "mutexlab",
-            Run::StaterightBfs | Run::StaterightDfs => "Stateright 0.31",
+            Run::Mutexlab | Run::MutexlabDfs | Run::Mutexlab2 => "mutexlab",
+            Run::StaterightBfs | Run::StaterightDfs | Run::StaterightBfs2 => "Stateright 0.31",
         }
     }
 
@@ -74,6 +88,15 @@ impl Run {
         match self {
             Run::Mutexlab | Run::StaterightBfs => "breadth-first",
             Run::MutexlabDfs | Run::StaterightDfs => "depth-first",
+            Run::Mutexlab2 | Run::StaterightBfs2 => "breadth-first, 2 threads",
+        }
+    }
+
+    /// The threads it searches on.
+    fn threads(self) -> u32 {
+        match self {
+            Run::Mutexlab2 | Run::StaterightBfs2 => 2,
+            _ => 1,
         }
     }
 }
@@ -150,7 +173,7 @@ fn measure(run: Run, n: u32, k: u32, threads: u32) -> Measure {
 /// One search: the states it found, whether it explored them all, what it found violated.
 fn search(run: Run, n: u32, k: u32, threads: u32) -> (u64, bool, Option<String>) {
     match run {
-        Run::Mutexlab | Run::MutexlabDfs => {
+        Run::Mutexlab | Run::MutexlabDfs | Run::Mutexlab2 => {
             let info = mutexlab::registry::lookup("ricart-agrawala").expect("a built-in algorithm");
             let mut opts = CheckOpts::new(n, k);
             opts.dfs = run == Run::MutexlabDfs;
@@ -160,9 +183,9 @@ fn search(run: Run, n: u32, k: u32, threads: u32) -> (u64, bool, Option<String>)
             let r = (info.check)(&opts, &mut |_| {});
             (r.states, r.complete, r.violation.map(|v| v.property.to_string()))
         }
-        Run::StaterightBfs | Run::StaterightDfs => {
+        Run::StaterightBfs | Run::StaterightDfs | Run::StaterightBfs2 => {
             let builder = ra::model(n as usize, k).checker().threads(threads as usize);
-            let (states, discoveries) = if run == Run::StaterightBfs {
+            let (states, discoveries) = if run != Run::StaterightDfs {
                 let c = builder.spawn_bfs().join();
                 (c.unique_state_count(), c.discoveries())
             } else {
@@ -251,8 +274,8 @@ fn table(results: &[(FixedModel, Vec<(Run, Measure)>)]) -> String {
         }
     }
     s.push_str(
-        "\n| model | mutexlab ÷ Stateright, states per CPU second, both breadth-first | both depth-first |\n\
-         |---|---:|---:|\n",
+        "\n| model | mutexlab ÷ Stateright, states per CPU second, both breadth-first | both depth-first | both breadth-first, 2 threads |\n\
+         |---|---:|---:|---:|\n",
     );
     for ((n, k, _), rows) in results {
         let rate = |want: Run| rows.iter().find(|(r, _)| *r == want).map(|(_, m)| m.per_second());
@@ -261,9 +284,10 @@ fn table(results: &[(FixedModel, Vec<(Run, Measure)>)]) -> String {
             _ => "–".to_string(),
         };
         s.push_str(&format!(
-            "| RA n={n} k={k} | {} | {} |\n",
+            "| RA n={n} k={k} | {} | {} | {} |\n",
             ratio(Run::Mutexlab, Run::StaterightBfs),
-            ratio(Run::MutexlabDfs, Run::StaterightDfs)
+            ratio(Run::MutexlabDfs, Run::StaterightDfs),
+            ratio(Run::Mutexlab2, Run::StaterightBfs2)
         ));
     }
     s
@@ -282,7 +306,7 @@ fn main() -> ExitCode {
         let n = args.get(2).and_then(|a| a.parse().ok()).filter(|n| (1..=6).contains(n));
         let k = args.get(3).and_then(|a| a.parse().ok()).filter(|k| (1..=10).contains(k));
         let threads = match args.get(4) {
-            None => Some(1),
+            None => Some(run.map_or(1, Run::threads)),
             Some(t) => t.parse().ok().filter(|t| (1..=8).contains(t)),
         };
         let (Some(run), Some(n), Some(k), Some(threads)) = (run, n, k, threads) else {
@@ -348,8 +372,9 @@ fn main() -> ExitCode {
     }
     println!("{}", table(&results));
     println!(
-        "One thread each, every measurement in a process of its own; states per second of CPU \
-         time (user + system); peak memory is the measuring process's."
+        "One thread each but the rows with 2, every measurement in a process of its own; states \
+         per second of CPU time (user + system, every thread's); peak memory is the measuring \
+         process's."
     );
     if failures.is_empty() {
         ExitCode::SUCCESS

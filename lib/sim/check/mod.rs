@@ -646,7 +646,11 @@ mod tests {
                     let ra = a.apply(c, &mut |_, _| {}).map_err(|f| f.to_string());
                     let rb = b.apply(choice_renamed(c, r), &mut |_, _| {}).map_err(|f| f.to_string());
                     assert_eq!(ra.is_ok(), rb.is_ok());
-                    assert!(a.renamed(r) == b, "{c:?} under {r:?}");
+                    assert!(
+                        a.renamed(r) == b,
+                        "{c:?} under {r:?}\nW {w:#?}\nA {:#?}\nB {b:#?}",
+                        a.renamed(r)
+                    );
                     if ra.is_ok() {
                         todo.push(a);
                     }
@@ -859,6 +863,233 @@ mod tests {
                 walk::walk::<DoubleToken>(&o, &[], &walk::Route::Choices(w.choices.clone())).unwrap();
             assert_eq!(walked.violation_step, Some(w.choices.len()));
             assert_eq!(walked.failure.as_deref(), Some(w.failure.as_str()));
+        }
+    }
+
+    /// A wrong `Symmetric` for the negative control: Suzuki-Kasami with its TOKEN left
+    /// unrenamed (its `last_served` and queue are indexed by id and must move).
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct UnrenamedToken(crate::algos::suzuki_kasami::SuzukiKasami);
+
+    impl crate::algorithm::Algorithm for UnrenamedToken {
+        type Msg = crate::algos::suzuki_kasami::Msg;
+        type Timer = crate::algorithm::NoTimer;
+        fn new(cfg: &crate::algorithm::Config) -> Self {
+            UnrenamedToken(crate::algorithm::Algorithm::new(cfg))
+        }
+        fn on_start(&mut self, out: &mut crate::algorithm::Out<Self::Msg, Self::Timer>) {
+            self.0.on_start(out)
+        }
+        fn on_want_cs(&mut self, out: &mut crate::algorithm::Out<Self::Msg, Self::Timer>) {
+            self.0.on_want_cs(out)
+        }
+        fn on_message(
+            &mut self,
+            from: PeerId,
+            msg: Self::Msg,
+            out: &mut crate::algorithm::Out<Self::Msg, Self::Timer>,
+        ) {
+            self.0.on_message(from, msg, out)
+        }
+        fn on_cs_done(&mut self, out: &mut crate::algorithm::Out<Self::Msg, Self::Timer>) {
+            self.0.on_cs_done(out)
+        }
+        fn on_peer_down(&mut self, peer: PeerId, out: &mut crate::algorithm::Out<Self::Msg, Self::Timer>) {
+            self.0.on_peer_down(peer, out)
+        }
+        fn on_peer_up(&mut self, peer: PeerId, out: &mut crate::algorithm::Out<Self::Msg, Self::Timer>) {
+            self.0.on_peer_up(peer, out)
+        }
+    }
+
+    impl crate::algorithm::Symmetric for UnrenamedToken {
+        fn renamings(n: u32) -> Vec<crate::algorithm::Renaming> {
+            crate::algorithm::Renaming::rotations(n)
+        }
+        fn renamed(&self, r: &crate::algorithm::Renaming) -> Self {
+            UnrenamedToken(self.0.renamed(r))
+        }
+        fn msg_renamed(msg: &Self::Msg, _: &crate::algorithm::Renaming) -> Self::Msg {
+            msg.clone() // wrong on purpose
+        }
+        fn timer_renamed(timer: &Self::Timer, _: &crate::algorithm::Renaming) -> Self::Timer {
+            match *timer {}
+        }
+    }
+
+    /// The first step, over every state of `N` at `opts` reachable from the start, whose
+    /// outcome renamed by `r` differs from the renamed world's outcome of the renamed step
+    /// (or whose renamed world enables other choices): `None` if `r` is a symmetry there.
+    /// Unlike [`renamings_commute_with_steps`] it does not assert, so that a renaming
+    /// that is no symmetry can be shown to be caught; it looks at `limit` states at most
+    /// (a debug build takes minutes over every state of a token algorithm at n = 4).
+    fn first_non_commuting<N: crate::algorithm::Symmetric>(
+        opts: &CheckOpts,
+        r: &crate::algorithm::Renaming,
+        limit: usize,
+    ) -> Option<String>
+    where
+        N::Service: SimService,
+    {
+        let mut w = initial::<N>(opts);
+        w.start(&mut |_, _| {}).unwrap();
+        let (mut todo, mut seen) = (vec![w], std::collections::HashSet::new());
+        while let Some(w) = todo.pop() {
+            if seen.len() >= limit || !seen.insert(search::fingerprint(&w)) {
+                continue;
+            }
+            let twin = w.renamed(r);
+            let mut want: Vec<Choice> = w.enabled().into_iter().map(|c| choice_renamed(c, r)).collect();
+            let mut got = twin.enabled();
+            want.sort_by_key(|c| format!("{c:?}"));
+            got.sort_by_key(|c| format!("{c:?}"));
+            if got != want {
+                return Some(format!("enabled choices differ: {got:?} against {want:?}"));
+            }
+            for c in w.enabled() {
+                let (mut a, mut b) = (w.clone(), twin.clone());
+                let ra = a.apply(c, &mut |_, _| {}).is_ok();
+                let rb = b.apply(choice_renamed(c, r), &mut |_, _| {}).is_ok();
+                if ra != rb || a.renamed(r) != b {
+                    return Some(format!("{c:?} under {r:?}"));
+                }
+                if ra {
+                    todo.push(a);
+                }
+            }
+        }
+        None
+    }
+
+    #[test]
+    fn suzuki_kasami_and_ra_token_rotations_commute_with_their_steps_and_a_swap_does_not() {
+        use crate::algorithm::{Renaming, Symmetric};
+        use crate::algos::ra_token::RaToken;
+        use crate::algos::suzuki_kasami::SuzukiKasami;
+        // Every state at n = 3 with a crash (restarts included), the first 20,000 at n = 4.
+        let opts = CheckOpts { crashes: 1, ..CheckOpts::new(3, 1) };
+        let (seen, moved) = renamings_commute_with_steps::<SuzukiKasami>(&opts);
+        assert!(seen > 100 && moved > 100, "suzuki-kasami: {seen} states, {moved} moved");
+        let (seen, moved) = renamings_commute_with_steps::<RaToken>(&opts);
+        assert!(seen > 100 && moved > 100, "ra-token: {seen} states, {moved} moved");
+        for r in Renaming::rotations(4) {
+            assert_eq!(first_non_commuting::<SuzukiKasami>(&CheckOpts::new(4, 1), &r, 20_000), None);
+            assert_eq!(first_non_commuting::<RaToken>(&CheckOpts::new(4, 1), &r, 20_000), None);
+        }
+        for n in [3, 4] {
+            assert_eq!(SuzukiKasami::renamings(n), Renaming::rotations(n));
+            assert_eq!(RaToken::renamings(n), Renaming::rotations(n));
+        }
+        // Negative controls: swapping w1 and w2 reverses the ring, and with two nodes
+        // waiting the holder serves (or queues) the other one first. The same search
+        // that finds no difference under a rotation finds one under the swap.
+        let opts = CheckOpts::new(3, 1);
+        let swap = Renaming::new(vec![0, 2, 1]).unwrap();
+        let rotation = Renaming::new(vec![1, 2, 0]).unwrap();
+        assert_eq!(first_non_commuting::<SuzukiKasami>(&opts, &rotation, usize::MAX), None);
+        assert_eq!(first_non_commuting::<RaToken>(&opts, &rotation, usize::MAX), None);
+        assert!(
+            first_non_commuting::<SuzukiKasami>(&opts, &swap, usize::MAX).is_some(),
+            "a swap is no symmetry"
+        );
+        assert!(first_non_commuting::<RaToken>(&opts, &swap, usize::MAX).is_some(), "a swap is no symmetry");
+        // And a wrong `Symmetric` is caught: one that leaves the TOKEN's ids as they are.
+        assert!(
+            first_non_commuting::<UnrenamedToken>(&opts, &rotation, usize::MAX).is_some(),
+            "last_served not moved"
+        );
+    }
+
+    #[test]
+    fn suzuki_kasami_and_ra_token_up_to_rotation_find_fewer_states_and_the_same_verdicts() {
+        use crate::algos::ra_token::RaToken;
+        use crate::algos::suzuki_kasami::SuzukiKasami;
+        fn counts<N: crate::algorithm::Symmetric>(o: &CheckOpts) -> (u64, u64)
+        where
+            N::Service: SimService,
+        {
+            let all = check::<N>(o, &mut quiet);
+            let up_to = check_symmetric::<N>(o, &[], &mut quiet);
+            assert!(all.complete && up_to.complete && all.violation.is_none() && up_to.violation.is_none());
+            let held = |r: &CheckReport| r.properties.iter().map(|p| (p.name, p.held)).collect::<Vec<_>>();
+            assert_eq!(held(&all), held(&up_to), "the same verdicts");
+            // w0 makes the token: the start is not its own rotation.
+            assert_eq!(up_to.symmetry, Some(SymmetryResult { renamings: u64::from(o.n), full_states: None }));
+            (all.states, up_to.states)
+        }
+        // The request numbers and the token's arrays keep who asked and who was served,
+        // so few rotated twins of a state are reachable from w0's token: a small saving.
+        for o in strategies(&CheckOpts::new(3, 2)) {
+            assert_eq!(counts::<SuzukiKasami>(&o), (15_652, 12_341));
+            assert_eq!(counts::<RaToken>(&o), (11_384, 9_176));
+        }
+        // The planted bug: a leaving node also sends its successor a fresh TOKEN. Found
+        // in full and up to rotation, at the same depth breadth-first, a real path each.
+        for o in strategies(&CheckOpts::new(3, 1)) {
+            let all = check::<SecondToken>(&o, &mut quiet);
+            let up_to = check_symmetric::<SecondToken>(&o, &[], &mut quiet);
+            let (v, w) = (
+                all.violation.expect("the second token is found"),
+                up_to.violation.expect("up to rotation too"),
+            );
+            assert_eq!((v.property, w.property), ("mutual exclusion", "mutual exclusion"));
+            if !o.dfs {
+                assert_eq!(v.choices.len(), w.choices.len(), "both shortest");
+            }
+            let walked =
+                walk::walk::<SecondToken>(&o, &[], &walk::Route::Choices(w.choices.clone())).unwrap();
+            assert_eq!(walked.violation_step, Some(w.choices.len()));
+            assert_eq!(walked.failure.as_deref(), Some(w.failure.as_str()));
+        }
+    }
+
+    /// A planted bug for Suzuki-Kasami's rotations: leaving the section, a node also sends
+    /// its successor a fresh TOKEN (rotation-symmetric, so the reduction must keep it).
+    #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+    struct SecondToken(crate::algos::suzuki_kasami::SuzukiKasami, PeerId, u32);
+
+    impl crate::algorithm::Algorithm for SecondToken {
+        type Msg = crate::algos::suzuki_kasami::Msg;
+        type Timer = crate::algorithm::NoTimer;
+        fn new(cfg: &crate::algorithm::Config) -> Self {
+            SecondToken(crate::algorithm::Algorithm::new(cfg), PeerId((cfg.id.0 + 1) % cfg.n), cfg.n)
+        }
+        fn on_start(&mut self, out: &mut crate::algorithm::Out<Self::Msg, Self::Timer>) {
+            self.0.on_start(out)
+        }
+        fn on_want_cs(&mut self, out: &mut crate::algorithm::Out<Self::Msg, Self::Timer>) {
+            self.0.on_want_cs(out)
+        }
+        fn on_message(
+            &mut self,
+            from: PeerId,
+            msg: Self::Msg,
+            out: &mut crate::algorithm::Out<Self::Msg, Self::Timer>,
+        ) {
+            self.0.on_message(from, msg, out)
+        }
+        fn on_cs_done(&mut self, out: &mut crate::algorithm::Out<Self::Msg, Self::Timer>) {
+            self.0.on_cs_done(out);
+            let fresh = vec![0; self.2 as usize];
+            out.send(
+                self.1,
+                crate::algos::suzuki_kasami::Msg::Token { last_served: fresh, queue: Default::default() },
+            );
+        }
+    }
+
+    impl crate::algorithm::Symmetric for SecondToken {
+        fn renamings(n: u32) -> Vec<crate::algorithm::Renaming> {
+            crate::algorithm::Renaming::rotations(n)
+        }
+        fn renamed(&self, r: &crate::algorithm::Renaming) -> Self {
+            SecondToken(self.0.renamed(r), r.of(self.1), self.2)
+        }
+        fn msg_renamed(msg: &Self::Msg, r: &crate::algorithm::Renaming) -> Self::Msg {
+            crate::algos::suzuki_kasami::SuzukiKasami::msg_renamed(msg, r)
+        }
+        fn timer_renamed(timer: &Self::Timer, _: &crate::algorithm::Renaming) -> Self::Timer {
+            match *timer {}
         }
     }
 

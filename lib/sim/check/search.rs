@@ -6,7 +6,8 @@
 //! walking them back and replaying the way, choosing at each state the first choice
 //! that leads to the next), and holds whole worlds only for the level being expanded and
 //! the next. Its threads share the visited set's shards, each behind its own lock, and
-//! take the level's worlds in small batches; a level is finished before the next begins,
+//! take the level's worlds in small batches, each first those it found itself (see
+//! [`expand`]), then the others'; a level is finished before the next begins,
 //! so every state is found at its distance from the start whatever the thread count, the
 //! states found are the same, and a counterexample is a shortest one. Depth-first keeps
 //! only the fingerprints (with a depth bound, with the depth each was found at), and the
@@ -597,6 +598,12 @@ impl Shared {
 /// Worlds one thread takes from the level at a time.
 const BATCH: usize = 64;
 
+/// A batch of a level's worlds, at most [`BATCH`]. A level is kept in batches, each
+/// allocated to its size, not in one vector grown by doubling: a world in the level is
+/// 440 bytes before its heap (Ricart-Agrawala, n = 4), and a doubled vector's unused half
+/// was up to that much again per state.
+type Batch<N> = Vec<Queued<N>>;
+
 /// Breadth-first search on `threads` threads (see the module doc). `progress` is called
 /// on the calling thread about once a second.
 pub(super) fn bfs<N: Node>(
@@ -627,7 +634,10 @@ where
     let (fp, orbit, first) = start::<N>(how);
     let mut out = Outcome { states: 1, orbits: orbit, start_orbit: orbit, ..Outcome::default() };
     visited.insert(fp, fp); // the start is its own parent
-    let mut level: Vec<Queued<N>> = out.begin(first).into_iter().map(Queued::from).collect();
+                            // The level in one share per thread: the worlds each thread found (see [`expand`]),
+                            // in batches.
+    let mut level: Vec<Vec<Batch<N>>> = (0..threads).map(|_| Vec::new()).collect();
+    level[0].extend(out.begin(first).map(|item| vec![Queued::from(item)]));
     if out.violation.is_some() {
         return out;
     }
@@ -635,25 +645,27 @@ where
     shared.orbits.store(out.orbits, Relaxed);
     shared.at_timer_bound.store(out.at_timer_bound, Relaxed);
     shared.at_counter_bound.store(out.at_counter_bound, Relaxed);
-    shared.pending.store(level.len() as u64, Relaxed);
+    let waiting = |level: &[Vec<Batch<N>>]| level.iter().flatten().map(Vec::len).sum::<usize>();
+    shared.pending.store(waiting(&level) as u64, Relaxed);
     let mut depth = 0u32;
     let mut last_progress = limits.started;
-    while !level.is_empty() && !shared.stop.load(Relaxed) {
+    while waiting(&level) > 0 && !shared.stop.load(Relaxed) {
         if opts.max_depth == Some(depth) {
-            shared.cut(format!("--max-depth {depth} reached; {} states there not expanded", level.len()));
+            let left = waiting(&level);
+            shared.cut(format!("--max-depth {depth} reached; {left} states there not expanded"));
             break;
         }
         let before = shared.states.load(Relaxed);
-        let todo = Mutex::new(level);
-        let mut nexts: Vec<Vec<Queued<N>>> = Vec::with_capacity(threads);
-        let (todo, visited, shared_ref) = (&todo, &visited, &shared);
+        let todo: Vec<Mutex<Vec<Batch<N>>>> = level.into_iter().map(Mutex::new).collect();
+        let mut nexts: Vec<Vec<Batch<N>>> = Vec::with_capacity(threads);
+        let (todo, visited, shared_ref) = (&todo[..], &visited, &shared);
         std::thread::scope(|s| {
             let helpers: Vec<_> = (1..threads)
-                .map(|_| s.spawn(move || expand(how, todo, depth, visited, shared_ref, None)))
+                .map(|me| s.spawn(move || expand(how, todo, me, depth, visited, shared_ref, None)))
                 .collect();
             let mut watch =
                 Watch { limits: &mut *limits, last: &mut last_progress, progress: &mut *progress };
-            nexts.push(expand(how, todo, depth, visited, shared_ref, Some(&mut watch)));
+            nexts.push(expand(how, todo, 0, depth, visited, shared_ref, Some(&mut watch)));
             for h in helpers {
                 match h.join() {
                     Ok(next) => nexts.push(next),
@@ -662,13 +674,10 @@ where
                 }
             }
         });
-        // The longest share is the next level's vector, not copied: a second vector as
-        // long as the level would double its memory for a moment.
-        let longest = (0..nexts.len()).max_by_key(|&i| nexts[i].len()).unwrap_or(0);
-        level = if nexts.is_empty() { Vec::new() } else { nexts.swap_remove(longest) };
-        for next in nexts {
-            level.extend(next);
-        }
+        // Each thread's share stays its own, in the order of the threads: not copied
+        // into one vector (as long as the level, for a moment), and expanded next by the
+        // thread that made its worlds.
+        level = nexts;
         if shared.states.load(Relaxed) > before {
             out.max_depth = depth + 1;
         }
@@ -703,33 +712,40 @@ struct Watch<'a> {
     progress: &'a mut dyn FnMut(&Progress),
 }
 
-/// One thread's share of a level at `depth`: take batches from `todo` until it is empty,
-/// expand each world, and return the new states found (the next level's, in part).
+/// Thread `me`'s part of a level at `depth`: take batches from its own share of `todo`
+/// (the worlds it found at the level before) until it is empty, then from the others',
+/// expand each world, and return the new states found (its share of the next level).
+///
+/// A world is best freed by the thread that allocated it: glibc's malloc gives each
+/// thread an arena, and a free into another thread's arena takes that arena's lock. With
+/// one shared list of the level, half the worlds were freed across, and the two threads
+/// spent a quarter of their time waiting on each other's arena locks (`perf`: futex waits
+/// under `World::clone` and `drop`), which is why a second thread did not help.
 fn expand<N: Node>(
     how: &Search<'_, N>,
-    todo: &Mutex<Vec<Queued<N>>>,
+    todo: &[Mutex<Vec<Batch<N>>>],
+    me: usize,
     depth: u32,
     visited: &Visited,
     shared: &Shared,
     mut watch: Option<&mut Watch<'_>>,
-) -> Vec<Queued<N>>
+) -> Vec<Batch<N>>
 where
     N::Service: SimService,
 {
     let opts = how.opts;
-    let mut next = Vec::new();
+    let mut next: Vec<Batch<N>> = Vec::new();
     let (mut transitions, mut most, mut orbits) = (0u64, 0u8, 0u64);
     // Terminal states, at the timer bound, at the counter bound.
     let mut ends = [0u64; 3];
-    'work: loop {
-        let batch = {
-            let mut todo = todo.lock().unwrap_or_else(|e| e.into_inner());
-            let at = todo.len().saturating_sub(BATCH);
-            todo.split_off(at)
+    // Its own share first, then the others' in turn.
+    let mut from = (0..todo.len()).map(|i| (me + i) % todo.len());
+    let mut share = from.next();
+    'work: while let Some(i) = share {
+        let Some(batch) = todo[i].lock().unwrap_or_else(|e| e.into_inner()).pop() else {
+            share = from.next();
+            continue;
         };
-        if batch.is_empty() {
-            break;
-        }
         for item in batch {
             if shared.stop.load(Relaxed) {
                 break 'work;
@@ -757,7 +773,14 @@ where
                         for (sum, add) in ends.iter_mut().zip(end.counts()) {
                             *sum += add;
                         }
-                        next.push(item.into());
+                        match next.last_mut() {
+                            Some(batch) if batch.len() < BATCH => batch.push(item.into()),
+                            _ => {
+                                let mut batch = Vec::with_capacity(BATCH);
+                                batch.push(item.into());
+                                next.push(batch);
+                            }
+                        }
                         found += 1;
                     }
                 }
