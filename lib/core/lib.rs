@@ -27,6 +27,7 @@ pub mod latency;
 pub mod leaders;
 pub mod lines;
 pub mod panics;
+pub mod peer;
 pub mod resource;
 pub mod script;
 pub mod service;

@@ -9,7 +9,7 @@ use std::hash::Hash;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::algorithm::PeerId;
+use crate::peer::PeerId;
 
 /// Which service a node type provides, by name: `mutex` (`mutexlab run`) or `election`
 /// (`mutexlab elect`), as the registry lists it and `--json` and the control link write
