@@ -243,7 +243,7 @@ impl Message for Msg {
 }
 
 /// Timers. None carries a generation: setting one again resets it, and the host drops
-/// the firing of a setting reset or cancelled since ([`crate::host::Host::fire`]), so
+/// the firing of a setting reset or cancelled since (`crate::host::Host::fire`), so
 /// the one that fires is the latest. (A driver may still deliver a stale one once, as
 /// the simulator's stale timers do; each handler checks the role the timer was set for,
 /// and a stale firing then acts as the live one would, early.) A tag would make the

@@ -98,11 +98,11 @@ pub struct FaultSettings {
     pub think_ms: f64,
     /// The stall window, in ms.
     pub stall_ms: u64,
-    /// The most fault runs let go side by side ([`fault_width`]); the timing runs go one
+    /// The most fault runs let go side by side (`fault_width`); the timing runs go one
     /// at a time with nothing beside them.
     pub side_by_side: u32,
     /// The longest any fault run went from one ENTER or EXIT to the next, in ms
-    /// ([`longest_quiet`]): how near a run that went on came to the stall window. `null`
+    /// (`longest_quiet`): how near a run that went on came to the stall window. `null`
     /// before anything is measured.
     pub longest_quiet_ms: Option<f64>,
     /// The probability of losing a message in the lost-messages run.

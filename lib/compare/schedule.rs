@@ -14,7 +14,7 @@ use super::model::*;
 /// least two and at most [`MAX_FAULT_WIDTH`]. A fault run spends most of its time asleep
 /// (5 ms sections, 2 ms think time, or a silent stall window), so two per core keep the
 /// cores far from full; its verdict is an outcome, not a time, and a live run's longest
-/// quiet spell stays far below [`FAULT_STALL_MS`](super::FAULT_STALL_MS) (see the module doc).
+/// quiet spell stays far below `FAULT_STALL_MS` (see the module doc).
 pub fn fault_width() -> usize {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     (2 * cores).clamp(2, MAX_FAULT_WIDTH)

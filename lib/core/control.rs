@@ -54,7 +54,7 @@ pub const RESOURCE_FILE: &str = "resource.log";
 /// The supervisor's record of every fault it applied, inside the run directory.
 pub const FAULT_LOG: &str = "faults.log";
 /// Each leader a worker accepts, one record per line (`mutexlab elect`), inside the run
-/// directory; see [`crate::audit::leaders`].
+/// directory; see `crate::audit::leaders`.
 pub const LEADERS_FILE: &str = "leaders.log";
 /// The fault plan of the run, in the plan grammar, inside the run directory.
 pub const PLAN_FILE: &str = "plan.txt";
@@ -205,7 +205,7 @@ impl std::fmt::Display for Detector {
 }
 
 /// What a worker is told to run instead of a built-in algorithm (part of
-/// [`WorkerSettings`]): a program of the user's, driven by [`crate::external`].
+/// [`WorkerSettings`]): a program of the user's, driven by `crate::external`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExternalWorker {
     /// The shell command, run as `sh -c CMD`.
@@ -376,7 +376,7 @@ pub enum ToSupervisor {
     InputBlocked(Option<InputBlocked>),
 }
 
-/// A worker's program that has not read its stdin (see [`crate::external`]): since
+/// A worker's program that has not read its stdin (see `crate::external`): since
 /// when (monotonic ns, the clock of the run's files), and how many lines wait in its
 /// pipe, the one being written included.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,7 +7,7 @@
 //! the command has [`GRACE`] to finish. A command with no hook, a second signal, or a
 //! command still going after the grace (blocked in a system call, say) ends at once
 //! with one line and exit 130, without waiting for anything more. A command that
-//! finished its work after the signal still exits 130 ([`crate::exit::finish`]).
+//! finished its work after the signal still exits 130 (`crate::exit::finish`).
 
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, OnceLock};

@@ -11,7 +11,7 @@
 //!   report (exact message counts, say). The reason names the first failing seed and the
 //!   command that replays it with its last events;
 //! - real runs ([`Grader::real`], [`Real`]): worker processes through
-//!   [`supervisor::run`] (an election for [`Real::election`]), started from
+//!   `supervisor::run` (an election for [`Real::election`]), started from
 //!   this same executable (whose `main` must install the lab's registry and otherwise be
 //!   [`crate::cli::main`]), with a clean audit;
 //! - runs under a fault plan ([`Real::faults`], or random faults drawn from a seed as

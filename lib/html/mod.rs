@@ -131,7 +131,7 @@ pub fn write(
     write_with_traces(run_dir, None, out, known, reg)
 }
 
-/// [`write`], with the message trace read from `traces` when given (the trace files a
+/// `write`, with the message trace read from `traces` when given (the trace files a
 /// reader rebuilt from the flight recorder's rings of a run whose supervisor was
 /// killed: [`crate::trace::traces_from_rings`]) instead of from `run_dir`.
 pub fn write_with_traces(

@@ -47,7 +47,7 @@ pub struct StallRecord {
     /// The diagnosis, as the run's failure gives it.
     pub diagnosis: String,
     /// The waits-for cycles, each in the order each worker waits for the next
-    /// ([`Stall::deadlocks`]).
+    /// (`Stall::deadlocks`).
     pub deadlocks: Vec<Vec<u32>>,
 }
 

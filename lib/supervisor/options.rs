@@ -79,7 +79,7 @@ pub struct RunOpts {
     /// Workers that run a program of their own instead of `algo` (`--worker-cmd`).
     pub external: Option<ExternalOpts>,
     /// `mutexlab replay`: the workers hold every message and step, and the supervisor
-    /// walks these choices instead of letting the run go ([`super::replay`]).
+    /// walks these choices instead of letting the run go (`super::replay`).
     pub replay: Option<super::Replay>,
     /// The byte streams between workers (`--transport`).
     pub transport: super::Transport,
@@ -423,9 +423,9 @@ pub(super) fn fits_a_socket(dir: &std::path::Path) -> bool {
 /// The notes' processing time Tp when none is asked for: 50 ms, the time a worker may
 /// take to reply on a busy machine, or, with more workers than fit, the time a ready
 /// worker may wait for every other worker on its core to run a time slice before it
-/// runs itself: ⌈workers / cores⌉ × [`SLICE`]; or, when every worker asks every other
+/// runs itself: ⌈workers / cores⌉ × `SLICE`; or, when every worker asks every other
 /// at once (all initiators of an election: N(N−1) requests and replies), the time the
-/// cores take to carry them all at [`MESSAGE_CPU`] each. On 2 cores that is 50 ms up
+/// cores take to carry them all at `MESSAGE_CPU` each. On 2 cores that is 50 ms up
 /// to 32 workers, 325 ms at 128, 1.3 s at 256.
 pub fn processing_time(workers: u32, cores: u32) -> Duration {
     let cores = cores.max(1);
@@ -464,12 +464,12 @@ pub fn timing(o: &RunOpts) -> Timing {
 }
 
 /// The heartbeat period P when none is asked for: 50 ms, or longer where a period's
-/// heartbeats would pass [`HEARTBEATS_PER_S`]: the detector's own traffic grows with
+/// heartbeats would pass `HEARTBEATS_PER_S`: the detector's own traffic grows with
 /// the channels, and past what the machine can carry it starves the workers it watches,
 /// which then look dead. All to all, N(N-1) a period: 50 ms up to 22 workers; 1.6 s at
 /// 128, 6.5 s at 256. An algorithm whose workers talk to few peers (`few_peers`: a
 /// ring's neighbours, a head and a directory) beats only on the channels it uses,
-/// counted as [`FEW_PEERS`] a worker: 50 ms up to 125 workers, 410 ms at 1,024.
+/// counted as `FEW_PEERS` a worker: 50 ms up to 125 workers, 410 ms at 1,024.
 pub fn heartbeat_period(workers: u32, few_peers: bool) -> Duration {
     let n = u64::from(workers);
     let per_period = if few_peers { n * FEW_PEERS } else { n * n.saturating_sub(1) };

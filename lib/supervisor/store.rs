@@ -17,7 +17,7 @@
 //! private, as every run directory is.
 //!
 //! `latest` must be a link (or absent): anything else under that name is refused before
-//! the run starts ([`check`]), rather than found when the run is filed.
+//! the run starts (`check`), rather than found when the run is filed.
 
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;

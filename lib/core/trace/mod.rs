@@ -50,7 +50,7 @@
 //! file mapped into memory, which the supervisor writes out as these files
 //! ([`from_rings`]) when the run fails, and deletes unread when it does not. A record
 //! is no line: a fixed head of numbers (tag, time, clocks, peer) and the message as
-//! MessagePack, the wire's own encoding ([`RECORD_HEAD`]), so a clean run makes no text
+//! MessagePack, the wire's own encoding (`ring::RECORD_HEAD`), so a clean run makes no text
 //! at all. The lines are made when a ring is written out, by the same function as the
 //! file's writer uses, the message read back through the run's [`Decode`] (the
 //! registry's [`decode_body`] of its message type, a program's JSON included): a ring's
@@ -101,7 +101,6 @@
 //! [`Clocks`] is that computation, for the exports of `mutexlab::export` (ShiViz's log).
 //!
 //! [`resource::monotonic_ns`]: crate::resource::monotonic_ns
-//! [`RECORD_HEAD`]: ring::RECORD_HEAD
 //! [`MAX_LINE`]: crate::lines::MAX_LINE
 //! [`MAX_WORKERS`]: crate::algorithm::MAX_WORKERS
 

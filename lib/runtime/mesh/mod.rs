@@ -126,7 +126,7 @@ pub(crate) use channel::messages;
 use stream::{Listener, Stream};
 
 /// How long an accepted connection may stay silent before its hello, at the least; a
-/// run of many workers allows [`connect_time`].
+/// run of many workers allows `connect_time`.
 pub const HELLO_DEADLINE: Duration = Duration::from_secs(2);
 
 /// How long making the mesh may take: [`HELLO_DEADLINE`], and 20 ms more per worker (an

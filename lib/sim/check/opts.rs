@@ -43,7 +43,7 @@ pub struct CheckOpts {
     #[serde(default)]
     pub stale_timers: bool,
     /// Check `bypass bound`: while a node's application waits, others enter at most this
-    /// many times (the registry's [`crate::registry::Bypass`], or `--bypass-bound`). The
+    /// many times (the registry's `crate::registry::Bypass`, or `--bypass-bound`). The
     /// count then becomes part of the state (capped at the bound + 1), which can
     /// multiply the states; without a bound only the most seen is told, as a lower bound.
     /// Only the first 16 nodes' bypasses are counted.
@@ -77,7 +77,7 @@ pub struct CheckOpts {
     /// not (the Stateright bench).
     #[serde(default)]
     pub forget: bool,
-    /// The seed in every node's [`Config`] (`--seed`), for algorithms that draw from it:
+    /// The seed in every node's `Config` (`--seed`), for algorithms that draw from it:
     /// 0 for a search; a failing simulator seed's path carries its seed, so the world it
     /// is walked in is the one the simulator ran.
     #[serde(default, skip_serializing_if = "is_zero")]
@@ -172,7 +172,7 @@ impl CheckOpts {
     /// (the limits, `--max-states` and `--max-seconds`, are the caller's to add).
     /// [`CheckOpts::highest_wins`] has no flag: the registry entry promises it.
     /// No timer bound writes no flag, so a registry entry's default
-    /// ([`crate::registry::AlgoInfo::timer_fires`]) would apply: add `--timer-fires none`.
+    /// (`crate::registry::AlgoInfo::timer_fires`) would apply: add `--timer-fires none`.
     pub fn flags(&self) -> Vec<String> {
         let mut f: Vec<String> = Vec::new();
         let mut with = |flag: &str, value: Option<String>| {

@@ -34,7 +34,7 @@ pub enum Property {
     /// Elections: the leader the live nodes agree on is the highest live id (where the
     /// algorithm promises it: [`CheckOpts::highest_wins`]).
     HighestLiveId,
-    /// An algorithm's or a user's own [`Invariant`], by its name.
+    /// An algorithm's or a user's own `Invariant`, by its name.
     Invariant(&'static str),
     /// Mutual exclusion, with [`CheckOpts::liveness`]: no request waits for ever round
     /// a cycle of states that takes every delivery, timer and call that stays enabled

@@ -4,12 +4,12 @@
 //!
 //! A walk re-executes a path (a counterexample's choices, or the explorer's indices into
 //! what was enabled at each step) from the same initial world the search starts from
-//! ([`super::initial`]), through the same node code, so a snapshot can never disagree
+//! (`super::initial`), through the same node code, so a snapshot can never disagree
 //! with the code that made it and a file stays a list of choices. After every step it
 //! keeps a [`Snapshot`]: each node's state ([`crate::algorithm::Node::state`]), the
 //! host's view of it (up or down, incarnation, the peers it was told are down, its
 //! timers, its application's phase), the messages in flight per channel in order, and
-//! each property judged as the search judges it ([`super::judge`]). Messages get ids
+//! each property judged as the search judges it (`super::judge`). Messages get ids
 //! when sent, so the page can draw each one whole from its send to its delivery, even
 //! when later ones overtake it. The JSON is the page's contract
 //! (`/work/notes/walk-contract.md` in the design: `schema`, `steps`, `messages`,

@@ -6,7 +6,7 @@
 //! [`super::Keeper`] for the other side). At end of input it exits, and the kernel
 //! removes its namespace with every bridge and veth pair in it.
 //!
-//! Links are made by route netlink ([`super::rtnl`]); for an address in a worker's
+//! Links are made by route netlink (`super::rtnl`); for an address in a worker's
 //! namespace the keeper enters it just long enough to open a socket there.
 
 use std::collections::BTreeMap;
