@@ -1031,16 +1031,22 @@ mod tests {
         assert!(w1.is_down(PeerId(0)) && !w1.has_channel(PeerId(0)));
     }
 
-    #[test]
-    fn a_tcp_dial_still_under_way_keeps_what_is_written_for_after_its_hello() {
+    /// A listener whose accept queue of one is full: the kernel drops a new SYN until
+    /// there is room, so a dial to it stays under way (its SYN is sent again after about
+    /// a second). The connection that fills it comes with it.
+    fn full_listener() -> (std::net::TcpListener, std::net::SocketAddr, std::net::TcpStream) {
         use std::os::fd::AsRawFd;
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        // An accept queue of one, filled: the kernel drops our SYN until there is room,
-        // so the dial stays under way (its SYN is sent again after about a second).
         // SAFETY: a plain system call on a socket this test owns.
         assert_eq!(unsafe { nix::libc::listen(listener.as_raw_fd(), 0) }, 0);
         let addr = listener.local_addr().unwrap();
-        let _filler = std::net::TcpStream::connect(addr).unwrap();
+        let filler = std::net::TcpStream::connect(addr).unwrap();
+        (listener, addr, filler)
+    }
+
+    #[test]
+    fn a_tcp_dial_still_under_way_keeps_what_is_written_for_after_its_hello() {
+        let (listener, addr, _filler) = full_listener();
         let (mut p1, mut w1, _) = tcp_mesh(1, false);
         assert!(w1.dial(PeerId(0), Endpoint::Tcp(addr)));
         assert!(!w1.has_channel(PeerId(0)) && !w1.channel_down(PeerId(0)), "under way, not down");
@@ -1065,12 +1071,7 @@ mod tests {
 
     #[test]
     fn a_tcp_dial_refused_after_it_was_under_way_is_a_peer_down_with_the_same_line() {
-        use std::os::fd::AsRawFd;
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        // SAFETY: a plain system call on a socket this test owns.
-        assert_eq!(unsafe { nix::libc::listen(listener.as_raw_fd(), 0) }, 0);
-        let addr = listener.local_addr().unwrap();
-        let _filler = std::net::TcpStream::connect(addr).unwrap();
+        let (listener, addr, _filler) = full_listener();
         let (mut p1, mut w1, _) = tcp_mesh(1, false);
         assert!(w1.dial(PeerId(0), Endpoint::Tcp(addr)));
         assert!(!w1.has_channel(PeerId(0)), "the handshake waits for room");
