@@ -660,7 +660,7 @@ mod tests {
         assert_eq!(s.passed, 0, "{text}");
         assert!(text.contains("(search, n=3, k=1, 1 crash, first 10000 states)"), "{text}");
         assert!(
-            text.contains("mutual exclusion violated: w2 entered while w0 was inside (after 6 steps"),
+            text.contains("mutual exclusion violated: w2 entered while w1 was inside (after 6 steps"),
             "{text}"
         );
         let more = "      … 3 more: cargo run -- check --algo centralized -n 3 -k 1 --crashes 1 \
