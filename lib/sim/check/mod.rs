@@ -71,6 +71,7 @@ mod memory;
 mod opts;
 mod report;
 mod search;
+mod visited;
 pub mod walk;
 
 pub use memory::default_bound as default_max_memory;
