@@ -366,7 +366,7 @@ impl Node for SuperPeer {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::sim::superpeer::{select, Params};
     use mutexlab_core::script::elect::Net as Script;
@@ -379,8 +379,9 @@ mod tests {
             .collect()
     }
 
-    /// The notes' requirements, checked on `roles` with the places of `seed`.
-    fn meets(seed: u64, n: usize, roles: &[(u32, u32)]) -> Result<(), String> {
+    /// The notes' requirements, checked on `roles` with the places of `seed` (also for
+    /// `superpeer_cells`, which must meet the same).
+    pub(crate) fn meets(seed: u64, n: usize, roles: &[(u32, u32)]) -> Result<(), String> {
         let (pos, _, _) = latency::layout(seed, n, latency::SIDE_MS);
         let sps: Vec<u32> = roles.iter().filter(|(i, s)| i == s).map(|r| r.0).collect();
         for &(i, s) in roles {

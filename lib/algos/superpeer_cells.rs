@@ -345,7 +345,7 @@ impl SuperPeerCells {
             Some(d) if self.dirs[d].attempt == attempt => d,
             found => {
                 // A directory of a later attempt starts afresh.
-                let fresh = Directory {
+                let started = Directory {
                     cell,
                     attempt,
                     heard: vec![false; heads(n) as usize],
@@ -355,11 +355,11 @@ impl SuperPeerCells {
                 };
                 match found {
                     Some(d) => {
-                        self.dirs[d] = fresh;
+                        self.dirs[d] = started;
                         d
                     }
                     None => {
-                        self.dirs.push(fresh);
+                        self.dirs.push(started);
                         self.dirs.len() - 1
                     }
                 }
@@ -524,7 +524,6 @@ impl Node for SuperPeerCells {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::latency::{BOUND_MS, CAPACITY, SHARE};
     use mutexlab_core::script::elect::Net as Script;
     use std::collections::BTreeSet;
 
@@ -533,29 +532,12 @@ mod tests {
         (0..net.n()).map(|i| net.is_alive(i).then(|| net.node(i).role().expect("a role").0)).collect()
     }
 
-    /// What the notes ask, of `of` with the places of `seed`.
+    /// What the notes ask, of `of` (by id, `None` for the dead) with the places of
+    /// `seed`: `superpeer`'s check.
     fn meets(seed: u64, of: &[Option<u32>]) -> Result<(), String> {
-        let (pos, _, _) = latency::layout(seed, of.len(), latency::SIDE_MS);
-        let live = of.iter().flatten().count();
-        let sps: Vec<usize> = (0..of.len()).filter(|&i| of[i] == Some(i as u32)).collect();
-        for (i, s) in of.iter().enumerate().filter_map(|(i, s)| s.map(|s| (i, s as usize))) {
-            if of[s] != Some(s as u32) {
-                return Err(format!("w{i} follows w{s}, not a live super-peer"));
-            }
-            if pos[i].dist(pos[s]) > BOUND_MS {
-                return Err(format!("w{i} is beyond the bound of w{s}"));
-            }
-        }
-        for &s in &sps {
-            let load = (0..of.len()).filter(|&i| i != s && of[i] == Some(s as u32)).count();
-            if load > CAPACITY {
-                return Err(format!("w{s} serves {load}"));
-            }
-        }
-        if sps.len() < latency::wanted(SHARE, live) {
-            return Err(format!("{} super-peers for {live} nodes", sps.len()));
-        }
-        Ok(())
+        let roles: Vec<(u32, u32)> =
+            (0..of.len() as u32).filter_map(|i| of[i as usize].map(|s| (i, s))).collect();
+        crate::superpeer::tests::meets(seed, of.len(), &roles)
     }
 
     #[test]

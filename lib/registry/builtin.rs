@@ -471,11 +471,9 @@ pub static BUILTIN: &[AlgoInfo] = &[
         // A node talks to its group's head and its cell's directory only.
         few_peers: true,
         theory: |s| {
-            Some(Theory::range(
-                superpeer_cells::messages(s.n).0 as f64,
-                superpeer_cells::messages(s.n).1 as f64,
-                "(N-H) JOIN + 16H BUNDLE + N ROLE less a directory's own, H = ⌈N/32⌉ heads, N = workers".into(),
-            ))
+            let (lo, hi) = superpeer_cells::messages(s.n);
+            let formula = "(N-H) JOIN + 16H BUNDLE + N ROLE less a directory's own, H = ⌈N/32⌉ heads, N = workers";
+            Some(Theory::range(lo as f64, hi as f64, formula.into()))
         },
         ..AlgoInfo::runs::<superpeer_cells::SuperPeerCells>()
     },
