@@ -6,6 +6,12 @@
 //! made its entries or the run's `--duration` is over; then it tells the supervisor it
 //! is `Done`.
 //!
+//! A section of 1 ms or more is a timer of the loop. A shorter one ([`SPIN_BELOW`]) is
+//! held by spinning on the monotonic clock until its time from the ENTER is up: the
+//! loop's wait (epoll) counts whole ms, so a shorter timer would end at the loop's next
+//! turn or after a whole ms, and no section near a message time could be asked for. A
+//! section stands for work, so a busy worker is what it simulates.
+//!
 //! Under held delivery (`mutexlab replay`) its timers are not set: the next step waits
 //! until the supervisor says `Call` (`held.rs`).
 //!
@@ -100,6 +106,10 @@ impl App {
     }
 }
 
+/// Sections shorter than this are held by spinning, not by a timer (module doc): the
+/// resolution of the loop's wait.
+pub(crate) const SPIN_BELOW: Duration = Duration::from_millis(1);
+
 /// Local events queued while applying actions, handled right after.
 #[derive(Debug)]
 enum Local {
@@ -116,6 +126,11 @@ pub(super) struct Workload {
     target: u64,
     think: Duration,
     cs: Duration,
+    /// Sections shorter than this spin ([`SPIN_BELOW`]; none under held delivery,
+    /// where the supervisor's `Call` ends a section).
+    spin_below: Duration,
+    /// When a spun section is over, monotonic ns: its ENTER's time plus `cs`.
+    spin_until: Option<u64>,
     fenced: bool,
     /// Set by the SIGTERM/SIGINT handler: nothing new once it is.
     term: Arc<AtomicBool>,
@@ -164,6 +179,8 @@ impl Workload {
             target: opts.entries,
             think: opts.think,
             cs: opts.cs,
+            spin_below: if opts.held { Duration::ZERO } else { SPIN_BELOW },
+            spin_until: None,
             fenced: opts.fenced,
             term,
             deadline: None,
@@ -218,6 +235,16 @@ impl Workload {
                 steps.push(AppStep::Call(AppCall::Want));
             }
             Local::CsDone => {
+                if let Some(until) = self.spin_until.take() {
+                    while resource::monotonic_ns() < until && !self.terminating() {
+                        std::hint::spin_loop();
+                    }
+                    if self.terminating() {
+                        // Left on the signal, as a timed section is (module doc).
+                        self.local.clear();
+                        return Ok(None);
+                    }
+                }
                 let t = self.leave_cs(&mut steps)?;
                 steps.push(self.think_at(t));
                 steps.push(AppStep::Call(AppCall::Done));
@@ -303,6 +330,10 @@ impl Workload {
         }
         if self.cs.is_zero() {
             self.local.push_back(Local::CsDone);
+        } else if self.cs < self.spin_below {
+            // Spun when the loop next takes its local events, to the ENTER's time plus W.
+            self.spin_until = Some(t.saturating_add(self.cs.as_nanos() as u64));
+            self.local.push_back(Local::CsDone);
         } else {
             steps.push(AppStep::Timer { after: self.cs, timer: AppTimer::CsDone });
         }
@@ -314,6 +345,7 @@ impl Workload {
         let App::Inside { fence, read, landed } = self.app else {
             anyhow::bail!("internal error: leaving a section we are not in");
         };
+        self.spin_until = None;
         let t = resource::monotonic_ns();
         if !landed {
             return Ok(t); // The REFUSED record is written; the entry is still to make.
@@ -491,6 +523,61 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         let kinds: Vec<&str> = text.lines().skip(1).filter_map(|l| l.split_whitespace().next()).collect();
         assert_eq!(kinds, ["WANT", "ENTER", "EXIT"], "{text}");
+    }
+
+    /// The ENTER and EXIT times of the resource file at `path`, in ns.
+    fn section_times(path: &std::path::Path) -> Vec<(u64, u64)> {
+        let text = std::fs::read_to_string(path).unwrap();
+        let recs: Vec<Record> = text.lines().skip(1).filter_map(|l| l.parse().ok()).collect();
+        let enters = recs.iter().filter(|r| matches!(r, Record::Enter { .. })).map(|r| r.time());
+        let exits = recs.iter().filter(|r| matches!(r, Record::Exit { .. })).map(|r| r.time());
+        enters.zip(exits).collect()
+    }
+
+    #[test]
+    fn a_section_below_the_timer_s_resolution_is_spun_and_lasts_at_least_w() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(control::RESOURCE_FILE);
+        resource::create(&path, "lamport", 2, false).unwrap();
+        let term = Arc::new(AtomicBool::new(false));
+        let w_ns = 150_000;
+        let opts = WorkerSettings { cs: Duration::from_nanos(w_ns), ..settings(3) };
+        let (mut w, _) = Workload::open(dir.path(), &opts, false, 1, term).unwrap();
+        for _ in 0..3 {
+            w.timer(AppTimer::Think);
+            w.next_local().unwrap();
+            // No timer: the section is left at the loop's next local event, spun to W.
+            assert_eq!(words(&w.enter(&mut 0).unwrap()), ["trace enter"]);
+            assert_eq!(words(&w.next_local().unwrap().unwrap()), ["trace leave", "timer Think", "Done"]);
+        }
+        let spans = section_times(&path);
+        assert_eq!(spans.len(), 3);
+        for (enter, exit) in spans {
+            assert!(exit - enter >= w_ns, "a section of {} ns, {w_ns} asked", exit - enter);
+        }
+        // Negative control: held delivery keeps the timer (the supervisor ends a section).
+        let held = WorkerSettings { held: true, ..opts };
+        let (mut h, _) =
+            Workload::open(dir.path(), &held, false, 1, Arc::new(AtomicBool::new(false))).unwrap();
+        h.timer(AppTimer::Think);
+        h.next_local().unwrap();
+        assert_eq!(words(&h.enter(&mut 0).unwrap()), ["trace enter", "timer CsDone"]);
+    }
+
+    #[test]
+    fn a_signal_during_a_spun_section_leaves_it_by_the_signal_s_road() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(control::RESOURCE_FILE);
+        resource::create(&path, "lamport", 2, false).unwrap();
+        let term = Arc::new(AtomicBool::new(false));
+        let opts = WorkerSettings { cs: Duration::from_micros(500), ..settings(3) };
+        let (mut w, _) = Workload::open(dir.path(), &opts, false, 1, term.clone()).unwrap();
+        w.timer(AppTimer::Think);
+        w.next_local().unwrap();
+        w.enter(&mut 0).unwrap();
+        term.store(true, Ordering::SeqCst);
+        assert!(w.next_local().unwrap().is_none(), "nothing new after the signal");
+        assert_eq!(words(&w.close_on_signal().unwrap().unwrap()), ["trace leave", "Done"]);
     }
 
     #[test]
