@@ -224,7 +224,8 @@ fn the_report_command_prints_its_path_and_refuses_what_is_not_a_run() {
 }
 
 /// A made-up comparison of two algorithms under the four faults: `centralized` with its
-/// theory and both delays, `lamport` with no theory and no sync sample.
+/// theory, its delay before entry in messages over the notes' 2 and its handoffs' hops,
+/// `lamport` with no theory and no trace.
 fn comparison() -> Comparison {
     let delay = |t: f64| Some(Delay { ms: t / 500.0, t, samples: 9, notes: "2".into() });
     let runs = |o: Outcome| {
@@ -266,20 +267,54 @@ fn comparison() -> Comparison {
         notes_on_runs: Vec::new(),
         spread: Default::default(),
     };
+    let mut central = row("centralized", Theory::exact(2.0, "3(N-1)/N"), delay(19.0), Outcome::Stalls);
+    let quiet = compare::entries::Counts([(2, 9)].into());
+    central.entry_messages = Some(compare::EntryMessages {
+        counts: compare::entries::EntryCounts {
+            entries: 9,
+            quiet: 9,
+            sequential: quiet.clone(),
+            sequential_quiet: quiet.clone(),
+            chain: quiet.clone(),
+            chain_quiet: quiet,
+            ..Default::default()
+        },
+        wall_in_message_times: None,
+        wall_ms: None,
+        wall_all_ms: None,
+        release_us: None,
+        notes: Some(compare::NotesFormula {
+            row: "Centralized".into(),
+            formula: "2".into(),
+            min: 2.0,
+            max: Some(2.0),
+        }),
+        registry: "2".into(),
+        quiet_within_notes: Some(true),
+        all_within_notes: Some(true),
+    });
+    let handoffs =
+        mutexlab::handoff::Handoffs { handoffs: 9, by_hops: [(2, 9)].into(), ..Default::default() };
+    central.sync_hops = Some(compare::SyncHops {
+        median: Some(2.0),
+        mean: Some(2.0),
+        handoffs,
+        in_message_times: None,
+        message_time_us: None,
+        utilisation: None,
+        notes: "2: RELEASE, GRANT".into(),
+    });
     Comparison {
         message_time_us: 2.0,
-        algorithms: vec![
-            row("centralized", Theory::exact(2.0, "3(N-1)/N"), delay(19.0), Outcome::Stalls),
-            row("lamport", None, None, Outcome::Unsafe),
-        ],
+        algorithms: vec![central, row("lamport", None, None, Outcome::Unsafe)],
         ..Comparison::new(3, 5, "perfect")
     }
 }
 
 /// The comparison page's counts: rows of the grid, message bars, theory bands, delay
-/// bars, grid cells.
-fn chart(dom: &str) -> Result<[usize; 5], String> {
-    rendered(dom, ["rows", "message-bars", "bands", "delay-bars", "cells"])
+/// bars, the notes' formulas under them, sync bars, grid cells.
+fn chart(dom: &str) -> Result<[usize; 7], String> {
+    rendered(dom, ["rows", "message-bars", "bands", "delay-bars", "formulas", "sync-bars", "cells"])
 }
 
 #[test]
@@ -291,9 +326,10 @@ fn the_comparison_page_renders_its_bars_bands_and_grid() {
     let page = tmp.path().join("compare.html");
     std::fs::write(&page, mutexlab::html::comparison_page(&comparison())).unwrap();
     let dom = dump_dom(&page);
-    // Two rows; light and saturation bars for each; one theory; three delays (lamport
-    // has no sync sample); four faults a row.
-    assert_eq!(chart(&dom), Ok([2, 4, 1, 3, 8]), "{dom}");
+    // Two rows; light and saturation bars for each; one theory; centralized's two delays
+    // before entry over the notes' formula and its sync hops (lamport has no trace);
+    // four faults a row.
+    assert_eq!(chart(&dom), Ok([2, 4, 1, 2, 1, 1, 8]), "{dom}");
     // The grid's cells kept their verdicts through the browser's parse.
     assert_eq!(dom.matches(r#"data-cell="unsafe""#).count(), 4);
 }
@@ -301,8 +337,8 @@ fn the_comparison_page_renders_its_bars_bands_and_grid() {
 #[test]
 fn the_chart_checker_refuses_a_page_without_its_counts() {
     // What the script writes for an empty comparison, and a page whose script never ran.
-    let empty = r#"<div id="rendered" hidden="" data-rows="0" data-message-bars="0" data-bands="0" data-delay-bars="0" data-cells="0">"#;
-    assert_eq!(chart(empty), Ok([0; 5]));
+    let empty = r#"<div id="rendered" hidden="" data-rows="0" data-message-bars="0" data-bands="0" data-delay-bars="0" data-formulas="0" data-sync-bars="0" data-cells="0">"#;
+    assert_eq!(chart(empty), Ok([0; 7]));
     assert!(chart(r#"<div id="rendered" hidden="">"#).unwrap_err().contains("did not count rows"));
 }
 

@@ -123,6 +123,32 @@ fn duration_runs_stop_on_time() {
 }
 
 #[test]
+fn a_section_below_a_millisecond_lasts_at_least_what_was_asked() {
+    // 50 µs: below the loop's 1 ms wait, so the worker spins through it. Not a timing
+    // test: every section in the resource file is counted against its lower bound.
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("short");
+    let args = ["run", "--algo", "centralized", "-n", "3", "-k", "10", "--cs-ms", "0.05", "--think-ms", "0"];
+    let out = run(&[&args[..], &["--run-dir", dir.to_str().unwrap(), "--keep"]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let records = mutexlab::compare::read_records(&dir.join("resource.log")).unwrap();
+    let mut inside = std::collections::HashMap::new();
+    let mut sections = Vec::new();
+    for r in records {
+        match r {
+            mutexlab::resource::Record::Enter { w, t, .. } => {
+                inside.insert(w, t);
+            }
+            mutexlab::resource::Record::Exit { w, t, .. } => sections.push(t - inside.remove(&w).unwrap()),
+            _ => {}
+        }
+    }
+    assert_eq!(sections.len(), 30, "every entry's section");
+    let short = sections.iter().filter(|&&ns| ns < 50_000).count();
+    assert_eq!(short, 0, "sections shorter than the 50 µs asked: {sections:?}");
+}
+
+#[test]
 fn clean_runs_remove_their_directory_unless_kept() {
     let tmp = tempfile::tempdir().unwrap();
     let gone = tmp.path().join("gone");

@@ -138,6 +138,19 @@ fn compare_counts_the_delay_before_entry_in_the_notes_message_times() {
         // w_us and t_us are rounded to three decimals in the JSON, the prediction is not.
         assert!((u["predicted"].as_f64().unwrap() - w / (w + 2.0 * t)).abs() < 1e-5, "{u}");
     }
+    // The sections were chosen against a T: W ≈ T, 10 T and 100 T of it, and each
+    // light-load run's quiet requests stand beside W+3T.
+    let against = m["chosen_against_t_us"].as_f64().unwrap();
+    for (u, times) in loads.iter().zip([1.0, 10.0, 100.0]) {
+        assert_eq!(u["times_t"].as_f64(), Some(times), "{u}");
+        let asked_us = u["cs_ms"].as_f64().unwrap() * 1e3;
+        assert!((asked_us - times * against).abs() < 0.01 * asked_us, "{u}");
+        let k = &u["cost"];
+        let (w, t) = (k["w_us"].as_f64().unwrap(), k["t_us"].as_f64().unwrap());
+        assert!((k["predicted_us"].as_f64().unwrap() - (w + 3.0 * t)).abs() < 0.005, "{k}");
+        // A spun or timed section lasts at least what was asked (µs rounded to three decimals).
+        assert!(w >= asked_us - 0.001, "{u}");
+    }
     // Longer sections use the resource more of the time, as W/(W+2T) says.
     let share = |i: usize| loads[i]["measured"]["median"].as_f64().unwrap();
     assert!(share(0) < share(2), "{m}");
@@ -210,6 +223,15 @@ fn compare_html_writes_the_page_beside_the_text_table_and_names_it_on_stderr() {
     assert_eq!(html.matches(r#"<rect data-bar="light""#).count(), 1, "{html}");
     assert_eq!(html.matches(r#"<rect data-bar="saturation""#).count(), 1);
     assert_eq!(html.matches("<rect data-cell=").count(), 4, "one cell per fault");
+    // The delay before entry in the notes' message times, over their formula (2); two
+    // entries of one client may both meet the coordinator's own request (none quiet).
+    let bars = html.matches(r#"<rect data-bar="sequential""#).count();
+    assert_eq!(bars + html.matches("delay before entry: no quiet entry").count(), 1, "{html}");
+    assert_eq!(html.matches(r#"<rect data-bar="chain""#).count(), bars, "{html}");
+    assert!(html.contains(r#"<rect data-formula="2" class="band exact""#), "{html}");
+    // At N = 2 every handoff touches the coordinator, whose own are left out.
+    let hops = html.matches(r#"<rect data-bar="hops""#).count();
+    assert_eq!(hops + html.matches("synchronisation delay: no handoff traced").count(), 1, "{html}");
     assert!(html.contains("<td>centralized</td>"), "the table's row");
     assert!(html.contains("<title>mutexlab compare: 1 algorithm, N = 2</title>"), "{html}");
 

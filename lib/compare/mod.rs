@@ -14,7 +14,8 @@
 //!   ([`crate::algos::NotesEntry`]) or the registry's claim;
 //! - for the 003 notes' manager (the algorithm of the notes' centralized row): a quiet
 //!   request's time from its want to the coordinator's receipt of its RELEASE beside
-//!   W+3T, and saturated runs at three section lengths beside W/(W+2T) ([`Manager`]);
+//!   W+3T, and at three section lengths chosen against the run's T (W ≈ T, 10 T, 100 T)
+//!   saturated runs beside W/(W+2T) and light-load runs beside W+3T ([`Manager`]);
 //! - from the saturated run's `resource.log`, the synchronisation delay: from one
 //!   worker's EXIT to the next ENTER while someone was waiting ([`sync_delays`]);
 //! - from the saturated run's trace, the same handoffs in message hops (the messages
@@ -78,7 +79,9 @@ mod render;
 mod schedule;
 
 pub use measure::{entry_waits, longest_quiet, outcome, read_records, sync_delays};
-use measure::{fault_run, manager_once, measure_once, simulate_fault, ManagerRun, FAULTS};
+use measure::{
+    fault_run, manager_calibration, manager_once, measure_once, simulate_fault, ManagerRun, FAULTS,
+};
 pub use model::{
     Comparison, Delay, EntryMessages, Excluded, FaultRun, FaultSettings, FaultSummary, Manager, ManagerCost,
     ManagerLoad, NotesFormula, Outcome, PerEntry, Problems, Row, RowSpread, SimDecision, Spread, SyncHops,
@@ -260,12 +263,25 @@ pub fn compare(
     let mut manager_row: Option<Manager> = None;
     let width = fault_width();
     let mut quiet: Option<u64> = None;
+    // The manager's first guess at T, set once its timing runs are in (every timing run
+    // comes first, alone); then the T its sections are chosen against, from a
+    // calibration run at that guess made before its first run (alone too).
+    let timing_t: std::sync::OnceLock<Option<f64>> = std::sync::OnceLock::new();
+    let manager_t: std::sync::OnceLock<(f64, &'static str)> = std::sync::OnceLock::new();
     let run = |job: &Job| -> Result<Done, RunError> {
         let info = infos[job.algo];
         Ok(match job.what {
             What::Timing { rep } => Done::Measured(Box::new(measure_once(o, reg, info, rep, tmp.path())?)),
             What::Manager { level, rep } => {
-                Done::Manager(manager_once(o, reg, info, rep, MANAGER_LOADS[level], tmp.path())?)
+                if manager_t.get().is_none() {
+                    let guess = timing_t.get().copied().flatten().unwrap_or(t_ms);
+                    let t = manager_calibration(o, reg, info, guess, tmp.path())?;
+                    let _ =
+                        manager_t.set(t.map_or((guess, UNCALIBRATED), |ns| (ns as f64 / 1e6, CALIBRATED)));
+                }
+                let (t, _) = manager_t.get().copied().unwrap_or((t_ms, UNCALIBRATED));
+                let cs_ms = (MANAGER_LOADS[level] * t).min(MAX_CS_MS);
+                Done::Manager(manager_once(o, reg, info, rep, cs_ms, tmp.path())?)
             }
             What::Fault { fault, rep } => {
                 let (run, quiet) = fault_run(o, reg, info, FAULTS[fault], rep, o.detector, tmp.path())?;
@@ -286,13 +302,17 @@ pub fn compare(
         }
         parts[job.algo].add(job, result, took);
         if matches!(job.what, What::Timing { .. }) && parts[job.algo].measured.len() == o.repeat as usize {
+            if manager == Some(job.algo) {
+                let _ = timing_t.set(saturated_t(&parts[job.algo].measured));
+            }
             done(Progress::Timed(infos[job.algo].name, parts[job.algo].took));
         }
         // Rows in the order asked: each once it and every row before it are complete.
         while let Some(p) = parts.get_mut(rows.len()).filter(|p| p.complete(o.repeat)) {
             let row = p.row(infos[rows.len()], o.workers, t_ms);
             if manager == Some(rows.len()) {
-                manager_row = Some(manager_figures(&row, &p.managers));
+                let against = manager_t.get().copied().unwrap_or((t_ms, UNCALIBRATED));
+                manager_row = Some(manager_figures(&row, &p.managers, against));
             }
             done(Progress::Row(&row, p.took));
             rows.push(row);
@@ -324,49 +344,84 @@ pub fn compare(
     Ok(c)
 }
 
-/// The manager's figures: its cost from its row's light runs, its utilisation from the
-/// runs at [`MANAGER_LOADS`] (sorted by load and repeat).
-fn manager_figures(row: &Row, runs: &[(usize, u32, ManagerRun)]) -> Manager {
+/// What the manager's sections were chosen against ([`Manager::chosen_against`]).
+const CALIBRATED: &str = "the median SEND→RECV of a saturated calibration run with sections of \
+                          its timing runs' T";
+const UNCALIBRATED: &str = "a first guess: the calibration run's trace gave no T";
+
+/// The median over `measured`'s repeats of their saturated run's median SEND→RECV, in
+/// ms; `None` if no trace gave one.
+fn saturated_t(measured: &[(u32, measure::Measured)]) -> Option<f64> {
+    let t: Vec<f64> = measured
+        .iter()
+        .filter_map(|(_, m)| m.hops.as_ref().ok()?.message_time_us)
+        .map(|us| us / 1e3)
+        .collect();
+    Spread::of(&t).map(|s| s.median)
+}
+
+/// A request's cost beside W+3T: `measured` each repeat's median in µs, W and T in ns.
+fn request_cost(measured: Spread, samples: u64, w: f64, t: f64) -> ManagerCost {
+    let predicted = w + 3.0 * t;
+    ManagerCost {
+        measured_us: measured,
+        samples,
+        w_us: w / 1e3,
+        t_us: t / 1e3,
+        predicted_us: predicted / 1e3,
+        rate_per_s: 1e6 / measured.median,
+        predicted_rate_per_s: 1e9 / predicted,
+    }
+}
+
+/// The manager's figures: its cost from its row's light runs, its utilisation and cost
+/// from the runs at [`MANAGER_LOADS`] (sorted by load and repeat), whose sections were
+/// chosen against `against` (T in ms, and which T).
+fn manager_figures(row: &Row, runs: &[(usize, u32, ManagerRun)], against: (f64, &str)) -> Manager {
     let cost = row.entry_messages.as_ref().and_then(|e| {
         let c = &e.counts;
-        let measured = e.release_us?;
-        let ns = measured.median * 1e3;
         let (w, t) = (c.section_median_ns? as f64, c.message_median_ns? as f64);
-        let predicted = w + 3.0 * t;
-        Some(ManagerCost {
-            measured_us: measured,
-            samples: c.release_samples,
-            w_us: w / 1e3,
-            t_us: t / 1e3,
-            predicted_us: predicted / 1e3,
-            rate_per_s: 1e9 / ns,
-            predicted_rate_per_s: 1e9 / predicted,
-        })
+        Some(request_cost(e.release_us?, c.release_samples, w, t))
     });
     let utilisation = MANAGER_LOADS
         .iter()
         .enumerate()
-        .map(|(level, &cs_ms)| {
+        .map(|(level, &times_t)| {
             let mine: Vec<&ManagerRun> = runs.iter().filter(|r| r.0 == level).map(|r| &r.2).collect();
             let med = |v: Vec<f64>| Spread::of(&v).map(|s| s.median);
+            let costs: Vec<_> = mine.iter().filter_map(|m| m.cost).collect();
+            let cost =
+                Spread::of(&costs.iter().map(|c| c.release_ns as f64 / 1e3).collect::<Vec<_>>()).map(|s| {
+                    let w = med(costs.iter().map(|c| c.section_ns as f64).collect()).unwrap_or(0.0);
+                    let t = med(costs.iter().map(|c| c.t_ns as f64).collect()).unwrap_or(0.0);
+                    request_cost(s, costs.iter().map(|c| c.samples).sum(), w, t)
+                });
             let w = med(mine.iter().filter_map(|m| m.used.map(|u| u.1 as f64)).collect());
             let t = med(mine.iter().filter_map(|m| m.t_ns.map(|t| t as f64)).collect());
             let k_bar = med(mine.iter().filter_map(|m| m.mean_hops).collect());
             let (w, t) = (w.unwrap_or(0.0), t.unwrap_or(0.0));
             let share = |k: f64| if w + k * t > 0.0 { w / (w + k * t) } else { 0.0 };
             ManagerLoad {
-                cs_ms,
+                times_t,
+                cs_ms: mine.first().map_or(0.0, |m| m.cs_ms),
                 measured: Spread::of(&mine.iter().filter_map(|m| m.used.map(|u| u.0)).collect::<Vec<_>>()),
                 w_us: w / 1e3,
                 t_us: t / 1e3,
                 predicted: share(2.0),
                 with_mean_hops: k_bar.map(share),
                 mean_hops: k_bar,
+                cost,
                 notes: mine.iter().filter_map(|m| m.note.clone()).collect(),
             }
         })
         .collect();
-    Manager { algorithm: row.algorithm.clone(), cost, utilisation }
+    Manager {
+        algorithm: row.algorithm.clone(),
+        cost,
+        chosen_against_t_us: against.0 * 1e3,
+        chosen_against: against.1.to_string(),
+        utilisation,
+    }
 }
 
 #[cfg(test)]
@@ -548,34 +603,55 @@ mod tests {
         let info = builtin("centralized");
         let m = measured(3.0, 50_000.0, &[(2, 10)], true);
         let row = aggregate(info, 5, 0.01, &[m.clone(), m.clone(), m], vec![], vec![]);
-        let run = |w_ns: u64, used: f64| ManagerRun {
-            used: Some((used, w_ns)),
-            t_ns: Some(25_000),
-            mean_hops: Some(1.6),
-            note: None,
+        // At W = 1, 10, 100 T of 25 µs: each repeat's saturated share, and a light-load
+        // run whose quiet requests took W+3T plus 10 µs.
+        let run = |level: usize, used: f64| {
+            let w_ns = 25_000 * [1, 10, 100][level];
+            ManagerRun {
+                cs_ms: w_ns as f64 / 1e6,
+                used: Some((used, w_ns)),
+                t_ns: Some(25_000),
+                mean_hops: Some(1.6),
+                cost: Some(measure::RequestCost {
+                    release_ns: w_ns + 3 * 20_000 + 10_000,
+                    samples: 9,
+                    section_ns: w_ns,
+                    t_ns: 20_000,
+                }),
+                note: None,
+            }
         };
-        let runs: Vec<(usize, u32, ManagerRun)> = (0..3)
-            .flat_map(|level| {
-                (0..2).map(move |rep| (level, rep, run([25_000, 1_000_000, 3_000_000][level], 0.5)))
-            })
-            .collect();
-        let man = manager_figures(&row, &runs);
+        let runs: Vec<(usize, u32, ManagerRun)> =
+            (0..3).flat_map(|level| (0..2).map(move |rep| (level, rep, run(level, 0.5)))).collect();
+        let man = manager_figures(&row, &runs, (0.025, CALIBRATED));
         // W = 1040 µs, T = 20 µs: W+3T = 1100 µs, as measured; 1/(W+3T) ≈ 909/s.
         let cost = man.cost.as_ref().unwrap();
         assert_eq!((cost.w_us, cost.t_us, cost.predicted_us), (1040.0, 20.0, 1100.0));
         assert_eq!(cost.measured_us.median, 1100.0);
         assert!((cost.predicted_rate_per_s - 1e6 / 1100.0).abs() < 1e-9, "{cost:?}");
         assert_eq!(man.utilisation.len(), 3);
+        assert_eq!(man.chosen_against_t_us, 25.0);
         // W = T: W/(W+2T) = 1/3; with 1.6 hops a handoff, 1/2.6.
         let u = &man.utilisation[0];
+        assert_eq!((u.times_t, u.cs_ms), (1.0, 0.025));
         assert!(
             (u.predicted - 1.0 / 3.0).abs() < 1e-12 && (u.with_mean_hops.unwrap() - 1.0 / 2.6).abs() < 1e-12
         );
         assert_eq!(u.measured.unwrap().runs, 2, "one figure a repeat");
+        // Its quiet requests at W = 25 µs, T = 20 µs: W+3T = 85 µs against 95 measured.
+        let k = u.cost.as_ref().unwrap();
+        assert_eq!(
+            (k.w_us, k.t_us, k.predicted_us, k.measured_us.median, k.samples),
+            (25.0, 20.0, 85.0, 95.0, 18)
+        );
         let c = Comparison { manager: Some(man), ..Comparison::new(5, 20, "none") };
         let text = text(&c);
         assert!(text.contains("W+3T = 1100.0 µs") && text.contains("W/(W+2T) = 0.333"), "{text}");
-        assert!(text.contains("25.0 µs = 1.0 T") && text.contains("3000.0 µs = 120.0 T"), "W in T: {text}");
+        assert!(text.contains("25.0 µs = 1.0 T (0.025 ms asked)"), "W in T: {text}");
+        assert!(text.contains("2500.0 µs = 100.0 T (2.500 ms asked)"), "W in T: {text}");
+        assert!(text.contains("W ≈ 1 T: a quiet request") && text.contains("W+3T = 85.0 µs"), "{text}");
+        assert!(text.contains("rate 10526/s; 1/(W+3T) = 11765/s"), "{text}");
+        assert!(text.contains("sections W of 1, 10, 100 T asked, T 25.0 µs (the median SEND→RECV of a saturated calibration"), "{text}");
     }
 
     #[test]

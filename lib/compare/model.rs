@@ -345,7 +345,14 @@ pub struct Manager {
     /// A quiet request from its want to the manager's receipt of its RELEASE, in the
     /// light-load runs (sections of `--cs-ms`).
     pub cost: Option<ManagerCost>,
-    /// Saturated runs at three section lengths, W ≈ T and well above.
+    /// The T the loads' sections were chosen against, in µs: the median SEND→RECV of a
+    /// saturated calibration run whose sections were a first guess at T (the median
+    /// SEND→RECV of the algorithm's saturated timing runs, else the ping-pong T); the
+    /// guess itself if that run's trace gave none.
+    pub chosen_against_t_us: f64,
+    /// Which of the two `chosen_against_t_us` is.
+    pub chosen_against: String,
+    /// Runs at three section lengths, W ≈ T, 10 T and 100 T of that T.
     pub utilisation: Vec<ManagerLoad>,
 }
 
@@ -368,16 +375,19 @@ pub struct ManagerCost {
     pub predicted_rate_per_s: f64,
 }
 
-/// The manager's utilisation at one section length.
+/// The manager at one section length: its utilisation in saturated runs, and a quiet
+/// request's cost in light-load runs.
 #[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 pub struct ManagerLoad {
-    /// The section asked for, in ms (the worker's timer has 1 ms resolution: the
-    /// smallest is over at the next turn of its loop).
+    /// The section asked for, as a multiple of [`Manager::chosen_against_t_us`].
+    pub times_t: f64,
+    /// The section asked for, in ms (below 1 ms a worker spins, at or above it a timer
+    /// of its loop holds the section).
     pub cs_ms: f64,
     /// Each repeat's measured utilisation (sections' total over first ENTER to last EXIT).
     pub measured: Option<Spread>,
-    /// The mean section W measured, in µs (the median repeat's): utilisation is a sum,
-    /// and a short section's timer either fires at once or waits out its 1 ms resolution.
+    /// The mean section W measured in the saturated runs, in µs (the median repeat's):
+    /// utilisation is a sum.
     pub w_us: f64,
     /// The run's median SEND→RECV time T, in µs (the median repeat's).
     pub t_us: f64,
@@ -388,6 +398,9 @@ pub struct ManagerLoad {
     pub with_mean_hops: Option<f64>,
     /// That k̄.
     pub mean_hops: Option<f64>,
+    /// A quiet request's want → RELEASE received in light-load runs with this section,
+    /// beside W+3T (W and T of those runs); `null` if no quiet request was traced.
+    pub cost: Option<ManagerCost>,
     /// Why a repeat could not be measured, if one could not.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,

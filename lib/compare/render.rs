@@ -183,34 +183,55 @@ pub(crate) fn cells(c: &Comparison) -> (Vec<[String; 12]>, Vec<[String; 7]>) {
     (costs, problems)
 }
 
-/// The manager's table: its cost of a request and its utilisation at three loads,
-/// each beside the 003 notes' formula; empty without a manager.
+/// `W µs = x T`, W and T in µs (no T: W alone).
+fn w_in_t(w: f64, t: f64) -> String {
+    if t > 0.0 {
+        format!("{w:.1} µs = {:.1} T", w / t)
+    } else {
+        format!("{w:.1} µs")
+    }
+}
+
+/// A request's cost cells after its label: W, T, measured, W+3T, the rates.
+fn cost_cells(label: String, k: &ManagerCost) -> [String; 6] {
+    [
+        label,
+        w_in_t(k.w_us, k.t_us),
+        format!("{:.1} µs", k.t_us),
+        format!("{} µs ({} requests)", k.measured_us.words(1), k.samples),
+        format!("W+3T = {:.1} µs", k.predicted_us),
+        format!("rate {:.0}/s; 1/(W+3T) = {:.0}/s", k.rate_per_s, k.predicted_rate_per_s),
+    ]
+}
+
+/// The manager's table: its cost of a request at `--cs-ms`, then at each of three
+/// sections chosen against T its utilisation and its cost, each beside the 003 notes'
+/// formula; empty without a manager.
 pub(crate) fn manager_cells(c: &Comparison) -> Vec<[String; 6]> {
     let Some(m) = &c.manager else { return Vec::new() };
     let mut rows = Vec::new();
-    match &m.cost {
-        Some(k) => rows.push([
-            format!("{}: a quiet request, want → RELEASE received", m.algorithm),
-            format!("{:.1} µs", k.w_us),
-            format!("{:.1} µs", k.t_us),
-            format!("{} µs ({} requests)", k.measured_us.words(1), k.samples),
-            format!("W+3T = {:.1} µs", k.predicted_us),
-            format!("rate {:.0}/s; 1/(W+3T) = {:.0}/s", k.rate_per_s, k.predicted_rate_per_s),
-        ]),
-        None => rows.push([
-            format!("{}: a quiet request, want → RELEASE received", m.algorithm),
+    let none = |label: String| {
+        [
+            label,
             "-".into(),
             "-".into(),
             "no quiet request with its RELEASE in the trace".into(),
             "W+3T".into(),
             "-".into(),
-        ]),
-    }
+        ]
+    };
+    let label = format!("{}: a quiet request (--cs-ms), want → RELEASE received", m.algorithm);
+    rows.push(match &m.cost {
+        Some(k) => cost_cells(label, k),
+        None => none(label),
+    });
     for u in &m.utilisation {
-        let w_t = if u.t_us > 0.0 { format!(" = {:.1} T", u.w_us / u.t_us) } else { String::new() };
+        // The label is the same in every run (the README's table is held to it); the
+        // section asked goes beside the one measured.
+        let asked = format!("W ≈ {} T", u.times_t);
         rows.push([
-            format!("utilisation, saturated, sections of {} ms asked", u.cs_ms),
-            format!("{:.1} µs{w_t}", u.w_us),
+            format!("{asked}: utilisation, saturated"),
+            format!("{} ({:.3} ms asked)", w_in_t(u.w_us, u.t_us), u.cs_ms),
             format!("{:.1} µs", u.t_us),
             u.measured.map_or_else(|| "-".to_string(), |s| s.words(3)),
             format!("W/(W+2T) = {:.3}", u.predicted),
@@ -219,6 +240,11 @@ pub(crate) fn manager_cells(c: &Comparison) -> Vec<[String; 6]> {
                 _ => "-".to_string(),
             },
         ]);
+        let label = format!("{asked}: a quiet request, want → RELEASE received");
+        rows.push(match &u.cost {
+            Some(k) => cost_cells(label, k),
+            None => none(label),
+        });
     }
     rows
 }
@@ -292,7 +318,7 @@ pub(crate) fn footer(c: &Comparison) -> String {
          saturated run the resource was held, against W/(W+kT) (W the median section, k the \
          median hops, T the run's message time; the notes' W/(W+2T) for the coordinator)."
     );
-    if c.manager.is_some() {
+    if let Some(m) = &c.manager {
         let _ = writeln!(
             s,
             "The manager (003 notes: a request costs W+3T, a single user's rate is at most \
@@ -300,10 +326,14 @@ pub(crate) fn footer(c: &Comparison) -> String {
              time of the same runs, from their traces. A request: from the WANT to the \
              coordinator's receipt of the RELEASE, over the light-load runs' quiet requests \
              (sections of --cs-ms, W their median); rate = 1/that. Utilisation: saturated runs \
-             with sections of 0.001, 1 and 3 ms asked, W the mean section measured (a worker's \
-             section timer has 1 ms resolution: the smallest fires at the next turn of its loop \
-             or waits out a whole ms, so its W is a mix, no W ≈ T); k̄ the run's mean messages \
-             per handoff (the coordinator's own entries hand over in one, its clients' in two)."
+             with sections W of {} T asked, T {:.1} µs ({}); below 1 ms a worker \
+             spins through its section (its loop's timer counts whole ms); W the mean section \
+             measured, T the run's own; k̄ the run's mean messages \
+             per handoff (the coordinator's own entries hand over in one, its clients' in two). \
+             At each W again a light-load run: its quiet requests beside W+3T.",
+            m.utilisation.iter().map(|u| u.times_t.to_string()).collect::<Vec<_>>().join(", "),
+            m.chosen_against_t_us,
+            m.chosen_against
         );
     }
     if c.repeat > 1 {
@@ -590,19 +620,23 @@ mod tests {
                 aggregate(info, 5, 0.01, &[m.clone(), m.clone(), m], by_fault, vec![])
             })
             .collect();
-        let load = |cs_ms| ManagerLoad {
-            cs_ms,
+        let load = |times_t| ManagerLoad {
+            times_t,
+            cs_ms: times_t * 0.025,
             measured: Spread::of(&[0.9]),
             w_us: 1000.0,
             t_us: 25.0,
             predicted: 0.95,
             with_mean_hops: Some(0.96),
             mean_hops: Some(1.6),
+            cost: None,
             notes: vec![],
         };
         let manager = Manager {
             algorithm: "centralized".into(),
             cost: None,
+            chosen_against_t_us: 25.0,
+            chosen_against: "the median SEND→RECV of its saturated timing runs".into(),
             utilisation: super::super::MANAGER_LOADS.map(load).to_vec(),
         };
         let c = Comparison {

@@ -43,7 +43,7 @@ pub(super) struct Job {
 pub(super) enum What {
     /// Repeat `rep` of the light and saturated runs.
     Timing { rep: u32 },
-    /// Repeat `rep` of the manager's saturated run with sections of `MANAGER_LOADS[level]` ms.
+    /// Repeat `rep` of the manager's runs with sections of `MANAGER_LOADS[level]` T.
     Manager { level: usize, rep: u32 },
     /// Repeat `rep` of fault `FAULTS[fault]`.
     Fault { fault: usize, rep: u32 },
@@ -62,12 +62,11 @@ impl Job {
     }
 }
 
-/// The manager's section lengths asked for, in ms. A worker's section is a timer of its
-/// event loop, whose wait has a resolution of 1 ms: 1 µs is over by the loop's next turn
-/// (W of a few T), and nothing between that and 1 ms can be asked for. So W ≈ T, about
-/// 40 T and about 120 T on this machine (T ≈ 25 µs in a saturated run); each W is
-/// measured and shown in the run's own T.
-pub(crate) const MANAGER_LOADS: [f64; 3] = [0.001, 1.0, 3.0];
+/// The manager's section lengths asked for, as multiples of the message time T of the
+/// algorithm's saturated timing runs: W ≈ T, where W/(W+2T) bends (1/3), and 10 T and
+/// 100 T, where it flattens towards 1. Sections below 1 ms are spun by the worker
+/// (`workload.rs`), so W ≈ T is a section of T, not of the loop's next turn.
+pub(crate) const MANAGER_LOADS: [f64; 3] = [1.0, 10.0, 100.0];
 
 /// A comparison's jobs for `algos` algorithms made `repeat` times: every timing run
 /// first, in the order asked, then the manager's runs at three loads if `manager` names

@@ -5,8 +5,11 @@
 //!
 //! - messages per entry: per algorithm a bar at light load and one at saturation, over
 //!   a green band where the registry's theory for this N lies;
-//! - delays in message times T: the delay before entry (light load) and the
-//!   synchronisation delay (saturation);
+//! - the delay before entry in the 002 notes' message times (light load, quiet
+//!   entries): the messages in its causal past since the request and the longest causal
+//!   chain, over the notes' formula at this N;
+//! - the synchronisation delay in messages (saturation): the shortest causal chain from
+//!   a leave to the next enter, beside the registry's claim;
 //! - problems: a grid of algorithms by faults, each cell coloured survives, stalls or
 //!   unsafe, or `mixed` where the repeats differ (the cell counts them: `stalls 2/3,
 //!   survives 1/3`), the simulator's decision in its hover text.
@@ -30,7 +33,7 @@ use crate::compare::{self, Comparison, FaultRun, FaultSummary, Row, Spread};
 /// The comparison page's own style: bars, bands and the grid's colours.
 const STYLE: &str = r#"
 svg.chart rect.light { fill: #8aa9d9; } svg.chart rect.saturation { fill: #1f4e9c; }
-svg.chart rect.entry { fill: #9aa3b3; } svg.chart rect.sync { fill: #3d7bd9; }
+svg.chart rect.sequential { fill: #9aa3b3; } svg.chart rect.chain, svg.chart rect.hops { fill: #3d7bd9; }
 svg.chart rect.band { fill: #2da44e; fill-opacity: .35; } svg.chart rect.band.exact { fill-opacity: .9; } svg.chart line.axis { stroke: #999; }
 svg.chart text.value { fill: #1d2330; } svg.chart text.claim { fill: #7a5b00; }
 svg.grid rect.survives { fill: #2da44e; } svg.grid rect.stalls { fill: #e08a2e; }
@@ -75,6 +78,8 @@ pub fn comparison_page(c: &Comparison) -> String {
             ("message-bars", "svg.messages [data-bar]"),
             ("bands", "svg.messages [data-band]"),
             ("delay-bars", "svg.delays [data-bar]"),
+            ("formulas", "svg.delays [data-formula]"),
+            ("sync-bars", "svg.sync [data-bar]"),
             ("cells", "svg.grid [data-cell]"),
         ])
     );
@@ -99,17 +104,31 @@ pub fn comparison_page(c: &Comparison) -> String {
     }
     let _ = writeln!(s, "<div class=\"scroll\">{}</div>", messages_chart(c));
 
-    let _ = writeln!(s, "<h2>Delays in message times T</h2>");
+    let _ = writeln!(s, "<h2>Delay before entry in message times</h2>");
     let _ = writeln!(
         s,
-        "<p><span class=\"key\" style=\"background:#9aa3b3\"></span>delay before entry: median \
-         WANT to ENTER at light load<span class=\"key\" style=\"background:#3d7bd9\"></span>\
-         synchronisation delay: median EXIT to the next ENTER while someone waits, at \
-         saturation. No bar: no sample. Both in the ping-pong T, which moves with the \
-         machine's load; the table below gives the delay before entry in the notes' own \
-         unit, messages, counted from the trace.</p>"
+        "<p>As the 002 notes count it (\"assumes that messages are transmitted sequentially \
+         over the network\"), from the light-load runs' traces, over the quiet entries (nobody \
+         else asking from the request to the entry, the notes' case): \
+         <span class=\"key\" style=\"background:#9aa3b3\"></span>sequential: the messages in the \
+         entry's causal past since its request<span class=\"key\" style=\"background:#3d7bd9\">\
+         </span>parallel: the most messages on one causal chain from the request to the entry \
+         (for the rings, both are the token's hops). A bar is the median, the thin line over it \
+         the range; <span class=\"key\" style=\"background:#2da44e;opacity:.5\"></span>the \
+         notes' formula at N = {}, where their table has the algorithm; on the right the \
+         notes' claim, or the registry's. Hover for every entry's counts.</p>",
+        c.workers
     );
     let _ = writeln!(s, "<div class=\"scroll\">{}</div>", delays_chart(c));
+    let _ = writeln!(s, "<h2>Synchronisation delay in messages</h2>");
+    let _ = writeln!(
+        s,
+        "<p><span class=\"key\" style=\"background:#3d7bd9\"></span>the messages on the shortest \
+         causal chain from a leave to the next enter while someone waits, from the saturated \
+         runs' traces: median, the thin line the handoffs' range; on the right the registry's \
+         claim (the notes give none). The wall-clock delays are in the table below.</p>"
+    );
+    let _ = writeln!(s, "<div class=\"scroll\">{}</div>", sync_chart(c));
 
     let _ = writeln!(s, "<h2>Problems</h2>");
     let f = &c.fault_runs;
@@ -281,79 +300,167 @@ fn messages_chart(c: &Comparison) -> String {
     s
 }
 
-/// Delay before entry and synchronisation delay, in T.
-fn delays_chart(c: &Comparison) -> String {
-    let top = c
-        .algorithms
+/// A thin line over a bar at height `y` from `lo` to `hi` (a range of counts); nothing
+/// when they are equal.
+fn span(s: &mut String, kind: &str, y: f64, (lo, hi): (u32, u32), scale: f64) {
+    if lo == hi {
+        return;
+    }
+    let x = |v: u32| NAMES + (f64::from(v) / scale * PLOT).max(0.0);
+    let _ = writeln!(
+        s,
+        r#"<line data-range="{kind}" class="range" x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}"/>"#,
+        x(lo),
+        y + 5.5,
+        x(hi),
+        y + 5.5
+    );
+}
+
+/// The largest count a delay chart draws, for its scale: the counts' tops and the
+/// notes' finite bounds.
+fn entry_top(c: &Comparison) -> f64 {
+    c.algorithms
         .iter()
-        .flat_map(|r| [r.entry_delay.as_ref(), r.sync_delay.as_ref()])
-        .flatten()
-        .map(|d| d.t)
-        .chain(
-            c.algorithms
-                .iter()
-                .flat_map(|r| [r.spread.entry_delay_t, r.spread.sync_delay_t])
-                .flatten()
-                .map(|s| s.max),
-        )
-        .fold(1.0, f64::max);
-    let scale = top * 1.1;
-    let mut s = chart_svg("delays", "delays in message times", c.algorithms.len());
-    axis(&mut s, scale, c.algorithms.len(), " T");
+        .filter_map(|r| r.entry_messages.as_ref())
+        .flat_map(|e| {
+            let tops = [&e.counts.sequential_quiet, &e.counts.chain_quiet]
+                .map(|k| k.range().map(|r| f64::from(r.1)));
+            let notes = e.notes.as_ref().map(|f| f.max.unwrap_or(f.min));
+            tops.into_iter().chain([notes]).flatten()
+        })
+        .fold(1.0, f64::max)
+}
+
+/// Delay before entry in the 002 notes' message times, quiet entries (the notes' case):
+/// the messages in the entry's causal past since its request (their sequential
+/// network) and the longest causal chain (a parallel one), each median with its range,
+/// over a green band for the notes' formula at this N where their table has the
+/// algorithm; the registry's claim otherwise.
+fn delays_chart(c: &Comparison) -> String {
+    let scale = entry_top(c) * 1.1;
+    let mut s = chart_svg("delays", "delay before entry in message times", c.algorithms.len());
+    axis(&mut s, scale, c.algorithms.len(), "");
     for (i, r) in c.algorithms.iter().enumerate() {
         let y = AXIS + ROW * i as f64;
         let _ = writeln!(s, r#"<g data-algo="{}">"#, esc(&r.algorithm));
         name(&mut s, r, y);
-        for (kind, d, what, row_y, spread) in [
-            (
-                "entry",
-                r.entry_delay.as_ref(),
-                "delay before entry at light load",
-                y + 5.0,
-                r.spread.entry_delay_t.as_ref(),
-            ),
-            (
-                "sync",
-                r.sync_delay.as_ref(),
-                "synchronisation delay at saturation",
-                y + 18.0,
-                r.spread.sync_delay_t.as_ref(),
-            ),
-        ] {
-            match d {
-                Some(d) => {
-                    let hover = format!(
-                        "{}: {what} {:.4} ms = {:.2} T (median of {} samples){}; claimed: {}",
-                        r.algorithm,
-                        d.ms,
-                        d.t,
-                        d.samples,
-                        over_repeats(spread, 2).replace(')', " T)"),
-                        d.notes
-                    );
-                    bar(&mut s, kind, row_y, d.t, scale, &format!("{:.1} T", d.t), &hover);
-                    whisker(&mut s, kind, row_y, spread, scale);
-                }
-                None => {
-                    let _ = writeln!(
-                        s,
-                        r#"<text class="value" x="{:.1}" y="{:.1}">{what}: no samples</text>"#,
-                        NAMES + 4.0,
-                        row_y + 9.5
-                    );
-                }
-            }
+        let Some(e) = r.entry_messages.as_ref().filter(|e| e.counts.quiet > 0) else {
+            let why = if r.entry_messages.is_some() { "no quiet entry" } else { "no trace" };
+            let _ = writeln!(
+                s,
+                r#"<text class="value" x="{:.1}" y="{:.1}">delay before entry: {why}</text></g>"#,
+                NAMES + 4.0,
+                y + 14.5
+            );
+            continue;
+        };
+        let k = &e.counts;
+        if let Some(f) = &e.notes {
+            let (x0, x1) =
+                (NAMES + f.min / scale * PLOT, f.max.map_or(NAMES + PLOT, |m| NAMES + m / scale * PLOT));
+            let exact = if f.max == Some(f.min) { " exact" } else { "" };
+            let _ = writeln!(
+                s,
+                r#"<rect data-formula="{:.0}" class="band{exact}" x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}"><title>{}</title></rect>"#,
+                f.min,
+                if exact.is_empty() { x0 } else { x0 - 1.5 },
+                y + 2.0,
+                (x1 - x0).max(3.0),
+                ROW - 4.0,
+                esc(&format!("{}: the 002 notes ({}): {}", r.algorithm, f.row, f.formula))
+            );
         }
-        let said = |d: Option<&compare::Delay>| d.map_or("-", |d| d.notes.as_str()).to_string();
+        let unit = if k.hops_of.is_some() { "token hops" } else { "messages" };
+        for (kind, quiet, all, what, row_y) in [
+            (
+                "sequential",
+                &k.sequential_quiet,
+                &k.sequential,
+                "in its causal past since the request",
+                y + 5.0,
+            ),
+            ("chain", &k.chain_quiet, &k.chain, "on the longest causal chain", y + 18.0),
+        ] {
+            let (Some(m), Some(range)) = (quiet.median(), quiet.range()) else { continue };
+            let hover = format!(
+                "{}: delay before entry, {unit} {what}: {} over {} quiet entries; {} over all {}",
+                r.algorithm,
+                quiet.words(),
+                k.quiet,
+                all.words(),
+                k.entries
+            );
+            let shown = if m.fract() == 0.0 { format!("{m:.0}") } else { format!("{m:.1}") };
+            bar(&mut s, kind, row_y, m, scale, &shown, &hover);
+            span(&mut s, kind, row_y, range, scale);
+        }
+        let claim = match &e.notes {
+            Some(f) => format!("notes ({}): {}", f.row, f.formula),
+            None => format!("registry: {}", e.registry),
+        };
         let _ = writeln!(
             s,
-            r#"<text class="claim" x="{:.1}" y="{:.1}">claimed: {}</text><text class="claim" x="{:.1}" y="{:.1}">claimed: {}</text></g>"#,
+            r#"<text class="claim" x="{:.1}" y="{:.1}">{}</text></g>"#,
             NAMES + PLOT + 12.0,
-            y + 14.5,
-            esc(&said(r.entry_delay.as_ref())),
+            y + ROW / 2.0 + 2.0,
+            esc(&claim)
+        );
+    }
+    s.push_str("</svg>");
+    s
+}
+
+/// The synchronisation delay in messages: the median messages on the shortest causal
+/// chain from a leave to the next enter at saturation, with the handoffs' range, beside
+/// the registry's claim (the notes give none).
+fn sync_chart(c: &Comparison) -> String {
+    let top = c
+        .algorithms
+        .iter()
+        .filter_map(|r| r.sync_hops.as_ref()?.handoffs.by_hops.keys().next_back().copied())
+        .map(f64::from)
+        .fold(1.0, f64::max);
+    let scale = top * 1.1;
+    let mut s = chart_svg("sync", "synchronisation delay in messages", c.algorithms.len());
+    axis(&mut s, scale, c.algorithms.len(), "");
+    for (i, r) in c.algorithms.iter().enumerate() {
+        let y = AXIS + ROW * i as f64;
+        let _ = writeln!(s, r#"<g data-algo="{}">"#, esc(&r.algorithm));
+        name(&mut s, r, y);
+        let hops = r.sync_hops.as_ref();
+        match hops.and_then(|h| Some((h, h.median?))) {
+            Some((h, m)) => {
+                let b = &h.handoffs.by_hops;
+                let hover = format!(
+                    "{}: synchronisation delay at saturation, messages on the shortest causal chain \
+                     from a leave to the next enter: {} over {} handoffs ({} with no causal path)",
+                    r.algorithm,
+                    h.handoffs.words(),
+                    h.handoffs.handoffs,
+                    h.handoffs.no_path
+                );
+                let shown = if m.fract() == 0.0 { format!("{m:.0}") } else { format!("{m:.1}") };
+                bar(&mut s, "hops", y + 11.0, m, scale, &shown, &hover);
+                if let (Some(lo), Some(hi)) = (b.keys().next(), b.keys().next_back()) {
+                    span(&mut s, "hops", y + 11.0, (*lo, *hi), scale);
+                }
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    r#"<text class="value" x="{:.1}" y="{:.1}">synchronisation delay: no handoff traced</text>"#,
+                    NAMES + 4.0,
+                    y + 20.5
+                );
+            }
+        }
+        let _ = writeln!(
+            s,
+            r#"<text class="claim" x="{:.1}" y="{:.1}">registry: {}</text></g>"#,
             NAMES + PLOT + 12.0,
-            y + 27.5,
-            esc(&said(r.sync_delay.as_ref())),
+            y + ROW / 2.0 + 2.0,
+            esc(hops.map_or("-", |h| h.notes.as_str()))
         );
     }
     s.push_str("</svg>");
@@ -528,7 +635,10 @@ fn table<const K: usize>(s: &mut String, head: &[&str; K], rows: &[[String; K]])
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compare::{Delay, Excluded, Outcome, PerEntry, Problems, CLIENT_ENTRIES};
+    use crate::compare::entries::{Counts, EntryCounts};
+    use crate::compare::{
+        Delay, EntryMessages, Excluded, NotesFormula, Outcome, PerEntry, Problems, SyncHops, CLIENT_ENTRIES,
+    };
 
     const EVIL: &str = "<script>alert(1)</script>";
 
@@ -544,8 +654,70 @@ mod tests {
         }
     }
 
-    /// Three rows: a coordinator's algorithm (its band scaled), one with no upper bound,
-    /// and one with a hostile name and no sync sample.
+    /// Counts as (count, entries) pairs.
+    type Pairs<'a> = &'a [(u32, u64)];
+
+    fn counts(pairs: &[(u32, u64)]) -> Counts {
+        Counts(pairs.iter().copied().collect())
+    }
+
+    /// The delay before entry in messages: the quiet entries' sequential and chain
+    /// counts, all entries', the notes' formula `(row, formula, min, max)` if any.
+    fn entries(
+        quiet: (Pairs<'_>, Pairs<'_>),
+        all: Pairs<'_>,
+        hops_of: Option<&str>,
+        notes: Option<(&str, &str, f64, Option<f64>)>,
+    ) -> EntryMessages {
+        let q = counts(quiet.0);
+        EntryMessages {
+            counts: EntryCounts {
+                entries: counts(all).total(),
+                quiet: q.total(),
+                hops_of: hops_of.map(str::to_string),
+                sequential: counts(all),
+                sequential_quiet: q,
+                chain: counts(all),
+                chain_quiet: counts(quiet.1),
+                ..Default::default()
+            },
+            wall_in_message_times: None,
+            wall_ms: None,
+            wall_all_ms: None,
+            release_us: None,
+            notes: notes.map(|(row, formula, min, max)| NotesFormula {
+                row: row.into(),
+                formula: formula.into(),
+                min,
+                max,
+            }),
+            registry: format!("2 {EVIL}"),
+            quiet_within_notes: None,
+            all_within_notes: None,
+        }
+    }
+
+    /// The handoffs by hops, and the registry's sync claim.
+    fn hops(by: &[(u32, u64)], claim: &str) -> SyncHops {
+        let handoffs = crate::handoff::Handoffs {
+            handoffs: by.iter().map(|h| h.1).sum(),
+            by_hops: by.iter().copied().collect(),
+            ..Default::default()
+        };
+        SyncHops {
+            median: handoffs.median(),
+            mean: handoffs.mean(),
+            handoffs,
+            in_message_times: None,
+            message_time_us: None,
+            utilisation: None,
+            notes: claim.into(),
+        }
+    }
+
+    /// Three rows: a coordinator's algorithm (its band scaled, the notes' 2 exactly), a
+    /// ring with no upper bound (its token's hops within the notes' 0 to n-1), and one
+    /// with a hostile name, no trace and no sync sample.
     fn sample() -> Comparison {
         let d = |t: f64| Some(Delay { ms: t * 0.002, t, samples: 19, notes: "2: RELEASE, GRANT".into() });
         let row = |name: &str, light, sat, counted, theory, runs| Row {
@@ -577,6 +749,36 @@ mod tests {
                 run("lost messages", Outcome::Stalls, true),
             ]
         };
+        let mut central = row(
+            "centralized",
+            3.0,
+            3.0,
+            CLIENT_ENTRIES,
+            Theory::exact(2.4, "3(N-1)/N"),
+            all(Outcome::Stalls),
+        );
+        central.entry_messages = Some(entries(
+            (&[(2, 9)], &[(2, 9)]),
+            &[(2, 9), (4, 1)],
+            None,
+            Some(("Centralized", "2", 2.0, Some(2.0))),
+        ));
+        central.sync_hops = Some(hops(&[(2, 10)], "2: RELEASE, GRANT"));
+        let mut ring = row(
+            "token-ring",
+            7.31,
+            1.02,
+            compare::EVERY_ENTRY,
+            Some(Theory::range(1.0, f64::INFINITY, "1 to ∞".into())),
+            all(Outcome::Survives),
+        );
+        ring.entry_messages = Some(entries(
+            (&[(0, 2), (2, 3), (4, 1)], &[(0, 2), (2, 3), (4, 1)]),
+            &[(0, 2), (2, 3), (4, 1)],
+            Some("TOKEN"),
+            Some(("Token ring", "0 to n-1 = 4", 0.0, Some(4.0))),
+        ));
+        ring.sync_hops = Some(hops(&[(1, 8), (2, 1)], "1 to N-1 = 4"));
         let mut evil = row(EVIL, 4.5, 5.0, compare::EVERY_ENTRY, None, all(Outcome::Unsafe));
         evil.sync_delay = None;
         evil.clean = false;
@@ -586,25 +788,7 @@ mod tests {
             message_time_us: 2.3,
             elapsed_s: 44.0,
             excluded: vec![Excluded { algorithm: "none".into(), why: "no messages".into() }],
-            algorithms: vec![
-                row(
-                    "centralized",
-                    3.0,
-                    3.0,
-                    CLIENT_ENTRIES,
-                    Theory::exact(2.4, "3(N-1)/N"),
-                    all(Outcome::Stalls),
-                ),
-                row(
-                    "token-ring",
-                    7.31,
-                    1.02,
-                    compare::EVERY_ENTRY,
-                    Some(Theory::range(1.0, f64::INFINITY, "1 to ∞".into())),
-                    all(Outcome::Survives),
-                ),
-                evil,
-            ],
+            algorithms: vec![central, ring, evil],
             ..Comparison::new(5, 20, "perfect")
         }
     }
@@ -616,12 +800,36 @@ mod tests {
     #[test]
     fn every_algorithm_has_its_bars_band_and_cells_with_exact_figures() {
         let html = comparison_page(&sample());
-        // Two message bars and two delay bars a row; the hostile row has no sync sample.
+        // Two message bars a row; two delay bars and one sync bar a row but the hostile
+        // one's, which has no trace.
         assert_eq!(count(&html, r#"data-bar="light""#), 3, "{html}");
         assert_eq!(count(&html, r#"data-bar="saturation""#), 3);
-        assert_eq!(count(&html, r#"data-bar="entry""#), 3);
-        assert_eq!(count(&html, r#"data-bar="sync""#), 2);
-        assert!(html.contains("synchronisation delay at saturation: no samples"), "{html}");
+        assert_eq!(count(&html, r#"data-bar="sequential""#), 2);
+        assert_eq!(count(&html, r#"data-bar="chain""#), 2);
+        assert_eq!(count(&html, r#"data-bar="hops""#), 2);
+        assert!(html.contains("delay before entry: no trace"), "{html}");
+        assert!(html.contains("synchronisation delay: no handoff traced"), "{html}");
+        // The delay in the notes' message times, beside their formula: centralized's
+        // quiet entries 2 exactly, over the notes' exact 2; the ring's token 2 (0-4) over
+        // the notes' 0 to 4.
+        assert!(html.contains(r#"data-bar="sequential" data-value="2.00""#), "{html}");
+        assert_eq!(count(&html, "data-formula="), 2);
+        assert!(html.contains(r#"data-formula="2" class="band exact""#), "{html}");
+        assert!(html.contains("<title>centralized: the 002 notes (Centralized): 2</title>"), "{html}");
+        assert!(html.contains(">notes (Token ring): 0 to n-1 = 4</text>"), "{html}");
+        assert_eq!(count(&html, r#"data-range="sequential""#), 1, "the ring's range, none for an exact 2");
+        assert!(
+            html.contains(
+                "<title>centralized: delay before entry, messages in its causal past since the request: \
+             2 over 9 quiet entries; 2 (2-4) over all 10</title>"
+            ),
+            "{html}"
+        );
+        assert!(html.contains("token-ring: delay before entry, token hops on the longest causal chain"));
+        // The sync delay in messages, the registry's claim beside.
+        assert!(html.contains(r#"data-bar="hops" data-value="1.00""#), "{html}");
+        assert!(html.contains(">registry: 2: RELEASE, GRANT</text>"), "{html}");
+        assert_eq!(count(&html, r#"data-range="hops""#), 1, "the ring's 1 to 2");
         assert!(html.contains(r#"data-bar="light" data-value="7.31""#));
         assert!(html.contains(
             "<title>token-ring: 1.0200 messages per entry at saturation, counted over every entry; \
@@ -633,7 +841,6 @@ mod tests {
         assert!(html.contains(r#"data-band="3.00""#), "{html}");
         assert!(html.contains("centralized: theory 3.00 per entry (3(N-1)/N; × N/(N-1) for clients"));
         assert!(html.contains("token-ring: theory 1.00 or more per entry"));
-        assert!(html.contains("<title>centralized: synchronisation delay at saturation 0.0380 ms = 19.00 T"));
         // Four cells a row, one not run; the missed fault is marked.
         assert_eq!(count(&html, "data-cell="), 12);
         assert_eq!(count(&html, r#"data-cell="not run""#), 1);
