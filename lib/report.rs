@@ -344,8 +344,23 @@ fn run_theory(s: &mut String, c: &ElectionCost, unsettled: bool) {
         .rounds
         .iter()
         .map(|r| {
-            let bound = if r.min == r.max { format!("{}", r.max) } else { format!("{}–{}", r.min, r.max) };
-            format!("{} M={}: {} of {bound}", r.after, r.live, r.messages)
+            let range =
+                |min: u64, max: u64| if min == max { format!("{max}") } else { format!("{min}–{max}") };
+            let bound = range(r.min, r.max);
+            // The notes' cost of the chains that started, from the lowest initiator.
+            let chain = r.chains.as_ref().map_or(String::new(), |c| {
+                let dead =
+                    if r.to_dead > 0 { format!(" ({} to the dead aside)", r.to_dead) } else { String::new() };
+                let outside = if c.within { "" } else { ", outside it" };
+                format!(
+                    ", {} by the chain from w{} ({} above, {}){dead}{outside}",
+                    range(c.min, c.max),
+                    c.lowest,
+                    c.above,
+                    plural(c.initiators.into(), "initiator")
+                )
+            });
+            format!("{} M={}: {} of {bound}{chain}", r.after, r.live, r.messages)
         })
         .collect();
     let verdict = match (unsettled, c.within) {
@@ -526,7 +541,7 @@ mod tests {
     /// control, a round past its bound said BEYOND with why.
     #[test]
     fn an_election_s_cost_is_printed_against_the_run_s_own_rounds() {
-        use crate::audit::election_cost::{Round, Turnaround};
+        use crate::audit::election_cost::{Chains, Round, Turnaround};
         let round = |after: &str, live, messages, min, max| Round {
             after: after.into(),
             live,
@@ -538,7 +553,13 @@ mod tests {
         let cost = ElectionCost {
             unreported_sent: 2,
             unreported_lives: vec!["w2.0".into()],
-            rounds: vec![round("start", 3, 2, 2, 8), round("kill w2 (leader)", 2, 3, 1, 3)],
+            rounds: vec![
+                round("start", 3, 2, 2, 8),
+                Round {
+                    chains: Some(Chains { initiators: 1, lowest: 0, above: 1, min: 3, max: 3, within: true }),
+                    ..round("kill w2 (leader)", 2, 3, 1, 3)
+                },
+            ],
             min: 3,
             max: 11,
             counted: 5,
@@ -561,16 +582,22 @@ mod tests {
         let text = summary(&r, &Registry::builtin());
         for line in [
             "              (of which 2 sent by w2.0 that sent no counts (killed): counted from their trace)\n",
-            "  theory      within: 5 messages, 3–11 for this run (by round, messages of its bound: start M=3: 2 of 2–8; kill w2 (leader) M=2: 3 of 1–3)\n",
+            "  theory      within: 5 messages, 3–11 for this run (by round, messages of its bound: start M=3: 2 of 2–8; kill w2 (leader) M=2: 3 of 1–3, 3 by the chain from w0 (1 above, 1 initiator))\n",
             "  turnaround  after kill w2 (leader): 2 messages on the longest causal chain (notes: 1 to about 5); wall 1.50 ms = 300 T\n",
         ] {
             assert!(text.contains(line), "{line}\n{text}");
         }
         assert!(!text.contains("not counting"), "{text}");
-        // The negative control: a round past its bound.
+        // The negative control: a round past its bound, and past its chain's.
+        let mut rounds = cost.rounds.clone();
+        rounds[1].messages = 4;
+        if let Some(c) = &mut rounds[1].chains {
+            c.within = false;
+        }
         let beyond = ElectionCost {
             within: false,
             beyond: vec!["kill w2 (leader): 4 messages above its 3".into()],
+            rounds,
             ..cost
         };
         if let ServiceReport::Election(e) = &mut r.service {
@@ -579,6 +606,10 @@ mod tests {
         let text = summary(&r, &Registry::builtin());
         assert!(text.contains("  theory      BEYOND: 5 messages, 3–11 for this run"), "{text}");
         assert!(text.contains("\n              kill w2 (leader): 4 messages above its 3\n"), "{text}");
+        assert!(
+            text.contains("M=2: 4 of 1–3, 3 by the chain from w0 (1 above, 1 initiator), outside it)"),
+            "{text}"
+        );
     }
 
     /// Every line of both services' summaries, as `run` and `elect` printed them before

@@ -10,6 +10,15 @@
 //! elections are the terms won in it (a worker announcing itself): more than the one
 //! the notes hold per round is said, with who won and why it could.
 //!
+//! For bully the trace also gives the theory of the elections that happened in a round
+//! ([`Chains`]): its initiators are the workers that began asking before any ELECTION
+//! reached them, and in the notes' model every worker from the lowest initiator up holds
+//! one election, each ELECTION answered, and the winner tells the others: with k live
+//! workers above that initiator, k(k+1) + M-1 messages; the notes' best case (the highest
+//! notices, k = 0) and worst (the lowest, k = M-1) are its ends. The fewest is each
+//! initiator's own asks answered and the COORDINATORs: a worker told of the winner before
+//! an ELECTION reached it holds none.
+//!
 //! The trace also holds what the report's statistics cannot: the sends of a life that
 //! was killed (its statistics died with it), counted from its own trace (as far as it
 //! reached the disk: under `--trace` a kill loses the last few ms a worker buffers, and a
@@ -91,6 +100,29 @@ pub struct Round {
     pub held: Option<u64>,
     /// Workers that held more than one of them: the notes have each hold one a round.
     pub held_again: Option<u32>,
+    /// The theory of the elections the trace shows started in it, by their initiators;
+    /// `null` for an algorithm whose asks are not batched, or a round with no election.
+    pub chains: Option<Chains>,
+}
+
+/// A round's elections by initiator chain (bully): who started one, and the notes' cost
+/// of the chains they began (see the module doc).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct Chains {
+    /// Workers that began an election before any ELECTION reached them in the round
+    /// (the winner alone, if it won without asking).
+    pub initiators: u32,
+    /// The lowest of them.
+    pub lowest: u32,
+    /// Live workers above it: k.
+    pub above: u32,
+    /// The fewest messages: every initiator's asks of the live workers above it, each
+    /// answered, and the winner's COORDINATORs to the M-1 others.
+    pub min: u64,
+    /// The most, the notes' model: k(k+1) + M-1.
+    pub max: u64,
+    /// The round's messages, those sent to the dead aside, lie within them.
+    pub within: bool,
 }
 
 /// Turnaround after a leader's kill, three ways.
@@ -149,6 +181,11 @@ struct Open {
     held: BTreeMap<u32, u32>,
     /// Its wins: the winner, its term, and whether a higher worker was alive then.
     wins: Vec<(u32, u64, bool)>,
+    /// Live workers when it opened.
+    live: BTreeSet<u32>,
+    /// Workers an ELECTION reached in it, and those that began asking before one did.
+    asked: BTreeSet<u32>,
+    initiators: BTreeSet<u32>,
 }
 
 /// Read the trace in `run_dir` and weigh the run against its theory.
@@ -168,7 +205,7 @@ pub fn analyse(run_dir: &Path, i: &Inputs) -> Result<ElectionCost, TraceError> {
     let mut round_term: Option<u64> = None;
     // Each worker's last event was an ask: its next is of the same batch.
     let mut asking = vec![false; i.workers as usize];
-    rounds.push(open_round("start".into(), i.start_ns, i, i.workers, i.initiators, false));
+    rounds.push(open_round("start".into(), i.start_ns, i, &live, i.initiators, false));
     while let Some(e) = r.next_event()? {
         while next_mark < marks.len() && marks[next_mark].0 <= e.t {
             let (t, w, kill) = marks[next_mark];
@@ -198,7 +235,7 @@ pub fn analyse(run_dir: &Path, i: &Inputs) -> Result<ElectionCost, TraceError> {
             let initiators = if kill { m } else { 1 };
             // Killing a worker that is not the leader calls for no election.
             let no_election = kill && leader.is_some() && !was_leader;
-            rounds.push(open_round(after, t, i, m, initiators, no_election));
+            rounds.push(open_round(after, t, i, &live, initiators, no_election));
         }
         let open = rounds.last_mut().expect("the start is a round");
         let round = &mut open.round;
@@ -206,8 +243,14 @@ pub fn analyse(run_dir: &Path, i: &Inputs) -> Result<ElectionCost, TraceError> {
             let ask = matches!(&e.kind, EventKind::Send { msg, .. } if Some(msg.as_str()) == i.asks);
             if ask && !*was {
                 *open.held.entry(e.w).or_default() += 1;
+                if !open.asked.contains(&e.w) {
+                    open.initiators.insert(e.w);
+                }
             }
             *was = ask;
+        }
+        if matches!(&e.kind, EventKind::Recv { msg, .. } if Some(msg.as_str()) == i.asks) {
+            open.asked.insert(e.w);
         }
         match &e.kind {
             EventKind::Send { msg, to } if msg != crate::runtime::HEARTBEAT => {
@@ -244,7 +287,15 @@ pub fn analyse(run_dir: &Path, i: &Inputs) -> Result<ElectionCost, TraceError> {
     Ok(cost)
 }
 
-fn open_round(after: String, t: u64, i: &Inputs, live: u32, initiators: u32, no_election: bool) -> Open {
+fn open_round(
+    after: String,
+    t: u64,
+    i: &Inputs,
+    alive: &BTreeSet<u32>,
+    initiators: u32,
+    no_election: bool,
+) -> Open {
+    let live = alive.len() as u32;
     let (min, max) = if no_election {
         (0, 0)
     } else {
@@ -258,7 +309,33 @@ fn open_round(after: String, t: u64, i: &Inputs, live: u32, initiators: u32, no_
         round: Round { after, at_ms, live, min, max, ..Round::default() },
         wins: Vec::new(),
         held: BTreeMap::new(),
+        live: alive.clone(),
+        asked: BTreeSet::new(),
+        initiators: BTreeSet::new(),
     }
+}
+
+/// The round's chains (module doc); `None` without an initiator or a winner.
+fn chains(o: &Open) -> Option<Chains> {
+    let mut starters = o.initiators.clone();
+    if starters.is_empty() {
+        starters.extend(o.wins.first().map(|w| w.0));
+    }
+    let lowest = *starters.first()?;
+    let above = |w: u32| o.live.range(w + 1..).count() as u64;
+    let m = u64::from(o.round.live);
+    let k = above(lowest);
+    let max = k * (k + 1) + m.saturating_sub(1);
+    let min = (starters.iter().map(|&w| 2 * above(w)).sum::<u64>() + m.saturating_sub(1)).min(max);
+    let own = o.round.messages.saturating_sub(o.round.to_dead);
+    Some(Chains {
+        initiators: starters.len() as u32,
+        lowest,
+        above: k as u32,
+        min,
+        max,
+        within: (min..=max).contains(&own),
+    })
 }
 
 /// Sum the rounds' bounds and say where the run went past them: its total, a round's
@@ -273,6 +350,9 @@ fn judge(cost: &mut ElectionCost, mut rounds: Vec<Open>, i_asks: bool) {
             r.held = Some(o.held.values().map(|&n| u64::from(n)).sum());
             r.held_again = Some(o.held.values().filter(|&&n| n > 1).count() as u32);
         }
+        let chains = if i_asks && o.round.max > 0 { chains(o) } else { None };
+        let r = &mut o.round;
+        r.chains = chains;
         if r.max > 0 {
             r.max = r.max.saturating_add(r.to_dead.min(u64::from(r.live)));
         }
@@ -481,11 +561,60 @@ mod tests {
         assert_eq!((c.min, c.max, c.within), (3, 11, true));
         assert_eq!((c.rounds[1].held, c.rounds[1].held_again, c.rounds[1].to_dead), (Some(1), Some(0), 0));
         assert!(c.beyond.is_empty(), "{:?}", c.beyond);
+        // By chain: w2 won the start without asking (the notes' best case, M-1 = 2);
+        // after the kill w1 won the same way and w0 began asking before any ELECTION
+        // reached it, one live worker above it: 1·2 + M-1 = 3, exactly the round's.
+        let chain = |r: usize| c.rounds[r].chains.clone().unwrap();
+        assert_eq!(chain(0), Chains { initiators: 1, lowest: 2, above: 0, min: 2, max: 2, within: true });
+        assert_eq!(chain(1), Chains { initiators: 1, lowest: 0, above: 1, min: 3, max: 3, within: true });
         assert!(c.trace_whole);
         let t = c.turnaround.unwrap();
         // w0's ELECTION reached w1 before w1's COORDINATOR left: two on the chain.
         assert_eq!((t.after.as_str(), t.chain), ("kill w2 (leader)", 2), "{t:?}");
         assert_eq!(t.wall_ms, 32e-6);
+    }
+
+    #[test]
+    fn the_chain_of_the_lowest_initiator_bounds_a_round_and_a_worker_asked_first_is_none() {
+        // Four workers, leader w3 killed at 100 (the harness's three are too few): w0 and
+        // w1 begin asking at once; w2 is asked by w1 before it asks, so it is no
+        // initiator. k = 2 above w0: at most 2·3 + M-1 = 8; at least w0's and w1's asks
+        // answered (2·2 + 2·1) and the COORDINATORs (2): 8 as well.
+        let dir = tempfile::tempdir().unwrap();
+        let lines = [
+            "SEND w=0 inc=0 t=110 lc=1 to=1 type=ELECTION\nSEND w=0 inc=0 t=111 lc=2 to=2 type=ELECTION\n",
+            "SEND w=1 inc=0 t=110 lc=1 to=2 type=ELECTION\nRECV w=1 inc=0 t=112 lc=3 from=0 from_inc=0 sent_lc=1 type=ELECTION\n",
+            "RECV w=2 inc=0 t=111 lc=2 from=1 from_inc=0 sent_lc=1 type=ELECTION\nSEND w=2 inc=0 t=113 lc=3 to=3 type=ELECTION\n",
+            "APP w=3 inc=0 t=10 lc=0 ev=leader leader=3 term=7\n",
+        ];
+        for (w, body) in lines.iter().enumerate() {
+            let text = format!("{} w={w} workers=4 algo=bully\n{body}", trace::HEADER);
+            std::fs::write(dir.path().join(trace::file_name(w as u32)), text).unwrap();
+        }
+        let faults = FaultLog { crashes: vec![Crash::at(3, 100)], ..FaultLog::default() };
+        let unreported = BTreeSet::new();
+        let inputs = Inputs {
+            workers: 4,
+            initiators: 1,
+            theory: crate::registry::Registry::builtin().get("bully").unwrap().theory,
+            faults: &faults,
+            start_ns: 0,
+            unreported: &unreported,
+            t_ms: None,
+            reported: 0,
+            notes_turnaround: None,
+            asks: Some("ELECTION"),
+        };
+        let c = analyse(dir.path(), &inputs).unwrap();
+        let r = &c.rounds[1];
+        // Four messages in the trace, one of them to the dead w3.
+        assert_eq!((r.messages, r.to_dead), (4, 1));
+        let chain = r.chains.clone().unwrap();
+        assert_eq!(
+            chain,
+            Chains { initiators: 2, lowest: 0, above: 2, min: 8, max: 8, within: false },
+            "3 of the chain's 8 in the trace: the ANSWERs and COORDINATORs never came"
+        );
     }
 
     #[test]
@@ -499,6 +628,9 @@ mod tests {
         let w0 = format!("{w0}SEND w=0 inc=0 t=140 lc=9 to=1 type=ELECTION\n");
         let c = weigh([&w0, W1_KILL, W2], 20);
         assert!(!c.within);
+        // The second ELECTION is past the chain's notes' 3 too.
+        let chain = c.rounds[1].chains.clone().unwrap();
+        assert_eq!((chain.lowest, chain.max, chain.within), (0, 3, false), "{chain:?}");
         assert_eq!(c.beyond[0], "22 messages, above the run's bound of 11");
         assert_eq!(
             c.beyond[1],
