@@ -280,6 +280,18 @@ fn elect_bully_counts_the_killed_leader_s_sends_from_its_trace_and_weighs_the_ru
     // the bound allows each one such message.
     let to_dead = c["rounds"][1]["to_dead"].as_u64().unwrap().min(4);
     assert_eq!((c["max"].as_u64(), c["within"].as_bool()), (Some(39 + to_dead), Some(true)), "{c}");
+    // By initiator chain: w4 won the start without asking, the notes' best case (M-1);
+    // after the kill the chain from the lowest initiator, k above it among w0-w3, costs
+    // k(k+1) + M-1 in the notes' model.
+    let start = &c["rounds"][0]["chains"];
+    assert_eq!(
+        start,
+        &serde_json::json!({"initiators": 1, "lowest": 4, "above": 0, "min": 4, "max": 4, "within": true})
+    );
+    let kill = &c["rounds"][1]["chains"];
+    let (lowest, k) = (kill["lowest"].as_u64().unwrap(), kill["above"].as_u64().unwrap());
+    assert_eq!(lowest + k, 3, "{kill}");
+    assert_eq!(kill["max"].as_u64(), Some(k * (k + 1) + 3), "{kill}");
     let t = &c["turnaround"];
     assert_eq!(t["after"], "kill w4 (leader)");
     let chain = t["chain"].as_u64().unwrap();

@@ -149,7 +149,7 @@ pub(super) fn median(v: &mut [u64]) -> Option<f64> {
 }
 
 /// One run's options; the run lives in `dir` (new), which the caller removes.
-fn run_opts(
+pub(super) fn run_opts(
     o: &CompareOpts,
     algo: &'static AlgoInfo,
     dir: PathBuf,
@@ -183,7 +183,7 @@ fn per_entry(r: &Report, coordinator_free: bool) -> (f64, u64) {
 }
 
 /// Why a measurement run was not clean, in one line.
-fn unclean(what: &str, r: &Report) -> Option<String> {
+pub(super) fn unclean(what: &str, r: &Report) -> Option<String> {
     if r.ok {
         return None;
     }
@@ -615,155 +615,6 @@ pub(super) fn fault_run(
     Ok((last.expect("at least one attempt"), quiet))
 }
 
-/// One repeat of the manager's runs with sections of `cs_ms`: a saturated one and a
-/// light-load one.
-#[derive(Clone, Debug, Default)]
-pub(super) struct ManagerRun {
-    /// The section asked for, in ms.
-    pub(super) cs_ms: f64,
-    /// Sections' total over first ENTER to last EXIT, and the mean section in ns.
-    pub(super) used: Option<(f64, u64)>,
-    /// The run's median SEND→RECV time, in ns.
-    pub(super) t_ns: Option<u64>,
-    /// Mean hops per handoff, the coordinator's own included.
-    pub(super) mean_hops: Option<f64>,
-    /// The light-load run's quiet requests: median want → RELEASE received and how many,
-    /// the median section and the median SEND→RECV, in ns.
-    pub(super) cost: Option<RequestCost>,
-    /// Why it could not be measured, or was not clean.
-    pub(super) note: Option<String>,
-}
-
-/// A light-load run's quiet requests, as the manager's W+3T reads them (ns).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) struct RequestCost {
-    pub(super) release_ns: u64,
-    pub(super) samples: u64,
-    pub(super) section_ns: u64,
-    pub(super) t_ns: u64,
-}
-
-impl RequestCost {
-    /// From a light-load run's entry counts and its median section (ENTER to EXIT in
-    /// the resource file: the trace's enter is stamped after the ENTER is written and the
-    /// counter read, which a spun section of a few T would lose); `None` without a quiet
-    /// request's RELEASE.
-    fn of(c: &EntryCounts, section_ns: Option<u64>) -> Option<RequestCost> {
-        Some(RequestCost {
-            release_ns: c.release_median_ns?,
-            samples: c.release_samples,
-            section_ns: section_ns?,
-            t_ns: c.message_median_ns?,
-        })
-    }
-}
-
-/// Repeat `rep` of the manager's saturated run with sections of `cs_ms` (traced, for
-/// the run's own T), then its light-load run (traced, for a quiet request's W+3T);
-/// their directories go after.
-pub(super) fn manager_once(
-    o: &CompareOpts,
-    reg: &Registry,
-    info: &'static AlgoInfo,
-    rep: u32,
-    cs_ms: f64,
-    tmp: &Path,
-) -> Result<ManagerRun, RunError> {
-    let dir = tmp.join(format!("{}-manager-{cs_ms:.4}-{rep}", info.name));
-    let seed = o.seed.wrapping_add(u64::from(rep));
-    let r = supervisor::run(
-        &RunOpts { trace: true, seed, ..run_opts(o, info, dir.clone(), o.entries, (cs_ms, SATURATED.1)) },
-        reg,
-    )?;
-    let mut m = ManagerRun { cs_ms, note: unclean("manager's saturated", &r), ..ManagerRun::default() };
-    match read_records(&dir.join(RESOURCE_FILE)) {
-        // The mean section, not the median: utilisation is a sum.
-        Ok(records) => {
-            let mean = mean_section(&records);
-            m.used = crate::handoff::utilisation(records).zip(mean).map(|((share, _), w)| (share, w));
-        }
-        Err(e) => m.note = Some(format!("cannot read its resource file: {e}")),
-    }
-    match crate::handoff::analyse(&dir, None) {
-        Ok(h) => {
-            m.t_ns = h.message_median_ns;
-            m.mean_hops = h.mean();
-        }
-        Err(e) => m.note = Some(format!("its trace: {e}")),
-    }
-    let _ = std::fs::remove_dir_all(&dir);
-    let light_dir = tmp.join(format!("{}-manager-light-{cs_ms:.4}-{rep}", info.name));
-    let light = supervisor::run(
-        &RunOpts { trace: true, seed, ..run_opts(o, info, light_dir.clone(), o.entries, (cs_ms, LIGHT.1)) },
-        reg,
-    )?;
-    if let Some(why) = unclean("manager's light-load", &light) {
-        m.note.get_or_insert(why);
-    }
-    // As in the timing runs: the coordinator's own entries cost nothing and are left out.
-    let c = claim(info);
-    let skip = c.is_some_and(|c| c.coordinator_free).then_some(o.workers - 1);
-    let sections = read_records(&light_dir.join(RESOURCE_FILE)).map(|r| section_median(&r)).unwrap_or(None);
-    match super::entries::analyse(&light_dir, skip, c.and_then(|c| c.entry_by_hops_of)) {
-        Ok(c) => m.cost = RequestCost::of(&c, sections),
-        Err(e) => m.note = Some(format!("its light-load run's trace: {e}")),
-    }
-    let _ = std::fs::remove_dir_all(&light_dir);
-    Ok(m)
-}
-
-/// The manager's calibration: one saturated run (traced) with sections of `cs_ms`, the
-/// first guess at T; its median SEND→RECV in ns, the T its loads' sections are chosen
-/// against (a run's messages cost more than a ping-pong, and less with short sections
-/// than with 1 ms ones). `None` if its trace gave none.
-pub(super) fn manager_calibration(
-    o: &CompareOpts,
-    reg: &Registry,
-    info: &'static AlgoInfo,
-    cs_ms: f64,
-    tmp: &Path,
-) -> Result<Option<u64>, RunError> {
-    let dir = tmp.join(format!("{}-manager-calibration", info.name));
-    supervisor::run(
-        &RunOpts { trace: true, ..run_opts(o, info, dir.clone(), o.entries, (cs_ms, SATURATED.1)) },
-        reg,
-    )?;
-    let t = crate::handoff::analyse(&dir, None).ok().and_then(|h| h.message_median_ns);
-    let _ = std::fs::remove_dir_all(&dir);
-    Ok(t)
-}
-
-/// Every completed section, ENTER to its EXIT, in ns.
-fn sections(records: &[Record]) -> Vec<u64> {
-    let mut inside = std::collections::HashMap::new();
-    let mut out = Vec::new();
-    for r in records {
-        match *r {
-            Record::Enter { w, t, .. } => {
-                inside.insert(w, t);
-            }
-            Record::Exit { w, t, .. } => {
-                if let Some(since) = inside.remove(&w) {
-                    out.push(t.saturating_sub(since));
-                }
-            }
-            _ => {}
-        }
-    }
-    out
-}
-
-/// The mean section, ENTER to its EXIT, in ns; `None` if none was completed.
-pub(super) fn mean_section(records: &[Record]) -> Option<u64> {
-    let s = sections(records);
-    (!s.is_empty()).then(|| s.iter().sum::<u64>() / s.len() as u64)
-}
-
-/// The median section, ENTER to its EXIT, in ns; `None` if none was completed.
-pub(super) fn section_median(records: &[Record]) -> Option<u64> {
-    median(&mut sections(records)).map(|m| m as u64)
-}
-
 /// The longest a run went from one ENTER or EXIT to the next, in ns: a quiet spell the
 /// run came through, which its stall window must be well above (the supervisor's stall
 /// clock runs from the last ENTER or EXIT). `None` with fewer than two.
@@ -923,15 +774,6 @@ mod tests {
         assert!(Fault::Coordinator.hit(&[kill(4, "outside")], 0, 5));
         assert!(!Fault::Coordinator.hit(&[skip], 0, 5));
         assert!(Fault::Lost.hit(&[], 2, 5) && !Fault::Lost.hit(&[], 0, 5));
-    }
-
-    #[test]
-    fn the_mean_section_weighs_a_long_one_the_median_would_hide() {
-        let log = [enter(0, 0), exit(0, 10), enter(1, 20), exit(1, 30), enter(2, 40), exit(2, 1040)];
-        assert_eq!(mean_section(&log), Some(340));
-        assert_eq!(mean_section(&[enter(0, 5)]), None, "no section completed");
-        assert_eq!(section_median(&log), Some(10));
-        assert_eq!(section_median(&[enter(0, 5)]), None);
     }
 
     #[test]

@@ -61,7 +61,8 @@
 //! under 300 ms at load 78–120.)
 //!
 //! Here the steps in order ([`compare`]); the data in `model.rs`, the scheduler in
-//! `schedule.rs`, the runs and their reading in `measure.rs`, the tables in `render.rs`.
+//! `schedule.rs`, the runs and their reading in `measure.rs`, the manager's in
+//! `manager.rs`, the tables in `render.rs`.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -73,15 +74,15 @@ use crate::registry::{AlgoInfo, Registry};
 use crate::supervisor::RunError;
 
 pub mod entries;
+mod manager;
 mod measure;
 mod model;
 mod render;
 mod schedule;
 
+use manager::{manager_calibration, manager_figures, manager_once, saturated_t, CALIBRATED, UNCALIBRATED};
 pub use measure::{entry_waits, longest_quiet, outcome, read_records, sync_delays};
-use measure::{
-    fault_run, manager_calibration, manager_once, measure_once, simulate_fault, ManagerRun, FAULTS,
-};
+use measure::{fault_run, measure_once, simulate_fault, FAULTS};
 pub use model::{
     Comparison, Delay, EntryMessages, Excluded, FaultRun, FaultSettings, FaultSummary, Manager, ManagerCost,
     ManagerLoad, NotesFormula, Outcome, PerEntry, Problems, Row, RowSpread, SimDecision, Spread, SyncHops,
@@ -344,88 +345,9 @@ pub fn compare(
     Ok(c)
 }
 
-/// What the manager's sections were chosen against ([`Manager::chosen_against`]).
-const CALIBRATED: &str = "the median SEND→RECV of a saturated calibration run with sections of \
-                          its timing runs' T";
-const UNCALIBRATED: &str = "a first guess: the calibration run's trace gave no T";
-
-/// The median over `measured`'s repeats of their saturated run's median SEND→RECV, in
-/// ms; `None` if no trace gave one.
-fn saturated_t(measured: &[(u32, measure::Measured)]) -> Option<f64> {
-    let t: Vec<f64> = measured
-        .iter()
-        .filter_map(|(_, m)| m.hops.as_ref().ok()?.message_time_us)
-        .map(|us| us / 1e3)
-        .collect();
-    Spread::of(&t).map(|s| s.median)
-}
-
-/// A request's cost beside W+3T: `measured` each repeat's median in µs, W and T in ns.
-fn request_cost(measured: Spread, samples: u64, w: f64, t: f64) -> ManagerCost {
-    let predicted = w + 3.0 * t;
-    ManagerCost {
-        measured_us: measured,
-        samples,
-        w_us: w / 1e3,
-        t_us: t / 1e3,
-        predicted_us: predicted / 1e3,
-        rate_per_s: 1e6 / measured.median,
-        predicted_rate_per_s: 1e9 / predicted,
-    }
-}
-
-/// The manager's figures: its cost from its row's light runs, its utilisation and cost
-/// from the runs at [`MANAGER_LOADS`] (sorted by load and repeat), whose sections were
-/// chosen against `against` (T in ms, and which T).
-fn manager_figures(row: &Row, runs: &[(usize, u32, ManagerRun)], against: (f64, &str)) -> Manager {
-    let cost = row.entry_messages.as_ref().and_then(|e| {
-        let c = &e.counts;
-        let (w, t) = (c.section_median_ns? as f64, c.message_median_ns? as f64);
-        Some(request_cost(e.release_us?, c.release_samples, w, t))
-    });
-    let utilisation = MANAGER_LOADS
-        .iter()
-        .enumerate()
-        .map(|(level, &times_t)| {
-            let mine: Vec<&ManagerRun> = runs.iter().filter(|r| r.0 == level).map(|r| &r.2).collect();
-            let med = |v: Vec<f64>| Spread::of(&v).map(|s| s.median);
-            let costs: Vec<_> = mine.iter().filter_map(|m| m.cost).collect();
-            let cost =
-                Spread::of(&costs.iter().map(|c| c.release_ns as f64 / 1e3).collect::<Vec<_>>()).map(|s| {
-                    let w = med(costs.iter().map(|c| c.section_ns as f64).collect()).unwrap_or(0.0);
-                    let t = med(costs.iter().map(|c| c.t_ns as f64).collect()).unwrap_or(0.0);
-                    request_cost(s, costs.iter().map(|c| c.samples).sum(), w, t)
-                });
-            let w = med(mine.iter().filter_map(|m| m.used.map(|u| u.1 as f64)).collect());
-            let t = med(mine.iter().filter_map(|m| m.t_ns.map(|t| t as f64)).collect());
-            let k_bar = med(mine.iter().filter_map(|m| m.mean_hops).collect());
-            let (w, t) = (w.unwrap_or(0.0), t.unwrap_or(0.0));
-            let share = |k: f64| if w + k * t > 0.0 { w / (w + k * t) } else { 0.0 };
-            ManagerLoad {
-                times_t,
-                cs_ms: mine.first().map_or(0.0, |m| m.cs_ms),
-                measured: Spread::of(&mine.iter().filter_map(|m| m.used.map(|u| u.0)).collect::<Vec<_>>()),
-                w_us: w / 1e3,
-                t_us: t / 1e3,
-                predicted: share(2.0),
-                with_mean_hops: k_bar.map(share),
-                mean_hops: k_bar,
-                cost,
-                notes: mine.iter().filter_map(|m| m.note.clone()).collect(),
-            }
-        })
-        .collect();
-    Manager {
-        algorithm: row.algorithm.clone(),
-        cost,
-        chosen_against_t_us: against.0 * 1e3,
-        chosen_against: against.1.to_string(),
-        utilisation,
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::manager::{ManagerRun, RequestCost};
     use super::measure::{aggregate, sync_hops, Measured};
     use super::*;
 
@@ -612,7 +534,7 @@ mod tests {
                 used: Some((used, w_ns)),
                 t_ns: Some(25_000),
                 mean_hops: Some(1.6),
-                cost: Some(measure::RequestCost {
+                cost: Some(RequestCost {
                     release_ns: w_ns + 3 * 20_000 + 10_000,
                     samples: 9,
                     section_ns: w_ns,

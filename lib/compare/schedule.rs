@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 use crate::registry::AlgoInfo;
 use crate::supervisor::RunError;
 
-use super::measure::{aggregate, ManagerRun, Measured, CRASHES, FAULTS};
+use super::manager::ManagerRun;
+use super::measure::{aggregate, Measured, CRASHES, FAULTS};
 use super::model::*;
 
 /// How many fault runs (and simulator decisions) go side by side: two per core, at
