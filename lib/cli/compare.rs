@@ -33,7 +33,8 @@ pub(super) struct CompareArgs {
     #[arg(long, value_enum, default_value = "none")]
     detector: DetectorArg,
     /// The section W of the light-load and saturated runs, in ms (the fault runs keep
-    /// theirs). The manager's W+3T is measured at this W.
+    /// theirs). The manager's W+3T is measured at this W, and again at W ≈ T, 10 T and
+    /// 100 T of a calibrated T.
     #[arg(long, value_name = "W", default_value_t = 1.0, allow_negative_numbers = true)]
     cs_ms: f64,
     /// Heartbeat period P in milliseconds (`--detector heartbeat`). Default: 50 ms.

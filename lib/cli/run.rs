@@ -40,7 +40,8 @@ pub(super) struct RunArgs {
     /// a number and a unit as in fault plans (`20s`, `500ms`, `2m`, `1m30s`).
     #[arg(long, allow_hyphen_values = true, value_parser = seconds)]
     duration: Option<f64>,
-    /// Time spent inside the critical section, in milliseconds (fractions allowed).
+    /// Time spent inside the critical section, in milliseconds (fractions allowed; below 1 the
+    /// worker spins through it, as through work, since its timers count whole ms).
     #[arg(long, default_value_t = 1.0, allow_negative_numbers = true)]
     cs_ms: f64,
     /// Mean think time between entries, in milliseconds (uniform on [0, 2×mean]).
