@@ -1,0 +1,141 @@
+//! `mutexlab agent`: two agents in two network namespaces of this machine stand in for
+//! two hosts. The supervisor runs in a third namespace, each wired to the `--netns`
+//! keeper's bridge (`Keeper::isolate` and `attach`), so the agents reach its listener
+//! at its bridge address, and the workers each agent starts live in that agent's
+//! namespace and are reached at its address. An election of eight workers, four on
+//! each agent, with the leader killed and restarted (and another worker paused)
+//! through its agent, audits clean and counts the same messages as the same run local
+//! over TCP. Where user namespaces are refused, the keeper's refusal line is asserted
+//! instead (as in `netns.rs`). The flags' refusals need no namespace.
+
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Output, Stdio};
+
+use mutexlab::supervisor::netns::Keeper;
+
+use crate::common::*;
+
+/// The port the supervisor listens on for agents: its namespace is its own.
+const PORT: u16 = 7117;
+
+/// A process the test started: killed and reaped on drop, whatever happened.
+struct Reaped(Option<Child>);
+
+impl Reaped {
+    /// Wait for it to end, with its output.
+    fn output(mut self) -> Output {
+        self.0.take().unwrap().wait_with_output().expect("waited for")
+    }
+}
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Start `args` of the binary in a network namespace of its own, wired to the bridge
+/// as slot `slot` (its address is `netns::address(slot)`).
+fn isolated(keeper: &mut Keeper, slot: u32, args: &[&str]) -> Reaped {
+    let mut cmd = mutexlab();
+    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    keeper.isolate(&mut cmd);
+    // SAFETY: one async-signal-safe system call between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(std::io::Error::from)
+        });
+    }
+    let child = Reaped(Some(cmd.spawn().expect("started")));
+    keeper.attach(slot, child.0.as_ref().unwrap().id() as i32).expect("wired to the bridge");
+    child
+}
+
+/// A fresh agents' secret in `dir`.
+fn secret_file(dir: &std::path::Path) -> String {
+    let path = dir.join("secret");
+    let hex: String = (0..32).map(|i| format!("{:02x}", (i * 37 + 11) as u8)).collect();
+    std::fs::write(&path, hex).unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn two_agents_in_two_namespaces_run_an_election_whose_leader_is_killed_and_restarted() {
+    let Some(mut keeper) = crate::netns::keeper() else { return };
+    let tmp = tempfile::Builder::new().prefix("mla-").tempdir().unwrap();
+    let secret = secret_file(tmp.path());
+    let run_dir = tmp.path().join("run");
+    // The leader (w7) killed and restarted, and w3 paused and continued: each through
+    // its agent. With no detector nobody starts an election of its own, so the counts
+    // follow from the plan alone.
+    let plan = "stop 3 at 100ms for 100ms; kill leader at 300ms; restart 7 at 600ms";
+    let args = ["--algo", "bully", "-n", "8", "--initiators", "6", "--detector", "none", "--faults", plan];
+    let listen = format!("0.0.0.0:{PORT}");
+    let mut sup_args = vec!["elect", "--json", "--transport", "tcp", "--run-dir", run_dir.to_str().unwrap()];
+    sup_args.extend_from_slice(&["--agents", "2", "--agent-listen", &listen, "--secret-file", &secret]);
+    sup_args.extend_from_slice(&args);
+    // The supervisor's host is slot 10; the agents' are 0 and 1.
+    let supervisor = isolated(&mut keeper, 10, &sup_args);
+    let connect = format!("{}:{PORT}", mutexlab::supervisor::netns::address(10));
+    let agent_args = ["agent", "--connect", &connect, "--secret-file", &secret, "--slots", "4"];
+    let agents = [isolated(&mut keeper, 0, &agent_args), isolated(&mut keeper, 1, &agent_args)];
+    let out = supervisor.output();
+    let j = json(&out);
+    let agents: Vec<Output> = agents.into_iter().map(Reaped::output).collect();
+    for (i, a) in agents.iter().enumerate() {
+        assert_eq!(a.status.code(), Some(0), "agent {i}: {}", stderr(a));
+        assert!(stderr(a).contains("mutexlab agent: joined the run of "), "agent {i}: {}", stderr(a));
+    }
+    assert_eq!(out.status.code(), Some(0), "{}\n{j}", stderr(&out));
+    assert_eq!((&j["ok"], &j["violation_count"]), (&true.into(), &0.into()), "{j}");
+    let needle = run_dir.display().to_string();
+    assert!(processes_mentioning(&needle).is_empty(), "workers outlived their agents");
+    let done: Vec<(&str, u64)> = j["faults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["action"].as_str().unwrap(), f["worker"].as_u64().unwrap_or(99)))
+        .collect();
+    assert_eq!(done, [("stop", 3), ("cont", 3), ("kill", 7), ("restart", 7)], "{j}");
+    assert_eq!(j["leader"], 7, "the new life of the highest leads: {j}");
+    // The same run on this machine's loopback.
+    let (local_out, local) = run_checked("elect", &[&["--transport", "tcp"][..], &args].concat());
+    assert_eq!(local_out.status.code(), Some(0), "{}", stderr(&local_out));
+    assert_eq!(j["messages"]["by_type"], local["messages"]["by_type"], "agents vs local");
+    assert_eq!(j["messages"]["total"], local["messages"]["total"]);
+    for key in ["violations_by_kind", "leader", "lost_messages"] {
+        assert_eq!(j[key], local[key], "{key}");
+    }
+}
+
+#[test]
+fn agents_need_tcp_and_a_secret_and_a_bad_secret_file_is_a_usage_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("bad");
+    std::fs::write(&bad, "not hex").unwrap();
+    let bad = bad.to_str().unwrap();
+    let secret = secret_file(tmp.path());
+    for (args, line) in [
+        (vec!["run", "--agents", "2", "--secret-file", &secret], "--agents needs --transport tcp"),
+        (vec!["run", "--agents", "2", "--transport", "tcp"], "--agents needs --secret-file"),
+        (
+            vec!["run", "--agents", "9", "--transport", "tcp", "--secret-file", &secret],
+            "--agents must be between 1 and the 4 workers",
+        ),
+        (vec!["run", "--secret-file", &secret], "--secret-file is for --agents"),
+        (
+            vec!["run", "--agents", "1", "--transport", "tcp", "--secret-file", bad],
+            "a secret is 64 hex digits",
+        ),
+        (vec!["agent", "--connect", "127.0.0.1:1", "--secret-file", bad], "a secret is 64 hex digits"),
+    ] {
+        let out = run(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(line), "{args:?}: {err}");
+    }
+}
