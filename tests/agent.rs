@@ -38,10 +38,12 @@ impl Drop for Reaped {
 }
 
 /// Start `args` of the binary in a network namespace of its own, wired to the bridge
-/// as slot `slot` (its address is `netns::address(slot)`).
+/// as slot `slot` (its address is `netns::address(slot)`). It runs only once wired: a
+/// fresh namespace has not even its loopback up before that.
 fn isolated(keeper: &mut Keeper, slot: u32, args: &[&str]) -> Reaped {
-    let mut cmd = mutexlab();
-    cmd.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut cmd = std::process::Command::new("sh");
+    cmd.args(["-c", "read go && exec \"$0\" \"$@\"", env!("CARGO_BIN_EXE_mutexlab")]).args(args);
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
     keeper.isolate(&mut cmd);
     // SAFETY: one async-signal-safe system call between fork and exec.
     unsafe {
@@ -49,9 +51,20 @@ fn isolated(keeper: &mut Keeper, slot: u32, args: &[&str]) -> Reaped {
             nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL).map_err(std::io::Error::from)
         });
     }
-    let child = Reaped(Some(cmd.spawn().expect("started")));
+    let mut child = Reaped(Some(cmd.spawn().expect("started")));
     keeper.attach(slot, child.0.as_ref().unwrap().id() as i32).expect("wired to the bridge");
+    let mut go = child.0.as_mut().unwrap().stdin.take().unwrap();
+    std::io::Write::write_all(&mut go, b"go\n").expect("told to go");
     child
+}
+
+/// The live worker processes of the run in `dir`.
+fn workers_in(dir: &std::path::Path) -> Vec<i32> {
+    let worker = |pid: &i32| {
+        let cmd = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        cmd.split(|&b| b == 0).nth(1) == Some(b"worker")
+    };
+    processes_mentioning(&dir.display().to_string()).into_iter().filter(worker).collect()
 }
 
 /// A fresh agents' secret in `dir`.
@@ -109,6 +122,80 @@ fn two_agents_in_two_namespaces_run_an_election_whose_leader_is_killed_and_resta
     for key in ["violations_by_kind", "leader", "lost_messages"] {
         assert_eq!(j[key], local[key], "{key}");
     }
+}
+
+#[test]
+fn a_mutex_run_on_two_agents_survives_a_kill_restart_and_stop_and_a_lost_agent_takes_its_workers() {
+    let Some(mut keeper) = crate::netns::keeper() else { return };
+    let tmp = tempfile::Builder::new().prefix("mla-").tempdir().unwrap();
+    let secret = secret_file(tmp.path());
+    let listen = format!("0.0.0.0:{PORT}");
+    let connect = format!("{}:{PORT}", mutexlab::supervisor::netns::address(10));
+    let agent_args = ["agent", "--connect", &connect, "--secret-file", &secret];
+    let on_agents = |keeper: &mut Keeper, run_dir: &str, args: &[&str]| {
+        let mut all = vec!["run", "--json", "--transport", "tcp", "--run-dir", run_dir, "--agents", "2"];
+        all.extend_from_slice(&[
+            "--agent-listen",
+            &listen,
+            "--secret-file",
+            &secret,
+            "--algo",
+            "ricart-agrawala",
+        ]);
+        all.extend_from_slice(args);
+        let sup = isolated(keeper, 10, &all);
+        (sup, [isolated(keeper, 0, &agent_args), isolated(keeper, 1, &agent_args)])
+    };
+    // Ricart-Agrawala, eight workers, w5 (on the second agent) killed and restarted and
+    // w1 (on the first) paused: every entry made, clean.
+    let run_dir = tmp.path().join("ra");
+    let plan = "kill 5 at 50ms; restart 5 at 150ms; stop 1 at 200ms for 100ms";
+    let (sup, agents) =
+        on_agents(&mut keeper, run_dir.to_str().unwrap(), &["-n", "8", "-k", "20", "--faults", plan]);
+    let out = sup.output();
+    let j = json(&out);
+    for a in agents.into_iter().map(Reaped::output) {
+        assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
+    }
+    assert_eq!(out.status.code(), Some(0), "{}\n{j}", stderr(&out));
+    assert_eq!(
+        (&j["ok"], &j["violation_count"], &j["entries"]["total"]),
+        (&true.into(), &0.into(), &160.into())
+    );
+    let actions: Vec<&str> =
+        j["faults"].as_array().unwrap().iter().map(|f| f["action"].as_str().unwrap()).collect();
+    assert_eq!(actions, ["kill", "restart", "stop", "cont"], "{j}");
+    assert_eq!(j["faults"][0]["note"], "kill 5 at 50ms; w5 outside the critical section", "{j}");
+    assert!(workers_in(&run_dir).is_empty(), "workers outlived their agents");
+    // Nothing of the agents' hellos is left in it either.
+    assert!(
+        !run_dir.exists(),
+        "a clean run leaves nothing: {:?}",
+        std::fs::read_dir(&run_dir).map(|d| d.count())
+    );
+
+    // The second agent killed outright mid-run: the run fails in one line naming the
+    // lost connection, and its workers die with it (their parent-death signal).
+    let run_dir = tmp.path().join("lost");
+    let (sup, [first, second]) =
+        on_agents(&mut keeper, run_dir.to_str().unwrap(), &["-n", "8", "-k", "100000"]);
+    // Under way: every worker started, and entries made.
+    let resource = run_dir.join("resource.log");
+    let entered = || std::fs::read_to_string(&resource).is_ok_and(|t| t.contains("\nEXIT "));
+    wait_for("entries", || workers_in(&run_dir).len() == 8 && entered());
+    drop(second);
+    let out = sup.output();
+    let j = json(&out);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let failure = j["failure"].as_str().unwrap();
+    // Closed, or reset by the kernel when the agent died with bytes unread.
+    assert!(
+        failure.contains("died unexpectedly while running: lost: the connection to the agent at 10.0.0.2 "),
+        "{failure}"
+    );
+    // The first agent's workers were stopped by the supervisor in order.
+    assert_eq!(first.output().status.code(), Some(0));
+    wait_for("no worker left", || workers_in(&run_dir).is_empty());
 }
 
 #[test]

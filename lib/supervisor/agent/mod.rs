@@ -220,7 +220,6 @@ pub(super) struct Agents {
     readers: Vec<JoinHandle<()>>,
     /// Worker id → the agent that runs it: in blocks, in the order the agents joined.
     of_worker: Vec<usize>,
-    run_dir: PathBuf,
 }
 
 impl Agents {
@@ -229,15 +228,27 @@ impl Agents {
     pub(super) fn gather(o: &AgentOpts, workers: u32, dir: &Path) -> Result<Agents, RunError> {
         let listener = TcpListener::bind(o.listen)
             .map_err(|e| RunError::Usage(format!("cannot listen for agents on {}: {e}", o.listen)))?;
+        Agents::gather_on(listener, o, workers, dir)
+    }
+
+    /// [`Agents::gather`] on a listener of the caller's.
+    fn gather_on(listener: TcpListener, o: &AgentOpts, workers: u32, dir: &Path) -> Result<Agents, RunError> {
         let failed =
             |e: std::io::Error| RunError::Failed(format!("listening for agents on {}: {e}", o.listen));
         listener.set_nonblocking(true).map_err(failed)?;
         let check = hex(&nonce().map_err(failed)?);
-        crate::files::open_writable(&dir.join(DIR_CHECK_FILE), true, false)
+        let path = dir.join(DIR_CHECK_FILE);
+        crate::files::open_writable(&path, true, false)
             .and_then(|mut f| f.write_all(check.as_bytes()))
-            .map_err(|e| {
-                RunError::Failed(format!("cannot write {}: {e}", dir.join(DIR_CHECK_FILE).display()))
-            })?;
+            .map_err(|e| RunError::Failed(format!("cannot write {}: {e}", path.display())))?;
+        // Only the hellos read it: gone once they are over, whatever their outcome.
+        struct Remove(PathBuf);
+        impl Drop for Remove {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_file(&self.0);
+            }
+        }
+        let _check_file = Remove(path);
         let deadline = Instant::now() + o.wait;
         let mut joined: Vec<(TcpStream, IpAddr, u32)> = Vec::new();
         while joined.len() < o.count as usize {
@@ -281,7 +292,7 @@ impl Agents {
                 )));
             }
         }
-        let mut agents = Agents { conns: Vec::new(), readers: Vec::new(), of_worker, run_dir: dir.into() };
+        let mut agents = Agents { conns: Vec::new(), readers: Vec::new(), of_worker };
         for (stream, addr, _) in joined {
             let failed = |e: std::io::Error| RunError::Failed(format!("the agent at {addr}: {e}"));
             let reader = stream.try_clone().map_err(failed)?;
@@ -340,7 +351,6 @@ impl Drop for Agents {
         for t in self.readers.drain(..) {
             let _ = t.join();
         }
-        let _ = std::fs::remove_file(self.run_dir.join(DIR_CHECK_FILE));
     }
 }
 
@@ -420,5 +430,93 @@ pub(super) fn to_agent(sig: nix::sys::signal::Signal) -> Option<AgentSignal> {
         SIGSTOP => Some(AgentSignal::Stop),
         SIGCONT => Some(AgentSignal::Cont),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::serve::{serve, AgentError, ServeOpts};
+    use super::*;
+
+    /// Agents' options for one agent on `listener`, waiting `wait`.
+    fn opts(listener: &TcpListener, count: u32, wait: Duration) -> AgentOpts {
+        let listen = listener.local_addr().unwrap();
+        AgentOpts { count, listen, secret: Secret::from_bytes([1; 32]), wait }
+    }
+
+    /// A real agent for `listen` with `secret` and `slots`, in a thread.
+    fn agent(listen: SocketAddr, secret: Secret, slots: u32) -> JoinHandle<Result<(), AgentError>> {
+        let o = ServeOpts {
+            connect: listen.to_string(),
+            secret,
+            slots,
+            wait: PATIENCE,
+            exe: "/nonexistent".into(),
+        };
+        std::thread::spawn(move || serve(&o))
+    }
+
+    #[test]
+    fn an_agent_with_another_secret_is_refused_and_the_run_says_who_did_not_join() {
+        let tmp = tempfile::tempdir().unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let o = opts(&listener, 1, Duration::from_secs(2));
+        let wrong = agent(o.listen, Secret::from_bytes([2; 32]), 4);
+        let Err(RunError::Failed(line)) = Agents::gather_on(listener, &o, 4, tmp.path()) else {
+            panic!("joined with a wrong secret")
+        };
+        assert_eq!(line, format!("0 of 1 agents joined within 2s on {}", o.listen));
+        let Err(AgentError::Usage(said)) = wrong.join().unwrap() else { panic!("the agent did not say") };
+        assert_eq!(
+            said,
+            format!("the supervisor at {} refused this agent's hello: is --secret-file the run's?", o.listen)
+        );
+    }
+
+    #[test]
+    fn an_agent_with_too_few_slots_fails_the_run_in_one_line_and_then_ends() {
+        let tmp = tempfile::tempdir().unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let o = opts(&listener, 1, PATIENCE);
+        let small = agent(o.listen, o.secret.clone(), 3);
+        let Err(RunError::Usage(line)) = Agents::gather_on(listener, &o, 4, tmp.path()) else {
+            panic!("four workers on three slots")
+        };
+        assert_eq!(line, "the agent at 127.0.0.1 takes 3 workers; this run gives it 4");
+        // It joined, and ends with the connection: no worker was started.
+        assert!(small.join().unwrap().is_ok());
+    }
+
+    #[test]
+    fn an_agent_that_refuses_fails_the_run_with_its_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let o = opts(&listener, 1, PATIENCE);
+        let (listen, secret) = (o.listen, o.secret.clone());
+        // A hand-made agent: it proves the secret, then says it cannot see the directory.
+        let fake = std::thread::spawn(move || {
+            let mut s = TcpStream::connect(listen).unwrap();
+            let Ok(Some(ToAgent::Challenge { nonce })) = wire::read_blocking(&mut s) else {
+                panic!("no challenge")
+            };
+            let mut buf = Vec::new();
+            wire::encode(
+                &mut buf,
+                &FromAgent::Hello { slots: 4, proof: auth::agent_proof(&secret, &nonce, 4) },
+            );
+            s.write_all(&buf).unwrap();
+            let Ok(Some(ToAgent::Welcome { check, .. })) = wire::read_blocking(&mut s) else {
+                panic!("no welcome")
+            };
+            assert_eq!(check.len(), 64, "a fresh nonce in hex");
+            buf.clear();
+            wire::encode(&mut buf, &FromAgent::Refused("run directory not shared with this host: /x".into()));
+            s.write_all(&buf).unwrap();
+        });
+        let Err(RunError::Usage(line)) = Agents::gather_on(listener, &o, 4, tmp.path()) else {
+            panic!("joined a refusing agent")
+        };
+        fake.join().unwrap();
+        assert_eq!(line, "the agent at 127.0.0.1 refused: run directory not shared with this host: /x");
     }
 }

@@ -111,8 +111,16 @@ pub fn serve(o: &ServeOpts) -> Result<(), AgentError> {
         }
     }
     drop(lives);
+    // A run that ended in order has stopped every worker before it closed.
+    let left = reaped.state().running.len();
     reaped.end();
     let _ = reaper.join();
+    if left > 0 {
+        return Err(AgentError::Failed(format!(
+            "the connection to the supervisor at {} ended while {left} of its workers ran; they were killed",
+            o.connect
+        )));
+    }
     Ok(())
 }
 
@@ -326,5 +334,57 @@ impl Reaped {
             }
             st = self.changed.wait_timeout(st, left).unwrap_or_else(|p| p.into_inner()).0;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::TcpListener;
+
+    use super::*;
+
+    #[test]
+    fn an_agent_that_cannot_read_the_runs_check_refuses_in_one_line() {
+        let tmp = tempfile::tempdir().unwrap();
+        let secret = Secret::from_bytes([3; 32]);
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let o = ServeOpts {
+            connect: listener.local_addr().unwrap().to_string(),
+            secret: secret.clone(),
+            slots: 2,
+            wait: PATIENCE,
+            exe: "/nonexistent".into(),
+        };
+        let agent = std::thread::spawn(move || serve(&o));
+        // A hand-made supervisor whose run directory this "host" does not have, then one
+        // whose check file holds another run's check.
+        let (mut s, _) = listener.accept().unwrap();
+        let mut buf = Vec::new();
+        wire::encode(&mut buf, &ToAgent::Challenge { nonce: [9; 32] });
+        s.write_all(&buf).unwrap();
+        let Ok(Some(FromAgent::Hello { slots, proof })) = wire::read_blocking(&mut s) else {
+            panic!("no hello")
+        };
+        assert!(auth::agent_proves(&secret, &[9; 32], slots, &proof));
+        let missing = tmp.path().join("elsewhere");
+        buf.clear();
+        wire::encode(&mut buf, &ToAgent::Welcome { run_dir: missing.clone(), check: "c".into() });
+        s.write_all(&buf).unwrap();
+        let Ok(Some(FromAgent::Refused(line))) = wire::read_blocking(&mut s) else { panic!("no refusal") };
+        let Err(AgentError::Usage(said)) = agent.join().unwrap() else { panic!("the agent took part") };
+        assert_eq!(said, line);
+        let file = missing.join(DIR_CHECK_FILE);
+        assert!(
+            line.starts_with(&format!(
+                "run directory not shared with this host: {} ({}: ",
+                missing.display(),
+                file.display()
+            )),
+            "{line}"
+        );
+        std::fs::write(tmp.path().join(DIR_CHECK_FILE), "another").unwrap();
+        let other = sees(tmp.path(), "this").unwrap_err();
+        assert_eq!(other, format!("{} holds another run's check", tmp.path().join(DIR_CHECK_FILE).display()));
+        assert_eq!(sees(tmp.path(), "another"), Ok(()));
     }
 }
