@@ -210,13 +210,10 @@ fn execute(opts: &RunOpts, reg: &Registry, evidence: &Evidence) -> Result<Report
         }
     };
     if let Some(a) = &opts.agents {
-        match agent::Agents::gather(a, opts.workers, &dir.path) {
-            Ok(agents) => sup.procs.agents = Some(agents),
-            Err(e) => {
-                dir.remove(&[]);
-                return Err(e);
-            }
-        }
+        let gathered = agent::Agents::gather(a, opts.workers, &dir.path);
+        // Interrupted while waiting: the directory is kept, as the error says.
+        let keep = |e: &RunError| matches!(e, RunError::Interrupted(_));
+        sup.procs.agents = Some(gathered.inspect_err(|e| _ = keep(e) || dir.remove(&[]))?);
     }
     let result = sup.drive();
     // When the run ended: the failure was detected (before any diagnosis), or now.
