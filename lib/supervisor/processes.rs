@@ -282,6 +282,13 @@ impl Processes {
                 break;
             }
         }
+        // A worker on an agent: in its relay, then on its way to the agent, which keeps
+        // a later SIGCONT behind it.
+        for &id in ids {
+            if let Some(r) = &self.slots[id].remote {
+                r.drain(deadline.saturating_duration_since(Instant::now()));
+            }
+        }
     }
 
     /// Start worker `id` as life `incarnation` and give it its control link, whose

@@ -16,8 +16,10 @@ pub mod serve;
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -171,6 +173,10 @@ pub(super) enum Stop {
 pub(super) struct Remote {
     conn: Arc<Conn>,
     life: Life,
+    /// The supervisor's relay end of its control link, and whether its relay thread is
+    /// sending what it took from it.
+    relay: Arc<UnixStream>,
+    busy: Arc<AtomicBool>,
 }
 
 impl Remote {
@@ -205,6 +211,20 @@ impl Remote {
         self.conn.wait(patience, |st| {
             st.exited.get(&self.life).cloned().or_else(|| st.gone.as_ref().map(|g| format!("lost: {g}")))
         })
+    }
+
+    /// Wait (at most `patience`) until everything the links' thread wrote on this
+    /// life's link has been sent to the agent. The agent applies a SIGCONT only after
+    /// what came before it on the link, so a worker continued after this finds it
+    /// waiting, as a local one does.
+    pub(super) fn drain(&self, patience: Duration) {
+        let deadline = Instant::now() + patience;
+        while unread(&self.relay) > 0 || self.busy.load(Ordering::Acquire) {
+            if Instant::now() >= deadline || self.exited() {
+                return;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
     }
 
     /// The agent has reported this life's end (or is gone).
@@ -333,12 +353,13 @@ impl Agents {
             Some(Err(why)) => return Err(format!("on the agent at {}: {why}", conn.addr)),
             None => return Err(format!("the agent at {} did not start it within {PATIENCE:?}", conn.addr)),
         };
-        let c = conn.clone();
+        let busy = Arc::new(AtomicBool::new(false));
+        let (c, r, b) = (conn.clone(), relay.clone(), busy.clone());
         std::thread::Builder::new()
             .name(format!("relay-w{worker}"))
-            .spawn(move || relay_out(&c, &relay, life))
+            .spawn(move || relay_out(&c, &r, &b, life))
             .map_err(|e| e.to_string())?;
-        Ok((Remote { conn: conn.clone(), life }, pid, ours))
+        Ok((Remote { conn: conn.clone(), life, relay, busy }, pid, ours))
     }
 }
 
@@ -355,17 +376,42 @@ impl Drop for Agents {
 }
 
 /// Send what the links' thread writes on a life's link to its agent, until it closes.
-fn relay_out(conn: &Conn, relay: &UnixStream, (worker, incarnation): Life) {
+/// Bytes are peeked before they are taken, and `busy` set in between, so that while
+/// any are on their way either the socket holds them or `busy` says so ([`Remote::drain`]).
+fn relay_out(conn: &Conn, relay: &UnixStream, busy: &AtomicBool, (worker, incarnation): Life) {
     let mut buf = vec![0u8; LINK_CHUNK];
     loop {
-        match (&*relay).read(&mut buf) {
-            Ok(0) | Err(_) => return,
-            Ok(n) => {
-                if !conn.send(&ToAgent::Link { worker, incarnation, bytes: buf[..n].to_vec() }) {
-                    return;
-                }
+        // SAFETY: a peek into our own buffer, on a descriptor the caller keeps open.
+        let peeked = unsafe {
+            nix::libc::recv(relay.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), nix::libc::MSG_PEEK)
+        };
+        if peeked <= 0 {
+            if peeked < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
             }
+            return;
         }
+        busy.store(true, Ordering::Release);
+        let sent = match (&*relay).read(&mut buf) {
+            Ok(0) | Err(_) => false,
+            Ok(n) => conn.send(&ToAgent::Link { worker, incarnation, bytes: buf[..n].to_vec() }),
+        };
+        busy.store(false, Ordering::Release);
+        if !sent {
+            return;
+        }
+    }
+}
+
+/// Bytes waiting to be read on `s`.
+fn unread(s: &UnixStream) -> usize {
+    let mut n: nix::libc::c_int = 0;
+    // SAFETY: FIONREAD writes one int.
+    let r = unsafe { nix::libc::ioctl(s.as_raw_fd(), nix::libc::FIONREAD, &mut n) };
+    if r < 0 {
+        0
+    } else {
+        n as usize
     }
 }
 

@@ -74,7 +74,7 @@ pub fn serve(o: &ServeOpts) -> Result<(), AgentError> {
             .spawn(move || reaped.reap(&writer))
             .map_err(|e| AgentError::Failed(format!("cannot start the reaper: {e}")))?
     };
-    let mut lives: HashMap<Life, Sender<Vec<u8>>> = HashMap::new();
+    let mut lives: HashMap<Life, Sender<Out>> = HashMap::new();
     // Until the run is over (or the supervisor is gone): either way, the end.
     while let Ok(Some(msg)) = wire::read_blocking::<ToAgent, _>(&mut stream) {
         match msg {
@@ -89,6 +89,13 @@ pub fn serve(o: &ServeOpts) -> Result<(), AgentError> {
                 };
                 send(&writer, &answer);
             }
+            // Behind what came before it on the link (`Finish`, say): the worker finds that
+            // waiting when it runs again, as a local one does.
+            ToAgent::Signal { worker, incarnation, signal: AgentSignal::Cont } => {
+                if let Some(tx) = lives.get(&(worker, incarnation)) {
+                    let _ = tx.send(Out::Cont);
+                }
+            }
             ToAgent::Signal { worker, incarnation, signal } => {
                 let sig = match signal {
                     AgentSignal::Kill => Signal::SIGKILL,
@@ -96,15 +103,11 @@ pub fn serve(o: &ServeOpts) -> Result<(), AgentError> {
                     AgentSignal::Stop => Signal::SIGSTOP,
                     AgentSignal::Cont => Signal::SIGCONT,
                 };
-                // Under the lock: a reaped pid is never signalled (it may be another's now).
-                let st = reaped.state();
-                if let Some((&pid, _)) = st.running.iter().find(|(_, &l)| l == (worker, incarnation)) {
-                    let _ = kill(Pid::from_raw(pid), sig);
-                }
+                reaped.signal((worker, incarnation), sig);
             }
             ToAgent::Link { worker, incarnation, bytes } => {
                 if let Some(tx) = lives.get(&(worker, incarnation)) {
-                    let _ = tx.send(bytes);
+                    let _ = tx.send(Out::Bytes(bytes));
                 }
             }
             ToAgent::Challenge { .. } | ToAgent::Welcome { .. } => {}
@@ -209,15 +212,23 @@ fn send(writer: &Mutex<TcpStream>, msg: &FromAgent) {
     let _ = write(&mut w, msg);
 }
 
+/// What a worker life's writer thread does, in order.
+enum Out {
+    /// Write these bytes on its control link.
+    Bytes(Vec<u8>),
+    /// Continue it (after the bytes before).
+    Cont,
+}
+
 /// Start one worker life with its control link; its pid, and where its link's incoming
-/// bytes go.
+/// bytes (and its SIGCONTs) go.
 fn spawn(
     o: &ServeOpts,
     run_dir: &Path,
-    reaped: &Reaped,
+    reaped: &Arc<Reaped>,
     writer: &Arc<Mutex<TcpStream>>,
     life: Life,
-) -> Result<(u32, Sender<Vec<u8>>), String> {
+) -> Result<(u32, Sender<Out>), String> {
     let (worker, _) = life;
     // Held across the spawn: the reaper cannot see this child before it is listed.
     let mut st = reaped.state();
@@ -240,12 +251,17 @@ fn spawn(
     drop(st);
     // A reaper waiting for a first child wakes.
     reaped.changed.notify_all();
-    let (tx, rx) = mpsc::channel::<Vec<u8>>();
+    let (tx, rx) = mpsc::channel::<Out>();
     let mut out = ours.try_clone().map_err(|e| e.to_string())?;
+    let r = reaped.clone();
     std::thread::spawn(move || {
-        for bytes in rx {
-            if out.write_all(&bytes).is_err() {
-                return;
+        for o in rx {
+            match o {
+                Out::Bytes(bytes) => {
+                    // A dead worker's link: SIGCONTs may still come, and find it reaped.
+                    let _ = out.write_all(&bytes);
+                }
+                Out::Cont => r.signal(life, Signal::SIGCONT),
             }
         }
     });
@@ -315,6 +331,15 @@ impl Reaped {
                     }
                 }
             }
+        }
+    }
+
+    /// Send `sig` to `life` unless it is reaped: under the lock the reaper removes it
+    /// with, so a reaped pid (perhaps another process's now) is never signalled.
+    fn signal(&self, life: Life, sig: Signal) {
+        let st = self.state();
+        if let Some((&pid, _)) = st.running.iter().find(|(_, &l)| l == life) {
+            let _ = kill(Pid::from_raw(pid), sig);
         }
     }
 
