@@ -3,8 +3,8 @@
 //! keeper's bridge (`Keeper::isolate` and `attach`), so the agents reach its listener
 //! at its bridge address, and the workers each agent starts live in that agent's
 //! namespace and are reached at its address. An election of eight workers, four on
-//! each agent, with the leader killed and restarted (and another worker paused)
-//! through its agent, audits clean and counts the same messages as the same run local
+//! each agent, with the leader killed and restarted (another worker paused and one
+//! terminated) through its agent, audits clean and counts the same messages as the same run local
 //! over TCP. Where user namespaces are refused, the keeper's refusal line is asserted
 //! instead (as in `netns.rs`). The flags' refusals need no namespace.
 
@@ -81,10 +81,10 @@ fn two_agents_in_two_namespaces_run_an_election_whose_leader_is_killed_and_resta
     let tmp = tempfile::Builder::new().prefix("mla-").tempdir().unwrap();
     let secret = secret_file(tmp.path());
     let run_dir = tmp.path().join("run");
-    // The leader (w7) killed and restarted, and w3 paused and continued: each through
-    // its agent. With no detector nobody starts an election of its own, so the counts
+    // The leader (w7) killed and restarted, w3 paused and continued, w2 terminated:
+    // each through its agent. With no detector nobody starts an election of its own, so the counts
     // follow from the plan alone.
-    let plan = "stop 3 at 100ms for 100ms; kill leader at 300ms; restart 7 at 600ms";
+    let plan = "stop 3 at 100ms for 100ms; kill leader at 300ms; term 2 at 450ms; restart 7 at 600ms";
     let args = ["--algo", "bully", "-n", "8", "--initiators", "6", "--detector", "none", "--faults", plan];
     let listen = format!("0.0.0.0:{PORT}");
     let mut sup_args = vec!["elect", "--json", "--transport", "tcp", "--run-dir", run_dir.to_str().unwrap()];
@@ -112,7 +112,7 @@ fn two_agents_in_two_namespaces_run_an_election_whose_leader_is_killed_and_resta
         .iter()
         .map(|f| (f["action"].as_str().unwrap(), f["worker"].as_u64().unwrap_or(99)))
         .collect();
-    assert_eq!(done, [("stop", 3), ("cont", 3), ("kill", 7), ("restart", 7)], "{j}");
+    assert_eq!(done, [("stop", 3), ("cont", 3), ("kill", 7), ("term", 2), ("restart", 7)], "{j}");
     assert_eq!(j["leader"], 7, "the new life of the highest leads: {j}");
     // The same run on this machine's loopback.
     let (local_out, local) = run_checked("elect", &[&["--transport", "tcp"][..], &args].concat());
