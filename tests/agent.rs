@@ -4,9 +4,9 @@
 //! at its bridge address, and the workers each agent starts live in that agent's
 //! namespace and are reached at its address. An election of eight workers, four on
 //! each agent, with the leader killed and restarted (another worker paused and one
-//! terminated) through its agent, audits clean and counts the same messages as the same run local
-//! over TCP. Where user namespaces are refused, the keeper's refusal line is asserted
-//! instead (as in `netns.rs`). The flags' refusals need no namespace.
+//! terminated) through its agent, audits clean and counts the same messages as the
+//! same run local over TCP. Where user namespaces are refused, the keeper's refusal
+//! line is asserted instead (as in `netns.rs`). The flags' refusals need no namespace.
 
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Output, Stdio};
