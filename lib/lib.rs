@@ -23,7 +23,7 @@
 
 pub use mutexlab_algos as algos;
 pub use mutexlab_core::{
-    algorithm, auth, control, faults, fields, files, flight, host, interrupt, latency, leaders, lines,
+    agent, algorithm, auth, control, faults, fields, files, flight, host, interrupt, latency, leaders, lines,
     panics, resource, script, text, trace, wire,
 };
 pub use mutexlab_runtime as runtime;

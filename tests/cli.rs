@@ -509,7 +509,7 @@ fn a_worker_that_dies_ends_the_run_naming_it() {
 
 /// The visible commands, as `--help` lists them (the hidden worker, echo and janitor
 /// are no user's to type).
-const COMMANDS: [&str; 15] = [
+const COMMANDS: [&str; 16] = [
     "run",
     "elect",
     "algorithms",
@@ -525,6 +525,7 @@ const COMMANDS: [&str; 15] = [
     "superpeers",
     "completions",
     "man",
+    "agent",
 ];
 
 #[test]

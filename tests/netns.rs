@@ -28,7 +28,7 @@ const CUT: Duration = Duration::from_secs(1);
 const PATIENCE: Duration = Duration::from_secs(20);
 
 /// Start the keeper, or assert its refusal where user namespaces are not allowed.
-fn keeper() -> Option<Keeper> {
+pub(crate) fn keeper() -> Option<Keeper> {
     match Keeper::start(Path::new(env!("CARGO_BIN_EXE_mutexlab"))) {
         Ok(k) => Some(k),
         Err(RunError::Usage(line)) => {

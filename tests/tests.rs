@@ -8,6 +8,7 @@
 
 mod common;
 
+mod agent;
 mod audit;
 mod baseline;
 mod browser;

@@ -145,6 +145,9 @@ enum Cmd {
         #[arg(short = 'o', long = "output", value_name = "DIR")]
         output: Option<PathBuf>,
     },
+    /// Run the workers a supervisor on another host asks for (`run --agents`): dial it,
+    /// prove the secret, start, signal and reap its workers until the run ends.
+    Agent(AgentArgs),
     /// (internal) A worker process; started by `run`.
     #[command(hide = true)]
     Worker(WorkerArgs),
@@ -209,6 +212,45 @@ struct WorkerArgs {
     run_dir: PathBuf,
 }
 
+/// `mutexlab agent`'s options.
+#[derive(Args)]
+struct AgentArgs {
+    /// The supervisor's --agent-listen address, as this host reaches it.
+    #[arg(long, value_name = "HOST:PORT")]
+    connect: String,
+    /// The secret the run was given (--secret-file of `run`): 64 hex digits.
+    #[arg(long, value_name = "FILE")]
+    secret_file: PathBuf,
+    /// The most workers this host runs at once.
+    #[arg(long, default_value_t = 64)]
+    slots: u32,
+    /// How long to keep trying to reach the supervisor, in seconds.
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    wait: u64,
+}
+
+/// Serve one run as its agent: exit 0 when the run ends, 2 for a wrong secret or a run
+/// directory this host cannot see, 1 when the supervisor cannot be reached.
+fn cmd_agent(a: AgentArgs) -> Outcome {
+    use supervisor::agent::serve::{serve, AgentError, ServeOpts};
+    let secret = supervisor::agent::read_secret(&a.secret_file).map_err(Error::usage)?;
+    if a.slots == 0 {
+        return Err(Error::usage("--slots must be 1 or more"));
+    }
+    let o = ServeOpts {
+        connect: a.connect,
+        secret,
+        slots: a.slots,
+        wait: std::time::Duration::from_secs(a.wait.max(1)),
+        exe: exe(),
+    };
+    match serve(&o) {
+        Ok(()) => Ok(Verdict::Pass),
+        Err(AgentError::Usage(line)) => Err(Error::usage(line)),
+        Err(AgentError::Failed(line)) => Err(Error::failed(line)),
+    }
+}
+
 /// Who the command line's error lines name.
 const WHO: &str = "mutexlab";
 
@@ -230,7 +272,10 @@ fn command(registry: Registry) -> Outcome {
     };
     // Every command a person starts ends on SIGINT/SIGTERM with 130 within the grace; a
     // worker has its own handlers, and the janitor and the echo live and die with a run.
-    if !matches!(cli.cmd, Cmd::Worker(_) | Cmd::Janitor | Cmd::Echo { .. } | Cmd::NetnsKeeper) {
+    // The agent too: it blocks on its supervisor's orders, and killed by a signal it
+    // takes its workers with it (their parent-death signal).
+    if !matches!(cli.cmd, Cmd::Worker(_) | Cmd::Janitor | Cmd::Echo { .. } | Cmd::NetnsKeeper | Cmd::Agent(_))
+    {
         crate::interrupt::install()
             .map_err(|e| Error::failed(format!("cannot install the signal handler: {e}")))?;
     }
@@ -262,6 +307,7 @@ fn command(registry: Registry) -> Outcome {
             Ok(Verdict::Pass)
         }
         Cmd::Man { output } => cmd_man(output.as_deref()),
+        Cmd::Agent(a) => cmd_agent(a),
         Cmd::Worker(w) => match registry::run_worker(&w.run_dir, w.id) {
             Ok(()) => Ok(Verdict::Pass),
             Err(e) => {

@@ -247,9 +247,55 @@ struct Shared {
     /// a partition is then made in the kernel. Needs --transport tcp and user namespaces.
     #[arg(long)]
     netns: bool,
+    /// Run the workers on K hosts, each through a `mutexlab agent` that dials this run
+    /// (--agent-listen) and proves the secret of --secret-file; workers go to the agents
+    /// in blocks, in the order they join. Needs --transport tcp and a run directory the
+    /// agents' hosts see at the same path.
+    #[arg(long, value_name = "K")]
+    agents: Option<u32>,
+    /// Where the run listens for its agents (with --agents).
+    #[arg(long, value_name = "ADDR:PORT", default_value = "0.0.0.0:7117")]
+    agent_listen: std::net::SocketAddr,
+    /// The agents' secret: 64 hex digits (`openssl rand -hex 32 > F`), the same file
+    /// each agent is given (with --agents).
+    #[arg(long, value_name = "FILE")]
+    secret_file: Option<PathBuf>,
+    /// How long the run waits for its agents to join, in seconds (with --agents).
+    #[arg(long, value_name = "SECONDS", default_value_t = 60)]
+    agent_wait: u64,
 }
 
 impl Shared {
+    /// `--agents` and its options, checked: they need TCP, no `--netns` (an agent's
+    /// host has a network of its own) and a secret file.
+    fn agent_opts(&self, opts: &RunOpts) -> Result<Option<supervisor::agent::AgentOpts>, Error> {
+        let Some(count) = self.agents else {
+            if self.secret_file.is_some() {
+                return Err(Error::usage("--secret-file is for --agents"));
+            }
+            return Ok(None);
+        };
+        if count == 0 || count > opts.workers {
+            return Err(Error::usage(format!(
+                "--agents must be between 1 and the {} workers, not {count}",
+                opts.workers
+            )));
+        }
+        if opts.transport != supervisor::Transport::Tcp || opts.netns {
+            return Err(Error::usage("--agents needs --transport tcp, and not --netns: workers on other hosts are reached over TCP"));
+        }
+        let Some(file) = &self.secret_file else {
+            return Err(Error::usage("--agents needs --secret-file, the secret its agents prove"));
+        };
+        let secret = supervisor::agent::read_secret(file).map_err(Error::usage)?;
+        Ok(Some(supervisor::agent::AgentOpts {
+            count,
+            listen: self.agent_listen,
+            secret,
+            wait: Duration::from_secs(self.agent_wait.max(1)),
+        }))
+    }
+
     /// The detector asked for, `default` if none was, for `workers` workers of an
     /// algorithm that talks to few peers or not.
     fn detector(
@@ -421,9 +467,9 @@ pub(super) fn cmd_elect(a: ElectArgs) -> Outcome {
 /// What `run` and `elect` do once their options are made: the run, its summary or JSON
 /// object, the page of a kept run, and the exit status.
 fn run_and_report(opts: &RunOpts, sh: &Shared) -> Outcome {
-    // `--transport tcp` is not in this build: when it is, its value goes here.
     supervisor::netns::check_flags(opts.netns, opts.transport == supervisor::Transport::Tcp)
         .map_err(Error::usage)?;
+    let opts = &RunOpts { agents: sh.agent_opts(opts)?, ..opts.clone() };
     // The command line's registry: the one the binary installed, else the built-in one.
     let reg = registry::registry();
     match supervisor::run(opts, reg) {

@@ -32,6 +32,7 @@ pub const PROOF_LEN: usize = 32;
 
 /// Labels that keep a proof made for one purpose from passing for another.
 const MESH_HELLO: &[u8] = b"mutexlab mesh hello v1";
+const AGENT_HELLO: &[u8] = b"mutexlab agent hello v1";
 
 /// The run's shared secret. Its `Debug` never shows the bytes.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -54,6 +55,20 @@ impl Secret {
     /// A secret with the given bytes (tests, and tools that play a part in a run).
     pub fn from_bytes(bytes: [u8; SECRET_LEN]) -> Secret {
         Secret(bytes)
+    }
+
+    /// The secret written as 64 hex digits (what `--secret-file` holds; surrounding
+    /// white space is ignored), or why not in one line.
+    pub fn from_hex(text: &str) -> Result<Secret, String> {
+        let text = text.trim();
+        if text.len() != 2 * SECRET_LEN || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!("a secret is {} hex digits; this is not", 2 * SECRET_LEN));
+        }
+        let mut bytes = [0u8; SECRET_LEN];
+        for (i, b) in bytes.iter_mut().enumerate() {
+            *b = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).map_err(|e| e.to_string())?;
+        }
+        Ok(Secret(bytes))
     }
 
     fn mac(&self) -> HmacSha256 {
@@ -88,6 +103,25 @@ impl Hello {
     }
 }
 
+/// An agent's proof that it holds `secret`: an HMAC of the supervisor's fresh `nonce`
+/// and the slots it offers, so a proof seen once is no use on another connection.
+pub fn agent_proof(secret: &Secret, nonce: &[u8; 32], slots: u32) -> [u8; PROOF_LEN] {
+    agent_mac(secret, nonce, slots).finalize().into_bytes().into()
+}
+
+/// Whether `proof` is [`agent_proof`] of `nonce` and `slots` under `secret` (constant time).
+pub fn agent_proves(secret: &Secret, nonce: &[u8; 32], slots: u32, proof: &[u8; PROOF_LEN]) -> bool {
+    agent_mac(secret, nonce, slots).verify_slice(proof).is_ok()
+}
+
+fn agent_mac(secret: &Secret, nonce: &[u8; 32], slots: u32) -> HmacSha256 {
+    let mut mac = secret.mac();
+    mac.update(AGENT_HELLO);
+    mac.update(nonce);
+    mac.update(&slots.to_be_bytes());
+    mac
+}
+
 fn mesh_mac(secret: &Secret, from: PeerId, to: PeerId, incarnation: u32) -> HmacSha256 {
     let mut mac = secret.mac();
     mac.update(MESH_HELLO);
@@ -115,6 +149,23 @@ mod tests {
             Hello { proof: [0; PROOF_LEN], ..h.clone() },
         ] {
             assert!(!forged.proves(&secret), "{forged:?}");
+        }
+    }
+
+    #[test]
+    fn an_agents_proof_binds_the_nonce_and_slots_and_a_secret_reads_from_hex() {
+        let secret = Secret::from_hex(&format!("{}\n", "0f".repeat(SECRET_LEN))).unwrap();
+        assert_eq!(secret, Secret::from_bytes([0x0f; SECRET_LEN]));
+        let proof = agent_proof(&secret, &[1; 32], 4);
+        assert!(agent_proves(&secret, &[1; 32], 4, &proof));
+        assert!(!agent_proves(&secret, &[2; 32], 4, &proof), "another nonce");
+        assert!(!agent_proves(&secret, &[1; 32], 5, &proof), "other slots");
+        assert!(!agent_proves(&Secret::generate().unwrap(), &[1; 32], 4, &proof));
+        // The mesh's hello and the agent's are not interchangeable.
+        let hello = Hello::new(&secret, PeerId(0), PeerId(1), 0);
+        assert_ne!(hello.proof, proof);
+        for bad in ["", "0f", &"zz".repeat(SECRET_LEN), &"0f".repeat(SECRET_LEN + 1)] {
+            assert!(Secret::from_hex(bad).unwrap_err().starts_with("a secret is 64 hex digits"), "{bad}");
         }
     }
 

@@ -4,7 +4,7 @@
 //! An algorithm is a sans-IO state machine ([`algorithm`]) that every driver reaches
 //! through the one host that keeps the driver contract ([`host`]); [`script`] drives
 //! nodes by hand in tests. The formats are those every layer above reads or writes: the
-//! wire's frames ([`wire`]), who may speak ([`auth`]), the control link ([`control`]),
+//! wire's frames ([`wire`]), who may speak ([`auth`]), the agent's protocol ([`agent`]), the control link ([`control`]),
 //! the shared file ([`resource`]), the leader file ([`leaders`]), fault plans
 //! ([`faults`]), the message trace and its rings ([`trace`], [`flight`]). The rest are
 //! small utilities they share: bounded line reading ([`lines`]), quoted text
@@ -14,6 +14,7 @@
 // Every public item says what it is: students and outside crates read the API docs.
 #![warn(missing_docs)]
 
+pub mod agent;
 pub mod algorithm;
 pub mod auth;
 pub mod control;

@@ -347,7 +347,8 @@ pub(super) fn unresponsive(slots: &[Slot], phase: &str) -> String {
                         "running"
                     };
                     // Someone else may have stopped it: then that is why.
-                    match proc::state(s.pid).unexpected() {
+                    let kernel = if s.remote.is_none() { proc::state(s.pid).unexpected() } else { None };
+                    match kernel {
                         Some(k) if what == "running" => k,
                         Some(k) => format!("{k}; {}", what.trim_start_matches("running, ")),
                         None => what.to_string(),

@@ -55,6 +55,7 @@ use crate::control::{self, PendingState, ToSupervisor, ToWorker};
 use crate::registry::{AlgoInfo, Registry};
 use crate::resource;
 
+pub mod agent;
 mod diagnosis;
 mod evidence;
 pub mod janitor;
@@ -208,6 +209,12 @@ fn execute(opts: &RunOpts, reg: &Registry, evidence: &Evidence) -> Result<Report
             return Err(e);
         }
     };
+    if let Some(a) = &opts.agents {
+        let gathered = agent::Agents::gather(a, opts.workers, &dir.path);
+        // Interrupted while waiting: the directory is kept, as the error says.
+        let keep = |e: &RunError| matches!(e, RunError::Interrupted(_));
+        sup.procs.agents = Some(gathered.inspect_err(|e| _ = keep(e) || dir.remove(&[]))?);
+    }
     let result = sup.drive();
     // When the run ended: the failure was detected (before any diagnosis), or now.
     let ended =
@@ -584,7 +591,8 @@ impl<'a> Supervisor<'a> {
                     );
                     return Ok(());
                 }
-                let Some(dial) = Addressing::of(self.opts).dial(id as u32, incarnation, &endpoint) else {
+                let Some(dial) = self.procs.addressing(self.opts).dial(id as u32, incarnation, &endpoint)
+                else {
                     return Err(RunError::Failed(format!(
                         "worker w{id} said it listens on {endpoint}, which is not what it was told to listen on"
                     )));
@@ -793,7 +801,8 @@ impl Supervisor<'_> {
         let kernel: Vec<Option<proc::ProcState>> = (0..self.procs.slots.len())
             .map(|id| {
                 let s = &self.procs.slots[id];
-                (s.life == Life::Running && !states.contains_key(&id)).then(|| proc::state(s.pid))
+                let here = s.remote.is_none(); // another host's /proc is not ours to read
+                (here && s.life == Life::Running && !states.contains_key(&id)).then(|| proc::state(s.pid))
             })
             .collect();
         let stall = Stall {

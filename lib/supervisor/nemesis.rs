@@ -485,7 +485,7 @@ impl Nemesis {
                         self.record(run, FaultKind::Skip, Some(st), Some(w), note);
                     }
                     Paused::Lost(e) => {
-                        let note = format!("{text}: waitpid failed: {e}");
+                        let note = format!("{text}: {e}");
                         self.record(run, FaultKind::Skip, Some(st), Some(w), note);
                     }
                 }

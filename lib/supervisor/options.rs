@@ -86,6 +86,8 @@ pub struct RunOpts {
     /// Each worker in a network namespace of its own, wired by a keeper
     /// ([`super::netns`]), and partitions made there (`--netns`).
     pub netns: bool,
+    /// The workers run by agents on other hosts (`--agents`, [`super::agent`]).
+    pub agents: Option<super::agent::AgentOpts>,
 }
 
 impl RunOpts {
@@ -125,6 +127,7 @@ impl RunOpts {
             replay: None,
             transport: super::Transport::Unix,
             netns: false,
+            agents: None,
         }
     }
 }
@@ -527,7 +530,8 @@ pub(super) fn settings(
         think: ms(o.think_ms),
         seed: o.seed,
         replicas: o.replicas,
-        parent: Some(std::process::id()),
+        // On an agent's host the worker's parent is the agent, not this process.
+        parent: o.agents.is_none().then(std::process::id),
         start_entry,
         messages: crate::faults::MessageFaults {
             latency: ms(o.latency_ms),

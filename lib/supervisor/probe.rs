@@ -50,13 +50,47 @@ pub fn ping_pong(exe: &std::path::Path, rounds: u32, transport: Transport) -> an
         }
     };
     let mut child = Command::new(exe).arg("echo").arg(&to).stdin(Stdio::null()).spawn()?;
+    // An echo that cannot dial (no loopback in a fresh network namespace, say) exits:
+    // then there is no T, rather than an accept that waits for ever.
+    let mut accepted = |accept: &mut dyn FnMut() -> std::io::Result<()>| -> anyhow::Result<()> {
+        let deadline = Instant::now() + ECHO_PATIENCE;
+        loop {
+            match accept() {
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                other => return Ok(other?),
+            }
+            if let Some(st) = child.try_wait()? {
+                anyhow::bail!("the probe's echo ended before it connected ({st})");
+            }
+            if Instant::now() >= deadline {
+                anyhow::bail!("the probe's echo did not connect within {ECHO_PATIENCE:?}");
+            }
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    };
     let result = match (&unix, &tcp) {
-        (Some(l), _) => l.accept().map_err(anyhow::Error::from).and_then(|(s, _)| measure(s, rounds)),
-        (_, Some(l)) => l.accept().map_err(anyhow::Error::from).and_then(|(s, _)| {
-            // As the mesh's streams: a frame goes at once, not after the last one's ACK.
-            s.set_nodelay(true)?;
-            measure(s, rounds)
-        }),
+        (Some(l), _) => {
+            let mut got = None;
+            l.set_nonblocking(true)?;
+            accepted(&mut || l.accept().map(|(s, _)| got = Some(s)))
+                .and_then(|()| {
+                    let s = got.take().expect("accepted");
+                    s.set_nonblocking(false)?;
+                    Ok(s)
+                })
+                .and_then(|s| measure(s, rounds))
+        }
+        (_, Some(l)) => {
+            let mut got = None;
+            l.set_nonblocking(true)?;
+            accepted(&mut || l.accept().map(|(s, _)| got = Some(s))).and_then(|()| {
+                let s = got.take().expect("accepted");
+                s.set_nonblocking(false)?;
+                // As the mesh's streams: a frame goes at once, not after the last one's ACK.
+                s.set_nodelay(true)?;
+                measure(s, rounds)
+            })
+        }
         _ => unreachable!("one listener or the other"),
     };
     drop((unix, tcp));
@@ -64,6 +98,9 @@ pub fn ping_pong(exe: &std::path::Path, rounds: u32, transport: Transport) -> an
     let _ = child.wait();
     result
 }
+
+/// How long the probe waits for its echo to connect.
+const ECHO_PATIENCE: Duration = Duration::from_secs(10);
 
 fn measure(mut s: impl Read + Write, rounds: u32) -> anyhow::Result<Duration> {
     let mut buf = [0u8; 8];
@@ -87,4 +124,18 @@ fn measure(mut s: impl Read + Write, rounds: u32) -> anyhow::Result<Duration> {
     }
     times.sort();
     Ok(times[2])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_echo_that_never_connects_is_an_error_not_a_wait_for_ever() {
+        // `true` exits at once without dialling, as an echo with no network would.
+        for transport in [Transport::Unix, Transport::Tcp] {
+            let err = ping_pong(std::path::Path::new("true"), 10, transport).unwrap_err().to_string();
+            assert!(err.starts_with("the probe's echo ended before it connected"), "{transport}: {err}");
+        }
+    }
 }

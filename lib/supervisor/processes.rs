@@ -1,7 +1,9 @@
 //! The worker processes: each spawned from our own executable with its control link
 //! inherited (fork and exec), in the workers' process group, and reaped by pid; frozen
 //! all at once and stopped in order at the end, and what they had started (a program's
-//! keeper) waited for ([`Strays`]). Each control link is served by the one thread of
+//! keeper) waited for ([`Strays`]). A worker on an agent's host (`run --agents`) is
+//! signalled and reaped through its [`Remote`] instead; [`Processes::signal`] and the
+//! waits below are the one place that tells the two apart. Each control link is served by the one thread of
 //! `links`, which reads every link and writes what the main loop queued. (What the
 //! kernel says of a process that does not answer is read in `proc`.)
 
@@ -19,6 +21,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
+use super::agent::{self, Agents, Remote, Stop};
 use super::links::Links;
 use super::{settings, Event, RunError, RunOpts};
 use crate::algorithm::PeerId;
@@ -65,6 +68,8 @@ pub(super) struct Slot {
     pub(super) links_view: u64,
     /// Under an election: the leader this life last accepted, and its term.
     pub(super) leader: Option<(PeerId, u64)>,
+    /// On an agent's host (`pid` is a process there): how it is signalled and reaped.
+    pub(super) remote: Option<Remote>,
     /// Its program has not read its input, as the worker last said (`InputBlocked`).
     pub(super) input_blocked: Option<crate::control::InputBlocked>,
 }
@@ -89,6 +94,7 @@ impl Slot {
             links_view: 0,
             leader: None,
             input_blocked: None,
+            remote: None,
         }
     }
 
@@ -99,6 +105,9 @@ impl Slot {
     /// The kernel says the process has exited (a zombie, or gone), whether or not its
     /// exit has been handled here yet.
     pub(super) fn exited(&self) -> bool {
+        if let Some(r) = &self.remote {
+            return r.exited();
+        }
         matches!(
             super::proc::state(self.pid),
             super::proc::ProcState::Exited(_) | super::proc::ProcState::Gone
@@ -112,8 +121,8 @@ pub(super) enum Paused {
     Stopped,
     /// It exited before it stopped, and is reaped.
     Exited,
-    /// It could not be waited for (not our child any more): why.
-    Lost(nix::errno::Errno),
+    /// It could not be waited for (not our child any more, or its agent did not say): why.
+    Lost(String),
 }
 
 /// The worker processes and their control links: each worker's slot, the workers'
@@ -145,7 +154,13 @@ pub(super) struct Processes {
     pub(super) rings: crate::flight::Kept,
     /// Under `--netns`, the keeper of the workers' network namespaces.
     pub(super) net: Option<super::netns::Keeper>,
+    /// Under `--agents`, the agents that run the workers.
+    pub(super) agents: Option<Agents>,
 }
+
+/// How long an agent may take to confirm a stop or report an exit: a round trip and a
+/// `waitpid` on a loaded host.
+const REMOTE_PATIENCE: Duration = Duration::from_secs(10);
 
 impl Processes {
     /// No worker yet, in run directory `dir`; what the links say goes to `tx`.
@@ -168,6 +183,7 @@ impl Processes {
             dir: dir.to_path_buf(),
             rings: crate::flight::Kept::default(),
             net,
+            agents: None,
         })
     }
 
@@ -266,6 +282,13 @@ impl Processes {
                 break;
             }
         }
+        // A worker on an agent: in its relay, then on its way to the agent, which keeps
+        // a later SIGCONT behind it.
+        for &id in ids {
+            if let Some(r) = &self.slots[id].remote {
+                r.drain(deadline.saturating_duration_since(Instant::now()));
+            }
+        }
     }
 
     /// Start worker `id` as life `incarnation` and give it its control link, whose
@@ -277,7 +300,7 @@ impl Processes {
         id: u32,
         incarnation: u32,
         start_entry: u64,
-    ) -> Result<(Pid, usize), RunError> {
+    ) -> Result<(Pid, usize, Option<Remote>), RunError> {
         // A restarted worker keeps the run's end, not a fresh duration.
         let left = o.duration.map(|d| {
             let left = started.map_or(d, |s| d.saturating_sub(s.elapsed()));
@@ -286,8 +309,41 @@ impl Processes {
         let settings = settings(o, id, incarnation, start_entry, left);
         super::options::check(o, &settings)
             .map_err(|e| RunError::Usage(format!("invalid settings for w{id}: {e}")))?;
+        let (mut ours, pid, remote) = match &self.agents {
+            Some(agents) => {
+                let (remote, pid, ours) = agents
+                    .spawn(id, incarnation)
+                    .map_err(|e| RunError::Failed(format!("cannot start worker {id}: {e}")))?;
+                (ours, Pid::from_raw(pid as i32), Some(remote))
+            }
+            None => {
+                let (ours, pid) = self.spawn_local(o, id)?;
+                (ours, pid, None)
+            }
+        };
+        // A fresh socket has room for the setup, so this write does not wait on the
+        // worker; a worker that died at once makes it fail, which its reader reports.
+        let mut setup = Vec::new();
+        wire::encode(&mut setup, &WorkerSetup { settings, secret: self.secret.clone() });
+        let _ = ours.write_all(&setup);
+        let conn = self.conns.len();
+        if !self.links.add(conn, ours) {
+            return Err(RunError::Failed("the control links' thread is gone".into()));
+        }
+        self.conns.push(true);
+        self.conn_owner.insert(conn, id as usize);
+        Ok((pid, conn, remote))
+    }
+
+    /// Fork and exec worker `id` here, in the workers' group; our end of its control
+    /// link, and its pid.
+    fn spawn_local(
+        &mut self,
+        o: &RunOpts,
+        id: u32,
+    ) -> Result<(std::os::unix::net::UnixStream, Pid), RunError> {
         let cannot = |e: std::io::Error| RunError::Failed(format!("cannot start worker {id}: {e}"));
-        let (mut ours, theirs) = control::link_pair().map_err(cannot)?;
+        let (ours, theirs) = control::link_pair().map_err(cannot)?;
         let mut cmd = Command::new(&o.exe);
         // The command line only says who this is (for `ps`); the settings come on the link.
         cmd.arg("worker").args(["--id", &id.to_string()]).arg("--run-dir").arg(&self.dir);
@@ -315,18 +371,7 @@ impl Processes {
         if join.is_none() {
             self.group = Some(pid);
         }
-        // A fresh socket has room for the setup, so this write does not wait on the
-        // worker; a worker that died at once makes it fail, which its reader reports.
-        let mut setup = Vec::new();
-        wire::encode(&mut setup, &WorkerSetup { settings, secret: self.secret.clone() });
-        let _ = ours.write_all(&setup);
-        let conn = self.conns.len();
-        if !self.links.add(conn, ours) {
-            return Err(RunError::Failed("the control links' thread is gone".into()));
-        }
-        self.conns.push(true);
-        self.conn_owner.insert(conn, id as usize);
-        Ok((pid, conn))
+        Ok((ours, pid))
     }
 
     /// Start worker `id`'s next life (or its first) in its slot, in a run with `opts`
@@ -342,8 +387,8 @@ impl Processes {
         // The life `LIVES_KEPT` back is over: its ring goes, so that the rings stay bounded
         // however often the worker restarts.
         self.rings.starting(&self.dir, id as u32, incarnation);
-        let (pid, conn) = self.spawn(opts, started, id as u32, incarnation, start_entry)?;
-        let slot = Slot { conn: Some(conn), ..Slot::new(pid, incarnation) };
+        let (pid, conn, remote) = self.spawn(opts, started, id as u32, incarnation, start_entry)?;
+        let slot = Slot { conn: Some(conn), remote, ..Slot::new(pid, incarnation) };
         if id < self.slots.len() {
             self.slots[id] = slot;
         } else {
@@ -361,10 +406,9 @@ impl Processes {
     /// reaped (monotonic ns).
     pub(super) fn end(&mut self, w: usize, sig: Signal) -> u64 {
         self.slots[w].planned_exit = true;
-        let pid = self.slots[w].pid;
-        let _ = kill(pid, sig);
+        self.signal(w, sig);
         if sig != Signal::SIGKILL && self.slots[w].life == Life::Stopped {
-            let _ = kill(pid, Signal::SIGCONT); // a stopped process cannot leave
+            self.signal(w, Signal::SIGCONT); // a stopped process cannot leave
         }
         self.reap(w);
         self.slots[w].since
@@ -373,6 +417,28 @@ impl Processes {
     /// Pause running worker `w` with SIGSTOP and wait until the kernel says it stopped
     /// (SIGSTOP lands asynchronously).
     pub(super) fn pause(&mut self, w: usize) -> Paused {
+        if let Some(r) = self.slots[w].remote.clone() {
+            let seen = r.stops();
+            r.signal(crate::agent::AgentSignal::Stop);
+            let stopped = r.wait_stopped(seen, REMOTE_PATIENCE);
+            let slot = &mut self.slots[w];
+            slot.since = resource::monotonic_ns();
+            return match stopped {
+                Stop::Stopped => {
+                    slot.life = Life::Stopped;
+                    Paused::Stopped
+                }
+                Stop::Exited(how) => {
+                    slot.life = Life::Exited;
+                    slot.exit = Some(how);
+                    Paused::Exited
+                }
+                Stop::Lost(why) => {
+                    slot.life = Life::Exited;
+                    Paused::Lost(why)
+                }
+            };
+        }
         let pid = self.slots[w].pid;
         let _ = kill(pid, Signal::SIGSTOP);
         let status = loop {
@@ -399,7 +465,7 @@ impl Processes {
             Err(e) => {
                 // Not our child any more: never signal it again.
                 slot.life = Life::Exited;
-                Paused::Lost(e)
+                Paused::Lost(format!("waitpid failed: {e}"))
             }
         }
     }
@@ -407,13 +473,13 @@ impl Processes {
     /// Continue worker `w`, paused by a fault, with SIGCONT; its slot says it runs
     /// already (the caller marks it so before bringing its socket up to date).
     pub(super) fn resume(&mut self, w: usize) {
-        let _ = kill(self.slots[w].pid, Signal::SIGCONT);
+        self.signal(w, Signal::SIGCONT);
         self.slots[w].since = resource::monotonic_ns();
     }
 
     /// Continue worker `id`, frozen at the end of the run, with SIGCONT.
     pub(super) fn thaw(&mut self, id: usize) {
-        let _ = kill(self.slots[id].pid, Signal::SIGCONT);
+        self.signal(id, Signal::SIGCONT);
         self.slots[id].life = Life::Running;
     }
 
@@ -423,6 +489,17 @@ impl Processes {
         let slot = &mut self.slots[id];
         if slot.life == Life::Exited {
             return slot.exit.clone().unwrap_or_default();
+        }
+        if let Some(r) = slot.remote.clone() {
+            let status = r.wait_exited(Duration::from_secs(2)).unwrap_or_else(|| {
+                // Closed its link but will not exit: make it.
+                r.signal(crate::agent::AgentSignal::Kill);
+                match r.wait_exited(REMOTE_PATIENCE) {
+                    Some(_) => "closed its control link without exiting; killed".to_string(),
+                    None => "closed its control link; its agent did not report its end".to_string(),
+                }
+            });
+            return self.exited_as(id, status);
         }
         let deadline = Instant::now() + Duration::from_secs(2);
         let status = loop {
@@ -443,10 +520,32 @@ impl Processes {
                 Err(e) => break format!("cannot be waited for: {e}"),
             }
         };
+        self.exited_as(id, status)
+    }
+
+    /// Worker `id`'s life ended, reaped, as `status`.
+    fn exited_as(&mut self, id: usize, status: String) -> String {
+        let slot = &mut self.slots[id];
         slot.life = Life::Exited;
         slot.since = resource::monotonic_ns();
         slot.exit = Some(status.clone());
         status
+    }
+
+    /// Send `sig` to worker `w`'s current life, here or through its agent. Only for a
+    /// life not yet reaped.
+    pub(super) fn signal(&self, w: usize, sig: Signal) {
+        let slot = &self.slots[w];
+        match &slot.remote {
+            Some(r) => {
+                if let Some(a) = agent::to_agent(sig) {
+                    r.signal(a);
+                }
+            }
+            None => {
+                let _ = kill(slot.pid, sig);
+            }
+        }
     }
 
     /// SIGSTOP every running worker at once, then wait until the kernel confirms each
@@ -461,12 +560,27 @@ impl Processes {
         if let (Some(g), false) = (self.group, running.is_empty()) {
             let _ = nix::sys::signal::killpg(g, Signal::SIGSTOP);
         }
+        let seen: Vec<u32> =
+            running.iter().map(|&id| self.slots[id].remote.as_ref().map_or(0, Remote::stops)).collect();
         for &id in &running {
-            let _ = kill(self.slots[id].pid, Signal::SIGSTOP);
+            self.signal(id, Signal::SIGSTOP);
         }
         let mut frozen = Vec::new();
-        for id in running {
+        for (id, seen) in running.into_iter().zip(seen) {
             let slot = &mut self.slots[id];
+            if let Some(r) = slot.remote.clone() {
+                match r.wait_stopped(seen, REMOTE_PATIENCE) {
+                    Stop::Stopped => {
+                        slot.life = Life::Stopped;
+                        frozen.push(id);
+                    }
+                    Stop::Exited(how) | Stop::Lost(how) => {
+                        slot.life = Life::Exited;
+                        slot.exit.get_or_insert(how);
+                    }
+                }
+                continue;
+            }
             loop {
                 match waitpid(slot.pid, Some(WaitPidFlag::WUNTRACED)) {
                     Ok(WaitStatus::Stopped(..)) => {
@@ -497,12 +611,21 @@ impl Processes {
     /// ends stopped processes too), then reap each, and wait for what they started.
     pub(super) fn stop_all(&mut self) {
         self.freeze_all();
-        let alive: Vec<Pid> = self.slots.iter().filter(|s| s.life != Life::Exited).map(|s| s.pid).collect();
+        let here = |s: &&Slot| s.life != Life::Exited && s.remote.is_none();
+        let alive: Vec<Pid> = self.slots.iter().filter(here).map(|s| s.pid).collect();
         self.strays.take_children_of(&alive);
-        for &pid in &alive {
-            let _ = kill(pid, Signal::SIGKILL);
+        for w in 0..self.slots.len() {
+            if self.slots[w].life != Life::Exited {
+                self.signal(w, Signal::SIGKILL);
+            }
         }
         for slot in &mut self.slots {
+            if let (Some(r), true) = (&slot.remote, slot.life != Life::Exited) {
+                let how = r.wait_exited(REMOTE_PATIENCE);
+                slot.exit
+                    .get_or_insert(how.unwrap_or_else(|| "killed; its agent did not report its end".into()));
+                slot.life = Life::Exited;
+            }
             while slot.life != Life::Exited {
                 match waitpid(slot.pid, None) {
                     Ok(st) => {
@@ -568,6 +691,14 @@ impl Processes {
             if other != id && self.slots[other].started {
                 self.send(other, news);
             }
+        }
+    }
+
+    /// How run `o`'s workers are addressed: on agents' hosts, each at its agent's address.
+    pub(super) fn addressing(&self, o: &RunOpts) -> super::Addressing {
+        match &self.agents {
+            Some(a) => super::Addressing::agents(a.hosts().into()),
+            None => super::Addressing::of(o),
         }
     }
 

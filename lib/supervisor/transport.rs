@@ -5,9 +5,11 @@
 //! endpoint its peers dial is made out of what its `Ready` reported
 //! ([`Addressing::dial`]). On one machine both are the loopback address; a run whose
 //! workers live in network namespaces of their own binds 0.0.0.0 and maps each worker
-//! to its namespace's address instead.
+//! to its namespace's address instead, and a run whose workers are on agents' hosts
+//! (`--agents`) binds 0.0.0.0 and maps each worker to its agent's address.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -36,15 +38,34 @@ impl std::fmt::Display for Transport {
 
 /// How a run's workers are addressed: the transport, the address each binds, and the
 /// host address of each worker.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Addressing {
     /// The transport.
     pub(super) transport: Transport,
     /// The address a worker's TCP listener binds (its port is always 0: the kernel's
     /// choice, so two runs never collide).
     pub(super) bind: IpAddr,
-    /// The address of the host worker `id` lives on, where its peers reach it.
-    pub(super) host: fn(u32) -> IpAddr,
+    /// The address of the host each worker lives on, where its peers reach it.
+    pub(super) hosts: Hosts,
+}
+
+/// Where each worker's host is.
+#[derive(Clone, Debug)]
+pub(super) enum Hosts {
+    /// A function of the worker's id.
+    Of(fn(u32) -> IpAddr),
+    /// Listed by worker id (the agents' addresses, `--agents`).
+    Listed(Arc<[IpAddr]>),
+}
+
+impl Hosts {
+    /// The address of worker `id`'s host.
+    pub(super) fn of(&self, id: u32) -> IpAddr {
+        match self {
+            Hosts::Of(f) => f(id),
+            Hosts::Listed(all) => all.get(id as usize).copied().unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED)),
+        }
+    }
 }
 
 /// Every worker on this machine's loopback.
@@ -66,8 +87,12 @@ impl Addressing {
             return Addressing {
                 transport: Transport::Tcp,
                 bind: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-                host: in_netns,
+                hosts: Hosts::Of(in_netns),
             };
+        }
+        if o.agents.is_some() && o.transport == Transport::Tcp {
+            // Where each worker is reached is known once the agents have joined.
+            return Addressing::agents(Arc::from(Vec::new()));
         }
         Addressing::local(o.transport)
     }
@@ -75,7 +100,17 @@ impl Addressing {
     /// The addressing of a run over `transport` on this machine: listen on loopback,
     /// and reach every worker there.
     pub(super) fn local(transport: Transport) -> Addressing {
-        Addressing { transport, bind: IpAddr::V4(Ipv4Addr::LOCALHOST), host: loopback }
+        Addressing { transport, bind: IpAddr::V4(Ipv4Addr::LOCALHOST), hosts: Hosts::Of(loopback) }
+    }
+
+    /// Workers on agents' hosts, worker `i` reached at `hosts[i]`, each listening on
+    /// every address of its host.
+    pub(super) fn agents(hosts: Arc<[IpAddr]>) -> Addressing {
+        Addressing {
+            transport: Transport::Tcp,
+            bind: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            hosts: Hosts::Listed(hosts),
+        }
     }
 
     /// What worker `id`, life `incarnation`, is told to listen on (`None`: its Unix
@@ -99,7 +134,7 @@ impl Addressing {
                 Some(bound.clone())
             }
             (Transport::Tcp, Endpoint::Tcp(addr)) if addr.port() != 0 => {
-                Some(Endpoint::Tcp(SocketAddr::new((self.host)(id), addr.port())))
+                Some(Endpoint::Tcp(SocketAddr::new(self.hosts.of(id), addr.port())))
             }
             _ => None,
         }
@@ -119,11 +154,17 @@ mod tests {
         // A worker in a namespace of its own binds 0.0.0.0: its peers need its host.
         let netns = Addressing {
             bind: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
-            host: |id| IpAddr::V4(Ipv4Addr::new(10, 0, 0, id as u8 + 2)),
-            ..tcp
+            hosts: Hosts::Of(|id| IpAddr::V4(Ipv4Addr::new(10, 0, 0, id as u8 + 2))),
+            ..tcp.clone()
         };
         let any = Endpoint::Tcp("0.0.0.0:40123".parse().unwrap());
         assert_eq!(netns.dial(3, 0, &any), Some(Endpoint::Tcp("10.0.0.5:40123".parse().unwrap())));
+        // On agents: each worker at its agent's address.
+        let two = |last| IpAddr::V4(Ipv4Addr::new(10, 0, 0, last));
+        let agents = Addressing::agents(Arc::from(vec![two(1), two(1), two(2), two(2)]));
+        assert_eq!(agents.listen(3, 0), Some(Endpoint::Tcp("0.0.0.0:0".parse().unwrap())));
+        assert_eq!(agents.dial(3, 0, &any), Some(Endpoint::Tcp("10.0.0.2:40123".parse().unwrap())));
+        assert_eq!(agents.dial(1, 0, &any), Some(Endpoint::Tcp("10.0.0.1:40123".parse().unwrap())));
         // Port 0 is no port, and a Unix name is not what a TCP worker was told.
         assert_eq!(tcp.dial(3, 1, &Endpoint::Tcp("127.0.0.1:0".parse().unwrap())), None);
         assert_eq!(tcp.dial(3, 1, &Endpoint::Unix("w3.1.sock".into())), None);
