@@ -6,7 +6,7 @@ use crate::algos::Theory;
 use crate::audit::election_cost::ElectionCost;
 use crate::audit::{AuditReport, ElectionReport, Split, Violation};
 use crate::registry::Registry;
-use crate::supervisor::{AppliedFault, ElectionPart, MutexPart, Report, ServiceReport};
+use crate::supervisor::{AgentPlace, AppliedFault, ElectionPart, MutexPart, Report, ServiceReport};
 
 /// How many violations a human summary lists before it only counts.
 const SHOW: usize = 10;
@@ -199,6 +199,9 @@ fn summary_under(r: &Report, head: &str, reg: &Registry) -> String {
     network(&mut s, &r.network);
     if r.transport == crate::supervisor::Transport::Tcp {
         let _ = writeln!(s, "  transport   tcp");
+    }
+    if let Some(line) = agents_line(&r.agents) {
+        let _ = writeln!(s, "{line}");
     }
     match &r.service {
         ServiceReport::Mutex(m) => entries(&mut s, r, m),
@@ -467,6 +470,22 @@ fn waits_and_losses(s: &mut String, r: &Report, m: &MutexPart) {
     }
 }
 
+/// Under `--agents`, the line that says which agent ran which workers (in blocks of
+/// consecutive ids, as the supervisor gives them out).
+fn agents_line(agents: &[AgentPlace]) -> Option<String> {
+    if agents.is_empty() {
+        return None;
+    }
+    let span = |w: &[u32]| match (w.first(), w.last()) {
+        (Some(a), Some(b)) if a != b => format!("w{a}-w{b}"),
+        (Some(a), _) => format!("w{a}"),
+        _ => "no worker".to_string(),
+    };
+    let places: Vec<String> =
+        agents.iter().map(|a| format!("{} at {}", span(&a.workers), a.address)).collect();
+    Some(format!("  agents      {}: {}", agents.len(), places.join(", ")))
+}
+
 /// The report `mutexlab audit` prints for a leader file.
 pub fn leaders_summary(path: &str, a: &ElectionReport) -> String {
     let mut s = String::new();
@@ -710,6 +729,16 @@ mod tests {
         assert_eq!(line("superpeer", false), "  roles       not every live worker follows a live super-peer");
         // An election with one leader to agree on still says when none was agreed.
         assert_eq!(line("bully", true), "  leader      none agreed");
+    }
+
+    #[test]
+    fn the_agents_line_names_each_agent_s_block_of_workers_and_a_local_run_has_none() {
+        let place = |address: &str, workers: Vec<u32>| AgentPlace { address: address.into(), workers };
+        let two = [place("10.0.0.2", vec![0, 1, 2, 3]), place("10.0.0.1", vec![4, 5, 6, 7])];
+        assert_eq!(agents_line(&two).unwrap(), "  agents      2: w0-w3 at 10.0.0.2, w4-w7 at 10.0.0.1");
+        let few = [place("10.0.0.1", vec![0]), place("10.0.0.2", vec![])];
+        assert_eq!(agents_line(&few).unwrap(), "  agents      2: w0 at 10.0.0.1, no worker at 10.0.0.2");
+        assert_eq!(agents_line(&[]), None);
     }
 
     #[test]

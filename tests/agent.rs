@@ -166,6 +166,13 @@ fn a_mutex_run_on_two_agents_survives_a_kill_restart_and_stop_and_a_lost_agent_t
         j["faults"].as_array().unwrap().iter().map(|f| f["action"].as_str().unwrap()).collect();
     assert_eq!(actions, ["kill", "restart", "stop", "cont"], "{j}");
     assert_eq!(j["faults"][0]["signal"], "SIGKILL", "{j}");
+    // The report says where the workers ran: a block of four on each agent's address.
+    let places = j["agents"].as_array().expect("agents in the report");
+    let workers: Vec<&serde_json::Value> = places.iter().map(|p| &p["workers"]).collect();
+    assert_eq!(workers, [&serde_json::json!([0, 1, 2, 3]), &serde_json::json!([4, 5, 6, 7])], "{j}");
+    let mut addresses: Vec<&str> = places.iter().map(|p| p["address"].as_str().unwrap()).collect();
+    addresses.sort();
+    assert_eq!(addresses, ["10.0.0.1", "10.0.0.2"], "{j}");
     assert!(workers_in(&run_dir).is_empty(), "workers outlived their agents");
     // Nothing of the agents' hellos is left in it either.
     assert!(

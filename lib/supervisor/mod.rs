@@ -91,7 +91,8 @@ use replay::{Walk, Walked};
 pub(crate) use report::samples;
 use report::Outcome;
 pub use report::{
-    ElectMessages, ElectionPart, Entries, Messages, MutexPart, Network, Report, ServiceReport, JSON_SCHEMA,
+    AgentPlace, ElectMessages, ElectionPart, Entries, Messages, MutexPart, Network, Report, ServiceReport,
+    JSON_SCHEMA,
 };
 use rundir::RunDir;
 use transport::Addressing;
@@ -370,6 +371,7 @@ impl<'a> Supervisor<'a> {
             elapsed,
             model_broken: self.breach.is_some(),
             evidence_gone: self.progress.tail().gone,
+            agents: self.procs.agents.as_ref().map(|a| a.places()).unwrap_or_default(),
         }
     }
 

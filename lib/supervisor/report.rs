@@ -58,6 +58,15 @@ pub struct Entries {
 /// changes meaning or goes away (new fields do not raise it).
 pub const JSON_SCHEMA: u32 = 1;
 
+/// Under `--agents`, one agent's place in the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
+pub struct AgentPlace {
+    /// The address the agent connected from, which its workers' peers dial.
+    pub address: String,
+    /// The workers it ran, in order.
+    pub workers: Vec<u32>,
+}
+
 /// The message faults every worker applied (`--latency`, `--jitter`, `--drop`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct Network {
@@ -105,6 +114,10 @@ pub struct Report {
     pub network: Network,
     /// The byte streams between workers (`--transport`).
     pub transport: super::Transport,
+    /// Under `--agents`, each agent in the order it joined and the workers it ran
+    /// (empty, and left out of the JSON, when the workers ran here).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<AgentPlace>,
     /// What the auditor found (the first few hundred; `violation_count` counts all).
     pub violations: Vec<Violation>,
     /// How many violations the auditor found.
@@ -334,6 +347,8 @@ pub(super) struct Outcome<'a> {
     pub(super) model_broken: bool,
     /// The resource file was gone during the run.
     pub(super) evidence_gone: bool,
+    /// Under `--agents`, where the workers ran.
+    pub(super) agents: Vec<AgentPlace>,
 }
 
 impl Outcome<'_> {
@@ -441,6 +456,7 @@ impl Outcome<'_> {
             seed: self.opts.seed,
             network: self.network(),
             transport: self.opts.transport,
+            agents: self.agents.clone(),
             violations,
             violation_count,
             split,
@@ -671,6 +687,7 @@ pub(crate) mod samples {
             seed: 7,
             network: Network { latency_ms: 1.0, jitter_ms: 0.5, drop: 0.25 },
             transport: Default::default(),
+            agents: Vec::new(),
             violations: vec![violation("overlap", 12)],
             violation_count: 1,
             split: split(&["overlap"]),
@@ -726,6 +743,7 @@ pub(crate) mod samples {
             seed: 1,
             network: Network::default(),
             transport: Default::default(),
+            agents: Vec::new(),
             violations: vec![violation("two-leaders", 4)],
             violation_count: 1,
             split: split(&["two-leaders"]),
@@ -890,6 +908,7 @@ mod tests {
             elapsed: Duration::from_secs(2),
             model_broken: false,
             evidence_gone: false,
+            agents: Vec::new(),
         };
         assert_eq!(outcome.unreported(), 2, "w0's first life and w1's only one");
         let mut sum = outcome.sum_stats();

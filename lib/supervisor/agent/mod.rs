@@ -335,6 +335,17 @@ impl Agents {
         self.of_worker.iter().map(|&a| self.conns[a].addr).collect()
     }
 
+    /// Each agent, in the order it joined, with the workers it runs (for the report).
+    pub(super) fn places(&self) -> Vec<super::report::AgentPlace> {
+        let workers =
+            |a: usize| (0..self.of_worker.len() as u32).filter(move |&w| self.of_worker[w as usize] == a);
+        let place = |(a, c): (usize, &Arc<Conn>)| super::report::AgentPlace {
+            address: c.addr.to_string(),
+            workers: workers(a).collect(),
+        };
+        self.conns.iter().enumerate().map(place).collect()
+    }
+
     /// Start life `incarnation` of worker `worker` on its agent: its handle, its pid
     /// there, and the supervisor's end of its control link.
     pub(super) fn spawn(&self, worker: u32, incarnation: u32) -> Result<(Remote, u32, UnixStream), String> {
