@@ -11,7 +11,8 @@ use std::collections::BTreeSet;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use crate::resource::{Record, Stage};
+#[cfg(doc)]
+use crate::resource::Record;
 
 /// What the file has shown so far.
 #[derive(Debug)]
@@ -104,14 +105,14 @@ impl Tail {
     }
 
     fn line(&mut self, line: &[u8]) {
-        let Ok(rec) = std::str::from_utf8(line).unwrap_or("").parse::<Record>() else { return };
+        let Some((kind, w)) = head(line) else { return };
         // A worker nobody can be (a file written by someone else) is not followed:
         // the supervisor looks every worker named here up in its slots.
-        if rec.worker() as usize >= self.last_enter.len() {
+        if w as usize >= self.last_enter.len() {
             return;
         }
-        match rec {
-            Record::Enter { w, .. } => {
+        match kind {
+            Kind::Enter => {
                 self.enters += 1;
                 self.inside.insert(w);
                 self.last_entered = Some(w);
@@ -119,7 +120,7 @@ impl Tail {
                     *at = self.enters;
                 }
             }
-            Record::Exit { w, .. } => {
+            Kind::Exit => {
                 self.exits += 1;
                 self.inside.remove(&w);
                 if let Some(c) = self.exits_by_worker.get_mut(w as usize) {
@@ -127,10 +128,10 @@ impl Tail {
                 }
             }
             // A fenced resource refused this holder's write: it is out.
-            Record::Refused { w, at: Stage::Exit, .. } => {
+            Kind::RefusedExit => {
                 self.inside.remove(&w);
             }
-            Record::Want { .. } | Record::Refused { .. } => {}
+            Kind::Other => {}
         }
     }
 
@@ -156,6 +157,45 @@ impl Tail {
         };
         latest(&mut self.inside.iter().copied()).or_else(|| latest(&mut (0..self.last_enter.len() as u32)))
     }
+}
+
+/// What the tail follows of a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Enter,
+    Exit,
+    /// A fenced resource refused an EXIT.
+    RefusedExit,
+    /// A WANT, or a refused ENTER.
+    Other,
+}
+
+/// A record's type and worker (and a REFUSED's stage), from its first fields, by bytes:
+/// parsing every field of every record as [`Record`] was most of what following the
+/// file cost the supervisor, and the tail needs no more. The line must still be shaped
+/// as a record (its type, `w=`, and `t=` last); the auditor parses each whole.
+fn head(line: &[u8]) -> Option<(Kind, u32)> {
+    let mut fields = line.split(|&b| b == b' ');
+    let tag = fields.next()?;
+    let w = fields.next()?.strip_prefix(b"w=")?;
+    let last = line.rsplit(|&b| b == b' ').next()?.strip_prefix(b"t=")?;
+    if w.is_empty() || last.is_empty() || !w.iter().chain(last).all(u8::is_ascii_digit) {
+        return None;
+    }
+    let w = std::str::from_utf8(w).ok()?.parse().ok()?;
+    let kind = match tag {
+        b"ENTER" => Kind::Enter,
+        b"EXIT" => Kind::Exit,
+        b"WANT" => Kind::Other,
+        // `e=`, then `at=`.
+        b"REFUSED" => match fields.nth(1)? {
+            b"at=exit" => Kind::RefusedExit,
+            b"at=enter" => Kind::Other,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    Some((kind, w))
 }
 
 #[cfg(test)]
@@ -248,5 +288,40 @@ mod tests {
         writeln!(f, "ENTER w=1 e=1 fence=4:1 t=6").unwrap();
         assert!(t.poll());
         assert_eq!(t.holder(|_| true), Some(1));
+    }
+
+    #[test]
+    fn a_records_head_is_what_the_whole_parse_says_and_a_line_that_is_no_record_is_none() {
+        use crate::resource::{Fence, Record, Stage};
+        let f = Fence { clock: 7, id: 3 };
+        let cases = [
+            (Record::Want { w: 3, e: 1, t: 9 }, Kind::Other),
+            (Record::Enter { w: 3, e: 1, fence: f, t: 9 }, Kind::Enter),
+            (Record::Exit { w: 3, e: 1, fence: f, read: 4, value: 5, t: 9 }, Kind::Exit),
+            (Record::Refused { w: 3, e: 1, at: Stage::Exit, fence: f, over: f, t: 9 }, Kind::RefusedExit),
+            (Record::Refused { w: 3, e: 1, at: Stage::Enter, fence: f, over: f, t: 9 }, Kind::Other),
+        ];
+        for (rec, kind) in cases {
+            let mut line = String::new();
+            rec.push_line(&mut line);
+            let line = line.trim_end();
+            assert_eq!(line.parse::<Record>().map(|r| r.worker()), Ok(3));
+            assert_eq!(head(line.as_bytes()), Some((kind, 3)), "{line}");
+        }
+        for bad in [
+            "",
+            "# mutexlab resource v1",
+            "ENTER",
+            "ENTER w= e=1 fence=1:1 t=2",
+            "ENTER w=x e=1 fence=1:1 t=2",
+            "ENTER w=99999999999 e=1 fence=1:1 t=2",
+            "ENTER e=1 w=1 fence=1:1 t=2",
+            "ENTER w=1 e=1 fence=1:1",
+            "ENTER w=1 e=1 fence=1:1 t=",
+            "LEAVE w=1 e=1 t=2",
+            "REFUSED w=1 e=1 at=never fence=1:1 over=2:2 t=3",
+        ] {
+            assert_eq!(head(bad.as_bytes()), None, "{bad:?}");
+        }
     }
 }

@@ -251,6 +251,25 @@ fn cmd_agent(a: AgentArgs) -> Outcome {
     }
 }
 
+/// The command line of a process `run` starts (a worker, the janitor), in the one shape
+/// the supervisor writes it, read without clap: building the whole command line was a
+/// twentieth of what a short run's start cost (`perf`), in every worker. `None` for any
+/// other shape, which clap then reads (and refuses, if it must).
+fn started_by_run(mut args: impl Iterator<Item = std::ffi::OsString>) -> Option<Cmd> {
+    let first = args.next()?;
+    let rest: Vec<std::ffi::OsString> = args.take(5).collect();
+    match (first.to_str()?, rest.as_slice()) {
+        ("janitor", []) => Some(Cmd::Janitor),
+        ("worker", [id_flag, id, dir_flag, run_dir]) if id_flag == "--id" && dir_flag == "--run-dir" => {
+            // Only the digits the supervisor writes: anything else is clap's to judge.
+            let id = id.to_str().filter(|s| s.bytes().all(|b| b.is_ascii_digit()))?.parse().ok()?;
+            let plain = !run_dir.is_empty() && !run_dir.as_encoded_bytes().starts_with(b"-");
+            plain.then(|| Cmd::Worker(WorkerArgs { id: Some(id), run_dir: PathBuf::from(run_dir) }))
+        }
+        _ => None,
+    }
+}
+
 /// Who the command line's error lines name.
 const WHO: &str = "mutexlab";
 
@@ -266,9 +285,12 @@ fn command(registry: Registry) -> Outcome {
     if registry.install().is_err() {
         return Err(Error::failed("a registry was installed before the command line started"));
     }
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
-        Err(e) => return usage_error(e),
+    let cli = match started_by_run(std::env::args_os().skip(1)) {
+        Some(cmd) => Cli { cmd },
+        None => match Cli::try_parse() {
+            Ok(cli) => cli,
+            Err(e) => return usage_error(e),
+        },
     };
     // Every command a person starts ends on SIGINT/SIGTERM with 130 within the grace; a
     // worker has its own handlers, and the janitor and the echo live and die with a run.
@@ -484,7 +506,8 @@ impl From<html::ReportError> for Error {
 
 #[cfg(test)]
 mod tests {
-    use super::{invocation, usage_error};
+    use super::{invocation, started_by_run, usage_error, Cli, Cmd};
+    use clap::Parser;
 
     /// clap's error for `args` to a command with `--timers any|earliest` and `--json`.
     fn refused(args: &[&str]) -> String {
@@ -513,5 +536,39 @@ mod tests {
         // not one `cargo run` starts, so its path is what runs it.
         let got = invocation();
         assert!(got.contains("/deps/mutexlab-"), "{got}");
+    }
+
+    /// What `started_by_run` makes of `args`, and what clap does, as comparable text.
+    fn both(args: &[&str]) -> (Option<String>, Option<String>) {
+        let show = |c: &Cmd| match c {
+            Cmd::Worker(w) => format!("worker {:?} {}", w.id, w.run_dir.display()),
+            Cmd::Janitor => "janitor".to_string(),
+            _ => "other".to_string(),
+        };
+        let fast = started_by_run(args.iter().map(std::ffi::OsString::from)).map(|c| show(&c));
+        let clap = Cli::try_parse_from(std::iter::once("mutexlab").chain(args.iter().copied())).ok();
+        (fast, clap.map(|c| show(&c.cmd)))
+    }
+
+    #[test]
+    fn the_supervisors_command_lines_read_without_clap_as_clap_reads_them() {
+        for args in [&["worker", "--id", "7", "--run-dir", "/tmp/r 1"][..], &["janitor"]] {
+            let (fast, clap) = both(args);
+            assert!(fast.is_some(), "{args:?}");
+            assert_eq!(fast, clap, "{args:?}");
+        }
+        // Any other shape is left to clap, which accepts or refuses it as ever.
+        for args in [
+            &["worker", "--run-dir", "/r", "--id", "7"][..],
+            &["worker", "--id", "-1", "--run-dir", "/r"],
+            &["worker", "--id", "99999999999", "--run-dir", "/r"],
+            &["worker", "--id", "1", "--run-dir", "--help"],
+            &["worker", "--id", "1", "--run-dir", "/r", "--extra"],
+            &["janitor", "x"],
+            &["run"],
+            &[],
+        ] {
+            assert_eq!(both(args).0, None, "{args:?}");
+        }
     }
 }
