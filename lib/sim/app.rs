@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 use std::fmt::Debug;
 use std::hash::{Hash, Hasher};
 
+use smallvec::{smallvec, SmallVec};
+
 use super::{AppAct, Failure};
 use crate::algorithm::{
     Election, ElectionCall, ElectionEvent, Mutex, MutexCall, MutexEvent, PeerId, Renaming, Service,
@@ -79,16 +81,32 @@ enum Mx {
     Inside,
 }
 
+/// One value per node, inline for up to 8 nodes: a search copies worlds by millions,
+/// and three vectors here were three allocations a copy.
+type PerNode<T> = SmallVec<[T; 8]>;
+
 /// Mutual-exclusion applications: see the module doc. Equal by their phases and the
 /// entries left, not by the entries made (a tally, kept beside).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct MutexApps {
-    apps: Vec<Mx>,
+    apps: PerNode<Mx>,
     /// Entries each application still wants.
-    left: Vec<u32>,
+    left: PerNode<u32>,
     /// Entries each made.
-    pub(super) entries: Vec<u64>,
+    pub(super) entries: PerNode<u64>,
     inside: Option<PeerId>,
+}
+
+// By hand: `SmallVec::clone` pushes the items one by one; `from_slice` copies them.
+impl Clone for MutexApps {
+    fn clone(&self) -> Self {
+        MutexApps {
+            apps: SmallVec::from_slice(&self.apps),
+            left: SmallVec::from_slice(&self.left),
+            entries: SmallVec::from_slice(&self.entries),
+            inside: self.inside,
+        }
+    }
 }
 
 // By hand: `entries` only grows, and a search must not tell states apart by it.
@@ -109,16 +127,21 @@ impl Hash for MutexApps {
 impl SimService for Mutex {
     type Apps = MutexApps;
     fn apps(n: usize, entries: u32) -> MutexApps {
-        MutexApps { apps: vec![Mx::Idle; n], left: vec![entries; n], entries: vec![0; n], inside: None }
+        MutexApps {
+            apps: smallvec![Mx::Idle; n],
+            left: smallvec![entries; n],
+            entries: smallvec![0; n],
+            inside: None,
+        }
     }
 }
 
 impl SimApps<Mutex> for MutexApps {
     fn renamed(&self, r: &Renaming) -> Self {
         MutexApps {
-            apps: r.permute(&self.apps),
-            left: r.permute(&self.left),
-            entries: r.permute(&self.entries),
+            apps: r.permute(&self.apps).into(),
+            left: r.permute(&self.left).into(),
+            entries: r.permute(&self.entries).into(),
             inside: self.inside.map(|p| r.of(p)),
         }
     }
@@ -181,7 +204,7 @@ impl SimApps<Mutex> for MutexApps {
     }
 
     fn entries(&self) -> Vec<u64> {
-        self.entries.clone()
+        self.entries.to_vec()
     }
 
     fn inside(&self) -> Option<PeerId> {

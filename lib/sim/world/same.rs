@@ -118,6 +118,20 @@ where
 
 impl<N: Node> Eq for World<N> where N::Service: SimService {}
 
+/// A host's fingerprint, as a world's hash writes it: aHash with fixed keys, the same on
+/// every thread and in every run, so equal hosts have equal prints.
+pub(super) fn print<N: Node>(host: &Host<N>) -> u64 {
+    const KEYS: [u64; 4] =
+        [0x9e37_79b9_7f4a_7c15, 0xbf58_476d_1ce4_e5b9, 0x94d0_49bb_1331_11eb, 0x2545_f491_4f6c_dd1d];
+    ahash::RandomState::with_seeds(KEYS[0], KEYS[1], KEYS[2], KEYS[3]).hash_one(host)
+}
+
+/// `host` with its fingerprint, as a world keeps it.
+pub(super) fn printed<N: Node>(host: Host<N>) -> (Host<N>, u64) {
+    let p = print(&host);
+    (host, p)
+}
+
 /// Whether `a` and `b` hold the same items, counted, in any order (`same` matches two).
 fn same_multiset<T>(a: &[T], b: &[T], same: impl Fn(&T, &T) -> bool) -> bool {
     a.len() == b.len() && {
@@ -163,7 +177,10 @@ where
             unnoticed_restarts,
         } = self;
         n.hash(state);
-        hosts.hash(state);
+        // Equal hosts have equal fingerprints: each written as a word, not hashed field
+        // by field again (a host a step changes has its print made then).
+        state.write_usize(hosts.len());
+        hosts.iter().for_each(|&(_, print)| state.write_u64(print));
         hash_flags(alive, state);
         if *fifo {
             links.hash(state);
@@ -231,10 +248,10 @@ where
         for (l, &d) in down_due.iter().enumerate() {
             due[moved(l as u32) as usize] = d;
         }
-        let renamed_hosts: Vec<Host<N>> = hosts.iter().map(|h| h.renamed(r)).collect();
+        let renamed_hosts: Vec<Host<N>> = hosts.iter().map(|(h, _)| h.renamed(r)).collect();
         World {
             n: *n,
-            hosts: r.permute(&renamed_hosts),
+            hosts: r.permute(&renamed_hosts).into_iter().map(printed).collect(),
             alive: r.permute(alive).into_iter().collect(),
             links,
             down_due: due,
