@@ -1,4 +1,4 @@
-//! `mutexlab-baseline`, the bare ring and centralized lock `mutexlab bench` measures
+//! `mutexlab-baseline`, the bare ring, centralized lock and Ricart-Agrawala `mutexlab bench` measures
 //! beside its runs: a few entries at N = 2 and 3, its one line of JSON, its children all
 //! reaped, the file's counter equal to the entries (the lock held), and bad input.
 
@@ -17,8 +17,16 @@ fn parsed(args: &[&str]) -> serde_json::Value {
 }
 
 #[test]
-fn the_ring_and_the_coordinator_make_every_entry_and_reap_every_child() {
-    for (mode, n, messages) in [("ring", 2u64, 2 * 5 - 1), ("central", 2, 3 * 5), ("central", 3, 3 * 2 * 5)] {
+fn the_ring_the_coordinator_and_ricart_agrawala_make_every_entry_and_reap_every_child() {
+    let modes = [
+        ("ring", 2u64, 2 * 5 - 1),
+        ("central", 2, 3 * 5),
+        ("central", 3, 3 * 2 * 5),
+        // 2(N-1) messages an entry: a REQUEST to each peer and a REPLY from each.
+        ("ra", 2, 2 * 2 * 5),
+        ("ra", 3, 2 * 2 * 3 * 5),
+    ];
+    for (mode, n, messages) in modes {
         let j = parsed(&[mode, "-n", &n.to_string(), "-k", "5"]);
         let says = |f: &str| j[f].as_u64().unwrap_or_else(|| panic!("{f} in {j}"));
         assert_eq!(j["mode"], mode, "{j}");

@@ -1,11 +1,14 @@
-//! `mutexlab-baseline`: the cheapest token ring and centralized lock this machine allows,
-//! for `mutexlab bench` to measure beside mutexlab's own runs (README, "Benchmark").
+//! `mutexlab-baseline`: the cheapest token ring, centralized lock and Ricart-Agrawala this
+//! machine allows, for `mutexlab bench` to measure beside mutexlab's own runs (README,
+//! "Benchmark").
 //!
 //! It forks N processes joined by Unix socket pairs, each waiting in epoll (mio), and
 //! passes fixed frames of [`FRAME`] bytes, the size of mutexlab's REQUEST and RELEASE
 //! frames: in `ring` mode a token round the ring, in `central` mode REQUEST, GRANT and
 //! RELEASE with process 0 as coordinator (its own entries take no message, as in
-//! mutexlab's `centralized`). Each entry does the file work a mutexlab worker does on its
+//! mutexlab's `centralized`), in `ra` mode Ricart-Agrawala over a socket pair between
+//! every two processes (a REQUEST with a Lamport time to every peer, a REPLY from each,
+//! deferred while the process asks with an older request or is inside). Each entry does the file work a mutexlab worker does on its
 //! resource file (one O_APPEND write each of a WANT, an ENTER and an EXIT line, and an
 //! fstat and a pread of the file's tail for the counter), unless `--no-file`. No trace,
 //! no flight recorder, no allocation per message.
@@ -39,6 +42,7 @@ const TOKEN: u8 = 1;
 const REQUEST: u8 = 2;
 const GRANT: u8 = 3;
 const RELEASE: u8 = 4;
+const REPLY: u8 = 5;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Mode {
@@ -46,13 +50,15 @@ enum Mode {
     Ring,
     /// REQUEST, GRANT, RELEASE with process 0 as coordinator.
     Central,
+    /// Ricart-Agrawala: REQUEST to every peer, a REPLY from each.
+    Ra,
 }
 
 /// The baseline of `mutexlab bench`: a bare token ring or centralized lock.
 #[derive(Parser, Debug)]
 #[command(name = "mutexlab-baseline", version)]
 struct Args {
-    /// `ring` or `central`.
+    /// `ring`, `central` or `ra`.
     #[arg(value_enum)]
     mode: Mode,
     /// Processes (2 to 1024).
@@ -209,21 +215,30 @@ fn frame(kind: u8, count: u64) -> [u8; FRAME] {
     f
 }
 
-/// One process's end of a socket, non-blocking, in epoll, with a partial frame kept.
+/// Bytes one read may take: many frames at once when several are queued (Ricart-Agrawala's
+/// REPLYs), as mutexlab's streams read.
+const READ_BUF: usize = 4096;
+
+/// One process's end of a socket, non-blocking, in epoll, with what was read and not yet
+/// taken as frames kept.
 struct Link {
     stream: mio::net::UnixStream,
-    buf: [u8; FRAME],
-    have: usize,
+    buf: Box<[u8; READ_BUF]>,
+    /// The bytes read and not yet taken: `buf[start..end]`.
+    start: usize,
+    end: usize,
 }
 
 impl Link {
     fn new(s: UnixStream) -> io::Result<Link> {
         s.set_nonblocking(true)?;
-        Ok(Link { stream: mio::net::UnixStream::from_std(s), buf: [0; FRAME], have: 0 })
+        let stream = mio::net::UnixStream::from_std(s);
+        Ok(Link { stream, buf: Box::new([0; READ_BUF]), start: 0, end: 0 })
     }
 
-    /// Send one frame. At most one frame is ever in flight on a link, so the socket's
-    /// buffer cannot be full: a write that does not take it all is an error.
+    /// Send one frame. At most two frames are ever in flight on a link (a REQUEST and a
+    /// REPLY), so the socket's buffer cannot be full: a write that does not take it all
+    /// is an error.
     fn send(&mut self, f: &[u8; FRAME]) -> io::Result<()> {
         match self.stream.write(f) {
             Ok(FRAME) => Ok(()),
@@ -233,19 +248,27 @@ impl Link {
     }
 
     /// The next whole frame, `Ok(None)` when the socket has no more now, or `Err`
-    /// `UnexpectedEof` when the peer has closed.
+    /// `UnexpectedEof` when the peer has closed. Read until the socket would block, as
+    /// epoll is edge-triggered: a short read does not say that no close is pending.
     fn recv(&mut self) -> io::Result<Option<(u8, u64)>> {
-        while self.have < FRAME {
-            match self.stream.read(&mut self.buf[self.have..]) {
+        loop {
+            if self.end - self.start >= FRAME {
+                let f = &self.buf[self.start..self.start + FRAME];
+                self.start += FRAME;
+                return Ok(Some((f[4], u64::from_le_bytes(f[5..13].try_into().expect("8 bytes")))));
+            }
+            // A partial frame moves to the front, so a read always has room.
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+            match self.stream.read(&mut self.buf[self.end..]) {
                 Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
-                Ok(n) => self.have += n,
+                Ok(n) => self.end += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
         }
-        self.have = 0;
-        Ok(Some((self.buf[4], u64::from_le_bytes(self.buf[5..13].try_into().expect("8 bytes")))))
     }
 }
 
@@ -317,6 +340,27 @@ fn run(args: &Args) -> anyhow::Result<Output> {
             children.insert(0, Box::new(move || coordinator(k, coord, f(0)?)));
             (children, 3 * u64::from(n - 1) * k)
         }
+        Mode::Ra => {
+            // links[i][j]: process i's end of the pair it shares with process j.
+            let mut links: Vec<Vec<Option<UnixStream>>> =
+                (0..n).map(|_| (0..n).map(|_| None).collect()).collect();
+            let m = n as usize;
+            for (i, j) in (0..m).flat_map(|i| (i + 1..m).map(move |j| (i, j))) {
+                let (a, b) = UnixStream::pair()?;
+                links[i][j] = Some(a);
+                links[j][i] = Some(b);
+            }
+            let mut children: Vec<Child> = Vec::new();
+            for (i, mine) in links.into_iter().enumerate() {
+                let f = file.clone();
+                children.push(Box::new(move || {
+                    let links =
+                        mine.into_iter().map(|s| s.map(Link::new).transpose()).collect::<io::Result<_>>()?;
+                    ra_node(i as u32, k, links, f(i as u32)?)
+                }));
+            }
+            (children, 2 * u64::from(n - 1) * u64::from(n) * k)
+        }
     };
     // Every child waits on this pipe until the parent closes it, when all are forked.
     let (go_r, go_w) = nix::unistd::pipe()?;
@@ -374,6 +418,7 @@ fn run(args: &Args) -> anyhow::Result<Output> {
         mode: match args.mode {
             Mode::Ring => "ring",
             Mode::Central => "central",
+            Mode::Ra => "ra",
         },
         workers: n,
         entries,
@@ -575,6 +620,90 @@ fn coordinator(k: u64, clients: Vec<UnixStream>, mut file: Option<FileWork>) -> 
             if closed {
                 links[c - 1] = None;
                 open -= 1;
+            }
+        }
+    }
+}
+
+/// A Ricart-Agrawala process: `links[p]` joins it to process `p` (none to itself). It
+/// asks for its next entry as soon as it left the last, and stops once it made its `k`
+/// and has answered the `k` REQUESTs of every peer (no REPLY of its is then owed; a peer
+/// that stopped closes its links, and what it sent before is read before the close).
+fn ra_node(me: u32, k: u64, mut links: Vec<Option<Link>>, mut file: Option<FileWork>) -> io::Result<()> {
+    let n = links.len();
+    let mut poll = Poll::new()?;
+    let mut events = Events::with_capacity(n);
+    for (p, l) in links.iter_mut().enumerate() {
+        if let Some(l) = l {
+            poll.registry().register(&mut l.stream, Token(p), Interest::READABLE)?;
+        }
+    }
+    let mut clock = 0u64;
+    // The time of this process's request while it asks or is inside.
+    let mut asking: Option<u64> = None;
+    let mut replies = 0usize;
+    let mut deferred = vec![false; n];
+    // REQUESTs received from each peer.
+    let mut heard = vec![0u64; n];
+    let mut made = 0u64;
+    loop {
+        if asking.is_none() && made < k {
+            clock += 1;
+            asking = Some(clock);
+            replies = 0;
+            if let Some(f) = file.as_mut() {
+                f.want(made + 1)?;
+            }
+            for l in links.iter_mut().flatten() {
+                l.send(&frame(REQUEST, clock))?;
+            }
+        }
+        if let (Some(ts), true) = (asking, replies == n - 1) {
+            made += 1;
+            if let Some(f) = file.as_mut() {
+                f.enter_and_exit(made, ts)?;
+            }
+            asking = None;
+            for (p, d) in deferred.iter_mut().enumerate() {
+                if std::mem::take(d) {
+                    links[p]
+                        .as_mut()
+                        .ok_or_else(|| io::Error::other("a deferred peer closed"))?
+                        .send(&frame(REPLY, clock))?;
+                }
+            }
+            continue;
+        }
+        let others_done = heard.iter().enumerate().all(|(p, &h)| p == me as usize || h == k);
+        if made == k && others_done {
+            return Ok(());
+        }
+        poll_once(&mut poll, &mut events)?;
+        for ev in events.iter() {
+            let p = ev.token().0;
+            while let Some(l) = links[p].as_mut() {
+                match l.recv() {
+                    Ok(Some((REQUEST, ts))) => {
+                        heard[p] += 1;
+                        clock = clock.max(ts) + 1;
+                        // Ours first if it is older (ties to the lower id): theirs waits.
+                        if asking.is_some_and(|mine| (mine, me) < (ts, p as u32)) {
+                            deferred[p] = true;
+                        } else {
+                            l.send(&frame(REPLY, clock))?;
+                        }
+                    }
+                    Ok(Some((REPLY, _))) if asking.is_some() => replies += 1,
+                    Ok(Some((kind, _))) => {
+                        return Err(io::Error::other(format!("unexpected frame kind {kind} from {p}")))
+                    }
+                    Ok(None) => break,
+                    Err(e) if is_eof(&e) => {
+                        poll.registry().deregister(&mut l.stream)?;
+                        links[p] = None;
+                    }
+                    Err(e) => return Err(e),
+                }
             }
         }
     }

@@ -140,7 +140,7 @@ pub struct BaselinePair {
     pub algorithm: &'static str,
     /// Processes on each side.
     pub workers: u32,
-    /// The baseline it is measured beside: `ring` or `central`.
+    /// The baseline it is measured beside: `ring`, `central` or `ra`.
     pub baseline: &'static str,
     /// mutexlab's runs.
     pub mutexlab: Side,
@@ -266,8 +266,10 @@ fn mutexlab_run(exe: &Path, reg: &Registry, algo: &str, n: u32, k: u64) -> Optio
         .then(|| (cpu * 1e6 / m.entries.total as f64, 1e6 / m.throughput_per_s, m.messages.per_entry))
 }
 
-/// The pairs the bench measures: the token ring beside the bare ring, everything else
-/// beside the bare centralized lock (the cheapest entry with messages this machine has).
+/// The pairs the bench measures: the token rings beside the bare ring, Ricart-Agrawala and
+/// its Roucairol-Carvalho variant beside the bare Ricart-Agrawala (the same 2(N-1)
+/// messages an entry under saturation), everything else beside the bare centralized
+/// lock (the cheapest entry with messages this machine has).
 fn baseline_pairs(reg: &Registry, quick: bool) -> Vec<(&'static str, u32, &'static str)> {
     let mut pairs = vec![("token-ring", 8, "ring"), ("centralized", 8, "central")];
     if !quick {
@@ -282,7 +284,13 @@ fn baseline_pairs(reg: &Registry, quick: bool) -> Vec<(&'static str, u32, &'stat
                 && a.name != "centralized"
                 && a.service == crate::algorithm::ServiceKind::Mutex
         }) {
-            pairs.push((info.name, 8, "central"));
+            let bare = match info.name {
+                n if n.starts_with("ricart-agrawala") => "ra",
+                // A token passed round the ring, one message an entry, as the bare ring's.
+                "token-ring-ft" => "ring",
+                _ => "central",
+            };
+            pairs.push((info.name, 8, bare));
         }
     }
     pairs

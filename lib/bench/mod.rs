@@ -23,7 +23,7 @@
 //!
 //! Those limits are computed from T and C measured once, at the start; the **baseline**
 //! is measured beside each run instead. `mutexlab-baseline` (bench/baseline/, built with
-//! this tool) is the cheapest token ring and centralized lock the machine allows: N
+//! this tool) is the cheapest token ring, centralized lock and Ricart-Agrawala the machine allows: N
 //! processes, Unix socket pairs, epoll, frames of mutexlab's size, the same file work per
 //! entry, nothing else. [`baseline`] runs it and mutexlab in turn (A, B, B, A, …) for
 //! several rounds and gives each of mutexlab's figures as a share of the baseline run
@@ -408,7 +408,7 @@ pub fn run(
     }
     let (rounds, k) = if quick { (2, 25) } else { (BASELINE_ROUNDS, 1_000) };
     say(format!(
-        "\nBaseline: mutexlab beside {} (a bare ring and centralized lock: socket pairs, epoll, \
+        "\nBaseline: mutexlab beside {} (a bare ring, centralized lock and Ricart-Agrawala: socket pairs, epoll, \
          the same file work per entry, no tracing), interleaved, {rounds} rounds, {k} entries a worker; \
          shares are the baseline's cost over mutexlab's, median [range] over rounds; load average {}",
         program.display(),
