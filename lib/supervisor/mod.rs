@@ -371,7 +371,9 @@ impl<'a> Supervisor<'a> {
             elapsed,
             model_broken: self.breach.is_some(),
             evidence_gone: self.progress.tail().gone,
-            agents: self.procs.agents.as_ref().map(|a| a.places()).unwrap_or_default(),
+            agents: (self.procs.agents.iter().flat_map(|a| a.places()))
+                .map(|(address, workers)| AgentPlace { address: address.to_string(), workers })
+                .collect(),
         }
     }
 

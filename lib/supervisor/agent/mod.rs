@@ -2,13 +2,13 @@
 //!
 //! The supervisor listens on TCP; each agent dials in, proves the secret of
 //! `--secret-file` over a fresh nonce ([`crate::auth::agent_proof`]) and proves it sees
-//! the run directory (it reads a check written there). [`Agents::gather`] waits for K of
-//! them. A worker on an agent is then a [`Remote`]: its control link is a local socket
+//! the run directory (it reads a check written there). `Agents::gather` waits for K of
+//! them. A worker on an agent is then a `Remote`: its control link is a local socket
 //! pair whose one end goes to the links' thread exactly as a local child's does, and
 //! whose other end is relayed over the agent's connection (a thread per life reads it
 //! and sends `Link` frames; the connection's reader writes what comes back). Signals go
 //! as requests, and the agent's `waitpid` comes back as `Stopped` and `Exited`, which
-//! [`Remote`] waits for where the local path calls `waitpid`. The agent side is
+//! `Remote` waits for where the local path calls `waitpid`. The agent side is
 //! [`serve`].
 
 pub mod serve;
@@ -335,15 +335,12 @@ impl Agents {
         self.of_worker.iter().map(|&a| self.conns[a].addr).collect()
     }
 
-    /// Each agent, in the order it joined, with the workers it runs (for the report).
-    pub(super) fn places(&self) -> Vec<super::report::AgentPlace> {
+    /// Each agent's address, in the order it joined, with the workers it runs (for the
+    /// report).
+    pub(super) fn places(&self) -> Vec<(IpAddr, Vec<u32>)> {
         let workers =
             |a: usize| (0..self.of_worker.len() as u32).filter(move |&w| self.of_worker[w as usize] == a);
-        let place = |(a, c): (usize, &Arc<Conn>)| super::report::AgentPlace {
-            address: c.addr.to_string(),
-            workers: workers(a).collect(),
-        };
-        self.conns.iter().enumerate().map(place).collect()
+        self.conns.iter().enumerate().map(|(a, c)| (c.addr, workers(a).collect())).collect()
     }
 
     /// Start life `incarnation` of worker `worker` on its agent: its handle, its pid
