@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Instant;
 
 use super::{cpu_seconds, median, mutex_run, opts};
 use crate::registry::Registry;
@@ -125,7 +126,8 @@ impl Spread {
 pub struct Side {
     /// CPU time per entry: user and system, of every process of the run.
     pub cpu_us_per_entry: Spread,
-    /// Wall time per entry.
+    /// Wall time per entry: the run's, from its start to its end as the bench sees it
+    /// (the baseline program's spawn to its exit; mutexlab's run called to returned).
     pub wall_us_per_entry: Spread,
     /// CPU time per message sent (per hop, for a ring); zero without messages.
     pub cpu_us_per_message: Spread,
@@ -211,7 +213,6 @@ struct BareRun {
     workers: u32,
     counter: u64,
     file_work: bool,
-    wall_us: f64,
 }
 
 /// Whether two runs send close enough to the same messages per entry (within 5 %) for
@@ -232,10 +233,13 @@ pub fn baseline_program(exe: &Path) -> PathBuf {
 type Measured = (f64, f64, f64);
 
 /// Run the baseline program once; its CPU time is this process's children's rusage
-/// around it, as for mutexlab's runs.
+/// around it and its wall time from its spawn to its exit, as for mutexlab's runs: both
+/// sides' figures then span the same, each run's start and end included.
 fn bare_run(program: &Path, mode: &str, n: u32, k: u64) -> anyhow::Result<(Measured, u64)> {
     let before = cpu_seconds();
+    let t0 = Instant::now();
     let out = Command::new(program).args([mode, "-n", &n.to_string(), "-k", &k.to_string()]).output()?;
+    let wall_us = t0.elapsed().as_secs_f64() * 1e6;
     let cpu = cpu_seconds() - before;
     if !out.status.success() {
         let err = String::from_utf8_lossy(&out.stderr);
@@ -254,16 +258,20 @@ fn bare_run(program: &Path, mode: &str, n: u32, k: u64) -> anyhow::Result<(Measu
         );
     }
     let e = r.entries as f64;
-    Ok(((cpu * 1e6 / e, r.wall_us / e, r.messages as f64 / e), r.frame_bytes))
+    Ok(((cpu * 1e6 / e, wall_us / e, r.messages as f64 / e), r.frame_bytes))
 }
 
-/// One mutexlab run measured as the baseline is; `None` if it failed or was not clean.
+/// One mutexlab run measured as the baseline is (wall time from the call that starts
+/// the supervisor's run to its return: the workers' start, the run, the audit); `None`
+/// if it failed or was not clean.
 fn mutexlab_run(exe: &Path, reg: &Registry, algo: &str, n: u32, k: u64) -> Option<Measured> {
     let before = cpu_seconds();
+    let t0 = Instant::now();
     let (r, m) = mutex_run(&opts(exe, reg, algo, n, k, 0.0), reg).ok()?;
+    let wall_us = t0.elapsed().as_secs_f64() * 1e6;
     let cpu = cpu_seconds() - before;
-    (r.ok && m.entries.total > 0 && m.throughput_per_s > 0.0)
-        .then(|| (cpu * 1e6 / m.entries.total as f64, 1e6 / m.throughput_per_s, m.messages.per_entry))
+    let e = m.entries.total as f64;
+    (r.ok && e > 0.0).then(|| (cpu * 1e6 / e, wall_us / e, m.messages.per_entry))
 }
 
 /// The pairs the bench measures: the token rings beside the bare ring, Ricart-Agrawala and
