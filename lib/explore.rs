@@ -57,9 +57,9 @@ const MAX_URL: usize = 16 * MAX_STEPS + 256;
 impl Explorer {
     /// An explorer of `info` under `opts`, saving into `save_to`, with a fresh token.
     pub fn new(info: &'static AlgoInfo, opts: CheckOpts, save_to: PathBuf) -> Result<Explorer, String> {
-        let mut bytes = [0u8; 16];
-        getrandom::fill(&mut bytes).map_err(|e| format!("no randomness for the token: {e}"))?;
-        let token = bytes.iter().map(|b| format!("{b:02x}")).collect();
+        let bytes =
+            crate::auth::random_bytes::<16>().map_err(|e| format!("no randomness for the token: {e}"))?;
+        let token = crate::auth::hex(&bytes);
         Ok(Explorer { info, opts, save_to, token, saved: 0 })
     }
 

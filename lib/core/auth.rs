@@ -44,12 +44,22 @@ impl fmt::Debug for Secret {
     }
 }
 
+/// `N` fresh bytes from the operating system's random source (secrets, nonces, tokens).
+pub fn random_bytes<const N: usize>() -> std::io::Result<[u8; N]> {
+    let mut bytes = [0u8; N];
+    getrandom::fill(&mut bytes).map_err(std::io::Error::other)?;
+    Ok(bytes)
+}
+
+/// `bytes` as lowercase hex digits, two a byte.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
 impl Secret {
     /// A fresh secret from the operating system's random source.
     pub fn generate() -> std::io::Result<Secret> {
-        let mut bytes = [0u8; SECRET_LEN];
-        getrandom::fill(&mut bytes).map_err(std::io::Error::other)?;
-        Ok(Secret(bytes))
+        random_bytes().map(Secret)
     }
 
     /// A secret with the given bytes (tests, and tools that play a part in a run).

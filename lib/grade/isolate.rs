@@ -135,9 +135,9 @@ impl Isolation {
         if let Some(u) = self.user {
             std::os::unix::fs::chown(tmp.path(), Some(u.uid), Some(u.gid))?;
         }
-        let mut raw = [0u8; TOKEN_BYTES];
-        getrandom::fill(&mut raw).map_err(|e| std::io::Error::other(format!("no random token: {e}")))?;
-        let token: String = raw.iter().map(|b| format!("{b:02x}")).collect();
+        let raw = crate::auth::random_bytes::<TOKEN_BYTES>()
+            .map_err(|e| std::io::Error::other(format!("no random token: {e}")))?;
+        let token = crate::auth::hex(&raw);
         let (read, write) = nix::unistd::pipe2(OFlag::O_CLOEXEC)?;
         let (answer, parent, user) = (write.as_raw_fd(), std::process::id(), self.user);
         let mut cmd = Command::new(&self.exe);

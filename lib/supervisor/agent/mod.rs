@@ -256,7 +256,7 @@ impl Agents {
         let failed =
             |e: std::io::Error| RunError::Failed(format!("listening for agents on {}: {e}", o.listen));
         listener.set_nonblocking(true).map_err(failed)?;
-        let check = hex(&nonce().map_err(failed)?);
+        let check = auth::hex(&auth::random_bytes::<32>().map_err(failed)?);
         let path = dir.join(DIR_CHECK_FILE);
         crate::files::open_writable(&path, true, false)
             .and_then(|mut f| f.write_all(check.as_bytes()))
@@ -437,7 +437,7 @@ fn welcome(
         .set_nonblocking(false)
         .and_then(|_| stream.set_nodelay(true))
         .and_then(|_| stream.set_read_timeout(Some(PATIENCE)));
-    let Ok(nonce) = setup.and_then(|_| nonce()) else { return Ok(None) };
+    let Ok(nonce) = setup.and_then(|_| auth::random_bytes::<32>()) else { return Ok(None) };
     let mut buf = Vec::new();
     wire::encode(&mut buf, &ToAgent::Challenge { nonce });
     if stream.write_all(&buf).is_err() {
@@ -462,17 +462,6 @@ fn welcome(
         Ok(Some(FromAgent::Refused(line))) => Err(line),
         _ => Ok(None),
     }
-}
-
-/// Fresh random bytes.
-fn nonce() -> std::io::Result<[u8; 32]> {
-    let mut n = [0u8; 32];
-    getrandom::fill(&mut n).map_err(std::io::Error::other)?;
-    Ok(n)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// What `signal` is on this host.
