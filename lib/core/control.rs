@@ -523,6 +523,29 @@ pub struct PendingState {
     pub entries: u64,
     /// Peers whose channel is closed.
     pub down: Vec<PeerId>,
+    /// By peer id (this worker's own place left at zero): the messages on the channel
+    /// with each peer as this worker counts them, so that a waits-for cycle is called a
+    /// deadlock only when nothing was on its way between its workers.
+    #[serde(default)]
+    pub channels: Vec<ChannelCount>,
+}
+
+/// One worker's count of the messages on its channel with one peer, since it last learnt
+/// of a new life of that peer or saw the channel go down: those it sent that were not
+/// lost on purpose nor dropped for a peer down (so are on their way, held, or delivered),
+/// and those it handed to its node. Heartbeats are not messages here. When two workers'
+/// counts agree both ways (each took as many as the other sent, and each counted the
+/// other's present life), nothing was on its way between them at the moments they
+/// answered, and neither took anything the other sent after answering: a stream carries
+/// its frames in order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChannelCount {
+    /// The peer's life these counts are of, as this worker knows it.
+    pub incarnation: u32,
+    /// Messages sent to it.
+    pub sent: u64,
+    /// Messages from it handed to the node.
+    pub taken: u64,
 }
 
 /// One worker's counters at the end of a run.

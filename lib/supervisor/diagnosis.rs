@@ -13,8 +13,13 @@
 //!   waits for w1 and w2; `(held by w3 as far as I know)` and `; deferred w3` name no
 //!   wait). A worker may wait for several. [`cycles`] finds the graph's strongly
 //!   connected components (Tarjan) and, in each that holds a cycle, the shortest cycle
-//!   through its lowest worker: `deadlock: w1 → w2 → w1`, one line per component, and
-//!   [`Stall::deadlocks`] for the report's JSON.
+//!   through its lowest worker, one line per component. The answers come one after
+//!   another and messages move meanwhile, so a cycle is called a deadlock (`deadlock:
+//!   w1 → w2 → w1`, and [`Stall::deadlocks`] for the report's JSON) only when every two
+//!   neighbours on it counted the same messages between them both ways (each worker's
+//!   `ChannelCount`s): nothing was on its way, and nothing was sent after one answered
+//!   and taken before the other did. Otherwise the line says which count disagreed: a
+//!   reply still on its way under load is a slow run, not a deadlock.
 //! - **What only the supervisor knows**: a peer someone waits for that is dead or
 //!   paused looks the same to the waiting workers (silent); the supervisor knows which,
 //!   and since when (the fault that did it), and says so on a line of its own.
@@ -123,10 +128,18 @@ impl Stall<'_> {
                  and an algorithm that counts on reliable channels may wait for it forever"
             ));
         }
-        for cycle in self.deadlocks() {
+        for cycle in cycles(&self.graph()) {
             let mut ws: Vec<String> = cycle.iter().map(|w| format!("w{w}")).collect();
             ws.push(ws[0].clone());
-            lines.push(format!("deadlock: {} (each waits for the next)", ws.join(" → ")));
+            let ring = ws.join(" → ");
+            lines.push(match self.moving(&cycle) {
+                None => format!(
+                    "deadlock: {ring} (each waits for the next, and nothing was on its way between them)"
+                ),
+                Some(why) => format!(
+                    "waits in a cycle, {ring}, but no deadlock can be told while messages move: {why}"
+                ),
+            });
         }
         for (id, s) in self.slots.iter().enumerate() {
             let line = match self.answers.get(&id) {
@@ -214,9 +227,38 @@ impl Stall<'_> {
         (0..n).map(|i| self.answers.get(&i).map_or_else(Vec::new, |p| awaited(&p.algorithm, n, i))).collect()
     }
 
-    /// The deadlocks the waits-for graph shows: [`cycles`].
+    /// The deadlocks: the waits-for graph's [`cycles`] with nothing on its way between
+    /// any two neighbours on them ([`Stall::moving`]).
     pub(super) fn deadlocks(&self) -> Vec<Vec<usize>> {
-        cycles(&self.graph())
+        cycles(&self.graph()).into_iter().filter(|c| self.moving(c).is_none()).collect()
+    }
+
+    /// Why the waits-for cycle `cycle` may still break, in words: the first two
+    /// neighbours on it whose channel counts (`ChannelCount`) disagree, or one that did
+    /// not count. `None` when every neighbours' counts agree both ways: nothing was on
+    /// its way between them, so each waits for a message nobody will send.
+    fn moving(&self, cycle: &[usize]) -> Option<String> {
+        let count = |a: usize, b: usize| self.answers.get(&a).and_then(|p| p.channels.get(b).copied());
+        for (k, &a) in cycle.iter().enumerate() {
+            let b = cycle[(k + 1) % cycle.len()];
+            let (Some(ab), Some(ba)) = (count(a, b), count(b, a)) else {
+                return Some(format!("w{a} or w{b} did not count its messages"));
+            };
+            for (x, y, xy, yx) in [(a, b, ab, ba), (b, a, ba, ab)] {
+                if xy.incarnation != self.slots[y].incarnation {
+                    return Some(format!("w{x} had not yet heard of w{y}'s present life"));
+                }
+                if xy.sent != yx.taken {
+                    return Some(format!(
+                        "when they answered, w{x} had sent w{y} {} message{} and w{y} had taken {}",
+                        xy.sent,
+                        if xy.sent == 1 { "" } else { "s" },
+                        yx.taken
+                    ));
+                }
+            }
+        }
+        None
     }
 }
 
@@ -385,6 +427,7 @@ fn names(text: &str, j: usize) -> bool {
 mod tests {
     use super::*;
     use crate::algorithm::PeerId;
+    use crate::control::ChannelCount;
     use nix::unistd::Pid;
 
     #[test]
@@ -423,6 +466,7 @@ mod tests {
             algorithm: algorithm.into(),
             entries,
             down,
+            channels: Vec::new(),
         };
         let answers = BTreeMap::from([
             (0, pending("waiting", 1_500, 2, "waiting for REPLY from w1, w2, w3", vec![PeerId(2)])),
@@ -512,11 +556,23 @@ mod tests {
             algorithm: algorithm.into(),
             entries: 3,
             down: Vec::new(),
+            channels: Vec::new(),
         };
-        let answers = BTreeMap::from([
+        // w1 and w2 each took the 5 and 7 messages the other sent.
+        let counted = |algorithm: &str, counts: [(u64, u64); 4]| PendingState {
+            channels: counts.map(|(sent, taken)| ChannelCount { incarnation: 0, sent, taken }).to_vec(),
+            ..waits(algorithm)
+        };
+        let mut answers = BTreeMap::from([
             (0, waits("waiting for REPLY from w3 (ticket 9)")),
-            (1, waits("waiting for REPLY from w2 (ticket 7); deferred w0")),
-            (2, waits("waiting for REPLY from w1 (ticket 8)")),
+            (
+                1,
+                counted(
+                    "waiting for REPLY from w2 (ticket 7); deferred w0",
+                    [(0, 0), (0, 0), (5, 7), (0, 0)],
+                ),
+            ),
+            (2, counted("waiting for REPLY from w1 (ticket 8)", [(0, 0), (7, 5), (0, 0), (0, 0)])),
         ]);
         let mut faults = Nemesis::new(Vec::new());
         faults.log(super::super::nemesis::AppliedFault {
@@ -546,7 +602,11 @@ mod tests {
         };
         let text = stall.describe();
         let lines: Vec<&str> = text.split("\n  ").collect();
-        assert_eq!(lines[1], "deadlock: w1 → w2 → w1 (each waits for the next)", "{text}");
+        assert_eq!(
+            lines[1],
+            "deadlock: w1 → w2 → w1 (each waits for the next, and nothing was on its way between them)",
+            "{text}"
+        );
         assert_eq!(stall.deadlocks(), [vec![1, 2]]);
         assert!(
             text.ends_with(
@@ -555,5 +615,50 @@ mod tests {
             ),
             "{text}"
         );
+
+        // The same stall, asked again with other answers or lives.
+        fn again(a: &BTreeMap<usize, PendingState>, s: &[Slot], f: &Nemesis, now: u64) -> (String, usize) {
+            let k = [None, None, None, None];
+            let window = Duration::from_secs(1);
+            let stall = Stall {
+                window,
+                lag: Duration::ZERO,
+                elect: false,
+                now,
+                slots: s,
+                answers: a,
+                kernel: &k,
+                faults: f,
+            };
+            (stall.describe(), stall.deadlocks().len())
+        }
+        // The negative controls: the same waits with a REPLY from w2 not yet taken by w1
+        // (a loaded machine), with a life of w2's that w1 has not heard of, and without
+        // counts, are no deadlock.
+        let cases = [
+            (
+                [(0, 0), (0, 0), (5, 6), (0, 0)],
+                0,
+                "waits in a cycle, w1 → w2 → w1, but no deadlock can be told while messages move: when they \
+                 answered, w2 had sent w1 7 messages and w1 had taken 6",
+            ),
+            (
+                [(0, 0), (0, 0), (5, 7), (0, 0)],
+                1,
+                "waits in a cycle, w1 → w2 → w1, but no deadlock can be told while messages move: w1 had not \
+                 yet heard of w2's present life",
+            ),
+        ];
+        for (w1, w2_life, line) in cases {
+            answers.insert(1, counted("waiting for REPLY from w2 (ticket 7); deferred w0", w1));
+            slots[2].incarnation = w2_life;
+            let (text, deadlocks) = again(&answers, &slots, &faults, now);
+            assert_eq!(text.split("\n  ").nth(1), Some(line), "{text}");
+            assert!(!text.contains("deadlock:") && deadlocks == 0, "{text}");
+        }
+        slots[2].incarnation = 0;
+        answers.insert(1, waits("waiting for REPLY from w2 (ticket 7); deferred w0"));
+        let (text, deadlocks) = again(&answers, &slots, &faults, now);
+        assert!(text.contains("w1 or w2 did not count its messages") && deadlocks == 0, "{text}");
     }
 }

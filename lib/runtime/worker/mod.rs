@@ -17,7 +17,7 @@ use mio::{Events, Interest, Poll, Token};
 use signal_hook::consts::{SIGINT, SIGTERM};
 
 use crate::algorithm::{Config, Election, Input, Node, NodeInput, PeerId, Service, Spawn};
-use crate::control::{self, ToSupervisor, ToWorker, WorkerSettings, WorkerStats};
+use crate::control::{self, ChannelCount, ToSupervisor, ToWorker, WorkerSettings, WorkerStats};
 use crate::detector::{self, Detect};
 use crate::elect::Electing;
 use crate::entry::{cut, Told};
@@ -94,6 +94,9 @@ struct Worker<A: Node<Service: RunService>> {
     /// What the node is told of its peers being down or up (`detector.rs`).
     detect: Detect,
     stats: WorkerStats,
+    /// By peer id: the messages on the channel with each peer (`traffic.rs`), for a
+    /// stall's diagnosis.
+    channels: Vec<ChannelCount>,
     /// The supervisor said `Start`: from here a failure stands still ([`Worker::run`]).
     serving: bool,
     running: bool,
@@ -189,6 +192,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
             work,
             detect: Detect::new(opts.detector, opts.workers as usize, opts.lazy),
             stats: WorkerStats { id: me, ..Default::default() },
+            channels: vec![ChannelCount::default(); opts.workers as usize],
             serving: false,
             running: true,
             net: NetFaults::new(&opts, seed),

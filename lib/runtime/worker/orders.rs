@@ -42,6 +42,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
                             .map(PeerId)
                             .filter(|p| *p != self.me && self.mesh.channel_down(*p))
                             .collect(),
+                        channels: self.channel_counts(),
                     };
                     self.link.tell_blocking(&ToSupervisor::Pending(state))?;
                 }

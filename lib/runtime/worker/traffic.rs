@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use crate::algorithm::{Input, Message, Node, PeerId};
-use crate::control::{self, ToSupervisor};
+use crate::control::{self, ChannelCount, ToSupervisor};
 use crate::detector::Detect;
 use crate::faults::Partition;
 use crate::mesh::{self, MeshEvent, Sent};
@@ -44,6 +44,9 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 }
                 MeshEvent::Down { peer, unsent, was_down } => {
                     self.trace_unsent(peer, unsent, "peer-down");
+                    // What was on its way went down with the channel, at both ends.
+                    self.channels[peer.0 as usize] =
+                        ChannelCount { incarnation: self.mesh.incarnation(peer), ..Default::default() };
                     if !was_down && self.detect.channel_down() {
                         self.peer_news(peer, false)?;
                     }
@@ -82,6 +85,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
         let t = crate::resource::monotonic_ns();
         self.trace.recv_at(t, self.clock, from.0, inc, sent, &msg);
         tally(&mut self.stats.received, msg.kind());
+        self.channel(from).taken += 1;
         let step = self.host.step(self.since_start(t), Input::Message { from, msg });
         self.carry(step)
     }
@@ -99,9 +103,31 @@ impl<A: Node<Service: RunService>> Worker<A> {
             self.mesh.send(&env, net.held_bytes(), |frame| net.fate(to, frame)).map_err(ModelBreach)?;
         self.clock = clock;
         tally(&mut self.stats.sent, msg.kind());
+        if matches!(sent, Sent::Queued | Sent::Kept(Fate::Now(_) | Fate::Held | Fate::Delayed(_))) {
+            self.channel(to).sent += 1;
+        }
         self.trace.send(self.clock, to.0, msg);
         self.sent(&env, sent);
         Ok(())
+    }
+
+    /// The count of the messages on the channel with `peer` (a stall's diagnosis asks
+    /// for them), begun afresh when the peer's life is a new one.
+    fn channel(&mut self, peer: PeerId) -> &mut ChannelCount {
+        let incarnation = self.mesh.incarnation(peer);
+        let c = &mut self.channels[peer.0 as usize];
+        if c.incarnation != incarnation {
+            *c = ChannelCount { incarnation, ..Default::default() };
+        }
+        c
+    }
+
+    /// Every channel's count as it stands, by peer id (this worker's own place zero).
+    pub(super) fn channel_counts(&mut self) -> Vec<ChannelCount> {
+        let me = self.me;
+        (0..self.opts.workers)
+            .map(|p| if PeerId(p) == me { ChannelCount::default() } else { *self.channel(PeerId(p)) })
+            .collect()
     }
 
     /// Send a heartbeat to `to`: an envelope with no message (`detector.rs`). It takes
