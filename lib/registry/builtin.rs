@@ -89,7 +89,7 @@ pub static BUILTIN: &[AlgoInfo] = &[
         name: "lamport",
         // Clocks past 10: n = 3, k = 2 completes in seconds (without, it ran out of memory).
         counter_bound: Some(10),
-        measured_clean: Some(384),
+        measured_clean: Some(512),
         family: Family::Permission,
         summary:
             "a request queue on every node with Lamport clocks: REQUEST, ACK, RELEASE to all (needs FIFO)",
