@@ -233,7 +233,6 @@ fn comparison() -> Comparison {
             .map(|fault| FaultRun {
                 fault,
                 plan: String::new(),
-                drop: 0.0,
                 seed: 1,
                 outcome: o,
                 as_intended: true,

@@ -173,6 +173,7 @@ Fault plans (--faults, --faults-file): steps separated by ';' or newlines, '#' c
   partition 0,1|2,3 at T for D                     heal at T
   drop P A->B at T for D  lose messages A sends B, each with probability P
   delay D2 A at T for D   hold every message A sends or receives D2 longer
+  drop P all at 0ms       every message of the run (as --drop P)
 "
     };
 }

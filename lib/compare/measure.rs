@@ -44,15 +44,16 @@ impl Fault {
         }
     }
 
-    /// The plan text and the loss probability.
-    fn plan(self) -> (String, f64) {
+    /// The fault's plan, in the plan grammar: every fault is a step of one vocabulary,
+    /// the same for the real runs and the simulator's.
+    fn plan(self) -> String {
         let k = FAULT_AT_ENTRY;
         match self {
             // w0 is never the centralized coordinator, and is retried if it was inside.
-            Fault::NonHolder => (format!("kill 0 at entry {k}"), 0.0),
-            Fault::Holder => (format!("kill holder at entry {k}"), 0.0),
-            Fault::Coordinator => (format!("kill coordinator at entry {k}"), 0.0),
-            Fault::Lost => (String::new(), DROP),
+            Fault::NonHolder => format!("kill 0 at entry {k}"),
+            Fault::Holder => format!("kill holder at entry {k}"),
+            Fault::Coordinator => format!("kill coordinator at entry {k}"),
+            Fault::Lost => format!("drop {DROP} all at 0ms"),
         }
     }
 
@@ -475,28 +476,20 @@ fn merge_hops(runs: &[&SyncHops]) -> SyncHops {
 /// runs, with the real runs' size and entries. `None` under a heartbeat detector, whose
 /// timing the simulator does not model.
 pub(super) fn simulate_fault(o: &CompareOpts, info: &AlgoInfo, fault: Fault) -> Option<SimDecision> {
-    use crate::sim::{CrashAt, Ending, Failure, FaultSim};
+    use crate::sim::{Ending, Failure, FaultSim};
     let (detector, told) = match o.detector {
         Detector::Perfect => (true, "perfect detector"),
         Detector::None => (false, "no detector"),
         Detector::Heartbeat { .. } => return None,
     };
     let n = o.workers;
-    // The same plan step as the real runs', so both are asked for one fault in one
-    // vocabulary.
-    let (plan, drop) = fault.plan();
-    let crash = match plan.is_empty() {
-        true => None,
-        false => {
-            let step = Plan::parse(&plan, n).ok()?.steps.into_iter().next()?;
-            Some(CrashAt::from_step(&step).ok()?)
-        }
-    };
+    // The same plan as the real runs', so both are asked for one fault in one vocabulary.
+    let (crash, links) = crate::sim::plan_faults(&Plan::parse(&fault.plan(), n).ok()?).ok()?;
     let what = match fault {
-        Fault::NonHolder => format!("w0 crashes at entry {FAULT_AT_ENTRY}"),
-        Fault::Holder => format!("the holder crashes at entry {FAULT_AT_ENTRY}"),
-        Fault::Coordinator => format!("w{} crashes at entry {FAULT_AT_ENTRY}", n - 1),
-        Fault::Lost => format!("each message lost with probability {DROP}"),
+        Fault::NonHolder => format!("w0 crashes at entry {FAULT_AT_ENTRY}, never restarted"),
+        Fault::Holder => format!("the holder crashes at entry {FAULT_AT_ENTRY}, never restarted"),
+        Fault::Coordinator => format!("w{} crashes at entry {FAULT_AT_ENTRY}, never restarted", n - 1),
+        Fault::Lost => format!("each message lost for good with probability {DROP}"),
     };
     let mut tally = Tally::default();
     let mut other_failure = None;
@@ -506,8 +499,8 @@ pub(super) fn simulate_fault(o: &CompareOpts, info: &AlgoInfo, fault: Fault) -> 
             seed,
             entries: FAULT_ENTRIES as u32,
             crash,
-            drop,
-            links: Vec::new(),
+            drop: 0.0,
+            links: links.clone(),
             detector,
             max_steps: SIM_MAX_STEPS,
         });
@@ -528,9 +521,7 @@ pub(super) fn simulate_fault(o: &CompareOpts, info: &AlgoInfo, fault: Fault) -> 
     Some(SimDecision {
         seeds: format!("{}..{}", SIM_SEEDS.start, SIM_SEEDS.end),
         tally,
-        model: format!(
-            "{n} nodes, {FAULT_ENTRIES} entries each; {what}, never restarted or lost for good; {told}"
-        ),
+        model: format!("{n} nodes, {FAULT_ENTRIES} entries each; {what}; {told}"),
         other_failure,
     })
 }
@@ -572,7 +563,7 @@ pub(super) fn fault_run(
     detector: Detector,
     tmp: &Path,
 ) -> Result<(FaultRun, Option<u64>), RunError> {
-    let (plan_text, drop) = fault.plan();
+    let plan_text = fault.plan();
     let plan =
         Plan::parse(&plan_text, o.workers).map_err(|e| RunError::Failed(format!("{plan_text}: {e}")))?;
     let mut last = None;
@@ -586,7 +577,6 @@ pub(super) fn fault_run(
         let opts = RunOpts {
             seed,
             plan: plan.clone(),
-            drop,
             stall_ms: FAULT_STALL_MS,
             detector,
             ..run_opts(o, info, dir, FAULT_ENTRIES, FAULT_TIMING)
@@ -601,7 +591,6 @@ pub(super) fn fault_run(
         let run = FaultRun {
             fault: fault.name(),
             plan: plan_text.clone(),
-            drop,
             seed,
             outcome: outcome(&r),
             as_intended: hit,

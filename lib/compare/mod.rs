@@ -24,7 +24,8 @@
 //!   the resource was held against W/(W+kT) ([`SyncHops`]);
 //! - short fault runs, each judged `survives`, `stalls` or `unsafe` from the run's
 //!   verdict and audit: a crash of a worker outside the section, of the holder, of the
-//!   coordinator (the highest id), and lost messages (`--drop`). They run under
+//!   coordinator (the highest id), and lost messages (`drop 0.05 all at 0ms`), each a
+//!   step of the plan grammar, the simulator's as the real runs'. They run under
 //!   `--detector`, `none` by default (the notes' model: a crash looks like slowness), and
 //!   the crashes again under the perfect detector, what it rescues
 //!   ([`Problems::rescue`]).
@@ -355,7 +356,6 @@ mod tests {
         FaultRun {
             fault: "holder crash",
             plan: "kill holder at entry 3".into(),
-            drop: 0.0,
             seed: 1,
             outcome,
             as_intended,

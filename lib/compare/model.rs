@@ -612,10 +612,8 @@ impl Outcome {
 pub struct FaultRun {
     /// `non-holder crash`, `holder crash`, `coordinator crash`, `lost messages`.
     pub fault: &'static str,
-    /// Its fault plan, in the plan grammar.
+    /// Its fault plan, in the plan grammar (the lost messages: `drop P all at 0ms`).
     pub plan: String,
-    /// Its message loss probability.
-    pub drop: f64,
     /// The seed of the run reported.
     pub seed: u64,
     /// What the fault did to the algorithm.

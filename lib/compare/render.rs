@@ -348,8 +348,8 @@ pub(crate) fn footer(c: &Comparison) -> String {
     let _ = writeln!(
         s,
         "Fault runs: {} entries per worker, {} ms sections, kill at entry {FAULT_AT_ENTRY}, \
-         --drop {}, --stall-ms {}, detector {}{}; coordinator = highest id; `?` = the fault did \
-         not hit as meant in {ATTEMPTS} seeds.",
+         lost messages by the plan's `drop {} all at 0ms`, --stall-ms {}, detector {}{}; coordinator = \
+         highest id; `?` = the fault did not hit as meant in {ATTEMPTS} seeds.",
         f.entries_per_worker,
         f.cs_ms,
         f.drop,
@@ -468,7 +468,6 @@ mod tests {
         let run = |fault, outcome, as_intended| FaultRun {
             fault,
             plan: String::new(),
-            drop: 0.0,
             seed: 1,
             outcome,
             as_intended,

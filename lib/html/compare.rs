@@ -487,9 +487,6 @@ fn cell_hover(r: &Row, f: &FaultRun) -> String {
     if !f.plan.is_empty() {
         let _ = write!(h, "; plan \"{}\"", f.plan);
     }
-    if f.drop > 0.0 {
-        let _ = write!(h, "; --drop {}", f.drop);
-    }
     let _ = write!(h, "; seed {}", f.seed);
     if !f.detail.is_empty() {
         let _ = write!(h, "; {}", f.detail);
@@ -646,7 +643,6 @@ mod tests {
         FaultRun {
             fault,
             plan: format!("kill 0 at entry 3 # {EVIL}"),
-            drop: 0.0,
             seed: 7,
             outcome,
             as_intended,

@@ -106,13 +106,15 @@ pub enum Action {
     Delay(Duration, Links),
 }
 
-/// Which messages a `drop` or `delay` step acts on. Written `1->2` or `1`.
+/// Which messages a `drop` or `delay` step acts on. Written `1->2`, `1` or `all`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Links {
     /// Those the first worker sends to the second.
     Link(u32, u32),
     /// Those the worker sends or receives.
     Worker(u32),
+    /// Every message of the run: `all`.
+    All,
 }
 
 impl Links {
@@ -121,6 +123,7 @@ impl Links {
         match *self {
             Links::Link(a, b) => (a, b) == (from, to),
             Links::Worker(w) => w == from || w == to,
+            Links::All => true,
         }
     }
 
@@ -129,6 +132,7 @@ impl Links {
         match *self {
             Links::Link(a, b) => vec![a, b],
             Links::Worker(w) => vec![w],
+            Links::All => Vec::new(),
         }
     }
 }
@@ -138,6 +142,7 @@ impl fmt::Display for Links {
         match self {
             Links::Link(a, b) => write!(f, "{a}->{b}"),
             Links::Worker(w) => write!(f, "{w}"),
+            Links::All => f.write_str("all"),
         }
     }
 }
@@ -615,7 +620,15 @@ mod tests {
         let st = one("delay 20 ms 0 at 2s", 3);
         assert_eq!(st.action, Action::Delay(ms(20), Links::Worker(0)));
         assert_eq!(st.to_string(), "delay 20ms 0 at 2000ms");
-        for text in ["drop 1 0->2 at entry 3", "drop 0.000001 2 at 0ms for 1ms", "delay 0.5ms 1->0 at 1s"] {
+        let st = one("drop 0.05 all at 0ms", 3);
+        assert_eq!(st.action, Action::Drop(Probability::parse("0.05").unwrap(), Links::All));
+        assert!(Links::All.carries(2, 0) && Links::All.workers().is_empty());
+        for text in [
+            "drop 1 0->2 at entry 3",
+            "drop 0.000001 2 at 0ms for 1ms",
+            "delay 0.5ms 1->0 at 1s",
+            "delay 3ms all at 1s",
+        ] {
             let st = one(text, 3);
             assert_eq!(one(&st.to_string(), 3), st, "{text}");
         }

@@ -10,7 +10,8 @@ use super::*;
 pub(super) fn actions() -> String {
     FaultKind::names(FaultKind::is_step)
 }
-const LINKS: &str = "`A->B` (worker A's messages to B) or a worker id (every message it sends or receives)";
+const LINKS: &str =
+    "`A->B` (worker A's messages to B), a worker id (every message it sends or receives) or `all` (every message)";
 const TARGETS: &str = "a worker id, `holder`, `coordinator` or `leader`";
 const GROUPS_EXAMPLE: &str = "`0,1|2,3`";
 
@@ -258,10 +259,11 @@ pub(super) fn parse_step(text: &str, workers: u32) -> Result<Step, String> {
     Ok(Step { action, when, duration })
 }
 
-/// Reads the links of a `drop` or `delay` step: `A->B` or a worker id.
+/// Reads the links of a `drop` or `delay` step: `A->B`, a worker id or `all`.
 pub(super) fn parse_links(w: &mut Words<'_>, verb: &str, workers: u32) -> Result<Links, String> {
     let word = match w.next() {
         None | Some("at") => return Err(format!("`{verb}` needs links: {LINKS}")),
+        Some("all") => return Ok(Links::All),
         Some(word) => word,
     };
     let id = |t: &str| match worker_number(t, workers) {
