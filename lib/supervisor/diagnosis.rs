@@ -141,6 +141,7 @@ impl Stall<'_> {
                 ),
             });
         }
+        let (mut quiet, mut quiet_at) = (Vec::new(), 0);
         for (id, s) in self.slots.iter().enumerate() {
             let line = match self.answers.get(&id) {
                 Some(p) => {
@@ -152,11 +153,15 @@ impl Stall<'_> {
                         format!("w{id}: {} for {:.2}s after {} {entries}", p.app, ago(p.since_ns), p.entries)
                     };
                     if !p.algorithm.is_empty() {
-                        l += &format!("; {}", p.algorithm);
+                        l += &format!("; {}", listed(&p.algorithm));
                         let across =
                             |j: usize| side(j).is_some() && side(id).is_some() && side(j) != side(id);
-                        let named: Vec<String> = (0..self.slots.len())
-                            .filter(|&j| names(&p.algorithm, j))
+                        let mut ids: Vec<usize> =
+                            named(&p.algorithm).map(|(j, _)| j).filter(|&j| j < self.slots.len()).collect();
+                        ids.sort_unstable();
+                        ids.dedup();
+                        let named: Vec<String> = ids
+                            .into_iter()
                             .filter_map(|j| match (&status[j], across(j)) {
                                 (Some(st), _) => Some(format!("w{j} {st}")),
                                 (None, true) => Some(format!("w{j} across the partition")),
@@ -190,12 +195,23 @@ impl Stall<'_> {
                                 b.lines,
                                 if b.lines == 1 { "" } else { "s" }
                             ),
-                            None => format!("w{id}: {}", silent(lag)),
+                            // The silent are one line, where the first of them stands.
+                            None => {
+                                if quiet.is_empty() {
+                                    lines.push(String::new());
+                                    quiet_at = lines.len() - 1;
+                                }
+                                quiet.push(id);
+                                continue;
+                            }
                         },
                     },
                 },
             };
             lines.push(line);
+        }
+        if !quiet.is_empty() {
+            lines[quiet_at] = format!("{}: {}", id_list(&quiet), silent(lag));
         }
         // A dead or paused peer is silent either way to those that wait for it.
         let graph = self.graph();
@@ -267,8 +283,10 @@ impl Stall<'_> {
 fn awaited(text: &str, n: usize, me: usize) -> Vec<usize> {
     let Some((_, rest)) = text.split_once("waiting for") else { return Vec::new() };
     let upto = rest.find(['(', ';']).unwrap_or(rest.len());
-    let part = &rest[..upto];
-    (0..n).filter(|&j| j != me && names(part, j)).collect()
+    let mut ids: Vec<usize> = named(&rest[..upto]).map(|(id, _)| id).filter(|&j| j != me && j < n).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
 }
 
 /// The cycles of the graph `edges` (worker → the workers it waits for): for each of its
@@ -417,10 +435,57 @@ pub(super) fn silent(lag: Duration) -> String {
     }
 }
 
-/// Whether `text` names worker `j` (`w1`, but not inside `w10`).
+/// The workers `text` names, in order, each with where its name ends: `w1`, whole (not
+/// inside `w10`, nor a word like `row1`). One pass, however many it names.
+fn named(text: &str) -> impl Iterator<Item = (usize, usize)> + '_ {
+    let b = text.as_bytes();
+    (0..b.len()).filter_map(move |at| {
+        let word_start = at == 0 || !b[at - 1].is_ascii_alphanumeric();
+        if b[at] != b'w' || !word_start {
+            return None;
+        }
+        let digits = b[at + 1..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let end = at + 1 + digits;
+        let whole = b.get(end).is_none_or(|c| !c.is_ascii_alphanumeric());
+        (digits > 0 && whole).then(|| text[at + 1..end].parse().ok().map(|id| (id, end))).flatten()
+    })
+}
+
+/// Whether `text` names worker `j`.
+#[cfg(test)]
 fn names(text: &str, j: usize) -> bool {
-    let w = format!("w{j}");
-    text.match_indices(&w).any(|(at, _)| !text[at + w.len()..].starts_with(|c: char| c.is_ascii_digit()))
+    named(text).any(|(id, _)| id == j)
+}
+
+/// The most workers a line lists of those an algorithm waits for; the rest are counted.
+const LISTED: usize = 8;
+
+/// `text` with the list after "waiting for" cut to its first [`LISTED`] workers and the
+/// rest counted (`… from w0, w1, …, w7 and 503 more`): a stall of hundreds of workers
+/// each waiting for hundreds is read line by line, and the waits-for graph keeps them all.
+fn listed(text: &str) -> String {
+    let Some(at) = text.find("waiting for").map(|i| i + "waiting for".len()) else { return text.to_string() };
+    let rest = &text[at..];
+    let upto = rest.find(['(', ';']).unwrap_or(rest.len());
+    let names: Vec<usize> = named(&rest[..upto]).map(|(_, end)| end).collect();
+    match names.get(LISTED - 1) {
+        Some(&end) if names.len() > LISTED => {
+            let more = names.len() - LISTED;
+            let tail = &rest[upto..];
+            let gap = if tail.starts_with('(') { " " } else { "" };
+            format!("{}{} and {more} more{gap}{tail}", &text[..at], &rest[..end])
+        }
+        _ => text.to_string(),
+    }
+}
+
+/// `ids` as a line names them: all of up to [`LISTED`], else the first and a count.
+fn id_list(ids: &[usize]) -> String {
+    let shown: Vec<String> = ids.iter().take(LISTED).map(|w| format!("w{w}")).collect();
+    match ids.len() > LISTED {
+        true => format!("{} and {} more", shown.join(", "), ids.len() - LISTED),
+        false => shown.join(", "),
+    }
 }
 
 #[cfg(test)]
@@ -435,6 +500,67 @@ mod tests {
         assert!(super::names("waiting for REPLY from w1, w10", 1));
         assert!(super::names("waiting for REPLY from w10", 10));
         assert!(!super::names("waiting for REPLY from w10, w12", 1));
+    }
+
+    #[test]
+    fn a_long_wait_lists_its_first_workers_and_counts_the_rest() {
+        let many: Vec<String> = (1..=20).map(|w| format!("w{w}")).collect();
+        let text = format!("waiting for REPLY from {} (ticket 3); deferred w0", many.join(", "));
+        assert_eq!(
+            listed(&text),
+            "waiting for REPLY from w1, w2, w3, w4, w5, w6, w7, w8 and 12 more (ticket 3); deferred w0"
+        );
+        let text = format!("waiting for GRANT from {}; deferred w0", many[..9].join(", "));
+        assert_eq!(
+            listed(&text),
+            "waiting for GRANT from w1, w2, w3, w4, w5, w6, w7, w8 and 1 more; deferred w0"
+        );
+        // The negative control: eight or fewer are all listed, and other words kept.
+        let text = format!("waiting for REPLY from {} (ticket 3)", many[..8].join(", "));
+        assert_eq!(listed(&text), text);
+        assert_eq!(listed("holding w1's grant"), "holding w1's grant");
+        // The graph keeps every one, and no word that merely holds a w and digits.
+        assert_eq!(awaited(&format!("waiting for REPLY from {}, row21", many.join(", ")), 30, 0).len(), 20);
+        assert_eq!(id_list(&[3, 5]), "w3, w5");
+        assert_eq!(id_list(&(0..10).collect::<Vec<_>>()), "w0, w1, w2, w3, w4, w5, w6, w7 and 2 more");
+    }
+
+    /// Hundreds that did not answer are one line, not hundreds.
+    #[test]
+    fn the_silent_are_one_line_where_the_first_stands() {
+        let now = 100_000_000_000;
+        let slots: Vec<Slot> = (0..12).map(|_| Slot::new(Pid::from_raw(i32::MAX), 0)).collect();
+        let answers = BTreeMap::from([(
+            1,
+            PendingState {
+                app: "waiting".into(),
+                since_ns: now - 1_000_000_000,
+                algorithm: "waiting for REPLY from w0, w2".into(),
+                ..Default::default()
+            },
+        )]);
+        let faults = Nemesis::new(Vec::new());
+        let kernel: Vec<Option<ProcState>> = (0..12).map(|_| None).collect();
+        let stall = Stall {
+            window: Duration::from_secs(1),
+            lag: Duration::ZERO,
+            elect: false,
+            now,
+            slots: &slots,
+            answers: &answers,
+            kernel: &kernel,
+            faults: &faults,
+        };
+        let text = stall.describe();
+        let lines: Vec<&str> = text.split("\n  ").collect();
+        assert_eq!(
+            lines[1..],
+            [
+                "w0, w2, w3, w4, w5, w6, w7, w8 and 3 more: did not answer (wedged?)",
+                "w1: waiting for 1.00s after 0 entries; waiting for REPLY from w0, w2",
+            ],
+            "{text}"
+        );
     }
 
     #[test]

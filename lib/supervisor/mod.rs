@@ -783,13 +783,18 @@ impl Supervisor<'_> {
             let _ = self.procs.send(id, &ToWorker::Query);
         }
         let mut states: BTreeMap<usize, PendingState> = BTreeMap::new();
-        let deadline = Instant::now() + Duration::from_secs(1);
+        // A second without an answer, and no longer than another window in all: hundreds
+        // of workers on a loaded machine answer one by one over seconds, and each answer
+        // they give is worth more than a line saying they were silent.
+        let (quiet, last) = (Duration::from_secs(1), asked_at + window.max(Duration::from_secs(1)));
+        let mut deadline = (asked_at + quiet).min(last);
         while states.len() < asked.len() {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.rx.recv_timeout(left) {
                 Ok(Event::Frame(conn, ToSupervisor::Pending(p))) => {
                     if let Some(id) = self.procs.made_for(conn) {
                         states.insert(id, p);
+                        deadline = (Instant::now() + quiet).min(last);
                     }
                 }
                 Ok(ev) => self.handle(ev, "running")?,
