@@ -173,8 +173,8 @@ impl Stall<'_> {
                         }
                     }
                     if !p.down.is_empty() {
-                        let d: Vec<String> = p.down.iter().map(|x| x.to_string()).collect();
-                        l += &format!("; channels down: {}", d.join(", "));
+                        let d: Vec<usize> = p.down.iter().map(|x| x.index()).collect();
+                        l += &format!("; channels down: {}", id_list(&d));
                     }
                     l
                 }
@@ -460,23 +460,30 @@ fn names(text: &str, j: usize) -> bool {
 /// The most workers a line lists of those an algorithm waits for; the rest are counted.
 const LISTED: usize = 8;
 
-/// `text` with the list after "waiting for" cut to its first [`LISTED`] workers and the
-/// rest counted (`… from w0, w1, …, w7 and 503 more`): a stall of hundreds of workers
-/// each waiting for hundreds is read line by line, and the waits-for graph keeps them all.
+/// `text` with each list after "waiting for" cut to its first [`LISTED`] workers and
+/// the rest counted (`… from w0, w1, …, w7 and 503 more`): a stall of hundreds of
+/// workers each waiting for hundreds is read line by line, and the waits-for graph keeps
+/// them all.
 fn listed(text: &str) -> String {
-    let Some(at) = text.find("waiting for").map(|i| i + "waiting for".len()) else { return text.to_string() };
-    let rest = &text[at..];
-    let upto = rest.find(['(', ';']).unwrap_or(rest.len());
-    let names: Vec<usize> = named(&rest[..upto]).map(|(_, end)| end).collect();
-    match names.get(LISTED - 1) {
-        Some(&end) if names.len() > LISTED => {
-            let more = names.len() - LISTED;
-            let tail = &rest[upto..];
-            let gap = if tail.starts_with('(') { " " } else { "" };
-            format!("{}{} and {more} more{gap}{tail}", &text[..at], &rest[..end])
+    const KEY: &str = "waiting for";
+    let mut out = String::with_capacity(text.len().min(1024));
+    let mut rest = text;
+    while let Some(at) = rest.find(KEY).map(|i| i + KEY.len()) {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        let upto = rest.find(['(', ';']).unwrap_or(rest.len());
+        let ends: Vec<usize> = named(&rest[..upto]).map(|(_, end)| end).collect();
+        if ends.len() > LISTED {
+            out.push_str(&rest[..ends[LISTED - 1]]);
+            out.push_str(&format!(" and {} more", ends.len() - LISTED));
+            if rest[upto..].starts_with('(') {
+                out.push(' ');
+            }
+            rest = &rest[upto..];
         }
-        _ => text.to_string(),
     }
+    out.push_str(rest);
+    out
 }
 
 /// `ids` as a line names them: all of up to [`LISTED`], else the first and a count.
@@ -519,6 +526,17 @@ mod tests {
         let text = format!("waiting for REPLY from {} (ticket 3)", many[..8].join(", "));
         assert_eq!(listed(&text), text);
         assert_eq!(listed("holding w1's grant"), "holding w1's grant");
+        // Each list is cut, Lamport's ACKs and RELEASEs alike.
+        let text = format!(
+            "waiting for ACK from {}; waiting for RELEASE from {} (queued ahead)",
+            many.join(", "),
+            many[..9].join(", ")
+        );
+        assert_eq!(
+            listed(&text),
+            "waiting for ACK from w1, w2, w3, w4, w5, w6, w7, w8 and 12 more; waiting for RELEASE from w1, w2, \
+             w3, w4, w5, w6, w7, w8 and 1 more (queued ahead)"
+        );
         // The graph keeps every one, and no word that merely holds a w and digits.
         assert_eq!(awaited(&format!("waiting for REPLY from {}, row21", many.join(", ")), 30, 0).len(), 20);
         assert_eq!(id_list(&[3, 5]), "w3, w5");
