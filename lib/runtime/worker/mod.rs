@@ -417,6 +417,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
                 }
                 return Err(e.into());
             }
+            self.timers.polled(Instant::now());
             // The supervisor first: a Finish must be read before any channel that closed
             // because another worker finished is taken for a crash.
             let control = events.iter().any(|ev| ev.token() == CONTROL);
@@ -520,11 +521,11 @@ impl<A: Node<Service: RunService>> Worker<A> {
         self.perform(steps)
     }
 
-    /// Fire every timer that is due, each to its owner.
+    /// Fire every timer that was due when the last poll returned, each to its owner
+    /// (`timers.rs`: what came before a timeout is read before it fires).
     fn fire_timers(&mut self) -> anyhow::Result<()> {
-        let now = Instant::now();
         while self.running && !self.terminating() {
-            let Some(kind) = self.timers.pop_due(now) else { break };
+            let Some(kind) = self.timers.pop_due() else { break };
             match kind {
                 TimerKind::App(timer) => {
                     if let Work::Mutex(w) = &mut self.work {

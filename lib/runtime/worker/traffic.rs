@@ -230,7 +230,8 @@ impl<A: Node<Service: RunService>> Worker<A> {
             }
         }
         let down = match &mut self.detect {
-            Detect::Heartbeat(hb) => hb.tick(Instant::now(), me),
+            // Silence up to the last poll, whose frames are all read by now.
+            Detect::Heartbeat(hb) => hb.tick(self.timers.polled_at().unwrap_or_else(Instant::now), me),
             Detect::Perfect | Detect::None => Vec::new(),
         };
         for peer in down {
