@@ -9,8 +9,10 @@
 //! and sends `Link` frames; the connection's reader writes what comes back). Signals go
 //! as requests, and the agent's `waitpid` comes back as `Stopped` and `Exited`, which
 //! `Remote` waits for where the local path calls `waitpid`. The agent side is
-//! [`serve`].
+//! [`serve`]. An agent with a directory of its own (`--own-dir`) sends its workers'
+//! resource requests, which one thread here applies, and their files ([`files`]).
 
+mod files;
 pub mod serve;
 
 use std::collections::HashMap;
@@ -26,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use crate::agent::{AgentSignal, FromAgent, ToAgent, DIR_CHECK_FILE, LINK_CHUNK};
 use crate::auth::{self, Secret};
+use crate::resource_link::ResourceReply;
 use crate::wire;
 
 use super::RunError;
@@ -62,6 +65,11 @@ type Life = (u32, u32);
 struct Conn {
     /// The agent's address, as the supervisor sees it: where its workers are reached.
     addr: IpAddr,
+    /// It runs its workers in a directory of its own: their resource requests go to
+    /// this thread ([`files::serve`]), their files into `dir`.
+    served: Option<std::sync::mpsc::Sender<files::Asked>>,
+    /// The run directory.
+    dir: PathBuf,
     writer: Mutex<TcpStream>,
     state: Mutex<State>,
     changed: Condvar,
@@ -109,6 +117,11 @@ impl Conn {
         }
     }
 
+    /// Whether `life` was started by this agent (and, with `live`, is not reported over).
+    fn runs(st: &State, life: Life, live: bool) -> bool {
+        matches!(st.spawned.get(&life), Some(Ok(_))) && !(live && st.exited.contains_key(&life))
+    }
+
     /// Read the agent's frames until the connection ends.
     fn read(self: Arc<Self>, mut stream: TcpStream) {
         let why = loop {
@@ -126,9 +139,38 @@ impl Conn {
         self.changed.notify_all();
     }
 
-    fn take(&self, msg: FromAgent) {
+    fn take(self: &Arc<Self>, msg: FromAgent) {
         let mut st = self.state();
         match msg {
+            FromAgent::Resource { worker, incarnation, op } => {
+                let life = (worker, incarnation);
+                let refused = match &self.served {
+                    Some(_) if !Conn::runs(&st, life, true) => {
+                        format!("w{worker} (life {incarnation}) does not run on the agent at {}", self.addr)
+                    }
+                    Some(served) => match served.send((self.clone(), life, op)) {
+                        Ok(()) => return,
+                        Err(_) => "the run's files are closed".to_string(),
+                    },
+                    None => format!("the agent at {} shares the run directory", self.addr),
+                };
+                drop(st);
+                let reply = ResourceReply::Refused(refused);
+                self.send(&ToAgent::Resource { worker, incarnation, reply });
+                return;
+            }
+            FromAgent::File { worker, incarnation, name, offset, bytes } => {
+                let ok = self.served.is_some() && Conn::runs(&st, (worker, incarnation), false);
+                drop(st);
+                files::take(ok, &self.dir, self.addr, (worker, incarnation), &name, Ok((offset, &bytes)));
+                return;
+            }
+            FromAgent::FileEnd { worker, incarnation, name, len } => {
+                let ok = self.served.is_some() && Conn::runs(&st, (worker, incarnation), false);
+                drop(st);
+                files::take(ok, &self.dir, self.addr, (worker, incarnation), &name, Err(len));
+                return;
+            }
             FromAgent::Link { worker, incarnation, bytes } => {
                 let Some(relay) = st.relays.get(&(worker, incarnation)).cloned() else { return };
                 drop(st);
@@ -154,7 +196,7 @@ impl Conn {
                 st.exited.insert((worker, incarnation), status);
             }
             // Only in the hello.
-            FromAgent::Hello { .. } | FromAgent::Joined | FromAgent::Refused(_) => {}
+            FromAgent::Hello { .. } | FromAgent::Joined { .. } | FromAgent::Refused(_) => {}
         }
         self.changed.notify_all();
     }
@@ -270,7 +312,7 @@ impl Agents {
         }
         let _check_file = Remove(path);
         let deadline = Instant::now() + o.wait;
-        let mut joined: Vec<(TcpStream, IpAddr, u32)> = Vec::new();
+        let mut joined: Vec<(TcpStream, IpAddr, u32, bool)> = Vec::new();
         while joined.len() < o.count as usize {
             if crate::interrupt::requested() {
                 return Err(RunError::Interrupted(dir.to_path_buf()));
@@ -293,7 +335,7 @@ impl Agents {
                 Err(e) => return Err(failed(e)),
             };
             match welcome(stream, &o.secret, dir, &check) {
-                Ok(Some((stream, slots))) => joined.push((stream, peer.ip(), slots)),
+                Ok(Some((stream, slots, own_dir))) => joined.push((stream, peer.ip(), slots, own_dir)),
                 Ok(None) => {
                     eprintln!("mutexlab: a caller at {peer} did not prove the agents' secret; refused")
                 }
@@ -304,7 +346,7 @@ impl Agents {
         }
         let k = joined.len();
         let of_worker: Vec<usize> = (0..workers as usize).map(|w| w * k / workers as usize).collect();
-        for (a, (_, addr, slots)) in joined.iter().enumerate() {
+        for (a, (_, addr, slots, _)) in joined.iter().enumerate() {
             let share = of_worker.iter().filter(|&&x| x == a).count();
             if share > *slots as usize {
                 return Err(RunError::Usage(format!(
@@ -313,11 +355,26 @@ impl Agents {
             }
         }
         let mut agents = Agents { conns: Vec::new(), readers: Vec::new(), of_worker };
-        for (stream, addr, _) in joined {
+        // One thread applies every own-directory agent's resource requests, in the order
+        // they come: the one writer of the file besides the local workers' appends.
+        let served = if joined.iter().any(|j| j.3) {
+            let (tx, rx) = std::sync::mpsc::channel();
+            let d = dir.to_path_buf();
+            std::thread::Builder::new()
+                .name("agents-files".into())
+                .spawn(move || files::serve(&d, rx))
+                .map_err(|e| RunError::Failed(format!("cannot start the agents' files thread: {e}")))?;
+            Some(tx)
+        } else {
+            None
+        };
+        for (stream, addr, _, own_dir) in joined {
             let failed = |e: std::io::Error| RunError::Failed(format!("the agent at {addr}: {e}"));
             let reader = stream.try_clone().map_err(failed)?;
             let conn = Arc::new(Conn {
                 addr,
+                served: served.clone().filter(|_| own_dir),
+                dir: dir.to_path_buf(),
                 writer: Mutex::new(stream),
                 state: Mutex::new(State::default()),
                 changed: Condvar::new(),
@@ -335,12 +392,16 @@ impl Agents {
         self.of_worker.iter().map(|&a| self.conns[a].addr).collect()
     }
 
-    /// Each agent's address, in the order it joined, with the workers it runs (for the
-    /// report).
-    pub(super) fn places(&self) -> Vec<(IpAddr, Vec<u32>)> {
+    /// Each agent's address, in the order it joined, with the workers it runs and
+    /// whether in a directory of its own (for the report).
+    pub(super) fn places(&self) -> Vec<(IpAddr, Vec<u32>, bool)> {
         let workers =
             |a: usize| (0..self.of_worker.len() as u32).filter(move |&w| self.of_worker[w as usize] == a);
-        self.conns.iter().enumerate().map(|(a, c)| (c.addr, workers(a).collect())).collect()
+        self.conns
+            .iter()
+            .enumerate()
+            .map(|(a, c)| (c.addr, workers(a).collect(), c.served.is_some()))
+            .collect()
     }
 
     /// Start life `incarnation` of worker `worker` on its agent: its handle, its pid
@@ -424,14 +485,15 @@ fn unread(s: &UnixStream) -> usize {
 }
 
 /// The hello with one caller: the challenge, its proof, the run directory and the
-/// agent's word that it sees it. `Ok(None)`: not an agent of this run; `Err`: an agent
-/// that refused, in its line.
+/// agent's word that it sees it (or runs its workers in a directory of its own: then
+/// true). `Ok(None)`: not an agent of this run; `Err`: an agent that refused, in its
+/// line.
 fn welcome(
     stream: TcpStream,
     secret: &Secret,
     dir: &Path,
     check: &str,
-) -> Result<Option<(TcpStream, u32)>, String> {
+) -> Result<Option<(TcpStream, u32, bool)>, String> {
     let mut stream = stream;
     let setup = stream
         .set_nonblocking(false)
@@ -455,9 +517,9 @@ fn welcome(
         return Ok(None);
     }
     match wire::read_blocking(&mut stream) {
-        Ok(Some(FromAgent::Joined)) => {
+        Ok(Some(FromAgent::Joined { own_dir })) => {
             let _ = stream.set_read_timeout(None);
-            Ok(Some((stream, slots)))
+            Ok(Some((stream, slots, own_dir)))
         }
         Ok(Some(FromAgent::Refused(line))) => Err(line),
         _ => Ok(None),
@@ -495,6 +557,7 @@ mod tests {
             slots,
             wait: PATIENCE,
             exe: "/nonexistent".into(),
+            own_dir: false,
         };
         std::thread::spawn(move || serve(&o))
     }
