@@ -593,6 +593,87 @@ mod tests {
         assert!(small.join().unwrap().is_ok());
     }
 
+    /// Negative controls of the resource through an agent: a request for a life the
+    /// agent does not run, and a record of another worker, are refused in one line
+    /// (nothing written), and a file not of that life's is not taken; the life's own
+    /// request is applied.
+    #[test]
+    fn an_own_directory_agents_requests_for_others_are_refused_and_its_own_applied() {
+        let tmp = tempfile::tempdir().unwrap();
+        crate::resource::create(&tmp.path().join(crate::control::RESOURCE_FILE), "x", 4, false).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let o = opts(&listener, 1, PATIENCE);
+        let (listen, secret) = (o.listen, o.secret.clone());
+        // A hand-made agent with a directory of its own: it joins, is asked to start w0,
+        // says it did, then asks for the resource as w1, as w0 with w1's record, as w0.
+        let fake = std::thread::spawn(move || {
+            let mut s = TcpStream::connect(listen).unwrap();
+            let Ok(Some(ToAgent::Challenge { nonce })) = wire::read_blocking(&mut s) else { panic!() };
+            let mut buf = Vec::new();
+            let proof = auth::agent_proof(&secret, &nonce, 4);
+            wire::encode(&mut buf, &FromAgent::Hello { slots: 4, proof });
+            s.write_all(&buf).unwrap();
+            let Ok(Some(ToAgent::Welcome { .. })) = wire::read_blocking(&mut s) else { panic!() };
+            buf.clear();
+            wire::encode(&mut buf, &FromAgent::Joined { own_dir: true });
+            s.write_all(&buf).unwrap();
+            let Ok(Some(ToAgent::Spawn { worker: 0, incarnation: 0 })) = wire::read_blocking(&mut s) else {
+                panic!("no spawn")
+            };
+            use crate::resource::Record;
+            use crate::resource_link::ResourceOp;
+            let want = |w| ResourceOp::Append(Record::Want { w, e: 1, t: 1 });
+            let mut replies = Vec::new();
+            for (worker, op) in [(1, ResourceOp::Counter), (0, want(1)), (0, want(0))] {
+                buf.clear();
+                if worker == 1 {
+                    wire::encode(&mut buf, &FromAgent::Spawned { worker: 0, incarnation: 0, pid: 1 });
+                }
+                wire::encode(&mut buf, &FromAgent::Resource { worker, incarnation: 0, op });
+                s.write_all(&buf).unwrap();
+                loop {
+                    match wire::read_blocking(&mut s) {
+                        Ok(Some(ToAgent::Resource { reply, .. })) => break replies.push(reply),
+                        Ok(Some(_)) => {}
+                        other => panic!("{other:?}"),
+                    }
+                }
+            }
+            // Another worker's trace, then this life's: only the second is taken.
+            buf.clear();
+            for name in ["trace-w1.log", "trace-w0.log"] {
+                let (worker, incarnation, name) = (0, 0, name.to_string());
+                let bytes = b"# x\n".to_vec();
+                wire::encode(
+                    &mut buf,
+                    &FromAgent::File { worker, incarnation, name: name.clone(), offset: 0, bytes },
+                );
+                wire::encode(&mut buf, &FromAgent::FileEnd { worker, incarnation, name, len: 4 });
+            }
+            wire::encode(&mut buf, &FromAgent::Exited { worker: 0, incarnation: 0, status: "exited".into() });
+            s.write_all(&buf).unwrap();
+            replies
+        });
+        let agents = Agents::gather_on(listener, &o, 1, tmp.path()).unwrap();
+        assert_eq!(agents.places(), [(IpAddr::from([127, 0, 0, 1]), vec![0], true)]);
+        let (remote, _, _ours) = agents.spawn(0, 0).unwrap();
+        let replies = fake.join().unwrap();
+        use crate::resource_link::ResourceReply::{Done, Refused};
+        assert_eq!(
+            replies,
+            [
+                Refused("w1 (life 0) does not run on the agent at 127.0.0.1".into()),
+                Refused("w0 sent a record of w1".into()),
+                Done
+            ]
+        );
+        assert_eq!(remote.wait_exited(PATIENCE).as_deref(), Some("exited"));
+        let text = std::fs::read_to_string(tmp.path().join(crate::control::RESOURCE_FILE)).unwrap();
+        assert_eq!(text.lines().skip(1).collect::<Vec<_>>(), ["WANT w=0 e=1 t=1"]);
+        assert!(!tmp.path().join("trace-w1.log").exists());
+        assert_eq!(std::fs::read(tmp.path().join("trace-w0.log")).unwrap(), b"# x\n");
+    }
+
     #[test]
     fn an_agent_that_refuses_fails_the_run_with_its_line() {
         let tmp = tempfile::tempdir().unwrap();
