@@ -216,6 +216,17 @@ mod tests {
         wire::try_encode(&mut buf, &link).expect("a full chunk of the largest bytes fits");
         let mut r = &buf[..];
         assert_eq!(wire::read_blocking::<FromAgent, _>(&mut r).unwrap(), Some(link));
+        let name = "flight-w4294967295-4294967295.ring".to_string();
+        let file = FromAgent::File {
+            worker: 7,
+            incarnation: 2,
+            name,
+            offset: u64::MAX,
+            bytes: vec![0xff; FILE_CHUNK],
+        };
+        let mut buf = Vec::new();
+        wire::try_encode(&mut buf, &file).expect("a full file chunk of the largest bytes fits");
+        assert_eq!(wire::read_blocking::<FromAgent, _>(&mut &buf[..]).unwrap(), Some(file));
         let sig = ToAgent::Signal { worker: 1, incarnation: 0, signal: AgentSignal::Stop };
         let mut buf = Vec::new();
         wire::encode(&mut buf, &sig);
