@@ -1,37 +1,19 @@
 //! The supervisor's side of an agent's own directory (`mutexlab agent --own-dir`): the
-//! one thread that applies its workers' resource and leader requests to the run's
-//! files ([`serve`], with the same calls a local worker makes: `Served`), and the
 //! files each worker life leaves on the agent's host, written into the run directory
 //! under the names a local run uses ([`take`]), so the audit, report and diagnosis
 //! read them as they would locally. Only a worker's own trace and its life's flight
-//! ring are taken; anything else an agent sends is refused in one line.
+//! ring are taken; anything else an agent sends is refused in one line. (Its workers'
+//! resource and leader requests are applied by `Conn::take`, with `Served`.)
 
 use std::fs::OpenOptions;
 use std::io;
 use std::net::IpAddr;
 use std::os::unix::fs::{FileExt, OpenOptionsExt};
 use std::path::Path;
-use std::sync::mpsc::Receiver;
-use std::sync::Arc;
 
-use crate::agent::ToAgent;
-use crate::resource_link::{ResourceOp, Served};
 use crate::{flight, trace};
 
-use super::{Conn, Life};
-
-/// A request from an agent's worker: its connection (for the reply), the life, the op.
-pub(super) type Asked = (Arc<Conn>, Life, ResourceOp);
-
-/// Apply the requests of every own-directory agent, in the order they come, until the
-/// agents are gone.
-pub(super) fn serve(dir: &Path, asked: Receiver<Asked>) {
-    let mut files = Served::new(dir);
-    for (conn, (worker, incarnation), op) in asked {
-        let reply = files.apply(worker, op);
-        conn.send(&ToAgent::Resource { worker, incarnation, reply });
-    }
-}
+use super::Life;
 
 /// Write a piece of a file life `life` left on the agent at `addr` (`Ok((offset,
 /// bytes))`), or its end (`Err(len)`: its length), into run directory `dir`, if `ok`

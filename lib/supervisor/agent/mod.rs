@@ -10,7 +10,8 @@
 //! as requests, and the agent's `waitpid` comes back as `Stopped` and `Exited`, which
 //! `Remote` waits for where the local path calls `waitpid`. The agent side is
 //! [`serve`]. An agent with a directory of its own (`--own-dir`) sends its workers'
-//! resource requests, which one thread here applies, and their files ([`files`]).
+//! resource requests, which its reader applies to the run's one handle on the files
+//! (`Served`, under a lock), and their files ([`files`]).
 
 mod files;
 pub mod serve;
@@ -28,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use crate::agent::{AgentSignal, FromAgent, ToAgent, DIR_CHECK_FILE, LINK_CHUNK};
 use crate::auth::{self, Secret};
-use crate::resource_link::ResourceReply;
+use crate::resource_link::{ResourceReply, Served};
 use crate::wire;
 
 use super::RunError;
@@ -65,9 +66,10 @@ type Life = (u32, u32);
 struct Conn {
     /// The agent's address, as the supervisor sees it: where its workers are reached.
     addr: IpAddr,
-    /// It runs its workers in a directory of its own: their resource requests go to
-    /// this thread ([`files::serve`]), their files into `dir`.
-    served: Option<std::sync::mpsc::Sender<files::Asked>>,
+    /// It runs its workers in a directory of its own: their resource requests are
+    /// applied to the run's one handle on its files, shared by every such agent, and
+    /// their files go into `dir`.
+    served: Option<Arc<Mutex<Served>>>,
     /// The run directory.
     dir: PathBuf,
     writer: Mutex<TcpStream>,
@@ -139,23 +141,30 @@ impl Conn {
         self.changed.notify_all();
     }
 
-    fn take(self: &Arc<Self>, msg: FromAgent) {
+    fn take(&self, msg: FromAgent) {
         let mut st = self.state();
         match msg {
             FromAgent::Resource { worker, incarnation, op } => {
                 let life = (worker, incarnation);
-                let refused = match &self.served {
-                    Some(_) if !Conn::runs(&st, life, true) => {
-                        format!("w{worker} (life {incarnation}) does not run on the agent at {}", self.addr)
+                // Not after its exit (the agent's relay may read a dying worker's last
+                // request late): that write would land after its peers were told it
+                // died, where a local worker's cannot. Dropped, it is a write the kill
+                // came before.
+                let reply = match &self.served {
+                    Some(_) if !Conn::runs(&st, life, true) => ResourceReply::Refused(format!(
+                        "w{worker} (life {incarnation}) does not run on the agent at {}",
+                        self.addr
+                    )),
+                    // Applied here, by this agent's reader, under the one lock: no hand-off
+                    // to another thread (a wake-up less in every round trip).
+                    Some(served) => {
+                        drop(st);
+                        served.lock().unwrap_or_else(|p| p.into_inner()).apply(worker, op)
                     }
-                    Some(served) => match served.send((self.clone(), life, op)) {
-                        Ok(()) => return,
-                        Err(_) => "the run's files are closed".to_string(),
-                    },
-                    None => format!("the agent at {} shares the run directory", self.addr),
+                    None => {
+                        ResourceReply::Refused(format!("the agent at {} shares the run directory", self.addr))
+                    }
                 };
-                drop(st);
-                let reply = ResourceReply::Refused(refused);
                 self.send(&ToAgent::Resource { worker, incarnation, reply });
                 return;
             }
@@ -355,19 +364,9 @@ impl Agents {
             }
         }
         let mut agents = Agents { conns: Vec::new(), readers: Vec::new(), of_worker };
-        // One thread applies every own-directory agent's resource requests, in the order
-        // they come: the one writer of the file besides the local workers' appends.
-        let served = if joined.iter().any(|j| j.3) {
-            let (tx, rx) = std::sync::mpsc::channel();
-            let d = dir.to_path_buf();
-            std::thread::Builder::new()
-                .name("agents-files".into())
-                .spawn(move || files::serve(&d, rx))
-                .map_err(|e| RunError::Failed(format!("cannot start the agents' files thread: {e}")))?;
-            Some(tx)
-        } else {
-            None
-        };
+        // One handle on the run's files applies every own-directory agent's requests,
+        // one at a time, in the order their readers take its lock.
+        let served = joined.iter().any(|j| j.3).then(|| Arc::new(Mutex::new(Served::new(dir))));
         for (stream, addr, _, own_dir) in joined {
             let failed = |e: std::io::Error| RunError::Failed(format!("the agent at {addr}: {e}"));
             let reader = stream.try_clone().map_err(failed)?;
