@@ -383,6 +383,19 @@ impl Resource {
         }
     }
 
+    /// [`Resource::append`], then [`Resource::counter`] if it landed: what an unfenced
+    /// worker does as it enters. One request when remote (a round trip less inside the
+    /// critical section). The outer error is the append's, the inner the read's.
+    pub fn append_then_counter(&mut self, rec: &Record) -> io::Result<io::Result<u64>> {
+        match &mut self.0 {
+            Handle::Local(l) => {
+                l.append(rec)?;
+                Ok(l.counter())
+            }
+            Handle::Remote(r) => r.append_then_counter(rec),
+        }
+    }
+
     /// The highest fence clock of any ENTER in the file (0 if none).
     pub fn highest_fence_clock(&mut self) -> io::Result<u64> {
         match &mut self.0 {

@@ -39,6 +39,8 @@ pub enum ResourceOp {
     Counter,
     /// [`Local::highest_fence_clock`].
     HighestFenceClock,
+    /// [`Local::append`], then [`Local::counter`] if it landed.
+    AppendThenCounter(Record),
     /// Append this record to the leader file.
     Leader(LeaderRecord),
 }
@@ -56,6 +58,8 @@ pub enum ResourceReply {
     Value(u64),
     /// The file system refused it there (as the kernel says).
     Failed(String),
+    /// `AppendThenCounter`'s append landed, and the read failed: as the kernel says.
+    ReadFailed(String),
     /// The supervisor refused the request itself (not this worker's, say): why.
     Refused(String),
 }
@@ -105,6 +109,8 @@ impl Remote {
         self.link.write_all(&self.buf)?;
         match wire::read_blocking::<ResourceReply, _>(&mut self.link) {
             Ok(Some(ResourceReply::Failed(why))) => Err(io::Error::other(why)),
+            // Only `append_then_counter` asks for what can end so; it unwraps it.
+            Ok(Some(reply @ ResourceReply::ReadFailed(_))) => Ok(reply),
             Ok(Some(ResourceReply::Refused(why))) => Err(io::Error::other(RemoteRefused(why))),
             Ok(Some(reply)) => Ok(reply),
             Ok(None) => Err(io::Error::other("the agent closed the resource link")),
@@ -148,6 +154,16 @@ impl Remote {
         }
     }
 
+    /// [`Local::append`] then [`Local::counter`] there, in one round trip (see
+    /// [`crate::resource::Resource::append_then_counter`]).
+    pub fn append_then_counter(&mut self, rec: &Record) -> io::Result<io::Result<u64>> {
+        match self.ask(&ResourceOp::AppendThenCounter(rec.clone()))? {
+            ResourceReply::Value(v) => Ok(Ok(v)),
+            ResourceReply::ReadFailed(why) => Ok(Err(io::Error::other(why))),
+            r => Err(Self::unexpected(r)),
+        }
+    }
+
     /// [`Local::highest_fence_clock`] there.
     pub fn highest_fence_clock(&mut self) -> io::Result<u64> {
         match self.ask(&ResourceOp::HighestFenceClock)? {
@@ -183,7 +199,9 @@ impl Served {
     /// Apply `op`, asked by worker `worker`: a record it sends must be its own.
     pub fn apply(&mut self, worker: u32, op: ResourceOp) -> ResourceReply {
         let claimed = match &op {
-            ResourceOp::Append(r) | ResourceOp::AppendFenced(r) => Some(r.worker()),
+            ResourceOp::Append(r) | ResourceOp::AppendFenced(r) | ResourceOp::AppendThenCounter(r) => {
+                Some(r.worker())
+            }
             ResourceOp::Leader(r) => Some(r.w),
             _ => None,
         };
@@ -219,6 +237,10 @@ impl Served {
             ResourceOp::Committed => r.committed().map(ResourceReply::Committed),
             ResourceOp::Counter => r.counter().map(ResourceReply::Value),
             ResourceOp::HighestFenceClock => r.highest_fence_clock().map(ResourceReply::Value),
+            ResourceOp::AppendThenCounter(rec) => r.append(&rec).map(|()| match r.counter() {
+                Ok(v) => ResourceReply::Value(v),
+                Err(e) => ResourceReply::ReadFailed(format!("{}: {e}", path.display())),
+            }),
             ResourceOp::Leader(_) => unreachable!("answered above"),
         };
         got.unwrap_or_else(|e| failed(&path, e))
@@ -268,6 +290,7 @@ mod tests {
             (true, Record::Enter { w: 1, e: 2, fence: f(4), t: 4 }),
             (false, Record::Enter { w: 1, e: 2, fence: f(9), t: 5 }),
             (true, Record::Exit { w: 1, e: 2, fence: f(9), read: 1, value: 2, t: 6 }),
+            (false, Record::Enter { w: 1, e: 3, fence: f(10), t: 7 }),
         ];
         for r in [&mut local, &mut remote] {
             assert_eq!(r.counter().unwrap(), 0);
@@ -276,6 +299,10 @@ mod tests {
         for (fenced, rec) in &steps {
             if *fenced {
                 assert_eq!(local.append_fenced(rec).unwrap(), remote.append_fenced(rec).unwrap(), "{rec}");
+            } else if matches!(rec, Record::Enter { e: 3, .. }) {
+                let (l, r) =
+                    (local.append_then_counter(rec).unwrap(), remote.append_then_counter(rec).unwrap());
+                assert_eq!((l.unwrap(), r.unwrap()), (2, 2), "the counter after the append");
             } else {
                 local.append(rec).unwrap();
                 remote.append(rec).unwrap();
@@ -284,7 +311,7 @@ mod tests {
             assert_eq!(local.counter().unwrap(), remote.counter().unwrap());
             assert_eq!(local.highest_fence_clock().unwrap(), remote.highest_fence_clock().unwrap());
         }
-        assert_eq!(remote.highest_fence_clock().unwrap(), 9);
+        assert_eq!(remote.highest_fence_clock().unwrap(), 10);
         assert_eq!(remote.counter().unwrap(), 2);
         let text = |d: &Path| std::fs::read_to_string(d.join(RESOURCE_FILE)).unwrap();
         assert_eq!(text(&a), text(&b));

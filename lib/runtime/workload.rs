@@ -337,9 +337,9 @@ impl Workload {
                 }
             }
         } else {
-            self.append(&rec)?;
+            let path = &self.resource_path;
+            let read = self.resource.append_then_counter(&rec).map_err(|error| refused(path, error))??;
             steps.push(AppStep::Trace { what: "enter", leader: None });
-            let read = self.resource.counter()?;
             self.set_app_at(App::Inside { fence, read, landed: true }, t);
         }
         if self.cs.is_zero() {
