@@ -24,7 +24,7 @@
 pub use mutexlab_algos as algos;
 pub use mutexlab_core::{
     agent, algorithm, auth, control, faults, fields, files, flight, host, interrupt, latency, leaders, lines,
-    panics, resource, script, text, trace, wire,
+    panics, resource, resource_link, script, text, trace, wire,
 };
 pub use mutexlab_runtime as runtime;
 pub use mutexlab_runtime::external;

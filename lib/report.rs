@@ -481,8 +481,9 @@ fn agents_line(agents: &[AgentPlace]) -> Option<String> {
         (Some(a), _) => format!("w{a}"),
         _ => "no worker".to_string(),
     };
+    let own = |a: &AgentPlace| if a.own_dir { " (own directory)" } else { "" };
     let places: Vec<String> =
-        agents.iter().map(|a| format!("{} at {}", span(&a.workers), a.address)).collect();
+        agents.iter().map(|a| format!("{} at {}{}", span(&a.workers), a.address, own(a))).collect();
     Some(format!("  agents      {}: {}", agents.len(), places.join(", ")))
 }
 
@@ -733,9 +734,18 @@ mod tests {
 
     #[test]
     fn the_agents_line_names_each_agent_s_block_of_workers_and_a_local_run_has_none() {
-        let place = |address: &str, workers: Vec<u32>| AgentPlace { address: address.into(), workers };
-        let two = [place("10.0.0.2", vec![0, 1, 2, 3]), place("10.0.0.1", vec![4, 5, 6, 7])];
+        let place = |address: &str, workers: Vec<u32>| AgentPlace {
+            address: address.into(),
+            workers,
+            own_dir: false,
+        };
+        let mut two = [place("10.0.0.2", vec![0, 1, 2, 3]), place("10.0.0.1", vec![4, 5, 6, 7])];
         assert_eq!(agents_line(&two).unwrap(), "  agents      2: w0-w3 at 10.0.0.2, w4-w7 at 10.0.0.1");
+        two[1].own_dir = true;
+        assert_eq!(
+            agents_line(&two).unwrap(),
+            "  agents      2: w0-w3 at 10.0.0.2, w4-w7 at 10.0.0.1 (own directory)"
+        );
         let few = [place("10.0.0.1", vec![0]), place("10.0.0.2", vec![])];
         assert_eq!(agents_line(&few).unwrap(), "  agents      2: w0 at 10.0.0.1, no worker at 10.0.0.2");
         assert_eq!(agents_line(&[]), None);

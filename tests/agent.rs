@@ -7,6 +7,9 @@
 //! terminated) through its agent, audits clean and counts the same messages as the
 //! same run local over TCP. Where user namespaces are refused, the keeper's refusal
 //! line is asserted instead (as in `netns.rs`). The flags' refusals need no namespace.
+//! Each run is made twice: with the run directory seen by the agents (one file system
+//! here), and with `--own-dir`, the agents' workers in directories of their own, their
+//! resource and leader records through the agents and their traces and rings sent back.
 
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Output, Stdio};
@@ -25,6 +28,16 @@ impl Reaped {
     /// Wait for it to end, with its output.
     fn output(mut self) -> Output {
         self.0.take().unwrap().wait_with_output().expect("waited for")
+    }
+
+    /// SIGKILL it, and its output.
+    fn killed(mut self) -> Output {
+        let _ = self.0.as_mut().unwrap().kill();
+        self.output()
+    }
+
+    fn pid(&self) -> u32 {
+        self.0.as_ref().unwrap().id()
     }
 }
 
@@ -67,6 +80,23 @@ fn workers_in(dir: &std::path::Path) -> Vec<i32> {
     processes_mentioning(&dir.display().to_string()).into_iter().filter(worker).collect()
 }
 
+/// The directory of its own an agent said it ran its workers in (`--own-dir`).
+fn own_dir_of(agent: &Output) -> std::path::PathBuf {
+    let err = stderr(agent);
+    let line = err.lines().find(|l| l.contains("(own directory; the run's is ")).expect("an own directory");
+    let (_, rest) = line.split_once(" in ").expect("in DIR");
+    std::path::PathBuf::from(rest.split_once(" (own directory").expect("(own directory").0)
+}
+
+/// The agents' arguments: `--own-dir` when `own`.
+fn agent_args<'a>(connect: &'a str, secret: &'a str, own: bool) -> Vec<&'a str> {
+    let mut args = vec!["agent", "--connect", connect, "--secret-file", secret];
+    if own {
+        args.push("--own-dir");
+    }
+    args
+}
+
 /// A fresh agents' secret in `dir`.
 fn secret_file(dir: &std::path::Path) -> String {
     let path = dir.join("secret");
@@ -77,6 +107,18 @@ fn secret_file(dir: &std::path::Path) -> String {
 
 #[test]
 fn two_agents_in_two_namespaces_run_an_election_whose_leader_is_killed_and_restarted() {
+    election_on_two_agents(false);
+}
+
+/// The same with the agents' workers in directories of their own: the leader records
+/// through the agents, and the killed leader's sends counted from its flight ring,
+/// which its agent sent back.
+#[test]
+fn an_election_on_two_agents_in_their_own_directories_counts_as_the_local_run() {
+    election_on_two_agents(true);
+}
+
+fn election_on_two_agents(own: bool) {
     let Some(mut keeper) = crate::netns::keeper() else { return };
     let tmp = tempfile::Builder::new().prefix("mla-").tempdir().unwrap();
     let secret = secret_file(tmp.path());
@@ -93,7 +135,8 @@ fn two_agents_in_two_namespaces_run_an_election_whose_leader_is_killed_and_resta
     // The supervisor's host is slot 10; the agents' are 0 and 1.
     let supervisor = isolated(&mut keeper, 10, &sup_args);
     let connect = format!("{}:{PORT}", mutexlab::supervisor::netns::address(10));
-    let agent_args = ["agent", "--connect", &connect, "--secret-file", &secret, "--slots", "4"];
+    let mut agent_args = agent_args(&connect, &secret, own);
+    agent_args.extend_from_slice(&["--slots", "4"]);
     let agents = [isolated(&mut keeper, 0, &agent_args), isolated(&mut keeper, 1, &agent_args)];
     let out = supervisor.output();
     let j = json(&out);
@@ -122,16 +165,51 @@ fn two_agents_in_two_namespaces_run_an_election_whose_leader_is_killed_and_resta
     for key in ["violations_by_kind", "leader", "lost_messages"] {
         assert_eq!(j[key], local[key], "{key}");
     }
+    // The killed leader's sends, which only its trace has, are counted alike.
+    assert!(j["cost"]["unreported_sent"].as_u64().unwrap() > 0, "{j}");
+    assert_eq!(j["cost"]["unreported_by_type"], local["cost"]["unreported_by_type"]);
+    let places = j["agents"].as_array().expect("agents in the report");
+    assert!(places.iter().all(|p| p["own_dir"].as_bool().unwrap_or(false) == own), "{j}");
+    // An election's directory stays with its leader file (and report), as locally: no
+    // ring, trace or check is left in it, and every worker's records reached the file.
+    let mut names: Vec<String> = std::fs::read_dir(&run_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names.retain(|n| n != "report.html");
+    assert_eq!(names, ["leaders.log"], "a clean run leaves nothing else");
+    let leaders = std::fs::read_to_string(run_dir.join("leaders.log")).unwrap();
+    for w in 0..8 {
+        assert!(leaders.contains(&format!("\nLEADER w={w} inc=0 leader=7 ")), "w{w}: {leaders}");
+    }
+    if own {
+        for a in &agents {
+            let dir = own_dir_of(a);
+            assert!(!dir.exists(), "the agent left {}", dir.display());
+        }
+    }
 }
 
 #[test]
 fn a_mutex_run_on_two_agents_survives_a_kill_restart_and_stop_and_a_lost_agent_takes_its_workers() {
+    mutex_on_two_agents(false);
+}
+
+/// The same with the agents' workers in directories of their own: every resource
+/// operation through the agents, applied on the supervisor's host.
+#[test]
+fn a_mutex_run_on_two_agents_in_their_own_directories_is_clean_and_leaves_nothing() {
+    mutex_on_two_agents(true);
+}
+
+fn mutex_on_two_agents(own: bool) {
     let Some(mut keeper) = crate::netns::keeper() else { return };
     let tmp = tempfile::Builder::new().prefix("mla-").tempdir().unwrap();
     let secret = secret_file(tmp.path());
     let listen = format!("0.0.0.0:{PORT}");
     let connect = format!("{}:{PORT}", mutexlab::supervisor::netns::address(10));
-    let agent_args = ["agent", "--connect", &connect, "--secret-file", &secret];
+    let agent_args = agent_args(&connect, &secret, own);
     let on_agents = |keeper: &mut Keeper, run_dir: &str, args: &[&str]| {
         let mut all = vec!["run", "--json", "--transport", "tcp", "--run-dir", run_dir, "--agents", "2"];
         all.extend_from_slice(&[
@@ -154,8 +232,9 @@ fn a_mutex_run_on_two_agents_survives_a_kill_restart_and_stop_and_a_lost_agent_t
         on_agents(&mut keeper, run_dir.to_str().unwrap(), &["-n", "8", "-k", "20", "--faults", plan]);
     let out = sup.output();
     let j = json(&out);
-    for a in agents.into_iter().map(Reaped::output) {
-        assert_eq!(a.status.code(), Some(0), "{}", stderr(&a));
+    let agents: Vec<Output> = agents.into_iter().map(Reaped::output).collect();
+    for a in &agents {
+        assert_eq!(a.status.code(), Some(0), "{}", stderr(a));
     }
     assert_eq!(out.status.code(), Some(0), "{}\n{j}", stderr(&out));
     assert_eq!(
@@ -174,12 +253,24 @@ fn a_mutex_run_on_two_agents_survives_a_kill_restart_and_stop_and_a_lost_agent_t
     addresses.sort();
     assert_eq!(addresses, ["10.0.0.1", "10.0.0.2"], "{j}");
     assert!(workers_in(&run_dir).is_empty(), "workers outlived their agents");
+    if own {
+        for a in &agents {
+            assert!(workers_in(&own_dir_of(a)).is_empty(), "workers outlived their agents");
+        }
+    }
     // Nothing of the agents' hellos is left in it either.
     assert!(
         !run_dir.exists(),
         "a clean run leaves nothing: {:?}",
         std::fs::read_dir(&run_dir).map(|d| d.count())
     );
+    assert!(places.iter().all(|p| p["own_dir"].as_bool().unwrap_or(false) == own), "{j}");
+    if own {
+        for a in &agents {
+            let dir = own_dir_of(a);
+            assert!(!dir.exists(), "the agent left {}", dir.display());
+        }
+    }
 
     // The second agent killed outright mid-run: the run fails in one line naming the
     // lost connection, and its workers die with it (their parent-death signal).
@@ -189,8 +280,9 @@ fn a_mutex_run_on_two_agents_survives_a_kill_restart_and_stop_and_a_lost_agent_t
     // Under way: every worker started, and entries made.
     let resource = run_dir.join("resource.log");
     let entered = || std::fs::read_to_string(&resource).is_ok_and(|t| t.contains("\nEXIT "));
-    wait_for("entries", || workers_in(&run_dir).len() == 8 && entered());
-    drop(second);
+    let agent_pids = [first.pid(), second.pid()];
+    wait_for("entries", || children_of(&agent_pids).len() == 8 && entered());
+    let second = second.killed();
     let out = sup.output();
     let j = json(&out);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
@@ -201,8 +293,31 @@ fn a_mutex_run_on_two_agents_survives_a_kill_restart_and_stop_and_a_lost_agent_t
         "{failure}"
     );
     // The first agent's workers were stopped by the supervisor in order.
-    assert_eq!(first.output().status.code(), Some(0));
+    let first = first.output();
+    assert_eq!(first.status.code(), Some(0));
     wait_for("no worker left", || workers_in(&run_dir).is_empty());
+    if own {
+        wait_for("no worker left", || workers_in(&own_dir_of(&first)).is_empty());
+        wait_for("no worker left", || workers_in(&own_dir_of(&second)).is_empty());
+        assert!(!own_dir_of(&first).exists());
+        // A SIGKILLed agent cannot remove its directory: what it leaves is this.
+        let left = own_dir_of(&second);
+        assert!(left.exists(), "{}", left.display());
+        std::fs::remove_dir_all(&left).unwrap();
+    }
+}
+
+/// The processes whose parent is one of `parents`.
+fn children_of(parents: &[u32]) -> Vec<u32> {
+    let parent = |pid: &u32| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // After the command's closing parenthesis: the state, then the parent's pid.
+        let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        rest.split_whitespace().nth(1).and_then(|p| p.parse::<u32>().ok())
+    };
+    let all =
+        std::fs::read_dir("/proc").unwrap().filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok());
+    all.filter(|pid| parent(pid).is_some_and(|p| parents.contains(&p))).collect()
 }
 
 #[test]
@@ -220,6 +335,12 @@ fn agents_need_tcp_and_a_secret_and_a_bad_secret_file_is_a_usage_error() {
             "--agents must be between 1 and the 4 workers",
         ),
         (vec!["run", "--secret-file", &secret], "--secret-file is for --agents"),
+        // The kernel's lock cannot reach a file on another host (negative control of
+        // the resource through the agents: no flock through them).
+        (
+            vec!["run", "--agents", "1", "--transport", "tcp", "--secret-file", &secret, "--algo", "flock"],
+            "--agents: \"flock\" locks the resource file with flock(2), which cannot reach a file on another host",
+        ),
         (
             vec!["run", "--agents", "1", "--transport", "tcp", "--secret-file", bad],
             "a secret is 64 hex digits",

@@ -211,6 +211,10 @@ struct WorkerArgs {
     id: Option<u32>,
     #[arg(long)]
     run_dir: PathBuf,
+    /// The resource and leader files are reached over the link on fd 4 (an agent's own
+    /// directory).
+    #[arg(long)]
+    resource_link: bool,
 }
 
 /// `mutexlab agent`'s options.
@@ -228,6 +232,12 @@ struct AgentArgs {
     /// How long to keep trying to reach the supervisor, in seconds.
     #[arg(long, value_name = "SECONDS", default_value_t = 60)]
     wait: u64,
+    /// Run the workers in a directory of this host's own (removed at the end), not in
+    /// the run's: their resource and leader files are reached through this agent, and
+    /// their traces and flight rings sent back when each life ends. Without it the run
+    /// directory must be visible here at the same path.
+    #[arg(long)]
+    own_dir: bool,
 }
 
 /// Serve one run as its agent: exit 0 when the run ends, 2 for a wrong secret or a run
@@ -244,6 +254,7 @@ fn cmd_agent(a: AgentArgs) -> Outcome {
         slots: a.slots,
         wait: std::time::Duration::from_secs(a.wait.max(1)),
         exe: exe(),
+        own_dir: a.own_dir,
     };
     match serve(&o) {
         Ok(()) => Ok(Verdict::Pass),
@@ -265,7 +276,13 @@ fn started_by_run(mut args: impl Iterator<Item = std::ffi::OsString>) -> Option<
             // Only the digits the supervisor writes: anything else is clap's to judge.
             let id = id.to_str().filter(|s| s.bytes().all(|b| b.is_ascii_digit()))?.parse().ok()?;
             let plain = !run_dir.is_empty() && !run_dir.as_encoded_bytes().starts_with(b"-");
-            plain.then(|| Cmd::Worker(WorkerArgs { id: Some(id), run_dir: PathBuf::from(run_dir) }))
+            plain.then(|| {
+                Cmd::Worker(WorkerArgs {
+                    id: Some(id),
+                    run_dir: PathBuf::from(run_dir),
+                    resource_link: false,
+                })
+            })
         }
         _ => None,
     }
@@ -331,7 +348,7 @@ fn command(registry: Registry) -> Outcome {
         }
         Cmd::Man { output } => cmd_man(output.as_deref()),
         Cmd::Agent(a) => cmd_agent(a),
-        Cmd::Worker(w) => match registry::run_worker(&w.run_dir, w.id) {
+        Cmd::Worker(w) => match registry::run_worker(&w.run_dir, w.id, w.resource_link) {
             Ok(()) => Ok(Verdict::Pass),
             Err(e) => {
                 let who = w.id.map_or("worker".to_string(), |id| format!("w{id}"));

@@ -8,10 +8,19 @@
 //! be started and signalled, the agent reports each one's stop and exit, and each
 //! worker's control link travels inside the connection as [`ToAgent::Link`] and
 //! [`FromAgent::Link`] bytes, tagged with the worker and its life.
+//!
+//! An agent started with `--own-dir` does not look for the run directory: it runs its
+//! workers in a directory of its own ([`FromAgent::Joined`] says so), relays their
+//! resource and leader file requests ([`FromAgent::Resource`], answered by
+//! [`ToAgent::Resource`]: [`crate::resource_link`]), and sends each life's trace and
+//! flight ring back ([`FromAgent::File`], [`FromAgent::FileEnd`]) once it has reaped it
+//! and before it reports its [`FromAgent::Exited`].
 
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+
+use crate::resource_link::{ResourceOp, ResourceReply};
 
 /// The file in the run directory that holds the check an agent must read there.
 pub const DIR_CHECK_FILE: &str = "agent-check";
@@ -19,6 +28,10 @@ pub const DIR_CHECK_FILE: &str = "agent-check";
 /// The most bytes of a control link one `Link` frame carries (each byte may take two on
 /// the wire, so a frame stays well under [`crate::wire::MAX_FRAME`]).
 pub const LINK_CHUNK: usize = 8 * 1024;
+
+/// The most bytes of a file one [`FromAgent::File`] frame carries (at most two a byte on
+/// the wire: under [`crate::wire::MAX_FRAME`]).
+pub const FILE_CHUNK: usize = 16 * 1024;
 
 /// A signal the supervisor asks an agent to send to a worker.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,6 +87,15 @@ pub enum ToAgent {
         /// Whole frames or pieces of them, in order.
         bytes: Vec<u8>,
     },
+    /// The answer to that life's last resource request.
+    Resource {
+        /// The worker's id.
+        worker: u32,
+        /// Its life.
+        incarnation: u32,
+        /// The answer.
+        reply: ResourceReply,
+    },
 }
 
 /// What an agent says to the supervisor.
@@ -86,8 +108,13 @@ pub enum FromAgent {
         /// [`crate::auth::agent_proof`] of the challenge's nonce and `slots`.
         proof: [u8; 32],
     },
-    /// It read the check in the run directory: ready for workers.
-    Joined,
+    /// It read the check in the run directory, or (`own_dir`) runs its workers in a
+    /// directory of its own: ready for workers.
+    Joined {
+        /// Its workers' files are on its host: their resource requests and files come
+        /// over the connection.
+        own_dir: bool,
+    },
     /// It will not take part, in one line (the run directory is not shared, say).
     Refused(String),
     /// That life runs, as process `pid` of the agent's host.
@@ -140,6 +167,40 @@ pub enum FromAgent {
         /// Its life.
         incarnation: u32,
     },
+    /// A resource request of that life (own directory only); one at a time.
+    Resource {
+        /// The worker's id.
+        worker: u32,
+        /// Its life.
+        incarnation: u32,
+        /// The request.
+        op: ResourceOp,
+    },
+    /// Bytes of a file that life left (own directory only), to write at `offset` of the
+    /// file of that name in the run directory.
+    File {
+        /// The worker's id.
+        worker: u32,
+        /// Its life.
+        incarnation: u32,
+        /// The file's name: that worker's trace or that life's flight ring.
+        name: String,
+        /// Where the bytes go.
+        offset: u64,
+        /// At most [`FILE_CHUNK`] of them.
+        bytes: Vec<u8>,
+    },
+    /// The file is whole: `len` bytes (what no `File` frame covered reads as zeros).
+    FileEnd {
+        /// The worker's id.
+        worker: u32,
+        /// Its life.
+        incarnation: u32,
+        /// The file's name.
+        name: String,
+        /// Its length.
+        len: u64,
+    },
 }
 
 #[cfg(test)]
@@ -155,6 +216,17 @@ mod tests {
         wire::try_encode(&mut buf, &link).expect("a full chunk of the largest bytes fits");
         let mut r = &buf[..];
         assert_eq!(wire::read_blocking::<FromAgent, _>(&mut r).unwrap(), Some(link));
+        let name = "flight-w4294967295-4294967295.ring".to_string();
+        let file = FromAgent::File {
+            worker: 7,
+            incarnation: 2,
+            name,
+            offset: u64::MAX,
+            bytes: vec![0xff; FILE_CHUNK],
+        };
+        let mut buf = Vec::new();
+        wire::try_encode(&mut buf, &file).expect("a full file chunk of the largest bytes fits");
+        assert_eq!(wire::read_blocking::<FromAgent, _>(&mut &buf[..]).unwrap(), Some(file));
         let sig = ToAgent::Signal { worker: 1, incarnation: 0, signal: AgentSignal::Stop };
         let mut buf = Vec::new();
         wire::encode(&mut buf, &sig);

@@ -10,7 +10,7 @@ pub const LEADERS_HEADER: &str = "# mutexlab leaders v1";
 
 /// One line of the leader file: worker `w`, in incarnation `inc`, accepted `leader` as
 /// elected in `term`, at monotonic time `t`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LeaderRecord {
     /// The worker that accepted the leader.
     pub w: u32,

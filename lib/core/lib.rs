@@ -30,6 +30,7 @@ pub mod lines;
 pub mod panics;
 pub mod peer;
 pub mod resource;
+pub mod resource_link;
 pub mod script;
 pub mod service;
 pub mod text;

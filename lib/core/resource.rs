@@ -21,7 +21,7 @@
 //! resource refuses an ENTER whose fence is not above the newest fence it accepted, and
 //! an EXIT whose fence is no longer the newest (someone entered after this holder), and
 //! records the refusal instead, so the data stays right even when two workers believe
-//! they hold the lock ([`Resource::append_fenced`]):
+//! they hold the lock ([`Local::append_fenced`]):
 //!
 //! ```text
 //! REFUSED w=4 e=9 at=exit fence=31:4 over=40:3 t=8812502003
@@ -34,13 +34,13 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::str::FromStr;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// First line of every resource file.
 pub const HEADER: &str = "# mutexlab resource v1";
 
 /// A fencing token: the holder's Lamport clock at entry, ties broken by worker id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Fence {
     /// Logical clock at entry.
     pub clock: u64,
@@ -64,7 +64,7 @@ impl FromStr for Fence {
 }
 
 /// One line of the resource file.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Record {
     /// WANT: the application asked for the critical section.
     Want {
@@ -120,7 +120,7 @@ pub enum Record {
 }
 
 /// Which write a fenced resource refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Stage {
     /// The ENTER record.
     Enter,
@@ -315,7 +315,7 @@ pub fn create(path: &Path, algo: &str, workers: u32, fenced: bool) -> io::Result
 }
 
 /// What a fenced resource did with a write.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Fenced {
     /// Written; the file held this when it was.
     Accepted(Committed),
@@ -327,7 +327,7 @@ pub enum Fenced {
 }
 
 /// What a worker last found committed in the file.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Committed {
     /// The counter: `value` of the last EXIT record, 0 if none.
     pub value: u64,
@@ -335,29 +335,110 @@ pub struct Committed {
     pub last_fence: Option<Fence>,
 }
 
-/// A worker's handle on the resource file.
+/// A worker's handle on the resource: the file itself, or (a worker in an agent's own
+/// directory, `mutexlab agent --own-dir`) the file on the supervisor's host, each
+/// operation a request over a link ([`crate::resource_link`]) that the supervisor
+/// applies with these same calls on its handle. The methods are the same either way.
 #[derive(Debug)]
-pub struct Resource {
+pub struct Resource(Handle);
+
+#[derive(Debug)]
+enum Handle {
+    Local(Local),
+    Remote(crate::resource_link::Remote),
+}
+
+impl Resource {
+    /// Open an existing resource file for appending and reading.
+    pub fn open(path: &Path) -> io::Result<Resource> {
+        Local::open(path).map(|l| Resource(Handle::Local(l)))
+    }
+
+    /// The resource on the supervisor's host, reached over `link`.
+    pub fn remote(link: crate::resource_link::Remote) -> Resource {
+        Resource(Handle::Remote(link))
+    }
+
+    /// The underlying file (for `flock`); `None` when remote.
+    pub fn file(&self) -> Option<&File> {
+        match &self.0 {
+            Handle::Local(l) => Some(&l.file),
+            Handle::Remote(_) => None,
+        }
+    }
+
+    /// Append one record with a single `write`, so records never interleave.
+    pub fn append(&mut self, rec: &Record) -> io::Result<()> {
+        match &mut self.0 {
+            Handle::Local(l) => l.append(rec),
+            Handle::Remote(r) => r.append(rec),
+        }
+    }
+
+    /// Append an ENTER or EXIT as a fenced resource does (see [`Local::append_fenced`]).
+    pub fn append_fenced(&mut self, rec: &Record) -> io::Result<Fenced> {
+        match &mut self.0 {
+            Handle::Local(l) => l.append_fenced(rec),
+            Handle::Remote(r) => r.append_fenced(rec),
+        }
+    }
+
+    /// [`Resource::append`], then [`Resource::counter`] if it landed: what an unfenced
+    /// worker does as it enters. One request when remote (a round trip less inside the
+    /// critical section). The outer error is the append's, the inner the read's.
+    pub fn append_then_counter(&mut self, rec: &Record) -> io::Result<io::Result<u64>> {
+        match &mut self.0 {
+            Handle::Local(l) => {
+                l.append(rec)?;
+                Ok(l.counter())
+            }
+            Handle::Remote(r) => r.append_then_counter(rec),
+        }
+    }
+
+    /// The highest fence clock of any ENTER in the file (0 if none).
+    pub fn highest_fence_clock(&mut self) -> io::Result<u64> {
+        match &mut self.0 {
+            Handle::Local(l) => l.highest_fence_clock(),
+            Handle::Remote(r) => r.highest_fence_clock(),
+        }
+    }
+
+    /// The counter and the last fence (see [`Local::committed`]).
+    pub fn committed(&mut self) -> io::Result<Committed> {
+        match &mut self.0 {
+            Handle::Local(l) => l.committed(),
+            Handle::Remote(r) => r.committed(),
+        }
+    }
+
+    /// The counter alone (see [`Local::counter`]).
+    pub fn counter(&mut self) -> io::Result<u64> {
+        match &mut self.0 {
+            Handle::Local(l) => l.counter(),
+            Handle::Remote(r) => r.counter(),
+        }
+    }
+}
+
+/// The resource file itself, open in this process.
+#[derive(Debug)]
+pub struct Local {
     file: File,
     line: String,
-    /// The file's tail as [`Resource::committed`] last read it, kept between calls: a
+    /// The file's tail as [`Local::committed`] last read it, kept between calls: a
     /// fresh zeroed buffer each time was most of what an entry cost a worker.
     tail: Vec<u8>,
     /// Where the file ended when last read (it only grows).
     end: u64,
 }
 
-impl Resource {
+impl Local {
     /// Open an existing resource file for appending and reading.
-    pub fn open(path: &Path) -> io::Result<Resource> {
+    pub fn open(path: &Path) -> io::Result<Local> {
         let file = OpenOptions::new().read(true).append(true).open(path)?;
         let end = file.metadata()?.len();
-        Ok(Resource { file, line: String::with_capacity(128), tail: Vec::new(), end })
-    }
-
-    /// The underlying file (for `flock`).
-    pub fn file(&self) -> &File {
-        &self.file
+        Ok(Local { file, line: String::with_capacity(128), tail: Vec::new(), end })
     }
 
     /// Append one record with a single `write`, so records never interleave.
@@ -438,7 +519,7 @@ impl Resource {
         self.scan(true)
     }
 
-    /// The counter alone (see [`Resource::committed`]): what an unfenced worker reads
+    /// The counter alone (see [`Local::committed`]): what an unfenced worker reads
     /// once inside, where the last fence is its own ENTER, just written.
     pub fn counter(&mut self) -> io::Result<u64> {
         Ok(self.scan(false)?.value)
@@ -465,7 +546,7 @@ impl Resource {
         Ok(None)
     }
 
-    /// [`Resource::committed`], the last fence only if `need_fence`. The scan reads
+    /// [`Local::committed`], the last fence only if `need_fence`. The scan reads
     /// what was written since the file was last read (it only grows: the byte before
     /// its end then on, so that a whole first line is seen whole), which holds the last
     /// EXIT when this worker wrote its own since, and widens backwards fourfold from a

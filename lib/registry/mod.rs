@@ -404,9 +404,9 @@ pub fn resolve(reg: &Registry, settings: &WorkerSettings) -> Option<NodeRun> {
 /// The worker process's entry point (`mutexlab worker`): read the setup from the
 /// control link, find what it names in the process's registry, and run it
 /// ([`runtime::run_worker`]).
-pub fn run_worker(run_dir: &Path, cmdline_id: Option<u32>) -> anyhow::Result<()> {
+pub fn run_worker(run_dir: &Path, cmdline_id: Option<u32>, remote_files: bool) -> anyhow::Result<()> {
     // The worker's entry point: the process's registry, as the command line installed it.
-    runtime::run_worker(run_dir, cmdline_id, |s| resolve(registry(), s))
+    runtime::run_worker(run_dir, cmdline_id, remote_files, |s| resolve(registry(), s))
 }
 
 #[cfg(test)]

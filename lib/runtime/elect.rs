@@ -44,7 +44,8 @@ pub(super) struct Electing {
     waiting: bool,
     /// Set by the SIGTERM/SIGINT handler: nothing is recorded once it is.
     term: Arc<AtomicBool>,
-    file: File,
+    /// The leader file, or the link to it on the supervisor's host.
+    file: Leaders,
     /// Where `file` lives, for error messages.
     path: PathBuf,
     /// The leader this life last accepted, and its term.
@@ -56,18 +57,28 @@ pub(super) struct Electing {
 }
 
 impl Electing {
-    /// Open the leader file the supervisor made, for appending. `term` is the signal
-    /// flag.
+    /// Open the leader file the supervisor made, for appending (with `remote`, its link
+    /// to the supervisor's host). `term` is the signal flag.
     pub(super) fn open(
         run_dir: &Path,
         opts: &WorkerSettings,
+        remote: bool,
         term: Arc<AtomicBool>,
     ) -> anyhow::Result<Electing> {
-        let path = run_dir.join(control::LEADERS_FILE);
-        let file = OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", path.display()))?;
+        let (file, path) = if remote {
+            let link = crate::resource_link::Remote::take()?;
+            (
+                Leaders::Remote(link),
+                PathBuf::from(format!("{} on the supervisor's host", control::LEADERS_FILE)),
+            )
+        } else {
+            let path = run_dir.join(control::LEADERS_FILE);
+            let file = OpenOptions::new()
+                .append(true)
+                .open(&path)
+                .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", path.display()))?;
+            (Leaders::Local(file), path)
+        };
         Ok(Electing {
             me: PeerId(opts.id),
             incarnation: opts.incarnation,
@@ -125,9 +136,11 @@ impl Electing {
         let t = resource::monotonic_ns();
         let rec = LeaderRecord { w: self.me.0, inc: self.incarnation, leader: id.0, term, t };
         // One write per record, so records of several workers never interleave.
-        self.file
-            .write_all(format!("{rec}\n").as_bytes())
-            .map_err(|err| anyhow::anyhow!("cannot write {}: {err}", self.path.display()))?;
+        match &mut self.file {
+            Leaders::Local(f) => f.write_all(format!("{rec}\n").as_bytes()),
+            Leaders::Remote(link) => link.leader(&rec),
+        }
+        .map_err(|err| anyhow::anyhow!("cannot write {}: {err}", self.path.display()))?;
         self.leader = Some((id, term));
         self.since = t;
         self.accepted += 1;
@@ -136,4 +149,10 @@ impl Electing {
             AppStep::Tell(ToSupervisor::Leader { leader: id, term }),
         ])
     }
+}
+
+/// Where an election worker's leader records go.
+enum Leaders {
+    Local(File),
+    Remote(crate::resource_link::Remote),
 }

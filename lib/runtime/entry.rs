@@ -26,6 +26,10 @@ pub struct WorkerOpts {
     pub secret: Secret,
     /// Wrap each critical section in `flock(2)` ([`NodeRun::kernel_lock`]).
     pub kernel_lock: bool,
+    /// The resource and leader files are on the supervisor's host, reached over the
+    /// link on [`crate::resource_link::RESOURCE_FD`] (`mutexlab worker
+    /// --resource-link`, as an agent with its own directory starts it).
+    pub remote_files: bool,
 }
 
 /// A node type as a worker process runs it: [`run_node`] for that type.
@@ -48,15 +52,17 @@ pub struct NodeRun {
 /// unknown algorithm), then work. `cmdline_id`, the id on the worker's command line
 /// (there so `ps` shows who is who), must match the setup's. Errors are fatal for this
 /// worker; when the link is up the supervisor is told why first, and the caller
-/// reports them too.
+/// reports them too. `remote_files`: see [`WorkerOpts::remote_files`].
 pub fn run_worker(
     run_dir: &Path,
     cmdline_id: Option<u32>,
+    remote_files: bool,
     resolve: impl FnOnce(&WorkerSettings) -> Option<NodeRun>,
 ) -> anyhow::Result<()> {
     let mut link =
         control::take_link().map_err(|e| anyhow::anyhow!("{e}; workers are started by `mutexlab run`"))?;
-    let result = setup(&mut link, run_dir, cmdline_id, resolve).and_then(|(opts, node)| {
+    let result = setup(&mut link, run_dir, cmdline_id, resolve).and_then(|(mut opts, node)| {
+        opts.remote_files = remote_files;
         let link = link.try_clone()?;
         // A node that panics (a lab skeleton's unwritten handler, say) ends this worker
         // with one line, sent to the supervisor like any other fatal error.

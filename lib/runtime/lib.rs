@@ -65,7 +65,8 @@
 #[cfg(test)]
 use mutexlab_algos as algos;
 use mutexlab_core::{
-    algorithm, auth, control, faults, flight, host, leaders, panics, resource, text, trace, wire,
+    algorithm, auth, control, faults, flight, host, leaders, panics, resource, resource_link, text, trace,
+    wire,
 };
 
 mod detector;

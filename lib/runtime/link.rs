@@ -55,6 +55,7 @@ pub(super) fn setup(
         run_dir: run_dir.to_path_buf(),
         secret: setup.secret,
         kernel_lock: node.kernel_lock,
+        remote_files: false,
     };
     Ok((opts, node))
 }

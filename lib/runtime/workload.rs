@@ -150,18 +150,32 @@ pub(super) struct Workload {
 
 impl Workload {
     /// Open the resource file (and, when the algorithm is the `kernel_lock`, a second
-    /// handle for it); also the Lamport clock this life starts from. `term` is the
-    /// signal flag.
+    /// handle for it), or with `remote` its link to the supervisor's host; also the
+    /// Lamport clock this life starts from. `term` is the signal flag.
     pub(super) fn open(
         run_dir: &std::path::Path,
         opts: &WorkerSettings,
-        kernel_lock: bool,
+        (kernel_lock, remote): (bool, bool),
         seed: u64,
         term: Arc<AtomicBool>,
     ) -> anyhow::Result<(Workload, u64)> {
-        let resource_path = run_dir.join(control::RESOURCE_FILE);
-        let resource = Resource::open(&resource_path)
-            .map_err(|e| anyhow::anyhow!("cannot open {}: {e}", resource_path.display()))?;
+        let (mut resource, resource_path) = if remote {
+            if kernel_lock {
+                // The supervisor refuses this before anything starts; a kernel lock
+                // cannot reach a file on another host.
+                anyhow::bail!("flock cannot lock a resource file on another host");
+            }
+            let link = crate::resource_link::Remote::take()?;
+            (
+                Resource::remote(link),
+                PathBuf::from(format!("{} on the supervisor's host", control::RESOURCE_FILE)),
+            )
+        } else {
+            let path = run_dir.join(control::RESOURCE_FILE);
+            let r =
+                Resource::open(&path).map_err(|e| anyhow::anyhow!("cannot open {}: {e}", path.display()))?;
+            (r, path)
+        };
         let lock_file = if kernel_lock { Some(File::open(&resource_path)?) } else { None };
         // A restarted worker forgets everything but its Lamport clock, which it takes up
         // above every fence in the file, as if it had kept it on disk. Otherwise, after
@@ -323,9 +337,9 @@ impl Workload {
                 }
             }
         } else {
-            self.append(&rec)?;
+            let path = &self.resource_path;
+            let read = self.resource.append_then_counter(&rec).map_err(|error| refused(path, error))??;
             steps.push(AppStep::Trace { what: "enter", leader: None });
-            let read = self.resource.counter()?;
             self.set_app_at(App::Inside { fence, read, landed: true }, t);
         }
         if self.cs.is_zero() {
@@ -412,13 +426,22 @@ impl Workload {
 
     fn append(&mut self, rec: &Record) -> anyhow::Result<()> {
         let path = &self.resource_path;
-        self.resource.append(rec).map_err(|error| WriteRefused { path: path.clone(), error }.into())
+        self.resource.append(rec).map_err(|error| refused(path, error))
     }
 
     fn append_fenced(&mut self, rec: &Record) -> anyhow::Result<Fenced> {
         let path = &self.resource_path;
-        self.resource.append_fenced(rec).map_err(|error| WriteRefused { path: path.clone(), error }.into())
+        self.resource.append_fenced(rec).map_err(|error| refused(path, error))
     }
+}
+
+/// A failed append: the kernel's refusal ([`WriteRefused`]), unless the supervisor
+/// refused a remote request itself, which is no torn write to excuse.
+fn refused(path: &std::path::Path, error: std::io::Error) -> anyhow::Error {
+    if error.get_ref().is_some_and(|e| e.is::<crate::resource_link::RemoteRefused>()) {
+        return anyhow::anyhow!("cannot write {}: {error}", path.display());
+    }
+    WriteRefused { path: path.to_path_buf(), error }.into()
 }
 
 /// The kernel refused a write to the resource file (a full disk, a file size limit):
@@ -505,7 +528,8 @@ mod tests {
         let path = dir.path().join(control::RESOURCE_FILE);
         resource::create(&path, "lamport", 2, false).unwrap();
         let term = Arc::new(AtomicBool::new(false));
-        let (mut w, clock) = Workload::open(dir.path(), &settings(1), false, 1, term.clone()).unwrap();
+        let (mut w, clock) =
+            Workload::open(dir.path(), &settings(1), (false, false), 1, term.clone()).unwrap();
         assert_eq!(clock, 0);
         assert_eq!(words(&[w.think()]), ["timer Think"]);
         assert!(w.next_local().unwrap().is_none());
@@ -542,7 +566,7 @@ mod tests {
         let term = Arc::new(AtomicBool::new(false));
         let w_ns = 150_000;
         let opts = WorkerSettings { cs: Duration::from_nanos(w_ns), ..settings(3) };
-        let (mut w, _) = Workload::open(dir.path(), &opts, false, 1, term).unwrap();
+        let (mut w, _) = Workload::open(dir.path(), &opts, (false, false), 1, term).unwrap();
         for _ in 0..3 {
             w.timer(AppTimer::Think);
             w.next_local().unwrap();
@@ -558,7 +582,7 @@ mod tests {
         // Negative control: held delivery keeps the timer (the supervisor ends a section).
         let held = WorkerSettings { held: true, ..opts };
         let (mut h, _) =
-            Workload::open(dir.path(), &held, false, 1, Arc::new(AtomicBool::new(false))).unwrap();
+            Workload::open(dir.path(), &held, (false, false), 1, Arc::new(AtomicBool::new(false))).unwrap();
         h.timer(AppTimer::Think);
         h.next_local().unwrap();
         assert_eq!(words(&h.enter(&mut 0).unwrap()), ["trace enter", "timer CsDone"]);
@@ -571,7 +595,7 @@ mod tests {
         resource::create(&path, "lamport", 2, false).unwrap();
         let term = Arc::new(AtomicBool::new(false));
         let opts = WorkerSettings { cs: Duration::from_micros(500), ..settings(3) };
-        let (mut w, _) = Workload::open(dir.path(), &opts, false, 1, term.clone()).unwrap();
+        let (mut w, _) = Workload::open(dir.path(), &opts, (false, false), 1, term.clone()).unwrap();
         w.timer(AppTimer::Think);
         w.next_local().unwrap();
         w.enter(&mut 0).unwrap();
@@ -586,7 +610,7 @@ mod tests {
         let path = dir.path().join(control::RESOURCE_FILE);
         resource::create(&path, "lamport", 2, false).unwrap();
         let term = Arc::new(AtomicBool::new(false));
-        let (mut w, _) = Workload::open(dir.path(), &settings(3), false, 1, term.clone()).unwrap();
+        let (mut w, _) = Workload::open(dir.path(), &settings(3), (false, false), 1, term.clone()).unwrap();
         w.timer(AppTimer::Think);
         w.next_local().unwrap();
         w.enter(&mut 0).unwrap();

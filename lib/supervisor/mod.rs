@@ -372,7 +372,11 @@ impl<'a> Supervisor<'a> {
             model_broken: self.breach.is_some(),
             evidence_gone: self.progress.tail().gone,
             agents: (self.procs.agents.iter().flat_map(|a| a.places()))
-                .map(|(address, workers)| AgentPlace { address: address.to_string(), workers })
+                .map(|(address, workers, own_dir)| AgentPlace {
+                    address: address.to_string(),
+                    workers,
+                    own_dir,
+                })
                 .collect(),
         }
     }

@@ -348,6 +348,12 @@ pub fn validate(opts: &RunOpts, reg: &Registry) -> Result<&'static AlgoInfo, Run
             with.join(", ")
         )));
     }
+    if opts.agents.is_some() && info.kernel_lock {
+        return Err(RunError::Usage(format!(
+            "--agents: {:?} locks the resource file with flock(2), which cannot reach a file on another host",
+            opts.algo.name
+        )));
+    }
     if opts.fenced && info.kernel_lock {
         return Err(RunError::Usage(format!(
             "--fenced: {:?} already takes its fences from the file under the kernel's lock",

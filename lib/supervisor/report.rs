@@ -65,6 +65,10 @@ pub struct AgentPlace {
     pub address: String,
     /// The workers it ran, in order.
     pub workers: Vec<u32>,
+    /// Its workers ran in a directory of its own (`mutexlab agent --own-dir`), their
+    /// resource requests and files through its connection (only when true).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub own_dir: bool,
 }
 
 /// The message faults every worker applied (`--latency`, `--jitter`, `--drop`).

@@ -114,7 +114,7 @@ struct Worker<A: Node<Service: RunService>> {
 
 impl<A: Node<Service: RunService>> Worker<A> {
     fn new(opts: WorkerOpts, control: StdUnixStream) -> anyhow::Result<Self> {
-        let WorkerOpts { settings: opts, run_dir, secret, kernel_lock } = opts;
+        let WorkerOpts { settings: opts, run_dir, secret, kernel_lock, remote_files } = opts;
         let me = PeerId(opts.id);
         let cfg = Config {
             id: me,
@@ -170,9 +170,10 @@ impl<A: Node<Service: RunService>> Worker<A> {
             trace::Writer::off()
         };
         let (work, clock) = if A::Service::NAME == Election::NAME {
-            (Work::Election(Electing::open(&run_dir, &opts, Arc::clone(&term))?), 0)
+            (Work::Election(Electing::open(&run_dir, &opts, remote_files, Arc::clone(&term))?), 0)
         } else {
-            let (workload, clock) = Workload::open(&run_dir, &opts, kernel_lock, seed, Arc::clone(&term))?;
+            let files = (kernel_lock, remote_files);
+            let (workload, clock) = Workload::open(&run_dir, &opts, files, seed, Arc::clone(&term))?;
             (Work::Mutex(workload), clock)
         };
         Ok(Worker {

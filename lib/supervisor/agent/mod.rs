@@ -9,8 +9,11 @@
 //! and sends `Link` frames; the connection's reader writes what comes back). Signals go
 //! as requests, and the agent's `waitpid` comes back as `Stopped` and `Exited`, which
 //! `Remote` waits for where the local path calls `waitpid`. The agent side is
-//! [`serve`].
+//! [`serve`]. An agent with a directory of its own (`--own-dir`) sends its workers'
+//! resource requests, which its reader applies to the run's one handle on the files
+//! (`Served`, under a lock), and their files ([`files`]).
 
+mod files;
 pub mod serve;
 
 use std::collections::HashMap;
@@ -26,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use crate::agent::{AgentSignal, FromAgent, ToAgent, DIR_CHECK_FILE, LINK_CHUNK};
 use crate::auth::{self, Secret};
+use crate::resource_link::{ResourceReply, Served};
 use crate::wire;
 
 use super::RunError;
@@ -62,6 +66,12 @@ type Life = (u32, u32);
 struct Conn {
     /// The agent's address, as the supervisor sees it: where its workers are reached.
     addr: IpAddr,
+    /// It runs its workers in a directory of its own: their resource requests are
+    /// applied to the run's one handle on its files, shared by every such agent, and
+    /// their files go into `dir`.
+    served: Option<Arc<Mutex<Served>>>,
+    /// The run directory.
+    dir: PathBuf,
     writer: Mutex<TcpStream>,
     state: Mutex<State>,
     changed: Condvar,
@@ -109,6 +119,11 @@ impl Conn {
         }
     }
 
+    /// Whether `life` was started by this agent (and, with `live`, is not reported over).
+    fn runs(st: &State, life: Life, live: bool) -> bool {
+        matches!(st.spawned.get(&life), Some(Ok(_))) && !(live && st.exited.contains_key(&life))
+    }
+
     /// Read the agent's frames until the connection ends.
     fn read(self: Arc<Self>, mut stream: TcpStream) {
         let why = loop {
@@ -129,6 +144,42 @@ impl Conn {
     fn take(&self, msg: FromAgent) {
         let mut st = self.state();
         match msg {
+            FromAgent::Resource { worker, incarnation, op } => {
+                let life = (worker, incarnation);
+                // Not after its exit (the agent's relay may read a dying worker's last
+                // request late): that write would land after its peers were told it
+                // died, where a local worker's cannot. Dropped, it is a write the kill
+                // came before.
+                let reply = match &self.served {
+                    Some(_) if !Conn::runs(&st, life, true) => ResourceReply::Refused(format!(
+                        "w{worker} (life {incarnation}) does not run on the agent at {}",
+                        self.addr
+                    )),
+                    // Applied here, by this agent's reader, under the one lock: no hand-off
+                    // to another thread (a wake-up less in every round trip).
+                    Some(served) => {
+                        drop(st);
+                        served.lock().unwrap_or_else(|p| p.into_inner()).apply(worker, op)
+                    }
+                    None => {
+                        ResourceReply::Refused(format!("the agent at {} shares the run directory", self.addr))
+                    }
+                };
+                self.send(&ToAgent::Resource { worker, incarnation, reply });
+                return;
+            }
+            FromAgent::File { worker, incarnation, name, offset, bytes } => {
+                let ok = self.served.is_some() && Conn::runs(&st, (worker, incarnation), false);
+                drop(st);
+                files::take(ok, &self.dir, self.addr, (worker, incarnation), &name, Ok((offset, &bytes)));
+                return;
+            }
+            FromAgent::FileEnd { worker, incarnation, name, len } => {
+                let ok = self.served.is_some() && Conn::runs(&st, (worker, incarnation), false);
+                drop(st);
+                files::take(ok, &self.dir, self.addr, (worker, incarnation), &name, Err(len));
+                return;
+            }
             FromAgent::Link { worker, incarnation, bytes } => {
                 let Some(relay) = st.relays.get(&(worker, incarnation)).cloned() else { return };
                 drop(st);
@@ -154,7 +205,7 @@ impl Conn {
                 st.exited.insert((worker, incarnation), status);
             }
             // Only in the hello.
-            FromAgent::Hello { .. } | FromAgent::Joined | FromAgent::Refused(_) => {}
+            FromAgent::Hello { .. } | FromAgent::Joined { .. } | FromAgent::Refused(_) => {}
         }
         self.changed.notify_all();
     }
@@ -270,7 +321,7 @@ impl Agents {
         }
         let _check_file = Remove(path);
         let deadline = Instant::now() + o.wait;
-        let mut joined: Vec<(TcpStream, IpAddr, u32)> = Vec::new();
+        let mut joined: Vec<(TcpStream, IpAddr, u32, bool)> = Vec::new();
         while joined.len() < o.count as usize {
             if crate::interrupt::requested() {
                 return Err(RunError::Interrupted(dir.to_path_buf()));
@@ -293,7 +344,7 @@ impl Agents {
                 Err(e) => return Err(failed(e)),
             };
             match welcome(stream, &o.secret, dir, &check) {
-                Ok(Some((stream, slots))) => joined.push((stream, peer.ip(), slots)),
+                Ok(Some((stream, slots, own_dir))) => joined.push((stream, peer.ip(), slots, own_dir)),
                 Ok(None) => {
                     eprintln!("mutexlab: a caller at {peer} did not prove the agents' secret; refused")
                 }
@@ -304,7 +355,7 @@ impl Agents {
         }
         let k = joined.len();
         let of_worker: Vec<usize> = (0..workers as usize).map(|w| w * k / workers as usize).collect();
-        for (a, (_, addr, slots)) in joined.iter().enumerate() {
+        for (a, (_, addr, slots, _)) in joined.iter().enumerate() {
             let share = of_worker.iter().filter(|&&x| x == a).count();
             if share > *slots as usize {
                 return Err(RunError::Usage(format!(
@@ -313,11 +364,16 @@ impl Agents {
             }
         }
         let mut agents = Agents { conns: Vec::new(), readers: Vec::new(), of_worker };
-        for (stream, addr, _) in joined {
+        // One handle on the run's files applies every own-directory agent's requests,
+        // one at a time, in the order their readers take its lock.
+        let served = joined.iter().any(|j| j.3).then(|| Arc::new(Mutex::new(Served::new(dir))));
+        for (stream, addr, _, own_dir) in joined {
             let failed = |e: std::io::Error| RunError::Failed(format!("the agent at {addr}: {e}"));
             let reader = stream.try_clone().map_err(failed)?;
             let conn = Arc::new(Conn {
                 addr,
+                served: served.clone().filter(|_| own_dir),
+                dir: dir.to_path_buf(),
                 writer: Mutex::new(stream),
                 state: Mutex::new(State::default()),
                 changed: Condvar::new(),
@@ -335,12 +391,16 @@ impl Agents {
         self.of_worker.iter().map(|&a| self.conns[a].addr).collect()
     }
 
-    /// Each agent's address, in the order it joined, with the workers it runs (for the
-    /// report).
-    pub(super) fn places(&self) -> Vec<(IpAddr, Vec<u32>)> {
+    /// Each agent's address, in the order it joined, with the workers it runs and
+    /// whether in a directory of its own (for the report).
+    pub(super) fn places(&self) -> Vec<(IpAddr, Vec<u32>, bool)> {
         let workers =
             |a: usize| (0..self.of_worker.len() as u32).filter(move |&w| self.of_worker[w as usize] == a);
-        self.conns.iter().enumerate().map(|(a, c)| (c.addr, workers(a).collect())).collect()
+        self.conns
+            .iter()
+            .enumerate()
+            .map(|(a, c)| (c.addr, workers(a).collect(), c.served.is_some()))
+            .collect()
     }
 
     /// Start life `incarnation` of worker `worker` on its agent: its handle, its pid
@@ -424,14 +484,15 @@ fn unread(s: &UnixStream) -> usize {
 }
 
 /// The hello with one caller: the challenge, its proof, the run directory and the
-/// agent's word that it sees it. `Ok(None)`: not an agent of this run; `Err`: an agent
-/// that refused, in its line.
+/// agent's word that it sees it (or runs its workers in a directory of its own: then
+/// true). `Ok(None)`: not an agent of this run; `Err`: an agent that refused, in its
+/// line.
 fn welcome(
     stream: TcpStream,
     secret: &Secret,
     dir: &Path,
     check: &str,
-) -> Result<Option<(TcpStream, u32)>, String> {
+) -> Result<Option<(TcpStream, u32, bool)>, String> {
     let mut stream = stream;
     let setup = stream
         .set_nonblocking(false)
@@ -455,9 +516,9 @@ fn welcome(
         return Ok(None);
     }
     match wire::read_blocking(&mut stream) {
-        Ok(Some(FromAgent::Joined)) => {
+        Ok(Some(FromAgent::Joined { own_dir })) => {
             let _ = stream.set_read_timeout(None);
-            Ok(Some((stream, slots)))
+            Ok(Some((stream, slots, own_dir)))
         }
         Ok(Some(FromAgent::Refused(line))) => Err(line),
         _ => Ok(None),
@@ -495,6 +556,7 @@ mod tests {
             slots,
             wait: PATIENCE,
             exe: "/nonexistent".into(),
+            own_dir: false,
         };
         std::thread::spawn(move || serve(&o))
     }
@@ -528,6 +590,87 @@ mod tests {
         assert_eq!(line, "the agent at 127.0.0.1 takes 3 workers; this run gives it 4");
         // It joined, and ends with the connection: no worker was started.
         assert!(small.join().unwrap().is_ok());
+    }
+
+    /// Negative controls of the resource through an agent: a request for a life the
+    /// agent does not run, and a record of another worker, are refused in one line
+    /// (nothing written), and a file not of that life's is not taken; the life's own
+    /// request is applied.
+    #[test]
+    fn an_own_directory_agents_requests_for_others_are_refused_and_its_own_applied() {
+        let tmp = tempfile::tempdir().unwrap();
+        crate::resource::create(&tmp.path().join(crate::control::RESOURCE_FILE), "x", 4, false).unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let o = opts(&listener, 1, PATIENCE);
+        let (listen, secret) = (o.listen, o.secret.clone());
+        // A hand-made agent with a directory of its own: it joins, is asked to start w0,
+        // says it did, then asks for the resource as w1, as w0 with w1's record, as w0.
+        let fake = std::thread::spawn(move || {
+            let mut s = TcpStream::connect(listen).unwrap();
+            let Ok(Some(ToAgent::Challenge { nonce })) = wire::read_blocking(&mut s) else { panic!() };
+            let mut buf = Vec::new();
+            let proof = auth::agent_proof(&secret, &nonce, 4);
+            wire::encode(&mut buf, &FromAgent::Hello { slots: 4, proof });
+            s.write_all(&buf).unwrap();
+            let Ok(Some(ToAgent::Welcome { .. })) = wire::read_blocking(&mut s) else { panic!() };
+            buf.clear();
+            wire::encode(&mut buf, &FromAgent::Joined { own_dir: true });
+            s.write_all(&buf).unwrap();
+            let Ok(Some(ToAgent::Spawn { worker: 0, incarnation: 0 })) = wire::read_blocking(&mut s) else {
+                panic!("no spawn")
+            };
+            use crate::resource::Record;
+            use crate::resource_link::ResourceOp;
+            let want = |w| ResourceOp::Append(Record::Want { w, e: 1, t: 1 });
+            let mut replies = Vec::new();
+            for (worker, op) in [(1, ResourceOp::Counter), (0, want(1)), (0, want(0))] {
+                buf.clear();
+                if worker == 1 {
+                    wire::encode(&mut buf, &FromAgent::Spawned { worker: 0, incarnation: 0, pid: 1 });
+                }
+                wire::encode(&mut buf, &FromAgent::Resource { worker, incarnation: 0, op });
+                s.write_all(&buf).unwrap();
+                loop {
+                    match wire::read_blocking(&mut s) {
+                        Ok(Some(ToAgent::Resource { reply, .. })) => break replies.push(reply),
+                        Ok(Some(_)) => {}
+                        other => panic!("{other:?}"),
+                    }
+                }
+            }
+            // Another worker's trace, then this life's: only the second is taken.
+            buf.clear();
+            for name in ["trace-w1.log", "trace-w0.log"] {
+                let (worker, incarnation, name) = (0, 0, name.to_string());
+                let bytes = b"# x\n".to_vec();
+                wire::encode(
+                    &mut buf,
+                    &FromAgent::File { worker, incarnation, name: name.clone(), offset: 0, bytes },
+                );
+                wire::encode(&mut buf, &FromAgent::FileEnd { worker, incarnation, name, len: 4 });
+            }
+            wire::encode(&mut buf, &FromAgent::Exited { worker: 0, incarnation: 0, status: "exited".into() });
+            s.write_all(&buf).unwrap();
+            replies
+        });
+        let agents = Agents::gather_on(listener, &o, 1, tmp.path()).unwrap();
+        assert_eq!(agents.places(), [(IpAddr::from([127, 0, 0, 1]), vec![0], true)]);
+        let (remote, _, _ours) = agents.spawn(0, 0).unwrap();
+        let replies = fake.join().unwrap();
+        use crate::resource_link::ResourceReply::{Done, Refused};
+        assert_eq!(
+            replies,
+            [
+                Refused("w1 (life 0) does not run on the agent at 127.0.0.1".into()),
+                Refused("w0 sent a record of w1".into()),
+                Done
+            ]
+        );
+        assert_eq!(remote.wait_exited(PATIENCE).as_deref(), Some("exited"));
+        let text = std::fs::read_to_string(tmp.path().join(crate::control::RESOURCE_FILE)).unwrap();
+        assert_eq!(text.lines().skip(1).collect::<Vec<_>>(), ["WANT w=0 e=1 t=1"]);
+        assert!(!tmp.path().join("trace-w1.log").exists());
+        assert_eq!(std::fs::read(tmp.path().join("trace-w0.log")).unwrap(), b"# x\n");
     }
 
     #[test]

@@ -6,10 +6,19 @@
 //! reaps every child with `waitpid` and reports stops and exits, and each worker life
 //! has a reader and a writer thread for its control link. When the connection ends,
 //! the agent kills and reaps what is left and exits: no worker outlives its agent.
+//!
+//! With `--own-dir` it does not look for the run directory: its workers run in a
+//! temporary directory of its own (removed when it exits), each with a second socket
+//! (`--resource-link`) whose requests it relays to the supervisor, which applies them
+//! to the run's resource and leader files. The reaper sends each reaped life's flight
+//! ring and the new part of its worker's trace back before it reports the exit, so the
+//! supervisor never reads a half-copied file. Nothing is streamed while a worker runs.
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::FileExt;
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -23,9 +32,10 @@ use nix::sys::signal::{kill, Signal};
 use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
 use nix::unistd::Pid;
 
-use crate::agent::{AgentSignal, FromAgent, ToAgent, DIR_CHECK_FILE, LINK_CHUNK};
+use crate::agent::{AgentSignal, FromAgent, ToAgent, DIR_CHECK_FILE, FILE_CHUNK, LINK_CHUNK};
 use crate::auth::{self, Secret};
-use crate::wire;
+use crate::resource_link::{ResourceOp, RESOURCE_FD};
+use crate::{control, flight, trace, wire};
 
 use super::super::processes::describe;
 
@@ -41,6 +51,9 @@ pub struct ServeOpts {
     pub wait: Duration,
     /// The executable the workers are started from (this one).
     pub exe: PathBuf,
+    /// Run the workers in a directory of this host's own, their resource and files
+    /// through the connection (`--own-dir`), instead of in the run directory.
+    pub own_dir: bool,
 }
 
 /// Why an agent stopped short, in one line.
@@ -64,9 +77,14 @@ type Life = (u32, u32);
 /// Serve one run, from the dial to the connection's end.
 pub fn serve(o: &ServeOpts) -> Result<(), AgentError> {
     let mut stream = dial(&o.connect, o.wait)?;
-    let run_dir = hello(&mut stream, o)?;
+    // Kept to the end: the directory goes when every worker is reaped.
+    let (run_dir, own) = hello(&mut stream, o)?;
     let writer = Arc::new(Mutex::new(stream.try_clone().map_err(|e| AgentError::Failed(e.to_string()))?));
-    let reaped = Arc::new(Reaped { state: Mutex::new(Children::default()), changed: Condvar::new() });
+    let reaped = Arc::new(Reaped {
+        state: Mutex::new(Children::default()),
+        changed: Condvar::new(),
+        own_dir: own.as_ref().map(|d| d.path().to_path_buf()),
+    });
     let reaper = {
         let (reaped, writer) = (reaped.clone(), writer.clone());
         std::thread::Builder::new()
@@ -75,14 +93,18 @@ pub fn serve(o: &ServeOpts) -> Result<(), AgentError> {
             .map_err(|e| AgentError::Failed(format!("cannot start the reaper: {e}")))?
     };
     let mut lives: HashMap<Life, Sender<Out>> = HashMap::new();
+    // Each life's resource link (own directory only), where its replies go.
+    let mut resources: HashMap<Life, UnixStream> = HashMap::new();
     // Until the run is over (or the supervisor is gone): either way, the end.
     while let Ok(Some(msg)) = wire::read_blocking::<ToAgent, _>(&mut stream) {
         match msg {
             ToAgent::Spawn { worker, incarnation } => {
                 lives.retain(|&(w, _), _| w != worker);
+                resources.retain(|&(w, _), _| w != worker);
                 let answer = match spawn(o, &run_dir, &reaped, &writer, (worker, incarnation)) {
-                    Ok((pid, tx)) => {
+                    Ok((pid, tx, resource)) => {
                         lives.insert((worker, incarnation), tx);
+                        resources.extend(resource.map(|r| ((worker, incarnation), r)));
                         FromAgent::Spawned { worker, incarnation, pid }
                     }
                     Err(why) => FromAgent::SpawnFailed { worker, incarnation, why },
@@ -110,14 +132,27 @@ pub fn serve(o: &ServeOpts) -> Result<(), AgentError> {
                     let _ = tx.send(Out::Bytes(bytes));
                 }
             }
+            // The worker waits for it, so its socket has room.
+            ToAgent::Resource { worker, incarnation, reply } => {
+                if let Some(link) = resources.get(&(worker, incarnation)) {
+                    let mut buf = Vec::new();
+                    wire::encode(&mut buf, &reply);
+                    let _ = (&*link).write_all(&buf);
+                }
+            }
             ToAgent::Challenge { .. } | ToAgent::Welcome { .. } => {}
         }
     }
     drop(lives);
+    drop(resources);
     // A run that ended in order has stopped every worker before it closed.
     let left = reaped.state().running.len();
     reaped.end();
     let _ = reaper.join();
+    if let Some(dir) = own {
+        let path = dir.path().display().to_string();
+        dir.close().map_err(|e| AgentError::Failed(format!("cannot remove {path}: {e}")))?;
+    }
     if left > 0 {
         return Err(AgentError::Failed(format!(
             "the connection to the supervisor at {} ended while {left} of its workers ran; they were killed",
@@ -151,9 +186,10 @@ fn dial(to: &str, wait: Duration) -> Result<TcpStream, AgentError> {
     }
 }
 
-/// The hello: answer the challenge, then read the check in the run directory. The run
-/// directory, if this agent takes part.
-fn hello(stream: &mut TcpStream, o: &ServeOpts) -> Result<PathBuf, AgentError> {
+/// The hello: answer the challenge, then read the check in the run directory, or (with
+/// `--own-dir`) make a directory of its own. Where the workers run if this agent takes
+/// part, and the directory of its own to remove at the end.
+fn hello(stream: &mut TcpStream, o: &ServeOpts) -> Result<(PathBuf, Option<tempfile::TempDir>), AgentError> {
     let broke =
         |e: &dyn std::fmt::Display| AgentError::Failed(format!("the hello with {} broke: {e}", o.connect));
     stream.set_nodelay(true).and_then(|_| stream.set_read_timeout(Some(PATIENCE))).map_err(|e| broke(&e))?;
@@ -175,15 +211,32 @@ fn hello(stream: &mut TcpStream, o: &ServeOpts) -> Result<PathBuf, AgentError> {
         Ok(Some(_)) => return Err(broke(&"no welcome came")),
         Err(e) => return Err(broke(&e)),
     };
-    if let Err(why) = sees(&run_dir, &check) {
+    let own = if o.own_dir {
+        let made = tempfile::Builder::new().prefix("mutexlab-agent-").tempdir().map_err(|e| {
+            let line = format!("cannot make a directory of this agent's own: {e}");
+            let _ = write(stream, &FromAgent::Refused(line.clone()));
+            AgentError::Failed(line)
+        })?;
+        Some(made)
+    } else if let Err(why) = sees(&run_dir, &check) {
         let line = format!("run directory not shared with this host: {} ({why})", run_dir.display());
         let _ = write(stream, &FromAgent::Refused(line.clone()));
         return Err(AgentError::Usage(line));
-    }
-    write(stream, &FromAgent::Joined).map_err(|e| broke(&e))?;
+    } else {
+        None
+    };
+    write(stream, &FromAgent::Joined { own_dir: own.is_some() }).map_err(|e| broke(&e))?;
     stream.set_read_timeout(None).map_err(|e| broke(&e))?;
-    eprintln!("mutexlab agent: joined the run of {} in {}", o.connect, run_dir.display());
-    Ok(run_dir)
+    match &own {
+        Some(d) => eprintln!(
+            "mutexlab agent: joined the run of {} in {} (own directory; the run's is {})",
+            o.connect,
+            d.path().display(),
+            run_dir.display()
+        ),
+        None => eprintln!("mutexlab agent: joined the run of {} in {}", o.connect, run_dir.display()),
+    }
+    Ok((own.as_ref().map_or(run_dir, |d| d.path().to_path_buf()), own))
 }
 
 /// Whether the run directory's check file here holds `check`.
@@ -220,15 +273,16 @@ enum Out {
     Cont,
 }
 
-/// Start one worker life with its control link; its pid, and where its link's incoming
-/// bytes (and its SIGCONTs) go.
+/// Start one worker life with its control link (and, in a directory of its own, its
+/// resource link); its pid, where its link's incoming bytes (and its SIGCONTs) go, and
+/// where its resource replies go.
 fn spawn(
     o: &ServeOpts,
     run_dir: &Path,
     reaped: &Arc<Reaped>,
     writer: &Arc<Mutex<TcpStream>>,
     life: Life,
-) -> Result<(u32, Sender<Out>), String> {
+) -> Result<(u32, Sender<Out>, Option<UnixStream>), String> {
     let (worker, _) = life;
     // Held across the spawn: the reaper cannot see this child before it is listed.
     let mut st = reaped.state();
@@ -236,16 +290,24 @@ fn spawn(
         return Err(format!("this agent takes {} workers, and runs that many", o.slots));
     }
     let (ours, theirs) = crate::control::link_pair().map_err(|e| e.to_string())?;
+    let resource = if o.own_dir { Some(UnixStream::pair().map_err(|e| e.to_string())?) } else { None };
     let mut cmd = Command::new(&o.exe);
     cmd.arg("worker").args(["--id", &worker.to_string()]).arg("--run-dir").arg(run_dir);
     cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::inherit()).process_group(0);
-    crate::control::hand_down(&mut cmd, &theirs);
+    match &resource {
+        Some((_, res)) => {
+            cmd.arg("--resource-link");
+            hand_down_both(&mut cmd, &theirs, res);
+        }
+        None => control::hand_down(&mut cmd, &theirs),
+    }
     // SAFETY: between fork and exec only one async-signal-safe system call.
     unsafe {
         cmd.pre_exec(|| nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from));
     }
     let child = cmd.spawn().map_err(|e| format!("cannot start w{worker} from {}: {e}", o.exe.display()))?;
     drop(theirs);
+    let resource = resource.map(|(ours, _)| ours);
     let pid = child.id();
     st.running.insert(pid as i32, life);
     drop(st);
@@ -265,9 +327,40 @@ fn spawn(
             }
         }
     });
+    if let Some(res) = &resource {
+        let (res, writer) = (res.try_clone().map_err(|e| e.to_string())?, writer.clone());
+        std::thread::spawn(move || relay_resource(res, &writer, life));
+    }
     let writer = writer.clone();
     std::thread::spawn(move || relay_in(ours, &writer, life));
-    Ok((pid, tx))
+    Ok((pid, tx, resource))
+}
+
+/// Have the process `cmd` spawns find `link` as its control link and `resource` as its
+/// resource link ([`control::LINK_FD`], [`RESOURCE_FD`]).
+fn hand_down_both(cmd: &mut Command, link: &UnixStream, resource: &UnixStream) {
+    let (a, b) = (link.as_raw_fd(), resource.as_raw_fd());
+    // SAFETY: between fork and exec only async-signal-safe calls: fcntl and dup2.
+    unsafe {
+        cmd.pre_exec(move || {
+            use nix::libc::{dup2, fcntl, F_DUPFD_CLOEXEC};
+            // Both above the targets first, so that neither dup2 lands on the other's
+            // descriptor; the copies close at exec.
+            let (a, b) = (fcntl(a, F_DUPFD_CLOEXEC, 10), fcntl(b, F_DUPFD_CLOEXEC, 10));
+            if a == -1 || b == -1 || dup2(a, control::LINK_FD) == -1 || dup2(b, RESOURCE_FD) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// Send each resource request a worker makes to the supervisor, until its link closes.
+/// One at a time: the worker waits for each reply.
+fn relay_resource(mut link: UnixStream, writer: &Mutex<TcpStream>, (worker, incarnation): Life) {
+    while let Ok(Some(op)) = wire::read_blocking::<ResourceOp, _>(&mut link) {
+        send(writer, &FromAgent::Resource { worker, incarnation, op });
+    }
 }
 
 /// Send what a worker writes on its control link to the supervisor, then its close.
@@ -293,6 +386,8 @@ struct Children {
 struct Reaped {
     state: Mutex<Children>,
     changed: Condvar,
+    /// The directory of this agent's own, whose files each life leaves are sent back.
+    own_dir: Option<PathBuf>,
 }
 
 impl Reaped {
@@ -303,6 +398,8 @@ impl Reaped {
     /// Reap every child as it stops or ends, and say so, until the end has come and
     /// none is left.
     fn reap(&self, writer: &Mutex<TcpStream>) {
+        // How much of each worker's trace has been sent (lives append to one file).
+        let mut sent: HashMap<u32, u64> = HashMap::new();
         loop {
             match waitpid(None::<Pid>, Some(WaitPidFlag::WUNTRACED)) {
                 Ok(WaitStatus::Stopped(pid, _)) => {
@@ -315,6 +412,9 @@ impl Reaped {
                     let (Some(pid), Some(status)) = (st.pid(), describe(st)) else { continue };
                     let life = self.state().running.remove(&pid.as_raw());
                     if let Some((worker, incarnation)) = life {
+                        if let Some(dir) = &self.own_dir {
+                            send_files(writer, dir, (worker, incarnation), &mut sent);
+                        }
                         send(writer, &FromAgent::Exited { worker, incarnation, status });
                     }
                     self.changed.notify_all();
@@ -362,6 +462,50 @@ impl Reaped {
     }
 }
 
+/// Send what a reaped life left in the agent's own directory: its flight ring (then
+/// removed here) and what its worker's trace gained since last sent.
+fn send_files(writer: &Mutex<TcpStream>, dir: &Path, life: Life, sent: &mut HashMap<u32, u64>) {
+    let ring = flight::ring_name(life.0, life.1);
+    if send_file(writer, dir, life, &ring, 0).is_some() {
+        let _ = std::fs::remove_file(dir.join(&ring));
+    }
+    let name = trace::file_name(life.0);
+    let from = sent.get(&life.0).copied().unwrap_or(0);
+    if let Some(len) = send_file(writer, dir, life, &name, from) {
+        sent.insert(life.0, len);
+    }
+}
+
+/// Send file `name` of `dir` from `from` on, then its length: chunks of zeros are left
+/// out (a ring is sparse, a MiB of which a short life writes little), as the length
+/// makes them. Where it ended, or `None` if there is no such file.
+fn send_file(
+    writer: &Mutex<TcpStream>,
+    dir: &Path,
+    (worker, incarnation): Life,
+    name: &str,
+    from: u64,
+) -> Option<u64> {
+    let file = std::fs::File::open(dir.join(name)).ok()?;
+    let len = file.metadata().ok()?.len();
+    let mut buf = vec![0u8; FILE_CHUNK];
+    let mut at = from;
+    while at < len {
+        let want = FILE_CHUNK.min((len - at) as usize);
+        let n = match file.read_at(&mut buf[..want], at) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        if buf[..n].iter().any(|&b| b != 0) {
+            let bytes = buf[..n].to_vec();
+            send(writer, &FromAgent::File { worker, incarnation, name: name.to_string(), offset: at, bytes });
+        }
+        at += n as u64;
+    }
+    send(writer, &FromAgent::FileEnd { worker, incarnation, name: name.to_string(), len: at });
+    Some(at)
+}
+
 #[cfg(test)]
 mod tests {
     use std::net::TcpListener;
@@ -379,6 +523,7 @@ mod tests {
             slots: 2,
             wait: PATIENCE,
             exe: "/nonexistent".into(),
+            own_dir: false,
         };
         let agent = std::thread::spawn(move || serve(&o));
         // A hand-made supervisor whose run directory this "host" does not have, then one
