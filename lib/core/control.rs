@@ -130,7 +130,7 @@ pub struct WorkerSettings {
     pub initiator: bool,
     /// How the worker learns that a peer is down or back up.
     pub detector: Detector,
-    /// Enter and leave through [`crate::resource::Resource::append_fenced`].
+    /// Enter and leave through [`crate::resource_link::Resource::append_fenced`].
     pub fenced: bool,
     /// [`crate::algorithm::Config::majority`].
     pub majority: bool,

@@ -335,92 +335,6 @@ pub struct Committed {
     pub last_fence: Option<Fence>,
 }
 
-/// A worker's handle on the resource: the file itself, or (a worker in an agent's own
-/// directory, `mutexlab agent --own-dir`) the file on the supervisor's host, each
-/// operation a request over a link ([`crate::resource_link`]) that the supervisor
-/// applies with these same calls on its handle. The methods are the same either way.
-#[derive(Debug)]
-pub struct Resource(Handle);
-
-#[derive(Debug)]
-enum Handle {
-    Local(Local),
-    Remote(crate::resource_link::Remote),
-}
-
-impl Resource {
-    /// Open an existing resource file for appending and reading.
-    pub fn open(path: &Path) -> io::Result<Resource> {
-        Local::open(path).map(|l| Resource(Handle::Local(l)))
-    }
-
-    /// The resource on the supervisor's host, reached over `link`.
-    pub fn remote(link: crate::resource_link::Remote) -> Resource {
-        Resource(Handle::Remote(link))
-    }
-
-    /// The underlying file (for `flock`); `None` when remote.
-    pub fn file(&self) -> Option<&File> {
-        match &self.0 {
-            Handle::Local(l) => Some(&l.file),
-            Handle::Remote(_) => None,
-        }
-    }
-
-    /// Append one record with a single `write`, so records never interleave.
-    pub fn append(&mut self, rec: &Record) -> io::Result<()> {
-        match &mut self.0 {
-            Handle::Local(l) => l.append(rec),
-            Handle::Remote(r) => r.append(rec),
-        }
-    }
-
-    /// Append an ENTER or EXIT as a fenced resource does (see [`Local::append_fenced`]).
-    pub fn append_fenced(&mut self, rec: &Record) -> io::Result<Fenced> {
-        match &mut self.0 {
-            Handle::Local(l) => l.append_fenced(rec),
-            Handle::Remote(r) => r.append_fenced(rec),
-        }
-    }
-
-    /// [`Resource::append`], then [`Resource::counter`] if it landed: what an unfenced
-    /// worker does as it enters. One request when remote (a round trip less inside the
-    /// critical section). The outer error is the append's, the inner the read's.
-    pub fn append_then_counter(&mut self, rec: &Record) -> io::Result<io::Result<u64>> {
-        match &mut self.0 {
-            Handle::Local(l) => {
-                l.append(rec)?;
-                Ok(l.counter())
-            }
-            Handle::Remote(r) => r.append_then_counter(rec),
-        }
-    }
-
-    /// The highest fence clock of any ENTER in the file (0 if none).
-    pub fn highest_fence_clock(&mut self) -> io::Result<u64> {
-        match &mut self.0 {
-            Handle::Local(l) => l.highest_fence_clock(),
-            Handle::Remote(r) => r.highest_fence_clock(),
-        }
-    }
-
-    /// The counter and the last fence (see [`Local::committed`]).
-    pub fn committed(&mut self) -> io::Result<Committed> {
-        match &mut self.0 {
-            Handle::Local(l) => l.committed(),
-            Handle::Remote(r) => r.committed(),
-        }
-    }
-
-    /// The counter alone (see [`Local::counter`]).
-    pub fn counter(&mut self) -> io::Result<u64> {
-        match &mut self.0 {
-            Handle::Local(l) => l.counter(),
-            Handle::Remote(r) => r.counter(),
-        }
-    }
-}
-
 /// The resource file itself, open in this process.
 #[derive(Debug)]
 pub struct Local {
@@ -439,6 +353,11 @@ impl Local {
         let file = OpenOptions::new().read(true).append(true).open(path)?;
         let end = file.metadata()?.len();
         Ok(Local { file, line: String::with_capacity(128), tail: Vec::new(), end })
+    }
+
+    /// The file (for `flock`).
+    pub fn file(&self) -> &File {
+        &self.file
     }
 
     /// Append one record with a single `write`, so records never interleave.
@@ -628,7 +547,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.log");
         create(&path, "x", 2, false).unwrap();
-        let mut r = Resource::open(&path).unwrap();
+        let mut r = Local::open(&path).unwrap();
         assert_eq!(r.highest_fence_clock().unwrap(), 0);
         for (w, clock) in [(0, 4), (1, 9), (0, 2)] {
             r.append(&Record::Enter { w, e: 1, fence: Fence { clock, id: w }, t: 1 }).unwrap();
@@ -688,7 +607,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.log");
         create(&path, "x", 2, true).unwrap();
-        let mut r = Resource::open(&path).unwrap();
+        let mut r = Local::open(&path).unwrap();
         let (old, new) = (Fence { clock: 5, id: 0 }, Fence { clock: 8, id: 1 });
         let enter = |w, fence| Record::Enter { w, e: 1, fence, t: 1 };
         let exit = |w, fence| Record::Exit { w, e: 1, fence, read: 0, value: 1, t: 2 };
@@ -711,7 +630,7 @@ mod tests {
 
         let plain = dir.path().join("p.log");
         create(&plain, "x", 2, false).unwrap();
-        let mut p = Resource::open(&plain).unwrap();
+        let mut p = Local::open(&plain).unwrap();
         for rec in [enter(0, old), enter(1, new), exit(0, old)] {
             p.append(&rec).unwrap();
         }
@@ -738,7 +657,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("resource");
         create(&path, "test", 2, false).unwrap();
-        let mut r = Resource::open(&path).unwrap();
+        let mut r = Local::open(&path).unwrap();
         assert_eq!(r.committed().unwrap(), Committed::default());
         let f = |c| Fence { clock: c, id: 0 };
         for i in 0..300u64 {
@@ -763,8 +682,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("resource");
         create(&path, "test", 3, false).unwrap();
-        let mut mine = Resource::open(&path).unwrap();
-        let mut other = Resource::open(&path).unwrap();
+        let mut mine = Local::open(&path).unwrap();
+        let mut other = Local::open(&path).unwrap();
         let f = |c| Fence { clock: c, id: 1 };
         assert_eq!(mine.counter().unwrap(), 0);
         other.append(&Record::Enter { w: 1, e: 1, fence: f(1), t: 1 }).unwrap();

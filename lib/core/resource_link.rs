@@ -23,6 +23,92 @@ use crate::leaders::LeaderRecord;
 use crate::resource::{Committed, Fenced, Local, Record};
 use crate::wire;
 
+/// A worker's handle on the resource: the file itself, or (a worker in an agent's own
+/// directory, `mutexlab agent --own-dir`) the file on the supervisor's host, each
+/// operation a request over a link (this module) that the supervisor
+/// applies with these same calls on its handle. The methods are the same either way.
+#[derive(Debug)]
+pub struct Resource(Handle);
+
+#[derive(Debug)]
+enum Handle {
+    Local(Local),
+    Remote(Remote),
+}
+
+impl Resource {
+    /// Open an existing resource file for appending and reading.
+    pub fn open(path: &Path) -> io::Result<Resource> {
+        Local::open(path).map(|l| Resource(Handle::Local(l)))
+    }
+
+    /// The resource on the supervisor's host, reached over `link`.
+    pub fn remote(link: Remote) -> Resource {
+        Resource(Handle::Remote(link))
+    }
+
+    /// The underlying file (for `flock`); `None` when remote.
+    pub fn file(&self) -> Option<&File> {
+        match &self.0 {
+            Handle::Local(l) => Some(l.file()),
+            Handle::Remote(_) => None,
+        }
+    }
+
+    /// Append one record with a single `write`, so records never interleave.
+    pub fn append(&mut self, rec: &Record) -> io::Result<()> {
+        match &mut self.0 {
+            Handle::Local(l) => l.append(rec),
+            Handle::Remote(r) => r.append(rec),
+        }
+    }
+
+    /// Append an ENTER or EXIT as a fenced resource does (see [`Local::append_fenced`]).
+    pub fn append_fenced(&mut self, rec: &Record) -> io::Result<Fenced> {
+        match &mut self.0 {
+            Handle::Local(l) => l.append_fenced(rec),
+            Handle::Remote(r) => r.append_fenced(rec),
+        }
+    }
+
+    /// [`Resource::append`], then [`Resource::counter`] if it landed: what an unfenced
+    /// worker does as it enters. One request when remote (a round trip less inside the
+    /// critical section). The outer error is the append's, the inner the read's.
+    pub fn append_then_counter(&mut self, rec: &Record) -> io::Result<io::Result<u64>> {
+        match &mut self.0 {
+            Handle::Local(l) => {
+                l.append(rec)?;
+                Ok(l.counter())
+            }
+            Handle::Remote(r) => r.append_then_counter(rec),
+        }
+    }
+
+    /// The highest fence clock of any ENTER in the file (0 if none).
+    pub fn highest_fence_clock(&mut self) -> io::Result<u64> {
+        match &mut self.0 {
+            Handle::Local(l) => l.highest_fence_clock(),
+            Handle::Remote(r) => r.highest_fence_clock(),
+        }
+    }
+
+    /// The counter and the last fence (see [`Local::committed`]).
+    pub fn committed(&mut self) -> io::Result<Committed> {
+        match &mut self.0 {
+            Handle::Local(l) => l.committed(),
+            Handle::Remote(r) => r.committed(),
+        }
+    }
+
+    /// The counter alone (see [`Local::counter`]).
+    pub fn counter(&mut self) -> io::Result<u64> {
+        match &mut self.0 {
+            Handle::Local(l) => l.counter(),
+            Handle::Remote(r) => r.counter(),
+        }
+    }
+}
+
 /// The descriptor a worker started with `--resource-link` finds its resource link on.
 pub const RESOURCE_FD: RawFd = 4;
 
@@ -155,7 +241,7 @@ impl Remote {
     }
 
     /// [`Local::append`] then [`Local::counter`] there, in one round trip (see
-    /// [`crate::resource::Resource::append_then_counter`]).
+    /// [`Resource::append_then_counter`]).
     pub fn append_then_counter(&mut self, rec: &Record) -> io::Result<io::Result<u64>> {
         match self.ask(&ResourceOp::AppendThenCounter(rec.clone()))? {
             ResourceReply::Value(v) => Ok(Ok(v)),
@@ -249,8 +335,9 @@ impl Served {
 
 #[cfg(test)]
 mod tests {
+    use super::Resource;
     use super::*;
-    use crate::resource::{self, Fence, Resource};
+    use crate::resource::{self, Fence};
 
     /// A remote resource served from `dir` by a thread (what the supervisor's thread
     /// does, the agent's relay left out), for worker `worker`.

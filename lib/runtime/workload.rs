@@ -53,7 +53,8 @@ use rand_chacha::ChaCha8Rng;
 use super::AppCall;
 use crate::algorithm::PeerId;
 use crate::control::{self, ToSupervisor, WorkerSettings};
-use crate::resource::{self, Fence, Fenced, Record, Resource};
+use crate::resource::{self, Fence, Fenced, Record};
+use crate::resource_link::Resource;
 
 /// What an application loop asks of the rest of its worker, in order.
 #[derive(Debug)]

@@ -11,7 +11,7 @@
 //! `Remote` waits for where the local path calls `waitpid`. The agent side is
 //! [`serve`]. An agent with a directory of its own (`--own-dir`) sends its workers'
 //! resource requests, which its reader applies to the run's one handle on the files
-//! (`Served`, under a lock), and their files ([`files`]).
+//! (`Served`, under a lock), and their files (`files.rs`).
 
 mod files;
 pub mod serve;
