@@ -176,7 +176,13 @@ impl Worker {
 
     fn start_with(&mut self, dial: &[(u32, &str)], incarnations: &[u32]) {
         let dial = dial.iter().map(|(p, s)| (PeerId(*p), Endpoint::Unix(s.to_string()))).collect();
-        self.send(&ToWorker::Start { dial, incarnations: incarnations.to_vec(), listening: Vec::new() });
+        self.send(&ToWorker::Start {
+            dial,
+            incarnations: incarnations.to_vec(),
+            listening: Vec::new(),
+            partition: None,
+            links: Vec::new(),
+        });
     }
 
     fn query(&mut self) -> PendingState {

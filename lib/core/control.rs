@@ -420,6 +420,12 @@ pub enum ToWorker {
         /// Where each worker's current life listens, by id (`None`: not ready, or
         /// dead): a lazily connected mesh dials from it when it first writes to a peer.
         listening: Vec<Option<Endpoint>>,
+        /// The partition in force, if one is: in force before the node starts, so its
+        /// first messages are held as any later ones.
+        partition: Option<Partition>,
+        /// The link faults in force (`drop`, `delay`): likewise acting on the first
+        /// message, as `--drop` does.
+        links: Vec<LinkFault>,
     },
     /// A worker was restarted, and its new life is listening.
     Incarnation {

@@ -2,11 +2,14 @@
 //! whose head sets the loop's poll timeout ([`Timers`]), and which owner each entry
 //! stands for ([`TimerKind`]).
 //!
-//! A timer fires only if it was due when the loop's last poll returned, once that poll's
-//! events are read: a reply that came before a timeout is then always read before the
-//! timeout fires, even when the worker was descheduled between its poll and its timers
-//! (at N = 128 on 2 cores, for 190 ms at a time). Firing by the clock instead let bully
-//! workers win with ANSWERs waiting unread in their sockets.
+//! A timer fires only if it was due when the loop's last poll began, once that poll's
+//! events are read: a reply that came before a timeout is then read before the timeout
+//! fires, even when the worker was descheduled between its poll and its timers (at N =
+//! 128 on 2 cores, for 190 ms at a time), up to what one turn reads (256 events, and
+//! each source's read budget; the rest waits for the next turn). Firing by the clock
+//! instead let bully workers win with ANSWERs waiting unread in their sockets. A timer
+//! falls due during a poll's wait, so it fires one turn later, after a poll that waits
+//! for nothing.
 
 use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
@@ -37,7 +40,7 @@ pub(crate) enum TimerKind {
 pub(crate) struct Timers {
     heap: BinaryHeap<std::cmp::Reverse<(Instant, u64, TimerKind)>>,
     seq: u64,
-    /// When the loop's last poll returned; nothing is due before the first.
+    /// When the loop's last poll began; nothing is due before the first.
     polled: Option<Instant>,
 }
 
@@ -55,18 +58,18 @@ impl Timers {
         self.heap.peek().map(|t| t.0 .0)
     }
 
-    /// The loop's poll returned `at`: timers due by then may fire once its events are
+    /// The loop's poll began `at`: timers due by then may fire once its events are
     /// read.
     pub(crate) fn polled(&mut self, at: Instant) {
         self.polled = Some(at);
     }
 
-    /// When the last poll returned, if there was one.
+    /// When the last poll began, if there was one.
     pub(crate) fn polled_at(&self) -> Option<Instant> {
         self.polled
     }
 
-    /// The next timer that was due when the last poll returned, taken off the heap. One
+    /// The next timer that was due when the last poll began, taken off the heap. One
     /// due since waits for the next poll (which the loop makes at once, the head being
     /// due).
     pub(crate) fn pop_due(&mut self) -> Option<TimerKind> {

@@ -15,11 +15,13 @@
 //!   connected components (Tarjan) and, in each that holds a cycle, the shortest cycle
 //!   through its lowest worker, one line per component. The answers come one after
 //!   another and messages move meanwhile, so a cycle is called a deadlock (`deadlock:
-//!   w1 → w2 → w1`, and [`Stall::deadlocks`] for the report's JSON) only when every two
-//!   neighbours on it counted the same messages between them both ways (each worker's
-//!   `ChannelCount`s): nothing was on its way, and nothing was sent after one answered
-//!   and taken before the other did. Otherwise the line says which count disagreed: a
-//!   reply still on its way under load is a slow run, not a deadlock.
+//!   w1 → w2 → w1`, and [`Stall::deadlocks`] for the report's JSON) only when every
+//!   worker on it and each other worker counted the same messages between them both
+//!   ways (each worker's `ChannelCount`s), or the other is dead: nothing was on its way
+//!   to or from the cycle (a quorum's vote held off the cycle included), and nothing was
+//!   sent after one answered and taken before the other did. Otherwise the line says
+//!   which count disagreed: a reply still on its way under load is a slow run, not a
+//!   deadlock.
 //! - **What only the supervisor knows**: a peer someone waits for that is dead or
 //!   paused looks the same to the waiting workers (silent); the supervisor knows which,
 //!   and since when (the fault that did it), and says so on a line of its own.
@@ -249,28 +251,41 @@ impl Stall<'_> {
         cycles(&self.graph()).into_iter().filter(|c| self.moving(c).is_none()).collect()
     }
 
-    /// Why the waits-for cycle `cycle` may still break, in words: the first two
-    /// neighbours on it whose channel counts (`ChannelCount`) disagree, or one that did
-    /// not count. `None` when every neighbours' counts agree both ways: nothing was on
-    /// its way between them, so each waits for a message nobody will send.
+    /// Why the waits-for cycle `cycle` may still break, in words: the first channel of a
+    /// worker on it whose counts (`ChannelCount`) disagree with the other end's, with
+    /// any worker (a quorum's vote may be held by one off the cycle, whose RELEASE would
+    /// free it), or one that cannot tell. `None` when every channel of every worker on it
+    /// is quiet both ways, and every worker off it answered or is dead: nothing was on its
+    /// way to or from the cycle, so each waits for a message nobody will send.
     fn moving(&self, cycle: &[usize]) -> Option<String> {
         let count = |a: usize, b: usize| self.answers.get(&a).and_then(|p| p.channels.get(b).copied());
-        for (k, &a) in cycle.iter().enumerate() {
-            let b = cycle[(k + 1) % cycle.len()];
-            let (Some(ab), Some(ba)) = (count(a, b), count(b, a)) else {
-                return Some(format!("w{a} or w{b} did not count its messages"));
-            };
-            for (x, y, xy, yx) in [(a, b, ab, ba), (b, a, ba, ab)] {
-                if xy.incarnation != self.slots[y].incarnation {
-                    return Some(format!("w{x} had not yet heard of w{y}'s present life"));
-                }
-                if xy.sent != yx.taken {
-                    return Some(format!(
-                        "when they answered, w{x} had sent w{y} {} message{} and w{y} had taken {}",
-                        xy.sent,
-                        if xy.sent == 1 { "" } else { "s" },
-                        yx.taken
-                    ));
+        for &a in cycle {
+            for b in (0..self.slots.len()).filter(|&b| b != a) {
+                let Some(ab) = count(a, b) else {
+                    return Some(format!("w{a} did not count its messages"));
+                };
+                let Some(ba) = count(b, a) else {
+                    // A dead peer sends nothing more once its channel's end was read.
+                    if self.slots[b].life == Life::Exited {
+                        if (ab.sent, ab.taken) != (0, 0) {
+                            return Some(format!("w{a} had not yet read to the end of dead w{b}'s channel"));
+                        }
+                        continue;
+                    }
+                    return Some(format!("w{b} did not answer, and could still send to w{a}"));
+                };
+                for (x, y, xy, yx) in [(a, b, ab, ba), (b, a, ba, ab)] {
+                    if xy.incarnation != self.slots[y].incarnation {
+                        return Some(format!("w{x} had not yet heard of w{y}'s present life"));
+                    }
+                    if xy.sent != yx.taken {
+                        return Some(format!(
+                            "when they answered, w{x} had sent w{y} {} message{} and w{y} had taken {}",
+                            xy.sent,
+                            if xy.sent == 1 { "" } else { "s" },
+                            yx.taken
+                        ));
+                    }
                 }
             }
         }
@@ -708,7 +723,7 @@ mod tests {
             ..waits(algorithm)
         };
         let mut answers = BTreeMap::from([
-            (0, waits("waiting for REPLY from w3 (ticket 9)")),
+            (0, counted("waiting for REPLY from w3 (ticket 9)", [(0, 0), (0, 0), (0, 0), (0, 0)])),
             (
                 1,
                 counted(
@@ -801,8 +816,41 @@ mod tests {
             assert!(!text.contains("deadlock:") && deadlocks == 0, "{text}");
         }
         slots[2].incarnation = 0;
-        answers.insert(1, waits("waiting for REPLY from w2 (ticket 7); deferred w0"));
+        let w1 = "waiting for REPLY from w2 (ticket 7); deferred w0";
+        // Off the cycle: w0's message to w1 not yet taken (a quorum's RELEASE, say), dead
+        // w3's channel not yet read to its end by w2, and a silent w0.
+        let off = [
+            (
+                [(0, 0), (1, 0), (0, 0), (0, 0)],
+                [(0, 0), (0, 0), (7, 5), (0, 0)],
+                true,
+                "w0 had sent w1 1 message and w1 had taken 0",
+            ),
+            (
+                [(0, 0), (0, 0), (0, 0), (0, 0)],
+                [(0, 0), (7, 5), (0, 0), (0, 2)],
+                true,
+                "w2 had not yet read to the end of dead w3's channel",
+            ),
+            (
+                [(0, 0); 4],
+                [(0, 0), (7, 5), (0, 0), (0, 0)],
+                false,
+                "w0 did not answer, and could still send to w1",
+            ),
+        ];
+        for (w0, w2, answered, why) in off {
+            answers.insert(1, counted(w1, [(0, 0), (0, 0), (5, 7), (0, 0)]));
+            answers.insert(2, counted("waiting for REPLY from w1 (ticket 8)", w2));
+            match answered {
+                true => answers.insert(0, counted("waiting for REPLY from w3 (ticket 9)", w0)),
+                false => answers.remove(&0),
+            };
+            let (text, deadlocks) = again(&answers, &slots, &faults, now);
+            assert!(text.contains(why) && deadlocks == 0, "{why}: {text}");
+        }
+        answers.insert(1, waits(w1));
         let (text, deadlocks) = again(&answers, &slots, &faults, now);
-        assert!(text.contains("w1 or w2 did not count its messages") && deadlocks == 0, "{text}");
+        assert!(text.contains("w1 did not count its messages") && deadlocks == 0, "{text}");
     }
 }

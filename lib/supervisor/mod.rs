@@ -395,7 +395,9 @@ impl<'a> Supervisor<'a> {
             let _ = crate::files::open_writable(&self.dir.join(control::PLAN_FILE), true, false)
                 .and_then(|mut f| std::io::Write::write_all(&mut f, self.opts.plan.to_string().as_bytes()));
         }
-        self.started = Some(Instant::now());
+        let started = Instant::now();
+        self.started = Some(started);
+        self.nemesis.started_at(started, resource::monotonic_ns());
         self.progress.progressed();
         if self.opts.elect.is_some() {
             // The auditor times the first election from here.
@@ -480,13 +482,19 @@ impl<'a> Supervisor<'a> {
         self.procs.slots[id].started = true;
         self.procs.slots[id].view = None;
         self.procs.slots[id].links_view = 0;
-        // One write for all: the partition and link faults are in the socket before Start
-        // can be read, so the worker applies them before its first entry.
+        // The partition and link faults in force go in Start itself, so the worker puts
+        // them in force before its node starts and they act on its first message.
         let incarnations = self.procs.slots.iter().map(|s| s.incarnation).collect();
-        let mut msgs = vec![ToWorker::Start { dial, incarnations, listening }];
-        msgs.extend(self.nemesis.partition_update(&mut self.procs.slots[id]));
-        msgs.extend(self.nemesis.links_update(&mut self.procs.slots[id]));
-        self.procs.send_all(id, &msgs);
+        let partition = match self.nemesis.partition_update(&mut self.procs.slots[id]) {
+            Some(ToWorker::Partition(p)) => p,
+            _ => None,
+        };
+        let links = match self.nemesis.links_update(&mut self.procs.slots[id]) {
+            Some(ToWorker::Links(l)) => l,
+            _ => Vec::new(),
+        };
+        let start = ToWorker::Start { dial, incarnations, listening, partition, links };
+        self.procs.send_all(id, &[start]);
     }
 
     /// Every live worker has finished its entries: only the plan can change anything now.
@@ -527,12 +535,14 @@ impl<'a> Supervisor<'a> {
             // takes beyond is the loop's own lag.
             let (round, tick) = (Instant::now(), self.nemesis.tick(self.started));
             self.serve(tick, phase)?;
-            self.check_progress(phase)?;
+            // Asking the workers in a stall that then moved again takes up to a window,
+            // on purpose: not the loop falling behind.
+            let asking = self.check_progress(phase)?;
             if phase == "running" {
                 let (nemesis, mut run) = self.nemesis();
                 nemesis.apply_due(&mut run)?;
             }
-            self.progress.fell_behind(round.elapsed().saturating_sub(tick));
+            self.progress.fell_behind(round.elapsed().saturating_sub(tick).saturating_sub(asking));
         }
         Ok(())
     }
@@ -727,7 +737,9 @@ impl Supervisor<'_> {
 impl Supervisor<'_> {
     /// End the run if the file has not grown for too long: with a diagnosis of who waits
     /// for what while `running`, else with the workers that hold up `phase`.
-    pub(super) fn check_progress(&mut self, phase: &str) -> Result<(), RunError> {
+    /// Look for progress, and diagnose a stall (an `Err`); `Ok` says how long asking
+    /// the workers took when it found the run moving again after all.
+    pub(super) fn check_progress(&mut self, phase: &str) -> Result<Duration, RunError> {
         self.progress.poll(self.started);
         if phase == "running" && self.quiescent() && self.nemesis.timed_restart_pending() {
             // Nobody is stuck: every live worker is done and the supervisor itself waits
@@ -747,7 +759,7 @@ impl Supervisor<'_> {
             let detected = Instant::now();
             // A worker that fails while the others are asked (a program past its
             // deadline, say), or a file that moves again, outranks the stall.
-            let Some(diagnosis) = self.diagnose()? else { return Ok(()) };
+            let Some(diagnosis) = self.diagnose()? else { return Ok(detected.elapsed()) };
             self.finished.get_or_insert(detected);
             return Err(RunError::Stalled(diagnosis));
         }
@@ -759,14 +771,14 @@ impl Supervisor<'_> {
             // One the kernel says has exited is not holding the phase up: its link's
             // close is on its way, and the phase ends with it.
             if phase == "finishing" && self.procs.slots.iter().filter(|s| s.alive()).all(|s| s.exited()) {
-                return Ok(());
+                return Ok(Duration::ZERO);
             }
             return Err(RunError::Failed(format!(
                 "workers did not respond while {phase}: {}",
                 diagnosis::unresponsive(&self.procs.slots, phase)
             )));
         }
-        Ok(())
+        Ok(Duration::ZERO)
     }
 
     /// Ask every live worker what it waits for, and say who is stuck. A worker believed

@@ -84,6 +84,9 @@ pub(super) struct Nemesis {
     /// Partitions are made in the kernel by the network keeper (`--netns`), and the
     /// workers are told none.
     kernel: bool,
+    /// When the run started, as an `Instant` and on the files' monotonic clock
+    /// ([`Nemesis::started_at`]).
+    origin: Option<(Instant, u64)>,
 }
 
 impl Nemesis {
@@ -100,7 +103,15 @@ impl Nemesis {
             links_version: 0,
             due: None,
             kernel: false,
+            origin: None,
         }
+    }
+
+    /// The run started at `at`, which is `ns` on the monotonic clock of the files: read
+    /// once, so every fault's `t` less its `at` is the same (the report draws a fault at
+    /// its `t` from an origin taken from one of them).
+    pub(super) fn started_at(&mut self, at: Instant, ns: u64) {
+        self.origin = Some((at, ns));
     }
 
     /// The same, its partitions made in the kernel if `kernel` (`--netns`).
@@ -262,7 +273,13 @@ impl Nemesis {
         note: String,
     ) -> AppliedFault {
         let t = resource::monotonic_ns();
-        let at_ms = started.map_or(0.0, |s| s.elapsed().as_secs_f64() * 1e3);
+        // From the same reading as `t`: two readings a descheduling apart would put the
+        // fault's mark off its time in the report.
+        let at_ms = match (started, self.origin) {
+            (Some(s), Some((at, ns))) if s == at => t.saturating_sub(ns) as f64 / 1e6,
+            (Some(s), _) => s.elapsed().as_secs_f64() * 1e3,
+            (None, _) => 0.0,
+        };
         let late = self.due.map(|due| due.elapsed()).filter(|&l| l >= LATE);
         AppliedFault {
             at_ms,
@@ -744,6 +761,22 @@ mod tests {
     use crate::audit::{Crash, FaultLog};
     use crate::supervisor::options::tests::sample;
     use crate::supervisor::tests::idle;
+
+    /// A fault's `at` is its `t` from the run's start, one reading: every fault's `t`
+    /// less its `at` is the start, which the report draws every mark from.
+    #[test]
+    fn every_fault_s_time_from_the_start_is_its_own_reading_less_the_start() {
+        let mut n = Nemesis::new(Vec::new());
+        let (at, ns) = (Instant::now() - Duration::from_millis(40), resource::monotonic_ns() - 40_000_000);
+        n.started_at(at, ns);
+        for _ in 0..3 {
+            let f = n.fault(Some(at), FaultKind::Teardown, None, None, String::new());
+            assert_eq!(ns + (f.at_ms * 1e6).round() as u64, f.t, "{f:?}");
+        }
+        // The negative control: another start than the one recorded is timed by its own clock.
+        let f = n.fault(Some(at - Duration::from_secs(1)), FaultKind::Teardown, None, None, String::new());
+        assert!(f.at_ms >= 1040.0, "{f:?}");
+    }
 
     fn bare(action: &str) -> AppliedFault {
         AppliedFault {

@@ -298,8 +298,11 @@ impl<A: Node<Service: RunService>> Worker<A> {
         self.link.tell(&ready)?;
         // Wait for Start on the blocking control stream: nothing else can happen yet.
         let dial = match self.link.read_blocking()? {
-            Some(ToWorker::Start { dial, incarnations, listening }) => {
+            Some(ToWorker::Start { dial, incarnations, listening, partition, links }) => {
                 self.mesh.set_announced(incarnations, listening);
+                // In force before the node starts: its first messages meet them too.
+                self.partition(partition);
+                self.net.set_links(links);
                 dial
             }
             Some(other) => anyhow::bail!("expected Start from the supervisor, got {other:?}"),
@@ -412,13 +415,16 @@ impl<A: Node<Service: RunService>> Worker<A> {
             } else {
                 Some(Duration::ZERO)
             };
+            // Stamped before the poll: whatever came before this instant, the poll reports,
+            // so it is read before any timer due by then fires (timers.rs).
+            let polling = Instant::now();
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
                 return Err(e.into());
             }
-            self.timers.polled(Instant::now());
+            self.timers.polled(polling);
             // The supervisor first: a Finish must be read before any channel that closed
             // because another worker finished is taken for a crash.
             let control = events.iter().any(|ev| ev.token() == CONTROL);
@@ -522,7 +528,7 @@ impl<A: Node<Service: RunService>> Worker<A> {
         self.perform(steps)
     }
 
-    /// Fire every timer that was due when the last poll returned, each to its owner
+    /// Fire every timer that was due when the last poll began, each to its owner
     /// (`timers.rs`: what came before a timeout is read before it fires).
     fn fire_timers(&mut self) -> anyhow::Result<()> {
         while self.running && !self.terminating() {

@@ -88,6 +88,8 @@ struct State {
     relays: HashMap<Life, Arc<UnixStream>>,
     /// The connection ended: why.
     gone: Option<String>,
+    /// When a chunk of each ended life's files last came back (its `Exited` follows them).
+    shipping: HashMap<Life, Instant>,
 }
 
 impl Conn {
@@ -147,9 +149,10 @@ impl Conn {
             FromAgent::Resource { worker, incarnation, op } => {
                 let life = (worker, incarnation);
                 // Not after its exit (the agent's relay may read a dying worker's last
-                // request late): that write would land after its peers were told it
-                // died, where a local worker's cannot. Dropped, it is a write the kill
-                // came before.
+                // request late): dropped, it is a write the kill came before. This only
+                // narrows the window in which a dead life's write lands after its peers
+                // acted on its death (docs/cluster.md, "A write in flight"): `--fenced`
+                // refuses such a write by its stale fence.
                 let reply = match &self.served {
                     Some(_) if !Conn::runs(&st, life, true) => ResourceReply::Refused(format!(
                         "w{worker} (life {incarnation}) does not run on the agent at {}",
@@ -170,6 +173,7 @@ impl Conn {
             }
             FromAgent::File { worker, incarnation, name, offset, bytes } => {
                 let ok = self.served.is_some() && Conn::runs(&st, (worker, incarnation), false);
+                st.shipping.insert((worker, incarnation), Instant::now());
                 drop(st);
                 files::take(ok, &self.dir, self.addr, (worker, incarnation), &name, Ok((offset, &bytes)));
                 return;
@@ -258,10 +262,18 @@ impl Remote {
 
     /// Wait (at most `patience`) for the agent to say the life ended: how; `None` if it
     /// did not say in time. A lost agent is an end too (its workers die with it).
+    /// A life whose files are still coming back is not late: each chunk that came while
+    /// it waited gives it `patience` again.
     pub(super) fn wait_exited(&self, patience: Duration) -> Option<String> {
-        self.conn.wait(patience, |st| {
-            st.exited.get(&self.life).cloned().or_else(|| st.gone.as_ref().map(|g| format!("lost: {g}")))
-        })
+        loop {
+            let since = Instant::now();
+            let ended = self.conn.wait(patience, |st| {
+                st.exited.get(&self.life).cloned().or_else(|| st.gone.as_ref().map(|g| format!("lost: {g}")))
+            });
+            if ended.is_some() || self.conn.state().shipping.get(&self.life).is_none_or(|&t| t < since) {
+                return ended;
+            }
+        }
     }
 
     /// Wait (at most `patience`) until everything the links' thread wrote on this
