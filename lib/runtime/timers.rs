@@ -45,11 +45,18 @@ pub(crate) struct Timers {
 }
 
 impl Timers {
-    /// Set `kind` to fire `after` from `now`.
+    /// Set `kind` to fire `after` from `now`. One with no delay (a think or a section of
+    /// 0 ms, the first heartbeat) is due at once, in the turn that set it, as if set
+    /// when the poll began: no reply can come "before" it, and holding it for the next
+    /// poll cost Ricart-Agrawala 12 µs of CPU an entry (45 → 57 µs at N = 8, two loop
+    /// turns more an entry).
     pub(crate) fn push(&mut self, now: Instant, after: Duration, kind: TimerKind) {
         self.seq += 1;
         // An absurd duration (an algorithm's bug) means "never", not a panic.
-        let at = now.checked_add(after).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400));
+        let at = match after.is_zero() {
+            true => self.polled.map_or(now, |p| p.min(now)),
+            false => now.checked_add(after).unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400)),
+        };
         self.heap.push(std::cmp::Reverse((at, self.seq, kind)));
     }
 
@@ -122,5 +129,11 @@ mod tests {
         timers.polled(now);
         assert_eq!(timers.pop_due(), Some(TimerKind::Algo(1)));
         assert_eq!(timers.polled_at(), Some(now));
+        // One set with no delay in this turn is due at once, before the next poll; one
+        // with any delay is not, however late the turn runs.
+        timers.push(now + ms(3), ms(1), TimerKind::Algo(2));
+        timers.push(now + ms(7), Duration::ZERO, TimerKind::Algo(3));
+        assert_eq!(timers.pop_due(), Some(TimerKind::Algo(3)));
+        assert_eq!(timers.pop_due(), None);
     }
 }

@@ -136,7 +136,7 @@ impl Stall<'_> {
             let ring = ws.join(" → ");
             lines.push(match self.moving(&cycle) {
                 None => format!(
-                    "deadlock: {ring} (each waits for the next, and nothing was on its way between them)"
+                    "deadlock: {ring} (each waits for the next, and nothing was on its way to or from them)"
                 ),
                 Some(why) => format!(
                     "waits in a cycle, {ring}, but no deadlock can be told while messages move: {why}"
@@ -763,7 +763,7 @@ mod tests {
         let lines: Vec<&str> = text.split("\n  ").collect();
         assert_eq!(
             lines[1],
-            "deadlock: w1 → w2 → w1 (each waits for the next, and nothing was on its way between them)",
+            "deadlock: w1 → w2 → w1 (each waits for the next, and nothing was on its way to or from them)",
             "{text}"
         );
         assert_eq!(stall.deadlocks(), [vec![1, 2]]);
