@@ -130,7 +130,8 @@ impl Stall<'_> {
                  and an algorithm that counts on reliable channels may wait for it forever"
             ));
         }
-        for cycle in cycles(&self.graph()) {
+        let graph = self.graph();
+        for cycle in cycles(&graph) {
             let mut ws: Vec<String> = cycle.iter().map(|w| format!("w{w}")).collect();
             ws.push(ws[0].clone());
             let ring = ws.join(" → ");
@@ -158,11 +159,7 @@ impl Stall<'_> {
                         l += &format!("; {}", listed(&p.algorithm));
                         let across =
                             |j: usize| side(j).is_some() && side(id).is_some() && side(j) != side(id);
-                        let mut ids: Vec<usize> =
-                            named(&p.algorithm).map(|(j, _)| j).filter(|&j| j < self.slots.len()).collect();
-                        ids.sort_unstable();
-                        ids.dedup();
-                        let named: Vec<String> = ids
+                        let named: Vec<String> = ids_named(&p.algorithm, self.slots.len())
                             .into_iter()
                             .filter_map(|j| match (&status[j], across(j)) {
                                 (Some(st), _) => Some(format!("w{j} {st}")),
@@ -216,7 +213,6 @@ impl Stall<'_> {
             lines[quiet_at] = format!("{}: {}", id_list(&quiet), silent(lag));
         }
         // A dead or paused peer is silent either way to those that wait for it.
-        let graph = self.graph();
         for (j, s) in self.slots.iter().enumerate() {
             let waiting: Vec<String> =
                 (0..graph.len()).filter(|&i| graph[i].contains(&j)).map(|i| format!("w{i}")).collect();
@@ -245,8 +241,8 @@ impl Stall<'_> {
         (0..n).map(|i| self.answers.get(&i).map_or_else(Vec::new, |p| awaited(&p.algorithm, n, i))).collect()
     }
 
-    /// The deadlocks: the waits-for graph's [`cycles`] with nothing on its way between
-    /// any two neighbours on them ([`Stall::moving`]).
+    /// The deadlocks: the waits-for graph's [`cycles`] with nothing on its way to or from
+    /// any worker on them ([`Stall::moving`]).
     pub(super) fn deadlocks(&self) -> Vec<Vec<usize>> {
         cycles(&self.graph()).into_iter().filter(|c| self.moving(c).is_none()).collect()
     }
@@ -298,7 +294,12 @@ impl Stall<'_> {
 fn awaited(text: &str, n: usize, me: usize) -> Vec<usize> {
     let Some((_, rest)) = text.split_once("waiting for") else { return Vec::new() };
     let upto = rest.find(['(', ';']).unwrap_or(rest.len());
-    let mut ids: Vec<usize> = named(&rest[..upto]).map(|(id, _)| id).filter(|&j| j != me && j < n).collect();
+    ids_named(&rest[..upto], n).into_iter().filter(|&j| j != me).collect()
+}
+
+/// The workers below `n` that `text` names, each once, in id order.
+fn ids_named(text: &str, n: usize) -> Vec<usize> {
+    let mut ids: Vec<usize> = named(text).map(|(id, _)| id).filter(|&j| j < n).collect();
     ids.sort_unstable();
     ids.dedup();
     ids
