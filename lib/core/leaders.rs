@@ -31,6 +31,15 @@ impl fmt::Display for LeaderRecord {
     }
 }
 
+impl LeaderRecord {
+    /// Append it to the leader file `f` as one line in one `write`, so records of
+    /// several workers never interleave (a worker's own file, or the supervisor's for an
+    /// agent's worker).
+    pub fn append_to(&self, f: &mut impl std::io::Write) -> std::io::Result<()> {
+        f.write_all(format!("{self}\n").as_bytes())
+    }
+}
+
 impl FromStr for LeaderRecord {
     type Err = String;
     fn from_str(line: &str) -> Result<Self, String> {

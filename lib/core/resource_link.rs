@@ -304,7 +304,7 @@ impl Served {
                 }
             }
             let file = self.leaders.as_mut().expect("opened");
-            return match file.write_all(format!("{rec}\n").as_bytes()) {
+            return match rec.append_to(file) {
                 Ok(()) => ResourceReply::Done,
                 Err(e) => failed(&path, e),
             };

@@ -22,7 +22,6 @@
 //! it itself; what it asks of the rest of the worker it returns as [`AppStep`]s.
 
 use std::fs::{File, OpenOptions};
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -135,9 +134,8 @@ impl Electing {
         }
         let t = resource::monotonic_ns();
         let rec = LeaderRecord { w: self.me.0, inc: self.incarnation, leader: id.0, term, t };
-        // One write per record, so records of several workers never interleave.
         match &mut self.file {
-            Leaders::Local(f) => f.write_all(format!("{rec}\n").as_bytes()),
+            Leaders::Local(f) => rec.append_to(f),
             Leaders::Remote(link) => link.leader(&rec),
         }
         .map_err(|err| anyhow::anyhow!("cannot write {}: {err}", self.path.display()))?;
